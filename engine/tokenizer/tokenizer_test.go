@@ -1,0 +1,94 @@
+package tokenizer
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"arborist/engine/gguf"
+)
+
+// sharedDir locates ../shared beside the checkout, or skips the test.
+func sharedDir(t testing.TB, sub string) string {
+	t.Helper()
+	dir := filepath.Join("..", "..", "..", "shared", sub)
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("shared data %s not found (expected ../shared beside the checkout): %v", dir, err)
+	}
+	return dir
+}
+
+func load(t testing.TB, path string) *Tokenizer {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	tok, err := FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func TestConformance(t *testing.T) {
+	dir := sharedDir(t, "vocab")
+	for _, name := range []string{"ggml-vocab-llama-spm", "ggml-vocab-phi-3", "ggml-vocab-gpt-2", "ggml-vocab-falcon"} {
+		t.Run(name, func(t *testing.T) {
+			base := filepath.Join(dir, name+".gguf")
+			tok := load(t, base)
+			inp, err := os.ReadFile(base + ".inp")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := os.ReadFile(base + ".out")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cases := strings.Split(string(inp), "\n__ggml_vocab_test__\n")
+			// every case ends with the separator, so the split leaves an empty tail
+			cases = cases[:len(cases)-1]
+			wants := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+			if len(cases) != len(wants) {
+				t.Fatalf("%d inputs but %d expected outputs", len(cases), len(wants))
+			}
+			fails := 0
+			for i, in := range cases {
+				var want []int
+				for _, f := range strings.Fields(wants[i]) {
+					n, err := strconv.Atoi(f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want = append(want, n)
+				}
+				got := tok.Encode(in, false, false)
+				if !equal(got, want) {
+					fails++
+					t.Errorf("Encode(%q)\n got %v\nwant %v", in, got, want)
+					continue
+				}
+				if dec := tok.DecodeText(got); dec != in && !(tok.Kind == SPM && dec == strings.TrimPrefix(in, " ")) {
+					// SPM drops the space it added and cannot tell it from a leading one
+					t.Errorf("Decode(Encode(%q)) = %q", in, dec)
+				}
+			}
+			t.Logf("%d cases, %d failures", len(cases), fails)
+		})
+	}
+}
+
+func equal(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,3 @@
+module arborist
+
+go 1.26.8
