@@ -1,0 +1,357 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"arborist/kernels"
+)
+
+// Cache is a KV cache for one sequence, plus the scratch buffers of the
+// forward pass (so decoding allocates nothing once they have grown).
+//
+// Slots hold keys and values after RoPE, so they keep their positions when
+// compacted.
+type Cache struct {
+	cfg  *Config
+	k, v [][]float32 // per layer: Cap() * KVDim values
+	n    int         // slots in use
+	cap  int
+	s    scratch
+}
+
+// NewCache makes an empty cache for up to ctx positions.
+func (m *Model) NewCache(ctx int) *Cache {
+	c := &Cache{cfg: &m.Config, cap: ctx}
+	c.k = make([][]float32, m.Layers)
+	c.v = make([][]float32, m.Layers)
+	for l := range c.k {
+		c.k[l] = make([]float32, ctx*m.KVDim())
+		c.v[l] = make([]float32, ctx*m.KVDim())
+	}
+	return c
+}
+
+// Len is the number of slots in use.
+func (c *Cache) Len() int { return c.n }
+
+// Cap is the number of slots available.
+func (c *Cache) Cap() int { return c.cap }
+
+// Truncate drops every slot from n on.
+func (c *Cache) Truncate(n int) {
+	if n < c.n && n >= 0 {
+		c.n = n
+	}
+}
+
+// Compact keeps only the listed slots, in the listed order, as slots
+// 0..len(keep)-1. It is how a rejected draft branch leaves the cache.
+func (c *Cache) Compact(keep []int) error {
+	inPlace := true
+	for i, s := range keep {
+		if s < 0 || s >= c.n {
+			return fmt.Errorf("model: compact: slot %d out of range [0, %d)", s, c.n)
+		}
+		if s < i || (i > 0 && s <= keep[i-1]) {
+			inPlace = false
+		}
+	}
+	d := c.cfg.KVDim()
+	for l := range c.k {
+		for _, buf := range [][]float32{c.k[l], c.v[l]} {
+			src := buf
+			if !inPlace {
+				src = append([]float32(nil), buf[:c.n*d]...)
+			}
+			for i, s := range keep {
+				if s != i || !inPlace {
+					copy(buf[i*d:(i+1)*d], src[s*d:(s+1)*d])
+				}
+			}
+		}
+	}
+	c.n = len(keep)
+	return nil
+}
+
+// Batch is one forward pass's input.
+type Batch struct {
+	// Tokens are appended to the cache as slots Len()..Len()+len(Tokens)-1.
+	Tokens []int
+	// Pos are the RoPE positions of the tokens; nil means Len()+i.
+	Pos []int
+	// Mask, when not nil, says which slots each row attends to: row i may
+	// attend to slot j (cached slots 0..past-1, then the batch's own rows
+	// past..past+n-1) when Mask[i*(past+n)+j]. nil means causal: every
+	// cached slot and the batch rows up to and including i.
+	Mask []bool
+	// Want lists the rows whose logits (and hidden states) are returned; nil
+	// means every row.
+	Want []int
+	// Layers, when positive, runs only the first Layers blocks before the
+	// final norm and output head: the layer-skip self-drafter.
+	Layers int
+}
+
+// Result holds a forward pass's outputs for the wanted rows, in Want order.
+type Result struct {
+	Logits []float32 // len(Want) * Vocab
+	Hidden []float32 // len(Want) * Dim: the last block's output, before the final norm
+}
+
+type scratch struct {
+	x, xn, q, k, v, att, o, g, u []float32
+	wantX                        []float32
+}
+
+func (s *scratch) grow(c *Config, n, ffn int) {
+	g := func(b []float32, size int) []float32 {
+		if cap(b) < size {
+			return make([]float32, size)
+		}
+		return b[:size]
+	}
+	s.x = g(s.x, n*c.Dim)
+	s.xn = g(s.xn, n*c.Dim)
+	s.q = g(s.q, n*c.Heads*c.HeadDim)
+	s.k = g(s.k, n*c.KVDim())
+	s.v = g(s.v, n*c.KVDim())
+	s.att = g(s.att, n*c.Heads*c.HeadDim)
+	s.o = g(s.o, n*c.Dim)
+	s.g = g(s.g, n*ffn)
+	s.u = g(s.u, n*ffn)
+}
+
+// Forward runs a batch through the model, appending its keys and values to
+// the cache, and fills res with the wanted rows' logits and hidden states.
+func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) error {
+	n := len(b.Tokens)
+	if n == 0 {
+		return fmt.Errorf("model: empty batch")
+	}
+	past := c.n
+	if past+n > c.cap {
+		return fmt.Errorf("model: context full: %d cached + %d new tokens exceed the cache's %d slots", past, n, c.cap)
+	}
+	if b.Pos != nil && len(b.Pos) != n {
+		return fmt.Errorf("model: %d positions for %d tokens", len(b.Pos), n)
+	}
+	if b.Mask != nil && len(b.Mask) != n*(past+n) {
+		return fmt.Errorf("model: mask has %d entries, want %d x %d", len(b.Mask), n, past+n)
+	}
+	want := b.Want
+	for _, r := range want {
+		if r < 0 || r >= n {
+			return fmt.Errorf("model: wanted row %d outside batch of %d", r, n)
+		}
+	}
+	layers := m.Blocks
+	if b.Layers > 0 && b.Layers < len(layers) {
+		layers = layers[:b.Layers]
+	}
+	cfg := &m.Config
+	s := &c.s
+	s.grow(cfg, n, cfg.FFN)
+	dim := cfg.Dim
+	for i, t := range b.Tokens {
+		if err := m.Embed(t, s.x[i*dim:(i+1)*dim]); err != nil {
+			return err
+		}
+	}
+	pos := b.Pos
+	if pos == nil {
+		pos = make([]int, n)
+		for i := range pos {
+			pos[i] = past + i
+		}
+	}
+	be := m.Backend
+	kvd, qd := cfg.KVDim(), cfg.Heads*cfg.HeadDim
+	for li := range layers {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		l := &layers[li]
+		// attention block: x += O · attn(rope(Q·norm(x)), rope(K·norm(x)), V·norm(x))
+		rmsNorm(s.xn, s.x, l.AttnNorm, n, dim, cfg.Eps)
+		be.MatMul(s.q, l.Q, s.xn, n)
+		be.MatMul(s.k, l.K, s.xn, n)
+		be.MatMul(s.v, l.V, s.xn, n)
+		if l.QB != nil {
+			addBias(s.q, l.QB, n)
+			addBias(s.k, l.KB, n)
+			addBias(s.v, l.VB, n)
+		}
+		for i := 0; i < n; i++ {
+			rope(s.q[i*qd:(i+1)*qd], cfg.Heads, cfg, pos[i])
+			rope(s.k[i*kvd:(i+1)*kvd], cfg.KVHeads, cfg, pos[i])
+		}
+		copy(c.k[li][past*kvd:(past+n)*kvd], s.k[:n*kvd])
+		copy(c.v[li][past*kvd:(past+n)*kvd], s.v[:n*kvd])
+		m.attention(s.att, s.q, c.k[li], c.v[li], past, n, b.Mask)
+		be.MatMul(s.o, l.O, s.att, n)
+		for i := range s.x[:n*dim] {
+			s.x[i] += s.o[i]
+		}
+		// feed-forward block: x += Down · (silu(Gate·norm(x)) * Up·norm(x))
+		rmsNorm(s.xn, s.x, l.FFNNorm, n, dim, cfg.Eps)
+		be.MatMul(s.g, l.Gate, s.xn, n)
+		be.MatMul(s.u, l.Up, s.xn, n)
+		for i := range s.g[:n*cfg.FFN] {
+			g := s.g[i]
+			s.g[i] = g / (1 + float32(math.Exp(float64(-g)))) * s.u[i]
+		}
+		be.MatMul(s.o, l.Down, s.g, n)
+		for i := range s.x[:n*dim] {
+			s.x[i] += s.o[i]
+		}
+	}
+	c.n = past + n
+
+	// gather wanted rows, then final norm and output head
+	rows := len(want)
+	if want == nil {
+		rows = n
+	}
+	if cap(s.wantX) < rows*dim {
+		s.wantX = make([]float32, rows*dim)
+	}
+	wx := s.wantX[:rows*dim]
+	for j := 0; j < rows; j++ {
+		r := j
+		if want != nil {
+			r = want[j]
+		}
+		copy(wx[j*dim:(j+1)*dim], s.x[r*dim:(r+1)*dim])
+	}
+	res.Hidden = append(res.Hidden[:0], wx...)
+	rmsNorm(wx, wx, m.OutNorm, rows, dim, cfg.Eps)
+	if cap(res.Logits) < rows*m.Vocab {
+		res.Logits = make([]float32, rows*m.Vocab)
+	}
+	res.Logits = res.Logits[:rows*m.Vocab]
+	be.MatMul(res.Logits, m.Output, wx, rows)
+	return nil
+}
+
+// rmsNorm: out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w, for n rows of dim.
+// The mean of squares accumulates in float64, as ggml does.
+func rmsNorm(out, x, w []float32, n, dim int, eps float32) {
+	for r := 0; r < n; r++ {
+		xr := x[r*dim : (r+1)*dim]
+		var sum float64
+		for _, v := range xr {
+			sum += float64(v * v)
+		}
+		mean := float32(sum / float64(dim))
+		scale := 1 / float32(math.Sqrt(float64(mean+eps)))
+		or := out[r*dim : (r+1)*dim]
+		for i, v := range xr {
+			or[i] = v * scale * w[i]
+		}
+	}
+}
+
+func addBias(x, b []float32, n int) {
+	d := len(b)
+	for r := 0; r < n; r++ {
+		row := x[r*d : (r+1)*d]
+		for i := range row {
+			row[i] += b[i]
+		}
+	}
+}
+
+// rope rotates the first RopeDim dims of each of heads heads in x by angles
+// pos/scale * base^(-2i/RopeDim). The angle is built by repeated
+// multiplication in float32, as ggml does, so positions match it bit for bit.
+func rope(x []float32, heads int, c *Config, pos int) {
+	hd, nd := c.HeadDim, c.RopeDim
+	thetaScale := float32(math.Pow(float64(c.RopeBase), -2.0/float64(nd)))
+	freqScale := 1 / c.RopeScale
+	for h := 0; h < heads; h++ {
+		v := x[h*hd : (h+1)*hd]
+		theta := float32(pos)
+		for i := 0; i < nd; i += 2 {
+			t := freqScale * theta
+			cos, sin := float32(math.Cos(float64(t))), float32(math.Sin(float64(t)))
+			a, b := i, i+1
+			if c.RopeNeox {
+				a, b = i/2, i/2+nd/2
+			}
+			x0, x1 := v[a], v[b]
+			v[a] = x0*cos - x1*sin
+			v[b] = x0*sin + x1*cos
+			theta *= thetaScale
+		}
+	}
+}
+
+// attention computes, for each batch row and query head, softmax(q·K/sqrt(hd))
+// over the slots the mask allows, times V. Rows and heads run in parallel.
+func (m *Model) attention(out, q, kc, vc []float32, past, n int, mask []bool) {
+	cfg := &m.Config
+	hd, kvd := cfg.HeadDim, cfg.KVDim()
+	group := cfg.Heads / cfg.KVHeads
+	total := past + n
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	qd := cfg.Heads * hd
+	kernels.ParallelFor(m.Backend, n*cfg.Heads, func(lo, hi int) {
+		scores := make([]float32, total)
+		for task := lo; task < hi; task++ {
+			i, h := task/cfg.Heads, task%cfg.Heads
+			kh := h / group
+			qv := q[i*qd+h*hd : i*qd+(h+1)*hd]
+			limit := past + i + 1 // causal
+			var row []bool
+			if mask != nil {
+				row = mask[i*total : (i+1)*total]
+				limit = total
+			}
+			maxS := float32(math.Inf(-1))
+			for j := 0; j < limit; j++ {
+				if row != nil && !row[j] {
+					scores[j] = float32(math.Inf(-1))
+					continue
+				}
+				kv := kc[j*kvd+kh*hd : j*kvd+(kh+1)*hd]
+				var d float32
+				for t := range qv {
+					d += qv[t] * kv[t]
+				}
+				d *= scale
+				scores[j] = d
+				maxS = max(maxS, d)
+			}
+			o := out[i*qd+h*hd : i*qd+(h+1)*hd]
+			for t := range o {
+				o[t] = 0
+			}
+			if math.IsInf(float64(maxS), -1) {
+				continue // a row that attends to nothing outputs zeros
+			}
+			var sum float64
+			for j := 0; j < limit; j++ {
+				if row != nil && !row[j] {
+					continue
+				}
+				e := float32(math.Exp(float64(scores[j] - maxS)))
+				scores[j] = e
+				sum += float64(e)
+			}
+			inv := float32(1 / sum)
+			for j := 0; j < limit; j++ {
+				if row != nil && !row[j] {
+					continue
+				}
+				p := scores[j] * inv
+				vv := vc[j*kvd+kh*hd : j*kvd+(kh+1)*hd]
+				for t := range o {
+					o[t] += p * vv[t]
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,174 @@
+package model
+
+import (
+	"fmt"
+
+	"arborist/engine/gguf"
+	"arborist/engine/tokenizer"
+	"arborist/kernels"
+	"arborist/kernels/quant"
+)
+
+// Layer is one transformer block, named like its GGUF tensors (blk.N.*).
+type Layer struct {
+	AttnNorm   []float32      // attn_norm [n]
+	Q          kernels.Matrix // attn_q [n -> heads*hd]
+	K, V       kernels.Matrix // attn_k, attn_v [n -> kvheads*hd]
+	QB, KB, VB []float32      // qwen2 biases, nil for llama
+	O          kernels.Matrix // attn_output [heads*hd -> n]
+	FFNNorm    []float32      // ffn_norm [n]
+	Gate, Up   kernels.Matrix // ffn_gate, ffn_up [n -> ffn]
+	Down       kernels.Matrix // ffn_down [ffn -> n]
+}
+
+// Model is a loaded model: configuration, weights on a backend, tokenizer.
+type Model struct {
+	Config
+	Path    string
+	File    *gguf.File
+	Tok     *tokenizer.Tokenizer
+	Backend kernels.Backend
+
+	embdType quant.Type
+	embd     []byte // token_embd rows, looked up per token
+	embdRow  int    // bytes per embedding row
+
+	Blocks  []Layer
+	OutNorm []float32      // output_norm [n]
+	Output  kernels.Matrix // output [n -> vocab], token_embd when tied
+}
+
+// Load opens a GGUF model on backend be. The file stays mapped until Close.
+func Load(path string, be kernels.Backend) (*Model, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := FromFile(f, be)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// FromFile builds a model over an open GGUF file, which it then owns.
+func FromFile(f *gguf.File, be kernels.Backend) (*Model, error) {
+	cfg, err := ReadConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{Config: cfg, Path: f.Path, File: f, Tok: tok, Backend: be}
+	n, hd := uint64(cfg.Dim), uint64(cfg.HeadDim)
+	et, embd, err := f.TensorData("token_embd.weight")
+	if err != nil {
+		return nil, err
+	}
+	if len(et.Dims) != 2 || et.Dims[0] != n {
+		return nil, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: token_embd.weight is %v, want [%d vocab]", gguf.ErrShape, et.Dims, n)}
+	}
+	m.Vocab = int(et.Dims[1])
+	if m.Vocab != tok.VocabSize() {
+		return nil, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: token_embd.weight has %d rows but the vocabulary has %d tokens", gguf.ErrShape, m.Vocab, tok.VocabSize())}
+	}
+	m.embdType, m.embd = et.Type, embd
+	m.embdRow, _ = quant.RowBytes(et.Type, cfg.Dim)
+
+	vec := func(name string, size uint64) ([]float32, error) {
+		t, data, err := f.TensorData(name, size)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]float32, size)
+		if err := quant.Dequantize(t.Type, data, out); err != nil {
+			return nil, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%s: %w", name, err)}
+		}
+		return out, nil
+	}
+	mat := func(name string, in, out uint64) (kernels.Matrix, error) {
+		t, data, err := f.TensorData(name, in, out)
+		if err != nil {
+			return nil, err
+		}
+		mm, err := be.NewMatrix(t.Type, data, int(out), int(in))
+		if err != nil {
+			return nil, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%s: %w", name, err)}
+		}
+		return mm, nil
+	}
+	qd, kvd := uint64(cfg.Heads)*hd, uint64(cfg.KVHeads)*hd
+	ffn := uint64(cfg.FFN)
+	m.Blocks = make([]Layer, cfg.Layers)
+	for i := range m.Blocks {
+		l := &m.Blocks[i]
+		p := fmt.Sprintf("blk.%d.", i)
+		steps := []error{}
+		var e error
+		l.AttnNorm, e = vec(p+"attn_norm.weight", n)
+		steps = append(steps, e)
+		l.Q, e = mat(p+"attn_q.weight", n, qd)
+		steps = append(steps, e)
+		l.K, e = mat(p+"attn_k.weight", n, kvd)
+		steps = append(steps, e)
+		l.V, e = mat(p+"attn_v.weight", n, kvd)
+		steps = append(steps, e)
+		l.O, e = mat(p+"attn_output.weight", qd, n)
+		steps = append(steps, e)
+		l.FFNNorm, e = vec(p+"ffn_norm.weight", n)
+		steps = append(steps, e)
+		l.Gate, e = mat(p+"ffn_gate.weight", n, ffn)
+		steps = append(steps, e)
+		l.Up, e = mat(p+"ffn_up.weight", n, ffn)
+		steps = append(steps, e)
+		l.Down, e = mat(p+"ffn_down.weight", ffn, n)
+		steps = append(steps, e)
+		if cfg.QKVBias {
+			l.QB, e = vec(p+"attn_q.bias", qd)
+			steps = append(steps, e)
+			l.KB, e = vec(p+"attn_k.bias", kvd)
+			steps = append(steps, e)
+			l.VB, e = vec(p+"attn_v.bias", kvd)
+			steps = append(steps, e)
+		}
+		for _, e := range steps {
+			if e != nil {
+				return nil, e
+			}
+		}
+	}
+	if m.OutNorm, err = vec("output_norm.weight", n); err != nil {
+		return nil, err
+	}
+	if _, ok := f.Tensor("output.weight"); ok {
+		m.Output, err = mat("output.weight", n, uint64(m.Vocab))
+	} else {
+		m.Output, err = mat("token_embd.weight", n, uint64(m.Vocab)) // tied embeddings
+	}
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Close releases the model file.
+func (m *Model) Close() error { return m.File.Close() }
+
+// Embed writes the embedding of token id into dst.
+func (m *Model) Embed(id int, dst []float32) error {
+	if id < 0 || id >= m.Vocab {
+		return fmt.Errorf("model: token id %d out of range [0, %d)", id, m.Vocab)
+	}
+	return quant.Dequantize(m.embdType, m.embd[id*m.embdRow:(id+1)*m.embdRow], dst)
+}
+
+// WeightBytes is the size of the weights read per token (all tensors).
+func (m *Model) WeightBytes() uint64 { return m.File.WeightBytes() }
+
+// KVBytes is the memory a KV cache of ctx positions takes (float32 K and V).
+func (c *Config) KVBytes(ctx int) uint64 {
+	return uint64(ctx) * uint64(c.Layers) * uint64(c.KVDim()) * 2 * 4
+}

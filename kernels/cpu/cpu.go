@@ -1,0 +1,231 @@
+// Package cpu is Arborist's CPU compute backend: matrix products over GGUF
+// weight blocks, computed in place on the (memory-mapped) quantised data and
+// split across a persistent pool of worker goroutines.
+//
+// For the 8-bit-friendly types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) the activations
+// are quantised to 8 bits per 32-value block, as mature engines do, and the
+// inner products run on integers; for the other types each weight row is
+// expanded to float32 in a per-worker scratch row and multiplied in float32.
+// Every kernel has a reference in refMatMul, which the tests compare against.
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"arborist/kernels"
+	"arborist/kernels/quant"
+)
+
+// Backend is the CPU backend. Its methods are safe for concurrent use; calls
+// are serialised on its worker pool.
+type Backend struct {
+	threads int
+	pool    *pool
+	mu      sync.Mutex
+	scratch [][]float32 // per worker, one dequantised row
+	q8      q8Buf       // activations quantised for the current call
+}
+
+var _ kernels.Backend = (*Backend)(nil)
+var _ kernels.Parallel = (*Backend)(nil)
+
+// DefaultThreads is the number of physical cores, as far as Go can tell: the
+// logical CPU count, halved when it is even and above 2 (SMT siblings share
+// the execution units a matmul saturates).
+func DefaultThreads() int {
+	n := runtime.NumCPU()
+	if n > 2 && n%2 == 0 {
+		return n / 2
+	}
+	return n
+}
+
+// New starts a backend with the given number of worker threads (at least 1).
+func New(threads int) *Backend {
+	if threads < 1 {
+		threads = 1
+	}
+	return &Backend{threads: threads, pool: newPool(threads), scratch: make([][]float32, threads)}
+}
+
+// Name returns "cpu".
+func (b *Backend) Name() string { return "cpu" }
+
+// Threads returns the worker count.
+func (b *Backend) Threads() int { return b.threads }
+
+// Close stops the workers.
+func (b *Backend) Close() { b.pool.close() }
+
+// ParallelFor runs fn over [0, n) in chunks on the workers.
+func (b *Backend) ParallelFor(n int, fn func(lo, hi int)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.pool.run(funcJob(fn), n, 1)
+}
+
+// Matrix is a weight matrix in ggml row layout.
+type Matrix struct {
+	typ        quant.Type
+	rows, cols int
+	rowBytes   int
+	data       []byte
+}
+
+// Rows is the number of outputs.
+func (m *Matrix) Rows() int { return m.rows }
+
+// Cols is the number of inputs.
+func (m *Matrix) Cols() int { return m.cols }
+
+// Type is the weight type.
+func (m *Matrix) Type() quant.Type { return m.typ }
+
+// Row returns the bytes of output row o.
+func (m *Matrix) Row(o int) []byte { return m.data[o*m.rowBytes : (o+1)*m.rowBytes] }
+
+// NewMatrix wraps ggml-layout weight bytes without copying them.
+func (b *Backend) NewMatrix(t quant.Type, data []byte, rows, cols int) (kernels.Matrix, error) {
+	return NewMatrix(t, data, rows, cols)
+}
+
+// NewMatrix wraps ggml-layout weight bytes without copying them.
+func NewMatrix(t quant.Type, data []byte, rows, cols int) (*Matrix, error) {
+	if !t.Supported() {
+		return nil, fmt.Errorf("cpu: weight type %s is not supported", t)
+	}
+	rb, err := quant.RowBytes(t, cols)
+	if err != nil {
+		return nil, fmt.Errorf("cpu: %w", err)
+	}
+	if len(data) != rb*rows {
+		return nil, fmt.Errorf("cpu: %s matrix %dx%d needs %d bytes, got %d", t, rows, cols, rb*rows, len(data))
+	}
+	return &Matrix{typ: t, rows: rows, cols: cols, rowBytes: rb, data: data}, nil
+}
+
+// q8Buf holds activations quantised to 8 bits in blocks of 32: value
+// d[b]*q[b*32+j], with s[b] the sum of the block's q (for types with a min).
+type q8Buf struct {
+	d []float32
+	q []int8
+	s []int32
+}
+
+func (q *q8Buf) quantize(x []float32) {
+	nb := len(x) / quant.QK
+	q.d = grow(q.d, nb)
+	q.s = growI32(q.s, nb)
+	if cap(q.q) < len(x) {
+		q.q = make([]int8, len(x))
+	}
+	q.q = q.q[:len(x)]
+	for b := 0; b < nb; b++ {
+		xs := x[b*quant.QK : (b+1)*quant.QK]
+		amax := float32(0)
+		for _, v := range xs {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		d := amax / 127
+		id := float32(0)
+		if d != 0 {
+			id = 1 / d
+		}
+		sum := int32(0)
+		qs := q.q[b*quant.QK : (b+1)*quant.QK]
+		for j, v := range xs {
+			r := int8(math.RoundToEven(float64(v * id)))
+			qs[j] = r
+			sum += int32(r)
+		}
+		q.d[b], q.s[b] = d, sum
+	}
+}
+
+func grow(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
+
+func growI32(s []int32, n int) []int32 {
+	if cap(s) < n {
+		return make([]int32, n)
+	}
+	return s[:n]
+}
+
+// usesQ8 reports whether products with t run on 8-bit activations.
+func usesQ8(t quant.Type) bool {
+	switch t {
+	case quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1:
+		return true
+	}
+	return false
+}
+
+type matmulJob struct {
+	b   *Backend
+	out []float32
+	w   *Matrix
+	x   []float32
+	n   int
+}
+
+// MatMul computes out[r*rows+o] = W[o,:] . x[r*cols:] for r < n.
+func (b *Backend) MatMul(out []float32, wm kernels.Matrix, x []float32, n int) {
+	w := wm.(*Matrix)
+	if len(x) < n*w.cols || len(out) < n*w.rows {
+		panic(fmt.Sprintf("cpu: MatMul %dx%d with %d rows: x has %d values, out %d", w.rows, w.cols, n, len(x), len(out)))
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if usesQ8(w.typ) {
+		b.q8.quantize(x[:n*w.cols])
+	}
+	j := &matmulJob{b: b, out: out, w: w, x: x, n: n}
+	// grain: enough rows per chunk that scheduling costs little
+	b.pool.run(j, w.rows, max(1, 4096/w.cols))
+}
+
+func (j *matmulJob) do(worker, lo, hi int) {
+	w, n, cols, rows := j.w, j.n, j.w.cols, j.w.rows
+	switch w.typ {
+	case quant.F32:
+		for o := lo; o < hi; o++ {
+			wr := f32Row(w.Row(o), cols)
+			for r := 0; r < n; r++ {
+				j.out[r*rows+o] = dotF32(wr, j.x[r*cols:(r+1)*cols])
+			}
+		}
+	case quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1:
+		nb := cols / quant.QK
+		q := &j.b.q8
+		dot := q8Dots[w.typ]
+		for o := lo; o < hi; o++ {
+			wr := w.Row(o)
+			for r := 0; r < n; r++ {
+				j.out[r*rows+o] = dot(wr, q.d[r*nb:(r+1)*nb], q.q[r*cols:(r+1)*cols], q.s[r*nb:(r+1)*nb])
+			}
+		}
+	default:
+		buf := j.b.scratch[worker]
+		if cap(buf) < cols {
+			buf = make([]float32, cols)
+			j.b.scratch[worker] = buf
+		}
+		buf = buf[:cols]
+		for o := lo; o < hi; o++ {
+			if err := quant.Dequantize(w.typ, w.Row(o), buf); err != nil {
+				panic(err) // types were checked in NewMatrix
+			}
+			for r := 0; r < n; r++ {
+				j.out[r*rows+o] = dotF32(buf, j.x[r*cols:(r+1)*cols])
+			}
+		}
+	}
+}
