@@ -108,7 +108,12 @@ func Write(w io.Writer, kvs []KV, tensors []WriteTensor) error {
 // WriteFile writes a GGUF file atomically: to a temporary file beside path,
 // renamed into place only when complete, so a failure never leaves a
 // half-written model under the final name.
-func WriteFile(path string, kvs []KV, tensors []WriteTensor) (err error) {
+func WriteFile(path string, kvs []KV, tensors []WriteTensor) error {
+	return WriteFileFunc(path, func(w io.Writer) error { return Write(w, kvs, tensors) })
+}
+
+// WriteFileFunc writes path atomically with the bytes write produces.
+func WriteFileFunc(path string, write func(io.Writer) error) (err error) {
 	tmp, err := os.CreateTemp(dirOf(path), ".arborist-*.gguf.tmp")
 	if err != nil {
 		return fmt.Errorf("gguf: create %s: %w", path, err)
@@ -120,7 +125,7 @@ func WriteFile(path string, kvs []KV, tensors []WriteTensor) (err error) {
 		}
 	}()
 	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if err = Write(bw, kvs, tensors); err != nil {
+	if err = write(bw); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if err = bw.Flush(); err != nil {

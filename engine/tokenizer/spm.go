@@ -38,7 +38,7 @@ func (h *bigramHeap) Less(i, j int) bool {
 	return a.left < b.left
 }
 func (h *bigramHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *bigramHeap) Push(x any)   { h.items = append(h.items, x.(bigram)) }
+func (h *bigramHeap) Push(x any)    { h.items = append(h.items, x.(bigram)) }
 func (h *bigramHeap) Pop() any {
 	x := h.items[len(h.items)-1]
 	h.items = h.items[:len(h.items)-1]

@@ -1,0 +1,45 @@
+# Arborist: `make run` opens the workbench, `make test` runs every check.
+# Both install what a fresh Debian/Ubuntu machine lacks first.
+
+GO ?= go
+BIN := arborist
+# System packages the Fyne (OpenGL/X11) build needs, plus Xvfb for screenshots.
+DEB_PKGS := gcc libc6-dev pkg-config libgl-dev libx11-dev libxcursor-dev \
+	libxrandr-dev libxinerama-dev libxi-dev libxxf86vm-dev
+
+.PHONY: run test deps build vet fuzz bench clean
+
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+	$(GO) mod download
+
+build: deps
+	$(GO) build -o $(BIN) .
+
+run: build
+	./$(BIN)
+
+vet: deps
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	$(GO) vet ./...
+
+test: vet
+	$(GO) test -count=1 ./...
+
+# Short fuzz runs of every parser (longer: make fuzz FUZZTIME=10m).
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test ./engine/gguf -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./kernels/... ./engine/...
+
+clean:
+	rm -f $(BIN)

@@ -1,0 +1,151 @@
+// Package cli implements Arborist's headless verbs (arborist inspect,
+// tokenize, generate, synth, ...). Each verb parses its own flags, prints a
+// usage message and a clear error on bad input, and returns an exit status;
+// the GUI drives the same engine and profiles APIs.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+)
+
+// Env is where a verb reads and writes; tests substitute buffers.
+type Env struct {
+	Stdout, Stderr io.Writer
+}
+
+// verb is one subcommand.
+type verb struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, env Env, args []string) error
+}
+
+func verbs() map[string]verb {
+	vs := []verb{
+		{"inspect", "show a GGUF model's architecture, shape, tensor types and memory need", runInspect},
+		{"tokenize", "print the token ids of a text", runTokenize},
+		{"generate", "generate text with plain autoregressive decoding", runGenerate},
+		{"synth", "write a random-weight GGUF with a real model's shape", runSynth},
+	}
+	m := map[string]verb{}
+	for _, v := range vs {
+		m[v.name] = v
+	}
+	return m
+}
+
+// errUsage marks an error caused by how the verb was called: the verb's
+// usage is printed with it.
+var errUsage = errors.New("usage")
+
+type usageError struct {
+	msg     string
+	printed bool // the flag package already printed the usage
+}
+
+func (e *usageError) Error() string { return e.msg }
+func (e *usageError) Is(t error) bool {
+	return t == errUsage
+}
+
+func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
+
+// Usage writes the list of verbs.
+func Usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: arborist                 open the workbench (GUI)")
+	fmt.Fprintln(w, "       arborist VERB [flags]    run headless")
+	fmt.Fprintln(w, "\nverbs:")
+	vs := verbs()
+	var names []string
+	for n := range vs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, vs[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'arborist VERB -h' for a verb's flags.")
+}
+
+// Main runs the verb named by args[0] and returns the process exit status:
+// 0 on success, 2 for usage errors, 1 for failures.
+func Main(ctx context.Context, env Env, args []string) int {
+	if len(args) == 0 {
+		Usage(env.Stderr)
+		return 2
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		Usage(env.Stdout)
+		return 0
+	}
+	v, ok := verbs()[args[0]]
+	if !ok {
+		fmt.Fprintf(env.Stderr, "arborist: unknown verb %q\n\n", args[0])
+		Usage(env.Stderr)
+		return 2
+	}
+	err := v.run(ctx, env, args[1:])
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(env.Stderr, "arborist %s: %v\n", v.name, err)
+		return 2
+	default:
+		fmt.Fprintf(env.Stderr, "arborist %s: %v\n", v.name, err)
+		return 1
+	}
+}
+
+// newFlags makes a verb's flag set; parse errors come back as usage errors
+// after the flag package has printed the flags.
+func newFlags(env Env, name, args string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(env.Stderr, "usage: arborist %s %s\n", name, args)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags (allowing them before and after positional arguments)
+// and returns the positional arguments.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &usageError{msg: err.Error(), printed: true}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// fail prints the verb's usage before a usage error the flag package has
+// not reported yet.
+func fail(fs *flag.FlagSet, err error) error {
+	var ue *usageError
+	if errors.As(err, &ue) && !ue.printed {
+		fs.Usage()
+	}
+	return err
+}
