@@ -428,7 +428,7 @@ func Parse(path string, data []byte) (*File, error) {
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
 		end := f.DataOffset + t.Offset + t.Bytes()
-		if end > uint64(len(data)) || end < f.DataOffset {
+		if t.Offset > uint64(len(data)) || t.Bytes() > uint64(len(data)) || end > uint64(len(data)) {
 			return nil, f.errf(ErrTruncated, "tensor %q needs bytes up to %d, file has %d", t.Name, end, len(data))
 		}
 	}

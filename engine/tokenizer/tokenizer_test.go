@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"arborist/engine/gguf"
 )
@@ -91,4 +92,29 @@ func equal(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// FuzzRoundTrip checks that encoding never panics and that decoding gives the
+// text back, for a byte-level BPE and a SentencePiece vocabulary with byte
+// fallback (both lossless on valid UTF-8).
+func FuzzRoundTrip(f *testing.F) {
+	dir := sharedDir(f, "vocab")
+	bpe := load(f, filepath.Join(dir, "ggml-vocab-gpt-2.gguf"))
+	spm := load(f, filepath.Join(dir, "ggml-vocab-llama-spm.gguf"))
+	for _, s := range []string{"", " ", "Hello world", "  \n\t x", "🦙.cpp", "нещо", "3333333", "'s 're", "\u2581"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return
+		}
+		if got := bpe.Decode(bpe.Encode(s, false, false)); got != s {
+			t.Errorf("BPE round trip of %q gave %q", s, got)
+		}
+		got := spm.DecodeText(spm.Encode(s, false, false))
+		// SPM writes spaces as U+2581, so a literal U+2581 comes back as a space
+		if got != s && !strings.HasPrefix(s, " ") && !strings.Contains(s, "\u2581") {
+			t.Errorf("SPM round trip of %q gave %q", s, got)
+		}
+	})
 }
