@@ -27,7 +27,7 @@ const AppID = "dev.arborist.workbench"
 func Run() int {
 	a := fyneapp.NewWithID(AppID)
 	w := a.NewWindow("Arborist")
-	ws := NewWorkbench(w)
+	ws := NewWorkbench(w, DemoDir())
 	w.SetContent(ws.Content())
 	w.Resize(fyne.NewSize(960, 640))
 	w.ShowAndRun()
@@ -46,10 +46,9 @@ type Workbench struct {
 
 // NewWorkbench builds the (placeholder) workbench: it lists the models it can
 // find and offers to build the synthetic demo pair when there are none.
-func NewWorkbench(w fyne.Window) *Workbench {
-	ws := &Workbench{win: w}
-	ws.demoDir = DemoDir()
-	ws.Models = widget.NewLabel(describeModels(FindModels()))
+func NewWorkbench(w fyne.Window, demoDir string) *Workbench {
+	ws := &Workbench{win: w, demoDir: demoDir}
+	ws.Models = widget.NewLabel(describeModels(FindModels(demoDir)))
 	ws.Models.Wrapping = fyne.TextWrapWord
 	ws.Status = widget.NewLabel("")
 	ws.Progress = widget.NewProgressBar()
@@ -77,9 +76,9 @@ func DemoDir() string {
 
 // FindModels lists GGUF files in the places Arborist looks by default: the
 // shared models folder beside the working directory and the demo folder.
-func FindModels() []string {
+func FindModels(demoDir string) []string {
 	var out []string
-	for _, dir := range []string{filepath.Join("..", "shared", "models"), filepath.Join("..", "shared", "models", "bench"), DemoDir()} {
+	for _, dir := range []string{filepath.Join("..", "shared", "models"), filepath.Join("..", "shared", "models", "bench"), demoDir} {
 		matches, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
 		out = append(out, matches...)
 	}
@@ -108,8 +107,8 @@ func DemoPair(ctx context.Context, dir string, progress func(float64)) (target, 
 	specs := []struct {
 		path, shape string
 	}{
-		{target, "custom:dim=256,layers=8,heads=8,kv=4,ffn=688,vocab=512"},
-		{drafter, "custom:dim=64,layers=2,heads=8,kv=4,ffn=172,vocab=512"},
+		{target, "custom:dim=256,layers=8,heads=8,kv=4,ffn=704,vocab=512"},
+		{drafter, "custom:dim=64,layers=2,heads=8,kv=4,ffn=192,vocab=512"},
 	}
 	for i, s := range specs {
 		if _, err := os.Stat(s.path); err == nil {
@@ -148,7 +147,7 @@ func (ws *Workbench) buildDemo() {
 				return
 			}
 			ws.Status.SetText("Demo pair ready (synthetic, random weights):\n  target  " + t + "\n  drafter " + d)
-			ws.Models.SetText(describeModels(FindModels()))
+			ws.Models.SetText(describeModels(FindModels(ws.demoDir)))
 		})
 	}()
 }

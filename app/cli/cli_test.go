@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), Env{Stdout: &out, Stderr: &errb}, args)
+	return code, out.String(), errb.String()
+}
+
+func sharedModels(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join("..", "..", "..", "shared", "models")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("shared models %s not found (expected ../shared beside the checkout)", dir)
+	}
+	return dir
+}
+
+func TestUsageErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{nil, 2, "usage: arborist"},
+		{[]string{"frobnicate"}, 2, `unknown verb "frobnicate"`},
+		{[]string{"generate", "--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"generate", "--prompt", "x"}, 2, "--model is required"},
+		{[]string{"generate", "--model", "m.gguf", "-n", "0"}, 2, "-n 0 must be positive"},
+		{[]string{"generate", "--model", "m.gguf", "--temp", "-1"}, 2, "temperature"},
+		{[]string{"generate", "--model", "/nonexistent/m.gguf"}, 1, "/nonexistent/m.gguf"},
+		{[]string{"inspect"}, 2, "want exactly one model file"},
+		{[]string{"tokenize", "--model", "x.gguf"}, 2, "want exactly one TEXT"},
+		{[]string{"synth", "--shape", "llama-9z", "-o", "x"}, 2, `unknown shape "llama-9z"`},
+		{[]string{"synth", "--shape", "stories15m", "--type", "Q3_Q", "-o", "x"}, 2, "not a supported weight type"},
+	}
+	for _, c := range cases {
+		code, _, stderr := run(t, c.args...)
+		if code != c.code || !strings.Contains(stderr, c.msg) {
+			t.Errorf("arborist %v: exit %d, stderr %q; want exit %d and %q", c.args, code, stderr, c.code, c.msg)
+		}
+	}
+}
+
+func TestGenerateStories(t *testing.T) {
+	dir := sharedModels(t)
+	code, out, stderr := run(t, "generate", "--model", filepath.Join(dir, "stories260K.gguf"), "--prompt", "Once upon a time", "--temp", "0", "-n", "64")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := ", there was a little girl named Lily. She loved to play outside in the park."
+	if !strings.HasPrefix(out, want) {
+		t.Errorf("output %q does not start with %q", out, want)
+	}
+	if !strings.Contains(out, "prefill:") || !strings.Contains(out, "decode:") || !strings.Contains(out, "tokens/s") {
+		t.Errorf("no speed report in %q", out)
+	}
+}
+
+// TestGenerateBench: the Q8_0 bench target writes the same story as the F32
+// stories260K it was built from (allowing for Q8_0 rounding: the first
+// sentence must agree).
+func TestGenerateBench(t *testing.T) {
+	dir := sharedModels(t)
+	code, out, stderr := run(t, "generate", "--model", filepath.Join(dir, "bench", "target-60m-q8_0.gguf"), "--prompt", "Once upon a time", "--temp", "0", "-n", "24")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if want := ", there was a little girl named Lily."; !strings.HasPrefix(out, want) {
+		t.Errorf("output %q does not start with %q", out, want)
+	}
+}
+
+func TestGenerateRandomF16(t *testing.T) {
+	dir := sharedModels(t)
+	code, out, stderr := run(t, "generate", "--model", filepath.Join(dir, "llama-2-tiny-random.gguf"), "--prompt", "Hello", "-n", "8", "--temp", "0.8", "--seed", "3")
+	if code != 0 || !strings.Contains(out, "decode:  8 tokens") {
+		t.Fatalf("exit %d, out %q, err %s", code, out, stderr)
+	}
+}
+
+func TestTokenizeAndInspect(t *testing.T) {
+	dir := sharedModels(t)
+	code, out, _ := run(t, "tokenize", "--model", filepath.Join(dir, "stories260K.gguf"), "Once upon a time")
+	if code != 0 || strings.TrimSpace(out) != "1 403 407 261 378" {
+		t.Errorf("tokenize: exit %d, %q", code, out)
+	}
+	code, out, _ = run(t, "inspect", filepath.Join(dir, "bench", "target-60m-q8_0.gguf"))
+	for _, want := range []string{"architecture:  llama", "Q8_0", "58.54M", "20 layers", "SentencePiece", "memory:"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("inspect output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestSynthThenInspectAndGenerate(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "s.gguf")
+	code, _, stderr := run(t, "synth", "--shape", "custom:dim=64,layers=2,heads=4,kv=2,ffn=96,vocab=300", "--type", "Q4_K", "-o", p)
+	if code == 0 {
+		t.Fatalf("Q4_K with width 64 should be refused (rows must be multiples of 256); stderr %s", stderr)
+	}
+	code, _, stderr = run(t, "synth", "--shape", "custom:dim=256,layers=2,heads=4,kv=2,ffn=512,vocab=300", "--type", "Q4_K", "-o", p)
+	if code != 0 {
+		t.Fatalf("synth: exit %d: %s", code, stderr)
+	}
+	code, out, _ := run(t, "inspect", p)
+	if code != 0 || !strings.Contains(out, "SYNTHETIC") || !strings.Contains(out, "Q4_K") {
+		t.Errorf("inspect synthetic: %q", out)
+	}
+	code, out, stderr = run(t, "generate", "--model", p, "--prompt", "hi", "-n", "5")
+	if code != 0 || !strings.Contains(out, "decode:  5 tokens") {
+		t.Errorf("generate synthetic: exit %d %q %s", code, out, stderr)
+	}
+	if code, _, stderr = run(t, "synth", "--shape", "stories15m", "-o", p); code != 1 || !strings.Contains(stderr, "already exists") {
+		t.Errorf("overwrite without --force: exit %d %s", code, stderr)
+	}
+}

@@ -1,0 +1,251 @@
+package model_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"arborist/engine/gguf"
+	"arborist/engine/model"
+	"arborist/engine/synth"
+	"arborist/kernels/cpu"
+	"arborist/kernels/quant"
+)
+
+// tinyModel writes a small synthetic model of arch to a temp dir and loads it.
+func tinyModel(t *testing.T, shape string, typ quant.Type) *model.Model {
+	t.Helper()
+	sh, err := synth.ParseShape(shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := synth.WriteFile(context.Background(), p, sh, synth.Options{Type: typ, Seed: 42}); err != nil {
+		t.Fatal(err)
+	}
+	be := cpu.New(2)
+	t.Cleanup(be.Close)
+	m, err := model.Load(p, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+var shapes = []struct {
+	name, shape string
+	typ         quant.Type
+}{
+	{"llama", "custom:dim=64,layers=2,heads=4,kv=2,ffn=96,vocab=300", quant.F32},
+	{"qwen2-tied", "custom:dim=64,layers=2,heads=4,kv=1,ffn=96,vocab=300,arch=qwen2,tied=1", quant.F32},
+	{"llama-q8", "custom:dim=64,layers=2,heads=2,kv=2,ffn=96,vocab=300", quant.Q8_0},
+}
+
+func maxDiff(a, b []float32) float64 {
+	d := 0.0
+	for i := range a {
+		d = math.Max(d, math.Abs(float64(a[i]-b[i])))
+	}
+	return d
+}
+
+// TestBatchEqualsSequential: prefilling n tokens in one causal batch gives the
+// same logits, row for row, as n one-token passes.
+func TestBatchEqualsSequential(t *testing.T) {
+	ctx := context.Background()
+	toks := []int{1, 17, 99, 250, 3, 42, 7}
+	for _, s := range shapes {
+		t.Run(s.name, func(t *testing.T) {
+			m := tinyModel(t, s.shape, s.typ)
+			var batch model.Result
+			c1 := m.NewCache(16)
+			if err := m.Forward(ctx, c1, model.Batch{Tokens: toks}, &batch); err != nil {
+				t.Fatal(err)
+			}
+			c2 := m.NewCache(16)
+			for i, tok := range toks {
+				var one model.Result
+				if err := m.Forward(ctx, c2, model.Batch{Tokens: []int{tok}}, &one); err != nil {
+					t.Fatal(err)
+				}
+				row := batch.Logits[i*m.Vocab : (i+1)*m.Vocab]
+				if d := maxDiff(row, one.Logits); d > 1e-4 {
+					t.Fatalf("row %d: batch and sequential logits differ by %g", i, d)
+				}
+			}
+			if c1.Len() != len(toks) || c2.Len() != len(toks) {
+				t.Errorf("cache lengths %d, %d", c1.Len(), c2.Len())
+			}
+		})
+	}
+}
+
+// TestTreeMaskAndCompaction verifies a token tree in one pass: after a shared
+// prefix, two branches [a b] and [c] are batched with a mask so each row sees
+// only its ancestors. Each row's logits must equal those of running its own
+// path alone; compacting the cache to one branch must leave a cache that
+// continues exactly like one built from that path.
+func TestTreeMaskAndCompaction(t *testing.T) {
+	ctx := context.Background()
+	for _, s := range shapes {
+		t.Run(s.name, func(t *testing.T) {
+			m := tinyModel(t, s.shape, s.typ)
+			prefix := []int{1, 20, 30}
+			a, b, c := 40, 50, 60
+			cache := m.NewCache(32)
+			var res model.Result
+			if err := m.Forward(ctx, cache, model.Batch{Tokens: prefix}, &res); err != nil {
+				t.Fatal(err)
+			}
+			past := cache.Len()
+			// rows: 0=a (depth 1), 1=b (child of a), 2=c (depth 1)
+			tree := []int{a, b, c}
+			parent := []int{-1, 0, -1}
+			pos := []int{past, past + 1, past}
+			total := past + len(tree)
+			mask := make([]bool, len(tree)*total)
+			for i := range tree {
+				for j := 0; j < past; j++ {
+					mask[i*total+j] = true
+				}
+				for k := i; k >= 0; k = parent[k] {
+					mask[i*total+past+k] = true
+				}
+			}
+			var tr model.Result
+			if err := m.Forward(ctx, cache, model.Batch{Tokens: tree, Pos: pos, Mask: mask}, &tr); err != nil {
+				t.Fatal(err)
+			}
+			paths := [][]int{{a}, {a, b}, {c}}
+			for i, p := range paths {
+				ref := m.NewCache(32)
+				var r model.Result
+				seq := append(append([]int{}, prefix...), p...)
+				if err := m.Forward(ctx, ref, model.Batch{Tokens: seq, Want: []int{len(seq) - 1}}, &r); err != nil {
+					t.Fatal(err)
+				}
+				if d := maxDiff(tr.Logits[i*m.Vocab:(i+1)*m.Vocab], r.Logits); d > 1e-4 {
+					t.Fatalf("tree row %d (path %v) differs from its path alone by %g", i, p, d)
+				}
+			}
+			// keep the prefix and branch [a b], drop c, then continue with token 70
+			keep := []int{0, 1, 2, past, past + 1}
+			if err := cache.Compact(keep); err != nil {
+				t.Fatal(err)
+			}
+			var cont, ref model.Result
+			if err := m.Forward(ctx, cache, model.Batch{Tokens: []int{70}}, &cont); err != nil {
+				t.Fatal(err)
+			}
+			rc := m.NewCache(32)
+			if err := m.Forward(ctx, rc, model.Batch{Tokens: []int{1, 20, 30, a, b, 70}, Want: []int{5}}, &ref); err != nil {
+				t.Fatal(err)
+			}
+			if d := maxDiff(cont.Logits, ref.Logits); d > 1e-4 {
+				t.Fatalf("after compaction the next step differs by %g", d)
+			}
+			// keeping the other branch, in a non-increasing order, also works
+			cache2 := m.NewCache(32)
+			m.Forward(ctx, cache2, model.Batch{Tokens: prefix}, &res)
+			m.Forward(ctx, cache2, model.Batch{Tokens: tree, Pos: pos, Mask: mask}, &tr)
+			if err := cache2.Compact([]int{0, 1, 2, past + 2}); err != nil {
+				t.Fatal(err)
+			}
+			m.Forward(ctx, cache2, model.Batch{Tokens: []int{70}}, &cont)
+			rc2 := m.NewCache(32)
+			m.Forward(ctx, rc2, model.Batch{Tokens: []int{1, 20, 30, c, 70}, Want: []int{4}}, &ref)
+			if d := maxDiff(cont.Logits, ref.Logits); d > 1e-4 {
+				t.Fatalf("after compaction to branch c the next step differs by %g", d)
+			}
+		})
+	}
+}
+
+func TestLayerSkipAndHidden(t *testing.T) {
+	m := tinyModel(t, shapes[0].shape, quant.F32)
+	var full, skip model.Result
+	ctx := context.Background()
+	if err := m.Forward(ctx, m.NewCache(8), model.Batch{Tokens: []int{1, 5}}, &full); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Forward(ctx, m.NewCache(8), model.Batch{Tokens: []int{1, 5}, Layers: 1}, &skip); err != nil {
+		t.Fatal(err)
+	}
+	if len(full.Hidden) != 2*m.Dim || len(skip.Logits) != 2*m.Vocab {
+		t.Fatalf("hidden %d, logits %d", len(full.Hidden), len(skip.Logits))
+	}
+	if maxDiff(full.Logits, skip.Logits) == 0 {
+		t.Error("one-layer pass gave the same logits as the full model")
+	}
+}
+
+func TestForwardErrors(t *testing.T) {
+	m := tinyModel(t, shapes[0].shape, quant.F32)
+	ctx := context.Background()
+	var r model.Result
+	c := m.NewCache(4)
+	cases := []struct {
+		name string
+		b    model.Batch
+	}{
+		{"empty", model.Batch{}},
+		{"overflow", model.Batch{Tokens: []int{1, 2, 3, 4, 5}}},
+		{"bad token", model.Batch{Tokens: []int{m.Vocab}}},
+		{"bad pos", model.Batch{Tokens: []int{1}, Pos: []int{0, 1}}},
+		{"bad mask", model.Batch{Tokens: []int{1}, Mask: []bool{true, true}}},
+		{"bad want", model.Batch{Tokens: []int{1}, Want: []int{1}}},
+	}
+	for _, tc := range cases {
+		if err := m.Forward(ctx, c, tc.b, &r); err == nil {
+			t.Errorf("%s: no error", tc.name)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := m.Forward(cctx, m.NewCache(4), model.Batch{Tokens: []int{1}}, &r); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: err = %v", err)
+	}
+	if err := c.Compact([]int{9}); err == nil {
+		t.Error("compact to a missing slot succeeded")
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	// a GGUF with an unsupported architecture
+	p := filepath.Join(dir, "gpt2.gguf")
+	if err := gguf.WriteFile(p, []gguf.KV{gguf.String("general.architecture", "gpt2")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	be := cpu.New(1)
+	defer be.Close()
+	if _, err := model.Load(p, be); !errors.Is(err, model.ErrArch) {
+		t.Errorf("gpt2: err = %v, want ErrArch", err)
+	}
+	// a llama GGUF with metadata but no tensors
+	p2 := filepath.Join(dir, "empty-llama.gguf")
+	tokens, scores, types := synth.Vocab(300)
+	kvs := []gguf.KV{
+		gguf.String("general.architecture", "llama"),
+		gguf.Uint32("llama.embedding_length", 64), gguf.Uint32("llama.block_count", 1),
+		gguf.Uint32("llama.attention.head_count", 4), gguf.Uint32("llama.feed_forward_length", 96),
+		gguf.String("tokenizer.ggml.model", "llama"), gguf.Array("tokenizer.ggml.tokens", tokens),
+		gguf.Array("tokenizer.ggml.scores", scores), gguf.Array("tokenizer.ggml.token_type", types),
+	}
+	if err := gguf.WriteFile(p2, kvs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := model.Load(p2, be); !errors.Is(err, gguf.ErrNoTensor) {
+		t.Errorf("no tensors: err = %v, want ErrNoTensor", err)
+	}
+	// missing metadata
+	if err := gguf.WriteFile(p2, kvs[:2], nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := model.Load(p2, be); !errors.Is(err, gguf.ErrMetadata) {
+		t.Errorf("missing metadata: err = %v, want ErrMetadata", err)
+	}
+}

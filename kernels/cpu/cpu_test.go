@@ -1,0 +1,183 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"arborist/kernels/quant"
+)
+
+// refMatMul is the reference: dequantise each weight row and accumulate the
+// dot product in float64.
+func refMatMul(out []float32, t quant.Type, w []byte, rows, cols int, x []float32, n int) {
+	rb, _ := quant.RowBytes(t, cols)
+	row := make([]float32, cols)
+	for o := 0; o < rows; o++ {
+		if err := quant.Dequantize(t, w[o*rb:(o+1)*rb], row); err != nil {
+			panic(err)
+		}
+		for r := 0; r < n; r++ {
+			var s float64
+			for i := 0; i < cols; i++ {
+				s += float64(row[i]) * float64(x[r*cols+i])
+			}
+			out[r*rows+o] = float32(s)
+		}
+	}
+}
+
+// TestMatMulMatchesReference runs every weight type against the reference at
+// odd sizes and 1..67 activation rows. Output buffers carry NaN sentinels past
+// the end to catch out-of-bounds writes. Types that quantise activations to
+// 8 bits are held to a tolerance relative to the row's magnitude.
+func TestMatMulMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	be := New(3)
+	defer be.Close()
+	for _, typ := range quant.SupportedTypes() {
+		cols := 3 * quant.QKK
+		if typ.BlockSize() == 1 {
+			cols = 37
+		} else if typ.BlockSize() == quant.QK {
+			cols = 7 * quant.QK
+		}
+		for _, rows := range []int{1, 5, 67} {
+			for _, n := range []int{1, 2, 7, 67} {
+				name := fmt.Sprintf("%s/rows=%d/n=%d", typ, rows, n)
+				wf := make([]float32, rows*cols)
+				for i := range wf {
+					wf[i] = float32(rng.NormFloat64())
+				}
+				rb, _ := quant.RowBytes(typ, cols)
+				w := make([]byte, rb*rows)
+				if err := quant.Quantize(typ, wf, w); err != nil {
+					t.Fatal(err)
+				}
+				x := make([]float32, n*cols)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
+				m, err := be.NewMatrix(typ, w, rows, cols)
+				if err != nil {
+					t.Fatal(err)
+				}
+				const guard = 5
+				got := make([]float32, n*rows+guard)
+				for i := range got {
+					got[i] = float32(math.NaN())
+				}
+				be.MatMul(got, m, x, n)
+				want := make([]float32, n*rows)
+				refMatMul(want, typ, w, rows, cols, x, n)
+				tol := 1e-4
+				if usesQ8(typ) {
+					tol = 0.05 // activations rounded to 8 bits: about 10 standard deviations of that rounding
+				}
+				scale := math.Sqrt(float64(cols)) // |dot| of unit Gaussians ~ sqrt(cols)
+				for i := range want {
+					if d := math.Abs(float64(got[i] - want[i])); !(d <= tol*scale) {
+						t.Fatalf("%s: out[%d] = %v, want %v (diff %g > %g)", name, i, got[i], want[i], d, tol*scale)
+					}
+				}
+				for i := n * rows; i < len(got); i++ {
+					if !math.IsNaN(float64(got[i])) {
+						t.Fatalf("%s: wrote past the end at %d", name, i)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestParallelMatchesSerial checks that splitting across workers changes
+// nothing: one thread and four threads give bit-identical results.
+func TestParallelMatchesSerial(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	rows, cols, n := 301, 256, 3
+	wf := make([]float32, rows*cols)
+	for i := range wf {
+		wf[i] = float32(rng.NormFloat64())
+	}
+	w := make([]byte, rows*cols/32*34)
+	quant.Quantize(quant.Q8_0, wf, w)
+	x := make([]float32, n*cols)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	var outs [][]float32
+	for _, th := range []int{1, 4} {
+		be := New(th)
+		m, _ := be.NewMatrix(quant.Q8_0, w, rows, cols)
+		out := make([]float32, n*rows)
+		be.MatMul(out, m, x, n)
+		be.Close()
+		outs = append(outs, out)
+	}
+	for i := range outs[0] {
+		if outs[0][i] != outs[1][i] {
+			t.Fatalf("out[%d]: 1 thread %v, 4 threads %v", i, outs[0][i], outs[1][i])
+		}
+	}
+}
+
+func TestNewMatrixErrors(t *testing.T) {
+	if _, err := NewMatrix(quant.Q2_K, make([]byte, 84), 1, 256); err == nil {
+		t.Error("Q2_K accepted")
+	}
+	if _, err := NewMatrix(quant.Q8_0, make([]byte, 33), 1, 32); err == nil {
+		t.Error("short data accepted")
+	}
+	if _, err := NewMatrix(quant.Q8_0, make([]byte, 34), 1, 33); err == nil {
+		t.Error("partial block accepted")
+	}
+}
+
+func TestParallelFor(t *testing.T) {
+	be := New(4)
+	defer be.Close()
+	seen := make([]int, 1000)
+	be.ParallelFor(len(seen), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			seen[i]++
+		}
+	})
+	for i, c := range seen {
+		if c != 1 {
+			t.Fatalf("index %d visited %d times", i, c)
+		}
+	}
+}
+
+func BenchmarkMatMul(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	rows, cols := 1376, 512
+	for _, typ := range []quant.Type{quant.F32, quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.Q6_K} {
+		wf := make([]float32, rows*cols)
+		for i := range wf {
+			wf[i] = float32(rng.NormFloat64())
+		}
+		rb, _ := quant.RowBytes(typ, cols)
+		w := make([]byte, rb*rows)
+		quant.Quantize(typ, wf, w)
+		for _, n := range []int{1, 8, 64} {
+			b.Run(fmt.Sprintf("%s/n=%d", typ, n), func(b *testing.B) {
+				be := New(DefaultThreads())
+				defer be.Close()
+				m, _ := be.NewMatrix(typ, w, rows, cols)
+				x := make([]float32, n*cols)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
+				out := make([]float32, n*rows)
+				b.SetBytes(int64(len(w)))
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					be.MatMul(out, m, x, n)
+				}
+				b.ReportMetric(float64(2*rows*cols*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
