@@ -190,7 +190,11 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 		}
 		copy(c.k[li][past*kvd:(past+n)*kvd], s.k[:n*kvd])
 		copy(c.v[li][past*kvd:(past+n)*kvd], s.v[:n*kvd])
-		m.attention(s.att, s.q, c.k[li], c.v[li], past, n, b.Mask)
+		if a, ok := be.(kernels.Attention); ok {
+			a.Attention(s.att, s.q, c.k[li], c.v[li], past, n, b.Mask, cfg.Heads, cfg.KVHeads, cfg.HeadDim, float32(1/math.Sqrt(float64(cfg.HeadDim))))
+		} else {
+			m.attention(s.att, s.q, c.k[li], c.v[li], past, n, b.Mask)
+		}
 		be.MatMul(s.o, l.O, s.att, n)
 		for i := range s.x[:n*dim] {
 			s.x[i] += s.o[i]
@@ -199,9 +203,13 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 		rmsNorm(s.xn, s.x, l.FFNNorm, n, dim, cfg.Eps)
 		be.MatMul(s.g, l.Gate, s.xn, n)
 		be.MatMul(s.u, l.Up, s.xn, n)
-		for i := range s.g[:n*cfg.FFN] {
-			g := s.g[i]
-			s.g[i] = g / (1 + float32(math.Exp(float64(-g)))) * s.u[i]
+		if sm, ok := be.(kernels.SiLUMul); ok {
+			sm.SiLUMul(s.g[:n*cfg.FFN], s.u[:n*cfg.FFN])
+		} else {
+			for i := range s.g[:n*cfg.FFN] {
+				g := s.g[i]
+				s.g[i] = g / (1 + float32(math.Exp(float64(-g)))) * s.u[i]
+			}
 		}
 		be.MatMul(s.o, l.Down, s.g, n)
 		for i := range s.x[:n*dim] {
@@ -289,7 +297,8 @@ func rope(x []float32, heads int, c *Config, pos int) {
 	}
 }
 
-// attention computes, for each batch row and query head, softmax(q·K/sqrt(hd))
+// attention is the plain Go fallback for backends without
+// kernels.Attention. It computes, for each batch row and query head, softmax(q·K/sqrt(hd))
 // over the slots the mask allows, times V. Rows and heads run in parallel.
 func (m *Model) attention(out, q, kc, vc []float32, past, n int, mask []bool) {
 	cfg := &m.Config

@@ -185,7 +185,11 @@ func (b *Backend) MatMul(out []float32, wm kernels.Matrix, x []float32, n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if usesQ8(w.typ) {
-		b.q8.quantize(x[:n*w.cols])
+		if haveC {
+			cQuantize(&b.q8, x[:n*w.cols])
+		} else {
+			b.q8.quantize(x[:n*w.cols])
+		}
 	}
 	j := &matmulJob{b: b, out: out, w: w, x: x, n: n}
 	// grain: enough rows per chunk that scheduling costs little
@@ -193,6 +197,24 @@ func (b *Backend) MatMul(out []float32, wm kernels.Matrix, x []float32, n int) {
 }
 
 func (j *matmulJob) do(worker, lo, hi int) {
+	if haveC {
+		j.doC(worker, lo, hi)
+		return
+	}
+	j.doGo(worker, lo, hi)
+}
+
+// scratchRow returns worker's scratch row of at least cols floats.
+func (b *Backend) scratchRow(worker, cols int) []float32 {
+	if cap(b.scratch[worker]) < cols {
+		b.scratch[worker] = make([]float32, cols)
+	}
+	return b.scratch[worker][:cols]
+}
+
+// doGo is the pure-Go kernel: the reference the C kernels are tested
+// against, and the fallback where cgo is unavailable.
+func (j *matmulJob) doGo(worker, lo, hi int) {
 	w, n, cols, rows := j.w, j.n, j.w.cols, j.w.rows
 	switch w.typ {
 	case quant.F32:
@@ -213,12 +235,7 @@ func (j *matmulJob) do(worker, lo, hi int) {
 			}
 		}
 	default:
-		buf := j.b.scratch[worker]
-		if cap(buf) < cols {
-			buf = make([]float32, cols)
-			j.b.scratch[worker] = buf
-		}
-		buf = buf[:cols]
+		buf := j.b.scratchRow(worker, cols)
 		for o := lo; o < hi; o++ {
 			if err := quant.Dequantize(w.typ, w.Row(o), buf); err != nil {
 				panic(err) // types were checked in NewMatrix

@@ -181,3 +181,43 @@ func BenchmarkMatMul(b *testing.B) {
 		}
 	}
 }
+
+// TestCKernelsMatchGo runs the C kernels (SIMD where the CPU has it) and the
+// pure-Go kernels on the same inputs: both must agree to float rounding.
+func TestCKernelsMatchGo(t *testing.T) {
+	if !haveC {
+		t.Skip("built without the C kernels")
+	}
+	t.Logf("kernels: %s", Kernels())
+	rng := rand.New(rand.NewPCG(11, 12))
+	be := New(2)
+	defer be.Close()
+	for _, typ := range quant.SupportedTypes() {
+		rows, cols := 13, 2*quant.QKK
+		for _, n := range []int{1, 3, 4, 9} {
+			wf := make([]float32, rows*cols)
+			for i := range wf {
+				wf[i] = float32(rng.NormFloat64())
+			}
+			rb, _ := quant.RowBytes(typ, cols)
+			w := make([]byte, rb*rows)
+			quant.Quantize(typ, wf, w)
+			x := make([]float32, n*cols)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			m, _ := NewMatrix(typ, w, rows, cols)
+			fromC := make([]float32, n*rows)
+			be.MatMul(fromC, m, x, n)
+			fromGo := make([]float32, n*rows)
+			be.q8.quantize(x) // the Go quantiser, so only the kernels differ
+			j := &matmulJob{b: be, out: fromGo, w: m, x: x, n: n}
+			j.doGo(0, 0, rows)
+			for i := range fromC {
+				if d := math.Abs(float64(fromC[i] - fromGo[i])); d > 1e-3*math.Sqrt(float64(cols)) {
+					t.Fatalf("%s n=%d: out[%d] C %v, Go %v", typ, n, i, fromC[i], fromGo[i])
+				}
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -10,40 +11,59 @@ type job interface {
 	do(w, lo, hi int)
 }
 
+// spinLimit is how many polls an idle worker makes before it sleeps. A
+// forward pass dispatches a job every few microseconds, and waking a
+// sleeping goroutine costs about as much as a small matmul, so workers spin
+// briefly (tens of microseconds) between jobs.
+const spinLimit = 20000
+
 // pool is a fixed set of worker goroutines that run jobs chunk by chunk. The
 // calling goroutine works too, as worker 0, so a pool of n threads keeps n
-// goroutines busy. Calls are serialised: one job at a time.
+// goroutines busy. Calls to run must be serialised by the caller.
 type pool struct {
-	n     int
-	mu    sync.Mutex
-	start []chan struct{}
-	done  sync.WaitGroup
-	cur   job
-	total int
-	chunk int
-	next  atomic.Int64
-	quit  chan struct{}
+	n       int
+	gen     atomic.Uint64 // bumped once per job
+	pending atomic.Int32  // workers yet to finish the current job
+	cur     job
+	total   int
+	chunk   int
+	next    atomic.Int64
+	quit    atomic.Bool
+	sleepMu sync.Mutex
+	wake    *sync.Cond
 }
 
 func newPool(n int) *pool {
-	p := &pool{n: n, quit: make(chan struct{})}
+	p := &pool{n: n}
+	p.wake = sync.NewCond(&p.sleepMu)
 	for w := 1; w < n; w++ {
-		ch := make(chan struct{}, 1)
-		p.start = append(p.start, ch)
-		go p.worker(w, ch)
+		go p.worker(w)
 	}
 	return p
 }
 
-func (p *pool) worker(w int, start chan struct{}) {
+func (p *pool) worker(w int) {
+	var last uint64
 	for {
-		select {
-		case <-start:
-			p.drain(w)
-			p.done.Done()
-		case <-p.quit:
-			return
+		for spins := 0; p.gen.Load() == last; spins++ {
+			if p.quit.Load() {
+				return
+			}
+			if spins < spinLimit {
+				if spins%128 == 127 {
+					runtime.Gosched()
+				}
+				continue
+			}
+			p.sleepMu.Lock()
+			for p.gen.Load() == last && !p.quit.Load() {
+				p.wake.Wait()
+			}
+			p.sleepMu.Unlock()
 		}
+		last = p.gen.Load()
+		p.drain(w)
+		p.pending.Add(-1)
 	}
 }
 
@@ -68,20 +88,28 @@ func (p *pool) run(j job, total, grain int) {
 		j.do(0, 0, total)
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.cur, p.total, p.chunk = j, total, chunk
 	p.next.Store(0)
-	p.done.Add(len(p.start))
-	for _, ch := range p.start {
-		ch <- struct{}{}
-	}
+	p.pending.Store(int32(p.n - 1))
+	p.sleepMu.Lock()
+	p.gen.Add(1)
+	p.wake.Broadcast()
+	p.sleepMu.Unlock()
 	p.drain(0)
-	p.done.Wait()
+	for spins := 0; p.pending.Load() > 0; spins++ {
+		if spins%128 == 127 {
+			runtime.Gosched()
+		}
+	}
 	p.cur = nil
 }
 
-func (p *pool) close() { close(p.quit) }
+func (p *pool) close() {
+	p.sleepMu.Lock()
+	p.quit.Store(true)
+	p.wake.Broadcast()
+	p.sleepMu.Unlock()
+}
 
 // funcJob adapts a closure to a job.
 type funcJob func(lo, hi int)

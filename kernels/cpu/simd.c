@@ -1,0 +1,479 @@
+//go:build cgo && !purego
+
+// SIMD matrix kernels for the CPU backend, called through cgo.
+//
+// Two families:
+//  - arb_mm_q8: weights in 32-value blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1)
+//    times activations quantised to 8 bits per 32-value block; inner
+//    products run on integers (AVX2: maddubs/madd), one float multiply-add
+//    per block.
+//  - arb_mm_f32: everything else; each weight row is expanded to float32 once
+//    into a scratch row, then multiplied by every activation row with FMA.
+// Each family has an AVX2+FMA+F16C version and a portable C version, chosen
+// once at run time; kernels/cpu's Go reference loops define the results.
+// Rows of weights are processed against up to four activation rows at a
+// time, so a weight block is loaded once per four dot products.
+#include <math.h>
+#include <string.h>
+#include "simd.h"
+
+static inline float fp16_to_f32(uint16_t h) {
+	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
+	if (exp == 0x1f) bits = sign | 0x7f800000 | (mant << 13);
+	else if (exp == 0) {
+		if (mant == 0) bits = sign;
+		else {
+			uint32_t e = 127 - 15 + 1;
+			while (!(mant & 0x400)) { mant <<= 1; e--; }
+			bits = sign | (e << 23) | ((mant & 0x3ff) << 13);
+		}
+	} else bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+static inline uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+static int block_bytes(int type) {
+	switch (type) {
+	case ARB_Q8_0: return 34;
+	case ARB_Q4_0: return 18;
+	case ARB_Q4_1: return 20;
+	case ARB_Q5_0: return 22;
+	case ARB_Q5_1: return 24;
+	}
+	return 0;
+}
+
+// unpack32 expands one weight block to 32 signed integers q (weight = d*q + m)
+// and returns d (and m through mout).
+static inline float unpack32(int type, const uint8_t *b, int8_t *q, float *mout) {
+	float d = fp16_to_f32(rd16(b)), m = 0;
+	switch (type) {
+	case ARB_Q8_0:
+		memcpy(q, b + 2, 32);
+		break;
+	case ARB_Q4_0:
+		for (int j = 0; j < 16; j++) { q[j] = (int8_t)((b[2 + j] & 0xf) - 8); q[j + 16] = (int8_t)((b[2 + j] >> 4) - 8); }
+		break;
+	case ARB_Q4_1:
+		m = fp16_to_f32(rd16(b + 2));
+		for (int j = 0; j < 16; j++) { q[j] = (int8_t)(b[4 + j] & 0xf); q[j + 16] = (int8_t)(b[4 + j] >> 4); }
+		break;
+	case ARB_Q5_0: {
+		uint32_t qh = rd32(b + 2);
+		for (int j = 0; j < 16; j++) {
+			q[j] = (int8_t)(((b[6 + j] & 0xf) | ((qh >> j) & 1) << 4) - 16);
+			q[j + 16] = (int8_t)(((b[6 + j] >> 4) | ((qh >> (j + 16)) & 1) << 4) - 16);
+		}
+		break;
+	}
+	case ARB_Q5_1: {
+		m = fp16_to_f32(rd16(b + 2));
+		uint32_t qh = rd32(b + 4);
+		for (int j = 0; j < 16; j++) {
+			q[j] = (int8_t)((b[8 + j] & 0xf) | ((qh >> j) & 1) << 4);
+			q[j + 16] = (int8_t)((b[8 + j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
+		}
+		break;
+	}
+	}
+	*mout = m;
+	return d;
+}
+
+// ---- portable versions ----
+
+static void quantize_q8_generic(const float *x, int count, float *d, int8_t *q, int32_t *s) {
+	for (int b = 0; b < count / 32; b++) {
+		const float *xs = x + b * 32;
+		float amax = 0;
+		for (int j = 0; j < 32; j++) { float a = fabsf(xs[j]); if (a > amax) amax = a; }
+		float dd = amax / 127, id = dd != 0 ? 1 / dd : 0;
+		int32_t sum = 0;
+		for (int j = 0; j < 32; j++) { int8_t v = (int8_t)nearbyintf(xs[j] * id); q[b * 32 + j] = v; sum += v; }
+		d[b] = dd;
+		s[b] = sum;
+	}
+}
+
+static void mm_q8_generic(int type, const uint8_t *w, long row_bytes, int lo, int hi, int nb,
+                          const float *yd, const int8_t *yq, const int32_t *ys, int n, float *out, int rows) {
+	int bb = block_bytes(type);
+	int8_t q[32];
+	for (int o = lo; o < hi; o++) {
+		const uint8_t *wr = w + (long)o * row_bytes;
+		for (int r = 0; r < n; r++) {
+			float sum = 0;
+			for (int b = 0; b < nb; b++) {
+				float m;
+				float d = unpack32(type, wr + b * bb, q, &m);
+				const int8_t *y = yq + ((long)r * nb + b) * 32;
+				int32_t s = 0;
+				for (int j = 0; j < 32; j++) s += q[j] * y[j];
+				sum += d * yd[r * nb + b] * (float)s + m * yd[r * nb + b] * (float)ys[r * nb + b];
+			}
+			out[(long)r * rows + o] = sum;
+		}
+	}
+}
+
+// expand_row writes one weight row as float32 (types without a q8 kernel).
+static void expand_row(int type, const uint8_t *b, int cols, float *y) {
+	switch (type) {
+	case ARB_F16:
+		for (int i = 0; i < cols; i++) y[i] = fp16_to_f32(rd16(b + 2 * i));
+		return;
+	case ARB_BF16:
+		for (int i = 0; i < cols; i++) { uint32_t v = (uint32_t)rd16(b + 2 * i) << 16; memcpy(y + i, &v, 4); }
+		return;
+	case ARB_Q4_K: case ARB_Q5_K:
+		for (int blk = 0; blk < cols / 256; blk++, y += 256) {
+			const uint8_t *p = b + blk * (type == ARB_Q4_K ? 144 : 176);
+			float d = fp16_to_f32(rd16(p)), dmin = fp16_to_f32(rd16(p + 2));
+			const uint8_t *sc = p + 4, *qh = p + 16, *ql = p + (type == ARB_Q4_K ? 16 : 48);
+			for (int j = 0, is = 0; j < 256; j += 64, is += 2, ql += 32) {
+				float dd[2], mm[2];
+				for (int k = 0; k < 2; k++) {
+					int jj = is + k;
+					uint8_t s, m;
+					if (jj < 4) { s = sc[jj] & 63; m = sc[jj + 4] & 63; }
+					else { s = (sc[jj + 4] & 0xf) | ((sc[jj - 4] >> 6) << 4); m = (sc[jj + 4] >> 4) | ((sc[jj] >> 6) << 4); }
+					dd[k] = d * s; mm[k] = dmin * m;
+				}
+				uint8_t u1 = (uint8_t)(1 << (j / 32)), u2 = (uint8_t)(2 << (j / 32));
+				for (int l = 0; l < 32; l++) {
+					int h1 = 0, h2 = 0;
+					if (type == ARB_Q5_K) { h1 = (qh[l] & u1) ? 16 : 0; h2 = (qh[l] & u2) ? 16 : 0; }
+					y[j + l] = dd[0] * (float)((ql[l] & 0xf) + h1) - mm[0];
+					y[j + 32 + l] = dd[1] * (float)((ql[l] >> 4) + h2) - mm[1];
+				}
+			}
+		}
+		return;
+	case ARB_Q6_K:
+		for (int blk = 0; blk < cols / 256; blk++, y += 256) {
+			const uint8_t *p = b + blk * 210, *ql = p, *qh = p + 128;
+			const int8_t *sc = (const int8_t *)(p + 192);
+			float d = fp16_to_f32(rd16(p + 208));
+			for (int nn = 0; nn < 256; nn += 128, ql += 64, qh += 32, sc += 8) {
+				for (int l = 0; l < 32; l++) {
+					int is = l / 16;
+					int q1 = (int)((ql[l] & 0xf) | ((qh[l] >> 0) & 3) << 4) - 32;
+					int q2 = (int)((ql[l + 32] & 0xf) | ((qh[l] >> 2) & 3) << 4) - 32;
+					int q3 = (int)((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32;
+					int q4 = (int)((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32;
+					y[nn + l] = d * sc[is] * q1;
+					y[nn + l + 32] = d * sc[is + 2] * q2;
+					y[nn + l + 64] = d * sc[is + 4] * q3;
+					y[nn + l + 96] = d * sc[is + 6] * q4;
+				}
+			}
+		}
+		return;
+	}
+}
+
+static float dot_generic(const float *a, const float *b, int n) {
+	float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+	int i = 0;
+	for (; i + 4 <= n; i += 4) { s0 += a[i] * b[i]; s1 += a[i + 1] * b[i + 1]; s2 += a[i + 2] * b[i + 2]; s3 += a[i + 3] * b[i + 3]; }
+	for (; i < n; i++) s0 += a[i] * b[i];
+	return (s0 + s1) + (s2 + s3);
+}
+
+static void mm_f32_generic(int type, const uint8_t *w, long row_bytes, int lo, int hi, int cols,
+                           const float *x, int n, float *out, int rows, float *scratch) {
+	for (int o = lo; o < hi; o++) {
+		const float *wr = (const float *)(w + (long)o * row_bytes);
+		if (type != ARB_F32) { expand_row(type, w + (long)o * row_bytes, cols, scratch); wr = scratch; }
+		for (int r = 0; r < n; r++) out[(long)r * rows + o] = dot_generic(wr, x + (long)r * cols, cols);
+	}
+}
+
+// ---- AVX2 + FMA + F16C ----
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+
+AVX2 static inline float hsum8(__m256 v) {
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+AVX2 static void quantize_q8_avx2(const float *x, int count, float *d, int8_t *q, int32_t *s) {
+	const __m256 signmask = _mm256_set1_ps(-0.0f);
+	for (int b = 0; b < count / 32; b++) {
+		const float *xs = x + b * 32;
+		__m256 v0 = _mm256_loadu_ps(xs), v1 = _mm256_loadu_ps(xs + 8), v2 = _mm256_loadu_ps(xs + 16), v3 = _mm256_loadu_ps(xs + 24);
+		__m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(signmask, v0), _mm256_andnot_ps(signmask, v1)),
+		                         _mm256_max_ps(_mm256_andnot_ps(signmask, v2), _mm256_andnot_ps(signmask, v3)));
+		__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+		m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+		float amax = _mm_cvtss_f32(m4);
+		float dd = amax / 127, id = dd != 0 ? 1 / dd : 0;
+		__m256 mul = _mm256_set1_ps(id);
+		__m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+		__m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+		__m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+		__m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+		__m256i sum = _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
+		__m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+		s4 = _mm_hadd_epi32(s4, s4);
+		s4 = _mm_hadd_epi32(s4, s4);
+		// pack 32 int32 -> 32 int8 (packs interleave lanes; permute restores order)
+		__m256i p01 = _mm256_packs_epi32(i0, i1), p23 = _mm256_packs_epi32(i2, i3);
+		__m256i p = _mm256_packs_epi16(p01, p23);
+		p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+		_mm256_storeu_si256((__m256i *)(q + b * 32), p);
+		d[b] = dd;
+		s[b] = _mm_cvtsi128_si32(s4);
+	}
+}
+
+// load_q loads one block's 32 weights as signed bytes (offset removed for
+// Q4_0/Q5_0; Q4_1/Q5_1 stay unsigned 0..31 and carry their min separately).
+AVX2 static inline __m256i load_q(int type, const uint8_t *b) {
+	switch (type) {
+	case ARB_Q8_0:
+		return _mm256_loadu_si256((const __m256i *)(b + 2));
+	case ARB_Q4_0: case ARB_Q4_1: {
+		__m128i raw = _mm_loadu_si128((const __m128i *)(b + (type == ARB_Q4_0 ? 2 : 4)));
+		__m128i lo = _mm_and_si128(raw, _mm_set1_epi8(0xf));
+		__m128i hi = _mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0xf));
+		__m256i q = _mm256_set_m128i(hi, lo);
+		return type == ARB_Q4_0 ? _mm256_sub_epi8(q, _mm256_set1_epi8(8)) : q;
+	}
+	default: {
+		int8_t q[32];
+		float m;
+		unpack32(type, b, q, &m);
+		return _mm256_loadu_si256((const __m256i *)q);
+	}
+	}
+}
+
+// idot returns the 8 partial int32 sums of 32 products of signed bytes.
+AVX2 static inline __m256i idot(__m256i ax, __m256i sx, __m256i y) {
+	__m256i sy = _mm256_sign_epi8(y, sx);
+	return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1));
+}
+
+AVX2 static void mm_q8_avx2(int type, const uint8_t *w, long row_bytes, int lo, int hi, int nb,
+                            const float *yd, const int8_t *yq, const int32_t *ys, int n, float *out, int rows) {
+	int bb = block_bytes(type);
+	int has_min = type == ARB_Q4_1 || type == ARB_Q5_1;
+	for (int o = lo; o < hi; o++) {
+		const uint8_t *wr = w + (long)o * row_bytes;
+		int r = 0;
+		for (; r + 4 <= n; r += 4) {
+			__m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+			float mins[4] = {0, 0, 0, 0};
+			for (int b = 0; b < nb; b++) {
+				const uint8_t *blk = wr + b * bb;
+				float d = _cvtsh_ss(rd16(blk));
+				__m256i q = load_q(type, blk);
+				__m256i ax = _mm256_sign_epi8(q, q);
+				const int8_t *y = yq + ((long)r * nb + b) * 32;
+				long stride = (long)nb * 32;
+				const float *dy = yd + (long)r * nb + b;
+				acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d * dy[0]), _mm256_cvtepi32_ps(idot(ax, q, _mm256_loadu_si256((const __m256i *)y))), acc0);
+				acc1 = _mm256_fmadd_ps(_mm256_set1_ps(d * dy[nb]), _mm256_cvtepi32_ps(idot(ax, q, _mm256_loadu_si256((const __m256i *)(y + stride)))), acc1);
+				acc2 = _mm256_fmadd_ps(_mm256_set1_ps(d * dy[2 * nb]), _mm256_cvtepi32_ps(idot(ax, q, _mm256_loadu_si256((const __m256i *)(y + 2 * stride)))), acc2);
+				acc3 = _mm256_fmadd_ps(_mm256_set1_ps(d * dy[3 * nb]), _mm256_cvtepi32_ps(idot(ax, q, _mm256_loadu_si256((const __m256i *)(y + 3 * stride)))), acc3);
+				if (has_min) {
+					float m = _cvtsh_ss(rd16(blk + 2));
+					for (int k = 0; k < 4; k++) mins[k] += m * dy[k * nb] * (float)ys[(long)(r + k) * nb + b];
+				}
+			}
+			out[(long)r * rows + o] = hsum8(acc0) + mins[0];
+			out[(long)(r + 1) * rows + o] = hsum8(acc1) + mins[1];
+			out[(long)(r + 2) * rows + o] = hsum8(acc2) + mins[2];
+			out[(long)(r + 3) * rows + o] = hsum8(acc3) + mins[3];
+		}
+		for (; r < n; r++) {
+			__m256 acc = _mm256_setzero_ps();
+			float mins = 0;
+			for (int b = 0; b < nb; b++) {
+				const uint8_t *blk = wr + b * bb;
+				float d = _cvtsh_ss(rd16(blk));
+				__m256i q = load_q(type, blk);
+				__m256i ax = _mm256_sign_epi8(q, q);
+				const int8_t *y = yq + ((long)r * nb + b) * 32;
+				acc = _mm256_fmadd_ps(_mm256_set1_ps(d * yd[r * nb + b]), _mm256_cvtepi32_ps(idot(ax, q, _mm256_loadu_si256((const __m256i *)y))), acc);
+				if (has_min) mins += _cvtsh_ss(rd16(blk + 2)) * yd[r * nb + b] * (float)ys[r * nb + b];
+			}
+			out[(long)r * rows + o] = hsum8(acc) + mins;
+		}
+	}
+}
+
+AVX2 static float dot_avx2(const float *a, const float *b, int n) {
+	__m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+	int i = 0;
+	for (; i + 32 <= n; i += 32) {
+		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+		s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+		s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+		s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+	}
+	for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+	float s = hsum8(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+	for (; i < n; i++) s += a[i] * b[i];
+	return s;
+}
+
+AVX2 static void expand_f16_avx2(const uint8_t *b, int cols, float *y) {
+	int i = 0;
+	for (; i + 8 <= cols; i += 8) _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 2 * i))));
+	for (; i < cols; i++) y[i] = fp16_to_f32(rd16(b + 2 * i));
+}
+
+AVX2 static void mm_f32_avx2(int type, const uint8_t *w, long row_bytes, int lo, int hi, int cols,
+                             const float *x, int n, float *out, int rows, float *scratch) {
+	for (int o = lo; o < hi; o++) {
+		const float *wr = (const float *)(w + (long)o * row_bytes);
+		if (type == ARB_F16) { expand_f16_avx2(w + (long)o * row_bytes, cols, scratch); wr = scratch; }
+		else if (type != ARB_F32) { expand_row(type, w + (long)o * row_bytes, cols, scratch); wr = scratch; }
+		for (int r = 0; r < n; r++) out[(long)r * rows + o] = dot_avx2(wr, x + (long)r * cols, cols);
+	}
+}
+
+static int level = -1;
+
+int arb_simd_level(void) {
+	if (level < 0) {
+		__builtin_cpu_init();
+		level = (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) ? 1 : 0;
+	}
+	return level;
+}
+#else
+int arb_simd_level(void) { return 0; }
+#endif
+
+void arb_quantize_q8(const float *x, int count, float *d, int8_t *q, int32_t *s) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 1) { quantize_q8_avx2(x, count, d, q, s); return; }
+#endif
+	quantize_q8_generic(x, count, d, q, s);
+}
+
+void arb_mm_q8(int type, const uint8_t *w, long row_bytes, int lo, int hi, int nb,
+               const float *yd, const int8_t *yq, const int32_t *ys, int n, float *out, int rows) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 1) { mm_q8_avx2(type, w, row_bytes, lo, hi, nb, yd, yq, ys, n, out, rows); return; }
+#endif
+	mm_q8_generic(type, w, row_bytes, lo, hi, nb, yd, yq, ys, n, out, rows);
+}
+
+void arb_mm_f32(int type, const uint8_t *w, long row_bytes, int lo, int hi, int cols,
+                const float *x, int n, float *out, int rows, float *scratch) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 1) { mm_f32_avx2(type, w, row_bytes, lo, hi, cols, x, n, out, rows, scratch); return; }
+#endif
+	mm_f32_generic(type, w, row_bytes, lo, hi, cols, x, n, out, rows, scratch);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// attention_avx2 is arb_attention for head widths that are multiples of 8.
+AVX2 static void attention_avx2(float *out, const float *q, const float *kc, const float *vc, int past, int n,
+                                const uint8_t *mask, int heads, int kv_heads, int hd, float scale,
+                                int lo, int hi, float *scores) {
+	int total = past + n, group = heads / kv_heads, kvd = kv_heads * hd, qd = heads * hd;
+	for (int task = lo; task < hi; task++) {
+		int i = task / heads, h = task % heads, kh = h / group;
+		const float *qv = q + (long)i * qd + h * hd;
+		const uint8_t *row = mask ? mask + (long)i * total : NULL;
+		int limit = row ? total : past + i + 1;
+		float maxs = -INFINITY;
+		for (int j = 0; j < limit; j++) {
+			if (row && !row[j]) { scores[j] = -INFINITY; continue; }
+			const float *kv = kc + (long)j * kvd + kh * hd;
+			__m256 acc = _mm256_mul_ps(_mm256_loadu_ps(qv), _mm256_loadu_ps(kv));
+			for (int t = 8; t < hd; t += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(qv + t), _mm256_loadu_ps(kv + t), acc);
+			float d = hsum8(acc) * scale;
+			scores[j] = d;
+			if (d > maxs) maxs = d;
+		}
+		float *o = out + (long)i * qd + h * hd;
+		for (int t = 0; t < hd; t++) o[t] = 0;
+		if (maxs == -INFINITY) continue;
+		double sum = 0;
+		for (int j = 0; j < limit; j++) {
+			if (row && !row[j]) continue;
+			float e = expf(scores[j] - maxs);
+			scores[j] = e;
+			sum += e;
+		}
+		__m256 inv = _mm256_set1_ps((float)(1.0 / sum));
+		for (int t = 0; t < hd; t += 8) {
+			__m256 acc = _mm256_setzero_ps();
+			for (int j = 0; j < limit; j++) {
+				if (row && !row[j]) continue;
+				acc = _mm256_fmadd_ps(_mm256_set1_ps(scores[j]), _mm256_loadu_ps(vc + (long)j * kvd + kh * hd + t), acc);
+			}
+			_mm256_storeu_ps(o + t, _mm256_mul_ps(acc, inv));
+		}
+	}
+}
+#endif
+
+// arb_attention computes tasks lo..hi-1 (task = row*heads + head) of
+// softmax(q.K^T * scale, masked) . V. mask, when not NULL, has n rows of
+// past+n bytes; without it row i sees slots 0..past+i. A row that sees no
+// slot gets zeros. The softmax sum accumulates in double, as ggml does.
+void arb_attention(float *out, const float *q, const float *kc, const float *vc, int past, int n,
+                   const uint8_t *mask, int heads, int kv_heads, int hd, float scale,
+                   int lo, int hi, float *scores) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (hd % 8 == 0 && arb_simd_level() >= 1) {
+		attention_avx2(out, q, kc, vc, past, n, mask, heads, kv_heads, hd, scale, lo, hi, scores);
+		return;
+	}
+#endif
+	int total = past + n, group = heads / kv_heads, kvd = kv_heads * hd, qd = heads * hd;
+	for (int task = lo; task < hi; task++) {
+		int i = task / heads, h = task % heads, kh = h / group;
+		const float *qv = q + (long)i * qd + h * hd;
+		const uint8_t *row = mask ? mask + (long)i * total : NULL;
+		int limit = row ? total : past + i + 1;
+		float maxs = -INFINITY;
+		for (int j = 0; j < limit; j++) {
+			if (row && !row[j]) { scores[j] = -INFINITY; continue; }
+			const float *kv = kc + (long)j * kvd + kh * hd;
+			float d = 0;
+			for (int t = 0; t < hd; t++) d += qv[t] * kv[t];
+			d *= scale;
+			scores[j] = d;
+			if (d > maxs) maxs = d;
+		}
+		float *o = out + (long)i * qd + h * hd;
+		for (int t = 0; t < hd; t++) o[t] = 0;
+		if (maxs == -INFINITY) continue;
+		double sum = 0;
+		for (int j = 0; j < limit; j++) {
+			if (row && !row[j]) continue;
+			float e = expf(scores[j] - maxs);
+			scores[j] = e;
+			sum += e;
+		}
+		float inv = (float)(1.0 / sum);
+		for (int j = 0; j < limit; j++) {
+			if (row && !row[j]) continue;
+			float p = scores[j] * inv;
+			const float *vv = vc + (long)j * kvd + kh * hd;
+			for (int t = 0; t < hd; t++) o[t] += p * vv[t];
+		}
+	}
+}
+
+// arb_silu_mul: g[i] = silu(g[i]) * u[i].
+void arb_silu_mul(float *g, const float *u, long count) {
+	for (long i = 0; i < count; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}

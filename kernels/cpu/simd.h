@@ -1,0 +1,16 @@
+// Matrix kernels over ggml weight blocks. See simd.c.
+#include <stdint.h>
+
+enum { ARB_F32 = 0, ARB_F16 = 1, ARB_Q4_0 = 2, ARB_Q4_1 = 3, ARB_Q5_0 = 6, ARB_Q5_1 = 7,
+       ARB_Q8_0 = 8, ARB_Q4_K = 12, ARB_Q5_K = 13, ARB_Q6_K = 14, ARB_BF16 = 30 };
+
+int arb_simd_level(void);
+void arb_quantize_q8(const float *x, int count, float *d, int8_t *q, int32_t *s);
+void arb_mm_q8(int type, const uint8_t *w, long row_bytes, int lo, int hi, int nb,
+               const float *yd, const int8_t *yq, const int32_t *ys, int n, float *out, int rows);
+void arb_mm_f32(int type, const uint8_t *w, long row_bytes, int lo, int hi, int cols,
+                const float *x, int n, float *out, int rows, float *scratch);
+void arb_attention(float *out, const float *q, const float *kc, const float *vc, int past, int n,
+                   const uint8_t *mask, int heads, int kv_heads, int hd, float scale,
+                   int lo, int hi, float *scores);
+void arb_silu_mul(float *g, const float *u, long count);

@@ -1,0 +1,93 @@
+//go:build cgo && !purego
+
+package cpu
+
+// #cgo CFLAGS: -O3 -std=gnu11
+// #cgo LDFLAGS: -lm
+// #include "simd.h"
+import "C"
+
+import (
+	"unsafe"
+
+	"arborist/kernels/quant"
+)
+
+// simdLevel is 1 when the C kernels run their AVX2+FMA+F16C versions, 0 for
+// their portable C versions. Read once, before any worker runs.
+var simdLevel = int(C.arb_simd_level())
+
+// Kernels names the kernel family in use, for benchmarks and profiles.
+func Kernels() string {
+	if simdLevel >= 1 {
+		return "c-avx2"
+	}
+	return "c-portable"
+}
+
+const haveC = true
+
+func cQuantize(q *q8Buf, x []float32) {
+	nb := len(x) / quant.QK
+	q.d = grow(q.d, nb)
+	q.s = growI32(q.s, nb)
+	if cap(q.q) < len(x) {
+		q.q = make([]int8, len(x))
+	}
+	q.q = q.q[:len(x)]
+	if nb == 0 {
+		return
+	}
+	C.arb_quantize_q8((*C.float)(unsafe.Pointer(&x[0])), C.int(len(x)), (*C.float)(unsafe.Pointer(&q.d[0])),
+		(*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0])))
+}
+
+func (j *matmulJob) doC(worker, lo, hi int) {
+	w := j.w
+	if usesQ8(w.typ) {
+		q := &j.b.q8
+		C.arb_mm_q8(C.int(w.typ), (*C.uint8_t)(unsafe.Pointer(&w.data[0])), C.long(w.rowBytes), C.int(lo), C.int(hi), C.int(w.cols/quant.QK),
+			(*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0])),
+			C.int(j.n), (*C.float)(unsafe.Pointer(&j.out[0])), C.int(w.rows))
+		return
+	}
+	buf := j.b.scratchRow(worker, w.cols)
+	C.arb_mm_f32(C.int(w.typ), (*C.uint8_t)(unsafe.Pointer(&w.data[0])), C.long(w.rowBytes), C.int(lo), C.int(hi), C.int(w.cols),
+		(*C.float)(unsafe.Pointer(&j.x[0])), C.int(j.n), (*C.float)(unsafe.Pointer(&j.out[0])), C.int(w.rows), (*C.float)(unsafe.Pointer(&buf[0])))
+}
+
+type attnJob struct {
+	b                           *Backend
+	out, q, kc, vc              []float32
+	past, n, heads, kvHeads, hd int
+	mask                        []bool
+	scale                       float32
+}
+
+func (j *attnJob) do(worker, lo, hi int) {
+	scores := j.b.scratchRow(worker, j.past+j.n)
+	var mask *C.uint8_t
+	if j.mask != nil {
+		mask = (*C.uint8_t)(unsafe.Pointer(&j.mask[0]))
+	}
+	C.arb_attention((*C.float)(unsafe.Pointer(&j.out[0])), (*C.float)(unsafe.Pointer(&j.q[0])),
+		(*C.float)(unsafe.Pointer(&j.kc[0])), (*C.float)(unsafe.Pointer(&j.vc[0])), C.int(j.past), C.int(j.n),
+		mask, C.int(j.heads), C.int(j.kvHeads), C.int(j.hd), C.float(j.scale), C.int(lo), C.int(hi),
+		(*C.float)(unsafe.Pointer(&scores[0])))
+}
+
+// Attention implements kernels.Attention in C, split over (row, head) tasks.
+func (b *Backend) Attention(out, q, kc, vc []float32, past, n int, mask []bool, heads, kvHeads, hd int, scale float32) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	j := &attnJob{b: b, out: out, q: q, kc: kc, vc: vc, past: past, n: n, heads: heads, kvHeads: kvHeads, hd: hd, mask: mask, scale: scale}
+	b.pool.run(j, n*heads, max(1, 4096/((past+n)*hd)))
+}
+
+// SiLUMul implements kernels.SiLUMul in C.
+func (b *Backend) SiLUMul(g, u []float32) {
+	if len(g) == 0 {
+		return
+	}
+	C.arb_silu_mul((*C.float)(unsafe.Pointer(&g[0])), (*C.float)(unsafe.Pointer(&u[0])), C.long(len(g)))
+}
