@@ -1,0 +1,88 @@
+// Package drafter holds the draft sources of speculative decoding: a separate
+// draft model (GGUF), the target's own first layers (layer-skip self-draft),
+// and n-gram prompt lookup. All sit behind one interface that speaks in token
+// paths, so the strategies in engine/spec can grow chains, static trees and
+// Equal-Growth Trees from any of them.
+//
+// A path is the token sequence after the root (the last committed token); the
+// empty path is the root itself. Expand returns the drafter's next-token
+// distribution after each requested path. Sources keep their own state (a KV
+// cache for model drafters) and reuse work across calls in a step and, after
+// Commit, across steps.
+package drafter
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"arborist/engine/sample"
+	"arborist/engine/tokenizer"
+)
+
+// Source proposes draft tokens.
+type Source interface {
+	// Name describes the source for traces ("draft:file.gguf", "ngram:3", ...).
+	Name() string
+	// Begin starts a sequence whose committed tokens are committed (the
+	// prompt; its last token is the first root). It discards prior state.
+	Begin(ctx context.Context, committed []int) error
+	// Expand writes into dst[i] (vocabulary-sized) the drafter's next-token
+	// distribution after paths[i]. An all-zero row means "no proposal".
+	Expand(ctx context.Context, paths [][]int, dst [][]float32) error
+	// Commit appends the step's accepted tokens and the bonus token to the
+	// committed sequence (the bonus becomes the next root).
+	Commit(accepted []int, bonus int) error
+	// Vocab is the size of the distributions Expand writes.
+	Vocab() int
+}
+
+// HiddenSource is the extension a source implements when it drafts from the
+// target's hidden states (the hidden-state drafter of seed 001): the engine
+// hands it the target's last hidden state for each committed token.
+type HiddenSource interface {
+	Source
+	ObserveHidden(hidden []float32, rows int) error
+}
+
+// Dist converts logits to the distribution a source proposes from: the
+// sampler's transformed distribution in sampled runs, the plain softmax in
+// greedy runs (the ranking needs probabilities; the greedy rule needs none).
+func Dist(p sample.Params) func(logits, dst []float32) {
+	if p.Greedy() {
+		p = sample.Params{Temp: 1}
+	}
+	s := sample.New(p)
+	return func(logits, dst []float32) { s.Probs(logits, dst) }
+}
+
+// CheckVocab verifies a drafter shares the target's vocabulary: identical
+// token lists pass; otherwise the error says how many and which differ.
+func CheckVocab(target, draft *tokenizer.Tokenizer) error {
+	if target.Kind != draft.Kind {
+		return fmt.Errorf("drafter: vocabulary mismatch: target tokenizer is %s, drafter's is %s", target.Kind, draft.Kind)
+	}
+	nt, nd := target.VocabSize(), draft.VocabSize()
+	var diff []int
+	for i := 0; i < min(nt, nd); i++ {
+		if target.Tokens[i] != draft.Tokens[i] {
+			diff = append(diff, i)
+		}
+	}
+	if nt == nd && len(diff) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "drafter: vocabulary mismatch: target has %d tokens, drafter %d; %d of the shared ids differ", nt, nd, len(diff))
+	for i, id := range diff {
+		if i == 5 {
+			fmt.Fprintf(&b, ", ...")
+			break
+		}
+		fmt.Fprintf(&b, "%s id %d: %q vs %q", map[bool]string{true: " (", false: ","}[i == 0], id, target.Tokens[id], draft.Tokens[id])
+	}
+	if len(diff) > 0 {
+		b.WriteString(")")
+	}
+	return fmt.Errorf("%s", b.String())
+}

@@ -1,0 +1,217 @@
+package drafter
+
+import (
+	"context"
+	"fmt"
+
+	"arborist/engine/model"
+	"arborist/engine/sample"
+)
+
+// Model drafts with a transformer: a separate draft model, or the target
+// itself cut to its first Layers blocks (layer-skip self-drafting). Its KV
+// cache holds the committed tokens, then the draft tokens of the current
+// step, each found again by (parent slot, token), so repeated and pruned
+// requests reuse work and the accepted path survives Commit.
+type Model struct {
+	M      *model.Model
+	Layers int // 0 = all blocks
+	name   string
+	dist   func(logits, dst []float32)
+
+	cache     *model.Cache
+	committed []int
+	inCache   int               // committed tokens whose K/V are cached
+	slots     map[[2]int]int    // (parent slot, token) -> slot of a draft token
+	par       map[int]int       // draft slot -> parent slot
+	tok       map[int]int       // draft slot -> its token
+	out       map[int][]float32 // slot -> distribution after it
+	res       model.Result
+}
+
+// NewModel makes a model drafter with capacity for ctx positions.
+func NewModel(m *model.Model, layers, ctx int, p sample.Params, name string) *Model {
+	return &Model{M: m, Layers: layers, name: name, dist: Dist(p), cache: m.NewCache(ctx)}
+}
+
+// Name describes the source.
+func (d *Model) Name() string { return d.name }
+
+// Vocab is the drafter's vocabulary size.
+func (d *Model) Vocab() int { return d.M.Vocab }
+
+// Begin resets to a new committed sequence.
+func (d *Model) Begin(ctx context.Context, committed []int) error {
+	if len(committed) == 0 {
+		return fmt.Errorf("drafter: empty sequence")
+	}
+	d.committed = append(d.committed[:0], committed...)
+	d.cache.Truncate(0)
+	d.inCache = 0
+	d.resetStep()
+	return nil
+}
+
+func (d *Model) resetStep() {
+	d.slots = map[[2]int]int{}
+	d.par = map[int]int{}
+	d.tok = map[int]int{}
+	d.out = map[int][]float32{}
+}
+
+// rootSlot is the cache slot of the root (the last committed token).
+func (d *Model) rootSlot() int { return len(d.committed) - 1 }
+
+// Expand computes the distributions after each path in one forward pass:
+// committed tokens not yet cached come first (causal), then every path token
+// not yet cached, each attending to the committed prefix and its ancestors.
+func (d *Model) Expand(ctx context.Context, paths [][]int, dst [][]float32) error {
+	base := d.cache.Len()
+	nc := len(d.committed)
+	var toks, pos []int
+	for i := d.inCache; i < nc; i++ {
+		toks = append(toks, d.committed[i])
+		pos = append(pos, i)
+	}
+	pending := len(toks)
+	need := make([]int, len(paths)) // slot whose output is wanted
+	newSlots := map[[2]int]int{}
+	newPar := map[int]int{}
+	newTok := map[int]int{}
+	for pi, p := range paths {
+		slot := d.rootSlot()
+		for depth, tok := range p {
+			key := [2]int{slot, tok}
+			s, ok := d.slots[key]
+			if !ok {
+				s, ok = newSlots[key]
+			}
+			if !ok {
+				s = base + len(toks)
+				newSlots[key], newPar[s], newTok[s] = s, slot, tok
+				toks = append(toks, tok)
+				pos = append(pos, nc+depth)
+			}
+			slot = s
+		}
+		need[pi] = slot
+	}
+	if len(toks) > 0 {
+		if base+len(toks) > d.cache.Cap() {
+			return fmt.Errorf("drafter %s: context full (%d of %d slots)", d.name, base+len(toks), d.cache.Cap())
+		}
+		total := base + len(toks)
+		mask := make([]bool, len(toks)*total)
+		var want []int
+		for r := range toks {
+			row := mask[r*total : (r+1)*total]
+			if r < pending {
+				for j := 0; j <= base+r; j++ {
+					row[j] = true
+				}
+				if r == pending-1 {
+					want = append(want, r) // the root
+				}
+				continue
+			}
+			want = append(want, r)
+			for j := 0; j < nc; j++ {
+				row[j] = true
+			}
+			for s := base + r; s >= nc; {
+				row[s] = true
+				p, ok := newPar[s]
+				if !ok {
+					p = d.par[s]
+				}
+				s = p
+			}
+		}
+		if err := d.M.Forward(ctx, d.cache, model.Batch{Tokens: toks, Pos: pos, Mask: mask, Want: want, Layers: d.Layers}, &d.res); err != nil {
+			return fmt.Errorf("drafter %s: %w", d.name, err)
+		}
+		d.inCache = nc
+		for k, s := range newSlots {
+			d.slots[k] = s
+		}
+		for s, p := range newPar {
+			d.par[s], d.tok[s] = p, newTok[s]
+		}
+		v := d.M.Vocab
+		for i, r := range want {
+			q := make([]float32, v)
+			d.dist(d.res.Logits[i*v:(i+1)*v], q)
+			d.out[base+r] = q
+		}
+	}
+	for i, s := range need {
+		q, ok := d.out[s]
+		if !ok {
+			return fmt.Errorf("drafter %s: no output for slot %d", d.name, s)
+		}
+		copy(dst[i], q)
+	}
+	return nil
+}
+
+// Commit keeps the committed prefix plus the cached slots of the accepted
+// path. When the bonus token was drafted too (ahead-of-time drafting guessed
+// right), its slot and every draft slot below it are kept as well, so the
+// next step starts from work already done; all other draft slots are dropped.
+func (d *Model) Commit(accepted []int, bonus int) error {
+	nc := len(d.committed)
+	keep := make([]int, 0, nc+len(accepted)+1)
+	for i := 0; i < d.inCache; i++ {
+		keep = append(keep, i)
+	}
+	newCached := d.inCache
+	if d.inCache == nc {
+		slot, ok := d.rootSlot(), true
+		for _, tok := range accepted {
+			s, found := d.slots[[2]int{slot, tok}]
+			if !found {
+				ok = false
+				break
+			}
+			keep = append(keep, s)
+			slot = s
+		}
+		newCached = len(keep)
+		if bs, found := d.slots[[2]int{slot, bonus}]; ok && found {
+			keep = append(keep, bs)
+			newCached++
+			// descendants of the bonus slot, parents before children
+			below := map[int]bool{bs: true}
+			var desc []int
+			for s := bs + 1; s < d.cache.Len(); s++ {
+				if p, ok := d.par[s]; ok && below[p] {
+					below[s] = true
+					desc = append(desc, s)
+				}
+			}
+			keep = append(keep, desc...)
+		}
+	}
+	newIdx := make(map[int]int, len(keep))
+	for i, s := range keep {
+		newIdx[s] = i
+	}
+	if err := d.cache.Compact(keep); err != nil {
+		return fmt.Errorf("drafter %s: %w", d.name, err)
+	}
+	slots, par, out, tok := map[[2]int]int{}, map[int]int{}, map[int][]float32{}, map[int]int{}
+	for _, s := range keep[newCached:] {
+		ns, np := newIdx[s], newIdx[d.par[s]]
+		slots[[2]int{np, d.tok[s]}] = ns
+		par[ns], tok[ns] = np, d.tok[s]
+	}
+	for _, s := range keep[max(0, newCached-1):] {
+		if q, ok := d.out[s]; ok {
+			out[newIdx[s]] = q
+		}
+	}
+	d.inCache = newCached
+	d.committed = append(append(d.committed, accepted...), bonus)
+	d.slots, d.par, d.out, d.tok = slots, par, out, tok
+	return nil
+}

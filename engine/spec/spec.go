@@ -1,0 +1,391 @@
+// Package spec runs speculative decoding: a draft source proposes a chain or
+// a tree of tokens, the target verifies all of them in ONE batched forward
+// pass with a tree attention mask, and lossless rules decide which tokens are
+// kept (see verify.go). Strategies differ only in how they grow the tree:
+//
+//   - ar: no draft; one token per pass (the 1.00x baseline).
+//   - chain: gamma tokens drawn one after another from the drafter.
+//   - tree: a static shape (widths per depth, or a parent list), children
+//     ranked by drafter probability.
+//   - egt: Yggdrasil's Equal-Growth Tree: a fixed number of frontier nodes
+//     expanded per depth, chosen by path probability; pruned by a dynamic
+//     programme to W_max nodes; padded to a fixed shape; depth chosen per
+//     step by a DepthPolicy; optionally ahead-of-time drafting.
+//   - duo: DuoDecoding: the drafter runs concurrently on its own threads,
+//     gamma follows T_target / T_draft, several sequences when unsure.
+//
+// Every step is recorded (Step) for the profiler and the GUI.
+package spec
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"arborist/engine/drafter"
+	"arborist/engine/model"
+	"arborist/engine/sample"
+	"arborist/engine/tree"
+)
+
+// Strategies lists the strategy names.
+var Strategies = []string{"ar", "chain", "tree", "egt", "duo"}
+
+// Config selects a strategy and its parameters.
+type Config struct {
+	Strategy string
+	Gamma    int         // chain: draft length; duo: largest draft budget
+	Static   tree.Static // tree: the shape
+	Widths   []int       // egt: frontier nodes expanded at each depth (len = deepest depth)
+	Branch   int         // egt: children per expanded node (top-k)
+	WMax     int         // egt: most nodes verified after pruning
+	Pad      bool        // egt: pad every tree to WMax nodes (static shapes)
+	Depth    DepthPolicy // egt: when to stop growing; nil = all of Widths
+	AOT      bool        // egt: draft the next step's head while the target verifies
+	MaxSeqs  int         // duo: most draft sequences (1, 2, 3, 4, 6 or 8)
+
+	Sample    sample.Params
+	MaxTokens int
+	StopAtEOS bool
+	// OnToken, when set, receives each emitted token and whether it was a
+	// draft token the target accepted (false: the target's bonus token).
+	OnToken func(id int, drafted bool)
+	// OnStep, when set, receives each step's record as it completes.
+	OnStep func(Step)
+}
+
+// Validate checks the configuration for its strategy.
+func (c *Config) Validate() error {
+	switch c.Strategy {
+	case "ar":
+	case "chain":
+		if c.Gamma < 1 {
+			return fmt.Errorf("spec: chain needs gamma >= 1, got %d", c.Gamma)
+		}
+	case "tree":
+		if len(c.Static.Parents) == 0 {
+			return fmt.Errorf("spec: tree needs a shape (widths per depth or a parent list)")
+		}
+	case "egt":
+		if len(c.Widths) == 0 || c.Branch < 1 || c.WMax < 1 {
+			return fmt.Errorf("spec: egt needs widths per depth, branch >= 1 and w-max >= 1")
+		}
+		for _, w := range c.Widths {
+			if w < 1 {
+				return fmt.Errorf("spec: egt width %d must be >= 1", w)
+			}
+		}
+	case "duo":
+		if c.Gamma < 1 {
+			return fmt.Errorf("spec: duo needs a largest draft budget gamma >= 1, got %d", c.Gamma)
+		}
+		switch c.MaxSeqs {
+		case 0:
+			c.MaxSeqs = 1
+		case 1, 2, 3, 4, 6, 8:
+		default:
+			return fmt.Errorf("spec: duo max sequences %d must be one of 1, 2, 3, 4, 6, 8", c.MaxSeqs)
+		}
+	default:
+		return fmt.Errorf("spec: unknown strategy %q (one of %v)", c.Strategy, Strategies)
+	}
+	if c.MaxTokens < 1 {
+		return fmt.Errorf("spec: max tokens %d must be >= 1", c.MaxTokens)
+	}
+	return c.Sample.Validate()
+}
+
+// Step is one draft-and-verify iteration.
+type Step struct {
+	Index    int
+	Drafted  int           // draft tokens proposed (pads excluded)
+	Width    int           // rows in the verification pass (root + nodes + pads)
+	Depth    int           // deepest draft level
+	Seqs     int           // duo: draft sequences
+	Accepted int           // draft tokens accepted
+	Emitted  int           // tokens emitted this step (accepted + bonus, after stops)
+	Bonus    int           // the target's token after the accepted path
+	Draft    time.Duration // drafting on the critical path
+	Verify   time.Duration // the target's forward pass
+	Overhead time.Duration // verification rules, cache compaction, bookkeeping
+	Overlap  time.Duration // drafting done concurrently with verification
+}
+
+// Result is a whole speculative generation.
+type Result struct {
+	Tokens  []int
+	Steps   []Step
+	Prefill time.Duration
+	Decode  time.Duration
+}
+
+// TokensPerSecond is decode throughput (tokens emitted per second after prefill).
+func (r *Result) TokensPerSecond() float64 {
+	if r.Decode <= 0 {
+		return 0
+	}
+	return float64(len(r.Tokens)) / r.Decode.Seconds()
+}
+
+// AAL is the average number of tokens emitted per target pass.
+func (r *Result) AAL() float64 {
+	if len(r.Steps) == 0 {
+		return 0
+	}
+	return float64(len(r.Tokens)) / float64(len(r.Steps))
+}
+
+// Acceptance is the fraction of drafted tokens the target accepted.
+func (r *Result) Acceptance() float64 {
+	d, a := 0, 0
+	for _, s := range r.Steps {
+		d += s.Drafted
+		a += s.Accepted
+	}
+	if d == 0 {
+		return 0
+	}
+	return float64(a) / float64(d)
+}
+
+// Totals sums the step timings.
+func (r *Result) Totals() (draft, verify, overhead, overlap time.Duration) {
+	for _, s := range r.Steps {
+		draft += s.Draft
+		verify += s.Verify
+		overhead += s.Overhead
+		overlap += s.Overlap
+	}
+	return
+}
+
+// DepthPolicy decides how deep an Equal-Growth Tree grows this step.
+type DepthPolicy interface {
+	// Next reports whether to draft level depth+1, given the deepest level
+	// drafted so far (0 before any), the best path probability on its
+	// frontier, and the target's last hidden state (for learned policies).
+	Next(depth int, best float64, hidden []float32) bool
+}
+
+// FixedDepth drafts exactly D levels.
+type FixedDepth struct{ D int }
+
+// Next implements DepthPolicy.
+func (f FixedDepth) Next(depth int, _ float64, _ []float32) bool { return depth < f.D }
+
+// Threshold keeps growing while the best frontier path is at least Min
+// likely to be accepted, up to Max levels.
+type Threshold struct {
+	Max int
+	Min float64
+}
+
+// Next implements DepthPolicy.
+func (t Threshold) Next(depth int, best float64, _ []float32) bool {
+	return depth < t.Max && (depth == 0 || best >= t.Min)
+}
+
+// Engine runs speculative generations of one target with one draft source.
+type Engine struct {
+	Target *model.Model
+	Source drafter.Source // nil for ar
+	// Concurrent, for duo and AOT: a source that runs on its own backend
+	// and may be called from another goroutine while the target computes.
+	Concurrent bool
+}
+
+// Run generates up to cfg.MaxTokens tokens after prompt (which should carry
+// BOS if the model wants it).
+func (e *Engine) Run(ctx context.Context, prompt []int, cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(prompt) == 0 {
+		return nil, fmt.Errorf("spec: empty prompt")
+	}
+	if cfg.Strategy != "ar" && e.Source == nil {
+		return nil, fmt.Errorf("spec: strategy %s needs a draft source", cfg.Strategy)
+	}
+	if e.Source != nil && e.Source.Vocab() != e.Target.Vocab {
+		return nil, fmt.Errorf("spec: drafter vocabulary of %d tokens differs from the target's %d", e.Source.Vocab(), e.Target.Vocab)
+	}
+	r := &run{e: e, cfg: cfg, res: &Result{}, vocab: e.Target.Vocab}
+	return r.res, r.loop(ctx, prompt)
+}
+
+// run is the state of one generation.
+type run struct {
+	e      *Engine
+	cfg    Config
+	res    *Result
+	vocab  int
+	cache  *model.Cache
+	fwd    model.Result
+	smp    *sample.Sampler // verification stream
+	dsmp   *sample.Sampler // drafting stream
+	root   int
+	hidden []float32 // target's hidden state at the last committed token
+	duo    duoState
+	aot    *aotHead
+}
+
+func (r *run) loop(ctx context.Context, prompt []int) error {
+	cfg := &r.cfg
+	m := r.e.Target
+	capacity := min(m.CtxLen, len(prompt)+cfg.MaxTokens+r.maxTree()+1)
+	if len(prompt) >= capacity {
+		return fmt.Errorf("spec: prompt of %d tokens leaves no room in a context of %d", len(prompt), m.CtxLen)
+	}
+	r.cache = m.NewCache(capacity)
+	r.smp = sample.New(cfg.Sample)
+	dp := cfg.Sample
+	dp.Seed ^= 0x5bd1e995
+	r.dsmp = sample.New(dp)
+	t0 := time.Now()
+	if len(prompt) > 1 {
+		if err := m.Forward(ctx, r.cache, model.Batch{Tokens: prompt[:len(prompt)-1], Want: []int{len(prompt) - 2}}, &r.fwd); err != nil {
+			return err
+		}
+		r.hidden = append(r.hidden[:0], r.fwd.Hidden...)
+	}
+	r.root = prompt[len(prompt)-1]
+	if src := r.e.Source; src != nil {
+		if err := src.Begin(ctx, prompt); err != nil {
+			return err
+		}
+	}
+	r.res.Prefill = time.Since(t0)
+	defer r.stopAOT()
+	start := time.Now()
+	defer func() { r.res.Decode = time.Since(start) }()
+	for len(r.res.Tokens) < cfg.MaxTokens {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		done, err := r.step(ctx)
+		if err != nil {
+			return err
+		}
+		if done {
+			break
+		}
+	}
+	return nil
+}
+
+// maxTree bounds the nodes of one step's tree, for sizing the cache.
+func (r *run) maxTree() int {
+	c := &r.cfg
+	switch c.Strategy {
+	case "chain":
+		return c.Gamma
+	case "tree":
+		return len(c.Static.Parents)
+	case "egt":
+		return c.WMax
+	case "duo":
+		return c.Gamma * max(1, c.MaxSeqs)
+	}
+	return 0
+}
+
+// room is how many draft nodes this step may verify: what the cache can
+// hold and what is still useful before MaxTokens.
+func (r *run) room() (nodes, depth int) {
+	left := r.cfg.MaxTokens - len(r.res.Tokens)
+	free := r.cache.Cap() - r.cache.Len() - 1
+	return max(0, free), max(0, left-1)
+}
+
+func (r *run) step(ctx context.Context) (bool, error) {
+	st := Step{Index: len(r.res.Steps)}
+	t0 := time.Now()
+	tr, err := r.draft(ctx, &st)
+	if err != nil {
+		return false, err
+	}
+	st.Draft += time.Since(t0)
+	for _, n := range tr.Nodes {
+		if !n.Pad {
+			st.Drafted++
+		}
+	}
+	st.Depth = tr.MaxDepth()
+	past := r.cache.Len()
+	toks, pos, mask := tr.Batch(r.root, past)
+	st.Width = len(toks)
+	t1 := time.Now()
+	r.startAOT(ctx, tr)
+	if err := r.e.Target.Forward(ctx, r.cache, model.Batch{Tokens: toks, Pos: pos, Mask: mask}, &r.fwd); err != nil {
+		return false, err
+	}
+	st.Verify = time.Since(t1)
+	t2 := time.Now()
+	v := r.verdict(tr)
+	// commit: keep the prefix, the root and the accepted path
+	keep := make([]int, 0, past+1+len(v.Path))
+	for i := 0; i <= past; i++ {
+		keep = append(keep, i)
+	}
+	accepted := make([]int, len(v.Path))
+	lastRow := 0
+	for i, n := range v.Path {
+		keep = append(keep, past+1+n)
+		accepted[i] = tr.Nodes[n].Token
+		lastRow = 1 + n
+	}
+	if err := r.cache.Compact(keep); err != nil {
+		return false, err
+	}
+	d := r.e.Target.Dim
+	r.hidden = append(r.hidden[:0], r.fwd.Hidden[lastRow*d:(lastRow+1)*d]...)
+	st.Overhead = time.Since(t2)
+	t3 := time.Now()
+	overlap, err := r.finishAOT(ctx, accepted, v.Bonus)
+	if err != nil {
+		return false, err
+	}
+	st.Overlap = overlap
+	if src := r.e.Source; src != nil {
+		if err := src.Commit(accepted, v.Bonus); err != nil {
+			return false, err
+		}
+	}
+	r.root = v.Bonus
+	st.Accepted, st.Bonus = len(accepted), v.Bonus
+	// emit, stopping at EOS and MaxTokens
+	done := false
+	emit := append(accepted, v.Bonus)
+	for i, tok := range emit {
+		if len(r.res.Tokens) >= r.cfg.MaxTokens {
+			done = true
+			break
+		}
+		r.res.Tokens = append(r.res.Tokens, tok)
+		st.Emitted++
+		if r.cfg.OnToken != nil {
+			r.cfg.OnToken(tok, i < len(accepted))
+		}
+		if r.cfg.StopAtEOS && r.e.Target.Tok.IsEOG(tok) {
+			done = true
+			break
+		}
+	}
+	if r.cache.Len() >= r.cache.Cap() {
+		done = true // the root has no slot left
+	}
+	st.Overhead += time.Since(t3)
+	r.res.Steps = append(r.res.Steps, st)
+	if r.cfg.OnStep != nil {
+		r.cfg.OnStep(st)
+	}
+	return done || len(r.res.Tokens) >= r.cfg.MaxTokens, nil
+}
+
+// verdict applies the lossless rules to the target's logits for tr.
+func (r *run) verdict(tr *tree.Tree) Verdict {
+	v := r.vocab
+	logits := func(row int) []float32 { return r.fwd.Logits[row*v : (row+1)*v] }
+	dist := func(row int, dst []float32) { r.smp.Probs(logits(row), dst) }
+	return verify(tr, r.smp, r.cfg.Sample.Greedy(), logits, dist, v)
+}

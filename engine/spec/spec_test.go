@@ -1,0 +1,134 @@
+package spec
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"arborist/engine/drafter"
+	"arborist/engine/generate"
+	"arborist/engine/model"
+	"arborist/engine/sample"
+	"arborist/engine/tree"
+	"arborist/kernels/cpu"
+)
+
+func sharedModels(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join("..", "..", "..", "shared", "models")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("shared models %s not found (expected ../shared beside the checkout)", dir)
+	}
+	return dir
+}
+
+func prompts(t testing.TB) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "prompts", "stories.txt"))
+	if err != nil {
+		t.Skipf("prompts not found: %v", err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+type pair struct {
+	target, draft *model.Model
+}
+
+func loadPair(t testing.TB, target, draft string) pair {
+	t.Helper()
+	dir := sharedModels(t)
+	be := cpu.New(2)
+	t.Cleanup(be.Close)
+	tm, err := model.Load(filepath.Join(dir, target), be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tm.Close() })
+	dbe := cpu.New(1)
+	t.Cleanup(dbe.Close)
+	dm, err := model.Load(filepath.Join(dir, draft), dbe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dm.Close() })
+	return pair{tm, dm}
+}
+
+// configs lists one configuration per strategy (and variants).
+func configs() map[string]Config {
+	st, _ := tree.FromWidths([]int{3, 2, 1})
+	par, _ := tree.FromParents([]int{-1, -1, 0, 0, 2, 4})
+	return map[string]Config{
+		"ar":          {Strategy: "ar"},
+		"chain4":      {Strategy: "chain", Gamma: 4},
+		"chain8":      {Strategy: "chain", Gamma: 8},
+		"tree-widths": {Strategy: "tree", Static: st},
+		"tree-parent": {Strategy: "tree", Static: par},
+		"egt":         {Strategy: "egt", Widths: []int{1, 2, 3, 3, 2}, Branch: 2, WMax: 12, Pad: true},
+		"egt-thresh":  {Strategy: "egt", Widths: []int{1, 2, 2, 2, 2, 2}, Branch: 3, WMax: 10, Depth: Threshold{Max: 6, Min: 0.2}},
+		"egt-aot":     {Strategy: "egt", Widths: []int{1, 2, 2, 2}, Branch: 2, WMax: 8, AOT: true},
+		"duo":         {Strategy: "duo", Gamma: 6, MaxSeqs: 4},
+		"duo-1":       {Strategy: "duo", Gamma: 4, MaxSeqs: 1},
+	}
+}
+
+func sources(p pair, params sample.Params, ctx int) map[string]func() (drafter.Source, bool) {
+	return map[string]func() (drafter.Source, bool){
+		"draft":  func() (drafter.Source, bool) { return drafter.NewModel(p.draft, 0, ctx, params, "draft"), true },
+		"ngram":  func() (drafter.Source, bool) { return drafter.NewNGram(3, p.target.Vocab), false },
+		"layers": func() (drafter.Source, bool) { return drafter.NewModel(p.target, 2, ctx, params, "layers:2"), false },
+	}
+}
+
+// TestGreedyLossless: for every strategy and draft source, greedy
+// speculative output equals plain autoregressive decoding token for token.
+func TestGreedyLossless(t *testing.T) {
+	p := loadPair(t, "stories260K.gguf", "bench/draft-noisy-0.05.gguf")
+	ps := prompts(t)
+	ctx := context.Background()
+	const n = 48
+	want := map[string][]int{}
+	for _, pr := range ps {
+		ids := p.target.Tok.Encode(pr, true, false)
+		out, _, err := generate.Run(ctx, p.target, ids, generate.Options{MaxTokens: n, StopAtEOS: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[pr] = out
+	}
+	for cname, cfg := range configs() {
+		for sname, mk := range sources(p, sample.Params{}, 512) {
+			if cfg.Strategy == "ar" && sname != "draft" {
+				continue
+			}
+			t.Run(cname+"/"+sname, func(t *testing.T) {
+				src, conc := mk()
+				e := &Engine{Target: p.target, Source: src, Concurrent: conc}
+				if cfg.Strategy == "ar" {
+					e.Source = nil
+				}
+				acc := 0
+				for _, pr := range ps {
+					ids := p.target.Tok.Encode(pr, true, false)
+					c := cfg
+					c.MaxTokens, c.StopAtEOS = n, true
+					res, err := e.Run(ctx, ids, c)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if fmt.Sprint(res.Tokens) != fmt.Sprint(want[pr]) {
+						t.Fatalf("prompt %q:\n got %v\nwant %v", pr, res.Tokens, want[pr])
+					}
+					acc += len(res.Tokens) - len(res.Steps)
+				}
+				if cfg.Strategy != "ar" && sname == "draft" && acc == 0 {
+					t.Errorf("no draft token was ever accepted")
+				}
+			})
+		}
+	}
+}

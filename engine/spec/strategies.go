@@ -1,0 +1,293 @@
+package spec
+
+import (
+	"context"
+	"math"
+	"sort"
+	"time"
+
+	"arborist/engine/sample"
+	"arborist/engine/tree"
+)
+
+// draft grows this step's tree with the configured strategy.
+func (r *run) draft(ctx context.Context, st *Step) (*tree.Tree, error) {
+	nodes, depth := r.room()
+	tr := &tree.Tree{RootMode: tree.Sampled}
+	if nodes == 0 || depth == 0 || r.cfg.Strategy == "ar" {
+		return tr, nil
+	}
+	switch r.cfg.Strategy {
+	case "chain":
+		return tr, r.chain(ctx, tr, tree.Root, nil, min(r.cfg.Gamma, nodes, depth))
+	case "tree":
+		return r.static(ctx, nodes, depth)
+	case "egt":
+		return r.egt(ctx, nodes, depth)
+	case "duo":
+		return r.duoDraft(ctx, st, nodes, depth)
+	}
+	return tr, nil
+}
+
+// expand asks the source for the distributions after each node's path.
+func (r *run) expand(ctx context.Context, tr *tree.Tree, nodes []int) ([][]float32, error) {
+	paths := make([][]int, len(nodes))
+	dst := make([][]float32, len(nodes))
+	for i, n := range nodes {
+		if n != tree.Root {
+			for _, k := range tr.Path(n) {
+				paths[i] = append(paths[i], tr.Nodes[k].Token)
+			}
+		}
+		dst[i] = make([]float32, r.vocab)
+	}
+	return dst, r.e.Source.Expand(ctx, paths, dst)
+}
+
+func (r *run) setQ(tr *tree.Tree, node int, mode tree.ChildMode, q []float32) {
+	if r.cfg.Sample.Greedy() {
+		q = nil // greedy verification never reads q
+	}
+	if node == tree.Root {
+		tr.RootMode, tr.QRoot = mode, q
+		return
+	}
+	tr.Mode[node], tr.QNode[node] = mode, q
+}
+
+func allZero(q []float32) bool {
+	for _, v := range q {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// pick chooses the next chain token from q: the argmax when greedy, a draw
+// from q otherwise.
+func (r *run) pick(q []float32) int {
+	if r.cfg.Sample.Greedy() {
+		return sample.Argmax(q)
+	}
+	return r.dsmp.Draw(q)
+}
+
+// chain appends up to n tokens below parent, each drawn from the drafter's
+// distribution after the previous one. q, when given, is the distribution
+// after parent (already computed).
+func (r *run) chain(ctx context.Context, tr *tree.Tree, parent int, q []float32, n int) error {
+	for i := 0; i < n; i++ {
+		if q == nil {
+			qs, err := r.expand(ctx, tr, []int{parent})
+			if err != nil {
+				return err
+			}
+			q = qs[0]
+		}
+		if allZero(q) {
+			return nil
+		}
+		tok := r.pick(q)
+		r.setQ(tr, parent, tree.Sampled, q)
+		parent = tr.Add(parent, tok, q[tok])
+		q = nil
+	}
+	return nil
+}
+
+// static grows the configured shape level by level, one drafter pass per
+// level, giving each node's k-th child the k-th most likely token.
+func (r *run) static(ctx context.Context, room, depthRoom int) (*tree.Tree, error) {
+	shape := r.cfg.Static.Parents
+	tr := &tree.Tree{}
+	// map shape node -> tree node (-2: not drafted)
+	at := make([]int, len(shape))
+	for i := range at {
+		at[i] = -2
+	}
+	level := []int{tree.Root} // shape indices of the current level (Root first)
+	levelNode := []int{tree.Root}
+	for d := 1; len(level) > 0 && d <= depthRoom; d++ {
+		qs, err := r.expand(ctx, tr, levelNode)
+		if err != nil {
+			return nil, err
+		}
+		var next, nextNode []int
+		for li, sp := range level {
+			var kids []int
+			for i, p := range shape {
+				if p == sp {
+					kids = append(kids, i)
+				}
+			}
+			if len(kids) == 0 {
+				continue
+			}
+			q := qs[li]
+			r.setQ(tr, levelNode[li], tree.Deterministic, q)
+			for k, tok := range tree.TopK(q, len(kids)) {
+				if q[tok] <= 0 || tr.Len() >= room {
+					break
+				}
+				n := tr.Add(levelNode[li], tok, q[tok])
+				at[kids[k]] = n
+				next = append(next, kids[k])
+				nextNode = append(nextNode, n)
+			}
+		}
+		level, levelNode = next, nextNode
+	}
+	return tr, nil
+}
+
+// egt grows an Equal-Growth Tree: at depth d the Widths[d-1] frontier nodes
+// with the highest path probability are expanded, each into its Branch most
+// likely children, in one drafter pass per depth; the DepthPolicy may stop
+// early. The tree is then pruned to WMax nodes and padded to a fixed shape.
+func (r *run) egt(ctx context.Context, room, depthRoom int) (*tree.Tree, error) {
+	c := &r.cfg
+	tr := &tree.Tree{}
+	frontier := []int{tree.Root}
+	best := 1.0
+	policy := c.Depth
+	if policy == nil {
+		policy = FixedDepth{D: len(c.Widths)}
+	}
+	for d := 0; d < len(c.Widths) && d < depthRoom && policy.Next(d, best, r.hidden); d++ {
+		sort.SliceStable(frontier, func(a, b int) bool { return pathP(tr, frontier[a]) > pathP(tr, frontier[b]) })
+		chosen := frontier[:min(len(frontier), c.Widths[d])]
+		qs, err := r.expand(ctx, tr, chosen)
+		if err != nil {
+			return nil, err
+		}
+		var next []int
+		best = 0
+		for i, n := range chosen {
+			q := qs[i]
+			r.setQ(tr, n, tree.Deterministic, q)
+			for _, tok := range tree.TopK(q, c.Branch) {
+				if q[tok] <= 0 {
+					break
+				}
+				k := tr.Add(n, tok, q[tok])
+				next = append(next, k)
+				best = math.Max(best, tr.Nodes[k].PathP)
+			}
+		}
+		if len(next) == 0 {
+			break
+		}
+		frontier = next
+	}
+	budget := min(c.WMax, room)
+	tr = tr.Prune(budget, nil)
+	if c.Pad {
+		tr.Pad(budget, r.root)
+	}
+	return tr, nil
+}
+
+func pathP(tr *tree.Tree, n int) float64 {
+	if n == tree.Root {
+		return 1
+	}
+	return tr.Nodes[n].PathP
+}
+
+// ---- duo ----
+
+// duoState carries DuoDecoding's live timing estimates between steps.
+type duoState struct {
+	steps       int
+	tTarget     float64 // EMA of one verification pass, seconds
+	tDraft      float64 // EMA of one drafter pass, seconds
+	draftPasses int
+}
+
+func ema(old, v float64) float64 {
+	if old == 0 {
+		return v
+	}
+	return 0.7*old + 0.3*v
+}
+
+// gamma is the hardware-aware draft budget T_target / T_draft, 1 on the
+// first step, capped by the configured Gamma.
+func (r *run) gamma() int {
+	s := &r.duo
+	if s.steps == 0 || s.tDraft <= 0 {
+		return 1
+	}
+	g := int(math.Round(s.tTarget / s.tDraft))
+	return max(1, min(g, r.cfg.Gamma))
+}
+
+var seqCounts = []int{8, 6, 4, 3, 2, 1}
+
+// duoDraft drafts one or more sequences: when the drafter is unsure (several
+// first-position candidates above theta = p11 * p21) each candidate starts
+// its own sequence, and the budget is split between them.
+func (r *run) duoDraft(ctx context.Context, st *Step, room, depthRoom int) (*tree.Tree, error) {
+	tr := &tree.Tree{}
+	if len(r.res.Steps) > 0 {
+		last := r.res.Steps[len(r.res.Steps)-1]
+		r.duo.tTarget = ema(r.duo.tTarget, last.Verify.Seconds())
+	}
+	gamma := min(r.gamma(), room, depthRoom)
+	r.duo.steps++
+	t0 := time.Now()
+	qs, err := r.expand(ctx, tr, []int{tree.Root})
+	if err != nil {
+		return nil, err
+	}
+	q1 := qs[0]
+	if allZero(q1) {
+		return tr, nil
+	}
+	top := tree.TopK(q1, r.cfg.MaxSeqs)
+	k := 1
+	if r.cfg.MaxSeqs > 1 && gamma > 1 {
+		// theta = p11 * p21: top-1 at the first position times top-1 after it
+		tmp := &tree.Tree{}
+		c := tmp.Add(tree.Root, top[0], q1[top[0]])
+		q2s, err := r.expand(ctx, tmp, []int{c})
+		if err != nil {
+			return nil, err
+		}
+		p21 := q2s[0][sample.Argmax(q2s[0])]
+		theta := float64(q1[top[0]]) * float64(p21)
+		n := 0
+		for _, j := range top {
+			if float64(q1[j]) > theta {
+				n++
+			}
+		}
+		for _, c := range seqCounts {
+			if c <= n && c <= gamma {
+				k = c
+				break
+			}
+		}
+	}
+	st.Seqs = k
+	if k == 1 {
+		// a single sequence: the ordinary chain (children drawn from q)
+		if err := r.chain(ctx, tr, tree.Root, q1, gamma); err != nil {
+			return nil, err
+		}
+	} else {
+		r.setQ(tr, tree.Root, tree.Deterministic, q1)
+		per := max(1, gamma/k)
+		for _, j := range top[:k] {
+			c := tr.Add(tree.Root, j, q1[j])
+			if err := r.chain(ctx, tr, c, nil, per-1); err != nil {
+				return nil, err
+			}
+		}
+	}
+	passes := max(1, tr.MaxDepth())
+	r.duo.tDraft = ema(r.duo.tDraft, time.Since(t0).Seconds()/float64(passes))
+	return tr, nil
+}
