@@ -36,13 +36,17 @@ type Config struct {
 	Strategy string
 	Gamma    int         // chain: draft length; duo: largest draft budget
 	Static   tree.Static // tree: the shape
-	Widths   []int       // egt: frontier nodes expanded at each depth (len = deepest depth)
-	Branch   int         // egt: children per expanded node (top-k)
-	WMax     int         // egt: most nodes verified after pruning
-	Pad      bool        // egt: pad every tree to WMax nodes (static shapes)
-	Depth    DepthPolicy // egt: when to stop growing; nil = all of Widths
-	AOT      bool        // egt: draft the next step's head while the target verifies
-	MaxSeqs  int         // duo: most draft sequences (1, 2, 3, 4, 6 or 8)
+	// SampleChildren, for tree in sampled runs: draw each node's children
+	// independently from q (verified with the multi-draft rule) instead of
+	// taking the top-ranked tokens (verified with the point-mass rule).
+	SampleChildren bool
+	Widths         []int       // egt: frontier nodes expanded at each depth (len = deepest depth)
+	Branch         int         // egt: children per expanded node (top-k)
+	WMax           int         // egt: most nodes verified after pruning
+	Pad            bool        // egt: pad every tree to WMax nodes (static shapes)
+	Depth          DepthPolicy // egt: when to stop growing; nil = all of Widths
+	AOT            bool        // egt: draft the next step's head while the target verifies
+	MaxSeqs        int         // duo: most draft sequences (1, 2, 3, 4, 6 or 8)
 
 	Sample    sample.Params
 	MaxTokens int

@@ -126,8 +126,19 @@ func (r *run) static(ctx context.Context, room, depthRoom int) (*tree.Tree, erro
 				continue
 			}
 			q := qs[li]
-			r.setQ(tr, levelNode[li], tree.Deterministic, q)
-			for k, tok := range tree.TopK(q, len(kids)) {
+			if allZero(q) {
+				continue
+			}
+			toks := tree.TopK(q, len(kids))
+			mode := tree.Deterministic
+			if r.cfg.SampleChildren && !r.cfg.Sample.Greedy() {
+				mode = tree.Sampled
+				for k := range toks {
+					toks[k] = r.dsmp.Draw(q)
+				}
+			}
+			r.setQ(tr, levelNode[li], mode, q)
+			for k, tok := range toks {
 				if q[tok] <= 0 || tr.Len() >= room {
 					break
 				}
