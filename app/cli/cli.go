@@ -31,6 +31,8 @@ func verbs() map[string]verb {
 		{"tokenize", "print the token ids of a text", runTokenize},
 		{"generate", "generate text with plain autoregressive decoding", runGenerate},
 		{"synth", "write a random-weight GGUF with a real model's shape", runSynth},
+		{"run", "speculative decoding session: strategy, draft source, figures, trace", runRun},
+		{"bench", "decode speed, T_verify(W) curve and memory bandwidth of a model on this machine", runBench},
 	}
 	m := map[string]verb{}
 	for _, v := range vs {

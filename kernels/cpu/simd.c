@@ -264,6 +264,39 @@ AVX2 static inline __m256i idot(__m256i ax, __m256i sx, __m256i y) {
 	return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1));
 }
 
+// q8_tile computes rows o of T activation rows r..r+T-1 (T = 1..4): each
+// weight block is loaded and sign-split once and used for all T rows.
+#define Q8_TILE(T)                                                                                       \
+	AVX2 static inline void q8_tile##T(int type, const uint8_t *wr, int bb, int has_min, int nb,       \
+	                                   const float *yd, const int8_t *yq, const int32_t *ys, int r,     \
+	                                   float *out, long rows, int o) {                                  \
+		__m256 acc[T];                                                                                 \
+		float mins[T];                                                                                 \
+		for (int k = 0; k < T; k++) { acc[k] = _mm256_setzero_ps(); mins[k] = 0; }                    \
+		long stride = (long)nb * 32;                                                                   \
+		for (int b = 0; b < nb; b++) {                                                                 \
+			const uint8_t *blk = wr + b * bb;                                                          \
+			float d = _cvtsh_ss(rd16(blk));                                                            \
+			__m256i q = load_q(type, blk);                                                             \
+			__m256i ax = _mm256_sign_epi8(q, q);                                                       \
+			const int8_t *y = yq + ((long)r * nb + b) * 32;                                            \
+			const float *dy = yd + (long)r * nb + b;                                                   \
+			for (int k = 0; k < T; k++) {                                                              \
+				__m256i yy = _mm256_loadu_si256((const __m256i *)(y + k * stride));                    \
+				acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * dy[k * nb]), _mm256_cvtepi32_ps(idot(ax, q, yy)), acc[k]); \
+			}                                                                                          \
+			if (has_min) {                                                                             \
+				float m = _cvtsh_ss(rd16(blk + 2));                                                    \
+				for (int k = 0; k < T; k++) mins[k] += m * dy[k * nb] * (float)ys[(long)(r + k) * nb + b]; \
+			}                                                                                          \
+		}                                                                                              \
+		for (int k = 0; k < T; k++) out[(long)(r + k) * rows + o] = hsum8(acc[k]) + mins[k];          \
+	}
+Q8_TILE(1)
+Q8_TILE(2)
+Q8_TILE(3)
+Q8_TILE(4)
+
 AVX2 static void mm_q8_avx2(int type, const uint8_t *w, long row_bytes, int lo, int hi, int nb,
                             const float *yd, const int8_t *yq, const int32_t *ys, int n, float *out, int rows) {
 	int bb = block_bytes(type);
@@ -271,44 +304,11 @@ AVX2 static void mm_q8_avx2(int type, const uint8_t *w, long row_bytes, int lo, 
 	for (int o = lo; o < hi; o++) {
 		const uint8_t *wr = w + (long)o * row_bytes;
 		int r = 0;
-		for (; r + 4 <= n; r += 4) {
-			__m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-			float mins[4] = {0, 0, 0, 0};
-			for (int b = 0; b < nb; b++) {
-				const uint8_t *blk = wr + b * bb;
-				float d = _cvtsh_ss(rd16(blk));
-				__m256i q = load_q(type, blk);
-				__m256i ax = _mm256_sign_epi8(q, q);
-				const int8_t *y = yq + ((long)r * nb + b) * 32;
-				long stride = (long)nb * 32;
-				const float *dy = yd + (long)r * nb + b;
-				acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d * dy[0]), _mm256_cvtepi32_ps(idot(ax, q, _mm256_loadu_si256((const __m256i *)y))), acc0);
-				acc1 = _mm256_fmadd_ps(_mm256_set1_ps(d * dy[nb]), _mm256_cvtepi32_ps(idot(ax, q, _mm256_loadu_si256((const __m256i *)(y + stride)))), acc1);
-				acc2 = _mm256_fmadd_ps(_mm256_set1_ps(d * dy[2 * nb]), _mm256_cvtepi32_ps(idot(ax, q, _mm256_loadu_si256((const __m256i *)(y + 2 * stride)))), acc2);
-				acc3 = _mm256_fmadd_ps(_mm256_set1_ps(d * dy[3 * nb]), _mm256_cvtepi32_ps(idot(ax, q, _mm256_loadu_si256((const __m256i *)(y + 3 * stride)))), acc3);
-				if (has_min) {
-					float m = _cvtsh_ss(rd16(blk + 2));
-					for (int k = 0; k < 4; k++) mins[k] += m * dy[k * nb] * (float)ys[(long)(r + k) * nb + b];
-				}
-			}
-			out[(long)r * rows + o] = hsum8(acc0) + mins[0];
-			out[(long)(r + 1) * rows + o] = hsum8(acc1) + mins[1];
-			out[(long)(r + 2) * rows + o] = hsum8(acc2) + mins[2];
-			out[(long)(r + 3) * rows + o] = hsum8(acc3) + mins[3];
-		}
-		for (; r < n; r++) {
-			__m256 acc = _mm256_setzero_ps();
-			float mins = 0;
-			for (int b = 0; b < nb; b++) {
-				const uint8_t *blk = wr + b * bb;
-				float d = _cvtsh_ss(rd16(blk));
-				__m256i q = load_q(type, blk);
-				__m256i ax = _mm256_sign_epi8(q, q);
-				const int8_t *y = yq + ((long)r * nb + b) * 32;
-				acc = _mm256_fmadd_ps(_mm256_set1_ps(d * yd[r * nb + b]), _mm256_cvtepi32_ps(idot(ax, q, _mm256_loadu_si256((const __m256i *)y))), acc);
-				if (has_min) mins += _cvtsh_ss(rd16(blk + 2)) * yd[r * nb + b] * (float)ys[r * nb + b];
-			}
-			out[(long)r * rows + o] = hsum8(acc) + mins;
+		for (; r + 4 <= n; r += 4) q8_tile4(type, wr, bb, has_min, nb, yd, yq, ys, r, out, rows, o);
+		switch (n - r) {
+		case 3: q8_tile3(type, wr, bb, has_min, nb, yd, yq, ys, r, out, rows, o); break;
+		case 2: q8_tile2(type, wr, bb, has_min, nb, yd, yq, ys, r, out, rows, o); break;
+		case 1: q8_tile1(type, wr, bb, has_min, nb, yd, yq, ys, r, out, rows, o); break;
 		}
 	}
 }
@@ -476,4 +476,32 @@ void arb_attention(float *out, const float *q, const float *kc, const float *vc,
 // arb_silu_mul: g[i] = silu(g[i]) * u[i].
 void arb_silu_mul(float *g, const float *u, long count) {
 	for (long i = 0; i < count; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+// arb_read_sum streams through n words (a multiple of 16) and returns a sum
+// that depends on every one, so the reads cannot be skipped: the inner loop
+// of the memory bandwidth measurement.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+AVX2 static uint64_t read_sum_avx2(const uint64_t *p, long n) {
+	__m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+	for (long i = 0; i + 16 <= n; i += 16) {
+		a0 = _mm256_xor_si256(a0, _mm256_loadu_si256((const __m256i *)(p + i)));
+		a1 = _mm256_xor_si256(a1, _mm256_loadu_si256((const __m256i *)(p + i + 4)));
+		a2 = _mm256_xor_si256(a2, _mm256_loadu_si256((const __m256i *)(p + i + 8)));
+		a3 = _mm256_xor_si256(a3, _mm256_loadu_si256((const __m256i *)(p + i + 12)));
+	}
+	__m256i a = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
+	uint64_t out[4];
+	_mm256_storeu_si256((__m256i *)out, a);
+	return out[0] ^ out[1] ^ out[2] ^ out[3];
+}
+#endif
+
+uint64_t arb_read_sum(const uint64_t *p, long n) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 1) return read_sum_avx2(p, n);
+#endif
+	uint64_t s = 0;
+	for (long i = 0; i < n; i++) s ^= p[i];
+	return s;
 }

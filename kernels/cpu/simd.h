@@ -14,3 +14,4 @@ void arb_attention(float *out, const float *q, const float *kc, const float *vc,
                    const uint8_t *mask, int heads, int kv_heads, int hd, float scale,
                    int lo, int hi, float *scores);
 void arb_silu_mul(float *g, const float *u, long count);
+uint64_t arb_read_sum(const uint64_t *p, long n);

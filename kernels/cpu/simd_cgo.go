@@ -91,3 +91,12 @@ func (b *Backend) SiLUMul(g, u []float32) {
 	}
 	C.arb_silu_mul((*C.float)(unsafe.Pointer(&g[0])), (*C.float)(unsafe.Pointer(&u[0])), C.long(len(g)))
 }
+
+// ReadSum XORs the words of p (len a multiple of 16) with the widest loads
+// the CPU has: the inner loop of a memory bandwidth measurement.
+func ReadSum(p []uint64) uint64 {
+	if len(p) == 0 {
+		return 0
+	}
+	return uint64(C.arb_read_sum((*C.uint64_t)(unsafe.Pointer(&p[0])), C.long(len(p))))
+}

@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"arborist/engine/generate"
+	"arborist/engine/model"
+	"arborist/kernels/cpu"
+	"arborist/profiles"
+)
+
+func runBench(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "bench", "--model M [--threads N] [--reps R] [--widths 1,2,4,...]")
+	path := fs.String("model", "", "GGUF model `file`")
+	threads := fs.Int("threads", cpu.DefaultThreads(), "CPU threads")
+	reps := fs.Int("reps", 5, "repetitions of the decode run (the median is reported)")
+	widthsFlag := fs.String("widths", "1,2,4,8,16,32,64", "verification widths W to time")
+	n := fs.Int("n", 128, "tokens per decode run")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return fail(fs, err)
+	}
+	if len(pos) > 0 {
+		return fail(fs, usagef("unexpected argument %q", pos[0]))
+	}
+	if *path == "" {
+		return fail(fs, usagef("--model is required"))
+	}
+	widths, err := parseInts(*widthsFlag)
+	if err != nil || len(widths) == 0 {
+		return fail(fs, usagef("--widths: want a list such as 1,2,4,8"))
+	}
+	if *threads <= 0 || *reps <= 0 || *n <= 1 {
+		return fail(fs, usagef("--threads, --reps must be positive and -n above 1"))
+	}
+	be := cpu.New(*threads)
+	defer be.Close()
+	m, err := model.Load(*path, be)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	w := env.Stdout
+	fmt.Fprintf(w, "model %s: %d params, %.1f MiB of weights; %d threads, kernels %s\n", *path, m.File.Params(), float64(m.WeightBytes())/(1<<20), *threads, cpu.Kernels())
+
+	bw, err := profiles.Bandwidth(ctx, *threads, 256<<20)
+	if err != nil {
+		return err
+	}
+	roof := bw / float64(m.WeightBytes())
+	fmt.Fprintf(w, "memory read bandwidth: %.1f GB/s (%d threads); decode roofline %.0f tokens/s (weight bytes per token / bandwidth)\n", bw/1e9, *threads, roof)
+
+	prompt := m.Tok.Encode("Once upon a time", true, false)
+	var tps []float64
+	for r := 0; r < *reps; r++ {
+		_, st, err := generate.Run(ctx, m, prompt, generate.Options{MaxTokens: *n})
+		if err != nil {
+			return err
+		}
+		tps = append(tps, st.DecodeTPS())
+	}
+	sort.Float64s(tps)
+	med := tps[len(tps)/2]
+	fmt.Fprintf(w, "decode: %.1f tokens/s median of %d runs of %d tokens (min %.1f, max %.1f); %.0f%% of the bandwidth roofline\n",
+		med, *reps, *n, tps[0], tps[len(tps)-1], 100*med/roof)
+
+	pts, err := profiles.VerifyCurve(ctx, m, widths, profiles.CurveOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "T_verify(W), one pass over W tokens after 32 cached:")
+	fmt.Fprintf(w, "  %5s %12s %10s %14s %10s\n", "W", "median", "spread", "vs W=1", "tokens/s")
+	base := pts[0].Median
+	for _, p := range pts {
+		fmt.Fprintf(w, "  %5d %12s %10s %13.2fx %10.0f\n", p.W, p.Median.Round(time.Microsecond), p.Spread.Round(time.Microsecond),
+			float64(p.Median)/float64(base), float64(p.W)/p.Median.Seconds())
+	}
+	return nil
+}

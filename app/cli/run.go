@@ -1,0 +1,371 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"arborist/engine/drafter"
+	"arborist/engine/model"
+	"arborist/engine/spec"
+	"arborist/engine/tree"
+	"arborist/kernels/cpu"
+)
+
+// runFlags are the flags of `arborist run`.
+type runFlags struct {
+	target, draft          string
+	ngram, layers          int
+	strategy               string
+	gamma                  int
+	widths, parents        string
+	sampleChildren         bool
+	egtWidths              string
+	branch, wmax           int
+	pad, aot               bool
+	depthPolicy            string
+	depthMin               float64
+	maxSeqs                int
+	prompt, prompts        string
+	n, threads, dthreads   int
+	baseline, color, quiet bool
+	trace                  string
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an integer list", s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func runRun(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "run", "--target T (--draft D | --draft-ngram N | --draft-layers K) --strategy S (--prompt P | --prompts FILE) [-n N] [flags]")
+	var f runFlags
+	fs.StringVar(&f.target, "target", "", "target GGUF `file`")
+	fs.StringVar(&f.draft, "draft", "", "draft model GGUF `file` (same vocabulary)")
+	fs.IntVar(&f.ngram, "draft-ngram", 0, "draft by prompt lookup with suffixes up to `N` tokens")
+	fs.IntVar(&f.layers, "draft-layers", 0, "self-draft with the target's first `K` layers")
+	fs.StringVar(&f.strategy, "strategy", "chain", "ar, chain, tree, egt or duo")
+	fs.IntVar(&f.gamma, "gamma", 4, "chain: draft length; duo: largest draft budget")
+	fs.StringVar(&f.widths, "widths", "", "tree: children per node at each depth, e.g. 3,2,1")
+	fs.StringVar(&f.parents, "parents", "", "tree: parent list, -1 for depth 1, e.g. -1,-1,0,0,2")
+	fs.BoolVar(&f.sampleChildren, "sample-children", false, "tree, sampled runs: draw children from q instead of ranking them")
+	fs.StringVar(&f.egtWidths, "egt-widths", "1,2,3,3,2", "egt: frontier nodes expanded at each depth")
+	fs.IntVar(&f.branch, "branch", 2, "egt: children per expanded node")
+	fs.IntVar(&f.wmax, "w-max", 12, "egt: most draft nodes verified after pruning")
+	fs.BoolVar(&f.pad, "pad", false, "egt: pad every tree to w-max nodes (static shapes)")
+	fs.BoolVar(&f.aot, "aot", false, "egt: draft the next step's head while the target verifies")
+	fs.StringVar(&f.depthPolicy, "depth-policy", "fixed", "egt: fixed or threshold")
+	fs.Float64Var(&f.depthMin, "depth-min", 0.2, "egt threshold policy: stop when the best path probability falls below this")
+	fs.IntVar(&f.maxSeqs, "max-seqs", 4, "duo: most draft sequences (1, 2, 3, 4, 6, 8)")
+	fs.StringVar(&f.prompt, "prompt", "", "prompt text")
+	fs.StringVar(&f.prompts, "prompts", "", "prompt suite `file`, one prompt per line")
+	fs.IntVar(&f.n, "n", 128, "tokens to generate per prompt")
+	fs.IntVar(&f.threads, "threads", cpu.DefaultThreads(), "CPU threads in all")
+	fs.IntVar(&f.dthreads, "draft-threads", 0, "threads of a concurrent drafter (duo, --aot); default: half")
+	fs.BoolVar(&f.baseline, "baseline", false, "also run ar on the same prompts and print the measured speedup")
+	fs.BoolVar(&f.color, "color", false, "colour accepted draft tokens (green) and bonus tokens")
+	fs.BoolVar(&f.quiet, "quiet", false, "print only the figures, not the text")
+	fs.StringVar(&f.trace, "trace", "", "write the per-step trace as JSON lines to `file`")
+	sp := sampleFlags(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return fail(fs, err)
+	}
+	if len(pos) > 0 {
+		return fail(fs, usagef("unexpected argument %q", pos[0]))
+	}
+	params, err := sp()
+	if err != nil {
+		return fail(fs, err)
+	}
+	if f.target == "" {
+		return fail(fs, usagef("--target is required"))
+	}
+	sources := 0
+	for _, set := range []bool{f.draft != "", f.ngram > 0, f.layers > 0} {
+		if set {
+			sources++
+		}
+	}
+	if sources > 1 {
+		return fail(fs, usagef("choose one draft source: --draft, --draft-ngram or --draft-layers"))
+	}
+	if sources == 0 && f.strategy != "ar" {
+		return fail(fs, usagef("strategy %s needs a draft source: --draft, --draft-ngram or --draft-layers", f.strategy))
+	}
+	if (f.prompt == "") == (f.prompts == "") {
+		return fail(fs, usagef("give exactly one of --prompt and --prompts"))
+	}
+	if f.n <= 0 || f.threads <= 0 || f.dthreads < 0 {
+		return fail(fs, usagef("-n and --threads must be positive"))
+	}
+	cfg := spec.Config{Strategy: f.strategy, Gamma: f.gamma, Branch: f.branch, WMax: f.wmax, Pad: f.pad, AOT: f.aot,
+		MaxSeqs: f.maxSeqs, SampleChildren: f.sampleChildren, Sample: params, MaxTokens: f.n, StopAtEOS: true}
+	switch {
+	case f.widths != "":
+		ws, err := parseInts(f.widths)
+		if err != nil {
+			return fail(fs, usagef("--widths: %v", err))
+		}
+		if cfg.Static, err = tree.FromWidths(ws); err != nil {
+			return fail(fs, usagef("--widths: %v", err))
+		}
+	case f.parents != "":
+		ps, err := parseInts(f.parents)
+		if err != nil {
+			return fail(fs, usagef("--parents: %v", err))
+		}
+		if cfg.Static, err = tree.FromParents(ps); err != nil {
+			return fail(fs, usagef("--parents: %v", err))
+		}
+	}
+	if cfg.Widths, err = parseInts(f.egtWidths); err != nil {
+		return fail(fs, usagef("--egt-widths: %v", err))
+	}
+	switch f.depthPolicy {
+	case "fixed":
+	case "threshold":
+		cfg.Depth = spec.Threshold{Max: len(cfg.Widths), Min: f.depthMin}
+	default:
+		return fail(fs, usagef("--depth-policy %q: want fixed or threshold", f.depthPolicy))
+	}
+	if err := cfg.Validate(); err != nil {
+		return fail(fs, usagef("%v", err))
+	}
+	prompts := []string{f.prompt}
+	if f.prompts != "" {
+		if prompts, err = readPrompts(f.prompts); err != nil {
+			return err
+		}
+	}
+
+	// Backends: a concurrent drafter (duo, egt --aot) gets its own threads;
+	// otherwise drafter and target take turns on one backend.
+	concurrent := f.draft != "" && (f.strategy == "duo" || (f.strategy == "egt" && f.aot))
+	tThreads, dThreads := f.threads, f.threads
+	if concurrent {
+		dThreads = f.dthreads
+		if dThreads == 0 {
+			dThreads = max(1, f.threads/2)
+		}
+		tThreads = max(1, f.threads-dThreads)
+	}
+	be := cpu.New(tThreads)
+	defer be.Close()
+	target, err := model.Load(f.target, be)
+	if err != nil {
+		return err
+	}
+	defer target.Close()
+	mkSource := func() (drafter.Source, func(), error) {
+		switch {
+		case f.draft != "":
+			dbe := be
+			if concurrent {
+				dbe = cpu.New(dThreads)
+			}
+			dm, err := model.Load(f.draft, dbe)
+			if err != nil {
+				return nil, nil, err
+			}
+			cleanup := func() {
+				dm.Close()
+				if dbe != be {
+					dbe.Close()
+				}
+			}
+			if err := drafter.CheckVocab(target.Tok, dm.Tok); err != nil {
+				cleanup()
+				return nil, nil, fmt.Errorf("%s and %s: %w", f.target, f.draft, err)
+			}
+			return drafter.NewModel(dm, 0, target.CtxLen, params, "draft:"+filepath.Base(f.draft)), cleanup, nil
+		case f.ngram > 0:
+			return drafter.NewNGram(f.ngram, target.Vocab), func() {}, nil
+		case f.layers > 0:
+			if f.layers >= target.Layers {
+				return nil, nil, fmt.Errorf("--draft-layers %d must be below the target's %d layers", f.layers, target.Layers)
+			}
+			return drafter.NewModel(target, f.layers, target.CtxLen, params, fmt.Sprintf("layers:%d", f.layers)), func() {}, nil
+		}
+		return nil, func() {}, nil
+	}
+	src, cleanup, err := mkSource()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	var trace *json.Encoder
+	if f.trace != "" {
+		tf, err := os.Create(f.trace)
+		if err != nil {
+			return err
+		}
+		defer tf.Close()
+		trace = json.NewEncoder(tf)
+	}
+	eng := &spec.Engine{Target: target, Source: src, Concurrent: concurrent}
+	if f.strategy == "ar" {
+		eng.Source = nil
+	}
+	w := env.Stdout
+	label := f.strategy
+	if src != nil && eng.Source != nil {
+		label += " with " + src.Name()
+	}
+	fmt.Fprintf(env.Stderr, "target %s (%d threads), %s, %d prompt(s), %d tokens each\n", filepath.Base(f.target), tThreads, label, len(prompts), f.n)
+	agg, err := runSuite(ctx, env, eng, target, prompts, cfg, &f, trace)
+	if err != nil {
+		return err
+	}
+	printSummary(w, label, agg)
+	if f.baseline {
+		base := cfg
+		base.Strategy = "ar"
+		fast := f
+		fast.quiet = true
+		arEng := &spec.Engine{Target: target}
+		ar, err := runSuite(ctx, env, arEng, target, prompts, base, &fast, nil)
+		if err != nil {
+			return err
+		}
+		printSummary(w, "ar (baseline)", ar)
+		fmt.Fprintf(w, "speedup: %.2fx over ar (%.1f vs %.1f tokens/s)\n", agg.tps()/ar.tps(), agg.tps(), ar.tps())
+		if params.Greedy() && agg.text != ar.text {
+			return fmt.Errorf("greedy output differs from ar: speculative decoding was not lossless")
+		}
+	}
+	return nil
+}
+
+func readPrompts(path string) ([]string, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	var out []string
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		if s := strings.TrimSpace(sc.Text()); s != "" {
+			out = append(out, s)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no prompts", path)
+	}
+	return out, nil
+}
+
+// aggregate sums a suite's results.
+type aggregate struct {
+	tokens, steps, drafted, accepted int
+	decode, prefill                  time.Duration
+	draft, verify, overhead, overlap time.Duration
+	text                             string
+}
+
+func (a *aggregate) tps() float64 {
+	if a.decode <= 0 {
+		return 0
+	}
+	return float64(a.tokens) / a.decode.Seconds()
+}
+
+func runSuite(ctx context.Context, env Env, eng *spec.Engine, target *model.Model, prompts []string, cfg spec.Config, f *runFlags, trace *json.Encoder) (*aggregate, error) {
+	agg := &aggregate{}
+	var text strings.Builder
+	for pi, p := range prompts {
+		ids := target.Tok.Encode(p, true, false)
+		out := &utf8Writer{w: io.Discard}
+		if !f.quiet {
+			out.w = env.Stdout
+			fmt.Fprintf(env.Stdout, "%s", p)
+		}
+		c := cfg
+		c.OnToken = func(id int, drafted bool) {
+			piece := target.Tok.Piece(id)
+			text.WriteString(piece)
+			if f.color && !f.quiet {
+				if drafted {
+					piece = "\x1b[32m" + piece + "\x1b[0m"
+				} else {
+					piece = "\x1b[1m" + piece + "\x1b[0m"
+				}
+			}
+			out.write(piece)
+		}
+		if trace != nil {
+			c.OnStep = func(s spec.Step) {
+				trace.Encode(struct {
+					Prompt int `json:"prompt"`
+					spec.Step
+				}{pi, s})
+			}
+		}
+		res, err := eng.Run(ctx, ids, c)
+		out.flush()
+		if !f.quiet {
+			fmt.Fprintln(env.Stdout)
+		}
+		if err != nil {
+			return nil, err
+		}
+		text.WriteString("\x00")
+		agg.tokens += len(res.Tokens)
+		agg.steps += len(res.Steps)
+		agg.decode += res.Decode
+		agg.prefill += res.Prefill
+		d, v, o, ov := res.Totals()
+		agg.draft += d
+		agg.verify += v
+		agg.overhead += o
+		agg.overlap += ov
+		for _, s := range res.Steps {
+			agg.drafted += s.Drafted
+			agg.accepted += s.Accepted
+		}
+	}
+	agg.text = text.String()
+	return agg, nil
+}
+
+func printSummary(w io.Writer, label string, a *aggregate) {
+	fmt.Fprintf(w, "\n%s: %d tokens in %.1f ms: %.1f tokens/s\n", label, a.tokens, ms(a.decode.Seconds()), a.tps())
+	aal, acc := 0.0, 0.0
+	if a.steps > 0 {
+		aal = float64(a.tokens) / float64(a.steps)
+	}
+	if a.drafted > 0 {
+		acc = float64(a.accepted) / float64(a.drafted)
+	}
+	fmt.Fprintf(w, "  steps %d, AAL %.2f tokens/step, acceptance %.1f%% (%d of %d drafted)\n", a.steps, aal, 100*acc, a.accepted, a.drafted)
+	per := func(d time.Duration) float64 {
+		if a.steps == 0 {
+			return 0
+		}
+		return ms(d.Seconds()) / float64(a.steps)
+	}
+	fmt.Fprintf(w, "  per step: draft %.3f ms, verify %.3f ms, overhead %.3f ms, drafting overlapped with verify %.3f ms\n",
+		per(a.draft), per(a.verify), per(a.overhead), per(a.overlap))
+}

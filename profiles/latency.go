@@ -1,0 +1,190 @@
+// Package profiles turns the engine into a tuning workbench: it measures
+// this machine (memory bandwidth, the target's verification latency curve
+// T_verify(W), drafter step time), and will store and reuse those
+// measurements, calibrate acceptance, and search plans with the
+// latency-aware speedup model.
+package profiles
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"arborist/engine/model"
+	"arborist/kernels/cpu"
+)
+
+// Point is one measured latency: the median of Reps timed passes over W
+// tokens, with the spread (median absolute deviation) of those passes.
+type Point struct {
+	W      int
+	Median time.Duration
+	Spread time.Duration
+	Reps   int
+}
+
+// CurveOptions control a latency-curve measurement.
+type CurveOptions struct {
+	Context int // cached tokens each pass attends to (default 32)
+	Warmup  int // untimed passes per width (default 2)
+	MinReps int // timed passes per width at least (default 5)
+	MaxReps int // at most (default 31); stops early once the spread is small
+	// Progress, when set, is called after each width with the points so far.
+	Progress func(done, total int, p Point)
+}
+
+func (o *CurveOptions) defaults() {
+	if o.Context <= 0 {
+		o.Context = 32
+	}
+	if o.Warmup <= 0 {
+		o.Warmup = 2
+	}
+	if o.MinReps <= 0 {
+		o.MinReps = 5
+	}
+	if o.MaxReps < o.MinReps {
+		o.MaxReps = max(o.MinReps, 31)
+	}
+}
+
+// DefaultWidths is W = 1..32 and a geometric grid up to 512.
+func DefaultWidths(maxW int) []int {
+	var ws []int
+	for w := 1; w <= 32 && w <= maxW; w++ {
+		ws = append(ws, w)
+	}
+	for w := 48; w <= maxW && w <= 512; w = w * 3 / 2 {
+		ws = append(ws, w)
+	}
+	return ws
+}
+
+// VerifyCurve measures one target forward pass over W tokens (causal, on top
+// of a cached context) for each width: T_verify(W).
+func VerifyCurve(ctx context.Context, m *model.Model, widths []int, opt CurveOptions) ([]Point, error) {
+	opt.defaults()
+	maxW := 0
+	for _, w := range widths {
+		if w < 1 {
+			return nil, fmt.Errorf("profiles: width %d must be >= 1", w)
+		}
+		maxW = max(maxW, w)
+	}
+	if opt.Context+maxW > m.CtxLen {
+		return nil, fmt.Errorf("profiles: context %d + width %d exceed the model's %d positions", opt.Context, maxW, m.CtxLen)
+	}
+	cache := m.NewCache(opt.Context + maxW)
+	var res model.Result
+	toks := make([]int, opt.Context+maxW)
+	for i := range toks {
+		toks[i] = (i*7 + 3) % m.Vocab
+	}
+	if err := m.Forward(ctx, cache, model.Batch{Tokens: toks[:opt.Context], Want: []int{opt.Context - 1}}, &res); err != nil {
+		return nil, err
+	}
+	var out []Point
+	for i, w := range widths {
+		pass := func() (time.Duration, error) {
+			cache.Truncate(opt.Context)
+			t0 := time.Now()
+			err := m.Forward(ctx, cache, model.Batch{Tokens: toks[opt.Context : opt.Context+w]}, &res)
+			return time.Since(t0), err
+		}
+		p, err := measure(ctx, pass, opt.Warmup, opt.MinReps, opt.MaxReps)
+		if err != nil {
+			return out, err
+		}
+		p.W = w
+		out = append(out, p)
+		if opt.Progress != nil {
+			opt.Progress(i+1, len(widths), p)
+		}
+	}
+	return out, nil
+}
+
+// measure times fn after warmup runs, at least minReps and at most maxReps
+// times, stopping once the spread is within 5% of the median.
+func measure(ctx context.Context, fn func() (time.Duration, error), warmup, minReps, maxReps int) (Point, error) {
+	for i := 0; i < warmup; i++ {
+		if _, err := fn(); err != nil {
+			return Point{}, err
+		}
+	}
+	var ts []time.Duration
+	for len(ts) < maxReps {
+		if err := ctx.Err(); err != nil {
+			return Point{}, err
+		}
+		d, err := fn()
+		if err != nil {
+			return Point{}, err
+		}
+		ts = append(ts, d)
+		if len(ts) >= minReps {
+			med, spread := medianSpread(ts)
+			if spread <= med/20 {
+				break
+			}
+		}
+	}
+	med, spread := medianSpread(ts)
+	return Point{Median: med, Spread: spread, Reps: len(ts)}, nil
+}
+
+func medianSpread(ts []time.Duration) (time.Duration, time.Duration) {
+	s := append([]time.Duration(nil), ts...)
+	sort.Slice(s, func(a, b int) bool { return s[a] < s[b] })
+	med := s[len(s)/2]
+	dev := make([]time.Duration, len(s))
+	for i, t := range s {
+		d := t - med
+		if d < 0 {
+			d = -d
+		}
+		dev[i] = d
+	}
+	sort.Slice(dev, func(a, b int) bool { return dev[a] < dev[b] })
+	return med, dev[len(dev)/2]
+}
+
+// Bandwidth measures memory read bandwidth in bytes per second with a
+// STREAM-like read of a buffer much larger than the caches, split over
+// threads goroutines, using the CPU backend's widest loads; the best of
+// several passes.
+func Bandwidth(ctx context.Context, threads int, size int) (float64, error) {
+	if size <= 0 {
+		size = 256 << 20
+	}
+	threads = max(1, threads)
+	n := size / 8
+	buf := make([]uint64, n)
+	for i := range buf {
+		buf[i] = uint64(i)
+	}
+	best := 0.0
+	sinks := make([]uint64, threads)
+	for pass := 0; pass < 5; pass++ {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		done := make(chan struct{}, threads)
+		t0 := time.Now()
+		for w := 0; w < threads; w++ {
+			go func(w int) {
+				lo, hi := w*n/threads/16*16, (w+1)*n/threads/16*16
+				sinks[w] = cpu.ReadSum(buf[lo:hi])
+				done <- struct{}{}
+			}(w)
+		}
+		for w := 0; w < threads; w++ {
+			<-done
+		}
+		bw := float64(size) / time.Since(t0).Seconds()
+		best = math.Max(best, bw)
+	}
+	return best, nil
+}
