@@ -104,6 +104,7 @@ type Result struct {
 type scratch struct {
 	x, xn, q, k, v, att, o, g, u []float32
 	wantX                        []float32
+	cos, sin                     []float32 // RoPE rotation per row and pair
 }
 
 func (s *scratch) grow(c *Config, n, ffn int) {
@@ -169,6 +170,14 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 	}
 	be := m.Backend
 	kvd, qd := cfg.KVDim(), cfg.Heads*cfg.HeadDim
+	half := cfg.RopeDim / 2
+	if cap(s.cos) < n*half {
+		s.cos, s.sin = make([]float32, n*half), make([]float32, n*half)
+	}
+	s.cos, s.sin = s.cos[:n*half], s.sin[:n*half]
+	for i := 0; i < n; i++ {
+		ropeAngles(s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half], cfg, pos[i])
+	}
 	for li := range layers {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -185,8 +194,9 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 			addBias(s.v, l.VB, n)
 		}
 		for i := 0; i < n; i++ {
-			rope(s.q[i*qd:(i+1)*qd], cfg.Heads, cfg, pos[i])
-			rope(s.k[i*kvd:(i+1)*kvd], cfg.KVHeads, cfg, pos[i])
+			cos, sin := s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half]
+			rope(s.q[i*qd:(i+1)*qd], cfg.Heads, cfg, cos, sin)
+			rope(s.k[i*kvd:(i+1)*kvd], cfg.KVHeads, cfg, cos, sin)
 		}
 		copy(c.k[li][past*kvd:(past+n)*kvd], s.k[:n*kvd])
 		copy(c.v[li][past*kvd:(past+n)*kvd], s.v[:n*kvd])
@@ -272,27 +282,34 @@ func addBias(x, b []float32, n int) {
 	}
 }
 
-// rope rotates the first RopeDim dims of each of heads heads in x by angles
-// pos/scale * base^(-2i/RopeDim). The angle is built by repeated
+// ropeAngles fills the cosines and sines of the angles pos/scale *
+// base^(-2i/RopeDim), i < RopeDim/2. The angle is built by repeated
 // multiplication in float32, as ggml does, so positions match it bit for bit.
-func rope(x []float32, heads int, c *Config, pos int) {
-	hd, nd := c.HeadDim, c.RopeDim
-	thetaScale := float32(math.Pow(float64(c.RopeBase), -2.0/float64(nd)))
+func ropeAngles(cos, sin []float32, c *Config, pos int) {
+	thetaScale := float32(math.Pow(float64(c.RopeBase), -2.0/float64(c.RopeDim)))
 	freqScale := 1 / c.RopeScale
+	theta := float32(pos)
+	for i := range cos {
+		t := freqScale * theta
+		cos[i], sin[i] = float32(math.Cos(float64(t))), float32(math.Sin(float64(t)))
+		theta *= thetaScale
+	}
+}
+
+// rope rotates the first RopeDim dims of each of heads heads in x by the
+// precomputed angles: pairs (2i, 2i+1), or (i, i+RopeDim/2) in NeoX order.
+func rope(x []float32, heads int, c *Config, cos, sin []float32) {
+	hd, half := c.HeadDim, c.RopeDim/2
 	for h := 0; h < heads; h++ {
 		v := x[h*hd : (h+1)*hd]
-		theta := float32(pos)
-		for i := 0; i < nd; i += 2 {
-			t := freqScale * theta
-			cos, sin := float32(math.Cos(float64(t))), float32(math.Sin(float64(t)))
-			a, b := i, i+1
+		for i := 0; i < half; i++ {
+			a, b := 2*i, 2*i+1
 			if c.RopeNeox {
-				a, b = i/2, i/2+nd/2
+				a, b = i, i+half
 			}
 			x0, x1 := v[a], v[b]
-			v[a] = x0*cos - x1*sin
-			v[b] = x0*sin + x1*cos
-			theta *= thetaScale
+			v[a] = x0*cos[i] - x1*sin[i]
+			v[b] = x0*sin[i] + x1*cos[i]
 		}
 	}
 }

@@ -161,7 +161,7 @@ func BenchmarkMatMul(b *testing.B) {
 		rb, _ := quant.RowBytes(typ, cols)
 		w := make([]byte, rb*rows)
 		quant.Quantize(typ, wf, w)
-		for _, n := range []int{1, 8, 64} {
+		for _, n := range []int{1, 3, 4, 5, 8, 64} {
 			b.Run(fmt.Sprintf("%s/n=%d", typ, n), func(b *testing.B) {
 				be := New(DefaultThreads())
 				defer be.Close()

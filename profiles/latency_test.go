@@ -1,0 +1,37 @@
+package profiles
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"arborist/engine/model"
+	"arborist/kernels/cpu"
+)
+
+func benchModel(t testing.TB) *model.Model {
+	t.Helper()
+	p := filepath.Join("..", "..", "shared", "models", "bench", "target-60m-q8_0.gguf")
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("bench model %s not found (expected ../shared beside the checkout)", p)
+	}
+	be := cpu.New(cpu.DefaultThreads())
+	t.Cleanup(be.Close)
+	m, err := model.Load(p, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// BenchmarkVerify8 times one 8-token verification pass of the bench target.
+func BenchmarkVerify8(b *testing.B) {
+	m := benchModel(b)
+	for i := 0; i < b.N; i++ {
+		if _, err := VerifyCurve(context.Background(), m, []int{4}, CurveOptions{MinReps: 5, MaxReps: 5}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
