@@ -124,3 +124,61 @@ func TestSynthThenInspectAndGenerate(t *testing.T) {
 		t.Errorf("overwrite without --force: exit %d %s", code, stderr)
 	}
 }
+
+func TestRunVerb(t *testing.T) {
+	dir := sharedModels(t)
+	target := filepath.Join(dir, "stories260K.gguf")
+	draft := filepath.Join(dir, "bench", "draft-noisy-0.05.gguf")
+	trace := filepath.Join(t.TempDir(), "trace.jsonl")
+	code, out, stderr := run(t, "run", "--target", target, "--draft", draft, "--strategy", "chain", "--gamma", "4",
+		"--prompt", "Once upon a time", "-n", "32", "--temp", "0", "--baseline", "--trace", trace)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"Once upon a time, there was a little girl named Lily", "AAL", "acceptance", "per step: draft", "speedup:", "ar (baseline)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) < 2 || !strings.Contains(lines[0], `"Accepted"`) || !strings.Contains(lines[0], `"Verify"`) {
+		t.Errorf("trace: %d lines, first %q", len(lines), lines[0])
+	}
+	for _, args := range [][]string{
+		{"--draft-ngram", "3", "--strategy", "egt"},
+		{"--draft-layers", "2", "--strategy", "tree", "--widths", "2,1"},
+		{"--draft", draft, "--strategy", "duo", "--gamma", "4"},
+	} {
+		a := append([]string{"run", "--target", target, "--prompt", "Once upon a time", "-n", "16", "--temp", "0", "--baseline", "--quiet"}, args...)
+		if code, _, stderr := run(t, a...); code != 0 {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	dir := sharedModels(t)
+	target := filepath.Join(dir, "stories260K.gguf")
+	cases := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"run", "--target", target, "--prompt", "x", "--strategy", "chain"}, 2, "needs a draft source"},
+		{[]string{"run", "--target", target, "--prompt", "x", "--strategy", "warp", "--draft-ngram", "2"}, 2, "unknown strategy"},
+		{[]string{"run", "--target", target, "--strategy", "ar"}, 2, "exactly one of --prompt and --prompts"},
+		{[]string{"run", "--target", target, "--prompt", "x", "--draft", filepath.Join(dir, "llama-2-tiny-random.gguf")}, 1, "vocabulary mismatch"},
+		{[]string{"run", "--target", target, "--prompt", "x", "--draft-layers", "9"}, 1, "must be below the target's 5 layers"},
+		{[]string{"run", "--target", target, "--prompt", "x", "--strategy", "duo", "--max-seqs", "5", "--draft-ngram", "2"}, 2, "max sequences"},
+	}
+	for _, c := range cases {
+		code, _, stderr := run(t, c.args...)
+		if code != c.code || !strings.Contains(stderr, c.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args[3:], code, stderr, c.code, c.msg)
+		}
+	}
+}

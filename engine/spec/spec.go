@@ -51,6 +51,9 @@ type Config struct {
 	Sample    sample.Params
 	MaxTokens int
 	StopAtEOS bool
+	// Ctx, when positive, caps the target's context (KV cache slots); the
+	// generation ends when it is full, exactly where plain decoding would.
+	Ctx int
 	// OnToken, when set, receives each emitted token and whether it was a
 	// draft token the target accepted (false: the target's bonus token).
 	OnToken func(id int, drafted bool)
@@ -237,6 +240,9 @@ func (r *run) loop(ctx context.Context, prompt []int) error {
 	cfg := &r.cfg
 	m := r.e.Target
 	capacity := min(m.CtxLen, len(prompt)+cfg.MaxTokens+r.maxTree()+1)
+	if cfg.Ctx > 0 {
+		capacity = min(capacity, cfg.Ctx)
+	}
 	if len(prompt) >= capacity {
 		return fmt.Errorf("spec: prompt of %d tokens leaves no room in a context of %d", len(prompt), m.CtxLen)
 	}

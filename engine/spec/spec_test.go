@@ -132,3 +132,88 @@ func TestGreedyLossless(t *testing.T) {
 		}
 	}
 }
+
+// TestContextFillsUp: with the context capped, every strategy stops exactly
+// where plain decoding does (the cache full), with the same tokens.
+func TestContextFillsUp(t *testing.T) {
+	p := loadPair(t, "stories260K.gguf", "bench/draft-noisy-0.05.gguf")
+	ctx := context.Background()
+	ids := p.target.Tok.Encode("Tom and his dog went to the park", true, false)
+	const capacity = 40
+	ar := &Engine{Target: p.target}
+	want, err := ar.Run(ctx, ids, Config{Strategy: "ar", MaxTokens: 100, Ctx: capacity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(want.Tokens); got != capacity-len(ids)+1 {
+		t.Fatalf("ar produced %d tokens in a context of %d after %d prompt tokens", got, capacity, len(ids))
+	}
+	for name, cfg := range configs() {
+		t.Run(name, func(t *testing.T) {
+			e := &Engine{Target: p.target, Source: drafter.NewModel(p.draft, 0, 512, sample.Params{}, "draft")}
+			cfg.MaxTokens, cfg.Ctx = 100, capacity
+			res, err := e.Run(ctx, ids, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(res.Tokens) != fmt.Sprint(want.Tokens) {
+				t.Fatalf("got %v\nwant %v", res.Tokens, want.Tokens)
+			}
+		})
+	}
+}
+
+// TestEOSMidTree: generations that reach the end-of-story token stop there,
+// even when it is accepted in the middle of a drafted path.
+func TestEOSMidTree(t *testing.T) {
+	p := loadPair(t, "stories260K.gguf", "bench/draft-noisy-0.05.gguf")
+	ctx := context.Background()
+	ids := p.target.Tok.Encode("The little bird wanted to fly", true, false)
+	want, _, err := generate.Run(ctx, p.target, ids, generate.Options{MaxTokens: 400, StopAtEOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.target.Tok.IsEOG(want[len(want)-1]) {
+		t.Skip("the reference generation does not reach EOS within 400 tokens")
+	}
+	for name, cfg := range configs() {
+		t.Run(name, func(t *testing.T) {
+			e := &Engine{Target: p.target, Source: drafter.NewModel(p.draft, 0, 1024, sample.Params{}, "draft")}
+			cfg.MaxTokens, cfg.StopAtEOS = 400, true
+			res, err := e.Run(ctx, ids, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(res.Tokens) != fmt.Sprint(want) {
+				t.Fatalf("got %d tokens, want %d ending in EOS", len(res.Tokens), len(want))
+			}
+		})
+	}
+}
+
+func TestVocabMismatch(t *testing.T) {
+	dir := sharedModels(t)
+	be := cpu.New(1)
+	defer be.Close()
+	a, err := model.Load(filepath.Join(dir, "stories260K.gguf"), be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := model.Load(filepath.Join(dir, "llama-2-tiny-random.gguf"), be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	err = drafter.CheckVocab(a.Tok, b.Tok)
+	if err == nil || !strings.Contains(err.Error(), "target has 512 tokens, drafter 32000") || !strings.Contains(err.Error(), "differ") {
+		t.Errorf("CheckVocab: %v", err)
+	}
+	if err := drafter.CheckVocab(a.Tok, a.Tok); err != nil {
+		t.Errorf("same vocabulary: %v", err)
+	}
+	e := &Engine{Target: a, Source: drafter.NewModel(b, 0, 64, sample.Params{}, "x")}
+	if _, err := e.Run(context.Background(), []int{1}, Config{Strategy: "chain", Gamma: 2, MaxTokens: 4}); err == nil {
+		t.Error("engine ran a drafter with a different vocabulary size")
+	}
+}

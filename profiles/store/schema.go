@@ -1,0 +1,146 @@
+package store
+
+// migrations[v] takes the schema from version v to v+1. Append only: a
+// released migration never changes.
+//
+// Version 1:
+//
+//	hardware        fingerprint, cpu, cores, threads, simd, ram, gpus, bandwidth
+//	models          path, sha256 (of the first and last MiB and the size), arch, shape, quant, vocab hash, synthetic
+//	latency_curves  hardware x model x backend x threads x kind (verify | draft) -> points
+//	latency_points  W, median, spread, reps
+//	calibrations    target x drafter x prompt suite -> acceptance tables (JSON)
+//	predictors      depth predictors: weights blob, training stats (JSON)
+//	drafters        trained hidden-state drafters: target fingerprint, weights blob, settings, loss history
+//	plans           strategy + parameters (JSON), predicted speedup
+//	runs            plan settings, prompts, totals; run_steps: the per-step trace
+//	exports         config.yaml text of a plan
+//	holders         processes that have the database open (to name a lock's holder)
+var migrations = []string{`
+CREATE TABLE hardware (
+	id INTEGER PRIMARY KEY,
+	fingerprint TEXT NOT NULL UNIQUE,
+	cpu TEXT NOT NULL,
+	cores INTEGER NOT NULL,
+	threads INTEGER NOT NULL,
+	simd TEXT NOT NULL,
+	ram_bytes INTEGER NOT NULL,
+	gpus TEXT NOT NULL DEFAULT '',
+	bandwidth REAL NOT NULL DEFAULT 0,
+	os TEXT NOT NULL,
+	created TEXT NOT NULL
+);
+CREATE TABLE models (
+	id INTEGER PRIMARY KEY,
+	fingerprint TEXT NOT NULL UNIQUE,
+	path TEXT NOT NULL,
+	arch TEXT NOT NULL,
+	shape TEXT NOT NULL,
+	quant TEXT NOT NULL,
+	params INTEGER NOT NULL,
+	weight_bytes INTEGER NOT NULL,
+	vocab_hash TEXT NOT NULL,
+	synthetic INTEGER NOT NULL DEFAULT 0,
+	created TEXT NOT NULL
+);
+CREATE TABLE latency_curves (
+	id INTEGER PRIMARY KEY,
+	hardware_id INTEGER NOT NULL REFERENCES hardware(id) ON DELETE CASCADE,
+	model_id INTEGER NOT NULL REFERENCES models(id) ON DELETE CASCADE,
+	backend TEXT NOT NULL,
+	threads INTEGER NOT NULL,
+	kind TEXT NOT NULL,
+	context INTEGER NOT NULL,
+	created TEXT NOT NULL
+);
+CREATE INDEX latency_curves_key ON latency_curves(hardware_id, model_id, backend, threads, kind);
+CREATE TABLE latency_points (
+	curve_id INTEGER NOT NULL REFERENCES latency_curves(id) ON DELETE CASCADE,
+	w INTEGER NOT NULL,
+	median_ns INTEGER NOT NULL,
+	spread_ns INTEGER NOT NULL,
+	reps INTEGER NOT NULL,
+	PRIMARY KEY (curve_id, w)
+);
+CREATE TABLE calibrations (
+	id INTEGER PRIMARY KEY,
+	target_id INTEGER NOT NULL REFERENCES models(id) ON DELETE CASCADE,
+	drafter TEXT NOT NULL,
+	suite TEXT NOT NULL,
+	stats TEXT NOT NULL,
+	created TEXT NOT NULL
+);
+CREATE TABLE predictors (
+	id INTEGER PRIMARY KEY,
+	calibration_id INTEGER REFERENCES calibrations(id) ON DELETE SET NULL,
+	weights BLOB NOT NULL,
+	stats TEXT NOT NULL,
+	created TEXT NOT NULL
+);
+CREATE TABLE drafters (
+	id INTEGER PRIMARY KEY,
+	target_fingerprint TEXT NOT NULL,
+	weights BLOB NOT NULL,
+	settings TEXT NOT NULL,
+	losses TEXT NOT NULL,
+	created TEXT NOT NULL
+);
+CREATE TABLE plans (
+	id INTEGER PRIMARY KEY,
+	hardware_id INTEGER REFERENCES hardware(id) ON DELETE SET NULL,
+	target_id INTEGER REFERENCES models(id) ON DELETE SET NULL,
+	strategy TEXT NOT NULL,
+	params TEXT NOT NULL,
+	predicted_speedup REAL NOT NULL DEFAULT 0,
+	created TEXT NOT NULL
+);
+CREATE TABLE runs (
+	id INTEGER PRIMARY KEY,
+	plan_id INTEGER REFERENCES plans(id) ON DELETE SET NULL,
+	hardware_fingerprint TEXT NOT NULL DEFAULT '',
+	target TEXT NOT NULL,
+	drafter TEXT NOT NULL DEFAULT '',
+	strategy TEXT NOT NULL,
+	settings TEXT NOT NULL,
+	prompts TEXT NOT NULL,
+	status TEXT NOT NULL DEFAULT 'running',
+	tokens INTEGER NOT NULL DEFAULT 0,
+	steps INTEGER NOT NULL DEFAULT 0,
+	decode_ns INTEGER NOT NULL DEFAULT 0,
+	tokens_per_s REAL NOT NULL DEFAULT 0,
+	aal REAL NOT NULL DEFAULT 0,
+	acceptance REAL NOT NULL DEFAULT 0,
+	predicted_speedup REAL NOT NULL DEFAULT 0,
+	measured_speedup REAL NOT NULL DEFAULT 0,
+	created TEXT NOT NULL
+);
+CREATE TABLE run_steps (
+	run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+	idx INTEGER NOT NULL,
+	prompt INTEGER NOT NULL,
+	drafted INTEGER NOT NULL,
+	width INTEGER NOT NULL,
+	depth INTEGER NOT NULL,
+	accepted INTEGER NOT NULL,
+	emitted INTEGER NOT NULL,
+	bonus INTEGER NOT NULL,
+	draft_ns INTEGER NOT NULL,
+	verify_ns INTEGER NOT NULL,
+	overhead_ns INTEGER NOT NULL,
+	overlap_ns INTEGER NOT NULL,
+	PRIMARY KEY (run_id, idx)
+);
+CREATE TABLE exports (
+	id INTEGER PRIMARY KEY,
+	plan_id INTEGER REFERENCES plans(id) ON DELETE SET NULL,
+	yaml TEXT NOT NULL,
+	created TEXT NOT NULL
+);
+CREATE TABLE holders (
+	id INTEGER PRIMARY KEY,
+	pid INTEGER NOT NULL,
+	host TEXT NOT NULL,
+	command TEXT NOT NULL,
+	since TEXT NOT NULL
+);
+`}
