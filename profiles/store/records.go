@@ -1,0 +1,280 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+
+// Hardware is a machine's fingerprint and inventory.
+type Hardware struct {
+	ID          int64
+	Fingerprint string
+	CPU         string
+	Cores       int // physical, as far as the OS tells
+	Threads     int // logical
+	SIMD        string
+	RAM         uint64
+	GPUs        string
+	Bandwidth   float64 // bytes/s, measured
+	OS          string
+}
+
+// PutHardware inserts or refreshes a machine by fingerprint and returns its id.
+func (s *Store) PutHardware(ctx context.Context, h *Hardware) (int64, error) {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO hardware(fingerprint, cpu, cores, threads, simd, ram_bytes, gpus, bandwidth, os, created)
+		VALUES (?,?,?,?,?,?,?,?,?,?)
+		ON CONFLICT(fingerprint) DO UPDATE SET bandwidth = CASE WHEN excluded.bandwidth > 0 THEN excluded.bandwidth ELSE bandwidth END`,
+		h.Fingerprint, h.CPU, h.Cores, h.Threads, h.SIMD, h.RAM, h.GPUs, h.Bandwidth, h.OS, now())
+	if err != nil {
+		return 0, s.wrap("save hardware", err)
+	}
+	err = s.db.QueryRowContext(ctx, "SELECT id, bandwidth FROM hardware WHERE fingerprint = ?", h.Fingerprint).Scan(&h.ID, &h.Bandwidth)
+	return h.ID, s.wrap0("save hardware", err)
+}
+
+func (s *Store) wrap0(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return s.wrap(op, err)
+}
+
+// Model describes a GGUF model.
+type Model struct {
+	ID          int64
+	Fingerprint string
+	Path        string
+	Arch        string
+	Shape       string
+	Quant       string
+	Params      uint64
+	WeightBytes uint64
+	VocabHash   string
+	Synthetic   bool
+}
+
+// PutModel inserts or finds a model by fingerprint and returns its id.
+func (s *Store) PutModel(ctx context.Context, m *Model) (int64, error) {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO models(fingerprint, path, arch, shape, quant, params, weight_bytes, vocab_hash, synthetic, created)
+		VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(fingerprint) DO UPDATE SET path = excluded.path`,
+		m.Fingerprint, m.Path, m.Arch, m.Shape, m.Quant, m.Params, m.WeightBytes, m.VocabHash, m.Synthetic, now())
+	if err != nil {
+		return 0, s.wrap("save model", err)
+	}
+	err = s.db.QueryRowContext(ctx, "SELECT id FROM models WHERE fingerprint = ?", m.Fingerprint).Scan(&m.ID)
+	return m.ID, s.wrap0("save model", err)
+}
+
+// CurveKey identifies a latency curve: same hardware, model, backend,
+// threads and kind means the same measurement.
+type CurveKey struct {
+	HardwareID, ModelID int64
+	Backend             string
+	Threads             int
+	Kind                string // "verify" or "draft"
+}
+
+// Point is one stored latency.
+type Point struct {
+	W      int
+	Median time.Duration
+	Spread time.Duration
+	Reps   int
+}
+
+// Curve is a stored latency curve.
+type Curve struct {
+	ID      int64
+	Key     CurveKey
+	Context int
+	Created time.Time
+	Points  []Point
+}
+
+// SaveCurve stores a curve and its points in one transaction.
+func (s *Store) SaveCurve(ctx context.Context, c *Curve) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.wrap("save curve", err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `INSERT INTO latency_curves(hardware_id, model_id, backend, threads, kind, context, created) VALUES (?,?,?,?,?,?,?)`,
+		c.Key.HardwareID, c.Key.ModelID, c.Key.Backend, c.Key.Threads, c.Key.Kind, c.Context, now())
+	if err != nil {
+		return s.wrap("save curve", err)
+	}
+	c.ID, _ = res.LastInsertId()
+	for _, p := range c.Points {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO latency_points(curve_id, w, median_ns, spread_ns, reps) VALUES (?,?,?,?,?)`,
+			c.ID, p.W, int64(p.Median), int64(p.Spread), p.Reps); err != nil {
+			return s.wrap("save curve", err)
+		}
+	}
+	return s.wrap0("save curve", tx.Commit())
+}
+
+// FindCurve returns the newest curve for key, or nil when there is none.
+func (s *Store) FindCurve(ctx context.Context, key CurveKey) (*Curve, error) {
+	c := &Curve{Key: key}
+	var created string
+	err := s.db.QueryRowContext(ctx, `SELECT id, context, created FROM latency_curves
+		WHERE hardware_id = ? AND model_id = ? AND backend = ? AND threads = ? AND kind = ? ORDER BY id DESC LIMIT 1`,
+		key.HardwareID, key.ModelID, key.Backend, key.Threads, key.Kind).Scan(&c.ID, &c.Context, &created)
+	if err == sql.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.wrap("find curve", err)
+	}
+	c.Created, _ = time.Parse(time.RFC3339Nano, created)
+	rows, err := s.db.QueryContext(ctx, "SELECT w, median_ns, spread_ns, reps FROM latency_points WHERE curve_id = ? ORDER BY w", c.ID)
+	if err != nil {
+		return nil, s.wrap("find curve", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p Point
+		var med, spr int64
+		if err := rows.Scan(&p.W, &med, &spr, &p.Reps); err != nil {
+			return nil, s.wrap("find curve", err)
+		}
+		p.Median, p.Spread = time.Duration(med), time.Duration(spr)
+		c.Points = append(c.Points, p)
+	}
+	return c, s.wrap0("find curve", rows.Err())
+}
+
+// Run is a stored speculative decoding session.
+type Run struct {
+	ID               int64
+	Hardware         string
+	Target, Drafter  string
+	Strategy         string
+	Settings         any // JSON-encoded
+	Prompts          []string
+	Status           string // running, done, failed, stopped
+	Tokens, Steps    int
+	Decode           time.Duration
+	TokensPerSecond  float64
+	AAL, Acceptance  float64
+	PredictedSpeedup float64
+	MeasuredSpeedup  float64
+	Created          time.Time
+}
+
+// Step is one stored step of a run.
+type Step struct {
+	Index, Prompt                    int
+	Drafted, Width, Depth            int
+	Accepted, Emitted, Bonus         int
+	Draft, Verify, Overhead, Overlap time.Duration
+}
+
+// CreateRun stores a new run in state "running" and returns its id.
+func (s *Store) CreateRun(ctx context.Context, r *Run) (int64, error) {
+	settings, err := json.Marshal(r.Settings)
+	if err != nil {
+		return 0, fmt.Errorf("store: run settings: %w", err)
+	}
+	prompts, _ := json.Marshal(r.Prompts)
+	res, err := s.db.ExecContext(ctx, `INSERT INTO runs(hardware_fingerprint, target, drafter, strategy, settings, prompts, status, predicted_speedup, created)
+		VALUES (?,?,?,?,?,?, 'running', ?, ?)`, r.Hardware, r.Target, r.Drafter, r.Strategy, string(settings), string(prompts), r.PredictedSpeedup, now())
+	if err != nil {
+		return 0, s.wrap("create run", err)
+	}
+	r.ID, _ = res.LastInsertId()
+	return r.ID, nil
+}
+
+// AppendSteps commits a batch of steps in one transaction: a crash loses at
+// most the batch in flight.
+func (s *Store) AppendSteps(ctx context.Context, runID int64, steps []Step) error {
+	if len(steps) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.wrap("save steps", err)
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO run_steps(run_id, idx, prompt, drafted, width, depth, accepted, emitted, bonus, draft_ns, verify_ns, overhead_ns, overlap_ns)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	if err != nil {
+		return s.wrap("save steps", err)
+	}
+	defer stmt.Close()
+	for _, st := range steps {
+		if _, err := stmt.ExecContext(ctx, runID, st.Index, st.Prompt, st.Drafted, st.Width, st.Depth, st.Accepted, st.Emitted, st.Bonus,
+			int64(st.Draft), int64(st.Verify), int64(st.Overhead), int64(st.Overlap)); err != nil {
+			return s.wrap("save steps", err)
+		}
+	}
+	return s.wrap0("save steps", tx.Commit())
+}
+
+// FinishRun records a run's totals and final status.
+func (s *Store) FinishRun(ctx context.Context, r *Run) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE runs SET status = ?, tokens = ?, steps = ?, decode_ns = ?, tokens_per_s = ?, aal = ?, acceptance = ?,
+		predicted_speedup = ?, measured_speedup = ? WHERE id = ?`,
+		r.Status, r.Tokens, r.Steps, int64(r.Decode), r.TokensPerSecond, r.AAL, r.Acceptance, r.PredictedSpeedup, r.MeasuredSpeedup, r.ID)
+	return s.wrap0("finish run", err)
+}
+
+// Runs lists stored runs, newest first (limit <= 0: all).
+func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
+	q := `SELECT id, hardware_fingerprint, target, drafter, strategy, settings, prompts, status, tokens, steps, decode_ns, tokens_per_s, aal, acceptance,
+		predicted_speedup, measured_speedup, created FROM runs ORDER BY id DESC`
+	if limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	rows, err := s.db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, s.wrap("list runs", err)
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		var r Run
+		var settings, prompts, created string
+		var dec int64
+		if err := rows.Scan(&r.ID, &r.Hardware, &r.Target, &r.Drafter, &r.Strategy, &settings, &prompts, &r.Status, &r.Tokens, &r.Steps, &dec,
+			&r.TokensPerSecond, &r.AAL, &r.Acceptance, &r.PredictedSpeedup, &r.MeasuredSpeedup, &created); err != nil {
+			return nil, s.wrap("list runs", err)
+		}
+		r.Decode = time.Duration(dec)
+		var m map[string]any
+		if json.Unmarshal([]byte(settings), &m) == nil {
+			r.Settings = m
+		}
+		json.Unmarshal([]byte(prompts), &r.Prompts)
+		r.Created, _ = time.Parse(time.RFC3339Nano, created)
+		out = append(out, r)
+	}
+	return out, s.wrap0("list runs", rows.Err())
+}
+
+// RunSteps returns a run's stored steps in order.
+func (s *Store) RunSteps(ctx context.Context, runID int64) ([]Step, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT idx, prompt, drafted, width, depth, accepted, emitted, bonus, draft_ns, verify_ns, overhead_ns, overlap_ns
+		FROM run_steps WHERE run_id = ? ORDER BY idx`, runID)
+	if err != nil {
+		return nil, s.wrap("read steps", err)
+	}
+	defer rows.Close()
+	var out []Step
+	for rows.Next() {
+		var st Step
+		var d, v, o, ov int64
+		if err := rows.Scan(&st.Index, &st.Prompt, &st.Drafted, &st.Width, &st.Depth, &st.Accepted, &st.Emitted, &st.Bonus, &d, &v, &o, &ov); err != nil {
+			return nil, s.wrap("read steps", err)
+		}
+		st.Draft, st.Verify, st.Overhead, st.Overlap = time.Duration(d), time.Duration(v), time.Duration(o), time.Duration(ov)
+		out = append(out, st)
+	}
+	return out, s.wrap0("read steps", rows.Err())
+}

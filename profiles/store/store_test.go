@@ -1,0 +1,203 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func open(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "a.db")
+	s := open(t, path)
+	hid, err := s.PutHardware(ctx, &Hardware{Fingerprint: "hw1", CPU: "x", Cores: 2, Threads: 2, SIMD: "avx2", RAM: 1 << 30, OS: "linux", Bandwidth: 2e10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid, err := s.PutModel(ctx, &Model{Fingerprint: "m1", Path: "/m.gguf", Arch: "llama", Shape: "64x5", Quant: "F32", VocabHash: "v"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := s.PutModel(ctx, &Model{Fingerprint: "m1", Path: "/moved.gguf"})
+	if again != mid {
+		t.Errorf("same fingerprint got id %d, want %d", again, mid)
+	}
+	key := CurveKey{HardwareID: hid, ModelID: mid, Backend: "cpu", Threads: 2, Kind: "verify"}
+	if c, err := s.FindCurve(ctx, key); err != nil || c != nil {
+		t.Fatalf("empty store: curve %v, err %v", c, err)
+	}
+	c := &Curve{Key: key, Context: 32, Points: []Point{{1, time.Millisecond, 10 * time.Microsecond, 5}, {8, 3 * time.Millisecond, 0, 7}}}
+	if err := s.SaveCurve(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s2 := open(t, path) // reopen: migrations are idempotent
+	got, err := s2.FindCurve(ctx, key)
+	if err != nil || got == nil || len(got.Points) != 2 || got.Points[1].Median != 3*time.Millisecond {
+		t.Fatalf("curve after reopen: %+v, %v", got, err)
+	}
+	r := &Run{Target: "t", Strategy: "chain", Settings: map[string]int{"gamma": 4}, Prompts: []string{"a"}}
+	if _, err := s2.CreateRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.AppendSteps(ctx, r.ID, []Step{{Index: 0, Accepted: 3, Verify: time.Millisecond}, {Index: 1, Accepted: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	r.Status, r.Tokens, r.AAL = "done", 6, 3
+	if err := s2.FinishRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := s2.Runs(ctx, 0)
+	if err != nil || len(runs) != 1 || runs[0].Status != "done" || runs[0].Settings.(map[string]any)["gamma"] != 4.0 {
+		t.Fatalf("runs: %+v %v", runs, err)
+	}
+	steps, err := s2.RunSteps(ctx, r.ID)
+	if err != nil || len(steps) != 2 || steps[0].Accepted != 3 || steps[0].Verify != time.Millisecond {
+		t.Fatalf("steps: %+v %v", steps, err)
+	}
+}
+
+func TestRefusesForeignFiles(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "notes.db")
+	os.WriteFile(text, []byte("these are my notes, not a database"), 0o644)
+	if _, err := Open(context.Background(), text); !errors.Is(err, ErrForeign) {
+		t.Errorf("text file: %v", err)
+	}
+	if b, _ := os.ReadFile(text); string(b) != "these are my notes, not a database" {
+		t.Error("foreign file was modified")
+	}
+	other := filepath.Join(dir, "other.db")
+	db, _ := sql.Open("sqlite3", other)
+	db.Exec("CREATE TABLE mine(x)")
+	db.Close()
+	if _, err := Open(context.Background(), other); !errors.Is(err, ErrForeign) || !strings.Contains(err.Error(), other) {
+		t.Errorf("foreign sqlite: %v", err)
+	}
+	newer := filepath.Join(dir, "newer.db")
+	s := open(t, newer)
+	s.db.Exec(fmt.Sprintf("PRAGMA user_version = %d", len(migrations)+5))
+	s.Close()
+	if _, err := Open(context.Background(), newer); !errors.Is(err, ErrNewer) {
+		t.Errorf("newer schema: %v", err)
+	}
+}
+
+// TestLocked: while another connection holds the write lock, a write waits
+// briefly, then fails with a message naming the holder.
+func TestLocked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.db")
+	s := open(t, path)
+	other, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.Exec("INSERT INTO holders(pid, host, command, since) VALUES (4242, 'h', 'arborist profile', 'now')")
+	conn, err := other.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.ExecContext(context.Background(), "ROLLBACK")
+	start := time.Now()
+	_, err = s.PutModel(context.Background(), &Model{Fingerprint: "x"})
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "pid 4242") {
+		t.Errorf("locked write: %v", err)
+	}
+	if time.Since(start) < time.Second {
+		t.Errorf("gave up after %v without waiting", time.Since(start))
+	}
+}
+
+// TestKilledMidRunKeepsSteps runs a child process that writes a run's steps
+// in batches and prints how many it has committed; the parent kills it
+// mid-run, reopens the database and finds at least every reported step.
+func TestKilledMidRunKeepsSteps(t *testing.T) {
+	if os.Getenv("ARBORIST_STORE_CHILD") != "" {
+		childWriter(os.Getenv("ARBORIST_STORE_CHILD"))
+		return
+	}
+	path := filepath.Join(t.TempDir(), "k.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledMidRunKeepsSteps$")
+	cmd.Env = append(os.Environ(), "ARBORIST_STORE_CHILD="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	committed := 0
+	for sc.Scan() {
+		if n, err := strconv.Atoi(strings.TrimPrefix(sc.Text(), "committed ")); err == nil {
+			committed = n
+			if committed >= 40 {
+				break
+			}
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if committed < 40 {
+		t.Fatalf("child reported only %d steps", committed)
+	}
+	s := open(t, path)
+	runs, err := s.Runs(context.Background(), 0)
+	if err != nil || len(runs) != 1 || runs[0].Status != "running" {
+		t.Fatalf("runs after kill: %+v %v", runs, err)
+	}
+	steps, err := s.RunSteps(context.Background(), runs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) < committed {
+		t.Errorf("%d steps survive, %d were committed", len(steps), committed)
+	}
+}
+
+func childWriter(path string) {
+	ctx := context.Background()
+	s, err := Open(ctx, path)
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	r := &Run{Target: "t", Strategy: "chain", Settings: map[string]int{}}
+	s.CreateRun(ctx, r)
+	for i := 0; ; i += 8 {
+		batch := make([]Step, 8)
+		for k := range batch {
+			batch[k] = Step{Index: i + k, Accepted: k}
+		}
+		if err := s.AppendSteps(ctx, r.ID, batch); err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		fmt.Printf("committed %d\n", i+8)
+		time.Sleep(2 * time.Millisecond)
+	}
+}
