@@ -12,17 +12,14 @@ import (
 	"strings"
 	"time"
 
-	"arborist/engine/drafter"
 	"arborist/engine/model"
 	"arborist/engine/spec"
 	"arborist/engine/tree"
-	"arborist/kernels/cpu"
 )
 
 // runFlags are the flags of `arborist run`.
 type runFlags struct {
-	target, draft          string
-	ngram, layers          int
+	pairFlags
 	strategy               string
 	gamma                  int
 	widths, parents        string
@@ -34,7 +31,7 @@ type runFlags struct {
 	depthMin               float64
 	maxSeqs                int
 	prompt, prompts        string
-	n, threads, dthreads   int
+	n                      int
 	baseline, color, quiet bool
 	trace                  string
 }
@@ -58,10 +55,7 @@ func parseInts(s string) ([]int, error) {
 func runRun(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "run", "--target T (--draft D | --draft-ngram N | --draft-layers K) --strategy S (--prompt P | --prompts FILE) [-n N] [flags]")
 	var f runFlags
-	fs.StringVar(&f.target, "target", "", "target GGUF `file`")
-	fs.StringVar(&f.draft, "draft", "", "draft model GGUF `file` (same vocabulary)")
-	fs.IntVar(&f.ngram, "draft-ngram", 0, "draft by prompt lookup with suffixes up to `N` tokens")
-	fs.IntVar(&f.layers, "draft-layers", 0, "self-draft with the target's first `K` layers")
+	f.pairFlags.register(fs)
 	fs.StringVar(&f.strategy, "strategy", "chain", "ar, chain, tree, egt or duo")
 	fs.IntVar(&f.gamma, "gamma", 4, "chain: draft length; duo: largest draft budget")
 	fs.StringVar(&f.widths, "widths", "", "tree: children per node at each depth, e.g. 3,2,1")
@@ -78,8 +72,6 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	fs.StringVar(&f.prompt, "prompt", "", "prompt text")
 	fs.StringVar(&f.prompts, "prompts", "", "prompt suite `file`, one prompt per line")
 	fs.IntVar(&f.n, "n", 128, "tokens to generate per prompt")
-	fs.IntVar(&f.threads, "threads", cpu.DefaultThreads(), "CPU threads in all")
-	fs.IntVar(&f.dthreads, "draft-threads", 0, "threads of a concurrent drafter (duo, --aot); default: half")
 	fs.BoolVar(&f.baseline, "baseline", false, "also run ar on the same prompts and print the measured speedup")
 	fs.BoolVar(&f.color, "color", false, "colour accepted draft tokens (green) and bonus tokens")
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the figures, not the text")
@@ -96,26 +88,14 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return fail(fs, err)
 	}
-	if f.target == "" {
-		return fail(fs, usagef("--target is required"))
-	}
-	sources := 0
-	for _, set := range []bool{f.draft != "", f.ngram > 0, f.layers > 0} {
-		if set {
-			sources++
-		}
-	}
-	if sources > 1 {
-		return fail(fs, usagef("choose one draft source: --draft, --draft-ngram or --draft-layers"))
-	}
-	if sources == 0 && f.strategy != "ar" {
-		return fail(fs, usagef("strategy %s needs a draft source: --draft, --draft-ngram or --draft-layers", f.strategy))
+	if err := f.pairFlags.check(f.strategy != "ar"); err != nil {
+		return fail(fs, err)
 	}
 	if (f.prompt == "") == (f.prompts == "") {
 		return fail(fs, usagef("give exactly one of --prompt and --prompts"))
 	}
-	if f.n <= 0 || f.threads <= 0 || f.dthreads < 0 {
-		return fail(fs, usagef("-n and --threads must be positive"))
+	if f.n <= 0 {
+		return fail(fs, usagef("-n must be positive"))
 	}
 	cfg := spec.Config{Strategy: f.strategy, Gamma: f.gamma, Branch: f.branch, WMax: f.wmax, Pad: f.pad, AOT: f.aot,
 		MaxSeqs: f.maxSeqs, SampleChildren: f.sampleChildren, Sample: params, MaxTokens: f.n, StopAtEOS: true}
@@ -157,61 +137,13 @@ func runRun(ctx context.Context, env Env, args []string) error {
 		}
 	}
 
-	// Backends: a concurrent drafter (duo, egt --aot) gets its own threads;
-	// otherwise drafter and target take turns on one backend.
-	concurrent := f.draft != "" && (f.strategy == "duo" || (f.strategy == "egt" && f.aot))
-	tThreads, dThreads := f.threads, f.threads
-	if concurrent {
-		dThreads = f.dthreads
-		if dThreads == 0 {
-			dThreads = max(1, f.threads/2)
-		}
-		tThreads = max(1, f.threads-dThreads)
-	}
-	be := cpu.New(tThreads)
-	defer be.Close()
-	target, err := model.Load(f.target, be)
+	pair, err := f.pairFlags.open(params, f.strategy == "duo" || (f.strategy == "egt" && f.aot))
 	if err != nil {
 		return err
 	}
-	defer target.Close()
-	mkSource := func() (drafter.Source, func(), error) {
-		switch {
-		case f.draft != "":
-			dbe := be
-			if concurrent {
-				dbe = cpu.New(dThreads)
-			}
-			dm, err := model.Load(f.draft, dbe)
-			if err != nil {
-				return nil, nil, err
-			}
-			cleanup := func() {
-				dm.Close()
-				if dbe != be {
-					dbe.Close()
-				}
-			}
-			if err := drafter.CheckVocab(target.Tok, dm.Tok); err != nil {
-				cleanup()
-				return nil, nil, fmt.Errorf("%s and %s: %w", f.target, f.draft, err)
-			}
-			return drafter.NewModel(dm, 0, target.CtxLen, params, "draft:"+filepath.Base(f.draft)), cleanup, nil
-		case f.ngram > 0:
-			return drafter.NewNGram(f.ngram, target.Vocab), func() {}, nil
-		case f.layers > 0:
-			if f.layers >= target.Layers {
-				return nil, nil, fmt.Errorf("--draft-layers %d must be below the target's %d layers", f.layers, target.Layers)
-			}
-			return drafter.NewModel(target, f.layers, target.CtxLen, params, fmt.Sprintf("layers:%d", f.layers)), func() {}, nil
-		}
-		return nil, func() {}, nil
-	}
-	src, cleanup, err := mkSource()
-	if err != nil {
-		return err
-	}
-	defer cleanup()
+	defer pair.Close()
+	target, src, concurrent := pair.target, pair.source, pair.concurrent
+	tThreads := pair.backend.Threads()
 	var trace *json.Encoder
 	if f.trace != "" {
 		tf, err := os.Create(f.trace)

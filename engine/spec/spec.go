@@ -116,6 +116,20 @@ type Step struct {
 	Verify   time.Duration // the target's forward pass
 	Overhead time.Duration // verification rules, cache compaction, bookkeeping
 	Overlap  time.Duration // drafting done concurrently with verification
+	Strategy string        // the strategy that ran the step
+	// Ranks and Offered, per level the verifier visited: the sibling rank
+	// of the accepted child (-1: none) and how many children there were.
+	Ranks, Offered []int `json:",omitempty"`
+	// Tried lists the drafter probability of each child the verifier
+	// tried and whether it was accepted (for calibration by confidence).
+	Tried []Try `json:",omitempty"`
+}
+
+// Try is one draft token the verifier examined.
+type Try struct {
+	Q        float32
+	Depth    int
+	Accepted bool
 }
 
 // Result is a whole speculative generation.
@@ -363,6 +377,8 @@ func (r *run) step(ctx context.Context) (bool, error) {
 	}
 	r.root = v.Bonus
 	st.Accepted, st.Bonus = len(accepted), v.Bonus
+	st.Strategy, st.Ranks, st.Offered = r.cfg.Strategy, v.Ranks, v.Offered
+	st.Tried = tried(tr, v)
 	// emit, stopping at EOS and MaxTokens
 	done := false
 	emit := append(accepted, v.Bonus)
@@ -390,6 +406,29 @@ func (r *run) step(ctx context.Context) (bool, error) {
 		r.cfg.OnStep(st)
 	}
 	return done || len(r.res.Tokens) >= r.cfg.MaxTokens, nil
+}
+
+// tried lists the children the verifier examined along the accepted path:
+// at each level, the children up to and including the accepted one (all of
+// them where none was accepted).
+func tried(tr *tree.Tree, v Verdict) []Try {
+	var out []Try
+	node := tree.Root
+	for lvl := range v.Ranks {
+		kids := tr.Children(node)
+		for i, c := range kids {
+			acc := i == v.Ranks[lvl]
+			out = append(out, Try{Q: tr.Nodes[c].Q, Depth: tr.Nodes[c].Depth, Accepted: acc})
+			if acc {
+				break
+			}
+		}
+		if v.Ranks[lvl] < 0 || lvl >= len(v.Path) {
+			break
+		}
+		node = v.Path[lvl]
+	}
+	return out
 }
 
 // verdict applies the lossless rules to the target's logits for tr.

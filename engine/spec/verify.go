@@ -9,6 +9,11 @@ import (
 type Verdict struct {
 	Path  []int // accepted node indices, depth 1 first
 	Bonus int   // the token the target contributes after the path
+	// Ranks holds, for each level visited, the sibling rank of the accepted
+	// child (its place among its parent's children), or -1 where none was
+	// accepted; Offered the number of children there. Calibration reads
+	// acceptance per depth and rank from them.
+	Ranks, Offered []int
 }
 
 // targetDist gives the target's distribution (after the sampling transforms)
@@ -39,12 +44,15 @@ func verify(t *tree.Tree, smp *sample.Sampler, greedy bool, logits func(r int) [
 		kids := t.Children(node)
 		if greedy {
 			tok := sample.Argmax(logits(row))
-			next := -1
-			for _, c := range kids {
+			next, rank := -1, -1
+			for i, c := range kids {
 				if t.Nodes[c].Token == tok {
-					next = c
+					next, rank = c, i
 					break
 				}
+			}
+			if len(kids) > 0 {
+				v.Ranks, v.Offered = append(v.Ranks, rank), append(v.Offered, len(kids))
 			}
 			if next < 0 {
 				v.Bonus = tok
@@ -59,9 +67,10 @@ func verify(t *tree.Tree, smp *sample.Sampler, greedy bool, logits func(r int) [
 		if node != tree.Root {
 			mode, q = t.Mode[node], t.QNode[node]
 		}
-		next := -1
-		for _, c := range kids {
+		next, rank := -1, -1
+		for i, c := range kids {
 			tok := t.Nodes[c].Token
+			rank = i
 			switch mode {
 			case tree.Sampled:
 				qc := q[tok]
@@ -81,6 +90,12 @@ func verify(t *tree.Tree, smp *sample.Sampler, greedy bool, logits func(r int) [
 			if next >= 0 {
 				break
 			}
+		}
+		if len(kids) > 0 {
+			if next < 0 {
+				rank = -1
+			}
+			v.Ranks, v.Offered = append(v.Ranks, rank), append(v.Offered, len(kids))
 		}
 		if next < 0 {
 			v.Bonus = smp.Draw(p)

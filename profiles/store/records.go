@@ -278,3 +278,62 @@ func (s *Store) RunSteps(ctx context.Context, runID int64) ([]Step, error) {
 	}
 	return out, s.wrap0("read steps", rows.Err())
 }
+
+// SaveCalibration stores a pair's acceptance statistics (any JSON value).
+func (s *Store) SaveCalibration(ctx context.Context, targetID int64, drafter, suite string, stats any) (int64, error) {
+	b, err := json.Marshal(stats)
+	if err != nil {
+		return 0, fmt.Errorf("store: calibration: %w", err)
+	}
+	res, err := s.db.ExecContext(ctx, "INSERT INTO calibrations(target_id, drafter, suite, stats, created) VALUES (?,?,?,?,?)",
+		targetID, drafter, suite, string(b), now())
+	if err != nil {
+		return 0, s.wrap("save calibration", err)
+	}
+	id, _ := res.LastInsertId()
+	return id, nil
+}
+
+// LatestCalibration decodes the newest calibration of target with drafter
+// into stats and returns its id, or 0 when there is none.
+func (s *Store) LatestCalibration(ctx context.Context, targetID int64, drafter string, stats any) (int64, error) {
+	var id int64
+	var b string
+	err := s.db.QueryRowContext(ctx, "SELECT id, stats FROM calibrations WHERE target_id = ? AND drafter = ? ORDER BY id DESC LIMIT 1",
+		targetID, drafter).Scan(&id, &b)
+	if err == sql.ErrNoRows {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, s.wrap("read calibration", err)
+	}
+	if err := json.Unmarshal([]byte(b), stats); err != nil {
+		return 0, fmt.Errorf("store: calibration %d: %w", id, err)
+	}
+	return id, nil
+}
+
+// SavePlan stores a plan (params as JSON) with its predicted speedup.
+func (s *Store) SavePlan(ctx context.Context, hardwareID, targetID int64, strategy string, params any, predicted float64) (int64, error) {
+	b, err := json.Marshal(params)
+	if err != nil {
+		return 0, fmt.Errorf("store: plan: %w", err)
+	}
+	res, err := s.db.ExecContext(ctx, "INSERT INTO plans(hardware_id, target_id, strategy, params, predicted_speedup, created) VALUES (?,?,?,?,?,?)",
+		hardwareID, targetID, strategy, string(b), predicted, now())
+	if err != nil {
+		return 0, s.wrap("save plan", err)
+	}
+	id, _ := res.LastInsertId()
+	return id, nil
+}
+
+// SaveExport stores an exported config.yaml.
+func (s *Store) SaveExport(ctx context.Context, planID int64, yaml string) error {
+	var pid any
+	if planID > 0 {
+		pid = planID
+	}
+	_, err := s.db.ExecContext(ctx, "INSERT INTO exports(plan_id, yaml, created) VALUES (?,?,?)", pid, yaml, now())
+	return s.wrap0("save export", err)
+}

@@ -1,0 +1,163 @@
+package profiles
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"arborist/engine/spec"
+	"arborist/engine/tree"
+	"arborist/kernels"
+	"arborist/profiles/store"
+
+	"arborist/engine/model"
+)
+
+// CalibrationWidths is the probe tree: wide near the root, where the ranks
+// matter most, and deep enough to see acceptance fall with depth.
+var CalibrationWidths = []int{4, 3, 2, 2, 1, 1, 1, 1}
+
+// Calibrate runs the pair greedily over the prompts with a wide static probe
+// tree and counts, per depth and sibling rank, how often the target chose
+// the drafter's candidate, and acceptance against drafter probability.
+func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens int, progress func(done, total int)) (*Acceptance, error) {
+	shape, err := tree.FromWidths(CalibrationWidths)
+	if err != nil {
+		return nil, err
+	}
+	depth := len(CalibrationWidths)
+	hits := make([][]int, depth)
+	offered := make([][]int, depth)
+	for d, w := range CalibrationWidths {
+		hits[d], offered[d] = make([]int, w), make([]int, w)
+	}
+	acc := &Acceptance{QBins: make([]float64, 10), QCounts: make([]int, 10)}
+	qHits := make([]int, 10)
+	for i, p := range prompts {
+		cfg := spec.Config{Strategy: "tree", Static: shape, MaxTokens: tokens, StopAtEOS: true}
+		cfg.OnStep = func(s spec.Step) {
+			acc.Steps++
+			for lvl, k := range s.Offered {
+				if lvl >= depth {
+					break
+				}
+				for r := 0; r < k && r < len(offered[lvl]); r++ {
+					offered[lvl][r]++
+				}
+				if r := s.Ranks[lvl]; r >= 0 && r < len(hits[lvl]) {
+					hits[lvl][r]++
+				}
+			}
+			for _, t := range s.Tried {
+				b := min(9, int(t.Q*10))
+				acc.QCounts[b]++
+				if t.Accepted {
+					qHits[b]++
+				}
+			}
+		}
+		res, err := eng.Run(ctx, p, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("profiles: calibrate prompt %d: %w", i+1, err)
+		}
+		acc.Tokens += len(res.Tokens)
+		if progress != nil {
+			progress(i+1, len(prompts))
+		}
+	}
+	for d := range hits {
+		row := make([]float64, len(hits[d]))
+		for r := range row {
+			if offered[d][r] > 0 {
+				row[r] = float64(hits[d][r]) / float64(offered[d][r])
+			}
+		}
+		acc.Rank = append(acc.Rank, row)
+		acc.Counts = append(acc.Counts, offered[d])
+	}
+	for b := range qHits {
+		if acc.QCounts[b] > 0 {
+			acc.QBins[b] = float64(qHits[b]) / float64(acc.QCounts[b])
+		}
+	}
+	return acc, nil
+}
+
+// ProfileOptions control ProfileModel.
+type ProfileOptions struct {
+	Widths []int // default DefaultWidths(64)
+	Fresh  bool  // measure even when a stored curve matches
+	Kind   string
+	Curve  CurveOptions
+}
+
+// Profile is a model's latency curve on this machine, from the store or
+// just measured.
+type Profile struct {
+	Hardware store.Hardware
+	Model    store.Model
+	Curve    *store.Curve
+	Cached   bool
+}
+
+// ProfileModel returns m's latency curve on this hardware and backend,
+// measuring and storing it unless a stored one matches (same hardware,
+// model, backend, threads and kind) and Fresh is not set.
+func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *model.Model, be kernels.Backend, opt ProfileOptions) (*Profile, error) {
+	if opt.Kind == "" {
+		opt.Kind = "verify"
+	}
+	if opt.Widths == nil {
+		opt.Widths = DefaultWidths(64)
+	}
+	hid, err := st.PutHardware(ctx, &hw)
+	if err != nil {
+		return nil, err
+	}
+	md, err := DescribeModel(m)
+	if err != nil {
+		return nil, err
+	}
+	mid, err := st.PutModel(ctx, &md)
+	if err != nil {
+		return nil, err
+	}
+	key := store.CurveKey{HardwareID: hid, ModelID: mid, Backend: be.Name(), Threads: be.Threads(), Kind: opt.Kind}
+	p := &Profile{Hardware: hw, Model: md}
+	if !opt.Fresh {
+		c, err := st.FindCurve(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if c != nil && coversWidths(c, opt.Widths) {
+			p.Curve, p.Cached = c, true
+			return p, nil
+		}
+	}
+	pts, err := VerifyCurve(ctx, m, opt.Widths, opt.Curve)
+	if err != nil {
+		return nil, err
+	}
+	c := &store.Curve{Key: key, Context: max(opt.Curve.Context, 32), Created: time.Now()}
+	for _, pt := range pts {
+		c.Points = append(c.Points, store.Point{W: pt.W, Median: pt.Median, Spread: pt.Spread, Reps: pt.Reps})
+	}
+	if err := st.SaveCurve(ctx, c); err != nil {
+		return nil, err
+	}
+	p.Curve = c
+	return p, nil
+}
+
+func coversWidths(c *store.Curve, ws []int) bool {
+	have := map[int]bool{}
+	for _, p := range c.Points {
+		have[p.W] = true
+	}
+	for _, w := range ws {
+		if !have[w] {
+			return false
+		}
+	}
+	return true
+}

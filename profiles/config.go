@@ -1,0 +1,264 @@
+package profiles
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the exported plan: DuoDecoding's config.yaml shape (hardware,
+// models, optimization), extended with the speculation plan and sampling.
+// `arborist run --config` replays it.
+type Config struct {
+	Hardware     HardwareConfig     `yaml:"hardware"`
+	Models       ModelsConfig       `yaml:"models"`
+	Optimization OptimizationConfig `yaml:"optimization"`
+	Speculation  SpeculationConfig  `yaml:"speculation"`
+	Sampling     SamplingConfig     `yaml:"sampling"`
+	Predicted    *PredictedConfig   `yaml:"predicted,omitempty"`
+}
+
+// HardwareConfig describes the machine the plan was tuned on.
+type HardwareConfig struct {
+	CPUCores    int    `yaml:"cpu_cores"`
+	CPU         string `yaml:"cpu,omitempty"`
+	GPUType     string `yaml:"gpu_type"`
+	CPUAffinity string `yaml:"cpu_affinity,omitempty"`
+}
+
+// ModelsConfig names the target and the draft source.
+type ModelsConfig struct {
+	Target TargetConfig `yaml:"target"`
+	Draft  DraftConfig  `yaml:"draft"`
+}
+
+// TargetConfig is the target model.
+type TargetConfig struct {
+	Path      string `yaml:"path"`
+	Device    string `yaml:"device"`
+	Precision string `yaml:"precision,omitempty"`
+	MaxSeqLen int    `yaml:"max_seq_len"`
+	Threads   int    `yaml:"threads"`
+}
+
+// DraftConfig is the draft source: a model file, n-gram lookup, or the
+// target's first layers.
+type DraftConfig struct {
+	Kind    string `yaml:"kind"` // model, ngram, layers, none
+	Path    string `yaml:"path,omitempty"`
+	NGram   int    `yaml:"ngram,omitempty"`
+	Layers  int    `yaml:"layers,omitempty"`
+	Device  string `yaml:"device,omitempty"`
+	Quant   string `yaml:"quant,omitempty"`
+	Threads int    `yaml:"threads,omitempty"`
+}
+
+// OptimizationConfig is DuoDecoding's block.
+type OptimizationConfig struct {
+	DraftBudget  string `yaml:"draft_budget"` // "auto" or a number
+	MaxSequences int    `yaml:"max_sequences"`
+	WarmupSteps  int    `yaml:"warmup_steps"`
+}
+
+// SpeculationConfig is the plan.
+type SpeculationConfig struct {
+	Plan        `yaml:",inline"`
+	Pad         bool    `yaml:"pad,omitempty"`
+	AOT         bool    `yaml:"aot,omitempty"`
+	DepthPolicy string  `yaml:"depth_policy,omitempty"`
+	DepthMin    float64 `yaml:"depth_min,omitempty"`
+}
+
+// SamplingConfig is the sampling rule.
+type SamplingConfig struct {
+	Temperature float64 `yaml:"temperature"`
+	TopK        int     `yaml:"top_k"`
+	TopP        float64 `yaml:"top_p"`
+	MinP        float64 `yaml:"min_p"`
+	Seed        uint64  `yaml:"seed"`
+}
+
+// PredictedConfig records what the speedup model expected.
+type PredictedConfig struct {
+	Speedup float64 `yaml:"speedup"`
+	AAL     float64 `yaml:"aal"`
+}
+
+// Marshal renders the config as YAML with a header comment.
+func (c *Config) Marshal() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString("# Arborist speculation plan; replay with: arborist run --config THIS_FILE --prompt ...\n")
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(c); err != nil {
+		return nil, fmt.Errorf("profiles: config: %w", err)
+	}
+	return b.Bytes(), enc.Close()
+}
+
+// ParseConfig reads a config.yaml strictly: unknown keys, wrong types and
+// impossible values are errors naming the file (and the line, where YAML
+// knows it). Relative model paths are resolved against the file's folder.
+func ParseConfig(path string, data []byte) (*Config, error) {
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%s: invalid config: %w", path, err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: invalid config: %w", path, err)
+	}
+	base := filepath.Dir(path)
+	if c.Models.Target.Path != "" && !filepath.IsAbs(c.Models.Target.Path) {
+		c.Models.Target.Path = filepath.Join(base, c.Models.Target.Path)
+	}
+	if c.Models.Draft.Path != "" && !filepath.IsAbs(c.Models.Draft.Path) {
+		c.Models.Draft.Path = filepath.Join(base, c.Models.Draft.Path)
+	}
+	return &c, nil
+}
+
+// LoadConfig reads and parses a config.yaml file.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConfig(path, data)
+}
+
+// Validate checks the values make a runnable plan.
+func (c *Config) Validate() error {
+	t := c.Models.Target
+	switch {
+	case t.Path == "":
+		return fmt.Errorf("models.target.path is required")
+	case t.Threads < 0 || t.MaxSeqLen < 0:
+		return fmt.Errorf("models.target: threads and max_seq_len must not be negative")
+	}
+	d := c.Models.Draft
+	switch d.Kind {
+	case "model":
+		if d.Path == "" {
+			return fmt.Errorf("models.draft.path is required for kind model")
+		}
+	case "ngram":
+		if d.NGram < 1 {
+			return fmt.Errorf("models.draft.ngram must be >= 1")
+		}
+	case "layers":
+		if d.Layers < 1 {
+			return fmt.Errorf("models.draft.layers must be >= 1")
+		}
+	case "none", "":
+		if c.Speculation.Strategy != "ar" {
+			return fmt.Errorf("strategy %q needs a draft source (models.draft.kind)", c.Speculation.Strategy)
+		}
+	default:
+		return fmt.Errorf("models.draft.kind %q: want model, ngram, layers or none", d.Kind)
+	}
+	if d.Threads < 0 {
+		return fmt.Errorf("models.draft.threads must not be negative")
+	}
+	s := c.Speculation
+	switch s.Strategy {
+	case "ar":
+	case "chain", "duo":
+		if s.Gamma < 1 {
+			return fmt.Errorf("speculation.gamma must be >= 1 for %s", s.Strategy)
+		}
+	case "tree":
+		if len(s.Widths) == 0 {
+			return fmt.Errorf("speculation.widths is required for tree")
+		}
+	case "egt":
+		if len(s.EGT) == 0 || s.Branch < 1 || s.WMax < 1 {
+			return fmt.Errorf("speculation: egt needs egt_widths, branch >= 1 and w_max >= 1")
+		}
+	default:
+		return fmt.Errorf("speculation.strategy %q: want ar, chain, tree, egt or duo", s.Strategy)
+	}
+	for _, w := range append(append([]int(nil), s.Widths...), s.EGT...) {
+		if w < 1 {
+			return fmt.Errorf("speculation: widths must be >= 1, got %d", w)
+		}
+	}
+	switch s.DepthPolicy {
+	case "", "fixed", "threshold":
+	default:
+		return fmt.Errorf("speculation.depth_policy %q: want fixed or threshold", s.DepthPolicy)
+	}
+	sm := c.Sampling
+	if sm.Temperature < 0 || sm.TopK < 0 || sm.TopP < 0 || sm.TopP > 1 || sm.MinP < 0 || sm.MinP > 1 {
+		return fmt.Errorf("sampling: temperature >= 0, top_k >= 0, top_p and min_p in [0, 1]")
+	}
+	return nil
+}
+
+// Equivalents writes the closest settings for other engines, with a note
+// wherever the plan has no counterpart there.
+func (c *Config) Equivalents() string {
+	var b strings.Builder
+	s, d, t := c.Speculation, c.Models.Draft, c.Models.Target
+	n := s.Gamma
+	switch s.Strategy {
+	case "tree":
+		n = len(s.Widths)
+	case "egt":
+		n = len(s.EGT)
+	}
+	threads := ""
+	if t.Threads > 0 {
+		threads = fmt.Sprintf(" -t %d", t.Threads)
+	}
+	b.WriteString("# llama.cpp (llama-server)\n")
+	switch d.Kind {
+	case "model":
+		fmt.Fprintf(&b, "llama-server -m %s -md %s --draft-max %d --draft-min 0%s --temp %g\n", t.Path, d.Path, n, threads, c.Sampling.Temperature)
+	case "ngram":
+		fmt.Fprintf(&b, "llama-lookup -m %s --draft %d%s   # prompt lookup decoding (n-gram); llama-server has no n-gram drafter\n", t.Path, n, threads)
+	default:
+		b.WriteString("# no equivalent: llama.cpp has no layer-skip self-drafting\n")
+	}
+	if s.Strategy == "tree" || s.Strategy == "egt" || s.Strategy == "duo" {
+		fmt.Fprintf(&b, "# note: llama.cpp verifies chains only; the %s plan maps to a chain of its depth (%d)\n", s.Strategy, n)
+	}
+	b.WriteString("\n# vLLM\n")
+	switch d.Kind {
+	case "model":
+		fmt.Fprintf(&b, "vllm serve %s --speculative-config '{\"model\": \"%s\", \"num_speculative_tokens\": %d}'\n", t.Path, d.Path, n)
+	case "ngram":
+		fmt.Fprintf(&b, "vllm serve %s --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": %d, \"prompt_lookup_max\": %d}'\n", t.Path, n, d.NGram)
+	default:
+		b.WriteString("# no equivalent: vLLM has no layer-skip self-drafting\n")
+	}
+	if s.Strategy == "tree" || s.Strategy == "egt" {
+		b.WriteString("# note: vLLM's draft-model speculation is chain-shaped; tree shapes need EAGLE-style heads\n")
+	}
+	b.WriteString("\n# SGLang\n")
+	if d.Kind == "model" {
+		topk, tokens := 1, n+1
+		if s.Strategy == "tree" && len(s.Widths) > 0 {
+			topk = s.Widths[0]
+			tokens = 1
+			level := 1
+			for _, w := range s.Widths {
+				level *= w
+				tokens += level
+			}
+		}
+		if s.Strategy == "egt" {
+			topk, tokens = s.Branch, s.WMax+1
+		}
+		fmt.Fprintf(&b, "python -m sglang.launch_server --model-path %s --speculative-algorithm STANDALONE --speculative-draft-model-path %s --speculative-num-steps %d --speculative-eagle-topk %d --speculative-num-draft-tokens %d\n",
+			t.Path, d.Path, n, topk, tokens)
+	} else {
+		b.WriteString("# no equivalent: SGLang speculates with a draft model or EAGLE heads only\n")
+	}
+	return b.String()
+}

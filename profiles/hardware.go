@@ -1,0 +1,131 @@
+package profiles
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+
+	"arborist/engine/model"
+	"arborist/kernels/cpu"
+	"arborist/profiles/store"
+)
+
+// DetectHardware reads the CPU model, core counts, SIMD features and RAM from
+// the OS (Linux /proc; elsewhere what Go reports). Bandwidth is measured
+// separately (Bandwidth) because it takes a second.
+func DetectHardware() store.Hardware {
+	h := store.Hardware{CPU: runtime.GOARCH, Threads: runtime.NumCPU(), Cores: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	flags := map[string]bool{}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		cores := map[string]bool{}
+		phys := ""
+		for sc.Scan() {
+			k, v, ok := strings.Cut(sc.Text(), ":")
+			if !ok {
+				continue
+			}
+			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+			switch k {
+			case "model name":
+				h.CPU = v
+			case "physical id":
+				phys = v
+			case "core id":
+				cores[phys+"/"+v] = true
+			case "flags":
+				for _, fl := range strings.Fields(v) {
+					flags[fl] = true
+				}
+			}
+		}
+		f.Close()
+		if len(cores) > 0 {
+			h.Cores = len(cores)
+		}
+	}
+	var simd []string
+	for _, fl := range []string{"sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx_vnni"} {
+		if flags[fl] {
+			simd = append(simd, fl)
+		}
+	}
+	if runtime.GOARCH == "arm64" {
+		simd = append(simd, "neon")
+	}
+	h.SIMD = strings.Join(simd, " ") + " (kernels " + cpu.Kernels() + ")"
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		var kb uint64
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if _, err := fmt.Sscanf(sc.Text(), "MemTotal: %d kB", &kb); err == nil {
+				h.RAM = kb * 1024
+				break
+			}
+		}
+		f.Close()
+	}
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%d|%s|%d|%s", h.CPU, h.Cores, h.Threads, h.SIMD, h.RAM/(1<<30), h.OS)))
+	h.Fingerprint = hex.EncodeToString(sum[:8])
+	return h
+}
+
+// MeasureHardware detects the machine and measures its read bandwidth.
+func MeasureHardware(ctx context.Context, threads int) (store.Hardware, error) {
+	h := DetectHardware()
+	bw, err := Bandwidth(ctx, threads, 256<<20)
+	if err != nil {
+		return h, err
+	}
+	h.Bandwidth = bw
+	return h, nil
+}
+
+// DescribeModel fingerprints a loaded model: a hash of its size and its first
+// and last MiB (cheap on multi-gigabyte files), with shape and vocabulary.
+func DescribeModel(m *model.Model) (store.Model, error) {
+	f, err := os.Open(m.Path)
+	if err != nil {
+		return store.Model{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return store.Model{}, err
+	}
+	hsh := sha256.New()
+	fmt.Fprintf(hsh, "%d|", st.Size())
+	io.CopyN(hsh, f, 1<<20)
+	if st.Size() > 2<<20 {
+		f.Seek(-1<<20, io.SeekEnd)
+		io.CopyN(hsh, f, 1<<20)
+	}
+	vh := sha256.New()
+	for _, t := range m.Tok.Tokens {
+		io.WriteString(vh, t)
+		vh.Write([]byte{0})
+	}
+	quant := ""
+	if tc := m.File.TypeCounts(); len(tc) > 0 {
+		quant = tc[0].Type.String()
+	}
+	syn, _ := m.File.Bool("arborist.synthetic")
+	return store.Model{
+		Fingerprint: hex.EncodeToString(hsh.Sum(nil)[:12]),
+		Path:        m.Path,
+		Arch:        m.Arch,
+		Shape:       fmt.Sprintf("dim %d, %d layers, %d/%d heads, ffn %d, vocab %d", m.Dim, m.Layers, m.Heads, m.KVHeads, m.FFN, m.Vocab),
+		Quant:       quant,
+		Params:      m.File.Params(),
+		WeightBytes: m.WeightBytes(),
+		VocabHash:   hex.EncodeToString(vh.Sum(nil)[:8]),
+		Synthetic:   syn,
+	}, nil
+}
