@@ -33,6 +33,10 @@ func verbs() map[string]verb {
 		{"synth", "write a random-weight GGUF with a real model's shape", runSynth},
 		{"run", "speculative decoding session: strategy, draft source, figures, trace", runRun},
 		{"bench", "decode speed, T_verify(W) curve and memory bandwidth of a model on this machine", runBench},
+		{"profile", "measure and store latency curves of a target (and drafter) on this machine", runProfile},
+		{"calibrate", "measure a pair's acceptance per depth, rank and confidence over a prompt suite", runCalibrate},
+		{"tune", "rank plans with the latency-aware speedup model; -o writes config.yaml", runTune},
+		{"runs", "list stored runs, or show one's per-step trace", runRuns},
 	}
 	m := map[string]verb{}
 	for _, v := range vs {

@@ -130,8 +130,9 @@ func TestRunVerb(t *testing.T) {
 	target := filepath.Join(dir, "stories260K.gguf")
 	draft := filepath.Join(dir, "bench", "draft-noisy-0.05.gguf")
 	trace := filepath.Join(t.TempDir(), "trace.jsonl")
+	db := filepath.Join(t.TempDir(), "a.db")
 	code, out, stderr := run(t, "run", "--target", target, "--draft", draft, "--strategy", "chain", "--gamma", "4",
-		"--prompt", "Once upon a time", "-n", "32", "--temp", "0", "--baseline", "--trace", trace)
+		"--prompt", "Once upon a time", "-n", "32", "--temp", "0", "--baseline", "--trace", trace, "--db", db)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -153,10 +154,65 @@ func TestRunVerb(t *testing.T) {
 		{"--draft-layers", "2", "--strategy", "tree", "--widths", "2,1"},
 		{"--draft", draft, "--strategy", "duo", "--gamma", "4"},
 	} {
-		a := append([]string{"run", "--target", target, "--prompt", "Once upon a time", "-n", "16", "--temp", "0", "--baseline", "--quiet"}, args...)
+		a := append([]string{"run", "--target", target, "--prompt", "Once upon a time", "-n", "16", "--temp", "0", "--baseline", "--quiet", "--db", db}, args...)
 		if code, _, stderr := run(t, a...); code != 0 {
 			t.Errorf("%v: exit %d: %s", args, code, stderr)
 		}
+	}
+	// every run was stored, with its steps
+	code, out, _ = run(t, "runs", "--db", db)
+	if code != 0 || strings.Count(out, "done") != 4 || !strings.Contains(out, "chain") || !strings.Contains(out, "duo") {
+		t.Errorf("runs:\n%s", out)
+	}
+	code, out, _ = run(t, "runs", "--db", db, "--show", "1")
+	if code != 0 || !strings.Contains(out, "run 1:") || !strings.Contains(out, "accepted") {
+		t.Errorf("runs --show 1:\n%s", out)
+	}
+}
+
+// TestTuningWorkflow walks the user's path: profile, calibrate, tune with
+// export, then replay the exported config.yaml.
+func TestTuningWorkflow(t *testing.T) {
+	dir := sharedModels(t)
+	target := filepath.Join(dir, "stories260K.gguf")
+	draft := filepath.Join(dir, "bench", "draft-noisy-0.05.gguf")
+	prompts := filepath.Join(dir, "..", "prompts", "stories.txt")
+	tmp := t.TempDir()
+	db := filepath.Join(tmp, "t.db")
+	code, out, stderr := run(t, "profile", "--target", target, "--draft", draft, "--max-w", "8", "--db", db)
+	if code != 0 || !strings.Contains(out, "measured now") || !strings.Contains(out, "W=8") {
+		t.Fatalf("profile: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, _ = run(t, "profile", "--target", target, "--max-w", "8", "--db", db)
+	if code != 0 || !strings.Contains(out, "from the database") {
+		t.Errorf("second profile should reuse the stored curve:\n%s", out)
+	}
+	code, out, stderr = run(t, "tune", "--target", target, "--draft", draft, "--db", db)
+	if code != 1 || !strings.Contains(stderr, "arborist calibrate") {
+		t.Errorf("tune without calibration: exit %d, %s", code, stderr)
+	}
+	code, out, stderr = run(t, "calibrate", "--target", target, "--draft", draft, "--prompts", prompts, "-n", "24", "--db", db)
+	if code != 0 || !strings.Contains(out, "depth 1:") {
+		t.Fatalf("calibrate: exit %d\n%s\n%s", code, out, stderr)
+	}
+	cfgPath := filepath.Join(tmp, "config.yaml")
+	code, out, stderr = run(t, "tune", "--target", target, "--draft", draft, "--db", db, "-o", cfgPath)
+	if code != 0 || !strings.Contains(out, "best:") || !strings.Contains(out, "llama-server") || !strings.Contains(out, "vllm serve") {
+		t.Fatalf("tune: exit %d\n%s\n%s", code, out, stderr)
+	}
+	b, err := os.ReadFile(cfgPath)
+	if err != nil || !strings.Contains(string(b), "speculation:") || !strings.Contains(string(b), "strategy:") {
+		t.Fatalf("config.yaml: %v\n%s", err, b)
+	}
+	code, out, stderr = run(t, "run", "--config", cfgPath, "--prompt", "Once upon a time", "-n", "32", "--baseline", "--db", db)
+	if code != 0 || !strings.Contains(out, "speedup:") {
+		t.Fatalf("run --config: exit %d\n%s\n%s", code, out, stderr)
+	}
+	// a broken config is refused with its path
+	bad := filepath.Join(tmp, "bad.yaml")
+	os.WriteFile(bad, []byte("speculation:\n  strategy: warp\n"), 0o644)
+	if code, _, stderr := run(t, "run", "--config", bad, "--prompt", "x", "--no-store"); code != 1 || !strings.Contains(stderr, bad) {
+		t.Errorf("bad config: exit %d, %s", code, stderr)
 	}
 }
 

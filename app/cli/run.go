@@ -13,8 +13,11 @@ import (
 	"time"
 
 	"arborist/engine/model"
+	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/engine/tree"
+	"arborist/profiles"
+	"arborist/profiles/store"
 )
 
 // runFlags are the flags of `arborist run`.
@@ -34,6 +37,8 @@ type runFlags struct {
 	n                      int
 	baseline, color, quiet bool
 	trace                  string
+	config, db             string
+	noStore                bool
 }
 
 func parseInts(s string) ([]int, error) {
@@ -76,6 +81,9 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	fs.BoolVar(&f.color, "color", false, "colour accepted draft tokens (green) and bonus tokens")
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the figures, not the text")
 	fs.StringVar(&f.trace, "trace", "", "write the per-step trace as JSON lines to `file`")
+	fs.StringVar(&f.config, "config", "", "replay a plan exported as config.yaml (its models, plan and sampling)")
+	fs.StringVar(&f.db, "db", store.DefaultPath(), "database `file` where the run is stored")
+	fs.BoolVar(&f.noStore, "no-store", false, "do not store the run")
 	sp := sampleFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -87,6 +95,17 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	params, err := sp()
 	if err != nil {
 		return fail(fs, err)
+	}
+	if f.config != "" {
+		c, err := profiles.LoadConfig(f.config)
+		if err != nil {
+			return err
+		}
+		applyConfig(&f, c)
+		params = sample.Params{Temp: float32(c.Sampling.Temperature), TopK: c.Sampling.TopK, TopP: float32(c.Sampling.TopP), MinP: float32(c.Sampling.MinP), Seed: c.Sampling.Seed}
+		if params.TopP == 0 {
+			params.TopP = 1
+		}
 	}
 	if err := f.pairFlags.check(f.strategy != "ar"); err != nil {
 		return fail(fs, err)
@@ -163,7 +182,32 @@ func runRun(ctx context.Context, env Env, args []string) error {
 		label += " with " + src.Name()
 	}
 	fmt.Fprintf(env.Stderr, "target %s (%d threads), %s, %d prompt(s), %d tokens each\n", filepath.Base(f.target), tThreads, label, len(prompts), f.n)
-	agg, err := runSuite(ctx, env, eng, target, prompts, cfg, &f, trace)
+	var rec *recorder
+	if !f.noStore {
+		st, err := store.Open(ctx, f.db)
+		if err != nil {
+			return fmt.Errorf("%w (use --no-store to run without storing)", err)
+		}
+		defer st.Close()
+		rec = &recorder{st: st, run: &store.Run{Hardware: profiles.DetectHardware().Fingerprint, Target: f.target, Drafter: f.sourceName(),
+			Strategy: f.strategy, Settings: cfg, Prompts: prompts}}
+		if _, err := st.CreateRun(ctx, rec.run); err != nil {
+			return err
+		}
+	}
+	agg, err := runSuite(ctx, env, eng, target, prompts, cfg, &f, trace, rec)
+	if rec != nil {
+		status := "done"
+		if err != nil {
+			status = "failed"
+			if ctx.Err() != nil {
+				status = "stopped"
+			}
+		}
+		if ferr := rec.finish(context.WithoutCancel(ctx), status, agg); ferr != nil && err == nil {
+			err = ferr
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -174,12 +218,18 @@ func runRun(ctx context.Context, env Env, args []string) error {
 		fast := f
 		fast.quiet = true
 		arEng := &spec.Engine{Target: target}
-		ar, err := runSuite(ctx, env, arEng, target, prompts, base, &fast, nil)
+		ar, err := runSuite(ctx, env, arEng, target, prompts, base, &fast, nil, nil)
 		if err != nil {
 			return err
 		}
 		printSummary(w, "ar (baseline)", ar)
 		fmt.Fprintf(w, "speedup: %.2fx over ar (%.1f vs %.1f tokens/s)\n", agg.tps()/ar.tps(), agg.tps(), ar.tps())
+		if rec != nil {
+			rec.run.MeasuredSpeedup = agg.tps() / ar.tps()
+			if err := rec.st.FinishRun(ctx, rec.run); err != nil {
+				return err
+			}
+		}
 		if params.Greedy() && agg.text != ar.text {
 			return fmt.Errorf("greedy output differs from ar: speculative decoding was not lossless")
 		}
@@ -224,7 +274,7 @@ func (a *aggregate) tps() float64 {
 	return float64(a.tokens) / a.decode.Seconds()
 }
 
-func runSuite(ctx context.Context, env Env, eng *spec.Engine, target *model.Model, prompts []string, cfg spec.Config, f *runFlags, trace *json.Encoder) (*aggregate, error) {
+func runSuite(ctx context.Context, env Env, eng *spec.Engine, target *model.Model, prompts []string, cfg spec.Config, f *runFlags, trace *json.Encoder, rec *recorder) (*aggregate, error) {
 	agg := &aggregate{}
 	var text strings.Builder
 	for pi, p := range prompts {
@@ -247,15 +297,23 @@ func runSuite(ctx context.Context, env Env, eng *spec.Engine, target *model.Mode
 			}
 			out.write(piece)
 		}
-		if trace != nil {
-			c.OnStep = func(s spec.Step) {
+		c.OnStep = func(s spec.Step) {
+			if trace != nil {
 				trace.Encode(struct {
 					Prompt int `json:"prompt"`
 					spec.Step
 				}{pi, s})
 			}
+			if rec != nil {
+				rec.add(ctx, pi, s)
+			}
 		}
 		res, err := eng.Run(ctx, ids, c)
+		if rec != nil {
+			if ferr := rec.flush(ctx); ferr != nil && err == nil {
+				err = ferr
+			}
+		}
 		out.flush()
 		if !f.quiet {
 			fmt.Fprintln(env.Stdout)
@@ -300,4 +358,97 @@ func printSummary(w io.Writer, label string, a *aggregate) {
 	}
 	fmt.Fprintf(w, "  per step: draft %.3f ms, verify %.3f ms, overhead %.3f ms, drafting overlapped with verify %.3f ms\n",
 		per(a.draft), per(a.verify), per(a.overhead), per(a.overlap))
+}
+
+// recorder stores a run's steps as they come, in batches: a crash loses at
+// most the batch in flight.
+type recorder struct {
+	st    *store.Store
+	run   *store.Run
+	buf   []store.Step
+	index int
+	err   error
+}
+
+func (r *recorder) add(ctx context.Context, prompt int, s spec.Step) {
+	r.buf = append(r.buf, store.Step{Index: r.index, Prompt: prompt, Drafted: s.Drafted, Width: s.Width, Depth: s.Depth,
+		Accepted: s.Accepted, Emitted: s.Emitted, Bonus: s.Bonus, Draft: s.Draft, Verify: s.Verify, Overhead: s.Overhead, Overlap: s.Overlap})
+	r.index++
+	if len(r.buf) >= 16 {
+		r.flush(ctx)
+	}
+}
+
+func (r *recorder) flush(ctx context.Context) error {
+	if r.err == nil && len(r.buf) > 0 {
+		r.err = r.st.AppendSteps(context.WithoutCancel(ctx), r.run.ID, r.buf)
+	}
+	r.buf = r.buf[:0]
+	return r.err
+}
+
+func (r *recorder) finish(ctx context.Context, status string, a *aggregate) error {
+	r.flush(ctx)
+	r.run.Status = status
+	if a != nil {
+		r.run.Tokens, r.run.Steps, r.run.Decode, r.run.TokensPerSecond = a.tokens, a.steps, a.decode, a.tps()
+		if a.steps > 0 {
+			r.run.AAL = float64(a.tokens) / float64(a.steps)
+		}
+		if a.drafted > 0 {
+			r.run.Acceptance = float64(a.accepted) / float64(a.drafted)
+		}
+	}
+	if err := r.st.FinishRun(ctx, r.run); err != nil {
+		return err
+	}
+	return r.err
+}
+
+// applyConfig sets the run's models and plan from an exported config.
+func applyConfig(f *runFlags, c *profiles.Config) {
+	f.target = c.Models.Target.Path
+	if c.Models.Target.Threads > 0 {
+		f.threads = c.Models.Target.Threads
+	}
+	f.draft, f.ngram, f.layers = "", 0, 0
+	switch c.Models.Draft.Kind {
+	case "model":
+		f.draft = c.Models.Draft.Path
+	case "ngram":
+		f.ngram = c.Models.Draft.NGram
+	case "layers":
+		f.layers = c.Models.Draft.Layers
+	}
+	s := c.Speculation
+	f.strategy, f.pad, f.aot = s.Strategy, s.Pad, s.AOT
+	if s.Gamma > 0 {
+		f.gamma = s.Gamma
+	}
+	if len(s.Widths) > 0 {
+		f.widths, f.parents = intList(s.Widths), ""
+	}
+	if len(s.EGT) > 0 {
+		f.egtWidths = intList(s.EGT)
+	}
+	if s.Branch > 0 {
+		f.branch = s.Branch
+	}
+	if s.WMax > 0 {
+		f.wmax = s.WMax
+	}
+	if s.DepthPolicy != "" {
+		f.depthPolicy, f.depthMin = s.DepthPolicy, s.DepthMin
+	}
+	if c.Optimization.MaxSequences > 0 {
+		f.maxSeqs = c.Optimization.MaxSequences
+	}
+}
+
+func intList(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
 }

@@ -215,3 +215,6 @@ func (d *Model) Commit(accepted []int, bonus int) error {
 	d.slots, d.par, d.out, d.tok = slots, par, out, tok
 	return nil
 }
+
+// Model returns the transformer the source drafts with.
+func (d *Model) Model() *model.Model { return d.M }

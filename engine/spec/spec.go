@@ -56,9 +56,9 @@ type Config struct {
 	Ctx int
 	// OnToken, when set, receives each emitted token and whether it was a
 	// draft token the target accepted (false: the target's bonus token).
-	OnToken func(id int, drafted bool)
+	OnToken func(id int, drafted bool) `json:"-"`
 	// OnStep, when set, receives each step's record as it completes.
-	OnStep func(Step)
+	OnStep func(Step) `json:"-"`
 }
 
 // Validate checks the configuration for its strategy.

@@ -1,0 +1,408 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"arborist/engine/model"
+	"arborist/engine/sample"
+	"arborist/engine/spec"
+	"arborist/kernels"
+	"arborist/profiles"
+	"arborist/profiles/store"
+)
+
+func dbFlag(fs *flag.FlagSet) *string {
+	return fs.String("db", store.DefaultPath(), "Arborist database `file`")
+}
+
+// curveFor returns a model's stored or freshly measured latency curve.
+func curveFor(ctx context.Context, env Env, st *store.Store, hw store.Hardware, m *model.Model, be kernels.Backend, kind string, fresh bool, maxW int) (*profiles.Profile, error) {
+	opt := profiles.ProfileOptions{Kind: kind, Fresh: fresh, Widths: profiles.DefaultWidths(maxW)}
+	opt.Curve.Progress = func(done, total int, p profiles.Point) {
+		fmt.Fprintf(env.Stderr, "\r  %s curve: W=%-4d %10s  [%d/%d]", kind, p.W, p.Median.Round(time.Microsecond), done, total)
+		if done == total {
+			fmt.Fprintln(env.Stderr)
+		}
+	}
+	return profiles.ProfileModel(ctx, st, hw, m, be, opt)
+}
+
+// hardware returns this machine, with its bandwidth from the store when it
+// was measured before (unless fresh).
+func hardware(ctx context.Context, st *store.Store, threads int, fresh bool) (store.Hardware, error) {
+	hw := profiles.DetectHardware()
+	if !fresh {
+		known := hw
+		if _, err := st.PutHardware(ctx, &known); err != nil {
+			return hw, err
+		}
+		if known.Bandwidth > 0 {
+			return known, nil
+		}
+	}
+	bw, err := profiles.Bandwidth(ctx, threads, 256<<20)
+	if err != nil {
+		return hw, err
+	}
+	hw.Bandwidth = bw
+	_, err = st.PutHardware(ctx, &hw)
+	return hw, err
+}
+
+func printCurve(w io.Writer, label string, p *profiles.Profile) {
+	src := "measured now"
+	if p.Cached {
+		src = "from the database (" + p.Curve.Created.Format("2006-01-02 15:04") + "; --fresh to measure again)"
+	}
+	fmt.Fprintf(w, "%s T(W), %s backend, %d threads, %s:\n", label, p.Curve.Key.Backend, p.Curve.Key.Threads, src)
+	base := p.Curve.Points[0].Median
+	for _, pt := range p.Curve.Points {
+		fmt.Fprintf(w, "  W=%-4d %10s  ±%-9s %6.2fx\n", pt.W, pt.Median.Round(time.Microsecond), pt.Spread.Round(time.Microsecond), float64(pt.Median)/float64(base))
+	}
+}
+
+func runProfile(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "profile", "--target T [--draft D] [--threads N] [--max-w 64] [--fresh] [--db FILE]")
+	var p pairFlags
+	p.register(fs)
+	db := dbFlag(fs)
+	fresh := fs.Bool("fresh", false, "measure again even when the database has a matching curve")
+	maxW := fs.Int("max-w", 64, "largest verification width to time")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return fail(fs, err)
+	}
+	if len(pos) > 0 {
+		return fail(fs, usagef("unexpected argument %q", pos[0]))
+	}
+	if err := p.check(false); err != nil {
+		return fail(fs, err)
+	}
+	if *maxW < 1 {
+		return fail(fs, usagef("--max-w must be >= 1"))
+	}
+	st, err := store.Open(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	pair, err := p.open(sample.Params{}, false)
+	if err != nil {
+		return err
+	}
+	defer pair.Close()
+	hw, err := hardware(ctx, st, p.threads, *fresh)
+	if err != nil {
+		return err
+	}
+	w := env.Stdout
+	fmt.Fprintf(w, "hardware %s: %s, %d cores / %d threads, %s, %.1f GiB RAM, %.1f GB/s read bandwidth\n",
+		hw.Fingerprint, hw.CPU, hw.Cores, hw.Threads, hw.SIMD, float64(hw.RAM)/(1<<30), hw.Bandwidth/1e9)
+	tp, err := curveFor(ctx, env, st, hw, pair.target, pair.backend, "verify", *fresh, *maxW)
+	if err != nil {
+		return err
+	}
+	printCurve(w, "target "+pair.target.Path, tp)
+	if dm, ok := pair.source.(interface{ Model() *model.Model }); ok && p.draft != "" {
+		dp, err := curveFor(ctx, env, st, hw, dm.Model(), pair.backend, "draft", *fresh, min(*maxW, 16))
+		if err != nil {
+			return err
+		}
+		printCurve(w, "drafter "+p.draft, dp)
+	}
+	return nil
+}
+
+func runCalibrate(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "calibrate", "--target T (--draft D | --draft-ngram N | --draft-layers K) --prompts FILE [-n 64] [--db FILE]")
+	var p pairFlags
+	p.register(fs)
+	db := dbFlag(fs)
+	prompts := fs.String("prompts", "", "prompt suite `file`, one prompt per line")
+	n := fs.Int("n", 64, "tokens per prompt")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return fail(fs, err)
+	}
+	if len(pos) > 0 {
+		return fail(fs, usagef("unexpected argument %q", pos[0]))
+	}
+	if err := p.check(true); err != nil {
+		return fail(fs, err)
+	}
+	if *prompts == "" || *n < 1 {
+		return fail(fs, usagef("--prompts is required and -n must be positive"))
+	}
+	texts, err := readPrompts(*prompts)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	pair, err := p.open(sample.Params{}, false)
+	if err != nil {
+		return err
+	}
+	defer pair.Close()
+	var ids [][]int
+	for _, t := range texts {
+		ids = append(ids, pair.target.Tok.Encode(t, true, false))
+	}
+	eng := &spec.Engine{Target: pair.target, Source: pair.source}
+	acc, err := profiles.Calibrate(ctx, eng, ids, *n, func(done, total int) {
+		fmt.Fprintf(env.Stderr, "\r  calibrating: prompt %d of %d", done, total)
+		if done == total {
+			fmt.Fprintln(env.Stderr)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	md, err := profiles.DescribeModel(pair.target)
+	if err != nil {
+		return err
+	}
+	mid, err := st.PutModel(ctx, &md)
+	if err != nil {
+		return err
+	}
+	id, err := st.SaveCalibration(ctx, mid, p.sourceName(), *prompts, acc)
+	if err != nil {
+		return err
+	}
+	w := env.Stdout
+	fmt.Fprintf(w, "calibration %d: %s with %s over %d prompts, %d steps, %d tokens\n", id, p.target, p.sourceName(), len(texts), acc.Steps, acc.Tokens)
+	fmt.Fprintln(w, "acceptance by depth (rows) and sibling rank (columns):")
+	for d, row := range acc.Rank {
+		var cells []string
+		for r, v := range row {
+			cells = append(cells, fmt.Sprintf("%5.1f%% (n=%d)", 100*v, acc.Counts[d][r]))
+		}
+		fmt.Fprintf(w, "  depth %d: %s\n", d+1, strings.Join(cells, "  "))
+	}
+	fmt.Fprintln(w, "acceptance by drafter probability:")
+	for b, v := range acc.QBins {
+		if acc.QCounts[b] > 0 {
+			fmt.Fprintf(w, "  q in [%.1f, %.1f): %5.1f%% of %d\n", float64(b)/10, float64(b+1)/10, 100*v, acc.QCounts[b])
+		}
+	}
+	return nil
+}
+
+// tuneInputs loads the pair's curves and calibration for the speedup model.
+type tuneInputs struct {
+	pair  *loadedPair
+	hw    store.Hardware
+	acc   *profiles.Acceptance
+	costs profiles.Costs
+	tid   int64
+	calID int64
+}
+
+func loadTuneInputs(ctx context.Context, env Env, st *store.Store, p *pairFlags, alpha float64) (*tuneInputs, error) {
+	pair, err := p.open(sample.Params{}, false)
+	if err != nil {
+		return nil, err
+	}
+	in := &tuneInputs{pair: pair}
+	if in.hw, err = hardware(ctx, st, p.threads, false); err != nil {
+		pair.Close()
+		return nil, err
+	}
+	tp, err := curveFor(ctx, env, st, in.hw, pair.target, pair.backend, "verify", false, 64)
+	if err != nil {
+		pair.Close()
+		return nil, err
+	}
+	in.costs.Verify = tp.Curve.Points
+	in.tid = tp.Model.ID
+	if dm, ok := pair.source.(interface{ Model() *model.Model }); ok && p.draft != "" {
+		dp, err := curveFor(ctx, env, st, in.hw, dm.Model(), pair.backend, "draft", false, 16)
+		if err != nil {
+			pair.Close()
+			return nil, err
+		}
+		in.costs.Draft = dp.Curve.Points
+	} else if p.layers > 0 {
+		// a layer-skip pass costs its share of the target's layers
+		for _, pt := range tp.Curve.Points {
+			pt.Median = pt.Median * time.Duration(p.layers) / time.Duration(pair.target.Layers)
+			in.costs.Draft = append(in.costs.Draft, pt)
+		}
+	}
+	in.costs.Overhead = 100 * time.Microsecond
+	if alpha > 0 {
+		in.acc = profiles.Uniform(alpha, 0.4, 8, 4)
+		return in, nil
+	}
+	var acc profiles.Acceptance
+	id, err := st.LatestCalibration(ctx, in.tid, p.sourceName(), &acc)
+	if err != nil {
+		pair.Close()
+		return nil, err
+	}
+	if id == 0 {
+		pair.Close()
+		return nil, fmt.Errorf("no calibration of %s with %s in %s: run 'arborist calibrate' first, or assume an acceptance rate with --alpha", p.target, p.sourceName(), st.Path)
+	}
+	in.acc, in.calID = &acc, id
+	return in, nil
+}
+
+func runTune(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "tune", "--target T (--draft D | --draft-ngram N | --draft-layers K) [--top 10] [--alpha A] [-o config.yaml] [--db FILE]")
+	var p pairFlags
+	p.register(fs)
+	db := dbFlag(fs)
+	top := fs.Int("top", 10, "plans to list")
+	alpha := fs.Float64("alpha", 0, "assume this top-candidate acceptance rate instead of a stored calibration")
+	out := fs.String("o", "", "write the best plan as config.yaml to `file`")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return fail(fs, err)
+	}
+	if len(pos) > 0 {
+		return fail(fs, usagef("unexpected argument %q", pos[0]))
+	}
+	if err := p.check(true); err != nil {
+		return fail(fs, err)
+	}
+	if *alpha < 0 || *alpha >= 1 || *top < 1 {
+		return fail(fs, usagef("--alpha must be in [0, 1) and --top positive"))
+	}
+	st, err := store.Open(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	in, err := loadTuneInputs(ctx, env, st, &p, *alpha)
+	if err != nil {
+		return err
+	}
+	defer in.pair.Close()
+	preds := profiles.Search(in.acc, in.costs, profiles.SearchSpace{})
+	w := env.Stdout
+	fmt.Fprintf(w, "%d plans scored with the latency-aware model (speedup = AAL * T_verify(1) / (draft + T_verify(W) + overhead)):\n", len(preds))
+	fmt.Fprintf(w, "  %-4s %-40s %8s %6s %6s %10s %10s\n", "rank", "plan", "speedup", "AAL", "nodes", "draft", "verify")
+	for i, pr := range preds[:min(*top, len(preds))] {
+		fmt.Fprintf(w, "  %-4d %-40s %7.2fx %6.2f %6d %10s %10s\n", i+1, pr.Plan, pr.Speedup, pr.AAL, pr.Nodes, pr.Draft.Round(time.Microsecond), pr.Verify.Round(time.Microsecond))
+	}
+	best := preds[0]
+	hid, _ := st.PutHardware(ctx, &in.hw)
+	planID, err := st.SavePlan(ctx, hid, in.tid, best.Plan.Strategy, best.Plan, best.Speedup)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "best: %s, predicted %.2fx (plan %d)\n", best.Plan, best.Speedup, planID)
+	if *out != "" {
+		cfg := exportConfig(&p, in, best)
+		if err := writeConfig(ctx, st, planID, cfg, *out); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "wrote %s\n\n%s", *out, cfg.Equivalents())
+	}
+	return nil
+}
+
+// abs makes a model path absolute, so the exported config works from any folder.
+func abs(path string) string {
+	if a, err := filepath.Abs(path); err == nil {
+		return a
+	}
+	return path
+}
+
+func exportConfig(p *pairFlags, in *tuneInputs, best profiles.Prediction) *profiles.Config {
+	c := &profiles.Config{}
+	c.Hardware = profiles.HardwareConfig{CPUCores: in.hw.Cores, CPU: in.hw.CPU, GPUType: "none", CPUAffinity: fmt.Sprintf("0-%d", in.hw.Threads-1)}
+	c.Models.Target = profiles.TargetConfig{Path: abs(p.target), Device: "cpu", MaxSeqLen: in.pair.target.CtxLen, Threads: in.pair.backend.Threads()}
+	if tc := in.pair.target.File.TypeCounts(); len(tc) > 0 {
+		c.Models.Target.Precision = tc[0].Type.String()
+	}
+	switch {
+	case p.draft != "":
+		c.Models.Draft = profiles.DraftConfig{Kind: "model", Path: abs(p.draft), Device: "cpu", Threads: p.threads}
+	case p.ngram > 0:
+		c.Models.Draft = profiles.DraftConfig{Kind: "ngram", NGram: p.ngram}
+	case p.layers > 0:
+		c.Models.Draft = profiles.DraftConfig{Kind: "layers", Layers: p.layers}
+	}
+	c.Optimization = profiles.OptimizationConfig{DraftBudget: fmt.Sprint(max(best.Plan.Gamma, len(best.PerDepth))), MaxSequences: 1}
+	c.Speculation = profiles.SpeculationConfig{Plan: best.Plan}
+	c.Sampling = profiles.SamplingConfig{TopP: 1, Seed: 1}
+	c.Predicted = &profiles.PredictedConfig{Speedup: round2(best.Speedup), AAL: round2(best.AAL)}
+	return c
+}
+
+func round2(x float64) float64 { return float64(int(x*100+0.5)) / 100 }
+
+func writeConfig(ctx context.Context, st *store.Store, planID int64, cfg *profiles.Config, path string) error {
+	b, err := cfg.Marshal()
+	if err != nil {
+		return err
+	}
+	if _, err := profiles.ParseConfig(path, b); err != nil {
+		return fmt.Errorf("exported config does not parse back: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return err
+	}
+	return st.SaveExport(ctx, planID, string(b))
+}
+
+func runRuns(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "runs", "[--db FILE] [--limit N] [--show ID]")
+	db := dbFlag(fs)
+	limit := fs.Int("limit", 20, "runs to list")
+	show := fs.Int64("show", 0, "print the per-step trace summary of run `ID`")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return fail(fs, err)
+	}
+	if len(pos) > 0 {
+		return fail(fs, usagef("unexpected argument %q", pos[0]))
+	}
+	st, err := store.Open(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	w := env.Stdout
+	if *show > 0 {
+		steps, err := st.RunSteps(ctx, *show)
+		if err != nil {
+			return err
+		}
+		if len(steps) == 0 {
+			return fmt.Errorf("run %d has no stored steps (see 'arborist runs')", *show)
+		}
+		fmt.Fprintf(w, "run %d: %d steps\n  %5s %6s %7s %8s %8s %10s %10s %10s\n", *show, len(steps), "step", "prompt", "width", "drafted", "accepted", "draft", "verify", "overhead")
+		for _, s := range steps {
+			fmt.Fprintf(w, "  %5d %6d %7d %8d %8d %10s %10s %10s\n", s.Index, s.Prompt, s.Width, s.Drafted, s.Accepted, s.Draft.Round(time.Microsecond), s.Verify.Round(time.Microsecond), s.Overhead.Round(time.Microsecond))
+		}
+		return nil
+	}
+	runs, err := st.Runs(ctx, *limit)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%4s %-8s %-6s %-30s %8s %6s %7s %8s  %s\n", "id", "status", "strat", "drafter", "tok/s", "AAL", "accept", "speedup", "created")
+	for _, r := range runs {
+		sp := "-"
+		if r.MeasuredSpeedup > 0 {
+			sp = fmt.Sprintf("%.2fx", r.MeasuredSpeedup)
+		}
+		fmt.Fprintf(w, "%4d %-8s %-6s %-30s %8.1f %6.2f %6.1f%% %8s  %s\n", r.ID, r.Status, r.Strategy, r.Drafter, r.TokensPerSecond, r.AAL, 100*r.Acceptance, sp, r.Created.Local().Format("2006-01-02 15:04"))
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package profiles
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"arborist/profiles/store"
+)
+
+func flat(d time.Duration) []store.Point {
+	return []store.Point{{W: 1, Median: d}, {W: 64, Median: d}}
+}
+
+func TestPredictChain(t *testing.T) {
+	acc := Uniform(0.8, 0.4, 8, 3)
+	pr, err := Predict(Plan{Strategy: "chain", Gamma: 4}, acc, Costs{Verify: flat(10 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 1 + 0.8 + 0.64 + 0.512 + 0.4096
+	if math.Abs(pr.AAL-want) > 1e-9 || math.Abs(pr.Speedup-want) > 1e-9 {
+		t.Errorf("AAL %v speedup %v, want both %v (free drafting, flat verify)", pr.AAL, pr.Speedup, want)
+	}
+	// a verification pass that costs W times more erases the gain
+	linear := []store.Point{{W: 1, Median: time.Millisecond}, {W: 2, Median: 2 * time.Millisecond}}
+	pr, _ = Predict(Plan{Strategy: "chain", Gamma: 4}, acc, Costs{Verify: linear})
+	if pr.Speedup >= 1 {
+		t.Errorf("linear verify cost: speedup %v, want < 1", pr.Speedup)
+	}
+}
+
+func TestPredictTreeAndEGT(t *testing.T) {
+	acc := Uniform(0.6, 0.5, 8, 3)
+	c := Costs{Verify: flat(time.Millisecond), Draft: flat(50 * time.Microsecond)}
+	tr, err := Predict(Plan{Strategy: "tree", Widths: []int{2, 1}}, acc, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// depth 1: ranks 0 and 1 (0.6, then 0.6*0.5 = 0.3); depth 2: rank 0 under each (x 0.6)
+	want := 1 + 0.6 + 0.3 + 0.6*0.6 + 0.3*0.6
+	if math.Abs(tr.AAL-want) > 1e-9 || tr.Nodes != 4 || len(tr.PerDepth) != 2 {
+		t.Errorf("tree AAL %v nodes %d passes %v; want %v, 4, 2 passes", tr.AAL, tr.Nodes, tr.PerDepth, want)
+	}
+	egt, err := Predict(Plan{Strategy: "egt", EGT: []int{1, 2}, Branch: 2, WMax: 3}, acc, c)
+	if err != nil || egt.Nodes != 3 {
+		t.Fatalf("egt: %+v %v", egt, err)
+	}
+	if _, err := Predict(Plan{Strategy: "warp"}, acc, c); err == nil {
+		t.Error("unknown strategy scored")
+	}
+}
+
+func TestSearchPrefersShortChainsWhenVerifyGrows(t *testing.T) {
+	acc := Uniform(0.7, 0.4, 8, 3)
+	// verification cost grows steeply with W, as on a 2-core CPU
+	steep := []store.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 2, Median: 12 * time.Millisecond}, {W: 4, Median: 16 * time.Millisecond}, {W: 8, Median: 30 * time.Millisecond}, {W: 16, Median: 55 * time.Millisecond}}
+	preds := Search(acc, Costs{Verify: steep, Draft: flat(300 * time.Microsecond)}, SearchSpace{})
+	if len(preds) < 100 {
+		t.Fatalf("only %d plans", len(preds))
+	}
+	best := preds[0]
+	if best.Nodes > 8 || best.Speedup <= 1 {
+		t.Errorf("best plan %s verifies %d nodes at %.2fx", best.Plan, best.Nodes, best.Speedup)
+	}
+	for i := 1; i < len(preds); i++ {
+		if preds[i].Speedup > preds[i-1].Speedup {
+			t.Fatal("plans not sorted by speedup")
+		}
+	}
+}
+
+func TestInterp(t *testing.T) {
+	pts := []store.Point{{W: 1, Median: 10}, {W: 3, Median: 30}, {W: 5, Median: 70}}
+	for _, c := range []struct {
+		w    int
+		want time.Duration
+	}{{1, 10}, {2, 20}, {4, 50}, {7, 110}, {0, 10}} {
+		if got := Interp(pts, c.w); got != c.want {
+			t.Errorf("Interp(%d) = %v, want %v", c.w, got, c.want)
+		}
+	}
+}
+
+// ExamplePredict scores a chain of 4 with 80% acceptance per token, a
+// drafter pass of 0.5 ms and a verification curve that grows with W.
+func ExamplePredict() {
+	verify := []store.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 5, Median: 18 * time.Millisecond}}
+	draft := []store.Point{{W: 1, Median: 500 * time.Microsecond}}
+	pr, _ := Predict(Plan{Strategy: "chain", Gamma: 4}, Uniform(0.8, 0.4, 8, 2), Costs{Verify: verify, Draft: draft})
+	fmt.Printf("AAL %.2f, step %v, speedup %.2fx\n", pr.AAL, pr.Step, pr.Speedup)
+	// Output: AAL 3.36, step 20ms, speedup 1.68x
+}
+
+func TestConfigRoundTripAndErrors(t *testing.T) {
+	c := &Config{}
+	c.Models.Target = TargetConfig{Path: "/m/t.gguf", Device: "cpu", MaxSeqLen: 2048, Threads: 2}
+	c.Models.Draft = DraftConfig{Kind: "model", Path: "/m/d.gguf"}
+	c.Speculation.Plan = Plan{Strategy: "tree", Widths: []int{3, 2, 1}}
+	c.Sampling.TopP = 1
+	b, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseConfig("c.yaml", b)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if got.Speculation.Strategy != "tree" || len(got.Speculation.Widths) != 3 || got.Models.Draft.Path != "/m/d.gguf" {
+		t.Errorf("round trip: %+v", got)
+	}
+	if eq := c.Equivalents(); !strings.Contains(eq, "llama-server") || !strings.Contains(eq, "verifies chains only") || !strings.Contains(eq, "sglang") {
+		t.Errorf("equivalents:\n%s", eq)
+	}
+	for _, bad := range []string{
+		"models: {target: {path: t.gguf}}\nspeculation: {strategy: chain}\n", // no draft, gamma
+		"models: {target: {path: t.gguf}, draft: {kind: ngram, ngram: 3}}\nspeculation: {strategy: chain, gamma: 0}\n",
+		"models: {target: {path: t.gguf}}\nspeculation: {strategy: ar}\nsampling: {temperature: -1}\n",
+		"models: {target: {path: t.gguf}}\nspeculation: {strategy: ar}\nbogus: 1\n",   // unknown key
+		"models: {target: {path: t.gguf}}\nspeculation: {strategy: ar, gamma: [1]}\n", // wrong type
+		"\t:::",
+	} {
+		if _, err := ParseConfig("bad.yaml", []byte(bad)); err == nil || !strings.Contains(err.Error(), "bad.yaml") {
+			t.Errorf("%q: err = %v", bad, err)
+		}
+	}
+}
+
+// FuzzParseConfig: arbitrary bytes give a valid config or an error, never a
+// panic.
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte("models: {target: {path: t.gguf}, draft: {kind: model, path: d.gguf}}\nspeculation: {strategy: egt, egt_widths: [1,2], branch: 2, w_max: 4}\n"))
+	f.Add([]byte("speculation:\n  strategy: tree\n  widths: [3, -1]\n"))
+	f.Add([]byte("{"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseConfig("fuzz.yaml", data)
+		if err == nil {
+			if err := c.Validate(); err != nil {
+				t.Fatalf("parsed config fails validation: %v", err)
+			}
+		}
+	})
+}
