@@ -37,6 +37,8 @@ test: vet
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./engine/gguf -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/tokenizer -run '^$$' -fuzz FuzzRoundTrip -fuzztime $(FUZZTIME)
+	$(GO) test ./profiles -run '^$$' -fuzz FuzzParseConfig -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./kernels/... ./engine/...

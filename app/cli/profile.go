@@ -98,24 +98,24 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer pair.Close()
-	hw, err := hardware(ctx, st, p.threads, *fresh)
+	hw, err := hardware(ctx, st, p.Threads, *fresh)
 	if err != nil {
 		return err
 	}
 	w := env.Stdout
 	fmt.Fprintf(w, "hardware %s: %s, %d cores / %d threads, %s, %.1f GiB RAM, %.1f GB/s read bandwidth\n",
 		hw.Fingerprint, hw.CPU, hw.Cores, hw.Threads, hw.SIMD, float64(hw.RAM)/(1<<30), hw.Bandwidth/1e9)
-	tp, err := curveFor(ctx, env, st, hw, pair.target, pair.backend, "verify", *fresh, *maxW)
+	tp, err := curveFor(ctx, env, st, hw, pair.Target, pair.Backend, "verify", *fresh, *maxW)
 	if err != nil {
 		return err
 	}
-	printCurve(w, "target "+pair.target.Path, tp)
-	if dm, ok := pair.source.(interface{ Model() *model.Model }); ok && p.draft != "" {
-		dp, err := curveFor(ctx, env, st, hw, dm.Model(), pair.backend, "draft", *fresh, min(*maxW, 16))
+	printCurve(w, "target "+pair.Target.Path, tp)
+	if pair.DraftModel != nil {
+		dp, err := curveFor(ctx, env, st, hw, pair.DraftModel, pair.Backend, "draft", *fresh, min(*maxW, 16))
 		if err != nil {
 			return err
 		}
-		printCurve(w, "drafter "+p.draft, dp)
+		printCurve(w, "drafter "+p.Draft, dp)
 	}
 	return nil
 }
@@ -156,9 +156,9 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 	defer pair.Close()
 	var ids [][]int
 	for _, t := range texts {
-		ids = append(ids, pair.target.Tok.Encode(t, true, false))
+		ids = append(ids, pair.Target.Tok.Encode(t, true, false))
 	}
-	eng := &spec.Engine{Target: pair.target, Source: pair.source}
+	eng := &spec.Engine{Target: pair.Target, Source: pair.Source}
 	acc, err := profiles.Calibrate(ctx, eng, ids, *n, func(done, total int) {
 		fmt.Fprintf(env.Stderr, "\r  calibrating: prompt %d of %d", done, total)
 		if done == total {
@@ -168,7 +168,7 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	md, err := profiles.DescribeModel(pair.target)
+	md, err := profiles.DescribeModel(pair.Target)
 	if err != nil {
 		return err
 	}
@@ -176,12 +176,12 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	id, err := st.SaveCalibration(ctx, mid, p.sourceName(), *prompts, acc)
+	id, err := st.SaveCalibration(ctx, mid, p.SourceName(), *prompts, acc)
 	if err != nil {
 		return err
 	}
 	w := env.Stdout
-	fmt.Fprintf(w, "calibration %d: %s with %s over %d prompts, %d steps, %d tokens\n", id, p.target, p.sourceName(), len(texts), acc.Steps, acc.Tokens)
+	fmt.Fprintf(w, "calibration %d: %s with %s over %d prompts, %d steps, %d tokens\n", id, p.Target, p.SourceName(), len(texts), acc.Steps, acc.Tokens)
 	fmt.Fprintln(w, "acceptance by depth (rows) and sibling rank (columns):")
 	for d, row := range acc.Rank {
 		var cells []string
@@ -201,7 +201,7 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 
 // tuneInputs loads the pair's curves and calibration for the speedup model.
 type tuneInputs struct {
-	pair  *loadedPair
+	pair  *profiles.Pair
 	hw    store.Hardware
 	acc   *profiles.Acceptance
 	costs profiles.Costs
@@ -215,28 +215,28 @@ func loadTuneInputs(ctx context.Context, env Env, st *store.Store, p *pairFlags,
 		return nil, err
 	}
 	in := &tuneInputs{pair: pair}
-	if in.hw, err = hardware(ctx, st, p.threads, false); err != nil {
+	if in.hw, err = hardware(ctx, st, p.Threads, false); err != nil {
 		pair.Close()
 		return nil, err
 	}
-	tp, err := curveFor(ctx, env, st, in.hw, pair.target, pair.backend, "verify", false, 64)
+	tp, err := curveFor(ctx, env, st, in.hw, pair.Target, pair.Backend, "verify", false, 64)
 	if err != nil {
 		pair.Close()
 		return nil, err
 	}
 	in.costs.Verify = tp.Curve.Points
 	in.tid = tp.Model.ID
-	if dm, ok := pair.source.(interface{ Model() *model.Model }); ok && p.draft != "" {
-		dp, err := curveFor(ctx, env, st, in.hw, dm.Model(), pair.backend, "draft", false, 16)
+	if pair.DraftModel != nil {
+		dp, err := curveFor(ctx, env, st, in.hw, pair.DraftModel, pair.Backend, "draft", false, 16)
 		if err != nil {
 			pair.Close()
 			return nil, err
 		}
 		in.costs.Draft = dp.Curve.Points
-	} else if p.layers > 0 {
+	} else if p.Layers > 0 {
 		// a layer-skip pass costs its share of the target's layers
 		for _, pt := range tp.Curve.Points {
-			pt.Median = pt.Median * time.Duration(p.layers) / time.Duration(pair.target.Layers)
+			pt.Median = pt.Median * time.Duration(p.Layers) / time.Duration(pair.Target.Layers)
 			in.costs.Draft = append(in.costs.Draft, pt)
 		}
 	}
@@ -246,14 +246,14 @@ func loadTuneInputs(ctx context.Context, env Env, st *store.Store, p *pairFlags,
 		return in, nil
 	}
 	var acc profiles.Acceptance
-	id, err := st.LatestCalibration(ctx, in.tid, p.sourceName(), &acc)
+	id, err := st.LatestCalibration(ctx, in.tid, p.SourceName(), &acc)
 	if err != nil {
 		pair.Close()
 		return nil, err
 	}
 	if id == 0 {
 		pair.Close()
-		return nil, fmt.Errorf("no calibration of %s with %s in %s: run 'arborist calibrate' first, or assume an acceptance rate with --alpha", p.target, p.sourceName(), st.Path)
+		return nil, fmt.Errorf("no calibration of %s with %s in %s: run 'arborist calibrate' first, or assume an acceptance rate with --alpha", p.Target, p.SourceName(), st.Path)
 	}
 	in.acc, in.calID = &acc, id
 	return in, nil
@@ -325,17 +325,17 @@ func abs(path string) string {
 func exportConfig(p *pairFlags, in *tuneInputs, best profiles.Prediction) *profiles.Config {
 	c := &profiles.Config{}
 	c.Hardware = profiles.HardwareConfig{CPUCores: in.hw.Cores, CPU: in.hw.CPU, GPUType: "none", CPUAffinity: fmt.Sprintf("0-%d", in.hw.Threads-1)}
-	c.Models.Target = profiles.TargetConfig{Path: abs(p.target), Device: "cpu", MaxSeqLen: in.pair.target.CtxLen, Threads: in.pair.backend.Threads()}
-	if tc := in.pair.target.File.TypeCounts(); len(tc) > 0 {
+	c.Models.Target = profiles.TargetConfig{Path: abs(p.Target), Device: "cpu", MaxSeqLen: in.pair.Target.CtxLen, Threads: in.pair.Backend.Threads()}
+	if tc := in.pair.Target.File.TypeCounts(); len(tc) > 0 {
 		c.Models.Target.Precision = tc[0].Type.String()
 	}
 	switch {
-	case p.draft != "":
-		c.Models.Draft = profiles.DraftConfig{Kind: "model", Path: abs(p.draft), Device: "cpu", Threads: p.threads}
-	case p.ngram > 0:
-		c.Models.Draft = profiles.DraftConfig{Kind: "ngram", NGram: p.ngram}
-	case p.layers > 0:
-		c.Models.Draft = profiles.DraftConfig{Kind: "layers", Layers: p.layers}
+	case p.Draft != "":
+		c.Models.Draft = profiles.DraftConfig{Kind: "model", Path: abs(p.Draft), Device: "cpu", Threads: p.Threads}
+	case p.NGram > 0:
+		c.Models.Draft = profiles.DraftConfig{Kind: "ngram", NGram: p.NGram}
+	case p.Layers > 0:
+		c.Models.Draft = profiles.DraftConfig{Kind: "layers", Layers: p.Layers}
 	}
 	c.Optimization = profiles.OptimizationConfig{DraftBudget: fmt.Sprint(max(best.Plan.Gamma, len(best.PerDepth))), MaxSequences: 1}
 	c.Speculation = profiles.SpeculationConfig{Plan: best.Plan}

@@ -161,8 +161,8 @@ func runRun(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer pair.Close()
-	target, src, concurrent := pair.target, pair.source, pair.concurrent
-	tThreads := pair.backend.Threads()
+	target, src, concurrent := pair.Target, pair.Source, pair.Concurrent
+	tThreads := pair.Backend.Threads()
 	var trace *json.Encoder
 	if f.trace != "" {
 		tf, err := os.Create(f.trace)
@@ -181,7 +181,7 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	if src != nil && eng.Source != nil {
 		label += " with " + src.Name()
 	}
-	fmt.Fprintf(env.Stderr, "target %s (%d threads), %s, %d prompt(s), %d tokens each\n", filepath.Base(f.target), tThreads, label, len(prompts), f.n)
+	fmt.Fprintf(env.Stderr, "target %s (%d threads), %s, %d prompt(s), %d tokens each\n", filepath.Base(f.Target), tThreads, label, len(prompts), f.n)
 	var rec *recorder
 	if !f.noStore {
 		st, err := store.Open(ctx, f.db)
@@ -189,7 +189,7 @@ func runRun(ctx context.Context, env Env, args []string) error {
 			return fmt.Errorf("%w (use --no-store to run without storing)", err)
 		}
 		defer st.Close()
-		rec = &recorder{st: st, run: &store.Run{Hardware: profiles.DetectHardware().Fingerprint, Target: f.target, Drafter: f.sourceName(),
+		rec = &recorder{st: st, run: &store.Run{Hardware: profiles.DetectHardware().Fingerprint, Target: f.Target, Drafter: f.SourceName(),
 			Strategy: f.strategy, Settings: cfg, Prompts: prompts}}
 		if _, err := st.CreateRun(ctx, rec.run); err != nil {
 			return err
@@ -407,18 +407,18 @@ func (r *recorder) finish(ctx context.Context, status string, a *aggregate) erro
 
 // applyConfig sets the run's models and plan from an exported config.
 func applyConfig(f *runFlags, c *profiles.Config) {
-	f.target = c.Models.Target.Path
+	f.Target = c.Models.Target.Path
 	if c.Models.Target.Threads > 0 {
-		f.threads = c.Models.Target.Threads
+		f.Threads = c.Models.Target.Threads
 	}
-	f.draft, f.ngram, f.layers = "", 0, 0
+	f.Draft, f.NGram, f.Layers = "", 0, 0
 	switch c.Models.Draft.Kind {
 	case "model":
-		f.draft = c.Models.Draft.Path
+		f.Draft = c.Models.Draft.Path
 	case "ngram":
-		f.ngram = c.Models.Draft.NGram
+		f.NGram = c.Models.Draft.NGram
 	case "layers":
-		f.layers = c.Models.Draft.Layers
+		f.Layers = c.Models.Draft.Layers
 	}
 	s := c.Speculation
 	f.strategy, f.pad, f.aot = s.Strategy, s.Pad, s.AOT

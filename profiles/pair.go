@@ -1,0 +1,122 @@
+package profiles
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"arborist/engine/drafter"
+	"arborist/engine/model"
+	"arborist/engine/sample"
+	"arborist/kernels/cpu"
+)
+
+// PairSpec names a target and a draft source (at most one of Draft, NGram,
+// Layers) and the CPU threads they run with.
+type PairSpec struct {
+	Target       string
+	Draft        string
+	NGram        int
+	Layers       int
+	Threads      int
+	DraftThreads int // of a concurrent drafter; 0 = half of Threads
+}
+
+// SourceName names the draft source as calibrations and runs are keyed.
+func (p *PairSpec) SourceName() string {
+	switch {
+	case p.Draft != "":
+		return "draft:" + filepath.Base(p.Draft)
+	case p.NGram > 0:
+		return fmt.Sprintf("ngram:%d", p.NGram)
+	case p.Layers > 0:
+		return fmt.Sprintf("layers:%d", p.Layers)
+	}
+	return ""
+}
+
+// Sources counts the draft sources set.
+func (p *PairSpec) Sources() int {
+	n := 0
+	for _, set := range []bool{p.Draft != "", p.NGram > 0, p.Layers > 0} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+// Pair is an opened target and draft source with their backends.
+type Pair struct {
+	Target     *model.Model
+	Source     drafter.Source // nil when no source was named
+	Backend    *cpu.Backend   // the target's
+	DraftModel *model.Model   // the draft model, when the source is one
+	Concurrent bool           // the drafter has its own backend and threads
+	closers    []func()
+}
+
+// Close releases models and backends.
+func (l *Pair) Close() {
+	for i := len(l.closers) - 1; i >= 0; i-- {
+		l.closers[i]()
+	}
+	l.closers = nil
+}
+
+// OpenPair loads the pair, checking the vocabularies match. A concurrent
+// drafter (duo, egt with AOT) gets its own backend and threads; otherwise
+// drafter and target take turns on one backend.
+func OpenPair(p PairSpec, params sample.Params, concurrent bool) (*Pair, error) {
+	if p.Threads <= 0 {
+		p.Threads = cpu.DefaultThreads()
+	}
+	concurrent = concurrent && p.Draft != ""
+	tThreads, dThreads := p.Threads, p.Threads
+	if concurrent {
+		dThreads = p.DraftThreads
+		if dThreads == 0 {
+			dThreads = max(1, p.Threads/2)
+		}
+		tThreads = max(1, p.Threads-dThreads)
+	}
+	l := &Pair{Concurrent: concurrent}
+	l.Backend = cpu.New(tThreads)
+	l.closers = append(l.closers, l.Backend.Close)
+	target, err := model.Load(p.Target, l.Backend)
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	l.Target = target
+	l.closers = append(l.closers, func() { target.Close() })
+	switch {
+	case p.Draft != "":
+		dbe := l.Backend
+		if concurrent {
+			own := cpu.New(dThreads)
+			l.closers = append(l.closers, own.Close)
+			dbe = own
+		}
+		dm, err := model.Load(p.Draft, dbe)
+		if err != nil {
+			l.Close()
+			return nil, err
+		}
+		l.closers = append(l.closers, func() { dm.Close() })
+		if err := drafter.CheckVocab(target.Tok, dm.Tok); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("%s and %s: %w", p.Target, p.Draft, err)
+		}
+		l.DraftModel = dm
+		l.Source = drafter.NewModel(dm, 0, target.CtxLen, params, p.SourceName())
+	case p.NGram > 0:
+		l.Source = drafter.NewNGram(p.NGram, target.Vocab)
+	case p.Layers > 0:
+		if p.Layers >= target.Layers {
+			l.Close()
+			return nil, fmt.Errorf("draft layers %d must be below the target's %d layers", p.Layers, target.Layers)
+		}
+		l.Source = drafter.NewModel(target, p.Layers, target.CtxLen, params, p.SourceName())
+	}
+	return l, nil
+}
