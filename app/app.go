@@ -1,7 +1,9 @@
-// Package app is Arborist's desktop GUI, built with Fyne. Screens drive the
-// same profiles and engine APIs as the CLI verbs; no engine logic and no SQL
-// live here. Long work runs off the UI goroutine and reports back through
-// fyne.Do.
+// Package app is Arborist's desktop GUI, built with Fyne: one file per
+// screen (Models, Profile, Speedup model, Run, Compare, Export), each a
+// struct holding its widgets so tests can drive it. Screens call the same
+// profiles and engine APIs as the CLI verbs; no engine logic and no SQL live
+// here. Long work runs off the UI goroutine, can be cancelled, and reports
+// back through fyne.Do.
 package app
 
 import (
@@ -9,60 +11,197 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"fyne.io/fyne/v2"
 	fyneapp "fyne.io/fyne/v2/app"
 	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/widget"
+	"fyne.io/fyne/v2/dialog"
 
+	"arborist/assets"
 	"arborist/engine/synth"
 	"arborist/kernels/quant"
+	"arborist/profiles"
+	"arborist/profiles/store"
 )
 
 // AppID is the application id, also in FyneApp.toml.
 const AppID = "dev.arborist.workbench"
 
+// Preference keys.
+const (
+	prefTarget  = "target"
+	prefDraft   = "draft"
+	prefRecent  = "recent"
+	prefDB      = "db"
+	prefWidth   = "window.width"
+	prefHeight  = "window.height"
+	maxRecent   = 8
+	defaultWide = 1100
+	defaultTall = 760
+)
+
+// Session is the state the screens share: the chosen models, the database,
+// and the latest profile, calibration and plan.
+type Session struct {
+	App     fyne.App
+	Win     fyne.Window
+	DemoDir string
+	DBPath  string
+	Spec    profiles.PairSpec
+
+	mu        sync.Mutex
+	st        *store.Store
+	Verify    *profiles.Profile // target T_verify(W)
+	Draft     *profiles.Profile // drafter curve
+	Acc       *profiles.Acceptance
+	Best      *profiles.Prediction
+	listeners []func()
+}
+
+// NewSession reads the last selection from the preferences.
+func NewSession(a fyne.App, w fyne.Window, demoDir string) *Session {
+	p := a.Preferences()
+	s := &Session{App: a, Win: w, DemoDir: demoDir}
+	s.DBPath = p.StringWithFallback(prefDB, store.DefaultPath())
+	s.Spec.Target = p.String(prefTarget)
+	s.Spec.Draft = p.String(prefDraft)
+	return s
+}
+
+// Store opens the database on first use.
+func (s *Session) Store(ctx context.Context) (*store.Store, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st != nil {
+		return s.st, nil
+	}
+	st, err := store.Open(ctx, s.DBPath)
+	if err != nil {
+		return nil, err
+	}
+	s.st = st
+	return st, nil
+}
+
+// Close releases the database.
+func (s *Session) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st != nil {
+		s.st.Close()
+		s.st = nil
+	}
+}
+
+// OnChange registers a screen's refresh, called on the UI goroutine after
+// the selection or the shared results change.
+func (s *Session) OnChange(f func()) { s.listeners = append(s.listeners, f) }
+
+// Changed notifies the screens. Call it on the UI goroutine.
+func (s *Session) Changed() {
+	for _, f := range s.listeners {
+		f()
+	}
+}
+
+// SetModels records the selection and remembers the files.
+func (s *Session) SetModels(target, draft string) {
+	s.Spec.Target, s.Spec.Draft = target, draft
+	p := s.App.Preferences()
+	p.SetString(prefTarget, target)
+	p.SetString(prefDraft, draft)
+	for _, f := range []string{draft, target} {
+		if f == "" {
+			continue
+		}
+		recent := []string{f}
+		for _, r := range p.StringList(prefRecent) {
+			if r != f && len(recent) < maxRecent {
+				recent = append(recent, r)
+			}
+		}
+		p.SetStringList(prefRecent, recent)
+	}
+	s.Verify, s.Draft, s.Acc, s.Best = nil, nil, nil, nil
+	s.Changed()
+}
+
+// Recent lists recently used model files.
+func (s *Session) Recent() []string { return s.App.Preferences().StringList(prefRecent) }
+
+// ShowError reports an error in a dialog with the engine's message.
+func (s *Session) ShowError(err error) {
+	if err != nil && s.Win != nil {
+		dialog.ShowError(err, s.Win)
+	}
+}
+
+// Screen is one tab of the workbench.
+type Screen interface {
+	Title() string
+	Content() fyne.CanvasObject
+}
+
+// Workbench is the main window's content: a tab per screen.
+type Workbench struct {
+	Session *Session
+	Models  *ModelsScreen
+	Profile *ProfileScreen
+	Speedup *SpeedupScreen
+	Run     *RunScreen
+	Compare *CompareScreen
+	Export  *ExportScreen
+	Tabs    *container.AppTabs
+}
+
+// NewWorkbench builds every screen over one session.
+func NewWorkbench(s *Session) *Workbench {
+	wb := &Workbench{Session: s}
+	wb.Models = NewModelsScreen(s)
+	wb.Profile = NewProfileScreen(s)
+	wb.Speedup = NewSpeedupScreen(s)
+	wb.Run = NewRunScreen(s)
+	wb.Compare = NewCompareScreen(s)
+	wb.Export = NewExportScreen(s)
+	var items []*container.TabItem
+	for _, sc := range []Screen{wb.Models, wb.Profile, wb.Speedup, wb.Run, wb.Compare, wb.Export} {
+		items = append(items, container.NewTabItem(sc.Title(), sc.Content()))
+	}
+	wb.Tabs = container.NewAppTabs(items...)
+	wb.Tabs.OnSelected = func(t *container.TabItem) {
+		if t.Text == wb.Compare.Title() {
+			wb.Compare.Refresh()
+		}
+	}
+	return wb
+}
+
 // Run opens the main window and blocks until it is closed; it returns the
-// process exit status.
+// process exit status. With ARBORIST_SCREENSHOTS=DIR set it saves a PNG of
+// every screen into DIR and exits (see scripts/screenshots.sh).
 func Run() int {
 	a := fyneapp.NewWithID(AppID)
+	a.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon))
 	w := a.NewWindow("Arborist")
-	ws := NewWorkbench(w, DemoDir())
-	w.SetContent(ws.Content())
-	w.Resize(fyne.NewSize(960, 640))
+	s := NewSession(a, w, DemoDir())
+	defer s.Close()
+	wb := NewWorkbench(s)
+	w.SetContent(wb.Tabs)
+	p := a.Preferences()
+	w.Resize(fyne.NewSize(float32(p.FloatWithFallback(prefWidth, defaultWide)), float32(p.FloatWithFallback(prefHeight, defaultTall))))
+	w.SetOnDropped(func(_ fyne.Position, uris []fyne.URI) { wb.Models.Dropped(uris) })
+	w.SetCloseIntercept(func() {
+		sz := w.Canvas().Size()
+		p.SetFloat(prefWidth, float64(sz.Width))
+		p.SetFloat(prefHeight, float64(sz.Height))
+		w.Close()
+	})
+	if dir := os.Getenv("ARBORIST_SCREENSHOTS"); dir != "" {
+		go screenshots(wb, dir)
+	}
 	w.ShowAndRun()
 	return 0
-}
-
-// Workbench holds the main window's widgets so tests can drive them.
-type Workbench struct {
-	win      fyne.Window
-	Models   *widget.Label
-	DemoBtn  *widget.Button
-	Status   *widget.Label
-	Progress *widget.ProgressBar
-	demoDir  string
-}
-
-// NewWorkbench builds the (placeholder) workbench: it lists the models it can
-// find and offers to build the synthetic demo pair when there are none.
-func NewWorkbench(w fyne.Window, demoDir string) *Workbench {
-	ws := &Workbench{win: w, demoDir: demoDir}
-	ws.Models = widget.NewLabel(describeModels(FindModels(demoDir)))
-	ws.Models.Wrapping = fyne.TextWrapWord
-	ws.Status = widget.NewLabel("")
-	ws.Progress = widget.NewProgressBar()
-	ws.Progress.Hide()
-	ws.DemoBtn = widget.NewButton("Build demo pair (synthetic)", ws.buildDemo)
-	return ws
-}
-
-// Content is the window content.
-func (ws *Workbench) Content() fyne.CanvasObject {
-	title := widget.NewLabelWithStyle("Arborist: speculative decoding workbench", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	note := widget.NewLabel("The full workbench (profile, tune, run, compare, export) is being built; every step is available as a CLI verb: run 'arborist help'.")
-	note.Wrapping = fyne.TextWrapWord
-	return container.NewVBox(title, note, widget.NewSeparator(), ws.Models, ws.DemoBtn, ws.Progress, ws.Status)
 }
 
 // DemoDir is where the synthetic demo pair is written.
@@ -85,19 +224,9 @@ func FindModels(demoDir string) []string {
 	return out
 }
 
-func describeModels(paths []string) string {
-	if len(paths) == 0 {
-		return "No GGUF models found. Build the demo pair: a synthetic target and drafter with random weights (clearly labelled synthetic), so every screen can be tried."
-	}
-	s := "Models found:\n"
-	for _, p := range paths {
-		s += "  " + p + "\n"
-	}
-	return s
-}
-
 // DemoPair writes the synthetic demo target and drafter into dir and returns
-// their paths. Existing files are reused.
+// their paths; existing files are reused. The drafter shares the target's
+// embedding seed so the pair has a vocabulary in common.
 func DemoPair(ctx context.Context, dir string, progress func(float64)) (target, drafter string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", fmt.Errorf("demo pair: %w", err)
@@ -129,25 +258,4 @@ func DemoPair(ctx context.Context, dir string, progress func(float64)) (target, 
 		}
 	}
 	return target, drafter, nil
-}
-
-func (ws *Workbench) buildDemo() {
-	ws.DemoBtn.Disable()
-	ws.Progress.Show()
-	ws.Status.SetText("Writing the synthetic demo pair to " + ws.demoDir + " ...")
-	go func() {
-		t, d, err := DemoPair(context.Background(), ws.demoDir, func(f float64) {
-			fyne.Do(func() { ws.Progress.SetValue(f) })
-		})
-		fyne.Do(func() {
-			ws.DemoBtn.Enable()
-			ws.Progress.Hide()
-			if err != nil {
-				ws.Status.SetText("Demo pair failed: " + err.Error())
-				return
-			}
-			ws.Status.SetText("Demo pair ready (synthetic, random weights):\n  target  " + t + "\n  drafter " + d)
-			ws.Models.SetText(describeModels(FindModels(ws.demoDir)))
-		})
-	}()
 }

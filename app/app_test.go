@@ -2,38 +2,206 @@ package app
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
+	"arborist/profiles"
 )
 
-// TestDemoPairButton drives the workbench like a user: tap "Build demo pair",
-// wait for the status, and check both synthetic files exist and are listed.
-func TestDemoPairButton(t *testing.T) {
+func newBench(t *testing.T) *Workbench {
+	t.Helper()
 	a := test.NewTempApp(t)
 	w := a.NewWindow("Arborist")
-	dir := t.TempDir()
-	ws := NewWorkbench(w, dir)
-	w.SetContent(ws.Content())
-	test.Tap(ws.DemoBtn)
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(ws.Status.Text, "ready") {
-		if time.Now().After(deadline) || strings.Contains(ws.Status.Text, "failed") {
-			t.Fatalf("status: %q", ws.Status.Text)
+	s := NewSession(a, w, filepath.Join(t.TempDir(), "demo"))
+	s.DBPath = filepath.Join(t.TempDir(), "gui.db")
+	t.Cleanup(s.Close)
+	wb := NewWorkbench(s)
+	w.SetContent(wb.Tabs)
+	w.Resize(fyne.NewSize(1100, 760))
+	return wb
+}
+
+// waitFor polls cond (read on the UI goroutine) until it holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		ok := false
+		fyne.DoAndWait(func() { ok = cond() })
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	for _, f := range []string{"demo-target-synthetic.gguf", "demo-drafter-synthetic.gguf"} {
-		if _, err := os.Stat(dir + "/" + f); err != nil {
-			t.Error(err)
-		}
-		if !strings.Contains(ws.Models.Text, f) {
-			t.Errorf("models list lacks %s: %q", f, ws.Models.Text)
+}
+
+func shared(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join("..", "..", "shared", "models")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("shared models %s not found (expected ../shared beside the checkout)", dir)
+	}
+	return dir
+}
+
+// TestDemoPair: with no models, the user builds the synthetic demo pair,
+// loads it, and sees it labelled synthetic and compatible.
+func TestDemoPair(t *testing.T) {
+	wb := newBench(t)
+	m := wb.Models
+	test.Tap(m.DemoBtn)
+	waitFor(t, "the demo pair", func() bool { return strings.Contains(m.Status.Text, "ready") || strings.Contains(m.Status.Text, "failed") })
+	if !strings.Contains(m.Status.Text, "ready") {
+		t.Fatal(m.Status.Text)
+	}
+	if !strings.HasSuffix(m.Target.Text, "demo-target-synthetic.gguf") || !strings.HasSuffix(m.Draft.Text, "demo-drafter-synthetic.gguf") {
+		t.Fatalf("entries %q %q", m.Target.Text, m.Draft.Text)
+	}
+	test.Tap(m.Load)
+	waitFor(t, "loading", func() bool { return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded") })
+	for _, want := range []string{"SYNTHETIC", "Compatible: identical vocabularies (512 tokens)"} {
+		if !strings.Contains(m.Info.Text, want) {
+			t.Errorf("info lacks %q:\n%s", want, m.Info.Text)
 		}
 	}
-	if ws.DemoBtn.Disabled() {
-		t.Error("button still disabled after the build")
+	if wb.Session.Spec.Target != m.Target.Text {
+		t.Error("session did not take the selection")
 	}
+}
+
+// TestIncompatiblePair: a drafter with another vocabulary is refused with
+// the reason, and the session keeps its previous selection.
+func TestIncompatiblePair(t *testing.T) {
+	dir := shared(t)
+	wb := newBench(t)
+	m := wb.Models
+	m.Target.SetText(filepath.Join(dir, "stories260K.gguf"))
+	m.Draft.SetText(filepath.Join(dir, "llama-2-tiny-random.gguf"))
+	test.Tap(m.Load)
+	waitFor(t, "the check", func() bool { return strings.Contains(m.Status.Text, "Not loaded") || strings.Contains(m.Status.Text, "Loaded") })
+	if !strings.Contains(m.Status.Text, "vocabulary mismatch") {
+		t.Errorf("status: %s", m.Status.Text)
+	}
+	if wb.Session.Spec.Target != "" {
+		t.Error("an incompatible pair was selected")
+	}
+}
+
+// TestProfileRunCompareExport walks the workbench end to end on the real
+// stories260K pair: profile (then reuse), the speedup model, two runs,
+// their comparison, and the export.
+func TestProfileRunCompareExport(t *testing.T) {
+	dir := shared(t)
+	wb := newBench(t)
+	s := wb.Session
+	m := wb.Models
+	m.Target.SetText(filepath.Join(dir, "stories260K.gguf"))
+	m.Draft.SetText(filepath.Join(dir, "bench", "draft-noisy-0.05.gguf"))
+	test.Tap(m.Load)
+	waitFor(t, "loading", func() bool { return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded") })
+	if !strings.Contains(m.Status.Text, "Loaded") {
+		t.Fatal(m.Status.Text)
+	}
+
+	p := wb.Profile
+	p.MaxW.SetSelected("16")
+	test.Tap(p.Start)
+	waitFor(t, "the profile", func() bool { return p.Start.Disabled() == false && p.Chart.Image != nil })
+	if !strings.Contains(p.Status.Text, "measured now") || s.Verify == nil || len(s.Verify.Curve.Points) == 0 {
+		t.Fatalf("profile status: %s", p.Status.Text)
+	}
+	p.Chart.Image = nil
+	test.Tap(p.Start)
+	waitFor(t, "the second profile", func() bool { return p.Start.Disabled() == false && p.Chart.Image != nil })
+	if !strings.Contains(p.Status.Text, "reused from the database") {
+		t.Errorf("second profile: %s", p.Status.Text)
+	}
+
+	sp := wb.Speedup
+	before := sp.Best.Text
+	sp.Alpha.SetValue(0.95)
+	if sp.Best.Text == "" || sp.Chart.Image == nil || s.Best == nil {
+		t.Fatal("no best plan after a change")
+	}
+	if sp.Best.Text == before {
+		t.Log("best plan unchanged by the slider (possible, not an error)")
+	}
+	t.Logf("speedup screen redraw: %v", sp.LastRedraw())
+	if !strings.Contains(sp.Labels.Text, "measured T_verify") {
+		t.Errorf("model does not use the profile: %s", sp.Labels.Text)
+	}
+
+	r := wb.Run
+	for _, strat := range []string{"chain", "ar"} {
+		r.Strategy.SetSelected(strat)
+		r.Tokens.SetText("32")
+		test.Tap(r.Start)
+		time.Sleep(50 * time.Millisecond)
+		r.Wait()
+		waitFor(t, "the run to finish", func() bool { return !r.Start.Disabled() })
+		if !strings.Contains(r.Stats.Text, "Stored as run") {
+			t.Fatalf("%s run: %s", strat, r.Stats.Text)
+		}
+	}
+	green := 0
+	for _, seg := range r.Text.Segments {
+		if ts, ok := seg.(*widget.TextSegment); ok && ts.Style.ColorName == "success" {
+			green++
+		}
+	}
+	if green != 0 {
+		t.Errorf("an ar run marked %d tokens as accepted drafts", green)
+	}
+
+	c := wb.Compare
+	c.Refresh()
+	if len(c.Runs) != 2 {
+		t.Fatalf("%d stored runs, want 2", len(c.Runs))
+	}
+	c.Toggle(c.Runs[0].ID, true)
+	c.Toggle(c.Runs[1].ID, true)
+	if !strings.Contains(c.Table.Text, "chain") || !strings.Contains(c.Table.Text, "ar") || c.Chart.Image == nil {
+		t.Errorf("comparison:\n%s", c.Table.Text)
+	}
+
+	e := wb.Export
+	e.Update()
+	if !strings.Contains(e.YAML.Text, "speculation:") || !strings.Contains(e.Equivalents.Text, "llama-server") {
+		t.Fatalf("export:\n%s\n%s", e.YAML.Text, e.Equivalents.Text)
+	}
+	out := filepath.Join(t.TempDir(), "config.yaml")
+	if err := e.SaveTo(out); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := profiles.LoadConfig(out); err != nil {
+		t.Errorf("saved config does not load: %v", err)
+	}
+	e.YAML.SetText("speculation: {strategy: warp}")
+	if err := e.SaveTo(out); err == nil {
+		t.Error("an invalid edited config was saved")
+	}
+}
+
+// BenchmarkSpeedupRedraw measures one change of the speedup model screen
+// (predictions, plan search, chart and tree): it must feel live.
+func BenchmarkSpeedupRedraw(b *testing.B) {
+	a := test.NewTempApp(b)
+	w := a.NewWindow("x")
+	s := NewSession(a, w, b.TempDir())
+	sp := NewSpeedupScreen(s)
+	w.SetContent(sp.Content())
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		fyne.DoAndWait(func() { sp.Alpha.SetValue(0.5 + 0.4*float64(i%2)) })
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/redraw")
 }

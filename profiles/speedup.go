@@ -268,3 +268,69 @@ func Search(acc *Acceptance, c Costs, sp SearchSpace) []Prediction {
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Speedup > out[j].Speedup })
 	return out
 }
+
+// Shape returns the tree a plan verifies, as a parent list (-1 for depth 1),
+// for drawing: chains are paths, trees follow their widths, and EGT keeps
+// the nodes its pruning would keep under the acceptance model.
+func Shape(p Plan, acc *Acceptance) []int {
+	var parents []int
+	switch p.Strategy {
+	case "chain", "duo":
+		for d := 0; d < p.Gamma; d++ {
+			parents = append(parents, d-1)
+		}
+	case "tree":
+		level := []int{-1}
+		for _, w := range p.Widths {
+			var next []int
+			for _, par := range level {
+				for r := 0; r < w; r++ {
+					parents = append(parents, par)
+					next = append(next, len(parents)-1)
+				}
+			}
+			level = next
+		}
+	case "egt":
+		type node struct {
+			parent int
+			v      float64
+		}
+		var nodes []node
+		frontier := []int{-1}
+		value := func(i int) float64 {
+			if i < 0 {
+				return 1
+			}
+			return nodes[i].v
+		}
+		for d, w := range p.EGT {
+			sort.SliceStable(frontier, func(a, b int) bool { return value(frontier[a]) > value(frontier[b]) })
+			var next []int
+			for _, par := range frontier[:min(w, len(frontier))] {
+				for r := 0; r < p.Branch; r++ {
+					nodes = append(nodes, node{par, value(par) * acc.At(d, r)})
+					next = append(next, len(nodes)-1)
+				}
+			}
+			frontier = next
+		}
+		order := make([]int, len(nodes))
+		for i := range order {
+			order[i] = i
+		}
+		sort.SliceStable(order, func(a, b int) bool { return nodes[order[a]].v > nodes[order[b]].v })
+		keep := map[int]bool{}
+		for _, i := range order[:min(len(order), p.WMax)] {
+			keep[i] = true
+		}
+		idx := map[int]int{-1: -1}
+		for i, n := range nodes {
+			if keep[i] && (n.parent < 0 || keep[n.parent]) {
+				idx[i] = len(parents)
+				parents = append(parents, idx[n.parent])
+			}
+		}
+	}
+	return parents
+}

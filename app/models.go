@@ -1,0 +1,270 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/storage"
+	"fyne.io/fyne/v2/widget"
+
+	"arborist/engine/drafter"
+	"arborist/engine/gguf"
+	"arborist/engine/model"
+	"arborist/engine/tokenizer"
+)
+
+// Draft source choices on the Models screen.
+const (
+	SourceModel  = "Draft model file"
+	SourceNGram  = "N-gram prompt lookup"
+	SourceLayers = "Layer-skip self-draft"
+)
+
+// ModelsScreen opens the target and the draft source and says whether they
+// fit together.
+type ModelsScreen struct {
+	s        *Session
+	Target   *widget.Entry
+	Draft    *widget.Entry
+	Source   *widget.RadioGroup
+	N        *widget.Entry // n-gram length or layer count
+	Recent   *widget.Select
+	Load     *widget.Button
+	DemoBtn  *widget.Button
+	Info     *widget.Label
+	Status   *widget.Label
+	Progress *widget.ProgressBar
+}
+
+// NewModelsScreen builds the screen from the session's selection.
+func NewModelsScreen(s *Session) *ModelsScreen {
+	m := &ModelsScreen{s: s}
+	m.Target = widget.NewEntry()
+	m.Target.SetPlaceHolder("target .gguf (drop files on the window, or Open...)")
+	m.Target.SetText(s.Spec.Target)
+	m.Draft = widget.NewEntry()
+	m.Draft.SetPlaceHolder("draft .gguf with the same vocabulary")
+	m.Draft.SetText(s.Spec.Draft)
+	m.N = widget.NewEntry()
+	m.N.SetText("3")
+	m.Source = widget.NewRadioGroup([]string{SourceModel, SourceNGram, SourceLayers}, func(string) {})
+	m.Source.Horizontal = true
+	m.Source.SetSelected(SourceModel)
+	m.Recent = widget.NewSelect(s.Recent(), func(p string) {
+		if p == "" {
+			return
+		}
+		if m.Target.Text == "" {
+			m.Target.SetText(p)
+		} else {
+			m.Draft.SetText(p)
+		}
+	})
+	m.Recent.PlaceHolder = "recent files"
+	m.Info = widget.NewLabel(describeFound(FindModels(s.DemoDir)))
+	m.Info.Wrapping = fyne.TextWrapWord
+	m.Info.TextStyle = fyne.TextStyle{Monospace: true}
+	m.Status = widget.NewLabel("")
+	m.Status.Wrapping = fyne.TextWrapWord
+	m.Progress = widget.NewProgressBar()
+	m.Progress.Hide()
+	m.Load = widget.NewButton("Load and check", m.load)
+	m.Load.Importance = widget.HighImportance
+	m.DemoBtn = widget.NewButton("Build demo pair (synthetic)", m.buildDemo)
+	return m
+}
+
+// Title is the tab name.
+func (m *ModelsScreen) Title() string { return "Models" }
+
+// Content lays the screen out.
+func (m *ModelsScreen) Content() fyne.CanvasObject {
+	open := func(e *widget.Entry) *widget.Button {
+		return widget.NewButton("Open...", func() {
+			d := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
+				if err == nil && r != nil {
+					e.SetText(r.URI().Path())
+					r.Close()
+				}
+			}, m.s.Win)
+			d.SetFilter(storage.NewExtensionFileFilter([]string{".gguf"}))
+			d.Show()
+		})
+	}
+	form := widget.NewForm(
+		widget.NewFormItem("Target", container.NewBorder(nil, nil, nil, open(m.Target), m.Target)),
+		widget.NewFormItem("Draft source", m.Source),
+		widget.NewFormItem("Draft model", container.NewBorder(nil, nil, nil, open(m.Draft), m.Draft)),
+		widget.NewFormItem("N-gram length / layers", m.N),
+		widget.NewFormItem("", m.Recent),
+	)
+	top := container.NewVBox(form, container.NewHBox(m.Load, m.DemoBtn), m.Progress, m.Status, widget.NewSeparator())
+	return container.NewBorder(top, nil, nil, nil, container.NewVScroll(m.Info))
+}
+
+// Dropped takes .gguf files dropped on the window: the first is the target,
+// a second the drafter.
+func (m *ModelsScreen) Dropped(uris []fyne.URI) {
+	var files []string
+	for _, u := range uris {
+		if strings.HasSuffix(strings.ToLower(u.Path()), ".gguf") {
+			files = append(files, u.Path())
+		}
+	}
+	if len(files) > 0 {
+		m.Target.SetText(files[0])
+	}
+	if len(files) > 1 {
+		m.Source.SetSelected(SourceModel)
+		m.Draft.SetText(files[1])
+	}
+}
+
+func describeFound(paths []string) string {
+	if len(paths) == 0 {
+		return "No GGUF models found. Build the demo pair: a synthetic target and drafter with random weights (clearly labelled synthetic), so every screen can be tried."
+	}
+	return "Models found:\n  " + strings.Join(paths, "\n  ")
+}
+
+// spec reads the selection from the widgets.
+func (m *ModelsScreen) spec() (target, draft string, ngram, layers int, err error) {
+	target = strings.TrimSpace(m.Target.Text)
+	if target == "" {
+		return "", "", 0, 0, fmt.Errorf("choose a target model first")
+	}
+	switch m.Source.Selected {
+	case SourceModel:
+		draft = strings.TrimSpace(m.Draft.Text)
+	case SourceNGram, SourceLayers:
+		n, err := strconv.Atoi(strings.TrimSpace(m.N.Text))
+		if err != nil || n < 1 {
+			return "", "", 0, 0, fmt.Errorf("%q is not a positive number", m.N.Text)
+		}
+		if m.Source.Selected == SourceNGram {
+			ngram = n
+		} else {
+			layers = n
+		}
+	}
+	return target, draft, ngram, layers, nil
+}
+
+func (m *ModelsScreen) load() {
+	target, draft, ngram, layers, err := m.spec()
+	if err != nil {
+		m.s.ShowError(err)
+		return
+	}
+	m.Load.Disable()
+	m.Status.SetText("Reading " + target + " ...")
+	go func() {
+		info, err := describePair(target, draft, layers)
+		fyne.Do(func() {
+			m.Load.Enable()
+			if err != nil {
+				m.Status.SetText("Not loaded: " + err.Error())
+				m.s.ShowError(err)
+				return
+			}
+			m.Info.SetText(info)
+			m.s.SetModels(target, draft)
+			m.s.Spec.NGram, m.s.Spec.Layers = ngram, layers
+			m.Recent.Options = m.s.Recent()
+			m.Recent.Refresh()
+			m.Status.SetText("Loaded. Next: Profile this machine.")
+		})
+	}()
+}
+
+// describePair summarises the files and checks the vocabularies.
+func describePair(target, draft string, layers int) (string, error) {
+	var b strings.Builder
+	tf, err := gguf.Open(target)
+	if err != nil {
+		return "", err
+	}
+	defer tf.Close()
+	ttok, err := describeModel(&b, "Target", tf)
+	if err != nil {
+		return "", err
+	}
+	cfg, _ := model.ReadConfig(tf)
+	if layers > 0 {
+		if layers >= cfg.Layers {
+			return "", fmt.Errorf("layer-skip needs fewer than the target's %d layers", cfg.Layers)
+		}
+		fmt.Fprintf(&b, "\nDraft: the target's first %d of %d layers (layer-skip), same vocabulary.\n", layers, cfg.Layers)
+	}
+	if draft != "" {
+		df, err := gguf.Open(draft)
+		if err != nil {
+			return "", err
+		}
+		defer df.Close()
+		b.WriteString("\n")
+		dtok, err := describeModel(&b, "Draft", df)
+		if err != nil {
+			return "", err
+		}
+		if err := drafter.CheckVocab(ttok, dtok); err != nil {
+			return "", fmt.Errorf("the pair is incompatible: %w", err)
+		}
+		fmt.Fprintf(&b, "\nCompatible: identical vocabularies (%d tokens); size ratio %.0f:1.\n", ttok.VocabSize(), float64(tf.Params())/float64(max(df.Params(), 1)))
+	}
+	return b.String(), nil
+}
+
+func describeModel(b *strings.Builder, label string, f *gguf.File) (*tokenizer.Tokenizer, error) {
+	cfg, err := model.ReadConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	quant := ""
+	if tc := f.TypeCounts(); len(tc) > 0 {
+		quant = tc[0].Type.String()
+	}
+	ctx := min(cfg.CtxLen, 4096)
+	fmt.Fprintf(b, "%s: %s\n", label, f.Path)
+	if syn, _ := f.Bool("arborist.synthetic"); syn {
+		fmt.Fprintf(b, "  SYNTHETIC (random weights): for timing only, its text is noise\n")
+	}
+	fmt.Fprintf(b, "  %s, %.2fM parameters, %s weights (%.1f MiB)\n", cfg.Arch, float64(f.Params())/1e6, quant, float64(f.WeightBytes())/(1<<20))
+	fmt.Fprintf(b, "  width %d, %d layers, %d heads (%d kv), ffn %d, context %d\n", cfg.Dim, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.FFN, cfg.CtxLen)
+	fmt.Fprintf(b, "  memory at context %d: %.1f MiB\n", ctx, float64(f.WeightBytes()+cfg.KVBytes(ctx))/(1<<20))
+	fmt.Fprintf(b, "  tokenizer %s, %d tokens\n", tok.Kind, tok.VocabSize())
+	return tok, nil
+}
+
+func (m *ModelsScreen) buildDemo() {
+	m.DemoBtn.Disable()
+	m.Progress.Show()
+	m.Status.SetText("Writing the synthetic demo pair to " + m.s.DemoDir + " ...")
+	go func() {
+		t, d, err := DemoPair(context.Background(), m.s.DemoDir, func(f float64) {
+			fyne.Do(func() { m.Progress.SetValue(f) })
+		})
+		fyne.Do(func() {
+			m.DemoBtn.Enable()
+			m.Progress.Hide()
+			if err != nil {
+				m.Status.SetText("Demo pair failed: " + err.Error())
+				return
+			}
+			m.Target.SetText(t)
+			m.Draft.SetText(d)
+			m.Source.SetSelected(SourceModel)
+			m.Status.SetText("Demo pair ready (synthetic, random weights). Press Load and check.")
+			m.Info.SetText(describeFound(FindModels(m.s.DemoDir)))
+		})
+	}()
+}

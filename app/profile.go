@@ -1,0 +1,175 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/widget"
+
+	"arborist/engine/sample"
+	"arborist/profiles"
+)
+
+// ProfileScreen measures this machine: hardware summary and the latency
+// curves of the target (and drafter), stored and reused.
+type ProfileScreen struct {
+	s        *Session
+	Hardware *widget.Label
+	Fresh    *widget.Check
+	MaxW     *widget.Select
+	Start    *widget.Button
+	Cancel   *widget.Button
+	Progress *widget.ProgressBar
+	Status   *widget.Label
+	Chart    *canvas.Image
+	cancel   context.CancelFunc
+}
+
+// NewProfileScreen builds the screen.
+func NewProfileScreen(s *Session) *ProfileScreen {
+	p := &ProfileScreen{s: s}
+	hw := profiles.DetectHardware()
+	p.Hardware = widget.NewLabel(fmt.Sprintf("%s: %d cores / %d threads, %s, %.1f GiB RAM", hw.CPU, hw.Cores, hw.Threads, hw.SIMD, float64(hw.RAM)/(1<<30)))
+	p.Hardware.Wrapping = fyne.TextWrapWord
+	p.Fresh = widget.NewCheck("measure again (ignore stored curves)", nil)
+	p.MaxW = widget.NewSelect([]string{"16", "32", "64", "128"}, nil)
+	p.MaxW.SetSelected("32")
+	p.Start = widget.NewButton("Profile", p.start)
+	p.Start.Importance = widget.HighImportance
+	p.Cancel = widget.NewButton("Cancel", func() {
+		if p.cancel != nil {
+			p.cancel()
+		}
+	})
+	p.Cancel.Disable()
+	p.Progress = widget.NewProgressBar()
+	p.Status = widget.NewLabel("Choose models, then Profile: this times one target pass over W tokens for each W.")
+	p.Status.Wrapping = fyne.TextWrapWord
+	p.Chart = canvas.NewImageFromImage(nil)
+	p.Chart.FillMode = canvas.ImageFillContain
+	p.Chart.SetMinSize(fyne.NewSize(640, 360))
+	return p
+}
+
+// Title is the tab name.
+func (p *ProfileScreen) Title() string { return "Profile" }
+
+// Content lays the screen out.
+func (p *ProfileScreen) Content() fyne.CanvasObject {
+	controls := container.NewHBox(p.Start, p.Cancel, widget.NewLabel("largest W"), p.MaxW, p.Fresh)
+	return container.NewBorder(container.NewVBox(p.Hardware, controls, p.Progress, p.Status), nil, nil, nil, p.Chart)
+}
+
+func (p *ProfileScreen) start() {
+	spec := p.s.Spec
+	if spec.Target == "" {
+		p.s.ShowError(fmt.Errorf("choose and load a target on the Models screen first"))
+		return
+	}
+	maxW := 32
+	fmt.Sscan(p.MaxW.Selected, &maxW)
+	fresh := p.Fresh.Checked
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	p.Start.Disable()
+	p.Cancel.Enable()
+	p.Progress.SetValue(0)
+	p.Status.SetText("Measuring memory bandwidth ...")
+	go func() {
+		defer cancel()
+		vp, dp, bw, err := p.measure(ctx, spec, maxW, fresh)
+		fyne.Do(func() {
+			p.Start.Enable()
+			p.Cancel.Disable()
+			p.cancel = nil
+			if err != nil {
+				if ctx.Err() != nil {
+					p.Status.SetText("Cancelled; nothing was stored for the unfinished curve.")
+				} else {
+					p.Status.SetText("Failed: " + err.Error())
+					p.s.ShowError(err)
+				}
+				return
+			}
+			p.s.Verify, p.s.Draft = vp, dp
+			p.show(vp, dp, bw)
+			p.s.Changed()
+		})
+	}()
+}
+
+func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, maxW int, fresh bool) (vp, dp *profiles.Profile, bw float64, err error) {
+	st, err := p.s.Store(ctx)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	pair, err := profiles.OpenPair(spec, sample.Params{}, false)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	defer pair.Close()
+	hw := profiles.DetectHardware()
+	known := hw
+	if _, err := st.PutHardware(ctx, &known); err != nil {
+		return nil, nil, 0, err
+	}
+	if known.Bandwidth == 0 || fresh {
+		if hw.Bandwidth, err = profiles.Bandwidth(ctx, pair.Backend.Threads(), 256<<20); err != nil {
+			return nil, nil, 0, err
+		}
+	} else {
+		hw.Bandwidth = known.Bandwidth
+	}
+	progress := func(label string, base, share float64) func(done, total int, pt profiles.Point) {
+		return func(done, total int, pt profiles.Point) {
+			fyne.Do(func() {
+				p.Progress.SetValue(base + share*float64(done)/float64(total))
+				p.Status.SetText(fmt.Sprintf("%s: W=%d took %v", label, pt.W, pt.Median.Round(time.Microsecond)))
+			})
+		}
+	}
+	opt := profiles.ProfileOptions{Widths: profiles.DefaultWidths(maxW), Fresh: fresh}
+	opt.Curve.Progress = progress("target", 0, 0.8)
+	if vp, err = profiles.ProfileModel(ctx, st, hw, pair.Target, pair.Backend, opt); err != nil {
+		return nil, nil, 0, err
+	}
+	if pair.DraftModel != nil {
+		opt := profiles.ProfileOptions{Widths: profiles.DefaultWidths(min(maxW, 16)), Fresh: fresh, Kind: "draft"}
+		opt.Curve.Progress = progress("drafter", 0.8, 0.2)
+		if dp, err = profiles.ProfileModel(ctx, st, hw, pair.DraftModel, pair.Backend, opt); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	return vp, dp, hw.Bandwidth, nil
+}
+
+func (p *ProfileScreen) show(vp, dp *profiles.Profile, bw float64) {
+	p.Progress.SetValue(1)
+	note := "measured now"
+	if vp.Cached {
+		note = "reused from the database, measured " + vp.Curve.Created.Local().Format("2006-01-02 15:04") + " (tick 'measure again' to redo)"
+	}
+	p.Status.SetText(fmt.Sprintf("Target curve %s. Read bandwidth %.1f GB/s. T_verify(1) = %v.", note, bw/1e9, vp.Curve.Points[0].Median.Round(time.Microsecond)))
+	series := []Series{curveSeries("target T_verify(W)", vp)}
+	if dp != nil {
+		series = append(series, curveSeries("drafter T(W)", dp))
+	}
+	p.Chart.Image = RenderChart(ChartSpec{Title: "Latency of one forward pass over W tokens", XLabel: "W (tokens per pass)", YLabel: "milliseconds",
+		LogX: true, LogY: true, Series: series, Width: 760, Height: 420})
+	p.Chart.Refresh()
+}
+
+func curveSeries(name string, pr *profiles.Profile) Series {
+	var s Series
+	s.Name = fmt.Sprintf("%s, %d threads", name, pr.Curve.Key.Threads)
+	for _, pt := range pr.Curve.Points {
+		s.X = append(s.X, float64(pt.W))
+		s.Y = append(s.Y, float64(pt.Median)/1e6)
+		s.Err = append(s.Err, float64(pt.Spread)/1e6)
+	}
+	return s
+}

@@ -1,0 +1,274 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"image"
+	"strconv"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/widget"
+
+	"arborist/engine/sample"
+	"arborist/engine/spec"
+	"arborist/engine/tree"
+	"arborist/profiles"
+	"arborist/profiles/store"
+)
+
+// RunScreen runs a full speculative decoding session: streaming text with
+// accepted draft tokens marked, live tokens/s, AAL and acceptance, a
+// per-step timeline, a Stop button; every run is stored.
+type RunScreen struct {
+	s        *Session
+	Prompt   *widget.Entry
+	Strategy *widget.Select
+	Gamma    *widget.Entry
+	Tokens   *widget.Entry
+	Temp     *widget.Entry
+	Start    *widget.Button
+	Stop     *widget.Button
+	Text     *widget.RichText
+	Stats    *widget.Label
+	Timeline *canvas.Image
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+// NewRunScreen builds the screen.
+func NewRunScreen(s *Session) *RunScreen {
+	r := &RunScreen{s: s}
+	r.Prompt = widget.NewMultiLineEntry()
+	r.Prompt.SetText("Once upon a time")
+	r.Prompt.SetMinRowsVisible(2)
+	r.Strategy = widget.NewSelect(spec.Strategies, nil)
+	r.Strategy.SetSelected("chain")
+	r.Gamma = widget.NewEntry()
+	r.Gamma.SetText("4")
+	r.Tokens = widget.NewEntry()
+	r.Tokens.SetText("128")
+	r.Temp = widget.NewEntry()
+	r.Temp.SetText("0")
+	r.Start = widget.NewButton("Run", r.run)
+	r.Start.Importance = widget.HighImportance
+	r.Stop = widget.NewButton("Stop", func() {
+		if r.cancel != nil {
+			r.cancel()
+		}
+	})
+	r.Stop.Disable()
+	r.Text = widget.NewRichText()
+	r.Text.Wrapping = fyne.TextWrapWord
+	r.Stats = widget.NewLabel("Green: draft tokens the target accepted. Plain: the target's own (bonus) tokens.")
+	r.Stats.Wrapping = fyne.TextWrapWord
+	r.Timeline = canvas.NewImageFromImage(nil)
+	r.Timeline.FillMode = canvas.ImageFillContain
+	r.Timeline.SetMinSize(fyne.NewSize(600, 230))
+	return r
+}
+
+// Title is the tab name.
+func (r *RunScreen) Title() string { return "Run" }
+
+// Content lays the screen out.
+func (r *RunScreen) Content() fyne.CanvasObject {
+	form := widget.NewForm(
+		widget.NewFormItem("Prompt", r.Prompt),
+		widget.NewFormItem("Strategy", container.NewHBox(r.Strategy, widget.NewLabel("gamma / depth"), r.Gamma,
+			widget.NewLabel("tokens"), r.Tokens, widget.NewLabel("temperature"), r.Temp)),
+	)
+	top := container.NewVBox(form, container.NewHBox(r.Start, r.Stop), r.Stats)
+	return container.NewBorder(top, r.Timeline, nil, nil, container.NewVScroll(r.Text))
+}
+
+// config builds the engine configuration from the widgets.
+func (r *RunScreen) config() (spec.Config, error) {
+	gamma, err := strconv.Atoi(strings.TrimSpace(r.Gamma.Text))
+	if err != nil || gamma < 1 {
+		return spec.Config{}, fmt.Errorf("gamma %q must be a positive number", r.Gamma.Text)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(r.Tokens.Text))
+	if err != nil || n < 1 {
+		return spec.Config{}, fmt.Errorf("tokens %q must be a positive number", r.Tokens.Text)
+	}
+	temp, err := strconv.ParseFloat(strings.TrimSpace(r.Temp.Text), 32)
+	if err != nil || temp < 0 {
+		return spec.Config{}, fmt.Errorf("temperature %q must be a number >= 0", r.Temp.Text)
+	}
+	c := spec.Config{Strategy: r.Strategy.Selected, Gamma: gamma, MaxTokens: n, StopAtEOS: true,
+		Sample: sample.Params{Temp: float32(temp), TopP: 1, Seed: 1}, MaxSeqs: 4}
+	ws := make([]int, gamma)
+	for i := range ws {
+		ws[i] = 2
+	}
+	ws[0] = 1
+	c.Widths, c.Branch, c.WMax = ws, 2, 2*gamma
+	widths := []int{2}
+	for len(widths) < gamma {
+		widths = append(widths, 1)
+	}
+	c.Static, _ = tree.FromWidths(widths)
+	return c, c.Validate()
+}
+
+func (r *RunScreen) run() {
+	cfg, err := r.config()
+	if err != nil {
+		r.s.ShowError(err)
+		return
+	}
+	pspec := r.s.Spec
+	if pspec.Target == "" {
+		r.s.ShowError(fmt.Errorf("choose and load models on the Models screen first"))
+		return
+	}
+	if cfg.Strategy != "ar" && pspec.Sources() == 0 {
+		r.s.ShowError(fmt.Errorf("strategy %s needs a draft source: choose one on the Models screen", cfg.Strategy))
+		return
+	}
+	prompt := r.Prompt.Text
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.done = make(chan struct{})
+	r.Start.Disable()
+	r.Stop.Enable()
+	r.Text.Segments = []widget.RichTextSegment{&widget.TextSegment{Text: prompt, Style: widget.RichTextStyle{TextStyle: fyne.TextStyle{Italic: true}}}}
+	r.Text.Refresh()
+	r.Stats.SetText("Loading models ...")
+	go func() {
+		defer close(r.done)
+		defer cancel()
+		err := r.session(ctx, pspec, cfg, prompt)
+		fyne.Do(func() {
+			r.Start.Enable()
+			r.Stop.Disable()
+			r.cancel = nil
+			if err != nil && ctx.Err() == nil {
+				r.Stats.SetText("Failed: " + err.Error())
+				r.s.ShowError(err)
+			}
+		})
+	}()
+}
+
+// Wait blocks until the current run (if any) has finished.
+func (r *RunScreen) Wait() {
+	if r.done != nil {
+		<-r.done
+	}
+}
+
+func (r *RunScreen) session(ctx context.Context, pspec profiles.PairSpec, cfg spec.Config, prompt string) error {
+	pair, err := profiles.OpenPair(pspec, cfg.Sample, cfg.Strategy == "duo")
+	if err != nil {
+		return err
+	}
+	defer pair.Close()
+	st, err := r.s.Store(ctx)
+	if err != nil {
+		return err
+	}
+	run := &store.Run{Hardware: profiles.DetectHardware().Fingerprint, Target: pspec.Target, Drafter: pspec.SourceName(), Strategy: cfg.Strategy, Settings: cfg, Prompts: []string{prompt}}
+	if _, err := st.CreateRun(ctx, run); err != nil {
+		return err
+	}
+	eng := &spec.Engine{Target: pair.Target, Source: pair.Source, Concurrent: pair.Concurrent}
+	if cfg.Strategy == "ar" {
+		eng.Source = nil
+	}
+	var steps []spec.Step
+	var pending []store.Step
+	tokens, accepted, drafted := 0, 0, 0
+	start := time.Now()
+	lastDraw := time.Now()
+	cfg.OnToken = func(id int, draftTok bool) {
+		piece := pair.Target.Tok.Piece(id)
+		seg := &widget.TextSegment{Text: piece, Style: widget.RichTextStyleInline}
+		if draftTok {
+			seg.Style.ColorName = "success"
+		}
+		fyne.Do(func() {
+			r.Text.Segments = append(r.Text.Segments, seg)
+			r.Text.Refresh()
+		})
+	}
+	cfg.OnStep = func(s spec.Step) {
+		steps = append(steps, s)
+		tokens += s.Emitted
+		accepted += s.Accepted
+		drafted += s.Drafted
+		pending = append(pending, store.Step{Index: len(steps) - 1, Drafted: s.Drafted, Width: s.Width, Depth: s.Depth, Accepted: s.Accepted,
+			Emitted: s.Emitted, Bonus: s.Bonus, Draft: s.Draft, Verify: s.Verify, Overhead: s.Overhead, Overlap: s.Overlap})
+		if len(pending) >= 16 {
+			st.AppendSteps(context.WithoutCancel(ctx), run.ID, pending)
+			pending = pending[:0]
+		}
+		if time.Since(lastDraw) > 250*time.Millisecond {
+			lastDraw = time.Now()
+			stats := liveStats(tokens, len(steps), accepted, drafted, time.Since(start))
+			img := timeline(steps)
+			fyne.Do(func() {
+				r.Stats.SetText(stats)
+				r.Timeline.Image = img
+				r.Timeline.Refresh()
+			})
+		}
+	}
+	ids := pair.Target.Tok.Encode(prompt, true, false)
+	res, runErr := eng.Run(ctx, ids, cfg)
+	st.AppendSteps(context.WithoutCancel(ctx), run.ID, pending)
+	run.Status = "done"
+	if runErr != nil {
+		run.Status = "failed"
+		if ctx.Err() != nil {
+			run.Status = "stopped"
+		}
+	}
+	if res != nil {
+		run.Tokens, run.Steps, run.Decode, run.TokensPerSecond, run.AAL, run.Acceptance = len(res.Tokens), len(res.Steps), res.Decode, res.TokensPerSecond(), res.AAL(), res.Acceptance()
+	}
+	if err := st.FinishRun(context.WithoutCancel(ctx), run); err != nil && runErr == nil {
+		runErr = err
+	}
+	stats := liveStats(tokens, len(steps), accepted, drafted, time.Since(start)) + fmt.Sprintf(" Stored as run %d (%s).", run.ID, run.Status)
+	img := timeline(steps)
+	fyne.Do(func() {
+		r.Stats.SetText(stats)
+		r.Timeline.Image = img
+		r.Timeline.Refresh()
+		r.s.Changed()
+	})
+	return runErr
+}
+
+func liveStats(tokens, steps, accepted, drafted int, el time.Duration) string {
+	aal, acc := 0.0, 0.0
+	if steps > 0 {
+		aal = float64(tokens) / float64(steps)
+	}
+	if drafted > 0 {
+		acc = 100 * float64(accepted) / float64(drafted)
+	}
+	return fmt.Sprintf("%d tokens, %.1f tokens/s, AAL %.2f, acceptance %.1f%% (%d steps).", tokens, float64(tokens)/el.Seconds(), aal, acc, steps)
+}
+
+// timeline charts each step's draft, verify and overhead time, and the
+// drafting that overlapped verification (duo, AOT).
+func timeline(steps []spec.Step) image.Image {
+	names := []string{"draft", "verify", "overhead", "overlap (draft during verify)"}
+	series := make([]Series, len(names))
+	for i := range series {
+		series[i].Name = names[i]
+	}
+	for i, s := range steps {
+		for k, d := range []time.Duration{s.Draft, s.Verify, s.Overhead, s.Overlap} {
+			series[k].X = append(series[k].X, float64(i+1))
+			series[k].Y = append(series[k].Y, float64(d)/1e6)
+		}
+	}
+	return RenderChart(ChartSpec{Title: "Per-step timeline", XLabel: "step", YLabel: "milliseconds", Series: series, Width: 760, Height: 260})
+}

@@ -1,0 +1,203 @@
+package app
+
+import (
+	"fmt"
+	"image/color"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/widget"
+
+	"arborist/profiles"
+	"arborist/profiles/store"
+)
+
+// SpeedupScreen is the interactive latency-aware speedup model: move the
+// acceptance assumptions and the plan bounds, see predicted speedup against
+// depth for each width, the best plan, and its tree.
+type SpeedupScreen struct {
+	s        *Session
+	Alpha    *widget.Slider
+	Decay    *widget.Slider
+	MaxDepth *widget.Slider
+	UseCal   *widget.Check
+	Labels   *widget.Label
+	Best     *widget.Label
+	Timing   *widget.Label
+	Chart    *canvas.Image
+	TreeBox  *fyne.Container
+	treeSize *canvas.Rectangle // gives the drawing its size inside the scroll
+	last     time.Duration
+}
+
+// NewSpeedupScreen builds the screen.
+func NewSpeedupScreen(s *Session) *SpeedupScreen {
+	sp := &SpeedupScreen{s: s}
+	sp.Alpha = widget.NewSlider(0.05, 0.98)
+	sp.Alpha.Step = 0.01
+	sp.Alpha.SetValue(0.75)
+	sp.Decay = widget.NewSlider(0.05, 1)
+	sp.Decay.Step = 0.05
+	sp.Decay.SetValue(0.4)
+	sp.MaxDepth = widget.NewSlider(1, 12)
+	sp.MaxDepth.Step = 1
+	sp.MaxDepth.SetValue(8)
+	sp.UseCal = widget.NewCheck("use the stored calibration of this pair", func(bool) { sp.Update() })
+	sp.Labels = widget.NewLabel("")
+	sp.Best = widget.NewLabel("")
+	sp.Best.Wrapping = fyne.TextWrapWord
+	sp.Best.TextStyle = fyne.TextStyle{Bold: true}
+	sp.Timing = widget.NewLabel("")
+	sp.Chart = canvas.NewImageFromImage(nil)
+	sp.Chart.FillMode = canvas.ImageFillContain
+	sp.Chart.SetMinSize(fyne.NewSize(560, 340))
+	sp.TreeBox = container.NewWithoutLayout()
+	sp.treeSize = canvas.NewRectangle(color.Transparent)
+	for _, sl := range []*widget.Slider{sp.Alpha, sp.Decay, sp.MaxDepth} {
+		sl.OnChanged = func(float64) { sp.Update() }
+	}
+	s.OnChange(sp.Update)
+	sp.Update()
+	return sp
+}
+
+// Title is the tab name.
+func (sp *SpeedupScreen) Title() string { return "Speedup model" }
+
+// Content lays the screen out.
+func (sp *SpeedupScreen) Content() fyne.CanvasObject {
+	form := widget.NewForm(
+		widget.NewFormItem("acceptance of the top candidate", sp.Alpha),
+		widget.NewFormItem("each further rank, x", sp.Decay),
+		widget.NewFormItem("deepest plan", sp.MaxDepth),
+	)
+	tree := container.NewBorder(widget.NewLabel("The best plan's tree (root at the left):"), nil, nil, nil, container.NewScroll(container.NewStack(sp.treeSize, sp.TreeBox)))
+	right := container.NewBorder(sp.Best, nil, nil, nil, tree)
+	top := container.NewVBox(form, sp.UseCal, sp.Labels, sp.Timing)
+	return container.NewBorder(top, nil, nil, nil, container.NewHSplit(sp.Chart, right))
+}
+
+// assumedCurve stands in for a profile: verification cost growing with W as
+// on a small CPU, so the model can be explored before profiling.
+func assumedCurve() []store.Point {
+	var pts []store.Point
+	for _, w := range []int{1, 2, 4, 8, 16, 32, 64} {
+		pts = append(pts, store.Point{W: w, Median: time.Duration(10+3*(w-1)) * time.Millisecond})
+	}
+	return pts
+}
+
+// Update recomputes the predictions and redraws (on the UI goroutine).
+func (sp *SpeedupScreen) Update() {
+	start := time.Now()
+	depth := int(sp.MaxDepth.Value)
+	acc := profiles.Uniform(sp.Alpha.Value, sp.Decay.Value, depth, 4)
+	src := fmt.Sprintf("assumed acceptance %.0f%%, decay %.2f", 100*sp.Alpha.Value, sp.Decay.Value)
+	if sp.UseCal.Checked && sp.s.Acc != nil {
+		acc, src = sp.s.Acc, "stored calibration"
+	}
+	costs := profiles.Costs{Verify: assumedCurve(), Overhead: 100 * time.Microsecond}
+	curve := "an assumed curve (profile this machine for real figures)"
+	if sp.s.Verify != nil {
+		costs.Verify, curve = sp.s.Verify.Curve.Points, "the measured T_verify(W)"
+	}
+	if sp.s.Draft != nil {
+		costs.Draft = sp.s.Draft.Curve.Points
+	}
+	sp.Labels.SetText(fmt.Sprintf("Predictions from %s and %s.", src, curve))
+	var series []Series
+	var mark *[2]float64
+	bestSpeed := 0.0
+	for w := 1; w <= 4; w++ {
+		s := Series{Name: fmt.Sprintf("width %d", w)}
+		if w == 1 {
+			s.Name = "chain (width 1)"
+		}
+		for d := 1; d <= depth; d++ {
+			p := profiles.Plan{Strategy: "chain", Gamma: d}
+			if w > 1 {
+				ws := []int{w}
+				for len(ws) < d {
+					ws = append(ws, w)
+				}
+				p = profiles.Plan{Strategy: "egt", EGT: ws, Branch: 2, WMax: 64}
+			}
+			pr, err := profiles.Predict(p, acc, costs)
+			if err != nil {
+				continue
+			}
+			s.X = append(s.X, float64(d))
+			s.Y = append(s.Y, pr.Speedup)
+			if pr.Speedup > bestSpeed {
+				bestSpeed = pr.Speedup
+				mark = &[2]float64{float64(d), pr.Speedup}
+			}
+		}
+		series = append(series, s)
+	}
+	preds := profiles.Search(acc, costs, profiles.SearchSpace{MaxDepth: min(depth, 7), MaxGamma: depth})
+	if len(preds) > 0 {
+		b := preds[0]
+		sp.s.Best = &b
+		sp.Best.SetText(fmt.Sprintf("Best of %d plans: %s, predicted %.2fx (AAL %.2f, %d nodes, step %v)",
+			len(preds), b.Plan, b.Speedup, b.AAL, b.Nodes, b.Step.Round(time.Microsecond)))
+		sp.drawTree(profiles.Shape(b.Plan, acc))
+	}
+	sp.Chart.Image = RenderChart(ChartSpec{Title: "Predicted speedup against depth", XLabel: "depth (draft levels)", YLabel: "speedup over plain decoding",
+		Series: series, Mark: mark, Width: 620, Height: 380})
+	sp.Chart.Refresh()
+	sp.last = time.Since(start)
+	sp.Timing.SetText(fmt.Sprintf("redrawn in %v", sp.last.Round(time.Millisecond)))
+}
+
+// LastRedraw is how long the last update took (the screen must feel live).
+func (sp *SpeedupScreen) LastRedraw() time.Duration { return sp.last }
+
+// drawTree draws a parent list as circles by depth, root at the left.
+func (sp *SpeedupScreen) drawTree(parents []int) {
+	depth := make([]int, len(parents))
+	perDepth := map[int]int{}
+	rowOf := make([]int, len(parents))
+	for i, p := range parents {
+		if p >= 0 {
+			depth[i] = depth[p] + 1
+		}
+		rowOf[i] = perDepth[depth[i]]
+		perDepth[depth[i]]++
+	}
+	const dx, dy, r = 70, 26, 8
+	pos := func(i int) fyne.Position {
+		if i < 0 {
+			return fyne.NewPos(20, 20)
+		}
+		return fyne.NewPos(float32(20+dx*(depth[i]+1)), float32(20+dy*rowOf[i]))
+	}
+	var objs []fyne.CanvasObject
+	for i, p := range parents {
+		l := canvas.NewLine(color.NRGBA{120, 120, 120, 255})
+		l.Position1, l.Position2 = pos(p), pos(i)
+		l.StrokeWidth = 1.5
+		objs = append(objs, l)
+	}
+	for i := -1; i < len(parents); i++ {
+		c := canvas.NewCircle(color.NRGBA{44, 160, 44, 255})
+		if i < 0 {
+			c.FillColor = color.NRGBA{31, 119, 180, 255}
+		}
+		p := pos(i)
+		c.Move(fyne.NewPos(p.X-r, p.Y-r))
+		c.Resize(fyne.NewSize(2*r, 2*r))
+		objs = append(objs, c)
+	}
+	maxRow := 1
+	for _, n := range perDepth {
+		maxRow = max(maxRow, n)
+	}
+	sp.TreeBox.Objects = objs
+	size := fyne.NewSize(float32(60+dx*(len(perDepth)+1)), float32(40+dy*maxRow))
+	sp.treeSize.SetMinSize(size)
+	sp.TreeBox.Resize(size)
+	sp.TreeBox.Refresh()
+}
