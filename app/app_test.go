@@ -59,7 +59,9 @@ func TestDemoPair(t *testing.T) {
 	wb := newBench(t)
 	m := wb.Models
 	test.Tap(m.DemoBtn)
-	waitFor(t, "the demo pair", func() bool { return strings.Contains(m.Status.Text, "ready") || strings.Contains(m.Status.Text, "failed") })
+	waitFor(t, "the demo pair", func() bool {
+		return strings.Contains(m.Status.Text, "ready") || strings.Contains(m.Status.Text, "failed")
+	})
 	if !strings.Contains(m.Status.Text, "ready") {
 		t.Fatal(m.Status.Text)
 	}
@@ -67,7 +69,9 @@ func TestDemoPair(t *testing.T) {
 		t.Fatalf("entries %q %q", m.Target.Text, m.Draft.Text)
 	}
 	test.Tap(m.Load)
-	waitFor(t, "loading", func() bool { return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded") })
+	waitFor(t, "loading", func() bool {
+		return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded")
+	})
 	for _, want := range []string{"SYNTHETIC", "Compatible: identical vocabularies (512 tokens)"} {
 		if !strings.Contains(m.Info.Text, want) {
 			t.Errorf("info lacks %q:\n%s", want, m.Info.Text)
@@ -87,7 +91,9 @@ func TestIncompatiblePair(t *testing.T) {
 	m.Target.SetText(filepath.Join(dir, "stories260K.gguf"))
 	m.Draft.SetText(filepath.Join(dir, "llama-2-tiny-random.gguf"))
 	test.Tap(m.Load)
-	waitFor(t, "the check", func() bool { return strings.Contains(m.Status.Text, "Not loaded") || strings.Contains(m.Status.Text, "Loaded") })
+	waitFor(t, "the check", func() bool {
+		return strings.Contains(m.Status.Text, "Not loaded") || strings.Contains(m.Status.Text, "Loaded")
+	})
 	if !strings.Contains(m.Status.Text, "vocabulary mismatch") {
 		t.Errorf("status: %s", m.Status.Text)
 	}
@@ -107,7 +113,9 @@ func TestProfileRunCompareExport(t *testing.T) {
 	m.Target.SetText(filepath.Join(dir, "stories260K.gguf"))
 	m.Draft.SetText(filepath.Join(dir, "bench", "draft-noisy-0.05.gguf"))
 	test.Tap(m.Load)
-	waitFor(t, "loading", func() bool { return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded") })
+	waitFor(t, "loading", func() bool {
+		return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded")
+	})
 	if !strings.Contains(m.Status.Text, "Loaded") {
 		t.Fatal(m.Status.Text)
 	}

@@ -217,3 +217,33 @@ func TestVocabMismatch(t *testing.T) {
 		t.Error("engine ran a drafter with a different vocabulary size")
 	}
 }
+
+// TestGreedyLosslessBenchPair: the same equality on the quantised bench pair
+// (Q8_0 target), where batched and one-token passes run different kernels.
+func TestGreedyLosslessBenchPair(t *testing.T) {
+	if testing.Short() {
+		t.Skip("bench pair: slower")
+	}
+	p := loadPair(t, "bench/target-60m-q8_0.gguf", "bench/draft-noisy-0.05.gguf")
+	ctx := context.Background()
+	const n = 40
+	for _, pr := range prompts(t)[:3] {
+		ids := p.target.Tok.Encode(pr, true, false)
+		want, _, err := generate.Run(ctx, p.target, ids, generate.Options{MaxTokens: n, StopAtEOS: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"chain4", "chain8", "tree-widths", "egt", "duo"} {
+			cfg := configs()[name]
+			cfg.MaxTokens, cfg.StopAtEOS = n, true
+			e := &Engine{Target: p.target, Source: drafter.NewModel(p.draft, 0, 512, sample.Params{}, "draft"), Concurrent: true}
+			res, err := e.Run(ctx, ids, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(res.Tokens) != fmt.Sprint(want) {
+				t.Fatalf("%s on %q:\n got %v\nwant %v", name, pr, res.Tokens, want)
+			}
+		}
+	}
+}

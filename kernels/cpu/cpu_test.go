@@ -221,3 +221,42 @@ func TestCKernelsMatchGo(t *testing.T) {
 		}
 	}
 }
+
+// TestRowIndependentOfBatch: a row's product is bit for bit the same whether
+// it is computed alone or among other rows (greedy speculative decoding
+// compares a batched verification with one-token decoding).
+func TestRowIndependentOfBatch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	be := New(2)
+	defer be.Close()
+	for _, typ := range quant.SupportedTypes() {
+		rows, cols := 19, 2*quant.QKK+quant.QKK/2
+		if typ.BlockSize() == quant.QKK {
+			cols = 3 * quant.QKK
+		}
+		wf := make([]float32, rows*cols)
+		for i := range wf {
+			wf[i] = float32(rng.NormFloat64())
+		}
+		rb, _ := quant.RowBytes(typ, cols)
+		w := make([]byte, rb*rows)
+		quant.Quantize(typ, wf, w)
+		m, _ := be.NewMatrix(typ, w, rows, cols)
+		const n = 7
+		x := make([]float32, n*cols)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		all := make([]float32, n*rows)
+		be.MatMul(all, m, x, n)
+		for r := 0; r < n; r++ {
+			one := make([]float32, rows)
+			be.MatMul(one, m, x[r*cols:(r+1)*cols], 1)
+			for o := range one {
+				if one[o] != all[r*rows+o] {
+					t.Fatalf("%s: row %d output %d alone %v, in a batch of %d %v", typ, r, o, one[o], n, all[r*rows+o])
+				}
+			}
+		}
+	}
+}

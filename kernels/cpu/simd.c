@@ -264,76 +264,62 @@ AVX2 static inline __m256i idot(__m256i ax, __m256i sx, __m256i y) {
 	return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1));
 }
 
-// q8_tile computes rows o of T activation rows r..r+T-1 (T = 1..4): each
-// weight block is loaded and sign-split once and used for all T rows.
-#define Q8_TILE(T)                                                                                       \
-	AVX2 static inline void q8_tile##T(int type, const uint8_t *wr, int bb, int has_min, int nb,       \
-	                                   const float *yd, const int8_t *yq, const int32_t *ys, int r,     \
-	                                   float *out, long rows, int o) {                                  \
-		__m256 acc[T];                                                                                 \
-		float mins[T];                                                                                 \
-		for (int k = 0; k < T; k++) { acc[k] = _mm256_setzero_ps(); mins[k] = 0; }                    \
-		long stride = (long)nb * 32;                                                                   \
-		for (int b = 0; b < nb; b++) {                                                                 \
-			const uint8_t *blk = wr + b * bb;                                                          \
-			float d = _cvtsh_ss(rd16(blk));                                                            \
-			__m256i q = load_q(type, blk);                                                             \
-			__m256i ax = _mm256_sign_epi8(q, q);                                                       \
-			const int8_t *y = yq + ((long)r * nb + b) * 32;                                            \
-			const float *dy = yd + (long)r * nb + b;                                                   \
-			for (int k = 0; k < T; k++) {                                                              \
-				__m256i yy = _mm256_loadu_si256((const __m256i *)(y + k * stride));                    \
-				acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * dy[k * nb]), _mm256_cvtepi32_ps(idot(ax, q, yy)), acc[k]); \
-			}                                                                                          \
-			if (has_min) {                                                                             \
-				float m = _cvtsh_ss(rd16(blk + 2));                                                    \
-				for (int k = 0; k < T; k++) mins[k] += m * dy[k * nb] * (float)ys[(long)(r + k) * nb + b]; \
-			}                                                                                          \
-		}                                                                                              \
-		for (int k = 0; k < T; k++) out[(long)(r + k) * rows + o] = hsum8(acc[k]) + mins[k];          \
+// q8_tile computes weight row o against T activation rows r..r+T-1
+// (T = 1..4): each group of four weight blocks is loaded and sign-split once
+// and used for all T rows. Every row is summed in exactly the order q8_row
+// uses, so a row's result does not depend on how many rows share the pass:
+// verifying a draft in a batch gives bit for bit what decoding it alone
+// gives, which greedy losslessness needs.
+#define Q8_TILE(T)                                                                                           \
+	AVX2 static inline void q8_tile##T(int type, const uint8_t *wr, int bb, int has_min, int nb,           \
+	                                   const float *yd, const int8_t *yq, const int32_t *ys, int r,         \
+	                                   float *out, long rows, int o) {                                      \
+		__m128 acc[T];                                                                                     \
+		float tail[T];                                                                                     \
+		for (int k = 0; k < T; k++) { acc[k] = _mm_setzero_ps(); tail[k] = 0; }                           \
+		long stride = (long)nb * 32;                                                                       \
+		int b = 0;                                                                                         \
+		for (; b + 4 <= nb; b += 4) {                                                                      \
+			const uint8_t *k0 = wr + (long)b * bb, *k1 = k0 + bb, *k2 = k1 + bb, *k3 = k2 + bb;            \
+			__m256i q0 = load_q(type, k0), q1 = load_q(type, k1), q2 = load_q(type, k2), q3 = load_q(type, k3); \
+			__m256i a0 = _mm256_sign_epi8(q0, q0), a1 = _mm256_sign_epi8(q1, q1);                          \
+			__m256i a2 = _mm256_sign_epi8(q2, q2), a3 = _mm256_sign_epi8(q3, q3);                          \
+			__m128 dw = _mm_setr_ps(_cvtsh_ss(rd16(k0)), _cvtsh_ss(rd16(k1)), _cvtsh_ss(rd16(k2)), _cvtsh_ss(rd16(k3))); \
+			for (int k = 0; k < T; k++) {                                                                  \
+				const int8_t *y = yq + (long)(r + k) * stride + b * 32;                                    \
+				__m256i p0 = idot(a0, q0, _mm256_loadu_si256((const __m256i *)y));                        \
+				__m256i p1 = idot(a1, q1, _mm256_loadu_si256((const __m256i *)(y + 32)));                 \
+				__m256i p2 = idot(a2, q2, _mm256_loadu_si256((const __m256i *)(y + 64)));                 \
+				__m256i p3 = idot(a3, q3, _mm256_loadu_si256((const __m256i *)(y + 96)));                 \
+				__m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));      \
+				__m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));    \
+				acc[k] = _mm_fmadd_ps(_mm_mul_ps(dw, _mm_loadu_ps(yd + (long)(r + k) * nb + b)), _mm_cvtepi32_ps(s4), acc[k]); \
+			}                                                                                              \
+		}                                                                                                  \
+		for (int k = 0; k < T; k++) {                                                                      \
+			const int8_t *y = yq + (long)(r + k) * stride;                                                 \
+			const float *dy = yd + (long)(r + k) * nb;                                                     \
+			for (int bt = b; bt < nb; bt++) {                                                              \
+				const uint8_t *blk = wr + (long)bt * bb;                                                   \
+				__m256i q = load_q(type, blk);                                                             \
+				__m256i p = idot(_mm256_sign_epi8(q, q), q, _mm256_loadu_si256((const __m256i *)(y + bt * 32))); \
+				__m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));    \
+				s4 = _mm_hadd_epi32(s4, s4);                                                               \
+				s4 = _mm_hadd_epi32(s4, s4);                                                               \
+				tail[k] += _cvtsh_ss(rd16(blk)) * dy[bt] * (float)_mm_cvtsi128_si32(s4);                   \
+			}                                                                                              \
+			float mins = 0;                                                                                \
+			if (has_min)                                                                                   \
+				for (int kk = 0; kk < nb; kk++) mins += _cvtsh_ss(rd16(wr + (long)kk * bb + 2)) * dy[kk] * (float)ys[(long)(r + k) * nb + kk]; \
+			__m128 t = _mm_add_ps(acc[k], _mm_movehl_ps(acc[k], acc[k]));                                  \
+			t = _mm_add_ss(t, _mm_movehdup_ps(t));                                                         \
+			out[(long)(r + k) * rows + o] = _mm_cvtss_f32(t) + tail[k] + mins;                             \
+		}                                                                                                  \
 	}
+Q8_TILE(1)
 Q8_TILE(2)
 Q8_TILE(3)
 Q8_TILE(4)
-
-// q8_row is the one-activation-row case (decoding): four blocks at a time,
-// their int32 partial sums reduced together with hadd, so the float convert
-// and multiply-add happen once per four blocks, on a vector of four scales.
-AVX2 static void q8_row(int type, const uint8_t *wr, int bb, int has_min, int nb, const float *yd,
-                        const int8_t *yq, const int32_t *ys, int r, float *out, long rows, int o) {
-	const int8_t *y = yq + (long)r * nb * 32;
-	const float *dy = yd + (long)r * nb;
-	__m128 acc = _mm_setzero_ps();
-	float tail = 0;
-	int b = 0;
-	for (; b + 4 <= nb; b += 4) {
-		const uint8_t *k0 = wr + (long)b * bb, *k1 = k0 + bb, *k2 = k1 + bb, *k3 = k2 + bb;
-		__m256i q0 = load_q(type, k0), q1 = load_q(type, k1), q2 = load_q(type, k2), q3 = load_q(type, k3);
-		__m256i p0 = idot(_mm256_sign_epi8(q0, q0), q0, _mm256_loadu_si256((const __m256i *)(y + b * 32)));
-		__m256i p1 = idot(_mm256_sign_epi8(q1, q1), q1, _mm256_loadu_si256((const __m256i *)(y + b * 32 + 32)));
-		__m256i p2 = idot(_mm256_sign_epi8(q2, q2), q2, _mm256_loadu_si256((const __m256i *)(y + b * 32 + 64)));
-		__m256i p3 = idot(_mm256_sign_epi8(q3, q3), q3, _mm256_loadu_si256((const __m256i *)(y + b * 32 + 96)));
-		__m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
-		__m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-		__m128 dw = _mm_setr_ps(_cvtsh_ss(rd16(k0)), _cvtsh_ss(rd16(k1)), _cvtsh_ss(rd16(k2)), _cvtsh_ss(rd16(k3)));
-		acc = _mm_fmadd_ps(_mm_mul_ps(dw, _mm_loadu_ps(dy + b)), _mm_cvtepi32_ps(s4), acc);
-	}
-	for (; b < nb; b++) {
-		const uint8_t *blk = wr + (long)b * bb;
-		__m256i q = load_q(type, blk);
-		__m256i p = idot(_mm256_sign_epi8(q, q), q, _mm256_loadu_si256((const __m256i *)(y + b * 32)));
-		__m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
-		s4 = _mm_hadd_epi32(s4, s4);
-		s4 = _mm_hadd_epi32(s4, s4);
-		tail += _cvtsh_ss(rd16(blk)) * dy[b] * (float)_mm_cvtsi128_si32(s4);
-	}
-	float mins = 0;
-	if (has_min)
-		for (int k = 0; k < nb; k++) mins += _cvtsh_ss(rd16(wr + (long)k * bb + 2)) * dy[k] * (float)ys[(long)r * nb + k];
-	__m128 t = _mm_add_ps(acc, _mm_movehl_ps(acc, acc));
-	t = _mm_add_ss(t, _mm_movehdup_ps(t));
-	out[(long)r * rows + o] = _mm_cvtss_f32(t) + tail + mins;
-}
 
 AVX2 static void mm_q8_avx2(int type, const uint8_t *w, long row_bytes, int lo, int hi, int nb,
                             const float *yd, const int8_t *yq, const int32_t *ys, int n, float *out, int rows) {
@@ -346,7 +332,7 @@ AVX2 static void mm_q8_avx2(int type, const uint8_t *w, long row_bytes, int lo, 
 		switch (n - r) {
 		case 3: q8_tile3(type, wr, bb, has_min, nb, yd, yq, ys, r, out, rows, o); break;
 		case 2: q8_tile2(type, wr, bb, has_min, nb, yd, yq, ys, r, out, rows, o); break;
-		case 1: q8_row(type, wr, bb, has_min, nb, yd, yq, ys, r, out, rows, o); break;
+		case 1: q8_tile1(type, wr, bb, has_min, nb, yd, yq, ys, r, out, rows, o); break;
 		}
 	}
 }
