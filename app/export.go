@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -66,10 +67,10 @@ func (e *ExportScreen) Update() {
 	c := &profiles.Config{}
 	hw := profiles.DetectHardware()
 	c.Hardware = profiles.HardwareConfig{CPUCores: hw.Cores, CPU: hw.CPU, GPUType: "none", CPUAffinity: fmt.Sprintf("0-%d", hw.Threads-1)}
-	c.Models.Target = profiles.TargetConfig{Path: e.s.Spec.Target, Device: "cpu", MaxSeqLen: 2048, Threads: hw.Cores}
+	c.Models.Target = profiles.TargetConfig{Path: absPath(e.s.Spec.Target), Device: "cpu", MaxSeqLen: 2048, Threads: hw.Cores}
 	switch {
 	case e.s.Spec.Draft != "":
-		c.Models.Draft = profiles.DraftConfig{Kind: "model", Path: e.s.Spec.Draft, Device: "cpu", Threads: hw.Cores}
+		c.Models.Draft = profiles.DraftConfig{Kind: "model", Path: absPath(e.s.Spec.Draft), Device: "cpu", Threads: hw.Cores}
 	case e.s.Spec.NGram > 0:
 		c.Models.Draft = profiles.DraftConfig{Kind: "ngram", NGram: e.s.Spec.NGram}
 	case e.s.Spec.Layers > 0:
@@ -128,4 +129,12 @@ func (e *ExportScreen) save() {
 	}, e.s.Win)
 	d.SetFileName("config.yaml")
 	d.Show()
+}
+
+// absPath makes a model path absolute so the saved config works from any folder.
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }

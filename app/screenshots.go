@@ -9,23 +9,34 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/software"
 )
 
-// screenshots selects every tab of the real window in turn, captures the
-// canvas as a PNG in dir, and quits: the review script's job
+// screenshots selects every tab of the real window in turn, saves a PNG of
+// it in dir, and quits: the review script's job
 // (scripts/screenshots.sh runs it under Xvfb).
 func screenshots(wb *Workbench, dir string) {
 	time.Sleep(2 * time.Second) // let the window map and draw
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "screenshots:", err)
 	}
+	prepare(wb)
 	for i, tab := range wb.Tabs.Items {
 		fyne.DoAndWait(func() { wb.Tabs.SelectIndex(i) })
 		time.Sleep(1500 * time.Millisecond)
 		done := make(chan struct{})
 		fyne.Do(func() {
 			defer close(done)
-			shot := wb.Session.Win.Canvas().Capture()
+			// The GL canvas reads back blank under Xvfb's software GL, so
+			// the window's widget tree is painted with Fyne's software
+			// renderer at the window's size, then handed back.
+			size := wb.Session.Win.Canvas().Size()
+			c := software.NewCanvas()
+			c.SetPadded(false)
+			c.SetContent(wb.Tabs)
+			c.Resize(size)
+			shot := c.Capture()
+			wb.Session.Win.SetContent(wb.Tabs)
 			name := fmt.Sprintf("%d-%s.png", i+1, strings.ReplaceAll(strings.ToLower(tab.Text), " ", "-"))
 			f, err := os.Create(filepath.Join(dir, name))
 			if err != nil {
@@ -39,4 +50,49 @@ func screenshots(wb *Workbench, dir string) {
 		<-done
 	}
 	fyne.Do(func() { wb.Session.App.Quit() })
+}
+
+// prepare fills the screens the way a user would before the captures: load
+// the shared bench pair (or the demo pair), profile, run twice, compare.
+func prepare(wb *Workbench) {
+	wait := func(cond func() bool) {
+		for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			ok := false
+			fyne.DoAndWait(func() { ok = cond() })
+			if ok {
+				return
+			}
+		}
+	}
+	m := wb.Models
+	target := filepath.Join("..", "shared", "models", "stories260K.gguf")
+	draft := filepath.Join("..", "shared", "models", "bench", "draft-noisy-0.05.gguf")
+	if _, err := os.Stat(target); err != nil {
+		fyne.DoAndWait(m.buildDemo)
+		wait(func() bool { return strings.Contains(m.Status.Text, "ready") || strings.Contains(m.Status.Text, "failed") })
+	} else {
+		fyne.DoAndWait(func() { m.Target.SetText(target); m.Draft.SetText(draft) })
+	}
+	fyne.DoAndWait(m.load)
+	wait(func() bool { return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded") })
+	p := wb.Profile
+	fyne.DoAndWait(func() { p.MaxW.SetSelected("32"); p.start() })
+	wait(func() bool { return !p.Start.Disabled() })
+	fyne.DoAndWait(func() { wb.Speedup.Update() })
+	r := wb.Run
+	for _, strat := range []string{"ar", "chain"} {
+		fyne.DoAndWait(func() { r.Strategy.SetSelected(strat); r.Tokens.SetText("96"); r.run() })
+		time.Sleep(100 * time.Millisecond)
+		r.Wait()
+		wait(func() bool { return !r.Start.Disabled() })
+	}
+	fyne.DoAndWait(func() {
+		c := wb.Compare
+		c.Refresh()
+		for i := 0; i < len(c.Runs) && i < 2; i++ {
+			c.Toggle(c.Runs[i].ID, true)
+		}
+		c.List.Refresh()
+		wb.Export.Update()
+	})
 }

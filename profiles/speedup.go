@@ -215,7 +215,7 @@ type SearchSpace struct {
 	MaxNodes int // trees up to this many nodes (default 48)
 }
 
-// Search enumerates chains, static trees (widths 1..3 per depth, never
+// Search enumerates plain decoding, chains, static trees (widths 1..3 per depth, never
 // widening with depth) and Equal-Growth Trees, scores each with Predict, and
 // returns them best first. It covers a few hundred plans.
 func Search(acc *Acceptance, c Costs, sp SearchSpace) []Prediction {
@@ -228,7 +228,7 @@ func Search(acc *Acceptance, c Costs, sp SearchSpace) []Prediction {
 	if sp.MaxNodes <= 0 {
 		sp.MaxNodes = 48
 	}
-	var plans []Plan
+	plans := []Plan{{Strategy: "ar"}} // when nothing pays, plain decoding wins
 	for g := 1; g <= sp.MaxGamma; g++ {
 		plans = append(plans, Plan{Strategy: "chain", Gamma: g})
 	}
