@@ -69,12 +69,16 @@ func prepare(wb *Workbench) {
 	draft := filepath.Join("..", "shared", "models", "bench", "draft-noisy-0.05.gguf")
 	if _, err := os.Stat(target); err != nil {
 		fyne.DoAndWait(m.buildDemo)
-		wait(func() bool { return strings.Contains(m.Status.Text, "ready") || strings.Contains(m.Status.Text, "failed") })
+		wait(func() bool {
+			return strings.Contains(m.Status.Text, "ready") || strings.Contains(m.Status.Text, "failed")
+		})
 	} else {
 		fyne.DoAndWait(func() { m.Target.SetText(target); m.Draft.SetText(draft) })
 	}
 	fyne.DoAndWait(m.load)
-	wait(func() bool { return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded") })
+	wait(func() bool {
+		return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded")
+	})
 	p := wb.Profile
 	fyne.DoAndWait(func() { p.MaxW.SetSelected("32"); p.start() })
 	wait(func() bool { return !p.Start.Disabled() })
