@@ -2,9 +2,7 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -64,25 +62,8 @@ func (e *ExportScreen) Update() {
 		e.Equivalents.SetText("")
 		return
 	}
-	c := &profiles.Config{}
 	hw := profiles.DetectHardware()
-	c.Hardware = profiles.HardwareConfig{CPUCores: hw.Cores, CPU: hw.CPU, GPUType: "none", CPUAffinity: fmt.Sprintf("0-%d", hw.Threads-1)}
-	c.Models.Target = profiles.TargetConfig{Path: absPath(e.s.Spec.Target), Device: "cpu", MaxSeqLen: 2048, Threads: hw.Cores}
-	switch {
-	case e.s.Spec.Draft != "":
-		c.Models.Draft = profiles.DraftConfig{Kind: "model", Path: absPath(e.s.Spec.Draft), Device: "cpu", Threads: hw.Cores}
-	case e.s.Spec.NGram > 0:
-		c.Models.Draft = profiles.DraftConfig{Kind: "ngram", NGram: e.s.Spec.NGram}
-	case e.s.Spec.Layers > 0:
-		c.Models.Draft = profiles.DraftConfig{Kind: "layers", Layers: e.s.Spec.Layers}
-	default:
-		c.Models.Draft = profiles.DraftConfig{Kind: "none"}
-		b = &profiles.Prediction{Plan: profiles.Plan{Strategy: "ar"}, Speedup: 1, AAL: 1}
-	}
-	c.Optimization = profiles.OptimizationConfig{DraftBudget: fmt.Sprint(max(b.Plan.Gamma, len(b.PerDepth))), MaxSequences: 1}
-	c.Speculation = profiles.SpeculationConfig{Plan: b.Plan}
-	c.Sampling = profiles.SamplingConfig{TopP: 1, Seed: 1}
-	c.Predicted = &profiles.PredictedConfig{Speedup: float64(int(b.Speedup*100+0.5)) / 100, AAL: float64(int(b.AAL*100+0.5)) / 100}
+	c := profiles.NewConfig(e.s.Spec, profiles.ConfigHardware(hw), hw.Cores, 2048, "", *b)
 	y, err := c.Marshal()
 	if err != nil {
 		e.Status.SetText(err.Error())
@@ -129,12 +110,4 @@ func (e *ExportScreen) save() {
 	}, e.s.Win)
 	d.SetFileName("config.yaml")
 	d.Show()
-}
-
-// absPath makes a model path absolute so the saved config works from any folder.
-func absPath(p string) string {
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return p
 }

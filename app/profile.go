@@ -112,17 +112,9 @@ func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, max
 		return nil, nil, 0, err
 	}
 	defer pair.Close()
-	hw := profiles.DetectHardware()
-	known := hw
-	if _, err := st.PutHardware(ctx, &known); err != nil {
+	hw, err := profiles.KnownHardware(ctx, st, pair.Backend.Threads(), fresh)
+	if err != nil {
 		return nil, nil, 0, err
-	}
-	if known.Bandwidth == 0 || fresh {
-		if hw.Bandwidth, err = profiles.Bandwidth(ctx, pair.Backend.Threads(), 256<<20); err != nil {
-			return nil, nil, 0, err
-		}
-	} else {
-		hw.Bandwidth = known.Bandwidth
 	}
 	progress := func(label string, base, share float64) func(done, total int, pt profiles.Point) {
 		return func(done, total int, pt profiles.Point) {

@@ -262,3 +262,33 @@ func (c *Config) Equivalents() string {
 	}
 	return b.String()
 }
+
+// NewConfig builds the exported config of a plan for a pair on a machine.
+// Model paths are made absolute so the file works from any folder.
+func NewConfig(spec PairSpec, hw HardwareConfig, threads, maxSeqLen int, precision string, best Prediction) *Config {
+	abs := func(p string) string {
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return p
+	}
+	c := &Config{Hardware: hw}
+	c.Models.Target = TargetConfig{Path: abs(spec.Target), Device: "cpu", Precision: precision, MaxSeqLen: maxSeqLen, Threads: threads}
+	switch {
+	case spec.Draft != "":
+		c.Models.Draft = DraftConfig{Kind: "model", Path: abs(spec.Draft), Device: "cpu", Threads: threads}
+	case spec.NGram > 0:
+		c.Models.Draft = DraftConfig{Kind: "ngram", NGram: spec.NGram}
+	case spec.Layers > 0:
+		c.Models.Draft = DraftConfig{Kind: "layers", Layers: spec.Layers}
+	default:
+		c.Models.Draft = DraftConfig{Kind: "none"}
+		best = Prediction{Plan: Plan{Strategy: "ar"}, Speedup: 1, AAL: 1}
+	}
+	c.Optimization = OptimizationConfig{DraftBudget: fmt.Sprint(max(best.Plan.Gamma, len(best.PerDepth))), MaxSequences: 1}
+	c.Speculation = SpeculationConfig{Plan: best.Plan}
+	c.Sampling = SamplingConfig{TopP: 1, Seed: 1}
+	round := func(x float64) float64 { return float64(int(x*100+0.5)) / 100 }
+	c.Predicted = &PredictedConfig{Speedup: round(best.Speedup), AAL: round(best.AAL)}
+	return c
+}

@@ -129,3 +129,31 @@ func DescribeModel(m *model.Model) (store.Model, error) {
 		Synthetic:   syn,
 	}, nil
 }
+
+// KnownHardware returns this machine with its read bandwidth: from the store
+// when it was measured before, otherwise (or when fresh) measured now and
+// stored.
+func KnownHardware(ctx context.Context, st *store.Store, threads int, fresh bool) (store.Hardware, error) {
+	hw := DetectHardware()
+	if !fresh {
+		known := hw
+		if _, err := st.PutHardware(ctx, &known); err != nil {
+			return hw, err
+		}
+		if known.Bandwidth > 0 {
+			return known, nil
+		}
+	}
+	bw, err := Bandwidth(ctx, threads, 256<<20)
+	if err != nil {
+		return hw, err
+	}
+	hw.Bandwidth = bw
+	_, err = st.PutHardware(ctx, &hw)
+	return hw, err
+}
+
+// ConfigHardware is the hardware block of an exported config for hw.
+func ConfigHardware(hw store.Hardware) HardwareConfig {
+	return HardwareConfig{CPUCores: hw.Cores, CPU: hw.CPU, GPUType: "none", CPUAffinity: fmt.Sprintf("0-%d", hw.Threads-1)}
+}

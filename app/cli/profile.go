@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -34,26 +33,9 @@ func curveFor(ctx context.Context, env Env, st *store.Store, hw store.Hardware, 
 	return profiles.ProfileModel(ctx, st, hw, m, be, opt)
 }
 
-// hardware returns this machine, with its bandwidth from the store when it
-// was measured before (unless fresh).
+// hardware returns this machine with its bandwidth (stored or measured).
 func hardware(ctx context.Context, st *store.Store, threads int, fresh bool) (store.Hardware, error) {
-	hw := profiles.DetectHardware()
-	if !fresh {
-		known := hw
-		if _, err := st.PutHardware(ctx, &known); err != nil {
-			return hw, err
-		}
-		if known.Bandwidth > 0 {
-			return known, nil
-		}
-	}
-	bw, err := profiles.Bandwidth(ctx, threads, 256<<20)
-	if err != nil {
-		return hw, err
-	}
-	hw.Bandwidth = bw
-	_, err = st.PutHardware(ctx, &hw)
-	return hw, err
+	return profiles.KnownHardware(ctx, st, threads, fresh)
 }
 
 func printCurve(w io.Writer, label string, p *profiles.Profile) {
@@ -314,37 +296,13 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	return nil
 }
 
-// abs makes a model path absolute, so the exported config works from any folder.
-func abs(path string) string {
-	if a, err := filepath.Abs(path); err == nil {
-		return a
-	}
-	return path
-}
-
 func exportConfig(p *pairFlags, in *tuneInputs, best profiles.Prediction) *profiles.Config {
-	c := &profiles.Config{}
-	c.Hardware = profiles.HardwareConfig{CPUCores: in.hw.Cores, CPU: in.hw.CPU, GPUType: "none", CPUAffinity: fmt.Sprintf("0-%d", in.hw.Threads-1)}
-	c.Models.Target = profiles.TargetConfig{Path: abs(p.Target), Device: "cpu", MaxSeqLen: in.pair.Target.CtxLen, Threads: in.pair.Backend.Threads()}
+	precision := ""
 	if tc := in.pair.Target.File.TypeCounts(); len(tc) > 0 {
-		c.Models.Target.Precision = tc[0].Type.String()
+		precision = tc[0].Type.String()
 	}
-	switch {
-	case p.Draft != "":
-		c.Models.Draft = profiles.DraftConfig{Kind: "model", Path: abs(p.Draft), Device: "cpu", Threads: p.Threads}
-	case p.NGram > 0:
-		c.Models.Draft = profiles.DraftConfig{Kind: "ngram", NGram: p.NGram}
-	case p.Layers > 0:
-		c.Models.Draft = profiles.DraftConfig{Kind: "layers", Layers: p.Layers}
-	}
-	c.Optimization = profiles.OptimizationConfig{DraftBudget: fmt.Sprint(max(best.Plan.Gamma, len(best.PerDepth))), MaxSequences: 1}
-	c.Speculation = profiles.SpeculationConfig{Plan: best.Plan}
-	c.Sampling = profiles.SamplingConfig{TopP: 1, Seed: 1}
-	c.Predicted = &profiles.PredictedConfig{Speedup: round2(best.Speedup), AAL: round2(best.AAL)}
-	return c
+	return profiles.NewConfig(p.PairSpec, profiles.ConfigHardware(in.hw), in.pair.Backend.Threads(), in.pair.Target.CtxLen, precision, best)
 }
-
-func round2(x float64) float64 { return float64(int(x*100+0.5)) / 100 }
 
 func writeConfig(ctx context.Context, st *store.Store, planID int64, cfg *profiles.Config, path string) error {
 	b, err := cfg.Marshal()
