@@ -105,6 +105,7 @@ type scratch struct {
 	x, xn, q, k, v, att, o, g, u []float32
 	wantX                        []float32
 	cos, sin                     []float32 // RoPE rotation per row and pair
+	pos                          []int
 }
 
 func (s *scratch) grow(c *Config, n, ffn int) {
@@ -163,7 +164,10 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 	}
 	pos := b.Pos
 	if pos == nil {
-		pos = make([]int, n)
+		if cap(s.pos) < n {
+			s.pos = make([]int, n)
+		}
+		pos = s.pos[:n]
 		for i := range pos {
 			pos[i] = past + i
 		}

@@ -249,3 +249,27 @@ func TestLoadErrors(t *testing.T) {
 		t.Errorf("missing metadata: err = %v, want ErrMetadata", err)
 	}
 }
+
+// TestDecodeAllocatesNothing: once its buffers have grown, a one-token
+// decode step allocates no memory (the CPU backend reuses its job structs).
+func TestDecodeAllocatesNothing(t *testing.T) {
+	m := tinyModel(t, shapes[2].shape, quant.Q8_0)
+	ctx := context.Background()
+	c := m.NewCache(256)
+	var res model.Result
+	if err := m.Forward(ctx, c, model.Batch{Tokens: []int{1, 2, 3}}, &res); err != nil {
+		t.Fatal(err)
+	}
+	b := model.Batch{Tokens: []int{5}, Want: []int{0}}
+	allocs := testing.AllocsPerRun(50, func() {
+		if c.Len() > 200 {
+			c.Truncate(3)
+		}
+		if err := m.Forward(ctx, c, b, &res); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("decode step allocates %.1f times", allocs)
+	}
+}

@@ -27,6 +27,8 @@ type Backend struct {
 	mu      sync.Mutex
 	scratch [][]float32 // per worker, one dequantised row
 	q8      q8Buf       // activations quantised for the current call
+	mm      matmulJob   // the current call's job, reused so decoding allocates nothing
+	attn    attnJob
 }
 
 var _ kernels.Backend = (*Backend)(nil)
@@ -191,7 +193,8 @@ func (b *Backend) MatMul(out []float32, wm kernels.Matrix, x []float32, n int) {
 			b.q8.quantize(x[:n*w.cols])
 		}
 	}
-	j := &matmulJob{b: b, out: out, w: w, x: x, n: n}
+	b.mm = matmulJob{b: b, out: out, w: w, x: x, n: n}
+	j := &b.mm
 	// grain: enough rows per chunk that scheduling costs little
 	b.pool.run(j, w.rows, max(1, 4096/w.cols))
 }
@@ -207,7 +210,8 @@ func (j *matmulJob) do(worker, lo, hi int) {
 // scratchRow returns worker's scratch row of at least cols floats.
 func (b *Backend) scratchRow(worker, cols int) []float32 {
 	if cap(b.scratch[worker]) < cols {
-		b.scratch[worker] = make([]float32, cols)
+		// grow with headroom: attention asks for one more slot every step
+		b.scratch[worker] = make([]float32, max(cols, 2*cap(b.scratch[worker]), 1024))
 	}
 	return b.scratch[worker][:cols]
 }

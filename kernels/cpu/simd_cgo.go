@@ -80,7 +80,8 @@ func (j *attnJob) do(worker, lo, hi int) {
 func (b *Backend) Attention(out, q, kc, vc []float32, past, n int, mask []bool, heads, kvHeads, hd int, scale float32) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	j := &attnJob{b: b, out: out, q: q, kc: kc, vc: vc, past: past, n: n, heads: heads, kvHeads: kvHeads, hd: hd, mask: mask, scale: scale}
+	b.attn = attnJob{b: b, out: out, q: q, kc: kc, vc: vc, past: past, n: n, heads: heads, kvHeads: kvHeads, hd: hd, mask: mask, scale: scale}
+	j := &b.attn
 	b.pool.run(j, n*heads, max(1, 4096/((past+n)*hd)))
 }
 
