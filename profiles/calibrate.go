@@ -161,3 +161,58 @@ func coversWidths(c *store.Curve, ws []int) bool {
 	}
 	return true
 }
+
+// DepthSamples runs the pair greedily with a chain of depth tokens over the
+// prompts and returns, for every step, the target's hidden state before it
+// and how many draft tokens were accepted: the depth predictor's data.
+func DepthSamples(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens, depth int) ([]Sample, error) {
+	var out []Sample
+	for i, p := range prompts {
+		cfg := spec.Config{Strategy: "chain", Gamma: depth, MaxTokens: tokens, StopAtEOS: true, RecordHidden: true}
+		cfg.OnStep = func(s spec.Step) {
+			if s.Hidden != nil && s.Drafted == depth {
+				out = append(out, Sample{Hidden: s.Hidden, Accepted: s.Accepted})
+			}
+		}
+		if _, err := eng.Run(ctx, p, cfg); err != nil {
+			return nil, fmt.Errorf("profiles: depth samples, prompt %d: %w", i+1, err)
+		}
+	}
+	return out, nil
+}
+
+// PairCosts returns the latency curves the speedup model needs for an open
+// pair (from the store, or measured and stored when missing) and the
+// target's model id. A layer-skip drafter costs its share of the target's
+// layers; an n-gram drafter costs nothing.
+func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pair, spec PairSpec, progress func(kind string, done, total int, p Point)) (Costs, int64, error) {
+	var c Costs
+	opt := ProfileOptions{Widths: DefaultWidths(64)}
+	if progress != nil {
+		opt.Curve.Progress = func(done, total int, p Point) { progress("verify", done, total, p) }
+	}
+	tp, err := ProfileModel(ctx, st, hw, pair.Target, pair.Backend, opt)
+	if err != nil {
+		return c, 0, err
+	}
+	c.Verify = tp.Curve.Points
+	switch {
+	case pair.DraftModel != nil:
+		dopt := ProfileOptions{Widths: DefaultWidths(16), Kind: "draft"}
+		if progress != nil {
+			dopt.Curve.Progress = func(done, total int, p Point) { progress("draft", done, total, p) }
+		}
+		dp, err := ProfileModel(ctx, st, hw, pair.DraftModel, pair.Backend, dopt)
+		if err != nil {
+			return c, 0, err
+		}
+		c.Draft = dp.Curve.Points
+	case spec.Layers > 0:
+		for _, pt := range tp.Curve.Points {
+			pt.Median = pt.Median * time.Duration(spec.Layers) / time.Duration(pair.Target.Layers)
+			c.Draft = append(c.Draft, pt)
+		}
+	}
+	c.Overhead = 100 * time.Microsecond
+	return c, tp.Model.ID, nil
+}

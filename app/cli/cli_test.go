@@ -191,9 +191,18 @@ func TestTuningWorkflow(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "arborist calibrate") {
 		t.Errorf("tune without calibration: exit %d, %s", code, stderr)
 	}
-	code, out, stderr = run(t, "calibrate", "--target", target, "--draft", draft, "--prompts", prompts, "-n", "24", "--db", db)
-	if code != 0 || !strings.Contains(out, "depth 1:") {
+	code, out, stderr = run(t, "run", "--target", target, "--draft", draft, "--strategy", "egt", "--depth-policy", "predictor", "--prompt", "x", "--db", db)
+	if code != 1 || !strings.Contains(stderr, "calibrate --predictor") {
+		t.Errorf("predictor policy without a predictor: exit %d, %s", code, stderr)
+	}
+	code, out, stderr = run(t, "calibrate", "--target", target, "--draft", draft, "--prompts", prompts, "-n", "48", "--db", db, "--predictor", "--depth", "4")
+	if code != 0 || !strings.Contains(out, "depth 1:") || !strings.Contains(out, "held-out accuracy") {
 		t.Fatalf("calibrate: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, stderr = run(t, "run", "--target", target, "--draft", draft, "--strategy", "egt", "--egt-widths", "1,2,2,2", "--depth-policy", "predictor",
+		"--prompt", "Once upon a time", "-n", "32", "--temp", "0", "--baseline", "--db", db)
+	if code != 0 || !strings.Contains(out, "speedup:") {
+		t.Fatalf("run with the predictor policy: exit %d\n%s\n%s", code, out, stderr)
 	}
 	cfgPath := filepath.Join(tmp, "config.yaml")
 	code, out, stderr = run(t, "tune", "--target", target, "--draft", draft, "--db", db, "-o", cfgPath)

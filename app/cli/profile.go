@@ -21,6 +21,16 @@ func dbFlag(fs *flag.FlagSet) *string {
 	return fs.String("db", store.DefaultPath(), "Arborist database `file`")
 }
 
+// curveProgress prints curve measurements as they come.
+func curveProgress(env Env) func(kind string, done, total int, p profiles.Point) {
+	return func(kind string, done, total int, p profiles.Point) {
+		fmt.Fprintf(env.Stderr, "\r  %s curve: W=%-4d %10s  [%d/%d]", kind, p.W, p.Median.Round(time.Microsecond), done, total)
+		if done == total {
+			fmt.Fprintln(env.Stderr)
+		}
+	}
+}
+
 // curveFor returns a model's stored or freshly measured latency curve.
 func curveFor(ctx context.Context, env Env, st *store.Store, hw store.Hardware, m *model.Model, be kernels.Backend, kind string, fresh bool, maxW int) (*profiles.Profile, error) {
 	opt := profiles.ProfileOptions{Kind: kind, Fresh: fresh, Widths: profiles.DefaultWidths(maxW)}
@@ -109,6 +119,8 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 	db := dbFlag(fs)
 	prompts := fs.String("prompts", "", "prompt suite `file`, one prompt per line")
 	n := fs.Int("n", 64, "tokens per prompt")
+	trainPred := fs.Bool("predictor", false, "also train the depth predictor (Yggdrasil) and store it")
+	depth := fs.Int("depth", 5, "depth predictor: deepest draft level it predicts (Dmax)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return fail(fs, err)
@@ -178,6 +190,39 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 			fmt.Fprintf(w, "  q in [%.1f, %.1f): %5.1f%% of %d\n", float64(b)/10, float64(b+1)/10, 100*v, acc.QCounts[b])
 		}
 	}
+	if !*trainPred {
+		return nil
+	}
+	if *depth < 1 {
+		return fail(fs, usagef("--depth must be >= 1"))
+	}
+	fmt.Fprintf(env.Stderr, "  collecting depth-predictor data (chains of %d) ...\n", *depth)
+	samples, err := profiles.DepthSamples(ctx, eng, ids, *n, *depth)
+	if err != nil {
+		return err
+	}
+	pred := profiles.NewPredictor(pair.Target.Dim, 128, *depth, 1)
+	err = pred.Train(samples, profiles.TrainOptions{Progress: func(ep, total int, loss float64) {
+		fmt.Fprintf(env.Stderr, "\r  training: epoch %d/%d, loss %.4f", ep, total, loss)
+		if ep == total {
+			fmt.Fprintln(env.Stderr)
+		}
+	}})
+	if err != nil {
+		return err
+	}
+	blob, err := pred.Marshal()
+	if err != nil {
+		return err
+	}
+	pid, err := st.SavePredictor(ctx, id, blob, pred.Stats)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "depth predictor %d: %d training steps, %d held out (the last prompts), trained in %v\n", pid, pred.Stats.Samples, pred.Stats.HeldOut, pred.Stats.Took.Round(time.Millisecond))
+	for d := range pred.Stats.Accuracy {
+		fmt.Fprintf(w, "  depth %d: held-out accuracy %5.1f%% (accepted in %5.1f%% of held-out steps)\n", d+1, 100*pred.Stats.Accuracy[d], 100*pred.Stats.BaseRate[d])
+	}
 	return nil
 }
 
@@ -201,28 +246,11 @@ func loadTuneInputs(ctx context.Context, env Env, st *store.Store, p *pairFlags,
 		pair.Close()
 		return nil, err
 	}
-	tp, err := curveFor(ctx, env, st, in.hw, pair.Target, pair.Backend, "verify", false, 64)
+	in.costs, in.tid, err = profiles.PairCosts(ctx, st, in.hw, pair, p.PairSpec, curveProgress(env))
 	if err != nil {
 		pair.Close()
 		return nil, err
 	}
-	in.costs.Verify = tp.Curve.Points
-	in.tid = tp.Model.ID
-	if pair.DraftModel != nil {
-		dp, err := curveFor(ctx, env, st, in.hw, pair.DraftModel, pair.Backend, "draft", false, 16)
-		if err != nil {
-			pair.Close()
-			return nil, err
-		}
-		in.costs.Draft = dp.Curve.Points
-	} else if p.Layers > 0 {
-		// a layer-skip pass costs its share of the target's layers
-		for _, pt := range tp.Curve.Points {
-			pt.Median = pt.Median * time.Duration(p.Layers) / time.Duration(pair.Target.Layers)
-			in.costs.Draft = append(in.costs.Draft, pt)
-		}
-	}
-	in.costs.Overhead = 100 * time.Microsecond
 	if alpha > 0 {
 		in.acc = profiles.Uniform(alpha, 0.4, 8, 4)
 		return in, nil

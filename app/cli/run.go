@@ -71,7 +71,7 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	fs.IntVar(&f.wmax, "w-max", 12, "egt: most draft nodes verified after pruning")
 	fs.BoolVar(&f.pad, "pad", false, "egt: pad every tree to w-max nodes (static shapes)")
 	fs.BoolVar(&f.aot, "aot", false, "egt: draft the next step's head while the target verifies")
-	fs.StringVar(&f.depthPolicy, "depth-policy", "fixed", "egt: fixed or threshold")
+	fs.StringVar(&f.depthPolicy, "depth-policy", "fixed", "egt: fixed, threshold, or predictor (the stored depth predictor of this pair)")
 	fs.Float64Var(&f.depthMin, "depth-min", 0.2, "egt threshold policy: stop when the best path probability falls below this")
 	fs.IntVar(&f.maxSeqs, "max-seqs", 4, "duo: most draft sequences (1, 2, 3, 4, 6, 8)")
 	fs.StringVar(&f.prompt, "prompt", "", "prompt text")
@@ -143,8 +143,12 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	case "fixed":
 	case "threshold":
 		cfg.Depth = spec.Threshold{Max: len(cfg.Widths), Min: f.depthMin}
+	case "predictor":
+		if f.strategy != "egt" {
+			return fail(fs, usagef("--depth-policy predictor is for --strategy egt"))
+		}
 	default:
-		return fail(fs, usagef("--depth-policy %q: want fixed or threshold", f.depthPolicy))
+		return fail(fs, usagef("--depth-policy %q: want fixed, threshold or predictor", f.depthPolicy))
 	}
 	if err := cfg.Validate(); err != nil {
 		return fail(fs, usagef("%v", err))
@@ -182,6 +186,13 @@ func runRun(ctx context.Context, env Env, args []string) error {
 		label += " with " + src.Name()
 	}
 	fmt.Fprintf(env.Stderr, "target %s (%d threads), %s, %d prompt(s), %d tokens each\n", filepath.Base(f.Target), tThreads, label, len(prompts), f.n)
+	if f.depthPolicy == "predictor" {
+		pol, err := predictorPolicy(ctx, env, f.db, pair, f.PairSpec, cfg)
+		if err != nil {
+			return err
+		}
+		cfg.Depth = pol
+	}
 	var rec *recorder
 	if !f.noStore {
 		st, err := store.Open(ctx, f.db)
@@ -451,4 +462,41 @@ func intList(xs []int) string {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, ",")
+}
+
+// predictorPolicy loads the newest depth predictor trained for the pair and
+// the latency curves it weighs depths with.
+func predictorPolicy(ctx context.Context, env Env, db string, pair *profiles.Pair, ps profiles.PairSpec, cfg spec.Config) (*profiles.PredictorPolicy, error) {
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	hw, err := profiles.KnownHardware(ctx, st, ps.Threads, false)
+	if err != nil {
+		return nil, err
+	}
+	costs, tid, err := profiles.PairCosts(ctx, st, hw, pair, ps, curveProgress(env))
+	if err != nil {
+		return nil, err
+	}
+	id, blob, err := st.LatestPredictor(ctx, tid, ps.SourceName())
+	if err != nil {
+		return nil, err
+	}
+	if id == 0 {
+		return nil, fmt.Errorf("no depth predictor for %s with %s in %s: run 'arborist calibrate --predictor' first", ps.Target, ps.SourceName(), db)
+	}
+	pred, err := profiles.UnmarshalPredictor(blob)
+	if err != nil {
+		return nil, err
+	}
+	if pred.In != pair.Target.Dim {
+		return nil, fmt.Errorf("depth predictor %d expects hidden states of %d, the target has %d", id, pred.In, pair.Target.Dim)
+	}
+	widths := cfg.Widths
+	if len(widths) > pred.Depth {
+		widths = widths[:pred.Depth]
+	}
+	return &profiles.PredictorPolicy{P: pred, Costs: costs, Widths: widths, Branch: cfg.Branch}, nil
 }

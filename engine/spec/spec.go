@@ -51,6 +51,9 @@ type Config struct {
 	Sample    sample.Params
 	MaxTokens int
 	StopAtEOS bool
+	// RecordHidden copies the target's hidden state before each step into
+	// Step.Hidden (training data for depth predictors).
+	RecordHidden bool
 	// Ctx, when positive, caps the target's context (KV cache slots); the
 	// generation ends when it is full, exactly where plain decoding would.
 	Ctx int
@@ -120,6 +123,9 @@ type Step struct {
 	// Ranks and Offered, per level the verifier visited: the sibling rank
 	// of the accepted child (-1: none) and how many children there were.
 	Ranks, Offered []int `json:",omitempty"`
+	// Hidden is the target's last hidden state before the step (only with
+	// Config.RecordHidden).
+	Hidden []float32 `json:"-"`
 	// Tried lists the drafter probability of each child the verifier
 	// tried and whether it was accepted (for calibration by confidence).
 	Tried []Try `json:",omitempty"`
@@ -323,6 +329,9 @@ func (r *run) room() (nodes, depth int) {
 
 func (r *run) step(ctx context.Context) (bool, error) {
 	st := Step{Index: len(r.res.Steps)}
+	if r.cfg.RecordHidden && r.hidden != nil {
+		st.Hidden = append([]float32(nil), r.hidden...)
+	}
 	t0 := time.Now()
 	tr, err := r.draft(ctx, &st)
 	if err != nil {

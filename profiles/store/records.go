@@ -337,3 +337,33 @@ func (s *Store) SaveExport(ctx context.Context, planID int64, yaml string) error
 	_, err := s.db.ExecContext(ctx, "INSERT INTO exports(plan_id, yaml, created) VALUES (?,?,?)", pid, yaml, now())
 	return s.wrap0("save export", err)
 }
+
+// SavePredictor stores a trained depth predictor for a calibration.
+func (s *Store) SavePredictor(ctx context.Context, calibrationID int64, weights []byte, stats any) (int64, error) {
+	b, err := json.Marshal(stats)
+	if err != nil {
+		return 0, fmt.Errorf("store: predictor stats: %w", err)
+	}
+	res, err := s.db.ExecContext(ctx, "INSERT INTO predictors(calibration_id, weights, stats, created) VALUES (?,?,?,?)", calibrationID, weights, string(b), now())
+	if err != nil {
+		return 0, s.wrap("save predictor", err)
+	}
+	id, _ := res.LastInsertId()
+	return id, nil
+}
+
+// LatestPredictor returns the weights of the newest predictor trained for
+// target with drafter, and its id (0 when there is none).
+func (s *Store) LatestPredictor(ctx context.Context, targetID int64, drafter string) (int64, []byte, error) {
+	var id int64
+	var w []byte
+	err := s.db.QueryRowContext(ctx, `SELECT p.id, p.weights FROM predictors p JOIN calibrations c ON p.calibration_id = c.id
+		WHERE c.target_id = ? AND c.drafter = ? ORDER BY p.id DESC LIMIT 1`, targetID, drafter).Scan(&id, &w)
+	if err == sql.ErrNoRows {
+		return 0, nil, nil
+	}
+	if err != nil {
+		return 0, nil, s.wrap("read predictor", err)
+	}
+	return id, w, nil
+}
