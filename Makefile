@@ -32,6 +32,8 @@ vet: deps
 
 test: vet
 	$(GO) test -count=1 ./...
+	# the kernels again on the pure-Go fallback (no cgo kernels, no SIMD)
+	$(GO) test -count=1 -tags purego ./kernels/... ./engine/generate
 
 # Short fuzz runs of every parser (longer: make fuzz FUZZTIME=10m).
 FUZZTIME ?= 30s

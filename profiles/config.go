@@ -14,6 +14,7 @@ import (
 // models, optimization), extended with the speculation plan and sampling.
 // `arborist run --config` replays it.
 type Config struct {
+	Version      string             `yaml:"arborist_version"`
 	Hardware     HardwareConfig     `yaml:"hardware"`
 	Models       ModelsConfig       `yaml:"models"`
 	Optimization OptimizationConfig `yaml:"optimization"`
@@ -39,6 +40,7 @@ type ModelsConfig struct {
 // TargetConfig is the target model.
 type TargetConfig struct {
 	Path      string `yaml:"path"`
+	SHA256    string `yaml:"sha256,omitempty"` // Arborist's fingerprint: size plus the first and last MiB
 	Device    string `yaml:"device"`
 	Precision string `yaml:"precision,omitempty"`
 	MaxSeqLen int    `yaml:"max_seq_len"`
@@ -50,6 +52,7 @@ type TargetConfig struct {
 type DraftConfig struct {
 	Kind    string `yaml:"kind"` // model, ngram, layers, none
 	Path    string `yaml:"path,omitempty"`
+	SHA256  string `yaml:"sha256,omitempty"`
 	NGram   int    `yaml:"ngram,omitempty"`
 	Layers  int    `yaml:"layers,omitempty"`
 	Device  string `yaml:"device,omitempty"`
@@ -71,6 +74,7 @@ type SpeculationConfig struct {
 	AOT         bool    `yaml:"aot,omitempty"`
 	DepthPolicy string  `yaml:"depth_policy,omitempty"`
 	DepthMin    float64 `yaml:"depth_min,omitempty"`
+	PredictorID int64   `yaml:"predictor_id,omitempty"`
 }
 
 // SamplingConfig is the sampling rule.
@@ -84,9 +88,13 @@ type SamplingConfig struct {
 
 // PredictedConfig records what the speedup model expected.
 type PredictedConfig struct {
-	Speedup float64 `yaml:"speedup"`
-	AAL     float64 `yaml:"aal"`
+	Speedup    float64 `yaml:"speedup"`
+	AAL        float64 `yaml:"aal"`
+	MeasuredOn string  `yaml:"measured_on,omitempty"` // the curves and calibration the prediction rests on
 }
+
+// Version is Arborist's version, written into exported configs.
+const Version = "0.1.0"
 
 // Marshal renders the config as YAML with a header comment.
 func (c *Config) Marshal() ([]byte, error) {
@@ -189,9 +197,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	switch s.DepthPolicy {
-	case "", "fixed", "threshold":
+	case "", "fixed", "threshold", "predictor":
 	default:
-		return fmt.Errorf("speculation.depth_policy %q: want fixed or threshold", s.DepthPolicy)
+		return fmt.Errorf("speculation.depth_policy %q: want fixed, threshold or predictor", s.DepthPolicy)
 	}
 	sm := c.Sampling
 	if sm.Temperature < 0 || sm.TopK < 0 || sm.TopP < 0 || sm.TopP > 1 || sm.MinP < 0 || sm.MinP > 1 {
@@ -272,7 +280,7 @@ func NewConfig(spec PairSpec, hw HardwareConfig, threads, maxSeqLen int, precisi
 		}
 		return p
 	}
-	c := &Config{Hardware: hw}
+	c := &Config{Version: Version, Hardware: hw}
 	c.Models.Target = TargetConfig{Path: abs(spec.Target), Device: "cpu", Precision: precision, MaxSeqLen: maxSeqLen, Threads: threads}
 	switch {
 	case spec.Draft != "":

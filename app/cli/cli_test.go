@@ -195,27 +195,52 @@ func TestTuningWorkflow(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "calibrate --predictor") {
 		t.Errorf("predictor policy without a predictor: exit %d, %s", code, stderr)
 	}
-	code, out, stderr = run(t, "calibrate", "--target", target, "--draft", draft, "--prompts", prompts, "-n", "48", "--db", db, "--predictor", "--depth", "4")
-	if code != 0 || !strings.Contains(out, "depth 1:") || !strings.Contains(out, "held-out accuracy") {
+	code, out, stderr = run(t, "train", "predictor", "--target", target, "--draft", draft, "--prompts", prompts, "--db", db)
+	if code != 1 || !strings.Contains(stderr, "run 'arborist calibrate' first") {
+		t.Errorf("train predictor before calibrate: exit %d, %s", code, stderr)
+	}
+	code, out, stderr = run(t, "calibrate", "--target", target, "--draft", draft, "--prompts", prompts, "-n", "48", "--db", db)
+	if code != 0 || !strings.Contains(out, "depth 1:") {
 		t.Fatalf("calibrate: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, stderr = run(t, "train", "predictor", "--target", target, "--draft", draft, "--prompts", prompts, "-n", "48", "--depth", "4", "--db", db)
+	if code != 0 || !strings.Contains(out, "held-out accuracy") {
+		t.Fatalf("train predictor: exit %d\n%s\n%s", code, out, stderr)
 	}
 	code, out, stderr = run(t, "run", "--target", target, "--draft", draft, "--strategy", "egt", "--egt-widths", "1,2,2,2", "--depth-policy", "predictor",
 		"--prompt", "Once upon a time", "-n", "32", "--temp", "0", "--baseline", "--db", db)
 	if code != 0 || !strings.Contains(out, "speedup:") {
 		t.Fatalf("run with the predictor policy: exit %d\n%s\n%s", code, out, stderr)
 	}
+	code, out, stderr = run(t, "export", "--target", target, "--draft", draft, "--db", db, "-o", filepath.Join(tmp, "none.yaml"))
+	if code != 1 || !strings.Contains(stderr, "run 'arborist tune' first") {
+		t.Errorf("export before tune: exit %d, %s", code, stderr)
+	}
+	code, out, stderr = run(t, "tune", "--target", target, "--draft", draft, "--db", db, "--validate", "--prompts", prompts, "-n", "24")
+	if code != 0 || !strings.Contains(out, "best:") || !strings.Contains(out, "predicted by the plan") || !strings.Contains(out, "speedup:") {
+		t.Fatalf("tune --validate: exit %d\n%s\n%s", code, out, stderr)
+	}
 	cfgPath := filepath.Join(tmp, "config.yaml")
-	code, out, stderr = run(t, "tune", "--target", target, "--draft", draft, "--db", db, "-o", cfgPath)
-	if code != 0 || !strings.Contains(out, "best:") || !strings.Contains(out, "llama-server") || !strings.Contains(out, "vllm serve") {
-		t.Fatalf("tune: exit %d\n%s\n%s", code, out, stderr)
+	code, out, stderr = run(t, "export", "--target", target, "--draft", draft, "--db", db, "-o", cfgPath)
+	if code != 0 || !strings.Contains(out, "llama-server") || !strings.Contains(out, "vllm serve") {
+		t.Fatalf("export: exit %d\n%s\n%s", code, out, stderr)
 	}
 	b, err := os.ReadFile(cfgPath)
-	if err != nil || !strings.Contains(string(b), "speculation:") || !strings.Contains(string(b), "strategy:") {
-		t.Fatalf("config.yaml: %v\n%s", err, b)
+	for _, want := range []string{"speculation:", "strategy:", "arborist_version:", "sha256:", "measured_on:"} {
+		if err != nil || !strings.Contains(string(b), want) {
+			t.Fatalf("config.yaml lacks %q: %v\n%s", want, err, b)
+		}
 	}
 	code, out, stderr = run(t, "run", "--config", cfgPath, "--prompt", "Once upon a time", "-n", "32", "--baseline", "--db", db)
 	if code != 0 || !strings.Contains(out, "speedup:") {
 		t.Fatalf("run --config: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, _ = run(t, "runs", "compare", "1", "2", "--db", db)
+	if code != 0 || !strings.Contains(out, "predicted speedup") || !strings.Contains(out, "#1") || !strings.Contains(out, "#2") {
+		t.Errorf("runs compare:\n%s", out)
+	}
+	if code, _, stderr := run(t, "runs", "compare", "1", "--db", db); code != 2 || !strings.Contains(stderr, "two or more") {
+		t.Errorf("runs compare with one id: %d %s", code, stderr)
 	}
 	// a broken config is refused with its path
 	bad := filepath.Join(tmp, "bad.yaml")

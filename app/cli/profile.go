@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -196,12 +198,18 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 	if *depth < 1 {
 		return fail(fs, usagef("--depth must be >= 1"))
 	}
-	fmt.Fprintf(env.Stderr, "  collecting depth-predictor data (chains of %d) ...\n", *depth)
-	samples, err := profiles.DepthSamples(ctx, eng, ids, *n, *depth)
+	return trainPredictor(ctx, env, st, eng, ids, *n, *depth, id)
+}
+
+// trainPredictor collects chain-drafting data for the pair, trains the depth
+// predictor, stores it with calibration calID and reports its accuracy.
+func trainPredictor(ctx context.Context, env Env, st *store.Store, eng *spec.Engine, ids [][]int, n, depth int, calID int64) error {
+	fmt.Fprintf(env.Stderr, "  collecting depth-predictor data (chains of %d) ...\n", depth)
+	samples, err := profiles.DepthSamples(ctx, eng, ids, n, depth)
 	if err != nil {
 		return err
 	}
-	pred := profiles.NewPredictor(pair.Target.Dim, 128, *depth, 1)
+	pred := profiles.NewPredictor(eng.Target.Dim, 128, depth, 1)
 	err = pred.Train(samples, profiles.TrainOptions{Progress: func(ep, total int, loss float64) {
 		fmt.Fprintf(env.Stderr, "\r  training: epoch %d/%d, loss %.4f", ep, total, loss)
 		if ep == total {
@@ -215,15 +223,78 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	pid, err := st.SavePredictor(ctx, id, blob, pred.Stats)
+	pid, err := st.SavePredictor(ctx, calID, blob, pred.Stats)
 	if err != nil {
 		return err
 	}
+	w := env.Stdout
 	fmt.Fprintf(w, "depth predictor %d: %d training steps, %d held out (the last prompts), trained in %v\n", pid, pred.Stats.Samples, pred.Stats.HeldOut, pred.Stats.Took.Round(time.Millisecond))
 	for d := range pred.Stats.Accuracy {
 		fmt.Fprintf(w, "  depth %d: held-out accuracy %5.1f%% (accepted in %5.1f%% of held-out steps)\n", d+1, 100*pred.Stats.Accuracy[d], 100*pred.Stats.BaseRate[d])
 	}
 	return nil
+}
+
+func runTrain(ctx context.Context, env Env, args []string) error {
+	if len(args) == 0 || args[0] != "predictor" {
+		fmt.Fprintln(env.Stderr, "usage: arborist train predictor --target T --draft D --prompts FILE [-n 128] [--depth 5] [--db FILE]")
+		return usagef("train what? (predictor)")
+	}
+	fs := newFlags(env, "train predictor", "--target T (--draft D | --draft-ngram N | --draft-layers K) --prompts FILE [-n 128] [--depth 5] [--db FILE]")
+	var p pairFlags
+	p.register(fs)
+	db := dbFlag(fs)
+	prompts := fs.String("prompts", "", "prompt suite `file`, one prompt per line")
+	n := fs.Int("n", 128, "tokens per prompt")
+	depth := fs.Int("depth", 5, "deepest draft level predicted (Dmax)")
+	pos, err := parse(fs, args[1:])
+	if err != nil {
+		return fail(fs, err)
+	}
+	if len(pos) > 0 {
+		return fail(fs, usagef("unexpected argument %q", pos[0]))
+	}
+	if err := p.check(true); err != nil {
+		return fail(fs, err)
+	}
+	if *prompts == "" || *n < 2 || *depth < 1 {
+		return fail(fs, usagef("--prompts is required, -n must be above 1 and --depth positive"))
+	}
+	texts, err := readPrompts(*prompts)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	pair, err := p.open(sample.Params{}, false)
+	if err != nil {
+		return err
+	}
+	defer pair.Close()
+	md, err := profiles.DescribeModel(pair.Target)
+	if err != nil {
+		return err
+	}
+	tid, err := st.PutModel(ctx, &md)
+	if err != nil {
+		return err
+	}
+	var acc profiles.Acceptance
+	calID, err := st.LatestCalibration(ctx, tid, p.SourceName(), &acc)
+	if err != nil {
+		return err
+	}
+	if calID == 0 {
+		return fmt.Errorf("no calibration of %s with %s in %s: run 'arborist calibrate' first", p.Target, p.SourceName(), st.Path)
+	}
+	var ids [][]int
+	for _, t := range texts {
+		ids = append(ids, pair.Target.Tok.Encode(t, true, false))
+	}
+	return trainPredictor(ctx, env, st, &spec.Engine{Target: pair.Target, Source: pair.Source}, ids, *n, *depth, calID)
 }
 
 // tuneInputs loads the pair's curves and calibration for the speedup model.
@@ -277,6 +348,9 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	top := fs.Int("top", 10, "plans to list")
 	alpha := fs.Float64("alpha", 0, "assume this top-candidate acceptance rate instead of a stored calibration")
 	out := fs.String("o", "", "write the best plan as config.yaml to `file`")
+	validate := fs.Bool("validate", false, "run the best plan and plain decoding on --prompts and report measured against predicted speedup")
+	prompts := fs.String("prompts", "", "prompt suite `file` for --validate")
+	n := fs.Int("n", 128, "tokens per prompt for --validate")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return fail(fs, err)
@@ -289,6 +363,9 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	}
 	if *alpha < 0 || *alpha >= 1 || *top < 1 {
 		return fail(fs, usagef("--alpha must be in [0, 1) and --top positive"))
+	}
+	if *validate && (*prompts == "" || *n < 1) {
+		return fail(fs, usagef("--validate needs --prompts and a positive -n"))
 	}
 	st, err := store.Open(ctx, *db)
 	if err != nil {
@@ -309,27 +386,53 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	}
 	best := preds[0]
 	hid, _ := st.PutHardware(ctx, &in.hw)
-	planID, err := st.SavePlan(ctx, hid, in.tid, best.Plan.Strategy, best.Plan, best.Speedup)
+	planID, err := st.SavePlan(ctx, hid, in.tid, best.Plan.Strategy, best, best.Speedup)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "best: %s, predicted %.2fx (plan %d)\n", best.Plan, best.Speedup, planID)
-	if *out != "" {
-		cfg := exportConfig(&p, in, best)
-		if err := writeConfig(ctx, st, planID, cfg, *out); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "wrote %s\n\n%s", *out, cfg.Equivalents())
+	path := *out
+	if path == "" && *validate {
+		path = filepath.Join(os.TempDir(), fmt.Sprintf("arborist-plan-%d.yaml", planID))
 	}
-	return nil
+	if path == "" {
+		return nil
+	}
+	cfg := exportConfig(ctx, st, &p, in, best)
+	if err := writeConfig(ctx, st, planID, cfg, path); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "wrote %s\n\n%s", path, cfg.Equivalents())
+	in.pair.Close() // validation loads the pair afresh, with the plan's threads
+	if !*validate {
+		return nil
+	}
+	fmt.Fprintf(w, "\nvalidating on %s (%d tokens per prompt):\n", *prompts, *n)
+	return runRun(ctx, env, []string{"--config", path, "--prompts", *prompts, "-n", fmt.Sprint(*n), "--baseline", "--quiet", "--db", *db})
 }
 
-func exportConfig(p *pairFlags, in *tuneInputs, best profiles.Prediction) *profiles.Config {
+func exportConfig(ctx context.Context, st *store.Store, p *pairFlags, in *tuneInputs, best profiles.Prediction) *profiles.Config {
 	precision := ""
 	if tc := in.pair.Target.File.TypeCounts(); len(tc) > 0 {
 		precision = tc[0].Type.String()
 	}
-	return profiles.NewConfig(p.PairSpec, profiles.ConfigHardware(in.hw), in.pair.Backend.Threads(), in.pair.Target.CtxLen, precision, best)
+	c := profiles.NewConfig(p.PairSpec, profiles.ConfigHardware(in.hw), in.pair.Backend.Threads(), in.pair.Target.CtxLen, precision, best)
+	if md, err := profiles.DescribeModel(in.pair.Target); err == nil {
+		c.Models.Target.SHA256 = md.Fingerprint
+	}
+	if in.pair.DraftModel != nil {
+		if md, err := profiles.DescribeModel(in.pair.DraftModel); err == nil {
+			c.Models.Draft.SHA256 = md.Fingerprint
+		}
+	}
+	on := fmt.Sprintf("hardware %s; T_verify curve of %d points", in.hw.Fingerprint, len(in.costs.Verify))
+	if in.calID > 0 {
+		on += fmt.Sprintf("; calibration %d", in.calID)
+	} else {
+		on += "; assumed acceptance (--alpha)"
+	}
+	c.Predicted.MeasuredOn = on
+	return c
 }
 
 func writeConfig(ctx context.Context, st *store.Store, planID int64, cfg *profiles.Config, path string) error {
@@ -346,11 +449,12 @@ func writeConfig(ctx context.Context, st *store.Store, planID int64, cfg *profil
 	return st.SaveExport(ctx, planID, string(b))
 }
 
-func runRuns(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "runs", "[--db FILE] [--limit N] [--show ID]")
+func runExport(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "export", "--target T (--draft D | --draft-ngram N | --draft-layers K) -o config.yaml [--db FILE]")
+	var p pairFlags
+	p.register(fs)
 	db := dbFlag(fs)
-	limit := fs.Int("limit", 20, "runs to list")
-	show := fs.Int64("show", 0, "print the per-step trace summary of run `ID`")
+	out := fs.String("o", "config.yaml", "output `file`")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return fail(fs, err)
@@ -358,37 +462,141 @@ func runRuns(ctx context.Context, env Env, args []string) error {
 	if len(pos) > 0 {
 		return fail(fs, usagef("unexpected argument %q", pos[0]))
 	}
+	if err := p.check(true); err != nil {
+		return fail(fs, err)
+	}
+	st, err := store.Open(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	in, err := loadTuneInputs(ctx, env, st, &p, 0.5)
+	if err != nil {
+		return err
+	}
+	defer in.pair.Close()
+	var best profiles.Prediction
+	planID, err := st.LatestPlan(ctx, in.tid, &best)
+	if err != nil {
+		return err
+	}
+	if planID == 0 {
+		return fmt.Errorf("no plan for %s in %s: run 'arborist tune' first", p.Target, st.Path)
+	}
+	cfg := exportConfig(ctx, st, &p, in, best)
+	cfg.Predicted.MeasuredOn = fmt.Sprintf("plan %d of %s", planID, st.Path)
+	if err := writeConfig(ctx, st, planID, cfg, *out); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "wrote %s (plan %d: %s, predicted %.2fx)\n\n%s", *out, planID, best.Plan, best.Speedup, cfg.Equivalents())
+	return nil
+}
+
+func runRuns(ctx context.Context, env Env, args []string) error {
+	sub := "list"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	fs := newFlags(env, "runs", "[list [--limit N] | show ID | compare ID ID...] [--db FILE]")
+	db := dbFlag(fs)
+	limit := fs.Int("limit", 20, "runs to list")
+	show := fs.Int64("show", 0, "same as 'runs show ID'")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return fail(fs, err)
+	}
+	if *show > 0 {
+		sub, pos = "show", []string{fmt.Sprint(*show)}
+	}
+	var ids []int64
+	for _, a := range pos {
+		id, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || id <= 0 {
+			return fail(fs, usagef("%q is not a run id", a))
+		}
+		ids = append(ids, id)
+	}
+	switch {
+	case sub == "list" && len(ids) > 0:
+		return fail(fs, usagef("list takes no ids"))
+	case sub == "show" && len(ids) != 1:
+		return fail(fs, usagef("show takes one run id"))
+	case sub == "compare" && len(ids) < 2:
+		return fail(fs, usagef("compare takes two or more run ids"))
+	case sub != "list" && sub != "show" && sub != "compare":
+		return fail(fs, usagef("unknown runs command %q (list, show, compare)", sub))
+	}
 	st, err := store.Open(ctx, *db)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	w := env.Stdout
-	if *show > 0 {
-		steps, err := st.RunSteps(ctx, *show)
+	switch sub {
+	case "show":
+		steps, err := st.RunSteps(ctx, ids[0])
 		if err != nil {
 			return err
 		}
 		if len(steps) == 0 {
-			return fmt.Errorf("run %d has no stored steps (see 'arborist runs')", *show)
+			return fmt.Errorf("run %d has no stored steps (see 'arborist runs')", ids[0])
 		}
-		fmt.Fprintf(w, "run %d: %d steps\n  %5s %6s %7s %8s %8s %10s %10s %10s\n", *show, len(steps), "step", "prompt", "width", "drafted", "accepted", "draft", "verify", "overhead")
+		fmt.Fprintf(w, "run %d: %d steps\n  %5s %6s %7s %8s %8s %10s %10s %10s\n", ids[0], len(steps), "step", "prompt", "width", "drafted", "accepted", "draft", "verify", "overhead")
 		for _, s := range steps {
 			fmt.Fprintf(w, "  %5d %6d %7d %8d %8d %10s %10s %10s\n", s.Index, s.Prompt, s.Width, s.Drafted, s.Accepted, s.Draft.Round(time.Microsecond), s.Verify.Round(time.Microsecond), s.Overhead.Round(time.Microsecond))
 		}
+		return nil
+	case "compare":
+		var runs []*store.Run
+		for _, id := range ids {
+			r, err := st.Run(ctx, id)
+			if err != nil {
+				return err
+			}
+			runs = append(runs, r)
+		}
+		row := func(label string, f func(r *store.Run) string) {
+			fmt.Fprintf(w, "%-18s", label)
+			for _, r := range runs {
+				fmt.Fprintf(w, " %-24s", trimTo(f(r), 24))
+			}
+			fmt.Fprintln(w)
+		}
+		row("run", func(r *store.Run) string { return fmt.Sprintf("#%d (%s)", r.ID, r.Status) })
+		row("strategy", func(r *store.Run) string { return r.Strategy })
+		row("drafter", func(r *store.Run) string { return r.Drafter })
+		row("target", func(r *store.Run) string { return filepath.Base(r.Target) })
+		row("tokens", func(r *store.Run) string { return fmt.Sprint(r.Tokens) })
+		row("tokens/s", func(r *store.Run) string { return fmt.Sprintf("%.1f", r.TokensPerSecond) })
+		row("AAL", func(r *store.Run) string { return fmt.Sprintf("%.2f", r.AAL) })
+		row("acceptance", func(r *store.Run) string { return fmt.Sprintf("%.1f%%", 100*r.Acceptance) })
+		row("measured speedup", func(r *store.Run) string { return speedupText(r.MeasuredSpeedup) })
+		row("predicted speedup", func(r *store.Run) string { return speedupText(r.PredictedSpeedup) })
+		row("created", func(r *store.Run) string { return r.Created.Local().Format("2006-01-02 15:04") })
 		return nil
 	}
 	runs, err := st.Runs(ctx, *limit)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%4s %-8s %-6s %-30s %8s %6s %7s %8s  %s\n", "id", "status", "strat", "drafter", "tok/s", "AAL", "accept", "speedup", "created")
+	fmt.Fprintf(w, "%4s %-8s %-6s %-30s %8s %6s %7s %8s %9s  %s\n", "id", "status", "strat", "drafter", "tok/s", "AAL", "accept", "speedup", "predicted", "created")
 	for _, r := range runs {
-		sp := "-"
-		if r.MeasuredSpeedup > 0 {
-			sp = fmt.Sprintf("%.2fx", r.MeasuredSpeedup)
-		}
-		fmt.Fprintf(w, "%4d %-8s %-6s %-30s %8.1f %6.2f %6.1f%% %8s  %s\n", r.ID, r.Status, r.Strategy, r.Drafter, r.TokensPerSecond, r.AAL, 100*r.Acceptance, sp, r.Created.Local().Format("2006-01-02 15:04"))
+		fmt.Fprintf(w, "%4d %-8s %-6s %-30s %8.1f %6.2f %6.1f%% %8s %9s  %s\n", r.ID, r.Status, r.Strategy, r.Drafter, r.TokensPerSecond, r.AAL, 100*r.Acceptance,
+			speedupText(r.MeasuredSpeedup), speedupText(r.PredictedSpeedup), r.Created.Local().Format("2006-01-02 15:04"))
 	}
 	return nil
+}
+
+func speedupText(x float64) string {
+	if x <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", x)
+}
+
+func trimTo(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "~"
 }

@@ -96,12 +96,16 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return fail(fs, err)
 	}
+	predicted := 0.0
 	if f.config != "" {
 		c, err := profiles.LoadConfig(f.config)
 		if err != nil {
 			return err
 		}
 		applyConfig(&f, c)
+		if c.Predicted != nil {
+			predicted = c.Predicted.Speedup
+		}
 		params = sample.Params{Temp: float32(c.Sampling.Temperature), TopK: c.Sampling.TopK, TopP: float32(c.Sampling.TopP), MinP: float32(c.Sampling.MinP), Seed: c.Sampling.Seed}
 		if params.TopP == 0 {
 			params.TopP = 1
@@ -201,7 +205,7 @@ func runRun(ctx context.Context, env Env, args []string) error {
 		}
 		defer st.Close()
 		rec = &recorder{st: st, run: &store.Run{Hardware: profiles.DetectHardware().Fingerprint, Target: f.Target, Drafter: f.SourceName(),
-			Strategy: f.strategy, Settings: cfg, Prompts: prompts}}
+			Strategy: f.strategy, Settings: cfg, Prompts: prompts, PredictedSpeedup: predicted}}
 		if _, err := st.CreateRun(ctx, rec.run); err != nil {
 			return err
 		}
@@ -235,6 +239,9 @@ func runRun(ctx context.Context, env Env, args []string) error {
 		}
 		printSummary(w, "ar (baseline)", ar)
 		fmt.Fprintf(w, "speedup: %.2fx over ar (%.1f vs %.1f tokens/s)\n", agg.tps()/ar.tps(), agg.tps(), ar.tps())
+		if predicted > 0 {
+			fmt.Fprintf(w, "predicted by the plan: %.2fx; measured is %+.0f%% of it\n", predicted, 100*(agg.tps()/ar.tps()/predicted-1))
+		}
 		if rec != nil {
 			rec.run.MeasuredSpeedup = agg.tps() / ar.tps()
 			if err := rec.st.FinishRun(ctx, rec.run); err != nil {

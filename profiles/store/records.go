@@ -367,3 +367,35 @@ func (s *Store) LatestPredictor(ctx context.Context, targetID int64, drafter str
 	}
 	return id, w, nil
 }
+
+// LatestPlan decodes the newest plan stored for target into params and
+// returns its id (0 when there is none).
+func (s *Store) LatestPlan(ctx context.Context, targetID int64, params any) (int64, error) {
+	var id int64
+	var b string
+	err := s.db.QueryRowContext(ctx, "SELECT id, params FROM plans WHERE target_id = ? ORDER BY id DESC LIMIT 1", targetID).Scan(&id, &b)
+	if err == sql.ErrNoRows {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, s.wrap("read plan", err)
+	}
+	if err := json.Unmarshal([]byte(b), params); err != nil {
+		return 0, fmt.Errorf("store: plan %d: %w", id, err)
+	}
+	return id, nil
+}
+
+// Run returns one stored run.
+func (s *Store) Run(ctx context.Context, id int64) (*Run, error) {
+	runs, err := s.Runs(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	for i := range runs {
+		if runs[i].ID == id {
+			return &runs[i], nil
+		}
+	}
+	return nil, fmt.Errorf("store: no run %d in %s", id, s.Path)
+}
