@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"fyne.io/fyne/v2"
 	fyneapp "fyne.io/fyne/v2/app"
@@ -54,6 +55,7 @@ type Session struct {
 	st        *store.Store
 	Verify    *profiles.Profile // target T_verify(W)
 	Draft     *profiles.Profile // drafter curve
+	Overhead  time.Duration     // measured per-step bookkeeping
 	Acc       *profiles.Acceptance
 	Best      *profiles.Prediction
 	listeners []func()

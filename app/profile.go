@@ -129,6 +129,11 @@ func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, max
 	if vp, err = profiles.ProfileModel(ctx, st, hw, pair.Target, pair.Backend, opt); err != nil {
 		return nil, nil, 0, err
 	}
+	op, err := profiles.ProfileModel(ctx, st, hw, pair.Target, pair.Backend, profiles.ProfileOptions{Kind: "overhead", Widths: []int{8}, Fresh: fresh})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	fyne.Do(func() { p.s.Overhead = op.Curve.Points[0].Median })
 	if pair.DraftModel != nil {
 		opt := profiles.ProfileOptions{Widths: profiles.DefaultWidths(min(maxW, 16)), Fresh: fresh, Kind: "draft"}
 		opt.Curve.Progress = progress("drafter", 0.8, 0.2)

@@ -106,6 +106,9 @@ func (sp *SpeedupScreen) Update() {
 	if sp.s.Draft != nil {
 		costs.Draft = sp.s.Draft.Curve.Points
 	}
+	if sp.s.Overhead > 0 {
+		costs.Overhead = sp.s.Overhead
+	}
 	sp.Labels.SetText(fmt.Sprintf("Predictions from %s and %s.", src, curve))
 	var series []Series
 	var mark *[2]float64

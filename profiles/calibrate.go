@@ -85,9 +85,9 @@ func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens in
 
 // ProfileOptions control ProfileModel.
 type ProfileOptions struct {
-	Widths []int // default DefaultWidths(64)
-	Fresh  bool  // measure even when a stored curve matches
-	Kind   string
+	Widths []int  // default DefaultWidths(64)
+	Fresh  bool   // measure even when a stored curve matches
+	Kind   string // "verify" (default), "draft" (a drafter's curve) or "overhead" (bookkeeping)
 	Curve  CurveOptions
 }
 
@@ -134,7 +134,11 @@ func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *mo
 			return p, nil
 		}
 	}
-	pts, err := VerifyCurve(ctx, m, opt.Widths, opt.Curve)
+	curve := VerifyCurve
+	if opt.Kind == "overhead" {
+		curve = OverheadCurve
+	}
+	pts, err := curve(ctx, m, opt.Widths, opt.Curve)
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +217,11 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pa
 			c.Draft = append(c.Draft, pt)
 		}
 	}
-	c.Overhead = 100 * time.Microsecond
+	oopt := ProfileOptions{Widths: []int{8}, Kind: "overhead"}
+	op, err := ProfileModel(ctx, st, hw, pair.Target, pair.Backend, oopt)
+	if err != nil {
+		return c, 0, err
+	}
+	c.Overhead = op.Curve.Points[0].Median
 	return c, tp.Model.ID, nil
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"arborist/engine/model"
+	"arborist/engine/sample"
+	"arborist/engine/tree"
 	"arborist/kernels/cpu"
 )
 
@@ -187,4 +189,55 @@ func Bandwidth(ctx context.Context, threads int, size int) (float64, error) {
 		best = math.Max(best, bw)
 	}
 	return best, nil
+}
+
+// OverheadCurve measures the per-step bookkeeping of verifying W draft
+// tokens outside the forward pass: building the tree's mask and positions,
+// choosing a token from each row's logits, and compacting the KV cache to
+// the accepted path. Points are medians like VerifyCurve's.
+func OverheadCurve(ctx context.Context, m *model.Model, widths []int, opt CurveOptions) ([]Point, error) {
+	opt.defaults()
+	maxW := 0
+	for _, w := range widths {
+		maxW = max(maxW, w)
+	}
+	cache := m.NewCache(opt.Context + maxW + 1)
+	logits := make([]float32, (maxW+1)*m.Vocab)
+	for i := range logits {
+		logits[i] = float32(i%97) * 0.01
+	}
+	var out []Point
+	for i, w := range widths {
+		tr := &tree.Tree{}
+		for k := 0; k < w; k++ {
+			tr.Add(k-1, k%m.Vocab, 0.5) // a chain: the accepted path keeps every slot
+		}
+		pass := func() (time.Duration, error) {
+			cache.Truncate(0)
+			if err := cache.Fill(opt.Context + w + 1); err != nil {
+				return 0, err
+			}
+			t0 := time.Now()
+			tr.Batch(1, opt.Context)
+			keep := make([]int, 0, opt.Context+w+1)
+			for r := 0; r <= w; r++ {
+				sample.Argmax(logits[r*m.Vocab : (r+1)*m.Vocab])
+			}
+			for s := 0; s < opt.Context+w+1; s += 2 {
+				keep = append(keep, s)
+			}
+			err := cache.Compact(keep)
+			return time.Since(t0), err
+		}
+		p, err := measure(ctx, pass, opt.Warmup, opt.MinReps, opt.MaxReps)
+		if err != nil {
+			return out, err
+		}
+		p.W = w
+		out = append(out, p)
+		if opt.Progress != nil {
+			opt.Progress(i+1, len(widths), p)
+		}
+	}
+	return out, nil
 }

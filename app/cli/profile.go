@@ -104,6 +104,12 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	printCurve(w, "target "+pair.Target.Path, tp)
+	op, err := profiles.ProfileModel(ctx, st, hw, pair.Target, pair.Backend, profiles.ProfileOptions{Kind: "overhead", Widths: []int{1, 8, 32}, Fresh: *fresh})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "bookkeeping per step (mask, token choice, cache compaction): W=1 %v, W=8 %v, W=32 %v\n",
+		op.Curve.Points[0].Median.Round(time.Microsecond), op.Curve.Points[1].Median.Round(time.Microsecond), op.Curve.Points[2].Median.Round(time.Microsecond))
 	if pair.DraftModel != nil {
 		dp, err := curveFor(ctx, env, st, hw, pair.DraftModel, pair.Backend, "draft", *fresh, min(*maxW, 16))
 		if err != nil {

@@ -46,6 +46,17 @@ func (c *Cache) Truncate(n int) {
 	}
 }
 
+// Fill marks the first n slots as used without computing them (their keys
+// and values are whatever the buffers hold): for measuring bookkeeping
+// costs on a cache of a given length.
+func (c *Cache) Fill(n int) error {
+	if n < 0 || n > c.cap {
+		return fmt.Errorf("model: fill %d slots of a cache of %d", n, c.cap)
+	}
+	c.n = n
+	return nil
+}
+
 // Compact keeps only the listed slots, in the listed order, as slots
 // 0..len(keep)-1. It is how a rejected draft branch leaves the cache.
 func (c *Cache) Compact(keep []int) error {
