@@ -352,6 +352,83 @@ AVX2 static float dot_avx2(const float *a, const float *b, int n) {
 	return s;
 }
 
+// store32 converts 32 bytes holding values 0..255 (u8) to float, scales
+// them by d and subtracts m: y[i] = d*q[i] - m, for i < 32.
+AVX2 static inline void store32(float *y, __m256i q, float d, float m) {
+	__m256 vd = _mm256_set1_ps(d), vm = _mm256_set1_ps(m);
+	__m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
+	_mm256_storeu_ps(y + 0, _mm256_fmsub_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo)), vm));
+	_mm256_storeu_ps(y + 8, _mm256_fmsub_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8))), vm));
+	_mm256_storeu_ps(y + 16, _mm256_fmsub_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi)), vm));
+	_mm256_storeu_ps(y + 24, _mm256_fmsub_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8))), vm));
+}
+
+// store16s converts 16 signed bytes to float times d: y[i] = d*q[i].
+AVX2 static inline void store16s(float *y, __m128i q, float d) {
+	__m256 vd = _mm256_set1_ps(d);
+	_mm256_storeu_ps(y, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q))));
+	_mm256_storeu_ps(y + 8, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8)))));
+}
+
+// expand_k_avx2 expands Q4_K, Q5_K and Q6_K rows with byte-wide SIMD; the
+// layouts are those of expand_row (and quant.DequantizeBlock).
+AVX2 static int expand_k_avx2(int type, const uint8_t *b, int cols, float *y) {
+	const __m256i m4 = _mm256_set1_epi8(0xf);
+	switch (type) {
+	case ARB_Q4_K: case ARB_Q5_K:
+		for (int blk = 0; blk < cols / 256; blk++, y += 256) {
+			const uint8_t *p = b + blk * (type == ARB_Q4_K ? 144 : 176);
+			float d = fp16_to_f32(rd16(p)), dmin = fp16_to_f32(rd16(p + 2));
+			const uint8_t *sc = p + 4, *ql = p + (type == ARB_Q4_K ? 16 : 48);
+			__m256i qh = type == ARB_Q5_K ? _mm256_loadu_si256((const __m256i *)(p + 16)) : _mm256_setzero_si256();
+			for (int j = 0, is = 0; j < 256; j += 64, is += 2, ql += 32) {
+				float dd[2], mm[2];
+				for (int k = 0; k < 2; k++) {
+					int jj = is + k;
+					uint8_t s, m;
+					if (jj < 4) { s = sc[jj] & 63; m = sc[jj + 4] & 63; }
+					else { s = (sc[jj + 4] & 0xf) | ((sc[jj - 4] >> 6) << 4); m = (sc[jj + 4] >> 4) | ((sc[jj] >> 6) << 4); }
+					dd[k] = d * s; mm[k] = dmin * m;
+				}
+				__m256i q = _mm256_loadu_si256((const __m256i *)ql);
+				__m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+				if (type == ARB_Q5_K) {
+					// fifth bits: bit (j/32) of qh[l] for the low half, bit (j/32 + 1) for the high half
+					__m256i b1 = _mm256_set1_epi8((char)(1 << (j / 32))), b2 = _mm256_set1_epi8((char)(2 << (j / 32)));
+					lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b1), b1), _mm256_set1_epi8(16)));
+					hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b2), b2), _mm256_set1_epi8(16)));
+				}
+				store32(y + j, lo, dd[0], mm[0]);
+				store32(y + j + 32, hi, dd[1], mm[1]);
+			}
+		}
+		return 1;
+	case ARB_Q6_K:
+		for (int blk = 0; blk < cols / 256; blk++, y += 256) {
+			const uint8_t *p = b + blk * 210, *ql = p, *qh = p + 128;
+			const int8_t *sc = (const int8_t *)(p + 192);
+			float d = fp16_to_f32(rd16(p + 208));
+			const __m256i m2 = _mm256_set1_epi8(3), off = _mm256_set1_epi8(32);
+			for (int nn = 0; nn < 256; nn += 128, ql += 64, qh += 32, sc += 8) {
+				__m256i a = _mm256_loadu_si256((const __m256i *)ql), c = _mm256_loadu_si256((const __m256i *)(ql + 32));
+				__m256i h = _mm256_loadu_si256((const __m256i *)qh);
+				__m256i q1 = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(a, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4)), off);
+				__m256i q2 = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(c, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4)), off);
+				__m256i q3 = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4)), off);
+				__m256i q4 = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4)), off);
+				__m256i qs[4] = {q1, q2, q3, q4};
+				for (int g = 0; g < 4; g++) {
+					// 32 values; the first 16 use scale sc[2g], the next 16 sc[2g+1]
+					store16s(y + nn + 32 * g, _mm256_castsi256_si128(qs[g]), d * sc[2 * g]);
+					store16s(y + nn + 32 * g + 16, _mm256_extracti128_si256(qs[g], 1), d * sc[2 * g + 1]);
+				}
+			}
+		}
+		return 1;
+	}
+	return 0;
+}
+
 AVX2 static void expand_f16_avx2(const uint8_t *b, int cols, float *y) {
 	int i = 0;
 	for (; i + 8 <= cols; i += 8) _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 2 * i))));
@@ -363,7 +440,10 @@ AVX2 static void mm_f32_avx2(int type, const uint8_t *w, long row_bytes, int lo,
 	for (int o = lo; o < hi; o++) {
 		const float *wr = (const float *)(w + (long)o * row_bytes);
 		if (type == ARB_F16) { expand_f16_avx2(w + (long)o * row_bytes, cols, scratch); wr = scratch; }
-		else if (type != ARB_F32) { expand_row(type, w + (long)o * row_bytes, cols, scratch); wr = scratch; }
+		else if (type != ARB_F32) {
+			if (!expand_k_avx2(type, w + (long)o * row_bytes, cols, scratch)) expand_row(type, w + (long)o * row_bytes, cols, scratch);
+			wr = scratch;
+		}
 		for (int r = 0; r < n; r++) out[(long)r * rows + o] = dot_avx2(wr, x + (long)r * cols, cols);
 	}
 }
