@@ -144,6 +144,15 @@ func TestProfileRunCompareExport(t *testing.T) {
 		t.Log("best plan unchanged by the slider (possible, not an error)")
 	}
 	t.Logf("speedup screen redraw: %v", sp.LastRedraw())
+	sp.Plan.SetSelected("chain")
+	sp.Shape.SetText("4")
+	if !strings.Contains(sp.Mine.Text, "chain gamma=4, predicted") || sp.Curve.Image == nil {
+		t.Errorf("your plan: %q", sp.Mine.Text)
+	}
+	sp.Shape.SetText("x")
+	if !strings.Contains(sp.Mine.Text, "not a list") {
+		t.Errorf("bad plan text: %q", sp.Mine.Text)
+	}
 	if !strings.Contains(sp.Labels.Text, "measured T_verify") {
 		t.Errorf("model does not use the profile: %s", sp.Labels.Text)
 	}
@@ -170,10 +179,22 @@ func TestProfileRunCompareExport(t *testing.T) {
 		t.Errorf("an ar run marked %d tokens as accepted drafts", green)
 	}
 
+	// a whole prompt suite in one stored run
+	r.Strategy.SetSelected("chain")
+	r.Tokens.SetText("8")
+	r.Suite.SetText(filepath.Join(dir, "..", "prompts", "stories.txt"))
+	test.Tap(r.Start)
+	time.Sleep(50 * time.Millisecond)
+	r.Wait()
+	waitFor(t, "the suite run", func() bool { return !r.Start.Disabled() })
+	if !strings.Contains(r.Stats.Text, "Stored as run 3") || !strings.Contains(r.Stats.Text, "48 tokens") {
+		t.Errorf("suite run: %s", r.Stats.Text)
+	}
+
 	c := wb.Compare
 	c.Refresh()
-	if len(c.Runs) != 2 {
-		t.Fatalf("%d stored runs, want 2", len(c.Runs))
+	if len(c.Runs) != 3 {
+		t.Fatalf("%d stored runs, want 3", len(c.Runs))
 	}
 	c.Toggle(c.Runs[0].ID, true)
 	c.Toggle(c.Runs[1].ID, true)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"image"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +27,7 @@ import (
 type RunScreen struct {
 	s        *Session
 	Prompt   *widget.Entry
+	Suite    *widget.Entry // optional prompt suite file, one prompt per line
 	Strategy *widget.Select
 	Gamma    *widget.Entry
 	Tokens   *widget.Entry
@@ -45,6 +47,8 @@ func NewRunScreen(s *Session) *RunScreen {
 	r.Prompt = widget.NewMultiLineEntry()
 	r.Prompt.SetText("Once upon a time")
 	r.Prompt.SetMinRowsVisible(2)
+	r.Suite = widget.NewEntry()
+	r.Suite.SetPlaceHolder("or a prompt suite file (one prompt per line), e.g. ../shared/prompts/stories.txt")
 	r.Strategy = widget.NewSelect(spec.Strategies, nil)
 	r.Strategy.SetSelected("chain")
 	r.Gamma = widget.NewEntry()
@@ -78,6 +82,7 @@ func (r *RunScreen) Title() string { return "Run" }
 func (r *RunScreen) Content() fyne.CanvasObject {
 	form := widget.NewForm(
 		widget.NewFormItem("Prompt", r.Prompt),
+		widget.NewFormItem("Prompt suite", r.Suite),
 		widget.NewFormItem("Strategy", container.NewHBox(r.Strategy, widget.NewLabel("gamma / depth"), r.Gamma,
 			widget.NewLabel("tokens"), r.Tokens, widget.NewLabel("temperature"), r.Temp)),
 	)
@@ -130,19 +135,36 @@ func (r *RunScreen) run() {
 		r.s.ShowError(fmt.Errorf("strategy %s needs a draft source: choose one on the Models screen", cfg.Strategy))
 		return
 	}
-	prompt := r.Prompt.Text
+	prompts := []string{r.Prompt.Text}
+	if path := strings.TrimSpace(r.Suite.Text); path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			r.s.ShowError(err)
+			return
+		}
+		prompts = nil
+		for _, l := range strings.Split(string(b), "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				prompts = append(prompts, l)
+			}
+		}
+		if len(prompts) == 0 {
+			r.s.ShowError(fmt.Errorf("%s has no prompts", path))
+			return
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.done = make(chan struct{})
 	r.Start.Disable()
 	r.Stop.Enable()
-	r.Text.Segments = []widget.RichTextSegment{&widget.TextSegment{Text: prompt, Style: widget.RichTextStyle{TextStyle: fyne.TextStyle{Italic: true}}}}
+	r.Text.Segments = nil
 	r.Text.Refresh()
 	r.Stats.SetText("Loading models ...")
 	go func() {
 		defer close(r.done)
 		defer cancel()
-		err := r.session(ctx, pspec, cfg, prompt)
+		err := r.session(ctx, pspec, cfg, prompts)
 		fyne.Do(func() {
 			r.Start.Enable()
 			r.Stop.Disable()
@@ -162,7 +184,7 @@ func (r *RunScreen) Wait() {
 	}
 }
 
-func (r *RunScreen) session(ctx context.Context, pspec profiles.PairSpec, cfg spec.Config, prompt string) error {
+func (r *RunScreen) session(ctx context.Context, pspec profiles.PairSpec, cfg spec.Config, prompts []string) error {
 	pair, err := profiles.OpenPair(pspec, cfg.Sample, cfg.Strategy == "duo")
 	if err != nil {
 		return err
@@ -172,7 +194,7 @@ func (r *RunScreen) session(ctx context.Context, pspec profiles.PairSpec, cfg sp
 	if err != nil {
 		return err
 	}
-	run := &store.Run{Hardware: profiles.DetectHardware().Fingerprint, Target: pspec.Target, Drafter: pspec.SourceName(), Strategy: cfg.Strategy, Settings: cfg, Prompts: []string{prompt}}
+	run := &store.Run{Hardware: profiles.DetectHardware().Fingerprint, Target: pspec.Target, Drafter: pspec.SourceName(), Strategy: cfg.Strategy, Settings: cfg, Prompts: prompts}
 	if _, err := st.CreateRun(ctx, run); err != nil {
 		return err
 	}
@@ -218,8 +240,27 @@ func (r *RunScreen) session(ctx context.Context, pspec profiles.PairSpec, cfg sp
 			})
 		}
 	}
-	ids := pair.Target.Tok.Encode(prompt, true, false)
-	res, runErr := eng.Run(ctx, ids, cfg)
+	var runErr error
+	var decode time.Duration
+	for _, prompt := range prompts {
+		fyne.Do(func() {
+			text := prompt
+			if len(r.Text.Segments) > 0 {
+				text = "\n\n" + prompt
+			}
+			r.Text.Segments = append(r.Text.Segments, &widget.TextSegment{Text: text, Style: widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Italic: true}}})
+			r.Text.Refresh()
+		})
+		ids := pair.Target.Tok.Encode(prompt, true, false)
+		res, err := eng.Run(ctx, ids, cfg)
+		if res != nil {
+			decode += res.Decode
+		}
+		if err != nil {
+			runErr = err
+			break
+		}
+	}
 	st.AppendSteps(context.WithoutCancel(ctx), run.ID, pending)
 	run.Status = "done"
 	if runErr != nil {
@@ -228,8 +269,15 @@ func (r *RunScreen) session(ctx context.Context, pspec profiles.PairSpec, cfg sp
 			run.Status = "stopped"
 		}
 	}
-	if res != nil {
-		run.Tokens, run.Steps, run.Decode, run.TokensPerSecond, run.AAL, run.Acceptance = len(res.Tokens), len(res.Steps), res.Decode, res.TokensPerSecond(), res.AAL(), res.Acceptance()
+	run.Tokens, run.Steps, run.Decode = tokens, len(steps), decode
+	if decode > 0 {
+		run.TokensPerSecond = float64(tokens) / decode.Seconds()
+	}
+	if len(steps) > 0 {
+		run.AAL = float64(tokens) / float64(len(steps))
+	}
+	if drafted > 0 {
+		run.Acceptance = float64(accepted) / float64(drafted)
 	}
 	if err := st.FinishRun(context.WithoutCancel(ctx), run); err != nil && runErr == nil {
 		runErr = err

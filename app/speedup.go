@@ -3,6 +3,8 @@ package app
 import (
 	"fmt"
 	"image/color"
+	"strconv"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -23,6 +25,11 @@ type SpeedupScreen struct {
 	Decay    *widget.Slider
 	MaxDepth *widget.Slider
 	UseCal   *widget.Check
+	Plan     *widget.Select // your plan's strategy
+	Shape    *widget.Entry  // gamma, or widths per depth
+	WMax     *widget.Slider // egt pruning budget
+	Mine     *widget.Label  // your plan's prediction
+	Curve    *canvas.Image  // T_verify(W) the model reasons with
 	Labels   *widget.Label
 	Best     *widget.Label
 	Timing   *widget.Label
@@ -45,6 +52,20 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.MaxDepth.Step = 1
 	sp.MaxDepth.SetValue(8)
 	sp.UseCal = widget.NewCheck("use the stored calibration of this pair", func(bool) { sp.Update() })
+	sp.Plan = widget.NewSelect([]string{"chain", "tree", "egt"}, nil)
+	sp.Plan.SetSelected("egt")
+	sp.Shape = widget.NewEntry()
+	sp.Shape.SetText("1,2,2,2")
+	sp.Shape.OnChanged = func(string) { sp.Update() }
+	sp.WMax = widget.NewSlider(1, 64)
+	sp.WMax.Step = 1
+	sp.WMax.SetValue(8)
+	sp.WMax.OnChanged = func(float64) { sp.Update() }
+	sp.Mine = widget.NewLabel("")
+	sp.Mine.Wrapping = fyne.TextWrapWord
+	sp.Curve = canvas.NewImageFromImage(nil)
+	sp.Curve.FillMode = canvas.ImageFillContain
+	sp.Curve.SetMinSize(fyne.NewSize(420, 220))
 	sp.Labels = widget.NewLabel("")
 	sp.Best = widget.NewLabel("")
 	sp.Best.Wrapping = fyne.TextWrapWord
@@ -58,6 +79,7 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	for _, sl := range []*widget.Slider{sp.Alpha, sp.Decay, sp.MaxDepth} {
 		sl.OnChanged = func(float64) { sp.Update() }
 	}
+	sp.Plan.OnChanged = func(string) { sp.Update() }
 	s.OnChange(sp.Update)
 	sp.Update()
 	return sp
@@ -72,9 +94,11 @@ func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 		widget.NewFormItem("acceptance of the top candidate", sp.Alpha),
 		widget.NewFormItem("each further rank, x", sp.Decay),
 		widget.NewFormItem("deepest plan", sp.MaxDepth),
+		widget.NewFormItem("your plan", container.NewBorder(nil, nil, sp.Plan, nil, sp.Shape)),
+		widget.NewFormItem("W_max (egt pruning)", sp.WMax),
 	)
 	tree := container.NewBorder(widget.NewLabel("The best plan's tree (root at the left):"), nil, nil, nil, container.NewScroll(container.NewStack(sp.treeSize, sp.TreeBox)))
-	right := container.NewBorder(sp.Best, nil, nil, nil, tree)
+	right := container.NewBorder(container.NewVBox(sp.Best, sp.Mine), sp.Curve, nil, nil, tree)
 	top := container.NewVBox(form, sp.UseCal, sp.Labels, sp.Timing)
 	return container.NewBorder(top, nil, nil, nil, container.NewHSplit(sp.Chart, right))
 }
@@ -148,6 +172,15 @@ func (sp *SpeedupScreen) Update() {
 			len(preds), b.Plan, b.Speedup, b.AAL, b.Nodes, b.Step.Round(time.Microsecond)))
 		sp.drawTree(profiles.Shape(b.Plan, acc))
 	}
+	sp.Mine.SetText(sp.mine(acc, costs))
+	var cs Series
+	cs.Name = "T_verify(W)"
+	for _, pt := range costs.Verify {
+		cs.X = append(cs.X, float64(pt.W))
+		cs.Y = append(cs.Y, float64(pt.Median)/1e6)
+	}
+	sp.Curve.Image = RenderChart(ChartSpec{Title: "Verification latency", XLabel: "W", YLabel: "ms", LogX: true, LogY: true, Series: []Series{cs}, Width: 420, Height: 220})
+	sp.Curve.Refresh()
 	sp.Chart.Image = RenderChart(ChartSpec{Title: "Predicted speedup against depth", XLabel: "depth (draft levels)", YLabel: "speedup over plain decoding",
 		Series: series, Mark: mark, Width: 620, Height: 380})
 	sp.Chart.Refresh()
@@ -203,4 +236,32 @@ func (sp *SpeedupScreen) drawTree(parents []int) {
 	sp.treeSize.SetMinSize(size)
 	sp.TreeBox.Resize(size)
 	sp.TreeBox.Refresh()
+}
+
+// mine scores the plan typed into "your plan": a gamma for chain, widths per
+// depth for tree and egt (egt expands that many nodes per depth, two
+// children each, pruned to W_max).
+func (sp *SpeedupScreen) mine(acc *profiles.Acceptance, costs profiles.Costs) string {
+	var nums []int
+	for _, f := range strings.Split(sp.Shape.Text, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return fmt.Sprintf("Your plan: %q is not a list of positive numbers.", sp.Shape.Text)
+		}
+		nums = append(nums, n)
+	}
+	p := profiles.Plan{Strategy: sp.Plan.Selected}
+	switch p.Strategy {
+	case "chain":
+		p.Gamma = nums[0]
+	case "tree":
+		p.Widths = nums
+	default:
+		p.Strategy, p.EGT, p.Branch, p.WMax = "egt", nums, 2, int(sp.WMax.Value)
+	}
+	pr, err := profiles.Predict(p, acc, costs)
+	if err != nil {
+		return "Your plan: " + err.Error()
+	}
+	return fmt.Sprintf("Your plan: %s, predicted %.2fx (AAL %.2f, %d nodes)", p, pr.Speedup, pr.AAL, pr.Nodes)
 }
