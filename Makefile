@@ -7,7 +7,7 @@ BIN := arborist
 DEB_PKGS := gcc libc6-dev pkg-config libgl-dev libx11-dev libxcursor-dev \
 	libxrandr-dev libxinerama-dev libxi-dev libxxf86vm-dev
 
-.PHONY: run test deps build vet fuzz bench clean
+.PHONY: run test deps build vet fuzz bench clean package
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
@@ -47,3 +47,9 @@ bench:
 
 clean:
 	rm -f $(BIN)
+
+# An installable Linux bundle (Arborist.tar.xz: binary, desktop entry, icon,
+# and a Makefile whose `make install` puts them in place).
+package: deps
+	$(GO) install fyne.io/tools/cmd/fyne@v1.7.4
+	$$($(GO) env GOPATH)/bin/fyne package --target linux --icon assets/icon.png
