@@ -96,6 +96,15 @@ func (s *Session) Close() {
 	}
 }
 
+// SetDBPath switches to another database file and remembers it.
+func (s *Session) SetDBPath(path string) {
+	s.Close()
+	s.mu.Lock()
+	s.DBPath = path
+	s.mu.Unlock()
+	s.App.Preferences().SetString(prefDB, path)
+}
+
 // OnChange registers a screen's refresh, called on the UI goroutine after
 // the selection or the shared results change.
 func (s *Session) OnChange(f func()) { s.listeners = append(s.listeners, f) }

@@ -80,6 +80,15 @@ func TestDemoPair(t *testing.T) {
 	if wb.Session.Spec.Target != m.Target.Text {
 		t.Error("session did not take the selection")
 	}
+	if got := wb.Session.App.Preferences().String(prefTarget); got != m.Target.Text {
+		t.Errorf("last target not remembered: %q", got)
+	}
+	other := filepath.Join(t.TempDir(), "other.db")
+	m.DB.SetText(other)
+	m.DB.OnSubmitted(other)
+	if wb.Session.DBPath != other || wb.Session.App.Preferences().String(prefDB) != other {
+		t.Error("database path not switched and remembered")
+	}
 }
 
 // TestIncompatiblePair: a drafter with another vocabulary is refused with

@@ -34,6 +34,7 @@ type ModelsScreen struct {
 	Source   *widget.RadioGroup
 	N        *widget.Entry // n-gram length or layer count
 	Recent   *widget.Select
+	DB       *widget.Entry
 	Load     *widget.Button
 	DemoBtn  *widget.Button
 	Info     *widget.Label
@@ -66,6 +67,15 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 		}
 	})
 	m.Recent.PlaceHolder = "recent files"
+	m.DB = widget.NewEntry()
+	m.DB.SetText(s.DBPath)
+	m.DB.OnSubmitted = func(p string) {
+		if p = strings.TrimSpace(p); p != "" && p != s.DBPath {
+			s.SetDBPath(p)
+			m.Status.SetText("Database: " + p)
+			s.Changed()
+		}
+	}
 	m.Info = widget.NewLabel(describeFound(FindModels(s.DemoDir)))
 	m.Info.Wrapping = fyne.TextWrapWord
 	m.Info.TextStyle = fyne.TextStyle{Monospace: true}
@@ -102,6 +112,7 @@ func (m *ModelsScreen) Content() fyne.CanvasObject {
 		widget.NewFormItem("Draft model", container.NewBorder(nil, nil, nil, open(m.Draft), m.Draft)),
 		widget.NewFormItem("N-gram length / layers", m.N),
 		widget.NewFormItem("", m.Recent),
+		widget.NewFormItem("Database (Enter to switch)", m.DB),
 	)
 	top := container.NewVBox(form, container.NewHBox(m.Load, m.DemoBtn), m.Progress, m.Status, widget.NewSeparator())
 	return container.NewBorder(top, nil, nil, nil, container.NewVScroll(m.Info))
