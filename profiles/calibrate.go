@@ -122,6 +122,7 @@ func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *mo
 	if err != nil {
 		return nil, err
 	}
+	opt.Curve.defaults()
 	key := store.CurveKey{HardwareID: hid, ModelID: mid, Backend: be.Name(), Threads: be.Threads(), Kind: opt.Kind}
 	p := &Profile{Hardware: hw, Model: md}
 	if !opt.Fresh {
@@ -129,7 +130,7 @@ func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *mo
 		if err != nil {
 			return nil, err
 		}
-		if c != nil && coversWidths(c, opt.Widths) {
+		if c != nil && c.Context == opt.Curve.Context && coversWidths(c, opt.Widths) {
 			p.Curve, p.Cached = c, true
 			return p, nil
 		}
@@ -142,7 +143,7 @@ func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *mo
 	if err != nil {
 		return nil, err
 	}
-	c := &store.Curve{Key: key, Context: max(opt.Curve.Context, 32), Created: time.Now()}
+	c := &store.Curve{Key: key, Context: opt.Curve.Context, Created: time.Now()}
 	for _, pt := range pts {
 		c.Points = append(c.Points, store.Point{W: pt.W, Median: pt.Median, Spread: pt.Spread, Reps: pt.Reps})
 	}

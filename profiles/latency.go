@@ -29,7 +29,7 @@ type Point struct {
 
 // CurveOptions control a latency-curve measurement.
 type CurveOptions struct {
-	Context int // cached tokens each pass attends to (default 32)
+	Context int // cached tokens each pass attends to (default 128, a mid-length generation)
 	Warmup  int // untimed passes per width (default 2)
 	MinReps int // timed passes per width at least (default 5)
 	MaxReps int // at most (default 31); stops early once the spread is small
@@ -39,7 +39,7 @@ type CurveOptions struct {
 
 func (o *CurveOptions) defaults() {
 	if o.Context <= 0 {
-		o.Context = 32
+		o.Context = 128
 	}
 	if o.Warmup <= 0 {
 		o.Warmup = 2

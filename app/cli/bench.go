@@ -71,7 +71,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "T_verify(W), one pass over W tokens after 32 cached:")
+	fmt.Fprintln(w, "T_verify(W), one pass over W tokens after 128 cached:")
 	fmt.Fprintf(w, "  %5s %12s %10s %14s %10s\n", "W", "median", "spread", "vs W=1", "tokens/s")
 	base := pts[0].Median
 	for _, p := range pts {
