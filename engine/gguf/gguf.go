@@ -44,6 +44,7 @@ type Error struct {
 	Err  error
 }
 
+// Error formats the failure with the file's path.
 func (e *Error) Error() string {
 	if e.Path == "" {
 		return e.Err.Error()
