@@ -223,7 +223,12 @@ func OverheadCurve(ctx context.Context, m *model.Model, widths []int, opt CurveO
 			for r := 0; r <= w; r++ {
 				sample.Argmax(logits[r*m.Vocab : (r+1)*m.Vocab])
 			}
-			for s := 0; s < opt.Context+w+1; s += 2 {
+			// keep the prefix and the root, and half of the drafted path
+			// (every other node), as a rejection midway would
+			for s := 0; s <= opt.Context; s++ {
+				keep = append(keep, s)
+			}
+			for s := opt.Context + 1; s < opt.Context+w+1; s += 2 {
 				keep = append(keep, s)
 			}
 			err := cache.Compact(keep)
