@@ -120,7 +120,7 @@ func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, max
 		return func(done, total int, pt profiles.Point) {
 			fyne.Do(func() {
 				p.Progress.SetValue(base + share*float64(done)/float64(total))
-				p.Status.SetText(fmt.Sprintf("%s: W=%d took %v", label, pt.W, pt.Median.Round(time.Microsecond)))
+				p.Status.SetText(fmt.Sprintf("%s: round %d of at most %d (W=%d took %v)", label, done, total, pt.W, pt.Median.Round(time.Microsecond)))
 			})
 		}
 	}

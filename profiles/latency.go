@@ -32,8 +32,9 @@ type CurveOptions struct {
 	Context int // cached tokens each pass attends to (default 128, a mid-length generation)
 	Warmup  int // untimed passes per width (default 2)
 	MinReps int // timed passes per width at least (default 5)
-	MaxReps int // at most (default 31); stops early once the spread is small
-	// Progress, when set, is called after each width with the points so far.
+	MaxReps int // at most (default 15); stops early once every spread is small
+	// Progress, when set, is called after each round (or width) with the
+	// rounds done, the most there can be, and the latest point.
 	Progress func(done, total int, p Point)
 }
 
@@ -48,7 +49,7 @@ func (o *CurveOptions) defaults() {
 		o.MinReps = 5
 	}
 	if o.MaxReps < o.MinReps {
-		o.MaxReps = max(o.MinReps, 31)
+		o.MaxReps = max(o.MinReps, 15)
 	}
 }
 
@@ -87,25 +88,65 @@ func VerifyCurve(ctx context.Context, m *model.Model, widths []int, opt CurveOpt
 	if err := m.Forward(ctx, cache, model.Batch{Tokens: toks[:opt.Context], Want: []int{opt.Context - 1}}, &res); err != nil {
 		return nil, err
 	}
-	var out []Point
-	for i, w := range widths {
-		pass := func() (time.Duration, error) {
-			cache.Truncate(opt.Context)
-			t0 := time.Now()
-			err := m.Forward(ctx, cache, model.Batch{Tokens: toks[opt.Context : opt.Context+w]}, &res)
-			return time.Since(t0), err
-		}
-		p, err := measure(ctx, pass, opt.Warmup, opt.MinReps, opt.MaxReps)
-		if err != nil {
-			return out, err
-		}
-		p.W = w
-		out = append(out, p)
-		if opt.Progress != nil {
-			opt.Progress(i+1, len(widths), p)
+	pass := func(w int) (time.Duration, error) {
+		cache.Truncate(opt.Context)
+		t0 := time.Now()
+		err := m.Forward(ctx, cache, model.Batch{Tokens: toks[opt.Context : opt.Context+w]}, &res)
+		return time.Since(t0), err
+	}
+	// Rounds go through every width in turn, so a slow spell of a shared
+	// machine slows all widths alike and the ratios T(W)/T(1), which the
+	// speedup model lives on, stay sound.
+	for _, w := range widths {
+		for i := 0; i < opt.Warmup; i++ {
+			if _, err := pass(w); err != nil {
+				return nil, err
+			}
 		}
 	}
+	times := make([][]time.Duration, len(widths))
+	for round := 0; round < opt.MaxReps; round++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		for i, w := range widths {
+			d, err := pass(w)
+			if err != nil {
+				return nil, err
+			}
+			times[i] = append(times[i], d)
+		}
+		settled := round+1 >= opt.MinReps && allSettled(times)
+		if opt.Progress != nil {
+			last := len(widths) - 1
+			med, _ := medianSpread(times[last])
+			done := round + 1
+			if settled {
+				done = opt.MaxReps
+			}
+			opt.Progress(done, opt.MaxReps, Point{W: widths[last], Median: med})
+		}
+		if settled {
+			break
+		}
+	}
+	out := make([]Point, len(widths))
+	for i, w := range widths {
+		med, spread := medianSpread(times[i])
+		out[i] = Point{W: w, Median: med, Spread: spread, Reps: len(times[i])}
+	}
 	return out, nil
+}
+
+// allSettled reports whether every width's spread is within 5% of its median.
+func allSettled(times [][]time.Duration) bool {
+	for _, ts := range times {
+		med, spread := medianSpread(ts)
+		if spread > med/20 {
+			return false
+		}
+	}
+	return true
 }
 
 // measure times fn after warmup runs, at least minReps and at most maxReps

@@ -26,7 +26,7 @@ func dbFlag(fs *flag.FlagSet) *string {
 // curveProgress prints curve measurements as they come.
 func curveProgress(env Env) func(kind string, done, total int, p profiles.Point) {
 	return func(kind string, done, total int, p profiles.Point) {
-		fmt.Fprintf(env.Stderr, "\r  %s curve: W=%-4d %10s  [%d/%d]", kind, p.W, p.Median.Round(time.Microsecond), done, total)
+		fmt.Fprintf(env.Stderr, "\r  %s curve: round %d of at most %d (W=%d: %s)   ", kind, done, total, p.W, p.Median.Round(time.Microsecond))
 		if done == total {
 			fmt.Fprintln(env.Stderr)
 		}
@@ -37,7 +37,7 @@ func curveProgress(env Env) func(kind string, done, total int, p profiles.Point)
 func curveFor(ctx context.Context, env Env, st *store.Store, hw store.Hardware, m *model.Model, be kernels.Backend, kind string, fresh bool, maxW int) (*profiles.Profile, error) {
 	opt := profiles.ProfileOptions{Kind: kind, Fresh: fresh, Widths: profiles.DefaultWidths(maxW)}
 	opt.Curve.Progress = func(done, total int, p profiles.Point) {
-		fmt.Fprintf(env.Stderr, "\r  %s curve: W=%-4d %10s  [%d/%d]", kind, p.W, p.Median.Round(time.Microsecond), done, total)
+		fmt.Fprintf(env.Stderr, "\r  %s curve: round %d of at most %d (W=%d: %s)   ", kind, done, total, p.W, p.Median.Round(time.Microsecond))
 		if done == total {
 			fmt.Fprintln(env.Stderr)
 		}
