@@ -142,24 +142,12 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 	if *prompts == "" || *n < 1 {
 		return fail(fs, usagef("--prompts is required and -n must be positive"))
 	}
-	texts, err := readPrompts(*prompts)
+	w0, err := openWorkload(ctx, &p, *db, *prompts)
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, *db)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	pair, err := p.open(sample.Params{}, false)
-	if err != nil {
-		return err
-	}
-	defer pair.Close()
-	var ids [][]int
-	for _, t := range texts {
-		ids = append(ids, pair.Target.Tok.Encode(t, true, false))
-	}
+	defer w0.Close()
+	st, pair, ids, texts := w0.st, w0.pair, w0.ids, w0.texts
 	eng := &spec.Engine{Target: pair.Target, Source: pair.Source}
 	acc, err := profiles.Calibrate(ctx, eng, ids, *n, func(done, total int) {
 		fmt.Fprintf(env.Stderr, "\r  calibrating: prompt %d of %d", done, total)
@@ -266,20 +254,12 @@ func runTrain(ctx context.Context, env Env, args []string) error {
 	if *prompts == "" || *n < 2 || *depth < 1 {
 		return fail(fs, usagef("--prompts is required, -n must be above 1 and --depth positive"))
 	}
-	texts, err := readPrompts(*prompts)
+	w0, err := openWorkload(ctx, &p, *db, *prompts)
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, *db)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	pair, err := p.open(sample.Params{}, false)
-	if err != nil {
-		return err
-	}
-	defer pair.Close()
+	defer w0.Close()
+	st, pair := w0.st, w0.pair
 	md, err := profiles.DescribeModel(pair.Target)
 	if err != nil {
 		return err
@@ -296,11 +276,7 @@ func runTrain(ctx context.Context, env Env, args []string) error {
 	if calID == 0 {
 		return fmt.Errorf("no calibration of %s with %s in %s: run 'arborist calibrate' first", p.Target, p.SourceName(), st.Path)
 	}
-	var ids [][]int
-	for _, t := range texts {
-		ids = append(ids, pair.Target.Tok.Encode(t, true, false))
-	}
-	return trainPredictor(ctx, env, st, &spec.Engine{Target: pair.Target, Source: pair.Source}, ids, *n, *depth, calID)
+	return trainPredictor(ctx, env, st, &spec.Engine{Target: pair.Target, Source: pair.Source}, w0.ids, *n, *depth, calID)
 }
 
 // tuneInputs loads the pair's curves and calibration for the speedup model.
@@ -605,4 +581,40 @@ func trimTo(s string, n int) string {
 		return s
 	}
 	return s[:n-1] + "~"
+}
+
+// workload is what calibrate and train predictor work on: the database, the
+// opened pair, and the prompt suite encoded for the target.
+type workload struct {
+	st    *store.Store
+	pair  *profiles.Pair
+	texts []string
+	ids   [][]int
+}
+
+func openWorkload(ctx context.Context, p *pairFlags, db, prompts string) (*workload, error) {
+	texts, err := readPrompts(prompts)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	pair, err := p.open(sample.Params{}, false)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	w := &workload{st: st, pair: pair, texts: texts}
+	for _, t := range texts {
+		w.ids = append(w.ids, pair.Target.Tok.Encode(t, true, false))
+	}
+	return w, nil
+}
+
+// Close releases the pair and the database.
+func (w *workload) Close() {
+	w.pair.Close()
+	w.st.Close()
 }
