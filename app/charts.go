@@ -2,6 +2,9 @@ package app
 
 import (
 	"image"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"image/color"
 	"math"
 
@@ -11,6 +14,15 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 )
+
+// newChart makes an empty chart image of at least w x h that keeps its
+// aspect ratio when the layout gives it more room.
+func newChart(w, h float32) *canvas.Image {
+	img := canvas.NewImageFromImage(nil)
+	img.FillMode = canvas.ImageFillContain
+	img.SetMinSize(fyne.NewSize(w, h))
+	return img
+}
 
 // Series is one line of a chart, with optional error bars (Err, same length).
 type Series struct {

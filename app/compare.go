@@ -41,9 +41,7 @@ func NewCompareScreen(s *Session) *CompareScreen {
 		})
 	c.Table = widget.NewLabel("Pick two or more stored runs.")
 	c.Table.TextStyle = fyne.TextStyle{Monospace: true}
-	c.Chart = canvas.NewImageFromImage(nil)
-	c.Chart.FillMode = canvas.ImageFillContain
-	c.Chart.SetMinSize(fyne.NewSize(520, 300))
+	c.Chart = newChart(520, 300)
 	c.RefreshB = widget.NewButton("Refresh", c.Refresh)
 	c.Status = widget.NewLabel("")
 	s.OnChange(c.Refresh)

@@ -49,9 +49,7 @@ func NewProfileScreen(s *Session) *ProfileScreen {
 	p.Progress = widget.NewProgressBar()
 	p.Status = widget.NewLabel("Choose models, then Profile: this times one target pass over W tokens for each W.")
 	p.Status.Wrapping = fyne.TextWrapWord
-	p.Chart = canvas.NewImageFromImage(nil)
-	p.Chart.FillMode = canvas.ImageFillContain
-	p.Chart.SetMinSize(fyne.NewSize(640, 360))
+	p.Chart = newChart(640, 360)
 	return p
 }
 

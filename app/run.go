@@ -69,9 +69,7 @@ func NewRunScreen(s *Session) *RunScreen {
 	r.Text.Wrapping = fyne.TextWrapWord
 	r.Stats = widget.NewLabel("Green: draft tokens the target accepted. Plain: the target's own (bonus) tokens.")
 	r.Stats.Wrapping = fyne.TextWrapWord
-	r.Timeline = canvas.NewImageFromImage(nil)
-	r.Timeline.FillMode = canvas.ImageFillContain
-	r.Timeline.SetMinSize(fyne.NewSize(600, 230))
+	r.Timeline = newChart(600, 230)
 	return r
 }
 

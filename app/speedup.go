@@ -63,17 +63,13 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.WMax.OnChanged = func(float64) { sp.Update() }
 	sp.Mine = widget.NewLabel("")
 	sp.Mine.Wrapping = fyne.TextWrapWord
-	sp.Curve = canvas.NewImageFromImage(nil)
-	sp.Curve.FillMode = canvas.ImageFillContain
-	sp.Curve.SetMinSize(fyne.NewSize(420, 220))
+	sp.Curve = newChart(420, 220)
 	sp.Labels = widget.NewLabel("")
 	sp.Best = widget.NewLabel("")
 	sp.Best.Wrapping = fyne.TextWrapWord
 	sp.Best.TextStyle = fyne.TextStyle{Bold: true}
 	sp.Timing = widget.NewLabel("")
-	sp.Chart = canvas.NewImageFromImage(nil)
-	sp.Chart.FillMode = canvas.ImageFillContain
-	sp.Chart.SetMinSize(fyne.NewSize(560, 340))
+	sp.Chart = newChart(560, 340)
 	sp.TreeBox = container.NewWithoutLayout()
 	sp.treeSize = canvas.NewRectangle(color.Transparent)
 	for _, sl := range []*widget.Slider{sp.Alpha, sp.Decay, sp.MaxDepth} {
