@@ -2,12 +2,11 @@ package app
 
 import (
 	"image"
-
-	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"image/color"
 	"math"
 
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
