@@ -188,15 +188,17 @@ func TestProfileRunCompareExport(t *testing.T) {
 		t.Errorf("an ar run marked %d tokens as accepted drafts", green)
 	}
 
-	// a whole prompt suite in one stored run
+	// a whole prompt suite in one stored run, against plain decoding
 	r.Strategy.SetSelected("chain")
 	r.Tokens.SetText("8")
+	r.Baseline.SetChecked(true)
 	r.Suite.SetText(filepath.Join(dir, "..", "prompts", "stories.txt"))
 	test.Tap(r.Start)
 	time.Sleep(50 * time.Millisecond)
 	r.Wait()
 	waitFor(t, "the suite run", func() bool { return !r.Start.Disabled() })
-	if !strings.Contains(r.Stats.Text, "Stored as run 3") || !strings.Contains(r.Stats.Text, "48 tokens") {
+	if !strings.Contains(r.Stats.Text, "Stored as run 3") || !strings.Contains(r.Stats.Text, "48 tokens") ||
+		!strings.Contains(r.Stats.Text, "Measured speedup") || !strings.Contains(r.Stats.Text, "identical") {
 		t.Errorf("suite run: %s", r.Stats.Text)
 	}
 

@@ -34,6 +34,7 @@ type RunScreen struct {
 	Temp     *widget.Entry
 	Start    *widget.Button
 	Stop     *widget.Button
+	Baseline *widget.Check // also run plain decoding and store the measured speedup
 	Text     *widget.RichText
 	Stats    *widget.Label
 	Timeline *canvas.Image
@@ -65,6 +66,7 @@ func NewRunScreen(s *Session) *RunScreen {
 		}
 	})
 	r.Stop.Disable()
+	r.Baseline = widget.NewCheck("compare with plain decoding (measured speedup; greedy output checked identical)", nil)
 	r.Text = widget.NewRichText()
 	r.Text.Wrapping = fyne.TextWrapWord
 	r.Stats = widget.NewLabel("Green: draft tokens the target accepted. Plain: the target's own (bonus) tokens.")
@@ -84,7 +86,7 @@ func (r *RunScreen) Content() fyne.CanvasObject {
 		widget.NewFormItem("Strategy", container.NewHBox(r.Strategy, widget.NewLabel("gamma / depth"), r.Gamma,
 			widget.NewLabel("tokens"), r.Tokens, widget.NewLabel("temperature"), r.Temp)),
 	)
-	top := container.NewVBox(form, container.NewHBox(r.Start, r.Stop), r.Stats)
+	top := container.NewVBox(form, container.NewHBox(r.Start, r.Stop, r.Baseline), r.Stats)
 	return container.NewBorder(top, r.Timeline, nil, nil, container.NewVScroll(r.Text))
 }
 
@@ -151,6 +153,7 @@ func (r *RunScreen) run() {
 			return
 		}
 	}
+	baseline := r.Baseline.Checked && cfg.Strategy != "ar"
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.done = make(chan struct{})
@@ -162,7 +165,7 @@ func (r *RunScreen) run() {
 	go func() {
 		defer close(r.done)
 		defer cancel()
-		err := r.session(ctx, pspec, cfg, prompts)
+		err := r.session(ctx, pspec, cfg, prompts, baseline)
 		fyne.Do(func() {
 			r.Start.Enable()
 			r.Stop.Disable()
@@ -182,7 +185,7 @@ func (r *RunScreen) Wait() {
 	}
 }
 
-func (r *RunScreen) session(ctx context.Context, pspec profiles.PairSpec, cfg spec.Config, prompts []string) error {
+func (r *RunScreen) session(ctx context.Context, pspec profiles.PairSpec, cfg spec.Config, prompts []string, baseline bool) error {
 	pair, err := profiles.OpenPair(pspec, cfg.Sample, cfg.Strategy == "duo")
 	if err != nil {
 		return err
@@ -240,6 +243,7 @@ func (r *RunScreen) session(ctx context.Context, pspec profiles.PairSpec, cfg sp
 	}
 	var runErr error
 	var decode time.Duration
+	var out [][]int // emitted tokens per prompt, for the baseline check
 	for _, prompt := range prompts {
 		fyne.Do(func() {
 			text := prompt
@@ -253,6 +257,7 @@ func (r *RunScreen) session(ctx context.Context, pspec profiles.PairSpec, cfg sp
 		res, err := eng.Run(ctx, ids, cfg)
 		if res != nil {
 			decode += res.Decode
+			out = append(out, res.Tokens)
 		}
 		if err != nil {
 			runErr = err
@@ -260,6 +265,23 @@ func (r *RunScreen) session(ctx context.Context, pspec profiles.PairSpec, cfg sp
 		}
 	}
 	st.AppendSteps(context.WithoutCancel(ctx), run.ID, pending)
+	note := ""
+	if baseline && runErr == nil && decode > 0 {
+		fyne.Do(func() { r.Stats.SetText("Running plain decoding for the baseline ...") })
+		speedup, same, err := arBaseline(ctx, pair, cfg, prompts, out, float64(tokens)/decode.Seconds())
+		switch {
+		case err != nil:
+			runErr = err
+		case cfg.Sample.Greedy() && !same:
+			runErr = fmt.Errorf("greedy output differs from plain decoding: speculative decoding was not lossless")
+		default:
+			run.MeasuredSpeedup = speedup
+			note = fmt.Sprintf(" Measured speedup over plain decoding: %.2fx.", speedup)
+			if cfg.Sample.Greedy() {
+				note += " Output identical to plain decoding."
+			}
+		}
+	}
 	run.Status = "done"
 	if runErr != nil {
 		run.Status = "failed"
@@ -280,7 +302,7 @@ func (r *RunScreen) session(ctx context.Context, pspec profiles.PairSpec, cfg sp
 	if err := st.FinishRun(context.WithoutCancel(ctx), run); err != nil && runErr == nil {
 		runErr = err
 	}
-	stats := liveStats(tokens, len(steps), accepted, drafted, time.Since(start)) + fmt.Sprintf(" Stored as run %d (%s).", run.ID, run.Status)
+	stats := liveStats(tokens, len(steps), accepted, drafted, time.Since(start)) + fmt.Sprintf(" Stored as run %d (%s).", run.ID, run.Status) + note
 	img := timeline(steps)
 	fyne.Do(func() {
 		r.Stats.SetText(stats)
@@ -317,4 +339,29 @@ func timeline(steps []spec.Step) image.Image {
 		}
 	}
 	return RenderChart(ChartSpec{Title: "Per-step timeline", XLabel: "step", YLabel: "milliseconds", Series: series, Width: 760, Height: 260})
+}
+
+// arBaseline runs plain decoding on the same prompts and returns the
+// speculative run's speedup over it and whether the outputs were identical.
+func arBaseline(ctx context.Context, pair *profiles.Pair, cfg spec.Config, prompts []string, got [][]int, tps float64) (float64, bool, error) {
+	base := cfg
+	base.Strategy, base.OnToken, base.OnStep = "ar", nil, nil
+	eng := &spec.Engine{Target: pair.Target}
+	tokens, same := 0, len(got) == len(prompts)
+	var decode time.Duration
+	for i, p := range prompts {
+		res, err := eng.Run(ctx, pair.Target.Tok.Encode(p, true, false), base)
+		if err != nil {
+			return 0, false, err
+		}
+		tokens += len(res.Tokens)
+		decode += res.Decode
+		if i < len(got) && fmt.Sprint(got[i]) != fmt.Sprint(res.Tokens) {
+			same = false
+		}
+	}
+	if decode <= 0 {
+		return 0, same, nil
+	}
+	return tps / (float64(tokens) / decode.Seconds()), same, nil
 }
