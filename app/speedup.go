@@ -63,13 +63,13 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.WMax.OnChanged = func(float64) { sp.Update() }
 	sp.Mine = widget.NewLabel("")
 	sp.Mine.Wrapping = fyne.TextWrapWord
-	sp.Curve = newChart(420, 220)
+	sp.Curve = newChart(360, 120)
 	sp.Labels = widget.NewLabel("")
 	sp.Best = widget.NewLabel("")
 	sp.Best.Wrapping = fyne.TextWrapWord
 	sp.Best.TextStyle = fyne.TextStyle{Bold: true}
 	sp.Timing = widget.NewLabel("")
-	sp.Chart = newChart(560, 340)
+	sp.Chart = newChart(480, 240)
 	sp.TreeBox = container.NewWithoutLayout()
 	sp.treeSize = canvas.NewRectangle(color.Transparent)
 	for _, sl := range []*widget.Slider{sp.Alpha, sp.Decay, sp.MaxDepth} {
@@ -94,9 +94,11 @@ func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 		widget.NewFormItem("W_max (egt pruning)", sp.WMax),
 	)
 	tree := container.NewBorder(widget.NewLabel("The best plan's tree (root at the left):"), nil, nil, nil, container.NewScroll(container.NewStack(sp.treeSize, sp.TreeBox)))
-	right := container.NewBorder(container.NewVBox(sp.Best, sp.Mine), sp.Curve, nil, nil, tree)
+	right := container.NewBorder(container.NewVBox(sp.Best, sp.Mine), nil, nil, nil, tree)
 	top := container.NewVBox(form, sp.UseCal, sp.Labels, sp.Timing)
-	return container.NewBorder(top, nil, nil, nil, container.NewHSplit(sp.Chart, right))
+	left := container.NewVSplit(sp.Chart, sp.Curve)
+	left.Offset = 0.68
+	return container.NewBorder(top, nil, nil, nil, container.NewHSplit(left, right))
 }
 
 // assumedCurve stands in for a profile: verification cost growing with W as
