@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -192,6 +193,10 @@ func NewWorkbench(s *Session) *Workbench {
 // process exit status. With ARBORIST_SCREENSHOTS=DIR set it saves a PNG of
 // every screen into DIR and exits (see scripts/screenshots.sh).
 func Run() int {
+	if err := checkDisplay(); err != nil {
+		fmt.Fprintln(os.Stderr, "arborist:", err)
+		return 1
+	}
 	a := fyneapp.NewWithID(AppID)
 	a.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon))
 	w := a.NewWindow("Arborist")
@@ -213,6 +218,19 @@ func Run() int {
 	}
 	w.ShowAndRun()
 	return 0
+}
+
+// checkDisplay reports a missing X11/Wayland display up front: without one
+// the windowing library panics deep inside its start-up.
+func checkDisplay() error {
+	switch runtime.GOOS {
+	case "linux", "freebsd", "openbsd", "netbsd":
+		if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+			return fmt.Errorf("no display to open the workbench on (DISPLAY and WAYLAND_DISPLAY are unset); " +
+				"run it on a desktop or under Xvfb (xvfb-run ./arborist), or use a headless verb: ./arborist help")
+		}
+	}
+	return nil
 }
 
 // DemoDir is where the synthetic demo pair is written.
