@@ -363,7 +363,7 @@ func Parse(path string, data []byte) (*File, error) {
 	// Each KV needs at least 12 bytes and each tensor info at least 24, so
 	// counts beyond that are corruption, not a reason to allocate.
 	if nKV > uint64(len(data))/12 || nTensors > uint64(len(data))/24 {
-		return nil, f.errf(ErrCorrupt, "%d metadata entries and %d tensors cannot fit in %d bytes", nKV, nTensors, len(data))
+		return nil, f.errf(ErrCorrupt, "%d metadata entries and %d tensors cannot fit in %d bytes (the file is truncated or damaged)", nKV, nTensors, len(data))
 	}
 	f.KV = make([]KV, 0, nKV)
 	for i := uint64(0); i < nKV; i++ {
