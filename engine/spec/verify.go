@@ -20,11 +20,6 @@ type Verdict struct {
 // at batch row r: row 0 is the root, row 1+i node i.
 type targetDist func(r int, dst []float32)
 
-// brokenResidual is a test-only switch: when set, rejections skip the
-// residual step, which makes sampled verification lossy. The statistical
-// tests flip it to prove they can detect a broken rule.
-var brokenResidual = false
-
 // verify walks the tree from the root. In greedy mode it follows the target's
 // argmax; otherwise, at each node, it tries the children in order: children
 // drawn from q use the multi-draft rule (accept with min(1, p/q), else
@@ -32,7 +27,11 @@ var brokenResidual = false
 // point-mass rule (accept with the residual p(c), else zero p(c) and
 // renormalise). When no child is accepted the bonus is drawn from what is
 // left of p. Either way every emitted token is distributed as the target's p.
-func verify(t *tree.Tree, smp *sample.Sampler, greedy bool, logits func(r int) []float32, dist targetDist, vocab int) Verdict {
+//
+// brokenResidual, for tests only, skips the residual step after a rejection,
+// which makes sampled verification lossy: the statistical tests use it to
+// prove they can detect a broken rule.
+func verify(t *tree.Tree, smp *sample.Sampler, greedy bool, logits func(r int) []float32, dist targetDist, vocab int, brokenResidual bool) Verdict {
 	var v Verdict
 	node := tree.Root
 	p := make([]float32, vocab)
