@@ -25,8 +25,6 @@ func DetectHardware() store.Hardware {
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		cores := map[string]bool{}
-		phys := ""
 		for sc.Scan() {
 			k, v, ok := strings.Cut(sc.Text(), ":")
 			if !ok {
@@ -36,10 +34,6 @@ func DetectHardware() store.Hardware {
 			switch k {
 			case "model name":
 				h.CPU = v
-			case "physical id":
-				phys = v
-			case "core id":
-				cores[phys+"/"+v] = true
 			case "flags":
 				for _, fl := range strings.Fields(v) {
 					flags[fl] = true
@@ -47,8 +41,8 @@ func DetectHardware() store.Hardware {
 			}
 		}
 		f.Close()
-		if len(cores) > 0 {
-			h.Cores = len(cores)
+		if n := cpu.PhysicalCores(); n > 0 {
+			h.Cores = n
 		}
 	}
 	var simd []string

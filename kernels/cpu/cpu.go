@@ -12,7 +12,9 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"os"
 	"runtime"
+	"strings"
 	"sync"
 
 	"arborist/kernels"
@@ -34,15 +36,44 @@ type Backend struct {
 var _ kernels.Backend = (*Backend)(nil)
 var _ kernels.Parallel = (*Backend)(nil)
 
-// DefaultThreads is the number of physical cores, as far as Go can tell: the
-// logical CPU count, halved when it is even and above 2 (SMT siblings share
-// the execution units a matmul saturates).
+// DefaultThreads is the number of physical cores this process may use: SMT
+// siblings share the execution units a matmul saturates, so one thread per
+// core is the fastest setting. On Linux the cores are counted from
+// /proc/cpuinfo (distinct physical id / core id pairs); elsewhere, or when
+// that fails, the logical CPU count is halved when it is even and above 2.
 func DefaultThreads() int {
 	n := runtime.NumCPU()
+	if cores := PhysicalCores(); cores > 0 {
+		return min(cores, n)
+	}
 	if n > 2 && n%2 == 0 {
 		return n / 2
 	}
 	return n
+}
+
+// PhysicalCores counts the distinct (physical id, core id) pairs in
+// /proc/cpuinfo, or returns 0 where that file is missing.
+func PhysicalCores() int {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return 0
+	}
+	cores := map[string]bool{}
+	phys := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "physical id":
+			phys = strings.TrimSpace(v)
+		case "core id":
+			cores[phys+"/"+strings.TrimSpace(v)] = true
+		}
+	}
+	return len(cores)
 }
 
 // New starts a backend with the given number of worker threads (at least 1).
