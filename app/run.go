@@ -205,6 +205,7 @@ func (r *RunScreen) session(ctx context.Context, pspec profiles.PairSpec, cfg sp
 	}
 	var steps []spec.Step
 	var pending []store.Step
+	promptIdx := 0 // the suite prompt being decoded, recorded with each step
 	tokens, accepted, drafted := 0, 0, 0
 	start := time.Now()
 	lastDraw := time.Now()
@@ -224,8 +225,7 @@ func (r *RunScreen) session(ctx context.Context, pspec profiles.PairSpec, cfg sp
 		tokens += s.Emitted
 		accepted += s.Accepted
 		drafted += s.Drafted
-		pending = append(pending, store.Step{Index: len(steps) - 1, Drafted: s.Drafted, Width: s.Width, Depth: s.Depth, Accepted: s.Accepted,
-			Emitted: s.Emitted, Bonus: s.Bonus, Draft: s.Draft, Verify: s.Verify, Overhead: s.Overhead, Overlap: s.Overlap})
+		pending = append(pending, profiles.StepRecord(len(steps)-1, promptIdx, s))
 		if len(pending) >= 16 {
 			st.AppendSteps(context.WithoutCancel(ctx), run.ID, pending)
 			pending = pending[:0]
@@ -244,7 +244,8 @@ func (r *RunScreen) session(ctx context.Context, pspec profiles.PairSpec, cfg sp
 	var runErr error
 	var decode time.Duration
 	var out [][]int // emitted tokens per prompt, for the baseline check
-	for _, prompt := range prompts {
+	for pi, prompt := range prompts {
+		promptIdx = pi
 		fyne.Do(func() {
 			text := prompt
 			if len(r.Text.Segments) > 0 {

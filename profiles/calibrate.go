@@ -226,3 +226,10 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pa
 	c.Overhead = op.Curve.Points[0].Median
 	return c, tp.Model.ID, nil
 }
+
+// StepRecord is the stored form of step s, the index-th of its run, made
+// while decoding prompt number prompt.
+func StepRecord(index, prompt int, s spec.Step) store.Step {
+	return store.Step{Index: index, Prompt: prompt, Drafted: s.Drafted, Width: s.Width, Depth: s.Depth, Accepted: s.Accepted,
+		Emitted: s.Emitted, Bonus: s.Bonus, Draft: s.Draft, Verify: s.Verify, Overhead: s.Overhead, Overlap: s.Overlap}
+}

@@ -36,18 +36,9 @@ func curveProgress(env Env) func(kind string, done, total int, p profiles.Point)
 // curveFor returns a model's stored or freshly measured latency curve.
 func curveFor(ctx context.Context, env Env, st *store.Store, hw store.Hardware, m *model.Model, be kernels.Backend, kind string, fresh bool, maxW int) (*profiles.Profile, error) {
 	opt := profiles.ProfileOptions{Kind: kind, Fresh: fresh, Widths: profiles.DefaultWidths(maxW)}
-	opt.Curve.Progress = func(done, total int, p profiles.Point) {
-		fmt.Fprintf(env.Stderr, "\r  %s curve: round %d of at most %d (W=%d: %s)   ", kind, done, total, p.W, p.Median.Round(time.Microsecond))
-		if done == total {
-			fmt.Fprintln(env.Stderr)
-		}
-	}
+	progress := curveProgress(env)
+	opt.Curve.Progress = func(done, total int, p profiles.Point) { progress(kind, done, total, p) }
 	return profiles.ProfileModel(ctx, st, hw, m, be, opt)
-}
-
-// hardware returns this machine with its bandwidth (stored or measured).
-func hardware(ctx context.Context, st *store.Store, threads int, fresh bool) (store.Hardware, error) {
-	return profiles.KnownHardware(ctx, st, threads, fresh)
 }
 
 func printCurve(w io.Writer, label string, p *profiles.Profile) {
@@ -92,7 +83,7 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer pair.Close()
-	hw, err := hardware(ctx, st, p.Threads, *fresh)
+	hw, err := profiles.KnownHardware(ctx, st, p.Threads, *fresh)
 	if err != nil {
 		return err
 	}
@@ -295,7 +286,7 @@ func loadTuneInputs(ctx context.Context, env Env, st *store.Store, p *pairFlags,
 		return nil, err
 	}
 	in := &tuneInputs{pair: pair}
-	if in.hw, err = hardware(ctx, st, p.Threads, false); err != nil {
+	if in.hw, err = profiles.KnownHardware(ctx, st, p.Threads, false); err != nil {
 		pair.Close()
 		return nil, err
 	}

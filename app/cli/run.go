@@ -389,8 +389,7 @@ type recorder struct {
 }
 
 func (r *recorder) add(ctx context.Context, prompt int, s spec.Step) {
-	r.buf = append(r.buf, store.Step{Index: r.index, Prompt: prompt, Drafted: s.Drafted, Width: s.Width, Depth: s.Depth,
-		Accepted: s.Accepted, Emitted: s.Emitted, Bonus: s.Bonus, Draft: s.Draft, Verify: s.Verify, Overhead: s.Overhead, Overlap: s.Overlap})
+	r.buf = append(r.buf, profiles.StepRecord(r.index, prompt, s))
 	r.index++
 	if len(r.buf) >= 16 {
 		r.flush(ctx)

@@ -225,10 +225,31 @@ func (s *Store) FinishRun(ctx context.Context, r *Run) error {
 	return s.wrap0("finish run", err)
 }
 
+const runColumns = `id, hardware_fingerprint, target, drafter, strategy, settings, prompts, status, tokens, steps, decode_ns, tokens_per_s, aal, acceptance,
+	predicted_speedup, measured_speedup, created`
+
+// scanRun reads one row of runColumns.
+func scanRun(row interface{ Scan(...any) error }) (Run, error) {
+	var r Run
+	var settings, prompts, created string
+	var dec int64
+	if err := row.Scan(&r.ID, &r.Hardware, &r.Target, &r.Drafter, &r.Strategy, &settings, &prompts, &r.Status, &r.Tokens, &r.Steps, &dec,
+		&r.TokensPerSecond, &r.AAL, &r.Acceptance, &r.PredictedSpeedup, &r.MeasuredSpeedup, &created); err != nil {
+		return r, err
+	}
+	r.Decode = time.Duration(dec)
+	var m map[string]any
+	if json.Unmarshal([]byte(settings), &m) == nil {
+		r.Settings = m
+	}
+	json.Unmarshal([]byte(prompts), &r.Prompts)
+	r.Created, _ = time.Parse(time.RFC3339Nano, created)
+	return r, nil
+}
+
 // Runs lists stored runs, newest first (limit <= 0: all).
 func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
-	q := `SELECT id, hardware_fingerprint, target, drafter, strategy, settings, prompts, status, tokens, steps, decode_ns, tokens_per_s, aal, acceptance,
-		predicted_speedup, measured_speedup, created FROM runs ORDER BY id DESC`
+	q := "SELECT " + runColumns + " FROM runs ORDER BY id DESC"
 	if limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", limit)
 	}
@@ -239,20 +260,10 @@ func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 	defer rows.Close()
 	var out []Run
 	for rows.Next() {
-		var r Run
-		var settings, prompts, created string
-		var dec int64
-		if err := rows.Scan(&r.ID, &r.Hardware, &r.Target, &r.Drafter, &r.Strategy, &settings, &prompts, &r.Status, &r.Tokens, &r.Steps, &dec,
-			&r.TokensPerSecond, &r.AAL, &r.Acceptance, &r.PredictedSpeedup, &r.MeasuredSpeedup, &created); err != nil {
+		r, err := scanRun(rows)
+		if err != nil {
 			return nil, s.wrap("list runs", err)
 		}
-		r.Decode = time.Duration(dec)
-		var m map[string]any
-		if json.Unmarshal([]byte(settings), &m) == nil {
-			r.Settings = m
-		}
-		json.Unmarshal([]byte(prompts), &r.Prompts)
-		r.Created, _ = time.Parse(time.RFC3339Nano, created)
 		out = append(out, r)
 	}
 	return out, s.wrap0("list runs", rows.Err())
@@ -388,14 +399,12 @@ func (s *Store) LatestPlan(ctx context.Context, targetID int64, params any) (int
 
 // Run returns one stored run.
 func (s *Store) Run(ctx context.Context, id int64) (*Run, error) {
-	runs, err := s.Runs(ctx, 0)
+	r, err := scanRun(s.db.QueryRowContext(ctx, "SELECT "+runColumns+" FROM runs WHERE id = ?", id))
+	if err == sql.ErrNoRows {
+		return nil, fmt.Errorf("store: no run %d in %s", id, s.Path)
+	}
 	if err != nil {
-		return nil, err
+		return nil, s.wrap("read run", err)
 	}
-	for i := range runs {
-		if runs[i].ID == id {
-			return &runs[i], nil
-		}
-	}
-	return nil, fmt.Errorf("store: no run %d in %s", id, s.Path)
+	return &r, nil
 }
