@@ -19,12 +19,8 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	reps := fs.Int("reps", 5, "repetitions of the decode run (the median is reported)")
 	widthsFlag := fs.String("widths", "1,2,4,8,16,32,64", "verification widths W to time")
 	n := fs.Int("n", 128, "tokens per decode run")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return fail(fs, err)
-	}
-	if len(pos) > 0 {
-		return fail(fs, usagef("unexpected argument %q", pos[0]))
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *path == "" {
 		return fail(fs, usagef("--model is required"))

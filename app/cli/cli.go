@@ -148,6 +148,19 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseFlags parses a verb that takes flags only: a positional argument is
+// a usage error. Errors come back already reported through fail.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return fail(fs, err)
+	}
+	if len(pos) > 0 {
+		return fail(fs, usagef("unexpected argument %q", pos[0]))
+	}
+	return nil
+}
+
 // fail prints the verb's usage before a usage error the flag package has
 // not reported yet.
 func fail(fs *flag.FlagSet, err error) error {

@@ -60,12 +60,8 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 	db := dbFlag(fs)
 	fresh := fs.Bool("fresh", false, "measure again even when the database has a matching curve")
 	maxW := fs.Int("max-w", 64, "largest verification width to time")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return fail(fs, err)
-	}
-	if len(pos) > 0 {
-		return fail(fs, usagef("unexpected argument %q", pos[0]))
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if err := p.check(false); err != nil {
 		return fail(fs, err)
@@ -120,12 +116,8 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 	n := fs.Int("n", 64, "tokens per prompt")
 	trainPred := fs.Bool("predictor", false, "also train the depth predictor (Yggdrasil) and store it")
 	depth := fs.Int("depth", 5, "depth predictor: deepest draft level it predicts (Dmax)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return fail(fs, err)
-	}
-	if len(pos) > 0 {
-		return fail(fs, usagef("unexpected argument %q", pos[0]))
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if err := p.check(true); err != nil {
 		return fail(fs, err)
@@ -232,12 +224,8 @@ func runTrain(ctx context.Context, env Env, args []string) error {
 	prompts := fs.String("prompts", "", "prompt suite `file`, one prompt per line")
 	n := fs.Int("n", 128, "tokens per prompt")
 	depth := fs.Int("depth", 5, "deepest draft level predicted (Dmax)")
-	pos, err := parse(fs, args[1:])
-	if err != nil {
-		return fail(fs, err)
-	}
-	if len(pos) > 0 {
-		return fail(fs, usagef("unexpected argument %q", pos[0]))
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
 	}
 	if err := p.check(true); err != nil {
 		return fail(fs, err)
@@ -324,12 +312,8 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	validate := fs.Bool("validate", false, "run the best plan and plain decoding on --prompts and report measured against predicted speedup")
 	prompts := fs.String("prompts", "", "prompt suite `file` for --validate")
 	n := fs.Int("n", 128, "tokens per prompt for --validate")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return fail(fs, err)
-	}
-	if len(pos) > 0 {
-		return fail(fs, usagef("unexpected argument %q", pos[0]))
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if err := p.check(true); err != nil {
 		return fail(fs, err)
@@ -428,12 +412,8 @@ func runExport(ctx context.Context, env Env, args []string) error {
 	p.register(fs)
 	db := dbFlag(fs)
 	out := fs.String("o", "config.yaml", "output `file`")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return fail(fs, err)
-	}
-	if len(pos) > 0 {
-		return fail(fs, usagef("unexpected argument %q", pos[0]))
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if err := p.check(true); err != nil {
 		return fail(fs, err)

@@ -85,12 +85,8 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	fs.StringVar(&f.db, "db", store.DefaultPath(), "database `file` where the run is stored")
 	fs.BoolVar(&f.noStore, "no-store", false, "do not store the run")
 	sp := sampleFlags(fs)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return fail(fs, err)
-	}
-	if len(pos) > 0 {
-		return fail(fs, usagef("unexpected argument %q", pos[0]))
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	params, err := sp()
 	if err != nil {

@@ -232,12 +232,8 @@ func runSynth(ctx context.Context, env Env, args []string) error {
 	out := fs.String("o", "", "output `file`")
 	seed := fs.Uint64("seed", 1, "random seed for the weights")
 	force := fs.Bool("force", false, "overwrite an existing output file")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return fail(fs, err)
-	}
-	if len(pos) > 0 {
-		return fail(fs, usagef("unexpected argument %q", pos[0]))
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *shapeName == "" || *out == "" {
 		return fail(fs, usagef("--shape and -o are required"))
