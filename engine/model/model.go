@@ -78,27 +78,40 @@ func FromFile(f *gguf.File, be kernels.Backend) (*Model, error) {
 	m.embdType, m.embd = et.Type, embd
 	m.embdRow, _ = quant.RowBytes(et.Type, cfg.Dim)
 
-	vec := func(name string, size uint64) ([]float32, error) {
+	// vec and mat load tensors; the first failure is kept in loadErr and
+	// every later call is skipped, so a block's tensors read straight down.
+	var loadErr error
+	vec := func(name string, size uint64) []float32 {
+		if loadErr != nil {
+			return nil
+		}
 		t, data, err := f.TensorData(name, size)
 		if err != nil {
-			return nil, err
+			loadErr = err
+			return nil
 		}
 		out := make([]float32, size)
 		if err := quant.Dequantize(t.Type, data, out); err != nil {
-			return nil, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%s: %w", name, err)}
+			loadErr = &gguf.Error{Path: f.Path, Err: fmt.Errorf("%s: %w", name, err)}
+			return nil
 		}
-		return out, nil
+		return out
 	}
-	mat := func(name string, in, out uint64) (kernels.Matrix, error) {
+	mat := func(name string, in, out uint64) kernels.Matrix {
+		if loadErr != nil {
+			return nil
+		}
 		t, data, err := f.TensorData(name, in, out)
 		if err != nil {
-			return nil, err
+			loadErr = err
+			return nil
 		}
 		mm, err := be.NewMatrix(t.Type, data, int(out), int(in))
 		if err != nil {
-			return nil, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%s: %w", name, err)}
+			loadErr = &gguf.Error{Path: f.Path, Err: fmt.Errorf("%s: %w", name, err)}
+			return nil
 		}
-		return mm, nil
+		return mm
 	}
 	qd, kvd := uint64(cfg.Heads)*hd, uint64(cfg.KVHeads)*hd
 	ffn := uint64(cfg.FFN)
@@ -106,50 +119,29 @@ func FromFile(f *gguf.File, be kernels.Backend) (*Model, error) {
 	for i := range m.Blocks {
 		l := &m.Blocks[i]
 		p := fmt.Sprintf("blk.%d.", i)
-		steps := []error{}
-		var e error
-		l.AttnNorm, e = vec(p+"attn_norm.weight", n)
-		steps = append(steps, e)
-		l.Q, e = mat(p+"attn_q.weight", n, qd)
-		steps = append(steps, e)
-		l.K, e = mat(p+"attn_k.weight", n, kvd)
-		steps = append(steps, e)
-		l.V, e = mat(p+"attn_v.weight", n, kvd)
-		steps = append(steps, e)
-		l.O, e = mat(p+"attn_output.weight", qd, n)
-		steps = append(steps, e)
-		l.FFNNorm, e = vec(p+"ffn_norm.weight", n)
-		steps = append(steps, e)
-		l.Gate, e = mat(p+"ffn_gate.weight", n, ffn)
-		steps = append(steps, e)
-		l.Up, e = mat(p+"ffn_up.weight", n, ffn)
-		steps = append(steps, e)
-		l.Down, e = mat(p+"ffn_down.weight", ffn, n)
-		steps = append(steps, e)
+		l.AttnNorm = vec(p+"attn_norm.weight", n)
+		l.Q = mat(p+"attn_q.weight", n, qd)
+		l.K = mat(p+"attn_k.weight", n, kvd)
+		l.V = mat(p+"attn_v.weight", n, kvd)
+		l.O = mat(p+"attn_output.weight", qd, n)
+		l.FFNNorm = vec(p+"ffn_norm.weight", n)
+		l.Gate = mat(p+"ffn_gate.weight", n, ffn)
+		l.Up = mat(p+"ffn_up.weight", n, ffn)
+		l.Down = mat(p+"ffn_down.weight", ffn, n)
 		if cfg.QKVBias {
-			l.QB, e = vec(p+"attn_q.bias", qd)
-			steps = append(steps, e)
-			l.KB, e = vec(p+"attn_k.bias", kvd)
-			steps = append(steps, e)
-			l.VB, e = vec(p+"attn_v.bias", kvd)
-			steps = append(steps, e)
-		}
-		for _, e := range steps {
-			if e != nil {
-				return nil, e
-			}
+			l.QB = vec(p+"attn_q.bias", qd)
+			l.KB = vec(p+"attn_k.bias", kvd)
+			l.VB = vec(p+"attn_v.bias", kvd)
 		}
 	}
-	if m.OutNorm, err = vec("output_norm.weight", n); err != nil {
-		return nil, err
-	}
+	m.OutNorm = vec("output_norm.weight", n)
 	if _, ok := f.Tensor("output.weight"); ok {
-		m.Output, err = mat("output.weight", n, uint64(m.Vocab))
+		m.Output = mat("output.weight", n, uint64(m.Vocab))
 	} else {
-		m.Output, err = mat("token_embd.weight", n, uint64(m.Vocab)) // tied embeddings
+		m.Output = mat("token_embd.weight", n, uint64(m.Vocab)) // tied embeddings
 	}
-	if err != nil {
-		return nil, err
+	if loadErr != nil {
+		return nil, loadErr
 	}
 	return m, nil
 }
