@@ -389,7 +389,9 @@ func (r *run) step(ctx context.Context) (bool, error) {
 	r.root = v.Bonus
 	st.Accepted, st.Bonus = len(accepted), v.Bonus
 	st.Strategy, st.Ranks, st.Offered = r.cfg.Strategy, v.Ranks, v.Offered
-	st.Tried = tried(tr, v)
+	if r.cfg.OnStep != nil { // only step consumers (calibration) read it
+		st.Tried = tried(tr, v)
+	}
 	// emit, stopping at EOS and MaxTokens
 	done := false
 	emit := append(accepted, v.Bonus)
