@@ -91,6 +91,10 @@ func (c *Cache) Compact(keep []int) error {
 type Batch struct {
 	// Tokens are appended to the cache as slots Len()..Len()+len(Tokens)-1.
 	Tokens []int
+	// Embeds, when not nil, replaces the token embeddings: rows of Dim
+	// values fed straight to the first block (the hidden-state drafter feeds
+	// the target's hidden states this way). Tokens must then be nil.
+	Embeds []float32
 	// Pos are the RoPE positions of the tokens; nil means Len()+i.
 	Pos []int
 	// Mask, when not nil, says which slots each row attends to: row i may
@@ -141,6 +145,12 @@ func (s *scratch) grow(c *Config, n, ffn int) {
 // the cache, and fills res with the wanted rows' logits and hidden states.
 func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) error {
 	n := len(b.Tokens)
+	if b.Embeds != nil {
+		if n != 0 || len(b.Embeds)%m.Dim != 0 {
+			return fmt.Errorf("model: a batch takes tokens or whole rows of %d embedding values, not both (%d tokens, %d values)", m.Dim, n, len(b.Embeds))
+		}
+		n = len(b.Embeds) / m.Dim
+	}
 	if n == 0 {
 		return fmt.Errorf("model: empty batch")
 	}
@@ -168,6 +178,9 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 	s := &c.s
 	s.grow(cfg, n, cfg.FFN)
 	dim := cfg.Dim
+	if b.Embeds != nil {
+		copy(s.x[:n*dim], b.Embeds)
+	}
 	for i, t := range b.Tokens {
 		if err := m.Embed(t, s.x[i*dim:(i+1)*dim]); err != nil {
 			return err

@@ -182,6 +182,28 @@ func TestLayerSkipAndHidden(t *testing.T) {
 	}
 }
 
+func TestEmbedsEqualTokens(t *testing.T) {
+	m := tinyModel(t, shapes[0].shape, quant.F32)
+	ctx := context.Background()
+	toks := []int{1, 5, 9}
+	emb := make([]float32, len(toks)*m.Dim)
+	for i, tok := range toks {
+		if err := m.Embed(tok, emb[i*m.Dim:(i+1)*m.Dim]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var a, b model.Result
+	if err := m.Forward(ctx, m.NewCache(8), model.Batch{Tokens: toks}, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Forward(ctx, m.NewCache(8), model.Batch{Embeds: emb}, &b); err != nil {
+		t.Fatal(err)
+	}
+	if d := maxDiff(a.Logits, b.Logits); d != 0 {
+		t.Fatalf("embedding rows gave logits %g away from the tokens'", d)
+	}
+}
+
 func TestForwardErrors(t *testing.T) {
 	m := tinyModel(t, shapes[0].shape, quant.F32)
 	ctx := context.Background()
@@ -197,6 +219,8 @@ func TestForwardErrors(t *testing.T) {
 		{"bad pos", model.Batch{Tokens: []int{1}, Pos: []int{0, 1}}},
 		{"bad mask", model.Batch{Tokens: []int{1}, Mask: []bool{true, true}}},
 		{"bad want", model.Batch{Tokens: []int{1}, Want: []int{1}}},
+		{"tokens and embeds", model.Batch{Tokens: []int{1}, Embeds: make([]float32, m.Dim)}},
+		{"partial embed row", model.Batch{Embeds: make([]float32, m.Dim+1)}},
 	}
 	for _, tc := range cases {
 		if err := m.Forward(ctx, c, tc.b, &r); err == nil {
