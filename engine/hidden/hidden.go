@@ -203,7 +203,8 @@ type Settings struct {
 	MSEWeight    float64 `json:"mse_weight"`    // 0.7 in seed 001
 	KLWeight     float64 `json:"kl_weight"`     // 0.3 in seed 001
 	HeldOut      float64 `json:"held_out"`      // share of sequences held out
-	Tokens       int     `json:"tokens"`        // tokens generated per prompt
+	Tokens       int     `json:"tokens"`        // tokens generated per sample
+	Samples      int     `json:"samples"`       // samples generated per prompt (different seeds)
 	Temp         float64 `json:"temp"`          // sampling temperature of the generated data
 	Seed         uint64  `json:"seed"`          // data, noise and initialisation
 	Hot          int     `json:"hot"`           // hot tokens whose token-info is precomputed
@@ -215,8 +216,8 @@ type Settings struct {
 
 // DefaultSettings are the defaults of `arborist train drafter`.
 func DefaultSettings() Settings {
-	return Settings{D: 256, Depth: 3, Epochs: 6, LR: 1e-3, Batch: 4, Noise: 0.1, MSEWeight: 0.7, KLWeight: 0.3,
-		HeldOut: 0.1, Tokens: 128, Temp: 0.8, Seed: 1, Hot: 32768, InitLayer: -2, Clip: 1}
+	return Settings{D: 256, Depth: 3, Epochs: 12, LR: 3e-3, Batch: 4, Noise: 0.1, MSEWeight: 0.7, KLWeight: 0.3,
+		HeldOut: 0.1, Tokens: 128, Samples: 4, Temp: 0.8, Seed: 1, Hot: 32768, InitLayer: -2, Clip: 1}
 }
 
 // Validate checks the settings.
@@ -238,6 +239,8 @@ func (s *Settings) Validate() error {
 		return fmt.Errorf("hidden: held-out share %g must be in [0, 1)", s.HeldOut)
 	case s.Tokens < 2:
 		return fmt.Errorf("hidden: tokens per prompt %d must be >= 2", s.Tokens)
+	case s.Samples < 1:
+		return fmt.Errorf("hidden: samples per prompt %d must be >= 1", s.Samples)
 	case s.Temp < 0:
 		return fmt.Errorf("hidden: temperature %g must be >= 0", s.Temp)
 	case s.Hot < 0:

@@ -57,17 +57,20 @@ func (tr *Trainer) Generate(ctx context.Context) error {
 		return fmt.Errorf("hidden: no prompts to generate training data from")
 	}
 	m := tr.Target
-	total := len(tr.Prompts) * s.Tokens
+	samples := max(1, s.Samples)
+	total := len(tr.Prompts) * samples * s.Tokens
 	done := 0
 	var all []*seq
-	for pi, prompt := range tr.Prompts {
+	for si := 0; si < len(tr.Prompts)*samples; si++ {
+		pi := si % len(tr.Prompts)
+		prompt := tr.Prompts[pi]
 		if len(prompt) == 0 {
 			continue
 		}
 		if len(prompt)+s.Tokens > m.CtxLen {
 			prompt = prompt[:max(1, m.CtxLen-s.Tokens)]
 		}
-		smp := sample.New(sample.Params{Temp: float32(s.Temp), Seed: s.Seed + uint64(pi)*7919})
+		smp := sample.New(sample.Params{Temp: float32(s.Temp), Seed: s.Seed + uint64(si)*7919})
 		sq := &seq{tokens: append([]int(nil), prompt...)}
 		cache := m.NewCache(len(prompt) + s.Tokens)
 		var res model.Result

@@ -254,6 +254,7 @@ type run struct {
 	dsmp   *sample.Sampler // drafting stream
 	root   int
 	hidden []float32 // target's hidden state at the last committed token
+	rows   []float32 // scratch: the hidden states handed to a HiddenSource
 	duo    duoState
 	aot    *aotHead
 }
@@ -274,15 +275,25 @@ func (r *run) loop(ctx context.Context, prompt []int) error {
 	dp.Seed ^= 0x5bd1e995
 	r.dsmp = sample.New(dp)
 	t0 := time.Now()
+	hs, _ := r.e.Source.(drafter.HiddenSource)
 	if len(prompt) > 1 {
-		if err := m.Forward(ctx, r.cache, model.Batch{Tokens: prompt[:len(prompt)-1], Want: []int{len(prompt) - 2}}, &r.fwd); err != nil {
+		b := model.Batch{Tokens: prompt[:len(prompt)-1], Want: []int{len(prompt) - 2}}
+		if hs != nil {
+			b.Want = nil // the source wants every position's hidden state
+		}
+		if err := m.Forward(ctx, r.cache, b, &r.fwd); err != nil {
 			return err
 		}
-		r.hidden = append(r.hidden[:0], r.fwd.Hidden...)
+		r.hidden = append(r.hidden[:0], r.fwd.Hidden[len(r.fwd.Hidden)-m.Dim:]...)
 	}
 	r.root = prompt[len(prompt)-1]
 	if src := r.e.Source; src != nil {
 		if err := src.Begin(ctx, prompt); err != nil {
+			return err
+		}
+	}
+	if hs != nil && len(prompt) > 1 {
+		if err := hs.ObserveHidden(r.fwd.Hidden, len(prompt)-1); err != nil {
 			return err
 		}
 	}
@@ -381,6 +392,17 @@ func (r *run) step(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	st.Overlap = overlap
+	if hs, ok := r.e.Source.(drafter.HiddenSource); ok {
+		// the target's states of the root and the accepted path, in order
+		rows := append(r.rows[:0], r.fwd.Hidden[:d]...)
+		for _, n := range v.Path {
+			rows = append(rows, r.fwd.Hidden[(1+n)*d:(2+n)*d]...)
+		}
+		r.rows = rows
+		if err := hs.ObserveHidden(rows, 1+len(v.Path)); err != nil {
+			return false, err
+		}
+	}
 	if src := r.e.Source; src != nil {
 		if err := src.Commit(accepted, v.Bonus); err != nil {
 			return false, err

@@ -408,3 +408,79 @@ func (s *Store) Run(ctx context.Context, id int64) (*Run, error) {
 	}
 	return &r, nil
 }
+
+// Drafter is a stored hidden-state drafter (its weights are read apart).
+type Drafter struct {
+	ID                int64
+	TargetFingerprint string
+	TargetPath        string
+	Status            string // "training" (a resumable checkpoint) or "done"
+	Settings, Losses  string // JSON
+	Bytes             int64  // size of the weights
+	Created, Updated  string
+}
+
+// SaveDrafter stores a drafter's weights (a GGUF image) and returns its id.
+func (s *Store) SaveDrafter(ctx context.Context, d *Drafter, weights []byte) (int64, error) {
+	t := now()
+	res, err := s.db.ExecContext(ctx, `INSERT INTO drafters(target_fingerprint, target_path, status, weights, settings, losses, created, updated)
+		VALUES (?,?,?,?,?,?,?,?)`, d.TargetFingerprint, d.TargetPath, d.Status, weights, d.Settings, d.Losses, t, t)
+	if err != nil {
+		return 0, s.wrap("save drafter", err)
+	}
+	id, _ := res.LastInsertId()
+	return id, nil
+}
+
+// UpdateDrafter replaces a drafter's weights, status and loss history (a
+// training checkpoint, or the finished drafter).
+func (s *Store) UpdateDrafter(ctx context.Context, id int64, status, losses string, weights []byte) error {
+	res, err := s.db.ExecContext(ctx, "UPDATE drafters SET status = ?, losses = ?, weights = ?, updated = ? WHERE id = ?", status, losses, weights, now(), id)
+	if err != nil {
+		return s.wrap("update drafter", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("store: no drafter %d", id)
+	}
+	return nil
+}
+
+const drafterCols = "id, target_fingerprint, target_path, status, settings, losses, length(weights), created, updated"
+
+func scanDrafter(row interface{ Scan(...any) error }, d *Drafter) error {
+	return row.Scan(&d.ID, &d.TargetFingerprint, &d.TargetPath, &d.Status, &d.Settings, &d.Losses, &d.Bytes, &d.Created, &d.Updated)
+}
+
+// LoadDrafter returns a stored drafter and its weights.
+func (s *Store) LoadDrafter(ctx context.Context, id int64) (Drafter, []byte, error) {
+	var d Drafter
+	if err := scanDrafter(s.db.QueryRowContext(ctx, "SELECT "+drafterCols+" FROM drafters WHERE id = ?", id), &d); err != nil {
+		if err == sql.ErrNoRows {
+			return d, nil, fmt.Errorf("store: no drafter %d (see `arborist drafters list`)", id)
+		}
+		return d, nil, s.wrap("read drafter", err)
+	}
+	var w []byte
+	if err := s.db.QueryRowContext(ctx, "SELECT weights FROM drafters WHERE id = ?", id).Scan(&w); err != nil {
+		return d, nil, s.wrap("read drafter weights", err)
+	}
+	return d, w, nil
+}
+
+// Drafters lists the stored drafters, newest first.
+func (s *Store) Drafters(ctx context.Context) ([]Drafter, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT "+drafterCols+" FROM drafters ORDER BY id DESC")
+	if err != nil {
+		return nil, s.wrap("list drafters", err)
+	}
+	defer rows.Close()
+	var out []Drafter
+	for rows.Next() {
+		var d Drafter
+		if err := scanDrafter(rows, &d); err != nil {
+			return nil, s.wrap("list drafters", err)
+		}
+		out = append(out, d)
+	}
+	return out, s.wrap0("list drafters", rows.Err())
+}

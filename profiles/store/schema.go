@@ -143,4 +143,10 @@ CREATE TABLE holders (
 	command TEXT NOT NULL,
 	since TEXT NOT NULL
 );
-`}
+`, `
+-- v2: hidden-state drafters are checkpointed while they train
+ALTER TABLE drafters ADD COLUMN status TEXT NOT NULL DEFAULT 'done';
+ALTER TABLE drafters ADD COLUMN target_path TEXT NOT NULL DEFAULT '';
+ALTER TABLE drafters ADD COLUMN updated TEXT NOT NULL DEFAULT '';
+`,
+}

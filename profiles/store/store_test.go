@@ -201,3 +201,32 @@ func childWriter(path string) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+func TestDrafters(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "d.db"))
+	id, err := s.SaveDrafter(ctx, &Drafter{TargetFingerprint: "fp", TargetPath: "/t.gguf", Status: "training", Settings: `{"d":8}`, Losses: "[]"}, []byte("ckpt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpdateDrafter(ctx, id, "done", `[{"Epoch":1}]`, []byte("final weights")); err != nil {
+		t.Fatal(err)
+	}
+	d, w, err := s.LoadDrafter(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(w) != "final weights" || d.Status != "done" || d.Bytes != 13 || d.TargetPath != "/t.gguf" || d.Losses != `[{"Epoch":1}]` {
+		t.Fatalf("drafter round trip: %+v %q", d, w)
+	}
+	list, err := s.Drafters(ctx)
+	if err != nil || len(list) != 1 || list[0].ID != id {
+		t.Fatalf("list: %v %+v", err, list)
+	}
+	if _, _, err := s.LoadDrafter(ctx, id+1); err == nil || !strings.Contains(err.Error(), "no drafter") {
+		t.Errorf("missing drafter: %v", err)
+	}
+	if err := s.UpdateDrafter(ctx, id+1, "done", "[]", nil); err == nil {
+		t.Error("updating a missing drafter succeeded")
+	}
+}

@@ -1,0 +1,395 @@
+package hidden
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"arborist/engine/drafter"
+	"arborist/engine/model"
+	"arborist/engine/sample"
+	"arborist/kernels"
+	"arborist/kernels/quant"
+)
+
+// Source drafts from a hidden-state drafter (a drafter.HiddenSource). The
+// engine hands it the target's hidden state of every committed position.
+// At a step whose root sits at position P, the layer reads the true states
+// H_0..H_{P-1} (fed once into its own KV cache) and predicts h_P, then its own
+// chain h_{P+1}, h_{P+2}, ... one layer pass per depth. The chain does not
+// depend on the drafted tokens, so a node at depth k gets the distribution
+// softmax(head(norm(h_{P+k})) + E(its token)) and every node of a depth
+// shares one layer pass.
+//
+// After a rejection at depth m+1 (bonus token b) the next step re-samples:
+// its subtree starts from the cached logits at b's position plus E(b) and
+// goes down the cached chain, with no layer pass (ResampleDepth levels at
+// most). The true states of both steps are fed at the next regular step.
+type Source struct {
+	D      *Drafter
+	target *model.Model
+	layer  *model.Model
+	cache  *model.Cache
+	dist   func(logits, dst []float32)
+	info   *tokenInfo
+	name   string
+	// ResampleDepth bounds a re-sampled subtree's depth (0: never re-sample).
+	ResampleDepth int
+	// ResampleMin: re-sample only when the bonus token's most likely child
+	// is at least this likely under the drafter; otherwise draft afresh.
+	ResampleMin float64
+
+	committed []int
+	hist      []float32 // the target's hidden states received, position-major
+	known     int       // positions whose hidden state was received
+	fed       int       // cache slots holding true states (positions 0..fed-1)
+
+	chain  [][]float32 // this step's base logits per depth
+	chainH [][]float32 // this step's hidden chain per depth
+	prev   [][]float32 // the previous regular step's base logits (for re-sampling)
+	open   bool        // no Expand yet this step
+	resOff int         // re-sampling: depth in prev of the root's children (-1: regular step)
+	resMax int         // re-sampling: depth limit of this step
+	stepT  time.Duration
+	res    model.Result
+	logits []float32
+	stats  Stats
+}
+
+// Stats counts the source's work.
+type Stats struct {
+	Steps, Resampled int           // steps drafted; steps drafted by re-sampling
+	LayerRows        int           // rows the drafter layer computed (true states fed + chain)
+	ChainPasses      int           // layer passes over drafted states
+	OnDemand         int           // token-info rows computed outside the hot table
+	Draft, Resample  time.Duration // time in Expand: all steps, re-sampled steps
+}
+
+// Options tunes a Source.
+type Options struct {
+	Sample        sample.Params
+	ResampleDepth int     // default 4
+	ResampleMin   float64 // default 0.2
+	HotBytes      int64   // memory for precomputed token-info rows; default 256 MiB
+	Name          string
+	NoResample    bool // turn re-sampling off
+}
+
+// NewSource makes a draft source from d for target (which must be the model
+// it was trained for: the shapes are checked here, the fingerprint by the
+// caller).
+func NewSource(d *Drafter, target *model.Model, o Options) (*Source, error) {
+	if err := d.Fits(&target.Config); err != nil {
+		return nil, err
+	}
+	if o.ResampleDepth == 0 {
+		o.ResampleDepth = 4
+	}
+	if o.NoResample {
+		o.ResampleDepth = 0
+	}
+	if o.ResampleMin == 0 {
+		o.ResampleMin = 0.2
+	}
+	if o.HotBytes == 0 {
+		o.HotBytes = 256 << 20
+	}
+	if o.Name == "" {
+		o.Name = "hidden"
+	}
+	layer, err := layerModel(d, target)
+	if err != nil {
+		return nil, err
+	}
+	info, err := newTokenInfo(d, target, o.HotBytes)
+	if err != nil {
+		return nil, err
+	}
+	return &Source{D: d, target: target, layer: layer, cache: layer.NewCache(target.CtxLen + 64), dist: drafter.Dist(o.Sample),
+		info: info, name: o.Name, ResampleDepth: o.ResampleDepth, ResampleMin: o.ResampleMin, resOff: -1}, nil
+}
+
+// layerModel wraps the drafter layer as a one-block model that shares the
+// target's final norm and output head, so decoding runs on the target's
+// kernels.
+func layerModel(d *Drafter, target *model.Model) (*model.Model, error) {
+	be := target.Backend
+	lay := d.Layout()
+	var err error
+	mat := func(i int) kernels.Matrix {
+		if err != nil {
+			return nil
+		}
+		b := lay[i]
+		var m kernels.Matrix
+		m, err = be.NewMatrix(quant.F32, f32Bytes(d.Block(i)), b.Rows, b.Cols)
+		return m
+	}
+	l := model.Layer{
+		AttnNorm: append([]float32(nil), d.Block(bAttnNorm)...),
+		FFNNorm:  append([]float32(nil), d.Block(bFFNNorm)...),
+		Q:        mat(bQ), K: mat(bK), V: mat(bV), O: mat(bO),
+		Gate: mat(bGate), Up: mat(bUp), Down: mat(bDown),
+	}
+	if err != nil {
+		return nil, fmt.Errorf("hidden: %w", err)
+	}
+	return &model.Model{Config: d.config(target.CtxLen + 64), Tok: target.Tok, Backend: be,
+		Blocks: []model.Layer{l}, OutNorm: target.OutNorm, Output: target.Output}, nil
+}
+
+// Name describes the source.
+func (s *Source) Name() string { return s.name }
+
+// Vocab is the vocabulary size.
+func (s *Source) Vocab() int { return s.D.Vocab }
+
+// Stats reports the work done since the source was made.
+func (s *Source) Stats() Stats {
+	st := s.stats
+	st.OnDemand = s.info.onDemand
+	return st
+}
+
+// Begin starts a new sequence.
+func (s *Source) Begin(_ context.Context, committed []int) error {
+	if len(committed) == 0 {
+		return fmt.Errorf("hidden: empty sequence")
+	}
+	s.committed = append(s.committed[:0], committed...)
+	s.hist = s.hist[:0]
+	s.known, s.fed = 0, 0
+	s.cache.Truncate(0)
+	s.chain, s.chainH, s.prev = nil, nil, nil
+	s.resOff = -1
+	s.open = true
+	return nil
+}
+
+// ObserveHidden receives the target's hidden states of the next rows
+// committed positions (rows x Dim values).
+func (s *Source) ObserveHidden(hidden []float32, rows int) error {
+	if len(hidden) != rows*s.D.Dim {
+		return fmt.Errorf("hidden: %d values for %d rows of %d", len(hidden), rows, s.D.Dim)
+	}
+	s.hist = append(s.hist, hidden...)
+	s.known += rows
+	return nil
+}
+
+// root is the position of the step's root (the last committed token).
+func (s *Source) root() int { return len(s.committed) - 1 }
+
+// Expand writes the distribution after each path.
+func (s *Source) Expand(ctx context.Context, paths [][]int, dst [][]float32) error {
+	t0 := time.Now()
+	if s.open {
+		s.open = false
+		s.stats.Steps++
+		if s.resOff >= 0 && !s.resampleWorth() {
+			s.resOff = -1
+		}
+		if s.resOff >= 0 {
+			s.stats.Resampled++
+		}
+	}
+	for i, p := range paths {
+		base, err := s.base(ctx, len(p))
+		if err != nil {
+			return err
+		}
+		if base == nil {
+			clear(dst[i])
+			continue
+		}
+		tok := s.committed[s.root()]
+		if len(p) > 0 {
+			tok = p[len(p)-1]
+		}
+		s.mix(base, tok, dst[i])
+	}
+	el := time.Since(t0)
+	s.stats.Draft += el
+	if s.resOff >= 0 {
+		s.stats.Resample += el
+	}
+	return nil
+}
+
+// mix writes softmax-like dist(base + E(tok)) into dst.
+func (s *Source) mix(base []float32, tok int, dst []float32) {
+	if cap(s.logits) < len(base) {
+		s.logits = make([]float32, len(base))
+	}
+	l := s.logits[:len(base)]
+	e := s.info.row(tok)
+	for i := range l {
+		l[i] = base[i] + e[i]
+	}
+	s.dist(l, dst)
+}
+
+// resampleWorth decides, at the first Expand of a step that could
+// re-sample, whether the bonus token's best child is likely enough.
+func (s *Source) resampleWorth() bool {
+	base := s.prev[s.resOff]
+	q := make([]float32, len(base))
+	s.mix(base, s.committed[s.root()], q)
+	return float64(q[sample.Argmax(q)]) >= s.ResampleMin
+}
+
+// base returns the base logits for the children of a depth-k node: from
+// the cached chain when re-sampling (nil past its limit), else from this
+// step's chain, extended by one layer pass per missing depth. nil means no
+// proposal (no hidden state known yet, or no room left).
+func (s *Source) base(ctx context.Context, k int) ([]float32, error) {
+	if s.resOff >= 0 {
+		if k >= s.resMax || s.resOff+k >= len(s.prev) {
+			return nil, nil
+		}
+		return s.prev[s.resOff+k], nil
+	}
+	if s.known != s.root() || s.known == 0 {
+		return nil, nil // the engine has not handed over every state before the root
+	}
+	for len(s.chain) <= k {
+		if err := s.extend(ctx); err != nil {
+			return nil, err
+		}
+		if len(s.chain) <= k {
+			return nil, nil
+		}
+	}
+	return s.chain[k], nil
+}
+
+// extend computes the next depth of the chain: at depth 0 it feeds the true
+// states not yet in the cache (re-feeding the last one when all are in);
+// later depths feed the previous drafted state.
+func (s *Source) extend(ctx context.Context) error {
+	dim := s.D.Dim
+	var b model.Batch
+	if len(s.chain) == 0 {
+		s.cache.Truncate(s.fed) // drop last step's drafted slots
+		from := s.fed
+		if from == s.known {
+			from--
+			s.cache.Truncate(from)
+		}
+		b.Embeds = s.hist[from*dim : s.known*dim]
+		b.Pos = positions(from, s.known)
+		b.Want = []int{s.known - from - 1}
+		s.fed = s.known
+	} else {
+		pos := s.root() + len(s.chain) - 1
+		if s.cache.Len() >= s.cache.Cap() {
+			return nil // no room: the chain stops here
+		}
+		b.Embeds = s.chainH[len(s.chainH)-1]
+		b.Pos = []int{pos}
+		s.stats.ChainPasses++
+	}
+	if err := s.layer.Forward(ctx, s.cache, b, &s.res); err != nil {
+		return fmt.Errorf("hidden: %w", err)
+	}
+	s.stats.LayerRows += len(b.Embeds) / dim
+	s.chain = append(s.chain, append([]float32(nil), s.res.Logits...))
+	s.chainH = append(s.chainH, append([]float32(nil), s.res.Hidden...))
+	return nil
+}
+
+func positions(from, to int) []int {
+	p := make([]int, to-from)
+	for i := range p {
+		p[i] = from + i
+	}
+	return p
+}
+
+// Commit appends the accepted tokens and the bonus. After a regular step
+// that drafted deeper than it accepted, the next step re-samples from the
+// cached chain at the bonus token's position.
+func (s *Source) Commit(accepted []int, bonus int) error {
+	m := len(accepted)
+	next := -1
+	if s.resOff < 0 && s.ResampleDepth > 0 && m < len(s.chain) && m+1 < len(s.chain) {
+		next = m + 1
+		s.prev = s.chain
+	}
+	s.committed = append(append(s.committed, accepted...), bonus)
+	s.resOff = next
+	if next >= 0 {
+		s.resMax = min(s.ResampleDepth, len(s.prev)-next)
+	}
+	s.chain, s.chainH = nil, nil
+	s.open = true
+	return nil
+}
+
+// tokenInfo gives E(t) = W2 · W1 · emb(t) over the vocabulary: precomputed
+// for the hot tokens, computed on demand for the rest.
+type tokenInfo struct {
+	d        *Drafter
+	target   *model.Model
+	hot      map[int][]float32
+	scratch  []float32
+	emb, u   []float32
+	onDemand int
+}
+
+func newTokenInfo(d *Drafter, target *model.Model, budget int64) (*tokenInfo, error) {
+	ti := &tokenInfo{d: d, target: target, hot: map[int][]float32{}, scratch: make([]float32, d.Vocab),
+		emb: make([]float32, d.Dim), u: make([]float32, d.D)}
+	rows := int(budget / int64(4*d.Vocab))
+	for i, t := range d.Hot {
+		if i >= rows {
+			break
+		}
+		r := make([]float32, d.Vocab)
+		if err := ti.compute(t, r); err != nil {
+			return nil, err
+		}
+		ti.hot[t] = r
+	}
+	return ti, nil
+}
+
+func (ti *tokenInfo) compute(tok int, dst []float32) error {
+	if err := ti.target.Embed(tok, ti.emb); err != nil {
+		return err
+	}
+	d := ti.d
+	w1, w2 := d.Block(bW1), d.Block(bW2)
+	for r := 0; r < d.D; r++ {
+		row := w1[r*d.Dim : (r+1)*d.Dim]
+		var acc float32
+		for i, v := range row {
+			acc += v * ti.emb[i]
+		}
+		ti.u[r] = acc
+	}
+	for r := 0; r < d.Vocab; r++ {
+		row := w2[r*d.D : (r+1)*d.D]
+		var acc float32
+		for i, v := range row {
+			acc += v * ti.u[i]
+		}
+		dst[r] = acc
+	}
+	return nil
+}
+
+// row returns E(tok); the slice is valid until the next call.
+func (ti *tokenInfo) row(tok int) []float32 {
+	if r, ok := ti.hot[tok]; ok {
+		return r
+	}
+	ti.onDemand++
+	if err := ti.compute(tok, ti.scratch); err != nil {
+		clear(ti.scratch) // an id outside the vocabulary: no token-info
+	}
+	return ti.scratch
+}
+
+// Hot reports how many token-info rows are precomputed.
+func (s *Source) Hot() int { return len(s.info.hot) }

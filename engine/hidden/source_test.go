@@ -1,0 +1,277 @@
+package hidden
+
+import (
+	"bufio"
+	"context"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"arborist/engine/model"
+	"arborist/engine/sample"
+	"arborist/engine/spec"
+)
+
+func storyPrompts(t testing.TB, m *model.Model) [][]int {
+	t.Helper()
+	f, err := os.Open(filepath.Join(shared, "..", "prompts", "stories.txt"))
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	var out [][]int
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if sc.Text() != "" {
+			out = append(out, m.Tok.Encode(sc.Text(), true, false))
+		}
+	}
+	return out
+}
+
+// perturbed is an untrained drafter whose token-info is not zero.
+func perturbed(t testing.TB, m *model.Model, seed uint64) *Drafter {
+	d, err := New(m, 32, m.Layers/2, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for i := range d.Block(bW2) {
+		d.Block(bW2)[i] = float32(0.2 * rng.NormFloat64())
+	}
+	d.Hot = []int{1, 2, 3}
+	return d
+}
+
+// TestDecoderMatchesTraining: the decoder (float32, the engine's kernels,
+// one layer pass per depth) computes the same hidden chain and the same
+// distributions as the training network's unrolled levels.
+func TestDecoderMatchesTraining(t *testing.T) {
+	m := loadTarget(t, "stories260K.gguf")
+	d := perturbed(t, m, 5)
+	tr := &Trainer{Target: m, Prompts: storyPrompts(t, m)[:2], Settings: DefaultSettings()}
+	tr.Settings.Tokens = 24
+	tr.Settings.HeldOut = 0
+	if err := tr.Generate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sq := tr.data[0]
+	n, err := newNet(d, m, tr.Settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const K = 3
+	lvs, _ := n.forward(sq, sq.tokens, K)
+	src, err := NewSource(d, m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, P := range []int{3, 9, len(sq.tokens) - K - 1} {
+		if err := src.Begin(ctx, sq.tokens[:P+1]); err != nil {
+			t.Fatal(err)
+		}
+		if err := src.ObserveHidden(sq.h[:P*d.Dim], P); err != nil {
+			t.Fatal(err)
+		}
+		dst := make([]float32, d.Vocab)
+		for k := 0; k < K; k++ {
+			path := sq.tokens[P+1 : P+1+k]
+			if err := src.Expand(ctx, [][]int{path}, [][]float32{dst}); err != nil {
+				t.Fatal(err)
+			}
+			row := P - 1 // level k row t predicts position t+k+1 = P+k
+			var dh, dp float64
+			for i := 0; i < d.Dim; i++ {
+				dh = math.Max(dh, math.Abs(float64(src.chainH[k][i])-lvs[k].y[row*d.Dim+i]))
+			}
+			for i := 0; i < d.Vocab; i++ {
+				dp = math.Max(dp, math.Abs(float64(dst[i])-lvs[k].pd[row*d.Vocab+i]))
+			}
+			if dh > 1e-3 || dp > 1e-4 {
+				t.Errorf("root %d depth %d: decoder differs from training (hidden %.2g, distribution %.2g)", P, k, dh, dp)
+			}
+		}
+	}
+}
+
+// TestResampleAfterRejection: after a rejection the next step's subtree
+// starts from the cached logits at the bonus token's position plus E(bonus),
+// with no drafter layer pass.
+func TestResampleAfterRejection(t *testing.T) {
+	m := loadTarget(t, "stories260K.gguf")
+	d := perturbed(t, m, 9)
+	src, err := NewSource(d, m, Options{ResampleMin: 1e-9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	prompt := storyPrompts(t, m)[0]
+	var res model.Result
+	if err := m.Forward(ctx, m.NewCache(64), model.Batch{Tokens: prompt}, &res); err != nil {
+		t.Fatal(err)
+	}
+	P := len(prompt) - 1
+	if err := src.Begin(ctx, prompt); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.ObserveHidden(res.Hidden[:P*d.Dim], P); err != nil {
+		t.Fatal(err)
+	}
+	// a regular step drafting four levels
+	dst := make([]float32, d.Vocab)
+	path := []int{}
+	for k := 0; k < 4; k++ {
+		if err := src.Expand(ctx, [][]int{path}, [][]float32{dst}); err != nil {
+			t.Fatal(err)
+		}
+		path = append(path, sample.Argmax(dst))
+	}
+	cached := append([]float32(nil), src.chain[2]...)
+	before := src.Stats()
+	// the target accepts one token and rejects at depth 2 with bonus b
+	b := (path[1] + 7) % d.Vocab
+	if err := src.ObserveHidden(res.Hidden[:2*d.Dim], 2); err != nil { // any two states: not read while re-sampling
+		t.Fatal(err)
+	}
+	if err := src.Commit(path[:1], b); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, d.Vocab)
+	if err := src.Expand(ctx, [][]int{{}}, [][]float32{got}); err != nil {
+		t.Fatal(err)
+	}
+	after := src.Stats()
+	if after.LayerRows != before.LayerRows || after.ChainPasses != before.ChainPasses {
+		t.Errorf("re-sampling ran the drafter layer: %d rows before, %d after", before.LayerRows, after.LayerRows)
+	}
+	if after.Resampled != before.Resampled+1 {
+		t.Errorf("the step after a rejection was not counted as re-sampled")
+	}
+	want := make([]float32, d.Vocab)
+	src.mix(cached, b, want)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("re-sampled root distribution differs from softmax(cached logits + E(bonus)) at %d: %g vs %g", i, got[i], want[i])
+		}
+	}
+	// deeper levels follow the cached chain, up to the re-sampling depth
+	if err := src.Expand(ctx, [][]int{{sample.Argmax(got)}}, [][]float32{got}); err != nil {
+		t.Fatal(err)
+	}
+	if s := src.Stats(); s.LayerRows != before.LayerRows {
+		t.Errorf("the re-sampled subtree's second level ran the layer")
+	}
+	// the step after the re-sampled one is regular again
+	if err := src.ObserveHidden(res.Hidden[:d.Dim], 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Commit(nil, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Expand(ctx, [][]int{{}}, [][]float32{got}); err != nil {
+		t.Fatal(err)
+	}
+	if s := src.Stats(); s.LayerRows == before.LayerRows {
+		t.Errorf("the regular step after re-sampling fed no true states")
+	}
+}
+
+// TestTrainingHelps trains briefly on stories260K: held-out loss falls and
+// the trained drafter's acceptance beats the untrained one's, with greedy
+// output identical to plain decoding either way.
+func TestTrainingHelps(t *testing.T) {
+	m := loadTarget(t, "stories260K.gguf")
+	ps := storyPrompts(t, m)
+	set := DefaultSettings()
+	set.D, set.Tokens, set.Epochs, set.Depth, set.LR, set.Batch = 32, 96, 4, 2, 3e-3, 1
+	set.HeldOut = 0.34
+	tr := &Trainer{Target: m, Prompts: ps, Settings: set}
+	ctx := context.Background()
+	d, err := New(m, set.D, m.Layers/2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	untrained := *d
+	untrained.P = append([]float32(nil), d.P...)
+	before, err := tr.Evaluate(ctx, d, set.Depth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evals []float64
+	tr.Progress = func(p Progress) {
+		if p.Record != nil {
+			evals = append(evals, p.Record.HeldOut)
+		}
+	}
+	if err := tr.Train(ctx, d, nil); err != nil {
+		t.Fatal(err)
+	}
+	after := d.Losses[len(d.Losses)-1]
+	t.Logf("held-out loss %.4f -> %.4f (MSE %.4f -> %.4f, agreement %.2f -> %.2f); per epoch %v", before.HeldOut, after.HeldOut, before.MSE, after.MSE, before.Agree, after.Agree, evals)
+	if !(after.HeldOut < 0.8*before.HeldOut) {
+		t.Errorf("training did not lower the held-out loss enough: %.4f -> %.4f", before.HeldOut, after.HeldOut)
+	}
+	accept := func(d *Drafter) float64 {
+		src, err := NewSource(d, m, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := &spec.Engine{Target: m, Source: src}
+		var drafted, acc int
+		for _, p := range ps {
+			res, err := e.Run(ctx, p, spec.Config{Strategy: "chain", Gamma: 3, MaxTokens: 48, StopAtEOS: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range res.Steps {
+				drafted += s.Drafted
+				acc += s.Accepted
+			}
+		}
+		return float64(acc) / float64(max(1, drafted))
+	}
+	a0, a1 := accept(&untrained), accept(d)
+	t.Logf("chain acceptance: untrained %.2f, trained %.2f", a0, a1)
+	if a1 <= a0 {
+		t.Errorf("trained acceptance %.2f does not beat the untrained %.2f", a1, a0)
+	}
+}
+
+// TestFileRoundTrip: a drafter with its training state survives GGUF, and
+// damaged files are refused with an error.
+func TestFileRoundTrip(t *testing.T) {
+	m := loadTarget(t, "stories260K.gguf")
+	d := perturbed(t, m, 3)
+	d.Losses = []Epoch{{Epoch: 1, Depth: 1, Train: 0.5, HeldOut: 0.6}}
+	d.Settings = DefaultSettings()
+	st := &State{Epoch: 1, Step: 10, M: make([]float32, len(d.P)), V: make([]float32, len(d.P))}
+	st.M[7], st.V[9] = 0.25, 0.5
+	p := filepath.Join(t.TempDir(), "d.gguf")
+	if err := d.Save(p, st); err != nil {
+		t.Fatal(err)
+	}
+	got, gst, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Shape != d.Shape || len(got.P) != len(d.P) || got.P[100] != d.P[100] || len(got.Hot) != 3 || got.Losses[0].HeldOut != 0.6 || got.InitLayer != d.InitLayer {
+		t.Fatalf("round trip changed the drafter: %+v", got.Shape)
+	}
+	if gst == nil || gst.Step != 10 || gst.M[7] != 0.25 || gst.V[9] != 0.5 {
+		t.Fatalf("round trip lost the training state: %+v", gst)
+	}
+	data, _ := os.ReadFile(p)
+	if _, _, err := Decode("cut", data[:len(data)/2]); err == nil {
+		t.Error("a truncated drafter file was accepted")
+	}
+	if _, _, err := Load(filepath.Join(shared, "stories260K.gguf")); err == nil {
+		t.Error("a model file was accepted as a drafter")
+	}
+	other := loadTarget(t, "llama-2-tiny-random.gguf")
+	if _, err := NewSource(got, other, Options{}); err == nil {
+		t.Error("a drafter was accepted for a target of another shape")
+	}
+}
