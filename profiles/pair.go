@@ -1,17 +1,20 @@
 package profiles
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
 
 	"arborist/engine/drafter"
+	"arborist/engine/hidden"
 	"arborist/engine/model"
 	"arborist/engine/sample"
 	"arborist/kernels/cpu"
 )
 
 // PairSpec names a target and a draft source (at most one of Draft, NGram,
-// Layers) and the CPU threads they run with.
+// Layers, DraftHidden) and the CPU threads they run with.
 type PairSpec struct {
 	Target       string
 	Draft        string
@@ -19,6 +22,14 @@ type PairSpec struct {
 	Layers       int
 	Threads      int
 	DraftThreads int // of a concurrent drafter; 0 = half of Threads
+	// DraftHidden is a hidden-state drafter: a stored drafter's id (in DB,
+	// default store.DefaultPath()) or a drafter GGUF file.
+	DraftHidden string
+	DB          string
+	// ResampleDepth bounds re-sampling after a rejection (0: the default
+	// 4); NoResample turns it off.
+	ResampleDepth int
+	NoResample    bool
 }
 
 // SourceName names the draft source as calibrations and runs are keyed.
@@ -30,6 +41,11 @@ func (p *PairSpec) SourceName() string {
 		return fmt.Sprintf("ngram:%d", p.NGram)
 	case p.Layers > 0:
 		return fmt.Sprintf("layers:%d", p.Layers)
+	case p.DraftHidden != "":
+		if _, err := strconv.ParseInt(p.DraftHidden, 10, 64); err == nil {
+			return "hidden:#" + p.DraftHidden
+		}
+		return "hidden:" + filepath.Base(p.DraftHidden)
 	}
 	return ""
 }
@@ -37,7 +53,7 @@ func (p *PairSpec) SourceName() string {
 // Sources counts the draft sources set.
 func (p *PairSpec) Sources() int {
 	n := 0
-	for _, set := range []bool{p.Draft != "", p.NGram > 0, p.Layers > 0} {
+	for _, set := range []bool{p.Draft != "", p.NGram > 0, p.Layers > 0, p.DraftHidden != ""} {
 		if set {
 			n++
 		}
@@ -51,6 +67,7 @@ type Pair struct {
 	Source     drafter.Source // nil when no source was named
 	Backend    *cpu.Backend   // the target's
 	DraftModel *model.Model   // the draft model, when the source is one
+	Hidden     *hidden.Source // the hidden-state drafter, when the source is one
 	Concurrent bool           // the drafter has its own backend and threads
 	closers    []func()
 }
@@ -117,6 +134,18 @@ func OpenPair(p PairSpec, params sample.Params, concurrent bool) (*Pair, error) 
 			return nil, fmt.Errorf("draft layers %d must be below the target's %d layers", p.Layers, target.Layers)
 		}
 		l.Source = drafter.NewModel(target, p.Layers, target.CtxLen, params, p.SourceName())
+	case p.DraftHidden != "":
+		d, err := OpenDrafter(context.Background(), p.DraftHidden, p.DB, target)
+		if err != nil {
+			l.Close()
+			return nil, err
+		}
+		hs, err := hidden.NewSource(d, target, hidden.Options{Sample: params, ResampleDepth: p.ResampleDepth, NoResample: p.NoResample, Name: p.SourceName()})
+		if err != nil {
+			l.Close()
+			return nil, err
+		}
+		l.Source, l.Hidden = hs, hs
 	}
 	return l, nil
 }

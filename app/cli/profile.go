@@ -74,7 +74,7 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	pair, err := p.open(sample.Params{}, false)
+	pair, err := p.open(sample.Params{}, false, *db)
 	if err != nil {
 		return err
 	}
@@ -213,9 +213,13 @@ func trainPredictor(ctx context.Context, env Env, st *store.Store, eng *spec.Eng
 }
 
 func runTrain(ctx context.Context, env Env, args []string) error {
+	if len(args) > 0 && args[0] == "drafter" {
+		return runTrainDrafter(ctx, env, args[1:])
+	}
 	if len(args) == 0 || args[0] != "predictor" {
 		fmt.Fprintln(env.Stderr, "usage: arborist train predictor --target T --draft D --prompts FILE [-n 128] [--depth 5] [--db FILE]")
-		return usagef("train what? (predictor)")
+		fmt.Fprintln(env.Stderr, "       arborist train drafter "+trainDrafterArgs)
+		return usagef("train what? (predictor or drafter)")
 	}
 	fs := newFlags(env, "train predictor", "--target T (--draft D | --draft-ngram N | --draft-layers K) --prompts FILE [-n 128] [--depth 5] [--db FILE]")
 	var p pairFlags
@@ -269,7 +273,7 @@ type tuneInputs struct {
 }
 
 func loadTuneInputs(ctx context.Context, env Env, st *store.Store, p *pairFlags, alpha float64) (*tuneInputs, error) {
-	pair, err := p.open(sample.Params{}, false)
+	pair, err := p.open(sample.Params{}, false, st.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -564,7 +568,7 @@ type workload struct {
 }
 
 func openWorkload(ctx context.Context, p *pairFlags, db, prompts string) (*workload, error) {
-	texts, err := readPrompts(prompts)
+	texts, err := profiles.ReadPrompts(prompts)
 	if err != nil {
 		return nil, err
 	}
@@ -572,7 +576,7 @@ func openWorkload(ctx context.Context, p *pairFlags, db, prompts string) (*workl
 	if err != nil {
 		return nil, err
 	}
-	pair, err := p.open(sample.Params{}, false)
+	pair, err := p.open(sample.Params{}, false, db)
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -155,12 +154,12 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	}
 	prompts := []string{f.prompt}
 	if f.prompts != "" {
-		if prompts, err = readPrompts(f.prompts); err != nil {
+		if prompts, err = profiles.ReadPrompts(f.prompts); err != nil {
 			return err
 		}
 	}
 
-	pair, err := f.pairFlags.open(params, f.strategy == "duo" || (f.strategy == "egt" && f.aot))
+	pair, err := f.pairFlags.open(params, f.strategy == "duo" || (f.strategy == "egt" && f.aot), f.db)
 	if err != nil {
 		return err
 	}
@@ -223,6 +222,12 @@ func runRun(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	printSummary(w, label, agg)
+	if hs := pair.Hidden; hs != nil {
+		st := hs.Stats()
+		step := agg.decode
+		fmt.Fprintf(w, "  hidden drafter: %d of %d steps re-sampled after a rejection (%.1f%% of decode time re-sampling), %d layer rows (%d drafted states), %d hot token-info rows, %d computed on demand\n",
+			st.Resampled, st.Steps, 100*st.Resample.Seconds()/max(1e-9, step.Seconds()), st.LayerRows, st.ChainPasses, hs.Hot(), st.OnDemand)
+	}
 	if f.baseline {
 		base := cfg
 		base.Strategy = "ar"
@@ -249,28 +254,6 @@ func runRun(ctx context.Context, env Env, args []string) error {
 		}
 	}
 	return nil
-}
-
-func readPrompts(path string) ([]string, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	var out []string
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		if s := strings.TrimSpace(sc.Text()); s != "" {
-			out = append(out, s)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no prompts", path)
-	}
-	return out, nil
 }
 
 // aggregate sums a suite's results.

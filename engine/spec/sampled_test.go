@@ -96,22 +96,28 @@ func TestSampledLossless(t *testing.T) {
 	baseJoint, baseCovered := exactJoint(t, p.target, prompt, params, n)
 	shape, _ := tree.FromWidths([]int{3, 2})
 	rules := []struct {
-		name string
-		cfg  Config
+		name   string
+		cfg    Config
+		hidden bool // draft with a hidden-state drafter (re-sampling on)
 	}{
-		{"chain (min(1,p/q), residual, bonus)", Config{Strategy: "chain", Gamma: 3}},
-		{"chain with top-k 20 and top-p 0.9", Config{Strategy: "chain", Gamma: 3, Sample: sample.Params{Temp: 1, TopK: 20, TopP: 0.9}}},
-		{"sampled tree (multi-draft rule)", Config{Strategy: "tree", Static: shape, SampleChildren: true}},
-		{"ranked tree (point-mass rule)", Config{Strategy: "egt", Widths: []int{1, 3}, Branch: 3, WMax: 8}},
-		{"duo (ranked roots, sampled chains)", Config{Strategy: "duo", Gamma: 6, MaxSeqs: 3}},
+		{"chain (min(1,p/q), residual, bonus)", Config{Strategy: "chain", Gamma: 3}, false},
+		{"chain with top-k 20 and top-p 0.9", Config{Strategy: "chain", Gamma: 3, Sample: sample.Params{Temp: 1, TopK: 20, TopP: 0.9}}, false},
+		{"sampled tree (multi-draft rule)", Config{Strategy: "tree", Static: shape, SampleChildren: true}, false},
+		{"ranked tree (point-mass rule)", Config{Strategy: "egt", Widths: []int{1, 3}, Branch: 3, WMax: 8}, false},
+		{"duo (ranked roots, sampled chains)", Config{Strategy: "duo", Gamma: 6, MaxSeqs: 3}, false},
+		{"hidden-state drafter, chain", Config{Strategy: "chain", Gamma: 3}, true},
+		{"hidden-state drafter, ranked tree", Config{Strategy: "egt", Widths: []int{1, 3}, Branch: 3, WMax: 8}, true},
 	}
-	run := func(cfg Config, joint map[[2]int]float64, covered float64, broken bool) (float64, int) {
+	run := func(cfg Config, useHidden bool, joint map[[2]int]float64, covered float64, broken bool) (float64, int) {
 		obs := map[[2]int]int{}
 		params := params
 		if cfg.Sample.Temp > 0 {
 			params = cfg.Sample
 		}
-		src := drafter.NewModel(p.target, 4, 64, params, "layers:4")
+		var src drafter.Source = drafter.NewModel(p.target, 4, 64, params, "layers:4")
+		if useHidden {
+			src = hiddenSource(p.target, params, 1e-9)
+		}
 		e := &Engine{Target: p.target, Source: src, brokenResidual: broken}
 		for i := 0; i < n; i++ {
 			c := cfg
@@ -132,13 +138,13 @@ func TestSampledLossless(t *testing.T) {
 			joint, covered = exactJoint(t, p.target, prompt, rule.cfg.Sample, n)
 		}
 		t.Run(rule.name, func(t *testing.T) {
-			chi, dof := run(rule.cfg, joint, covered, false)
+			chi, dof := run(rule.cfg, rule.hidden, joint, covered, false)
 			if crit := chi2Crit(dof); chi > crit {
 				t.Errorf("chi-square %.1f > %.1f (dof %d): output does not follow the target", chi, crit, dof)
 			} else {
 				t.Logf("chi-square %.1f <= %.1f (dof %d)", chi, crit, dof)
 			}
-			chi, dof = run(rule.cfg, joint, covered, true)
+			chi, dof = run(rule.cfg, rule.hidden, joint, covered, true)
 			if crit := chi2Crit(dof); chi <= crit {
 				t.Errorf("with the residual step broken, chi-square %.1f <= %.1f (dof %d): the test has no teeth", chi, crit, dof)
 			} else {

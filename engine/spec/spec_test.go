@@ -3,6 +3,7 @@ package spec
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"arborist/engine/drafter"
 	"arborist/engine/generate"
+	"arborist/engine/hidden"
 	"arborist/engine/model"
 	"arborist/engine/sample"
 	"arborist/engine/tree"
@@ -81,7 +83,29 @@ func sources(p pair, params sample.Params, ctx int) map[string]func() (drafter.S
 		"draft":  func() (drafter.Source, bool) { return drafter.NewModel(p.draft, 0, ctx, params, "draft"), true },
 		"ngram":  func() (drafter.Source, bool) { return drafter.NewNGram(3, p.target.Vocab), false },
 		"layers": func() (drafter.Source, bool) { return drafter.NewModel(p.target, 2, ctx, params, "layers:2"), false },
+		"hidden": func() (drafter.Source, bool) { return hiddenSource(p.target, params, 0.2), false },
+		// re-sampling after every rejection, whatever the drafter's confidence
+		"hidden-resample": func() (drafter.Source, bool) { return hiddenSource(p.target, params, 1e-9), false },
 	}
+}
+
+// hiddenSource is an untrained hidden-state drafter with non-zero
+// token-info: its proposals are poor, which exercises rejections and
+// re-sampling.
+func hiddenSource(m *model.Model, params sample.Params, resampleMin float64) *hidden.Source {
+	d, err := hidden.New(m, 16, m.Layers/2, 1)
+	if err != nil {
+		panic(err)
+	}
+	rng := rand.New(rand.NewPCG(2, 3))
+	for i := range d.P {
+		d.P[i] += float32(0.05 * rng.NormFloat64())
+	}
+	src, err := hidden.NewSource(d, m, hidden.Options{Sample: params, ResampleMin: resampleMin})
+	if err != nil {
+		panic(err)
+	}
+	return src
 }
 
 // TestGreedyLossless: for every strategy and draft source, greedy

@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"arborist/engine/hidden"
+	"arborist/profiles"
+	"arborist/profiles/store"
+)
+
+const trainDrafterArgs = "--target T --prompts FILE [--tokens 128 --samples 4 --depth 3 --epochs 12 --d 256 ...] [--db FILE] | --resume ID"
+
+// runTrainDrafter trains a hidden-state drafter by self-distillation from
+// the target and stores it; Ctrl-C leaves a checkpoint to --resume.
+func runTrainDrafter(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "train drafter", trainDrafterArgs)
+	def := hidden.DefaultSettings()
+	var spec profiles.TrainSpec
+	s := &spec.Settings
+	fs.StringVar(&spec.Target, "target", "", "target GGUF `file`")
+	fs.StringVar(&spec.Prompts, "prompts", "", "prompt suite `file` the target continues to make training data")
+	fs.IntVar(&spec.Threads, "threads", 0, "CPU threads (default: physical cores)")
+	fs.Int64Var(&spec.Resume, "resume", 0, "resume the interrupted training of stored drafter `ID`")
+	fs.IntVar(&s.Tokens, "tokens", def.Tokens, "tokens the target generates per sample")
+	fs.IntVar(&s.Samples, "samples", def.Samples, "samples per prompt (different seeds)")
+	fs.IntVar(&s.Depth, "depth", def.Depth, "deepest autoregressive step of the curriculum")
+	fs.IntVar(&s.Epochs, "epochs", def.Epochs, "passes over the training data")
+	fs.IntVar(&s.D, "d", def.D, "token-info rank (capped by the target's width)")
+	fs.Float64Var(&s.LR, "lr", def.LR, "Adam learning rate")
+	fs.IntVar(&s.Batch, "batch", def.Batch, "sequences per update")
+	fs.Float64Var(&s.Noise, "noise", def.Noise, "share of token-info tokens replaced at random")
+	fs.Float64Var(&s.MSEWeight, "mse-weight", def.MSEWeight, "weight of the hidden-state MSE in the loss")
+	fs.Float64Var(&s.KLWeight, "kl-weight", def.KLWeight, "weight of KL(target || drafter) in the loss")
+	fs.Float64Var(&s.HeldOut, "held-out", def.HeldOut, "share of samples held out for evaluation")
+	fs.Float64Var(&s.Temp, "temp", def.Temp, "sampling temperature of the generated data")
+	fs.Uint64Var(&s.Seed, "seed", def.Seed, "seed of data, noise and initialisation")
+	fs.IntVar(&s.Hot, "hot", def.Hot, "hot tokens whose token-info rows are precomputed")
+	fs.IntVar(&s.InitLayer, "init-layer", def.InitLayer, "target block to start from (-1 random; default the middle one)")
+	fs.Float64Var(&s.Clip, "clip", def.Clip, "gradient norm clip (0 off)")
+	db := dbFlag(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if spec.Resume == 0 {
+		if spec.Target == "" || spec.Prompts == "" {
+			return fail(fs, usagef("--target and --prompts are required (or --resume ID)"))
+		}
+		if err := s.Validate(); err != nil {
+			return fail(fs, usagef("%v", err))
+		}
+	}
+	st, err := store.Open(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	w := env.Stdout
+	start := time.Now()
+	last := time.Time{}
+	id, d, err := profiles.TrainDrafter(ctx, st, spec, func(e profiles.TrainEvent) {
+		switch {
+		case e.ID > 0 && e.Phase == "" && e.Tokens[0] > 0:
+			fmt.Fprintf(env.Stderr, "\r%60s\r", "")
+			fmt.Fprintf(w, "data: %d training tokens, %d held out; %d hot tokens cover %.1f%% of the training tokens\n", e.Tokens[0], e.Tokens[1], e.Hot, 100*e.Cover)
+			fmt.Fprintf(w, "drafter: %d parameters, %.1f%% of the target's %d\n", e.Params, 100*float64(e.Params)/float64(max(1, e.TargetParams)), e.TargetParams)
+			if e.Before != nil {
+				fmt.Fprintf(w, "untrained: held-out loss %.4f (MSE %.4f, KL %.4f), top-1 agreement %.1f%%\n", e.Before.HeldOut, e.Before.MSE, e.Before.KL, 100*e.Before.Agree)
+			}
+			fmt.Fprintf(w, "stored as drafter %d (checkpointed after every epoch; Ctrl-C and --resume %d to continue)\n", e.ID, e.ID)
+		case e.Phase == "data":
+			if time.Since(last) > time.Second {
+				last = time.Now()
+				fmt.Fprintf(env.Stderr, "\rgenerating training data: %d/%d tokens", e.Done, e.Total)
+			}
+		case e.Phase == "train":
+			if time.Since(last) > time.Second || e.Done == e.Total {
+				last = time.Now()
+				fmt.Fprintf(env.Stderr, "\repoch %d (depth %d): batch %d/%d, loss %.4f   ", e.Epoch+1, e.Depth, e.Done, e.Total, e.Loss)
+			}
+		case e.Record != nil:
+			r := e.Record
+			fmt.Fprintf(env.Stderr, "\r%60s\r", "")
+			fmt.Fprintf(w, "epoch %2d depth %d: train loss %.4f, held-out loss %.4f (MSE %.4f, KL %.4f), top-1 agreement %.1f%%, %.1fs\n",
+				r.Epoch, r.Depth, r.Train, r.HeldOut, r.MSE, r.KL, 100*r.Agree, r.Seconds)
+		}
+	})
+	if err != nil {
+		if errors.Is(err, context.Canceled) && id > 0 {
+			fmt.Fprintf(w, "\ninterrupted: drafter %d keeps its last checkpoint; resume with: arborist train drafter --resume %d --db %s\n", id, id, *db)
+		}
+		return err
+	}
+	fmt.Fprintf(w, "trained drafter %d for %s in %s (%d parameters)\n", id, d.Target, time.Since(start).Round(time.Second), d.Params())
+	fmt.Fprintf(w, "use it with: arborist run --target %s --draft-hidden %d --db %s ...\n", d.Target, id, *db)
+	fmt.Fprintln(w, id)
+	return nil
+}
+
+// runDrafters lists, shows, exports and imports stored drafters.
+func runDrafters(ctx context.Context, env Env, args []string) error {
+	const usage = "list | show ID | export ID -o FILE | import FILE"
+	if len(args) == 0 {
+		fmt.Fprintln(env.Stderr, "usage: arborist drafters "+usage)
+		return usagef("drafters what? (list, show, export, import)")
+	}
+	fs := newFlags(env, "drafters "+args[0], usage)
+	db := dbFlag(fs)
+	out := fs.String("o", "", "output `file` (export)")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	w := env.Stdout
+	idArg := func() (int64, error) {
+		if fs.NArg() != 1 {
+			return 0, fail(fs, usagef("give one drafter id"))
+		}
+		id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
+		if err != nil {
+			return 0, fail(fs, usagef("drafter id %q is not a number", fs.Arg(0)))
+		}
+		return id, nil
+	}
+	switch args[0] {
+	case "list":
+		ds, err := st.Drafters(ctx)
+		if err != nil {
+			return err
+		}
+		if len(ds) == 0 {
+			fmt.Fprintln(w, "no drafters stored: train one with 'arborist train drafter'")
+			return nil
+		}
+		fmt.Fprintf(w, "%4s %-9s %-12s %9s %8s  %-20s %s\n", "id", "status", "target", "size", "held-out", "updated", "target file")
+		for _, d := range ds {
+			var losses []hidden.Epoch
+			json.Unmarshal([]byte(d.Losses), &losses)
+			ho := "-"
+			if len(losses) > 0 {
+				ho = fmt.Sprintf("%.4f", losses[len(losses)-1].HeldOut)
+			}
+			fmt.Fprintf(w, "%4d %-9s %-12.12s %9s %8s  %-20.19s %s\n", d.ID, d.Status, d.TargetFingerprint, humanBytes(uint64(d.Bytes)), ho, d.Updated, d.TargetPath)
+		}
+	case "show":
+		id, err := idArg()
+		if err != nil {
+			return err
+		}
+		row, blob, err := st.LoadDrafter(ctx, id)
+		if err != nil {
+			return err
+		}
+		d, state, err := hidden.Decode(fmt.Sprintf("drafter %d", id), blob)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "drafter %d (%s) for %s, fingerprint %s\n", id, row.Status, row.TargetPath, row.TargetFingerprint)
+		fmt.Fprintf(w, "shape: width %d, %d heads (%d kv), ffn %d, token-info rank %d, vocabulary %d; %d parameters; %d hot tokens; started from block %d\n",
+			d.Dim, d.Heads, d.KVHeads, d.FFN, d.D, d.Vocab, d.Params(), len(d.Hot), d.InitLayer)
+		set, _ := json.Marshal(d.Settings)
+		fmt.Fprintf(w, "settings: %s\n", set)
+		if state != nil {
+			fmt.Fprintf(w, "unfinished: %d of %d epochs done; resume with --resume %d\n", state.Epoch, d.Settings.Epochs, id)
+		}
+		for _, r := range d.Losses {
+			fmt.Fprintf(w, "epoch %2d depth %d: train %.4f, held-out %.4f (MSE %.4f, KL %.4f), agreement %.1f%%\n", r.Epoch, r.Depth, r.Train, r.HeldOut, r.MSE, r.KL, 100*r.Agree)
+		}
+	case "export":
+		id, err := idArg()
+		if err != nil {
+			return err
+		}
+		if *out == "" {
+			return fail(fs, usagef("-o FILE is required"))
+		}
+		row, blob, err := st.LoadDrafter(ctx, id)
+		if err != nil {
+			return err
+		}
+		if row.Status != "done" {
+			return fmt.Errorf("drafter %d is still training; finish it with 'arborist train drafter --resume %d' first", id, id)
+		}
+		if _, _, err := hidden.Decode(fmt.Sprintf("drafter %d", id), blob); err != nil {
+			return err
+		}
+		if err := os.WriteFile(*out, blob, 0o644); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		fmt.Fprintf(w, "wrote drafter %d to %s (%s)\n", id, *out, humanBytes(uint64(len(blob))))
+	case "import":
+		if fs.NArg() != 1 {
+			return fail(fs, usagef("give one drafter file"))
+		}
+		path := fs.Arg(0)
+		blob, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		d, state, err := hidden.Decode(path, blob)
+		if err != nil {
+			return err
+		}
+		if state != nil {
+			return fmt.Errorf("import: %s is a training checkpoint, not a finished drafter", path)
+		}
+		settings, _ := json.Marshal(d.Settings)
+		losses, _ := json.Marshal(d.Losses)
+		id, err := st.SaveDrafter(ctx, &store.Drafter{TargetFingerprint: d.Fingerprint, TargetPath: d.Target, Status: "done",
+			Settings: string(settings), Losses: string(losses)}, blob)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "imported %s as drafter %d (for %s)\n", path, id, d.Target)
+	default:
+		return fail(fs, usagef("unknown drafters command %q (list, show, export, import)", args[0]))
+	}
+	return nil
+}

@@ -1,0 +1,241 @@
+package profiles
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"arborist/engine/hidden"
+	"arborist/engine/model"
+	"arborist/kernels/cpu"
+	"arborist/profiles/store"
+)
+
+// ReadPrompts reads a prompt suite: one prompt per non-blank line.
+func ReadPrompts(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("prompts: %w", err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" {
+			out = append(out, l)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("prompts %s: %w", path, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("prompts %s: no prompts in the file", path)
+	}
+	return out, nil
+}
+
+// TrainSpec says what drafter to train, or which to resume.
+type TrainSpec struct {
+	Target   string // target GGUF (for a resume: overrides the stored path)
+	Prompts  string // prompt suite file
+	Threads  int
+	Settings hidden.Settings
+	Resume   int64 // a stored drafter whose training was interrupted
+}
+
+// TrainEvent is what TrainDrafter reports as it goes.
+type TrainEvent struct {
+	hidden.Progress
+	ID                   int64 // the stored drafter (known once data is generated)
+	Tokens               [2]int
+	Hot                  int
+	Cover                float64 // share of training-token occurrences the hot tokens cover
+	Params, TargetParams int
+	Before               *hidden.Epoch
+}
+
+// TrainDrafter trains a hidden-state drafter and keeps it in st: the row is
+// written as soon as training starts and checkpointed after every epoch
+// (status "training"), so an interrupted run can be resumed with Resume;
+// it ends with status "done". It returns the drafter's id.
+func TrainDrafter(ctx context.Context, st *store.Store, spec TrainSpec, events func(TrainEvent)) (int64, *hidden.Drafter, error) {
+	if events == nil {
+		events = func(TrainEvent) {}
+	}
+	var d *hidden.Drafter
+	var state *hidden.State
+	id := spec.Resume
+	set := spec.Settings
+	if id > 0 {
+		row, w, err := st.LoadDrafter(ctx, id)
+		if err != nil {
+			return 0, nil, err
+		}
+		if row.Status != "training" {
+			return 0, nil, fmt.Errorf("drafter %d has finished training; nothing to resume", id)
+		}
+		d, state, err = hidden.Decode(fmt.Sprintf("drafter %d", id), w)
+		if err != nil {
+			return 0, nil, err
+		}
+		set = d.Settings
+		if spec.Target == "" {
+			spec.Target = row.TargetPath
+		}
+		if spec.Prompts == "" {
+			spec.Prompts = set.Prompts
+		}
+	}
+	if err := set.Validate(); err != nil {
+		return 0, nil, err
+	}
+	texts, err := ReadPrompts(spec.Prompts)
+	if err != nil {
+		return 0, nil, err
+	}
+	if spec.Threads <= 0 {
+		spec.Threads = cpu.DefaultThreads()
+	}
+	be := cpu.New(spec.Threads)
+	defer be.Close()
+	target, err := model.Load(spec.Target, be)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer target.Close()
+	desc, err := DescribeModel(target)
+	if err != nil {
+		return 0, nil, err
+	}
+	if d == nil {
+		init := set.InitLayer
+		if init == -2 {
+			init = target.Layers / 2
+		}
+		set.InitLayer = init
+		if d, err = hidden.New(target, set.D, init, set.Seed); err != nil {
+			return 0, nil, err
+		}
+		set.D = d.D
+	} else if d.Fingerprint != "" && d.Fingerprint != desc.Fingerprint {
+		return 0, nil, fmt.Errorf("drafter %d was trained for another target (%s, fingerprint %s); %s has fingerprint %s", id, d.Target, d.Fingerprint, spec.Target, desc.Fingerprint)
+	}
+	if abs, err := filepath.Abs(spec.Target); err == nil {
+		spec.Target = abs
+	}
+	set.Prompts, set.PromptsCount = spec.Prompts, len(texts)
+	d.Settings, d.Target, d.Fingerprint = set, spec.Target, desc.Fingerprint
+	prompts := make([][]int, len(texts))
+	for i, t := range texts {
+		prompts[i] = target.Tok.Encode(t, true, false)
+	}
+	tr := &hidden.Trainer{Target: target, Prompts: prompts, Settings: set}
+	tr.Progress = func(p hidden.Progress) { events(TrainEvent{Progress: p, ID: id}) }
+	if err := tr.Generate(ctx); err != nil {
+		return 0, nil, err
+	}
+	ev := TrainEvent{ID: id}
+	ev.Tokens[0], ev.Tokens[1] = tr.Tokens()
+	if d.Hot == nil {
+		d.Hot, ev.Cover = tr.HotTokens(set.Hot)
+	}
+	ev.Hot = len(d.Hot)
+	ev.Params, ev.TargetParams = d.Params(), int(target.File.Params())
+	if state == nil && len(d.Losses) == 0 {
+		before, err := tr.Evaluate(ctx, d, set.Depth)
+		if err != nil {
+			return 0, nil, err
+		}
+		ev.Before = &before
+	}
+	save := func(status string, s *hidden.State) error {
+		w, err := d.Bytes(s)
+		if err != nil {
+			return err
+		}
+		losses, _ := json.Marshal(d.Losses)
+		if id == 0 {
+			settings, _ := json.Marshal(d.Settings)
+			id, err = st.SaveDrafter(context.WithoutCancel(ctx), &store.Drafter{TargetFingerprint: desc.Fingerprint, TargetPath: spec.Target,
+				Status: status, Settings: string(settings), Losses: string(losses)}, w)
+			return err
+		}
+		return st.UpdateDrafter(context.WithoutCancel(ctx), id, status, string(losses), w)
+	}
+	if id == 0 { // the row exists from the start, so even epoch 1 can be resumed
+		if err := save("training", &hidden.State{M: make([]float32, len(d.P)), V: make([]float32, len(d.P))}); err != nil {
+			return 0, nil, err
+		}
+	}
+	ev.ID = id
+	events(ev)
+	tr.Checkpoint = func(_ *hidden.Drafter, s *hidden.State) error {
+		if s == nil {
+			return save("done", nil)
+		}
+		return save("training", s)
+	}
+	if err := tr.Train(ctx, d, state); err != nil {
+		return id, d, err
+	}
+	return id, d, nil
+}
+
+// OpenDrafter resolves --draft-hidden: a stored drafter's id (looked up in
+// db) or a drafter GGUF file. It refuses a drafter trained for another
+// target and one whose training is unfinished.
+func OpenDrafter(ctx context.Context, ref, db string, target *model.Model) (*hidden.Drafter, error) {
+	var d *hidden.Drafter
+	if id, err := strconv.ParseInt(ref, 10, 64); err == nil {
+		if _, statErr := os.Stat(ref); statErr == nil {
+			return nil, fmt.Errorf("%q is both a drafter id and a file name; write ./%s for the file", ref, ref)
+		}
+		if db == "" {
+			db = store.DefaultPath()
+		}
+		st, err := store.Open(ctx, db)
+		if err != nil {
+			return nil, err
+		}
+		defer st.Close()
+		row, w, err := st.LoadDrafter(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if row.Status != "done" {
+			return nil, fmt.Errorf("drafter %d is still training (status %s): resume it with `arborist train drafter --resume %d`", id, row.Status, id)
+		}
+		if d, _, err = hidden.Decode(fmt.Sprintf("drafter %d", id), w); err != nil {
+			return nil, err
+		}
+	} else {
+		var st *hidden.State
+		if d, st, err = hidden.Load(ref); err != nil {
+			return nil, err
+		}
+		if st != nil {
+			return nil, fmt.Errorf("%s is a training checkpoint, not a finished drafter", ref)
+		}
+	}
+	if err := d.Fits(&target.Config); err != nil {
+		return nil, fmt.Errorf("%s for %s: %w", ref, target.Path, err)
+	}
+	desc, err := DescribeModel(target)
+	if err != nil {
+		return nil, err
+	}
+	if d.Fingerprint != "" && d.Fingerprint != desc.Fingerprint {
+		return nil, fmt.Errorf("%w: %s was trained for %s (fingerprint %s), not %s (fingerprint %s)", ErrOtherTarget, ref, d.Target, d.Fingerprint, target.Path, desc.Fingerprint)
+	}
+	return d, nil
+}
+
+// ErrOtherTarget reports a drafter trained for a different target model.
+var ErrOtherTarget = errors.New("drafter trained for another target")
