@@ -109,11 +109,12 @@ func runDrafters(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintln(env.Stderr, "usage: arborist drafters "+usage)
 		return usagef("drafters what? (list, show, export, import)")
 	}
-	fs := newFlags(env, "drafters "+args[0], usage)
+	fs := newFlags(env, "drafters", usage)
 	db := dbFlag(fs)
 	out := fs.String("o", "", "output `file` (export)")
-	if err := parseFlags(fs, args[1:]); err != nil {
-		return err
+	pos, err := parse(fs, args[1:])
+	if err != nil {
+		return fail(fs, err)
 	}
 	st, err := store.Open(ctx, *db)
 	if err != nil {
@@ -122,12 +123,12 @@ func runDrafters(ctx context.Context, env Env, args []string) error {
 	defer st.Close()
 	w := env.Stdout
 	idArg := func() (int64, error) {
-		if fs.NArg() != 1 {
+		if len(pos) != 1 {
 			return 0, fail(fs, usagef("give one drafter id"))
 		}
-		id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
+		id, err := strconv.ParseInt(pos[0], 10, 64)
 		if err != nil {
-			return 0, fail(fs, usagef("drafter id %q is not a number", fs.Arg(0)))
+			return 0, fail(fs, usagef("drafter id %q is not a number", pos[0]))
 		}
 		return id, nil
 	}
@@ -198,10 +199,10 @@ func runDrafters(ctx context.Context, env Env, args []string) error {
 		}
 		fmt.Fprintf(w, "wrote drafter %d to %s (%s)\n", id, *out, humanBytes(uint64(len(blob))))
 	case "import":
-		if fs.NArg() != 1 {
+		if len(pos) != 1 {
 			return fail(fs, usagef("give one drafter file"))
 		}
-		path := fs.Arg(0)
+		path := pos[0]
 		blob, err := os.ReadFile(path)
 		if err != nil {
 			return fmt.Errorf("import: %w", err)
