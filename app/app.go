@@ -34,6 +34,7 @@ const AppID = "dev.arborist.workbench"
 const (
 	prefTarget  = "target"
 	prefDraft   = "draft"
+	prefHidden  = "draft_hidden"
 	prefRecent  = "recent"
 	prefDB      = "db"
 	prefWidth   = "window.width"
@@ -69,6 +70,7 @@ func NewSession(a fyne.App, w fyne.Window, demoDir string) *Session {
 	s.DBPath = p.StringWithFallback(prefDB, store.DefaultPath())
 	s.Spec.Target = p.String(prefTarget)
 	s.Spec.Draft = p.String(prefDraft)
+	s.Spec.DraftHidden = p.String(prefHidden)
 	return s
 }
 

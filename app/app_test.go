@@ -11,6 +11,9 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
+	"arborist/engine/hidden"
+	"arborist/engine/model"
+	"arborist/kernels/cpu"
 	"arborist/profiles"
 )
 
@@ -244,4 +247,63 @@ func BenchmarkSpeedupRedraw(b *testing.B) {
 		fyne.DoAndWait(func() { sp.Alpha.SetValue(0.5 + 0.4*float64(i%2)) })
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/redraw")
+}
+
+// TestHiddenDrafterSource: a hidden-state drafter file is chosen as the
+// draft source, checked against the target, and drives a run.
+func TestHiddenDrafterSource(t *testing.T) {
+	dir := shared(t)
+	target := filepath.Join(dir, "stories260K.gguf")
+	be := cpu.New(1)
+	defer be.Close()
+	tm, err := model.Load(target, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := hidden.New(tm, 16, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := profiles.DescribeModel(tm)
+	tm.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Fingerprint = desc.Fingerprint
+	file := filepath.Join(t.TempDir(), "hidden.gguf")
+	if err := d.Save(file, nil); err != nil {
+		t.Fatal(err)
+	}
+	wb := newBench(t)
+	m := wb.Models
+	m.Target.SetText(target)
+	m.Source.SetSelected(SourceHidden)
+	m.Draft.SetText(file)
+	test.Tap(m.Load)
+	waitFor(t, "loading", func() bool {
+		return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded")
+	})
+	if !strings.Contains(m.Status.Text, "Loaded") || !strings.Contains(m.Info.Text, "hidden-state drafter") {
+		t.Fatalf("status %q\ninfo %s", m.Status.Text, m.Info.Text)
+	}
+	if wb.Session.Spec.DraftHidden != file || wb.Session.Spec.Draft != "" {
+		t.Fatalf("session spec: %+v", wb.Session.Spec)
+	}
+	r := wb.Run
+	r.Strategy.SetSelected("egt")
+	r.Tokens.SetText("24")
+	test.Tap(r.Start)
+	time.Sleep(50 * time.Millisecond)
+	r.Wait()
+	waitFor(t, "the run to finish", func() bool { return !r.Start.Disabled() })
+	if !strings.Contains(r.Stats.Text, "Stored as run") {
+		t.Fatalf("run: %s", r.Stats.Text)
+	}
+	// a drafter for another target is refused with the reason
+	m.Target.SetText(filepath.Join(dir, "llama-2-tiny-random.gguf"))
+	test.Tap(m.Load)
+	waitFor(t, "the check", func() bool { return !m.Load.Disabled() && strings.Contains(m.Status.Text, "Not loaded") })
+	if !strings.Contains(m.Status.Text, "does not fit") {
+		t.Errorf("status: %s", m.Status.Text)
+	}
 }

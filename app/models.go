@@ -16,6 +16,8 @@ import (
 	"arborist/engine/gguf"
 	"arborist/engine/model"
 	"arborist/engine/tokenizer"
+	"arborist/kernels/cpu"
+	"arborist/profiles"
 )
 
 // Draft source choices on the Models screen.
@@ -23,6 +25,7 @@ const (
 	SourceModel  = "Draft model file"
 	SourceNGram  = "N-gram prompt lookup"
 	SourceLayers = "Layer-skip self-draft"
+	SourceHidden = "Hidden-state drafter"
 )
 
 // ModelsScreen opens the target and the draft source and says whether they
@@ -53,9 +56,13 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	m.Draft.SetText(s.Spec.Draft)
 	m.N = widget.NewEntry()
 	m.N.SetText("3")
-	m.Source = widget.NewRadioGroup([]string{SourceModel, SourceNGram, SourceLayers}, func(string) {})
+	m.Source = widget.NewRadioGroup([]string{SourceModel, SourceNGram, SourceLayers, SourceHidden}, func(string) {})
 	m.Source.Horizontal = true
 	m.Source.SetSelected(SourceModel)
+	if s.Spec.DraftHidden != "" {
+		m.Source.SetSelected(SourceHidden)
+		m.Draft.SetText(s.Spec.DraftHidden)
+	}
 	m.Recent = widget.NewSelect(s.Recent(), func(p string) {
 		if p == "" {
 			return
@@ -109,7 +116,7 @@ func (m *ModelsScreen) Content() fyne.CanvasObject {
 	form := widget.NewForm(
 		widget.NewFormItem("Target", container.NewBorder(nil, nil, nil, open(m.Target), m.Target)),
 		widget.NewFormItem("Draft source", m.Source),
-		widget.NewFormItem("Draft model", container.NewBorder(nil, nil, nil, open(m.Draft), m.Draft)),
+		widget.NewFormItem("Draft model (or hidden drafter id)", container.NewBorder(nil, nil, nil, open(m.Draft), m.Draft)),
 		widget.NewFormItem("N-gram length / layers", m.N),
 		widget.NewFormItem("", m.Recent),
 		widget.NewFormItem("Database (Enter to switch)", m.DB),
@@ -150,8 +157,11 @@ func (m *ModelsScreen) spec() (target, draft string, ngram, layers int, err erro
 		return "", "", 0, 0, fmt.Errorf("choose a target model first")
 	}
 	switch m.Source.Selected {
-	case SourceModel:
+	case SourceModel, SourceHidden:
 		draft = strings.TrimSpace(m.Draft.Text)
+		if m.Source.Selected == SourceHidden && draft == "" {
+			return "", "", 0, 0, fmt.Errorf("give a hidden-state drafter: its id in the database (arborist drafters list) or its .gguf file")
+		}
 	case SourceNGram, SourceLayers:
 		n, err := strconv.Atoi(strings.TrimSpace(m.N.Text))
 		if err != nil || n < 1 {
@@ -174,8 +184,18 @@ func (m *ModelsScreen) load() {
 	}
 	m.Load.Disable()
 	m.Status.SetText("Reading " + target + " ...")
+	hiddenRef := ""
+	if m.Source.Selected == SourceHidden {
+		hiddenRef, draft = draft, ""
+	}
+	db := m.s.DBPath
 	go func() {
 		info, err := describePair(target, draft, layers)
+		if err == nil && hiddenRef != "" {
+			var more string
+			more, err = describeHidden(target, hiddenRef, db)
+			info += more
+		}
 		fyne.Do(func() {
 			m.Load.Enable()
 			if err != nil {
@@ -185,7 +205,8 @@ func (m *ModelsScreen) load() {
 			}
 			m.Info.SetText(info)
 			m.s.SetModels(target, draft)
-			m.s.Spec.NGram, m.s.Spec.Layers = ngram, layers
+			m.s.Spec.NGram, m.s.Spec.Layers, m.s.Spec.DraftHidden = ngram, layers, hiddenRef
+			m.s.App.Preferences().SetString(prefHidden, hiddenRef)
 			m.Recent.Options = m.s.Recent()
 			m.Recent.Refresh()
 			m.Status.SetText("Loaded. Next: Profile this machine.")
@@ -278,4 +299,25 @@ func (m *ModelsScreen) buildDemo() {
 			m.Info.SetText(describeFound(FindModels(m.s.DemoDir)))
 		})
 	}()
+}
+
+// describeHidden checks that a hidden-state drafter fits the target.
+func describeHidden(target, ref, db string) (string, error) {
+	be := cpu.New(1)
+	defer be.Close()
+	m, err := model.Load(target, be)
+	if err != nil {
+		return "", err
+	}
+	defer m.Close()
+	d, err := profiles.OpenDrafter(context.Background(), ref, db, m)
+	if err != nil {
+		return "", err
+	}
+	held := "-"
+	if len(d.Losses) > 0 {
+		held = fmt.Sprintf("%.4f", d.Losses[len(d.Losses)-1].HeldOut)
+	}
+	return fmt.Sprintf("\nDraft: hidden-state drafter %s: one layer over the target's hidden states, %d parameters, token-info rank %d, %d epochs, held-out loss %s.\n",
+		ref, d.Params(), d.D, len(d.Losses), held), nil
 }

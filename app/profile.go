@@ -105,6 +105,7 @@ func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, max
 	if err != nil {
 		return nil, nil, 0, err
 	}
+	spec.DB = p.s.DBPath
 	pair, err := profiles.OpenPair(spec, sample.Params{}, false)
 	if err != nil {
 		return nil, nil, 0, err

@@ -127,6 +127,7 @@ func (r *RunScreen) run() {
 		return
 	}
 	pspec := r.s.Spec
+	pspec.DB = r.s.DBPath // where a hidden-state drafter's id is looked up
 	if pspec.Target == "" {
 		r.s.ShowError(fmt.Errorf("choose and load models on the Models screen first"))
 		return
