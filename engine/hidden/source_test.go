@@ -275,3 +275,39 @@ func TestFileRoundTrip(t *testing.T) {
 		t.Error("a drafter was accepted for a target of another shape")
 	}
 }
+
+// TestHotTokenInfo: precomputed (hot) and on-demand token-info rows agree,
+// and only tokens outside the hot table are computed on demand.
+func TestHotTokenInfo(t *testing.T) {
+	m := loadTarget(t, "stories260K.gguf")
+	d := perturbed(t, m, 11)
+	d.Hot = []int{5, 9}
+	src, err := NewSource(d, m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cold := &Drafter{Shape: d.Shape, P: d.P}
+	plain, err := NewSource(cold, m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []int{5, 9, 77} {
+		a := append([]float32(nil), src.info.row(tok)...)
+		b := plain.info.row(tok)
+		for i := range a {
+			if a[i] != b[i] {
+				t.Fatalf("token %d: hot row differs from the on-demand one at %d", tok, i)
+			}
+		}
+	}
+	if src.Hot() != 2 || src.info.onDemand != 1 || plain.info.onDemand != 3 {
+		t.Errorf("hot %d, on demand %d and %d; want 2, 1 and 3", src.Hot(), src.info.onDemand, plain.info.onDemand)
+	}
+	small, err := NewSource(d, m, Options{HotBytes: int64(4 * d.Vocab)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if small.Hot() != 1 {
+		t.Errorf("a one-row memory budget precomputed %d rows", small.Hot())
+	}
+}

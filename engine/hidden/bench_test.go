@@ -1,0 +1,130 @@
+package hidden
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"testing"
+	"time"
+
+	"arborist/engine/drafter"
+	"arborist/engine/sample"
+	"arborist/engine/spec"
+)
+
+// BenchmarkHiddenDrafter compares, on the bench target and in one process,
+// a trained hidden-state drafter (ARBORIST_DRAFTER, a drafter GGUF from
+// `arborist drafters export`) against the chain with the noisy draft model
+// and against plain decoding: greedy, the shared story prompts, 256 tokens
+// each, configurations interleaved over three rounds, medians reported.
+//
+//	ARBORIST_DRAFTER=/tmp/h.gguf go test -run - -bench HiddenDrafter -benchtime 1x ./engine/hidden
+func BenchmarkHiddenDrafter(b *testing.B) {
+	path := os.Getenv("ARBORIST_DRAFTER")
+	if path == "" {
+		b.Skip("set ARBORIST_DRAFTER to a drafter trained for bench/target-60m-q8_0.gguf (arborist train drafter, then drafters export)")
+	}
+	d, _, err := Load(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	target := loadTarget(b, "bench/target-60m-q8_0.gguf")
+	draft := loadTarget(b, "bench/draft-noisy-0.05.gguf")
+	prompts := storyPrompts(b, target)
+	ctx := context.Background()
+	gamma := 2
+	type conf struct {
+		name string
+		cfg  spec.Config
+		src  func() (drafter.Source, *Source)
+	}
+	hid := func(noResample bool) func() (drafter.Source, *Source) {
+		return func() (drafter.Source, *Source) {
+			s, err := NewSource(d, target, Options{NoResample: noResample})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s, s
+		}
+	}
+	confs := []conf{
+		{"ar", spec.Config{Strategy: "ar"}, func() (drafter.Source, *Source) { return nil, nil }},
+		{"noisy-chain-4", spec.Config{Strategy: "chain", Gamma: 4}, func() (drafter.Source, *Source) {
+			return drafter.NewModel(draft, 0, target.CtxLen, sample.Params{}, "noisy"), nil
+		}},
+		{"hidden-chain-2", spec.Config{Strategy: "chain", Gamma: gamma}, hid(false)},
+		{"hidden-chain-2-noresample", spec.Config{Strategy: "chain", Gamma: gamma}, hid(true)},
+		{"hidden-egt", spec.Config{Strategy: "egt", Widths: []int{1, 1, 2}, Branch: 2, WMax: 4}, hid(false)},
+	}
+	type tally struct {
+		tps                     []float64
+		tokens, steps, drafted  int
+		accepted                int
+		resample, decode        time.Duration
+		resampled, regularSteps int
+	}
+	res := make([]tally, len(confs))
+	for b.Loop() {
+		for round := 0; round < 3; round++ {
+			for ci, c := range confs {
+				src, hs := c.src()
+				e := &spec.Engine{Target: target, Source: src}
+				var toks int
+				var dec time.Duration
+				for _, p := range prompts {
+					cfg := c.cfg
+					cfg.MaxTokens, cfg.StopAtEOS = 256, true
+					r, err := e.Run(ctx, p, cfg)
+					if err != nil {
+						b.Fatal(err)
+					}
+					toks += len(r.Tokens)
+					dec += r.Decode
+					t := &res[ci]
+					t.tokens += len(r.Tokens)
+					t.steps += len(r.Steps)
+					for _, s := range r.Steps {
+						t.drafted += s.Drafted
+						t.accepted += s.Accepted
+					}
+				}
+				t := &res[ci]
+				t.tps = append(t.tps, float64(toks)/dec.Seconds())
+				t.decode += dec
+				if hs != nil {
+					st := hs.Stats()
+					t.resample += st.Resample
+					t.resampled += st.Resampled
+					t.regularSteps += st.Steps
+				}
+				runtime.GC()
+			}
+		}
+	}
+	median := func(x []float64) float64 {
+		s := append([]float64(nil), x...)
+		sort.Float64s(s)
+		return s[len(s)/2]
+	}
+	arTPS := median(res[0].tps)
+	if len(d.Losses) > 0 {
+		l := d.Losses[len(d.Losses)-1]
+		b.Logf("drafter %s: held-out MSE %.4f, KL %.4f, top-1 agreement %.1f%% (epoch %d, depth %d)", path, l.MSE, l.KL, 100*l.Agree, l.Epoch, l.Depth)
+	}
+	for i, c := range confs {
+		t := res[i]
+		acc := 0.0
+		if t.drafted > 0 {
+			acc = float64(t.accepted) / float64(t.drafted)
+		}
+		tps := median(t.tps)
+		line := ""
+		if t.regularSteps > 0 {
+			line = fmt.Sprintf(" %d of %d steps re-sampled, re-sampling %.2f%% of decode time", t.resampled, t.regularSteps, 100*t.resample.Seconds()/t.decode.Seconds())
+		}
+		b.Logf("%-26s %7.1f tokens/s (median of 3) %.2fx ar; AAL %.2f; acceptance %.1f%%;%s", c.name, tps, tps/arTPS, float64(t.tokens)/float64(max(1, t.steps)), 100*acc, line)
+		b.ReportMetric(tps, c.name+"-tok/s")
+	}
+}
