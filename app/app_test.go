@@ -307,3 +307,29 @@ func TestHiddenDrafterSource(t *testing.T) {
 		t.Errorf("status: %s", m.Status.Text)
 	}
 }
+
+// TestTrainHiddenDrafterInGUI: the Models screen trains a hidden-state
+// drafter for the target, shows the per-epoch losses, and selects it.
+func TestTrainHiddenDrafterInGUI(t *testing.T) {
+	dir := shared(t)
+	wb := newBench(t)
+	m := wb.Models
+	m.Target.SetText(filepath.Join(dir, "stories260K.gguf"))
+	m.TrainPrompts.SetText(filepath.Join(dir, "..", "prompts", "stories.txt"))
+	m.TrainSettings.Tokens, m.TrainSettings.Samples, m.TrainSettings.Epochs, m.TrainSettings.D = 32, 1, 2, 16
+	test.Tap(m.TrainBtn)
+	waitFor(t, "training", func() bool { return !m.TrainBtn.Disabled() })
+	if !strings.Contains(m.Status.Text, "Trained hidden drafter 1") || strings.Count(m.Info.Text, "held-out") != 2 {
+		t.Fatalf("status %q\ninfo %s", m.Status.Text, m.Info.Text)
+	}
+	if m.Source.Selected != SourceHidden || m.Draft.Text != "1" {
+		t.Fatalf("the trained drafter was not selected: %q %q", m.Source.Selected, m.Draft.Text)
+	}
+	test.Tap(m.Load)
+	waitFor(t, "loading", func() bool {
+		return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded")
+	})
+	if !strings.Contains(m.Info.Text, "hidden-state drafter 1") {
+		t.Fatalf("status %q\ninfo %s", m.Status.Text, m.Info.Text)
+	}
+}

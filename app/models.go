@@ -14,6 +14,7 @@ import (
 
 	"arborist/engine/drafter"
 	"arborist/engine/gguf"
+	"arborist/engine/hidden"
 	"arborist/engine/model"
 	"arborist/engine/tokenizer"
 	"arborist/kernels/cpu"
@@ -43,6 +44,12 @@ type ModelsScreen struct {
 	Info     *widget.Label
 	Status   *widget.Label
 	Progress *widget.ProgressBar
+	// Training a hidden-state drafter for the target.
+	TrainPrompts  *widget.Entry
+	TrainBtn      *widget.Button
+	CancelTrain   *widget.Button
+	TrainSettings hidden.Settings
+	cancelTrain   context.CancelFunc
 }
 
 // NewModelsScreen builds the screen from the session's selection.
@@ -93,6 +100,16 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	m.Load = widget.NewButton("Load and check", m.load)
 	m.Load.Importance = widget.HighImportance
 	m.DemoBtn = widget.NewButton("Build demo pair (synthetic)", m.buildDemo)
+	m.TrainPrompts = widget.NewEntry()
+	m.TrainPrompts.SetPlaceHolder("prompt suite file the target continues to make training data")
+	m.TrainSettings = hidden.DefaultSettings()
+	m.TrainBtn = widget.NewButton("Train hidden drafter", m.train)
+	m.CancelTrain = widget.NewButton("Cancel training", func() {
+		if m.cancelTrain != nil {
+			m.cancelTrain()
+		}
+	})
+	m.CancelTrain.Hide()
 	return m
 }
 
@@ -120,6 +137,7 @@ func (m *ModelsScreen) Content() fyne.CanvasObject {
 		widget.NewFormItem("N-gram length / layers", m.N),
 		widget.NewFormItem("", m.Recent),
 		widget.NewFormItem("Database (Enter to switch)", m.DB),
+		widget.NewFormItem("Training prompts", container.NewBorder(nil, nil, nil, container.NewHBox(m.TrainBtn, m.CancelTrain), m.TrainPrompts)),
 	)
 	top := container.NewVBox(form, container.NewHBox(m.Load, m.DemoBtn), m.Progress, m.Status, widget.NewSeparator())
 	return container.NewBorder(top, nil, nil, nil, container.NewVScroll(m.Info))
@@ -320,4 +338,78 @@ func describeHidden(target, ref, db string) (string, error) {
 	}
 	return fmt.Sprintf("\nDraft: hidden-state drafter %s: one layer over the target's hidden states, %d parameters, token-info rank %d, %d epochs, held-out loss %s.\n",
 		ref, d.Params(), d.D, len(d.Losses), held), nil
+}
+
+// train distils a hidden-state drafter from the target in the background:
+// progress and per-epoch losses show as it goes; the drafter is stored
+// (checkpointed every epoch) and selected as the draft source at the end.
+func (m *ModelsScreen) train() {
+	target, prompts := strings.TrimSpace(m.Target.Text), strings.TrimSpace(m.TrainPrompts.Text)
+	if target == "" || prompts == "" {
+		m.s.ShowError(fmt.Errorf("training a hidden-state drafter needs a target and a prompt suite file"))
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancelTrain = cancel
+	m.TrainBtn.Disable()
+	m.CancelTrain.Show()
+	m.Progress.SetValue(0)
+	m.Progress.Show()
+	m.Status.SetText("Generating training data with the target ...")
+	set := m.TrainSettings
+	go func() {
+		defer cancel()
+		var log strings.Builder
+		st, err := m.s.Store(ctx)
+		var id int64
+		if err == nil {
+			id, _, err = profiles.TrainDrafter(ctx, st, profiles.TrainSpec{Target: target, Prompts: prompts, Settings: set}, func(e profiles.TrainEvent) {
+				var line, status string
+				frac := -1.0
+				switch {
+				case e.Phase == "" && e.Tokens[0] > 0:
+					line = fmt.Sprintf("Training hidden drafter %d for %s: %d training tokens, %d held out; %d parameters.", e.ID, target, e.Tokens[0], e.Tokens[1], e.Params)
+				case e.Phase == "data":
+					status, frac = fmt.Sprintf("Generating training data: %d of %d tokens", e.Done, e.Total), float64(e.Done)/float64(e.Total)
+				case e.Phase == "train":
+					status = fmt.Sprintf("Epoch %d of %d (depth %d): batch %d of %d, loss %.4f", e.Epoch+1, set.Epochs, e.Depth, e.Done, e.Total, e.Loss)
+					frac = (float64(e.Epoch) + float64(e.Done)/float64(e.Total)) / float64(set.Epochs)
+				case e.Record != nil:
+					r := e.Record
+					line = fmt.Sprintf("epoch %2d depth %d: train %.4f, held-out %.4f (MSE %.4f, KL %.4f), top-1 agreement %.1f%%", r.Epoch, r.Depth, r.Train, r.HeldOut, r.MSE, r.KL, 100*r.Agree)
+				}
+				if line != "" {
+					log.WriteString(line + "\n")
+				}
+				text := log.String()
+				fyne.Do(func() {
+					if status != "" {
+						m.Status.SetText(status)
+					}
+					if frac >= 0 {
+						m.Progress.SetValue(frac)
+					}
+					if line != "" {
+						m.Info.SetText(text)
+					}
+				})
+			})
+		}
+		fyne.Do(func() {
+			m.TrainBtn.Enable()
+			m.CancelTrain.Hide()
+			m.Progress.Hide()
+			switch {
+			case err != nil && ctx.Err() != nil && id > 0:
+				m.Status.SetText(fmt.Sprintf("Training stopped; drafter %d keeps its last checkpoint (resume: arborist train drafter --resume %d).", id, id))
+			case err != nil:
+				m.Status.SetText("Training failed: " + err.Error())
+				m.s.ShowError(err)
+			default:
+				m.Source.SetSelected(SourceHidden)
+				m.Draft.SetText(strconv.FormatInt(id, 10))
+				m.Status.SetText(fmt.Sprintf("Trained hidden drafter %d. Press Load and check to use it.", id))
+			}
+		})
+	}()
 }
