@@ -217,6 +217,19 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pa
 			pt.Median = pt.Median * time.Duration(spec.Layers) / time.Duration(pair.Target.Layers)
 			c.Draft = append(c.Draft, pt)
 		}
+	case pair.Hidden != nil:
+		// one block and the output head over a single row per depth,
+		// however many nodes share that depth: a fixed share of T_verify(1)
+		cfg := &pair.Target.Config
+		n, qd, kvd := float64(cfg.Dim), float64(cfg.Heads*cfg.HeadDim), float64(cfg.KVDim())
+		block := 2*qd*n + 2*kvd*n + 3*n*float64(cfg.FFN)
+		head := float64(cfg.Vocab) * n
+		share := (block + head) / (float64(cfg.Layers)*block + head)
+		one := tp.Curve.Points[0].Median
+		for _, pt := range tp.Curve.Points {
+			pt.Median = time.Duration(float64(one) * share)
+			c.Draft = append(c.Draft, pt)
+		}
 	}
 	oopt := ProfileOptions{Widths: []int{8}, Kind: "overhead"}
 	op, err := ProfileModel(ctx, st, hw, pair.Target, pair.Backend, oopt)

@@ -1,0 +1,85 @@
+package profiles
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"arborist/engine/hidden"
+	"arborist/engine/model"
+	"arborist/engine/sample"
+	"arborist/kernels/cpu"
+	"arborist/profiles/store"
+)
+
+func sharedDir(t *testing.T) string {
+	dir := filepath.Join("..", "..", "shared")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("%s not found", dir)
+	}
+	return dir
+}
+
+// TestDrafterLifecycle: train and store a drafter, open it by id and by
+// file, refuse it for another target, and price its drafting for the
+// speedup model (one layer pass per depth, whatever the width).
+func TestDrafterLifecycle(t *testing.T) {
+	dir := sharedDir(t)
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "p.db")
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	target := filepath.Join(dir, "models", "stories260K.gguf")
+	set := hidden.DefaultSettings()
+	set.Tokens, set.Samples, set.Epochs, set.D = 24, 1, 1, 8
+	id, d, err := TrainDrafter(ctx, st, TrainSpec{Target: target, Prompts: filepath.Join(dir, "prompts", "stories.txt"), Settings: set}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := TrainDrafter(ctx, st, TrainSpec{Resume: id}, nil); err == nil {
+		t.Error("resuming a finished drafter succeeded")
+	}
+	be := cpu.New(1)
+	defer be.Close()
+	m, err := model.Load(target, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := OpenDrafter(ctx, "1", db, m); err != nil {
+		t.Fatal(err)
+	}
+	// the same weights claiming another target's fingerprint
+	d.Fingerprint = "0123456789ab"
+	file := filepath.Join(t.TempDir(), "other.gguf")
+	if err := d.Save(file, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenDrafter(ctx, file, db, m); !errors.Is(err, ErrOtherTarget) {
+		t.Errorf("a drafter for another target: %v", err)
+	}
+	pair, err := OpenPair(PairSpec{Target: target, DraftHidden: "1", DB: db, Threads: 1}, sample.Params{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pair.Close()
+	if pair.Hidden == nil || pair.Source.Name() != "hidden:#1" {
+		t.Fatalf("pair source %v", pair.Source.Name())
+	}
+	hw := store.Hardware{Fingerprint: "hw", CPU: "x", Cores: 1, Threads: 1, SIMD: "-", RAM: 1, OS: "linux"}
+	if hw.ID, err = st.PutHardware(ctx, &hw); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := PairCosts(ctx, st, hw, pair, PairSpec{Target: target, DraftHidden: "1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Draft) == 0 || c.Draft[0].Median <= 0 || c.Draft[0].Median >= c.Verify[0].Median || c.Draft[len(c.Draft)-1].Median != c.Draft[0].Median {
+		t.Errorf("hidden drafter cost %v against T_verify(1) %v", c.Draft, c.Verify[0].Median)
+	}
+}
