@@ -3,10 +3,12 @@ package app
 import (
 	"context"
 	"fmt"
+	"image"
 	"strconv"
 	"strings"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/storage"
@@ -49,6 +51,7 @@ type ModelsScreen struct {
 	TrainBtn      *widget.Button
 	CancelTrain   *widget.Button
 	TrainSettings hidden.Settings
+	LossChart     *canvas.Image // training and held-out loss per epoch
 	cancelTrain   context.CancelFunc
 }
 
@@ -110,6 +113,8 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 		}
 	})
 	m.CancelTrain.Hide()
+	m.LossChart = newChart(520, 220)
+	m.LossChart.Hide()
 	return m
 }
 
@@ -140,7 +145,7 @@ func (m *ModelsScreen) Content() fyne.CanvasObject {
 		widget.NewFormItem("Training prompts", container.NewBorder(nil, nil, nil, container.NewHBox(m.TrainBtn, m.CancelTrain), m.TrainPrompts)),
 	)
 	top := container.NewVBox(form, container.NewHBox(m.Load, m.DemoBtn), m.Progress, m.Status, widget.NewSeparator())
-	return container.NewBorder(top, nil, nil, nil, container.NewVScroll(m.Info))
+	return container.NewBorder(top, m.LossChart, nil, nil, container.NewVScroll(m.Info))
 }
 
 // Dropped takes .gguf files dropped on the window: the first is the target,
@@ -360,6 +365,7 @@ func (m *ModelsScreen) train() {
 	go func() {
 		defer cancel()
 		var log strings.Builder
+		var train, held, epochs []float64
 		st, err := m.s.Store(ctx)
 		var id int64
 		if err == nil {
@@ -376,13 +382,24 @@ func (m *ModelsScreen) train() {
 					frac = (float64(e.Epoch) + float64(e.Done)/float64(e.Total)) / float64(set.Epochs)
 				case e.Record != nil:
 					r := e.Record
+					epochs, train, held = append(epochs, float64(r.Epoch)), append(train, r.Train), append(held, r.HeldOut)
 					line = fmt.Sprintf("epoch %2d depth %d: train %.4f, held-out %.4f (MSE %.4f, KL %.4f), top-1 agreement %.1f%%", r.Epoch, r.Depth, r.Train, r.HeldOut, r.MSE, r.KL, 100*r.Agree)
 				}
 				if line != "" {
 					log.WriteString(line + "\n")
 				}
 				text := log.String()
+				var chart image.Image
+				if e.Record != nil {
+					chart = RenderChart(ChartSpec{Title: "Hidden drafter training", XLabel: "epoch", YLabel: "loss (weighted MSE + KL)", Width: 520, Height: 220,
+						Series: []Series{{Name: "train", X: epochs, Y: train}, {Name: "held out", X: epochs, Y: held}}})
+				}
 				fyne.Do(func() {
+					if chart != nil {
+						m.LossChart.Image = chart
+						m.LossChart.Show()
+						m.LossChart.Refresh()
+					}
 					if status != "" {
 						m.Status.SetText(status)
 					}
