@@ -41,6 +41,7 @@ fuzz:
 	$(GO) test ./engine/gguf -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./engine/tokenizer -run '^$$' -fuzz FuzzRoundTrip -fuzztime $(FUZZTIME)
 	$(GO) test ./profiles -run '^$$' -fuzz FuzzParseConfig -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/hidden -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./kernels/... ./engine/...

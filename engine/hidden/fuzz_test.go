@@ -1,0 +1,70 @@
+package hidden
+
+import (
+	"bytes"
+	"testing"
+)
+
+// tinyDrafter is a drafter with a toy shape that needs no target.
+func tinyDrafter() *Drafter {
+	s := Shape{Dim: 8, Heads: 2, KVHeads: 1, HeadDim: 4, FFN: 12, Vocab: 10, D: 3, RopeDim: 4, RopeBase: 10000, RopeScale: 1, Eps: 1e-5}
+	d := &Drafter{Shape: s, P: make([]float32, s.Params()), Hot: []int{3, 1}, Target: "t.gguf", Fingerprint: "abc", Settings: DefaultSettings(),
+		Losses: []Epoch{{Epoch: 1, Depth: 1, Train: 1, HeldOut: 2}}}
+	for i := range d.P {
+		d.P[i] = float32(i%7) * 0.25
+	}
+	return d
+}
+
+// FuzzDecode: no input makes the drafter parser panic, and whatever it
+// accepts encodes and decodes to the same drafter.
+func FuzzDecode(f *testing.F) {
+	d := tinyDrafter()
+	good, err := d.Bytes(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	st := &State{Epoch: 1, Step: 2, M: make([]float32, len(d.P)), V: make([]float32, len(d.P))}
+	ckpt, err := d.Bytes(st)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(ckpt)
+	f.Add(good[:len(good)/2])
+	f.Add([]byte("GGUF"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, st, err := Decode("fuzz", data)
+		if err != nil {
+			return
+		}
+		again, err := d.Bytes(st)
+		if err != nil {
+			t.Fatalf("re-encoding an accepted drafter: %v", err)
+		}
+		d2, _, err := Decode("again", again)
+		if err != nil {
+			t.Fatalf("decoding a re-encoded drafter: %v", err)
+		}
+		if d2.Shape != d.Shape || len(d2.P) != len(d.P) || len(d2.Hot) != len(d.Hot) {
+			t.Fatalf("round trip changed the drafter: %+v vs %+v", d2.Shape, d.Shape)
+		}
+		for i := range d.P {
+			if d.P[i] != d2.P[i] && !(d.P[i] != d.P[i]) { // NaN stays NaN
+				t.Fatalf("parameter %d changed", i)
+			}
+		}
+	})
+}
+
+func TestTinyDrafterRoundTrip(t *testing.T) {
+	d := tinyDrafter()
+	b, err := d.Bytes(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, st, err := Decode("tiny", b)
+	if err != nil || st != nil || got.Shape != d.Shape || !bytes.Equal(f32Bytes(got.P), f32Bytes(d.P)) {
+		t.Fatalf("round trip: %v %+v", err, got)
+	}
+}
