@@ -186,7 +186,7 @@ func TestTrainingHelps(t *testing.T) {
 	m := loadTarget(t, "stories260K.gguf")
 	ps := storyPrompts(t, m)
 	set := DefaultSettings()
-	set.D, set.Tokens, set.Epochs, set.Depth, set.LR, set.Batch = 32, 96, 4, 2, 3e-3, 1
+	set.D, set.Tokens, set.Samples, set.Epochs, set.Depth, set.Batch = 32, 96, 2, 6, 2, 2
 	set.HeldOut = 0.34
 	tr := &Trainer{Target: m, Prompts: ps, Settings: set}
 	ctx := context.Background()
