@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -47,17 +48,20 @@ type TargetConfig struct {
 	Threads   int    `yaml:"threads"`
 }
 
-// DraftConfig is the draft source: a model file, n-gram lookup, or the
-// target's first layers.
+// DraftConfig is the draft source: a model file, n-gram lookup, the
+// target's first layers, or a hidden-state drafter (a file, or a drafter id
+// in the database).
 type DraftConfig struct {
-	Kind    string `yaml:"kind"` // model, ngram, layers, none
-	Path    string `yaml:"path,omitempty"`
-	SHA256  string `yaml:"sha256,omitempty"`
-	NGram   int    `yaml:"ngram,omitempty"`
-	Layers  int    `yaml:"layers,omitempty"`
-	Device  string `yaml:"device,omitempty"`
-	Quant   string `yaml:"quant,omitempty"`
-	Threads int    `yaml:"threads,omitempty"`
+	Kind string `yaml:"kind"` // model, ngram, layers, hidden, none
+	Path string `yaml:"path,omitempty"`
+	// DrafterID is a stored hidden-state drafter (kind hidden, no path).
+	DrafterID int64  `yaml:"drafter_id,omitempty"`
+	SHA256    string `yaml:"sha256,omitempty"`
+	NGram     int    `yaml:"ngram,omitempty"`
+	Layers    int    `yaml:"layers,omitempty"`
+	Device    string `yaml:"device,omitempty"`
+	Quant     string `yaml:"quant,omitempty"`
+	Threads   int    `yaml:"threads,omitempty"`
 }
 
 // OptimizationConfig is DuoDecoding's block.
@@ -163,12 +167,16 @@ func (c *Config) Validate() error {
 		if d.Layers < 1 {
 			return fmt.Errorf("models.draft.layers must be >= 1")
 		}
+	case "hidden":
+		if (d.Path == "") == (d.DrafterID <= 0) {
+			return fmt.Errorf("models.draft: kind hidden needs exactly one of path (a drafter file) and drafter_id")
+		}
 	case "none", "":
 		if c.Speculation.Strategy != "ar" {
 			return fmt.Errorf("strategy %q needs a draft source (models.draft.kind)", c.Speculation.Strategy)
 		}
 	default:
-		return fmt.Errorf("models.draft.kind %q: want model, ngram, layers or none", d.Kind)
+		return fmt.Errorf("models.draft.kind %q: want model, ngram, layers, hidden or none", d.Kind)
 	}
 	if d.Threads < 0 {
 		return fmt.Errorf("models.draft.threads must not be negative")
@@ -231,7 +239,7 @@ func (c *Config) Equivalents() string {
 	case "ngram":
 		fmt.Fprintf(&b, "llama-lookup -m %s --draft %d%s   # prompt lookup decoding (n-gram); llama-server has no n-gram drafter\n", t.Path, n, threads)
 	default:
-		b.WriteString("# no equivalent: llama.cpp has no layer-skip self-drafting\n")
+		fmt.Fprintf(&b, "# no equivalent: llama.cpp has no %s\n", kindName(d.Kind))
 	}
 	if s.Strategy == "tree" || s.Strategy == "egt" || s.Strategy == "duo" {
 		fmt.Fprintf(&b, "# note: llama.cpp verifies chains only; the %s plan maps to a chain of its depth (%d)\n", s.Strategy, n)
@@ -242,8 +250,10 @@ func (c *Config) Equivalents() string {
 		fmt.Fprintf(&b, "vllm serve %s --speculative-config '{\"model\": \"%s\", \"num_speculative_tokens\": %d}'\n", t.Path, d.Path, n)
 	case "ngram":
 		fmt.Fprintf(&b, "vllm serve %s --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": %d, \"prompt_lookup_max\": %d}'\n", t.Path, n, d.NGram)
+	case "hidden":
+		b.WriteString("# no equivalent: vLLM has no hidden-state drafter; its closest are EAGLE heads (--speculative-config '{\"method\": \"eagle\", ...}'), which need their own training\n")
 	default:
-		b.WriteString("# no equivalent: vLLM has no layer-skip self-drafting\n")
+		fmt.Fprintf(&b, "# no equivalent: vLLM has no %s\n", kindName(d.Kind))
 	}
 	if s.Strategy == "tree" || s.Strategy == "egt" {
 		b.WriteString("# note: vLLM's draft-model speculation is chain-shaped; tree shapes need EAGLE-style heads\n")
@@ -289,6 +299,12 @@ func NewConfig(spec PairSpec, hw HardwareConfig, threads, maxSeqLen int, precisi
 		c.Models.Draft = DraftConfig{Kind: "ngram", NGram: spec.NGram}
 	case spec.Layers > 0:
 		c.Models.Draft = DraftConfig{Kind: "layers", Layers: spec.Layers}
+	case spec.DraftHidden != "":
+		if id, err := strconv.ParseInt(spec.DraftHidden, 10, 64); err == nil {
+			c.Models.Draft = DraftConfig{Kind: "hidden", DrafterID: id}
+		} else {
+			c.Models.Draft = DraftConfig{Kind: "hidden", Path: abs(spec.DraftHidden)}
+		}
 	default:
 		c.Models.Draft = DraftConfig{Kind: "none"}
 		best = Prediction{Plan: Plan{Strategy: "ar"}, Speedup: 1, AAL: 1}
@@ -299,4 +315,15 @@ func NewConfig(spec PairSpec, hw HardwareConfig, threads, maxSeqLen int, precisi
 	round := func(x float64) float64 { return float64(int(x*100+0.5)) / 100 }
 	c.Predicted = &PredictedConfig{Speedup: round(best.Speedup), AAL: round(best.AAL)}
 	return c
+}
+
+// kindName names a draft kind in prose.
+func kindName(kind string) string {
+	switch kind {
+	case "layers":
+		return "layer-skip self-drafting"
+	case "hidden":
+		return "hidden-state drafter"
+	}
+	return kind + " drafting"
 }

@@ -121,9 +121,33 @@ func TestConfigRoundTripAndErrors(t *testing.T) {
 		"models: {target: {path: t.gguf}}\nspeculation: {strategy: ar}\nbogus: 1\n",   // unknown key
 		"models: {target: {path: t.gguf}}\nspeculation: {strategy: ar, gamma: [1]}\n", // wrong type
 		"\t:::",
+		"models: {target: {path: t.gguf}, draft: {kind: hidden}}\nspeculation: {strategy: chain, gamma: 2}\n",                          // neither path nor id
+		"models: {target: {path: t.gguf}, draft: {kind: hidden, path: h.gguf, drafter_id: 3}}\nspeculation: {strategy: chain, gamma: 2}\n", // both
 	} {
 		if _, err := ParseConfig("bad.yaml", []byte(bad)); err == nil || !strings.Contains(err.Error(), "bad.yaml") {
 			t.Errorf("%q: err = %v", bad, err)
+		}
+	}
+}
+
+func TestConfigHiddenDrafter(t *testing.T) {
+	for _, ref := range []string{"7", "/m/h.gguf"} {
+		c := NewConfig(PairSpec{Target: "/m/t.gguf", DraftHidden: ref}, HardwareConfig{}, 2, 2048, "Q8_0",
+			Prediction{Plan: Plan{Strategy: "chain", Gamma: 2}, Speedup: 1.2, AAL: 1.5})
+		b, err := c.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ParseConfig("h.yaml", b)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, b)
+		}
+		d := got.Models.Draft
+		if d.Kind != "hidden" || (ref == "7") != (d.DrafterID == 7) || (ref != "7") != (d.Path == ref) {
+			t.Errorf("%s: draft %+v", ref, d)
+		}
+		if eq := got.Equivalents(); !strings.Contains(eq, "no hidden-state drafter") {
+			t.Errorf("equivalents:\n%s", eq)
 		}
 	}
 }

@@ -407,8 +407,13 @@ func applyConfig(f *runFlags, c *profiles.Config) {
 	if c.Models.Target.Threads > 0 {
 		f.Threads = c.Models.Target.Threads
 	}
-	f.Draft, f.NGram, f.Layers = "", 0, 0
+	f.Draft, f.NGram, f.Layers, f.DraftHidden = "", 0, 0, ""
 	switch c.Models.Draft.Kind {
+	case "hidden":
+		f.DraftHidden = c.Models.Draft.Path
+		if c.Models.Draft.DrafterID > 0 {
+			f.DraftHidden = strconv.FormatInt(c.Models.Draft.DrafterID, 10)
+		}
 	case "model":
 		f.Draft = c.Models.Draft.Path
 	case "ngram":
