@@ -121,7 +121,7 @@ func TestConfigRoundTripAndErrors(t *testing.T) {
 		"models: {target: {path: t.gguf}}\nspeculation: {strategy: ar}\nbogus: 1\n",   // unknown key
 		"models: {target: {path: t.gguf}}\nspeculation: {strategy: ar, gamma: [1]}\n", // wrong type
 		"\t:::",
-		"models: {target: {path: t.gguf}, draft: {kind: hidden}}\nspeculation: {strategy: chain, gamma: 2}\n",                          // neither path nor id
+		"models: {target: {path: t.gguf}, draft: {kind: hidden}}\nspeculation: {strategy: chain, gamma: 2}\n",                              // neither path nor id
 		"models: {target: {path: t.gguf}, draft: {kind: hidden, path: h.gguf, drafter_id: 3}}\nspeculation: {strategy: chain, gamma: 2}\n", // both
 	} {
 		if _, err := ParseConfig("bad.yaml", []byte(bad)); err == nil || !strings.Contains(err.Error(), "bad.yaml") {
