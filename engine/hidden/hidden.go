@@ -143,6 +143,7 @@ type Epoch struct {
 	Train        float64 // mean training loss
 	HeldOut      float64 // held-out loss at the epoch's depth
 	MSE, KL      float64 // held-out components
+	StateMS      float64 // mean square of the held-out target states (the scale MSE is read against)
 	Agree        float64 // held-out top-1 agreement with the target at depth 1
 	Seconds      float64
 }

@@ -318,7 +318,13 @@ func (tr *Trainer) evaluate(n *net, depth int) Epoch {
 	}
 	var e Epoch
 	var agree, rows int
+	var ss float64
+	var cnt int
 	for _, sq := range set {
+		for _, v := range sq.h[d0(n):] {
+			ss += float64(v) * float64(v)
+			cnt++
+		}
 		_, parts := n.forward(sq, sq.tokens, depth)
 		l, mse, kl := n.loss(parts)
 		e.HeldOut += l / float64(len(set))
@@ -330,8 +336,14 @@ func (tr *Trainer) evaluate(n *net, depth int) Epoch {
 	if rows > 0 {
 		e.Agree = float64(agree) / float64(rows)
 	}
+	if cnt > 0 {
+		e.StateMS = ss / float64(cnt)
+	}
 	return e
 }
+
+// d0 skips the first position's state (never a prediction target).
+func d0(n *net) int { return n.s.Dim }
 
 // Evaluate reports the held-out metrics of d at depth, without training.
 func (tr *Trainer) Evaluate(ctx context.Context, d *Drafter, depth int) (Epoch, error) {
