@@ -86,7 +86,7 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 		case e.Record != nil:
 			r := e.Record
 			fmt.Fprintf(env.Stderr, "\r%60s\r", "")
-			fmt.Fprintf(w, "epoch %2d depth %d: train loss %.4f, held-out loss %.4f (MSE %.4f = %.0f%% of the states' mean square, KL %.4f), top-1 agreement %.1f%%, %.1fs\n",
+			fmt.Fprintf(w, "epoch %2d depth %d: train loss %.4f, held-out loss %.4f (MSE %.4f = %.0f%% of the states' mean square, KL %.4f), held-out acceptance at depth 1 (top-1 agreement) %.1f%%, %.1fs\n",
 				r.Epoch, r.Depth, r.Train, r.HeldOut, r.MSE, 100*r.MSE/max(r.StateMS, 1e-12), r.KL, 100*r.Agree, r.Seconds)
 		}
 	})
