@@ -485,6 +485,26 @@ void arb_mm_f32(int type, const uint8_t *w, long row_bytes, int lo, int hi, int 
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// exp8_masked returns e^x for 8 floats (Cephes' single-precision
+// polynomial after reduction by ln 2, within 2 ulp on the softmax range);
+// -inf and anything below -87.3 give exactly 0.
+AVX2 static inline __m256 exp8_masked(__m256 x) {
+	__m256 live = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_GE_OQ);
+	x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
+	__m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+	r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+	__m256 p = _mm256_set1_ps(1.9875691500e-4f);
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+	p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+	__m256i pow2 = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+	return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(pow2)), live);
+}
+
 // attention_avx2 is arb_attention for head widths that are multiples of 8.
 AVX2 static void attention_avx2(float *out, const float *q, const float *kc, const float *vc, int past, int n,
                                 const uint8_t *mask, int heads, int kv_heads, int hd, float scale,
@@ -508,13 +528,29 @@ AVX2 static void attention_avx2(float *out, const float *q, const float *kc, con
 		float *o = out + (long)i * qd + h * hd;
 		for (int t = 0; t < hd; t++) o[t] = 0;
 		if (maxs == -INFINITY) continue;
-		double sum = 0;
-		for (int j = 0; j < limit; j++) {
-			if (row && !row[j]) continue;
-			float e = expf(scores[j] - maxs);
-			scores[j] = e;
-			sum += e;
+		// exponentials 8 at a time; masked slots (-inf) give exactly 0, so
+		// a row sums the same whether it is decoded alone or in a batch
+		__m256 vmax = _mm256_set1_ps(maxs);
+		__m256d s0 = _mm256_setzero_pd(), s1 = s0;
+		int j = 0;
+		for (; j + 8 <= limit; j += 8) {
+			__m256 e = exp8_masked(_mm256_sub_ps(_mm256_loadu_ps(scores + j), vmax));
+			_mm256_storeu_ps(scores + j, e);
+			s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+			s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
 		}
+		if (j < limit) {
+			float tmp[8];
+			for (int k = 0; k < 8; k++) tmp[k] = j + k < limit ? scores[j + k] : -INFINITY;
+			__m256 e = exp8_masked(_mm256_sub_ps(_mm256_loadu_ps(tmp), vmax));
+			_mm256_storeu_ps(tmp, e);
+			for (int k = 0; j + k < limit; k++) scores[j + k] = tmp[k];
+			s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+			s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+		}
+		double sd[4];
+		_mm256_storeu_pd(sd, _mm256_add_pd(s0, s1));
+		double sum = (sd[0] + sd[1]) + (sd[2] + sd[3]);
 		__m256 inv = _mm256_set1_ps((float)(1.0 / sum));
 		for (int t = 0; t < hd; t += 8) {
 			__m256 acc = _mm256_setzero_ps();
