@@ -322,8 +322,10 @@ func TestTrainHiddenDrafterInGUI(t *testing.T) {
 	if !strings.Contains(m.Status.Text, "Trained hidden drafter 1") || strings.Count(m.Info.Text, "held-out") != 2 {
 		t.Fatalf("status %q\ninfo %s", m.Status.Text, m.Info.Text)
 	}
-	if m.LossChart.Image == nil || !m.LossChart.Visible() {
-		t.Error("no loss chart after training")
+	var chartH float32
+	fyne.DoAndWait(func() { chartH = m.LossChart.Size().Height })
+	if m.LossChart.Image == nil || !m.LossChart.Visible() || chartH < 100 {
+		t.Errorf("no loss chart after training (height %v)", chartH)
 	}
 	if m.Source.Selected != SourceHidden || m.Draft.Text != "1" {
 		t.Fatalf("the trained drafter was not selected: %q %q", m.Source.Selected, m.Draft.Text)

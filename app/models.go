@@ -52,6 +52,7 @@ type ModelsScreen struct {
 	CancelTrain   *widget.Button
 	TrainSettings hidden.Settings
 	LossChart     *canvas.Image // training and held-out loss per epoch
+	body          *fyne.Container
 	cancelTrain   context.CancelFunc
 }
 
@@ -145,7 +146,8 @@ func (m *ModelsScreen) Content() fyne.CanvasObject {
 		widget.NewFormItem("Training prompts", container.NewBorder(nil, nil, nil, container.NewHBox(m.TrainBtn, m.CancelTrain), m.TrainPrompts)),
 	)
 	top := container.NewVBox(form, container.NewHBox(m.Load, m.DemoBtn), m.Progress, m.Status, widget.NewSeparator())
-	return container.NewBorder(top, m.LossChart, nil, nil, container.NewVScroll(m.Info))
+	m.body = container.NewBorder(top, m.LossChart, nil, nil, container.NewVScroll(m.Info))
+	return m.body
 }
 
 // Dropped takes .gguf files dropped on the window: the first is the target,
@@ -398,7 +400,9 @@ func (m *ModelsScreen) train() {
 					if chart != nil {
 						m.LossChart.Image = chart
 						m.LossChart.Show()
-						m.LossChart.Refresh()
+						if m.body != nil {
+							m.body.Refresh() // re-layout: the chart was hidden
+						}
 					}
 					if status != "" {
 						m.Status.SetText(status)
