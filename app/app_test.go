@@ -296,7 +296,7 @@ func TestHiddenDrafterSource(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	r.Wait()
 	waitFor(t, "the run to finish", func() bool { return !r.Start.Disabled() })
-	if !strings.Contains(r.Stats.Text, "Stored as run") {
+	if !strings.Contains(r.Stats.Text, "Stored as run") || !strings.Contains(r.Stats.Text, "Hidden drafter:") {
 		t.Fatalf("run: %s", r.Stats.Text)
 	}
 	// a drafter for another target is refused with the reason

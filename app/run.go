@@ -304,6 +304,10 @@ func (r *RunScreen) session(ctx context.Context, pspec profiles.PairSpec, cfg sp
 	if err := st.FinishRun(context.WithoutCancel(ctx), run); err != nil && runErr == nil {
 		runErr = err
 	}
+	if hs := pair.Hidden; hs != nil && cfg.Strategy != "ar" {
+		hst := hs.Stats()
+		note += fmt.Sprintf(" Hidden drafter: %d of %d steps re-sampled after a rejection (%.1f%% of decode time).", hst.Resampled, hst.Steps, 100*hst.Resample.Seconds()/max(decode.Seconds(), 1e-9))
+	}
 	stats := liveStats(tokens, len(steps), accepted, drafted, time.Since(start)) + fmt.Sprintf(" Stored as run %d (%s).", run.ID, run.Status) + note
 	img := timeline(steps)
 	fyne.Do(func() {
