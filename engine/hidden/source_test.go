@@ -12,6 +12,9 @@ import (
 	"arborist/engine/model"
 	"arborist/engine/sample"
 	"arborist/engine/spec"
+	"arborist/engine/synth"
+	"arborist/kernels/cpu"
+	"arborist/kernels/quant"
 )
 
 func storyPrompts(t testing.TB, m *model.Model) [][]int {
@@ -57,8 +60,37 @@ func TestDecoderMatchesTraining(t *testing.T) {
 	if err := tr.Generate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	sq := tr.data[0]
-	n, err := newNet(d, m, tr.Settings)
+	decoderMatches(t, m, d, tr.data[0])
+}
+
+// TestDecoderMatchesTrainingNeox repeats the check on a Qwen2-shaped target
+// (NeoX rotation, biased Q/K/V in the target, tied embeddings).
+func TestDecoderMatchesTrainingNeox(t *testing.T) {
+	sh, err := synth.ParseShape("custom:dim=64,layers=2,heads=4,kv=2,ffn=96,vocab=300,arch=qwen2,tied=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "q.gguf")
+	if err := synth.WriteFile(context.Background(), p, sh, synth.Options{Type: quant.F32, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	be := cpu.New(2)
+	defer be.Close()
+	m, err := model.Load(p, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if !m.RopeNeox {
+		t.Fatal("the synthetic qwen2 target does not use NeoX rotation")
+	}
+	d := perturbed(t, m, 8)
+	decoderMatches(t, m, d, randomSeq(rand.New(rand.NewPCG(5, 6)), 20, d.Dim, d.Vocab))
+}
+
+func decoderMatches(t *testing.T, m *model.Model, d *Drafter, sq *seq) {
+	t.Helper()
+	n, err := newNet(d, m, DefaultSettings())
 	if err != nil {
 		t.Fatal(err)
 	}
