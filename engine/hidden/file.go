@@ -147,6 +147,30 @@ func Decode(name string, data []byte) (*Drafter, *State, error) {
 		s.Heads%s.KVHeads != 0 || s.RopeDim > s.HeadDim || s.RopeDim%2 != 0 || !(s.RopeScale > 0) {
 		return nil, nil, fmt.Errorf("%s: %w: inconsistent shape %+v", name, gguf.ErrMetadata, s)
 	}
+	// every tensor must be in the file with the shape's dimensions before
+	// anything is allocated: a damaged header cannot ask for gigabytes
+	tensors := func(prefix string) ([][]byte, error) {
+		var out [][]byte
+		for _, b := range s.Layout() {
+			dims := []uint64{uint64(b.Cols), uint64(b.Rows)}
+			if b.Rows == 1 {
+				dims = dims[:1]
+			}
+			t, data, err := f.TensorData(prefix+b.Name, dims...)
+			if err != nil {
+				return nil, err
+			}
+			if t.Type != quant.F32 {
+				return nil, fmt.Errorf("%s: %w: %s is %s, want F32", name, gguf.ErrShape, t.Name, t.Type)
+			}
+			out = append(out, data)
+		}
+		return out, nil
+	}
+	weights, err := tensors("")
+	if err != nil {
+		return nil, nil, err
+	}
 	d := &Drafter{Shape: s, P: make([]float32, s.Params())}
 	d.Target, _ = f.String("hidden.target")
 	d.Fingerprint, _ = f.String("hidden.target_fingerprint")
@@ -177,38 +201,28 @@ func Decode(name string, data []byte) (*Drafter, *State, error) {
 			d.Hot = append(d.Hot, int(t))
 		}
 	}
-	read := func(prefix string, p []float32) error {
-		for _, b := range d.Layout() {
-			dims := []uint64{uint64(b.Cols), uint64(b.Rows)}
-			if b.Rows == 1 {
-				dims = dims[:1]
-			}
-			t, data, err := f.TensorData(prefix+b.Name, dims...)
-			if err != nil {
-				return err
-			}
-			if t.Type != quant.F32 {
-				return fmt.Errorf("%s: %w: %s is %s, want F32", name, gguf.ErrShape, t.Name, t.Type)
-			}
-			for i := range b.Size() {
-				p[b.Off+i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+	read := func(blocks [][]byte, p []float32) {
+		for i, b := range d.Layout() {
+			for j := range b.Size() {
+				p[b.Off+j] = math.Float32frombits(binary.LittleEndian.Uint32(blocks[i][4*j:]))
 			}
 		}
-		return nil
 	}
-	if err := read("", d.P); err != nil {
-		return nil, nil, err
-	}
+	read(weights, d.P)
 	var st *State
 	if ep, ok := f.Uint("hidden.train.epoch"); ok {
 		step, _ := f.Uint("hidden.train.step")
+		m, err := tensors("adam.m.")
+		if err != nil {
+			return nil, nil, err
+		}
+		v, err := tensors("adam.v.")
+		if err != nil {
+			return nil, nil, err
+		}
 		st = &State{Epoch: int(ep), Step: int(step), M: make([]float32, len(d.P)), V: make([]float32, len(d.P))}
-		if err := read("adam.m.", st.M); err != nil {
-			return nil, nil, err
-		}
-		if err := read("adam.v.", st.V); err != nil {
-			return nil, nil, err
-		}
+		read(m, st.M)
+		read(v, st.V)
 	}
 	return d, st, nil
 }
