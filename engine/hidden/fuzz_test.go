@@ -2,6 +2,7 @@ package hidden
 
 import (
 	"bytes"
+	"runtime"
 	"testing"
 )
 
@@ -67,4 +68,31 @@ func TestTinyDrafterRoundTrip(t *testing.T) {
 	if err != nil || st != nil || got.Shape != d.Shape || !bytes.Equal(f32Bytes(got.P), f32Bytes(d.P)) {
 		t.Fatalf("round trip: %v %+v", err, got)
 	}
+}
+
+// TestHugeShapeRefused: a header claiming an enormous layer is refused by
+// checking the tensors, not by trying to allocate the parameters.
+func TestHugeShapeRefused(t *testing.T) {
+	b, err := tinyDrafter().Bytes(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := []byte("hidden.feed_forward_length")
+	at := bytes.Index(b, key)
+	if at < 0 {
+		t.Fatal("key not found")
+	}
+	v := at + len(key) + 4 // after the value type
+	b[v], b[v+1], b[v+2], b[v+3] = 0, 0, 0x80, 0 // 1<<23
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, derr := Decode("huge", b)
+	runtime.ReadMemStats(&after)
+	if derr == nil {
+		t.Fatal("a drafter with an impossible shape was accepted")
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+		t.Errorf("refusing allocated %d MiB", grew>>20)
+	}
+	t.Log(derr)
 }
