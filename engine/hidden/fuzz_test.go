@@ -82,7 +82,7 @@ func TestHugeShapeRefused(t *testing.T) {
 	if at < 0 {
 		t.Fatal("key not found")
 	}
-	v := at + len(key) + 4 // after the value type
+	v := at + len(key) + 4                       // after the value type
 	b[v], b[v+1], b[v+2], b[v+3] = 0, 0, 0x80, 0 // 1<<23
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
