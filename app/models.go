@@ -417,7 +417,7 @@ func (m *ModelsScreen) train() {
 			})
 		}
 		fyne.Do(func() {
-			m.TrainBtn.Enable()
+			defer m.TrainBtn.Enable() // last: it tells watchers training is over
 			m.CancelTrain.Hide()
 			m.Progress.Hide()
 			switch {
