@@ -320,8 +320,9 @@ func (m *ModelsScreen) buildDemo() {
 			m.Target.SetText(t)
 			m.Draft.SetText(d)
 			m.Source.SetSelected(SourceModel)
-			m.Status.SetText("Demo pair ready (synthetic, random weights). Press Load and check.")
 			m.Info.SetText(describeFound(FindModels(m.s.DemoDir)))
+			// the status last: tests and users read it as "done"
+			m.Status.SetText("Demo pair ready (synthetic, random weights). Press Load and check.")
 		})
 	}()
 }
