@@ -133,8 +133,17 @@ func TrainDrafter(ctx context.Context, st *store.Store, spec TrainSpec, events f
 	set.Prompts, set.PromptsCount = spec.Prompts, len(texts)
 	d.Settings, d.Target, d.Fingerprint = set, spec.Target, desc.Fingerprint
 	prompts := make([][]int, len(texts))
+	longest := 0
 	for i, t := range texts {
 		prompts[i] = target.Tok.Encode(t, true, false)
+		longest = max(longest, len(prompts[i]))
+	}
+	tokens := len(texts) * max(1, set.Samples) * (set.Tokens + longest)
+	// the collector lets the heap grow to about twice the live bytes
+	need := 2 * hidden.MemoryNeed(d.Shape, tokens, longest+set.Tokens, set.Depth)
+	if ram := DetectHardware().RAM; ram > 0 && need > int64(ram)*3/4 {
+		return 0, nil, fmt.Errorf("training this drafter needs about %.1f GiB but the machine has %.1f GiB: lower --samples or --tokens, or train for a smaller target",
+			float64(need)/(1<<30), float64(ram)/(1<<30))
 	}
 	tr := &hidden.Trainer{Target: target, Prompts: prompts, Settings: set}
 	tr.Progress = func(p hidden.Progress) { events(TrainEvent{Progress: p, ID: id}) }

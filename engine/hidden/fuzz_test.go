@@ -96,3 +96,15 @@ func TestHugeShapeRefused(t *testing.T) {
 	}
 	t.Log(derr)
 }
+
+// TestMemoryNeed: the estimate is modest for the bench target's shape and
+// large for a 1B model with a 128K vocabulary, where training must refuse
+// to start on a small machine rather than be killed.
+func TestMemoryNeed(t *testing.T) {
+	bench := Shape{Dim: 512, Heads: 64, KVHeads: 32, HeadDim: 8, FFN: 1376, Vocab: 512, D: 256}
+	big := Shape{Dim: 2048, Heads: 32, KVHeads: 8, HeadDim: 64, FFN: 8192, Vocab: 128256, D: 256}
+	small, large := MemoryNeed(bench, 6048, 190, 3), MemoryNeed(big, 3072, 200, 3)
+	if small > 1<<30 || large < 4<<30 {
+		t.Errorf("estimates %d MiB (bench) and %d MiB (1B, 128K vocabulary)", small>>20, large>>20)
+	}
+}

@@ -358,3 +358,17 @@ func (tr *Trainer) Evaluate(ctx context.Context, d *Drafter, depth int) (Epoch, 
 	e.Depth = depth
 	return e, nil
 }
+
+// MemoryNeed estimates the live bytes training takes for a drafter of shape s
+// over tokens generated tokens: the recorded states and logits, the frozen
+// embedding and head in float64, parameters with gradients and Adam
+// moments, and one sequence's unrolled activations (seqLen positions,
+// depth levels).
+func MemoryNeed(s Shape, tokens, seqLen, depth int) int64 {
+	data := int64(tokens) * int64(s.Dim+s.Vocab) * 4
+	frozen := 2 * int64(s.Vocab) * int64(s.Dim) * 8
+	params := int64(s.Params()) * 8 * 4
+	perRow := int64(12*s.Dim+4*s.FFN+3*s.Vocab+s.Heads*(seqLen+depth)) * 8
+	acts := int64(depth) * int64(seqLen) * perRow
+	return data + frozen + params + acts
+}
