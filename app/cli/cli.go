@@ -37,7 +37,7 @@ func verbs() map[string]verb {
 		{"calibrate", "measure a pair's acceptance per depth, rank and confidence over a prompt suite", runCalibrate},
 		{"tune", "rank plans with the latency-aware speedup model; -o writes config.yaml", runTune},
 		{"train", "train predictor: fit a pair's depth predictor; train drafter: distil a hidden-state drafter from a target", runTrain},
-		{"drafters", "stored hidden-state drafters: list, show ID, export ID -o FILE, import FILE", runDrafters},
+		{"drafters", "stored hidden-state drafters: list, show ID, export ID -o FILE, import FILE, rm ID", runDrafters},
 		{"export", "write the newest tuned plan of a pair as config.yaml, with llama.cpp/vLLM/SGLang equivalents", runExport},
 		{"runs", "stored runs: list, show ID (per-step trace), compare ID ID...", runRuns},
 	}

@@ -104,10 +104,10 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 
 // runDrafters lists, shows, exports and imports stored drafters.
 func runDrafters(ctx context.Context, env Env, args []string) error {
-	const usage = "list | show ID | export ID -o FILE | import FILE"
+	const usage = "list | show ID | export ID -o FILE | import FILE | rm ID"
 	if len(args) == 0 {
 		fmt.Fprintln(env.Stderr, "usage: arborist drafters "+usage)
-		return usagef("drafters what? (list, show, export, import)")
+		return usagef("drafters what? (list, show, export, import, rm)")
 	}
 	fs := newFlags(env, "drafters", usage)
 	db := dbFlag(fs)
@@ -222,8 +222,17 @@ func runDrafters(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 		fmt.Fprintf(w, "imported %s as drafter %d (for %s)\n", path, id, d.Target)
+	case "rm":
+		id, err := idArg()
+		if err != nil {
+			return err
+		}
+		if err := st.DeleteDrafter(ctx, id); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "removed drafter %d\n", id)
 	default:
-		return fail(fs, usagef("unknown drafters command %q (list, show, export, import)", args[0]))
+		return fail(fs, usagef("unknown drafters command %q (list, show, export, import, rm)", args[0]))
 	}
 	return nil
 }

@@ -76,6 +76,12 @@ func TestHiddenDrafterWorkflow(t *testing.T) {
 	if code, o, e = run(t, "drafters", "import", file, "--db", db); code != 0 || !strings.Contains(o, "as drafter 2") {
 		t.Fatalf("import: %d %s%s", code, o, e)
 	}
+	if code, o, e = run(t, "drafters", "rm", "2", "--db", db); code != 0 || !strings.Contains(o, "removed drafter 2") {
+		t.Fatalf("rm: %d %s%s", code, o, e)
+	}
+	if code, _, e = run(t, "drafters", "rm", "2", "--db", db); code != 1 || !strings.Contains(e, "no drafter 2") {
+		t.Errorf("rm twice: %d %s", code, e)
+	}
 	// bad input: a model is not a drafter; a drafter does not fit another target
 	if code, _, e = run(t, "drafters", "import", target, "--db", db); code != 1 || !strings.Contains(e, "not a hidden-state drafter") {
 		t.Errorf("import of a model file: %d %s", code, e)

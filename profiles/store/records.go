@@ -484,3 +484,15 @@ func (s *Store) Drafters(ctx context.Context) ([]Drafter, error) {
 	}
 	return out, s.wrap0("list drafters", rows.Err())
 }
+
+// DeleteDrafter removes a stored drafter.
+func (s *Store) DeleteDrafter(ctx context.Context, id int64) error {
+	res, err := s.db.ExecContext(ctx, "DELETE FROM drafters WHERE id = ?", id)
+	if err != nil {
+		return s.wrap("delete drafter", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("store: no drafter %d", id)
+	}
+	return nil
+}
