@@ -330,6 +330,15 @@ func TestTrainHiddenDrafterInGUI(t *testing.T) {
 	if m.Source.Selected != SourceHidden || m.Draft.Text != "1" {
 		t.Fatalf("the trained drafter was not selected: %q %q", m.Source.Selected, m.Draft.Text)
 	}
+	if len(m.Stored.Options) != 1 || !strings.HasPrefix(m.Stored.Options[0], "#1 for stories260K.gguf") {
+		t.Fatalf("stored drafters: %q", m.Stored.Options)
+	}
+	m.Draft.SetText("")
+	m.Source.SetSelected(SourceModel)
+	m.Stored.SetSelected(m.Stored.Options[0])
+	if m.Source.Selected != SourceHidden || m.Draft.Text != "1" {
+		t.Fatalf("picking a stored drafter: %q %q", m.Source.Selected, m.Draft.Text)
+	}
 	test.Tap(m.Load)
 	waitFor(t, "loading", func() bool {
 		return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded")

@@ -2,8 +2,10 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"image"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -52,6 +54,7 @@ type ModelsScreen struct {
 	CancelTrain   *widget.Button
 	TrainSettings hidden.Settings
 	LossChart     *canvas.Image // training and held-out loss per epoch
+	Stored        *widget.Select // finished hidden drafters in the database
 	body          *fyne.Container
 	cancelTrain   context.CancelFunc
 }
@@ -116,7 +119,47 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	m.CancelTrain.Hide()
 	m.LossChart = newChart(520, 220)
 	m.LossChart.Hide()
+	m.Stored = widget.NewSelect(nil, func(opt string) {
+		var id int64
+		if _, err := fmt.Sscanf(opt, "#%d", &id); err == nil {
+			m.Source.SetSelected(SourceHidden)
+			m.Draft.SetText(strconv.FormatInt(id, 10))
+		}
+	})
+	m.Stored.PlaceHolder = "stored hidden drafters"
+	m.RefreshDrafters()
+	s.OnChange(m.RefreshDrafters)
 	return m
+}
+
+// RefreshDrafters lists the finished hidden drafters of the database.
+func (m *ModelsScreen) RefreshDrafters() {
+	ctx := context.Background()
+	st, err := m.s.Store(ctx)
+	if err != nil {
+		m.Stored.PlaceHolder = "stored hidden drafters: database unavailable"
+		m.Stored.Refresh()
+		return
+	}
+	ds, err := st.Drafters(ctx)
+	if err != nil {
+		return
+	}
+	var opts []string
+	for _, d := range ds {
+		if d.Status != "done" {
+			continue
+		}
+		var losses []hidden.Epoch
+		json.Unmarshal([]byte(d.Losses), &losses)
+		held := ""
+		if len(losses) > 0 {
+			held = fmt.Sprintf(", held-out loss %.3f", losses[len(losses)-1].HeldOut)
+		}
+		opts = append(opts, fmt.Sprintf("#%d for %s%s", d.ID, filepath.Base(d.TargetPath), held))
+	}
+	m.Stored.Options = opts
+	m.Stored.Refresh()
 }
 
 // Title is the tab name.
@@ -141,7 +184,7 @@ func (m *ModelsScreen) Content() fyne.CanvasObject {
 		widget.NewFormItem("Draft source", m.Source),
 		widget.NewFormItem("Draft model (or hidden drafter id)", container.NewBorder(nil, nil, nil, open(m.Draft), m.Draft)),
 		widget.NewFormItem("N-gram length / layers", m.N),
-		widget.NewFormItem("", m.Recent),
+		widget.NewFormItem("", container.NewGridWithColumns(2, m.Recent, m.Stored)),
 		widget.NewFormItem("Database (Enter to switch)", m.DB),
 		widget.NewFormItem("Training prompts", container.NewBorder(nil, nil, nil, container.NewHBox(m.TrainBtn, m.CancelTrain), m.TrainPrompts)),
 	)
@@ -428,6 +471,7 @@ func (m *ModelsScreen) train() {
 				m.Status.SetText("Training failed: " + err.Error())
 				m.s.ShowError(err)
 			default:
+				m.RefreshDrafters()
 				m.Source.SetSelected(SourceHidden)
 				m.Draft.SetText(strconv.FormatInt(id, 10))
 				m.Status.SetText(fmt.Sprintf("Trained hidden drafter %d. Press Load and check to use it.", id))
