@@ -53,7 +53,7 @@ type ModelsScreen struct {
 	TrainBtn      *widget.Button
 	CancelTrain   *widget.Button
 	TrainSettings hidden.Settings
-	LossChart     *canvas.Image // training and held-out loss per epoch
+	LossChart     *canvas.Image  // training and held-out loss per epoch
 	Stored        *widget.Select // finished hidden drafters in the database
 	body          *fyne.Container
 	cancelTrain   context.CancelFunc
