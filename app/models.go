@@ -274,6 +274,12 @@ func (m *ModelsScreen) load() {
 			m.Info.SetText(info)
 			m.s.SetModels(target, draft)
 			m.s.Spec.NGram, m.s.Spec.Layers, m.s.Spec.DraftHidden = ngram, layers, hiddenRef
+			if hiddenRef == "" && m.LossChart.Visible() {
+				m.LossChart.Hide() // the training chart belongs to a hidden drafter
+				if m.body != nil {
+					m.body.Refresh()
+				}
+			}
 			m.s.App.Preferences().SetString(prefHidden, hiddenRef)
 			m.Recent.Options = m.s.Recent()
 			m.Recent.Refresh()
