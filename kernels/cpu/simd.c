@@ -264,6 +264,19 @@ AVX2 static inline __m256i idot(__m256i ax, __m256i sx, __m256i y) {
 	return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1));
 }
 
+// scales4 converts four blocks' fp16 scales (their first two bytes) at
+// once: one packed conversion instead of four scalar ones. The values are
+// exactly those of four _cvtsh_ss calls.
+AVX2 static inline __m128 scales4(const uint8_t *k0, const uint8_t *k1, const uint8_t *k2, const uint8_t *k3) {
+	uint16_t h0, h1, h2, h3;
+	memcpy(&h0, k0, 2);
+	memcpy(&h1, k1, 2);
+	memcpy(&h2, k2, 2);
+	memcpy(&h3, k3, 2);
+	uint64_t packed = (uint64_t)h0 | (uint64_t)h1 << 16 | (uint64_t)h2 << 32 | (uint64_t)h3 << 48;
+	return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)packed));
+}
+
 // q8_tile computes weight row o against T activation rows r..r+T-1
 // (T = 1..4): each group of four weight blocks is loaded and sign-split once
 // and used for all T rows. Every row is summed in exactly the order q8_row
@@ -284,7 +297,7 @@ AVX2 static inline __m256i idot(__m256i ax, __m256i sx, __m256i y) {
 			__m256i q0 = load_q(type, k0), q1 = load_q(type, k1), q2 = load_q(type, k2), q3 = load_q(type, k3); \
 			__m256i a0 = _mm256_sign_epi8(q0, q0), a1 = _mm256_sign_epi8(q1, q1);                          \
 			__m256i a2 = _mm256_sign_epi8(q2, q2), a3 = _mm256_sign_epi8(q3, q3);                          \
-			__m128 dw = _mm_setr_ps(_cvtsh_ss(rd16(k0)), _cvtsh_ss(rd16(k1)), _cvtsh_ss(rd16(k2)), _cvtsh_ss(rd16(k3))); \
+			__m128 dw = scales4(k0, k1, k2, k3);                                                           \
 			for (int k = 0; k < T; k++) {                                                                  \
 				const int8_t *y = yq + (long)(r + k) * stride + b * 32;                                    \
 				__m256i p0 = idot(a0, q0, _mm256_loadu_si256((const __m256i *)y));                        \
@@ -321,8 +334,10 @@ Q8_TILE(2)
 Q8_TILE(3)
 Q8_TILE(4)
 
-AVX2 static void mm_q8_avx2(int type, const uint8_t *w, long row_bytes, int lo, int hi, int nb,
-                            const float *yd, const int8_t *yq, const int32_t *ys, int n, float *out, int rows) {
+// q8_rows runs the tiles over weight rows lo..hi-1; it is inlined once per
+// weight type below, so load_q's switch on the type folds away.
+AVX2 static inline __attribute__((always_inline)) void q8_rows(int type, const uint8_t *w, long row_bytes, int lo, int hi, int nb,
+                                                              const float *yd, const int8_t *yq, const int32_t *ys, int n, float *out, int rows) {
 	int bb = block_bytes(type);
 	int has_min = type == ARB_Q4_1 || type == ARB_Q5_1;
 	for (int o = lo; o < hi; o++) {
@@ -334,6 +349,15 @@ AVX2 static void mm_q8_avx2(int type, const uint8_t *w, long row_bytes, int lo, 
 		case 2: q8_tile2(type, wr, bb, has_min, nb, yd, yq, ys, r, out, rows, o); break;
 		case 1: q8_tile1(type, wr, bb, has_min, nb, yd, yq, ys, r, out, rows, o); break;
 		}
+	}
+}
+
+AVX2 static void mm_q8_avx2(int type, const uint8_t *w, long row_bytes, int lo, int hi, int nb,
+                            const float *yd, const int8_t *yq, const int32_t *ys, int n, float *out, int rows) {
+	switch (type) {
+	case ARB_Q8_0: q8_rows(ARB_Q8_0, w, row_bytes, lo, hi, nb, yd, yq, ys, n, out, rows); break;
+	case ARB_Q4_0: q8_rows(ARB_Q4_0, w, row_bytes, lo, hi, nb, yd, yq, ys, n, out, rows); break;
+	default: q8_rows(type, w, row_bytes, lo, hi, nb, yd, yq, ys, n, out, rows); break;
 	}
 }
 
