@@ -53,6 +53,7 @@ type Source struct {
 	stepT  time.Duration
 	res    model.Result
 	logits []float32
+	q      []float32 // scratch for the re-sampling decision
 	stats  Stats
 }
 
@@ -233,7 +234,10 @@ func (s *Source) mix(base []float32, tok int, dst []float32) {
 // re-sample, whether the bonus token's best child is likely enough.
 func (s *Source) resampleWorth() bool {
 	base := s.prev[s.resOff]
-	q := make([]float32, len(base))
+	if cap(s.q) < len(base) {
+		s.q = make([]float32, len(base))
+	}
+	q := s.q[:len(base)]
 	s.mix(base, s.committed[s.root()], q)
 	return float64(q[sample.Argmax(q)]) >= s.ResampleMin
 }
@@ -312,7 +316,8 @@ func positions(from, to int) []int {
 func (s *Source) Commit(accepted []int, bonus int) error {
 	m := len(accepted)
 	next := -1
-	if s.resOff < 0 && s.ResampleDepth > 0 && m < len(s.chain) && m+1 < len(s.chain) {
+	// the bonus token sits at depth m+1; its children need the chain there
+	if s.resOff < 0 && s.ResampleDepth > 0 && m+1 < len(s.chain) {
 		next = m + 1
 		s.prev = s.chain
 	}
