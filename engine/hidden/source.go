@@ -26,13 +26,12 @@ import (
 // goes down the cached chain, with no layer pass (ResampleDepth levels at
 // most). The true states of both steps are fed at the next regular step.
 type Source struct {
-	D      *Drafter
-	target *model.Model
-	layer  *model.Model
-	cache  *model.Cache
-	dist   func(logits, dst []float32)
-	info   *tokenInfo
-	name   string
+	D     *Drafter
+	layer *model.Model
+	cache *model.Cache
+	dist  func(logits, dst []float32)
+	info  *tokenInfo
+	name  string
 	// ResampleDepth bounds a re-sampled subtree's depth (0: never re-sample).
 	ResampleDepth int
 	// ResampleMin: re-sample only when the bonus token's most likely child
@@ -41,7 +40,6 @@ type Source struct {
 
 	committed []int
 	hist      []float32 // the target's hidden states received, position-major
-	known     int       // positions whose hidden state was received
 	fed       int       // cache slots holding true states (positions 0..fed-1)
 
 	chain  [][]float32 // this step's base logits per depth
@@ -50,7 +48,6 @@ type Source struct {
 	open   bool        // no Expand yet this step
 	resOff int         // re-sampling: depth in prev of the root's children (-1: regular step)
 	resMax int         // re-sampling: depth limit of this step
-	stepT  time.Duration
 	res    model.Result
 	logits []float32
 	q      []float32 // scratch for the re-sampling decision
@@ -106,7 +103,7 @@ func NewSource(d *Drafter, target *model.Model, o Options) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Source{D: d, target: target, layer: layer, cache: layer.NewCache(target.CtxLen + 64), dist: drafter.Dist(o.Sample),
+	return &Source{D: d, layer: layer, cache: layer.NewCache(target.CtxLen + 64), dist: drafter.Dist(o.Sample),
 		info: info, name: o.Name, ResampleDepth: o.ResampleDepth, ResampleMin: o.ResampleMin, resOff: -1}, nil
 }
 
@@ -159,7 +156,7 @@ func (s *Source) Begin(_ context.Context, committed []int) error {
 	}
 	s.committed = append(s.committed[:0], committed...)
 	s.hist = s.hist[:0]
-	s.known, s.fed = 0, 0
+	s.fed = 0
 	s.cache.Truncate(0)
 	s.chain, s.chainH, s.prev = nil, nil, nil
 	s.resOff = -1
@@ -174,9 +171,11 @@ func (s *Source) ObserveHidden(hidden []float32, rows int) error {
 		return fmt.Errorf("hidden: %d values for %d rows of %d", len(hidden), rows, s.D.Dim)
 	}
 	s.hist = append(s.hist, hidden...)
-	s.known += rows
 	return nil
 }
+
+// known is how many positions' hidden states have been received.
+func (s *Source) known() int { return len(s.hist) / s.D.Dim }
 
 // root is the position of the step's root (the last committed token).
 func (s *Source) root() int { return len(s.committed) - 1 }
@@ -253,7 +252,7 @@ func (s *Source) base(ctx context.Context, k int) ([]float32, error) {
 		}
 		return s.prev[s.resOff+k], nil
 	}
-	if s.known != s.root() || s.known == 0 {
+	if known := s.known(); known != s.root() || known == 0 {
 		return nil, nil // the engine has not handed over every state before the root
 	}
 	for len(s.chain) <= k {
@@ -275,15 +274,16 @@ func (s *Source) extend(ctx context.Context) error {
 	var b model.Batch
 	if len(s.chain) == 0 {
 		s.cache.Truncate(s.fed) // drop last step's drafted slots
+		known := s.known()
 		from := s.fed
-		if from == s.known {
+		if from == known {
 			from--
 			s.cache.Truncate(from)
 		}
-		b.Embeds = s.hist[from*dim : s.known*dim]
-		b.Pos = positions(from, s.known)
-		b.Want = []int{s.known - from - 1}
-		s.fed = s.known
+		b.Embeds = s.hist[from*dim : known*dim]
+		b.Pos = positions(from, known)
+		b.Want = []int{known - from - 1}
+		s.fed = known
 	} else {
 		pos := s.root() + len(s.chain) - 1
 		if s.cache.Len() >= s.cache.Cap() {

@@ -321,7 +321,7 @@ func (tr *Trainer) evaluate(n *net, depth int) Epoch {
 	var ss float64
 	var cnt int
 	for _, sq := range set {
-		for _, v := range sq.h[d0(n):] {
+		for _, v := range sq.h[n.s.Dim:] { // the first state is never a prediction target
 			ss += float64(v) * float64(v)
 			cnt++
 		}
@@ -341,9 +341,6 @@ func (tr *Trainer) evaluate(n *net, depth int) Epoch {
 	}
 	return e
 }
-
-// d0 skips the first position's state (never a prediction target).
-func d0(n *net) int { return n.s.Dim }
 
 // Evaluate reports the held-out metrics of d at depth, without training.
 func (tr *Trainer) Evaluate(ctx context.Context, d *Drafter, depth int) (Epoch, error) {

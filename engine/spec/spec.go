@@ -253,8 +253,9 @@ type run struct {
 	smp    *sample.Sampler // verification stream
 	dsmp   *sample.Sampler // drafting stream
 	root   int
-	hidden []float32 // target's hidden state at the last committed token
-	rows   []float32 // scratch: the hidden states handed to a HiddenSource
+	hidden []float32            // target's hidden state at the last committed token
+	hs     drafter.HiddenSource // the source, when it reads the target's hidden states
+	rows   []float32            // scratch: the hidden states handed to hs
 	duo    duoState
 	aot    *aotHead
 }
@@ -275,7 +276,8 @@ func (r *run) loop(ctx context.Context, prompt []int) error {
 	dp.Seed ^= 0x5bd1e995
 	r.dsmp = sample.New(dp)
 	t0 := time.Now()
-	hs, _ := r.e.Source.(drafter.HiddenSource)
+	r.hs, _ = r.e.Source.(drafter.HiddenSource)
+	hs := r.hs
 	if len(prompt) > 1 {
 		b := model.Batch{Tokens: prompt[:len(prompt)-1], Want: []int{len(prompt) - 2}}
 		if hs != nil {
@@ -392,7 +394,7 @@ func (r *run) step(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	st.Overlap = overlap
-	if hs, ok := r.e.Source.(drafter.HiddenSource); ok {
+	if hs := r.hs; hs != nil {
 		// the target's states of the root and the accepted path, in order
 		rows := append(r.rows[:0], r.fwd.Hidden[:d]...)
 		for _, n := range v.Path {
