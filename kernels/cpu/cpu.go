@@ -148,14 +148,20 @@ type q8Buf struct {
 	s []int32
 }
 
-func (q *q8Buf) quantize(x []float32) {
-	nb := len(x) / quant.QK
+// size makes room for n activations and returns their block count.
+func (q *q8Buf) size(n int) int {
+	nb := n / quant.QK
 	q.d = grow(q.d, nb)
 	q.s = growI32(q.s, nb)
-	if cap(q.q) < len(x) {
-		q.q = make([]int8, len(x))
+	if cap(q.q) < n {
+		q.q = make([]int8, n)
 	}
-	q.q = q.q[:len(x)]
+	q.q = q.q[:n]
+	return nb
+}
+
+func (q *q8Buf) quantize(x []float32) {
+	nb := q.size(len(x))
 	for b := 0; b < nb; b++ {
 		xs := x[b*quant.QK : (b+1)*quant.QK]
 		amax := float32(0)

@@ -28,14 +28,7 @@ func Kernels() string {
 const haveC = true
 
 func cQuantize(q *q8Buf, x []float32) {
-	nb := len(x) / quant.QK
-	q.d = grow(q.d, nb)
-	q.s = growI32(q.s, nb)
-	if cap(q.q) < len(x) {
-		q.q = make([]int8, len(x))
-	}
-	q.q = q.q[:len(x)]
-	if nb == 0 {
+	if q.size(len(x)) == 0 {
 		return
 	}
 	C.arb_quantize_q8((*C.float)(unsafe.Pointer(&x[0])), C.int(len(x)), (*C.float)(unsafe.Pointer(&q.d[0])),
