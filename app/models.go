@@ -425,7 +425,7 @@ func (m *ModelsScreen) train() {
 				var line, status string
 				frac := -1.0
 				switch {
-				case e.Phase == "" && e.Tokens[0] > 0:
+				case e.Phase == "start":
 					line = fmt.Sprintf("Training hidden drafter %d for %s: %d training tokens, %d held out; %d parameters.", e.ID, target, e.Tokens[0], e.Tokens[1], e.Params)
 				case e.Phase == "data":
 					status, frac = fmt.Sprintf("Generating training data: %d of %d tokens", e.Done, e.Total), float64(e.Done)/float64(e.Total)

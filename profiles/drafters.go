@@ -50,7 +50,9 @@ type TrainSpec struct {
 	Resume   int64 // a stored drafter whose training was interrupted
 }
 
-// TrainEvent is what TrainDrafter reports as it goes.
+// TrainEvent is what TrainDrafter reports as it goes: the trainer's
+// progress, and once, with Phase "start", the data and the stored id before
+// the first epoch (Tokens, Hot, Cover, Params and Before are set then).
 type TrainEvent struct {
 	hidden.Progress
 	ID                   int64 // the stored drafter (known once data is generated)
@@ -150,7 +152,7 @@ func TrainDrafter(ctx context.Context, st *store.Store, spec TrainSpec, events f
 	if err := tr.Generate(ctx); err != nil {
 		return 0, nil, err
 	}
-	ev := TrainEvent{ID: id}
+	ev := TrainEvent{Progress: hidden.Progress{Phase: "start"}}
 	ev.Tokens[0], ev.Tokens[1] = tr.Tokens()
 	if d.Hot == nil {
 		d.Hot, ev.Cover = tr.HotTokens(set.Hot)

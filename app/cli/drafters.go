@@ -65,7 +65,7 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 	last := time.Time{}
 	id, d, err := profiles.TrainDrafter(ctx, st, spec, func(e profiles.TrainEvent) {
 		switch {
-		case e.ID > 0 && e.Phase == "" && e.Tokens[0] > 0:
+		case e.Phase == "start":
 			fmt.Fprintf(env.Stderr, "\r%60s\r", "")
 			fmt.Fprintf(w, "data: %d training tokens, %d held out; %d hot tokens cover %.1f%% of the training tokens\n", e.Tokens[0], e.Tokens[1], e.Hot, 100*e.Cover)
 			fmt.Fprintf(w, "drafter: %d parameters, %.1f%% of the target's %d\n", e.Params, 100*float64(e.Params)/float64(max(1, e.TargetParams)), e.TargetParams)
