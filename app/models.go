@@ -127,7 +127,15 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 		}
 	})
 	m.Stored.PlaceHolder = "stored hidden drafters"
-	m.RefreshDrafters()
+	// the database is read when hidden drafters are wanted, not at start-up
+	m.Source.OnChanged = func(opt string) {
+		if opt == SourceHidden {
+			m.RefreshDrafters()
+		}
+	}
+	if m.Source.Selected == SourceHidden {
+		m.RefreshDrafters()
+	}
 	s.OnChange(m.RefreshDrafters)
 	return m
 }
