@@ -193,10 +193,7 @@ func TrainDrafter(ctx context.Context, st *store.Store, spec TrainSpec, events f
 		}
 		return save("training", s)
 	}
-	if err := tr.Train(ctx, d, state); err != nil {
-		return id, d, err
-	}
-	return id, d, nil
+	return id, d, tr.Train(ctx, d, state)
 }
 
 // OpenDrafter resolves --draft-hidden: a stored drafter's id (looked up in
