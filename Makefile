@@ -34,6 +34,8 @@ test: vet
 	$(GO) test -count=1 ./...
 	# the kernels again on the pure-Go fallback (no cgo kernels, no SIMD)
 	$(GO) test -count=1 -tags purego ./kernels/... ./engine/generate
+	# and on the portable C kernels (the ones a CPU without AVX2 runs)
+	ARBORIST_SIMD=0 $(GO) test -count=1 ./kernels/...
 
 # Short fuzz runs of every parser (longer: make fuzz FUZZTIME=10m).
 FUZZTIME ?= 30s

@@ -2,10 +2,13 @@
 // weight blocks, computed in place on the (memory-mapped) quantised data and
 // split across a persistent pool of worker goroutines.
 //
-// For the 8-bit-friendly types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) the activations
-// are quantised to 8 bits per 32-value block, as mature engines do, and the
-// inner products run on integers; for the other types each weight row is
-// expanded to float32 in a per-worker scratch row and multiplied in float32.
+// For the quantised types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,
+// Q6_K) the activations are quantised to 8 bits per 32-value block, as
+// mature engines do, and the inner products run on integers in place on
+// the weight blocks; for the float types (F32, F16, BF16) each weight row is
+// read (or widened to float32 in a per-worker scratch row) and multiplied
+// in float32. The accuracy the 8-bit activations cost is measured by
+// TestQ8ActivationError.
 // Every kernel has a reference in refMatMul, which the tests compare against.
 package cpu
 
@@ -201,7 +204,7 @@ func growI32(s []int32, n int) []int32 {
 // usesQ8 reports whether products with t run on 8-bit activations.
 func usesQ8(t quant.Type) bool {
 	switch t {
-	case quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1:
+	case quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q4_K, quant.Q5_K, quant.Q6_K:
 		return true
 	}
 	return false
@@ -265,7 +268,7 @@ func (j *matmulJob) doGo(worker, lo, hi int) {
 				j.out[r*rows+o] = dotF32(wr, j.x[r*cols:(r+1)*cols])
 			}
 		}
-	case quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1:
+	case quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q4_K, quant.Q5_K, quant.Q6_K:
 		nb := cols / quant.QK
 		q := &j.b.q8
 		dot := q8Dots[w.typ]

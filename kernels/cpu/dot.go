@@ -43,6 +43,9 @@ var q8Dots = map[quant.Type]q8Dot{
 	quant.Q4_1: dotQ4_1,
 	quant.Q5_0: dotQ5_0,
 	quant.Q5_1: dotQ5_1,
+	quant.Q4_K: dotQ4K,
+	quant.Q5_K: dotQ5K,
+	quant.Q6_K: dotQ6K,
 }
 
 // dotQ8_0: sum_b d_w*d_y * sum_j qw[j]*qy[j].
@@ -128,6 +131,81 @@ func dotQ5_1(w []byte, yd []float32, yq []int8, ys []int32) float32 {
 			s += lo*int32(qy[j]) + hi*int32(qy[j+16])
 		}
 		sum += f16le(blk)*yd[b]*float32(s) + f16le(blk[2:])*yd[b]*float32(ys[b])
+	}
+	return sum
+}
+
+// The K-quant products below run on the same 32-value 8-bit activation
+// blocks as the others: a 256-value super-block's 32-value sub-blocks line
+// up with activation blocks, so each sub-block's integer sum is exact and
+// its scales are applied once per block (Q6_K's 16-value sub-blocks come
+// in pairs inside one activation block).
+
+// dotQ4K: sum over sub-blocks j of d*sc_j*dy_j*sum(q*qy) - dmin*m_j*dy_j*sum(qy).
+func dotQ4K(w []byte, yd []float32, yq []int8, ys []int32) float32 {
+	var sum float32
+	for s := 0; s < len(yd)/8; s++ {
+		blk := w[s*144 : (s+1)*144]
+		d, dmin := f16le(blk), f16le(blk[2:])
+		for j := 0; j < 8; j++ {
+			b := s*8 + j
+			ql, shift := blk[16+32*(j/2):], uint(4*(j%2))
+			qy := yq[b*32 : b*32+32]
+			var isum int32
+			for l := 0; l < 32; l++ {
+				isum += int32(ql[l]>>shift&0xf) * int32(qy[l])
+			}
+			sc, m := quant.ScaleMinK4(j, blk[4:16])
+			sum += d*yd[b]*float32(int32(sc)*isum) - dmin*yd[b]*float32(int32(m)*ys[b])
+		}
+	}
+	return sum
+}
+
+// dotQ5K: Q4_K with a fifth bit, bit j of qh[l], for sub-block j.
+func dotQ5K(w []byte, yd []float32, yq []int8, ys []int32) float32 {
+	var sum float32
+	for s := 0; s < len(yd)/8; s++ {
+		blk := w[s*176 : (s+1)*176]
+		d, dmin := f16le(blk), f16le(blk[2:])
+		qh := blk[16:48]
+		for j := 0; j < 8; j++ {
+			b := s*8 + j
+			ql, shift := blk[48+32*(j/2):], uint(4*(j%2))
+			qy := yq[b*32 : b*32+32]
+			var isum int32
+			for l := 0; l < 32; l++ {
+				q := int32(ql[l]>>shift&0xf) | int32(qh[l]>>uint(j)&1)<<4
+				isum += q * int32(qy[l])
+			}
+			sc, m := quant.ScaleMinK4(j, blk[4:16])
+			sum += d*yd[b]*float32(int32(sc)*isum) - dmin*yd[b]*float32(int32(m)*ys[b])
+		}
+	}
+	return sum
+}
+
+// dotQ6K: sum over activation blocks of d*dy*sum over its two 16-value
+// halves of sc_h*sum((q6-32)*qy).
+func dotQ6K(w []byte, yd []float32, yq []int8, _ []int32) float32 {
+	var sum float32
+	for s := 0; s < len(yd)/8; s++ {
+		blk := w[s*210 : (s+1)*210]
+		d := f16le(blk[208:])
+		for half := 0; half < 2; half++ {
+			ql, qh, sc := blk[64*half:], blk[128+32*half:], blk[192+8*half:]
+			for g := 0; g < 4; g++ {
+				b := s*8 + half*4 + g
+				qy := yq[b*32 : b*32+32]
+				lo := ql[32*(g%2):] // groups 0, 2 use ql[l], groups 1, 3 ql[l+32]
+				var isum int32
+				for l := 0; l < 32; l++ {
+					q := int32(lo[l]>>uint(4*(g/2))&0xf|(qh[l]>>uint(2*g)&3)<<4) - 32
+					isum += int32(int8(sc[2*g+l/16])) * q * int32(qy[l])
+				}
+				sum += d * yd[b] * float32(isum)
+			}
+		}
 	}
 	return sum
 }

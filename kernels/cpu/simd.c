@@ -3,19 +3,23 @@
 // SIMD matrix kernels for the CPU backend, called through cgo.
 //
 // Two families:
-//  - arb_mm_q8: weights in 32-value blocks (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1)
-//    times activations quantised to 8 bits per 32-value block; inner
-//    products run on integers (AVX2: maddubs/madd), one float multiply-add
-//    per block. The 4- and 5-bit weights enter maddubs unsigned, as stored,
-//    and their offset comes off the exact integer sum (offset * sum of y);
-//    Q8_0 takes the sign trick.
-//  - arb_mm_f32: everything else; each weight row is expanded to float32 once
-//    into a scratch row, then multiplied by every activation row with FMA.
+//  - arb_mm_q8: quantised weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 in
+//    32-value blocks; Q4_K, Q5_K, Q6_K in 256-value super-blocks, whose
+//    sub-blocks line up with the activation blocks) times activations
+//    quantised to 8 bits per 32-value block; inner products run on integers
+//    (AVX2: maddubs/madd), one float multiply-add per block. The 4-, 5- and
+//    6-bit weights of the types with a min enter maddubs unsigned, as
+//    stored, and their offset comes off the exact integer sum (offset * sum
+//    of y); Q8_0 and Q6_K take the sign trick.
+//  - arb_mm_f32: the float types (F32, F16, BF16); F16/BF16 rows are widened
+//    to float32 once into a scratch row, then multiplied by every
+//    activation row with FMA.
 // Each family has an AVX2+FMA+F16C version and a portable C version, chosen
 // once at run time; kernels/cpu's Go reference loops define the results.
 // Rows of weights are processed against up to four activation rows at a
 // time, so a weight block is loaded once per four dot products.
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "simd.h"
 
@@ -122,7 +126,58 @@ static void mm_q8_generic(int type, const uint8_t *w, long row_bytes, int lo, in
 	}
 }
 
-// expand_row writes one weight row as float32 (types without a q8 kernel).
+static inline void scale_min_k4(int j, const uint8_t *q, int *sc, int *m) {
+	if (j < 4) { *sc = q[j] & 63; *m = q[j + 4] & 63; }
+	else { *sc = (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4); *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4); }
+}
+
+static int kblock_bytes(int type) { return type == ARB_Q4_K ? 144 : type == ARB_Q5_K ? 176 : 210; }
+
+static int is_k(int type) { return type == ARB_Q4_K || type == ARB_Q5_K || type == ARB_Q6_K; }
+
+// mm_k_generic multiplies K-quant rows by 8-bit activations in 32-value
+// blocks, the sums of kernels/cpu's dotQ4K, dotQ5K and dotQ6K.
+static void mm_k_generic(int type, const uint8_t *w, long row_bytes, int lo, int hi, int nb,
+                         const float *yd, const int8_t *yq, const int32_t *ys, int n, float *out, int rows) {
+	int bb = kblock_bytes(type);
+	for (int o = lo; o < hi; o++) {
+		for (int r = 0; r < n; r++) {
+			float sum = 0;
+			for (int s = 0; s < nb / 8; s++) {
+				const uint8_t *blk = w + (long)o * row_bytes + (long)s * bb;
+				for (int j = 0; j < 8; j++) {
+					int b = s * 8 + j;
+					const int8_t *y = yq + ((long)r * nb + b) * 32;
+					float dy = yd[(long)r * nb + b];
+					int32_t isum = 0;
+					if (type == ARB_Q6_K) {
+						int half = j / 4, g = j % 4;
+						const uint8_t *ql = blk + 64 * half + 32 * (g % 2), *qh = blk + 128 + 32 * half;
+						const int8_t *sc = (const int8_t *)(blk + 192 + 8 * half);
+						for (int l = 0; l < 32; l++) {
+							int q = (int)(((ql[l] >> (4 * (g / 2))) & 0xf) | ((qh[l] >> (2 * g)) & 3) << 4) - 32;
+							isum += sc[2 * g + l / 16] * q * y[l];
+						}
+						sum += fp16_to_f32(rd16(blk + 208)) * dy * (float)isum;
+						continue;
+					}
+					const uint8_t *ql = blk + (type == ARB_Q4_K ? 16 : 48) + 32 * (j / 2);
+					for (int l = 0; l < 32; l++) {
+						int q = (ql[l] >> (4 * (j % 2))) & 0xf;
+						if (type == ARB_Q5_K) q |= ((blk[16 + l] >> j) & 1) << 4;
+						isum += q * y[l];
+					}
+					int sc, m;
+					scale_min_k4(j, blk + 4, &sc, &m);
+					sum += fp16_to_f32(rd16(blk)) * dy * (float)(sc * isum) - fp16_to_f32(rd16(blk + 2)) * dy * (float)(m * ys[(long)r * nb + b]);
+				}
+			}
+			out[(long)r * rows + o] = sum;
+		}
+	}
+}
+
+// expand_row widens one F16 or BF16 weight row to float32.
 static void expand_row(int type, const uint8_t *b, int cols, float *y) {
 	switch (type) {
 	case ARB_F16:
@@ -130,50 +185,6 @@ static void expand_row(int type, const uint8_t *b, int cols, float *y) {
 		return;
 	case ARB_BF16:
 		for (int i = 0; i < cols; i++) { uint32_t v = (uint32_t)rd16(b + 2 * i) << 16; memcpy(y + i, &v, 4); }
-		return;
-	case ARB_Q4_K: case ARB_Q5_K:
-		for (int blk = 0; blk < cols / 256; blk++, y += 256) {
-			const uint8_t *p = b + blk * (type == ARB_Q4_K ? 144 : 176);
-			float d = fp16_to_f32(rd16(p)), dmin = fp16_to_f32(rd16(p + 2));
-			const uint8_t *sc = p + 4, *qh = p + 16, *ql = p + (type == ARB_Q4_K ? 16 : 48);
-			for (int j = 0, is = 0; j < 256; j += 64, is += 2, ql += 32) {
-				float dd[2], mm[2];
-				for (int k = 0; k < 2; k++) {
-					int jj = is + k;
-					uint8_t s, m;
-					if (jj < 4) { s = sc[jj] & 63; m = sc[jj + 4] & 63; }
-					else { s = (sc[jj + 4] & 0xf) | ((sc[jj - 4] >> 6) << 4); m = (sc[jj + 4] >> 4) | ((sc[jj] >> 6) << 4); }
-					dd[k] = d * s; mm[k] = dmin * m;
-				}
-				uint8_t u1 = (uint8_t)(1 << (j / 32)), u2 = (uint8_t)(2 << (j / 32));
-				for (int l = 0; l < 32; l++) {
-					int h1 = 0, h2 = 0;
-					if (type == ARB_Q5_K) { h1 = (qh[l] & u1) ? 16 : 0; h2 = (qh[l] & u2) ? 16 : 0; }
-					y[j + l] = dd[0] * (float)((ql[l] & 0xf) + h1) - mm[0];
-					y[j + 32 + l] = dd[1] * (float)((ql[l] >> 4) + h2) - mm[1];
-				}
-			}
-		}
-		return;
-	case ARB_Q6_K:
-		for (int blk = 0; blk < cols / 256; blk++, y += 256) {
-			const uint8_t *p = b + blk * 210, *ql = p, *qh = p + 128;
-			const int8_t *sc = (const int8_t *)(p + 192);
-			float d = fp16_to_f32(rd16(p + 208));
-			for (int nn = 0; nn < 256; nn += 128, ql += 64, qh += 32, sc += 8) {
-				for (int l = 0; l < 32; l++) {
-					int is = l / 16;
-					int q1 = (int)((ql[l] & 0xf) | ((qh[l] >> 0) & 3) << 4) - 32;
-					int q2 = (int)((ql[l + 32] & 0xf) | ((qh[l] >> 2) & 3) << 4) - 32;
-					int q3 = (int)((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32;
-					int q4 = (int)((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32;
-					y[nn + l] = d * sc[is] * q1;
-					y[nn + l + 32] = d * sc[is + 2] * q2;
-					y[nn + l + 64] = d * sc[is + 4] * q3;
-					y[nn + l + 96] = d * sc[is + 6] * q4;
-				}
-			}
-		}
 		return;
 	}
 }
@@ -399,6 +410,120 @@ AVX2 static inline __attribute__((always_inline)) void q8_rows(int type, const u
 	}
 }
 
+
+// k_tile is q8_tile for the K-quants: weight row o against T activation
+// rows, half a super-block (four 32-value sub-blocks) at a time. The
+// sub-block scales multiply the exact integer sums (Q4_K, Q5_K: through
+// the madd that finishes the reduction; Q6_K: through the madd of each
+// 16-value half), then one float multiply-add per four blocks.
+#define K_TILE(T)                                                                                            \
+	AVX2 static inline __attribute__((always_inline)) void k_tile##T(int type, const uint8_t *wr, int nb,   \
+	                                   const float *yd, const int8_t *yq, const int32_t *ys, int r,         \
+	                                   float *out, long rows, int o) {                                      \
+		__m128 acc[T];                                                                                     \
+		for (int k = 0; k < T; k++) acc[k] = _mm_setzero_ps();                                             \
+		long stride = (long)nb * 32;                                                                       \
+		int bb = kblock_bytes(type);                                                                       \
+		const __m256i m4 = _mm256_set1_epi8(0xf), ones = _mm256_set1_epi16(1);                            \
+		for (int s = 0; s < nb / 8; s++) {                                                                 \
+			const uint8_t *blk = wr + (long)s * bb;                                                        \
+			for (int pf = 0; pf < bb; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0); \
+			for (int h = 0; h < 2; h++) {                                                                  \
+				__m256i q0, q1, q2, q3, a0, a1, a2, a3, sv0, sv1, sv2, sv3, scv;                           \
+				__m128 d4, dm4;                                                                            \
+				__m128i mins4;                                                                             \
+				if (type == ARB_Q6_K) {                                                                    \
+					const uint8_t *ql = blk + 64 * h, *qhp = blk + 128 + 32 * h;                           \
+					const int8_t *sc = (const int8_t *)(blk + 192 + 8 * h);                                \
+					__m256i a = _mm256_loadu_si256((const __m256i *)ql), c = _mm256_loadu_si256((const __m256i *)(ql + 32)); \
+					__m256i hh = _mm256_loadu_si256((const __m256i *)qhp), m2 = _mm256_set1_epi8(3), off = _mm256_set1_epi8(32); \
+					q0 = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(a, m4), _mm256_slli_epi16(_mm256_and_si256(hh, m2), 4)), off); \
+					q1 = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(c, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 2), m2), 4)), off); \
+					q2 = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 4), m2), 4)), off); \
+					q3 = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 6), m2), 4)), off); \
+					a0 = _mm256_sign_epi8(q0, q0); a1 = _mm256_sign_epi8(q1, q1);                          \
+					a2 = _mm256_sign_epi8(q2, q2); a3 = _mm256_sign_epi8(q3, q3);                          \
+					sv0 = _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));                  \
+					sv1 = _mm256_set_m128i(_mm_set1_epi16(sc[3]), _mm_set1_epi16(sc[2]));                  \
+					sv2 = _mm256_set_m128i(_mm_set1_epi16(sc[5]), _mm_set1_epi16(sc[4]));                  \
+					sv3 = _mm256_set_m128i(_mm_set1_epi16(sc[7]), _mm_set1_epi16(sc[6]));                  \
+					d4 = _mm_set1_ps(_cvtsh_ss(rd16(blk + 208)));                                          \
+					scv = ones; dm4 = d4; mins4 = _mm_setzero_si128();                                     \
+				} else {                                                                                   \
+					const uint8_t *ql = blk + (type == ARB_Q4_K ? 16 : 48) + 64 * h;                       \
+					__m256i c0 = _mm256_loadu_si256((const __m256i *)ql), c1 = _mm256_loadu_si256((const __m256i *)(ql + 32)); \
+					q0 = _mm256_and_si256(c0, m4); q1 = _mm256_and_si256(_mm256_srli_epi16(c0, 4), m4);    \
+					q2 = _mm256_and_si256(c1, m4); q3 = _mm256_and_si256(_mm256_srli_epi16(c1, 4), m4);    \
+					if (type == ARB_Q5_K) {                                                                \
+						__m256i qh = _mm256_loadu_si256((const __m256i *)(blk + 16)), sixteen = _mm256_set1_epi8(16); \
+						__m256i b0 = _mm256_set1_epi8((char)(1 << (4 * h))), b1 = _mm256_set1_epi8((char)(2 << (4 * h))); \
+						__m256i b2 = _mm256_set1_epi8((char)(4 << (4 * h))), b3 = _mm256_set1_epi8((char)(8 << (4 * h))); \
+						q0 = _mm256_or_si256(q0, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b0), b0), sixteen)); \
+						q1 = _mm256_or_si256(q1, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b1), b1), sixteen)); \
+						q2 = _mm256_or_si256(q2, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b2), b2), sixteen)); \
+						q3 = _mm256_or_si256(q3, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b3), b3), sixteen)); \
+					}                                                                                      \
+					int sc[4], mn[4];                                                                      \
+					for (int g = 0; g < 4; g++) scale_min_k4(4 * h + g, blk + 4, &sc[g], &mn[g]);         \
+					scv = _mm256_setr_epi16(sc[0], sc[0], sc[1], sc[1], sc[2], sc[2], sc[3], sc[3],        \
+					                        sc[0], sc[0], sc[1], sc[1], sc[2], sc[2], sc[3], sc[3]);       \
+					mins4 = _mm_setr_epi32(mn[0], mn[1], mn[2], mn[3]);                                    \
+					d4 = _mm_set1_ps(_cvtsh_ss(rd16(blk)));                                                \
+					dm4 = _mm_set1_ps(_cvtsh_ss(rd16(blk + 2)));                                           \
+					a0 = a1 = a2 = a3 = sv0 = sv1 = sv2 = sv3 = ones;                                      \
+				}                                                                                          \
+				int b = s * 8 + 4 * h;                                                                     \
+				for (int k = 0; k < T; k++) {                                                              \
+					const int8_t *y = yq + (long)(r + k) * stride + (long)b * 32;                          \
+					__m256i y0 = _mm256_loadu_si256((const __m256i *)y), y1 = _mm256_loadu_si256((const __m256i *)(y + 32)); \
+					__m256i y2 = _mm256_loadu_si256((const __m256i *)(y + 64)), y3 = _mm256_loadu_si256((const __m256i *)(y + 96)); \
+					__m128 dy4 = _mm_loadu_ps(yd + (long)(r + k) * nb + b);                                \
+					__m256i hs;                                                                            \
+					if (type == ARB_Q6_K) {                                                                \
+						__m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(a0, _mm256_sign_epi8(y0, q0)), sv0); \
+						__m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(a1, _mm256_sign_epi8(y1, q1)), sv1); \
+						__m256i p2 = _mm256_madd_epi16(_mm256_maddubs_epi16(a2, _mm256_sign_epi8(y2, q2)), sv2); \
+						__m256i p3 = _mm256_madd_epi16(_mm256_maddubs_epi16(a3, _mm256_sign_epi8(y3, q3)), sv3); \
+						hs = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));      \
+					} else {                                                                               \
+						__m256i m0 = _mm256_maddubs_epi16(q0, y0), m1 = _mm256_maddubs_epi16(q1, y1);      \
+						__m256i m2 = _mm256_maddubs_epi16(q2, y2), m3 = _mm256_maddubs_epi16(q3, y3);      \
+						hs = _mm256_madd_epi16(_mm256_hadd_epi16(_mm256_hadd_epi16(m0, m1), _mm256_hadd_epi16(m2, m3)), scv); \
+					}                                                                                      \
+					__m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(hs), _mm256_extracti128_si256(hs, 1)); \
+					acc[k] = _mm_fmadd_ps(_mm_mul_ps(d4, dy4), _mm_cvtepi32_ps(s4), acc[k]);              \
+					if (type != ARB_Q6_K) {                                                                \
+						__m128i mn = _mm_mullo_epi32(mins4, _mm_loadu_si128((const __m128i *)(ys + (long)(r + k) * nb + b))); \
+						acc[k] = _mm_fnmadd_ps(_mm_mul_ps(dm4, dy4), _mm_cvtepi32_ps(mn), acc[k]);        \
+					}                                                                                      \
+				}                                                                                          \
+			}                                                                                              \
+		}                                                                                                  \
+		for (int k = 0; k < T; k++) {                                                                      \
+			__m128 t = _mm_add_ps(acc[k], _mm_movehl_ps(acc[k], acc[k]));                                  \
+			t = _mm_add_ss(t, _mm_movehdup_ps(t));                                                         \
+			out[(long)(r + k) * rows + o] = _mm_cvtss_f32(t);                                              \
+		}                                                                                                  \
+	}
+K_TILE(1)
+K_TILE(2)
+K_TILE(3)
+K_TILE(4)
+
+AVX2 static inline __attribute__((always_inline)) void k_rows(int type, const uint8_t *w, long row_bytes, int lo, int hi, int nb,
+                                                             const float *yd, const int8_t *yq, const int32_t *ys, int n, float *out, int rows) {
+	for (int o = lo; o < hi; o++) {
+		const uint8_t *wr = w + (long)o * row_bytes;
+		int r = 0;
+		for (; r + 4 <= n; r += 4) k_tile4(type, wr, nb, yd, yq, ys, r, out, rows, o);
+		switch (n - r) {
+		case 3: k_tile3(type, wr, nb, yd, yq, ys, r, out, rows, o); break;
+		case 2: k_tile2(type, wr, nb, yd, yq, ys, r, out, rows, o); break;
+		case 1: k_tile1(type, wr, nb, yd, yq, ys, r, out, rows, o); break;
+		}
+	}
+}
+
 AVX2 static void mm_q8_avx2(int type, const uint8_t *w, long row_bytes, int lo, int hi, int nb,
                             const float *yd, const int8_t *yq, const int32_t *ys, int n, float *out, int rows) {
 	switch (type) {
@@ -407,6 +532,9 @@ AVX2 static void mm_q8_avx2(int type, const uint8_t *w, long row_bytes, int lo, 
 	case ARB_Q4_1: q8_rows(ARB_Q4_1, w, row_bytes, lo, hi, nb, yd, yq, ys, n, out, rows); break;
 	case ARB_Q5_0: q8_rows(ARB_Q5_0, w, row_bytes, lo, hi, nb, yd, yq, ys, n, out, rows); break;
 	case ARB_Q5_1: q8_rows(ARB_Q5_1, w, row_bytes, lo, hi, nb, yd, yq, ys, n, out, rows); break;
+	case ARB_Q4_K: k_rows(ARB_Q4_K, w, row_bytes, lo, hi, nb, yd, yq, ys, n, out, rows); break;
+	case ARB_Q5_K: k_rows(ARB_Q5_K, w, row_bytes, lo, hi, nb, yd, yq, ys, n, out, rows); break;
+	case ARB_Q6_K: k_rows(ARB_Q6_K, w, row_bytes, lo, hi, nb, yd, yq, ys, n, out, rows); break;
 	default: q8_rows(type, w, row_bytes, lo, hi, nb, yd, yq, ys, n, out, rows); break;
 	}
 }
@@ -426,83 +554,6 @@ AVX2 static float dot_avx2(const float *a, const float *b, int n) {
 	return s;
 }
 
-// store32 converts 32 bytes holding values 0..255 (u8) to float, scales
-// them by d and subtracts m: y[i] = d*q[i] - m, for i < 32.
-AVX2 static inline void store32(float *y, __m256i q, float d, float m) {
-	__m256 vd = _mm256_set1_ps(d), vm = _mm256_set1_ps(m);
-	__m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
-	_mm256_storeu_ps(y + 0, _mm256_fmsub_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo)), vm));
-	_mm256_storeu_ps(y + 8, _mm256_fmsub_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8))), vm));
-	_mm256_storeu_ps(y + 16, _mm256_fmsub_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi)), vm));
-	_mm256_storeu_ps(y + 24, _mm256_fmsub_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8))), vm));
-}
-
-// store16s converts 16 signed bytes to float times d: y[i] = d*q[i].
-AVX2 static inline void store16s(float *y, __m128i q, float d) {
-	__m256 vd = _mm256_set1_ps(d);
-	_mm256_storeu_ps(y, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q))));
-	_mm256_storeu_ps(y + 8, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8)))));
-}
-
-// expand_k_avx2 expands Q4_K, Q5_K and Q6_K rows with byte-wide SIMD; the
-// layouts are those of expand_row (and quant.DequantizeBlock).
-AVX2 static int expand_k_avx2(int type, const uint8_t *b, int cols, float *y) {
-	const __m256i m4 = _mm256_set1_epi8(0xf);
-	switch (type) {
-	case ARB_Q4_K: case ARB_Q5_K:
-		for (int blk = 0; blk < cols / 256; blk++, y += 256) {
-			const uint8_t *p = b + blk * (type == ARB_Q4_K ? 144 : 176);
-			float d = fp16_to_f32(rd16(p)), dmin = fp16_to_f32(rd16(p + 2));
-			const uint8_t *sc = p + 4, *ql = p + (type == ARB_Q4_K ? 16 : 48);
-			__m256i qh = type == ARB_Q5_K ? _mm256_loadu_si256((const __m256i *)(p + 16)) : _mm256_setzero_si256();
-			for (int j = 0, is = 0; j < 256; j += 64, is += 2, ql += 32) {
-				float dd[2], mm[2];
-				for (int k = 0; k < 2; k++) {
-					int jj = is + k;
-					uint8_t s, m;
-					if (jj < 4) { s = sc[jj] & 63; m = sc[jj + 4] & 63; }
-					else { s = (sc[jj + 4] & 0xf) | ((sc[jj - 4] >> 6) << 4); m = (sc[jj + 4] >> 4) | ((sc[jj] >> 6) << 4); }
-					dd[k] = d * s; mm[k] = dmin * m;
-				}
-				__m256i q = _mm256_loadu_si256((const __m256i *)ql);
-				__m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-				if (type == ARB_Q5_K) {
-					// fifth bits: bit (j/32) of qh[l] for the low half, bit (j/32 + 1) for the high half
-					__m256i b1 = _mm256_set1_epi8((char)(1 << (j / 32))), b2 = _mm256_set1_epi8((char)(2 << (j / 32)));
-					lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b1), b1), _mm256_set1_epi8(16)));
-					hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b2), b2), _mm256_set1_epi8(16)));
-				}
-				store32(y + j, lo, dd[0], mm[0]);
-				store32(y + j + 32, hi, dd[1], mm[1]);
-			}
-		}
-		return 1;
-	case ARB_Q6_K:
-		for (int blk = 0; blk < cols / 256; blk++, y += 256) {
-			const uint8_t *p = b + blk * 210, *ql = p, *qh = p + 128;
-			const int8_t *sc = (const int8_t *)(p + 192);
-			float d = fp16_to_f32(rd16(p + 208));
-			const __m256i m2 = _mm256_set1_epi8(3), off = _mm256_set1_epi8(32);
-			for (int nn = 0; nn < 256; nn += 128, ql += 64, qh += 32, sc += 8) {
-				__m256i a = _mm256_loadu_si256((const __m256i *)ql), c = _mm256_loadu_si256((const __m256i *)(ql + 32));
-				__m256i h = _mm256_loadu_si256((const __m256i *)qh);
-				__m256i q1 = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(a, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4)), off);
-				__m256i q2 = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(c, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4)), off);
-				__m256i q3 = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4)), off);
-				__m256i q4 = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4)), off);
-				__m256i qs[4] = {q1, q2, q3, q4};
-				for (int g = 0; g < 4; g++) {
-					// 32 values; the first 16 use scale sc[2g], the next 16 sc[2g+1]
-					store16s(y + nn + 32 * g, _mm256_castsi256_si128(qs[g]), d * sc[2 * g]);
-					store16s(y + nn + 32 * g + 16, _mm256_extracti128_si256(qs[g], 1), d * sc[2 * g + 1]);
-				}
-			}
-		}
-		return 1;
-	}
-	return 0;
-}
-
 AVX2 static void expand_f16_avx2(const uint8_t *b, int cols, float *y) {
 	int i = 0;
 	for (; i + 8 <= cols; i += 8) _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 2 * i))));
@@ -514,20 +565,21 @@ AVX2 static void mm_f32_avx2(int type, const uint8_t *w, long row_bytes, int lo,
 	for (int o = lo; o < hi; o++) {
 		const float *wr = (const float *)(w + (long)o * row_bytes);
 		if (type == ARB_F16) { expand_f16_avx2(w + (long)o * row_bytes, cols, scratch); wr = scratch; }
-		else if (type != ARB_F32) {
-			if (!expand_k_avx2(type, w + (long)o * row_bytes, cols, scratch)) expand_row(type, w + (long)o * row_bytes, cols, scratch);
-			wr = scratch;
-		}
+		else if (type != ARB_F32) { expand_row(type, w + (long)o * row_bytes, cols, scratch); wr = scratch; }
 		for (int r = 0; r < n; r++) out[(long)r * rows + o] = dot_avx2(wr, x + (long)r * cols, cols);
 	}
 }
 
 static int level = -1;
 
+// arb_simd_level picks the kernels once: AVX2 where the CPU has it, unless
+// ARBORIST_SIMD=0 asks for the portable C ones (so tests can run those too).
 int arb_simd_level(void) {
 	if (level < 0) {
+		const char *e = getenv("ARBORIST_SIMD");
 		__builtin_cpu_init();
 		level = (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) ? 1 : 0;
+		if (e && e[0] == '0') level = 0;
 	}
 	return level;
 }
@@ -547,7 +599,8 @@ void arb_mm_q8(int type, const uint8_t *w, long row_bytes, int lo, int hi, int n
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	if (arb_simd_level() >= 1) { mm_q8_avx2(type, w, row_bytes, lo, hi, nb, yd, yq, ys, n, out, rows); return; }
 #endif
-	mm_q8_generic(type, w, row_bytes, lo, hi, nb, yd, yq, ys, n, out, rows);
+	if (is_k(type)) mm_k_generic(type, w, row_bytes, lo, hi, nb, yd, yq, ys, n, out, rows);
+	else mm_q8_generic(type, w, row_bytes, lo, hi, nb, yd, yq, ys, n, out, rows);
 }
 
 void arb_mm_f32(int type, const uint8_t *w, long row_bytes, int lo, int hi, int cols,
