@@ -3,13 +3,16 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 )
 
-// BenchmarkAttention: one decode step's attention of the bench target's
-// shape (64 heads of 8, 32 kv heads) over 128 cached positions.
+// BenchmarkAttention: attention of the bench target's shape (64 heads of 8,
+// 32 kv heads) over 128 cached positions: one decode step (n=1), and the
+// verification of an 8-node tree (n=8, each node seeing the prefix, its
+// ancestors and itself).
 func BenchmarkAttention(b *testing.B) {
 	const heads, kvHeads, hd, past = 64, 32, 8, 128
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -20,12 +23,32 @@ func BenchmarkAttention(b *testing.B) {
 		}
 		return x
 	}
-	q, kc, vc := fill(heads*hd), fill((past+1)*kvHeads*hd), fill((past+1)*kvHeads*hd)
-	out := make([]float32, heads*hd)
-	be := New(DefaultThreads())
-	defer be.Close()
-	for b.Loop() {
-		be.Attention(out, q, kc, vc, past, 1, nil, heads, kvHeads, hd, 0.35)
+	for _, n := range []int{1, 8} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			total := past + n
+			q, kc, vc := fill(n*heads*hd), fill(total*kvHeads*hd), fill(total*kvHeads*hd)
+			var mask []bool
+			if n > 1 { // a binary tree: node i's parent is (i-1)/2
+				mask = make([]bool, n*total)
+				for i := 0; i < n; i++ {
+					for j := 0; j < past; j++ {
+						mask[i*total+j] = true
+					}
+					for a := i; ; a = (a - 1) / 2 {
+						mask[i*total+past+a] = true
+						if a == 0 {
+							break
+						}
+					}
+				}
+			}
+			out := make([]float32, n*heads*hd)
+			be := New(DefaultThreads())
+			defer be.Close()
+			for b.Loop() {
+				be.Attention(out, q, kc, vc, past, n, mask, heads, kvHeads, hd, 0.35)
+			}
+		})
 	}
 }
 
@@ -61,4 +84,115 @@ func TestSiLUMul(t *testing.T) {
 			}
 		}
 	}
+}
+
+// refAttention is softmax(q.K*scale over the visible slots).V in float64.
+func refAttention(q, kc, vc []float32, past, n int, mask []bool, heads, kvHeads, hd int, scale float64) []float32 {
+	total, group, kvd := past+n, heads/kvHeads, kvHeads*hd
+	out := make([]float32, n*heads*hd)
+	for i := 0; i < n; i++ {
+		for h := 0; h < heads; h++ {
+			kh := h / group
+			var w []float64
+			var slots []int
+			m := math.Inf(-1)
+			for j := 0; j < total; j++ {
+				if mask != nil && !mask[i*total+j] || mask == nil && j > past+i {
+					continue
+				}
+				var d float64
+				for t := 0; t < hd; t++ {
+					d += float64(q[(i*heads+h)*hd+t]) * float64(kc[j*kvd+kh*hd+t])
+				}
+				d *= scale
+				w, slots = append(w, d), append(slots, j)
+				m = max(m, d)
+			}
+			var sum float64
+			for k := range w {
+				w[k] = math.Exp(w[k] - m)
+				sum += w[k]
+			}
+			for t := 0; t < hd; t++ {
+				var o float64
+				for k, j := range slots {
+					o += w[k] / sum * float64(vc[j*kvd+kh*hd+t])
+				}
+				out[(i*heads+h)*hd+t] = float32(o)
+			}
+		}
+	}
+	return out
+}
+
+// TestAttentionMatchesReference: the C attention (both the per-kv-head
+// kernel for heads of width 8 and the general one) against float64, causal
+// and with a tree mask, and a batch row gives the same bits alone as among
+// the others (decoded alone it sees exactly the slots its mask row allows).
+func TestAttentionMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	be := New(2)
+	defer be.Close()
+	fill := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		return x
+	}
+	for _, c := range []struct{ heads, kvHeads, hd, past, n int }{
+		{64, 32, 8, 37, 1}, {64, 32, 8, 37, 9}, {8, 8, 8, 0, 5}, {12, 3, 8, 130, 3}, {4, 2, 16, 21, 6}, {4, 4, 12, 9, 2},
+	} {
+		total := c.past + c.n
+		kvd := c.kvHeads * c.hd
+		q, kc, vc := fill(c.n*c.heads*c.hd), fill(total*kvd), fill(total*kvd)
+		// a tree: row i sees the prefix, itself and (at random) earlier batch rows
+		mask := make([]bool, c.n*total)
+		for i := 0; i < c.n; i++ {
+			for j := 0; j < total; j++ {
+				mask[i*total+j] = j < c.past || j == c.past+i || j < c.past+i && rng.IntN(2) == 0
+			}
+		}
+		for _, m := range [][]bool{nil, mask} {
+			got := make([]float32, c.n*c.heads*c.hd)
+			be.Attention(got, q, kc, vc, c.past, c.n, m, c.heads, c.kvHeads, c.hd, 0.3)
+			want := refAttention(q, kc, vc, c.past, c.n, m, c.heads, c.kvHeads, c.hd, 0.3)
+			for i := range want {
+				if d := math.Abs(float64(got[i] - want[i])); d > 1e-5 {
+					t.Fatalf("%+v mask=%v: out[%d] = %v, want %v", c, m != nil, i, got[i], want[i])
+				}
+			}
+			// row i alone: the other batch rows' slots are left out of its cache
+			for i := 0; i < c.n; i++ {
+				var kc1, vc1 []float32
+				for j := 0; j < total; j++ {
+					if j < c.past || j == c.past+i || m != nil && m[i*total+j] || m == nil && j < c.past+i {
+						kc1 = append(kc1, kc[j*kvd:(j+1)*kvd]...)
+						vc1 = append(vc1, vc[j*kvd:(j+1)*kvd]...)
+					}
+				}
+				if m != nil && !slicesEqualPrefix(m[i*total:(i+1)*total], c.past+i) {
+					continue // a sparse mask row does not correspond to one contiguous cache
+				}
+				one := make([]float32, c.heads*c.hd)
+				be.Attention(one, q[i*c.heads*c.hd:(i+1)*c.heads*c.hd], kc1, vc1, len(kc1)/kvd-1, 1, nil, c.heads, c.kvHeads, c.hd, 0.3)
+				for k, v := range one {
+					if v != got[i*c.heads*c.hd+k] {
+						t.Fatalf("%+v mask=%v: row %d value %d alone %v, in the batch %v", c, m != nil, i, k, v, got[i*c.heads*c.hd+k])
+					}
+				}
+			}
+		}
+	}
+}
+
+// slicesEqualPrefix reports whether row allows exactly slots [0, k] and
+// nothing after.
+func slicesEqualPrefix(row []bool, k int) bool {
+	for j, v := range row {
+		if v != (j <= k) {
+			return false
+		}
+	}
+	return true
 }

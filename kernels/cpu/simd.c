@@ -338,7 +338,9 @@ AVX2 static inline __m128 scales4(const uint8_t *k0, const uint8_t *k1, const ui
 // on a 96 MiB Q8_0 matrix with one thread, asking 2-3 KiB ahead raised the
 // kernel's streaming rate from about 70% of a plain read loop's to 90-100%
 // (the hardware prefetcher alone leaves the loads waiting).
+#ifndef PREFETCH
 #define PREFETCH 2048
+#endif
 
 // q8_tile computes weight row o against T activation rows r..r+T-1
 // (T = 1..4): each group of four weight blocks is loaded once and used for
@@ -632,6 +634,131 @@ AVX2 static inline __m256 exp8_masked(__m256 x) {
 	return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(pow2)), live);
 }
 
+// transpose8 transposes an 8x8 block of floats held as 8 rows.
+AVX2 static inline void transpose8(__m256 r[8]) {
+	__m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+	__m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+	__m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+	__m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+	__m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+	__m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+	__m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+	__m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+	r[0] = _mm256_permute2f128_ps(u0, u4, 0x20); r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+	r[2] = _mm256_permute2f128_ps(u2, u6, 0x20); r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+	r[4] = _mm256_permute2f128_ps(u0, u4, 0x31); r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+	r[6] = _mm256_permute2f128_ps(u2, u6, 0x31); r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+// wsum_rows adds weights[k][j] * v[j] over slots j < total into acc[k] for
+// kn query rows (weights kn rows of stride tp; v rows of stride kvd).
+AVX2 static inline __attribute__((always_inline)) void wsum_rows(__m256 *acc, const float *w, int tp, const float *v, int kvd, int total, int kn) {
+	for (int j = 0; j < total; j++) {
+		__m256 vj = _mm256_loadu_ps(v + (long)j * kvd);
+		for (int k = 0; k < kn; k++) acc[k] = _mm256_fmadd_ps(_mm256_broadcast_ss(w + (long)k * tp + j), vj, acc[k]);
+	}
+}
+
+// attention_hd8 is arb_attention for heads of width 8, where one key is a
+// single vector and reducing each q.k product horizontally would cost more
+// than the product. A task is one kv head: every block of 8 keys is
+// loaded and transposed once, then scored for all of the head's query rows
+// (every batch row times the heads sharing the kv head) with 8 multiply-adds
+// each. Scores past a row's last visible slot, and masked ones, are set to
+// -inf, whose exponential is exactly 0, so a row gets the same bits
+// whatever the batch around it.
+AVX2 static void attention_hd8(float *out, const float *q, const float *kc, const float *vc, int past, int n,
+                               const uint8_t *mask, int heads, int kv_heads, float scale,
+                               int lo, int hi, float *scores) {
+	int total = past + n, group = heads / kv_heads, kvd = kv_heads * 8, qd = heads * 8;
+	int tp = (total + 7) & ~7;
+	const __m256 vscale = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
+	for (int kh = lo; kh < hi; kh++) {
+		for (int j0 = 0; j0 < total; j0 += 8) {
+			__m256 r[8];
+			for (int u = 0; u < 8; u++)
+				r[u] = j0 + u < total ? _mm256_loadu_ps(kc + (long)(j0 + u) * kvd + kh * 8) : _mm256_setzero_ps();
+			transpose8(r);
+			for (int i = 0; i < n; i++) {
+				for (int g = 0; g < group; g++) {
+					const float *qv = q + (long)i * qd + (kh * group + g) * 8;
+					__m256 sv = _mm256_mul_ps(_mm256_broadcast_ss(qv), r[0]);
+					for (int t = 1; t < 8; t++) sv = _mm256_fmadd_ps(_mm256_broadcast_ss(qv + t), r[t], sv);
+					_mm256_storeu_ps(scores + (long)(i * group + g) * tp + j0, _mm256_mul_ps(sv, vscale));
+				}
+			}
+		}
+		// softmax of each query row's scores; inv[k] is 1/sum, or 0 for a
+		// row that sees no slot
+		int rows = n * group;
+		float *inv = scores + (long)rows * tp;
+		for (int k = 0; k < rows; k++) {
+			int i = k / group;
+			const uint8_t *row = mask ? mask + (long)i * total : NULL;
+			int limit = row ? total : past + i + 1;
+			float *sc = scores + (long)k * tp;
+			for (int j = limit; j < tp; j++) sc[j] = -INFINITY;
+			if (row) { // masked slots to -inf, 8 mask bytes at a time
+				int j = 0;
+				for (; j + 8 <= limit; j += 8) {
+					__m256i m = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(row + j)));
+					__m256 hide = _mm256_castsi256_ps(_mm256_cmpeq_epi32(m, _mm256_setzero_si256()));
+					_mm256_storeu_ps(sc + j, _mm256_blendv_ps(_mm256_loadu_ps(sc + j), ninf, hide));
+				}
+				for (; j < limit; j++)
+					if (!row[j]) sc[j] = -INFINITY;
+			}
+			__m256 vmax = ninf;
+			for (int j = 0; j < tp; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(sc + j));
+			__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+			m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+			m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+			float maxs = _mm_cvtss_f32(m4);
+			if (maxs == -INFINITY) { // sees nothing: all weights 0
+				memset(sc, 0, (size_t)tp * sizeof(float));
+				inv[k] = 0;
+				continue;
+			}
+			vmax = _mm256_set1_ps(maxs);
+			__m256d s0 = _mm256_setzero_pd(), s1 = s0;
+			for (int j = 0; j < tp; j += 8) {
+				__m256 e = exp8_masked(_mm256_sub_ps(_mm256_loadu_ps(sc + j), vmax));
+				_mm256_storeu_ps(sc + j, e);
+				s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+				s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+			}
+			double sd[4];
+			_mm256_storeu_pd(sd, _mm256_add_pd(s0, s1));
+			inv[k] = (float)(1.0 / ((sd[0] + sd[1]) + (sd[2] + sd[3])));
+		}
+		// weighted sum of the values, up to 8 query rows per pass over the
+		// slots: a value vector is loaded once for all of them, and a slot a
+		// row does not see has weight exactly 0, which leaves its sum as if
+		// the slot were not there
+		for (int k0 = 0; k0 < rows; k0 += 8) {
+			int kn = rows - k0 < 8 ? rows - k0 : 8;
+			__m256 acc[8];
+			for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
+			const float *sc = scores + (long)k0 * tp;
+			const float *vp = vc + kh * 8;
+			switch (kn) { // one loop per row count, so the accumulators stay in registers
+			case 8: wsum_rows(acc, sc, tp, vp, kvd, total, 8); break;
+			case 7: wsum_rows(acc, sc, tp, vp, kvd, total, 7); break;
+			case 6: wsum_rows(acc, sc, tp, vp, kvd, total, 6); break;
+			case 5: wsum_rows(acc, sc, tp, vp, kvd, total, 5); break;
+			case 4: wsum_rows(acc, sc, tp, vp, kvd, total, 4); break;
+			case 3: wsum_rows(acc, sc, tp, vp, kvd, total, 3); break;
+			case 2: wsum_rows(acc, sc, tp, vp, kvd, total, 2); break;
+			default: wsum_rows(acc, sc, tp, vp, kvd, total, 1); break;
+			}
+			for (int k = 0; k < kn; k++) {
+				int i = (k0 + k) / group, h = kh * group + (k0 + k) % group;
+				_mm256_storeu_ps(out + (long)i * qd + h * 8, _mm256_mul_ps(acc[k], _mm256_set1_ps(inv[k0 + k])));
+			}
+		}
+	}
+}
+
 // attention_avx2 is arb_attention for head widths that are multiples of 8.
 AVX2 static void attention_avx2(float *out, const float *q, const float *kc, const float *vc, int past, int n,
                                 const uint8_t *mask, int heads, int kv_heads, int hd, float scale,
@@ -691,7 +818,29 @@ AVX2 static void attention_avx2(float *out, const float *q, const float *kc, con
 }
 #endif
 
-// arb_attention computes tasks lo..hi-1 (task = row*heads + head) of
+// arb_attention_tasks returns how many tasks arb_attention splits into and
+// arb_attention_scratch how many floats of scratch one task needs: (row,
+// head) pairs and one score per slot, or, for heads of width 8 on AVX2, kv
+// heads and a padded score row (and its softmax sum) for every query row
+// that reads the kv head.
+static int attention_by_kv_head(int hd) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	return hd == 8 && arb_simd_level() >= 1;
+#else
+	return 0;
+#endif
+}
+
+int arb_attention_tasks(int n, int heads, int kv_heads, int hd) {
+	return attention_by_kv_head(hd) ? kv_heads : n * heads;
+}
+
+long arb_attention_scratch(int past, int n, int heads, int kv_heads, int hd) {
+	return attention_by_kv_head(hd) ? (long)n * (heads / kv_heads) * (((past + n + 7) & ~7) + 1) : past + n;
+}
+
+// arb_attention computes tasks lo..hi-1 (see arb_attention_tasks; in
+// general task = row*heads + head) of
 // softmax(q.K^T * scale, masked) . V. mask, when not NULL, has n rows of
 // past+n bytes; without it row i sees slots 0..past+i. A row that sees no
 // slot gets zeros. The softmax sum accumulates in double, as ggml does.
@@ -699,6 +848,10 @@ void arb_attention(float *out, const float *q, const float *kc, const float *vc,
                    const uint8_t *mask, int heads, int kv_heads, int hd, float scale,
                    int lo, int hi, float *scores) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (attention_by_kv_head(hd)) {
+		attention_hd8(out, q, kc, vc, past, n, mask, heads, kv_heads, scale, lo, hi, scores);
+		return;
+	}
 	if (hd % 8 == 0 && arb_simd_level() >= 1) {
 		attention_avx2(out, q, kc, vc, past, n, mask, heads, kv_heads, hd, scale, lo, hi, scores);
 		return;

@@ -55,10 +55,11 @@ type attnJob struct {
 	past, n, heads, kvHeads, hd int
 	mask                        []bool
 	scale                       float32
+	scratch                     int // floats of scratch per task
 }
 
 func (j *attnJob) do(worker, lo, hi int) {
-	scores := j.b.scratchRow(worker, j.past+j.n)
+	scores := j.b.scratchRow(worker, j.scratch)
 	var mask *C.uint8_t
 	if j.mask != nil {
 		mask = (*C.uint8_t)(unsafe.Pointer(&j.mask[0]))
@@ -69,13 +70,16 @@ func (j *attnJob) do(worker, lo, hi int) {
 		(*C.float)(unsafe.Pointer(&scores[0])))
 }
 
-// Attention implements kernels.Attention in C, split over (row, head) tasks.
+// Attention implements kernels.Attention in C, split into the tasks
+// arb_attention_tasks names.
 func (b *Backend) Attention(out, q, kc, vc []float32, past, n int, mask []bool, heads, kvHeads, hd int, scale float32) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.attn = attnJob{b: b, out: out, q: q, kc: kc, vc: vc, past: past, n: n, heads: heads, kvHeads: kvHeads, hd: hd, mask: mask, scale: scale}
+	tasks := int(C.arb_attention_tasks(C.int(n), C.int(heads), C.int(kvHeads), C.int(hd)))
+	scratch := C.arb_attention_scratch(C.int(past), C.int(n), C.int(heads), C.int(kvHeads), C.int(hd))
+	b.attn = attnJob{b: b, out: out, q: q, kc: kc, vc: vc, past: past, n: n, heads: heads, kvHeads: kvHeads, hd: hd, mask: mask, scale: scale, scratch: int(scratch)}
 	j := &b.attn
-	b.pool.run(j, n*heads, max(1, 4096/((past+n)*hd)))
+	b.pool.run(j, tasks, max(1, 4096*tasks/(n*heads*(past+n)*hd)))
 }
 
 // SiLUMul implements kernels.SiLUMul in C.
