@@ -3,7 +3,6 @@
 package cpu
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -11,8 +10,9 @@ import (
 
 // BenchmarkAttention: attention of the bench target's shape (64 heads of 8,
 // 32 kv heads) over 128 cached positions: one decode step (n=1), and the
-// verification of an 8-node tree (n=8, each node seeing the prefix, its
-// ancestors and itself).
+// verification of 8 tokens, as a chain (causal, no mask) and as an 8-node
+// tree (each node seeing the prefix, its ancestors and itself): the tree's
+// mask must cost no more than the dense case.
 func BenchmarkAttention(b *testing.B) {
 	const heads, kvHeads, hd, past = 64, 32, 8, 128
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -23,12 +23,17 @@ func BenchmarkAttention(b *testing.B) {
 		}
 		return x
 	}
-	for _, n := range []int{1, 8} {
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		n    int
+		tree bool
+	}{{"n=1", 1, false}, {"n=8/causal", 8, false}, {"n=8/tree", 8, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			n := c.n
 			total := past + n
 			q, kc, vc := fill(n*heads*hd), fill(total*kvHeads*hd), fill(total*kvHeads*hd)
 			var mask []bool
-			if n > 1 { // a binary tree: node i's parent is (i-1)/2
+			if c.tree { // a binary tree: node i's parent is (i-1)/2
 				mask = make([]bool, n*total)
 				for i := 0; i < n; i++ {
 					for j := 0; j < past; j++ {
