@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -49,6 +50,18 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	roof := bw / float64(m.WeightBytes())
 	fmt.Fprintf(w, "memory read bandwidth: %.1f GB/s (%d threads); decode roofline %.0f tokens/s (weight bytes per token / bandwidth)\n", bw/1e9, *threads, roof)
 
+	integer := m.Blocks[0].Gate.Type().BlockSize() > 1 // quantised weights run on int8 products
+	kind := "float32 FMA"
+	if integer {
+		kind = "int8"
+	}
+	peak, err := profiles.ComputePeak(ctx, *threads, integer)
+	if err != nil {
+		return err
+	}
+	macs := float64(m.MatMACs())
+	fmt.Fprintf(w, "compute ceiling: %.1f GMAC/s of %s multiply-adds (%d threads, no memory traffic); %.1fM multiply-adds per token\n", peak/1e9, kind, *threads, macs/1e6)
+
 	prompt := m.Tok.Encode("Once upon a time", true, false)
 	var tps []float64
 	for r := 0; r < *reps; r++ {
@@ -68,11 +81,39 @@ func runBench(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	fmt.Fprintln(w, "T_verify(W), one pass over W tokens after 128 cached:")
-	fmt.Fprintf(w, "  %5s %12s %10s %14s %10s\n", "W", "median", "spread", "vs W=1", "tokens/s")
+	fmt.Fprintf(w, "  %5s %12s %10s %14s %10s %10s %9s\n", "W", "median", "spread", "vs W=1", "tokens/s", "GMAC/s", "of peak")
 	base := pts[0].Median
+	ratio8 := 0.0
 	for _, p := range pts {
-		fmt.Fprintf(w, "  %5d %12s %10s %13.2fx %10.0f\n", p.W, p.Median.Round(time.Microsecond), p.Spread.Round(time.Microsecond),
-			float64(p.Median)/float64(base), float64(p.W)/p.Median.Seconds())
+		rate := float64(p.W) * macs / p.Median.Seconds()
+		fmt.Fprintf(w, "  %5d %12s %10s %13.2fx %10.0f %10.1f %8.0f%%\n", p.W, p.Median.Round(time.Microsecond), p.Spread.Round(time.Microsecond),
+			float64(p.Median)/float64(base), float64(p.W)/p.Median.Seconds(), rate/1e9, 100*rate/peak)
+		if p.W == 8 && pts[0].W == 1 {
+			ratio8 = float64(p.Median) / float64(base)
+		}
+	}
+	if ref, ok := referenceFigures(filepath.Base(*path)); ok {
+		fmt.Fprintf(w, "reference engine (../shared/models/README.md: a mature C/C++ engine, 2 threads, on the developers' machine class): decode %.0f-%.0f tokens/s; this run %.2f-%.2fx of it",
+			ref.decodeLo, ref.decodeHi, med/ref.decodeHi, med/ref.decodeLo)
+		if ref.ratioHi > 0 && ratio8 > 0 {
+			fmt.Fprintf(w, "; T_verify(8)/T_verify(1) %.1f-%.1fx, this run %.2fx", ref.ratioLo, ref.ratioHi, ratio8)
+		}
+		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// reference holds a mature engine's figures for one of the shared models.
+type reference struct{ decodeLo, decodeHi, ratioLo, ratioHi float64 }
+
+// referenceFigures returns the figures ../shared/models/README.md gives for
+// a shared model, by file name.
+func referenceFigures(name string) (reference, bool) {
+	switch name {
+	case "target-60m-q8_0.gguf":
+		return reference{143, 240, 2.0, 3.2}, true
+	case "stories260K.gguf":
+		return reference{4650, 4650, 0, 0}, true
+	}
+	return reference{}, false
 }

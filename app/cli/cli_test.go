@@ -272,3 +272,33 @@ func TestRunErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestBench: the bench verb reports bandwidth, the compute ceiling, decode
+// speed against the roofline, the T_verify curve against the ceiling, and
+// the reference engine's figures for a shared model; bad widths are a
+// usage error.
+func TestBench(t *testing.T) {
+	dir := sharedModels(t)
+	code, out, stderr := run(t, "bench", "--model", filepath.Join(dir, "stories260K.gguf"), "--reps", "1", "--widths", "1,8", "-n", "8")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"memory read bandwidth:", "compute ceiling:", "float32 FMA", "% of the bandwidth roofline",
+		"T_verify(W)", "of peak", "reference engine", "decode 4650-4650 tokens/s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bench output lacks %q:\n%s", want, out)
+		}
+	}
+	rows := 0
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 7 && (f[0] == "1" || f[0] == "8") && strings.HasSuffix(f[6], "%") {
+			rows++
+		}
+	}
+	if rows != 2 {
+		t.Errorf("want rows for W=1 and W=8 in:\n%s", out)
+	}
+	if code, _, stderr := run(t, "bench", "--model", filepath.Join(dir, "stories260K.gguf"), "--widths", "1,x"); code != 2 || !strings.Contains(stderr, "--widths") {
+		t.Errorf("bad widths: exit %d, %s", code, stderr)
+	}
+}

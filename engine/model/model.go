@@ -157,6 +157,26 @@ func (m *Model) Embed(id int, dst []float32) error {
 	return quant.Dequantize(m.embdType, m.embd[id*m.embdRow:(id+1)*m.embdRow], dst)
 }
 
+// MatMACs is the number of multiply-adds the weight matrices cost per token
+// (every layer's projections and the output head): what one token of a
+// pass computes, whatever the weights' type.
+func (m *Model) MatMACs() int64 {
+	var n int64
+	add := func(w kernels.Matrix) {
+		if w != nil {
+			n += int64(w.Rows()) * int64(w.Cols())
+		}
+	}
+	for i := range m.Blocks {
+		l := &m.Blocks[i]
+		for _, w := range []kernels.Matrix{l.Q, l.K, l.V, l.O, l.Gate, l.Up, l.Down} {
+			add(w)
+		}
+	}
+	add(m.Output)
+	return n
+}
+
 // WeightBytes is the size of the weights read per token (all tensors).
 func (m *Model) WeightBytes() uint64 { return m.File.WeightBytes() }
 

@@ -955,3 +955,60 @@ uint64_t arb_read_sum(const uint64_t *p, long n) {
 	for (long i = 0; i < n; i++) s ^= p[i];
 	return s;
 }
+
+// arb_peak_i8 and arb_peak_f32 run iters rounds of independent chains of
+// the matrix kernels' inner operations (int8: maddubs then madd, as the Q8
+// kernels use them; float32: FMA), enough chains to hide their latency,
+// and return a value that depends on every result. They measure the
+// compute ceiling the kernels can approach: 8 * 32 int8 multiply-adds, or
+// 10 * 8 float ones, per round.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+AVX2 static int64_t peak_i8_avx2(long iters) {
+	__m256i a = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+	__m256i b[8], s[8];
+	for (int k = 0; k < 8; k++) { b[k] = _mm256_set1_epi8((char)(k + 1)); s[k] = _mm256_setzero_si256(); }
+	for (long i = 0; i < iters; i++) {
+		for (int k = 0; k < 8; k++) s[k] = _mm256_add_epi32(s[k], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b[k]), ones));
+		__asm__ volatile("" : "+x"(a));
+	}
+	__m256i t = s[0];
+	for (int k = 1; k < 8; k++) t = _mm256_add_epi32(t, s[k]);
+	return _mm256_extract_epi32(t, 0);
+}
+
+AVX2 static int64_t peak_f32_avx2(long iters) {
+	__m256 m = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(0.001f), s[10];
+	for (int k = 0; k < 10; k++) s[k] = _mm256_set1_ps((float)k);
+	for (long i = 0; i < iters; i++) {
+		for (int k = 0; k < 10; k++) s[k] = _mm256_fmadd_ps(s[k], m, c);
+		__asm__ volatile("" : "+x"(m));
+	}
+	__m256 t = s[0];
+	for (int k = 1; k < 10; k++) t = _mm256_add_ps(t, s[k]);
+	return (int64_t)_mm256_cvtss_f32(t);
+}
+#endif
+
+int64_t arb_peak_i8(long iters) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 1) return peak_i8_avx2(iters);
+#endif
+	int32_t s[8] = {0};
+	volatile int8_t a = 3;
+	for (long i = 0; i < iters; i++)
+		for (int k = 0; k < 8; k++)
+			for (int j = 0; j < 32; j++) s[k] += a * (int8_t)(k + j);
+	return s[0] + s[7];
+}
+
+int64_t arb_peak_f32(long iters) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 1) return peak_f32_avx2(iters);
+#endif
+	float s[10] = {0};
+	volatile float m = 0.999f;
+	for (long i = 0; i < iters; i++)
+		for (int k = 0; k < 10; k++)
+			for (int j = 0; j < 8; j++) s[k] = s[k] * m + 0.001f;
+	return (int64_t)(s[0] + s[9]);
+}

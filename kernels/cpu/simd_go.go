@@ -27,3 +27,32 @@ func ReadSum(p []uint64) uint64 {
 // attnJob is unused without the C kernels (attention falls back to the
 // engine's Go loop); it keeps the Backend layout the same on every build.
 type attnJob struct{}
+
+// PeakProbe runs iters rounds of multiply-adds with no memory traffic and
+// returns how many that was (and a value that depends on them): int8 or
+// float32, as the pure-Go kernels compute them. Timed by the caller, it
+// gives the compute ceiling per thread.
+func PeakProbe(integer bool, iters int) (macs int64, sink int64) {
+	if integer {
+		var s [8]int32
+		a := int8(iters | 3)
+		for i := 0; i < iters; i++ {
+			for k := range s {
+				for j := 0; j < 32; j++ {
+					s[k] += int32(a) * int32(int8(k+j))
+				}
+			}
+		}
+		return int64(iters) * 8 * 32, int64(s[0] + s[7])
+	}
+	var s [10]float32
+	m := float32(0.999)
+	for i := 0; i < iters; i++ {
+		for k := range s {
+			for j := 0; j < 8; j++ {
+				s[k] = s[k]*m + 0.001
+			}
+		}
+	}
+	return int64(iters) * 10 * 8, int64(s[0] + s[9])
+}
