@@ -242,7 +242,7 @@ func TestRowIndependentOfBatch(t *testing.T) {
 		w := make([]byte, rb*rows)
 		quant.Quantize(typ, wf, w)
 		m, _ := be.NewMatrix(typ, w, rows, cols)
-		const n = 7
+		const n = 11 // tiles of 8, 4 and 3 rows
 		x := make([]float32, n*cols)
 		for i := range x {
 			x[i] = float32(rng.NormFloat64())
