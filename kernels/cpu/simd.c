@@ -679,10 +679,13 @@ AVX2 static inline void transpose8(__m256 r[8]) {
 // wsum_rows adds weights[k][j] * v[j] over slots j < total into acc[k] for
 // kn query rows (weights kn rows of stride tp; v rows of stride kvd).
 AVX2 static inline __attribute__((always_inline)) void wsum_rows(__m256 *acc, const float *w, int tp, const float *v, int kvd, int total, int kn) {
+	__m256 a[8]; // a local copy the compiler keeps in registers (acc escapes, so it is stored every slot)
+	for (int k = 0; k < kn; k++) a[k] = acc[k];
 	for (int j = 0; j < total; j++) {
 		__m256 vj = _mm256_loadu_ps(v + (long)j * kvd);
-		for (int k = 0; k < kn; k++) acc[k] = _mm256_fmadd_ps(_mm256_broadcast_ss(w + (long)k * tp + j), vj, acc[k]);
+		for (int k = 0; k < kn; k++) a[k] = _mm256_fmadd_ps(_mm256_broadcast_ss(w + (long)k * tp + j), vj, a[k]);
 	}
+	for (int k = 0; k < kn; k++) acc[k] = a[k];
 }
 
 // attention_hd8 is arb_attention for heads of width 8, where one key is a
