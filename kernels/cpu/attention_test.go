@@ -16,13 +16,7 @@ import (
 func BenchmarkAttention(b *testing.B) {
 	const heads, kvHeads, hd, past = 64, 32, 8, 128
 	rng := rand.New(rand.NewPCG(1, 2))
-	fill := func(n int) []float32 {
-		x := make([]float32, n)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
-		return x
-	}
+	fill := func(n int) []float32 { return gaussian(rng, n) }
 	for _, c := range []struct {
 		name string
 		n    int
@@ -138,13 +132,7 @@ func TestAttentionMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
 	be := New(2)
 	defer be.Close()
-	fill := func(n int) []float32 {
-		x := make([]float32, n)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
-		return x
-	}
+	fill := func(n int) []float32 { return gaussian(rng, n) }
 	for _, c := range []struct{ heads, kvHeads, hd, past, n int }{
 		{64, 32, 8, 37, 1}, {64, 32, 8, 37, 9}, {8, 8, 8, 0, 5}, {12, 3, 8, 130, 3}, {4, 2, 16, 21, 6}, {4, 4, 12, 9, 2},
 	} {

@@ -9,6 +9,29 @@ import (
 	"arborist/kernels/quant"
 )
 
+// gaussian returns n standard normal values.
+func gaussian(rng *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	return x
+}
+
+// quantized returns rows x cols standard normal weights stored as typ.
+func quantized(t testing.TB, rng *rand.Rand, typ quant.Type, rows, cols int) []byte {
+	t.Helper()
+	rb, err := quant.RowBytes(typ, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := make([]byte, rb*rows)
+	if err := quant.Quantize(typ, gaussian(rng, rows*cols), w); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 // refMatMul is the reference: dequantise each weight row and accumulate the
 // dot product in float64.
 func refMatMul(out []float32, t quant.Type, w []byte, rows, cols int, x []float32, n int) {
@@ -46,19 +69,8 @@ func TestMatMulMatchesReference(t *testing.T) {
 		for _, rows := range []int{1, 5, 67} {
 			for _, n := range []int{1, 2, 7, 67} {
 				name := fmt.Sprintf("%s/rows=%d/n=%d", typ, rows, n)
-				wf := make([]float32, rows*cols)
-				for i := range wf {
-					wf[i] = float32(rng.NormFloat64())
-				}
-				rb, _ := quant.RowBytes(typ, cols)
-				w := make([]byte, rb*rows)
-				if err := quant.Quantize(typ, wf, w); err != nil {
-					t.Fatal(err)
-				}
-				x := make([]float32, n*cols)
-				for i := range x {
-					x[i] = float32(rng.NormFloat64())
-				}
+				w := quantized(t, rng, typ, rows, cols)
+				x := gaussian(rng, n*cols)
 				m, err := be.NewMatrix(typ, w, rows, cols)
 				if err != nil {
 					t.Fatal(err)
@@ -96,16 +108,8 @@ func TestMatMulMatchesReference(t *testing.T) {
 func TestParallelMatchesSerial(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	rows, cols, n := 301, 256, 3
-	wf := make([]float32, rows*cols)
-	for i := range wf {
-		wf[i] = float32(rng.NormFloat64())
-	}
-	w := make([]byte, rows*cols/32*34)
-	quant.Quantize(quant.Q8_0, wf, w)
-	x := make([]float32, n*cols)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
+	w := quantized(t, rng, quant.Q8_0, rows, cols)
+	x := gaussian(rng, n*cols)
 	var outs [][]float32
 	for _, th := range []int{1, 4} {
 		be := New(th)
@@ -154,22 +158,13 @@ func BenchmarkMatMul(b *testing.B) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	rows, cols := 1376, 512
 	for _, typ := range []quant.Type{quant.F32, quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.Q6_K} {
-		wf := make([]float32, rows*cols)
-		for i := range wf {
-			wf[i] = float32(rng.NormFloat64())
-		}
-		rb, _ := quant.RowBytes(typ, cols)
-		w := make([]byte, rb*rows)
-		quant.Quantize(typ, wf, w)
+		w := quantized(b, rng, typ, rows, cols)
 		for _, n := range []int{1, 3, 4, 5, 8, 64} {
 			b.Run(fmt.Sprintf("%s/n=%d", typ, n), func(b *testing.B) {
 				be := New(DefaultThreads())
 				defer be.Close()
 				m, _ := be.NewMatrix(typ, w, rows, cols)
-				x := make([]float32, n*cols)
-				for i := range x {
-					x[i] = float32(rng.NormFloat64())
-				}
+				x := gaussian(rng, n*cols)
 				out := make([]float32, n*rows)
 				b.SetBytes(int64(len(w)))
 				b.ResetTimer()
@@ -195,17 +190,8 @@ func TestCKernelsMatchGo(t *testing.T) {
 	for _, typ := range quant.SupportedTypes() {
 		rows, cols := 13, 2*quant.QKK
 		for _, n := range []int{1, 3, 4, 9} {
-			wf := make([]float32, rows*cols)
-			for i := range wf {
-				wf[i] = float32(rng.NormFloat64())
-			}
-			rb, _ := quant.RowBytes(typ, cols)
-			w := make([]byte, rb*rows)
-			quant.Quantize(typ, wf, w)
-			x := make([]float32, n*cols)
-			for i := range x {
-				x[i] = float32(rng.NormFloat64())
-			}
+			w := quantized(t, rng, typ, rows, cols)
+			x := gaussian(rng, n*cols)
 			m, _ := NewMatrix(typ, w, rows, cols)
 			fromC := make([]float32, n*rows)
 			be.MatMul(fromC, m, x, n)
@@ -234,19 +220,10 @@ func TestRowIndependentOfBatch(t *testing.T) {
 		if typ.BlockSize() == quant.QKK {
 			cols = 3 * quant.QKK
 		}
-		wf := make([]float32, rows*cols)
-		for i := range wf {
-			wf[i] = float32(rng.NormFloat64())
-		}
-		rb, _ := quant.RowBytes(typ, cols)
-		w := make([]byte, rb*rows)
-		quant.Quantize(typ, wf, w)
+		w := quantized(t, rng, typ, rows, cols)
 		m, _ := be.NewMatrix(typ, w, rows, cols)
 		const n = 11 // tiles of 8, 4 and 3 rows
-		x := make([]float32, n*cols)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
+		x := gaussian(rng, n*cols)
 		all := make([]float32, n*rows)
 		be.MatMul(all, m, x, n)
 		for r := 0; r < n; r++ {
@@ -275,17 +252,8 @@ func TestQ8ActivationError(t *testing.T) {
 			continue
 		}
 		rows, cols, n := 48, 4*quant.QKK, 3
-		wf := make([]float32, rows*cols)
-		for i := range wf {
-			wf[i] = float32(rng.NormFloat64())
-		}
-		rb, _ := quant.RowBytes(typ, cols)
-		w := make([]byte, rb*rows)
-		quant.Quantize(typ, wf, w)
-		x := make([]float32, n*cols)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
+		w := quantized(t, rng, typ, rows, cols)
+		x := gaussian(rng, n*cols)
 		m, _ := be.NewMatrix(typ, w, rows, cols)
 		got := make([]float32, n*rows)
 		be.MatMul(got, m, x, n)

@@ -143,39 +143,35 @@ func dotQ5_1(w []byte, yd []float32, yq []int8, ys []int32) float32 {
 
 // dotQ4K: sum over sub-blocks j of d*sc_j*dy_j*sum(q*qy) - dmin*m_j*dy_j*sum(qy).
 func dotQ4K(w []byte, yd []float32, yq []int8, ys []int32) float32 {
-	var sum float32
-	for s := 0; s < len(yd)/8; s++ {
-		blk := w[s*144 : (s+1)*144]
-		d, dmin := f16le(blk), f16le(blk[2:])
-		for j := 0; j < 8; j++ {
-			b := s*8 + j
-			ql, shift := blk[16+32*(j/2):], uint(4*(j%2))
-			qy := yq[b*32 : b*32+32]
-			var isum int32
-			for l := 0; l < 32; l++ {
-				isum += int32(ql[l]>>shift&0xf) * int32(qy[l])
-			}
-			sc, m := quant.ScaleMinK4(j, blk[4:16])
-			sum += d*yd[b]*float32(int32(sc)*isum) - dmin*yd[b]*float32(int32(m)*ys[b])
-		}
-	}
-	return sum
+	return dotK45(w, yd, yq, ys, false)
 }
 
 // dotQ5K: Q4_K with a fifth bit, bit j of qh[l], for sub-block j.
 func dotQ5K(w []byte, yd []float32, yq []int8, ys []int32) float32 {
+	return dotK45(w, yd, yq, ys, true)
+}
+
+// dotK45 is dotQ4K, or dotQ5K when five is set (144- or 176-byte
+// super-blocks; Q5_K keeps qh[32] before the nibbles).
+func dotK45(w []byte, yd []float32, yq []int8, ys []int32, five bool) float32 {
+	bb, qlOff := 144, 16
+	if five {
+		bb, qlOff = 176, 48
+	}
 	var sum float32
 	for s := 0; s < len(yd)/8; s++ {
-		blk := w[s*176 : (s+1)*176]
+		blk := w[s*bb : (s+1)*bb]
 		d, dmin := f16le(blk), f16le(blk[2:])
-		qh := blk[16:48]
 		for j := 0; j < 8; j++ {
 			b := s*8 + j
-			ql, shift := blk[48+32*(j/2):], uint(4*(j%2))
+			ql, shift := blk[qlOff+32*(j/2):], uint(4*(j%2))
 			qy := yq[b*32 : b*32+32]
 			var isum int32
 			for l := 0; l < 32; l++ {
-				q := int32(ql[l]>>shift&0xf) | int32(qh[l]>>uint(j)&1)<<4
+				q := int32(ql[l] >> shift & 0xf)
+				if five {
+					q |= int32(blk[16+l]>>uint(j)&1) << 4
+				}
 				isum += q * int32(qy[l])
 			}
 			sc, m := quant.ScaleMinK4(j, blk[4:16])
