@@ -30,7 +30,7 @@ func benchModel(t testing.TB) *model.Model {
 func BenchmarkVerify8(b *testing.B) {
 	m := benchModel(b)
 	for i := 0; i < b.N; i++ {
-		if _, err := VerifyCurve(context.Background(), m, []int{4}, CurveOptions{MinReps: 5, MaxReps: 5}); err != nil {
+		if _, err := VerifyCurve(context.Background(), m, []int{8}, CurveOptions{MinReps: 5, MaxReps: 5}); err != nil {
 			b.Fatal(err)
 		}
 	}
