@@ -440,6 +440,22 @@ AVX2 static inline __attribute__((always_inline)) void q8_rows(int type, const u
 }
 
 
+// k4_scales unpacks a Q4_K/Q5_K super-block's 12 packed scale bytes into
+// its eight 6-bit scales and eight 6-bit mins, four bytes to a word: sc[0]
+// holds the scales of sub-blocks 0..3, sc[1] those of 4..7, and m the same
+// for the mins. The values are those of scale_min_k4, unpacked with a few
+// word-wide masks and shifts instead of byte by byte.
+static inline void k4_scales(const uint8_t *q, uint32_t sc[2], uint32_t m[2]) {
+	uint32_t u0, u1, u2;
+	memcpy(&u0, q, 4);
+	memcpy(&u1, q + 4, 4);
+	memcpy(&u2, q + 8, 4);
+	sc[0] = u0 & 0x3f3f3f3f;
+	m[0] = u1 & 0x3f3f3f3f;
+	sc[1] = (u2 & 0x0f0f0f0f) | ((u0 >> 6) & 0x03030303) << 4;
+	m[1] = ((u2 >> 4) & 0x0f0f0f0f) | ((u1 >> 6) & 0x03030303) << 4;
+}
+
 // k_tile is q8_tile for the K-quants: weight row o against T activation
 // rows, half a super-block (four 32-value sub-blocks) at a time. The
 // sub-block scales multiply the exact integer sums (Q4_K, Q5_K: through
@@ -457,6 +473,8 @@ AVX2 static inline __attribute__((always_inline)) void q8_rows(int type, const u
 		for (int s = 0; s < nb / 8; s++) {                                                                 \
 			const uint8_t *blk = wr + (long)s * bb;                                                        \
 			for (int pf = 0; pf < bb; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0); \
+			uint32_t kscale[2] = {0, 0}, kmin[2] = {0, 0};                                                 \
+			if (type != ARB_Q6_K) k4_scales(blk + 4, kscale, kmin);                                        \
 			for (int h = 0; h < 2; h++) {                                                                  \
 				__m256i q0, q1, q2, q3, a0, a1, a2, a3, sv0, sv1, sv2, sv3, scv;                           \
 				__m128 d4, dm4;                                                                            \
@@ -472,10 +490,12 @@ AVX2 static inline __attribute__((always_inline)) void q8_rows(int type, const u
 					q3 = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 6), m2), 4)), off); \
 					a0 = _mm256_sign_epi8(q0, q0); a1 = _mm256_sign_epi8(q1, q1);                          \
 					a2 = _mm256_sign_epi8(q2, q2); a3 = _mm256_sign_epi8(q3, q3);                          \
-					sv0 = _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));                  \
-					sv1 = _mm256_set_m128i(_mm_set1_epi16(sc[3]), _mm_set1_epi16(sc[2]));                  \
-					sv2 = _mm256_set_m128i(_mm_set1_epi16(sc[5]), _mm_set1_epi16(sc[4]));                  \
-					sv3 = _mm256_set_m128i(_mm_set1_epi16(sc[7]), _mm_set1_epi16(sc[6]));                  \
+					/* sv_g: scale 2g on the first 16 values' pair sums, 2g+1 on the last 16 */             \
+					__m256i s16 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)sc))); \
+					sv0 = _mm256_shuffle_epi8(s16, _mm256_setr_epi64x(0x0100010001000100LL, 0x0100010001000100LL, 0x0302030203020302LL, 0x0302030203020302LL)); \
+					sv1 = _mm256_shuffle_epi8(s16, _mm256_setr_epi64x(0x0504050405040504LL, 0x0504050405040504LL, 0x0706070607060706LL, 0x0706070607060706LL)); \
+					sv2 = _mm256_shuffle_epi8(s16, _mm256_setr_epi64x(0x0908090809080908LL, 0x0908090809080908LL, 0x0b0a0b0a0b0a0b0aLL, 0x0b0a0b0a0b0a0b0aLL)); \
+					sv3 = _mm256_shuffle_epi8(s16, _mm256_setr_epi64x(0x0d0c0d0c0d0c0d0cLL, 0x0d0c0d0c0d0c0d0cLL, 0x0f0e0f0e0f0e0f0eLL, 0x0f0e0f0e0f0e0f0eLL)); \
 					d4 = _mm_set1_ps(_cvtsh_ss(rd16(blk + 208)));                                          \
 					scv = ones; dm4 = d4; mins4 = _mm_setzero_si128();                                     \
 				} else {                                                                                   \
@@ -492,11 +512,11 @@ AVX2 static inline __attribute__((always_inline)) void q8_rows(int type, const u
 						q2 = _mm256_or_si256(q2, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b2), b2), sixteen)); \
 						q3 = _mm256_or_si256(q3, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b3), b3), sixteen)); \
 					}                                                                                      \
-					int sc[4], mn[4];                                                                      \
-					for (int g = 0; g < 4; g++) scale_min_k4(4 * h + g, blk + 4, &sc[g], &mn[g]);         \
-					scv = _mm256_setr_epi16(sc[0], sc[0], sc[1], sc[1], sc[2], sc[2], sc[3], sc[3],        \
-					                        sc[0], sc[0], sc[1], sc[1], sc[2], sc[2], sc[3], sc[3]);       \
-					mins4 = _mm_setr_epi32(mn[0], mn[1], mn[2], mn[3]);                                    \
+					/* four scales as 16-bit pairs (s0 s0 s1 s1 ..., both halves), four mins as int32 */ \
+					__m128i sp = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)kscale[h]),                       \
+					                              _mm_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1)); \
+					scv = _mm256_broadcastsi128_si256(sp);                                                 \
+					mins4 = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)kmin[h]));                            \
 					d4 = _mm_set1_ps(_cvtsh_ss(rd16(blk)));                                                \
 					dm4 = _mm_set1_ps(_cvtsh_ss(rd16(blk + 2)));                                           \
 					a0 = a1 = a2 = a3 = sv0 = sv1 = sv2 = sv3 = ones;                                      \
