@@ -5,8 +5,9 @@
 // stays in the engine unless a backend offers it through an optional
 // interface.
 //
-// Implementations: kernels/cpu (the default, on every machine). A CUDA
-// backend lives behind the "cuda" build tag.
+// Implementations: kernels/cpu, on every machine. There is no GPU backend
+// yet; the interface leaves room for one (a CUDA backend would keep the
+// weights in device memory behind NewMatrix).
 package kernels
 
 import "arborist/kernels/quant"
