@@ -747,9 +747,13 @@ AVX2 static void attention_hd8(float *out, const float *q, const float *kc, cons
 			int limit = row ? total : past + i + 1;
 			float *sc = scores + (long)k * tp;
 			for (int j = limit; j < tp; j++) sc[j] = -INFINITY;
-			if (row) { // masked slots to -inf, 8 mask bytes at a time
+			if (row) { // masked slots to -inf, 8 mask bytes at a time (a tree's
+				   // rows see the whole prefix: blocks with every slot visible are skipped)
 				int j = 0;
 				for (; j + 8 <= limit; j += 8) {
+					uint64_t bytes;
+					memcpy(&bytes, row + j, 8);
+					if (bytes == 0x0101010101010101ULL) continue;
 					__m256i m = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(row + j)));
 					__m256 hide = _mm256_castsi256_ps(_mm256_cmpeq_epi32(m, _mm256_setzero_si256()));
 					_mm256_storeu_ps(sc + j, _mm256_blendv_ps(_mm256_loadu_ps(sc + j), ninf, hide));
