@@ -7,7 +7,8 @@
 //    32-value blocks; Q4_K, Q5_K, Q6_K in 256-value super-blocks, whose
 //    sub-blocks line up with the activation blocks) times activations
 //    quantised to 8 bits per 32-value block; inner products run on integers
-//    (AVX2: maddubs/madd), one float multiply-add per block. The 4-, 5- and
+//    (AVX2: maddubs/madd), then one float multiply-add per block (Q8_0) or
+//    per four blocks (the others) applies the scales. The 4-, 5- and
 //    6-bit weights of the types with a min enter maddubs unsigned, as
 //    stored, and their offset comes off the exact integer sum (offset * sum
 //    of y); Q8_0 and Q6_K take the sign trick.
@@ -325,9 +326,8 @@ AVX2 static inline __m128 scales4(const uint8_t *k0, const uint8_t *k1, const ui
 #endif
 
 // q8_tile computes weight row o (Q4_0, Q4_1, Q5_0, Q5_1) against T
-// activation rows r..r+T-1
-// (T = 1..4): each group of four weight blocks is loaded once and used for
-// all T rows. Every row is summed in exactly the order a lone row uses, so
+// activation rows r..r+T-1 (T = 1..4): each group of four weight blocks is
+// loaded once and used for all T rows. Every row is summed in exactly the order a lone row uses, so
 // a row's result does not depend on how many rows share the pass:
 // verifying a draft in a batch gives bit for bit what decoding it alone
 // gives, which greedy losslessness needs.
