@@ -124,8 +124,9 @@ func refAttention(q, kc, vc []float32, past, n int, mask []bool, heads, kvHeads,
 	return out
 }
 
-// TestAttentionMatchesReference: the C attention (both the per-kv-head
-// kernel for heads of width 8 and the general one) against float64, causal
+// TestAttentionMatchesReference: the C attention (the per-kv-head kernel for
+// heads of width 8, the general one for other multiples of 8 up to and past
+// 64 dims a pass, and the scalar one) against float64, causal
 // and with a tree mask, and a batch row gives the same bits alone as among
 // the others (decoded alone it sees exactly the slots its mask row allows).
 func TestAttentionMatchesReference(t *testing.T) {
@@ -135,6 +136,7 @@ func TestAttentionMatchesReference(t *testing.T) {
 	fill := func(n int) []float32 { return gaussian(rng, n) }
 	for _, c := range []struct{ heads, kvHeads, hd, past, n int }{
 		{64, 32, 8, 37, 1}, {64, 32, 8, 37, 9}, {8, 8, 8, 0, 5}, {12, 3, 8, 130, 3}, {4, 2, 16, 21, 6}, {4, 4, 12, 9, 2},
+		{8, 2, 128, 70, 3}, {6, 2, 64, 40, 4}, {4, 4, 72, 11, 2},
 	} {
 		total := c.past + c.n
 		kvd := c.kvHeads * c.hd

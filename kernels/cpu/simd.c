@@ -812,6 +812,20 @@ AVX2 static void attention_hd8(float *out, const float *q, const float *kc, cons
 	}
 }
 
+// wsum_dims sets acc[u] (u < tn) to the sum over visible slots j < limit of
+// w[j] * v[j*kvd + 8u .. +8]: tn*8 dims of one head's weighted value sum in
+// one pass over the slots.
+AVX2 static inline __attribute__((always_inline)) void wsum_dims(__m256 *acc, const float *w, const uint8_t *row, const float *v, int kvd, int limit, int tn) {
+	__m256 a[8];
+	for (int u = 0; u < tn; u++) a[u] = _mm256_setzero_ps();
+	for (int j = 0; j < limit; j++) {
+		if (row && !row[j]) continue;
+		__m256 p = _mm256_set1_ps(w[j]);
+		for (int u = 0; u < tn; u++) a[u] = _mm256_fmadd_ps(p, _mm256_loadu_ps(v + (long)j * kvd + 8 * u), a[u]);
+	}
+	for (int u = 0; u < tn; u++) acc[u] = a[u];
+}
+
 // attention_avx2 is arb_attention for head widths that are multiples of 8.
 AVX2 static void attention_avx2(float *out, const float *q, const float *kc, const float *vc, int past, int n,
                                 const uint8_t *mask, int heads, int kv_heads, int hd, float scale,
@@ -859,13 +873,23 @@ AVX2 static void attention_avx2(float *out, const float *q, const float *kc, con
 		_mm256_storeu_pd(sd, _mm256_add_pd(s0, s1));
 		double sum = (sd[0] + sd[1]) + (sd[2] + sd[3]);
 		__m256 inv = _mm256_set1_ps((float)(1.0 / sum));
-		for (int t = 0; t < hd; t += 8) {
-			__m256 acc = _mm256_setzero_ps();
-			for (int j = 0; j < limit; j++) {
-				if (row && !row[j]) continue;
-				acc = _mm256_fmadd_ps(_mm256_set1_ps(scores[j]), _mm256_loadu_ps(vc + (long)j * kvd + kh * hd + t), acc);
+		// the weighted sum of the values, up to 64 dims per pass over the
+		// slots (each dim still sums over the slots in order)
+		for (int t0 = 0; t0 < hd; t0 += 64) {
+			int tn = (hd - t0 < 64 ? hd - t0 : 64) / 8;
+			__m256 acc[8];
+			const float *v = vc + kh * hd + t0;
+			switch (tn) { // one loop per width, so the accumulators stay in registers
+			case 8: wsum_dims(acc, scores, row, v, kvd, limit, 8); break;
+			case 7: wsum_dims(acc, scores, row, v, kvd, limit, 7); break;
+			case 6: wsum_dims(acc, scores, row, v, kvd, limit, 6); break;
+			case 5: wsum_dims(acc, scores, row, v, kvd, limit, 5); break;
+			case 4: wsum_dims(acc, scores, row, v, kvd, limit, 4); break;
+			case 3: wsum_dims(acc, scores, row, v, kvd, limit, 3); break;
+			case 2: wsum_dims(acc, scores, row, v, kvd, limit, 2); break;
+			default: wsum_dims(acc, scores, row, v, kvd, limit, 1); break;
 			}
-			_mm256_storeu_ps(o + t, _mm256_mul_ps(acc, inv));
+			for (int u = 0; u < tn; u++) _mm256_storeu_ps(o + t0 + 8 * u, _mm256_mul_ps(acc[u], inv));
 		}
 	}
 }
