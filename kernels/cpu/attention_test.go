@@ -136,7 +136,7 @@ func TestAttentionMatchesReference(t *testing.T) {
 	fill := func(n int) []float32 { return gaussian(rng, n) }
 	for _, c := range []struct{ heads, kvHeads, hd, past, n int }{
 		{64, 32, 8, 37, 1}, {64, 32, 8, 37, 9}, {8, 8, 8, 0, 5}, {12, 3, 8, 130, 3}, {4, 2, 16, 21, 6}, {4, 4, 12, 9, 2},
-		{8, 2, 128, 70, 3}, {6, 2, 64, 40, 4}, {4, 4, 72, 11, 2},
+		{8, 2, 128, 70, 3}, {6, 2, 64, 40, 4}, {4, 4, 72, 11, 2}, {6, 3, 24, 15, 2},
 	} {
 		total := c.past + c.n
 		kvd := c.kvHeads * c.hd
