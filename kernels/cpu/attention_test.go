@@ -3,6 +3,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -190,4 +191,24 @@ func slicesEqualPrefix(row []bool, k int) bool {
 		}
 	}
 	return true
+}
+
+// BenchmarkAttentionWide: one decode step's attention of real models'
+// shapes over a long cache: Llama-2-7B/Llama-3-8B-like heads (32 of 128,
+// over 32 or 8 kv heads) at 2000 cached positions, and Qwen2-0.5B-like ones
+// (14 of 64 over 2 kv heads) at 1000.
+func BenchmarkAttentionWide(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, c := range []struct{ heads, kvHeads, hd, past int }{{32, 32, 128, 2000}, {32, 8, 128, 2000}, {14, 2, 64, 1000}} {
+		b.Run(fmt.Sprintf("%dx%d/kv%d/past%d", c.heads, c.hd, c.kvHeads, c.past), func(b *testing.B) {
+			kvd := c.kvHeads * c.hd
+			q, kc, vc := gaussian(rng, c.heads*c.hd), gaussian(rng, (c.past+1)*kvd), gaussian(rng, (c.past+1)*kvd)
+			out := make([]float32, c.heads*c.hd)
+			be := New(DefaultThreads())
+			defer be.Close()
+			for b.Loop() {
+				be.Attention(out, q, kc, vc, c.past, 1, nil, c.heads, c.kvHeads, c.hd, 0.1)
+			}
+		})
+	}
 }
