@@ -139,6 +139,12 @@ func TestProfileRunCompareExport(t *testing.T) {
 	if !strings.Contains(p.Status.Text, "measured now") || s.Verify == nil || len(s.Verify.Curve.Points) == 0 {
 		t.Fatalf("profile status: %s", p.Status.Text)
 	}
+	t.Logf("profile status: %s", p.Status.Text)
+	for _, want := range []string{"of the roofline", "Compute ceiling", "at W=16"} {
+		if !strings.Contains(p.Status.Text, want) {
+			t.Errorf("profile status lacks %q: %s", want, p.Status.Text)
+		}
+	}
 	p.Chart.Image = nil
 	test.Tap(p.Start)
 	waitFor(t, "the second profile", func() bool { return p.Start.Disabled() == false && p.Chart.Image != nil })
