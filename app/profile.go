@@ -12,7 +12,6 @@ import (
 
 	"arborist/engine/sample"
 	"arborist/profiles"
-	"arborist/profiles/store"
 )
 
 // ProfileScreen measures this machine: hardware summary and the latency
@@ -101,16 +100,7 @@ func (p *ProfileScreen) start() {
 	}()
 }
 
-// limits are what the machine allows the target: its read bandwidth and
-// the weight bytes a token streams (the decode roofline), and the compute
-// ceiling with the multiply-adds a token costs.
-type limits struct {
-	bandwidth, weightBytes float64 // bytes/s, bytes per token
-	peak, macs             float64 // multiply-adds/s, per token
-	integer                bool    // the ceiling is of int8 products (quantised weights)
-}
-
-func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, maxW int, fresh bool) (vp, dp *profiles.Profile, lim limits, err error) {
+func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, maxW int, fresh bool) (vp, dp *profiles.Profile, lim profiles.Limits, err error) {
 	st, err := p.s.Store(ctx)
 	if err != nil {
 		return nil, nil, lim, err
@@ -125,9 +115,7 @@ func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, max
 	if err != nil {
 		return nil, nil, lim, err
 	}
-	lim = limits{bandwidth: hw.Bandwidth, weightBytes: float64(pair.Target.WeightBytes()), macs: float64(pair.Target.MatMACs()),
-		integer: pair.Target.Blocks[0].Gate.Type().BlockSize() > 1}
-	if lim.peak, err = profiles.ComputePeak(ctx, pair.Backend.Threads(), lim.integer); err != nil {
+	if lim, err = profiles.ModelLimits(ctx, pair.Target, pair.Backend.Threads(), hw.Bandwidth); err != nil {
 		return nil, nil, lim, err
 	}
 	progress := func(label string, base, share float64) func(done, total int, pt profiles.Point) {
@@ -158,13 +146,13 @@ func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, max
 	return vp, dp, lim, nil
 }
 
-func (p *ProfileScreen) show(vp, dp *profiles.Profile, lim limits) {
+func (p *ProfileScreen) show(vp, dp *profiles.Profile, lim profiles.Limits) {
 	p.Progress.SetValue(1)
 	note := "measured now"
 	if vp.Cached {
 		note = "reused from the database, measured " + vp.Curve.Created.Local().Format("2006-01-02 15:04") + " (tick 'measure again' to redo)"
 	}
-	p.Status.SetText(fmt.Sprintf("Target curve %s. %s", note, limitsText(vp.Curve.Points, lim)))
+	p.Status.SetText(fmt.Sprintf("Target curve %s. %s", note, lim.Describe(vp.Curve.Points)))
 	series := []Series{curveSeries("target T_verify(W)", vp)}
 	if dp != nil {
 		series = append(series, curveSeries("drafter T(W)", dp))
@@ -183,21 +171,4 @@ func curveSeries(name string, pr *profiles.Profile) Series {
 		s.Err = append(s.Err, float64(pt.Spread)/1e6)
 	}
 	return s
-}
-
-// limitsText sets the curve against the machine's limits: the first point
-// against the bandwidth roofline (a one-token pass streams every weight),
-// the widest against the compute ceiling.
-func limitsText(pts []store.Point, lim limits) string {
-	first, last := pts[0], pts[len(pts)-1]
-	roof := time.Duration(lim.weightBytes / lim.bandwidth * float64(time.Second))
-	kind := "float32"
-	if lim.integer {
-		kind = "int8"
-	}
-	rate := float64(last.W) * lim.macs / last.Median.Seconds()
-	return fmt.Sprintf("Read bandwidth %.1f GB/s: T_verify(%d) = %v, %.0f%% of the roofline (%v to stream the weights once). "+
-		"Compute ceiling %.0f GMAC/s of %s multiply-adds: at W=%d the pass runs %.1f GMAC/s, %.0f%% of it.",
-		lim.bandwidth/1e9, first.W, first.Median.Round(time.Microsecond), 100*roof.Seconds()/first.Median.Seconds(), roof.Round(time.Microsecond),
-		lim.peak/1e9, kind, last.W, rate/1e9, 100*rate/lim.peak)
 }

@@ -50,17 +50,11 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	roof := bw / float64(m.WeightBytes())
 	fmt.Fprintf(w, "memory read bandwidth: %.1f GB/s (%d threads); decode roofline %.0f tokens/s (weight bytes per token / bandwidth)\n", bw/1e9, *threads, roof)
 
-	integer := m.Blocks[0].Gate.Type().BlockSize() > 1 // quantised weights run on int8 products
-	kind := "float32 FMA"
-	if integer {
-		kind = "int8"
-	}
-	peak, err := profiles.ComputePeak(ctx, *threads, integer)
+	lim, err := profiles.ModelLimits(ctx, m, *threads, bw)
 	if err != nil {
 		return err
 	}
-	macs := float64(m.MatMACs())
-	fmt.Fprintf(w, "compute ceiling: %.1f GMAC/s of %s multiply-adds (%d threads, no memory traffic); %.1fM multiply-adds per token\n", peak/1e9, kind, *threads, macs/1e6)
+	fmt.Fprintf(w, "compute ceiling: %.1f GMAC/s of %s multiply-adds (%d threads, no memory traffic); %.1fM multiply-adds per token\n", lim.Peak/1e9, lim.Kind(), *threads, lim.MACs/1e6)
 
 	prompt := m.Tok.Encode("Once upon a time", true, false)
 	var tps []float64
@@ -85,9 +79,9 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	base := pts[0].Median
 	ratio8 := 0.0
 	for _, p := range pts {
-		rate := float64(p.W) * macs / p.Median.Seconds()
+		rate := lim.Rate(p.W, p.Median)
 		fmt.Fprintf(w, "  %5d %12s %10s %13.2fx %10.0f %10.1f %8.0f%%\n", p.W, p.Median.Round(time.Microsecond), p.Spread.Round(time.Microsecond),
-			float64(p.Median)/float64(base), float64(p.W)/p.Median.Seconds(), rate/1e9, 100*rate/peak)
+			float64(p.Median)/float64(base), float64(p.W)/p.Median.Seconds(), rate/1e9, 100*rate/lim.Peak)
 		if p.W == 8 && pts[0].W == 1 {
 			ratio8 = float64(p.Median) / float64(base)
 		}

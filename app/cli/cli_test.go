@@ -180,7 +180,7 @@ func TestTuningWorkflow(t *testing.T) {
 	tmp := t.TempDir()
 	db := filepath.Join(tmp, "t.db")
 	code, out, stderr := run(t, "profile", "--target", target, "--draft", draft, "--max-w", "8", "--db", db)
-	if code != 0 || !strings.Contains(out, "measured now") || !strings.Contains(out, "W=8") {
+	if code != 0 || !strings.Contains(out, "measured now") || !strings.Contains(out, "W=8") || !strings.Contains(out, "of the roofline") {
 		t.Fatalf("profile: exit %d\n%s\n%s", code, out, stderr)
 	}
 	code, out, _ = run(t, "profile", "--target", target, "--max-w", "8", "--db", db)

@@ -91,6 +91,11 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	printCurve(w, "target "+pair.Target.Path, tp)
+	lim, err := profiles.ModelLimits(ctx, pair.Target, pair.Backend.Threads(), hw.Bandwidth)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, lim.Describe(tp.Curve.Points))
 	op, err := profiles.ProfileModel(ctx, st, hw, pair.Target, pair.Backend, profiles.ProfileOptions{Kind: "overhead", Widths: []int{1, 8, 32}, Fresh: *fresh})
 	if err != nil {
 		return err

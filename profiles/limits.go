@@ -1,0 +1,59 @@
+package profiles
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"arborist/engine/model"
+	"arborist/profiles/store"
+)
+
+// Limits are what the machine allows a model: its read bandwidth against
+// the weight bytes a token streams (the decode roofline), and the compute
+// ceiling against the multiply-adds a token costs.
+type Limits struct {
+	Bandwidth   float64 // bytes/s
+	WeightBytes float64 // per token
+	Peak        float64 // multiply-adds/s of the kernels' inner operations
+	MACs        float64 // multiply-adds per token
+	Integer     bool    // Peak is of int8 products (the weights are quantised)
+}
+
+// ModelLimits measures the compute ceiling for m's weight type on threads
+// threads and returns m's limits with the given read bandwidth.
+func ModelLimits(ctx context.Context, m *model.Model, threads int, bandwidth float64) (Limits, error) {
+	l := Limits{Bandwidth: bandwidth, WeightBytes: float64(m.WeightBytes()), MACs: float64(m.MatMACs()),
+		Integer: m.Blocks[0].Gate.Type().BlockSize() > 1}
+	var err error
+	l.Peak, err = ComputePeak(ctx, threads, l.Integer)
+	return l, err
+}
+
+// Roofline is the time a one-token pass needs at least: every weight byte
+// read once at the measured bandwidth.
+func (l Limits) Roofline() time.Duration {
+	return time.Duration(l.WeightBytes / l.Bandwidth * float64(time.Second))
+}
+
+// Rate is the multiply-add rate of a pass over w tokens that took d.
+func (l Limits) Rate(w int, d time.Duration) float64 { return float64(w) * l.MACs / d.Seconds() }
+
+// Kind names the ceiling's operations.
+func (l Limits) Kind() string {
+	if l.Integer {
+		return "int8"
+	}
+	return "float32 FMA"
+}
+
+// Describe sets a latency curve against the limits: its first point against
+// the roofline, its widest against the compute ceiling.
+func (l Limits) Describe(pts []store.Point) string {
+	first, last := pts[0], pts[len(pts)-1]
+	rate := l.Rate(last.W, last.Median)
+	return fmt.Sprintf("Read bandwidth %.1f GB/s: T_verify(%d) = %v, %.0f%% of the roofline (%v to stream the weights once). "+
+		"Compute ceiling %.0f GMAC/s of %s multiply-adds: at W=%d the pass runs %.1f GMAC/s, %.0f%% of it.",
+		l.Bandwidth/1e9, first.W, first.Median.Round(time.Microsecond), 100*l.Roofline().Seconds()/first.Median.Seconds(), l.Roofline().Round(time.Microsecond),
+		l.Peak/1e9, l.Kind(), last.W, rate/1e9, 100*rate/l.Peak)
+}
