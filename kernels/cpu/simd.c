@@ -680,6 +680,34 @@ AVX2 static inline __m256 exp8_masked(__m256 x) {
 	return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(pow2)), live);
 }
 
+// softmax_inv replaces sc[j] (j < count) by e^(sc[j] - maxs), 8 at a time
+// (the last few too, through a padded copy), and returns 1/sum with the
+// sum in double, as ggml does. Masked slots (-inf) give exactly 0, so a row
+// sums the same whether it is computed alone or in a batch.
+AVX2 static inline float softmax_inv(float *sc, int count, float maxs) {
+	__m256 vmax = _mm256_set1_ps(maxs);
+	__m256d s0 = _mm256_setzero_pd(), s1 = s0;
+	int j = 0;
+	for (; j + 8 <= count; j += 8) {
+		__m256 e = exp8_masked(_mm256_sub_ps(_mm256_loadu_ps(sc + j), vmax));
+		_mm256_storeu_ps(sc + j, e);
+		s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+		s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+	}
+	if (j < count) {
+		float tmp[8];
+		for (int k = 0; k < 8; k++) tmp[k] = j + k < count ? sc[j + k] : -INFINITY;
+		__m256 e = exp8_masked(_mm256_sub_ps(_mm256_loadu_ps(tmp), vmax));
+		_mm256_storeu_ps(tmp, e);
+		for (int k = 0; j + k < count; k++) sc[j + k] = tmp[k];
+		s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+		s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+	}
+	double sd[4];
+	_mm256_storeu_pd(sd, _mm256_add_pd(s0, s1));
+	return (float)(1.0 / ((sd[0] + sd[1]) + (sd[2] + sd[3])));
+}
+
 // transpose8 transposes an 8x8 block of floats held as 8 rows.
 AVX2 static inline void transpose8(__m256 r[8]) {
 	__m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
@@ -772,17 +800,7 @@ AVX2 static void attention_hd8(float *out, const float *q, const float *kc, cons
 				inv[k] = 0;
 				continue;
 			}
-			vmax = _mm256_set1_ps(maxs);
-			__m256d s0 = _mm256_setzero_pd(), s1 = s0;
-			for (int j = 0; j < tp; j += 8) {
-				__m256 e = exp8_masked(_mm256_sub_ps(_mm256_loadu_ps(sc + j), vmax));
-				_mm256_storeu_ps(sc + j, e);
-				s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-				s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
-			}
-			double sd[4];
-			_mm256_storeu_pd(sd, _mm256_add_pd(s0, s1));
-			inv[k] = (float)(1.0 / ((sd[0] + sd[1]) + (sd[2] + sd[3])));
+			inv[k] = softmax_inv(sc, tp, maxs);
 		}
 		// weighted sum of the values, up to 8 query rows per pass over the
 		// slots: a value vector is loaded once for all of them, and a slot a
@@ -889,29 +907,7 @@ AVX2 static void attention_avx2(float *out, const float *q, const float *kc, con
 				if ((!row || row[jj]) && sc[jj] > maxs) maxs = sc[jj];
 			inv[g] = 0;
 			if (maxs == -INFINITY) continue;
-			// exponentials 8 at a time; masked slots (-inf) give exactly 0, so
-			// a row sums the same whether it is decoded alone or in a batch
-			__m256 vmax = _mm256_set1_ps(maxs);
-			__m256d s0 = _mm256_setzero_pd(), s1 = s0;
-			int jj = 0;
-			for (; jj + 8 <= limit; jj += 8) {
-				__m256 e = exp8_masked(_mm256_sub_ps(_mm256_loadu_ps(sc + jj), vmax));
-				_mm256_storeu_ps(sc + jj, e);
-				s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-				s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
-			}
-			if (jj < limit) {
-				float tmp[8];
-				for (int k = 0; k < 8; k++) tmp[k] = jj + k < limit ? sc[jj + k] : -INFINITY;
-				__m256 e = exp8_masked(_mm256_sub_ps(_mm256_loadu_ps(tmp), vmax));
-				_mm256_storeu_ps(tmp, e);
-				for (int k = 0; jj + k < limit; k++) sc[jj + k] = tmp[k];
-				s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-				s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
-			}
-			double sd[4];
-			_mm256_storeu_pd(sd, _mm256_add_pd(s0, s1));
-			inv[g] = (float)(1.0 / ((sd[0] + sd[1]) + (sd[2] + sd[3])));
+			inv[g] = softmax_inv(sc, limit, maxs);
 		}
 		// the weighted sums of the values: two heads and four vectors of
 		// dims (or one head and eight) per pass over the slots, so a value
