@@ -272,3 +272,31 @@ func TestQ8ActivationError(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMul512Rows: a prefill-sized batch (512 activation rows, the most
+// the issue names) gives the reference's products for every type, so no
+// index arithmetic overflows or skips a tile.
+func TestMatMul512Rows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	be := New(2)
+	defer be.Close()
+	const rows, cols, n = 5, quant.QKK, 512
+	x := gaussian(rng, n*cols)
+	for _, typ := range quant.SupportedTypes() {
+		w := quantized(t, rng, typ, rows, cols)
+		m, _ := be.NewMatrix(typ, w, rows, cols)
+		got := make([]float32, n*rows)
+		be.MatMul(got, m, x, n)
+		want := make([]float32, n*rows)
+		refMatMul(want, typ, w, rows, cols, x, n)
+		tol := 1e-4
+		if usesQ8(typ) {
+			tol = 0.05
+		}
+		for i := range want {
+			if d := math.Abs(float64(got[i] - want[i])); !(d <= tol*math.Sqrt(cols)) {
+				t.Fatalf("%s: out[%d] = %v, want %v", typ, i, got[i], want[i])
+			}
+		}
+	}
+}
