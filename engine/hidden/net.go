@@ -6,6 +6,8 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+
+	"arborist/engine/sample"
 )
 
 // net is the float64 training copy of a drafter beside the target's frozen
@@ -322,7 +324,7 @@ func (n *net) forward(sq *seq, info []int, K int) ([]*level, []lossParts) {
 					lp.kl += p * (math.Log(p) - math.Log(math.Max(row[i], 1e-300)))
 				}
 			}
-			if argmax64(row) == argmax64(pt) {
+			if sample.Argmax(row) == sample.Argmax(pt) {
 				lp.agree++
 			}
 			ht := sq.h[tau*dim : (tau+1)*dim]
@@ -479,16 +481,6 @@ func softmax64(dst, x []float64) {
 	for i := range dst {
 		dst[i] /= sum
 	}
-}
-
-func argmax64(x []float64) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 // loss combines summed parts into the training objective over K levels.

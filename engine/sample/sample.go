@@ -55,7 +55,7 @@ func New(p Params) *Sampler {
 func (s *Sampler) Float() float64 { return s.rng.Float64() }
 
 // Argmax returns the index of the largest logit (the lowest index on ties).
-func Argmax(logits []float32) int {
+func Argmax[T float32 | float64](logits []T) int {
 	best := 0
 	for i, v := range logits {
 		if v > logits[best] {
