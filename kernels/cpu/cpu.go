@@ -260,15 +260,15 @@ func (b *Backend) scratchRow(worker, cols int) []float32 {
 // against, and the fallback where cgo is unavailable.
 func (j *matmulJob) doGo(worker, lo, hi int) {
 	w, n, cols, rows := j.w, j.n, j.w.cols, j.w.rows
-	switch w.typ {
-	case quant.F32:
+	switch {
+	case w.typ == quant.F32:
 		for o := lo; o < hi; o++ {
 			wr := f32Row(w.Row(o), cols)
 			for r := 0; r < n; r++ {
 				j.out[r*rows+o] = dotF32(wr, j.x[r*cols:(r+1)*cols])
 			}
 		}
-	case quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q4_K, quant.Q5_K, quant.Q6_K:
+	case usesQ8(w.typ):
 		nb := cols / quant.QK
 		q := &j.b.q8
 		dot := q8Dots[w.typ]
