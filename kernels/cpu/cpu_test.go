@@ -32,6 +32,18 @@ func quantized(t testing.TB, rng *rand.Rand, typ quant.Type, rows, cols int) []b
 	return w
 }
 
+// tolerance is how far a product of cols unit Gaussians may stray from the
+// float64 reference: the |dot| scale, sqrt(cols), times 1e-4, or times 0.05
+// for types whose activations are rounded to 8 bits (about 10 standard
+// deviations of that rounding).
+func tolerance(typ quant.Type, cols int) float64 {
+	tol := 1e-4
+	if usesQ8(typ) {
+		tol = 0.05
+	}
+	return tol * math.Sqrt(float64(cols))
+}
+
 // refMatMul is the reference: dequantise each weight row and accumulate the
 // dot product in float64.
 func refMatMul(out []float32, t quant.Type, w []byte, rows, cols int, x []float32, n int) {
@@ -83,14 +95,10 @@ func TestMatMulMatchesReference(t *testing.T) {
 				be.MatMul(got, m, x, n)
 				want := make([]float32, n*rows)
 				refMatMul(want, typ, w, rows, cols, x, n)
-				tol := 1e-4
-				if usesQ8(typ) {
-					tol = 0.05 // activations rounded to 8 bits: about 10 standard deviations of that rounding
-				}
-				scale := math.Sqrt(float64(cols)) // |dot| of unit Gaussians ~ sqrt(cols)
+				tol := tolerance(typ, cols)
 				for i := range want {
-					if d := math.Abs(float64(got[i] - want[i])); !(d <= tol*scale) {
-						t.Fatalf("%s: out[%d] = %v, want %v (diff %g > %g)", name, i, got[i], want[i], d, tol*scale)
+					if d := math.Abs(float64(got[i] - want[i])); !(d <= tol) {
+						t.Fatalf("%s: out[%d] = %v, want %v (diff %g > %g)", name, i, got[i], want[i], d, tol)
 					}
 				}
 				for i := n * rows; i < len(got); i++ {
@@ -289,12 +297,9 @@ func TestMatMul512Rows(t *testing.T) {
 		be.MatMul(got, m, x, n)
 		want := make([]float32, n*rows)
 		refMatMul(want, typ, w, rows, cols, x, n)
-		tol := 1e-4
-		if usesQ8(typ) {
-			tol = 0.05
-		}
+		tol := tolerance(typ, cols)
 		for i := range want {
-			if d := math.Abs(float64(got[i] - want[i])); !(d <= tol*math.Sqrt(cols)) {
+			if d := math.Abs(float64(got[i] - want[i])); !(d <= tol) {
 				t.Fatalf("%s: out[%d] = %v, want %v", typ, i, got[i], want[i])
 			}
 		}
