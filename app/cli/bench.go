@@ -47,13 +47,12 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	roof := bw / float64(m.WeightBytes())
-	fmt.Fprintf(w, "memory read bandwidth: %.1f GB/s (%d threads); decode roofline %.0f tokens/s (weight bytes per token / bandwidth)\n", bw/1e9, *threads, roof)
-
 	lim, err := profiles.ModelLimits(ctx, m, *threads, bw)
 	if err != nil {
 		return err
 	}
+	roof := 1 / lim.Roofline().Seconds() // tokens/s
+	fmt.Fprintf(w, "memory read bandwidth: %.1f GB/s (%d threads); decode roofline %.0f tokens/s (weight bytes per token / bandwidth)\n", bw/1e9, *threads, roof)
 	fmt.Fprintf(w, "compute ceiling: %.1f GMAC/s of %s multiply-adds (%d threads, no memory traffic); %.1fM multiply-adds per token\n", lim.Peak/1e9, lim.Kind(), *threads, lim.MACs/1e6)
 
 	prompt := m.Tok.Encode("Once upon a time", true, false)
