@@ -31,6 +31,7 @@ func verbs() map[string]verb {
 		{"tokenize", "print the token ids of a text", runTokenize},
 		{"generate", "generate text with plain autoregressive decoding", runGenerate},
 		{"synth", "write a random-weight GGUF with a real model's shape", runSynth},
+		{"demo", "write the built-in demo pair (real text, speculation that pays) to a folder", runDemo},
 		{"run", "speculative decoding session: strategy, draft source, figures, trace", runRun},
 		{"bench", "decode speed, T_verify(W) curve and memory bandwidth of a model on this machine", runBench},
 		{"profile", "measure and store latency curves of a target (and drafter) on this machine", runProfile},
