@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"arborist/kernels/quant"
@@ -135,8 +136,10 @@ func TestParallelMatchesSerial(t *testing.T) {
 }
 
 func TestNewMatrixErrors(t *testing.T) {
-	if _, err := NewMatrix(quant.Q2_K, make([]byte, 84), 1, 256); err == nil {
-		t.Error("Q2_K accepted")
+	if _, err := NewMatrix(quant.IQ2_XXS, make([]byte, 66), 1, 256); err == nil {
+		t.Error("IQ2_XXS accepted")
+	} else if !strings.Contains(err.Error(), "IQ2_XXS") {
+		t.Errorf("IQ2_XXS refused without naming it: %v", err)
 	}
 	if _, err := NewMatrix(quant.Q8_0, make([]byte, 33), 1, 32); err == nil {
 		t.Error("short data accepted")
