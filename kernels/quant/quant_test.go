@@ -190,3 +190,27 @@ func TestErrors(t *testing.T) {
 		t.Errorf("Type(77).String() = %q", got)
 	}
 }
+
+// TestLayoutSizes pins every known type's block to ggml's (the
+// static_asserts of ggml-common.h): a GGUF file's tensor offsets depend on
+// them even for the types Arborist refuses to compute with.
+func TestLayoutSizes(t *testing.T) {
+	for _, c := range []struct {
+		t         Type
+		block, ty int
+		supported bool
+	}{
+		{Q2_K, 256, 84, true}, {Q3_K, 256, 110, true}, {Q4_K, 256, 144, true}, {Q5_K, 256, 176, true}, {Q6_K, 256, 210, true},
+		{IQ4_NL, 32, 18, true}, {IQ4_XS, 256, 136, true},
+		{IQ2_XXS, 256, 66, false}, {IQ2_XS, 256, 74, false}, {IQ2_S, 256, 82, false}, {IQ3_XXS, 256, 98, false},
+		{IQ3_S, 256, 110, false}, {IQ1_S, 256, 50, false}, {IQ1_M, 256, 56, false}, {TQ1_0, 256, 54, false},
+		{TQ2_0, 256, 66, false}, {MXFP4, 32, 17, false},
+	} {
+		if c.t.BlockSize() != c.block || c.t.TypeSize() != c.ty || c.t.Supported() != c.supported {
+			t.Errorf("%s: block %d, %d bytes, supported %v; want %d, %d, %v", c.t, c.t.BlockSize(), c.t.TypeSize(), c.t.Supported(), c.block, c.ty, c.supported)
+		}
+		if got, err := ParseType(c.t.String()); err != nil || got != c.t {
+			t.Errorf("ParseType(%q) = %v, %v", c.t.String(), got, err)
+		}
+	}
+}
