@@ -122,7 +122,7 @@ func TestBadFiles(t *testing.T) {
 
 func TestUnknownTensorType(t *testing.T) {
 	var buf bytes.Buffer
-	ts := []WriteTensor{{Name: "w", Dims: []uint64{256}, Type: quant.Q2_K, Data: make([]byte, quant.Q2_K.TypeSize())}}
+	ts := []WriteTensor{{Name: "w", Dims: []uint64{256}, Type: quant.IQ2_XXS, Data: make([]byte, quant.IQ2_XXS.TypeSize())}}
 	if err := Write(&buf, nil, ts); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestUnknownTensorType(t *testing.T) {
 		t.Fatal(err) // a known layout parses...
 	}
 	if _, _, err := f.TensorData("w"); !errors.Is(err, ErrUnknownType) {
-		t.Errorf("Q2_K tensor: err = %v, want ErrUnknownType", err) // ...but is refused for compute
+		t.Errorf("IQ2_XXS tensor: err = %v, want ErrUnknownType", err) // ...but is refused for compute
 	}
 	b := buf.Bytes()
 	// patch the type id (after name, n_dims, one dim) to an id ggml never used

@@ -276,6 +276,14 @@ func fileType(t quant.Type) uint32 {
 		return 17
 	case quant.Q6_K:
 		return 18
+	case quant.Q2_K:
+		return 10
+	case quant.Q3_K:
+		return 12
+	case quant.IQ4_NL:
+		return 25
+	case quant.IQ4_XS:
+		return 30
 	case quant.BF16:
 		return 32
 	}

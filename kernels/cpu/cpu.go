@@ -2,9 +2,9 @@
 // weight blocks, computed in place on the (memory-mapped) quantised data and
 // split across a persistent pool of worker goroutines.
 //
-// For the quantised types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,
-// Q6_K) the activations are quantised to 8 bits per 32-value block, as
-// mature engines do, and the inner products run on integers in place on
+// For the quantised types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K,
+// Q5_K, Q6_K, IQ4_NL, IQ4_XS) the activations are quantised to 8 bits per
+// 32-value block, as mature engines do, and the inner products run on integers in place on
 // the weight blocks; for the float types (F32, F16, BF16) each weight row is
 // read (or widened to float32 in a per-worker scratch row) and multiplied
 // in float32. The accuracy the 8-bit activations cost is measured by
@@ -204,7 +204,8 @@ func growI32(s []int32, n int) []int32 {
 // usesQ8 reports whether products with t run on 8-bit activations.
 func usesQ8(t quant.Type) bool {
 	switch t {
-	case quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q4_K, quant.Q5_K, quant.Q6_K:
+	case quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q4_K, quant.Q5_K, quant.Q6_K,
+		quant.Q2_K, quant.Q3_K, quant.IQ4_NL, quant.IQ4_XS:
 		return true
 	}
 	return false

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"arborist/kernels/quant"
@@ -72,6 +73,7 @@ func TestMatMulMatchesReference(t *testing.T) {
 	be := New(3)
 	defer be.Close()
 	for _, typ := range quant.SupportedTypes() {
+		worst := 0.0 // largest |error| relative to the row scale sqrt(cols), printed with -v
 		cols := 3 * quant.QKK
 		if typ.BlockSize() == 1 {
 			cols = 37
@@ -97,9 +99,11 @@ func TestMatMulMatchesReference(t *testing.T) {
 				refMatMul(want, typ, w, rows, cols, x, n)
 				tol := tolerance(typ, cols)
 				for i := range want {
-					if d := math.Abs(float64(got[i] - want[i])); !(d <= tol) {
+					d := math.Abs(float64(got[i] - want[i]))
+					if !(d <= tol) {
 						t.Fatalf("%s: out[%d] = %v, want %v (diff %g > %g)", name, i, got[i], want[i], d, tol)
 					}
+					worst = max(worst, d/math.Sqrt(float64(cols)))
 				}
 				for i := n * rows; i < len(got); i++ {
 					if !math.IsNaN(float64(got[i])) {
@@ -108,6 +112,7 @@ func TestMatMulMatchesReference(t *testing.T) {
 				}
 			}
 		}
+		t.Logf("%s (%s kernels): max |error| against float64 %.2e x sqrt(cols), tolerance %.0e", typ, Kernels(), worst, tolerance(typ, cols)/math.Sqrt(float64(cols)))
 	}
 }
 
@@ -135,8 +140,10 @@ func TestParallelMatchesSerial(t *testing.T) {
 }
 
 func TestNewMatrixErrors(t *testing.T) {
-	if _, err := NewMatrix(quant.Q2_K, make([]byte, 84), 1, 256); err == nil {
-		t.Error("Q2_K accepted")
+	if _, err := NewMatrix(quant.IQ2_XXS, make([]byte, 66), 1, 256); err == nil {
+		t.Error("IQ2_XXS accepted")
+	} else if !strings.Contains(err.Error(), "IQ2_XXS") {
+		t.Errorf("IQ2_XXS refused without naming it: %v", err)
 	}
 	if _, err := NewMatrix(quant.Q8_0, make([]byte, 33), 1, 32); err == nil {
 		t.Error("short data accepted")
@@ -165,7 +172,7 @@ func TestParallelFor(t *testing.T) {
 func BenchmarkMatMul(b *testing.B) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	rows, cols := 1376, 512
-	for _, typ := range []quant.Type{quant.F32, quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.Q6_K} {
+	for _, typ := range []quant.Type{quant.F32, quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.Q6_K, quant.Q2_K, quant.Q3_K, quant.IQ4_NL, quant.IQ4_XS} {
 		w := quantized(b, rng, typ, rows, cols)
 		for _, n := range []int{1, 3, 4, 5, 8, 64} {
 			b.Run(fmt.Sprintf("%s/n=%d", typ, n), func(b *testing.B) {
@@ -301,6 +308,44 @@ func TestMatMul512Rows(t *testing.T) {
 		for i := range want {
 			if d := math.Abs(float64(got[i] - want[i])); !(d <= tol) {
 				t.Fatalf("%s: out[%d] = %v, want %v", typ, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestQ8KernelsExact checks the integer kernels' layouts tightly: against
+// the float64 reference applied to the activations as the kernels see them
+// (rounded to 8 bits per block), every quantised type must agree to float
+// rounding, so a wrong bit, scale or table entry in any kernel family
+// shows up far above the tolerance, which the 8-bit rounding of
+// TestMatMulMatchesReference would not guarantee.
+func TestQ8KernelsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	be := New(2)
+	defer be.Close()
+	for _, typ := range quant.SupportedTypes() {
+		if !usesQ8(typ) {
+			continue
+		}
+		rows, cols := 7, 3*quant.QKK
+		for _, n := range []int{1, 2, 3, 4, 5, 8, 9} {
+			w := quantized(t, rng, typ, rows, cols)
+			x := gaussian(rng, n*cols)
+			var q q8Buf
+			q.quantize(x)
+			xq := make([]float32, len(x))
+			for i := range xq {
+				xq[i] = q.d[i/quant.QK] * float32(q.q[i])
+			}
+			m, _ := be.NewMatrix(typ, w, rows, cols)
+			got := make([]float32, n*rows)
+			be.MatMul(got, m, x, n)
+			want := make([]float32, n*rows)
+			refMatMul(want, typ, w, rows, cols, xq, n)
+			for i := range want {
+				if d := math.Abs(float64(got[i] - want[i])); !(d <= 1e-4*math.Sqrt(float64(cols))) {
+					t.Fatalf("%s n=%d (%s): out[%d] = %v, want %v on the 8-bit activations", typ, n, Kernels(), i, got[i], want[i])
+				}
 			}
 		}
 	}

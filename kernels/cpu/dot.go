@@ -38,14 +38,18 @@ func f16le(b []byte) float32 { return quant.F16ToF32(binary.LittleEndian.Uint16(
 type q8Dot func(w []byte, yd []float32, yq []int8, ys []int32) float32
 
 var q8Dots = map[quant.Type]q8Dot{
-	quant.Q8_0: dotQ8_0,
-	quant.Q4_0: dotQ4_0,
-	quant.Q4_1: dotQ4_1,
-	quant.Q5_0: dotQ5_0,
-	quant.Q5_1: dotQ5_1,
-	quant.Q4_K: dotQ4K,
-	quant.Q5_K: dotQ5K,
-	quant.Q6_K: dotQ6K,
+	quant.Q8_0:   dotQ8_0,
+	quant.Q4_0:   dotQ4_0,
+	quant.Q4_1:   dotQ4_1,
+	quant.Q5_0:   dotQ5_0,
+	quant.Q5_1:   dotQ5_1,
+	quant.Q4_K:   dotQ4K,
+	quant.Q5_K:   dotQ5K,
+	quant.Q6_K:   dotQ6K,
+	quant.Q2_K:   dotQ2K,
+	quant.Q3_K:   dotQ3K,
+	quant.IQ4_NL: dotIQ4NL,
+	quant.IQ4_XS: dotIQ4XS,
 }
 
 // dotQ8_0: sum_b d_w*d_y * sum_j qw[j]*qy[j].
@@ -201,6 +205,93 @@ func dotQ6K(w []byte, yd []float32, yq []int8, _ []int32) float32 {
 				}
 				sum += d * yd[b] * float32(isum)
 			}
+		}
+	}
+	return sum
+}
+
+// dotQ2K: per activation block, d*dy*sum over its two 16-value groups of
+// sc_g*sum(q*qy), minus dmin*dy*sum of m_g*sum(qy) (both exact integers).
+func dotQ2K(w []byte, yd []float32, yq []int8, _ []int32) float32 {
+	var sum float32
+	for s := 0; s < len(yd)/8; s++ {
+		blk := w[s*84 : (s+1)*84]
+		d, dmin := f16le(blk[80:]), f16le(blk[82:])
+		for j := 0; j < 8; j++ {
+			b := s*8 + j
+			qs, shift := blk[16+32*(j/4):], uint(2*(j%4))
+			qy := yq[b*32 : b*32+32]
+			var isum, msum int32
+			for l := 0; l < 32; l++ {
+				sc := blk[2*j+l/16]
+				isum += int32(sc&0xf) * int32(qs[l]>>shift&3) * int32(qy[l])
+				msum += int32(sc>>4) * int32(qy[l])
+			}
+			sum += d*yd[b]*float32(isum) - dmin*yd[b]*float32(msum)
+		}
+	}
+	return sum
+}
+
+// dotQ3K: per activation block, d*dy*sum over its two 16-value groups of
+// sc_g*sum(q*qy), q in -4..3.
+func dotQ3K(w []byte, yd []float32, yq []int8, _ []int32) float32 {
+	var sum float32
+	var sc [16]int8
+	for s := 0; s < len(yd)/8; s++ {
+		blk := w[s*110 : (s+1)*110]
+		d := f16le(blk[108:])
+		quant.Q3KScales(blk[96:108], &sc)
+		for j := 0; j < 8; j++ {
+			b := s*8 + j
+			qs, shift := blk[32+32*(j/4):], uint(2*(j%4))
+			qy := yq[b*32 : b*32+32]
+			var isum int32
+			for l := 0; l < 32; l++ {
+				q := int32(qs[l] >> shift & 3)
+				if blk[l]>>uint(j)&1 == 0 {
+					q -= 4
+				}
+				isum += int32(sc[2*j+l/16]) * q * int32(qy[l])
+			}
+			sum += d * yd[b] * float32(isum)
+		}
+	}
+	return sum
+}
+
+// dotIQ4NL: sum_b d_w*d_y * sum_j KValuesIQ4NL[idx_j]*qy[j].
+func dotIQ4NL(w []byte, yd []float32, yq []int8, _ []int32) float32 {
+	var sum float32
+	for b := range yd {
+		blk := w[b*18 : b*18+18]
+		qs := blk[2:18]
+		qy := yq[b*32 : b*32+32]
+		var s int32
+		for j := 0; j < 16; j++ {
+			s += int32(quant.KValuesIQ4NL[qs[j]&0xf])*int32(qy[j]) + int32(quant.KValuesIQ4NL[qs[j]>>4])*int32(qy[j+16])
+		}
+		sum += f16le(blk) * yd[b] * float32(s)
+	}
+	return sum
+}
+
+// dotIQ4XS: IQ4_NL's product per 32-value sub-block, times the sub-block's
+// six-bit scale, with one fp16 d per super-block.
+func dotIQ4XS(w []byte, yd []float32, yq []int8, _ []int32) float32 {
+	var sum float32
+	for s := 0; s < len(yd)/8; s++ {
+		blk := w[s*136 : (s+1)*136]
+		d := f16le(blk)
+		for j := 0; j < 8; j++ {
+			b := s*8 + j
+			qs := blk[8+16*j:]
+			qy := yq[b*32 : b*32+32]
+			var isum int32
+			for l := 0; l < 16; l++ {
+				isum += int32(quant.KValuesIQ4NL[qs[l]&0xf])*int32(qy[l]) + int32(quant.KValuesIQ4NL[qs[l]>>4])*int32(qy[l+16])
+			}
+			sum += d * yd[b] * float32(int32(quant.IQ4XSScale(blk, j))*isum)
 		}
 	}
 	return sum

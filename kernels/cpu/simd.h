@@ -2,7 +2,8 @@
 #include <stdint.h>
 
 enum { ARB_F32 = 0, ARB_F16 = 1, ARB_Q4_0 = 2, ARB_Q4_1 = 3, ARB_Q5_0 = 6, ARB_Q5_1 = 7,
-       ARB_Q8_0 = 8, ARB_Q4_K = 12, ARB_Q5_K = 13, ARB_Q6_K = 14, ARB_BF16 = 30 };
+       ARB_Q8_0 = 8, ARB_Q2_K = 10, ARB_Q3_K = 11, ARB_Q4_K = 12, ARB_Q5_K = 13, ARB_Q6_K = 14,
+       ARB_IQ4_NL = 20, ARB_IQ4_XS = 23, ARB_BF16 = 30 };
 
 int arb_simd_level(void);
 void arb_quantize_q8(const float *x, int count, float *d, int8_t *q, int32_t *s);

@@ -19,26 +19,38 @@ type Type uint32
 // The ggml type ids that Arborist knows by name. Ids not listed here are
 // reported as unknown, with their number.
 const (
-	F32  Type = 0
-	F16  Type = 1
-	Q4_0 Type = 2
-	Q4_1 Type = 3
-	Q5_0 Type = 6
-	Q5_1 Type = 7
-	Q8_0 Type = 8
-	Q8_1 Type = 9
-	Q2_K Type = 10
-	Q3_K Type = 11
-	Q4_K Type = 12
-	Q5_K Type = 13
-	Q6_K Type = 14
-	Q8_K Type = 15
-	I8   Type = 24
-	I16  Type = 25
-	I32  Type = 26
-	I64  Type = 27
-	F64  Type = 28
-	BF16 Type = 30
+	F32     Type = 0
+	F16     Type = 1
+	Q4_0    Type = 2
+	Q4_1    Type = 3
+	Q5_0    Type = 6
+	Q5_1    Type = 7
+	Q8_0    Type = 8
+	Q8_1    Type = 9
+	Q2_K    Type = 10
+	Q3_K    Type = 11
+	Q4_K    Type = 12
+	Q5_K    Type = 13
+	Q6_K    Type = 14
+	Q8_K    Type = 15
+	IQ2_XXS Type = 16
+	IQ2_XS  Type = 17
+	IQ3_XXS Type = 18
+	IQ1_S   Type = 19
+	IQ4_NL  Type = 20
+	IQ3_S   Type = 21
+	IQ2_S   Type = 22
+	IQ4_XS  Type = 23
+	I8      Type = 24
+	I16     Type = 25
+	I32     Type = 26
+	I64     Type = 27
+	F64     Type = 28
+	IQ1_M   Type = 29
+	BF16    Type = 30
+	TQ1_0   Type = 34
+	TQ2_0   Type = 35
+	MXFP4   Type = 39
 )
 
 // QK is the number of weights in one block of the simple (non-K) types.
@@ -64,17 +76,32 @@ var infos = map[Type]info{
 	Q5_1: {"Q5_1", QK, 4 + 4 + QK/2, true},
 	Q8_0: {"Q8_0", QK, 2 + QK, true},
 	Q8_1: {"Q8_1", QK, 4 + QK, false},
-	Q2_K: {"Q2_K", QKK, QKK/16 + QKK/4 + 4, false},
-	Q3_K: {"Q3_K", QKK, QKK/8 + QKK/4 + 12 + 2, false},
+	Q2_K: {"Q2_K", QKK, QKK/16 + QKK/4 + 4, true},
+	Q3_K: {"Q3_K", QKK, QKK/8 + QKK/4 + 12 + 2, true},
 	Q4_K: {"Q4_K", QKK, 4 + 12 + QKK/2, true},
 	Q5_K: {"Q5_K", QKK, 4 + 12 + QKK/8 + QKK/2, true},
 	Q6_K: {"Q6_K", QKK, QKK/2 + QKK/4 + QKK/16 + 2, true},
 	Q8_K: {"Q8_K", QKK, 4 + QKK + QKK/16*2, false},
-	I8:   {"I8", 1, 1, false},
-	I16:  {"I16", 1, 2, false},
-	I32:  {"I32", 1, 4, false},
-	I64:  {"I64", 1, 8, false},
-	F64:  {"F64", 1, 8, false},
+	// the non-linear 4-bit types: indices into KValuesIQ4NL
+	IQ4_NL: {"IQ4_NL", QK, 2 + QK/2, true},
+	IQ4_XS: {"IQ4_XS", QKK, 2 + 2 + QKK/64 + QKK/2, true},
+	// known layouts Arborist does not compute with (grid- or ternary-coded):
+	// files holding them open, and their tensors are refused by name
+	IQ2_XXS: {"IQ2_XXS", QKK, 2 + QKK/4, false},
+	IQ2_XS:  {"IQ2_XS", QKK, 2 + QKK/4 + QKK/32, false},
+	IQ2_S:   {"IQ2_S", QKK, 2 + QKK/4 + QKK/16, false},
+	IQ3_XXS: {"IQ3_XXS", QKK, 2 + 3*QKK/8, false},
+	IQ3_S:   {"IQ3_S", QKK, 2 + 13*QKK/32 + QKK/64, false},
+	IQ1_S:   {"IQ1_S", QKK, 2 + QKK/8 + QKK/16, false},
+	IQ1_M:   {"IQ1_M", QKK, QKK/8 + QKK/16 + QKK/32, false},
+	TQ1_0:   {"TQ1_0", QKK, 2 + QKK/64 + (QKK-4*QKK/64)/5, false},
+	TQ2_0:   {"TQ2_0", QKK, 2 + QKK/4, false},
+	MXFP4:   {"MXFP4", QK, 1 + QK/2, false},
+	I8:      {"I8", 1, 1, false},
+	I16:     {"I16", 1, 2, false},
+	I32:     {"I32", 1, 4, false},
+	I64:     {"I64", 1, 8, false},
+	F64:     {"F64", 1, 8, false},
 }
 
 // Known reports whether t is a ggml type id whose layout Arborist knows.
@@ -109,7 +136,7 @@ func ParseType(name string) (Type, error) {
 
 // SupportedTypes lists the types Arborist computes with, in id order.
 func SupportedTypes() []Type {
-	return []Type{F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, BF16}
+	return []Type{F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, BF16}
 }
 
 // RowBytes returns the byte size of a row of n weights of type t, or an error
@@ -335,9 +362,88 @@ func DequantizeBlock(t Type, b []byte, y []float32) {
 			qh = qh[32:]
 			sc = sc[8:]
 		}
+	case Q2_K: // scales[16] (low nibble scale, high nibble min of 16 weights); qs[64] two bits; d, dmin f16
+		d, dmin := f16(b[80:]), f16(b[82:])
+		for i := 0; i < QKK; i++ {
+			q, sc := Q2KWeight(b, i)
+			y[i] = d*float32(sc&0xf)*float32(q) - dmin*float32(sc>>4)
+		}
+	case Q3_K: // hmask[32] third bits; qs[64] low two bits; scales[12] (16 six-bit); d f16
+		d := f16(b[108:])
+		var sc [16]int8
+		Q3KScales(b[96:108], &sc)
+		for i := 0; i < QKK; i++ {
+			y[i] = d * float32(sc[i/16]) * float32(Q3KWeight(b, i))
+		}
+	case IQ4_NL: // d f16, qs[16]: y = d*KValuesIQ4NL[index]
+		d := f16(b)
+		qs := b[2:]
+		for j := 0; j < QK/2; j++ {
+			y[j] = d * float32(KValuesIQ4NL[qs[j]&0xf])
+			y[j+QK/2] = d * float32(KValuesIQ4NL[qs[j]>>4])
+		}
+	case IQ4_XS: // d f16; scales_h u16, scales_l[4] (eight six-bit scales, offset 32); qs[128]
+		d := f16(b)
+		for s := 0; s < QKK/QK; s++ {
+			dl := d * float32(IQ4XSScale(b, s))
+			qs := b[8+16*s:]
+			for j := 0; j < QK/2; j++ {
+				y[s*QK+j] = dl * float32(KValuesIQ4NL[qs[j]&0xf])
+				y[s*QK+j+QK/2] = dl * float32(KValuesIQ4NL[qs[j]>>4])
+			}
+		}
 	default:
 		panic("quant: DequantizeBlock of unsupported type " + t.String())
 	}
+}
+
+// KValuesIQ4NL is the 16-entry non-linear table of IQ4_NL and IQ4_XS
+// (ggml's kvalues_iq4nl): a weight is its block scale times one entry.
+var KValuesIQ4NL = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
+
+// Q2KWeight returns weight i (0..255) of a Q2_K super-block b as its two-bit
+// value q and the scale byte of its 16-weight group (scale in the low
+// nibble, min in the high one). Weight i = 128n + 32j + l sits at bits 2j of
+// qs[32n + l]; its group is i/16.
+func Q2KWeight(b []byte, i int) (q, sc byte) {
+	n, j, l := i/128, i%128/32, i%32
+	return b[16+32*n+l] >> uint(2*j) & 3, b[i/16]
+}
+
+// Q3KWeight returns weight i (0..255) of a Q3_K super-block b as a signed
+// value in -4..3: the two low bits as in Q2_K (qs at offset 32), minus 4
+// unless bit i/32 of hmask[i%32] is set.
+func Q3KWeight(b []byte, i int) int {
+	n, j, l := i/128, i%128/32, i%32
+	q := int(b[32+32*n+l] >> uint(2*j) & 3)
+	if b[l]>>uint(i/32)&1 == 0 {
+		q -= 4
+	}
+	return q
+}
+
+// Q3KScales unpacks the 16 six-bit scales of a Q3_K super-block (12 bytes)
+// to signed values (stored value - 32): scale j has its low four bits in
+// byte j%8 (low nibble for j < 8, high for j >= 8) and its top two bits at
+// bits 2*(j/4) of byte 8 + j%4.
+func Q3KScales(p []byte, sc *[16]int8) {
+	for j := 0; j < 16; j++ {
+		lo := p[j%8] & 0xf
+		if j >= 8 {
+			lo = p[j%8] >> 4
+		}
+		hi := p[8+j%4] >> uint(2*(j/4)) & 3
+		sc[j] = int8(lo|hi<<4) - 32
+	}
+}
+
+// IQ4XSScale returns the signed scale (stored six bits - 32) of 32-weight
+// sub-block s (0..7) of an IQ4_XS super-block b: low four bits in nibble
+// s%2 of scales_l[s/2], top two bits at bits 2s of scales_h.
+func IQ4XSScale(b []byte, s int) int {
+	h := binary.LittleEndian.Uint16(b[2:])
+	ls := int(b[4+s/2]>>uint(4*(s%2))&0xf) | int(h>>uint(2*s)&3)<<4
+	return ls - 32
 }
 
 // ScaleMinK4 unpacks the j-th six-bit (scale, min) pair of a Q4_K/Q5_K

@@ -126,6 +126,14 @@ func quantizeBlock(t Type, x []float32, b []byte) {
 		quantizeQ45K(t, x, b)
 	case Q6_K:
 		quantizeQ6K(x, b)
+	case Q2_K:
+		quantizeQ2K(x, b)
+	case Q3_K:
+		quantizeQ3K(x, b)
+	case IQ4_NL:
+		putF16(b, quantizeIQ4(x, b[2:], 0))
+	case IQ4_XS:
+		quantizeIQ4XS(x, b)
 	default:
 		panic("quant: quantizeBlock of unsupported type " + t.String())
 	}
@@ -239,4 +247,147 @@ func quantizeQ6K(x []float32, b []byte) {
 			qh[n/4+l] = byte(q1>>4) | byte(q2>>4)<<2 | byte(q3>>4)<<4 | byte(q4>>4)<<6
 		}
 	}
+}
+
+// quantizeQ2K fits each 16-weight group with a scale and a min (four bits
+// each, relative to the super-block's d and dmin) and two-bit weights.
+func quantizeQ2K(x []float32, b []byte) {
+	var scales, mins [16]float32
+	maxSc, maxMin := float32(0), float32(0)
+	for g := 0; g < 16; g++ {
+		lo, hi := minMax(x[g*16 : g*16+16])
+		lo = min(lo, 0)
+		scales[g], mins[g] = (hi-lo)/3, -lo
+		maxSc, maxMin = max(maxSc, scales[g]), max(maxMin, mins[g])
+	}
+	putF16(b[80:], maxSc/15)
+	putF16(b[82:], maxMin/15)
+	d, dmin := f16(b[80:]), f16(b[82:])
+	for g := 0; g < 16; g++ {
+		ls := clampRound(scales[g]*inv(d), 0, 15)
+		lm := clampRound(mins[g]*inv(dmin), 0, 15)
+		b[g] = byte(ls) | byte(lm)<<4
+	}
+	qs := b[16:80]
+	clear(qs)
+	for i := 0; i < QKK; i++ {
+		sc := b[i/16]
+		ds, ms := d*float32(sc&0xf), dmin*float32(sc>>4)
+		q := clampRound((x[i]+ms)*inv(ds), 0, 3)
+		qs[32*(i/128)+i%32] |= byte(q) << uint(2*(i%128/32))
+	}
+}
+
+// quantizeQ3K gives each 16-weight group a signed six-bit scale relative
+// to the super-block's d (the largest scale maps to -32, as ggml does) and
+// three-bit weights in -4..3, stored as two low bits and an hmask bit.
+func quantizeQ3K(x []float32, b []byte) {
+	var scales [16]float32
+	maxScale, amax := float32(0), float32(0)
+	for g := 0; g < 16; g++ {
+		_, m := absMax(x[g*16 : g*16+16])
+		scales[g] = m / -4
+		if a := float32(math.Abs(float64(scales[g]))); a > amax {
+			amax, maxScale = a, scales[g]
+		}
+	}
+	clear(b)
+	var ls [16]int
+	if maxScale != 0 {
+		iscale := -32 / maxScale
+		for g := 0; g < 16; g++ {
+			ls[g] = clampRound(iscale*scales[g], -32, 31)
+		}
+		putF16(b[108:], 1/iscale)
+	}
+	for g := 0; g < 16; g++ {
+		l := byte(ls[g] + 32)
+		b[96+g%8] |= (l & 0xf) << uint(4*(g/8))
+		b[96+8+g%4] |= (l >> 4) << uint(2*(g/4))
+	}
+	d := f16(b[108:])
+	for i := 0; i < QKK; i++ {
+		q := clampRound(x[i]*inv(d*float32(ls[i/16])), -4, 3) + 4
+		l := i % 32
+		if q > 3 {
+			b[l] |= 1 << uint(i/32)
+			q -= 4
+		}
+		b[32+32*(i/128)+l] |= byte(q) << uint(2*(i%128/32))
+	}
+}
+
+// nearestIQ4 returns the index of the KValuesIQ4NL entry nearest v.
+func nearestIQ4(v float32) int {
+	best, bestErr := 0, float32(math.Inf(1))
+	for i, k := range KValuesIQ4NL {
+		if e := float32(math.Abs(float64(v - float32(k)))); e < bestErr {
+			best, bestErr = i, e
+		}
+	}
+	return best
+}
+
+// quantizeIQ4 encodes 32 weights as indices into KValuesIQ4NL (nibbles
+// packed as in IQ4_NL: weight j low, j+16 high) with scale d, and returns
+// d. With fixed = 0 the scale is fitted: the largest magnitude maps to the
+// table's -127 end, then one least-squares step refits d to the chosen
+// indices and the indices are chosen again; otherwise fixed is used.
+func quantizeIQ4(x []float32, qs []byte, fixed float32) float32 {
+	d := fixed
+	if fixed == 0 {
+		_, m := absMax(x)
+		d = m / -127
+		if d == 0 {
+			clear(qs[:QK/2])
+			return 0
+		}
+		var sxv, svv float64
+		for _, v := range x {
+			k := float64(KValuesIQ4NL[nearestIQ4(v/d)])
+			sxv += float64(v) * k
+			svv += k * k
+		}
+		if svv > 0 && sxv != 0 {
+			d = float32(sxv / svv)
+		}
+		d = F16ToF32(F32ToF16(d))
+	}
+	id := inv(d)
+	for j := 0; j < QK/2; j++ {
+		qs[j] = byte(nearestIQ4(x[j]*id)) | byte(nearestIQ4(x[j+QK/2]*id))<<4
+	}
+	return d
+}
+
+// quantizeIQ4XS fits each 32-weight sub-block's IQ4 scale, stores the
+// scales as six-bit values relative to the super-block's d, and encodes
+// the weights against the stored scales.
+func quantizeIQ4XS(x []float32, b []byte) {
+	var scales [8]float32
+	var tmp [QK / 2]byte
+	maxScale, amax := float32(0), float32(0)
+	for s := 0; s < 8; s++ {
+		scales[s] = quantizeIQ4(x[s*QK:(s+1)*QK], tmp[:], 0)
+		if a := float32(math.Abs(float64(scales[s]))); a > amax {
+			amax, maxScale = a, scales[s]
+		}
+	}
+	clear(b)
+	d := maxScale / -32
+	putF16(b, d)
+	d = f16(b)
+	var h uint16
+	for s := 0; s < 8; s++ {
+		l := clampRound(scales[s]*inv(d), -32, 31)
+		ls := byte(l + 32)
+		b[4+s/2] |= (ls & 0xf) << uint(4*(s%2))
+		h |= uint16(ls>>4) << uint(2*s)
+		dl := d * float32(l)
+		if dl == 0 {
+			continue // every index 0 would be -127*0: leave the nibbles, any value gives 0
+		}
+		quantizeIQ4(x[s*QK:(s+1)*QK], b[8+16*s:], dl)
+	}
+	binary.LittleEndian.PutUint16(b[2:], h)
 }
