@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"arborist/engine/model"
+	"arborist/engine/sample"
 	"arborist/kernels/cpu"
 )
 
@@ -59,18 +60,6 @@ func readRefs(t *testing.T) []refLine {
 		t.Fatal("ref.jsonl is empty")
 	}
 	return refs
-}
-
-// argmaxLow is the highest logit, the lower id on an exact tie (as the
-// reference's greedy continuation chooses).
-func argmaxLow(row []float32) int {
-	best := 0
-	for i, v := range row {
-		if v > row[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 // topDiff is the largest |engine - reference| over the reference's top
@@ -164,7 +153,7 @@ func TestConformance(t *testing.T) {
 					break
 				}
 			}
-			got := argmaxLow(row)
+			got := sample.Argmax(row) // the lower id on an exact tie, as the reference
 			if got != greedy[j] {
 				margin := greedyTop[j][0][1] - greedyTop[j][1][1]
 				if !quantised && margin >= 1e-4 {
