@@ -53,6 +53,14 @@ func printFamily(w io.Writer, cfg *model.Config) {
 	if len(parts) > 0 {
 		fmt.Fprintf(w, "family:        %s\n", strings.Join(parts, ", "))
 	}
+	for _, f := range []struct {
+		name string
+		v    []float32
+	}{{"rope_freqs", cfg.RopeFreqs}, {"rope short", cfg.RopeShort}, {"rope long", cfg.RopeLong}} {
+		if f.v != nil {
+			fmt.Fprintf(w, "%-15s%s\n", f.name+":", strings.Trim(fmt.Sprintf("%.4g", f.v), "[]"))
+		}
+	}
 }
 
 // parseIDs reads a comma-separated list of token ids.

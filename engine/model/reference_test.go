@@ -14,8 +14,9 @@ import (
 	"arborist/kernels/quant"
 )
 
-// refModel is a plain float64 implementation of the published Qwen3 and
-// Gemma 3 architectures (Hugging Face's modeling_qwen3 / modeling_gemma3),
+// refModel is a plain float64 implementation of the published Qwen3, Gemma 3
+// and Phi-3 (longrope) architectures (Hugging Face's modeling_qwen3,
+// modeling_gemma3, modeling_phi3),
 // reading the GGUF's F32 tensors itself: the check on those families that
 // the conformance kit does not cover. It shares no code with the engine.
 type refModel struct {
@@ -24,6 +25,9 @@ type refModel struct {
 	eps, base, scale           float64
 	window                     int
 	f                          *gguf.File
+	// phi3 longrope: per-pair frequency divisors and the cos/sin factor
+	factors []float64
+	mscale  float64
 }
 
 func (r *refModel) tensor(t *testing.T, name string) []float64 {
@@ -71,12 +75,17 @@ func rms(x, w []float64, eps float64) []float64 {
 }
 
 // ropeHalf rotates x (one head) NeoX style: pairs (i, i+hd/2), angle
-// pos/scale * base^(-2i/hd).
-func ropeHalf(x []float64, pos int, base, scale float64) {
+// pos/scale * base^(-2i/hd) / factors[i], cos and sin times mscale.
+func (r *refModel) ropeHalf(x []float64, pos int, base, scale float64) {
 	half := len(x) / 2
 	for i := 0; i < half; i++ {
 		a := float64(pos) / scale * math.Pow(base, -2*float64(i)/float64(len(x)))
-		c, s := math.Cos(a), math.Sin(a)
+		ms := 1.0
+		if r.factors != nil {
+			a /= r.factors[i]
+			ms = r.mscale
+		}
+		c, s := math.Cos(a)*ms, math.Sin(a)*ms
 		x0, x1 := x[i], x[i+half]
 		x[i], x[i+half] = x0*c-x1*s, x0*s+x1*c
 	}
@@ -90,7 +99,7 @@ func silu(x float64) float64 { return x / (1 + math.Exp(-x)) }
 
 // forward returns the logits of every position of ids (causal).
 func (r *refModel) forward(t *testing.T, ids []int) [][]float64 {
-	gemma := r.arch == "gemma3"
+	gemma, phi := r.arch == "gemma3", r.arch == "phi3"
 	emb := r.tensor(t, "token_embd.weight")
 	vocab := len(emb) / r.dim
 	xs := make([][]float64, len(ids))
@@ -105,9 +114,20 @@ func (r *refModel) forward(t *testing.T, ids []int) [][]float64 {
 	group := r.heads / r.kv
 	for l := 0; l < r.layers; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
-		attnNorm, qn, kn := r.tensor(t, p+"attn_norm.weight"), r.tensor(t, p+"attn_q_norm.weight"), r.tensor(t, p+"attn_k_norm.weight")
-		wq, wk, wv, wo := r.tensor(t, p+"attn_q.weight"), r.tensor(t, p+"attn_k.weight"), r.tensor(t, p+"attn_v.weight"), r.tensor(t, p+"attn_output.weight")
-		ffnNorm, wg, wu, wd := r.tensor(t, p+"ffn_norm.weight"), r.tensor(t, p+"ffn_gate.weight"), r.tensor(t, p+"ffn_up.weight"), r.tensor(t, p+"ffn_down.weight")
+		attnNorm, wo := r.tensor(t, p+"attn_norm.weight"), r.tensor(t, p+"attn_output.weight")
+		ffnNorm, wd := r.tensor(t, p+"ffn_norm.weight"), r.tensor(t, p+"ffn_down.weight")
+		var qn, kn, wq, wk, wv, wg, wu []float64
+		if phi {
+			// Phi3Attention.qkv_proj: rows Q, K, V; Phi3MLP.gate_up_proj: rows gate, up
+			qkv, gu := r.tensor(t, p+"attn_qkv.weight"), r.tensor(t, p+"ffn_up.weight")
+			q, kv := r.heads*r.hd*r.dim, r.kv*r.hd*r.dim
+			wq, wk, wv = qkv[:q], qkv[q:q+kv], qkv[q+kv:]
+			wg, wu = gu[:len(gu)/2], gu[len(gu)/2:]
+		} else {
+			qn, kn = r.tensor(t, p+"attn_q_norm.weight"), r.tensor(t, p+"attn_k_norm.weight")
+			wq, wk, wv = r.tensor(t, p+"attn_q.weight"), r.tensor(t, p+"attn_k.weight"), r.tensor(t, p+"attn_v.weight")
+			wg, wu = r.tensor(t, p+"ffn_gate.weight"), r.tensor(t, p+"ffn_up.weight")
+		}
 		// Gemma 3: five local (sliding, base 10000, unscaled) layers per global one
 		sliding := gemma && (l+1)%6 != 0
 		base, scale := r.base, r.scale
@@ -120,13 +140,17 @@ func (r *refModel) forward(t *testing.T, ids []int) [][]float64 {
 			qs[i], ks[i], vs[i] = matVec(wq, h), matVec(wk, h), matVec(wv, h)
 			for hh := 0; hh < r.heads; hh++ {
 				q := qs[i][hh*r.hd : (hh+1)*r.hd]
-				copy(q, rms(q, qn, r.eps))
-				ropeHalf(q, i, base, scale)
+				if qn != nil {
+					copy(q, rms(q, qn, r.eps))
+				}
+				r.ropeHalf(q, i, base, scale)
 			}
 			for hh := 0; hh < r.kv; hh++ {
 				k := ks[i][hh*r.hd : (hh+1)*r.hd]
-				copy(k, rms(k, kn, r.eps))
-				ropeHalf(k, i, base, scale)
+				if kn != nil {
+					copy(k, rms(k, kn, r.eps))
+				}
+				r.ropeHalf(k, i, base, scale)
 			}
 		}
 		out := make([][]float64, len(ids))
@@ -139,7 +163,7 @@ func (r *refModel) forward(t *testing.T, ids []int) [][]float64 {
 				var js []int
 				mx := math.Inf(-1)
 				for j := 0; j <= i; j++ {
-					if sliding && i-j >= r.window {
+					if (sliding || phi) && i-j >= r.window {
 						continue
 					}
 					k := ks[j][kh*r.hd : (kh+1)*r.hd]
@@ -220,6 +244,8 @@ func TestReferenceFamilies(t *testing.T) {
 		{"qwen3", "custom:dim=64,layers=2,heads=4,kv=2,hd=24,ffn=96,vocab=300,arch=qwen3,rope=1000000,tied=1"},
 		{"qwen3-untied", "custom:dim=64,layers=2,heads=2,kv=1,hd=32,ffn=64,vocab=300,arch=qwen3"},
 		{"gemma3", "custom:dim=64,layers=7,heads=2,kv=1,hd=32,ffn=96,vocab=300,arch=gemma3,window=5,linearrope=4,rope=1000000"},
+		{"phi3-short", "custom:dim=64,layers=2,heads=4,kv=4,ffn=96,vocab=300,arch=phi3,window=6,longrope=1,ctx=16384"},
+		{"phi3-long", "custom:dim=64,layers=2,heads=4,kv=4,ffn=96,vocab=300,arch=phi3,window=6,longrope=1,ctx=16384"},
 	}
 	ids := []int{1, 17, 99, 250, 3, 42, 7, 180, 64, 33, 299, 5, 120}
 	for _, c := range cases {
@@ -253,14 +279,28 @@ func TestReferenceFamilies(t *testing.T) {
 				return def
 			}
 			ref := &refModel{arch: sh.Arch, dim: u("embedding_length"), layers: u("block_count"), heads: u("attention.head_count"),
-				kv: u("attention.head_count_kv"), hd: u("attention.key_length"), eps: fl("attention.layer_norm_rms_epsilon", 1e-6),
+				kv: u("attention.head_count_kv"), eps: fl("attention.layer_norm_rms_epsilon", 1e-6),
 				base: fl("rope.freq_base", 10000), scale: fl("rope.scaling.factor", 1), f: m.File}
-			if sh.Arch == "gemma3" {
+			ref.hd = ref.dim / ref.heads
+			if _, ok := m.File.Uint(sh.Arch + ".attention.key_length"); ok {
+				ref.hd = u("attention.key_length")
+			}
+			if sh.Arch == "gemma3" || sh.Arch == "phi3" {
 				ref.window = u("attention.sliding_window")
+			}
+			slots := len(ids)
+			if sh.Arch == "phi3" {
+				// HF picks the long factors past the original context;
+				// Arborist (like llama.cpp) by the cache's size
+				name := "rope_factors_short.weight"
+				if c.name == "phi3-long" {
+					name, slots = "rope_factors_long.weight", u("rope.scaling.original_context_length")+1
+				}
+				ref.factors, ref.mscale = ref.tensor(t, name), fl("rope.scaling.attn_factor", 1)
 			}
 			want := ref.forward(t, ids)
 			var res model.Result
-			if err := m.Forward(context.Background(), m.NewCache(len(ids)), model.Batch{Tokens: ids}, &res); err != nil {
+			if err := m.Forward(context.Background(), m.NewCache(slots), model.Batch{Tokens: ids}, &res); err != nil {
 				t.Fatal(err)
 			}
 			worst := 0.0
