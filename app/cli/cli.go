@@ -29,7 +29,8 @@ func verbs() map[string]verb {
 	vs := []verb{
 		{"inspect", "show a GGUF model's architecture, shape, tensor types and memory need", runInspect},
 		{"tokenize", "print the token ids of a text", runTokenize},
-		{"generate", "generate text with plain autoregressive decoding", runGenerate},
+		{"generate", "generate text with plain autoregressive decoding (--ids/--print-ids: token ids in and out)", runGenerateIDs},
+		{"logits", "print the top logits of every position of teacher-forced token ids, as JSON lines", runLogits},
 		{"synth", "write a random-weight GGUF with a real model's shape", runSynth},
 		{"demo", "write the built-in demo pair (real text, speculation that pays) to a folder", runDemo},
 		{"run", "speculative decoding session: strategy, draft source, figures, trace", runRun},

@@ -59,7 +59,8 @@ func runInspect(ctx context.Context, env Env, args []string) error {
 		if cfg.RopeNeox {
 			rope = "neox"
 		}
-		fmt.Fprintf(w, "rope:          %s, %d dims, base %g, linear scale %g\n", rope, cfg.RopeDim, cfg.RopeBase, cfg.RopeScale)
+		fmt.Fprintf(w, "rope:          %s, %d dims, base %g, scaling %s\n", rope, cfg.RopeDim, cfg.RopeBase, cfg.RopeVariant())
+		printFamily(w, &cfg)
 		n := *ctxLen
 		if n == 0 {
 			n = min(cfg.CtxLen, 4096)

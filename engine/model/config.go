@@ -1,29 +1,39 @@
-// Package model runs Llama-family transformers (llama, qwen2) from GGUF
-// files on a kernels.Backend.
+// Package model runs decoder-only transformers of the Llama lineage (llama,
+// mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3) from GGUF files on a
+// kernels.Backend.
 //
 // The forward pass takes a batch of tokens with explicit positions and an
 // explicit attention mask over the KV cache and the batch itself, so plain
 // decoding (one token), prefill (a causal block) and speculative tree
 // verification (a tree-shaped mask) are the same call. The cache supports
 // append, truncation and compaction to a chosen list of slots, which is how
-// rejected draft branches are dropped.
+// rejected draft branches are dropped; it remembers each slot's position, so
+// sliding-window layers stay correct after compaction.
+//
+// The families differ in a handful of switches, all read into Config when a
+// file is opened (never decided per token): q/k norms, embedding scale,
+// GELU instead of SiLU, post-attention and post-FFN norms, logit
+// soft-capping, sliding-window layers and the RoPE variant.
 package model
 
 import (
 	"fmt"
+	"math"
+	"strings"
 
 	"arborist/engine/gguf"
+	"arborist/kernels/quant"
 )
 
 // Config is a model's hyperparameters, read from GGUF metadata.
 type Config struct {
-	Arch      string  // "llama" or "qwen2"
+	Arch      string  // llama, qwen2, qwen3, phi3, gemma, gemma2 or gemma3
 	Dim       int     // embedding width n
 	Layers    int     // transformer blocks
 	Heads     int     // query heads
 	KVHeads   int     // key/value heads (grouped-query attention)
-	HeadDim   int     // Dim / Heads
-	FFN       int     // SwiGLU hidden width
+	HeadDim   int     // width of one head: attention.key_length, else Dim / Heads
+	FFN       int     // gated FFN hidden width
 	Vocab     int     // output logits
 	CtxLen    int     // trained context length
 	RopeDim   int     // leading dims of each head that are rotated
@@ -32,18 +42,95 @@ type Config struct {
 	RopeNeox  bool    // rotate (i, i+d/2) pairs instead of (2i, 2i+1)
 	Eps       float32 // RMSNorm epsilon
 	QKVBias   bool    // qwen2: biases on Q, K, V
+
+	// RopeFreqs, when set, holds one factor per rotated pair that divides
+	// that pair's rotation frequency: Llama 3.1+ rope scaling, which the
+	// converter stores only as the rope_freqs.weight tensor.
+	RopeFreqs []float32
+	// RopeLong and RopeShort are phi3's longrope factors (same role as
+	// RopeFreqs): the long ones are used when a cache is longer than
+	// RopeOrigCtx, as llama.cpp does. RopeAttnFactor (0 = 1) scales the
+	// rotation's cosines and sines.
+	RopeLong, RopeShort []float32
+	RopeOrigCtx         int
+	RopeAttnFactor      float32
+	// RopeBaseLocal is the frequency base of sliding-window layers when it
+	// differs from RopeBase (gemma3); those layers use no position scaling.
+	RopeBaseLocal float32
+
+	QKNorm       bool    // qwen3, gemma3: RMS norm over each head of Q and K before RoPE
+	EmbedScale   float32 // gemma: embeddings are multiplied by it (0 = not scaled)
+	GELU         bool    // gemma: gelu(tanh) gate instead of silu
+	PostNorms    bool    // gemma2, gemma3: norms on the attention and FFN outputs
+	AttnScale    float32 // attention scores' scale (1/sqrt(HeadDim) unless the family says)
+	AttnSoftcap  float32 // gemma2: scores become cap*tanh(score/cap) (0 = off)
+	FinalSoftcap float32 // gemma2: logits become cap*tanh(logit/cap) (0 = off)
+	// Window, when positive, is the sliding attention window: a query at
+	// position p sees only keys at positions > p - Window, on the layers
+	// SlidingLayer names.
+	Window int
+	// SWAPattern says which layers slide: 0 every layer, k > 0 every layer
+	// but each k-th (gemma2: 2, so layers 0, 2, 4...; gemma3: 6).
+	SWAPattern int
 }
 
 // KVDim is the width of one cached key (or value) row.
 func (c *Config) KVDim() int { return c.KVHeads * c.HeadDim }
 
+// QDim is the width of the concatenated query heads.
+func (c *Config) QDim() int { return c.Heads * c.HeadDim }
+
+// SlidingLayer reports whether layer l attends through the sliding window.
+func (c *Config) SlidingLayer(l int) bool {
+	if c.Window <= 0 {
+		return false
+	}
+	if c.SWAPattern <= 0 {
+		return true
+	}
+	return (l+1)%c.SWAPattern != 0
+}
+
+// RopeVariant names the rope scaling for display: "none", "linear x4",
+// "llama3 (rope_freqs, 32 factors 1..8)", "longrope", ...
+func (c *Config) RopeVariant() string {
+	factors := func(f []float32) string {
+		lo, hi := f[0], f[0]
+		for _, v := range f {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		return fmt.Sprintf("%d factors %g..%g", len(f), lo, hi)
+	}
+	var parts []string
+	if c.RopeFreqs != nil {
+		parts = append(parts, "llama3 rope_freqs: "+factors(c.RopeFreqs))
+	}
+	if c.RopeLong != nil {
+		parts = append(parts, fmt.Sprintf("longrope (original context %d): short %s; long %s", c.RopeOrigCtx, factors(c.RopeShort), factors(c.RopeLong)))
+	}
+	if c.RopeAttnFactor != 0 && c.RopeAttnFactor != 1 {
+		parts = append(parts, fmt.Sprintf("attention factor %g", c.RopeAttnFactor))
+	}
+	if c.RopeScale != 1 {
+		parts = append(parts, fmt.Sprintf("linear x%g", c.RopeScale))
+	}
+	if c.RopeBaseLocal != 0 {
+		parts = append(parts, fmt.Sprintf("sliding layers: base %g, unscaled", c.RopeBaseLocal))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
+}
+
 // SupportedArchs lists the architectures this package runs.
-var SupportedArchs = []string{"llama", "qwen2"}
+var SupportedArchs = []string{"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3"}
 
 // ErrArch reports an architecture this package does not run.
 var ErrArch = fmt.Errorf("model: unsupported architecture")
 
-// ReadConfig extracts the hyperparameters of a llama or qwen2 GGUF.
+// ReadConfig extracts the hyperparameters of a supported GGUF, including
+// the rope-scaling tensors (rope_freqs, rope_factors_long/short).
 func ReadConfig(f *gguf.File) (Config, error) {
 	arch := f.Architecture()
 	var c Config
@@ -53,6 +140,14 @@ func ReadConfig(f *gguf.File) (Config, error) {
 		c.Arch = "llama"
 	case "qwen2":
 		c.RopeNeox, c.QKVBias = true, true
+	case "qwen3":
+		c.RopeNeox, c.QKNorm = true, true
+	case "phi3":
+		c.RopeNeox = true
+	case "gemma", "gemma2", "gemma3":
+		c.RopeNeox, c.GELU = true, true
+		c.PostNorms = arch != "gemma"
+		c.QKNorm = arch == "gemma3"
 	default:
 		return c, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w %q (Arborist runs %v)", ErrArch, arch, SupportedArchs)}
 	}
@@ -91,12 +186,21 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	if c.CtxLen, err = u("context_length", 2048); err != nil {
 		return c, err
 	}
-	if c.Dim%c.Heads != 0 || c.Heads%c.KVHeads != 0 {
-		return c, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: %d heads, %d kv heads, width %d do not divide", gguf.ErrMetadata, c.Heads, c.KVHeads, c.Dim)}
+	if c.Heads%c.KVHeads != 0 {
+		return c, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: %d heads do not divide into %d kv heads", gguf.ErrMetadata, c.Heads, c.KVHeads)}
 	}
-	c.HeadDim = c.Dim / c.Heads
-	if kl, ok := f.Uint(arch + ".attention.key_length"); ok && int(kl) != c.HeadDim {
-		return c, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: key_length %d differs from width/heads %d", gguf.ErrMetadata, kl, c.HeadDim)}
+	// The head width is attention.key_length when written (gemma, qwen3:
+	// heads*head width need not equal the model width), else width/heads.
+	if c.Dim%c.Heads != 0 {
+		if _, ok := f.Uint(arch + ".attention.key_length"); !ok {
+			return c, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: %d heads do not divide width %d and no key_length is given", gguf.ErrMetadata, c.Heads, c.Dim)}
+		}
+	}
+	if c.HeadDim, err = u("attention.key_length", max(c.Dim/c.Heads, 1)); err != nil {
+		return c, err
+	}
+	if vl, ok := f.Uint(arch + ".attention.value_length"); ok && int(vl) != c.HeadDim {
+		return c, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: value_length %d differs from key_length %d (not supported)", gguf.ErrMetadata, vl, c.HeadDim)}
 	}
 	if c.RopeDim, err = u("rope.dimension_count", c.HeadDim); err != nil {
 		return c, err
@@ -116,10 +220,102 @@ func ReadConfig(f *gguf.File) (Config, error) {
 			c.RopeScale = float32(v)
 		}
 	} else if typ != "" && typ != "none" {
-		return c, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: rope scaling %q is not supported (linear only)", gguf.ErrMetadata, typ)}
+		return c, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: rope scaling %q is not supported (linear, llama3 rope_freqs and phi3 longrope only)", gguf.ErrMetadata, typ)}
 	}
 	if v, ok := f.Float(arch + ".rope.scale_linear"); ok && v > 0 {
 		c.RopeScale = float32(v)
+	}
+	if v, ok := f.Float(arch + ".rope.scaling.attn_factor"); ok && v > 0 {
+		c.RopeAttnFactor = float32(v)
+	}
+	// rope factor tensors: one per rotated pair
+	factors := func(name string) ([]float32, error) {
+		if _, ok := f.Tensor(name); !ok {
+			return nil, nil
+		}
+		t, data, err := f.TensorData(name, uint64(c.RopeDim/2))
+		if err != nil {
+			return nil, err
+		}
+		out := make([]float32, c.RopeDim/2)
+		if err := quant.Dequantize(t.Type, data, out); err != nil {
+			return nil, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%s: %w", name, err)}
+		}
+		for i, v := range out {
+			if !(v > 0) || math.IsInf(float64(v), 0) {
+				return nil, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: %s[%d] = %g is not a positive factor", gguf.ErrShape, name, i, v)}
+			}
+		}
+		return out, nil
+	}
+	if c.RopeFreqs, err = factors("rope_freqs.weight"); err != nil {
+		return c, err
+	}
+	if c.RopeLong, err = factors("rope_factors_long.weight"); err != nil {
+		return c, err
+	}
+	if c.RopeShort, err = factors("rope_factors_short.weight"); err != nil {
+		return c, err
+	}
+	if (c.RopeLong == nil) != (c.RopeShort == nil) {
+		return c, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: rope_factors_long and rope_factors_short come in pairs", gguf.ErrShape)}
+	}
+	if c.RopeOrigCtx, err = u("rope.scaling.original_context_length", c.CtxLen); err != nil {
+		return c, err
+	}
+
+	c.AttnScale = float32(1 / math.Sqrt(float64(c.HeadDim)))
+	if c.Window, err = u("attention.sliding_window", 0); err != nil {
+		return c, err
+	}
+	switch arch {
+	case "phi3":
+		if c.Window == 0 {
+			return c, bad("attention.sliding_window (phi3 files carry it)")
+		}
+	case "gemma", "gemma2", "gemma3":
+		c.EmbedScale = float32(math.Sqrt(float64(c.Dim)))
+		if _, ok := f.Float(arch + ".rope.freq_base"); !ok && arch == "gemma3" {
+			c.RopeBase = 1e6
+		}
+	}
+	switch arch {
+	case "gemma2":
+		if c.Window == 0 {
+			c.Window = 4096 // llama.cpp's default for gemma2
+		}
+		c.SWAPattern = 2
+		c.AttnSoftcap, c.FinalSoftcap = 50, 30
+		if v, ok := f.Float(arch + ".attn_logit_softcapping"); ok {
+			c.AttnSoftcap = float32(v)
+		}
+		if v, ok := f.Float(arch + ".final_logit_softcapping"); ok {
+			c.FinalSoftcap = float32(v)
+		}
+		if c.Layers == 46 { // Gemma-2 27B: query_pre_attn_scalar = width/heads
+			c.AttnScale = float32(1 / math.Sqrt(float64(c.Dim/c.Heads)))
+		}
+	case "gemma3":
+		if c.Window == 0 {
+			return c, bad("attention.sliding_window (gemma3 files carry it)")
+		}
+		c.SWAPattern = 6
+		if p, ok := f.Uint(arch + ".attention.sliding_window_pattern"); ok && p > 0 && p < 1<<16 {
+			c.SWAPattern = int(p)
+		}
+		c.RopeBaseLocal = 10000
+		if v, ok := f.Float(arch + ".rope.freq_base_swa"); ok && v > 0 {
+			c.RopeBaseLocal = float32(v)
+		}
+		if v, ok := f.Float(arch + ".final_logit_softcapping"); ok {
+			c.FinalSoftcap = float32(v)
+		}
+		if v, ok := f.Float(arch + ".attn_logit_softcapping"); ok {
+			c.AttnSoftcap = float32(v)
+		}
+		if c.Layers == 62 { // Gemma-3 27B: query_pre_attn_scalar = width/heads
+			c.AttnScale = float32(1 / math.Sqrt(float64(c.Dim/c.Heads)))
+		}
 	}
 	return c, nil
 }

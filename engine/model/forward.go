@@ -12,10 +12,12 @@ import (
 // forward pass (so decoding allocates nothing once they have grown).
 //
 // Slots hold keys and values after RoPE, so they keep their positions when
-// compacted.
+// compacted; each slot's position is remembered too, because a
+// sliding-window layer decides visibility by position, not by slot.
 type Cache struct {
 	cfg  *Config
 	k, v [][]float32 // per layer: Cap() * KVDim values
+	pos  []int32     // per slot: the position its key was rotated to
 	n    int         // slots in use
 	cap  int
 	s    scratch
@@ -23,7 +25,7 @@ type Cache struct {
 
 // NewCache makes an empty cache for up to ctx positions.
 func (m *Model) NewCache(ctx int) *Cache {
-	c := &Cache{cfg: &m.Config, cap: ctx}
+	c := &Cache{cfg: &m.Config, cap: ctx, pos: make([]int32, ctx)}
 	c.k = make([][]float32, m.Layers)
 	c.v = make([][]float32, m.Layers)
 	for l := range c.k {
@@ -53,6 +55,9 @@ func (c *Cache) Fill(n int) error {
 	if n < 0 || n > c.cap {
 		return fmt.Errorf("model: fill %d slots of a cache of %d", n, c.cap)
 	}
+	for i := range c.pos[:n] {
+		c.pos[i] = int32(i)
+	}
 	c.n = n
 	return nil
 }
@@ -81,6 +86,16 @@ func (c *Cache) Compact(keep []int) error {
 					copy(buf[i*d:(i+1)*d], src[s*d:(s+1)*d])
 				}
 			}
+		}
+	}
+	if !inPlace {
+		old := append([]int32(nil), c.pos[:c.n]...)
+		for i, s := range keep {
+			c.pos[i] = old[s]
+		}
+	} else {
+		for i, s := range keep {
+			c.pos[i] = c.pos[s]
 		}
 	}
 	c.n = len(keep)
@@ -120,7 +135,9 @@ type scratch struct {
 	x, xn, q, k, v, att, o, g, u []float32
 	wantX                        []float32
 	cos, sin                     []float32 // RoPE rotation per row and pair
+	cosL, sinL                   []float32 // the same for sliding layers with their own base (gemma3)
 	pos                          []int
+	swa                          []bool // the sliding-window layers' mask
 }
 
 func (s *scratch) grow(c *Config, n, ffn int) {
@@ -132,10 +149,10 @@ func (s *scratch) grow(c *Config, n, ffn int) {
 	}
 	s.x = g(s.x, n*c.Dim)
 	s.xn = g(s.xn, n*c.Dim)
-	s.q = g(s.q, n*c.Heads*c.HeadDim)
+	s.q = g(s.q, n*c.QDim())
 	s.k = g(s.k, n*c.KVDim())
 	s.v = g(s.v, n*c.KVDim())
-	s.att = g(s.att, n*c.Heads*c.HeadDim)
+	s.att = g(s.att, n*c.QDim())
 	s.o = g(s.o, n*c.Dim)
 	s.g = g(s.g, n*ffn)
 	s.u = g(s.u, n*ffn)
@@ -186,6 +203,11 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 			return err
 		}
 	}
+	if cfg.EmbedScale != 0 && b.Embeds == nil {
+		for i := range s.x[:n*dim] {
+			s.x[i] *= cfg.EmbedScale
+		}
+	}
 	pos := b.Pos
 	if pos == nil {
 		if cap(s.pos) < n {
@@ -196,21 +218,33 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 			pos[i] = past + i
 		}
 	}
-	be := m.Backend
-	kvd, qd := cfg.KVDim(), cfg.Heads*cfg.HeadDim
-	half := cfg.RopeDim / 2
-	if cap(s.cos) < n*half {
-		s.cos, s.sin = make([]float32, n*half), make([]float32, n*half)
+	for i, p := range pos {
+		c.pos[past+i] = int32(p)
 	}
-	s.cos, s.sin = s.cos[:n*half], s.sin[:n*half]
-	for i := 0; i < n; i++ {
-		ropeAngles(s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half], cfg, pos[i])
+	be := m.Backend
+	kvd, qd := cfg.KVDim(), cfg.QDim()
+	half := cfg.RopeDim / 2
+	s.cos, s.sin = ropeTable(s.cos, s.sin, cfg.ropeFor(false, c.cap), cfg.RopeDim, pos)
+	local := cfg.Window > 0 && cfg.RopeBaseLocal != 0
+	if local {
+		s.cosL, s.sinL = ropeTable(s.cosL, s.sinL, cfg.ropeFor(true, c.cap), cfg.RopeDim, pos)
+	}
+	// the sliding layers' mask: nil while every visible slot is inside
+	// every row's window, which is all that short contexts ever need
+	var swaMask []bool
+	if cfg.Window > 0 {
+		swaMask = c.windowMask(b.Mask, pos, past, n)
+	}
+	scale := cfg.AttnScale
+	if scale == 0 {
+		scale = float32(1 / math.Sqrt(float64(cfg.HeadDim)))
 	}
 	for li := range layers {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		l := &layers[li]
+		sliding := cfg.Window > 0 && cfg.SlidingLayer(li)
 		// attention block: x += O · attn(rope(Q·norm(x)), rope(K·norm(x)), V·norm(x))
 		rmsNorm(s.xn, s.x, l.AttnNorm, n, dim, cfg.Eps)
 		be.MatMul(s.q, l.Q, s.xn, n)
@@ -221,19 +255,34 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 			addBias(s.k, l.KB, n)
 			addBias(s.v, l.VB, n)
 		}
+		if l.QNorm != nil {
+			rmsNorm(s.q, s.q, l.QNorm, n*cfg.Heads, cfg.HeadDim, cfg.Eps)
+			rmsNorm(s.k, s.k, l.KNorm, n*cfg.KVHeads, cfg.HeadDim, cfg.Eps)
+		}
+		rc, rs := s.cos, s.sin
+		if sliding && local {
+			rc, rs = s.cosL, s.sinL
+		}
 		for i := 0; i < n; i++ {
-			cos, sin := s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half]
+			cos, sin := rc[i*half:(i+1)*half], rs[i*half:(i+1)*half]
 			rope(s.q[i*qd:(i+1)*qd], cfg.Heads, cfg, cos, sin)
 			rope(s.k[i*kvd:(i+1)*kvd], cfg.KVHeads, cfg, cos, sin)
 		}
 		copy(c.k[li][past*kvd:(past+n)*kvd], s.k[:n*kvd])
 		copy(c.v[li][past*kvd:(past+n)*kvd], s.v[:n*kvd])
-		if a, ok := be.(kernels.Attention); ok {
-			a.Attention(s.att, s.q, c.k[li], c.v[li], past, n, b.Mask, cfg.Heads, cfg.KVHeads, cfg.HeadDim, float32(1/math.Sqrt(float64(cfg.HeadDim))))
+		mask := b.Mask
+		if sliding && swaMask != nil {
+			mask = swaMask
+		}
+		if a, ok := be.(kernels.Attention); ok && cfg.AttnSoftcap == 0 {
+			a.Attention(s.att, s.q, c.k[li], c.v[li], past, n, mask, cfg.Heads, cfg.KVHeads, cfg.HeadDim, scale)
 		} else {
-			m.attention(s.att, s.q, c.k[li], c.v[li], past, n, b.Mask)
+			m.attention(s.att, s.q, c.k[li], c.v[li], past, n, mask, scale, cfg.AttnSoftcap)
 		}
 		be.MatMul(s.o, l.O, s.att, n)
+		if l.PostAttn != nil {
+			rmsNorm(s.o, s.o, l.PostAttn, n, dim, cfg.Eps)
+		}
 		for i := range s.x[:n*dim] {
 			s.x[i] += s.o[i]
 		}
@@ -241,7 +290,9 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 		rmsNorm(s.xn, s.x, l.FFNNorm, n, dim, cfg.Eps)
 		be.MatMul(s.g, l.Gate, s.xn, n)
 		be.MatMul(s.u, l.Up, s.xn, n)
-		if sm, ok := be.(kernels.SiLUMul); ok {
+		if cfg.GELU {
+			geluMul(s.g[:n*cfg.FFN], s.u[:n*cfg.FFN])
+		} else if sm, ok := be.(kernels.SiLUMul); ok {
 			sm.SiLUMul(s.g[:n*cfg.FFN], s.u[:n*cfg.FFN])
 		} else {
 			for i := range s.g[:n*cfg.FFN] {
@@ -250,6 +301,9 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 			}
 		}
 		be.MatMul(s.o, l.Down, s.g, n)
+		if l.PostFFN != nil {
+			rmsNorm(s.o, s.o, l.PostFFN, n, dim, cfg.Eps)
+		}
 		for i := range s.x[:n*dim] {
 			s.x[i] += s.o[i]
 		}
@@ -279,7 +333,59 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 	}
 	res.Logits = res.Logits[:rows*m.Vocab]
 	be.MatMul(res.Logits, m.Output, wx, rows)
+	if cap := cfg.FinalSoftcap; cap != 0 {
+		for i, v := range res.Logits {
+			res.Logits[i] = cap * float32(math.Tanh(float64(v/cap)))
+		}
+	}
 	return nil
+}
+
+// windowMask returns the mask of the sliding-window layers: the batch's
+// mask (or the causal one) with every slot whose position is Window or more
+// before the row's own position switched off, as llama.cpp masks them. It
+// returns nil when no visible slot is that far back, so the plain mask
+// serves. Positions come from the cache, so compacted slots keep theirs.
+func (c *Cache) windowMask(base []bool, pos []int, past, n int) []bool {
+	w := int32(c.cfg.Window)
+	total := past + n
+	lo := int32(math.MaxInt32)
+	for _, p := range c.pos[:total] {
+		lo = min(lo, p)
+	}
+	hi := int32(math.MinInt32)
+	for _, p := range pos {
+		hi = max(hi, int32(p))
+	}
+	if hi-lo < w {
+		return nil
+	}
+	if cap(c.s.swa) < n*total {
+		c.s.swa = make([]bool, n*total)
+	}
+	m := c.s.swa[:n*total]
+	for i := 0; i < n; i++ {
+		row := m[i*total : (i+1)*total]
+		p := int32(pos[i])
+		for j := range row {
+			visible := j <= past+i
+			if base != nil {
+				visible = base[i*total+j]
+			}
+			row[j] = visible && p-c.pos[j] < w
+		}
+	}
+	return m
+}
+
+// geluMul: g[i] = gelu(g[i]) * u[i], GELU in its tanh form (gemma's
+// gelu_pytorch_tanh), computed in float64 as the reference's exact path is.
+func geluMul(g, u []float32) {
+	const c = 0.7978845608028654 // sqrt(2/pi)
+	for i, x := range g {
+		v := float64(x)
+		g[i] = float32(0.5*v*(1+math.Tanh(c*v*(1+0.044715*v*v)))) * u[i]
+	}
 }
 
 // rmsNorm: out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w, for n rows of dim.
@@ -310,16 +416,67 @@ func addBias(x, b []float32, n int) {
 	}
 }
 
+// ropeSpec is one RoPE variant: frequency base, linear position scale,
+// per-pair frequency divisors (nil = none) and a factor on cos and sin.
+type ropeSpec struct {
+	base, scale, mscale float32
+	factors             []float32
+}
+
+// ropeFor picks the rotation of global (or, when local, sliding) layers for
+// a cache of cacheLen slots: phi3's long factors apply when the cache is
+// longer than the original context, as llama.cpp picks them by context size.
+func (c *Config) ropeFor(local bool, cacheLen int) ropeSpec {
+	r := ropeSpec{base: c.RopeBase, scale: c.RopeScale, mscale: c.RopeAttnFactor, factors: c.RopeFreqs}
+	if r.scale == 0 {
+		r.scale = 1
+	}
+	if r.mscale == 0 {
+		r.mscale = 1
+	}
+	if c.RopeLong != nil {
+		r.factors = c.RopeShort
+		if cacheLen > c.RopeOrigCtx {
+			r.factors = c.RopeLong
+		}
+	}
+	if local && c.RopeBaseLocal != 0 {
+		r.base, r.scale, r.factors = c.RopeBaseLocal, 1, nil
+	}
+	return r
+}
+
+// ropeTable fills the cos and sin buffers (grown as needed) for every
+// position, RopeDim/2 pairs per row.
+func ropeTable(cos, sin []float32, r ropeSpec, ropeDim int, pos []int) ([]float32, []float32) {
+	half := ropeDim / 2
+	n := len(pos)
+	if cap(cos) < n*half {
+		cos, sin = make([]float32, n*half), make([]float32, n*half)
+	}
+	cos, sin = cos[:n*half], sin[:n*half]
+	for i, p := range pos {
+		ropeAngles(cos[i*half:(i+1)*half], sin[i*half:(i+1)*half], r, ropeDim, p)
+	}
+	return cos, sin
+}
+
 // ropeAngles fills the cosines and sines of the angles pos/scale *
-// base^(-2i/RopeDim), i < RopeDim/2. The angle is built by repeated
-// multiplication in float32, as ggml does, so positions match it bit for bit.
-func ropeAngles(cos, sin []float32, c *Config, pos int) {
-	thetaScale := float32(math.Pow(float64(c.RopeBase), -2.0/float64(c.RopeDim)))
-	freqScale := 1 / c.RopeScale
+// base^(-2i/RopeDim) / factor_i, i < RopeDim/2. The angle is built by
+// repeated multiplication in float32, as ggml does, so positions match it
+// bit for bit; a frequency factor divides the angle before the scale, as in
+// ggml's rope cache.
+func ropeAngles(cos, sin []float32, r ropeSpec, ropeDim, pos int) {
+	thetaScale := float32(math.Pow(float64(r.base), -2.0/float64(ropeDim)))
+	freqScale := 1 / r.scale
 	theta := float32(pos)
 	for i := range cos {
-		t := freqScale * theta
-		cos[i], sin[i] = float32(math.Cos(float64(t))), float32(math.Sin(float64(t)))
+		t := theta
+		if r.factors != nil {
+			t /= r.factors[i]
+		}
+		t *= freqScale
+		cos[i], sin[i] = float32(math.Cos(float64(t)))*r.mscale, float32(math.Sin(float64(t)))*r.mscale
 		theta *= thetaScale
 	}
 }
@@ -343,14 +500,15 @@ func rope(x []float32, heads int, c *Config, cos, sin []float32) {
 }
 
 // attention is the plain Go fallback for backends without
-// kernels.Attention. It computes, for each batch row and query head, softmax(q·K/sqrt(hd))
-// over the slots the mask allows, times V. Rows and heads run in parallel.
-func (m *Model) attention(out, q, kc, vc []float32, past, n int, mask []bool) {
+// kernels.Attention, and the path of soft-capped models (gemma2). It
+// computes, for each batch row and query head, softmax(q·K*scale) over the
+// slots the mask allows, times V; softcap > 0 first maps each score s to
+// softcap*tanh(s/softcap). Rows and heads run in parallel.
+func (m *Model) attention(out, q, kc, vc []float32, past, n int, mask []bool, scale, softcap float32) {
 	cfg := &m.Config
 	hd, kvd := cfg.HeadDim, cfg.KVDim()
 	group := cfg.Heads / cfg.KVHeads
 	total := past + n
-	scale := float32(1 / math.Sqrt(float64(hd)))
 	qd := cfg.Heads * hd
 	kernels.ParallelFor(m.Backend, n*cfg.Heads, func(lo, hi int) {
 		scores := make([]float32, total)
@@ -376,6 +534,9 @@ func (m *Model) attention(out, q, kc, vc []float32, past, n int, mask []bool) {
 					d += qv[t] * kv[t]
 				}
 				d *= scale
+				if softcap != 0 {
+					d = softcap * float32(math.Tanh(float64(d/softcap)))
+				}
 				scores[j] = d
 				maxS = max(maxS, d)
 			}

@@ -19,6 +19,10 @@ type Layer struct {
 	FFNNorm    []float32      // ffn_norm [n]
 	Gate, Up   kernels.Matrix // ffn_gate, ffn_up [n -> ffn]
 	Down       kernels.Matrix // ffn_down [ffn -> n]
+
+	QNorm, KNorm []float32 // attn_q_norm, attn_k_norm [hd] (qwen3, gemma3), nil otherwise
+	PostAttn     []float32 // post_attention_norm [n] (gemma2, gemma3), nil otherwise
+	PostFFN      []float32 // post_ffw_norm [n] (gemma2, gemma3), nil otherwise
 }
 
 // Model is a loaded model: configuration, weights on a backend, tokenizer.
@@ -97,41 +101,80 @@ func FromFile(f *gguf.File, be kernels.Backend) (*Model, error) {
 		}
 		return out
 	}
-	mat := func(name string, in, out uint64) kernels.Matrix {
+	// matRows prepares rows [lo, lo+rows) of a tensor of in-wide rows: the
+	// parts of phi3's fused attn_qkv and ffn_up, which are stored one after
+	// the other, become separate matrices without copying.
+	matRows := func(name string, in, total, lo, rows uint64) kernels.Matrix {
 		if loadErr != nil {
 			return nil
 		}
-		t, data, err := f.TensorData(name, in, out)
+		t, data, err := f.TensorData(name, in, total)
 		if err != nil {
 			loadErr = err
 			return nil
 		}
-		mm, err := be.NewMatrix(t.Type, data, int(out), int(in))
+		rb, err := quant.RowBytes(t.Type, int(in))
+		if err != nil {
+			loadErr = &gguf.Error{Path: f.Path, Err: fmt.Errorf("%s: %w", name, err)}
+			return nil
+		}
+		mm, err := be.NewMatrix(t.Type, data[lo*uint64(rb):(lo+rows)*uint64(rb)], int(rows), int(in))
 		if err != nil {
 			loadErr = &gguf.Error{Path: f.Path, Err: fmt.Errorf("%s: %w", name, err)}
 			return nil
 		}
 		return mm
 	}
-	qd, kvd := uint64(cfg.Heads)*hd, uint64(cfg.KVHeads)*hd
+	mat := func(name string, in, out uint64) kernels.Matrix { return matRows(name, in, out, 0, out) }
+	qd, kvd := uint64(cfg.QDim()), uint64(cfg.KVHeads)*hd
 	ffn := uint64(cfg.FFN)
+	fusedQKV := cfg.Arch == "phi3"
+	if _, ok := f.Tensor("blk.0.attn_qkv.weight"); ok {
+		fusedQKV = true
+	}
+	_, fusedUp := f.Tensor("blk.0.ffn_up.weight")
+	if _, ok := f.Tensor("blk.0.ffn_gate.weight"); ok {
+		fusedUp = false
+	}
 	m.Blocks = make([]Layer, cfg.Layers)
 	for i := range m.Blocks {
 		l := &m.Blocks[i]
 		p := fmt.Sprintf("blk.%d.", i)
 		l.AttnNorm = vec(p+"attn_norm.weight", n)
-		l.Q = mat(p+"attn_q.weight", n, qd)
-		l.K = mat(p+"attn_k.weight", n, kvd)
-		l.V = mat(p+"attn_v.weight", n, kvd)
+		if fusedQKV {
+			// rows Q, then K, then V
+			name := p + "attn_qkv.weight"
+			l.Q = matRows(name, n, qd+2*kvd, 0, qd)
+			l.K = matRows(name, n, qd+2*kvd, qd, kvd)
+			l.V = matRows(name, n, qd+2*kvd, qd+kvd, kvd)
+		} else {
+			l.Q = mat(p+"attn_q.weight", n, qd)
+			l.K = mat(p+"attn_k.weight", n, kvd)
+			l.V = mat(p+"attn_v.weight", n, kvd)
+		}
 		l.O = mat(p+"attn_output.weight", qd, n)
 		l.FFNNorm = vec(p+"ffn_norm.weight", n)
-		l.Gate = mat(p+"ffn_gate.weight", n, ffn)
-		l.Up = mat(p+"ffn_up.weight", n, ffn)
+		if fusedUp {
+			// rows gate, then up
+			l.Gate = matRows(p+"ffn_up.weight", n, 2*ffn, 0, ffn)
+			l.Up = matRows(p+"ffn_up.weight", n, 2*ffn, ffn, ffn)
+		} else {
+			l.Gate = mat(p+"ffn_gate.weight", n, ffn)
+			l.Up = mat(p+"ffn_up.weight", n, ffn)
+		}
 		l.Down = mat(p+"ffn_down.weight", ffn, n)
 		if cfg.QKVBias {
 			l.QB = vec(p+"attn_q.bias", qd)
 			l.KB = vec(p+"attn_k.bias", kvd)
 			l.VB = vec(p+"attn_v.bias", kvd)
+		}
+		if cfg.QKNorm {
+			l.QNorm = vec(p+"attn_q_norm.weight", hd)
+			l.KNorm = vec(p+"attn_k_norm.weight", hd)
+		}
+		if cfg.PostNorms {
+			l.PostAttn = vec(p+"post_attention_norm.weight", n)
+			l.PostFFN = vec(p+"post_ffw_norm.weight", n)
 		}
 	}
 	m.OutNorm = vec("output_norm.weight", n)

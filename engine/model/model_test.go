@@ -42,6 +42,10 @@ var shapes = []struct {
 	{"llama", "custom:dim=64,layers=2,heads=4,kv=2,ffn=96,vocab=300", quant.F32},
 	{"qwen2-tied", "custom:dim=64,layers=2,heads=4,kv=1,ffn=96,vocab=300,arch=qwen2,tied=1", quant.F32},
 	{"llama-q8", "custom:dim=64,layers=2,heads=2,kv=2,ffn=96,vocab=300", quant.Q8_0},
+	{"qwen3", "custom:dim=64,layers=2,heads=4,kv=2,hd=24,ffn=96,vocab=300,arch=qwen3", quant.F32},
+	{"phi3-window", "custom:dim=64,layers=2,heads=4,kv=4,ffn=96,vocab=300,arch=phi3,window=3", quant.Q8_0},
+	{"gemma2-window", "custom:dim=64,layers=3,heads=2,kv=1,hd=32,ffn=96,vocab=300,arch=gemma2,window=3", quant.F32},
+	{"gemma3-window", "custom:dim=64,layers=6,heads=2,kv=1,hd=32,ffn=96,vocab=300,arch=gemma3,window=3,linearrope=2", quant.F32},
 }
 
 func maxDiff(a, b []float32) float64 {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,22 +24,56 @@ import (
 // Shape is a model's architecture and dimensions.
 type Shape struct {
 	Name     string
-	Arch     string // llama or qwen2
+	Arch     string // llama, qwen2, qwen3, phi3, gemma, gemma2 or gemma3
 	Dim      int
 	Layers   int
 	Heads    int
 	KVHeads  int
+	HeadDim  int // 0: Dim/Heads; otherwise written as attention.key_length
 	FFN      int
 	Vocab    int
 	CtxLen   int
 	RopeBase float32
 	Tied     bool // no output.weight: the head reuses token_embd
+	// Llama3Rope, when positive, is the llama3 rope-scaling factor (8 for
+	// Llama 3.1, 32 for 3.2; low/high frequency factors 1 and 4, original
+	// context 8192), written as the rope_freqs.weight tensor as llama.cpp's
+	// converter does.
+	Llama3Rope float32
+	// LinearRope, when positive, is written as rope.scaling.type linear
+	// with this factor (gemma3 4B and larger: 8).
+	LinearRope float32
+	Window     int // attention.sliding_window (gemma2, gemma3, phi3); 0 = none
+	// LongRope writes phi3's rope_factors_long/short tensors (and the
+	// attention factor) for an original context of 4096.
+	LongRope bool
 }
+
+// HD is the width of one attention head.
+func (s Shape) HD() int {
+	if s.HeadDim > 0 {
+		return s.HeadDim
+	}
+	return s.Dim / max(s.Heads, 1)
+}
+
+// Archs are the architectures synth writes.
+var Archs = []string{"llama", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3"}
 
 // Shapes are the named shapes synth knows, from the models' published configs.
 var Shapes = map[string]Shape{
 	"llama-2-7b":     {Arch: "llama", Dim: 4096, Layers: 32, Heads: 32, KVHeads: 32, FFN: 11008, Vocab: 32000, CtxLen: 4096, RopeBase: 10000},
-	"llama-3.2-1b":   {Arch: "llama", Dim: 2048, Layers: 16, Heads: 32, KVHeads: 8, FFN: 8192, Vocab: 128256, CtxLen: 131072, RopeBase: 500000, Tied: true},
+	"llama-3.2-1b":   {Arch: "llama", Dim: 2048, Layers: 16, Heads: 32, KVHeads: 8, FFN: 8192, Vocab: 128256, CtxLen: 131072, RopeBase: 500000, Tied: true, Llama3Rope: 32},
+	"llama-3.2-3b":   {Arch: "llama", Dim: 3072, Layers: 28, Heads: 24, KVHeads: 8, FFN: 8192, Vocab: 128256, CtxLen: 131072, RopeBase: 500000, Tied: true, Llama3Rope: 32},
+	"llama-3.1-8b":   {Arch: "llama", Dim: 4096, Layers: 32, Heads: 32, KVHeads: 8, FFN: 14336, Vocab: 128256, CtxLen: 131072, RopeBase: 500000, Llama3Rope: 8},
+	"qwen3-0.6b":     {Arch: "qwen3", Dim: 1024, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128, FFN: 3072, Vocab: 151936, CtxLen: 40960, RopeBase: 1000000, Tied: true},
+	"qwen3-4b":       {Arch: "qwen3", Dim: 2560, Layers: 36, Heads: 32, KVHeads: 8, HeadDim: 128, FFN: 9728, Vocab: 151936, CtxLen: 40960, RopeBase: 1000000, Tied: true},
+	"qwen3-8b":       {Arch: "qwen3", Dim: 4096, Layers: 36, Heads: 32, KVHeads: 8, HeadDim: 128, FFN: 12288, Vocab: 151936, CtxLen: 40960, RopeBase: 1000000},
+	"gemma-2-2b":     {Arch: "gemma2", Dim: 2304, Layers: 26, Heads: 8, KVHeads: 4, HeadDim: 256, FFN: 9216, Vocab: 256000, CtxLen: 8192, RopeBase: 10000, Tied: true, Window: 4096},
+	"gemma-3-1b":     {Arch: "gemma3", Dim: 1152, Layers: 26, Heads: 4, KVHeads: 1, HeadDim: 256, FFN: 6912, Vocab: 262144, CtxLen: 32768, RopeBase: 1000000, Tied: true, Window: 512},
+	"gemma-3-4b":     {Arch: "gemma3", Dim: 2560, Layers: 34, Heads: 8, KVHeads: 4, HeadDim: 256, FFN: 10240, Vocab: 262208, CtxLen: 131072, RopeBase: 1000000, Tied: true, Window: 1024, LinearRope: 8},
+	"phi-3-mini":     {Arch: "phi3", Dim: 3072, Layers: 32, Heads: 32, KVHeads: 32, FFN: 8192, Vocab: 32064, CtxLen: 4096, RopeBase: 10000, Window: 2047},
+	"phi-3.5-mini":   {Arch: "phi3", Dim: 3072, Layers: 32, Heads: 32, KVHeads: 32, FFN: 8192, Vocab: 32064, CtxLen: 131072, RopeBase: 10000, Window: 262144, LongRope: true},
 	"tinyllama-1.1b": {Arch: "llama", Dim: 2048, Layers: 22, Heads: 32, KVHeads: 4, FFN: 5632, Vocab: 32000, CtxLen: 2048, RopeBase: 10000},
 	"qwen2.5-0.5b":   {Arch: "qwen2", Dim: 896, Layers: 24, Heads: 14, KVHeads: 2, FFN: 4864, Vocab: 151936, CtxLen: 32768, RopeBase: 1000000, Tied: true},
 	"stories15m":     {Arch: "llama", Dim: 288, Layers: 6, Heads: 6, KVHeads: 6, FFN: 768, Vocab: 32000, CtxLen: 256, RopeBase: 10000},
@@ -57,7 +92,8 @@ func ShapeNames() []string {
 }
 
 // ParseShape accepts a named shape, or custom dimensions written as
-// "custom:dim=512,layers=4,heads=8,kv=4,ffn=1376,vocab=512[,ctx=2048][,arch=qwen2][,tied=1]".
+// "custom:dim=512,layers=4,heads=8,kv=4,ffn=1376,vocab=512[,ctx=2048][,arch=qwen2][,tied=1]
+// [,hd=64][,window=128][,llama3rope=8][,linearrope=4][,longrope=1]".
 func ParseShape(s string) (Shape, error) {
 	if sh, ok := Shapes[strings.ToLower(s)]; ok {
 		sh.Name = strings.ToLower(s)
@@ -74,8 +110,8 @@ func ParseShape(s string) (Shape, error) {
 			return Shape{}, fmt.Errorf("synth: custom shape entry %q is not key=value", kv)
 		}
 		if k == "arch" {
-			if v != "llama" && v != "qwen2" {
-				return Shape{}, fmt.Errorf("synth: arch %q (want llama or qwen2)", v)
+			if !slices.Contains(Archs, v) {
+				return Shape{}, fmt.Errorf("synth: arch %q (want one of %s)", v, strings.Join(Archs, ", "))
 			}
 			sh.Arch = v
 			continue
@@ -103,12 +139,25 @@ func ParseShape(s string) (Shape, error) {
 			sh.Tied = n != 0
 		case "rope":
 			sh.RopeBase = float32(n)
+		case "hd":
+			sh.HeadDim = n
+		case "window":
+			sh.Window = n
+		case "llama3rope":
+			sh.Llama3Rope = float32(n)
+		case "linearrope":
+			sh.LinearRope = float32(n)
+		case "longrope":
+			sh.LongRope = n != 0
 		default:
 			return Shape{}, fmt.Errorf("synth: unknown custom shape key %q", k)
 		}
 	}
 	if sh.KVHeads == 0 {
 		sh.KVHeads = sh.Heads
+	}
+	if strings.HasPrefix(sh.Arch, "gemma") {
+		sh.Tied = true // the gemma family always shares its embeddings with the head
 	}
 	if err := sh.Validate(); err != nil {
 		return Shape{}, err
@@ -121,10 +170,14 @@ func (s Shape) Validate() error {
 	switch {
 	case s.Dim <= 0 || s.Layers <= 0 || s.Heads <= 0 || s.FFN <= 0 || s.Vocab <= 0 || s.CtxLen <= 0:
 		return fmt.Errorf("synth: shape %s needs positive dim, layers, heads, ffn, vocab and ctx", s.Name)
-	case s.Dim%s.Heads != 0 || s.KVHeads <= 0 || s.Heads%s.KVHeads != 0:
+	case (s.HeadDim == 0 && s.Dim%s.Heads != 0) || s.KVHeads <= 0 || s.Heads%s.KVHeads != 0:
 		return fmt.Errorf("synth: shape %s: %d heads and %d kv heads do not divide width %d", s.Name, s.Heads, s.KVHeads, s.Dim)
-	case (s.Dim/s.Heads)%2 != 0:
-		return fmt.Errorf("synth: shape %s: head width %d must be even for RoPE", s.Name, s.Dim/s.Heads)
+	case s.HD()%2 != 0:
+		return fmt.Errorf("synth: shape %s: head width %d must be even for RoPE", s.Name, s.HD())
+	case s.Arch == "phi3" && s.Window == 0:
+		return fmt.Errorf("synth: shape %s: phi3 needs a sliding window (window=2047 for Phi-3-mini-4k)", s.Name)
+	case s.Arch == "gemma3" && s.Window == 0:
+		return fmt.Errorf("synth: shape %s: gemma3 needs a sliding window (window=512 for Gemma-3-1B)", s.Name)
 	case s.Vocab < 259:
 		return fmt.Errorf("synth: shape %s: vocab %d is below the 259 tokens of the byte-fallback vocabulary", s.Name, s.Vocab)
 	}
@@ -133,14 +186,21 @@ func (s Shape) Validate() error {
 
 // Params is the number of weights.
 func (s Shape) Params() uint64 {
-	hd := s.Dim / s.Heads
+	hd := s.HD()
 	per := uint64(s.Dim)*uint64(s.Heads*hd)*2 + uint64(s.Dim)*uint64(s.KVHeads*hd)*2 + uint64(s.Dim)*uint64(s.FFN)*3 + 2*uint64(s.Dim)
 	n := uint64(s.Layers)*per + uint64(s.Dim)*uint64(s.Vocab) + uint64(s.Dim)
 	if !s.Tied {
 		n += uint64(s.Dim) * uint64(s.Vocab)
 	}
-	if s.Arch == "qwen2" {
+	switch s.Arch {
+	case "qwen2":
 		n += uint64(s.Layers) * uint64(s.Heads*hd+2*s.KVHeads*hd)
+	case "qwen3":
+		n += uint64(s.Layers) * uint64(2*hd)
+	case "gemma2":
+		n += uint64(s.Layers) * uint64(2*s.Dim)
+	case "gemma3":
+		n += uint64(s.Layers) * uint64(2*s.Dim+2*hd)
 	}
 	return n
 }
@@ -186,7 +246,7 @@ func Write(ctx context.Context, w io.Writer, s Shape, opt Options) error {
 		return fmt.Errorf("synth: %s needs rows that are multiples of %d; shape %s has width %d and ffn %d", opt.Type, opt.Type.BlockSize(), s.Name, s.Dim, s.FFN)
 	}
 	a := s.Arch
-	hd := s.Dim / s.Heads
+	hd := s.HD()
 	tokens, scores, types := Vocab(s.Vocab)
 	kvs := []gguf.KV{
 		gguf.String("general.architecture", a),
@@ -211,6 +271,25 @@ func Write(ctx context.Context, w io.Writer, s Shape, opt Options) error {
 		gguf.Uint32("tokenizer.ggml.eos_token_id", 2),
 		gguf.Uint32("tokenizer.ggml.unknown_token_id", 0),
 	}
+	if s.HeadDim > 0 {
+		kvs = append(kvs, gguf.Uint32(a+".attention.key_length", uint32(hd)), gguf.Uint32(a+".attention.value_length", uint32(hd)))
+	}
+	if s.Window > 0 {
+		kvs = append(kvs, gguf.Uint32(a+".attention.sliding_window", uint32(s.Window)))
+	}
+	if s.LinearRope > 0 {
+		kvs = append(kvs, gguf.String(a+".rope.scaling.type", "linear"), gguf.Float32(a+".rope.scaling.factor", s.LinearRope))
+	}
+	if a == "gemma2" {
+		kvs = append(kvs, gguf.Float32(a+".attn_logit_softcapping", 50), gguf.Float32(a+".final_logit_softcapping", 30))
+	}
+	if s.LongRope {
+		orig := 4096
+		kvs = append(kvs, gguf.Uint32(a+".rope.scaling.original_context_length", uint32(orig)),
+			gguf.Float32(a+".rope.scaling.attn_factor", float32(math.Sqrt(1+math.Log(float64(s.CtxLen)/float64(orig))/math.Log(float64(orig))))))
+	} else if a == "phi3" {
+		kvs = append(kvs, gguf.Uint32(a+".rope.scaling.original_context_length", uint32(s.CtxLen)))
+	}
 	var ts []gguf.WriteTensor
 	var total uint64
 	add := func(name string, typ quant.Type, std float32, dims ...uint64) {
@@ -222,26 +301,70 @@ func Write(ctx context.Context, w io.Writer, s Shape, opt Options) error {
 	}
 	d, q, kv, f, v := uint64(s.Dim), uint64(s.Heads*hd), uint64(s.KVHeads*hd), uint64(s.FFN), uint64(s.Vocab)
 	std := float32(1 / math.Sqrt(float64(s.Dim)))
+	addFactors := func(name string, fs []float32) {
+		ts = append(ts, gguf.WriteTensor{Name: name, Dims: []uint64{uint64(len(fs))}, Type: quant.F32, Fill: func(w io.Writer) error {
+			buf := make([]byte, 4*len(fs))
+			if err := quant.Quantize(quant.F32, fs, buf); err != nil {
+				return err
+			}
+			_, err := w.Write(buf)
+			return err
+		}})
+		total += uint64(4 * len(fs))
+	}
 	add("token_embd.weight", opt.Type, 1, d, v)
+	if s.Llama3Rope > 0 {
+		addFactors("rope_freqs.weight", Llama3RopeFactors(s.RopeBase, hd, s.Llama3Rope, 1, 4, 8192))
+	}
+	if s.LongRope {
+		short, long := make([]float32, hd/2), make([]float32, hd/2)
+		for i := range short {
+			// ramps shaped like Phi-3.5-mini's published factors (about 1..3 and 1..60)
+			x := float64(i) / float64(max(hd/2-1, 1))
+			short[i], long[i] = float32(1+2*x*x), float32(math.Pow(60, x))
+		}
+		addFactors("rope_factors_long.weight", long)
+		addFactors("rope_factors_short.weight", short)
+	}
+	qkNorm := a == "qwen3" || a == "gemma3"
+	postNorms := a == "gemma2" || a == "gemma3"
 	for l := 0; l < s.Layers; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
 		add(p+"attn_norm.weight", quant.F32, -1, d)
-		add(p+"attn_q.weight", opt.Type, std, d, q)
-		add(p+"attn_k.weight", opt.Type, std, d, kv)
-		add(p+"attn_v.weight", opt.Type, std, d, kv)
+		if a == "phi3" {
+			add(p+"attn_qkv.weight", opt.Type, std, d, q+2*kv) // rows Q, K, V
+		} else {
+			add(p+"attn_q.weight", opt.Type, std, d, q)
+			add(p+"attn_k.weight", opt.Type, std, d, kv)
+			add(p+"attn_v.weight", opt.Type, std, d, kv)
+		}
 		if a == "qwen2" {
 			add(p+"attn_q.bias", quant.F32, 0.02, q)
 			add(p+"attn_k.bias", quant.F32, 0.02, kv)
 			add(p+"attn_v.bias", quant.F32, 0.02, kv)
 		}
+		if qkNorm {
+			add(p+"attn_q_norm.weight", quant.F32, normStd, uint64(hd))
+			add(p+"attn_k_norm.weight", quant.F32, normStd, uint64(hd))
+		}
 		add(p+"attn_output.weight", opt.Type, std, q, d)
+		if postNorms {
+			add(p+"post_attention_norm.weight", quant.F32, normStd, d)
+		}
 		add(p+"ffn_norm.weight", quant.F32, -1, d)
-		add(p+"ffn_gate.weight", opt.Type, std, d, f)
-		add(p+"ffn_up.weight", opt.Type, std, d, f)
+		if a == "phi3" {
+			add(p+"ffn_up.weight", opt.Type, std, d, 2*f) // rows gate, then up
+		} else {
+			add(p+"ffn_gate.weight", opt.Type, std, d, f)
+			add(p+"ffn_up.weight", opt.Type, std, d, f)
+		}
 		add(p+"ffn_down.weight", opt.Type, float32(1/math.Sqrt(float64(s.FFN))), f, d)
+		if postNorms {
+			add(p+"post_ffw_norm.weight", quant.F32, normStd, d)
+		}
 	}
 	add("output_norm.weight", quant.F32, -1, d)
-	if !s.Tied {
+	if !s.Tied && a != "gemma" && a != "gemma2" && a != "gemma3" {
 		add("output.weight", opt.Type, std, d, v)
 	}
 	// progress counts the bytes each tensor's Fill writes through gguf.Write
@@ -317,8 +440,35 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// fill writes a tensor of normal(0, std) values (std < 0: all ones, for
-// norms) row by row, quantised to typ.
+// normStd marks a norm weight drawn near 1 (1 + N(0, 0.1)), as trained
+// ones are: the newer families' extra norms get it, so a test of them
+// sees a norm that is applied with the wrong weights.
+const normStd = -2
+
+// Llama3RopeFactors computes the rope_freqs.weight values llama.cpp's
+// converter writes for Llama 3.1+ rope scaling: per rotated pair, 1 for
+// short wavelengths, factor for long ones, a smooth blend between.
+func Llama3RopeFactors(base float32, headDim int, factor, low, high float32, origCtx int) []float32 {
+	out := make([]float32, headDim/2)
+	lowWave, highWave := float64(origCtx)/float64(low), float64(origCtx)/float64(high)
+	for i := range out {
+		freq := 1 / math.Pow(float64(base), float64(2*i)/float64(headDim))
+		wave := 2 * math.Pi / freq
+		switch {
+		case wave < highWave:
+			out[i] = 1
+		case wave > lowWave:
+			out[i] = factor
+		default:
+			smooth := (float64(origCtx)/wave - float64(low)) / float64(high-low)
+			out[i] = float32(1 / ((1-smooth)/float64(factor) + smooth))
+		}
+	}
+	return out
+}
+
+// fill writes a tensor of normal(0, std) values (std -1: all ones, for
+// norms; normStd: near one) row by row, quantised to typ.
 func fill(ctx context.Context, w io.Writer, typ quant.Type, dims []uint64, std float32, seed uint64) error {
 	rng := rand.New(rand.NewPCG(seed, seed+1))
 	cols := int(dims[0])
@@ -341,9 +491,12 @@ func fill(ctx context.Context, w io.Writer, typ quant.Type, dims []uint64, std f
 		n := min(per, rows-r)
 		xs := x[:n*cols]
 		for i := range xs {
-			if std < 0 {
+			switch {
+			case std == normStd:
+				xs[i] = 1 + 0.1*float32(rng.NormFloat64())
+			case std < 0:
 				xs[i] = 1
-			} else {
+			default:
 				xs[i] = float32(rng.NormFloat64()) * std
 			}
 		}

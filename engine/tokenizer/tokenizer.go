@@ -124,6 +124,7 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 			return nil, bad("%v", err)
 		}
 		t.pre = pre
+		t.AddBOS = bpeAddsBOS(t.Pre)
 	default:
 		return nil, bad("tokenizer.ggml.model %q is not supported (Arborist reads \"llama\" and \"gpt2\")", model)
 	}
@@ -294,4 +295,15 @@ func (t *Tokenizer) DecodeText(ids []int) string {
 		s = strings.TrimPrefix(s, " ")
 	}
 	return s
+}
+
+// bpeAddsBOS is llama.cpp's default for adding BOS to a byte-level BPE
+// vocabulary whose file has no tokenizer.ggml.add_bos_token: on for the
+// Llama-3-style, tekken and chameleon pre-tokenizers, off for the others.
+func bpeAddsBOS(pre string) bool {
+	switch pre {
+	case "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano", "tekken", "chameleon":
+		return true
+	}
+	return false
 }
