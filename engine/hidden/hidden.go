@@ -140,11 +140,14 @@ type Drafter struct {
 // Epoch is one training epoch's record.
 type Epoch struct {
 	Epoch, Depth int
-	Train        float64 // mean training loss
-	HeldOut      float64 // held-out loss at the epoch's depth
-	MSE, KL      float64 // held-out components
-	StateMS      float64 // mean square of the held-out target states (the scale MSE is read against)
-	Agree        float64 // held-out top-1 agreement with the target at depth 1
+	Train        float64   // mean training loss
+	HeldOut      float64   // held-out loss at the epoch's depth
+	MSE, KL      float64   // held-out components
+	StateMS      float64   // mean square of the held-out target states (the scale MSE is read against)
+	Agree        float64   // held-out top-1 agreement with the target at depth 1
+	AgreeAt      []float64 `json:",omitempty"` // held-out agreement at depths 1..Depth (the drafter reading its own states)
+	Accept       float64   // chain acceptance estimated from AgreeAt: what early stopping follows
+	LR           float64   // learning rate at the epoch's end
 	Seconds      float64
 }
 
@@ -195,24 +198,28 @@ func New(target *model.Model, d, initLayer int, seed uint64) (*Drafter, error) {
 
 // Settings are the training settings stored with a drafter.
 type Settings struct {
-	D            int     `json:"d"`             // token-info rank
-	Depth        int     `json:"depth"`         // deepest curriculum level
-	Epochs       int     `json:"epochs"`        // passes over the training data
-	LR           float64 `json:"lr"`            // Adam learning rate
-	Batch        int     `json:"batch"`         // sequences per update
-	Noise        float64 `json:"noise"`         // share of token-info tokens replaced at random
-	MSEWeight    float64 `json:"mse_weight"`    // 0.7 in seed 001
-	KLWeight     float64 `json:"kl_weight"`     // 0.3 in seed 001
-	HeldOut      float64 `json:"held_out"`      // share of sequences held out
-	Tokens       int     `json:"tokens"`        // tokens generated per sample
-	Samples      int     `json:"samples"`       // samples generated per prompt (different seeds)
-	Temp         float64 `json:"temp"`          // sampling temperature of the generated data
-	Seed         uint64  `json:"seed"`          // data, noise and initialisation
-	Hot          int     `json:"hot"`           // hot tokens whose token-info is precomputed
-	InitLayer    int     `json:"init_layer"`    // target block to start from; -1 random
-	Prompts      string  `json:"prompts"`       // where the prompts came from
-	PromptsCount int     `json:"prompts_count"` // how many
-	Clip         float64 `json:"clip"`          // gradient norm clip
+	D            int       `json:"d"`               // token-info rank
+	Depth        int       `json:"depth"`           // deepest curriculum level
+	Epochs       int       `json:"epochs"`          // passes over the training data
+	LR           float64   `json:"lr"`              // Adam learning rate
+	Batch        int       `json:"batch"`           // sequences per update
+	Noise        float64   `json:"noise"`           // share of token-info tokens replaced at random
+	MSEWeight    float64   `json:"mse_weight"`      // 0.7 in seed 001
+	KLWeight     float64   `json:"kl_weight"`       // 0.3 in seed 001
+	HeldOut      float64   `json:"held_out"`        // share of sequences held out
+	Tokens       int       `json:"tokens"`          // tokens generated per sample
+	Samples      int       `json:"samples"`         // samples generated per prompt (different seeds)
+	Temp         float64   `json:"temp"`            // sampling temperature of the generated data
+	Seed         uint64    `json:"seed"`            // data, noise and initialisation
+	Hot          int       `json:"hot"`             // hot tokens whose token-info is precomputed
+	InitLayer    int       `json:"init_layer"`      // target block to start from; -1 random
+	Prompts      string    `json:"prompts"`         // where the prompts came from
+	PromptsCount int       `json:"prompts_count"`   // how many
+	Clip         float64   `json:"clip"`            // gradient norm clip
+	Temps        []float64 `json:"temps,omitempty"` // temperatures of the samples, cycled (empty: Temp)
+	Corpus       bool      `json:"corpus"`          // add the built-in prompt corpus to the prompts
+	Warmup       float64   `json:"warmup"`          // share of the updates the learning rate warms up over
+	Patience     int       `json:"patience"`        // epochs at full depth without a better held-out acceptance before stopping (0: never)
 }
 
 // DefaultSettings are the defaults of `arborist train drafter`.
