@@ -131,10 +131,12 @@ func BenchmarkHiddenDrafter(b *testing.B) {
 }
 
 // BenchmarkTrainStep measures training throughput on the bench target (or
-// stories260K with ARBORIST_TRAIN_BENCH=small): one forward and backward
-// pass over a 160-token sequence unrolled to depth 3, for the float64
-// reference (hand-written loops, gonum products) and the float32 network
-// on the backend's kernels, interleaved; tokens/s for each.
+// stories260K with ARBORIST_TRAIN_BENCH=small): one update's forward and
+// backward passes over four 160-token sequences unrolled to depth 3, for
+// today's float64 reference (hand-written loops, gonum products, one
+// sequence after another, as the trainer ran before) and the float32
+// network (the backend's kernels, one worker per thread, as Train runs it),
+// interleaved; tokens/s for each.
 //
 //	go test -run - -bench TrainStep -benchtime 1x ./engine/hidden
 func BenchmarkTrainStep(b *testing.B) {
@@ -152,27 +154,39 @@ func BenchmarkTrainStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	n32 := newFNet(d, n64, target.Backend)
+	ws := n32.workers(target.Backend.Threads())
+	defer closeWorkers(ws, n32)
 	rng := rand.New(rand.NewPCG(1, 2))
-	const T, K = 160, 3
-	sq := randomSeq(rng, T, d.Dim, d.Vocab)
-	sq.z = nil
+	const T, K, B = 160, 3, 4
+	var seqs []*seq
+	for range B {
+		sq := randomSeq(rng, T, d.Dim, d.Vocab)
+		sq.z = nil
+		seqs = append(seqs, sq)
+	}
 	var t64, t32 time.Duration
 	rounds := 0
 	for b.Loop() {
 		for r := 0; r < 2; r++ {
 			t0 := time.Now()
-			lvs, _ := n64.forward(sq, sq.tokens, K)
-			n64.backward(sq, sq.tokens, lvs, 1)
+			for _, sq := range seqs {
+				lvs, _ := n64.forward(sq, sq.tokens, K)
+				n64.backward(sq, sq.tokens, lvs, 1)
+			}
 			t64 += time.Since(t0)
 			t0 = time.Now()
-			pt := n32.targetDist(sq)
-			flvs, _ := n32.forward(sq, sq.tokens, K, pt)
-			n32.backward(sq, sq.tokens, flvs, 1, pt)
+			parallel(len(ws), func(wi int) {
+				for k := wi; k < B; k += len(ws) {
+					pt := ws[wi].targetDist(seqs[k])
+					flvs, _ := ws[wi].forward(seqs[k], seqs[k].tokens, K, pt)
+					ws[wi].backward(seqs[k], seqs[k].tokens, flvs, 1, pt)
+				}
+			})
 			t32 += time.Since(t0)
 			rounds++
 		}
 	}
-	tok := float64(rounds * T)
+	tok := float64(rounds * T * B)
 	b.Logf("%s, %d threads: float64 reference %.0f tokens/s, float32 on the backend %.0f tokens/s (%.1fx), depth %d, %d parameters",
 		name, target.Backend.Threads(), tok/t64.Seconds(), tok/t32.Seconds(), t64.Seconds()/t32.Seconds(), K, d.Params())
 	b.ReportMetric(tok/t64.Seconds(), "float64-tok/s")

@@ -7,6 +7,7 @@ import (
 
 	"arborist/engine/sample"
 	"arborist/kernels"
+	"arborist/kernels/cpu"
 	"arborist/kernels/quant"
 )
 
@@ -44,8 +45,16 @@ type flevel struct {
 	ra, rb, ro                             []float32
 	xo, ul, pd, e                          []float32
 	cos, sin                               []float32
-	p                                      [][]float32
+	p                                      []float32 // attention weights, all (head, row) pairs: prow
+	j, heads, span                         int
 	dk, dv                                 []float32
+}
+
+// prow returns the attention weights of query row t, head h: t+1+j of them
+// (keys 0..t of level 0, then row t of levels 1..j).
+func (L *flevel) prow(t, h int) []float32 {
+	base := h*L.span + t*(t+1)/2 + t*L.j
+	return L.p[base : base+t+1+L.j]
 }
 
 // f32View returns p's bytes without copying (the backend's F32 matrices
@@ -88,6 +97,36 @@ func newFNet(d *Drafter, n64 *net, be kernels.Backend) *fnet {
 	n.headT = n.matrix(n.htd, d.Dim, d.Vocab)
 	n.outNorm = to32(n64.outNorm)
 	return n
+}
+
+// workers returns count copies of n that share its parameters, transposes
+// and frozen parts but own their gradient and scratch, each on a one-thread
+// CPU backend of its own: sequences then train side by side with no
+// synchronisation inside a pass (on a busy machine every hand-off between
+// threads can cost a scheduler time slice). A backend other than the CPU
+// one gets a single worker on itself.
+func (n *fnet) workers(count int) []*fnet {
+	if n.be.Name() != "cpu" || count <= 1 {
+		return []*fnet{n}
+	}
+	out := make([]*fnet, count)
+	for i := range out {
+		w := *n
+		w.be = cpu.New(1)
+		w.g = make([]float32, len(n.p))
+		w.tmp, w.ta, w.tb = nil, nil, nil
+		out[i] = &w
+	}
+	return out
+}
+
+// close stops the workers' backends.
+func closeWorkers(ws []*fnet, n *fnet) {
+	for _, w := range ws {
+		if w != n {
+			w.be.Close()
+		}
+	}
 }
 
 // transposeAll refreshes the transposed copies after the parameters changed.
@@ -162,30 +201,79 @@ func (n *fnet) transposed(buf *[]float32, x []float32, rows, cols int) []float32
 	return t
 }
 
-// targetDist writes softmax of the target's logits at positions 1..T-1 of
-// sq (row t-1 for position t): the stored logits when the sequence has them,
-// else head(norm(H_t)), which is how the target computes them.
-func (n *fnet) targetDist(sq *seq) []float32 {
+// tdist is the target's next-token distribution at positions 1..T-1 of a
+// sequence (row t-1 for position t) and each row's sum p log p.
+type tdist struct {
+	p   []float32
+	ent []float64
+}
+
+// targetDist computes the target's distributions for sq: from the stored
+// logits when the sequence has them, else from head(norm(H_t)), which is
+// how the target computes them.
+func (n *fnet) targetDist(sq *seq) tdist {
 	T, V, dim := len(sq.tokens), n.s.Vocab, n.s.Dim
-	out := make([]float32, (T-1)*V)
+	out := tdist{p: make([]float32, (T-1)*V), ent: make([]float64, T-1)}
 	if sq.z != nil {
-		copy(out, sq.z[V:T*V])
+		copy(out.p, sq.z[V:T*V])
 	} else {
 		xo, r := make([]float32, (T-1)*dim), make([]float32, T-1)
 		rmsNorm64(xo, r, sq.h[dim:T*dim], n.outNorm, T-1, dim, float64(n.s.Eps))
-		n.be.MatMul(out, n.head, xo, T-1)
+		n.be.MatMul(out.p, n.head, xo, T-1)
 	}
 	kernels.ParallelFor(n.be, T-1, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
-			softmax64(out[t*V:(t+1)*V], out[t*V:(t+1)*V])
+			row := out.p[t*V : (t+1)*V]
+			// sum p log p with log p = z - lse: no logarithm per entry
+			lse := logSumExp(row)
+			var e float64
+			for i, z := range row {
+				lp := float64(z) - lse
+				p := math.Exp(lp)
+				row[i] = float32(p)
+				e += p * lp
+			}
+			out.ent[t] = e
 		}
 	})
 	return out
 }
 
+func logSumExp(x []float32) float64 {
+	mx := float32(math.Inf(-1))
+	for _, v := range x {
+		mx = max(mx, v)
+	}
+	var sum float64
+	for _, v := range x {
+		sum += math.Exp(float64(v - mx))
+	}
+	return float64(mx) + math.Log(sum)
+}
+
+// softmaxLSE replaces x by softmax(x) and returns log sum exp(x).
+func softmaxLSE(x []float32) float64 {
+	mx := float32(math.Inf(-1))
+	for _, v := range x {
+		mx = max(mx, v)
+	}
+	var sum float64
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - mx)))
+		x[i] = e
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	for i := range x {
+		x[i] *= inv
+	}
+	return float64(mx) + math.Log(sum)
+}
+
 // forward runs one sequence through K levels like net.forward; pt is
 // targetDist(sq).
-func (n *fnet) forward(sq *seq, info []int, K int, pt []float32) ([]*flevel, []lossParts) {
+func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossParts) {
+	pt := td.p
 	s := n.s
 	T := len(sq.tokens)
 	dim, qd, kvd, f, V, D := s.Dim, s.qDim(), s.kvDim(), s.FFN, s.Vocab, s.D
@@ -217,14 +305,15 @@ func (n *fnet) forward(sq *seq, info []int, K int, pt []float32) ([]*flevel, []l
 		rope(s, L.q, R, s.Heads, L.cos, L.sin, false)
 		rope(s, L.k, R, s.KVHeads, L.cos, L.sin, false)
 		L.att = mk(qd)
-		L.p = make([][]float32, R*s.Heads)
+		L.j, L.heads, L.span = j, s.Heads, R*(R+1)/2+R*j
+		L.p = make([]float32, s.Heads*L.span)
 		// query (level j, row t) reads keys (0, 0..t) and (1..j, t)
 		kernels.ParallelFor(n.be, s.Heads*R, func(lo, hi int) {
 			for it := lo; it < hi; it++ {
 				h, t := it/R, it%R
 				kh := h / group
 				qv := L.q[t*qd+h*hd : t*qd+(h+1)*hd]
-				p := make([]float32, t+1+j)
+				p := L.prow(t, h)
 				mx := float32(math.Inf(-1))
 				kc := lvs[0].k
 				for r := 0; r <= t; r++ {
@@ -253,7 +342,6 @@ func (n *fnet) forward(sq *seq, info []int, K int, pt []float32) ([]*flevel, []l
 					p[i] *= inv
 					axpy32(o, p[i], lvs[l].v[t*kvd+kh*hd:t*kvd+(kh+1)*hd])
 				}
-				L.p[t*s.Heads+h] = p
 			}
 		})
 		L.x1 = append([]float32(nil), L.x...)
@@ -291,14 +379,14 @@ func (n *fnet) forward(sq *seq, info []int, K int, pt []float32) ([]*flevel, []l
 			for t := lo; t < hi; t++ {
 				tau := t + j + 1
 				row := L.pd[t*V : (t+1)*V]
-				softmax64(row, row)
 				ptr := pt[(tau-1)*V : tau*V]
-				var kl float64
+				// KL = sum p log p - sum p log q, log q = logits - lse
+				var cross float64
 				for i, p := range ptr {
-					if p > 0 {
-						kl += float64(p) * (math.Log(float64(p)) - math.Log(math.Max(float64(row[i]), 1e-30)))
-					}
+					cross += float64(p * row[i])
 				}
+				lse := softmaxLSE(row)
+				kl := td.ent[tau-1] - (cross - lse)
 				a := acc{kl: kl}
 				if sample.Argmax(row) == sample.Argmax(ptr) {
 					a.agree = 1
@@ -347,7 +435,8 @@ func axpy32(y []float32, a float32, x []float32) {
 }
 
 // backward accumulates into n.g the gradient of the loss (as net.backward).
-func (n *fnet) backward(sq *seq, info []int, lvs []*flevel, weight float64, pt []float32) {
+func (n *fnet) backward(sq *seq, info []int, lvs []*flevel, weight float64, td tdist) {
+	pt := td.p
 	s := n.s
 	K := len(lvs)
 	dim, qd, kvd, f, V, D := s.Dim, s.qDim(), s.kvDim(), s.FFN, s.Vocab, s.D
@@ -421,14 +510,15 @@ func (n *fnet) backward(sq *seq, info []int, lvs []*flevel, weight float64, pt [
 		// each key/value head's queries run on one worker, so the writes to
 		// its keys' and values' gradients never collide
 		kernels.ParallelFor(n.be, s.KVHeads, func(lo, hi int) {
+			dps := make([]float32, R+j)
 			for kh := lo; kh < hi; kh++ {
 				for h := kh * group; h < (kh+1)*group; h++ {
 					for t := 0; t < R; t++ {
-						p := L.p[t*s.Heads+h]
+						p := L.prow(t, h)
 						do := datt[t*qd+h*hd : t*qd+(h+1)*hd]
 						qv := L.q[t*qd+h*hd : t*qd+(h+1)*hd]
 						dqv := dq[t*qd+h*hd : t*qd+(h+1)*hd]
-						dp := make([]float32, len(p))
+						dp := dps[:len(p)]
 						var dot float32
 						key := func(i int) (lv *flevel, r int) {
 							if i <= t {

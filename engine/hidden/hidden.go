@@ -224,8 +224,9 @@ type Settings struct {
 
 // DefaultSettings are the defaults of `arborist train drafter`.
 func DefaultSettings() Settings {
-	return Settings{D: 256, Depth: 3, Epochs: 12, LR: 3e-3, Batch: 4, Noise: 0.1, MSEWeight: 0.7, KLWeight: 0.3,
-		HeldOut: 0.1, Tokens: 128, Samples: 4, Temp: 0.8, Seed: 1, Hot: 32768, InitLayer: -2, Clip: 1}
+	return Settings{D: 256, Depth: 3, Epochs: 12, LR: 3e-3, Batch: 8, Noise: 0.1, MSEWeight: 0.7, KLWeight: 0.3,
+		HeldOut: 0.1, Tokens: 128, Samples: 2, Temp: 0.8, Temps: []float64{0, 0.8}, Corpus: true, Warmup: 0.05, Patience: 3,
+		Seed: 1, Hot: 32768, InitLayer: -2, Clip: 1}
 }
 
 // Validate checks the settings.
@@ -253,6 +254,17 @@ func (s *Settings) Validate() error {
 		return fmt.Errorf("hidden: temperature %g must be >= 0", s.Temp)
 	case s.Hot < 0:
 		return fmt.Errorf("hidden: hot tokens %d must be >= 0", s.Hot)
+	case s.Warmup < 0 || s.Warmup >= 1:
+		return fmt.Errorf("hidden: warm-up share %g must be in [0, 1)", s.Warmup)
+	case s.Patience < 0:
+		return fmt.Errorf("hidden: patience %d must be >= 0", s.Patience)
+	case len(s.Temps) > 16:
+		return fmt.Errorf("hidden: %d temperatures; at most 16", len(s.Temps))
+	}
+	for _, t := range s.Temps {
+		if !(t >= 0) || t > 10 {
+			return fmt.Errorf("hidden: temperature %g must be in [0, 10]", t)
+		}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"sync"
 	"time"
 
 	"arborist/assets"
@@ -387,7 +388,8 @@ func (tr *Trainer) Train(ctx context.Context, d *Drafter, st *State) error {
 		return err
 	}
 	n := newFNet(d, n64, tr.Target.Backend)
-	n64 = nil
+	ws := n.workers(tr.Target.Backend.Threads())
+	defer closeWorkers(ws, n)
 	P := len(n.p)
 	m, v := make([]float32, P), make([]float32, P)
 	epoch, step := 0, 0
@@ -429,20 +431,40 @@ func (tr *Trainer) Train(ctx context.Context, d *Drafter, st *State) error {
 			}
 			clear(n.g)
 			idx := order[bi*s.Batch : min(len(order), (bi+1)*s.Batch)]
-			var bl float64
-			for _, i := range idx {
-				sq := tr.data[i]
-				info := append([]int(nil), sq.tokens...)
+			infos := make([][]int, len(idx))
+			for k, i := range idx {
+				info := append([]int(nil), tr.data[i].tokens...)
 				for k := range info {
 					if rng.Float64() < s.Noise {
 						info[k] = rng.IntN(V)
 					}
 				}
-				pt := n.targetDist(sq)
-				lvs, parts := n.forward(sq, info, depth, pt)
-				l, _, _ := n64loss(n, parts)
+				infos[k] = info
+			}
+			losses := make([]float64, len(idx))
+			parallel(len(ws), func(wi int) {
+				w := ws[wi]
+				if w != n {
+					clear(w.g)
+				}
+				for k := wi; k < len(idx); k += len(ws) {
+					sq := tr.data[idx[k]]
+					pt := w.targetDist(sq)
+					lvs, parts := w.forward(sq, infos[k], depth, pt)
+					losses[k], _, _ = n64loss(w, parts)
+					w.backward(sq, infos[k], lvs, 1/float64(len(idx)), pt)
+				}
+			})
+			for _, w := range ws {
+				if w != n {
+					for i, g := range w.g {
+						n.g[i] += g
+					}
+				}
+			}
+			var bl float64
+			for _, l := range losses {
 				bl += l / float64(len(idx))
-				n.backward(sq, info, lvs, 1/float64(len(idx)), pt)
 			}
 			sum += bl
 			if s.Clip > 0 {
@@ -512,6 +534,23 @@ func (tr *Trainer) Train(ctx context.Context, d *Drafter, st *State) error {
 	return nil
 }
 
+// parallel runs f(0..n-1) on n goroutines and waits for them.
+func parallel(n int, f func(i int)) {
+	if n == 1 {
+		f(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(i)
+		}()
+	}
+	wg.Wait()
+}
+
 // n64loss combines loss parts with the float32 network's weights.
 func n64loss(n *fnet, parts []lossParts) (total, mse, kl float64) {
 	r := net{mseW: float64(n.mseW), klW: float64(n.klW)}
@@ -537,18 +576,32 @@ func (tr *Trainer) evaluate(n *fnet, depth int) Epoch {
 	agree, rows := make([]int, depth), make([]int, depth)
 	var ss float64
 	var cnt int
-	for _, sq := range set {
+	ws := n.workers(n.be.Threads())
+	defer closeWorkers(ws, n)
+	type result struct {
+		l, mse, kl float64
+		parts      []lossParts
+	}
+	res := make([]result, len(set))
+	parallel(len(ws), func(wi int) {
+		for i := wi; i < len(set); i += len(ws) {
+			pt := ws[wi].targetDist(set[i])
+			_, parts := ws[wi].forward(set[i], set[i].tokens, depth, pt)
+			r := &res[i]
+			r.l, r.mse, r.kl = n64loss(n, parts)
+			r.parts = parts
+		}
+	})
+	for i, sq := range set {
 		for _, v := range sq.h[n.s.Dim:] { // the first state is never a prediction target
 			ss += float64(v) * float64(v)
 			cnt++
 		}
-		pt := n.targetDist(sq)
-		_, parts := n.forward(sq, sq.tokens, depth, pt)
-		l, mse, kl := n64loss(n, parts)
-		e.HeldOut += l / float64(len(set))
-		e.MSE += mse / float64(len(set))
-		e.KL += kl / float64(len(set))
-		for k, p := range parts {
+		r := res[i]
+		e.HeldOut += r.l / float64(len(set))
+		e.MSE += r.mse / float64(len(set))
+		e.KL += r.kl / float64(len(set))
+		for k, p := range r.parts {
 			agree[k] += p.agree
 			rows[k] += p.n
 		}
@@ -589,15 +642,15 @@ func (tr *Trainer) Evaluate(ctx context.Context, d *Drafter, depth int) (Epoch, 
 }
 
 // MemoryNeed estimates the live bytes training takes for a drafter of shape s
-// over tokens generated tokens: the recorded states and logits, the frozen
-// embedding and head in float64, parameters with gradients and Adam
-// moments, and one sequence's unrolled activations (seqLen positions,
-// depth levels).
-func MemoryNeed(s Shape, tokens, seqLen, depth int) int64 {
-	data := int64(tokens) * int64(s.Dim+s.Vocab) * 4
-	frozen := 2 * int64(s.Vocab) * int64(s.Dim) * 8
-	params := int64(s.Params()) * 8 * 4
-	perRow := int64(12*s.Dim+4*s.FFN+3*s.Vocab+s.Heads*(seqLen+depth)) * 8
-	acts := int64(depth) * int64(seqLen) * perRow
-	return data + frozen + params + acts
+// over tokens generated tokens: the recorded hidden states, the frozen
+// embedding and head in float64 and float32, parameters with gradients,
+// transposes and Adam moments, and per worker one sequence's unrolled
+// activations (seqLen positions, depth levels) and target distribution.
+func MemoryNeed(s Shape, tokens, seqLen, depth, workers int) int64 {
+	data := int64(tokens) * int64(s.Dim) * 4
+	frozen := 2 * int64(s.Vocab) * int64(s.Dim) * (8 + 8)
+	params := int64(s.Params()) * (8 + 4*5)
+	perRow := int64(12*s.Dim+4*s.FFN+3*s.Vocab+s.Heads*(seqLen+depth)) * 4
+	acts := int64(depth)*int64(seqLen)*perRow + int64(seqLen)*int64(s.Vocab)*4
+	return data + frozen + params + int64(max(1, workers))*(acts+int64(s.Params())*4)
 }
