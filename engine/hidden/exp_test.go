@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,8 +95,21 @@ func BenchmarkTrainAndServe(b *testing.B) {
 		{"chain-2", spec.Config{Strategy: "chain", Gamma: 2}},
 		{"chain-3", spec.Config{Strategy: "chain", Gamma: 3}},
 		{"chain-4", spec.Config{Strategy: "chain", Gamma: 4}},
-		{"egt-1,2,2", spec.Config{Strategy: "egt", Widths: []int{1, 2, 2}, Branch: 2, WMax: 6}},
-		{"egt-2,2,2,2", spec.Config{Strategy: "egt", Widths: []int{2, 2, 2, 2}, Branch: 2, WMax: 8}},
+		{"egt-122", spec.Config{Strategy: "egt", Widths: []int{1, 2, 2}, Branch: 2, WMax: 6}},
+		{"egt-2222", spec.Config{Strategy: "egt", Widths: []int{2, 2, 2, 2}, Branch: 2, WMax: 8}},
+	}
+	if only := os.Getenv("ARBORIST_SERVE"); only != "" { // e.g. "chain-2,egt-122"
+		keep := confs[:0]
+		for _, c := range confs {
+			if c.name == "ar" || strings.Contains(","+only+",", ","+c.name+",") {
+				keep = append(keep, c)
+			}
+		}
+		confs = keep
+	}
+	maxTokens := 128
+	if v, err := strconv.Atoi(os.Getenv("ARBORIST_SERVE_TOKENS")); err == nil && v > 0 {
+		maxTokens = v
 	}
 	for _, set := range []struct {
 		name    string
@@ -118,7 +133,7 @@ func BenchmarkTrainAndServe(b *testing.B) {
 				e := &spec.Engine{Target: target, Source: src}
 				for _, p := range set.prompts {
 					cfg := c.cfg
-					cfg.MaxTokens, cfg.StopAtEOS = 128, true
+					cfg.MaxTokens, cfg.StopAtEOS = maxTokens, true
 					r, err := e.Run(ctx, p, cfg)
 					if err != nil {
 						b.Fatal(err)
