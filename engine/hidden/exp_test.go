@@ -177,3 +177,61 @@ func promptFile(t testing.TB, m interface {
 	}
 	return out
 }
+
+// BenchmarkAblation generates the data once (defaults plus
+// ARBORIST_TRAIN_SETTINGS) for ARBORIST_TRAIN_TARGET and trains one drafter
+// per variant in ARBORIST_ABLATION (JSON setting overrides separated by
+// ';'), reporting each one's best held-out agreement at depths 1..Depth and
+// the chain acceptance estimate early stopping follows.
+//
+//	ARBORIST_TRAIN_TARGET=stories260K.gguf ARBORIST_ABLATION='{"d":16};{"d":64}' go test -run - -bench Ablation -benchtime 1x ./engine/hidden
+func BenchmarkAblation(b *testing.B) {
+	name, variants := os.Getenv("ARBORIST_TRAIN_TARGET"), os.Getenv("ARBORIST_ABLATION")
+	if name == "" || variants == "" {
+		b.Skip("set ARBORIST_TRAIN_TARGET and ARBORIST_ABLATION")
+	}
+	target := loadTarget(b, name)
+	base := DefaultSettings()
+	if js := os.Getenv("ARBORIST_TRAIN_SETTINGS"); js != "" {
+		if err := json.Unmarshal([]byte(js), &base); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	data := &Trainer{Target: target, Prompts: storyPrompts(b, target), Settings: base}
+	if err := data.Generate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	tt, th := data.Tokens()
+	fmt.Fprintf(os.Stderr, "data: %d training tokens, %d held out\n", tt, th)
+	for b.Loop() {
+		for _, v := range strings.Split(variants, ";") {
+			set := base
+			if err := json.Unmarshal([]byte(v), &set); err != nil {
+				b.Fatal(err)
+			}
+			tr := *data
+			tr.Settings = set
+			init := set.InitLayer
+			if init == -2 {
+				init = target.Layers / 2
+			}
+			d, err := New(target, set.D, init, set.Seed)
+			if err != nil {
+				b.Fatal(err)
+			}
+			t0 := time.Now()
+			if err := tr.Train(ctx, d, nil); err != nil {
+				b.Fatal(err)
+			}
+			best := d.Losses[0]
+			for _, r := range d.Losses {
+				if r.Accept > best.Accept {
+					best = r
+				}
+			}
+			fmt.Fprintf(os.Stderr, "variant %s: best epoch %d of %d, held-out agreement %.3v, acceptance estimate %.3f, MSE %.3f of %.3f, KL %.3f, %d parameters, %.0fs\n",
+				v, best.Epoch, len(d.Losses), best.AgreeAt, best.Accept, best.MSE, best.StateMS, best.KL, d.Params(), time.Since(t0).Seconds())
+		}
+	}
+}
