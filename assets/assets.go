@@ -2,7 +2,10 @@
 // application icon and the built-in prompt suites.
 package assets
 
-import _ "embed"
+import (
+	_ "embed"
+	"strings"
+)
 
 // Icon is the application icon (256x256 PNG).
 //
@@ -19,3 +22,21 @@ var DemoModel []byte
 //
 //go:embed demo/NOTICE
 var DemoNotice string
+
+//go:embed corpus/prompts.txt
+var corpus string
+
+// CorpusPrompts returns the built-in prompt corpus (assets/corpus/prompts.txt):
+// a few hundred short openings of stories, dialogue, instructions, lists,
+// code and facts, written for Arborist, that a target continues to make
+// training data for a hidden-state drafter. Blank lines and lines starting
+// with '#' are left out.
+func CorpusPrompts() []string {
+	var out []string
+	for _, l := range strings.Split(corpus, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "# ") && l != "#" {
+			out = append(out, l)
+		}
+	}
+	return out
+}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"arborist/assets"
 	"arborist/engine/hidden"
 	"arborist/engine/model"
 	"arborist/kernels/cpu"
@@ -61,6 +62,7 @@ type TrainEvent struct {
 	Cover                float64 // share of training-token occurrences the hot tokens cover
 	Params, TargetParams int
 	Before               *hidden.Epoch
+	Cached               bool // the data came from the store's cache
 }
 
 // TrainDrafter trains a hidden-state drafter and keeps it in st: the row is
@@ -140,20 +142,26 @@ func TrainDrafter(ctx context.Context, st *store.Store, spec TrainSpec, events f
 		prompts[i] = target.Tok.Encode(t, true, false)
 		longest = max(longest, len(prompts[i]))
 	}
-	tokens := len(texts) * max(1, set.Samples) * (set.Tokens + longest)
+	count := len(texts)
+	if set.Corpus {
+		count += len(assets.CorpusPrompts())
+	}
+	tokens := count * max(1, set.Samples) * (set.Tokens + longest)
 	// the collector lets the heap grow to about twice the live bytes
-	need := 2 * hidden.MemoryNeed(d.Shape, tokens, longest+set.Tokens, set.Depth)
+	need := 2 * hidden.MemoryNeed(d.Shape, tokens, longest+set.Tokens, set.Depth, be.Threads())
 	if ram := DetectHardware().RAM; ram > 0 && need > int64(ram)*3/4 {
 		return 0, nil, fmt.Errorf("training this drafter needs about %.1f GiB but the machine has %.1f GiB: lower --samples or --tokens, or train for a smaller target",
 			float64(need)/(1<<30), float64(ram)/(1<<30))
 	}
-	tr := &hidden.Trainer{Target: target, Prompts: prompts, Settings: set}
+	tr := &hidden.Trainer{Target: target, Prompts: prompts, Settings: set, Fingerprint: desc.Fingerprint,
+		Cache: dataCache{st, desc.Fingerprint}}
 	tr.Progress = func(p hidden.Progress) { events(TrainEvent{Progress: p, ID: id}) }
 	if err := tr.Generate(ctx); err != nil {
 		return 0, nil, err
 	}
 	ev := TrainEvent{Progress: hidden.Progress{Phase: "start"}}
 	ev.Tokens[0], ev.Tokens[1] = tr.Tokens()
+	ev.Cached = tr.Cached
 	if d.Hot == nil {
 		d.Hot, ev.Cover = tr.HotTokens(set.Hot)
 	}
@@ -194,6 +202,20 @@ func TrainDrafter(ctx context.Context, st *store.Store, spec TrainSpec, events f
 		return save("training", s)
 	}
 	return id, d, tr.Train(ctx, d, state)
+}
+
+// dataCache keeps a drafter's generated training data in the store.
+type dataCache struct {
+	st          *store.Store
+	fingerprint string
+}
+
+func (c dataCache) LoadData(ctx context.Context, key string) ([]byte, error) {
+	return c.st.DrafterData(ctx, key)
+}
+
+func (c dataCache) SaveData(ctx context.Context, key string, data []byte) error {
+	return c.st.SaveDrafterData(ctx, key, c.fingerprint, data)
 }
 
 // OpenDrafter resolves --draft-hidden: a stored drafter's id (looked up in

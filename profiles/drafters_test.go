@@ -36,11 +36,30 @@ func TestDrafterLifecycle(t *testing.T) {
 	defer st.Close()
 	target := filepath.Join(dir, "models", "stories260K.gguf")
 	set := hidden.DefaultSettings()
-	set.Tokens, set.Samples, set.Epochs, set.D = 24, 1, 1, 8
-	id, d, err := TrainDrafter(ctx, st, TrainSpec{Target: target, Prompts: filepath.Join(dir, "prompts", "stories.txt"), Settings: set}, nil)
+	set.Tokens, set.Samples, set.Epochs, set.D, set.Corpus = 24, 1, 1, 8, false
+	spec := TrainSpec{Target: target, Prompts: filepath.Join(dir, "prompts", "stories.txt"), Settings: set}
+	cached := func(e TrainEvent) bool { return e.Phase == "start" && e.Cached }
+	var hits int
+	id, d, err := TrainDrafter(ctx, st, spec, func(e TrainEvent) {
+		if cached(e) {
+			hits++
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// a retrain with the same data settings reuses the stored data
+	if _, _, err := TrainDrafter(ctx, st, spec, func(e TrainEvent) {
+		if cached(e) {
+			hits += 10
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if hits != 10 {
+		t.Errorf("data cache: first run hit %v, retrain hit %v; want a miss then a hit", hits%10 == 1, hits >= 10)
+	}
+	id = 1
 	if _, _, err := TrainDrafter(ctx, st, TrainSpec{Resume: id}, nil); err == nil {
 		t.Error("resuming a finished drafter succeeded")
 	}

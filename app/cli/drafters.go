@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"arborist/engine/hidden"
@@ -43,9 +44,17 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 	fs.IntVar(&s.Hot, "hot", def.Hot, "hot tokens whose token-info rows are precomputed")
 	fs.IntVar(&s.InitLayer, "init-layer", def.InitLayer, "target block to start from (-1 random; default the middle one)")
 	fs.Float64Var(&s.Clip, "clip", def.Clip, "gradient norm clip (0 off)")
+	fs.BoolVar(&s.Corpus, "corpus", def.Corpus, "add the built-in prompt corpus (assets/corpus) to --prompts")
+	temps := fs.String("temps", joinFloats(def.Temps), "sampling temperatures of the samples, cycled (comma-separated; 0 = greedy)")
+	fs.Float64Var(&s.Warmup, "warmup", def.Warmup, "share of the updates the learning rate warms up over (then cosine decay)")
+	fs.IntVar(&s.Patience, "patience", def.Patience, "stop after this many full-depth epochs without better held-out acceptance (0 never)")
 	db := dbFlag(fs)
-	if err := parseFlags(fs, args); err != nil {
+	err := parseFlags(fs, args)
+	if err != nil {
 		return err
+	}
+	if s.Temps, err = parseFloats(*temps); err != nil {
+		return fail(fs, usagef("--temps: %v", err))
 	}
 	if spec.Resume == 0 {
 		if spec.Target == "" || spec.Prompts == "" {
@@ -67,6 +76,9 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 		switch {
 		case e.Phase == "start":
 			fmt.Fprintf(env.Stderr, "\r%60s\r", "")
+			if e.Cached {
+				fmt.Fprintln(w, "data: reused from the database (same target, prompts and data settings)")
+			}
 			fmt.Fprintf(w, "data: %d training tokens, %d held out; %d hot tokens cover %.1f%% of the training tokens\n", e.Tokens[0], e.Tokens[1], e.Hot, 100*e.Cover)
 			fmt.Fprintf(w, "drafter: %d parameters, %.1f%% of the target's %d\n", e.Params, 100*float64(e.Params)/float64(max(1, e.TargetParams)), e.TargetParams)
 			if e.Before != nil {
@@ -86,8 +98,12 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 		case e.Record != nil:
 			r := e.Record
 			fmt.Fprintf(env.Stderr, "\r%60s\r", "")
-			fmt.Fprintf(w, "epoch %2d depth %d: train loss %.4f, held-out loss %.4f (MSE %.4f = %.0f%% of the states' mean square, KL %.4f), held-out acceptance at depth 1 (top-1 agreement) %.1f%%, %.1fs\n",
-				r.Epoch, r.Depth, r.Train, r.HeldOut, r.MSE, 100*r.MSE/max(r.StateMS, 1e-12), r.KL, 100*r.Agree, r.Seconds)
+			agree := make([]string, len(r.AgreeAt))
+			for i, a := range r.AgreeAt {
+				agree[i] = fmt.Sprintf("%.1f%%", 100*a)
+			}
+			fmt.Fprintf(w, "epoch %2d depth %d: train loss %.4f, held-out loss %.4f (MSE %.4f = %.0f%% of the states' mean square, KL %.4f), held-out top-1 agreement at depths 1.. %s, chain acceptance estimate %.1f%%, lr %.2g, %.1fs\n",
+				r.Epoch, r.Depth, r.Train, r.HeldOut, r.MSE, 100*r.MSE/max(r.StateMS, 1e-12), r.KL, strings.Join(agree, " "), 100*r.Accept, r.LR, r.Seconds)
 		}
 	})
 	if err != nil {
@@ -100,6 +116,29 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 	fmt.Fprintf(w, "use it with: arborist run --target %s --draft-hidden %d --db %s ...\n", d.Target, id, *db)
 	fmt.Fprintln(w, id)
 	return nil
+}
+
+func joinFloats(x []float64) string {
+	s := make([]string, len(x))
+	for i, v := range x {
+		s[i] = strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return strings.Join(s, ",")
+}
+
+func parseFloats(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // runDrafters lists, shows, exports and imports stored drafters.

@@ -3,6 +3,7 @@ package hidden
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"sort"
@@ -127,4 +128,67 @@ func BenchmarkHiddenDrafter(b *testing.B) {
 		b.Logf("%-26s %7.1f tokens/s (median of 3) %.2fx ar; AAL %.2f; acceptance %.1f%%;%s", c.name, tps, tps/arTPS, float64(t.tokens)/float64(max(1, t.steps)), 100*acc, line)
 		b.ReportMetric(tps, c.name+"-tok/s")
 	}
+}
+
+// BenchmarkTrainStep measures training throughput on the bench target (or
+// stories260K with ARBORIST_TRAIN_BENCH=small): one update's forward and
+// backward passes over four 160-token sequences unrolled to depth 3, for
+// today's float64 reference (hand-written loops, gonum products, one
+// sequence after another, as the trainer ran before) and the float32
+// network (the backend's kernels, one worker per thread, as Train runs it),
+// interleaved; tokens/s for each.
+//
+//	go test -run - -bench TrainStep -benchtime 1x ./engine/hidden
+func BenchmarkTrainStep(b *testing.B) {
+	name := "bench/target-60m-q8_0.gguf"
+	if os.Getenv("ARBORIST_TRAIN_BENCH") == "small" {
+		name = "stories260K.gguf"
+	}
+	target := loadTarget(b, name)
+	d, err := New(target, 256, target.Layers/2, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n64, err := newNet(d, target, DefaultSettings())
+	if err != nil {
+		b.Fatal(err)
+	}
+	n32 := newFNet(d, n64, target.Backend)
+	ws := n32.workers(target.Backend.Threads())
+	defer closeWorkers(ws, n32)
+	rng := rand.New(rand.NewPCG(1, 2))
+	const T, K, B = 160, 3, 4
+	var seqs []*seq
+	for range B {
+		sq := randomSeq(rng, T, d.Dim, d.Vocab)
+		sq.z = nil
+		seqs = append(seqs, sq)
+	}
+	var t64, t32 time.Duration
+	rounds := 0
+	for b.Loop() {
+		for r := 0; r < 2; r++ {
+			t0 := time.Now()
+			for _, sq := range seqs {
+				lvs, _ := n64.forward(sq, sq.tokens, K)
+				n64.backward(sq, sq.tokens, lvs, 1)
+			}
+			t64 += time.Since(t0)
+			t0 = time.Now()
+			parallel(len(ws), func(wi int) {
+				for k := wi; k < B; k += len(ws) {
+					pt := ws[wi].targetDist(seqs[k])
+					flvs, _ := ws[wi].forward(seqs[k], seqs[k].tokens, K, pt)
+					ws[wi].backward(seqs[k], seqs[k].tokens, flvs, 1, pt)
+				}
+			})
+			t32 += time.Since(t0)
+			rounds++
+		}
+	}
+	tok := float64(rounds * T * B)
+	b.Logf("%s, %d threads: float64 reference %.0f tokens/s, float32 on the backend %.0f tokens/s (%.1fx), depth %d, %d parameters",
+		name, target.Backend.Threads(), tok/t64.Seconds(), tok/t32.Seconds(), t64.Seconds()/t32.Seconds(), K, d.Params())
+	b.ReportMetric(tok/t64.Seconds(), "float64-tok/s")
+	b.ReportMetric(tok/t32.Seconds(), "float32-tok/s")
 }

@@ -103,7 +103,7 @@ func TestHugeShapeRefused(t *testing.T) {
 func TestMemoryNeed(t *testing.T) {
 	bench := Shape{Dim: 512, Heads: 64, KVHeads: 32, HeadDim: 8, FFN: 1376, Vocab: 512, D: 256}
 	big := Shape{Dim: 2048, Heads: 32, KVHeads: 8, HeadDim: 64, FFN: 8192, Vocab: 128256, D: 256}
-	small, large := MemoryNeed(bench, 6048, 190, 3), MemoryNeed(big, 3072, 200, 3)
+	small, large := MemoryNeed(bench, 100000, 190, 3, 2), MemoryNeed(big, 3072, 200, 3, 2)
 	if small > 1<<30 || large < 4<<30 {
 		t.Errorf("estimates %d MiB (bench) and %d MiB (1B, 128K vocabulary)", small>>20, large>>20)
 	}

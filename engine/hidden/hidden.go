@@ -140,11 +140,14 @@ type Drafter struct {
 // Epoch is one training epoch's record.
 type Epoch struct {
 	Epoch, Depth int
-	Train        float64 // mean training loss
-	HeldOut      float64 // held-out loss at the epoch's depth
-	MSE, KL      float64 // held-out components
-	StateMS      float64 // mean square of the held-out target states (the scale MSE is read against)
-	Agree        float64 // held-out top-1 agreement with the target at depth 1
+	Train        float64   // mean training loss
+	HeldOut      float64   // held-out loss at the epoch's depth
+	MSE, KL      float64   // held-out components
+	StateMS      float64   // mean square of the held-out target states (the scale MSE is read against)
+	Agree        float64   // held-out top-1 agreement with the target at depth 1
+	AgreeAt      []float64 `json:",omitempty"` // held-out agreement at depths 1..Depth (the drafter reading its own states)
+	Accept       float64   // chain acceptance estimated from AgreeAt: what early stopping follows
+	LR           float64   // learning rate at the epoch's end
 	Seconds      float64
 }
 
@@ -195,30 +198,35 @@ func New(target *model.Model, d, initLayer int, seed uint64) (*Drafter, error) {
 
 // Settings are the training settings stored with a drafter.
 type Settings struct {
-	D            int     `json:"d"`             // token-info rank
-	Depth        int     `json:"depth"`         // deepest curriculum level
-	Epochs       int     `json:"epochs"`        // passes over the training data
-	LR           float64 `json:"lr"`            // Adam learning rate
-	Batch        int     `json:"batch"`         // sequences per update
-	Noise        float64 `json:"noise"`         // share of token-info tokens replaced at random
-	MSEWeight    float64 `json:"mse_weight"`    // 0.7 in seed 001
-	KLWeight     float64 `json:"kl_weight"`     // 0.3 in seed 001
-	HeldOut      float64 `json:"held_out"`      // share of sequences held out
-	Tokens       int     `json:"tokens"`        // tokens generated per sample
-	Samples      int     `json:"samples"`       // samples generated per prompt (different seeds)
-	Temp         float64 `json:"temp"`          // sampling temperature of the generated data
-	Seed         uint64  `json:"seed"`          // data, noise and initialisation
-	Hot          int     `json:"hot"`           // hot tokens whose token-info is precomputed
-	InitLayer    int     `json:"init_layer"`    // target block to start from; -1 random
-	Prompts      string  `json:"prompts"`       // where the prompts came from
-	PromptsCount int     `json:"prompts_count"` // how many
-	Clip         float64 `json:"clip"`          // gradient norm clip
+	D            int       `json:"d"`               // token-info rank
+	Depth        int       `json:"depth"`           // deepest curriculum level
+	Epochs       int       `json:"epochs"`          // passes over the training data
+	LR           float64   `json:"lr"`              // Adam learning rate
+	Batch        int       `json:"batch"`           // sequences per update
+	Noise        float64   `json:"noise"`           // share of token-info tokens replaced at random
+	MSEWeight    float64   `json:"mse_weight"`      // 0.7 in seed 001
+	KLWeight     float64   `json:"kl_weight"`       // 0.3 in seed 001
+	HeldOut      float64   `json:"held_out"`        // share of sequences held out
+	Tokens       int       `json:"tokens"`          // tokens generated per sample
+	Samples      int       `json:"samples"`         // samples generated per prompt (different seeds)
+	Temp         float64   `json:"temp"`            // sampling temperature of the generated data
+	Seed         uint64    `json:"seed"`            // data, noise and initialisation
+	Hot          int       `json:"hot"`             // hot tokens whose token-info is precomputed
+	InitLayer    int       `json:"init_layer"`      // target block to start from; -1 random
+	Prompts      string    `json:"prompts"`         // where the prompts came from
+	PromptsCount int       `json:"prompts_count"`   // how many
+	Clip         float64   `json:"clip"`            // gradient norm clip
+	Temps        []float64 `json:"temps,omitempty"` // temperatures of the samples, cycled (empty: Temp)
+	Corpus       bool      `json:"corpus"`          // add the built-in prompt corpus to the prompts
+	Warmup       float64   `json:"warmup"`          // share of the updates the learning rate warms up over
+	Patience     int       `json:"patience"`        // epochs at full depth without a better held-out acceptance before stopping (0: never)
 }
 
 // DefaultSettings are the defaults of `arborist train drafter`.
 func DefaultSettings() Settings {
-	return Settings{D: 256, Depth: 3, Epochs: 12, LR: 3e-3, Batch: 4, Noise: 0.1, MSEWeight: 0.7, KLWeight: 0.3,
-		HeldOut: 0.1, Tokens: 128, Samples: 4, Temp: 0.8, Seed: 1, Hot: 32768, InitLayer: -2, Clip: 1}
+	return Settings{D: 256, Depth: 3, Epochs: 12, LR: 3e-3, Batch: 8, Noise: 0.1, MSEWeight: 0.7, KLWeight: 0.3,
+		HeldOut: 0.1, Tokens: 128, Samples: 2, Temp: 0.8, Temps: []float64{0, 0.8}, Corpus: true, Warmup: 0.05, Patience: 3,
+		Seed: 1, Hot: 32768, InitLayer: -2, Clip: 1}
 }
 
 // Validate checks the settings.
@@ -246,6 +254,17 @@ func (s *Settings) Validate() error {
 		return fmt.Errorf("hidden: temperature %g must be >= 0", s.Temp)
 	case s.Hot < 0:
 		return fmt.Errorf("hidden: hot tokens %d must be >= 0", s.Hot)
+	case s.Warmup < 0 || s.Warmup >= 1:
+		return fmt.Errorf("hidden: warm-up share %g must be in [0, 1)", s.Warmup)
+	case s.Patience < 0:
+		return fmt.Errorf("hidden: patience %d must be >= 0", s.Patience)
+	case len(s.Temps) > 16:
+		return fmt.Errorf("hidden: %d temperatures; at most 16", len(s.Temps))
+	}
+	for _, t := range s.Temps {
+		if !(t >= 0) || t > 10 {
+			return fmt.Errorf("hidden: temperature %g must be in [0, 10]", t)
+		}
 	}
 	return nil
 }

@@ -97,15 +97,20 @@ func (n *net) grad(i int) []float64 {
 	return n.g[b.Off : b.Off+b.Size()]
 }
 
-// rmsNorm64: out = x / rms(x) * w per row; r[row] = 1/rms. w nil = ones.
-func rmsNorm64(out, r, x, w []float64, rows, dim int, eps float64) {
+// float is the element type of the two training networks: float64 for the
+// reference whose gradients are checked, float32 for training.
+type float interface{ ~float32 | ~float64 }
+
+// rmsNorm64: out = x / rms(x) * w per row; r[row] = 1/rms (the sum of
+// squares is taken in float64 for both element types).
+func rmsNorm64[F float](out, r, x, w []F, rows, dim int, eps float64) {
 	for i := 0; i < rows; i++ {
 		xr := x[i*dim : (i+1)*dim]
 		var ss float64
 		for _, v := range xr {
-			ss += v * v
+			ss += float64(v) * float64(v)
 		}
-		inv := 1 / math.Sqrt(ss/float64(dim)+eps)
+		inv := F(1 / math.Sqrt(ss/float64(dim)+eps))
 		r[i] = inv
 		or := out[i*dim : (i+1)*dim]
 		for j, v := range xr {
@@ -116,15 +121,15 @@ func rmsNorm64(out, r, x, w []float64, rows, dim int, eps float64) {
 
 // rmsNormBack adds to dx the gradient through out = x*r*w, and to dw (when
 // not nil) the weight gradient.
-func rmsNormBack(dx, dw, dout, x, r, w []float64, rows, dim int) {
+func rmsNormBack[F float](dx, dw, dout, x, r, w []F, rows, dim int) {
 	for i := 0; i < rows; i++ {
 		xr, dr := x[i*dim:(i+1)*dim], dout[i*dim:(i+1)*dim]
 		inv := r[i]
 		var dot float64
 		for j := range xr {
-			dot += dr[j] * w[j] * xr[j]
+			dot += float64(dr[j] * w[j] * xr[j])
 		}
-		c := inv * inv * inv * dot / float64(dim)
+		c := inv * inv * inv * F(dot/float64(dim))
 		dxr := dx[i*dim : (i+1)*dim]
 		for j := range xr {
 			dxr[j] += inv*dr[j]*w[j] - xr[j]*c
@@ -137,14 +142,14 @@ func rmsNormBack(dx, dw, dout, x, r, w []float64, rows, dim int) {
 
 // ropeTables fills cos/sin for rows at positions first..first+rows-1, built
 // like the model package builds them (repeated multiplication).
-func (s Shape) ropeTables(cos, sin []float64, rows, first int) {
+func ropeTables[F float](s Shape, cos, sin []F, rows, first int) {
 	half := s.RopeDim / 2
 	scale := math.Pow(float64(s.RopeBase), -2.0/float64(s.RopeDim))
 	for i := 0; i < rows; i++ {
 		theta := float64(first + i)
 		for j := 0; j < half; j++ {
 			t := theta / float64(s.RopeScale)
-			cos[i*half+j], sin[i*half+j] = math.Cos(t), math.Sin(t)
+			cos[i*half+j], sin[i*half+j] = F(math.Cos(t)), F(math.Sin(t))
 			theta *= scale
 		}
 	}
@@ -152,7 +157,7 @@ func (s Shape) ropeTables(cos, sin []float64, rows, first int) {
 
 // rope rotates each head of each row by the tables; inverse rotates back
 // (the gradient of a rotation is its inverse).
-func (s Shape) rope(x []float64, rows, heads int, cos, sin []float64, inverse bool) {
+func rope[F float](s Shape, x []F, rows, heads int, cos, sin []F, inverse bool) {
 	hd, half := s.HeadDim, s.RopeDim/2
 	w := heads * hd
 	for i := 0; i < rows; i++ {
@@ -203,6 +208,21 @@ func parallelKV(kvHeads int, f func(kh int)) {
 	wg.Wait()
 }
 
+// targetLogits returns the target's logits at every position of sq (T x
+// Vocab): the stored ones, or head(norm(H_t)), which is how the target
+// computes them.
+func (n *net) targetLogits(sq *seq) []float64 {
+	T, V, dim := len(sq.tokens), n.s.Vocab, n.s.Dim
+	if sq.z != nil {
+		return to64(sq.z[:T*V])
+	}
+	xo, r := make([]float64, T*dim), make([]float64, T)
+	rmsNorm64(xo, r, to64(sq.h[:T*dim]), n.outNorm, T, dim, float64(n.s.Eps))
+	z := make([]float64, T*V)
+	linear(z, xo, n.head, T, dim, V)
+	return z
+}
+
 // forward runs one sequence through K levels, returning each level's loss
 // parts; info are the tokens whose token-info is added (noised in training).
 // It keeps the activations for backward.
@@ -215,6 +235,7 @@ func (n *net) forward(sq *seq, info []int, K int) ([]*level, []lossParts) {
 	parts := make([]lossParts, K)
 	hd, group := s.HeadDim, s.Heads/s.KVHeads
 	scale := 1 / math.Sqrt(float64(hd))
+	z := n.targetLogits(sq)
 	for j := 0; j < K; j++ {
 		R := T - 1 - j
 		L := &level{rows: R}
@@ -236,9 +257,9 @@ func (n *net) forward(sq *seq, info []int, K int) ([]*level, []lossParts) {
 		linear(L.v, L.a, n.block(bV), R, dim, kvd)
 		half := s.RopeDim / 2
 		L.cos, L.sin = mk(half), mk(half)
-		s.ropeTables(L.cos, L.sin, R, j)
-		s.rope(L.q, R, s.Heads, L.cos, L.sin, false)
-		s.rope(L.k, R, s.KVHeads, L.cos, L.sin, false)
+		ropeTables(s, L.cos, L.sin, R, j)
+		rope(s, L.q, R, s.Heads, L.cos, L.sin, false)
+		rope(s, L.k, R, s.KVHeads, L.cos, L.sin, false)
 		L.att = mk(qd)
 		L.p = make([][]float64, R*s.Heads)
 		parallelKV(s.KVHeads, func(kh int) {
@@ -314,11 +335,7 @@ func (n *net) forward(sq *seq, info []int, K int) ([]*level, []lossParts) {
 			tau := t + j + 1
 			row := L.pd[t*V : (t+1)*V]
 			softmax64(row, row)
-			zt := sq.z[tau*V : (tau+1)*V]
-			for i, v := range zt {
-				pt[i] = float64(v)
-			}
-			softmax64(pt, pt)
+			softmax64(pt, z[tau*V:(tau+1)*V])
 			for i, p := range pt {
 				if p > 0 {
 					lp.kl += p * (math.Log(p) - math.Log(math.Max(row[i], 1e-300)))
@@ -353,6 +370,7 @@ func (n *net) backward(sq *seq, info []int, lvs []*level, weight float64) {
 	}
 	var dnext []float64 // gradient reaching level j's output from level j+1's input
 	pt := make([]float64, V)
+	z := n.targetLogits(sq)
 	for j := K - 1; j >= 0; j-- {
 		L := lvs[j]
 		R := L.rows
@@ -362,11 +380,7 @@ func (n *net) backward(sq *seq, info []int, lvs []*level, weight float64) {
 		dlog := mk(V)
 		for t := 0; t < R; t++ {
 			tau := t + j + 1
-			zt := sq.z[tau*V : (tau+1)*V]
-			for i, v := range zt {
-				pt[i] = float64(v)
-			}
-			softmax64(pt, pt)
+			softmax64(pt, z[tau*V:(tau+1)*V])
 			c := w * n.klW / float64(R)
 			for i := 0; i < V; i++ {
 				dlog[t*V+i] = c * (L.pd[t*V+i] - pt[i])
@@ -453,8 +467,8 @@ func (n *net) backward(sq *seq, info []int, lvs []*level, weight float64) {
 		})
 		// every query that reads this level's keys has run: un-rotate and
 		// back through the projections
-		s.rope(dq, R, s.Heads, L.cos, L.sin, true)
-		s.rope(L.dk, R, s.KVHeads, L.cos, L.sin, true)
+		rope(s, dq, R, s.Heads, L.cos, L.sin, true)
+		rope(s, L.dk, R, s.KVHeads, L.cos, L.sin, true)
 		da := mk(dim)
 		linearBack(da, n.grad(bQ), dq, L.a, n.block(bQ), R, dim, qd)
 		linearBack(da, n.grad(bK), L.dk, L.a, n.block(bK), R, dim, kvd)
@@ -468,18 +482,20 @@ func (n *net) backward(sq *seq, info []int, lvs []*level, weight float64) {
 	}
 }
 
-func softmax64(dst, x []float64) {
+func softmax64[F float](dst, x []F) {
 	mx := math.Inf(-1)
 	for _, v := range x {
-		mx = math.Max(mx, v)
+		mx = math.Max(mx, float64(v))
 	}
 	var sum float64
 	for i, v := range x {
-		dst[i] = math.Exp(v - mx)
-		sum += dst[i]
+		e := math.Exp(float64(v) - mx)
+		dst[i] = F(e)
+		sum += e
 	}
+	inv := F(1 / sum)
 	for i := range dst {
-		dst[i] /= sum
+		dst[i] *= inv
 	}
 }
 

@@ -57,6 +57,7 @@ func TestDecoderMatchesTraining(t *testing.T) {
 	tr := &Trainer{Target: m, Prompts: storyPrompts(t, m)[:2], Settings: DefaultSettings()}
 	tr.Settings.Tokens = 24
 	tr.Settings.HeldOut = 0
+	tr.Settings.Corpus = false
 	if err := tr.Generate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -220,6 +221,7 @@ func TestTrainingHelps(t *testing.T) {
 	set := DefaultSettings()
 	set.D, set.Tokens, set.Samples, set.Epochs, set.Depth, set.Batch = 32, 96, 2, 6, 2, 2
 	set.HeldOut = 0.34
+	set.Corpus, set.Patience = false, 0
 	tr := &Trainer{Target: m, Prompts: ps, Settings: set}
 	ctx := context.Background()
 	d, err := New(m, set.D, m.Layers/2, 1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -441,6 +442,28 @@ func (s *Store) UpdateDrafter(ctx context.Context, id int64, status, losses stri
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("store: no drafter %d", id)
+	}
+	return nil
+}
+
+// DrafterData returns the training data stored under key, or nil.
+func (s *Store) DrafterData(ctx context.Context, key string) ([]byte, error) {
+	var b []byte
+	err := s.db.QueryRowContext(ctx, "SELECT data FROM drafter_data WHERE key = ?", key).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.wrap("load drafter data", err)
+	}
+	return b, nil
+}
+
+// SaveDrafterData stores a drafter's training data under key (replacing
+// what was there).
+func (s *Store) SaveDrafterData(ctx context.Context, key, fingerprint string, data []byte) error {
+	if _, err := s.db.ExecContext(ctx, "INSERT OR REPLACE INTO drafter_data(key, target_fingerprint, data, created) VALUES (?,?,?,?)", key, fingerprint, data, now()); err != nil {
+		return s.wrap("save drafter data", err)
 	}
 	return nil
 }

@@ -148,5 +148,14 @@ CREATE TABLE holders (
 ALTER TABLE drafters ADD COLUMN status TEXT NOT NULL DEFAULT 'done';
 ALTER TABLE drafters ADD COLUMN target_path TEXT NOT NULL DEFAULT '';
 ALTER TABLE drafters ADD COLUMN updated TEXT NOT NULL DEFAULT '';
+`, `
+-- v3: self-distilled training data of hidden-state drafters, kept so a
+-- retrain on the same target, prompts and data settings skips generation
+CREATE TABLE drafter_data (
+	key TEXT PRIMARY KEY,
+	target_fingerprint TEXT NOT NULL,
+	data BLOB NOT NULL,
+	created TEXT NOT NULL
+);
 `,
 }

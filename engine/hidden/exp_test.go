@@ -1,0 +1,237 @@
+package hidden
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"arborist/engine/drafter"
+	"arborist/engine/spec"
+)
+
+// BenchmarkTrainAndServe trains a drafter with the default settings (plus
+// the JSON overrides in ARBORIST_TRAIN_SETTINGS) for ARBORIST_TRAIN_TARGET
+// (a model under ../shared/models) on the shared story prompts and the
+// built-in corpus, then decodes greedily on the shared prompts and on
+// testdata/prompts-unseen.txt: plain decoding and several chains and trees
+// interleaved in one process, so the speedups are ratios measured under
+// the same load. ARBORIST_TRAIN_OUT saves the drafter.
+//
+//	ARBORIST_TRAIN_TARGET=stories260K.gguf go test -run - -bench TrainAndServe -benchtime 1x -timeout 2h ./engine/hidden
+func BenchmarkTrainAndServe(b *testing.B) {
+	name := os.Getenv("ARBORIST_TRAIN_TARGET")
+	if name == "" {
+		b.Skip("set ARBORIST_TRAIN_TARGET (stories260K.gguf or bench/target-60m-q8_0.gguf)")
+	}
+	target := loadTarget(b, name)
+	set := DefaultSettings()
+	if js := os.Getenv("ARBORIST_TRAIN_SETTINGS"); js != "" {
+		if err := json.Unmarshal([]byte(js), &set); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := set.Validate(); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	seen := storyPrompts(b, target)
+	unseen := promptFile(b, target.Tok, filepath.Join("..", "..", "testdata", "prompts-unseen.txt"))
+	logf := func(format string, args ...any) { // progress as it happens, not after the benchmark
+		fmt.Fprintf(os.Stderr, format+"\n", args...)
+	}
+	var d *Drafter
+	for b.Loop() {
+		t0 := time.Now()
+		tr := &Trainer{Target: target, Prompts: append([][]int(nil), seen...), Settings: set, Fingerprint: name}
+		last := time.Now()
+		tr.Progress = func(p Progress) {
+			if p.Record != nil {
+				r := p.Record
+				logf("epoch %d depth %d: train %.4f held-out %.4f (MSE %.3f of %.3f, KL %.4f) agreement %v accept %.3f lr %.2g %.0fs",
+					r.Epoch, r.Depth, r.Train, r.HeldOut, r.MSE, r.StateMS, r.KL, r.AgreeAt, r.Accept, r.LR, r.Seconds)
+			} else if p.Phase == "data" && time.Since(last) > 30*time.Second {
+				last = time.Now()
+				logf("data %d/%d tokens, %.0fs", p.Done, p.Total, time.Since(t0).Seconds())
+			}
+		}
+		if err := tr.Generate(ctx); err != nil {
+			b.Fatal(err)
+		}
+		tt, th := tr.Tokens()
+		logf("data: %d training tokens, %d held out, %d sequences, %.0fs", tt, th, len(tr.data)+len(tr.heldOut), time.Since(t0).Seconds())
+		t1 := time.Now()
+		init := set.InitLayer
+		if init == -2 {
+			init = target.Layers / 2
+		}
+		var err error
+		if d, err = New(target, set.D, init, set.Seed); err != nil {
+			b.Fatal(err)
+		}
+		if err := tr.Train(ctx, d, nil); err != nil {
+			b.Fatal(err)
+		}
+		logf("trained in %.0fs (data %.0fs); drafter %d parameters, %.1f%% of the target's %d",
+			time.Since(t1).Seconds(), t1.Sub(t0).Seconds(), d.Params(), 100*float64(d.Params())/float64(target.File.Params()), target.File.Params())
+	}
+	if out := os.Getenv("ARBORIST_TRAIN_OUT"); out != "" {
+		if err := d.Save(out, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	confs := []struct {
+		name string
+		cfg  spec.Config
+	}{
+		{"ar", spec.Config{Strategy: "ar"}},
+		{"chain-1", spec.Config{Strategy: "chain", Gamma: 1}},
+		{"chain-2", spec.Config{Strategy: "chain", Gamma: 2}},
+		{"chain-3", spec.Config{Strategy: "chain", Gamma: 3}},
+		{"chain-4", spec.Config{Strategy: "chain", Gamma: 4}},
+		{"egt-122", spec.Config{Strategy: "egt", Widths: []int{1, 2, 2}, Branch: 2, WMax: 6}},
+		{"egt-2222", spec.Config{Strategy: "egt", Widths: []int{2, 2, 2, 2}, Branch: 2, WMax: 8}},
+	}
+	if only := os.Getenv("ARBORIST_SERVE"); only != "" { // e.g. "chain-2,egt-122"
+		keep := confs[:0]
+		for _, c := range confs {
+			if c.name == "ar" || strings.Contains(","+only+",", ","+c.name+",") {
+				keep = append(keep, c)
+			}
+		}
+		confs = keep
+	}
+	maxTokens := 128
+	if v, err := strconv.Atoi(os.Getenv("ARBORIST_SERVE_TOKENS")); err == nil && v > 0 {
+		maxTokens = v
+	}
+	for _, set := range []struct {
+		name    string
+		prompts [][]int
+	}{{"shared prompts", seen}, {"unseen prompts", unseen}} {
+		type tally struct {
+			dec                         time.Duration
+			tokens, steps, drafted, acc int
+		}
+		res := make([]tally, len(confs))
+		for round := 0; round < 2; round++ {
+			for ci, c := range confs {
+				var src drafter.Source
+				if c.cfg.Strategy != "ar" {
+					s, err := NewSource(d, target, Options{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					src = s
+				}
+				e := &spec.Engine{Target: target, Source: src}
+				for _, p := range set.prompts {
+					cfg := c.cfg
+					cfg.MaxTokens, cfg.StopAtEOS = maxTokens, true
+					r, err := e.Run(ctx, p, cfg)
+					if err != nil {
+						b.Fatal(err)
+					}
+					t := &res[ci]
+					t.dec += r.Decode
+					t.tokens += len(r.Tokens)
+					t.steps += len(r.Steps)
+					for _, s := range r.Steps {
+						t.drafted += s.Drafted
+						t.acc += s.Accepted
+					}
+				}
+			}
+		}
+		arTPS := float64(res[0].tokens) / res[0].dec.Seconds()
+		for ci, c := range confs {
+			t := res[ci]
+			tps := float64(t.tokens) / t.dec.Seconds()
+			logf("%s %-12s %8.1f tokens/s %.2fx ar; acceptance %.1f%%; tokens per step %.2f", set.name, c.name, tps, tps/arTPS,
+				100*float64(t.acc)/float64(max(1, t.drafted)), float64(t.tokens)/float64(max(1, t.steps)))
+		}
+	}
+}
+
+func promptFile(t testing.TB, m interface {
+	Encode(string, bool, bool) []int
+}, path string) [][]int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	var out [][]int
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if sc.Text() != "" {
+			out = append(out, m.Encode(sc.Text(), true, false))
+		}
+	}
+	return out
+}
+
+// BenchmarkAblation generates the data once (defaults plus
+// ARBORIST_TRAIN_SETTINGS) for ARBORIST_TRAIN_TARGET and trains one drafter
+// per variant in ARBORIST_ABLATION (JSON setting overrides separated by
+// ';'), reporting each one's best held-out agreement at depths 1..Depth and
+// the chain acceptance estimate early stopping follows.
+//
+//	ARBORIST_TRAIN_TARGET=stories260K.gguf ARBORIST_ABLATION='{"d":16};{"d":64}' go test -run - -bench Ablation -benchtime 1x ./engine/hidden
+func BenchmarkAblation(b *testing.B) {
+	name, variants := os.Getenv("ARBORIST_TRAIN_TARGET"), os.Getenv("ARBORIST_ABLATION")
+	if name == "" || variants == "" {
+		b.Skip("set ARBORIST_TRAIN_TARGET and ARBORIST_ABLATION")
+	}
+	target := loadTarget(b, name)
+	base := DefaultSettings()
+	if js := os.Getenv("ARBORIST_TRAIN_SETTINGS"); js != "" {
+		if err := json.Unmarshal([]byte(js), &base); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	data := &Trainer{Target: target, Prompts: storyPrompts(b, target), Settings: base}
+	if err := data.Generate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	tt, th := data.Tokens()
+	fmt.Fprintf(os.Stderr, "data: %d training tokens, %d held out\n", tt, th)
+	for b.Loop() {
+		for _, v := range strings.Split(variants, ";") {
+			set := base
+			if err := json.Unmarshal([]byte(v), &set); err != nil {
+				b.Fatal(err)
+			}
+			tr := *data
+			tr.Settings = set
+			init := set.InitLayer
+			if init == -2 {
+				init = target.Layers / 2
+			}
+			d, err := New(target, set.D, init, set.Seed)
+			if err != nil {
+				b.Fatal(err)
+			}
+			t0 := time.Now()
+			if err := tr.Train(ctx, d, nil); err != nil {
+				b.Fatal(err)
+			}
+			best := d.Losses[0]
+			for _, r := range d.Losses {
+				if r.Accept > best.Accept {
+					best = r
+				}
+			}
+			fmt.Fprintf(os.Stderr, "variant %s: best epoch %d of %d, held-out agreement %.3v, acceptance estimate %.3f, MSE %.3f of %.3f, KL %.3f, %d parameters, %.0fs\n",
+				v, best.Epoch, len(d.Losses), best.AgreeAt, best.Accept, best.MSE, best.StateMS, best.KL, d.Params(), time.Since(t0).Seconds())
+		}
+	}
+}
