@@ -102,6 +102,9 @@ func (c *Config) Validate() error {
 	if c.MaxTokens < 1 {
 		return fmt.Errorf("spec: max tokens %d must be >= 1", c.MaxTokens)
 	}
+	if err := c.checkBudget(); err != nil {
+		return err
+	}
 	return c.Sample.Validate()
 }
 
