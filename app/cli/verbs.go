@@ -66,6 +66,9 @@ func runInspect(ctx context.Context, env Env, args []string) error {
 		}
 		kv := cfg.KVBytes(n)
 		fmt.Fprintf(w, "memory:        %s at context %d (weights %s mapped + KV cache %s)\n", humanBytes(f.WeightBytes()+kv), n, humanBytes(f.WeightBytes()), humanBytes(kv))
+		if err := model.Check(f); err != nil { // issue 17: missing tensors, vocabulary mismatch
+			fmt.Fprintf(w, "runnable:      no: %v\n", err)
+		}
 	} else {
 		fmt.Fprintf(w, "runnable:      no: %v\n", cerr)
 	}

@@ -62,6 +62,10 @@ func Run(ctx context.Context, m *model.Model, prompt []int, opt Options) ([]int,
 	var out []int
 	t1 := time.Now()
 	for {
+		if err := m.CheckLogits(res.Logits); err != nil {
+			st.Tokens, st.Decode = len(out), time.Since(t1)
+			return out, st, err
+		}
 		tok := smp.Sample(res.Logits, scratch)
 		out = append(out, tok)
 		if opt.OnToken != nil {
@@ -69,6 +73,10 @@ func Run(ctx context.Context, m *model.Model, prompt []int, opt Options) ([]int,
 		}
 		if len(out) >= opt.MaxTokens || (opt.StopAtEOS && m.Tok.IsEOG(tok)) {
 			break
+		}
+		if err := m.CheckFile(); err != nil {
+			st.Tokens, st.Decode = len(out), time.Since(t1)
+			return out, st, err
 		}
 		if err := m.Forward(ctx, cache, model.Batch{Tokens: []int{tok}}, &res); err != nil {
 			st.Tokens, st.Decode = len(out), time.Since(t1)

@@ -121,5 +121,5 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	if v, ok := f.Float(arch + ".rope.scale_linear"); ok && v > 0 {
 		c.RopeScale = float32(v)
 	}
-	return c, nil
+	return c, checkLimits(f, &c)
 }

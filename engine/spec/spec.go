@@ -310,6 +310,9 @@ func (r *run) loop(ctx context.Context, prompt []int) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if err := r.e.Target.CheckFile(); err != nil {
+			return err
+		}
 		done, err := r.step(ctx)
 		if err != nil {
 			return err
@@ -368,6 +371,9 @@ func (r *run) step(ctx context.Context) (bool, error) {
 	t1 := time.Now()
 	r.startAOT(ctx, tr)
 	if err := r.e.Target.Forward(ctx, r.cache, model.Batch{Tokens: toks, Pos: pos, Mask: mask}, &r.fwd); err != nil {
+		return false, err
+	}
+	if err := r.e.Target.CheckLogits(r.fwd.Logits); err != nil {
 		return false, err
 	}
 	st.Verify = time.Since(t1)

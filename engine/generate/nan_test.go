@@ -1,0 +1,66 @@
+package generate
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"arborist/engine/gguf"
+	"arborist/engine/model"
+	"arborist/engine/synth"
+	"arborist/kernels/cpu"
+	"arborist/kernels/quant"
+)
+
+// TestNaNWeightsFail is issue 17 item 11: NaN weights gave an empty output
+// and exit 0. Decoding now stops with an error naming the NaN.
+func TestNaNWeightsFail(t *testing.T) {
+	dir := t.TempDir()
+	sh, err := synth.ParseShape("custom:dim=64,layers=1,heads=4,kv=2,ffn=96,vocab=300")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(dir, "good.gguf")
+	if err := synth.WriteFile(context.Background(), good, sh, synth.Options{Type: quant.F32, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := gguf.Open(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var ts []gguf.WriteTensor
+	for i := range src.Tensors {
+		ti := &src.Tensors[i]
+		data := append([]byte(nil), src.Data(ti)...)
+		if ti.Name == "output_norm.weight" {
+			for j := 0; j+4 <= len(data); j += 4 {
+				binary.LittleEndian.PutUint32(data[j:], math.Float32bits(float32(math.NaN())))
+			}
+		}
+		ts = append(ts, gguf.WriteTensor{Name: ti.Name, Dims: ti.Dims, Type: ti.Type, Data: data})
+	}
+	bad := filepath.Join(dir, "nan.gguf")
+	if err := gguf.WriteFile(bad, src.KV, ts); err != nil {
+		t.Fatal(err)
+	}
+	be := cpu.New(1)
+	defer be.Close()
+	m, err := model.Load(bad, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	_, _, err = Run(context.Background(), m, []int{1, 5, 6}, Options{MaxTokens: 4})
+	if err == nil || !strings.Contains(err.Error(), "NaN") {
+		t.Fatalf("NaN weights: err = %v", err)
+	}
+	var ge *gguf.Error
+	if !errors.As(err, &ge) || ge.Path != bad {
+		t.Errorf("error does not name the file: %v", err)
+	}
+}
