@@ -157,7 +157,7 @@ ALTER TABLE drafters ADD COLUMN status TEXT NOT NULL DEFAULT 'done';
 ALTER TABLE drafters ADD COLUMN target_path TEXT NOT NULL DEFAULT '';
 ALTER TABLE drafters ADD COLUMN updated TEXT NOT NULL DEFAULT '';
 `,
-`
+	`
 -- v3: run recovery, drafters in chunks, cached file hashes
 ALTER TABLE runs ADD COLUMN pid INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT '';
