@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -386,6 +387,9 @@ func (r *recorder) flush(ctx context.Context) error {
 func (r *recorder) finish(ctx context.Context, status string, a *aggregate) error {
 	r.flush(ctx)
 	r.run.Status = status
+	if status != "done" { // issue 17: a stopped or failed run's totals come from its stored steps
+		return errors.Join(r.st.FinishFromSteps(ctx, r.run.ID, status), r.err)
+	}
 	if a != nil {
 		r.run.Tokens, r.run.Steps, r.run.Decode, r.run.TokensPerSecond = a.tokens, a.steps, a.decode, a.tps()
 		if a.steps > 0 {

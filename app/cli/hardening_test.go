@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"arborist/profiles/store"
+)
+
+// TestStoppedRunKeepsTotals is issue 17 item 6: a run stopped by SIGINT was
+// stored as "stopped" with totals 0 though its steps were stored. The verb's
+// context is what SIGINT and SIGTERM cancel (main.go); here it is cancelled
+// mid-suite.
+func TestStoppedRunKeepsTotals(t *testing.T) {
+	dir := sharedModels(t)
+	target := filepath.Join(dir, "stories260K.gguf")
+	tmp := t.TempDir()
+	prompts := filepath.Join(tmp, "p.txt")
+	os.WriteFile(prompts, []byte(strings.Repeat("Once upon a time\n", 2000)), 0o644)
+	db := filepath.Join(tmp, "s.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := Main(ctx, Env{Stdout: &out, Stderr: &errb}, []string{"run", "--target", target, "--draft-ngram", "2", "--strategy", "chain", "--gamma", "2",
+		"--prompts", prompts, "-n", "64", "--temp", "0", "--quiet", "--db", db})
+	if code == 0 {
+		t.Skip("the whole suite finished before the cancel")
+	}
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.Runs(context.Background(), 0)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs: %v %v", runs, err)
+	}
+	r := runs[0]
+	steps, _ := st.RunSteps(context.Background(), r.ID)
+	if r.Status != "stopped" || len(steps) == 0 || r.Steps != len(steps) || r.Tokens == 0 {
+		t.Fatalf("stopped run: status %s, %d steps and %d tokens recorded, %d steps stored (%s)", r.Status, r.Steps, r.Tokens, len(steps), errb.String())
+	}
+}
