@@ -383,13 +383,10 @@ func exportConfig(ctx context.Context, st *store.Store, p *pairFlags, in *tuneIn
 		precision = tc[0].Type.String()
 	}
 	c := profiles.NewConfig(p.PairSpec, profiles.ConfigHardware(in.hw), in.pair.Backend.Threads(), in.pair.Target.CtxLen, precision, best)
-	if md, err := profiles.DescribeModel(in.pair.Target); err == nil {
-		c.Models.Target.SHA256 = md.Fingerprint
-	}
+	// a real SHA-256 of each model file, cached in the store (issue 17)
+	c.Models.Target.SHA256, _ = profiles.ModelSHA256(ctx, st, in.pair.Target.Path)
 	if in.pair.DraftModel != nil {
-		if md, err := profiles.DescribeModel(in.pair.DraftModel); err == nil {
-			c.Models.Draft.SHA256 = md.Fingerprint
-		}
+		c.Models.Draft.SHA256, _ = profiles.ModelSHA256(ctx, st, in.pair.DraftModel.Path)
 	}
 	on := fmt.Sprintf("hardware %s; T_verify curve of %d points", in.hw.Fingerprint, len(in.costs.Verify))
 	if in.calID > 0 {

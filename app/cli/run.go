@@ -39,6 +39,7 @@ type runFlags struct {
 	trace                  string
 	config, db             string
 	noStore                bool
+	allowChanged           bool
 }
 
 func parseInts(s string) ([]int, error) {
@@ -82,6 +83,7 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the figures, not the text")
 	fs.StringVar(&f.trace, "trace", "", "write the per-step trace as JSON lines to `file`")
 	fs.StringVar(&f.config, "config", "", "replay a plan exported as config.yaml (its models, plan and sampling)")
+	fs.BoolVar(&f.allowChanged, "allow-changed-model", false, "replay a config.yaml even if a model file's SHA-256 differs from the one it recorded")
 	fs.StringVar(&f.db, "db", store.DefaultPath(), "database `file` where the run is stored")
 	fs.BoolVar(&f.noStore, "no-store", false, "do not store the run")
 	sp := sampleFlags(fs)
@@ -96,6 +98,13 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	if f.config != "" {
 		c, err := profiles.LoadConfig(f.config)
 		if err != nil {
+			return err
+		}
+		hashCache := f.db // where model hashes are cached; none with --no-store
+		if f.noStore {
+			hashCache = ""
+		}
+		if err := profiles.CheckConfigModels(ctx, hashCache, c, f.allowChanged); err != nil { // issue 17: a swapped model is refused
 			return err
 		}
 		applyConfig(&f, c)
