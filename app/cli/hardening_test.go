@@ -46,3 +46,29 @@ func TestStoppedRunKeepsTotals(t *testing.T) {
 		t.Fatalf("stopped run: status %s, %d steps and %d tokens recorded, %d steps stored (%s)", r.Status, r.Steps, r.Tokens, len(steps), errb.String())
 	}
 }
+
+// TestHostileFlags is issue 17 items 1 and 8: --threads 1000000 hung at
+// 1.5 GiB, run -n 1e9 stopped silently at the context with exit 0, huge
+// -n or --gamma overflowed into negative sizes, and --widths 1000,1000,1000
+// built a 12 GiB tree. Each is refused at once with a clear message.
+func TestHostileFlags(t *testing.T) {
+	dir := sharedModels(t)
+	target := filepath.Join(dir, "stories260K.gguf")
+	base := []string{"run", "--target", target, "--prompt", "Once", "--no-store"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"generate", "--model", target, "--prompt", "Once", "--threads", "1000000"}, "logical cores"},
+		{append(base, "--draft-ngram", "2", "--threads", "1000000"), "logical cores"},
+		{append(base, "--draft-ngram", "2", "-n", "1000000000"), "exceed the model's context"},
+		{append(base, "--draft-ngram", "2", "-n", "9223372036854775807"), "exceed the model's context"},
+		{append(base, "--draft-ngram", "2", "--strategy", "chain", "--gamma", "9223372036854775807", "-n", "8"), "gamma"},
+		{append(base, "--draft", target, "--strategy", "tree", "--widths", "1000,1000,1000", "-n", "8"), "4096"},
+	} {
+		code, _, stderr := run(t, c.args...)
+		if code == 0 || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "-922") {
+			t.Errorf("%v: exit %d: %s", c.args[1:], code, stderr)
+		}
+	}
+}

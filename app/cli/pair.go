@@ -44,6 +44,9 @@ func (p *pairFlags) check(needSource bool) error {
 	if p.Threads <= 0 || p.DraftThreads < 0 {
 		return usagef("--threads must be positive")
 	}
+	if err := profiles.CheckThreads("--threads (with --draft-threads)", p.Threads+p.DraftThreads); err != nil { // issue 17
+		return usagef("%v", err)
+	}
 	return nil
 }
 

@@ -286,6 +286,9 @@ func runSuite(ctx context.Context, env Env, eng *spec.Engine, target *model.Mode
 	var text strings.Builder
 	for pi, p := range prompts {
 		ids := target.Tok.Encode(p, true, false)
+		if err := profiles.CheckRoom(len(ids), cfg.MaxTokens, target.CtxLen); err != nil { // issue 17: refused, not cut short
+			return agg, fmt.Errorf("prompt %d: %w", pi+1, err)
+		}
 		out := &utf8Writer{w: io.Discard}
 		if !f.quiet {
 			out.w = env.Stdout

@@ -16,6 +16,7 @@ import (
 	"arborist/engine/tokenizer"
 	"arborist/kernels/cpu"
 	"arborist/kernels/quant"
+	"arborist/profiles"
 )
 
 func runInspect(ctx context.Context, env Env, args []string) error {
@@ -159,8 +160,8 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 	if *n <= 0 {
 		return fail(fs, usagef("-n %d must be positive", *n))
 	}
-	if *threads <= 0 {
-		return fail(fs, usagef("--threads %d must be positive", *threads))
+	if err := profiles.CheckThreads("--threads", *threads); err != nil { // issue 17: capped at the machine's cores
+		return fail(fs, usagef("%v", err))
 	}
 	params, err := sp()
 	if err != nil {

@@ -266,7 +266,7 @@ type run struct {
 func (r *run) loop(ctx context.Context, prompt []int) error {
 	cfg := &r.cfg
 	m := r.e.Target
-	capacity := min(m.CtxLen, len(prompt)+cfg.MaxTokens+r.maxTree()+1)
+	capacity := min(m.CtxLen, len(prompt)+min(cfg.MaxTokens, m.CtxLen)+r.maxTree()+1) // MaxTokens clamped first: no overflow
 	if cfg.Ctx > 0 {
 		capacity = min(capacity, cfg.Ctx)
 	}
