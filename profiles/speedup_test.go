@@ -151,4 +151,3 @@ func TestConfigHiddenDrafter(t *testing.T) {
 		}
 	}
 }
-
