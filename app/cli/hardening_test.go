@@ -72,3 +72,17 @@ func TestHostileFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceWriteFailure is issue 17 item 11: --trace /dev/full exited 0
+// with every trace line lost.
+func TestTraceWriteFailure(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	dir := sharedModels(t)
+	code, _, stderr := run(t, "run", "--target", filepath.Join(dir, "stories260K.gguf"), "--draft-ngram", "2", "--prompt", "Once", "-n", "8",
+		"--no-store", "--quiet", "--trace", "/dev/full")
+	if code == 0 || !strings.Contains(stderr, "--trace /dev/full") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}

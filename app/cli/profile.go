@@ -358,8 +358,13 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	}
 	fmt.Fprintf(w, "best: %s, predicted %.2fx (plan %d)\n", best.Plan, best.Speedup, planID)
 	path := *out
-	if path == "" && *validate {
-		path = filepath.Join(os.TempDir(), fmt.Sprintf("arborist-plan-%d.yaml", planID))
+	if path == "" && *validate { // issue 17: in a fresh private folder, not a predictable name
+		tmp, err := os.MkdirTemp("", "arborist-plan-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		path = filepath.Join(tmp, fmt.Sprintf("plan-%d.yaml", planID))
 	}
 	if path == "" {
 		return nil
@@ -406,7 +411,7 @@ func writeConfig(ctx context.Context, st *store.Store, planID int64, cfg *profil
 	if _, err := profiles.ParseConfig(path, b); err != nil {
 		return fmt.Errorf("exported config does not parse back: %w", err)
 	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err := profiles.WriteFile(path, b); err != nil { // issue 17: temporary file and rename, never through a symlink
 		return err
 	}
 	return st.SaveExport(ctx, planID, string(b))

@@ -58,7 +58,7 @@ func parseInts(s string) ([]int, error) {
 	return out, nil
 }
 
-func runRun(ctx context.Context, env Env, args []string) error {
+func runRun(ctx context.Context, env Env, args []string) (err error) {
 	fs := newFlags(env, "run", "--target T (--draft D | --draft-ngram N | --draft-layers K) --strategy S (--prompt P | --prompts FILE) [-n N] [flags]")
 	var f runFlags
 	f.pairFlags.register(fs)
@@ -178,12 +178,18 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	tThreads := pair.Backend.Threads()
 	var trace *json.Encoder
 	if f.trace != "" {
-		tf, err := os.Create(f.trace)
-		if err != nil {
-			return err
+		tf, cerr := os.Create(f.trace)
+		if cerr != nil {
+			return cerr
 		}
 		defer tf.Close()
-		trace = json.NewEncoder(tf)
+		tw := &profiles.ErrWriter{W: tf} // issue 17: a failing trace write is an error
+		defer func() {
+			if err == nil && tw.Err != nil {
+				err = fmt.Errorf("--trace %s: %w", f.trace, tw.Err)
+			}
+		}()
+		trace = json.NewEncoder(tw)
 	}
 	eng := &spec.Engine{Target: target, Source: src, Concurrent: concurrent}
 	if f.strategy == "ar" {

@@ -133,6 +133,14 @@ func WriteFileFunc(path string, write func(io.Writer) error) (err error) {
 	if err = bw.Flush(); err != nil {
 		return fmt.Errorf("gguf: write %s: %w", path, err)
 	}
+	// readable like a file os.WriteFile makes (CreateTemp makes 0600), and
+	// on disk before the rename makes it visible under its name
+	if err = tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("gguf: write %s: %w", path, err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("gguf: write %s: %w", path, err)
+	}
 	if err = tmp.Close(); err != nil {
 		return fmt.Errorf("gguf: write %s: %w", path, err)
 	}
