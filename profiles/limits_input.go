@@ -1,6 +1,8 @@
 package profiles
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -129,4 +131,17 @@ func singleDocument(dec *yaml.Decoder) error {
 		return err
 	}
 	return fmt.Errorf("a second YAML document follows the plan (line %d); a config.yaml holds one", extra.Line)
+}
+
+// maxPromptLine is the longest prompt line ReadPrompts takes (1 MiB, some
+// 250K tokens: more than any context Arborist runs).
+const maxPromptLine = 1 << 20
+
+// promptLineError names the file and line where reading prompts failed,
+// and says what the limit is when the line was too long.
+func promptLineError(path string, line int, err error) error {
+	if errors.Is(err, bufio.ErrTooLong) {
+		return fmt.Errorf("prompts %s line %d: longer than %d bytes, the most one prompt may be", path, line, maxPromptLine)
+	}
+	return fmt.Errorf("prompts %s line %d: %w", path, line, err)
 }

@@ -116,7 +116,11 @@ func runDrafters(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return fail(fs, err)
 	}
-	st, err := store.Open(ctx, *db)
+	open := store.Open
+	if args[0] == "list" || args[0] == "show" || args[0] == "export" {
+		open = store.OpenReadOnly // issue 17: reading writes nothing
+	}
+	st, err := open(ctx, *db)
 	if err != nil {
 		return err
 	}

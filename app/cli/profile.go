@@ -490,7 +490,7 @@ func runRuns(ctx context.Context, env Env, args []string) error {
 	case sub != "list" && sub != "show" && sub != "compare":
 		return fail(fs, usagef("unknown runs command %q (list, show, compare)", sub))
 	}
-	st, err := store.Open(ctx, *db)
+	st, err := store.OpenReadOnly(ctx, *db) // issue 17: reading writes nothing
 	if err != nil {
 		return err
 	}
@@ -498,6 +498,9 @@ func runRuns(ctx context.Context, env Env, args []string) error {
 	w := env.Stdout
 	switch sub {
 	case "show":
+		if _, err := st.Run(ctx, ids[0]); err != nil { // issue 17: "no run N", not "no stored steps"
+			return err
+		}
 		steps, err := st.RunSteps(ctx, ids[0])
 		if err != nil {
 			return err

@@ -290,3 +290,33 @@ func TestDrafterOver1e9(t *testing.T) {
 }
 
 var _ = sql.ErrNoRows
+
+// TestReadOnlyMigratesOldSchema: a database of an older schema is migrated
+// once by the read-only open, then read.
+func TestReadOnlyMigratesOldSchema(t *testing.T) {
+	ctx := context.Background()
+	p := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite3", dsn(p, "_journal_mode=WAL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v := 0; v < 2; v++ {
+		if _, err := db.Exec(migrations[v]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Exec(fmt.Sprintf("PRAGMA user_version = 2; PRAGMA application_id = %d", ApplicationID))
+	db.Exec(`INSERT INTO runs(target, strategy, settings, prompts, status, created) VALUES ('t', 'ar', '{}', '[]', 'running', 'then')`)
+	db.Close()
+	ro, err := OpenReadOnly(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	runs, err := ro.Runs(ctx, 0)
+	// the version-2 run has no process recorded and nobody holds the
+	// database, so the migrating open recovered it
+	if err != nil || len(runs) != 1 || runs[0].Status != StatusInterrupted {
+		t.Fatalf("runs of a migrated database: %+v %v", runs, err)
+	}
+}

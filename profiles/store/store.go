@@ -102,8 +102,16 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	db.SetMaxOpenConns(1)
 	s := &Store{Path: path, db: db, readOnly: true}
 	version, err := s.header(ctx)
-	if err == nil && version != len(migrations) {
-		err = fmt.Errorf("store: %s has schema version %d, this binary reads %d; run a verb that writes (e.g. `arborist profile`) to migrate it, or upgrade Arborist", path, version, len(migrations))
+	if err == nil && version < len(migrations) {
+		// written by an older Arborist: migrate it once (which writes),
+		// then read it like any other
+		db.Close()
+		rw, err := Open(ctx, path)
+		if err != nil {
+			return nil, fmt.Errorf("%w (the database has schema version %d and must be migrated to %d before this binary can read it)", err, version, len(migrations))
+		}
+		rw.Close()
+		return OpenReadOnly(ctx, path)
 	}
 	if err != nil {
 		db.Close()
