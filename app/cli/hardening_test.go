@@ -86,3 +86,23 @@ func TestTraceWriteFailure(t *testing.T) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
+
+// TestNoMmap is issue 17 item 10: --no-mmap reads the models into memory
+// and gives the same greedy text as the mapped run.
+func TestNoMmap(t *testing.T) {
+	dir := sharedModels(t)
+	m := filepath.Join(dir, "stories260K.gguf")
+	_, mapped, _ := run(t, "generate", "--model", m, "--prompt", "Once upon a time", "-n", "24", "--temp", "0")
+	code, read, stderr := run(t, "generate", "--model", m, "--prompt", "Once upon a time", "-n", "24", "--temp", "0", "--no-mmap")
+	if code != 0 || read == "" {
+		t.Fatalf("--no-mmap: exit %d: %s", code, stderr)
+	}
+	first := func(s string) string { return strings.SplitN(s, "\n", 2)[0] }
+	if first(read) != first(mapped) {
+		t.Errorf("--no-mmap output differs:\n%s\n%s", first(read), first(mapped))
+	}
+	code, _, stderr = run(t, "run", "--target", m, "--draft", m, "--strategy", "chain", "--gamma", "2", "--prompt", "Once", "-n", "8", "--no-store", "--quiet", "--no-mmap")
+	if code != 0 {
+		t.Errorf("run --no-mmap: exit %d: %s", code, stderr)
+	}
+}

@@ -146,6 +146,7 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 	n := fs.Int("n", 128, "tokens to generate")
 	threads := fs.Int("threads", cpu.DefaultThreads(), "CPU worker threads")
 	noBOS := fs.Bool("no-bos", false, "do not add BOS before the prompt")
+	noMmap := fs.Bool("no-mmap", false, "read the model into memory instead of mapping it")
 	sp := sampleFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -169,7 +170,7 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 	}
 	be := cpu.New(*threads)
 	defer be.Close()
-	m, err := model.Load(*path, be)
+	m, err := model.LoadWith(*path, be, gguf.Options{NoMmap: *noMmap})
 	if err != nil {
 		return err
 	}
