@@ -6,6 +6,7 @@ package generate
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"arborist/engine/model"
@@ -49,6 +50,14 @@ func Run(ctx context.Context, m *model.Model, prompt []int, opt Options) ([]int,
 	st := Stats{PromptTokens: len(prompt)}
 	if len(prompt) == 0 || opt.MaxTokens <= 0 {
 		return nil, st, nil
+	}
+	// sizes checked before the cache is allocated (no overflow), and the
+	// mapped file before the first pass reads it
+	if opt.MaxTokens > m.CtxLen || len(prompt) > m.CtxLen-opt.MaxTokens {
+		return nil, st, fmt.Errorf("generate: prompt (%d tokens) + %d new tokens exceed the model's context of %d", len(prompt), opt.MaxTokens, m.CtxLen)
+	}
+	if err := m.CheckFile(); err != nil {
+		return nil, st, err
 	}
 	cache := m.NewCache(len(prompt) + opt.MaxTokens)
 	smp := sample.New(opt.Sample)

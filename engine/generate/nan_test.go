@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,5 +63,40 @@ func TestNaNWeightsFail(t *testing.T) {
 	var ge *gguf.Error
 	if !errors.As(err, &ge) || ge.Path != bad {
 		t.Errorf("error does not name the file: %v", err)
+	}
+}
+
+// TestTruncatedModelFile is issue 17 item 10: truncating a mapped model
+// file during a run ended in SIGBUS with a Go stack trace. The file is
+// checked before every pass, so the run ends with gguf.ErrShrunk.
+func TestTruncatedModelFile(t *testing.T) {
+	src := filepath.Join(sharedModels(t), "stories260K.gguf")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "m.gguf")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	be := cpu.New(1)
+	defer be.Close()
+	m, err := model.Load(p, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	prompt := m.Tok.Encode("Once upon a time", true, false)
+	n := 0
+	_, _, err = Run(context.Background(), m, prompt, Options{MaxTokens: 32, OnToken: func(int) {
+		if n++; n == 4 {
+			os.Truncate(p, 4096) // mid-run, between passes
+		}
+	}})
+	if !errors.Is(err, gguf.ErrShrunk) {
+		t.Fatalf("truncated mid-run: %v", err)
+	}
+	if _, _, err := Run(context.Background(), m, prompt, Options{MaxTokens: 4}); !errors.Is(err, gguf.ErrShrunk) {
+		t.Fatalf("truncated before the run: %v", err)
 	}
 }

@@ -235,6 +235,9 @@ func (e *Engine) Run(ctx context.Context, prompt []int, cfg Config) (*Result, er
 	if len(prompt) == 0 {
 		return nil, fmt.Errorf("spec: empty prompt")
 	}
+	if err := e.Target.CheckFile(); err != nil { // before the prefill reads the mapping
+		return nil, err
+	}
 	if cfg.Strategy != "ar" && e.Source == nil {
 		return nil, fmt.Errorf("spec: strategy %s needs a draft source", cfg.Strategy)
 	}
