@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"arborist/app"
 	"arborist/app/cli"
@@ -17,7 +18,9 @@ func main() {
 	if len(os.Args) < 2 {
 		os.Exit(app.Run())
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGINT and SIGTERM cancel the verb: a run stores its last batch and
+	// is marked stopped with its totals (issue 17)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(cli.Main(ctx, cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}, os.Args[1:]))
 }

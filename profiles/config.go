@@ -41,7 +41,7 @@ type ModelsConfig struct {
 // TargetConfig is the target model.
 type TargetConfig struct {
 	Path      string `yaml:"path"`
-	SHA256    string `yaml:"sha256,omitempty"` // Arborist's fingerprint: size plus the first and last MiB
+	SHA256    string `yaml:"sha256,omitempty"` // SHA-256 of the file (older configs: Arborist's 24-digit fingerprint)
 	Device    string `yaml:"device"`
 	Precision string `yaml:"precision,omitempty"`
 	MaxSeqLen int    `yaml:"max_seq_len"`
@@ -122,6 +122,9 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 	if err := dec.Decode(&c); err != nil {
 		return nil, fmt.Errorf("%s: invalid config: %w", path, err)
 	}
+	if err := singleDocument(dec); err != nil {
+		return nil, fmt.Errorf("%s: invalid config: %w", path, err)
+	}
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: invalid config: %w", path, err)
 	}
@@ -146,6 +149,9 @@ func LoadConfig(path string) (*Config, error) {
 
 // Validate checks the values make a runnable plan.
 func (c *Config) Validate() error {
+	if err := c.checkLimits(); err != nil { // issue 17: sizes and floats bounded first
+		return err
+	}
 	t := c.Models.Target
 	switch {
 	case t.Path == "":

@@ -27,14 +27,16 @@ func ReadPrompts(path string) ([]string, error) {
 	defer f.Close()
 	var out []string
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	sc.Buffer(make([]byte, 64<<10), maxPromptLine)
+	line := 0
 	for sc.Scan() {
+		line++
 		if l := strings.TrimSpace(sc.Text()); l != "" {
 			out = append(out, l)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("prompts %s: %w", path, err)
+		return nil, promptLineError(path, line+1, err) // issue 17: the line that broke it
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("prompts %s: no prompts in the file", path)
@@ -235,7 +237,7 @@ func OpenDrafter(ctx context.Context, ref, db string, target *model.Model) (*hid
 			return nil, err
 		}
 		defer st.Close()
-		row, w, err := st.LoadDrafter(ctx, id)
+		row, w, err := st.LoadDrafter(ctx, id, drafterFor(target, id)) // issue 17: checked before the weights are read
 		if err != nil {
 			return nil, err
 		}

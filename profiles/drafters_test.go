@@ -3,6 +3,7 @@ package profiles
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -81,6 +82,15 @@ func TestDrafterLifecycle(t *testing.T) {
 	}
 	if _, err := OpenDrafter(ctx, file, db, m); !errors.Is(err, ErrOtherTarget) {
 		t.Errorf("a drafter for another target: %v", err)
+	}
+	// a stored drafter for another target is refused before its weights
+	// are read (issue 17 item 3)
+	other, err := st.SaveDrafter(ctx, &store.Drafter{TargetFingerprint: "0123456789ab", TargetPath: "/other.gguf", Status: "done", Settings: "{}", Losses: "[]"}, []byte("not a GGUF image"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenDrafter(ctx, fmt.Sprint(other), db, m); !errors.Is(err, ErrOtherTarget) {
+		t.Errorf("a stored drafter for another target: %v", err)
 	}
 	pair, err := OpenPair(PairSpec{Target: target, DraftHidden: "1", DB: db, Threads: 1}, sample.Params{}, false)
 	if err != nil {

@@ -94,13 +94,6 @@ func DescribeModel(m *model.Model) (store.Model, error) {
 	if err != nil {
 		return store.Model{}, err
 	}
-	hsh := sha256.New()
-	fmt.Fprintf(hsh, "%d|", st.Size())
-	io.CopyN(hsh, f, 1<<20)
-	if st.Size() > 2<<20 {
-		f.Seek(-1<<20, io.SeekEnd)
-		io.CopyN(hsh, f, 1<<20)
-	}
 	vh := sha256.New()
 	for _, t := range m.Tok.Tokens {
 		io.WriteString(vh, t)
@@ -112,7 +105,7 @@ func DescribeModel(m *model.Model) (store.Model, error) {
 	}
 	syn, _ := m.File.Bool("arborist.synthetic")
 	return store.Model{
-		Fingerprint: hex.EncodeToString(hsh.Sum(nil)[:12]),
+		Fingerprint: quickFingerprint(f, st.Size()),
 		Path:        m.Path,
 		Arch:        m.Arch,
 		Shape:       fmt.Sprintf("dim %d, %d layers, %d/%d heads, ffn %d, vocab %d", m.Dim, m.Layers, m.Heads, m.KVHeads, m.FFN, m.Vocab),

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"arborist/engine/drafter"
+	"arborist/engine/gguf"
 	"arborist/engine/hidden"
 	"arborist/engine/model"
 	"arborist/engine/sample"
@@ -30,6 +31,9 @@ type PairSpec struct {
 	// 4); NoResample turns it off.
 	ResampleDepth int
 	NoResample    bool
+	// NoMmap reads the model files into memory instead of mapping them, so
+	// a file truncated or rewritten during a run cannot touch the weights.
+	NoMmap bool
 }
 
 // SourceName names the draft source as calibrations and runs are keyed.
@@ -99,7 +103,7 @@ func OpenPair(p PairSpec, params sample.Params, concurrent bool) (*Pair, error) 
 	l := &Pair{Concurrent: concurrent}
 	l.Backend = cpu.New(tThreads)
 	l.closers = append(l.closers, l.Backend.Close)
-	target, err := model.Load(p.Target, l.Backend)
+	target, err := model.LoadWith(p.Target, l.Backend, gguf.Options{NoMmap: p.NoMmap})
 	if err != nil {
 		l.Close()
 		return nil, err
@@ -114,7 +118,7 @@ func OpenPair(p PairSpec, params sample.Params, concurrent bool) (*Pair, error) 
 			l.closers = append(l.closers, own.Close)
 			dbe = own
 		}
-		dm, err := model.Load(p.Draft, dbe)
+		dm, err := model.LoadWith(p.Draft, dbe, gguf.Options{NoMmap: p.NoMmap})
 		if err != nil {
 			l.Close()
 			return nil, err

@@ -151,19 +151,3 @@ func TestConfigHiddenDrafter(t *testing.T) {
 		}
 	}
 }
-
-// FuzzParseConfig: arbitrary bytes give a valid config or an error, never a
-// panic.
-func FuzzParseConfig(f *testing.F) {
-	f.Add([]byte("models: {target: {path: t.gguf}, draft: {kind: model, path: d.gguf}}\nspeculation: {strategy: egt, egt_widths: [1,2], branch: 2, w_max: 4}\n"))
-	f.Add([]byte("speculation:\n  strategy: tree\n  widths: [3, -1]\n"))
-	f.Add([]byte("{"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := ParseConfig("fuzz.yaml", data)
-		if err == nil {
-			if err := c.Validate(); err != nil {
-				t.Fatalf("parsed config fails validation: %v", err)
-			}
-		}
-	})
-}

@@ -33,6 +33,9 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	if *threads <= 0 || *reps <= 0 || *n <= 1 {
 		return fail(fs, usagef("--threads, --reps must be positive and -n above 1"))
 	}
+	if err := profiles.CheckThreads("--threads", *threads); err != nil { // issue 17
+		return fail(fs, usagef("%v", err))
+	}
 	be := cpu.New(*threads)
 	defer be.Close()
 	m, err := model.Load(*path, be)

@@ -155,7 +155,11 @@ func runDrafters(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return fail(fs, err)
 	}
-	st, err := store.Open(ctx, *db)
+	open := store.Open
+	if args[0] == "list" || args[0] == "show" || args[0] == "export" {
+		open = store.OpenReadOnly // issue 17: reading writes nothing
+	}
+	st, err := open(ctx, *db)
 	if err != nil {
 		return err
 	}
@@ -233,7 +237,7 @@ func runDrafters(ctx context.Context, env Env, args []string) error {
 		if _, _, err := hidden.Decode(fmt.Sprintf("drafter %d", id), blob); err != nil {
 			return err
 		}
-		if err := os.WriteFile(*out, blob, 0o644); err != nil {
+		if err := profiles.WriteFile(*out, blob); err != nil { // issue 17: never through a symlink
 			return fmt.Errorf("export: %w", err)
 		}
 		fmt.Fprintf(w, "wrote drafter %d to %s (%s)\n", id, *out, humanBytes(uint64(len(blob))))

@@ -24,6 +24,7 @@ func (p *pairFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&p.NoResample, "no-resample", false, "hidden drafter: always draft afresh after a rejection")
 	fs.IntVar(&p.Threads, "threads", cpu.DefaultThreads(), "CPU threads in all")
 	fs.IntVar(&p.DraftThreads, "draft-threads", 0, "threads of a concurrent drafter (duo, --aot); default: half")
+	fs.BoolVar(&p.NoMmap, "no-mmap", false, "read model files into memory instead of mapping them (a file changed during the run cannot affect it)")
 }
 
 // check validates the flags; needSource says whether a draft source is required.
@@ -43,6 +44,9 @@ func (p *pairFlags) check(needSource bool) error {
 	}
 	if p.Threads <= 0 || p.DraftThreads < 0 {
 		return usagef("--threads must be positive")
+	}
+	if err := profiles.CheckThreads("--threads (with --draft-threads)", p.Threads+p.DraftThreads); err != nil { // issue 17
+		return usagef("%v", err)
 	}
 	return nil
 }

@@ -358,8 +358,13 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	}
 	fmt.Fprintf(w, "best: %s, predicted %.2fx (plan %d)\n", best.Plan, best.Speedup, planID)
 	path := *out
-	if path == "" && *validate {
-		path = filepath.Join(os.TempDir(), fmt.Sprintf("arborist-plan-%d.yaml", planID))
+	if path == "" && *validate { // issue 17: in a fresh private folder, not a predictable name
+		tmp, err := os.MkdirTemp("", "arborist-plan-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		path = filepath.Join(tmp, fmt.Sprintf("plan-%d.yaml", planID))
 	}
 	if path == "" {
 		return nil
@@ -383,13 +388,10 @@ func exportConfig(ctx context.Context, st *store.Store, p *pairFlags, in *tuneIn
 		precision = tc[0].Type.String()
 	}
 	c := profiles.NewConfig(p.PairSpec, profiles.ConfigHardware(in.hw), in.pair.Backend.Threads(), in.pair.Target.CtxLen, precision, best)
-	if md, err := profiles.DescribeModel(in.pair.Target); err == nil {
-		c.Models.Target.SHA256 = md.Fingerprint
-	}
+	// a real SHA-256 of each model file, cached in the store (issue 17)
+	c.Models.Target.SHA256, _ = profiles.ModelSHA256(ctx, st, in.pair.Target.Path)
 	if in.pair.DraftModel != nil {
-		if md, err := profiles.DescribeModel(in.pair.DraftModel); err == nil {
-			c.Models.Draft.SHA256 = md.Fingerprint
-		}
+		c.Models.Draft.SHA256, _ = profiles.ModelSHA256(ctx, st, in.pair.DraftModel.Path)
 	}
 	on := fmt.Sprintf("hardware %s; T_verify curve of %d points", in.hw.Fingerprint, len(in.costs.Verify))
 	if in.calID > 0 {
@@ -409,7 +411,7 @@ func writeConfig(ctx context.Context, st *store.Store, planID int64, cfg *profil
 	if _, err := profiles.ParseConfig(path, b); err != nil {
 		return fmt.Errorf("exported config does not parse back: %w", err)
 	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err := profiles.WriteFile(path, b); err != nil { // issue 17: temporary file and rename, never through a symlink
 		return err
 	}
 	return st.SaveExport(ctx, planID, string(b))
@@ -488,7 +490,7 @@ func runRuns(ctx context.Context, env Env, args []string) error {
 	case sub != "list" && sub != "show" && sub != "compare":
 		return fail(fs, usagef("unknown runs command %q (list, show, compare)", sub))
 	}
-	st, err := store.Open(ctx, *db)
+	st, err := store.OpenReadOnly(ctx, *db) // issue 17: reading writes nothing
 	if err != nil {
 		return err
 	}
@@ -496,6 +498,9 @@ func runRuns(ctx context.Context, env Env, args []string) error {
 	w := env.Stdout
 	switch sub {
 	case "show":
+		if _, err := st.Run(ctx, ids[0]); err != nil { // issue 17: "no run N", not "no stored steps"
+			return err
+		}
 		steps, err := st.RunSteps(ctx, ids[0])
 		if err != nil {
 			return err

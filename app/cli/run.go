@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -38,6 +39,7 @@ type runFlags struct {
 	trace                  string
 	config, db             string
 	noStore                bool
+	allowChanged           bool
 }
 
 func parseInts(s string) ([]int, error) {
@@ -56,7 +58,7 @@ func parseInts(s string) ([]int, error) {
 	return out, nil
 }
 
-func runRun(ctx context.Context, env Env, args []string) error {
+func runRun(ctx context.Context, env Env, args []string) (err error) {
 	fs := newFlags(env, "run", "--target T (--draft D | --draft-ngram N | --draft-layers K) --strategy S (--prompt P | --prompts FILE) [-n N] [flags]")
 	var f runFlags
 	f.pairFlags.register(fs)
@@ -81,6 +83,7 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the figures, not the text")
 	fs.StringVar(&f.trace, "trace", "", "write the per-step trace as JSON lines to `file`")
 	fs.StringVar(&f.config, "config", "", "replay a plan exported as config.yaml (its models, plan and sampling)")
+	fs.BoolVar(&f.allowChanged, "allow-changed-model", false, "replay a config.yaml even if a model file's SHA-256 differs from the one it recorded")
 	fs.StringVar(&f.db, "db", store.DefaultPath(), "database `file` where the run is stored")
 	fs.BoolVar(&f.noStore, "no-store", false, "do not store the run")
 	sp := sampleFlags(fs)
@@ -95,6 +98,13 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	if f.config != "" {
 		c, err := profiles.LoadConfig(f.config)
 		if err != nil {
+			return err
+		}
+		hashCache := f.db // where model hashes are cached; none with --no-store
+		if f.noStore {
+			hashCache = ""
+		}
+		if err := profiles.CheckConfigModels(ctx, hashCache, c, f.allowChanged); err != nil { // issue 17: a swapped model is refused
 			return err
 		}
 		applyConfig(&f, c)
@@ -168,12 +178,18 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	tThreads := pair.Backend.Threads()
 	var trace *json.Encoder
 	if f.trace != "" {
-		tf, err := os.Create(f.trace)
-		if err != nil {
-			return err
+		tf, cerr := os.Create(f.trace)
+		if cerr != nil {
+			return cerr
 		}
 		defer tf.Close()
-		trace = json.NewEncoder(tf)
+		tw := &profiles.ErrWriter{W: tf} // issue 17: a failing trace write is an error
+		defer func() {
+			if err == nil && tw.Err != nil {
+				err = fmt.Errorf("--trace %s: %w", f.trace, tw.Err)
+			}
+		}()
+		trace = json.NewEncoder(tw)
 	}
 	eng := &spec.Engine{Target: target, Source: src, Concurrent: concurrent}
 	if f.strategy == "ar" {
@@ -276,6 +292,9 @@ func runSuite(ctx context.Context, env Env, eng *spec.Engine, target *model.Mode
 	var text strings.Builder
 	for pi, p := range prompts {
 		ids := target.Tok.Encode(p, true, false)
+		if err := profiles.CheckRoom(len(ids), cfg.MaxTokens, target.CtxLen); err != nil { // issue 17: refused, not cut short
+			return agg, fmt.Errorf("prompt %d: %w", pi+1, err)
+		}
 		out := &utf8Writer{w: io.Discard}
 		if !f.quiet {
 			out.w = env.Stdout
@@ -386,6 +405,9 @@ func (r *recorder) flush(ctx context.Context) error {
 func (r *recorder) finish(ctx context.Context, status string, a *aggregate) error {
 	r.flush(ctx)
 	r.run.Status = status
+	if status != "done" { // issue 17: a stopped or failed run's totals come from its stored steps
+		return errors.Join(r.st.FinishFromSteps(ctx, r.run.ID, status), r.err)
+	}
 	if a != nil {
 		r.run.Tokens, r.run.Steps, r.run.Decode, r.run.TokensPerSecond = a.tokens, a.steps, a.decode, a.tps()
 		if a.steps > 0 {

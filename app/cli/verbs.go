@@ -16,6 +16,7 @@ import (
 	"arborist/engine/tokenizer"
 	"arborist/kernels/cpu"
 	"arborist/kernels/quant"
+	"arborist/profiles"
 )
 
 func runInspect(ctx context.Context, env Env, args []string) error {
@@ -67,6 +68,9 @@ func runInspect(ctx context.Context, env Env, args []string) error {
 		}
 		kv := cfg.KVBytes(n)
 		fmt.Fprintf(w, "memory:        %s at context %d (weights %s mapped + KV cache %s)\n", humanBytes(f.WeightBytes()+kv), n, humanBytes(f.WeightBytes()), humanBytes(kv))
+		if err := model.Check(f); err != nil { // issue 17: missing tensors, vocabulary mismatch
+			fmt.Fprintf(w, "runnable:      no: %v\n", err)
+		}
 	} else {
 		fmt.Fprintf(w, "runnable:      no: %v\n", cerr)
 	}
@@ -143,6 +147,7 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 	n := fs.Int("n", 128, "tokens to generate")
 	threads := fs.Int("threads", cpu.DefaultThreads(), "CPU worker threads")
 	noBOS := fs.Bool("no-bos", false, "do not add BOS before the prompt")
+	noMmap := fs.Bool("no-mmap", false, "read the model into memory instead of mapping it")
 	sp := sampleFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -157,8 +162,8 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 	if *n <= 0 {
 		return fail(fs, usagef("-n %d must be positive", *n))
 	}
-	if *threads <= 0 {
-		return fail(fs, usagef("--threads %d must be positive", *threads))
+	if err := profiles.CheckThreads("--threads", *threads); err != nil { // issue 17: capped at the machine's cores
+		return fail(fs, usagef("%v", err))
 	}
 	params, err := sp()
 	if err != nil {
@@ -166,7 +171,7 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 	}
 	be := cpu.New(*threads)
 	defer be.Close()
-	m, err := model.Load(*path, be)
+	m, err := model.LoadWith(*path, be, gguf.Options{NoMmap: *noMmap})
 	if err != nil {
 		return err
 	}

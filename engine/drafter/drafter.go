@@ -70,6 +70,11 @@ func CheckVocab(target, draft *tokenizer.Tokenizer) error {
 		}
 	}
 	if nt == nd && len(diff) == 0 {
+		// the same tokens with another end-of-generation or start token
+		// would stop (or start) drafts where the target does not
+		if target.EOS != draft.EOS || target.BOS != draft.BOS {
+			return fmt.Errorf("drafter: vocabulary mismatch: the tokens agree but the target's BOS/EOS ids are %d/%d and the drafter's %d/%d", target.BOS, target.EOS, draft.BOS, draft.EOS)
+		}
 		return nil
 	}
 	var b strings.Builder

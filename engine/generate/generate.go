@@ -6,6 +6,7 @@ package generate
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"arborist/engine/model"
@@ -50,6 +51,14 @@ func Run(ctx context.Context, m *model.Model, prompt []int, opt Options) ([]int,
 	if len(prompt) == 0 || opt.MaxTokens <= 0 {
 		return nil, st, nil
 	}
+	// sizes checked before the cache is allocated (no overflow), and the
+	// mapped file before the first pass reads it
+	if opt.MaxTokens > m.CtxLen || len(prompt) > m.CtxLen-opt.MaxTokens {
+		return nil, st, fmt.Errorf("generate: prompt (%d tokens) + %d new tokens exceed the model's context of %d", len(prompt), opt.MaxTokens, m.CtxLen)
+	}
+	if err := m.CheckFile(); err != nil {
+		return nil, st, err
+	}
 	cache := m.NewCache(len(prompt) + opt.MaxTokens)
 	smp := sample.New(opt.Sample)
 	var res model.Result
@@ -62,6 +71,10 @@ func Run(ctx context.Context, m *model.Model, prompt []int, opt Options) ([]int,
 	var out []int
 	t1 := time.Now()
 	for {
+		if err := m.CheckLogits(res.Logits); err != nil {
+			st.Tokens, st.Decode = len(out), time.Since(t1)
+			return out, st, err
+		}
 		tok := smp.Sample(res.Logits, scratch)
 		out = append(out, tok)
 		if opt.OnToken != nil {
@@ -69,6 +82,10 @@ func Run(ctx context.Context, m *model.Model, prompt []int, opt Options) ([]int,
 		}
 		if len(out) >= opt.MaxTokens || (opt.StopAtEOS && m.Tok.IsEOG(tok)) {
 			break
+		}
+		if err := m.CheckFile(); err != nil {
+			st.Tokens, st.Decode = len(out), time.Since(t1)
+			return out, st, err
 		}
 		if err := m.Forward(ctx, cache, model.Batch{Tokens: []int{tok}}, &res); err != nil {
 			st.Tokens, st.Decode = len(out), time.Since(t1)

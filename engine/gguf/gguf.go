@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"sort"
 	"strings"
 
@@ -25,6 +26,25 @@ const Magic = "GGUF"
 
 // DefaultAlignment is used when general.alignment is absent.
 const DefaultAlignment = 32
+
+// Limits on what a file may ask the parser to allocate. Every count read
+// from a file is checked against them (and against the bytes that remain)
+// before anything is allocated, so a small hostile file costs bounded time
+// and memory. They sit far above any real model: the largest vocabularies
+// have 256K tokens (with as many scores, types and merges), models have at
+// most a few thousand tensors, and llama.cpp itself refuses more layers
+// than 512.
+const (
+	// MaxTensors is the most tensor infos a file may declare.
+	MaxTensors = 1 << 16
+	// MaxMetadata is the most metadata entries a file may declare.
+	MaxMetadata = 1 << 16
+	// MaxArrayElements is the most metadata array elements a whole file
+	// may hold (summed over all its arrays, nested ones included): an
+	// element costs up to 16 bytes in memory (a string header) however few
+	// it takes in the file.
+	MaxArrayElements = 1 << 22
+)
 
 // Sentinel errors, matched with errors.Is; Error values carry the path.
 var (
@@ -122,6 +142,9 @@ type File struct {
 	Tensors    []TensorInfo
 	DataOffset uint64 // absolute offset of the data section
 	data       []byte // whole file
+	size       int64  // the file's size when opened (mapped files are checked against it)
+	mapped     bool   // data is a memory mapping of the file
+	fd         *os.File
 	kvIndex    map[string]int
 	tIndex     map[string]int
 	closer     func() error
@@ -343,7 +366,7 @@ func (f *File) WeightBytes() uint64 {
 // Parse reads a GGUF file held in memory. path is used in error messages.
 func Parse(path string, data []byte) (*File, error) {
 	f := &File{Path: path, data: data, kvIndex: map[string]int{}, tIndex: map[string]int{}}
-	r := &reader{b: data}
+	r := &reader{b: data, budget: MaxArrayElements}
 	if len(data) < 4 {
 		return nil, f.errf(ErrTruncated, "%d bytes", len(data))
 	}
@@ -364,6 +387,9 @@ func Parse(path string, data []byte) (*File, error) {
 	// counts beyond that are corruption, not a reason to allocate.
 	if nKV > uint64(len(data))/12 || nTensors > uint64(len(data))/24 {
 		return nil, f.errf(ErrCorrupt, "%d metadata entries and %d tensors cannot fit in %d bytes (the file is truncated or damaged)", nKV, nTensors, len(data))
+	}
+	if nKV > MaxMetadata || nTensors > MaxTensors {
+		return nil, f.errf(ErrCorrupt, "%d metadata entries and %d tensors (Arborist reads at most %d and %d)", nKV, nTensors, MaxMetadata, MaxTensors)
 	}
 	f.KV = make([]KV, 0, nKV)
 	for i := uint64(0); i < nKV; i++ {
@@ -426,11 +452,13 @@ func Parse(path string, data []byte) (*File, error) {
 		f.Tensors = append(f.Tensors, t)
 	}
 	f.DataOffset = alignUp(uint64(r.off), f.Alignment)
+	size := uint64(len(data))
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
-		end := f.DataOffset + t.Offset + t.Bytes()
-		if t.Offset > uint64(len(data)) || t.Bytes() > uint64(len(data)) || end > uint64(len(data)) {
-			return nil, f.errf(ErrTruncated, "tensor %q needs bytes up to %d, file has %d", t.Name, end, len(data))
+		// each term is checked before the sum, so an offset near 2^64
+		// cannot wrap into a small end
+		if t.Offset > size || t.Bytes() > size || f.DataOffset+t.Offset+t.Bytes() > size {
+			return nil, f.errf(ErrTruncated, "tensor %q at data offset %d (%d bytes) lies beyond the end of the file (%d bytes, data from %d)", t.Name, t.Offset, t.Bytes(), size, f.DataOffset)
 		}
 	}
 	return f, nil
@@ -438,26 +466,12 @@ func Parse(path string, data []byte) (*File, error) {
 
 func alignUp(n, a uint64) uint64 { return (n + a - 1) / a * a }
 
-// Open memory-maps and parses a GGUF file.
-func Open(path string) (*File, error) {
-	data, closer, err := mapFile(path)
-	if err != nil {
-		return nil, &Error{Path: path, Err: err}
-	}
-	f, err := Parse(path, data)
-	if err != nil {
-		closer()
-		return nil, err
-	}
-	f.closer = closer
-	return f, nil
-}
-
 // reader decodes little-endian values and records the first error.
 type reader struct {
-	b   []byte
-	off int
-	err error
+	b      []byte
+	off    int
+	err    error
+	budget uint64 // array elements still allowed (MaxArrayElements per file)
 }
 
 func (r *reader) need(n uint64) []byte {
@@ -546,17 +560,41 @@ func (r *reader) value(t ValueType, depth int) any {
 		if r.err != nil {
 			return nil
 		}
-		// every element takes at least one byte
-		if n > uint64(len(r.b)-r.off) {
-			r.err = fmt.Errorf("%w: array of %d elements", ErrTruncated, n)
+		// every element takes at least minSize bytes of the file, and
+		// all arrays together at most MaxArrayElements elements
+		if ms := minSize(et); ms > 0 && n > uint64(len(r.b)-r.off)/ms {
+			r.err = fmt.Errorf("%w: array of %d elements of type %d cannot fit in the %d bytes left", ErrTruncated, n, et, len(r.b)-r.off)
 			return nil
 		}
+		if n > r.budget {
+			r.err = fmt.Errorf("%w: array of %d elements passes the limit of %d metadata array elements per file", ErrCorrupt, n, MaxArrayElements)
+			return nil
+		}
+		r.budget -= n
 		return r.array(et, int(n), depth)
 	}
 	if r.err == nil {
 		r.err = fmt.Errorf("%w: unknown metadata value type %d", ErrCorrupt, t)
 	}
 	return nil
+}
+
+// minSize is the fewest file bytes one value of type t takes (0: unknown
+// type, reported when read).
+func minSize(t ValueType) uint64 {
+	switch t {
+	case TypeUint8, TypeInt8, TypeBool:
+		return 1
+	case TypeUint16, TypeInt16:
+		return 2
+	case TypeUint32, TypeInt32, TypeFloat32:
+		return 4
+	case TypeUint64, TypeInt64, TypeFloat64, TypeString:
+		return 8 // a string is at least its 8-byte length
+	case TypeArray:
+		return 12 // element type and count
+	}
+	return 0
 }
 
 func readArray[T any](r *reader, n int, et ValueType, depth int) []T {

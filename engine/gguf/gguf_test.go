@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"arborist/kernels/quant"
@@ -190,9 +191,12 @@ func TestSharedModels(t *testing.T) {
 	}
 }
 
-// FuzzParse feeds arbitrary bytes to the reader: it must return a File or an
-// error, never panic or allocate without bound. The seeds are a valid file
-// and some damaged ones; they run in every `go test`.
+// FuzzParse feeds arbitrary bytes to the reader and checks properties, not
+// only the absence of panics: parsing allocates at most a small multiple of
+// the input (the limits of gguf.go, measured per input), and a file it
+// accepts re-encodes with Write into a file that parses to the same
+// metadata and tensors and re-encodes to the same bytes. The seeds are a
+// valid file and damaged ones; they run in every `go test`.
 func FuzzParse(f *testing.F) {
 	good := sample(f)
 	f.Add(good)
@@ -203,12 +207,53 @@ func FuzzParse(f *testing.F) {
 	bad[30] ^= 0xff
 	f.Add(bad)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fl, err := Parse("fuzz", data)
+		var fl *File
+		var err error
+		used := allocated0(func() { fl, err = Parse("fuzz", data) })
+		if limit := 64*uint64(len(data)) + 1<<20; used > limit {
+			t.Fatalf("parsing %d bytes allocated %d (limit %d)", len(data), used, limit)
+		}
 		if err != nil {
 			return
 		}
+		enc := func(fl *File) []byte {
+			ts := make([]WriteTensor, len(fl.Tensors))
+			for i := range fl.Tensors {
+				ti := &fl.Tensors[i]
+				ts[i] = WriteTensor{Name: ti.Name, Dims: ti.Dims, Type: ti.Type, Data: fl.Data(ti)}
+			}
+			var buf bytes.Buffer
+			if err := Write(&buf, fl.KV, ts); err != nil {
+				t.Fatalf("an accepted file does not re-encode: %v", err)
+			}
+			return buf.Bytes()
+		}
+		once := enc(fl)
+		fl2, err := Parse("again", once)
+		if err != nil {
+			t.Fatalf("a re-encoded file is refused: %v", err)
+		}
+		if len(fl2.KV) != len(fl.KV) || len(fl2.Tensors) != len(fl.Tensors) {
+			t.Fatalf("round trip: %d/%d entries, %d/%d tensors", len(fl2.KV), len(fl.KV), len(fl2.Tensors), len(fl.Tensors))
+		}
 		for i := range fl.Tensors {
-			_ = fl.Data(&fl.Tensors[i])
+			a, b := &fl.Tensors[i], &fl2.Tensors[i]
+			if a.Name != b.Name || a.Type != b.Type || !reflect.DeepEqual(a.Dims, b.Dims) || !bytes.Equal(fl.Data(a), fl2.Data(b)) {
+				t.Fatalf("tensor %q changed in the round trip", a.Name)
+			}
+		}
+		if twice := enc(fl2); !bytes.Equal(once, twice) {
+			t.Fatal("re-encoding is not stable")
 		}
 	})
+}
+
+// allocated0 is the bytes fn allocates (without a GC first: cheap enough
+// to run per fuzz input).
+func allocated0(fn func()) uint64 {
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	fn()
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc
 }

@@ -34,11 +34,13 @@ func Write(w io.Writer, kvs []KV, tensors []WriteTensor) error {
 	align := uint64(DefaultAlignment)
 	for _, kv := range kvs {
 		if kv.Key == "general.alignment" {
-			a, ok := kv.Value.(uint32)
-			if !ok || a == 0 || a&(a-1) != 0 {
-				return fmt.Errorf("gguf: write: general.alignment must be a power-of-two uint32")
+			// any integer type Parse accepts (the spec writes uint32)
+			f := File{KV: []KV{kv}, kvIndex: map[string]int{kv.Key: 0}}
+			a, ok := f.Uint(kv.Key)
+			if !ok || a == 0 || a&(a-1) != 0 || a > 1<<20 {
+				return fmt.Errorf("gguf: write: general.alignment must be a power of two")
 			}
-			align = uint64(a)
+			align = a
 		}
 	}
 	cw := &countWriter{w: w}
@@ -129,6 +131,14 @@ func WriteFileFunc(path string, write func(io.Writer) error) (err error) {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if err = bw.Flush(); err != nil {
+		return fmt.Errorf("gguf: write %s: %w", path, err)
+	}
+	// readable like a file os.WriteFile makes (CreateTemp makes 0600), and
+	// on disk before the rename makes it visible under its name
+	if err = tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("gguf: write %s: %w", path, err)
+	}
+	if err = tmp.Sync(); err != nil {
 		return fmt.Errorf("gguf: write %s: %w", path, err)
 	}
 	if err = tmp.Close(); err != nil {
@@ -317,6 +327,8 @@ func (e *encoder) array(v any) error {
 		return writeArr(e, TypeInt64, xs)
 	case []float64:
 		return writeArr(e, TypeFloat64, xs)
+	case []any: // nested arrays, as Parse returns them
+		return writeArr(e, TypeArray, xs)
 	}
 	return fmt.Errorf("unsupported array value %T", v)
 }

@@ -317,5 +317,5 @@ func ReadConfig(f *gguf.File) (Config, error) {
 			c.AttnScale = float32(1 / math.Sqrt(float64(c.Dim/c.Heads)))
 		}
 	}
-	return c, nil
+	return c, checkLimits(f, &c)
 }

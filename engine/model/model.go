@@ -44,16 +44,7 @@ type Model struct {
 
 // Load opens a GGUF model on backend be. The file stays mapped until Close.
 func Load(path string, be kernels.Backend) (*Model, error) {
-	f, err := gguf.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	m, err := FromFile(f, be)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return m, nil
+	return LoadWith(path, be, gguf.Options{})
 }
 
 // FromFile builds a model over an open GGUF file, which it then owns.

@@ -301,3 +301,82 @@ func TestDecodeAllocatesNothing(t *testing.T) {
 		t.Errorf("decode step allocates %.1f times", allocs)
 	}
 }
+
+// TestHostileLayerCount is issue 17 item 2: a 1.2 MB GGUF whose
+// llama.block_count was 2^24 took 7.3 GiB and 23 s before failing. Layers
+// are now bounded (512, the reference engine's limit) and every claimed
+// layer must have tensors, checked by name before anything is allocated.
+func TestHostileLayerCount(t *testing.T) {
+	dir := t.TempDir()
+	sh, err := synth.ParseShape("custom:dim=64,layers=2,heads=4,kv=2,ffn=96,vocab=300")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(dir, "good.gguf")
+	if err := synth.WriteFile(context.Background(), good, sh, synth.Options{Type: quant.F32, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := gguf.Open(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	// rewrite the file with one metadata value changed
+	rewrite := func(name, key string, v gguf.KV, dropTensor string) string {
+		var kvs []gguf.KV
+		for _, kv := range src.KV {
+			if kv.Key == key {
+				kv = v
+			}
+			kvs = append(kvs, kv)
+		}
+		var ts []gguf.WriteTensor
+		for i := range src.Tensors {
+			ti := &src.Tensors[i]
+			if ti.Name == dropTensor {
+				continue
+			}
+			ts = append(ts, gguf.WriteTensor{Name: ti.Name, Dims: ti.Dims, Type: ti.Type, Data: src.Data(ti)})
+		}
+		p := filepath.Join(dir, name)
+		if err := gguf.WriteFile(p, kvs, ts); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	be := cpu.New(1)
+	defer be.Close()
+	for _, c := range []struct {
+		name string
+		path string
+		want error
+	}{
+		{"block_count 2^24", rewrite("layers.gguf", "llama.block_count", gguf.Uint32("llama.block_count", 1<<24), ""), gguf.ErrMetadata},
+		{"block_count 3 (no layer 2)", rewrite("three.gguf", "llama.block_count", gguf.Uint32("llama.block_count", 3), ""), gguf.ErrNoTensor},
+		{"block_count 1 (layer 1 left over)", rewrite("one.gguf", "llama.block_count", gguf.Uint32("llama.block_count", 1), ""), gguf.ErrMetadata},
+		{"NaN epsilon", rewrite("eps.gguf", "llama.attention.layer_norm_rms_epsilon", gguf.Float32("llama.attention.layer_norm_rms_epsilon", float32(math.NaN())), ""), gguf.ErrMetadata},
+		{"missing ffn_up of layer 1", rewrite("missing.gguf", "", gguf.KV{}, "blk.1.ffn_up.weight"), gguf.ErrNoTensor},
+	} {
+		var f *gguf.File
+		var err error
+		allocs := testing.AllocsPerRun(1, func() {
+			f, err = gguf.Open(c.path)
+			if err == nil {
+				err = model.Check(f)
+				f.Close()
+			}
+		})
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: Check err = %v, want %v", c.name, err, c.want)
+		}
+		if allocs > 20000 {
+			t.Errorf("%s: %v allocations before refusing", c.name, allocs)
+		}
+		if _, err := model.Load(c.path, be); !errors.Is(err, c.want) {
+			t.Errorf("%s: Load err = %v, want %v", c.name, err, c.want)
+		}
+	}
+	if err := model.Check(src); err != nil {
+		t.Errorf("a good file fails Check: %v", err)
+	}
+}

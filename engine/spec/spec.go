@@ -102,6 +102,9 @@ func (c *Config) Validate() error {
 	if c.MaxTokens < 1 {
 		return fmt.Errorf("spec: max tokens %d must be >= 1", c.MaxTokens)
 	}
+	if err := c.checkBudget(); err != nil {
+		return err
+	}
 	return c.Sample.Validate()
 }
 
@@ -232,6 +235,9 @@ func (e *Engine) Run(ctx context.Context, prompt []int, cfg Config) (*Result, er
 	if len(prompt) == 0 {
 		return nil, fmt.Errorf("spec: empty prompt")
 	}
+	if err := e.Target.CheckFile(); err != nil { // before the prefill reads the mapping
+		return nil, err
+	}
 	if cfg.Strategy != "ar" && e.Source == nil {
 		return nil, fmt.Errorf("spec: strategy %s needs a draft source", cfg.Strategy)
 	}
@@ -263,7 +269,7 @@ type run struct {
 func (r *run) loop(ctx context.Context, prompt []int) error {
 	cfg := &r.cfg
 	m := r.e.Target
-	capacity := min(m.CtxLen, len(prompt)+cfg.MaxTokens+r.maxTree()+1)
+	capacity := min(m.CtxLen, len(prompt)+min(cfg.MaxTokens, m.CtxLen)+r.maxTree()+1) // MaxTokens clamped first: no overflow
 	if cfg.Ctx > 0 {
 		capacity = min(capacity, cfg.Ctx)
 	}
@@ -305,6 +311,9 @@ func (r *run) loop(ctx context.Context, prompt []int) error {
 	defer func() { r.res.Decode = time.Since(start) }()
 	for len(r.res.Tokens) < cfg.MaxTokens {
 		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := r.e.Target.CheckFile(); err != nil {
 			return err
 		}
 		done, err := r.step(ctx)
@@ -365,6 +374,9 @@ func (r *run) step(ctx context.Context) (bool, error) {
 	t1 := time.Now()
 	r.startAOT(ctx, tr)
 	if err := r.e.Target.Forward(ctx, r.cache, model.Batch{Tokens: toks, Pos: pos, Mask: mask}, &r.fwd); err != nil {
+		return false, err
+	}
+	if err := r.e.Target.CheckLogits(r.fwd.Logits); err != nil {
 		return false, err
 	}
 	st.Verify = time.Since(t1)

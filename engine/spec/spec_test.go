@@ -271,3 +271,25 @@ func TestGreedyLosslessBenchPair(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateBudget is issue 17 items 1 and 8: sizes a strategy derives
+// from its parameters are bounded before the run allocates for them.
+func TestValidateBudget(t *testing.T) {
+	big := tree.Static{Parents: make([]int, 5000)}
+	for name, c := range map[string]Config{
+		"chain gamma":   {Strategy: "chain", Gamma: 1 << 62, MaxTokens: 8},
+		"duo overflow":  {Strategy: "duo", Gamma: 1 << 61, MaxSeqs: 8, MaxTokens: 8},
+		"tree size":     {Strategy: "tree", Static: big, MaxTokens: 8},
+		"egt w-max":     {Strategy: "egt", Widths: []int{1}, Branch: 2, WMax: 1e9, MaxTokens: 8},
+		"gamma vs ctx":  {Strategy: "chain", Gamma: 64, Ctx: 32, MaxTokens: 8},
+		"egt width big": {Strategy: "egt", Widths: []int{1 << 40}, Branch: 2, WMax: 8, MaxTokens: 8},
+	} {
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	ok := Config{Strategy: "chain", Gamma: 4, Ctx: 32, MaxTokens: 8}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -304,14 +304,47 @@ type Static struct {
 	Parents []int // parent list, Root for depth 1; nodes in breadth-first order
 }
 
-// FromWidths builds the static shape with the given branching per depth.
-func FromWidths(widths []int) (Static, error) {
-	var s Static
-	level := []int{Root}
+// MaxNodes bounds the draft nodes of one tree: every node is a row of one
+// verification pass, with its KV cache slot and a row of the attention mask,
+// so a tree beyond a few thousand nodes costs memory quadratic in its size
+// and no speedup. Shapes are checked against it before anything is built.
+const MaxNodes = 4096
+
+// WidthsSize is the number of nodes the static shape of widths has
+// (w1 + w1*w2 + ...), computed without building it; an error names the
+// depth where it passes budget (or MaxNodes when budget <= 0).
+func WidthsSize(widths []int, budget int) (int, error) {
+	if budget <= 0 || budget > MaxNodes {
+		budget = MaxNodes
+	}
+	total, level := 0, 1
 	for d, w := range widths {
 		if w <= 0 {
-			return s, fmt.Errorf("tree: width %d at depth %d must be positive", w, d+1)
+			return 0, fmt.Errorf("tree: width %d at depth %d must be positive", w, d+1)
 		}
+		if w > budget || level > budget/w {
+			return 0, fmt.Errorf("tree: widths %v give more than %d nodes at depth %d (the most one verification pass takes)", widths, budget, d+1)
+		}
+		level *= w
+		total += level
+		if total > budget {
+			return 0, fmt.Errorf("tree: widths %v give more than %d nodes by depth %d (the most one verification pass takes)", widths, budget, d+1)
+		}
+	}
+	return total, nil
+}
+
+// FromWidths builds the static shape with the given branching per depth.
+// Its size is checked against MaxNodes before anything is allocated.
+func FromWidths(widths []int) (Static, error) {
+	var s Static
+	n, err := WidthsSize(widths, MaxNodes)
+	if err != nil {
+		return s, err
+	}
+	s.Parents = make([]int, 0, n)
+	level := []int{Root}
+	for _, w := range widths {
 		var next []int
 		for _, p := range level {
 			for k := 0; k < w; k++ {
@@ -327,6 +360,9 @@ func FromWidths(widths []int) (Static, error) {
 // FromParents validates a parent list (Root = -1 for depth 1; each parent
 // index precedes its child).
 func FromParents(parents []int) (Static, error) {
+	if len(parents) > MaxNodes {
+		return Static{}, fmt.Errorf("tree: %d nodes is more than %d (the most one verification pass takes)", len(parents), MaxNodes)
+	}
 	for i, p := range parents {
 		if p != Root && (p < 0 || p >= i) {
 			return Static{}, fmt.Errorf("tree: parent %d of node %d must be -1 or an earlier node", p, i)

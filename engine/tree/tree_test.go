@@ -123,3 +123,29 @@ func TestStaticShapes(t *testing.T) {
 		t.Errorf("TopK = %v", got)
 	}
 }
+
+// TestWidthsBounded is issue 17 item 1: widths 1000,1000,1000 used to build
+// a billion-node tree (12 GiB in 40 s) before any check; now the size is
+// computed first and refused without allocating.
+func TestWidthsBounded(t *testing.T) {
+	for _, ws := range [][]int{{1000, 1000, 1000}, {4097}, {2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}, {1 << 62, 1 << 62}} {
+		allocs := testing.AllocsPerRun(1, func() {
+			if _, err := FromWidths(ws); err == nil {
+				t.Errorf("FromWidths(%v) accepted", ws)
+			}
+		})
+		if allocs > 64 {
+			t.Errorf("FromWidths(%v) allocated %v times before refusing", ws, allocs)
+		}
+	}
+	s, err := FromWidths([]int{16, 16, 14})
+	if err != nil || len(s.Parents) != 16+256+3584 {
+		t.Fatalf("16,16,14: %d nodes, %v", len(s.Parents), err)
+	}
+	if n, err := WidthsSize([]int{3, 2, 1}, 0); n != 15 || err != nil {
+		t.Fatalf("WidthsSize(3,2,1) = %d, %v", n, err)
+	}
+	if _, err := FromParents(make([]int, MaxNodes+1)); err == nil {
+		t.Fatal("FromParents accepted more than MaxNodes nodes")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 )
 
@@ -158,7 +159,7 @@ type Run struct {
 	Strategy         string
 	Settings         any // JSON-encoded
 	Prompts          []string
-	Status           string // running, done, failed, stopped
+	Status           string // running, done, failed, stopped, interrupted
 	Tokens, Steps    int
 	Decode           time.Duration
 	TokensPerSecond  float64
@@ -183,8 +184,10 @@ func (s *Store) CreateRun(ctx context.Context, r *Run) (int64, error) {
 		return 0, fmt.Errorf("store: run settings: %w", err)
 	}
 	prompts, _ := json.Marshal(r.Prompts)
-	res, err := s.db.ExecContext(ctx, `INSERT INTO runs(hardware_fingerprint, target, drafter, strategy, settings, prompts, status, predicted_speedup, created)
-		VALUES (?,?,?,?,?,?, 'running', ?, ?)`, r.Hardware, r.Target, r.Drafter, r.Strategy, string(settings), string(prompts), r.PredictedSpeedup, now())
+	host, _ := os.Hostname()
+	res, err := s.db.ExecContext(ctx, `INSERT INTO runs(hardware_fingerprint, target, drafter, strategy, settings, prompts, status, predicted_speedup, created, pid, host)
+		VALUES (?,?,?,?,?,?, 'running', ?, ?, ?, ?)`, r.Hardware, r.Target, r.Drafter, r.Strategy, string(settings), string(prompts), r.PredictedSpeedup, now(),
+		os.Getpid(), host)
 	if err != nil {
 		return 0, s.wrap("create run", err)
 	}
@@ -421,29 +424,73 @@ type Drafter struct {
 	Created, Updated  string
 }
 
+// drafterChunk is the size of one stored piece of a drafter's weights:
+// SQLite refuses a blob over 1e9 bytes (a checkpoint of a 7B target's
+// drafter, weights plus Adam moments, is several GB), so weights are stored
+// in pieces of this size in drafter_chunks.
+const drafterChunk = 64 << 20
+
+// writeChunks replaces drafter id's weights by the pieces of weights.
+func (s *Store) writeChunks(ctx context.Context, tx *sql.Tx, id int64, weights []byte) error {
+	chunk := s.chunk
+	if chunk <= 0 {
+		chunk = drafterChunk
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM drafter_chunks WHERE drafter_id = ?", id); err != nil {
+		return err
+	}
+	for i, off := 0, 0; off < len(weights); i, off = i+1, off+chunk {
+		end := min(off+chunk, len(weights))
+		if _, err := tx.ExecContext(ctx, "INSERT INTO drafter_chunks(drafter_id, idx, data) VALUES (?,?,?)", id, i, weights[off:end]); err != nil {
+			return err
+		}
+	}
+	_, err := tx.ExecContext(ctx, "UPDATE drafters SET size = ?, weights = x'' WHERE id = ?", len(weights), id)
+	return err
+}
+
 // SaveDrafter stores a drafter's weights (a GGUF image) and returns its id.
+// Weights of any size are stored, in pieces (see drafterChunk), in one
+// transaction.
 func (s *Store) SaveDrafter(ctx context.Context, d *Drafter, weights []byte) (int64, error) {
 	t := now()
-	res, err := s.db.ExecContext(ctx, `INSERT INTO drafters(target_fingerprint, target_path, status, weights, settings, losses, created, updated)
-		VALUES (?,?,?,?,?,?,?,?)`, d.TargetFingerprint, d.TargetPath, d.Status, weights, d.Settings, d.Losses, t, t)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, s.wrap("save drafter", err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `INSERT INTO drafters(target_fingerprint, target_path, status, weights, settings, losses, created, updated)
+		VALUES (?,?,?,x'',?,?,?,?)`, d.TargetFingerprint, d.TargetPath, d.Status, d.Settings, d.Losses, t, t)
 	if err != nil {
 		return 0, s.wrap("save drafter", err)
 	}
 	id, _ := res.LastInsertId()
-	return id, nil
+	if err := s.writeChunks(ctx, tx, id, weights); err != nil {
+		return 0, s.wrap("save drafter", err)
+	}
+	return id, s.wrap0("save drafter", tx.Commit())
 }
 
 // UpdateDrafter replaces a drafter's weights, status and loss history (a
-// training checkpoint, or the finished drafter).
+// training checkpoint, or the finished drafter), all in one transaction:
+// a crash keeps the previous checkpoint whole.
 func (s *Store) UpdateDrafter(ctx context.Context, id int64, status, losses string, weights []byte) error {
-	res, err := s.db.ExecContext(ctx, "UPDATE drafters SET status = ?, losses = ?, weights = ?, updated = ? WHERE id = ?", status, losses, weights, now(), id)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.wrap("update drafter", err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, "UPDATE drafters SET status = ?, losses = ?, updated = ? WHERE id = ?", status, losses, now(), id)
 	if err != nil {
 		return s.wrap("update drafter", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("store: no drafter %d", id)
 	}
-	return nil
+	if err := s.writeChunks(ctx, tx, id, weights); err != nil {
+		return s.wrap("update drafter", err)
+	}
+	return s.wrap0("update drafter", tx.Commit())
 }
 
 // DrafterData returns the training data stored under key, or nil.
@@ -468,24 +515,73 @@ func (s *Store) SaveDrafterData(ctx context.Context, key, fingerprint string, da
 	return nil
 }
 
-const drafterCols = "id, target_fingerprint, target_path, status, settings, losses, length(weights), created, updated"
+const drafterCols = "id, target_fingerprint, target_path, status, settings, losses, CASE WHEN size >= 0 THEN size ELSE length(weights) END, created, updated"
 
 func scanDrafter(row interface{ Scan(...any) error }, d *Drafter) error {
 	return row.Scan(&d.ID, &d.TargetFingerprint, &d.TargetPath, &d.Status, &d.Settings, &d.Losses, &d.Bytes, &d.Created, &d.Updated)
 }
 
-// LoadDrafter returns a stored drafter and its weights.
-func (s *Store) LoadDrafter(ctx context.Context, id int64) (Drafter, []byte, error) {
+// DrafterInfo returns a stored drafter's row without its weights, so a
+// caller can check it (target, status, size) before reading them.
+func (s *Store) DrafterInfo(ctx context.Context, id int64) (Drafter, error) {
 	var d Drafter
 	if err := scanDrafter(s.db.QueryRowContext(ctx, "SELECT "+drafterCols+" FROM drafters WHERE id = ?", id), &d); err != nil {
 		if err == sql.ErrNoRows {
-			return d, nil, fmt.Errorf("store: no drafter %d (see `arborist drafters list`)", id)
+			return d, fmt.Errorf("store: no drafter %d (see `arborist drafters list`)", id)
 		}
-		return d, nil, s.wrap("read drafter", err)
+		return d, s.wrap("read drafter", err)
 	}
-	var w []byte
-	if err := s.db.QueryRowContext(ctx, "SELECT weights FROM drafters WHERE id = ?", id).Scan(&w); err != nil {
+	return d, nil
+}
+
+// LoadDrafter returns a stored drafter and its weights. check, when given,
+// sees the row before any weights are read (a drafter for another target
+// is refused without reading gigabytes).
+func (s *Store) LoadDrafter(ctx context.Context, id int64, check ...func(Drafter) error) (Drafter, []byte, error) {
+	d, err := s.DrafterInfo(ctx, id)
+	if err != nil {
+		return d, nil, err
+	}
+	for _, c := range check {
+		if err := c(d); err != nil {
+			return d, nil, err
+		}
+	}
+	var size int64
+	if err := s.db.QueryRowContext(ctx, "SELECT size FROM drafters WHERE id = ?", id).Scan(&size); err != nil {
 		return d, nil, s.wrap("read drafter weights", err)
+	}
+	if size < 0 { // stored before schema version 3: one blob
+		var w []byte
+		if err := s.db.QueryRowContext(ctx, "SELECT weights FROM drafters WHERE id = ?", id).Scan(&w); err != nil {
+			return d, nil, s.wrap("read drafter weights", err)
+		}
+		return d, w, nil
+	}
+	if int64(int(size)) != size {
+		return d, nil, fmt.Errorf("store: drafter %d has %d bytes of weights, more than this machine can address", id, size)
+	}
+	w := make([]byte, 0, size)
+	rows, err := s.db.QueryContext(ctx, "SELECT data FROM drafter_chunks WHERE drafter_id = ? ORDER BY idx", id)
+	if err != nil {
+		return d, nil, s.wrap("read drafter weights", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var piece sql.RawBytes
+		if err := rows.Scan(&piece); err != nil {
+			return d, nil, s.wrap("read drafter weights", err)
+		}
+		if int64(len(w)+len(piece)) > size {
+			return d, nil, fmt.Errorf("store: drafter %d: stored pieces exceed its recorded size %d; the database is damaged", id, size)
+		}
+		w = append(w, piece...)
+	}
+	if err := rows.Err(); err != nil {
+		return d, nil, s.wrap("read drafter weights", err)
+	}
+	if int64(len(w)) != size {
+		return d, nil, fmt.Errorf("store: drafter %d: %d of its %d bytes of weights are stored; the database is damaged", id, len(w), size)
 	}
 	return d, w, nil
 }

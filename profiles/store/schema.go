@@ -16,6 +16,14 @@ package store
 //	runs            plan settings, prompts, totals; run_steps: the per-step trace
 //	exports         config.yaml text of a plan
 //	holders         processes that have the database open (to name a lock's holder)
+//
+// Version 3 (issue 17, hardening):
+//
+//	runs.pid, runs.host  the process that runs it, so a run left "running" by a
+//	                     process that is gone is recovered as "interrupted"
+//	drafter_chunks       drafter weights in 64 MiB pieces (drafters.size >= 0),
+//	                     past SQLite's 1e9-byte limit on one blob
+//	file_hashes          SHA-256 of model files, cached by path, size and mtime
 var migrations = []string{`
 CREATE TABLE hardware (
 	id INTEGER PRIMARY KEY,
@@ -155,6 +163,25 @@ CREATE TABLE drafter_data (
 	key TEXT PRIMARY KEY,
 	target_fingerprint TEXT NOT NULL,
 	data BLOB NOT NULL,
+	created TEXT NOT NULL
+);
+`,
+	`
+-- v4: run recovery, drafters in chunks, cached file hashes
+ALTER TABLE runs ADD COLUMN pid INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT '';
+ALTER TABLE drafters ADD COLUMN size INTEGER NOT NULL DEFAULT -1;
+CREATE TABLE drafter_chunks (
+	drafter_id INTEGER NOT NULL REFERENCES drafters(id) ON DELETE CASCADE,
+	idx INTEGER NOT NULL,
+	data BLOB NOT NULL,
+	PRIMARY KEY (drafter_id, idx)
+);
+CREATE TABLE file_hashes (
+	path TEXT NOT NULL PRIMARY KEY,
+	size INTEGER NOT NULL,
+	mtime_ns INTEGER NOT NULL,
+	sha256 TEXT NOT NULL,
 	created TEXT NOT NULL
 );
 `,

@@ -34,9 +34,14 @@ var (
 
 // Store is an open database.
 type Store struct {
-	Path   string
-	db     *sql.DB
-	holder int64 // our row in holders
+	Path     string
+	db       *sql.DB
+	holder   int64 // our row in holders
+	readOnly bool
+	chunk    int // size of a stored piece of drafter weights (0: drafterChunk; tests make it small)
+	// Recovered lists the runs this open found left "running" by a process
+	// that is gone, now marked "interrupted" with totals from their steps.
+	Recovered []int64
 }
 
 // DefaultPath is arborist.db in the user's config directory.
@@ -52,85 +57,235 @@ func DefaultPath() string {
 // the current schema. A file that is not SQLite, or a SQLite database that
 // is not Arborist's, is reported and left untouched; so is one whose schema
 // is newer than this binary knows.
+//
+// Opening for writing also checks an existing file's pages (PRAGMA
+// quick_check) before anything is written to it, cleans up the holders rows
+// of processes that are gone, and recovers their runs (see recoverRuns).
 func Open(ctx context.Context, path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	if err := checkFile(path); err != nil {
+	existed, err := checkFile(path)
+	if err != nil {
 		return nil, err
 	}
-	dsn := "file:" + path + "?_busy_timeout=3000&_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL"
-	db, err := sql.Open("sqlite3", dsn)
+	db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=3000&_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL"))
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1) // one connection: writes are serialised in-process
 	s := &Store{Path: path, db: db}
-	if err := s.init(ctx); err != nil {
+	if err := s.init(ctx, existed); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// checkFile refuses an existing file that is not a SQLite database, before
-// the driver gets a chance to treat it as one.
-func checkFile(path string) error {
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return nil
+// OpenReadOnly opens an existing database for verbs that only read (list,
+// show, compare, export): nothing is written, not even a holders row, so a
+// database on read-only storage or without write permission can be read.
+// A database whose schema is older than this binary's is refused with a
+// hint (a writing verb migrates it).
+func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
+	existed, err := checkFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if !existed {
+		return nil, fmt.Errorf("store: %s: no database there yet (it is created by the first verb that stores something)", path)
+	}
+	db, err := sql.Open("sqlite3", dsn(path, "mode=ro&_busy_timeout=3000&_foreign_keys=on"))
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	s := &Store{Path: path, db: db, readOnly: true}
+	version, err := s.header(ctx)
+	if err == nil && version < len(migrations) {
+		// written by an older Arborist: migrate it once (which writes),
+		// then read it like any other
+		db.Close()
+		rw, err := Open(ctx, path)
+		if err != nil {
+			return nil, fmt.Errorf("%w (the database has schema version %d and must be migrated to %d before this binary can read it)", err, version, len(migrations))
+		}
+		rw.Close()
+		return OpenReadOnly(ctx, path)
 	}
 	if err != nil {
-		return fmt.Errorf("store: %s: %w", path, err)
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// dsn is the driver's name for path: a "file:" URI whose path is absolute
+// and escaped, so '?', '#' and '%' in a file name are part of the name (a
+// plain "file:"+path opened "a" for "a#b.db" and "pA.db" for "p%41.db"),
+// followed by the driver's and SQLite's parameters.
+func dsn(path, params string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(path))
+	if !strings.HasPrefix(esc, "/") {
+		esc = "/" + esc // a Windows drive path: file:/C:/...
+	}
+	return "file:" + esc + "?" + params
+}
+
+// checkFile refuses an existing file that is not a SQLite database, before
+// the driver gets a chance to treat it as one, and says whether a
+// non-empty file is there. Only a regular file is accepted.
+func checkFile(path string) (existed bool, err error) {
+	st, err := os.Stat(path)
+	if os.IsNotExist(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: %s: %w", path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return false, fmt.Errorf("%w: %s is not a regular file; it was left untouched", ErrForeign, path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false, fmt.Errorf("store: %s: %w", path, err)
 	}
 	defer f.Close()
 	head := make([]byte, 16)
 	n, _ := f.Read(head)
 	if n == 0 {
-		return nil // empty file: a new database
+		return false, nil // empty file: a new database
 	}
 	if n < 16 || string(head) != "SQLite format 3\x00" {
-		return fmt.Errorf("%w: %s is not a SQLite database (corrupt or another kind of file); it was left untouched", ErrForeign, path)
+		return false, fmt.Errorf("%w: %s is not a SQLite database (corrupt or another kind of file); it was left untouched", ErrForeign, path)
+	}
+	return true, nil
+}
+
+// header reads and checks the application id and schema version.
+func (s *Store) header(ctx context.Context) (int, error) {
+	return readHeader(ctx, s, s.db)
+}
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+}
+
+func readHeader(ctx context.Context, s *Store, q queryer) (int, error) {
+	var appID, version int
+	if err := q.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+		return 0, s.wrap("read header", err)
+	}
+	if err := q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return 0, s.wrap("read header", err)
+	}
+	if appID != ApplicationID {
+		var tables int
+		if err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
+			return 0, s.wrap("read schema", err)
+		}
+		if appID != 0 || tables > 0 {
+			return 0, fmt.Errorf("%w: %s is another application's SQLite database (application_id %#x, %d schema objects); it was left untouched", ErrForeign, s.Path, appID, tables)
+		}
+	}
+	if version > len(migrations) {
+		return 0, fmt.Errorf("%w: %s has schema version %d, this binary knows up to %d; upgrade Arborist", ErrNewer, s.Path, version, len(migrations))
+	}
+	return version, nil
+}
+
+// migrate brings the schema to the current version inside one immediate
+// transaction that re-reads the version once it holds the write lock: two
+// processes opening a new database at once then migrate it once, the
+// second finding the work done (they used to race into "table hardware
+// already exists" or "duplicate column name").
+func (s *Store) migrate(ctx context.Context) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return s.wrap("migrate", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return s.wrap("migrate", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+	}()
+	version, err := readHeader(ctx, s, conn)
+	if err != nil {
+		return err
+	}
+	for v := version; v < len(migrations); v++ {
+		if _, err := conn.ExecContext(ctx, migrations[v]); err != nil {
+			return s.wrap(fmt.Sprintf("migrate to version %d", v+1), err)
+		}
+	}
+	if version < len(migrations) {
+		if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d; PRAGMA application_id = %d", len(migrations), ApplicationID)); err != nil {
+			return s.wrap("migrate", err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return s.wrap("migrate", err)
+	}
+	done = true
+	return nil
+}
+
+// quickCheck runs PRAGMA quick_check on a database about to be written, so
+// pages overwritten from outside are reported before this process adds to
+// the damage (instead of a later verb saying "corrupt").
+func (s *Store) quickCheck(ctx context.Context) error {
+	rows, err := s.db.QueryContext(ctx, "PRAGMA quick_check(8)")
+	if err != nil {
+		return s.wrap("check", err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return s.wrap("check", err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.wrap("check", err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s is corrupt (quick_check: %s); it was left untouched (restore a backup, or move it aside to start a new one)", ErrForeign, s.Path, strings.Join(problems, "; "))
 	}
 	return nil
 }
 
-func (s *Store) init(ctx context.Context) error {
-	var appID, version int
-	if err := s.db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
-		return s.wrap("read header", err)
+func (s *Store) init(ctx context.Context, existed bool) error {
+	version, err := s.header(ctx)
+	if err != nil {
+		return err
 	}
-	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return s.wrap("read header", err)
-	}
-	if appID != ApplicationID {
-		var tables int
-		if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
-			return s.wrap("read schema", err)
-		}
-		if appID != 0 || tables > 0 {
-			return fmt.Errorf("%w: %s is another application's SQLite database (application_id %#x, %d schema objects); it was left untouched", ErrForeign, s.Path, appID, tables)
+	if existed {
+		if err := s.quickCheck(ctx); err != nil {
+			return err
 		}
 	}
-	if version > len(migrations) {
-		return fmt.Errorf("%w: %s has schema version %d, this binary knows up to %d; upgrade Arborist", ErrNewer, s.Path, version, len(migrations))
+	if version < len(migrations) {
+		if err := s.migrate(ctx); err != nil {
+			return err
+		}
 	}
-	for v := version; v < len(migrations); v++ {
-		tx, err := s.db.BeginTx(ctx, nil)
-		if err != nil {
-			return s.wrap("migrate", err)
-		}
-		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
-			tx.Rollback()
-			return s.wrap(fmt.Sprintf("migrate to version %d", v+1), err)
-		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d; PRAGMA application_id = %d", v+1, ApplicationID)); err != nil {
-			tx.Rollback()
-			return s.wrap("migrate", err)
-		}
-		if err := tx.Commit(); err != nil {
-			return s.wrap("migrate", err)
-		}
+	if err := s.cleanHolders(ctx); err != nil {
+		return err
+	}
+	if err := s.recoverRuns(ctx); err != nil {
+		return err
 	}
 	// record who holds the database, so a locked one can say who it is
 	host, _ := os.Hostname()
@@ -158,7 +313,7 @@ func (s *Store) wrap(op string, err error) error {
 // holders describes the other processes that have the database open, read
 // without waiting (WAL lets readers through a writer's lock).
 func (s *Store) holders() string {
-	db, err := sql.Open("sqlite3", "file:"+s.Path+"?mode=ro&_busy_timeout=200")
+	db, err := sql.Open("sqlite3", dsn(s.Path, "mode=ro&_busy_timeout=200"))
 	if err != nil {
 		return "holder unknown"
 	}

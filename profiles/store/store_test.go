@@ -167,8 +167,11 @@ func TestKilledMidRunKeepsSteps(t *testing.T) {
 	}
 	s := open(t, path)
 	runs, err := s.Runs(context.Background(), 0)
-	if err != nil || len(runs) != 1 || runs[0].Status != "running" {
-		t.Fatalf("runs after kill: %+v %v", runs, err)
+	// issue 17 item 6: the run used to stay "running" with totals 0; the
+	// next open finds its process gone and rebuilds its totals from the
+	// stored steps
+	if err != nil || len(runs) != 1 || runs[0].Status != StatusInterrupted || runs[0].Steps < committed || len(s.Recovered) != 1 {
+		t.Fatalf("runs after kill: %+v %v (recovered %v)", runs, err, s.Recovered)
 	}
 	steps, err := s.RunSteps(context.Background(), runs[0].ID)
 	if err != nil {
@@ -176,6 +179,15 @@ func TestKilledMidRunKeepsSteps(t *testing.T) {
 	}
 	if len(steps) < committed {
 		t.Errorf("%d steps survive, %d were committed", len(steps), committed)
+	}
+	tokens, accepted := 0, 0
+	for _, st := range steps {
+		tokens += st.Emitted
+		accepted += st.Accepted
+	}
+	if runs[0].Steps != len(steps) || runs[0].Tokens != tokens || runs[0].Acceptance != float64(accepted)/float64(len(steps)*8) {
+		t.Errorf("rebuilt totals: %d steps, %d tokens, acceptance %v; steps say %d, %d, %v", runs[0].Steps, runs[0].Tokens, runs[0].Acceptance,
+			len(steps), tokens, float64(accepted)/float64(len(steps)*8))
 	}
 }
 
@@ -191,7 +203,7 @@ func childWriter(path string) {
 	for i := 0; ; i += 8 {
 		batch := make([]Step, 8)
 		for k := range batch {
-			batch[k] = Step{Index: i + k, Accepted: k}
+			batch[k] = Step{Index: i + k, Drafted: 8, Accepted: k, Emitted: k + 1, Verify: time.Millisecond}
 		}
 		if err := s.AppendSteps(ctx, r.ID, batch); err != nil {
 			fmt.Println("error", err)

@@ -1,0 +1,195 @@
+package gguf
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"arborist/kernels/quant"
+)
+
+// header writes a GGUF v3 header with the given counts.
+func header(nTensors, nKV uint64) *bytes.Buffer {
+	var b bytes.Buffer
+	b.WriteString(Magic)
+	binary.Write(&b, binary.LittleEndian, uint32(3))
+	binary.Write(&b, binary.LittleEndian, nTensors)
+	binary.Write(&b, binary.LittleEndian, nKV)
+	return &b
+}
+
+func putStr(b *bytes.Buffer, s string) {
+	binary.Write(b, binary.LittleEndian, uint64(len(s)))
+	b.WriteString(s)
+}
+
+// allocated runs fn and returns the bytes it allocated.
+func allocated(fn func()) uint64 {
+	var a, b runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&a)
+	fn()
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc
+}
+
+// TestEmptyStringArrayBounded is issue 17 item 2: a metadata array of
+// empty strings took ~10x the file's size in memory (2.7 GiB for 256 MiB).
+// Now the file's arrays together may hold MaxArrayElements elements, checked
+// before reading, and parsing allocates a small multiple of the file at most.
+func TestEmptyStringArrayBounded(t *testing.T) {
+	n := uint64(MaxArrayElements + 1)
+	b := header(0, 1)
+	putStr(b, "tokenizer.ggml.tokens")
+	binary.Write(b, binary.LittleEndian, uint32(TypeArray))
+	binary.Write(b, binary.LittleEndian, uint32(TypeString))
+	binary.Write(b, binary.LittleEndian, n)
+	b.Write(make([]byte, 8*n)) // n empty strings
+	data := b.Bytes()
+	var err error
+	got := allocated(func() { _, err = Parse("strings.gguf", data) })
+	if err == nil || !strings.Contains(err.Error(), "limit") {
+		t.Fatalf("array of %d empty strings: err = %v", n, err)
+	}
+	if got > uint64(len(data))/4 {
+		t.Errorf("refusing a %d-byte file allocated %d bytes", len(data), got)
+	}
+	// the count is checked against the bytes left for its element type
+	b = header(0, 1)
+	putStr(b, "k")
+	binary.Write(b, binary.LittleEndian, uint32(TypeArray))
+	binary.Write(b, binary.LittleEndian, uint32(TypeUint64))
+	binary.Write(b, binary.LittleEndian, uint64(1000))
+	b.Write(make([]byte, 1000)) // room for 1000 bytes, not 1000 uint64s
+	if _, err := Parse("short.gguf", b.Bytes()); !errors.Is(err, ErrTruncated) {
+		t.Errorf("1000 uint64 in 1000 bytes: err = %v", err)
+	}
+}
+
+// TestTensorCountBounded: the tensor and metadata counts are bounded by
+// fixed limits, not only by the file's size.
+func TestTensorCountBounded(t *testing.T) {
+	b := header(MaxTensors+1, 0)
+	b.Write(make([]byte, 24*(MaxTensors+2)))
+	if _, err := Parse("many.gguf", b.Bytes()); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("%d tensors: err = %v", MaxTensors+1, err)
+	}
+}
+
+// TestHugeOffsetMessage is issue 17 item 11: a tensor offset near 2^64
+// wrapped when added to the data offset, and the message showed the
+// wrapped number.
+func TestHugeOffsetMessage(t *testing.T) {
+	b := header(1, 0)
+	putStr(b, "w")
+	binary.Write(b, binary.LittleEndian, uint32(1))
+	binary.Write(b, binary.LittleEndian, uint64(32))
+	binary.Write(b, binary.LittleEndian, uint32(quant.F32))
+	off := uint64(1<<64 - 32)
+	binary.Write(b, binary.LittleEndian, off)
+	b.Write(make([]byte, 256))
+	_, err := Parse("off.gguf", b.Bytes())
+	if !errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "18446744073709551584") {
+		t.Fatalf("offset 2^64-32: err = %v", err)
+	}
+}
+
+// TestFIFORefused is issue 17 item 7: a FIFO given as a model hung Open
+// forever (waiting for a writer). It is refused at once.
+func TestFIFORefused(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "pipe.gguf")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := Open(p); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), "FIFO") {
+			t.Fatalf("FIFO: err = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Open of a FIFO still blocked after 5 s")
+	}
+	if _, err := Open("/dev/null"); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("/dev/null: err = %v", err)
+	}
+}
+
+func writeSample(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "m.gguf")
+	if err := os.WriteFile(p, sample(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestNoMmap is issue 17 item 10: Options.NoMmap reads the file into memory,
+// and the weights then survive the file being truncated.
+func TestNoMmap(t *testing.T) {
+	p := writeSample(t)
+	mf, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mf.Close()
+	rf, err := OpenWith(p, Options{NoMmap: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rf.Close()
+	if !mf.Mapped() || rf.Mapped() {
+		t.Fatalf("Mapped: default %v, NoMmap %v", mf.Mapped(), rf.Mapped())
+	}
+	want := append([]byte(nil), mf.Data(&mf.Tensors[1])...)
+	if err := os.Truncate(p, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(rf.Data(&rf.Tensors[1]), want) {
+		t.Error("NoMmap data differs from the mapped data")
+	}
+	if err := rf.Check(); err != nil {
+		t.Errorf("NoMmap Check after truncation: %v", err)
+	}
+}
+
+// TestShrunkMapping is issue 17 item 10: truncating a mapped model ended in
+// SIGBUS with a Go stack trace. Check reports it between passes, and Go
+// code reading under Guard gets ErrShrunk instead of a crash.
+func TestShrunkMapping(t *testing.T) {
+	p := writeSample(t)
+	f, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Check(); !errors.Is(err, ErrShrunk) || !strings.Contains(err.Error(), "--no-mmap") {
+		t.Fatalf("Check after truncation: %v", err)
+	}
+	err = Guard(p, func() error {
+		var sum byte
+		for _, c := range f.Data(&f.Tensors[1]) {
+			sum += c
+		}
+		if sum == 255 { // keeps the reads
+			return errors.New("unexpected sum")
+		}
+		return nil
+	})
+	if !errors.Is(err, ErrShrunk) {
+		t.Fatalf("reading a truncated mapping under Guard: %v", err)
+	}
+}

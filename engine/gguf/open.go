@@ -1,0 +1,131 @@
+package gguf
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime/debug"
+)
+
+// ErrNotRegular reports a model path that names a FIFO, a device, a
+// directory or a socket: only regular files are read as models.
+var ErrNotRegular = errors.New("gguf: not a regular file")
+
+// ErrShrunk reports a memory-mapped model file that became shorter while it
+// was open (truncated or rewritten in place): reading the pages past its new
+// end would kill the process with SIGBUS.
+var ErrShrunk = errors.New("gguf: the model file shrank while it was mapped")
+
+// Options choose how a file is read.
+type Options struct {
+	// NoMmap reads the whole file into memory instead of mapping it. It
+	// costs the file's size in RAM and the read time, and in return the
+	// weights no longer depend on the file: truncating or rewriting the
+	// file during a run cannot touch them.
+	NoMmap bool
+}
+
+// mapping is a file's bytes and how to release them.
+type mapping struct {
+	data  []byte
+	size  int64
+	fd    *os.File // open while mapped, for check
+	unmap func() error
+}
+
+func (m *mapping) close() error {
+	var err error
+	if m.unmap != nil {
+		err = m.unmap()
+	}
+	if m.fd != nil {
+		m.fd.Close()
+	}
+	return err
+}
+
+// Open memory-maps and parses a GGUF file.
+func Open(path string) (*File, error) { return OpenWith(path, Options{}) }
+
+// OpenWith opens and parses a GGUF file, mapped or (Options.NoMmap) read
+// into memory. Only regular files are opened; parsing runs with faults
+// turned into errors, so a file that shrinks under the mapping while it is
+// parsed gives ErrShrunk, not a crash.
+func OpenWith(path string, o Options) (*File, error) {
+	m, err := mapFile(path, o.NoMmap)
+	if err != nil {
+		return nil, &Error{Path: path, Err: err}
+	}
+	var f *File
+	err = Guard(path, func() error {
+		var perr error
+		f, perr = Parse(path, m.data)
+		return perr
+	})
+	if err != nil {
+		m.close()
+		return nil, err
+	}
+	f.size, f.mapped = m.size, m.fd != nil
+	f.closer = m.close
+	f.fd = m.fd
+	return f, nil
+}
+
+// Mapped says whether the tensor data is a memory mapping of the file (as
+// opposed to a copy in memory).
+func (f *File) Mapped() bool { return f.mapped }
+
+// Check reports ErrShrunk when the file under a mapping has become shorter
+// than it was when opened. It costs one fstat, so decoding loops call it
+// between passes: a file truncated during a run then ends the run with a
+// clear error at the next pass instead of SIGBUS in a kernel. (A truncation
+// that lands inside a pass still faults there; --no-mmap removes the risk.)
+func (f *File) Check() error {
+	if f == nil || f.fd == nil {
+		return nil
+	}
+	st, err := f.fd.Stat()
+	if err != nil {
+		return f.errf(ErrShrunk, "cannot stat it any more: %v", err)
+	}
+	if st.Size() < f.size {
+		return f.errf(ErrShrunk, "from %d to %d bytes; restore the file, or run with --no-mmap to read models into memory", f.size, st.Size())
+	}
+	return nil
+}
+
+// Guard runs fn with memory faults turned into errors
+// (debug.SetPanicOnFault): Go code reading a mapped file that shrank gets
+// ErrShrunk naming path instead of the process dying with SIGBUS. It only
+// covers Go code on the calling goroutine; kernels in C are covered by
+// File.Check between passes and by Options.NoMmap.
+func Guard(path string, fn func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			if _, ok := r.(interface{ Addr() uintptr }); ok {
+				err = &Error{Path: path, Err: fmt.Errorf("%w: reading it faulted (%v); restore the file, or use --no-mmap", ErrShrunk, r)}
+				return
+			}
+			panic(r)
+		}
+	}()
+	return fn()
+}
+
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}

@@ -1,0 +1,89 @@
+package profiles
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"arborist/profiles/store"
+)
+
+// TestConfigModelHash is issue 17 item 7: the sha256 field of config.yaml
+// was never checked (a swapped model ran silently) and was not a SHA-256.
+func TestConfigModelHash(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	model := filepath.Join(dir, "m.gguf")
+	content := []byte("pretend this is a model file")
+	os.WriteFile(model, content, 0o644)
+	db := filepath.Join(dir, "a.db")
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := ModelSHA256(ctx, st, model)
+	st.Close()
+	want := sha256.Sum256(content)
+	if err != nil || sum != hex.EncodeToString(want[:]) {
+		t.Fatalf("ModelSHA256 = %s, %v; want the file's SHA-256", sum, err)
+	}
+	c := &Config{}
+	c.Models.Target = TargetConfig{Path: model, SHA256: sum}
+	if err := CheckConfigModels(ctx, db, c, false); err != nil {
+		t.Fatalf("unchanged model: %v", err)
+	}
+	// an unchanged file (same size and mtime) is not read again: the
+	// cached value is what comes back
+	st, _ = store.Open(ctx, db)
+	abs, _ := filepath.Abs(model)
+	info0, _ := os.Stat(model)
+	planted := "ab" + sum[2:]
+	st.PutFileHash(ctx, abs, info0.Size(), info0.ModTime().UnixNano(), planted)
+	if got, _ := ModelSHA256(ctx, st, model); got != planted {
+		t.Errorf("cached hash not used: %s", got)
+	}
+	st.PutFileHash(ctx, abs, info0.Size(), info0.ModTime().UnixNano(), sum)
+	st.Close()
+	os.WriteFile(model, []byte("another model, swapped in place"), 0o644)
+	future := time.Now().Add(time.Hour)
+	os.Chtimes(model, future, future)
+	if err := CheckConfigModels(ctx, db, c, false); !errors.Is(err, ErrModelChanged) {
+		t.Fatalf("swapped model: %v", err)
+	}
+	if err := CheckConfigModels(ctx, db, c, true); err != nil {
+		t.Fatalf("--allow-changed-model: %v", err)
+	}
+	// legacy 24-digit fingerprints are still checked
+	f, _ := os.Open(model)
+	info, _ := f.Stat()
+	c.Models.Target.SHA256 = quickFingerprint(f, info.Size())
+	f.Close()
+	if err := CheckConfigModels(ctx, "", c, false); err != nil {
+		t.Fatalf("legacy fingerprint of the same file: %v", err)
+	}
+	c.Models.Target.SHA256 = "0123456789abcdef01234567"
+	if err := CheckConfigModels(ctx, "", c, false); !errors.Is(err, ErrModelChanged) {
+		t.Fatalf("legacy fingerprint of another file: %v", err)
+	}
+	// a FIFO as a model path is refused at once (it used to hang)
+	fifo := filepath.Join(dir, "fifo.gguf")
+	if syscall.Mkfifo(fifo, 0o600) == nil {
+		c.Models.Target = TargetConfig{Path: fifo, SHA256: sum}
+		done := make(chan error, 1)
+		go func() { done <- CheckConfigModels(ctx, "", c, false) }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Error("a FIFO passed as a model")
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("a FIFO as a model path blocked")
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package profiles
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+
+	"gopkg.in/yaml.v3"
+
+	"arborist/engine/model"
+	"arborist/engine/tree"
+	"arborist/profiles/store"
+)
+
+// drafterFor checks a stored drafter's row against the target before its
+// weights are read: a drafter trained for another model, or one still
+// training, is refused without reading (and decoding) gigabytes.
+func drafterFor(target *model.Model, id int64) func(store.Drafter) error {
+	return func(row store.Drafter) error {
+		if row.Status != "done" {
+			return fmt.Errorf("drafter %d is still training (status %s): resume it with `arborist train drafter --resume %d`", id, row.Status, id)
+		}
+		if row.TargetFingerprint == "" {
+			return nil
+		}
+		desc, err := DescribeModel(target)
+		if err != nil {
+			return err
+		}
+		if row.TargetFingerprint != desc.Fingerprint {
+			return fmt.Errorf("%w: drafter %d was trained for %s (fingerprint %s), not %s (fingerprint %s)", ErrOtherTarget, id, row.TargetPath, row.TargetFingerprint, target.Path, desc.Fingerprint)
+		}
+		return nil
+	}
+}
+
+// ThreadFactor bounds threads per logical core: a few threads per core can
+// help hide stalls, a million only exhaust memory (each worker has its own
+// stack and scratch) and hang the machine.
+const ThreadFactor = 4
+
+// MaxThreads is the most threads a model may be run with on this machine.
+func MaxThreads() int { return ThreadFactor * runtime.NumCPU() }
+
+// CheckThreads refuses a thread count that is not positive or is beyond
+// MaxThreads; name is the flag or field it came from.
+func CheckThreads(name string, n int) error {
+	if n < 1 || n > MaxThreads() {
+		return fmt.Errorf("%s %d: want 1 to %d (%d times this machine's %d logical cores)", name, n, MaxThreads(), ThreadFactor, runtime.NumCPU())
+	}
+	return nil
+}
+
+// CheckRoom refuses a generation that cannot fit in the model's context:
+// promptTokens plus n new tokens (n is checked alone first, so a huge n
+// cannot overflow the sum).
+func CheckRoom(promptTokens, n, ctxLen int) error {
+	if n < 1 {
+		return fmt.Errorf("-n %d must be positive", n)
+	}
+	if n > ctxLen || promptTokens > ctxLen-n {
+		return fmt.Errorf("prompt (%d tokens) + %d new tokens exceed the model's context of %d", promptTokens, n, ctxLen)
+	}
+	return nil
+}
+
+// checkLimits bounds every size and checks every float a config.yaml gives
+// before anything is built from it, naming the field: threads, the plan's
+// sizes (as spec and tree bound them at run time), the context, and the
+// sampling parameters (NaN passed the range checks, which compare false).
+func (c *Config) checkLimits() error {
+	t, d, s, sm := c.Models.Target, c.Models.Draft, c.Speculation, c.Sampling
+	if t.Threads > 0 {
+		if err := CheckThreads("models.target.threads", t.Threads); err != nil {
+			return err
+		}
+	}
+	if d.Threads > 0 {
+		if err := CheckThreads("models.draft.threads", d.Threads); err != nil {
+			return err
+		}
+	}
+	if t.MaxSeqLen > model.MaxContext {
+		return fmt.Errorf("models.target.max_seq_len %d is more than %d", t.MaxSeqLen, model.MaxContext)
+	}
+	if d.Layers > model.MaxLayers || d.NGram > 1024 {
+		return fmt.Errorf("models.draft: layers %d (at most %d) or ngram %d (at most 1024) too large", d.Layers, model.MaxLayers, d.NGram)
+	}
+	for _, v := range []struct {
+		name string
+		v    int
+	}{{"speculation.gamma", s.Gamma}, {"speculation.branch", s.Branch}, {"speculation.w_max", s.WMax},
+		{"speculation.egt_widths (depth)", len(s.EGT)}, {"optimization.max_sequences", c.Optimization.MaxSequences}} {
+		if v.v > tree.MaxNodes {
+			return fmt.Errorf("%s %d is more than %d (the most one verification pass takes)", v.name, v.v, tree.MaxNodes)
+		}
+	}
+	for _, w := range s.EGT {
+		if w > tree.MaxNodes {
+			return fmt.Errorf("speculation.egt_widths: %d is more than %d", w, tree.MaxNodes)
+		}
+	}
+	if len(s.Widths) > 0 {
+		if _, err := tree.WidthsSize(s.Widths, tree.MaxNodes); err != nil {
+			return fmt.Errorf("speculation.widths: %w", err)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"sampling.temperature", sm.Temperature}, {"sampling.top_p", sm.TopP}, {"sampling.min_p", sm.MinP}, {"speculation.depth_min", s.DepthMin}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("%s is %v; it must be a finite number", f.name, f.v)
+		}
+	}
+	return nil
+}
+
+// singleDocument refuses a config.yaml with more than one YAML document
+// (a second one used to be ignored silently).
+func singleDocument(dec *yaml.Decoder) error {
+	var extra yaml.Node
+	err := dec.Decode(&extra)
+	if err == io.EOF {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("a second YAML document follows the plan (line %d); a config.yaml holds one", extra.Line)
+}
+
+// maxPromptLine is the longest prompt line ReadPrompts takes (1 MiB, some
+// 250K tokens: more than any context Arborist runs).
+const maxPromptLine = 1 << 20
+
+// promptLineError names the file and line where reading prompts failed,
+// and says what the limit is when the line was too long.
+func promptLineError(path string, line int, err error) error {
+	if errors.Is(err, bufio.ErrTooLong) {
+		return fmt.Errorf("prompts %s line %d: longer than %d bytes, the most one prompt may be", path, line, maxPromptLine)
+	}
+	return fmt.Errorf("prompts %s line %d: %w", path, line, err)
+}
