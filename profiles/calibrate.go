@@ -94,7 +94,7 @@ type ProfileOptions struct {
 	Kind   string // "verify" (default), "draft" (a drafter's curve) or "overhead" (bookkeeping)
 	// StoredOnly returns ErrNotProfiled instead of measuring a missing curve.
 	StoredOnly bool
-	Curve  CurveOptions
+	Curve      CurveOptions
 }
 
 // ErrNotProfiled: no stored curve matches and measuring was not allowed.

@@ -65,11 +65,11 @@ func (p *PairSpec) Sources() int {
 // Pair is an opened target and draft source with their backends.
 type Pair struct {
 	Target     *model.Model
-	Source     drafter.Source // nil when no source was named
+	Source     drafter.Source  // nil when no source was named
 	Backend    kernels.Backend // the target's
-	DraftModel *model.Model   // the draft model, when the source is one
-	Hidden     *hidden.Source // the hidden-state drafter, when the source is one
-	Concurrent bool           // the drafter has its own backend and threads
+	DraftModel *model.Model    // the draft model, when the source is one
+	Hidden     *hidden.Source  // the hidden-state drafter, when the source is one
+	Concurrent bool            // the drafter has its own backend and threads
 	closers    []func()
 }
 
