@@ -58,6 +58,7 @@ type Session struct {
 
 	mu       sync.Mutex
 	bench    *workbench.Bench
+	closed   bool // after Close, background work finds no database
 	Verify   *profiles.Profile // target T_verify(W)
 	Draft    *profiles.Profile // drafter curve
 	Overhead time.Duration     // measured per-step bookkeeping
@@ -88,6 +89,9 @@ func (s *Session) Bench(ctx context.Context) (*workbench.Bench, error) {
 	defer s.mu.Unlock()
 	if s.bench != nil {
 		return s.bench, nil
+	}
+	if s.closed {
+		return nil, fmt.Errorf("the workbench is closed")
 	}
 	b, err := workbench.Open(ctx, s.DBPath)
 	if err != nil {
@@ -145,6 +149,7 @@ func (s *Session) LoadInputs(ctx context.Context) error {
 func (s *Session) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	if s.bench != nil {
 		s.bench.Close()
 		s.bench = nil
@@ -155,7 +160,7 @@ func (s *Session) Close() {
 func (s *Session) SetDBPath(path string) {
 	s.Close()
 	s.mu.Lock()
-	s.DBPath = path
+	s.DBPath, s.closed = path, false
 	s.mu.Unlock()
 	s.App.Preferences().SetString(prefDB, path)
 }
@@ -236,8 +241,11 @@ func NewWorkbench(s *Session) *Workbench {
 	}
 	wb.Tabs = container.NewAppTabs(items...)
 	wb.Tabs.OnSelected = func(t *container.TabItem) {
-		if t.Text == wb.Compare.Title() {
+		switch t.Text {
+		case wb.Compare.Title():
 			wb.Compare.Refresh()
+		case wb.Export.Title():
+			wb.Export.Update()
 		}
 	}
 	return wb

@@ -74,9 +74,10 @@ func NewRunScreen(s *Session) *RunScreen {
 	r.AOT = widget.NewCheck("ahead-of-time head", nil)
 	r.DepthPolicy = widget.NewSelect([]string{"fixed", "threshold", "predictor"}, nil)
 	r.DepthPolicy.SetSelected("fixed")
-	r.Strategy = widget.NewSelect(spec.Strategies(), func(string) { r.predicted = 0; r.enable() })
+	r.Strategy = widget.NewSelect(spec.Strategies(), nil)
 	r.Strategy.SetSelected("chain")
 	r.UseTuned = widget.NewButton("Use the tuned plan", r.useTuned)
+	r.Strategy.OnChanged = func(string) { r.predicted = 0; r.enable() }
 	r.PlanNote = widget.NewLabel("")
 	r.Tokens = widget.NewEntry()
 	r.Tokens.SetText("128")

@@ -16,6 +16,7 @@ import (
 	"arborist/engine/sample"
 	"arborist/engine/synth"
 	"arborist/engine/tokenizer"
+	"arborist/kernels"
 	"arborist/kernels/quant"
 	"arborist/profiles"
 )
@@ -91,6 +92,25 @@ func Tokenize(path, text string, bos, special bool) ([]int, error) {
 	return tok.Encode(text, bos, special), nil
 }
 
+// openModel loads one model on a backend chosen by name.
+func openModel(backend string, threads int, path string) (*model.Model, kernels.Backend, error) {
+	be, err := profiles.NewBackend(backend, threads)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := model.Load(path, be)
+	if err != nil {
+		be.Close()
+		return nil, nil, err
+	}
+	return m, be, nil
+}
+
+func closeModel(m *model.Model, be kernels.Backend) {
+	m.Close()
+	be.Close()
+}
+
 // GenerateOptions describe plain autoregressive generation.
 type GenerateOptions struct {
 	Model     string
@@ -116,16 +136,11 @@ var ErrEmptyPrompt = fmt.Errorf("the prompt is empty and the model adds no BOS t
 
 // Generate decodes with the target alone.
 func Generate(ctx context.Context, opt GenerateOptions) (*GenerateResult, error) {
-	be, err := profiles.NewBackend(opt.Backend, opt.Threads)
+	m, be, err := openModel(opt.Backend, opt.Threads, opt.Model)
 	if err != nil {
 		return nil, err
 	}
-	defer be.Close()
-	m, err := model.Load(opt.Model, be)
-	if err != nil {
-		return nil, err
-	}
-	defer m.Close()
+	defer closeModel(m, be)
 	ids := m.Tok.Encode(opt.Prompt, !opt.NoBOS, false)
 	if len(ids) == 0 {
 		return nil, ErrEmptyPrompt
@@ -265,16 +280,11 @@ func describeModel(b *strings.Builder, label string, f *gguf.File) (*tokenizer.T
 // DescribeHidden checks that a hidden-state drafter (a stored id or a
 // file) fits the target, and summarises it.
 func DescribeHidden(ctx context.Context, target, ref, db string) (string, error) {
-	be, err := profiles.NewBackend(profiles.DefaultBackend, 1)
+	m, be, err := openModel(profiles.DefaultBackend, 1, target)
 	if err != nil {
 		return "", err
 	}
-	defer be.Close()
-	m, err := model.Load(target, be)
-	if err != nil {
-		return "", err
-	}
-	defer m.Close()
+	defer closeModel(m, be)
 	d, err := profiles.OpenDrafter(ctx, ref, db, m)
 	if err != nil {
 		return "", err
@@ -324,16 +334,11 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	be, err := profiles.NewBackend(opt.Backend, opt.Threads)
+	m, be, err := openModel(opt.Backend, opt.Threads, opt.Model)
 	if err != nil {
 		return nil, err
 	}
-	defer be.Close()
-	m, err := model.Load(opt.Model, be)
-	if err != nil {
-		return nil, err
-	}
-	defer m.Close()
+	defer closeModel(m, be)
 	r := &BenchReport{Model: opt.Model, Params: m.File.Params(), WeightBytes: m.WeightBytes(), Threads: be.Threads(), Backend: be.Name(), Kernels: bi.Kernels()}
 	if r.Bandwidth, err = profiles.Bandwidth(ctx, r.Threads, 256<<20); err != nil {
 		return nil, err
