@@ -58,7 +58,7 @@ type Session struct {
 
 	mu       sync.Mutex
 	bench    *workbench.Bench
-	closed   bool // after Close, background work finds no database
+	closed   bool              // after Close, background work finds no database
 	Verify   *profiles.Profile // target T_verify(W)
 	Draft    *profiles.Profile // drafter curve
 	Overhead time.Duration     // measured per-step bookkeeping
