@@ -1,9 +1,13 @@
 // Package app is Arborist's desktop GUI, built with Fyne: one file per
 // screen (Models, Profile, Speedup model, Run, Compare, Export), each a
-// struct holding its widgets so tests can drive it. Screens call the same
-// profiles and engine APIs as the CLI verbs; no engine logic and no SQL live
-// here. Long work runs off the UI goroutine, can be cancelled, and reports
-// back through fyne.Do.
+// struct holding its widgets so tests can drive it. Every workflow runs in
+// the workflow core (arborist/workbench), the same one the CLI verbs use;
+// no engine logic, no SQL and no backend, GGUF, model or tokenizer imports
+// live here (TestImports). Long work runs off the UI goroutine, can be
+// cancelled, and reports back through fyne.Do.
+//
+// A new screen is one file here: a struct with its widgets, a constructor
+// taking the Session, Title and Content, listed in NewWorkbench.
 package app
 
 import (
@@ -21,10 +25,9 @@ import (
 	"fyne.io/fyne/v2/dialog"
 
 	"arborist/assets"
-	"arborist/engine/synth"
-	"arborist/kernels/quant"
 	"arborist/profiles"
 	"arborist/profiles/store"
+	"arborist/workbench"
 )
 
 // AppID is the application id, also in FyneApp.toml.
@@ -53,13 +56,19 @@ type Session struct {
 	DBPath  string
 	Spec    profiles.PairSpec
 
-	mu        sync.Mutex
-	st        *store.Store
-	Verify    *profiles.Profile // target T_verify(W)
-	Draft     *profiles.Profile // drafter curve
-	Overhead  time.Duration     // measured per-step bookkeeping
-	Acc       *profiles.Acceptance
-	Best      *profiles.Prediction
+	mu       sync.Mutex
+	bench    *workbench.Bench
+	closed   bool              // after Close, background work finds no database
+	Verify   *profiles.Profile // target T_verify(W)
+	Draft    *profiles.Profile // drafter curve
+	Overhead time.Duration     // measured per-step bookkeeping
+	// Inputs are the pair's stored curves and calibration (nil before
+	// LoadInputs); Acc is its calibration when there is one.
+	Inputs *workbench.Inputs
+	Acc    *profiles.Acceptance
+	Best   *profiles.Prediction // the speedup screen's best plan
+	// Tuned is the plan chosen from the last tune's ranking (nil: none).
+	Tuned     *profiles.Prediction
 	listeners []func()
 }
 
@@ -74,28 +83,76 @@ func NewSession(a fyne.App, w fyne.Window, demoDir string) *Session {
 	return s
 }
 
-// Store opens the database on first use.
-func (s *Session) Store(ctx context.Context) (*store.Store, error) {
+// Bench opens the workflow core over the database on first use.
+func (s *Session) Bench(ctx context.Context) (*workbench.Bench, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.st != nil {
-		return s.st, nil
+	if s.bench != nil {
+		return s.bench, nil
 	}
-	st, err := store.Open(ctx, s.DBPath)
+	if s.closed {
+		return nil, fmt.Errorf("the workbench is closed")
+	}
+	b, err := workbench.Open(ctx, s.DBPath)
 	if err != nil {
 		return nil, err
 	}
-	s.st = st
-	return st, nil
+	s.bench = b
+	return b, nil
+}
+
+// Store is the database of the workflow core.
+func (s *Session) Store(ctx context.Context) (*store.Store, error) {
+	b, err := s.Bench(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return b.Store(), nil
+}
+
+// PairSpec is the chosen pair as the core opens it.
+func (s *Session) PairSpec() workbench.PairSpec {
+	ps := s.Spec
+	ps.DB = s.DBPath
+	return ps
+}
+
+// LoadInputs reads the pair's stored curves and newest calibration (nothing
+// is measured) and notifies the screens. Call it off the UI goroutine.
+func (s *Session) LoadInputs(ctx context.Context) error {
+	ps := s.PairSpec()
+	if ps.Target == "" {
+		return nil
+	}
+	b, err := s.Bench(ctx)
+	if err != nil {
+		return err
+	}
+	in, err := b.Inputs(ctx, ps, workbench.InputsOptions{}, nil)
+	if err != nil {
+		return err
+	}
+	fyne.Do(func() {
+		s.Inputs, s.Acc = in, nil
+		if !in.Assumed {
+			s.Acc = in.Acc
+		}
+		if in.Profiled {
+			s.Overhead = in.Costs.Overhead
+		}
+		s.Changed()
+	})
+	return nil
 }
 
 // Close releases the database.
 func (s *Session) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.st != nil {
-		s.st.Close()
-		s.st = nil
+	s.closed = true
+	if s.bench != nil {
+		s.bench.Close()
+		s.bench = nil
 	}
 }
 
@@ -103,7 +160,7 @@ func (s *Session) Close() {
 func (s *Session) SetDBPath(path string) {
 	s.Close()
 	s.mu.Lock()
-	s.DBPath = path
+	s.DBPath, s.closed = path, false
 	s.mu.Unlock()
 	s.App.Preferences().SetString(prefDB, path)
 }
@@ -137,7 +194,7 @@ func (s *Session) SetModels(target, draft string) {
 		}
 		p.SetStringList(prefRecent, recent)
 	}
-	s.Verify, s.Draft, s.Acc, s.Best = nil, nil, nil, nil
+	s.Verify, s.Draft, s.Acc, s.Best, s.Tuned, s.Inputs = nil, nil, nil, nil, nil, nil
 	s.Changed()
 }
 
@@ -184,8 +241,11 @@ func NewWorkbench(s *Session) *Workbench {
 	}
 	wb.Tabs = container.NewAppTabs(items...)
 	wb.Tabs.OnSelected = func(t *container.TabItem) {
-		if t.Text == wb.Compare.Title() {
+		switch t.Text {
+		case wb.Compare.Title():
 			wb.Compare.Refresh()
+		case wb.Export.Title():
+			wb.Export.Update()
 		}
 	}
 	return wb
@@ -256,37 +316,7 @@ func FindModels(demoDir string) []string {
 }
 
 // DemoPair writes the synthetic demo target and drafter into dir and returns
-// their paths; existing files are reused. The drafter shares the target's
-// embedding seed so the pair has a vocabulary in common.
+// their paths (see workbench.DemoPair).
 func DemoPair(ctx context.Context, dir string, progress func(float64)) (target, drafter string, err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", "", fmt.Errorf("demo pair: %w", err)
-	}
-	target = filepath.Join(dir, "demo-target-synthetic.gguf")
-	drafter = filepath.Join(dir, "demo-drafter-synthetic.gguf")
-	specs := []struct {
-		path, shape string
-	}{
-		{target, "custom:dim=256,layers=8,heads=8,kv=4,ffn=704,vocab=512"},
-		{drafter, "custom:dim=64,layers=2,heads=8,kv=4,ffn=192,vocab=512"},
-	}
-	for i, s := range specs {
-		if _, err := os.Stat(s.path); err == nil {
-			continue
-		}
-		sh, err := synth.ParseShape(s.shape)
-		if err != nil {
-			return "", "", err
-		}
-		base := float64(i) / float64(len(specs))
-		err = synth.WriteFile(ctx, s.path, sh, synth.Options{Type: quant.Q8_0, Seed: uint64(i + 1), Progress: func(done, total uint64) {
-			if progress != nil {
-				progress(base + float64(done)/float64(total)/float64(len(specs)))
-			}
-		}})
-		if err != nil {
-			return "", "", err
-		}
-	}
-	return target, drafter, nil
+	return workbench.DemoPair(ctx, dir, progress)
 }

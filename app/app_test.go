@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
+	"arborist/app/cli"
 	"arborist/engine/hidden"
 	"arborist/engine/model"
 	"arborist/kernels/cpu"
@@ -222,8 +224,70 @@ func TestProfileRunCompareExport(t *testing.T) {
 		t.Errorf("comparison:\n%s", c.Table.Text)
 	}
 
+	// calibrate, train the depth predictor and tune in the GUI; run the
+	// tuned EGT plan; the export is byte-identical to `arborist export`
+	prompts := filepath.Join(dir, "..", "prompts", "stories.txt")
+	sp.Prompts.SetText(prompts)
+	sp.CalTokens.SetText("32")
+	test.Tap(sp.Calibrate)
+	waitFor(t, "the calibration", func() bool { return !sp.busy && sp.Calibrate.Disabled() == false && s.Acc != nil })
+	if !strings.HasPrefix(sp.WorkStatus.Text, "Calibration 1 stored") {
+		t.Fatalf("calibrate: %s", sp.WorkStatus.Text)
+	}
+	waitFor(t, "the stored calibration in the model", func() bool { return strings.Contains(sp.Labels.Text, "measured on calibration 1, ") })
+	test.Tap(sp.TrainPred)
+	waitFor(t, "the depth predictor", func() bool { return !sp.busy })
+	if !strings.HasPrefix(sp.WorkStatus.Text, "Depth predictor 1 stored") {
+		t.Fatalf("train predictor: %s", sp.WorkStatus.Text)
+	}
+	test.Tap(sp.Tune)
+	waitFor(t, "the tune", func() bool { return !sp.busy })
+	if !strings.HasPrefix(sp.WorkStatus.Text, "Tuned:") || len(sp.Ranked.Options) < 10 || s.Tuned == nil {
+		t.Fatalf("tune: %s (%d plans)", sp.WorkStatus.Text, len(sp.Ranked.Options))
+	}
+	egt := -1
+	for i, p := range sp.ranked {
+		if p.Plan.Strategy == "egt" {
+			egt = i
+			break
+		}
+	}
+	if egt < 0 {
+		t.Fatalf("no egt plan among %q", sp.Ranked.Options)
+	}
+	sp.Ranked.SetSelectedIndex(egt)
+	want := sp.ranked[egt]
+	if s.Tuned == nil || s.Tuned.Plan.String() != want.Plan.String() || r.UseTuned.Disabled() {
+		t.Fatalf("picked plan not the session's tuned plan: %+v", s.Tuned)
+	}
+	test.Tap(r.UseTuned)
+	got, err := r.Plan()
+	if err != nil || got.String() != want.Plan.String() {
+		t.Fatalf("run editor holds %v (%v), want %v", got, err, want.Plan)
+	}
+	r.Suite.SetText("")
+	r.Tokens.SetText("24")
+	r.Baseline.SetChecked(true)
+	test.Tap(r.Start)
+	time.Sleep(50 * time.Millisecond)
+	r.Wait()
+	waitFor(t, "the tuned run", func() bool { return !r.Start.Disabled() })
+	if !strings.Contains(r.Stats.Text, "Stored as run 4") || !strings.Contains(r.Stats.Text, "Predicted speedup") || !strings.Contains(r.Stats.Text, "identical") {
+		t.Fatalf("tuned egt run: %s", r.Stats.Text)
+	}
+	st, err := s.Store(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	run4, err := st.Run(context.Background(), 4)
+	if err != nil || run4.Strategy != "egt" || run4.PredictedSpeedup <= 0 || run4.MeasuredSpeedup <= 0 {
+		t.Fatalf("stored tuned run: %+v %v", run4, err)
+	}
+
 	e := wb.Export
-	e.Update()
+	if err := e.Reload(); err != nil {
+		t.Fatal(err)
+	}
 	if !strings.Contains(e.YAML.Text, "speculation:") || !strings.Contains(e.Equivalents.Text, "llama-server") {
 		t.Fatalf("export:\n%s\n%s", e.YAML.Text, e.Equivalents.Text)
 	}
@@ -233,6 +297,17 @@ func TestProfileRunCompareExport(t *testing.T) {
 	}
 	if _, err := profiles.LoadConfig(out); err != nil {
 		t.Errorf("saved config does not load: %v", err)
+	}
+	cliOut := filepath.Join(t.TempDir(), "cli.yaml")
+	var so, se strings.Builder
+	if code := cli.Main(context.Background(), cli.Env{Stdout: &so, Stderr: &se}, []string{"export", "--target", s.Spec.Target, "--draft", s.Spec.Draft,
+		"--db", s.DBPath, "-o", cliOut}); code != 0 {
+		t.Fatalf("arborist export: %d %s", code, se.String())
+	}
+	gui, _ := os.ReadFile(out)
+	cb, _ := os.ReadFile(cliOut)
+	if string(gui) != string(cb) || len(gui) == 0 {
+		t.Errorf("GUI and CLI exports differ:\n--- GUI\n%s\n--- CLI\n%s", gui, cb)
 	}
 	e.YAML.SetText("speculation: {strategy: warp}")
 	if err := e.SaveTo(out); err == nil {

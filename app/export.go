@@ -2,7 +2,7 @@ package app
 
 import (
 	"context"
-	"os"
+	"fmt"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"arborist/profiles"
+	"arborist/workbench"
 )
 
 // ExportScreen shows the best plan as config.yaml, saves it, and gives the
@@ -24,6 +25,7 @@ type ExportScreen struct {
 	CopyEq      *widget.Button
 	Status      *widget.Label
 	cfg         *profiles.Config
+	planID      int64
 }
 
 // NewExportScreen builds the screen.
@@ -39,8 +41,7 @@ func NewExportScreen(s *Session) *ExportScreen {
 	e.Save = widget.NewButton("Save config.yaml...", e.save)
 	e.CopyYAML = widget.NewButton("Copy YAML", func() { e.copy(e.YAML.Text) })
 	e.CopyEq = widget.NewButton("Copy settings", func() { e.copy(e.Equivalents.Text) })
-	s.OnChange(e.Update)
-	e.Update()
+	e.YAML.SetText("# Load models, profile, calibrate and tune (Speedup model screen): the tuned plan appears here.")
 	return e
 }
 
@@ -53,25 +54,36 @@ func (e *ExportScreen) Content() fyne.CanvasObject {
 	return container.NewBorder(top, nil, nil, nil, container.NewVSplit(e.YAML, e.Equivalents))
 }
 
-// Update rebuilds the config from the session's best plan.
+// Update rebuilds the export in the background (see Reload).
 func (e *ExportScreen) Update() {
-	b := e.s.Best
-	if b == nil || e.s.Spec.Target == "" {
-		e.cfg = nil
-		e.YAML.SetText("# Load models, profile, and open the Speedup model screen: the best plan appears here.")
-		e.Equivalents.SetText("")
-		return
+	go e.Reload()
+}
+
+// Reload renders the pair's newest tuned plan through the workflow core,
+// exactly as `arborist export` does for the same database. It blocks; call
+// it off the UI goroutine.
+func (e *ExportScreen) Reload() error {
+	ps := e.s.PairSpec()
+	var ex *workbench.Export
+	err := fmt.Errorf("no models chosen")
+	if ps.Target != "" {
+		var b *workbench.Bench
+		if b, err = e.s.Bench(context.Background()); err == nil {
+			ex, err = b.Export(context.Background(), ps)
+		}
 	}
-	hw := profiles.DetectHardware()
-	c := profiles.NewConfig(e.s.Spec, profiles.ConfigHardware(hw), hw.Cores, 2048, "", *b)
-	y, err := c.Marshal()
-	if err != nil {
-		e.Status.SetText(err.Error())
-		return
-	}
-	e.cfg = c
-	e.YAML.SetText(string(y))
-	e.Equivalents.SetText(c.Equivalents())
+	fyne.DoAndWait(func() {
+		if err != nil {
+			e.cfg, e.planID = nil, 0
+			e.YAML.SetText("# Load models, profile, calibrate and tune (Speedup model screen): the tuned plan appears here.\n# " + err.Error())
+			e.Equivalents.SetText("")
+			return
+		}
+		e.cfg, e.planID = ex.Config, ex.PlanID
+		e.YAML.SetText(string(ex.YAML))
+		e.Equivalents.SetText(ex.Equivalents)
+	})
+	return err
 }
 
 func (e *ExportScreen) copy(text string) {
@@ -84,16 +96,12 @@ func (e *ExportScreen) copy(text string) {
 // SaveTo validates the (possibly edited) YAML and writes it to path; the
 // export is recorded in the database.
 func (e *ExportScreen) SaveTo(path string) error {
-	cfg, err := profiles.ParseConfig(path, []byte(e.YAML.Text))
+	b, err := e.s.Bench(context.Background())
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, []byte(e.YAML.Text), 0o644); err != nil {
+	if err := b.Write(context.Background(), e.planID, []byte(e.YAML.Text), path); err != nil {
 		return err
-	}
-	e.cfg = cfg
-	if st, err := e.s.Store(context.Background()); err == nil {
-		st.SaveExport(context.Background(), 0, e.YAML.Text)
 	}
 	e.Status.SetText("saved " + path)
 	return nil

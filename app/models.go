@@ -16,13 +16,9 @@ import (
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/widget"
 
-	"arborist/engine/drafter"
-	"arborist/engine/gguf"
 	"arborist/engine/hidden"
-	"arborist/engine/model"
-	"arborist/engine/tokenizer"
-	"arborist/kernels/cpu"
 	"arborist/profiles"
+	"arborist/workbench"
 )
 
 // Draft source choices on the Models screen.
@@ -292,71 +288,14 @@ func (m *ModelsScreen) load() {
 			m.Recent.Options = m.s.Recent()
 			m.Recent.Refresh()
 			m.Status.SetText("Loaded. Next: Profile this machine.")
+			go m.s.LoadInputs(context.Background()) // stored curves and calibration
 		})
 	}()
 }
 
 // describePair summarises the files and checks the vocabularies.
 func describePair(target, draft string, layers int) (string, error) {
-	var b strings.Builder
-	tf, err := gguf.Open(target)
-	if err != nil {
-		return "", err
-	}
-	defer tf.Close()
-	ttok, err := describeModel(&b, "Target", tf)
-	if err != nil {
-		return "", err
-	}
-	cfg, _ := model.ReadConfig(tf)
-	if layers > 0 {
-		if layers >= cfg.Layers {
-			return "", fmt.Errorf("layer-skip needs fewer than the target's %d layers", cfg.Layers)
-		}
-		fmt.Fprintf(&b, "\nDraft: the target's first %d of %d layers (layer-skip), same vocabulary.\n", layers, cfg.Layers)
-	}
-	if draft != "" {
-		df, err := gguf.Open(draft)
-		if err != nil {
-			return "", err
-		}
-		defer df.Close()
-		b.WriteString("\n")
-		dtok, err := describeModel(&b, "Draft", df)
-		if err != nil {
-			return "", err
-		}
-		if err := drafter.CheckVocab(ttok, dtok); err != nil {
-			return "", fmt.Errorf("the pair is incompatible: %w", err)
-		}
-		fmt.Fprintf(&b, "\nCompatible: identical vocabularies (%d tokens); size ratio %.0f:1.\n", ttok.VocabSize(), float64(tf.Params())/float64(max(df.Params(), 1)))
-	}
-	return b.String(), nil
-}
-
-func describeModel(b *strings.Builder, label string, f *gguf.File) (*tokenizer.Tokenizer, error) {
-	cfg, err := model.ReadConfig(f)
-	if err != nil {
-		return nil, err
-	}
-	tok, err := tokenizer.FromGGUF(f)
-	if err != nil {
-		return nil, err
-	}
-	quant := ""
-	if tc := f.TypeCounts(); len(tc) > 0 {
-		quant = tc[0].Type.String()
-	}
-	ctx := min(cfg.CtxLen, 4096)
-	fmt.Fprintf(b, "%s: %s\n", label, f.Path)
-	if syn, _ := f.Bool("arborist.synthetic"); syn {
-		fmt.Fprintf(b, "  SYNTHETIC (random weights): for timing only, its text is noise\n")
-	}
-	fmt.Fprintf(b, "  %s, %.2fM parameters, %s weights (%.1f MiB)\n", cfg.Arch, float64(f.Params())/1e6, quant, float64(f.WeightBytes())/(1<<20))
-	fmt.Fprintf(b, "  width %d, %d layers, %d heads (%d kv), ffn %d, context %d\n", cfg.Dim, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.FFN, cfg.CtxLen)
-	fmt.Fprintf(b, "  memory at context %d: %.1f MiB\n", ctx, float64(f.WeightBytes()+cfg.KVBytes(ctx))/(1<<20))
-	fmt.Fprintf(b, "  tokenizer %s, %d tokens\n", tok.Kind, tok.VocabSize())
-	return tok, nil
+	return workbench.DescribePair(target, draft, layers)
 }
 
 func (m *ModelsScreen) buildDemo() {
@@ -386,23 +325,7 @@ func (m *ModelsScreen) buildDemo() {
 
 // describeHidden checks that a hidden-state drafter fits the target.
 func describeHidden(target, ref, db string) (string, error) {
-	be := cpu.New(1)
-	defer be.Close()
-	m, err := model.Load(target, be)
-	if err != nil {
-		return "", err
-	}
-	defer m.Close()
-	d, err := profiles.OpenDrafter(context.Background(), ref, db, m)
-	if err != nil {
-		return "", err
-	}
-	held := "-"
-	if len(d.Losses) > 0 {
-		held = fmt.Sprintf("%.4f", d.Losses[len(d.Losses)-1].HeldOut)
-	}
-	return fmt.Sprintf("\nDraft: hidden-state drafter %s: one layer over the target's hidden states, %d parameters, token-info rank %d, %d epochs, held-out loss %s.\n",
-		ref, d.Params(), d.D, len(d.Losses), held), nil
+	return workbench.DescribeHidden(context.Background(), target, ref, db)
 }
 
 // train distils a hidden-state drafter from the target in the background:

@@ -3,15 +3,14 @@ package app
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
 
-	"arborist/engine/sample"
 	"arborist/profiles"
+	"arborist/workbench"
 )
 
 // ProfileScreen measures this machine: hardware summary and the latency
@@ -101,49 +100,27 @@ func (p *ProfileScreen) start() {
 }
 
 func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, maxW int, fresh bool) (vp, dp *profiles.Profile, lim profiles.Limits, err error) {
-	st, err := p.s.Store(ctx)
+	b, err := p.s.Bench(ctx)
 	if err != nil {
 		return nil, nil, lim, err
 	}
 	spec.DB = p.s.DBPath
-	pair, err := profiles.OpenPair(spec, sample.Params{}, false)
+	share := map[string][2]float64{"verify curve": {0, 0.8}, "draft curve": {0.8, 0.2}}
+	r, err := b.Profile(ctx, spec, workbench.ProfileOptions{MaxW: maxW, Fresh: fresh}, func(e workbench.Event) {
+		fyne.Do(func() {
+			if sh, ok := share[e.Stage]; ok && e.Total > 0 {
+				p.Progress.SetValue(sh[0] + sh[1]*float64(e.Done)/float64(e.Total))
+			}
+			p.Status.SetText(fmt.Sprintf("%s: %d of at most %d (%s)", e.Stage, e.Done, e.Total, e.Detail))
+		})
+	})
 	if err != nil {
 		return nil, nil, lim, err
 	}
-	defer pair.Close()
-	hw, err := profiles.KnownHardware(ctx, st, pair.Backend.Threads(), fresh)
-	if err != nil {
-		return nil, nil, lim, err
-	}
-	if lim, err = profiles.ModelLimits(ctx, pair.Target, pair.Backend.Threads(), hw.Bandwidth); err != nil {
-		return nil, nil, lim, err
-	}
-	progress := func(label string, base, share float64) func(done, total int, pt profiles.Point) {
-		return func(done, total int, pt profiles.Point) {
-			fyne.Do(func() {
-				p.Progress.SetValue(base + share*float64(done)/float64(total))
-				p.Status.SetText(fmt.Sprintf("%s: round %d of at most %d (W=%d took %v)", label, done, total, pt.W, pt.Median.Round(time.Microsecond)))
-			})
-		}
-	}
-	opt := profiles.ProfileOptions{Widths: profiles.DefaultWidths(maxW), Fresh: fresh}
-	opt.Curve.Progress = progress("target", 0, 0.8)
-	if vp, err = profiles.ProfileModel(ctx, st, hw, pair.Target, pair.Backend, opt); err != nil {
-		return nil, nil, lim, err
-	}
-	op, err := profiles.ProfileModel(ctx, st, hw, pair.Target, pair.Backend, profiles.ProfileOptions{Kind: "overhead", Widths: []int{8}, Fresh: fresh})
-	if err != nil {
-		return nil, nil, lim, err
-	}
-	fyne.Do(func() { p.s.Overhead = op.Curve.Points[0].Median })
-	if pair.DraftModel != nil {
-		opt := profiles.ProfileOptions{Widths: profiles.DefaultWidths(min(maxW, 16)), Fresh: fresh, Kind: "draft"}
-		opt.Curve.Progress = progress("drafter", 0.8, 0.2)
-		if dp, err = profiles.ProfileModel(ctx, st, hw, pair.DraftModel, pair.Backend, opt); err != nil {
-			return nil, nil, lim, err
-		}
-	}
-	return vp, dp, lim, nil
+	over := profiles.Interp(r.Overhead.Curve.Points, 8)
+	fyne.Do(func() { p.s.Overhead = over })
+	go p.s.LoadInputs(context.Background()) // the model now has curves
+	return r.Target, r.Draft, r.Limits, nil
 }
 
 func (p *ProfileScreen) show(vp, dp *profiles.Profile, lim profiles.Limits) {

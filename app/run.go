@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"image"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -16,30 +15,43 @@ import (
 
 	"arborist/engine/sample"
 	"arborist/engine/spec"
-	"arborist/engine/tree"
-	"arborist/profiles"
-	"arborist/profiles/store"
+	"arborist/workbench"
 )
 
-// RunScreen runs a full speculative decoding session: streaming text with
-// accepted draft tokens marked, live tokens/s, AAL and acceptance, a
-// per-step timeline, a Stop button; every run is stored.
+// RunScreen runs a full speculative decoding session through the workflow
+// core: any plan with all its shape parameters (or the tuned plan),
+// streaming text with accepted draft tokens marked, live tokens/s, AAL and
+// acceptance, a per-step timeline, a Stop button; every run is stored with
+// its predicted speedup.
 type RunScreen struct {
 	s        *Session
 	Prompt   *widget.Entry
 	Suite    *widget.Entry // optional prompt suite file, one prompt per line
 	Strategy *widget.Select
-	Gamma    *widget.Entry
-	Tokens   *widget.Entry
-	Temp     *widget.Entry
-	Start    *widget.Button
-	Stop     *widget.Button
-	Baseline *widget.Check // also run plain decoding and store the measured speedup
-	Text     *widget.RichText
-	Stats    *widget.Label
-	Timeline *canvas.Image
-	cancel   context.CancelFunc
-	done     chan struct{}
+	// the plan's shape parameters; only those the strategy reads are enabled
+	Gamma       *widget.Entry // chain, duo
+	Widths      *widget.Entry // tree: children per node at each depth
+	EGTWidths   *widget.Entry // egt: nodes expanded per depth
+	Branch      *widget.Entry // egt
+	WMax        *widget.Entry // egt
+	Pad         *widget.Check // egt
+	AOT         *widget.Check // egt
+	DepthPolicy *widget.Select
+	DepthMin    *widget.Entry
+	MaxSeqs     *widget.Entry // duo
+	UseTuned    *widget.Button
+	PlanNote    *widget.Label
+	Tokens      *widget.Entry
+	Temp        *widget.Entry
+	Start       *widget.Button
+	Stop        *widget.Button
+	Baseline    *widget.Check // also run plain decoding and store the measured speedup
+	Text        *widget.RichText
+	Stats       *widget.Label
+	Timeline    *canvas.Image
+	predicted   float64 // the tuned plan's prediction, while the editor holds it
+	cancel      context.CancelFunc
+	done        chan struct{}
 }
 
 // NewRunScreen builds the screen.
@@ -50,10 +62,23 @@ func NewRunScreen(s *Session) *RunScreen {
 	r.Prompt.SetMinRowsVisible(2)
 	r.Suite = widget.NewEntry()
 	r.Suite.SetPlaceHolder("or a prompt suite file (one prompt per line), e.g. ../shared/prompts/stories.txt")
-	r.Strategy = widget.NewSelect(spec.Strategies, nil)
+	entry := func(v string) *widget.Entry {
+		e := widget.NewEntry()
+		e.SetText(v)
+		e.OnChanged = func(string) { r.predicted = 0 }
+		return e
+	}
+	r.Gamma, r.Widths, r.EGTWidths = entry("4"), entry("2,1,1,1"), entry("1,2,2,2")
+	r.Branch, r.WMax, r.DepthMin, r.MaxSeqs = entry("2"), entry("8"), entry("0.2"), entry("4")
+	r.Pad = widget.NewCheck("pad", nil)
+	r.AOT = widget.NewCheck("ahead-of-time head", nil)
+	r.DepthPolicy = widget.NewSelect([]string{"fixed", "threshold", "predictor"}, nil)
+	r.DepthPolicy.SetSelected("fixed")
+	r.Strategy = widget.NewSelect(spec.Strategies(), nil)
 	r.Strategy.SetSelected("chain")
-	r.Gamma = widget.NewEntry()
-	r.Gamma.SetText("4")
+	r.UseTuned = widget.NewButton("Use the tuned plan", r.useTuned)
+	r.Strategy.OnChanged = func(string) { r.predicted = 0; r.enable() }
+	r.PlanNote = widget.NewLabel("")
 	r.Tokens = widget.NewEntry()
 	r.Tokens.SetText("128")
 	r.Temp = widget.NewEntry()
@@ -72,6 +97,8 @@ func NewRunScreen(s *Session) *RunScreen {
 	r.Stats = widget.NewLabel("Green: draft tokens the target accepted. Plain: the target's own (bonus) tokens.")
 	r.Stats.Wrapping = fyne.TextWrapWord
 	r.Timeline = newChart(600, 230)
+	s.OnChange(r.enable)
+	r.enable()
 	return r
 }
 
@@ -80,81 +107,159 @@ func (r *RunScreen) Title() string { return "Run" }
 
 // Content lays the screen out.
 func (r *RunScreen) Content() fyne.CanvasObject {
+	label := widget.NewLabel
 	form := widget.NewForm(
 		widget.NewFormItem("Prompt", r.Prompt),
 		widget.NewFormItem("Prompt suite", r.Suite),
-		widget.NewFormItem("Strategy", container.NewHBox(r.Strategy, widget.NewLabel("gamma / depth"), r.Gamma,
-			widget.NewLabel("tokens"), r.Tokens, widget.NewLabel("temperature"), r.Temp)),
+		widget.NewFormItem("Plan", container.NewHBox(r.Strategy, r.UseTuned, r.PlanNote)),
+		widget.NewFormItem("chain / duo", container.NewHBox(label("gamma"), r.Gamma, label("duo sequences"), r.MaxSeqs)),
+		widget.NewFormItem("tree", container.NewHBox(label("children per depth"), r.Widths)),
+		widget.NewFormItem("egt", container.NewHBox(label("expanded per depth"), r.EGTWidths, label("branch"), r.Branch, label("w-max"), r.WMax,
+			r.Pad, r.AOT, label("depth"), r.DepthPolicy, r.DepthMin)),
+		widget.NewFormItem("Decoding", container.NewHBox(label("tokens"), r.Tokens, label("temperature"), r.Temp)),
 	)
 	top := container.NewVBox(form, container.NewHBox(r.Start, r.Stop, r.Baseline), r.Stats)
 	return container.NewBorder(top, r.Timeline, nil, nil, container.NewVScroll(r.Text))
 }
 
-// config builds the engine configuration from the widgets.
-func (r *RunScreen) config() (spec.Config, error) {
-	gamma, err := strconv.Atoi(strings.TrimSpace(r.Gamma.Text))
-	if err != nil || gamma < 1 {
-		return spec.Config{}, fmt.Errorf("gamma %q must be a positive number", r.Gamma.Text)
+// enable turns on the editors of the fields the chosen strategy reads.
+func (r *RunScreen) enable() {
+	p := spec.Plan{Strategy: r.Strategy.Selected}
+	for field, w := range map[string]fyne.Disableable{"gamma": r.Gamma, "widths": r.Widths, "egt_widths": r.EGTWidths, "branch": r.Branch,
+		"w_max": r.WMax, "pad": r.Pad, "aot": r.AOT, "depth_policy": r.DepthPolicy, "depth_min": r.DepthMin, "max_seqs": r.MaxSeqs} {
+		if p.Reads(field) {
+			w.Enable()
+		} else {
+			w.Disable()
+		}
 	}
+	if r.s.Tuned == nil {
+		r.UseTuned.Disable()
+	} else {
+		r.UseTuned.Enable()
+	}
+}
+
+// useTuned loads the plan chosen on the Speedup model screen's tune into
+// the editor, with its prediction.
+func (r *RunScreen) useTuned() {
+	t := r.s.Tuned
+	if t == nil {
+		return
+	}
+	r.SetPlan(t.Plan)
+	r.predicted = t.Speedup
+	r.PlanNote.SetText(fmt.Sprintf("tuned: %s, predicted %.2fx", t.Plan, t.Speedup))
+}
+
+// SetPlan fills the editor from a plan.
+func (r *RunScreen) SetPlan(p spec.Plan) {
+	r.Strategy.SetSelected(p.Strategy)
+	set := func(e *widget.Entry, v string) {
+		if v != "" && v != "0" {
+			e.SetText(v)
+		}
+	}
+	set(r.Gamma, strconv.Itoa(p.Gamma))
+	set(r.Widths, spec.Ints(p.Widths))
+	set(r.EGTWidths, spec.Ints(p.EGT))
+	set(r.Branch, strconv.Itoa(p.Branch))
+	set(r.WMax, strconv.Itoa(p.WMax))
+	set(r.MaxSeqs, strconv.Itoa(p.MaxSeqs))
+	r.Pad.SetChecked(p.Pad)
+	r.AOT.SetChecked(p.AOT)
+	if p.DepthPolicy != "" {
+		r.DepthPolicy.SetSelected(p.DepthPolicy)
+	}
+	if p.DepthMin > 0 {
+		r.DepthMin.SetText(strconv.FormatFloat(p.DepthMin, 'g', -1, 64))
+	}
+}
+
+// Plan reads the editor: the chosen strategy with the fields it reads.
+func (r *RunScreen) Plan() (spec.Plan, error) {
+	p := spec.Plan{Strategy: r.Strategy.Selected, DepthPolicy: r.DepthPolicy.Selected, Pad: r.Pad.Checked, AOT: r.AOT.Checked}
+	num := func(field string, e *widget.Entry, dst *int) error {
+		if !p.Reads(field) {
+			return nil
+		}
+		v, err := strconv.Atoi(strings.TrimSpace(e.Text))
+		if err != nil || v < 1 {
+			return fmt.Errorf("%s %q must be a positive number", field, e.Text)
+		}
+		*dst = v
+		return nil
+	}
+	list := func(field string, e *widget.Entry, dst *[]int) error {
+		if !p.Reads(field) {
+			return nil
+		}
+		v, err := spec.ParseInts(e.Text)
+		if err != nil || len(v) == 0 {
+			return fmt.Errorf("%s %q must be a list such as 1,2,2", field, e.Text)
+		}
+		*dst = v
+		return nil
+	}
+	for _, err := range []error{num("gamma", r.Gamma, &p.Gamma), num("branch", r.Branch, &p.Branch), num("w_max", r.WMax, &p.WMax),
+		num("max_seqs", r.MaxSeqs, &p.MaxSeqs), list("widths", r.Widths, &p.Widths), list("egt_widths", r.EGTWidths, &p.EGT)} {
+		if err != nil {
+			return p, err
+		}
+	}
+	if p.DepthPolicy == "threshold" {
+		v, err := strconv.ParseFloat(strings.TrimSpace(r.DepthMin.Text), 64)
+		if err != nil {
+			return p, fmt.Errorf("depth minimum %q must be a number in [0, 1]", r.DepthMin.Text)
+		}
+		p.DepthMin = v
+	}
+	p = p.Trim()
+	return p, p.Validate()
+}
+
+// sampling reads the token budget and temperature.
+func (r *RunScreen) sampling() (int, sample.Params, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(r.Tokens.Text))
 	if err != nil || n < 1 {
-		return spec.Config{}, fmt.Errorf("tokens %q must be a positive number", r.Tokens.Text)
+		return 0, sample.Params{}, fmt.Errorf("tokens %q must be a positive number", r.Tokens.Text)
 	}
 	temp, err := strconv.ParseFloat(strings.TrimSpace(r.Temp.Text), 32)
 	if err != nil || temp < 0 {
-		return spec.Config{}, fmt.Errorf("temperature %q must be a number >= 0", r.Temp.Text)
+		return 0, sample.Params{}, fmt.Errorf("temperature %q must be a number >= 0", r.Temp.Text)
 	}
-	c := spec.Config{Strategy: r.Strategy.Selected, Gamma: gamma, MaxTokens: n, StopAtEOS: true,
-		Sample: sample.Params{Temp: float32(temp), TopP: 1, Seed: 1}, MaxSeqs: 4}
-	ws := make([]int, gamma)
-	for i := range ws {
-		ws[i] = 2
-	}
-	ws[0] = 1
-	c.Widths, c.Branch, c.WMax = ws, 2, 2*gamma
-	widths := []int{2}
-	for len(widths) < gamma {
-		widths = append(widths, 1)
-	}
-	c.Static, _ = tree.FromWidths(widths)
-	return c, c.Validate()
+	return n, sample.Params{Temp: float32(temp), TopP: 1, Seed: 1}, nil
 }
 
 func (r *RunScreen) run() {
-	cfg, err := r.config()
+	plan, err := r.Plan()
 	if err != nil {
 		r.s.ShowError(err)
 		return
 	}
-	pspec := r.s.Spec
-	pspec.DB = r.s.DBPath // where a hidden-state drafter's id is looked up
-	if pspec.Target == "" {
+	n, params, err := r.sampling()
+	if err != nil {
+		r.s.ShowError(err)
+		return
+	}
+	ps := r.s.PairSpec()
+	if ps.Target == "" {
 		r.s.ShowError(fmt.Errorf("choose and load models on the Models screen first"))
 		return
 	}
-	if cfg.Strategy != "ar" && pspec.Sources() == 0 {
-		r.s.ShowError(fmt.Errorf("strategy %s needs a draft source: choose one on the Models screen", cfg.Strategy))
+	if plan.NeedsSource() && ps.Sources() == 0 {
+		r.s.ShowError(fmt.Errorf("strategy %s needs a draft source: choose one on the Models screen", plan.Strategy))
 		return
 	}
 	prompts := []string{r.Prompt.Text}
 	if path := strings.TrimSpace(r.Suite.Text); path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
+		if prompts, err = workbench.ReadPrompts(path); err != nil {
 			r.s.ShowError(err)
 			return
 		}
-		prompts = nil
-		for _, l := range strings.Split(string(b), "\n") {
-			if l = strings.TrimSpace(l); l != "" {
-				prompts = append(prompts, l)
-			}
-		}
-		if len(prompts) == 0 {
-			r.s.ShowError(fmt.Errorf("%s has no prompts", path))
-			return
-		}
 	}
-	baseline := r.Baseline.Checked && cfg.Strategy != "ar"
+	opt := workbench.RunOptions{Plan: plan, Sample: params, MaxTokens: n, Prompts: prompts, Predicted: r.predicted,
+		Baseline: r.Baseline.Checked && plan.Strategy != "ar"}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.done = make(chan struct{})
@@ -166,13 +271,13 @@ func (r *RunScreen) run() {
 	go func() {
 		defer close(r.done)
 		defer cancel()
-		err := r.session(ctx, pspec, cfg, prompts, baseline)
+		err := r.session(ctx, ps, opt)
 		fyne.Do(func() {
 			r.Start.Enable()
 			r.Stop.Disable()
 			r.cancel = nil
 			if err != nil && ctx.Err() == nil {
-				r.Stats.SetText("Failed: " + err.Error())
+				r.Stats.SetText(r.Stats.Text + " Failed: " + err.Error())
 				r.s.ShowError(err)
 			}
 		})
@@ -186,32 +291,27 @@ func (r *RunScreen) Wait() {
 	}
 }
 
-func (r *RunScreen) session(ctx context.Context, pspec profiles.PairSpec, cfg spec.Config, prompts []string, baseline bool) error {
-	pair, err := profiles.OpenPair(pspec, cfg.Sample, cfg.Strategy == "duo")
+// session runs the suite in the core, drawing tokens and steps as they come.
+func (r *RunScreen) session(ctx context.Context, ps workbench.PairSpec, opt workbench.RunOptions) error {
+	b, err := r.s.Bench(ctx)
 	if err != nil {
 		return err
-	}
-	defer pair.Close()
-	st, err := r.s.Store(ctx)
-	if err != nil {
-		return err
-	}
-	run := &store.Run{Hardware: profiles.DetectHardware().Fingerprint, Target: pspec.Target, Drafter: pspec.SourceName(), Strategy: cfg.Strategy, Settings: cfg, Prompts: prompts}
-	if _, err := st.CreateRun(ctx, run); err != nil {
-		return err
-	}
-	eng := &spec.Engine{Target: pair.Target, Source: pair.Source, Concurrent: pair.Concurrent}
-	if cfg.Strategy == "ar" {
-		eng.Source = nil
 	}
 	var steps []spec.Step
-	var pending []store.Step
-	promptIdx := 0 // the suite prompt being decoded, recorded with each step
 	tokens, accepted, drafted := 0, 0, 0
 	start := time.Now()
 	lastDraw := time.Now()
-	cfg.OnToken = func(id int, draftTok bool) {
-		piece := pair.Target.Tok.Piece(id)
+	opt.OnPrompt = func(_ int, prompt string) {
+		fyne.Do(func() {
+			text := prompt
+			if len(r.Text.Segments) > 0 {
+				text = "\n\n" + prompt
+			}
+			r.Text.Segments = append(r.Text.Segments, &widget.TextSegment{Text: text, Style: widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Italic: true}}})
+			r.Text.Refresh()
+		})
+	}
+	opt.OnToken = func(_ int, piece string, draftTok bool) {
 		seg := &widget.TextSegment{Text: piece, Style: widget.RichTextStyleInline}
 		if draftTok {
 			seg.Style.ColorName = "success"
@@ -221,16 +321,11 @@ func (r *RunScreen) session(ctx context.Context, pspec profiles.PairSpec, cfg sp
 			r.Text.Refresh()
 		})
 	}
-	cfg.OnStep = func(s spec.Step) {
+	opt.OnStep = func(_ int, s spec.Step) {
 		steps = append(steps, s)
 		tokens += s.Emitted
 		accepted += s.Accepted
 		drafted += s.Drafted
-		pending = append(pending, profiles.StepRecord(len(steps)-1, promptIdx, s))
-		if len(pending) >= 16 {
-			st.AppendSteps(context.WithoutCancel(ctx), run.ID, pending)
-			pending = pending[:0]
-		}
 		if time.Since(lastDraw) > 250*time.Millisecond {
 			lastDraw = time.Now()
 			stats := liveStats(tokens, len(steps), accepted, drafted, time.Since(start))
@@ -242,73 +337,32 @@ func (r *RunScreen) session(ctx context.Context, pspec profiles.PairSpec, cfg sp
 			})
 		}
 	}
-	var runErr error
-	var decode time.Duration
-	var out [][]int // emitted tokens per prompt, for the baseline check
-	for pi, prompt := range prompts {
-		promptIdx = pi
-		fyne.Do(func() {
-			text := prompt
-			if len(r.Text.Segments) > 0 {
-				text = "\n\n" + prompt
-			}
-			r.Text.Segments = append(r.Text.Segments, &widget.TextSegment{Text: text, Style: widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Italic: true}}})
-			r.Text.Refresh()
-		})
-		ids := pair.Target.Tok.Encode(prompt, true, false)
-		res, err := eng.Run(ctx, ids, cfg)
-		if res != nil {
-			decode += res.Decode
-			out = append(out, res.Tokens)
-		}
-		if err != nil {
-			runErr = err
-			break
-		}
+	res, runErr := b.Run(ctx, ps, opt)
+	if res == nil {
+		return runErr
 	}
-	st.AppendSteps(context.WithoutCancel(ctx), run.ID, pending)
-	note := ""
-	if baseline && runErr == nil && decode > 0 {
-		fyne.Do(func() { r.Stats.SetText("Running plain decoding for the baseline ...") })
-		speedup, same, err := arBaseline(ctx, pair, cfg, prompts, out, float64(tokens)/decode.Seconds())
-		switch {
-		case err != nil:
-			runErr = err
-		case cfg.Sample.Greedy() && !same:
-			runErr = fmt.Errorf("greedy output differs from plain decoding: speculative decoding was not lossless")
-		default:
-			run.MeasuredSpeedup = speedup
-			note = fmt.Sprintf(" Measured speedup over plain decoding: %.2fx.", speedup)
-			if cfg.Sample.Greedy() {
-				note += " Output identical to plain decoding."
-			}
+	t := &res.Totals
+	stats := fmt.Sprintf("%d tokens, %.1f tokens/s, AAL %.2f, acceptance %.1f%% (%d steps).", t.Tokens, t.TPS(), t.AAL(), 100*t.Acceptance(), t.Steps)
+	if res.RunID > 0 {
+		stats += fmt.Sprintf(" Stored as run %d (%s).", res.RunID, res.Status)
+	}
+	switch {
+	case res.Predicted > 0 && res.PredictedOn != "":
+		stats += fmt.Sprintf(" Predicted speedup %.2fx (%s).", res.Predicted, res.PredictedOn)
+	case res.Predicted > 0:
+		stats += fmt.Sprintf(" Predicted speedup %.2fx (the tuned plan's).", res.Predicted)
+	case res.PredictedOn != "":
+		stats += " No prediction: " + res.PredictedOn + "."
+	}
+	if res.Base != nil {
+		stats += fmt.Sprintf(" Measured speedup over plain decoding: %.2fx.", res.Speedup)
+		if res.Greedy && res.Identical {
+			stats += " Output identical to plain decoding."
 		}
 	}
-	run.Status = "done"
-	if runErr != nil {
-		run.Status = "failed"
-		if ctx.Err() != nil {
-			run.Status = "stopped"
-		}
+	if h := res.Hidden; h != nil {
+		stats += fmt.Sprintf(" Hidden drafter: %d of %d steps re-sampled after a rejection (%.1f%% of decode time).", h.Resampled, h.Steps, 100*h.ResampleShare)
 	}
-	run.Tokens, run.Steps, run.Decode = tokens, len(steps), decode
-	if decode > 0 {
-		run.TokensPerSecond = float64(tokens) / decode.Seconds()
-	}
-	if len(steps) > 0 {
-		run.AAL = float64(tokens) / float64(len(steps))
-	}
-	if drafted > 0 {
-		run.Acceptance = float64(accepted) / float64(drafted)
-	}
-	if err := st.FinishRun(context.WithoutCancel(ctx), run); err != nil && runErr == nil {
-		runErr = err
-	}
-	if hs := pair.Hidden; hs != nil && cfg.Strategy != "ar" {
-		hst := hs.Stats()
-		note += fmt.Sprintf(" Hidden drafter: %d of %d steps re-sampled after a rejection (%.1f%% of decode time).", hst.Resampled, hst.Steps, 100*hst.Resample.Seconds()/max(decode.Seconds(), 1e-9))
-	}
-	stats := liveStats(tokens, len(steps), accepted, drafted, time.Since(start)) + fmt.Sprintf(" Stored as run %d (%s).", run.ID, run.Status) + note
 	img := timeline(steps)
 	fyne.Do(func() {
 		r.Stats.SetText(stats)
@@ -345,29 +399,4 @@ func timeline(steps []spec.Step) image.Image {
 		}
 	}
 	return RenderChart(ChartSpec{Title: "Per-step timeline", XLabel: "step", YLabel: "milliseconds", Series: series, Width: 760, Height: 260})
-}
-
-// arBaseline runs plain decoding on the same prompts and returns the
-// speculative run's speedup over it and whether the outputs were identical.
-func arBaseline(ctx context.Context, pair *profiles.Pair, cfg spec.Config, prompts []string, got [][]int, tps float64) (float64, bool, error) {
-	base := cfg
-	base.Strategy, base.OnToken, base.OnStep = "ar", nil, nil
-	eng := &spec.Engine{Target: pair.Target}
-	tokens, same := 0, len(got) == len(prompts)
-	var decode time.Duration
-	for i, p := range prompts {
-		res, err := eng.Run(ctx, pair.Target.Tok.Encode(p, true, false), base)
-		if err != nil {
-			return 0, false, err
-		}
-		tokens += len(res.Tokens)
-		decode += res.Decode
-		if i < len(got) && fmt.Sprint(got[i]) != fmt.Sprint(res.Tokens) {
-			same = false
-		}
-	}
-	if decode <= 0 {
-		return 0, same, nil
-	}
-	return tps / (float64(tokens) / decode.Seconds()), same, nil
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"image/color"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"arborist/profiles"
 	"arborist/profiles/store"
+	"arborist/workbench"
 )
 
 // SpeedupScreen is the interactive latency-aware speedup model: move the
@@ -37,6 +39,18 @@ type SpeedupScreen struct {
 	TreeBox  *fyne.Container
 	treeSize *canvas.Rectangle // gives the drawing its size inside the scroll
 	last     time.Duration
+
+	// calibrate, train the depth predictor and tune the pair in the core
+	Prompts    *widget.Entry // prompt suite file
+	CalTokens  *widget.Entry // tokens per prompt
+	Calibrate  *widget.Button
+	TrainPred  *widget.Button
+	Tune       *widget.Button
+	Work       *widget.ProgressBar
+	WorkStatus *widget.Label
+	Ranked     *widget.Select // the last tune's plans, best first: pick one
+	ranked     []profiles.Prediction
+	busy       bool
 }
 
 // NewSpeedupScreen builds the screen.
@@ -51,7 +65,9 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.MaxDepth = widget.NewSlider(1, 12)
 	sp.MaxDepth.Step = 1
 	sp.MaxDepth.SetValue(8)
-	sp.UseCal = widget.NewCheck("use the stored calibration of this pair", func(bool) { sp.Update() })
+	sp.UseCal = widget.NewCheck("use the stored calibration of this pair", nil)
+	sp.UseCal.SetChecked(true)
+	sp.UseCal.OnChanged = func(bool) { sp.Update() }
 	sp.Plan = widget.NewSelect([]string{"chain", "tree", "egt"}, nil)
 	sp.Plan.SetSelected("egt")
 	sp.Shape = widget.NewEntry()
@@ -76,6 +92,19 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 		sl.OnChanged = func(float64) { sp.Update() }
 	}
 	sp.Plan.OnChanged = func(string) { sp.Update() }
+	sp.Prompts = widget.NewEntry()
+	sp.Prompts.SetPlaceHolder("prompt suite file, e.g. ../shared/prompts/stories.txt")
+	sp.CalTokens = widget.NewEntry()
+	sp.CalTokens.SetText("64")
+	sp.Calibrate = widget.NewButton("Calibrate", sp.calibrate)
+	sp.TrainPred = widget.NewButton("Train depth predictor", sp.trainPredictor)
+	sp.Tune = widget.NewButton("Tune", sp.tune)
+	sp.Tune.Importance = widget.HighImportance
+	sp.Work = widget.NewProgressBar()
+	sp.WorkStatus = widget.NewLabel("Calibrate the pair on a prompt suite, then Tune: the ranked plans appear below; the chosen one runs on the Run screen.")
+	sp.WorkStatus.Wrapping = fyne.TextWrapWord
+	sp.Ranked = widget.NewSelect(nil, sp.pick)
+	sp.Ranked.PlaceHolder = "(tune first)"
 	s.OnChange(sp.Update)
 	sp.Update()
 	return sp
@@ -95,7 +124,10 @@ func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 	)
 	tree := container.NewBorder(widget.NewLabel("The best plan's tree (root at the left):"), nil, nil, nil, container.NewScroll(container.NewStack(sp.treeSize, sp.TreeBox)))
 	right := container.NewBorder(container.NewVBox(sp.Best, sp.Mine), nil, nil, nil, tree)
-	top := container.NewVBox(form, sp.UseCal, sp.Labels, sp.Timing)
+	work := container.NewVBox(
+		container.NewBorder(nil, nil, widget.NewLabel("prompt suite"), container.NewHBox(widget.NewLabel("tokens"), sp.CalTokens, sp.Calibrate, sp.TrainPred, sp.Tune), sp.Prompts),
+		sp.Work, sp.WorkStatus, container.NewBorder(nil, nil, widget.NewLabel("tuned plans"), nil, sp.Ranked))
+	top := container.NewVBox(form, sp.UseCal, sp.Labels, sp.Timing, work)
 	left := container.NewVSplit(sp.Chart, sp.Curve)
 	left.Offset = 0.68
 	return container.NewBorder(top, nil, nil, nil, container.NewHSplit(left, right))
@@ -116,20 +148,28 @@ func (sp *SpeedupScreen) Update() {
 	start := time.Now()
 	depth := int(sp.MaxDepth.Value)
 	acc := profiles.Uniform(sp.Alpha.Value, sp.Decay.Value, depth, 4)
-	src := fmt.Sprintf("assumed acceptance %.0f%%, decay %.2f", 100*sp.Alpha.Value, sp.Decay.Value)
-	if sp.UseCal.Checked && sp.s.Acc != nil {
-		acc, src = sp.s.Acc, "stored calibration"
+	src := fmt.Sprintf("assumed values (acceptance %.0f%%, decay %.2f)", 100*sp.Alpha.Value, sp.Decay.Value)
+	in := sp.s.Inputs
+	if sp.UseCal.Checked && sp.s.Acc != nil && in != nil {
+		acc, src = sp.s.Acc, "acceptance "+in.Describe()
+	} else if sp.UseCal.Checked {
+		src += "; this pair has no stored calibration"
 	}
 	costs := profiles.Costs{Verify: assumedCurve(), Overhead: 100 * time.Microsecond}
 	curve := "an assumed curve (profile this machine for real figures)"
-	if sp.s.Verify != nil {
+	switch {
+	case in != nil && in.Profiled:
+		// the core's costs: the drafter's curve, or a layer-skip or
+		// hidden drafter's share of the target's
+		costs, curve = in.Costs, "the measured T_verify(W) and drafting costs"
+	case sp.s.Verify != nil:
 		costs.Verify, curve = sp.s.Verify.Curve.Points, "the measured T_verify(W)"
-	}
-	if sp.s.Draft != nil {
-		costs.Draft = sp.s.Draft.Curve.Points
-	}
-	if sp.s.Overhead > 0 {
-		costs.Overhead = sp.s.Overhead
+		if sp.s.Draft != nil {
+			costs.Draft = sp.s.Draft.Curve.Points
+		}
+		if sp.s.Overhead > 0 {
+			costs.Overhead = sp.s.Overhead
+		}
 	}
 	sp.Labels.SetText(fmt.Sprintf("Predictions from %s and %s.", src, curve))
 	var series []Series
@@ -262,4 +302,154 @@ func (sp *SpeedupScreen) mine(acc *profiles.Acceptance, costs profiles.Costs) st
 		return "Your plan: " + err.Error()
 	}
 	return fmt.Sprintf("Your plan: %s, predicted %.2fx (AAL %.2f, %d nodes)", p, pr.Speedup, pr.AAL, pr.Nodes)
+}
+
+// work runs a core workflow off the UI goroutine with the buttons
+// disabled, reporting progress; done runs on the UI goroutine.
+func (sp *SpeedupScreen) work(what string, fn func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, progress workbench.Progress) (string, error), done func()) {
+	ps := sp.s.PairSpec()
+	if ps.Target == "" || ps.Sources() == 0 {
+		sp.s.ShowError(fmt.Errorf("%s needs a target and a draft source: choose them on the Models screen", what))
+		return
+	}
+	if sp.busy {
+		return
+	}
+	sp.busy = true
+	for _, btn := range []*widget.Button{sp.Calibrate, sp.TrainPred, sp.Tune} {
+		btn.Disable()
+	}
+	sp.WorkStatus.SetText(what + " ...")
+	sp.Work.SetValue(0)
+	go func() {
+		ctx := context.Background()
+		msg, err := "", error(nil)
+		b, err := sp.s.Bench(ctx)
+		if err == nil {
+			msg, err = fn(ctx, b, ps, func(e workbench.Event) {
+				fyne.Do(func() {
+					if !sp.busy {
+						return // a late event after the end
+					}
+					if e.Total > 0 {
+						sp.Work.SetValue(float64(e.Done) / float64(e.Total))
+					}
+					sp.WorkStatus.SetText(fmt.Sprintf("%s: %s %d of %d %s", what, e.Stage, e.Done, e.Total, e.Detail))
+				})
+			})
+		}
+		if err == nil {
+			err = sp.s.LoadInputs(ctx)
+		}
+		fyne.Do(func() {
+			defer func() { sp.busy = false }() // last: tests and users read it as "done"
+			for _, btn := range []*widget.Button{sp.Calibrate, sp.TrainPred, sp.Tune} {
+				btn.Enable()
+			}
+			if err != nil {
+				sp.WorkStatus.SetText(what + " failed: " + err.Error())
+				sp.s.ShowError(err)
+				return
+			}
+			sp.Work.SetValue(1)
+			if done != nil {
+				done()
+			}
+			sp.WorkStatus.SetText(msg)
+		})
+	}()
+}
+
+// suite reads the prompt suite and the tokens per prompt.
+func (sp *SpeedupScreen) suite() (string, []string, int, error) {
+	path := strings.TrimSpace(sp.Prompts.Text)
+	n, err := strconv.Atoi(strings.TrimSpace(sp.CalTokens.Text))
+	if err != nil || n < 2 {
+		return "", nil, 0, fmt.Errorf("tokens %q must be a number above 1", sp.CalTokens.Text)
+	}
+	if path == "" {
+		return "", nil, 0, fmt.Errorf("give a prompt suite file")
+	}
+	texts, err := workbench.ReadPrompts(path)
+	return path, texts, n, err
+}
+
+func (sp *SpeedupScreen) calibrate() {
+	path, texts, n, err := sp.suite()
+	if err != nil {
+		sp.s.ShowError(err)
+		return
+	}
+	sp.work("Calibrating", func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, pr workbench.Progress) (string, error) {
+		c, err := b.Calibrate(ctx, ps, texts, path, n, pr)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Calibration %d stored: %d prompts, %d steps, top-candidate acceptance %.0f%% at depth 1.", c.ID, c.Prompts, c.Acc.Steps, 100*c.Acc.At(0, 0)), nil
+	}, nil)
+}
+
+func (sp *SpeedupScreen) trainPredictor() {
+	_, texts, n, err := sp.suite()
+	if err != nil {
+		sp.s.ShowError(err)
+		return
+	}
+	sp.work("Training the depth predictor", func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, pr workbench.Progress) (string, error) {
+		r, err := b.TrainPredictor(ctx, ps, texts, n, 5, 0, pr)
+		if err != nil {
+			return "", err
+		}
+		acc := 0.0
+		for _, a := range r.Stats.Accuracy {
+			acc += a
+		}
+		return fmt.Sprintf("Depth predictor %d stored: %d training steps, mean held-out accuracy %.0f%%; egt plans can use depth policy \"predictor\".",
+			r.ID, r.Stats.Samples, 100*acc/float64(max(1, len(r.Stats.Accuracy)))), nil
+	}, nil)
+}
+
+// tune ranks every plan in the core with the pair's stored calibration (or
+// the sliders' assumed values when there is none) and lists them.
+func (sp *SpeedupScreen) tune() {
+	alpha := 0.0
+	if sp.s.Acc == nil || !sp.UseCal.Checked {
+		alpha = sp.Alpha.Value
+	}
+	var res *workbench.TuneResult
+	sp.work("Tuning", func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, pr workbench.Progress) (string, error) {
+		t, err := b.Tune(ctx, ps, workbench.TuneOptions{Alpha: alpha}, pr)
+		if err != nil {
+			return "", err
+		}
+		res = t
+		best := t.Best()
+		return fmt.Sprintf("Tuned: %d plans ranked (acceptance %s); best %s, predicted %.2fx, stored as plan %d. Pick a plan, then Run it.",
+			len(t.Ranked), t.Inputs.Describe(), best.Plan, best.Speedup, t.PlanID), nil
+	}, func() { sp.SetRanked(res.Ranked) })
+}
+
+// SetRanked lists a tune's plans and picks the best.
+func (sp *SpeedupScreen) SetRanked(preds []profiles.Prediction) {
+	sp.ranked = preds[:min(len(preds), 25)]
+	var opts []string
+	for i, p := range sp.ranked {
+		opts = append(opts, fmt.Sprintf("%d. %s: %.2fx (AAL %.2f, %d nodes)", i+1, p.Plan, p.Speedup, p.AAL, p.Nodes))
+	}
+	sp.Ranked.Options = opts
+	if len(opts) > 0 {
+		sp.Ranked.SetSelectedIndex(0)
+	}
+	sp.Ranked.Refresh()
+}
+
+// pick makes the chosen ranked plan the session's tuned plan.
+func (sp *SpeedupScreen) pick(string) {
+	i := sp.Ranked.SelectedIndex()
+	if i < 0 || i >= len(sp.ranked) {
+		return
+	}
+	p := sp.ranked[i]
+	sp.s.Tuned = &p
+	sp.s.Changed()
 }

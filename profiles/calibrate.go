@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,6 +13,9 @@ import (
 
 	"arborist/engine/model"
 )
+
+// OverheadWidths are the widths the per-step bookkeeping is timed at.
+var OverheadWidths = []int{1, 8, 32}
 
 // CalibrationWidths is the probe tree: wide near the root, where the ranks
 // matter most, and deep enough to see acceptance fall with depth.
@@ -31,7 +35,7 @@ func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens in
 	for d, w := range CalibrationWidths {
 		hits[d], offered[d] = make([]int, w), make([]int, w)
 	}
-	acc := &Acceptance{QBins: make([]float64, 10), QCounts: make([]int, 10)}
+	acc := &Acceptance{QBins: make([]float64, 10), QCounts: make([]int, 10), Created: time.Now().UTC()}
 	qHits := make([]int, 10)
 	for i, p := range prompts {
 		cfg := spec.Config{Strategy: "tree", Static: shape, MaxTokens: tokens, StopAtEOS: true}
@@ -88,8 +92,13 @@ type ProfileOptions struct {
 	Widths []int  // default DefaultWidths(64)
 	Fresh  bool   // measure even when a stored curve matches
 	Kind   string // "verify" (default), "draft" (a drafter's curve) or "overhead" (bookkeeping)
-	Curve  CurveOptions
+	// StoredOnly returns ErrNotProfiled instead of measuring a missing curve.
+	StoredOnly bool
+	Curve      CurveOptions
 }
+
+// ErrNotProfiled: no stored curve matches and measuring was not allowed.
+var ErrNotProfiled = errors.New("not profiled on this machine yet")
 
 // Profile is a model's latency curve on this machine, from the store or
 // just measured.
@@ -134,6 +143,9 @@ func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *mo
 			p.Curve, p.Cached = c, true
 			return p, nil
 		}
+	}
+	if opt.StoredOnly {
+		return nil, ErrNotProfiled
 	}
 	curve := VerifyCurve
 	if opt.Kind == "overhead" {
@@ -190,9 +202,12 @@ func DepthSamples(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens
 // pair (from the store, or measured and stored when missing) and the
 // target's model id. A layer-skip drafter costs its share of the target's
 // layers; an n-gram drafter costs nothing.
-func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pair, spec PairSpec, progress func(kind string, done, total int, p Point)) (Costs, int64, error) {
+//
+// With storedOnly, missing curves are not measured: the error is
+// ErrNotProfiled.
+func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pair, spec PairSpec, storedOnly bool, progress func(kind string, done, total int, p Point)) (Costs, int64, error) {
 	var c Costs
-	opt := ProfileOptions{Widths: DefaultWidths(64)}
+	opt := ProfileOptions{Widths: DefaultWidths(64), StoredOnly: storedOnly}
 	if progress != nil {
 		opt.Curve.Progress = func(done, total int, p Point) { progress("verify", done, total, p) }
 	}
@@ -203,7 +218,7 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pa
 	c.Verify = tp.Curve.Points
 	switch {
 	case pair.DraftModel != nil:
-		dopt := ProfileOptions{Widths: DefaultWidths(16), Kind: "draft"}
+		dopt := ProfileOptions{Widths: DefaultWidths(16), Kind: "draft", StoredOnly: storedOnly}
 		if progress != nil {
 			dopt.Curve.Progress = func(done, total int, p Point) { progress("draft", done, total, p) }
 		}
@@ -231,12 +246,12 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pa
 			c.Draft = append(c.Draft, pt)
 		}
 	}
-	oopt := ProfileOptions{Widths: []int{8}, Kind: "overhead"}
+	oopt := ProfileOptions{Widths: OverheadWidths, Kind: "overhead", StoredOnly: storedOnly}
 	op, err := ProfileModel(ctx, st, hw, pair.Target, pair.Backend, oopt)
 	if err != nil {
 		return c, 0, err
 	}
-	c.Overhead = op.Curve.Points[0].Median
+	c.Overhead = Interp(op.Curve.Points, 8)
 	return c, tp.Model.ID, nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"arborist/engine/spec"
 )
 
 // Config is the exported plan: DuoDecoding's config.yaml shape (hardware,
@@ -19,7 +21,7 @@ type Config struct {
 	Hardware     HardwareConfig     `yaml:"hardware"`
 	Models       ModelsConfig       `yaml:"models"`
 	Optimization OptimizationConfig `yaml:"optimization"`
-	Speculation  SpeculationConfig  `yaml:"speculation"`
+	Speculation  spec.Plan          `yaml:"speculation"`
 	Sampling     SamplingConfig     `yaml:"sampling"`
 	Predicted    *PredictedConfig   `yaml:"predicted,omitempty"`
 }
@@ -69,16 +71,6 @@ type OptimizationConfig struct {
 	DraftBudget  string `yaml:"draft_budget"` // "auto" or a number
 	MaxSequences int    `yaml:"max_sequences"`
 	WarmupSteps  int    `yaml:"warmup_steps"`
-}
-
-// SpeculationConfig is the plan.
-type SpeculationConfig struct {
-	Plan        `yaml:",inline"`
-	Pad         bool    `yaml:"pad,omitempty"`
-	AOT         bool    `yaml:"aot,omitempty"`
-	DepthPolicy string  `yaml:"depth_policy,omitempty"`
-	DepthMin    float64 `yaml:"depth_min,omitempty"`
-	PredictorID int64   `yaml:"predictor_id,omitempty"`
 }
 
 // SamplingConfig is the sampling rule.
@@ -178,7 +170,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("models.draft: kind hidden needs exactly one of path (a drafter file) and drafter_id")
 		}
 	case "none", "":
-		if c.Speculation.Strategy != "ar" {
+		if c.Speculation.NeedsSource() {
 			return fmt.Errorf("strategy %q needs a draft source (models.draft.kind)", c.Speculation.Strategy)
 		}
 	default:
@@ -187,33 +179,8 @@ func (c *Config) Validate() error {
 	if d.Threads < 0 {
 		return fmt.Errorf("models.draft.threads must not be negative")
 	}
-	s := c.Speculation
-	switch s.Strategy {
-	case "ar":
-	case "chain", "duo":
-		if s.Gamma < 1 {
-			return fmt.Errorf("speculation.gamma must be >= 1 for %s", s.Strategy)
-		}
-	case "tree":
-		if len(s.Widths) == 0 {
-			return fmt.Errorf("speculation.widths is required for tree")
-		}
-	case "egt":
-		if len(s.EGT) == 0 || s.Branch < 1 || s.WMax < 1 {
-			return fmt.Errorf("speculation: egt needs egt_widths, branch >= 1 and w_max >= 1")
-		}
-	default:
-		return fmt.Errorf("speculation.strategy %q: want ar, chain, tree, egt or duo", s.Strategy)
-	}
-	for _, w := range append(append([]int(nil), s.Widths...), s.EGT...) {
-		if w < 1 {
-			return fmt.Errorf("speculation: widths must be >= 1, got %d", w)
-		}
-	}
-	switch s.DepthPolicy {
-	case "", "fixed", "threshold", "predictor":
-	default:
-		return fmt.Errorf("speculation.depth_policy %q: want fixed, threshold or predictor", s.DepthPolicy)
+	if err := c.Speculation.Validate(); err != nil {
+		return fmt.Errorf("speculation: %w", err)
 	}
 	sm := c.Sampling
 	if sm.Temperature < 0 || sm.TopK < 0 || sm.TopP < 0 || sm.TopP > 1 || sm.MinP < 0 || sm.MinP > 1 {
@@ -315,8 +282,8 @@ func NewConfig(spec PairSpec, hw HardwareConfig, threads, maxSeqLen int, precisi
 		c.Models.Draft = DraftConfig{Kind: "none"}
 		best = Prediction{Plan: Plan{Strategy: "ar"}, Speedup: 1, AAL: 1}
 	}
-	c.Optimization = OptimizationConfig{DraftBudget: fmt.Sprint(max(best.Plan.Gamma, len(best.PerDepth))), MaxSequences: 1}
-	c.Speculation = SpeculationConfig{Plan: best.Plan}
+	c.Optimization = OptimizationConfig{DraftBudget: fmt.Sprint(max(best.Plan.Gamma, len(best.PerDepth))), MaxSequences: max(1, best.Plan.MaxSeqs)}
+	c.Speculation = best.Plan.Trim()
 	c.Sampling = SamplingConfig{TopP: 1, Seed: 1}
 	round := func(x float64) float64 { return float64(int(x*100+0.5)) / 100 }
 	c.Predicted = &PredictedConfig{Speedup: round(best.Speedup), AAL: round(best.AAL)}

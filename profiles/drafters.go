@@ -14,7 +14,6 @@ import (
 	"arborist/assets"
 	"arborist/engine/hidden"
 	"arborist/engine/model"
-	"arborist/kernels/cpu"
 	"arborist/profiles/store"
 )
 
@@ -107,9 +106,12 @@ func TrainDrafter(ctx context.Context, st *store.Store, spec TrainSpec, events f
 		return 0, nil, err
 	}
 	if spec.Threads <= 0 {
-		spec.Threads = cpu.DefaultThreads()
+		spec.Threads = DefaultThreads()
 	}
-	be := cpu.New(spec.Threads)
+	be, err := NewBackend(DefaultBackend, spec.Threads)
+	if err != nil {
+		return 0, nil, err
+	}
 	defer be.Close()
 	target, err := model.Load(spec.Target, be)
 	if err != nil {

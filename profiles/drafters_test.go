@@ -104,7 +104,7 @@ func TestDrafterLifecycle(t *testing.T) {
 	if hw.ID, err = st.PutHardware(ctx, &hw); err != nil {
 		t.Fatal(err)
 	}
-	c, _, err := PairCosts(ctx, st, hw, pair, PairSpec{Target: target, DraftHidden: "1"}, nil)
+	c, _, err := PairCosts(ctx, st, hw, pair, PairSpec{Target: target, DraftHidden: "1"}, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

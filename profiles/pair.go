@@ -11,7 +11,7 @@ import (
 	"arborist/engine/hidden"
 	"arborist/engine/model"
 	"arborist/engine/sample"
-	"arborist/kernels/cpu"
+	"arborist/kernels"
 )
 
 // PairSpec names a target and a draft source (at most one of Draft, NGram,
@@ -19,6 +19,7 @@ import (
 type PairSpec struct {
 	Target       string
 	Draft        string
+	Backend      string // a registered backend's name ("" = DefaultBackend)
 	NGram        int
 	Layers       int
 	Threads      int
@@ -68,11 +69,11 @@ func (p *PairSpec) Sources() int {
 // Pair is an opened target and draft source with their backends.
 type Pair struct {
 	Target     *model.Model
-	Source     drafter.Source // nil when no source was named
-	Backend    *cpu.Backend   // the target's
-	DraftModel *model.Model   // the draft model, when the source is one
-	Hidden     *hidden.Source // the hidden-state drafter, when the source is one
-	Concurrent bool           // the drafter has its own backend and threads
+	Source     drafter.Source  // nil when no source was named
+	Backend    kernels.Backend // the target's
+	DraftModel *model.Model    // the draft model, when the source is one
+	Hidden     *hidden.Source  // the hidden-state drafter, when the source is one
+	Concurrent bool            // the drafter has its own backend and threads
 	closers    []func()
 }
 
@@ -88,8 +89,12 @@ func (l *Pair) Close() {
 // drafter (duo, egt with AOT) gets its own backend and threads; otherwise
 // drafter and target take turns on one backend.
 func OpenPair(p PairSpec, params sample.Params, concurrent bool) (*Pair, error) {
+	bi, err := Backend(p.Backend)
+	if err != nil {
+		return nil, err
+	}
 	if p.Threads <= 0 {
-		p.Threads = cpu.DefaultThreads()
+		p.Threads = bi.DefaultThreads()
 	}
 	concurrent = concurrent && p.Draft != ""
 	tThreads, dThreads := p.Threads, p.Threads
@@ -101,7 +106,9 @@ func OpenPair(p PairSpec, params sample.Params, concurrent bool) (*Pair, error) 
 		tThreads = max(1, p.Threads-dThreads)
 	}
 	l := &Pair{Concurrent: concurrent}
-	l.Backend = cpu.New(tThreads)
+	if l.Backend, err = bi.New(tThreads); err != nil {
+		return nil, err
+	}
 	l.closers = append(l.closers, l.Backend.Close)
 	target, err := model.LoadWith(p.Target, l.Backend, gguf.Options{NoMmap: p.NoMmap})
 	if err != nil {
@@ -114,7 +121,11 @@ func OpenPair(p PairSpec, params sample.Params, concurrent bool) (*Pair, error) 
 	case p.Draft != "":
 		dbe := l.Backend
 		if concurrent {
-			own := cpu.New(dThreads)
+			own, err := bi.New(dThreads)
+			if err != nil {
+				l.Close()
+				return nil, err
+			}
 			l.closers = append(l.closers, own.Close)
 			dbe = own
 		}

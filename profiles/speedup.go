@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"time"
 
+	"arborist/engine/spec"
 	"arborist/profiles/store"
 )
 
@@ -24,6 +24,8 @@ type Acceptance struct {
 	QCounts []int     `json:"q_counts"`
 	Steps   int       `json:"steps"`
 	Tokens  int       `json:"tokens"`
+	// Created is when the calibration ran (zero in older databases).
+	Created time.Time `json:"created,omitzero"`
 }
 
 // At returns Rank[d][r], extending the table with its last depth (deeper
@@ -87,36 +89,8 @@ func Interp(pts []store.Point, w int) time.Duration {
 	return b.Median + time.Duration(slope*float64(w-b.W))
 }
 
-// Plan is a speculation plan the model can score and the engine can run.
-type Plan struct {
-	Strategy string `json:"strategy" yaml:"strategy"`
-	Gamma    int    `json:"gamma,omitempty" yaml:"gamma,omitempty"`
-	Widths   []int  `json:"widths,omitempty" yaml:"widths,omitempty"`         // tree: children per node at each depth
-	EGT      []int  `json:"egt_widths,omitempty" yaml:"egt_widths,omitempty"` // egt: nodes expanded per depth
-	Branch   int    `json:"branch,omitempty" yaml:"branch,omitempty"`
-	WMax     int    `json:"w_max,omitempty" yaml:"w_max,omitempty"`
-}
-
-// String is a compact description, e.g. "chain gamma=4" or "tree 3,2,1".
-func (p Plan) String() string {
-	switch p.Strategy {
-	case "chain", "duo":
-		return fmt.Sprintf("%s gamma=%d", p.Strategy, p.Gamma)
-	case "tree":
-		return "tree " + ints(p.Widths)
-	case "egt":
-		return fmt.Sprintf("egt widths=%s branch=%d w-max=%d", ints(p.EGT), p.Branch, p.WMax)
-	}
-	return p.Strategy
-}
-
-func ints(xs []int) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = fmt.Sprint(x)
-	}
-	return strings.Join(s, ",")
-}
+// Plan is the engine's plan type (strategy and shape parameters).
+type Plan = spec.Plan
 
 // Prediction is the latency-aware model's verdict on a plan.
 type Prediction struct {
@@ -132,73 +106,26 @@ type Prediction struct {
 
 // Predict scores a plan:
 // speedup = AAL * T_verify(1) / (sum T_draft + T_verify(W) + T_overhead).
+// The nodes a plan verifies and their chance of acceptance come from its
+// strategy's cost model (spec.Strategy.Expect).
 func Predict(p Plan, acc *Acceptance, c Costs) (Prediction, error) {
 	pr := Prediction{Plan: p}
-	var values []float64 // acceptance chance of each verified node
-	switch p.Strategy {
-	case "ar":
-	case "chain", "duo":
-		if p.Gamma < 1 {
-			return pr, fmt.Errorf("profiles: %s needs gamma >= 1", p.Strategy)
-		}
-		v := 1.0
-		for d := 0; d < p.Gamma; d++ {
-			v *= acc.At(d, 0)
-			values = append(values, v)
-			pr.PerDepth = append(pr.PerDepth, 1)
-		}
-	case "tree":
-		level := []float64{1}
-		for d, w := range p.Widths {
-			if w < 1 {
-				return pr, fmt.Errorf("profiles: tree width %d at depth %d", w, d+1)
-			}
-			pr.PerDepth = append(pr.PerDepth, len(level))
-			var next []float64
-			for _, pv := range level {
-				for r := 0; r < w; r++ {
-					next = append(next, pv*acc.At(d, r))
-				}
-			}
-			values = append(values, next...)
-			level = next
-		}
-	case "egt":
-		if p.Branch < 1 || p.WMax < 1 || len(p.EGT) == 0 {
-			return pr, fmt.Errorf("profiles: egt needs widths, branch and w-max")
-		}
-		frontier := []float64{1}
-		for d, w := range p.EGT {
-			sort.Sort(sort.Reverse(sort.Float64Slice(frontier)))
-			chosen := frontier[:min(w, len(frontier))]
-			pr.PerDepth = append(pr.PerDepth, len(chosen))
-			var next []float64
-			for _, pv := range chosen {
-				for r := 0; r < p.Branch; r++ {
-					next = append(next, pv*acc.At(d, r))
-				}
-			}
-			values = append(values, next...)
-			frontier = next
-		}
-		// pruning keeps the w-max most valuable nodes (values shrink along
-		// paths, so the top set is closed under parents)
-		sort.Sort(sort.Reverse(sort.Float64Slice(values)))
-		values = values[:min(len(values), p.WMax)]
-	default:
-		return pr, fmt.Errorf("profiles: cannot model strategy %q", p.Strategy)
+	ex, err := p.Expect(acc.At)
+	if err != nil {
+		return pr, fmt.Errorf("profiles: cannot model %s: %w", p.Strategy, err)
 	}
+	pr.PerDepth = ex.PerDepth
 	pr.AAL = 1
-	for _, v := range values {
+	for _, v := range ex.Values {
 		pr.AAL += v
 	}
-	pr.Nodes = len(values)
+	pr.Nodes = len(ex.Values)
 	for _, w := range pr.PerDepth {
 		pr.Draft += Interp(c.Draft, w)
 	}
 	pr.Verify = Interp(c.Verify, 1+pr.Nodes)
 	pr.Step = pr.Draft + pr.Verify + c.Overhead
-	if p.Strategy == "duo" && pr.Draft < pr.Verify {
+	if ex.Overlap && pr.Draft < pr.Verify {
 		// the drafter works while the target verifies: only the longer side counts
 		pr.Step = pr.Verify + c.Overhead
 	}
@@ -209,58 +136,14 @@ func Predict(p Plan, acc *Acceptance, c Costs) (Prediction, error) {
 }
 
 // SearchSpace bounds the plans Search enumerates.
-type SearchSpace struct {
-	MaxGamma int // chains up to this length (default 12)
-	MaxDepth int // trees up to this depth (default 6)
-	MaxNodes int // trees up to this many nodes (default 48)
-}
+type SearchSpace = spec.Space
 
-// Search enumerates plain decoding, chains, static trees (widths 1..3 per depth, never
-// widening with depth) and Equal-Growth Trees, scores each with Predict, and
-// returns them best first. It covers a few hundred plans.
+// Search scores every registered strategy's candidate plans (plain
+// decoding, chains, static trees, Equal-Growth Trees: a few hundred) with
+// Predict and returns them best first.
 func Search(acc *Acceptance, c Costs, sp SearchSpace) []Prediction {
-	if sp.MaxGamma <= 0 {
-		sp.MaxGamma = 12
-	}
-	if sp.MaxDepth <= 0 {
-		sp.MaxDepth = 6
-	}
-	if sp.MaxNodes <= 0 {
-		sp.MaxNodes = 48
-	}
-	plans := []Plan{{Strategy: "ar"}} // when nothing pays, plain decoding wins
-	for g := 1; g <= sp.MaxGamma; g++ {
-		plans = append(plans, Plan{Strategy: "chain", Gamma: g})
-	}
-	var grow func(ws []int, nodes, level int)
-	grow = func(ws []int, nodes, level int) {
-		if len(ws) > 0 {
-			plans = append(plans, Plan{Strategy: "tree", Widths: append([]int(nil), ws...)})
-		}
-		if len(ws) == sp.MaxDepth {
-			return
-		}
-		maxW := 3
-		if len(ws) > 0 {
-			maxW = ws[len(ws)-1]
-		}
-		for w := 1; w <= maxW; w++ {
-			if nodes+level*w > sp.MaxNodes {
-				break
-			}
-			grow(append(ws, w), nodes+level*w, level*w)
-		}
-	}
-	grow(nil, 0, 1)
-	for _, ws := range [][]int{{1, 1, 2, 2, 2, 2}, {1, 2, 2, 2, 2}, {1, 2, 3, 3, 2}, {1, 1, 1, 2, 2, 2, 2}, {1, 2, 4, 4, 4}} {
-		for b := 1; b <= 3; b++ {
-			for _, wm := range []int{4, 6, 8, 12, 16, 24} {
-				plans = append(plans, Plan{Strategy: "egt", EGT: ws, Branch: b, WMax: wm})
-			}
-		}
-	}
 	var out []Prediction
-	for _, p := range plans {
+	for _, p := range spec.Candidates(sp) {
 		if pr, err := Predict(p, acc, c); err == nil {
 			out = append(out, pr)
 		}
@@ -270,67 +153,12 @@ func Search(acc *Acceptance, c Costs, sp SearchSpace) []Prediction {
 }
 
 // Shape returns the tree a plan verifies, as a parent list (-1 for depth 1),
-// for drawing: chains are paths, trees follow their widths, and EGT keeps
+// for drawing: chains are paths, trees follow their shape, and EGT keeps
 // the nodes its pruning would keep under the acceptance model.
 func Shape(p Plan, acc *Acceptance) []int {
-	var parents []int
-	switch p.Strategy {
-	case "chain", "duo":
-		for d := 0; d < p.Gamma; d++ {
-			parents = append(parents, d-1)
-		}
-	case "tree":
-		level := []int{-1}
-		for _, w := range p.Widths {
-			var next []int
-			for _, par := range level {
-				for r := 0; r < w; r++ {
-					parents = append(parents, par)
-					next = append(next, len(parents)-1)
-				}
-			}
-			level = next
-		}
-	case "egt":
-		type node struct {
-			parent int
-			v      float64
-		}
-		var nodes []node
-		frontier := []int{-1}
-		value := func(i int) float64 {
-			if i < 0 {
-				return 1
-			}
-			return nodes[i].v
-		}
-		for d, w := range p.EGT {
-			sort.SliceStable(frontier, func(a, b int) bool { return value(frontier[a]) > value(frontier[b]) })
-			var next []int
-			for _, par := range frontier[:min(w, len(frontier))] {
-				for r := 0; r < p.Branch; r++ {
-					nodes = append(nodes, node{par, value(par) * acc.At(d, r)})
-					next = append(next, len(nodes)-1)
-				}
-			}
-			frontier = next
-		}
-		order := make([]int, len(nodes))
-		for i := range order {
-			order[i] = i
-		}
-		sort.SliceStable(order, func(a, b int) bool { return nodes[order[a]].v > nodes[order[b]].v })
-		keep := map[int]bool{}
-		for _, i := range order[:min(len(order), p.WMax)] {
-			keep[i] = true
-		}
-		idx := map[int]int{-1: -1}
-		for i, n := range nodes {
-			if keep[i] && (n.parent < 0 || keep[n.parent]) {
-				idx[i] = len(parents)
-				parents = append(parents, idx[n.parent])
-			}
-		}
+	ex, err := p.Expect(acc.At)
+	if err != nil {
+		return nil
 	}
-	return parents
+	return ex.Parents
 }

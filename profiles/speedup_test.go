@@ -98,7 +98,7 @@ func TestConfigRoundTripAndErrors(t *testing.T) {
 	c := &Config{}
 	c.Models.Target = TargetConfig{Path: "/m/t.gguf", Device: "cpu", MaxSeqLen: 2048, Threads: 2}
 	c.Models.Draft = DraftConfig{Kind: "model", Path: "/m/d.gguf"}
-	c.Speculation.Plan = Plan{Strategy: "tree", Widths: []int{3, 2, 1}}
+	c.Speculation = Plan{Strategy: "tree", Widths: []int{3, 2, 1}}
 	c.Sampling.TopP = 1
 	b, err := c.Marshal()
 	if err != nil {

@@ -4,78 +4,54 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sort"
 	"time"
 
-	"arborist/engine/generate"
-	"arborist/engine/model"
-	"arborist/kernels/cpu"
-	"arborist/profiles"
+	"arborist/engine/spec"
+	"arborist/workbench"
 )
 
 func runBench(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "bench", "--model M [--threads N] [--reps R] [--widths 1,2,4,...]")
+	fs := newFlags(env, "bench", "--model M [--threads N] [--reps R] [--widths 1,2,4,...] [--json]")
 	path := fs.String("model", "", "GGUF model `file`")
-	threads := fs.Int("threads", cpu.DefaultThreads(), "CPU threads")
+	var backend string
+	var threads int
+	backendFlags(fs, &backend, &threads)
 	reps := fs.Int("reps", 5, "repetitions of the decode run (the median is reported)")
 	widthsFlag := fs.String("widths", "1,2,4,8,16,32,64", "verification widths W to time")
 	n := fs.Int("n", 128, "tokens per decode run")
+	asJSON := jsonFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *path == "" {
 		return fail(fs, usagef("--model is required"))
 	}
-	widths, err := parseInts(*widthsFlag)
+	widths, err := spec.ParseInts(*widthsFlag)
 	if err != nil || len(widths) == 0 {
 		return fail(fs, usagef("--widths: want a list such as 1,2,4,8"))
 	}
-	if *threads <= 0 || *reps <= 0 || *n <= 1 {
-		return fail(fs, usagef("--threads, --reps must be positive and -n above 1"))
+	if err := checkBackend(backend, threads); err != nil {
+		return fail(fs, err)
 	}
-	if err := profiles.CheckThreads("--threads", *threads); err != nil { // issue 17
-		return fail(fs, usagef("%v", err))
+	if *reps <= 0 || *n <= 1 {
+		return fail(fs, usagef("--reps must be positive and -n above 1"))
 	}
-	be := cpu.New(*threads)
-	defer be.Close()
-	m, err := model.Load(*path, be)
+	r, err := workbench.BenchModel(ctx, workbench.BenchOptions{Model: *path, Backend: backend, Threads: threads, Reps: *reps, Tokens: *n, Widths: widths})
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	if *asJSON {
+		return writeJSON(env.Stdout, r)
+	}
 	w := env.Stdout
-	fmt.Fprintf(w, "model %s: %d params, %.1f MiB of weights; %d threads, kernels %s\n", *path, m.File.Params(), float64(m.WeightBytes())/(1<<20), *threads, cpu.Kernels())
-
-	bw, err := profiles.Bandwidth(ctx, *threads, 256<<20)
-	if err != nil {
-		return err
-	}
-	lim, err := profiles.ModelLimits(ctx, m, *threads, bw)
-	if err != nil {
-		return err
-	}
-	roof := 1 / lim.Roofline().Seconds() // tokens/s
-	fmt.Fprintf(w, "memory read bandwidth: %.1f GB/s (%d threads); decode roofline %.0f tokens/s (weight bytes per token / bandwidth)\n", bw/1e9, *threads, roof)
-	fmt.Fprintf(w, "compute ceiling: %.1f GMAC/s of %s multiply-adds (%d threads, no memory traffic); %.1fM multiply-adds per token\n", lim.Peak/1e9, lim.Kind(), *threads, lim.MACs/1e6)
-
-	prompt := m.Tok.Encode("Once upon a time", true, false)
-	var tps []float64
-	for r := 0; r < *reps; r++ {
-		_, st, err := generate.Run(ctx, m, prompt, generate.Options{MaxTokens: *n})
-		if err != nil {
-			return err
-		}
-		tps = append(tps, st.DecodeTPS())
-	}
-	sort.Float64s(tps)
-	med := tps[len(tps)/2]
+	lim := r.Limits
+	fmt.Fprintf(w, "model %s: %d params, %.1f MiB of weights; %d threads, kernels %s\n", *path, r.Params, float64(r.WeightBytes)/(1<<20), r.Threads, r.Kernels)
+	fmt.Fprintf(w, "memory read bandwidth: %.1f GB/s (%d threads); decode roofline %.0f tokens/s (weight bytes per token / bandwidth)\n", r.Bandwidth/1e9, r.Threads, r.Roofline)
+	fmt.Fprintf(w, "compute ceiling: %.1f GMAC/s of %s multiply-adds (%d threads, no memory traffic); %.1fM multiply-adds per token\n", lim.Peak/1e9, lim.Kind(), r.Threads, lim.MACs/1e6)
+	med := r.Median
 	fmt.Fprintf(w, "decode: %.1f tokens/s median of %d runs of %d tokens (min %.1f, max %.1f); %.0f%% of the bandwidth roofline\n",
-		med, *reps, *n, tps[0], tps[len(tps)-1], 100*med/roof)
-
-	pts, err := profiles.VerifyCurve(ctx, m, widths, profiles.CurveOptions{})
-	if err != nil {
-		return err
-	}
+		med, *reps, *n, r.Decode[0], r.Decode[len(r.Decode)-1], 100*med/r.Roofline)
+	pts := r.Curve
 	fmt.Fprintln(w, "T_verify(W), one pass over W tokens after 128 cached:")
 	fmt.Fprintf(w, "  %5s %12s %10s %14s %10s %10s %9s\n", "W", "median", "spread", "vs W=1", "tokens/s", "GMAC/s", "of peak")
 	base := pts[0].Median

@@ -29,7 +29,7 @@ func verbs() map[string]verb {
 	vs := []verb{
 		{"inspect", "show a GGUF model's architecture, shape, tensor types and memory need", runInspect},
 		{"tokenize", "print the token ids of a text", runTokenize},
-		{"generate", "generate text with plain autoregressive decoding (--ids/--print-ids: token ids in and out)", runGenerateIDs},
+		{"generate", "generate text with plain autoregressive decoding (--ids/--print-ids: token ids in and out)", runGenerate},
 		{"logits", "print the top logits of every position of teacher-forced token ids, as JSON lines", runLogits},
 		{"synth", "write a random-weight GGUF with a real model's shape", runSynth},
 		{"demo", "write the built-in demo pair (real text, speculation that pays) to a folder", runDemo},

@@ -1,17 +1,22 @@
 package cli
 
 import (
+	"context"
+	"encoding/json"
 	"flag"
+	"fmt"
+	"io"
+	"strings"
 
-	"arborist/engine/sample"
-	"arborist/kernels/cpu"
 	"arborist/profiles"
+	"arborist/profiles/store"
+	"arborist/workbench"
 )
 
-// pairFlags selects a target and a draft source; run, profile, calibrate
-// and tune share them.
+// pairFlags selects a target, a draft source and the backend; run,
+// profile, calibrate, train, tune and export share them.
 type pairFlags struct {
-	profiles.PairSpec
+	workbench.PairSpec
 }
 
 func (p *pairFlags) register(fs *flag.FlagSet) {
@@ -22,9 +27,29 @@ func (p *pairFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.DraftHidden, "draft-hidden", "", "hidden-state drafter: a stored drafter's `ID` (see 'arborist drafters list') or a drafter GGUF file")
 	fs.IntVar(&p.ResampleDepth, "resample-depth", 4, "hidden drafter: depth of the subtree re-sampled after a rejection")
 	fs.BoolVar(&p.NoResample, "no-resample", false, "hidden drafter: always draft afresh after a rejection")
-	fs.IntVar(&p.Threads, "threads", cpu.DefaultThreads(), "CPU threads in all")
+	backendFlags(fs, &p.Backend, &p.Threads)
 	fs.IntVar(&p.DraftThreads, "draft-threads", 0, "threads of a concurrent drafter (duo, --aot); default: half")
 	fs.BoolVar(&p.NoMmap, "no-mmap", false, "read model files into memory instead of mapping them (a file changed during the run cannot affect it)")
+}
+
+// backendFlags registers --backend and --threads.
+func backendFlags(fs *flag.FlagSet, backend *string, threads *int) {
+	fs.StringVar(backend, "backend", profiles.DefaultBackend, "compute backend ("+strings.Join(profiles.BackendNames(), ", ")+")")
+	fs.IntVar(threads, "threads", profiles.DefaultThreads(), "CPU threads in all")
+}
+
+// checkBackend validates --backend and --threads.
+func checkBackend(backend string, threads int) error {
+	if _, err := profiles.Backend(backend); err != nil {
+		return usagef("--backend: %v", err)
+	}
+	if threads <= 0 {
+		return usagef("--threads must be positive")
+	}
+	if err := profiles.CheckThreads("--threads", threads); err != nil { // capped at a few times the logical cores
+		return usagef("%v", err)
+	}
+	return nil
 }
 
 // check validates the flags; needSource says whether a draft source is required.
@@ -42,17 +67,41 @@ func (p *pairFlags) check(needSource bool) error {
 	if p.ResampleDepth < 1 && !p.NoResample {
 		return usagef("--resample-depth must be at least 1 (or use --no-resample)")
 	}
-	if p.Threads <= 0 || p.DraftThreads < 0 {
-		return usagef("--threads must be positive")
+	if p.DraftThreads < 0 {
+		return usagef("--draft-threads must not be negative")
 	}
 	if err := profiles.CheckThreads("--threads (with --draft-threads)", p.Threads+p.DraftThreads); err != nil { // issue 17
 		return usagef("%v", err)
 	}
-	return nil
+	return checkBackend(p.Backend, p.Threads)
 }
 
-// open loads the pair; db is where a --draft-hidden id is looked up.
-func (p *pairFlags) open(params sample.Params, concurrent bool, db string) (*profiles.Pair, error) {
-	p.DB = db
-	return profiles.OpenPair(p.PairSpec, params, concurrent)
+func dbFlag(fs *flag.FlagSet) *string {
+	return fs.String("db", store.DefaultPath(), "Arborist database `file`")
+}
+
+func jsonFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("json", false, "print one JSON document instead of the text report (fields: README, JSON output)")
+}
+
+// openBench opens the workflow core over the database.
+func openBench(ctx context.Context, db string) (*workbench.Bench, error) {
+	return workbench.Open(ctx, db)
+}
+
+// progress prints a workflow's progress on stderr, one line per stage.
+func progress(env Env) workbench.Progress {
+	return func(e workbench.Event) {
+		fmt.Fprintf(env.Stderr, "\r  %s: %d of %d %s   ", e.Stage, e.Done, e.Total, e.Detail)
+		if e.Done == e.Total {
+			fmt.Fprintln(env.Stderr)
+		}
+	}
+}
+
+// writeJSON prints v as one indented JSON document.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

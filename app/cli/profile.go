@@ -2,44 +2,17 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"arborist/engine/model"
-	"arborist/engine/sample"
-	"arborist/engine/spec"
-	"arborist/kernels"
 	"arborist/profiles"
 	"arborist/profiles/store"
+	"arborist/workbench"
 )
-
-func dbFlag(fs *flag.FlagSet) *string {
-	return fs.String("db", store.DefaultPath(), "Arborist database `file`")
-}
-
-// curveProgress prints curve measurements as they come.
-func curveProgress(env Env) func(kind string, done, total int, p profiles.Point) {
-	return func(kind string, done, total int, p profiles.Point) {
-		fmt.Fprintf(env.Stderr, "\r  %s curve: round %d of at most %d (W=%d: %s)   ", kind, done, total, p.W, p.Median.Round(time.Microsecond))
-		if done == total {
-			fmt.Fprintln(env.Stderr)
-		}
-	}
-}
-
-// curveFor returns a model's stored or freshly measured latency curve.
-func curveFor(ctx context.Context, env Env, st *store.Store, hw store.Hardware, m *model.Model, be kernels.Backend, kind string, fresh bool, maxW int) (*profiles.Profile, error) {
-	opt := profiles.ProfileOptions{Kind: kind, Fresh: fresh, Widths: profiles.DefaultWidths(maxW)}
-	progress := curveProgress(env)
-	opt.Curve.Progress = func(done, total int, p profiles.Point) { progress(kind, done, total, p) }
-	return profiles.ProfileModel(ctx, st, hw, m, be, opt)
-}
 
 func printCurve(w io.Writer, label string, p *profiles.Profile) {
 	src := "measured now"
@@ -53,13 +26,45 @@ func printCurve(w io.Writer, label string, p *profiles.Profile) {
 	}
 }
 
+// curveJSON is a stored latency curve in `--json` documents.
+type curveJSON struct {
+	Kind    string      `json:"kind"`
+	Backend string      `json:"backend"`
+	Threads int         `json:"threads"`
+	Cached  bool        `json:"cached"`
+	Points  []pointJSON `json:"points"`
+	Created time.Time   `json:"created"`
+	Context int         `json:"context"`
+	Model   string      `json:"model,omitempty"`
+	_       struct{}    `json:"-"`
+}
+
+type pointJSON struct {
+	W      int   `json:"w"`
+	Median int64 `json:"median_ns"`
+	Spread int64 `json:"spread_ns"`
+	Reps   int   `json:"reps"`
+}
+
+func curveDoc(p *profiles.Profile, model string) *curveJSON {
+	if p == nil {
+		return nil
+	}
+	c := &curveJSON{Kind: p.Curve.Key.Kind, Backend: p.Curve.Key.Backend, Threads: p.Curve.Key.Threads, Cached: p.Cached, Created: p.Curve.Created, Context: p.Curve.Context, Model: model}
+	for _, pt := range p.Curve.Points {
+		c.Points = append(c.Points, pointJSON{W: pt.W, Median: int64(pt.Median), Spread: int64(pt.Spread), Reps: pt.Reps})
+	}
+	return c
+}
+
 func runProfile(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "profile", "--target T [--draft D] [--threads N] [--max-w 64] [--fresh] [--db FILE]")
+	fs := newFlags(env, "profile", "--target T [--draft D] [--threads N] [--max-w 64] [--fresh] [--db FILE] [--json]")
 	var p pairFlags
 	p.register(fs)
 	db := dbFlag(fs)
 	fresh := fs.Bool("fresh", false, "measure again even when the database has a matching curve")
 	maxW := fs.Int("max-w", 64, "largest verification width to time")
+	asJSON := jsonFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -69,45 +74,43 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 	if *maxW < 1 {
 		return fail(fs, usagef("--max-w must be >= 1"))
 	}
-	st, err := store.Open(ctx, *db)
+	b, err := openBench(ctx, *db)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	pair, err := p.open(sample.Params{}, false, *db)
-	if err != nil {
-		return err
-	}
-	defer pair.Close()
-	hw, err := profiles.KnownHardware(ctx, st, p.Threads, *fresh)
+	defer b.Close()
+	r, err := b.Profile(ctx, p.PairSpec, workbench.ProfileOptions{MaxW: *maxW, Fresh: *fresh}, progress(env))
 	if err != nil {
 		return err
 	}
 	w := env.Stdout
+	if *asJSON {
+		hw := r.Hardware
+		return writeJSON(w, struct {
+			Hardware any        `json:"hardware"`
+			Target   *curveJSON `json:"verify"`
+			Overhead *curveJSON `json:"overhead"`
+			Draft    *curveJSON `json:"draft,omitempty"`
+			Limits   any        `json:"limits"`
+		}{
+			Hardware: map[string]any{"fingerprint": hw.Fingerprint, "cpu": hw.CPU, "cores": hw.Cores, "threads": hw.Threads, "simd": hw.SIMD, "ram_bytes": hw.RAM, "bandwidth_bytes_per_s": hw.Bandwidth},
+			Target:   curveDoc(r.Target, p.Target), Overhead: curveDoc(r.Overhead, p.Target), Draft: curveDoc(r.Draft, p.Draft),
+			Limits: map[string]any{"roofline_ns": int64(r.Limits.Roofline()), "peak_macs_per_s": r.Limits.Peak, "peak_kind": r.Limits.Kind(), "macs_per_token": r.Limits.MACs,
+				"weight_bytes_per_token": r.Limits.WeightBytes},
+		})
+	}
+	hw := r.Hardware
 	fmt.Fprintf(w, "hardware %s: %s, %d cores / %d threads, %s, %.1f GiB RAM, %.1f GB/s read bandwidth\n",
 		hw.Fingerprint, hw.CPU, hw.Cores, hw.Threads, hw.SIMD, float64(hw.RAM)/(1<<30), hw.Bandwidth/1e9)
-	tp, err := curveFor(ctx, env, st, hw, pair.Target, pair.Backend, "verify", *fresh, *maxW)
-	if err != nil {
-		return err
+	printCurve(w, "target "+p.Target, r.Target)
+	fmt.Fprintln(w, r.Limits.Describe(r.Target.Curve.Points))
+	var parts []string
+	for _, pt := range r.Overhead.Curve.Points {
+		parts = append(parts, fmt.Sprintf("W=%d %v", pt.W, pt.Median.Round(time.Microsecond)))
 	}
-	printCurve(w, "target "+pair.Target.Path, tp)
-	lim, err := profiles.ModelLimits(ctx, pair.Target, pair.Backend.Threads(), hw.Bandwidth)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(w, lim.Describe(tp.Curve.Points))
-	op, err := profiles.ProfileModel(ctx, st, hw, pair.Target, pair.Backend, profiles.ProfileOptions{Kind: "overhead", Widths: []int{1, 8, 32}, Fresh: *fresh})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "bookkeeping per step (mask, token choice, cache compaction): W=1 %v, W=8 %v, W=32 %v\n",
-		op.Curve.Points[0].Median.Round(time.Microsecond), op.Curve.Points[1].Median.Round(time.Microsecond), op.Curve.Points[2].Median.Round(time.Microsecond))
-	if pair.DraftModel != nil {
-		dp, err := curveFor(ctx, env, st, hw, pair.DraftModel, pair.Backend, "draft", *fresh, min(*maxW, 16))
-		if err != nil {
-			return err
-		}
-		printCurve(w, "drafter "+p.Draft, dp)
+	fmt.Fprintf(w, "bookkeeping per step (mask, token choice, cache compaction): %s\n", strings.Join(parts, ", "))
+	if r.Draft != nil {
+		printCurve(w, "drafter "+p.Draft, r.Draft)
 	}
 	return nil
 }
@@ -130,36 +133,25 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 	if *prompts == "" || *n < 1 {
 		return fail(fs, usagef("--prompts is required and -n must be positive"))
 	}
-	w0, err := openWorkload(ctx, &p, *db, *prompts)
+	if *trainPred && *depth < 1 {
+		return fail(fs, usagef("--depth must be >= 1"))
+	}
+	texts, err := workbench.ReadPrompts(*prompts)
 	if err != nil {
 		return err
 	}
-	defer w0.Close()
-	st, pair, ids, texts := w0.st, w0.pair, w0.ids, w0.texts
-	eng := &spec.Engine{Target: pair.Target, Source: pair.Source}
-	acc, err := profiles.Calibrate(ctx, eng, ids, *n, func(done, total int) {
-		fmt.Fprintf(env.Stderr, "\r  calibrating: prompt %d of %d", done, total)
-		if done == total {
-			fmt.Fprintln(env.Stderr)
-		}
-	})
+	b, err := openBench(ctx, *db)
 	if err != nil {
 		return err
 	}
-	md, err := profiles.DescribeModel(pair.Target)
-	if err != nil {
-		return err
-	}
-	mid, err := st.PutModel(ctx, &md)
-	if err != nil {
-		return err
-	}
-	id, err := st.SaveCalibration(ctx, mid, p.SourceName(), *prompts, acc)
+	defer b.Close()
+	cal, err := b.Calibrate(ctx, p.PairSpec, texts, *prompts, *n, progress(env))
 	if err != nil {
 		return err
 	}
 	w := env.Stdout
-	fmt.Fprintf(w, "calibration %d: %s with %s over %d prompts, %d steps, %d tokens\n", id, p.Target, p.SourceName(), len(texts), acc.Steps, acc.Tokens)
+	acc := cal.Acc
+	fmt.Fprintf(w, "calibration %d: %s with %s over %d prompts, %d steps, %d tokens\n", cal.ID, p.Target, p.SourceName(), cal.Prompts, acc.Steps, acc.Tokens)
 	fmt.Fprintln(w, "acceptance by depth (rows) and sibling rank (columns):")
 	for d, row := range acc.Rank {
 		var cells []string
@@ -169,50 +161,31 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(w, "  depth %d: %s\n", d+1, strings.Join(cells, "  "))
 	}
 	fmt.Fprintln(w, "acceptance by drafter probability:")
-	for b, v := range acc.QBins {
-		if acc.QCounts[b] > 0 {
-			fmt.Fprintf(w, "  q in [%.1f, %.1f): %5.1f%% of %d\n", float64(b)/10, float64(b+1)/10, 100*v, acc.QCounts[b])
+	for bin, v := range acc.QBins {
+		if acc.QCounts[bin] > 0 {
+			fmt.Fprintf(w, "  q in [%.1f, %.1f): %5.1f%% of %d\n", float64(bin)/10, float64(bin+1)/10, 100*v, acc.QCounts[bin])
 		}
 	}
 	if !*trainPred {
 		return nil
 	}
-	if *depth < 1 {
-		return fail(fs, usagef("--depth must be >= 1"))
-	}
-	return trainPredictor(ctx, env, st, eng, ids, *n, *depth, id)
+	return trainPredictor(ctx, env, b, p.PairSpec, texts, *n, *depth, cal.ID)
 }
 
-// trainPredictor collects chain-drafting data for the pair, trains the depth
-// predictor, stores it with calibration calID and reports its accuracy.
-func trainPredictor(ctx context.Context, env Env, st *store.Store, eng *spec.Engine, ids [][]int, n, depth int, calID int64) error {
-	fmt.Fprintf(env.Stderr, "  collecting depth-predictor data (chains of %d) ...\n", depth)
-	samples, err := profiles.DepthSamples(ctx, eng, ids, n, depth)
+// trainPredictor trains and stores the pair's depth predictor and reports
+// its accuracy.
+func trainPredictor(ctx context.Context, env Env, b *workbench.Bench, ps workbench.PairSpec, texts []string, n, depth int, calID int64) error {
+	r, err := b.TrainPredictor(ctx, ps, texts, n, depth, calID, progress(env))
 	if err != nil {
-		return err
-	}
-	pred := profiles.NewPredictor(eng.Target.Dim, 128, depth, 1)
-	err = pred.Train(samples, profiles.TrainOptions{Progress: func(ep, total int, loss float64) {
-		fmt.Fprintf(env.Stderr, "\r  training: epoch %d/%d, loss %.4f", ep, total, loss)
-		if ep == total {
-			fmt.Fprintln(env.Stderr)
+		if strings.Contains(err.Error(), "calibrate first") {
+			return fmt.Errorf("%w (run 'arborist calibrate' first)", err)
 		}
-	}})
-	if err != nil {
-		return err
-	}
-	blob, err := pred.Marshal()
-	if err != nil {
-		return err
-	}
-	pid, err := st.SavePredictor(ctx, calID, blob, pred.Stats)
-	if err != nil {
 		return err
 	}
 	w := env.Stdout
-	fmt.Fprintf(w, "depth predictor %d: %d training steps, %d held out (the last prompts), trained in %v\n", pid, pred.Stats.Samples, pred.Stats.HeldOut, pred.Stats.Took.Round(time.Millisecond))
-	for d := range pred.Stats.Accuracy {
-		fmt.Fprintf(w, "  depth %d: held-out accuracy %5.1f%% (accepted in %5.1f%% of held-out steps)\n", d+1, 100*pred.Stats.Accuracy[d], 100*pred.Stats.BaseRate[d])
+	fmt.Fprintf(w, "depth predictor %d: %d training steps, %d held out (the last prompts), trained in %v\n", r.ID, r.Stats.Samples, r.Stats.HeldOut, r.Stats.Took.Round(time.Millisecond))
+	for d := range r.Stats.Accuracy {
+		fmt.Fprintf(w, "  depth %d: held-out accuracy %5.1f%% (accepted in %5.1f%% of held-out steps)\n", d+1, 100*r.Stats.Accuracy[d], 100*r.Stats.BaseRate[d])
 	}
 	return nil
 }
@@ -242,76 +215,34 @@ func runTrain(ctx context.Context, env Env, args []string) error {
 	if *prompts == "" || *n < 2 || *depth < 1 {
 		return fail(fs, usagef("--prompts is required, -n must be above 1 and --depth positive"))
 	}
-	w0, err := openWorkload(ctx, &p, *db, *prompts)
+	texts, err := workbench.ReadPrompts(*prompts)
 	if err != nil {
 		return err
 	}
-	defer w0.Close()
-	st, pair := w0.st, w0.pair
-	md, err := profiles.DescribeModel(pair.Target)
+	b, err := openBench(ctx, *db)
 	if err != nil {
 		return err
 	}
-	tid, err := st.PutModel(ctx, &md)
-	if err != nil {
-		return err
-	}
-	var acc profiles.Acceptance
-	calID, err := st.LatestCalibration(ctx, tid, p.SourceName(), &acc)
-	if err != nil {
-		return err
-	}
-	if calID == 0 {
-		return fmt.Errorf("no calibration of %s with %s in %s: run 'arborist calibrate' first", p.Target, p.SourceName(), st.Path)
-	}
-	return trainPredictor(ctx, env, st, &spec.Engine{Target: pair.Target, Source: pair.Source}, w0.ids, *n, *depth, calID)
+	defer b.Close()
+	return trainPredictor(ctx, env, b, p.PairSpec, texts, *n, *depth, 0)
 }
 
-// tuneInputs loads the pair's curves and calibration for the speedup model.
-type tuneInputs struct {
-	pair  *profiles.Pair
-	hw    store.Hardware
-	acc   *profiles.Acceptance
-	costs profiles.Costs
-	tid   int64
-	calID int64
-}
-
-func loadTuneInputs(ctx context.Context, env Env, st *store.Store, p *pairFlags, alpha float64) (*tuneInputs, error) {
-	pair, err := p.open(sample.Params{}, false, st.Path)
-	if err != nil {
-		return nil, err
-	}
-	in := &tuneInputs{pair: pair}
-	if in.hw, err = profiles.KnownHardware(ctx, st, p.Threads, false); err != nil {
-		pair.Close()
-		return nil, err
-	}
-	in.costs, in.tid, err = profiles.PairCosts(ctx, st, in.hw, pair, p.PairSpec, curveProgress(env))
-	if err != nil {
-		pair.Close()
-		return nil, err
-	}
-	if alpha > 0 {
-		in.acc = profiles.Uniform(alpha, 0.4, 8, 4)
-		return in, nil
-	}
-	var acc profiles.Acceptance
-	id, err := st.LatestCalibration(ctx, in.tid, p.SourceName(), &acc)
-	if err != nil {
-		pair.Close()
-		return nil, err
-	}
-	if id == 0 {
-		pair.Close()
-		return nil, fmt.Errorf("no calibration of %s with %s in %s: run 'arborist calibrate' first, or assume an acceptance rate with --alpha", p.Target, p.SourceName(), st.Path)
-	}
-	in.acc, in.calID = &acc, id
-	return in, nil
+// predictionJSON is one ranked plan in `tune --json`.
+type predictionJSON struct {
+	Rank     int           `json:"rank"`
+	Plan     any           `json:"plan"`
+	Name     string        `json:"name"`
+	Speedup  float64       `json:"predicted_speedup"`
+	AAL      float64       `json:"aal"`
+	Nodes    int           `json:"nodes"`
+	Draft    time.Duration `json:"draft_ns"`
+	Verify   time.Duration `json:"verify_ns"`
+	Step     time.Duration `json:"step_ns"`
+	PerDepth []int         `json:"draft_passes"`
 }
 
 func runTune(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "tune", "--target T (--draft D | --draft-ngram N | --draft-layers K) [--top 10] [--alpha A] [-o config.yaml] [--db FILE]")
+	fs := newFlags(env, "tune", "--target T (--draft D | --draft-ngram N | --draft-layers K) [--top 10] [--alpha A] [-o config.yaml] [--validate --prompts FILE] [--db FILE] [--json]")
 	var p pairFlags
 	p.register(fs)
 	db := dbFlag(fs)
@@ -321,6 +252,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	validate := fs.Bool("validate", false, "run the best plan and plain decoding on --prompts and report measured against predicted speedup")
 	prompts := fs.String("prompts", "", "prompt suite `file` for --validate")
 	n := fs.Int("n", 128, "tokens per prompt for --validate")
+	asJSON := jsonFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -333,88 +265,79 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	if *validate && (*prompts == "" || *n < 1) {
 		return fail(fs, usagef("--validate needs --prompts and a positive -n"))
 	}
-	st, err := store.Open(ctx, *db)
+	b, err := openBench(ctx, *db)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	in, err := loadTuneInputs(ctx, env, st, &p, *alpha)
+	defer b.Close()
+	t, err := b.Tune(ctx, p.PairSpec, workbench.TuneOptions{Alpha: *alpha}, progress(env))
 	if err != nil {
+		if strings.Contains(err.Error(), "calibrate first") {
+			return fmt.Errorf("%w; run 'arborist calibrate' first", err)
+		}
 		return err
 	}
-	defer in.pair.Close()
-	preds := profiles.Search(in.acc, in.costs, profiles.SearchSpace{})
+	best := t.Best()
 	w := env.Stdout
-	fmt.Fprintf(w, "%d plans scored with the latency-aware model (speedup = AAL * T_verify(1) / (draft + T_verify(W) + overhead)):\n", len(preds))
-	fmt.Fprintf(w, "  %-4s %-40s %8s %6s %6s %10s %10s\n", "rank", "plan", "speedup", "AAL", "nodes", "draft", "verify")
-	for i, pr := range preds[:min(*top, len(preds))] {
-		fmt.Fprintf(w, "  %-4d %-40s %7.2fx %6.2f %6d %10s %10s\n", i+1, pr.Plan, pr.Speedup, pr.AAL, pr.Nodes, pr.Draft.Round(time.Microsecond), pr.Verify.Round(time.Microsecond))
+	doc := struct {
+		PlanID     int64            `json:"plan_id"`
+		AcceptOn   string           `json:"acceptance"`
+		Plans      []predictionJSON `json:"plans"`
+		Scored     int              `json:"scored"`
+		Config     string           `json:"config,omitempty"`
+		Validation any              `json:"validation,omitempty"`
+	}{PlanID: t.PlanID, AcceptOn: t.Inputs.Describe(), Scored: len(t.Ranked)}
+	if !*asJSON {
+		fmt.Fprintf(w, "%d plans scored with the latency-aware model (speedup = AAL * T_verify(1) / (draft + T_verify(W) + overhead)), acceptance %s:\n", len(t.Ranked), t.Inputs.Describe())
+		fmt.Fprintf(w, "  %-4s %-40s %8s %6s %6s %10s %10s\n", "rank", "plan", "speedup", "AAL", "nodes", "draft", "verify")
 	}
-	best := preds[0]
-	hid, _ := st.PutHardware(ctx, &in.hw)
-	planID, err := st.SavePlan(ctx, hid, in.tid, best.Plan.Strategy, best, best.Speedup)
-	if err != nil {
-		return err
+	for i, pr := range t.Ranked[:min(*top, len(t.Ranked))] {
+		doc.Plans = append(doc.Plans, predictionJSON{Rank: i + 1, Plan: pr.Plan, Name: pr.Plan.String(), Speedup: pr.Speedup, AAL: pr.AAL, Nodes: pr.Nodes,
+			Draft: pr.Draft, Verify: pr.Verify, Step: pr.Step, PerDepth: pr.PerDepth})
+		if !*asJSON {
+			fmt.Fprintf(w, "  %-4d %-40s %7.2fx %6.2f %6d %10s %10s\n", i+1, pr.Plan, pr.Speedup, pr.AAL, pr.Nodes, pr.Draft.Round(time.Microsecond), pr.Verify.Round(time.Microsecond))
+		}
 	}
-	fmt.Fprintf(w, "best: %s, predicted %.2fx (plan %d)\n", best.Plan, best.Speedup, planID)
-	path := *out
-	if path == "" && *validate { // issue 17: in a fresh private folder, not a predictable name
-		tmp, err := os.MkdirTemp("", "arborist-plan-")
+	if !*asJSON {
+		fmt.Fprintf(w, "best: %s, predicted %.2fx (plan %d)\n", best.Plan, best.Speedup, t.PlanID)
+	}
+	if *out != "" {
+		ex, err := b.TuneExport(p.PairSpec, t)
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(tmp)
-		path = filepath.Join(tmp, fmt.Sprintf("plan-%d.yaml", planID))
+		if err := b.Write(ctx, t.PlanID, ex.YAML, *out); err != nil {
+			return err
+		}
+		doc.Config = *out
+		if !*asJSON {
+			fmt.Fprintf(w, "wrote %s\n\n%s", *out, ex.Equivalents)
+		}
 	}
-	if path == "" {
-		return nil
+	if *validate {
+		texts, err := workbench.ReadPrompts(*prompts)
+		if err != nil {
+			return err
+		}
+		if !*asJSON {
+			fmt.Fprintf(w, "\nvalidating on %s (%d tokens per prompt):\n", *prompts, *n)
+		}
+		// the tuned plan goes to the run as it is, with its prediction
+		res, err := b.Run(ctx, p.PairSpec, workbench.RunOptions{Plan: best.Plan, Sample: zeroTemp(), MaxTokens: *n, Prompts: texts, Baseline: true, Predicted: best.Speedup})
+		if res != nil {
+			doc.Validation = runJSON(best.Plan, res, err)
+			if !*asJSON {
+				printResult(w, res)
+			}
+		}
+		if err != nil && !*asJSON {
+			return err
+		}
 	}
-	cfg := exportConfig(ctx, st, &p, in, best)
-	if err := writeConfig(ctx, st, planID, cfg, path); err != nil {
-		return err
+	if *asJSON {
+		return writeJSON(w, doc)
 	}
-	fmt.Fprintf(w, "wrote %s\n\n%s", path, cfg.Equivalents())
-	in.pair.Close() // validation loads the pair afresh, with the plan's threads
-	if !*validate {
-		return nil
-	}
-	fmt.Fprintf(w, "\nvalidating on %s (%d tokens per prompt):\n", *prompts, *n)
-	return runRun(ctx, env, []string{"--config", path, "--prompts", *prompts, "-n", fmt.Sprint(*n), "--baseline", "--quiet", "--db", *db})
-}
-
-func exportConfig(ctx context.Context, st *store.Store, p *pairFlags, in *tuneInputs, best profiles.Prediction) *profiles.Config {
-	precision := ""
-	if tc := in.pair.Target.File.TypeCounts(); len(tc) > 0 {
-		precision = tc[0].Type.String()
-	}
-	c := profiles.NewConfig(p.PairSpec, profiles.ConfigHardware(in.hw), in.pair.Backend.Threads(), in.pair.Target.CtxLen, precision, best)
-	// a real SHA-256 of each model file, cached in the store (issue 17)
-	c.Models.Target.SHA256, _ = profiles.ModelSHA256(ctx, st, in.pair.Target.Path)
-	if in.pair.DraftModel != nil {
-		c.Models.Draft.SHA256, _ = profiles.ModelSHA256(ctx, st, in.pair.DraftModel.Path)
-	}
-	on := fmt.Sprintf("hardware %s; T_verify curve of %d points", in.hw.Fingerprint, len(in.costs.Verify))
-	if in.calID > 0 {
-		on += fmt.Sprintf("; calibration %d", in.calID)
-	} else {
-		on += "; assumed acceptance (--alpha)"
-	}
-	c.Predicted.MeasuredOn = on
-	return c
-}
-
-func writeConfig(ctx context.Context, st *store.Store, planID int64, cfg *profiles.Config, path string) error {
-	b, err := cfg.Marshal()
-	if err != nil {
-		return err
-	}
-	if _, err := profiles.ParseConfig(path, b); err != nil {
-		return fmt.Errorf("exported config does not parse back: %w", err)
-	}
-	if err := profiles.WriteFile(path, b); err != nil { // issue 17: temporary file and rename, never through a symlink
-		return err
-	}
-	return st.SaveExport(ctx, planID, string(b))
+	return nil
 }
 
 func runExport(ctx context.Context, env Env, args []string) error {
@@ -429,33 +352,24 @@ func runExport(ctx context.Context, env Env, args []string) error {
 	if err := p.check(true); err != nil {
 		return fail(fs, err)
 	}
-	st, err := store.Open(ctx, *db)
+	b, err := openBench(ctx, *db)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	in, err := loadTuneInputs(ctx, env, st, &p, 0.5)
+	defer b.Close()
+	ex, err := b.Export(ctx, p.PairSpec)
 	if err != nil {
+		if strings.Contains(err.Error(), "tune first") {
+			return fmt.Errorf("%w (run 'arborist tune' first)", err)
+		}
 		return err
 	}
-	defer in.pair.Close()
-	var best profiles.Prediction
-	planID, err := st.LatestPlan(ctx, in.tid, &best)
-	if err != nil {
+	if err := b.Write(ctx, ex.PlanID, ex.YAML, *out); err != nil {
 		return err
 	}
-	if planID == 0 {
-		return fmt.Errorf("no plan for %s in %s: run 'arborist tune' first", p.Target, st.Path)
-	}
-	cfg := exportConfig(ctx, st, &p, in, best)
-	cfg.Predicted.MeasuredOn = fmt.Sprintf("plan %d of %s", planID, st.Path)
-	if err := writeConfig(ctx, st, planID, cfg, *out); err != nil {
-		return err
-	}
-	fmt.Fprintf(env.Stdout, "wrote %s (plan %d: %s, predicted %.2fx)\n\n%s", *out, planID, best.Plan, best.Speedup, cfg.Equivalents())
+	fmt.Fprintf(env.Stdout, "wrote %s (plan %d: %s, predicted %.2fx)\n\n%s", *out, ex.PlanID, ex.Best.Plan, ex.Best.Speedup, ex.Equivalents)
 	return nil
 }
-
 func runRuns(ctx context.Context, env Env, args []string) error {
 	sub := "list"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -465,6 +379,7 @@ func runRuns(ctx context.Context, env Env, args []string) error {
 	db := dbFlag(fs)
 	limit := fs.Int("limit", 20, "runs to list")
 	show := fs.Int64("show", 0, "same as 'runs show ID'")
+	asJSON := jsonFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return fail(fs, err)
@@ -508,6 +423,16 @@ func runRuns(ctx context.Context, env Env, args []string) error {
 		if len(steps) == 0 {
 			return fmt.Errorf("run %d has no stored steps (see 'arborist runs')", ids[0])
 		}
+		if *asJSON {
+			r, err := st.Run(ctx, ids[0])
+			if err != nil {
+				return err
+			}
+			return writeJSON(w, struct {
+				Run   runJSONRow   `json:"run"`
+				Steps []store.Step `json:"steps"`
+			}{runRow(r), steps})
+		}
 		fmt.Fprintf(w, "run %d: %d steps\n  %5s %6s %7s %8s %8s %10s %10s %10s\n", ids[0], len(steps), "step", "prompt", "width", "drafted", "accepted", "draft", "verify", "overhead")
 		for _, s := range steps {
 			fmt.Fprintf(w, "  %5d %6d %7d %8d %8d %10s %10s %10s\n", s.Index, s.Prompt, s.Width, s.Drafted, s.Accepted, s.Draft.Round(time.Microsecond), s.Verify.Round(time.Microsecond), s.Overhead.Round(time.Microsecond))
@@ -521,6 +446,9 @@ func runRuns(ctx context.Context, env Env, args []string) error {
 				return err
 			}
 			runs = append(runs, r)
+		}
+		if *asJSON {
+			return writeJSON(w, runRows(runs))
 		}
 		row := func(label string, f func(r *store.Run) string) {
 			fmt.Fprintf(w, "%-18s", label)
@@ -546,6 +474,13 @@ func runRuns(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *asJSON {
+		var ptrs []*store.Run
+		for i := range runs {
+			ptrs = append(ptrs, &runs[i])
+		}
+		return writeJSON(w, runRows(ptrs))
+	}
 	fmt.Fprintf(w, "%4s %-8s %-6s %-30s %8s %6s %7s %8s %9s  %s\n", "id", "status", "strat", "drafter", "tok/s", "AAL", "accept", "speedup", "predicted", "created")
 	for _, r := range runs {
 		fmt.Fprintf(w, "%4d %-8s %-6s %-30s %8.1f %6.2f %6.1f%% %8s %9s  %s\n", r.ID, r.Status, r.Strategy, r.Drafter, r.TokensPerSecond, r.AAL, 100*r.Acceptance,
@@ -568,38 +503,37 @@ func trimTo(s string, n int) string {
 	return s[:n-1] + "~"
 }
 
-// workload is what calibrate and train predictor work on: the database, the
-// opened pair, and the prompt suite encoded for the target.
-type workload struct {
-	st    *store.Store
-	pair  *profiles.Pair
-	texts []string
-	ids   [][]int
+// runJSONRow is a stored run in `runs --json`.
+type runJSONRow struct {
+	ID         int64     `json:"id"`
+	Status     string    `json:"status"`
+	Strategy   string    `json:"strategy"`
+	Drafter    string    `json:"drafter"`
+	Target     string    `json:"target"`
+	Hardware   string    `json:"hardware"`
+	Settings   any       `json:"settings"`
+	Prompts    []string  `json:"prompts"`
+	Tokens     int       `json:"tokens"`
+	Steps      int       `json:"steps"`
+	DecodeNS   int64     `json:"decode_ns"`
+	TPS        float64   `json:"tokens_per_s"`
+	AAL        float64   `json:"aal"`
+	Acceptance float64   `json:"acceptance"`
+	Measured   float64   `json:"measured_speedup"`
+	Predicted  float64   `json:"predicted_speedup"`
+	Created    time.Time `json:"created"`
 }
 
-func openWorkload(ctx context.Context, p *pairFlags, db, prompts string) (*workload, error) {
-	texts, err := profiles.ReadPrompts(prompts)
-	if err != nil {
-		return nil, err
-	}
-	st, err := store.Open(ctx, db)
-	if err != nil {
-		return nil, err
-	}
-	pair, err := p.open(sample.Params{}, false, db)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	w := &workload{st: st, pair: pair, texts: texts}
-	for _, t := range texts {
-		w.ids = append(w.ids, pair.Target.Tok.Encode(t, true, false))
-	}
-	return w, nil
+func runRow(r *store.Run) runJSONRow {
+	return runJSONRow{ID: r.ID, Status: r.Status, Strategy: r.Strategy, Drafter: r.Drafter, Target: r.Target, Hardware: r.Hardware, Settings: r.Settings,
+		Prompts: r.Prompts, Tokens: r.Tokens, Steps: r.Steps, DecodeNS: int64(r.Decode), TPS: r.TokensPerSecond, AAL: r.AAL, Acceptance: r.Acceptance,
+		Measured: r.MeasuredSpeedup, Predicted: r.PredictedSpeedup, Created: r.Created}
 }
 
-// Close releases the pair and the database.
-func (w *workload) Close() {
-	w.pair.Close()
-	w.st.Close()
+func runRows(runs []*store.Run) []runJSONRow {
+	out := []runJSONRow{}
+	for _, r := range runs {
+		out = append(out, runRow(r))
+	}
+	return out
 }

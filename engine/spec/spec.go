@@ -28,9 +28,6 @@ import (
 	"arborist/engine/tree"
 )
 
-// Strategies lists the strategy names.
-var Strategies = []string{"ar", "chain", "tree", "egt", "duo"}
-
 // Config selects a strategy and its parameters.
 type Config struct {
 	Strategy string
@@ -64,40 +61,17 @@ type Config struct {
 	OnStep func(Step) `json:"-"`
 }
 
-// Validate checks the configuration for its strategy.
+// Validate checks the configuration for its strategy (see the strategy
+// files, strategy_NAME.go).
 func (c *Config) Validate() error {
-	switch c.Strategy {
-	case "ar":
-	case "chain":
-		if c.Gamma < 1 {
-			return fmt.Errorf("spec: chain needs gamma >= 1, got %d", c.Gamma)
+	st, err := Lookup(c.Strategy)
+	if err != nil {
+		return err
+	}
+	if st.check != nil {
+		if err := st.check(c); err != nil {
+			return err
 		}
-	case "tree":
-		if len(c.Static.Parents) == 0 {
-			return fmt.Errorf("spec: tree needs a shape (widths per depth or a parent list)")
-		}
-	case "egt":
-		if len(c.Widths) == 0 || c.Branch < 1 || c.WMax < 1 {
-			return fmt.Errorf("spec: egt needs widths per depth, branch >= 1 and w-max >= 1")
-		}
-		for _, w := range c.Widths {
-			if w < 1 {
-				return fmt.Errorf("spec: egt width %d must be >= 1", w)
-			}
-		}
-	case "duo":
-		if c.Gamma < 1 {
-			return fmt.Errorf("spec: duo needs a largest draft budget gamma >= 1, got %d", c.Gamma)
-		}
-		switch c.MaxSeqs {
-		case 0:
-			c.MaxSeqs = 1
-		case 1, 2, 3, 4, 6, 8:
-		default:
-			return fmt.Errorf("spec: duo max sequences %d must be one of 1, 2, 3, 4, 6, 8", c.MaxSeqs)
-		}
-	default:
-		return fmt.Errorf("spec: unknown strategy %q (one of %v)", c.Strategy, Strategies)
 	}
 	if c.MaxTokens < 1 {
 		return fmt.Errorf("spec: max tokens %d must be >= 1", c.MaxTokens)
@@ -238,7 +212,7 @@ func (e *Engine) Run(ctx context.Context, prompt []int, cfg Config) (*Result, er
 	if err := e.Target.CheckFile(); err != nil { // before the prefill reads the mapping
 		return nil, err
 	}
-	if cfg.Strategy != "ar" && e.Source == nil {
+	if registry[cfg.Strategy].NeedsSource && e.Source == nil {
 		return nil, fmt.Errorf("spec: strategy %s needs a draft source", cfg.Strategy)
 	}
 	if e.Source != nil && e.Source.Vocab() != e.Target.Vocab {
@@ -329,18 +303,7 @@ func (r *run) loop(ctx context.Context, prompt []int) error {
 
 // maxTree bounds the nodes of one step's tree, for sizing the cache.
 func (r *run) maxTree() int {
-	c := &r.cfg
-	switch c.Strategy {
-	case "chain":
-		return c.Gamma
-	case "tree":
-		return len(c.Static.Parents)
-	case "egt":
-		return c.WMax
-	case "duo":
-		return c.Gamma * max(1, c.MaxSeqs)
-	}
-	return 0
+	return registry[r.cfg.Strategy].maxTree(&r.cfg)
 }
 
 // room is how many draft nodes this step may verify: what the cache can

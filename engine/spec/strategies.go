@@ -13,21 +13,10 @@ import (
 // draft grows this step's tree with the configured strategy.
 func (r *run) draft(ctx context.Context, st *Step) (*tree.Tree, error) {
 	nodes, depth := r.room()
-	tr := &tree.Tree{RootMode: tree.Sampled}
-	if nodes == 0 || depth == 0 || r.cfg.Strategy == "ar" {
-		return tr, nil
+	if nodes == 0 || depth == 0 || !registry[r.cfg.Strategy].NeedsSource {
+		return &tree.Tree{RootMode: tree.Sampled}, nil
 	}
-	switch r.cfg.Strategy {
-	case "chain":
-		return tr, r.chain(ctx, tr, tree.Root, nil, min(r.cfg.Gamma, nodes, depth))
-	case "tree":
-		return r.static(ctx, nodes, depth)
-	case "egt":
-		return r.egt(ctx, nodes, depth)
-	case "duo":
-		return r.duoDraft(ctx, st, nodes, depth)
-	}
-	return tr, nil
+	return registry[r.cfg.Strategy].draft(r, ctx, st, nodes, depth)
 }
 
 // expand asks the source for the distributions after each node's path.

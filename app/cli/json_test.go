@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"testing"
+)
+
+// TestJSON: run, tune, profile and runs print one JSON document with the
+// documented fields, and a plan from tune --json runs as it is.
+func TestJSON(t *testing.T) {
+	dir := sharedModels(t)
+	target := filepath.Join(dir, "stories260K.gguf")
+	db := filepath.Join(t.TempDir(), "j.db")
+	decode := func(args ...string) map[string]any {
+		t.Helper()
+		code, out, stderr := run(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("%v: not one JSON document: %v\n%s", args, err, out)
+		}
+		return doc
+	}
+	doc := decode("run", "--target", target, "--draft-ngram", "3", "--strategy", "chain", "--gamma", "3", "--prompt", "Once upon a time",
+		"-n", "24", "--baseline", "--json", "--db", db)
+	totals, _ := doc["totals"].(map[string]any)
+	if totals["tokens"] != 24.0 || totals["tokens_per_s"] == nil || doc["baseline"] == nil || doc["identical_to_baseline"] != true || doc["run_id"] != 1.0 {
+		t.Errorf("run --json: %v", doc)
+	}
+	if plan, _ := doc["plan"].(map[string]any); plan["strategy"] != "chain" || plan["gamma"] != 3.0 || plan["w_max"] != nil {
+		t.Errorf("run --json plan: %v", doc["plan"])
+	}
+	doc = decode("profile", "--target", target, "--draft-ngram", "3", "--max-w", "4", "--json", "--db", db)
+	if v, _ := doc["verify"].(map[string]any); v == nil || len(v["points"].([]any)) != 4 || doc["limits"] == nil {
+		t.Errorf("profile --json: %v", doc)
+	}
+	doc = decode("tune", "--target", target, "--draft-ngram", "3", "--alpha", "0.6", "--top", "3", "--json", "--db", db)
+	plans, _ := doc["plans"].([]any)
+	if len(plans) != 3 || doc["plan_id"] != 1.0 || doc["acceptance"] != "assumed values" {
+		t.Fatalf("tune --json: %v", doc)
+	}
+	code, out, stderr := run(t, "runs", "--json", "--db", db)
+	var runs []map[string]any
+	if err := json.Unmarshal([]byte(out), &runs); code != 0 || err != nil || len(runs) != 1 || runs[0]["strategy"] != "chain" || runs[0]["measured_speedup"].(float64) <= 0 {
+		t.Errorf("runs --json: %d %v %s %s", code, err, out, stderr)
+	}
+}

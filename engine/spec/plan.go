@@ -1,0 +1,348 @@
+package spec
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"arborist/engine/tree"
+)
+
+// Plan is a speculation plan: a strategy and every shape parameter it
+// reads. It is the one plan type of Arborist: the speedup model scores it,
+// the search enumerates it, config.yaml stores it (speculation block), the
+// run verb's flags fill it, the GUI edits it, and Config turns it into an
+// engine configuration. Fields a strategy does not read are ignored (Trim
+// clears them).
+type Plan struct {
+	Strategy string `json:"strategy" yaml:"strategy"`
+	Gamma    int    `json:"gamma,omitempty" yaml:"gamma,omitempty"`     // chain: draft length; duo: largest budget
+	Widths   []int  `json:"widths,omitempty" yaml:"widths,omitempty"`   // tree: children per node at each depth
+	Parents  []int  `json:"parents,omitempty" yaml:"parents,omitempty"` // tree: a parent list instead of Widths (-1: depth 1)
+	EGT      []int  `json:"egt_widths,omitempty" yaml:"egt_widths,omitempty"`
+	Branch   int    `json:"branch,omitempty" yaml:"branch,omitempty"` // egt: children per expanded node
+	WMax     int    `json:"w_max,omitempty" yaml:"w_max,omitempty"`   // egt: nodes kept after pruning
+	Pad      bool   `json:"pad,omitempty" yaml:"pad,omitempty"`       // egt: pad to WMax nodes
+	AOT      bool   `json:"aot,omitempty" yaml:"aot,omitempty"`       // egt: ahead-of-time head drafting
+	// DepthPolicy (egt): fixed (all of EGT), threshold (DepthMin) or
+	// predictor (a trained depth predictor, PredictorID or the newest).
+	DepthPolicy string  `json:"depth_policy,omitempty" yaml:"depth_policy,omitempty"`
+	DepthMin    float64 `json:"depth_min,omitempty" yaml:"depth_min,omitempty"`
+	PredictorID int64   `json:"predictor_id,omitempty" yaml:"predictor_id,omitempty"`
+	// SampleChildren (tree, sampled runs): draw children from q.
+	SampleChildren bool `json:"sample_children,omitempty" yaml:"sample_children,omitempty"`
+	MaxSeqs        int  `json:"max_seqs,omitempty" yaml:"max_seqs,omitempty"` // duo: most draft sequences
+}
+
+// Expected is a plan's verified tree under an acceptance model: what the
+// speedup model prices and the Speedup screen draws.
+type Expected struct {
+	Parents  []int     // verified nodes in order, each node's parent (-1: a child of the root)
+	Values   []float64 // each node's chance of being accepted
+	PerDepth []int     // the drafter passes of a step, as widths
+	Overlap  bool      // drafting runs while the target verifies
+}
+
+// Space bounds the plans a search enumerates.
+type Space struct {
+	MaxGamma int // chains up to this length (default 12)
+	MaxDepth int // trees up to this depth (default 6)
+	MaxNodes int // trees up to this many nodes (default 48)
+}
+
+func (s *Space) defaults() {
+	if s.MaxGamma <= 0 {
+		s.MaxGamma = 12
+	}
+	if s.MaxDepth <= 0 {
+		s.MaxDepth = 6
+	}
+	if s.MaxNodes <= 0 {
+		s.MaxNodes = 48
+	}
+}
+
+// Strategy is one way of growing the draft tree. Each lives in its own
+// file (strategy_NAME.go) that registers it: adding a strategy means adding
+// that file, with its drafting, its checks and its cost model (Expect);
+// flags, config validation, the GUI's choices and the search find it here
+// by name.
+type Strategy struct {
+	Name    string
+	Summary string
+	order   int      // position in Strategies
+	Fields  []string // the plan fields it reads (their YAML names)
+	// NeedsSource is false only for plain decoding.
+	NeedsSource bool
+	// Concurrent says whether a plan drafts while the target verifies, so
+	// the drafter needs its own backend and threads.
+	Concurrent func(p Plan) bool
+	// Expect is the cost model's view of a plan: the nodes it verifies and
+	// their chance of acceptance, given at(depth, rank) (depth 0 = the
+	// root's children).
+	Expect func(p Plan, at func(depth, rank int) float64) (Expected, error)
+	// Candidates lists the plans a search scores (nil: not searched).
+	Candidates func(sp Space) []Plan
+	describe   func(p Plan) string
+	check      func(c *Config) error
+	maxTree    func(c *Config) int
+	draft      func(r *run, ctx context.Context, st *Step, nodes, depth int) (*tree.Tree, error)
+}
+
+// registry holds the strategies; it is filled by the strategy files' init
+// functions and only read afterwards.
+var registry = map[string]*Strategy{}
+
+func register(s *Strategy) {
+	if _, dup := registry[s.Name]; dup {
+		panic("spec: strategy " + s.Name + " registered twice")
+	}
+	registry[s.Name] = s
+}
+
+// Lookup returns the named strategy, or an error listing the known ones.
+func Lookup(name string) (*Strategy, error) {
+	if s, ok := registry[name]; ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("spec: unknown strategy %q (one of %s)", name, strings.Join(Strategies(), ", "))
+}
+
+// Strategies lists the strategy names in their usual order.
+func Strategies() []string {
+	all := make([]*Strategy, 0, len(registry))
+	for _, s := range registry {
+		all = append(all, s)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].order < all[j].order })
+	names := make([]string, len(all))
+	for i, s := range all {
+		names[i] = s.Name
+	}
+	return names
+}
+
+// Reads says whether the plan's strategy reads the field (YAML name).
+func (p Plan) Reads(field string) bool {
+	s, err := Lookup(p.Strategy)
+	if err != nil {
+		return false
+	}
+	for _, f := range s.Fields {
+		if f == field {
+			return true
+		}
+	}
+	return false
+}
+
+// Trim returns the plan with the fields its strategy does not read cleared,
+// so stored and exported plans carry only what matters.
+func (p Plan) Trim() Plan {
+	out := Plan{Strategy: p.Strategy}
+	for _, f := range []struct {
+		name string
+		copy func()
+	}{
+		{"gamma", func() { out.Gamma = p.Gamma }},
+		{"widths", func() { out.Widths = p.Widths }},
+		{"parents", func() { out.Parents = p.Parents }},
+		{"egt_widths", func() { out.EGT = p.EGT }},
+		{"branch", func() { out.Branch = p.Branch }},
+		{"w_max", func() { out.WMax = p.WMax }},
+		{"pad", func() { out.Pad = p.Pad }},
+		{"aot", func() { out.AOT = p.AOT }},
+		{"depth_policy", func() { out.DepthPolicy = p.DepthPolicy }},
+		{"depth_min", func() { out.DepthMin = p.DepthMin }},
+		{"predictor_id", func() { out.PredictorID = p.PredictorID }},
+		{"sample_children", func() { out.SampleChildren = p.SampleChildren }},
+		{"max_seqs", func() { out.MaxSeqs = p.MaxSeqs }},
+	} {
+		if p.Reads(f.name) {
+			f.copy()
+		}
+	}
+	if len(out.Widths) > 0 {
+		out.Parents = nil // widths win, as in Config
+	}
+	if out.DepthPolicy != "threshold" {
+		out.DepthMin = 0
+	}
+	if out.DepthPolicy != "predictor" {
+		out.PredictorID = 0
+	}
+	return out
+}
+
+// String is a compact description, e.g. "chain gamma=4" or "tree 3,2,1".
+func (p Plan) String() string {
+	s, err := Lookup(p.Strategy)
+	if err != nil || s.describe == nil {
+		return p.Strategy
+	}
+	return s.describe(p)
+}
+
+// NeedsSource says whether the plan drafts (everything but ar).
+func (p Plan) NeedsSource() bool {
+	s, err := Lookup(p.Strategy)
+	return err != nil || s.NeedsSource
+}
+
+// Concurrent says whether the plan drafts while the target verifies.
+func (p Plan) Concurrent() bool {
+	s, err := Lookup(p.Strategy)
+	return err == nil && s.Concurrent != nil && s.Concurrent(p)
+}
+
+// Expect is the plan's verified tree under the acceptance model at.
+func (p Plan) Expect(at func(depth, rank int) float64) (Expected, error) {
+	s, err := Lookup(p.Strategy)
+	if err != nil {
+		return Expected{}, err
+	}
+	if s.Expect == nil {
+		return Expected{}, fmt.Errorf("spec: strategy %s has no cost model", p.Strategy)
+	}
+	return s.Expect(p, at)
+}
+
+// Validate checks the plan can run: its strategy is known and its shape
+// parameters are possible.
+func (p Plan) Validate() error {
+	_, err := p.Config()
+	return err
+}
+
+// Config turns the plan into an engine configuration (without sampling,
+// token budget or callbacks, which the caller sets). A predictor depth
+// policy is left nil: the caller supplies the trained predictor.
+func (p Plan) Config() (Config, error) {
+	c := Config{Strategy: p.Strategy, Gamma: p.Gamma, Widths: p.EGT, Branch: p.Branch, WMax: p.WMax, Pad: p.Pad, AOT: p.AOT,
+		SampleChildren: p.SampleChildren, MaxSeqs: p.MaxSeqs}
+	s, err := Lookup(p.Strategy)
+	if err != nil {
+		return c, err
+	}
+	if err := p.bounded(); err != nil {
+		return c, err
+	}
+	if p.Reads("widths") {
+		switch {
+		case len(p.Widths) > 0:
+			if c.Static, err = tree.FromWidths(p.Widths); err != nil {
+				return c, fmt.Errorf("spec: tree widths: %w", err)
+			}
+		case len(p.Parents) > 0:
+			if c.Static, err = tree.FromParents(p.Parents); err != nil {
+				return c, fmt.Errorf("spec: tree parents: %w", err)
+			}
+		}
+	}
+	if p.Reads("depth_policy") {
+		switch p.DepthPolicy {
+		case "", "fixed", "predictor":
+		case "threshold":
+			if p.DepthMin < 0 || p.DepthMin > 1 {
+				return c, fmt.Errorf("spec: depth-min %g must be in [0, 1]", p.DepthMin)
+			}
+			c.Depth = Threshold{Max: len(p.EGT), Min: p.DepthMin}
+		default:
+			return c, fmt.Errorf("spec: depth policy %q: want fixed, threshold or predictor", p.DepthPolicy)
+		}
+	}
+	if s.check != nil {
+		err = s.check(&c)
+	}
+	return c, err
+}
+
+// MaxTreeNodes bounds every size in a plan (draft length, widths, tree
+// nodes): plans come from files and flags, and the engine sizes its cache
+// and trees from them.
+const MaxTreeNodes = 4096
+
+// bounded refuses sizes beyond MaxTreeNodes before anything is allocated.
+func (p Plan) bounded() error {
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"gamma", p.Gamma}, {"branch", p.Branch}, {"w-max", p.WMax}, {"max-seqs", p.MaxSeqs}, {"egt depth", len(p.EGT)},
+		{"tree depth", len(p.Widths)}, {"parent list", len(p.Parents)}} {
+		if v.n > MaxTreeNodes {
+			return fmt.Errorf("spec: %s %d is above the limit of %d", v.name, v.n, MaxTreeNodes)
+		}
+	}
+	for _, w := range p.EGT {
+		if w > MaxTreeNodes {
+			return fmt.Errorf("spec: egt width %d is above the limit of %d", w, MaxTreeNodes)
+		}
+	}
+	nodes, level := 0, 1
+	for _, w := range p.Widths {
+		if w > MaxTreeNodes {
+			return fmt.Errorf("spec: tree width %d is above the limit of %d", w, MaxTreeNodes)
+		}
+		level *= max(w, 0)
+		nodes += level
+		if nodes > MaxTreeNodes {
+			return fmt.Errorf("spec: tree widths %s make more than %d nodes", Ints(p.Widths), MaxTreeNodes)
+		}
+	}
+	return nil
+}
+
+// ParseInts reads a comma-separated integer list such as "3,2,1".
+func ParseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an integer list", s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Ints writes an integer list as ParseInts reads it.
+func Ints(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// Candidates lists every registered strategy's candidate plans, in
+// strategy order, for the speedup model to rank.
+func Candidates(sp Space) []Plan {
+	sp.defaults()
+	var out []Plan
+	for _, name := range Strategies() {
+		if s := registry[name]; s.Candidates != nil {
+			out = append(out, s.Candidates(sp)...)
+		}
+	}
+	return out
+}
+
+// chainExpect is a chain's (and duo's) tree: one node per depth, each
+// accepted if every node above it was.
+func chainExpect(gamma int, at func(d, r int) float64) Expected {
+	var e Expected
+	v := 1.0
+	for d := 0; d < gamma; d++ {
+		v *= at(d, 0)
+		e.Values = append(e.Values, v)
+		e.Parents = append(e.Parents, d-1)
+		e.PerDepth = append(e.PerDepth, 1)
+	}
+	return e
+}

@@ -1,0 +1,100 @@
+package spec
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"arborist/engine/tree"
+)
+
+func TestRegistry(t *testing.T) {
+	if got := Strategies(); !slices.Equal(got, []string{"ar", "chain", "tree", "egt", "duo"}) {
+		t.Errorf("strategies %v", got)
+	}
+	if _, err := Lookup("warp"); err == nil || !strings.Contains(err.Error(), "chain") {
+		t.Errorf("unknown strategy: %v", err)
+	}
+	for _, name := range Strategies() {
+		s, _ := Lookup(name)
+		if s.draft == nil || s.maxTree == nil || s.Expect == nil || s.describe == nil {
+			t.Errorf("%s lacks drafting, sizing, cost model or description", name)
+		}
+	}
+	if n := len(Candidates(Space{})); n < 100 {
+		t.Errorf("only %d candidate plans", n)
+	}
+}
+
+// TestPlanConfig: a plan keeps only the fields its strategy reads, becomes
+// the engine configuration, and impossible or oversized shapes are refused.
+func TestPlanConfig(t *testing.T) {
+	all := Plan{Gamma: 3, Widths: []int{2, 1}, EGT: []int{1, 2}, Branch: 2, WMax: 4, AOT: true, DepthPolicy: "threshold", DepthMin: 0.3, MaxSeqs: 2}
+	for _, name := range Strategies() {
+		p := all
+		p.Strategy = name
+		p = p.Trim()
+		c, err := p.Config()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		c.MaxTokens = 8
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if p.Concurrent() != (name == "duo" || name == "egt") {
+			t.Errorf("%s: concurrent %v", name, p.Concurrent())
+		}
+	}
+	if p := (Plan{Strategy: "chain", Gamma: 3, WMax: 9}).Trim(); p.WMax != 0 || p.Gamma != 3 || p.String() != "chain gamma=3" {
+		t.Errorf("trimmed chain %+v %q", p, p)
+	}
+	c, _ := Plan{Strategy: "egt", EGT: []int{1, 2}, Branch: 2, WMax: 4, DepthPolicy: "threshold", DepthMin: 0.3}.Config()
+	if th, ok := c.Depth.(Threshold); !ok || th.Min != 0.3 || th.Max != 2 {
+		t.Errorf("threshold policy %#v", c.Depth)
+	}
+	for _, bad := range []Plan{
+		{Strategy: "chain"},
+		{Strategy: "tree"},
+		{Strategy: "tree", Widths: []int{2, 0}},
+		{Strategy: "egt", EGT: []int{1}, Branch: 0, WMax: 4},
+		{Strategy: "duo", Gamma: 2, MaxSeqs: 5},
+		{Strategy: "tree", Widths: []int{64, 64, 64}},
+		{Strategy: "chain", Gamma: MaxTreeNodes + 1},
+		{Strategy: "egt", EGT: []int{1}, Branch: 1, WMax: 1, DepthPolicy: "sometimes"},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+// TestTreeExpectParents: a tree given as a parent list is priced as the
+// same tree given by widths.
+func TestTreeExpectParents(t *testing.T) {
+	at := func(d, r int) float64 { return math.Pow(0.7, float64(d+1)) * math.Pow(0.5, float64(r)) }
+	widths := []int{3, 2, 1}
+	st, err := tree.FromWidths(widths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Plan{Strategy: "tree", Widths: widths}.Expect(at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Plan{Strategy: "tree", Parents: st.Parents}.Expect(at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := func(xs []float64) float64 {
+		s := 0.0
+		for _, x := range xs {
+			s += x
+		}
+		return s
+	}
+	if len(a.Values) != len(b.Values) || math.Abs(sum(a.Values)-sum(b.Values)) > 1e-12 || !slices.Equal(a.PerDepth, b.PerDepth) {
+		t.Errorf("widths %v %v, parents %v %v", a.Values, a.PerDepth, b.Values, b.PerDepth)
+	}
+}

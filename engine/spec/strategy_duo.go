@@ -1,0 +1,48 @@
+package spec
+
+import (
+	"context"
+	"fmt"
+
+	"arborist/engine/tree"
+)
+
+// duo is DuoDecoding: the drafter runs concurrently on its own threads,
+// gamma follows T_target / T_draft, several sequences when the drafter is
+// unsure; the drafting is run.duoDraft in strategies.go.
+func init() {
+	register(&Strategy{
+		Name:        "duo",
+		Summary:     "DuoDecoding: concurrent drafter, adaptive gamma, several sequences when unsure",
+		order:       4,
+		Fields:      []string{"gamma", "max_seqs"},
+		NeedsSource: true,
+		Concurrent:  func(Plan) bool { return true },
+		Expect: func(p Plan, at func(d, r int) float64) (Expected, error) {
+			if p.Gamma < 1 {
+				return Expected{}, fmt.Errorf("spec: duo needs gamma >= 1")
+			}
+			e := chainExpect(p.Gamma, at)
+			e.Overlap = true
+			return e, nil
+		},
+		describe: func(p Plan) string { return fmt.Sprintf("duo gamma=%d", p.Gamma) },
+		check: func(c *Config) error {
+			if c.Gamma < 1 {
+				return fmt.Errorf("spec: duo needs a largest draft budget gamma >= 1, got %d", c.Gamma)
+			}
+			switch c.MaxSeqs {
+			case 0:
+				c.MaxSeqs = 1
+			case 1, 2, 3, 4, 6, 8:
+			default:
+				return fmt.Errorf("spec: duo max sequences %d must be one of 1, 2, 3, 4, 6, 8", c.MaxSeqs)
+			}
+			return nil
+		},
+		maxTree: func(c *Config) int { return c.Gamma * max(1, c.MaxSeqs) },
+		draft: func(r *run, ctx context.Context, st *Step, nodes, depth int) (*tree.Tree, error) {
+			return r.duoDraft(ctx, st, nodes, depth)
+		},
+	})
+}

@@ -1,0 +1,121 @@
+package spec
+
+import (
+	"context"
+	"fmt"
+
+	"arborist/engine/tree"
+)
+
+// tree verifies a static shape (widths per depth or a parent list), the
+// k-th child of a node being the drafter's k-th most likely token; the
+// drafting is run.static in strategies.go.
+func init() {
+	register(&Strategy{
+		Name:        "tree",
+		Summary:     "a static tree: children per node at each depth, ranked by drafter probability",
+		order:       2,
+		Fields:      []string{"widths", "parents", "sample_children"},
+		NeedsSource: true,
+		Expect:      treeExpect,
+		Candidates: func(sp Space) []Plan {
+			// widths 1..3 per depth, never widening with depth
+			var out []Plan
+			var grow func(ws []int, nodes, level int)
+			grow = func(ws []int, nodes, level int) {
+				if len(ws) > 0 {
+					out = append(out, Plan{Strategy: "tree", Widths: append([]int(nil), ws...)})
+				}
+				if len(ws) == sp.MaxDepth {
+					return
+				}
+				maxW := 3
+				if len(ws) > 0 {
+					maxW = ws[len(ws)-1]
+				}
+				for w := 1; w <= maxW; w++ {
+					if nodes+level*w > sp.MaxNodes {
+						break
+					}
+					grow(append(ws, w), nodes+level*w, level*w)
+				}
+			}
+			grow(nil, 0, 1)
+			return out
+		},
+		describe: func(p Plan) string {
+			if len(p.Widths) == 0 && len(p.Parents) > 0 {
+				return "tree parents " + Ints(p.Parents)
+			}
+			return "tree " + Ints(p.Widths)
+		},
+		check: func(c *Config) error {
+			if len(c.Static.Parents) == 0 {
+				return fmt.Errorf("spec: tree needs a shape (widths per depth or a parent list)")
+			}
+			return nil
+		},
+		maxTree: func(c *Config) int { return len(c.Static.Parents) },
+		draft: func(r *run, ctx context.Context, _ *Step, nodes, depth int) (*tree.Tree, error) {
+			return r.static(ctx, nodes, depth)
+		},
+	})
+}
+
+// treeExpect prices a static tree: the r-th child at depth d is accepted
+// with at(d, r) once its parent was.
+func treeExpect(p Plan, at func(d, r int) float64) (Expected, error) {
+	var e Expected
+	if len(p.Widths) == 0 && len(p.Parents) > 0 {
+		st, err := tree.FromParents(p.Parents)
+		if err != nil {
+			return e, err
+		}
+		depth := make([]int, len(st.Parents))
+		kids := map[int]int{} // children seen so far, per parent: the next one's rank
+		count := []int{1}     // nodes per level; level 0 is the root
+		for i, par := range st.Parents {
+			v := 1.0
+			if par >= 0 {
+				depth[i] = depth[par] + 1
+				v = e.Values[par]
+			}
+			e.Values = append(e.Values, v*at(depth[i], kids[par]))
+			e.Parents = append(e.Parents, par)
+			kids[par]++
+			for len(count) <= depth[i]+1 {
+				count = append(count, 0)
+			}
+			count[depth[i]+1]++
+		}
+		// one drafter pass per level, over every node of the level above
+		e.PerDepth = count[:len(count)-1]
+		return e, nil
+	}
+	if len(p.Widths) == 0 {
+		return e, fmt.Errorf("spec: tree needs widths per depth")
+	}
+	level := []int{-1}
+	value := func(i int) float64 {
+		if i < 0 {
+			return 1
+		}
+		return e.Values[i]
+	}
+	for d, w := range p.Widths {
+		if w < 1 {
+			return e, fmt.Errorf("spec: tree width %d at depth %d", w, d+1)
+		}
+		e.PerDepth = append(e.PerDepth, len(level))
+		var next []int
+		for _, par := range level {
+			for r := 0; r < w; r++ {
+				e.Values = append(e.Values, value(par)*at(d, r))
+				e.Parents = append(e.Parents, par)
+				next = append(next, len(e.Values)-1)
+			}
+		}
+		level = next
+	}
+	return e, nil
+}

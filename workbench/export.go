@@ -1,0 +1,152 @@
+package workbench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+
+	"arborist/engine/sample"
+	"arborist/engine/spec"
+	"arborist/profiles"
+)
+
+// Export is a plan rendered as config.yaml and other engines' settings.
+type Export struct {
+	PlanID      int64
+	Best        profiles.Prediction
+	Config      *profiles.Config
+	YAML        []byte
+	Equivalents string
+}
+
+// config is the one builder of exported configs: the plan for the pair on
+// this machine, with the threads, context and precision the pair runs with.
+func config(ps PairSpec, in *Inputs, best profiles.Prediction, measuredOn string) (*Export, error) {
+	c := profiles.NewConfig(ps, profiles.ConfigHardware(in.Hardware), in.Threads, in.CtxLen, in.Precision, best)
+	c.Models.Target.SHA256 = in.TargetFP
+	if in.DraftFP != "" {
+		c.Models.Draft.SHA256 = in.DraftFP
+	}
+	if in.Backend != "" {
+		c.Models.Target.Device = in.Backend
+		if c.Models.Draft.Device != "" {
+			c.Models.Draft.Device = in.Backend
+		}
+	}
+	c.Predicted.MeasuredOn = measuredOn
+	y, err := c.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := profiles.ParseConfig("export.yaml", y); err != nil {
+		return nil, fmt.Errorf("exported config does not parse back: %w", err)
+	}
+	return &Export{Best: best, Config: c, YAML: y, Equivalents: c.Equivalents()}, nil
+}
+
+// TuneExport renders a tune's best plan; what the prediction rests on is
+// recorded in predicted.measured_on.
+func (b *Bench) TuneExport(ps PairSpec, t *TuneResult) (*Export, error) {
+	in := t.Inputs
+	on := fmt.Sprintf("hardware %s; T_verify curve of %d points", in.Hardware.Fingerprint, len(in.Costs.Verify))
+	if in.CalID > 0 {
+		on += fmt.Sprintf("; calibration %d", in.CalID)
+	} else {
+		on += "; assumed acceptance (--alpha)"
+	}
+	ex, err := config(ps, in, t.Best(), on)
+	if ex != nil {
+		ex.PlanID = t.PlanID
+	}
+	return ex, err
+}
+
+// Export renders the pair's newest stored plan (from tune); the GUI's
+// Export screen and `arborist export` both come here, so the same database
+// gives the same bytes.
+func (b *Bench) Export(ctx context.Context, ps PairSpec) (*Export, error) {
+	in, err := b.Inputs(ctx, ps, InputsOptions{}, nil)
+	if err != nil {
+		return nil, err
+	}
+	id, best, err := b.LatestPlan(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	if id == 0 {
+		return nil, fmt.Errorf("no plan for %s in %s: tune first", ps.Target, b.st.Path)
+	}
+	ex, err := config(ps, in, best, fmt.Sprintf("plan %d of %s", id, b.st.Path))
+	if ex != nil {
+		ex.PlanID = id
+	}
+	return ex, err
+}
+
+// Write validates the (possibly edited) YAML, writes it to path and
+// records the export.
+func (b *Bench) Write(ctx context.Context, planID int64, yaml []byte, path string) error {
+	if _, err := profiles.ParseConfig(path, yaml); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, yaml, 0o644); err != nil {
+		return err
+	}
+	return b.st.SaveExport(ctx, planID, string(yaml))
+}
+
+// Replay is what a config.yaml asks to run.
+type Replay struct {
+	Pair      PairSpec
+	Plan      spec.Plan
+	Sample    sample.Params
+	Predicted float64
+}
+
+// LoadReplay reads a config.yaml: its models, plan, sampling and
+// predicted speedup.
+//
+// A model whose SHA-256 differs from the one the config recorded is refused
+// unless allowChanged; hashDB is the database that caches file hashes ("" for
+// none).
+func LoadReplay(ctx context.Context, path, hashDB string, allowChanged bool) (*Replay, error) {
+	c, err := profiles.LoadConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := profiles.CheckConfigModels(ctx, hashDB, c, allowChanged); err != nil {
+		return nil, err
+	}
+	r := &Replay{Plan: c.Speculation}
+	r.Pair.Target = c.Models.Target.Path
+	r.Pair.Threads = c.Models.Target.Threads
+	if c.Models.Target.Device != "" && c.Models.Target.Device != "cpu" {
+		r.Pair.Backend = c.Models.Target.Device
+	}
+	switch d := c.Models.Draft; d.Kind {
+	case "hidden":
+		r.Pair.DraftHidden = d.Path
+		if d.DrafterID > 0 {
+			r.Pair.DraftHidden = strconv.FormatInt(d.DrafterID, 10)
+		}
+	case "model":
+		r.Pair.Draft = d.Path
+	case "ngram":
+		r.Pair.NGram = d.NGram
+	case "layers":
+		r.Pair.Layers = d.Layers
+	}
+	if r.Plan.MaxSeqs == 0 && r.Plan.Strategy == "duo" {
+		r.Plan.MaxSeqs = c.Optimization.MaxSequences
+	}
+	s := c.Sampling
+	r.Sample = sample.Params{Temp: float32(s.Temperature), TopK: s.TopK, TopP: float32(s.TopP), MinP: float32(s.MinP), Seed: s.Seed}
+	if r.Sample.TopP == 0 {
+		r.Sample.TopP = 1
+	}
+	if c.Predicted != nil {
+		r.Predicted = c.Predicted.Speedup
+	}
+	return r, nil
+}

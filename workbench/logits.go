@@ -1,0 +1,124 @@
+package workbench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"arborist/engine/model"
+)
+
+// Logits and the id mode of Generate exist to compare Arborist with another
+// engine on the same weights: token ids in, logits or token ids out, no
+// tokenizer in between.
+
+// LogitsOptions describe a teacher-forced pass over token ids.
+type LogitsOptions struct {
+	Model   string
+	Backend string
+	Threads int
+	NoMmap  bool
+	IDs     []int // BOS included if wanted
+	Top     int   // logits per position, highest first (lower id first on a tie)
+}
+
+// Logits runs the ids through the model as one batch and calls emit with
+// each position's top logits as (id, logit) pairs.
+func Logits(ctx context.Context, opt LogitsOptions, emit func(pos int, top [][2]float64) error) error {
+	if opt.Top <= 0 {
+		return fmt.Errorf("top %d must be positive", opt.Top)
+	}
+	m, be, err := openModel(opt.Backend, opt.Threads, opt.Model, opt.NoMmap)
+	if err != nil {
+		return err
+	}
+	defer closeModel(m, be)
+	if err := checkIDs(opt.IDs, m.Vocab); err != nil {
+		return err
+	}
+	if len(opt.IDs) > m.CtxLen {
+		return fmt.Errorf("%d ids exceed the model's context of %d", len(opt.IDs), m.CtxLen)
+	}
+	var res model.Result
+	if err := m.Forward(ctx, m.NewCache(len(opt.IDs)), model.Batch{Tokens: opt.IDs}, &res); err != nil {
+		return err
+	}
+	k := min(opt.Top, m.Vocab)
+	order := make([]int, m.Vocab)
+	for i := range opt.IDs {
+		row := res.Logits[i*m.Vocab : (i+1)*m.Vocab]
+		for j := range order {
+			order[j] = j
+		}
+		sort.SliceStable(order, func(a, b int) bool { return row[order[a]] > row[order[b]] })
+		top := make([][2]float64, k)
+		for j, id := range order[:k] {
+			top[j] = [2]float64{float64(id), float64(row[id])}
+		}
+		if err := emit(i, top); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkIDs refuses an empty list or an id outside the vocabulary.
+func checkIDs(ids []int, vocab int) error {
+	if len(ids) == 0 {
+		return fmt.Errorf("no token ids given")
+	}
+	for _, id := range ids {
+		if id < 0 || id >= vocab {
+			return fmt.Errorf("token id %d is outside the vocabulary [0, %d)", id, vocab)
+		}
+	}
+	return nil
+}
+
+// describeFamily writes inspect's lines on the architecture's switches
+// (sliding window, soft-capping, norms), only those a family uses, and the
+// rope factor tensors.
+func describeFamily(w io.Writer, cfg *model.Config) {
+	var parts []string
+	if cfg.Window > 0 {
+		which := "every layer"
+		if cfg.SWAPattern > 0 {
+			which = fmt.Sprintf("%d of every %d layers (the last of each %d global)", cfg.SWAPattern-1, cfg.SWAPattern, cfg.SWAPattern)
+		}
+		parts = append(parts, fmt.Sprintf("sliding window %d on %s", cfg.Window, which))
+	}
+	if cfg.QKNorm {
+		parts = append(parts, "q/k norms")
+	}
+	if cfg.PostNorms {
+		parts = append(parts, "post-attention and post-FFN norms")
+	}
+	if cfg.AttnSoftcap != 0 {
+		parts = append(parts, fmt.Sprintf("attention soft-cap %g", cfg.AttnSoftcap))
+	}
+	if cfg.FinalSoftcap != 0 {
+		parts = append(parts, fmt.Sprintf("final logit soft-cap %g", cfg.FinalSoftcap))
+	}
+	if cfg.EmbedScale != 0 {
+		parts = append(parts, fmt.Sprintf("embeddings x%.4g", cfg.EmbedScale))
+	}
+	if cfg.GELU {
+		parts = append(parts, "GELU (tanh) FFN")
+	}
+	if cfg.QKVBias {
+		parts = append(parts, "Q/K/V biases")
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "family:        %s\n", strings.Join(parts, ", "))
+	}
+	for _, f := range []struct {
+		name string
+		v    []float32
+	}{{"rope_freqs", cfg.RopeFreqs}, {"rope short", cfg.RopeShort}, {"rope long", cfg.RopeLong}} {
+		if f.v != nil {
+			fmt.Fprintf(w, "%-15s%s\n", f.name+":", strings.Trim(fmt.Sprintf("%.4g", f.v), "[]"))
+		}
+	}
+}

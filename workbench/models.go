@@ -1,0 +1,415 @@
+package workbench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"arborist/engine/drafter"
+	"arborist/engine/generate"
+	"arborist/engine/gguf"
+	"arborist/engine/model"
+	"arborist/engine/sample"
+	"arborist/engine/synth"
+	"arborist/engine/tokenizer"
+	"arborist/kernels"
+	"arborist/kernels/quant"
+	"arborist/profiles"
+)
+
+// Model facts and single-model workflows (inspect, tokenize, generate,
+// synth, bench, the demo pair): the faces show them but never open GGUF
+// files, tokenizers or backends themselves.
+
+// Inspect writes a GGUF model's architecture, shape, tensor types, memory
+// need at context ctxLen (0: the model's, at most 4096) and tokenizer.
+func Inspect(w io.Writer, path string, ctxLen int) error {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fmt.Fprintf(w, "file:          %s (GGUF v%d, %d tensors, %d metadata keys)\n", f.Path, f.Version, len(f.Tensors), len(f.KV))
+	name, _ := f.String("general.name")
+	fmt.Fprintf(w, "name:          %s\n", name)
+	if syn, _ := f.Bool("arborist.synthetic"); syn {
+		shape, _ := f.String("arborist.synthetic_shape")
+		fmt.Fprintf(w, "SYNTHETIC:     random weights with the shape of %s (timing only; text is noise)\n", shape)
+	}
+	fmt.Fprintf(w, "architecture:  %s\n", f.Architecture())
+	fmt.Fprintf(w, "parameters:    %s (%d)\n", Human(float64(f.Params()), ""), f.Params())
+	fmt.Fprintf(w, "weights:       %s\n", HumanBytes(f.WeightBytes()))
+	fmt.Fprintln(w, "tensor types:")
+	for _, tc := range f.TypeCounts() {
+		fmt.Fprintf(w, "  %-6s %4d tensors  %10s params  %10s\n", tc.Type, tc.Tensors, Human(float64(tc.Params), ""), HumanBytes(tc.Bytes))
+	}
+	cfg, cerr := model.ReadConfig(f)
+	if cerr == nil {
+		fmt.Fprintf(w, "shape:         width %d, %d layers, %d heads (%d kv, head width %d), ffn %d, context %d\n",
+			cfg.Dim, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.HeadDim, cfg.FFN, cfg.CtxLen)
+		rope := "normal"
+		if cfg.RopeNeox {
+			rope = "neox"
+		}
+		fmt.Fprintf(w, "rope:          %s, %d dims, base %g, scaling %s\n", rope, cfg.RopeDim, cfg.RopeBase, cfg.RopeVariant())
+		describeFamily(w, &cfg)
+		n := ctxLen
+		if n == 0 {
+			n = min(cfg.CtxLen, 4096)
+		}
+		kv := cfg.KVBytes(n)
+		fmt.Fprintf(w, "memory:        %s at context %d (weights %s mapped + KV cache %s)\n", HumanBytes(f.WeightBytes()+kv), n, HumanBytes(f.WeightBytes()), HumanBytes(kv))
+		if err := model.Check(f); err != nil { // missing tensors, vocabulary mismatch
+			fmt.Fprintf(w, "runnable:      no: %v\n", err)
+		}
+	} else {
+		fmt.Fprintf(w, "runnable:      no: %v\n", cerr)
+	}
+	tok, terr := tokenizer.FromGGUF(f)
+	if terr != nil {
+		fmt.Fprintf(w, "tokenizer:     unusable: %v\n", terr)
+	} else {
+		kind := "SentencePiece (llama)"
+		if tok.Kind == tokenizer.BPE {
+			kind = fmt.Sprintf("byte-level BPE (gpt2, pre-tokenizer %q)", tok.Pre)
+		}
+		fmt.Fprintf(w, "tokenizer:     %s, %d tokens, BOS %d, EOS %d, add BOS %v\n", kind, tok.VocabSize(), tok.BOS, tok.EOS, tok.AddBOS)
+	}
+	return nil
+}
+
+// Tokenize returns the token ids of text under a model's vocabulary.
+func Tokenize(path, text string, bos, special bool) ([]int, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	return tok.Encode(text, bos, special), nil
+}
+
+// openModel loads one model on a backend chosen by name; noMmap reads the
+// file into memory instead of mapping it.
+func openModel(backend string, threads int, path string, noMmap bool) (*model.Model, kernels.Backend, error) {
+	be, err := profiles.NewBackend(backend, threads)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := model.LoadWith(path, be, gguf.Options{NoMmap: noMmap})
+	if err != nil {
+		be.Close()
+		return nil, nil, err
+	}
+	return m, be, nil
+}
+
+func closeModel(m *model.Model, be kernels.Backend) {
+	m.Close()
+	be.Close()
+}
+
+// GenerateOptions describe plain autoregressive generation.
+type GenerateOptions struct {
+	Model   string
+	Backend string // "" = profiles.DefaultBackend
+	Threads int
+	NoMmap  bool
+	Prompt  string
+	NoBOS   bool
+	// IDs, when not nil, is the prompt as token ids (BOS included if
+	// wanted), with no tokenizer involved: how Arborist is compared with
+	// another engine.
+	IDs       []int
+	IgnoreEOS bool // generate MaxTokens tokens even past an end-of-generation token
+	MaxTokens int
+	Sample    sample.Params
+	OnPiece   func(string)               // each token's text as it comes
+	OnToken   func(id int, piece string) // each token's id and text as it comes
+}
+
+// GenerateResult is a generation's figures.
+type GenerateResult struct {
+	Stats   generate.Stats
+	Tokens  []int
+	Threads int
+	Backend string
+}
+
+// ErrEmptyPrompt: the prompt encodes to nothing (and the model adds no BOS).
+var ErrEmptyPrompt = fmt.Errorf("the prompt is empty and the model adds no BOS token")
+
+// Generate decodes with the target alone.
+func Generate(ctx context.Context, opt GenerateOptions) (*GenerateResult, error) {
+	m, be, err := openModel(opt.Backend, opt.Threads, opt.Model, opt.NoMmap)
+	if err != nil {
+		return nil, err
+	}
+	defer closeModel(m, be)
+	ids := opt.IDs
+	if ids != nil {
+		if err := checkIDs(ids, m.Vocab); err != nil {
+			return nil, err
+		}
+	} else {
+		ids = m.Tok.Encode(opt.Prompt, !opt.NoBOS, false)
+	}
+	if len(ids) == 0 {
+		return nil, ErrEmptyPrompt
+	}
+	if len(ids)+opt.MaxTokens > m.CtxLen {
+		return nil, fmt.Errorf("prompt (%d tokens) + %d new tokens exceed the model's context of %d", len(ids), opt.MaxTokens, m.CtxLen)
+	}
+	out, st, err := generate.Run(ctx, m, ids, generate.Options{
+		MaxTokens: opt.MaxTokens, Sample: opt.Sample, StopAtEOS: !opt.IgnoreEOS,
+		OnToken: func(id int) {
+			if opt.OnPiece != nil {
+				opt.OnPiece(m.Tok.Piece(id))
+			}
+			if opt.OnToken != nil {
+				opt.OnToken(id, m.Tok.Piece(id))
+			}
+		},
+	})
+	return &GenerateResult{Stats: st, Tokens: out, Threads: be.Threads(), Backend: be.Name()}, err
+}
+
+// SynthShapes names the shapes Synth knows.
+func SynthShapes() []string { return synth.ShapeNames() }
+
+// Synth writes a random-weight GGUF with a named (or custom:...) shape and
+// weight type (e.g. Q8_0).
+func Synth(ctx context.Context, path, shapeName, typeName string, seed uint64, progress func(done, total uint64)) (string, error) {
+	shape, err := synth.ParseShape(shapeName)
+	if err != nil {
+		return "", err
+	}
+	typ, err := quant.ParseType(strings.ToUpper(typeName))
+	if err != nil || !typ.Supported() {
+		return "", fmt.Errorf("--type %q is not a supported weight type", typeName)
+	}
+	desc := fmt.Sprintf("synthetic %s (%s parameters, %s)", shape.Name, Human(float64(shape.Params()), ""), typ)
+	return desc, synth.WriteFile(ctx, path, shape, synth.Options{Type: typ, Seed: seed, Progress: progress})
+}
+
+// DemoPair writes the synthetic demo target and drafter into dir and returns
+// their paths; existing files are reused. The drafter shares the target's
+// embedding seed so the pair has a vocabulary in common.
+func DemoPair(ctx context.Context, dir string, progress func(float64)) (target, draft string, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", fmt.Errorf("demo pair: %w", err)
+	}
+	target = filepath.Join(dir, "demo-target-synthetic.gguf")
+	draft = filepath.Join(dir, "demo-drafter-synthetic.gguf")
+	specs := []struct {
+		path, shape string
+	}{
+		{target, "custom:dim=256,layers=8,heads=8,kv=4,ffn=704,vocab=512"},
+		{draft, "custom:dim=64,layers=2,heads=8,kv=4,ffn=192,vocab=512"},
+	}
+	for i, s := range specs {
+		if _, err := os.Stat(s.path); err == nil {
+			continue
+		}
+		sh, err := synth.ParseShape(s.shape)
+		if err != nil {
+			return "", "", err
+		}
+		base := float64(i) / float64(len(specs))
+		err = synth.WriteFile(ctx, s.path, sh, synth.Options{Type: quant.Q8_0, Seed: uint64(i + 1), Progress: func(done, total uint64) {
+			if progress != nil {
+				progress(base + float64(done)/float64(total)/float64(len(specs)))
+			}
+		}})
+		if err != nil {
+			return "", "", err
+		}
+	}
+	return target, draft, nil
+}
+
+// DescribePair summarises a target and its draft model (or layer-skip
+// depth) and checks that they can work together.
+func DescribePair(target, draft string, layers int) (string, error) {
+	var b strings.Builder
+	tf, err := gguf.Open(target)
+	if err != nil {
+		return "", err
+	}
+	defer tf.Close()
+	ttok, err := describeModel(&b, "Target", tf)
+	if err != nil {
+		return "", err
+	}
+	cfg, _ := model.ReadConfig(tf)
+	if layers > 0 {
+		if layers >= cfg.Layers {
+			return "", fmt.Errorf("layer-skip needs fewer than the target's %d layers", cfg.Layers)
+		}
+		fmt.Fprintf(&b, "\nDraft: the target's first %d of %d layers (layer-skip), same vocabulary.\n", layers, cfg.Layers)
+	}
+	if draft != "" {
+		df, err := gguf.Open(draft)
+		if err != nil {
+			return "", err
+		}
+		defer df.Close()
+		b.WriteString("\n")
+		dtok, err := describeModel(&b, "Draft", df)
+		if err != nil {
+			return "", err
+		}
+		if err := drafter.CheckVocab(ttok, dtok); err != nil {
+			return "", fmt.Errorf("the pair is incompatible: %w", err)
+		}
+		fmt.Fprintf(&b, "\nCompatible: identical vocabularies (%d tokens); size ratio %.0f:1.\n", ttok.VocabSize(), float64(tf.Params())/float64(max(df.Params(), 1)))
+	}
+	return b.String(), nil
+}
+
+func describeModel(b *strings.Builder, label string, f *gguf.File) (*tokenizer.Tokenizer, error) {
+	cfg, err := model.ReadConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	quant := ""
+	if tc := f.TypeCounts(); len(tc) > 0 {
+		quant = tc[0].Type.String()
+	}
+	ctx := min(cfg.CtxLen, 4096)
+	fmt.Fprintf(b, "%s: %s\n", label, f.Path)
+	if syn, _ := f.Bool("arborist.synthetic"); syn {
+		fmt.Fprintf(b, "  SYNTHETIC (random weights): for timing only, its text is noise\n")
+	}
+	fmt.Fprintf(b, "  %s, %.2fM parameters, %s weights (%.1f MiB)\n", cfg.Arch, float64(f.Params())/1e6, quant, float64(f.WeightBytes())/(1<<20))
+	fmt.Fprintf(b, "  width %d, %d layers, %d heads (%d kv), ffn %d, context %d\n", cfg.Dim, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.FFN, cfg.CtxLen)
+	fmt.Fprintf(b, "  memory at context %d: %.1f MiB\n", ctx, float64(f.WeightBytes()+cfg.KVBytes(ctx))/(1<<20))
+	fmt.Fprintf(b, "  tokenizer %s, %d tokens\n", tok.Kind, tok.VocabSize())
+	return tok, nil
+}
+
+// DescribeHidden checks that a hidden-state drafter (a stored id or a
+// file) fits the target, and summarises it.
+func DescribeHidden(ctx context.Context, target, ref, db string) (string, error) {
+	m, be, err := openModel(profiles.DefaultBackend, 1, target, false)
+	if err != nil {
+		return "", err
+	}
+	defer closeModel(m, be)
+	d, err := profiles.OpenDrafter(ctx, ref, db, m)
+	if err != nil {
+		return "", err
+	}
+	held := "-"
+	if len(d.Losses) > 0 {
+		held = fmt.Sprintf("%.4f", d.Losses[len(d.Losses)-1].HeldOut)
+	}
+	return fmt.Sprintf("\nDraft: hidden-state drafter %s: one layer over the target's hidden states, %d parameters, token-info rank %d, %d epochs, held-out loss %s.\n",
+		ref, d.Params(), d.D, len(d.Losses), held), nil
+}
+
+// BenchOptions describe a single-model benchmark.
+type BenchOptions struct {
+	Model     string
+	Backend   string
+	Threads   int
+	Reps      int   // decode runs (the median is reported)
+	Tokens    int   // per decode run
+	Widths    []int // verification widths timed
+	OnMessage func(string)
+}
+
+// BenchReport is a model's speed on this machine against its limits.
+type BenchReport struct {
+	Model       string           `json:"model"`
+	Params      uint64           `json:"params"`
+	WeightBytes uint64           `json:"weight_bytes"`
+	Threads     int              `json:"threads"`
+	Backend     string           `json:"backend"`
+	Kernels     string           `json:"kernels"`
+	Bandwidth   float64          `json:"bandwidth_bytes_per_s"`
+	Roofline    float64          `json:"roofline_tokens_per_s"`
+	Peak        float64          `json:"peak_macs_per_s"`
+	PeakKind    string           `json:"peak_kind"`
+	MACs        float64          `json:"macs_per_token"`
+	Decode      []float64        `json:"decode_tokens_per_s"` // sorted
+	Median      float64          `json:"decode_median_tokens_per_s"`
+	Curve       []profiles.Point `json:"verify_curve"`
+	Limits      profiles.Limits  `json:"-"`
+}
+
+// BenchModel times decoding (Reps runs of Tokens tokens) and T_verify(W),
+// and sets them against the bandwidth roofline and the compute ceiling.
+func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
+	bi, err := profiles.Backend(opt.Backend)
+	if err != nil {
+		return nil, err
+	}
+	m, be, err := openModel(opt.Backend, opt.Threads, opt.Model, false)
+	if err != nil {
+		return nil, err
+	}
+	defer closeModel(m, be)
+	r := &BenchReport{Model: opt.Model, Params: m.File.Params(), WeightBytes: m.WeightBytes(), Threads: be.Threads(), Backend: be.Name(), Kernels: bi.Kernels()}
+	if r.Bandwidth, err = profiles.Bandwidth(ctx, r.Threads, 256<<20); err != nil {
+		return nil, err
+	}
+	if r.Limits, err = profiles.ModelLimits(ctx, m, r.Threads, r.Bandwidth); err != nil {
+		return nil, err
+	}
+	r.Roofline = 1 / r.Limits.Roofline().Seconds()
+	r.Peak, r.PeakKind, r.MACs = r.Limits.Peak, r.Limits.Kind(), r.Limits.MACs
+	prompt := m.Tok.Encode("Once upon a time", true, false)
+	for i := 0; i < opt.Reps; i++ {
+		_, st, err := generate.Run(ctx, m, prompt, generate.Options{MaxTokens: opt.Tokens})
+		if err != nil {
+			return nil, err
+		}
+		r.Decode = append(r.Decode, st.DecodeTPS())
+	}
+	sort.Float64s(r.Decode)
+	if len(r.Decode) > 0 {
+		r.Median = r.Decode[len(r.Decode)/2]
+	}
+	if r.Curve, err = profiles.VerifyCurve(ctx, m, opt.Widths, profiles.CurveOptions{}); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Human writes a count with a K/M/B suffix.
+func Human(v float64, unit string) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.2fB%s", v/1e9, unit)
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM%s", v/1e6, unit)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fK%s", v/1e3, unit)
+	}
+	return fmt.Sprintf("%.0f%s", v, unit)
+}
+
+// HumanBytes writes a size in B, KiB, MiB or GiB.
+func HumanBytes(b uint64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}

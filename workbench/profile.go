@@ -1,0 +1,349 @@
+package workbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"arborist/engine/sample"
+	"arborist/engine/spec"
+	"arborist/profiles"
+	"arborist/profiles/store"
+)
+
+var zeroSample = sample.Params{}
+
+// ProfileOptions bound a profile.
+type ProfileOptions struct {
+	MaxW  int  // widest verification timed (default 64)
+	Fresh bool // measure again even when matching curves are stored
+}
+
+// ProfileReport is a pair's latency curves on this machine.
+type ProfileReport struct {
+	Hardware store.Hardware
+	Backend  string
+	Threads  int
+	Target   *profiles.Profile // T_verify(W)
+	Draft    *profiles.Profile // the draft model's curve (nil for other sources)
+	Overhead *profiles.Profile // bookkeeping per step at profiles.OverheadWidths
+	Limits   profiles.Limits
+}
+
+// Profile measures (or reuses) the target's verification curve, the
+// per-step bookkeeping and the draft model's curve, and the machine's
+// limits for the target.
+func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, progress Progress) (*ProfileReport, error) {
+	if opt.MaxW <= 0 {
+		opt.MaxW = 64
+	}
+	pair, err := b.openPair(ps, false)
+	if err != nil {
+		return nil, err
+	}
+	defer pair.Close()
+	r := &ProfileReport{Backend: pair.Backend.Name(), Threads: pair.Backend.Threads()}
+	progress.send("hardware", 0, 1, "measuring memory bandwidth")
+	if r.Hardware, err = profiles.KnownHardware(ctx, b.st, ps.Threads, opt.Fresh); err != nil {
+		return nil, err
+	}
+	progress.send("hardware", 1, 1, "")
+	cp := progress.curves()
+	popt := func(kind string, widths []int) profiles.ProfileOptions {
+		o := profiles.ProfileOptions{Kind: kind, Fresh: opt.Fresh, Widths: widths}
+		if cp != nil {
+			o.Curve.Progress = func(done, total int, p profiles.Point) { cp(kind, done, total, p) }
+		}
+		return o
+	}
+	if r.Target, err = profiles.ProfileModel(ctx, b.st, r.Hardware, pair.Target, pair.Backend, popt("verify", profiles.DefaultWidths(opt.MaxW))); err != nil {
+		return nil, err
+	}
+	if r.Limits, err = profiles.ModelLimits(ctx, pair.Target, r.Threads, r.Hardware.Bandwidth); err != nil {
+		return nil, err
+	}
+	if r.Overhead, err = profiles.ProfileModel(ctx, b.st, r.Hardware, pair.Target, pair.Backend, popt("overhead", profiles.OverheadWidths)); err != nil {
+		return nil, err
+	}
+	if pair.DraftModel != nil {
+		if r.Draft, err = profiles.ProfileModel(ctx, b.st, r.Hardware, pair.DraftModel, pair.Backend, popt("draft", profiles.DefaultWidths(min(opt.MaxW, 16)))); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Calibration is a stored acceptance measurement of a pair.
+type Calibration struct {
+	ID      int64
+	Acc     *profiles.Acceptance
+	Prompts int
+}
+
+// Calibrate runs the pair greedily over the prompts with the probe tree,
+// stores the acceptance tables and returns them.
+func (b *Bench) Calibrate(ctx context.Context, ps PairSpec, prompts []string, suite string, tokens int, progress Progress) (*Calibration, error) {
+	if ps.Sources() == 0 {
+		return nil, fmt.Errorf("calibration needs a draft source")
+	}
+	if tokens < 1 || len(prompts) == 0 {
+		return nil, fmt.Errorf("calibration needs prompts and a positive token count")
+	}
+	pair, err := b.openPair(ps, false)
+	if err != nil {
+		return nil, err
+	}
+	defer pair.Close()
+	eng := &spec.Engine{Target: pair.Target, Source: pair.Source}
+	acc, err := profiles.Calibrate(ctx, eng, encode(pair, prompts), tokens, func(done, total int) {
+		progress.send("calibrating", done, total, "prompts")
+	})
+	if err != nil {
+		return nil, err
+	}
+	tid, err := b.targetID(ctx, pair)
+	if err != nil {
+		return nil, err
+	}
+	id, err := b.st.SaveCalibration(ctx, tid, ps.SourceName(), suite, acc)
+	if err != nil {
+		return nil, err
+	}
+	return &Calibration{ID: id, Acc: acc, Prompts: len(prompts)}, nil
+}
+
+func (b *Bench) targetID(ctx context.Context, pair *profiles.Pair) (int64, error) {
+	md, err := profiles.DescribeModel(pair.Target)
+	if err != nil {
+		return 0, err
+	}
+	return b.st.PutModel(ctx, &md)
+}
+
+// PredictorReport is a trained, stored depth predictor.
+type PredictorReport struct {
+	ID    int64
+	Stats profiles.PredictorStats
+}
+
+// TrainPredictor collects chain-drafting data for the pair, trains the
+// depth predictor (Yggdrasil), and stores it with calibration calID (0: the
+// pair's newest calibration).
+func (b *Bench) TrainPredictor(ctx context.Context, ps PairSpec, prompts []string, tokens, depth int, calID int64, progress Progress) (*PredictorReport, error) {
+	if ps.Sources() == 0 || tokens < 2 || depth < 1 || len(prompts) == 0 {
+		return nil, fmt.Errorf("a depth predictor needs a draft source, prompts, more than 1 token per prompt and a depth >= 1")
+	}
+	pair, err := b.openPair(ps, false)
+	if err != nil {
+		return nil, err
+	}
+	defer pair.Close()
+	if calID == 0 {
+		tid, err := b.targetID(ctx, pair)
+		if err != nil {
+			return nil, err
+		}
+		var acc profiles.Acceptance
+		if calID, err = b.st.LatestCalibration(ctx, tid, ps.SourceName(), &acc); err != nil {
+			return nil, err
+		}
+		if calID == 0 {
+			return nil, fmt.Errorf("no calibration of %s with %s in %s: calibrate first", ps.Target, ps.SourceName(), b.st.Path)
+		}
+	}
+	progress.send("collecting", 0, 1, fmt.Sprintf("chains of %d", depth))
+	eng := &spec.Engine{Target: pair.Target, Source: pair.Source}
+	samples, err := profiles.DepthSamples(ctx, eng, encode(pair, prompts), tokens, depth)
+	if err != nil {
+		return nil, err
+	}
+	pred := profiles.NewPredictor(pair.Target.Dim, 128, depth, 1)
+	err = pred.Train(samples, profiles.TrainOptions{Progress: func(ep, total int, loss float64) {
+		progress.send("training", ep, total, fmt.Sprintf("loss %.4f", loss))
+	}})
+	if err != nil {
+		return nil, err
+	}
+	blob, err := pred.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	id, err := b.st.SavePredictor(ctx, calID, blob, pred.Stats)
+	if err != nil {
+		return nil, err
+	}
+	return &PredictorReport{ID: id, Stats: pred.Stats}, nil
+}
+
+// Inputs are what the speedup model reasons with for a pair: the stored
+// (or measured) latency curves and the pair's newest calibration, with the
+// facts an export records.
+type Inputs struct {
+	Hardware  store.Hardware
+	Costs     profiles.Costs
+	Profiled  bool                 // Costs come from this machine's stored curves
+	Acc       *profiles.Acceptance // nil: no calibration (and none assumed)
+	CalID     int64                // 0: Acc is assumed
+	Assumed   bool                 // Acc is an assumed uniform acceptance
+	TargetID  int64
+	Threads   int // the target's backend threads
+	Backend   string
+	CtxLen    int
+	Precision string
+	TargetFP  string
+	DraftFP   string
+}
+
+// Describe says what the acceptance rests on: "measured on calibration 3,
+// 2026-11-30" or "assumed values".
+func (in *Inputs) Describe() string {
+	switch {
+	case in.Acc == nil || in.Assumed:
+		return "assumed values"
+	case in.Acc.Created.IsZero():
+		return fmt.Sprintf("measured on calibration %d", in.CalID)
+	}
+	return fmt.Sprintf("measured on calibration %d, %s", in.CalID, in.Acc.Created.Local().Format("2006-01-02"))
+}
+
+// InputsOptions choose where the inputs come from.
+type InputsOptions struct {
+	// Alpha, when positive, assumes this top-candidate acceptance (decay
+	// Decay, default 0.4) instead of the stored calibration.
+	Alpha, Decay float64
+	// Measure profiles missing curves; without it they are only read from
+	// the database (Profiled false when missing).
+	Measure bool
+}
+
+// Inputs loads the speedup model's inputs for a pair.
+func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, progress Progress) (*Inputs, error) {
+	pair, err := b.openPair(ps, false)
+	if err != nil {
+		return nil, err
+	}
+	defer pair.Close()
+	in := &Inputs{Threads: pair.Backend.Threads(), Backend: pair.Backend.Name(), CtxLen: pair.Target.CtxLen}
+	if tc := pair.Target.File.TypeCounts(); len(tc) > 0 {
+		in.Precision = tc[0].Type.String()
+	}
+	md, err := profiles.DescribeModel(pair.Target)
+	if err != nil {
+		return nil, err
+	}
+	in.TargetFP = md.Fingerprint
+	if pair.DraftModel != nil {
+		if dm, err := profiles.DescribeModel(pair.DraftModel); err == nil {
+			in.DraftFP = dm.Fingerprint
+		}
+	}
+	if in.TargetID, err = b.st.PutModel(ctx, &md); err != nil {
+		return nil, err
+	}
+	if opt.Measure {
+		in.Hardware, err = profiles.KnownHardware(ctx, b.st, ps.Threads, false)
+	} else { // what is stored of this machine; nothing is measured
+		in.Hardware = profiles.DetectHardware()
+		_, err = b.st.PutHardware(ctx, &in.Hardware)
+	}
+	if err != nil {
+		return nil, err
+	}
+	in.Costs, _, err = profiles.PairCosts(ctx, b.st, in.Hardware, pair, ps, !opt.Measure, progress.curves())
+	switch {
+	case err == nil:
+		in.Profiled = true
+	case errors.Is(err, profiles.ErrNotProfiled):
+		in.Costs = profiles.Costs{}
+	default:
+		return nil, err
+	}
+	if opt.Alpha > 0 {
+		decay := opt.Decay
+		if decay <= 0 {
+			decay = 0.4
+		}
+		in.Acc, in.Assumed = profiles.Uniform(opt.Alpha, decay, 8, 4), true
+		return in, nil
+	}
+	if ps.Sources() > 0 {
+		var acc profiles.Acceptance
+		id, err := b.st.LatestCalibration(ctx, in.TargetID, ps.SourceName(), &acc)
+		if err != nil {
+			return nil, err
+		}
+		if id > 0 {
+			in.Acc, in.CalID = &acc, id
+		}
+	}
+	return in, nil
+}
+
+// Predict scores a plan with the inputs (plain decoding is 1x).
+func (in *Inputs) Predict(p spec.Plan) (profiles.Prediction, error) {
+	if in.Acc == nil || !in.Profiled {
+		return profiles.Prediction{Plan: p}, fmt.Errorf("no prediction: %s", in.missing())
+	}
+	return profiles.Predict(p, in.Acc, in.Costs)
+}
+
+func (in *Inputs) missing() string {
+	switch {
+	case !in.Profiled && in.Acc == nil:
+		return "the pair is neither profiled nor calibrated"
+	case !in.Profiled:
+		return "the pair is not profiled on this machine"
+	}
+	return "the pair is not calibrated"
+}
+
+// TuneOptions bound a tune.
+type TuneOptions struct {
+	Alpha float64 // assume this acceptance instead of the stored calibration
+	Space profiles.SearchSpace
+}
+
+// TuneResult is the ranked plans; the best is stored as PlanID.
+type TuneResult struct {
+	Inputs *Inputs
+	Ranked []profiles.Prediction
+	PlanID int64
+}
+
+// Best is the top-ranked plan.
+func (t *TuneResult) Best() profiles.Prediction { return t.Ranked[0] }
+
+// Tune ranks every plan of the search space with the latency-aware speedup
+// model (profiling missing curves first) and stores the best.
+func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress Progress) (*TuneResult, error) {
+	if ps.Sources() == 0 {
+		return nil, fmt.Errorf("tuning needs a draft source")
+	}
+	in, err := b.Inputs(ctx, ps, InputsOptions{Alpha: opt.Alpha, Measure: true}, progress)
+	if err != nil {
+		return nil, err
+	}
+	if in.Acc == nil {
+		return nil, fmt.Errorf("no calibration of %s with %s in %s: calibrate first, or assume an acceptance rate (--alpha)", ps.Target, ps.SourceName(), b.st.Path)
+	}
+	res := &TuneResult{Inputs: in, Ranked: profiles.Search(in.Acc, in.Costs, opt.Space)}
+	if len(res.Ranked) == 0 {
+		return nil, fmt.Errorf("no plan could be scored")
+	}
+	best := res.Ranked[0]
+	hid, err := b.st.PutHardware(ctx, &in.Hardware)
+	if err != nil {
+		return nil, err
+	}
+	if res.PlanID, err = b.st.SavePlan(ctx, hid, in.TargetID, best.Plan.Strategy, best, best.Speedup); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// LatestPlan is the newest stored plan of the pair's target (id 0: none).
+func (b *Bench) LatestPlan(ctx context.Context, in *Inputs) (int64, profiles.Prediction, error) {
+	var best profiles.Prediction
+	id, err := b.st.LatestPlan(ctx, in.TargetID, &best)
+	return id, best, err
+}

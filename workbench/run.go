@@ -1,0 +1,338 @@
+package workbench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"arborist/engine/sample"
+	"arborist/engine/spec"
+	"arborist/profiles"
+	"arborist/profiles/store"
+)
+
+// RunOptions describe a prompt-suite run.
+type RunOptions struct {
+	Plan      spec.Plan
+	Sample    sample.Params
+	MaxTokens int
+	Prompts   []string
+	Baseline  bool // also run plain decoding: measured speedup, greedy identity check
+	NoStore   bool // do not store the run
+	// Predicted is the plan's predicted speedup; 0 asks the core to
+	// predict it from the pair's stored curves and calibration.
+	Predicted float64
+	// Live callbacks, called on the decoding goroutine.
+	OnPrompt func(i int, text string)                     // before prompt i
+	OnToken  func(prompt int, piece string, drafted bool) // each emitted token's text
+	OnStep   func(prompt int, s spec.Step)                // each completed step
+	OnDone   func(prompt int)                             // after prompt i
+}
+
+// Totals sum a suite's results.
+type Totals struct {
+	Tokens   int           `json:"tokens"`
+	Steps    int           `json:"steps"`
+	Drafted  int           `json:"drafted"`
+	Accepted int           `json:"accepted"`
+	Decode   time.Duration `json:"decode_ns"`
+	Prefill  time.Duration `json:"prefill_ns"`
+	Draft    time.Duration `json:"draft_ns"`
+	Verify   time.Duration `json:"verify_ns"`
+	Overhead time.Duration `json:"overhead_ns"`
+	Overlap  time.Duration `json:"overlap_ns"`
+}
+
+// TPS is decode throughput in tokens per second.
+func (t *Totals) TPS() float64 {
+	if t.Decode <= 0 {
+		return 0
+	}
+	return float64(t.Tokens) / t.Decode.Seconds()
+}
+
+// AAL is the average tokens per target pass.
+func (t *Totals) AAL() float64 {
+	if t.Steps == 0 {
+		return 0
+	}
+	return float64(t.Tokens) / float64(t.Steps)
+}
+
+// Acceptance is the share of drafted tokens accepted.
+func (t *Totals) Acceptance() float64 {
+	if t.Drafted == 0 {
+		return 0
+	}
+	return float64(t.Accepted) / float64(t.Drafted)
+}
+
+func (t *Totals) add(r *spec.Result) {
+	t.Tokens += len(r.Tokens)
+	t.Steps += len(r.Steps)
+	t.Decode += r.Decode
+	t.Prefill += r.Prefill
+	d, v, o, ov := r.Totals()
+	t.Draft += d
+	t.Verify += v
+	t.Overhead += o
+	t.Overlap += ov
+	for _, s := range r.Steps {
+		t.Drafted += s.Drafted
+		t.Accepted += s.Accepted
+	}
+}
+
+// HiddenStats are a hidden-state drafter's figures over a run.
+type HiddenStats struct {
+	Steps, Resampled int
+	ResampleShare    float64 // of decode time
+	LayerRows        int
+	ChainPasses      int
+	Hot, OnDemand    int
+}
+
+// RunResult is a finished (or stopped) run.
+type RunResult struct {
+	Label       string // e.g. "chain with draft:d.gguf"
+	Threads     int
+	Totals      Totals
+	Tokens      [][]int // per prompt
+	Base        *Totals // the baseline, with Baseline
+	Speedup     float64 // measured over the baseline
+	Identical   bool    // greedy output token-for-token the baseline's
+	Greedy      bool
+	Predicted   float64
+	PredictedOn string // what the prediction rests on
+	RunID       int64
+	Status      string
+	Hidden      *HiddenStats
+}
+
+// Run decodes the prompt suite with the plan, stores the run and its steps
+// (unless NoStore), and with Baseline runs plain decoding on the same
+// prompts: the measured speedup is stored, and a greedy run whose output
+// differs from plain decoding is an error (speculation must be lossless).
+func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (*RunResult, error) {
+	plan := opt.Plan.Trim()
+	cfg, err := plan.Config()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Sample, cfg.MaxTokens, cfg.StopAtEOS = opt.Sample, opt.MaxTokens, true
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(opt.Prompts) == 0 {
+		return nil, fmt.Errorf("no prompts to run")
+	}
+	if plan.NeedsSource() && ps.Sources() == 0 {
+		return nil, fmt.Errorf("strategy %s needs a draft source", plan.Strategy)
+	}
+	res := &RunResult{Predicted: opt.Predicted, Greedy: opt.Sample.Greedy()}
+	if res.Predicted <= 0 && plan.Strategy != "ar" {
+		// the prediction rests on what is stored; nothing is measured here
+		if in, err := b.Inputs(ctx, ps, InputsOptions{}, nil); err == nil {
+			if pr, err := in.Predict(plan); err == nil {
+				res.Predicted, res.PredictedOn = pr.Speedup, in.Describe()
+			} else {
+				res.PredictedOn = err.Error()
+			}
+		}
+	}
+	pair, err := b.openPair(ps, plan.Concurrent())
+	if err != nil {
+		return nil, err
+	}
+	defer pair.Close()
+	res.Threads = pair.Backend.Threads()
+	if plan.DepthPolicy == "predictor" && plan.Strategy == "egt" {
+		pol, err := b.predictorPolicy(ctx, ps, pair, plan, cfg)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Depth = pol
+	}
+	eng := &spec.Engine{Target: pair.Target, Source: pair.Source, Concurrent: pair.Concurrent}
+	res.Label = plan.Strategy
+	if !plan.NeedsSource() {
+		eng.Source = nil
+	} else if pair.Source != nil {
+		res.Label += " with " + pair.Source.Name()
+	}
+	var rec *recorder
+	if !opt.NoStore {
+		rec = &recorder{st: b.st, run: &store.Run{Hardware: profiles.DetectHardware().Fingerprint, Target: ps.Target, Drafter: ps.SourceName(),
+			Strategy: plan.Strategy, Settings: cfg, Prompts: opt.Prompts, PredictedSpeedup: res.Predicted}}
+		if _, err := b.st.CreateRun(ctx, rec.run); err != nil {
+			return nil, err
+		}
+	}
+	ids := encode(pair, opt.Prompts)
+	tot, toks, err := suite(ctx, eng, pair, ids, opt, cfg, rec)
+	res.Totals, res.Tokens = tot, toks
+	if rec != nil {
+		status := "done"
+		if err != nil {
+			status = "failed"
+			if ctx.Err() != nil {
+				status = "stopped"
+			}
+		}
+		if ferr := rec.finish(context.WithoutCancel(ctx), status, &tot); ferr != nil && err == nil {
+			err = ferr
+		}
+		res.RunID, res.Status = rec.run.ID, status
+	}
+	if hs := pair.Hidden; hs != nil && eng.Source != nil {
+		st := hs.Stats()
+		res.Hidden = &HiddenStats{Steps: st.Steps, Resampled: st.Resampled, ResampleShare: st.Resample.Seconds() / max(1e-9, tot.Decode.Seconds()),
+			LayerRows: st.LayerRows, ChainPasses: st.ChainPasses, Hot: hs.Hot(), OnDemand: st.OnDemand}
+	}
+	if err != nil {
+		return res, err
+	}
+	if !opt.Baseline || plan.Strategy == "ar" {
+		return res, nil
+	}
+	base := cfg
+	base.Strategy, base.Depth = "ar", nil
+	bopt := RunOptions{} // no live callbacks for the baseline
+	btot, btoks, err := suite(ctx, &spec.Engine{Target: pair.Target}, pair, ids, bopt, base, nil)
+	if err != nil {
+		return res, err
+	}
+	res.Base = &btot
+	if btot.TPS() > 0 {
+		res.Speedup = tot.TPS() / btot.TPS()
+	}
+	res.Identical = len(btoks) == len(toks)
+	for i := range btoks {
+		if i >= len(toks) || !slices.Equal(btoks[i], toks[i]) {
+			res.Identical = false
+		}
+	}
+	if rec != nil {
+		rec.run.MeasuredSpeedup = res.Speedup
+		if err := b.st.FinishRun(context.WithoutCancel(ctx), rec.run); err != nil {
+			return res, err
+		}
+	}
+	if res.Greedy && !res.Identical {
+		return res, fmt.Errorf("greedy output differs from ar: speculative decoding was not lossless")
+	}
+	return res, nil
+}
+
+// suite decodes every prompt with one engine and configuration.
+func suite(ctx context.Context, eng *spec.Engine, pair *profiles.Pair, ids [][]int, opt RunOptions, cfg spec.Config, rec *recorder) (Totals, [][]int, error) {
+	var tot Totals
+	var toks [][]int
+	for pi, p := range ids {
+		if opt.OnPrompt != nil {
+			opt.OnPrompt(pi, opt.Prompts[pi])
+		}
+		c := cfg
+		if opt.OnToken != nil {
+			c.OnToken = func(id int, drafted bool) { opt.OnToken(pi, pair.Target.Tok.Piece(id), drafted) }
+		}
+		if opt.OnStep != nil || rec != nil {
+			c.OnStep = func(s spec.Step) {
+				if rec != nil {
+					rec.add(ctx, pi, s)
+				}
+				if opt.OnStep != nil {
+					opt.OnStep(pi, s)
+				}
+			}
+		}
+		res, err := eng.Run(ctx, p, c)
+		if rec != nil {
+			if ferr := rec.flush(ctx); ferr != nil && err == nil {
+				err = ferr
+			}
+		}
+		if opt.OnDone != nil {
+			opt.OnDone(pi)
+		}
+		if err != nil {
+			return tot, toks, err
+		}
+		tot.add(res)
+		toks = append(toks, res.Tokens)
+	}
+	return tot, toks, nil
+}
+
+// recorder stores a run's steps as they come, in batches: a crash loses at
+// most the batch in flight, and a failed write fails the run.
+type recorder struct {
+	st    *store.Store
+	run   *store.Run
+	buf   []store.Step
+	index int
+	err   error
+}
+
+func (r *recorder) add(ctx context.Context, prompt int, s spec.Step) {
+	r.buf = append(r.buf, profiles.StepRecord(r.index, prompt, s))
+	r.index++
+	if len(r.buf) >= 16 {
+		r.flush(ctx)
+	}
+}
+
+func (r *recorder) flush(ctx context.Context) error {
+	if r.err == nil && len(r.buf) > 0 {
+		r.err = r.st.AppendSteps(context.WithoutCancel(ctx), r.run.ID, r.buf)
+	}
+	r.buf = r.buf[:0]
+	return r.err
+}
+
+func (r *recorder) finish(ctx context.Context, status string, t *Totals) error {
+	r.flush(ctx)
+	r.run.Status = status
+	r.run.Tokens, r.run.Steps, r.run.Decode, r.run.TokensPerSecond = t.Tokens, t.Steps, t.Decode, t.TPS()
+	r.run.AAL, r.run.Acceptance = t.AAL(), t.Acceptance()
+	if err := r.st.FinishRun(ctx, r.run); err != nil {
+		return err
+	}
+	return r.err
+}
+
+// predictorPolicy loads the pair's depth predictor (the plan's, or the
+// newest) and the latency curves it weighs depths with.
+func (b *Bench) predictorPolicy(ctx context.Context, ps PairSpec, pair *profiles.Pair, plan spec.Plan, cfg spec.Config) (*profiles.PredictorPolicy, error) {
+	hw, err := profiles.KnownHardware(ctx, b.st, ps.Threads, false)
+	if err != nil {
+		return nil, err
+	}
+	costs, tid, err := profiles.PairCosts(ctx, b.st, hw, pair, ps, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	id, blob, err := b.st.LatestPredictor(ctx, tid, ps.SourceName())
+	if err != nil {
+		return nil, err
+	}
+	if id == 0 {
+		return nil, fmt.Errorf("no depth predictor for %s with %s in %s: run 'arborist calibrate --predictor' first", ps.Target, ps.SourceName(), b.st.Path)
+	}
+	if plan.PredictorID > 0 && plan.PredictorID != id {
+		return nil, fmt.Errorf("depth predictor %d is not the newest of %s with %s (%d)", plan.PredictorID, ps.Target, ps.SourceName(), id)
+	}
+	pred, err := profiles.UnmarshalPredictor(blob)
+	if err != nil {
+		return nil, err
+	}
+	if pred.In != pair.Target.Dim {
+		return nil, fmt.Errorf("depth predictor %d expects hidden states of %d, the target has %d", id, pred.In, pair.Target.Dim)
+	}
+	widths := cfg.Widths
+	if len(widths) > pred.Depth {
+		widths = widths[:pred.Depth]
+	}
+	return &profiles.PredictorPolicy{P: pred, Costs: costs, Widths: widths, Branch: cfg.Branch}, nil
+}
