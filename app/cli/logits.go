@@ -63,6 +63,16 @@ func printFamily(w io.Writer, cfg *model.Config) {
 	}
 }
 
+// loadOnCPU opens a model on a CPU backend of its own; done releases both.
+func loadOnCPU(path string, threads int) (m *model.Model, done func(), err error) {
+	be := cpu.New(threads)
+	if m, err = model.Load(path, be); err != nil {
+		be.Close()
+		return nil, nil, err
+	}
+	return m, func() { m.Close(); be.Close() }, nil
+}
+
 // parseIDs reads a comma-separated list of token ids.
 func parseIDs(s string, vocab int) ([]int, error) {
 	var ids []int
@@ -106,13 +116,11 @@ func runLogits(ctx context.Context, env Env, args []string) error {
 	if *threads <= 0 {
 		return fail(fs, usagef("--threads %d must be positive", *threads))
 	}
-	be := cpu.New(*threads)
-	defer be.Close()
-	m, err := model.Load(*path, be)
+	m, closeModel, err := loadOnCPU(*path, *threads)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	defer closeModel()
 	ids, err := parseIDs(*idList, m.Vocab)
 	if err != nil {
 		return fail(fs, err)
@@ -189,13 +197,11 @@ func runGenerateIDs(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return fail(fs, err)
 	}
-	be := cpu.New(*threads)
-	defer be.Close()
-	m, err := model.Load(*path, be)
+	m, closeModel, err := loadOnCPU(*path, *threads)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	defer closeModel()
 	var ids []int
 	if *idList != "" {
 		if ids, err = parseIDs(*idList, m.Vocab); err != nil {
