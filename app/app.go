@@ -295,7 +295,7 @@ func checkDisplay() error {
 	return nil
 }
 
-// DemoDir is where the synthetic demo pair is written.
+// DemoDir is where the demo pair is written.
 func DemoDir() string {
 	dir, err := os.UserCacheDir()
 	if err != nil {
@@ -315,7 +315,7 @@ func FindModels(demoDir string) []string {
 	return out
 }
 
-// DemoPair writes the synthetic demo target and drafter into dir and returns
+// DemoPair writes the demo target and drafter into dir and returns
 // their paths (see workbench.DemoPair).
 func DemoPair(ctx context.Context, dir string, progress func(float64)) (target, drafter string, err error) {
 	return workbench.DemoPair(ctx, dir, progress)

@@ -70,7 +70,7 @@ func TestDemoPair(t *testing.T) {
 	if !strings.Contains(m.Status.Text, "ready") {
 		t.Fatal(m.Status.Text)
 	}
-	if !strings.HasSuffix(m.Target.Text, "demo-target-synthetic.gguf") || !strings.HasSuffix(m.Draft.Text, "demo-drafter-synthetic.gguf") {
+	if !strings.HasSuffix(m.Target.Text, "demo-target.gguf") || !strings.HasSuffix(m.Draft.Text, "demo-drafter.gguf") {
 		t.Fatalf("entries %q %q", m.Target.Text, m.Draft.Text)
 	}
 	test.Tap(m.Load)

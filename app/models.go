@@ -102,7 +102,7 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	m.Progress.Hide()
 	m.Load = widget.NewButton("Load and check", m.load)
 	m.Load.Importance = widget.HighImportance
-	m.DemoBtn = widget.NewButton("Build demo pair (synthetic)", m.buildDemo)
+	m.DemoBtn = widget.NewButton("Build the demo pair", m.buildDemo)
 	m.TrainPrompts = widget.NewEntry()
 	m.TrainPrompts.SetPlaceHolder("prompt suite file the target continues to make training data")
 	m.TrainSettings = hidden.DefaultSettings()
@@ -217,7 +217,7 @@ func (m *ModelsScreen) Dropped(uris []fyne.URI) {
 
 func describeFound(paths []string) string {
 	if len(paths) == 0 {
-		return "No GGUF models found. Build the demo pair: a synthetic target and drafter with random weights (clearly labelled synthetic), so every screen can be tried."
+		return "No GGUF models found. Build the demo pair: a demo target expanded from the tiny stories260K model (it costs like a 35M-parameter model and writes real children's stories) and a noisy copy of stories260K as its drafter, so every screen can be tried and speculation visibly pays."
 	}
 	return "Models found:\n  " + strings.Join(paths, "\n  ")
 }
@@ -301,7 +301,7 @@ func describePair(target, draft string, layers int) (string, error) {
 func (m *ModelsScreen) buildDemo() {
 	m.DemoBtn.Disable()
 	m.Progress.Show()
-	m.Status.SetText("Writing the synthetic demo pair to " + m.s.DemoDir + " ...")
+	m.Status.SetText("Writing the demo pair to " + m.s.DemoDir + " ...")
 	go func() {
 		t, d, err := DemoPair(context.Background(), m.s.DemoDir, func(f float64) {
 			fyne.Do(func() { m.Progress.SetValue(f) })
@@ -318,7 +318,7 @@ func (m *ModelsScreen) buildDemo() {
 			m.Source.SetSelected(SourceModel)
 			m.Info.SetText(describeFound(FindModels(m.s.DemoDir)))
 			// the status last: tests and users read it as "done"
-			m.Status.SetText("Demo pair ready (synthetic, random weights). Press Load and check.")
+			m.Status.SetText("Demo pair ready (a demo construction from stories260K, not a real model of that size). Press Load and check.")
 		})
 	}()
 }

@@ -2,6 +2,7 @@ package workbench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -64,14 +65,18 @@ func Logits(ctx context.Context, opt LogitsOptions, emit func(pos int, top [][2]
 	return nil
 }
 
+// ErrTokenID marks token ids the model cannot take (a caller's mistake, so
+// the CLI reports it as usage).
+var ErrTokenID = errors.New("bad token ids")
+
 // checkIDs refuses an empty list or an id outside the vocabulary.
 func checkIDs(ids []int, vocab int) error {
 	if len(ids) == 0 {
-		return fmt.Errorf("no token ids given")
+		return fmt.Errorf("%w: none given", ErrTokenID)
 	}
 	for _, id := range ids {
 		if id < 0 || id >= vocab {
-			return fmt.Errorf("token id %d is outside the vocabulary [0, %d)", id, vocab)
+			return fmt.Errorf("%w: token id %d is outside the vocabulary [0, %d)", ErrTokenID, id, vocab)
 		}
 	}
 	return nil

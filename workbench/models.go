@@ -1,6 +1,7 @@
 package workbench
 
 import (
+	"arborist/engine/demo"
 	"context"
 	"fmt"
 	"io"
@@ -199,40 +200,31 @@ func Synth(ctx context.Context, path, shapeName, typeName string, seed uint64, p
 	return desc, synth.WriteFile(ctx, path, shape, synth.Options{Type: typ, Seed: seed, Progress: progress})
 }
 
-// DemoPair writes the synthetic demo target and drafter into dir and returns
-// their paths; existing files are reused. The drafter shares the target's
-// embedding seed so the pair has a vocabulary in common.
+// DemoPair writes the built-in demo pair into dir and returns its paths;
+// a complete pair already there is reused. The pair is built from the
+// embedded stories260K (see profiles.WriteDemoPair): a target that costs
+// like a 35M-parameter model and writes real text, and a noisy small
+// drafter, so speculation visibly pays on any laptop.
 func DemoPair(ctx context.Context, dir string, progress func(float64)) (target, draft string, err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", "", fmt.Errorf("demo pair: %w", err)
+	target, draft = filepath.Join(dir, demo.TargetName), filepath.Join(dir, demo.DraftName)
+	if fileExists(target) && fileExists(draft) {
+		return target, draft, nil
 	}
-	target = filepath.Join(dir, "demo-target-synthetic.gguf")
-	draft = filepath.Join(dir, "demo-drafter-synthetic.gguf")
-	specs := []struct {
-		path, shape string
-	}{
-		{target, "custom:dim=256,layers=8,heads=8,kv=4,ffn=704,vocab=512"},
-		{draft, "custom:dim=64,layers=2,heads=8,kv=4,ffn=192,vocab=512"},
+	if progress != nil {
+		progress(0)
 	}
-	for i, s := range specs {
-		if _, err := os.Stat(s.path); err == nil {
-			continue
-		}
-		sh, err := synth.ParseShape(s.shape)
-		if err != nil {
-			return "", "", err
-		}
-		base := float64(i) / float64(len(specs))
-		err = synth.WriteFile(ctx, s.path, sh, synth.Options{Type: quant.Q8_0, Seed: uint64(i + 1), Progress: func(done, total uint64) {
-			if progress != nil {
-				progress(base + float64(done)/float64(total)/float64(len(specs)))
-			}
-		}})
-		if err != nil {
-			return "", "", err
-		}
+	if target, draft, err = profiles.WriteDemoPair(ctx, dir); err != nil {
+		return "", "", err
+	}
+	if progress != nil {
+		progress(1)
 	}
 	return target, draft, nil
+}
+
+func fileExists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // DescribePair summarises a target and its draft model (or layer-skip

@@ -2,6 +2,7 @@ package workbench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -161,6 +162,12 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (*RunResul
 	} else if pair.Source != nil {
 		res.Label += " with " + pair.Source.Name()
 	}
+	ids := encode(pair, opt.Prompts)
+	for pi, p := range ids { // refused before anything runs, not cut short at the context
+		if err := profiles.CheckRoom(len(p), cfg.MaxTokens, pair.Target.CtxLen); err != nil {
+			return nil, fmt.Errorf("prompt %d: %w", pi+1, err)
+		}
+	}
 	var rec *recorder
 	if !opt.NoStore {
 		rec = &recorder{st: b.st, run: &store.Run{Hardware: profiles.DetectHardware().Fingerprint, Target: ps.Target, Drafter: ps.SourceName(),
@@ -169,7 +176,6 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (*RunResul
 			return nil, err
 		}
 	}
-	ids := encode(pair, opt.Prompts)
 	tot, toks, err := suite(ctx, eng, pair, ids, opt, cfg, rec)
 	res.Totals, res.Tokens = tot, toks
 	if rec != nil {
@@ -294,6 +300,9 @@ func (r *recorder) flush(ctx context.Context) error {
 func (r *recorder) finish(ctx context.Context, status string, t *Totals) error {
 	r.flush(ctx)
 	r.run.Status = status
+	if status != "done" { // a stopped or failed run's totals come from its stored steps
+		return errors.Join(r.st.FinishFromSteps(ctx, r.run.ID, status), r.err)
+	}
 	r.run.Tokens, r.run.Steps, r.run.Decode, r.run.TokensPerSecond = t.Tokens, t.Steps, t.Decode, t.TPS()
 	r.run.AAL, r.run.Acceptance = t.AAL(), t.Acceptance()
 	if err := r.st.FinishRun(ctx, r.run); err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -62,11 +63,15 @@ func runLogits(ctx context.Context, env Env, args []string) error {
 		return fail(fs, err)
 	}
 	enc := json.NewEncoder(env.Stdout)
-	return workbench.Logits(ctx, workbench.LogitsOptions{Model: *path, Backend: backend, Threads: threads, NoMmap: *noMmap, IDs: ids, Top: *top},
+	err = workbench.Logits(ctx, workbench.LogitsOptions{Model: *path, Backend: backend, Threads: threads, NoMmap: *noMmap, IDs: ids, Top: *top},
 		func(pos int, top [][2]float64) error {
 			return enc.Encode(struct {
 				Pos int          `json:"pos"`
 				Top [][2]float64 `json:"top"`
 			}{pos, top})
 		})
+	if errors.Is(err, workbench.ErrTokenID) {
+		return fail(fs, usagef("--ids: %v", err))
+	}
+	return err
 }

@@ -142,9 +142,9 @@ func runRun(ctx context.Context, env Env, args []string) (err error) {
 		fmt.Fprintf(env.Stderr, "target %s, %s, %d prompt(s), %d tokens each\n", filepath.Base(ps.Target), opt.Plan, len(opt.Prompts), *n)
 	}
 	if *trace != "" {
-		tf, err := os.Create(*trace)
-		if err != nil {
-			return err
+		tf, cerr := os.Create(*trace)
+		if cerr != nil {
+			return cerr
 		}
 		defer tf.Close()
 		tw := &profiles.ErrWriter{W: tf} // a failing trace write fails the run

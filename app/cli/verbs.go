@@ -135,6 +135,9 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 	if errors.Is(err, workbench.ErrEmptyPrompt) {
 		return fail(fs, usagef("%v: give --prompt", err))
 	}
+	if errors.Is(err, workbench.ErrTokenID) {
+		return fail(fs, usagef("--ids: %v", err))
+	}
 	fmt.Fprintln(env.Stdout)
 	if err != nil {
 		if errors.Is(err, context.Canceled) && res != nil {
