@@ -672,6 +672,18 @@ AVX2 static inline __m256i pairs16(int g) {
 	return _mm256_set_m128i(_mm_set1_epi16((short)((4 * g + 2) | (4 * g + 3) << 8)), _mm_set1_epi16((short)((4 * g) | (4 * g + 1) << 8)));
 }
 
+// q3k_scales_v is q3k_scales kept in a register (byte j = scale j), so
+// the scales reach the multiplies without a trip through memory.
+AVX2 static inline __m128i q3k_scales_v(const uint8_t *p) {
+	uint32_t a0, a1, a2;
+	memcpy(&a0, p, 4);
+	memcpy(&a1, p + 4, 4);
+	memcpy(&a2, p + 8, 4);
+	__m128i v = _mm_setr_epi32((int)((a0 & 0x0f0f0f0f) | (a2 & 0x03030303) << 4), (int)((a1 & 0x0f0f0f0f) | ((a2 >> 2) & 0x03030303) << 4),
+	                           (int)(((a0 >> 4) & 0x0f0f0f0f) | ((a2 >> 4) & 0x03030303) << 4), (int)(((a1 >> 4) & 0x0f0f0f0f) | ((a2 >> 6) & 0x03030303) << 4));
+	return _mm_sub_epi8(v, _mm_set1_epi8(32));
+}
+
 // iq4_lookup maps 16 packed index bytes (weight j in the low nibble of
 // byte j, weight j+16 in the high one) to the 32 signed table values.
 AVX2 static inline __attribute__((always_inline)) __m256i iq4_lookup(const uint8_t *p, __m256i table) {
@@ -699,13 +711,13 @@ AVX2 static inline __attribute__((always_inline)) __m256i iq4_lookup(const uint8
 		for (int s = 0; s < nb / 8; s++) {                                                                 \
 			const uint8_t *blk = wr + (long)s * bb;                                                        \
 			for (int pf = 0; pf < bb; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0); \
-			int8_t sc3[16];                                                                                \
+			__m128i sc3 = _mm_setzero_si128();                                                             \
 			__m128 d4, dm4 = _mm_setzero_ps();                                                             \
 			if (type == ARB_Q2_K) {                                                                        \
 				d4 = _mm_set1_ps(_cvtsh_ss(rd16(blk + 80)));                                               \
 				dm4 = _mm_set1_ps(_cvtsh_ss(rd16(blk + 82)));                                              \
 			} else if (type == ARB_Q3_K) {                                                                 \
-				q3k_scales(blk + 96, sc3);                                                                 \
+				sc3 = q3k_scales_v(blk + 96);                                                              \
 				d4 = _mm_set1_ps(_cvtsh_ss(rd16(blk + 108)));                                              \
 			} else                                                                                         \
 				d4 = _mm_set1_ps(_cvtsh_ss(rd16(blk)));                                                    \
@@ -726,7 +738,7 @@ AVX2 static inline __attribute__((always_inline)) __m256i iq4_lookup(const uint8
 				} else if (type == ARB_Q3_K) {                                                             \
 					__m256i c = _mm256_loadu_si256((const __m256i *)(blk + 32 + 32 * h));                  \
 					__m256i hm = _mm256_loadu_si256((const __m256i *)blk), four = _mm256_set1_epi8(4);      \
-					__m256i s16 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(sc3 + 8 * h)))); \
+					__m256i s16 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(h ? _mm_srli_si128(sc3, 8) : sc3)); \
 					for (int g = 0; g < 4; g++) {                                                          \
 						__m256i bit = _mm256_set1_epi8((char)(1 << (4 * h + g)));                         \
 						__m256i hb = _mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit);                    \
