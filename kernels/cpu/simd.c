@@ -463,24 +463,36 @@ Q8_TILE(2)
 Q8_TILE(3)
 Q8_TILE(4)
 
+// iq4_lookup maps 16 packed index bytes (weight j in the low nibble of
+// byte j, weight j+16 in the high one) to the 32 signed table values.
+AVX2 static inline __attribute__((always_inline)) __m256i iq4_lookup(const uint8_t *p, __m256i table) {
+	__m128i raw = _mm_loadu_si128((const __m128i *)p);
+	__m256i idx = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0xf));
+	return _mm256_shuffle_epi8(table, idx);
+}
+
 // q80_tile is q8_tile for Q8_0, where a block's eight partial sums are
 // converted to float and accumulated with the block's combined scale in
 // eight lanes, one multiply-add per block, and reduced once at the end:
 // no horizontal reduction per group of blocks. Measured against q8_tile on
 // one thread (1376x512, in cache): the same at one row, 15-28% faster from
 // two rows on. Each row is summed in the same order whatever T, so its
-// result does not depend on the batch.
+// result does not depend on the batch. With nl set it serves IQ4_NL
+// (18-byte blocks whose indices go through kvalues_iq4nl); nl is a
+// constant wherever it is inlined, so Q8_0's code is unchanged by it.
 #define Q80_TILE(T)                                                                                          \
-	AVX2 static inline __attribute__((always_inline)) void q80_tile##T(const uint8_t *wr, int nb,         \
+	AVX2 static inline __attribute__((always_inline)) void q80_tile##T(int nl, const uint8_t *wr, int nb, \
 	                                   const float *yd, const int8_t *yq, int r, float *out, long rows, int o) { \
 		__m256 acc[T];                                                                                     \
 		for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();                                          \
 		const __m256i ones = _mm256_set1_epi16(1);                                                         \
 		long stride = (long)nb * 32;                                                                       \
 		for (int b = 0; b < nb; b++) {                                                                     \
-			const uint8_t *blk = wr + (long)b * 34;                                                        \
+			const uint8_t *blk = wr + (long)b * (nl ? 18 : 34);                                            \
 			if ((b & 1) == 0) _mm_prefetch((const char *)blk + PREFETCH, _MM_HINT_T0);                    \
-			__m256i q = _mm256_loadu_si256((const __m256i *)(blk + 2)), a = _mm256_sign_epi8(q, q);        \
+			__m256i q = nl ? iq4_lookup(blk + 2, _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kvalues_iq4nl))) \
+			               : _mm256_loadu_si256((const __m256i *)(blk + 2));                               \
+			__m256i a = _mm256_sign_epi8(q, q);                                                            \
 			__m256 dw = _mm256_set1_ps(_cvtsh_ss(rd16(blk)));                                              \
 			for (int k = 0; k < T; k++) {                                                                  \
 				__m256i y = _mm256_loadu_si256((const __m256i *)(yq + (long)(r + k) * stride + (long)b * 32)); \
@@ -497,19 +509,31 @@ Q80_TILE(3)
 Q80_TILE(4)
 Q80_TILE(8)
 
-AVX2 static void q80_rows(const uint8_t *w, long row_bytes, int lo, int hi, int nb, const float *yd, const int8_t *yq,
-                          int n, float *out, int rows) {
+AVX2 static inline __attribute__((always_inline)) void q80_rows_t(int nl, const uint8_t *w, long row_bytes, int lo, int hi, int nb,
+                                                                 const float *yd, const int8_t *yq, int n, float *out, int rows) {
 	for (int o = lo; o < hi; o++) {
 		const uint8_t *wr = w + (long)o * row_bytes;
 		int r = 0;
-		for (; r + 8 <= n; r += 8) q80_tile8(wr, nb, yd, yq, r, out, rows, o);
-		for (; r + 4 <= n; r += 4) q80_tile4(wr, nb, yd, yq, r, out, rows, o);
+		for (; r + 8 <= n; r += 8) q80_tile8(nl, wr, nb, yd, yq, r, out, rows, o);
+		for (; r + 4 <= n; r += 4) q80_tile4(nl, wr, nb, yd, yq, r, out, rows, o);
 		switch (n - r) {
-		case 3: q80_tile3(wr, nb, yd, yq, r, out, rows, o); break;
-		case 2: q80_tile2(wr, nb, yd, yq, r, out, rows, o); break;
-		case 1: q80_tile1(wr, nb, yd, yq, r, out, rows, o); break;
+		case 3: q80_tile3(nl, wr, nb, yd, yq, r, out, rows, o); break;
+		case 2: q80_tile2(nl, wr, nb, yd, yq, r, out, rows, o); break;
+		case 1: q80_tile1(nl, wr, nb, yd, yq, r, out, rows, o); break;
 		}
 	}
+}
+
+AVX2 static void q80_rows(const uint8_t *w, long row_bytes, int lo, int hi, int nb, const float *yd, const int8_t *yq,
+                          int n, float *out, int rows) {
+	q80_rows_t(0, w, row_bytes, lo, hi, nb, yd, yq, n, out, rows);
+}
+
+// nl_rows is q80_rows for IQ4_NL: the same tiles, each block's indices
+// mapped through the table (one shuffle) once for all T rows.
+AVX2 static void nl_rows(const uint8_t *w, long row_bytes, int lo, int hi, int nb, const float *yd, const int8_t *yq,
+                         int n, float *out, int rows) {
+	q80_rows_t(1, w, row_bytes, lo, hi, nb, yd, yq, n, out, rows);
 }
 
 // q8_rows runs the tiles over weight rows lo..hi-1; it is inlined once per
@@ -672,13 +696,18 @@ AVX2 static inline __m256i pairs16(int g) {
 	return _mm256_set_m128i(_mm_set1_epi16((short)((4 * g + 2) | (4 * g + 3) << 8)), _mm_set1_epi16((short)((4 * g) | (4 * g + 1) << 8)));
 }
 
-// iq4_lookup maps 16 packed index bytes (weight j in the low nibble of
-// byte j, weight j+16 in the high one) to the 32 signed table values.
-AVX2 static inline __attribute__((always_inline)) __m256i iq4_lookup(const uint8_t *p, __m256i table) {
-	__m128i raw = _mm_loadu_si128((const __m128i *)p);
-	__m256i idx = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0xf));
-	return _mm256_shuffle_epi8(table, idx);
+// q3k_scales_v is q3k_scales kept in a register (byte j = scale j), so
+// the scales reach the multiplies without a trip through memory.
+AVX2 static inline __m128i q3k_scales_v(const uint8_t *p) {
+	uint32_t a0, a1, a2;
+	memcpy(&a0, p, 4);
+	memcpy(&a1, p + 4, 4);
+	memcpy(&a2, p + 8, 4);
+	__m128i v = _mm_setr_epi32((int)((a0 & 0x0f0f0f0f) | (a2 & 0x03030303) << 4), (int)((a1 & 0x0f0f0f0f) | ((a2 >> 2) & 0x03030303) << 4),
+	                           (int)(((a0 >> 4) & 0x0f0f0f0f) | ((a2 >> 4) & 0x03030303) << 4), (int)(((a1 >> 4) & 0x0f0f0f0f) | ((a2 >> 6) & 0x03030303) << 4));
+	return _mm_sub_epi8(v, _mm_set1_epi8(32));
 }
+
 
 // x_tile is k_tile for Q2_K, Q3_K and IQ4_XS: weight row o against T
 // activation rows, half a super-block (four 32-value blocks) at a time. The
@@ -699,13 +728,13 @@ AVX2 static inline __attribute__((always_inline)) __m256i iq4_lookup(const uint8
 		for (int s = 0; s < nb / 8; s++) {                                                                 \
 			const uint8_t *blk = wr + (long)s * bb;                                                        \
 			for (int pf = 0; pf < bb; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0); \
-			int8_t sc3[16];                                                                                \
+			__m128i sc3 = _mm_setzero_si128();                                                             \
 			__m128 d4, dm4 = _mm_setzero_ps();                                                             \
 			if (type == ARB_Q2_K) {                                                                        \
 				d4 = _mm_set1_ps(_cvtsh_ss(rd16(blk + 80)));                                               \
 				dm4 = _mm_set1_ps(_cvtsh_ss(rd16(blk + 82)));                                              \
 			} else if (type == ARB_Q3_K) {                                                                 \
-				q3k_scales(blk + 96, sc3);                                                                 \
+				sc3 = q3k_scales_v(blk + 96);                                                              \
 				d4 = _mm_set1_ps(_cvtsh_ss(rd16(blk + 108)));                                              \
 			} else                                                                                         \
 				d4 = _mm_set1_ps(_cvtsh_ss(rd16(blk)));                                                    \
@@ -726,7 +755,7 @@ AVX2 static inline __attribute__((always_inline)) __m256i iq4_lookup(const uint8
 				} else if (type == ARB_Q3_K) {                                                             \
 					__m256i c = _mm256_loadu_si256((const __m256i *)(blk + 32 + 32 * h));                  \
 					__m256i hm = _mm256_loadu_si256((const __m256i *)blk), four = _mm256_set1_epi8(4);      \
-					__m256i s16 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(sc3 + 8 * h)))); \
+					__m256i s16 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(h ? _mm_srli_si128(sc3, 8) : sc3)); \
 					for (int g = 0; g < 4; g++) {                                                          \
 						__m256i bit = _mm256_set1_epi8((char)(1 << (4 * h + g)));                         \
 						__m256i hb = _mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit);                    \
@@ -788,53 +817,6 @@ AVX2 static inline __attribute__((always_inline)) void x_rows(int type, const ui
 		case 3: x_tile3(type, wr, nb, yd, yq, r, out, rows, o); break;
 		case 2: x_tile2(type, wr, nb, yd, yq, r, out, rows, o); break;
 		case 1: x_tile1(type, wr, nb, yd, yq, r, out, rows, o); break;
-		}
-	}
-}
-
-// nl_tile is q80_tile for IQ4_NL: each block's indices go through the
-// table once (one shuffle) for all T rows, then the signed products
-// accumulate per block with the combined scale in eight lanes, reduced
-// once at the end, in the same order whatever T.
-#define NL_TILE(T)                                                                                           \
-	AVX2 static inline __attribute__((always_inline)) void nl_tile##T(const uint8_t *wr, int nb,          \
-	                                   const float *yd, const int8_t *yq, int r, float *out, long rows, int o) { \
-		__m256 acc[T];                                                                                     \
-		for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();                                          \
-		const __m256i ones = _mm256_set1_epi16(1);                                                         \
-		const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kvalues_iq4nl)); \
-		long stride = (long)nb * 32;                                                                       \
-		for (int b = 0; b < nb; b++) {                                                                     \
-			const uint8_t *blk = wr + (long)b * 18;                                                        \
-			if ((b & 1) == 0) _mm_prefetch((const char *)blk + PREFETCH, _MM_HINT_T0);                    \
-			__m256i q = iq4_lookup(blk + 2, table), a = _mm256_sign_epi8(q, q);                            \
-			__m256 dw = _mm256_set1_ps(_cvtsh_ss(rd16(blk)));                                              \
-			for (int k = 0; k < T; k++) {                                                                  \
-				__m256i y = _mm256_loadu_si256((const __m256i *)(yq + (long)(r + k) * stride + (long)b * 32)); \
-				__m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(a, _mm256_sign_epi8(y, q)), ones);     \
-				__m256 sv = _mm256_mul_ps(dw, _mm256_broadcast_ss(yd + (long)(r + k) * nb + b));          \
-				acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), sv, acc[k]);                              \
-			}                                                                                              \
-		}                                                                                                  \
-		for (int k = 0; k < T; k++) out[(long)(r + k) * rows + o] = hsum8(acc[k]);                         \
-	}
-NL_TILE(1)
-NL_TILE(2)
-NL_TILE(3)
-NL_TILE(4)
-NL_TILE(8)
-
-AVX2 static void nl_rows(const uint8_t *w, long row_bytes, int lo, int hi, int nb, const float *yd, const int8_t *yq,
-                         int n, float *out, int rows) {
-	for (int o = lo; o < hi; o++) {
-		const uint8_t *wr = w + (long)o * row_bytes;
-		int r = 0;
-		for (; r + 8 <= n; r += 8) nl_tile8(wr, nb, yd, yq, r, out, rows, o);
-		for (; r + 4 <= n; r += 4) nl_tile4(wr, nb, yd, yq, r, out, rows, o);
-		switch (n - r) {
-		case 3: nl_tile3(wr, nb, yd, yq, r, out, rows, o); break;
-		case 2: nl_tile2(wr, nb, yd, yq, r, out, rows, o); break;
-		case 1: nl_tile1(wr, nb, yd, yq, r, out, rows, o); break;
 		}
 	}
 }
