@@ -9,8 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 
+	"arborist/engine/gguf"
 	"arborist/profiles/store"
 )
 
@@ -21,18 +21,9 @@ var ErrModelChanged = errors.New("model file changed since the config was export
 // openModelFile opens path only if it is a regular file, without blocking
 // on a FIFO.
 func openModelFile(path string) (*os.File, os.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, st, err := gguf.OpenRegular(path)
 	if err != nil {
-		return nil, nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: not a regular file (a model must be one)", path)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return f, st, nil
 }

@@ -59,6 +59,9 @@ func Run(ctx context.Context, m *model.Model, prompt []int, opt Options) ([]int,
 	if err := m.CheckFile(); err != nil {
 		return nil, st, err
 	}
+	if err := m.CheckCache(len(prompt) + opt.MaxTokens); err != nil {
+		return nil, st, err
+	}
 	cache := m.NewCache(len(prompt) + opt.MaxTokens)
 	smp := sample.New(opt.Sample)
 	var res model.Result

@@ -5,29 +5,13 @@ package gguf
 import (
 	"fmt"
 	"io"
-	"os"
 )
 
-func openRegular(path string) (*os.File, os.FileInfo, error) {
-	fd, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := fd.Stat()
-	if err != nil {
-		fd.Close()
-		return nil, nil, err
-	}
-	if !st.Mode().IsRegular() {
-		fd.Close()
-		return nil, nil, fmt.Errorf("%w: is a %s, not a regular file", ErrNotRegular, kindOf(st.Mode()))
-	}
-	return fd, st, nil
-}
+const openNonBlock = 0
 
 // mapFile reads the whole file where memory mapping is not available.
 func mapFile(path string, noMmap bool) (*mapping, error) {
-	fd, st, err := openRegular(path)
+	fd, st, err := OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}

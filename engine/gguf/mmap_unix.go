@@ -9,33 +9,15 @@ import (
 	"syscall"
 )
 
-// openRegular opens path for reading only if it is a regular file. The
-// open does not block (O_NONBLOCK), so a FIFO or a device named as a model
-// is refused at once instead of hanging the verb until a writer appears;
-// the type is checked on the opened descriptor, so a file swapped in
-// between a check and the open cannot slip through.
-func openRegular(path string) (*os.File, os.FileInfo, error) {
-	fd, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := fd.Stat()
-	if err != nil {
-		fd.Close()
-		return nil, nil, err
-	}
-	if !st.Mode().IsRegular() {
-		fd.Close()
-		return nil, nil, fmt.Errorf("%w: is a %s, not a regular file", ErrNotRegular, kindOf(st.Mode()))
-	}
-	return fd, st, nil
-}
+// openNonBlock makes opening a FIFO return at once instead of waiting for
+// a writer (OpenRegular then refuses it).
+const openNonBlock = syscall.O_NONBLOCK
 
 // mapFile maps (or, with noMmap, reads) path. An empty file maps to an
 // empty slice. A mapped file keeps its descriptor open so check can ask
 // whether the file under the mapping has shrunk.
 func mapFile(path string, noMmap bool) (*mapping, error) {
-	fd, st, err := openRegular(path)
+	fd, st, err := OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,28 @@ type Options struct {
 	NoMmap bool
 }
 
+// OpenRegular opens path for reading only if it is a regular file. The
+// open does not block (O_NONBLOCK where there is one), so a FIFO or a
+// device named as a model is refused at once instead of hanging until a
+// writer appears; the type is checked on the opened descriptor, so a file
+// swapped in between a check and the open cannot slip through.
+func OpenRegular(path string) (*os.File, os.FileInfo, error) {
+	fd, err := os.OpenFile(path, os.O_RDONLY|openNonBlock, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := fd.Stat()
+	if err != nil {
+		fd.Close()
+		return nil, nil, err
+	}
+	if !st.Mode().IsRegular() {
+		fd.Close()
+		return nil, nil, fmt.Errorf("%w: is a %s, not a regular file", ErrNotRegular, kindOf(st.Mode()))
+	}
+	return fd, st, nil
+}
+
 // mapping is a file's bytes and how to release them.
 type mapping struct {
 	data  []byte

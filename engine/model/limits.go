@@ -154,3 +154,15 @@ func Check(f *gguf.File) error {
 	}
 	return need("token_embd.weight", n, vocab)
 }
+
+// CheckCache refuses a KV cache of slots positions that needs more memory
+// than the machine has, before it is allocated: a context from a file or a
+// flag then gets an error naming the sizes instead of the process being
+// killed for memory.
+func (m *Model) CheckCache(slots int) error {
+	need := m.KVBytes(slots)
+	if ram := physicalMemory(); ram > 0 && need > ram {
+		return &gguf.Error{Path: m.Path, Err: fmt.Errorf("model: a KV cache of %d positions needs %d MiB, more than this machine's %d MiB of memory; use a shorter context", slots, need>>20, ram>>20)}
+	}
+	return nil
+}

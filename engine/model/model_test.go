@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"arborist/engine/gguf"
@@ -378,5 +379,19 @@ func TestHostileLayerCount(t *testing.T) {
 	}
 	if err := model.Check(src); err != nil {
 		t.Errorf("a good file fails Check: %v", err)
+	}
+}
+
+// TestCheckCache: a KV cache beyond the machine's memory is refused before
+// it is allocated (issue 17: sizes checked against the machine).
+func TestCheckCache(t *testing.T) {
+	m := tinyModel(t, shapes[0].shape, shapes[0].typ)
+	if err := m.CheckCache(64); err != nil {
+		t.Fatal(err)
+	}
+	if runtime.GOOS == "linux" {
+		if err := m.CheckCache(1 << 50 / int(m.KVBytes(1))); err == nil {
+			t.Error("a 1 PiB cache passed")
+		}
 	}
 }

@@ -250,6 +250,9 @@ func (r *run) loop(ctx context.Context, prompt []int) error {
 	if len(prompt) >= capacity {
 		return fmt.Errorf("spec: prompt of %d tokens leaves no room in a context of %d", len(prompt), m.CtxLen)
 	}
+	if err := m.CheckCache(capacity); err != nil {
+		return err
+	}
 	r.cache = m.NewCache(capacity)
 	r.smp = sample.New(cfg.Sample)
 	dp := cfg.Sample

@@ -320,3 +320,23 @@ func TestReadOnlyMigratesOldSchema(t *testing.T) {
 		t.Fatalf("runs of a migrated database: %+v %v", runs, err)
 	}
 }
+
+// TestCheckedStamp: quick_check (which reads every page) is skipped only
+// for a database exactly as Arborist's last Close left it.
+func TestCheckedStamp(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "s.db")
+	s := open(t, p)
+	if _, err := s.PutModel(context.Background(), &Model{Fingerprint: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if !unchangedSinceClose(p) {
+		t.Fatal("a cleanly closed database counts as changed")
+	}
+	f, _ := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	f.Write(make([]byte, 4096))
+	f.Close()
+	if unchangedSinceClose(p) {
+		t.Error("a database written by something else counts as unchanged")
+	}
+}

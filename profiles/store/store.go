@@ -271,7 +271,7 @@ func (s *Store) init(ctx context.Context, existed bool) error {
 	if err != nil {
 		return err
 	}
-	if existed {
+	if existed && !unchangedSinceClose(s.Path) {
 		if err := s.quickCheck(ctx); err != nil {
 			return err
 		}
@@ -342,7 +342,11 @@ func (s *Store) Close() error {
 	if s.holder != 0 {
 		s.db.Exec("DELETE FROM holders WHERE id = ?", s.holder)
 	}
-	return s.db.Close()
+	err := s.db.Close()
+	if err == nil && !s.readOnly {
+		markClosed(s.Path)
+	}
+	return err
 }
 
 // DB exposes the handle to the packages of profiles (tests and queries).
