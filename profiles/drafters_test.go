@@ -60,7 +60,6 @@ func TestDrafterLifecycle(t *testing.T) {
 	if hits != 10 {
 		t.Errorf("data cache: first run hit %v, retrain hit %v; want a miss then a hit", hits%10 == 1, hits >= 10)
 	}
-	id = 1
 	if _, _, err := TrainDrafter(ctx, st, TrainSpec{Resume: id}, nil); err == nil {
 		t.Error("resuming a finished drafter succeeded")
 	}

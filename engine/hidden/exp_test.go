@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"arborist/engine/drafter"
+	"arborist/engine/model"
+	"arborist/engine/sample"
 	"arborist/engine/spec"
 )
 
@@ -87,16 +89,18 @@ func BenchmarkTrainAndServe(b *testing.B) {
 		}
 	}
 	confs := []struct {
-		name string
-		cfg  spec.Config
+		name  string
+		cfg   spec.Config
+		noisy bool // draft with the bench's noisy draft model instead
 	}{
-		{"ar", spec.Config{Strategy: "ar"}},
-		{"chain-1", spec.Config{Strategy: "chain", Gamma: 1}},
-		{"chain-2", spec.Config{Strategy: "chain", Gamma: 2}},
-		{"chain-3", spec.Config{Strategy: "chain", Gamma: 3}},
-		{"chain-4", spec.Config{Strategy: "chain", Gamma: 4}},
-		{"egt-122", spec.Config{Strategy: "egt", Widths: []int{1, 2, 2}, Branch: 2, WMax: 6}},
-		{"egt-2222", spec.Config{Strategy: "egt", Widths: []int{2, 2, 2, 2}, Branch: 2, WMax: 8}},
+		{"ar", spec.Config{Strategy: "ar"}, false},
+		{"chain-1", spec.Config{Strategy: "chain", Gamma: 1}, false},
+		{"chain-2", spec.Config{Strategy: "chain", Gamma: 2}, false},
+		{"chain-3", spec.Config{Strategy: "chain", Gamma: 3}, false},
+		{"chain-4", spec.Config{Strategy: "chain", Gamma: 4}, false},
+		{"egt-122", spec.Config{Strategy: "egt", Widths: []int{1, 2, 2}, Branch: 2, WMax: 6}, false},
+		{"egt-2222", spec.Config{Strategy: "egt", Widths: []int{2, 2, 2, 2}, Branch: 2, WMax: 8}, false},
+		{"noisy-chain-4", spec.Config{Strategy: "chain", Gamma: 4}, true},
 	}
 	if only := os.Getenv("ARBORIST_SERVE"); only != "" { // e.g. "chain-2,egt-122"
 		keep := confs[:0]
@@ -106,6 +110,10 @@ func BenchmarkTrainAndServe(b *testing.B) {
 			}
 		}
 		confs = keep
+	}
+	var noisy *model.Model // the bench pair's draft model, beside the bench target
+	if name == "bench/target-60m-q8_0.gguf" {
+		noisy = loadTarget(b, "bench/draft-noisy-0.05.gguf")
 	}
 	maxTokens := 128
 	if v, err := strconv.Atoi(os.Getenv("ARBORIST_SERVE_TOKENS")); err == nil && v > 0 {
@@ -123,7 +131,12 @@ func BenchmarkTrainAndServe(b *testing.B) {
 		for round := 0; round < 2; round++ {
 			for ci, c := range confs {
 				var src drafter.Source
-				if c.cfg.Strategy != "ar" {
+				if c.noisy {
+					if noisy == nil {
+						continue
+					}
+					src = drafter.NewModel(noisy, 0, target.CtxLen, sample.Params{}, "noisy")
+				} else if c.cfg.Strategy != "ar" {
 					s, err := NewSource(d, target, Options{})
 					if err != nil {
 						b.Fatal(err)
