@@ -129,7 +129,7 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	}
 	b, err := openBench(ctx, *db)
 	if err != nil {
-		return fmt.Errorf("%w (use --no-store to run without storing)", err)
+		return err
 	}
 	defer b.Close()
 	if !*asJSON {
