@@ -134,7 +134,7 @@ func LoadReplay(path string) (*Replay, error) {
 	case "layers":
 		r.Pair.Layers = d.Layers
 	}
-	if r.Plan.MaxSeqs == 0 && r.Plan.Strategy == "duo" {
+	if r.Plan.MaxSeqs == 0 && r.Plan.Reads("max_seqs") {
 		r.Plan.MaxSeqs = c.Optimization.MaxSequences
 	}
 	s := c.Sampling

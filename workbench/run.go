@@ -137,7 +137,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (*RunResul
 	}
 	defer pair.Close()
 	res.Threads = pair.Backend.Threads()
-	if res.Predicted <= 0 && plan.Strategy != "ar" {
+	if res.Predicted <= 0 && plan.NeedsSource() {
 		// the prediction rests on what is stored; nothing is measured
 		// here, and without a database there is no prediction
 		if in, err := b.Inputs(ctx, ps, InputsOptions{}, nil); err == nil {
@@ -148,7 +148,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (*RunResul
 			}
 		}
 	}
-	if plan.DepthPolicy == "predictor" && plan.Strategy == "egt" {
+	if plan.DepthPolicy == "predictor" && plan.Reads("depth_policy") {
 		pol, err := b.predictorPolicy(ctx, ps, pair, plan, cfg)
 		if err != nil {
 			return nil, err
@@ -198,7 +198,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (*RunResul
 	if err != nil {
 		return res, err
 	}
-	if !opt.Baseline || plan.Strategy == "ar" {
+	if !opt.Baseline || !plan.NeedsSource() {
 		return res, nil
 	}
 	base := cfg
