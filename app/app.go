@@ -107,7 +107,7 @@ func (s *Session) Store(ctx context.Context) (*store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b.Store(), nil
+	return b.Store(ctx)
 }
 
 // PairSpec is the chosen pair as the core opens it.

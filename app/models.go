@@ -349,10 +349,10 @@ func (m *ModelsScreen) train() {
 		defer cancel()
 		var log strings.Builder
 		var train, held, epochs []float64
-		st, err := m.s.Store(ctx)
+		b, err := m.s.Bench(ctx)
 		var id int64
 		if err == nil {
-			id, _, err = profiles.TrainDrafter(ctx, st, profiles.TrainSpec{Target: target, Prompts: prompts, Settings: set}, func(e profiles.TrainEvent) {
+			id, _, err = b.TrainDrafter(ctx, profiles.TrainSpec{Target: target, Prompts: prompts, Settings: set}, func(e profiles.TrainEvent) {
 				var line, status string
 				frac := -1.0
 				switch {

@@ -259,7 +259,7 @@ func (r *RunScreen) run() {
 		}
 	}
 	opt := workbench.RunOptions{Plan: plan, Sample: params, MaxTokens: n, Prompts: prompts, Predicted: r.predicted,
-		Baseline: r.Baseline.Checked && plan.Strategy != "ar"}
+		Baseline: r.Baseline.Checked && plan.NeedsSource()}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.done = make(chan struct{})

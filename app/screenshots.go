@@ -53,7 +53,8 @@ func screenshots(wb *Workbench, dir string) {
 }
 
 // prepare fills the screens the way a user would before the captures: load
-// the shared bench pair (or the demo pair), profile, run twice, compare.
+// the shared bench pair (or the demo pair), profile, calibrate and tune on
+// the shared prompt suite, run twice, compare, export the tuned plan.
 func prepare(wb *Workbench) {
 	wait := func(cond func() bool) {
 		for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
@@ -82,7 +83,15 @@ func prepare(wb *Workbench) {
 	p := wb.Profile
 	fyne.DoAndWait(func() { p.MaxW.SetSelected("32"); p.start() })
 	wait(func() bool { return !p.Start.Disabled() })
-	fyne.DoAndWait(func() { wb.Speedup.Update() })
+	sp := wb.Speedup
+	prompts := filepath.Join("..", "shared", "prompts", "stories.txt")
+	if _, err := os.Stat(prompts); err == nil {
+		fyne.DoAndWait(func() { sp.Prompts.SetText(prompts); sp.CalTokens.SetText("32"); sp.calibrate() })
+		wait(func() bool { return !sp.busy })
+		fyne.DoAndWait(sp.tune)
+		wait(func() bool { return !sp.busy })
+	}
+	fyne.DoAndWait(func() { sp.Update() })
 	r := wb.Run
 	for _, strat := range []string{"ar", "chain"} {
 		fyne.DoAndWait(func() { r.Strategy.SetSelected(strat); r.Tokens.SetText("96"); r.run() })
@@ -97,6 +106,6 @@ func prepare(wb *Workbench) {
 			c.Toggle(c.Runs[i].ID, true)
 		}
 		c.List.Refresh()
-		wb.Export.Update()
 	})
+	wb.Export.Reload()
 }

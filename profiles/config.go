@@ -194,13 +194,16 @@ func (c *Config) Validate() error {
 func (c *Config) Equivalents() string {
 	var b strings.Builder
 	s, d, t := c.Speculation, c.Models.Draft, c.Models.Target
-	n := s.Gamma
-	switch s.Strategy {
-	case "tree":
-		n = len(s.Widths)
-	case "egt":
-		n = len(s.EGT)
+	// the plan's verified tree with every node counted: its depth maps to
+	// a chain's length, its width at the root and size to SGLang's tree
+	ex, _ := s.Expect(func(int, int) float64 { return 1 })
+	n, nodes, roots := len(ex.PerDepth), len(ex.Values), 0
+	for _, p := range ex.Parents {
+		if p < 0 {
+			roots++
+		}
 	}
+	branched := nodes > n
 	threads := ""
 	if t.Threads > 0 {
 		threads = fmt.Sprintf(" -t %d", t.Threads)
@@ -214,7 +217,7 @@ func (c *Config) Equivalents() string {
 	default:
 		fmt.Fprintf(&b, "# no equivalent: llama.cpp has no %s\n", kindName(d.Kind))
 	}
-	if s.Strategy == "tree" || s.Strategy == "egt" || s.Strategy == "duo" {
+	if branched || ex.Overlap {
 		fmt.Fprintf(&b, "# note: llama.cpp verifies chains only; the %s plan maps to a chain of its depth (%d)\n", s.Strategy, n)
 	}
 	b.WriteString("\n# vLLM\n")
@@ -228,24 +231,12 @@ func (c *Config) Equivalents() string {
 	default:
 		fmt.Fprintf(&b, "# no equivalent: vLLM has no %s\n", kindName(d.Kind))
 	}
-	if s.Strategy == "tree" || s.Strategy == "egt" {
+	if branched {
 		b.WriteString("# note: vLLM's draft-model speculation is chain-shaped; tree shapes need EAGLE-style heads\n")
 	}
 	b.WriteString("\n# SGLang\n")
 	if d.Kind == "model" {
-		topk, tokens := 1, n+1
-		if s.Strategy == "tree" && len(s.Widths) > 0 {
-			topk = s.Widths[0]
-			tokens = 1
-			level := 1
-			for _, w := range s.Widths {
-				level *= w
-				tokens += level
-			}
-		}
-		if s.Strategy == "egt" {
-			topk, tokens = s.Branch, s.WMax+1
-		}
+		topk, tokens := max(1, roots), nodes+1
 		fmt.Fprintf(&b, "python -m sglang.launch_server --model-path %s --speculative-algorithm STANDALONE --speculative-draft-model-path %s --speculative-num-steps %d --speculative-eagle-topk %d --speculative-num-draft-tokens %d\n",
 			t.Path, d.Path, n, topk, tokens)
 	} else {

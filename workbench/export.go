@@ -75,9 +75,9 @@ func (b *Bench) Export(ctx context.Context, ps PairSpec) (*Export, error) {
 		return nil, err
 	}
 	if id == 0 {
-		return nil, fmt.Errorf("no plan for %s in %s: tune first", ps.Target, b.st.Path)
+		return nil, fmt.Errorf("no plan for %s in %s: tune first", ps.Target, b.path)
 	}
-	ex, err := config(ps, in, best, fmt.Sprintf("plan %d of %s", id, b.st.Path))
+	ex, err := config(ps, in, best, fmt.Sprintf("plan %d of %s", id, b.path))
 	if ex != nil {
 		ex.PlanID = id
 	}
@@ -87,13 +87,17 @@ func (b *Bench) Export(ctx context.Context, ps PairSpec) (*Export, error) {
 // Write validates the (possibly edited) YAML, writes it to path and
 // records the export.
 func (b *Bench) Write(ctx context.Context, planID int64, yaml []byte, path string) error {
+	st, err := b.db(ctx)
+	if err != nil {
+		return err
+	}
 	if _, err := profiles.ParseConfig(path, yaml); err != nil {
 		return err
 	}
 	if err := os.WriteFile(path, yaml, 0o644); err != nil {
 		return err
 	}
-	return b.st.SaveExport(ctx, planID, string(yaml))
+	return st.SaveExport(ctx, planID, string(yaml))
 }
 
 // Replay is what a config.yaml asks to run.
@@ -137,7 +141,7 @@ func LoadReplay(ctx context.Context, path, hashDB string, allowChanged bool) (*R
 	case "layers":
 		r.Pair.Layers = d.Layers
 	}
-	if r.Plan.MaxSeqs == 0 && r.Plan.Strategy == "duo" {
+	if r.Plan.MaxSeqs == 0 && r.Plan.Reads("max_seqs") {
 		r.Plan.MaxSeqs = c.Optimization.MaxSequences
 	}
 	s := c.Sampling

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"arborist/engine/hidden"
 	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/profiles"
@@ -34,6 +35,10 @@ type ProfileReport struct {
 // per-step bookkeeping and the draft model's curve, and the machine's
 // limits for the target.
 func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, progress Progress) (*ProfileReport, error) {
+	st, err := b.db(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if opt.MaxW <= 0 {
 		opt.MaxW = 64
 	}
@@ -44,7 +49,7 @@ func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, pr
 	defer pair.Close()
 	r := &ProfileReport{Backend: pair.Backend.Name(), Threads: pair.Backend.Threads()}
 	progress.send("hardware", 0, 1, "measuring memory bandwidth")
-	if r.Hardware, err = profiles.KnownHardware(ctx, b.st, ps.Threads, opt.Fresh); err != nil {
+	if r.Hardware, err = profiles.KnownHardware(ctx, st, ps.Threads, opt.Fresh); err != nil {
 		return nil, err
 	}
 	progress.send("hardware", 1, 1, "")
@@ -56,17 +61,17 @@ func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, pr
 		}
 		return o
 	}
-	if r.Target, err = profiles.ProfileModel(ctx, b.st, r.Hardware, pair.Target, pair.Backend, popt("verify", profiles.DefaultWidths(opt.MaxW))); err != nil {
+	if r.Target, err = profiles.ProfileModel(ctx, st, r.Hardware, pair.Target, pair.Backend, popt("verify", profiles.DefaultWidths(opt.MaxW))); err != nil {
 		return nil, err
 	}
 	if r.Limits, err = profiles.ModelLimits(ctx, pair.Target, r.Threads, r.Hardware.Bandwidth); err != nil {
 		return nil, err
 	}
-	if r.Overhead, err = profiles.ProfileModel(ctx, b.st, r.Hardware, pair.Target, pair.Backend, popt("overhead", profiles.OverheadWidths)); err != nil {
+	if r.Overhead, err = profiles.ProfileModel(ctx, st, r.Hardware, pair.Target, pair.Backend, popt("overhead", profiles.OverheadWidths)); err != nil {
 		return nil, err
 	}
 	if pair.DraftModel != nil {
-		if r.Draft, err = profiles.ProfileModel(ctx, b.st, r.Hardware, pair.DraftModel, pair.Backend, popt("draft", profiles.DefaultWidths(min(opt.MaxW, 16)))); err != nil {
+		if r.Draft, err = profiles.ProfileModel(ctx, st, r.Hardware, pair.DraftModel, pair.Backend, popt("draft", profiles.DefaultWidths(min(opt.MaxW, 16)))); err != nil {
 			return nil, err
 		}
 	}
@@ -101,23 +106,27 @@ func (b *Bench) Calibrate(ctx context.Context, ps PairSpec, prompts []string, su
 	if err != nil {
 		return nil, err
 	}
-	tid, err := b.targetID(ctx, pair)
+	st, err := b.db(ctx)
 	if err != nil {
 		return nil, err
 	}
-	id, err := b.st.SaveCalibration(ctx, tid, ps.SourceName(), suite, acc)
+	tid, err := targetID(ctx, st, pair)
+	if err != nil {
+		return nil, err
+	}
+	id, err := st.SaveCalibration(ctx, tid, ps.SourceName(), suite, acc)
 	if err != nil {
 		return nil, err
 	}
 	return &Calibration{ID: id, Acc: acc, Prompts: len(prompts)}, nil
 }
 
-func (b *Bench) targetID(ctx context.Context, pair *profiles.Pair) (int64, error) {
+func targetID(ctx context.Context, st *store.Store, pair *profiles.Pair) (int64, error) {
 	md, err := profiles.DescribeModel(pair.Target)
 	if err != nil {
 		return 0, err
 	}
-	return b.st.PutModel(ctx, &md)
+	return st.PutModel(ctx, &md)
 }
 
 // PredictorReport is a trained, stored depth predictor.
@@ -130,6 +139,10 @@ type PredictorReport struct {
 // depth predictor (Yggdrasil), and stores it with calibration calID (0: the
 // pair's newest calibration).
 func (b *Bench) TrainPredictor(ctx context.Context, ps PairSpec, prompts []string, tokens, depth int, calID int64, progress Progress) (*PredictorReport, error) {
+	st, err := b.db(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if ps.Sources() == 0 || tokens < 2 || depth < 1 || len(prompts) == 0 {
 		return nil, fmt.Errorf("a depth predictor needs a draft source, prompts, more than 1 token per prompt and a depth >= 1")
 	}
@@ -139,16 +152,16 @@ func (b *Bench) TrainPredictor(ctx context.Context, ps PairSpec, prompts []strin
 	}
 	defer pair.Close()
 	if calID == 0 {
-		tid, err := b.targetID(ctx, pair)
+		tid, err := targetID(ctx, st, pair)
 		if err != nil {
 			return nil, err
 		}
 		var acc profiles.Acceptance
-		if calID, err = b.st.LatestCalibration(ctx, tid, ps.SourceName(), &acc); err != nil {
+		if calID, err = st.LatestCalibration(ctx, tid, ps.SourceName(), &acc); err != nil {
 			return nil, err
 		}
 		if calID == 0 {
-			return nil, fmt.Errorf("no calibration of %s with %s in %s: calibrate first", ps.Target, ps.SourceName(), b.st.Path)
+			return nil, fmt.Errorf("no calibration of %s with %s in %s: calibrate first", ps.Target, ps.SourceName(), b.path)
 		}
 	}
 	progress.send("collecting", 0, 1, fmt.Sprintf("chains of %d", depth))
@@ -168,7 +181,7 @@ func (b *Bench) TrainPredictor(ctx context.Context, ps PairSpec, prompts []strin
 	if err != nil {
 		return nil, err
 	}
-	id, err := b.st.SavePredictor(ctx, calID, blob, pred.Stats)
+	id, err := st.SavePredictor(ctx, calID, blob, pred.Stats)
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +231,10 @@ type InputsOptions struct {
 
 // Inputs loads the speedup model's inputs for a pair.
 func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, progress Progress) (*Inputs, error) {
+	st, err := b.db(ctx)
+	if err != nil {
+		return nil, err
+	}
 	pair, err := b.openPair(ps, false)
 	if err != nil {
 		return nil, err
@@ -237,19 +254,19 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 			in.DraftFP = dm.Fingerprint
 		}
 	}
-	if in.TargetID, err = b.st.PutModel(ctx, &md); err != nil {
+	if in.TargetID, err = st.PutModel(ctx, &md); err != nil {
 		return nil, err
 	}
 	if opt.Measure {
-		in.Hardware, err = profiles.KnownHardware(ctx, b.st, ps.Threads, false)
+		in.Hardware, err = profiles.KnownHardware(ctx, st, ps.Threads, false)
 	} else { // what is stored of this machine; nothing is measured
 		in.Hardware = profiles.DetectHardware()
-		_, err = b.st.PutHardware(ctx, &in.Hardware)
+		_, err = st.PutHardware(ctx, &in.Hardware)
 	}
 	if err != nil {
 		return nil, err
 	}
-	in.Costs, _, err = profiles.PairCosts(ctx, b.st, in.Hardware, pair, ps, !opt.Measure, progress.curves())
+	in.Costs, _, err = profiles.PairCosts(ctx, st, in.Hardware, pair, ps, !opt.Measure, progress.curves())
 	switch {
 	case err == nil:
 		in.Profiled = true
@@ -268,7 +285,7 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 	}
 	if ps.Sources() > 0 {
 		var acc profiles.Acceptance
-		id, err := b.st.LatestCalibration(ctx, in.TargetID, ps.SourceName(), &acc)
+		id, err := st.LatestCalibration(ctx, in.TargetID, ps.SourceName(), &acc)
 		if err != nil {
 			return nil, err
 		}
@@ -316,6 +333,10 @@ func (t *TuneResult) Best() profiles.Prediction { return t.Ranked[0] }
 // Tune ranks every plan of the search space with the latency-aware speedup
 // model (profiling missing curves first) and stores the best.
 func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress Progress) (*TuneResult, error) {
+	st, err := b.db(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if ps.Sources() == 0 {
 		return nil, fmt.Errorf("tuning needs a draft source")
 	}
@@ -324,18 +345,18 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 		return nil, err
 	}
 	if in.Acc == nil {
-		return nil, fmt.Errorf("no calibration of %s with %s in %s: calibrate first, or assume an acceptance rate (--alpha)", ps.Target, ps.SourceName(), b.st.Path)
+		return nil, fmt.Errorf("no calibration of %s with %s in %s: calibrate first, or assume an acceptance rate (--alpha)", ps.Target, ps.SourceName(), b.path)
 	}
 	res := &TuneResult{Inputs: in, Ranked: profiles.Search(in.Acc, in.Costs, opt.Space)}
 	if len(res.Ranked) == 0 {
 		return nil, fmt.Errorf("no plan could be scored")
 	}
 	best := res.Ranked[0]
-	hid, err := b.st.PutHardware(ctx, &in.Hardware)
+	hid, err := st.PutHardware(ctx, &in.Hardware)
 	if err != nil {
 		return nil, err
 	}
-	if res.PlanID, err = b.st.SavePlan(ctx, hid, in.TargetID, best.Plan.Strategy, best, best.Speedup); err != nil {
+	if res.PlanID, err = st.SavePlan(ctx, hid, in.TargetID, best.Plan.Strategy, best, best.Speedup); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -343,7 +364,22 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 
 // LatestPlan is the newest stored plan of the pair's target (id 0: none).
 func (b *Bench) LatestPlan(ctx context.Context, in *Inputs) (int64, profiles.Prediction, error) {
+	st, err := b.db(ctx)
+	if err != nil {
+		return 0, profiles.Prediction{}, err
+	}
 	var best profiles.Prediction
-	id, err := b.st.LatestPlan(ctx, in.TargetID, &best)
+	id, err := st.LatestPlan(ctx, in.TargetID, &best)
 	return id, best, err
+}
+
+// TrainDrafter distils a hidden-state drafter from a target over a prompt
+// suite (or resumes one), storing and checkpointing it in this database;
+// events report each phase and epoch.
+func (b *Bench) TrainDrafter(ctx context.Context, ts profiles.TrainSpec, events func(profiles.TrainEvent)) (int64, *hidden.Drafter, error) {
+	st, err := b.db(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	return profiles.TrainDrafter(ctx, st, ts, events)
 }

@@ -132,8 +132,15 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (*RunResul
 		return nil, fmt.Errorf("strategy %s needs a draft source", plan.Strategy)
 	}
 	res := &RunResult{Predicted: opt.Predicted, Greedy: opt.Sample.Greedy()}
-	if res.Predicted <= 0 && plan.Strategy != "ar" {
-		// the prediction rests on what is stored; nothing is measured here
+	pair, err := b.openPair(ps, plan.Concurrent())
+	if err != nil {
+		return nil, err
+	}
+	defer pair.Close()
+	res.Threads = pair.Backend.Threads()
+	if res.Predicted <= 0 && plan.NeedsSource() {
+		// the prediction rests on what is stored; nothing is measured
+		// here, and without a database there is no prediction
 		if in, err := b.Inputs(ctx, ps, InputsOptions{}, nil); err == nil {
 			if pr, err := in.Predict(plan); err == nil {
 				res.Predicted, res.PredictedOn = pr.Speedup, in.Describe()
@@ -142,13 +149,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (*RunResul
 			}
 		}
 	}
-	pair, err := b.openPair(ps, plan.Concurrent())
-	if err != nil {
-		return nil, err
-	}
-	defer pair.Close()
-	res.Threads = pair.Backend.Threads()
-	if plan.DepthPolicy == "predictor" && plan.Strategy == "egt" {
+	if plan.DepthPolicy == "predictor" && plan.Reads("depth_policy") {
 		pol, err := b.predictorPolicy(ctx, ps, pair, plan, cfg)
 		if err != nil {
 			return nil, err
@@ -170,9 +171,13 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (*RunResul
 	}
 	var rec *recorder
 	if !opt.NoStore {
-		rec = &recorder{st: b.st, run: &store.Run{Hardware: profiles.DetectHardware().Fingerprint, Target: ps.Target, Drafter: ps.SourceName(),
+		st, err := b.db(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%w (use --no-store to run without storing)", err)
+		}
+		rec = &recorder{st: st, run: &store.Run{Hardware: profiles.DetectHardware().Fingerprint, Target: ps.Target, Drafter: ps.SourceName(),
 			Strategy: plan.Strategy, Settings: cfg, Prompts: opt.Prompts, PredictedSpeedup: res.Predicted}}
-		if _, err := b.st.CreateRun(ctx, rec.run); err != nil {
+		if _, err := st.CreateRun(ctx, rec.run); err != nil {
 			return nil, err
 		}
 	}
@@ -199,7 +204,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (*RunResul
 	if err != nil {
 		return res, err
 	}
-	if !opt.Baseline || plan.Strategy == "ar" {
+	if !opt.Baseline || !plan.NeedsSource() {
 		return res, nil
 	}
 	base := cfg
@@ -221,7 +226,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (*RunResul
 	}
 	if rec != nil {
 		rec.run.MeasuredSpeedup = res.Speedup
-		if err := b.st.FinishRun(context.WithoutCancel(ctx), rec.run); err != nil {
+		if err := rec.st.FinishRun(context.WithoutCancel(ctx), rec.run); err != nil {
 			return res, err
 		}
 	}
@@ -314,20 +319,24 @@ func (r *recorder) finish(ctx context.Context, status string, t *Totals) error {
 // predictorPolicy loads the pair's depth predictor (the plan's, or the
 // newest) and the latency curves it weighs depths with.
 func (b *Bench) predictorPolicy(ctx context.Context, ps PairSpec, pair *profiles.Pair, plan spec.Plan, cfg spec.Config) (*profiles.PredictorPolicy, error) {
-	hw, err := profiles.KnownHardware(ctx, b.st, ps.Threads, false)
+	st, err := b.db(ctx)
 	if err != nil {
 		return nil, err
 	}
-	costs, tid, err := profiles.PairCosts(ctx, b.st, hw, pair, ps, false, nil)
+	hw, err := profiles.KnownHardware(ctx, st, ps.Threads, false)
 	if err != nil {
 		return nil, err
 	}
-	id, blob, err := b.st.LatestPredictor(ctx, tid, ps.SourceName())
+	costs, tid, err := profiles.PairCosts(ctx, st, hw, pair, ps, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	id, blob, err := st.LatestPredictor(ctx, tid, ps.SourceName())
 	if err != nil {
 		return nil, err
 	}
 	if id == 0 {
-		return nil, fmt.Errorf("no depth predictor for %s with %s in %s: run 'arborist calibrate --predictor' first", ps.Target, ps.SourceName(), b.st.Path)
+		return nil, fmt.Errorf("no depth predictor for %s with %s in %s: run 'arborist calibrate --predictor' first", ps.Target, ps.SourceName(), b.path)
 	}
 	if plan.PredictorID > 0 && plan.PredictorID != id {
 		return nil, fmt.Errorf("depth predictor %d is not the newest of %s with %s (%d)", plan.PredictorID, ps.Target, ps.SourceName(), id)

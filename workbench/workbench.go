@@ -27,33 +27,61 @@ package workbench
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"arborist/profiles"
 	"arborist/profiles/store"
 )
 
-// Bench is the core over one database.
+// Bench is the core over one database. The database is opened when a
+// workflow first needs it, so a run that stores nothing works without one
+// and a broken pair is reported before a database problem.
 type Bench struct {
-	st *store.Store
+	path string
+	mu   sync.Mutex
+	st   *store.Store
 }
 
-// Open opens (creating if needed) the database at path.
+// Open returns the core over the database at path (created if needed, on
+// first use).
 func Open(ctx context.Context, path string) (*Bench, error) {
-	st, err := store.Open(ctx, path)
-	if err != nil {
-		return nil, err
+	if path == "" {
+		return nil, fmt.Errorf("workbench: no database path")
 	}
-	return &Bench{st: st}, nil
+	return &Bench{path: path}, nil
+}
+
+// db opens the database on first use.
+func (b *Bench) db(ctx context.Context) (*store.Store, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.st == nil {
+		st, err := store.Open(ctx, b.path)
+		if err != nil {
+			return nil, err
+		}
+		b.st = st
+	}
+	return b.st, nil
 }
 
 // Store is the database the workflows read and write.
-func (b *Bench) Store() *store.Store { return b.st }
+func (b *Bench) Store(ctx context.Context) (*store.Store, error) { return b.db(ctx) }
 
 // Path is the database file.
-func (b *Bench) Path() string { return b.st.Path }
+func (b *Bench) Path() string { return b.path }
 
 // Close releases the database.
-func (b *Bench) Close() error { return b.st.Close() }
+func (b *Bench) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.st == nil {
+		return nil
+	}
+	err := b.st.Close()
+	b.st = nil
+	return err
+}
 
 // Event is a workflow's progress: a stage, how far it is (Done of Total)
 // and a short detail, e.g. {"verify curve", 3, 15, "W=8: 1.2ms"}.
@@ -88,7 +116,7 @@ type PairSpec = profiles.PairSpec
 // openPair opens the pair, looking hidden-state drafter ids up in this
 // database.
 func (b *Bench) openPair(spec PairSpec, concurrent bool) (*profiles.Pair, error) {
-	spec.DB = b.st.Path
+	spec.DB = b.path
 	return profiles.OpenPair(spec, zeroSample, concurrent)
 }
 

@@ -64,15 +64,15 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 			return fail(fs, usagef("%v", err))
 		}
 	}
-	st, err := store.Open(ctx, *db)
+	b, err := openBench(ctx, *db)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer b.Close()
 	w := env.Stdout
 	start := time.Now()
 	last := time.Time{}
-	id, d, err := profiles.TrainDrafter(ctx, st, spec, func(e profiles.TrainEvent) {
+	id, d, err := b.TrainDrafter(ctx, spec, func(e profiles.TrainEvent) {
 		switch {
 		case e.Phase == "start":
 			fmt.Fprintf(env.Stderr, "\r%60s\r", "")

@@ -60,8 +60,8 @@ func (f *planFlags) resolve() (spec.Plan, error) {
 	if p.EGT, err = spec.ParseInts(f.egtWidths); err != nil {
 		return p, usagef("--egt-widths: %v", err)
 	}
-	if p.DepthPolicy == "predictor" && p.Strategy != "egt" {
-		return p, usagef("--depth-policy predictor is for --strategy egt")
+	if p.DepthPolicy == "predictor" && !p.Reads("depth_policy") {
+		return p, usagef("--depth-policy predictor is for strategies with a depth policy (egt)")
 	}
 	p = p.Trim()
 	if err := p.Validate(); err != nil {
@@ -135,7 +135,7 @@ func runRun(ctx context.Context, env Env, args []string) (err error) {
 	}
 	b, err := openBench(ctx, *db)
 	if err != nil {
-		return fmt.Errorf("%w (use --no-store to run without storing)", err)
+		return err
 	}
 	defer b.Close()
 	if !*asJSON {

@@ -23,13 +23,11 @@ type aotHead struct {
 	hit     bool
 }
 
-// headDepth is how many levels of the next step AOT drafts ahead.
+// headDepth is how many levels of the next step AOT drafts ahead (the
+// strategy's ahead; 0 for strategies that do not draft ahead).
 func (r *run) headDepth() int {
-	switch {
-	case r.cfg.Strategy == "egt" && r.cfg.AOT:
-		return 1
-	case r.cfg.Strategy == "duo":
-		return r.gamma()
+	if s := registry[r.cfg.Strategy]; s.ahead != nil {
+		return s.ahead(r)
 	}
 	return 0
 }

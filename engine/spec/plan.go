@@ -89,6 +89,9 @@ type Strategy struct {
 	check      func(c *Config) error
 	maxTree    func(c *Config) int
 	draft      func(r *run, ctx context.Context, st *Step, nodes, depth int) (*tree.Tree, error)
+	// ahead is how many levels of the next step are drafted while the
+	// target verifies (nil: none).
+	ahead func(r *run) int
 }
 
 // registry holds the strategies; it is filled by the strategy files' init
@@ -278,6 +281,15 @@ func (p Plan) bounded() error {
 	for _, w := range p.EGT {
 		if w > MaxTreeNodes {
 			return fmt.Errorf("spec: egt width %d is above the limit of %d", w, MaxTreeNodes)
+		}
+	}
+	// an Equal-Growth Tree grows up to this many nodes before pruning
+	grown, frontier := 0, 1
+	for _, w := range p.EGT {
+		frontier = min(max(w, 0), frontier) * max(p.Branch, 0)
+		grown += frontier
+		if grown > 16*MaxTreeNodes {
+			return fmt.Errorf("spec: egt widths %s with branch %d grow more than %d nodes a step", Ints(p.EGT), p.Branch, 16*MaxTreeNodes)
 		}
 	}
 	nodes, level := 0, 1

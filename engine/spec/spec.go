@@ -14,6 +14,12 @@
 //   - duo: DuoDecoding: the drafter runs concurrently on its own threads,
 //     gamma follows T_target / T_draft, several sequences when unsure.
 //
+// Each strategy lives in its own file, strategy_NAME.go, which registers it
+// (see Strategy in plan.go): its drafting, its checks, its cost model and
+// the plans a search tries. Adding a strategy means adding such a file;
+// flags, config.yaml, the GUI's choices and tune find it by name. Plan is
+// the one plan type that all of them share.
+//
 // Every step is recorded (Step) for the profiler and the GUI.
 package spec
 

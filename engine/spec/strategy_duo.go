@@ -41,6 +41,7 @@ func init() {
 			return nil
 		},
 		maxTree: func(c *Config) int { return c.Gamma * max(1, c.MaxSeqs) },
+		ahead:   func(r *run) int { return r.gamma() }, // the whole next draft
 		draft: func(r *run, ctx context.Context, st *Step, nodes, depth int) (*tree.Tree, error) {
 			return r.duoDraft(ctx, st, nodes, depth)
 		},

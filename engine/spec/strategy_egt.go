@@ -47,6 +47,12 @@ func init() {
 			return nil
 		},
 		maxTree: func(c *Config) int { return c.WMax },
+		ahead: func(r *run) int {
+			if r.cfg.AOT {
+				return 1 // the next step's first level
+			}
+			return 0
+		},
 		draft: func(r *run, ctx context.Context, _ *Step, nodes, depth int) (*tree.Tree, error) {
 			return r.egt(ctx, nodes, depth)
 		},

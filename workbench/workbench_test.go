@@ -1,0 +1,113 @@
+package workbench
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"arborist/engine/sample"
+	"arborist/engine/spec"
+	"arborist/profiles"
+)
+
+func sharedPair(t *testing.T) PairSpec {
+	t.Helper()
+	dir := filepath.Join("..", "..", "shared", "models")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("shared models %s not found (expected ../shared beside the checkout)", dir)
+	}
+	return PairSpec{Target: filepath.Join(dir, "stories260K.gguf"), Draft: filepath.Join(dir, "bench", "draft-noisy-0.05.gguf"), Threads: 2}
+}
+
+// TestRunEveryStrategyLossless: every registered strategy, run through the
+// core with a baseline, gives plain decoding's greedy tokens, and the run
+// is stored with its steps.
+func TestRunEveryStrategyLossless(t *testing.T) {
+	ps := sharedPair(t)
+	ctx := context.Background()
+	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	plans := map[string]spec.Plan{
+		"ar":    {Strategy: "ar"},
+		"chain": {Strategy: "chain", Gamma: 3},
+		"tree":  {Strategy: "tree", Widths: []int{2, 2, 1}},
+		"egt":   {Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 6, AOT: true},
+		"duo":   {Strategy: "duo", Gamma: 4, MaxSeqs: 2},
+	}
+	for i, name := range spec.Strategies() {
+		p, ok := plans[name]
+		if !ok {
+			t.Fatalf("no test plan for strategy %s", name)
+		}
+		var pieces strings.Builder
+		steps := 0
+		res, err := b.Run(ctx, ps, RunOptions{Plan: p, Sample: sample.Params{TopP: 1, Seed: 1}, MaxTokens: 24, Prompts: []string{"Once upon a time", "The cat"},
+			Baseline: true, OnToken: func(_ int, s string, _ bool) { pieces.WriteString(s) }, OnStep: func(int, spec.Step) { steps++ }})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if name != "ar" && (!res.Identical || res.Base == nil || res.Speedup <= 0) {
+			t.Errorf("%s: identical %v, speedup %v", name, res.Identical, res.Speedup)
+		}
+		if res.Totals.Tokens != 48 || steps != res.Totals.Steps || pieces.Len() == 0 || res.RunID != int64(i+1) {
+			t.Errorf("%s: %d tokens, %d steps seen of %d, run %d", name, res.Totals.Tokens, steps, res.Totals.Steps, res.RunID)
+		}
+	}
+}
+
+// TestTuneExportRunTunedPlan: tune (assumed acceptance) stores its best
+// plan, export renders it from the database and replays as the same plan,
+// and the tuned plan runs as it is with its prediction stored.
+func TestTuneExportRunTunedPlan(t *testing.T) {
+	ps := sharedPair(t)
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "w.db")
+	b, err := Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.Tune(ctx, ps, TuneOptions{}, nil); err == nil || !strings.Contains(err.Error(), "calibrate first") {
+		t.Fatalf("tune without calibration: %v", err)
+	}
+	tr, err := b.Tune(ctx, ps, TuneOptions{Alpha: 0.7, Space: profiles.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 12}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Inputs.Describe() != "assumed values" || tr.PlanID != 1 {
+		t.Errorf("inputs %q, plan %d", tr.Inputs.Describe(), tr.PlanID)
+	}
+	ex, err := b.Export(ctx, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := b.Write(ctx, ex.PlanID, ex.YAML, path); err != nil {
+		t.Fatal(err)
+	}
+	again, err := b.Export(ctx, ps)
+	if err != nil || string(again.YAML) != string(ex.YAML) {
+		t.Errorf("a second export differs: %v", err)
+	}
+	r, err := LoadReplay(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Plan.String() != tr.Best().Plan.String() || r.Pair.Draft == "" || r.Predicted <= 0 {
+		t.Errorf("replay %+v, tuned %v", r, tr.Best().Plan)
+	}
+	res, err := b.Run(ctx, r.Pair, RunOptions{Plan: r.Plan, Sample: r.Sample, MaxTokens: 16, Prompts: []string{"Once upon a time"}, Predicted: r.Predicted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := b.Store(ctx)
+	run, err := st.Run(ctx, res.RunID)
+	if err != nil || run.PredictedSpeedup != r.Predicted || run.Strategy != r.Plan.Strategy {
+		t.Errorf("stored run %+v: %v", run, err)
+	}
+}
