@@ -3,7 +3,6 @@ package workbench
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 
 	"arborist/engine/sample"
@@ -22,11 +21,22 @@ type Export struct {
 
 // config is the one builder of exported configs: the plan for the pair on
 // this machine, with the threads, context and precision the pair runs with.
-func config(ps PairSpec, in *Inputs, best profiles.Prediction, measuredOn string) (*Export, error) {
+//
+// Each model file's SHA-256 is recorded (hashed once, then cached in the
+// database by path, size and mtime), so a replay can refuse a changed file.
+func (b *Bench) config(ctx context.Context, ps PairSpec, in *Inputs, best profiles.Prediction, measuredOn string) (*Export, error) {
 	c := profiles.NewConfig(ps, profiles.ConfigHardware(in.Hardware), in.Threads, in.CtxLen, in.Precision, best)
-	c.Models.Target.SHA256 = in.TargetFP
-	if in.DraftFP != "" {
-		c.Models.Draft.SHA256 = in.DraftFP
+	st, err := b.db(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if c.Models.Target.SHA256, err = profiles.ModelSHA256(ctx, st, ps.Target); err != nil {
+		return nil, err
+	}
+	if c.Models.Draft.Kind == "model" && c.Models.Draft.Path != "" {
+		if c.Models.Draft.SHA256, err = profiles.ModelSHA256(ctx, st, c.Models.Draft.Path); err != nil {
+			return nil, err
+		}
 	}
 	if in.Backend != "" {
 		c.Models.Target.Device = in.Backend
@@ -47,7 +57,7 @@ func config(ps PairSpec, in *Inputs, best profiles.Prediction, measuredOn string
 
 // TuneExport renders a tune's best plan; what the prediction rests on is
 // recorded in predicted.measured_on.
-func (b *Bench) TuneExport(ps PairSpec, t *TuneResult) (*Export, error) {
+func (b *Bench) TuneExport(ctx context.Context, ps PairSpec, t *TuneResult) (*Export, error) {
 	in := t.Inputs
 	on := fmt.Sprintf("hardware %s; T_verify curve of %d points", in.Hardware.Fingerprint, len(in.Costs.Verify))
 	if in.CalID > 0 {
@@ -55,7 +65,7 @@ func (b *Bench) TuneExport(ps PairSpec, t *TuneResult) (*Export, error) {
 	} else {
 		on += "; assumed acceptance (--alpha)"
 	}
-	ex, err := config(ps, in, t.Best(), on)
+	ex, err := b.config(ctx, ps, in, t.Best(), on)
 	if ex != nil {
 		ex.PlanID = t.PlanID
 	}
@@ -77,7 +87,7 @@ func (b *Bench) Export(ctx context.Context, ps PairSpec) (*Export, error) {
 	if id == 0 {
 		return nil, fmt.Errorf("no plan for %s in %s: tune first", ps.Target, b.path)
 	}
-	ex, err := config(ps, in, best, fmt.Sprintf("plan %d of %s", id, b.path))
+	ex, err := b.config(ctx, ps, in, best, fmt.Sprintf("plan %d of %s", id, b.path))
 	if ex != nil {
 		ex.PlanID = id
 	}
@@ -94,7 +104,7 @@ func (b *Bench) Write(ctx context.Context, planID int64, yaml []byte, path strin
 	if _, err := profiles.ParseConfig(path, yaml); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, yaml, 0o644); err != nil {
+	if err := profiles.WriteFile(path, yaml); err != nil { // a temporary file renamed into place, never through a symlink
 		return err
 	}
 	return st.SaveExport(ctx, planID, string(yaml))

@@ -203,8 +203,6 @@ type Inputs struct {
 	Backend   string
 	CtxLen    int
 	Precision string
-	TargetFP  string
-	DraftFP   string
 }
 
 // Describe says what the acceptance rests on: "measured on calibration 3,
@@ -247,12 +245,6 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 	md, err := profiles.DescribeModel(pair.Target)
 	if err != nil {
 		return nil, err
-	}
-	in.TargetFP = md.Fingerprint
-	if pair.DraftModel != nil {
-		if dm, err := profiles.DescribeModel(pair.DraftModel); err == nil {
-			in.DraftFP = dm.Fingerprint
-		}
 	}
 	if in.TargetID, err = st.PutModel(ctx, &md); err != nil {
 		return nil, err

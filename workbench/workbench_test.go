@@ -94,7 +94,7 @@ func TestTuneExportRunTunedPlan(t *testing.T) {
 	if err != nil || string(again.YAML) != string(ex.YAML) {
 		t.Errorf("a second export differs: %v", err)
 	}
-	r, err := LoadReplay(path)
+	r, err := LoadReplay(ctx, path, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}

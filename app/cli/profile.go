@@ -302,7 +302,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(w, "best: %s, predicted %.2fx (plan %d)\n", best.Plan, best.Speedup, t.PlanID)
 	}
 	if *out != "" {
-		ex, err := b.TuneExport(p.PairSpec, t)
+		ex, err := b.TuneExport(ctx, p.PairSpec, t)
 		if err != nil {
 			return err
 		}
