@@ -15,6 +15,7 @@ import (
 	"arborist/app/cli"
 	"arborist/engine/hidden"
 	"arborist/engine/model"
+	"arborist/engine/spec"
 	"arborist/kernels/cpu"
 	"arborist/profiles"
 )
@@ -426,5 +427,34 @@ func TestTrainHiddenDrafterInGUI(t *testing.T) {
 	})
 	if !strings.Contains(m.Info.Text, "hidden-state drafter 1") {
 		t.Fatalf("status %q\ninfo %s", m.Status.Text, m.Info.Text)
+	}
+}
+
+// TestRunPlanEditor: the Run screen edits every field of a plan, enables
+// only the editors its strategy reads, and round-trips plans.
+func TestRunPlanEditor(t *testing.T) {
+	r := newBench(t).Run
+	r.Strategy.SetSelected("tree")
+	if r.Branch.Disabled() == false || r.Widths.Disabled() || r.Parents.Disabled() {
+		t.Error("tree enables the wrong editors")
+	}
+	r.Parents.SetText("-1,-1,0")
+	p, err := r.Plan()
+	if err != nil || len(p.Parents) != 3 || p.Widths != nil || p.Gamma != 0 {
+		t.Fatalf("tree by parents: %+v %v", p, err)
+	}
+	r.Parents.SetText("-1,5")
+	if _, err := r.Plan(); err == nil {
+		t.Error("a parent list with a forward parent was accepted")
+	}
+	want := spec.Plan{Strategy: "egt", EGT: []int{1, 2, 3}, Branch: 3, WMax: 10, Pad: true, DepthPolicy: "threshold", DepthMin: 0.4}
+	r.SetPlan(want)
+	p, err = r.Plan()
+	if err != nil || p.String() != want.String() || !p.Pad || p.DepthMin != 0.4 || p.Gamma != 0 {
+		t.Errorf("egt round trip: %+v %v", p, err)
+	}
+	r.SetPlan(spec.Plan{Strategy: "duo", Gamma: 6, MaxSeqs: 5})
+	if _, err := r.Plan(); err == nil || !strings.Contains(err.Error(), "max sequences") {
+		t.Errorf("duo with 5 sequences: %v", err)
 	}
 }

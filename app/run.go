@@ -31,6 +31,8 @@ type RunScreen struct {
 	// the plan's shape parameters; only those the strategy reads are enabled
 	Gamma       *widget.Entry // chain, duo
 	Widths      *widget.Entry // tree: children per node at each depth
+	Parents     *widget.Entry // tree: a parent list instead (-1: depth 1)
+	SampleKids  *widget.Check // tree, sampled runs: draw children from q
 	EGTWidths   *widget.Entry // egt: nodes expanded per depth
 	Branch      *widget.Entry // egt
 	WMax        *widget.Entry // egt
@@ -70,6 +72,9 @@ func NewRunScreen(s *Session) *RunScreen {
 	}
 	r.Gamma, r.Widths, r.EGTWidths = entry("4"), entry("2,1,1,1"), entry("1,2,2,2")
 	r.Branch, r.WMax, r.DepthMin, r.MaxSeqs = entry("2"), entry("8"), entry("0.2"), entry("4")
+	r.Parents = entry("")
+	r.Parents.SetPlaceHolder("or parents, e.g. -1,-1,0,0,2")
+	r.SampleKids = widget.NewCheck("sample children", nil)
 	r.Pad = widget.NewCheck("pad", nil)
 	r.AOT = widget.NewCheck("ahead-of-time head", nil)
 	r.DepthPolicy = widget.NewSelect([]string{"fixed", "threshold", "predictor"}, nil)
@@ -113,7 +118,7 @@ func (r *RunScreen) Content() fyne.CanvasObject {
 		widget.NewFormItem("Prompt suite", r.Suite),
 		widget.NewFormItem("Plan", container.NewHBox(r.Strategy, r.UseTuned, r.PlanNote)),
 		widget.NewFormItem("chain / duo", container.NewHBox(label("gamma"), r.Gamma, label("duo sequences"), r.MaxSeqs)),
-		widget.NewFormItem("tree", container.NewHBox(label("children per depth"), r.Widths)),
+		widget.NewFormItem("tree", container.NewHBox(label("children per depth"), r.Widths, r.Parents, r.SampleKids)),
 		widget.NewFormItem("egt", container.NewHBox(label("expanded per depth"), r.EGTWidths, label("branch"), r.Branch, label("w-max"), r.WMax,
 			r.Pad, r.AOT, label("depth"), r.DepthPolicy, r.DepthMin)),
 		widget.NewFormItem("Decoding", container.NewHBox(label("tokens"), r.Tokens, label("temperature"), r.Temp)),
@@ -125,7 +130,7 @@ func (r *RunScreen) Content() fyne.CanvasObject {
 // enable turns on the editors of the fields the chosen strategy reads.
 func (r *RunScreen) enable() {
 	p := spec.Plan{Strategy: r.Strategy.Selected}
-	for field, w := range map[string]fyne.Disableable{"gamma": r.Gamma, "widths": r.Widths, "egt_widths": r.EGTWidths, "branch": r.Branch,
+	for field, w := range map[string]fyne.Disableable{"gamma": r.Gamma, "widths": r.Widths, "parents": r.Parents, "sample_children": r.SampleKids, "egt_widths": r.EGTWidths, "branch": r.Branch,
 		"w_max": r.WMax, "pad": r.Pad, "aot": r.AOT, "depth_policy": r.DepthPolicy, "depth_min": r.DepthMin, "max_seqs": r.MaxSeqs} {
 		if p.Reads(field) {
 			w.Enable()
@@ -162,6 +167,8 @@ func (r *RunScreen) SetPlan(p spec.Plan) {
 	}
 	set(r.Gamma, strconv.Itoa(p.Gamma))
 	set(r.Widths, spec.Ints(p.Widths))
+	r.Parents.SetText(spec.Ints(p.Parents))
+	r.SampleKids.SetChecked(p.SampleChildren)
 	set(r.EGTWidths, spec.Ints(p.EGT))
 	set(r.Branch, strconv.Itoa(p.Branch))
 	set(r.WMax, strconv.Itoa(p.WMax))
@@ -178,7 +185,8 @@ func (r *RunScreen) SetPlan(p spec.Plan) {
 
 // Plan reads the editor: the chosen strategy with the fields it reads.
 func (r *RunScreen) Plan() (spec.Plan, error) {
-	p := spec.Plan{Strategy: r.Strategy.Selected, DepthPolicy: r.DepthPolicy.Selected, Pad: r.Pad.Checked, AOT: r.AOT.Checked}
+	p := spec.Plan{Strategy: r.Strategy.Selected, DepthPolicy: r.DepthPolicy.Selected, Pad: r.Pad.Checked, AOT: r.AOT.Checked,
+		SampleChildren: r.SampleKids.Checked}
 	num := func(field string, e *widget.Entry, dst *int) error {
 		if !p.Reads(field) {
 			return nil
@@ -202,10 +210,19 @@ func (r *RunScreen) Plan() (spec.Plan, error) {
 		return nil
 	}
 	for _, err := range []error{num("gamma", r.Gamma, &p.Gamma), num("branch", r.Branch, &p.Branch), num("w_max", r.WMax, &p.WMax),
-		num("max_seqs", r.MaxSeqs, &p.MaxSeqs), list("widths", r.Widths, &p.Widths), list("egt_widths", r.EGTWidths, &p.EGT)} {
+		num("max_seqs", r.MaxSeqs, &p.MaxSeqs), list("egt_widths", r.EGTWidths, &p.EGT)} {
 		if err != nil {
 			return p, err
 		}
+	}
+	if p.Reads("parents") && strings.TrimSpace(r.Parents.Text) != "" {
+		v, err := spec.ParseInts(r.Parents.Text)
+		if err != nil {
+			return p, fmt.Errorf("parents %q must be a list such as -1,-1,0", r.Parents.Text)
+		}
+		p.Parents = v // a parent list wins over the widths
+	} else if err := list("widths", r.Widths, &p.Widths); err != nil {
+		return p, err
 	}
 	if p.DepthPolicy == "threshold" {
 		v, err := strconv.ParseFloat(strings.TrimSpace(r.DepthMin.Text), 64)
