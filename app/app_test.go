@@ -78,7 +78,7 @@ func TestDemoPair(t *testing.T) {
 	waitFor(t, "loading", func() bool {
 		return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded")
 	})
-	for _, want := range []string{"SYNTHETIC", "Compatible: identical vocabularies (512 tokens)"} {
+	for _, want := range []string{"DEMO: Arborist's demo target", "Compatible: identical vocabularies (512 tokens)"} {
 		if !strings.Contains(m.Info.Text, want) {
 			t.Errorf("info lacks %q:\n%s", want, m.Info.Text)
 		}

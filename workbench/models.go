@@ -41,6 +41,9 @@ func Inspect(w io.Writer, path string, ctxLen int) error {
 		shape, _ := f.String("arborist.synthetic_shape")
 		fmt.Fprintf(w, "SYNTHETIC:     random weights with the shape of %s (timing only; text is noise)\n", shape)
 	}
+	if d, _ := f.String("arborist.demo"); d != "" {
+		fmt.Fprintf(w, "DEMO:          %s\n", d)
+	}
 	fmt.Fprintf(w, "architecture:  %s\n", f.Architecture())
 	fmt.Fprintf(w, "parameters:    %s (%d)\n", Human(float64(f.Params()), ""), f.Params())
 	fmt.Fprintf(w, "weights:       %s\n", HumanBytes(f.WeightBytes()))
@@ -283,6 +286,9 @@ func describeModel(b *strings.Builder, label string, f *gguf.File) (*tokenizer.T
 	fmt.Fprintf(b, "%s: %s\n", label, f.Path)
 	if syn, _ := f.Bool("arborist.synthetic"); syn {
 		fmt.Fprintf(b, "  SYNTHETIC (random weights): for timing only, its text is noise\n")
+	}
+	if d, _ := f.String("arborist.demo"); d != "" {
+		fmt.Fprintf(b, "  DEMO: %s\n", d)
 	}
 	fmt.Fprintf(b, "  %s, %.2fM parameters, %s weights (%.1f MiB)\n", cfg.Arch, float64(f.Params())/1e6, quant, float64(f.WeightBytes())/(1<<20))
 	fmt.Fprintf(b, "  width %d, %d layers, %d heads (%d kv), ffn %d, context %d\n", cfg.Dim, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.FFN, cfg.CtxLen)

@@ -40,6 +40,7 @@ import (
 	"strings"
 
 	"arborist/engine/gguf"
+	"arborist/engine/synth"
 	"arborist/kernels/quant"
 )
 
@@ -382,10 +383,13 @@ func (s *source) expand(ctx context.Context, opt Options, typ quant.Type) ([]ggu
 		case "general.name":
 			return gguf.String(key, "Arborist demo target (stories260K expanded)")
 		case "general.file_type":
-			return gguf.Uint32(key, fileType(typ))
+			return gguf.Uint32(key, synth.FileType(typ))
 		}
 		return v
 	})
+	kvs = append(kvs, gguf.String("arborist.demo", fmt.Sprintf(
+		"Arborist's demo target: stories260K expanded %dx wide and %d deep by a function-preserving construction (costs like %.0fM parameters, writes stories260K's text)",
+		k, opt.Layers, float64(params(ts))/1e6)))
 	if _, ok := s.find(s.arch + ".attention.head_count_kv"); !ok {
 		kvs = append(kvs, gguf.Uint32(s.arch+".attention.head_count_kv", uint32(KV)))
 	}
@@ -421,6 +425,7 @@ func (s *source) noisy(opt Options) ([]gguf.KV, []gguf.WriteTensor) {
 		}
 		return v
 	})
+	kvs = append(kvs, gguf.String("arborist.demo", fmt.Sprintf("Arborist's demo drafter: stories260K with Gaussian noise of %.0f%% of each matrix's spread", 100*opt.Noise)))
 	return kvs, ts
 }
 
@@ -472,25 +477,23 @@ func (s *source) metadata(edit func(key string, v gguf.KV) gguf.KV) []gguf.KV {
 	return out
 }
 
+// params counts the weights of the tensors.
+func params(ts []gguf.WriteTensor) uint64 {
+	var n uint64
+	for _, t := range ts {
+		e := uint64(1)
+		for _, d := range t.Dims {
+			e *= d
+		}
+		n += e
+	}
+	return n
+}
+
 func f32Bytes(v []float32) []byte {
 	data := make([]byte, 4*len(v))
 	for i, x := range v {
 		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(x))
 	}
 	return data
-}
-
-// fileType is llama.cpp's general.file_type for an all-one-type model.
-func fileType(t quant.Type) uint32 {
-	switch t {
-	case quant.F32:
-		return 0
-	case quant.F16:
-		return 1
-	case quant.Q4_0:
-		return 2
-	case quant.Q8_0:
-		return 7
-	}
-	return 0
 }

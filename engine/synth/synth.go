@@ -253,7 +253,7 @@ func Write(ctx context.Context, w io.Writer, s Shape, opt Options) error {
 		gguf.String("general.name", "synthetic "+s.Name),
 		gguf.Bool("arborist.synthetic", true),
 		gguf.String("arborist.synthetic_shape", s.Name),
-		gguf.Uint32("general.file_type", fileType(opt.Type)),
+		gguf.Uint32("general.file_type", FileType(opt.Type)),
 		gguf.Uint32(a+".context_length", uint32(s.CtxLen)),
 		gguf.Uint32(a+".embedding_length", uint32(s.Dim)),
 		gguf.Uint32(a+".block_count", uint32(s.Layers)),
@@ -376,7 +376,8 @@ func Write(ctx context.Context, w io.Writer, s Shape, opt Options) error {
 	return gguf.Write(w, kvs, ts)
 }
 
-func fileType(t quant.Type) uint32 {
+// FileType is llama.cpp's general.file_type for a model of one weight type.
+func FileType(t quant.Type) uint32 {
 	// llama.cpp's LLAMA_FTYPE values for the uniform types
 	switch t {
 	case quant.F32:
