@@ -1,7 +1,7 @@
 // Package app is Arborist's desktop GUI, built with Fyne: one file per
 // screen (Models, Profile, Speedup model, Run, Compare, Export), each a
 // struct holding its widgets so tests can drive it. Every workflow runs in
-// the workflow core (arborist/workbench), the same one the CLI verbs use;
+// the workflow core (arborist/profiles/workbench), the same one the CLI verbs use;
 // no engine logic, no SQL and no backend, GGUF, model or tokenizer imports
 // live here (TestImports). Long work runs off the UI goroutine, can be
 // cancelled, and reports back through fyne.Do.
@@ -27,7 +27,7 @@ import (
 	"arborist/assets"
 	"arborist/profiles"
 	"arborist/profiles/store"
-	"arborist/workbench"
+	"arborist/profiles/workbench"
 )
 
 // AppID is the application id, also in FyneApp.toml.

@@ -11,7 +11,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"arborist/profiles"
-	"arborist/workbench"
+	"arborist/profiles/workbench"
 )
 
 // ExportScreen shows the best plan as config.yaml, saves it, and gives the

@@ -7,7 +7,7 @@ import (
 )
 
 // forbidden are the packages the faces must reach only through the
-// workflow core (arborist/workbench): backends, GGUF files, models and
+// workflow core (arborist/profiles/workbench): backends, GGUF files, models and
 // tokenizers.
 var forbidden = []string{"arborist/kernels", "arborist/engine/gguf", "arborist/engine/model", "arborist/engine/tokenizer"}
 
@@ -33,7 +33,7 @@ func TestImports(t *testing.T) {
 		for _, imp := range strings.Fields(imports) {
 			for _, f := range forbidden {
 				if imp == f || strings.HasPrefix(imp, f+"/") {
-					t.Errorf("%s imports %s: go through arborist/workbench (the workflow core) instead", pkg, imp)
+					t.Errorf("%s imports %s: go through arborist/profiles/workbench (the workflow core) instead", pkg, imp)
 				}
 			}
 		}

@@ -18,7 +18,7 @@ import (
 
 	"arborist/engine/hidden"
 	"arborist/profiles"
-	"arborist/workbench"
+	"arborist/profiles/workbench"
 )
 
 // Draft source choices on the Models screen.

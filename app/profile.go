@@ -10,7 +10,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"arborist/profiles"
-	"arborist/workbench"
+	"arborist/profiles/workbench"
 )
 
 // ProfileScreen measures this machine: hardware summary and the latency

@@ -15,7 +15,7 @@ import (
 
 	"arborist/engine/sample"
 	"arborist/engine/spec"
-	"arborist/workbench"
+	"arborist/profiles/workbench"
 )
 
 // RunScreen runs a full speculative decoding session through the workflow

@@ -15,7 +15,7 @@ import (
 
 	"arborist/profiles"
 	"arborist/profiles/store"
-	"arborist/workbench"
+	"arborist/profiles/workbench"
 )
 
 // SpeedupScreen is the interactive latency-aware speedup model: move the

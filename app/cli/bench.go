@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"arborist/engine/spec"
-	"arborist/workbench"
+	"arborist/profiles/workbench"
 )
 
 func runBench(ctx context.Context, env Env, args []string) error {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"arborist/workbench"
+	"arborist/profiles/workbench"
 )
 
 // runDemo writes the built-in demo pair, so a user without models (or a

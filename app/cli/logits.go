@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"arborist/workbench"
+	"arborist/profiles/workbench"
 )
 
 // The verbs here (and generate's --ids and --print-ids) exist to compare

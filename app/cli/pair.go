@@ -10,7 +10,7 @@ import (
 
 	"arborist/profiles"
 	"arborist/profiles/store"
-	"arborist/workbench"
+	"arborist/profiles/workbench"
 )
 
 // pairFlags selects a target, a draft source and the backend; run,

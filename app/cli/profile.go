@@ -11,7 +11,7 @@ import (
 
 	"arborist/profiles"
 	"arborist/profiles/store"
-	"arborist/workbench"
+	"arborist/profiles/workbench"
 )
 
 func printCurve(w io.Writer, label string, p *profiles.Profile) {

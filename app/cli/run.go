@@ -12,7 +12,7 @@ import (
 	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/profiles"
-	"arborist/workbench"
+	"arborist/profiles/workbench"
 )
 
 // planFlags fill a spec.Plan: every strategy's parameters, read by name.

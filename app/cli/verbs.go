@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"arborist/engine/sample"
-	"arborist/workbench"
+	"arborist/profiles/workbench"
 )
 
 func runInspect(ctx context.Context, env Env, args []string) error {

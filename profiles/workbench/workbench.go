@@ -6,13 +6,14 @@
 // takes a context.Context and reports progress through callbacks; the faces
 // only collect inputs and present results.
 //
-// Why a package beside profiles rather than inside it: profiles holds the
-// building blocks (latency curves, the speedup model, calibration, the
-// store's records), which the workflows combine with the database and a
-// backend chosen by name. Keeping the combinations here leaves the data
-// flow one-way: app, app/cli -> workbench -> profiles -> engine -> kernels,
-// and the faces never import kernels/..., engine/gguf, engine/model or
-// engine/tokenizer (app's TestImports enforces it).
+// Why a package of its own under profiles rather than profiles itself:
+// profiles holds the building blocks (latency curves, the speedup model,
+// calibration, the store's records), which the workflows combine with the
+// database and a backend chosen by name. Keeping the combinations here
+// leaves the data flow one-way: app, app/cli -> profiles/workbench ->
+// profiles -> engine -> kernels, and the faces never import kernels/...,
+// engine/gguf, engine/model or engine/tokenizer (app's TestImports
+// enforces it).
 //
 // Where a newcomer adds things:
 //   - a strategy: one file engine/spec/strategy_NAME.go (drafting, checks,
