@@ -3,21 +3,15 @@
 
 GO ?= go
 BIN := arborist
-# System packages the Fyne (OpenGL/X11) build needs, plus Xvfb for screenshots.
+# System packages the Fyne (OpenGL/X11) build needs; the screenshots target
+# installs its own (Xvfb) when it runs.
 DEB_PKGS := gcc libc6-dev pkg-config libgl-dev libx11-dev libxcursor-dev \
 	libxrandr-dev libxinerama-dev libxi-dev libxxf86vm-dev
 
-.PHONY: run test deps build vet fuzz bench clean package
+.PHONY: run test deps build vet fuzz bench clean package screenshots
 
 deps:
-	@missing=""; for p in $(DEB_PKGS); do \
-		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-		echo "installing:$$missing"; \
-		SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
-	fi
+	@bash scripts/install-deps.sh $(DEB_PKGS)
 	$(GO) mod download
 
 build: deps
@@ -64,3 +58,10 @@ clean:
 package: deps
 	$(GO) install fyne.io/tools/cmd/fyne@v1.7.4
 	$$($(GO) env GOPATH)/bin/fyne package --target linux --icon assets/icon.png
+
+# Screenshots of the real window under Xvfb (scripts/screenshots.sh), with
+# the packages that needs.
+SHOT_PKGS := xvfb
+screenshots: build
+	@bash scripts/install-deps.sh $(SHOT_PKGS)
+	bash scripts/screenshots.sh
