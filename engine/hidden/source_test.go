@@ -1,7 +1,6 @@
 package hidden
 
 import (
-	"bufio"
 	"context"
 	"math"
 	"math/rand/v2"
@@ -19,19 +18,7 @@ import (
 
 func storyPrompts(t testing.TB, m *model.Model) [][]int {
 	t.Helper()
-	f, err := os.Open(filepath.Join(shared, "..", "prompts", "stories.txt"))
-	if err != nil {
-		t.Skip(err)
-	}
-	defer f.Close()
-	var out [][]int
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if sc.Text() != "" {
-			out = append(out, m.Tok.Encode(sc.Text(), true, false))
-		}
-	}
-	return out
+	return promptFile(t, m.Tok, filepath.Join(shared, "..", "prompts", "stories.txt"))
 }
 
 // perturbed is an untrained drafter whose token-info is not zero.
