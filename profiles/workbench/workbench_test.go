@@ -14,7 +14,7 @@ import (
 
 func sharedPair(t *testing.T) PairSpec {
 	t.Helper()
-	dir := filepath.Join("..", "..", "shared", "models")
+	dir := filepath.Join("..", "..", "..", "shared", "models")
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("shared models %s not found (expected ../shared beside the checkout)", dir)
 	}
