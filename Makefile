@@ -36,10 +36,11 @@ test: vet
 # bounded allocation), not only "no panic". New inputs are minimised for
 # at most FUZZMIN so the time goes to fuzzing (FuzzDecode's default 60 s of
 # minimising used to eat the whole run); a crasher is still written to
-# testdata/fuzz and fails the target.
+# testdata/fuzz and fails the target. -timeout 0: go test's default 10m
+# limit would otherwise end a 10m fuzz run with "context deadline exceeded".
 FUZZTIME ?= 30s
 FUZZMIN ?= 2s
-FUZZ = $(GO) test -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN)
+FUZZ = $(GO) test -run '^$$' -timeout 0 -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN)
 fuzz:
 	$(FUZZ) ./engine/gguf -fuzz '^FuzzParse$$'
 	$(FUZZ) ./engine/model -fuzz '^FuzzLoad$$'
