@@ -14,7 +14,7 @@ import (
 
 func sharedPair(t *testing.T) PairSpec {
 	t.Helper()
-	dir := filepath.Join("..", "..", "shared", "models")
+	dir := filepath.Join("..", "..", "..", "shared", "models")
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("shared models %s not found (expected ../shared beside the checkout)", dir)
 	}
@@ -33,11 +33,12 @@ func TestRunEveryStrategyLossless(t *testing.T) {
 	}
 	defer b.Close()
 	plans := map[string]spec.Plan{
-		"ar":    {Strategy: "ar"},
-		"chain": {Strategy: "chain", Gamma: 3},
-		"tree":  {Strategy: "tree", Widths: []int{2, 2, 1}},
-		"egt":   {Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 6, AOT: true},
-		"duo":   {Strategy: "duo", Gamma: 4, MaxSeqs: 2},
+		"ar":      {Strategy: "ar"},
+		"chain":   {Strategy: "chain", Gamma: 3},
+		"tree":    {Strategy: "tree", Widths: []int{2, 2, 1}},
+		"egt":     {Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 6, AOT: true},
+		"duo":     {Strategy: "duo", Gamma: 4, MaxSeqs: 2},
+		"sequoia": {Strategy: "sequoia", Parents: []int{-1, -1, 0, 0, 2}},
 	}
 	for i, name := range spec.Strategies() {
 		p, ok := plans[name]
