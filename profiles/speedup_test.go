@@ -174,3 +174,20 @@ func TestSearchSequoia(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSearch times one whole search (every strategy's candidates,
+// the Sequoia DP up to W = 64 included) against a profiled-like curve of
+// 1..32 and 48, 64, and reports how many plans it scores.
+func BenchmarkSearch(b *testing.B) {
+	acc := Uniform(0.7, 0.4, 8, 4)
+	var verify []store.Point
+	for _, w := range DefaultWidths(64) {
+		verify = append(verify, store.Point{W: w, Median: time.Duration(8000+300*w) * time.Microsecond})
+	}
+	c := Costs{Verify: verify, Draft: flat(300 * time.Microsecond), Overhead: 100 * time.Microsecond}
+	n := 0
+	for b.Loop() {
+		n = len(Search(acc, c, SearchSpace{}))
+	}
+	b.ReportMetric(float64(n), "plans")
+}
