@@ -139,9 +139,18 @@ func Predict(p Plan, acc *Acceptance, c Costs) (Prediction, error) {
 type SearchSpace = spec.Space
 
 // Search scores every registered strategy's candidate plans (plain
-// decoding, chains, static trees, Equal-Growth Trees: a few hundred) with
-// Predict and returns them best first.
+// decoding, chains, static trees, Equal-Growth Trees, the DP-optimal
+// Sequoia tree of each size: a few hundred) with Predict and returns them
+// best first. The Sequoia trees are built from acc, one per size up to the
+// largest profiled verification width (one row is the root), unless sp
+// says otherwise.
 func Search(acc *Acceptance, c Costs, sp SearchSpace) []Prediction {
+	if sp.Accept == nil && acc != nil && len(acc.Rank) > 0 {
+		sp.Accept = acc.At
+	}
+	if sp.OptimalNodes <= 0 && len(c.Verify) > 0 {
+		sp.OptimalNodes = c.Verify[len(c.Verify)-1].W - 1
+	}
 	var out []Prediction
 	for _, p := range spec.Candidates(sp) {
 		if pr, err := Predict(p, acc, c); err == nil {

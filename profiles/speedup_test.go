@@ -151,3 +151,43 @@ func TestConfigHiddenDrafter(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchSequoia: the search scores the DP-optimal tree of every size up
+// to the largest profiled width (one row is the root), and at each size it
+// expects at least as many accepted tokens as any chain or static tree.
+func TestSearchSequoia(t *testing.T) {
+	acc := Uniform(0.7, 0.4, 8, 3)
+	verify := []store.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 8, Median: 14 * time.Millisecond}, {W: 24, Median: 30 * time.Millisecond}}
+	preds := Search(acc, Costs{Verify: verify, Draft: flat(300 * time.Microsecond)}, SearchSpace{})
+	seq := map[int]float64{}
+	for _, p := range preds {
+		if p.Plan.Strategy == "sequoia" {
+			seq[p.Nodes] = p.AAL
+		}
+	}
+	if len(seq) != 23 {
+		t.Fatalf("%d sequoia sizes scored, want 1..23", len(seq))
+	}
+	for _, p := range preds {
+		if (p.Plan.Strategy == "chain" || p.Plan.Strategy == "tree") && p.Nodes <= 23 && p.AAL > seq[p.Nodes]+1e-9 {
+			t.Errorf("%s expects %.4f tokens, the sequoia tree of %d nodes %.4f", p.Plan, p.AAL, p.Nodes, seq[p.Nodes])
+		}
+	}
+}
+
+// BenchmarkSearch times one whole search (every strategy's candidates,
+// the Sequoia DP up to W = 64 included) against a profiled-like curve of
+// 1..32 and 48, 64, and reports how many plans it scores.
+func BenchmarkSearch(b *testing.B) {
+	acc := Uniform(0.7, 0.4, 8, 4)
+	var verify []store.Point
+	for _, w := range DefaultWidths(64) {
+		verify = append(verify, store.Point{W: w, Median: time.Duration(8000+300*w) * time.Microsecond})
+	}
+	c := Costs{Verify: verify, Draft: flat(300 * time.Microsecond), Overhead: 100 * time.Microsecond}
+	n := 0
+	for b.Loop() {
+		n = len(Search(acc, c, SearchSpace{}))
+	}
+	b.ReportMetric(float64(n), "plans")
+}

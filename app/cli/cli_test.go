@@ -242,6 +242,14 @@ func TestTuningWorkflow(t *testing.T) {
 	if code, _, stderr := run(t, "runs", "compare", "1", "--db", db); code != 2 || !strings.Contains(stderr, "two or more") {
 		t.Errorf("runs compare with one id: %d %s", code, stderr)
 	}
+	// the top plans measured interleaved with plain decoding, the best marked
+	code, out, stderr = run(t, "tune", "--target", target, "--draft", draft, "--db", db, "--validate", "--top", "3", "--prompts", prompts, "-n", "12")
+	if code != 0 || strings.Count(out, "<- measured best") != 1 || !strings.Contains(out, "measured best:") || !strings.Contains(out, "plain decoding:") {
+		t.Fatalf("tune --validate --top 3: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if code, _, stderr := run(t, "tune", "--target", target, "--draft", draft, "--db", db, "--validate", "--prompts", prompts, "--rounds", "0"); code != 2 || !strings.Contains(stderr, "--rounds") {
+		t.Errorf("tune --rounds 0: %d %s", code, stderr)
+	}
 	// a broken config is refused with its path
 	bad := filepath.Join(tmp, "bad.yaml")
 	os.WriteFile(bad, []byte("speculation:\n  strategy: warp\n"), 0o644)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"arborist/engine/spec"
 	"arborist/profiles"
 	"arborist/profiles/store"
 	"arborist/profiles/workbench"
@@ -242,14 +244,15 @@ type predictionJSON struct {
 }
 
 func runTune(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "tune", "--target T (--draft D | --draft-ngram N | --draft-layers K) [--top 10] [--alpha A] [-o config.yaml] [--validate --prompts FILE] [--db FILE] [--json]")
+	fs := newFlags(env, "tune", "--target T (--draft D | --draft-ngram N | --draft-layers K) [--top 10] [--alpha A] [-o config.yaml] [--validate --prompts FILE [--top N] [--rounds R]] [--db FILE] [--json]")
 	var p pairFlags
 	p.register(fs)
 	db := dbFlag(fs)
 	top := fs.Int("top", 10, "plans to list")
 	alpha := fs.Float64("alpha", 0, "assume this top-candidate acceptance rate instead of a stored calibration")
 	out := fs.String("o", "", "write the best plan as config.yaml to `file`")
-	validate := fs.Bool("validate", false, "run the best plan and plain decoding on --prompts and report measured against predicted speedup")
+	validate := fs.Bool("validate", false, "run the best plan (with --top N: the N best, interleaved) and plain decoding on --prompts and report measured against predicted speedup")
+	rounds := fs.Int("rounds", 1, "passes over the prompt suite for --validate --top (the measured speedup is the median over rounds)")
 	prompts := fs.String("prompts", "", "prompt suite `file` for --validate")
 	n := fs.Int("n", 128, "tokens per prompt for --validate")
 	asJSON := jsonFlag(fs)
@@ -264,6 +267,11 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	}
 	if *validate && (*prompts == "" || *n < 1) {
 		return fail(fs, usagef("--validate needs --prompts and a positive -n"))
+	}
+	validateTop := false // --top given with --validate: measure the top plans interleaved
+	fs.Visit(func(f *flag.Flag) { validateTop = validateTop || (*validate && f.Name == "top") })
+	if *rounds < 1 || *rounds > 100 || (validateTop && *top > 100) {
+		return fail(fs, usagef("--rounds must be in 1..100 and --top at most 100 with --validate"))
 	}
 	b, err := openBench(ctx, *db)
 	if err != nil {
@@ -318,6 +326,26 @@ func runTune(ctx context.Context, env Env, args []string) error {
 		texts, err := workbench.ReadPrompts(*prompts)
 		if err != nil {
 			return err
+		}
+		if validateTop {
+			plans := t.Ranked[:min(*top, len(t.Ranked))]
+			if !*asJSON {
+				fmt.Fprintf(w, "\nvalidating the top %d plans on %s (%d tokens per prompt, %d round(s), plans and plain decoding interleaved per prompt):\n", len(plans), *prompts, *n, *rounds)
+			}
+			v, err := b.Validate(ctx, p.PairSpec, workbench.ValidateOptions{Plans: plans, Sample: zeroTemp(), MaxTokens: *n, Prompts: texts, Rounds: *rounds})
+			if v != nil {
+				doc.Validation = validationJSON(v, err)
+				if !*asJSON {
+					printValidation(w, v)
+				}
+			}
+			if err != nil && !*asJSON {
+				return err
+			}
+			if *asJSON {
+				return writeJSON(w, doc)
+			}
+			return nil
 		}
 		if !*asJSON {
 			fmt.Fprintf(w, "\nvalidating on %s (%d tokens per prompt):\n", *prompts, *n)
@@ -536,4 +564,55 @@ func runRows(runs []*store.Run) []runJSONRow {
 		out = append(out, runRow(r))
 	}
 	return out
+}
+
+// printValidation is the table of a --validate --top run: each plan's
+// predicted and measured speedup, the measured best marked.
+func printValidation(w io.Writer, v *workbench.Validation) {
+	fmt.Fprintf(w, "  plain decoding: %.1f tokens/s (run %d)\n", v.Base.TPS(), v.BaseRunID)
+	fmt.Fprintf(w, "  %-4s %-48s %9s %9s %8s %10s %6s %s\n", "rank", "plan", "predicted", "measured", "error", "tokens/s", "run", "")
+	for i, p := range v.Plans {
+		mark := ""
+		if p.Best {
+			mark = "<- measured best"
+		}
+		errPct := 0.0
+		if p.Measured > 0 {
+			errPct = 100 * (p.Predicted/p.Measured - 1)
+		}
+		fmt.Fprintf(w, "  %-4d %-48s %8.2fx %8.2fx %+7.0f%% %10.1f %6d %s\n", i+1, p.Label, p.Predicted, p.Measured, errPct, p.Totals.TPS(), p.RunID, mark)
+	}
+	best := v.Plans[v.Best]
+	fmt.Fprintf(w, "measured best: %s at %.2fx (predicted %.2fx); the predicted best reached %.0f%% of it\n",
+		best.Label, best.Measured, best.Predicted, 100*v.Plans[0].Measured/max(best.Measured, 1e-9))
+}
+
+// validationJSON is the --json document of a --validate --top run.
+func validationJSON(v *workbench.Validation, err error) any {
+	type planJSON struct {
+		Rank      int         `json:"rank"`
+		Plan      spec.Plan   `json:"plan"`
+		Label     string      `json:"label"`
+		Predicted float64     `json:"predicted_speedup"`
+		Measured  float64     `json:"measured_speedup"`
+		Rounds    []float64   `json:"round_speedups"`
+		Totals    *totalsJSON `json:"totals"`
+		Identical bool        `json:"identical_to_baseline"`
+		RunID     int64       `json:"run_id,omitempty"`
+		Best      bool        `json:"measured_best"`
+	}
+	doc := struct {
+		Baseline  *totalsJSON `json:"baseline"`
+		BaseRunID int64       `json:"baseline_run_id,omitempty"`
+		Plans     []planJSON  `json:"plans"`
+		Error     string      `json:"error,omitempty"`
+	}{Baseline: totals(&v.Base), BaseRunID: v.BaseRunID}
+	for i, p := range v.Plans {
+		doc.Plans = append(doc.Plans, planJSON{Rank: i + 1, Plan: p.Plan, Label: p.Label, Predicted: p.Predicted, Measured: p.Measured,
+			Rounds: p.Rounds, Totals: totals(&p.Totals), Identical: p.Identical, RunID: p.RunID, Best: p.Best})
+	}
+	if err != nil {
+		doc.Error = err.Error()
+	}
+	return doc
 }

@@ -50,6 +50,13 @@ type Space struct {
 	MaxGamma int // chains up to this length (default 12)
 	MaxDepth int // trees up to this depth (default 6)
 	MaxNodes int // trees up to this many nodes (default 48)
+	// Accept is the acceptance model, at(depth, rank), for plan families
+	// built from it (sequoia: the DP-optimal tree of each size); nil leaves
+	// them out.
+	Accept func(depth, rank int) float64
+	// OptimalNodes is the largest DP-optimal tree (default MaxNodes); the
+	// search sets it from the largest profiled verification width.
+	OptimalNodes int
 }
 
 func (s *Space) defaults() {
@@ -61,6 +68,9 @@ func (s *Space) defaults() {
 	}
 	if s.MaxNodes <= 0 {
 		s.MaxNodes = 48
+	}
+	if s.OptimalNodes <= 0 {
+		s.OptimalNodes = s.MaxNodes
 	}
 }
 
@@ -232,9 +242,9 @@ func (p Plan) Config() (Config, error) {
 	if err := p.bounded(); err != nil {
 		return c, err
 	}
-	if p.Reads("widths") {
+	if p.Reads("widths") || p.Reads("parents") {
 		switch {
-		case len(p.Widths) > 0:
+		case len(p.Widths) > 0 && p.Reads("widths"):
 			if c.Static, err = tree.FromWidths(p.Widths); err != nil {
 				return c, fmt.Errorf("spec: tree widths: %w", err)
 			}

@@ -10,7 +10,7 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	if got := Strategies(); !slices.Equal(got, []string{"ar", "chain", "tree", "egt", "duo"}) {
+	if got := Strategies(); !slices.Equal(got, []string{"ar", "chain", "tree", "egt", "duo", "sequoia"}) {
 		t.Errorf("strategies %v", got)
 	}
 	if _, err := Lookup("warp"); err == nil || !strings.Contains(err.Error(), "chain") {
@@ -30,7 +30,7 @@ func TestRegistry(t *testing.T) {
 // TestPlanConfig: a plan keeps only the fields its strategy reads, becomes
 // the engine configuration, and impossible or oversized shapes are refused.
 func TestPlanConfig(t *testing.T) {
-	all := Plan{Gamma: 3, Widths: []int{2, 1}, EGT: []int{1, 2}, Branch: 2, WMax: 4, AOT: true, DepthPolicy: "threshold", DepthMin: 0.3, MaxSeqs: 2}
+	all := Plan{Gamma: 3, Widths: []int{2, 1}, Parents: []int{-1, -1, 0}, EGT: []int{1, 2}, Branch: 2, WMax: 4, AOT: true, DepthPolicy: "threshold", DepthMin: 0.3, MaxSeqs: 2}
 	for _, name := range Strategies() {
 		p := all
 		p.Strategy = name
@@ -57,6 +57,8 @@ func TestPlanConfig(t *testing.T) {
 	for _, bad := range []Plan{
 		{Strategy: "chain"},
 		{Strategy: "tree"},
+		{Strategy: "sequoia"},
+		{Strategy: "sequoia", Parents: []int{-1, 2}},
 		{Strategy: "tree", Widths: []int{2, 0}},
 		{Strategy: "egt", EGT: []int{1}, Branch: 0, WMax: 4},
 		{Strategy: "duo", Gamma: 2, MaxSeqs: 5},
@@ -96,5 +98,57 @@ func TestTreeExpectParents(t *testing.T) {
 	}
 	if len(a.Values) != len(b.Values) || math.Abs(sum(a.Values)-sum(b.Values)) > 1e-12 || !slices.Equal(a.PerDepth, b.PerDepth) {
 		t.Errorf("widths %v %v, parents %v %v", a.Values, a.PerDepth, b.Values, b.PerDepth)
+	}
+}
+
+// TestSequoiaCandidates: with an acceptance model the search gets the
+// DP-optimal tree of every size; each is priced by the cost model as the
+// DP valued it, and no chain or static tree of the same size is worth more.
+func TestSequoiaCandidates(t *testing.T) {
+	at := func(d, r int) float64 { return []float64{0.6, 0.2, 0.1, 0.05}[min(r, 3)] * math.Pow(0.9, float64(d)) }
+	if n := len(Candidates(Space{})); n != len(Candidates(Space{OptimalNodes: 30})) {
+		t.Errorf("sequoia plans without an acceptance model")
+	}
+	sp := Space{Accept: at, OptimalNodes: 30}
+	best := map[int]float64{} // nodes -> expected accepted length of the DP tree
+	worth := func(p Plan) (int, float64) {
+		e, err := p.Expect(at)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		s := 0.0
+		for _, v := range e.Values {
+			s += v
+		}
+		return len(e.Values), s
+	}
+	_, values, err := tree.Optimal(at, 30, 12, sequoiaRanks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := Candidates(sp)
+	for _, p := range all {
+		if p.Strategy != "sequoia" {
+			continue
+		}
+		if err := p.Validate(); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		n, v := worth(p)
+		if math.Abs(v-values[n-1]) > 1e-9 {
+			t.Errorf("%s priced %.6f, DP %.6f", p, v, values[n-1])
+		}
+		best[n] = v
+	}
+	if len(best) != 30 {
+		t.Fatalf("%d sequoia sizes, want 30", len(best))
+	}
+	for _, p := range all {
+		if p.Strategy != "chain" && p.Strategy != "tree" {
+			continue
+		}
+		if n, v := worth(p); n <= 30 && v > best[n]+1e-9 {
+			t.Errorf("%s (%d nodes) is worth %.6f, more than the DP tree's %.6f", p, n, v, best[n])
+		}
 	}
 }

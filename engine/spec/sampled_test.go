@@ -118,7 +118,7 @@ func TestSampledLossless(t *testing.T) {
 		if useHidden {
 			src = hiddenSource(p.target, params, 1e-9)
 		}
-		e := &Engine{Target: p.target, Source: src, brokenResidual: broken}
+		e := &Engine{Target: p.target, Source: src, faults: faults{brokenResidual: broken}}
 		for i := 0; i < n; i++ {
 			c := cfg
 			c.MaxTokens = 3 // room for depth-2 drafts; the first two tokens are tested
@@ -149,6 +149,134 @@ func TestSampledLossless(t *testing.T) {
 				t.Errorf("with the residual step broken, chi-square %.1f <= %.1f (dof %d): the test has no teeth", chi, crit, dof)
 			} else {
 				t.Logf("broken residual detected: chi-square %.1f > %.1f", chi, crit)
+			}
+		})
+	}
+}
+
+// TestSampledFullAcceptance closes the hole TestSampledLossless leaves: with
+// three-token drafts and four tokens emitted, the fourth token is the bonus
+// the target contributes after the whole draft was accepted, and it must be
+// distributed as the target's p after the three accepted tokens. The test
+// groups the runs by their first three tokens and compares each group's
+// fourth tokens with the exact conditional distribution (one chi-square over
+// all groups); whatever happened in the step, a lossless engine emits the
+// fourth token from P(. | first three). The drafters make full acceptance
+// certain (the drafter is the whole target, so q = p and every draft token
+// passes min(1, p/q)), the test checks that it happened, and a verifier
+// that draws the bonus from the previous row's distribution must be caught.
+// (A layer-skip drafter reaches full acceptance in about 10% of runs here,
+// too few for a few-second test.)
+func TestSampledFullAcceptance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("statistical test: thousands of seeded runs")
+	}
+	p := loadPair(t, "stories260K.gguf", "bench/draft-noisy-0.05.gguf")
+	params := sample.Params{Temp: 1.0}
+	prompt := p.target.Tok.Encode("Lily", true, false)
+	const n = 1500
+	shape, _ := tree.FromWidths([]int{2, 1, 1})
+	cases := []struct {
+		name    string
+		cfg     Config
+		layers  int     // drafter: the target's first layers (0: all of it, q = p)
+		minFull float64 // share of runs whose first step accepted all three drafts
+	}{
+		{"chain gamma=3, drafter = target", Config{Strategy: "chain", Gamma: 3}, 0, 0.99},
+		{"sampled tree 2,1,1, drafter = target", Config{Strategy: "tree", Static: shape, SampleChildren: true}, 0, 0.99},
+	}
+	ctx := context.Background()
+	// cond caches the target's exact P(. | prompt + prefix)
+	cond := map[[3]int][]float32{}
+	exact := func(prefix [3]int) []float32 {
+		if d, ok := cond[prefix]; ok {
+			return d
+		}
+		seq := append(append([]int(nil), prompt...), prefix[:]...)
+		var res model.Result
+		c := p.target.NewCache(len(seq))
+		if err := p.target.Forward(ctx, c, model.Batch{Tokens: seq, Want: []int{len(seq) - 1}}, &res); err != nil {
+			t.Fatal(err)
+		}
+		d := make([]float32, p.target.Vocab)
+		sample.New(params).Probs(res.Logits, d)
+		cond[prefix] = d
+		return d
+	}
+	run := func(cfg Config, layers int, f faults) (chi float64, dof int, full float64) {
+		obs := map[[3]int]map[int]int{}
+		fulls := 0
+		e := &Engine{Target: p.target, Source: drafter.NewModel(p.target, layers, 64, params, "self"), faults: f}
+		for i := 0; i < n; i++ {
+			c := cfg
+			c.MaxTokens = 4 // three drafts and the bonus
+			c.Sample = params
+			c.Sample.Seed = uint64(7000 + i)
+			res, err := e.Run(ctx, prompt, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Tokens) < 4 {
+				continue // an end of text inside the prefix (none in practice)
+			}
+			if res.Steps[0].Accepted == 3 {
+				fulls++
+			}
+			k := [3]int{res.Tokens[0], res.Tokens[1], res.Tokens[2]}
+			if obs[k] == nil {
+				obs[k] = map[int]int{}
+			}
+			obs[k][res.Tokens[3]]++
+		}
+		// independent multinomials, one per prefix seen often enough
+		for k, cnt := range obs {
+			m := 0
+			for _, c := range cnt {
+				m += c
+			}
+			if m < 40 {
+				continue
+			}
+			d := exact(k)
+			cells, rest, restE := 0, m, float64(m)
+			for tok, pv := range d {
+				e := float64(pv) * float64(m)
+				if e < 5 {
+					continue
+				}
+				o := float64(cnt[tok])
+				chi += (o - e) * (o - e) / e
+				rest -= cnt[tok]
+				restE -= e
+				cells++
+			}
+			if restE >= 5 {
+				chi += (float64(rest) - restE) * (float64(rest) - restE) / restE
+				cells++
+			}
+			dof += cells - 1
+		}
+		return chi, dof, float64(fulls) / n
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			chi, dof, full := run(tc.cfg, tc.layers, faults{})
+			if full < tc.minFull {
+				t.Fatalf("the whole draft was accepted in %.0f%% of the runs, want at least %.0f%%: the test would not reach the bonus", 100*full, 100*tc.minFull)
+			}
+			if dof < 5 {
+				t.Fatalf("only %d degrees of freedom: too few prefixes seen often enough", dof)
+			}
+			if crit := chi2Crit(dof); chi > crit {
+				t.Errorf("chi-square %.1f > %.1f (dof %d): the bonus after a fully accepted draft does not follow the target", chi, crit, dof)
+			} else {
+				t.Logf("full acceptance in %.0f%% of runs; chi-square %.1f <= %.1f (dof %d)", 100*full, chi, crit, dof)
+			}
+			chi, dof, _ = run(tc.cfg, tc.layers, faults{staleBonus: true})
+			if crit := chi2Crit(dof); chi <= crit {
+				t.Errorf("with the bonus drawn from the previous row, chi-square %.1f <= %.1f (dof %d): the test has no teeth", chi, crit, dof)
+			} else {
+				t.Logf("stale bonus detected: chi-square %.1f > %.1f (dof %d)", chi, crit, dof)
 			}
 		})
 	}

@@ -203,7 +203,7 @@ type Engine struct {
 	// and may be called from another goroutine while the target computes.
 	Concurrent bool
 
-	brokenResidual bool // test-only: see verify
+	faults faults // test-only: see verify
 }
 
 // Run generates up to cfg.MaxTokens tokens after prompt (which should carry
@@ -457,5 +457,5 @@ func (r *run) verdict(tr *tree.Tree) Verdict {
 	v := r.vocab
 	logits := func(row int) []float32 { return r.fwd.Logits[row*v : (row+1)*v] }
 	dist := func(row int, dst []float32) { r.smp.Probs(logits(row), dst) }
-	return verify(tr, r.smp, r.cfg.Sample.Greedy(), logits, dist, v, r.e.brokenResidual)
+	return verify(tr, r.smp, r.cfg.Sample.Greedy(), logits, dist, v, r.e.faults)
 }

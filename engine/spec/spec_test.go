@@ -3,6 +3,7 @@ package spec
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -64,12 +65,15 @@ func loadPair(t testing.TB, target, draft string) pair {
 func configs() map[string]Config {
 	st, _ := tree.FromWidths([]int{3, 2, 1})
 	par, _ := tree.FromParents([]int{-1, -1, 0, 0, 2, 4})
+	// a DP-optimal tree of 10 nodes under a decaying acceptance model
+	opt, _, _ := tree.Optimal(func(d, r int) float64 { return 0.8 * math.Pow(0.4, float64(r)) / float64(d+1) }, 10, 6, 4)
 	return map[string]Config{
 		"ar":          {Strategy: "ar"},
 		"chain4":      {Strategy: "chain", Gamma: 4},
 		"chain8":      {Strategy: "chain", Gamma: 8},
 		"tree-widths": {Strategy: "tree", Static: st},
 		"tree-parent": {Strategy: "tree", Static: par},
+		"sequoia":     {Strategy: "sequoia", Static: opt[9]},
 		"egt":         {Strategy: "egt", Widths: []int{1, 2, 3, 3, 2}, Branch: 2, WMax: 12, Pad: true},
 		"egt-thresh":  {Strategy: "egt", Widths: []int{1, 2, 2, 2, 2, 2}, Branch: 3, WMax: 10, Depth: Threshold{Max: 6, Min: 0.2}},
 		"egt-aot":     {Strategy: "egt", Widths: []int{1, 2, 2, 2}, Branch: 2, WMax: 8, AOT: true},

@@ -28,10 +28,18 @@ type targetDist func(r int, dst []float32)
 // renormalise). When no child is accepted the bonus is drawn from what is
 // left of p. Either way every emitted token is distributed as the target's p.
 //
-// brokenResidual, for tests only, skips the residual step after a rejection,
-// which makes sampled verification lossy: the statistical tests use it to
-// prove they can detect a broken rule.
-func verify(t *tree.Tree, smp *sample.Sampler, greedy bool, logits func(r int) []float32, dist targetDist, vocab int, brokenResidual bool) Verdict {
+// faults, for tests only, break the rule on purpose so the statistical
+// tests can prove they detect a lossy verifier: brokenResidual skips the
+// residual step after a rejection; staleBonus, once a whole path down to a
+// leaf is accepted, draws the bonus from the previous row's distribution
+// instead of the target's distribution after the leaf.
+type faults struct {
+	brokenResidual bool
+	staleBonus     bool
+}
+
+func verify(t *tree.Tree, smp *sample.Sampler, greedy bool, logits func(r int) []float32, dist targetDist, vocab int, f faults) Verdict {
+	brokenResidual := f.brokenResidual
 	var v Verdict
 	node := tree.Root
 	p := make([]float32, vocab)
@@ -61,7 +69,9 @@ func verify(t *tree.Tree, smp *sample.Sampler, greedy bool, logits func(r int) [
 			node = next
 			continue
 		}
-		dist(row, p)
+		if !(f.staleBonus && node != tree.Root && len(kids) == 0) {
+			dist(row, p)
+		}
 		mode, q := t.RootMode, t.QRoot
 		if node != tree.Root {
 			mode, q = t.Mode[node], t.QNode[node]

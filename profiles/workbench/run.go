@@ -117,12 +117,8 @@ type RunResult struct {
 // differs from plain decoding is an error (speculation must be lossless).
 func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (*RunResult, error) {
 	plan := opt.Plan.Trim()
-	cfg, err := plan.Config()
+	cfg, err := runConfig(plan, opt.Sample, opt.MaxTokens)
 	if err != nil {
-		return nil, err
-	}
-	cfg.Sample, cfg.MaxTokens, cfg.StopAtEOS = opt.Sample, opt.MaxTokens, true
-	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if len(opt.Prompts) == 0 {
@@ -234,6 +230,16 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (*RunResul
 		return res, fmt.Errorf("greedy output differs from ar: speculative decoding was not lossless")
 	}
 	return res, nil
+}
+
+// runConfig is the engine configuration a suite runs a (trimmed) plan with.
+func runConfig(plan spec.Plan, smp sample.Params, maxTokens int) (spec.Config, error) {
+	cfg, err := plan.Config()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Sample, cfg.MaxTokens, cfg.StopAtEOS = smp, maxTokens, true
+	return cfg, cfg.Validate()
 }
 
 // suite decodes every prompt with one engine and configuration.

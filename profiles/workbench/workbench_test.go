@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,11 +34,12 @@ func TestRunEveryStrategyLossless(t *testing.T) {
 	}
 	defer b.Close()
 	plans := map[string]spec.Plan{
-		"ar":    {Strategy: "ar"},
-		"chain": {Strategy: "chain", Gamma: 3},
-		"tree":  {Strategy: "tree", Widths: []int{2, 2, 1}},
-		"egt":   {Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 6, AOT: true},
-		"duo":   {Strategy: "duo", Gamma: 4, MaxSeqs: 2},
+		"ar":      {Strategy: "ar"},
+		"chain":   {Strategy: "chain", Gamma: 3},
+		"tree":    {Strategy: "tree", Widths: []int{2, 2, 1}},
+		"egt":     {Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 6, AOT: true},
+		"duo":     {Strategy: "duo", Gamma: 4, MaxSeqs: 2},
+		"sequoia": {Strategy: "sequoia", Parents: []int{-1, -1, 0, 0, 2}},
 	}
 	for i, name := range spec.Strategies() {
 		p, ok := plans[name]
@@ -109,5 +111,57 @@ func TestTuneExportRunTunedPlan(t *testing.T) {
 	run, err := st.Run(ctx, res.RunID)
 	if err != nil || run.PredictedSpeedup != r.Predicted || run.Strategy != r.Plan.Strategy {
 		t.Errorf("stored run %+v: %v", run, err)
+	}
+}
+
+// TestValidateTop: the top plans of a tune and plain decoding run
+// interleaved over the prompts; each plan gets a measured speedup per round,
+// greedy output identical to plain decoding, its own stored run with the
+// predicted and measured speedups, and exactly the fastest one is marked.
+func TestValidateTop(t *testing.T) {
+	ps := sharedPair(t)
+	ctx := context.Background()
+	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	tr, err := b.Tune(ctx, ps, TuneOptions{Alpha: 0.7, Space: profiles.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 12}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []int
+	prompts := []string{"Once upon a time", "The cat"}
+	v, err := b.Validate(ctx, ps, ValidateOptions{Plans: tr.Ranked[:3], MaxTokens: 16, Prompts: prompts, Rounds: 2,
+		OnRun: func(round, prompt, plan int) { order = append(order, plan) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A, B, C, D per prompt, each round
+	if want := []int{-1, 0, 1, 2, -1, 0, 1, 2, -1, 0, 1, 2, -1, 0, 1, 2}; !slices.Equal(order, want) {
+		t.Errorf("run order %v, want %v", order, want)
+	}
+	if len(v.Plans) != 3 || v.Base.Tokens != 2*2*16 || v.BaseRunID == 0 {
+		t.Fatalf("validation %+v", v)
+	}
+	st, _ := b.Store(ctx)
+	best := 0
+	for i, p := range v.Plans {
+		if !p.Identical || len(p.Rounds) != 2 || p.Measured <= 0 || p.Predicted != tr.Ranked[i].Speedup || p.Totals.Tokens != 64 {
+			t.Errorf("plan %d: %+v", i, p)
+		}
+		if p.Measured > v.Plans[best].Measured {
+			best = i
+		}
+		run, err := st.Run(ctx, p.RunID)
+		if err != nil || run.PredictedSpeedup != p.Predicted || run.MeasuredSpeedup != p.Measured || run.Tokens != 64 || run.Status != "done" {
+			t.Errorf("stored run of %s: %+v %v", p.Label, run, err)
+		}
+	}
+	if v.Best != best || !v.Plans[best].Best {
+		t.Errorf("best %d marked, measured best %d", v.Best, best)
+	}
+	if _, err := b.Validate(ctx, ps, ValidateOptions{MaxTokens: 16, Prompts: prompts}); err == nil {
+		t.Error("validation without plans accepted")
 	}
 }

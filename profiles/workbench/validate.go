@@ -1,0 +1,275 @@
+package workbench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+
+	"arborist/engine/sample"
+	"arborist/engine/spec"
+	"arborist/profiles"
+	"arborist/profiles/store"
+)
+
+// ValidateOptions describe a validation of predicted plans.
+type ValidateOptions struct {
+	Plans     []profiles.Prediction // the plans to measure, with their predictions (e.g. a tune's top N)
+	Sample    sample.Params         // greedy by default
+	MaxTokens int
+	Prompts   []string
+	Rounds    int  // passes over the prompt suite (default 1)
+	NoStore   bool // do not store the runs
+	// OnRun is called before each decode: round, prompt, and the plan's
+	// index in Plans (-1: plain decoding).
+	OnRun func(round, prompt, plan int)
+}
+
+// Validated is one plan's measured outcome.
+type Validated struct {
+	Plan      spec.Plan
+	Label     string
+	Predicted float64 // the model's speedup
+	Measured  float64 // median over rounds of this plan's tokens/s over plain decoding's in the same round
+	Rounds    []float64
+	Totals    Totals
+	Identical bool // greedy output token-for-token plain decoding's
+	RunID     int64
+	Best      bool // the measured best of the plans
+}
+
+// Validation is the outcome of Validate: plain decoding and each plan.
+type Validation struct {
+	Base      Totals
+	BaseRunID int64
+	Plans     []Validated // in the order given (predicted rank)
+	Best      int         // index of the measured best in Plans
+}
+
+// Validate measures predicted plans against each other and plain decoding
+// on one prompt suite, interleaved: for each prompt, plain decoding and then
+// every plan in turn (A, B, C, A, B, C, ...), so a machine that slows down
+// or speeds up during the run (other load, frequency scaling) touches every
+// plan alike. Each plan's measured speedup is the median over rounds of its
+// throughput over plain decoding's in the same round; the plan measured
+// fastest is marked. Every plan and plain decoding is stored as a run (the
+// plans with their predicted and measured speedups) unless NoStore; a
+// greedy plan whose output differs from plain decoding is an error.
+func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) (*Validation, error) {
+	if len(opt.Plans) == 0 {
+		return nil, fmt.Errorf("no plans to validate")
+	}
+	if len(opt.Prompts) == 0 {
+		return nil, fmt.Errorf("no prompts to run")
+	}
+	if opt.Rounds <= 0 {
+		opt.Rounds = 1
+	}
+	if opt.Rounds > 100 || len(opt.Plans) > 100 {
+		return nil, fmt.Errorf("validation of %d plans over %d rounds: at most 100 of each", len(opt.Plans), opt.Rounds)
+	}
+	type runner struct {
+		cfg   spec.Config
+		eng   *spec.Engine
+		pair  *profiles.Pair
+		rec   *recorder
+		tot   Totals
+		round Totals
+		toks  [][]int
+	}
+	var st *store.Store
+	if !opt.NoStore {
+		var err error
+		if st, err = b.db(ctx); err != nil {
+			return nil, fmt.Errorf("%w (use --no-store to run without storing)", err)
+		}
+	}
+	// one pair for sequential drafting and, when a plan drafts while the
+	// target verifies, one for concurrent drafting; every run begins afresh
+	pairs := map[bool]*profiles.Pair{}
+	defer func() {
+		for _, p := range pairs {
+			p.Close()
+		}
+	}()
+	pairFor := func(conc bool) (*profiles.Pair, error) {
+		if p := pairs[conc]; p != nil {
+			return p, nil
+		}
+		p, err := b.openPair(ps, conc)
+		if err != nil {
+			return nil, err
+		}
+		pairs[conc] = p
+		return p, nil
+	}
+	out := &Validation{Plans: make([]Validated, len(opt.Plans))}
+	runners := make([]*runner, len(opt.Plans)+1) // runners[0]: plain decoding
+	for i := range runners {
+		plan, predicted := spec.Plan{Strategy: "ar"}, 1.0
+		if i > 0 {
+			plan, predicted = opt.Plans[i-1].Plan.Trim(), opt.Plans[i-1].Speedup
+		}
+		cfg, err := runConfig(plan, opt.Sample, opt.MaxTokens)
+		if err != nil {
+			return nil, fmt.Errorf("plan %s: %w", plan, err)
+		}
+		if plan.NeedsSource() && ps.Sources() == 0 {
+			return nil, fmt.Errorf("strategy %s needs a draft source", plan.Strategy)
+		}
+		pair, err := pairFor(plan.Concurrent())
+		if err != nil {
+			return nil, err
+		}
+		if plan.DepthPolicy == "predictor" && plan.Reads("depth_policy") {
+			pol, err := b.predictorPolicy(ctx, ps, pair, plan, cfg)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Depth = pol
+		}
+		r := &runner{cfg: cfg, pair: pair, eng: &spec.Engine{Target: pair.Target, Source: pair.Source, Concurrent: pair.Concurrent}}
+		label := plan.String()
+		if !plan.NeedsSource() {
+			r.eng.Source = nil
+		} else if pair.Source != nil {
+			label += " with " + pair.Source.Name()
+		}
+		if i > 0 {
+			out.Plans[i-1] = Validated{Plan: plan, Label: label, Predicted: predicted}
+		}
+		runners[i] = r
+	}
+	ids := encode(runners[0].pair, opt.Prompts)
+	for pi, p := range ids { // refused before anything runs
+		if err := profiles.CheckRoom(len(p), opt.MaxTokens, runners[0].pair.Target.CtxLen); err != nil {
+			return nil, fmt.Errorf("prompt %d: %w", pi+1, err)
+		}
+	}
+	if st != nil {
+		var prompts []string
+		for range opt.Rounds {
+			prompts = append(prompts, opt.Prompts...)
+		}
+		for i, r := range runners {
+			run := &store.Run{Hardware: profiles.DetectHardware().Fingerprint, Target: ps.Target, Drafter: ps.SourceName(),
+				Strategy: r.cfg.Strategy, Settings: r.cfg, Prompts: prompts, PredictedSpeedup: 1}
+			if i > 0 {
+				run.PredictedSpeedup = out.Plans[i-1].Predicted
+			} else {
+				run.Drafter = ""
+			}
+			if _, err := st.CreateRun(ctx, run); err != nil {
+				return nil, err
+			}
+			r.rec = &recorder{st: st, run: run}
+		}
+	}
+	finish := func(status string) error {
+		var first error
+		for i, r := range runners {
+			if r.rec == nil {
+				continue
+			}
+			if i > 0 {
+				r.rec.run.MeasuredSpeedup = out.Plans[i-1].Measured
+			}
+			if err := r.rec.finish(context.WithoutCancel(ctx), status, &r.tot); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	for round := 0; round < opt.Rounds; round++ {
+		for _, r := range runners {
+			r.round = Totals{}
+		}
+		for pi, p := range ids {
+			for i, r := range runners {
+				if opt.OnRun != nil {
+					opt.OnRun(round, pi, i-1)
+				}
+				c := r.cfg
+				if r.rec != nil {
+					rec, prompt := r.rec, round*len(ids)+pi
+					c.OnStep = func(s spec.Step) { rec.add(ctx, prompt, s) }
+				}
+				res, err := r.eng.Run(ctx, p, c)
+				if r.rec != nil {
+					if ferr := r.rec.flush(ctx); ferr != nil && err == nil {
+						err = ferr
+					}
+				}
+				if err != nil {
+					status := "failed"
+					if ctx.Err() != nil {
+						status = "stopped"
+					}
+					finish(status)
+					return nil, err
+				}
+				r.tot.add(res)
+				r.round.add(res)
+				if round == 0 {
+					r.toks = append(r.toks, res.Tokens)
+				}
+			}
+		}
+		for i, r := range runners[1:] {
+			if base := runners[0].round.TPS(); base > 0 {
+				out.Plans[i].Rounds = append(out.Plans[i].Rounds, r.round.TPS()/base)
+			}
+		}
+	}
+	out.Base = runners[0].tot
+	best := 0
+	for i, r := range runners[1:] {
+		v := &out.Plans[i]
+		v.Totals, v.Measured = r.tot, median(v.Rounds)
+		v.Identical = len(r.toks) == len(runners[0].toks)
+		for k := range r.toks {
+			if k >= len(runners[0].toks) || !slices.Equal(r.toks[k], runners[0].toks[k]) {
+				v.Identical = false
+			}
+		}
+		if v.Measured > out.Plans[best].Measured {
+			best = i
+		}
+	}
+	out.Best = best
+	out.Plans[best].Best = true
+	if err := finish("done"); err != nil {
+		return out, err
+	}
+	for i, r := range runners {
+		if r.rec == nil {
+			continue
+		}
+		if i == 0 {
+			out.BaseRunID = r.rec.run.ID
+		} else {
+			out.Plans[i-1].RunID = r.rec.run.ID
+		}
+	}
+	if opt.Sample.Greedy() {
+		for _, v := range out.Plans {
+			if !v.Identical {
+				return out, fmt.Errorf("greedy output of %s differs from ar: speculative decoding was not lossless", v.Label)
+			}
+		}
+	}
+	return out, nil
+}
+
+// median of xs (0 for none).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
