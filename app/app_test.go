@@ -205,6 +205,7 @@ func TestProfileRunCompareExport(t *testing.T) {
 	r.Tokens.SetText("8")
 	r.Baseline.SetChecked(true)
 	r.Suite.SetText(filepath.Join(dir, "..", "prompts", "stories.txt"))
+	r.Source.SetSelected(PromptSuite)
 	test.Tap(r.Start)
 	time.Sleep(50 * time.Millisecond)
 	r.Wait()
@@ -266,7 +267,7 @@ func TestProfileRunCompareExport(t *testing.T) {
 	if err != nil || got.String() != want.Plan.String() {
 		t.Fatalf("run editor holds %v (%v), want %v", got, err, want.Plan)
 	}
-	r.Suite.SetText("")
+	r.Source.SetSelected(PromptOne)
 	r.Tokens.SetText("24")
 	r.Baseline.SetChecked(true)
 	test.Tap(r.Start)
