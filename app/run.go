@@ -25,9 +25,9 @@ import (
 // acceptance, a per-step timeline, a Stop button; every run is stored with
 // its predicted speedup.
 type RunScreen struct {
-	s        *Session
-	Prompt   *widget.Entry
-	Suite    *widget.Entry // prompt suite file, one prompt per line
+	s      *Session
+	Prompt *widget.Entry
+	Suite  *widget.Entry // prompt suite file, one prompt per line
 	// Source chooses, explicitly, between the prompt and the suite file:
 	// a filled-in file never silently overrides the prompt.
 	Source   *widget.RadioGroup
