@@ -222,8 +222,12 @@ func TestProfileRunCompareExport(t *testing.T) {
 	}
 	c.Toggle(c.Runs[0].ID, true)
 	c.Toggle(c.Runs[1].ID, true)
-	if !strings.Contains(c.Table.Text, "chain") || !strings.Contains(c.Table.Text, "ar") || c.Chart.Image == nil {
-		t.Errorf("comparison:\n%s", c.Table.Text)
+	var table strings.Builder
+	if err := c.WriteCSV(&table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "chain gamma=") || !strings.Contains(table.String(), ",ar,") || c.Chart.Image == nil || c.AALChart.Image == nil {
+		t.Errorf("comparison:\n%s", table.String())
 	}
 
 	// calibrate, train the depth predictor and tune in the GUI; run the

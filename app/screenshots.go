@@ -105,7 +105,7 @@ func prepare(wb *Workbench) {
 		for i := 0; i < len(c.Runs) && i < 2; i++ {
 			c.Toggle(c.Runs[i].ID, true)
 		}
-		c.List.Refresh()
+		c.Table.Refresh()
 	})
 	wb.Export.Reload()
 }
