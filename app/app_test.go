@@ -297,6 +297,14 @@ func TestProfileRunCompareExport(t *testing.T) {
 	if !strings.Contains(e.YAML.Text, "speculation:") || !strings.Contains(e.Equivalents.Text, "llama-server") {
 		t.Fatalf("export:\n%s\n%s", e.YAML.Text, e.Equivalents.Text)
 	}
+	for _, want := range []string{"Computed from: plan ", ", tuned ", "T_verify from the stored latency profile of this machine (", "acceptance measured on calibration 1, "} {
+		if !strings.Contains(e.Provenance.Text, want) {
+			t.Errorf("provenance lacks %q: %s", want, e.Provenance.Text)
+		}
+	}
+	if strings.Contains(e.Provenance.Text, "ASSUMED") || e.Provenance.Importance == widget.WarningImportance {
+		t.Errorf("a measured plan warned: %s", e.Provenance.Text)
+	}
 	out := filepath.Join(t.TempDir(), "config.yaml")
 	if err := e.SaveTo(out); err != nil {
 		t.Fatal(err)
