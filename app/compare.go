@@ -191,7 +191,8 @@ func (c *CompareScreen) Title() string { return "Compare" }
 // Content lays the screen out.
 func (c *CompareScreen) Content() fyne.CanvasObject {
 	top := container.NewHBox(c.RefreshB, c.Delete, c.CSV, c.Status)
-	hint := widget.NewLabel("Click a header to sort; tick runs to chart or delete them.")
+	hint := container.NewVBox(widget.NewLabel("Click a header to sort; tick runs to chart or delete them."),
+		metricHelp(metricTPS, metricAAL, metricAcceptance, metricSpeedup))
 	charts := container.NewGridWithColumns(2, c.Chart, c.AALChart)
 	split := container.NewVSplit(c.Table, charts)
 	split.Offset = 0.55

@@ -111,7 +111,7 @@ func NewRunScreen(s *Session) *RunScreen {
 	r.TextScroll = container.NewVScroll(r.Text)
 	r.Stats = widget.NewLabel("Green: draft tokens the target accepted. Plain: the target's own (bonus) tokens.")
 	r.Stats.Wrapping = fyne.TextWrapWord
-	r.Timeline = newChart(600, 230)
+	r.Timeline = newChart(600, 170)
 	s.OnChange(r.enable)
 	r.enable()
 	r.enableSource()
@@ -131,11 +131,11 @@ func (r *RunScreen) Content() fyne.CanvasObject {
 		widget.NewFormItem("Plan", container.NewHBox(r.Strategy, r.UseTuned, r.PlanNote)),
 		widget.NewFormItem("chain / duo", container.NewHBox(label("gamma"), r.Gamma, label("duo sequences"), r.MaxSeqs)),
 		widget.NewFormItem("tree", container.NewHBox(label("children per depth"), r.Widths, r.Parents, r.SampleKids)),
-		widget.NewFormItem("egt", container.NewHBox(label("expanded per depth"), r.EGTWidths, label("branch"), r.Branch, label("w-max"), r.WMax,
-			r.Pad, r.AOT, label("depth"), r.DepthPolicy, r.DepthMin)),
+		widget.NewFormItem("egt", container.NewHBox(label("expanded per depth"), r.EGTWidths, label("branch"), r.Branch, label("w-max"), r.WMax)),
+		widget.NewFormItem("egt options", container.NewHBox(r.Pad, r.AOT, label("depth"), r.DepthPolicy, r.DepthMin)),
 		widget.NewFormItem("Decoding", container.NewHBox(label("tokens"), r.Tokens, label("temperature"), r.Temp)),
 	)
-	top := container.NewVBox(form, container.NewHBox(r.Start, r.Stop, r.Baseline), r.Stats)
+	top := container.NewVBox(form, container.NewHBox(r.Start, r.Stop, r.Baseline), r.Stats, metricHelp(metricAAL, metricAcceptance, metricTPS))
 	return container.NewBorder(top, r.Timeline, nil, nil, newMinWidth(r.TextScroll, 320))
 }
 
