@@ -237,7 +237,9 @@ func NewWorkbench(s *Session) *Workbench {
 	wb.Export = NewExportScreen(s)
 	var items []*container.TabItem
 	for _, sc := range []Screen{wb.Models, wb.Profile, wb.Speedup, wb.Run, wb.Compare, wb.Export} {
-		items = append(items, container.NewTabItem(sc.Title(), sc.Content()))
+		// each screen scrolls in a window smaller than it needs, so the
+		// window's minimum size is the tabs', not the largest screen's
+		items = append(items, container.NewTabItem(sc.Title(), container.NewScroll(sc.Content())))
 	}
 	wb.Tabs = container.NewAppTabs(items...)
 	wb.Tabs.OnSelected = func(t *container.TabItem) {

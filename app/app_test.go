@@ -205,6 +205,7 @@ func TestProfileRunCompareExport(t *testing.T) {
 	r.Tokens.SetText("8")
 	r.Baseline.SetChecked(true)
 	r.Suite.SetText(filepath.Join(dir, "..", "prompts", "stories.txt"))
+	r.Source.SetSelected(PromptSuite)
 	test.Tap(r.Start)
 	time.Sleep(50 * time.Millisecond)
 	r.Wait()
@@ -221,8 +222,12 @@ func TestProfileRunCompareExport(t *testing.T) {
 	}
 	c.Toggle(c.Runs[0].ID, true)
 	c.Toggle(c.Runs[1].ID, true)
-	if !strings.Contains(c.Table.Text, "chain") || !strings.Contains(c.Table.Text, "ar") || c.Chart.Image == nil {
-		t.Errorf("comparison:\n%s", c.Table.Text)
+	var table strings.Builder
+	if err := c.WriteCSV(&table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "chain gamma=") || !strings.Contains(table.String(), ",ar,") || c.Chart.Image == nil || c.AALChart.Image == nil {
+		t.Errorf("comparison:\n%s", table.String())
 	}
 
 	// calibrate, train the depth predictor and tune in the GUI; run the
@@ -266,7 +271,7 @@ func TestProfileRunCompareExport(t *testing.T) {
 	if err != nil || got.String() != want.Plan.String() {
 		t.Fatalf("run editor holds %v (%v), want %v", got, err, want.Plan)
 	}
-	r.Suite.SetText("")
+	r.Source.SetSelected(PromptOne)
 	r.Tokens.SetText("24")
 	r.Baseline.SetChecked(true)
 	test.Tap(r.Start)
@@ -291,6 +296,14 @@ func TestProfileRunCompareExport(t *testing.T) {
 	}
 	if !strings.Contains(e.YAML.Text, "speculation:") || !strings.Contains(e.Equivalents.Text, "llama-server") {
 		t.Fatalf("export:\n%s\n%s", e.YAML.Text, e.Equivalents.Text)
+	}
+	for _, want := range []string{"Computed from: plan ", ", tuned ", "T_verify from the stored latency profile of this machine (", "acceptance measured on calibration 1, "} {
+		if !strings.Contains(e.Provenance.Text, want) {
+			t.Errorf("provenance lacks %q: %s", want, e.Provenance.Text)
+		}
+	}
+	if strings.Contains(e.Provenance.Text, "ASSUMED") || e.Provenance.Importance == widget.WarningImportance {
+		t.Errorf("a measured plan warned: %s", e.Provenance.Text)
 	}
 	out := filepath.Join(t.TempDir(), "config.yaml")
 	if err := e.SaveTo(out); err != nil {

@@ -4,11 +4,14 @@ import (
 	"image"
 	"image/color"
 	"math"
+	"strconv"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/theme"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -50,19 +53,15 @@ func RenderChart(spec ChartSpec) image.Image {
 	p.Title.Text = spec.Title
 	p.X.Label.Text = spec.XLabel
 	p.Y.Label.Text = spec.YLabel
-	p.Title.TextStyle.Font.Size = vg.Points(13)
-	p.X.Label.TextStyle.Font.Size = vg.Points(11)
-	p.Y.Label.TextStyle.Font.Size = vg.Points(11)
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Add(plotter.NewGrid())
+	st := currentChartStyle()
+	leg := st.apply(p)
 	if spec.LogX {
 		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.X.Tick.Marker = logTicks{}
 	}
 	if spec.LogY {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = logTicks{}
 	}
 	for i, s := range spec.Series {
 		pts := make(plotter.XYs, 0, len(s.X))
@@ -86,7 +85,7 @@ func RenderChart(spec ChartSpec) image.Image {
 		scatter.Radius = vg.Points(2.5)
 		p.Add(line, scatter)
 		if s.Name != "" {
-			p.Legend.Add(s.Name, line, scatter)
+			leg.Add(s.Name, line, scatter)
 		}
 		if s.Err != nil {
 			errs := make(plotter.YErrors, 0, len(pts))
@@ -112,18 +111,16 @@ func RenderChart(spec ChartSpec) image.Image {
 		if err == nil {
 			m.Shape = draw.RingGlyph{}
 			m.Radius = vg.Points(7)
-			m.Color = color.Black
+			m.Color = st.fg
 			p.Add(m)
-			p.Legend.Add("best plan", m)
+			leg.Add("best plan", m)
 		}
 	}
 	w, h := spec.Width, spec.Height
 	if w <= 0 {
 		w, h = 640, 360
 	}
-	c := vgimg.New(vg.Length(w)*vg.Inch/96, vg.Length(h)*vg.Inch/96)
-	p.Draw(draw.New(c))
-	return c.Image()
+	return st.render(p, &leg, w, h)
 }
 
 // BarSpec describes a grouped bar chart (one group per label).
@@ -139,8 +136,8 @@ func RenderBars(spec BarSpec) image.Image {
 	p := plot.New()
 	p.Title.Text = spec.Title
 	p.Y.Label.Text = spec.YLabel
-	p.Legend.Top = true
-	p.Add(plotter.NewGrid())
+	st := currentChartStyle()
+	leg := st.apply(p)
 	n := len(spec.Groups)
 	width := vg.Points(18)
 	for i, g := range spec.Groups {
@@ -152,15 +149,110 @@ func RenderBars(spec BarSpec) image.Image {
 		}
 		bars.Color = palette[i%len(palette)]
 		bars.Offset = vg.Length(float64(i)-float64(n-1)/2) * width
+		bars.LineStyle.Color = st.fg
 		p.Add(bars)
-		p.Legend.Add(g.Name, bars)
+		if n > 1 {
+			leg.Add(g.Name, bars)
+		}
 	}
 	p.NominalX(spec.Labels...)
 	w, h := spec.Width, spec.Height
 	if w <= 0 {
 		w, h = 640, 320
 	}
+	return st.render(p, &leg, w, h)
+}
+
+// chartStyle is the Fyne theme's look carried into gonum/plot: background,
+// text and grid colours and a sans-serif face, so charts sit in the light
+// or dark theme instead of being white pictures pasted into it.
+type chartStyle struct {
+	bg, fg, grid color.Color
+}
+
+// currentChartStyle reads the running app's theme (light defaults when
+// there is no app, as in a plain unit test).
+func currentChartStyle() chartStyle {
+	st := chartStyle{bg: color.White, fg: color.Black, grid: color.Gray{Y: 220}}
+	a := fyne.CurrentApp()
+	if a == nil || a.Settings() == nil {
+		return st
+	}
+	th, v := a.Settings().Theme(), a.Settings().ThemeVariant()
+	if th == nil {
+		th = theme.DefaultTheme()
+	}
+	st.bg = th.Color(theme.ColorNameBackground, v)
+	st.fg = th.Color(theme.ColorNameForeground, v)
+	st.grid = th.Color(theme.ColorNameSeparator, v)
+	return st
+}
+
+// apply styles a plot's texts, axes and grid, and returns the legend to
+// fill, which render draws beside the data rather than on it.
+func (st chartStyle) apply(p *plot.Plot) plot.Legend {
+	p.BackgroundColor = st.bg
+	styleText := func(t *text.Style, size float64) {
+		t.Color = st.fg
+		t.Font.Variant = "Sans"
+		t.Font.Size = vg.Points(size)
+	}
+	styleText(&p.Title.TextStyle, 12)
+	for _, ax := range []*plot.Axis{&p.X, &p.Y} {
+		styleText(&ax.Label.TextStyle, 10)
+		styleText(&ax.Tick.Label, 9)
+		ax.LineStyle.Color = st.fg
+		ax.Tick.LineStyle.Color = st.fg
+	}
+	g := plotter.NewGrid()
+	g.Vertical.Color, g.Horizontal.Color = st.grid, st.grid
+	p.Add(g)
+	leg := plot.NewLegend()
+	styleText(&leg.TextStyle, 9)
+	leg.Top, leg.Left = true, true
+	return leg
+}
+
+// render draws the plot on its background, its legend (if any) in a column
+// at the right, outside the data.
+func (st chartStyle) render(p *plot.Plot, leg *plot.Legend, w, h int) image.Image {
 	c := vgimg.New(vg.Length(w)*vg.Inch/96, vg.Length(h)*vg.Inch/96)
-	p.Draw(draw.New(c))
+	dc := draw.New(c)
+	dc.SetColor(st.bg)
+	dc.Fill(dc.Rectangle.Path())
+	r := leg.Rectangle(dc)
+	if lw := r.Max.X - r.Min.X; lw > 0 {
+		pad := vg.Points(8)
+		p.Draw(draw.Crop(dc, 0, -(lw + 2*pad), 0, 0))
+		leg.Draw(draw.Crop(dc, dc.Max.X-dc.Min.X-lw-pad, 0, 0, -vg.Points(24)))
+	} else {
+		p.Draw(dc)
+	}
 	return c.Image()
+}
+
+// logTicks labels a log axis at 1, 2 and 5 times each power of ten (with
+// unlabelled minor ticks between), so even a narrow range reads.
+type logTicks struct{}
+
+func (logTicks) Ticks(min, max float64) []plot.Tick {
+	if min <= 0 || max <= min {
+		return nil
+	}
+	var ts []plot.Tick
+	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
+		base := math.Pow(10, e)
+		for m := 1.0; m < 10; m++ {
+			v := m * base
+			if v < min*(1-1e-9) || v > max*(1+1e-9) {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = strconv.FormatFloat(v, 'g', 4, 64)
+			}
+			ts = append(ts, t)
+		}
+	}
+	return ts
 }

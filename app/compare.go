@@ -2,50 +2,187 @@ package app
 
 import (
 	"context"
+	"encoding/csv"
 	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
 
 	"arborist/profiles/store"
 )
 
-// CompareScreen puts stored runs side by side: a table of settings and
-// figures, and overlaid charts.
+// CompareScreen puts stored runs side by side: a table sortable by any
+// column (click its header), runs picked by the check in the first column
+// for the charts or for deleting, and the table as CSV.
 type CompareScreen struct {
 	s        *Session
-	Runs     []store.Run
+	Runs     []store.Run // in the table's order
 	Selected map[int64]bool
-	List     *widget.List
-	Table    *widget.Label
-	Chart    *canvas.Image
+	Table    *widget.Table
+	Chart    *canvas.Image // tokens/s of the picked runs
+	AALChart *canvas.Image // AAL of the picked runs: one unit per chart
 	RefreshB *widget.Button
+	Delete   *widget.Button
+	CSV      *widget.Button
 	Status   *widget.Label
+	SortCol  int  // index into compareCols
+	SortDesc bool // descending
+}
+
+// compareCol is one column of the Compare table: its header, its cell
+// text, and the value it sorts by (numbers sort as numbers).
+type compareCol struct {
+	name  string
+	width float32
+	text  func(r store.Run) string
+	num   func(r store.Run) float64 // nil: sort by text
+}
+
+// colPick is the check column; it is neither sorted nor exported.
+const colPick = 0
+
+var compareCols = []compareCol{
+	{name: "", width: 36},
+	{name: "run", width: 56, text: func(r store.Run) string { return strconv.FormatInt(r.ID, 10) }, num: func(r store.Run) float64 { return float64(r.ID) }},
+	{name: "date", width: 140, text: func(r store.Run) string { return r.Created.Local().Format("2006-01-02 15:04") },
+		num: func(r store.Run) float64 { return float64(r.Created.UnixNano()) }},
+	{name: "target", width: 150, text: func(r store.Run) string { return filepath.Base(r.Target) }},
+	{name: "drafter", width: 170, text: func(r store.Run) string { return filepath.Base(r.Drafter) }},
+	{name: "plan", width: 220, text: runPlan},
+	{name: "status", width: 90, text: func(r store.Run) string { return r.Status }},
+	{name: "tokens", width: 70, text: func(r store.Run) string { return running(r, strconv.Itoa(r.Tokens)) }, num: func(r store.Run) float64 { return float64(r.Tokens) }},
+	{name: "tokens/s", width: 80, text: func(r store.Run) string { return running(r, fmt.Sprintf("%.1f", r.TokensPerSecond)) },
+		num: func(r store.Run) float64 { return r.TokensPerSecond }},
+	{name: "AAL", width: 60, text: func(r store.Run) string { return running(r, fmt.Sprintf("%.2f", r.AAL)) }, num: func(r store.Run) float64 { return r.AAL }},
+	{name: "acceptance", width: 90, text: func(r store.Run) string { return running(r, fmt.Sprintf("%.1f%%", 100*r.Acceptance)) },
+		num: func(r store.Run) float64 { return r.Acceptance }},
+	{name: "predicted", width: 80, text: func(r store.Run) string { return speedup(r.PredictedSpeedup) }, num: func(r store.Run) float64 { return r.PredictedSpeedup }},
+	{name: "measured", width: 80, text: func(r store.Run) string { return running(r, speedup(r.MeasuredSpeedup)) },
+		num: func(r store.Run) float64 { return r.MeasuredSpeedup }},
+}
+
+// running shows a run in progress as such, not as zeros.
+func running(r store.Run, v string) string {
+	if r.Status == "running" {
+		return "running"
+	}
+	return v
+}
+
+func speedup(v float64) string {
+	if v <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", v)
+}
+
+// runPlan is the stored run's strategy with the shape settings it ran
+// with (the decoding config stored with the run; zero settings omitted).
+func runPlan(r store.Run) string {
+	m, ok := r.Settings.(map[string]any)
+	if !ok {
+		return r.Strategy
+	}
+	if st, ok := m["Static"].(map[string]any); ok {
+		m["Parents"] = st["Parents"]
+	}
+	parts := []string{r.Strategy}
+	for _, f := range []struct{ key, name string }{{"Gamma", "gamma"}, {"Widths", "widths"}, {"Parents", "parents"}, {"Branch", "branch"},
+		{"WMax", "w-max"}, {"MaxSeqs", "sequences"}, {"Pad", "pad"}, {"AOT", "aot"}} {
+		switch v := m[f.key].(type) {
+		case float64:
+			if v != 0 {
+				parts = append(parts, fmt.Sprintf("%s=%g", f.name, v))
+			}
+		case bool:
+			if v {
+				parts = append(parts, f.name)
+			}
+		case []any:
+			if len(v) > 0 {
+				var xs []string
+				for _, x := range v {
+					xs = append(xs, fmt.Sprint(x))
+				}
+				parts = append(parts, f.name+"="+strings.Join(xs, ","))
+			}
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // NewCompareScreen builds the screen.
 func NewCompareScreen(s *Session) *CompareScreen {
-	c := &CompareScreen{s: s, Selected: map[int64]bool{}}
-	c.List = widget.NewList(func() int { return len(c.Runs) },
-		func() fyne.CanvasObject { return widget.NewCheck("run", nil) },
-		func(i widget.ListItemID, o fyne.CanvasObject) {
-			r := c.Runs[i]
-			ch := o.(*widget.Check)
-			ch.OnChanged = nil
-			ch.Text = fmt.Sprintf("#%d %s %s, %.1f tok/s", r.ID, r.Strategy, r.Drafter, r.TokensPerSecond)
-			ch.Checked = c.Selected[r.ID]
-			ch.OnChanged = func(on bool) { c.Toggle(r.ID, on) }
-			ch.Refresh()
+	c := &CompareScreen{s: s, Selected: map[int64]bool{}, SortCol: 1, SortDesc: true}
+	c.Table = widget.NewTable(
+		func() (int, int) { return len(c.Runs), len(compareCols) },
+		func() fyne.CanvasObject {
+			return container.NewStack(widget.NewCheck("", nil), widget.NewLabel(""))
+		},
+		func(id widget.TableCellID, o fyne.CanvasObject) {
+			st := o.(*fyne.Container)
+			ch, l := st.Objects[0].(*widget.Check), st.Objects[1].(*widget.Label)
+			if id.Row >= len(c.Runs) {
+				return
+			}
+			r := c.Runs[id.Row]
+			if id.Col == colPick {
+				l.Hide()
+				ch.Show()
+				ch.OnChanged = nil
+				ch.SetChecked(c.Selected[r.ID])
+				ch.OnChanged = func(on bool) { c.Toggle(r.ID, on) }
+				return
+			}
+			ch.Hide()
+			l.Show()
+			l.Truncation = fyne.TextTruncateEllipsis
+			l.SetText(compareCols[id.Col].text(r))
 		})
-	c.Table = widget.NewLabel("Pick two or more stored runs.")
-	c.Table.TextStyle = fyne.TextStyle{Monospace: true}
-	c.Chart = newChart(520, 300)
+	c.Table.ShowHeaderRow = true
+	c.Table.CreateHeader = func() fyne.CanvasObject {
+		b := widget.NewButton("", nil)
+		b.Importance = widget.LowImportance
+		b.Alignment = widget.ButtonAlignLeading
+		return b
+	}
+	c.Table.UpdateHeader = func(id widget.TableCellID, o fyne.CanvasObject) {
+		b := o.(*widget.Button)
+		b.SetText(c.header(id.Col))
+		col := id.Col
+		b.OnTapped = func() { c.SortBy(col) }
+	}
+	for i, col := range compareCols {
+		c.Table.SetColumnWidth(i, col.width)
+	}
+	c.Chart = newChart(320, 240)
+	c.AALChart = newChart(320, 240)
 	c.RefreshB = widget.NewButton("Refresh", c.Refresh)
+	c.Delete = widget.NewButton("Delete picked runs", c.confirmDelete)
+	c.CSV = widget.NewButton("Export CSV...", c.saveCSV)
 	c.Status = widget.NewLabel("")
 	s.OnChange(c.Refresh)
 	return c
+}
+
+// header names a column, marking the sort column and direction.
+func (c *CompareScreen) header(col int) string {
+	name := compareCols[col].name
+	if col == c.SortCol && col != colPick {
+		if c.SortDesc {
+			return name + " ▼"
+		}
+		return name + " ▲"
+	}
+	return name
 }
 
 // Title is the tab name.
@@ -53,11 +190,13 @@ func (c *CompareScreen) Title() string { return "Compare" }
 
 // Content lays the screen out.
 func (c *CompareScreen) Content() fyne.CanvasObject {
-	left := container.NewBorder(container.NewHBox(c.RefreshB, c.Status), nil, nil, nil, c.List)
-	right := container.NewVSplit(container.NewScroll(c.Table), c.Chart)
-	split := container.NewHSplit(left, right)
-	split.Offset = 0.35
-	return split
+	top := container.NewHBox(c.RefreshB, c.Delete, c.CSV, c.Status)
+	hint := container.NewVBox(widget.NewLabel("Click a header to sort; tick runs to chart or delete them."),
+		metricHelp(metricTPS, metricAAL, metricAcceptance, metricSpeedup))
+	charts := container.NewGridWithColumns(2, c.Chart, c.AALChart)
+	split := container.NewVSplit(c.Table, charts)
+	split.Offset = 0.55
+	return container.NewBorder(container.NewVBox(top, hint), nil, nil, nil, split)
 }
 
 // Refresh reloads the stored runs.
@@ -67,18 +206,62 @@ func (c *CompareScreen) Refresh() {
 		c.Status.SetText(err.Error())
 		return
 	}
-	runs, err := st.Runs(context.Background(), 200)
+	runs, err := st.Runs(context.Background(), 500)
 	if err != nil {
 		c.Status.SetText(err.Error())
 		return
 	}
 	c.Runs = runs
+	for id := range c.Selected { // forget runs deleted elsewhere
+		if !containsRun(runs, id) {
+			delete(c.Selected, id)
+		}
+	}
 	c.Status.SetText(fmt.Sprintf("%d stored runs", len(runs)))
-	c.List.Refresh()
+	c.sort()
 	c.update()
 }
 
-// Toggle selects or deselects a run.
+func containsRun(runs []store.Run, id int64) bool {
+	for _, r := range runs {
+		if r.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// SortBy sorts the table by a column; the same column again reverses it.
+func (c *CompareScreen) SortBy(col int) {
+	if col == colPick || col < 0 || col >= len(compareCols) {
+		return
+	}
+	if col == c.SortCol {
+		c.SortDesc = !c.SortDesc
+	} else {
+		c.SortCol, c.SortDesc = col, false
+	}
+	c.sort()
+}
+
+func (c *CompareScreen) sort() {
+	col := compareCols[c.SortCol]
+	less := func(a, b store.Run) bool {
+		if col.num != nil {
+			return col.num(a) < col.num(b)
+		}
+		return strings.ToLower(col.text(a)) < strings.ToLower(col.text(b))
+	}
+	sort.SliceStable(c.Runs, func(i, j int) bool {
+		if c.SortDesc {
+			return less(c.Runs[j], c.Runs[i])
+		}
+		return less(c.Runs[i], c.Runs[j])
+	})
+	c.Table.Refresh()
+}
+
+// Toggle picks or unpicks a run.
 func (c *CompareScreen) Toggle(id int64, on bool) {
 	if on {
 		c.Selected[id] = true
@@ -88,44 +271,111 @@ func (c *CompareScreen) Toggle(id int64, on bool) {
 	c.update()
 }
 
-func (c *CompareScreen) update() {
+// picked lists the picked runs in table order.
+func (c *CompareScreen) picked() []store.Run {
 	var sel []store.Run
 	for _, r := range c.Runs {
 		if c.Selected[r.ID] {
 			sel = append(sel, r)
 		}
 	}
-	if len(sel) == 0 {
-		c.Table.SetText("Pick two or more stored runs.")
-		c.Chart.Image = nil
-		c.Chart.Refresh()
-		return
-	}
-	t := fmt.Sprintf("%-5s %-7s %-26s %8s %6s %7s %9s %9s\n", "run", "strat", "drafter", "tok/s", "AAL", "accept", "speedup", "predicted")
-	var labels []string
-	tps := Series{Name: "tokens/s"}
-	aal := Series{Name: "AAL x 10"}
-	for _, r := range sel {
-		sp, pr := "-", "-"
-		if r.MeasuredSpeedup > 0 {
-			sp = fmt.Sprintf("%.2fx", r.MeasuredSpeedup)
-		}
-		if r.PredictedSpeedup > 0 {
-			pr = fmt.Sprintf("%.2fx", r.PredictedSpeedup)
-		}
-		t += fmt.Sprintf("%-5d %-7s %-26s %8.1f %6.2f %6.1f%% %9s %9s\n", r.ID, r.Strategy, trim(r.Drafter, 26), r.TokensPerSecond, r.AAL, 100*r.Acceptance, sp, pr)
-		labels = append(labels, fmt.Sprintf("#%d %s", r.ID, r.Strategy))
-		tps.Y = append(tps.Y, r.TokensPerSecond)
-		aal.Y = append(aal.Y, 10*r.AAL)
-	}
-	c.Table.SetText(t)
-	c.Chart.Image = RenderBars(BarSpec{Title: "Selected runs", YLabel: "tokens/s; AAL x 10", Labels: labels, Groups: []Series{tps, aal}, Width: 620, Height: 320})
-	c.Chart.Refresh()
+	return sel
 }
 
-func trim(s string, n int) string {
-	if len(s) <= n {
-		return s
+func (c *CompareScreen) update() {
+	sel := c.picked()
+	if len(sel) == 0 {
+		c.Delete.Disable()
+	} else {
+		c.Delete.Enable()
 	}
-	return s[:n-1] + "~"
+	if len(sel) == 0 {
+		c.Chart.Image, c.AALChart.Image = nil, nil
+		c.Chart.Refresh()
+		c.AALChart.Refresh()
+		return
+	}
+	var labels []string
+	tps := Series{Name: "tokens/s"}
+	aal := Series{Name: "AAL"}
+	for _, r := range sel {
+		labels = append(labels, fmt.Sprintf("#%d %s", r.ID, r.Strategy))
+		tps.Y = append(tps.Y, r.TokensPerSecond)
+		aal.Y = append(aal.Y, r.AAL)
+	}
+	c.Chart.Image = RenderBars(BarSpec{Title: "Decode speed", YLabel: "tokens/s", Labels: labels, Groups: []Series{tps}, Width: 420, Height: 300})
+	c.AALChart.Image = RenderBars(BarSpec{Title: "Tokens per target pass", YLabel: "AAL", Labels: labels, Groups: []Series{aal}, Width: 420, Height: 300})
+	c.Chart.Refresh()
+	c.AALChart.Refresh()
+}
+
+// DeletePicked deletes the picked runs from the database.
+func (c *CompareScreen) DeletePicked() error {
+	var ids []int64
+	for _, r := range c.picked() {
+		ids = append(ids, r.ID)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	b, err := c.s.Bench(context.Background())
+	if err != nil {
+		return err
+	}
+	if err := b.DeleteRuns(context.Background(), ids); err != nil {
+		return err
+	}
+	c.Selected = map[int64]bool{}
+	c.Refresh()
+	c.Status.SetText(fmt.Sprintf("deleted %d runs; %s", len(ids), c.Status.Text))
+	return nil
+}
+
+func (c *CompareScreen) confirmDelete() {
+	n := len(c.picked())
+	if n == 0 || c.s.Win == nil {
+		return
+	}
+	dialog.ShowConfirm("Delete runs", fmt.Sprintf("Delete %d picked runs and their steps from the database?", n), func(ok bool) {
+		if ok {
+			c.s.ShowError(c.DeletePicked())
+		}
+	}, c.s.Win)
+}
+
+// WriteCSV writes the table, in its order, as CSV.
+func (c *CompareScreen) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	var head []string
+	for _, col := range compareCols[1:] {
+		head = append(head, col.name)
+	}
+	cw.Write(head)
+	for _, r := range c.Runs {
+		var row []string
+		for _, col := range compareCols[1:] {
+			row = append(row, col.text(r))
+		}
+		cw.Write(row)
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func (c *CompareScreen) saveCSV() {
+	d := dialog.NewFileSave(func(w fyne.URIWriteCloser, err error) {
+		if err != nil || w == nil {
+			return
+		}
+		err = c.WriteCSV(w)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			c.Status.SetText("saved " + w.URI().Path())
+		}
+		c.s.ShowError(err)
+	}, c.s.Win)
+	d.SetFileName("runs.csv")
+	d.Show()
 }

@@ -24,8 +24,11 @@ type ExportScreen struct {
 	CopyYAML    *widget.Button
 	CopyEq      *widget.Button
 	Status      *widget.Label
-	cfg         *profiles.Config
-	planID      int64
+	// Provenance says what the plan was computed from, or warns that
+	// some of it is assumed, not measured.
+	Provenance *widget.Label
+	cfg        *profiles.Config
+	planID     int64
 }
 
 // NewExportScreen builds the screen.
@@ -38,6 +41,9 @@ func NewExportScreen(s *Session) *ExportScreen {
 	e.Equivalents.TextStyle = fyne.TextStyle{Monospace: true}
 	e.Equivalents.Wrapping = fyne.TextWrapWord
 	e.Status = widget.NewLabel("")
+	e.Provenance = widget.NewLabel("No plan yet: nothing is predicted before the pair is profiled, calibrated and tuned.")
+	e.Provenance.Wrapping = fyne.TextWrapWord
+	e.Provenance.Importance = widget.WarningImportance
 	e.Save = widget.NewButton("Save config.yaml...", e.save)
 	e.CopyYAML = widget.NewButton("Copy YAML", func() { e.copy(e.YAML.Text) })
 	e.CopyEq = widget.NewButton("Copy settings", func() { e.copy(e.Equivalents.Text) })
@@ -50,7 +56,7 @@ func (e *ExportScreen) Title() string { return "Export" }
 
 // Content lays the screen out.
 func (e *ExportScreen) Content() fyne.CanvasObject {
-	top := container.NewHBox(e.Save, e.CopyYAML, e.CopyEq, e.Status)
+	top := container.NewVBox(container.NewHBox(e.Save, e.CopyYAML, e.CopyEq, e.Status), e.Provenance)
 	return container.NewBorder(top, nil, nil, nil, container.NewVSplit(e.YAML, e.Equivalents))
 }
 
@@ -77,8 +83,17 @@ func (e *ExportScreen) Reload() error {
 			e.cfg, e.planID = nil, 0
 			e.YAML.SetText("# Load models, profile, calibrate and tune (Speedup model screen): the tuned plan appears here.\n# " + err.Error())
 			e.Equivalents.SetText("")
+			e.Provenance.Importance = widget.WarningImportance
+			e.Provenance.SetText("No plan yet: nothing is predicted before the pair is profiled, calibrated and tuned.")
 			return
 		}
+		e.Provenance.Importance = widget.MediumImportance
+		text := "Computed from: " + ex.Provenance + "."
+		if ex.Assumed {
+			e.Provenance.Importance = widget.WarningImportance
+			text = "⚠ Some inputs are assumed, not measured: the predicted speedup is a guess. " + text
+		}
+		e.Provenance.SetText(text)
 		e.cfg, e.planID = ex.Config, ex.PlanID
 		e.YAML.SetText(string(ex.YAML))
 		e.Equivalents.SetText(ex.Equivalents)

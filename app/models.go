@@ -35,7 +35,7 @@ type ModelsScreen struct {
 	s        *Session
 	Target   *widget.Entry
 	Draft    *widget.Entry
-	Source   *widget.RadioGroup
+	Source   *widget.Select
 	N        *widget.Entry // n-gram length or layer count
 	Recent   *widget.Select
 	DB       *widget.Entry
@@ -66,8 +66,7 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	m.Draft.SetText(s.Spec.Draft)
 	m.N = widget.NewEntry()
 	m.N.SetText("3")
-	m.Source = widget.NewRadioGroup([]string{SourceModel, SourceNGram, SourceLayers, SourceHidden}, func(string) {})
-	m.Source.Horizontal = true
+	m.Source = widget.NewSelect([]string{SourceModel, SourceNGram, SourceLayers, SourceHidden}, func(string) {})
 	m.Source.SetSelected(SourceModel)
 	if s.Spec.DraftHidden != "" {
 		m.Source.SetSelected(SourceHidden)

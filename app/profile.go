@@ -58,7 +58,8 @@ func (p *ProfileScreen) Title() string { return "Profile" }
 // Content lays the screen out.
 func (p *ProfileScreen) Content() fyne.CanvasObject {
 	controls := container.NewHBox(p.Start, p.Cancel, widget.NewLabel("largest W"), p.MaxW, p.Fresh)
-	return container.NewBorder(container.NewVBox(p.Hardware, controls, p.Progress, p.Status), nil, nil, nil, p.Chart)
+	help := metricHelp(metricTVerify, "W: how many tokens one target pass verifies; speculation pays when T_verify grows slowly with W.")
+	return container.NewBorder(container.NewVBox(p.Hardware, controls, p.Progress, p.Status), help, nil, nil, p.Chart)
 }
 
 func (p *ProfileScreen) start() {

@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"arborist/engine/sample"
@@ -24,9 +25,12 @@ import (
 // acceptance, a per-step timeline, a Stop button; every run is stored with
 // its predicted speedup.
 type RunScreen struct {
-	s        *Session
-	Prompt   *widget.Entry
-	Suite    *widget.Entry // optional prompt suite file, one prompt per line
+	s      *Session
+	Prompt *widget.Entry
+	Suite  *widget.Entry // prompt suite file, one prompt per line
+	// Source chooses, explicitly, between the prompt and the suite file:
+	// a filled-in file never silently overrides the prompt.
+	Source   *widget.RadioGroup
 	Strategy *widget.Select
 	// the plan's shape parameters; only those the strategy reads are enabled
 	Gamma       *widget.Entry // chain, duo
@@ -49,6 +53,7 @@ type RunScreen struct {
 	Stop        *widget.Button
 	Baseline    *widget.Check // also run plain decoding and store the measured speedup
 	Text        *widget.RichText
+	TextScroll  *container.Scroll // follows the newest text unless scrolled up
 	Stats       *widget.Label
 	Timeline    *canvas.Image
 	predicted   float64 // the tuned plan's prediction, while the editor holds it
@@ -63,7 +68,11 @@ func NewRunScreen(s *Session) *RunScreen {
 	r.Prompt.SetText("Once upon a time")
 	r.Prompt.SetMinRowsVisible(2)
 	r.Suite = widget.NewEntry()
-	r.Suite.SetPlaceHolder("or a prompt suite file (one prompt per line), e.g. ../shared/prompts/stories.txt")
+	r.Suite.SetPlaceHolder("a prompt suite file (one prompt per line), e.g. ../shared/prompts/stories.txt")
+	r.Source = widget.NewRadioGroup([]string{PromptOne, PromptSuite}, func(string) { r.enableSource() })
+	r.Source.Horizontal = true
+	r.Source.Required = true
+	r.Source.SetSelected(PromptOne)
 	entry := func(v string) *widget.Entry {
 		e := widget.NewEntry()
 		e.SetText(v)
@@ -99,11 +108,13 @@ func NewRunScreen(s *Session) *RunScreen {
 	r.Baseline = widget.NewCheck("compare with plain decoding (measured speedup; greedy output checked identical)", nil)
 	r.Text = widget.NewRichText()
 	r.Text.Wrapping = fyne.TextWrapWord
+	r.TextScroll = container.NewVScroll(r.Text)
 	r.Stats = widget.NewLabel("Green: draft tokens the target accepted. Plain: the target's own (bonus) tokens.")
 	r.Stats.Wrapping = fyne.TextWrapWord
-	r.Timeline = newChart(600, 230)
+	r.Timeline = newChart(600, 170)
 	s.OnChange(r.enable)
 	r.enable()
+	r.enableSource()
 	return r
 }
 
@@ -114,17 +125,81 @@ func (r *RunScreen) Title() string { return "Run" }
 func (r *RunScreen) Content() fyne.CanvasObject {
 	label := widget.NewLabel
 	form := widget.NewForm(
+		widget.NewFormItem("Run on", r.Source),
 		widget.NewFormItem("Prompt", r.Prompt),
 		widget.NewFormItem("Prompt suite", r.Suite),
 		widget.NewFormItem("Plan", container.NewHBox(r.Strategy, r.UseTuned, r.PlanNote)),
 		widget.NewFormItem("chain / duo", container.NewHBox(label("gamma"), r.Gamma, label("duo sequences"), r.MaxSeqs)),
 		widget.NewFormItem("tree", container.NewHBox(label("children per depth"), r.Widths, r.Parents, r.SampleKids)),
-		widget.NewFormItem("egt", container.NewHBox(label("expanded per depth"), r.EGTWidths, label("branch"), r.Branch, label("w-max"), r.WMax,
-			r.Pad, r.AOT, label("depth"), r.DepthPolicy, r.DepthMin)),
+		widget.NewFormItem("egt", container.NewHBox(label("expanded per depth"), r.EGTWidths, label("branch"), r.Branch, label("w-max"), r.WMax)),
+		widget.NewFormItem("egt options", container.NewHBox(r.Pad, r.AOT, label("depth"), r.DepthPolicy, r.DepthMin)),
 		widget.NewFormItem("Decoding", container.NewHBox(label("tokens"), r.Tokens, label("temperature"), r.Temp)),
 	)
-	top := container.NewVBox(form, container.NewHBox(r.Start, r.Stop, r.Baseline), r.Stats)
-	return container.NewBorder(top, r.Timeline, nil, nil, container.NewVScroll(r.Text))
+	top := container.NewVBox(form, container.NewHBox(r.Start, r.Stop, r.Baseline), r.Stats, metricHelp(metricAAL, metricAcceptance, metricTPS))
+	return container.NewBorder(top, r.Timeline, nil, nil, newMinWidth(r.TextScroll, 320))
+}
+
+// The two sources a run reads its prompts from.
+const (
+	PromptOne   = "the prompt"
+	PromptSuite = "a prompt suite file"
+)
+
+// enableSource enables the editor of the chosen prompt source only.
+func (r *RunScreen) enableSource() {
+	if r.Source.Selected == PromptSuite {
+		r.Prompt.Disable()
+		r.Suite.Enable()
+	} else {
+		r.Prompt.Enable()
+		r.Suite.Disable()
+	}
+}
+
+// Prompts reads the chosen prompt source.
+func (r *RunScreen) Prompts() ([]string, error) {
+	if r.Source.Selected != PromptSuite {
+		if strings.TrimSpace(r.Prompt.Text) == "" {
+			return nil, fmt.Errorf("the prompt is empty")
+		}
+		return []string{r.Prompt.Text}, nil
+	}
+	path := strings.TrimSpace(r.Suite.Text)
+	if path == "" {
+		return nil, fmt.Errorf("choose a prompt suite file, or run on the prompt")
+	}
+	return workbench.ReadPrompts(path)
+}
+
+// appendText adds text to the stream. A piece with the style of the last
+// segment joins it, so the stream wraps at spaces between words rather than
+// at token boundaries inside a word; the view follows the newest text
+// unless the user has scrolled up.
+func (r *RunScreen) appendText(text string, style widget.RichTextStyle) {
+	follow := r.atBottom()
+	if n := len(r.Text.Segments); n > 0 {
+		if last, ok := r.Text.Segments[n-1].(*widget.TextSegment); ok && last.Style == style {
+			last.Text += text
+			r.Text.Refresh()
+			r.follow(follow)
+			return
+		}
+	}
+	r.Text.Segments = append(r.Text.Segments, &widget.TextSegment{Text: text, Style: style})
+	r.Text.Refresh()
+	r.follow(follow)
+}
+
+// atBottom tells whether the stream's view shows its end (within a line).
+func (r *RunScreen) atBottom() bool {
+	s := r.TextScroll
+	return s.Offset.Y+s.Size().Height >= s.Content.MinSize().Height-2*theme.TextSize()
+}
+
+func (r *RunScreen) follow(on bool) {
+	if on {
+		r.TextScroll.ScrollToBottom()
+	}
 }
 
 // enable turns on the editors of the fields the chosen strategy reads.
@@ -268,12 +343,10 @@ func (r *RunScreen) run() {
 		r.s.ShowError(fmt.Errorf("strategy %s needs a draft source: choose one on the Models screen", plan.Strategy))
 		return
 	}
-	prompts := []string{r.Prompt.Text}
-	if path := strings.TrimSpace(r.Suite.Text); path != "" {
-		if prompts, err = workbench.ReadPrompts(path); err != nil {
-			r.s.ShowError(err)
-			return
-		}
+	prompts, err := r.Prompts()
+	if err != nil {
+		r.s.ShowError(err)
+		return
 	}
 	opt := workbench.RunOptions{Plan: plan, Sample: params, MaxTokens: n, Prompts: prompts, Predicted: r.predicted,
 		Baseline: r.Baseline.Checked && plan.NeedsSource()}
@@ -316,7 +389,7 @@ func (r *RunScreen) session(ctx context.Context, ps workbench.PairSpec, opt work
 	}
 	var steps []spec.Step
 	tokens, accepted, drafted := 0, 0, 0
-	start := time.Now()
+	var gen time.Duration // generation time only: the steps' own times, as stored
 	lastDraw := time.Now()
 	opt.OnPrompt = func(_ int, prompt string) {
 		fyne.Do(func() {
@@ -324,28 +397,25 @@ func (r *RunScreen) session(ctx context.Context, ps workbench.PairSpec, opt work
 			if len(r.Text.Segments) > 0 {
 				text = "\n\n" + prompt
 			}
-			r.Text.Segments = append(r.Text.Segments, &widget.TextSegment{Text: text, Style: widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Italic: true}}})
-			r.Text.Refresh()
+			r.appendText(text, widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Italic: true}})
 		})
 	}
 	opt.OnToken = func(_ int, piece string, draftTok bool) {
-		seg := &widget.TextSegment{Text: piece, Style: widget.RichTextStyleInline}
+		style := widget.RichTextStyleInline
 		if draftTok {
-			seg.Style.ColorName = "success"
+			style.ColorName = theme.ColorNameSuccess
 		}
-		fyne.Do(func() {
-			r.Text.Segments = append(r.Text.Segments, seg)
-			r.Text.Refresh()
-		})
+		fyne.Do(func() { r.appendText(piece, style) })
 	}
 	opt.OnStep = func(_ int, s spec.Step) {
 		steps = append(steps, s)
 		tokens += s.Emitted
 		accepted += s.Accepted
 		drafted += s.Drafted
+		gen += s.Draft + s.Verify + s.Overhead
 		if time.Since(lastDraw) > 250*time.Millisecond {
 			lastDraw = time.Now()
-			stats := liveStats(tokens, len(steps), accepted, drafted, time.Since(start))
+			stats := liveStats(tokens, len(steps), accepted, drafted, gen)
 			img := timeline(steps)
 			fyne.Do(func() {
 				r.Stats.SetText(stats)
@@ -359,7 +429,10 @@ func (r *RunScreen) session(ctx context.Context, ps workbench.PairSpec, opt work
 		return runErr
 	}
 	t := &res.Totals
-	stats := fmt.Sprintf("%d tokens, %.1f tokens/s, AAL %.2f, acceptance %.1f%% (%d steps).", t.Tokens, t.TPS(), t.AAL(), 100*t.Acceptance(), t.Steps)
+	// t.TPS() divides by decode time only (no loading, prefill or
+	// baseline): the figure stored with the run and shown on Compare.
+	stats := fmt.Sprintf("%d tokens, %.1f tokens/s over %s of generation, AAL %.2f, acceptance %.1f%% (%d steps).", t.Tokens, t.TPS(),
+		t.Decode.Round(time.Millisecond), t.AAL(), 100*t.Acceptance(), t.Steps)
 	if res.RunID > 0 {
 		stats += fmt.Sprintf(" Stored as run %d (%s).", res.RunID, res.Status)
 	}
@@ -390,15 +463,20 @@ func (r *RunScreen) session(ctx context.Context, ps workbench.PairSpec, opt work
 	return runErr
 }
 
-func liveStats(tokens, steps, accepted, drafted int, el time.Duration) string {
-	aal, acc := 0.0, 0.0
+// liveStats summarises a run in progress; gen is the generation time so
+// far (the steps' draft, verify and overhead times).
+func liveStats(tokens, steps, accepted, drafted int, gen time.Duration) string {
+	aal, acc, tps := 0.0, 0.0, 0.0
 	if steps > 0 {
 		aal = float64(tokens) / float64(steps)
 	}
 	if drafted > 0 {
 		acc = 100 * float64(accepted) / float64(drafted)
 	}
-	return fmt.Sprintf("%d tokens, %.1f tokens/s, AAL %.2f, acceptance %.1f%% (%d steps).", tokens, float64(tokens)/el.Seconds(), aal, acc, steps)
+	if gen > 0 {
+		tps = float64(tokens) / gen.Seconds()
+	}
+	return fmt.Sprintf("%d tokens, %.1f tokens/s, AAL %.2f, acceptance %.1f%% (%d steps).", tokens, tps, aal, acc, steps)
 }
 
 // timeline charts each step's draft, verify and overhead time, and the

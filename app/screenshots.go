@@ -20,6 +20,14 @@ func screenshots(wb *Workbench, dir string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "screenshots:", err)
 	}
+	if size := os.Getenv("ARBORIST_SCREENSHOT_SIZE"); size != "" { // e.g. 1024x640
+		var w, h float32
+		if _, err := fmt.Sscanf(size, "%fx%f", &w, &h); err != nil || w < 100 || h < 100 {
+			fmt.Fprintf(os.Stderr, "screenshots: ARBORIST_SCREENSHOT_SIZE %q is not WIDTHxHEIGHT\n", size)
+		} else {
+			fyne.DoAndWait(func() { wb.Session.Win.Resize(fyne.NewSize(w, h)) })
+		}
+	}
 	prepare(wb)
 	for i, tab := range wb.Tabs.Items {
 		fyne.DoAndWait(func() { wb.Tabs.SelectIndex(i) })
@@ -105,7 +113,7 @@ func prepare(wb *Workbench) {
 		for i := 0; i < len(c.Runs) && i < 2; i++ {
 			c.Toggle(c.Runs[i].ID, true)
 		}
-		c.List.Refresh()
+		c.Table.Refresh()
 	})
 	wb.Export.Reload()
 }

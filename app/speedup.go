@@ -51,6 +51,25 @@ type SpeedupScreen struct {
 	Ranked     *widget.Select // the last tune's plans, best first: pick one
 	ranked     []profiles.Prediction
 	busy       bool
+	// Values shows each slider's value beside it.
+	Values map[*widget.Slider]*widget.Label
+}
+
+// valued puts a label showing the slider's current value beside it.
+func (sp *SpeedupScreen) valued(sl *widget.Slider, format func(float64) string) fyne.CanvasObject {
+	if sp.Values == nil {
+		sp.Values = map[*widget.Slider]*widget.Label{}
+	}
+	l := widget.NewLabel(format(sl.Value))
+	sp.Values[sl] = l
+	prev := sl.OnChanged
+	sl.OnChanged = func(v float64) {
+		l.SetText(format(v))
+		if prev != nil {
+			prev(v)
+		}
+	}
+	return container.NewBorder(nil, nil, nil, l, sl)
 }
 
 // NewSpeedupScreen builds the screen.
@@ -81,10 +100,12 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.Mine.Wrapping = fyne.TextWrapWord
 	sp.Curve = newChart(360, 120)
 	sp.Labels = widget.NewLabel("")
+	sp.Labels.Wrapping = fyne.TextWrapWord
 	sp.Best = widget.NewLabel("")
 	sp.Best.Wrapping = fyne.TextWrapWord
 	sp.Best.TextStyle = fyne.TextStyle{Bold: true}
 	sp.Timing = widget.NewLabel("")
+	sp.Timing.Wrapping = fyne.TextWrapWord
 	sp.Chart = newChart(480, 240)
 	sp.TreeBox = container.NewWithoutLayout()
 	sp.treeSize = canvas.NewRectangle(color.Transparent)
@@ -116,18 +137,18 @@ func (sp *SpeedupScreen) Title() string { return "Speedup model" }
 // Content lays the screen out.
 func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 	form := widget.NewForm(
-		widget.NewFormItem("acceptance of the top candidate", sp.Alpha),
-		widget.NewFormItem("each further rank, x", sp.Decay),
-		widget.NewFormItem("deepest plan", sp.MaxDepth),
+		widget.NewFormItem("acceptance of the top draft token", sp.valued(sp.Alpha, func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) })),
+		widget.NewFormItem("acceptance of each lower-ranked token (x)", sp.valued(sp.Decay, func(v float64) string { return fmt.Sprintf("x %.2f", v) })),
+		widget.NewFormItem("deepest plan", sp.valued(sp.MaxDepth, func(v float64) string { return fmt.Sprintf("%.0f tokens", v) })),
 		widget.NewFormItem("your plan", container.NewBorder(nil, nil, sp.Plan, nil, sp.Shape)),
-		widget.NewFormItem("W_max (egt pruning)", sp.WMax),
+		widget.NewFormItem("W_max (egt pruning)", sp.valued(sp.WMax, func(v float64) string { return fmt.Sprintf("%.0f nodes", v) })),
 	)
 	tree := container.NewBorder(widget.NewLabel("The best plan's tree (root at the left):"), nil, nil, nil, container.NewScroll(container.NewStack(sp.treeSize, sp.TreeBox)))
 	right := container.NewBorder(container.NewVBox(sp.Best, sp.Mine), nil, nil, nil, tree)
 	work := container.NewVBox(
 		container.NewBorder(nil, nil, widget.NewLabel("prompt suite"), container.NewHBox(widget.NewLabel("tokens"), sp.CalTokens, sp.Calibrate, sp.TrainPred, sp.Tune), sp.Prompts),
 		sp.Work, sp.WorkStatus, container.NewBorder(nil, nil, widget.NewLabel("tuned plans"), nil, sp.Ranked))
-	top := container.NewVBox(form, sp.UseCal, sp.Labels, sp.Timing, work)
+	top := container.NewVBox(form, sp.UseCal, sp.Labels, sp.Timing, work, metricHelp(metricSpeedup, metricTVerify, metricAAL, metricAcceptance))
 	left := container.NewVSplit(sp.Chart, sp.Curve)
 	left.Offset = 0.68
 	return container.NewBorder(top, nil, nil, nil, container.NewHSplit(left, right))

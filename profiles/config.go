@@ -208,6 +208,13 @@ func (c *Config) Equivalents() string {
 	if t.Threads > 0 {
 		threads = fmt.Sprintf(" -t %d", t.Threads)
 	}
+	if d.Kind == "none" || !s.NeedsSource() { // plain decoding: no drafter settings at all
+		fmt.Fprintf(&b, "# plain decoding (%s): no speculation settings\n", s.Strategy)
+		fmt.Fprintf(&b, "# llama.cpp (llama-server)\nllama-server -m %s%s --temp %g\n", t.Path, threads, c.Sampling.Temperature)
+		fmt.Fprintf(&b, "\n# vLLM\nvllm serve %s\n", t.Path)
+		fmt.Fprintf(&b, "\n# SGLang\npython -m sglang.launch_server --model-path %s\n", t.Path)
+		return b.String()
+	}
 	b.WriteString("# llama.cpp (llama-server)\n")
 	switch d.Kind {
 	case "model":
@@ -257,6 +264,8 @@ func NewConfig(spec PairSpec, hw HardwareConfig, threads, maxSeqLen int, precisi
 	c := &Config{Version: Version, Hardware: hw}
 	c.Models.Target = TargetConfig{Path: abs(spec.Target), Device: "cpu", Precision: precision, MaxSeqLen: maxSeqLen, Threads: threads}
 	switch {
+	case best.Plan.Strategy == "ar": // plain decoding: no drafter to configure or pass on
+		c.Models.Draft = DraftConfig{Kind: "none"}
 	case spec.Draft != "":
 		c.Models.Draft = DraftConfig{Kind: "model", Path: abs(spec.Draft), Device: "cpu", Threads: threads}
 	case spec.NGram > 0:

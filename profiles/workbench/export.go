@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"arborist/engine/sample"
 	"arborist/engine/spec"
@@ -17,6 +19,57 @@ type Export struct {
 	Config      *profiles.Config
 	YAML        []byte
 	Equivalents string
+	// Provenance says what the plan was computed from: the stored plan,
+	// the latency profile and the calibration, with their dates.
+	Provenance string
+	// Assumed is set when any input is assumed rather than measured (no
+	// stored profile of this machine, or no calibration); the faces show
+	// it as a warning.
+	Assumed bool
+}
+
+// provenance describes the inputs of a plan exported now.
+func (b *Bench) provenance(ctx context.Context, in *Inputs, planID int64) (string, bool) {
+	st, err := b.db(ctx)
+	if err != nil {
+		return "", true
+	}
+	when := func(s string) string {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return "date unknown"
+		}
+		return t.Local().Format("2006-01-02 15:04")
+	}
+	var parts []string
+	if planID > 0 {
+		var created string
+		if st.DB().QueryRowContext(ctx, "SELECT created FROM plans WHERE id = ?", planID).Scan(&created) == nil {
+			parts = append(parts, fmt.Sprintf("plan %d, tuned %s", planID, when(created)))
+		}
+	}
+	assumed := false
+	if in.Profiled {
+		var created string
+		var n int
+		err := st.DB().QueryRowContext(ctx, "SELECT count(*), coalesce(max(created), '') FROM latency_curves WHERE hardware_id = ? AND model_id = ?",
+			in.Hardware.ID, in.TargetID).Scan(&n, &created)
+		if err == nil && n > 0 {
+			parts = append(parts, fmt.Sprintf("T_verify from the stored latency profile of this machine (%d curves, newest %s)", n, when(created)))
+		} else {
+			parts = append(parts, "T_verify from the stored latency profile of this machine")
+		}
+	} else {
+		assumed = true
+		parts = append(parts, "T_verify ASSUMED, NOT MEASURED (no stored profile of this machine: run Profile)")
+	}
+	if in.Acc == nil || in.Assumed {
+		assumed = true
+		parts = append(parts, "acceptance ASSUMED, NOT MEASURED (no calibration: run Calibrate)")
+	} else {
+		parts = append(parts, "acceptance "+in.Describe())
+	}
+	return strings.Join(parts, "; "), assumed
 }
 
 // config is the one builder of exported configs: the plan for the pair on
@@ -68,6 +121,7 @@ func (b *Bench) TuneExport(ctx context.Context, ps PairSpec, t *TuneResult) (*Ex
 	ex, err := b.config(ctx, ps, in, t.Best(), on)
 	if ex != nil {
 		ex.PlanID = t.PlanID
+		ex.Provenance, ex.Assumed = b.provenance(ctx, in, t.PlanID)
 	}
 	return ex, err
 }
@@ -90,6 +144,7 @@ func (b *Bench) Export(ctx context.Context, ps PairSpec) (*Export, error) {
 	ex, err := b.config(ctx, ps, in, best, fmt.Sprintf("plan %d of %s", id, b.path))
 	if ex != nil {
 		ex.PlanID = id
+		ex.Provenance, ex.Assumed = b.provenance(ctx, in, id)
 	}
 	return ex, err
 }

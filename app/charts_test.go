@@ -1,0 +1,38 @@
+package app
+
+import (
+	"image/color"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
+)
+
+// TestChartsFollowTheme: a chart's background is the theme's, light or
+// dark, not a white picture pasted into the dark theme.
+func TestChartsFollowTheme(t *testing.T) {
+	a := test.NewTempApp(t)
+	spec := ChartSpec{Title: "t", XLabel: "W", YLabel: "ms", LogX: true, Series: []Series{{Name: "a", X: []float64{1, 2, 4, 8, 16}, Y: []float64{1, 2, 3, 4, 5}}}, Width: 300, Height: 200}
+	for _, v := range []struct {
+		name string
+		th   fyne.Theme
+	}{{"light", theme.LightTheme()}, {"dark", theme.DarkTheme()}} { //nolint:staticcheck // the fixed variants are what is tested
+		a.Settings().SetTheme(v.th)
+		img := RenderChart(spec)
+		want := a.Settings().Theme().Color(theme.ColorNameBackground, a.Settings().ThemeVariant())
+		if !sameColor(img.At(1, 1), want) {
+			t.Errorf("%s: corner %v, theme background %v", v.name, img.At(1, 1), want)
+		}
+	}
+	if ts := (logTicks{}).Ticks(1, 64); len(ts) < 10 || ts[0].Label != "1" || ts[1].Label != "2" {
+		t.Errorf("log ticks 1..64: %+v", ts)
+	}
+}
+
+func sameColor(a, b color.Color) bool {
+	r1, g1, b1, _ := a.RGBA()
+	r2, g2, b2, _ := b.RGBA()
+	d := func(x, y uint32) bool { return x>>8 > y>>8+2 || y>>8 > x>>8+2 }
+	return !d(r1, r2) && !d(g1, g2) && !d(b1, b2)
+}
