@@ -69,7 +69,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=3000&_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL"))
+	db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL"))
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
