@@ -268,6 +268,16 @@ func (s *Store) quickCheck(ctx context.Context) error {
 
 func (s *Store) init(ctx context.Context, existed bool) error {
 	version, err := s.header(ctx)
+	// A database another process is creating (switching it to WAL) answers
+	// "locked" at once, without SQLite's busy wait: retry for a while.
+	for wait := time.Duration(0); errors.Is(err, ErrLocked) && wait < 10*time.Second; wait += 100 * time.Millisecond {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		version, err = s.header(ctx)
+	}
 	if err != nil {
 		return err
 	}
