@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
 
@@ -22,7 +23,7 @@ const (
 func metricHelp(lines ...string) *widget.Label {
 	l := widget.NewLabel(strings.Join(lines, "\n"))
 	l.Wrapping = fyne.TextWrapWord
-	l.SizeName = "captionText"
+	l.SizeName = theme.SizeNameCaptionText
 	l.Importance = widget.LowImportance
 	return l
 }
