@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
 
@@ -22,7 +23,6 @@ const (
 func metricHelp(lines ...string) *widget.Label {
 	l := widget.NewLabel(strings.Join(lines, "\n"))
 	l.Wrapping = fyne.TextWrapWord
-	l.SizeName = "captionText"
-	l.Importance = widget.LowImportance
+	l.SizeName = theme.SizeNameCaptionText
 	return l
 }

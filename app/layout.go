@@ -26,3 +26,8 @@ func (l minLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
 func newMinWidth(o fyne.CanvasObject, w float32) fyne.CanvasObject {
 	return &fyne.Container{Layout: minLayout{min: fyne.NewSize(w, 0)}, Objects: []fyne.CanvasObject{o}}
 }
+
+// newMinSize wraps o so that it is never laid out smaller than min.
+func newMinSize(o fyne.CanvasObject, min fyne.Size) fyne.CanvasObject {
+	return &fyne.Container{Layout: minLayout{min: min}, Objects: []fyne.CanvasObject{o}}
+}

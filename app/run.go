@@ -56,6 +56,9 @@ type RunScreen struct {
 	TextScroll  *container.Scroll // follows the newest text unless scrolled up
 	Stats       *widget.Label
 	Timeline    *canvas.Image
+	shapeRows   []shapeRow
+	stream      []piece // the streamed text, laid out by flow
+	flowWidth   float32 // the view width the text was laid out for
 	predicted   float64 // the tuned plan's prediction, while the editor holds it
 	cancel      context.CancelFunc
 	done        chan struct{}
@@ -68,7 +71,7 @@ func NewRunScreen(s *Session) *RunScreen {
 	r.Prompt.SetText("Once upon a time")
 	r.Prompt.SetMinRowsVisible(2)
 	r.Suite = widget.NewEntry()
-	r.Suite.SetPlaceHolder("a prompt suite file (one prompt per line), e.g. ../shared/prompts/stories.txt")
+	r.Suite.SetPlaceHolder("file, one prompt per line")
 	r.Source = widget.NewRadioGroup([]string{PromptOne, PromptSuite}, func(string) { r.enableSource() })
 	r.Source.Horizontal = true
 	r.Source.Required = true
@@ -105,10 +108,10 @@ func NewRunScreen(s *Session) *RunScreen {
 		}
 	})
 	r.Stop.Disable()
-	r.Baseline = widget.NewCheck("compare with plain decoding (measured speedup; greedy output checked identical)", nil)
+	r.Baseline = widget.NewCheck("compare with plain decoding", nil) // measured speedup; greedy output checked identical
 	r.Text = widget.NewRichText()
-	r.Text.Wrapping = fyne.TextWrapWord
-	r.TextScroll = container.NewVScroll(r.Text)
+	r.Text.Wrapping = fyne.TextWrapOff // flow() breaks the lines itself
+	r.TextScroll = container.NewVScroll(&fyne.Container{Layout: flowLayout{r}, Objects: []fyne.CanvasObject{r.Text}})
 	r.Stats = widget.NewLabel("Green: draft tokens the target accepted. Plain: the target's own (bonus) tokens.")
 	r.Stats.Wrapping = fyne.TextWrapWord
 	r.Timeline = newChart(600, 170)
@@ -121,22 +124,41 @@ func NewRunScreen(s *Session) *RunScreen {
 // Title is the tab name.
 func (r *RunScreen) Title() string { return "Run" }
 
-// Content lays the screen out.
+// Content lays the screen out: only the shape rows of the chosen
+// strategy are shown, so the streamed text keeps its room at 1024x640.
 func (r *RunScreen) Content() fyne.CanvasObject {
 	label := widget.NewLabel
-	form := widget.NewForm(
-		widget.NewFormItem("Run on", r.Source),
-		widget.NewFormItem("Prompt", r.Prompt),
-		widget.NewFormItem("Prompt suite", r.Suite),
-		widget.NewFormItem("Plan", container.NewHBox(r.Strategy, r.UseTuned, r.PlanNote)),
-		widget.NewFormItem("chain / duo", container.NewHBox(label("gamma"), r.Gamma, label("duo sequences"), r.MaxSeqs)),
-		widget.NewFormItem("tree", container.NewHBox(label("children per depth"), r.Widths, r.Parents, r.SampleKids)),
-		widget.NewFormItem("egt", container.NewHBox(label("expanded per depth"), r.EGTWidths, label("branch"), r.Branch, label("w-max"), r.WMax)),
-		widget.NewFormItem("egt options", container.NewHBox(r.Pad, r.AOT, label("depth"), r.DepthPolicy, r.DepthMin)),
-		widget.NewFormItem("Decoding", container.NewHBox(label("tokens"), r.Tokens, label("temperature"), r.Temp)),
+	wide := func(e *widget.Entry) fyne.CanvasObject { return newMinWidth(e, 96) }
+	row := func(name string, fields []string, objs ...fyne.CanvasObject) *fyne.Container {
+		l := widget.NewLabelWithStyle(name, fyne.TextAlignTrailing, fyne.TextStyle{Bold: true})
+		c := container.NewHBox(append([]fyne.CanvasObject{newMinWidth(l, 110)}, objs...)...)
+		r.shapeRows = append(r.shapeRows, shapeRow{c, fields})
+		return c
+	}
+	r.shapeRows = nil
+	shapes := container.NewVBox(
+		row("chain / duo", []string{"gamma", "max_seqs"}, label("gamma"), r.Gamma, label("duo sequences"), r.MaxSeqs),
+		row("tree", []string{"widths", "parents", "sample_children"}, label("children per depth"), wide(r.Widths), wide(r.Parents), r.SampleKids),
+		row("egt", []string{"egt_widths", "branch", "w_max"}, label("expanded per depth"), wide(r.EGTWidths), label("branch"), r.Branch, label("w-max"), r.WMax),
+		row("egt options", []string{"pad", "aot", "depth_policy", "depth_min"}, r.Pad, r.AOT, label("depth"), r.DepthPolicy, r.DepthMin),
 	)
-	top := container.NewVBox(form, container.NewHBox(r.Start, r.Stop, r.Baseline), r.Stats, metricHelp(metricAAL, metricAcceptance, metricTPS))
-	return container.NewBorder(top, r.Timeline, nil, nil, newMinWidth(r.TextScroll, 320))
+	form := widget.NewForm(
+		widget.NewFormItem("Run on", container.NewBorder(nil, nil, r.Source, nil, r.Suite)),
+		widget.NewFormItem("Prompt", r.Prompt),
+		widget.NewFormItem("Plan", container.NewHBox(r.Strategy, r.UseTuned, r.PlanNote)),
+	)
+	decoding := container.NewHBox(newMinWidth(widget.NewLabelWithStyle("Decoding", fyne.TextAlignTrailing, fyne.TextStyle{Bold: true}), 110),
+		label("tokens"), r.Tokens, label("temperature"), r.Temp, r.Start, r.Stop, r.Baseline)
+	top := container.NewVBox(form, shapes, decoding, r.Stats)
+	bottom := container.NewVBox(r.Timeline, metricHelp(metricAAL, metricAcceptance, metricTPS))
+	r.enable()
+	return container.NewBorder(top, bottom, nil, nil, newMinSize(r.TextScroll, fyne.NewSize(320, 120)))
+}
+
+// shapeRow is one row of plan fields, shown when the strategy reads any.
+type shapeRow struct {
+	row    *fyne.Container
+	fields []string
 }
 
 // The two sources a run reads its prompts from.
@@ -171,23 +193,149 @@ func (r *RunScreen) Prompts() ([]string, error) {
 	return workbench.ReadPrompts(path)
 }
 
-// appendText adds text to the stream. A piece with the style of the last
-// segment joins it, so the stream wraps at spaces between words rather than
-// at token boundaries inside a word; the view follows the newest text
-// unless the user has scrolled up.
+// appendText adds text to the stream and lays it out again; the view
+// follows the newest text unless the user has scrolled up.
 func (r *RunScreen) appendText(text string, style widget.RichTextStyle) {
 	follow := r.atBottom()
-	if n := len(r.Text.Segments); n > 0 {
-		if last, ok := r.Text.Segments[n-1].(*widget.TextSegment); ok && last.Style == style {
-			last.Text += text
-			r.Text.Refresh()
-			r.follow(follow)
+	if n := len(r.stream); n > 0 && r.stream[n-1].style == style {
+		r.stream[n-1].text += text
+	} else {
+		r.stream = append(r.stream, piece{text, style})
+	}
+	r.flow()
+	r.follow(follow)
+}
+
+// clearText empties the stream.
+func (r *RunScreen) clearText() {
+	r.stream = nil
+	r.flow()
+}
+
+// piece is a run of streamed text in one style.
+type piece struct {
+	text  string
+	style widget.RichTextStyle
+}
+
+// flow breaks the stream into lines that fit the view, at spaces only, and
+// sets them as the rich text's segments, one row per line. Fyne's own
+// word wrap breaks a segment that starts near the end of a row into one
+// character per row, and coloured tokens make a segment per token, so the
+// stream is wrapped here instead.
+func (r *RunScreen) flow() {
+	width := r.flowWidth
+	if width <= 0 {
+		width = r.TextScroll.Size().Width
+	}
+	width -= 2*theme.InnerPadding() + theme.ScrollBarSize()
+	r.Text.Segments = flowSegments(r.stream, width, theme.TextSize())
+	r.Text.Refresh()
+}
+
+// flowSegments lays pieces out in lines of at most width (a word wider
+// than a line gets a line of its own); each line's segments are inline but
+// its last, which ends the row.
+func flowSegments(stream []piece, width, size float32) []widget.RichTextSegment {
+	type frag struct {
+		text  string
+		style widget.RichTextStyle
+	}
+	var lines [][]frag
+	var line []frag
+	var lineW float32
+	var word []frag // the word being read: fragments of one or more styles
+	flushWord := func() {
+		if len(word) == 0 {
 			return
 		}
+		var w float32
+		for _, f := range word {
+			w += fyne.MeasureText(f.text, size, f.style.TextStyle).Width
+		}
+		if lineW+w > width && len(line) > 0 {
+			lines = append(lines, line)
+			line, lineW = nil, 0
+			if t := strings.TrimLeft(word[0].text, " "); t != word[0].text { // no leading space on a new line
+				word[0].text = t
+				w -= fyne.MeasureText(" ", size, word[0].style.TextStyle).Width
+			}
+		}
+		line = append(line, word...)
+		lineW += w
+		word = nil
 	}
-	r.Text.Segments = append(r.Text.Segments, &widget.TextSegment{Text: text, Style: style})
-	r.Text.Refresh()
-	r.follow(follow)
+	for _, p := range stream {
+		start := 0
+		for i, c := range p.text {
+			switch {
+			case c == '\n':
+				if i > start {
+					word = append(word, frag{p.text[start:i], p.style})
+				}
+				flushWord()
+				lines = append(lines, line)
+				line, lineW = nil, 0
+				start = i + 1
+			case c == ' ' && i > start && p.text[i-1] != ' ':
+				// a space after a word ends it; the space starts the next
+				word = append(word, frag{p.text[start:i], p.style})
+				flushWord()
+				start = i
+			case c == ' ' && i == start && len(word) > 0:
+				flushWord()
+			}
+		}
+		if start < len(p.text) {
+			word = append(word, frag{p.text[start:], p.style})
+		}
+	}
+	flushWord()
+	if len(line) > 0 {
+		lines = append(lines, line)
+	}
+	var segs []widget.RichTextSegment
+	for _, l := range lines {
+		var row []*widget.TextSegment
+		for _, f := range l {
+			if n := len(row); n > 0 && row[n-1].Style == f.style {
+				row[n-1].Text += f.text
+				continue
+			}
+			row = append(row, &widget.TextSegment{Text: f.text, Style: f.style})
+		}
+		if len(row) == 0 {
+			row = append(row, &widget.TextSegment{Style: widget.RichTextStyleInline})
+		}
+		row[len(row)-1].Style.Inline = false // ends the row
+		for _, t := range row {
+			segs = append(segs, t)
+		}
+	}
+	return segs
+}
+
+// flowLayout gives the text the view's width and lays the stream out
+// again when that width changes.
+type flowLayout struct{ r *RunScreen }
+
+func (l flowLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	for _, o := range objs {
+		o.Move(fyne.NewPos(0, 0))
+		o.Resize(size)
+	}
+	if w := l.r.TextScroll.Size().Width; w > 0 && w != l.r.flowWidth {
+		l.r.flowWidth = w
+		go fyne.Do(l.r.flow)
+	}
+}
+
+func (l flowLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	var m fyne.Size
+	for _, o := range objs {
+		m = m.Max(o.MinSize())
+	}
+	return m
 }
 
 // atBottom tells whether the stream's view shows its end (within a line).
@@ -211,6 +359,15 @@ func (r *RunScreen) enable() {
 			w.Enable()
 		} else {
 			w.Disable()
+		}
+	}
+	for _, sr := range r.shapeRows {
+		sr.row.Hide()
+		for _, f := range sr.fields {
+			if p.Reads(f) {
+				sr.row.Show()
+				break
+			}
 		}
 	}
 	if r.s.Tuned == nil {
@@ -355,8 +512,7 @@ func (r *RunScreen) run() {
 	r.done = make(chan struct{})
 	r.Start.Disable()
 	r.Stop.Enable()
-	r.Text.Segments = nil
-	r.Text.Refresh()
+	r.clearText()
 	r.Stats.SetText("Loading models ...")
 	go func() {
 		defer close(r.done)

@@ -7,25 +7,38 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
 
-// TestRunTextStream: streamed pieces of one style join one segment (so
-// words wrap whole), the view follows new text until the user scrolls up,
-// and a narrow window still gives the text a readable width.
+// TestRunTextStream: the view follows new text until the user scrolls
+// up, and the streamed text is laid out in rows of whole words.
 func TestRunTextStream(t *testing.T) {
 	wb := newBench(t)
 	r := wb.Run
 	wb.Tabs.SelectIndex(indexOf(t, wb, r.Title()))
+	wb.Session.Win.Resize(fyne.NewSize(800, 600))
+	green := widget.RichTextStyleInline
+	green.ColorName = "success"
 	fyne.DoAndWait(func() {
 		for i := 0; i < 100; i++ {
 			r.appendText(" un", widget.RichTextStyleInline)
-			r.appendText("believ", widget.RichTextStyleInline)
+			r.appendText("believ", green) // a word of two colours stays whole
 			r.appendText("able", widget.RichTextStyleInline)
 		}
 	})
-	if n := len(r.Text.Segments); n != 1 {
-		t.Fatalf("%d segments for one style, want 1", n)
+	var rows []string
+	fyne.DoAndWait(func() { rows = textRows(r.Text.Segments) })
+	if len(rows) < 5 {
+		t.Fatalf("%d rows for 100 words", len(rows))
+	}
+	for _, row := range rows {
+		for _, w := range strings.Fields(row) {
+			if w != "unbelievable" {
+				t.Fatalf("a word broken across rows: %q in %q", w, row)
+			}
+		}
 	}
 	var off, max float32
 	fyne.DoAndWait(func() {
@@ -34,18 +47,12 @@ func TestRunTextStream(t *testing.T) {
 	if max <= 0 || off < max-1 {
 		t.Fatalf("view does not follow the text: offset %v of %v", off, max)
 	}
-	green := widget.RichTextStyleInline
-	green.ColorName = "success"
 	fyne.DoAndWait(func() {
-		r.appendText(" drafted", green)
 		r.TextScroll.ScrollToTop() // the user scrolls up to read
 		for i := 0; i < 30; i++ {
 			r.appendText(" more text", widget.RichTextStyleInline)
 		}
 	})
-	if len(r.Text.Segments) != 3 {
-		t.Errorf("%d segments, want 3 (plain, accepted, plain)", len(r.Text.Segments))
-	}
 	fyne.DoAndWait(func() { off = r.TextScroll.Offset.Y })
 	if off != 0 {
 		t.Errorf("the view jumped to the end while the user read above (offset %v)", off)
@@ -53,6 +60,56 @@ func TestRunTextStream(t *testing.T) {
 	if w := newMinWidth(r.TextScroll, 320).MinSize().Width; w < 320 {
 		t.Errorf("the text may be laid out %v wide", w)
 	}
+}
+
+// TestFlowSegments: rows fit the width, break at spaces only, keep
+// fragments of a word in different colours together, and a narrow view
+// never gets one character per row.
+func TestFlowSegments(t *testing.T) {
+	test.NewTempApp(t)
+	green := widget.RichTextStyleInline
+	green.ColorName = "success"
+	var stream []piece
+	for i := 0; i < 20; i++ {
+		stream = append(stream, piece{" she wanted to play outsid", green}, piece{"e with", widget.RichTextStyleInline})
+	}
+	stream = append(stream, piece{"\n\nNext prompt", widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Italic: true}}})
+	size := theme.TextSize()
+	for _, width := range []float32{120, 400} {
+		segs := flowSegments(stream, width, size)
+		rows := textRows(segs)
+		for _, row := range rows {
+			if w := fyne.MeasureText(row, size, fyne.TextStyle{}).Width; w > width+1 && len(strings.Fields(row)) > 1 {
+				t.Errorf("width %v: row %q is %v wide", width, row, w)
+			}
+			for _, w := range strings.Fields(row) {
+				if w == "outsid" || w == "e" {
+					t.Errorf("width %v: a word split in %q", width, row)
+				}
+			}
+			if n := len([]rune(strings.TrimSpace(row))); n == 1 {
+				t.Errorf("width %v: a one-character row %q", width, row)
+			}
+		}
+		if rows[len(rows)-1] != "Next prompt" || rows[len(rows)-2] != "" {
+			t.Errorf("width %v: the prompt's blank line is lost: %q", width, rows[len(rows)-3:])
+		}
+	}
+}
+
+// textRows joins rich text segments into the rows they show.
+func textRows(segs []widget.RichTextSegment) []string {
+	var rows []string
+	var cur strings.Builder
+	for _, s := range segs {
+		ts := s.(*widget.TextSegment)
+		cur.WriteString(ts.Text)
+		if !ts.Style.Inline {
+			rows = append(rows, cur.String())
+			cur.Reset()
+		}
+	}
+	return rows
 }
 
 // TestRunPromptSource: the prompt and the suite are an explicit choice; a
