@@ -328,7 +328,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 		if validateTop {
-			plans := t.Ranked[:min(*top, len(t.Ranked))]
+			plans := profiles.Distinct(t.Ranked, *top) // plans doing the same work are measured once
 			if !*asJSON {
 				fmt.Fprintf(w, "\nvalidating the top %d plans on %s (%d tokens per prompt, %d round(s), plans and plain decoding interleaved per prompt):\n", len(plans), *prompts, *n, *rounds)
 			}
