@@ -3,6 +3,7 @@ package profiles
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -158,6 +159,31 @@ func Search(acc *Acceptance, c Costs, sp SearchSpace) []Prediction {
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Speedup > out[j].Speedup })
+	return out
+}
+
+// Distinct returns up to n of preds (best first), skipping any plan whose
+// prediction equals an earlier one's in every figure (tokens per step,
+// nodes, drafter passes, drafting and verification time): such plans do the
+// same work under different names (chain gamma=5, tree 1,1,1,1,1, a chain
+// built by the Sequoia DP), and measuring both tells nothing new.
+func Distinct(preds []Prediction, n int) []Prediction {
+	var out []Prediction
+	for _, p := range preds {
+		if len(out) >= n {
+			break
+		}
+		dup := false
+		for _, q := range out {
+			if p.AAL == q.AAL && p.Nodes == q.Nodes && p.Draft == q.Draft && p.Verify == q.Verify && p.Step == q.Step && slices.Equal(p.PerDepth, q.PerDepth) {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, p)
+		}
+	}
 	return out
 }
 

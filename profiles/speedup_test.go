@@ -191,3 +191,26 @@ func BenchmarkSearch(b *testing.B) {
 	}
 	b.ReportMetric(float64(n), "plans")
 }
+
+// TestDistinct: plans doing the same work (a chain and the one-wide tree
+// of its length) count once among the top plans.
+func TestDistinct(t *testing.T) {
+	acc := Uniform(0.8, 0.4, 8, 3)
+	c := Costs{Verify: []store.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 9, Median: 20 * time.Millisecond}}, Draft: flat(time.Millisecond)}
+	var preds []Prediction
+	for _, p := range []Plan{{Strategy: "chain", Gamma: 4}, {Strategy: "tree", Widths: []int{1, 1, 1, 1}}, {Strategy: "chain", Gamma: 3}, {Strategy: "tree", Widths: []int{2, 1}}} {
+		pr, err := Predict(p, acc, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		preds = append(preds, pr)
+	}
+	got := Distinct(preds, 3)
+	if len(got) != 3 || got[0].Plan.String() != "chain gamma=4" || got[1].Plan.String() != "chain gamma=3" || got[2].Plan.String() != "tree 2,1" {
+		var names []string
+		for _, p := range got {
+			names = append(names, p.Plan.String())
+		}
+		t.Errorf("distinct plans %v", names)
+	}
+}

@@ -328,7 +328,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 		if validateTop {
-			plans := t.Ranked[:min(*top, len(t.Ranked))]
+			plans := profiles.Distinct(t.Ranked, *top) // plans doing the same work are measured once
 			if !*asJSON {
 				fmt.Fprintf(w, "\nvalidating the top %d plans on %s (%d tokens per prompt, %d round(s), plans and plain decoding interleaved per prompt):\n", len(plans), *prompts, *n, *rounds)
 			}
@@ -570,7 +570,7 @@ func runRows(runs []*store.Run) []runJSONRow {
 // predicted and measured speedup, the measured best marked.
 func printValidation(w io.Writer, v *workbench.Validation) {
 	fmt.Fprintf(w, "  plain decoding: %.1f tokens/s (run %d)\n", v.Base.TPS(), v.BaseRunID)
-	fmt.Fprintf(w, "  %-4s %-48s %9s %9s %8s %10s %6s %s\n", "rank", "plan", "predicted", "measured", "error", "tokens/s", "run", "")
+	fmt.Fprintf(w, "  %-4s %-72s %9s %9s %8s %10s %6s %s\n", "rank", "plan", "predicted", "measured", "error", "tokens/s", "run", "")
 	for i, p := range v.Plans {
 		mark := ""
 		if p.Best {
@@ -580,7 +580,7 @@ func printValidation(w io.Writer, v *workbench.Validation) {
 		if p.Measured > 0 {
 			errPct = 100 * (p.Predicted/p.Measured - 1)
 		}
-		fmt.Fprintf(w, "  %-4d %-48s %8.2fx %8.2fx %+7.0f%% %10.1f %6d %s\n", i+1, p.Label, p.Predicted, p.Measured, errPct, p.Totals.TPS(), p.RunID, mark)
+		fmt.Fprintf(w, "  %-4d %-72s %8.2fx %8.2fx %+7.0f%% %10.1f %6d %s\n", i+1, p.Label, p.Predicted, p.Measured, errPct, p.Totals.TPS(), p.RunID, mark)
 	}
 	best := v.Plans[v.Best]
 	fmt.Fprintf(w, "measured best: %s at %.2fx (predicted %.2fx); the predicted best reached %.0f%% of it\n",
