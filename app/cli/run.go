@@ -210,7 +210,12 @@ func printResult(w io.Writer, res *workbench.RunResult) {
 		fmt.Fprintf(w, "  hidden drafter: %d of %d steps re-sampled after a rejection (%.1f%% of decode time re-sampling), %d layer rows (%d drafted states), %d hot token-info rows, %d computed on demand\n",
 			h.Resampled, h.Steps, 100*h.ResampleShare, h.LayerRows, h.ChainPasses, h.Hot, h.OnDemand)
 	}
-	if res.Base != nil {
+	if res.SelfBaseline {
+		fmt.Fprintf(w, "speedup: 1.00x over ar (the plan is plain decoding, its own baseline)\n")
+		if res.Predicted > 0 {
+			fmt.Fprintf(w, "predicted by the plan: %.2fx\n", res.Predicted)
+		}
+	} else if res.Base != nil {
 		printSummary(w, "ar (baseline)", res.Base)
 		fmt.Fprintf(w, "speedup: %.2fx over ar (%.1f vs %.1f tokens/s)\n", res.Speedup, res.Totals.TPS(), res.Base.TPS())
 		if res.Predicted > 0 {

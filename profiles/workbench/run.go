@@ -96,19 +96,22 @@ type HiddenStats struct {
 
 // RunResult is a finished (or stopped) run.
 type RunResult struct {
-	Label       string // e.g. "chain with draft:d.gguf"
-	Threads     int
-	Totals      Totals
-	Tokens      [][]int // per prompt
-	Base        *Totals // the baseline, with Baseline
-	Speedup     float64 // measured over the baseline
-	Identical   bool    // greedy output token-for-token the baseline's
-	Greedy      bool
-	Predicted   float64
-	PredictedOn string // what the prediction rests on
-	RunID       int64
-	Status      string
-	Hidden      *HiddenStats
+	Label   string // e.g. "chain with draft:d.gguf"
+	Threads int
+	Totals  Totals
+	Tokens  [][]int // per prompt
+	Base    *Totals // the baseline, with Baseline
+	Speedup float64 // measured over the baseline
+	// SelfBaseline: the plan is plain decoding, so Base is the run itself
+	// and Speedup is 1 by definition.
+	SelfBaseline bool
+	Identical    bool // greedy output token-for-token the baseline's
+	Greedy       bool
+	Predicted    float64
+	PredictedOn  string // what the prediction rests on
+	RunID        int64
+	Status       string
+	Hidden       *HiddenStats
 }
 
 // Run decodes the prompt suite with the plan, stores the run and its steps
@@ -200,7 +203,20 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (*RunResul
 	if err != nil {
 		return res, err
 	}
-	if !opt.Baseline || !plan.NeedsSource() {
+	if !opt.Baseline {
+		return res, nil
+	}
+	if !plan.NeedsSource() {
+		// plain decoding is its own baseline: 1.00x by definition, so a
+		// validated or replayed ar plan reports it without a second pass
+		self := tot
+		res.Base, res.Speedup, res.Identical, res.SelfBaseline = &self, 1, true, true
+		if rec != nil {
+			rec.run.MeasuredSpeedup = 1
+			if err := rec.st.FinishRun(context.WithoutCancel(ctx), rec.run); err != nil {
+				return res, err
+			}
+		}
 		return res, nil
 	}
 	base := cfg
