@@ -169,6 +169,17 @@ func (s *Session) SetDBPath(path string) {
 // the selection or the shared results change.
 func (s *Session) OnChange(f func()) { s.listeners = append(s.listeners, f) }
 
+// absPath makes a non-empty path absolute (it stays as given if that fails).
+func absPath(p string) string {
+	if p == "" {
+		return p
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
+
 // Changed notifies the screens. Call it on the UI goroutine.
 func (s *Session) Changed() {
 	for _, f := range s.listeners {
@@ -176,8 +187,10 @@ func (s *Session) Changed() {
 	}
 }
 
-// SetModels records the selection and remembers the files.
+// SetModels records the selection and remembers the files, as absolute
+// paths, so a later launch from another folder (a desktop entry) finds them.
 func (s *Session) SetModels(target, draft string) {
+	target, draft = absPath(target), absPath(draft)
 	s.Spec.Target, s.Spec.Draft = target, draft
 	p := s.App.Preferences()
 	p.SetString(prefTarget, target)
@@ -307,12 +320,53 @@ func DemoDir() string {
 }
 
 // FindModels lists GGUF files in the places Arborist looks by default: the
-// shared models folder beside the working directory and the demo folder.
+// shared models folder beside the working directory, the user's usual model
+// folders (see modelGlobs) and the demo folder.
 func FindModels(demoDir string) []string {
+	home, _ := os.UserHomeDir()
+	return findModels(home, demoDir)
+}
+
+// modelGlobs are where people keep GGUF files, relative to their home
+// folder: a models folder, llama.cpp's download cache (llama-cli -hf),
+// LM Studio's folders (publisher/repository/file) and the Hugging Face hub
+// cache (models--org--name/snapshots/rev/file).
+var modelGlobs = []string{
+	"models/*.gguf",
+	"models/*/*.gguf",
+	".cache/llama.cpp/*.gguf",
+	".cache/lm-studio/models/*/*/*.gguf",
+	".lmstudio/models/*/*/*.gguf",
+	".cache/huggingface/hub/models--*/snapshots/*/*.gguf",
+}
+
+// findModels lists the GGUF files in the shared models folder beside the
+// working directory, the user's usual model folders under home, and the
+// demo folder, each once, as absolute paths.
+func findModels(home, demoDir string) []string {
+	globs := []string{
+		filepath.Join("..", "shared", "models", "*.gguf"),
+		filepath.Join("..", "shared", "models", "bench", "*.gguf"),
+		filepath.Join(demoDir, "*.gguf"),
+	}
+	if home != "" {
+		for _, g := range modelGlobs {
+			globs = append(globs, filepath.Join(home, g))
+		}
+	}
 	var out []string
-	for _, dir := range []string{filepath.Join("..", "shared", "models"), filepath.Join("..", "shared", "models", "bench"), demoDir} {
-		matches, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
-		out = append(out, matches...)
+	seen := map[string]bool{}
+	for _, g := range globs {
+		matches, _ := filepath.Glob(g)
+		for _, m := range matches {
+			if abs, err := filepath.Abs(m); err == nil {
+				m = abs
+			}
+			if !seen[m] {
+				seen[m] = true
+				out = append(out, m)
+			}
+		}
 	}
 	return out
 }

@@ -471,3 +471,44 @@ func TestRunPlanEditor(t *testing.T) {
 		t.Errorf("duo with 5 sequences: %v", err)
 	}
 }
+
+// TestFindModels: discovery looks in the user's usual model folders (a
+// models folder, llama.cpp's cache, LM Studio's publisher/repository
+// layout, the Hugging Face hub cache) and the demo folder, and lists each
+// file once as an absolute path.
+func TestFindModels(t *testing.T) {
+	home, demo := t.TempDir(), t.TempDir()
+	want := []string{
+		filepath.Join(home, "models", "a.gguf"),
+		filepath.Join(home, ".cache", "llama.cpp", "b.gguf"),
+		filepath.Join(home, ".cache", "lm-studio", "models", "pub", "repo", "c.gguf"),
+		filepath.Join(home, ".cache", "huggingface", "hub", "models--org--m", "snapshots", "rev", "d.gguf"),
+		filepath.Join(demo, "e.gguf"),
+	}
+	for _, p := range append(want, filepath.Join(home, "models", "notes.txt")) {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]bool{}
+	for _, p := range findModels(home, demo) {
+		if !filepath.IsAbs(p) {
+			t.Errorf("relative path %q", p)
+		}
+		if got[p] {
+			t.Errorf("%q listed twice", p)
+		}
+		got[p] = true
+	}
+	for _, w := range want {
+		if !got[w] {
+			t.Errorf("%s not found among %v", w, got)
+		}
+	}
+	if got[filepath.Join(home, "models", "notes.txt")] {
+		t.Error("a non-GGUF file was listed")
+	}
+}

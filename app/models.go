@@ -218,7 +218,13 @@ func describeFound(paths []string) string {
 	if len(paths) == 0 {
 		return "No GGUF models found. Build the demo pair: a demo target expanded from the tiny stories260K model (it costs like a 35M-parameter model and writes real children's stories) and a noisy copy of stories260K as its drafter, so every screen can be tried and speculation visibly pays."
 	}
-	return "Models found:\n  " + strings.Join(paths, "\n  ")
+	const most = 12 // a long list would push the screen's controls away
+	more := ""
+	if len(paths) > most {
+		more = fmt.Sprintf("\n  ... and %d more (use Open...)", len(paths)-most)
+		paths = paths[:most]
+	}
+	return "Models found:\n  " + strings.Join(paths, "\n  ") + more
 }
 
 // spec reads the selection from the widgets.
