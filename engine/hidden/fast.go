@@ -317,12 +317,12 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 				mx := float32(math.Inf(-1))
 				kc := lvs[0].k
 				for r := 0; r <= t; r++ {
-					p[r] = dot32(qv, kc[r*kvd+kh*hd:r*kvd+(kh+1)*hd]) * scale
+					p[r] = cpu.DotF32(qv, kc[r*kvd+kh*hd:r*kvd+(kh+1)*hd]) * scale
 					mx = max(mx, p[r])
 				}
 				for l := 1; l <= j; l++ {
 					i := t + l
-					p[i] = dot32(qv, lvs[l].k[t*kvd+kh*hd:t*kvd+(kh+1)*hd]) * scale
+					p[i] = cpu.DotF32(qv, lvs[l].k[t*kvd+kh*hd:t*kvd+(kh+1)*hd]) * scale
 					mx = max(mx, p[i])
 				}
 				var sum float32
@@ -408,22 +408,6 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 		lp.n, lp.sqN = R, R*dim
 	}
 	return lvs, parts
-}
-
-func dot32(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return s0 + s1 + s2 + s3
 }
 
 // axpy32: y += a * x.
@@ -530,7 +514,7 @@ func (n *fnet) backward(sq *seq, info []int, lvs []*flevel, weight float64, td t
 							lv, r := key(i)
 							vv := lv.v[r*kvd+kh*hd : r*kvd+(kh+1)*hd]
 							axpy32(lv.dv[r*kvd+kh*hd:r*kvd+(kh+1)*hd], p[i], do)
-							dp[i] = dot32(do, vv)
+							dp[i] = cpu.DotF32(do, vv)
 							dot += p[i] * dp[i]
 						}
 						for i := range p {

@@ -266,7 +266,7 @@ func (j *matmulJob) doGo(worker, lo, hi int) {
 		for o := lo; o < hi; o++ {
 			wr := f32Row(w.Row(o), cols)
 			for r := 0; r < n; r++ {
-				j.out[r*rows+o] = dotF32(wr, j.x[r*cols:(r+1)*cols])
+				j.out[r*rows+o] = DotF32(wr, j.x[r*cols:(r+1)*cols])
 			}
 		}
 	case usesQ8(w.typ):
@@ -286,7 +286,7 @@ func (j *matmulJob) doGo(worker, lo, hi int) {
 				panic(err) // types were checked in NewMatrix
 			}
 			for r := 0; r < n; r++ {
-				j.out[r*rows+o] = dotF32(buf, j.x[r*cols:(r+1)*cols])
+				j.out[r*rows+o] = DotF32(buf, j.x[r*cols:(r+1)*cols])
 			}
 		}
 	}

@@ -13,8 +13,10 @@ func f32Row(b []byte, n int) []float32 {
 	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), n)
 }
 
-// dotF32 returns sum_i a[i]*b[i] over len(a), with four accumulators.
-func dotF32(a, b []float32) float32 {
+// DotF32 returns sum_i a[i]*b[i] over len(a), with four accumulators: the
+// pure-Go float32 kernel, also used by code that multiplies small float32
+// vectors outside a backend (the hidden drafter's trainer).
+func DotF32(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
