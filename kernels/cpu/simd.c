@@ -304,11 +304,16 @@ static void mm_f32_generic(int type, const uint8_t *w, long row_bytes, int lo, i
 #include <immintrin.h>
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 
-AVX2 static inline float hsum8(__m256 v) {
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+// hsum4 is the sum of a vector's four lanes, (v0+v2) + (v1+v3): the one
+// horizontal reduction every kernel's epilogue uses.
+AVX2 static inline float hsum4(__m128 s) {
 	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
 	s = _mm_add_ss(s, _mm_movehdup_ps(s));
 	return _mm_cvtss_f32(s);
+}
+
+AVX2 static inline float hsum8(__m256 v) {
+	return hsum4(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
 }
 
 AVX2 static void quantize_q8_avx2(const float *x, int count, float *d, int8_t *q, int32_t *s) {
@@ -453,9 +458,7 @@ AVX2 static inline __m128 scales4(const uint8_t *k0, const uint8_t *k1, const ui
 			float mins = 0;                                                                                \
 			if (has_min)                                                                                   \
 				for (int kk = 0; kk < nb; kk++) mins += _cvtsh_ss(rd16(wr + (long)kk * bb + 2)) * dy[kk] * (float)ys[(long)(r + k) * nb + kk]; \
-			__m128 t = _mm_add_ps(acc[k], _mm_movehl_ps(acc[k], acc[k]));                                  \
-			t = _mm_add_ss(t, _mm_movehdup_ps(t));                                                         \
-			out[(long)(r + k) * rows + o] = _mm_cvtss_f32(t) + tail[k] + mins;                             \
+			out[(long)(r + k) * rows + o] = hsum4(acc[k]) + tail[k] + mins;                             \
 		}                                                                                                  \
 	}
 Q8_TILE(1)
@@ -664,9 +667,7 @@ static inline void k4_scales(const uint8_t *q, uint32_t sc[2], uint32_t m[2]) {
 			}                                                                                              \
 		}                                                                                                  \
 		for (int k = 0; k < T; k++) {                                                                      \
-			__m128 t = _mm_add_ps(acc[k], _mm_movehl_ps(acc[k], acc[k]));                                  \
-			t = _mm_add_ss(t, _mm_movehdup_ps(t));                                                         \
-			out[(long)(r + k) * rows + o] = _mm_cvtss_f32(t);                                              \
+			out[(long)(r + k) * rows + o] = hsum4(acc[k]);                                              \
 		}                                                                                                  \
 	}
 K_TILE(1)
@@ -797,9 +798,7 @@ AVX2 static inline __m128i q3k_scales_v(const uint8_t *p) {
 			}                                                                                              \
 		}                                                                                                  \
 		for (int k = 0; k < T; k++) {                                                                      \
-			__m128 t = _mm_add_ps(acc[k], _mm_movehl_ps(acc[k], acc[k]));                                  \
-			t = _mm_add_ss(t, _mm_movehdup_ps(t));                                                         \
-			out[(long)(r + k) * rows + o] = _mm_cvtss_f32(t);                                              \
+			out[(long)(r + k) * rows + o] = hsum4(acc[k]);                                              \
 		}                                                                                                  \
 	}
 X_TILE(1)
