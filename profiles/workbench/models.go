@@ -1,6 +1,7 @@
 package workbench
 
 import (
+	"arborist/assets"
 	"arborist/engine/demo"
 	"context"
 	"fmt"
@@ -205,9 +206,10 @@ func Synth(ctx context.Context, path, shapeName, typeName string, seed uint64, p
 
 // DemoPair writes the built-in demo pair into dir and returns its paths;
 // a complete pair already there is reused. The pair is built from the
-// embedded stories260K (see profiles.WriteDemoPair): a target that costs
-// like a 35M-parameter model and writes real text, and a noisy small
-// drafter, so speculation visibly pays on any laptop.
+// stories260K model embedded in the binary (engine/demo explains the
+// construction): a target that costs like a 35M-parameter model and writes
+// real text, and a noisy small drafter, so speculation visibly pays on any
+// laptop. The model's licence notice is written beside the pair.
 func DemoPair(ctx context.Context, dir string, progress func(float64)) (target, draft string, err error) {
 	target, draft = filepath.Join(dir, demo.TargetName), filepath.Join(dir, demo.DraftName)
 	if fileExists(target) && fileExists(draft) {
@@ -216,14 +218,21 @@ func DemoPair(ctx context.Context, dir string, progress func(float64)) (target, 
 	if progress != nil {
 		progress(0)
 	}
-	if target, draft, err = profiles.WriteDemoPair(ctx, dir); err != nil {
+	if target, draft, err = demo.Write(ctx, assets.DemoModel, dir, demo.Options{}); err != nil {
 		return "", "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, DemoNoticeName), []byte(assets.DemoNotice), 0o644); err != nil {
+		return "", "", fmt.Errorf("demo pair: %w", err)
 	}
 	if progress != nil {
 		progress(1)
 	}
 	return target, draft, nil
 }
+
+// DemoNoticeName is the file beside the demo pair that carries the licence
+// notice of the model it is built from (stories260K, MIT).
+const DemoNoticeName = "NOTICE-stories260K.txt"
 
 func fileExists(path string) bool {
 	st, err := os.Stat(path)

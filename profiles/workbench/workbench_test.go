@@ -165,3 +165,23 @@ func TestValidateTop(t *testing.T) {
 		t.Error("validation without plans accepted")
 	}
 }
+
+// TestDemoPairNotice: the demo pair is written with the licence notice of
+// the model it is built from, and a second call reuses the pair.
+func TestDemoPairNotice(t *testing.T) {
+	dir := t.TempDir()
+	target, draft, err := DemoPair(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, DemoNoticeName))
+	if err != nil || !strings.Contains(string(b), "MIT License") {
+		t.Fatalf("notice beside the pair: %v %q", err, b)
+	}
+	st, _ := os.Stat(target)
+	t2, d2, err := DemoPair(context.Background(), dir, nil)
+	st2, _ := os.Stat(t2)
+	if err != nil || t2 != target || d2 != draft || !st2.ModTime().Equal(st.ModTime()) {
+		t.Fatalf("second call: %v %s %s (target rewritten: %v)", err, t2, d2, !st2.ModTime().Equal(st.ModTime()))
+	}
+}
