@@ -4,9 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
-	"strings"
 
+	"arborist/engine/spec"
 	"arborist/profiles/workbench"
 )
 
@@ -17,17 +16,9 @@ import (
 // parseIDs reads a comma-separated list of token ids; the model checks
 // their range.
 func parseIDs(s string) ([]int, error) {
-	var ids []int
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		id, err := strconv.Atoi(f)
-		if err != nil {
-			return nil, usagef("--ids: %q is not a token id", f)
-		}
-		ids = append(ids, id)
+	ids, err := spec.ParseInts(s)
+	if err != nil {
+		return nil, usagef("--ids: %v", err)
 	}
 	if len(ids) == 0 {
 		return nil, usagef("--ids is empty")
