@@ -175,18 +175,14 @@ type queryer interface {
 }
 
 func readHeader(ctx context.Context, s *Store, q queryer) (int, error) {
-	var appID, version int
-	if err := q.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
-		return 0, s.wrap("read header", err)
-	}
-	if err := q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+	// One statement, so one snapshot: read separately, the id could come
+	// from before another process's migration committed and the schema from
+	// after it, and a database being created would look foreign.
+	var appID, version, tables int
+	if err := q.QueryRowContext(ctx, "SELECT (SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)").Scan(&appID, &version, &tables); err != nil {
 		return 0, s.wrap("read header", err)
 	}
 	if appID != ApplicationID {
-		var tables int
-		if err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
-			return 0, s.wrap("read schema", err)
-		}
 		if appID != 0 || tables > 0 {
 			return 0, fmt.Errorf("%w: %s is another application's SQLite database (application_id %#x, %d schema objects); it was left untouched", ErrForeign, s.Path, appID, tables)
 		}
