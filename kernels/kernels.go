@@ -1,13 +1,14 @@
-// Package kernels defines the compute backend interface that engine/model
-// runs on. A backend owns the weight matrices (so a GPU backend can keep them
-// in device memory) and the matrix products, which are where a forward pass
-// spends nearly all of its time; the remaining element-wise work is cheap and
-// stays in the engine unless a backend offers it through an optional
-// interface.
+// Package kernels defines the compute backends engine/model runs on.
 //
-// Implementations: kernels/cpu, on every machine. There is no GPU backend
-// yet; the interface leaves room for one (a CUDA backend would keep the
-// weights in device memory behind NewMatrix).
+// Device (device.go) is the contract of a whole forward pass: weights,
+// activations and the KV cache stay in the backend's memory, and the model
+// code, written once above it, calls its primitives. Backend is the part
+// every backend offers: weight matrices and host-memory matrix products,
+// which host-side numerical work (the hidden-state drafter's trainer) uses
+// directly.
+//
+// Implementations: kernels/cpu, on every machine; kernels/cuda, in the
+// arborist-cuda binary (build tag cuda).
 package kernels
 
 import "arborist/kernels/quant"

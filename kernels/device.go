@@ -1,0 +1,141 @@
+package kernels
+
+import "arborist/kernels/quant"
+
+// This file is the device-level contract a forward pass runs on: weights,
+// activations and the KV cache live where the backend keeps them, and the
+// model code above (engine/model) sends only token ids, positions, RoPE
+// tables and masks, and reads back only the rows it asks for.
+//
+// Why op-level, not pass-level. Two designs would let a device keep a whole
+// pass: a pass-level interface ("run this batch of this architecture"),
+// which every backend implements in full, or an op-level one (ollama's
+// ml.Backend/Context/Tensor, ggml's graph nodes), where the architecture is
+// written once against a small set of primitives. Arborist runs eight
+// families that differ in a dozen switches (q/k norms, soft-caps, GELU,
+// post-norms, sliding windows, RoPE variants); a pass-level interface would
+// make the CUDA backend spell each family out again, and a third backend a
+// third time. So the architectures live once in engine/model, and a backend
+// implements about twenty primitives on opaque Tensors. The primitives are
+// coarse where a device needs them to be (Attention reads the cache and
+// applies the mask in one call; RoPE rotates every head of every row; Embed
+// looks up a whole batch), so a pass is a few dozen calls per layer, each a
+// single kernel launch on a GPU, and nothing crosses PCIe but ids,
+// positions, the RoPE table, the mask and the wanted output rows. Eager
+// calls (no graph object) keep the CPU backend exactly as fast as plain
+// loops; a device that wants graph replay can capture the launches of a
+// static shape itself.
+//
+// Shapes. Tensors hold float32 rows, row-major; every operation names its
+// row count and width, and works on the first rows*width values, so one
+// tensor allocated for the largest batch serves every smaller one.
+
+// Tensor is a float32 activation buffer in the backend's memory (host
+// memory for cpu, device memory for cuda). Only its backend reads or writes
+// its values; code above moves values in and out with Upload and Download.
+type Tensor interface {
+	// Len is the number of float32 values the tensor holds.
+	Len() int
+}
+
+// KV is one sequence's key/value cache in the backend's memory: Layers()
+// layers of Cap() slots; a slot holds one key row and one value row of
+// Width() values each, stored as Type() (quant.F32, or quant.F16 to halve
+// the memory). Which slots are in use is the caller's bookkeeping
+// (engine/model.Cache); the backend only stores rows.
+type KV interface {
+	Layers() int
+	Cap() int
+	Width() int
+	Type() quant.Type
+	// Bytes is the memory the cache holds.
+	Bytes() uint64
+	// Free releases the cache's memory; it must not be used afterwards.
+	Free()
+}
+
+// RoPEShape describes one rotation: rows rows of heads heads of headDim
+// values, of which the first ropeDim are rotated, in pairs (2i, 2i+1), or
+// (i, i+ropeDim/2) when Neox.
+type RoPEShape struct {
+	Heads, HeadDim, RopeDim int
+	Neox                    bool
+}
+
+// AttnShape describes one attention call: Heads query heads sharing KVHeads
+// key/value heads of HeadDim values, scores multiplied by Scale and, when
+// Softcap > 0, mapped to Softcap*tanh(score/Softcap) before the softmax.
+type AttnShape struct {
+	Heads, KVHeads, HeadDim int
+	Scale, Softcap          float32
+}
+
+// Device is a backend that can keep a whole forward pass: weights,
+// activations and the KV cache in its memory. Every method may be called
+// from one goroutine at a time per Device; a backend serialises its own
+// workers.
+type Device interface {
+	Backend
+
+	// NewVector stores a small constant vector (a norm's weights, a bias)
+	// in the backend's memory.
+	NewVector(v []float32) (Tensor, error)
+	// NewTensor allocates a zeroed activation tensor of n values. The
+	// backend checks n against its memory and returns an error, never
+	// panics, when it does not fit.
+	NewTensor(n int) (Tensor, error)
+	// Upload copies src into dst[:len(src)].
+	Upload(dst Tensor, src []float32)
+	// Download copies src[:len(dst)] into dst.
+	Download(dst []float32, src Tensor)
+	// NewKV allocates a cache of layers x slots x width keys and values of
+	// type t (quant.F32 or quant.F16); it returns an error when t is not
+	// supported or the cache does not fit.
+	NewKV(layers, slots, width int, t quant.Type) (KV, error)
+
+	// Embed writes the dequantised rows ids[i] of table (a token embedding
+	// matrix: Rows() tokens of Cols() values) into dst's rows i. It
+	// returns an error for an id outside the table.
+	Embed(dst Tensor, table Matrix, ids []int) error
+	// MatMulT is MatMul on tensors: out[r, o] = W[o, :] · x[r, :], r < n.
+	MatMulT(out Tensor, w Matrix, x Tensor, n int)
+	// RMSNorm: out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w, for rows rows
+	// of dim values (out may be x). The mean accumulates in at least
+	// float64-equivalent precision on the CPU, as ggml does.
+	RMSNorm(out, x, w Tensor, rows, dim int, eps float32)
+	// AddRow adds the dim-vector b to each of rows rows of x (a bias).
+	AddRow(x, b Tensor, rows, dim int)
+	// Add: x[i] += y[i] for i < n (the residual).
+	Add(x, y Tensor, n int)
+	// Scale: x[i] *= s for i < n.
+	Scale(x Tensor, n int, s float32)
+	// Softcap: x[i] = c * tanh(x[i] / c) for i < n.
+	Softcap(x Tensor, n int, c float32)
+	// GLU: g[i] = act(g[i]) * u[i] for i < n, act SiLU, or GELU (tanh
+	// form, gemma's gelu_pytorch_tanh) when gelu.
+	GLU(g, u Tensor, n int, gelu bool)
+	// RoPE rotates rows rows of x in place by the angles in cos and sin
+	// (host tables of rows * RopeDim/2 values, row-major, already scaled).
+	RoPE(x Tensor, rows int, s RoPEShape, cos, sin []float32)
+	// StoreKV writes rows rows of keys k and values v (each rows x
+	// kv.Width()) into layer's slots slot..slot+rows-1.
+	StoreKV(kv KV, layer, slot int, k, v Tensor, rows int)
+	// Attention computes, for n query rows of q (n x Heads*HeadDim), the
+	// softmax-weighted sum of layer's cached values over slots
+	// 0..past+n-1 (the batch's own keys are already stored at past..), and
+	// writes n x Heads*HeadDim values to out. mask (host; nil = causal:
+	// row i sees slots 0..past+i) holds n rows of past+n flags. A row that
+	// sees no slot outputs zeros.
+	Attention(out, q Tensor, kv KV, layer, past, n int, mask []bool, s AttnShape)
+	// Compact moves, on every layer, slot keep[i] to slot i; keep lists
+	// distinct slots below used, in any order.
+	Compact(kv KV, keep []int, used int) error
+	// CopyKV copies the first n slots of every layer of src into dst (the
+	// same shape and type): a prefix shared by a new sequence.
+	CopyKV(dst, src KV, n int) error
+	// Gather copies rows[j] of src into row j of dst, rows of dim values.
+	Gather(dst, src Tensor, rows []int, dim int)
+	// Argmax writes the index of the largest of each of rows rows of cols
+	// values (the lowest index on ties) into dst[:rows].
+	Argmax(dst []int, x Tensor, rows, cols int)
+}
