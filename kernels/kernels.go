@@ -53,17 +53,3 @@ func ParallelFor(b Backend, n int, fn func(lo, hi int)) {
 	}
 	fn(0, n)
 }
-
-// Attention is an optional Backend capability: scaled dot-product attention
-// over a KV cache for a batch with an explicit mask. The arguments follow
-// engine/model's layout: q is n rows of heads*hd, kc and vc hold cached
-// rows of kvHeads*hd, mask (nil = causal) is n rows of past+n flags. The
-// engine has a plain Go fallback.
-type Attention interface {
-	Attention(out, q, kc, vc []float32, past, n int, mask []bool, heads, kvHeads, hd int, scale float32)
-}
-
-// SiLUMul is an optional Backend capability: g[i] = silu(g[i]) * u[i].
-type SiLUMul interface {
-	SiLUMul(g, u []float32)
-}

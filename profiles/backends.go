@@ -10,13 +10,18 @@ import (
 )
 
 // BackendInfo describes one compute backend Arborist can run models on.
-// Adding a backend (CUDA, ...) means adding an entry to backends: the
-// flags (--backend), config.yaml (device) and the GUI find it by name, and
-// nothing above this package constructs a backend itself.
+// Adding a backend (CUDA, ...) means adding an entry to backends (one line
+// in the map, or, for a backend built only with a build tag, one
+// assignment in an init function of a file with that tag): the flags
+// (--backend), config.yaml (device), `arborist backends` and the GUI find
+// it by name, and nothing above this package constructs a backend itself.
 type BackendInfo struct {
 	Name string
+	// Available reports whether the backend can run on this machine: nil,
+	// or an error saying plainly why not ("no NVIDIA driver").
+	Available func() error
 	// New starts the backend with threads workers (0: its default).
-	New func(threads int) (kernels.Backend, error)
+	New func(threads int) (kernels.Device, error)
 	// DefaultThreads is the worker count it uses when none is given.
 	DefaultThreads func() int
 	// Kernels names the kernels the backend runs on this machine.
@@ -27,7 +32,8 @@ type BackendInfo struct {
 var backends = map[string]BackendInfo{
 	"cpu": {
 		Name:           "cpu",
-		New:            func(threads int) (kernels.Backend, error) { return cpu.New(threads), nil },
+		Available:      func() error { return nil },
+		New:            func(threads int) (kernels.Device, error) { return cpu.New(threads), nil },
 		DefaultThreads: cpu.DefaultThreads,
 		Kernels:        cpu.Kernels,
 	},
@@ -48,11 +54,15 @@ func Backend(name string) (BackendInfo, error) {
 	return b, nil
 }
 
-// NewBackend starts the named backend with threads workers (0: its default).
-func NewBackend(name string, threads int) (kernels.Backend, error) {
+// NewBackend starts the named backend with threads workers (0: its
+// default), or says why it is not available on this machine.
+func NewBackend(name string, threads int) (kernels.Device, error) {
 	b, err := Backend(name)
 	if err != nil {
 		return nil, err
+	}
+	if err := b.Available(); err != nil {
+		return nil, fmt.Errorf("backend %s is not available: %w", b.Name, err)
 	}
 	if threads <= 0 {
 		threads = b.DefaultThreads()
@@ -72,3 +82,28 @@ func BackendNames() []string {
 
 // DefaultThreads is the default backend's worker count on this machine.
 func DefaultThreads() int { return backends[DefaultBackend].DefaultThreads() }
+
+// BackendStatus is one registered backend and whether it runs here.
+type BackendStatus struct {
+	Name    string `json:"name"`
+	Kernels string `json:"kernels,omitempty"` // the kernels it runs, when available
+	Threads int    `json:"default_threads,omitempty"`
+	Err     string `json:"unavailable,omitempty"` // why it is not available; "" when it is
+}
+
+// Backends lists every registered backend with its availability on this
+// machine, by name.
+func Backends() []BackendStatus {
+	var out []BackendStatus
+	for _, n := range BackendNames() {
+		b := backends[n]
+		st := BackendStatus{Name: n}
+		if err := b.Available(); err != nil {
+			st.Err = err.Error()
+		} else {
+			st.Kernels, st.Threads = b.Kernels(), b.DefaultThreads()
+		}
+		out = append(out, st)
+	}
+	return out
+}

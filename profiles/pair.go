@@ -69,11 +69,11 @@ func (p *PairSpec) Sources() int {
 // Pair is an opened target and draft source with their backends.
 type Pair struct {
 	Target     *model.Model
-	Source     drafter.Source  // nil when no source was named
-	Backend    kernels.Backend // the target's
-	DraftModel *model.Model    // the draft model, when the source is one
-	Hidden     *hidden.Source  // the hidden-state drafter, when the source is one
-	Concurrent bool            // the drafter has its own backend and threads
+	Source     drafter.Source // nil when no source was named
+	Backend    kernels.Device // the target's
+	DraftModel *model.Model   // the draft model, when the source is one
+	Hidden     *hidden.Source // the hidden-state drafter, when the source is one
+	Concurrent bool           // the drafter has its own backend and threads
 	closers    []func()
 }
 
@@ -92,6 +92,9 @@ func OpenPair(p PairSpec, params sample.Params, concurrent bool) (*Pair, error) 
 	bi, err := Backend(p.Backend)
 	if err != nil {
 		return nil, err
+	}
+	if err := bi.Available(); err != nil {
+		return nil, fmt.Errorf("backend %s is not available: %w", bi.Name, err)
 	}
 	if p.Threads <= 0 {
 		p.Threads = bi.DefaultThreads()

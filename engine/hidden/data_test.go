@@ -30,14 +30,14 @@ func TestBatchedGeneration(t *testing.T) {
 		var res model.Result
 		toks := append([]int(nil), p...)
 		var h []float32
-		if err := m.Forward(ctx, cache, model.Batch{Tokens: p}, &res); err != nil {
+		if err := m.Forward(ctx, cache, model.Batch{Tokens: p, Hidden: true}, &res); err != nil {
 			t.Fatal(err)
 		}
 		h = append(h, res.Hidden...)
 		for len(toks) < len(sq.tokens) {
 			next := sample.Argmax(res.Logits[len(res.Logits)-m.Vocab:])
 			toks = append(toks, next)
-			if err := m.Forward(ctx, cache, model.Batch{Tokens: []int{next}}, &res); err != nil {
+			if err := m.Forward(ctx, cache, model.Batch{Tokens: []int{next}, Hidden: true}, &res); err != nil {
 				t.Fatal(err)
 			}
 			h = append(h, res.Hidden...)

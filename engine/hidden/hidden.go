@@ -175,8 +175,8 @@ func New(target *model.Model, d, initLayer int, seed uint64) (*Drafter, error) {
 	if initLayer >= 0 && initLayer < target.Layers {
 		l := &target.Blocks[initLayer]
 		dr.InitLayer = initLayer
-		copy(dr.Block(bAttnNorm), l.AttnNorm)
-		copy(dr.Block(bFFNNorm), l.FFNNorm)
+		target.Backend.Download(dr.Block(bAttnNorm), l.AttnNorm)
+		target.Backend.Download(dr.Block(bFFNNorm), l.FFNNorm)
 		for _, i := range []int{bQ, bK, bV, bO, bGate, bUp, bDown} {
 			if err := readTensor(target, fmt.Sprintf("blk.%d.%s", initLayer, lay[i].Name[len("blk.0."):]), dr.Block(i)); err != nil {
 				return nil, fmt.Errorf("hidden: initialising from block %d: %w", initLayer, err)

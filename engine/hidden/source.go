@@ -123,10 +123,17 @@ func layerModel(d *Drafter, target *model.Model) (*model.Model, error) {
 		m, err = be.NewMatrix(quant.F32, f32Bytes(d.Block(i)), b.Rows, b.Cols)
 		return m
 	}
+	vec := func(i int) kernels.Tensor {
+		if err != nil {
+			return nil
+		}
+		var v kernels.Tensor
+		v, err = be.NewVector(d.Block(i))
+		return v
+	}
 	l := model.Layer{
-		AttnNorm: append([]float32(nil), d.Block(bAttnNorm)...),
-		FFNNorm:  append([]float32(nil), d.Block(bFFNNorm)...),
-		Q:        mat(bQ), K: mat(bK), V: mat(bV), O: mat(bO),
+		AttnNorm: vec(bAttnNorm), FFNNorm: vec(bFFNNorm),
+		Q: mat(bQ), K: mat(bK), V: mat(bV), O: mat(bO),
 		Gate: mat(bGate), Up: mat(bUp), Down: mat(bDown),
 	}
 	if err != nil {
@@ -271,7 +278,7 @@ func (s *Source) base(ctx context.Context, k int) ([]float32, error) {
 // later depths feed the previous drafted state.
 func (s *Source) extend(ctx context.Context) error {
 	dim := s.D.Dim
-	var b model.Batch
+	b := model.Batch{Hidden: true}
 	if len(s.chain) == 0 {
 		s.cache.Truncate(s.fed) // drop last step's drafted slots
 		known := s.known()

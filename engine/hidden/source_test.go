@@ -130,7 +130,7 @@ func TestResampleAfterRejection(t *testing.T) {
 	ctx := context.Background()
 	prompt := storyPrompts(t, m)[0]
 	var res model.Result
-	if err := m.Forward(ctx, m.NewCache(64), model.Batch{Tokens: prompt}, &res); err != nil {
+	if err := m.Forward(ctx, m.NewCache(64), model.Batch{Tokens: prompt, Hidden: true}, &res); err != nil {
 		t.Fatal(err)
 	}
 	P := len(prompt) - 1

@@ -228,7 +228,7 @@ func (tr *Trainer) generate(ctx context.Context) ([]*seq, error) {
 					row[past+c] = rows[c] == rows[r]
 				}
 			}
-			if err := m.Forward(ctx, cache, model.Batch{Tokens: toks, Pos: pos, Mask: mask}, &res); err != nil {
+			if err := m.Forward(ctx, cache, model.Batch{Tokens: toks, Pos: pos, Mask: mask, Hidden: true}, &res); err != nil {
 				return nil, fmt.Errorf("hidden: generating training data: %w", err)
 			}
 			if step > 0 {
@@ -349,7 +349,9 @@ func newNet(d *Drafter, target *model.Model, set Settings) (*net, error) {
 		return nil, err
 	}
 	n.head = to64(tmp)
-	n.outNorm = to64(target.OutNorm)
+	outNorm := make([]float32, target.Dim)
+	target.Backend.Download(outNorm, target.OutNorm)
+	n.outNorm = to64(outNorm)
 	return n, nil
 }
 

@@ -6,33 +6,46 @@ import (
 	"math"
 
 	"arborist/kernels"
+	"arborist/kernels/quant"
 )
 
-// Cache is a KV cache for one sequence, plus the scratch buffers of the
-// forward pass (so decoding allocates nothing once they have grown).
+// Cache is one sequence's KV cache on the model's device, plus the host
+// bookkeeping the model code needs (each slot's position, the used count)
+// and the pass's scratch tensors (so decoding allocates nothing once they
+// have grown).
 //
 // Slots hold keys and values after RoPE, so they keep their positions when
 // compacted; each slot's position is remembered too, because a
 // sliding-window layer decides visibility by position, not by slot.
 type Cache struct {
-	cfg  *Config
-	k, v [][]float32 // per layer: Cap() * KVDim values
-	pos  []int32     // per slot: the position its key was rotated to
-	n    int         // slots in use
-	cap  int
-	s    scratch
+	cfg *Config
+	dev kernels.Device
+	typ quant.Type // the KV cache's element type (F32, F16)
+	kv  kernels.KV // Layers x cap x KVDim keys and values; allocated by the first pass
+	pos []int32    // per slot: the position its key was rotated to
+	n   int        // slots in use
+	cap int
+	s   scratch
 }
 
-// NewCache makes an empty cache for up to ctx positions.
+// NewCache makes an empty cache for up to ctx positions, of the model's
+// KVType. Its device memory is allocated by the first Forward (which
+// reports a failure), so making a cache cannot fail.
 func (m *Model) NewCache(ctx int) *Cache {
-	c := &Cache{cfg: &m.Config, cap: ctx, pos: make([]int32, ctx)}
-	c.k = make([][]float32, m.Layers)
-	c.v = make([][]float32, m.Layers)
-	for l := range c.k {
-		c.k[l] = make([]float32, ctx*m.KVDim())
-		c.v[l] = make([]float32, ctx*m.KVDim())
+	return &Cache{cfg: &m.Config, dev: m.Backend, typ: m.KVType, cap: ctx, pos: make([]int32, ctx)}
+}
+
+// alloc allocates the device KV cache on first use.
+func (c *Cache) alloc() error {
+	if c.kv != nil {
+		return nil
 	}
-	return c
+	kv, err := c.dev.NewKV(c.cfg.Layers, c.cap, c.cfg.KVDim(), c.typ)
+	if err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	c.kv = kv
+	return nil
 }
 
 // Len is the number of slots in use.
@@ -40,6 +53,9 @@ func (c *Cache) Len() int { return c.n }
 
 // Cap is the number of slots available.
 func (c *Cache) Cap() int { return c.cap }
+
+// Type is the KV cache's element type (quant.F32 or quant.F16).
+func (c *Cache) Type() quant.Type { return c.typ }
 
 // Truncate drops every slot from n on.
 func (c *Cache) Truncate(n int) {
@@ -65,42 +81,68 @@ func (c *Cache) Fill(n int) error {
 // Compact keeps only the listed slots, in the listed order, as slots
 // 0..len(keep)-1. It is how a rejected draft branch leaves the cache.
 func (c *Cache) Compact(keep []int) error {
-	inPlace := true
-	for i, s := range keep {
+	for _, s := range keep {
 		if s < 0 || s >= c.n {
 			return fmt.Errorf("model: compact: slot %d out of range [0, %d)", s, c.n)
 		}
-		if s < i || (i > 0 && s <= keep[i-1]) {
-			inPlace = false
+	}
+	if c.kv != nil {
+		if err := c.dev.Compact(c.kv, keep, c.n); err != nil {
+			return fmt.Errorf("model: %w", err)
 		}
 	}
-	d := c.cfg.KVDim()
-	for l := range c.k {
-		for _, buf := range [][]float32{c.k[l], c.v[l]} {
-			src := buf
-			if !inPlace {
-				src = append([]float32(nil), buf[:c.n*d]...)
-			}
-			for i, s := range keep {
-				if s != i || !inPlace {
-					copy(buf[i*d:(i+1)*d], src[s*d:(s+1)*d])
-				}
-			}
-		}
-	}
-	if !inPlace {
-		old := append([]int32(nil), c.pos[:c.n]...)
-		for i, s := range keep {
-			c.pos[i] = old[s]
-		}
-	} else {
-		for i, s := range keep {
-			c.pos[i] = c.pos[s]
-		}
+	// positions move as the slots do; keep may reorder, so read a copy
+	old := c.s.posTmp[:0]
+	old = append(old, c.pos[:c.n]...)
+	c.s.posTmp = old
+	for i, s := range keep {
+		c.pos[i] = old[s]
 	}
 	c.n = len(keep)
 	return nil
 }
+
+// CopyPrefix makes a new cache of the same model, capacity and type holding
+// this cache's first n slots: a shared prompt prefix for a second sequence.
+func (c *Cache) CopyPrefix(n int) (*Cache, error) {
+	if n < 0 || n > c.n {
+		return nil, fmt.Errorf("model: copy %d slots of a cache holding %d", n, c.n)
+	}
+	d := &Cache{cfg: c.cfg, dev: c.dev, typ: c.typ, cap: c.cap, pos: make([]int32, c.cap)}
+	if n > 0 {
+		if err := d.alloc(); err != nil {
+			return nil, err
+		}
+		if err := c.dev.CopyKV(d.kv, c.kv, n); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+	}
+	copy(d.pos, c.pos[:n])
+	d.n = n
+	return d, nil
+}
+
+// Free releases the cache's device memory (a host cache is left to the
+// garbage collector); the cache must not be used afterwards.
+func (c *Cache) Free() {
+	if c.kv != nil {
+		c.kv.Free()
+		c.kv = nil
+	}
+	c.s.free()
+}
+
+// Output says what Forward returns for the wanted rows.
+type Output int
+
+const (
+	// OutLogits returns Result.Logits (the default).
+	OutLogits Output = iota
+	// OutArgmax returns only Result.Argmax, each wanted row's most likely
+	// token, so a device backend ships ints home instead of vocabulary
+	// rows.
+	OutArgmax
+)
 
 // Batch is one forward pass's input.
 type Batch struct {
@@ -117,49 +159,103 @@ type Batch struct {
 	// past..past+n-1) when Mask[i*(past+n)+j]. nil means causal: every
 	// cached slot and the batch rows up to and including i.
 	Mask []bool
-	// Want lists the rows whose logits (and hidden states) are returned; nil
-	// means every row.
+	// Want lists the rows whose outputs are returned; nil means every row.
 	Want []int
 	// Layers, when positive, runs only the first Layers blocks before the
 	// final norm and output head: the layer-skip self-drafter.
 	Layers int
+	// Output chooses logits (the default) or their argmax.
+	Output Output
+	// Hidden asks for Result.Hidden, the wanted rows' last hidden states
+	// (left empty otherwise, so a device backend does not copy them home).
+	Hidden bool
 }
 
 // Result holds a forward pass's outputs for the wanted rows, in Want order.
 type Result struct {
-	Logits []float32 // len(Want) * Vocab
-	Hidden []float32 // len(Want) * Dim: the last block's output, before the final norm
+	Logits []float32 // len(Want) * Vocab, with OutLogits
+	Argmax []int     // len(Want), with OutArgmax
+	Hidden []float32 // len(Want) * Dim when Batch.Hidden: the last block's output, before the final norm
 }
 
+// scratch holds the pass's activations on the device, sized for rows batch
+// rows (and outRows wanted rows), and the host tables it uploads.
 type scratch struct {
-	x, xn, q, k, v, att, o, g, u []float32
-	wantX                        []float32
-	cos, sin                     []float32 // RoPE rotation per row and pair
-	cosL, sinL                   []float32 // the same for sliding layers with their own base (gemma3)
-	pos                          []int
-	swa                          []bool // the sliding-window layers' mask
+	rows, outRows int
+	x             kernels.Tensor // [rows x Dim] the residual stream
+	xn            kernels.Tensor // [rows x Dim] its normalised copy
+	q             kernels.Tensor // [rows x Heads*HeadDim] queries
+	k, v          kernels.Tensor // [rows x KVHeads*HeadDim] the batch's keys and values
+	att           kernels.Tensor // [rows x Heads*HeadDim] attention output
+	o             kernels.Tensor // [rows x Dim] a block's output projection
+	g, u          kernels.Tensor // [rows x FFN] gate and up projections
+	wx            kernels.Tensor // [outRows x Dim] the wanted rows' hidden states
+	logits        kernels.Tensor // [outRows x Vocab]
+
+	cos, sin   []float32 // host: RoPE rotation per row and pair, [rows x RopeDim/2]
+	cosL, sinL []float32 // the same for sliding layers with their own base (gemma3)
+	pos        []int     // host: default positions
+	swa        []bool    // host: the sliding-window layers' mask
+	posTmp     []int32   // host: Compact's copy of the positions
 }
 
-func (s *scratch) grow(c *Config, n, ffn int) {
-	g := func(b []float32, size int) []float32 {
-		if cap(b) < size {
-			return make([]float32, size)
+// grow makes room for n batch rows and out wanted rows.
+func (s *scratch) grow(dev kernels.Device, c *Config, vocab, n, out int) error {
+	var err error
+	alloc := func(t *kernels.Tensor, size int) {
+		if err != nil {
+			return
 		}
-		return b[:size]
+		freeTensor(*t)
+		*t, err = dev.NewTensor(size)
 	}
-	s.x = g(s.x, n*c.Dim)
-	s.xn = g(s.xn, n*c.Dim)
-	s.q = g(s.q, n*c.QDim())
-	s.k = g(s.k, n*c.KVDim())
-	s.v = g(s.v, n*c.KVDim())
-	s.att = g(s.att, n*c.QDim())
-	s.o = g(s.o, n*c.Dim)
-	s.g = g(s.g, n*ffn)
-	s.u = g(s.u, n*ffn)
+	if n > s.rows {
+		for _, b := range []struct {
+			t     *kernels.Tensor
+			width int
+		}{{&s.x, c.Dim}, {&s.xn, c.Dim}, {&s.q, c.QDim()}, {&s.k, c.KVDim()}, {&s.v, c.KVDim()},
+			{&s.att, c.QDim()}, {&s.o, c.Dim}, {&s.g, c.FFN}, {&s.u, c.FFN}} {
+			alloc(b.t, n*b.width)
+		}
+		if err != nil {
+			s.rows = 0
+			return fmt.Errorf("model: %w", err)
+		}
+		s.rows = n
+	}
+	if out > s.outRows {
+		alloc(&s.wx, out*c.Dim)
+		alloc(&s.logits, out*vocab)
+		if err != nil {
+			s.outRows = 0
+			return fmt.Errorf("model: %w", err)
+		}
+		s.outRows = out
+	}
+	return nil
+}
+
+// free releases the scratch tensors.
+func (s *scratch) free() {
+	for _, t := range []kernels.Tensor{s.x, s.xn, s.q, s.k, s.v, s.att, s.o, s.g, s.u, s.wx, s.logits} {
+		freeTensor(t)
+	}
+	*s = scratch{}
+}
+
+// freeTensor frees a tensor of a backend whose tensors hold memory of their
+// own (a device's); host tensors are left to the garbage collector.
+func freeTensor(t kernels.Tensor) {
+	if f, ok := t.(interface{ Free() }); ok && t != nil {
+		f.Free()
+	}
 }
 
 // Forward runs a batch through the model, appending its keys and values to
-// the cache, and fills res with the wanted rows' logits and hidden states.
+// the cache, and fills res with the wanted rows' logits (or argmax) and,
+// when asked, hidden states. Everything between the token ids and those
+// rows stays on the device: the host sends ids, positions, the RoPE tables
+// and masks.
 func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) error {
 	n := len(b.Tokens)
 	if b.Embeds != nil {
@@ -187,26 +283,40 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 			return fmt.Errorf("model: wanted row %d outside batch of %d", r, n)
 		}
 	}
+	for _, t := range b.Tokens {
+		if t < 0 || t >= m.Vocab {
+			return fmt.Errorf("model: token id %d out of range [0, %d)", t, m.Vocab)
+		}
+	}
+	if b.Embeds == nil && m.embdM == nil {
+		return fmt.Errorf("model: this model has no token embeddings; feed it Embeds")
+	}
 	layers := m.Blocks
 	if b.Layers > 0 && b.Layers < len(layers) {
 		layers = layers[:b.Layers]
 	}
-	cfg := &m.Config
-	s := &c.s
-	s.grow(cfg, n, cfg.FFN)
-	dim := cfg.Dim
-	if b.Embeds != nil {
-		copy(s.x[:n*dim], b.Embeds)
+	rows := len(want)
+	if want == nil {
+		rows = n
 	}
-	for i, t := range b.Tokens {
-		if err := m.Embed(t, s.x[i*dim:(i+1)*dim]); err != nil {
-			return err
-		}
+	cfg := &m.Config
+	dev := m.Backend
+	s := &c.s
+	if err := c.alloc(); err != nil {
+		return err
+	}
+	if err := s.grow(dev, cfg, m.Vocab, n, rows); err != nil {
+		return err
+	}
+	dim, kvd, qd, ffn := cfg.Dim, cfg.KVDim(), cfg.QDim(), cfg.FFN
+	// x [n x dim]: the embeddings, or the rows fed in
+	if b.Embeds != nil {
+		dev.Upload(s.x, b.Embeds)
+	} else if err := dev.Embed(s.x, m.embdM, b.Tokens); err != nil {
+		return fmt.Errorf("model: %w", err)
 	}
 	if cfg.EmbedScale != 0 && b.Embeds == nil {
-		for i := range s.x[:n*dim] {
-			s.x[i] *= cfg.EmbedScale
-		}
+		dev.Scale(s.x, n*dim, cfg.EmbedScale)
 	}
 	pos := b.Pos
 	if pos == nil {
@@ -221,16 +331,15 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 	for i, p := range pos {
 		c.pos[past+i] = int32(p)
 	}
-	be := m.Backend
-	kvd, qd := cfg.KVDim(), cfg.QDim()
-	half := cfg.RopeDim / 2
+	// cos, sin [n x RopeDim/2] (host, uploaded by RoPE)
 	s.cos, s.sin = ropeTable(s.cos, s.sin, cfg.ropeFor(false, c.cap), cfg.RopeDim, pos)
 	local := cfg.Window > 0 && cfg.RopeBaseLocal != 0
 	if local {
 		s.cosL, s.sinL = ropeTable(s.cosL, s.sinL, cfg.ropeFor(true, c.cap), cfg.RopeDim, pos)
 	}
-	// the sliding layers' mask: nil while every visible slot is inside
-	// every row's window, which is all that short contexts ever need
+	// the sliding layers' mask [n x past+n] (host): nil while every
+	// visible slot is inside every row's window, which is all that short
+	// contexts ever need
 	var swaMask []bool
 	if cfg.Window > 0 {
 		swaMask = c.windowMask(b.Mask, pos, past, n)
@@ -239,6 +348,10 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 	if scale == 0 {
 		scale = float32(1 / math.Sqrt(float64(cfg.HeadDim)))
 	}
+	qShape := kernels.RoPEShape{Heads: cfg.Heads, HeadDim: cfg.HeadDim, RopeDim: cfg.RopeDim, Neox: cfg.RopeNeox}
+	kShape := qShape
+	kShape.Heads = cfg.KVHeads
+	attn := kernels.AttnShape{Heads: cfg.Heads, KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Scale: scale, Softcap: cfg.AttnSoftcap}
 	for li := range layers {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -246,98 +359,83 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 		l := &layers[li]
 		sliding := cfg.Window > 0 && cfg.SlidingLayer(li)
 		// attention block: x += O · attn(rope(Q·norm(x)), rope(K·norm(x)), V·norm(x))
-		rmsNorm(s.xn, s.x, l.AttnNorm, n, dim, cfg.Eps)
-		be.MatMul(s.q, l.Q, s.xn, n)
-		be.MatMul(s.k, l.K, s.xn, n)
-		be.MatMul(s.v, l.V, s.xn, n)
+		dev.RMSNorm(s.xn, s.x, l.AttnNorm, n, dim, cfg.Eps) // xn [n x dim]
+		dev.MatMulT(s.q, l.Q, s.xn, n)                      // q [n x qd]
+		dev.MatMulT(s.k, l.K, s.xn, n)                      // k [n x kvd]
+		dev.MatMulT(s.v, l.V, s.xn, n)                      // v [n x kvd]
 		if l.QB != nil {
-			addBias(s.q, l.QB, n)
-			addBias(s.k, l.KB, n)
-			addBias(s.v, l.VB, n)
+			dev.AddRow(s.q, l.QB, n, qd)
+			dev.AddRow(s.k, l.KB, n, kvd)
+			dev.AddRow(s.v, l.VB, n, kvd)
 		}
-		if l.QNorm != nil {
-			rmsNorm(s.q, s.q, l.QNorm, n*cfg.Heads, cfg.HeadDim, cfg.Eps)
-			rmsNorm(s.k, s.k, l.KNorm, n*cfg.KVHeads, cfg.HeadDim, cfg.Eps)
+		if l.QNorm != nil { // per head: q [n*Heads x HeadDim], k [n*KVHeads x HeadDim]
+			dev.RMSNorm(s.q, s.q, l.QNorm, n*cfg.Heads, cfg.HeadDim, cfg.Eps)
+			dev.RMSNorm(s.k, s.k, l.KNorm, n*cfg.KVHeads, cfg.HeadDim, cfg.Eps)
 		}
 		rc, rs := s.cos, s.sin
 		if sliding && local {
 			rc, rs = s.cosL, s.sinL
 		}
-		for i := 0; i < n; i++ {
-			cos, sin := rc[i*half:(i+1)*half], rs[i*half:(i+1)*half]
-			rope(s.q[i*qd:(i+1)*qd], cfg.Heads, cfg, cos, sin)
-			rope(s.k[i*kvd:(i+1)*kvd], cfg.KVHeads, cfg, cos, sin)
-		}
-		copy(c.k[li][past*kvd:(past+n)*kvd], s.k[:n*kvd])
-		copy(c.v[li][past*kvd:(past+n)*kvd], s.v[:n*kvd])
+		dev.RoPE(s.q, n, qShape, rc, rs)
+		dev.RoPE(s.k, n, kShape, rc, rs)
+		dev.StoreKV(c.kv, li, past, s.k, s.v, n) // cache slots past..past+n-1 of layer li
 		mask := b.Mask
 		if sliding && swaMask != nil {
 			mask = swaMask
 		}
-		if a, ok := be.(kernels.Attention); ok && cfg.AttnSoftcap == 0 {
-			a.Attention(s.att, s.q, c.k[li], c.v[li], past, n, mask, cfg.Heads, cfg.KVHeads, cfg.HeadDim, scale)
-		} else {
-			m.attention(s.att, s.q, c.k[li], c.v[li], past, n, mask, scale, cfg.AttnSoftcap)
-		}
-		be.MatMul(s.o, l.O, s.att, n)
+		dev.Attention(s.att, s.q, c.kv, li, past, n, mask, attn) // att [n x qd]
+		dev.MatMulT(s.o, l.O, s.att, n)                          // o [n x dim]
 		if l.PostAttn != nil {
-			rmsNorm(s.o, s.o, l.PostAttn, n, dim, cfg.Eps)
+			dev.RMSNorm(s.o, s.o, l.PostAttn, n, dim, cfg.Eps)
 		}
-		for i := range s.x[:n*dim] {
-			s.x[i] += s.o[i]
-		}
-		// feed-forward block: x += Down · (silu(Gate·norm(x)) * Up·norm(x))
-		rmsNorm(s.xn, s.x, l.FFNNorm, n, dim, cfg.Eps)
-		be.MatMul(s.g, l.Gate, s.xn, n)
-		be.MatMul(s.u, l.Up, s.xn, n)
-		if cfg.GELU {
-			geluMul(s.g[:n*cfg.FFN], s.u[:n*cfg.FFN])
-		} else if sm, ok := be.(kernels.SiLUMul); ok {
-			sm.SiLUMul(s.g[:n*cfg.FFN], s.u[:n*cfg.FFN])
-		} else {
-			for i := range s.g[:n*cfg.FFN] {
-				g := s.g[i]
-				s.g[i] = g / (1 + float32(math.Exp(float64(-g)))) * s.u[i]
-			}
-		}
-		be.MatMul(s.o, l.Down, s.g, n)
+		dev.Add(s.x, s.o, n*dim)
+		// feed-forward block: x += Down · (act(Gate·norm(x)) * Up·norm(x))
+		dev.RMSNorm(s.xn, s.x, l.FFNNorm, n, dim, cfg.Eps)
+		dev.MatMulT(s.g, l.Gate, s.xn, n) // g [n x ffn]
+		dev.MatMulT(s.u, l.Up, s.xn, n)   // u [n x ffn]
+		dev.GLU(s.g, s.u, n*ffn, cfg.GELU)
+		dev.MatMulT(s.o, l.Down, s.g, n) // o [n x dim]
 		if l.PostFFN != nil {
-			rmsNorm(s.o, s.o, l.PostFFN, n, dim, cfg.Eps)
+			dev.RMSNorm(s.o, s.o, l.PostFFN, n, dim, cfg.Eps)
 		}
-		for i := range s.x[:n*dim] {
-			s.x[i] += s.o[i]
-		}
+		dev.Add(s.x, s.o, n*dim)
 	}
 	c.n = past + n
 
-	// gather wanted rows, then final norm and output head
-	rows := len(want)
-	if want == nil {
-		rows = n
+	// the wanted rows, wx [rows x dim]; then the final norm and output head
+	wx := s.x
+	if want != nil {
+		dev.Gather(s.wx, s.x, want, dim)
+		wx = s.wx
 	}
-	if cap(s.wantX) < rows*dim {
-		s.wantX = make([]float32, rows*dim)
-	}
-	wx := s.wantX[:rows*dim]
-	for j := 0; j < rows; j++ {
-		r := j
-		if want != nil {
-			r = want[j]
+	res.Hidden = res.Hidden[:0]
+	if b.Hidden {
+		if cap(res.Hidden) < rows*dim {
+			res.Hidden = make([]float32, rows*dim)
 		}
-		copy(wx[j*dim:(j+1)*dim], s.x[r*dim:(r+1)*dim])
+		res.Hidden = res.Hidden[:rows*dim]
+		dev.Download(res.Hidden, wx)
 	}
-	res.Hidden = append(res.Hidden[:0], wx...)
-	rmsNorm(wx, wx, m.OutNorm, rows, dim, cfg.Eps)
+	dev.RMSNorm(wx, wx, m.OutNorm, rows, dim, cfg.Eps)
+	dev.MatMulT(s.logits, m.Output, wx, rows) // logits [rows x vocab]
+	if cap := cfg.FinalSoftcap; cap != 0 {
+		dev.Softcap(s.logits, rows*m.Vocab, cap)
+	}
+	if b.Output == OutArgmax {
+		if cap(res.Argmax) < rows {
+			res.Argmax = make([]int, rows)
+		}
+		res.Argmax = res.Argmax[:rows]
+		res.Logits = res.Logits[:0]
+		dev.Argmax(res.Argmax, s.logits, rows, m.Vocab)
+		return nil
+	}
 	if cap(res.Logits) < rows*m.Vocab {
 		res.Logits = make([]float32, rows*m.Vocab)
 	}
 	res.Logits = res.Logits[:rows*m.Vocab]
-	be.MatMul(res.Logits, m.Output, wx, rows)
-	if cap := cfg.FinalSoftcap; cap != 0 {
-		for i, v := range res.Logits {
-			res.Logits[i] = cap * float32(math.Tanh(float64(v/cap)))
-		}
-	}
+	res.Argmax = res.Argmax[:0]
+	dev.Download(res.Logits, s.logits)
 	return nil
 }
 
@@ -376,44 +474,6 @@ func (c *Cache) windowMask(base []bool, pos []int, past, n int) []bool {
 		}
 	}
 	return m
-}
-
-// geluMul: g[i] = gelu(g[i]) * u[i], GELU in its tanh form (gemma's
-// gelu_pytorch_tanh), computed in float64 as the reference's exact path is.
-func geluMul(g, u []float32) {
-	const c = 0.7978845608028654 // sqrt(2/pi)
-	for i, x := range g {
-		v := float64(x)
-		g[i] = float32(0.5*v*(1+math.Tanh(c*v*(1+0.044715*v*v)))) * u[i]
-	}
-}
-
-// rmsNorm: out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w, for n rows of dim.
-// The mean of squares accumulates in float64, as ggml does.
-func rmsNorm(out, x, w []float32, n, dim int, eps float32) {
-	for r := 0; r < n; r++ {
-		xr := x[r*dim : (r+1)*dim]
-		var sum float64
-		for _, v := range xr {
-			sum += float64(v * v)
-		}
-		mean := float32(sum / float64(dim))
-		scale := 1 / float32(math.Sqrt(float64(mean+eps)))
-		or := out[r*dim : (r+1)*dim]
-		for i, v := range xr {
-			or[i] = v * scale * w[i]
-		}
-	}
-}
-
-func addBias(x, b []float32, n int) {
-	d := len(b)
-	for r := 0; r < n; r++ {
-		row := x[r*d : (r+1)*d]
-		for i := range row {
-			row[i] += b[i]
-		}
-	}
 }
 
 // ropeSpec is one RoPE variant: frequency base, linear position scale,
@@ -479,94 +539,4 @@ func ropeAngles(cos, sin []float32, r ropeSpec, ropeDim, pos int) {
 		cos[i], sin[i] = float32(math.Cos(float64(t)))*r.mscale, float32(math.Sin(float64(t)))*r.mscale
 		theta *= thetaScale
 	}
-}
-
-// rope rotates the first RopeDim dims of each of heads heads in x by the
-// precomputed angles: pairs (2i, 2i+1), or (i, i+RopeDim/2) in NeoX order.
-func rope(x []float32, heads int, c *Config, cos, sin []float32) {
-	hd, half := c.HeadDim, c.RopeDim/2
-	for h := 0; h < heads; h++ {
-		v := x[h*hd : (h+1)*hd]
-		for i := 0; i < half; i++ {
-			a, b := 2*i, 2*i+1
-			if c.RopeNeox {
-				a, b = i, i+half
-			}
-			x0, x1 := v[a], v[b]
-			v[a] = x0*cos[i] - x1*sin[i]
-			v[b] = x0*sin[i] + x1*cos[i]
-		}
-	}
-}
-
-// attention is the plain Go fallback for backends without
-// kernels.Attention, and the path of soft-capped models (gemma2). It
-// computes, for each batch row and query head, softmax(q·K*scale) over the
-// slots the mask allows, times V; softcap > 0 first maps each score s to
-// softcap*tanh(s/softcap). Rows and heads run in parallel.
-func (m *Model) attention(out, q, kc, vc []float32, past, n int, mask []bool, scale, softcap float32) {
-	cfg := &m.Config
-	hd, kvd := cfg.HeadDim, cfg.KVDim()
-	group := cfg.Heads / cfg.KVHeads
-	total := past + n
-	qd := cfg.Heads * hd
-	kernels.ParallelFor(m.Backend, n*cfg.Heads, func(lo, hi int) {
-		scores := make([]float32, total)
-		for task := lo; task < hi; task++ {
-			i, h := task/cfg.Heads, task%cfg.Heads
-			kh := h / group
-			qv := q[i*qd+h*hd : i*qd+(h+1)*hd]
-			limit := past + i + 1 // causal
-			var row []bool
-			if mask != nil {
-				row = mask[i*total : (i+1)*total]
-				limit = total
-			}
-			maxS := float32(math.Inf(-1))
-			for j := 0; j < limit; j++ {
-				if row != nil && !row[j] {
-					scores[j] = float32(math.Inf(-1))
-					continue
-				}
-				kv := kc[j*kvd+kh*hd : j*kvd+(kh+1)*hd]
-				var d float32
-				for t := range qv {
-					d += qv[t] * kv[t]
-				}
-				d *= scale
-				if softcap != 0 {
-					d = softcap * float32(math.Tanh(float64(d/softcap)))
-				}
-				scores[j] = d
-				maxS = max(maxS, d)
-			}
-			o := out[i*qd+h*hd : i*qd+(h+1)*hd]
-			for t := range o {
-				o[t] = 0
-			}
-			if math.IsInf(float64(maxS), -1) {
-				continue // a row that attends to nothing outputs zeros
-			}
-			var sum float64
-			for j := 0; j < limit; j++ {
-				if row != nil && !row[j] {
-					continue
-				}
-				e := float32(math.Exp(float64(scores[j] - maxS)))
-				scores[j] = e
-				sum += float64(e)
-			}
-			inv := float32(1 / sum)
-			for j := 0; j < limit; j++ {
-				if row != nil && !row[j] {
-					continue
-				}
-				p := scores[j] * inv
-				vv := vc[j*kvd+kh*hd : j*kvd+(kh+1)*hd]
-				for t := range o {
-					o[t] += p * vv[t]
-				}
-			}
-		}
-	})
 }

@@ -160,7 +160,7 @@ func Check(f *gguf.File) error {
 // flag then gets an error naming the sizes instead of the process being
 // killed for memory.
 func (m *Model) CheckCache(slots int) error {
-	need := m.KVBytes(slots)
+	need := m.KVBytesAs(slots, m.KVType)
 	if ram := physicalMemory(); ram > 0 && need > ram {
 		return &gguf.Error{Path: m.Path, Err: fmt.Errorf("model: a KV cache of %d positions needs %d MiB, more than this machine's %d MiB of memory; use a shorter context", slots, need>>20, ram>>20)}
 	}

@@ -10,45 +10,53 @@ import (
 )
 
 // Layer is one transformer block, named like its GGUF tensors (blk.N.*).
+// Vectors are on the model's device (kernels.Device.NewVector).
 type Layer struct {
-	AttnNorm   []float32      // attn_norm [n]
+	AttnNorm   kernels.Tensor // attn_norm [n]
 	Q          kernels.Matrix // attn_q [n -> heads*hd]
 	K, V       kernels.Matrix // attn_k, attn_v [n -> kvheads*hd]
-	QB, KB, VB []float32      // qwen2 biases, nil for llama
+	QB, KB, VB kernels.Tensor // qwen2 biases [heads*hd], [kvheads*hd], nil for llama
 	O          kernels.Matrix // attn_output [heads*hd -> n]
-	FFNNorm    []float32      // ffn_norm [n]
+	FFNNorm    kernels.Tensor // ffn_norm [n]
 	Gate, Up   kernels.Matrix // ffn_gate, ffn_up [n -> ffn]
 	Down       kernels.Matrix // ffn_down [ffn -> n]
 
-	QNorm, KNorm []float32 // attn_q_norm, attn_k_norm [hd] (qwen3, gemma3), nil otherwise
-	PostAttn     []float32 // post_attention_norm [n] (gemma2, gemma3), nil otherwise
-	PostFFN      []float32 // post_ffw_norm [n] (gemma2, gemma3), nil otherwise
+	QNorm, KNorm kernels.Tensor // attn_q_norm, attn_k_norm [hd] (qwen3, gemma3), nil otherwise
+	PostAttn     kernels.Tensor // post_attention_norm [n] (gemma2, gemma3), nil otherwise
+	PostFFN      kernels.Tensor // post_ffw_norm [n] (gemma2, gemma3), nil otherwise
 }
 
-// Model is a loaded model: configuration, weights on a backend, tokenizer.
+// Model is a loaded model: configuration, weights on a device, tokenizer.
+// The forward pass (forward.go) is written once, on kernels.Device
+// primitives; a backend implements the primitives, not the architectures.
 type Model struct {
 	Config
 	Path    string
 	File    *gguf.File
 	Tok     *tokenizer.Tokenizer
-	Backend kernels.Backend
+	Backend kernels.Device
+	// KVType is the element type of the caches NewCache makes: quant.F32
+	// (the default, the zero value) or quant.F16, which halves their
+	// memory at a measured cost in accuracy (README, KV cache).
+	KVType quant.Type
 
 	embdType quant.Type
-	embd     []byte // token_embd rows, looked up per token
-	embdRow  int    // bytes per embedding row
+	embd     []byte         // token_embd rows, for host lookups (Embed)
+	embdRow  int            // bytes per embedding row
+	embdM    kernels.Matrix // token_embd [vocab rows of n] on the device, for the pass
 
 	Blocks  []Layer
-	OutNorm []float32      // output_norm [n]
+	OutNorm kernels.Tensor // output_norm [n]
 	Output  kernels.Matrix // output [n -> vocab], token_embd when tied
 }
 
 // Load opens a GGUF model on backend be. The file stays mapped until Close.
-func Load(path string, be kernels.Backend) (*Model, error) {
+func Load(path string, be kernels.Device) (*Model, error) {
 	return LoadWith(path, be, gguf.Options{})
 }
 
 // FromFile builds a model over an open GGUF file, which it then owns.
-func FromFile(f *gguf.File, be kernels.Backend) (*Model, error) {
+func FromFile(f *gguf.File, be kernels.Device) (*Model, error) {
 	cfg, err := ReadConfig(f)
 	if err != nil {
 		return nil, err
@@ -76,7 +84,7 @@ func FromFile(f *gguf.File, be kernels.Backend) (*Model, error) {
 	// vec and mat load tensors; the first failure is kept in loadErr and
 	// every later call is skipped, so a block's tensors read straight down.
 	var loadErr error
-	vec := func(name string, size uint64) []float32 {
+	vec := func(name string, size uint64) kernels.Tensor {
 		if loadErr != nil {
 			return nil
 		}
@@ -90,7 +98,12 @@ func FromFile(f *gguf.File, be kernels.Backend) (*Model, error) {
 			loadErr = &gguf.Error{Path: f.Path, Err: fmt.Errorf("%s: %w", name, err)}
 			return nil
 		}
-		return out
+		v, err := be.NewVector(out)
+		if err != nil {
+			loadErr = &gguf.Error{Path: f.Path, Err: fmt.Errorf("%s: %w", name, err)}
+			return nil
+		}
+		return v
 	}
 	// matRows prepares rows [lo, lo+rows) of a tensor of in-wide rows: the
 	// parts of phi3's fused attn_qkv and ffn_up, which are stored one after
@@ -169,10 +182,11 @@ func FromFile(f *gguf.File, be kernels.Backend) (*Model, error) {
 		}
 	}
 	m.OutNorm = vec("output_norm.weight", n)
+	m.embdM = mat("token_embd.weight", n, uint64(m.Vocab))
 	if _, ok := f.Tensor("output.weight"); ok {
 		m.Output = mat("output.weight", n, uint64(m.Vocab))
 	} else {
-		m.Output = mat("token_embd.weight", n, uint64(m.Vocab)) // tied embeddings
+		m.Output = m.embdM // tied embeddings
 	}
 	if loadErr != nil {
 		return nil, loadErr
@@ -215,6 +229,9 @@ func (m *Model) MatMACs() int64 {
 func (m *Model) WeightBytes() uint64 { return m.File.WeightBytes() }
 
 // KVBytes is the memory a KV cache of ctx positions takes (float32 K and V).
-func (c *Config) KVBytes(ctx int) uint64 {
-	return uint64(ctx) * uint64(c.Layers) * uint64(c.KVDim()) * 2 * 4
+func (c *Config) KVBytes(ctx int) uint64 { return c.KVBytesAs(ctx, quant.F32) }
+
+// KVBytesAs is the memory a KV cache of ctx positions of type t takes.
+func (c *Config) KVBytesAs(ctx int, t quant.Type) uint64 {
+	return uint64(ctx) * uint64(c.Layers) * uint64(c.KVDim()) * 2 * uint64(t.TypeSize())
 }

@@ -10,6 +10,7 @@ import (
 
 	"arborist/engine/gguf"
 	"arborist/engine/model"
+	"arborist/engine/sample"
 	"arborist/engine/synth"
 	"arborist/kernels/cpu"
 	"arborist/kernels/quant"
@@ -173,14 +174,27 @@ func TestLayerSkipAndHidden(t *testing.T) {
 	m := tinyModel(t, shapes[0].shape, quant.F32)
 	var full, skip model.Result
 	ctx := context.Background()
-	if err := m.Forward(ctx, m.NewCache(8), model.Batch{Tokens: []int{1, 5}}, &full); err != nil {
+	if err := m.Forward(ctx, m.NewCache(8), model.Batch{Tokens: []int{1, 5}, Hidden: true}, &full); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Forward(ctx, m.NewCache(8), model.Batch{Tokens: []int{1, 5}, Layers: 1}, &skip); err != nil {
 		t.Fatal(err)
 	}
-	if len(full.Hidden) != 2*m.Dim || len(skip.Logits) != 2*m.Vocab {
-		t.Fatalf("hidden %d, logits %d", len(full.Hidden), len(skip.Logits))
+	if len(full.Hidden) != 2*m.Dim || len(skip.Logits) != 2*m.Vocab || len(skip.Hidden) != 0 {
+		t.Fatalf("hidden %d (%d unasked), logits %d", len(full.Hidden), len(skip.Hidden), len(skip.Logits))
+	}
+	// argmax only: the logits' argmax, no logits
+	var am model.Result
+	if err := m.Forward(ctx, m.NewCache(8), model.Batch{Tokens: []int{1, 5}, Want: []int{1, 0, 1}, Output: model.OutArgmax}, &am); err != nil {
+		t.Fatal(err)
+	}
+	if len(am.Logits) != 0 || len(am.Argmax) != 3 {
+		t.Fatalf("argmax output: %d logits, %d argmax", len(am.Logits), len(am.Argmax))
+	}
+	for j, r := range []int{1, 0, 1} {
+		if want := sample.Argmax(full.Logits[r*m.Vocab : (r+1)*m.Vocab]); am.Argmax[j] != want {
+			t.Fatalf("row %d: argmax %d, want %d", r, am.Argmax[j], want)
+		}
 	}
 	if maxDiff(full.Logits, skip.Logits) == 0 {
 		t.Error("one-layer pass gave the same logits as the full model")

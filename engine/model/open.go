@@ -10,7 +10,7 @@ import (
 // LoadWith opens a GGUF model on backend be, mapped or (o.NoMmap) read into
 // memory. The weights are read with memory faults turned into errors
 // (gguf.Guard), so a file truncated while it loads gives a clear error.
-func LoadWith(path string, be kernels.Backend, o gguf.Options) (*Model, error) {
+func LoadWith(path string, be kernels.Device, o gguf.Options) (*Model, error) {
 	f, err := gguf.OpenWith(path, o)
 	if err != nil {
 		return nil, err

@@ -230,20 +230,21 @@ func (e *Engine) Run(ctx context.Context, prompt []int, cfg Config) (*Result, er
 
 // run is the state of one generation.
 type run struct {
-	e      *Engine
-	cfg    Config
-	res    *Result
-	vocab  int
-	cache  *model.Cache
-	fwd    model.Result
-	smp    *sample.Sampler // verification stream
-	dsmp   *sample.Sampler // drafting stream
-	root   int
-	hidden []float32            // target's hidden state at the last committed token
-	hs     drafter.HiddenSource // the source, when it reads the target's hidden states
-	rows   []float32            // scratch: the hidden states handed to hs
-	duo    duoState
-	aot    *aotHead
+	e          *Engine
+	cfg        Config
+	res        *Result
+	vocab      int
+	cache      *model.Cache
+	fwd        model.Result
+	smp        *sample.Sampler // verification stream
+	dsmp       *sample.Sampler // drafting stream
+	root       int
+	hidden     []float32            // target's hidden state at the last committed token
+	hs         drafter.HiddenSource // the source, when it reads the target's hidden states
+	needHidden bool                 // the passes return hidden states (hs, a depth policy or RecordHidden reads them)
+	rows       []float32            // scratch: the hidden states handed to hs
+	duo        duoState
+	aot        *aotHead
 }
 
 func (r *run) loop(ctx context.Context, prompt []int) error {
@@ -267,15 +268,20 @@ func (r *run) loop(ctx context.Context, prompt []int) error {
 	t0 := time.Now()
 	r.hs, _ = r.e.Source.(drafter.HiddenSource)
 	hs := r.hs
+	// the target's hidden states are read by a hidden-state source, a
+	// depth policy and RecordHidden; otherwise they stay on the device
+	r.needHidden = hs != nil || cfg.RecordHidden || cfg.Depth != nil
 	if len(prompt) > 1 {
-		b := model.Batch{Tokens: prompt[:len(prompt)-1], Want: []int{len(prompt) - 2}}
+		b := model.Batch{Tokens: prompt[:len(prompt)-1], Want: []int{len(prompt) - 2}, Hidden: r.needHidden}
 		if hs != nil {
 			b.Want = nil // the source wants every position's hidden state
 		}
 		if err := m.Forward(ctx, r.cache, b, &r.fwd); err != nil {
 			return err
 		}
-		r.hidden = append(r.hidden[:0], r.fwd.Hidden[len(r.fwd.Hidden)-m.Dim:]...)
+		if r.needHidden {
+			r.hidden = append(r.hidden[:0], r.fwd.Hidden[len(r.fwd.Hidden)-m.Dim:]...)
+		}
 	}
 	r.root = prompt[len(prompt)-1]
 	if src := r.e.Source; src != nil {
@@ -345,7 +351,7 @@ func (r *run) step(ctx context.Context) (bool, error) {
 	st.Width = len(toks)
 	t1 := time.Now()
 	r.startAOT(ctx, tr)
-	if err := r.e.Target.Forward(ctx, r.cache, model.Batch{Tokens: toks, Pos: pos, Mask: mask}, &r.fwd); err != nil {
+	if err := r.e.Target.Forward(ctx, r.cache, model.Batch{Tokens: toks, Pos: pos, Mask: mask, Hidden: r.needHidden}, &r.fwd); err != nil {
 		return false, err
 	}
 	if err := r.e.Target.CheckLogits(r.fwd.Logits); err != nil {
@@ -370,7 +376,9 @@ func (r *run) step(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	d := r.e.Target.Dim
-	r.hidden = append(r.hidden[:0], r.fwd.Hidden[lastRow*d:(lastRow+1)*d]...)
+	if r.needHidden {
+		r.hidden = append(r.hidden[:0], r.fwd.Hidden[lastRow*d:(lastRow+1)*d]...)
+	}
 	st.Overhead = time.Since(t2)
 	t3 := time.Now()
 	overlap, err := r.finishAOT(ctx, accepted, v.Bonus)

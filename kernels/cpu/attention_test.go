@@ -46,7 +46,7 @@ func BenchmarkAttention(b *testing.B) {
 			be := New(DefaultThreads())
 			defer be.Close()
 			for b.Loop() {
-				be.Attention(out, q, kc, vc, past, n, mask, heads, kvHeads, hd, 0.35)
+				be.HostAttention(out, q, kc, vc, past, n, mask, heads, kvHeads, hd, 0.35)
 			}
 		})
 	}
@@ -86,45 +86,6 @@ func TestSiLUMul(t *testing.T) {
 	}
 }
 
-// refAttention is softmax(q.K*scale over the visible slots).V in float64.
-func refAttention(q, kc, vc []float32, past, n int, mask []bool, heads, kvHeads, hd int, scale float64) []float32 {
-	total, group, kvd := past+n, heads/kvHeads, kvHeads*hd
-	out := make([]float32, n*heads*hd)
-	for i := 0; i < n; i++ {
-		for h := 0; h < heads; h++ {
-			kh := h / group
-			var w []float64
-			var slots []int
-			m := math.Inf(-1)
-			for j := 0; j < total; j++ {
-				if mask != nil && !mask[i*total+j] || mask == nil && j > past+i {
-					continue
-				}
-				var d float64
-				for t := 0; t < hd; t++ {
-					d += float64(q[(i*heads+h)*hd+t]) * float64(kc[j*kvd+kh*hd+t])
-				}
-				d *= scale
-				w, slots = append(w, d), append(slots, j)
-				m = max(m, d)
-			}
-			var sum float64
-			for k := range w {
-				w[k] = math.Exp(w[k] - m)
-				sum += w[k]
-			}
-			for t := 0; t < hd; t++ {
-				var o float64
-				for k, j := range slots {
-					o += w[k] / sum * float64(vc[j*kvd+kh*hd+t])
-				}
-				out[(i*heads+h)*hd+t] = float32(o)
-			}
-		}
-	}
-	return out
-}
-
 // TestAttentionMatchesReference: the C attention (the per-kv-head kernel for
 // heads of width 8, the general one for other multiples of 8 up to and past
 // 64 dims a pass, and the scalar one) against float64, causal
@@ -155,7 +116,7 @@ func TestAttentionMatchesReference(t *testing.T) {
 		}
 		for _, m := range [][]bool{nil, mask} {
 			got := make([]float32, c.n*c.heads*c.hd)
-			be.Attention(got, q, kc, vc, c.past, c.n, m, c.heads, c.kvHeads, c.hd, 0.3)
+			be.HostAttention(got, q, kc, vc, c.past, c.n, m, c.heads, c.kvHeads, c.hd, 0.3)
 			want := refAttention(q, kc, vc, c.past, c.n, m, c.heads, c.kvHeads, c.hd, 0.3)
 			for i := range want {
 				if d := math.Abs(float64(got[i] - want[i])); d > 1e-5 {
@@ -175,7 +136,7 @@ func TestAttentionMatchesReference(t *testing.T) {
 					continue // a sparse mask row does not correspond to one contiguous cache
 				}
 				one := make([]float32, c.heads*c.hd)
-				be.Attention(one, q[i*c.heads*c.hd:(i+1)*c.heads*c.hd], kc1, vc1, len(kc1)/kvd-1, 1, nil, c.heads, c.kvHeads, c.hd, 0.3)
+				be.HostAttention(one, q[i*c.heads*c.hd:(i+1)*c.heads*c.hd], kc1, vc1, len(kc1)/kvd-1, 1, nil, c.heads, c.kvHeads, c.hd, 0.3)
 				for k, v := range one {
 					if v != got[i*c.heads*c.hd+k] {
 						t.Fatalf("%+v mask=%v: row %d value %d alone %v, in the batch %v", c, m != nil, i, k, v, got[i*c.heads*c.hd+k])
@@ -211,7 +172,7 @@ func BenchmarkAttentionWide(b *testing.B) {
 			be := New(DefaultThreads())
 			defer be.Close()
 			for b.Loop() {
-				be.Attention(out, q, kc, vc, c.past, 1, nil, c.heads, c.kvHeads, c.hd, 0.1)
+				be.HostAttention(out, q, kc, vc, c.past, 1, nil, c.heads, c.kvHeads, c.hd, 0.1)
 			}
 		})
 	}

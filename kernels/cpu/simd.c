@@ -989,13 +989,23 @@ AVX2 static inline void transpose8(__m256 r[8]) {
 	r[6] = _mm256_permute2f128_ps(u2, u6, 0x31); r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
+// ld8 loads 8 cached values from element i of a KV cache layer: float32,
+// or float16 widened with F16C. f16 is a constant in every caller (the
+// kernels are inlined into one wrapper per cache type), so the float32
+// kernels compile to the same instructions as before the F16 cache existed.
+AVX2 static inline __attribute__((always_inline)) __m256 ld8(const void *p, long i, int f16) {
+	if (f16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
+	return _mm256_loadu_ps((const float *)p + i);
+}
+
 // wsum_rows adds weights[k][j] * v[j] over slots j < total into acc[k] for
-// kn query rows (weights kn rows of stride tp; v rows of stride kvd).
-AVX2 static inline __attribute__((always_inline)) void wsum_rows(__m256 *acc, const float *w, int tp, const float *v, int kvd, int total, int kn) {
+// kn query rows (weights kn rows of stride tp; v rows of stride kvd, from
+// element v0 of the cache layer v).
+AVX2 static inline __attribute__((always_inline)) void wsum_rows(__m256 *acc, const float *w, int tp, const void *v, long v0, int kvd, int total, int kn, int f16) {
 	__m256 a[8]; // a local copy the compiler keeps in registers (acc escapes, so it is stored every slot)
 	for (int k = 0; k < kn; k++) a[k] = acc[k];
 	for (int j = 0; j < total; j++) {
-		__m256 vj = _mm256_loadu_ps(v + (long)j * kvd);
+		__m256 vj = ld8(v, v0 + (long)j * kvd, f16);
 		for (int k = 0; k < kn; k++) a[k] = _mm256_fmadd_ps(_mm256_broadcast_ss(w + (long)k * tp + j), vj, a[k]);
 	}
 	for (int k = 0; k < kn; k++) acc[k] = a[k];
@@ -1009,8 +1019,8 @@ AVX2 static inline __attribute__((always_inline)) void wsum_rows(__m256 *acc, co
 // each. Scores past a row's last visible slot, and masked ones, are set to
 // -inf, whose exponential is exactly 0, so a row gets the same bits
 // whatever the batch around it.
-AVX2 static void attention_hd8(float *out, const float *q, const float *kc, const float *vc, int past, int n,
-                               const uint8_t *mask, int heads, int kv_heads, float scale,
+AVX2 static inline __attribute__((always_inline)) void attention_hd8(float *out, const float *q, const void *kc, const void *vc, int f16,
+                               int past, int n, const uint8_t *mask, int heads, int kv_heads, float scale,
                                int lo, int hi, float *scores) {
 	int total = past + n, group = heads / kv_heads, kvd = kv_heads * 8, qd = heads * 8;
 	int tp = (total + 7) & ~7;
@@ -1019,7 +1029,7 @@ AVX2 static void attention_hd8(float *out, const float *q, const float *kc, cons
 		for (int j0 = 0; j0 < total; j0 += 8) {
 			__m256 r[8];
 			for (int u = 0; u < 8; u++)
-				r[u] = j0 + u < total ? _mm256_loadu_ps(kc + (long)(j0 + u) * kvd + kh * 8) : _mm256_setzero_ps();
+				r[u] = j0 + u < total ? ld8(kc, (long)(j0 + u) * kvd + kh * 8, f16) : _mm256_setzero_ps();
 			transpose8(r);
 			for (int i = 0; i < n; i++) {
 				for (int g = 0; g < group; g++) {
@@ -1076,16 +1086,16 @@ AVX2 static void attention_hd8(float *out, const float *q, const float *kc, cons
 			__m256 acc[8];
 			for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
 			const float *sc = scores + (long)k0 * tp;
-			const float *vp = vc + kh * 8;
+			long vp = kh * 8;
 			switch (kn) { // one loop per row count, so the accumulators stay in registers
-			case 8: wsum_rows(acc, sc, tp, vp, kvd, total, 8); break;
-			case 7: wsum_rows(acc, sc, tp, vp, kvd, total, 7); break;
-			case 6: wsum_rows(acc, sc, tp, vp, kvd, total, 6); break;
-			case 5: wsum_rows(acc, sc, tp, vp, kvd, total, 5); break;
-			case 4: wsum_rows(acc, sc, tp, vp, kvd, total, 4); break;
-			case 3: wsum_rows(acc, sc, tp, vp, kvd, total, 3); break;
-			case 2: wsum_rows(acc, sc, tp, vp, kvd, total, 2); break;
-			default: wsum_rows(acc, sc, tp, vp, kvd, total, 1); break;
+			case 8: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 8, f16); break;
+			case 7: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 7, f16); break;
+			case 6: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 6, f16); break;
+			case 5: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 5, f16); break;
+			case 4: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 4, f16); break;
+			case 3: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 3, f16); break;
+			case 2: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 2, f16); break;
+			default: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 1, f16); break;
 			}
 			for (int k = 0; k < kn; k++) {
 				int i = (k0 + k) / group, h = kh * group + (k0 + k) % group;
@@ -1098,18 +1108,18 @@ AVX2 static void attention_hd8(float *out, const float *q, const float *kc, cons
 // score_heads writes sc[u*stride + j] = q_u . k_j * scale for gn heads
 // (q_u at q + u*hd) and the slots j < limit (-inf where masked), loading
 // each key row once for all of them.
-AVX2 static inline __attribute__((always_inline)) void score_heads(float *sc, int stride, const float *q, int hd, const float *k, int kvd,
-                                                                  const uint8_t *row, int limit, float scale, int gn) {
+AVX2 static inline __attribute__((always_inline)) void score_heads(float *sc, int stride, const float *q, int hd, const void *k, long k0, int kvd,
+                                                                  const uint8_t *row, int limit, float scale, int gn, int f16) {
 	for (int j = 0; j < limit; j++) {
 		if (row && !row[j]) {
 			for (int u = 0; u < gn; u++) sc[(long)u * stride + j] = -INFINITY;
 			continue;
 		}
-		const float *kj = k + (long)j * kvd;
-		__m256 acc[4], k0 = _mm256_loadu_ps(kj);
-		for (int u = 0; u < gn; u++) acc[u] = _mm256_mul_ps(_mm256_loadu_ps(q + (long)u * hd), k0);
+		long kj = k0 + (long)j * kvd;
+		__m256 acc[4], kv0 = ld8(k, kj, f16);
+		for (int u = 0; u < gn; u++) acc[u] = _mm256_mul_ps(_mm256_loadu_ps(q + (long)u * hd), kv0);
 		for (int t = 8; t < hd; t += 8) {
-			__m256 kt = _mm256_loadu_ps(kj + t);
+			__m256 kt = ld8(k, kj + t, f16);
 			for (int u = 0; u < gn; u++) acc[u] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (long)u * hd + t), kt, acc[u]);
 		}
 		for (int u = 0; u < gn; u++) sc[(long)u * stride + j] = hsum8(acc[u]) * scale;
@@ -1121,13 +1131,13 @@ AVX2 static inline __attribute__((always_inline)) void score_heads(float *sc, in
 // dims of gn heads' weighted value sums, in one pass over the slots that
 // reads each value row once for all gn heads.
 AVX2 static inline __attribute__((always_inline)) void wsum_heads(__m256 *acc, const float *w, int stride, const uint8_t *row,
-                                                                 const float *v, int kvd, int limit, int gn, int tn) {
+                                                                 const void *v, long v0, int kvd, int limit, int gn, int tn, int f16) {
 	__m256 a[8];
 	for (int k = 0; k < gn * tn; k++) a[k] = _mm256_setzero_ps();
 	for (int j = 0; j < limit; j++) {
 		if (row && !row[j]) continue;
 		__m256 vj[8];
-		for (int k = 0; k < tn; k++) vj[k] = _mm256_loadu_ps(v + (long)j * kvd + 8 * k);
+		for (int k = 0; k < tn; k++) vj[k] = ld8(v, v0 + (long)j * kvd + 8 * k, f16);
 		for (int u = 0; u < gn; u++) {
 			__m256 p = _mm256_set1_ps(w[(long)u * stride + j]);
 			for (int k = 0; k < tn; k++) a[u * tn + k] = _mm256_fmadd_ps(p, vj[k], a[u * tn + k]);
@@ -1140,8 +1150,8 @@ AVX2 static inline __attribute__((always_inline)) void wsum_heads(__m256 *acc, c
 // (other than 8): a task is one batch row and one kv head, so every key
 // and value row is read once for all the heads that share it (grouped-query
 // attention) rather than once per head.
-AVX2 static void attention_avx2(float *out, const float *q, const float *kc, const float *vc, int past, int n,
-                                const uint8_t *mask, int heads, int kv_heads, int hd, float scale,
+AVX2 static inline __attribute__((always_inline)) void attention_avx2(float *out, const float *q, const void *kc, const void *vc, int f16,
+                                int past, int n, const uint8_t *mask, int heads, int kv_heads, int hd, float scale,
                                 int lo, int hi, float *scores) {
 	int total = past + n, group = heads / kv_heads, kvd = kv_heads * hd, qd = heads * hd;
 	for (int task = lo; task < hi; task++) {
@@ -1153,13 +1163,13 @@ AVX2 static void attention_avx2(float *out, const float *q, const float *kc, con
 		for (int g0 = 0; g0 < group; g0 += 4) {
 			int gn = group - g0 < 4 ? group - g0 : 4;
 			const float *qv = q + (long)i * qd + (long)(kh * group + g0) * hd;
-			const float *kv = kc + kh * hd;
+			long kv = kh * hd;
 			float *sc = scores + (long)g0 * total;
 			switch (gn) { // one loop per head count, so the accumulators stay in registers
-			case 4: score_heads(sc, total, qv, hd, kv, kvd, row, limit, scale, 4); break;
-			case 3: score_heads(sc, total, qv, hd, kv, kvd, row, limit, scale, 3); break;
-			case 2: score_heads(sc, total, qv, hd, kv, kvd, row, limit, scale, 2); break;
-			default: score_heads(sc, total, qv, hd, kv, kvd, row, limit, scale, 1); break;
+			case 4: score_heads(sc, total, qv, hd, kc, kv, kvd, row, limit, scale, 4, f16); break;
+			case 3: score_heads(sc, total, qv, hd, kc, kv, kvd, row, limit, scale, 3, f16); break;
+			case 2: score_heads(sc, total, qv, hd, kc, kv, kvd, row, limit, scale, 2, f16); break;
+			default: score_heads(sc, total, qv, hd, kc, kv, kvd, row, limit, scale, 1, f16); break;
 			}
 		}
 		// softmax of each head's scores; inv[g] is 1/sum, 0 for a row that
@@ -1185,20 +1195,21 @@ AVX2 static void attention_avx2(float *out, const float *q, const float *kc, con
 			for (int t0 = 0; t0 < hd; t0 += 8 * width) {
 				int tn = (hd - t0) / 8 < width ? (hd - t0) / 8 : width;
 				__m256 acc[8];
-				const float *w = scores + (long)g0 * total, *v = vc + kh * hd + t0;
+				const float *w = scores + (long)g0 * total;
+				long v = kh * hd + t0;
 				switch (gn * 16 + tn) { // one loop per shape, so the accumulators stay in registers
-				case 0x18: wsum_heads(acc, w, total, row, v, kvd, limit, 1, 8); break;
-				case 0x17: wsum_heads(acc, w, total, row, v, kvd, limit, 1, 7); break;
-				case 0x16: wsum_heads(acc, w, total, row, v, kvd, limit, 1, 6); break;
-				case 0x15: wsum_heads(acc, w, total, row, v, kvd, limit, 1, 5); break;
-				case 0x14: wsum_heads(acc, w, total, row, v, kvd, limit, 1, 4); break;
-				case 0x13: wsum_heads(acc, w, total, row, v, kvd, limit, 1, 3); break;
-				case 0x12: wsum_heads(acc, w, total, row, v, kvd, limit, 1, 2); break;
-				case 0x11: wsum_heads(acc, w, total, row, v, kvd, limit, 1, 1); break;
-				case 0x24: wsum_heads(acc, w, total, row, v, kvd, limit, 2, 4); break;
-				case 0x23: wsum_heads(acc, w, total, row, v, kvd, limit, 2, 3); break;
-				case 0x22: wsum_heads(acc, w, total, row, v, kvd, limit, 2, 2); break;
-				default: wsum_heads(acc, w, total, row, v, kvd, limit, 2, 1); break;
+				case 0x18: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 8, f16); break;
+				case 0x17: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 7, f16); break;
+				case 0x16: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 6, f16); break;
+				case 0x15: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 5, f16); break;
+				case 0x14: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 4, f16); break;
+				case 0x13: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 3, f16); break;
+				case 0x12: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 2, f16); break;
+				case 0x11: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 1, f16); break;
+				case 0x24: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 2, 4, f16); break;
+				case 0x23: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 2, 3, f16); break;
+				case 0x22: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 2, 2, f16); break;
+				default: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 2, 1, f16); break;
 				}
 				for (int u = 0; u < gn; u++) {
 					float *o = out + (long)i * qd + (long)(kh * group + g0 + u) * hd + t0;
@@ -1208,6 +1219,24 @@ AVX2 static void attention_avx2(float *out, const float *q, const float *kc, con
 			}
 		}
 	}
+}
+
+// One compiled copy of each kernel per cache type.
+AVX2 static void attention_hd8_f32(float *out, const float *q, const void *kc, const void *vc, int past, int n, const uint8_t *mask,
+                                   int heads, int kv_heads, float scale, int lo, int hi, float *scores) {
+	attention_hd8(out, q, kc, vc, 0, past, n, mask, heads, kv_heads, scale, lo, hi, scores);
+}
+AVX2 static void attention_hd8_f16(float *out, const float *q, const void *kc, const void *vc, int past, int n, const uint8_t *mask,
+                                   int heads, int kv_heads, float scale, int lo, int hi, float *scores) {
+	attention_hd8(out, q, kc, vc, 1, past, n, mask, heads, kv_heads, scale, lo, hi, scores);
+}
+AVX2 static void attention_avx2_f32(float *out, const float *q, const void *kc, const void *vc, int past, int n, const uint8_t *mask,
+                                    int heads, int kv_heads, int hd, float scale, int lo, int hi, float *scores) {
+	attention_avx2(out, q, kc, vc, 0, past, n, mask, heads, kv_heads, hd, scale, lo, hi, scores);
+}
+AVX2 static void attention_avx2_f16(float *out, const float *q, const void *kc, const void *vc, int past, int n, const uint8_t *mask,
+                                    int heads, int kv_heads, int hd, float scale, int lo, int hi, float *scores) {
+	attention_avx2(out, q, kc, vc, 1, past, n, mask, heads, kv_heads, hd, scale, lo, hi, scores);
 }
 #endif
 
@@ -1245,24 +1274,16 @@ long arb_attention_scratch(int past, int n, int heads, int kv_heads, int hd) {
 	return past + n;
 }
 
-// arb_attention computes tasks lo..hi-1 (see arb_attention_tasks; in
-// general task = row*heads + head) of
-// softmax(q.K^T * scale, masked) . V. mask, when not NULL, has n rows of
-// past+n bytes; without it row i sees slots 0..past+i. A row that sees no
-// slot gets zeros. The softmax sum accumulates in double, as ggml does.
-void arb_attention(float *out, const float *q, const float *kc, const float *vc, int past, int n,
-                   const uint8_t *mask, int heads, int kv_heads, int hd, float scale,
-                   int lo, int hi, float *scores) {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	switch (attention_mode(hd, heads, kv_heads)) {
-	case 2:
-		attention_hd8(out, q, kc, vc, past, n, mask, heads, kv_heads, scale, lo, hi, scores);
-		return;
-	case 1:
-		attention_avx2(out, q, kc, vc, past, n, mask, heads, kv_heads, hd, scale, lo, hi, scores);
-		return;
-	}
-#endif
+// kv_at reads element i of a KV cache layer, float32 or float16.
+static inline __attribute__((always_inline)) float kv_at(const void *p, long i, int f16) {
+	return f16 ? fp16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+// attention_portable is arb_attention's loop for any CPU; f16 is a constant
+// in each of its two callers below.
+static inline __attribute__((always_inline)) void attention_portable(float *out, const float *q, const void *kc, const void *vc, int f16,
+                                                                    int past, int n, const uint8_t *mask, int heads, int kv_heads, int hd,
+                                                                    float scale, int lo, int hi, float *scores) {
 	int total = past + n, group = heads / kv_heads, kvd = kv_heads * hd, qd = heads * hd;
 	for (int task = lo; task < hi; task++) {
 		int i = task / heads, h = task % heads, kh = h / group;
@@ -1272,9 +1293,9 @@ void arb_attention(float *out, const float *q, const float *kc, const float *vc,
 		float maxs = -INFINITY;
 		for (int j = 0; j < limit; j++) {
 			if (row && !row[j]) { scores[j] = -INFINITY; continue; }
-			const float *kv = kc + (long)j * kvd + kh * hd;
+			long kv = (long)j * kvd + kh * hd;
 			float d = 0;
-			for (int t = 0; t < hd; t++) d += qv[t] * kv[t];
+			for (int t = 0; t < hd; t++) d += qv[t] * kv_at(kc, kv + t, f16);
 			d *= scale;
 			scores[j] = d;
 			if (d > maxs) maxs = d;
@@ -1293,10 +1314,42 @@ void arb_attention(float *out, const float *q, const float *kc, const float *vc,
 		for (int j = 0; j < limit; j++) {
 			if (row && !row[j]) continue;
 			float p = scores[j] * inv;
-			const float *vv = vc + (long)j * kvd + kh * hd;
-			for (int t = 0; t < hd; t++) o[t] += p * vv[t];
+			long vv = (long)j * kvd + kh * hd;
+			for (int t = 0; t < hd; t++) o[t] += p * kv_at(vc, vv + t, f16);
 		}
 	}
+}
+
+static void attention_portable_f32(float *out, const float *q, const void *kc, const void *vc, int past, int n, const uint8_t *mask,
+                                   int heads, int kv_heads, int hd, float scale, int lo, int hi, float *scores) {
+	attention_portable(out, q, kc, vc, 0, past, n, mask, heads, kv_heads, hd, scale, lo, hi, scores);
+}
+
+static void attention_portable_f16(float *out, const float *q, const void *kc, const void *vc, int past, int n, const uint8_t *mask,
+                                   int heads, int kv_heads, int hd, float scale, int lo, int hi, float *scores) {
+	attention_portable(out, q, kc, vc, 1, past, n, mask, heads, kv_heads, hd, scale, lo, hi, scores);
+}
+
+// arb_attention computes tasks lo..hi-1 (see arb_attention_tasks; in
+// general task = row*heads + head) of
+// softmax(q.K^T * scale, masked) . V. kc and vc are one layer of the KV
+// cache, float32, or float16 when f16. mask, when not NULL, has n rows of
+// past+n bytes; without it row i sees slots 0..past+i. A row that sees no
+// slot gets zeros. The softmax sum accumulates in double, as ggml does.
+void arb_attention(float *out, const float *q, const void *kc, const void *vc, int f16, int past, int n,
+                   const uint8_t *mask, int heads, int kv_heads, int hd, float scale,
+                   int lo, int hi, float *scores) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	switch (attention_mode(hd, heads, kv_heads)) {
+	case 2:
+		(f16 ? attention_hd8_f16 : attention_hd8_f32)(out, q, kc, vc, past, n, mask, heads, kv_heads, scale, lo, hi, scores);
+		return;
+	case 1:
+		(f16 ? attention_avx2_f16 : attention_avx2_f32)(out, q, kc, vc, past, n, mask, heads, kv_heads, hd, scale, lo, hi, scores);
+		return;
+	}
+#endif
+	(f16 ? attention_portable_f16 : attention_portable_f32)(out, q, kc, vc, past, n, mask, heads, kv_heads, hd, scale, lo, hi, scores);
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

@@ -13,7 +13,7 @@ void arb_mm_f32(int type, const uint8_t *w, long row_bytes, int lo, int hi, int 
                 const float *x, int n, float *out, int rows, float *scratch);
 int arb_attention_tasks(int n, int heads, int kv_heads, int hd);
 long arb_attention_scratch(int past, int n, int heads, int kv_heads, int hd);
-void arb_attention(float *out, const float *q, const float *kc, const float *vc, int past, int n,
+void arb_attention(float *out, const float *q, const void *kc, const void *vc, int f16, int past, int n,
                    const uint8_t *mask, int heads, int kv_heads, int hd, float scale,
                    int lo, int hi, float *scores);
 void arb_silu_mul(float *g, const float *u, long count);

@@ -51,7 +51,9 @@ func (j *matmulJob) doC(worker, lo, hi int) {
 
 type attnJob struct {
 	b                           *Backend
-	out, q, kc, vc              []float32
+	out, q                      []float32
+	kc, vc                      unsafe.Pointer // one cache layer, float32 or (f16) float16
+	f16                         bool
 	past, n, heads, kvHeads, hd int
 	mask                        []bool
 	scale                       float32
@@ -64,26 +66,39 @@ func (j *attnJob) do(worker, lo, hi int) {
 	if j.mask != nil {
 		mask = (*C.uint8_t)(unsafe.Pointer(&j.mask[0]))
 	}
+	f16 := C.int(0)
+	if j.f16 {
+		f16 = 1
+	}
 	C.arb_attention((*C.float)(unsafe.Pointer(&j.out[0])), (*C.float)(unsafe.Pointer(&j.q[0])),
-		(*C.float)(unsafe.Pointer(&j.kc[0])), (*C.float)(unsafe.Pointer(&j.vc[0])), C.int(j.past), C.int(j.n),
+		j.kc, j.vc, f16, C.int(j.past), C.int(j.n),
 		mask, C.int(j.heads), C.int(j.kvHeads), C.int(j.hd), C.float(j.scale), C.int(lo), C.int(hi),
 		(*C.float)(unsafe.Pointer(&scores[0])))
 }
 
-// Attention implements kernels.Attention in C, split into the tasks
-// arb_attention_tasks names.
-func (b *Backend) Attention(out, q, kc, vc []float32, past, n int, mask []bool, heads, kvHeads, hd int, scale float32) {
+// attendC runs arb_attention over one cache layer (kc, vc: float32, or
+// float16 when f16), split into the tasks arb_attention_tasks names.
+func (b *Backend) attendC(out, q []float32, kc, vc unsafe.Pointer, f16 bool, past, n int, mask []bool, heads, kvHeads, hd int, scale float32) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	tasks := int(C.arb_attention_tasks(C.int(n), C.int(heads), C.int(kvHeads), C.int(hd)))
 	scratch := C.arb_attention_scratch(C.int(past), C.int(n), C.int(heads), C.int(kvHeads), C.int(hd))
-	b.attn = attnJob{b: b, out: out, q: q, kc: kc, vc: vc, past: past, n: n, heads: heads, kvHeads: kvHeads, hd: hd, mask: mask, scale: scale, scratch: int(scratch)}
+	b.attn = attnJob{b: b, out: out, q: q, kc: kc, vc: vc, f16: f16, past: past, n: n, heads: heads, kvHeads: kvHeads, hd: hd, mask: mask, scale: scale, scratch: int(scratch)}
 	j := &b.attn
 	b.pool.run(j, tasks, max(1, 4096*tasks/(n*heads*(past+n)*hd)))
 }
 
-// SiLUMul implements kernels.SiLUMul in C.
-func (b *Backend) SiLUMul(g, u []float32) {
+// HostAttention is the C attention over host float32 slices (q: n rows of
+// heads*hd; kc, vc: cached rows of kvHeads*hd; mask nil = causal), for
+// the kernel tests and benchmarks.
+func (b *Backend) HostAttention(out, q, kc, vc []float32, past, n int, mask []bool, heads, kvHeads, hd int, scale float32) {
+	b.attendC(out, q, unsafe.Pointer(&kc[0]), unsafe.Pointer(&vc[0]), false, past, n, mask, heads, kvHeads, hd, scale)
+}
+
+// SiLUMul: g[i] = silu(g[i]) * u[i], in C.
+func (b *Backend) SiLUMul(g, u []float32) { siluMul(g, u) }
+
+func siluMul(g, u []float32) {
 	if len(g) == 0 {
 		return
 	}

@@ -2,6 +2,8 @@
 
 package cpu
 
+import "unsafe"
+
 // Kernels names the kernel family in use, for benchmarks and profiles.
 func Kernels() string { return "pure-go" }
 
@@ -24,9 +26,16 @@ func ReadSum(p []uint64) uint64 {
 	return s0 ^ s1 ^ s2 ^ s3
 }
 
-// attnJob is unused without the C kernels (attention falls back to the
-// engine's Go loop); it keeps the Backend layout the same on every build.
+// attnJob is unused without the C kernels (attention runs attendGo); it
+// keeps the Backend layout the same on every build.
 type attnJob struct{}
+
+// attendC is never called without cgo (haveC is false).
+func (b *Backend) attendC(out, q []float32, kc, vc unsafe.Pointer, f16 bool, past, n int, mask []bool, heads, kvHeads, hd int, scale float32) {
+	panic("cpu: C attention in a build without cgo")
+}
+
+func siluMul(g, u []float32) { siluMulGo(g, u) }
 
 // PeakProbe runs iters rounds of multiply-adds with no memory traffic and
 // returns how many that was (and a value that depends on them): int8 or
