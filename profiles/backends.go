@@ -7,6 +7,7 @@ import (
 
 	"arborist/kernels"
 	"arborist/kernels/cpu"
+	"arborist/kernels/quant"
 )
 
 // BackendInfo describes one compute backend Arborist can run models on.
@@ -78,6 +79,22 @@ func BackendNames() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// KVTypes names the KV cache element types a model can run with: f32 (the
+// default) and f16, which halves the cache's memory (its accuracy against
+// f32 is in the README's KV cache section).
+const KVTypes = "f32, f16"
+
+// ParseKV reads a KV cache type name ("" is f32).
+func ParseKV(name string) (quant.Type, error) {
+	switch name {
+	case "", "f32":
+		return quant.F32, nil
+	case "f16":
+		return quant.F16, nil
+	}
+	return 0, fmt.Errorf("unknown KV cache type %q (available: %s)", name, KVTypes)
 }
 
 // DefaultThreads is the default backend's worker count on this machine.

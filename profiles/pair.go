@@ -35,6 +35,8 @@ type PairSpec struct {
 	// NoMmap reads the model files into memory instead of mapping them, so
 	// a file truncated or rewritten during a run cannot touch the weights.
 	NoMmap bool
+	// KV is the target's KV cache type (ParseKV: "" or "f32", "f16").
+	KV string
 }
 
 // SourceName names the draft source as calibrations and runs are keyed.
@@ -108,6 +110,10 @@ func OpenPair(p PairSpec, params sample.Params, concurrent bool) (*Pair, error) 
 		}
 		tThreads = max(1, p.Threads-dThreads)
 	}
+	kv, err := ParseKV(p.KV)
+	if err != nil {
+		return nil, err
+	}
 	l := &Pair{Concurrent: concurrent}
 	if l.Backend, err = bi.New(tThreads); err != nil {
 		return nil, err
@@ -118,6 +124,7 @@ func OpenPair(p PairSpec, params sample.Params, concurrent bool) (*Pair, error) 
 		l.Close()
 		return nil, err
 	}
+	target.KVType = kv
 	l.Target = target
 	l.closers = append(l.closers, func() { target.Close() })
 	switch {

@@ -19,6 +19,8 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	reps := fs.Int("reps", 5, "repetitions of the decode run (the median is reported)")
 	widthsFlag := fs.String("widths", "1,2,4,8,16,32,64", "verification widths W to time")
 	n := fs.Int("n", 128, "tokens per decode run")
+	var kv string
+	kvFlag(fs, &kv)
 	asJSON := jsonFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -33,10 +35,13 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	if err := checkBackend(backend, threads); err != nil {
 		return fail(fs, err)
 	}
+	if err := checkKV(kv); err != nil {
+		return fail(fs, err)
+	}
 	if *reps <= 0 || *n <= 1 {
 		return fail(fs, usagef("--reps must be positive and -n above 1"))
 	}
-	r, err := workbench.BenchModel(ctx, workbench.BenchOptions{Model: *path, Backend: backend, Threads: threads, Reps: *reps, Tokens: *n, Widths: widths})
+	r, err := workbench.BenchModel(ctx, workbench.BenchOptions{Model: *path, Backend: backend, Threads: threads, Reps: *reps, Tokens: *n, Widths: widths, KV: kv})
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,20 @@ func (p *pairFlags) register(fs *flag.FlagSet) {
 	backendFlags(fs, &p.Backend, &p.Threads)
 	fs.IntVar(&p.DraftThreads, "draft-threads", 0, "threads of a concurrent drafter (duo, --aot); default: half")
 	fs.BoolVar(&p.NoMmap, "no-mmap", false, "read model files into memory instead of mapping them (a file changed during the run cannot affect it)")
+	kvFlag(fs, &p.KV)
+}
+
+// kvFlag registers --kv, the target's KV cache type.
+func kvFlag(fs *flag.FlagSet, kv *string) {
+	fs.StringVar(kv, "kv", "f32", "KV cache type: f32, or f16 (half the memory; its accuracy is in the README)")
+}
+
+// checkKV validates --kv.
+func checkKV(kv string) error {
+	if _, err := profiles.ParseKV(kv); err != nil {
+		return usagef("--kv: %v", err)
+	}
+	return nil
 }
 
 // backendFlags registers --backend and --threads.
@@ -72,6 +86,9 @@ func (p *pairFlags) check(needSource bool) error {
 	}
 	if err := profiles.CheckThreads("--threads (with --draft-threads)", p.Threads+p.DraftThreads); err != nil { // issue 17
 		return usagef("%v", err)
+	}
+	if err := checkKV(p.KV); err != nil {
+		return err
 	}
 	return checkBackend(p.Backend, p.Threads)
 }

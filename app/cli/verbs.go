@@ -88,6 +88,8 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 	backendFlags(fs, &backend, &threads)
 	noBOS := fs.Bool("no-bos", false, "do not add BOS before the prompt")
 	noMmap := fs.Bool("no-mmap", false, "read the model into memory instead of mapping it")
+	var kv string
+	kvFlag(fs, &kv)
 	sp := sampleFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -108,11 +110,14 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 	if err := checkBackend(backend, threads); err != nil {
 		return fail(fs, err)
 	}
+	if err := checkKV(kv); err != nil {
+		return fail(fs, err)
+	}
 	params, err := sp()
 	if err != nil {
 		return fail(fs, err)
 	}
-	opt := workbench.GenerateOptions{Model: *path, Backend: backend, Threads: threads, NoMmap: *noMmap, Prompt: *prompt, NoBOS: *noBOS,
+	opt := workbench.GenerateOptions{Model: *path, Backend: backend, Threads: threads, NoMmap: *noMmap, KV: kv, Prompt: *prompt, NoBOS: *noBOS,
 		MaxTokens: *n, Sample: params}
 	if *idList != "" {
 		if opt.IDs, err = parseIDs(*idList); err != nil {

@@ -10,8 +10,10 @@ import (
 
 	"arborist/engine/gguf"
 	"arborist/engine/model"
+	"arborist/engine/model/modeltest"
 	"arborist/engine/sample"
 	"arborist/engine/synth"
+	"arborist/kernels"
 	"arborist/kernels/cpu"
 	"arborist/kernels/quant"
 )
@@ -37,141 +39,18 @@ func tinyModel(t *testing.T, shape string, typ quant.Type) *model.Model {
 	return m
 }
 
-var shapes = []struct {
-	name, shape string
-	typ         quant.Type
-}{
-	{"llama", "custom:dim=64,layers=2,heads=4,kv=2,ffn=96,vocab=300", quant.F32},
-	{"qwen2-tied", "custom:dim=64,layers=2,heads=4,kv=1,ffn=96,vocab=300,arch=qwen2,tied=1", quant.F32},
-	{"llama-q8", "custom:dim=64,layers=2,heads=2,kv=2,ffn=96,vocab=300", quant.Q8_0},
-	{"qwen3", "custom:dim=64,layers=2,heads=4,kv=2,hd=24,ffn=96,vocab=300,arch=qwen3", quant.F32},
-	{"phi3-window", "custom:dim=64,layers=2,heads=4,kv=4,ffn=96,vocab=300,arch=phi3,window=3", quant.Q8_0},
-	{"gemma2-window", "custom:dim=64,layers=3,heads=2,kv=1,hd=32,ffn=96,vocab=300,arch=gemma2,window=3", quant.F32},
-	{"gemma3-window", "custom:dim=64,layers=6,heads=2,kv=1,hd=32,ffn=96,vocab=300,arch=gemma3,window=3,linearrope=2", quant.F32},
-}
+// shapes are the suite's synthetic models.
+var shapes = modeltest.Shapes
 
-func maxDiff(a, b []float32) float64 {
-	d := 0.0
-	for i := range a {
-		d = math.Max(d, math.Abs(float64(a[i]-b[i])))
-	}
-	return d
-}
+func maxDiff(a, b []float32) float64 { return modeltest.MaxDiff(a, b) }
 
-// TestBatchEqualsSequential: prefilling n tokens in one causal batch gives the
-// same logits, row for row, as n one-token passes.
-func TestBatchEqualsSequential(t *testing.T) {
-	ctx := context.Background()
-	toks := []int{1, 17, 99, 250, 3, 42, 7}
-	for _, s := range shapes {
-		t.Run(s.name, func(t *testing.T) {
-			m := tinyModel(t, s.shape, s.typ)
-			var batch model.Result
-			c1 := m.NewCache(16)
-			if err := m.Forward(ctx, c1, model.Batch{Tokens: toks}, &batch); err != nil {
-				t.Fatal(err)
-			}
-			c2 := m.NewCache(16)
-			for i, tok := range toks {
-				var one model.Result
-				if err := m.Forward(ctx, c2, model.Batch{Tokens: []int{tok}}, &one); err != nil {
-					t.Fatal(err)
-				}
-				row := batch.Logits[i*m.Vocab : (i+1)*m.Vocab]
-				if d := maxDiff(row, one.Logits); d > 1e-4 {
-					t.Fatalf("row %d: batch and sequential logits differ by %g", i, d)
-				}
-			}
-			if c1.Len() != len(toks) || c2.Len() != len(toks) {
-				t.Errorf("cache lengths %d, %d", c1.Len(), c2.Len())
-			}
-		})
-	}
-}
-
-// TestTreeMaskAndCompaction verifies a token tree in one pass: after a shared
-// prefix, two branches [a b] and [c] are batched with a mask so each row sees
-// only its ancestors. Each row's logits must equal those of running its own
-// path alone; compacting the cache to one branch must leave a cache that
-// continues exactly like one built from that path.
-func TestTreeMaskAndCompaction(t *testing.T) {
-	ctx := context.Background()
-	for _, s := range shapes {
-		t.Run(s.name, func(t *testing.T) {
-			m := tinyModel(t, s.shape, s.typ)
-			prefix := []int{1, 20, 30}
-			a, b, c := 40, 50, 60
-			cache := m.NewCache(32)
-			var res model.Result
-			if err := m.Forward(ctx, cache, model.Batch{Tokens: prefix}, &res); err != nil {
-				t.Fatal(err)
-			}
-			past := cache.Len()
-			// rows: 0=a (depth 1), 1=b (child of a), 2=c (depth 1)
-			tree := []int{a, b, c}
-			parent := []int{-1, 0, -1}
-			pos := []int{past, past + 1, past}
-			total := past + len(tree)
-			mask := make([]bool, len(tree)*total)
-			for i := range tree {
-				for j := 0; j < past; j++ {
-					mask[i*total+j] = true
-				}
-				for k := i; k >= 0; k = parent[k] {
-					mask[i*total+past+k] = true
-				}
-			}
-			var tr model.Result
-			if err := m.Forward(ctx, cache, model.Batch{Tokens: tree, Pos: pos, Mask: mask}, &tr); err != nil {
-				t.Fatal(err)
-			}
-			paths := [][]int{{a}, {a, b}, {c}}
-			for i, p := range paths {
-				ref := m.NewCache(32)
-				var r model.Result
-				seq := append(append([]int{}, prefix...), p...)
-				if err := m.Forward(ctx, ref, model.Batch{Tokens: seq, Want: []int{len(seq) - 1}}, &r); err != nil {
-					t.Fatal(err)
-				}
-				if d := maxDiff(tr.Logits[i*m.Vocab:(i+1)*m.Vocab], r.Logits); d > 1e-4 {
-					t.Fatalf("tree row %d (path %v) differs from its path alone by %g", i, p, d)
-				}
-			}
-			// keep the prefix and branch [a b], drop c, then continue with token 70
-			keep := []int{0, 1, 2, past, past + 1}
-			if err := cache.Compact(keep); err != nil {
-				t.Fatal(err)
-			}
-			var cont, ref model.Result
-			if err := m.Forward(ctx, cache, model.Batch{Tokens: []int{70}}, &cont); err != nil {
-				t.Fatal(err)
-			}
-			rc := m.NewCache(32)
-			if err := m.Forward(ctx, rc, model.Batch{Tokens: []int{1, 20, 30, a, b, 70}, Want: []int{5}}, &ref); err != nil {
-				t.Fatal(err)
-			}
-			if d := maxDiff(cont.Logits, ref.Logits); d > 1e-4 {
-				t.Fatalf("after compaction the next step differs by %g", d)
-			}
-			// keeping the other branch, in a non-increasing order, also works
-			cache2 := m.NewCache(32)
-			m.Forward(ctx, cache2, model.Batch{Tokens: prefix}, &res)
-			m.Forward(ctx, cache2, model.Batch{Tokens: tree, Pos: pos, Mask: mask}, &tr)
-			if err := cache2.Compact([]int{0, 1, 2, past + 2}); err != nil {
-				t.Fatal(err)
-			}
-			m.Forward(ctx, cache2, model.Batch{Tokens: []int{70}}, &cont)
-			rc2 := m.NewCache(32)
-			m.Forward(ctx, rc2, model.Batch{Tokens: []int{1, 20, 30, c, 70}, Want: []int{4}}, &ref)
-			if d := maxDiff(cont.Logits, ref.Logits); d > 1e-4 {
-				t.Fatalf("after compaction to branch c the next step differs by %g", d)
-			}
-		})
-	}
+// TestCPUDevice runs the model-level conformance suite on the CPU backend.
+func TestCPUDevice(t *testing.T) {
+	modeltest.Run(t, func(t *testing.T) kernels.Device { return cpu.New(2) })
 }
 
 func TestLayerSkipAndHidden(t *testing.T) {
-	m := tinyModel(t, shapes[0].shape, quant.F32)
+	m := tinyModel(t, shapes[0].Shape, quant.F32)
 	var full, skip model.Result
 	ctx := context.Background()
 	if err := m.Forward(ctx, m.NewCache(8), model.Batch{Tokens: []int{1, 5}, Hidden: true}, &full); err != nil {
@@ -202,7 +81,7 @@ func TestLayerSkipAndHidden(t *testing.T) {
 }
 
 func TestEmbedsEqualTokens(t *testing.T) {
-	m := tinyModel(t, shapes[0].shape, quant.F32)
+	m := tinyModel(t, shapes[0].Shape, quant.F32)
 	ctx := context.Background()
 	toks := []int{1, 5, 9}
 	emb := make([]float32, len(toks)*m.Dim)
@@ -224,7 +103,7 @@ func TestEmbedsEqualTokens(t *testing.T) {
 }
 
 func TestForwardErrors(t *testing.T) {
-	m := tinyModel(t, shapes[0].shape, quant.F32)
+	m := tinyModel(t, shapes[0].Shape, quant.F32)
 	ctx := context.Background()
 	var r model.Result
 	c := m.NewCache(4)
@@ -296,7 +175,7 @@ func TestLoadErrors(t *testing.T) {
 // TestDecodeAllocatesNothing: once its buffers have grown, a one-token
 // decode step allocates no memory (the CPU backend reuses its job structs).
 func TestDecodeAllocatesNothing(t *testing.T) {
-	m := tinyModel(t, shapes[2].shape, quant.Q8_0)
+	m := tinyModel(t, shapes[2].Shape, quant.Q8_0)
 	ctx := context.Background()
 	c := m.NewCache(256)
 	var res model.Result
@@ -399,7 +278,7 @@ func TestHostileLayerCount(t *testing.T) {
 // TestCheckCache: a KV cache beyond the machine's memory is refused before
 // it is allocated (issue 17: sizes checked against the machine).
 func TestCheckCache(t *testing.T) {
-	m := tinyModel(t, shapes[0].shape, shapes[0].typ)
+	m := tinyModel(t, shapes[0].Shape, shapes[0].Type)
 	if err := m.CheckCache(64); err != nil {
 		t.Fatal(err)
 	}

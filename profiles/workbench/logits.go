@@ -31,7 +31,7 @@ func Logits(ctx context.Context, opt LogitsOptions, emit func(pos int, top [][2]
 	if opt.Top <= 0 {
 		return fmt.Errorf("top %d must be positive", opt.Top)
 	}
-	m, be, err := openModel(opt.Backend, opt.Threads, opt.Model, opt.NoMmap)
+	m, be, err := openModel(opt.Backend, opt.Threads, opt.Model, opt.NoMmap, "")
 	if err != nil {
 		return err
 	}

@@ -103,7 +103,12 @@ func Tokenize(path, text string, bos, special bool) ([]int, error) {
 
 // openModel loads one model on a backend chosen by name; noMmap reads the
 // file into memory instead of mapping it.
-func openModel(backend string, threads int, path string, noMmap bool) (*model.Model, kernels.Backend, error) {
+// kv is its KV cache type (profiles.ParseKV).
+func openModel(backend string, threads int, path string, noMmap bool, kv string) (*model.Model, kernels.Backend, error) {
+	kt, err := profiles.ParseKV(kv)
+	if err != nil {
+		return nil, nil, err
+	}
 	be, err := profiles.NewBackend(backend, threads)
 	if err != nil {
 		return nil, nil, err
@@ -113,6 +118,7 @@ func openModel(backend string, threads int, path string, noMmap bool) (*model.Mo
 		be.Close()
 		return nil, nil, err
 	}
+	m.KVType = kt
 	return m, be, nil
 }
 
@@ -127,6 +133,7 @@ type GenerateOptions struct {
 	Backend string // "" = profiles.DefaultBackend
 	Threads int
 	NoMmap  bool
+	KV      string // KV cache type (profiles.ParseKV)
 	Prompt  string
 	NoBOS   bool
 	// IDs, when not nil, is the prompt as token ids (BOS included if
@@ -153,7 +160,7 @@ var ErrEmptyPrompt = fmt.Errorf("the prompt is empty and the model adds no BOS t
 
 // Generate decodes with the target alone.
 func Generate(ctx context.Context, opt GenerateOptions) (*GenerateResult, error) {
-	m, be, err := openModel(opt.Backend, opt.Threads, opt.Model, opt.NoMmap)
+	m, be, err := openModel(opt.Backend, opt.Threads, opt.Model, opt.NoMmap, opt.KV)
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +316,7 @@ func describeModel(b *strings.Builder, label string, f *gguf.File) (*tokenizer.T
 // DescribeHidden checks that a hidden-state drafter (a stored id or a
 // file) fits the target, and summarises it.
 func DescribeHidden(ctx context.Context, target, ref, db string) (string, error) {
-	m, be, err := openModel(profiles.DefaultBackend, 1, target, false)
+	m, be, err := openModel(profiles.DefaultBackend, 1, target, false, "")
 	if err != nil {
 		return "", err
 	}
@@ -331,9 +338,10 @@ type BenchOptions struct {
 	Model     string
 	Backend   string
 	Threads   int
-	Reps      int   // decode runs (the median is reported)
-	Tokens    int   // per decode run
-	Widths    []int // verification widths timed
+	Reps      int    // decode runs (the median is reported)
+	Tokens    int    // per decode run
+	Widths    []int  // verification widths timed
+	KV        string // KV cache type (profiles.ParseKV)
 	OnMessage func(string)
 }
 
@@ -363,7 +371,7 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, be, err := openModel(opt.Backend, opt.Threads, opt.Model, false)
+	m, be, err := openModel(opt.Backend, opt.Threads, opt.Model, false, opt.KV)
 	if err != nil {
 		return nil, err
 	}

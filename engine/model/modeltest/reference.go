@@ -1,16 +1,11 @@
-package model_test
+package modeltest
 
 import (
-	"context"
 	"fmt"
 	"math"
-	"path/filepath"
 	"testing"
 
 	"arborist/engine/gguf"
-	"arborist/engine/model"
-	"arborist/engine/synth"
-	"arborist/kernels/cpu"
 	"arborist/kernels/quant"
 )
 
@@ -30,7 +25,7 @@ type refModel struct {
 	mscale  float64
 }
 
-func (r *refModel) tensor(t *testing.T, name string) []float64 {
+func (r *refModel) tensor(t testing.TB, name string) []float64 {
 	t.Helper()
 	ti, data, err := r.f.TensorData(name)
 	if err != nil {
@@ -98,7 +93,7 @@ func gelu(x float64) float64 {
 func silu(x float64) float64 { return x / (1 + math.Exp(-x)) }
 
 // forward returns the logits of every position of ids (causal).
-func (r *refModel) forward(t *testing.T, ids []int) [][]float64 {
+func (r *refModel) forward(t testing.TB, ids []int) [][]float64 {
 	gemma, phi := r.arch == "gemma3", r.arch == "phi3"
 	emb := r.tensor(t, "token_embd.weight")
 	vocab := len(emb) / r.dim
@@ -233,87 +228,4 @@ func (r *refModel) forward(t *testing.T, ids []int) [][]float64 {
 		}
 	}
 	return logits
-}
-
-// TestReferenceFamilies: the engine's qwen3 and gemma3 forward passes equal
-// the float64 reference on tiny random models, including a head width that
-// differs from width/heads, Gemma 3's local layers (own rope base, sliding
-// window shorter than the sequence) and a linearly scaled global layer.
-func TestReferenceFamilies(t *testing.T) {
-	cases := []struct{ name, shape string }{
-		{"qwen3", "custom:dim=64,layers=2,heads=4,kv=2,hd=24,ffn=96,vocab=300,arch=qwen3,rope=1000000,tied=1"},
-		{"qwen3-untied", "custom:dim=64,layers=2,heads=2,kv=1,hd=32,ffn=64,vocab=300,arch=qwen3"},
-		{"gemma3", "custom:dim=64,layers=7,heads=2,kv=1,hd=32,ffn=96,vocab=300,arch=gemma3,window=5,linearrope=4,rope=1000000"},
-		{"phi3-short", "custom:dim=64,layers=2,heads=4,kv=4,ffn=96,vocab=300,arch=phi3,window=6,longrope=1,ctx=16384"},
-		{"phi3-long", "custom:dim=64,layers=2,heads=4,kv=4,ffn=96,vocab=300,arch=phi3,window=6,longrope=1,ctx=16384"},
-	}
-	ids := []int{1, 17, 99, 250, 3, 42, 7, 180, 64, 33, 299, 5, 120}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			sh, err := synth.ParseShape(c.shape)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := filepath.Join(t.TempDir(), c.name+".gguf")
-			if err := synth.WriteFile(context.Background(), p, sh, synth.Options{Type: quant.F32, Seed: 7}); err != nil {
-				t.Fatal(err)
-			}
-			be := cpu.New(2)
-			defer be.Close()
-			m, err := model.Load(p, be)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			u := func(k string) int {
-				v, ok := m.File.Uint(sh.Arch + "." + k)
-				if !ok {
-					t.Fatalf("%s.%s missing", sh.Arch, k)
-				}
-				return int(v)
-			}
-			fl := func(k string, def float64) float64 {
-				if v, ok := m.File.Float(sh.Arch + "." + k); ok {
-					return v
-				}
-				return def
-			}
-			ref := &refModel{arch: sh.Arch, dim: u("embedding_length"), layers: u("block_count"), heads: u("attention.head_count"),
-				kv: u("attention.head_count_kv"), eps: fl("attention.layer_norm_rms_epsilon", 1e-6),
-				base: fl("rope.freq_base", 10000), scale: fl("rope.scaling.factor", 1), f: m.File}
-			ref.hd = ref.dim / ref.heads
-			if _, ok := m.File.Uint(sh.Arch + ".attention.key_length"); ok {
-				ref.hd = u("attention.key_length")
-			}
-			if sh.Arch == "gemma3" || sh.Arch == "phi3" {
-				ref.window = u("attention.sliding_window")
-			}
-			slots := len(ids)
-			if sh.Arch == "phi3" {
-				// HF picks the long factors past the original context;
-				// Arborist (like llama.cpp) by the cache's size
-				name := "rope_factors_short.weight"
-				if c.name == "phi3-long" {
-					name, slots = "rope_factors_long.weight", u("rope.scaling.original_context_length")+1
-				}
-				ref.factors, ref.mscale = ref.tensor(t, name), fl("rope.scaling.attn_factor", 1)
-			}
-			want := ref.forward(t, ids)
-			var res model.Result
-			if err := m.Forward(context.Background(), m.NewCache(slots), model.Batch{Tokens: ids}, &res); err != nil {
-				t.Fatal(err)
-			}
-			worst := 0.0
-			for i := range ids {
-				for v := 0; v < m.Vocab; v++ {
-					d := math.Abs(float64(res.Logits[i*m.Vocab+v]) - want[i][v])
-					worst = math.Max(worst, d/math.Max(1, math.Abs(want[i][v])))
-				}
-			}
-			t.Logf("%s: max |engine - float64 reference| %.3g (relative above 1)", c.name, worst)
-			if worst > 1e-4 {
-				t.Errorf("%s: engine logits differ from the float64 reference by %.3g", c.name, worst)
-			}
-		})
-	}
 }

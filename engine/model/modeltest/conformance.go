@@ -1,4 +1,4 @@
-package model_test
+package modeltest
 
 import (
 	"bufio"
@@ -12,14 +12,7 @@ import (
 
 	"arborist/engine/model"
 	"arborist/engine/sample"
-	"arborist/kernels/cpu"
 )
-
-// conformanceDir is the forward-pass conformance kit beside the checkout:
-// tiny random-weight GGUFs written as llama.cpp's converter writes them, and
-// llama.cpp's logits on fixed id sequences (its README gives the format and
-// the tolerances this test applies).
-var conformanceDir = filepath.Join("..", "..", "..", "shared", "conformance")
 
 type refLine struct {
 	Model          string         `json:"model"`
@@ -36,7 +29,7 @@ type refLine struct {
 	} `json:"ref_vs_exact"`
 }
 
-func readRefs(t *testing.T) []refLine {
+func readRefs(t *testing.T, conformanceDir string) []refLine {
 	t.Helper()
 	f, err := os.Open(filepath.Join(conformanceDir, "ref.jsonl"))
 	if err != nil {
@@ -73,13 +66,15 @@ func topDiff(row []float32, top [][2]float64) (mx, sq float64) {
 	return mx, sq
 }
 
-// TestConformance runs every model of the kit on every reference sequence:
-// teacher-forced logits in one batch, then the greedy continuation one
-// token per pass, and applies the kit's tolerances.
-func TestConformance(t *testing.T) {
-	refs := readRefs(t)
-	be := cpu.New(2)
-	defer be.Close()
+// Conformance runs every model of the ../shared/conformance kit (tiny
+// random-weight GGUFs written as llama.cpp's converter writes them, with
+// llama.cpp's logits on fixed id sequences; its README gives the format and
+// the tolerances applied) on every reference sequence: teacher-forced
+// logits in one batch, then the greedy continuation one token per pass.
+func Conformance(t *testing.T, dev Device) {
+	conformanceDir := filepath.Join(SharedDir(t), "conformance")
+	refs := readRefs(t, conformanceDir)
+	be := open(t, dev)
 	ctx := context.Background()
 	models := map[string]*model.Model{}
 	defer func() {

@@ -1,0 +1,132 @@
+package modeltest
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	"arborist/engine/drafter"
+	"arborist/engine/generate"
+	"arborist/engine/model"
+	"arborist/engine/sample"
+	"arborist/engine/spec"
+	"arborist/engine/tree"
+	"arborist/kernels/quant"
+)
+
+// strategyConfigs are the plans Strategies runs for each registered
+// strategy; a strategy missing here fails the suite, so a new one cannot
+// go untested on a device.
+func strategyConfigs() map[string][]spec.Config {
+	st, _ := tree.FromWidths([]int{3, 2, 1})
+	par, _ := tree.FromParents([]int{-1, -1, 0, 0, 2, 4})
+	opt, _, _ := tree.Optimal(func(d, r int) float64 { return 0.8 * math.Pow(0.4, float64(r)) / float64(d+1) }, 10, 6, 4)
+	return map[string][]spec.Config{
+		"ar":      {{Strategy: "ar"}},
+		"chain":   {{Strategy: "chain", Gamma: 4}},
+		"tree":    {{Strategy: "tree", Static: st}, {Strategy: "tree", Static: par}},
+		"sequoia": {{Strategy: "sequoia", Static: opt[len(opt)-1]}},
+		"egt": {{Strategy: "egt", Widths: []int{1, 2, 3, 3, 2}, Branch: 2, WMax: 12, Pad: true},
+			{Strategy: "egt", Widths: []int{1, 2, 2, 2}, Branch: 2, WMax: 8, AOT: true}},
+		"duo": {{Strategy: "duo", Gamma: 4, MaxSeqs: 3}},
+	}
+}
+
+// Strategies: greedy speculative output of every registered strategy
+// (engine/spec) equals plain decoding on the device, with a draft model on
+// a second device (the target's own weights: long accepted paths; duo and
+// AOT draft concurrently) and the target's first layer (frequent
+// rejections), on a plain, a soft-capped sliding-window and a quantised
+// model, and with an F16 KV cache.
+func Strategies(t *testing.T, dev Device) {
+	ctx := context.Background()
+	configs := strategyConfigs()
+	for _, name := range spec.Strategies() {
+		if len(configs[name]) == 0 {
+			t.Errorf("strategy %s has no plan in modeltest's strategyConfigs", name)
+		}
+	}
+	prompts := [][]int{{1, 17, 99, 250, 3}, {1, 200, 5}}
+	const n = 24
+	d, dd := open(t, dev), open(t, dev)
+	for _, s := range []struct {
+		name string
+		kv   quant.Type
+	}{{"llama", quant.F32}, {"gemma2-window", quant.F32}, {"llama-q8", quant.F32}, {"llama", quant.F16}} {
+		shape, typ := "", quant.F32
+		for _, sh := range Shapes {
+			if sh.Name == s.name {
+				shape, typ = sh.Shape, sh.Type
+			}
+		}
+		t.Run(fmt.Sprintf("%s/kv-%s", s.name, s.kv), func(t *testing.T) {
+			target, path := Synth(t, d, shape, typ, 11)
+			target.KVType = s.kv
+			self := Load(t, dd, path)
+			want := make([][]int, len(prompts))
+			for i, pr := range prompts {
+				out, _, err := generate.Run(ctx, target, pr, generate.Options{MaxTokens: n})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want[i] = out
+			}
+			srcs := map[string]func() (drafter.Source, bool){
+				"self": func() (drafter.Source, bool) { return drafter.NewModel(self, 0, 256, sample.Params{}, "self"), true },
+				"layers": func() (drafter.Source, bool) {
+					return drafter.NewModel(target, 1, 256, sample.Params{}, "layers:1"), false
+				},
+			}
+			for _, name := range spec.Strategies() {
+				for ci, cfg := range configs[name] {
+					for sname, mk := range srcs {
+						if name == "ar" && sname != "self" {
+							continue
+						}
+						src, conc := mk()
+						e := &spec.Engine{Target: target, Source: src, Concurrent: conc}
+						if name == "ar" {
+							e.Source = nil
+						}
+						if (name == "duo" || cfg.AOT) && !conc {
+							continue // concurrent drafting needs the drafter's own device
+						}
+						for i, pr := range prompts {
+							c := cfg
+							c.MaxTokens = n
+							res, err := e.Run(ctx, pr, c)
+							if err != nil {
+								t.Fatalf("%s#%d/%s: %v", name, ci, sname, err)
+							}
+							if fmt.Sprint(res.Tokens) != fmt.Sprint(want[i]) {
+								t.Fatalf("%s#%d/%s, prompt %v:\n got %v\nwant %v", name, ci, sname, pr, res.Tokens, want[i])
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// Argmax: a pass asked for its argmax only returns, for every wanted row,
+// the index sample.Argmax picks from the same pass's logits.
+func Argmax(t *testing.T, dev Device) {
+	ctx := context.Background()
+	d := open(t, dev)
+	for _, s := range Shapes[:3] {
+		t.Run(s.Name, func(t *testing.T) {
+			m, _ := Synth(t, d, s.Shape, s.Type, 5)
+			toks := []int{1, 17, 99, 250, 3}
+			var full, am model.Result
+			must(t, m.Forward(ctx, m.NewCache(8), model.Batch{Tokens: toks}, &full))
+			must(t, m.Forward(ctx, m.NewCache(8), model.Batch{Tokens: toks, Want: []int{4, 0, 2}, Output: model.OutArgmax}, &am))
+			for j, r := range []int{4, 0, 2} {
+				if w := sample.Argmax(full.Logits[r*m.Vocab : (r+1)*m.Vocab]); am.Argmax[j] != w {
+					t.Fatalf("row %d: argmax %d, want %d", r, am.Argmax[j], w)
+				}
+			}
+		})
+	}
+}
