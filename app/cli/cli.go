@@ -38,6 +38,7 @@ func verbs() map[string]verb {
 		{"demo", "write the built-in demo pair (real text, speculation that pays) to a folder", runDemo},
 		{"run", "speculative decoding session: strategy, draft source, figures, trace", runRun},
 		{"bench", "decode speed, T_verify(W) curve and memory bandwidth of a model on this machine", runBench},
+		{"backends", "list the compute backends (cpu, cuda, ...) and whether each can run on this machine", runBackends},
 		{"profile", "measure and store latency curves of a target (and drafter) on this machine", runProfile},
 		{"calibrate", "measure a pair's acceptance per depth, rank and confidence over a prompt suite", runCalibrate},
 		{"tune", "rank plans with the latency-aware speedup model; -o writes config.yaml", runTune},

@@ -42,6 +42,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"tokenize", "--model", "x.gguf"}, 2, "want exactly one TEXT"},
 		{[]string{"synth", "--shape", "llama-9z", "-o", "x"}, 2, `unknown shape "llama-9z"`},
 		{[]string{"synth", "--shape", "stories15m", "--type", "Q3_Q", "-o", "x"}, 2, "not a supported weight type"},
+		{[]string{"generate", "--model", "m.gguf", "--kv", "f8"}, 2, `unknown KV cache type "f8"`},
+		{[]string{"bench", "--model", "m.gguf", "--kv", "q8"}, 2, `unknown KV cache type "q8"`},
 	}
 	for _, c := range cases {
 		code, _, stderr := run(t, c.args...)
@@ -77,6 +79,31 @@ func TestGenerateBench(t *testing.T) {
 	}
 	if want := ", there was a little girl named Lily."; !strings.HasPrefix(out, want) {
 		t.Errorf("output %q does not start with %q", out, want)
+	}
+}
+
+// TestGenerateKVF16: an F16 KV cache writes the same greedy story (the
+// first sentence; its accuracy is measured in engine/model/modeltest).
+func TestGenerateKVF16(t *testing.T) {
+	dir := sharedModels(t)
+	code, out, stderr := run(t, "generate", "--model", filepath.Join(dir, "stories260K.gguf"), "--prompt", "Once upon a time", "--temp", "0", "-n", "24", "--kv", "f16")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if want := ", there was a little girl named Lily."; !strings.HasPrefix(out, want) {
+		t.Errorf("output %q does not start with %q", out, want)
+	}
+}
+
+// TestBackends: the registry is listed with each backend's availability.
+func TestBackends(t *testing.T) {
+	code, out, stderr := run(t, "backends")
+	if code != 0 || !strings.Contains(out, "cpu    available: kernels ") {
+		t.Fatalf("exit %d, out %q, err %s", code, out, stderr)
+	}
+	code, out, _ = run(t, "backends", "--json")
+	if code != 0 || !strings.Contains(out, `"name": "cpu"`) {
+		t.Fatalf("--json: exit %d, out %q", code, out)
 	}
 }
 
