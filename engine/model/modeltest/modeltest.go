@@ -25,6 +25,7 @@ import (
 	"testing"
 
 	"arborist/engine/model"
+	"arborist/engine/sample"
 	"arborist/engine/synth"
 	"arborist/kernels"
 	"arborist/kernels/quant"
@@ -342,11 +343,19 @@ func CopyPrefix(t *testing.T, dev Device) {
 	}
 }
 
+// KVStats compares the logits of an F16 KV cache with an F32 one's.
+type KVStats struct {
+	Max, RMS float64 // largest and RMS |logit difference| over every row
+	Rows     int     // positions compared
+	Flips    int     // positions whose argmax differs
+}
+
 // KVDiff runs ids through m twice, with an F32 and an F16 KV cache (the
 // first half of ids as one prefill batch, the rest one token per pass, so
-// both the batched and the decoding attention read the cache), and returns
-// the largest and the RMS difference of the logits of every position.
-func KVDiff(ctx context.Context, m *model.Model, ids []int) (maxd, rms float64, err error) {
+// both the batched and the decoding attention read the cache), and
+// compares the logits of every position.
+func KVDiff(ctx context.Context, m *model.Model, ids []int) (KVStats, error) {
+	var st KVStats
 	run := func(t quant.Type) ([]float32, error) {
 		saved := m.KVType
 		defer func() { m.KVType = saved }()
@@ -369,19 +378,26 @@ func KVDiff(ctx context.Context, m *model.Model, ids []int) (maxd, rms float64, 
 	}
 	a, err := run(quant.F32)
 	if err != nil {
-		return 0, 0, err
+		return st, err
 	}
 	b, err := run(quant.F16)
 	if err != nil {
-		return 0, 0, err
+		return st, err
 	}
 	var sq float64
 	for i := range a {
 		d := float64(a[i] - b[i])
-		maxd = math.Max(maxd, math.Abs(d))
+		st.Max = math.Max(st.Max, math.Abs(d))
 		sq += d * d
 	}
-	return maxd, math.Sqrt(sq / float64(len(a))), nil
+	st.RMS = math.Sqrt(sq / float64(len(a)))
+	st.Rows = len(a) / m.Vocab
+	for r := 0; r < st.Rows; r++ {
+		if sample.Argmax(a[r*m.Vocab:(r+1)*m.Vocab]) != sample.Argmax(b[r*m.Vocab:(r+1)*m.Vocab]) {
+			st.Flips++
+		}
+	}
+	return st, nil
 }
 
 // KVF16: an F16 KV cache gives logits within 1e-2 of the F32 cache's
@@ -395,17 +411,18 @@ func KVF16(t *testing.T, dev Device) {
 	d := open(t, dev)
 	ids := []int{1, 17, 99, 250, 3, 42, 7, 180, 64, 33, 299, 5, 120, 8, 9, 10}
 	check := func(t *testing.T, m *model.Model, ids []int, bound float64) {
-		maxd, rms, err := KVDiff(ctx, m, ids)
+		st, err := KVDiff(ctx, m, ids)
 		if err != nil {
 			t.Fatal(err)
 		}
+		maxd := st.Max
 		var res model.Result
 		must(t, m.Forward(ctx, m.NewCache(len(ids)), model.Batch{Tokens: ids}, &res))
 		scale := 1.0
 		for _, v := range res.Logits {
 			scale = math.Max(scale, math.Abs(float64(v)))
 		}
-		t.Logf("F16 vs F32 KV cache: max |diff| %.3g, RMS %.3g (logits up to %.3g)", maxd, rms, scale)
+		t.Logf("F16 vs F32 KV cache: max |diff| %.3g, RMS %.3g (logits up to %.3g); argmax differs at %d of %d positions", maxd, st.RMS, scale, st.Flips, st.Rows)
 		if maxd > bound*scale {
 			t.Errorf("an F16 KV cache moves the logits by %.3g (bound %.3g)", maxd, bound*scale)
 		}
@@ -429,18 +446,30 @@ func KVF16(t *testing.T, dev Device) {
 			check(t, m, ids, bound)
 		})
 	}
-	t.Run("stories260K", func(t *testing.T) {
-		p := filepath.Join(SharedDir(t), "models", "stories260K.gguf")
-		if _, err := os.Stat(p); err != nil {
-			t.Skipf("%s not found", p)
-		}
-		m := Load(t, d, p)
-		long := make([]int, 96)
-		for i := range long {
-			long[i] = (i*37 + 1) % m.Vocab
-		}
-		check(t, m, long, 1e-2)
-	})
+	// real weights (stories260K), the Q8_0 bench target and a
+	// conformance model with grouped-query attention, each when present
+	for _, r := range []struct {
+		name, path string
+		n          int
+		bound      float64
+	}{
+		{"stories260K", "models/stories260K.gguf", 96, 1e-2},
+		{"bench-target-q8_0", "models/bench/target-60m-q8_0.gguf", 64, 3e-2},
+		{"conformance-llama2-gqa", "conformance/models/llama2-gqa.gguf", 64, 1e-2},
+	} {
+		t.Run(r.name, func(t *testing.T) {
+			p := filepath.Join(SharedDir(t), r.path)
+			if _, err := os.Stat(p); err != nil {
+				t.Skipf("%s not found", p)
+			}
+			m := Load(t, d, p)
+			ids := make([]int, r.n)
+			for i := range ids {
+				ids[i] = (i*37 + 1) % m.Vocab
+			}
+			check(t, m, ids, r.bound)
+		})
+	}
 }
 
 // SharedDir is ../shared beside the module's checkout (the folder holding
