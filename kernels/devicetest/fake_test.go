@@ -2,8 +2,10 @@ package devicetest
 
 import (
 	"testing"
+	"time"
 
 	"arborist/kernels"
+	"arborist/kernels/quant"
 )
 
 // TestFake runs the suite on the Fake itself: it checks the suite's
@@ -42,3 +44,21 @@ func TestFakeRefusesForeignTensors(t *testing.T) {
 type foreign struct{}
 
 func (foreign) Len() int { return 4 }
+
+// TestSlowComputesAndWaits: the stand-in gives the wrapped device's
+// results and sleeps its scripted latency per product.
+func TestSlowComputesAndWaits(t *testing.T) {
+	s := NewSlow(NewFake(), 2*time.Millisecond, time.Millisecond)
+	Run(t, func(t *testing.T) kernels.Device { return NewSlow(NewFake(), 0, 0) }, Options{Types: []quant.Type{quant.F32, quant.Q8_0}})
+	w, _ := s.NewMatrix(quant.F32, make([]byte, 4*8*4), 4, 8)
+	x, _ := s.NewTensor(3 * 8)
+	out, _ := s.NewTensor(3 * 4)
+	t0 := time.Now()
+	s.MatMulT(out, w, x, 3)
+	if el := time.Since(t0); el < 5*time.Millisecond || s.Slept() != 5*time.Millisecond {
+		t.Fatalf("a product of 3 rows took %v and recorded %v, want 5ms", el, s.Slept())
+	}
+	if s.Name() != "slow-fake64" {
+		t.Fatalf("name %q", s.Name())
+	}
+}
