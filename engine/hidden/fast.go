@@ -174,7 +174,9 @@ func (n *fnet) scratch(size int) []float32 {
 }
 
 // mulAdd: y (rows x out) += x (rows x in) · W^T.
-func (n *fnet) mulAdd(y []float32, w kernels.Matrix, x []float32, rows int) { n.mul(y, w, x, rows, true) }
+func (n *fnet) mulAdd(y []float32, w kernels.Matrix, x []float32, rows int) {
+	n.mul(y, w, x, rows, true)
+}
 
 // mul: y (rows x out) = x (rows x in) · W^T, or += when add. A CPU F32
 // matrix (every matrix of training) goes through cpu.GemmNT, the blocked
