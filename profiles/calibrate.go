@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"arborist/engine/sample"
 	"context"
 	"errors"
 	"fmt"
@@ -252,7 +253,53 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pa
 		return c, 0, err
 	}
 	c.Overhead = Interp(op.Curve.Points, 8)
+	if pair.DraftModel != nil {
+		sp := progress
+		if sp != nil {
+			sp = func(kind string, done, total int, p Point) { progress("split "+kind, done, total, p) }
+		}
+		c.Split, err = splitCosts(ctx, st, hw, spec, storedOnly, sp)
+		switch {
+		case errors.Is(err, ErrNotProfiled):
+			c.Split = nil // concurrent plans are priced on the full-thread curves
+		case err != nil:
+			return c, 0, err
+		}
+	}
 	return c, tp.Model.ID, nil
+}
+
+// splitWidths are the widths concurrent plans verify (duo's gamma + 1,
+// an AOT tree's w-max + 1) and their drafter passes.
+var splitWidths = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 20, 24, 33}
+
+// splitCosts measures (or reads) the curves of the pair opened as a
+// concurrent one, each model on its share of the threads, as duo and AOT
+// plans run them; nil when the machine has one thread.
+func splitCosts(ctx context.Context, st *store.Store, hw store.Hardware, spec PairSpec, storedOnly bool, progress func(kind string, done, total int, p Point)) (*SplitCosts, error) {
+	cp, err := OpenPair(spec, sample.Params{}, true)
+	if err != nil {
+		return nil, err
+	}
+	defer cp.Close()
+	if !cp.Concurrent || cp.DraftModel == nil || cp.Backend == cp.DraftModel.Backend {
+		return nil, nil
+	}
+	opt := ProfileOptions{Widths: splitWidths, StoredOnly: storedOnly}
+	dopt := ProfileOptions{Widths: DefaultWidths(16), Kind: "draft", StoredOnly: storedOnly}
+	if progress != nil {
+		opt.Curve.Progress = func(done, total int, p Point) { progress("verify", done, total, p) }
+		dopt.Curve.Progress = func(done, total int, p Point) { progress("draft", done, total, p) }
+	}
+	tp, err := ProfileModel(ctx, st, hw, cp.Target, cp.Backend, opt)
+	if err != nil {
+		return nil, err
+	}
+	dp, err := ProfileModel(ctx, st, hw, cp.DraftModel, cp.DraftModel.Backend, dopt)
+	if err != nil {
+		return nil, err
+	}
+	return &SplitCosts{TargetThreads: cp.Backend.Threads(), DraftThreads: cp.DraftModel.Backend.Threads(), Verify: tp.Curve.Points, Draft: dp.Curve.Points}, nil
 }
 
 // StepRecord is the stored form of step s, the index-th of its run, made

@@ -64,6 +64,17 @@ type Costs struct {
 	Verify   []store.Point // target T_verify(W)
 	Draft    []store.Point // drafter forward over W tokens (nil: drafting is free, e.g. n-gram)
 	Overhead time.Duration // per-step bookkeeping (sampling, masks, compaction)
+	// Split, when measured, holds the curves of a concurrent pair: the
+	// target on its share of the threads and the drafter on the rest, as
+	// plans that draft while the target verifies run them.
+	Split *SplitCosts
+}
+
+// SplitCosts are the latency curves with the threads split between a
+// concurrent drafter and the target.
+type SplitCosts struct {
+	TargetThreads, DraftThreads int
+	Verify, Draft               []store.Point
 }
 
 // Interp returns the latency at W, interpolating linearly between measured
@@ -108,8 +119,22 @@ type Prediction struct {
 // Predict scores a plan:
 // speedup = AAL * T_verify(1) / (sum T_draft + T_verify(W) + T_overhead).
 // The nodes a plan verifies and their chance of acceptance come from its
-// strategy's cost model (spec.Strategy.Expect).
+// strategy's cost model (spec.Strategy.Expect). A plan that drafts while
+// the target verifies (duo, egt with AOT) is priced on the split curves
+// (c.Split: target and drafter on their own threads) when they were
+// measured: its first Ahead drafter passes overlap the verification and
+// are redone when the guess behind them missed, so a step costs
+// (1 - hit) * ahead + rest + max(T_verify(W), ahead) + overhead. Plain
+// decoding, the baseline, always runs on every thread (c.Verify).
 func Predict(p Plan, acc *Acceptance, c Costs) (Prediction, error) {
+	verify, draft := c.Verify, c.Draft
+	if p.Concurrent() && c.Split != nil {
+		verify, draft = c.Split.Verify, c.Split.Draft
+	}
+	secs := func(pts []store.Point) func(int) float64 {
+		return func(w int) float64 { return Interp(pts, w).Seconds() }
+	}
+	p = p.Adapted(secs(verify), secs(draft))
 	pr := Prediction{Plan: p}
 	ex, err := p.Expect(acc.At)
 	if err != nil {
@@ -120,14 +145,22 @@ func Predict(p Plan, acc *Acceptance, c Costs) (Prediction, error) {
 	for _, v := range ex.Values {
 		pr.AAL += v
 	}
-	pr.Nodes = len(ex.Values)
-	for _, w := range pr.PerDepth {
-		pr.Draft += Interp(c.Draft, w)
+	pr.Nodes = max(len(ex.Values), ex.Verified)
+	var ahead time.Duration
+	for i, w := range pr.PerDepth {
+		t := Interp(draft, w)
+		if i < ex.Ahead {
+			ahead += t
+		} else {
+			pr.Draft += t
+		}
 	}
-	pr.Verify = Interp(c.Verify, 1+pr.Nodes)
-	pr.Step = pr.Draft + pr.Verify + c.Overhead
-	if ex.Overlap && pr.Draft < pr.Verify {
-		// the drafter works while the target verifies: only the longer side counts
+	pr.Verify = Interp(verify, 1+pr.Nodes)
+	miss := time.Duration((1 - ex.AheadHit) * float64(ahead))
+	pr.Draft += ahead
+	pr.Step = pr.Draft - ahead + miss + max(pr.Verify, ahead) + c.Overhead
+	if ex.Ahead == 0 && ex.Overlap && pr.Draft < pr.Verify {
+		// a strategy that overlaps without saying how much: only the longer side counts
 		pr.Step = pr.Verify + c.Overhead
 	}
 	if pr.Step > 0 {

@@ -214,3 +214,65 @@ func TestDistinct(t *testing.T) {
 		t.Errorf("distinct plans %v", names)
 	}
 }
+
+// TestPredictAheadOfTime: an AOT plan's first drafter pass overlaps the
+// verification and is redone only when the guess missed: with certain
+// acceptance the step is rest + max(verify, ahead) + overhead; with
+// uncertain acceptance the miss share of the ahead pass is added.
+func TestPredictAheadOfTime(t *testing.T) {
+	ms := time.Millisecond
+	c := Costs{Verify: flat(10 * ms), Draft: flat(2 * ms), Overhead: ms}
+	p := Plan{Strategy: "egt", EGT: []int{1, 1, 1}, Branch: 1, WMax: 3}
+	plain, err := Predict(p, Uniform(1, 0.5, 8, 2), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.AOT = true
+	sure, _ := Predict(p, Uniform(1, 0.5, 8, 2), c)
+	if plain.Step != 6*ms+10*ms+ms || sure.Step != 4*ms+10*ms+ms {
+		t.Fatalf("steps %v (plain) and %v (AOT, always hit), want 17ms and 15ms", plain.Step, sure.Step)
+	}
+	unsure, _ := Predict(p, Uniform(0.5, 0.5, 8, 2), c)
+	// hit = the 3-node path accepted (0.125) times the bonus guess (0.5)
+	want := 4*ms + time.Duration((1-0.0625)*float64(2*ms)) + 10*ms + ms
+	if d := unsure.Step - want; d > time.Microsecond || d < -time.Microsecond {
+		t.Fatalf("AOT step at alpha 0.5: %v, want %v", unsure.Step, want)
+	}
+}
+
+// TestPredictConcurrentOnSplitCurves: plans that draft while the target
+// verifies are priced on the split curves when they were measured, while
+// the baseline and sequential plans keep the full-thread curves.
+func TestPredictConcurrentOnSplitCurves(t *testing.T) {
+	ms := time.Millisecond
+	acc := Uniform(0.8, 0.4, 8, 2)
+	c := Costs{Verify: flat(10 * ms), Draft: flat(ms)}
+	duo := Plan{Strategy: "duo", Gamma: 4}
+	chain := Plan{Strategy: "chain", Gamma: 4}
+	d0, _ := Predict(duo, acc, c)
+	c0, _ := Predict(chain, acc, c)
+	c.Split = &SplitCosts{TargetThreads: 1, DraftThreads: 1, Verify: flat(18 * ms), Draft: flat(2 * ms)}
+	d1, _ := Predict(duo, acc, c)
+	c1, _ := Predict(chain, acc, c)
+	if c1.Speedup != c0.Speedup {
+		t.Errorf("a sequential plan moved with the split curves: %v -> %v", c0.Speedup, c1.Speedup)
+	}
+	if !(d1.Speedup < d0.Speedup*0.7) || d1.Verify != 18*ms {
+		t.Errorf("duo on split curves: %.2fx (verify %v), on full-thread ones %.2fx", d1.Speedup, d1.Verify, d0.Speedup)
+	}
+}
+
+// TestDuoGammaFollowsTheCostRatio: the model prices duo at the gamma its
+// run-time rule settles on, round(T_verify(gamma+1) / T_draft), capped by
+// the plan.
+func TestDuoGammaFollowsTheCostRatio(t *testing.T) {
+	ms := time.Millisecond
+	acc := Uniform(0.8, 0.4, 8, 2)
+	c := Costs{Verify: flat(10 * ms), Draft: flat(2500 * time.Microsecond)}
+	for _, tc := range []struct{ cap, want int }{{12, 4}, {3, 3}, {1, 1}} {
+		pr, err := Predict(Plan{Strategy: "duo", Gamma: tc.cap}, acc, c)
+		if err != nil || pr.Plan.Gamma != tc.want || len(pr.PerDepth) != tc.want {
+			t.Errorf("cap %d: priced at gamma %d (%d passes), want %d (%v)", tc.cap, pr.Plan.Gamma, len(pr.PerDepth), tc.want, err)
+		}
+	}
+}

@@ -247,6 +247,9 @@ func TestTuningWorkflow(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "best:") || !strings.Contains(out, "predicted by the plan") || !strings.Contains(out, "speedup:") {
 		t.Fatalf("tune --validate: exit %d\n%s\n%s", code, out, stderr)
 	}
+	if !strings.Contains(out, "T_verify re-check: W=1 stored") {
+		t.Errorf("tune did not re-check the stored T_verify curve:\n%s", out)
+	}
 	cfgPath := filepath.Join(tmp, "config.yaml")
 	code, out, stderr = run(t, "export", "--target", target, "--draft", draft, "--db", db, "-o", cfgPath)
 	if code != 0 || !strings.Contains(out, "llama-server") || !strings.Contains(out, "vllm serve") {

@@ -251,6 +251,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	top := fs.Int("top", 10, "plans to list")
 	alpha := fs.Float64("alpha", 0, "assume this top-candidate acceptance rate instead of a stored calibration")
 	out := fs.String("o", "", "write the best plan as config.yaml to `file`")
+	noRecheck := fs.Bool("no-recheck", false, "use the stored T_verify curve as it is (by default tune re-measures T_verify(1) and T_verify(8) first and rescales a stale curve)")
 	validate := fs.Bool("validate", false, "run the best plan (with --top N: the N best, interleaved) and plain decoding on --prompts and report measured against predicted speedup")
 	rounds := fs.Int("rounds", 1, "passes over the prompt suite for --validate --top (the measured speedup is the median over rounds)")
 	prompts := fs.String("prompts", "", "prompt suite `file` for --validate")
@@ -278,7 +279,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer b.Close()
-	t, err := b.Tune(ctx, p.PairSpec, workbench.TuneOptions{Alpha: *alpha}, progress(env))
+	t, err := b.Tune(ctx, p.PairSpec, workbench.TuneOptions{Alpha: *alpha, NoRecheck: *noRecheck}, progress(env))
 	if err != nil {
 		if strings.Contains(err.Error(), "calibrate first") {
 			return fmt.Errorf("%w; run 'arborist calibrate' first", err)
@@ -294,7 +295,15 @@ func runTune(ctx context.Context, env Env, args []string) error {
 		Scored     int              `json:"scored"`
 		Config     string           `json:"config,omitempty"`
 		Validation any              `json:"validation,omitempty"`
+		Recheck    *recheckJSON     `json:"recheck,omitempty"`
 	}{PlanID: t.PlanID, AcceptOn: t.Inputs.Describe(), Scored: len(t.Ranked)}
+	if rc := t.Inputs.Recheck; rc != nil {
+		doc.Recheck = &recheckJSON{W: rc.W, Stored1: rc.Stored1, Now1: rc.Now1, StoredW: rc.StoredW, NowW: rc.NowW, Rescaled: rc.Rescaled,
+			BandwidthStored: rc.BandwidthStored, BandwidthNow: rc.BandwidthNow, Warning: rc.BandwidthWarning}
+		if !*asJSON {
+			fmt.Fprintln(w, rc)
+		}
+	}
 	if !*asJSON {
 		fmt.Fprintf(w, "%d plans scored with the latency-aware model (speedup = AAL * T_verify(1) / (draft + T_verify(W) + overhead)), acceptance %s:\n", len(t.Ranked), t.Inputs.Describe())
 		fmt.Fprintf(w, "  %-4s %-40s %8s %6s %6s %10s %10s\n", "rank", "plan", "speedup", "AAL", "nodes", "draft", "verify")
@@ -615,4 +624,18 @@ func validationJSON(v *workbench.Validation, err error) any {
 		doc.Error = err.Error()
 	}
 	return doc
+}
+
+// recheckJSON is tune's T_verify re-check in --json output (times in
+// nanoseconds, bandwidth in bytes per second).
+type recheckJSON struct {
+	W               int           `json:"w"`
+	Stored1         time.Duration `json:"stored_verify1_ns"`
+	Now1            time.Duration `json:"now_verify1_ns"`
+	StoredW         time.Duration `json:"stored_verify_w_ns"`
+	NowW            time.Duration `json:"now_verify_w_ns"`
+	Rescaled        bool          `json:"rescaled"`
+	BandwidthStored float64       `json:"bandwidth_stored,omitempty"`
+	BandwidthNow    float64       `json:"bandwidth_now,omitempty"`
+	Warning         string        `json:"warning,omitempty"`
 }

@@ -175,6 +175,23 @@ func (n *fnet) scratch(size int) []float32 {
 
 // mulAdd: y (rows x out) += x (rows x in) · W^T.
 func (n *fnet) mulAdd(y []float32, w kernels.Matrix, x []float32, rows int) {
+	n.mul(y, w, x, rows, true)
+}
+
+// mul: y (rows x out) = x (rows x in) · W^T, or += when add. A CPU F32
+// matrix (every matrix of training) goes through cpu.GemmNT, the blocked
+// product made for training; others through the backend's MatMul.
+func (n *fnet) mul(y []float32, w kernels.Matrix, x []float32, rows int, add bool) {
+	if cm, ok := w.(*cpu.Matrix); ok {
+		if wd := cm.F32(); wd != nil {
+			cpu.GemmNT(y, x, wd, rows, w.Rows(), w.Cols(), add)
+			return
+		}
+	}
+	if !add {
+		n.be.MatMul(y, w, x, rows)
+		return
+	}
 	t := n.scratch(rows * w.Rows())
 	n.be.MatMul(t, w, x, rows)
 	for i, v := range t {
@@ -189,7 +206,7 @@ func (n *fnet) weightGrad(dw, dy, x, xT []float32, rows, in, out int) {
 		xT = n.transposed(&n.ta, x, rows, in)
 	}
 	dyT := n.transposed(&n.tb, dy, rows, out)
-	n.mulAdd(dw, n.matrix(xT, in, rows), dyT, out)
+	cpu.GemmNT(dw, dyT, xT, out, in, rows, true)
 }
 
 func (n *fnet) transposed(buf *[]float32, x []float32, rows, cols int) []float32 {
@@ -219,7 +236,7 @@ func (n *fnet) targetDist(sq *seq) tdist {
 	} else {
 		xo, r := make([]float32, (T-1)*dim), make([]float32, T-1)
 		rmsNorm64(xo, r, sq.h[dim:T*dim], n.outNorm, T-1, dim, float64(n.s.Eps))
-		n.be.MatMul(out.p, n.head, xo, T-1)
+		n.mul(out.p, n.head, xo, T-1, false)
 	}
 	kernels.ParallelFor(n.be, T-1, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
@@ -296,9 +313,9 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 		L.a, L.ra = mk(dim), make([]float32, R)
 		rmsNorm64(L.a, L.ra, L.x, n.block(bAttnNorm), R, dim, float64(s.Eps))
 		L.q, L.k, L.v = mk(qd), mk(kvd), mk(kvd)
-		n.be.MatMul(L.q, n.w[bQ], L.a, R)
-		n.be.MatMul(L.k, n.w[bK], L.a, R)
-		n.be.MatMul(L.v, n.w[bV], L.a, R)
+		n.mul(L.q, n.w[bQ], L.a, R, false)
+		n.mul(L.k, n.w[bK], L.a, R, false)
+		n.mul(L.v, n.w[bV], L.a, R, false)
 		half := s.RopeDim / 2
 		L.cos, L.sin = mk(half), mk(half)
 		ropeTables(s, L.cos, L.sin, R, j)
@@ -349,8 +366,8 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 		L.b, L.rb = mk(dim), make([]float32, R)
 		rmsNorm64(L.b, L.rb, L.x1, n.block(bFFNNorm), R, dim, float64(s.Eps))
 		L.gt, L.u, L.s = mk(f), mk(f), mk(f)
-		n.be.MatMul(L.gt, n.w[bGate], L.b, R)
-		n.be.MatMul(L.u, n.w[bUp], L.b, R)
+		n.mul(L.gt, n.w[bGate], L.b, R, false)
+		n.mul(L.u, n.w[bUp], L.b, R, false)
 		for i, g := range L.gt {
 			L.s[i] = g / (1 + float32(math.Exp(float64(-g)))) * L.u[i]
 		}
@@ -360,14 +377,14 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 		L.xo, L.ro = mk(dim), make([]float32, R)
 		rmsNorm64(L.xo, L.ro, L.y, n.outNorm, R, dim, float64(s.Eps))
 		L.pd = mk(V)
-		n.be.MatMul(L.pd, n.head, L.xo, R)
+		n.mul(L.pd, n.head, L.xo, R, false)
 		L.e = mk(dim)
 		for t := 0; t < R; t++ {
 			tok := info[t+j+1]
 			copy(L.e[t*dim:(t+1)*dim], n.emb[tok*dim:(tok+1)*dim])
 		}
 		L.ul = mk(D)
-		n.be.MatMul(L.ul, n.w[bW1], L.e, R)
+		n.mul(L.ul, n.w[bW1], L.e, R, false)
 		n.mulAdd(L.pd, n.w[bW2], L.ul, R)
 		lp := &parts[j]
 		type acc struct {
@@ -460,18 +477,18 @@ func (n *fnet) backward(sq *seq, info []int, lvs []*flevel, weight float64, td t
 			}
 		}
 		dxo := mk(dim)
-		n.be.MatMul(dxo, n.headT, dlog, R)
+		n.mul(dxo, n.headT, dlog, R, false)
 		rmsNormBack(dy, nil, dxo, L.y, L.ro, n.outNorm, R, dim)
 		// token-info: dW2 += dlog^T U, dU = dlog W2, dW1 += dU^T e
 		n.weightGrad(n.grad(bW2), dlog, L.ul, nil, R, D, V)
 		du := mk(D)
-		n.be.MatMul(du, n.wt[bW2], dlog, R)
+		n.mul(du, n.wt[bW2], dlog, R, false)
 		n.weightGrad(n.grad(bW1), du, L.e, nil, R, dim, D)
 		// feed-forward block: y = x1 + Down · (silu(g) * u)
 		dx1 := append([]float32(nil), dy...)
 		ds := mk(f)
 		n.weightGrad(n.grad(bDown), dy, L.s, nil, R, f, dim)
-		n.be.MatMul(ds, n.wt[bDown], dy, R)
+		n.mul(ds, n.wt[bDown], dy, R, false)
 		dg, du2 := ds, mk(f) // dg overwrites ds in place
 		for i, g := range L.gt {
 			sg := 1 / (1 + float32(math.Exp(float64(-g))))
@@ -489,7 +506,7 @@ func (n *fnet) backward(sq *seq, info []int, lvs []*flevel, weight float64, td t
 		// attention block: x1 = x + O · att
 		datt := mk(qd)
 		n.weightGrad(n.grad(bO), dx1, L.att, nil, R, qd, dim)
-		n.be.MatMul(datt, n.wt[bO], dx1, R)
+		n.mul(datt, n.wt[bO], dx1, R, false)
 		dq := mk(qd)
 		// each key/value head's queries run on one worker, so the writes to
 		// its keys' and values' gradients never collide

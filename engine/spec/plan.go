@@ -43,6 +43,37 @@ type Expected struct {
 	Values   []float64 // each node's chance of being accepted
 	PerDepth []int     // the drafter passes of a step, as widths
 	Overlap  bool      // drafting runs while the target verifies
+	// Ahead is how many of PerDepth's passes (the first ones) are drafted
+	// during the previous step's verification, on the drafter's own
+	// threads; AheadHit is the chance that work is usable (the guessed
+	// outcome of that verification came true). Misses redo the passes.
+	Ahead    int
+	AheadHit float64
+	// Verified, when above len(Values), is the number of nodes verified
+	// per step (a padded tree verifies its padding too).
+	Verified int
+}
+
+// aheadHit is the chance that ahead-of-time drafting guessed right: the
+// most likely path through e's tree is accepted in full and the bonus
+// token after it is the drafter's top candidate (the guess aotHead makes).
+func (e *Expected) aheadHit(at func(d, r int) float64) float64 {
+	// children lists, then follow the most valuable child from the root
+	best := map[int]int{}
+	for i, p := range e.Parents {
+		if b, ok := best[p]; !ok || e.Values[i] > e.Values[b] {
+			best[p] = i
+		}
+	}
+	v, depth := 1.0, 0
+	for node := -1; ; depth++ {
+		c, ok := best[node]
+		if !ok {
+			break
+		}
+		v, node = e.Values[c], c
+	}
+	return v * at(depth, 0)
 }
 
 // Space bounds the plans a search enumerates.
@@ -95,10 +126,15 @@ type Strategy struct {
 	Expect func(p Plan, at func(depth, rank int) float64) (Expected, error)
 	// Candidates lists the plans a search scores (nil: not searched).
 	Candidates func(sp Space) []Plan
-	describe   func(p Plan) string
-	check      func(c *Config) error
-	maxTree    func(c *Config) int
-	draft      func(r *run, ctx context.Context, st *Step, nodes, depth int) (*tree.Tree, error)
+	// Adapt, for strategies that tune a parameter while running (duo's
+	// gamma follows T_target / T_draft), returns the plan as it settles
+	// under the given costs (seconds for a verification of w tokens and a
+	// drafter pass of w tokens), so the cost model prices what runs.
+	Adapt    func(p Plan, verify, draft func(w int) float64) Plan
+	describe func(p Plan) string
+	check    func(c *Config) error
+	maxTree  func(c *Config) int
+	draft    func(r *run, ctx context.Context, st *Step, nodes, depth int) (*tree.Tree, error)
 	// ahead is how many levels of the next step are drafted while the
 	// target verifies (nil: none).
 	ahead func(r *run) int
@@ -202,6 +238,16 @@ func (p Plan) String() string {
 func (p Plan) NeedsSource() bool {
 	s, err := Lookup(p.Strategy)
 	return err != nil || s.NeedsSource
+}
+
+// Adapted returns the plan as its strategy's run-time adaptation settles
+// under the given costs (the plan itself for strategies that adapt
+// nothing).
+func (p Plan) Adapted(verify, draft func(w int) float64) Plan {
+	if s, err := Lookup(p.Strategy); err == nil && s.Adapt != nil {
+		return s.Adapt(p, verify, draft)
+	}
+	return p
 }
 
 // Concurrent says whether the plan drafts while the target verifies.

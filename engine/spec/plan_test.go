@@ -152,3 +152,47 @@ func TestSequoiaCandidates(t *testing.T) {
 		}
 	}
 }
+
+// TestEGTCandidatesAreSearched: the EGT family is a search over widths
+// (not a handful of templates): no plan twice, every one within the
+// limits and priced by its cost model, shapes beyond the old templates,
+// ahead-of-time and padded variants, and padding only where it adds nodes.
+func TestEGTCandidatesAreSearched(t *testing.T) {
+	sp := Space{}
+	sp.defaults()
+	seen := map[string]bool{}
+	var aot, pad int
+	wide := false
+	for _, p := range egtCandidates(sp) {
+		s := p.String()
+		if seen[s] {
+			t.Fatalf("%s listed twice", s)
+		}
+		seen[s] = true
+		if err := p.bounded(); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		e, err := p.Expect(func(d, r int) float64 { return 0.5 })
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		if p.Pad {
+			pad++
+			if e.Verified != p.WMax || len(e.Values) >= p.WMax {
+				t.Fatalf("%s pads %d nodes to %d", s, len(e.Values), e.Verified)
+			}
+		}
+		if p.AOT {
+			aot++
+			if e.Ahead != 1 || !(e.AheadHit > 0 && e.AheadHit < 1) {
+				t.Fatalf("%s: ahead %d, hit %v", s, e.Ahead, e.AheadHit)
+			}
+		}
+		if Ints(p.EGT) == "1,3,4" {
+			wide = true
+		}
+	}
+	if len(seen) < 2000 || aot == 0 || pad == 0 || !wide {
+		t.Fatalf("%d plans (%d AOT, %d padded, widths 1,3,4 present: %v)", len(seen), aot, pad, wide)
+	}
+}

@@ -3,6 +3,7 @@ package spec
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"arborist/engine/tree"
 )
@@ -24,7 +25,34 @@ func init() {
 			}
 			e := chainExpect(p.Gamma, at)
 			e.Overlap = true
+			e.Ahead, e.AheadHit = len(e.PerDepth), e.aheadHit(at)
 			return e, nil
+		},
+		Candidates: func(sp Space) []Plan {
+			var out []Plan
+			for g := 1; g <= sp.MaxGamma; g++ {
+				out = append(out, Plan{Strategy: "duo", Gamma: g})
+			}
+			return out
+		},
+		// the engine's rule (run.gamma): gamma = round(T_target / T_draft),
+		// capped by the plan; T_target is the last verification, of gamma+1
+		// tokens, so the rule is iterated to its fixed point
+		Adapt: func(p Plan, verify, draft func(w int) float64) Plan {
+			d := draft(1)
+			if d <= 0 || p.Gamma < 1 {
+				return p
+			}
+			g := 1
+			for i := 0; i < 8; i++ {
+				next := max(1, min(p.Gamma, int(math.Round(verify(1+g)/d))))
+				if next == g {
+					break
+				}
+				g = next
+			}
+			p.Gamma = g
+			return p
 		},
 		describe: func(p Plan) string { return fmt.Sprintf("duo gamma=%d", p.Gamma) },
 		check: func(c *Config) error {

@@ -21,19 +21,16 @@ func init() {
 		NeedsSource: true,
 		Concurrent:  func(p Plan) bool { return p.AOT },
 		Expect:      egtExpect,
-		Candidates: func(Space) []Plan {
-			var out []Plan
-			for _, ws := range [][]int{{1, 1, 2, 2, 2, 2}, {1, 2, 2, 2, 2}, {1, 2, 3, 3, 2}, {1, 1, 1, 2, 2, 2, 2}, {1, 2, 4, 4, 4}} {
-				for b := 1; b <= 3; b++ {
-					for _, wm := range []int{4, 6, 8, 12, 16, 24} {
-						out = append(out, Plan{Strategy: "egt", EGT: ws, Branch: b, WMax: wm})
-					}
-				}
-			}
-			return out
-		},
+		Candidates:  egtCandidates,
 		describe: func(p Plan) string {
-			return fmt.Sprintf("egt widths=%s branch=%d w-max=%d", Ints(p.EGT), p.Branch, p.WMax)
+			d := fmt.Sprintf("egt widths=%s branch=%d w-max=%d", Ints(p.EGT), p.Branch, p.WMax)
+			if p.Pad {
+				d += " pad"
+			}
+			if p.AOT {
+				d += " aot"
+			}
+			return d
 		},
 		check: func(c *Config) error {
 			if len(c.Widths) == 0 || c.Branch < 1 || c.WMax < 1 {
@@ -112,5 +109,62 @@ func egtExpect(p Plan, at func(d, r int) float64) (Expected, error) {
 			e.Values = append(e.Values, n.v)
 		}
 	}
+	if p.Pad && p.WMax > len(e.Values) {
+		e.Verified = p.WMax
+	}
+	if p.AOT {
+		e.Overlap = true
+		e.Ahead, e.AheadHit = 1, e.aheadHit(at)
+	}
 	return e, nil
+}
+
+// egtCandidates searches EGT shapes rather than listing a few: every
+// sequence of per-depth expansion widths that starts at 1 or 2 and never
+// narrows, up to width 4 and sp.MaxDepth depths, with 1..3 children per
+// expanded node, and the w-max values below the nodes those widths grow
+// plus the first at or above it (larger ones are the same plan), each with
+// and without ahead-of-time drafting; the unpruned tree is also offered
+// padded to that w-max (a static width costs more here, but it is what a
+// GPU's graph replay needs, so the model prices it).
+func egtCandidates(sp Space) []Plan {
+	var out []Plan
+	var grow func(ws []int)
+	grow = func(ws []int) {
+		if len(ws) >= 2 {
+			for b := 1; b <= 3; b++ {
+				grown, frontier := 0, 1
+				for _, w := range ws {
+					frontier = min(w, frontier) * b
+					grown += frontier
+				}
+				for _, wm := range []int{4, 6, 8, 12, 16, 24, 32} {
+					if wm > sp.MaxNodes {
+						break
+					}
+					for _, aot := range []bool{false, true} {
+						out = append(out, Plan{Strategy: "egt", EGT: append([]int(nil), ws...), Branch: b, WMax: wm, AOT: aot})
+					}
+					if wm >= grown {
+						if wm > grown {
+							out = append(out, Plan{Strategy: "egt", EGT: append([]int(nil), ws...), Branch: b, WMax: wm, Pad: true})
+						}
+						break
+					}
+				}
+			}
+		}
+		if len(ws) == sp.MaxDepth {
+			return
+		}
+		lo, hi := 1, 2
+		if len(ws) > 0 {
+			lo, hi = ws[len(ws)-1], 4
+		}
+		for w := lo; w <= hi; w++ {
+			grow(append(ws, w))
+		}
+	}
+	grow(nil)
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"arborist/kernels"
+	"arborist/kernels/devicetest"
 	"arborist/kernels/quant"
 )
 
@@ -219,4 +220,10 @@ func TestDeviceArgmaxGather(t *testing.T) {
 	if !slices.Equal(Data(g), []float32{5, 5, 5, 1, 3, 3}) {
 		t.Fatalf("gather %v", Data(g))
 	}
+}
+
+// TestDeviceSuite runs the primitive-level suite every kernels.Device runs
+// on the CPU backend (every weight type, float32 and float16 caches).
+func TestDeviceSuite(t *testing.T) {
+	devicetest.Run(t, func(t *testing.T) kernels.Device { return New(2) }, devicetest.Options{})
 }

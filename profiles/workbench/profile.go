@@ -192,14 +192,17 @@ func (b *Bench) TrainPredictor(ctx context.Context, ps PairSpec, prompts []strin
 // (or measured) latency curves and the pair's newest calibration, with the
 // facts an export records.
 type Inputs struct {
-	Hardware  store.Hardware
-	Costs     profiles.Costs
-	Profiled  bool                 // Costs come from this machine's stored curves
-	Acc       *profiles.Acceptance // nil: no calibration (and none assumed)
-	CalID     int64                // 0: Acc is assumed
-	Assumed   bool                 // Acc is an assumed uniform acceptance
-	TargetID  int64
-	Threads   int // the target's backend threads
+	Hardware store.Hardware
+	Costs    profiles.Costs
+	Profiled bool                 // Costs come from this machine's stored curves
+	Acc      *profiles.Acceptance // nil: no calibration (and none assumed)
+	CalID    int64                // 0: Acc is assumed
+	Assumed  bool                 // Acc is an assumed uniform acceptance
+	TargetID int64
+	Threads  int // the target's backend threads
+	// Recheck is what the quick re-measurement of T_verify found (nil:
+	// not re-checked); Costs.Verify is already rescaled when it said so.
+	Recheck   *profiles.Recheck
 	Backend   string
 	CtxLen    int
 	Precision string
@@ -225,6 +228,10 @@ type InputsOptions struct {
 	// Measure profiles missing curves; without it they are only read from
 	// the database (Profiled false when missing).
 	Measure bool
+	// Recheck re-measures T_verify(1) and T_verify(8) now and rescales a
+	// stale stored curve (profiles.RecheckVerify), and warns when the
+	// memory bandwidth moved since the machine was profiled.
+	Recheck bool
 }
 
 // Inputs loads the speedup model's inputs for a pair.
@@ -266,6 +273,13 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 		in.Costs = profiles.Costs{}
 	default:
 		return nil, err
+	}
+	if opt.Recheck && in.Profiled {
+		curve, rc, err := profiles.RecheckVerify(ctx, pair.Target, in.Costs.Verify, pair.Backend.Threads(), in.Hardware.Bandwidth)
+		if err != nil {
+			return nil, fmt.Errorf("re-checking the stored T_verify curve: %w", err)
+		}
+		in.Costs.Verify, in.Recheck = curve, &rc
 	}
 	if opt.Alpha > 0 {
 		decay := opt.Decay
@@ -310,6 +324,9 @@ func (in *Inputs) missing() string {
 type TuneOptions struct {
 	Alpha float64 // assume this acceptance instead of the stored calibration
 	Space profiles.SearchSpace
+	// NoRecheck uses the stored T_verify curve as it is, without the
+	// quick re-measurement (InputsOptions.Recheck) tune does by default.
+	NoRecheck bool
 }
 
 // TuneResult is the ranked plans; the best is stored as PlanID.
@@ -332,7 +349,7 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 	if ps.Sources() == 0 {
 		return nil, fmt.Errorf("tuning needs a draft source")
 	}
-	in, err := b.Inputs(ctx, ps, InputsOptions{Alpha: opt.Alpha, Measure: true}, progress)
+	in, err := b.Inputs(ctx, ps, InputsOptions{Alpha: opt.Alpha, Measure: true, Recheck: !opt.NoRecheck}, progress)
 	if err != nil {
 		return nil, err
 	}

@@ -35,13 +35,27 @@ import (
 type Device func(t *testing.T) kernels.Device
 
 // Run runs the whole suite on the devices dev makes.
-func Run(t *testing.T, dev Device) {
+func Run(t *testing.T, dev Device) { RunOptions(t, dev, Options{}) }
+
+// Options adjusts the suite to a device.
+type Options struct {
+	// Small skips the conformance kit and the models of real size (the
+	// bench target): for slow reference devices such as
+	// kernels/devicetest's float64 Fake, whose passes above the backend
+	// are what is being checked, not its speed.
+	Small bool
+}
+
+// RunOptions runs the suite with options.
+func RunOptions(t *testing.T, dev Device, o Options) {
 	t.Run("Reference", func(t *testing.T) { Reference(t, dev) })
 	t.Run("BatchEqualsSequential", func(t *testing.T) { BatchEqualsSequential(t, dev) })
 	t.Run("TreeMaskAndCompaction", func(t *testing.T) { TreeMaskAndCompaction(t, dev) })
 	t.Run("CopyPrefix", func(t *testing.T) { CopyPrefix(t, dev) })
-	t.Run("KVF16", func(t *testing.T) { KVF16(t, dev) })
-	t.Run("Conformance", func(t *testing.T) { Conformance(t, dev) })
+	t.Run("KVF16", func(t *testing.T) { kvF16(t, dev, o) })
+	if !o.Small {
+		t.Run("Conformance", func(t *testing.T) { Conformance(t, dev) })
+	}
 	t.Run("Argmax", func(t *testing.T) { Argmax(t, dev) })
 	t.Run("Strategies", func(t *testing.T) { Strategies(t, dev) })
 }
@@ -406,7 +420,9 @@ func KVDiff(ctx context.Context, m *model.Model, ids []int) (KVStats, error) {
 // holds half the memory. Quantised weights get 3e-2: their 8-bit
 // activations on the CPU turn the cache's rounding into a block scale
 // that moves (measured 1.2e-2 on the Q8_0 shapes, 1e-4 on F32 ones).
-func KVF16(t *testing.T, dev Device) {
+func KVF16(t *testing.T, dev Device) { kvF16(t, dev, Options{}) }
+
+func kvF16(t *testing.T, dev Device, o Options) {
 	ctx := context.Background()
 	d := open(t, dev)
 	ids := []int{1, 17, 99, 250, 3, 42, 7, 180, 64, 33, 299, 5, 120, 8, 9, 10}
@@ -452,12 +468,16 @@ func KVF16(t *testing.T, dev Device) {
 		name, path string
 		n          int
 		bound      float64
+		large      bool
 	}{
-		{"stories260K", "models/stories260K.gguf", 96, 1e-2},
-		{"bench-target-q8_0", "models/bench/target-60m-q8_0.gguf", 64, 3e-2},
-		{"conformance-llama2-gqa", "conformance/models/llama2-gqa.gguf", 64, 1e-2},
+		{"stories260K", "models/stories260K.gguf", 96, 1e-2, false},
+		{"bench-target-q8_0", "models/bench/target-60m-q8_0.gguf", 64, 3e-2, true},
+		{"conformance-llama2-gqa", "conformance/models/llama2-gqa.gguf", 64, 1e-2, false},
 	} {
 		t.Run(r.name, func(t *testing.T) {
+			if r.large && o.Small {
+				t.Skip("a model of real size, skipped for this device (Options.Small)")
+			}
 			p := filepath.Join(SharedDir(t), r.path)
 			if _, err := os.Stat(p); err != nil {
 				t.Skipf("%s not found", p)

@@ -1,0 +1,61 @@
+package profiles
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"arborist/profiles/store"
+)
+
+// TestRescaleCurve: W=1 takes the first factor, W >= the anchor the
+// second, widths between a linear blend.
+func TestRescaleCurve(t *testing.T) {
+	ms := time.Millisecond
+	in := []store.Point{{W: 1, Median: 10 * ms, Spread: ms}, {W: 4, Median: 12 * ms}, {W: 8, Median: 16 * ms}, {W: 16, Median: 24 * ms}}
+	out := RescaleCurve(in, 0.5, 8, 1.0)
+	want := []time.Duration{5 * ms, time.Duration(12 * float64(ms) * (0.5 + 0.5*3/7)), 16 * ms, 24 * ms}
+	for i, p := range out {
+		if d := p.Median - want[i]; d > time.Microsecond || d < -time.Microsecond {
+			t.Errorf("W=%d: %v, want %v", p.W, p.Median, want[i])
+		}
+	}
+	if out[0].Spread != ms/2 || in[0].Median != 10*ms {
+		t.Errorf("spread %v (want %v), or the input changed (%v)", out[0].Spread, ms/2, in[0].Median)
+	}
+}
+
+// TestRecheckVerifyRescalesAStaleCurve: a stored curve five times slower
+// than the machine is rescaled to within a factor of three of what the
+// machine measures now, and a stored bandwidth far above this machine's
+// gives the warning.
+func TestRecheckVerifyRescalesAStaleCurve(t *testing.T) {
+	m := benchModel(t)
+	now, err := VerifyCurve(context.Background(), m, []int{1, 4, 8, 16}, CurveOptions{MinReps: 3, MaxReps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stale []store.Point
+	for _, p := range now {
+		stale = append(stale, store.Point{W: p.W, Median: 5 * p.Median, Reps: p.Reps})
+	}
+	got, rc, err := RecheckVerify(context.Background(), m, stale, 2, 1e15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rc.Rescaled || rc.W != 8 || rc.Scale1 > 0.9 || rc.ScaleW > 0.9 {
+		t.Fatalf("a curve 5x too slow was not rescaled: %+v", rc)
+	}
+	for i, p := range got {
+		if r := float64(p.Median) / float64(now[i].Median); r < 0.33 || r > 3 {
+			t.Errorf("W=%d: rescaled to %v, measured %v", p.W, p.Median, now[i].Median)
+		}
+	}
+	if rc.BandwidthWarning == "" || !strings.Contains(rc.String(), "warning: memory bandwidth") {
+		t.Errorf("no bandwidth warning against 1 PB/s: %q", rc.String())
+	}
+	if _, _, err := RecheckVerify(context.Background(), m, nil, 2, 0); err == nil {
+		t.Error("an empty curve was re-checked")
+	}
+}
