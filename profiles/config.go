@@ -218,7 +218,11 @@ func (c *Config) Equivalents() string {
 	b.WriteString("# llama.cpp (llama-server)\n")
 	switch d.Kind {
 	case "model":
-		fmt.Fprintf(&b, "llama-server -m %s -md %s --draft-max %d --draft-min 0%s --temp %g\n", t.Path, d.Path, n, threads, c.Sampling.Temperature)
+		placement := ""
+		if d.Device == "cpu" && t.Device != "" && t.Device != "cpu" {
+			placement = " -ngl 99 -ngld 0" // target on the GPU, draft model on the CPU
+		}
+		fmt.Fprintf(&b, "llama-server -m %s -md %s --draft-max %d --draft-min 0%s%s --temp %g\n", t.Path, d.Path, n, threads, placement, c.Sampling.Temperature)
 	case "ngram":
 		fmt.Fprintf(&b, "llama-lookup -m %s --draft %d%s   # prompt lookup decoding (n-gram); llama-server has no n-gram drafter\n", t.Path, n, threads)
 	default:
@@ -226,6 +230,9 @@ func (c *Config) Equivalents() string {
 	}
 	if branched || ex.Overlap {
 		fmt.Fprintf(&b, "# note: llama.cpp verifies chains only; the %s plan maps to a chain of its depth (%d)\n", s.Strategy, n)
+	}
+	if d.Device != "" && t.Device != "" && d.Device != t.Device {
+		fmt.Fprintf(&b, "# note: this plan drafts on %s while the target verifies on %s (DuoDecoding's split); vLLM and SGLang run the draft model on the target's GPU and cannot place it elsewhere\n", d.Device, t.Device)
 	}
 	b.WriteString("\n# vLLM\n")
 	switch d.Kind {

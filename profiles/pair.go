@@ -24,6 +24,12 @@ type PairSpec struct {
 	Layers       int
 	Threads      int
 	DraftThreads int // of a concurrent drafter; 0 = half of Threads
+	// DraftBackend places the draft source on another registered backend
+	// ("" = the target's): DuoDecoding's split, the drafter on the CPU
+	// while the target verifies on the GPU. A draft model, the layer-skip
+	// drafter (a copy of the target's first layers there) and the
+	// hidden-state drafter can move; n-gram drafting needs no device.
+	DraftBackend string
 	// DraftHidden is a hidden-state drafter: a stored drafter's id (in DB,
 	// default store.DefaultPath()) or a drafter GGUF file.
 	DraftHidden string
@@ -74,9 +80,12 @@ type Pair struct {
 	Source     drafter.Source // nil when no source was named
 	Backend    kernels.Device // the target's
 	DraftModel *model.Model   // the draft model, when the source is one
-	Hidden     *hidden.Source // the hidden-state drafter, when the source is one
-	Concurrent bool           // the drafter has its own backend and threads
-	closers    []func()
+	// DraftBackend is the drafter's device: the target's Backend, or its
+	// own (concurrent plans, a draft device of its own).
+	DraftBackend kernels.Device
+	Hidden       *hidden.Source // the hidden-state drafter, when the source is one
+	Concurrent   bool           // the drafter has its own backend and threads
+	closers      []func()
 }
 
 // Close releases models and backends.
@@ -88,8 +97,12 @@ func (l *Pair) Close() {
 }
 
 // OpenPair loads the pair, checking the vocabularies match. A concurrent
-// drafter (duo, egt with AOT) gets its own backend and threads; otherwise
-// drafter and target take turns on one backend.
+// drafter (duo, egt with AOT; a draft model, the layer-skip drafter on its
+// own copy of the target's weights, or the hidden-state drafter) gets its
+// own backend and threads; otherwise drafter and target take turns on one
+// backend. A drafter on another
+// device (DraftBackend) always has its own backend, can always run beside
+// the target, and takes no threads from it.
 func OpenPair(p PairSpec, params sample.Params, concurrent bool) (*Pair, error) {
 	bi, err := Backend(p.Backend)
 	if err != nil {
@@ -98,12 +111,33 @@ func OpenPair(p PairSpec, params sample.Params, concurrent bool) (*Pair, error) 
 	if err := bi.Available(); err != nil {
 		return nil, fmt.Errorf("backend %s is not available: %w", bi.Name, err)
 	}
+	dbi, elsewhere := bi, false
+	if p.DraftBackend != "" && p.DraftBackend != bi.Name {
+		if p.Sources() == 0 {
+			return nil, fmt.Errorf("a draft device (%s) was named without a draft source", p.DraftBackend)
+		}
+		if dbi, err = Backend(p.DraftBackend); err != nil {
+			return nil, err
+		}
+		if err := dbi.Available(); err != nil {
+			return nil, fmt.Errorf("draft backend %s is not available: %w", dbi.Name, err)
+		}
+		elsewhere = p.NGram == 0 // n-gram drafting runs on the host wherever it is told to
+	}
 	if p.Threads <= 0 {
 		p.Threads = bi.DefaultThreads()
 	}
-	concurrent = concurrent && p.Draft != ""
+	// every source but n-gram lookup can draft beside the target on
+	// backend threads of its own (AOT and duo for every draft source)
+	concurrent = concurrent && (p.Draft != "" || p.Layers > 0 || p.DraftHidden != "") || elsewhere
 	tThreads, dThreads := p.Threads, p.Threads
-	if concurrent {
+	switch {
+	case elsewhere:
+		dThreads = p.DraftThreads
+		if dThreads <= 0 {
+			dThreads = dbi.DefaultThreads()
+		}
+	case concurrent:
 		dThreads = p.DraftThreads
 		if dThreads == 0 {
 			dThreads = max(1, p.Threads/2)
@@ -127,18 +161,19 @@ func OpenPair(p PairSpec, params sample.Params, concurrent bool) (*Pair, error) 
 	target.KVType = kv
 	l.Target = target
 	l.closers = append(l.closers, func() { target.Close() })
+	// the drafter's device: the target's, or its own backend
+	dbe := l.Backend
+	if concurrent {
+		own, err := dbi.New(dThreads)
+		if err != nil {
+			l.Close()
+			return nil, err
+		}
+		l.closers = append(l.closers, own.Close)
+		dbe = own
+	}
 	switch {
 	case p.Draft != "":
-		dbe := l.Backend
-		if concurrent {
-			own, err := bi.New(dThreads)
-			if err != nil {
-				l.Close()
-				return nil, err
-			}
-			l.closers = append(l.closers, own.Close)
-			dbe = own
-		}
 		dm, err := model.LoadWith(p.Draft, dbe, gguf.Options{NoMmap: p.NoMmap})
 		if err != nil {
 			l.Close()
@@ -158,19 +193,33 @@ func OpenPair(p PairSpec, params sample.Params, concurrent bool) (*Pair, error) 
 			l.Close()
 			return nil, fmt.Errorf("draft layers %d must be below the target's %d layers", p.Layers, target.Layers)
 		}
-		l.Source = drafter.NewModel(target, p.Layers, target.CtxLen, params, p.SourceName())
+		self := target
+		if dbe != l.Backend { // a copy of the target on the drafter's device; only its first layers run
+			if self, err = model.LoadWith(p.Target, dbe, gguf.Options{NoMmap: p.NoMmap}); err != nil {
+				l.Close()
+				return nil, err
+			}
+			l.closers = append(l.closers, func() { self.Close() })
+		}
+		l.Source = drafter.NewModel(self, p.Layers, target.CtxLen, params, p.SourceName())
 	case p.DraftHidden != "":
 		d, err := OpenDrafter(context.Background(), p.DraftHidden, p.DB, target)
 		if err != nil {
 			l.Close()
 			return nil, err
 		}
-		hs, err := hidden.NewSource(d, target, hidden.Options{Sample: params, ResampleDepth: p.ResampleDepth, NoResample: p.NoResample, Name: p.SourceName()})
+		o := hidden.Options{Sample: params, ResampleDepth: p.ResampleDepth, NoResample: p.NoResample, Name: p.SourceName()}
+		if dbe != l.Backend {
+			o.Device = dbe
+		}
+		hs, err := hidden.NewSource(d, target, o)
 		if err != nil {
 			l.Close()
 			return nil, err
 		}
 		l.Source, l.Hidden = hs, hs
 	}
+	l.Concurrent = concurrent
+	l.DraftBackend = dbe
 	return l, nil
 }

@@ -28,7 +28,8 @@ func (p *pairFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&p.ResampleDepth, "resample-depth", 4, "hidden drafter: depth of the subtree re-sampled after a rejection")
 	fs.BoolVar(&p.NoResample, "no-resample", false, "hidden drafter: always draft afresh after a rejection")
 	backendFlags(fs, &p.Backend, &p.Threads)
-	fs.IntVar(&p.DraftThreads, "draft-threads", 0, "threads of a concurrent drafter (duo, --aot); default: half")
+	fs.IntVar(&p.DraftThreads, "draft-threads", 0, "threads of a concurrent drafter (duo, --aot); default: half, or all of --draft-device's")
+	fs.StringVar(&p.DraftBackend, "draft-device", "", "device of the draft source (default: the target's); another one drafts while the target verifies (DuoDecoding's split: --device cuda --draft-device cpu)")
 	fs.BoolVar(&p.NoMmap, "no-mmap", false, "read model files into memory instead of mapping them (a file changed during the run cannot affect it)")
 	kvFlag(fs, &p.KV)
 }
@@ -89,6 +90,14 @@ func (p *pairFlags) check(needSource bool) error {
 	}
 	if err := checkKV(p.KV); err != nil {
 		return err
+	}
+	if p.DraftBackend != "" {
+		if n == 0 {
+			return usagef("--draft-device needs a draft source")
+		}
+		if _, err := profiles.Backend(p.DraftBackend); err != nil {
+			return usagef("--draft-device: %v", err)
+		}
 	}
 	return checkBackend(p.Backend, p.Threads)
 }

@@ -71,6 +71,10 @@ type Options struct {
 	HotBytes      int64   // memory for precomputed token-info rows; default 256 MiB
 	Name          string
 	NoResample    bool // turn re-sampling off
+	// Device, when set, runs the drafter layer (with a copy of the
+	// target's final norm and head) there instead of on the target's
+	// device, so it can draft while the target verifies (two devices).
+	Device kernels.Device
 }
 
 // NewSource makes a draft source from d for target (which must be the model
@@ -95,7 +99,7 @@ func NewSource(d *Drafter, target *model.Model, o Options) (*Source, error) {
 	if o.Name == "" {
 		o.Name = "hidden"
 	}
-	layer, err := layerModel(d, target)
+	layer, err := layerModel(d, target, o.Device)
 	if err != nil {
 		return nil, err
 	}
@@ -109,9 +113,17 @@ func NewSource(d *Drafter, target *model.Model, o Options) (*Source, error) {
 
 // layerModel wraps the drafter layer as a one-block model that shares the
 // target's final norm and output head, so decoding runs on the target's
-// kernels.
-func layerModel(d *Drafter, target *model.Model) (*model.Model, error) {
+// kernels; on another device (dev not nil) it gets its own copy of them.
+func layerModel(d *Drafter, target *model.Model, dev kernels.Device) (*model.Model, error) {
 	be := target.Backend
+	outNorm, output := target.OutNorm, target.Output
+	if dev != nil && dev != be {
+		var err error
+		if outNorm, output, err = target.HeadOn(dev); err != nil {
+			return nil, fmt.Errorf("hidden: the target's head on %s: %w", dev.Name(), err)
+		}
+		be = dev
+	}
 	lay := d.Layout()
 	var err error
 	mat := func(i int) kernels.Matrix {
@@ -140,7 +152,7 @@ func layerModel(d *Drafter, target *model.Model) (*model.Model, error) {
 		return nil, fmt.Errorf("hidden: %w", err)
 	}
 	return &model.Model{Config: d.config(target.CtxLen + 64), Tok: target.Tok, Backend: be,
-		Blocks: []model.Layer{l}, OutNorm: target.OutNorm, Output: target.Output}, nil
+		Blocks: []model.Layer{l}, OutNorm: outNorm, Output: output}, nil
 }
 
 // Name describes the source.

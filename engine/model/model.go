@@ -235,3 +235,35 @@ func (c *Config) KVBytes(ctx int) uint64 { return c.KVBytesAs(ctx, quant.F32) }
 func (c *Config) KVBytesAs(ctx int, t quant.Type) uint64 {
 	return uint64(ctx) * uint64(c.Layers) * uint64(c.KVDim()) * 2 * uint64(t.TypeSize())
 }
+
+// HeadOn loads the final norm and the output head onto another device:
+// for a drafter that shares the target's head (the hidden-state drafter)
+// but runs on a device of its own while the target verifies.
+func (m *Model) HeadOn(dev kernels.Device) (kernels.Tensor, kernels.Matrix, error) {
+	f, n := m.File, uint64(m.Dim)
+	t, data, err := f.TensorData("output_norm.weight", n)
+	if err != nil {
+		return nil, nil, err
+	}
+	w := make([]float32, n)
+	if err := quant.Dequantize(t.Type, data, w); err != nil {
+		return nil, nil, &gguf.Error{Path: f.Path, Err: fmt.Errorf("output_norm.weight: %w", err)}
+	}
+	norm, err := dev.NewVector(w)
+	if err != nil {
+		return nil, nil, err
+	}
+	name := "output.weight"
+	if _, ok := f.Tensor(name); !ok {
+		name = "token_embd.weight" // tied embeddings
+	}
+	ht, hdata, err := f.TensorData(name, n, uint64(m.Vocab))
+	if err != nil {
+		return nil, nil, err
+	}
+	head, err := dev.NewMatrix(ht.Type, hdata, m.Vocab, m.Dim)
+	if err != nil {
+		return nil, nil, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%s: %w", name, err)}
+	}
+	return norm, head, nil
+}

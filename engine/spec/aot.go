@@ -20,6 +20,7 @@ type aotHead struct {
 	err     error
 	started time.Time
 	elapsed time.Duration
+	passes  int // drafter passes run (the bonus guess and the levels after it)
 	hit     bool
 }
 
@@ -60,22 +61,24 @@ func (r *run) startAOT(ctx context.Context, tr *tree.Tree) {
 	r.aot = h
 	go func() {
 		defer close(h.done)
+		defer func() { h.elapsed = time.Since(h.started) }()
 		src := r.e.Source
 		q := make([]float32, r.vocab)
 		path := append([]int(nil), guess...)
 		// the guessed bonus: the drafter's top token after the guessed path
+		h.passes++
 		if h.err = src.Expand(ctx, [][]int{path}, [][]float32{q}); h.err != nil {
 			return
 		}
 		path = append(path, sample.Argmax(q))
 		h.guess = append([]int(nil), path...)
 		for d := 0; d < depth; d++ {
+			h.passes++
 			if h.err = src.Expand(ctx, [][]int{path}, [][]float32{q}); h.err != nil || allZero(q) {
 				return
 			}
 			path = append(path, sample.Argmax(q))
 		}
-		h.elapsed = time.Since(h.started)
 	}()
 }
 
@@ -98,6 +101,13 @@ func (r *run) finishAOT(ctx context.Context, accepted []int, bonus int) (time.Du
 	for i := 0; h.hit && i < len(accepted); i++ {
 		h.hit = h.guess[i] == accepted[i]
 	}
+	if h.passes > 0 {
+		// the drafter's real work per pass, for DuoDecoding's budget rule:
+		// after a hit the next step's drafting finds these passes done, so
+		// its own critical-path time says nothing about the drafter
+		r.duo.tDraft = ema(r.duo.tDraft, h.elapsed.Seconds()/float64(h.passes))
+	}
+	r.duo.aheadHit = h.hit
 	return h.elapsed, nil
 }
 

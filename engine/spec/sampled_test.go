@@ -10,6 +10,7 @@ import (
 	"arborist/engine/model"
 	"arborist/engine/sample"
 	"arborist/engine/tree"
+	"arborist/kernels/cpu"
 )
 
 // chi2Crit approximates the chi-square critical value for dof degrees of
@@ -95,20 +96,24 @@ func TestSampledLossless(t *testing.T) {
 	const n = 4000
 	baseJoint, baseCovered := exactJoint(t, p.target, prompt, params, n)
 	shape, _ := tree.FromWidths([]int{3, 2})
+	// a copy of the target on a second device, for duo on two devices
+	second := loadOn(t, "stories260K.gguf", cpu.New(1))
 	rules := []struct {
 		name   string
 		cfg    Config
 		hidden bool // draft with a hidden-state drafter (re-sampling on)
+		twoDev bool // draft on the second device, concurrently with verification
 	}{
-		{"chain (min(1,p/q), residual, bonus)", Config{Strategy: "chain", Gamma: 3}, false},
-		{"chain with top-k 20 and top-p 0.9", Config{Strategy: "chain", Gamma: 3, Sample: sample.Params{Temp: 1, TopK: 20, TopP: 0.9}}, false},
-		{"sampled tree (multi-draft rule)", Config{Strategy: "tree", Static: shape, SampleChildren: true}, false},
-		{"ranked tree (point-mass rule)", Config{Strategy: "egt", Widths: []int{1, 3}, Branch: 3, WMax: 8}, false},
-		{"duo (ranked roots, sampled chains)", Config{Strategy: "duo", Gamma: 6, MaxSeqs: 3}, false},
-		{"hidden-state drafter, chain", Config{Strategy: "chain", Gamma: 3}, true},
-		{"hidden-state drafter, ranked tree", Config{Strategy: "egt", Widths: []int{1, 3}, Branch: 3, WMax: 8}, true},
+		{"chain (min(1,p/q), residual, bonus)", Config{Strategy: "chain", Gamma: 3}, false, false},
+		{"chain with top-k 20 and top-p 0.9", Config{Strategy: "chain", Gamma: 3, Sample: sample.Params{Temp: 1, TopK: 20, TopP: 0.9}}, false, false},
+		{"sampled tree (multi-draft rule)", Config{Strategy: "tree", Static: shape, SampleChildren: true}, false, false},
+		{"ranked tree (point-mass rule)", Config{Strategy: "egt", Widths: []int{1, 3}, Branch: 3, WMax: 8}, false, false},
+		{"duo (ranked roots, sampled chains)", Config{Strategy: "duo", Gamma: 6, MaxSeqs: 3}, false, false},
+		{"duo on two devices (the drafter concurrent, on its own device)", Config{Strategy: "duo", Gamma: 6, MaxSeqs: 3}, false, true},
+		{"hidden-state drafter, chain", Config{Strategy: "chain", Gamma: 3}, true, false},
+		{"hidden-state drafter, ranked tree", Config{Strategy: "egt", Widths: []int{1, 3}, Branch: 3, WMax: 8}, true, false},
 	}
-	run := func(cfg Config, useHidden bool, joint map[[2]int]float64, covered float64, broken bool) (float64, int) {
+	run := func(cfg Config, useHidden, twoDev bool, joint map[[2]int]float64, covered float64, broken bool) (float64, int) {
 		obs := map[[2]int]int{}
 		params := params
 		if cfg.Sample.Temp > 0 {
@@ -118,7 +123,10 @@ func TestSampledLossless(t *testing.T) {
 		if useHidden {
 			src = hiddenSource(p.target, params, 1e-9)
 		}
-		e := &Engine{Target: p.target, Source: src, faults: faults{brokenResidual: broken}}
+		if twoDev {
+			src = drafter.NewModel(second, 4, 64, params, "layers:4 on a second device")
+		}
+		e := &Engine{Target: p.target, Source: src, Concurrent: twoDev, faults: faults{brokenResidual: broken}}
 		for i := 0; i < n; i++ {
 			c := cfg
 			c.MaxTokens = 3 // room for depth-2 drafts; the first two tokens are tested
@@ -138,13 +146,13 @@ func TestSampledLossless(t *testing.T) {
 			joint, covered = exactJoint(t, p.target, prompt, rule.cfg.Sample, n)
 		}
 		t.Run(rule.name, func(t *testing.T) {
-			chi, dof := run(rule.cfg, rule.hidden, joint, covered, false)
+			chi, dof := run(rule.cfg, rule.hidden, rule.twoDev, joint, covered, false)
 			if crit := chi2Crit(dof); chi > crit {
 				t.Errorf("chi-square %.1f > %.1f (dof %d): output does not follow the target", chi, crit, dof)
 			} else {
 				t.Logf("chi-square %.1f <= %.1f (dof %d)", chi, crit, dof)
 			}
-			chi, dof = run(rule.cfg, rule.hidden, joint, covered, true)
+			chi, dof = run(rule.cfg, rule.hidden, rule.twoDev, joint, covered, true)
 			if crit := chi2Crit(dof); chi <= crit {
 				t.Errorf("with the residual step broken, chi-square %.1f <= %.1f (dof %d): the test has no teeth", chi, crit, dof)
 			} else {

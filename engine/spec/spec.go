@@ -101,7 +101,8 @@ type Step struct {
 	Draft    time.Duration // drafting on the critical path
 	Verify   time.Duration // the target's forward pass
 	Overhead time.Duration // verification rules, cache compaction, bookkeeping
-	Overlap  time.Duration // drafting done concurrently with verification
+	Overlap  time.Duration // drafting done concurrently with verification (and compaction)
+	Wait     time.Duration // waiting, after verification, for that drafting to finish (part of Overhead)
 	Strategy string        // the strategy that ran the step
 	// Ranks and Offered, per level the verifier visited: the sibling rank
 	// of the accepted child (-1: none) and how many children there were.
@@ -381,11 +382,12 @@ func (r *run) step(ctx context.Context) (bool, error) {
 	}
 	st.Overhead = time.Since(t2)
 	t3 := time.Now()
-	overlap, err := r.finishAOT(ctx, accepted, v.Bonus)
+	elapsed, err := r.finishAOT(ctx, accepted, v.Bonus)
 	if err != nil {
 		return false, err
 	}
-	st.Overlap = overlap
+	st.Wait = time.Since(t3)
+	st.Overlap = max(0, elapsed-st.Wait)
 	if hs := r.hs; hs != nil {
 		// the target's states of the root and the accepted path, in order
 		rows := append(r.rows[:0], r.fwd.Hidden[:d]...)

@@ -204,6 +204,7 @@ type duoState struct {
 	tTarget     float64 // EMA of one verification pass, seconds
 	tDraft      float64 // EMA of one drafter pass, seconds
 	draftPasses int
+	aheadHit    bool // the last ahead-of-time drafting guessed right (its passes are done)
 }
 
 func ema(old, v float64) float64 {
@@ -287,7 +288,9 @@ func (r *run) duoDraft(ctx context.Context, st *Step, room, depthRoom int) (*tre
 			}
 		}
 	}
-	passes := max(1, tr.MaxDepth())
-	r.duo.tDraft = ema(r.duo.tDraft, time.Since(t0).Seconds()/float64(passes))
+	if !r.duo.aheadHit { // after a hit these passes were mostly done ahead: finishAOT timed them
+		passes := max(1, tr.MaxDepth())
+		r.duo.tDraft = ema(r.duo.tDraft, time.Since(t0).Seconds()/float64(passes))
+	}
 	return tr, nil
 }

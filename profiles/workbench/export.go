@@ -97,6 +97,10 @@ func (b *Bench) config(ctx context.Context, ps PairSpec, in *Inputs, best profil
 			c.Models.Draft.Device = in.Backend
 		}
 	}
+	if ps.DraftBackend != "" && ps.DraftBackend != c.Models.Target.Device && c.Models.Draft.Kind != "none" && c.Models.Draft.Kind != "ngram" {
+		c.Models.Draft.Device = ps.DraftBackend // the drafter on a device of its own
+		c.Models.Draft.Threads = ps.DraftThreads
+	}
 	c.Predicted.MeasuredOn = measuredOn
 	y, err := c.Marshal()
 	if err != nil {
@@ -192,6 +196,9 @@ func LoadReplay(ctx context.Context, path, hashDB string, allowChanged bool) (*R
 	r.Pair.Threads = c.Models.Target.Threads
 	if c.Models.Target.Device != "" && c.Models.Target.Device != "cpu" {
 		r.Pair.Backend = c.Models.Target.Device
+	}
+	if d := c.Models.Draft.Device; d != "" && d != c.Models.Target.Device {
+		r.Pair.DraftBackend, r.Pair.DraftThreads = d, c.Models.Draft.Threads
 	}
 	switch d := c.Models.Draft; d.Kind {
 	case "hidden":
