@@ -227,6 +227,27 @@ func (r *run) gamma() int {
 
 var seqCounts = []int{8, 6, 4, 3, 2, 1}
 
+// duoSeqs is DuoDecoding's uncertainty rule: with theta = p11 * p21 (the
+// drafter's top-1 probability at the first position times its top-1 at the
+// second), each first-position candidate of top (the MaxSeqs best) above
+// theta starts a sequence; the count is rounded down to one of 8, 6, 4, 3,
+// 2, 1 and to at most gamma, so every sequence gets a token of the budget.
+func duoSeqs(q1 []float32, top []int, p21 float32, gamma int) int {
+	theta := float64(q1[top[0]]) * float64(p21)
+	n := 0
+	for _, j := range top {
+		if float64(q1[j]) > theta {
+			n++
+		}
+	}
+	for _, c := range seqCounts {
+		if c <= n && c <= gamma {
+			return c
+		}
+	}
+	return 1
+}
+
 // duoDraft drafts one or more sequences: when the drafter is unsure (several
 // first-position candidates above theta = p11 * p21) each candidate starts
 // its own sequence, and the budget is split between them.
@@ -257,20 +278,7 @@ func (r *run) duoDraft(ctx context.Context, st *Step, room, depthRoom int) (*tre
 		if err != nil {
 			return nil, err
 		}
-		p21 := q2s[0][sample.Argmax(q2s[0])]
-		theta := float64(q1[top[0]]) * float64(p21)
-		n := 0
-		for _, j := range top {
-			if float64(q1[j]) > theta {
-				n++
-			}
-		}
-		for _, c := range seqCounts {
-			if c <= n && c <= gamma {
-				k = c
-				break
-			}
-		}
+		k = duoSeqs(q1, top, q2s[0][sample.Argmax(q2s[0])], gamma)
 	}
 	st.Seqs = k
 	if k == 1 {

@@ -103,3 +103,66 @@ func TestDuoOnTwoDevices(t *testing.T) {
 			100*float64(hidden)/float64(shorter), res.TokensPerSecond(), float64(len(res.Steps)-4)/busyT.Seconds())
 	}
 }
+
+// TestDuoSequenceRule: theta = p11 * p21; candidates above it start their
+// own sequences, counted down to 8, 6, 4, 3, 2 or 1 and to the budget.
+func TestDuoSequenceRule(t *testing.T) {
+	q1 := []float32{0.05, 0.4, 0.3, 0.2, 0.03, 0.02}
+	top := []int{1, 2, 3, 0, 4, 5} // by falling probability
+	for _, c := range []struct {
+		p21   float32
+		top   int // how many candidates the plan's MaxSeqs allows
+		gamma int
+		want  int
+	}{
+		{0.5, 6, 8, 2},        // theta 0.2: 0.4 and 0.3 (0.2 is not above)
+		{0.9, 6, 8, 1},        // theta 0.36: only the top one
+		{0.1, 6, 8, 4},        // theta 0.04: five above, rounded down to 4
+		{0.1, 6, 3, 3},        // the same, capped by a budget of 3
+		{0.1, 2, 8, 2},        // MaxSeqs 2 lists two candidates
+		{0.01, 6, 8, 6},       // theta 0.004: all six
+		{0.99, 6, 1, 1},       // a budget of one token: one sequence
+		{0.05, 6, 1 << 20, 4}, // theta 0.02: five above 0.02 (0.02 itself is not)
+	} {
+		if got := duoSeqs(q1, top[:c.top], c.p21, c.gamma); got != c.want {
+			t.Errorf("p21 %v, %d candidates, gamma %d: %d sequences, want %d", c.p21, c.top, c.gamma, got, c.want)
+		}
+	}
+}
+
+// TestDuoSequencesOnTwoDevices: with an unsure drafter (the target's first
+// four layers, on their own stand-in device) the rule starts several sequences on
+// some steps, the budget is split between them, and the output is still
+// plain decoding's.
+func TestDuoSequencesOnTwoDevices(t *testing.T) {
+	plain := loadOn(t, "stories260K.gguf", cpu.New(1))
+	prompt := plain.Tok.Encode("Once upon a time", true, false)
+	ctx := context.Background()
+	ar, err := (&Engine{Target: plain}).Run(ctx, prompt, Config{Strategy: "ar", MaxTokens: 48})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := loadOn(t, "stories260K.gguf", devicetest.NewSlow(cpu.New(1), 300*time.Microsecond, 0))
+	self := loadOn(t, "stories260K.gguf", devicetest.NewSlow(cpu.New(1), 60*time.Microsecond, 0))
+	src := drafter.NewModel(self, 4, target.CtxLen, sample.Params{}, "layers:4")
+	res, err := (&Engine{Target: target, Source: src, Concurrent: true}).Run(ctx, prompt, Config{Strategy: "duo", Gamma: 8, MaxSeqs: 4, MaxTokens: 48})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Tokens, ar.Tokens) {
+		t.Fatalf("duo with several sequences on two devices wrote %v, plain decoding %v", res.Tokens, ar.Tokens)
+	}
+	multi := 0
+	for _, s := range res.Steps {
+		if s.Seqs > 1 {
+			multi++
+			if s.Seqs > 4 {
+				t.Errorf("step %d: %d sequences, above MaxSeqs 4", s.Index, s.Seqs)
+			}
+		}
+	}
+	if multi == 0 {
+		t.Errorf("an unsure drafter never started a second sequence in %d steps", len(res.Steps))
+	}
+	t.Logf("%d of %d steps drafted several sequences; acceptance %.0f%%", multi, len(res.Steps), 100*res.Acceptance())
+}
