@@ -62,11 +62,12 @@ func TestDuoOnTwoDevices(t *testing.T) {
 		src := drafter.NewModel(dm, 0, target.CtxLen, sample.Params{}, "copy")
 		// the steady state: from the end of step 3 (the budget rule has its
 		// estimates) to the end of the run
-		var t0, d0 time.Duration
+		var t0, d0, ts0, ds0 time.Duration
 		var w0 time.Time
 		cfg := Config{Strategy: "duo", Gamma: 8, MaxSeqs: 1, MaxTokens: n, OnStep: func(s Step) {
 			if s.Index == 3 {
 				t0, d0, w0 = tdev.Busy(), ddev.Busy(), time.Now()
+				ts0, ds0 = tdev.Slept(), ddev.Slept()
 			}
 		}}
 		res, err := (&Engine{Target: target, Source: src, Concurrent: true}).Run(ctx, prompt, cfg)
@@ -95,12 +96,19 @@ func TestDuoOnTwoDevices(t *testing.T) {
 		if g := drafted[len(drafted)/2]; g < tc.gamma-1 || g > tc.gamma+1 {
 			t.Errorf("ratio %.1f: median draft budget %d (%v), want %d +- 1", ratio(tc.target, tc.draft), g, drafted, tc.gamma)
 		}
-		if shorter <= 0 || float64(hidden) < 0.8*float64(shorter) {
+		// the stand-ins keep their script only while the host has CPU to
+		// spare: when a device's busy time runs 25% over its scripted
+		// latency (a loaded machine: other tests, builds), what is measured
+		// is the host's contention, not the engine's overlap
+		fidelity := min(float64(tdev.Slept()-ts0)/float64(busyT), float64(ddev.Slept()-ds0)/float64(busyD))
+		if fidelity < 0.8 {
+			t.Logf("ratio %.1f: the host is too loaded to judge overlap (the stand-ins' scripted latency is %.0f%% of their busy time)", ratio(tc.target, tc.draft), 100*fidelity)
+		} else if shorter <= 0 || float64(hidden) < 0.8*float64(shorter) {
 			t.Errorf("ratio %.1f: the devices were busy at once for %v of the shorter one's %v (target %v, drafter %v, wall %v): below 80%%", ratio(tc.target, tc.draft), hidden, shorter, busyT, busyD, wall)
 		}
-		t.Logf("ratio %.1f: %d steps, median budget %d, AAL %.2f, both devices busy for %v of the less busy one's %v (%.0f%%); %.0f tokens/s (plain decoding on the target's device: at most %.0f)",
+		t.Logf("ratio %.1f: %d steps, median budget %d, AAL %.2f, both devices busy for %v of the less busy one's %v (%.0f%%, script fidelity %.0f%%); %.0f tokens/s (plain decoding on the target's device: at most %.0f)",
 			ratio(tc.target, tc.draft), len(res.Steps), drafted[len(drafted)/2], res.AAL(), hidden.Round(time.Millisecond), shorter.Round(time.Millisecond),
-			100*float64(hidden)/float64(shorter), res.TokensPerSecond(), float64(len(res.Steps)-4)/busyT.Seconds())
+			100*float64(hidden)/float64(shorter), 100*fidelity, res.TokensPerSecond(), float64(len(res.Steps)-4)/busyT.Seconds())
 	}
 }
 
