@@ -17,7 +17,8 @@ import (
 )
 
 // DetectHardware reads the CPU model, core counts, SIMD features and RAM from
-// the OS (Linux /proc; elsewhere what Go reports). Bandwidth is measured
+// the OS (Linux /proc; elsewhere what Go reports), and the NVIDIA GPUs
+// through the driver's nvidia-smi. Bandwidth is measured
 // separately (Bandwidth) because it takes a second.
 func DetectHardware() store.Hardware {
 	h := store.Hardware{CPU: runtime.GOARCH, Threads: runtime.NumCPU(), Cores: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH}
@@ -66,7 +67,16 @@ func DetectHardware() store.Hardware {
 		}
 		f.Close()
 	}
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%d|%s|%d|%s", h.CPU, h.Cores, h.Threads, h.SIMD, h.RAM/(1<<30), h.OS)))
+	if gpus, err := DetectGPUs(context.Background()); err == nil {
+		h.GPUs = gpuSummary(gpus)
+	} else {
+		h.GPUs = "unknown (" + err.Error() + ")"
+	}
+	key := fmt.Sprintf("%s|%d|%d|%s|%d|%s", h.CPU, h.Cores, h.Threads, h.SIMD, h.RAM/(1<<30), h.OS)
+	if h.GPUs != "" { // machines without GPUs keep the fingerprints they had
+		key += "|" + h.GPUs
+	}
+	sum := sha256.Sum256([]byte(key))
 	h.Fingerprint = hex.EncodeToString(sum[:8])
 	return h
 }
@@ -142,5 +152,9 @@ func KnownHardware(ctx context.Context, st *store.Store, threads int, fresh bool
 
 // ConfigHardware is the hardware block of an exported config for hw.
 func ConfigHardware(hw store.Hardware) HardwareConfig {
-	return HardwareConfig{CPUCores: hw.Cores, CPU: hw.CPU, GPUType: "none", CPUAffinity: fmt.Sprintf("0-%d", hw.Threads-1)}
+	gpu := "none"
+	if name, _, ok := strings.Cut(strings.TrimPrefix(hw.GPUs, "0: "), " ("); ok && strings.HasPrefix(hw.GPUs, "0: ") {
+		gpu = name
+	}
+	return HardwareConfig{CPUCores: hw.Cores, CPU: hw.CPU, GPUType: gpu, CPUAffinity: fmt.Sprintf("0-%d", hw.Threads-1)}
 }

@@ -95,7 +95,7 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 			Draft    *curveJSON `json:"draft,omitempty"`
 			Limits   any        `json:"limits"`
 		}{
-			Hardware: map[string]any{"fingerprint": hw.Fingerprint, "cpu": hw.CPU, "cores": hw.Cores, "threads": hw.Threads, "simd": hw.SIMD, "ram_bytes": hw.RAM, "bandwidth_bytes_per_s": hw.Bandwidth},
+			Hardware: map[string]any{"fingerprint": hw.Fingerprint, "cpu": hw.CPU, "cores": hw.Cores, "threads": hw.Threads, "simd": hw.SIMD, "ram_bytes": hw.RAM, "bandwidth_bytes_per_s": hw.Bandwidth, "gpus": hw.GPUs},
 			Target:   curveDoc(r.Target, p.Target), Overhead: curveDoc(r.Overhead, p.Target), Draft: curveDoc(r.Draft, p.Draft),
 			Limits: map[string]any{"roofline_ns": int64(r.Limits.Roofline()), "peak_macs_per_s": r.Limits.Peak, "peak_kind": r.Limits.Kind(), "macs_per_token": r.Limits.MACs,
 				"weight_bytes_per_token": r.Limits.WeightBytes},
@@ -104,6 +104,9 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 	hw := r.Hardware
 	fmt.Fprintf(w, "hardware %s: %s, %d cores / %d threads, %s, %.1f GiB RAM, %.1f GB/s read bandwidth\n",
 		hw.Fingerprint, hw.CPU, hw.Cores, hw.Threads, hw.SIMD, float64(hw.RAM)/(1<<30), hw.Bandwidth/1e9)
+	if hw.GPUs != "" {
+		fmt.Fprintf(w, "GPUs: %s\n", hw.GPUs)
+	}
 	printCurve(w, "target "+p.Target, r.Target)
 	fmt.Fprintln(w, r.Limits.Describe(r.Target.Curve.Points))
 	var parts []string
