@@ -33,6 +33,9 @@ import "arborist/kernels/quant"
 // Tensor is a float32 activation buffer in the backend's memory (host
 // memory for cpu, device memory for cuda). Only its backend reads or writes
 // its values; code above moves values in and out with Upload and Download.
+// A backend whose tensors hold memory of their own may give them a Free()
+// method: engine/model calls it when it drops a tensor (a scratch buffer
+// outgrown, Cache.Free); host tensors are left to the garbage collector.
 type Tensor interface {
 	// Len is the number of float32 values the tensor holds.
 	Len() int

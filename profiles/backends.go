@@ -19,7 +19,8 @@ import (
 type BackendInfo struct {
 	Name string
 	// Available reports whether the backend can run on this machine: nil,
-	// or an error saying plainly why not ("no NVIDIA driver").
+	// or an error saying plainly why not ("no NVIDIA driver"); a nil
+	// Available means always.
 	Available func() error
 	// New starts the backend with threads workers (0: its default).
 	New func(threads int) (kernels.Device, error)
@@ -38,6 +39,14 @@ var backends = map[string]BackendInfo{
 		DefaultThreads: cpu.DefaultThreads,
 		Kernels:        cpu.Kernels,
 	},
+}
+
+// available calls Available when the entry has one.
+func (b BackendInfo) available() error {
+	if b.Available == nil {
+		return nil
+	}
+	return b.Available()
 }
 
 // DefaultBackend is the backend used when none is named.
@@ -62,7 +71,7 @@ func NewBackend(name string, threads int) (kernels.Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.Available(); err != nil {
+	if err := b.available(); err != nil {
 		return nil, fmt.Errorf("backend %s is not available: %w", b.Name, err)
 	}
 	if threads <= 0 {
@@ -115,7 +124,7 @@ func Backends() []BackendStatus {
 	for _, n := range BackendNames() {
 		b := backends[n]
 		st := BackendStatus{Name: n}
-		if err := b.Available(); err != nil {
+		if err := b.available(); err != nil {
 			st.Err = err.Error()
 		} else {
 			st.Kernels, st.Threads = b.Kernels(), b.DefaultThreads()

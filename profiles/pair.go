@@ -108,7 +108,7 @@ func OpenPair(p PairSpec, params sample.Params, concurrent bool) (*Pair, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := bi.Available(); err != nil {
+	if err := bi.available(); err != nil {
 		return nil, fmt.Errorf("backend %s is not available: %w", bi.Name, err)
 	}
 	dbi, elsewhere := bi, false

@@ -86,6 +86,45 @@ func TestSiLUMul(t *testing.T) {
 	}
 }
 
+// refAttention is softmax(q.K*scale over the visible slots).V in float64.
+func refAttention(q, kc, vc []float32, past, n int, mask []bool, heads, kvHeads, hd int, scale float64) []float32 {
+	total, group, kvd := past+n, heads/kvHeads, kvHeads*hd
+	out := make([]float32, n*heads*hd)
+	for i := 0; i < n; i++ {
+		for h := 0; h < heads; h++ {
+			kh := h / group
+			var w []float64
+			var slots []int
+			m := math.Inf(-1)
+			for j := 0; j < total; j++ {
+				if mask != nil && !mask[i*total+j] || mask == nil && j > past+i {
+					continue
+				}
+				var d float64
+				for t := 0; t < hd; t++ {
+					d += float64(q[(i*heads+h)*hd+t]) * float64(kc[j*kvd+kh*hd+t])
+				}
+				d *= scale
+				w, slots = append(w, d), append(slots, j)
+				m = max(m, d)
+			}
+			var sum float64
+			for k := range w {
+				w[k] = math.Exp(w[k] - m)
+				sum += w[k]
+			}
+			for t := 0; t < hd; t++ {
+				var o float64
+				for k, j := range slots {
+					o += w[k] / sum * float64(vc[j*kvd+kh*hd+t])
+				}
+				out[(i*heads+h)*hd+t] = float32(o)
+			}
+		}
+	}
+	return out
+}
+
 // TestAttentionMatchesReference: the C attention (the per-kv-head kernel for
 // heads of width 8, the general one for other multiples of 8 up to and past
 // 64 dims a pass, and the scalar one) against float64, causal

@@ -34,6 +34,7 @@ type Backend struct {
 	q8      q8Buf       // activations quantised for the current call
 	mm      matmulJob   // the current call's job, reused so decoding allocates nothing
 	attn    attnJob
+	attnGo  attnGoJob
 }
 
 var _ kernels.Backend = (*Backend)(nil)

@@ -301,77 +301,91 @@ func (l *kvLayer) row(value bool, off, hd int, buf []float32) []float32 {
 // (gemma2) and of builds without cgo. For each batch row and query head it
 // computes softmax(q·K*scale) over the slots the mask allows, times V;
 // Softcap > 0 first maps each score s to softcap*tanh(s/softcap). Rows and
-// heads run in parallel on the workers.
+// heads run in parallel on the workers, each with its scratch row, so a
+// decode step allocates nothing.
 func (b *Backend) attendGo(out, q []float32, l kvLayer, past, n int, mask []bool, s kernels.AttnShape) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.attnGo = attnGoJob{b: b, out: out, q: q, l: l, past: past, n: n, mask: mask, s: s}
+	b.pool.run(&b.attnGo, n*s.Heads, 1)
+}
+
+// attnGoJob is one attendGo call; a task is one (row, head) pair.
+type attnGoJob struct {
+	b       *Backend
+	out, q  []float32
+	l       kvLayer
+	past, n int
+	mask    []bool
+	s       kernels.AttnShape
+}
+
+func (j *attnGoJob) do(worker, lo, hi int) {
+	s, l, q, out, mask, past := j.s, &j.l, j.q, j.out, j.mask, j.past
 	hd, heads := s.HeadDim, s.Heads
 	kvd := s.KVHeads * hd
 	group := heads / s.KVHeads
-	total := past + n
+	total := past + j.n
 	qd := heads * hd
 	scale, softcap := s.Scale, s.Softcap
-	b.ParallelFor(n*heads, func(lo, hi int) {
-		scores := make([]float32, total)
-		var buf []float32
-		if l.k == nil {
-			buf = make([]float32, hd)
+	scratch := j.b.scratchRow(worker, total+hd)
+	scores, buf := scratch[:total], scratch[total:]
+	for task := lo; task < hi; task++ {
+		i, h := task/heads, task%heads
+		kh := h / group
+		qv := q[i*qd+h*hd : i*qd+(h+1)*hd]
+		limit := past + i + 1 // causal
+		var row []bool
+		if mask != nil {
+			row = mask[i*total : (i+1)*total]
+			limit = total
 		}
-		for task := lo; task < hi; task++ {
-			i, h := task/heads, task%heads
-			kh := h / group
-			qv := q[i*qd+h*hd : i*qd+(h+1)*hd]
-			limit := past + i + 1 // causal
-			var row []bool
-			if mask != nil {
-				row = mask[i*total : (i+1)*total]
-				limit = total
+		maxS := float32(math.Inf(-1))
+		for j := 0; j < limit; j++ {
+			if row != nil && !row[j] {
+				scores[j] = float32(math.Inf(-1))
+				continue
 			}
-			maxS := float32(math.Inf(-1))
-			for j := 0; j < limit; j++ {
-				if row != nil && !row[j] {
-					scores[j] = float32(math.Inf(-1))
-					continue
-				}
-				kv := l.row(false, j*kvd+kh*hd, hd, buf)
-				var d float32
-				for t := range qv {
-					d += qv[t] * kv[t]
-				}
-				d *= scale
-				if softcap != 0 {
-					d = softcap * float32(math.Tanh(float64(d/softcap)))
-				}
-				scores[j] = d
-				maxS = max(maxS, d)
+			kv := l.row(false, j*kvd+kh*hd, hd, buf)
+			var d float32
+			for t := range qv {
+				d += qv[t] * kv[t]
 			}
-			o := out[i*qd+h*hd : i*qd+(h+1)*hd]
+			d *= scale
+			if softcap != 0 {
+				d = softcap * float32(math.Tanh(float64(d/softcap)))
+			}
+			scores[j] = d
+			maxS = max(maxS, d)
+		}
+		o := out[i*qd+h*hd : i*qd+(h+1)*hd]
+		for t := range o {
+			o[t] = 0
+		}
+		if math.IsInf(float64(maxS), -1) {
+			continue // a row that attends to nothing outputs zeros
+		}
+		var sum float64
+		for j := 0; j < limit; j++ {
+			if row != nil && !row[j] {
+				continue
+			}
+			e := float32(math.Exp(float64(scores[j] - maxS)))
+			scores[j] = e
+			sum += float64(e)
+		}
+		inv := float32(1 / sum)
+		for j := 0; j < limit; j++ {
+			if row != nil && !row[j] {
+				continue
+			}
+			p := scores[j] * inv
+			vv := l.row(true, j*kvd+kh*hd, hd, buf)
 			for t := range o {
-				o[t] = 0
-			}
-			if math.IsInf(float64(maxS), -1) {
-				continue // a row that attends to nothing outputs zeros
-			}
-			var sum float64
-			for j := 0; j < limit; j++ {
-				if row != nil && !row[j] {
-					continue
-				}
-				e := float32(math.Exp(float64(scores[j] - maxS)))
-				scores[j] = e
-				sum += float64(e)
-			}
-			inv := float32(1 / sum)
-			for j := 0; j < limit; j++ {
-				if row != nil && !row[j] {
-					continue
-				}
-				p := scores[j] * inv
-				vv := l.row(true, j*kvd+kh*hd, hd, buf)
-				for t := range o {
-					o[t] += p * vv[t]
-				}
+				o[t] += p * vv[t]
 			}
 		}
-	})
+	}
 }
 
 // Compact moves slot keep[i] to slot i on every layer.

@@ -39,10 +39,11 @@ func Run(t *testing.T, dev Device) { RunOptions(t, dev, Options{}) }
 
 // Options adjusts the suite to a device.
 type Options struct {
-	// Small skips the conformance kit and the models of real size (the
-	// bench target): for slow reference devices such as
-	// kernels/devicetest's float64 Fake, whose passes above the backend
-	// are what is being checked, not its speed.
+	// Small skips the conformance kit, the models of real size (the
+	// bench target) and the strategies' runs on quantised weights and F16
+	// caches: for slow reference devices such as kernels/devicetest's
+	// float64 Fake, whose passes above the backend are what is being
+	// checked, not its speed.
 	Small bool
 }
 
@@ -57,7 +58,7 @@ func RunOptions(t *testing.T, dev Device, o Options) {
 		t.Run("Conformance", func(t *testing.T) { Conformance(t, dev) })
 	}
 	t.Run("Argmax", func(t *testing.T) { Argmax(t, dev) })
-	t.Run("Strategies", func(t *testing.T) { Strategies(t, dev) })
+	t.Run("Strategies", func(t *testing.T) { strategies(t, dev, o) })
 }
 
 // open makes a device for t and closes it when t ends.

@@ -8,6 +8,7 @@ import (
 
 	"arborist/engine/drafter"
 	"arborist/engine/generate"
+	"arborist/engine/hidden"
 	"arborist/engine/model"
 	"arborist/engine/sample"
 	"arborist/engine/spec"
@@ -36,10 +37,13 @@ func strategyConfigs() map[string][]spec.Config {
 // Strategies: greedy speculative output of every registered strategy
 // (engine/spec) equals plain decoding on the device, with a draft model on
 // a second device (the target's own weights: long accepted paths; duo and
-// AOT draft concurrently) and the target's first layer (frequent
-// rejections), on a plain, a soft-capped sliding-window and a quantised
-// model, and with an F16 KV cache.
-func Strategies(t *testing.T, dev Device) {
+// AOT draft concurrently), the target's first layer (frequent rejections)
+// and a hidden-state drafter (its layer on the target's device), on a
+// plain, a soft-capped sliding-window and a quantised model, and with an
+// F16 KV cache.
+func Strategies(t *testing.T, dev Device) { strategies(t, dev, Options{}) }
+
+func strategies(t *testing.T, dev Device, o Options) {
 	ctx := context.Background()
 	configs := strategyConfigs()
 	for _, name := range spec.Strategies() {
@@ -54,6 +58,9 @@ func Strategies(t *testing.T, dev Device) {
 		name string
 		kv   quant.Type
 	}{{"llama", quant.F32}, {"gemma2-window", quant.F32}, {"llama-q8", quant.F32}, {"llama", quant.F16}} {
+		if o.Small && (s.name == "llama-q8" || s.kv != quant.F32) {
+			continue // the weight and cache types are the other checks' business
+		}
 		shape, typ := "", quant.F32
 		for _, sh := range Shapes {
 			if sh.Name == s.name {
@@ -76,6 +83,19 @@ func Strategies(t *testing.T, dev Device) {
 				"self": func() (drafter.Source, bool) { return drafter.NewModel(self, 0, 256, sample.Params{}, "self"), true },
 				"layers": func() (drafter.Source, bool) {
 					return drafter.NewModel(target, 1, 256, sample.Params{}, "layers:1"), false
+				},
+				// an untrained hidden-state drafter: its layer runs on the
+				// target's device, fed the target's hidden states
+				"hidden": func() (drafter.Source, bool) {
+					hd, err := hidden.New(target, 8, -1, 1)
+					if err != nil {
+						t.Fatal(err)
+					}
+					src, err := hidden.NewSource(hd, target, hidden.Options{ResampleMin: 0.2})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return src, false
 				},
 			}
 			for _, name := range spec.Strategies() {
