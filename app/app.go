@@ -38,6 +38,7 @@ const (
 	prefTarget  = "target"
 	prefDraft   = "draft"
 	prefHidden  = "draft_hidden"
+	prefPrompts = "prompts" // the last prompt suite file used
 	prefRecent  = "recent"
 	prefDB      = "db"
 	prefWidth   = "window.width"
@@ -210,6 +211,12 @@ func (s *Session) SetModels(target, draft string) {
 	s.Verify, s.Draft, s.Acc, s.Best, s.Tuned, s.Inputs = nil, nil, nil, nil, nil, nil
 	s.Changed()
 }
+
+// Prompts is the last prompt suite file used ("" for none).
+func (s *Session) Prompts() string { return s.App.Preferences().String(prefPrompts) }
+
+// SetPrompts remembers a prompt suite file, as an absolute path.
+func (s *Session) SetPrompts(path string) { s.App.Preferences().SetString(prefPrompts, absPath(path)) }
 
 // Recent lists recently used model files.
 func (s *Session) Recent() []string { return s.App.Preferences().StringList(prefRecent) }

@@ -263,6 +263,8 @@ func TestProfileRunCompareExport(t *testing.T) {
 	}
 	sp.Ranked.SetSelectedIndex(egt)
 	want := sp.ranked[egt]
+	// the pick is stored as the pair's newest plan, which Export renders
+	waitFor(t, "the picked plan stored", func() bool { return sp.stored == want.Plan.String() })
 	if s.Tuned == nil || s.Tuned.Plan.String() != want.Plan.String() || r.UseTuned.Disabled() {
 		t.Fatalf("picked plan not the session's tuned plan: %+v", s.Tuned)
 	}

@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"image"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/storage"
@@ -49,10 +48,13 @@ type ModelsScreen struct {
 	TrainBtn      *widget.Button
 	CancelTrain   *widget.Button
 	TrainSettings hidden.Settings
-	LossChart     *canvas.Image  // training and held-out loss per epoch
+	LossChart     *Chart // training and held-out loss per epoch
+	lossView      fyne.CanvasObject
 	Stored        *widget.Select // finished hidden drafters in the database
 	body          *fyne.Container
-	cancelTrain   context.CancelFunc
+	// remembered files that no longer exist, with a button to pick again
+	TargetCheck, DraftCheck, TrainCheck *fileCheck
+	cancelTrain                         context.CancelFunc
 }
 
 // NewModelsScreen builds the screen from the session's selection.
@@ -104,6 +106,16 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	m.DemoBtn = widget.NewButton("Build the demo pair", m.buildDemo)
 	m.TrainPrompts = widget.NewEntry()
 	m.TrainPrompts.SetPlaceHolder("prompt suite file the target continues to make training data")
+	m.TrainPrompts.SetText(s.Prompts())
+	gguf := []string{".gguf"}
+	m.TargetCheck = newFileCheck(m.Target, "target model", gguf, s.Win)
+	m.DraftCheck = newFileCheck(m.Draft, "draft model", gguf, s.Win)
+	m.DraftCheck.skip = func() bool {
+		src := m.Source.Selected
+		return src == SourceNGram || src == SourceLayers || (src == SourceHidden && isID(m.Draft.Text))
+	}
+	m.DraftCheck.Check()
+	m.TrainCheck = newFileCheck(m.TrainPrompts, "prompt suite", nil, s.Win)
 	m.TrainSettings = hidden.DefaultSettings()
 	m.TrainBtn = widget.NewButton("Train hidden drafter", m.train)
 	m.CancelTrain = widget.NewButton("Cancel training", func() {
@@ -113,7 +125,9 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	})
 	m.CancelTrain.Hide()
 	m.LossChart = newChart(520, 220)
-	m.LossChart.Hide()
+	m.LossChart.Name = "training-loss"
+	m.lossView = m.LossChart.View(s.Win)
+	m.lossView.Hide()
 	m.Stored = widget.NewSelect(nil, func(opt string) {
 		var id int64
 		if _, err := fmt.Sscanf(opt, "#%d", &id); err == nil {
@@ -124,6 +138,7 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	m.Stored.PlaceHolder = "stored hidden drafters"
 	// the database is read when hidden drafters are wanted, not at start-up
 	m.Source.OnChanged = func(opt string) {
+		m.DraftCheck.Check()
 		if opt == SourceHidden {
 			m.RefreshDrafters()
 		}
@@ -191,8 +206,8 @@ func (m *ModelsScreen) Content() fyne.CanvasObject {
 		widget.NewFormItem("Database (Enter to switch)", m.DB),
 		widget.NewFormItem("Training prompts", container.NewBorder(nil, nil, nil, container.NewHBox(m.TrainBtn, m.CancelTrain), m.TrainPrompts)),
 	)
-	top := container.NewVBox(form, container.NewHBox(m.Load, m.DemoBtn), m.Progress, m.Status, widget.NewSeparator())
-	m.body = container.NewBorder(top, m.LossChart, nil, nil, container.NewVScroll(m.Info))
+	top := container.NewVBox(form, m.TargetCheck.Box, m.DraftCheck.Box, m.TrainCheck.Box, container.NewHBox(m.Load, m.DemoBtn), m.Progress, m.Status, widget.NewSeparator())
+	m.body = container.NewBorder(top, m.lossView, nil, nil, container.NewVScroll(m.Info))
 	return m.body
 }
 
@@ -283,8 +298,8 @@ func (m *ModelsScreen) load() {
 			m.Info.SetText(info)
 			m.s.SetModels(target, draft)
 			m.s.Spec.NGram, m.s.Spec.Layers, m.s.Spec.DraftHidden = ngram, layers, hiddenRef
-			if hiddenRef == "" && m.LossChart.Visible() {
-				m.LossChart.Hide() // the training chart belongs to a hidden drafter
+			if hiddenRef == "" && m.lossView.Visible() {
+				m.lossView.Hide() // the training chart belongs to a hidden drafter
 				if m.body != nil {
 					m.body.Refresh()
 				}
@@ -342,6 +357,7 @@ func (m *ModelsScreen) train() {
 		m.s.ShowError(fmt.Errorf("training a hidden-state drafter needs a target and a prompt suite file"))
 		return
 	}
+	m.s.SetPrompts(prompts)
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancelTrain = cancel
 	m.TrainBtn.Disable()
@@ -377,15 +393,15 @@ func (m *ModelsScreen) train() {
 					log.WriteString(line + "\n")
 				}
 				text := log.String()
-				var chart image.Image
+				var chart *ChartSpec
 				if e.Record != nil {
-					chart = RenderChart(ChartSpec{Title: "Hidden drafter training", XLabel: "epoch", YLabel: "loss (weighted MSE + KL)", Width: 520, Height: 220,
-						Series: []Series{{Name: "train", X: epochs, Y: train}, {Name: "held out", X: epochs, Y: held}}})
+					chart = &ChartSpec{Title: "Hidden drafter training", XLabel: "epoch", YLabel: "loss (weighted MSE + KL)", Width: 520, Height: 220,
+						Series: []Series{{Name: "train", X: slices.Clone(epochs), Y: slices.Clone(train)}, {Name: "held out", X: slices.Clone(epochs), Y: slices.Clone(held)}}}
 				}
 				fyne.Do(func() {
 					if chart != nil {
-						m.LossChart.Image = chart
-						m.LossChart.Show()
+						m.LossChart.SetSpec(*chart)
+						m.lossView.Show()
 						if m.body != nil {
 							m.body.Refresh() // re-layout: the chart was hidden
 						}
