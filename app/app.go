@@ -71,6 +71,7 @@ type Session struct {
 	// Tuned is the plan chosen from the last tune's ranking (nil: none).
 	Tuned     *profiles.Prediction
 	listeners []func()
+	busy      []func()
 }
 
 // NewSession reads the last selection from the preferences.
@@ -181,6 +182,17 @@ func absPath(p string) string {
 	return p
 }
 
+// OnBusy registers a refresh called when long work starts or ends.
+func (s *Session) OnBusy(f func()) { s.busy = append(s.busy, f) }
+
+// Busy tells the OnBusy listeners that work started or ended. Call it on
+// the UI goroutine.
+func (s *Session) Busy() {
+	for _, f := range s.busy {
+		f()
+	}
+}
+
 // Changed notifies the screens. Call it on the UI goroutine.
 func (s *Session) Changed() {
 	for _, f := range s.listeners {
@@ -244,6 +256,9 @@ type Workbench struct {
 	Compare *CompareScreen
 	Export  *ExportScreen
 	Tabs    *container.AppTabs
+	Guide   *Guide
+	// Root is the window's content: the guide above the tabs.
+	Root fyne.CanvasObject
 }
 
 // NewWorkbench builds every screen over one session.
@@ -270,6 +285,9 @@ func NewWorkbench(s *Session) *Workbench {
 			wb.Export.Update()
 		}
 	}
+	wb.Guide = newGuide(wb)
+	wb.Root = container.NewBorder(wb.Guide.Box, nil, nil, nil, wb.Tabs)
+	go wb.Guide.Reload()
 	return wb
 }
 
@@ -287,7 +305,7 @@ func Run() int {
 	s := NewSession(a, w, DemoDir())
 	defer s.Close()
 	wb := NewWorkbench(s)
-	w.SetContent(wb.Tabs)
+	w.SetContent(wb.Root)
 	p := a.Preferences()
 	w.Resize(fyne.NewSize(float32(p.FloatWithFallback(prefWidth, defaultWide)), float32(p.FloatWithFallback(prefHeight, defaultTall))))
 	w.SetOnDropped(func(_ fyne.Position, uris []fyne.URI) { wb.Models.Dropped(uris) })

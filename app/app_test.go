@@ -28,7 +28,7 @@ func newBench(t *testing.T) *Workbench {
 	s.DBPath = filepath.Join(t.TempDir(), "gui.db")
 	t.Cleanup(s.Close)
 	wb := NewWorkbench(s)
-	w.SetContent(wb.Tabs)
+	w.SetContent(wb.Root)
 	w.Resize(fyne.NewSize(1100, 760))
 	return wb
 }
@@ -313,6 +313,11 @@ func TestProfileRunCompareExport(t *testing.T) {
 	}
 	if _, err := profiles.LoadConfig(out); err != nil {
 		t.Errorf("saved config does not load: %v", err)
+	}
+	for i, st := range states(wb) { // the whole first-run path is done
+		if st != StepDone {
+			t.Errorf("after the export, guide step %s is %s", guideSteps[i].name, st)
+		}
 	}
 	cliOut := filepath.Join(t.TempDir(), "cli.yaml")
 	var so, se strings.Builder

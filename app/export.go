@@ -119,6 +119,7 @@ func (e *ExportScreen) SaveTo(path string) error {
 		return err
 	}
 	e.Status.SetText("saved " + path)
+	e.s.Changed() // the export is a step of the guide
 	return nil
 }
 

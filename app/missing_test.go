@@ -26,7 +26,7 @@ func TestMissingFilesRepick(t *testing.T) {
 	s.DBPath = filepath.Join(dir, "gui.db")
 	t.Cleanup(s.Close)
 	wb := NewWorkbench(s)
-	w.SetContent(wb.Tabs)
+	w.SetContent(wb.Root)
 	w.Resize(fyne.NewSize(1100, 760))
 
 	m, sp, r := wb.Models, wb.Speedup, wb.Run

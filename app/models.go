@@ -275,6 +275,7 @@ func (m *ModelsScreen) load() {
 		return
 	}
 	m.Load.Disable()
+	m.s.Busy()
 	m.Status.SetText("Reading " + target + " ...")
 	hiddenRef := ""
 	if m.Source.Selected == SourceHidden {
@@ -290,6 +291,7 @@ func (m *ModelsScreen) load() {
 		}
 		fyne.Do(func() {
 			m.Load.Enable()
+			m.s.Busy()
 			if err != nil {
 				m.Status.SetText("Not loaded: " + err.Error())
 				m.s.ShowError(err)
@@ -320,6 +322,7 @@ func describePair(target, draft string, layers int) (string, error) {
 
 func (m *ModelsScreen) buildDemo() {
 	m.DemoBtn.Disable()
+	m.s.Busy()
 	m.Progress.Show()
 	m.Status.SetText("Writing the demo pair to " + m.s.DemoDir + " ...")
 	go func() {
@@ -328,6 +331,7 @@ func (m *ModelsScreen) buildDemo() {
 		})
 		fyne.Do(func() {
 			m.DemoBtn.Enable()
+			m.s.Busy()
 			m.Progress.Hide()
 			if err != nil {
 				m.Status.SetText("Demo pair failed: " + err.Error())

@@ -75,6 +75,7 @@ func (p *ProfileScreen) start() {
 	p.cancel = cancel
 	p.Start.Disable()
 	p.Cancel.Enable()
+	p.s.Busy()
 	p.Progress.SetValue(0)
 	p.Status.SetText("Measuring memory bandwidth ...")
 	go func() {
@@ -84,6 +85,7 @@ func (p *ProfileScreen) start() {
 			p.Start.Enable()
 			p.Cancel.Disable()
 			p.cancel = nil
+			p.s.Busy()
 			if err != nil {
 				if ctx.Err() != nil {
 					p.Status.SetText("Cancelled; nothing was stored for the unfinished curve.")

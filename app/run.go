@@ -524,6 +524,7 @@ func (r *RunScreen) run() {
 	r.done = make(chan struct{})
 	r.Start.Disable()
 	r.Stop.Enable()
+	r.s.Busy()
 	r.clearText()
 	r.Stats.SetText("Loading models ...")
 	go func() {
@@ -534,6 +535,7 @@ func (r *RunScreen) run() {
 			r.Start.Enable()
 			r.Stop.Disable()
 			r.cancel = nil
+			r.s.Busy()
 			if err != nil && ctx.Err() == nil {
 				r.Stats.SetText(r.Stats.Text + " Failed: " + err.Error())
 				r.s.ShowError(err)

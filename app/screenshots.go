@@ -41,10 +41,10 @@ func screenshots(wb *Workbench, dir string) {
 			size := wb.Session.Win.Canvas().Size()
 			c := software.NewCanvas()
 			c.SetPadded(false)
-			c.SetContent(wb.Tabs)
+			c.SetContent(wb.Root)
 			c.Resize(size)
 			shot := c.Capture()
-			wb.Session.Win.SetContent(wb.Tabs)
+			wb.Session.Win.SetContent(wb.Root)
 			name := fmt.Sprintf("%d-%s.png", i+1, strings.ReplaceAll(strings.ToLower(tab.Text), " ", "-"))
 			f, err := os.Create(filepath.Join(dir, name))
 			if err != nil {

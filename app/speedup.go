@@ -57,6 +57,7 @@ type SpeedupScreen struct {
 	// Export renders), so picking it again stores nothing
 	stored string
 	busy   bool
+	doing  string // the work in progress ("Calibrating", "Tuning", ...)
 	// Values shows each slider's value beside it.
 	Values map[*widget.Slider]*widget.Label
 }
@@ -350,7 +351,8 @@ func (sp *SpeedupScreen) work(what string, fn func(ctx context.Context, b *workb
 	if sp.busy {
 		return
 	}
-	sp.busy = true
+	sp.busy, sp.doing = true, what
+	sp.s.Busy()
 	for _, btn := range []*widget.Button{sp.Calibrate, sp.TrainPred, sp.Tune} {
 		btn.Disable()
 	}
@@ -377,7 +379,7 @@ func (sp *SpeedupScreen) work(what string, fn func(ctx context.Context, b *workb
 			err = sp.s.LoadInputs(ctx)
 		}
 		fyne.Do(func() {
-			defer func() { sp.busy = false }() // last: tests and users read it as "done"
+			defer func() { sp.busy, sp.doing = false, ""; sp.s.Busy() }() // last: tests and users read it as "done"
 			for _, btn := range []*widget.Button{sp.Calibrate, sp.TrainPred, sp.Tune} {
 				btn.Enable()
 			}
