@@ -13,6 +13,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -299,6 +300,7 @@ func Run() int {
 		fmt.Fprintln(os.Stderr, "arborist:", err)
 		return 1
 	}
+	log.SetOutput(quietFavorites(os.Stderr)) // see quietFavorites
 	a := fyneapp.NewWithID(AppID)
 	a.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon))
 	w := a.NewWindow("Arborist")
