@@ -373,5 +373,6 @@ func (c *CompareScreen) saveCSV() {
 		c.s.ShowError(err)
 	}, c.s.Win)
 	d.SetFileName("runs.csv")
+	startIn(d, "")
 	d.Show()
 }

@@ -133,5 +133,6 @@ func (e *ExportScreen) save() {
 		e.s.ShowError(e.SaveTo(path))
 	}, e.s.Win)
 	d.SetFileName("config.yaml")
+	startIn(d, "")
 	d.Show()
 }

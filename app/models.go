@@ -194,6 +194,7 @@ func (m *ModelsScreen) Content() fyne.CanvasObject {
 				}
 			}, m.s.Win)
 			d.SetFilter(storage.NewExtensionFileFilter([]string{".gguf"}))
+			startIn(d, e.Text)
 			d.Show()
 		})
 	}
