@@ -40,6 +40,7 @@ const (
 	prefDraft   = "draft"
 	prefHidden  = "draft_hidden"
 	prefPrompts = "prompts" // the last prompt suite file used
+	prefBackend = "backend"
 	prefRecent  = "recent"
 	prefDB      = "db"
 	prefWidth   = "window.width"
@@ -83,6 +84,7 @@ func NewSession(a fyne.App, w fyne.Window, demoDir string) *Session {
 	s.Spec.Target = p.String(prefTarget)
 	s.Spec.Draft = p.String(prefDraft)
 	s.Spec.DraftHidden = p.String(prefHidden)
+	s.Spec.Backend = p.String(prefBackend)
 	return s
 }
 

@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/storage"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"arborist/engine/hidden"
@@ -31,18 +32,23 @@ const (
 // ModelsScreen opens the target and the draft source and says whether they
 // fit together.
 type ModelsScreen struct {
-	s        *Session
-	Target   *widget.Entry
-	Draft    *widget.Entry
-	Source   *widget.Select
-	N        *widget.Entry // n-gram length or layer count
-	Recent   *widget.Select
-	DB       *widget.Entry
-	Load     *widget.Button
-	DemoBtn  *widget.Button
-	Info     *widget.Label
-	Status   *widget.Label
-	Progress *widget.ProgressBar
+	s      *Session
+	Target *widget.Entry
+	Draft  *widget.Entry
+	Source *widget.Select
+	N      *widget.Entry // n-gram length or layer count
+	// Device chooses the backend the pair runs on, from the registry;
+	// DeviceNote says what it runs, or why it cannot run here.
+	Device     *widget.Select
+	DeviceNote *widget.Label
+	backends   []workbench.BackendStatus // nil until checked
+	Recent     *widget.Select
+	DB         *widget.Entry
+	Load       *widget.Button
+	DemoBtn    *widget.Button
+	Info       *widget.Label
+	Status     *widget.Label
+	Progress   *widget.ProgressBar
 	// Training a hidden-state drafter for the target.
 	TrainPrompts  *widget.Entry
 	TrainBtn      *widget.Button
@@ -74,6 +80,19 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 		m.Source.SetSelected(SourceHidden)
 		m.Draft.SetText(s.Spec.DraftHidden)
 	}
+	m.DeviceNote = widget.NewLabel("")
+	m.DeviceNote.Wrapping = fyne.TextWrapWord
+	m.DeviceNote.SizeName = theme.SizeNameCaptionText
+	m.Device = widget.NewSelect(profiles.BackendNames(), func(string) { m.showDevice() })
+	dev := s.Spec.Backend
+	if dev == "" {
+		dev = profiles.DefaultBackend
+	}
+	m.Device.SetSelected(dev)
+	go func() { // starting a backend (a GPU's, say) may take a moment
+		st := workbench.Backends()
+		fyne.Do(func() { m.SetBackends(st) })
+	}()
 	m.Recent = widget.NewSelect(s.Recent(), func(p string) {
 		if p == "" {
 			return
@@ -201,6 +220,7 @@ func (m *ModelsScreen) Content() fyne.CanvasObject {
 	form := widget.NewForm(
 		widget.NewFormItem("Target", container.NewBorder(nil, nil, nil, open(m.Target), m.Target)),
 		widget.NewFormItem("Draft source", m.Source),
+		widget.NewFormItem("Device", container.NewBorder(nil, nil, m.Device, nil, m.DeviceNote)),
 		widget.NewFormItem("Draft model (or hidden drafter id)", container.NewBorder(nil, nil, nil, open(m.Draft), m.Draft)),
 		widget.NewFormItem("N-gram length / layers", m.N),
 		widget.NewFormItem("", container.NewGridWithColumns(2, m.Recent, m.Stored)),
@@ -210,6 +230,49 @@ func (m *ModelsScreen) Content() fyne.CanvasObject {
 	top := container.NewVBox(form, m.TargetCheck.Box, m.DraftCheck.Box, m.TrainCheck.Box, container.NewHBox(m.Load, m.DemoBtn), m.Progress, m.Status, widget.NewSeparator())
 	m.body = container.NewBorder(top, m.lossView, nil, nil, container.NewVScroll(m.Info))
 	return m.body
+}
+
+// SetBackends takes the registry's backends as checked on this machine.
+func (m *ModelsScreen) SetBackends(st []workbench.BackendStatus) {
+	m.backends = st
+	var names []string
+	for _, b := range st {
+		names = append(names, b.Name)
+	}
+	m.Device.Options = names
+	m.Device.Refresh()
+	m.showDevice()
+}
+
+// unavailable is why the named backend cannot run ("" when it can, or
+// before the check).
+func (m *ModelsScreen) unavailable(name string) string {
+	for _, b := range m.backends {
+		if b.Name == name {
+			return b.Unavailable
+		}
+	}
+	return ""
+}
+
+// showDevice says what the chosen backend runs, or why it cannot run.
+func (m *ModelsScreen) showDevice() {
+	name := m.Device.Selected
+	for _, b := range m.backends {
+		if b.Name != name {
+			continue
+		}
+		if b.Unavailable != "" {
+			m.DeviceNote.Importance = widget.WarningImportance
+			m.DeviceNote.SetText("Unavailable here: " + b.Unavailable)
+			return
+		}
+		m.DeviceNote.Importance = widget.MediumImportance
+		m.DeviceNote.SetText(b.Kernels)
+		return
+	}
+	m.DeviceNote.Importance = widget.MediumImportance
+	m.DeviceNote.SetText("")
 }
 
 // Dropped takes .gguf files dropped on the window: the first is the target,
@@ -275,6 +338,12 @@ func (m *ModelsScreen) load() {
 		m.s.ShowError(err)
 		return
 	}
+	device := m.Device.Selected
+	if why := m.unavailable(device); why != "" {
+		m.Status.SetText("Not loaded: the " + device + " backend cannot run here: " + why)
+		m.s.ShowError(fmt.Errorf("the %s backend cannot run here: %s", device, why))
+		return
+	}
 	m.Load.Disable()
 	m.s.Busy()
 	m.Status.SetText("Reading " + target + " ...")
@@ -299,6 +368,8 @@ func (m *ModelsScreen) load() {
 				return
 			}
 			m.Info.SetText(info)
+			m.s.Spec.Backend = device
+			m.s.App.Preferences().SetString(prefBackend, device)
 			m.s.SetModels(target, draft)
 			m.s.Spec.NGram, m.s.Spec.Layers, m.s.Spec.DraftHidden = ngram, layers, hiddenRef
 			if hiddenRef == "" && m.lossView.Visible() {
