@@ -148,7 +148,12 @@ func barFigure(spec BarSpec) *chartFigure {
 		f.w, f.h = 640, 320
 	}
 	n := len(spec.Groups)
+	// bars share about half of the width among them, 8 to 48 points each
+	cw, _ := f.size()
 	width := vg.Points(18)
+	if k := len(spec.Labels) * max(n, 1); k > 0 {
+		width = max(vg.Points(8), min(vg.Points(48), cw*0.45/vg.Length(k)))
+	}
 	for i, g := range spec.Groups {
 		vals := make(plotter.Values, len(g.Y))
 		copy(vals, g.Y)
@@ -316,6 +321,7 @@ func (st chartStyle) apply(p *plot.Plot) plot.Legend {
 	leg := plot.NewLegend()
 	styleText(&leg.TextStyle, 9)
 	leg.Top, leg.Left = true, true
+	leg.Padding = vg.Points(3) // room between entries for the larger glyphs
 	return leg
 }
 

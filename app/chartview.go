@@ -38,14 +38,19 @@ type Chart struct {
 	// Name is the file name offered when saving.
 	Name string
 	// Tip is the shown point's values ("" when none is shown).
-	Tip string
+	Tip   string
+	tipOf *[2]int // the series and index of the point Tip describes
 
 	line *ChartSpec
 	bars *BarSpec
-	zoom *[2]float64
-	fig  *chartFigure
-	r    *chartRendering
-	min  fyne.Size
+	// drawn is the size the chart is laid out at: it is drawn at that
+	// size (fonts stay their size however large the chart is shown);
+	// zero before the first layout, when the spec's size is used.
+	drawn fyne.Size
+	zoom  *[2]float64
+	fig   *chartFigure
+	r     *chartRendering
+	min   fyne.Size
 
 	raster           *canvas.Image
 	tipBg, selection *canvas.Rectangle
@@ -84,23 +89,39 @@ func (c *Chart) SetBars(spec BarSpec) {
 
 // redraw builds and renders the figure for the spec and the zoom.
 func (c *Chart) redraw() {
+	w, h := int(c.drawn.Width), int(c.drawn.Height)
 	switch {
 	case c.line != nil:
 		spec := *c.line
 		if c.zoom != nil {
 			spec.XMin, spec.XMax = c.zoom[0], c.zoom[1]
 		}
+		if w > 0 && h > 0 {
+			spec.Width, spec.Height = w, h
+		}
 		c.fig = lineFigure(spec)
 	case c.bars != nil:
-		c.fig = barFigure(*c.bars)
+		spec := *c.bars
+		if w > 0 && h > 0 {
+			spec.Width, spec.Height = w, h
+		}
+		c.fig = barFigure(spec)
 	default:
 		return
 	}
 	c.r = c.fig.render()
 	c.Image = c.r.img
 	c.raster.Image = c.Image
-	c.hideTip()
 	c.Refresh()
+	// the tip follows its point to where it is drawn now, if it still is
+	if of := c.tipOf; of != nil {
+		c.hideTip()
+		for _, pt := range c.r.pts {
+			if pt.S == of[0] && pt.I == of[1] {
+				c.ShowTipAt(c.PointPos(pt))
+			}
+		}
+	}
 }
 
 // Clear empties the chart.
@@ -246,7 +267,7 @@ func (c *Chart) ShowTipAt(pos fyne.Position) (ChartPoint, bool) {
 		c.hideTip()
 		return pt, false
 	}
-	c.Tip = c.describe(pt)
+	c.Tip, c.tipOf = c.describe(pt), &[2]int{pt.S, pt.I}
 	c.tipText.Text = c.Tip
 	c.tipText.Color = theme.Color(theme.ColorNameForeground)
 	c.tipBg.FillColor = theme.Color(theme.ColorNameOverlayBackground)
@@ -274,7 +295,7 @@ func (c *Chart) ShowTipAt(pos fyne.Position) (ChartPoint, bool) {
 }
 
 func (c *Chart) hideTip() {
-	c.Tip = ""
+	c.Tip, c.tipOf = "", nil
 	c.tipBg.Hide()
 	c.tipText.Hide()
 }
@@ -435,7 +456,16 @@ type chartRenderer struct {
 func (r *chartRenderer) Layout(size fyne.Size) {
 	r.c.raster.Move(fyne.NewPos(0, 0))
 	r.c.raster.Resize(size)
+	// draw again at the new size (small changes are not worth it)
+	c := r.c
+	d := fyne.NewSize(float32(math.Round(float64(size.Width))), float32(math.Round(float64(size.Height))))
+	if d.Width >= 160 && d.Height >= 100 && (abs32(d.Width-c.drawn.Width) >= 4 || abs32(d.Height-c.drawn.Height) >= 4) {
+		c.drawn = d
+		c.redraw()
+	}
 }
+
+func abs32(v float32) float32 { return float32(math.Abs(float64(v))) }
 
 func (r *chartRenderer) MinSize() fyne.Size { return r.c.min }
 

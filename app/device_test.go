@@ -40,7 +40,9 @@ func TestDeviceChoice(t *testing.T) {
 	m.Target.SetText(filepath.Join(dir, "stories260K.gguf"))
 	m.Draft.SetText(filepath.Join(dir, "bench", "draft-noisy-0.05.gguf"))
 	test.Tap(m.Load)
-	waitFor(t, "loading", func() bool { return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded") })
+	waitFor(t, "loading", func() bool {
+		return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded")
+	})
 	if wb.Session.PairSpec().Backend != "cpu" || wb.Session.App.Preferences().String(prefBackend) != "cpu" {
 		t.Errorf("pair backend %q", wb.Session.PairSpec().Backend)
 	}

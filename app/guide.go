@@ -109,7 +109,7 @@ func (g *Guide) Show() {
 		switch st {
 		case StepDone:
 			b.SetIcon(theme.ConfirmIcon())
-			b.Importance = widget.SuccessImportance
+			b.Importance = widget.LowImportance
 			b.SetText(label)
 		case StepRunning:
 			b.SetIcon(theme.ViewRefreshIcon())

@@ -105,7 +105,7 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.WMax.OnChanged = func(float64) { sp.Update() }
 	sp.Mine = widget.NewLabel("")
 	sp.Mine.Wrapping = fyne.TextWrapWord
-	sp.Curve = newChart(360, 120)
+	sp.Curve = newChart(240, 140)
 	sp.Curve.Name, sp.Curve.Zoomable = "verify-latency", true
 	sp.Labels = widget.NewLabel("")
 	sp.Labels.Wrapping = fyne.TextWrapWord
@@ -114,7 +114,7 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.Best.TextStyle = fyne.TextStyle{Bold: true}
 	sp.Timing = widget.NewLabel("")
 	sp.Timing.Wrapping = fyne.TextWrapWord
-	sp.Chart = newChart(480, 240)
+	sp.Chart = newChart(360, 220)
 	sp.Chart.Name = "speedup"
 	sp.Chart.OnTapped = sp.choosePoint
 	sp.TreeBox = container.NewWithoutLayout()
@@ -155,15 +155,22 @@ func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 		widget.NewFormItem("your plan", container.NewBorder(nil, nil, sp.Plan, nil, sp.Shape)),
 		widget.NewFormItem("W_max (egt pruning)", sp.valued(sp.WMax, func(v float64) string { return fmt.Sprintf("%.0f nodes", v) })),
 	)
-	tree := container.NewBorder(widget.NewLabel("The best plan's tree (root at the left):"), nil, nil, nil, container.NewScroll(container.NewStack(sp.treeSize, sp.TreeBox)))
-	right := container.NewBorder(container.NewVBox(sp.Best, sp.Mine), nil, nil, nil, tree)
+	tree := container.NewBorder(widget.NewLabel("Best plan's tree (root at left):"), nil, nil, nil, container.NewScroll(container.NewStack(sp.treeSize, sp.TreeBox)))
 	work := container.NewVBox(
-		container.NewBorder(nil, nil, widget.NewLabel("prompt suite"), container.NewHBox(widget.NewLabel("tokens"), sp.CalTokens, sp.Calibrate, sp.TrainPred, sp.Tune), sp.Prompts),
+		container.NewBorder(nil, nil, widget.NewLabel("prompt suite"), nil, sp.Prompts),
+		container.NewHBox(widget.NewLabel("tokens"), sp.CalTokens, sp.Calibrate, sp.TrainPred, sp.Tune),
 		sp.PromptsCheck.Box, sp.Work, sp.WorkStatus, container.NewBorder(nil, nil, widget.NewLabel("tuned plans"), nil, sp.Ranked))
-	top := container.NewVBox(form, sp.UseCal, sp.Labels, sp.Timing, work, metricHelp(metricSpeedup, metricTVerify, metricAAL, metricAcceptance))
-	left := container.NewVSplit(sp.Chart.View(sp.s.Win), sp.Curve.View(sp.s.Win))
-	left.Offset = 0.68
-	return container.NewBorder(top, nil, nil, nil, container.NewHSplit(left, right))
+	// the controls scroll in a column of their own, so the charts keep
+	// the window's height whatever its size
+	controls := container.NewVScroll(container.NewVBox(form, sp.UseCal, sp.Labels, sp.Best, sp.Mine, sp.Timing, widget.NewSeparator(), work,
+		metricHelp(metricSpeedup, metricTVerify, metricAAL, metricAcceptance)))
+	bottom := container.NewHSplit(sp.Curve.View(sp.s.Win), tree)
+	bottom.Offset = 0.6
+	charts := container.NewVSplit(sp.Chart.View(sp.s.Win), bottom)
+	charts.Offset = 0.62
+	split := container.NewHSplit(newMinWidth(controls, 330), charts)
+	split.Offset = 0.42
+	return split
 }
 
 // assumedCurve stands in for a profile: verification cost growing with W as
