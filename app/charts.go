@@ -177,6 +177,9 @@ func barFigure(spec BarSpec) *chartFigure {
 		}
 	}
 	p.NominalX(spec.Labels...)
+	if len(spec.Labels) > 0 { // half a slot of room at each end
+		p.X.Min, p.X.Max = -0.5, float64(len(spec.Labels))-0.5
+	}
 	return f
 }
 

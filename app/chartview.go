@@ -278,6 +278,9 @@ func (c *Chart) ShowTipAt(pos fyne.Position) (ChartPoint, bool) {
 	box := fyne.NewSize(ts.Width+2*pad, ts.Height+2*pad)
 	p := c.PointPos(pt)
 	x, y := p.X+10, p.Y-box.Height-10
+	if y < c.Size().Height/6 { // below the point, clear of the title
+		y = p.Y + 10
+	}
 	sz := c.Size()
 	if x+box.Width > sz.Width {
 		x = p.X - 10 - box.Width

@@ -113,8 +113,8 @@ func (g *Guide) Show() {
 			b.SetText(label)
 		case StepRunning:
 			b.SetIcon(theme.ViewRefreshIcon())
-			b.Importance = widget.WarningImportance
-			b.SetText(label + ": running")
+			b.Importance = widget.WarningImportance // the label keeps its width: the strip never widens the window
+			b.SetText(label)
 		default:
 			b.SetIcon(theme.RadioButtonIcon())
 			b.Importance = widget.MediumImportance

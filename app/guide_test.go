@@ -38,8 +38,8 @@ func TestGuideStates(t *testing.T) {
 	m.Target.SetText(filepath.Join(dir, "stories260K.gguf"))
 	m.Draft.SetText(filepath.Join(dir, "bench", "draft-noisy-0.05.gguf"))
 	test.Tap(m.Load)
-	if g.States()[0] != StepRunning || !strings.Contains(g.Buttons[0].Text, "running") {
-		t.Errorf("loading: Models is %s (%q)", g.States()[0], g.Buttons[0].Text)
+	if g.States()[0] != StepRunning || g.Buttons[0].Importance != widget.WarningImportance {
+		t.Errorf("loading: Models is %s (importance %v)", g.States()[0], g.Buttons[0].Importance)
 	}
 	waitFor(t, "loading", func() bool { return strings.Contains(m.Status.Text, "Loaded") })
 	if st := states(wb); st[0] != StepDone || st[1] != StepToDo {
