@@ -268,7 +268,11 @@ func (m *ModelsScreen) showDevice() {
 			return
 		}
 		m.DeviceNote.Importance = widget.MediumImportance
-		m.DeviceNote.SetText(b.Kernels)
+		if b.Kernels != "" {
+			m.DeviceNote.SetText("runs here (kernels: " + b.Kernels + ")")
+		} else {
+			m.DeviceNote.SetText("runs here")
+		}
 		return
 	}
 	m.DeviceNote.Importance = widget.MediumImportance

@@ -58,3 +58,21 @@ for pair in $pairs; do
 	done
 done
 ls -1 "$out"/*/*/*.png | head -100
+
+# Small copies for the README (assets/screenshots holds the committed ones):
+# a few screens at 1366x768, 800 pixels wide, in a 64-colour palette.
+im=""
+for c in magick convert /usr/bin/convert; do
+	if "$c" -version 2>/dev/null | grep -q ImageMagick; then im="$c"; break; fi
+done
+if [ -z "$im" ]; then
+	echo "no ImageMagick: no small copies for the README (make screenshots installs it)" >&2
+	exit 0
+fi
+mkdir -p "$out/readme"
+for shot in demo/1366x768-dark/3-speedup-model demo/1366x768-light/4-run \
+	bench/1366x768-light/5-compare bench/1366x768-dark/2-profile; do
+	[ -f "$out/$shot.png" ] || continue
+	"$im" "$out/$shot.png" -resize 800x -colors 64 "PNG8:$out/readme/$(echo "$shot" | tr / -).png"
+done
+ls -l "$out/readme"
