@@ -58,6 +58,7 @@ func lineFigure(spec ChartSpec) *chartFigure {
 	if f.w <= 0 {
 		f.w, f.h = 640, 360
 	}
+	p.X.Tick.Marker, p.Y.Tick.Marker = niceTicks{}, niceTicks{}
 	if spec.LogX {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = logTicks{}
@@ -147,6 +148,7 @@ func barFigure(spec BarSpec) *chartFigure {
 	if f.w <= 0 {
 		f.w, f.h = 640, 320
 	}
+	p.Y.Tick.Marker = niceTicks{}
 	n := len(spec.Groups)
 	// bars share about half of the width among them, 8 to 48 points each
 	cw, _ := f.size()
@@ -326,6 +328,36 @@ func (st chartStyle) apply(p *plot.Plot) plot.Legend {
 	leg.Top, leg.Left = true, true
 	leg.Padding = vg.Points(3) // room between entries for the larger glyphs
 	return leg
+}
+
+// niceTicks labels a linear axis at 1, 2 or 5 times a power of ten, four
+// to seven labels over the range (gonum's default gives a short axis two).
+type niceTicks struct{}
+
+func (niceTicks) Ticks(min, max float64) []plot.Tick {
+	if !(max > min) || math.IsInf(max-min, 0) {
+		return plot.DefaultTicks{}.Ticks(min, max)
+	}
+	raw := (max - min) / 7 // the smallest round step giving at most 7 labels
+	base := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := base
+	for _, m := range []float64{1, 2, 5, 10} {
+		if step = m * base; step >= raw*(1-1e-9) {
+			break
+		}
+	}
+	var ts []plot.Tick
+	for k := math.Ceil(min/step - 1e-9); k*step <= max+step*1e-9; k++ {
+		v := k * step
+		if k == 0 {
+			v = 0 // not -0
+		}
+		ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 6, 64)})
+		if minor := v + step/2; minor < max {
+			ts = append(ts, plot.Tick{Value: minor})
+		}
+	}
+	return ts
 }
 
 // logTicks labels a log axis at 1, 2 and 5 times each power of ten (with

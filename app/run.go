@@ -155,9 +155,11 @@ func (r *RunScreen) Content() fyne.CanvasObject {
 	decoding := container.NewHBox(newMinWidth(widget.NewLabelWithStyle("Decoding", fyne.TextAlignTrailing, fyne.TextStyle{Bold: true}), 110),
 		label("tokens"), r.Tokens, label("temperature"), r.Temp, r.Start, r.Stop, r.Baseline)
 	top := container.NewVBox(form, r.SuiteCheck.Box, shapes, decoding, r.Stats)
-	bottom := container.NewVBox(r.Timeline.View(r.s.Win), metricHelp(metricAAL, metricAcceptance, metricTPS))
 	r.enable()
-	return container.NewBorder(top, bottom, nil, nil, newMinSize(r.TextScroll, fyne.NewSize(320, 120)))
+	// the text and the timeline share the height: a large window grows both
+	body := container.NewVSplit(newMinSize(r.TextScroll, fyne.NewSize(320, 120)), r.Timeline.View(r.s.Win))
+	body.Offset = 0.45
+	return container.NewBorder(top, metricHelp(metricAAL, metricAcceptance, metricTPS), nil, nil, body)
 }
 
 // shapeRow is one row of plan fields, shown when the strategy reads any.
