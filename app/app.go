@@ -290,7 +290,7 @@ func NewWorkbench(s *Session) *Workbench {
 	}
 	wb.Guide = newGuide(wb)
 	wb.Root = container.NewBorder(wb.Guide.Box, nil, nil, nil, wb.Tabs)
-	go wb.Guide.Reload()
+	go wb.Guide.reloadSoon()
 	return wb
 }
 

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -47,6 +48,9 @@ type Guide struct {
 	Box     *fyne.Container
 	steps   workbench.Steps // what the database holds of the pair
 	stepsOf string          // the pair steps was read for
+	// reads coalesce: a change during a read asks for one more, not a pile
+	mu             sync.Mutex
+	reading, stale bool
 }
 
 // newGuide builds the strip; it follows the session's changes.
@@ -59,7 +63,7 @@ func newGuide(wb *Workbench) *Guide {
 		objs = append(objs, b)
 	}
 	g.Box = container.NewGridWithColumns(len(objs), objs...)
-	wb.Session.OnChange(func() { go g.Reload() })
+	wb.Session.OnChange(func() { go g.reloadSoon() })
 	wb.Session.OnBusy(g.Show)
 	g.Show()
 	return g
@@ -125,6 +129,29 @@ func (g *Guide) Show() {
 			b.SetText(label)
 		}
 		b.Refresh()
+	}
+}
+
+// reloadSoon reloads, or has the reload in progress go once more.
+func (g *Guide) reloadSoon() {
+	g.mu.Lock()
+	if g.reading {
+		g.stale = true
+		g.mu.Unlock()
+		return
+	}
+	g.reading = true
+	g.mu.Unlock()
+	for {
+		g.Reload()
+		g.mu.Lock()
+		if !g.stale {
+			g.reading = false
+			g.mu.Unlock()
+			return
+		}
+		g.stale = false
+		g.mu.Unlock()
 	}
 }
 

@@ -144,7 +144,7 @@ func prepare(wb *Workbench) {
 	if done.Runs == 0 {
 		run(func() { r.Strategy.SetSelected("ar"); r.Tokens.SetText("64"); r.Baseline.SetChecked(false) })
 	}
-	run(func() { r.useTuned(); r.Tokens.SetText("128"); r.Baseline.SetChecked(true) })
+	run(func() { r.useTuned(); r.Tokens.SetText("256"); r.Baseline.SetChecked(true) })
 	fyne.DoAndWait(func() { fmt.Println("run:", r.Stats.Text) })
 	fyne.DoAndWait(func() {
 		c := wb.Compare
