@@ -383,5 +383,16 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 			ts = append(ts, t)
 		}
 	}
+	labelled := 0
+	for _, t := range ts {
+		if t.Label != "" {
+			labelled++
+		}
+	}
+	if labelled < 3 { // a narrow range: label every tick
+		for i := range ts {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 4, 64)
+		}
+	}
 	return ts
 }

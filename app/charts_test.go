@@ -29,6 +29,15 @@ func TestChartsFollowTheme(t *testing.T) {
 	if ts := (logTicks{}).Ticks(1, 64); len(ts) < 10 || ts[0].Label != "1" || ts[1].Label != "2" {
 		t.Errorf("log ticks 1..64: %+v", ts)
 	}
+	var labels []string
+	for _, tk := range (logTicks{}).Ticks(22, 180) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if len(labels) < 3 {
+		t.Errorf("log ticks 22..180 label only %q", labels)
+	}
 }
 
 func sameColor(a, b color.Color) bool {
