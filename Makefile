@@ -60,9 +60,10 @@ package: deps
 	$(GO) install fyne.io/tools/cmd/fyne@v1.7.4
 	$$($(GO) env GOPATH)/bin/fyne package --target linux --icon assets/icon.png
 
-# Screenshots of the real window under Xvfb (scripts/screenshots.sh), with
-# the packages that needs.
-SHOT_PKGS := xvfb
+# Screenshots of the real window under Xvfb (scripts/screenshots.sh): the
+# demo and bench pairs at 1024x640, 1366x768 and 1920x1080, light and dark,
+# and small copies for the README; with the packages that needs.
+SHOT_PKGS := xvfb imagemagick
 screenshots: build
 	@bash scripts/install-deps.sh $(SHOT_PKGS)
 	bash scripts/screenshots.sh

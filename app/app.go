@@ -13,6 +13,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -38,6 +39,8 @@ const (
 	prefTarget  = "target"
 	prefDraft   = "draft"
 	prefHidden  = "draft_hidden"
+	prefPrompts = "prompts" // the last prompt suite file used
+	prefBackend = "backend"
 	prefRecent  = "recent"
 	prefDB      = "db"
 	prefWidth   = "window.width"
@@ -70,6 +73,7 @@ type Session struct {
 	// Tuned is the plan chosen from the last tune's ranking (nil: none).
 	Tuned     *profiles.Prediction
 	listeners []func()
+	busy      []func()
 }
 
 // NewSession reads the last selection from the preferences.
@@ -80,6 +84,7 @@ func NewSession(a fyne.App, w fyne.Window, demoDir string) *Session {
 	s.Spec.Target = p.String(prefTarget)
 	s.Spec.Draft = p.String(prefDraft)
 	s.Spec.DraftHidden = p.String(prefHidden)
+	s.Spec.Backend = p.String(prefBackend)
 	return s
 }
 
@@ -180,6 +185,17 @@ func absPath(p string) string {
 	return p
 }
 
+// OnBusy registers a refresh called when long work starts or ends.
+func (s *Session) OnBusy(f func()) { s.busy = append(s.busy, f) }
+
+// Busy tells the OnBusy listeners that work started or ended. Call it on
+// the UI goroutine.
+func (s *Session) Busy() {
+	for _, f := range s.busy {
+		f()
+	}
+}
+
 // Changed notifies the screens. Call it on the UI goroutine.
 func (s *Session) Changed() {
 	for _, f := range s.listeners {
@@ -211,6 +227,12 @@ func (s *Session) SetModels(target, draft string) {
 	s.Changed()
 }
 
+// Prompts is the last prompt suite file used ("" for none).
+func (s *Session) Prompts() string { return s.App.Preferences().String(prefPrompts) }
+
+// SetPrompts remembers a prompt suite file, as an absolute path.
+func (s *Session) SetPrompts(path string) { s.App.Preferences().SetString(prefPrompts, absPath(path)) }
+
 // Recent lists recently used model files.
 func (s *Session) Recent() []string { return s.App.Preferences().StringList(prefRecent) }
 
@@ -237,6 +259,9 @@ type Workbench struct {
 	Compare *CompareScreen
 	Export  *ExportScreen
 	Tabs    *container.AppTabs
+	Guide   *Guide
+	// Root is the window's content: the guide above the tabs.
+	Root fyne.CanvasObject
 }
 
 // NewWorkbench builds every screen over one session.
@@ -263,6 +288,9 @@ func NewWorkbench(s *Session) *Workbench {
 			wb.Export.Update()
 		}
 	}
+	wb.Guide = newGuide(wb)
+	wb.Root = container.NewBorder(wb.Guide.Box, nil, nil, nil, wb.Tabs)
+	go wb.Guide.reloadSoon()
 	return wb
 }
 
@@ -274,13 +302,14 @@ func Run() int {
 		fmt.Fprintln(os.Stderr, "arborist:", err)
 		return 1
 	}
+	log.SetOutput(quietFavorites(os.Stderr)) // see quietFavorites
 	a := fyneapp.NewWithID(AppID)
 	a.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon))
 	w := a.NewWindow("Arborist")
 	s := NewSession(a, w, DemoDir())
 	defer s.Close()
 	wb := NewWorkbench(s)
-	w.SetContent(wb.Tabs)
+	w.SetContent(wb.Root)
 	p := a.Preferences()
 	w.Resize(fyne.NewSize(float32(p.FloatWithFallback(prefWidth, defaultWide)), float32(p.FloatWithFallback(prefHeight, defaultTall))))
 	w.SetOnDropped(func(_ fyne.Position, uris []fyne.URI) { wb.Models.Dropped(uris) })

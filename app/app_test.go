@@ -28,7 +28,7 @@ func newBench(t *testing.T) *Workbench {
 	s.DBPath = filepath.Join(t.TempDir(), "gui.db")
 	t.Cleanup(s.Close)
 	wb := NewWorkbench(s)
-	w.SetContent(wb.Tabs)
+	w.SetContent(wb.Root)
 	w.Resize(fyne.NewSize(1100, 760))
 	return wb
 }
@@ -263,6 +263,8 @@ func TestProfileRunCompareExport(t *testing.T) {
 	}
 	sp.Ranked.SetSelectedIndex(egt)
 	want := sp.ranked[egt]
+	// the pick is stored as the pair's newest plan, which Export renders
+	waitFor(t, "the picked plan stored", func() bool { return sp.stored == want.Plan.String() })
 	if s.Tuned == nil || s.Tuned.Plan.String() != want.Plan.String() || r.UseTuned.Disabled() {
 		t.Fatalf("picked plan not the session's tuned plan: %+v", s.Tuned)
 	}
@@ -311,6 +313,11 @@ func TestProfileRunCompareExport(t *testing.T) {
 	}
 	if _, err := profiles.LoadConfig(out); err != nil {
 		t.Errorf("saved config does not load: %v", err)
+	}
+	for i, st := range states(wb) { // the whole first-run path is done
+		if st != StepDone {
+			t.Errorf("after the export, guide step %s is %s", guideSteps[i].name, st)
+		}
 	}
 	cliOut := filepath.Join(t.TempDir(), "cli.yaml")
 	var so, se strings.Builder

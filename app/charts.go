@@ -3,11 +3,11 @@ package app
 import (
 	"image"
 	"image/color"
+	"io"
 	"math"
 	"strconv"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/theme"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -15,16 +15,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
-
-// newChart makes an empty chart image of at least w x h that keeps its
-// aspect ratio when the layout gives it more room.
-func newChart(w, h float32) *canvas.Image {
-	img := canvas.NewImageFromImage(nil)
-	img.FillMode = canvas.ImageFillContain
-	img.SetMinSize(fyne.NewSize(w, h))
-	return img
-}
 
 // Series is one line of a chart, with optional error bars (Err, same length).
 type Series struct {
@@ -40,6 +32,8 @@ type ChartSpec struct {
 	Series                []Series
 	Mark                  *[2]float64 // a highlighted point (the best plan)
 	Width, Height         int         // pixels
+	// XMin and XMax, when XMax > XMin, show only that range of X (a zoom).
+	XMin, XMax float64
 }
 
 var palette = []color.Color{
@@ -48,13 +42,23 @@ var palette = []color.Color{
 }
 
 // RenderChart draws spec with gonum/plot into an image.
-func RenderChart(spec ChartSpec) image.Image {
+func RenderChart(spec ChartSpec) image.Image { return lineFigure(spec).render().img }
+
+// RenderBars draws a grouped bar chart.
+func RenderBars(spec BarSpec) image.Image { return barFigure(spec).render().img }
+
+// lineFigure builds a line chart in the current theme's style.
+func lineFigure(spec ChartSpec) *chartFigure {
 	p := plot.New()
 	p.Title.Text = spec.Title
 	p.X.Label.Text = spec.XLabel
 	p.Y.Label.Text = spec.YLabel
 	st := currentChartStyle()
-	leg := st.apply(p)
+	f := &chartFigure{p: p, leg: st.apply(p), bg: st.bg, w: spec.Width, h: spec.Height}
+	if f.w <= 0 {
+		f.w, f.h = 640, 360
+	}
+	p.X.Tick.Marker, p.Y.Tick.Marker = niceTicks{}, niceTicks{}
 	if spec.LogX {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = logTicks{}
@@ -63,13 +67,25 @@ func RenderChart(spec ChartSpec) image.Image {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = logTicks{}
 	}
+	zoomed := spec.XMax > spec.XMin && (!spec.LogX || spec.XMin > 0)
+	shown := func(x, y float64) bool {
+		if (spec.LogX && x <= 0) || (spec.LogY && y <= 0) || math.IsNaN(x) || math.IsNaN(y) {
+			return false
+		}
+		return !zoomed || (x >= spec.XMin && x <= spec.XMax)
+	}
 	for i, s := range spec.Series {
 		pts := make(plotter.XYs, 0, len(s.X))
+		var errs plotter.YErrors
 		for j := range s.X {
-			if (spec.LogX && s.X[j] <= 0) || (spec.LogY && s.Y[j] <= 0) || math.IsNaN(s.Y[j]) {
+			if j >= len(s.Y) || !shown(s.X[j], s.Y[j]) {
 				continue
 			}
 			pts = append(pts, plotter.XY{X: s.X[j], Y: s.Y[j]})
+			f.pts = append(f.pts, ChartPoint{Series: s.Name, S: i, I: j, X: s.X[j], Y: s.Y[j]})
+			if j < len(s.Err) {
+				errs = append(errs, struct{ Low, High float64 }{s.Err[j], s.Err[j]})
+			}
 		}
 		if len(pts) == 0 {
 			continue
@@ -85,42 +101,33 @@ func RenderChart(spec ChartSpec) image.Image {
 		scatter.Radius = vg.Points(2.5)
 		p.Add(line, scatter)
 		if s.Name != "" {
-			leg.Add(s.Name, line, scatter)
+			f.leg.Add(s.Name, line, scatter)
 		}
-		if s.Err != nil {
-			errs := make(plotter.YErrors, 0, len(pts))
-			for j := range s.X {
-				if j < len(s.Err) {
-					errs = append(errs, struct{ Low, High float64 }{s.Err[j], s.Err[j]})
-				}
-			}
-			if len(errs) == len(pts) {
-				bars, err := plotter.NewYErrorBars(struct {
-					plotter.XYer
-					plotter.YErrorer
-				}{pts, errs})
-				if err == nil {
-					bars.Color = c
-					p.Add(bars)
-				}
+		if len(errs) == len(pts) {
+			bars, err := plotter.NewYErrorBars(struct {
+				plotter.XYer
+				plotter.YErrorer
+			}{pts, errs})
+			if err == nil {
+				bars.Color = c
+				p.Add(bars)
 			}
 		}
 	}
-	if spec.Mark != nil {
-		m, err := plotter.NewScatter(plotter.XYs{{X: spec.Mark[0], Y: spec.Mark[1]}})
+	if m := spec.Mark; m != nil && shown(m[0], m[1]) {
+		ms, err := plotter.NewScatter(plotter.XYs{{X: m[0], Y: m[1]}})
 		if err == nil {
-			m.Shape = draw.RingGlyph{}
-			m.Radius = vg.Points(7)
-			m.Color = st.fg
-			p.Add(m)
-			leg.Add("best plan", m)
+			ms.Shape = draw.RingGlyph{}
+			ms.Radius = vg.Points(7)
+			ms.Color = st.fg
+			p.Add(ms)
+			f.leg.Add("best plan", ms)
 		}
 	}
-	w, h := spec.Width, spec.Height
-	if w <= 0 {
-		w, h = 640, 360
+	if zoomed {
+		p.X.Min, p.X.Max = spec.XMin, spec.XMax
 	}
-	return st.render(p, &leg, w, h)
+	return f
 }
 
 // BarSpec describes a grouped bar chart (one group per label).
@@ -131,15 +138,24 @@ type BarSpec struct {
 	Width, Height int
 }
 
-// RenderBars draws a grouped bar chart.
-func RenderBars(spec BarSpec) image.Image {
+// barFigure builds a grouped bar chart; its points are the bars' tops.
+func barFigure(spec BarSpec) *chartFigure {
 	p := plot.New()
 	p.Title.Text = spec.Title
 	p.Y.Label.Text = spec.YLabel
 	st := currentChartStyle()
-	leg := st.apply(p)
+	f := &chartFigure{p: p, leg: st.apply(p), bg: st.bg, w: spec.Width, h: spec.Height}
+	if f.w <= 0 {
+		f.w, f.h = 640, 320
+	}
+	p.Y.Tick.Marker = niceTicks{}
 	n := len(spec.Groups)
+	// bars share about half of the width among them, 8 to 48 points each
+	cw, _ := f.size()
 	width := vg.Points(18)
+	if k := len(spec.Labels) * max(n, 1); k > 0 {
+		width = max(vg.Points(8), min(vg.Points(48), cw*0.45/vg.Length(k)))
+	}
 	for i, g := range spec.Groups {
 		vals := make(plotter.Values, len(g.Y))
 		copy(vals, g.Y)
@@ -152,15 +168,115 @@ func RenderBars(spec BarSpec) image.Image {
 		bars.LineStyle.Color = st.fg
 		p.Add(bars)
 		if n > 1 {
-			leg.Add(g.Name, bars)
+			f.leg.Add(g.Name, bars)
+		}
+		for j, v := range g.Y {
+			pt := ChartPoint{Series: g.Name, S: i, I: j, X: float64(j), Y: v, dx: bars.Offset}
+			if j < len(spec.Labels) {
+				pt.Label = spec.Labels[j]
+			}
+			f.pts = append(f.pts, pt)
 		}
 	}
 	p.NominalX(spec.Labels...)
-	w, h := spec.Width, spec.Height
-	if w <= 0 {
-		w, h = 640, 320
+	if len(spec.Labels) > 0 { // half a slot of room at each end
+		p.X.Min, p.X.Max = -0.5, float64(len(spec.Labels))-0.5
 	}
-	return st.render(p, &leg, w, h)
+	return f
+}
+
+// ChartPoint is one data point of a chart and where it was drawn.
+type ChartPoint struct {
+	Series string  // the series' (or bar group's) name
+	S, I   int     // series and point index in the spec
+	X, Y   float64 // data values
+	Label  string  // a bar's label (bar charts)
+	dx     vg.Length
+	px, py float32 // image pixels of the drawn point
+}
+
+// chartFigure is a chart built with gonum/plot, ready to draw on any
+// canvas: an image for the screen and PNG files, SVG for vector files.
+type chartFigure struct {
+	p    *plot.Plot
+	leg  plot.Legend
+	bg   color.Color
+	w, h int // pixels at 96 dpi
+	pts  []ChartPoint
+}
+
+// size is the figure's size in gonum's units (points) at 96 pixels an inch.
+func (f *chartFigure) size() (vg.Length, vg.Length) {
+	return vg.Length(f.w) * vg.Inch / 96, vg.Length(f.h) * vg.Inch / 96
+}
+
+// draw paints the figure on its background, its legend (if any) in a
+// column at the right, outside the data, and returns the data area.
+func (f *chartFigure) draw(dc draw.Canvas) draw.Canvas {
+	dc.SetColor(f.bg)
+	dc.Fill(dc.Rectangle.Path())
+	r := f.leg.Rectangle(dc)
+	if lw := r.Max.X - r.Min.X; lw > 0 {
+		pad := vg.Points(8)
+		pc := draw.Crop(dc, 0, -(lw + 2*pad), 0, 0)
+		f.p.Draw(pc)
+		f.leg.Draw(draw.Crop(dc, dc.Max.X-dc.Min.X-lw-pad, 0, 0, -vg.Points(24)))
+		return f.p.DataCanvas(pc)
+	}
+	f.p.Draw(dc)
+	return f.p.DataCanvas(dc)
+}
+
+// chartRendering is a figure drawn into an image with the pixel of each
+// point and the x axis' mapping: the one place where data and pixels meet.
+type chartRendering struct {
+	img        image.Image
+	pts        []ChartPoint
+	xmin, xmax float64                 // the x axis' range as drawn
+	left, righ float32                 // the data area's left and right edge, image pixels
+	fx         func(float64) vg.Length // data x to canvas x
+}
+
+// pixels converts gonum's points (1/72 inch) to pixels at 96 dpi.
+func pixels(l vg.Length) float32 { return float32(l.Points() * 96 / 72) }
+
+// render draws the figure into an image and maps its points to pixels.
+func (f *chartFigure) render() *chartRendering {
+	w, h := f.size()
+	c := vgimg.New(w, h)
+	da := f.draw(draw.New(c))
+	fx, fy := f.p.Transforms(&da)
+	img := c.Image()
+	ih := float32(img.Bounds().Dy())
+	r := &chartRendering{img: img, xmin: f.p.X.Min, xmax: f.p.X.Max, left: pixels(da.Min.X), righ: pixels(da.Max.X), fx: fx}
+	for _, pt := range f.pts {
+		pt.px, pt.py = pixels(fx(pt.X)+pt.dx), ih-pixels(fy(pt.Y))
+		r.pts = append(r.pts, pt)
+	}
+	return r
+}
+
+// dataX is the x value drawn at image pixel px (clamped to the axis),
+// found by bisection so linear and log axes alike invert exactly.
+func (r *chartRendering) dataX(px float32) float64 {
+	lo, hi := r.xmin, r.xmax
+	for i := 0; i < 64; i++ {
+		mid := (lo + hi) / 2
+		if pixels(r.fx(mid)) < px {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// writeSVG draws the figure as SVG.
+func (f *chartFigure) writeSVG(w io.Writer) error {
+	c := vgsvg.New(f.size())
+	f.draw(draw.New(c))
+	_, err := c.WriteTo(w)
+	return err
 }
 
 // chartStyle is the Fyne theme's look carried into gonum/plot: background,
@@ -210,25 +326,38 @@ func (st chartStyle) apply(p *plot.Plot) plot.Legend {
 	leg := plot.NewLegend()
 	styleText(&leg.TextStyle, 9)
 	leg.Top, leg.Left = true, true
+	leg.Padding = vg.Points(3) // room between entries for the larger glyphs
 	return leg
 }
 
-// render draws the plot on its background, its legend (if any) in a column
-// at the right, outside the data.
-func (st chartStyle) render(p *plot.Plot, leg *plot.Legend, w, h int) image.Image {
-	c := vgimg.New(vg.Length(w)*vg.Inch/96, vg.Length(h)*vg.Inch/96)
-	dc := draw.New(c)
-	dc.SetColor(st.bg)
-	dc.Fill(dc.Rectangle.Path())
-	r := leg.Rectangle(dc)
-	if lw := r.Max.X - r.Min.X; lw > 0 {
-		pad := vg.Points(8)
-		p.Draw(draw.Crop(dc, 0, -(lw + 2*pad), 0, 0))
-		leg.Draw(draw.Crop(dc, dc.Max.X-dc.Min.X-lw-pad, 0, 0, -vg.Points(24)))
-	} else {
-		p.Draw(dc)
+// niceTicks labels a linear axis at 1, 2 or 5 times a power of ten, four
+// to seven labels over the range (gonum's default gives a short axis two).
+type niceTicks struct{}
+
+func (niceTicks) Ticks(min, max float64) []plot.Tick {
+	if !(max > min) || math.IsInf(max-min, 0) {
+		return plot.DefaultTicks{}.Ticks(min, max)
 	}
-	return c.Image()
+	raw := (max - min) / 7 // the smallest round step giving at most 7 labels
+	base := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := base
+	for _, m := range []float64{1, 2, 5, 10} {
+		if step = m * base; step >= raw*(1-1e-9) {
+			break
+		}
+	}
+	var ts []plot.Tick
+	for k := math.Ceil(min/step - 1e-9); k*step <= max+step*1e-9; k++ {
+		v := k * step
+		if k == 0 {
+			v = 0 // not -0
+		}
+		ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 6, 64)})
+		if minor := v + step/2; minor < max {
+			ts = append(ts, plot.Tick{Value: minor})
+		}
+	}
+	return ts
 }
 
 // logTicks labels a log axis at 1, 2 and 5 times each power of ten (with
@@ -252,6 +381,17 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 				t.Label = strconv.FormatFloat(v, 'g', 4, 64)
 			}
 			ts = append(ts, t)
+		}
+	}
+	labelled := 0
+	for _, t := range ts {
+		if t.Label != "" {
+			labelled++
+		}
+	}
+	if labelled < 3 { // a narrow range: label every tick
+		for i := range ts {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 4, 64)
 		}
 	}
 	return ts

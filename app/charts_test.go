@@ -2,6 +2,7 @@ package app
 
 import (
 	"image/color"
+	"strings"
 	"testing"
 
 	"fyne.io/fyne/v2"
@@ -28,6 +29,15 @@ func TestChartsFollowTheme(t *testing.T) {
 	if ts := (logTicks{}).Ticks(1, 64); len(ts) < 10 || ts[0].Label != "1" || ts[1].Label != "2" {
 		t.Errorf("log ticks 1..64: %+v", ts)
 	}
+	var labels []string
+	for _, tk := range (logTicks{}).Ticks(22, 180) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if len(labels) < 3 {
+		t.Errorf("log ticks 22..180 label only %q", labels)
+	}
 }
 
 func sameColor(a, b color.Color) bool {
@@ -35,4 +45,23 @@ func sameColor(a, b color.Color) bool {
 	r2, g2, b2, _ := b.RGBA()
 	d := func(x, y uint32) bool { return x>>8 > y>>8+2 || y>>8 > x>>8+2 }
 	return !d(r1, r2) && !d(g1, g2) && !d(b1, b2)
+}
+
+// TestNiceTicks: a linear axis gets about five round labels, whatever
+// its range.
+func TestNiceTicks(t *testing.T) {
+	for _, c := range []struct {
+		min, max float64
+		want     string
+	}{{0, 250, "0 50 100 150 200 250"}, {0.55, 1.95, "0.6 0.8 1 1.2 1.4 1.6 1.8"}, {1, 40, "10 20 30 40"}} {
+		var labels []string
+		for _, tk := range (niceTicks{}).Ticks(c.min, c.max) {
+			if tk.Label != "" {
+				labels = append(labels, tk.Label)
+			}
+		}
+		if got := strings.Join(labels, " "); got != c.want {
+			t.Errorf("%v..%v: %q, want %q", c.min, c.max, got, c.want)
+		}
+	}
 }

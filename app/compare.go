@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
@@ -27,8 +26,8 @@ type CompareScreen struct {
 	Runs     []store.Run // in the table's order
 	Selected map[int64]bool
 	Table    *widget.Table
-	Chart    *canvas.Image // tokens/s of the picked runs
-	AALChart *canvas.Image // AAL of the picked runs: one unit per chart
+	Chart    *Chart // tokens/s of the picked runs
+	AALChart *Chart // AAL of the picked runs: one unit per chart
 	RefreshB *widget.Button
 	Delete   *widget.Button
 	CSV      *widget.Button
@@ -193,7 +192,7 @@ func (c *CompareScreen) Content() fyne.CanvasObject {
 	top := container.NewHBox(c.RefreshB, c.Delete, c.CSV, c.Status)
 	hint := container.NewVBox(widget.NewLabel("Click a header to sort; tick runs to chart or delete them."),
 		metricHelp(metricTPS, metricAAL, metricAcceptance, metricSpeedup))
-	charts := container.NewGridWithColumns(2, c.Chart, c.AALChart)
+	charts := container.NewGridWithColumns(2, c.Chart.View(c.s.Win), c.AALChart.View(c.s.Win))
 	split := container.NewVSplit(c.Table, charts)
 	split.Offset = 0.55
 	return container.NewBorder(container.NewVBox(top, hint), nil, nil, nil, split)
@@ -290,9 +289,8 @@ func (c *CompareScreen) update() {
 		c.Delete.Enable()
 	}
 	if len(sel) == 0 {
-		c.Chart.Image, c.AALChart.Image = nil, nil
-		c.Chart.Refresh()
-		c.AALChart.Refresh()
+		c.Chart.Clear()
+		c.AALChart.Clear()
 		return
 	}
 	var labels []string
@@ -303,10 +301,8 @@ func (c *CompareScreen) update() {
 		tps.Y = append(tps.Y, r.TokensPerSecond)
 		aal.Y = append(aal.Y, r.AAL)
 	}
-	c.Chart.Image = RenderBars(BarSpec{Title: "Decode speed", YLabel: "tokens/s", Labels: labels, Groups: []Series{tps}, Width: 420, Height: 300})
-	c.AALChart.Image = RenderBars(BarSpec{Title: "Tokens per target pass", YLabel: "AAL", Labels: labels, Groups: []Series{aal}, Width: 420, Height: 300})
-	c.Chart.Refresh()
-	c.AALChart.Refresh()
+	c.Chart.SetBars(BarSpec{Title: "Decode speed", YLabel: "tokens/s", Labels: labels, Groups: []Series{tps}, Width: 420, Height: 300})
+	c.AALChart.SetBars(BarSpec{Title: "Tokens per target pass", YLabel: "AAL", Labels: labels, Groups: []Series{aal}, Width: 420, Height: 300})
 }
 
 // DeletePicked deletes the picked runs from the database.
@@ -377,5 +373,6 @@ func (c *CompareScreen) saveCSV() {
 		c.s.ShowError(err)
 	}, c.s.Win)
 	d.SetFileName("runs.csv")
+	startIn(d, "")
 	d.Show()
 }

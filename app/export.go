@@ -119,6 +119,7 @@ func (e *ExportScreen) SaveTo(path string) error {
 		return err
 	}
 	e.Status.SetText("saved " + path)
+	e.s.Changed() // the export is a step of the guide
 	return nil
 }
 
@@ -132,5 +133,6 @@ func (e *ExportScreen) save() {
 		e.s.ShowError(e.SaveTo(path))
 	}, e.s.Win)
 	d.SetFileName("config.yaml")
+	startIn(d, "")
 	d.Show()
 }

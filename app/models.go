@@ -4,16 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"image"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/storage"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"arborist/engine/hidden"
@@ -32,27 +32,35 @@ const (
 // ModelsScreen opens the target and the draft source and says whether they
 // fit together.
 type ModelsScreen struct {
-	s        *Session
-	Target   *widget.Entry
-	Draft    *widget.Entry
-	Source   *widget.Select
-	N        *widget.Entry // n-gram length or layer count
-	Recent   *widget.Select
-	DB       *widget.Entry
-	Load     *widget.Button
-	DemoBtn  *widget.Button
-	Info     *widget.Label
-	Status   *widget.Label
-	Progress *widget.ProgressBar
+	s      *Session
+	Target *widget.Entry
+	Draft  *widget.Entry
+	Source *widget.Select
+	N      *widget.Entry // n-gram length or layer count
+	// Device chooses the backend the pair runs on, from the registry;
+	// DeviceNote says what it runs, or why it cannot run here.
+	Device     *widget.Select
+	DeviceNote *widget.Label
+	backends   []workbench.BackendStatus // nil until checked
+	Recent     *widget.Select
+	DB         *widget.Entry
+	Load       *widget.Button
+	DemoBtn    *widget.Button
+	Info       *widget.Label
+	Status     *widget.Label
+	Progress   *widget.ProgressBar
 	// Training a hidden-state drafter for the target.
 	TrainPrompts  *widget.Entry
 	TrainBtn      *widget.Button
 	CancelTrain   *widget.Button
 	TrainSettings hidden.Settings
-	LossChart     *canvas.Image  // training and held-out loss per epoch
+	LossChart     *Chart // training and held-out loss per epoch
+	lossView      fyne.CanvasObject
 	Stored        *widget.Select // finished hidden drafters in the database
 	body          *fyne.Container
-	cancelTrain   context.CancelFunc
+	// remembered files that no longer exist, with a button to pick again
+	TargetCheck, DraftCheck, TrainCheck *fileCheck
+	cancelTrain                         context.CancelFunc
 }
 
 // NewModelsScreen builds the screen from the session's selection.
@@ -72,6 +80,19 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 		m.Source.SetSelected(SourceHidden)
 		m.Draft.SetText(s.Spec.DraftHidden)
 	}
+	m.DeviceNote = widget.NewLabel("")
+	m.DeviceNote.Wrapping = fyne.TextWrapWord
+	m.DeviceNote.SizeName = theme.SizeNameCaptionText
+	m.Device = widget.NewSelect(profiles.BackendNames(), func(string) { m.showDevice() })
+	dev := s.Spec.Backend
+	if dev == "" {
+		dev = profiles.DefaultBackend
+	}
+	m.Device.SetSelected(dev)
+	go func() { // starting a backend (a GPU's, say) may take a moment
+		st := workbench.Backends()
+		fyne.Do(func() { m.SetBackends(st) })
+	}()
 	m.Recent = widget.NewSelect(s.Recent(), func(p string) {
 		if p == "" {
 			return
@@ -104,6 +125,16 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	m.DemoBtn = widget.NewButton("Build the demo pair", m.buildDemo)
 	m.TrainPrompts = widget.NewEntry()
 	m.TrainPrompts.SetPlaceHolder("prompt suite file the target continues to make training data")
+	m.TrainPrompts.SetText(s.Prompts())
+	gguf := []string{".gguf"}
+	m.TargetCheck = newFileCheck(m.Target, "target model", gguf, s.Win)
+	m.DraftCheck = newFileCheck(m.Draft, "draft model", gguf, s.Win)
+	m.DraftCheck.skip = func() bool {
+		src := m.Source.Selected
+		return src == SourceNGram || src == SourceLayers || (src == SourceHidden && isID(m.Draft.Text))
+	}
+	m.DraftCheck.Check()
+	m.TrainCheck = newFileCheck(m.TrainPrompts, "prompt suite", nil, s.Win)
 	m.TrainSettings = hidden.DefaultSettings()
 	m.TrainBtn = widget.NewButton("Train hidden drafter", m.train)
 	m.CancelTrain = widget.NewButton("Cancel training", func() {
@@ -113,7 +144,9 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	})
 	m.CancelTrain.Hide()
 	m.LossChart = newChart(520, 220)
-	m.LossChart.Hide()
+	m.LossChart.Name = "training-loss"
+	m.lossView = m.LossChart.View(s.Win)
+	m.lossView.Hide()
 	m.Stored = widget.NewSelect(nil, func(opt string) {
 		var id int64
 		if _, err := fmt.Sscanf(opt, "#%d", &id); err == nil {
@@ -124,6 +157,7 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	m.Stored.PlaceHolder = "stored hidden drafters"
 	// the database is read when hidden drafters are wanted, not at start-up
 	m.Source.OnChanged = func(opt string) {
+		m.DraftCheck.Check()
 		if opt == SourceHidden {
 			m.RefreshDrafters()
 		}
@@ -179,21 +213,70 @@ func (m *ModelsScreen) Content() fyne.CanvasObject {
 				}
 			}, m.s.Win)
 			d.SetFilter(storage.NewExtensionFileFilter([]string{".gguf"}))
+			startIn(d, e.Text)
 			d.Show()
 		})
 	}
 	form := widget.NewForm(
 		widget.NewFormItem("Target", container.NewBorder(nil, nil, nil, open(m.Target), m.Target)),
 		widget.NewFormItem("Draft source", m.Source),
+		widget.NewFormItem("Device", container.NewBorder(nil, nil, m.Device, nil, m.DeviceNote)),
 		widget.NewFormItem("Draft model (or hidden drafter id)", container.NewBorder(nil, nil, nil, open(m.Draft), m.Draft)),
 		widget.NewFormItem("N-gram length / layers", m.N),
 		widget.NewFormItem("", container.NewGridWithColumns(2, m.Recent, m.Stored)),
 		widget.NewFormItem("Database (Enter to switch)", m.DB),
 		widget.NewFormItem("Training prompts", container.NewBorder(nil, nil, nil, container.NewHBox(m.TrainBtn, m.CancelTrain), m.TrainPrompts)),
 	)
-	top := container.NewVBox(form, container.NewHBox(m.Load, m.DemoBtn), m.Progress, m.Status, widget.NewSeparator())
-	m.body = container.NewBorder(top, m.LossChart, nil, nil, container.NewVScroll(m.Info))
+	top := container.NewVBox(form, m.TargetCheck.Box, m.DraftCheck.Box, m.TrainCheck.Box, container.NewHBox(m.Load, m.DemoBtn), m.Progress, m.Status, widget.NewSeparator())
+	m.body = container.NewBorder(top, m.lossView, nil, nil, container.NewVScroll(m.Info))
 	return m.body
+}
+
+// SetBackends takes the registry's backends as checked on this machine.
+func (m *ModelsScreen) SetBackends(st []workbench.BackendStatus) {
+	m.backends = st
+	var names []string
+	for _, b := range st {
+		names = append(names, b.Name)
+	}
+	m.Device.Options = names
+	m.Device.Refresh()
+	m.showDevice()
+}
+
+// unavailable is why the named backend cannot run ("" when it can, or
+// before the check).
+func (m *ModelsScreen) unavailable(name string) string {
+	for _, b := range m.backends {
+		if b.Name == name {
+			return b.Unavailable
+		}
+	}
+	return ""
+}
+
+// showDevice says what the chosen backend runs, or why it cannot run.
+func (m *ModelsScreen) showDevice() {
+	name := m.Device.Selected
+	for _, b := range m.backends {
+		if b.Name != name {
+			continue
+		}
+		if b.Unavailable != "" {
+			m.DeviceNote.Importance = widget.WarningImportance
+			m.DeviceNote.SetText("Unavailable here: " + b.Unavailable)
+			return
+		}
+		m.DeviceNote.Importance = widget.MediumImportance
+		if b.Kernels != "" {
+			m.DeviceNote.SetText("runs here (kernels: " + b.Kernels + ")")
+		} else {
+			m.DeviceNote.SetText("runs here")
+		}
+		return
+	}
+	m.DeviceNote.Importance = widget.MediumImportance
+	m.DeviceNote.SetText("")
 }
 
 // Dropped takes .gguf files dropped on the window: the first is the target,
@@ -259,7 +342,14 @@ func (m *ModelsScreen) load() {
 		m.s.ShowError(err)
 		return
 	}
+	device := m.Device.Selected
+	if why := m.unavailable(device); why != "" {
+		m.Status.SetText("Not loaded: the " + device + " backend cannot run here: " + why)
+		m.s.ShowError(fmt.Errorf("the %s backend cannot run here: %s", device, why))
+		return
+	}
 	m.Load.Disable()
+	m.s.Busy()
 	m.Status.SetText("Reading " + target + " ...")
 	hiddenRef := ""
 	if m.Source.Selected == SourceHidden {
@@ -275,16 +365,19 @@ func (m *ModelsScreen) load() {
 		}
 		fyne.Do(func() {
 			m.Load.Enable()
+			m.s.Busy()
 			if err != nil {
 				m.Status.SetText("Not loaded: " + err.Error())
 				m.s.ShowError(err)
 				return
 			}
 			m.Info.SetText(info)
+			m.s.Spec.Backend = device
+			m.s.App.Preferences().SetString(prefBackend, device)
 			m.s.SetModels(target, draft)
 			m.s.Spec.NGram, m.s.Spec.Layers, m.s.Spec.DraftHidden = ngram, layers, hiddenRef
-			if hiddenRef == "" && m.LossChart.Visible() {
-				m.LossChart.Hide() // the training chart belongs to a hidden drafter
+			if hiddenRef == "" && m.lossView.Visible() {
+				m.lossView.Hide() // the training chart belongs to a hidden drafter
 				if m.body != nil {
 					m.body.Refresh()
 				}
@@ -305,6 +398,7 @@ func describePair(target, draft string, layers int) (string, error) {
 
 func (m *ModelsScreen) buildDemo() {
 	m.DemoBtn.Disable()
+	m.s.Busy()
 	m.Progress.Show()
 	m.Status.SetText("Writing the demo pair to " + m.s.DemoDir + " ...")
 	go func() {
@@ -313,6 +407,7 @@ func (m *ModelsScreen) buildDemo() {
 		})
 		fyne.Do(func() {
 			m.DemoBtn.Enable()
+			m.s.Busy()
 			m.Progress.Hide()
 			if err != nil {
 				m.Status.SetText("Demo pair failed: " + err.Error())
@@ -342,6 +437,7 @@ func (m *ModelsScreen) train() {
 		m.s.ShowError(fmt.Errorf("training a hidden-state drafter needs a target and a prompt suite file"))
 		return
 	}
+	m.s.SetPrompts(prompts)
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancelTrain = cancel
 	m.TrainBtn.Disable()
@@ -377,15 +473,15 @@ func (m *ModelsScreen) train() {
 					log.WriteString(line + "\n")
 				}
 				text := log.String()
-				var chart image.Image
+				var chart *ChartSpec
 				if e.Record != nil {
-					chart = RenderChart(ChartSpec{Title: "Hidden drafter training", XLabel: "epoch", YLabel: "loss (weighted MSE + KL)", Width: 520, Height: 220,
-						Series: []Series{{Name: "train", X: epochs, Y: train}, {Name: "held out", X: epochs, Y: held}}})
+					chart = &ChartSpec{Title: "Hidden drafter training", XLabel: "epoch", YLabel: "loss (weighted MSE + KL)", Width: 520, Height: 220,
+						Series: []Series{{Name: "train", X: slices.Clone(epochs), Y: slices.Clone(train)}, {Name: "held out", X: slices.Clone(epochs), Y: slices.Clone(held)}}}
 				}
 				fyne.Do(func() {
 					if chart != nil {
-						m.LossChart.Image = chart
-						m.LossChart.Show()
+						m.LossChart.SetSpec(*chart)
+						m.lossView.Show()
 						if m.body != nil {
 							m.body.Refresh() // re-layout: the chart was hidden
 						}

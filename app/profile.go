@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
 
@@ -24,7 +23,7 @@ type ProfileScreen struct {
 	Cancel   *widget.Button
 	Progress *widget.ProgressBar
 	Status   *widget.Label
-	Chart    *canvas.Image
+	Chart    *Chart
 	cancel   context.CancelFunc
 }
 
@@ -49,6 +48,7 @@ func NewProfileScreen(s *Session) *ProfileScreen {
 	p.Status = widget.NewLabel("Choose models, then Profile: this times one target pass over W tokens for each W.")
 	p.Status.Wrapping = fyne.TextWrapWord
 	p.Chart = newChart(640, 360)
+	p.Chart.Name, p.Chart.Zoomable = "latency", true
 	return p
 }
 
@@ -59,7 +59,7 @@ func (p *ProfileScreen) Title() string { return "Profile" }
 func (p *ProfileScreen) Content() fyne.CanvasObject {
 	controls := container.NewHBox(p.Start, p.Cancel, widget.NewLabel("largest W"), p.MaxW, p.Fresh)
 	help := metricHelp(metricTVerify, "W: how many tokens one target pass verifies; speculation pays when T_verify grows slowly with W.")
-	return container.NewBorder(container.NewVBox(p.Hardware, controls, p.Progress, p.Status), help, nil, nil, p.Chart)
+	return container.NewBorder(container.NewVBox(p.Hardware, controls, p.Progress, p.Status), help, nil, nil, p.Chart.View(p.s.Win))
 }
 
 func (p *ProfileScreen) start() {
@@ -75,6 +75,7 @@ func (p *ProfileScreen) start() {
 	p.cancel = cancel
 	p.Start.Disable()
 	p.Cancel.Enable()
+	p.s.Busy()
 	p.Progress.SetValue(0)
 	p.Status.SetText("Measuring memory bandwidth ...")
 	go func() {
@@ -84,6 +85,7 @@ func (p *ProfileScreen) start() {
 			p.Start.Enable()
 			p.Cancel.Disable()
 			p.cancel = nil
+			p.s.Busy()
 			if err != nil {
 				if ctx.Err() != nil {
 					p.Status.SetText("Cancelled; nothing was stored for the unfinished curve.")
@@ -135,9 +137,8 @@ func (p *ProfileScreen) show(vp, dp *profiles.Profile, lim profiles.Limits) {
 	if dp != nil {
 		series = append(series, curveSeries("drafter T(W)", dp))
 	}
-	p.Chart.Image = RenderChart(ChartSpec{Title: "Latency of one forward pass over W tokens", XLabel: "W (tokens per pass)", YLabel: "milliseconds",
+	p.Chart.SetSpec(ChartSpec{Title: "Latency of one forward pass over W tokens", XLabel: "W (tokens per pass)", YLabel: "milliseconds",
 		LogX: true, LogY: true, Series: series, Width: 760, Height: 420})
-	p.Chart.Refresh()
 }
 
 func curveSeries(name string, pr *profiles.Profile) Series {

@@ -3,13 +3,11 @@ package app
 import (
 	"context"
 	"fmt"
-	"image"
 	"strconv"
 	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -28,6 +26,9 @@ type RunScreen struct {
 	s      *Session
 	Prompt *widget.Entry
 	Suite  *widget.Entry // prompt suite file, one prompt per line
+	// SuiteCheck says when the remembered suite is gone, with a button
+	// to pick it again.
+	SuiteCheck *fileCheck
 	// Source chooses, explicitly, between the prompt and the suite file:
 	// a filled-in file never silently overrides the prompt.
 	Source   *widget.RadioGroup
@@ -55,7 +56,7 @@ type RunScreen struct {
 	Text        *widget.RichText
 	TextScroll  *container.Scroll // follows the newest text unless scrolled up
 	Stats       *widget.Label
-	Timeline    *canvas.Image
+	Timeline    *Chart
 	shapeRows   []shapeRow
 	stream      []piece // the streamed text, laid out by flow
 	flowWidth   float32 // the view width the text was laid out for
@@ -72,7 +73,10 @@ func NewRunScreen(s *Session) *RunScreen {
 	r.Prompt.SetMinRowsVisible(2)
 	r.Suite = widget.NewEntry()
 	r.Suite.SetPlaceHolder("file, one prompt per line")
-	r.Source = widget.NewRadioGroup([]string{PromptOne, PromptSuite}, func(string) { r.enableSource() })
+	r.Suite.SetText(s.Prompts())
+	r.SuiteCheck = newFileCheck(r.Suite, "prompt suite", nil, s.Win)
+	r.SuiteCheck.skip = func() bool { return r.Source.Selected != PromptSuite }
+	r.Source = widget.NewRadioGroup([]string{PromptOne, PromptSuite}, func(string) { r.enableSource(); r.SuiteCheck.Check() })
 	r.Source.Horizontal = true
 	r.Source.Required = true
 	r.Source.SetSelected(PromptOne)
@@ -115,6 +119,7 @@ func NewRunScreen(s *Session) *RunScreen {
 	r.Stats = widget.NewLabel("Green: draft tokens the target accepted. Plain: the target's own (bonus) tokens.")
 	r.Stats.Wrapping = fyne.TextWrapWord
 	r.Timeline = newChart(600, 170)
+	r.Timeline.Name, r.Timeline.Zoomable = "timeline", true
 	s.OnChange(r.enable)
 	r.enable()
 	r.enableSource()
@@ -149,10 +154,12 @@ func (r *RunScreen) Content() fyne.CanvasObject {
 	)
 	decoding := container.NewHBox(newMinWidth(widget.NewLabelWithStyle("Decoding", fyne.TextAlignTrailing, fyne.TextStyle{Bold: true}), 110),
 		label("tokens"), r.Tokens, label("temperature"), r.Temp, r.Start, r.Stop, r.Baseline)
-	top := container.NewVBox(form, shapes, decoding, r.Stats)
-	bottom := container.NewVBox(r.Timeline, metricHelp(metricAAL, metricAcceptance, metricTPS))
+	top := container.NewVBox(form, r.SuiteCheck.Box, shapes, decoding, r.Stats)
 	r.enable()
-	return container.NewBorder(top, bottom, nil, nil, newMinSize(r.TextScroll, fyne.NewSize(320, 120)))
+	// the text and the timeline share the height: a large window grows both
+	body := container.NewVSplit(newMinSize(r.TextScroll, fyne.NewSize(320, 120)), r.Timeline.View(r.s.Win))
+	body.Offset = 0.45
+	return container.NewBorder(top, metricHelp(metricAAL, metricAcceptance, metricTPS), nil, nil, body)
 }
 
 // shapeRow is one row of plan fields, shown when the strategy reads any.
@@ -190,7 +197,11 @@ func (r *RunScreen) Prompts() ([]string, error) {
 	if path == "" {
 		return nil, fmt.Errorf("choose a prompt suite file, or run on the prompt")
 	}
-	return workbench.ReadPrompts(path)
+	texts, err := workbench.ReadPrompts(path)
+	if err == nil {
+		r.s.SetPrompts(path)
+	}
+	return texts, err
 }
 
 // appendText adds text to the stream and lays it out again; the view
@@ -515,6 +526,7 @@ func (r *RunScreen) run() {
 	r.done = make(chan struct{})
 	r.Start.Disable()
 	r.Stop.Enable()
+	r.s.Busy()
 	r.clearText()
 	r.Stats.SetText("Loading models ...")
 	go func() {
@@ -525,6 +537,7 @@ func (r *RunScreen) run() {
 			r.Start.Enable()
 			r.Stop.Disable()
 			r.cancel = nil
+			r.s.Busy()
 			if err != nil && ctx.Err() == nil {
 				r.Stats.SetText(r.Stats.Text + " Failed: " + err.Error())
 				r.s.ShowError(err)
@@ -575,11 +588,10 @@ func (r *RunScreen) session(ctx context.Context, ps workbench.PairSpec, opt work
 		if time.Since(lastDraw) > 250*time.Millisecond {
 			lastDraw = time.Now()
 			stats := liveStats(tokens, len(steps), accepted, drafted, gen)
-			img := timeline(steps)
+			tl := timeline(steps)
 			fyne.Do(func() {
 				r.Stats.SetText(stats)
-				r.Timeline.Image = img
-				r.Timeline.Refresh()
+				r.Timeline.SetSpec(tl)
 			})
 		}
 	}
@@ -612,11 +624,10 @@ func (r *RunScreen) session(ctx context.Context, ps workbench.PairSpec, opt work
 	if h := res.Hidden; h != nil {
 		stats += fmt.Sprintf(" Hidden drafter: %d of %d steps re-sampled after a rejection (%.1f%% of decode time).", h.Resampled, h.Steps, 100*h.ResampleShare)
 	}
-	img := timeline(steps)
+	tl := timeline(steps)
 	fyne.Do(func() {
 		r.Stats.SetText(stats)
-		r.Timeline.Image = img
-		r.Timeline.Refresh()
+		r.Timeline.SetSpec(tl)
 		r.s.Changed()
 	})
 	return runErr
@@ -640,7 +651,7 @@ func liveStats(tokens, steps, accepted, drafted int, gen time.Duration) string {
 
 // timeline charts each step's draft, verify and overhead time, and the
 // drafting that overlapped verification (duo, AOT).
-func timeline(steps []spec.Step) image.Image {
+func timeline(steps []spec.Step) ChartSpec {
 	names := []string{"draft", "verify", "overhead", "overlap (draft during verify)"}
 	series := make([]Series, len(names))
 	for i := range series {
@@ -652,5 +663,5 @@ func timeline(steps []spec.Step) image.Image {
 			series[k].Y = append(series[k].Y, float64(d)/1e6)
 		}
 	}
-	return RenderChart(ChartSpec{Title: "Per-step timeline", XLabel: "step", YLabel: "milliseconds", Series: series, Width: 760, Height: 260})
+	return ChartSpec{Title: "Per-step timeline", XLabel: "step", YLabel: "milliseconds", Series: series, Width: 760, Height: 260}
 }

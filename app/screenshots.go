@@ -10,6 +10,8 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/driver/software"
+
+	"arborist/profiles/workbench"
 )
 
 // screenshots selects every tab of the real window in turn, saves a PNG of
@@ -20,18 +22,34 @@ func screenshots(wb *Workbench, dir string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "screenshots:", err)
 	}
+	var want fyne.Size                                             // the size asked for (zero: the window's)
 	if size := os.Getenv("ARBORIST_SCREENSHOT_SIZE"); size != "" { // e.g. 1024x640
 		var w, h float32
 		if _, err := fmt.Sscanf(size, "%fx%f", &w, &h); err != nil || w < 100 || h < 100 {
 			fmt.Fprintf(os.Stderr, "screenshots: ARBORIST_SCREENSHOT_SIZE %q is not WIDTHxHEIGHT\n", size)
 		} else {
-			fyne.DoAndWait(func() { wb.Session.Win.Resize(fyne.NewSize(w, h)) })
+			want = fyne.NewSize(w, h)
+			for try := 0; try < 10; try++ { // the first resize may come before the window is mapped
+				var got, min fyne.Size
+				fyne.DoAndWait(func() {
+					wb.Session.Win.Resize(want)
+					got, min = wb.Session.Win.Canvas().Size(), wb.Session.Win.Content().MinSize()
+				})
+				if got == want {
+					break
+				}
+				fmt.Fprintf(os.Stderr, "screenshots: window %v, want %v (content needs %v)\n", got, want, min)
+				time.Sleep(500 * time.Millisecond)
+			}
 		}
 	}
 	prepare(wb)
 	for i, tab := range wb.Tabs.Items {
 		fyne.DoAndWait(func() { wb.Tabs.SelectIndex(i) })
 		time.Sleep(1500 * time.Millisecond)
+		if tab.Text == wb.Speedup.Title() {
+			fyne.DoAndWait(func() { showTip(wb) })
+		}
 		done := make(chan struct{})
 		fyne.Do(func() {
 			defer close(done)
@@ -39,12 +57,16 @@ func screenshots(wb *Workbench, dir string) {
 			// the window's widget tree is painted with Fyne's software
 			// renderer at the window's size, then handed back.
 			size := wb.Session.Win.Canvas().Size()
+			if want.Width > 0 && size != want {
+				fmt.Fprintf(os.Stderr, "screenshots: the window is %v, painting at %v\n", size, want)
+				size = want
+			}
 			c := software.NewCanvas()
 			c.SetPadded(false)
-			c.SetContent(wb.Tabs)
+			c.SetContent(wb.Root)
 			c.Resize(size)
 			shot := c.Capture()
-			wb.Session.Win.SetContent(wb.Tabs)
+			wb.Session.Win.SetContent(wb.Root)
 			name := fmt.Sprintf("%d-%s.png", i+1, strings.ReplaceAll(strings.ToLower(tab.Text), " ", "-"))
 			f, err := os.Create(filepath.Join(dir, name))
 			if err != nil {
@@ -60,29 +82,32 @@ func screenshots(wb *Workbench, dir string) {
 	fyne.Do(func() { wb.Session.App.Quit() })
 }
 
-// prepare fills the screens the way a user would before the captures: load
-// the shared bench pair (or the demo pair), profile, calibrate and tune on
-// the shared prompt suite, run twice, compare, export the tuned plan.
+// prepare fills the screens the way a user would before the captures:
+// load the pair (ARBORIST_SCREENSHOT_TARGET and _DRAFT, else the demo pair
+// built on the Models screen), profile, calibrate (once per database) and
+// tune on the shared prompt suite, run plain decoding once for Compare,
+// run the tuned plan against plain decoding (its figures are printed),
+// compare, export, and show a point's values on the speedup chart.
 func prepare(wb *Workbench) {
 	wait := func(cond func() bool) {
-		for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 			ok := false
 			fyne.DoAndWait(func() { ok = cond() })
 			if ok {
 				return
 			}
 		}
+		fmt.Fprintln(os.Stderr, "screenshots: a step timed out")
 	}
 	m := wb.Models
-	target := filepath.Join("..", "shared", "models", "stories260K.gguf")
-	draft := filepath.Join("..", "shared", "models", "bench", "draft-noisy-0.05.gguf")
-	if _, err := os.Stat(target); err != nil {
+	target, draft := os.Getenv("ARBORIST_SCREENSHOT_TARGET"), os.Getenv("ARBORIST_SCREENSHOT_DRAFT")
+	if target == "" {
 		fyne.DoAndWait(m.buildDemo)
 		wait(func() bool {
 			return strings.Contains(m.Status.Text, "ready") || strings.Contains(m.Status.Text, "failed")
 		})
 	} else {
-		fyne.DoAndWait(func() { m.Target.SetText(target); m.Draft.SetText(draft) })
+		fyne.DoAndWait(func() { m.Target.SetText(target); m.Draft.SetText(draft); m.Source.SetSelected(SourceModel) })
 	}
 	fyne.DoAndWait(m.load)
 	wait(func() bool {
@@ -91,29 +116,67 @@ func prepare(wb *Workbench) {
 	p := wb.Profile
 	fyne.DoAndWait(func() { p.MaxW.SetSelected("32"); p.start() })
 	wait(func() bool { return !p.Start.Disabled() })
+	wb.Guide.Reload()
+	var done workbench.Steps
+	fyne.DoAndWait(func() { done = wb.Guide.steps })
 	sp := wb.Speedup
-	prompts := filepath.Join("..", "shared", "prompts", "stories.txt")
-	if _, err := os.Stat(prompts); err == nil {
-		fyne.DoAndWait(func() { sp.Prompts.SetText(prompts); sp.CalTokens.SetText("32"); sp.calibrate() })
-		wait(func() bool { return !sp.busy })
-		fyne.DoAndWait(sp.tune)
-		wait(func() bool { return !sp.busy })
+	prompts := os.Getenv("ARBORIST_SCREENSHOT_PROMPTS")
+	if prompts == "" {
+		prompts = filepath.Join("..", "shared", "prompts", "stories.txt")
 	}
+	if _, err := os.Stat(prompts); err == nil {
+		fyne.DoAndWait(func() { sp.Prompts.SetText(prompts); sp.CalTokens.SetText("32") })
+		if !done.Calibrated {
+			fyne.DoAndWait(sp.calibrate)
+			wait(func() bool { return !sp.busy })
+		}
+	}
+	fyne.DoAndWait(sp.tune)
+	wait(func() bool { return !sp.busy })
 	fyne.DoAndWait(func() { sp.Update() })
 	r := wb.Run
-	for _, strat := range []string{"ar", "chain"} {
-		fyne.DoAndWait(func() { r.Strategy.SetSelected(strat); r.Tokens.SetText("96"); r.run() })
+	run := func(set func()) {
+		fyne.DoAndWait(func() { set(); r.run() })
 		time.Sleep(100 * time.Millisecond)
 		r.Wait()
 		wait(func() bool { return !r.Start.Disabled() })
 	}
+	if done.Runs == 0 {
+		run(func() { r.Strategy.SetSelected("ar"); r.Tokens.SetText("64"); r.Baseline.SetChecked(false) })
+	}
+	run(func() { r.useTuned(); r.Tokens.SetText("256"); r.Baseline.SetChecked(true) })
+	fyne.DoAndWait(func() { fmt.Println("run:", r.Stats.Text) })
 	fyne.DoAndWait(func() {
 		c := wb.Compare
 		c.Refresh()
-		for i := 0; i < len(c.Runs) && i < 2; i++ {
-			c.Toggle(c.Runs[i].ID, true)
+		// the newest run and the plain decoding run: like with like
+		for i, run := range c.Runs {
+			if i == 0 || run.Strategy == "ar" {
+				c.Toggle(run.ID, true)
+			}
 		}
 		c.Table.Refresh()
 	})
 	wb.Export.Reload()
+	fyne.DoAndWait(func() {
+		if err := wb.Export.SaveTo(filepath.Join(os.TempDir(), "arborist-screenshot-config.yaml")); err != nil {
+			fmt.Fprintln(os.Stderr, "screenshots: export:", err)
+		}
+	})
+	wb.Guide.Reload()
+}
+
+// showTip shows the values of the best point of the speedup chart, as a
+// hover does, so the captures show that the charts answer.
+func showTip(wb *Workbench) {
+	c := wb.Speedup.Chart
+	var best ChartPoint
+	for _, pt := range c.Points() {
+		if pt.Y > best.Y {
+			best = pt
+		}
+	}
+	if best.Y > 0 {
+		c.ShowTipAt(c.PointPos(best))
+	}
 }

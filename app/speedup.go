@@ -31,26 +31,33 @@ type SpeedupScreen struct {
 	Shape    *widget.Entry  // gamma, or widths per depth
 	WMax     *widget.Slider // egt pruning budget
 	Mine     *widget.Label  // your plan's prediction
-	Curve    *canvas.Image  // T_verify(W) the model reasons with
+	Curve    *Chart         // T_verify(W) the model reasons with
 	Labels   *widget.Label
 	Best     *widget.Label
 	Timing   *widget.Label
-	Chart    *canvas.Image
+	Chart    *Chart // speedup against depth: tap a point to pick its plan
 	TreeBox  *fyne.Container
 	treeSize *canvas.Rectangle // gives the drawing its size inside the scroll
 	last     time.Duration
 
 	// calibrate, train the depth predictor and tune the pair in the core
-	Prompts    *widget.Entry // prompt suite file
-	CalTokens  *widget.Entry // tokens per prompt
-	Calibrate  *widget.Button
-	TrainPred  *widget.Button
-	Tune       *widget.Button
-	Work       *widget.ProgressBar
-	WorkStatus *widget.Label
-	Ranked     *widget.Select // the last tune's plans, best first: pick one
-	ranked     []profiles.Prediction
-	busy       bool
+	Prompts      *widget.Entry // prompt suite file
+	PromptsCheck *fileCheck    // the remembered suite is gone: pick it again
+	CalTokens    *widget.Entry // tokens per prompt
+	Calibrate    *widget.Button
+	TrainPred    *widget.Button
+	Tune         *widget.Button
+	Work         *widget.ProgressBar
+	WorkStatus   *widget.Label
+	Ranked       *widget.Select // the last tune's plans, best first: pick one
+	ranked       []profiles.Prediction
+	// chartPlans are the speedup chart's plans: [series][point]
+	chartPlans [][]profiles.Prediction
+	// stored is the plan the database holds as the pair's newest (what
+	// Export renders), so picking it again stores nothing
+	stored string
+	busy   bool
+	doing  string // the work in progress ("Calibrating", "Tuning", ...)
 	// Values shows each slider's value beside it.
 	Values map[*widget.Slider]*widget.Label
 }
@@ -98,7 +105,8 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.WMax.OnChanged = func(float64) { sp.Update() }
 	sp.Mine = widget.NewLabel("")
 	sp.Mine.Wrapping = fyne.TextWrapWord
-	sp.Curve = newChart(360, 120)
+	sp.Curve = newChart(240, 140)
+	sp.Curve.Name, sp.Curve.Zoomable = "verify-latency", true
 	sp.Labels = widget.NewLabel("")
 	sp.Labels.Wrapping = fyne.TextWrapWord
 	sp.Best = widget.NewLabel("")
@@ -106,7 +114,9 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.Best.TextStyle = fyne.TextStyle{Bold: true}
 	sp.Timing = widget.NewLabel("")
 	sp.Timing.Wrapping = fyne.TextWrapWord
-	sp.Chart = newChart(480, 240)
+	sp.Chart = newChart(360, 220)
+	sp.Chart.Name = "speedup"
+	sp.Chart.OnTapped = sp.choosePoint
 	sp.TreeBox = container.NewWithoutLayout()
 	sp.treeSize = canvas.NewRectangle(color.Transparent)
 	for _, sl := range []*widget.Slider{sp.Alpha, sp.Decay, sp.MaxDepth} {
@@ -115,6 +125,8 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.Plan.OnChanged = func(string) { sp.Update() }
 	sp.Prompts = widget.NewEntry()
 	sp.Prompts.SetPlaceHolder("prompt suite file, e.g. ../shared/prompts/stories.txt")
+	sp.Prompts.SetText(s.Prompts())
+	sp.PromptsCheck = newFileCheck(sp.Prompts, "prompt suite", nil, s.Win)
 	sp.CalTokens = widget.NewEntry()
 	sp.CalTokens.SetText("64")
 	sp.Calibrate = widget.NewButton("Calibrate", sp.calibrate)
@@ -143,15 +155,22 @@ func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 		widget.NewFormItem("your plan", container.NewBorder(nil, nil, sp.Plan, nil, sp.Shape)),
 		widget.NewFormItem("W_max (egt pruning)", sp.valued(sp.WMax, func(v float64) string { return fmt.Sprintf("%.0f nodes", v) })),
 	)
-	tree := container.NewBorder(widget.NewLabel("The best plan's tree (root at the left):"), nil, nil, nil, container.NewScroll(container.NewStack(sp.treeSize, sp.TreeBox)))
-	right := container.NewBorder(container.NewVBox(sp.Best, sp.Mine), nil, nil, nil, tree)
+	tree := container.NewBorder(widget.NewLabel("Best plan's tree (root at left):"), nil, nil, nil, container.NewScroll(container.NewStack(sp.treeSize, sp.TreeBox)))
 	work := container.NewVBox(
-		container.NewBorder(nil, nil, widget.NewLabel("prompt suite"), container.NewHBox(widget.NewLabel("tokens"), sp.CalTokens, sp.Calibrate, sp.TrainPred, sp.Tune), sp.Prompts),
-		sp.Work, sp.WorkStatus, container.NewBorder(nil, nil, widget.NewLabel("tuned plans"), nil, sp.Ranked))
-	top := container.NewVBox(form, sp.UseCal, sp.Labels, sp.Timing, work, metricHelp(metricSpeedup, metricTVerify, metricAAL, metricAcceptance))
-	left := container.NewVSplit(sp.Chart, sp.Curve)
-	left.Offset = 0.68
-	return container.NewBorder(top, nil, nil, nil, container.NewHSplit(left, right))
+		container.NewBorder(nil, nil, widget.NewLabel("prompt suite"), nil, sp.Prompts),
+		container.NewHBox(widget.NewLabel("tokens"), sp.CalTokens, sp.Calibrate, sp.TrainPred, sp.Tune),
+		sp.PromptsCheck.Box, sp.Work, sp.WorkStatus, container.NewBorder(nil, nil, widget.NewLabel("tuned plans"), nil, sp.Ranked))
+	// the controls scroll in a column of their own, so the charts keep
+	// the window's height whatever its size
+	controls := container.NewVScroll(container.NewVBox(form, sp.UseCal, sp.Labels, sp.Best, sp.Mine, sp.Timing, widget.NewSeparator(), work,
+		metricHelp(metricSpeedup, metricTVerify, metricAAL, metricAcceptance)))
+	bottom := container.NewHSplit(sp.Curve.View(sp.s.Win), tree)
+	bottom.Offset = 0.6
+	charts := container.NewVSplit(sp.Chart.View(sp.s.Win), bottom)
+	charts.Offset = 0.62
+	split := container.NewHSplit(newMinWidth(controls, 330), charts)
+	split.Offset = 0.42
+	return split
 }
 
 // assumedCurve stands in for a profile: verification cost growing with W as
@@ -194,10 +213,12 @@ func (sp *SpeedupScreen) Update() {
 	}
 	sp.Labels.SetText(fmt.Sprintf("Predictions from %s and %s.", src, curve))
 	var series []Series
+	var plans [][]profiles.Prediction
 	var mark *[2]float64
 	bestSpeed := 0.0
 	for w := 1; w <= 4; w++ {
 		s := Series{Name: fmt.Sprintf("width %d", w)}
+		var ps []profiles.Prediction
 		if w == 1 {
 			s.Name = "chain (width 1)"
 		}
@@ -216,12 +237,14 @@ func (sp *SpeedupScreen) Update() {
 			}
 			s.X = append(s.X, float64(d))
 			s.Y = append(s.Y, pr.Speedup)
+			ps = append(ps, pr)
 			if pr.Speedup > bestSpeed {
 				bestSpeed = pr.Speedup
 				mark = &[2]float64{float64(d), pr.Speedup}
 			}
 		}
 		series = append(series, s)
+		plans = append(plans, ps)
 	}
 	preds := profiles.Search(acc, costs, profiles.SearchSpace{MaxDepth: min(depth, 7), MaxGamma: depth})
 	if len(preds) > 0 {
@@ -238,11 +261,10 @@ func (sp *SpeedupScreen) Update() {
 		cs.X = append(cs.X, float64(pt.W))
 		cs.Y = append(cs.Y, float64(pt.Median)/1e6)
 	}
-	sp.Curve.Image = RenderChart(ChartSpec{Title: "Verification latency", XLabel: "W", YLabel: "ms", LogX: true, LogY: true, Series: []Series{cs}, Width: 420, Height: 220})
-	sp.Curve.Refresh()
-	sp.Chart.Image = RenderChart(ChartSpec{Title: "Predicted speedup against depth", XLabel: "depth (draft levels)", YLabel: "speedup over plain decoding",
+	sp.Curve.SetSpec(ChartSpec{Title: "Verification latency", XLabel: "W", YLabel: "ms", LogX: true, LogY: true, Series: []Series{cs}, Width: 420, Height: 220})
+	sp.chartPlans = plans
+	sp.Chart.SetSpec(ChartSpec{Title: "Predicted speedup against depth", XLabel: "depth (draft levels)", YLabel: "speedup over plain decoding",
 		Series: series, Mark: mark, Width: 620, Height: 380})
-	sp.Chart.Refresh()
 	sp.last = time.Since(start)
 	sp.Timing.SetText(fmt.Sprintf("redrawn in %v", sp.last.Round(time.Millisecond)))
 }
@@ -336,7 +358,8 @@ func (sp *SpeedupScreen) work(what string, fn func(ctx context.Context, b *workb
 	if sp.busy {
 		return
 	}
-	sp.busy = true
+	sp.busy, sp.doing = true, what
+	sp.s.Busy()
 	for _, btn := range []*widget.Button{sp.Calibrate, sp.TrainPred, sp.Tune} {
 		btn.Disable()
 	}
@@ -363,7 +386,7 @@ func (sp *SpeedupScreen) work(what string, fn func(ctx context.Context, b *workb
 			err = sp.s.LoadInputs(ctx)
 		}
 		fyne.Do(func() {
-			defer func() { sp.busy = false }() // last: tests and users read it as "done"
+			defer func() { sp.busy, sp.doing = false, ""; sp.s.Busy() }() // last: tests and users read it as "done"
 			for _, btn := range []*widget.Button{sp.Calibrate, sp.TrainPred, sp.Tune} {
 				btn.Enable()
 			}
@@ -392,6 +415,9 @@ func (sp *SpeedupScreen) suite() (string, []string, int, error) {
 		return "", nil, 0, fmt.Errorf("give a prompt suite file")
 	}
 	texts, err := workbench.ReadPrompts(path)
+	if err == nil {
+		sp.s.SetPrompts(path)
+	}
 	return path, texts, n, err
 }
 
@@ -447,7 +473,10 @@ func (sp *SpeedupScreen) tune() {
 		best := t.Best()
 		return fmt.Sprintf("Tuned: %d plans ranked (acceptance %s); best %s, predicted %.2fx, stored as plan %d. Pick a plan, then Run it.",
 			len(t.Ranked), t.Inputs.Describe(), best.Plan, best.Speedup, t.PlanID), nil
-	}, func() { sp.SetRanked(res.Ranked) })
+	}, func() {
+		sp.stored = res.Best().Plan.String() // Tune stored it
+		sp.SetRanked(res.Ranked)
+	})
 }
 
 // SetRanked lists a tune's plans and picks the best.
@@ -471,6 +500,53 @@ func (sp *SpeedupScreen) pick(string) {
 		return
 	}
 	p := sp.ranked[i]
+	sp.choose(p, fmt.Sprintf("Picked plan %d of the tune: %s, predicted %.2fx.", i+1, p.Plan, p.Speedup))
+}
+
+// choosePoint picks the plan of a tapped point of the speedup chart, as
+// picking it from the tuned plans does.
+func (sp *SpeedupScreen) choosePoint(pt ChartPoint) {
+	if pt.S >= len(sp.chartPlans) || pt.I >= len(sp.chartPlans[pt.S]) {
+		return
+	}
+	p := sp.chartPlans[pt.S][pt.I]
+	sp.choose(p, fmt.Sprintf("Picked from the chart: %s, predicted %.2fx.", p.Plan, p.Speedup))
+}
+
+// choose makes p the plan Run and Export use: the session's tuned plan at
+// once, and the pair's newest stored plan (what Export renders, in the GUI
+// and `arborist export`) once the core has stored it.
+func (sp *SpeedupScreen) choose(p profiles.Prediction, msg string) {
 	sp.s.Tuned = &p
 	sp.s.Changed()
+	ps := sp.s.PairSpec()
+	if ps.Target == "" || ps.Sources() == 0 {
+		sp.WorkStatus.SetText(msg + " Run can use it; load a pair on the Models screen to export it.")
+		return
+	}
+	key := p.Plan.String()
+	if key == sp.stored {
+		sp.WorkStatus.SetText(msg + " Run and Export use it.")
+		return
+	}
+	sp.WorkStatus.SetText(msg + " Run can use it; storing it for Export ...")
+	go func() {
+		ctx := context.Background()
+		b, err := sp.s.Bench(ctx)
+		var id int64
+		if err == nil {
+			id, err = b.Choose(ctx, ps, p)
+		}
+		fyne.Do(func() {
+			if sp.s.Tuned == nil || sp.s.Tuned.Plan.String() != key {
+				return // another plan was picked meanwhile
+			}
+			if err != nil {
+				sp.WorkStatus.SetText(msg + " Run can use it; it could not be stored for Export: " + err.Error())
+				return
+			}
+			sp.stored = key
+			sp.WorkStatus.SetText(fmt.Sprintf("%s Stored as plan %d: Run and Export use it.", msg, id))
+		})
+	}()
 }

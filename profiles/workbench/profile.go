@@ -392,3 +392,22 @@ func (b *Bench) TrainDrafter(ctx context.Context, ts profiles.TrainSpec, events 
 	}
 	return profiles.TrainDrafter(ctx, st, ts, events)
 }
+
+// Choose stores a plan the user picked (from a tune's ranking or the GUI's
+// speedup chart) as the pair's newest plan, so that Export, in the GUI and
+// `arborist export`, renders it.
+func (b *Bench) Choose(ctx context.Context, ps PairSpec, pred profiles.Prediction) (int64, error) {
+	st, err := b.db(ctx)
+	if err != nil {
+		return 0, err
+	}
+	in, err := b.Inputs(ctx, ps, InputsOptions{}, nil)
+	if err != nil {
+		return 0, err
+	}
+	hid, err := st.PutHardware(ctx, &in.Hardware)
+	if err != nil {
+		return 0, err
+	}
+	return st.SavePlan(ctx, hid, in.TargetID, pred.Plan.Strategy, pred, pred.Speedup)
+}

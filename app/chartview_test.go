@@ -1,0 +1,237 @@
+package app
+
+import (
+	"bytes"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+)
+
+// showChart puts c alone in an unpadded test window, so canvas and chart
+// coordinates agree, at a size other than its image's (the image is
+// scaled to fit, which the mapping must follow).
+func showChart(t *testing.T, c *Chart) fyne.Window {
+	t.Helper()
+	w := test.NewTempWindow(t, c)
+	w.SetPadded(false)
+	w.Resize(fyne.NewSize(500, 420))
+	return w
+}
+
+func ramp(name string, n int, f func(x float64) float64) Series {
+	s := Series{Name: name}
+	for i := 1; i <= n; i++ {
+		s.X = append(s.X, float64(i))
+		s.Y = append(s.Y, f(float64(i)))
+	}
+	return s
+}
+
+// TestChartHover: hovering a point shows that point's values, and the
+// point is drawn where the chart says (its pixel has its series' colour).
+func TestChartHover(t *testing.T) {
+	test.NewTempApp(t)
+	c := newChart(300, 200)
+	w := showChart(t, c)
+	c.SetSpec(ChartSpec{Title: "t", XLabel: "depth", YLabel: "speedup", Width: 600, Height: 360, Series: []Series{
+		ramp("a", 6, func(x float64) float64 { return 1 + x/10 }),
+		ramp("b", 6, func(x float64) float64 { return 2 - x/10 }),
+	}})
+	if len(c.Points()) != 12 {
+		t.Fatalf("%d points drawn, want 12", len(c.Points()))
+	}
+	for _, pt := range c.Points() {
+		if pt.S == 1 && pt.I == 3 { // b at x=4: y=1.6
+			got := c.Image.At(int(pt.px), int(pt.py))
+			if !sameColor(got, palette[1]) {
+				t.Errorf("pixel of b(4) is %v, want the series colour %v: the mapping is off", got, palette[1])
+			}
+			test.MoveMouse(w.Canvas(), c.PointPos(pt))
+			if want := "b: depth 4, speedup 1.6"; c.Tip != want {
+				t.Errorf("hover tip %q, want %q", c.Tip, want)
+			}
+			if !c.tipText.Visible() {
+				t.Error("the tip is not shown")
+			}
+		}
+	}
+	test.MoveMouse(w.Canvas(), fyne.NewPos(2, 2)) // a corner, far from data
+	if c.Tip != "" {
+		t.Errorf("tip %q away from every point", c.Tip)
+	}
+	// bars: the tip names the bar's label
+	c.SetBars(BarSpec{Title: "Decode speed", YLabel: "tokens/s", Labels: []string{"run 1", "run 2"}, Groups: []Series{{Y: []float64{100, 250}}}, Width: 420, Height: 300})
+	pts := c.Points()
+	if len(pts) != 2 {
+		t.Fatalf("%d bars", len(pts))
+	}
+	test.TapAt(c, c.PointPos(pts[1]))
+	if want := "Decode speed, run 2: 250 tokens/s"; c.Tip != want {
+		t.Errorf("bar tip %q, want %q", c.Tip, want)
+	}
+}
+
+// TestChartZoom: a drag over the timeline zooms to that range of steps,
+// zoom out widens it, show all restores it; a log axis zooms too.
+func TestChartZoom(t *testing.T) {
+	test.NewTempApp(t)
+	c := newChart(300, 200)
+	c.Zoomable = true
+	w := showChart(t, c)
+	c.SetSpec(ChartSpec{Title: "Per-step timeline", XLabel: "step", YLabel: "ms", Width: 760, Height: 260,
+		Series: []Series{ramp("verify", 40, func(x float64) float64 { return 5 + float64(int(x)%3) })}})
+	lo0, hi0 := c.XRange()
+	if lo0 > 1 || hi0 < 40 {
+		t.Fatalf("full range %v..%v", lo0, hi0)
+	}
+	at := func(x float64) fyne.Position {
+		for _, pt := range c.Points() {
+			if pt.X == x {
+				return c.PointPos(pt)
+			}
+		}
+		t.Fatalf("no point at x=%v", x)
+		return fyne.Position{}
+	}
+	from, to := at(10), at(20)
+	test.Drag(w.Canvas(), to, to.X-from.X, 0)
+	lo, hi := c.XRange()
+	if lo < 9.5 || lo > 10.5 || hi < 19.5 || hi > 20.5 {
+		t.Fatalf("zoomed to %v..%v, want about 10..20", lo, hi)
+	}
+	for _, pt := range c.Points() {
+		if pt.X < lo || pt.X > hi {
+			t.Errorf("point at step %v shown in %v..%v", pt.X, lo, hi)
+		}
+	}
+	if n := len(c.Points()); n < 10 || n > 11 {
+		t.Errorf("%d points in the zoom", n)
+	}
+	c.ZoomOut()
+	if l, h := c.XRange(); !(l < lo && h > hi) {
+		t.Errorf("zoom out gave %v..%v from %v..%v", l, h, lo, hi)
+	}
+	c.ResetZoom()
+	if l, h := c.XRange(); l != lo0 || h != hi0 {
+		t.Errorf("reset gave %v..%v, want %v..%v", l, h, lo0, hi0)
+	}
+	// new data keeps the zoom (a live timeline stays where the user looks)
+	c.SetZoom(5, 8)
+	c.SetSpec(ChartSpec{Title: "Per-step timeline", XLabel: "step", YLabel: "ms", Width: 760, Height: 260,
+		Series: []Series{ramp("verify", 50, func(x float64) float64 { return 5 })}})
+	if l, h := c.XRange(); l != 5 || h != 8 {
+		t.Errorf("zoom lost on new data: %v..%v", l, h)
+	}
+
+	// the latency curve: log x
+	c.ResetZoom()
+	c.SetSpec(ChartSpec{Title: "Verification latency", XLabel: "W", YLabel: "ms", LogX: true, LogY: true, Width: 420, Height: 220,
+		Series: []Series{{Name: "T", X: []float64{1, 2, 4, 8, 16, 32, 64}, Y: []float64{10, 11, 12, 14, 20, 30, 50}}}})
+	from, to = at(4), at(16)
+	c.ZoomToWidgetRange(from.X, to.X)
+	lo, hi = c.XRange()
+	if lo < 3.9 || lo > 4.1 || hi < 15.6 || hi > 16.4 {
+		t.Errorf("log zoom to %v..%v, want about 4..16", lo, hi)
+	}
+}
+
+// TestChartSave: every chart saves as a PNG that decodes at its size and
+// an SVG document; other formats are refused.
+func TestChartSave(t *testing.T) {
+	test.NewTempApp(t)
+	c := newChart(300, 200)
+	dir := t.TempDir()
+	if err := c.SaveFile(filepath.Join(dir, "empty.png")); err == nil {
+		t.Error("an empty chart saved")
+	}
+	c.SetSpec(ChartSpec{Title: "t", XLabel: "W", YLabel: "ms", Width: 420, Height: 220, Series: []Series{ramp("a", 5, func(x float64) float64 { return x })}})
+	pngPath, svgPath := filepath.Join(dir, "c.png"), filepath.Join(dir, "c.svg")
+	for _, p := range []string{pngPath, svgPath} {
+		if err := c.SaveFile(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := os.ReadFile(pngPath)
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("saved PNG: %v", err)
+	}
+	if img.Bounds().Dx() != 420 || img.Bounds().Dy() != 220 {
+		t.Errorf("PNG is %v", img.Bounds())
+	}
+	svg, _ := os.ReadFile(svgPath)
+	if !bytes.HasPrefix(svg, []byte("<?xml")) || !bytes.Contains(svg, []byte("<svg")) || !bytes.Contains(svg, []byte("</svg>")) {
+		t.Errorf("saved SVG starts %q", svg[:min(len(svg), 80)])
+	}
+	if !bytes.Contains(svg, []byte(">t<")) && !strings.Contains(string(svg), "t</text>") {
+		t.Log("the SVG title is not plain text (fonts may be drawn as paths)")
+	}
+	if err := c.SaveFile(filepath.Join(dir, "c.jpg")); err == nil {
+		t.Error("a .jpg was written")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "c.jpg")); err == nil {
+		t.Error("a refused file was left behind")
+	}
+}
+
+// TestSpeedupChartPicksPlan: tapping a point of the speedup chart selects
+// its plan for Run (the same selection the tuned list makes) and stores it
+// as the pair's newest plan, which Export renders.
+func TestSpeedupChartPicksPlan(t *testing.T) {
+	dir := shared(t)
+	wb := newBench(t)
+	s, sp, r := wb.Session, wb.Speedup, wb.Run
+	m := wb.Models
+	m.Target.SetText(filepath.Join(dir, "stories260K.gguf"))
+	m.Draft.SetText(filepath.Join(dir, "bench", "draft-noisy-0.05.gguf"))
+	test.Tap(m.Load)
+	waitFor(t, "loading", func() bool {
+		return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded")
+	})
+	fyne.DoAndWait(func() { wb.Tabs.SelectIndex(2); sp.Update() })
+	var pt ChartPoint
+	found := false
+	for _, p := range sp.Chart.Points() {
+		if p.Series == "width 2" && p.X == 3 {
+			pt, found = p, true
+		}
+	}
+	if !found {
+		t.Fatalf("no point for width 2, depth 3 among %d", len(sp.Chart.Points()))
+	}
+	if sp.Chart.Size().Width < 100 {
+		t.Fatalf("the chart is not laid out: %v", sp.Chart.Size())
+	}
+	fyne.DoAndWait(func() { test.TapAt(sp.Chart, sp.Chart.PointPos(pt)) })
+	want := "egt widths=2,2,2 branch=2 w-max=64"
+	if s.Tuned == nil || s.Tuned.Plan.String() != want {
+		t.Fatalf("tapped plan %+v, want %s", s.Tuned, want)
+	}
+	if !strings.Contains(sp.Chart.Tip, "width 2: depth (draft levels) 3, speedup over plain decoding") {
+		t.Errorf("tap tip %q", sp.Chart.Tip)
+	}
+	if r.UseTuned.Disabled() {
+		t.Fatal("Run does not offer the picked plan")
+	}
+	test.Tap(r.UseTuned)
+	if got, err := r.Plan(); err != nil || got.String() != want {
+		t.Errorf("Run holds %v (%v), want %s", got, err, want)
+	}
+	waitFor(t, "the plan stored for Export", func() bool { return sp.stored == want })
+	if !strings.Contains(sp.WorkStatus.Text, "Stored as plan") {
+		t.Errorf("status: %s", sp.WorkStatus.Text)
+	}
+	e := wb.Export
+	if err := e.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("export:\n%s", e.YAML.Text)
+	if e.cfg == nil || e.cfg.Speculation.String() != want {
+		t.Errorf("Export renders %v, want the picked %s", e.cfg, want)
+	}
+}

@@ -1,0 +1,178 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"arborist/profiles/workbench"
+)
+
+// StepState is where one step of the workflow stands.
+type StepState int
+
+// The states a guide step shows.
+const (
+	StepToDo StepState = iota
+	StepRunning
+	StepDone
+)
+
+func (s StepState) String() string {
+	return [...]string{"to do", "running", "done"}[s]
+}
+
+// guideStep is one step of the first-run path and the tab that does it.
+type guideStep struct {
+	name string
+	tab  int // index in the workbench's tabs
+}
+
+// guideSteps lead a new user through the workflow in order.
+var guideSteps = []guideStep{
+	{"Models", 0}, {"Profile", 1}, {"Calibrate", 2}, {"Tune", 2}, {"Run", 3}, {"Export", 5},
+}
+
+// Guide is the strip above the screens that leads Models -> Profile ->
+// Calibrate -> Tune -> Run -> Export: each step shows whether it is done
+// (the database has its result for the chosen pair), running, or still to
+// do, the next step to do stands out, and a click opens its screen.
+type Guide struct {
+	wb      *Workbench
+	Buttons []*widget.Button
+	Box     *fyne.Container
+	steps   workbench.Steps // what the database holds of the pair
+	stepsOf string          // the pair steps was read for
+	// reads coalesce: a change during a read asks for one more, not a pile
+	mu             sync.Mutex
+	reading, stale bool
+}
+
+// newGuide builds the strip; it follows the session's changes.
+func newGuide(wb *Workbench) *Guide {
+	g := &Guide{wb: wb}
+	var objs []fyne.CanvasObject
+	for i, st := range guideSteps {
+		b := widget.NewButton(st.name, func() { wb.Tabs.SelectIndex(guideSteps[i].tab) })
+		g.Buttons = append(g.Buttons, b)
+		objs = append(objs, b)
+	}
+	g.Box = container.NewGridWithColumns(len(objs), objs...)
+	wb.Session.OnChange(func() { go g.reloadSoon() })
+	wb.Session.OnBusy(g.Show)
+	g.Show()
+	return g
+}
+
+// States derives each step's state: running from the screens, done from
+// the database (read by Reload), to do otherwise.
+func (g *Guide) States() []StepState {
+	wb := g.wb
+	s := wb.Session
+	loaded := s.Spec.Target != "" && g.stepsOf == s.Spec.Target
+	done := []bool{
+		s.Spec.Target != "",
+		loaded && g.steps.Profiled,
+		loaded && g.steps.Calibrated,
+		loaded && g.steps.PlanID > 0,
+		loaded && g.steps.Runs > 0,
+		loaded && g.steps.Exports > 0,
+	}
+	sp := wb.Speedup
+	running := []bool{
+		wb.Models.Load.Disabled() || wb.Models.DemoBtn.Disabled(),
+		wb.Profile.cancel != nil,
+		sp.busy && sp.doing == "Calibrating",
+		sp.busy && sp.doing == "Tuning",
+		wb.Run.cancel != nil,
+		false,
+	}
+	out := make([]StepState, len(guideSteps))
+	for i := range out {
+		switch {
+		case running[i]:
+			out[i] = StepRunning
+		case done[i]:
+			out[i] = StepDone
+		}
+	}
+	return out
+}
+
+// Show redraws the strip from the current states (on the UI goroutine).
+func (g *Guide) Show() {
+	next := true
+	for i, st := range g.States() {
+		b := g.Buttons[i]
+		label := fmt.Sprintf("%d %s", i+1, guideSteps[i].name)
+		switch st {
+		case StepDone:
+			b.SetIcon(theme.ConfirmIcon())
+			b.Importance = widget.LowImportance
+			b.SetText(label)
+		case StepRunning:
+			b.SetIcon(theme.ViewRefreshIcon())
+			b.Importance = widget.WarningImportance // the label keeps its width: the strip never widens the window
+			b.SetText(label)
+		default:
+			b.SetIcon(theme.RadioButtonIcon())
+			b.Importance = widget.MediumImportance
+			if next {
+				b.Importance = widget.HighImportance // the next step to take
+				next = false
+			}
+			b.SetText(label)
+		}
+		b.Refresh()
+	}
+}
+
+// reloadSoon reloads, or has the reload in progress go once more.
+func (g *Guide) reloadSoon() {
+	g.mu.Lock()
+	if g.reading {
+		g.stale = true
+		g.mu.Unlock()
+		return
+	}
+	g.reading = true
+	g.mu.Unlock()
+	for {
+		g.Reload()
+		g.mu.Lock()
+		if !g.stale {
+			g.reading = false
+			g.mu.Unlock()
+			return
+		}
+		g.stale = false
+		g.mu.Unlock()
+	}
+}
+
+// Reload reads the pair's progress from the database and redraws. It
+// blocks; call it off the UI goroutine.
+func (g *Guide) Reload() {
+	var ps workbench.PairSpec
+	fyne.DoAndWait(func() { ps = g.wb.Session.PairSpec() })
+	var steps workbench.Steps
+	err := fmt.Errorf("no pair")
+	if ps.Target != "" {
+		if b, e := g.wb.Session.Bench(context.Background()); e == nil {
+			steps, err = b.Steps(context.Background(), ps)
+		}
+	}
+	fyne.DoAndWait(func() {
+		if err != nil {
+			g.steps, g.stepsOf = workbench.Steps{}, ""
+		} else {
+			g.steps, g.stepsOf = steps, ps.Target
+		}
+		g.Show()
+	})
+}

@@ -1,0 +1,73 @@
+package app
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+)
+
+func states(wb *Workbench) []StepState {
+	wb.Guide.Reload()
+	return wb.Guide.States()
+}
+
+// TestGuideStates: the first-run guide shows every step to do on a fresh
+// workbench (Models first, standing out), a step running while it runs,
+// and done once the database holds its result; a click opens its screen.
+func TestGuideStates(t *testing.T) {
+	wb := newBench(t)
+	g := wb.Guide
+	for i, st := range states(wb) {
+		if st != StepToDo {
+			t.Errorf("fresh: step %s is %s", guideSteps[i].name, st)
+		}
+	}
+	if g.Buttons[0].Importance != widget.HighImportance || g.Buttons[1].Importance == widget.HighImportance {
+		t.Error("the first step to do does not stand out alone")
+	}
+	test.Tap(g.Buttons[4])
+	if wb.Tabs.SelectedIndex() != 3 {
+		t.Errorf("Run step opened tab %d", wb.Tabs.SelectedIndex())
+	}
+
+	dir := shared(t)
+	m := wb.Models
+	m.Target.SetText(filepath.Join(dir, "stories260K.gguf"))
+	m.Draft.SetText(filepath.Join(dir, "bench", "draft-noisy-0.05.gguf"))
+	test.Tap(m.Load)
+	if g.States()[0] != StepRunning || g.Buttons[0].Importance != widget.WarningImportance {
+		t.Errorf("loading: Models is %s (importance %v)", g.States()[0], g.Buttons[0].Importance)
+	}
+	waitFor(t, "loading", func() bool { return strings.Contains(m.Status.Text, "Loaded") })
+	if st := states(wb); st[0] != StepDone || st[1] != StepToDo {
+		t.Fatalf("loaded: %v", st)
+	}
+	if g.Buttons[1].Importance != widget.HighImportance {
+		t.Error("Profile, the next step, does not stand out")
+	}
+	p := wb.Profile
+	p.MaxW.SetSelected("16")
+	test.Tap(p.Start)
+	if g.States()[1] != StepRunning {
+		t.Errorf("profiling: Profile is %s", g.States()[1])
+	}
+	waitFor(t, "the profile", func() bool { return !p.Start.Disabled() })
+	if st := states(wb); st[1] != StepDone || st[2] != StepToDo {
+		t.Errorf("profiled: %v", st)
+	}
+	r := wb.Run
+	r.Strategy.SetSelected("ar")
+	r.Tokens.SetText("8")
+	test.Tap(r.Start)
+	if g.States()[4] != StepRunning {
+		t.Errorf("running: Run is %s", g.States()[4])
+	}
+	r.Wait()
+	waitFor(t, "the run", func() bool { return !r.Start.Disabled() })
+	if st := states(wb); st[4] != StepDone || st[3] != StepToDo || st[5] != StepToDo {
+		t.Errorf("after a run: %v", st)
+	}
+}

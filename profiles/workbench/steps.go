@@ -1,0 +1,44 @@
+package workbench
+
+import "context"
+
+// Steps is how far a pair has come through the workflow (profile,
+// calibrate, tune, run, export), as its database records it; the GUI's
+// first-run guide shows it.
+type Steps struct {
+	Profiled   bool  // a latency curve of the target on this machine is stored
+	Calibrated bool  // a calibration of the pair is stored
+	PlanID     int64 // the newest tuned plan of the target (0: none)
+	Runs       int   // stored runs of the target
+	Exports    int   // exports of the target's plans
+}
+
+// Steps reads the pair's progress; nothing is measured.
+func (b *Bench) Steps(ctx context.Context, ps PairSpec) (Steps, error) {
+	var s Steps
+	st, err := b.db(ctx)
+	if err != nil {
+		return s, err
+	}
+	in, err := b.Inputs(ctx, ps, InputsOptions{}, nil)
+	if err != nil {
+		return s, err
+	}
+	s.Calibrated = in.CalID > 0
+	if s.PlanID, _, err = b.LatestPlan(ctx, in); err != nil {
+		return s, err
+	}
+	db := st.DB()
+	// any stored curve of the target on this machine: a profile up to a
+	// smaller W than the speedup model reads (Tune measures the rest)
+	var curves int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM latency_curves WHERE hardware_id = ? AND model_id = ?", in.Hardware.ID, in.TargetID).Scan(&curves); err != nil {
+		return s, err
+	}
+	s.Profiled = in.Profiled || curves > 0
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM runs WHERE target = ?", ps.Target).Scan(&s.Runs); err != nil {
+		return s, err
+	}
+	err = db.QueryRowContext(ctx, "SELECT count(*) FROM exports JOIN plans ON exports.plan_id = plans.id WHERE plans.target_id = ?", in.TargetID).Scan(&s.Exports)
+	return s, err
+}
