@@ -36,18 +36,19 @@ const AppID = "dev.arborist.workbench"
 
 // Preference keys.
 const (
-	prefTarget  = "target"
-	prefDraft   = "draft"
-	prefHidden  = "draft_hidden"
-	prefPrompts = "prompts" // the last prompt suite file used
-	prefBackend = "backend"
-	prefRecent  = "recent"
-	prefDB      = "db"
-	prefWidth   = "window.width"
-	prefHeight  = "window.height"
-	maxRecent   = 8
-	defaultWide = 1100
-	defaultTall = 760
+	prefTarget       = "target"
+	prefDraft        = "draft"
+	prefHidden       = "draft_hidden"
+	prefPrompts      = "prompts" // the last prompt suite file used
+	prefBackend      = "backend"
+	prefDraftBackend = "draft_backend"
+	prefRecent       = "recent"
+	prefDB           = "db"
+	prefWidth        = "window.width"
+	prefHeight       = "window.height"
+	maxRecent        = 8
+	defaultWide      = 1100
+	defaultTall      = 760
 )
 
 // Session is the state the screens share: the chosen models, the database,
@@ -85,6 +86,7 @@ func NewSession(a fyne.App, w fyne.Window, demoDir string) *Session {
 	s.Spec.Draft = p.String(prefDraft)
 	s.Spec.DraftHidden = p.String(prefHidden)
 	s.Spec.Backend = p.String(prefBackend)
+	s.Spec.DraftBackend = p.String(prefDraftBackend)
 	return s
 }
 

@@ -24,7 +24,7 @@ func TestDeviceChoice(t *testing.T) {
 		t.Errorf("cpu note %q", m.DeviceNote.Text)
 	}
 	// a backend the registry lists but this machine cannot run
-	m.SetBackends(append(m.backends, workbench.BackendStatus{Name: "gpu-test", Unavailable: "no device found"}))
+	m.SetBackends(append(m.backends, workbench.BackendStatus{Name: "gpu-test", Err: "no device found"}))
 	m.Device.SetSelected("gpu-test")
 	if !strings.Contains(m.DeviceNote.Text, "Unavailable here: no device found") {
 		t.Errorf("note %q", m.DeviceNote.Text)
@@ -34,6 +34,14 @@ func TestDeviceChoice(t *testing.T) {
 	if !strings.Contains(m.Status.Text, "gpu-test backend cannot run here: no device found") || wb.Session.Spec.Target != "" {
 		t.Errorf("status %q, target %q", m.Status.Text, wb.Session.Spec.Target)
 	}
+	// the drafter on an unavailable device is refused the same way
+	m.Device.SetSelected("cpu")
+	m.DraftDevice.SetSelected("gpu-test")
+	test.Tap(m.Load)
+	if !strings.Contains(m.Status.Text, "gpu-test backend cannot run here") {
+		t.Errorf("draft device: status %q", m.Status.Text)
+	}
+	m.DraftDevice.SetSelected(sameDevice)
 
 	dir := shared(t)
 	m.Device.SetSelected("cpu")
@@ -43,7 +51,7 @@ func TestDeviceChoice(t *testing.T) {
 	waitFor(t, "loading", func() bool {
 		return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded")
 	})
-	if wb.Session.PairSpec().Backend != "cpu" || wb.Session.App.Preferences().String(prefBackend) != "cpu" {
-		t.Errorf("pair backend %q", wb.Session.PairSpec().Backend)
+	if wb.Session.PairSpec().Backend != "cpu" || wb.Session.App.Preferences().String(prefBackend) != "cpu" || wb.Session.PairSpec().DraftBackend != "" {
+		t.Errorf("pair backend %q, draft backend %q", wb.Session.PairSpec().Backend, wb.Session.PairSpec().DraftBackend)
 	}
 }

@@ -41,14 +41,17 @@ type ModelsScreen struct {
 	// DeviceNote says what it runs, or why it cannot run here.
 	Device     *widget.Select
 	DeviceNote *widget.Label
-	backends   []workbench.BackendStatus // nil until checked
-	Recent     *widget.Select
-	DB         *widget.Entry
-	Load       *widget.Button
-	DemoBtn    *widget.Button
-	Info       *widget.Label
-	Status     *widget.Label
-	Progress   *widget.ProgressBar
+	// DraftDevice places the draft source on another backend (DuoDecoding's
+	// split: the drafter on the CPU while the target verifies on a GPU).
+	DraftDevice *widget.Select
+	backends    []workbench.BackendStatus // nil until checked
+	Recent      *widget.Select
+	DB          *widget.Entry
+	Load        *widget.Button
+	DemoBtn     *widget.Button
+	Info        *widget.Label
+	Status      *widget.Label
+	Progress    *widget.ProgressBar
 	// Training a hidden-state drafter for the target.
 	TrainPrompts  *widget.Entry
 	TrainBtn      *widget.Button
@@ -89,6 +92,11 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 		dev = profiles.DefaultBackend
 	}
 	m.Device.SetSelected(dev)
+	m.DraftDevice = widget.NewSelect(append([]string{sameDevice}, profiles.BackendNames()...), nil)
+	m.DraftDevice.SetSelected(sameDevice)
+	if d := s.Spec.DraftBackend; d != "" {
+		m.DraftDevice.SetSelected(d)
+	}
 	go func() { // starting a backend (a GPU's, say) may take a moment
 		st := workbench.Backends()
 		fyne.Do(func() { m.SetBackends(st) })
@@ -221,6 +229,7 @@ func (m *ModelsScreen) Content() fyne.CanvasObject {
 		widget.NewFormItem("Target", container.NewBorder(nil, nil, nil, open(m.Target), m.Target)),
 		widget.NewFormItem("Draft source", m.Source),
 		widget.NewFormItem("Device", container.NewBorder(nil, nil, m.Device, nil, m.DeviceNote)),
+		widget.NewFormItem("Draft device", m.DraftDevice),
 		widget.NewFormItem("Draft model (or hidden drafter id)", container.NewBorder(nil, nil, nil, open(m.Draft), m.Draft)),
 		widget.NewFormItem("N-gram length / layers", m.N),
 		widget.NewFormItem("", container.NewGridWithColumns(2, m.Recent, m.Stored)),
@@ -241,15 +250,21 @@ func (m *ModelsScreen) SetBackends(st []workbench.BackendStatus) {
 	}
 	m.Device.Options = names
 	m.Device.Refresh()
+	m.DraftDevice.Options = append([]string{sameDevice}, names...)
+	m.DraftDevice.Refresh()
 	m.showDevice()
 }
+
+// sameDevice is the draft device choice that keeps the drafter on the
+// target's device.
+const sameDevice = "same as the target"
 
 // unavailable is why the named backend cannot run ("" when it can, or
 // before the check).
 func (m *ModelsScreen) unavailable(name string) string {
 	for _, b := range m.backends {
 		if b.Name == name {
-			return b.Unavailable
+			return b.Err
 		}
 	}
 	return ""
@@ -262,9 +277,9 @@ func (m *ModelsScreen) showDevice() {
 		if b.Name != name {
 			continue
 		}
-		if b.Unavailable != "" {
+		if b.Err != "" {
 			m.DeviceNote.Importance = widget.WarningImportance
-			m.DeviceNote.SetText("Unavailable here: " + b.Unavailable)
+			m.DeviceNote.SetText("Unavailable here: " + b.Err)
 			return
 		}
 		m.DeviceNote.Importance = widget.MediumImportance
@@ -342,11 +357,16 @@ func (m *ModelsScreen) load() {
 		m.s.ShowError(err)
 		return
 	}
-	device := m.Device.Selected
-	if why := m.unavailable(device); why != "" {
-		m.Status.SetText("Not loaded: the " + device + " backend cannot run here: " + why)
-		m.s.ShowError(fmt.Errorf("the %s backend cannot run here: %s", device, why))
-		return
+	device, draftDevice := m.Device.Selected, m.DraftDevice.Selected
+	if draftDevice == sameDevice || draftDevice == device {
+		draftDevice = ""
+	}
+	for _, d := range []string{device, draftDevice} {
+		if why := m.unavailable(d); d != "" && why != "" {
+			m.Status.SetText("Not loaded: the " + d + " backend cannot run here: " + why)
+			m.s.ShowError(fmt.Errorf("the %s backend cannot run here: %s", d, why))
+			return
+		}
 	}
 	m.Load.Disable()
 	m.s.Busy()
@@ -372,8 +392,9 @@ func (m *ModelsScreen) load() {
 				return
 			}
 			m.Info.SetText(info)
-			m.s.Spec.Backend = device
+			m.s.Spec.Backend, m.s.Spec.DraftBackend = device, draftDevice
 			m.s.App.Preferences().SetString(prefBackend, device)
+			m.s.App.Preferences().SetString(prefDraftBackend, draftDevice)
 			m.s.SetModels(target, draft)
 			m.s.Spec.NGram, m.s.Spec.Layers, m.s.Spec.DraftHidden = ngram, layers, hiddenRef
 			if hiddenRef == "" && m.lossView.Visible() {

@@ -31,7 +31,11 @@ type ProfileScreen struct {
 func NewProfileScreen(s *Session) *ProfileScreen {
 	p := &ProfileScreen{s: s}
 	hw := profiles.DetectHardware()
-	p.Hardware = widget.NewLabel(fmt.Sprintf("%s: %d cores / %d threads, %s, %.1f GiB RAM", hw.CPU, hw.Cores, hw.Threads, hw.SIMD, float64(hw.RAM)/(1<<30)))
+	desc := fmt.Sprintf("%s: %d cores / %d threads, %s, %.1f GiB RAM", hw.CPU, hw.Cores, hw.Threads, hw.SIMD, float64(hw.RAM)/(1<<30))
+	if hw.GPUs != "" {
+		desc += "; GPUs " + hw.GPUs
+	}
+	p.Hardware = widget.NewLabel(desc)
 	p.Hardware.Wrapping = fyne.TextWrapWord
 	p.Fresh = widget.NewCheck("measure again (ignore stored curves)", nil)
 	p.MaxW = widget.NewSelect([]string{"16", "32", "64", "128"}, nil)

@@ -430,31 +430,9 @@ func HumanBytes(b uint64) string {
 }
 
 // BackendStatus is one registered backend as the faces offer it: its
-// name, the kernels it runs here, and why it cannot run ("" when it can).
-type BackendStatus struct {
-	Name, Kernels, Unavailable string
-}
+// name, the kernels it runs here, and why it cannot run (Err, "" when it
+// can); the registry's own record.
+type BackendStatus = profiles.BackendStatus
 
-// Backends lists the registered backends, each started once (one worker)
-// and closed to learn whether it runs on this machine.
-func Backends() []BackendStatus {
-	var out []BackendStatus
-	for _, name := range profiles.BackendNames() {
-		st := BackendStatus{Name: name}
-		info, err := profiles.Backend(name)
-		if err == nil && info.Kernels != nil {
-			st.Kernels = info.Kernels()
-		}
-		if err == nil {
-			var be kernels.Backend
-			if be, err = profiles.NewBackend(name, 1); err == nil {
-				be.Close()
-			}
-		}
-		if err != nil {
-			st.Unavailable = err.Error()
-		}
-		out = append(out, st)
-	}
-	return out
-}
+// Backends lists the registered backends with their availability here.
+func Backends() []BackendStatus { return profiles.Backends() }
