@@ -87,7 +87,12 @@ NVCCFLAGS = -ccbin $(HOSTCC) -allow-unsupported-compiler -std=c++17 -O3 -Werror 
 CUDA_SRC = kernels/cuda/kernels/arborist.cu
 CUDA_ARCHS = 80 90
 PTX = $(CUDA_ARCHS:%=kernels/cuda/ptx/sm_%.ptx)
-CUDA_ENV = CGO_ENABLED=1 CGO_CFLAGS="-I$(CUDA_ROOT)/usr/include" CGO_LDFLAGS="-L$(CUDA_ROOT)/usr/lib/x86_64-linux-gnu/stubs"
+# The toolkit's headers and stub libcuda reach the C compiler and linker
+# through CPATH and LIBRARY_PATH, not CGO_CFLAGS/CGO_LDFLAGS: go hashes the
+# CGO_ variables into every cgo package's build ID, so setting them would
+# rebuild Fyne, GLFW and SQLite (minutes on 2 cores) instead of reusing
+# make test's builds; only gorgonia.org/cu needs them.
+CUDA_ENV = CGO_ENABLED=1 CPATH="$(CUDA_ROOT)/usr/include" LIBRARY_PATH="$(CUDA_ROOT)/usr/lib/x86_64-linux-gnu/stubs"
 # stripped: the binary travels to GPU machines (scripts/device-check.sh)
 CUDA_LDFLAGS ?= -s -w
 

@@ -31,6 +31,7 @@ var backends = map[string]BackendInfo{
 		DefaultThreads: cpu.DefaultThreads,
 		Kernels:        cpu.Kernels,
 	},
+	"cuda": cudaBackend, // backends_cuda.go in arborist-cuda, backends_nocuda.go in arborist
 }
 
 // DefaultBackend is the backend used when none is named.
