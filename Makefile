@@ -99,7 +99,7 @@ CUDA_LDFLAGS ?= -s -w
 cuda-toolkit:
 	@bash scripts/install-cuda.sh "$(CUDA_HOME)" >/dev/null
 
-kernels/cuda/ptx/sm_%.ptx: $(CUDA_SRC) | cuda-toolkit
+kernels/cuda/ptx/sm_%.ptx: $(CUDA_SRC) kernels/cuda/kernels/quant.cuh | cuda-toolkit
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -ptx -arch=sm_$* -o $@ $<
 

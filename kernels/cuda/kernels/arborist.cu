@@ -55,38 +55,8 @@ __device__ __forceinline__ int warp_isum(int v) {
 	return v;
 }
 
-// f16 from two bytes at an even address.
-__device__ __forceinline__ float ld_f16(const uint8_t *p) {
-	return __half2float(__ushort_as_half(*(const uint16_t *)p));
-}
-
-// Four bytes at an even (not necessarily 4-byte aligned) address.
-__device__ __forceinline__ int ld32(const uint8_t *p) {
-	const uint16_t *h = (const uint16_t *)p;
-	return (int)((uint32_t)h[0] | ((uint32_t)h[1] << 16));
-}
-
-// Q4_K/Q5_K: the j-th six-bit (scale, min) pair of the 12 packed bytes q
-// (quant.ScaleMinK4).
-__device__ __forceinline__ void scale_min_k4(int j, const uint8_t *q, int *sc, int *m) {
-	if (j < 4) {
-		*sc = q[j] & 63;
-		*m = q[j + 4] & 63;
-	} else {
-		*sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-		*m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-	}
-}
-
-// ------------------------------------------------- quantised weight chunks
-
-// A chunk is 32 consecutive weights of a row as signed 8-bit integers q
-// (packed four to an int) with w_j = a_{j/16} * q_j + b: two scales because
-// Q6_K changes scale every 16 weights.
-struct Chunk {
-	int q[8];
-	float a0, a1, b;
-};
+// The quantised weight layouts (shared with the host check, hostcheck.c).
+#include "quant.cuh"
 
 #define T_Q8_0 8
 #define T_Q4_0 2
@@ -94,95 +64,13 @@ struct Chunk {
 #define T_Q5_K 13
 #define T_Q6_K 14
 
-// Bytes per block and weights per block of each quantised type.
-template <int T> struct QT;
-template <> struct QT<T_Q8_0> { static const int bytes = 34, weights = 32; };
-template <> struct QT<T_Q4_0> { static const int bytes = 18, weights = 32; };
-template <> struct QT<T_Q4_K> { static const int bytes = 144, weights = 256; };
-template <> struct QT<T_Q5_K> { static const int bytes = 176, weights = 256; };
-template <> struct QT<T_Q6_K> { static const int bytes = 210, weights = 256; };
-
 // unpack fills ch with chunk c (weights 32c..32c+31) of the row at row.
 template <int T> __device__ __forceinline__ void unpack(const uint8_t *row, int c, Chunk &ch);
-
-// Q8_0: d f16, qs[32] int8; w = d*q.
-template <> __device__ __forceinline__ void unpack<T_Q8_0>(const uint8_t *row, int c, Chunk &ch) {
-	const uint8_t *b = row + (size_t)c * 34;
-	ch.a0 = ch.a1 = ld_f16(b);
-	ch.b = 0.f;
-#pragma unroll
-	for (int k = 0; k < 8; k++) ch.q[k] = ld32(b + 2 + 4 * k);
-}
-
-// Q4_0: d f16, qs[16]: weights 0..15 in the low nibbles, 16..31 in the high
-// ones; w = d*(q-8).
-template <> __device__ __forceinline__ void unpack<T_Q4_0>(const uint8_t *row, int c, Chunk &ch) {
-	const uint8_t *b = row + (size_t)c * 18;
-	ch.a0 = ch.a1 = ld_f16(b);
-	ch.b = 0.f;
-#pragma unroll
-	for (int k = 0; k < 4; k++) {
-		int v = ld32(b + 2 + 4 * k);
-		ch.q[k] = __vsubss4(v & 0x0F0F0F0F, 0x08080808);
-		ch.q[k + 4] = __vsubss4((v >> 4) & 0x0F0F0F0F, 0x08080808);
-	}
-}
-
-// Q4_K: d, dmin f16; scales[12]; qs[128]. Sub-block s (32 weights) is the
-// low (s even) or high (s odd) nibbles of qs[32*(s/2)..]; w = d*sc*q - dmin*m.
-template <> __device__ __forceinline__ void unpack<T_Q4_K>(const uint8_t *row, int c, Chunk &ch) {
-	const uint8_t *b = row + (size_t)(c / 8) * 144;
-	int s = c % 8, sc, m;
-	scale_min_k4(s, b + 4, &sc, &m);
-	ch.a0 = ch.a1 = ld_f16(b) * (float)sc;
-	ch.b = -ld_f16(b + 2) * (float)m;
-	const uint8_t *q = b + 16 + 32 * (s / 2);
-	int sh = 4 * (s % 2);
-#pragma unroll
-	for (int k = 0; k < 8; k++) ch.q[k] = (ld32(q + 4 * k) >> sh) & 0x0F0F0F0F;
-}
-
-// Q5_K: d, dmin f16; scales[12]; qh[32]; qs[128]. As Q4_K, plus the fifth
-// bit of weight l of sub-block s at bit s of qh[l].
-template <> __device__ __forceinline__ void unpack<T_Q5_K>(const uint8_t *row, int c, Chunk &ch) {
-	const uint8_t *b = row + (size_t)(c / 8) * 176;
-	int s = c % 8, sc, m;
-	scale_min_k4(s, b + 4, &sc, &m);
-	ch.a0 = ch.a1 = ld_f16(b) * (float)sc;
-	ch.b = -ld_f16(b + 2) * (float)m;
-	const uint8_t *qh = b + 16;
-	const uint8_t *ql = b + 48 + 32 * (s / 2);
-	int sh = 4 * (s % 2);
-#pragma unroll
-	for (int k = 0; k < 8; k++) {
-		int lo = (ld32(ql + 4 * k) >> sh) & 0x0F0F0F0F;
-		int hi = ((ld32(qh + 4 * k) >> s) & 0x01010101) << 4;
-		ch.q[k] = lo | hi;
-	}
-}
-
-// Q6_K: ql[128], qh[64], scales[16] int8, d f16. In half h = s/4, quarter
-// k = s%4 of a super-block, weight l has its low nibble in ql[64h + 32(k&1)
-// + l] (high nibble when k >= 2), its top two bits at bits 2k of
-// qh[32h + l], and scale scales[8h + 2k + l/16]; w = d*sc*(q-32).
-template <> __device__ __forceinline__ void unpack<T_Q6_K>(const uint8_t *row, int c, Chunk &ch) {
-	const uint8_t *b = row + (size_t)(c / 8) * 210;
-	int s = c % 8, h = s / 4, k = s % 4;
-	float d = ld_f16(b + 208);
-	const int8_t *sc = (const int8_t *)(b + 192 + 8 * h + 2 * k);
-	ch.a0 = d * (float)sc[0];
-	ch.a1 = d * (float)sc[1];
-	ch.b = 0.f;
-	const uint8_t *ql = b + 64 * h + 32 * (k & 1);
-	const uint8_t *qh = b + 128 + 32 * h;
-	int sh = 4 * (k >> 1);
-#pragma unroll
-	for (int j = 0; j < 8; j++) {
-		int lo = (ld32(ql + 4 * j) >> sh) & 0x0F0F0F0F;
-		int hi = ((ld32(qh + 4 * j) >> (2 * k)) & 0x03030303) << 4;
-		ch.q[j] = __vsubss4(lo | hi, 0x20202020);
-	}
-}
+template <> __device__ __forceinline__ void unpack<T_Q8_0>(const uint8_t *row, int c, Chunk &ch) { unpack_q8_0(row, c, &ch); }
+template <> __device__ __forceinline__ void unpack<T_Q4_0>(const uint8_t *row, int c, Chunk &ch) { unpack_q4_0(row, c, &ch); }
+template <> __device__ __forceinline__ void unpack<T_Q4_K>(const uint8_t *row, int c, Chunk &ch) { unpack_q4_k(row, c, &ch); }
+template <> __device__ __forceinline__ void unpack<T_Q5_K>(const uint8_t *row, int c, Chunk &ch) { unpack_q5_k(row, c, &ch); }
+template <> __device__ __forceinline__ void unpack<T_Q6_K>(const uint8_t *row, int c, Chunk &ch) { unpack_q6_k(row, c, &ch); }
 
 // ------------------------------------------------------------- embedding
 
@@ -196,12 +84,7 @@ template <int T> __device__ void embed_q(float *dst, const uint8_t *w, size_t ro
 	unpack<T>(w + (size_t)ids[i] * rowBytes, c, ch);
 	float *o = dst + (size_t)i * cols + 32 * c;
 #pragma unroll
-	for (int k = 0; k < 8; k++) {
-		int v = ch.q[k];
-		float a = k < 4 ? ch.a0 : ch.a1;
-#pragma unroll
-		for (int j = 0; j < 4; j++) o[4 * k + j] = a * (float)(int8_t)(v >> (8 * j)) + ch.b;
-	}
+	for (int j = 0; j < 32; j++) o[j] = chunk_weight(&ch, j);
 }
 
 // Embedding rows of a float table: grid (ceil(cols/256), nids), block 256.
@@ -273,13 +156,8 @@ __device__ void mm_q(float *out, const uint8_t *w, size_t rowBytes, const int8_t
 		for (int r = 0; r < MMQ_NB; r++) {
 			if (r < nb) {
 				const int *xr = (const int *)(xq + (size_t)(r0 + r) * cols + 32 * c);
-				int s0 = 0, s1 = 0;
-#pragma unroll
-				for (int k = 0; k < 4; k++) s0 = __dp4a(ch.q[k], xr[k], s0);
-#pragma unroll
-				for (int k = 4; k < 8; k++) s1 = __dp4a(ch.q[k], xr[k], s1);
 				size_t xi = (size_t)(r0 + r) * chunks + c;
-				acc[r] += xd[xi] * (ch.a0 * (float)s0 + ch.a1 * (float)s1) + ch.b * xs[xi];
+				acc[r] += chunk_dot(&ch, xr, xd[xi], xs[xi]);
 			}
 		}
 	}
