@@ -331,20 +331,22 @@ func fakeSystem(t *testing.T, lib, module, node, beside, onPath bool) ProbeEnv {
 		}
 	}
 	env := ProbeEnv{
-		LibDirs:    []string{filepath.Join(dir, "lib64"), filepath.Join(dir, "lib")},
-		DriverFile: filepath.Join(dir, "proc/driver/nvidia/version"),
-		DeviceGlob: filepath.Join(dir, "dev/nvidia[0-9]*"),
-		Exe:        filepath.Join(dir, "bin/arborist"),
-		Path:       filepath.Join(dir, "empty") + string(filepath.ListSeparator) + filepath.Join(dir, "usr/bin"),
+		LibDirs:     []string{filepath.Join(dir, "lib64"), filepath.Join(dir, "lib")},
+		DriverFile:  filepath.Join(dir, "proc/driver/nvidia/version"),
+		ControlNode: filepath.Join(dir, "dev/nvidiactl"),
+		DeviceGlob:  filepath.Join(dir, "dev/nvidia[0-9]*"),
+		Exe:         filepath.Join(dir, "bin/arborist"),
+		Path:        filepath.Join(dir, "empty") + string(filepath.ListSeparator) + filepath.Join(dir, "usr/bin"),
 	}
 	mk(env.Exe, 0o755)
-	mk(filepath.Join(dir, "dev/nvidiactl"), 0o644)    // not a GPU
+	mk(filepath.Join(dir, "dev/nvidia-uvm"), 0o644)   // not a GPU
 	mk(filepath.Join(dir, "lib64/libcuda.so"), 0o644) // the link-time stub is not the driver
 	if lib {
 		mk(filepath.Join(dir, "lib/libcuda.so.1"), 0o644)
 	}
 	if module {
 		mk(env.DriverFile, 0o444)
+		mk(env.ControlNode, 0o666) // not a GPU either
 	}
 	if node {
 		mk(filepath.Join(dir, "dev/nvidia0"), 0o666)
@@ -391,6 +393,20 @@ func TestProbe(t *testing.T) {
 	}
 	if _, err := Probe(env); err == nil || !strings.Contains(err.Error(), NotInstalled) {
 		t.Fatalf("non-executable arborist-cuda: %v", err)
+	}
+	// the control node alone shows the module (gVisor has no /proc entry)
+	env = fakeSystem(t, true, true, true, true, false)
+	if err := os.Remove(env.DriverFile); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Probe(env); err != nil {
+		t.Fatalf("control node without /proc entry: %v", err)
+	}
+	if err := os.Remove(env.ControlNode); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Probe(env); err == nil || !strings.Contains(err.Error(), NoDriver) {
+		t.Fatalf("neither /proc entry nor control node: %v", err)
 	}
 	if e := SystemProbeEnv(); e.DriverFile == "" || len(e.LibDirs) == 0 || e.DeviceGlob == "" {
 		t.Fatalf("system probe env %+v", e)

@@ -32,9 +32,10 @@ func (u *Unavailable) Error() string { return u.Reason + ": " + u.Detail }
 type ProbeEnv struct {
 	// LibDirs are searched for the driver's libcuda.so.1.
 	LibDirs []string
-	// DriverFile exists when the kernel module is loaded
-	// (/proc/driver/nvidia/version).
-	DriverFile string
+	// DriverFile (/proc/driver/nvidia/version) or ControlNode
+	// (/dev/nvidiactl) exists when the kernel module is loaded; sandboxes
+	// that pass a GPU through (gVisor) may show only the node.
+	DriverFile, ControlNode string
 	// DeviceGlob matches the GPUs' device nodes (/dev/nvidia[0-9]*).
 	DeviceGlob string
 	// Exe is the running program; arborist-cuda is looked for beside it
@@ -52,7 +53,7 @@ func SystemProbeEnv() ProbeEnv {
 		dirs = append(filepath.SplitList(ld), dirs...)
 	}
 	exe, _ := os.Executable()
-	return ProbeEnv{LibDirs: dirs, DriverFile: "/proc/driver/nvidia/version", DeviceGlob: "/dev/nvidia[0-9]*", Exe: exe, Path: os.Getenv("PATH")}
+	return ProbeEnv{LibDirs: dirs, DriverFile: "/proc/driver/nvidia/version", ControlNode: "/dev/nvidiactl", DeviceGlob: "/dev/nvidia[0-9]*", Exe: exe, Path: os.Getenv("PATH")}
 }
 
 // Probe reports whether a CUDA run can start here, without loading the
@@ -65,8 +66,7 @@ func Probe(env ProbeEnv) (string, error) {
 		if d == "" {
 			continue
 		}
-		p := filepath.Join(d, "libcuda.so.1")
-		if _, err := os.Stat(p); err == nil {
+		if p := filepath.Join(d, "libcuda.so.1"); exists(p) {
 			lib = p
 			break
 		}
@@ -74,8 +74,8 @@ func Probe(env ProbeEnv) (string, error) {
 	if lib == "" {
 		return "", &Unavailable{NoDriver, "libcuda.so.1 not found in " + strings.Join(env.LibDirs, ", ")}
 	}
-	if _, err := os.Stat(env.DriverFile); err != nil {
-		return "", &Unavailable{NoDriver, fmt.Sprintf("%s found, but no %s (the nvidia kernel module is not loaded)", lib, env.DriverFile)}
+	if !exists(env.DriverFile) && !exists(env.ControlNode) {
+		return "", &Unavailable{NoDriver, fmt.Sprintf("%s found, but neither %s nor %s (the nvidia kernel module is not loaded)", lib, env.DriverFile, env.ControlNode)}
 	}
 	nodes, _ := filepath.Glob(env.DeviceGlob)
 	if len(nodes) == 0 {
@@ -105,6 +105,14 @@ func findBinary(env ProbeEnv) (string, error) {
 		tried = append(tried, d)
 	}
 	return "", &Unavailable{NotInstalled, "looked in " + strings.Join(tried, ", ")}
+}
+
+func exists(p string) bool {
+	if p == "" {
+		return false
+	}
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 func executable(p string) bool {
