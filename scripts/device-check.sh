@@ -5,8 +5,8 @@
 #
 #   scripts/device-check.sh --prepare   (here, with Go and make cuda)
 #       builds .device/arborist-cuda (stripped) and .device/kernels-cuda.test
-#       (kernels/cuda's GPU tests); .device is ignored by git, so name it in
-#       the device tool's carry list. Together about 45 MB.
+#       (kernels/cuda's GPU tests); .device is ignored by git (.gitignore),
+#       so name it in the device tool's carry list. Together about 45 MB.
 #   scripts/device-check.sh [OUTDIR]    (there; OUTDIR defaults to $OUT, or
 #       ./device-check-out)
 #
@@ -47,7 +47,6 @@ if [ "${1:-}" = "--prepare" ]; then
 	cuda_home=${CUDA_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/arborist/cuda-11.8}
 	CGO_ENABLED=1 CPATH="$cuda_home/root/usr/include" LIBRARY_PATH="$cuda_home/root/usr/lib/x86_64-linux-gnu/stubs" \
 		go test -tags cuda -c -ldflags="-s -w" -o .device/kernels-cuda.test ./kernels/cuda
-	grep -qx '/.device/' .git/info/exclude 2>/dev/null || echo '/.device/' >>"$(git rev-parse --git-path info/exclude)"
 	du -sh .device
 	exit 0
 fi
