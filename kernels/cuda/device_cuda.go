@@ -84,18 +84,18 @@ func New(threads int) (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cuda: compute capability: %w", err)
 	}
-	min, err := dev.Attribute(cu.ComputeCapabilityMinor)
+	mnr, err := dev.Attribute(cu.ComputeCapabilityMinor)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: compute capability: %w", err)
 	}
-	arch, err := PTXArch(maj, min)
+	arch, err := PTXArch(maj, mnr)
 	if err != nil {
 		return nil, err
 	}
 	name, _ := dev.Name()
 	total, _ := dev.TotalMem()
 	d := &Device{dev: dev, arch: arch, fn: map[string]cu.Function{}, allocs: map[cu.DevicePtr]int64{},
-		desc: fmt.Sprintf("%s (compute %d.%d, %.0f GiB, PTX %s)", name, maj, min, float64(total)/(1<<30), arch)}
+		desc: fmt.Sprintf("%s (compute %d.%d, %.0f GiB, PTX %s)", name, maj, mnr, float64(total)/(1<<30), arch)}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if d.ctx, err = dev.MakeContext(cu.SchedAuto); err != nil {
@@ -681,7 +681,7 @@ func (d *Device) Attention(out, q kernels.Tensor, kv kernels.KV, layer, past, n 
 	}
 	l := d.launchOK(AttentionLaunch(c.t, s.Heads, s.KVHeads, s.HeadDim, n))
 	defer d.enter()()
-	var mp cu.DevicePtr
+	var maskPtr cu.DevicePtr
 	if mask != nil {
 		b := make([]byte, n*total)
 		for i := range b {
@@ -689,9 +689,9 @@ func (d *Device) Attention(out, q kernels.Tensor, kv kernels.KV, layer, past, n 
 				b[i] = 1
 			}
 		}
-		mp = d.uploadTo(sMask, unsafe.Pointer(&b[0]), int64(len(b)))
+		maskPtr = d.uploadTo(sMask, unsafe.Pointer(&b[0]), int64(len(b)))
 	}
-	d.launch(l, ptr(ot.ptr), ptr(qt.ptr), ptr(c.ptr), ptr(mp), i32(layer), i32(c.slots), i32(past),
+	d.launch(l, ptr(ot.ptr), ptr(qt.ptr), ptr(c.ptr), ptr(maskPtr), i32(layer), i32(c.slots), i32(past),
 		i32(s.Heads), i32(s.KVHeads), i32(s.HeadDim), f32(s.Scale), f32(s.Softcap))
 }
 
@@ -716,10 +716,10 @@ func (d *Device) Compact(kv kernels.KV, keep []int, used int) error {
 		return err
 	}
 	defer d.enter()()
-	kp := d.uploadInts(sIdx, keep)
+	keepPtr := d.uploadInts(sIdx, keep)
 	sp := d.scratch(sCompact, sb)
 	words := c.width * c.es / 2
-	d.launch(ls[0], ptr(sp), ptr(c.ptr), ptr(kp), i32(len(keep)), i32(c.slots), i32(words))
+	d.launch(ls[0], ptr(sp), ptr(c.ptr), ptr(keepPtr), i32(len(keep)), i32(c.slots), i32(words))
 	d.launch(ls[1], ptr(c.ptr), ptr(sp), i32(len(keep)), i32(c.slots), i32(words))
 	return nil
 }

@@ -235,7 +235,7 @@ extern "C" __global__ void to_bf16(__nv_bfloat16 *xh, const float *x, int n, int
 template <typename W>
 __device__ void mm_tc(float *out, const W *w, const W *xh, int rows, int cols, int n) {
 	using namespace nvcuda;
-	__shared__ float tile[MM_WARPS][16 * 16];
+	__shared__ __align__(32) float tile[MM_WARPS][16 * 16]; // wmma stores need 256-bit alignment
 	int warp = threadIdx.x / WARP, lane = threadIdx.x % WARP;
 	int o0 = 16 * (blockIdx.x * MM_WARPS + warp);
 	int r0 = 16 * blockIdx.y;
