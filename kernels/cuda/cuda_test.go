@@ -58,7 +58,7 @@ func TestKernelTableMatchesSource(t *testing.T) {
 // The Go constants agree with the source's #defines.
 func TestConstantsMatchSource(t *testing.T) {
 	src := source(t)
-	for name, want := range map[string]int{"MM_WARPS": mmWarps, "MMQ_NB": mmqNB, "ATT_WARPS": attWarps, "ATT_MAXD": attMaxD / warp, "WARP": warp} {
+	for name, want := range map[string]int{"TC_WARPS": tcWarps, "MM_WARPS": mmWarps, "MMQ_NB": mmqNB, "ATT_WARPS": attWarps, "ATT_MAXD": attMaxD / warp, "WARP": warp} {
 		m := regexp.MustCompile(`#define ` + name + ` (\d+)`).FindStringSubmatch(src)
 		if m == nil {
 			t.Fatalf("#define %s not found", name)
@@ -133,7 +133,7 @@ func TestMatMulGeometry(t *testing.T) {
 					if typ != quant.F16 && typ != quant.BF16 || rows%16 != 0 || cols%16 != 0 {
 						t.Fatalf("%v %dx%d on tensor cores", typ, rows, cols)
 					}
-					if p.Pad%16 != 0 || p.Pad < n || p.Pad-n >= 16 || m.Grid[1]*16 != p.Pad || m.Grid[0]*16*mmWarps < rows {
+					if p.Pad%16 != 0 || p.Pad < n || p.Pad-n >= 16 || m.Grid[1]*16 != p.Pad || m.Grid[0]*16 != rows || m.Block[0] != warp*tcWarps {
 						t.Fatalf("%v %dx%d n=%d: pad %d grid %v", typ, rows, cols, n, p.Pad, m.Grid)
 					}
 					if c := p.Launches[0]; c.Grid[0]*c.Block[0] < cols || c.Grid[1] != p.Pad {

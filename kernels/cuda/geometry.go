@@ -12,6 +12,7 @@ const (
 	warp     = 32
 	mmWarps  = 4   // MM_WARPS: output rows per matrix-product block
 	mmqNB    = 8   // MMQ_NB: batch rows per matrix-product block
+	tcWarps  = 8   // TC_WARPS: warps sharing a tensor-core output tile
 	attWarps = 4   // ATT_WARPS
 	attMaxD  = 256 // ATT_MAXD * 32: the largest head dimension
 	ewBlock  = 256 // block of the element-wise and row kernels
@@ -109,7 +110,7 @@ func PlanMatMul(t quant.Type, rows, cols, n int) (MatMulPlan, error) {
 		if err != nil {
 			return p, err
 		}
-		m, err := launch("mm_tc_"+suf, ceilDiv(rows, 16*mmWarps), p.Pad/16, 1, warp*mmWarps)
+		m, err := launch("mm_tc_"+suf, rows/16, p.Pad/16, 1, warp*tcWarps)
 		if err != nil {
 			return p, err
 		}

@@ -31,6 +31,8 @@
 #define MMQ_NB 8
 // Warps (output rows) per matrix-product block.
 #define MM_WARPS 4
+// Warps sharing one 16x16 output tile of the tensor-core product.
+#define TC_WARPS 8
 // Attention: warps per (row, head) block, and the most head values a lane holds.
 #define ATT_WARPS 4
 #define ATT_MAXD 8 // head_dim <= 256
@@ -228,34 +230,37 @@ extern "C" __global__ void to_bf16(__nv_bfloat16 *xh, const float *x, int n, int
 
 // mm_tc: tensor-core product for F16/BF16 weights, rows and cols multiples
 // of 16: out[r, o] = sum_k xh[r, k] W[o, k]. A = xh (row-major, ld cols),
-// B[k, o] = W[o, k] (column-major, ld cols). grid (rows/(16*MM_WARPS) rounded
-// up, npad/16), block 32*MM_WARPS: warp w computes the 16x16 tile of outputs
-// o0 = 16*(MM_WARPS*bx + w), rows 16*by.., staged through shared memory so
-// rows >= n are not written.
+// B[k, o] = W[o, k] (column-major, ld cols). grid (rows/16, npad/16), block
+// 32*TC_WARPS: a block computes the 16x16 tile of outputs o0 = 16*bx, rows
+// r0 = 16*by; its warps split the k steps (warp w takes steps w, w+TC_WARPS,
+// ...) so a decode pass has enough loads in flight to stream the weights,
+// and their partial tiles are summed in shared memory in warp order, the
+// same for every n. Rows >= n are not written.
 template <typename W>
 __device__ void mm_tc(float *out, const W *w, const W *xh, int rows, int cols, int n) {
 	using namespace nvcuda;
-	__shared__ __align__(32) float tile[MM_WARPS][16 * 16]; // wmma stores need 256-bit alignment
-	int warp = threadIdx.x / WARP, lane = threadIdx.x % WARP;
-	int o0 = 16 * (blockIdx.x * MM_WARPS + warp);
-	int r0 = 16 * blockIdx.y;
-	if (o0 >= rows) return;
+	__shared__ __align__(32) float tile[TC_WARPS][16 * 16]; // wmma stores need 256-bit alignment
+	int warp = threadIdx.x / WARP;
+	int o0 = 16 * blockIdx.x, r0 = 16 * blockIdx.y;
 	wmma::fragment<wmma::matrix_a, 16, 16, 16, W, wmma::row_major> fa;
 	wmma::fragment<wmma::matrix_b, 16, 16, 16, W, wmma::col_major> fb;
 	wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;
 	wmma::fill_fragment(fc, 0.f);
 	const W *a = xh + (size_t)r0 * cols;
 	const W *b = w + (size_t)o0 * cols;
-	for (int k = 0; k < cols; k += 16) {
+	for (int k = 16 * warp; k < cols; k += 16 * TC_WARPS) {
 		wmma::load_matrix_sync(fa, a + k, cols);
 		wmma::load_matrix_sync(fb, b + k, cols);
 		wmma::mma_sync(fc, fa, fb, fc);
 	}
 	wmma::store_matrix_sync(tile[warp], fc, 16, wmma::mem_row_major);
-	__syncwarp();
-	for (int e = lane; e < 256; e += WARP) {
+	__syncthreads();
+	for (int e = threadIdx.x; e < 256; e += blockDim.x) {
+		float v = 0.f;
+#pragma unroll
+		for (int i = 0; i < TC_WARPS; i++) v += tile[i][e];
 		int r = r0 + e / 16, o = o0 + e % 16;
-		if (r < n) out[(size_t)r * rows + o] = tile[warp][e];
+		if (r < n && o < rows) out[(size_t)r * rows + o] = v;
 	}
 }
 
