@@ -112,6 +112,7 @@ cuda: deps cuda-toolkit $(PTX)
 # cuda-tagged tests compiled (they need a GPU to run: see README).
 cuda-check: cuda
 	for a in $(CUDA_ARCHS); do $(NVCC) $(NVCCFLAGS) -Xptxas -Werror -cubin -arch=sm_$$a -o /dev/null $(CUDA_SRC) || exit 1; done
-	$(CUDA_ENV) $(GO) vet -tags cuda ./kernels/cuda/... ./profiles/ ./app/cli/
+	$(CUDA_ENV) $(GO) vet -tags cuda ./kernels/cuda/... ./profiles/... ./app/cli/
 	$(CUDA_ENV) $(GO) test -tags cuda -c -o /dev/null ./kernels/cuda
+	$(CUDA_ENV) $(GO) test -tags cuda -c -o /dev/null ./profiles/workbench
 	$(GO) test -count=1 ./kernels/cuda/...
