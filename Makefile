@@ -8,7 +8,7 @@ BIN := arborist
 DEB_PKGS := gcc libc6-dev pkg-config libgl-dev libx11-dev libxcursor-dev \
 	libxrandr-dev libxinerama-dev libxi-dev libxxf86vm-dev
 
-.PHONY: run test deps build vet fuzz bench clean package screenshots
+.PHONY: run test deps build vet fuzz bench clean package screenshots cuda cuda-toolkit cuda-check
 
 deps:
 	@bash scripts/install-deps.sh $(DEB_PKGS)
@@ -52,7 +52,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./kernels/... ./engine/...
 
 clean:
-	rm -f $(BIN)
+	rm -f $(BIN) $(BIN)-cuda $(PTX)
 
 # An installable Linux bundle (Arborist.tar.xz: binary, desktop entry, icon,
 # and a Makefile whose `make install` puts them in place).
@@ -67,3 +67,54 @@ SHOT_PKGS := xvfb imagemagick
 screenshots: build
 	@bash scripts/install-deps.sh $(SHOT_PKGS)
 	bash scripts/screenshots.sh
+
+# CUDA (not yet run on a GPU; README "CUDA"). `make cuda` puts Debian 12's
+# CUDA 11.8 compiler, headers and stub libcuda in a user cache folder
+# (scripts/install-cuda.sh: no root, the system untouched), compiles the
+# kernels to PTX for Ampere (sm_80) and Hopper (sm_90), and builds
+# arborist-cuda: the same program with the CUDA backend linked in (build tag
+# cuda). The default binary never links libcuda; asked for --device cuda it
+# hands over to arborist-cuda. nvcc 11.8 accepts gcc <= 11; Debian 12's
+# gcc 12 works for these kernels with -allow-unsupported-compiler (checked
+# by cuda-check, which compiles them to machine code with warnings as
+# errors). The PTX is generated, not committed (kernels/cuda/ptx, ignored):
+# it is 0.7 MB of compiler output that must match the .cu source exactly,
+# and make rebuilds it whenever the source changes.
+CUDA_HOME ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/arborist/cuda-11.8
+CUDA_ROOT = $(CUDA_HOME)/root
+NVCC = $(CUDA_ROOT)/usr/lib/nvidia-cuda-toolkit/bin/nvcc
+HOSTCC ?= $(shell command -v gcc)
+NVCCFLAGS = -ccbin $(HOSTCC) -allow-unsupported-compiler -std=c++17 -O3 -Werror all-warnings
+CUDA_SRC = kernels/cuda/kernels/arborist.cu
+CUDA_ARCHS = 80 90
+PTX = $(CUDA_ARCHS:%=kernels/cuda/ptx/sm_%.ptx)
+# The toolkit's headers and stub libcuda reach the C compiler and linker
+# through CPATH and LIBRARY_PATH, not CGO_CFLAGS/CGO_LDFLAGS: go hashes the
+# CGO_ variables into every cgo package's build ID, so setting them would
+# rebuild Fyne, GLFW and SQLite (minutes on 2 cores) instead of reusing
+# make test's builds; only gorgonia.org/cu needs them.
+CUDA_ENV = CGO_ENABLED=1 CPATH="$(CUDA_ROOT)/usr/include" LIBRARY_PATH="$(CUDA_ROOT)/usr/lib/x86_64-linux-gnu/stubs"
+# stripped: the binary travels to GPU machines (scripts/device-check.sh)
+CUDA_LDFLAGS ?= -s -w
+
+cuda-toolkit:
+	@bash scripts/install-cuda.sh "$(CUDA_HOME)" >/dev/null
+
+kernels/cuda/ptx/sm_%.ptx: $(CUDA_SRC) kernels/cuda/kernels/quant.cuh | cuda-toolkit
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -ptx -arch=sm_$* -o $@ $<
+
+cuda: deps cuda-toolkit $(PTX)
+	$(CUDA_ENV) $(GO) build -tags cuda -ldflags="$(CUDA_LDFLAGS)" -o $(BIN)-cuda .
+
+# The CUDA compile check CI runs: every kernel compiled to machine code for
+# sm_80 and sm_90 with every warning (nvcc's and ptxas's) an error, the
+# cgo build of arborist-cuda, go vet of the cuda-tagged code, and the
+# cuda-tagged tests compiled (they need a GPU to run: see README).
+cuda-check: cuda
+	for a in $(CUDA_ARCHS); do $(NVCC) $(NVCCFLAGS) -Xptxas -Werror -cubin -arch=sm_$$a -o /dev/null $(CUDA_SRC) || exit 1; done
+	$(CUDA_ENV) $(GO) vet -tags cuda ./kernels/cuda/... ./profiles/... ./app/cli/
+	$(CUDA_ENV) $(GO) test -tags cuda -c -o /dev/null ./kernels/cuda
+	$(CUDA_ENV) $(GO) test -tags cuda -c -o /dev/null ./profiles/workbench
+	$(CUDA_ENV) $(GO) test -tags cuda -c -o /dev/null ./engine/model
+	$(GO) test -count=1 ./kernels/cuda/...

@@ -39,6 +39,7 @@ var backends = map[string]BackendInfo{
 		DefaultThreads: cpu.DefaultThreads,
 		Kernels:        cpu.Kernels,
 	},
+	"cuda": cudaBackend, // backends_cuda.go in arborist-cuda, backends_nocuda.go in arborist
 }
 
 // available calls Available when the entry has one.

@@ -47,16 +47,23 @@ func checkKV(kv string) error {
 	return nil
 }
 
-// backendFlags registers --backend and --threads.
+// backendFlags registers --device (and --backend, its older name) and
+// --threads.
 func backendFlags(fs *flag.FlagSet, backend *string, threads *int) {
-	fs.StringVar(backend, "backend", profiles.DefaultBackend, "compute backend ("+strings.Join(profiles.BackendNames(), ", ")+")")
+	fs.StringVar(backend, "device", profiles.DefaultBackend, "compute device ("+strings.Join(profiles.BackendNames(), ", ")+")")
+	fs.StringVar(backend, "backend", profiles.DefaultBackend, "same as --device")
 	fs.IntVar(threads, "threads", profiles.DefaultThreads(), "CPU threads in all")
 }
 
-// checkBackend validates --backend and --threads.
+// checkBackend validates --device and --threads. For --device cuda in the
+// default binary it hands the run over to arborist-cuda (and does not
+// return) or says why CUDA is unavailable.
 func checkBackend(backend string, threads int) error {
 	if _, err := profiles.Backend(backend); err != nil {
-		return usagef("--backend: %v", err)
+		return usagef("--device: %v", err)
+	}
+	if err := profiles.HandOff(backend); err != nil {
+		return fmt.Errorf("--device %s: %w", backend, err)
 	}
 	if threads <= 0 {
 		return usagef("--threads must be positive")

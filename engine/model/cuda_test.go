@@ -1,0 +1,25 @@
+//go:build cuda
+
+package model_test
+
+import (
+	"testing"
+
+	"arborist/engine/model/modeltest"
+	"arborist/kernels"
+	"arborist/kernels/cuda"
+)
+
+// TestCUDADevice runs the model-level suite (float64 references of whole
+// passes, masks and compaction, batch equals sequential, F16 caches, the
+// shared conformance models, greedy identity of every strategy) with the
+// CUDA backend; skipped without a GPU.
+func TestCUDADevice(t *testing.T) {
+	modeltest.Run(t, func(t *testing.T) kernels.Device {
+		d, err := cuda.New(0)
+		if err != nil {
+			t.Skipf("no usable CUDA device: %v", err)
+		}
+		return d
+	})
+}

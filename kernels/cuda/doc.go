@@ -1,0 +1,28 @@
+// Package cuda is Arborist's NVIDIA GPU backend: kernels.Device on the CUDA
+// driver API through gorgonia.org/cu, with kernels written in CUDA C
+// (kernels/arborist.cu), compiled to PTX for sm_80 and sm_90 by `make cuda`
+// and embedded in the arborist-cuda binary, so running needs only the
+// NVIDIA driver.
+//
+// Two halves. The files without a build tag hold everything that can be
+// built and tested on a machine without a GPU: the kernel table (names.go),
+// the launch geometry of every kernel for every shape (geometry.go), the
+// memory planning that checks each allocation against the device's free
+// memory before it is made (plan.go), and the availability probe the
+// default binary runs before it hands a --device cuda run over to
+// arborist-cuda (probe.go). The files with the build tag cuda implement
+// kernels.Device on the GPU (device_cuda.go). gorgonia.org/cu calls cuInit
+// in its package init and exits the process when that fails, so only the
+// arborist-cuda binary links it; the default arborist binary never does,
+// and starts on any machine.
+//
+// Residency. Weights are uploaded once, unchanged (the GGUF block layouts of
+// kernels/quant); activations (Tensor) and the KV cache (KV) live in device
+// memory for the whole pass; the host sends token ids, positions' RoPE
+// tables and tree masks, and reads back only the rows it asks for, or their
+// argmax. Every launch goes to one stream in order; a host read waits for
+// the launches before it.
+//
+// Status: the CUDA backend has been compiled and its host side tested, but
+// it has not yet run on a GPU (README, "CUDA").
+package cuda

@@ -1,0 +1,24 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"testing"
+
+	"arborist/kernels"
+	"arborist/kernels/devicetest"
+)
+
+// TestDeviceSuite holds the CUDA backend to the primitive suite every
+// Device runs (devicetest: float64 references per weight type, masks, F16
+// caches, compaction, batch-equals-sequential bits), on the weight types
+// it computes; skipped without a GPU.
+func TestDeviceSuite(t *testing.T) {
+	devicetest.Run(t, func(t *testing.T) kernels.Device {
+		d, err := New(0)
+		if err != nil {
+			t.Skipf("no usable CUDA device: %v", err)
+		}
+		return d // Run closes it
+	}, devicetest.Options{Types: WeightTypes})
+}
