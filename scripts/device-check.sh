@@ -20,6 +20,11 @@
 #     ../shared) has it, else on a synthetic target self-drafted by its
 #     first layers (the bench pair's 62 MB target does not fit the 64 MB a
 #     device run carries beside the binaries);
+#  3b. DuoDecoding's split: duo with the drafter on the CPU (--draft-device
+#     cpu, half the cores) against chain with both models on the GPU and
+#     plain GPU decoding, on the bench pair (or the synthetic one) and on an
+#     8B-shape target with a 1B-shape drafter, with the overlap read from
+#     the per-step timeline;
 #  4. decode tokens/s and T_verify(W) for W = 1..512 on synthetic
 #     llama-3.2-1b and llama-3.1-8b shapes, F16 and Q4_K, beside the HBM
 #     roofline (weight bytes / 4.8 TB/s per token). The 8B shape runs with 8
@@ -200,6 +205,51 @@ print(d.get('identical_to_baseline'), round(d.get('measured_speedup') or 0, 2), 
 		fi
 	done
 fi
+
+# ------------------------------------------------------ 3b. DuoDecoding split
+# duo with the drafter on the CPU (its own threads) while the target
+# verifies on the device, against chain with both models on the device and
+# against plain decoding on the device; the overlap comes from the per-step
+# timeline (overlap_ns: drafting that ran during verification).
+say ""
+say "## 3b. duo with the drafter on the CPU vs chain on $dev vs plain decoding on $dev (64 tokens)"
+duo_pairs=()
+[ ${#pair[@]} -gt 0 ] && duo_pairs+=("pair|${pair[*]}")
+if [ "$dev" = cuda ] && in_budget "synthetic 8B/1B pair"; then
+	if "$bin" synth --shape "custom:dim=4096,layers=8,heads=32,kv=8,ffn=14336,vocab=128256" --type Q4_K --seed 3 -o "$work/duo-target.gguf" --force >/dev/null 2>&1 &&
+		"$bin" synth --shape llama-3.2-1b --type Q4_K --seed 4 -o "$work/duo-draft.gguf" --force >/dev/null 2>&1; then
+		duo_pairs+=("8B-shape target (8 of 32 layers) with a 1B-shape drafter, Q4_K, random weights|--target $work/duo-target.gguf --draft $work/duo-draft.gguf")
+	else
+		fail "synth duo pair"
+	fi
+fi
+cpu_threads=$(($(nproc) / 2))
+for dp in "${duo_pairs[@]}"; do
+	label=${dp%%|*}
+	read -r -a args <<<"${dp#*|}"
+	say "$label:"
+	for cfg in "duo --gamma 12 --draft-device cpu --draft-threads $cpu_threads" "chain --gamma 4"; do
+		in_budget "duo $cfg" || break 2
+		name=${cfg%% *}
+		read -r -a cargs <<<"${cfg#* }"
+		if "$bin" run "${args[@]}" --strategy "$name" "${cargs[@]}" --prompt "Once upon a time there was a little girl" -n 64 \
+			--baseline --json --no-store --db "$db" --device "$dev" >"$work/duo-$name.json" 2>"$work/duo-$name.err"; then
+			line=$(python3 -c "
+import json
+d=json.load(open('$work/duo-$name.json')); t=d['totals']
+ov, dr, ve = t.get('overlap_ns', 0), t.get('draft_ns', 0), t.get('verify_ns', 0)
+print(d.get('identical_to_baseline'), round(d.get('measured_speedup') or 0, 2), round(t['tokens_per_s'], 1),
+      round(100*ov/max(1, ve)), round(100*ov/max(1, ov+dr)))")
+			read -r ident sp tps ovv ovd <<<"$line"
+			say "  $cfg: identical_to_baseline=$ident speedup over plain $dev decoding=${sp}x ${tps} tokens/s; drafting during ${ovv}% of verification, ${ovd}% of drafting hidden"
+			results+=("{\"check\":\"duo\",\"pair\":\"$label\",\"config\":\"$cfg\",\"identical\":\"$ident\",\"speedup\":$sp,\"tokens_per_s\":$tps,\"overlap_of_verify_pct\":$ovv,\"drafting_hidden_pct\":$ovd}")
+			[ "$ident" = True ] || fail "$cfg output differs from autoregressive decoding"
+		else
+			fail "run $cfg: $(tail -1 "$work/duo-$name.err")"
+		fi
+	done
+done
+rm -f "$work/duo-target.gguf" "$work/duo-draft.gguf"
 
 # ------------------------------------------------------------------ 4. speed
 say ""

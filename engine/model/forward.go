@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"arborist/engine/sample"
 	"arborist/kernels"
 	"arborist/kernels/quant"
 )
@@ -142,6 +143,13 @@ const (
 	// token, so a device backend ships ints home instead of vocabulary
 	// rows.
 	OutArgmax
+	// OutProbs returns Result.Probs: each wanted row's distribution after
+	// Batch.Sample's transforms (temperature, top-k, top-p, min-p), the
+	// rows sampled verification reads. The transforms run on the host
+	// after the logits come home (the Device contract has no sort for
+	// top-k and top-p yet), so for now this saves the caller the work, not
+	// the transfer.
+	OutProbs
 )
 
 // Batch is one forward pass's input.
@@ -164,8 +172,11 @@ type Batch struct {
 	// Layers, when positive, runs only the first Layers blocks before the
 	// final norm and output head: the layer-skip self-drafter.
 	Layers int
-	// Output chooses logits (the default) or their argmax.
+	// Output chooses logits (the default), their argmax, or
+	// probabilities after Sample's transforms.
 	Output Output
+	// Sample is the sampling rule whose distribution OutProbs returns.
+	Sample sample.Params
 	// Hidden asks for Result.Hidden, the wanted rows' last hidden states
 	// (left empty otherwise, so a device backend does not copy them home).
 	Hidden bool
@@ -175,6 +186,7 @@ type Batch struct {
 type Result struct {
 	Logits []float32 // len(Want) * Vocab, with OutLogits
 	Argmax []int     // len(Want), with OutArgmax
+	Probs  []float32 // len(Want) * Vocab, with OutProbs
 	Hidden []float32 // len(Want) * Dim when Batch.Hidden: the last block's output, before the final norm
 }
 
@@ -436,6 +448,17 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 	res.Logits = res.Logits[:rows*m.Vocab]
 	res.Argmax = res.Argmax[:0]
 	dev.Download(res.Logits, s.logits)
+	res.Probs = res.Probs[:0]
+	if b.Output == OutProbs {
+		if cap(res.Probs) < rows*m.Vocab {
+			res.Probs = make([]float32, rows*m.Vocab)
+		}
+		res.Probs = res.Probs[:rows*m.Vocab]
+		smp := sample.New(b.Sample)
+		for r := 0; r < rows; r++ {
+			smp.Probs(res.Logits[r*m.Vocab:(r+1)*m.Vocab], res.Probs[r*m.Vocab:(r+1)*m.Vocab])
+		}
+	}
 	return nil
 }
 

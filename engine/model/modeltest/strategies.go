@@ -131,7 +131,8 @@ func strategies(t *testing.T, dev Device, o Options) {
 }
 
 // Argmax: a pass asked for its argmax only returns, for every wanted row,
-// the index sample.Argmax picks from the same pass's logits.
+// the index sample.Argmax picks from the same pass's logits; one asked for
+// probabilities returns what the sampling transforms make of them.
 func Argmax(t *testing.T, dev Device) {
 	ctx := context.Background()
 	d := open(t, dev)
@@ -145,6 +146,26 @@ func Argmax(t *testing.T, dev Device) {
 			for j, r := range []int{4, 0, 2} {
 				if w := sample.Argmax(full.Logits[r*m.Vocab : (r+1)*m.Vocab]); am.Argmax[j] != w {
 					t.Fatalf("row %d: argmax %d, want %d", r, am.Argmax[j], w)
+				}
+			}
+			// probabilities after the sampling transforms: what sample.Probs
+			// makes of the same logits, row by row
+			params := sample.Params{Temp: 0.8, TopK: 20, TopP: 0.9}
+			var pr model.Result
+			must(t, m.Forward(ctx, m.NewCache(8), model.Batch{Tokens: toks, Want: []int{3, 1}, Output: model.OutProbs, Sample: params}, &pr))
+			want := make([]float32, m.Vocab)
+			for j, r := range []int{3, 1} {
+				sample.New(params).Probs(full.Logits[r*m.Vocab:(r+1)*m.Vocab], want)
+				got := pr.Probs[j*m.Vocab : (j+1)*m.Vocab]
+				var sum float64
+				for i := range want {
+					if d := got[i] - want[i]; d > 1e-6 || d < -1e-6 {
+						t.Fatalf("row %d token %d: probability %v, want %v", r, i, got[i], want[i])
+					}
+					sum += float64(got[i])
+				}
+				if sum < 0.999 || sum > 1.001 {
+					t.Fatalf("row %d: probabilities sum to %v", r, sum)
 				}
 			}
 		})
