@@ -214,7 +214,7 @@ fi
 say ""
 say "## 3b. duo with the drafter on the CPU vs chain on $dev vs plain decoding on $dev (64 tokens)"
 duo_pairs=()
-[ ${#pair[@]} -gt 0 ] && duo_pairs+=("pair|${pair[*]}")
+[ ${#pair[@]} -gt 0 ] && duo_pairs+=("the pair of step 3|${pair[*]}")
 if [ "$dev" = cuda ] && in_budget "synthetic 8B/1B pair"; then
 	if "$bin" synth --shape "custom:dim=4096,layers=8,heads=32,kv=8,ffn=14336,vocab=128256" --type Q4_K --seed 3 -o "$work/duo-target.gguf" --force >/dev/null 2>&1 &&
 		"$bin" synth --shape llama-3.2-1b --type Q4_K --seed 4 -o "$work/duo-draft.gguf" --force >/dev/null 2>&1; then
