@@ -47,10 +47,16 @@ type SpeedupScreen struct {
 	Calibrate    *widget.Button
 	TrainPred    *widget.Button
 	Tune         *widget.Button
-	Work         *widget.ProgressBar
-	WorkStatus   *widget.Label
-	Ranked       *widget.Select // the last tune's plans, best first: pick one
-	ranked       []profiles.Prediction
+	// Validate runs the tune's five best distinct plans and plain decoding
+	// interleaved on the prompt suite; Validation shows predicted against
+	// measured, the measured best marked (and picked for Run and Export).
+	Validate      *widget.Button
+	Validation    *widget.Label
+	pendingChoice *profiles.Prediction // picked once the running work has reported
+	Work          *widget.ProgressBar
+	WorkStatus    *widget.Label
+	Ranked        *widget.Select // the last tune's plans, best first: pick one
+	ranked        []profiles.Prediction
 	// chartPlans are the speedup chart's plans: [series][point]
 	chartPlans [][]profiles.Prediction
 	// stored is the plan the database holds as the pair's newest (what
@@ -133,6 +139,10 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.TrainPred = widget.NewButton("Train depth predictor", sp.trainPredictor)
 	sp.Tune = widget.NewButton("Tune", sp.tune)
 	sp.Tune.Importance = widget.HighImportance
+	sp.Validate = widget.NewButton("Validate top 5", sp.validate)
+	sp.Validate.Disable() // until a tune has ranked plans
+	sp.Validation = widget.NewLabel("")
+	sp.Validation.Wrapping = fyne.TextWrapWord
 	sp.Work = widget.NewProgressBar()
 	sp.WorkStatus = widget.NewLabel("Calibrate the pair on a prompt suite, then Tune: the ranked plans appear below; the chosen one runs on the Run screen.")
 	sp.WorkStatus.Wrapping = fyne.TextWrapWord
@@ -159,7 +169,7 @@ func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 	work := container.NewVBox(
 		container.NewBorder(nil, nil, widget.NewLabel("prompt suite"), nil, sp.Prompts),
 		container.NewHBox(widget.NewLabel("tokens"), sp.CalTokens, sp.Calibrate, sp.TrainPred, sp.Tune),
-		sp.PromptsCheck.Box, sp.Work, sp.WorkStatus, container.NewBorder(nil, nil, widget.NewLabel("tuned plans"), nil, sp.Ranked))
+		sp.PromptsCheck.Box, sp.Work, sp.WorkStatus, container.NewBorder(nil, nil, widget.NewLabel("tuned plans"), sp.Validate, sp.Ranked), sp.Validation)
 	// the controls scroll in a column of their own, so the charts keep
 	// the window's height whatever its size
 	controls := container.NewVScroll(container.NewVBox(form, sp.UseCal, sp.Labels, sp.Best, sp.Mine, sp.Timing, widget.NewSeparator(), work,
@@ -360,7 +370,7 @@ func (sp *SpeedupScreen) work(what string, fn func(ctx context.Context, b *workb
 	}
 	sp.busy, sp.doing = true, what
 	sp.s.Busy()
-	for _, btn := range []*widget.Button{sp.Calibrate, sp.TrainPred, sp.Tune} {
+	for _, btn := range []*widget.Button{sp.Calibrate, sp.TrainPred, sp.Tune, sp.Validate} {
 		btn.Disable()
 	}
 	sp.WorkStatus.SetText(what + " ...")
@@ -390,6 +400,9 @@ func (sp *SpeedupScreen) work(what string, fn func(ctx context.Context, b *workb
 			for _, btn := range []*widget.Button{sp.Calibrate, sp.TrainPred, sp.Tune} {
 				btn.Enable()
 			}
+			if len(sp.ranked) > 0 {
+				sp.Validate.Enable()
+			}
 			if err != nil {
 				sp.WorkStatus.SetText(what + " failed: " + err.Error())
 				sp.s.ShowError(err)
@@ -400,6 +413,10 @@ func (sp *SpeedupScreen) work(what string, fn func(ctx context.Context, b *workb
 				done()
 			}
 			sp.WorkStatus.SetText(msg)
+			if p := sp.pendingChoice; p != nil { // after the status: choose reports on it
+				sp.pendingChoice = nil
+				sp.choose(*p, msg)
+			}
 		})
 	}()
 }
@@ -479,6 +496,62 @@ func (sp *SpeedupScreen) tune() {
 	})
 }
 
+// validate measures the tune's five best distinct plans (plans doing the
+// same work under other names count once) against plain decoding,
+// interleaved prompt by prompt, as `arborist tune --validate --top 5`
+// does, shows predicted against measured and picks the measured best.
+func (sp *SpeedupScreen) validate() {
+	_, texts, n, err := sp.suite()
+	if err != nil {
+		sp.s.ShowError(err)
+		return
+	}
+	plans := profiles.Distinct(sp.ranked, 5)
+	if len(plans) == 0 {
+		sp.s.ShowError(fmt.Errorf("tune first: there are no ranked plans to validate"))
+		return
+	}
+	var v *workbench.Validation
+	sp.work("Validating", func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, pr workbench.Progress) (string, error) {
+		total := len(texts) * (len(plans) + 1)
+		done := 0
+		var err error
+		v, err = b.Validate(ctx, ps, workbench.ValidateOptions{Plans: plans, MaxTokens: n, Prompts: texts, Rounds: 1,
+			OnRun: func(round, prompt, plan int) {
+				done++
+				pr(workbench.Event{Stage: "run", Done: done, Total: total, Detail: fmt.Sprintf("prompt %d", prompt+1)})
+			}})
+		if err != nil {
+			return "", err
+		}
+		best := v.Plans[v.Best]
+		return fmt.Sprintf("Validated %d plans against plain decoding (%.1f tokens/s): the measured best is %s at %.2fx (predicted %.2fx); the predicted best reached %.0f%% of it.",
+			len(v.Plans), v.Base.TPS(), best.Label, best.Measured, best.Predicted, 100*v.Plans[0].Measured/max(best.Measured, 1e-9)), nil
+	}, func() {
+		sp.Validation.SetText(describeValidation(v))
+		best := v.Plans[v.Best]
+		for _, p := range plans {
+			if p.Plan.String() == best.Plan.String() {
+				sp.pendingChoice = &p
+			}
+		}
+	})
+}
+
+// describeValidation lists each validated plan, predicted against measured.
+func describeValidation(v *workbench.Validation) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "plain decoding: %.1f tokens/s\n", v.Base.TPS())
+	for i, p := range v.Plans {
+		mark := ""
+		if p.Best {
+			mark = "  <- measured best"
+		}
+		fmt.Fprintf(&b, "%d. %s: predicted %.2fx, measured %.2fx (%.1f tokens/s)%s\n", i+1, p.Plan, p.Predicted, p.Measured, p.Totals.TPS(), mark)
+	}
+	return strings.TrimSpace(b.String())
+}
+
 // SetRanked lists a tune's plans and picks the best.
 func (sp *SpeedupScreen) SetRanked(preds []profiles.Prediction) {
 	sp.ranked = preds[:min(len(preds), 25)]
@@ -489,6 +562,9 @@ func (sp *SpeedupScreen) SetRanked(preds []profiles.Prediction) {
 	sp.Ranked.Options = opts
 	if len(opts) > 0 {
 		sp.Ranked.SetSelectedIndex(0)
+		if !sp.busy {
+			sp.Validate.Enable()
+		}
 	}
 	sp.Ranked.Refresh()
 }

@@ -1,0 +1,56 @@
+package app
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2/test"
+
+	"arborist/profiles"
+	"arborist/profiles/store"
+)
+
+// TestValidateInGUI: after a tune, Validate top 5 runs the best distinct
+// plans and plain decoding on the prompt suite, shows predicted against
+// measured with the measured best marked, and picks that plan for Run and
+// Export.
+func TestValidateInGUI(t *testing.T) {
+	dir := shared(t)
+	wb := newBench(t)
+	s, sp := wb.Session, wb.Speedup
+	s.SetModels(filepath.Join(dir, "stories260K.gguf"), filepath.Join(dir, "bench", "draft-noisy-0.05.gguf"))
+	if !sp.Validate.Disabled() {
+		t.Fatal("Validate is enabled before any tune")
+	}
+	// a tune's ranking, as the model makes it from assumed figures
+	flat := []store.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 64, Median: 14 * time.Millisecond}}
+	preds := profiles.Search(profiles.Uniform(0.7, 0.4, 8, 3), profiles.Costs{Verify: flat, Draft: flat[:1]}, profiles.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 8})
+	sp.SetRanked(preds)
+	waitFor(t, "the first plan stored", func() bool { return sp.stored == preds[0].Plan.String() || strings.Contains(sp.WorkStatus.Text, "could not be stored") })
+	if sp.Validate.Disabled() {
+		t.Fatal("Validate stays disabled with ranked plans")
+	}
+	sp.Prompts.SetText(filepath.Join(dir, "..", "prompts", "stories.txt"))
+	sp.CalTokens.SetText("12")
+	test.Tap(sp.Validate)
+	waitFor(t, "the validation", func() bool { return !sp.busy && sp.Validation.Text != "" || strings.Contains(sp.WorkStatus.Text, "failed") })
+	text := sp.Validation.Text
+	if !strings.Contains(text, "plain decoding:") || !strings.Contains(text, "<- measured best") || strings.Count(text, "predicted ") < 2 {
+		t.Fatalf("validation view:\n%s\nstatus: %s", text, sp.WorkStatus.Text)
+	}
+	if !strings.HasPrefix(sp.WorkStatus.Text, "Validated ") && !strings.Contains(sp.WorkStatus.Text, "Picked the measured best") {
+		t.Errorf("status: %s", sp.WorkStatus.Text)
+	}
+	// the marked line's plan is the session's plan now
+	var marked string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasSuffix(line, "<- measured best") {
+			marked = line
+		}
+	}
+	if s.Tuned == nil || !strings.Contains(marked, s.Tuned.Plan.String()+":") {
+		t.Errorf("measured best %q, session plan %v", marked, s.Tuned)
+	}
+}
