@@ -28,14 +28,18 @@ func TestValidateInGUI(t *testing.T) {
 	flat := []store.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 64, Median: 14 * time.Millisecond}}
 	preds := profiles.Search(profiles.Uniform(0.7, 0.4, 8, 3), profiles.Costs{Verify: flat, Draft: flat[:1]}, profiles.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 8})
 	sp.SetRanked(preds)
-	waitFor(t, "the first plan stored", func() bool { return sp.stored == preds[0].Plan.String() || strings.Contains(sp.WorkStatus.Text, "could not be stored") })
+	waitFor(t, "the first plan stored", func() bool {
+		return sp.stored == preds[0].Plan.String() || strings.Contains(sp.WorkStatus.Text, "could not be stored")
+	})
 	if sp.Validate.Disabled() {
 		t.Fatal("Validate stays disabled with ranked plans")
 	}
 	sp.Prompts.SetText(filepath.Join(dir, "..", "prompts", "stories.txt"))
 	sp.CalTokens.SetText("12")
 	test.Tap(sp.Validate)
-	waitFor(t, "the validation", func() bool { return !sp.busy && sp.Validation.Text != "" || strings.Contains(sp.WorkStatus.Text, "failed") })
+	waitFor(t, "the validation", func() bool {
+		return !sp.busy && sp.Validation.Text != "" || strings.Contains(sp.WorkStatus.Text, "failed")
+	})
 	text := sp.Validation.Text
 	if !strings.Contains(text, "plain decoding:") || !strings.Contains(text, "<- measured best") || strings.Count(text, "predicted ") < 2 {
 		t.Fatalf("validation view:\n%s\nstatus: %s", text, sp.WorkStatus.Text)
