@@ -15,11 +15,12 @@ import (
 // machine that has since changed) misprices every plan against plain
 // decoding: speedup = AAL * T_verify(1) / step, so a stale T_verify(1)
 // alone once made tune predict 2.36x for a plan that measured 1.48x. The
-// re-check times W = 1 and one wider pass now, interleaved, and when
-// either is off by more than RecheckTolerance rescales the curve: by the
-// W = 1 ratio at W = 1, by the wide ratio from that width up, linearly in
-// between (so a lone stale point and a uniformly slower machine are both
-// corrected).
+// re-check times W = 1 and one wider pass now, interleaved (medians of at
+// least nine rounds), and when either is off by more than
+// RecheckTolerance rescales the curve: by the W = 1 ratio at W = 1 when
+// that anchor moved, by the wide ratio from that width up when it moved,
+// linearly in between (so a lone stale point and a uniformly slower
+// machine are both corrected, and an anchor within tolerance stays put).
 type Recheck struct {
 	W                int           // the wide anchor's width
 	Stored1, Now1    time.Duration // T_verify(1): stored curve, measured now
@@ -69,7 +70,7 @@ func RecheckVerify(ctx context.Context, m *model.Model, curve []store.Point, thr
 	if r.W > 1 {
 		widths = append(widths, r.W)
 	}
-	now, err := VerifyCurve(ctx, m, widths, CurveOptions{Warmup: 1, MinReps: 5, MaxReps: 9})
+	now, err := VerifyCurve(ctx, m, widths, CurveOptions{Warmup: 2, MinReps: 9, MaxReps: 21})
 	if err != nil {
 		return curve, r, err
 	}
@@ -81,9 +82,20 @@ func RecheckVerify(ctx context.Context, m *model.Model, curve []store.Point, thr
 	r.Scale1 = float64(r.Now1) / float64(r.Stored1)
 	r.ScaleW = float64(r.NowW) / float64(r.StoredW)
 	out := curve
-	if math.Abs(r.Scale1-1) > RecheckTolerance || math.Abs(r.ScaleW-1) > RecheckTolerance {
+	// only an anchor that moved past the tolerance moves its end of the
+	// curve: a lone stale point is corrected without dragging the rest by
+	// the other anchor's noise
+	s1, sw := r.Scale1, r.ScaleW
+	if math.Abs(s1-1) <= RecheckTolerance {
+		s1 = 1
+	}
+	if math.Abs(sw-1) <= RecheckTolerance {
+		sw = 1
+	}
+	if s1 != 1 || sw != 1 {
 		r.Rescaled = true
-		out = RescaleCurve(curve, r.Scale1, r.W, r.ScaleW)
+		out = RescaleCurve(curve, s1, r.W, sw)
+		r.Scale1, r.ScaleW = s1, sw
 	}
 	if bandwidthStored > 0 {
 		r.BandwidthStored = bandwidthStored
