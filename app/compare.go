@@ -54,7 +54,7 @@ var compareCols = []compareCol{
 	{name: "date", width: 140, text: func(r store.Run) string { return r.Created.Local().Format("2006-01-02 15:04") },
 		num: func(r store.Run) float64 { return float64(r.Created.UnixNano()) }},
 	{name: "target", width: 150, text: func(r store.Run) string { return filepath.Base(r.Target) }},
-	{name: "drafter", width: 170, text: func(r store.Run) string { return filepath.Base(r.Drafter) }},
+	{name: "drafter", width: 170, text: runDrafter},
 	{name: "plan", width: 220, text: runPlan},
 	{name: "status", width: 90, text: func(r store.Run) string { return r.Status }},
 	{name: "tokens", width: 70, text: func(r store.Run) string { return running(r, strconv.Itoa(r.Tokens)) }, num: func(r store.Run) float64 { return float64(r.Tokens) }},
@@ -66,6 +66,15 @@ var compareCols = []compareCol{
 	{name: "predicted", width: 80, text: func(r store.Run) string { return speedup(r.PredictedSpeedup) }, num: func(r store.Run) float64 { return r.PredictedSpeedup }},
 	{name: "measured", width: 80, text: func(r store.Run) string { return running(r, speedup(r.MeasuredSpeedup)) },
 		num: func(r store.Run) float64 { return r.MeasuredSpeedup }},
+}
+
+// runDrafter names a run's draft source; plain decoding uses none, whatever
+// pair it was started from.
+func runDrafter(r store.Run) string {
+	if r.Strategy == "ar" || r.Drafter == "" {
+		return "-"
+	}
+	return filepath.Base(r.Drafter)
 }
 
 // running shows a run in progress as such, not as zeros.

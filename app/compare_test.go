@@ -78,6 +78,10 @@ func TestCompareTable(t *testing.T) {
 	if got := order(); !equalIDs(got, []int64{1, 4}) || len(c.Selected) != 0 {
 		t.Fatalf("after deleting 2 and 3: %v", got)
 	}
+	// plain decoding names no drafter, whatever pair it was started from
+	if d := runDrafter(store.Run{Strategy: "ar", Drafter: "/m/draft.gguf"}); d != "-" {
+		t.Errorf("an ar run's drafter reads %q", d)
+	}
 	c.Toggle(4, true)
 	if err := c.DeletePicked(); err == nil || !strings.Contains(err.Error(), "still running") {
 		t.Errorf("deleting a running run: %v", err)
