@@ -31,6 +31,7 @@ type ProfileScreen struct {
 func NewProfileScreen(s *Session) *ProfileScreen {
 	p := &ProfileScreen{s: s}
 	hw := profiles.DetectHardware()
+	hw.GPUs = profiles.GPUSummary(context.Background()) // once, as the screen is built
 	desc := fmt.Sprintf("%s: %d cores / %d threads, %s, %.1f GiB RAM", hw.CPU, hw.Cores, hw.Threads, hw.SIMD, float64(hw.RAM)/(1<<30))
 	if hw.GPUs != "" {
 		desc += "; GPUs " + hw.GPUs

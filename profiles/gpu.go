@@ -83,6 +83,16 @@ func parseGPUs(out string) ([]GPU, error) {
 	return gpus, nil
 }
 
+// GPUSummary is the hardware record's GPUs field for this machine: one
+// description per GPU, "" without any, or why nvidia-smi could not say.
+func GPUSummary(ctx context.Context) string {
+	gpus, err := DetectGPUs(ctx)
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	return gpuSummary(gpus)
+}
+
 // gpuSummary is the hardware record's GPUs field: one description per GPU.
 func gpuSummary(gpus []GPU) string {
 	s := make([]string, len(gpus))

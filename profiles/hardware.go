@@ -17,8 +17,10 @@ import (
 )
 
 // DetectHardware reads the CPU model, core counts, SIMD features and RAM from
-// the OS (Linux /proc; elsewhere what Go reports), and the NVIDIA GPUs
-// through the driver's nvidia-smi. Bandwidth is measured
+// the OS (Linux /proc; elsewhere what Go reports). The fingerprint is the
+// CPU side only: the CPU's curves stay valid when a GPU comes or goes. The
+// GPUs (a process spawn of nvidia-smi) are added by GPUSummary where the
+// machine is profiled and recorded, not on every run. Bandwidth is measured
 // separately (Bandwidth) because it takes a second.
 func DetectHardware() store.Hardware {
 	h := store.Hardware{CPU: runtime.GOARCH, Threads: runtime.NumCPU(), Cores: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH}
@@ -67,16 +69,7 @@ func DetectHardware() store.Hardware {
 		}
 		f.Close()
 	}
-	if gpus, err := DetectGPUs(context.Background()); err == nil {
-		h.GPUs = gpuSummary(gpus)
-	} else {
-		h.GPUs = "unknown (" + err.Error() + ")"
-	}
-	key := fmt.Sprintf("%s|%d|%d|%s|%d|%s", h.CPU, h.Cores, h.Threads, h.SIMD, h.RAM/(1<<30), h.OS)
-	if h.GPUs != "" { // machines without GPUs keep the fingerprints they had
-		key += "|" + h.GPUs
-	}
-	sum := sha256.Sum256([]byte(key))
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%d|%s|%d|%s", h.CPU, h.Cores, h.Threads, h.SIMD, h.RAM/(1<<30), h.OS)))
 	h.Fingerprint = hex.EncodeToString(sum[:8])
 	return h
 }
@@ -84,6 +77,7 @@ func DetectHardware() store.Hardware {
 // MeasureHardware detects the machine and measures its read bandwidth.
 func MeasureHardware(ctx context.Context, threads int) (store.Hardware, error) {
 	h := DetectHardware()
+	h.GPUs = GPUSummary(ctx)
 	bw, err := Bandwidth(ctx, threads, 256<<20)
 	if err != nil {
 		return h, err
@@ -132,6 +126,7 @@ func DescribeModel(m *model.Model) (store.Model, error) {
 // stored.
 func KnownHardware(ctx context.Context, st *store.Store, threads int, fresh bool) (store.Hardware, error) {
 	hw := DetectHardware()
+	hw.GPUs = GPUSummary(ctx)
 	if !fresh {
 		known := hw
 		if _, err := st.PutHardware(ctx, &known); err != nil {

@@ -26,16 +26,20 @@ type Hardware struct {
 	OS          string
 }
 
-// PutHardware inserts or refreshes a machine by fingerprint and returns its id.
+// PutHardware inserts or refreshes a machine by fingerprint and returns its
+// id; a measured bandwidth and a GPU inventory refresh the stored ones, and
+// h gets the stored values where it had none.
 func (s *Store) PutHardware(ctx context.Context, h *Hardware) (int64, error) {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO hardware(fingerprint, cpu, cores, threads, simd, ram_bytes, gpus, bandwidth, os, created)
 		VALUES (?,?,?,?,?,?,?,?,?,?)
-		ON CONFLICT(fingerprint) DO UPDATE SET bandwidth = CASE WHEN excluded.bandwidth > 0 THEN excluded.bandwidth ELSE bandwidth END`,
+		ON CONFLICT(fingerprint) DO UPDATE SET bandwidth = CASE WHEN excluded.bandwidth > 0 THEN excluded.bandwidth ELSE bandwidth END,
+			gpus = CASE WHEN excluded.gpus <> '' THEN excluded.gpus ELSE gpus END`,
 		h.Fingerprint, h.CPU, h.Cores, h.Threads, h.SIMD, h.RAM, h.GPUs, h.Bandwidth, h.OS, now())
 	if err != nil {
 		return 0, s.wrap("save hardware", err)
 	}
-	err = s.db.QueryRowContext(ctx, "SELECT id, bandwidth FROM hardware WHERE fingerprint = ?", h.Fingerprint).Scan(&h.ID, &h.Bandwidth)
+	// what was measured or detected before fills what this record lacks
+	err = s.db.QueryRowContext(ctx, "SELECT id, bandwidth, gpus FROM hardware WHERE fingerprint = ?", h.Fingerprint).Scan(&h.ID, &h.Bandwidth, &h.GPUs)
 	return h.ID, s.wrap0("save hardware", err)
 }
 

@@ -33,6 +33,19 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// a later record without the bandwidth or the GPU inventory gets the
+	// stored ones; a record with GPUs refreshes them
+	later := &Hardware{Fingerprint: "hw1", CPU: "x"}
+	if id, err := s.PutHardware(ctx, later); err != nil || id != hid || later.Bandwidth != 2e10 || later.GPUs != "" {
+		t.Fatalf("later record: id %d (want %d), %+v, %v", id, hid, later, err)
+	}
+	if _, err := s.PutHardware(ctx, &Hardware{Fingerprint: "hw1", GPUs: "0: NVIDIA H200"}); err != nil {
+		t.Fatal(err)
+	}
+	later = &Hardware{Fingerprint: "hw1"}
+	if _, err := s.PutHardware(ctx, later); err != nil || later.GPUs != "0: NVIDIA H200" || later.Bandwidth != 2e10 {
+		t.Fatalf("after the GPU inventory: %+v, %v", later, err)
+	}
 	mid, err := s.PutModel(ctx, &Model{Fingerprint: "m1", Path: "/m.gguf", Arch: "llama", Shape: "64x5", Quant: "F32", VocabHash: "v"})
 	if err != nil {
 		t.Fatal(err)
