@@ -38,12 +38,23 @@ type Recheck struct {
 // repeated profiles on a quiet machine.
 const RecheckTolerance = 0.08
 
+// applied is the factor an anchor's ratio now/stored puts on its end of
+// the curve: only an anchor that moved past the tolerance moves it, so a
+// lone stale point is corrected without dragging the rest by the other
+// anchor's noise.
+func applied(ratio float64) float64 {
+	if math.Abs(ratio-1) <= RecheckTolerance {
+		return 1
+	}
+	return ratio
+}
+
 // String is the one-line report tune and run print.
 func (r *Recheck) String() string {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/1e6) }
 	s := fmt.Sprintf("T_verify re-check: W=1 stored %s, now %s; W=%d stored %s, now %s", ms(r.Stored1), ms(r.Now1), r.W, ms(r.StoredW), ms(r.NowW))
 	if r.Rescaled {
-		s += fmt.Sprintf("; curve rescaled (x%.2f at W=1, x%.2f from W=%d)", r.Scale1, r.ScaleW, r.W)
+		s += fmt.Sprintf("; curve rescaled (x%.2f at W=1, x%.2f from W=%d)", applied(r.Scale1), applied(r.ScaleW), r.W)
 	} else {
 		s += "; curve kept"
 	}
@@ -82,20 +93,9 @@ func RecheckVerify(ctx context.Context, m *model.Model, curve []store.Point, thr
 	r.Scale1 = float64(r.Now1) / float64(r.Stored1)
 	r.ScaleW = float64(r.NowW) / float64(r.StoredW)
 	out := curve
-	// only an anchor that moved past the tolerance moves its end of the
-	// curve: a lone stale point is corrected without dragging the rest by
-	// the other anchor's noise
-	s1, sw := r.Scale1, r.ScaleW
-	if math.Abs(s1-1) <= RecheckTolerance {
-		s1 = 1
-	}
-	if math.Abs(sw-1) <= RecheckTolerance {
-		sw = 1
-	}
-	if s1 != 1 || sw != 1 {
+	if s1, sw := applied(r.Scale1), applied(r.ScaleW); s1 != 1 || sw != 1 {
 		r.Rescaled = true
 		out = RescaleCurve(curve, s1, r.W, sw)
-		r.Scale1, r.ScaleW = s1, sw
 	}
 	if bandwidthStored > 0 {
 		r.BandwidthStored = bandwidthStored
