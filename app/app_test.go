@@ -251,6 +251,9 @@ func TestProfileRunCompareExport(t *testing.T) {
 	if !strings.HasPrefix(sp.WorkStatus.Text, "Tuned:") || len(sp.Ranked.Options) < 10 || s.Tuned == nil {
 		t.Fatalf("tune: %s (%d plans)", sp.WorkStatus.Text, len(sp.Ranked.Options))
 	}
+	if sp.Validate.Disabled() {
+		t.Error("Validate top 5 stays disabled after the first tune")
+	}
 	egt := -1
 	for i, p := range sp.ranked {
 		if p.Plan.Strategy == "egt" {

@@ -400,9 +400,11 @@ func (sp *SpeedupScreen) work(what string, fn func(ctx context.Context, b *workb
 			for _, btn := range []*widget.Button{sp.Calibrate, sp.TrainPred, sp.Tune} {
 				btn.Enable()
 			}
-			if len(sp.ranked) > 0 {
-				sp.Validate.Enable()
-			}
+			defer func() { // after done, which may have ranked the first plans
+				if len(sp.ranked) > 0 {
+					sp.Validate.Enable()
+				}
+			}()
 			if err != nil {
 				sp.WorkStatus.SetText(what + " failed: " + err.Error())
 				sp.s.ShowError(err)
