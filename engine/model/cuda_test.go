@@ -15,11 +15,11 @@ import (
 // shared conformance models, greedy identity of every strategy) with the
 // CUDA backend; skipped without a GPU.
 func TestCUDADevice(t *testing.T) {
-	modeltest.Run(t, func(t *testing.T) kernels.Device {
+	modeltest.RunOptions(t, func(t *testing.T) kernels.Device {
 		d, err := cuda.New(0)
 		if err != nil {
 			t.Skipf("no usable CUDA device: %v", err)
 		}
 		return d
-	})
+	}, modeltest.Options{HalfActivations: true})
 }

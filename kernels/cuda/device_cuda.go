@@ -47,6 +47,12 @@ type Device struct {
 type scratch struct {
 	ptr  cu.DevicePtr
 	size int64
+	// held is a host copy of the bytes the last upload left at ptr, nil
+	// when unknown. A copy from pageable host memory waits for every
+	// launch before it, so uploading a pass's RoPE tables and tree mask
+	// again at every layer would stall the GPU once per layer; uploadTo
+	// skips a copy of the bytes the buffer already holds.
+	held []byte
 }
 
 // Scratch buffers, each grown to the largest use and kept.
@@ -212,7 +218,7 @@ func (d *Device) scratch(i int, bytes int64) cu.DevicePtr {
 	if b.ptr != 0 {
 		must(cu.Synchronize()) // launches in flight may read it
 		d.free(b.ptr)
-		b.ptr, b.size = 0, 0
+		b.ptr, b.size, b.held = 0, 0, nil
 	}
 	p, err := d.alloc("scratch", size)
 	if err != nil {
@@ -224,11 +230,19 @@ func (d *Device) scratch(i int, bytes int64) cu.DevicePtr {
 	return p
 }
 
-// uploadTo copies n elements of size es at src into scratch buffer i.
+// uploadTo copies bytes bytes at src into scratch buffer i, unless the
+// buffer holds them already (scratch.held). Only uploadTo writes the
+// buffers it is used for; kernels never do.
 func (d *Device) uploadTo(i int, src unsafe.Pointer, bytes int64) cu.DevicePtr {
 	p := d.scratch(i, bytes)
 	if bytes > 0 {
-		must(cu.MemcpyHtoD(p, src, bytes))
+		b := &d.buf[i]
+		host := unsafe.Slice((*byte)(src), bytes)
+		if b.held != nil && string(b.held) == string(host) {
+			return p
+		}
+		must(cu.MemcpyHtoD(p, src, bytes)) // a failed copy panics: the device is lost then
+		b.held = append(b.held[:0], host...)
 	}
 	return p
 }

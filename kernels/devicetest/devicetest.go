@@ -380,6 +380,25 @@ func kvCase(t *testing.T, d kernels.Device, rng *rand.Rand, kt quant.Type, layer
 	return kv, ks, vs
 }
 
+// pathKV is a cache whose layer layer-1 holds the rows slots of ks and vs
+// (already rounded to kt, so storing them again keeps their bits) one
+// after another.
+func pathKV(t *testing.T, d kernels.Device, kt quant.Type, layers, width int, slots []int, ks, vs []float64) kernels.KV {
+	t.Helper()
+	kv, err := d.NewKV(layers, len(slots)+8, width, kt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, v := make([]float32, len(slots)*width), make([]float32, len(slots)*width)
+	for i, sl := range slots {
+		for j := 0; j < width; j++ {
+			k[i*width+j], v[i*width+j] = float32(ks[sl*width+j]), float32(vs[sl*width+j])
+		}
+	}
+	d.StoreKV(kv, 1, 0, mustTensor(t, d, k), mustTensor(t, d, v), len(slots))
+	return kv
+}
+
 // treeMask: row i of n sees the past and its ancestors in a binary tree.
 func treeMask(past, n int) []bool {
 	total := past + n
@@ -431,6 +450,25 @@ func testAttention(t *testing.T, d kernels.Device, rng *rand.Rand, kt quant.Type
 					if v != 0 {
 						t.Fatalf("%s: a row that sees no slot has %v at %d, want zeros", what, v, i)
 					}
+				}
+			}
+			if !o.NotBatchExact && name == "tree" {
+				// a tree row gives the bits of its path decoded alone: the
+				// slots it sees, stored one after another in a cache of
+				// their own, under the causal rule (greedy verification
+				// of a tree is lossless only so)
+				for i := 0; i < c.n; i++ {
+					var vis []int
+					for j := 0; j < total; j++ {
+						if mask[i*total+j] {
+							vis = append(vis, j)
+						}
+					}
+					path := pathKV(t, d, kt, kv.Layers(), width, vis, ks[1], vs[1])
+					one := mustTensor(t, d, qs[i*qd:(i+1)*qd])
+					d.Attention(out, one, path, 1, len(vis)-1, 1, nil, s)
+					same(t, fmt.Sprintf("%s: row %d against its path alone", what, i), download(d, out, qd), got[i*qd:(i+1)*qd])
+					path.Free()
 				}
 			}
 			if o.NotBatchExact || name != "causal" {

@@ -319,7 +319,9 @@ extern "C" __global__ void glu(float *g, const float *u, int n, int gelu) {
 	if (i >= n) return;
 	float v = g[i], a;
 	if (gelu) {
-		a = 0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+		// 0.5 v (1 + tanh z) written as v / (1 + e^-2z): the same value
+		// without the cancellation of 1 + tanh z for negative v
+		a = v / (1.f + expf(-2.f * 0.7978845608028654f * (v + 0.044715f * v * v * v)));
 	} else {
 		a = v / (1.f + expf(-v));
 	}
@@ -433,7 +435,8 @@ extern "C" __global__ void kv_put(uint16_t *kv, const uint16_t *scratch, int k, 
 // weights the cached values. The slots are split among ATT_WARPS warps,
 // each keeping an online softmax (running max m, sum l, weighted values
 // acc) so no score row is stored and any context length fits; the warps'
-// states merge at the end. A slot s is visible to row r when mask (n rows
+// states merge at the end; the k-th visible slot goes to warp k mod
+// ATT_WARPS. A slot s is visible to row r when mask (n rows
 // of past+n bytes) says so, or, with no mask, when s <= past+r. hd <= 256.
 // grid (heads, n), block 32*ATT_WARPS.
 template <typename K>
@@ -453,9 +456,7 @@ __device__ void attention(float *out, const float *q, const K *kv, const uint8_t
 	float m = -INFINITY, l = 0.f, acc[ATT_MAXD];
 #pragma unroll
 	for (int i = 0; i < ATT_MAXD; i++) acc[i] = 0.f;
-	for (int s = warp; s < total; s += ATT_WARPS) {
-		bool vis = mask ? mask[(size_t)r * total + s] != 0 : s <= past + r;
-		if (!vis) continue;
+	auto step = [&](int s) {
 		const K *kr = kb + (size_t)s * width;
 		float dot = 0.f;
 		for (int d = lane; d < hd; d += WARP) dot += sq[d] * to_f32<K>(kr[d]);
@@ -471,6 +472,24 @@ __device__ void attention(float *out, const float *q, const K *kv, const uint8_t
 			if (d < hd) acc[i] = acc[i] * corr + p * to_f32<K>(vr[d]);
 		}
 		m = mn;
+	};
+	// Visible slots go to the warps by their rank among the visible ones,
+	// not by slot index: a tree row then reduces its path's keys in the
+	// same warps and order as decoding that path one token at a time (the
+	// slots past+r and below), so verification gives decoding's bits.
+	if (mask) {
+		const uint8_t *mr = mask + (size_t)r * total;
+		int j = 0;
+		for (int s0 = 0; s0 < total; s0 += WARP) {
+			unsigned bits = __ballot_sync(0xffffffffu, s0 + lane < total && mr[s0 + lane] != 0);
+			while (bits) {
+				int b = __ffs(bits) - 1;
+				bits &= bits - 1;
+				if (j++ % ATT_WARPS == warp) step(s0 + b);
+			}
+		}
+	} else {
+		for (int s = warp; s <= past + r; s += ATT_WARPS) step(s);
 	}
 	if (lane == 0) {
 		sm[warp] = m;
