@@ -125,7 +125,8 @@ type Prediction struct {
 // measured: its first Ahead drafter passes overlap the verification and
 // are redone when the guess behind them missed, so a step costs
 // (1 - hit) * ahead + rest + max(T_verify(W), ahead) + overhead. Plain
-// decoding, the baseline, always runs on every thread (c.Verify).
+// decoding, the baseline, always runs on every thread (c.Verify), and
+// its own plan ("ar") is priced as exactly that baseline: 1x.
 func Predict(p Plan, acc *Acceptance, c Costs) (Prediction, error) {
 	verify, draft := c.Verify, c.Draft
 	if p.Concurrent() && c.Split != nil {
@@ -162,6 +163,12 @@ func Predict(p Plan, acc *Acceptance, c Costs) (Prediction, error) {
 	if ex.Ahead == 0 && ex.Overlap && pr.Draft < pr.Verify {
 		// a strategy that overlaps without saying how much: only the longer side counts
 		pr.Step = pr.Verify + c.Overhead
+	}
+	if p.Strategy == "ar" {
+		// plain decoding is the baseline itself: one pass of one token and
+		// no tree to build, sample or compact (pricing it with the
+		// speculative steps' bookkeeping put it below 1x, 0.83x on a GPU)
+		pr.Step = Interp(c.Verify, 1)
 	}
 	if pr.Step > 0 {
 		pr.Speedup = pr.AAL * float64(Interp(c.Verify, 1)) / float64(pr.Step)

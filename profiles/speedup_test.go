@@ -276,3 +276,27 @@ func TestDuoGammaFollowsTheCostRatio(t *testing.T) {
 		}
 	}
 }
+
+// Plain decoding is the baseline: its plan predicts exactly 1x, whatever
+// the per-step bookkeeping of speculative plans costs.
+func TestPredictPlainDecodingIsTheBaseline(t *testing.T) {
+	c := Costs{
+		Verify:   []store.Point{{W: 1, Median: 8 * time.Millisecond}, {W: 8, Median: 10 * time.Millisecond}},
+		Draft:    []store.Point{{W: 1, Median: time.Millisecond}},
+		Overhead: 2 * time.Millisecond,
+	}
+	pr, err := Predict(Plan{Strategy: "ar"}, &Acceptance{}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.Speedup != 1 || pr.Step != 8*time.Millisecond || pr.AAL != 1 {
+		t.Fatalf("ar: speedup %v, step %v, AAL %v; want 1x, 8ms, 1", pr.Speedup, pr.Step, pr.AAL)
+	}
+	ch, err := Predict(Plan{Strategy: "chain", Gamma: 2}, &Acceptance{}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.Step < ch.Verify+c.Overhead {
+		t.Fatalf("chain: step %v leaves out the overhead (verify %v)", ch.Step, ch.Verify)
+	}
+}

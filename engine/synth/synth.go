@@ -367,6 +367,8 @@ func Write(ctx context.Context, w io.Writer, s Shape, opt Options) error {
 	if !s.Tied && a != "gemma" && a != "gemma2" && a != "gemma3" {
 		add("output.weight", opt.Type, std, d, v)
 	}
+	stop := prefetch(ctx, ts)
+	defer stop()
 	// progress counts the bytes each tensor's Fill writes through gguf.Write
 	pw := &progressWriter{total: total, fn: opt.Progress}
 	for i := range ts {

@@ -1,9 +1,14 @@
 package synth
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"arborist/engine/gguf"
@@ -70,5 +75,32 @@ func TestNamedShapes(t *testing.T) {
 	}
 	if _, err := ParseShape("custom:dim=64,layers=1,heads=2,ffn=64,vocab=300,arch=gpt2"); err == nil {
 		t.Error("an unknown arch was accepted")
+	}
+}
+
+// Writing ahead on several goroutines gives the file one goroutine writes,
+// byte for byte, and a cancelled write stops with the context's error.
+func TestPrefetchWritesTheSameFile(t *testing.T) {
+	s, err := ParseShape("custom:dim=64,layers=3,heads=4,kv=2,ffn=128,vocab=300")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(procs int) []byte {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		var b bytes.Buffer
+		if err := Write(context.Background(), &b, s, Options{Type: quant.Q8_0, Seed: 7}); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	one, many := write(1), write(4)
+	if !bytes.Equal(one, many) {
+		t.Fatalf("%d bytes on one goroutine, %d on four, not the same", len(one), len(many))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	if err := Write(ctx, io.Discard, s, Options{Type: quant.Q8_0, Seed: 7}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled write: %v, want context.Canceled", err)
 	}
 }
