@@ -142,8 +142,28 @@ func (p *ProfileScreen) show(vp, dp *profiles.Profile, lim profiles.Limits) {
 	if dp != nil {
 		series = append(series, curveSeries("drafter T(W)", dp))
 	}
+	if roof := rooflineSeries(vp, lim); roof != nil {
+		series = append(series, *roof)
+	}
 	p.Chart.SetSpec(ChartSpec{Title: "Latency of one forward pass over W tokens", XLabel: "W (tokens per pass)", YLabel: "milliseconds",
 		LogX: true, LogY: true, Series: series, Width: 760, Height: 420})
+}
+
+// rooflineSeries is the least a pass can take at every width: the target's
+// weights streamed once at the memory rate of the device it runs on (a
+// GPU's own memory, or the host's), drawn across the curve's widths.
+func rooflineSeries(vp *profiles.Profile, lim profiles.Limits) *Series {
+	pts := vp.Curve.Points
+	if len(pts) == 0 || lim.Bandwidth <= 0 || lim.WeightBytes <= 0 {
+		return nil
+	}
+	where := "host memory"
+	if lim.Memory != nil {
+		where = lim.Memory.Description
+	}
+	ms := float64(lim.Roofline()) / 1e6
+	return &Series{Name: fmt.Sprintf("roofline: weights read once at %.0f GB/s (%s)", lim.Bandwidth/1e9, where),
+		X: []float64{float64(pts[0].W), float64(pts[len(pts)-1].W)}, Y: []float64{ms, ms}}
 }
 
 func curveSeries(name string, pr *profiles.Profile) Series {

@@ -142,3 +142,24 @@ type Device interface {
 	// values (the lowest index on ties) into dst[:rows].
 	Argmax(dst []int, x Tensor, rows, cols int)
 }
+
+// MemoryMeter is a Device with memory of its own (a GPU's), which it can
+// time: the rate of a copy inside that memory, which bounds how fast a
+// decode pass can stream the weights (the device's roofline), and of
+// transfers to and from the host, which every pass pays for its inputs and
+// outputs. The CPU backend's memory is the host's (profiles.Bandwidth
+// times it) and has no MemoryMeter.
+type MemoryMeter interface {
+	MeasureMemory() (MemoryRates, error)
+}
+
+// MemoryRates are a device's measured memory rates, in bytes per second,
+// and what the driver says of it.
+type MemoryRates struct {
+	Copy            float64 // a device-to-device copy, bytes read plus bytes written
+	HostToDevice    float64 // from pageable host memory
+	DeviceToHost    float64 // to pageable host memory
+	Peak            float64 // the memory's rate by its clock and bus width (the datasheet's)
+	Multiprocessors int
+	Description     string
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"arborist/engine/model"
+	"arborist/kernels"
 	"arborist/profiles/store"
 )
 
@@ -18,6 +19,10 @@ type Limits struct {
 	Peak        float64 // multiply-adds/s of the kernels' inner operations
 	MACs        float64 // multiply-adds per token
 	Integer     bool    // Peak is of int8 products (the weights are quantised)
+	// Memory is the memory of a device with its own (a GPU) where the
+	// model runs there: Bandwidth is then its copy rate, and Peak is 0 (the
+	// CPU's compute ceiling says nothing of the device's).
+	Memory *store.DeviceMemory
 }
 
 // ModelLimits measures the compute ceiling for m's weight type on threads
@@ -28,6 +33,32 @@ func ModelLimits(ctx context.Context, m *model.Model, threads int, bandwidth flo
 	var err error
 	l.Peak, err = ComputePeak(ctx, threads, l.Integer)
 	return l, err
+}
+
+// DeviceMemory measures dev's own memory, or returns nil for a device
+// whose memory is the host's (the CPU backend: Bandwidth times that).
+func DeviceMemory(dev kernels.Backend) (*store.DeviceMemory, error) {
+	mm, ok := dev.(kernels.MemoryMeter)
+	if !ok {
+		return nil, nil
+	}
+	r, err := mm.MeasureMemory()
+	if err != nil {
+		return nil, fmt.Errorf("profiles: measuring the memory of %s: %w", dev.Name(), err)
+	}
+	return &store.DeviceMemory{Backend: dev.Name(), Description: r.Description, Multiprocessors: r.Multiprocessors,
+		Copy: r.Copy, HostToDevice: r.HostToDevice, DeviceToHost: r.DeviceToHost, Peak: r.Peak}, nil
+}
+
+// DeviceLimits is ModelLimits for m on a device: with mem (the device's
+// own memory) the roofline is mem's copy rate and no compute ceiling is
+// measured; without, the host's bandwidth and the CPU's ceiling.
+func DeviceLimits(ctx context.Context, m *model.Model, threads int, hostBandwidth float64, mem *store.DeviceMemory) (Limits, error) {
+	if mem == nil {
+		return ModelLimits(ctx, m, threads, hostBandwidth)
+	}
+	return Limits{Bandwidth: mem.Copy, WeightBytes: float64(m.WeightBytes()), MACs: float64(m.MatMACs()),
+		Integer: m.Blocks[0].Gate.Type().BlockSize() > 1, Memory: mem}, nil
 }
 
 // Roofline is the time a one-token pass needs at least: every weight byte
@@ -51,9 +82,18 @@ func (l Limits) Kind() string {
 // the roofline, its widest against the compute ceiling.
 func (l Limits) Describe(pts []store.Point) string {
 	first, last := pts[0], pts[len(pts)-1]
+	what := "Read bandwidth"
+	if l.Memory != nil {
+		what = "Device memory (" + l.Memory.Description + ") copies at"
+	}
+	s := fmt.Sprintf("%s %.1f GB/s: T_verify(%d) = %v, %.0f%% of the roofline (%v to stream the weights once).",
+		what, l.Bandwidth/1e9, first.W, first.Median.Round(time.Microsecond), 100*l.Roofline().Seconds()/first.Median.Seconds(), l.Roofline().Round(time.Microsecond))
+	if l.Memory != nil {
+		m := l.Memory
+		return s + fmt.Sprintf(" Its datasheet rate is %.1f GB/s; %d multiprocessors; transfers from the host %.1f GB/s, to it %.1f GB/s.",
+			m.Peak/1e9, m.Multiprocessors, m.HostToDevice/1e9, m.DeviceToHost/1e9)
+	}
 	rate := l.Rate(last.W, last.Median)
-	return fmt.Sprintf("Read bandwidth %.1f GB/s: T_verify(%d) = %v, %.0f%% of the roofline (%v to stream the weights once). "+
-		"Compute ceiling %.0f GMAC/s of %s multiply-adds: at W=%d the pass runs %.1f GMAC/s, %.0f%% of it.",
-		l.Bandwidth/1e9, first.W, first.Median.Round(time.Microsecond), 100*l.Roofline().Seconds()/first.Median.Seconds(), l.Roofline().Round(time.Microsecond),
+	return s + fmt.Sprintf(" Compute ceiling %.0f GMAC/s of %s multiply-adds: at W=%d the pass runs %.1f GMAC/s, %.0f%% of it.",
 		l.Peak/1e9, l.Kind(), last.W, rate/1e9, 100*rate/l.Peak)
 }

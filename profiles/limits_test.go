@@ -1,10 +1,17 @@
 package profiles
 
 import (
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"arborist/engine/model"
+	"arborist/engine/synth"
+	"arborist/kernels"
+	"arborist/kernels/cpu"
+	"arborist/kernels/quant"
 	"arborist/profiles/store"
 )
 
@@ -25,4 +32,62 @@ func TestLimitsDescribe(t *testing.T) {
 	if (Limits{}).Kind() != "float32 FMA" {
 		t.Error("float kind")
 	}
+}
+
+// meter is a CPU device that reports scripted memory rates, as a GPU's
+// backend measures its own.
+type meter struct{ kernels.Device }
+
+func (meter) MeasureMemory() (kernels.MemoryRates, error) {
+	return kernels.MemoryRates{Copy: 4.3e12, HostToDevice: 25e9, DeviceToHost: 20e9, Peak: 4.8e12, Multiprocessors: 132, Description: "a test GPU"}, nil
+}
+
+// TestDeviceLimits: a device with memory of its own is held to that
+// memory's copy rate (the roofline) and has no CPU compute ceiling; the
+// CPU backend has no device memory and keeps the host's figures.
+func TestDeviceLimits(t *testing.T) {
+	m := synthModel(t, "custom:dim=64,layers=1,heads=4,kv=2,ffn=128,vocab=300", quant.Q8_0)
+	if mem, err := DeviceMemory(cpu.New(1)); mem != nil || err != nil {
+		t.Fatalf("the CPU backend: device memory %v, %v; want none", mem, err)
+	}
+	mem, err := DeviceMemory(meter{cpu.New(1)})
+	if err != nil || mem == nil || mem.Copy != 4.3e12 || mem.Multiprocessors != 132 || mem.Backend != "cpu" {
+		t.Fatalf("device memory %+v, %v", mem, err)
+	}
+	l, err := DeviceLimits(context.Background(), m, 1, 20e9, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Bandwidth != 4.3e12 || l.Peak != 0 || l.Memory != mem || l.WeightBytes != float64(m.WeightBytes()) {
+		t.Fatalf("limits %+v", l)
+	}
+	got := l.Describe([]store.Point{{W: 1, Median: time.Millisecond}})
+	for _, want := range []string{"Device memory (a test GPU) copies at 4300.0 GB/s", "datasheet rate is 4800.0 GB/s", "132 multiprocessors", "from the host 25.0 GB/s"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "GMAC") {
+		t.Errorf("%q sets a device's pass against the CPU's compute ceiling", got)
+	}
+}
+
+func synthModel(t *testing.T, shape string, typ quant.Type) *model.Model {
+	t.Helper()
+	s, err := synth.ParseShape(shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := synth.WriteFile(context.Background(), path, s, synth.Options{Type: typ, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	be := cpu.New(1)
+	t.Cleanup(be.Close)
+	m, err := model.Load(path, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
 }

@@ -51,8 +51,15 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	w := env.Stdout
 	lim := r.Limits
 	fmt.Fprintf(w, "model %s: %d params, %.1f MiB of weights; %d threads, kernels %s\n", *path, r.Params, float64(r.WeightBytes)/(1<<20), r.Threads, r.Kernels)
-	fmt.Fprintf(w, "memory read bandwidth: %.1f GB/s (%d threads); decode roofline %.0f tokens/s (weight bytes per token / bandwidth)\n", r.Bandwidth/1e9, r.Threads, r.Roofline)
-	fmt.Fprintf(w, "compute ceiling: %.1f GMAC/s of %s multiply-adds (%d threads, no memory traffic); %.1fM multiply-adds per token\n", lim.Peak/1e9, lim.Kind(), r.Threads, lim.MACs/1e6)
+	if m := r.Memory; m != nil {
+		fmt.Fprintf(w, "device memory (%s): copy %.1f GB/s (datasheet %.1f GB/s); decode roofline %.0f tokens/s (weight bytes per token / copy rate)\n",
+			m.Description, m.Copy/1e9, m.Peak/1e9, r.Roofline)
+		fmt.Fprintf(w, "transfers: from the host %.1f GB/s, to it %.1f GB/s; %d multiprocessors; %.1fM multiply-adds per token\n",
+			m.HostToDevice/1e9, m.DeviceToHost/1e9, m.Multiprocessors, lim.MACs/1e6)
+	} else {
+		fmt.Fprintf(w, "memory read bandwidth: %.1f GB/s (%d threads); decode roofline %.0f tokens/s (weight bytes per token / bandwidth)\n", r.Bandwidth/1e9, r.Threads, r.Roofline)
+		fmt.Fprintf(w, "compute ceiling: %.1f GMAC/s of %s multiply-adds (%d threads, no memory traffic); %.1fM multiply-adds per token\n", lim.Peak/1e9, lim.Kind(), r.Threads, lim.MACs/1e6)
+	}
 	med := r.Median
 	fmt.Fprintf(w, "decode: %.1f tokens/s median of %d runs of %d tokens (min %.1f, max %.1f); %.0f%% of the bandwidth roofline\n",
 		med, *reps, *n, r.Decode[0], r.Decode[len(r.Decode)-1], 100*med/r.Roofline)
@@ -63,8 +70,12 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	ratio8 := 0.0
 	for _, p := range pts {
 		rate := lim.Rate(p.W, p.Median)
-		fmt.Fprintf(w, "  %5d %12s %10s %13.2fx %10.0f %10.1f %8.0f%%\n", p.W, p.Median.Round(time.Microsecond), p.Spread.Round(time.Microsecond),
-			float64(p.Median)/float64(base), float64(p.W)/p.Median.Seconds(), rate/1e9, 100*rate/lim.Peak)
+		ofPeak := "-" // no ceiling measured on a device with memory of its own
+		if lim.Peak > 0 {
+			ofPeak = fmt.Sprintf("%.0f%%", 100*rate/lim.Peak)
+		}
+		fmt.Fprintf(w, "  %5d %12s %10s %13.2fx %10.0f %10.1f %9s\n", p.W, p.Median.Round(time.Microsecond), p.Spread.Round(time.Microsecond),
+			float64(p.Median)/float64(base), float64(p.W)/p.Median.Seconds(), rate/1e9, ofPeak)
 		if p.W == 8 && pts[0].W == 1 {
 			ratio8 = float64(p.Median) / float64(base)
 		}

@@ -94,7 +94,9 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 			Overhead *curveJSON `json:"overhead"`
 			Draft    *curveJSON `json:"draft,omitempty"`
 			Limits   any        `json:"limits"`
+			Memory   any        `json:"device_memory,omitempty"`
 		}{
+			Memory:   r.Memory,
 			Hardware: map[string]any{"fingerprint": hw.Fingerprint, "cpu": hw.CPU, "cores": hw.Cores, "threads": hw.Threads, "simd": hw.SIMD, "ram_bytes": hw.RAM, "bandwidth_bytes_per_s": hw.Bandwidth, "gpus": hw.GPUs},
 			Target:   curveDoc(r.Target, p.Target), Overhead: curveDoc(r.Overhead, p.Target), Draft: curveDoc(r.Draft, p.Draft),
 			Limits: map[string]any{"roofline_ns": int64(r.Limits.Roofline()), "peak_macs_per_s": r.Limits.Peak, "peak_kind": r.Limits.Kind(), "macs_per_token": r.Limits.MACs,
@@ -106,6 +108,10 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 		hw.Fingerprint, hw.CPU, hw.Cores, hw.Threads, hw.SIMD, float64(hw.RAM)/(1<<30), hw.Bandwidth/1e9)
 	if hw.GPUs != "" {
 		fmt.Fprintf(w, "GPUs: %s\n", hw.GPUs)
+	}
+	if m := r.Memory; m != nil {
+		fmt.Fprintf(w, "device memory (%s): copy %.1f GB/s (datasheet %.1f GB/s), from the host %.1f GB/s, to it %.1f GB/s; %d multiprocessors\n",
+			m.Description, m.Copy/1e9, m.Peak/1e9, m.HostToDevice/1e9, m.DeviceToHost/1e9, m.Multiprocessors)
 	}
 	printCurve(w, "target "+p.Target, r.Target)
 	fmt.Fprintln(w, r.Limits.Describe(r.Target.Curve.Points))

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
+	"time"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -769,4 +771,70 @@ func (d *Device) CopyKV(dst, src kernels.KV, n int) error {
 	return nil
 }
 
-var _ kernels.Device = (*Device)(nil)
+var (
+	_ kernels.Device      = (*Device)(nil)
+	_ kernels.MemoryMeter = (*Device)(nil)
+)
+
+// MeasureMemory times a 256 MiB copy inside device memory and 64 MiB
+// transfers each way (medians of several, after a warm-up), and reads the
+// memory's clock and bus width and the multiprocessor count.
+func (d *Device) MeasureMemory() (kernels.MemoryRates, error) {
+	const size, hostSize = 256 << 20, 64 << 20
+	r := kernels.MemoryRates{Description: d.desc}
+	var err error
+	if r.Multiprocessors, err = d.dev.Attribute(cu.MultiprocessorCount); err != nil {
+		return r, fmt.Errorf("cuda: multiprocessor count: %w", err)
+	}
+	clock, err1 := d.dev.Attribute(cu.MemoryClockRate) // kHz
+	bus, err2 := d.dev.Attribute(cu.GlobalMemoryBusWidth)
+	if err1 == nil && err2 == nil {
+		r.Peak = 2 * float64(clock) * 1e3 * float64(bus) / 8 // two transfers a clock
+	}
+	defer d.enter()()
+	a, err := d.alloc("the bandwidth test", size)
+	if err != nil {
+		return r, err
+	}
+	defer d.free(a)
+	b, err := d.alloc("the bandwidth test", size)
+	if err != nil {
+		return r, err
+	}
+	defer d.free(b)
+	host := make([]byte, hostSize)
+	median := func(reps int, op func() error) (time.Duration, error) {
+		var ts []time.Duration
+		for i := 0; i <= reps; i++ { // the first is a warm-up
+			if err := cu.Synchronize(); err != nil {
+				return 0, err
+			}
+			t0 := time.Now()
+			if err := op(); err != nil {
+				return 0, err
+			}
+			if err := cu.Synchronize(); err != nil {
+				return 0, err
+			}
+			if i > 0 {
+				ts = append(ts, time.Since(t0))
+			}
+		}
+		slices.Sort(ts)
+		return ts[len(ts)/2], nil
+	}
+	t, err := median(21, func() error { return cu.MemcpyDtoD(b, a, size) })
+	if err != nil {
+		return r, fmt.Errorf("cuda: timing a copy: %w", err)
+	}
+	r.Copy = 2 * size / t.Seconds()
+	if t, err = median(7, func() error { return cu.MemcpyHtoD(a, unsafe.Pointer(&host[0]), hostSize) }); err != nil {
+		return r, fmt.Errorf("cuda: timing a transfer to the device: %w", err)
+	}
+	r.HostToDevice = hostSize / t.Seconds()
+	if t, err = median(7, func() error { return cu.MemcpyDtoH(unsafe.Pointer(&host[0]), a, hostSize) }); err != nil {
+		return r, fmt.Errorf("cuda: timing a transfer to the host: %w", err)
+	}
+	r.DeviceToHost = hostSize / t.Seconds()
+	return r, nil
+}

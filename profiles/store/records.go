@@ -619,3 +619,31 @@ func (s *Store) DeleteDrafter(ctx context.Context, id int64) error {
 	}
 	return nil
 }
+
+// DeviceMemory is a device's own memory on one machine, as its backend
+// measured it (kernels.MemoryRates), in bytes per second.
+type DeviceMemory struct {
+	Backend                                string
+	Description                            string
+	Multiprocessors                        int
+	Copy, HostToDevice, DeviceToHost, Peak float64
+}
+
+// PutDeviceMemory stores (replacing) the memory of backend's device on the
+// machine hardwareID.
+func (s *Store) PutDeviceMemory(ctx context.Context, hardwareID int64, m DeviceMemory) error {
+	_, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO device_memory(hardware_id, backend, description, multiprocessors, copy_bps, h2d_bps, d2h_bps, peak_bps, created)
+		VALUES (?,?,?,?,?,?,?,?,?)`, hardwareID, m.Backend, m.Description, m.Multiprocessors, m.Copy, m.HostToDevice, m.DeviceToHost, m.Peak, now())
+	return s.wrap0("save device memory", err)
+}
+
+// DeviceMemoryOf returns the stored memory of backend's device on the
+// machine hardwareID, or ok false.
+func (s *Store) DeviceMemoryOf(ctx context.Context, hardwareID int64, backend string) (m DeviceMemory, ok bool, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT backend, description, multiprocessors, copy_bps, h2d_bps, d2h_bps, peak_bps FROM device_memory
+		WHERE hardware_id = ? AND backend = ?`, hardwareID, backend).Scan(&m.Backend, &m.Description, &m.Multiprocessors, &m.Copy, &m.HostToDevice, &m.DeviceToHost, &m.Peak)
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, false, nil
+	}
+	return m, err == nil, s.wrap0("read device memory", err)
+}

@@ -24,6 +24,11 @@ package store
 //	drafter_chunks       drafter weights in 64 MiB pieces (drafters.size >= 0),
 //	                     past SQLite's 1e9-byte limit on one blob
 //	file_hashes          SHA-256 of model files, cached by path, size and mtime
+//
+// Version 5 (issue 20, GPUs):
+//
+//	device_memory  hardware x backend -> a device's own memory: copy rate,
+//	               host-device transfer rates, datasheet rate, multiprocessors
 var migrations = []string{`
 CREATE TABLE hardware (
 	id INTEGER PRIMARY KEY,
@@ -183,6 +188,21 @@ CREATE TABLE file_hashes (
 	mtime_ns INTEGER NOT NULL,
 	sha256 TEXT NOT NULL,
 	created TEXT NOT NULL
+);
+`,
+	`
+-- v5: the memory of devices with their own (GPUs), per machine and backend
+CREATE TABLE device_memory (
+	hardware_id INTEGER NOT NULL REFERENCES hardware(id) ON DELETE CASCADE,
+	backend TEXT NOT NULL,
+	description TEXT NOT NULL,
+	multiprocessors INTEGER NOT NULL,
+	copy_bps REAL NOT NULL,
+	h2d_bps REAL NOT NULL,
+	d2h_bps REAL NOT NULL,
+	peak_bps REAL NOT NULL,
+	created TEXT NOT NULL,
+	PRIMARY KEY (hardware_id, backend)
 );
 `,
 }

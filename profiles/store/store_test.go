@@ -255,3 +255,31 @@ func TestDrafters(t *testing.T) {
 		t.Error("updating a missing drafter succeeded")
 	}
 }
+
+// A device's memory is kept per machine and backend, and a new
+// measurement replaces the old one.
+func TestDeviceMemory(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "a.db"))
+	hid, err := s.PutHardware(ctx, &Hardware{Fingerprint: "hw1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.DeviceMemoryOf(ctx, hid, "cuda"); ok || err != nil {
+		t.Fatalf("before any: ok %v, %v", ok, err)
+	}
+	m := DeviceMemory{Backend: "cuda", Description: "NVIDIA H200", Multiprocessors: 132, Copy: 4.3e12, HostToDevice: 2.5e10, DeviceToHost: 2e10, Peak: 4.8e12}
+	for _, copyRate := range []float64{4.3e12, 4.1e12} {
+		m.Copy = copyRate
+		if err := s.PutDeviceMemory(ctx, hid, m); err != nil {
+			t.Fatal(err)
+		}
+		got, ok, err := s.DeviceMemoryOf(ctx, hid, "cuda")
+		if !ok || err != nil || got != m {
+			t.Fatalf("stored %+v, read %+v (ok %v, %v)", m, got, ok, err)
+		}
+	}
+	if _, ok, _ := s.DeviceMemoryOf(ctx, hid, "cpu"); ok {
+		t.Fatal("another backend's memory read back")
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"arborist/kernels"
 	"arborist/kernels/quant"
 	"arborist/profiles"
+	"arborist/profiles/store"
 )
 
 // Model facts and single-model workflows (inspect, tokenize, generate,
@@ -362,7 +363,13 @@ type BenchReport struct {
 	Median      float64          `json:"decode_median_tokens_per_s"`
 	Curve       []profiles.Point `json:"verify_curve"`
 	Limits      profiles.Limits  `json:"-"`
+	// Memory is the device's own memory where it has one (a GPU): its
+	// copy rate is Bandwidth, and Peak is 0 (not measured there)
+	Memory *DeviceMemory `json:"device_memory,omitempty"`
 }
+
+// DeviceMemory is a device's own memory (store.DeviceMemory), in JSON.
+type DeviceMemory = store.DeviceMemory
 
 // BenchModel times decoding (Reps runs of Tokens tokens) and T_verify(W),
 // and sets them against the bandwidth roofline and the compute ceiling.
@@ -377,10 +384,16 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 	}
 	defer closeModel(m, be)
 	r := &BenchReport{Model: opt.Model, Params: m.File.Params(), WeightBytes: m.WeightBytes(), Threads: be.Threads(), Backend: be.Name(), Kernels: bi.Kernels()}
-	if r.Bandwidth, err = profiles.Bandwidth(ctx, r.Threads, 256<<20); err != nil {
+	// a device with memory of its own (a GPU) is held to that memory's rate
+	if r.Memory, err = profiles.DeviceMemory(be); err != nil {
 		return nil, err
 	}
-	if r.Limits, err = profiles.ModelLimits(ctx, m, r.Threads, r.Bandwidth); err != nil {
+	if r.Memory != nil {
+		r.Bandwidth = r.Memory.Copy
+	} else if r.Bandwidth, err = profiles.Bandwidth(ctx, r.Threads, 256<<20); err != nil {
+		return nil, err
+	}
+	if r.Limits, err = profiles.DeviceLimits(ctx, m, r.Threads, r.Bandwidth, r.Memory); err != nil {
 		return nil, err
 	}
 	r.Roofline = 1 / r.Limits.Roofline().Seconds()

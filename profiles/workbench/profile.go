@@ -8,6 +8,7 @@ import (
 	"arborist/engine/hidden"
 	"arborist/engine/sample"
 	"arborist/engine/spec"
+	"arborist/kernels"
 	"arborist/profiles"
 	"arborist/profiles/store"
 )
@@ -29,6 +30,28 @@ type ProfileReport struct {
 	Draft    *profiles.Profile // the draft model's curve (nil for other sources)
 	Overhead *profiles.Profile // bookkeeping per step at profiles.OverheadWidths
 	Limits   profiles.Limits
+	Memory   *store.DeviceMemory // the target device's own memory (a GPU's), nil on the CPU
+}
+
+// deviceMemory is the stored memory of be's device on this machine, or,
+// fresh or never stored, measured and stored; nil for a device whose
+// memory is the host's.
+func deviceMemory(ctx context.Context, st *store.Store, hardwareID int64, be kernels.Backend, fresh bool) (*store.DeviceMemory, error) {
+	if _, ok := be.(kernels.MemoryMeter); !ok {
+		return nil, nil
+	}
+	if !fresh {
+		if m, ok, err := st.DeviceMemoryOf(ctx, hardwareID, be.Name()); err != nil {
+			return nil, err
+		} else if ok {
+			return &m, nil
+		}
+	}
+	m, err := profiles.DeviceMemory(be)
+	if err != nil {
+		return nil, err
+	}
+	return m, st.PutDeviceMemory(ctx, hardwareID, *m)
 }
 
 // Profile measures (or reuses) the target's verification curve, the
@@ -64,7 +87,10 @@ func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, pr
 	if r.Target, err = profiles.ProfileModel(ctx, st, r.Hardware, pair.Target, pair.Backend, popt("verify", profiles.DefaultWidths(opt.MaxW))); err != nil {
 		return nil, err
 	}
-	if r.Limits, err = profiles.ModelLimits(ctx, pair.Target, r.Threads, r.Hardware.Bandwidth); err != nil {
+	if r.Memory, err = deviceMemory(ctx, st, r.Hardware.ID, pair.Backend, opt.Fresh); err != nil {
+		return nil, err
+	}
+	if r.Limits, err = profiles.DeviceLimits(ctx, pair.Target, r.Threads, r.Hardware.Bandwidth, r.Memory); err != nil {
 		return nil, err
 	}
 	if r.Overhead, err = profiles.ProfileModel(ctx, st, r.Hardware, pair.Target, pair.Backend, popt("overhead", profiles.OverheadWidths)); err != nil {
