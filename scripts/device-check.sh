@@ -163,16 +163,31 @@ layers8b=8
 [ "${DEVICE_CHECK_FULL_8B:-0}" = 1 ] && layers8b=32
 shape8b="custom:dim=4096,layers=$layers8b,heads=32,kv=8,ffn=14336,vocab=128256"
 models=("1b-F16|llama-3.2-1b|F16|4" "1b-Q4_K|llama-3.2-1b|Q4_K|4" "8b-F16|$shape8b|F16|3"
-	"8b-Q4_K|$shape8b|Q4_K|3" "8b32-Q4_K|llama-3.1-8b|Q4_K|3")
+	"8b-Q4_K|$shape8b|Q4_K|3" "8b32-Q4_K|llama-3.1-8b|Q4_K|3"
+	"68m-Q4_K|custom:dim=768,layers=2,heads=12,kv=12,ffn=3072,vocab=128256|Q4_K|5")
 if [ "${DEVICE_CHECK_SMALL:-0}" = 1 ]; then # the script's own check on a CPU
-	models=("1b-F16|custom:dim=256,layers=1,heads=4,kv=2,ffn=512,vocab=512|F16|4"
-		"1b-Q4_K|custom:dim=256,layers=1,heads=4,kv=2,ffn=512,vocab=512|Q4_K|4"
+	small="custom:dim=256,layers=1,heads=4,kv=2,ffn=512,vocab=512"
+	models=("1b-F16|$small|F16|4" "1b-Q4_K|$small|Q4_K|4"
 		"8b-F16|custom:dim=256,layers=2,heads=4,kv=2,ffn=512,vocab=512|F16|3"
 		"8b-Q4_K|custom:dim=256,layers=2,heads=4,kv=2,ffn=512,vocab=512|Q4_K|3"
-		"8b32-Q4_K|custom:dim=256,layers=4,heads=4,kv=2,ffn=512,vocab=512|Q4_K|3")
+		"8b32-Q4_K|custom:dim=256,layers=4,heads=4,kv=2,ffn=512,vocab=512|Q4_K|3"
+		"68m-Q4_K|custom:dim=256,layers=1,heads=4,kv=4,ffn=256,vocab=512|Q4_K|5")
 fi
+# the steps to run, in this order, and the models they read
+steps=${DEVICE_CHECK_STEPS:-1 2 3 3b 4 5 6}
+bench_models=${DEVICE_CHECK_BENCH:-1b-F16 1b-Q4_K 8b-F16 8b32-Q4_K}
+drafters=${DEVICE_CHECK_DRAFTERS:-1b-Q4_K 68m-Q4_K}
+needed=" "
+for st in $steps; do
+	case $st in
+	3b) needed+="8b-Q4_K 1b-Q4_K " ;;
+	4) needed+="$bench_models " ;;
+	5) needed+="8b32-Q4_K $drafters " ;;
+	esac
+done
 for m in "${models[@]}"; do
 	IFS='|' read -r name shape typ seed <<<"$m"
+	[[ $needed == *" $name "* ]] || continue
 	("$bin" synth --shape "$shape" --type "$typ" --seed "$seed" -o "$work/models/$name.gguf" --force >"$work/models/$name.log" 2>&1 &&
 		touch "$work/models/$name.done" || touch "$work/models/$name.failed") &
 done
@@ -197,238 +212,315 @@ model() {
 # ---------------------------------------------------------------- 1. tests
 # each package's GPU tests in its own folder (they read sources and
 # ../shared from there), each bounded so that a hang costs one step
-if [ "$dev" = cuda ]; then
-	"$bin" backends 2>&1 | sed 's/^/backends: /' | tee -a "$summary"
-	for spec in "kernels/cuda|kernels-cuda|${DEVICE_CHECK_T_KERNELS:-100}" \
-		"engine/model|model-cuda|${DEVICE_CHECK_T_MODEL:-150}" \
-		"profiles/workbench|workbench-cuda|${DEVICE_CHECK_T_WORKBENCH:-100}|CUDA"; do
-		IFS='|' read -r pkg name secs only <<<"$spec"
-		say ""
-		say "## 1. GPU tests of $pkg"
-		in_budget "tests $pkg" || break
-		t=$root/.device/$name.test
-		if [ ! -x "$t" ]; then
-			fail "$t not found"
-			continue
-		fi
-		(cd "$root/$pkg" && timeout $((secs + 15)) "$t" -test.v -test.timeout "${secs}s" ${only:+-test.run "$only"}) >"$out/$name.log" 2>&1
-		rc=$?
-		grep -E '^\s*(--- (FAIL|SKIP)|ok|PASS|FAIL|panic)' "$out/$name.log" | head -40 | tee -a "$summary"
-		say "$(grep -c -- '--- PASS' "$out/$name.log") passed, $(grep -c -- '--- FAIL' "$out/$name.log") failed"
-		[ $rc -eq 0 ] || fail "$pkg GPU tests (exit $rc; $name.log)"
-	done
-fi
+step_1() {
+	if [ "$dev" = cuda ]; then
+		"$bin" backends 2>&1 | sed 's/^/backends: /' | tee -a "$summary"
+		for spec in "kernels/cuda|kernels-cuda|${DEVICE_CHECK_T_KERNELS:-100}" \
+			"engine/model|model-cuda|${DEVICE_CHECK_T_MODEL:-150}" \
+			"profiles/workbench|workbench-cuda|${DEVICE_CHECK_T_WORKBENCH:-100}|CUDA"; do
+			IFS='|' read -r pkg name secs only <<<"$spec"
+			say ""
+			say "## 1. GPU tests of $pkg"
+			in_budget "tests $pkg" || break
+			t=$root/.device/$name.test
+			if [ ! -x "$t" ]; then
+				fail "$t not found"
+				continue
+			fi
+			(cd "$root/$pkg" && timeout $((secs + 15)) "$t" -test.v -test.timeout "${secs}s" ${only:+-test.run "$only"}) >"$out/$name.log" 2>&1
+			rc=$?
+			grep -E '^\s*(--- (FAIL|SKIP)|ok|PASS|FAIL|panic)' "$out/$name.log" | head -40 | tee -a "$summary"
+			say "$(grep -c -- '--- PASS' "$out/$name.log") passed, $(grep -c -- '--- FAIL' "$out/$name.log") failed"
+			[ $rc -eq 0 ] || fail "$pkg GPU tests (exit $rc; $name.log)"
+		done
+	fi
+}
 
 # ------------------------------------------------------ 2. logit difference
-say ""
-say "## 2. max |logit(cuda) - logit(cpu)| per weight type (synthetic dim 512, 2 layers, vocab 2048, 24 positions)"
-ids=$(seq -s, 1 24)
-shape="custom:dim=512,layers=2,heads=8,kv=4,ffn=1536,vocab=2048"
-printf '%-6s %12s %12s %s\n' type max_diff max_logit argmax_agree | tee -a "$summary"
-for t in F32 F16 BF16 Q8_0 Q4_0 Q4_K Q5_K Q6_K; do
-	in_budget "logits $t" || break
-	m=$work/logits-$t.gguf
-	"$bin" synth --shape "$shape" --type "$t" --seed 3 -o "$m" --force >/dev/null 2>&1 || {
-		fail "synth $t"
-		continue
-	}
-	bounded "$bin" logits --model "$m" --ids "$ids" --top 2048 --device cpu >"$work/cpu-$t.jsonl" 2>"$work/cpu-$t.err" || {
-		fail "logits $t on cpu: $(tail -1 "$work/cpu-$t.err")"
-		continue
-	}
-	bounded "$bin" logits --model "$m" --ids "$ids" --top 2048 --device "$dev" >"$work/dev-$t.jsonl" 2>"$work/dev-$t.err" || {
-		fail "logits $t on $dev: $(tail -1 "$work/dev-$t.err")"
-		continue
-	}
-	line=$(python3 - "$work/cpu-$t.jsonl" "$work/dev-$t.jsonl" <<'EOF'
-import json, sys
-a = [json.loads(l) for l in open(sys.argv[1])]
-b = [json.loads(l) for l in open(sys.argv[2])]
-assert len(a) == len(b) and a, "row counts differ"
-diff = big = 0.0
-agree = 0
-for ra, rb in zip(a, b):
-    da, db = dict(ra["top"]), dict(rb["top"])
-    assert set(da) == set(db), "different ids"
-    diff = max(diff, max(abs(da[k] - db[k]) for k in da))
-    big = max(big, max(abs(v) for v in da.values()))
-    agree += ra["top"][0][0] == rb["top"][0][0]
-print(f"{diff:.3g} {big:.3g} {agree}/{len(a)}")
-EOF
-	) || {
-		fail "comparing $t"
-		continue
-	}
-	read -r d big agree <<<"$line"
-	printf '%-6s %12s %12s %s\n' "$t" "$d" "$big" "$agree" | tee -a "$summary"
-	results+=("{\"check\":\"logits\",\"type\":\"$t\",\"max_diff\":$d,\"max_logit\":$big,\"argmax_agree\":\"$agree\"}")
-	# a difference above 2% of the largest logit is a wrong kernel, not rounding
-	if python3 -c "import sys; sys.exit(0 if float('$d') <= 0.02 * float('$big') + 1e-3 else 1)"; then :; else
-		fail "$t logits differ by $d (largest logit $big)"
+step_2() {
+	say ""
+	say "## 2. max |logit(cuda) - logit(cpu)| per weight type (synthetic dim 512, 2 layers, vocab 2048, 24 positions)"
+	ids=$(seq -s, 1 24)
+	shape="custom:dim=512,layers=2,heads=8,kv=4,ffn=1536,vocab=2048"
+	printf '%-6s %12s %12s %s\n' type max_diff max_logit argmax_agree | tee -a "$summary"
+	for t in F32 F16 BF16 Q8_0 Q4_0 Q4_K Q5_K Q6_K; do
+		in_budget "logits $t" || break
+		m=$work/logits-$t.gguf
+		"$bin" synth --shape "$shape" --type "$t" --seed 3 -o "$m" --force >/dev/null 2>&1 || {
+			fail "synth $t"
+			continue
+		}
+		bounded "$bin" logits --model "$m" --ids "$ids" --top 2048 --device cpu >"$work/cpu-$t.jsonl" 2>"$work/cpu-$t.err" || {
+			fail "logits $t on cpu: $(tail -1 "$work/cpu-$t.err")"
+			continue
+		}
+		bounded "$bin" logits --model "$m" --ids "$ids" --top 2048 --device "$dev" >"$work/dev-$t.jsonl" 2>"$work/dev-$t.err" || {
+			fail "logits $t on $dev: $(tail -1 "$work/dev-$t.err")"
+			continue
+		}
+		line=$(python3 - "$work/cpu-$t.jsonl" "$work/dev-$t.jsonl" <<-'EOF'
+	import json, sys
+	a = [json.loads(l) for l in open(sys.argv[1])]
+	b = [json.loads(l) for l in open(sys.argv[2])]
+	assert len(a) == len(b) and a, "row counts differ"
+	diff = big = 0.0
+	agree = 0
+	for ra, rb in zip(a, b):
+	    da, db = dict(ra["top"]), dict(rb["top"])
+	    assert set(da) == set(db), "different ids"
+	    diff = max(diff, max(abs(da[k] - db[k]) for k in da))
+	    big = max(big, max(abs(v) for v in da.values()))
+	    agree += ra["top"][0][0] == rb["top"][0][0]
+	print(f"{diff:.3g} {big:.3g} {agree}/{len(a)}")
+	EOF
+		) || {
+			fail "comparing $t"
+			continue
+		}
+		read -r d big agree <<<"$line"
+		printf '%-6s %12s %12s %s\n' "$t" "$d" "$big" "$agree" | tee -a "$summary"
+		results+=("{\"check\":\"logits\",\"type\":\"$t\",\"max_diff\":$d,\"max_logit\":$big,\"argmax_agree\":\"$agree\"}")
+		# a difference above 2% of the largest logit is a wrong kernel, not rounding
+		if python3 -c "import sys; sys.exit(0 if float('$d') <= 0.02 * float('$big') + 1e-3 else 1)"; then :; else
+			fail "$t logits differ by $d (largest logit $big)"
+		fi
+		rm -f "$m"
+	done
+}
+
+# find_pair sets pair (run's model flags) once: the shared bench pair where
+# shared/ or ../shared has it, else a synthetic target self-drafted by its
+# first layers.
+pair=()
+pair_found=0
+find_pair() {
+	[ "$pair_found" = 1 ] && return
+	pair_found=1
+	pair=()
+	for s in "$root/shared" "$root/../shared"; do
+		if [ -f "$s/models/bench/target-60m-q8_0.gguf" ] && [ -f "$s/models/bench/draft-noisy-0.05.gguf" ]; then
+			pair=(--target "$s/models/bench/target-60m-q8_0.gguf" --draft "$s/models/bench/draft-noisy-0.05.gguf")
+			say "pair: the shared bench pair ($s/models/bench)"
+			break
+		fi
+	done
+	if [ ${#pair[@]} -eq 0 ] && in_budget "synthetic pair"; then
+		if "$bin" synth --shape "custom:dim=1024,layers=8,heads=16,kv=4,ffn=2816,vocab=4096" --type Q8_0 --seed 5 -o "$work/pair-target.gguf" --force >/dev/null 2>&1; then
+			pair=(--target "$work/pair-target.gguf" --draft-layers 2)
+			say "pair: synthetic target (dim 1024, 8 layers, Q8_0) self-drafted by its first 2 layers (no shared bench pair here)"
+		else
+			fail "synth pair target"
+		fi
 	fi
-	rm -f "$m"
-done
+}
 
 # -------------------------------------------------------- 3. greedy identity
-say ""
-say "## 3. greedy identity with autoregressive decoding on $dev (run --baseline, 64 tokens)"
-pair=()
-for s in "$root/shared" "$root/../shared"; do
-	if [ -f "$s/models/bench/target-60m-q8_0.gguf" ] && [ -f "$s/models/bench/draft-noisy-0.05.gguf" ]; then
-		pair=(--target "$s/models/bench/target-60m-q8_0.gguf" --draft "$s/models/bench/draft-noisy-0.05.gguf")
-		say "pair: the shared bench pair ($s/models/bench)"
-		break
-	fi
-done
-if [ ${#pair[@]} -eq 0 ] && in_budget "synthetic pair"; then
-	if "$bin" synth --shape "custom:dim=1024,layers=8,heads=16,kv=4,ffn=2816,vocab=4096" --type Q8_0 --seed 5 -o "$work/pair-target.gguf" --force >/dev/null 2>&1; then
-		pair=(--target "$work/pair-target.gguf" --draft-layers 2)
-		say "pair: synthetic target (dim 1024, 8 layers, Q8_0) self-drafted by its first 2 layers (no shared bench pair here)"
-	else
-		fail "synth pair target"
-	fi
-fi
-if [ ${#pair[@]} -gt 0 ]; then
-	for s in chain tree egt; do
-		in_budget "identity $s" || break
-		extra=()
-		[ "$s" = tree ] && extra=(--widths "3,2,1")
-		if bounded "$bin" run "${pair[@]}" --strategy "$s" "${extra[@]}" --prompt "Once upon a time there was a little girl" -n 64 \
-			--baseline --json --no-store --db "$db" --device "$dev" >"$work/run-$s.json" 2>"$work/run-$s.err"; then
-			line=$(python3 -c "
+step_3() {
+	say ""
+	say "## 3. greedy identity with autoregressive decoding on $dev (run --baseline, 64 tokens)"
+	find_pair
+	if [ ${#pair[@]} -gt 0 ]; then
+		for s in chain tree egt; do
+			in_budget "identity $s" || break
+			extra=()
+			[ "$s" = tree ] && extra=(--widths "3,2,1")
+			if bounded "$bin" run "${pair[@]}" --strategy "$s" "${extra[@]}" --prompt "Once upon a time there was a little girl" -n 64 \
+				--baseline --json --no-store --db "$db" --device "$dev" >"$work/run-$s.json" 2>"$work/run-$s.err"; then
+				line=$(python3 -c "
 import json,sys
 d=json.load(open('$work/run-$s.json'))
 print(d.get('identical_to_baseline'), round(d.get('measured_speedup') or 0, 2), round(d['totals']['tokens_per_s'], 1))")
-			read -r ident sp tps <<<"$line"
-			say "$s: identical_to_baseline=$ident speedup=${sp}x ${tps} tokens/s"
-			results+=("{\"check\":\"identity\",\"strategy\":\"$s\",\"identical\":\"$ident\",\"speedup\":$sp,\"tokens_per_s\":$tps}")
-			[ "$ident" = True ] || fail "$s output differs from autoregressive decoding"
-		else
-			fail "run $s: $(tail -1 "$work/run-$s.err")"
-		fi
-	done
-fi
+				read -r ident sp tps <<<"$line"
+				say "$s: identical_to_baseline=$ident speedup=${sp}x ${tps} tokens/s"
+				results+=("{\"check\":\"identity\",\"strategy\":\"$s\",\"identical\":\"$ident\",\"speedup\":$sp,\"tokens_per_s\":$tps}")
+				[ "$ident" = True ] || fail "$s output differs from autoregressive decoding"
+			else
+				fail "run $s: $(tail -1 "$work/run-$s.err")"
+			fi
+		done
+	fi
+}
 
 # ------------------------------------------------------ 3b. DuoDecoding split
 # duo and egt --aot with the drafter on the CPU (its own threads) while the
 # target verifies on the device, against chain with both models on the
 # device and against plain decoding on the device; the overlap comes from
 # the per-step timeline (overlap_ns: drafting that ran during verification).
-cpu_threads=$(($(nproc) / 2))
-say ""
-say "## 3b. drafter on the CPU ($cpu_threads threads) vs both models on $dev vs plain decoding on $dev (64 tokens)"
-duo_pairs=()
-[ ${#pair[@]} -gt 0 ] && duo_pairs+=("the pair of step 3|${pair[*]}")
-if in_budget "synthetic 8B/1B pair"; then
-	if t8=$(model 8b-Q4_K) && d1=$(model 1b-Q4_K); then
-		duo_pairs+=("8B-shape target ($layers8b of 32 layers) with a 1B-shape drafter, Q4_K, random weights (acceptance near 0: the overlap and the identity are the figures here, not the speedup)|--target $t8 --draft $d1")
-	else
-		fail "synth duo pair"
+step_3b() {
+	cpu_threads=$(($(nproc) / 2))
+	say ""
+	say "## 3b. drafter on the CPU ($cpu_threads threads) vs both models on $dev vs plain decoding on $dev (64 tokens)"
+	find_pair
+	duo_pairs=()
+	[ ${#pair[@]} -gt 0 ] && duo_pairs+=("the pair of step 3|${pair[*]}")
+	if in_budget "synthetic 8B/1B pair"; then
+		if t8=$(model 8b-Q4_K) && d1=$(model 1b-Q4_K); then
+			duo_pairs+=("8B-shape target ($layers8b of 32 layers) with a 1B-shape drafter, Q4_K, random weights (acceptance near 0: the overlap and the identity are the figures here, not the speedup)|--target $t8 --draft $d1")
+		else
+			fail "synth duo pair"
+		fi
 	fi
-fi
-for dp in "${duo_pairs[@]}"; do
-	label=${dp%%|*}
-	read -r -a args <<<"${dp#*|}"
-	say "$label:"
-	for cfg in "duo --gamma 12 --draft-device cpu --draft-threads $cpu_threads" \
-		"egt --aot --draft-device cpu --draft-threads $cpu_threads" "chain --gamma 4"; do
-		in_budget "duo $cfg" || break 2
-		name=${cfg%% *}
-		[[ $cfg == *--aot* ]] && name=egt-aot
-		read -r -a cargs <<<"${cfg#* }"
-		if bounded "$bin" run "${args[@]}" --strategy "${cfg%% *}" "${cargs[@]}" --prompt "Once upon a time there was a little girl" -n 64 \
-			--threads "$(nproc)" --baseline --json --no-store --db "$db" --device "$dev" >"$work/duo-$name.json" 2>"$work/duo-$name.err"; then
-			line=$(python3 -c "
+	for dp in "${duo_pairs[@]}"; do
+		label=${dp%%|*}
+		read -r -a args <<<"${dp#*|}"
+		say "$label:"
+		for cfg in "duo --gamma 12 --draft-device cpu --draft-threads $cpu_threads" \
+			"egt --aot --draft-device cpu --draft-threads $cpu_threads" "chain --gamma 4"; do
+			in_budget "duo $cfg" || break 2
+			name=${cfg%% *}
+			[[ $cfg == *--aot* ]] && name=egt-aot
+			read -r -a cargs <<<"${cfg#* }"
+			if bounded "$bin" run "${args[@]}" --strategy "${cfg%% *}" "${cargs[@]}" --prompt "Once upon a time there was a little girl" -n 64 \
+				--threads "$(nproc)" --baseline --json --no-store --db "$db" --device "$dev" >"$work/duo-$name.json" 2>"$work/duo-$name.err"; then
+				line=$(python3 -c "
 import json
 d=json.load(open('$work/duo-$name.json')); t=d['totals']
 ov, dr, ve = t.get('overlap_ns', 0), t.get('draft_ns', 0), t.get('verify_ns', 0)
 print(d.get('identical_to_baseline'), round(d.get('measured_speedup') or 0, 2), round(t['tokens_per_s'], 1),
       round(100*ov/max(1, ve)), round(100*ov/max(1, ov+dr)))")
-			read -r ident sp tps ovv ovd <<<"$line"
-			say "  $cfg: identical_to_baseline=$ident speedup over plain $dev decoding=${sp}x ${tps} tokens/s; drafting during ${ovv}% of verification, ${ovd}% of drafting hidden"
-			results+=("{\"check\":\"duo\",\"pair\":\"${label%% (*}\",\"config\":\"$cfg\",\"identical\":\"$ident\",\"speedup\":$sp,\"tokens_per_s\":$tps,\"overlap_of_verify_pct\":$ovv,\"drafting_hidden_pct\":$ovd}")
-			[ "$ident" = True ] || fail "$cfg output differs from autoregressive decoding"
-		else
-			fail "run $cfg: $(tail -1 "$work/duo-$name.err")"
-		fi
+				read -r ident sp tps ovv ovd <<<"$line"
+				say "  $cfg: identical_to_baseline=$ident speedup over plain $dev decoding=${sp}x ${tps} tokens/s; drafting during ${ovv}% of verification, ${ovd}% of drafting hidden"
+				results+=("{\"check\":\"duo\",\"pair\":\"${label%% (*}\",\"config\":\"$cfg\",\"identical\":\"$ident\",\"speedup\":$sp,\"tokens_per_s\":$tps,\"overlap_of_verify_pct\":$ovv,\"drafting_hidden_pct\":$ovd}")
+				[ "$ident" = True ] || fail "$cfg output differs from autoregressive decoding"
+			else
+				fail "run $cfg: $(tail -1 "$work/duo-$name.err")"
+			fi
+		done
 	done
-done
+}
 
 # ------------------------------------------------------------------ 4. speed
-say ""
-say "## 4. decode and T_verify(W) on $dev beside the HBM roofline (4.8 TB/s)"
-widths=1,2,4,8,16,32,64,128,256,512
-[ "${DEVICE_CHECK_SMALL:-0}" = 1 ] && widths=1,2,4,8
-for spec in "llama-3.2-1b|1b-F16" "llama-3.2-1b|1b-Q4_K" "llama-3.1-8b ($layers8b of 32 layers)|8b-F16" "llama-3.1-8b|8b32-Q4_K"; do
-	label=${spec%%|*}
-	name=${spec#*|}
-	t=${name#*-}
-	in_budget "bench $label $t" || break
-	if ! m=$(model "$name" 2>"$work/synth.err"); then
-		fail "synth $label $t: $(tail -1 "$work/synth.err")"
-		continue
-	fi
-	left=$((budget + 60 - (SECONDS - start)))
-	if ! timeout "$left" "$bin" bench --model "$m" --device "$dev" --reps 3 -n 32 --widths "$widths" --json >"$work/bench-$name.json" 2>"$work/bench.err"; then
-		fail "bench $label $t: $(tail -1 "$work/bench.err")"
-		continue
-	fi
-	python3 - "$work/bench-$name.json" "$label" "$t" >"$work/bench-one.txt" <<'EOF2'
-import json, sys
-d = json.load(open(sys.argv[1]))
-label, typ = sys.argv[2], sys.argv[3]
-roof = 4.8e12 / d["weight_bytes"]
-tps = d["decode_median_tokens_per_s"]
-curve = {p["W"]: p["Median"] / 1e6 for p in d["verify_curve"]}
-print(f"{label} {typ}: {d['weight_bytes'] / 2**30:.2f} GiB of weights; decode {tps:.1f} tokens/s, "
-      f"roofline {roof:.1f} tokens/s ({roof / tps:.2f}x away)")
-print("  T_verify(W) ms: " + "  ".join(f"{w}:{ms:.2f}" for w, ms in sorted(curve.items())))
-if 1 in curve and 64 in curve:
-    print(f"  T_verify(64)/T_verify(1) = {curve[64] / curve[1]:.2f}")
-print("JSON " + json.dumps({"check": "bench", "model": label, "type": typ, "weight_bytes": d["weight_bytes"],
-      "decode_tokens_per_s": tps, "roofline_tokens_per_s": roof, "verify_ms": curve}))
-EOF2
-	grep -v '^JSON ' "$work/bench-one.txt" | tee -a "$summary"
-	while IFS= read -r l; do results+=("${l#JSON }"); done < <(grep '^JSON ' "$work/bench-one.txt")
-done
+step_4() {
+	say ""
+	say "## 4. decode and T_verify(W) on $dev beside the HBM roofline (4.8 TB/s)"
+	widths=1,2,4,8,16,32,64,128,256,512
+	[ "${DEVICE_CHECK_SMALL:-0}" = 1 ] && widths=1,2,4,8
+	for name in $bench_models; do
+		label=$(label_of "$name")
+		t=${name#*-}
+		in_budget "bench $label $t" || break
+		if ! m=$(model "$name" 2>"$work/synth.err"); then
+			fail "synth $label $t: $(tail -1 "$work/synth.err")"
+			continue
+		fi
+		left=$((budget + 60 - (SECONDS - start)))
+		if ! timeout "$left" "$bin" bench --model "$m" --device "$dev" --reps 3 -n 32 --widths "$widths" --json >"$work/bench-$name.json" 2>"$work/bench.err"; then
+			fail "bench $label $t: $(tail -1 "$work/bench.err")"
+			continue
+		fi
+		python3 - "$work/bench-$name.json" "$label" "$t" >"$work/bench-one.txt" <<-'EOF2'
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	label, typ = sys.argv[2], sys.argv[3]
+	roof = 4.8e12 / d["weight_bytes"]
+	tps = d["decode_median_tokens_per_s"]
+	curve = {p["W"]: p["Median"] / 1e6 for p in d["verify_curve"]}
+	print(f"{label} {typ}: {d['weight_bytes'] / 2**30:.2f} GiB of weights; decode {tps:.1f} tokens/s, "
+	      f"roofline {roof:.1f} tokens/s ({roof / tps:.2f}x away)")
+	mem = d.get("device_memory")
+	if mem:
+	    print(f"  device memory: copy {mem['Copy'] / 1e9:.0f} GB/s (datasheet {mem['Peak'] / 1e9:.0f} GB/s), from the host {mem['HostToDevice'] / 1e9:.1f} GB/s, "
+	          f"to it {mem['DeviceToHost'] / 1e9:.1f} GB/s, {mem['Multiprocessors']} multiprocessors; roofline at the copy rate {d['roofline_tokens_per_s']:.0f} tokens/s")
+	print("  T_verify(W) ms: " + "  ".join(f"{w}:{ms:.2f}" for w, ms in sorted(curve.items())))
+	if 1 in curve and 64 in curve:
+	    print(f"  T_verify(64)/T_verify(1) = {curve[64] / curve[1]:.2f}")
+	print("JSON " + json.dumps({"check": "bench", "model": label, "type": typ, "weight_bytes": d["weight_bytes"], "device_memory": mem,
+	      "decode_tokens_per_s": tps, "roofline_tokens_per_s": roof, "verify_ms": curve}))
+	EOF2
+		grep -v '^JSON ' "$work/bench-one.txt" | tee -a "$summary"
+		while IFS= read -r l; do results+=("${l#JSON }"); done < <(grep '^JSON ' "$work/bench-one.txt")
+	done
+}
 
-# ------------------------------------------------- 5. the 8B/1B latency model
+# ------------------------------------------------- 5. the 8B latency model
 # DuoDecoding's case on this machine: the full 8B-shape target on the
-# device, the 1B-shape drafter on the CPU with half the cores. The pair's
+# device, each drafter (a 1B shape; a 2-layer 768-wide one, Llama-68M's
+# body with Llama 3's vocabulary) on the CPU with half the cores. The pair's
 # weights are random, so acceptance is assumed (--alpha, a Llama-3.2-1B /
 # Llama-3.1-8B-like rate) while every latency is measured here by tune's
 # profile: the ranked plans' predicted speedups over plain decoding on the
 # device are the latency model's verdict.
-say ""
-say "## 5. the 8B/1B latency model: tune with the target on $dev and the drafter on the CPU ($cpu_threads threads), acceptance assumed"
-if in_budget "latency model" && t8=$(model 8b32-Q4_K) && d1=$(model 1b-Q4_K); then
-	for alpha in ${DEVICE_CHECK_ALPHAS:-0.75 0.6}; do
-		if timeout $((budget + 90 - (SECONDS - start))) "$bin" tune --target "$t8" --draft "$d1" --device "$dev" --draft-device cpu --draft-threads "$cpu_threads" \
-			--threads "$(nproc)" --alpha "$alpha" --no-recheck --top 400 --db "$db" --json >"$work/tune-$alpha.json" 2>"$work/tune-$alpha.err"; then
-			python3 - "$work/tune-$alpha.json" "$alpha" >"$work/tune-one.txt" <<'EOF2'
-import json, sys
-d = json.load(open(sys.argv[1])); alpha = sys.argv[2]
-plans = d["plans"]
-def best(f):
-    c = [p for p in plans if f(p)]
-    return max(c, key=lambda p: p["predicted_speedup"]) if c else None
-rows = [("best plan", best(lambda p: True)), ("best duo (CPU drafter)", best(lambda p: p["plan"]["strategy"] == "duo")),
-        ("best chain", best(lambda p: p["plan"]["strategy"] == "chain")), ("best egt", best(lambda p: p["plan"]["strategy"] == "egt"))]
-print(f"alpha {alpha}: {len(plans)} plans ranked")
-for what, p in rows:
-    if p:
-        print(f"  {what}: {p['name']}: predicted {p['predicted_speedup']:.2f}x plain decoding on the device; "
-              f"draft {p['draft_ns']/1e6:.2f} ms, verify {p['verify_ns']/1e6:.2f} ms, step {p['step_ns']/1e6:.2f} ms, {p['aal']:.2f} tokens a step")
-print("JSON " + json.dumps({"check": "latency-model", "alpha": float(alpha),
-      "best": {k: (p and {"name": p["name"], "speedup": p["predicted_speedup"], "draft_ns": p["draft_ns"], "verify_ns": p["verify_ns"], "aal": p["aal"]}) for k, p in rows}}))
-EOF2
-			grep -v '^JSON ' "$work/tune-one.txt" | tee -a "$summary"
-			while IFS= read -r l; do results+=("${l#JSON }"); done < <(grep '^JSON ' "$work/tune-one.txt")
+step_5() {
+	say ""
+	say "## 5. the 8B latency model: tune with the whole 8B-shape target on $dev and each drafter on the CPU ($cpu_threads threads), acceptance assumed"
+	in_budget "latency model" && t8=$(model 8b32-Q4_K) || return
+	for dname in $drafters; do
+		d1=$(model "$dname") || continue
+		say "drafter: $(label_of "$dname")"
+		for alpha in ${DEVICE_CHECK_ALPHAS:-0.75 0.6}; do
+			in_budget "latency model $dname $alpha" || return
+			if timeout $((budget + ${DEVICE_CHECK_TUNE_GRACE:-90} - (SECONDS - start))) "$bin" tune --target "$t8" --draft "$d1" --device "$dev" --draft-device cpu --draft-threads "$cpu_threads" \
+				--threads "$(nproc)" --alpha "$alpha" --no-recheck --top 400 --db "$db" --json >"$work/tune-$dname-$alpha.json" 2>"$work/tune-$dname-$alpha.err"; then
+				python3 - "$work/tune-$dname-$alpha.json" "$alpha" "$dname" >"$work/tune-one.txt" <<-'EOF2'
+	import json, sys
+	d = json.load(open(sys.argv[1])); alpha, drafter = sys.argv[2], sys.argv[3]
+	plans = d["plans"]
+	def best(f):
+	    c = [p for p in plans if f(p)]
+	    return max(c, key=lambda p: p["predicted_speedup"]) if c else None
+	rows = [("best plan", best(lambda p: True)), ("best duo (CPU drafter)", best(lambda p: p["plan"]["strategy"] == "duo")),
+	        ("best chain", best(lambda p: p["plan"]["strategy"] == "chain")), ("best egt", best(lambda p: p["plan"]["strategy"] == "egt"))]
+	print(f"alpha {alpha}: {len(plans)} plans ranked")
+	for what, p in rows:
+	    if p:
+	        print(f"  {what}: {p['name']}: predicted {p['predicted_speedup']:.2f}x plain decoding on the device; "
+	              f"draft {p['draft_ns']/1e6:.2f} ms, verify {p['verify_ns']/1e6:.2f} ms, step {p['step_ns']/1e6:.2f} ms, {p['aal']:.2f} tokens a step")
+	print("JSON " + json.dumps({"check": "latency-model", "drafter": drafter, "alpha": float(alpha),
+	      "best": {k: (p and {"name": p["name"], "speedup": p["predicted_speedup"], "draft_ns": p["draft_ns"], "verify_ns": p["verify_ns"], "aal": p["aal"]}) for k, p in rows}}))
+	EOF2
+				grep -v '^JSON ' "$work/tune-one.txt" | tee -a "$summary"
+				while IFS= read -r l; do results+=("${l#JSON }"); done < <(grep '^JSON ' "$work/tune-one.txt")
+			else
+				fail "tune $dname alpha $alpha: $(tail -1 "$work/tune-$dname-$alpha.err")"
+			fi
+		done
+	done
+}
+
+# --------------------------------------- 6. the drafter on the device
+# The other placement, for a user with a small card: the target on the
+# CPU, the drafter on the device, drafting while the target verifies.
+step_6() {
+	say ""
+	say "## 6. target on the CPU ($cpu_threads threads), drafter on $dev (64 tokens)"
+	find_pair
+	[ ${#pair[@]} -gt 0 ] || return
+	for cfg in "duo --gamma 4" "egt --aot" "chain --gamma 4"; do
+		in_budget "placement $cfg" || break
+		name=${cfg%% *}
+		read -r -a cargs <<<"${cfg#* }"
+		if bounded "$bin" run "${pair[@]}" --strategy "$name" "${cargs[@]}" --device cpu --threads "$cpu_threads" --draft-device "$dev" \
+			--prompt "Once upon a time there was a little girl" -n 64 --baseline --json --no-store --db "$db" >"$work/place-$name.json" 2>"$work/place-$name.err"; then
+			line=$(python3 -c "
+import json
+d=json.load(open('$work/place-$name.json')); t=d['totals']
+print(d.get('identical_to_baseline'), round(d.get('measured_speedup') or 0, 2), round(t['tokens_per_s'], 1))")
+			read -r ident sp tps <<<"$line"
+			say "  $cfg: identical_to_baseline=$ident speedup over plain CPU decoding=${sp}x ${tps} tokens/s"
+			results+=("{\"check\":\"placement\",\"config\":\"$cfg\",\"identical\":\"$ident\",\"speedup\":$sp,\"tokens_per_s\":$tps}")
+			[ "$ident" = True ] || fail "$cfg with the drafter on $dev differs from autoregressive decoding"
 		else
-			fail "tune alpha $alpha: $(tail -1 "$work/tune-$alpha.err")"
+			fail "run $cfg with the drafter on $dev: $(tail -1 "$work/place-$name.err")"
 		fi
 	done
-fi
+}
+
+# label_of NAME describes a background model.
+label_of() {
+	case $1 in
+	1b-*) echo "llama-3.2-1b" ;;
+	8b-*) echo "llama-3.1-8b ($layers8b of 32 layers)" ;;
+	8b32-*) echo "llama-3.1-8b" ;;
+	68m-*) echo "2 layers of width 768, Llama 3's vocabulary (0.2B parameters)" ;;
+	*) echo "$1" ;;
+	esac
+}
+
+cpu_threads=$(($(nproc) / 2))
+for st in $steps; do
+	"step_$st"
+done
+
 say ""
 say "elapsed: $((SECONDS - start)) s; failures: $failures"
 {

@@ -457,3 +457,30 @@ func TestMemoryCheckedBeforeAllocating(t *testing.T) {
 		t.Fatal("a 32 TiB cache was accepted")
 	}
 }
+
+// The device times its own memory: every rate positive and below the
+// memory's datasheet rate (a copy counts bytes read and written, so it
+// may come near it, never far above), transfers slower than the copy, and
+// the allocations it made freed again.
+func TestMeasureMemory(t *testing.T) {
+	d := newDevice(t)
+	held := len(d.allocs)
+	r, err := d.MeasureMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("copy %.1f GB/s, datasheet %.1f GB/s, host to device %.1f GB/s, device to host %.1f GB/s, %d multiprocessors",
+		r.Copy/1e9, r.Peak/1e9, r.HostToDevice/1e9, r.DeviceToHost/1e9, r.Multiprocessors)
+	if r.Copy <= 0 || r.HostToDevice <= 0 || r.DeviceToHost <= 0 || r.Multiprocessors < 1 || r.Description == "" {
+		t.Fatalf("rates %+v", r)
+	}
+	if r.Peak > 0 && r.Copy > 1.1*r.Peak {
+		t.Errorf("a copy at %.1f GB/s beats the memory's datasheet rate %.1f GB/s", r.Copy/1e9, r.Peak/1e9)
+	}
+	if r.HostToDevice > r.Copy || r.DeviceToHost > r.Copy {
+		t.Errorf("transfers (%.1f, %.1f GB/s) faster than a copy in device memory (%.1f GB/s)", r.HostToDevice/1e9, r.DeviceToHost/1e9, r.Copy/1e9)
+	}
+	if len(d.allocs) != held {
+		t.Errorf("%d allocations before, %d after", held, len(d.allocs))
+	}
+}
