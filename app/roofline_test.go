@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2/test"
+
 	"arborist/profiles"
 	"arborist/profiles/store"
 )
@@ -24,5 +26,24 @@ func TestRooflineSeries(t *testing.T) {
 	}
 	if rooflineSeries(vp, profiles.Limits{}) != nil {
 		t.Fatal("a roofline without a bandwidth")
+	}
+}
+
+// The Speedup screen's placement choice is there, and off where this
+// machine has one device; placed plans are listed with their devices.
+func TestSpeedupPlacementChoice(t *testing.T) {
+	if availableDevices() >= 2 {
+		t.Skip("this machine has a second device")
+	}
+	a := test.NewTempApp(t)
+	w := a.NewWindow("x")
+	sp := NewSpeedupScreen(NewSession(a, w, t.TempDir()))
+	w.SetContent(sp.Content())
+	if sp.Place == nil || !sp.Place.Disabled() || !strings.Contains(sp.Place.Text, "one device here") {
+		t.Fatalf("placement check %+v", sp.Place)
+	}
+	sp.SetRanked([]profiles.Prediction{{Plan: profiles.Plan{Strategy: "duo", Gamma: 3}, Speedup: 1.5, AAL: 2, Backend: "cuda", DraftBackend: "cpu"}})
+	if o := sp.Ranked.Options[0]; !strings.Contains(o, "target on cuda, drafter on cpu") {
+		t.Fatalf("ranked option %q", o)
 	}
 }

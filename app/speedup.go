@@ -27,6 +27,9 @@ type SpeedupScreen struct {
 	Decay    *widget.Slider
 	MaxDepth *widget.Slider
 	UseCal   *widget.Check
+	// Place makes Tune search where each model runs as well (every
+	// available device); disabled where only one device is available
+	Place *widget.Check
 	Plan     *widget.Select // your plan's strategy
 	Shape    *widget.Entry  // gamma, or widths per depth
 	WMax     *widget.Slider // egt pruning budget
@@ -100,6 +103,11 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.UseCal = widget.NewCheck("use the stored calibration of this pair", nil)
 	sp.UseCal.SetChecked(true)
 	sp.UseCal.OnChanged = func(bool) { sp.Update() }
+	sp.Place = widget.NewCheck("tune also places each model on a device", nil)
+	if devices := availableDevices(); devices < 2 {
+		sp.Place.Text = "tune also places each model on a device (one device here)"
+		sp.Place.Disable()
+	}
 	sp.Plan = widget.NewSelect([]string{"chain", "tree", "egt"}, nil)
 	sp.Plan.SetSelected("egt")
 	sp.Shape = widget.NewEntry()
@@ -172,7 +180,7 @@ func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 		sp.PromptsCheck.Box, sp.Work, sp.WorkStatus, container.NewBorder(nil, nil, widget.NewLabel("tuned plans"), sp.Validate, sp.Ranked), sp.Validation)
 	// the controls scroll in a column of their own, so the charts keep
 	// the window's height whatever its size
-	controls := container.NewVScroll(container.NewVBox(form, sp.UseCal, sp.Labels, sp.Best, sp.Mine, sp.Timing, widget.NewSeparator(), work,
+	controls := container.NewVScroll(container.NewVBox(form, sp.UseCal, sp.Place, sp.Labels, sp.Best, sp.Mine, sp.Timing, widget.NewSeparator(), work,
 		metricHelp(metricSpeedup, metricTVerify, metricAAL, metricAcceptance)))
 	bottom := container.NewHSplit(sp.Curve.View(sp.s.Win), tree)
 	bottom.Offset = 0.6
@@ -484,7 +492,7 @@ func (sp *SpeedupScreen) tune() {
 	}
 	var res *workbench.TuneResult
 	sp.work("Tuning", func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, pr workbench.Progress) (string, error) {
-		t, err := b.Tune(ctx, ps, workbench.TuneOptions{Alpha: alpha}, pr)
+		t, err := b.Tune(ctx, ps, workbench.TuneOptions{Alpha: alpha, Place: sp.Place.Checked}, pr)
 		if err != nil {
 			return "", err
 		}
@@ -509,6 +517,12 @@ func (sp *SpeedupScreen) validate() {
 		return
 	}
 	plans := profiles.Distinct(sp.ranked, 5)
+	for _, p := range plans {
+		if p.Backend != "" {
+			sp.s.ShowError(fmt.Errorf("validation measures one placement, and these plans were ranked across devices: choose the device and draft device of the plan you want on the Models screen, then tune without placing and validate"))
+			return
+		}
+	}
 	if len(plans) == 0 {
 		sp.s.ShowError(fmt.Errorf("tune first: there are no ranked plans to validate"))
 		return
@@ -559,7 +573,11 @@ func (sp *SpeedupScreen) SetRanked(preds []profiles.Prediction) {
 	sp.ranked = preds[:min(len(preds), 25)]
 	var opts []string
 	for i, p := range sp.ranked {
-		opts = append(opts, fmt.Sprintf("%d. %s: %.2fx (AAL %.2f, %d nodes)", i+1, p.Plan, p.Speedup, p.AAL, p.Nodes))
+		o := fmt.Sprintf("%d. %s: %.2fx (AAL %.2f, %d nodes)", i+1, p.Plan, p.Speedup, p.AAL, p.Nodes)
+		if p.Backend != "" {
+			o += ", " + p.Placed()
+		}
+		opts = append(opts, o)
 	}
 	sp.Ranked.Options = opts
 	if len(opts) > 0 {
@@ -627,4 +645,15 @@ func (sp *SpeedupScreen) choose(p profiles.Prediction, msg string) {
 			sp.WorkStatus.SetText(fmt.Sprintf("%s Stored as plan %d: Run and Export use it.", msg, id))
 		})
 	}()
+}
+
+// availableDevices counts the backends that can run on this machine.
+func availableDevices() int {
+	n := 0
+	for _, b := range workbench.Backends() {
+		if b.Err == "" {
+			n++
+		}
+	}
+	return n
 }

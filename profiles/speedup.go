@@ -114,6 +114,23 @@ type Prediction struct {
 	Step     time.Duration // Draft + Verify + Overhead
 	Speedup  float64       // AAL * T_verify(1) / Step
 	PerDepth []int         // drafter pass widths
+	// Backend and DraftBackend place the plan's models where the search
+	// placed them (a tune with placements): the target's device and the
+	// drafter's ("" = the target's). Both empty: wherever the pair was
+	// opened. Speedup is then over plain decoding where the user asked
+	// the target to run, so placements compare.
+	Backend, DraftBackend string `json:",omitempty"`
+}
+
+// Placed names a placed plan's devices ("" when it was not placed).
+func (p Prediction) Placed() string {
+	switch {
+	case p.Backend == "":
+		return ""
+	case p.DraftBackend == "":
+		return "both on " + p.Backend
+	}
+	return "target on " + p.Backend + ", drafter on " + p.DraftBackend
 }
 
 // Predict scores a plan:

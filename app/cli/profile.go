@@ -250,6 +250,8 @@ type predictionJSON struct {
 	Verify   time.Duration `json:"verify_ns"`
 	Step     time.Duration `json:"step_ns"`
 	PerDepth []int         `json:"draft_passes"`
+	Backend  string        `json:"device,omitempty"`       // with --place: the target's device
+	Draft2   string        `json:"draft_device,omitempty"` // with --place: the drafter's, when not the target's
 }
 
 func runTune(ctx context.Context, env Env, args []string) error {
@@ -260,6 +262,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	top := fs.Int("top", 10, "plans to list")
 	alpha := fs.Float64("alpha", 0, "assume this top-candidate acceptance rate instead of a stored calibration")
 	out := fs.String("o", "", "write the best plan as config.yaml to `file`")
+	place := fs.Bool("place", false, "also search where each model runs: the target on every available device and a draft model, layer-skip or hidden-state drafter on each (every placement is profiled once); speedups are over plain decoding on --device")
 	noRecheck := fs.Bool("no-recheck", false, "use the stored T_verify curve as it is (by default tune re-measures T_verify(1) and T_verify(8) first and rescales a stale curve)")
 	validate := fs.Bool("validate", false, "run the best plan (with --top N: the N best, interleaved) and plain decoding on --prompts and report measured against predicted speedup")
 	rounds := fs.Int("rounds", 1, "passes over the prompt suite for --validate --top (the measured speedup is the median over rounds)")
@@ -275,6 +278,12 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	if *alpha < 0 || *alpha >= 1 || *top < 1 {
 		return fail(fs, usagef("--alpha must be in [0, 1) and --top positive"))
 	}
+	if *validate && *place {
+		// a placed plan's speedup is over plain decoding on --device, while
+		// validation measures on one placement: tune --place to choose,
+		// then validate there (--device, --draft-device)
+		return fail(fs, usagef("--validate measures one placement: tune with --place to find it, then validate with its --device and --draft-device"))
+	}
 	if *validate && (*prompts == "" || *n < 1) {
 		return fail(fs, usagef("--validate needs --prompts and a positive -n"))
 	}
@@ -288,7 +297,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer b.Close()
-	t, err := b.Tune(ctx, p.PairSpec, workbench.TuneOptions{Alpha: *alpha, NoRecheck: *noRecheck}, progress(env))
+	t, err := b.Tune(ctx, p.PairSpec, workbench.TuneOptions{Alpha: *alpha, NoRecheck: *noRecheck, Place: *place}, progress(env))
 	if err != nil {
 		if strings.Contains(err.Error(), "calibrate first") {
 			return fmt.Errorf("%w; run 'arborist calibrate' first", err)
@@ -319,13 +328,21 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	}
 	for i, pr := range t.Ranked[:min(*top, len(t.Ranked))] {
 		doc.Plans = append(doc.Plans, predictionJSON{Rank: i + 1, Plan: pr.Plan, Name: pr.Plan.String(), Speedup: pr.Speedup, AAL: pr.AAL, Nodes: pr.Nodes,
-			Draft: pr.Draft, Verify: pr.Verify, Step: pr.Step, PerDepth: pr.PerDepth})
+			Draft: pr.Draft, Verify: pr.Verify, Step: pr.Step, PerDepth: pr.PerDepth, Backend: pr.Backend, Draft2: pr.DraftBackend})
 		if !*asJSON {
-			fmt.Fprintf(w, "  %-4d %-40s %7.2fx %6.2f %6d %10s %10s\n", i+1, pr.Plan, pr.Speedup, pr.AAL, pr.Nodes, pr.Draft.Round(time.Microsecond), pr.Verify.Round(time.Microsecond))
+			fmt.Fprintf(w, "  %-4d %-40s %7.2fx %6.2f %6d %10s %10s", i+1, pr.Plan, pr.Speedup, pr.AAL, pr.Nodes, pr.Draft.Round(time.Microsecond), pr.Verify.Round(time.Microsecond))
+			if pr.Backend != "" {
+				fmt.Fprintf(w, "  %s", pr.Placed())
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	if !*asJSON {
-		fmt.Fprintf(w, "best: %s, predicted %.2fx (plan %d)\n", best.Plan, best.Speedup, t.PlanID)
+		where := ""
+		if best.Backend != "" {
+			where = ", " + best.Placed()
+		}
+		fmt.Fprintf(w, "best: %s%s, predicted %.2fx (plan %d)\n", best.Plan, where, best.Speedup, t.PlanID)
 	}
 	if *out != "" {
 		ex, err := b.TuneExport(ctx, p.PairSpec, t)

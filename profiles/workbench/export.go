@@ -91,14 +91,18 @@ func (b *Bench) config(ctx context.Context, ps PairSpec, in *Inputs, best profil
 			return nil, err
 		}
 	}
-	if in.Backend != "" {
-		c.Models.Target.Device = in.Backend
+	target, draft := in.Backend, ps.DraftBackend
+	if best.Backend != "" { // a placed plan runs where the search put it
+		target, draft = best.Backend, best.DraftBackend
+	}
+	if target != "" {
+		c.Models.Target.Device = target
 		if c.Models.Draft.Device != "" {
-			c.Models.Draft.Device = in.Backend
+			c.Models.Draft.Device = target
 		}
 	}
-	if ps.DraftBackend != "" && ps.DraftBackend != c.Models.Target.Device && c.Models.Draft.Kind != "none" && c.Models.Draft.Kind != "ngram" {
-		c.Models.Draft.Device = ps.DraftBackend // the drafter on a device of its own
+	if draft != "" && draft != c.Models.Target.Device && c.Models.Draft.Kind != "none" && c.Models.Draft.Kind != "ngram" {
+		c.Models.Draft.Device = draft // the drafter on a device of its own
 		c.Models.Draft.Threads = ps.DraftThreads
 	}
 	c.Predicted.MeasuredOn = measuredOn

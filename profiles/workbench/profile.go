@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"time"
 
 	"arborist/engine/hidden"
 	"arborist/engine/sample"
@@ -353,6 +355,59 @@ type TuneOptions struct {
 	// NoRecheck uses the stored T_verify curve as it is, without the
 	// quick re-measurement (InputsOptions.Recheck) tune does by default.
 	NoRecheck bool
+	// Place searches where each model runs too: the target on every
+	// available backend and a draft source that can move (not n-gram
+	// lookup) on each, every placement profiled (or read from the store)
+	// and its plans ranked with the rest; a placed plan's speedup is over
+	// plain decoding on the pair's own target backend.
+	Place bool
+	// Placements, when set, are the placements Place searches instead of
+	// every available one (Placements(ps)); the first is the baseline's.
+	Placements []Placement
+}
+
+// Placement is where a pair's models run: the target's backend and the
+// drafter's ("" = the target's).
+type Placement struct{ Backend, DraftBackend string }
+
+func (p Placement) String() string {
+	return profiles.Prediction{Backend: p.Backend, DraftBackend: p.DraftBackend}.Placed()
+}
+
+// Placements lists where ps's models can run among the available backends,
+// ps's own placement first.
+func Placements(ps PairSpec) []Placement {
+	var names []string
+	for _, b := range profiles.Backends() {
+		if b.Err == "" {
+			names = append(names, b.Name)
+		}
+	}
+	return placements(ps, names)
+}
+
+// placements lists where ps's models can run on the backends names.
+func placements(ps PairSpec, names []string) []Placement {
+	own := Placement{ps.Backend, ps.DraftBackend}
+	if own.Backend == "" {
+		own.Backend = profiles.DefaultBackend
+	}
+	if own.DraftBackend == own.Backend {
+		own.DraftBackend = ""
+	}
+	out := []Placement{own}
+	movable := ps.Sources() == 1 && ps.NGram == 0
+	for _, t := range names {
+		for _, d := range append([]string{""}, names...) {
+			if d == t || (d != "" && !movable) {
+				continue
+			}
+			if pl := (Placement{t, d}); pl != own {
+				out = append(out, pl)
+			}
+		}
+	}
+	return out
 }
 
 // TuneResult is the ranked plans; the best is stored as PlanID.
@@ -375,14 +430,56 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 	if ps.Sources() == 0 {
 		return nil, fmt.Errorf("tuning needs a draft source")
 	}
-	in, err := b.Inputs(ctx, ps, InputsOptions{Alpha: opt.Alpha, Measure: true, Recheck: !opt.NoRecheck}, progress)
-	if err != nil {
-		return nil, err
+	places := []Placement{{}}
+	switch {
+	case opt.Place && opt.Placements != nil:
+		places = opt.Placements
+	case opt.Place:
+		places = Placements(ps)
 	}
-	if in.Acc == nil {
-		return nil, fmt.Errorf("no calibration of %s with %s in %s: calibrate first, or assume an acceptance rate (--alpha)", ps.Target, ps.SourceName(), b.path)
+	res := &TuneResult{}
+	var base time.Duration // T_verify(1) of ps's own placement
+	var t1 []time.Duration // each ranked plan's own
+	for i, pl := range places {
+		p := ps
+		if opt.Place {
+			p.Backend, p.DraftBackend = pl.Backend, pl.DraftBackend
+		}
+		in, err := b.Inputs(ctx, p, InputsOptions{Alpha: opt.Alpha, Measure: true, Recheck: !opt.NoRecheck}, progress)
+		if err != nil {
+			if opt.Place {
+				return nil, fmt.Errorf("placement %s: %w", pl, err)
+			}
+			return nil, err
+		}
+		if in.Acc == nil {
+			return nil, fmt.Errorf("no calibration of %s with %s in %s: calibrate first, or assume an acceptance rate (--alpha)", ps.Target, ps.SourceName(), b.path)
+		}
+		own := profiles.Interp(in.Costs.Verify, 1)
+		if i == 0 {
+			res.Inputs, base = in, own
+		}
+		for _, pr := range profiles.Search(in.Acc, in.Costs, opt.Space) {
+			if opt.Place && pr.Plan.Strategy == "ar" && pl.DraftBackend != "" {
+				continue // plain decoding has no drafter to place
+			}
+			if opt.Place {
+				pr.Backend, pr.DraftBackend = pl.Backend, pl.DraftBackend
+			}
+			res.Ranked, t1 = append(res.Ranked, pr), append(t1, own)
+		}
 	}
-	res := &TuneResult{Inputs: in, Ranked: profiles.Search(in.Acc, in.Costs, opt.Space)}
+	if opt.Place {
+		// tokens per second (AAL / step) set against plain decoding on
+		// ps's own target backend: speedup * T_own(1) / T_base(1)
+		for i := range res.Ranked {
+			if base > 0 {
+				res.Ranked[i].Speedup *= float64(base) / float64(t1[i])
+			}
+		}
+		sort.SliceStable(res.Ranked, func(i, j int) bool { return res.Ranked[i].Speedup > res.Ranked[j].Speedup })
+	}
+	in := res.Inputs
 	if len(res.Ranked) == 0 {
 		return nil, fmt.Errorf("no plan could be scored")
 	}
