@@ -29,7 +29,7 @@ type SpeedupScreen struct {
 	UseCal   *widget.Check
 	// Place makes Tune search where each model runs as well (every
 	// available device); disabled where only one device is available
-	Place *widget.Check
+	Place    *widget.Check
 	Plan     *widget.Select // your plan's strategy
 	Shape    *widget.Entry  // gamma, or widths per depth
 	WMax     *widget.Slider // egt pruning budget
