@@ -157,7 +157,9 @@ func TestProfileRunCompareExport(t *testing.T) {
 
 	sp := wb.Speedup
 	before := sp.Best.Text
-	sp.Alpha.SetValue(0.95)
+	// on the app's goroutine: the profile's completion may still be
+	// redrawing this screen's labels there
+	fyne.DoAndWait(func() { sp.Alpha.SetValue(0.95) })
 	if sp.Best.Text == "" || sp.Chart.Image == nil || s.Best == nil {
 		t.Fatal("no best plan after a change")
 	}

@@ -303,6 +303,9 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 	if b.Embeds == nil && m.embdM == nil {
 		return fmt.Errorf("model: this model has no token embeddings; feed it Embeds")
 	}
+	if limit := m.rowLimit(); n > limit && b.Mask == nil {
+		return m.forwardChunks(ctx, c, b, n, limit, res)
+	}
 	layers := m.Blocks
 	if b.Layers > 0 && b.Layers < len(layers) {
 		layers = layers[:b.Layers]
@@ -562,4 +565,90 @@ func ropeAngles(cos, sin []float32, r ropeSpec, ropeDim, pos int) {
 		cos[i], sin[i] = float32(math.Cos(float64(t)))*r.mscale, float32(math.Sin(float64(t)))*r.mscale
 		theta *= thetaScale
 	}
+}
+
+func (m *Model) rowLimit() int {
+	if m.maxRows > 0 {
+		return m.maxRows
+	}
+	return MaxRows
+}
+
+// forwardChunks runs a causal batch of n > limit rows as passes of at most
+// limit rows (MaxRows says why that changes nothing) and gathers the
+// wanted rows' outputs into res in Want order. A pass without a wanted row
+// asks for its last row and drops it.
+func (m *Model) forwardChunks(ctx context.Context, c *Cache, b Batch, n, limit int, res *Result) error {
+	want := b.Want
+	if want == nil {
+		want = make([]int, n)
+		for i := range want {
+			want[i] = i
+		}
+	}
+	rows, dim, vocab := len(want), m.Dim, m.Vocab
+	logits := b.Output != OutArgmax
+	res.Hidden, res.Argmax, res.Logits, res.Probs = res.Hidden[:0], res.Argmax[:0], res.Logits[:0], res.Probs[:0]
+	grow := func(v []float32, size int) []float32 {
+		if cap(v) < size {
+			return make([]float32, size)
+		}
+		return v[:size]
+	}
+	if b.Hidden {
+		res.Hidden = grow(res.Hidden, rows*dim)
+	}
+	if logits {
+		res.Logits = grow(res.Logits, rows*vocab)
+	} else if cap(res.Argmax) < rows {
+		res.Argmax = make([]int, rows)
+	} else {
+		res.Argmax = res.Argmax[:rows]
+	}
+	if b.Output == OutProbs {
+		res.Probs = grow(res.Probs, rows*vocab)
+	}
+	var part Result
+	for a := 0; a < n; a += limit {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		e := min(a+limit, n)
+		sub := b
+		sub.Tokens, sub.Embeds, sub.Pos, sub.Want = nil, nil, nil, nil
+		if b.Embeds != nil {
+			sub.Embeds = b.Embeds[a*dim : e*dim]
+		} else {
+			sub.Tokens = b.Tokens[a:e]
+		}
+		if b.Pos != nil {
+			sub.Pos = b.Pos[a:e]
+		}
+		var at []int // the wanted rows' places in res
+		for k, r := range want {
+			if r >= a && r < e {
+				sub.Want, at = append(sub.Want, r-a), append(at, k)
+			}
+		}
+		if sub.Want == nil {
+			sub.Want = []int{e - a - 1}
+		}
+		if err := m.Forward(ctx, c, sub, &part); err != nil {
+			return err
+		}
+		for i, k := range at {
+			if b.Hidden {
+				copy(res.Hidden[k*dim:(k+1)*dim], part.Hidden[i*dim:(i+1)*dim])
+			}
+			if logits {
+				copy(res.Logits[k*vocab:(k+1)*vocab], part.Logits[i*vocab:(i+1)*vocab])
+			} else {
+				res.Argmax[k] = part.Argmax[i]
+			}
+			if b.Output == OutProbs {
+				copy(res.Probs[k*vocab:(k+1)*vocab], part.Probs[i*vocab:(i+1)*vocab])
+			}
+		}
+	}
+	return nil
 }

@@ -48,7 +48,17 @@ type Model struct {
 	Blocks  []Layer
 	OutNorm kernels.Tensor // output_norm [n]
 	Output  kernels.Matrix // output [n -> vocab], token_embd when tied
+
+	// maxRows bounds the rows of one pass (0: MaxRows); tests lower it.
+	maxRows int
 }
+
+// MaxRows is the most rows one pass takes: a longer causal batch (a long
+// prompt) runs as passes of at most MaxRows rows. A row computes the same
+// bits alone as in a batch (the device suites check it), so the outputs do
+// not change, while the activations stay bounded (a 100K-token prompt in
+// one pass would take gigabytes of them) and a device's launch grids fit.
+const MaxRows = 2048
 
 // Load opens a GGUF model on backend be. The file stays mapped until Close.
 func Load(path string, be kernels.Device) (*Model, error) {
