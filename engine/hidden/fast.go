@@ -48,6 +48,18 @@ type flevel struct {
 	p                                      []float32 // attention weights, all (head, row) pairs: prow
 	j, heads, span                         int
 	dk, dv                                 []float32
+	kT, vT                                 []float32 // k and v transposed (level 0: transposedKV)
+}
+
+// transposedKV returns the level's keys and values transposed (width
+// rows of L.rows), made once and kept: every deeper level reads them.
+func (L *flevel) transposedKV(width int) (kT, vT []float32) {
+	if L.kT == nil {
+		L.kT, L.vT = make([]float32, L.rows*width), make([]float32, L.rows*width)
+		transpose(L.kT, L.k[:L.rows*width], L.rows, width)
+		transpose(L.vT, L.v[:L.rows*width], L.rows, width)
+	}
+	return L.kT, L.vT
 }
 
 // prow returns the attention weights of query row t, head h: t+1+j of them
@@ -324,18 +336,28 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 		L.att = mk(qd)
 		L.j, L.heads, L.span = j, s.Heads, R*(R+1)/2+R*j
 		L.p = make([]float32, s.Heads*L.span)
-		// query (level j, row t) reads keys (0, 0..t) and (1..j, t)
+		// query (level j, row t) reads keys (0, 0..t) and (1..j, t). The
+		// level-0 keys and values are read transposed (a row per channel),
+		// so a query's scores and output are hd products along the keys
+		// rather than t products of hd values (heads can be 8 wide)
+		R0 := lvs[0].rows
+		kT, vT := lvs[0].transposedKV(kvd)
 		kernels.ParallelFor(n.be, s.Heads*R, func(lo, hi int) {
 			for it := lo; it < hi; it++ {
 				h, t := it/R, it%R
 				kh := h / group
 				qv := L.q[t*qd+h*hd : t*qd+(h+1)*hd]
 				p := L.prow(t, h)
+				pr := p[:t+1]
+				clear(pr)
+				for d, qx := range qv {
+					c := kh*hd + d
+					axpy32(pr, qx, kT[c*R0:c*R0+t+1])
+				}
 				mx := float32(math.Inf(-1))
-				kc := lvs[0].k
-				for r := 0; r <= t; r++ {
-					p[r] = cpu.DotF32(qv, kc[r*kvd+kh*hd:r*kvd+(kh+1)*hd]) * scale
-					mx = max(mx, p[r])
+				for r := range pr {
+					pr[r] *= scale
+					mx = max(mx, pr[r])
 				}
 				for l := 1; l <= j; l++ {
 					i := t + l
@@ -348,16 +370,16 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 					sum += p[i]
 				}
 				inv := 1 / sum
+				for i := range p {
+					p[i] *= inv
+				}
 				o := L.att[t*qd+h*hd : t*qd+(h+1)*hd]
-				vc := lvs[0].v
-				for r := 0; r <= t; r++ {
-					p[r] *= inv
-					axpy32(o, p[r], vc[r*kvd+kh*hd:r*kvd+(kh+1)*hd])
+				for d := range o {
+					c := kh*hd + d
+					o[d] = cpu.DotF32(pr, vT[c*R0:c*R0+t+1])
 				}
 				for l := 1; l <= j; l++ {
-					i := t + l
-					p[i] *= inv
-					axpy32(o, p[i], lvs[l].v[t*kvd+kh*hd:t*kvd+(kh+1)*hd])
+					axpy32(o, p[t+l], lvs[l].v[t*kvd+kh*hd:t*kvd+(kh+1)*hd])
 				}
 			}
 		})
@@ -510,40 +532,59 @@ func (n *fnet) backward(sq *seq, info []int, lvs []*flevel, weight float64, td t
 		dq := mk(qd)
 		// each key/value head's queries run on one worker, so the writes to
 		// its keys' and values' gradients never collide
+		// level 0's keys and values transposed (as the forward pass reads
+		// them), and their gradients gathered transposed, then added in
+		R0 := lvs[0].rows
+		kT, vT := lvs[0].transposedKV(kvd)
+		dkT, dvT := make([]float32, R0*kvd), make([]float32, R0*kvd)
 		kernels.ParallelFor(n.be, s.KVHeads, func(lo, hi int) {
 			dps := make([]float32, R+j)
 			for kh := lo; kh < hi; kh++ {
 				for h := kh * group; h < (kh+1)*group; h++ {
 					for t := 0; t < R; t++ {
 						p := L.prow(t, h)
+						pr := p[:t+1]
 						do := datt[t*qd+h*hd : t*qd+(h+1)*hd]
 						qv := L.q[t*qd+h*hd : t*qd+(h+1)*hd]
 						dqv := dq[t*qd+h*hd : t*qd+(h+1)*hd]
 						dp := dps[:len(p)]
-						var dot float32
-						key := func(i int) (lv *flevel, r int) {
-							if i <= t {
-								return lvs[0], i
-							}
-							return lvs[i-t], t
+						dpr := dp[:t+1]
+						clear(dpr)
+						for d, g := range do {
+							c := (kh*hd + d) * R0
+							axpy32(dpr, g, vT[c:c+t+1]) // dp_r = do . v_r
+							axpy32(dvT[c:c+t+1], g, pr) // dv_r += p_r do
 						}
-						for i := range p {
-							lv, r := key(i)
-							vv := lv.v[r*kvd+kh*hd : r*kvd+(kh+1)*hd]
-							axpy32(lv.dv[r*kvd+kh*hd:r*kvd+(kh+1)*hd], p[i], do)
-							dp[i] = cpu.DotF32(do, vv)
-							dot += p[i] * dp[i]
+						for l := 1; l <= j; l++ {
+							i, lv := t+l, lvs[l]
+							axpy32(lv.dv[t*kvd+kh*hd:t*kvd+(kh+1)*hd], p[i], do)
+							dp[i] = cpu.DotF32(do, lv.v[t*kvd+kh*hd:t*kvd+(kh+1)*hd])
 						}
+						dot := cpu.DotF32(p, dp)
 						for i := range p {
-							lv, r := key(i)
-							dsc := p[i] * (dp[i] - dot) * scale
-							axpy32(dqv, dsc, lv.k[r*kvd+kh*hd:r*kvd+(kh+1)*hd])
-							axpy32(lv.dk[r*kvd+kh*hd:r*kvd+(kh+1)*hd], dsc, qv)
+							dp[i] = p[i] * (dp[i] - dot) * scale // the score's gradient
+						}
+						for d, qx := range qv {
+							c := (kh*hd + d) * R0
+							dqv[d] += cpu.DotF32(dpr, kT[c:c+t+1])
+							axpy32(dkT[c:c+t+1], qx, dpr) // dk_r += dsc_r q
+						}
+						for l := 1; l <= j; l++ {
+							i, lv := t+l, lvs[l]
+							axpy32(dqv, dp[i], lv.k[t*kvd+kh*hd:t*kvd+(kh+1)*hd])
+							axpy32(lv.dk[t*kvd+kh*hd:t*kvd+(kh+1)*hd], dp[i], qv)
 						}
 					}
 				}
 			}
 		})
+		d0 := lvs[0]
+		for r := 0; r < R0; r++ {
+			for c := 0; c < kvd; c++ {
+				d0.dk[r*kvd+c] += dkT[c*R0+r]
+				d0.dv[r*kvd+c] += dvT[c*R0+r]
+			}
+		}
 		rope(s, dq, R, s.Heads, L.cos, L.sin, true)
 		rope(s, L.dk, R, s.KVHeads, L.cos, L.sin, true)
 		da := mk(dim)
