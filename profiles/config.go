@@ -210,7 +210,11 @@ func (c *Config) Equivalents() string {
 	}
 	if d.Kind == "none" || !s.NeedsSource() { // plain decoding: no drafter settings at all
 		fmt.Fprintf(&b, "# plain decoding (%s): no speculation settings\n", s.Strategy)
-		fmt.Fprintf(&b, "# llama.cpp (llama-server)\nllama-server -m %s%s --temp %g\n", t.Path, threads, c.Sampling.Temperature)
+		layers := ""
+		if onGPU(t.Device) {
+			layers = " -ngl 99" // every layer on the GPU
+		}
+		fmt.Fprintf(&b, "# llama.cpp (llama-server)\nllama-server -m %s%s%s --temp %g\n", t.Path, threads, layers, c.Sampling.Temperature)
 		fmt.Fprintf(&b, "\n# vLLM\nvllm serve %s\n", t.Path)
 		fmt.Fprintf(&b, "\n# SGLang\npython -m sglang.launch_server --model-path %s\n", t.Path)
 		return b.String()
@@ -218,9 +222,17 @@ func (c *Config) Equivalents() string {
 	b.WriteString("# llama.cpp (llama-server)\n")
 	switch d.Kind {
 	case "model":
+		// -ngl / -ngld: the target's and the draft model's layers on the
+		// GPU (99: all of them), as the plan places each model
 		placement := ""
-		if d.Device == "cpu" && t.Device != "" && t.Device != "cpu" {
+		tg, dg := onGPU(t.Device), onGPU(d.Device)
+		switch {
+		case tg && dg:
+			placement = " -ngl 99 -ngld 99"
+		case tg:
 			placement = " -ngl 99 -ngld 0" // target on the GPU, draft model on the CPU
+		case dg:
+			placement = " -ngl 0 -ngld 99" // target on the CPU, draft model on the GPU
 		}
 		fmt.Fprintf(&b, "llama-server -m %s -md %s --draft-max %d --draft-min 0%s%s --temp %g\n", t.Path, d.Path, n, threads, placement, c.Sampling.Temperature)
 	case "ngram":
@@ -258,6 +270,9 @@ func (c *Config) Equivalents() string {
 	}
 	return b.String()
 }
+
+// onGPU says whether a config's device is a GPU's (anything but the CPU).
+func onGPU(device string) bool { return device != "" && device != "cpu" }
 
 // NewConfig builds the exported config of a plan for a pair on a machine.
 // Model paths are made absolute so the file works from any folder.

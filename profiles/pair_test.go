@@ -117,9 +117,10 @@ func TestPairOnTwoDevices(t *testing.T) {
 	}
 }
 
-// TestEquivalentsTwoDevices: a plan that drafts on the CPU while the
-// target verifies on the GPU keeps the draft model off the GPU in the
-// llama.cpp command and says where vLLM and SGLang cannot follow.
+// TestEquivalentsTwoDevices: the llama.cpp command places each model as
+// the plan does (-ngl, -ngld: a draft model on the CPU beside a GPU
+// target, on the GPU beside a CPU target, both on the GPU), and a split
+// says where vLLM and SGLang cannot follow.
 func TestEquivalentsTwoDevices(t *testing.T) {
 	c := NewConfig(PairSpec{Target: "/m/t.gguf", Draft: "/m/d.gguf"}, HardwareConfig{}, 8, 4096, "Q4_K", Prediction{Plan: Plan{Strategy: "duo", Gamma: 4}, Speedup: 1.5, AAL: 3})
 	c.Models.Target.Device, c.Models.Draft.Device = "cuda", "cpu"
@@ -130,7 +131,20 @@ func TestEquivalentsTwoDevices(t *testing.T) {
 		}
 	}
 	c.Models.Draft.Device = "cuda"
-	if eq := c.Equivalents(); strings.Contains(eq, "-ngld") || strings.Contains(eq, "DuoDecoding's split") {
-		t.Errorf("both on one device, yet:\n%s", eq)
+	if eq := c.Equivalents(); !strings.Contains(eq, "-ngl 99 -ngld 99") || strings.Contains(eq, "DuoDecoding's split") {
+		t.Errorf("both on the GPU, yet:\n%s", eq)
+	}
+	c.Models.Target.Device = "cpu" // a small card: the drafter on the GPU
+	if eq := c.Equivalents(); !strings.Contains(eq, "-ngl 0 -ngld 99") || !strings.Contains(eq, "cannot place it elsewhere") {
+		t.Errorf("drafter on the GPU, target on the CPU, yet:\n%s", eq)
+	}
+	c.Models.Draft.Device = "cpu"
+	if eq := c.Equivalents(); strings.Contains(eq, "-ngl") {
+		t.Errorf("both on the CPU, yet:\n%s", eq)
+	}
+	c = NewConfig(PairSpec{Target: "/m/t.gguf"}, HardwareConfig{}, 8, 4096, "Q4_K", Prediction{Plan: Plan{Strategy: "ar"}, Speedup: 1, AAL: 1})
+	c.Models.Target.Device = "cuda"
+	if eq := c.Equivalents(); !strings.Contains(eq, "-ngl 99 --temp") {
+		t.Errorf("plain decoding on the GPU, yet:\n%s", eq)
 	}
 }
