@@ -1,18 +1,18 @@
 package profiles
 
 import (
-	"arborist/engine/sample"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"arborist/engine/model"
+	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/engine/tree"
 	"arborist/kernels"
 	"arborist/profiles/store"
-
-	"arborist/engine/model"
 )
 
 // OverheadWidths are the widths the per-step bookkeeping is timed at.
@@ -96,6 +96,9 @@ type ProfileOptions struct {
 	// StoredOnly returns ErrNotProfiled instead of measuring a missing curve.
 	StoredOnly bool
 	Curve      CurveOptions
+	// After is the target whose pass precedes the drafter's, for Kind
+	// "draft-after" (DraftAfterTarget; Widths are the passes 1..k).
+	After *model.Model
 }
 
 // ErrNotProfiled: no stored curve matches and measuring was not allowed.
@@ -149,8 +152,16 @@ func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *mo
 		return nil, ErrNotProfiled
 	}
 	curve := VerifyCurve
-	if opt.Kind == "overhead" {
+	switch opt.Kind {
+	case "overhead":
 		curve = OverheadCurve
+	case "draft-after":
+		if opt.After == nil {
+			return nil, fmt.Errorf("profiles: a draft-after curve needs the target (ProfileOptions.After)")
+		}
+		curve = func(ctx context.Context, m *model.Model, widths []int, o CurveOptions) ([]Point, error) {
+			return DraftAfterTarget(ctx, opt.After, m, slices.Max(widths), o)
+		}
 	}
 	pts, err := curve(ctx, m, opt.Widths, opt.Curve)
 	if err != nil {
@@ -228,6 +239,17 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pa
 			return c, 0, err
 		}
 		c.Draft = dp.Curve.Points
+		// the drafter's passes right after the target's cost more than its
+		// back-to-back curve (DraftAfterTarget); a profile stored before
+		// this curve existed prices them without it
+		aopt := ProfileOptions{Widths: []int{1, 2, 3}, Kind: "draft-after", StoredOnly: storedOnly, After: pair.Target}
+		switch ap, err := ProfileModel(ctx, st, hw, pair.DraftModel, pair.Backend, aopt); {
+		case errors.Is(err, ErrNotProfiled):
+		case err != nil:
+			return c, 0, err
+		default:
+			c.DraftAfter = ap.Curve.Points
+		}
 	case spec.Layers > 0:
 		for _, pt := range tp.Curve.Points {
 			pt.Median = pt.Median * time.Duration(spec.Layers) / time.Duration(pair.Target.Layers)

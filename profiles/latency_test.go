@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"arborist/engine/model"
 	"arborist/kernels/cpu"
@@ -49,5 +50,32 @@ func TestComputePeak(t *testing.T) {
 	cancel()
 	if _, err := ComputePeak(ctx, 2, true); err == nil {
 		t.Error("a cancelled context was ignored")
+	}
+}
+
+// DraftAfterTarget gives the extra time of each of the first drafter
+// passes after a target pass: one point per pass, never negative, bounded.
+func TestDraftAfterTarget(t *testing.T) {
+	tm := benchModel(t)
+	dm, err := model.Load(filepath.Join("..", "..", "shared", "models", "bench", "draft-noisy-0.05.gguf"), tm.Backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dm.Close()
+	pts, err := DraftAfterTarget(context.Background(), tm, dm, 3, CurveOptions{Context: 32, Warmup: 1, MaxReps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 3 {
+		t.Fatalf("%d points", len(pts))
+	}
+	for k, p := range pts {
+		if p.W != k+1 || p.Median < 0 || p.Median > time.Second || p.Reps != 5 {
+			t.Errorf("point %d: %+v", k, p)
+		}
+	}
+	t.Logf("extra time of the drafter's passes after a target pass: %v, %v, %v", pts[0].Median, pts[1].Median, pts[2].Median)
+	if _, err := DraftAfterTarget(context.Background(), tm, dm, 0, CurveOptions{}); err == nil {
+		t.Error("0 passes accepted")
 	}
 }

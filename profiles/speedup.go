@@ -64,6 +64,10 @@ type Costs struct {
 	Verify   []store.Point // target T_verify(W)
 	Draft    []store.Point // drafter forward over W tokens (nil: drafting is free, e.g. n-gram)
 	Overhead time.Duration // per-step bookkeeping (sampling, masks, compaction)
+	// DraftAfter is what the k-th drafter pass after a target pass costs
+	// beyond Draft (point W=k; DraftAfterTarget): evicted caches. Plans
+	// that draft while the target verifies do not pay it.
+	DraftAfter []store.Point
 	// Split, when measured, holds the curves of a concurrent pair: the
 	// target on its share of the threads and the drafter on the rest, as
 	// plans that draft while the target verifies run them.
@@ -171,6 +175,11 @@ func Predict(p Plan, acc *Acceptance, c Costs) (Prediction, error) {
 			ahead += t
 		} else {
 			pr.Draft += t
+		}
+	}
+	if !p.Concurrent() {
+		for i := 0; i < len(pr.PerDepth) && i < len(c.DraftAfter); i++ {
+			pr.Draft += c.DraftAfter[i].Median
 		}
 	}
 	pr.Verify = Interp(verify, 1+pr.Nodes)

@@ -300,3 +300,39 @@ func TestPredictPlainDecodingIsTheBaseline(t *testing.T) {
 		t.Fatalf("chain: step %v leaves out the overhead (verify %v)", ch.Step, ch.Verify)
 	}
 }
+
+// The drafter's passes right after the target's are charged what the
+// profile measured beyond its back-to-back curve; a plan that drafts while
+// the target verifies is not.
+func TestPredictDraftAfterTarget(t *testing.T) {
+	c := Costs{
+		Verify: []store.Point{{W: 1, Median: 8 * time.Millisecond}, {W: 8, Median: 10 * time.Millisecond}},
+		Draft:  []store.Point{{W: 1, Median: 100 * time.Microsecond}, {W: 8, Median: 200 * time.Microsecond}},
+	}
+	acc := &Acceptance{}
+	chain := Plan{Strategy: "chain", Gamma: 4}
+	before, err := Predict(chain, acc, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DraftAfter = []store.Point{{W: 1, Median: 200 * time.Microsecond}, {W: 2, Median: 50 * time.Microsecond}, {W: 3, Median: 10 * time.Microsecond}}
+	after, err := Predict(chain, acc, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := after.Draft - before.Draft; d != 260*time.Microsecond || after.Step-before.Step != d {
+		t.Fatalf("chain of 4: draft %v -> %v, step %v -> %v; want 260µs more", before.Draft, after.Draft, before.Step, after.Step)
+	}
+	one, _ := Predict(Plan{Strategy: "chain", Gamma: 1}, acc, c)
+	if one.Draft != 300*time.Microsecond {
+		t.Fatalf("chain of 1: draft %v, want 300µs", one.Draft)
+	}
+	duo := Plan{Strategy: "duo", Gamma: 4}
+	c2 := c
+	c2.DraftAfter = nil
+	a, _ := Predict(duo, acc, c)
+	b, _ := Predict(duo, acc, c2)
+	if a.Draft != b.Draft {
+		t.Fatalf("duo charged for passes after the target's: %v vs %v", a.Draft, b.Draft)
+	}
+}

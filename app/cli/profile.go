@@ -93,12 +93,13 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 			Target   *curveJSON `json:"verify"`
 			Overhead *curveJSON `json:"overhead"`
 			Draft    *curveJSON `json:"draft,omitempty"`
+			After    *curveJSON `json:"draft_after_target,omitempty"`
 			Limits   any        `json:"limits"`
 			Memory   any        `json:"device_memory,omitempty"`
 		}{
 			Memory:   r.Memory,
 			Hardware: map[string]any{"fingerprint": hw.Fingerprint, "cpu": hw.CPU, "cores": hw.Cores, "threads": hw.Threads, "simd": hw.SIMD, "ram_bytes": hw.RAM, "bandwidth_bytes_per_s": hw.Bandwidth, "gpus": hw.GPUs},
-			Target:   curveDoc(r.Target, p.Target), Overhead: curveDoc(r.Overhead, p.Target), Draft: curveDoc(r.Draft, p.Draft),
+			Target:   curveDoc(r.Target, p.Target), Overhead: curveDoc(r.Overhead, p.Target), Draft: curveDoc(r.Draft, p.Draft), After: curveDoc(r.DraftAfter, p.Draft),
 			Limits: map[string]any{"roofline_ns": int64(r.Limits.Roofline()), "peak_macs_per_s": r.Limits.Peak, "peak_kind": r.Limits.Kind(), "macs_per_token": r.Limits.MACs,
 				"weight_bytes_per_token": r.Limits.WeightBytes},
 		})
@@ -122,6 +123,13 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 	fmt.Fprintf(w, "bookkeeping per step (mask, token choice, cache compaction): %s\n", strings.Join(parts, ", "))
 	if r.Draft != nil {
 		printCurve(w, "drafter "+p.Draft, r.Draft)
+	}
+	if r.DraftAfter != nil {
+		var parts []string
+		for _, pt := range r.DraftAfter.Curve.Points {
+			parts = append(parts, fmt.Sprintf("pass %d +%v", pt.W, pt.Median.Round(time.Microsecond)))
+		}
+		fmt.Fprintf(w, "drafter passes right after a target pass, beyond its curve (evicted caches): %s\n", strings.Join(parts, ", "))
 	}
 	return nil
 }

@@ -30,9 +30,12 @@ type ProfileReport struct {
 	Threads  int
 	Target   *profiles.Profile // T_verify(W)
 	Draft    *profiles.Profile // the draft model's curve (nil for other sources)
-	Overhead *profiles.Profile // bookkeeping per step at profiles.OverheadWidths
-	Limits   profiles.Limits
-	Memory   *store.DeviceMemory // the target device's own memory (a GPU's), nil on the CPU
+	// DraftAfter is the draft model's extra time for its k-th pass after a
+	// target pass (W=k; nil for other sources)
+	DraftAfter *profiles.Profile
+	Overhead   *profiles.Profile // bookkeeping per step at profiles.OverheadWidths
+	Limits     profiles.Limits
+	Memory     *store.DeviceMemory // the target device's own memory (a GPU's), nil on the CPU
 }
 
 // deviceMemory is the stored memory of be's device on this machine, or,
@@ -100,6 +103,13 @@ func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, pr
 	}
 	if pair.DraftModel != nil {
 		if r.Draft, err = profiles.ProfileModel(ctx, st, r.Hardware, pair.DraftModel, pair.Backend, popt("draft", profiles.DefaultWidths(min(opt.MaxW, 16)))); err != nil {
+			return nil, err
+		}
+		// and what its passes right after the target's cost beyond that
+		// curve (profiles.DraftAfterTarget), which tune prices steps with
+		ao := popt("draft-after", []int{1, 2, 3})
+		ao.After = pair.Target
+		if r.DraftAfter, err = profiles.ProfileModel(ctx, st, r.Hardware, pair.DraftModel, pair.Backend, ao); err != nil {
 			return nil, err
 		}
 	}
