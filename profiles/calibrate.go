@@ -219,6 +219,11 @@ func DepthSamples(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens
 // ErrNotProfiled.
 func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pair, spec PairSpec, storedOnly bool, progress func(kind string, done, total int, p Point)) (Costs, int64, error) {
 	var c Costs
+	target, draft := spec.Backend, spec.DraftBackend
+	if target == "" {
+		target = DefaultBackend
+	}
+	c.OneDevice = draft == "" || draft == target
 	opt := ProfileOptions{Widths: DefaultWidths(64), StoredOnly: storedOnly}
 	if progress != nil {
 		opt.Curve.Progress = func(done, total int, p Point) { progress("verify", done, total, p) }

@@ -64,6 +64,14 @@ type Costs struct {
 	Verify   []store.Point // target T_verify(W)
 	Draft    []store.Point // drafter forward over W tokens (nil: drafting is free, e.g. n-gram)
 	Overhead time.Duration // per-step bookkeeping (sampling, masks, compaction)
+	// OneDevice says the drafter shares the target's device (a draft
+	// source not placed on another backend). A plan that drafts while the
+	// target verifies then splits that device's threads, and is priced
+	// only on curves measured so (Split): without them Predict refuses it,
+	// since the full-thread curves with free overlap over-predicted it by
+	// 40-50% (a hidden-state drafter on 2 cores: duo predicted 1.52x,
+	// measured 1.06x).
+	OneDevice bool
 	// DraftAfter is what the k-th drafter pass after a target pass costs
 	// beyond Draft (point W=k; DraftAfterTarget): evicted caches. Plans
 	// that draft while the target verifies do not pay it.
@@ -150,6 +158,9 @@ func (p Prediction) Placed() string {
 // its own plan ("ar") is priced as exactly that baseline: 1x.
 func Predict(p Plan, acc *Acceptance, c Costs) (Prediction, error) {
 	verify, draft := c.Verify, c.Draft
+	if p.Concurrent() && c.Split == nil && c.OneDevice && c.Draft != nil {
+		return Prediction{Plan: p}, fmt.Errorf("profiles: %s drafts while the target verifies on the same device, and no curves with the threads split between them were measured", p.Strategy)
+	}
 	if p.Concurrent() && c.Split != nil {
 		verify, draft = c.Split.Verify, c.Split.Draft
 	}

@@ -336,3 +336,38 @@ func TestPredictDraftAfterTarget(t *testing.T) {
 		t.Fatalf("duo charged for passes after the target's: %v vs %v", a.Draft, b.Draft)
 	}
 }
+
+// A plan that drafts while the target verifies on the same device is
+// priced only on curves measured with the threads split: without them it
+// is refused, and the search leaves it out; on two devices, or with split
+// curves, it is priced.
+func TestConcurrentPlansNeedSplitCurves(t *testing.T) {
+	c := Costs{
+		Verify:    []store.Point{{W: 1, Median: 8 * time.Millisecond}, {W: 8, Median: 10 * time.Millisecond}},
+		Draft:     []store.Point{{W: 1, Median: time.Millisecond}},
+		OneDevice: true,
+	}
+	acc := &Acceptance{}
+	duo := Plan{Strategy: "duo", Gamma: 3}
+	if _, err := Predict(duo, acc, c); err == nil {
+		t.Fatal("duo on one device without split curves was priced")
+	}
+	for _, pr := range Search(acc, c, SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 8}) {
+		if pr.Plan.Concurrent() {
+			t.Fatalf("the search ranked %s", pr.Plan)
+		}
+	}
+	two := c
+	two.OneDevice = false
+	if _, err := Predict(duo, acc, two); err != nil {
+		t.Fatalf("duo on two devices: %v", err)
+	}
+	split := c
+	split.Split = &SplitCosts{TargetThreads: 1, DraftThreads: 1, Verify: c.Verify, Draft: c.Draft}
+	if _, err := Predict(duo, acc, split); err != nil {
+		t.Fatalf("duo with split curves: %v", err)
+	}
+	if _, err := Predict(Plan{Strategy: "chain", Gamma: 3}, acc, c); err != nil {
+		t.Fatalf("chain: %v", err)
+	}
+}
