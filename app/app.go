@@ -275,6 +275,13 @@ func NewWorkbench(s *Session) *Workbench {
 	wb.Run = NewRunScreen(s)
 	wb.Compare = NewCompareScreen(s)
 	wb.Export = NewExportScreen(s)
+	go func() { // checking a backend (a GPU's, say) may take a moment
+		st := workbench.Backends()
+		fyne.Do(func() {
+			wb.Models.SetBackends(st)
+			wb.Speedup.SetBackends(st)
+		})
+	}()
 	var items []*container.TabItem
 	for _, sc := range []Screen{wb.Models, wb.Profile, wb.Speedup, wb.Run, wb.Compare, wb.Export} {
 		// each screen scrolls in a window smaller than it needs, so the

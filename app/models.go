@@ -97,10 +97,6 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	if d := s.Spec.DraftBackend; d != "" {
 		m.DraftDevice.SetSelected(d)
 	}
-	go func() { // starting a backend (a GPU's, say) may take a moment
-		st := workbench.Backends()
-		fyne.Do(func() { m.SetBackends(st) })
-	}()
 	m.Recent = widget.NewSelect(s.Recent(), func(p string) {
 		if p == "" {
 			return

@@ -9,6 +9,7 @@ import (
 
 	"arborist/profiles"
 	"arborist/profiles/store"
+	"arborist/profiles/workbench"
 )
 
 // The Profile chart draws the roofline of the device the target runs on:
@@ -29,18 +30,24 @@ func TestRooflineSeries(t *testing.T) {
 	}
 }
 
-// The Speedup screen's placement choice is there, and off where this
-// machine has one device; placed plans are listed with their devices.
+// The Speedup screen offers placing models on devices where more than one
+// can run, not before the check nor with one; placed plans are listed with
+// their devices.
 func TestSpeedupPlacementChoice(t *testing.T) {
-	if availableDevices() >= 2 {
-		t.Skip("this machine has a second device")
-	}
 	a := test.NewTempApp(t)
 	w := a.NewWindow("x")
 	sp := NewSpeedupScreen(NewSession(a, w, t.TempDir()))
 	w.SetContent(sp.Content())
-	if sp.Place == nil || !sp.Place.Disabled() || !strings.Contains(sp.Place.Text, "one device here") {
-		t.Fatalf("placement check %+v", sp.Place)
+	if !sp.Place.Disabled() {
+		t.Fatal("placement offered before the devices were checked")
+	}
+	sp.SetBackends([]workbench.BackendStatus{{Name: "cpu"}, {Name: "cuda", Err: "no NVIDIA driver"}})
+	if !sp.Place.Disabled() || !strings.Contains(sp.Place.Text, "one device here") {
+		t.Fatalf("one device: %q, disabled %v", sp.Place.Text, sp.Place.Disabled())
+	}
+	sp.SetBackends([]workbench.BackendStatus{{Name: "cpu"}, {Name: "cuda"}})
+	if sp.Place.Disabled() || strings.Contains(sp.Place.Text, "one device") {
+		t.Fatalf("two devices: %q, disabled %v", sp.Place.Text, sp.Place.Disabled())
 	}
 	sp.SetRanked([]profiles.Prediction{{Plan: profiles.Plan{Strategy: "duo", Gamma: 3}, Speedup: 1.5, AAL: 2, Backend: "cuda", DraftBackend: "cpu"}})
 	if o := sp.Ranked.Options[0]; !strings.Contains(o, "target on cuda, drafter on cpu") {

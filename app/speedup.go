@@ -29,6 +29,7 @@ type SpeedupScreen struct {
 	UseCal   *widget.Check
 	// Place makes Tune search where each model runs as well (every
 	// available device); disabled where only one device is available
+	// (SetBackends)
 	Place    *widget.Check
 	Plan     *widget.Select // your plan's strategy
 	Shape    *widget.Entry  // gamma, or widths per depth
@@ -103,11 +104,8 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.UseCal = widget.NewCheck("use the stored calibration of this pair", nil)
 	sp.UseCal.SetChecked(true)
 	sp.UseCal.OnChanged = func(bool) { sp.Update() }
-	sp.Place = widget.NewCheck("tune also places each model on a device", nil)
-	if devices := availableDevices(); devices < 2 {
-		sp.Place.Text = "tune also places each model on a device (one device here)"
-		sp.Place.Disable()
-	}
+	sp.Place = widget.NewCheck("tune also places each model on a device (checking the devices)", nil)
+	sp.Place.Disable() // until SetBackends says there is more than one
 	sp.Plan = widget.NewSelect([]string{"chain", "tree", "egt"}, nil)
 	sp.Plan.SetSelected("egt")
 	sp.Shape = widget.NewEntry()
@@ -647,13 +645,21 @@ func (sp *SpeedupScreen) choose(p profiles.Prediction, msg string) {
 	}()
 }
 
-// availableDevices counts the backends that can run on this machine.
-func availableDevices() int {
+// SetBackends takes the registry's backends as checked on this machine:
+// placing models on devices is offered where more than one can run.
+func (sp *SpeedupScreen) SetBackends(st []workbench.BackendStatus) {
 	n := 0
-	for _, b := range workbench.Backends() {
+	for _, b := range st {
 		if b.Err == "" {
 			n++
 		}
 	}
-	return n
+	if n < 2 {
+		sp.Place.SetText("tune also places each model on a device (one device here)")
+		sp.Place.SetChecked(false)
+		sp.Place.Disable()
+		return
+	}
+	sp.Place.SetText("tune also places each model on a device")
+	sp.Place.Enable()
 }
