@@ -28,8 +28,7 @@ type Limits struct {
 // ModelLimits measures the compute ceiling for m's weight type on threads
 // threads and returns m's limits with the given read bandwidth.
 func ModelLimits(ctx context.Context, m *model.Model, threads int, bandwidth float64) (Limits, error) {
-	l := Limits{Bandwidth: bandwidth, WeightBytes: float64(m.WeightBytes()), MACs: float64(m.MatMACs()),
-		Integer: m.Blocks[0].Gate.Type().BlockSize() > 1}
+	l := modelLimits(m, bandwidth)
 	var err error
 	l.Peak, err = ComputePeak(ctx, threads, l.Integer)
 	return l, err
@@ -57,8 +56,16 @@ func DeviceLimits(ctx context.Context, m *model.Model, threads int, hostBandwidt
 	if mem == nil {
 		return ModelLimits(ctx, m, threads, hostBandwidth)
 	}
-	return Limits{Bandwidth: mem.Copy, WeightBytes: float64(m.WeightBytes()), MACs: float64(m.MatMACs()),
-		Integer: m.Blocks[0].Gate.Type().BlockSize() > 1, Memory: mem}, nil
+	l := modelLimits(m, mem.Copy)
+	l.Memory = mem
+	return l, nil
+}
+
+// modelLimits is m's side of its limits (weight bytes and multiply-adds
+// per token) at a read bandwidth, without a compute ceiling.
+func modelLimits(m *model.Model, bandwidth float64) Limits {
+	return Limits{Bandwidth: bandwidth, WeightBytes: float64(m.WeightBytes()), MACs: float64(m.MatMACs()),
+		Integer: m.Blocks[0].Gate.Type().BlockSize() > 1}
 }
 
 // Roofline is the time a one-token pass needs at least: every weight byte

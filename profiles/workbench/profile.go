@@ -448,8 +448,7 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 		places = Placements(ps)
 	}
 	res := &TuneResult{}
-	var base time.Duration // T_verify(1) of ps's own placement
-	var t1 []time.Duration // each ranked plan's own
+	var base time.Duration // T_verify(1) of ps's own placement, the first
 	for i, pl := range places {
 		p := ps
 		if opt.Place {
@@ -475,18 +474,16 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 			}
 			if opt.Place {
 				pr.Backend, pr.DraftBackend = pl.Backend, pl.DraftBackend
+				// tokens per second (AAL / step) set against plain
+				// decoding on ps's own target backend
+				if own > 0 {
+					pr.Speedup *= float64(base) / float64(own)
+				}
 			}
-			res.Ranked, t1 = append(res.Ranked, pr), append(t1, own)
+			res.Ranked = append(res.Ranked, pr)
 		}
 	}
 	if opt.Place {
-		// tokens per second (AAL / step) set against plain decoding on
-		// ps's own target backend: speedup * T_own(1) / T_base(1)
-		for i := range res.Ranked {
-			if base > 0 {
-				res.Ranked[i].Speedup *= float64(base) / float64(t1[i])
-			}
-		}
 		sort.SliceStable(res.Ranked, func(i, j int) bool { return res.Ranked[i].Speedup > res.Ranked[j].Speedup })
 	}
 	in := res.Inputs
