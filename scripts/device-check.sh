@@ -121,6 +121,26 @@ say() { echo "$*" | tee -a "$summary"; }
 # bounded CMD...: CMD, killed after DEVICE_CHECK_T_STEP seconds (120), so
 # that a hang on the device costs one step, not the run
 bounded() { timeout "${DEVICE_CHECK_T_STEP:-120}" "$@"; }
+# spec_run NAME ARGS...: a bounded `arborist run ARGS` of 64 tokens against
+# autoregressive decoding (--baseline --json) into $work/NAME.json; sets
+# ident, sp and tps (identical to the baseline, measured speedup, tokens/s)
+# and ovv and ovd (drafting during verification, drafting hidden, in %);
+# on failure returns 1 with the run's last error line in spec_err.
+spec_run() {
+	local name=$1
+	shift
+	if ! bounded "$bin" run "$@" --prompt "Once upon a time there was a little girl" -n 64 \
+		--baseline --json --no-store --db "$db" >"$work/$name.json" 2>"$work/$name.err"; then
+		spec_err=$(tail -1 "$work/$name.err")
+		return 1
+	fi
+	read -r ident sp tps ovv ovd < <(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1])); t = d["totals"]
+ov, dr, ve = t.get("overlap_ns", 0), t.get("draft_ns", 0), t.get("verify_ns", 0)
+print(d.get("identical_to_baseline"), round(d.get("measured_speedup") or 0, 2), round(t["tokens_per_s"], 1),
+      round(100*ov/max(1, ve)), round(100*ov/max(1, ov+dr)))' "$work/$name.json")
+}
 fail() {
 	say "FAIL: $*"
 	failures=$((failures + 1))
@@ -324,18 +344,12 @@ step_3() {
 			in_budget "identity $s" || break
 			extra=()
 			[ "$s" = tree ] && extra=(--widths "3,2,1")
-			if bounded "$bin" run "${pair[@]}" --strategy "$s" "${extra[@]}" --prompt "Once upon a time there was a little girl" -n 64 \
-				--baseline --json --no-store --db "$db" --device "$dev" >"$work/run-$s.json" 2>"$work/run-$s.err"; then
-				line=$(python3 -c "
-import json,sys
-d=json.load(open('$work/run-$s.json'))
-print(d.get('identical_to_baseline'), round(d.get('measured_speedup') or 0, 2), round(d['totals']['tokens_per_s'], 1))")
-				read -r ident sp tps <<<"$line"
+			if spec_run "run-$s" "${pair[@]}" --strategy "$s" "${extra[@]}" --device "$dev"; then
 				say "$s: identical_to_baseline=$ident speedup=${sp}x ${tps} tokens/s"
 				results+=("{\"check\":\"identity\",\"strategy\":\"$s\",\"identical\":\"$ident\",\"speedup\":$sp,\"tokens_per_s\":$tps}")
 				[ "$ident" = True ] || fail "$s output differs from autoregressive decoding"
 			else
-				fail "run $s: $(tail -1 "$work/run-$s.err")"
+				fail "run $s: $spec_err"
 			fi
 		done
 	fi
@@ -370,20 +384,12 @@ step_3b() {
 			name=${cfg%% *}
 			[[ $cfg == *--aot* ]] && name=egt-aot
 			read -r -a cargs <<<"${cfg#* }"
-			if bounded "$bin" run "${args[@]}" --strategy "${cfg%% *}" "${cargs[@]}" --prompt "Once upon a time there was a little girl" -n 64 \
-				--threads "$(nproc)" --baseline --json --no-store --db "$db" --device "$dev" >"$work/duo-$name.json" 2>"$work/duo-$name.err"; then
-				line=$(python3 -c "
-import json
-d=json.load(open('$work/duo-$name.json')); t=d['totals']
-ov, dr, ve = t.get('overlap_ns', 0), t.get('draft_ns', 0), t.get('verify_ns', 0)
-print(d.get('identical_to_baseline'), round(d.get('measured_speedup') or 0, 2), round(t['tokens_per_s'], 1),
-      round(100*ov/max(1, ve)), round(100*ov/max(1, ov+dr)))")
-				read -r ident sp tps ovv ovd <<<"$line"
+			if spec_run "duo-$name" "${args[@]}" --strategy "${cfg%% *}" "${cargs[@]}" --threads "$(nproc)" --device "$dev"; then
 				say "  $cfg: identical_to_baseline=$ident speedup over plain $dev decoding=${sp}x ${tps} tokens/s; drafting during ${ovv}% of verification, ${ovd}% of drafting hidden"
 				results+=("{\"check\":\"duo\",\"pair\":\"${label%% (*}\",\"config\":\"$cfg\",\"identical\":\"$ident\",\"speedup\":$sp,\"tokens_per_s\":$tps,\"overlap_of_verify_pct\":$ovv,\"drafting_hidden_pct\":$ovd}")
 				[ "$ident" = True ] || fail "$cfg output differs from autoregressive decoding"
 			else
-				fail "run $cfg: $(tail -1 "$work/duo-$name.err")"
+				fail "run $cfg: $spec_err"
 			fi
 		done
 	done
@@ -489,18 +495,12 @@ step_6() {
 		in_budget "placement $cfg" || break
 		name=${cfg%% *}
 		read -r -a cargs <<<"${cfg#* }"
-		if bounded "$bin" run "${pair[@]}" --strategy "$name" "${cargs[@]}" --device cpu --threads "$cpu_threads" --draft-device "$dev" \
-			--prompt "Once upon a time there was a little girl" -n 64 --baseline --json --no-store --db "$db" >"$work/place-$name.json" 2>"$work/place-$name.err"; then
-			line=$(python3 -c "
-import json
-d=json.load(open('$work/place-$name.json')); t=d['totals']
-print(d.get('identical_to_baseline'), round(d.get('measured_speedup') or 0, 2), round(t['tokens_per_s'], 1))")
-			read -r ident sp tps <<<"$line"
+		if spec_run "place-$name" "${pair[@]}" --strategy "$name" "${cargs[@]}" --device cpu --threads "$cpu_threads" --draft-device "$dev"; then
 			say "  $cfg: identical_to_baseline=$ident speedup over plain CPU decoding=${sp}x ${tps} tokens/s"
 			results+=("{\"check\":\"placement\",\"config\":\"$cfg\",\"identical\":\"$ident\",\"speedup\":$sp,\"tokens_per_s\":$tps}")
 			[ "$ident" = True ] || fail "$cfg with the drafter on $dev differs from autoregressive decoding"
 		else
-			fail "run $cfg with the drafter on $dev: $(tail -1 "$work/place-$name.err")"
+			fail "run $cfg with the drafter on $dev: $spec_err"
 		fi
 	done
 }
