@@ -4,12 +4,22 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"arborist/kernels"
+	"arborist/kernels/devicetest"
 )
 
 // TestFloat32MatchesReference: the float32 network on the backend's kernels
 // computes the float64 reference's loss parts and gradient (every parameter
-// block, three unrolled levels, stored and recomputed target logits).
+// block, three unrolled levels, stored and recomputed target logits), with
+// the CPU backend's workers and with another backend's (products stay on
+// the host: a device's matrices would be copies of the first weights).
 func TestFloat32MatchesReference(t *testing.T) {
+	t.Run("cpu", func(t *testing.T) { testFloat32MatchesReference(t, nil) })
+	t.Run("fake64", func(t *testing.T) { testFloat32MatchesReference(t, devicetest.NewFake()) })
+}
+
+func testFloat32MatchesReference(t *testing.T, be kernels.Backend) {
 	target := loadTarget(t, "stories260K.gguf")
 	d, err := New(target, 16, 2, 7)
 	if err != nil {
@@ -23,7 +33,10 @@ func TestFloat32MatchesReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFNet(d, n, target.Backend)
+	if be == nil {
+		be = target.Backend
+	}
+	f := newFNet(d, n, be)
 	for _, stored := range []bool{true, false} {
 		sq := randomSeq(rng, 23, d.Dim, d.Vocab)
 		if !stored {

@@ -494,7 +494,6 @@ func (tr *Trainer) Train(ctx context.Context, d *Drafter, st *State) error {
 					n.p[i] -= a * m[i] / (float32(math.Sqrt(float64(v[i]*ic2))) + eps)
 				}
 			})
-			n.transposeAll()
 			if tr.Progress != nil {
 				tr.Progress(Progress{Phase: "train", Done: bi + 1, Total: perEpoch, Epoch: epoch, Depth: depth, Loss: bl})
 			}
@@ -645,13 +644,13 @@ func (tr *Trainer) Evaluate(ctx context.Context, d *Drafter, depth int) (Epoch, 
 
 // MemoryNeed estimates the live bytes training takes for a drafter of shape s
 // over tokens generated tokens: the recorded hidden states, the frozen
-// embedding and head in float64 and float32, parameters with gradients,
-// transposes and Adam moments, and per worker one sequence's unrolled
+// embedding and head in float64 and float32, parameters with gradients
+// and Adam moments, and per worker one sequence's unrolled
 // activations (seqLen positions, depth levels) and target distribution.
 func MemoryNeed(s Shape, tokens, seqLen, depth, workers int) int64 {
 	data := int64(tokens) * int64(s.Dim) * 4
 	frozen := 2 * int64(s.Vocab) * int64(s.Dim) * (8 + 8)
-	params := int64(s.Params()) * (8 + 4*5)
+	params := int64(s.Params()) * (8 + 4*4)
 	perRow := int64(12*s.Dim+4*s.FFN+3*s.Vocab+s.Heads*(seqLen+depth)) * 4
 	acts := int64(depth)*int64(seqLen)*perRow + int64(seqLen)*int64(s.Vocab)*4
 	return data + frozen + params + int64(max(1, workers))*(acts+int64(s.Params())*4)

@@ -6,19 +6,24 @@ package cpu
 // #include "gemm.h"
 import "C"
 
-import "unsafe"
+import (
+	"fmt"
+	"unsafe"
+)
 
-func gemmNT(c, a, b []float32, m, n, k int, accumulate bool) {
-	acc, portable := 0, 0
-	if accumulate {
-		acc = 1
+func gemm(c, a, b []float32, m, n, k int, transA, transB, accumulate bool) {
+	flag := func(v bool) C.int {
+		if v {
+			return 1
+		}
+		return 0
 	}
-	if simdLevel < 1 {
-		portable = 1 // ARBORIST_SIMD=0 asks for the portable C kernels
-	}
+	portable := flag(simdLevel < 1) // ARBORIST_SIMD=0 asks for the portable C kernels
 	var pa, pb *C.float
 	if k > 0 {
 		pa, pb = (*C.float)(unsafe.Pointer(&a[0])), (*C.float)(unsafe.Pointer(&b[0]))
 	}
-	C.arb_gemm_nt(pa, pb, (*C.float)(unsafe.Pointer(&c[0])), C.int(m), 0, C.int(n), C.int(k), C.int(n), C.int(acc), C.int(portable))
+	if C.arb_gemm(pa, pb, (*C.float)(unsafe.Pointer(&c[0])), C.int(m), C.int(n), C.int(k), flag(transA), flag(transB), flag(accumulate), portable) != 0 {
+		panic(fmt.Sprintf("cpu: no memory for the packing buffers of a %dx%dx%d product", m, n, k))
+	}
 }

@@ -66,4 +66,12 @@ func PeakProbe(integer bool, iters int) (macs int64, sink int64) {
 	return int64(iters) * 10 * 8, int64(s[0] + s[9])
 }
 
-func gemmNT(c, a, b []float32, m, n, k int, accumulate bool) { gemmNTGo(c, a, b, m, n, k, accumulate) }
+func gemm(c, a, b []float32, m, n, k int, transA, transB, accumulate bool) {
+	gemmGo(c, a, b, m, n, k, transA, transB, accumulate)
+}
+
+func trainAttnForward(a *TrainAttention, o []float32, oStride int) { trainAttnForwardGo(a, o, oStride) }
+
+func trainAttnBackward(a *TrainAttention, dout []float32, ds int, dq []float32, dqs int, dkT, dvT, dek, dev, scratch []float32) {
+	trainAttnBackwardGo(a, dout, ds, dq, dqs, dkT, dvT, dek, dev, scratch)
+}

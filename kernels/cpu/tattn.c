@@ -1,0 +1,155 @@
+//go:build cgo && !purego
+
+// Causal attention of one query head over the rows of one unrolled level
+// of the hidden-state drafter's trainer (engine/hidden), forward and
+// backward, so the trainer crosses into C once per head rather than once
+// per key row (its heads can be 8 values wide, so a row's work is a few
+// dozen vector operations and a cgo call would cost as much).
+//
+// Query row t of level j reads keys 0..t of level 0 and row t of levels
+// 1..j. Level 0's keys and values come transposed for this key/value head
+// (kT[d*r0 + key], hd rows of r0 values), so a query's scores are hd
+// broadcast multiply-adds along the keys. The extra levels' keys and
+// values come packed as ek[(l-1)*R*hd + t*hd + d]. The attention weights
+// of row t sit at p + t*(t+1)/2 + t*j: t+1 level-0 weights, then j.
+//
+// Training only: inference has its own attention kernels, whose order of
+// summation is fixed for losslessness; this one makes no such promise.
+#include <math.h>
+#include <string.h>
+#include "gemm.h"
+#include "tattn.h"
+
+static inline long rowbase(int t, int j) { return (long)t * (t + 1) / 2 + (long)t * j; }
+
+static float dot_generic(const float *a, const float *b, int n) {
+	float s = 0;
+	for (int i = 0; i < n; i++) s += a[i] * b[i];
+	return s;
+}
+
+static void axpy_generic(float *y, float a, const float *x, int n) {
+	for (int i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+// scores_generic: s[i] = sum_d q[d] * kT[d*r0 + i] for i < n.
+static void scores_generic(float *s, const float *q, const float *kT, int r0, int hd, int n) {
+	for (int i = 0; i < n; i++) {
+		float v = 0;
+		for (int d = 0; d < hd; d++) v += q[d] * kT[(long)d * r0 + i];
+		s[i] = v;
+	}
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define TATTN_AVX2 __attribute__((target("avx2,fma")))
+
+TATTN_AVX2 static float dot_avx2(const float *a, const float *b, int n) {
+	__m256 acc = _mm256_setzero_ps();
+	int i = 0;
+	for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+	__m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+	h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+	h = _mm_add_ss(h, _mm_movehdup_ps(h));
+	float s = _mm_cvtss_f32(h);
+	for (; i < n; i++) s += a[i] * b[i];
+	return s;
+}
+
+TATTN_AVX2 static void axpy_avx2(float *y, float a, const float *x, int n) {
+	__m256 va = _mm256_set1_ps(a);
+	int i = 0;
+	for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+	for (; i < n; i++) y[i] += a * x[i];
+}
+
+TATTN_AVX2 static void scores_avx2(float *s, const float *q, const float *kT, int r0, int hd, int n) {
+	int i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 acc = _mm256_setzero_ps();
+		for (int d = 0; d < hd; d++) acc = _mm256_fmadd_ps(_mm256_set1_ps(q[d]), _mm256_loadu_ps(kT + (long)d * r0 + i), acc);
+		_mm256_storeu_ps(s + i, acc);
+	}
+	for (; i < n; i++) {
+		float v = 0;
+		for (int d = 0; d < hd; d++) v += q[d] * kT[(long)d * r0 + i];
+		s[i] = v;
+	}
+}
+
+#define SIMD(portable) (!(portable) && arb_have_avx2_fma())
+#define DOT(simd, a, b, n) ((simd) ? dot_avx2(a, b, n) : dot_generic(a, b, n))
+#define AXPY(simd, y, a, x, n) ((simd) ? axpy_avx2(y, a, x, n) : axpy_generic(y, a, x, n))
+#define SCORES(simd, s, q, kT, r0, hd, n) ((simd) ? scores_avx2(s, q, kT, r0, hd, n) : scores_generic(s, q, kT, r0, hd, n))
+#else
+#define SIMD(portable) 0
+#define DOT(simd, a, b, n) dot_generic(a, b, n)
+#define AXPY(simd, y, a, x, n) axpy_generic(y, a, x, n)
+#define SCORES(simd, s, q, kT, r0, hd, n) scores_generic(s, q, kT, r0, hd, n)
+#endif
+
+// arb_tattn_fwd computes, for rows t < R, the attention weights p (softmax
+// of the scaled scores) and the output o[t*os + d].
+void arb_tattn_fwd(const float *q, int qs, const float *kT, const float *vT, int r0, int hd, const float *ek,
+                   const float *ev, int j, int R, float scale, float *p, float *o, int os, int portable) {
+	int simd = SIMD(portable);
+	for (int t = 0; t < R; t++) {
+		const float *qv = q + (long)t * qs;
+		float *pr = p + rowbase(t, j);
+		int n = t + 1 + j;
+		SCORES(simd, pr, qv, kT, r0, hd, t + 1);
+		for (int l = 1; l <= j; l++) pr[t + l] = DOT(simd, qv, ek + ((long)(l - 1) * R + t) * hd, hd);
+		float mx = -INFINITY;
+		for (int i = 0; i < n; i++) {
+			pr[i] *= scale;
+			if (pr[i] > mx) mx = pr[i];
+		}
+		float sum = 0;
+		for (int i = 0; i < n; i++) {
+			pr[i] = expf(pr[i] - mx);
+			sum += pr[i];
+		}
+		float inv = 1 / sum;
+		for (int i = 0; i < n; i++) pr[i] *= inv;
+		float *ov = o + (long)t * os;
+		for (int d = 0; d < hd; d++) ov[d] = DOT(simd, pr, vT + (long)d * r0, t + 1);
+		for (int l = 1; l <= j; l++) AXPY(simd, ov, pr[t + l], ev + ((long)(l - 1) * R + t) * hd, hd);
+	}
+}
+
+// arb_tattn_bwd adds the gradients of the loss through the head's
+// attention, given dout (the output's gradient, row stride ds): to dq
+// (row stride dqs), to level 0's transposed dkT and dvT, and to the packed
+// extra levels' dek and dev. dp is scratch of R + j values.
+void arb_tattn_bwd(const float *q, int qs, const float *kT, const float *vT, int r0, int hd, const float *ek,
+                   const float *ev, int j, int R, float scale, const float *p, const float *dout, int ds, float *dq,
+                   int dqs, float *dkT, float *dvT, float *dek, float *dev, float *dp, int portable) {
+	int simd = SIMD(portable);
+	for (int t = 0; t < R; t++) {
+		const float *pr = p + rowbase(t, j), *qv = q + (long)t * qs, *dov = dout + (long)t * ds;
+		float *dqv = dq + (long)t * dqs;
+		int n = t + 1 + j;
+		// dp_i = do . v_i; dv_i += p_i do
+		SCORES(simd, dp, dov, vT, r0, hd, t + 1);
+		for (int d = 0; d < hd; d++) AXPY(simd, dvT + (long)d * r0, dov[d], pr, t + 1);
+		for (int l = 1; l <= j; l++) {
+			long e = ((long)(l - 1) * R + t) * hd;
+			AXPY(simd, dev + e, pr[t + l], dov, hd);
+			dp[t + l] = DOT(simd, dov, ev + e, hd);
+		}
+		// the scores' gradient: p_i (dp_i - p . dp) scale
+		float c = DOT(simd, pr, dp, n);
+		for (int i = 0; i < n; i++) dp[i] = pr[i] * (dp[i] - c) * scale;
+		// dq += sum_i ds_i k_i; dk_i += ds_i q
+		for (int d = 0; d < hd; d++) {
+			dqv[d] += DOT(simd, dp, kT + (long)d * r0, t + 1);
+			AXPY(simd, dkT + (long)d * r0, qv[d], dp, t + 1);
+		}
+		for (int l = 1; l <= j; l++) {
+			long e = ((long)(l - 1) * R + t) * hd;
+			AXPY(simd, dqv, dp[t + l], ek + e, hd);
+			AXPY(simd, dek + e, dp[t + l], qv, hd);
+		}
+	}
+}
