@@ -110,6 +110,10 @@ type Matrix struct {
 	rows, cols int
 	rowBytes   int
 	data       []byte
+	// packed is a Q4_0 matrix's rows repacked eight at a time for the
+	// AVX2 kernel (q40x8.c), nil where that kernel does not run; data
+	// stays for row reads and the portable kernels.
+	packed []byte
 }
 
 // Rows is the number of outputs.
@@ -129,7 +133,9 @@ func (b *Backend) NewMatrix(t quant.Type, data []byte, rows, cols int) (kernels.
 	return NewMatrix(t, data, rows, cols)
 }
 
-// NewMatrix wraps ggml-layout weight bytes without copying them.
+// NewMatrix wraps ggml-layout weight bytes without copying them (a Q4_0
+// matrix whose rows come in eights also gets a repacked copy where the
+// CPU runs the eight-row kernel).
 func NewMatrix(t quant.Type, data []byte, rows, cols int) (*Matrix, error) {
 	if !t.Supported() {
 		return nil, fmt.Errorf("cpu: weight type %s is not supported", t)
@@ -141,7 +147,9 @@ func NewMatrix(t quant.Type, data []byte, rows, cols int) (*Matrix, error) {
 	if len(data) != rb*rows {
 		return nil, fmt.Errorf("cpu: %s matrix %dx%d needs %d bytes, got %d", t, rows, cols, rb*rows, len(data))
 	}
-	return &Matrix{typ: t, rows: rows, cols: cols, rowBytes: rb, data: data}, nil
+	m := &Matrix{typ: t, rows: rows, cols: cols, rowBytes: rb, data: data}
+	m.packed = repack(m)
+	return m, nil
 }
 
 // q8Buf holds activations quantised to 8 bits in blocks of 32: value
@@ -237,6 +245,12 @@ func (b *Backend) MatMul(out []float32, wm kernels.Matrix, x []float32, n int) {
 	}
 	b.mm = matmulJob{b: b, out: out, w: w, x: x, n: n}
 	j := &b.mm
+	if w.packed != nil {
+		// a repacked matrix is split by groups of eight rows (a row's
+		// result depends on nothing else, but a group is the unit)
+		b.pool.run(j, w.rows/8, max(1, 32768/max(1, 8*w.cols*n)))
+		return
+	}
 	// grain: at least 32K multiply-adds a chunk, so a small product (a
 	// drafter's: width 64) runs on the calling thread instead of paying
 	// a hand-over per chunk; with 4096 weights a chunk, a 64-wide drafter

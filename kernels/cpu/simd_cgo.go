@@ -5,6 +5,7 @@ package cpu
 // #cgo CFLAGS: -O3 -std=gnu11
 // #cgo LDFLAGS: -lm
 // #include "simd.h"
+// #include "q40x8.h"
 import "C"
 
 import (
@@ -37,6 +38,15 @@ func cQuantize(q *q8Buf, x []float32) {
 
 func (j *matmulJob) doC(worker, lo, hi int) {
 	w := j.w
+	if w.packed != nil { // lo, hi count groups of eight rows
+		q := &j.b.q8
+		if C.arb_mm_q40x8((*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(lo), C.int(hi), C.int(w.cols/quant.QK),
+			(*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0])),
+			C.int(j.n), (*C.float)(unsafe.Pointer(&j.out[0])), C.int(w.rows)) != 0 {
+			panic("cpu: a repacked Q4_0 matrix on a CPU without AVX2") // repack checks first
+		}
+		return
+	}
 	if usesQ8(w.typ) {
 		q := &j.b.q8
 		C.arb_mm_q8(C.int(w.typ), (*C.uint8_t)(unsafe.Pointer(&w.data[0])), C.long(w.rowBytes), C.int(lo), C.int(hi), C.int(w.cols/quant.QK),
@@ -123,4 +133,18 @@ func PeakProbe(integer bool, iters int) (macs int64, sink int64) {
 		return int64(iters) * 8 * 32, int64(C.arb_peak_i8(C.long(iters)))
 	}
 	return int64(iters) * 10 * 8, int64(C.arb_peak_f32(C.long(iters)))
+}
+
+// repack returns m's rows repacked eight at a time for the AVX2 Q4_0
+// kernel (q40x8.c), or nil where it does not apply: another type, rows not
+// a multiple of 8, or the portable kernels in use. Measured on the
+// synthetic 60M-parameter Q4_0 model (scripts/bench-types.sh): see the
+// README's CPU backend table.
+func repack(m *Matrix) []byte {
+	if m.typ != quant.Q4_0 || m.rows == 0 || m.rows%8 != 0 || simdLevel < 1 {
+		return nil
+	}
+	p := make([]byte, len(m.data))
+	C.arb_q40x8_pack((*C.uint8_t)(unsafe.Pointer(&m.data[0])), C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/quant.QK), (*C.uint8_t)(unsafe.Pointer(&p[0])))
+	return p
 }

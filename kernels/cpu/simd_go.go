@@ -75,3 +75,6 @@ func trainAttnForward(a *TrainAttention, o []float32, oStride int) { trainAttnFo
 func trainAttnBackward(a *TrainAttention, dout []float32, ds int, dq []float32, dqs int, dkT, dvT, dek, dev, scratch []float32) {
 	trainAttnBackwardGo(a, dout, ds, dq, dqs, dkT, dvT, dek, dev, scratch)
 }
+
+// repack: pure-Go builds have no eight-row Q4_0 kernel.
+func repack(*Matrix) []byte { return nil }

@@ -1,0 +1,130 @@
+//go:build cgo && !purego
+
+// Q4_0 weights repacked eight rows at a time, for AVX2.
+//
+// A Q4_0 block is a float16 scale and 16 bytes holding 32 four-bit weights
+// (byte j: weight j in the low nibble, weight j+16 in the high one). The
+// row-at-a-time kernel (simd.c) unpacks a row's block into 32 bytes,
+// multiplies them by the 32 activation bytes and must then reduce the
+// vector to one sum per block and per row. Here eight rows' blocks b are
+// stored together: their eight scales, then for h = 0..3 a 32-byte vector
+// whose 4-byte lane i holds bytes 4h..4h+3 of row i's block. One load
+// gives, per lane, weights 4h..4h+3 of its row (low nibbles) and weights
+// 16+4h..16+4h+3 (high nibbles); each multiplies four activation bytes
+// broadcast to every lane, so after a block every lane holds its own row's
+// integer sum: no horizontal reduction, one scale multiply-add for eight
+// rows. This is the layout of the reference engine's q4_0_8x8 repack,
+// written anew for Arborist's kernels.
+//
+// Every row is summed in the same order whatever the batch (the activation
+// rows are independent loops over the same unpacked weights) and whichever
+// rows share its group (lanes never mix), so a verification row equals the
+// decode row bit for bit, which greedy losslessness needs.
+#include <string.h>
+#include "q40x8.h"
+
+enum { GROUP_BYTES = 16 + 128 }; // per block of eight rows: scales, then four 32-byte vectors
+
+// arb_q40x8_pack repacks rows (a multiple of 8) of nb Q4_0 blocks each.
+void arb_q40x8_pack(const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst) {
+	for (int g = 0; g < rows / 8; g++)
+		for (int b = 0; b < nb; b++) {
+			uint8_t *d = dst + ((long)g * nb + b) * GROUP_BYTES;
+			for (int i = 0; i < 8; i++) {
+				const uint8_t *blk = src + (long)(8 * g + i) * row_bytes + (long)b * 18;
+				memcpy(d + 2 * i, blk, 2);
+				for (int h = 0; h < 4; h++) memcpy(d + 16 + 32 * h + 4 * i, blk + 2 + 4 * h, 4);
+			}
+		}
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define Q40X8_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+#ifndef PREFETCH
+#define PREFETCH 2048
+#endif
+
+// q40x8_tile computes the eight rows of group gp against activation rows
+// r..r+T-1 and stores them at out[(r+k)*rows + o .. o+7].
+#define Q40X8_TILE(T)                                                                                        \
+	Q40X8_AVX2 static inline __attribute__((always_inline)) void q40x8_tile##T(                             \
+	    const uint8_t *gp, int nb, const float *yd, const int8_t *yq, const int32_t *ys, int r, float *out,  \
+	    long rows, int o) {                                                                                  \
+		__m256 acc[T];                                                                                   \
+		for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();                                        \
+		const __m256i m4 = _mm256_set1_epi8(0xf), ones = _mm256_set1_epi16(1);                           \
+		long stride = (long)nb * 32;                                                                     \
+		for (int b = 0; b < nb; b++) {                                                                   \
+			const uint8_t *blk = gp + (long)b * GROUP_BYTES;                                             \
+			_mm_prefetch((const char *)blk + PREFETCH, _MM_HINT_T0);                                     \
+			_mm_prefetch((const char *)blk + PREFETCH + 64, _MM_HINT_T0);                                \
+			_mm_prefetch((const char *)blk + PREFETCH + 128, _MM_HINT_T0);                               \
+			__m256i w[8];                                                                                \
+			for (int h = 0; h < 4; h++) {                                                                \
+				__m256i v = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * h));                    \
+				w[h] = _mm256_and_si256(v, m4);                                                          \
+				w[4 + h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);                                \
+			}                                                                                            \
+			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));                          \
+			for (int k = 0; k < T; k++) {                                                                \
+				const int8_t *y = yq + (long)(r + k) * stride + (long)b * 32;                            \
+				int32_t y4[8];                                                                           \
+				memcpy(y4, y, 32);                                                                       \
+				/* unsigned weights of at most 15 against bytes of at most 127: a 16-bit lane of one  \
+				   product holds at most 2*15*127 = 3810, and eight of them summed stay below 32767 */ \
+				__m256i s = _mm256_maddubs_epi16(w[0], _mm256_set1_epi32(y4[0]));                       \
+				for (int h = 1; h < 8; h++)                                                              \
+					s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w[h], _mm256_set1_epi32(y4[h])));      \
+				__m256i s32 = _mm256_madd_epi16(s, ones);                                                \
+				s32 = _mm256_sub_epi32(s32, _mm256_set1_epi32(8 * ys[(long)(r + k) * nb + b]));         \
+				__m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(yd[(long)(r + k) * nb + b]));               \
+				acc[k] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s32), acc[k]);                           \
+			}                                                                                            \
+		}                                                                                                \
+		for (int k = 0; k < T; k++) _mm256_storeu_ps(out + (long)(r + k) * rows + o, acc[k]);           \
+	}
+Q40X8_TILE(1)
+Q40X8_TILE(2)
+Q40X8_TILE(3)
+Q40X8_TILE(4)
+
+static int have_q40x8(void) {
+	static int level = -1;
+	if (level < 0) {
+		__builtin_cpu_init();
+		level = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+	}
+	return level;
+}
+
+Q40X8_AVX2 static void mm_q40x8(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
+                                const int32_t *ys, int n, float *out, int rows) {
+	for (int g = glo; g < ghi; g++) {
+		const uint8_t *gp = packed + (long)g * nb * GROUP_BYTES;
+		int r = 0;
+		for (; r + 4 <= n; r += 4) q40x8_tile4(gp, nb, yd, yq, ys, r, out, rows, 8 * g);
+		switch (n - r) {
+		case 3: q40x8_tile3(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;
+		case 2: q40x8_tile2(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;
+		case 1: q40x8_tile1(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;
+		}
+	}
+}
+#endif
+
+// arb_mm_q40x8 multiplies groups glo..ghi-1 of a repacked matrix by n
+// activation rows quantised to 8 bits (yd scales, yq values, ys block
+// sums); out[r*rows + o]. It returns -1 where the CPU lacks AVX2, FMA or
+// F16C (the caller packs only where it has them).
+int arb_mm_q40x8(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq, const int32_t *ys,
+                 int n, float *out, int rows) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (have_q40x8()) {
+		mm_q40x8(packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
+		return 0;
+	}
+#endif
+	return -1;
+}
