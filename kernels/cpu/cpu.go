@@ -152,6 +152,20 @@ func NewMatrix(t quant.Type, data []byte, rows, cols int) (*Matrix, error) {
 	return m, nil
 }
 
+// RepackedBytes is the memory a t matrix of rows x cols takes on this
+// CPU beside its mapped weights (the eight-row Q4_0 copy), for memory
+// estimates; 0 where nothing is repacked.
+func RepackedBytes(t quant.Type, rows, cols int) int64 {
+	if t != quant.Q4_0 || rows <= 0 || rows%8 != 0 || !repacks() {
+		return 0
+	}
+	rb, err := quant.RowBytes(t, cols)
+	if err != nil {
+		return 0
+	}
+	return int64(rb) * int64(rows)
+}
+
 // q8Buf holds activations quantised to 8 bits in blocks of 32: value
 // d[b]*q[b*32+j], with s[b] the sum of the block's q (for types with a min).
 type q8Buf struct {

@@ -141,10 +141,13 @@ func PeakProbe(integer bool, iters int) (macs int64, sink int64) {
 // synthetic 60M-parameter Q4_0 model (scripts/bench-types.sh): see the
 // README's CPU backend table.
 func repack(m *Matrix) []byte {
-	if m.typ != quant.Q4_0 || m.rows == 0 || m.rows%8 != 0 || simdLevel < 1 {
+	if m.typ != quant.Q4_0 || m.rows == 0 || m.rows%8 != 0 || !repacks() {
 		return nil
 	}
 	p := make([]byte, len(m.data))
 	C.arb_q40x8_pack((*C.uint8_t)(unsafe.Pointer(&m.data[0])), C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/quant.QK), (*C.uint8_t)(unsafe.Pointer(&p[0])))
 	return p
 }
+
+// repacks says whether this CPU runs the eight-row Q4_0 kernel.
+func repacks() bool { return simdLevel >= 1 }

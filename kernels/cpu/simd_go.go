@@ -78,3 +78,5 @@ func trainAttnBackward(a *TrainAttention, dout []float32, ds int, dq []float32, 
 
 // repack: pure-Go builds have no eight-row Q4_0 kernel.
 func repack(*Matrix) []byte { return nil }
+
+func repacks() bool { return false }

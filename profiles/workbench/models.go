@@ -19,6 +19,7 @@ import (
 	"arborist/engine/synth"
 	"arborist/engine/tokenizer"
 	"arborist/kernels"
+	"arborist/kernels/cpu"
 	"arborist/kernels/quant"
 	"arborist/profiles"
 	"arborist/profiles/store"
@@ -68,7 +69,17 @@ func Inspect(w io.Writer, path string, ctxLen int) error {
 			n = min(cfg.CtxLen, 4096)
 		}
 		kv := cfg.KVBytes(n)
-		fmt.Fprintf(w, "memory:        %s at context %d (weights %s mapped + KV cache %s)\n", HumanBytes(f.WeightBytes()+kv), n, HumanBytes(f.WeightBytes()), HumanBytes(kv))
+		var packed uint64 // the CPU backend's repacked copies (eight-row Q4_0)
+		for _, t := range f.Tensors {
+			if len(t.Dims) == 2 {
+				packed += uint64(cpu.RepackedBytes(t.Type, int(t.Dims[1]), int(t.Dims[0])))
+			}
+		}
+		repacked := ""
+		if packed > 0 {
+			repacked = fmt.Sprintf(" + %s repacked for this CPU", HumanBytes(packed))
+		}
+		fmt.Fprintf(w, "memory:        %s at context %d (weights %s mapped%s + KV cache %s)\n", HumanBytes(f.WeightBytes()+packed+kv), n, HumanBytes(f.WeightBytes()), repacked, HumanBytes(kv))
 		if err := model.Check(f); err != nil { // missing tensors, vocabulary mismatch
 			fmt.Fprintf(w, "runnable:      no: %v\n", err)
 		}
