@@ -163,3 +163,24 @@ type MemoryRates struct {
 	Multiprocessors int
 	Description     string
 }
+
+// MultiMatMul is a Device that multiplies one input by several matrices in
+// one dispatch (the CPU backend: one hand-over to its workers and one
+// quantisation of the input instead of one per matrix). Each outs[i] must
+// equal, bit for bit, what MatMulT(outs[i], ws[i], x, n) writes, so that
+// using it changes no result.
+type MultiMatMul interface {
+	MatMulMulti(outs []Tensor, ws []Matrix, x Tensor, n int)
+}
+
+// MatMulAll writes x multiplied by each ws[i] into outs[i]: in one
+// dispatch where d is a MultiMatMul, else one MatMulT each.
+func MatMulAll(d Device, outs []Tensor, ws []Matrix, x Tensor, n int) {
+	if m, ok := d.(MultiMatMul); ok {
+		m.MatMulMulti(outs, ws, x, n)
+		return
+	}
+	for i, w := range ws {
+		d.MatMulT(outs[i], w, x, n)
+	}
+}

@@ -209,6 +209,12 @@ type scratch struct {
 	pos        []int     // host: default positions
 	swa        []bool    // host: the sliding-window layers' mask
 	posTmp     []int32   // host: Compact's copy of the positions
+
+	// outs and mats hold the products that share an input (Q, K, V;
+	// gate, up) for kernels.MatMulAll: fields, so a decode step builds
+	// its slices without allocating
+	outs [3]kernels.Tensor
+	mats [3]kernels.Matrix
 }
 
 // grow makes room for n batch rows and out wanted rows.
@@ -375,9 +381,10 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 		sliding := cfg.Window > 0 && cfg.SlidingLayer(li)
 		// attention block: x += O · attn(rope(Q·norm(x)), rope(K·norm(x)), V·norm(x))
 		dev.RMSNorm(s.xn, s.x, l.AttnNorm, n, dim, cfg.Eps) // xn [n x dim]
-		dev.MatMulT(s.q, l.Q, s.xn, n)                      // q [n x qd]
-		dev.MatMulT(s.k, l.K, s.xn, n)                      // k [n x kvd]
-		dev.MatMulT(s.v, l.V, s.xn, n)                      // v [n x kvd]
+		// q [n x qd], k and v [n x kvd], in one dispatch
+		s.outs[0], s.outs[1], s.outs[2] = s.q, s.k, s.v
+		s.mats[0], s.mats[1], s.mats[2] = l.Q, l.K, l.V
+		kernels.MatMulAll(dev, s.outs[:3], s.mats[:3], s.xn, n)
 		if l.QB != nil {
 			dev.AddRow(s.q, l.QB, n, qd)
 			dev.AddRow(s.k, l.KB, n, kvd)
@@ -406,8 +413,10 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 		dev.Add(s.x, s.o, n*dim)
 		// feed-forward block: x += Down · (act(Gate·norm(x)) * Up·norm(x))
 		dev.RMSNorm(s.xn, s.x, l.FFNNorm, n, dim, cfg.Eps)
-		dev.MatMulT(s.g, l.Gate, s.xn, n) // g [n x ffn]
-		dev.MatMulT(s.u, l.Up, s.xn, n)   // u [n x ffn]
+		// g and u [n x ffn], in one dispatch
+		s.outs[0], s.outs[1] = s.g, s.u
+		s.mats[0], s.mats[1] = l.Gate, l.Up
+		kernels.MatMulAll(dev, s.outs[:2], s.mats[:2], s.xn, n)
 		dev.GLU(s.g, s.u, n*ffn, cfg.GELU)
 		dev.MatMulT(s.o, l.Down, s.g, n) // o [n x dim]
 		if l.PostFFN != nil {

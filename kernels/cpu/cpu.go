@@ -33,6 +33,7 @@ type Backend struct {
 	scratch [][]float32 // per worker, one dequantised row
 	q8      q8Buf       // activations quantised for the current call
 	mm      matmulJob   // the current call's job, reused so decoding allocates nothing
+	multi   multiJob    // MatMulMulti's job, reused likewise
 	attn    attnJob
 	attnGo  attnGoJob
 }
@@ -272,6 +273,95 @@ func (b *Backend) MatMul(out []float32, wm kernels.Matrix, x []float32, n int) {
 	// at 6.1-11.2K with this (the rows a chunk covers never change a
 	// row's result)
 	b.pool.run(j, w.rows, max(1, 32768/max(1, w.cols*n)))
+}
+
+// units is how many work items a product with w has: rows, or groups of
+// eight rows for a repacked matrix.
+func units(w *Matrix) int {
+	if w.packed != nil {
+		return w.rows / 8
+	}
+	return w.rows
+}
+
+// maxMulti is the most matrices MatMulMulti takes in one dispatch (the
+// attention's Q, K and V; the feed-forward's gate and up).
+const maxMulti = 4
+
+// multiJob is several products of one input as one job: units
+// start[i]..start[i+1]-1 are product i's.
+type multiJob struct {
+	jobs  [maxMulti]matmulJob
+	start [maxMulti + 1]int
+	count int
+}
+
+func (j *multiJob) do(worker, lo, hi int) {
+	for i := 0; i < j.count; i++ {
+		a, b := max(lo, j.start[i]), min(hi, j.start[i+1])
+		if a < b {
+			j.jobs[i].do(worker, a-j.start[i], b-j.start[i])
+		}
+	}
+}
+
+// MatMulMulti multiplies x by each matrix of ws (all of the same width)
+// into the matching outs in one hand-over to the workers, quantising x
+// once: a decode step's products are small, and each hand-over costs a
+// wake-up. Every out equals, bit for bit, what MatMul writes (the same
+// kernel runs each row on the same quantised input). More than maxMulti
+// matrices, or matrices of different widths, run one MatMul each.
+func (b *Backend) MatMulMulti(outs []kernels.Tensor, ws []kernels.Matrix, x kernels.Tensor, n int) {
+	if len(outs) != len(ws) {
+		panic(fmt.Sprintf("cpu: MatMulMulti of %d matrices into %d outputs", len(ws), len(outs)))
+	}
+	cols := -1
+	q8 := false
+	for _, wm := range ws {
+		w := wm.(*Matrix)
+		if cols >= 0 && w.cols != cols {
+			cols = -2
+			break
+		}
+		cols = w.cols
+		q8 = q8 || usesQ8(w.typ)
+	}
+	if len(ws) > maxMulti || cols < 0 {
+		for i, w := range ws {
+			b.MatMul(Data(outs[i]), w, Data(x), n)
+		}
+		return
+	}
+	xd := Data(x)
+	if len(xd) < n*cols {
+		panic(fmt.Sprintf("cpu: MatMulMulti of width %d with %d rows: x has %d values", cols, n, len(xd)))
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if q8 {
+		if haveC {
+			cQuantize(&b.q8, xd[:n*cols])
+		} else {
+			b.q8.quantize(xd[:n*cols])
+		}
+	}
+	j := &b.multi
+	j.count = len(ws)
+	for i, wm := range ws {
+		w := wm.(*Matrix)
+		out := Data(outs[i])
+		if len(out) < n*w.rows {
+			panic(fmt.Sprintf("cpu: MatMulMulti %dx%d with %d rows: out has %d values", w.rows, w.cols, n, len(out)))
+		}
+		j.jobs[i] = matmulJob{b: b, out: out, w: w, x: xd, n: n}
+		j.start[i+1] = j.start[i] + units(w)
+	}
+	// grain as MatMul's: at least 32K multiply-adds a chunk (a repacked
+	// matrix's unit is eight rows, so its chunks are larger)
+	b.pool.run(j, j.start[j.count], max(1, 32768/max(1, cols*n)))
+	for i := range j.jobs {
+		j.jobs[i] = matmulJob{} // drop the references to the caller's slices
+	}
 }
 
 func (j *matmulJob) do(worker, lo, hi int) {
