@@ -22,5 +22,13 @@ func main() {
 	// is marked stopped with its totals (issue 17)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(cli.Main(ctx, cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}, os.Args[1:]))
+	// The verb runs on a goroutine of its own: Fyne's desktop driver (and
+	// its systray) lock main.main to the main thread in init functions,
+	// which the GUI needs and a headless verb does not. A locked goroutine
+	// that waits or yields hands its processor to another thread and back,
+	// two thread switches each time, and the CPU backend's pool yields
+	// while its workers finish, several times a layer.
+	code := make(chan int)
+	go func() { code <- cli.Main(ctx, cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}, os.Args[1:]) }()
+	os.Exit(<-code)
 }
