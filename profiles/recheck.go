@@ -15,22 +15,29 @@ import (
 // machine that has since changed) misprices every plan against plain
 // decoding: speedup = AAL * T_verify(1) / step, so a stale T_verify(1)
 // alone once made tune predict 2.36x for a plan that measured 1.48x. The
-// re-check times W = 1 and one wider pass now, interleaved (medians of at
-// least nine rounds), and when either is off by more than
-// RecheckTolerance rescales the curve: by the W = 1 ratio at W = 1 when
-// that anchor moved, by the wide ratio from that width up when it moved,
-// linearly in between (so a lone stale point and a uniformly slower
-// machine are both corrected, and an anchor within tolerance stays put).
+// re-check times W = 1, a middle width and one wider pass now, interleaved
+// (medians of at least nine rounds), and when any is off by more than
+// RecheckTolerance rescales the curve: each anchor's ratio at its width
+// when that anchor moved, linearly between anchors, the first below and
+// the last above (so a lone stale point and a uniformly slower machine
+// are both corrected, and an anchor within tolerance stays put). The
+// middle anchor is there because the curve does not move in one piece: on
+// the bench pair a re-check found W = 1 and W = 8 13% faster than stored
+// while W = 4, the width of the chosen plan, measured what it was stored
+// at, and rescaling it by the ends over-predicted that plan by 12%.
 type Recheck struct {
-	W                int           // the wide anchor's width
-	Stored1, Now1    time.Duration // T_verify(1): stored curve, measured now
-	StoredW, NowW    time.Duration // T_verify(W)
-	Scale1, ScaleW   float64       // Now / Stored at the two anchors
-	Rescaled         bool          // the curve was rescaled
-	BandwidthStored  float64       // bytes/s when the machine was profiled (0: unknown)
-	BandwidthNow     float64       // bytes/s now (0: not measured)
-	BandwidthWarning string        // set when the bandwidth moved by more than 15%
-	Elapsed          time.Duration // what the re-check cost
+	W                 int           // the wide anchor's width
+	Mid               int           // the middle anchor's width (0: none, the curve is too short)
+	Stored1, Now1     time.Duration // T_verify(1): stored curve, measured now
+	StoredMid, NowMid time.Duration // T_verify(Mid)
+	StoredW, NowW     time.Duration // T_verify(W)
+	Scale1, ScaleMid  float64       // Now / Stored at the anchors
+	ScaleW            float64
+	Rescaled          bool          // the curve was rescaled
+	BandwidthStored   float64       // bytes/s when the machine was profiled (0: unknown)
+	BandwidthNow      float64       // bytes/s now (0: not measured)
+	BandwidthWarning  string        // set when the bandwidth moved by more than 15%
+	Elapsed           time.Duration // what the re-check cost
 }
 
 // RecheckTolerance is how far a stored anchor may be from the one
@@ -52,9 +59,17 @@ func applied(ratio float64) float64 {
 // String is the one-line report tune and run print.
 func (r *Recheck) String() string {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/1e6) }
-	s := fmt.Sprintf("T_verify re-check: W=1 stored %s, now %s; W=%d stored %s, now %s", ms(r.Stored1), ms(r.Now1), r.W, ms(r.StoredW), ms(r.NowW))
+	s := fmt.Sprintf("T_verify re-check: W=1 stored %s, now %s", ms(r.Stored1), ms(r.Now1))
+	if r.Mid > 0 {
+		s += fmt.Sprintf("; W=%d stored %s, now %s", r.Mid, ms(r.StoredMid), ms(r.NowMid))
+	}
+	s += fmt.Sprintf("; W=%d stored %s, now %s", r.W, ms(r.StoredW), ms(r.NowW))
 	if r.Rescaled {
-		s += fmt.Sprintf("; curve rescaled (x%.2f at W=1, x%.2f from W=%d)", applied(r.Scale1), applied(r.ScaleW), r.W)
+		s += fmt.Sprintf("; curve rescaled (x%.2f at W=1", applied(r.Scale1))
+		if r.Mid > 0 {
+			s += fmt.Sprintf(", x%.2f at W=%d", applied(r.ScaleMid), r.Mid)
+		}
+		s += fmt.Sprintf(", x%.2f from W=%d)", applied(r.ScaleW), r.W)
 	} else {
 		s += "; curve kept"
 	}
@@ -64,9 +79,10 @@ func (r *Recheck) String() string {
 	return s
 }
 
-// RecheckVerify re-measures T_verify(1) and T_verify(W) (W = 8, or the
-// curve's widest point below it) on m, returns the curve to use (rescaled
-// or the stored one) and what it found. When bandwidthStored is positive
+// RecheckVerify re-measures T_verify(1), T_verify(4) and T_verify(W) (W =
+// 8, or the curve's widest point below it; the middle anchor only where
+// 1 < 4 < W) on m, returns the curve to use (rescaled or the stored one)
+// and what it found. When bandwidthStored is positive
 // it also re-measures the read bandwidth with threads goroutines and warns
 // when it moved by more than 15%: the machine is busier, or not the one
 // that was profiled, and every stored curve is suspect.
@@ -78,6 +94,10 @@ func RecheckVerify(ctx context.Context, m *model.Model, curve []store.Point, thr
 	}
 	r.W = min(8, curve[len(curve)-1].W)
 	widths := []int{1}
+	if r.W > 4 {
+		r.Mid = 4
+		widths = append(widths, r.Mid)
+	}
 	if r.W > 1 {
 		widths = append(widths, r.W)
 	}
@@ -92,10 +112,25 @@ func RecheckVerify(ctx context.Context, m *model.Model, curve []store.Point, thr
 	}
 	r.Scale1 = float64(r.Now1) / float64(r.Stored1)
 	r.ScaleW = float64(r.NowW) / float64(r.StoredW)
+	anchors, factors := []int{1}, []float64{applied(r.Scale1)}
+	if r.Mid > 0 {
+		r.StoredMid, r.NowMid = Interp(curve, r.Mid), now[1].Median
+		if r.StoredMid <= 0 {
+			return curve, r, fmt.Errorf("profiles: the stored T_verify curve has no positive time at W=%d", r.Mid)
+		}
+		r.ScaleMid = float64(r.NowMid) / float64(r.StoredMid)
+		anchors, factors = append(anchors, r.Mid), append(factors, applied(r.ScaleMid))
+	}
+	if r.W > 1 {
+		anchors, factors = append(anchors, r.W), append(factors, applied(r.ScaleW))
+	}
 	out := curve
-	if s1, sw := applied(r.Scale1), applied(r.ScaleW); s1 != 1 || sw != 1 {
-		r.Rescaled = true
-		out = RescaleCurve(curve, s1, r.W, sw)
+	for _, f := range factors {
+		if f != 1 {
+			r.Rescaled = true
+			out = RescaleAt(curve, anchors, factors)
+			break
+		}
 	}
 	if bandwidthStored > 0 {
 		r.BandwidthStored = bandwidthStored
@@ -113,14 +148,30 @@ func RecheckVerify(ctx context.Context, m *model.Model, curve []store.Point, thr
 // RescaleCurve multiplies each point's median and spread by s1 at W <= 1,
 // by sw at W >= w, and by the linear blend of the two in between.
 func RescaleCurve(curve []store.Point, s1 float64, w int, sw float64) []store.Point {
+	if w <= 1 {
+		return RescaleAt(curve, []int{1}, []float64{s1})
+	}
+	return RescaleAt(curve, []int{1, w}, []float64{s1, sw})
+}
+
+// RescaleAt multiplies each point's median and spread by a factor
+// interpolated linearly between anchors (increasing widths, each with its
+// factor): the first factor below the first anchor, the last above the
+// last.
+func RescaleAt(curve []store.Point, anchors []int, factors []float64) []store.Point {
 	out := make([]store.Point, len(curve))
 	for i, p := range curve {
-		f := sw
-		switch {
-		case p.W <= 1 || w <= 1:
-			f = s1
-		case p.W < w:
-			f = s1 + (sw-s1)*float64(p.W-1)/float64(w-1)
+		f := factors[len(factors)-1]
+		if p.W <= anchors[0] {
+			f = factors[0]
+		} else {
+			for k := 1; k < len(anchors); k++ {
+				if p.W < anchors[k] {
+					a, b := anchors[k-1], anchors[k]
+					f = factors[k-1] + (factors[k]-factors[k-1])*float64(p.W-a)/float64(b-a)
+					break
+				}
+			}
 		}
 		p.Median = time.Duration(float64(p.Median) * f)
 		p.Spread = time.Duration(float64(p.Spread) * f)

@@ -26,6 +26,20 @@ func TestRescaleCurve(t *testing.T) {
 	}
 }
 
+// TestRescaleAt: three anchors, each width between two of them on the
+// line joining their factors, and the ends held beyond them.
+func TestRescaleAt(t *testing.T) {
+	ms := time.Millisecond
+	in := []store.Point{{W: 1, Median: 10 * ms}, {W: 2, Median: 10 * ms}, {W: 4, Median: 10 * ms}, {W: 6, Median: 10 * ms}, {W: 8, Median: 10 * ms}, {W: 16, Median: 10 * ms}}
+	out := RescaleAt(in, []int{1, 4, 8}, []float64{0.8, 1.0, 0.6})
+	want := []float64{0.8, 0.8 + 0.2/3, 1.0, 0.8, 0.6, 0.6}
+	for i, p := range out {
+		if d := float64(p.Median) - want[i]*float64(10*ms); d > 1e3 || d < -1e3 {
+			t.Errorf("W=%d: %v, want %v", p.W, p.Median, time.Duration(want[i]*float64(10*ms)))
+		}
+	}
+}
+
 // TestRecheckVerifyRescalesAStaleCurve: a stored curve five times slower
 // than the machine is rescaled to within a factor of three of what the
 // machine measures now, and a stored bandwidth far above this machine's
@@ -44,7 +58,7 @@ func TestRecheckVerifyRescalesAStaleCurve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rc.Rescaled || rc.W != 8 || rc.Scale1 > 0.9 || rc.ScaleW > 0.9 {
+	if !rc.Rescaled || rc.W != 8 || rc.Mid != 4 || rc.Scale1 > 0.9 || rc.ScaleMid > 0.9 || rc.ScaleW > 0.9 || !strings.Contains(rc.String(), "W=4 stored") {
 		t.Fatalf("a curve 5x too slow was not rescaled: %+v", rc)
 	}
 	for i, p := range got {

@@ -324,7 +324,8 @@ func runTune(ctx context.Context, env Env, args []string) error {
 		Recheck    *recheckJSON     `json:"recheck,omitempty"`
 	}{PlanID: t.PlanID, AcceptOn: t.Inputs.Describe(), Scored: len(t.Ranked)}
 	if rc := t.Inputs.Recheck; rc != nil {
-		doc.Recheck = &recheckJSON{W: rc.W, Stored1: rc.Stored1, Now1: rc.Now1, StoredW: rc.StoredW, NowW: rc.NowW, Rescaled: rc.Rescaled,
+		doc.Recheck = &recheckJSON{W: rc.W, Stored1: rc.Stored1, Now1: rc.Now1, Mid: rc.Mid, StoredMid: rc.StoredMid, NowMid: rc.NowMid,
+			StoredW: rc.StoredW, NowW: rc.NowW, Rescaled: rc.Rescaled,
 			BandwidthStored: rc.BandwidthStored, BandwidthNow: rc.BandwidthNow, Warning: rc.BandwidthWarning}
 		if !*asJSON {
 			fmt.Fprintln(w, rc)
@@ -666,6 +667,9 @@ type recheckJSON struct {
 	W               int           `json:"w"`
 	Stored1         time.Duration `json:"stored_verify1_ns"`
 	Now1            time.Duration `json:"now_verify1_ns"`
+	Mid             int           `json:"mid_w,omitempty"`
+	StoredMid       time.Duration `json:"stored_verify_mid_ns,omitempty"`
+	NowMid          time.Duration `json:"now_verify_mid_ns,omitempty"`
 	StoredW         time.Duration `json:"stored_verify_w_ns"`
 	NowW            time.Duration `json:"now_verify_w_ns"`
 	Rescaled        bool          `json:"rescaled"`
