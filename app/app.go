@@ -63,6 +63,7 @@ type Session struct {
 	mu       sync.Mutex
 	bench    *workbench.Bench
 	closed   bool              // after Close, background work finds no database
+	writes   sync.WaitGroup    // short database writes Close waits for (Write)
 	Verify   *profiles.Profile // target T_verify(W)
 	Draft    *profiles.Profile // drafter curve
 	Overhead time.Duration     // measured per-step bookkeeping
@@ -152,8 +153,20 @@ func (s *Session) LoadInputs(ctx context.Context) error {
 	return nil
 }
 
-// Close releases the database.
+// Write runs a short database write off the UI goroutine; Close waits for
+// it, so closing the window (or a test's clean-up) never cuts a store of
+// the chosen plan short or removes the database under it.
+func (s *Session) Write(f func()) {
+	s.writes.Add(1)
+	go func() {
+		defer s.writes.Done()
+		f()
+	}()
+}
+
+// Close waits for pending writes and releases the database.
 func (s *Session) Close() {
+	s.writes.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true

@@ -624,7 +624,7 @@ func (sp *SpeedupScreen) choose(p profiles.Prediction, msg string) {
 		return
 	}
 	sp.WorkStatus.SetText(msg + " Run can use it; storing it for Export ...")
-	go func() {
+	sp.s.Write(func() {
 		ctx := context.Background()
 		b, err := sp.s.Bench(ctx)
 		var id int64
@@ -642,7 +642,7 @@ func (sp *SpeedupScreen) choose(p profiles.Prediction, msg string) {
 			sp.stored = key
 			sp.WorkStatus.SetText(fmt.Sprintf("%s Stored as plan %d: Run and Export use it.", msg, id))
 		})
-	}()
+	})
 }
 
 // SetBackends takes the registry's backends as checked on this machine:
