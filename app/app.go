@@ -62,8 +62,10 @@ type Session struct {
 
 	mu       sync.Mutex
 	bench    *workbench.Bench
-	closed   bool              // after Close, background work finds no database
-	writes   sync.WaitGroup    // short database writes Close waits for (Write)
+	closed   bool            // after Close, background work finds no database
+	work     sync.WaitGroup  // background work Close waits for (Go, Write)
+	ctx      context.Context // Go's work runs under it; Close cancels it
+	stop     context.CancelFunc
 	Verify   *profiles.Profile // target T_verify(W)
 	Draft    *profiles.Profile // drafter curve
 	Overhead time.Duration     // measured per-step bookkeeping
@@ -82,6 +84,7 @@ type Session struct {
 func NewSession(a fyne.App, w fyne.Window, demoDir string) *Session {
 	p := a.Preferences()
 	s := &Session{App: a, Win: w, DemoDir: demoDir}
+	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.DBPath = p.StringWithFallback(prefDB, store.DefaultPath())
 	s.Spec.Target = p.String(prefTarget)
 	s.Spec.Draft = p.String(prefDraft)
@@ -153,20 +156,42 @@ func (s *Session) LoadInputs(ctx context.Context) error {
 	return nil
 }
 
-// Write runs a short database write off the UI goroutine; Close waits for
-// it, so closing the window (or a test's clean-up) never cuts a store of
-// the chosen plan short or removes the database under it.
-func (s *Session) Write(f func()) {
-	s.writes.Add(1)
+// Go runs f off the UI goroutine under the session's context: Close
+// cancels it and waits for f to return, so closing the window (or a test's
+// clean-up) never tears the app or the database down under work that is
+// still reporting to the screens.
+func (s *Session) Go(f func(ctx context.Context)) {
+	s.mu.Lock()
+	ctx := s.ctx
+	s.mu.Unlock()
+	s.work.Add(1)
 	go func() {
-		defer s.writes.Done()
+		defer s.work.Done()
+		f(ctx)
+	}()
+}
+
+// Write runs a short database write off the UI goroutine; Close waits for
+// it (without cancelling it), so a store of the chosen plan is never cut
+// short or its database removed under it.
+func (s *Session) Write(f func()) {
+	s.work.Add(1)
+	go func() {
+		defer s.work.Done()
 		f()
 	}()
 }
 
-// Close waits for pending writes and releases the database.
+// Close cancels the session's work, waits for it and for pending writes,
+// and releases the database.
 func (s *Session) Close() {
-	s.writes.Wait()
+	s.mu.Lock()
+	stop := s.stop
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	s.work.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
@@ -181,6 +206,7 @@ func (s *Session) SetDBPath(path string) {
 	s.Close()
 	s.mu.Lock()
 	s.DBPath, s.closed = path, false
+	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.mu.Unlock()
 	s.App.Preferences().SetString(prefDB, path)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -522,5 +523,38 @@ func TestFindModels(t *testing.T) {
 	}
 	if got[filepath.Join(home, "models", "notes.txt")] {
 		t.Error("a non-GGUF file was listed")
+	}
+}
+
+// TestCloseCancelsAndWaitsForWork: Close cancels the session's background
+// work, waits for it to return and for pending writes to finish, before it
+// releases the database; after SetDBPath the session runs work again.
+func TestCloseCancelsAndWaitsForWork(t *testing.T) {
+	a := test.NewTempApp(t)
+	s := NewSession(a, a.NewWindow("Arborist"), filepath.Join(t.TempDir(), "demo"))
+	s.DBPath = filepath.Join(t.TempDir(), "gui.db")
+	var worked, wrote atomic.Bool
+	s.Go(func(ctx context.Context) {
+		<-ctx.Done()
+		time.Sleep(20 * time.Millisecond)
+		worked.Store(true)
+	})
+	s.Write(func() {
+		time.Sleep(30 * time.Millisecond)
+		wrote.Store(true)
+	})
+	s.Close()
+	if !worked.Load() || !wrote.Load() {
+		t.Fatalf("Close returned before its work (%v) and write (%v) finished", worked.Load(), wrote.Load())
+	}
+	if _, err := s.Bench(context.Background()); err == nil {
+		t.Error("the database opened after Close")
+	}
+	s.SetDBPath(filepath.Join(t.TempDir(), "other.db"))
+	t.Cleanup(s.Close)
+	done := make(chan error, 1)
+	s.Go(func(ctx context.Context) { done <- ctx.Err() })
+	if err := <-done; err != nil {
+		t.Errorf("work after SetDBPath starts cancelled: %v", err)
 	}
 }

@@ -381,8 +381,7 @@ func (sp *SpeedupScreen) work(what string, fn func(ctx context.Context, b *workb
 	}
 	sp.WorkStatus.SetText(what + " ...")
 	sp.Work.SetValue(0)
-	go func() {
-		ctx := context.Background()
+	sp.s.Go(func(ctx context.Context) {
 		msg, err := "", error(nil)
 		b, err := sp.s.Bench(ctx)
 		if err == nil {
@@ -426,7 +425,7 @@ func (sp *SpeedupScreen) work(what string, fn func(ctx context.Context, b *workb
 				sp.choose(*p, msg)
 			}
 		})
-	}()
+	})
 }
 
 // suite reads the prompt suite and the tokens per prompt.
