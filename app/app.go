@@ -64,6 +64,7 @@ type Session struct {
 	bench    *workbench.Bench
 	closed   bool            // after Close, background work finds no database
 	work     sync.WaitGroup  // background work Close waits for (Go, Write)
+	uiMu     sync.Mutex      // serialises UI, see there
 	ctx      context.Context // Go's work runs under it; Close cancels it
 	stop     context.CancelFunc
 	Verify   *profiles.Profile // target T_verify(W)
@@ -156,6 +157,14 @@ func (s *Session) LoadInputs(ctx context.Context) error {
 	return nil
 }
 
+// Context is the session's context: work started from the screens
+// derives its own from it, so Close cancels that too.
+func (s *Session) Context() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ctx
+}
+
 // Go runs f off the UI goroutine under the session's context: Close
 // cancels it and waits for f to return, so closing the window (or a test's
 // clean-up) never tears the app or the database down under work that is
@@ -171,6 +180,21 @@ func (s *Session) Go(f func(ctx context.Context)) {
 	}()
 }
 
+// UI runs f on the UI goroutine (fyne.Do), one such f at a time. The
+// desktop driver runs them one after another anyway; Fyne's test driver
+// runs each on the goroutine that asked, so two background jobs reporting
+// at once (a tune's last update choosing a plan, and the store of that
+// plan) refreshed the same widgets concurrently and crashed a test in
+// Fyne's text layout. Call it from background goroutines only: f must not
+// call UI itself.
+func (s *Session) UI(f func()) {
+	fyne.Do(func() {
+		s.uiMu.Lock()
+		defer s.uiMu.Unlock()
+		f()
+	})
+}
+
 // Write runs a short database write off the UI goroutine; Close waits for
 // it (without cancelling it), so a store of the chosen plan is never cut
 // short or its database removed under it.
@@ -183,7 +207,8 @@ func (s *Session) Write(f func()) {
 }
 
 // Close cancels the session's work, waits for it and for pending writes,
-// and releases the database.
+// and releases the database. Call it when the window is gone (the work's
+// last UI updates may wait for the UI goroutine) or from a test.
 func (s *Session) Close() {
 	s.mu.Lock()
 	stop := s.stop
@@ -192,6 +217,12 @@ func (s *Session) Close() {
 		stop()
 	}
 	s.work.Wait()
+	s.release()
+}
+
+// release closes the database; work still running finds none and stops
+// with an error.
+func (s *Session) release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
@@ -202,8 +233,14 @@ func (s *Session) Close() {
 }
 
 // SetDBPath switches to another database file and remembers it.
+// It runs on the UI goroutine, so it cancels the work under way without
+// waiting for it (that work may be waiting for this goroutine).
 func (s *Session) SetDBPath(path string) {
-	s.Close()
+	s.mu.Lock()
+	stop := s.stop
+	s.mu.Unlock()
+	stop()
+	s.release()
 	s.mu.Lock()
 	s.DBPath, s.closed = path, false
 	s.ctx, s.stop = context.WithCancel(context.Background())
@@ -314,13 +351,13 @@ func NewWorkbench(s *Session) *Workbench {
 	wb.Run = NewRunScreen(s)
 	wb.Compare = NewCompareScreen(s)
 	wb.Export = NewExportScreen(s)
-	go func() { // checking a backend (a GPU's, say) may take a moment
+	s.Go(func(context.Context) { // checking a backend (a GPU's, say) may take a moment
 		st := workbench.Backends()
 		fyne.Do(func() {
 			wb.Models.SetBackends(st)
 			wb.Speedup.SetBackends(st)
 		})
-	}()
+	})
 	var items []*container.TabItem
 	for _, sc := range []Screen{wb.Models, wb.Profile, wb.Speedup, wb.Run, wb.Compare, wb.Export} {
 		// each screen scrolls in a window smaller than it needs, so the

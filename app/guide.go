@@ -51,6 +51,11 @@ type Guide struct {
 	// reads coalesce: a change during a read asks for one more, not a pile
 	mu             sync.Mutex
 	reading, stale bool
+	// showing serialises Show: it runs on the UI goroutine under the
+	// desktop driver, but Fyne's test driver runs a background job's UI
+	// updates on the job's goroutine, and two redraws of the same
+	// buttons at once crashed in Fyne's icon decoding
+	showing sync.Mutex
 }
 
 // newGuide builds the strip; it follows the session's changes.
@@ -63,7 +68,7 @@ func newGuide(wb *Workbench) *Guide {
 		objs = append(objs, b)
 	}
 	g.Box = container.NewGridWithColumns(len(objs), objs...)
-	wb.Session.OnChange(func() { go g.reloadSoon() })
+	wb.Session.OnChange(func() { wb.Session.Go(func(context.Context) { g.reloadSoon() }) })
 	wb.Session.OnBusy(g.Show)
 	g.Show()
 	return g
@@ -106,6 +111,8 @@ func (g *Guide) States() []StepState {
 
 // Show redraws the strip from the current states (on the UI goroutine).
 func (g *Guide) Show() {
+	g.showing.Lock()
+	defer g.showing.Unlock()
 	next := true
 	for i, st := range g.States() {
 		b := g.Buttons[i]

@@ -372,7 +372,7 @@ func (m *ModelsScreen) load() {
 		hiddenRef, draft = draft, ""
 	}
 	db := m.s.DBPath
-	go func() {
+	m.s.Go(func(context.Context) {
 		info, err := describePair(target, draft, layers)
 		if err == nil && hiddenRef != "" {
 			var more string
@@ -403,9 +403,9 @@ func (m *ModelsScreen) load() {
 			m.Recent.Options = m.s.Recent()
 			m.Recent.Refresh()
 			m.Status.SetText("Loaded. Next: Profile this machine.")
-			go m.s.LoadInputs(context.Background()) // stored curves and calibration
+			m.s.Go(func(ctx context.Context) { m.s.LoadInputs(ctx) }) // stored curves and calibration
 		})
-	}()
+	})
 }
 
 // describePair summarises the files and checks the vocabularies.
@@ -418,8 +418,8 @@ func (m *ModelsScreen) buildDemo() {
 	m.s.Busy()
 	m.Progress.Show()
 	m.Status.SetText("Writing the demo pair to " + m.s.DemoDir + " ...")
-	go func() {
-		t, d, err := DemoPair(context.Background(), m.s.DemoDir, func(f float64) {
+	m.s.Go(func(ctx context.Context) {
+		t, d, err := DemoPair(ctx, m.s.DemoDir, func(f float64) {
 			fyne.Do(func() { m.Progress.SetValue(f) })
 		})
 		fyne.Do(func() {
@@ -437,7 +437,7 @@ func (m *ModelsScreen) buildDemo() {
 			// the status last: tests and users read it as "done"
 			m.Status.SetText("Demo pair ready (a demo construction from stories260K, not a real model of that size). Press Load and check.")
 		})
-	}()
+	})
 }
 
 // describeHidden checks that a hidden-state drafter fits the target.
@@ -455,7 +455,7 @@ func (m *ModelsScreen) train() {
 		return
 	}
 	m.s.SetPrompts(prompts)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(m.s.Context())
 	m.cancelTrain = cancel
 	m.TrainBtn.Disable()
 	m.CancelTrain.Show()
@@ -463,7 +463,7 @@ func (m *ModelsScreen) train() {
 	m.Progress.Show()
 	m.Status.SetText("Generating training data with the target ...")
 	set := m.TrainSettings
-	go func() {
+	m.s.Go(func(context.Context) {
 		defer cancel()
 		var log strings.Builder
 		var train, held, epochs []float64
@@ -532,5 +532,5 @@ func (m *ModelsScreen) train() {
 				m.Status.SetText(fmt.Sprintf("Trained hidden drafter %d. Press Load and check to use it.", id))
 			}
 		})
-	}()
+	})
 }

@@ -76,14 +76,14 @@ func (p *ProfileScreen) start() {
 	maxW := 32
 	fmt.Sscan(p.MaxW.Selected, &maxW)
 	fresh := p.Fresh.Checked
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(p.s.Context())
 	p.cancel = cancel
 	p.Start.Disable()
 	p.Cancel.Enable()
 	p.s.Busy()
 	p.Progress.SetValue(0)
 	p.Status.SetText("Measuring memory bandwidth ...")
-	go func() {
+	p.s.Go(func(context.Context) {
 		defer cancel()
 		vp, dp, lim, err := p.measure(ctx, spec, maxW, fresh)
 		fyne.Do(func() {
@@ -104,7 +104,7 @@ func (p *ProfileScreen) start() {
 			p.show(vp, dp, lim)
 			p.s.Changed()
 		})
-	}()
+	})
 }
 
 func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, maxW int, fresh bool) (vp, dp *profiles.Profile, lim profiles.Limits, err error) {
@@ -127,7 +127,7 @@ func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, max
 	}
 	over := profiles.Interp(r.Overhead.Curve.Points, 8)
 	fyne.Do(func() { p.s.Overhead = over })
-	go p.s.LoadInputs(context.Background()) // the model now has curves
+	p.s.Go(func(ctx context.Context) { p.s.LoadInputs(ctx) }) // the model now has curves
 	return r.Target, r.Draft, r.Limits, nil
 }
 

@@ -521,7 +521,7 @@ func (r *RunScreen) run() {
 	}
 	opt := workbench.RunOptions{Plan: plan, Sample: params, MaxTokens: n, Prompts: prompts, Predicted: r.predicted,
 		Baseline: r.Baseline.Checked && plan.NeedsSource()}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(r.s.Context())
 	r.cancel = cancel
 	r.done = make(chan struct{})
 	r.Start.Disable()
@@ -529,7 +529,7 @@ func (r *RunScreen) run() {
 	r.s.Busy()
 	r.clearText()
 	r.Stats.SetText("Loading models ...")
-	go func() {
+	r.s.Go(func(context.Context) {
 		defer close(r.done)
 		defer cancel()
 		err := r.session(ctx, ps, opt)
@@ -543,7 +543,7 @@ func (r *RunScreen) run() {
 				r.s.ShowError(err)
 			}
 		})
-	}()
+	})
 }
 
 // Wait blocks until the current run (if any) has finished.

@@ -386,7 +386,7 @@ func (sp *SpeedupScreen) work(what string, fn func(ctx context.Context, b *workb
 		b, err := sp.s.Bench(ctx)
 		if err == nil {
 			msg, err = fn(ctx, b, ps, func(e workbench.Event) {
-				fyne.Do(func() {
+				sp.s.UI(func() {
 					if !sp.busy {
 						return // a late event after the end
 					}
@@ -400,7 +400,7 @@ func (sp *SpeedupScreen) work(what string, fn func(ctx context.Context, b *workb
 		if err == nil {
 			err = sp.s.LoadInputs(ctx)
 		}
-		fyne.Do(func() {
+		sp.s.UI(func() {
 			defer func() { sp.busy, sp.doing = false, ""; sp.s.Busy() }() // last: tests and users read it as "done"
 			for _, btn := range []*widget.Button{sp.Calibrate, sp.TrainPred, sp.Tune} {
 				btn.Enable()
@@ -630,7 +630,7 @@ func (sp *SpeedupScreen) choose(p profiles.Prediction, msg string) {
 		if err == nil {
 			id, err = b.Choose(ctx, ps, p)
 		}
-		fyne.Do(func() {
+		sp.s.UI(func() {
 			if sp.s.Tuned == nil || sp.s.Tuned.Plan.String() != key {
 				return // another plan was picked meanwhile
 			}
