@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -207,14 +208,7 @@ func (r *RunScreen) Prompts() ([]string, error) {
 // appendText adds text to the stream and lays it out again; the view
 // follows the newest text unless the user has scrolled up.
 func (r *RunScreen) appendText(text string, style widget.RichTextStyle) {
-	follow := r.atBottom()
-	if n := len(r.stream); n > 0 && r.stream[n-1].style == style {
-		r.stream[n-1].text += text
-	} else {
-		r.stream = append(r.stream, piece{text, style})
-	}
-	r.flow()
-	r.follow(follow)
+	r.appendPieces([]streamed{{piece: piece{text, style}}})
 }
 
 // clearText empties the stream.
@@ -227,6 +221,30 @@ func (r *RunScreen) clearText() {
 type piece struct {
 	text  string
 	style widget.RichTextStyle
+}
+
+// streamed is a piece as a run reports it; a prompt starts a paragraph of
+// its own.
+type streamed struct {
+	piece
+	prompt bool
+}
+
+// appendPieces adds a batch of streamed pieces and re-wraps once.
+func (r *RunScreen) appendPieces(ps []streamed) {
+	follow := r.atBottom()
+	for _, p := range ps {
+		if p.prompt && len(r.stream) > 0 {
+			p.text = "\n\n" + p.text
+		}
+		if n := len(r.stream); n > 0 && r.stream[n-1].style == p.style {
+			r.stream[n-1].text += p.text
+		} else {
+			r.stream = append(r.stream, p.piece)
+		}
+	}
+	r.flow()
+	r.follow(follow)
 }
 
 // flow breaks the stream into lines that fit the view, at spaces only, and
@@ -563,21 +581,42 @@ func (r *RunScreen) session(ctx context.Context, ps workbench.PairSpec, opt work
 	tokens, accepted, drafted := 0, 0, 0
 	var gen time.Duration // generation time only: the steps' own times, as stored
 	lastDraw := time.Now()
-	opt.OnPrompt = func(_ int, prompt string) {
-		fyne.Do(func() {
-			text := prompt
-			if len(r.Text.Segments) > 0 {
-				text = "\n\n" + prompt
-			}
-			r.appendText(text, widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Italic: true}})
-		})
+	// streamed text goes to the screen in batches, at most every 100 ms:
+	// re-wrapping the stream per token cost the UI goroutine a core's
+	// share on a 2-core machine while the run was timed, and plain
+	// decoding (not streamed) was not charged for it, so the measured
+	// speedup came out low (1.22x where the CLI measures 2x)
+	var (
+		outMu     sync.Mutex
+		pending   []streamed
+		lastFlush = time.Now()
+	)
+	flush := func() { // with outMu held
+		if len(pending) == 0 {
+			return
+		}
+		batch := pending
+		pending = nil
+		lastFlush = time.Now()
+		fyne.Do(func() { r.appendPieces(batch) })
 	}
-	opt.OnToken = func(_ int, piece string, draftTok bool) {
+	opt.OnPrompt = func(_ int, prompt string) {
+		outMu.Lock()
+		defer outMu.Unlock()
+		pending = append(pending, streamed{piece{prompt, widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Italic: true}}}, true})
+		flush()
+	}
+	opt.OnToken = func(_ int, text string, draftTok bool) {
 		style := widget.RichTextStyleInline
 		if draftTok {
 			style.ColorName = theme.ColorNameSuccess
 		}
-		fyne.Do(func() { r.appendText(piece, style) })
+		outMu.Lock()
+		defer outMu.Unlock()
+		pending = append(pending, streamed{piece: piece{text, style}})
+		if time.Since(lastFlush) > 100*time.Millisecond {
+			flush()
+		}
 	}
 	opt.OnStep = func(_ int, s spec.Step) {
 		steps = append(steps, s)
@@ -596,6 +635,9 @@ func (r *RunScreen) session(ctx context.Context, ps workbench.PairSpec, opt work
 		}
 	}
 	res, runErr := b.Run(ctx, ps, opt)
+	outMu.Lock()
+	flush()
+	outMu.Unlock()
 	if res == nil {
 		return runErr
 	}

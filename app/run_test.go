@@ -153,3 +153,27 @@ func indexOf(t *testing.T, wb *Workbench, title string) int {
 	t.Fatalf("no tab %q", title)
 	return -1
 }
+
+// TestRunStreamBatches: a batch of streamed pieces (what a run sends at
+// most every 100 ms) lands as the same stream as the pieces one by one:
+// neighbours of one style merge, and a prompt starts a paragraph unless it
+// is the first text.
+func TestRunStreamBatches(t *testing.T) {
+	wb := newBench(t)
+	r := wb.Run
+	green := widget.RichTextStyleInline
+	green.ColorName = "success"
+	italic := widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Italic: true}}
+	batch := []streamed{{piece{"Once", italic}, true}, {piece: piece{" upon", green}}, {piece: piece{" a", green}},
+		{piece: piece{" time", widget.RichTextStyleInline}}, {piece{"Next", italic}, true}}
+	fyne.DoAndWait(func() { r.clearText(); r.appendPieces(batch) })
+	want := []piece{{"Once", italic}, {" upon a", green}, {" time", widget.RichTextStyleInline}, {"\n\nNext", italic}}
+	if len(r.stream) != len(want) {
+		t.Fatalf("stream %q, want %q", r.stream, want)
+	}
+	for i, p := range want {
+		if r.stream[i].text != p.text || r.stream[i].style != p.style {
+			t.Errorf("piece %d: %q, want %q", i, r.stream[i].text, p.text)
+		}
+	}
+}
