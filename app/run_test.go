@@ -169,7 +169,7 @@ func TestRunStreamBatches(t *testing.T) {
 	fyne.DoAndWait(func() { r.clearText(); r.appendPieces(batch) })
 	want := []piece{{"Once", italic}, {" upon a", green}, {" time", widget.RichTextStyleInline}, {"\n\nNext", italic}}
 	if len(r.stream) != len(want) {
-		t.Fatalf("stream %q, want %q", r.stream, want)
+		t.Fatalf("stream %v, want %v", r.stream, want)
 	}
 	for i, p := range want {
 		if r.stream[i].text != p.text || r.stream[i].style != p.style {
