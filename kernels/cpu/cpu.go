@@ -111,8 +111,8 @@ type Matrix struct {
 	rows, cols int
 	rowBytes   int
 	data       []byte
-	// packed is a Q4_0 matrix's rows repacked eight at a time for the
-	// AVX2 kernel (q40x8.c), nil where that kernel does not run; data
+	// packed is a Q4_0 or Q8_0 matrix's rows repacked eight at a time
+	// for the AVX2 kernels (q40x8.c), nil where they do not run; data
 	// stays for row reads and the portable kernels.
 	packed []byte
 }
@@ -135,8 +135,8 @@ func (b *Backend) NewMatrix(t quant.Type, data []byte, rows, cols int) (kernels.
 }
 
 // NewMatrix wraps ggml-layout weight bytes without copying them (a Q4_0
-// matrix whose rows come in eights also gets a repacked copy where the
-// CPU runs the eight-row kernel).
+// or Q8_0 matrix whose rows come in eights also gets a repacked copy where
+// the CPU runs the eight-row kernels).
 func NewMatrix(t quant.Type, data []byte, rows, cols int) (*Matrix, error) {
 	if !t.Supported() {
 		return nil, fmt.Errorf("cpu: weight type %s is not supported", t)
@@ -154,10 +154,10 @@ func NewMatrix(t quant.Type, data []byte, rows, cols int) (*Matrix, error) {
 }
 
 // RepackedBytes is the memory a t matrix of rows x cols takes on this
-// CPU beside its mapped weights (the eight-row Q4_0 copy), for memory
-// estimates; 0 where nothing is repacked.
+// CPU beside its mapped weights (the eight-row Q4_0 and Q8_0 copies), for
+// memory estimates and the copy itself; 0 where nothing is repacked.
 func RepackedBytes(t quant.Type, rows, cols int) int64 {
-	if t != quant.Q4_0 || rows <= 0 || rows%8 != 0 || !repacks() {
+	if (t != quant.Q4_0 && t != quant.Q8_0) || rows <= 0 || rows%8 != 0 || !repacks() {
 		return 0
 	}
 	rb, err := quant.RowBytes(t, cols)

@@ -1,6 +1,6 @@
 //go:build cgo && !purego
 
-// Q4_0 weights repacked eight rows at a time, for AVX2.
+// Q4_0 and Q8_0 weights repacked eight rows at a time, for AVX2.
 //
 // A Q4_0 block is a float16 scale and 16 bytes holding 32 four-bit weights
 // (byte j: weight j in the low nibble, weight j+16 in the high one). The
@@ -34,6 +34,24 @@ void arb_q40x8_pack(const uint8_t *src, long row_bytes, int rows, int nb, uint8_
 				const uint8_t *blk = src + (long)(8 * g + i) * row_bytes + (long)b * 18;
 				memcpy(d + 2 * i, blk, 2);
 				for (int h = 0; h < 4; h++) memcpy(d + 16 + 32 * h + 4 * i, blk + 2 + 4 * h, 4);
+			}
+		}
+}
+
+// Q8_0 (a float16 scale and 32 signed bytes a block) is repacked the same
+// way: eight scales, then eight 32-byte vectors whose 4-byte lane i holds
+// bytes 4h..4h+3 of row i's block (272 bytes, as the eight blocks take).
+enum { Q8_GROUP_BYTES = 16 + 256 };
+
+// arb_q80x8_pack repacks rows (a multiple of 8) of nb Q8_0 blocks each.
+void arb_q80x8_pack(const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst) {
+	for (int g = 0; g < rows / 8; g++)
+		for (int b = 0; b < nb; b++) {
+			uint8_t *d = dst + ((long)g * nb + b) * Q8_GROUP_BYTES;
+			for (int i = 0; i < 8; i++) {
+				const uint8_t *blk = src + (long)(8 * g + i) * row_bytes + (long)b * 34;
+				memcpy(d + 2 * i, blk, 2);
+				for (int h = 0; h < 8; h++) memcpy(d + 16 + 32 * h + 4 * i, blk + 2 + 4 * h, 4);
 			}
 		}
 }
@@ -90,6 +108,42 @@ Q40X8_TILE(2)
 Q40X8_TILE(3)
 Q40X8_TILE(4)
 
+// q80x8_tile is q40x8_tile for repacked Q8_0: the weights are signed, so
+// each product takes the sign trick (|w| times y with w's sign), and each
+// 16-bit pair sum (at most 2*128*127) is widened at once.
+#define Q80X8_TILE(T)                                                                                        \
+	Q40X8_AVX2 static inline __attribute__((always_inline)) void q80x8_tile##T(                             \
+	    const uint8_t *gp, int nb, const float *yd, const int8_t *yq, int r, float *out, long rows, int o) { \
+		__m256 acc[T];                                                                                   \
+		for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();                                        \
+		const __m256i ones = _mm256_set1_epi16(1);                                                       \
+		long stride = (long)nb * 32;                                                                     \
+		for (int b = 0; b < nb; b++) {                                                                   \
+			const uint8_t *blk = gp + (long)b * Q8_GROUP_BYTES;                                          \
+			for (int pf = 0; pf < Q8_GROUP_BYTES; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0); \
+			__m256i s[T];                                                                                \
+			for (int k = 0; k < T; k++) s[k] = _mm256_setzero_si256();                                   \
+			for (int h = 0; h < 8; h++) {                                                                \
+				__m256i w = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * h));                    \
+				__m256i a = _mm256_sign_epi8(w, w);                                                      \
+				for (int k = 0; k < T; k++) {                                                            \
+					int32_t y4;                                                                          \
+					memcpy(&y4, yq + (long)(r + k) * stride + (long)b * 32 + 4 * h, 4);                  \
+					__m256i p = _mm256_maddubs_epi16(a, _mm256_sign_epi8(_mm256_set1_epi32(y4), w));     \
+					s[k] = _mm256_add_epi32(s[k], _mm256_madd_epi16(p, ones));                           \
+				}                                                                                        \
+			}                                                                                            \
+			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));                          \
+			for (int k = 0; k < T; k++)                                                                  \
+				acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(yd[(long)(r + k) * nb + b])), _mm256_cvtepi32_ps(s[k]), acc[k]); \
+		}                                                                                                \
+		for (int k = 0; k < T; k++) _mm256_storeu_ps(out + (long)(r + k) * rows + o, acc[k]);           \
+	}
+Q80X8_TILE(1)
+Q80X8_TILE(2)
+Q80X8_TILE(3)
+Q80X8_TILE(4)
+
 static int have_q40x8(void) {
 	static int level = -1;
 	if (level < 0) {
@@ -97,6 +151,20 @@ static int have_q40x8(void) {
 		level = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 	}
 	return level;
+}
+
+Q40X8_AVX2 static void mm_q80x8(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
+                                int n, float *out, int rows) {
+	for (int g = glo; g < ghi; g++) {
+		const uint8_t *gp = packed + (long)g * nb * Q8_GROUP_BYTES;
+		int r = 0;
+		for (; r + 4 <= n; r += 4) q80x8_tile4(gp, nb, yd, yq, r, out, rows, 8 * g);
+		switch (n - r) {
+		case 3: q80x8_tile3(gp, nb, yd, yq, r, out, rows, 8 * g); break;
+		case 2: q80x8_tile2(gp, nb, yd, yq, r, out, rows, 8 * g); break;
+		case 1: q80x8_tile1(gp, nb, yd, yq, r, out, rows, 8 * g); break;
+		}
+	}
 }
 
 Q40X8_AVX2 static void mm_q40x8(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
@@ -123,6 +191,18 @@ int arb_mm_q40x8(const uint8_t *packed, int glo, int ghi, int nb, const float *y
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	if (have_q40x8()) {
 		mm_q40x8(packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
+		return 0;
+	}
+#endif
+	return -1;
+}
+
+// arb_mm_q80x8 is arb_mm_q40x8 for repacked Q8_0.
+int arb_mm_q80x8(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq, int n, float *out,
+                 int rows) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (have_q40x8()) {
+		mm_q80x8(packed, glo, ghi, nb, yd, yq, n, out, rows);
 		return 0;
 	}
 #endif

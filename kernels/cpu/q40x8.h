@@ -3,3 +3,6 @@
 void arb_q40x8_pack(const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst);
 int arb_mm_q40x8(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq, const int32_t *ys,
                  int n, float *out, int rows);
+void arb_q80x8_pack(const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst);
+int arb_mm_q80x8(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq, int n, float *out,
+                 int rows);

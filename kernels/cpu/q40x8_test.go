@@ -10,23 +10,29 @@ import (
 	"arborist/kernels/quant"
 )
 
-// TestQ4_0EightRows: a Q4_0 matrix whose rows come in eights is repacked
-// where the AVX2 kernels run, and its product agrees with the Go kernel on
-// the original layout; each output equals, bit for bit, what it is when
-// its activation row is multiplied alone and when one thread does all
-// rows (greedy losslessness rests on both).
-func TestQ4_0EightRows(t *testing.T) {
+// TestEightRows: a Q4_0 or Q8_0 matrix whose rows come in eights is
+// repacked where the AVX2 kernels run, and its product agrees with the Go
+// kernel on the original layout; each output equals, bit for bit, what it
+// is when its activation row is multiplied alone and when one thread does
+// all rows (greedy losslessness rests on both).
+func TestEightRows(t *testing.T) {
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0} {
+		t.Run(typ.String(), func(t *testing.T) { testEightRows(t, typ) })
+	}
+}
+
+func testEightRows(t *testing.T, typ quant.Type) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	rows, cols := 24, 512
-	w := quantized(t, rng, quant.Q4_0, rows, cols)
-	m, err := NewMatrix(quant.Q4_0, w, rows, cols)
+	w := quantized(t, rng, typ, rows, cols)
+	m, err := NewMatrix(typ, w, rows, cols)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if (m.packed != nil) != (simdLevel >= 1) {
-		t.Fatalf("repacked %v with SIMD level %d", m.packed != nil, simdLevel)
+	if (m.packed != nil) != (simdLevel >= 1) || int64(len(m.packed)) != RepackedBytes(typ, rows, cols) {
+		t.Fatalf("repacked %d bytes with SIMD level %d (RepackedBytes %d)", len(m.packed), simdLevel, RepackedBytes(typ, rows, cols))
 	}
-	odd, _ := NewMatrix(quant.Q4_0, quantized(t, rng, quant.Q4_0, 13, cols), 13, cols)
+	odd, _ := NewMatrix(typ, quantized(t, rng, typ, 13, cols), 13, cols)
 	if odd.packed != nil {
 		t.Fatal("13 rows were repacked")
 	}

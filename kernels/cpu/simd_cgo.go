@@ -40,10 +40,17 @@ func (j *matmulJob) doC(worker, lo, hi int) {
 	w := j.w
 	if w.packed != nil { // lo, hi count groups of eight rows
 		q := &j.b.q8
-		if C.arb_mm_q40x8((*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(lo), C.int(hi), C.int(w.cols/quant.QK),
-			(*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0])),
-			C.int(j.n), (*C.float)(unsafe.Pointer(&j.out[0])), C.int(w.rows)) != 0 {
-			panic("cpu: a repacked Q4_0 matrix on a CPU without AVX2") // repack checks first
+		p, nb := (*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(w.cols/quant.QK)
+		yd, yq := (*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0]))
+		out := (*C.float)(unsafe.Pointer(&j.out[0]))
+		var rc C.int
+		if w.typ == quant.Q8_0 {
+			rc = C.arb_mm_q80x8(p, C.int(lo), C.int(hi), nb, yd, yq, C.int(j.n), out, C.int(w.rows))
+		} else {
+			rc = C.arb_mm_q40x8(p, C.int(lo), C.int(hi), nb, yd, yq, (*C.int32_t)(unsafe.Pointer(&q.s[0])), C.int(j.n), out, C.int(w.rows))
+		}
+		if rc != 0 {
+			panic("cpu: a repacked matrix on a CPU without AVX2") // repack checks first
 		}
 		return
 	}
@@ -135,17 +142,23 @@ func PeakProbe(integer bool, iters int) (macs int64, sink int64) {
 	return int64(iters) * 10 * 8, int64(C.arb_peak_f32(C.long(iters)))
 }
 
-// repack returns m's rows repacked eight at a time for the AVX2 Q4_0
-// kernel (q40x8.c), or nil where it does not apply: another type, rows not
-// a multiple of 8, or the portable kernels in use. Measured on the
-// synthetic 60M-parameter Q4_0 model (scripts/bench-types.sh): see the
-// README's CPU backend table.
+// repack returns m's rows repacked eight at a time for the AVX2 Q4_0 and
+// Q8_0 kernels (q40x8.c), or nil where they do not apply: another type,
+// rows not a multiple of 8, or the portable kernels in use. Measured on
+// the bench target (Q8_0) and a synthetic Q4_0 model of its shape: see
+// the README's CPU backend section.
 func repack(m *Matrix) []byte {
-	if m.typ != quant.Q4_0 || m.rows == 0 || m.rows%8 != 0 || !repacks() {
+	size := RepackedBytes(m.typ, m.rows, m.cols)
+	if size == 0 {
 		return nil
 	}
-	p := make([]byte, len(m.data))
-	C.arb_q40x8_pack((*C.uint8_t)(unsafe.Pointer(&m.data[0])), C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/quant.QK), (*C.uint8_t)(unsafe.Pointer(&p[0])))
+	p := make([]byte, size)
+	src, dst := (*C.uint8_t)(unsafe.Pointer(&m.data[0])), (*C.uint8_t)(unsafe.Pointer(&p[0]))
+	if m.typ == quant.Q8_0 {
+		C.arb_q80x8_pack(src, C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/quant.QK), dst)
+	} else {
+		C.arb_q40x8_pack(src, C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/quant.QK), dst)
+	}
 	return p
 }
 

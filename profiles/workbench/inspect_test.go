@@ -12,15 +12,15 @@ import (
 	"arborist/kernels/quant"
 )
 
-// TestInspectCountsRepackedWeights: the memory estimate of a Q4_0 model
-// whose rows come in eights adds the CPU backend's repacked copy where this
-// CPU makes one, and a Q8_0 model has none.
+// TestInspectCountsRepackedWeights: the memory estimate of a Q4_0 or Q8_0
+// model whose rows come in eights adds the CPU backend's repacked copy
+// where this CPU makes one, and an F16 model has none.
 func TestInspectCountsRepackedWeights(t *testing.T) {
 	s, err := synth.ParseShape("custom:dim=64,layers=2,heads=4,kv=2,ffn=96,vocab=300")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0} {
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.F16} {
 		p := filepath.Join(t.TempDir(), typ.String()+".gguf")
 		if err := synth.WriteFile(context.Background(), p, s, synth.Options{Type: typ, Seed: 1}); err != nil {
 			t.Fatal(err)
@@ -29,7 +29,7 @@ func TestInspectCountsRepackedWeights(t *testing.T) {
 		if err := Inspect(&b, p, 0); err != nil {
 			t.Fatal(err)
 		}
-		want := typ == quant.Q4_0 && cpu.RepackedBytes(quant.Q4_0, 96, 64) > 0
+		want := typ != quant.F16 && cpu.RepackedBytes(typ, 96, 64) > 0
 		if got := strings.Contains(b.String(), "repacked for this CPU"); got != want {
 			t.Errorf("%s: repacked copy counted %v, want %v:\n%s", typ, got, want, b.String())
 		}
