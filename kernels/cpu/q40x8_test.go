@@ -29,7 +29,7 @@ func testEightRows(t *testing.T, typ quant.Type) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if (m.packed != nil) != (simdLevel >= 1) || int64(len(m.packed)) != RepackedBytes(typ, rows, cols) {
+	if (m.packed != nil) != repacks() || int64(len(m.packed)) != RepackedBytes(typ, rows, cols) {
 		t.Fatalf("repacked %d bytes with SIMD level %d (RepackedBytes %d)", len(m.packed), simdLevel, RepackedBytes(typ, rows, cols))
 	}
 	odd, _ := NewMatrix(typ, quantized(t, rng, typ, 13, cols), 13, cols)

@@ -9,6 +9,7 @@ package cpu
 import "C"
 
 import (
+	"os"
 	"unsafe"
 
 	"arborist/kernels/quant"
@@ -17,6 +18,12 @@ import (
 // simdLevel is 1 when the C kernels run their AVX2+FMA+F16C versions, 0 for
 // their portable C versions. Read once, before any worker runs.
 var simdLevel = int(C.arb_simd_level())
+
+// noRepack is set by ARBORIST_REPACK=0: the Q4_0 and Q8_0 weights are then
+// multiplied in their file layout, without the repacked copy that sits in
+// memory beside the mapped file (for a model that only just fits). Read
+// once, before any matrix is made.
+var noRepack = os.Getenv("ARBORIST_REPACK") == "0"
 
 // Kernels names the kernel family in use, for benchmarks and profiles.
 func Kernels() string {
@@ -163,4 +170,4 @@ func repack(m *Matrix) []byte {
 }
 
 // repacks says whether this CPU runs the eight-row Q4_0 kernel.
-func repacks() bool { return simdLevel >= 1 }
+func repacks() bool { return simdLevel >= 1 && !noRepack }
