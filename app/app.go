@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -64,6 +65,7 @@ type Session struct {
 	bench    *workbench.Bench
 	closed   bool            // after Close, background work finds no database
 	work     sync.WaitGroup  // background work Close waits for (Go, Write)
+	inflight atomic.Int32    // the same work, counted: idle reads it
 	uiMu     sync.Mutex      // serialises UI, see there
 	ctx      context.Context // Go's work runs under it; Close cancels it
 	stop     context.CancelFunc
@@ -174,11 +176,19 @@ func (s *Session) Go(f func(ctx context.Context)) {
 	ctx := s.ctx
 	s.mu.Unlock()
 	s.work.Add(1)
+	s.inflight.Add(1)
 	go func() {
 		defer s.work.Done()
+		defer s.inflight.Add(-1)
 		f(ctx)
 	}()
 }
+
+// idle says whether no background work is under way (for tests, which
+// under Fyne's test driver must not touch a screen while work is still
+// redrawing it: that driver runs the work's UI updates on the work's own
+// goroutine).
+func (s *Session) idle() bool { return s.inflight.Load() == 0 }
 
 // UI runs f on the UI goroutine (fyne.Do), one such f at a time. The
 // desktop driver runs them one after another anyway; Fyne's test driver
@@ -200,8 +210,10 @@ func (s *Session) UI(f func()) {
 // short or its database removed under it.
 func (s *Session) Write(f func()) {
 	s.work.Add(1)
+	s.inflight.Add(1)
 	go func() {
 		defer s.work.Done()
+		defer s.inflight.Add(-1)
 		f()
 	}()
 }

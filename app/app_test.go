@@ -158,8 +158,9 @@ func TestProfileRunCompareExport(t *testing.T) {
 
 	sp := wb.Speedup
 	before := sp.Best.Text
-	// on the app's goroutine: the profile's completion may still be
-	// redrawing this screen's labels there
+	// after the profile's completion has finished redrawing this screen
+	// (under the test driver its updates run on its own goroutine)
+	waitFor(t, "the background work", s.idle)
 	fyne.DoAndWait(func() { sp.Alpha.SetValue(0.95) })
 	if sp.Best.Text == "" || sp.Chart.Image == nil || s.Best == nil {
 		t.Fatal("no best plan after a change")
