@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gemm.h"
+#include "simd.h"
 
 #ifndef KC
 #define KC 256
@@ -176,23 +177,7 @@ static float *scratch(size_t need) {
 	return buf;
 }
 
-// arb_have_avx2_fma says whether this CPU runs the AVX2+FMA kernels of the
-// training products (this file's and tattn.c's).
-int arb_have_avx2_fma(void) {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	static int level = -1;
-	if (level < 0) {
-		__builtin_cpu_init();
-		level = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-	}
-	return level;
-#else
-	return 0;
-#endif
-}
-
-int arb_gemm(const float *A, const float *B, float *C, int m, int n, int k, int ta, int tb, int accumulate,
-             int portable) {
+int arb_gemm(const float *A, const float *B, float *C, int m, int n, int k, int ta, int tb, int accumulate) {
 	if (m <= 0 || n <= 0) return 0;
 	if (k <= 0) {
 		if (!accumulate) memset(C, 0, sizeof(float) * (size_t)m * n);
@@ -200,7 +185,7 @@ int arb_gemm(const float *A, const float *B, float *C, int m, int n, int k, int 
 	}
 	int simd = 0;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	simd = !portable && arb_have_avx2_fma();
+	simd = arb_simd_level() >= 1; // AVX2+FMA+F16C, unless ARBORIST_SIMD=0
 #endif
 	int kcmax = k < KC ? k : KC, mcmax = m < MC ? (m + MR - 1) / MR * MR : MC;
 	int ncmax = n < NC ? (n + NR - 1) / NR * NR : NC;

@@ -18,12 +18,11 @@ func gemm(c, a, b []float32, m, n, k int, transA, transB, accumulate bool) {
 		}
 		return 0
 	}
-	portable := flag(simdLevel < 1) // ARBORIST_SIMD=0 asks for the portable C kernels
 	var pa, pb *C.float
 	if k > 0 {
 		pa, pb = (*C.float)(unsafe.Pointer(&a[0])), (*C.float)(unsafe.Pointer(&b[0]))
 	}
-	if C.arb_gemm(pa, pb, (*C.float)(unsafe.Pointer(&c[0])), C.int(m), C.int(n), C.int(k), flag(transA), flag(transB), flag(accumulate), portable) != 0 {
+	if C.arb_gemm(pa, pb, (*C.float)(unsafe.Pointer(&c[0])), C.int(m), C.int(n), C.int(k), flag(transA), flag(transB), flag(accumulate)) != 0 {
 		panic(fmt.Sprintf("cpu: no memory for the packing buffers of a %dx%dx%d product", m, n, k))
 	}
 }

@@ -22,36 +22,26 @@
 // decode row bit for bit, which greedy losslessness needs.
 #include <string.h>
 #include "q40x8.h"
+#include "simd.h"
 
-enum { GROUP_BYTES = 16 + 128 }; // per block of eight rows: scales, then four 32-byte vectors
+// Both types are repacked the same way, a block being a float16 scale and
+// then its weight bytes (Q4_0: 16 bytes of nibbles; Q8_0: 32 signed
+// bytes): per block of eight rows, the eight scales, then one 32-byte
+// vector per 4 weight bytes whose 4-byte lane i holds row i's bytes
+// 4h..4h+3: 144 bytes for Q4_0, 272 for Q8_0, what the eight blocks take.
+enum { GROUP_BYTES = 16 + 128, Q8_GROUP_BYTES = 16 + 256 };
 
-// arb_q40x8_pack repacks rows (a multiple of 8) of nb Q4_0 blocks each.
-void arb_q40x8_pack(const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst) {
+// arb_x8_pack repacks rows (a multiple of 8) of nb blocks of block_bytes
+// each (18: Q4_0, 34: Q8_0).
+void arb_x8_pack(const uint8_t *src, long row_bytes, int rows, int nb, int block_bytes, uint8_t *dst) {
+	int vecs = (block_bytes - 2) / 4, group = 16 + 32 * vecs;
 	for (int g = 0; g < rows / 8; g++)
 		for (int b = 0; b < nb; b++) {
-			uint8_t *d = dst + ((long)g * nb + b) * GROUP_BYTES;
+			uint8_t *d = dst + ((long)g * nb + b) * group;
 			for (int i = 0; i < 8; i++) {
-				const uint8_t *blk = src + (long)(8 * g + i) * row_bytes + (long)b * 18;
+				const uint8_t *blk = src + (long)(8 * g + i) * row_bytes + (long)b * block_bytes;
 				memcpy(d + 2 * i, blk, 2);
-				for (int h = 0; h < 4; h++) memcpy(d + 16 + 32 * h + 4 * i, blk + 2 + 4 * h, 4);
-			}
-		}
-}
-
-// Q8_0 (a float16 scale and 32 signed bytes a block) is repacked the same
-// way: eight scales, then eight 32-byte vectors whose 4-byte lane i holds
-// bytes 4h..4h+3 of row i's block (272 bytes, as the eight blocks take).
-enum { Q8_GROUP_BYTES = 16 + 256 };
-
-// arb_q80x8_pack repacks rows (a multiple of 8) of nb Q8_0 blocks each.
-void arb_q80x8_pack(const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst) {
-	for (int g = 0; g < rows / 8; g++)
-		for (int b = 0; b < nb; b++) {
-			uint8_t *d = dst + ((long)g * nb + b) * Q8_GROUP_BYTES;
-			for (int i = 0; i < 8; i++) {
-				const uint8_t *blk = src + (long)(8 * g + i) * row_bytes + (long)b * 34;
-				memcpy(d + 2 * i, blk, 2);
-				for (int h = 0; h < 8; h++) memcpy(d + 16 + 32 * h + 4 * i, blk + 2 + 4 * h, 4);
+				for (int h = 0; h < vecs; h++) memcpy(d + 16 + 32 * h + 4 * i, blk + 2 + 4 * h, 4);
 			}
 		}
 }
@@ -144,15 +134,6 @@ Q80X8_TILE(2)
 Q80X8_TILE(3)
 Q80X8_TILE(4)
 
-static int have_q40x8(void) {
-	static int level = -1;
-	if (level < 0) {
-		__builtin_cpu_init();
-		level = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-	}
-	return level;
-}
-
 Q40X8_AVX2 static void mm_q80x8(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
                                 int n, float *out, int rows) {
 	for (int g = glo; g < ghi; g++) {
@@ -189,7 +170,7 @@ Q40X8_AVX2 static void mm_q40x8(const uint8_t *packed, int glo, int ghi, int nb,
 int arb_mm_q40x8(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq, const int32_t *ys,
                  int n, float *out, int rows) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	if (have_q40x8()) {
+	if (arb_simd_level() >= 1) {
 		mm_q40x8(packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
 		return 0;
 	}
@@ -201,7 +182,7 @@ int arb_mm_q40x8(const uint8_t *packed, int glo, int ghi, int nb, const float *y
 int arb_mm_q80x8(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq, int n, float *out,
                  int rows) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	if (have_q40x8()) {
+	if (arb_simd_level() >= 1) {
 		mm_q80x8(packed, glo, ghi, nb, yd, yq, n, out, rows);
 		return 0;
 	}

@@ -160,14 +160,11 @@ func repack(m *Matrix) []byte {
 		return nil
 	}
 	p := make([]byte, size)
-	src, dst := (*C.uint8_t)(unsafe.Pointer(&m.data[0])), (*C.uint8_t)(unsafe.Pointer(&p[0]))
-	if m.typ == quant.Q8_0 {
-		C.arb_q80x8_pack(src, C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/quant.QK), dst)
-	} else {
-		C.arb_q40x8_pack(src, C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/quant.QK), dst)
-	}
+	nb := m.cols / quant.QK
+	C.arb_x8_pack((*C.uint8_t)(unsafe.Pointer(&m.data[0])), C.long(m.rowBytes), C.int(m.rows), C.int(nb), C.int(m.rowBytes/nb),
+		(*C.uint8_t)(unsafe.Pointer(&p[0])))
 	return p
 }
 
-// repacks says whether this CPU runs the eight-row Q4_0 kernel.
+// repacks says whether this CPU runs the eight-row Q4_0 and Q8_0 kernels.
 func repacks() bool { return simdLevel >= 1 && !noRepack }

@@ -17,7 +17,7 @@
 // summation is fixed for losslessness; this one makes no such promise.
 #include <math.h>
 #include <string.h>
-#include "gemm.h"
+#include "simd.h"
 #include "tattn.h"
 
 static inline long rowbase(int t, int j) { return (long)t * (t + 1) / 2 + (long)t * j; }
@@ -78,12 +78,12 @@ TATTN_AVX2 static void scores_avx2(float *s, const float *q, const float *kT, in
 	}
 }
 
-#define SIMD(portable) (!(portable) && arb_have_avx2_fma())
+#define SIMD() (arb_simd_level() >= 1) /* AVX2+FMA+F16C, unless ARBORIST_SIMD=0 */
 #define DOT(simd, a, b, n) ((simd) ? dot_avx2(a, b, n) : dot_generic(a, b, n))
 #define AXPY(simd, y, a, x, n) ((simd) ? axpy_avx2(y, a, x, n) : axpy_generic(y, a, x, n))
 #define SCORES(simd, s, q, kT, r0, hd, n) ((simd) ? scores_avx2(s, q, kT, r0, hd, n) : scores_generic(s, q, kT, r0, hd, n))
 #else
-#define SIMD(portable) 0
+#define SIMD() 0
 #define DOT(simd, a, b, n) dot_generic(a, b, n)
 #define AXPY(simd, y, a, x, n) axpy_generic(y, a, x, n)
 #define SCORES(simd, s, q, kT, r0, hd, n) scores_generic(s, q, kT, r0, hd, n)
@@ -92,8 +92,8 @@ TATTN_AVX2 static void scores_avx2(float *s, const float *q, const float *kT, in
 // arb_tattn_fwd computes, for rows t < R, the attention weights p (softmax
 // of the scaled scores) and the output o[t*os + d].
 void arb_tattn_fwd(const float *q, int qs, const float *kT, const float *vT, int r0, int hd, const float *ek,
-                   const float *ev, int j, int R, float scale, float *p, float *o, int os, int portable) {
-	int simd = SIMD(portable);
+                   const float *ev, int j, int R, float scale, float *p, float *o, int os) {
+	int simd = SIMD();
 	for (int t = 0; t < R; t++) {
 		const float *qv = q + (long)t * qs;
 		float *pr = p + rowbase(t, j);
@@ -124,8 +124,8 @@ void arb_tattn_fwd(const float *q, int qs, const float *kT, const float *vT, int
 // extra levels' dek and dev. dp is scratch of R + j values.
 void arb_tattn_bwd(const float *q, int qs, const float *kT, const float *vT, int r0, int hd, const float *ek,
                    const float *ev, int j, int R, float scale, const float *p, const float *dout, int ds, float *dq,
-                   int dqs, float *dkT, float *dvT, float *dek, float *dev, float *dp, int portable) {
-	int simd = SIMD(portable);
+                   int dqs, float *dkT, float *dvT, float *dek, float *dev, float *dp) {
+	int simd = SIMD();
 	for (int t = 0; t < R; t++) {
 		const float *pr = p + rowbase(t, j), *qv = q + (long)t * qs, *dov = dout + (long)t * ds;
 		float *dqv = dq + (long)t * dqs;
