@@ -172,15 +172,19 @@ func (s *Session) Context() context.Context {
 // clean-up) never tears the app or the database down under work that is
 // still reporting to the screens.
 func (s *Session) Go(f func(ctx context.Context)) {
-	s.mu.Lock()
-	ctx := s.ctx
-	s.mu.Unlock()
+	ctx := s.Context()
+	s.track(func() { f(ctx) })
+}
+
+// track runs f on a goroutine of its own that Close waits for and idle
+// counts.
+func (s *Session) track(f func()) {
 	s.work.Add(1)
 	s.inflight.Add(1)
 	go func() {
 		defer s.work.Done()
 		defer s.inflight.Add(-1)
-		f(ctx)
+		f()
 	}()
 }
 
@@ -208,28 +212,23 @@ func (s *Session) UI(f func()) {
 // Write runs a short database write off the UI goroutine; Close waits for
 // it (without cancelling it), so a store of the chosen plan is never cut
 // short or its database removed under it.
-func (s *Session) Write(f func()) {
-	s.work.Add(1)
-	s.inflight.Add(1)
-	go func() {
-		defer s.work.Done()
-		defer s.inflight.Add(-1)
-		f()
-	}()
-}
+func (s *Session) Write(f func()) { s.track(f) }
 
 // Close cancels the session's work, waits for it and for pending writes,
 // and releases the database. Call it when the window is gone (the work's
 // last UI updates may wait for the UI goroutine) or from a test.
 func (s *Session) Close() {
+	s.cancel()
+	s.work.Wait()
+	s.release()
+}
+
+// cancel cancels the context the session's work runs under.
+func (s *Session) cancel() {
 	s.mu.Lock()
 	stop := s.stop
 	s.mu.Unlock()
-	if stop != nil {
-		stop()
-	}
-	s.work.Wait()
-	s.release()
+	stop()
 }
 
 // release closes the database; work still running finds none and stops
@@ -248,10 +247,7 @@ func (s *Session) release() {
 // It runs on the UI goroutine, so it cancels the work under way without
 // waiting for it (that work may be waiting for this goroutine).
 func (s *Session) SetDBPath(path string) {
-	s.mu.Lock()
-	stop := s.stop
-	s.mu.Unlock()
-	stop()
+	s.cancel()
 	s.release()
 	s.mu.Lock()
 	s.DBPath, s.closed = path, false
