@@ -343,7 +343,7 @@ func (n *fnet) attention(L *flevel, h, r0 int, kT, vT []float32) *cpu.TrainAtten
 	s := n.s
 	hd := s.HeadDim
 	kh := h / (s.Heads / s.KVHeads)
-	e := kh * L.j * L.rows * hd
+	e := packedAt(kh, L.j, 0, L.rows, 0, hd)
 	return &cpu.TrainAttention{
 		Q: L.q[h*hd:], QStride: s.qDim(), KT: kT[kh*hd*r0:], VT: vT[kh*hd*r0:], R0: r0,
 		EK: L.ek[e:], EV: L.ev[e:], J: L.j, Rows: L.rows, HeadDim: hd,
@@ -351,46 +351,50 @@ func (n *fnet) attention(L *flevel, h, r0 int, kT, vT []float32) *cpu.TrainAtten
 	}
 }
 
-// packLevels packs rows 0..rows-1 of the levels' keys (values when v) for
-// cpu.TrainAttention: key/value head kh, level l (1-based), row t, channel
-// d at ((kh*len(lvs)+l-1)*rows+t)*hd+d.
-func packLevels(lvs []*flevel, rows, kvd, hd int, v bool) []float32 {
-	J, kvh := len(lvs), kvd/hd
-	out := make([]float32, kvh*J*rows*hd)
+// packedAt is where packLevels puts the hd channels of key/value head kh
+// of packed level li (0-based; J levels of rows rows) at row t: each key/
+// value head's levels one after another, as cpu.TrainAttention reads them.
+func packedAt(kh, J, li, rows, t, hd int) int { return ((kh*J+li)*rows + t) * hd }
+
+// eachPacked calls f for every row t < rows and key/value head of the
+// levels: at is where the row's head sits in the level's (rows x kvd)
+// arrays, o where packLevels puts it.
+func eachPacked(lvs []*flevel, rows, kvd, hd int, f func(L *flevel, at, o int)) {
 	for li, L := range lvs {
+		for t := 0; t < rows; t++ {
+			for kh := 0; kh < kvd/hd; kh++ {
+				f(L, t*kvd+kh*hd, packedAt(kh, len(lvs), li, rows, t, hd))
+			}
+		}
+	}
+}
+
+// packLevels packs rows 0..rows-1 of the levels' keys (values when v) for
+// cpu.TrainAttention (packedAt).
+func packLevels(lvs []*flevel, rows, kvd, hd int, v bool) []float32 {
+	out := make([]float32, len(lvs)*rows*kvd)
+	eachPacked(lvs, rows, kvd, hd, func(L *flevel, at, o int) {
 		src := L.k
 		if v {
 			src = L.v
 		}
-		for t := 0; t < rows; t++ {
-			for kh := 0; kh < kvh; kh++ {
-				o := ((kh*J+li)*rows + t) * hd
-				copy(out[o:o+hd], src[t*kvd+kh*hd:t*kvd+(kh+1)*hd])
-			}
-		}
-	}
+		copy(out[o:o+hd], src[at:at+hd])
+	})
 	return out
 }
 
 // unpackLevels adds gradients packed as packLevels packs into the levels'
 // dk (dv when v).
 func unpackLevels(lvs []*flevel, g []float32, rows, kvd, hd int, v bool) {
-	J, kvh := len(lvs), kvd/hd
-	for li, L := range lvs {
+	eachPacked(lvs, rows, kvd, hd, func(L *flevel, at, o int) {
 		dst := L.dk
 		if v {
 			dst = L.dv
 		}
-		for t := 0; t < rows; t++ {
-			for kh := 0; kh < kvh; kh++ {
-				o := ((kh*J+li)*rows + t) * hd
-				d := dst[t*kvd+kh*hd : t*kvd+(kh+1)*hd]
-				for i, x := range g[o : o+hd] {
-					d[i] += x
-				}
-			}
+		for i, x := range g[o : o+hd] {
+			dst[at+i] += x
 		}
-	}
+	})
 }
 
 // backward accumulates into n.g the gradient of the loss (as net.backward).
@@ -475,7 +479,7 @@ func (n *fnet) backward(sq *seq, info []int, lvs []*flevel, weight float64, td t
 		kernels.ParallelFor(n.be, s.KVHeads, func(lo, hi int) {
 			scratch := make([]float32, R+j)
 			for kh := lo; kh < hi; kh++ {
-				e := kh * j * R * hd
+				e := packedAt(kh, j, 0, R, 0, hd)
 				for h := kh * group; h < (kh+1)*group; h++ {
 					a := n.attention(L, h, R0, kT, vT)
 					a.Backward(datt[h*hd:], qd, dq[h*hd:], qd, dkT[kh*hd*R0:], dvT[kh*hd*R0:], dek[e:], dev[e:], scratch)
