@@ -252,11 +252,7 @@ func (b *Backend) MatMul(out []float32, wm kernels.Matrix, x []float32, n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if usesQ8(w.typ) {
-		if haveC {
-			cQuantize(&b.q8, x[:n*w.cols])
-		} else {
-			b.q8.quantize(x[:n*w.cols])
-		}
+		b.quantize(x[:n*w.cols])
 	}
 	b.mm = matmulJob{b: b, out: out, w: w, x: x, n: n}
 	j := &b.mm
@@ -273,6 +269,15 @@ func (b *Backend) MatMul(out []float32, wm kernels.Matrix, x []float32, n int) {
 	// at 6.1-11.2K with this (the rows a chunk covers never change a
 	// row's result)
 	b.pool.run(j, w.rows, max(1, 32768/max(1, w.cols*n)))
+}
+
+// quantize fills b.q8 with x in 8-bit blocks, for the quantised products.
+func (b *Backend) quantize(x []float32) {
+	if haveC {
+		cQuantize(&b.q8, x)
+	} else {
+		b.q8.quantize(x)
+	}
 }
 
 // units is how many work items a product with w has: rows, or groups of
@@ -339,11 +344,7 @@ func (b *Backend) MatMulMulti(outs []kernels.Tensor, ws []kernels.Matrix, x kern
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if q8 {
-		if haveC {
-			cQuantize(&b.q8, xd[:n*cols])
-		} else {
-			b.q8.quantize(xd[:n*cols])
-		}
+		b.quantize(xd[:n*cols])
 	}
 	j := &b.multi
 	j.count = len(ws)
