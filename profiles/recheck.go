@@ -145,15 +145,6 @@ func RecheckVerify(ctx context.Context, m *model.Model, curve []store.Point, thr
 	return out, r, nil
 }
 
-// RescaleCurve multiplies each point's median and spread by s1 at W <= 1,
-// by sw at W >= w, and by the linear blend of the two in between.
-func RescaleCurve(curve []store.Point, s1 float64, w int, sw float64) []store.Point {
-	if w <= 1 {
-		return RescaleAt(curve, []int{1}, []float64{s1})
-	}
-	return RescaleAt(curve, []int{1, w}, []float64{s1, sw})
-}
-
 // RescaleAt multiplies each point's median and spread by a factor
 // interpolated linearly between anchors (increasing widths, each with its
 // factor): the first factor below the first anchor, the last above the

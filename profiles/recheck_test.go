@@ -9,12 +9,12 @@ import (
 	"arborist/profiles/store"
 )
 
-// TestRescaleCurve: W=1 takes the first factor, W >= the anchor the
+// TestRescaleTwoAnchors: W=1 takes the first factor, W >= the anchor the
 // second, widths between a linear blend.
-func TestRescaleCurve(t *testing.T) {
+func TestRescaleTwoAnchors(t *testing.T) {
 	ms := time.Millisecond
 	in := []store.Point{{W: 1, Median: 10 * ms, Spread: ms}, {W: 4, Median: 12 * ms}, {W: 8, Median: 16 * ms}, {W: 16, Median: 24 * ms}}
-	out := RescaleCurve(in, 0.5, 8, 1.0)
+	out := RescaleAt(in, []int{1, 8}, []float64{0.5, 1.0})
 	want := []time.Duration{5 * ms, time.Duration(12 * float64(ms) * (0.5 + 0.5*3/7)), 16 * ms, 24 * ms}
 	for i, p := range out {
 		if d := p.Median - want[i]; d > time.Microsecond || d < -time.Microsecond {

@@ -1,11 +1,6 @@
 package cpu
 
-import (
-	"fmt"
-	"unsafe"
-
-	"arborist/kernels/quant"
-)
+import "fmt"
 
 // Gemm computes C (m x n) = op(A) · op(B), or adds it to C when
 // accumulate. op(A) is A stored m x k, or with transA A stored k x m and
@@ -23,11 +18,6 @@ func Gemm(c, a, b []float32, m, n, k int, transA, transB, accumulate bool) {
 		return
 	}
 	gemm(c, a, b, m, n, k, transA, transB, accumulate)
-}
-
-// GemmNT is Gemm with B stored n x k: C = or += A · B^T.
-func GemmNT(c, a, b []float32, m, n, k int, accumulate bool) {
-	Gemm(c, a, b, m, n, k, false, true, accumulate)
 }
 
 // gemmGo is the plain Go product, the fallback of pure-Go builds and the
@@ -53,13 +43,4 @@ func gemmGo(c, a, b []float32, m, n, k int, transA, transB, accumulate bool) {
 			}
 		}
 	}
-}
-
-// F32 returns an F32 matrix's weights as float32 values, row after row
-// (nil for other types), for products that need them in place.
-func (m *Matrix) F32() []float32 {
-	if m.typ != quant.F32 || m.rows*m.cols == 0 {
-		return nil
-	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(&m.data[0])), m.rows*m.cols)
 }
