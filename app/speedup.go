@@ -571,8 +571,8 @@ func (sp *SpeedupScreen) SetRanked(preds []profiles.Prediction) {
 	var opts []string
 	for i, p := range sp.ranked {
 		o := fmt.Sprintf("%d. %s: %.2fx (AAL %.2f, %d nodes)", i+1, p.Plan, p.Speedup, p.AAL, p.Nodes)
-		if p.Backend != "" {
-			o += ", " + p.Placed()
+		if where := p.Where(); where != "" {
+			o += ", " + where
 		}
 		opts = append(opts, o)
 	}

@@ -285,10 +285,10 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pa
 		if sp != nil {
 			sp = func(kind string, done, total int, p Point) { progress("split "+kind, done, total, p) }
 		}
-		c.Split, err = splitCosts(ctx, st, hw, spec, storedOnly, sp)
+		c.Splits, err = splitCosts(ctx, st, hw, spec, pair.Backend.Threads(), !c.OneDevice, storedOnly, sp)
 		switch {
 		case errors.Is(err, ErrNotProfiled):
-			c.Split = nil // concurrent plans are priced on the full-thread curves
+			c.Splits = nil // concurrent plans are priced on the full-thread curves
 		case err != nil:
 			return c, 0, err
 		}
@@ -302,8 +302,32 @@ var splitWidths = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 20, 24, 3
 
 // splitCosts measures (or reads) the curves of the pair opened as a
 // concurrent one, each model on its share of the threads, as duo and AOT
-// plans run them; nil when the machine has one thread.
-func splitCosts(ctx context.Context, st *store.Store, hw store.Hardware, spec PairSpec, storedOnly bool, progress func(kind string, done, total int, p Point)) (*SplitCosts, error) {
+// plans run them: one entry for each of SplitChoices on one device (total
+// threads in all), one for a drafter on a device of its own (elsewhere);
+// nil when the machine has one thread.
+func splitCosts(ctx context.Context, st *store.Store, hw store.Hardware, spec PairSpec, total int, elsewhere, storedOnly bool, progress func(kind string, done, total int, p Point)) ([]SplitCosts, error) {
+	choices := SplitChoices(total, spec.DraftThreads)
+	if elsewhere {
+		choices = []int{spec.DraftThreads} // the other device's own threads
+	}
+	var out []SplitCosts
+	for _, d := range choices {
+		s := spec
+		s.DraftThreads = d
+		sc, err := splitCurves(ctx, st, hw, s, storedOnly, progress)
+		if err != nil {
+			return nil, err
+		}
+		if sc != nil {
+			out = append(out, *sc)
+		}
+	}
+	return out, nil
+}
+
+// splitCurves measures (or reads) one split's curves; nil when the pair
+// cannot draft concurrently.
+func splitCurves(ctx context.Context, st *store.Store, hw store.Hardware, spec PairSpec, storedOnly bool, progress func(kind string, done, total int, p Point)) (*SplitCosts, error) {
 	cp, err := OpenPair(spec, sample.Params{}, true)
 	if err != nil {
 		return nil, err

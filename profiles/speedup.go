@@ -76,10 +76,12 @@ type Costs struct {
 	// beyond Draft (point W=k; DraftAfterTarget): evicted caches. Plans
 	// that draft while the target verifies do not pay it.
 	DraftAfter []store.Point
-	// Split, when measured, holds the curves of a concurrent pair: the
-	// target on its share of the threads and the drafter on the rest, as
-	// plans that draft while the target verifies run them.
-	Split *SplitCosts
+	// Splits, when measured, hold the curves of a concurrent pair, one
+	// entry per split of the threads: the target on its share and the
+	// drafter on the rest, as plans that draft while the target verifies
+	// run them. Predict prices such a plan on every split and keeps the
+	// best, so the search chooses the split too (SplitChoices).
+	Splits []SplitCosts
 }
 
 // SplitCosts are the latency curves with the threads split between a
@@ -132,6 +134,49 @@ type Prediction struct {
 	// opened. Speedup is then over plain decoding where the user asked
 	// the target to run, so placements compare.
 	Backend, DraftBackend string `json:",omitempty"`
+	// DraftThreads is the drafter's share of the threads the plan was
+	// priced on (0: the plan does not draft while the target verifies, or
+	// no split curves were measured): runs and config.yaml use it.
+	DraftThreads int `json:",omitempty"`
+}
+
+// SplitChoices are the drafter's thread counts the search tries for a
+// plan that drafts while the target verifies on one device of total
+// threads: one thread, a quarter and a half (the target keeps the rest),
+// or just pinned when the user fixed it. A drafter is a small fraction of
+// the target, so giving it more than half never pays.
+func SplitChoices(total, pinned int) []int {
+	if pinned > 0 {
+		return []int{pinned}
+	}
+	var out []int
+	for _, d := range []int{1, total / 4, total / 2} {
+		if d >= 1 && d < total && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Where says where a plan runs when the search chose it: its placement
+// and its split of the threads ("" for neither).
+func (p Prediction) Where() string {
+	pl, th := p.Placed(), p.Threads()
+	if pl != "" && th != "" {
+		return pl + ", " + th
+	}
+	return pl + th
+}
+
+// Threads says how a concurrent plan splits the threads ("" otherwise).
+func (p Prediction) Threads() string {
+	if p.DraftThreads <= 0 {
+		return ""
+	}
+	if p.DraftThreads == 1 {
+		return "drafter on 1 thread"
+	}
+	return fmt.Sprintf("drafter on %d threads", p.DraftThreads)
 }
 
 // Placed names a placed plan's devices ("" when it was not placed).
@@ -150,20 +195,41 @@ func (p Prediction) Placed() string {
 // The nodes a plan verifies and their chance of acceptance come from its
 // strategy's cost model (spec.Strategy.Expect). A plan that drafts while
 // the target verifies (duo, egt with AOT) is priced on the split curves
-// (c.Split: target and drafter on their own threads) when they were
-// measured: its first Ahead drafter passes overlap the verification and
+// (c.Splits: target and drafter on their own threads) when they were
+// measured, on each split of the threads, and keeps the best: its first Ahead drafter passes overlap the verification and
 // are redone when the guess behind them missed, so a step costs
 // (1 - hit) * ahead + rest + max(T_verify(W), ahead) + overhead. Plain
 // decoding, the baseline, always runs on every thread (c.Verify), and
 // its own plan ("ar") is priced as exactly that baseline: 1x.
 func Predict(p Plan, acc *Acceptance, c Costs) (Prediction, error) {
-	verify, draft := c.Verify, c.Draft
-	if p.Concurrent() && c.Split == nil && c.OneDevice && c.Draft != nil {
-		return Prediction{Plan: p}, fmt.Errorf("profiles: %s drafts while the target verifies on the same device, and no curves with the threads split between them were measured", p.Strategy)
+	if !p.Concurrent() || len(c.Splits) == 0 {
+		if p.Concurrent() && c.OneDevice && c.Draft != nil {
+			return Prediction{Plan: p}, fmt.Errorf("profiles: %s drafts while the target verifies on the same device, and no curves with the threads split between them were measured", p.Strategy)
+		}
+		return predictOn(p, acc, c, c.Verify, c.Draft)
 	}
-	if p.Concurrent() && c.Split != nil {
-		verify, draft = c.Split.Verify, c.Split.Draft
+	var best Prediction
+	var err error
+	for _, sc := range c.Splits {
+		pr, e := predictOn(p, acc, c, sc.Verify, sc.Draft)
+		if e != nil {
+			err = e
+			continue
+		}
+		pr.DraftThreads = sc.DraftThreads
+		if best.Step == 0 || pr.Speedup > best.Speedup {
+			best = pr
+		}
 	}
+	if best.Step == 0 && err != nil {
+		return best, err
+	}
+	return best, nil
+}
+
+// predictOn prices p with the target's curve verify and the drafter's
+// draft (the full-thread curves, or one split's).
+func predictOn(p Plan, acc *Acceptance, c Costs, verify, draft []store.Point) (Prediction, error) {
 	secs := func(pts []store.Point) func(int) float64 {
 		return func(w int) float64 { return Interp(pts, w).Seconds() }
 	}

@@ -3,6 +3,7 @@ package profiles
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -240,6 +241,61 @@ func TestPredictAheadOfTime(t *testing.T) {
 	}
 }
 
+// TestSearchChoosesTheThreadSplit: with curves for several splits of the
+// threads, a concurrent plan is priced on each and keeps the best, which
+// names the drafter's threads; moving the better curves to the other split
+// moves the choice, and sequential plans carry no split.
+func TestSearchChoosesTheThreadSplit(t *testing.T) {
+	ms := time.Millisecond
+	acc := Uniform(0.8, 0.4, 8, 2)
+	c := Costs{Verify: flat(10 * ms), Draft: flat(ms), OneDevice: true}
+	slowT := SplitCosts{TargetThreads: 4, DraftThreads: 4, Verify: flat(16 * ms), Draft: flat(ms / 4)}
+	fastT := SplitCosts{TargetThreads: 7, DraftThreads: 1, Verify: flat(11 * ms), Draft: flat(ms)}
+	duo := Plan{Strategy: "duo", Gamma: 4}
+	for _, tc := range []struct {
+		splits []SplitCosts
+		want   int
+	}{{[]SplitCosts{slowT, fastT}, 1}, {[]SplitCosts{fastT, slowT}, 1}} {
+		c.Splits = tc.splits
+		pr, err := Predict(duo, acc, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pr.DraftThreads != tc.want || pr.Threads() != "drafter on 1 thread" {
+			t.Errorf("duo priced on %d drafter threads (%q), want %d", pr.DraftThreads, pr.Threads(), tc.want)
+		}
+		only, _ := Predict(duo, acc, Costs{Verify: c.Verify, Draft: c.Draft, OneDevice: true, Splits: []SplitCosts{fastT}})
+		if only.Speedup != pr.Speedup {
+			t.Errorf("best split %.3fx, the same split alone %.3fx", pr.Speedup, only.Speedup)
+		}
+	}
+	// a split where the drafter's own threads pay: the target barely slows
+	c.Splits = []SplitCosts{fastT, {TargetThreads: 6, DraftThreads: 2, Verify: flat(11 * ms), Draft: flat(ms / 3)}}
+	var saw bool
+	for _, pr := range Search(acc, c, SearchSpace{MaxGamma: 6, MaxDepth: 3, MaxNodes: 8}) {
+		if pr.Plan.Concurrent() && pr.DraftThreads != 2 {
+			t.Errorf("%s priced on %d drafter threads, want 2", pr.Plan, pr.DraftThreads)
+		}
+		if !pr.Plan.Concurrent() && pr.DraftThreads != 0 {
+			t.Errorf("sequential %s carries a split (%d)", pr.Plan, pr.DraftThreads)
+		}
+		saw = saw || pr.Plan.Concurrent()
+	}
+	if !saw {
+		t.Error("the search priced no concurrent plan")
+	}
+	for _, tc := range []struct {
+		total, pinned int
+		want          []int
+	}{
+		{1, 0, nil}, {2, 0, []int{1}}, {4, 0, []int{1, 2}}, {8, 0, []int{1, 2, 4}}, {16, 0, []int{1, 4, 8}}, {16, 3, []int{3}},
+	} {
+		if got := SplitChoices(tc.total, tc.pinned); !slices.Equal(got, tc.want) {
+			t.Errorf("SplitChoices(%d, %d) = %v, want %v", tc.total, tc.pinned, got, tc.want)
+		}
+	}
+}
+
 // TestPredictConcurrentOnSplitCurves: plans that draft while the target
 // verifies are priced on the split curves when they were measured, while
 // the baseline and sequential plans keep the full-thread curves.
@@ -251,7 +307,7 @@ func TestPredictConcurrentOnSplitCurves(t *testing.T) {
 	chain := Plan{Strategy: "chain", Gamma: 4}
 	d0, _ := Predict(duo, acc, c)
 	c0, _ := Predict(chain, acc, c)
-	c.Split = &SplitCosts{TargetThreads: 1, DraftThreads: 1, Verify: flat(18 * ms), Draft: flat(2 * ms)}
+	c.Splits = []SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: flat(18 * ms), Draft: flat(2 * ms)}}
 	d1, _ := Predict(duo, acc, c)
 	c1, _ := Predict(chain, acc, c)
 	if c1.Speedup != c0.Speedup {
@@ -363,7 +419,7 @@ func TestConcurrentPlansNeedSplitCurves(t *testing.T) {
 		t.Fatalf("duo on two devices: %v", err)
 	}
 	split := c
-	split.Split = &SplitCosts{TargetThreads: 1, DraftThreads: 1, Verify: c.Verify, Draft: c.Draft}
+	split.Splits = []SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: c.Verify, Draft: c.Draft}}
 	if _, err := Predict(duo, acc, split); err != nil {
 		t.Fatalf("duo with split curves: %v", err)
 	}

@@ -258,8 +258,9 @@ type predictionJSON struct {
 	Verify   time.Duration `json:"verify_ns"`
 	Step     time.Duration `json:"step_ns"`
 	PerDepth []int         `json:"draft_passes"`
-	Backend  string        `json:"device,omitempty"`       // with --place: the target's device
-	Draft2   string        `json:"draft_device,omitempty"` // with --place: the drafter's, when not the target's
+	Backend  string        `json:"device,omitempty"`        // with --place: the target's device
+	Draft2   string        `json:"draft_device,omitempty"`  // with --place: the drafter's, when not the target's
+	Threads2 int           `json:"draft_threads,omitempty"` // a plan drafting while the target verifies: the drafter's threads
 }
 
 func runTune(ctx context.Context, env Env, args []string) error {
@@ -337,19 +338,19 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	}
 	for i, pr := range t.Ranked[:min(*top, len(t.Ranked))] {
 		doc.Plans = append(doc.Plans, predictionJSON{Rank: i + 1, Plan: pr.Plan, Name: pr.Plan.String(), Speedup: pr.Speedup, AAL: pr.AAL, Nodes: pr.Nodes,
-			Draft: pr.Draft, Verify: pr.Verify, Step: pr.Step, PerDepth: pr.PerDepth, Backend: pr.Backend, Draft2: pr.DraftBackend})
+			Draft: pr.Draft, Verify: pr.Verify, Step: pr.Step, PerDepth: pr.PerDepth, Backend: pr.Backend, Draft2: pr.DraftBackend, Threads2: pr.DraftThreads})
 		if !*asJSON {
 			fmt.Fprintf(w, "  %-4d %-40s %7.2fx %6.2f %6d %10s %10s", i+1, pr.Plan, pr.Speedup, pr.AAL, pr.Nodes, pr.Draft.Round(time.Microsecond), pr.Verify.Round(time.Microsecond))
-			if pr.Backend != "" {
-				fmt.Fprintf(w, "  %s", pr.Placed())
+			if where := pr.Where(); where != "" {
+				fmt.Fprintf(w, "  %s", where)
 			}
 			fmt.Fprintln(w)
 		}
 	}
 	if !*asJSON {
 		where := ""
-		if best.Backend != "" {
-			where = ", " + best.Placed()
+		if best.Where() != "" {
+			where = ", " + best.Where()
 		}
 		fmt.Fprintf(w, "best: %s%s, predicted %.2fx (plan %d)\n", best.Plan, where, best.Speedup, t.PlanID)
 	}

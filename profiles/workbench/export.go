@@ -105,6 +105,11 @@ func (b *Bench) config(ctx context.Context, ps PairSpec, in *Inputs, best profil
 		c.Models.Draft.Device = draft // the drafter on a device of its own
 		c.Models.Draft.Threads = ps.DraftThreads
 	}
+	if best.DraftThreads > 0 && best.Plan.Concurrent() {
+		// the split of the threads the plan was priced on: the drafter's
+		// share of them, the target keeping the rest on one device
+		c.Models.Draft.Threads = best.DraftThreads
+	}
 	c.Predicted.MeasuredOn = measuredOn
 	y, err := c.Marshal()
 	if err != nil {
@@ -203,6 +208,8 @@ func LoadReplay(ctx context.Context, path, hashDB string, allowChanged bool) (*R
 	}
 	if d := c.Models.Draft.Device; d != "" && d != c.Models.Target.Device {
 		r.Pair.DraftBackend, r.Pair.DraftThreads = d, c.Models.Draft.Threads
+	} else if c.Speculation.Concurrent() && c.Models.Draft.Threads > 0 && c.Models.Draft.Threads < c.Models.Target.Threads {
+		r.Pair.DraftThreads = c.Models.Draft.Threads // its share of the target's threads
 	}
 	switch d := c.Models.Draft; d.Kind {
 	case "hidden":

@@ -30,12 +30,15 @@ type Validated struct {
 	Plan      spec.Plan
 	Label     string
 	Predicted float64 // the model's speedup
-	Measured  float64 // median over rounds of this plan's tokens/s over plain decoding's in the same round
-	Rounds    []float64
-	Totals    Totals
-	Identical bool // greedy output token-for-token plain decoding's
-	RunID     int64
-	Best      bool // the measured best of the plans
+	// DraftThreads is the drafter's share of the threads a concurrent
+	// plan ran with (0: the default split, or a sequential plan)
+	DraftThreads int
+	Measured     float64 // median over rounds of this plan's tokens/s over plain decoding's in the same round
+	Rounds       []float64
+	Totals       Totals
+	Identical    bool // greedy output token-for-token plain decoding's
+	RunID        int64
+	Best         bool // the measured best of the plans
 }
 
 // Validation is the outcome of Validate: plain decoding and each plan.
@@ -85,30 +88,40 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 		}
 	}
 	// one pair for sequential drafting and, when a plan drafts while the
-	// target verifies, one for concurrent drafting; every run begins afresh
-	pairs := map[bool]*profiles.Pair{}
+	// target verifies, one for concurrent drafting on each split of the
+	// threads the plans were priced on; every run begins afresh
+	type pairKey struct {
+		conc         bool
+		draftThreads int
+	}
+	pairs := map[pairKey]*profiles.Pair{}
 	defer func() {
 		for _, p := range pairs {
 			p.Close()
 		}
 	}()
-	pairFor := func(conc bool) (*profiles.Pair, error) {
-		if p := pairs[conc]; p != nil {
+	pairFor := func(conc bool, draftThreads int) (*profiles.Pair, error) {
+		k := pairKey{conc, draftThreads}
+		if p := pairs[k]; p != nil {
 			return p, nil
 		}
-		p, err := b.openPair(ps, conc)
+		s := ps
+		if conc && draftThreads > 0 {
+			s.DraftThreads = draftThreads
+		}
+		p, err := b.openPair(s, conc)
 		if err != nil {
 			return nil, err
 		}
-		pairs[conc] = p
+		pairs[k] = p
 		return p, nil
 	}
 	out := &Validation{Plans: make([]Validated, len(opt.Plans))}
 	runners := make([]*runner, len(opt.Plans)+1) // runners[0]: plain decoding
 	for i := range runners {
-		plan, predicted := spec.Plan{Strategy: "ar"}, 1.0
+		plan, predicted, draftThreads := spec.Plan{Strategy: "ar"}, 1.0, 0
 		if i > 0 {
-			plan, predicted = opt.Plans[i-1].Plan.Trim(), opt.Plans[i-1].Speedup
+			plan, predicted, draftThreads = opt.Plans[i-1].Plan.Trim(), opt.Plans[i-1].Speedup, opt.Plans[i-1].DraftThreads
 		}
 		cfg, err := runConfig(plan, opt.Sample, opt.MaxTokens)
 		if err != nil {
@@ -117,7 +130,7 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 		if plan.NeedsSource() && ps.Sources() == 0 {
 			return nil, fmt.Errorf("strategy %s needs a draft source", plan.Strategy)
 		}
-		pair, err := pairFor(plan.Concurrent())
+		pair, err := pairFor(plan.Concurrent(), draftThreads)
 		if err != nil {
 			return nil, err
 		}
@@ -136,7 +149,10 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 			label += " with " + pair.Source.Name()
 		}
 		if i > 0 {
-			out.Plans[i-1] = Validated{Plan: plan, Label: label, Predicted: predicted}
+			if th := opt.Plans[i-1].Threads(); th != "" && plan.Concurrent() {
+				label += ", " + th
+			}
+			out.Plans[i-1] = Validated{Plan: plan, Label: label, Predicted: predicted, DraftThreads: draftThreads}
 		}
 		runners[i] = r
 	}

@@ -185,3 +185,64 @@ func TestDemoPairNotice(t *testing.T) {
 		t.Fatalf("second call: %v %s %s (target rewritten: %v)", err, t2, d2, !st2.ModTime().Equal(st.ModTime()))
 	}
 }
+
+// TestThreadSplitValidatesAndExports: on four threads the search prices a
+// plan that drafts while the target verifies on each split of them (one
+// or two drafter threads), validation runs each split it is given on a
+// pair opened that way, and config.yaml keeps the split for a replay.
+func TestThreadSplitValidatesAndExports(t *testing.T) {
+	ps := sharedPair(t)
+	ps.Threads = 4
+	ctx := context.Background()
+	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	tr, err := b.Tune(ctx, ps, TuneOptions{Alpha: 0.7, Space: profiles.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 12}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tr.Inputs.Costs.Splits); n != 2 {
+		t.Fatalf("%d splits measured on 4 threads, want 2 (1 and 2 drafter threads)", n)
+	}
+	var duo *profiles.Prediction
+	for i, pr := range tr.Ranked {
+		if pr.Plan.Concurrent() != (pr.DraftThreads > 0) || pr.DraftThreads > 2 {
+			t.Errorf("%s priced on %d drafter threads", pr.Plan, pr.DraftThreads)
+		}
+		if duo == nil && pr.Plan.Strategy == "duo" {
+			duo = &tr.Ranked[i]
+		}
+	}
+	if duo == nil {
+		t.Fatal("no duo plan ranked")
+	}
+	one, two := *duo, *duo
+	one.DraftThreads, two.DraftThreads = 1, 2
+	v, err := b.Validate(ctx, ps, ValidateOptions{Plans: []profiles.Prediction{one, two}, MaxTokens: 12, Prompts: []string{"Once upon a time"}, NoStore: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"drafter on 1 thread", "drafter on 2 threads"} {
+		if p := v.Plans[i]; !strings.HasSuffix(p.Label, want) || !p.Identical || p.DraftThreads != i+1 {
+			t.Errorf("plan %d: label %q, identical %v, %d drafter threads", i, p.Label, p.Identical, p.DraftThreads)
+		}
+	}
+	tr.Ranked[0] = one
+	ex, err := b.TuneExport(ctx, ps, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, ex.YAML, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := LoadReplay(ctx, path, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Pair.DraftThreads != 1 || r.Pair.Threads != 4 || r.Plan.String() != duo.Plan.Trim().String() {
+		t.Errorf("replay: %d of %d threads for the drafter, plan %s (want 1 of 4, %s)\n%s", r.Pair.DraftThreads, r.Pair.Threads, r.Plan, duo.Plan, ex.YAML)
+	}
+}
