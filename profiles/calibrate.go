@@ -22,9 +22,15 @@ var OverheadWidths = []int{1, 8, 32}
 // matter most, and deep enough to see acceptance fall with depth.
 var CalibrationWidths = []int{4, 3, 2, 2, 1, 1, 1, 1}
 
+// maxDepthSamples bounds the steps a calibration records for pricing
+// depth policies (a few hundred are typical; the record stays small).
+const maxDepthSamples = 8192
+
 // Calibrate runs the pair greedily over the prompts with a wide static probe
 // tree and counts, per depth and sibling rank, how often the target chose
-// the drafter's candidate, and acceptance against drafter probability.
+// the drafter's candidate, and acceptance against drafter probability; it
+// also records each step's best path probability by depth and accepted
+// length (Acceptance.Depths), on which depth policies are priced.
 func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens int, progress func(done, total int)) (*Acceptance, error) {
 	shape, err := tree.FromWidths(CalibrationWidths)
 	if err != nil {
@@ -52,6 +58,10 @@ func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens in
 				if r := s.Ranks[lvl]; r >= 0 && r < len(hits[lvl]) {
 					hits[lvl][r]++
 				}
+			}
+			if len(acc.Depths) < maxDepthSamples {
+				best := s.Best[:min(len(s.Best), depth)]
+				acc.Depths = append(acc.Depths, DepthSample{Best: append([]float64(nil), best...), Accepted: s.Accepted})
 			}
 			for _, t := range s.Tried {
 				b := min(9, int(t.Q*10))

@@ -27,6 +27,17 @@ type Acceptance struct {
 	Tokens  int       `json:"tokens"`
 	// Created is when the calibration ran (zero in older databases).
 	Created time.Time `json:"created,omitzero"`
+	// Depths records every calibration step: the drafter's best path
+	// probability at each depth and how many tokens the target accepted,
+	// what a threshold depth policy is priced on (none in databases
+	// from before session 8: such plans are then not searched).
+	Depths []DepthSample `json:"depths,omitempty"`
+}
+
+// DepthSample is one calibration step as a depth policy sees it.
+type DepthSample struct {
+	Best     []float64 `json:"best"`     // per depth (index 0 = depth 1), the highest path probability
+	Accepted int       `json:"accepted"` // draft tokens accepted on the probe tree
 }
 
 // At returns Rank[d][r], extending the table with its last depth (deeper
@@ -202,16 +213,22 @@ func (p Prediction) Placed() string {
 // decoding, the baseline, always runs on every thread (c.Verify), and
 // its own plan ("ar") is priced as exactly that baseline: 1x.
 func Predict(p Plan, acc *Acceptance, c Costs) (Prediction, error) {
+	return predict(p, acc, c, nil)
+}
+
+// predict is Predict with a memo of priced plans (nil: none) that a
+// search shares between the threshold plans built on one fixed plan.
+func predict(p Plan, acc *Acceptance, c Costs, m memo) (Prediction, error) {
 	if !p.Concurrent() || len(c.Splits) == 0 {
 		if p.Concurrent() && c.OneDevice && c.Draft != nil {
 			return Prediction{Plan: p}, fmt.Errorf("profiles: %s drafts while the target verifies on the same device, and no curves with the threads split between them were measured", p.Strategy)
 		}
-		return predictOn(p, acc, c, c.Verify, c.Draft)
+		return predictOn(p, acc, c, curves{c.Verify, c.Draft, -1}, m)
 	}
 	var best Prediction
 	var err error
-	for _, sc := range c.Splits {
-		pr, e := predictOn(p, acc, c, sc.Verify, sc.Draft)
+	for i, sc := range c.Splits {
+		pr, e := predictOn(p, acc, c, curves{sc.Verify, sc.Draft, i}, m)
 		if e != nil {
 			err = e
 			continue
@@ -227,9 +244,29 @@ func Predict(p Plan, acc *Acceptance, c Costs) (Prediction, error) {
 	return best, nil
 }
 
-// predictOn prices p with the target's curve verify and the drafter's
-// draft (the full-thread curves, or one split's).
-func predictOn(p Plan, acc *Acceptance, c Costs, verify, draft []store.Point) (Prediction, error) {
+// curves are the latency curves a plan is priced on: the full-thread
+// ones (split -1) or split number split's.
+type curves struct {
+	verify, draft []store.Point
+	split         int
+}
+
+// memo holds plans already priced in one search, by description and the
+// curves they were priced on.
+type memo map[memoKey]Prediction
+
+type memoKey struct {
+	plan  string
+	split int
+}
+
+// predictOn prices p on the curves cv (the full-thread ones, or one
+// split's).
+func predictOn(p Plan, acc *Acceptance, c Costs, cv curves, m memo) (Prediction, error) {
+	verify, draft := cv.verify, cv.draft
+	if p.Strategy == "egt" && p.DepthPolicy == "threshold" {
+		return predictThreshold(p, acc, c, cv, m)
+	}
 	secs := func(pts []store.Point) func(int) float64 {
 		return func(w int) float64 { return Interp(pts, w).Seconds() }
 	}
@@ -292,12 +329,16 @@ func Search(acc *Acceptance, c Costs, sp SearchSpace) []Prediction {
 	if sp.Accept == nil && acc != nil && len(acc.Rank) > 0 {
 		sp.Accept = acc.At
 	}
+	if sp.Thresholds == nil && acc != nil && len(acc.Depths) > 0 {
+		sp.Thresholds = SearchThresholds
+	}
 	if sp.OptimalNodes <= 0 && len(c.Verify) > 0 {
 		sp.OptimalNodes = c.Verify[len(c.Verify)-1].W - 1
 	}
 	var out []Prediction
+	m := memo{}
 	for _, p := range spec.Candidates(sp) {
-		if pr, err := Predict(p, acc, c); err == nil {
+		if pr, err := predict(p, acc, c, m); err == nil {
 			out = append(out, pr)
 		}
 	}

@@ -185,7 +185,24 @@ func BenchmarkSearch(b *testing.B) {
 	for _, w := range DefaultWidths(64) {
 		verify = append(verify, store.Point{W: w, Median: time.Duration(8000+300*w) * time.Microsecond})
 	}
-	c := Costs{Verify: verify, Draft: flat(300 * time.Microsecond), Overhead: 100 * time.Microsecond}
+	c := Costs{Verify: verify, Draft: flat(300 * time.Microsecond), Overhead: 100 * time.Microsecond, OneDevice: true}
+	// the whole space: threshold depth policies priced on 300 recorded
+	// calibration steps, concurrent plans on three splits of the threads
+	for i := range 300 {
+		best := make([]float64, 8)
+		for d := range best {
+			best[d] = math.Pow(0.5+0.45*float64(i%10)/10, float64(d+1))
+		}
+		acc.Depths = append(acc.Depths, DepthSample{Best: best, Accepted: i % 7})
+	}
+	for _, d := range []int{1, 4, 8} {
+		var v []store.Point
+		for _, p := range verify {
+			p.Median = p.Median * time.Duration(16) / time.Duration(16-d)
+			v = append(v, p)
+		}
+		c.Splits = append(c.Splits, SplitCosts{TargetThreads: 16 - d, DraftThreads: d, Verify: v, Draft: flat(time.Duration(600/d) * time.Microsecond)})
+	}
 	n := 0
 	for b.Loop() {
 		n = len(Search(acc, c, SearchSpace{}))

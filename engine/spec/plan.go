@@ -88,6 +88,10 @@ type Space struct {
 	// OptimalNodes is the largest DP-optimal tree (default MaxNodes); the
 	// search sets it from the largest profiled verification width.
 	OptimalNodes int
+	// Thresholds are the minimum path probabilities EGT plans are also
+	// offered with as a threshold depth policy (none: fixed depth only);
+	// the search sets them when the calibration can price them.
+	Thresholds []float64
 }
 
 func (s *Space) defaults() {

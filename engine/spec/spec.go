@@ -113,6 +113,10 @@ type Step struct {
 	// Tried lists the drafter probability of each child the verifier
 	// tried and whether it was accepted (for calibration by confidence).
 	Tried []Try `json:",omitempty"`
+	// Best is, per depth of the drafted tree (index 0 = depth 1), the
+	// highest path probability among its nodes: what a threshold depth
+	// policy compares with its minimum, so calibration can price one.
+	Best []float64 `json:",omitempty"`
 }
 
 // Try is one draft token the verifier examined.
@@ -407,8 +411,8 @@ func (r *run) step(ctx context.Context) (bool, error) {
 	r.root = v.Bonus
 	st.Accepted, st.Bonus = len(accepted), v.Bonus
 	st.Strategy, st.Ranks, st.Offered = r.cfg.Strategy, v.Ranks, v.Offered
-	if r.cfg.OnStep != nil { // only step consumers (calibration) read it
-		st.Tried = tried(tr, v)
+	if r.cfg.OnStep != nil { // only step consumers (calibration) read them
+		st.Tried, st.Best = tried(tr, v), bestByDepth(tr)
 	}
 	// emit, stopping at EOS and MaxTokens
 	done := false
@@ -458,6 +462,18 @@ func tried(tr *tree.Tree, v Verdict) []Try {
 			break
 		}
 		node = v.Path[lvl]
+	}
+	return out
+}
+
+// bestByDepth is the highest path probability at each depth of tr (pads
+// excluded).
+func bestByDepth(tr *tree.Tree) []float64 {
+	out := make([]float64, tr.MaxDepth())
+	for _, n := range tr.Nodes {
+		if !n.Pad && n.Depth >= 1 && n.PathP > out[n.Depth-1] {
+			out[n.Depth-1] = n.PathP
+		}
 	}
 	return out
 }

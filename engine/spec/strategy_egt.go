@@ -30,6 +30,12 @@ func init() {
 			if p.AOT {
 				d += " aot"
 			}
+			switch p.DepthPolicy {
+			case "threshold":
+				d += fmt.Sprintf(" threshold=%g", p.DepthMin)
+			case "predictor":
+				d += " depth-predictor"
+			}
 			return d
 		},
 		check: func(c *Config) error {
@@ -124,7 +130,8 @@ func egtExpect(p Plan, at func(d, r int) float64) (Expected, error) {
 // narrows, up to width 4 and sp.MaxDepth depths, with 1..3 children per
 // expanded node, and the w-max values below the nodes those widths grow
 // plus the first at or above it (larger ones are the same plan), each with
-// and without ahead-of-time drafting; the unpruned tree is also offered
+// and without ahead-of-time drafting, and (for three levels or more) with
+// each of sp.Thresholds as a threshold depth policy; the unpruned tree is also offered
 // padded to that w-max (a static width costs more here, but it is what a
 // GPU's graph replay needs, so the model prices it).
 func egtCandidates(sp Space) []Plan {
@@ -144,6 +151,11 @@ func egtCandidates(sp Space) []Plan {
 					}
 					for _, aot := range []bool{false, true} {
 						out = append(out, Plan{Strategy: "egt", EGT: append([]int(nil), ws...), Branch: b, WMax: wm, AOT: aot})
+					}
+					if len(ws) >= 3 { // deep enough for stopping early to matter
+						for _, th := range sp.Thresholds {
+							out = append(out, Plan{Strategy: "egt", EGT: append([]int(nil), ws...), Branch: b, WMax: wm, DepthPolicy: "threshold", DepthMin: th})
+						}
 					}
 					if wm >= grown {
 						if wm > grown {

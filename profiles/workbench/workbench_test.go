@@ -246,3 +246,52 @@ func TestThreadSplitValidatesAndExports(t *testing.T) {
 		t.Errorf("replay: %d of %d threads for the drafter, plan %s (want 1 of 4, %s)\n%s", r.Pair.DraftThreads, r.Pair.Threads, r.Plan, duo.Plan, ex.YAML)
 	}
 }
+
+// TestCalibrationPricesThresholdPlans: a calibration records each step's
+// best path probability by depth (never rising with depth) and its
+// accepted length; tune then ranks EGT plans with a threshold depth
+// policy beside the rest, and such a plan validates token for token.
+func TestCalibrationPricesThresholdPlans(t *testing.T) {
+	ps := sharedPair(t)
+	ctx := context.Background()
+	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cal, err := b.Calibrate(ctx, ps, []string{"Once upon a time", "The little dog"}, "", 24, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cal.Acc.Depths) != cal.Acc.Steps || cal.Acc.Steps == 0 {
+		t.Fatalf("%d depth samples for %d steps", len(cal.Acc.Depths), cal.Acc.Steps)
+	}
+	for _, s := range cal.Acc.Depths {
+		if len(s.Best) == 0 || len(s.Best) > len(profiles.CalibrationWidths) || s.Accepted < 0 || s.Accepted > len(s.Best) {
+			t.Fatalf("sample %+v", s)
+		}
+		for d, p := range s.Best {
+			if p < 0 || p > 1 || (d > 0 && p > s.Best[d-1]) {
+				t.Fatalf("best path probabilities %v", s.Best)
+			}
+		}
+	}
+	tr, err := b.Tune(ctx, ps, TuneOptions{Space: profiles.SearchSpace{MaxGamma: 4, MaxDepth: 4, MaxNodes: 12}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var th *profiles.Prediction
+	for i, pr := range tr.Ranked {
+		if pr.Plan.DepthPolicy == "threshold" {
+			th = &tr.Ranked[i]
+			break
+		}
+	}
+	if th == nil || !strings.Contains(th.Plan.String(), "threshold=") || th.Speedup <= 0 {
+		t.Fatalf("no threshold plan ranked: %+v", th)
+	}
+	v, err := b.Validate(ctx, ps, ValidateOptions{Plans: []profiles.Prediction{*th}, MaxTokens: 24, Prompts: []string{"Once upon a time"}, NoStore: true})
+	if err != nil || !v.Plans[0].Identical {
+		t.Fatalf("validating %s: %v", th.Plan, err)
+	}
+}

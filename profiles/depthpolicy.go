@@ -1,0 +1,97 @@
+package profiles
+
+import (
+	"fmt"
+	"time"
+)
+
+// SearchThresholds are the minimum path probabilities the search tries as
+// an EGT threshold depth policy.
+var SearchThresholds = []float64{0.1, 0.2, 0.35, 0.5}
+
+// predictThreshold prices an EGT plan whose depth policy stops growing the
+// tree once the best frontier path falls below DepthMin, on the
+// calibration's own steps rather than on the acceptance table alone: the
+// policy's worth is that it stops exactly when the drafter is unsure, when
+// the target would have rejected the deeper levels anyway, and a model
+// that took depth and acceptance as independent would price every stop as
+// lost tokens. For each calibration step the levels the policy would draft
+// (L: one, then one more while the best path at the last level is at
+// least DepthMin, up to the plan's depth) come from its recorded best path
+// probabilities; the step costs what the fixed plan cut to L levels costs,
+// and of the tokens the full plan expects beyond the bonus, the policy
+// keeps the share the calibration's accepted paths keep when cut to L
+// (sum of min(accepted, L) over sum of min(accepted, depth)). Speedup is
+// expected tokens over expected time, as throughput is.
+func predictThreshold(p Plan, acc *Acceptance, c Costs, cv curves, m memo) (Prediction, error) {
+	if acc == nil || len(acc.Depths) == 0 {
+		return Prediction{Plan: p}, fmt.Errorf("profiles: a threshold depth policy is priced on the calibration's steps, and this calibration did not record them: calibrate again")
+	}
+	if p.DepthMin < 0 || p.DepthMin > 1 || len(p.EGT) == 0 {
+		return Prediction{Plan: p}, fmt.Errorf("profiles: cannot model %s", p)
+	}
+	depth := len(p.EGT)
+	steps := make([]int, depth+1) // calibration steps that draft L levels
+	kept, full := 0, 0
+	for _, s := range acc.Depths {
+		l := 1
+		for l < depth && l <= len(s.Best) && s.Best[l-1] >= p.DepthMin {
+			l++
+		}
+		steps[l]++
+		kept += min(s.Accepted, l)
+		full += min(s.Accepted, depth)
+	}
+	price := func(q Plan) (Prediction, error) {
+		if m == nil {
+			return predictOn(q, acc, c, cv, nil)
+		}
+		k := memoKey{q.String(), cv.split}
+		if pr, ok := m[k]; ok {
+			return pr, nil
+		}
+		pr, err := predictOn(q, acc, c, cv, nil)
+		if err == nil {
+			m[k] = pr
+		}
+		return pr, err
+	}
+	fixed := p
+	fixed.DepthPolicy, fixed.DepthMin = "", 0
+	whole, err := price(fixed)
+	if err != nil {
+		return whole, err
+	}
+	out := whole
+	out.Plan = p
+	var step, dr, ver, nodes float64
+	n := float64(len(acc.Depths))
+	for l, k := range steps {
+		if k == 0 {
+			continue
+		}
+		cut := fixed
+		cut.EGT = fixed.EGT[:l]
+		pr, err := price(cut)
+		if err != nil {
+			return out, err
+		}
+		w := float64(k) / n
+		step += w * float64(pr.Step)
+		dr += w * float64(pr.Draft)
+		ver += w * float64(pr.Verify)
+		nodes += w * float64(pr.Nodes)
+	}
+	share := 1.0
+	if full > 0 {
+		share = float64(kept) / float64(full)
+	}
+	out.AAL = 1 + (whole.AAL-1)*share
+	out.Step, out.Draft, out.Verify = time.Duration(step), time.Duration(dr), time.Duration(ver)
+	out.Nodes = int(nodes + 0.5)
+	out.Speedup = 0
+	if out.Step > 0 {
+		out.Speedup = out.AAL * float64(Interp(c.Verify, 1)) / float64(out.Step)
+	}
+	return out, nil
+}

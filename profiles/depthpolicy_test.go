@@ -1,0 +1,88 @@
+package profiles
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"arborist/profiles/store"
+)
+
+// TestThresholdPricedOnCalibrationSteps: a threshold depth policy is priced
+// on the calibration's recorded steps: at threshold 0 it is the fixed
+// plan; when the drafter's confidence foretells rejections, stopping early
+// keeps nearly every accepted token and saves the deep levels' cost, so
+// it beats the fixed plan; when confidence tells nothing, it loses tokens
+// in proportion; without recorded steps it is refused and not searched.
+func TestThresholdPricedOnCalibrationSteps(t *testing.T) {
+	ms := time.Millisecond
+	verify := []store.Point{{W: 1, Median: 10 * ms}, {W: 64, Median: 73 * ms}} // 1 ms a row beyond the first
+	c := Costs{Verify: verify, Draft: flat(ms)}
+	acc := Uniform(0.8, 0.4, 8, 2)
+	plan := Plan{Strategy: "egt", EGT: []int{1, 1, 1, 1, 1, 1}, Branch: 1, WMax: 6}
+	th := plan
+	th.DepthPolicy, th.DepthMin = "threshold", 0.3
+	if _, err := Predict(th, acc, c); err == nil || !strings.Contains(err.Error(), "calibrate again") {
+		t.Fatalf("threshold without recorded steps: %v", err)
+	}
+	for _, pr := range Search(acc, c, SearchSpace{MaxGamma: 4, MaxDepth: 4, MaxNodes: 8}) {
+		if pr.Plan.DepthPolicy == "threshold" {
+			t.Fatalf("searched %s without recorded steps", pr.Plan)
+		}
+	}
+	// half the steps: a confident drafter, every level accepted; half: an
+	// unsure one (best path 0.2 from depth 1), nothing accepted
+	sure := DepthSample{Best: []float64{0.9, 0.8, 0.7, 0.6, 0.5, 0.45, 0.4, 0.35}, Accepted: 6}
+	unsure := DepthSample{Best: []float64{0.2, 0.05, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01}, Accepted: 0}
+	acc.Depths = []DepthSample{sure, unsure, sure, unsure}
+	fixed, err := Predict(plan, acc, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := th
+	zero.DepthMin = 0
+	if p0, _ := Predict(zero, acc, c); p0.Speedup != fixed.Speedup || p0.AAL != fixed.AAL {
+		t.Errorf("threshold 0: %.4fx AAL %.3f, fixed %.4fx AAL %.3f", p0.Speedup, p0.AAL, fixed.Speedup, fixed.AAL)
+	}
+	p, err := Predict(th, acc, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the unsure steps stop after one level, the sure ones draft all six
+	if p.AAL != fixed.AAL || !(p.Step < fixed.Step) || !(p.Speedup > fixed.Speedup) || p.Plan.DepthMin != 0.3 {
+		t.Errorf("foretelling confidence: threshold %.3fx (AAL %.3f, step %v), fixed %.3fx (AAL %.3f, step %v)", p.Speedup, p.AAL, p.Step, fixed.Speedup, fixed.AAL, fixed.Step)
+	}
+	wantStep := (fixed.Step + mustPredict(t, Plan{Strategy: "egt", EGT: []int{1}, Branch: 1, WMax: 6}, acc, c).Step) / 2
+	if d := p.Step - wantStep; d < -time.Microsecond || d > time.Microsecond {
+		t.Errorf("step %v, want the mean of the six-level and one-level steps %v", p.Step, wantStep)
+	}
+	// confidence that tells nothing: the same best paths, acceptance swapped
+	acc.Depths = []DepthSample{{Best: sure.Best, Accepted: 0}, {Best: unsure.Best, Accepted: 6}}
+	q, _ := Predict(th, acc, c)
+	if want := 1 + (fixed.AAL-1)*(0+1)/(0+6); abs(q.AAL-want) > 1e-9 || !(q.Speedup < fixed.Speedup) {
+		t.Errorf("uninformative confidence: AAL %.4f (want %.4f), %.3fx against fixed %.3fx", q.AAL, want, q.Speedup, fixed.Speedup)
+	}
+	var saw bool
+	for _, pr := range Search(acc, c, SearchSpace{MaxGamma: 4, MaxDepth: 4, MaxNodes: 8}) {
+		saw = saw || pr.Plan.DepthPolicy == "threshold"
+	}
+	if !saw {
+		t.Error("the search priced no threshold plan with recorded steps")
+	}
+}
+
+func mustPredict(t *testing.T, p Plan, acc *Acceptance, c Costs) Prediction {
+	t.Helper()
+	pr, err := Predict(p, acc, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pr
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
