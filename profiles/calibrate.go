@@ -257,7 +257,7 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pa
 		// the drafter's passes right after the target's cost more than its
 		// back-to-back curve (DraftAfterTarget); a profile stored before
 		// this curve existed prices them without it
-		aopt := ProfileOptions{Widths: []int{1, 2, 3}, Kind: "draft-after", StoredOnly: storedOnly, After: pair.Target}
+		aopt := ProfileOptions{Widths: DraftAfterPasses, Kind: "draft-after", StoredOnly: storedOnly, After: pair.Target}
 		switch ap, err := ProfileModel(ctx, st, hw, pair.DraftModel, pair.Backend, aopt); {
 		case errors.Is(err, ErrNotProfiled):
 		case err != nil:

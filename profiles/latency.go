@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"arborist/engine/drafter"
 	"arborist/engine/model"
 	"arborist/engine/sample"
 	"arborist/engine/tree"
@@ -333,18 +334,25 @@ func OverheadCurve(ctx context.Context, m *model.Model, widths []int, opt CurveO
 	return out, nil
 }
 
-// DraftAfterTarget measures what a drafter's passes cost beyond its
-// back-to-back curve when they follow a target pass, as they do in every
-// speculative step that is not concurrent: the target's pass streams its
-// weights through the caches (and lets the workers sleep), so the
-// drafter's next passes find their own weights evicted. On the bench pair
-// (2 cores) a single-token drafter pass took 68 µs back to back, 250 µs
-// right after a target pass and about 110 µs for the pass after that: a
-// curve measured back to back undercharged each step of a chain by a
-// third of a millisecond, which is where the speedup model's predictions
-// ran 8-9% high. Point W=k is the k-th single-token drafter pass after a
-// target pass, as the median over rounds of its time less the drafter's
-// steady pass in the same round (the median of three further passes),
+// DraftAfterPasses are the drafter passes after a target pass whose cost
+// DraftAfterTarget measures (the points of the "draft-after" curve); the
+// speedup model charges later passes the last point.
+var DraftAfterPasses = []int{1, 2, 3, 4, 5, 6}
+
+// DraftAfterTarget measures what a drafter's passes cost in a speculative
+// step beyond its back-to-back curve. Two things are missing from that
+// curve. The target's pass streams its weights through the caches (and
+// lets the workers sleep), so the drafter's next passes find their own
+// weights evicted: on the bench pair (2 cores) a single-token drafter pass
+// took 68 µs back to back, 250 µs right after a target pass and about 110
+// µs for the pass after that. And the engine drafts through the draft
+// source, which builds each pass's positions and tree mask, keeps its
+// slots and turns the logits into a distribution: on the bench pair 40
+// µs a pass more than the bare forward pass (session 8: a chain-5 step's
+// drafting measured 0.96 ms where the model charged 0.69). Point W=k is
+// the k-th pass of a chain drafted through the source after a target
+// pass, as the median over rounds of its time less the drafter's steady
+// bare pass in the same round (the median of three further passes),
 // never below zero.
 func DraftAfterTarget(ctx context.Context, target, draft *model.Model, passes int, opt CurveOptions) ([]Point, error) {
 	opt.defaults()
@@ -355,13 +363,14 @@ func DraftAfterTarget(ctx context.Context, target, draft *model.Model, passes in
 	if opt.Context+1 > target.CtxLen || opt.Context+passes+steadyN > draft.CtxLen {
 		return nil, fmt.Errorf("profiles: context %d does not fit the models' %d and %d positions", opt.Context, target.CtxLen, draft.CtxLen)
 	}
-	tc, dc := target.NewCache(opt.Context+1), draft.NewCache(opt.Context+passes+steadyN)
+	vocab := min(target.Vocab, draft.Vocab)
+	toks := make([]int, opt.Context)
+	for i := range toks {
+		toks[i] = (i*7 + 3) % vocab
+	}
+	tc, dc := target.NewCache(opt.Context+1), draft.NewCache(opt.Context+steadyN)
 	var res model.Result
 	prefill := func(m *model.Model, c *model.Cache) error {
-		toks := make([]int, opt.Context)
-		for i := range toks {
-			toks[i] = (i*7 + 3) % min(target.Vocab, draft.Vocab)
-		}
 		return m.Forward(ctx, c, model.Batch{Tokens: toks, Want: []int{opt.Context - 1}, Output: model.OutArgmax}, &res)
 	}
 	if err := prefill(target, tc); err != nil {
@@ -370,15 +379,37 @@ func DraftAfterTarget(ctx context.Context, target, draft *model.Model, passes in
 	if err := prefill(draft, dc); err != nil {
 		return nil, err
 	}
-	one := []int{5 % min(target.Vocab, draft.Vocab)}
+	src := drafter.NewModel(draft, 0, opt.Context+passes+1, sample.Params{}, "probe")
+	dist := [][]float32{make([]float32, draft.Vocab)}
+	one := []int{5 % vocab}
 	ds := make([]time.Duration, passes+steadyN)
 	round := func() error {
+		// the source's committed prefix is cached before the target's
+		// pass, as it is in a step (its first pass adds the bonus token)
+		if err := src.Begin(ctx, toks[:opt.Context-1]); err != nil {
+			return err
+		}
+		if err := src.Expand(ctx, [][]int{{}}, dist); err != nil {
+			return err
+		}
+		if err := src.Commit(nil, toks[opt.Context-1]); err != nil {
+			return err
+		}
 		tc.Truncate(opt.Context)
 		dc.Truncate(opt.Context)
 		if err := target.Forward(ctx, tc, model.Batch{Tokens: one, Output: model.OutArgmax}, &res); err != nil {
 			return err
 		}
-		for k := range ds {
+		path := make([]int, 0, passes)
+		for k := 0; k < passes; k++ {
+			t0 := time.Now()
+			if err := src.Expand(ctx, [][]int{path}, dist); err != nil {
+				return err
+			}
+			ds[k] = time.Since(t0)
+			path = append(path, (k*11+5)%vocab)
+		}
+		for k := passes; k < len(ds); k++ {
 			t0 := time.Now()
 			if err := draft.Forward(ctx, dc, model.Batch{Tokens: one, Output: model.OutArgmax}, &res); err != nil {
 				return err

@@ -84,7 +84,8 @@ type Costs struct {
 	// measured 1.06x).
 	OneDevice bool
 	// DraftAfter is what the k-th drafter pass after a target pass costs
-	// beyond Draft (point W=k; DraftAfterTarget): evicted caches. Plans
+	// beyond Draft (point W=k, the last point for later passes;
+	// DraftAfterTarget): evicted caches and the draft source's own work. Plans
 	// that draft while the target verifies do not pay it.
 	DraftAfter []store.Point
 	// Splits, when measured, hold the curves of a concurrent pair, one
@@ -292,8 +293,8 @@ func predictOn(p Plan, acc *Acceptance, c Costs, cv curves, m memo) (Prediction,
 		}
 	}
 	if !p.Concurrent() {
-		for i := 0; i < len(pr.PerDepth) && i < len(c.DraftAfter); i++ {
-			pr.Draft += c.DraftAfter[i].Median
+		for i := 0; i < len(pr.PerDepth) && len(c.DraftAfter) > 0; i++ {
+			pr.Draft += c.DraftAfter[min(i, len(c.DraftAfter)-1)].Median // later passes: the last point
 		}
 	}
 	pr.Verify = Interp(verify, 1+pr.Nodes)

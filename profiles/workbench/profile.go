@@ -107,7 +107,7 @@ func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, pr
 		}
 		// and what its passes right after the target's cost beyond that
 		// curve (profiles.DraftAfterTarget), which tune prices steps with
-		ao := popt("draft-after", []int{1, 2, 3})
+		ao := popt("draft-after", profiles.DraftAfterPasses)
 		ao.After = pair.Target
 		if r.DraftAfter, err = profiles.ProfileModel(ctx, st, r.Hardware, pair.DraftModel, pair.Backend, ao); err != nil {
 			return nil, err
