@@ -4,27 +4,39 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
+	"arborist/engine/drafter"
 	"arborist/engine/model"
+	"arborist/engine/sample"
 	"arborist/profiles/store"
 )
 
-// Recheck is the quick re-measurement of a stored T_verify curve before
-// the speedup model uses it. A curve measured in a slow minute (or on a
+// Recheck is the quick re-measurement of the stored curves before the
+// speedup model uses them. A curve measured in a slow minute (or on a
 // machine that has since changed) misprices every plan against plain
 // decoding: speedup = AAL * T_verify(1) / step, so a stale T_verify(1)
 // alone once made tune predict 2.36x for a plan that measured 1.48x. The
 // re-check times W = 1, a middle width and one wider pass now, interleaved
 // (medians of at least nine rounds), and when any is off by more than
-// RecheckTolerance rescales the curve: each anchor's ratio at its width
-// when that anchor moved, linearly between anchors, the first below and
-// the last above (so a lone stale point and a uniformly slower machine
-// are both corrected, and an anchor within tolerance stays put). The
-// middle anchor is there because the curve does not move in one piece: on
-// the bench pair a re-check found W = 1 and W = 8 13% faster than stored
-// while W = 4, the width of the chosen plan, measured what it was stored
-// at, and rescaling it by the ends over-predicted that plan by 12%.
+// RecheckTolerance rescales the curve by every anchor's ratio at its width,
+// linearly between anchors, the first below and the last above. All
+// anchors move together because they were measured in the same rounds:
+// their shape now is one measurement, and applying only the anchors past
+// the tolerance bent the curve (a re-check that found W = 1 3% slower and
+// W = 4 and 8 10% slower rescaled only the latter and under-predicted the
+// chosen plan by 14%). The middle anchor is there because the curve does
+// not move in one piece: on the bench pair a re-check found W = 1 and W =
+// 8 13% faster than stored while W = 4, the width of the chosen plan,
+// measured what it was stored at.
+//
+// With a draft model, each round also times the first DraftPasses
+// drafter passes through the draft source right after the W = 1 target
+// pass, as a chain step drafts, and rescales the drafter's curves when
+// their sum moved past the tolerance: the drafter's back-to-back curve
+// swung from 103 to 159 µs a pass between two profiles of the same pair,
+// and a step's drafting is what the model charges most unevenly.
 type Recheck struct {
 	W                 int           // the wide anchor's width
 	Mid               int           // the middle anchor's width (0: none, the curve is too short)
@@ -33,11 +45,17 @@ type Recheck struct {
 	StoredW, NowW     time.Duration // T_verify(W)
 	Scale1, ScaleMid  float64       // Now / Stored at the anchors
 	ScaleW            float64
-	Rescaled          bool          // the curve was rescaled
-	BandwidthStored   float64       // bytes/s when the machine was profiled (0: unknown)
-	BandwidthNow      float64       // bytes/s now (0: not measured)
-	BandwidthWarning  string        // set when the bandwidth moved by more than 15%
-	Elapsed           time.Duration // what the re-check cost
+	Rescaled          bool // the curve was rescaled
+	// DraftPasses (0: no draft model) single-token drafter passes after a
+	// target pass: what the stored curves charge, what they take now.
+	DraftPasses           int
+	StoredDraft, NowDraft time.Duration
+	ScaleDraft            float64
+	DraftRescaled         bool          // the drafter's curves were rescaled by ScaleDraft
+	BandwidthStored       float64       // bytes/s when the machine was profiled (0: unknown)
+	BandwidthNow          float64       // bytes/s now (0: not measured)
+	BandwidthWarning      string        // set when the bandwidth moved by more than 15%
+	Elapsed               time.Duration // what the re-check cost
 }
 
 // RecheckTolerance is how far a stored anchor may be from the one
@@ -45,15 +63,18 @@ type Recheck struct {
 // repeated profiles on a quiet machine.
 const RecheckTolerance = 0.08
 
-// applied is the factor an anchor's ratio now/stored puts on its end of
-// the curve: only an anchor that moved past the tolerance moves it, so a
-// lone stale point is corrected without dragging the rest by the other
-// anchor's noise.
-func applied(ratio float64) float64 {
-	if math.Abs(ratio-1) <= RecheckTolerance {
-		return 1
+// DraftPasses is how many drafter passes after a target pass the
+// re-check times: a typical chain step's.
+const DraftPasses = 4
+
+// moved says whether any ratio now/stored is past the tolerance.
+func moved(ratios ...float64) bool {
+	for _, r := range ratios {
+		if math.Abs(r-1) > RecheckTolerance {
+			return true
+		}
 	}
-	return ratio
+	return false
 }
 
 // String is the one-line report tune and run print.
@@ -65,13 +86,21 @@ func (r *Recheck) String() string {
 	}
 	s += fmt.Sprintf("; W=%d stored %s, now %s", r.W, ms(r.StoredW), ms(r.NowW))
 	if r.Rescaled {
-		s += fmt.Sprintf("; curve rescaled (x%.2f at W=1", applied(r.Scale1))
+		s += fmt.Sprintf("; curve rescaled (x%.2f at W=1", r.Scale1)
 		if r.Mid > 0 {
-			s += fmt.Sprintf(", x%.2f at W=%d", applied(r.ScaleMid), r.Mid)
+			s += fmt.Sprintf(", x%.2f at W=%d", r.ScaleMid, r.Mid)
 		}
-		s += fmt.Sprintf(", x%.2f from W=%d)", applied(r.ScaleW), r.W)
+		s += fmt.Sprintf(", x%.2f from W=%d)", r.ScaleW, r.W)
 	} else {
 		s += "; curve kept"
+	}
+	if r.DraftPasses > 0 {
+		s += fmt.Sprintf("\ndrafter re-check: %d passes after a target pass stored %s, now %s", r.DraftPasses, ms(r.StoredDraft), ms(r.NowDraft))
+		if r.DraftRescaled {
+			s += fmt.Sprintf("; drafter curves rescaled (x%.2f)", r.ScaleDraft)
+		} else {
+			s += "; kept"
+		}
 	}
 	if r.BandwidthWarning != "" {
 		s += "\nwarning: " + r.BandwidthWarning
@@ -82,15 +111,25 @@ func (r *Recheck) String() string {
 // RecheckVerify re-measures T_verify(1), T_verify(4) and T_verify(W) (W =
 // 8, or the curve's widest point below it; the middle anchor only where
 // 1 < 4 < W) on m, returns the curve to use (rescaled or the stored one)
-// and what it found. When bandwidthStored is positive
-// it also re-measures the read bandwidth with threads goroutines and warns
-// when it moved by more than 15%: the machine is busier, or not the one
-// that was profiled, and every stored curve is suspect.
+// and what it found (RecheckCosts without a drafter).
 func RecheckVerify(ctx context.Context, m *model.Model, curve []store.Point, threads int, bandwidthStored float64) ([]store.Point, Recheck, error) {
+	c, r, err := RecheckCosts(ctx, m, nil, Costs{Verify: curve}, threads, bandwidthStored)
+	return c.Verify, r, err
+}
+
+// RecheckCosts re-checks c.Verify as RecheckVerify does and, when draft
+// is the draft model c.Draft and c.DraftAfter were measured for, the
+// drafter's first DraftPasses passes after a target pass in the same
+// rounds; it returns c with the curves to use. When bandwidthStored is
+// positive it also re-measures the read bandwidth with threads goroutines
+// and warns when it moved by more than 15%: the machine is busier, or not
+// the one that was profiled, and every stored curve is suspect.
+func RecheckCosts(ctx context.Context, m, draft *model.Model, c Costs, threads int, bandwidthStored float64) (Costs, Recheck, error) {
 	t0 := time.Now()
 	var r Recheck
+	curve := c.Verify
 	if len(curve) == 0 {
-		return curve, r, fmt.Errorf("profiles: no stored T_verify curve to re-check")
+		return c, r, fmt.Errorf("profiles: no stored T_verify curve to re-check")
 	}
 	r.W = min(8, curve[len(curve)-1].W)
 	widths := []int{1}
@@ -101,35 +140,54 @@ func RecheckVerify(ctx context.Context, m *model.Model, curve []store.Point, thr
 	if r.W > 1 {
 		widths = append(widths, r.W)
 	}
-	now, err := VerifyCurve(ctx, m, widths, CurveOptions{Warmup: 2, MinReps: 9, MaxReps: 21})
-	if err != nil {
-		return curve, r, err
+	if draft != nil && len(c.Draft) > 0 {
+		r.DraftPasses = DraftPasses
 	}
-	r.Stored1, r.Now1 = Interp(curve, 1), now[0].Median
-	r.StoredW, r.NowW = Interp(curve, r.W), now[len(now)-1].Median
+	now, drafted, err := recheckRounds(ctx, m, draft, widths, r.DraftPasses, CurveOptions{Warmup: 2, MinReps: 9, MaxReps: 21})
+	if err != nil {
+		return c, r, err
+	}
+	r.Stored1, r.Now1 = Interp(curve, 1), now[0]
+	r.StoredW, r.NowW = Interp(curve, r.W), now[len(now)-1]
 	if r.Stored1 <= 0 || r.StoredW <= 0 {
-		return curve, r, fmt.Errorf("profiles: the stored T_verify curve has no positive time at W=1")
+		return c, r, fmt.Errorf("profiles: the stored T_verify curve has no positive time at W=1")
 	}
 	r.Scale1 = float64(r.Now1) / float64(r.Stored1)
 	r.ScaleW = float64(r.NowW) / float64(r.StoredW)
-	anchors, factors := []int{1}, []float64{applied(r.Scale1)}
+	anchors, factors := []int{1}, []float64{r.Scale1}
 	if r.Mid > 0 {
-		r.StoredMid, r.NowMid = Interp(curve, r.Mid), now[1].Median
+		r.StoredMid, r.NowMid = Interp(curve, r.Mid), now[1]
 		if r.StoredMid <= 0 {
-			return curve, r, fmt.Errorf("profiles: the stored T_verify curve has no positive time at W=%d", r.Mid)
+			return c, r, fmt.Errorf("profiles: the stored T_verify curve has no positive time at W=%d", r.Mid)
 		}
 		r.ScaleMid = float64(r.NowMid) / float64(r.StoredMid)
-		anchors, factors = append(anchors, r.Mid), append(factors, applied(r.ScaleMid))
+		anchors, factors = append(anchors, r.Mid), append(factors, r.ScaleMid)
 	}
 	if r.W > 1 {
-		anchors, factors = append(anchors, r.W), append(factors, applied(r.ScaleW))
+		anchors, factors = append(anchors, r.W), append(factors, r.ScaleW)
 	}
-	out := curve
-	for _, f := range factors {
-		if f != 1 {
-			r.Rescaled = true
-			out = RescaleAt(curve, anchors, factors)
-			break
+	if moved(factors...) {
+		r.Rescaled = true
+		c.Verify = RescaleAt(curve, anchors, factors)
+	}
+	if r.DraftPasses > 0 {
+		one := Interp(c.Draft, 1)
+		for i := 0; i < r.DraftPasses; i++ {
+			r.StoredDraft += one
+			if len(c.DraftAfter) > 0 {
+				r.StoredDraft += c.DraftAfter[min(i, len(c.DraftAfter)-1)].Median
+			}
+		}
+		r.NowDraft = drafted
+		if r.StoredDraft > 0 {
+			r.ScaleDraft = float64(r.NowDraft) / float64(r.StoredDraft)
+			if moved(r.ScaleDraft) {
+				r.DraftRescaled = true
+				c.Draft = RescaleAt(c.Draft, []int{1}, []float64{r.ScaleDraft})
+				if len(c.DraftAfter) > 0 {
+					c.DraftAfter = RescaleAt(c.DraftAfter, []int{1}, []float64{r.ScaleDraft})
+				}
+			}
 		}
 	}
 	if bandwidthStored > 0 {
@@ -142,7 +200,104 @@ func RecheckVerify(ctx context.Context, m *model.Model, curve []store.Point, thr
 		}
 	}
 	r.Elapsed = time.Since(t0)
-	return out, r, nil
+	return c, r, nil
+}
+
+// recheckRounds times target passes of each width on m over a cached
+// context, round after round (medians); with a draft model, each round
+// first caches the context in a draft source, and right after the W = 1
+// pass times passes single-token source passes growing a chain (the
+// median of their sum).
+func recheckRounds(ctx context.Context, m, draft *model.Model, widths []int, passes int, opt CurveOptions) ([]time.Duration, time.Duration, error) {
+	opt.defaults()
+	maxW := slices.Max(widths)
+	if opt.Context+maxW > m.CtxLen || (passes > 0 && opt.Context+passes+1 > draft.CtxLen) {
+		return nil, 0, fmt.Errorf("profiles: context %d + width %d exceed the models' positions", opt.Context, maxW)
+	}
+	vocab := m.Vocab
+	if passes > 0 {
+		vocab = min(vocab, draft.Vocab)
+	}
+	toks := make([]int, opt.Context+maxW)
+	for i := range toks {
+		toks[i] = (i*7 + 3) % vocab
+	}
+	cache := m.NewCache(opt.Context + maxW)
+	var res model.Result
+	if err := m.Forward(ctx, cache, model.Batch{Tokens: toks[:opt.Context], Want: []int{opt.Context - 1}}, &res); err != nil {
+		return nil, 0, err
+	}
+	var src *drafter.Model
+	var dist [][]float32
+	if passes > 0 {
+		src = drafter.NewModel(draft, 0, opt.Context+passes+1, sample.Params{}, "re-check")
+		dist = [][]float32{make([]float32, draft.Vocab)}
+	}
+	times := make([][]time.Duration, len(widths))
+	var drafted []time.Duration
+	round := func(timed bool) error {
+		if src != nil {
+			if err := src.Begin(ctx, toks[:opt.Context-1]); err != nil {
+				return err
+			}
+			if err := src.Expand(ctx, [][]int{{}}, dist); err != nil {
+				return err
+			}
+			if err := src.Commit(nil, toks[opt.Context-1]); err != nil {
+				return err
+			}
+		}
+		for i, w := range widths {
+			cache.Truncate(opt.Context)
+			t0 := time.Now()
+			if err := m.Forward(ctx, cache, model.Batch{Tokens: toks[opt.Context : opt.Context+w]}, &res); err != nil {
+				return err
+			}
+			if timed {
+				times[i] = append(times[i], time.Since(t0))
+			}
+			if w != 1 || src == nil {
+				continue
+			}
+			path := make([]int, 0, passes)
+			t0 = time.Now()
+			for k := 0; k < passes; k++ {
+				if err := src.Expand(ctx, [][]int{path}, dist); err != nil {
+					return err
+				}
+				path = append(path, (k*11+5)%vocab)
+			}
+			if timed {
+				drafted = append(drafted, time.Since(t0))
+			}
+		}
+		return nil
+	}
+	for i := 0; i < opt.Warmup; i++ {
+		if err := round(false); err != nil {
+			return nil, 0, err
+		}
+	}
+	for n := 0; n < opt.MaxReps; n++ {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		if err := round(true); err != nil {
+			return nil, 0, err
+		}
+		if n+1 >= opt.MinReps && allSettled(times) {
+			break
+		}
+	}
+	out := make([]time.Duration, len(widths))
+	for i := range widths {
+		out[i], _ = medianSpread(times[i])
+	}
+	var d time.Duration
+	if len(drafted) > 0 {
+		d, _ = medianSpread(drafted)
+	}
+	return out, d, nil
 }
 
 // RescaleAt multiplies each point's median and spread by a factor

@@ -2,10 +2,12 @@ package profiles
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"arborist/engine/model"
 	"arborist/profiles/store"
 )
 
@@ -71,5 +73,58 @@ func TestRecheckVerifyRescalesAStaleCurve(t *testing.T) {
 	}
 	if _, _, err := RecheckVerify(context.Background(), m, nil, 2, 0); err == nil {
 		t.Error("an empty curve was re-checked")
+	}
+}
+
+// TestRecheckDrafter: with a draft model, the re-check times its first
+// passes after a target pass and rescales drafter curves stored five times
+// too slow (the after-target points too) to within a factor of three of
+// that, leaving a true stored verify curve's shape alone; curves that
+// match are kept.
+func TestRecheckDrafter(t *testing.T) {
+	m := benchModel(t)
+	dm, err := model.Load(filepath.Join("..", "..", "shared", "models", "bench", "draft-noisy-0.05.gguf"), m.Backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dm.Close()
+	ctx := context.Background()
+	verify, err := VerifyCurve(ctx, m, []int{1, 4, 8}, CurveOptions{MinReps: 3, MaxReps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	draft, err := VerifyCurve(ctx, dm, []int{1, 2}, CurveOptions{MinReps: 3, MaxReps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := DraftAfterTarget(ctx, m, dm, 2, CurveOptions{Warmup: 1, MaxReps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := func(pts []Point, f time.Duration) []store.Point {
+		var out []store.Point
+		for _, p := range pts {
+			out = append(out, store.Point{W: p.W, Median: f * p.Median, Reps: p.Reps})
+		}
+		return out
+	}
+	stale := Costs{Verify: slow(verify, 1), Draft: slow(draft, 5), DraftAfter: slow(after, 5)}
+	got, rc, err := RecheckCosts(ctx, m, dm, stale, 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.DraftPasses != DraftPasses || !rc.DraftRescaled || rc.ScaleDraft > 0.6 || !strings.Contains(rc.String(), "drafter curves rescaled") {
+		t.Fatalf("drafter curves 5x too slow: %+v\n%s", rc, rc.String())
+	}
+	for i, p := range got.Draft {
+		if r := float64(p.Median) / float64(draft[i].Median); r < 0.33 || r > 3 {
+			t.Errorf("draft W=%d: rescaled to %v, measured %v", p.W, p.Median, draft[i].Median)
+		}
+	}
+	if got.DraftAfter[0].Median >= stale.DraftAfter[0].Median && stale.DraftAfter[0].Median > 0 {
+		t.Errorf("after-target point kept at %v", got.DraftAfter[0].Median)
+	}
+	if _, rc, _ := RecheckCosts(ctx, m, nil, stale, 2, 0); rc.DraftPasses != 0 || strings.Contains(rc.String(), "drafter") {
+		t.Errorf("no draft model, yet %q", rc.String())
 	}
 }

@@ -129,7 +129,7 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 		for _, pt := range r.DraftAfter.Curve.Points {
 			parts = append(parts, fmt.Sprintf("pass %d +%v", pt.W, pt.Median.Round(time.Microsecond)))
 		}
-		fmt.Fprintf(w, "drafter passes right after a target pass, beyond its curve (evicted caches): %s\n", strings.Join(parts, ", "))
+		fmt.Fprintf(w, "drafter passes right after a target pass, through the draft source, beyond its curve (evicted caches, the source's own work): %s\n", strings.Join(parts, ", "))
 	}
 	return nil
 }
@@ -327,6 +327,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	if rc := t.Inputs.Recheck; rc != nil {
 		doc.Recheck = &recheckJSON{W: rc.W, Stored1: rc.Stored1, Now1: rc.Now1, Mid: rc.Mid, StoredMid: rc.StoredMid, NowMid: rc.NowMid,
 			StoredW: rc.StoredW, NowW: rc.NowW, Rescaled: rc.Rescaled,
+			DraftPasses: rc.DraftPasses, StoredDraft: rc.StoredDraft, NowDraft: rc.NowDraft, DraftRescaled: rc.DraftRescaled,
 			BandwidthStored: rc.BandwidthStored, BandwidthNow: rc.BandwidthNow, Warning: rc.BandwidthWarning}
 		if !*asJSON {
 			fmt.Fprintln(w, rc)
@@ -674,6 +675,10 @@ type recheckJSON struct {
 	StoredW         time.Duration `json:"stored_verify_w_ns"`
 	NowW            time.Duration `json:"now_verify_w_ns"`
 	Rescaled        bool          `json:"rescaled"`
+	DraftPasses     int           `json:"draft_passes,omitempty"`
+	StoredDraft     time.Duration `json:"stored_draft_ns,omitempty"`
+	NowDraft        time.Duration `json:"now_draft_ns,omitempty"`
+	DraftRescaled   bool          `json:"draft_rescaled,omitempty"`
 	BandwidthStored float64       `json:"bandwidth_stored,omitempty"`
 	BandwidthNow    float64       `json:"bandwidth_now,omitempty"`
 	Warning         string        `json:"warning,omitempty"`

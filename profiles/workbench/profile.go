@@ -266,9 +266,10 @@ type InputsOptions struct {
 	// Measure profiles missing curves; without it they are only read from
 	// the database (Profiled false when missing).
 	Measure bool
-	// Recheck re-measures T_verify(1) and T_verify(8) now and rescales a
-	// stale stored curve (profiles.RecheckVerify), and warns when the
-	// memory bandwidth moved since the machine was profiled.
+	// Recheck re-measures T_verify at W = 1, 4 and 8 and a draft model's
+	// first passes after a target pass now, rescales stale stored curves
+	// (profiles.RecheckCosts), and warns when the memory bandwidth moved
+	// since the machine was profiled.
 	Recheck bool
 }
 
@@ -313,11 +314,11 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 		return nil, err
 	}
 	if opt.Recheck && in.Profiled {
-		curve, rc, err := profiles.RecheckVerify(ctx, pair.Target, in.Costs.Verify, pair.Backend.Threads(), in.Hardware.Bandwidth)
+		costs, rc, err := profiles.RecheckCosts(ctx, pair.Target, pair.DraftModel, in.Costs, pair.Backend.Threads(), in.Hardware.Bandwidth)
 		if err != nil {
-			return nil, fmt.Errorf("re-checking the stored T_verify curve: %w", err)
+			return nil, fmt.Errorf("re-checking the stored curves: %w", err)
 		}
-		in.Costs.Verify, in.Recheck = curve, &rc
+		in.Costs, in.Recheck = costs, &rc
 	}
 	if opt.Alpha > 0 {
 		decay := opt.Decay
