@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"arborist/engine/model"
@@ -109,6 +110,9 @@ type ProfileOptions struct {
 	// After is the target whose pass precedes the drafter's, for Kind
 	// "draft-after" (DraftAfterTarget; Widths are the passes 1..k).
 	After *model.Model
+	// Engine runs the pair for a Kind starting "draft-steps"
+	// (DraftStepCosts: a source without a model file of its own).
+	Engine *spec.Engine
 }
 
 // ErrNotProfiled: no stored curve matches and measuring was not allowed.
@@ -162,6 +166,15 @@ func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *mo
 		return nil, ErrNotProfiled
 	}
 	curve := VerifyCurve
+	switch {
+	case strings.HasPrefix(opt.Kind, "draft-steps"):
+		if opt.Engine == nil {
+			return nil, fmt.Errorf("profiles: a %s curve needs the pair's engine (ProfileOptions.Engine)", opt.Kind)
+		}
+		curve = func(ctx context.Context, _ *model.Model, _ []int, o CurveOptions) ([]Point, error) {
+			return DraftStepCosts(ctx, opt.Engine, o)
+		}
+	}
 	switch opt.Kind {
 	case "overhead":
 		curve = OverheadCurve
@@ -271,8 +284,22 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pa
 			c.Draft = append(c.Draft, pt)
 		}
 	case pair.Hidden != nil:
-		// one block and the output head over a single row per depth,
-		// however many nodes share that depth: a fixed share of T_verify(1)
+		// measured in the engine (DraftStepCosts), keyed by the source
+		hopt := DraftStepOptions(pair, spec)
+		hopt.StoredOnly = storedOnly
+		if progress != nil {
+			hopt.Curve.Progress = func(done, total int, p Point) { progress("drafting probe", done, total, p) }
+		}
+		hp, err := ProfileModel(ctx, st, hw, pair.Target, pair.Backend, hopt)
+		if err == nil {
+			c.Draft, c.DraftAfter = draftStepCurves(hp.Curve.Points, tp.Curve.Points)
+			break
+		}
+		if !errors.Is(err, ErrNotProfiled) {
+			return c, 0, err
+		}
+		// not measured (a stored-only read): one block and the output head
+		// over a single row per depth, a fixed share of T_verify(1)
 		cfg := &pair.Target.Config
 		n, qd, kvd := float64(cfg.Dim), float64(cfg.Heads*cfg.HeadDim), float64(cfg.KVDim())
 		block := 2*qd*n + 2*kvd*n + 3*n*float64(cfg.FFN)

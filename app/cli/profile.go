@@ -94,12 +94,13 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 			Overhead *curveJSON `json:"overhead"`
 			Draft    *curveJSON `json:"draft,omitempty"`
 			After    *curveJSON `json:"draft_after_target,omitempty"`
+			Steps    *curveJSON `json:"drafting_in_engine,omitempty"`
 			Limits   any        `json:"limits"`
 			Memory   any        `json:"device_memory,omitempty"`
 		}{
 			Memory:   r.Memory,
 			Hardware: map[string]any{"fingerprint": hw.Fingerprint, "cpu": hw.CPU, "cores": hw.Cores, "threads": hw.Threads, "simd": hw.SIMD, "ram_bytes": hw.RAM, "bandwidth_bytes_per_s": hw.Bandwidth, "gpus": hw.GPUs},
-			Target:   curveDoc(r.Target, p.Target), Overhead: curveDoc(r.Overhead, p.Target), Draft: curveDoc(r.Draft, p.Draft), After: curveDoc(r.DraftAfter, p.Draft),
+			Target:   curveDoc(r.Target, p.Target), Overhead: curveDoc(r.Overhead, p.Target), Draft: curveDoc(r.Draft, p.Draft), After: curveDoc(r.DraftAfter, p.Draft), Steps: curveDoc(r.DraftSteps, p.DraftHidden),
 			Limits: map[string]any{"roofline_ns": int64(r.Limits.Roofline()), "peak_macs_per_s": r.Limits.Peak, "peak_kind": r.Limits.Kind(), "macs_per_token": r.Limits.MACs,
 				"weight_bytes_per_token": r.Limits.WeightBytes},
 		})
@@ -130,6 +131,11 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 			parts = append(parts, fmt.Sprintf("pass %d +%v", pt.W, pt.Median.Round(time.Microsecond)))
 		}
 		fmt.Fprintf(w, "drafter passes right after a target pass, through the draft source, beyond its curve (evicted caches, the source's own work): %s\n", strings.Join(parts, ", "))
+	}
+	if d := r.DraftSteps; d != nil && len(d.Curve.Points) == 2 {
+		pts := d.Curve.Points
+		fmt.Fprintf(w, "drafting measured in the engine (%s): %v a level, the step's first pass %v more\n",
+			strings.TrimPrefix(d.Curve.Key.Kind, "draft-steps "), pts[0].Median.Round(time.Microsecond), pts[1].Median.Round(time.Microsecond))
 	}
 	return nil
 }

@@ -33,6 +33,10 @@ type ProfileReport struct {
 	// DraftAfter is the draft model's extra time for its k-th pass after a
 	// target pass (W=k; nil for other sources)
 	DraftAfter *profiles.Profile
+	// DraftSteps is a hidden-state drafter's drafting measured in the
+	// engine (profiles.DraftStepCosts: W=1 a further level's pass, W=2 the
+	// first pass's extra; nil for other sources)
+	DraftSteps *profiles.Profile
 	Overhead   *profiles.Profile // bookkeeping per step at profiles.OverheadWidths
 	Limits     profiles.Limits
 	Memory     *store.DeviceMemory // the target device's own memory (a GPU's), nil on the CPU
@@ -110,6 +114,14 @@ func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, pr
 		ao := popt("draft-after", profiles.DraftAfterPasses)
 		ao.After = pair.Target
 		if r.DraftAfter, err = profiles.ProfileModel(ctx, st, r.Hardware, pair.DraftModel, pair.Backend, ao); err != nil {
+			return nil, err
+		}
+	}
+	if pair.Hidden != nil {
+		o := profiles.DraftStepOptions(pair, ps)
+		ref := popt("drafting probe", nil)
+		o.Fresh, o.Curve.Progress = ref.Fresh, ref.Curve.Progress
+		if r.DraftSteps, err = profiles.ProfileModel(ctx, st, r.Hardware, pair.Target, pair.Backend, o); err != nil {
 			return nil, err
 		}
 	}
