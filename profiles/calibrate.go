@@ -38,26 +38,39 @@ func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens in
 		return nil, err
 	}
 	depth := len(CalibrationWidths)
-	hits := make([][]int, depth)
-	offered := make([][]int, depth)
-	for d, w := range CalibrationWidths {
-		hits[d], offered[d] = make([]int, w), make([]int, w)
+	table := func() [][]int {
+		t := make([][]int, depth)
+		for d, w := range CalibrationWidths {
+			t[d] = make([]int, w)
+		}
+		return t
 	}
+	hits, offered := table(), table()
+	// the same counts for regular and re-sampled steps apart (Acceptance.Regular)
+	kindHits, kindOffered := [2][][]int{table(), table()}, [2][][]int{table(), table()}
+	resampled := 0
 	acc := &Acceptance{QBins: make([]float64, 10), QCounts: make([]int, 10), Created: time.Now().UTC()}
 	qHits := make([]int, 10)
 	for i, p := range prompts {
 		cfg := spec.Config{Strategy: "tree", Static: shape, MaxTokens: tokens, StopAtEOS: true}
 		cfg.OnStep = func(s spec.Step) {
 			acc.Steps++
+			kind := 0
+			if s.Resampled {
+				kind = 1
+				resampled++
+			}
 			for lvl, k := range s.Offered {
 				if lvl >= depth {
 					break
 				}
 				for r := 0; r < k && r < len(offered[lvl]); r++ {
 					offered[lvl][r]++
+					kindOffered[kind][lvl][r]++
 				}
 				if r := s.Ranks[lvl]; r >= 0 && r < len(hits[lvl]) {
 					hits[lvl][r]++
+					kindHits[kind][lvl][r]++
 				}
 			}
 			if len(acc.Depths) < maxDepthSamples {
@@ -81,15 +94,23 @@ func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens in
 			progress(i+1, len(prompts))
 		}
 	}
-	for d := range hits {
-		row := make([]float64, len(hits[d]))
-		for r := range row {
-			if offered[d][r] > 0 {
-				row[r] = float64(hits[d][r]) / float64(offered[d][r])
+	rates := func(hits, offered [][]int) [][]float64 {
+		var out [][]float64
+		for d := range hits {
+			row := make([]float64, len(hits[d]))
+			for r := range row {
+				if offered[d][r] > 0 {
+					row[r] = float64(hits[d][r]) / float64(offered[d][r])
+				}
 			}
+			out = append(out, row)
 		}
-		acc.Rank = append(acc.Rank, row)
-		acc.Counts = append(acc.Counts, offered[d])
+		return out
+	}
+	acc.Rank, acc.Counts = rates(hits, offered), offered
+	if resampled > 0 {
+		acc.Regular, acc.RegularCounts = rates(kindHits[0], kindOffered[0]), kindOffered[0]
+		acc.Resampled, acc.ResampledCounts = rates(kindHits[1], kindOffered[1]), kindOffered[1]
 	}
 	for b := range qHits {
 		if acc.QCounts[b] > 0 {

@@ -86,3 +86,35 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+// TestSteadyAALMixesRegularAndResampledSteps: with tables for regular and
+// re-sampled steps, a plan's AAL is the mix its own full acceptance
+// settles on (a chain of one at 0.8 and 0.5: regular steps are 1/1.2 of
+// all); equal tables give the one-table AAL, and too few steps of either
+// kind leave the one table in charge.
+func TestSteadyAALMixesRegularAndResampledSteps(t *testing.T) {
+	c := Costs{Verify: flat(10 * time.Millisecond)}
+	acc := Uniform(0.65, 0.4, 4, 2)
+	acc.Regular, acc.Resampled = Uniform(0.8, 0.4, 4, 2).Rank, Uniform(0.5, 0.4, 4, 2).Rank
+	counts := [][]int{{100, 100}}
+	acc.RegularCounts, acc.ResampledCounts = counts, counts
+	one := mustPredict(t, Plan{Strategy: "chain", Gamma: 1}, acc, c)
+	if want := (1.8 + 0.2*1.5) / 1.2; abs(one.AAL-want) > 1e-9 {
+		t.Errorf("chain of 1: AAL %.4f, want %.4f", one.AAL, want)
+	}
+	two := mustPredict(t, Plan{Strategy: "chain", Gamma: 2}, acc, c)
+	share := 1 / (2 - 0.64)
+	if want := share*(1+0.8+0.64) + (1-share)*(1+0.5+0.25); abs(two.AAL-want) > 1e-9 {
+		t.Errorf("chain of 2: AAL %.4f, want %.4f", two.AAL, want)
+	}
+	same := Uniform(0.65, 0.4, 4, 2)
+	same.Regular, same.Resampled, same.RegularCounts, same.ResampledCounts = same.Rank, same.Rank, counts, counts
+	tree := Plan{Strategy: "tree", Widths: []int{2, 1}}
+	if a, b := mustPredict(t, tree, same, c).AAL, mustPredict(t, tree, Uniform(0.65, 0.4, 4, 2), c).AAL; abs(a-b) > 1e-9 {
+		t.Errorf("equal tables: AAL %.4f against one table's %.4f", a, b)
+	}
+	acc.ResampledCounts = [][]int{{5, 5}}
+	if few := mustPredict(t, Plan{Strategy: "chain", Gamma: 1}, acc, c); abs(few.AAL-1.65) > 1e-9 {
+		t.Errorf("5 re-sampled steps: AAL %.4f, want the one table's 1.65", few.AAL)
+	}
+}

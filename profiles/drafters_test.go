@@ -112,6 +112,19 @@ func TestDrafterLifecycle(t *testing.T) {
 	if len(c.Draft) == 0 || c.Draft[0].Median <= 0 || c.Draft[len(c.Draft)-1].Median != c.Draft[0].Median || len(c.DraftAfter) != 2 || c.DraftAfter[0].Median < 0 {
 		t.Errorf("hidden drafter cost %v (first pass extra %v) against T_verify(1) %v", c.Draft, c.DraftAfter, c.Verify[0].Median)
 	}
+	// calibration counts the steps the drafter re-sampled apart from the
+	// regular ones, every step in one of the two tables
+	var ids [][]int
+	for _, p := range []string{"Once upon a time", "The little dog ran", "Lily and Ben"} {
+		ids = append(ids, pair.Target.Tok.Encode(p, true, false))
+	}
+	acc, err := Calibrate(ctx, DraftStepOptions(pair, PairSpec{}).Engine, ids, 48, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(acc.Resampled) == 0 || acc.ResampledCounts[0][0] == 0 || acc.RegularCounts[0][0]+acc.ResampledCounts[0][0] != acc.Counts[0][0] {
+		t.Errorf("steps by kind: regular %v, re-sampled %v, all %v", acc.RegularCounts, acc.ResampledCounts, acc.Counts)
+	}
 	again, _, err := PairCosts(ctx, st, hw, pair, PairSpec{Target: target, DraftHidden: "1"}, true, nil)
 	if err != nil || again.Draft[0] != c.Draft[0] || again.DraftAfter[0] != c.DraftAfter[0] {
 		t.Errorf("stored drafting costs %v %v, measured %v %v (%v)", again.Draft[0], again.DraftAfter, c.Draft[0], c.DraftAfter, err)

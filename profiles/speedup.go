@@ -32,6 +32,83 @@ type Acceptance struct {
 	// what a threshold depth policy is priced on (none in databases
 	// from before session 8: such plans are then not searched).
 	Depths []DepthSample `json:"depths,omitempty"`
+	// Regular and Resampled split Rank by the kind of step, when the
+	// source drafted some steps by re-sampling its last chain after a
+	// rejection (the hidden-state drafter) rather than from the target's
+	// true states: on the bench target its depth-1 proposals were
+	// accepted 81% of the time after a step accepted in full and 60%
+	// after a rejection, and the probe tree, deep enough to be rejected
+	// almost every step, measured 58%, under-pricing every short chain.
+	// Counts as Counts. Empty when no step was re-sampled.
+	Regular         [][]float64 `json:"regular,omitempty"`
+	Resampled       [][]float64 `json:"resampled,omitempty"`
+	RegularCounts   [][]int     `json:"regular_counts,omitempty"`
+	ResampledCounts [][]int     `json:"resampled_counts,omitempty"`
+}
+
+// minSplitSteps is how many steps of each kind (at depth 1) a calibration
+// needs before Predict prices the regular and re-sampled steps apart.
+const minSplitSteps = 20
+
+// split reports whether the re-sampled and regular tables are both
+// measured well enough to price apart.
+func (a *Acceptance) split() bool {
+	return a != nil && len(a.RegularCounts) > 0 && len(a.ResampledCounts) > 0 && len(a.RegularCounts[0]) > 0 && len(a.ResampledCounts[0]) > 0 &&
+		a.RegularCounts[0][0] >= minSplitSteps && a.ResampledCounts[0][0] >= minSplitSteps
+}
+
+// tableAt is At over another rank table.
+func tableAt(rank [][]float64) func(d, r int) float64 {
+	return func(d, r int) float64 {
+		if len(rank) == 0 {
+			return 0
+		}
+		row := rank[min(d, len(rank)-1)]
+		if r >= len(row) {
+			return 0
+		}
+		return row[r]
+	}
+}
+
+// steadyAAL is a plan's expected tokens a step when its source re-samples
+// after a rejection: a regular step accepted to its full depth (chance
+// full) is followed by another regular one, any other by one re-sampled
+// step, and a re-sampled step by a regular one, so regular steps are a
+// share 1 / (2 - full) of all; the AAL is the mix of the two kinds'.
+func steadyAAL(p Plan, acc *Acceptance) (float64, error) {
+	reg, err := p.Expect(tableAt(acc.Regular))
+	if err != nil {
+		return 0, err
+	}
+	res, err := p.Expect(tableAt(acc.Resampled))
+	if err != nil {
+		return 0, err
+	}
+	depth := make([]int, len(reg.Parents))
+	deepest := 0
+	for i, par := range reg.Parents {
+		depth[i] = 1
+		if par >= 0 {
+			depth[i] = depth[par] + 1
+		}
+		deepest = max(deepest, depth[i])
+	}
+	full := 0.0
+	for i, v := range reg.Values {
+		if depth[i] == deepest {
+			full += v
+		}
+	}
+	aal := func(ex spec.Expected) float64 {
+		t := 1.0
+		for _, v := range ex.Values {
+			t += v
+		}
+		return t
+	}
+	share := 1 / (2 - math.Min(1, full))
+	return share*aal(reg) + (1-share)*aal(res), nil
 }
 
 // DepthSample is one calibration step as a depth policy sees it.
@@ -281,6 +358,11 @@ func predictOn(p Plan, acc *Acceptance, c Costs, cv curves, m memo) (Prediction,
 	pr.AAL = 1
 	for _, v := range ex.Values {
 		pr.AAL += v
+	}
+	if acc.split() && p.Strategy != "ar" {
+		if pr.AAL, err = steadyAAL(p, acc); err != nil {
+			return pr, fmt.Errorf("profiles: cannot model %s: %w", p.Strategy, err)
+		}
 	}
 	pr.Nodes = max(len(ex.Values), ex.Verified)
 	var ahead time.Duration

@@ -235,6 +235,10 @@ func (s *Source) Expand(ctx context.Context, paths [][]int, dst [][]float32) err
 	return nil
 }
 
+// Resampling says whether the step being drafted re-samples the last
+// step's chain (valid from the step's first Expand until Commit).
+func (s *Source) Resampling() bool { return !s.open && s.resOff >= 0 }
+
 // mix writes softmax-like dist(base + E(tok)) into dst.
 func (s *Source) mix(base []float32, tok int, dst []float32) {
 	if cap(s.logits) < len(base) {

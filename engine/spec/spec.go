@@ -113,11 +113,20 @@ type Step struct {
 	// Tried lists the drafter probability of each child the verifier
 	// tried and whether it was accepted (for calibration by confidence).
 	Tried []Try `json:",omitempty"`
+	// Resampled says the source drafted this step by re-sampling the last
+	// step's chain after a rejection (the hidden-state drafter), not from
+	// the target's true states: its proposals are accepted less often, so
+	// calibration counts such steps apart.
+	Resampled bool `json:",omitempty"`
 	// Best is, per depth of the drafted tree (index 0 = depth 1), the
 	// highest path probability among its nodes: what a threshold depth
 	// policy compares with its minimum, so calibration can price one.
 	Best []float64 `json:",omitempty"`
 }
+
+// resampler is a source that may draft a step by re-sampling (after its
+// first Expand of the step, until Commit).
+type resampler interface{ Resampling() bool }
 
 // Try is one draft token the verifier examined.
 type Try struct {
@@ -351,6 +360,9 @@ func (r *run) step(ctx context.Context) (bool, error) {
 		}
 	}
 	st.Depth = tr.MaxDepth()
+	if rs, ok := r.e.Source.(resampler); ok {
+		st.Resampled = rs.Resampling()
+	}
 	past := r.cache.Len()
 	toks, pos, mask := tr.Batch(r.root, past)
 	st.Width = len(toks)
