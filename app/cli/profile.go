@@ -132,10 +132,10 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 		}
 		fmt.Fprintf(w, "drafter passes right after a target pass, through the draft source, beyond its curve (evicted caches, the source's own work): %s\n", strings.Join(parts, ", "))
 	}
-	if d := r.DraftSteps; d != nil && len(d.Curve.Points) == 2 {
+	if d := r.DraftSteps; d != nil && len(d.Curve.Points) >= 3 {
 		pts := d.Curve.Points
-		fmt.Fprintf(w, "drafting measured in the engine (%s): %v a level, the step's first pass %v more\n",
-			strings.TrimPrefix(d.Curve.Key.Kind, "draft-steps "), pts[0].Median.Round(time.Microsecond), pts[1].Median.Round(time.Microsecond))
+		fmt.Fprintf(w, "drafting measured in the engine (%s): %v a level, the step's first level %v more, %v a further node of a level\n",
+			strings.TrimPrefix(d.Curve.Key.Kind, "draft-steps "), pts[0].Median.Round(time.Microsecond), pts[1].Median.Round(time.Microsecond), pts[2].Median.Round(time.Microsecond))
 	}
 	return nil
 }
@@ -184,6 +184,10 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 			cells = append(cells, fmt.Sprintf("%5.1f%% (n=%d)", 100*v, acc.Counts[d][r]))
 		}
 		fmt.Fprintf(w, "  depth %d: %s\n", d+1, strings.Join(cells, "  "))
+	}
+	if len(acc.ResampledCounts) > 0 && len(acc.RegularCounts) > 0 {
+		fmt.Fprintf(w, "steps the drafter re-sampled after a rejection: %d of %d; top candidate accepted at depth 1: %.1f%% in regular steps, %.1f%% in re-sampled ones (priced apart)\n",
+			acc.ResampledCounts[0][0], acc.Counts[0][0], 100*acc.Regular[0][0], 100*acc.Resampled[0][0])
 	}
 	fmt.Fprintln(w, "acceptance by drafter probability:")
 	for bin, v := range acc.QBins {

@@ -1,6 +1,7 @@
 package hidden
 
 import (
+	"arborist/kernels/cpu"
 	"context"
 	"fmt"
 	"time"
@@ -369,7 +370,16 @@ func newTokenInfo(d *Drafter, target *model.Model, budget int64) (*tokenInfo, er
 	ti := &tokenInfo{d: d, target: target, hot: map[int][]float32{}, scratch: make([]float32, d.Vocab),
 		emb: make([]float32, d.Dim), u: make([]float32, d.D)}
 	rows := int(budget / int64(4*d.Vocab))
-	for i, t := range d.Hot {
+	hot := d.Hot
+	if rows >= d.Vocab {
+		// the whole vocabulary fits the budget (a small one): no token is
+		// ever computed on demand, in the middle of a step
+		hot = make([]int, d.Vocab)
+		for t := range hot {
+			hot[t] = t
+		}
+	}
+	for i, t := range hot {
 		if i >= rows {
 			break
 		}
@@ -387,23 +397,11 @@ func (ti *tokenInfo) compute(tok int, dst []float32) error {
 		return err
 	}
 	d := ti.d
-	w1, w2 := d.Block(bW1), d.Block(bW2)
-	for r := 0; r < d.D; r++ {
-		row := w1[r*d.Dim : (r+1)*d.Dim]
-		var acc float32
-		for i, v := range row {
-			acc += v * ti.emb[i]
-		}
-		ti.u[r] = acc
-	}
-	for r := 0; r < d.Vocab; r++ {
-		row := w2[r*d.D : (r+1)*d.D]
-		var acc float32
-		for i, v := range row {
-			acc += v * ti.u[i]
-		}
-		dst[r] = acc
-	}
+	// u = W1 · emb, then W2 · u: one row each, on the host's blocked
+	// product (a row on its own always gets the same bits; scalar loops
+	// took a quarter of a millisecond per token on the bench target)
+	cpu.Gemm(ti.u, ti.emb, d.Block(bW1), 1, d.D, d.Dim, false, true, false)
+	cpu.Gemm(dst[:d.Vocab], ti.u, d.Block(bW2), 1, d.Vocab, d.D, false, true, false)
 	return nil
 }
 

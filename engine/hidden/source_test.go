@@ -298,17 +298,19 @@ func TestFileRoundTrip(t *testing.T) {
 }
 
 // TestHotTokenInfo: precomputed (hot) and on-demand token-info rows agree,
-// and only tokens outside the hot table are computed on demand.
+// and only tokens outside the hot table are computed on demand; a budget
+// that holds the whole vocabulary precomputes every row.
 func TestHotTokenInfo(t *testing.T) {
 	m := loadTarget(t, "stories260K.gguf")
 	d := perturbed(t, m, 11)
 	d.Hot = []int{5, 9}
-	src, err := NewSource(d, m, Options{})
+	budget := int64(4 * d.Vocab * 10) // ten rows: less than the vocabulary
+	src, err := NewSource(d, m, Options{HotBytes: budget})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cold := &Drafter{Shape: d.Shape, P: d.P}
-	plain, err := NewSource(cold, m, Options{})
+	plain, err := NewSource(cold, m, Options{HotBytes: budget})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,5 +332,20 @@ func TestHotTokenInfo(t *testing.T) {
 	}
 	if small.Hot() != 1 {
 		t.Errorf("a one-row memory budget precomputed %d rows", small.Hot())
+	}
+	all, err := NewSource(cold, m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []int{5, 9, 77} {
+		a, b := all.info.row(tok), plain.info.row(tok)
+		for i := range a {
+			if a[i] != b[i] {
+				t.Fatalf("token %d: the whole-vocabulary table differs from the on-demand row at %d", tok, i)
+			}
+		}
+	}
+	if all.Hot() != d.Vocab || all.info.onDemand != 0 {
+		t.Errorf("the default budget holds %d of %d rows (on demand %d)", all.Hot(), d.Vocab, all.info.onDemand)
 	}
 }
