@@ -1,10 +1,12 @@
 package profiles
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"arborist/engine/spec"
 	"arborist/profiles/store"
 )
 
@@ -116,5 +118,55 @@ func TestSteadyAALMixesRegularAndResampledSteps(t *testing.T) {
 	acc.ResampledCounts = [][]int{{5, 5}}
 	if few := mustPredict(t, Plan{Strategy: "chain", Gamma: 1}, acc, c); abs(few.AAL-1.65) > 1e-9 {
 		t.Errorf("5 re-sampled steps: AAL %.4f, want the one table's 1.65", few.AAL)
+	}
+}
+
+// TestDuoSequencesPricedOnCalibrationSteps: duo with several sequences is
+// priced as the mix of the trees duo's rule picks on the calibration's
+// steps: confident steps draft one chain (plus the rule's probe pass),
+// unsure ones two sequences; without recorded first-level candidates the
+// plan is refused and left out of the search.
+func TestDuoSequencesPricedOnCalibrationSteps(t *testing.T) {
+	ms := time.Millisecond
+	c := Costs{Verify: []store.Point{{W: 1, Median: 10 * ms}, {W: 64, Median: 73 * ms}}, Draft: flat(ms), Splits: []SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: []store.Point{{W: 1, Median: 10 * ms}, {W: 64, Median: 73 * ms}}, Draft: flat(ms)}}}
+	acc := Uniform(0.6, 0.5, 8, 4)
+	duo := Plan{Strategy: "duo", Gamma: 4, MaxSeqs: 2}
+	if _, err := Predict(duo, acc, c); err == nil || !strings.Contains(err.Error(), "calibrate again") {
+		t.Fatalf("several sequences without recorded steps: %v", err)
+	}
+	sure := DepthSample{Best: []float64{0.9}, Top: []float64{0.9, 0.05, 0.03}, P21: 0.9} // theta 0.81: one sequence
+	unsure := DepthSample{Best: []float64{0.4}, Top: []float64{0.4, 0.35, 0.1}, P21: 0.5} // theta 0.2: two above it
+	at := acc.At
+	price := func(k int) Prediction {
+		return priceExpected(duo, spec.DuoExpect(4, k, true, at), c, curves{c.Splits[0].Verify, c.Splits[0].Draft, 0})
+	}
+	for _, tc := range []struct {
+		samples []DepthSample
+		one     float64 // share of steps with one sequence
+	}{{[]DepthSample{sure, sure}, 1}, {[]DepthSample{unsure, unsure}, 0}, {[]DepthSample{sure, unsure, sure, sure}, 0.75}} {
+		acc.Depths = tc.samples
+		pr, err := Predict(duo, acc, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		one, two := price(1), price(2)
+		wantAAL := tc.one*one.AAL + (1-tc.one)*two.AAL
+		wantStep := tc.one*float64(one.Step) + (1-tc.one)*float64(two.Step)
+		if abs(pr.AAL-wantAAL) > 1e-9 || abs(float64(pr.Step)-wantStep) > 1e3 || pr.DraftThreads != 1 {
+			t.Errorf("%v of steps with one sequence: AAL %.4f step %v, want %.4f %v", tc.one, pr.AAL, pr.Step, wantAAL, time.Duration(wantStep))
+		}
+	}
+	// two sequences of two: the best two first tokens, each with a child;
+	// passes: the root's, one a sequence after the first token, the probe
+	e := spec.DuoExpect(4, 2, true, at)
+	if want := []int{-1, 0, -1, 2}; !slices.Equal(e.Parents, want) || len(e.PerDepth) != 4 || abs(e.Values[2]-at(0, 1)) > 1e-12 || abs(e.Values[3]-at(0, 1)*at(1, 0)) > 1e-12 {
+		t.Errorf("two sequences of two: parents %v, values %v, passes %v", e.Parents, e.Values, e.PerDepth)
+	}
+	var saw bool
+	for _, pr := range Search(acc, c, SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 8}) {
+		saw = saw || (pr.Plan.Strategy == "duo" && pr.Plan.MaxSeqs > 1)
+	}
+	if !saw {
+		t.Error("the search priced no duo plan with several sequences")
 	}
 }

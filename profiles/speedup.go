@@ -115,6 +115,11 @@ func steadyAAL(p Plan, acc *Acceptance) (float64, error) {
 type DepthSample struct {
 	Best     []float64 `json:"best"`     // per depth (index 0 = depth 1), the highest path probability
 	Accepted int       `json:"accepted"` // draft tokens accepted on the probe tree
+	// Top are the drafter's probabilities of its first-position
+	// candidates, best first, and P21 its top probability after the best
+	// of them: duo's rule for several sequences reads them (spec.DuoSeqs).
+	Top []float64 `json:"top,omitempty"`
+	P21 float64   `json:"p21,omitempty"`
 }
 
 // At returns Rank[d][r], extending the table with its last depth (deeper
@@ -349,20 +354,30 @@ func predictOn(p Plan, acc *Acceptance, c Costs, cv curves, m memo) (Prediction,
 		return func(w int) float64 { return Interp(pts, w).Seconds() }
 	}
 	p = p.Adapted(secs(verify), secs(draft))
-	pr := Prediction{Plan: p}
+	if p.Strategy == "duo" && p.MaxSeqs > 1 {
+		return predictDuoSeqs(p, acc, c, cv)
+	}
 	ex, err := p.Expect(acc.At)
 	if err != nil {
-		return pr, fmt.Errorf("profiles: cannot model %s: %w", p.Strategy, err)
+		return Prediction{Plan: p}, fmt.Errorf("profiles: cannot model %s: %w", p.Strategy, err)
 	}
-	pr.PerDepth = ex.PerDepth
-	pr.AAL = 1
-	for _, v := range ex.Values {
-		pr.AAL += v
-	}
+	pr := priceExpected(p, ex, c, cv)
 	if acc.split() && p.Strategy != "ar" {
 		if pr.AAL, err = steadyAAL(p, acc); err != nil {
 			return pr, fmt.Errorf("profiles: cannot model %s: %w", p.Strategy, err)
 		}
+		pr.setSpeedup(c)
+	}
+	return pr, nil
+}
+
+// priceExpected prices p's expected tree ex on the curves cv: its
+// tokens a step and the time of a step.
+func priceExpected(p Plan, ex spec.Expected, c Costs, cv curves) Prediction {
+	verify, draft := cv.verify, cv.draft
+	pr := Prediction{Plan: p, PerDepth: ex.PerDepth, AAL: 1}
+	for _, v := range ex.Values {
+		pr.AAL += v
 	}
 	pr.Nodes = max(len(ex.Values), ex.Verified)
 	var ahead time.Duration
@@ -393,10 +408,16 @@ func predictOn(p Plan, acc *Acceptance, c Costs, cv curves, m memo) (Prediction,
 		// speculative steps' bookkeeping put it below 1x, 0.83x on a GPU)
 		pr.Step = Interp(c.Verify, 1)
 	}
+	pr.setSpeedup(c)
+	return pr
+}
+
+// setSpeedup sets Speedup from AAL and Step: AAL * T_verify(1) / step.
+func (pr *Prediction) setSpeedup(c Costs) {
+	pr.Speedup = 0
 	if pr.Step > 0 {
 		pr.Speedup = pr.AAL * float64(Interp(c.Verify, 1)) / float64(pr.Step)
 	}
-	return pr, nil
 }
 
 // SearchSpace bounds the plans Search enumerates.
@@ -414,6 +435,9 @@ func Search(acc *Acceptance, c Costs, sp SearchSpace) []Prediction {
 	}
 	if sp.Thresholds == nil && acc != nil && len(acc.Depths) > 0 {
 		sp.Thresholds = SearchThresholds
+	}
+	if sp.DuoSeqs == nil && acc.recordsFirstLevel() {
+		sp.DuoSeqs = SearchDuoSeqs
 	}
 	if sp.OptimalNodes <= 0 && len(c.Verify) > 0 {
 		sp.OptimalNodes = c.Verify[len(c.Verify)-1].W - 1

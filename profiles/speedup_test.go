@@ -186,14 +186,16 @@ func BenchmarkSearch(b *testing.B) {
 		verify = append(verify, store.Point{W: w, Median: time.Duration(8000+300*w) * time.Microsecond})
 	}
 	c := Costs{Verify: verify, Draft: flat(300 * time.Microsecond), Overhead: 100 * time.Microsecond, OneDevice: true}
-	// the whole space: threshold depth policies priced on 300 recorded
-	// calibration steps, concurrent plans on three splits of the threads
+	// the whole space: threshold depth policies and duo's several
+	// sequences priced on 300 recorded calibration steps, concurrent plans
+	// on three splits of the threads
 	for i := range 300 {
 		best := make([]float64, 8)
 		for d := range best {
 			best[d] = math.Pow(0.5+0.45*float64(i%10)/10, float64(d+1))
 		}
-		acc.Depths = append(acc.Depths, DepthSample{Best: best, Accepted: i % 7})
+		q := best[0]
+		acc.Depths = append(acc.Depths, DepthSample{Best: best, Accepted: i % 7, Top: []float64{q, (1 - q) / 2, (1 - q) / 4, (1 - q) / 8}, P21: best[1] / q})
 	}
 	for _, d := range []int{1, 4, 8} {
 		var v []store.Point

@@ -92,6 +92,10 @@ type Space struct {
 	// offered with as a threshold depth policy (none: fixed depth only);
 	// the search sets them when the calibration can price them.
 	Thresholds []float64
+	// DuoSeqs are the MaxSeqs values duo plans are also offered with (none:
+	// one sequence only); the search sets them when the calibration can
+	// price them.
+	DuoSeqs []int
 }
 
 func (s *Space) defaults() {

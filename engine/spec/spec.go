@@ -26,6 +26,7 @@ package spec
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	"arborist/engine/drafter"
@@ -122,6 +123,12 @@ type Step struct {
 	// highest path probability among its nodes: what a threshold depth
 	// policy compares with its minimum, so calibration can price one.
 	Best []float64 `json:",omitempty"`
+	// First are the drafter's probabilities of the root's children, best
+	// first, and P21 its highest probability among the children of the
+	// best of them: what duo's rule for several sequences reads
+	// (DuoSeqs), so calibration can price it.
+	First []float64 `json:",omitempty"`
+	P21   float64   `json:",omitempty"`
 }
 
 // resampler is a source that may draft a step by re-sampling (after its
@@ -425,6 +432,7 @@ func (r *run) step(ctx context.Context) (bool, error) {
 	st.Strategy, st.Ranks, st.Offered = r.cfg.Strategy, v.Ranks, v.Offered
 	if r.cfg.OnStep != nil { // only step consumers (calibration) read them
 		st.Tried, st.Best = tried(tr, v), bestByDepth(tr)
+		st.First, st.P21 = firstLevel(tr)
 	}
 	// emit, stopping at EOS and MaxTokens
 	done := false
@@ -488,6 +496,29 @@ func bestByDepth(tr *tree.Tree) []float64 {
 		}
 	}
 	return out
+}
+
+// firstLevel returns the probabilities of tr's depth-1 nodes, best first,
+// and the highest among the children of the best of them.
+func firstLevel(tr *tree.Tree) ([]float64, float64) {
+	var first []float64
+	best, bq := -1, -1.0
+	for i, n := range tr.Nodes {
+		if n.Depth == 1 && !n.Pad {
+			first = append(first, float64(n.Q))
+			if float64(n.Q) > bq {
+				best, bq = i, float64(n.Q)
+			}
+		}
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(first)))
+	p21 := 0.0
+	for _, n := range tr.Nodes {
+		if n.Parent == best && best >= 0 && !n.Pad {
+			p21 = max(p21, float64(n.Q))
+		}
+	}
+	return first, p21
 }
 
 // verdict applies the lossless rules to the target's logits for tr.

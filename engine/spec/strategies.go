@@ -233,10 +233,24 @@ var seqCounts = []int{8, 6, 4, 3, 2, 1}
 // theta starts a sequence; the count is rounded down to one of 8, 6, 4, 3,
 // 2, 1 and to at most gamma, so every sequence gets a token of the budget.
 func duoSeqs(q1 []float32, top []int, p21 float32, gamma int) int {
-	theta := float64(q1[top[0]]) * float64(p21)
+	tops := make([]float64, len(top))
+	for i, j := range top {
+		tops[i] = float64(q1[j])
+	}
+	return DuoSeqs(tops, float64(p21), gamma)
+}
+
+// DuoSeqs is duoSeqs over the probabilities of the first-position
+// candidates a plan lets start a sequence (best first): the one rule the
+// engine drafts by and the speedup model prices with.
+func DuoSeqs(tops []float64, p21 float64, gamma int) int {
+	if len(tops) == 0 {
+		return 1
+	}
+	theta := tops[0] * p21
 	n := 0
-	for _, j := range top {
-		if float64(q1[j]) > theta {
+	for _, q := range tops {
+		if q > theta {
 			n++
 		}
 	}

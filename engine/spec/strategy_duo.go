@@ -11,6 +11,43 @@ import (
 // duo is DuoDecoding: the drafter runs concurrently on its own threads,
 // gamma follows T_target / T_draft, several sequences when the drafter is
 // unsure; the drafting is run.duoDraft in strategies.go.
+// DuoExpect is duo's tree when a step drafts seqs sequences with budget
+// gamma: one chain (seqs 1), or the seqs best first-position candidates
+// each followed by a chain, gamma/seqs tokens a sequence, as duoDraft
+// builds it. probe says the plan may draft several (MaxSeqs > 1): the
+// rule's second-position probe then costs a pass of its own whenever
+// gamma > 1. Which count a step uses depends on the drafter's confidence
+// there, so the speedup model mixes these trees over calibrated steps;
+// Expect alone prices one sequence.
+func DuoExpect(gamma, seqs int, probe bool, at func(d, r int) float64) Expected {
+	var e Expected
+	if seqs <= 1 {
+		e = chainExpect(gamma, at)
+	} else {
+		per := max(1, gamma/seqs)
+		e.PerDepth = []int{1} // the root's pass proposes every first token
+		for j := 0; j < seqs; j++ {
+			v := at(0, j)
+			e.Values = append(e.Values, v)
+			e.Parents = append(e.Parents, -1)
+			parent := len(e.Values) - 1
+			for d := 1; d < per; d++ {
+				v *= at(d, 0)
+				e.Values = append(e.Values, v)
+				e.Parents = append(e.Parents, parent)
+				parent = len(e.Values) - 1
+				e.PerDepth = append(e.PerDepth, 1) // sequence after sequence
+			}
+		}
+	}
+	if probe && gamma > 1 {
+		e.PerDepth = append(e.PerDepth, 1)
+	}
+	e.Overlap = true
+	e.Ahead, e.AheadHit = len(e.PerDepth), e.aheadHit(at)
+	return e
+}
+
 func init() {
 	register(&Strategy{
 		Name:        "duo",
@@ -23,15 +60,17 @@ func init() {
 			if p.Gamma < 1 {
 				return Expected{}, fmt.Errorf("spec: duo needs gamma >= 1")
 			}
-			e := chainExpect(p.Gamma, at)
-			e.Overlap = true
-			e.Ahead, e.AheadHit = len(e.PerDepth), e.aheadHit(at)
-			return e, nil
+			return DuoExpect(p.Gamma, 1, p.MaxSeqs > 1, at), nil
 		},
 		Candidates: func(sp Space) []Plan {
 			var out []Plan
 			for g := 1; g <= sp.MaxGamma; g++ {
 				out = append(out, Plan{Strategy: "duo", Gamma: g})
+				for _, k := range sp.DuoSeqs {
+					if k > 1 && k <= g {
+						out = append(out, Plan{Strategy: "duo", Gamma: g, MaxSeqs: k})
+					}
+				}
 			}
 			return out
 		},
