@@ -134,7 +134,7 @@ func TestDuoSequencesPricedOnCalibrationSteps(t *testing.T) {
 	if _, err := Predict(duo, acc, c); err == nil || !strings.Contains(err.Error(), "calibrate again") {
 		t.Fatalf("several sequences without recorded steps: %v", err)
 	}
-	sure := DepthSample{Best: []float64{0.9}, Top: []float64{0.9, 0.05, 0.03}, P21: 0.9} // theta 0.81: one sequence
+	sure := DepthSample{Best: []float64{0.9}, Top: []float64{0.9, 0.05, 0.03}, P21: 0.9}  // theta 0.81: one sequence
 	unsure := DepthSample{Best: []float64{0.4}, Top: []float64{0.4, 0.35, 0.1}, P21: 0.5} // theta 0.2: two above it
 	at := acc.At
 	price := func(k int) Prediction {
