@@ -444,8 +444,18 @@ func Search(acc *Acceptance, c Costs, sp SearchSpace) []Prediction {
 	}
 	var out []Prediction
 	m := memo{}
+	seen := map[string]bool{}
 	for _, p := range spec.Candidates(sp) {
 		if pr, err := predict(p, acc, c, m); err == nil {
+			// plans that adapt to the same plan (duo budgets the run-time
+			// rule settles on alike) are scored once
+			if pr.Plan.Strategy == "duo" {
+				k := fmt.Sprintf("%s/%d/%d", pr.Plan, pr.Plan.MaxSeqs, pr.DraftThreads)
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+			}
 			out = append(out, pr)
 		}
 	}
