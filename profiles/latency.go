@@ -339,6 +339,19 @@ func OverheadCurve(ctx context.Context, m *model.Model, widths []int, opt CurveO
 // speedup model charges later passes the last point.
 var DraftAfterPasses = []int{1, 2, 3, 4, 5, 6}
 
+// primeSource caches committed (but its last token) in src before a
+// target pass, as a step finds it: the source's first pass afterwards adds
+// that last token, the step's bonus.
+func primeSource(ctx context.Context, src *drafter.Model, committed []int, dist [][]float32) error {
+	if err := src.Begin(ctx, committed[:len(committed)-1]); err != nil {
+		return err
+	}
+	if err := src.Expand(ctx, [][]int{{}}, dist); err != nil {
+		return err
+	}
+	return src.Commit(nil, committed[len(committed)-1])
+}
+
 // DraftAfterTarget measures what a drafter's passes cost in a speculative
 // step beyond its back-to-back curve. Two things are missing from that
 // curve. The target's pass streams its weights through the caches (and
@@ -384,15 +397,7 @@ func DraftAfterTarget(ctx context.Context, target, draft *model.Model, passes in
 	one := []int{5 % vocab}
 	ds := make([]time.Duration, passes+steadyN)
 	round := func() error {
-		// the source's committed prefix is cached before the target's
-		// pass, as it is in a step (its first pass adds the bonus token)
-		if err := src.Begin(ctx, toks[:opt.Context-1]); err != nil {
-			return err
-		}
-		if err := src.Expand(ctx, [][]int{{}}, dist); err != nil {
-			return err
-		}
-		if err := src.Commit(nil, toks[opt.Context-1]); err != nil {
+		if err := primeSource(ctx, src, toks[:opt.Context], dist); err != nil {
 			return err
 		}
 		tc.Truncate(opt.Context)

@@ -237,13 +237,7 @@ func recheckRounds(ctx context.Context, m, draft *model.Model, widths []int, pas
 	var drafted []time.Duration
 	round := func(timed bool) error {
 		if src != nil {
-			if err := src.Begin(ctx, toks[:opt.Context-1]); err != nil {
-				return err
-			}
-			if err := src.Expand(ctx, [][]int{{}}, dist); err != nil {
-				return err
-			}
-			if err := src.Commit(nil, toks[opt.Context-1]); err != nil {
+			if err := primeSource(ctx, src, toks[:opt.Context], dist); err != nil {
 				return err
 			}
 		}
