@@ -35,6 +35,7 @@ type fnet struct {
 type flevel struct {
 	rows                                   int
 	x, a, q, k, v, att, x1, b, gt, u, s, y []float32
+	sg                                     []float32 // sigmoid(gt), kept for the backward pass
 	ra, rb, ro                             []float32
 	xo, ul, pd, e                          []float32
 	cos, sin                               []float32
@@ -174,51 +175,12 @@ func (n *fnet) targetDist(sq *seq) tdist {
 	}
 	kernels.ParallelFor(n.be, T-1, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
-			row := out.p[t*V : (t+1)*V]
-			// sum p log p with log p = z - lse: no logarithm per entry
-			lse := logSumExp(row)
-			var e float64
-			for i, z := range row {
-				lp := float64(z) - lse
-				p := math.Exp(lp)
-				row[i] = float32(p)
-				e += p * lp
-			}
-			out.ent[t] = e
+			// sum p log p = sum p z - lse: no logarithm per entry
+			lse, mean := cpu.Softmax(out.p[t*V : (t+1)*V])
+			out.ent[t] = mean - lse
 		}
 	})
 	return out
-}
-
-func logSumExp(x []float32) float64 {
-	mx := float32(math.Inf(-1))
-	for _, v := range x {
-		mx = max(mx, v)
-	}
-	var sum float64
-	for _, v := range x {
-		sum += math.Exp(float64(v - mx))
-	}
-	return float64(mx) + math.Log(sum)
-}
-
-// softmaxLSE replaces x by softmax(x) and returns log sum exp(x).
-func softmaxLSE(x []float32) float64 {
-	mx := float32(math.Inf(-1))
-	for _, v := range x {
-		mx = max(mx, v)
-	}
-	var sum float64
-	for i, v := range x {
-		e := float32(math.Exp(float64(v - mx)))
-		x[i] = e
-		sum += float64(e)
-	}
-	inv := float32(1 / sum)
-	for i := range x {
-		x[i] *= inv
-	}
-	return float64(mx) + math.Log(sum)
 }
 
 // forward runs one sequence through K levels like net.forward; pt is
@@ -274,12 +236,10 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 		n.fwd(L.x1, bO, L.att, R, true)
 		L.b, L.rb = mk(dim), make([]float32, R)
 		rmsNorm64(L.b, L.rb, L.x1, n.block(bFFNNorm), R, dim, float64(s.Eps))
-		L.gt, L.u, L.s = mk(f), mk(f), mk(f)
+		L.gt, L.u, L.s, L.sg = mk(f), mk(f), mk(f), mk(f)
 		n.fwd(L.gt, bGate, L.b, R, false)
 		n.fwd(L.u, bUp, L.b, R, false)
-		for i, g := range L.gt {
-			L.s[i] = g / (1 + float32(math.Exp(float64(-g)))) * L.u[i]
-		}
+		cpu.SiLUGate(L.s, L.sg, L.gt, L.u)
 		L.y = append([]float32(nil), L.x1...)
 		n.fwd(L.y, bDown, L.s, R, true)
 		// loss head: logits = head(norm(y)) + W2 · W1 · emb(info[t+j+1])
@@ -311,7 +271,7 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 				for i, p := range ptr {
 					cross += float64(p * row[i])
 				}
-				lse := softmaxLSE(row)
+				lse, _ := cpu.Softmax(row)
 				kl := td.ent[tau-1] - (cross - lse)
 				a := acc{kl: kl}
 				if sample.Argmax(row) == sample.Argmax(ptr) {
@@ -452,7 +412,7 @@ func (n *fnet) backward(sq *seq, info []int, lvs []*flevel, weight float64, td t
 		n.back(ds, bDown, dy, R, false)
 		dg, du2 := ds, mk(f) // dg overwrites ds in place
 		for i, g := range L.gt {
-			sg := 1 / (1 + float32(math.Exp(float64(-g))))
+			sg := L.sg[i]
 			d := ds[i]
 			du2[i] = d * g * sg
 			dg[i] = d * L.u[i] * sg * (1 + g*(1-sg))

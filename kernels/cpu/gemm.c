@@ -40,60 +40,6 @@ static inline float opA(const float *A, int m, int k, int ta, int i, int p) {
 	return ta ? A[(long)p * m + i] : A[(long)i * k + p];
 }
 
-// packA writes rows i0..i0+mc-1, k values p0..p0+kc-1 of op(A) as panels
-// of MR rows: panel r holds, for each p, the MR values of its rows
-// (zeros past m).
-static void packA(float *dst, const float *A, int m, int k, int ta, int i0, int mc, int p0, int kc) {
-	for (int ir = 0; ir < mc; ir += MR) {
-		float *d = dst + (long)ir * kc;
-		int rows = mc - ir < MR ? mc - ir : MR;
-		if (ta) {
-			for (int p = 0; p < kc; p++) {
-				const float *s = A + (long)(p0 + p) * m + i0 + ir;
-				int r = 0;
-				for (; r < rows; r++) d[p * MR + r] = s[r];
-				for (; r < MR; r++) d[p * MR + r] = 0;
-			}
-		} else {
-			for (int r = 0; r < MR; r++) {
-				if (r < rows) {
-					const float *s = A + (long)(i0 + ir + r) * k + p0;
-					for (int p = 0; p < kc; p++) d[p * MR + r] = s[p];
-				} else {
-					for (int p = 0; p < kc; p++) d[p * MR + r] = 0;
-				}
-			}
-		}
-	}
-}
-
-// packB writes k values p0..p0+kc-1 of columns 0..n-1 of op(B) as panels
-// of NR columns: panel c holds, for each p, the NR values of its columns
-// (zeros past n).
-static void packB(float *dst, const float *B, int n, int k, int tb, int j0, int nc, int p0, int kc) {
-	for (int jr = 0; jr < nc; jr += NR) {
-		float *d = dst + (long)jr * kc;
-		int cols = nc - jr < NR ? nc - jr : NR;
-		if (tb) {
-			for (int c = 0; c < NR; c++) {
-				if (c < cols) {
-					const float *s = B + (long)(j0 + jr + c) * k + p0;
-					for (int p = 0; p < kc; p++) d[p * NR + c] = s[p];
-				} else {
-					for (int p = 0; p < kc; p++) d[p * NR + c] = 0;
-				}
-			}
-		} else {
-			for (int p = 0; p < kc; p++) {
-				const float *s = B + (long)(p0 + p) * n + j0 + jr;
-				int c = 0;
-				for (; c < cols; c++) d[p * NR + c] = s[c];
-				for (; c < NR; c++) d[p * NR + c] = 0;
-			}
-		}
-	}
-}
-
 // store adds (or writes, when !add) an MR x NR tile t to C at (i, j),
 // rows below rows and columns below cols only.
 static inline void store(float *C, int ldc, const float *t, int rows, int cols, int add) {
@@ -157,7 +103,137 @@ GEMM_AVX2 static void micro_avx2(const float *Ap, const float *Bp, int kc, float
 	store(C, ldc, t, rows, cols, add);
 }
 
+// tr8 transposes the 8 x 8 block r[0..7] in registers: afterwards r[q]
+// holds column q of the block as it was.
+GEMM_AVX2 static inline void tr8(__m256 r[8]) {
+	__m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+	__m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+	__m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+	__m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+	__m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+	__m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+	__m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+	__m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+	r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+	r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+	r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+	r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+	r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+	r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+	r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+	r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+// packA_rows_avx2 is packA's whole-panel case for A stored m x k: six rows
+// read eight values at a time and transposed in registers, where the
+// scalar loop wrote every value at a stride of six (a third of a training
+// product's time went to that loop). Leaves the last kc % 8 steps to the
+// caller.
+GEMM_AVX2 static int packA_rows_avx2(float *d, const float *s, long ld, int kc) {
+	int p = 0;
+	for (; p + 8 <= kc; p += 8) {
+		__m256 r[8];
+		for (int i = 0; i < MR; i++) r[i] = _mm256_loadu_ps(s + i * ld + p);
+		r[6] = r[7] = _mm256_setzero_ps();
+		tr8(r);
+		float *o = d + (long)p * MR;
+		// eight floats per step of six: each store's last two are
+		// overwritten by the next; the last step stores six
+		for (int q = 0; q < 7; q++) _mm256_storeu_ps(o + q * MR, r[q]);
+		_mm_storeu_ps(o + 7 * MR, _mm256_castps256_ps128(r[7]));
+		_mm_storel_pi((__m64 *)(o + 7 * MR + 4), _mm256_extractf128_ps(r[7], 1));
+	}
+	return p;
+}
+
+// packB_rows_avx2 is packB's whole-panel case for B stored n x k (weight
+// rows): sixteen rows read eight values at a time and transposed in
+// registers. Leaves the last kc % 8 steps to the caller.
+GEMM_AVX2 static int packB_rows_avx2(float *d, const float *s, long ld, int kc) {
+	int p = 0;
+	for (; p + 8 <= kc; p += 8) {
+		for (int h = 0; h < 2; h++) {
+			__m256 r[8];
+			for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(s + (h * 8 + i) * ld + p);
+			tr8(r);
+			for (int q = 0; q < 8; q++) _mm256_storeu_ps(d + (long)(p + q) * NR + h * 8, r[q]);
+		}
+	}
+	return p;
+}
+
 #endif
+
+// packA writes rows i0..i0+mc-1, k values p0..p0+kc-1 of op(A) as panels
+// of MR rows: panel r holds, for each p, the MR values of its rows
+// (zeros past m).
+static void packA(float *dst, const float *A, int m, int k, int ta, int i0, int mc, int p0, int kc, int simd) {
+	if (ta) {
+		// A stored k x m: op(A)'s column p is A's row p0+p, read once,
+		// contiguously, into every panel (reading panel by panel took a
+		// strided pass over k rows per panel)
+		for (int p = 0; p < kc; p++) {
+			const float *s = A + (long)(p0 + p) * m + i0;
+			for (int ir = 0; ir < mc; ir += MR) {
+				float *d = dst + (long)ir * kc + p * MR;
+				int rows = mc - ir < MR ? mc - ir : MR, r = 0;
+				for (; r < rows; r++) d[r] = s[ir + r];
+				for (; r < MR; r++) d[r] = 0;
+			}
+		}
+		return;
+	}
+	for (int ir = 0; ir < mc; ir += MR) {
+		float *d = dst + (long)ir * kc;
+		int rows = mc - ir < MR ? mc - ir : MR, p = 0;
+		const float *s = A + (long)(i0 + ir) * k + p0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+		if (simd && rows == MR) p = packA_rows_avx2(d, s, k, kc);
+#endif
+		for (; p < kc; p++) {
+			int r = 0;
+			for (; r < rows; r++) d[p * MR + r] = s[(long)r * k + p];
+			for (; r < MR; r++) d[p * MR + r] = 0;
+		}
+	}
+}
+
+// packB writes k values p0..p0+kc-1 of columns 0..n-1 of op(B) as panels
+// of NR columns: panel c holds, for each p, the NR values of its columns
+// (zeros past n).
+static void packB(float *dst, const float *B, int n, int k, int tb, int j0, int nc, int p0, int kc, int simd) {
+	if (!tb) {
+		// B stored k x n: row p0+p read once, contiguously, into every
+		// panel
+		for (int p = 0; p < kc; p++) {
+			const float *s = B + (long)(p0 + p) * n + j0;
+			for (int jr = 0; jr < nc; jr += NR) {
+				float *d = dst + (long)jr * kc + p * NR;
+				int cols = nc - jr < NR ? nc - jr : NR, c = 0;
+				if (cols == NR) {
+					memcpy(d, s + jr, NR * sizeof(float));
+					continue;
+				}
+				for (; c < cols; c++) d[c] = s[jr + c];
+				for (; c < NR; c++) d[c] = 0;
+			}
+		}
+		return;
+	}
+	for (int jr = 0; jr < nc; jr += NR) {
+		float *d = dst + (long)jr * kc;
+		int cols = nc - jr < NR ? nc - jr : NR, p = 0;
+		const float *s = B + (long)(j0 + jr) * k + p0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+		if (simd && cols == NR) p = packB_rows_avx2(d, s, k, kc);
+#endif
+		for (; p < kc; p++) {
+			int c = 0;
+			for (; c < cols; c++) d[p * NR + c] = s[(long)c * k + p];
+			for (; c < NR; c++) d[p * NR + c] = 0;
+		}
+	}
+}
 
 // scratch returns this thread's packing buffer, at least need bytes: kept
 // between calls because a fresh buffer of this size comes from mmap and
@@ -201,10 +277,10 @@ int arb_gemm(const float *A, const float *B, float *C, int m, int n, int k, int 
 		int nc = n - j0 < NC ? n - j0 : NC;
 		for (int p0 = 0; p0 < k; p0 += KC) {
 			int kc = k - p0 < KC ? k - p0 : KC, add = accumulate || p0 > 0;
-			packB(Bp, B, n, k, tb, j0, nc, p0, kc);
+			packB(Bp, B, n, k, tb, j0, nc, p0, kc, simd);
 			for (int i0 = 0; i0 < m; i0 += MC) {
 				int mc = m - i0 < MC ? m - i0 : MC;
-				packA(Ap, A, m, k, ta, i0, mc, p0, kc);
+				packA(Ap, A, m, k, ta, i0, mc, p0, kc, simd);
 				for (int jr = 0; jr < nc; jr += NR) {
 					int cols = nc - jr < NR ? nc - jr : NR;
 					const float *bp = Bp + (long)jr * kc;

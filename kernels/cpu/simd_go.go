@@ -80,3 +80,7 @@ func trainAttnBackward(a *TrainAttention, dout []float32, ds int, dq []float32, 
 func repack(*Matrix) []byte { return nil }
 
 func repacks() bool { return false }
+
+func softmax(x []float32) (lse, mean float64) { return softmaxGo(x) }
+
+func siluGate(s, sg, g, u []float32) { siluGateGo(s, sg, g, u) }

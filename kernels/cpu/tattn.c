@@ -41,9 +41,26 @@ static void scores_generic(float *s, const float *q, const float *kT, int r0, in
 	}
 }
 
+// softmax_generic replaces s[0..n-1] by softmax(scale * s).
+static void softmax_generic(float *s, int n, float scale) {
+	float mx = -INFINITY;
+	for (int i = 0; i < n; i++) {
+		s[i] *= scale;
+		if (s[i] > mx) mx = s[i];
+	}
+	float sum = 0;
+	for (int i = 0; i < n; i++) {
+		s[i] = expf(s[i] - mx);
+		sum += s[i];
+	}
+	float inv = 1 / sum;
+	for (int i = 0; i < n; i++) s[i] *= inv;
+}
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define TATTN_AVX2 __attribute__((target("avx2,fma")))
+#include "vexp.h"
 
 TATTN_AVX2 static float dot_avx2(const float *a, const float *b, int n) {
 	__m256 acc = _mm256_setzero_ps();
@@ -78,15 +95,51 @@ TATTN_AVX2 static void scores_avx2(float *s, const float *q, const float *kT, in
 	}
 }
 
+// softmax_avx2 replaces s[0..n-1] by softmax(scale * s), 8 at a time with
+// exp8_masked (the libm expf per weight was a quarter of the pass).
+TATTN_AVX2 static void softmax_avx2(float *s, int n, float scale) {
+	__m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(-INFINITY);
+	int i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 x = _mm256_mul_ps(_mm256_loadu_ps(s + i), vs);
+		_mm256_storeu_ps(s + i, x);
+		vm = _mm256_max_ps(vm, x);
+	}
+	float m8[8], mx = -INFINITY;
+	_mm256_storeu_ps(m8, vm);
+	for (int k = 0; k < 8; k++) mx = m8[k] > mx ? m8[k] : mx;
+	for (int k = i; k < n; k++) {
+		s[k] *= scale;
+		mx = s[k] > mx ? s[k] : mx;
+	}
+	__m256 vmax = _mm256_set1_ps(mx), acc = _mm256_setzero_ps();
+	for (i = 0; i + 8 <= n; i += 8) {
+		__m256 e = exp8_masked(_mm256_sub_ps(_mm256_loadu_ps(s + i), vmax));
+		_mm256_storeu_ps(s + i, e);
+		acc = _mm256_add_ps(acc, e);
+	}
+	_mm256_storeu_ps(m8, acc);
+	float sum = ((m8[0] + m8[4]) + (m8[1] + m8[5])) + ((m8[2] + m8[6]) + (m8[3] + m8[7]));
+	for (int k = i; k < n; k++) {
+		s[k] = expf(s[k] - mx);
+		sum += s[k];
+	}
+	__m256 inv = _mm256_set1_ps(1 / sum);
+	for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(s + i, _mm256_mul_ps(_mm256_loadu_ps(s + i), inv));
+	for (; i < n; i++) s[i] *= 1 / sum;
+}
+
 #define SIMD() (arb_simd_level() >= 1) /* AVX2+FMA+F16C, unless ARBORIST_SIMD=0 */
 #define DOT(simd, a, b, n) ((simd) ? dot_avx2(a, b, n) : dot_generic(a, b, n))
 #define AXPY(simd, y, a, x, n) ((simd) ? axpy_avx2(y, a, x, n) : axpy_generic(y, a, x, n))
 #define SCORES(simd, s, q, kT, r0, hd, n) ((simd) ? scores_avx2(s, q, kT, r0, hd, n) : scores_generic(s, q, kT, r0, hd, n))
+#define SOFTMAX(simd, s, n, scale) ((simd) ? softmax_avx2(s, n, scale) : softmax_generic(s, n, scale))
 #else
 #define SIMD() 0
 #define DOT(simd, a, b, n) dot_generic(a, b, n)
 #define AXPY(simd, y, a, x, n) axpy_generic(y, a, x, n)
 #define SCORES(simd, s, q, kT, r0, hd, n) scores_generic(s, q, kT, r0, hd, n)
+#define SOFTMAX(simd, s, n, scale) softmax_generic(s, n, scale)
 #endif
 
 // arb_tattn_fwd computes, for rows t < R, the attention weights p (softmax
@@ -100,18 +153,7 @@ void arb_tattn_fwd(const float *q, int qs, const float *kT, const float *vT, int
 		int n = t + 1 + j;
 		SCORES(simd, pr, qv, kT, r0, hd, t + 1);
 		for (int l = 1; l <= j; l++) pr[t + l] = DOT(simd, qv, ek + ((long)(l - 1) * R + t) * hd, hd);
-		float mx = -INFINITY;
-		for (int i = 0; i < n; i++) {
-			pr[i] *= scale;
-			if (pr[i] > mx) mx = pr[i];
-		}
-		float sum = 0;
-		for (int i = 0; i < n; i++) {
-			pr[i] = expf(pr[i] - mx);
-			sum += pr[i];
-		}
-		float inv = 1 / sum;
-		for (int i = 0; i < n; i++) pr[i] *= inv;
+		SOFTMAX(simd, pr, n, scale);
 		float *ov = o + (long)t * os;
 		for (int d = 0; d < hd; d++) ov[d] = DOT(simd, pr, vT + (long)d * r0, t + 1);
 		for (int l = 1; l <= j; l++) AXPY(simd, ov, pr[t + l], ev + ((long)(l - 1) * R + t) * hd, hd);
