@@ -29,6 +29,7 @@ type fnet struct {
 	outNorm []float32
 	mseW    float32
 	klW     float32
+	ar      *arena // this worker's scratch, reused sequence after sequence
 }
 
 // flevel holds one unrolled level's activations in float32.
@@ -48,19 +49,48 @@ type flevel struct {
 
 // transposedKV returns the level's keys and values transposed (width
 // rows of L.rows), made once and kept: every deeper level reads them.
-func (L *flevel) transposedKV(width int) (kT, vT []float32) {
+func (L *flevel) transposedKV(ar *arena, width int) (kT, vT []float32) {
 	if L.kT == nil {
-		L.kT, L.vT = make([]float32, L.rows*width), make([]float32, L.rows*width)
+		L.kT, L.vT = ar.take(L.rows*width), ar.take(L.rows*width)
 		transpose(L.kT, L.k[:L.rows*width], L.rows, width)
 		transpose(L.vT, L.v[:L.rows*width], L.rows, width)
 	}
 	return L.kT, L.vT
 }
 
+// arena is a worker's scratch for one sequence's activations and
+// gradients: taken slice by slice, zeroed, and all given back by reset
+// when the worker's next sequence begins (targetDist). A pass took a fresh
+// slice for every activation, tens of MiB a sequence, and the page faults,
+// collections and returned pages that followed cost a seventh of the
+// trainer's time. It keeps the largest sequence's worth between calls.
+type arena struct {
+	chunks  [][]float32
+	at, off int
+}
+
+func (a *arena) reset() { a.at, a.off = 0, 0 }
+
+// take returns n zeroed values valid until the next reset.
+func (a *arena) take(n int) []float32 {
+	for ; a.at < len(a.chunks); a.at, a.off = a.at+1, 0 {
+		if c := a.chunks[a.at]; a.off+n <= len(c) {
+			s := c[a.off : a.off+n : a.off+n]
+			a.off += n
+			clear(s)
+			return s
+		}
+	}
+	c := make([]float32, max(n, 1<<20))
+	a.chunks = append(a.chunks, c)
+	a.at, a.off = len(a.chunks)-1, n
+	return c[:n:n]
+}
+
 // newFNet makes the float32 training copy of d beside target's frozen
 // parts; be lends its workers to attention and the loss.
 func newFNet(d *Drafter, n64 *net, be kernels.Backend) *fnet {
-	n := &fnet{s: d.Shape, lay: d.Layout(), be: be, mseW: float32(n64.mseW), klW: float32(n64.klW)}
+	n := &fnet{s: d.Shape, lay: d.Layout(), be: be, mseW: float32(n64.mseW), klW: float32(n64.klW), ar: &arena{}}
 	n.p = append([]float32(nil), d.P...)
 	n.g = make([]float32, len(n.p))
 	n.emb = to32(n64.emb)
@@ -83,6 +113,7 @@ func (n *fnet) workers(count int) []*fnet {
 		w := *n
 		w.be = cpu.New(1)
 		w.g = make([]float32, len(n.p))
+		w.ar = &arena{}
 		out[i] = &w
 	}
 	return out
@@ -162,14 +193,17 @@ type tdist struct {
 
 // targetDist computes the target's distributions for sq: from the stored
 // logits when the sequence has them, else from head(norm(H_t)), which is
-// how the target computes them.
+// how the target computes them. It begins the worker's next sequence: the
+// worker's arena is reset, so the levels and distribution of the sequence
+// before are no longer valid.
 func (n *fnet) targetDist(sq *seq) tdist {
 	T, V, dim := len(sq.tokens), n.s.Vocab, n.s.Dim
-	out := tdist{p: make([]float32, (T-1)*V), ent: make([]float64, T-1)}
+	n.ar.reset()
+	out := tdist{p: n.ar.take((T - 1) * V), ent: make([]float64, T-1)}
 	if sq.z != nil {
 		copy(out.p, sq.z[V:T*V])
 	} else {
-		xo, r := make([]float32, (T-1)*dim), make([]float32, T-1)
+		xo, r := n.ar.take((T-1)*dim), n.ar.take(T-1)
 		rmsNorm64(xo, r, sq.h[dim:T*dim], n.outNorm, T-1, dim, float64(n.s.Eps))
 		n.mul(out.p, n.hd, xo, T-1, V, dim, false)
 	}
@@ -198,14 +232,14 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 		R := T - 1 - j
 		L := &flevel{rows: R}
 		lvs[j] = L
-		mk := func(w int) []float32 { return make([]float32, R*w) }
+		mk := func(w int) []float32 { return n.ar.take(R * w) }
 		L.x = mk(dim)
 		if j == 0 {
 			copy(L.x, sq.h[:R*dim])
 		} else {
 			copy(L.x, lvs[j-1].y[:R*dim])
 		}
-		L.a, L.ra = mk(dim), make([]float32, R)
+		L.a, L.ra = mk(dim), mk(1)
 		rmsNorm64(L.a, L.ra, L.x, n.block(bAttnNorm), R, dim, float64(s.Eps))
 		L.q, L.k, L.v = mk(qd), mk(kvd), mk(kvd)
 		n.fwd(L.q, bQ, L.a, R, false)
@@ -218,32 +252,34 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 		rope(s, L.k, R, s.KVHeads, L.cos, L.sin, false)
 		L.att = mk(qd)
 		L.j, L.heads, L.span = j, s.Heads, cpu.TrainRowBase(R, j)
-		L.p = make([]float32, s.Heads*L.span)
+		L.p = n.ar.take(s.Heads * L.span)
 		// query (level j, row t) reads keys (0, 0..t) and (1..j, t): level
 		// 0's keys and values transposed (a row per channel, so a query's
 		// scores are hd products along the keys rather than t products of
 		// hd values: heads can be 8 wide), the other levels' packed per
 		// key/value head; one call per head
-		kT, vT := lvs[0].transposedKV(kvd)
-		L.ek, L.ev = packLevels(lvs[1:j+1], R, kvd, hd, false), packLevels(lvs[1:j+1], R, kvd, hd, true)
+		kT, vT := lvs[0].transposedKV(n.ar, kvd)
+		L.ek, L.ev = packLevels(n.ar, lvs[1:j+1], R, kvd, hd, false), packLevels(n.ar, lvs[1:j+1], R, kvd, hd, true)
 		kernels.ParallelFor(n.be, s.Heads, func(lo, hi int) {
 			for h := lo; h < hi; h++ {
 				a := n.attention(L, h, lvs[0].rows, kT, vT)
 				a.Forward(L.att[h*hd:], qd)
 			}
 		})
-		L.x1 = append([]float32(nil), L.x...)
+		L.x1 = mk(dim)
+		copy(L.x1, L.x)
 		n.fwd(L.x1, bO, L.att, R, true)
-		L.b, L.rb = mk(dim), make([]float32, R)
+		L.b, L.rb = mk(dim), mk(1)
 		rmsNorm64(L.b, L.rb, L.x1, n.block(bFFNNorm), R, dim, float64(s.Eps))
 		L.gt, L.u, L.s, L.sg = mk(f), mk(f), mk(f), mk(f)
 		n.fwd(L.gt, bGate, L.b, R, false)
 		n.fwd(L.u, bUp, L.b, R, false)
 		cpu.SiLUGate(L.s, L.sg, L.gt, L.u)
-		L.y = append([]float32(nil), L.x1...)
+		L.y = mk(dim)
+		copy(L.y, L.x1)
 		n.fwd(L.y, bDown, L.s, R, true)
 		// loss head: logits = head(norm(y)) + W2 · W1 · emb(info[t+j+1])
-		L.xo, L.ro = mk(dim), make([]float32, R)
+		L.xo, L.ro = mk(dim), mk(1)
 		rmsNorm64(L.xo, L.ro, L.y, n.outNorm, R, dim, float64(s.Eps))
 		L.pd = mk(V)
 		n.mul(L.pd, n.hd, L.xo, R, V, dim, false)
@@ -331,8 +367,8 @@ func eachPacked(lvs []*flevel, rows, kvd, hd int, f func(L *flevel, at, o int)) 
 
 // packLevels packs rows 0..rows-1 of the levels' keys (values when v) for
 // cpu.TrainAttention (packedAt).
-func packLevels(lvs []*flevel, rows, kvd, hd int, v bool) []float32 {
-	out := make([]float32, len(lvs)*rows*kvd)
+func packLevels(ar *arena, lvs []*flevel, rows, kvd, hd int, v bool) []float32 {
+	out := ar.take(len(lvs) * rows * kvd)
 	eachPacked(lvs, rows, kvd, hd, func(L *flevel, at, o int) {
 		src := L.k
 		if v {
@@ -365,13 +401,13 @@ func (n *fnet) backward(sq *seq, info []int, lvs []*flevel, weight float64, td t
 	dim, qd, kvd, f, V, D := s.Dim, s.qDim(), s.kvDim(), s.FFN, s.Vocab, s.D
 	hd, group := s.HeadDim, s.Heads/s.KVHeads
 	for _, L := range lvs {
-		L.dk, L.dv = make([]float32, L.rows*kvd), make([]float32, L.rows*kvd)
+		L.dk, L.dv = n.ar.take(L.rows*kvd), n.ar.take(L.rows*kvd)
 	}
 	var dnext []float32
 	for j := K - 1; j >= 0; j-- {
 		L := lvs[j]
 		R := L.rows
-		mk := func(w int) []float32 { return make([]float32, R*w) }
+		mk := func(w int) []float32 { return n.ar.take(R * w) }
 		w := weight / float64(K)
 		// loss head
 		dlog := mk(V)
@@ -406,7 +442,8 @@ func (n *fnet) backward(sq *seq, info []int, lvs []*flevel, weight float64, td t
 		n.back(du, bW2, dlog, R, false)
 		n.weightGrad(n.grad(bW1), du, L.e, R, dim, D)
 		// feed-forward block: y = x1 + Down · (silu(g) * u)
-		dx1 := append([]float32(nil), dy...)
+		dx1 := mk(dim)
+		copy(dx1, dy)
 		ds := mk(f)
 		n.weightGrad(n.grad(bDown), dy, L.s, R, f, dim)
 		n.back(ds, bDown, dy, R, false)
@@ -433,9 +470,9 @@ func (n *fnet) backward(sq *seq, info []int, lvs []*flevel, weight float64, td t
 		// gathered transposed and the other levels' packed (as the forward
 		// pass reads them), then added in
 		R0 := lvs[0].rows
-		kT, vT := lvs[0].transposedKV(kvd)
-		dkT, dvT := make([]float32, R0*kvd), make([]float32, R0*kvd)
-		dek, dev := make([]float32, len(L.ek)), make([]float32, len(L.ev))
+		kT, vT := lvs[0].transposedKV(n.ar, kvd)
+		dkT, dvT := n.ar.take(R0*kvd), n.ar.take(R0*kvd)
+		dek, dev := n.ar.take(len(L.ek)), n.ar.take(len(L.ev))
 		kernels.ParallelFor(n.be, s.KVHeads, func(lo, hi int) {
 			scratch := make([]float32, R+j)
 			for kh := lo; kh < hi; kh++ {
