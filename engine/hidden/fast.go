@@ -51,7 +51,7 @@ type flevel struct {
 // rows of L.rows), made once and kept: every deeper level reads them.
 func (L *flevel) transposedKV(ar *arena, width int) (kT, vT []float32) {
 	if L.kT == nil {
-		L.kT, L.vT = ar.take(L.rows*width), ar.take(L.rows*width)
+		L.kT, L.vT = ar.dirty(L.rows*width), ar.dirty(L.rows*width)
 		transpose(L.kT, L.k[:L.rows*width], L.rows, width)
 		transpose(L.vT, L.v[:L.rows*width], L.rows, width)
 	}
@@ -67,24 +67,42 @@ func (L *flevel) transposedKV(ar *arena, width int) (kT, vT []float32) {
 type arena struct {
 	chunks  [][]float32
 	at, off int
+	poison  bool // tests: dirty fills with NaN, so a value read before it is written shows
 }
 
 func (a *arena) reset() { a.at, a.off = 0, 0 }
 
 // take returns n zeroed values valid until the next reset.
 func (a *arena) take(n int) []float32 {
+	s := a.dirty(n)
+	clear(s)
+	return s
+}
+
+// dirty is take without the zeroing, for outputs written whole (the
+// forward pass's: products that overwrite, norms, copies).
+func (a *arena) dirty(n int) []float32 {
 	for ; a.at < len(a.chunks); a.at, a.off = a.at+1, 0 {
 		if c := a.chunks[a.at]; a.off+n <= len(c) {
 			s := c[a.off : a.off+n : a.off+n]
 			a.off += n
-			clear(s)
+			a.fill(s)
 			return s
 		}
 	}
 	c := make([]float32, max(n, 1<<20))
 	a.chunks = append(a.chunks, c)
 	a.at, a.off = len(a.chunks)-1, n
+	a.fill(c[:n])
 	return c[:n:n]
+}
+
+func (a *arena) fill(s []float32) {
+	if a.poison {
+		for i := range s {
+			s[i] = float32(math.NaN())
+		}
+	}
 }
 
 // newFNet makes the float32 training copy of d beside target's frozen
@@ -199,11 +217,11 @@ type tdist struct {
 func (n *fnet) targetDist(sq *seq) tdist {
 	T, V, dim := len(sq.tokens), n.s.Vocab, n.s.Dim
 	n.ar.reset()
-	out := tdist{p: n.ar.take((T - 1) * V), ent: make([]float64, T-1)}
+	out := tdist{p: n.ar.dirty((T - 1) * V), ent: make([]float64, T-1)}
 	if sq.z != nil {
 		copy(out.p, sq.z[V:T*V])
 	} else {
-		xo, r := n.ar.take((T-1)*dim), n.ar.take(T-1)
+		xo, r := n.ar.dirty((T-1)*dim), n.ar.dirty(T-1)
 		rmsNorm64(xo, r, sq.h[dim:T*dim], n.outNorm, T-1, dim, float64(n.s.Eps))
 		n.mul(out.p, n.hd, xo, T-1, V, dim, false)
 	}
@@ -232,7 +250,7 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 		R := T - 1 - j
 		L := &flevel{rows: R}
 		lvs[j] = L
-		mk := func(w int) []float32 { return n.ar.take(R * w) }
+		mk := func(w int) []float32 { return n.ar.dirty(R * w) } // every forward buffer is written whole
 		L.x = mk(dim)
 		if j == 0 {
 			copy(L.x, sq.h[:R*dim])
@@ -252,7 +270,7 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 		rope(s, L.k, R, s.KVHeads, L.cos, L.sin, false)
 		L.att = mk(qd)
 		L.j, L.heads, L.span = j, s.Heads, cpu.TrainRowBase(R, j)
-		L.p = n.ar.take(s.Heads * L.span)
+		L.p = n.ar.dirty(s.Heads * L.span)
 		// query (level j, row t) reads keys (0, 0..t) and (1..j, t): level
 		// 0's keys and values transposed (a row per channel, so a query's
 		// scores are hd products along the keys rather than t products of
@@ -368,7 +386,7 @@ func eachPacked(lvs []*flevel, rows, kvd, hd int, f func(L *flevel, at, o int)) 
 // packLevels packs rows 0..rows-1 of the levels' keys (values when v) for
 // cpu.TrainAttention (packedAt).
 func packLevels(ar *arena, lvs []*flevel, rows, kvd, hd int, v bool) []float32 {
-	out := ar.take(len(lvs) * rows * kvd)
+	out := ar.dirty(len(lvs) * rows * kvd)
 	eachPacked(lvs, rows, kvd, hd, func(L *flevel, at, o int) {
 		src := L.k
 		if v {

@@ -37,6 +37,7 @@ func testFloat32MatchesReference(t *testing.T, be kernels.Backend) {
 		be = target.Backend
 	}
 	f := newFNet(d, n, be)
+	f.ar.poison = true // a value the passes read before writing it would come out NaN
 	for _, stored := range []bool{true, false} {
 		sq := randomSeq(rng, 23, d.Dim, d.Vocab)
 		if !stored {
@@ -54,7 +55,7 @@ func testFloat32MatchesReference(t *testing.T, be kernels.Backend) {
 		f.backward(sq, info, flvs, 1, pt)
 		l64, _, _ := n.loss(parts)
 		l32, _, _ := n.loss(fparts)
-		if math.Abs(l64-l32) > 1e-4*math.Abs(l64) {
+		if !(math.Abs(l64-l32) <= 1e-4*math.Abs(l64)) { // NaN fails too
 			t.Errorf("stored logits %v: loss %.6f (float32) vs %.6f (float64)", stored, l32, l64)
 		}
 		for _, b := range n.lay {
@@ -65,7 +66,7 @@ func testFloat32MatchesReference(t *testing.T, be kernels.Backend) {
 				den += n.g[i] * n.g[i]
 			}
 			rel := math.Sqrt(num / math.Max(den, 1e-30))
-			if den == 0 || rel > 2e-3 {
+			if den == 0 || !(rel <= 2e-3) {
 				t.Errorf("stored logits %v: %s: float32 gradient differs from the float64 one by %.2e (relative norm; reference norm %.2e)", stored, b.Name, rel, math.Sqrt(den))
 			}
 		}
