@@ -129,6 +129,45 @@ TATTN_AVX2 static void softmax_avx2(float *s, int n, float scale) {
 	for (; i < n; i++) s[i] *= 1 / sum;
 }
 
+// dots8_avx2 adds to out[d] (d < 8) the dot products of x[0..n-1] with
+// the rows t + d*ld: eight accumulators along the keys and one combined
+// reduction at the end, where eight separate dot products paid eight
+// horizontal sums a query row.
+TATTN_AVX2 static void dots8_avx2(float *out, const float *x, const float *t, long ld, int n) {
+	__m256 a[8];
+	for (int d = 0; d < 8; d++) a[d] = _mm256_setzero_ps();
+	int i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 xv = _mm256_loadu_ps(x + i);
+		for (int d = 0; d < 8; d++) a[d] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(t + d * ld + i), a[d]);
+	}
+	__m256 h01 = _mm256_hadd_ps(a[0], a[1]), h23 = _mm256_hadd_ps(a[2], a[3]);
+	__m256 h45 = _mm256_hadd_ps(a[4], a[5]), h67 = _mm256_hadd_ps(a[6], a[7]);
+	__m256 h0 = _mm256_hadd_ps(h01, h23), h1 = _mm256_hadd_ps(h45, h67);
+	__m256 s = _mm256_add_ps(_mm256_permute2f128_ps(h0, h1, 0x20), _mm256_permute2f128_ps(h0, h1, 0x31));
+	float r[8];
+	_mm256_storeu_ps(r, s);
+	for (; i < n; i++)
+		for (int d = 0; d < 8; d++) r[d] += x[i] * t[d * ld + i];
+	for (int d = 0; d < 8; d++) out[d] += r[d];
+}
+
+// axpys8_avx2: rows y + d*ld (d < 8) += a[d] * x[0..n-1], one pass over x.
+TATTN_AVX2 static void axpys8_avx2(float *y, long ld, const float *a, const float *x, int n) {
+	__m256 av[8];
+	for (int d = 0; d < 8; d++) av[d] = _mm256_set1_ps(a[d]);
+	int i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 xv = _mm256_loadu_ps(x + i);
+		for (int d = 0; d < 8; d++) {
+			float *yd = y + d * ld + i;
+			_mm256_storeu_ps(yd, _mm256_fmadd_ps(av[d], xv, _mm256_loadu_ps(yd)));
+		}
+	}
+	for (; i < n; i++)
+		for (int d = 0; d < 8; d++) y[d * ld + i] += a[d] * x[i];
+}
+
 #define SIMD() (arb_simd_level() >= 1) /* AVX2+FMA+F16C, unless ARBORIST_SIMD=0 */
 #define DOT(simd, a, b, n) ((simd) ? dot_avx2(a, b, n) : dot_generic(a, b, n))
 #define AXPY(simd, y, a, x, n) ((simd) ? axpy_avx2(y, a, x, n) : axpy_generic(y, a, x, n))
@@ -155,7 +194,15 @@ void arb_tattn_fwd(const float *q, int qs, const float *kT, const float *vT, int
 		for (int l = 1; l <= j; l++) pr[t + l] = DOT(simd, qv, ek + ((long)(l - 1) * R + t) * hd, hd);
 		SOFTMAX(simd, pr, n, scale);
 		float *ov = o + (long)t * os;
-		for (int d = 0; d < hd; d++) ov[d] = DOT(simd, pr, vT + (long)d * r0, t + 1);
+		int d = 0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+		if (simd)
+			for (; d + 8 <= hd; d += 8) {
+				memset(ov + d, 0, 8 * sizeof(float));
+				dots8_avx2(ov + d, pr, vT + (long)d * r0, r0, t + 1);
+			}
+#endif
+		for (; d < hd; d++) ov[d] = DOT(simd, pr, vT + (long)d * r0, t + 1);
 		for (int l = 1; l <= j; l++) AXPY(simd, ov, pr[t + l], ev + ((long)(l - 1) * R + t) * hd, hd);
 	}
 }
@@ -174,7 +221,12 @@ void arb_tattn_bwd(const float *q, int qs, const float *kT, const float *vT, int
 		int n = t + 1 + j;
 		// dp_i = do . v_i; dv_i += p_i do
 		SCORES(simd, dp, dov, vT, r0, hd, t + 1);
-		for (int d = 0; d < hd; d++) AXPY(simd, dvT + (long)d * r0, dov[d], pr, t + 1);
+		int d0 = 0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+		if (simd)
+			for (; d0 + 8 <= hd; d0 += 8) axpys8_avx2(dvT + (long)d0 * r0, r0, dov + d0, pr, t + 1);
+#endif
+		for (int d = d0; d < hd; d++) AXPY(simd, dvT + (long)d * r0, dov[d], pr, t + 1);
 		for (int l = 1; l <= j; l++) {
 			long e = ((long)(l - 1) * R + t) * hd;
 			AXPY(simd, dev + e, pr[t + l], dov, hd);
@@ -184,7 +236,15 @@ void arb_tattn_bwd(const float *q, int qs, const float *kT, const float *vT, int
 		float c = DOT(simd, pr, dp, n);
 		for (int i = 0; i < n; i++) dp[i] = pr[i] * (dp[i] - c) * scale;
 		// dq += sum_i ds_i k_i; dk_i += ds_i q
-		for (int d = 0; d < hd; d++) {
+		d0 = 0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+		if (simd)
+			for (; d0 + 8 <= hd; d0 += 8) {
+				dots8_avx2(dqv + d0, dp, kT + (long)d0 * r0, r0, t + 1);
+				axpys8_avx2(dkT + (long)d0 * r0, r0, qv + d0, dp, t + 1);
+			}
+#endif
+		for (int d = d0; d < hd; d++) {
 			dqv[d] += DOT(simd, dp, kT + (long)d * r0, t + 1);
 			AXPY(simd, dkT + (long)d * r0, qv[d], dp, t + 1);
 		}
