@@ -172,13 +172,20 @@ static void packA(float *dst, const float *A, int m, int k, int ta, int i0, int 
 		// A stored k x m: op(A)'s column p is A's row p0+p, read once,
 		// contiguously, into every panel (reading panel by panel took a
 		// strided pass over k rows per panel)
-		for (int p = 0; p < kc; p++) {
-			const float *s = A + (long)(p0 + p) * m + i0;
+		// (eight steps at a time, so a panel's writes are a few
+		// contiguous lines rather than one line a row at a stride that
+		// maps every panel to the same cache set)
+		for (int pb = 0; pb < kc; pb += 8) {
+			int pe = pb + 8 < kc ? pb + 8 : kc;
 			for (int ir = 0; ir < mc; ir += MR) {
-				float *d = dst + (long)ir * kc + p * MR;
-				int rows = mc - ir < MR ? mc - ir : MR, r = 0;
-				for (; r < rows; r++) d[r] = s[ir + r];
-				for (; r < MR; r++) d[r] = 0;
+				int rows = mc - ir < MR ? mc - ir : MR;
+				for (int p = pb; p < pe; p++) {
+					const float *s = A + (long)(p0 + p) * m + i0 + ir;
+					float *d = dst + (long)ir * kc + p * MR;
+					int r = 0;
+					for (; r < rows; r++) d[r] = s[r];
+					for (; r < MR; r++) d[r] = 0;
+				}
 			}
 		}
 		return;
@@ -205,17 +212,22 @@ static void packB(float *dst, const float *B, int n, int k, int tb, int j0, int 
 	if (!tb) {
 		// B stored k x n: row p0+p read once, contiguously, into every
 		// panel
-		for (int p = 0; p < kc; p++) {
-			const float *s = B + (long)(p0 + p) * n + j0;
+		// (eight at a time, as in packA)
+		for (int pb = 0; pb < kc; pb += 8) {
+			int pe = pb + 8 < kc ? pb + 8 : kc;
 			for (int jr = 0; jr < nc; jr += NR) {
-				float *d = dst + (long)jr * kc + p * NR;
-				int cols = nc - jr < NR ? nc - jr : NR, c = 0;
-				if (cols == NR) {
-					memcpy(d, s + jr, NR * sizeof(float));
-					continue;
+				int cols = nc - jr < NR ? nc - jr : NR;
+				for (int p = pb; p < pe; p++) {
+					const float *s = B + (long)(p0 + p) * n + j0 + jr;
+					float *d = dst + (long)jr * kc + p * NR;
+					int c = 0;
+					if (cols == NR) {
+						memcpy(d, s, NR * sizeof(float));
+						continue;
+					}
+					for (; c < cols; c++) d[c] = s[c];
+					for (; c < NR; c++) d[c] = 0;
 				}
-				for (; c < cols; c++) d[c] = s[jr + c];
-				for (; c < NR; c++) d[c] = 0;
 			}
 		}
 		return;

@@ -83,6 +83,23 @@ TATTN_AVX2 static void axpy_avx2(float *y, float a, const float *x, int n) {
 
 TATTN_AVX2 static void scores_avx2(float *s, const float *q, const float *kT, int r0, int hd, int n) {
 	int i = 0;
+	// four blocks of keys at once: four independent chains of hd
+	// multiply-adds (one chain waited on each FMA's latency)
+	for (; i + 32 <= n; i += 32) {
+		__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+		for (int d = 0; d < hd; d++) {
+			__m256 qd = _mm256_set1_ps(q[d]);
+			const float *k = kT + (long)d * r0 + i;
+			a0 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(k), a0);
+			a1 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(k + 8), a1);
+			a2 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(k + 16), a2);
+			a3 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(k + 24), a3);
+		}
+		_mm256_storeu_ps(s + i, a0);
+		_mm256_storeu_ps(s + i + 8, a1);
+		_mm256_storeu_ps(s + i + 16, a2);
+		_mm256_storeu_ps(s + i + 24, a3);
+	}
 	for (; i + 8 <= n; i += 8) {
 		__m256 acc = _mm256_setzero_ps();
 		for (int d = 0; d < hd; d++) acc = _mm256_fmadd_ps(_mm256_set1_ps(q[d]), _mm256_loadu_ps(kT + (long)d * r0 + i), acc);
