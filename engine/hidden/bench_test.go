@@ -154,6 +154,7 @@ func BenchmarkTrainStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	n32 := newFNet(d, n64, target.Backend)
+	n32.pack()
 	ws := n32.workers(target.Backend.Threads())
 	defer closeWorkers(ws, n32)
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -30,6 +30,7 @@ type fnet struct {
 	mseW    float32
 	klW     float32
 	ar      *arena // this worker's scratch, reused sequence after sequence
+	pk      *packs // the weights packed for the products, shared by the workers
 }
 
 // flevel holds one unrolled level's activations in float32.
@@ -105,15 +106,46 @@ func (a *arena) fill(s []float32) {
 	}
 }
 
+// packs holds every weight matrix packed for cpu.GemmPacked, as the
+// forward product (x · W^T) and the backward one (dy · W) read it, so a
+// weight is packed once an update rather than once a product. valid says
+// the packs match the parameters: pack sets it, and whoever changes the
+// parameters clears it (the products then fall back to packing as they
+// go, so a stale pack is never read).
+type packs struct {
+	fwd, back      [bW2 + 1]cpu.PackedB
+	head, headBack cpu.PackedB // the target's frozen head, packed once
+	valid          bool
+}
+
+// packedBlocks are the parameter blocks that are matrices.
+var packedBlocks = [...]int{bQ, bK, bV, bO, bGate, bUp, bDown, bW1, bW2}
+
+// pack packs the current parameters; call it before a batch's passes.
+func (n *fnet) pack() {
+	for _, i := range packedBlocks {
+		b := n.lay[i]
+		n.pk.fwd[i].Pack(n.block(i), b.Rows, b.Cols, true)
+		n.pk.back[i].Pack(n.block(i), b.Cols, b.Rows, false)
+	}
+	n.pk.valid = true
+}
+
+// changed marks the packs stale after the parameters change.
+func (n *fnet) changed() { n.pk.valid = false }
+
 // newFNet makes the float32 training copy of d beside target's frozen
 // parts; be lends its workers to attention and the loss.
 func newFNet(d *Drafter, n64 *net, be kernels.Backend) *fnet {
-	n := &fnet{s: d.Shape, lay: d.Layout(), be: be, mseW: float32(n64.mseW), klW: float32(n64.klW), ar: &arena{}}
+	s := d.Shape
+	n := &fnet{s: s, lay: d.Layout(), be: be, mseW: float32(n64.mseW), klW: float32(n64.klW), ar: &arena{}, pk: &packs{}}
 	n.p = append([]float32(nil), d.P...)
 	n.g = make([]float32, len(n.p))
 	n.emb = to32(n64.emb)
 	n.hd = to32(n64.head)
 	n.outNorm = to32(n64.outNorm)
+	n.pk.head.Pack(n.hd, s.Vocab, s.Dim, true)
+	n.pk.headBack.Pack(n.hd, s.Dim, s.Vocab, false)
 	return n
 }
 
@@ -180,6 +212,10 @@ func (n *fnet) mul(y, w, x []float32, rows, out, in int, add bool) {
 
 // fwd is mul for parameter block i.
 func (n *fnet) fwd(y []float32, i int, x []float32, rows int, add bool) {
+	if n.pk.valid {
+		cpu.GemmPacked(y, x, &n.pk.fwd[i], rows, false, add)
+		return
+	}
 	b := n.lay[i]
 	n.mul(y, n.block(i), x, rows, b.Rows, b.Cols, add)
 }
@@ -192,6 +228,10 @@ func (n *fnet) mulBack(dx, w, dy []float32, rows, out, in int, add bool) {
 
 // back is mulBack for parameter block i.
 func (n *fnet) back(dx []float32, i int, dy []float32, rows int, add bool) {
+	if n.pk.valid {
+		cpu.GemmPacked(dx, dy, &n.pk.back[i], rows, false, add)
+		return
+	}
 	b := n.lay[i]
 	n.mulBack(dx, n.block(i), dy, rows, b.Rows, b.Cols, add)
 }
@@ -223,7 +263,7 @@ func (n *fnet) targetDist(sq *seq) tdist {
 	} else {
 		xo, r := n.ar.dirty((T-1)*dim), n.ar.dirty(T-1)
 		rmsNorm64(xo, r, sq.h[dim:T*dim], n.outNorm, T-1, dim, float64(n.s.Eps))
-		n.mul(out.p, n.hd, xo, T-1, V, dim, false)
+		cpu.GemmPacked(out.p, xo, &n.pk.head, T-1, false, false)
 	}
 	kernels.ParallelFor(n.be, T-1, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
@@ -300,7 +340,7 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 		L.xo, L.ro = mk(dim), mk(1)
 		rmsNorm64(L.xo, L.ro, L.y, n.outNorm, R, dim, float64(s.Eps))
 		L.pd = mk(V)
-		n.mul(L.pd, n.hd, L.xo, R, V, dim, false)
+		cpu.GemmPacked(L.pd, L.xo, &n.pk.head, R, false, false)
 		L.e = mk(dim)
 		for t := 0; t < R; t++ {
 			tok := info[t+j+1]
@@ -452,7 +492,7 @@ func (n *fnet) backward(sq *seq, info []int, lvs []*flevel, weight float64, td t
 			}
 		}
 		dxo := mk(dim)
-		n.mulBack(dxo, n.hd, dlog, R, V, dim, false)
+		cpu.GemmPacked(dxo, dlog, &n.pk.headBack, R, false, false)
 		rmsNormBack(dy, nil, dxo, L.y, L.ro, n.outNorm, R, dim)
 		// token-info: dW2 += dlog^T U, dU = dlog W2, dW1 += dU^T e
 		n.weightGrad(n.grad(bW2), dlog, L.ul, R, D, V)

@@ -48,6 +48,11 @@ func testFloat32MatchesReference(t *testing.T, be kernels.Backend) {
 		const K = 3
 		clear(n.g)
 		clear(f.g)
+		if stored {
+			f.pack() // the packed weights' products, then (stale packs never read) the plain ones
+		} else {
+			f.changed()
+		}
 		lvs, parts := n.forward(sq, info, K)
 		n.backward(sq, info, lvs, 1)
 		pt := f.targetDist(sq)

@@ -444,6 +444,7 @@ func (tr *Trainer) Train(ctx context.Context, d *Drafter, st *State) error {
 				infos[k] = info
 			}
 			losses := make([]float64, len(idx))
+			n.pack()
 			parallel(len(ws), func(wi int) {
 				w := ws[wi]
 				if w != n {
@@ -494,6 +495,7 @@ func (tr *Trainer) Train(ctx context.Context, d *Drafter, st *State) error {
 					n.p[i] -= a * m[i] / (float32(math.Sqrt(float64(v[i]*ic2))) + eps)
 				}
 			})
+			n.changed()
 			if tr.Progress != nil {
 				tr.Progress(Progress{Phase: "train", Done: bi + 1, Total: perEpoch, Epoch: epoch, Depth: depth, Loss: bl})
 			}
@@ -584,6 +586,7 @@ func (tr *Trainer) evaluate(n *fnet, depth int) Epoch {
 		parts      []lossParts
 	}
 	res := make([]result, len(set))
+	n.pack()
 	parallel(len(ws), func(wi int) {
 		for i := wi; i < len(set); i += len(ws) {
 			pt := ws[wi].targetDist(set[i])

@@ -265,22 +265,53 @@ static float *scratch(size_t need) {
 	return buf;
 }
 
-int arb_gemm(const float *A, const float *B, float *C, int m, int n, int k, int ta, int tb, int accumulate) {
+static int use_simd(void) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	return arb_simd_level() >= 1; // AVX2+FMA+F16C, unless ARBORIST_SIMD=0
+#else
+	return 0;
+#endif
+}
+
+// packed_at is where the panels of columns j0.. and k values p0.. of a
+// whole pre-packed op(B) (arb_gemm_pack_b) begin: blocks of NC columns one
+// after another, each its k blocks one after another, each as packB
+// writes it.
+static long packed_at(int k, int j0, int nc, int p0) { return (long)j0 * k + (long)p0 * ((nc + NR - 1) / NR * NR); }
+
+// arb_gemm_packed_size is the number of floats arb_gemm_pack_b writes.
+long arb_gemm_packed_size(int n, int k) { return (long)((n + NR - 1) / NR * NR) * k; }
+
+// arb_gemm_pack_b packs all of op(B) (n columns, k values) as arb_gemm
+// would block by block, so products against the same B (the trainer's
+// weights, fixed between updates) skip the packing.
+void arb_gemm_pack_b(float *dst, const float *B, int n, int k, int tb) {
+	int simd = use_simd();
+	for (int j0 = 0; j0 < n; j0 += NC) {
+		int nc = n - j0 < NC ? n - j0 : NC;
+		for (int p0 = 0; p0 < k; p0 += KC) {
+			int kc = k - p0 < KC ? k - p0 : KC;
+			packB(dst + packed_at(k, j0, nc, p0), B, n, k, tb, j0, nc, p0, kc, simd);
+		}
+	}
+}
+
+// gemm runs the product, packing B block by block, or reading the blocks
+// from pre (arb_gemm_pack_b's layout) when it is not NULL.
+static int gemm(const float *A, const float *B, const float *pre, float *C, int m, int n, int k, int ta, int tb,
+                int accumulate) {
 	if (m <= 0 || n <= 0) return 0;
 	if (k <= 0) {
 		if (!accumulate) memset(C, 0, sizeof(float) * (size_t)m * n);
 		return 0;
 	}
-	int simd = 0;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	simd = arb_simd_level() >= 1; // AVX2+FMA+F16C, unless ARBORIST_SIMD=0
-#endif
+	int simd = use_simd();
 	int kcmax = k < KC ? k : KC, mcmax = m < MC ? (m + MR - 1) / MR * MR : MC;
 	int ncmax = n < NC ? (n + NR - 1) / NR * NR : NC;
 	// packed B (one block of columns of one k block), packed A (one block
 	// of rows), a tile for the edges; 32-byte aligned for the aligned loads
 	// of B.
-	size_t nb = (size_t)ncmax * kcmax, na = (size_t)mcmax * kcmax;
+	size_t nb = pre ? 0 : (size_t)ncmax * kcmax, na = (size_t)mcmax * kcmax;
 	size_t need = ((nb + na + MR * NR) * sizeof(float) + 31) / 32 * 32;
 	float *buf = scratch(need);
 	if (!buf) return -1;
@@ -289,7 +320,8 @@ int arb_gemm(const float *A, const float *B, float *C, int m, int n, int k, int 
 		int nc = n - j0 < NC ? n - j0 : NC;
 		for (int p0 = 0; p0 < k; p0 += KC) {
 			int kc = k - p0 < KC ? k - p0 : KC, add = accumulate || p0 > 0;
-			packB(Bp, B, n, k, tb, j0, nc, p0, kc, simd);
+			if (pre) Bp = (float *)pre + packed_at(k, j0, nc, p0);
+			else packB(Bp, B, n, k, tb, j0, nc, p0, kc, simd);
 			for (int i0 = 0; i0 < m; i0 += MC) {
 				int mc = m - i0 < MC ? m - i0 : MC;
 				packA(Ap, A, m, k, ta, i0, mc, p0, kc, simd);
@@ -314,4 +346,14 @@ int arb_gemm(const float *A, const float *B, float *C, int m, int n, int k, int 
 		}
 	}
 	return 0;
+}
+
+int arb_gemm(const float *A, const float *B, float *C, int m, int n, int k, int ta, int tb, int accumulate) {
+	return gemm(A, B, NULL, C, m, n, k, ta, tb, accumulate);
+}
+
+// arb_gemm_pb is arb_gemm against a pre-packed op(B) (arb_gemm_pack_b, 32-
+// byte aligned).
+int arb_gemm_pb(const float *A, const float *pre, float *C, int m, int n, int k, int ta, int accumulate) {
+	return gemm(A, NULL, pre, C, m, n, k, ta, 0, accumulate);
 }

@@ -44,3 +44,38 @@ func gemmGo(c, a, b []float32, m, n, k int, transA, transB, accumulate bool) {
 		}
 	}
 }
+
+// PackedB is the B operand of Gemm packed once for many products, the way
+// Gemm packs it block by block on every call: the trainer multiplies by
+// the same weights (forward, x · W^T, and backward, dy · W) for every
+// sequence and level of an update, and packing them each time was about a
+// tenth of a product. Re-pack after B changes; a PackedB is read-only
+// while products use it, so workers share one.
+type PackedB struct {
+	v     []float32 // the packed values (without cgo: op(B) as given)
+	n, k  int
+	trans bool
+}
+
+// Pack packs op(B) (n columns, k values; B stored k x n, or n x k with
+// transB) into p, reusing p's storage when it is large enough.
+func (p *PackedB) Pack(b []float32, n, k int, transB bool) {
+	if n < 0 || k < 0 || len(b) < n*k {
+		panic(fmt.Sprintf("cpu: packing %dx%d from %d values", k, n, len(b)))
+	}
+	p.n, p.k, p.trans = n, k, transB
+	packBAll(p, b)
+}
+
+// GemmPacked is Gemm against a packed op(B): C (m x n) = op(A) · op(B), or
+// += when accumulate, with the n and k p was packed with.
+func GemmPacked(c, a []float32, p *PackedB, m int, transA, accumulate bool) {
+	n, k := p.n, p.k
+	if m < 0 || len(a) < m*k || len(c) < m*n {
+		panic(fmt.Sprintf("cpu: GemmPacked of %dx%d by %dx%d into %d values (have %d)", m, k, k, n, len(c), len(a)))
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	gemmPacked(c, a, p, m, transA, accumulate)
+}

@@ -12,12 +12,6 @@ import (
 )
 
 func gemm(c, a, b []float32, m, n, k int, transA, transB, accumulate bool) {
-	flag := func(v bool) C.int {
-		if v {
-			return 1
-		}
-		return 0
-	}
 	var pa, pb *C.float
 	if k > 0 {
 		pa, pb = (*C.float)(unsafe.Pointer(&a[0])), (*C.float)(unsafe.Pointer(&b[0]))
@@ -25,4 +19,37 @@ func gemm(c, a, b []float32, m, n, k int, transA, transB, accumulate bool) {
 	if C.arb_gemm(pa, pb, (*C.float)(unsafe.Pointer(&c[0])), C.int(m), C.int(n), C.int(k), flag(transA), flag(transB), flag(accumulate)) != 0 {
 		panic(fmt.Sprintf("cpu: no memory for the packing buffers of a %dx%dx%d product", m, n, k))
 	}
+}
+
+// packBAll packs with arb_gemm_pack_b into 32-byte aligned storage (the
+// micro-kernel's aligned loads of B).
+func packBAll(p *PackedB, b []float32) {
+	size := int(C.arb_gemm_packed_size(C.int(p.n), C.int(p.k)))
+	if cap(p.v) < size+8 {
+		p.v = make([]float32, size+8)
+	}
+	v := p.v[:cap(p.v)]
+	off := int((32 - uintptr(unsafe.Pointer(&v[0]))%32) % 32 / 4)
+	p.v = v[off : off+size]
+	if size == 0 {
+		return
+	}
+	C.arb_gemm_pack_b((*C.float)(unsafe.Pointer(&p.v[0])), (*C.float)(unsafe.Pointer(&b[0])), C.int(p.n), C.int(p.k), flag(p.trans))
+}
+
+func gemmPacked(c, a []float32, p *PackedB, m int, transA, accumulate bool) {
+	var pa, pb *C.float
+	if p.k > 0 {
+		pa, pb = (*C.float)(unsafe.Pointer(&a[0])), (*C.float)(unsafe.Pointer(&p.v[0]))
+	}
+	if C.arb_gemm_pb(pa, pb, (*C.float)(unsafe.Pointer(&c[0])), C.int(m), C.int(p.n), C.int(p.k), flag(transA), flag(accumulate)) != 0 {
+		panic(fmt.Sprintf("cpu: no memory for the packing buffers of a %dx%dx%d product", m, p.n, p.k))
+	}
+}
+
+func flag(v bool) C.int {
+	if v {
+		return 1
+	}
+	return 0
 }

@@ -15,10 +15,11 @@ import (
 // blocking (rows not a multiple of the 6-row panel or of the 96-row block,
 // columns not a multiple of the 16-column panel, k not a multiple of the
 // 256-value block), overwriting and accumulating. make test runs it with
-// ARBORIST_SIMD=0 too, for the portable micro-kernel.
+// ARBORIST_SIMD=0 too, for the portable micro-kernel. A pre-packed B
+// (PackedB) gives the same bits as Gemm packing it itself.
 func TestGemm(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	sizes := [][3]int{{1, 1, 1}, {6, 16, 8}, {7, 17, 37}, {160, 200, 512}, {97, 33, 600}, {4, 3, 1000}, {2, 5, 0}, {193, 40, 160}, {12, 48, 263}}
+	sizes := [][3]int{{1, 1, 1}, {6, 16, 8}, {7, 17, 37}, {160, 200, 512}, {97, 33, 600}, {4, 3, 1000}, {2, 5, 0}, {193, 40, 160}, {12, 48, 263}, {20, 530, 300}}
 	for _, s := range sizes {
 		m, n, k := s[0], s[1], s[2]
 		a, b := gaussian(rng, m*k), gaussian(rng, n*k)
@@ -26,11 +27,18 @@ func TestGemm(t *testing.T) {
 			for _, acc := range []bool{false, true} {
 				got, want := gaussian(rng, m*n), make([]float32, m*n)
 				copy(want, got)
+				packed := append([]float32(nil), got...)
 				Gemm(got, a, b, m, n, k, tr[0], tr[1], acc)
 				gemmGo(want, a, b, m, n, k, tr[0], tr[1], acc)
+				var pb PackedB
+				pb.Pack(b, n, k, tr[1])
+				GemmPacked(packed, a, &pb, m, tr[0], acc)
 				for i := range want {
-					if d := math.Abs(float64(got[i] - want[i])); d > 1e-4*math.Sqrt(float64(k)+1)*4 {
+					if d := math.Abs(float64(got[i] - want[i])); !(d <= 1e-4*math.Sqrt(float64(k)+1)*4) {
 						t.Fatalf("%dx%dx%d transposes %v accumulate=%v: C[%d] = %v, want %v", m, n, k, tr, acc, i, got[i], want[i])
+					}
+					if packed[i] != got[i] { // the same blocks in the same order
+						t.Fatalf("%dx%dx%d transposes %v accumulate=%v: packed B gives C[%d] = %v, Gemm %v", m, n, k, tr, acc, i, packed[i], got[i])
 					}
 				}
 			}

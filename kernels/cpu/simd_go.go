@@ -84,3 +84,10 @@ func repacks() bool { return false }
 func softmax(x []float32) (lse, mean float64) { return softmaxGo(x) }
 
 func siluGate(s, sg, g, u []float32) { siluGateGo(s, sg, g, u) }
+
+// packBAll keeps op(B) as given: the Go product reads it in place.
+func packBAll(p *PackedB, b []float32) { p.v = append(p.v[:0], b[:p.n*p.k]...) }
+
+func gemmPacked(c, a []float32, p *PackedB, m int, transA, accumulate bool) {
+	gemmGo(c, a, p.v, m, p.n, p.k, transA, p.trans, accumulate)
+}
