@@ -70,6 +70,14 @@ static void micro_generic(const float *Ap, const float *Bp, int kc, float *t) {
 // to (or writes it into) C when the tile is whole, else into t.
 GEMM_AVX2 static void micro_avx2(const float *Ap, const float *Bp, int kc, float *C, int ldc, int rows, int cols,
                                  int add, float *t) {
+	// the C tile is read at the end, after kc steps: ask for its lines now
+	// (with k of a sequence's rows, about 160, a tile's compute is short
+	// enough that waiting on C from L3 was a visible share)
+	if (add && rows == MR)
+		for (int r = 0; r < MR; r++) {
+			_mm_prefetch((const char *)(C + (long)r * ldc), _MM_HINT_T0);
+			_mm_prefetch((const char *)(C + (long)r * ldc + NR - 1), _MM_HINT_T0);
+		}
 	__m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
 	__m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
 	for (int p = 0; p < kc; p++) {
