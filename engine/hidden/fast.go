@@ -113,20 +113,17 @@ func (a *arena) fill(s []float32) {
 // parameters clears it (the products then fall back to packing as they
 // go, so a stale pack is never read).
 type packs struct {
-	fwd, back      [bW2 + 1]cpu.PackedB
-	head, headBack cpu.PackedB // the target's frozen head, packed once
+	fwd, back      [bW2 + 1]cpu.PackedB // by a matrix's first block
+	head, headBack cpu.PackedB          // the target's frozen head, packed once
 	valid          bool
 }
 
-// packedBlocks are the parameter blocks that are matrices.
-var packedBlocks = [...]int{bQ, bK, bV, bO, bGate, bUp, bDown, bW1, bW2}
-
 // pack packs the current parameters; call it before a batch's passes.
 func (n *fnet) pack() {
-	for _, i := range packedBlocks {
-		b := n.lay[i]
-		n.pk.fwd[i].Pack(n.block(i), b.Rows, b.Cols, true)
-		n.pk.back[i].Pack(n.block(i), b.Cols, b.Rows, false)
+	for _, m := range matrices {
+		w, _, out, in := n.span(m)
+		n.pk.fwd[m.first].Pack(w, out, in, true)
+		n.pk.back[m.first].Pack(w, in, out, false)
 	}
 	n.pk.valid = true
 }
@@ -210,14 +207,38 @@ func (n *fnet) mul(y, w, x []float32, rows, out, in int, add bool) {
 	cpu.Gemm(y, x, w, rows, out, in, false, true, add)
 }
 
-// fwd is mul for parameter block i.
-func (n *fnet) fwd(y []float32, i int, x []float32, rows int, add bool) {
+// matrix is one weight matrix of the products: blocks first..last, laid
+// out one after another with the same width, so Q, K and V (and gate and
+// up) are one matrix and one product serves them (one packing of the
+// input, one pass over the output's gradient).
+type matrix struct{ first, last int }
+
+var (
+	mQKV  = matrix{bQ, bV}
+	mO    = matrix{bO, bO}
+	mGU   = matrix{bGate, bUp}
+	mDown = matrix{bDown, bDown}
+	mW1   = matrix{bW1, bW1}
+	mW2   = matrix{bW2, bW2}
+	// matrices lists them all, for pack
+	matrices = [...]matrix{mQKV, mO, mGU, mDown, mW1, mW2}
+)
+
+// span returns m's values, gradient and shape (rows x cols).
+func (n *fnet) span(m matrix) (w, g []float32, rows, cols int) {
+	a, b := n.lay[m.first], n.lay[m.last]
+	end := b.Off + b.Size()
+	return n.p[a.Off:end], n.g[a.Off:end], (end - a.Off) / a.Cols, a.Cols
+}
+
+// fwd is mul for weight matrix m.
+func (n *fnet) fwd(y []float32, m matrix, x []float32, rows int, add bool) {
 	if n.pk.valid {
-		cpu.GemmPacked(y, x, &n.pk.fwd[i], rows, false, add)
+		cpu.GemmPacked(y, x, &n.pk.fwd[m.first], rows, false, add)
 		return
 	}
-	b := n.lay[i]
-	n.mul(y, n.block(i), x, rows, b.Rows, b.Cols, add)
+	w, _, out, in := n.span(m)
+	n.mul(y, w, x, rows, out, in, add)
 }
 
 // mulBack: dx (rows x in) = dy (rows x out) · W, or += when add, for the
@@ -226,14 +247,21 @@ func (n *fnet) mulBack(dx, w, dy []float32, rows, out, in int, add bool) {
 	cpu.Gemm(dx, dy, w, rows, in, out, false, false, add)
 }
 
-// back is mulBack for parameter block i.
-func (n *fnet) back(dx []float32, i int, dy []float32, rows int, add bool) {
+// back is mulBack for weight matrix m.
+func (n *fnet) back(dx []float32, m matrix, dy []float32, rows int, add bool) {
 	if n.pk.valid {
-		cpu.GemmPacked(dx, dy, &n.pk.back[i], rows, false, add)
+		cpu.GemmPacked(dx, dy, &n.pk.back[m.first], rows, false, add)
 		return
 	}
-	b := n.lay[i]
-	n.mulBack(dx, n.block(i), dy, rows, b.Rows, b.Cols, add)
+	w, _, out, in := n.span(m)
+	n.mulBack(dx, w, dy, rows, out, in, add)
+}
+
+// wgrad adds to m's gradient dy^T · x (dy: rows x m's rows, x: rows x
+// m's columns).
+func (n *fnet) wgrad(m matrix, dy, x []float32, rows int) {
+	_, g, out, in := n.span(m)
+	n.weightGrad(g, dy, x, rows, in, out)
 }
 
 // weightGrad: dW (out x in) += dy^T · x for dy (rows x out) and x (rows x
@@ -300,9 +328,9 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 		L.a, L.ra = mk(dim), mk(1)
 		rmsNorm64(L.a, L.ra, L.x, n.block(bAttnNorm), R, dim, float64(s.Eps))
 		L.q, L.k, L.v = mk(qd), mk(kvd), mk(kvd)
-		n.fwd(L.q, bQ, L.a, R, false)
-		n.fwd(L.k, bK, L.a, R, false)
-		n.fwd(L.v, bV, L.a, R, false)
+		qkv := mk(qd + 2*kvd)
+		n.fwd(qkv, mQKV, L.a, R, false)
+		splitCols(qkv, R, cols{L.q, qd}, cols{L.k, kvd}, cols{L.v, kvd})
 		half := s.RopeDim / 2
 		L.cos, L.sin = mk(half), mk(half)
 		ropeTables(s, L.cos, L.sin, R, j)
@@ -326,16 +354,17 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 		})
 		L.x1 = mk(dim)
 		copy(L.x1, L.x)
-		n.fwd(L.x1, bO, L.att, R, true)
+		n.fwd(L.x1, mO, L.att, R, true)
 		L.b, L.rb = mk(dim), mk(1)
 		rmsNorm64(L.b, L.rb, L.x1, n.block(bFFNNorm), R, dim, float64(s.Eps))
 		L.gt, L.u, L.s, L.sg = mk(f), mk(f), mk(f), mk(f)
-		n.fwd(L.gt, bGate, L.b, R, false)
-		n.fwd(L.u, bUp, L.b, R, false)
+		gu := mk(2 * f)
+		n.fwd(gu, mGU, L.b, R, false)
+		splitCols(gu, R, cols{L.gt, f}, cols{L.u, f})
 		cpu.SiLUGate(L.s, L.sg, L.gt, L.u)
 		L.y = mk(dim)
 		copy(L.y, L.x1)
-		n.fwd(L.y, bDown, L.s, R, true)
+		n.fwd(L.y, mDown, L.s, R, true)
 		// loss head: logits = head(norm(y)) + W2 · W1 · emb(info[t+j+1])
 		L.xo, L.ro = mk(dim), mk(1)
 		rmsNorm64(L.xo, L.ro, L.y, n.outNorm, R, dim, float64(s.Eps))
@@ -347,8 +376,8 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 			copy(L.e[t*dim:(t+1)*dim], n.emb[tok*dim:(tok+1)*dim])
 		}
 		L.ul = mk(D)
-		n.fwd(L.ul, bW1, L.e, R, false)
-		n.fwd(L.pd, bW2, L.ul, R, true)
+		n.fwd(L.ul, mW1, L.e, R, false)
+		n.fwd(L.pd, mW2, L.ul, R, true)
 		lp := &parts[j]
 		type acc struct {
 			kl, mse float64
@@ -495,16 +524,16 @@ func (n *fnet) backward(sq *seq, info []int, lvs []*flevel, weight float64, td t
 		cpu.GemmPacked(dxo, dlog, &n.pk.headBack, R, false, false)
 		rmsNormBack(dy, nil, dxo, L.y, L.ro, n.outNorm, R, dim)
 		// token-info: dW2 += dlog^T U, dU = dlog W2, dW1 += dU^T e
-		n.weightGrad(n.grad(bW2), dlog, L.ul, R, D, V)
+		n.wgrad(mW2, dlog, L.ul, R)
 		du := mk(D)
-		n.back(du, bW2, dlog, R, false)
-		n.weightGrad(n.grad(bW1), du, L.e, R, dim, D)
+		n.back(du, mW2, dlog, R, false)
+		n.wgrad(mW1, du, L.e, R)
 		// feed-forward block: y = x1 + Down · (silu(g) * u)
 		dx1 := mk(dim)
 		copy(dx1, dy)
 		ds := mk(f)
-		n.weightGrad(n.grad(bDown), dy, L.s, R, f, dim)
-		n.back(ds, bDown, dy, R, false)
+		n.wgrad(mDown, dy, L.s, R)
+		n.back(ds, mDown, dy, R, false)
 		dg, du2 := ds, mk(f) // dg overwrites ds in place
 		for i, g := range L.gt {
 			sg := L.sg[i]
@@ -513,15 +542,15 @@ func (n *fnet) backward(sq *seq, info []int, lvs []*flevel, weight float64, td t
 			dg[i] = d * L.u[i] * sg * (1 + g*(1-sg))
 		}
 		db := mk(dim)
-		n.weightGrad(n.grad(bGate), dg, L.b, R, dim, f)
-		n.weightGrad(n.grad(bUp), du2, L.b, R, dim, f)
-		n.back(db, bGate, dg, R, true)
-		n.back(db, bUp, du2, R, true)
+		dgu := mk(2 * f)
+		joinCols(dgu, R, cols{dg, f}, cols{du2, f})
+		n.wgrad(mGU, dgu, L.b, R)
+		n.back(db, mGU, dgu, R, false)
 		rmsNormBack(dx1, n.grad(bFFNNorm), db, L.x1, L.rb, n.block(bFFNNorm), R, dim)
 		// attention block: x1 = x + O · att
 		datt := mk(qd)
-		n.weightGrad(n.grad(bO), dx1, L.att, R, qd, dim)
-		n.back(datt, bO, dx1, R, false)
+		n.wgrad(mO, dx1, L.att, R)
+		n.back(datt, mO, dx1, R, false)
 		dq := mk(qd)
 		// each key/value head's queries run on one worker, so the writes to
 		// its keys' and values' gradients never collide; level 0's are
@@ -553,16 +582,52 @@ func (n *fnet) backward(sq *seq, info []int, lvs []*flevel, weight float64, td t
 		rope(s, dq, R, s.Heads, L.cos, L.sin, true)
 		rope(s, L.dk, R, s.KVHeads, L.cos, L.sin, true)
 		da := mk(dim)
-		n.weightGrad(n.grad(bQ), dq, L.a, R, dim, qd)
-		n.weightGrad(n.grad(bK), L.dk, L.a, R, dim, kvd)
-		n.weightGrad(n.grad(bV), L.dv, L.a, R, dim, kvd)
-		n.back(da, bQ, dq, R, true)
-		n.back(da, bK, L.dk, R, true)
-		n.back(da, bV, L.dv, R, true)
+		dqkv := mk(qd + 2*kvd)
+		joinCols(dqkv, R, cols{dq, qd}, cols{L.dk, kvd}, cols{L.dv, kvd})
+		n.wgrad(mQKV, dqkv, L.a, R)
+		n.back(da, mQKV, dqkv, R, false)
 		dx := dx1
 		rmsNormBack(dx, n.grad(bAttnNorm), da, L.x, L.ra, n.block(bAttnNorm), R, dim)
 		if j > 0 {
 			dnext = dx
+		}
+	}
+}
+
+// cols is an array of rows of width w, one of the arrays a fused
+// product's output (or gradient) is split into (joined from).
+type cols struct {
+	v []float32
+	w int
+}
+
+// splitCols copies the columns of src (rows x the widths' sum) into the
+// parts in order: a fused product's outputs into Q, K and V.
+func splitCols(src []float32, rows int, parts ...cols) {
+	w := 0
+	for _, p := range parts {
+		w += p.w
+	}
+	for t := 0; t < rows; t++ {
+		off := t * w
+		for _, p := range parts {
+			copy(p.v[t*p.w:(t+1)*p.w], src[off:off+p.w])
+			off += p.w
+		}
+	}
+}
+
+// joinCols is splitCols backwards: the parts side by side into dst.
+func joinCols(dst []float32, rows int, parts ...cols) {
+	w := 0
+	for _, p := range parts {
+		w += p.w
+	}
+	for t := 0; t < rows; t++ {
+		off := t * w
+		for _, p := range parts {
+			copy(dst[off:off+p.w], p.v[t*p.w:(t+1)*p.w])
+			off += p.w
 		}
 	}
 }
