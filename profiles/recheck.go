@@ -166,9 +166,20 @@ func RecheckCosts(ctx context.Context, m, draft *model.Model, c Costs, threads i
 	if r.W > 1 {
 		anchors, factors = append(anchors, r.W), append(factors, r.ScaleW)
 	}
+	// the split curves (a concurrent pair's target on part of the
+	// threads) move with the rest: were they left as stored while the
+	// baseline moved, a plan priced on them would be compared against a
+	// different machine (in a slow minute the re-check put T_verify(1)
+	// 28% up, and duo, priced on the stale split curves, was predicted at
+	// 2.21x and measured 1.60x). The anchors were timed on all threads;
+	// the split curves take the same ratios, the best the re-check knows.
+	c.Splits = slices.Clone(c.Splits)
 	if moved(factors...) {
 		r.Rescaled = true
 		c.Verify = RescaleAt(curve, anchors, factors)
+		for i := range c.Splits {
+			c.Splits[i].Verify = RescaleAt(c.Splits[i].Verify, anchors, factors)
+		}
 	}
 	if r.DraftPasses > 0 {
 		one := Interp(c.Draft, 1)
@@ -186,6 +197,9 @@ func RecheckCosts(ctx context.Context, m, draft *model.Model, c Costs, threads i
 				c.Draft = RescaleAt(c.Draft, []int{1}, []float64{r.ScaleDraft})
 				if len(c.DraftAfter) > 0 {
 					c.DraftAfter = RescaleAt(c.DraftAfter, []int{1}, []float64{r.ScaleDraft})
+				}
+				for i := range c.Splits {
+					c.Splits[i].Draft = RescaleAt(c.Splits[i].Draft, []int{1}, []float64{r.ScaleDraft})
 				}
 			}
 		}

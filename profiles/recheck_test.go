@@ -74,6 +74,23 @@ func TestRecheckVerifyRescalesAStaleCurve(t *testing.T) {
 	if _, _, err := RecheckVerify(context.Background(), m, nil, 2, 0); err == nil {
 		t.Error("an empty curve was re-checked")
 	}
+	// a concurrent pair's split curves move with the rest (a plan priced
+	// on stale ones would be compared against another machine), and the
+	// caller's Costs is left as it was
+	split := append([]store.Point(nil), stale...)
+	c := Costs{Verify: stale, Splits: []SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: split}}}
+	gotC, rc, err := RecheckCosts(context.Background(), m, nil, c, 2, 0)
+	if err != nil || !rc.Rescaled {
+		t.Fatalf("re-check with splits: %+v, %v", rc, err)
+	}
+	for i, p := range gotC.Splits[0].Verify {
+		if want := gotC.Verify[i].Median; p.Median != want {
+			t.Errorf("split W=%d: %v, want the full curve's ratio (%v)", p.W, p.Median, want)
+		}
+	}
+	if c.Splits[0].Verify[0].Median != stale[0].Median {
+		t.Errorf("the caller's split curve was changed to %v", c.Splits[0].Verify[0].Median)
+	}
 }
 
 // TestRecheckDrafter: with a draft model, the re-check times its first
@@ -108,10 +125,14 @@ func TestRecheckDrafter(t *testing.T) {
 		}
 		return out
 	}
-	stale := Costs{Verify: slow(verify, 1), Draft: slow(draft, 5), DraftAfter: slow(after, 5)}
+	stale := Costs{Verify: slow(verify, 1), Draft: slow(draft, 5), DraftAfter: slow(after, 5),
+		Splits: []SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: slow(verify, 1), Draft: slow(draft, 5)}}}
 	got, rc, err := RecheckCosts(ctx, m, dm, stale, 2, 0)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got.Splits[0].Draft[0].Median != got.Draft[0].Median {
+		t.Errorf("split drafter curve %v, want it rescaled with the rest (%v)", got.Splits[0].Draft[0].Median, got.Draft[0].Median)
 	}
 	if rc.DraftPasses != DraftPasses || !rc.DraftRescaled || rc.ScaleDraft > 0.6 || !strings.Contains(rc.String(), "drafter curves rescaled") {
 		t.Fatalf("drafter curves 5x too slow: %+v\n%s", rc, rc.String())
