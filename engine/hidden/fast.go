@@ -355,7 +355,7 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 		L.q, L.k, L.v = mk(qd), mk(kvd), mk(kvd)
 		qkv := mk(qd + 2*kvd)
 		n.fwd(qkv, mQKV, L.a, R, false)
-		splitCols(qkv, R, cols{L.q, qd}, cols{L.k, kvd}, cols{L.v, kvd})
+		moveCols(qkv, R, true, cols{L.q, qd}, cols{L.k, kvd}, cols{L.v, kvd})
 		half := s.RopeDim / 2
 		L.cos, L.sin = mk(half), mk(half)
 		ropeTables(s, L.cos, L.sin, R, j)
@@ -385,7 +385,7 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 		L.gt, L.u, L.s, L.sg = mk(f), mk(f), L.at(st.s, f), mk(f)
 		gu := mk(2 * f)
 		n.fwd(gu, mGU, L.b, R, false)
-		splitCols(gu, R, cols{L.gt, f}, cols{L.u, f})
+		moveCols(gu, R, true, cols{L.gt, f}, cols{L.u, f})
 		cpu.SiLUGate(L.s, L.sg, L.gt, L.u)
 		L.y = mk(dim)
 		copy(L.y, L.x1)
@@ -568,7 +568,7 @@ func (n *fnet) backward(sq *seq, info []int, lvs []*flevel, weight float64, td t
 		}
 		db := mk(dim)
 		dgu := L.at(st.dgu, 2*f)
-		joinCols(dgu, R, cols{dg, f}, cols{du2, f})
+		moveCols(dgu, R, false, cols{dg, f}, cols{du2, f})
 		n.back(db, mGU, dgu, R, false)
 		rmsNormBack(dx1, n.grad(bFFNNorm), db, L.x1, L.rb, n.block(bFFNNorm), R, dim)
 		// attention block: x1 = x + O · att
@@ -607,7 +607,7 @@ func (n *fnet) backward(sq *seq, info []int, lvs []*flevel, weight float64, td t
 		rope(s, L.dk, R, s.KVHeads, L.cos, L.sin, true)
 		da := mk(dim)
 		dqkv := L.at(st.dqkv, qd+2*kvd)
-		joinCols(dqkv, R, cols{dq, qd}, cols{L.dk, kvd}, cols{L.dv, kvd})
+		moveCols(dqkv, R, false, cols{dq, qd}, cols{L.dk, kvd}, cols{L.dv, kvd})
 		n.back(da, mQKV, dqkv, R, false)
 		dx := dx1
 		rmsNormBack(dx, n.grad(bAttnNorm), da, L.x, L.ra, n.block(bAttnNorm), R, dim)
@@ -631,9 +631,11 @@ type cols struct {
 	w int
 }
 
-// splitCols copies the columns of src (rows x the widths' sum) into the
-// parts in order: a fused product's outputs into Q, K and V.
-func splitCols(src []float32, rows int, parts ...cols) {
+// moveCols copies between wide (rows x the parts' widths summed) and the
+// parts side by side: into the parts when split (a fused product's output
+// into Q, K and V), from them otherwise (their gradients into one
+// product's).
+func moveCols(wide []float32, rows int, split bool, parts ...cols) {
 	w := 0
 	for _, p := range parts {
 		w += p.w
@@ -641,22 +643,12 @@ func splitCols(src []float32, rows int, parts ...cols) {
 	for t := 0; t < rows; t++ {
 		off := t * w
 		for _, p := range parts {
-			copy(p.v[t*p.w:(t+1)*p.w], src[off:off+p.w])
-			off += p.w
-		}
-	}
-}
-
-// joinCols is splitCols backwards: the parts side by side into dst.
-func joinCols(dst []float32, rows int, parts ...cols) {
-	w := 0
-	for _, p := range parts {
-		w += p.w
-	}
-	for t := 0; t < rows; t++ {
-		off := t * w
-		for _, p := range parts {
-			copy(dst[off:off+p.w], p.v[t*p.w:(t+1)*p.w])
+			part, whole := p.v[t*p.w:(t+1)*p.w], wide[off:off+p.w]
+			if split {
+				copy(part, whole)
+			} else {
+				copy(whole, part)
+			}
 			off += p.w
 		}
 	}

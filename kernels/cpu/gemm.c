@@ -65,6 +65,7 @@ static void micro_generic(const float *Ap, const float *Bp, int kc, float *t) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define GEMM_AVX2 __attribute__((target("avx2,fma")))
+#include "vec8.h"
 
 // micro_avx2 computes the MR x NR tile Ap · Bp over kc steps and adds it
 // to (or writes it into) C when the tile is whole, else into t.
@@ -111,27 +112,6 @@ GEMM_AVX2 static void micro_avx2(const float *Ap, const float *Bp, int kc, float
 	store(C, ldc, t, rows, cols, add);
 }
 
-// tr8 transposes the 8 x 8 block r[0..7] in registers: afterwards r[q]
-// holds column q of the block as it was.
-GEMM_AVX2 static inline void tr8(__m256 r[8]) {
-	__m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-	__m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-	__m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-	__m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-	__m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-	__m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-	__m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-	__m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-	r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
-	r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
-	r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
-	r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
-	r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
-	r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
-	r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
-	r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
-}
-
 // packA_rows_avx2 is packA's whole-panel case for A stored m x k: six rows
 // read eight values at a time and transposed in registers, where the
 // scalar loop wrote every value at a stride of six (a third of a training
@@ -143,7 +123,7 @@ GEMM_AVX2 static int packA_rows_avx2(float *d, const float *s, long ld, int kc) 
 		__m256 r[8];
 		for (int i = 0; i < MR; i++) r[i] = _mm256_loadu_ps(s + i * ld + p);
 		r[6] = r[7] = _mm256_setzero_ps();
-		tr8(r);
+		transpose8(r);
 		float *o = d + (long)p * MR;
 		// eight floats per step of six: each store's last two are
 		// overwritten by the next; the last step stores six
@@ -163,7 +143,7 @@ GEMM_AVX2 static int packB_rows_avx2(float *d, const float *s, long ld, int kc) 
 		for (int h = 0; h < 2; h++) {
 			__m256 r[8];
 			for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(s + (h * 8 + i) * ld + p);
-			tr8(r);
+			transpose8(r);
 			for (int q = 0; q < 8; q++) _mm256_storeu_ps(d + (long)(p + q) * NR + h * 8, r[q]);
 		}
 	}

@@ -303,7 +303,7 @@ static void mm_f32_generic(int type, const uint8_t *w, long row_bytes, int lo, i
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
-#include "vexp.h"
+#include "vec8.h"
 
 // hsum4 is the sum of a vector's four lanes, (v0+v2) + (v1+v3): the one
 // horizontal reduction every kernel's epilogue uses.
@@ -952,22 +952,6 @@ AVX2 static inline float softmax_inv(float *sc, int count, float maxs) {
 	double sd[4];
 	_mm256_storeu_pd(sd, _mm256_add_pd(s0, s1));
 	return (float)(1.0 / ((sd[0] + sd[1]) + (sd[2] + sd[3])));
-}
-
-// transpose8 transposes an 8x8 block of floats held as 8 rows.
-AVX2 static inline void transpose8(__m256 r[8]) {
-	__m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-	__m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-	__m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-	__m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-	__m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
-	__m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
-	__m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
-	__m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
-	r[0] = _mm256_permute2f128_ps(u0, u4, 0x20); r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
-	r[2] = _mm256_permute2f128_ps(u2, u6, 0x20); r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
-	r[4] = _mm256_permute2f128_ps(u0, u4, 0x31); r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
-	r[6] = _mm256_permute2f128_ps(u2, u6, 0x31); r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
 // ld8 loads 8 cached values from element i of a KV cache layer: float32,

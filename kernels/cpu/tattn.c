@@ -60,7 +60,7 @@ static void softmax_generic(float *s, int n, float scale) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define TATTN_AVX2 __attribute__((target("avx2,fma")))
-#include "vexp.h"
+#include "vec8.h"
 
 TATTN_AVX2 static float dot_avx2(const float *a, const float *b, int n) {
 	__m256 acc = _mm256_setzero_ps();

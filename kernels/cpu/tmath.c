@@ -36,7 +36,7 @@ static void silu_gate_generic(float *s, float *sg, const float *g, const float *
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
-#include "vexp.h"
+#include "vec8.h"
 #define TMATH_AVX2 __attribute__((target("avx2,fma")))
 
 TMATH_AVX2 static inline double hsum_pd(__m256d v) {
