@@ -76,7 +76,7 @@ func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens in
 			if len(acc.Depths) < maxDepthSamples {
 				best := s.Best[:min(len(s.Best), depth)]
 				acc.Depths = append(acc.Depths, DepthSample{Best: append([]float64(nil), best...), Accepted: s.Accepted,
-					Top: append([]float64(nil), s.First...), P21: s.P21})
+					Top: append([]float64(nil), s.First...), P21: s.P21, Resampled: s.Resampled})
 			}
 			for _, t := range s.Tried {
 				b := min(9, int(t.Q*10))
@@ -315,6 +315,7 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pa
 		hp, err := ProfileModel(ctx, st, hw, pair.Target, pair.Backend, hopt)
 		if err == nil {
 			c.Draft, c.DraftAfter = draftStepCurves(hp.Curve.Points, tp.Curve.Points)
+			c.DraftPerChild = true
 			break
 		}
 		if !errors.Is(err, ErrNotProfiled) {

@@ -33,16 +33,21 @@ func predictThreshold(p Plan, acc *Acceptance, c Costs, cv curves, m memo) (Pred
 		return Prediction{Plan: p}, fmt.Errorf("profiles: cannot model %s", p)
 	}
 	depth := len(p.EGT)
-	steps := make([]int, depth+1) // calibration steps that draft L levels
-	kept, full := 0, 0
-	for _, s := range acc.Depths {
+	levels := func(s DepthSample) int {
 		l := 1
 		for l < depth && l <= len(s.Best) && s.Best[l-1] >= p.DepthMin {
 			l++
 		}
-		steps[l]++
-		kept += min(s.Accepted, l)
-		full += min(s.Accepted, depth)
+		return l
+	}
+	weight := sampleWeights(acc.Depths, levels)
+	steps := make([]float64, depth+1) // the weight of calibration steps that draft L levels
+	var kept, full float64
+	for i, s := range acc.Depths {
+		l := levels(s)
+		steps[l] += weight[i]
+		kept += weight[i] * float64(min(s.Accepted, l))
+		full += weight[i] * float64(min(s.Accepted, depth))
 	}
 	price := func(q Plan) (Prediction, error) {
 		if m == nil {
@@ -67,7 +72,6 @@ func predictThreshold(p Plan, acc *Acceptance, c Costs, cv curves, m memo) (Pred
 	out := whole
 	out.Plan = p
 	var step, dr, ver, nodes float64
-	n := float64(len(acc.Depths))
 	for l, k := range steps {
 		if k == 0 {
 			continue
@@ -78,7 +82,7 @@ func predictThreshold(p Plan, acc *Acceptance, c Costs, cv curves, m memo) (Pred
 		if err != nil {
 			return out, err
 		}
-		w := float64(k) / n
+		w := k
 		step += w * float64(pr.Step)
 		dr += w * float64(pr.Draft)
 		ver += w * float64(pr.Verify)
@@ -86,7 +90,7 @@ func predictThreshold(p Plan, acc *Acceptance, c Costs, cv curves, m memo) (Pred
 	}
 	share := 1.0
 	if full > 0 {
-		share = float64(kept) / float64(full)
+		share = kept / full
 	}
 	out.AAL = 1 + (whole.AAL-1)*share
 	out.Step, out.Draft, out.Verify = time.Duration(step), time.Duration(dr), time.Duration(ver)
@@ -96,6 +100,48 @@ func predictThreshold(p Plan, acc *Acceptance, c Costs, cv curves, m memo) (Pred
 		out.Speedup = out.AAL * float64(Interp(c.Verify, 1)) / float64(out.Step)
 	}
 	return out, nil
+}
+
+// sampleWeights weighs the calibration's steps (summing to 1) as a plan
+// that drafts levels(s) levels would meet them. With a source that
+// re-samples after a rejection, a step is re-sampled exactly when the one
+// before was not accepted in full, and the probe tree, rejected almost
+// every step, recorded mostly re-sampled steps, which accept less (on the
+// bench target 33% at depth 1 against 71%): a plan that stops early is
+// accepted in full far more often. So regular and re-sampled steps are
+// weighed by the plan's own steady share of regular steps, r = f_res /
+// (1 - f_reg + f_res), f_k the share of kind-k steps the plan accepts in
+// full; with one kind only, every step weighs the same.
+func sampleWeights(samples []DepthSample, levels func(DepthSample) int) []float64 {
+	var n, whole [2]float64
+	for _, s := range samples {
+		k := 0
+		if s.Resampled {
+			k = 1
+		}
+		n[k]++
+		if s.Accepted >= levels(s) {
+			whole[k]++
+		}
+	}
+	out := make([]float64, len(samples))
+	share := [2]float64{1 / float64(max(1, len(samples))), 1 / float64(max(1, len(samples)))}
+	if n[0] >= minSplitSteps && n[1] >= minSplitSteps {
+		fReg, fRes := whole[0]/n[0], whole[1]/n[1]
+		r := 1.0
+		if d := 1 - fReg + fRes; d > 0 {
+			r = fRes / d
+		}
+		share = [2]float64{r / n[0], (1 - r) / n[1]}
+	}
+	for i, s := range samples {
+		if s.Resampled {
+			out[i] = share[1]
+		} else {
+			out[i] = share[0]
+		}
+	}
+	return out
 }
 
 // SearchDuoSeqs are the MaxSeqs values the search tries for duo beside

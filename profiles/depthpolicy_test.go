@@ -170,3 +170,64 @@ func TestDuoSequencesPricedOnCalibrationSteps(t *testing.T) {
 		t.Error("the search priced no duo plan with several sequences")
 	}
 }
+
+// TestThresholdWeighsStepKinds: with a source that re-samples after a
+// rejection, the calibration's steps are weighed by how often the plan
+// itself meets each kind (a re-sampled step follows exactly a step not
+// accepted in full). Here every regular step is confident and accepted in
+// full, and re-sampled steps are half unsure (rejected at once) and half
+// confident: the plan, once in a regular step, stays there (r = f_res /
+// (1 - f_reg + f_res) = 0.5 / 0.5 = 1), so it drafts every level every
+// step, where the recorded mix (five re-sampled steps for one regular)
+// priced a third of its steps as stopping after one level.
+func TestThresholdWeighsStepKinds(t *testing.T) {
+	ms := time.Millisecond
+	c := Costs{Verify: []store.Point{{W: 1, Median: 10 * ms}, {W: 64, Median: 73 * ms}}, Draft: flat(ms)}
+	acc := Uniform(0.8, 0.4, 8, 2)
+	plan := Plan{Strategy: "egt", EGT: []int{1, 1, 1, 1}, Branch: 1, WMax: 4, DepthPolicy: "threshold", DepthMin: 0.3}
+	sure := DepthSample{Best: []float64{0.9, 0.8, 0.7, 0.6}, Accepted: 4}
+	unsure := DepthSample{Best: []float64{0.2, 0.05, 0.01, 0.01}, Accepted: 0, Resampled: true}
+	lucky := sure
+	lucky.Resampled = true
+	var samples []DepthSample
+	for range 20 {
+		samples = append(samples, sure, unsure, unsure, lucky, lucky, unsure)
+	}
+	levels := func(s DepthSample) int {
+		if s.Best[0] < 0.3 {
+			return 1
+		}
+		return 4
+	}
+	w := sampleWeights(samples, levels)
+	var reg, sum float64
+	for i, s := range samples {
+		sum += w[i]
+		if !s.Resampled {
+			reg += w[i]
+		}
+	}
+	if reg < 0.999 || reg > 1.001 || sum < 0.999 || sum > 1.001 {
+		t.Errorf("regular steps weigh %.3f of %.3f, want all of 1 (f_reg = 1)", reg, sum)
+	}
+	acc.Depths = samples
+	weighed := mustPredict(t, plan, acc, c)
+	same := *acc
+	same.Depths = nil
+	for _, s := range samples {
+		s.Resampled = false
+		same.Depths = append(same.Depths, s)
+	}
+	even := mustPredict(t, plan, &same, c)
+	full := plan
+	full.DepthPolicy, full.DepthMin = "", 0
+	if fixed := mustPredict(t, full, acc, c); weighed.Step != fixed.Step || !(even.Step < weighed.Step) {
+		t.Errorf("weighed by kind: step %v (every level every step: %v); every sample alike: %v, want less", weighed.Step, fixed.Step, even.Step)
+	}
+	// fewer than minSplitSteps of a kind: every step weighs the same
+	for i, x := range sampleWeights(samples[:12], levels) {
+		if x != 1.0/12 {
+			t.Fatalf("sample %d weighs %v with few steps of each kind, want 1/12", i, x)
+		}
+	}
+}

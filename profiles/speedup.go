@@ -120,6 +120,9 @@ type DepthSample struct {
 	// of them: duo's rule for several sequences reads them (spec.DuoSeqs).
 	Top []float64 `json:"top,omitempty"`
 	P21 float64   `json:"p21,omitempty"`
+	// Resampled: the source drafted this step by re-sampling after a
+	// rejection (the hidden-state drafter), as Acceptance.Resampled counts.
+	Resampled bool `json:"resampled,omitempty"`
 }
 
 // At returns Rank[d][r], extending the table with its last depth (deeper
@@ -157,6 +160,13 @@ type Costs struct {
 	Verify   []store.Point // target T_verify(W)
 	Draft    []store.Point // drafter forward over W tokens (nil: drafting is free, e.g. n-gram)
 	Overhead time.Duration // per-step bookkeeping (sampling, masks, compaction)
+	// DraftPerChild says Draft is indexed by the nodes a level adds (the
+	// hidden-state drafter: each new node's token is mixed into the
+	// drafter's state, DraftStepCosts), not by the nodes a pass expands,
+	// as a draft model's passes are: a tree of two first tokens costs it
+	// one further node more than a chain of one (on the bench target
+	// 1.17 against 0.75 ms a step), which pricing by expanded nodes missed.
+	DraftPerChild bool
 	// OneDevice says the drafter shares the target's device (a draft
 	// source not placed on another backend). A plan that drafts while the
 	// target verifies then splits that device's threads, and is priced
@@ -371,6 +381,31 @@ func predictOn(p Plan, acc *Acceptance, c Costs, cv curves, m memo) (Prediction,
 	return pr, nil
 }
 
+// childrenAt is how many nodes the i-th drafting pass of p's expected
+// tree ex adds: an EGT's expanded nodes times its branch (pruning comes
+// after drafting), a static tree's nodes at depth i+1, and for other
+// strategies the pass's own width.
+func childrenAt(p Plan, ex spec.Expected, i int) int {
+	switch p.Strategy {
+	case "egt":
+		return ex.PerDepth[i] * max(1, p.Branch)
+	case "tree":
+		depth := make([]int, len(ex.Parents))
+		n := 0
+		for k, par := range ex.Parents {
+			depth[k] = 1
+			if par >= 0 {
+				depth[k] = depth[par] + 1
+			}
+			if depth[k] == i+1 {
+				n++
+			}
+		}
+		return max(1, n)
+	}
+	return ex.PerDepth[i]
+}
+
 // priceExpected prices p's expected tree ex on the curves cv: its
 // tokens a step and the time of a step.
 func priceExpected(p Plan, ex spec.Expected, c Costs, cv curves) Prediction {
@@ -382,6 +417,9 @@ func priceExpected(p Plan, ex spec.Expected, c Costs, cv curves) Prediction {
 	pr.Nodes = max(len(ex.Values), ex.Verified)
 	var ahead time.Duration
 	for i, w := range pr.PerDepth {
+		if c.DraftPerChild {
+			w = childrenAt(p, ex, i)
+		}
 		t := Interp(draft, w)
 		if i < ex.Ahead {
 			ahead += t

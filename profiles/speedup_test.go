@@ -448,3 +448,27 @@ func TestConcurrentPlansNeedSplitCurves(t *testing.T) {
 		t.Fatalf("chain: %v", err)
 	}
 }
+
+// TestDraftPerChild: a source whose drafting cost grows with the nodes a
+// level adds (the hidden-state drafter) is charged by them: a tree of two
+// first tokens one further node more than a chain of one, an EGT its
+// expanded nodes times its branch; a draft model, charged by the nodes a
+// pass expands, pays the same for both.
+func TestDraftPerChild(t *testing.T) {
+	ms := time.Millisecond
+	draft := []store.Point{{W: 1, Median: ms}, {W: 2, Median: 1400 * time.Microsecond}, {W: 64, Median: 26200 * time.Microsecond}}
+	c := Costs{Verify: flat(10 * ms), Draft: draft}
+	acc := Uniform(0.8, 0.4, 8, 3)
+	chain, tree2 := Plan{Strategy: "chain", Gamma: 1}, Plan{Strategy: "tree", Widths: []int{2}}
+	egt := Plan{Strategy: "egt", EGT: []int{1, 1}, Branch: 2, WMax: 4}
+	if a, b := mustPredict(t, chain, acc, c), mustPredict(t, tree2, acc, c); a.Draft != b.Draft {
+		t.Errorf("draft model: chain 1 drafts %v, tree 2 %v, want the same pass", a.Draft, b.Draft)
+	}
+	c.DraftPerChild = true
+	if a, b := mustPredict(t, chain, acc, c), mustPredict(t, tree2, acc, c); a.Draft != ms || b.Draft != 1400*time.Microsecond {
+		t.Errorf("per child: chain 1 drafts %v (want 1ms), tree 2 %v (want 1.4ms)", a.Draft, b.Draft)
+	}
+	if e := mustPredict(t, egt, acc, c); e.Draft != 2800*time.Microsecond {
+		t.Errorf("per child: EGT 1,1 branch 2 drafts %v, want two levels of two new nodes (2.8ms)", e.Draft)
+	}
+}
