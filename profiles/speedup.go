@@ -85,14 +85,10 @@ func steadyAAL(p Plan, acc *Acceptance) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	depth := make([]int, len(reg.Parents))
+	depth := reg.Depths()
 	deepest := 0
-	for i, par := range reg.Parents {
-		depth[i] = 1
-		if par >= 0 {
-			depth[i] = depth[par] + 1
-		}
-		deepest = max(deepest, depth[i])
+	for _, d := range depth {
+		deepest = max(deepest, d)
 	}
 	full := 0.0
 	for i, v := range reg.Values {
@@ -381,29 +377,30 @@ func predictOn(p Plan, acc *Acceptance, c Costs, cv curves, m memo) (Prediction,
 	return pr, nil
 }
 
-// childrenAt is how many nodes the i-th drafting pass of p's expected
-// tree ex adds: an EGT's expanded nodes times its branch (pruning comes
-// after drafting), a static tree's nodes at depth i+1, and for other
-// strategies the pass's own width.
-func childrenAt(p Plan, ex spec.Expected, i int) int {
-	switch p.Strategy {
-	case "egt":
-		return ex.PerDepth[i] * max(1, p.Branch)
-	case "tree":
-		depth := make([]int, len(ex.Parents))
-		n := 0
-		for k, par := range ex.Parents {
-			depth[k] = 1
-			if par >= 0 {
-				depth[k] = depth[par] + 1
-			}
-			if depth[k] == i+1 {
-				n++
-			}
-		}
-		return max(1, n)
+// passWidths is what p's drafting passes cost by, pass by pass: with
+// perChild (Costs.DraftPerChild) the nodes each adds (an EGT's expanded
+// nodes times its branch, pruning coming after drafting; a static tree's
+// nodes at the next depth), else the nodes each expands (ex.PerDepth).
+func passWidths(p Plan, ex spec.Expected, perChild bool) []int {
+	if !perChild || (p.Strategy != "egt" && p.Strategy != "tree") {
+		return ex.PerDepth
 	}
-	return ex.PerDepth[i]
+	out := make([]int, len(ex.PerDepth))
+	if p.Strategy == "egt" {
+		for i, w := range ex.PerDepth {
+			out[i] = w * max(1, p.Branch)
+		}
+		return out
+	}
+	for _, d := range ex.Depths() {
+		if d <= len(out) {
+			out[d-1]++
+		}
+	}
+	for i := range out {
+		out[i] = max(1, out[i])
+	}
+	return out
 }
 
 // priceExpected prices p's expected tree ex on the curves cv: its
@@ -416,10 +413,7 @@ func priceExpected(p Plan, ex spec.Expected, c Costs, cv curves) Prediction {
 	}
 	pr.Nodes = max(len(ex.Values), ex.Verified)
 	var ahead time.Duration
-	for i, w := range pr.PerDepth {
-		if c.DraftPerChild {
-			w = childrenAt(p, ex, i)
-		}
+	for i, w := range passWidths(p, ex, c.DraftPerChild) {
 		t := Interp(draft, w)
 		if i < ex.Ahead {
 			ahead += t

@@ -54,6 +54,19 @@ type Expected struct {
 	Verified int
 }
 
+// Depths returns each node's depth (1: a child of the root), in the order
+// of Parents.
+func (e Expected) Depths() []int {
+	depth := make([]int, len(e.Parents))
+	for i, par := range e.Parents {
+		depth[i] = 1
+		if par >= 0 {
+			depth[i] = depth[par] + 1
+		}
+	}
+	return depth
+}
+
 // aheadHit is the chance that ahead-of-time drafting guessed right: the
 // most likely path through e's tree is accepted in full and the bonus
 // token after it is the drafter's top candidate (the guess aotHead makes).
