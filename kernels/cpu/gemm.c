@@ -235,12 +235,14 @@ static void packB(float *dst, const float *B, int n, int k, int tb, int j0, int 
 	}
 }
 
-// scratch returns this thread's packing buffer, at least need bytes: kept
-// between calls because a fresh buffer of this size comes from mmap and
-// costs a page fault per 4 KiB, which for the trainer's products was as
-// much as the arithmetic. It holds at most one product's panels (a few
-// MiB), once per thread that ever multiplies.
-static float *scratch(size_t need) {
+// arb_train_scratch returns this thread's scratch buffer (32-byte
+// aligned), at least need bytes: kept between calls because a fresh buffer
+// of this size comes from mmap and costs a page fault per 4 KiB, which for
+// the trainer's products was as much as the arithmetic. It holds at most
+// one product's panels (a few MiB), once per thread that ever multiplies;
+// the trainer's attention (tattn.c) borrows it too, which is safe because
+// neither calls the other.
+float *arb_train_scratch(size_t need) {
 	static __thread float *buf;
 	static __thread size_t cap;
 	if (need > cap) {
@@ -301,7 +303,7 @@ static int gemm(const float *A, const float *B, const float *pre, float *C, int 
 	// of B.
 	size_t nb = pre ? 0 : (size_t)ncmax * kcmax, na = (size_t)mcmax * kcmax;
 	size_t need = ((nb + na + MR * NR) * sizeof(float) + 31) / 32 * 32;
-	float *buf = scratch(need);
+	float *buf = arb_train_scratch(need);
 	if (!buf) return -1;
 	float *Bp = buf, *Ap = buf + nb, *t = Ap + na;
 	for (int j0 = 0; j0 < n; j0 += NC) {

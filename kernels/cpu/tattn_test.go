@@ -59,3 +59,30 @@ func near(t *testing.T, name string, got, want []float32) {
 		}
 	}
 }
+
+// BenchmarkTrainAttention: one head of the bench drafter's trainer (head
+// width 8, a 160-token sequence, the deepest level), forward and backward.
+func BenchmarkTrainAttention(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const r0, rows, j, hd, qs = 159, 157, 2, 8, 512
+	mk := func(n int) []float32 { return gaussian(rng, n) }
+	a := &TrainAttention{
+		Q: mk(rows * qs), QStride: qs, KT: mk(hd * r0), VT: mk(hd * r0), R0: r0,
+		EK: mk(j * rows * hd), EV: mk(j * rows * hd), J: j, Rows: rows, HeadDim: hd,
+		Scale: float32(1 / math.Sqrt(hd)), P: make([]float32, TrainRowBase(rows, j)),
+	}
+	o, dout, dq := make([]float32, rows*qs), mk(rows*qs), make([]float32, rows*qs)
+	dkT, dvT, dek, dev := make([]float32, hd*r0), make([]float32, hd*r0), make([]float32, j*rows*hd), make([]float32, j*rows*hd)
+	scratch := make([]float32, rows+j)
+	b.Run("fwd", func(b *testing.B) {
+		for b.Loop() {
+			a.Forward(o, qs)
+		}
+	})
+	a.Forward(o, qs)
+	b.Run("bwd", func(b *testing.B) {
+		for b.Loop() {
+			a.Backward(dout, qs, dq, qs, dkT, dvT, dek, dev, scratch)
+		}
+	})
+}
