@@ -314,8 +314,9 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pa
 		}
 		hp, err := ProfileModel(ctx, st, hw, pair.Target, pair.Backend, hopt)
 		if err == nil {
-			c.Draft, c.DraftAfter = draftStepCurves(hp.Curve.Points, tp.Curve.Points)
+			c.Draft, c.DraftAfter, c.ResampleLevel = draftStepCurves(hp.Curve.Points, tp.Curve.Points)
 			c.DraftPerChild = true
+			c.Resample = spec.resampleDepth()
 			break
 		}
 		if !errors.Is(err, ErrNotProfiled) {

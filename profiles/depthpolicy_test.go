@@ -121,6 +121,47 @@ func TestSteadyAALMixesRegularAndResampledSteps(t *testing.T) {
 	}
 }
 
+// TestSteadyMixPricesResampledSteps: with a source that re-samples
+// (Costs.Resample), a plan is the steady mix of its regular steps and the
+// re-sampled ones that follow a rejection two levels or more above its
+// deepest, as often as the calibration saw the source re-sample: a chain
+// of one never re-samples; a chain of two re-samples one level after a
+// rejection at its first, at a re-sampled level's cost and verifying two
+// rows; without Resample the tokens alone are mixed, as before.
+func TestSteadyMixPricesResampledSteps(t *testing.T) {
+	ms := time.Millisecond
+	c := Costs{Verify: []store.Point{{W: 1, Median: 10 * ms}, {W: 64, Median: 73 * ms}}, Draft: flat(ms), Resample: 4, ResampleLevel: 100 * time.Microsecond}
+	acc := Uniform(0.65, 0.4, 4, 2)
+	acc.Regular, acc.Resampled = Uniform(0.8, 0.4, 4, 2).Rank, Uniform(0.5, 0.4, 4, 2).Rank
+	counts := [][]int{{100, 100}}
+	acc.RegularCounts, acc.ResampledCounts = counts, counts
+	// four regular steps that could have been followed by a re-sampled one,
+	// two that were, one accepted too deep to re-sample: a rate of 1/2
+	for _, s := range []DepthSample{{Accepted: 0}, {Accepted: 1}, {Resampled: true}, {Accepted: 2}, {Resampled: true}, {Accepted: 0}, {Accepted: 3}} {
+		acc.Depths = append(acc.Depths, s)
+	}
+	if r := acc.resampleRate(); abs(r-0.5) > 1e-12 {
+		t.Fatalf("re-sample rate %v, want 0.5", r)
+	}
+	one := mustPredict(t, Plan{Strategy: "chain", Gamma: 1}, acc, c)
+	if abs(one.AAL-1.8) > 1e-9 || one.Step != 12*ms {
+		t.Errorf("chain of 1: AAL %.4f step %v, want the regular 1.8 and 12ms", one.AAL, one.Step)
+	}
+	two := mustPredict(t, Plan{Strategy: "chain", Gamma: 2}, acc, c)
+	// regular: 2 passes + T(3) = 14ms, 2.44 tokens; after a rejection at
+	// depth 1 (0.2, re-sampled half the time): 100µs + T(2) = 11.1ms, 1.5
+	// tokens; regular steps are 1/1.1 of all
+	ns := 14e6 + 0.1*11.1e6
+	wantAAL, wantStep := (2.44+0.1*1.5)/1.1, time.Duration(ns/1.1)
+	if abs(two.AAL-wantAAL) > 1e-9 || (two.Step-wantStep).Abs() > time.Microsecond {
+		t.Errorf("chain of 2: AAL %.4f step %v, want %.4f and %v", two.AAL, two.Step, wantAAL, wantStep)
+	}
+	c.Resample = 0
+	if old := mustPredict(t, Plan{Strategy: "chain", Gamma: 2}, acc, c); old.Step != 14*ms {
+		t.Errorf("no re-sampling source: step %v, want every step regular (14ms)", old.Step)
+	}
+}
+
 // TestDuoSequencesPricedOnCalibrationSteps: duo with several sequences is
 // priced as the mix of the trees duo's rule picks on the calibration's
 // steps: confident steps draft one chain (plus the rule's probe pass),

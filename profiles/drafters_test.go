@@ -113,6 +113,11 @@ func TestDrafterLifecycle(t *testing.T) {
 	if len(c.Draft) == 0 || c.Draft[0].Median <= 0 || len(c.DraftAfter) != 2 || c.DraftAfter[0].Median < 0 || c.Draft[1].Median < c.Draft[0].Median {
 		t.Errorf("hidden drafter cost %v (first pass extra %v) against T_verify(1) %v", c.Draft, c.DraftAfter, c.Verify[0].Median)
 	}
+	// a re-sampled level is mixing, no layer pass: cheaper than a regular
+	// level; and the pair re-samples as deep as the source's default
+	if c.Resample != hidden.DefaultResampleDepth || c.ResampleLevel < 0 || c.ResampleLevel >= c.Draft[0].Median {
+		t.Errorf("re-sampling %d levels at %v a level, a regular level %v", c.Resample, c.ResampleLevel, c.Draft[0].Median)
+	}
 	// calibration counts the steps the drafter re-sampled apart from the
 	// regular ones, every step in one of the two tables
 	var ids [][]int
@@ -127,7 +132,7 @@ func TestDrafterLifecycle(t *testing.T) {
 		t.Errorf("steps by kind: regular %v, re-sampled %v, all %v", acc.RegularCounts, acc.ResampledCounts, acc.Counts)
 	}
 	again, _, err := PairCosts(ctx, st, hw, pair, PairSpec{Target: target, DraftHidden: "1"}, true, nil)
-	if err != nil || again.Draft[0] != c.Draft[0] || again.DraftAfter[0] != c.DraftAfter[0] {
+	if err != nil || again.Draft[0] != c.Draft[0] || again.DraftAfter[0] != c.DraftAfter[0] || again.ResampleLevel != c.ResampleLevel {
 		t.Errorf("stored drafting costs %v %v, measured %v %v (%v)", again.Draft[0], again.DraftAfter, c.Draft[0], c.DraftAfter, err)
 	}
 }

@@ -63,6 +63,18 @@ func (p *PairSpec) SourceName() string {
 	return ""
 }
 
+// resampleDepth is how deep a hidden-state drafter re-samples after a
+// rejection (0: it does not; other sources never do).
+func (p *PairSpec) resampleDepth() int {
+	switch {
+	case p.DraftHidden == "" || p.NoResample:
+		return 0
+	case p.ResampleDepth > 0:
+		return p.ResampleDepth
+	}
+	return hidden.DefaultResampleDepth
+}
+
 // Sources counts the draft sources set.
 func (p *PairSpec) Sources() int {
 	n := 0

@@ -107,6 +107,99 @@ func steadyAAL(p Plan, acc *Acceptance) (float64, error) {
 	return share*aal(reg) + (1-share)*aal(res), nil
 }
 
+// steadyMix prices p, whose source re-samples after a rejection
+// (Costs.Resample), as the steady mix of its two kinds of step. A regular
+// step drafts p's tree as the Regular table accepts it, D levels deep;
+// when it accepts m <= D-2 tokens, the next step re-samples (as often as
+// the calibration saw the source find it worth doing, resampleRate): it
+// drafts the same shape from the chain the last step cached, accepted as
+// the Resampled table says, min(Resample, D-1-m) levels deep, each level
+// costing ResampleLevel and no layer pass, and verifies only those nodes;
+// the step after it is regular again. Tokens and time are mixed apart, as
+// throughput is. Pricing every step as a regular one charged a chain of
+// two levels the second level's pass on the 15% of steps that re-sample
+// (45 µs where a regular step drafted 1.65 ms on the bench target) and
+// the width of three where they verify two, and mixing only the tokens
+// let a chain of one, which never re-samples, take the re-sampled steps'
+// lower acceptance: chain gamma 2 was predicted 7-12% low, chain gamma 1
+// chosen at 87-89% of the best.
+func steadyMix(p Plan, acc *Acceptance, c Costs, cv curves) (Prediction, error) {
+	reg, err := p.Expect(tableAt(acc.Regular))
+	if err != nil {
+		return Prediction{Plan: p}, fmt.Errorf("profiles: cannot model %s: %w", p.Strategy, err)
+	}
+	res, err := p.Expect(tableAt(acc.Resampled))
+	if err != nil {
+		return Prediction{Plan: p}, fmt.Errorf("profiles: cannot model %s: %w", p.Strategy, err)
+	}
+	pr := priceExpected(p, reg, c, cv)
+	depth, rdepth := reg.Depths(), res.Depths()
+	D := 0
+	for _, d := range depth {
+		D = max(D, d)
+	}
+	// at[k]: the chance a regular step accepts k tokens or more
+	at := make([]float64, D+2)
+	at[0] = 1
+	for i, v := range reg.Values {
+		at[depth[i]] += v
+	}
+	worth := acc.resampleRate()
+	var pRes, aal, draft, verify float64
+	for m := 0; m <= D-2; m++ {
+		pm := (at[m] - at[m+1]) * worth
+		t := min(c.Resample, D-1-m)
+		if pm <= 0 || t < 1 {
+			continue
+		}
+		tok, nodes := 1.0, 0
+		for i, v := range res.Values {
+			if rdepth[i] <= t {
+				tok += v
+				nodes++
+			}
+		}
+		pRes += pm
+		aal += pm * tok
+		draft += pm * float64(time.Duration(t)*c.ResampleLevel)
+		verify += pm * float64(Interp(cv.verify, 1+nodes))
+	}
+	if pRes <= 0 {
+		return pr, nil
+	}
+	aal, draft, verify = aal/pRes, draft/pRes, verify/pRes
+	share := 1 / (1 + pRes) // regular steps: each is followed by a re-sampled one with chance pRes
+	mix := func(regular, resampled float64) float64 { return share*regular + (1-share)*resampled }
+	pr.AAL = mix(pr.AAL, aal)
+	pr.Draft = time.Duration(mix(float64(pr.Draft), draft))
+	pr.Verify = time.Duration(mix(float64(pr.Verify), verify))
+	pr.Step = time.Duration(mix(float64(pr.Step), draft+verify+float64(c.Overhead)))
+	pr.setSpeedup(c)
+	return pr, nil
+}
+
+// resampleRate is the share of the calibration's regular steps that could
+// be followed by a re-sampled one (a rejection two levels or more above
+// the probe tree's deepest) and were: the source re-samples only when the
+// bonus token's best child is likely enough. 1 when the calibration
+// recorded no steps.
+func (a *Acceptance) resampleRate() float64 {
+	var could, did int
+	deepest := len(a.Rank)
+	for _, s := range a.Depths {
+		switch {
+		case s.Resampled:
+			did++
+		case s.Accepted <= deepest-2:
+			could++
+		}
+	}
+	if could == 0 {
+		return 1
+	}
+	return math.Min(1, float64(did)/float64(could))
+}
+
 // DepthSample is one calibration step as a depth policy sees it.
 type DepthSample struct {
 	Best     []float64 `json:"best"`     // per depth (index 0 = depth 1), the highest path probability
@@ -171,6 +264,15 @@ type Costs struct {
 	// 40-50% (a hidden-state drafter on 2 cores: duo predicted 1.52x,
 	// measured 1.06x).
 	OneDevice bool
+	// Resample is how deep the draft source re-samples after a rejection
+	// (the hidden-state drafter; 0: it never does), and ResampleLevel what
+	// drafting a level of such a step costs (no layer pass: the bonus token
+	// is mixed into the chain the source cached). With both, and a
+	// calibration that measured the two kinds of step apart, a plan is
+	// priced as its steady mix of regular and re-sampled steps, in tokens
+	// and in time (steadyMix).
+	Resample      int
+	ResampleLevel time.Duration
 	// DraftAfter is what the k-th drafter pass after a target pass costs
 	// beyond Draft (point W=k, the last point for later passes;
 	// DraftAfterTarget): evicted caches and the draft source's own work. Plans
@@ -368,6 +470,9 @@ func predictOn(p Plan, acc *Acceptance, c Costs, cv curves, m memo) (Prediction,
 		return Prediction{Plan: p}, fmt.Errorf("profiles: cannot model %s: %w", p.Strategy, err)
 	}
 	pr := priceExpected(p, ex, c, cv)
+	if acc.split() && p.Strategy != "ar" && c.Resample > 0 && !p.Concurrent() {
+		return steadyMix(p, acc, c, cv)
+	}
 	if acc.split() && p.Strategy != "ar" {
 		if pr.AAL, err = steadyAAL(p, acc); err != nil {
 			return pr, fmt.Errorf("profiles: cannot model %s: %w", p.Strategy, err)

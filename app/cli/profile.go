@@ -134,8 +134,12 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 	}
 	if d := r.DraftSteps; d != nil && len(d.Curve.Points) >= 3 {
 		pts := d.Curve.Points
-		fmt.Fprintf(w, "drafting measured in the engine (%s): %v a level, the step's first level %v more, %v a further node of a level\n",
-			strings.TrimPrefix(d.Curve.Key.Kind, "draft-steps "), pts[0].Median.Round(time.Microsecond), pts[1].Median.Round(time.Microsecond), pts[2].Median.Round(time.Microsecond))
+		res := ""
+		if len(pts) >= 4 {
+			res = fmt.Sprintf(", %v a level of a re-sampled step", pts[3].Median.Round(time.Microsecond))
+		}
+		fmt.Fprintf(w, "drafting measured in the engine (%s): %v a level, the step's first level %v more, %v a further node of a level%s\n",
+			strings.TrimPrefix(d.Curve.Key.Kind, "draft-steps "), pts[0].Median.Round(time.Microsecond), pts[1].Median.Round(time.Microsecond), pts[2].Median.Round(time.Microsecond), res)
 	}
 	return nil
 }

@@ -64,10 +64,14 @@ type Stats struct {
 	Draft, Resample  time.Duration // time in Expand: all steps, re-sampled steps
 }
 
+// DefaultResampleDepth bounds a re-sampled subtree's depth when Options
+// leaves it 0.
+const DefaultResampleDepth = 4
+
 // Options tunes a Source.
 type Options struct {
 	Sample        sample.Params
-	ResampleDepth int     // default 4
+	ResampleDepth int     // default DefaultResampleDepth
 	ResampleMin   float64 // default 0.2
 	HotBytes      int64   // memory for precomputed token-info rows; default 256 MiB
 	Name          string
@@ -86,7 +90,7 @@ func NewSource(d *Drafter, target *model.Model, o Options) (*Source, error) {
 		return nil, err
 	}
 	if o.ResampleDepth == 0 {
-		o.ResampleDepth = 4
+		o.ResampleDepth = DefaultResampleDepth
 	}
 	if o.NoResample {
 		o.ResampleDepth = 0
