@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestConcurrentMigration is issue 17 item 4: processes opening a new
@@ -290,6 +291,44 @@ func TestDrafterOver1e9(t *testing.T) {
 }
 
 var _ = sql.ErrNoRows
+
+// TestSaveCurveAfterOrphanedPoints: a curve deleted without foreign keys
+// (the sqlite3 shell's default) leaves its points, and the next curve
+// saved gets the same id: the save replaces them instead of failing.
+func TestSaveCurveAfterOrphanedPoints(t *testing.T) {
+	ctx := context.Background()
+	p := filepath.Join(t.TempDir(), "orphans.db")
+	s := open(t, p)
+	hid, err := s.PutHardware(ctx, &Hardware{Fingerprint: "hw", CPU: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid, err := s.PutModel(ctx, &Model{Fingerprint: "m", Path: "/m.gguf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := CurveKey{HardwareID: hid, ModelID: mid, Backend: "cpu", Threads: 2, Kind: "verify"}
+	first := &Curve{Key: key, Points: []Point{{W: 1, Median: time.Millisecond}, {W: 8, Median: 3 * time.Millisecond}}}
+	if err := s.SaveCurve(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite3", dsn(p, "_busy_timeout=10000&_foreign_keys=off"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`DELETE FROM latency_curves WHERE id = ?`, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	second := &Curve{Key: key, Points: []Point{{W: 1, Median: 2 * time.Millisecond}}}
+	if err := s.SaveCurve(ctx, second); err != nil {
+		t.Fatalf("saving over orphaned points: %v", err)
+	}
+	got, err := s.FindCurve(ctx, key)
+	if err != nil || got == nil || got.ID != second.ID || len(got.Points) != 1 || got.Points[0].Median != 2*time.Millisecond {
+		t.Fatalf("curve read back %+v (%v), want only the second curve's point (ids %d, %d)", got, err, first.ID, second.ID)
+	}
+}
 
 // TestReadOnlyMigratesOldSchema: a database of an older schema is migrated
 // once by the read-only open, then read.

@@ -115,6 +115,12 @@ func (s *Store) SaveCurve(ctx context.Context, c *Curve) error {
 		return s.wrap("save curve", err)
 	}
 	c.ID, _ = res.LastInsertId()
+	// points left by a curve deleted without foreign keys (by hand, in the
+	// sqlite3 shell, where they are off by default) carry the id SQLite
+	// hands out again, and every later save failed on them
+	if _, err := tx.ExecContext(ctx, `DELETE FROM latency_points WHERE curve_id = ?`, c.ID); err != nil {
+		return s.wrap("save curve", err)
+	}
 	for _, p := range c.Points {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO latency_points(curve_id, w, median_ns, spread_ns, reps) VALUES (?,?,?,?,?)`,
 			c.ID, p.W, int64(p.Median), int64(p.Spread), p.Reps); err != nil {
