@@ -23,6 +23,7 @@ import (
 // depth for each width, the best plan, and its tree.
 type SpeedupScreen struct {
 	s        *Session
+	controls *container.Scroll // the scrolling column of controls (the screenshot tour scrolls it)
 	Alpha    *widget.Slider
 	Decay    *widget.Slider
 	MaxDepth *widget.Slider
@@ -180,6 +181,7 @@ func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 	// the window's height whatever its size
 	controls := container.NewVScroll(container.NewVBox(form, sp.UseCal, sp.Place, sp.Labels, sp.Best, sp.Mine, sp.Timing, widget.NewSeparator(), work,
 		metricHelp(metricSpeedup, metricTVerify, metricAAL, metricAcceptance)))
+	sp.controls = controls
 	bottom := container.NewHSplit(sp.Curve.View(sp.s.Win), tree)
 	bottom.Offset = 0.6
 	charts := container.NewVSplit(sp.Chart.View(sp.s.Win), bottom)
@@ -561,6 +563,9 @@ func describeValidation(v *workbench.Validation) string {
 			mark = "  <- measured best"
 		}
 		fmt.Fprintf(&b, "%d. %s: predicted %.2fx, measured %.2fx (%.1f tokens/s)%s\n", i+1, p.Plan, p.Predicted, p.Measured, p.Totals.TPS(), mark)
+		if s := p.Split.String(); s != "" {
+			fmt.Fprintf(&b, "    predicted against measured: %s\n", s)
+		}
 	}
 	return strings.TrimSpace(b.String())
 }

@@ -41,7 +41,8 @@ func TestValidateInGUI(t *testing.T) {
 		return !sp.busy && sp.Validation.Text != "" || strings.Contains(sp.WorkStatus.Text, "failed")
 	})
 	text := sp.Validation.Text
-	if !strings.Contains(text, "plain decoding:") || !strings.Contains(text, "<- measured best") || strings.Count(text, "predicted ") < 2 {
+	if !strings.Contains(text, "plain decoding:") || !strings.Contains(text, "<- measured best") || strings.Count(text, "predicted ") < 2 ||
+		!strings.Contains(text, "predicted against measured: tokens a step") {
 		t.Fatalf("validation view:\n%s\nstatus: %s", text, sp.WorkStatus.Text)
 	}
 	if !strings.HasPrefix(sp.WorkStatus.Text, "Validated ") && !strings.Contains(sp.WorkStatus.Text, "Picked the measured best") {

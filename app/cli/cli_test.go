@@ -274,7 +274,8 @@ func TestTuningWorkflow(t *testing.T) {
 	}
 	// the top plans measured interleaved with plain decoding, the best marked
 	code, out, stderr = run(t, "tune", "--target", target, "--draft", draft, "--db", db, "--validate", "--top", "3", "--prompts", prompts, "-n", "12")
-	if code != 0 || strings.Count(out, "<- measured best") != 1 || !strings.Contains(out, "measured best:") || !strings.Contains(out, "plain decoding:") {
+	if code != 0 || strings.Count(out, "<- measured best") != 1 || !strings.Contains(out, "measured best:") || !strings.Contains(out, "plain decoding:") ||
+		!strings.Contains(out, "where each prediction's error comes from") || strings.Count(out, "plain decoding's token") != 3 {
 		t.Fatalf("tune --validate --top 3: exit %d\n%s\n%s", code, out, stderr)
 	}
 	if code, _, stderr := run(t, "tune", "--target", target, "--draft", draft, "--db", db, "--validate", "--prompts", prompts, "--rounds", "0"); code != 2 || !strings.Contains(stderr, "--rounds") {

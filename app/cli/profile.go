@@ -645,6 +645,12 @@ func printValidation(w io.Writer, v *workbench.Validation) {
 	best := v.Plans[v.Best]
 	fmt.Fprintf(w, "measured best: %s at %.2fx (predicted %.2fx); the predicted best reached %.0f%% of it\n",
 		best.Label, best.Measured, best.Predicted, 100*v.Plans[0].Measured/max(best.Measured, 1e-9))
+	fmt.Fprintln(w, "where each prediction's error comes from (predicted against measured; + made the prediction high):")
+	for i, p := range v.Plans {
+		if s := p.Split.String(); s != "" {
+			fmt.Fprintf(w, "  %-4d %s\n", i+1, s)
+		}
+	}
 }
 
 // validationJSON is the --json document of a --validate --top run.
@@ -660,6 +666,7 @@ func validationJSON(v *workbench.Validation, err error) any {
 		Identical bool        `json:"identical_to_baseline"`
 		RunID     int64       `json:"run_id,omitempty"`
 		Best      bool        `json:"measured_best"`
+		Split     *splitJSON  `json:"split,omitempty"`
 	}
 	doc := struct {
 		Baseline  *totalsJSON `json:"baseline"`
@@ -668,13 +675,29 @@ func validationJSON(v *workbench.Validation, err error) any {
 		Error     string      `json:"error,omitempty"`
 	}{Baseline: totals(&v.Base), BaseRunID: v.BaseRunID}
 	for i, p := range v.Plans {
-		doc.Plans = append(doc.Plans, planJSON{Rank: i + 1, Plan: p.Plan, Label: p.Label, Predicted: p.Predicted, Measured: p.Measured,
-			Rounds: p.Rounds, Totals: totals(&p.Totals), Identical: p.Identical, RunID: p.RunID, Best: p.Best})
+		pj := planJSON{Rank: i + 1, Plan: p.Plan, Label: p.Label, Predicted: p.Predicted, Measured: p.Measured,
+			Rounds: p.Rounds, Totals: totals(&p.Totals), Identical: p.Identical, RunID: p.RunID, Best: p.Best}
+		if e := p.Split; e.StepMeasured > 0 {
+			pj.Split = &splitJSON{AALPredicted: e.AALPredicted, AALMeasured: e.AALMeasured, StepPredicted: e.StepPredicted,
+				StepMeasured: e.StepMeasured, BasePredicted: e.BasePredicted, BaseMeasured: e.BaseMeasured}
+		}
+		doc.Plans = append(doc.Plans, pj)
 	}
 	if err != nil {
 		doc.Error = err.Error()
 	}
 	return doc
+}
+
+// splitJSON is a validated plan's workbench.ErrorSplit (times in
+// nanoseconds).
+type splitJSON struct {
+	AALPredicted  float64       `json:"aal_predicted"`
+	AALMeasured   float64       `json:"aal_measured"`
+	StepPredicted time.Duration `json:"step_predicted_ns"`
+	StepMeasured  time.Duration `json:"step_measured_ns"`
+	BasePredicted time.Duration `json:"baseline_token_predicted_ns"`
+	BaseMeasured  time.Duration `json:"baseline_token_measured_ns"`
 }
 
 // recheckJSON is tune's T_verify re-check in --json output (times in

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"arborist/engine/sample"
 	"arborist/engine/spec"
@@ -39,6 +40,51 @@ type Validated struct {
 	Identical    bool // greedy output token-for-token plain decoding's
 	RunID        int64
 	Best         bool // the measured best of the plans
+	// Split is what the prediction rested on against what the runs
+	// measured (ErrorSplit).
+	Split ErrorSplit
+}
+
+// ErrorSplit splits a plan's prediction error into the three things the
+// speedup model multiplies, speedup = AAL * T_verify(1) / step: tokens a
+// step, a step's time (drafting, verification and bookkeeping: the runs'
+// decode time a step), and plain decoding's time a token (as priced,
+// predicted speedup x step / AAL; as run, plain decoding's decode time a
+// step in the same validation). On a machine whose speed moves, the last
+// one shows how much of an error is the machine moving between the
+// re-check and the runs rather than the plan being mispriced.
+type ErrorSplit struct {
+	AALPredicted, AALMeasured   float64
+	StepPredicted, StepMeasured time.Duration
+	BasePredicted, BaseMeasured time.Duration
+}
+
+// errorSplit fills a split from a plan's prediction and the totals of its
+// runs and of plain decoding's; zero where a side has no steps.
+func errorSplit(pr profiles.Prediction, plan, base Totals) ErrorSplit {
+	var e ErrorSplit
+	if pr.AAL <= 0 || pr.Step <= 0 || plan.Steps == 0 || base.Steps == 0 {
+		return e
+	}
+	e.AALPredicted, e.StepPredicted = pr.AAL, pr.Step
+	e.BasePredicted = time.Duration(pr.Speedup * float64(pr.Step) / pr.AAL)
+	e.AALMeasured = float64(plan.Tokens) / float64(plan.Steps)
+	e.StepMeasured = plan.Decode / time.Duration(plan.Steps)
+	e.BaseMeasured = base.Decode / time.Duration(base.Steps)
+	return e
+}
+
+// String reads a split as the factors by which each part made the
+// prediction high (+) or low (-).
+func (e ErrorSplit) String() string {
+	if e.StepMeasured <= 0 || e.BaseMeasured <= 0 || e.AALMeasured <= 0 {
+		return ""
+	}
+	pct := func(pred, meas float64) float64 { return 100 * (pred/meas - 1) }
+	return fmt.Sprintf("tokens a step %.2f against %.2f (%+.0f%%), a step %v against %v (%+.0f%%), plain decoding's token %v against %v (%+.0f%%)",
+		e.AALPredicted, e.AALMeasured, pct(e.AALPredicted, e.AALMeasured),
+		e.StepPredicted.Round(time.Microsecond), e.StepMeasured.Round(time.Microsecond), pct(float64(e.StepMeasured), float64(e.StepPredicted)),
+		e.BasePredicted.Round(time.Microsecond), e.BaseMeasured.Round(time.Microsecond), pct(float64(e.BasePredicted), float64(e.BaseMeasured)))
 }
 
 // Validation is the outcome of Validate: plain decoding and each plan.
@@ -242,6 +288,7 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 	for i, r := range runners[1:] {
 		v := &out.Plans[i]
 		v.Totals, v.Measured = r.tot, median(v.Rounds)
+		v.Split = errorSplit(opt.Plans[i], r.tot, runners[0].tot)
 		v.Identical = len(r.toks) == len(runners[0].toks)
 		for k := range r.toks {
 			if k >= len(runners[0].toks) || !slices.Equal(r.toks[k], runners[0].toks[k]) {

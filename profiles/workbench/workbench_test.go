@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"arborist/engine/sample"
 	"arborist/engine/spec"
@@ -152,6 +153,13 @@ func TestValidateTop(t *testing.T) {
 		}
 		if p.Measured > v.Plans[best].Measured {
 			best = i
+		}
+		// the error split: the prediction's parts against the runs'
+		sp, pr := p.Split, tr.Ranked[i]
+		if sp.AALPredicted != pr.AAL || sp.StepPredicted != pr.Step || sp.AALMeasured != float64(p.Totals.Tokens)/float64(p.Totals.Steps) ||
+			sp.StepMeasured != p.Totals.Decode/time.Duration(p.Totals.Steps) || sp.BaseMeasured != v.Base.Decode/time.Duration(v.Base.Steps) ||
+			sp.BasePredicted <= 0 || !strings.Contains(sp.String(), "plain decoding's token") {
+			t.Errorf("plan %d's error split %+v (%s)", i, sp, sp)
 		}
 		run, err := st.Run(ctx, p.RunID)
 		if err != nil || run.PredictedSpeedup != p.Predicted || run.MeasuredSpeedup != p.Measured || run.Tokens != 64 || run.Status != "done" {
