@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -257,6 +258,13 @@ func TestProfileRunCompareExport(t *testing.T) {
 	}
 	if sp.Validate.Disabled() {
 		t.Error("Validate top 5 stays disabled after the first tune")
+	}
+	// the screen now prices plans on the tune's (re-checked) costs: the
+	// tuned best plan reads as the tune predicted it
+	if best := sp.ranked[0]; s.Inputs == nil || s.Inputs.Recheck == nil {
+		t.Errorf("the session kept inputs without the tune's re-check (inputs set: %v)", s.Inputs != nil)
+	} else if pr, err := profiles.Predict(best.Plan, s.Inputs.Acc, s.Inputs.Costs); err != nil || math.Abs(pr.Speedup-best.Speedup) > 1e-9 {
+		t.Errorf("the session's costs price the tuned best at %.4fx (%v), the tune at %.4fx", pr.Speedup, err, best.Speedup)
 	}
 	egt := -1
 	for i, p := range sp.ranked {
