@@ -366,8 +366,12 @@ func (sp *SpeedupScreen) mine(acc *profiles.Acceptance, costs profiles.Costs) st
 }
 
 // work runs a core workflow off the UI goroutine with the buttons
-// disabled, reporting progress; done runs on the UI goroutine.
-func (sp *SpeedupScreen) work(what string, fn func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, progress workbench.Progress) (string, error), done func()) {
+// disabled, reporting progress; done runs on the UI goroutine. With
+// reload, the session's inputs are read again from the store afterwards
+// (the workflow stored new ones); a validation stores only runs, and a
+// reload after it had put back the stored curves in place of the ones the
+// tune before it re-checked.
+func (sp *SpeedupScreen) work(what string, reload bool, fn func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, progress workbench.Progress) (string, error), done func()) {
 	ps := sp.s.PairSpec()
 	if ps.Target == "" || ps.Sources() == 0 {
 		sp.s.ShowError(fmt.Errorf("%s needs a target and a draft source: choose them on the Models screen", what))
@@ -399,7 +403,7 @@ func (sp *SpeedupScreen) work(what string, fn func(ctx context.Context, b *workb
 				})
 			})
 		}
-		if err == nil {
+		if err == nil && reload {
 			err = sp.s.LoadInputs(ctx)
 		}
 		sp.s.UI(func() {
@@ -453,7 +457,7 @@ func (sp *SpeedupScreen) calibrate() {
 		sp.s.ShowError(err)
 		return
 	}
-	sp.work("Calibrating", func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, pr workbench.Progress) (string, error) {
+	sp.work("Calibrating", true, func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, pr workbench.Progress) (string, error) {
 		c, err := b.Calibrate(ctx, ps, texts, path, n, pr)
 		if err != nil {
 			return "", err
@@ -468,7 +472,7 @@ func (sp *SpeedupScreen) trainPredictor() {
 		sp.s.ShowError(err)
 		return
 	}
-	sp.work("Training the depth predictor", func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, pr workbench.Progress) (string, error) {
+	sp.work("Training the depth predictor", true, func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, pr workbench.Progress) (string, error) {
 		r, err := b.TrainPredictor(ctx, ps, texts, n, 5, 0, pr)
 		if err != nil {
 			return "", err
@@ -490,7 +494,7 @@ func (sp *SpeedupScreen) tune() {
 		alpha = sp.Alpha.Value
 	}
 	var res *workbench.TuneResult
-	sp.work("Tuning", func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, pr workbench.Progress) (string, error) {
+	sp.work("Tuning", true, func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, pr workbench.Progress) (string, error) {
 		t, err := b.Tune(ctx, ps, workbench.TuneOptions{Alpha: alpha, Place: sp.Place.Checked}, pr)
 		if err != nil {
 			return "", err
@@ -538,7 +542,7 @@ func (sp *SpeedupScreen) validate() {
 		return
 	}
 	var v *workbench.Validation
-	sp.work("Validating", func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, pr workbench.Progress) (string, error) {
+	sp.work("Validating", false, func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, pr workbench.Progress) (string, error) {
 		total := len(texts) * (len(plans) + 1)
 		done := 0
 		var err error
@@ -551,8 +555,12 @@ func (sp *SpeedupScreen) validate() {
 			return "", err
 		}
 		best := v.Plans[v.Best]
-		return fmt.Sprintf("Validated %d plans against plain decoding (%.1f tokens/s): the measured best is %s at %.2fx (predicted %.2fx); the predicted best reached %.0f%% of it.",
-			len(v.Plans), v.Base.TPS(), best.Label, best.Measured, best.Predicted, 100*v.Plans[0].Measured/max(best.Measured, 1e-9)), nil
+		noun := "plans"
+		if len(v.Plans) == 1 {
+			noun = "plan"
+		}
+		return fmt.Sprintf("Validated %d %s against plain decoding (%.1f tokens/s): the measured best is %s at %.2fx (predicted %.2fx); the predicted best reached %.0f%% of it.",
+			len(v.Plans), noun, v.Base.TPS(), best.Label, best.Measured, best.Predicted, 100*v.Plans[0].Measured/max(best.Measured, 1e-9)), nil
 	}, func() {
 		sp.Validation.SetText(describeValidation(v))
 		best := v.Plans[v.Best]

@@ -10,6 +10,7 @@ import (
 
 	"arborist/profiles"
 	"arborist/profiles/store"
+	"arborist/profiles/workbench"
 )
 
 // TestValidateInGUI: after a tune, Validate top 5 runs the best distinct
@@ -36,10 +37,17 @@ func TestValidateInGUI(t *testing.T) {
 	}
 	sp.Prompts.SetText(filepath.Join(dir, "..", "prompts", "stories.txt"))
 	sp.CalTokens.SetText("12")
+	// the inputs a tune left (re-checked costs) stay: a validation stores
+	// only runs, so it does not read the stored ones back over them
+	kept := &workbench.Inputs{Profiled: true, Costs: profiles.Costs{Verify: flat, Draft: flat[:1]}}
+	s.Inputs = kept
 	test.Tap(sp.Validate)
 	waitFor(t, "the validation", func() bool {
 		return !sp.busy && sp.Validation.Text != "" || strings.Contains(sp.WorkStatus.Text, "failed")
 	})
+	if s.Inputs != kept {
+		t.Error("the validation replaced the session's inputs with the stored ones")
+	}
 	text := sp.Validation.Text
 	if !strings.Contains(text, "plain decoding:") || !strings.Contains(text, "<- measured best") || strings.Count(text, "predicted ") < 2 ||
 		!strings.Contains(text, "predicted against measured: tokens a step") {
