@@ -60,8 +60,9 @@ type SpeedupScreen struct {
 	pendingChoice *profiles.Prediction // picked once the running work has reported
 	Work          *widget.ProgressBar
 	WorkStatus    *widget.Label
-	Ranked        *widget.Select // the last tune's plans, best first: pick one
-	ranked        []profiles.Prediction
+	Ranked        *widget.Select        // the last tune's plans, best first: pick one
+	ranked        []profiles.Prediction // the tuned plans listed (the best 25)
+	candidates    []profiles.Prediction // every tuned plan, best first: Validate top 5 picks the distinct ones from here
 	// chartPlans are the speedup chart's plans: [series][point]
 	chartPlans [][]profiles.Prediction
 	// stored is the plan the database holds as the pair's newest (what
@@ -530,7 +531,10 @@ func (sp *SpeedupScreen) validate() {
 		sp.s.ShowError(err)
 		return
 	}
-	plans := profiles.Distinct(sp.ranked, 5)
+	// from every tuned plan, as tune --validate --top 5 does: the 25
+	// listed can all be one plan under other names (on the demo pair only
+	// one distinct plan was validated)
+	plans := profiles.Distinct(sp.candidates, 5)
 	for _, p := range plans {
 		if p.Backend != "" {
 			sp.s.ShowError(fmt.Errorf("validation measures one placement, and these plans were ranked across devices: choose the device and draft device of the plan you want on the Models screen, then tune without placing and validate"))
@@ -591,7 +595,7 @@ func describeValidation(v *workbench.Validation) string {
 
 // SetRanked lists a tune's plans and picks the best.
 func (sp *SpeedupScreen) SetRanked(preds []profiles.Prediction) {
-	sp.ranked = preds[:min(len(preds), 25)]
+	sp.ranked, sp.candidates = preds[:min(len(preds), 25)], preds
 	var opts []string
 	for i, p := range sp.ranked {
 		o := fmt.Sprintf("%d. %s: %.2fx (AAL %.2f, %d nodes)", i+1, p.Plan, p.Speedup, p.AAL, p.Nodes)

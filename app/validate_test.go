@@ -1,7 +1,9 @@
 package app
 
 import (
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +30,9 @@ func TestValidateInGUI(t *testing.T) {
 	// a tune's ranking, as the model makes it from assumed figures
 	flat := []store.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 64, Median: 14 * time.Millisecond}}
 	preds := profiles.Search(profiles.Uniform(0.7, 0.4, 8, 3), profiles.Costs{Verify: flat, Draft: flat[:1]}, profiles.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 8})
-	sp.SetRanked(preds)
+	// the list shows 25; these are one plan 25 times over, so the five
+	// distinct plans must come from beyond them
+	sp.SetRanked(append(slices.Repeat(preds[:1], 25), preds...))
 	waitFor(t, "the first plan stored", func() bool {
 		return sp.stored == preds[0].Plan.String() || strings.Contains(sp.WorkStatus.Text, "could not be stored")
 	})
@@ -45,6 +49,9 @@ func TestValidateInGUI(t *testing.T) {
 	waitFor(t, "the validation", func() bool {
 		return !sp.busy && sp.Validation.Text != "" || strings.Contains(sp.WorkStatus.Text, "failed")
 	})
+	if want := len(profiles.Distinct(preds, 5)); want < 2 || !strings.Contains(sp.Validation.Text, fmt.Sprintf("\n%d. ", want)) {
+		t.Errorf("validated plans: want %d distinct ones listed:\n%s", want, sp.Validation.Text)
+	}
 	if s.Inputs != kept {
 		t.Error("the validation replaced the session's inputs with the stored ones")
 	}
