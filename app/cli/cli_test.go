@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -277,6 +278,27 @@ func TestTuningWorkflow(t *testing.T) {
 	if code != 0 || strings.Count(out, "<- measured best") != 1 || !strings.Contains(out, "measured best:") || !strings.Contains(out, "plain decoding:") ||
 		!strings.Contains(out, "where each prediction's error comes from") || strings.Count(out, "plain decoding's token") != 3 {
 		t.Fatalf("tune --validate --top 3: exit %d\n%s\n%s", code, out, stderr)
+	}
+	// the same as JSON: each plan with its error split
+	code, out, stderr = run(t, "tune", "--target", target, "--draft", draft, "--db", db, "--validate", "--top", "2", "--prompts", prompts, "-n", "12", "--json")
+	var doc struct {
+		Validation struct {
+			Plans []struct {
+				Split *struct {
+					AALMeasured  float64 `json:"aal_measured"`
+					StepMeasured int64   `json:"step_measured_ns"`
+					BasePred     int64   `json:"baseline_token_predicted_ns"`
+				} `json:"split"`
+			} `json:"plans"`
+		} `json:"validation"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || len(doc.Validation.Plans) != 2 {
+		t.Fatalf("tune --validate --top 2 --json: exit %d, %v\n%s\n%s", code, err, out, stderr)
+	}
+	for i, p := range doc.Validation.Plans {
+		if p.Split == nil || p.Split.AALMeasured < 1 || p.Split.StepMeasured <= 0 || p.Split.BasePred <= 0 {
+			t.Errorf("plan %d's split in JSON: %+v", i+1, p.Split)
+		}
 	}
 	if code, _, stderr := run(t, "tune", "--target", target, "--draft", draft, "--db", db, "--validate", "--prompts", prompts, "--rounds", "0"); code != 2 || !strings.Contains(stderr, "--rounds") {
 		t.Errorf("tune --rounds 0: %d %s", code, stderr)

@@ -656,17 +656,17 @@ func printValidation(w io.Writer, v *workbench.Validation) {
 // validationJSON is the --json document of a --validate --top run.
 func validationJSON(v *workbench.Validation, err error) any {
 	type planJSON struct {
-		Rank      int         `json:"rank"`
-		Plan      spec.Plan   `json:"plan"`
-		Label     string      `json:"label"`
-		Predicted float64     `json:"predicted_speedup"`
-		Measured  float64     `json:"measured_speedup"`
-		Rounds    []float64   `json:"round_speedups"`
-		Totals    *totalsJSON `json:"totals"`
-		Identical bool        `json:"identical_to_baseline"`
-		RunID     int64       `json:"run_id,omitempty"`
-		Best      bool        `json:"measured_best"`
-		Split     *splitJSON  `json:"split,omitempty"`
+		Rank      int                   `json:"rank"`
+		Plan      spec.Plan             `json:"plan"`
+		Label     string                `json:"label"`
+		Predicted float64               `json:"predicted_speedup"`
+		Measured  float64               `json:"measured_speedup"`
+		Rounds    []float64             `json:"round_speedups"`
+		Totals    *totalsJSON           `json:"totals"`
+		Identical bool                  `json:"identical_to_baseline"`
+		RunID     int64                 `json:"run_id,omitempty"`
+		Best      bool                  `json:"measured_best"`
+		Split     *workbench.ErrorSplit `json:"split,omitempty"`
 	}
 	doc := struct {
 		Baseline  *totalsJSON `json:"baseline"`
@@ -677,9 +677,8 @@ func validationJSON(v *workbench.Validation, err error) any {
 	for i, p := range v.Plans {
 		pj := planJSON{Rank: i + 1, Plan: p.Plan, Label: p.Label, Predicted: p.Predicted, Measured: p.Measured,
 			Rounds: p.Rounds, Totals: totals(&p.Totals), Identical: p.Identical, RunID: p.RunID, Best: p.Best}
-		if e := p.Split; e.StepMeasured > 0 {
-			pj.Split = &splitJSON{AALPredicted: e.AALPredicted, AALMeasured: e.AALMeasured, StepPredicted: e.StepPredicted,
-				StepMeasured: e.StepMeasured, BasePredicted: e.BasePredicted, BaseMeasured: e.BaseMeasured}
+		if p.Split.StepMeasured > 0 {
+			pj.Split = &p.Split
 		}
 		doc.Plans = append(doc.Plans, pj)
 	}
@@ -687,17 +686,6 @@ func validationJSON(v *workbench.Validation, err error) any {
 		doc.Error = err.Error()
 	}
 	return doc
-}
-
-// splitJSON is a validated plan's workbench.ErrorSplit (times in
-// nanoseconds).
-type splitJSON struct {
-	AALPredicted  float64       `json:"aal_predicted"`
-	AALMeasured   float64       `json:"aal_measured"`
-	StepPredicted time.Duration `json:"step_predicted_ns"`
-	StepMeasured  time.Duration `json:"step_measured_ns"`
-	BasePredicted time.Duration `json:"baseline_token_predicted_ns"`
-	BaseMeasured  time.Duration `json:"baseline_token_measured_ns"`
 }
 
 // recheckJSON is tune's T_verify re-check in --json output (times in

@@ -54,9 +54,12 @@ type Validated struct {
 // one shows how much of an error is the machine moving between the
 // re-check and the runs rather than the plan being mispriced.
 type ErrorSplit struct {
-	AALPredicted, AALMeasured   float64
-	StepPredicted, StepMeasured time.Duration
-	BasePredicted, BaseMeasured time.Duration
+	AALPredicted  float64       `json:"aal_predicted"`
+	AALMeasured   float64       `json:"aal_measured"`
+	StepPredicted time.Duration `json:"step_predicted_ns"`
+	StepMeasured  time.Duration `json:"step_measured_ns"`
+	BasePredicted time.Duration `json:"baseline_token_predicted_ns"`
+	BaseMeasured  time.Duration `json:"baseline_token_measured_ns"`
 }
 
 // errorSplit fills a split from a plan's prediction and the totals of its
