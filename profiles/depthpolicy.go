@@ -25,41 +25,25 @@ var SearchThresholds = []float64{0.1, 0.2, 0.35, 0.5}
 // keeps the share the calibration's accepted paths keep when cut to L
 // (sum of min(accepted, L) over sum of min(accepted, depth)). Speedup is
 // expected tokens over expected time, as throughput is.
-func predictThreshold(p Plan, acc *Acceptance, c Costs, cv curves, m memo) (Prediction, error) {
+func predictThreshold(p Plan, acc *Acceptance, c Costs, cv curves, m *memo) (Prediction, error) {
 	if acc == nil || len(acc.Depths) == 0 {
 		return Prediction{Plan: p}, fmt.Errorf("profiles: a threshold depth policy is priced on the calibration's steps, and this calibration did not record them: calibrate again")
 	}
 	if p.DepthMin < 0 || p.DepthMin > 1 || len(p.EGT) == 0 {
 		return Prediction{Plan: p}, fmt.Errorf("profiles: cannot model %s", p)
 	}
-	depth := len(p.EGT)
-	levels := func(s DepthSample) int {
-		l := 1
-		for l < depth && l <= len(s.Best) && s.Best[l-1] >= p.DepthMin {
-			l++
-		}
-		return l
-	}
-	weight := sampleWeights(acc.Depths, levels)
-	steps := make([]float64, depth+1) // the weight of calibration steps that draft L levels
-	var kept, full float64
-	for i, s := range acc.Depths {
-		l := levels(s)
-		steps[l] += weight[i]
-		kept += weight[i] * float64(min(s.Accepted, l))
-		full += weight[i] * float64(min(s.Accepted, depth))
-	}
+	st := m.stops(acc.Depths, len(p.EGT), p.DepthMin)
 	price := func(q Plan) (Prediction, error) {
 		if m == nil {
 			return predictOn(q, acc, c, cv, nil)
 		}
 		k := memoKey{q.String(), cv.split}
-		if pr, ok := m[k]; ok {
+		if pr, ok := m.preds[k]; ok {
 			return pr, nil
 		}
-		pr, err := predictOn(q, acc, c, cv, nil)
+		pr, err := predictOn(q, acc, c, cv, m)
 		if err == nil {
-			m[k] = pr
+			m.preds[k] = pr
 		}
 		return pr, err
 	}
@@ -72,7 +56,7 @@ func predictThreshold(p Plan, acc *Acceptance, c Costs, cv curves, m memo) (Pred
 	out := whole
 	out.Plan = p
 	var step, dr, ver, nodes float64
-	for l, k := range steps {
+	for l, k := range st.steps {
 		if k == 0 {
 			continue
 		}
@@ -88,11 +72,7 @@ func predictThreshold(p Plan, acc *Acceptance, c Costs, cv curves, m memo) (Pred
 		ver += w * float64(pr.Verify)
 		nodes += w * float64(pr.Nodes)
 	}
-	share := 1.0
-	if full > 0 {
-		share = kept / full
-	}
-	out.AAL = 1 + (whole.AAL-1)*share
+	out.AAL = 1 + (whole.AAL-1)*st.share
 	out.Step, out.Draft, out.Verify = time.Duration(step), time.Duration(dr), time.Duration(ver)
 	out.Nodes = int(nodes + 0.5)
 	out.Speedup = 0
@@ -100,6 +80,41 @@ func predictThreshold(p Plan, acc *Acceptance, c Costs, cv curves, m memo) (Pred
 		out.Speedup = out.AAL * float64(Interp(c.Verify, 1)) / float64(out.Step)
 	}
 	return out, nil
+}
+
+// stopMix is how a threshold policy meets the calibration's steps: the
+// weight of the steps on which it drafts L levels (index L), and the share
+// of the full plan's tokens beyond the bonus it keeps. It depends on the
+// plan's depth and minimum only, so a search weighs the steps once for
+// every plan that shares them (memo.stops).
+type stopMix struct {
+	steps []float64
+	share float64
+}
+
+// stopsOf weighs samples for a threshold policy of depth levels and
+// minimum path probability least (predictThreshold).
+func stopsOf(samples []DepthSample, depth int, least float64) stopMix {
+	levels := func(s DepthSample) int {
+		l := 1
+		for l < depth && l <= len(s.Best) && s.Best[l-1] >= least {
+			l++
+		}
+		return l
+	}
+	weight := sampleWeights(samples, levels)
+	st := stopMix{steps: make([]float64, depth+1), share: 1}
+	var kept, full float64
+	for i, s := range samples {
+		l := levels(s)
+		st.steps[l] += weight[i]
+		kept += weight[i] * float64(min(s.Accepted, l))
+		full += weight[i] * float64(min(s.Accepted, depth))
+	}
+	if full > 0 {
+		st.share = kept / full
+	}
+	return st
 }
 
 // sampleWeights weighs the calibration's steps (summing to 1) as a plan

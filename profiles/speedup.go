@@ -123,7 +123,7 @@ func steadyAAL(p Plan, acc *Acceptance) (float64, error) {
 // let a chain of one, which never re-samples, take the re-sampled steps'
 // lower acceptance: chain gamma 2 was predicted 7-12% low, chain gamma 1
 // chosen at 87-89% of the best.
-func steadyMix(p Plan, acc *Acceptance, c Costs, cv curves) (Prediction, error) {
+func steadyMix(p Plan, acc *Acceptance, c Costs, cv curves, m *memo) (Prediction, error) {
 	reg, err := p.Expect(tableAt(acc.Regular))
 	if err != nil {
 		return Prediction{Plan: p}, fmt.Errorf("profiles: cannot model %s: %w", p.Strategy, err)
@@ -144,7 +144,7 @@ func steadyMix(p Plan, acc *Acceptance, c Costs, cv curves) (Prediction, error) 
 	for i, v := range reg.Values {
 		at[depth[i]] += v
 	}
-	worth := acc.resampleRate()
+	worth := m.resampleRate(acc)
 	var pRes, aal, draft, verify float64
 	for m := 0; m <= D-2; m++ {
 		pm := (at[m] - at[m+1]) * worth
@@ -409,7 +409,7 @@ func Predict(p Plan, acc *Acceptance, c Costs) (Prediction, error) {
 
 // predict is Predict with a memo of priced plans (nil: none) that a
 // search shares between the threshold plans built on one fixed plan.
-func predict(p Plan, acc *Acceptance, c Costs, m memo) (Prediction, error) {
+func predict(p Plan, acc *Acceptance, c Costs, m *memo) (Prediction, error) {
 	if !p.Concurrent() || len(c.Splits) == 0 {
 		if p.Concurrent() && c.OneDevice && c.Draft != nil {
 			return Prediction{Plan: p}, fmt.Errorf("profiles: %s drafts while the target verifies on the same device, and no curves with the threads split between them were measured", p.Strategy)
@@ -442,18 +442,62 @@ type curves struct {
 	split         int
 }
 
-// memo holds plans already priced in one search, by description and the
-// curves they were priced on.
-type memo map[memoKey]Prediction
+// memo holds what one search works out once and reuses (nil: nothing):
+// plans already priced, by description and the curves they were priced
+// on; threshold policies' stopping mixes, by depth and minimum (every
+// plan of that depth and minimum weighs the calibration's steps alike:
+// weighed again for each of the search's thousands of threshold plans, a
+// calibration of 8192 steps took a search 2.3-2.4 s, now 0.15-0.19 s,
+// BenchmarkSearchResampling); and the calibration's re-sampling rate.
+type memo struct {
+	preds     map[memoKey]Prediction
+	stopMixes map[stopKey]stopMix
+	rate      float64
+	rateSeen  bool
+}
+
+func newMemo() *memo {
+	return &memo{preds: map[memoKey]Prediction{}, stopMixes: map[stopKey]stopMix{}}
+}
 
 type memoKey struct {
 	plan  string
 	split int
 }
 
+type stopKey struct {
+	depth int
+	least float64
+}
+
+// stops is stopsOf, once a search for each depth and minimum.
+func (m *memo) stops(samples []DepthSample, depth int, least float64) stopMix {
+	if m == nil {
+		return stopsOf(samples, depth, least)
+	}
+	k := stopKey{depth, least}
+	st, ok := m.stopMixes[k]
+	if !ok {
+		st = stopsOf(samples, depth, least)
+		m.stopMixes[k] = st
+	}
+	return st
+}
+
+// resampleRate is acc.resampleRate, once a search.
+func (m *memo) resampleRate(acc *Acceptance) float64 {
+	if m == nil {
+		return acc.resampleRate()
+	}
+	if !m.rateSeen {
+		m.rate, m.rateSeen = acc.resampleRate(), true
+	}
+	return m.rate
+}
+
 // predictOn prices p on the curves cv (the full-thread ones, or one
 // split's).
-func predictOn(p Plan, acc *Acceptance, c Costs, cv curves, m memo) (Prediction, error) {
+func predictOn(p Plan, acc *Acceptance, c Costs, cv curves, m *memo) (Prediction, error) {
 	verify, draft := cv.verify, cv.draft
 	if p.Strategy == "egt" && p.DepthPolicy == "threshold" {
 		return predictThreshold(p, acc, c, cv, m)
@@ -465,14 +509,14 @@ func predictOn(p Plan, acc *Acceptance, c Costs, cv curves, m memo) (Prediction,
 	if p.Strategy == "duo" && p.MaxSeqs > 1 {
 		return predictDuoSeqs(p, acc, c, cv)
 	}
+	if acc.split() && p.Strategy != "ar" && c.Resample > 0 && !p.Concurrent() {
+		return steadyMix(p, acc, c, cv, m)
+	}
 	ex, err := p.Expect(acc.At)
 	if err != nil {
 		return Prediction{Plan: p}, fmt.Errorf("profiles: cannot model %s: %w", p.Strategy, err)
 	}
 	pr := priceExpected(p, ex, c, cv)
-	if acc.split() && p.Strategy != "ar" && c.Resample > 0 && !p.Concurrent() {
-		return steadyMix(p, acc, c, cv)
-	}
 	if acc.split() && p.Strategy != "ar" {
 		if pr.AAL, err = steadyAAL(p, acc); err != nil {
 			return pr, fmt.Errorf("profiles: cannot model %s: %w", p.Strategy, err)
@@ -580,7 +624,7 @@ func Search(acc *Acceptance, c Costs, sp SearchSpace) []Prediction {
 		sp.OptimalNodes = c.Verify[len(c.Verify)-1].W - 1
 	}
 	var out []Prediction
-	m := memo{}
+	m := newMemo()
 	seen := map[string]bool{}
 	for _, p := range spec.Candidates(sp) {
 		if pr, err := predict(p, acc, c, m); err == nil {

@@ -212,6 +212,35 @@ func BenchmarkSearch(b *testing.B) {
 	b.ReportMetric(float64(n), "plans")
 }
 
+// BenchmarkSearchResampling times a search for a source that re-samples
+// after a rejection (the steady mix of regular and re-sampled steps) on
+// the largest calibration a pair keeps (maxDepthSamples steps), where
+// threshold policies weigh every recorded step.
+func BenchmarkSearchResampling(b *testing.B) {
+	acc := Uniform(0.7, 0.4, 8, 4)
+	acc.Regular, acc.Resampled = Uniform(0.8, 0.4, 8, 4).Rank, Uniform(0.5, 0.4, 8, 4).Rank
+	counts := [][]int{{100, 100, 100, 100}}
+	acc.RegularCounts, acc.ResampledCounts = counts, counts
+	var verify []store.Point
+	for _, w := range DefaultWidths(64) {
+		verify = append(verify, store.Point{W: w, Median: time.Duration(8000+300*w) * time.Microsecond})
+	}
+	c := Costs{Verify: verify, Draft: flat(300 * time.Microsecond), Overhead: 100 * time.Microsecond, OneDevice: true,
+		DraftPerChild: true, Resample: 4, ResampleLevel: 40 * time.Microsecond}
+	for i := range maxDepthSamples {
+		best := make([]float64, 8)
+		for d := range best {
+			best[d] = math.Pow(0.5+0.45*float64(i%10)/10, float64(d+1))
+		}
+		acc.Depths = append(acc.Depths, DepthSample{Best: best, Accepted: i % 7, Resampled: i%3 == 0})
+	}
+	n := 0
+	for b.Loop() {
+		n = len(Search(acc, c, SearchSpace{}))
+	}
+	b.ReportMetric(float64(n), "plans")
+}
+
 // TestDistinct: plans doing the same work (a chain and the one-wide tree
 // of its length) count once among the top plans.
 func TestDistinct(t *testing.T) {
