@@ -82,81 +82,10 @@ TATTN_AVX2 static void axpy_avx2(float *y, float a, const float *x, int n) {
 	for (; i < n; i++) y[i] += a * x[i];
 }
 
-TATTN_AVX2 static void scores_avx2(float *s, const float *q, const float *kT, int r0, int hd, int n) {
-	int i = 0;
-	// four blocks of keys at once: four independent chains of hd
-	// multiply-adds (one chain waited on each FMA's latency)
-	for (; i + 32 <= n; i += 32) {
-		__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-		for (int d = 0; d < hd; d++) {
-			__m256 qd = _mm256_set1_ps(q[d]);
-			const float *k = kT + (long)d * r0 + i;
-			a0 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(k), a0);
-			a1 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(k + 8), a1);
-			a2 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(k + 16), a2);
-			a3 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(k + 24), a3);
-		}
-		_mm256_storeu_ps(s + i, a0);
-		_mm256_storeu_ps(s + i + 8, a1);
-		_mm256_storeu_ps(s + i + 16, a2);
-		_mm256_storeu_ps(s + i + 24, a3);
-	}
-	for (; i + 8 <= n; i += 8) {
-		__m256 acc = _mm256_setzero_ps();
-		for (int d = 0; d < hd; d++) acc = _mm256_fmadd_ps(_mm256_set1_ps(q[d]), _mm256_loadu_ps(kT + (long)d * r0 + i), acc);
-		_mm256_storeu_ps(s + i, acc);
-	}
-	for (; i < n; i++) {
-		float v = 0;
-		for (int d = 0; d < hd; d++) v += q[d] * kT[(long)d * r0 + i];
-		s[i] = v;
-	}
-}
-
 // tail_mask selects the first n < 8 lanes.
 TATTN_AVX2 static inline __m256i tail_mask(int n) {
 	static const int lanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
 	return _mm256_loadu_si256((const __m256i *)(lanes + 8 - n));
-}
-
-// softmax_avx2 replaces s[0..n-1] by softmax(scale * s), 8 at a time with
-// exp8_masked (the libm expf per weight was a quarter of the pass); the
-// last n % 8 weights go through masked loads and stores, where a scalar
-// expf each cost as much as the vectors of a short row.
-TATTN_AVX2 static void softmax_avx2(float *s, int n, float scale) {
-	__m256 vs = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY), vm = ninf;
-	int i = 0, rest = n % 8, whole = n - rest;
-	__m256i tm = tail_mask(rest ? rest : 8);
-	for (; i < whole; i += 8) {
-		__m256 x = _mm256_mul_ps(_mm256_loadu_ps(s + i), vs);
-		_mm256_storeu_ps(s + i, x);
-		vm = _mm256_max_ps(vm, x);
-	}
-	if (rest) {
-		__m256 x = _mm256_mul_ps(_mm256_maskload_ps(s + whole, tm), vs);
-		_mm256_maskstore_ps(s + whole, tm, x);
-		vm = _mm256_max_ps(vm, _mm256_blendv_ps(ninf, x, _mm256_castsi256_ps(tm)));
-	}
-	float m8[8], mx = -INFINITY;
-	_mm256_storeu_ps(m8, vm);
-	for (int k = 0; k < 8; k++) mx = m8[k] > mx ? m8[k] : mx;
-	__m256 vmax = _mm256_set1_ps(mx), acc = _mm256_setzero_ps();
-	for (i = 0; i < whole; i += 8) {
-		__m256 e = exp8_masked(_mm256_sub_ps(_mm256_loadu_ps(s + i), vmax));
-		_mm256_storeu_ps(s + i, e);
-		acc = _mm256_add_ps(acc, e);
-	}
-	if (rest) {
-		__m256 x = _mm256_blendv_ps(ninf, _mm256_maskload_ps(s + whole, tm), _mm256_castsi256_ps(tm));
-		__m256 e = exp8_masked(_mm256_sub_ps(x, vmax)); // -inf lanes give 0
-		_mm256_maskstore_ps(s + whole, tm, e);
-		acc = _mm256_add_ps(acc, e);
-	}
-	_mm256_storeu_ps(m8, acc);
-	float sum = ((m8[0] + m8[4]) + (m8[1] + m8[5])) + ((m8[2] + m8[6]) + (m8[3] + m8[7]));
-	__m256 inv = _mm256_set1_ps(1 / sum);
-	for (i = 0; i < whole; i += 8) _mm256_storeu_ps(s + i, _mm256_mul_ps(_mm256_loadu_ps(s + i), inv));
-	if (rest) _mm256_maskstore_ps(s + whole, tm, _mm256_mul_ps(_mm256_maskload_ps(s + whole, tm), inv));
 }
 
 // dots8_avx2 adds to out[d] (d < 8) the dot products of x[0..n-1] with
@@ -180,22 +109,6 @@ TATTN_AVX2 static void dots8_avx2(float *out, const float *x, const float *t, lo
 	for (; i < n; i++)
 		for (int d = 0; d < 8; d++) r[d] += x[i] * t[d * ld + i];
 	for (int d = 0; d < 8; d++) out[d] += r[d];
-}
-
-// axpys8_avx2: rows y + d*ld (d < 8) += a[d] * x[0..n-1], one pass over x.
-TATTN_AVX2 static void axpys8_avx2(float *y, long ld, const float *a, const float *x, int n) {
-	__m256 av[8];
-	for (int d = 0; d < 8; d++) av[d] = _mm256_set1_ps(a[d]);
-	int i = 0;
-	for (; i + 8 <= n; i += 8) {
-		__m256 xv = _mm256_loadu_ps(x + i);
-		for (int d = 0; d < 8; d++) {
-			float *yd = y + d * ld + i;
-			_mm256_storeu_ps(yd, _mm256_fmadd_ps(av[d], xv, _mm256_loadu_ps(yd)));
-		}
-	}
-	for (; i < n; i++)
-		for (int d = 0; d < 8; d++) y[d * ld + i] += a[d] * x[i];
 }
 
 // The blocked AVX2 passes below take the query rows eight at a time
@@ -429,25 +342,16 @@ TATTN_AVX2 static void tattn_bwd_avx2(const float *q, int qs, const float *kT, c
 }
 
 #define SIMD() (arb_simd_level() >= 1) /* AVX2+FMA+F16C, unless ARBORIST_SIMD=0 */
-#define DOT(simd, a, b, n) ((simd) ? dot_avx2(a, b, n) : dot_generic(a, b, n))
-#define AXPY(simd, y, a, x, n) ((simd) ? axpy_avx2(y, a, x, n) : axpy_generic(y, a, x, n))
-#define SCORES(simd, s, q, kT, r0, hd, n) ((simd) ? scores_avx2(s, q, kT, r0, hd, n) : scores_generic(s, q, kT, r0, hd, n))
-#define SOFTMAX(simd, s, n, scale) ((simd) ? softmax_avx2(s, n, scale) : softmax_generic(s, n, scale))
 #else
 #define SIMD() 0
-#define DOT(simd, a, b, n) dot_generic(a, b, n)
-#define AXPY(simd, y, a, x, n) axpy_generic(y, a, x, n)
-#define SCORES(simd, s, q, kT, r0, hd, n) scores_generic(s, q, kT, r0, hd, n)
-#define SOFTMAX(simd, s, n, scale) softmax_generic(s, n, scale)
 #endif
 
 // arb_tattn_fwd computes, for rows t < R, the attention weights p (softmax
 // of the scaled scores) and the output o[t*os + d].
 void arb_tattn_fwd(const float *q, int qs, const float *kT, const float *vT, int r0, int hd, const float *ek,
                    const float *ev, int j, int R, float scale, float *p, float *o, int os) {
-	int simd = SIMD();
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	if (simd) {
+	if (SIMD()) {
 		int ld = (R + j + 7) / 8 * 8;
 		float *S = arb_train_scratch(sizeof(float) * (size_t)QB * ld);
 		if (S) {
@@ -456,24 +360,17 @@ void arb_tattn_fwd(const float *q, int qs, const float *kT, const float *vT, int
 		}
 	}
 #endif
+	// portable: a row at a time (also where the scratch cannot be had)
 	for (int t = 0; t < R; t++) {
 		const float *qv = q + (long)t * qs;
 		float *pr = p + rowbase(t, j);
 		int n = t + 1 + j;
-		SCORES(simd, pr, qv, kT, r0, hd, t + 1);
-		for (int l = 1; l <= j; l++) pr[t + l] = DOT(simd, qv, ek + ((long)(l - 1) * R + t) * hd, hd);
-		SOFTMAX(simd, pr, n, scale);
+		scores_generic(pr, qv, kT, r0, hd, t + 1);
+		for (int l = 1; l <= j; l++) pr[t + l] = dot_generic(qv, ek + ((long)(l - 1) * R + t) * hd, hd);
+		softmax_generic(pr, n, scale);
 		float *ov = o + (long)t * os;
-		int d = 0;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-		if (simd)
-			for (; d + 8 <= hd; d += 8) {
-				memset(ov + d, 0, 8 * sizeof(float));
-				dots8_avx2(ov + d, pr, vT + (long)d * r0, r0, t + 1);
-			}
-#endif
-		for (; d < hd; d++) ov[d] = DOT(simd, pr, vT + (long)d * r0, t + 1);
-		for (int l = 1; l <= j; l++) AXPY(simd, ov, pr[t + l], ev + ((long)(l - 1) * R + t) * hd, hd);
+		for (int d = 0; d < hd; d++) ov[d] = dot_generic(pr, vT + (long)d * r0, t + 1);
+		for (int l = 1; l <= j; l++) axpy_generic(ov, pr[t + l], ev + ((long)(l - 1) * R + t) * hd, hd);
 	}
 }
 
@@ -484,9 +381,8 @@ void arb_tattn_fwd(const float *q, int qs, const float *kT, const float *vT, int
 void arb_tattn_bwd(const float *q, int qs, const float *kT, const float *vT, int r0, int hd, const float *ek,
                    const float *ev, int j, int R, float scale, const float *p, const float *dout, int ds, float *dq,
                    int dqs, float *dkT, float *dvT, float *dek, float *dev, float *dp) {
-	int simd = SIMD();
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	if (simd) {
+	if (SIMD()) {
 		int ld = (R + 7) / 8 * 8;
 		float *DS = arb_train_scratch(sizeof(float) * (size_t)2 * QB * ld);
 		if (DS) {
@@ -496,43 +392,31 @@ void arb_tattn_bwd(const float *q, int qs, const float *kT, const float *vT, int
 		}
 	}
 #endif
+	// portable: a row at a time (also where the scratch cannot be had)
 	for (int t = 0; t < R; t++) {
 		const float *pr = p + rowbase(t, j), *qv = q + (long)t * qs, *dov = dout + (long)t * ds;
 		float *dqv = dq + (long)t * dqs;
 		int n = t + 1 + j;
 		// dp_i = do . v_i; dv_i += p_i do
-		SCORES(simd, dp, dov, vT, r0, hd, t + 1);
-		int d0 = 0;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-		if (simd)
-			for (; d0 + 8 <= hd; d0 += 8) axpys8_avx2(dvT + (long)d0 * r0, r0, dov + d0, pr, t + 1);
-#endif
-		for (int d = d0; d < hd; d++) AXPY(simd, dvT + (long)d * r0, dov[d], pr, t + 1);
+		scores_generic(dp, dov, vT, r0, hd, t + 1);
+		for (int d = 0; d < hd; d++) axpy_generic(dvT + (long)d * r0, dov[d], pr, t + 1);
 		for (int l = 1; l <= j; l++) {
 			long e = ((long)(l - 1) * R + t) * hd;
-			AXPY(simd, dev + e, pr[t + l], dov, hd);
-			dp[t + l] = DOT(simd, dov, ev + e, hd);
+			axpy_generic(dev + e, pr[t + l], dov, hd);
+			dp[t + l] = dot_generic(dov, ev + e, hd);
 		}
 		// the scores' gradient: p_i (dp_i - p . dp) scale
-		float c = DOT(simd, pr, dp, n);
+		float c = dot_generic(pr, dp, n);
 		for (int i = 0; i < n; i++) dp[i] = pr[i] * (dp[i] - c) * scale;
 		// dq += sum_i ds_i k_i; dk_i += ds_i q
-		d0 = 0;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-		if (simd)
-			for (; d0 + 8 <= hd; d0 += 8) {
-				dots8_avx2(dqv + d0, dp, kT + (long)d0 * r0, r0, t + 1);
-				axpys8_avx2(dkT + (long)d0 * r0, r0, qv + d0, dp, t + 1);
-			}
-#endif
-		for (int d = d0; d < hd; d++) {
-			dqv[d] += DOT(simd, dp, kT + (long)d * r0, t + 1);
-			AXPY(simd, dkT + (long)d * r0, qv[d], dp, t + 1);
+		for (int d = 0; d < hd; d++) {
+			dqv[d] += dot_generic(dp, kT + (long)d * r0, t + 1);
+			axpy_generic(dkT + (long)d * r0, qv[d], dp, t + 1);
 		}
 		for (int l = 1; l <= j; l++) {
 			long e = ((long)(l - 1) * R + t) * hd;
-			AXPY(simd, dqv, dp[t + l], ek + e, hd);
-			AXPY(simd, dek + e, dp[t + l], qv, hd);
+			axpy_generic(dqv, dp[t + l], ek + e, hd);
+			axpy_generic(dek + e, dp[t + l], qv, hd);
 		}
 	}
 }
