@@ -146,17 +146,22 @@ func (s *Session) LoadInputs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fyne.Do(func() {
-		s.Inputs, s.Acc = in, nil
-		if !in.Assumed {
-			s.Acc = in.Acc
-		}
-		if in.Profiled {
-			s.Overhead = in.Costs.Overhead
-		}
-		s.Changed()
-	})
+	fyne.Do(func() { s.SetInputs(in) })
 	return nil
+}
+
+// SetInputs makes in the session's inputs: its calibration (none where its
+// acceptance is assumed), its bookkeeping cost where it is profiled; and
+// tells the screens. On the UI goroutine.
+func (s *Session) SetInputs(in *workbench.Inputs) {
+	s.Inputs, s.Acc = in, nil
+	if !in.Assumed {
+		s.Acc = in.Acc
+	}
+	if in.Profiled {
+		s.Overhead = in.Costs.Overhead
+	}
+	s.Changed()
 }
 
 // Context is the session's context: work started from the screens

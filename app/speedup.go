@@ -369,9 +369,9 @@ func (sp *SpeedupScreen) mine(acc *profiles.Acceptance, costs profiles.Costs) st
 // work runs a core workflow off the UI goroutine with the buttons
 // disabled, reporting progress; done runs on the UI goroutine. With
 // reload, the session's inputs are read again from the store afterwards
-// (the workflow stored new ones); a validation stores only runs, and a
-// reload after it had put back the stored curves in place of the ones the
-// tune before it re-checked.
+// (the workflow stored new ones). A tune hands back its own, re-checked,
+// and a validation stores only runs: a reload after either had put the
+// stored curves back in place of the ones the tune re-checked.
 func (sp *SpeedupScreen) work(what string, reload bool, fn func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, progress workbench.Progress) (string, error), done func()) {
 	ps := sp.s.PairSpec()
 	if ps.Target == "" || ps.Sources() == 0 {
@@ -495,7 +495,7 @@ func (sp *SpeedupScreen) tune() {
 		alpha = sp.Alpha.Value
 	}
 	var res *workbench.TuneResult
-	sp.work("Tuning", true, func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, pr workbench.Progress) (string, error) {
+	sp.work("Tuning", false, func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, pr workbench.Progress) (string, error) {
 		t, err := b.Tune(ctx, ps, workbench.TuneOptions{Alpha: alpha, Place: sp.Place.Checked}, pr)
 		if err != nil {
 			return "", err
@@ -508,15 +508,10 @@ func (sp *SpeedupScreen) tune() {
 		sp.stored = res.Best().Plan.String() // Tune stored it
 		// from now on the chart and its best plan read the tune's inputs,
 		// whose costs the tune re-checked against the machine of this
-		// minute: read from the stored curves, the screen's best plan had
-		// been predicted at 2.50x beside the tune's 2.30x for the same plan
-		if in := res.Inputs; in != nil && in.Profiled {
-			sp.s.Inputs, sp.s.Overhead = in, in.Costs.Overhead
-			if !in.Assumed {
-				sp.s.Acc = in.Acc
-			}
-			sp.s.Changed()
-		}
+		// minute (so they are not read back from the store after it): read
+		// from the stored curves, the screen's best plan had been predicted
+		// at 2.50x beside the tune's 2.30x for the same plan
+		sp.s.SetInputs(res.Inputs)
 		sp.SetRanked(res.Ranked)
 	})
 }
