@@ -28,8 +28,11 @@ test: vet
 	$(GO) test -count=1 ./...
 	# the kernels again on the pure-Go fallback (no cgo kernels, no SIMD)
 	$(GO) test -count=1 -tags purego ./kernels/... ./engine/generate
-	# and on the portable C kernels (the ones a CPU without AVX2 runs)
+	# and on the portable C kernels (the ones a CPU without AVX2 runs), and
+	# the AVX2 ones without AVX-512 VNNI (the same as the first run on a CPU
+	# without VNNI)
 	ARBORIST_SIMD=0 $(GO) test -count=1 ./kernels/...
+	ARBORIST_SIMD=1 $(GO) test -count=1 ./kernels/...
 
 # Fuzz every parser and loader for FUZZTIME each (longer: make fuzz
 # FUZZTIME=10m). The targets check properties (round trips, re-encoding,

@@ -134,6 +134,93 @@ Q80X8_TILE(2)
 Q80X8_TILE(3)
 Q80X8_TILE(4)
 
+// The VNNI tiles (AVX-512 VNNI on 256-bit vectors, where the CPU has it):
+// vpdpbusd multiplies unsigned by signed bytes and adds each lane's four
+// products into a 32-bit sum in one instruction, where AVX2 takes a
+// maddubs, an add and a madd (Q8_0 also two signs). The integer block
+// sums are exact on both paths, and everything after them is the same
+// float code, so the VNNI tiles give the AVX2 tiles' results bit for bit
+// (TestEightRowsVNNI). Q4_0's nibbles enter as they are (unsigned); Q8_0's
+// signed weights enter as w + 128 (a flipped top bit) and 128 times the
+// activation block's sum comes off the exact total. Two accumulators a
+// row halve the chain of dependent vpdpbusd a block.
+#define X8_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
+
+#define X8V_TILE(NAME, GB, SHIFT, T)                                                                          \
+	X8_VNNI static inline __attribute__((always_inline)) void NAME##T(                                       \
+	    const uint8_t *gp, int nb, const float *yd, const int8_t *yq, const int32_t *ys, int r, float *out,  \
+	    long rows, int o) {                                                                                  \
+		__m256 acc[T];                                                                                   \
+		for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();                                        \
+		const __m256i m4 = _mm256_set1_epi8(0xf), top = _mm256_set1_epi8((char)0x80);                    \
+		long stride = (long)nb * 32;                                                                     \
+		for (int b = 0; b < nb; b++) {                                                                   \
+			const uint8_t *blk = gp + (long)b * GB;                                                      \
+			for (int pf = 0; pf < GB; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0); \
+			__m256i w[8];                                                                                \
+			if (GB == GROUP_BYTES) {                                                                     \
+				for (int h = 0; h < 4; h++) {                                                            \
+					__m256i v = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * h));                \
+					w[h] = _mm256_and_si256(v, m4);                                                      \
+					w[4 + h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);                            \
+				}                                                                                        \
+			} else {                                                                                     \
+				for (int h = 0; h < 8; h++)                                                              \
+					w[h] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * h)), top); \
+			}                                                                                            \
+			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));                          \
+			for (int k = 0; k < T; k++) {                                                                \
+				const int8_t *y = yq + (long)(r + k) * stride + (long)b * 32;                            \
+				int32_t y4[8];                                                                           \
+				memcpy(y4, y, 32);                                                                       \
+				__m256i s0 = _mm256_setzero_si256(), s1 = s0;                                            \
+				for (int h = 0; h < 8; h += 2) {                                                         \
+					s0 = _mm256_dpbusd_epi32(s0, w[h], _mm256_set1_epi32(y4[h]));                        \
+					s1 = _mm256_dpbusd_epi32(s1, w[h + 1], _mm256_set1_epi32(y4[h + 1]));                \
+				}                                                                                        \
+				__m256i s32 = _mm256_sub_epi32(_mm256_add_epi32(s0, s1),                                 \
+				                               _mm256_set1_epi32(ys[(long)(r + k) * nb + b] * (1 << SHIFT)));  \
+				__m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(yd[(long)(r + k) * nb + b]));               \
+				acc[k] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s32), acc[k]);                           \
+			}                                                                                            \
+		}                                                                                                \
+		for (int k = 0; k < T; k++) _mm256_storeu_ps(out + (long)(r + k) * rows + o, acc[k]);           \
+	}
+// Q4_0: offset 8 (shift 3); Q8_0: offset 128 (shift 7)
+X8V_TILE(q40x8v_tile, GROUP_BYTES, 3, 1)
+X8V_TILE(q40x8v_tile, GROUP_BYTES, 3, 2)
+X8V_TILE(q40x8v_tile, GROUP_BYTES, 3, 3)
+X8V_TILE(q40x8v_tile, GROUP_BYTES, 3, 4)
+X8V_TILE(q80x8v_tile, Q8_GROUP_BYTES, 7, 1)
+X8V_TILE(q80x8v_tile, Q8_GROUP_BYTES, 7, 2)
+X8V_TILE(q80x8v_tile, Q8_GROUP_BYTES, 7, 3)
+X8V_TILE(q80x8v_tile, Q8_GROUP_BYTES, 7, 4)
+
+// mm_x8v runs the VNNI tiles (q4: Q4_0, else Q8_0) over groups glo..ghi-1.
+X8_VNNI static void mm_x8v(int q4, const uint8_t *packed, int glo, int ghi, int nb, const float *yd,
+                           const int8_t *yq, const int32_t *ys, int n, float *out, int rows) {
+	long gb = q4 ? GROUP_BYTES : Q8_GROUP_BYTES;
+	for (int g = glo; g < ghi; g++) {
+		const uint8_t *gp = packed + (long)g * nb * gb;
+		int r = 0;
+		if (q4) {
+			for (; r + 4 <= n; r += 4) q40x8v_tile4(gp, nb, yd, yq, ys, r, out, rows, 8 * g);
+			switch (n - r) {
+			case 3: q40x8v_tile3(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;
+			case 2: q40x8v_tile2(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;
+			case 1: q40x8v_tile1(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;
+			}
+			continue;
+		}
+		for (; r + 4 <= n; r += 4) q80x8v_tile4(gp, nb, yd, yq, ys, r, out, rows, 8 * g);
+		switch (n - r) {
+		case 3: q80x8v_tile3(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;
+		case 2: q80x8v_tile2(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;
+		case 1: q80x8v_tile1(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;
+		}
+	}
+}
+
 Q40X8_AVX2 static void mm_q80x8(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
                                 int n, float *out, int rows) {
 	for (int g = glo; g < ghi; g++) {
@@ -163,27 +250,23 @@ Q40X8_AVX2 static void mm_q40x8(const uint8_t *packed, int glo, int ghi, int nb,
 }
 #endif
 
-// arb_mm_q40x8 multiplies groups glo..ghi-1 of a repacked matrix by n
-// activation rows quantised to 8 bits (yd scales, yq values, ys block
-// sums); out[r*rows + o]. It returns -1 where the CPU lacks AVX2, FMA or
-// F16C (the caller packs only where it has them).
-int arb_mm_q40x8(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq, const int32_t *ys,
-                 int n, float *out, int rows) {
+// arb_mm_x8 multiplies groups glo..ghi-1 of a repacked matrix (q4: Q4_0,
+// else Q8_0) by n activation rows quantised to 8 bits (yd scales, yq
+// values, ys block sums); out[r*rows + o]. vnni picks the VNNI tiles,
+// which the caller asks for only where arb_simd_level() is 2 (the results
+// are the same either way). It returns -1 where the CPU lacks AVX2, FMA
+// or F16C (the caller packs only where it has them).
+int arb_mm_x8(int q4, int vnni, const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
+              const int32_t *ys, int n, float *out, int rows) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	if (arb_simd_level() >= 1) {
-		mm_q40x8(packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
+	int level = arb_simd_level();
+	if (vnni && level >= 2) {
+		mm_x8v(q4, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
 		return 0;
 	}
-#endif
-	return -1;
-}
-
-// arb_mm_q80x8 is arb_mm_q40x8 for repacked Q8_0.
-int arb_mm_q80x8(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq, int n, float *out,
-                 int rows) {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	if (arb_simd_level() >= 1) {
-		mm_q80x8(packed, glo, ghi, nb, yd, yq, n, out, rows);
+	if (level >= 1) {
+		if (q4) mm_q40x8(packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
+		else mm_q80x8(packed, glo, ghi, nb, yd, yq, n, out, rows);
 		return 0;
 	}
 #endif

@@ -1,7 +1,5 @@
 #include <stdint.h>
 // Q4_0 and Q8_0 weights repacked eight rows at a time. See q40x8.c.
 void arb_x8_pack(const uint8_t *src, long row_bytes, int rows, int nb, int block_bytes, uint8_t *dst);
-int arb_mm_q40x8(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq, const int32_t *ys,
-                 int n, float *out, int rows);
-int arb_mm_q80x8(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq, int n, float *out,
-                 int rows);
+int arb_mm_x8(int q4, int vnni, const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
+              const int32_t *ys, int n, float *out, int rows);

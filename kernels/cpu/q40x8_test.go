@@ -67,3 +67,58 @@ func testEightRows(t *testing.T, typ quant.Type) {
 		}
 	}
 }
+
+// TestEightRowsVNNI: on a CPU with AVX-512 VNNI, the VNNI tiles give the
+// AVX2 tiles' outputs bit for bit (their integer block sums are exact on
+// both paths, and the float code after them is the same), for Q4_0 and
+// Q8_0 rows of raw random bytes (Q8_0's -128 included) against activations
+// that reach +-127, at every tile size. Elsewhere it is skipped: the
+// kernels it compares do not run there.
+func TestEightRowsVNNI(t *testing.T) {
+	if simdLevel < 2 || !repacks() {
+		t.Skipf("SIMD level %d: no AVX-512 VNNI tiles on this CPU (or ARBORIST_SIMD / ARBORIST_REPACK)", simdLevel)
+	}
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0} {
+		rows, cols := 16, 256
+		rb, _ := quant.RowBytes(typ, cols)
+		w := make([]byte, rows*rb)
+		for i := range w {
+			w[i] = byte(rng.Uint32())
+		}
+		bb := rb / (cols / quant.QK)
+		for r := 0; r < rows; r++ {
+			for b := 0; b < cols/quant.QK; b++ {
+				// a finite float16 scale: sign, exponent 1..29, mantissa
+				h := uint16(rng.Uint32()&0x83ff) | uint16(1+rng.IntN(29))<<10
+				w[r*rb+b*bb], w[r*rb+b*bb+1] = byte(h), byte(h>>8)
+			}
+		}
+		m, err := NewMatrix(typ, w, rows, cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.packed == nil {
+			t.Fatal("not repacked")
+		}
+		for n := 1; n <= 9; n++ {
+			x := gaussian(rng, n*cols)
+			x[0], x[1] = 1e3, -1e3 // a block that quantises to +-127
+			var q q8Buf
+			q.size(len(x))
+			cQuantize(&q, x)
+			a, v := make([]float32, n*rows), make([]float32, n*rows)
+			if !x8(m, &q, 0, rows/8, n, a, false) || !x8(m, &q, 0, rows/8, n, v, true) {
+				t.Fatal("the eight-row kernels refused")
+			}
+			for i := range a {
+				if math.Float32bits(a[i]) != math.Float32bits(v[i]) {
+					t.Fatalf("%v n=%d: out[%d] = %v with VNNI, %v with AVX2", typ, n, i, v[i], a[i])
+				}
+			}
+			if q.q[0] != 127 || q.q[1] != -127 {
+				t.Fatalf("activations %d %d, want 127 -127", q.q[0], q.q[1])
+			}
+		}
+	}
+}

@@ -881,14 +881,23 @@ AVX2 static void mm_f32_avx2(int type, const uint8_t *w, long row_bytes, int lo,
 
 static int level = -1;
 
-// arb_simd_level picks the kernels once: AVX2 where the CPU has it, unless
-// ARBORIST_SIMD=0 asks for the portable C ones (so tests can run those too).
+// arb_simd_level picks the kernels once: 2 where the CPU has AVX2, FMA,
+// F16C and AVX-512 VNNI (with F, BW and VL), 1 with AVX2, FMA and F16C
+// alone, else 0 (the portable C ones). ARBORIST_SIMD=0 or 1 caps it, so the
+// tests run the lower levels' kernels on a CPU that has the higher ones.
 int arb_simd_level(void) {
 	if (level < 0) {
 		const char *e = getenv("ARBORIST_SIMD");
 		__builtin_cpu_init();
-		level = (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) ? 1 : 0;
-		if (e && e[0] == '0') level = 0;
+		int l = 0;
+		if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+			l = 1;
+			if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+			    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+				l = 2;
+		}
+		if (e && e[0] >= '0' && e[0] < '0' + l) l = e[0] - '0';
+		level = l;
 	}
 	return level;
 }
@@ -1382,7 +1391,7 @@ uint64_t arb_read_sum(const uint64_t *p, long n) {
 
 // arb_peak_i8 and arb_peak_f32 run iters rounds of independent chains of
 // the matrix kernels' inner operations (int8: maddubs then madd, as the Q8
-// kernels use them; float32: FMA), enough chains to hide their latency,
+// kernels use them, or vpdpbusd where the VNNI tiles run; float32: FMA), enough chains to hide their latency,
 // and return a value that depends on every result. They measure the
 // compute ceiling the kernels can approach: 8 * 32 int8 multiply-adds, or
 // 10 * 8 float ones, per round.
@@ -1393,6 +1402,21 @@ AVX2 static int64_t peak_i8_avx2(long iters) {
 	for (int k = 0; k < 8; k++) { b[k] = _mm256_set1_epi8((char)(k + 1)); s[k] = _mm256_setzero_si256(); }
 	for (long i = 0; i < iters; i++) {
 		for (int k = 0; k < 8; k++) s[k] = _mm256_add_epi32(s[k], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b[k]), ones));
+		__asm__ volatile("" : "+x"(a));
+	}
+	__m256i t = s[0];
+	for (int k = 1; k < 8; k++) t = _mm256_add_epi32(t, s[k]);
+	return _mm256_extract_epi32(t, 0);
+}
+
+// peak_i8_vnni is peak_i8_avx2 with the VNNI tiles' operation (vpdpbusd
+// on 256-bit vectors: the same 32 multiply-adds each, one instruction).
+__attribute__((target("avx2,avx512f,avx512vl,avx512bw,avx512vnni"))) static int64_t peak_i8_vnni(long iters) {
+	__m256i a = _mm256_set1_epi8(3);
+	__m256i b[8], s[8];
+	for (int k = 0; k < 8; k++) { b[k] = _mm256_set1_epi8((char)(k + 1)); s[k] = _mm256_setzero_si256(); }
+	for (long i = 0; i < iters; i++) {
+		for (int k = 0; k < 8; k++) s[k] = _mm256_dpbusd_epi32(s[k], a, b[k]);
 		__asm__ volatile("" : "+x"(a));
 	}
 	__m256i t = s[0];
@@ -1415,6 +1439,7 @@ AVX2 static int64_t peak_f32_avx2(long iters) {
 
 int64_t arb_peak_i8(long iters) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 2) return peak_i8_vnni(iters);
 	if (arb_simd_level() >= 1) return peak_i8_avx2(iters);
 #endif
 	int32_t s[8] = {0};

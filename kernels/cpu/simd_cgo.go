@@ -15,8 +15,10 @@ import (
 	"arborist/kernels/quant"
 )
 
-// simdLevel is 1 when the C kernels run their AVX2+FMA+F16C versions, 0 for
-// their portable C versions. Read once, before any worker runs.
+// simdLevel is 2 when the C kernels run their AVX2+FMA+F16C versions and
+// the repacked Q4_0 and Q8_0 products their AVX-512 VNNI tiles, 1 with
+// AVX2+FMA+F16C alone, 0 for the portable C versions (ARBORIST_SIMD caps
+// it). Read once, before any worker runs.
 var simdLevel = int(C.arb_simd_level())
 
 // noRepack is set by ARBORIST_REPACK=0: the Q4_0 and Q8_0 weights are then
@@ -27,7 +29,10 @@ var noRepack = os.Getenv("ARBORIST_REPACK") == "0"
 
 // Kernels names the kernel family in use, for benchmarks and profiles.
 func Kernels() string {
-	if simdLevel >= 1 {
+	switch {
+	case simdLevel >= 2:
+		return "c-avx2-vnni"
+	case simdLevel >= 1:
 		return "c-avx2"
 	}
 	return "c-portable"
@@ -46,17 +51,7 @@ func cQuantize(q *q8Buf, x []float32) {
 func (j *matmulJob) doC(worker, lo, hi int) {
 	w := j.w
 	if w.packed != nil { // lo, hi count groups of eight rows
-		q := &j.b.q8
-		p, nb := (*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(w.cols/quant.QK)
-		yd, yq := (*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0]))
-		out := (*C.float)(unsafe.Pointer(&j.out[0]))
-		var rc C.int
-		if w.typ == quant.Q8_0 {
-			rc = C.arb_mm_q80x8(p, C.int(lo), C.int(hi), nb, yd, yq, C.int(j.n), out, C.int(w.rows))
-		} else {
-			rc = C.arb_mm_q40x8(p, C.int(lo), C.int(hi), nb, yd, yq, (*C.int32_t)(unsafe.Pointer(&q.s[0])), C.int(j.n), out, C.int(w.rows))
-		}
-		if rc != 0 {
+		if !x8(w, &j.b.q8, lo, hi, j.n, j.out, simdLevel >= 2) {
 			panic("cpu: a repacked matrix on a CPU without AVX2") // repack checks first
 		}
 		return
@@ -140,8 +135,9 @@ func ReadSum(p []uint64) uint64 {
 
 // PeakProbe runs iters rounds of the kernels' inner operations with no
 // memory traffic and returns how many multiply-adds that was (and a value
-// that depends on them): int8 (the quantised kernels' maddubs and madd) or
-// float32 FMA (integer false). Timed by the caller, it gives the compute ceiling per thread.
+// that depends on them): int8 (the quantised kernels' maddubs and madd, or
+// vpdpbusd where the VNNI tiles run) or float32 FMA (integer false). Timed
+// by the caller, it gives the compute ceiling per thread.
 func PeakProbe(integer bool, iters int) (macs int64, sink int64) {
 	if integer {
 		return int64(iters) * 8 * 32, int64(C.arb_peak_i8(C.long(iters)))
@@ -164,6 +160,25 @@ func repack(m *Matrix) []byte {
 	C.arb_x8_pack((*C.uint8_t)(unsafe.Pointer(&m.data[0])), C.long(m.rowBytes), C.int(m.rows), C.int(nb), C.int(m.rowBytes/nb),
 		(*C.uint8_t)(unsafe.Pointer(&p[0])))
 	return p
+}
+
+// x8 multiplies groups lo..hi-1 (of eight rows) of the repacked matrix w
+// by the n activation rows quantised in q, into out; vnni asks for the
+// AVX-512 VNNI tiles where the CPU has them (the tests run both and compare
+// them bit for bit). It reports false where the CPU lacks AVX2.
+func x8(w *Matrix, q *q8Buf, lo, hi, n int, out []float32, vnni bool) bool {
+	q4 := 0
+	if w.typ == quant.Q4_0 {
+		q4 = 1
+	}
+	v := 0
+	if vnni {
+		v = 1
+	}
+	rc := C.arb_mm_x8(C.int(q4), C.int(v), (*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(lo), C.int(hi), C.int(w.cols/quant.QK),
+		(*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0])),
+		C.int(n), (*C.float)(unsafe.Pointer(&out[0])), C.int(w.rows))
+	return rc == 0
 }
 
 // repacks says whether this CPU runs the eight-row Q4_0 and Q8_0 kernels.
