@@ -77,7 +77,7 @@ func predictThreshold(p Plan, acc *Acceptance, c Costs, cv curves, m *memo) (Pre
 	out.Nodes = int(nodes + 0.5)
 	out.Speedup = 0
 	if out.Step > 0 {
-		out.Speedup = out.AAL * float64(Interp(c.Verify, 1)) / float64(out.Step)
+		out.Speedup = out.AAL * float64(c.PlainToken()) / float64(out.Step)
 	}
 	return out, nil
 }

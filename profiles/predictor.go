@@ -351,7 +351,7 @@ func (pp *PredictorPolicy) choose(hidden []float32) int {
 		}
 	}
 	best, bestD := 0.0, 1
-	t1 := float64(Interp(pp.Costs.Verify, 1))
+	t1 := float64(pp.Costs.PlainToken())
 	aal, nodes := 1.0, 0
 	var draft time.Duration
 	level := 1

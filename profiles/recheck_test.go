@@ -68,6 +68,11 @@ func TestRecheckVerifyRescalesAStaleCurve(t *testing.T) {
 			t.Errorf("W=%d: rescaled to %v, measured %v", p.W, p.Median, now[i].Median)
 		}
 	}
+	// plain decoding's token, timed back to back, is what the model sets
+	// speedups against (Costs.Plain)
+	if r := float64(rc.Plain) / float64(now[0].Median); r < 0.33 || r > 3 || !strings.Contains(rc.String(), "plain decoding") {
+		t.Errorf("plain decoding's token %v against T_verify(1) %v: %q", rc.Plain, now[0].Median, rc.String())
+	}
 	if rc.BandwidthWarning == "" || !strings.Contains(rc.String(), "warning: memory bandwidth") {
 		t.Errorf("no bandwidth warning against 1 PB/s: %q", rc.String())
 	}
@@ -80,8 +85,8 @@ func TestRecheckVerifyRescalesAStaleCurve(t *testing.T) {
 	split := append([]store.Point(nil), stale...)
 	c := Costs{Verify: stale, Splits: []SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: split}}}
 	gotC, rc, err := RecheckCosts(context.Background(), m, nil, c, 2, 0)
-	if err != nil || !rc.Rescaled {
-		t.Fatalf("re-check with splits: %+v, %v", rc, err)
+	if err != nil || !rc.Rescaled || gotC.Plain != rc.Plain || gotC.PlainToken() != rc.Plain || c.Plain != 0 {
+		t.Fatalf("re-check with splits: %+v, %v (costs' plain decoding %v)", rc, err, gotC.Plain)
 	}
 	for i, p := range gotC.Splits[0].Verify {
 		if want := gotC.Verify[i].Median; p.Median != want {

@@ -284,6 +284,19 @@ type Costs struct {
 	// run them. Predict prices such a plan on every split and keeps the
 	// best, so the search chooses the split too (SplitChoices).
 	Splits []SplitCosts
+	// Plain is plain decoding's time a token as the re-check timed it now
+	// (single-token passes back to back, RecheckCosts; 0: not measured,
+	// and T_verify(1) stands in): the baseline of every speedup.
+	Plain time.Duration
+}
+
+// PlainToken is what every speedup is set against: plain decoding's time
+// a token, Plain where the re-check measured it, else T_verify(1).
+func (c Costs) PlainToken() time.Duration {
+	if c.Plain > 0 {
+		return c.Plain
+	}
+	return Interp(c.Verify, 1)
 }
 
 // SplitCosts are the latency curves with the threads split between a
@@ -587,17 +600,18 @@ func priceExpected(p Plan, ex spec.Expected, c Costs, cv curves) Prediction {
 		// plain decoding is the baseline itself: one pass of one token and
 		// no tree to build, sample or compact (pricing it with the
 		// speculative steps' bookkeeping put it below 1x, 0.83x on a GPU)
-		pr.Step = Interp(c.Verify, 1)
+		pr.Step = c.PlainToken()
 	}
 	pr.setSpeedup(c)
 	return pr
 }
 
-// setSpeedup sets Speedup from AAL and Step: AAL * T_verify(1) / step.
+// setSpeedup sets Speedup from AAL and Step: AAL * plain decoding's token
+// (Costs.PlainToken) / step.
 func (pr *Prediction) setSpeedup(c Costs) {
 	pr.Speedup = 0
 	if pr.Step > 0 {
-		pr.Speedup = pr.AAL * float64(Interp(c.Verify, 1)) / float64(pr.Step)
+		pr.Speedup = pr.AAL * float64(c.PlainToken()) / float64(pr.Step)
 	}
 }
 

@@ -405,6 +405,34 @@ func TestPredictPlainDecodingIsTheBaseline(t *testing.T) {
 	}
 }
 
+// Where the re-check timed plain decoding's token (Costs.Plain), that is
+// the baseline: plain decoding stays exactly 1x, and a plan's speedup
+// scales by Plain / T_verify(1) with its step unchanged; the search ranks
+// alike.
+func TestPredictAgainstMeasuredPlainDecoding(t *testing.T) {
+	acc := Uniform(0.8, 0.4, 8, 3)
+	c := Costs{Verify: []store.Point{{W: 1, Median: 8 * time.Millisecond}, {W: 8, Median: 10 * time.Millisecond}}, Draft: flat(200 * time.Microsecond)}
+	if c.PlainToken() != 8*time.Millisecond {
+		t.Fatalf("unmeasured plain decoding: %v, want T_verify(1) 8ms", c.PlainToken())
+	}
+	before, _ := Predict(Plan{Strategy: "chain", Gamma: 3}, acc, c)
+	c.Plain = 6 * time.Millisecond
+	ar, _ := Predict(Plan{Strategy: "ar"}, acc, c)
+	if ar.Speedup != 1 || ar.Step != c.Plain {
+		t.Fatalf("ar against measured plain decoding: %vx, step %v; want 1x, %v", ar.Speedup, ar.Step, c.Plain)
+	}
+	after, _ := Predict(Plan{Strategy: "chain", Gamma: 3}, acc, c)
+	if after.Step != before.Step || math.Abs(after.Speedup-before.Speedup*6/8) > 1e-9 {
+		t.Fatalf("chain: %vx (step %v) against %vx (step %v) with T_verify(1) as baseline; want x0.75, same step", after.Speedup, after.Step, before.Speedup, before.Step)
+	}
+	ranked := Search(acc, c, SearchSpace{MaxDepth: 4, MaxNodes: 8})
+	for _, pr := range ranked {
+		if pr.Plan.Strategy == "ar" && pr.Speedup != 1 {
+			t.Fatalf("search: plain decoding at %vx", pr.Speedup)
+		}
+	}
+}
+
 // The drafter's passes right after the target's are charged what the
 // profile measured beyond its back-to-back curve (passes beyond the
 // curve's last point that point's cost); a plan that drafts while

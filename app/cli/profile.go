@@ -340,7 +340,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	}{PlanID: t.PlanID, AcceptOn: t.Inputs.Describe(), Scored: len(t.Ranked)}
 	if rc := t.Inputs.Recheck; rc != nil {
 		doc.Recheck = &recheckJSON{W: rc.W, Stored1: rc.Stored1, Now1: rc.Now1, Mid: rc.Mid, StoredMid: rc.StoredMid, NowMid: rc.NowMid,
-			StoredW: rc.StoredW, NowW: rc.NowW, Rescaled: rc.Rescaled,
+			StoredW: rc.StoredW, NowW: rc.NowW, Plain: rc.Plain, Rescaled: rc.Rescaled,
 			DraftPasses: rc.DraftPasses, StoredDraft: rc.StoredDraft, NowDraft: rc.NowDraft, DraftRescaled: rc.DraftRescaled,
 			BandwidthStored: rc.BandwidthStored, BandwidthNow: rc.BandwidthNow, Warning: rc.BandwidthWarning}
 		if !*asJSON {
@@ -699,6 +699,7 @@ type recheckJSON struct {
 	NowMid          time.Duration `json:"now_verify_mid_ns,omitempty"`
 	StoredW         time.Duration `json:"stored_verify_w_ns"`
 	NowW            time.Duration `json:"now_verify_w_ns"`
+	Plain           time.Duration `json:"plain_token_ns,omitempty"`
 	Rescaled        bool          `json:"rescaled"`
 	DraftPasses     int           `json:"draft_passes,omitempty"`
 	StoredDraft     time.Duration `json:"stored_draft_ns,omitempty"`

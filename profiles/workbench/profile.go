@@ -477,7 +477,7 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 		if in.Acc == nil {
 			return nil, fmt.Errorf("no calibration of %s with %s in %s: calibrate first, or assume an acceptance rate (--alpha)", ps.Target, ps.SourceName(), b.path)
 		}
-		own := profiles.Interp(in.Costs.Verify, 1)
+		own := in.Costs.PlainToken()
 		if i == 0 {
 			res.Inputs, base = in, own
 		}
