@@ -78,6 +78,20 @@ const RecheckTolerance = 0.08
 // re-check times: a typical chain step's.
 const DraftPasses = 4
 
+// RecheckBursts and RecheckGap spread the re-check's timed rounds over
+// time: its rounds run in RecheckBursts bursts with RecheckGap between
+// them, and each width's median is over all of them. Back to back, the
+// rounds took a third of a second, and a slow spell of the machine that
+// long could set the whole re-check (on the bench pair, one tune of three
+// read W = 4 32% slow and W = 1 not at all, priced every plan 20% slow,
+// and the validation a minute later measured them at the speed of the
+// other two tunes); spread over about a second, such a spell reaches a
+// third of the rounds and not the medians.
+const (
+	RecheckBursts = 3
+	RecheckGap    = 300 * time.Millisecond
+)
+
 // PlainPasses is how many single-token passes back to back each round of
 // the re-check times for plain decoding's token (after one untimed pass,
 // which follows the round's other work as no decoding pass does).
@@ -247,7 +261,7 @@ type recheckTimes struct {
 }
 
 // recheckRounds times target passes of each width on m over a cached
-// context, round after round (medians); with a draft model, each round
+// context, round after round in RecheckBursts bursts (medians); with a draft model, each round
 // first caches the context in a draft source, and right after the W = 1
 // pass times passes single-token source passes growing a chain (the
 // median of their sum). Each round ends with PlainPasses + 1 single-token
@@ -331,9 +345,20 @@ func recheckRounds(ctx context.Context, m, draft *model.Model, widths []int, pas
 			return out, err
 		}
 	}
+	burst := max(1, opt.MinReps/RecheckBursts)
 	for n := 0; n < opt.MaxReps; n++ {
 		if err := ctx.Err(); err != nil {
 			return out, err
+		}
+		if n > 0 && n%burst == 0 && n < opt.MinReps {
+			select {
+			case <-ctx.Done():
+				return out, ctx.Err()
+			case <-time.After(RecheckGap):
+			}
+			if err := round(false); err != nil { // the threads and caches back to work
+				return out, err
+			}
 		}
 		if err := round(true); err != nil {
 			return out, err

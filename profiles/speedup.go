@@ -341,7 +341,7 @@ type Prediction struct {
 	Draft    time.Duration // sum of drafter passes
 	Verify   time.Duration // T_verify(1 + Nodes)
 	Step     time.Duration // Draft + Verify + Overhead
-	Speedup  float64       // AAL * T_verify(1) / Step
+	Speedup  float64       // AAL * plain decoding's token (Costs.PlainToken) / Step
 	PerDepth []int         // drafter pass widths
 	// Backend and DraftBackend place the plan's models where the search
 	// placed them (a tune with placements): the target's device and the
@@ -406,7 +406,9 @@ func (p Prediction) Placed() string {
 }
 
 // Predict scores a plan:
-// speedup = AAL * T_verify(1) / (sum T_draft + T_verify(W) + T_overhead).
+// speedup = AAL * T_plain / (sum T_draft + T_verify(W) + T_overhead), T_plain
+// being plain decoding's token (Costs.PlainToken: as the re-check timed it,
+// else T_verify(1)).
 // The nodes a plan verifies and their chance of acceptance come from its
 // strategy's cost model (spec.Strategy.Expect). A plan that drafts while
 // the target verifies (duo, egt with AOT) is priced on the split curves

@@ -348,7 +348,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 		}
 	}
 	if !*asJSON {
-		fmt.Fprintf(w, "%d plans scored with the latency-aware model (speedup = AAL * T_verify(1) / (draft + T_verify(W) + overhead)), acceptance %s:\n", len(t.Ranked), t.Inputs.Describe())
+		fmt.Fprintf(w, "%d plans scored with the latency-aware model (speedup = AAL * T_plain / (draft + T_verify(W) + overhead); T_plain: plain decoding's time a token), acceptance %s:\n", len(t.Ranked), t.Inputs.Describe())
 		fmt.Fprintf(w, "  %-4s %-40s %8s %6s %6s %10s %10s\n", "rank", "plan", "speedup", "AAL", "nodes", "draft", "verify")
 	}
 	for i, pr := range t.Ranked[:min(*top, len(t.Ranked))] {

@@ -46,7 +46,7 @@ type Validated struct {
 }
 
 // ErrorSplit splits a plan's prediction error into the three things the
-// speedup model multiplies, speedup = AAL * T_verify(1) / step: tokens a
+// speedup model multiplies, speedup = AAL * T_plain / step: tokens a
 // step, a step's time (drafting, verification and bookkeeping: the runs'
 // decode time a step), and plain decoding's time a token (as priced,
 // predicted speedup x step / AAL; as run, plain decoding's decode time a
