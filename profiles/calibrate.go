@@ -75,8 +75,12 @@ func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens in
 			}
 			if len(acc.Depths) < maxDepthSamples {
 				best := s.Best[:min(len(s.Best), depth)]
-				acc.Depths = append(acc.Depths, DepthSample{Best: append([]float64(nil), best...), Accepted: s.Accepted,
-					Top: append([]float64(nil), s.First...), P21: s.P21, Resampled: s.Resampled})
+				ds := DepthSample{Best: append([]float64(nil), best...), Accepted: s.Accepted,
+					Top: append([]float64(nil), s.First...), P21: s.P21, Resampled: s.Resampled}
+				if len(acc.Depths) < maxProbeSamples {
+					recordProbe(&ds, s.Tree, s.Path)
+				}
+				acc.Depths = append(acc.Depths, ds)
 			}
 			for _, t := range s.Tried {
 				b := min(9, int(t.Q*10))

@@ -212,6 +212,14 @@ type DepthSample struct {
 	// Resampled: the source drafted this step by re-sampling after a
 	// rejection (the hidden-state drafter), as Acceptance.Resampled counts.
 	Resampled bool `json:"resampled,omitempty"`
+	// Parents and PathP are the step's probe tree (each node's parent, -1
+	// the root, and path probability, in tree order, siblings most likely
+	// first) and Path its accepted nodes: EGT plans are replayed on them
+	// (replay.go). Recorded for the first maxProbeSamples steps of
+	// calibrations from session 11 on.
+	Parents []int16   `json:"parents,omitempty"`
+	PathP   []float32 `json:"pathp,omitempty"`
+	Path    []int16   `json:"path,omitempty"`
 }
 
 // At returns Rank[d][r], extending the table with its last depth (deeper
@@ -465,14 +473,17 @@ type curves struct {
 // calibration of 8192 steps took a search 2.3-2.4 s, now 0.15-0.19 s,
 // BenchmarkSearchResampling); and the calibration's re-sampling rate.
 type memo struct {
-	preds     map[memoKey]Prediction
-	stopMixes map[stopKey]stopMix
-	rate      float64
-	rateSeen  bool
+	preds      map[memoKey]Prediction
+	stopMixes  map[stopKey]stopMix
+	growths    map[replayKey]grown
+	probes     []probeStep // the calibration's probe trees, indexed once
+	probesSeen bool
+	rate       float64
+	rateSeen   bool
 }
 
 func newMemo() *memo {
-	return &memo{preds: map[memoKey]Prediction{}, stopMixes: map[stopKey]stopMix{}}
+	return &memo{preds: map[memoKey]Prediction{}, stopMixes: map[stopKey]stopMix{}, growths: map[replayKey]grown{}}
 }
 
 type memoKey struct {
@@ -532,6 +543,15 @@ func predictOn(p Plan, acc *Acceptance, c Costs, cv curves, m *memo) (Prediction
 		return Prediction{Plan: p}, fmt.Errorf("profiles: cannot model %s: %w", p.Strategy, err)
 	}
 	pr := priceExpected(p, ex, c, cv)
+	if !acc.split() {
+		// an EGT: its tokens a step as the engine would have grown, pruned
+		// and verified it on each recorded step (replay.go), not the
+		// tables' best tree
+		if aal, ok := replayedAAL(p, pr.AAL, acc, m); ok {
+			pr.AAL = aal
+			pr.setSpeedup(c)
+		}
+	}
 	if acc.split() && p.Strategy != "ar" {
 		if pr.AAL, err = steadyAAL(p, acc); err != nil {
 			return pr, fmt.Errorf("profiles: cannot model %s: %w", p.Strategy, err)

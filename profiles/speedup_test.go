@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"arborist/engine/tree"
 	"arborist/profiles/store"
 )
 
@@ -195,7 +196,7 @@ func BenchmarkSearch(b *testing.B) {
 			best[d] = math.Pow(0.5+0.45*float64(i%10)/10, float64(d+1))
 		}
 		q := best[0]
-		acc.Depths = append(acc.Depths, DepthSample{Best: best, Accepted: i % 7, Top: []float64{q, (1 - q) / 2, (1 - q) / 4, (1 - q) / 8}, P21: best[1] / q})
+		acc.Depths = append(acc.Depths, probeSample(i, DepthSample{Best: best, Accepted: i % 7, Top: []float64{q, (1 - q) / 2, (1 - q) / 4, (1 - q) / 8}, P21: best[1] / q}))
 	}
 	for _, d := range []int{1, 4, 8} {
 		var v []store.Point
@@ -210,6 +211,34 @@ func BenchmarkSearch(b *testing.B) {
 		n = len(Search(acc, c, SearchSpace{}))
 	}
 	b.ReportMetric(float64(n), "plans")
+}
+
+// probeSample gives s a probe tree of the calibration's shape whose
+// children have decreasing probabilities (varying with i) and an accepted
+// path of s.Accepted nodes along sibling ranks that vary with i, so EGT
+// plans are replayed on it as on a real calibration's steps.
+func probeSample(i int, s DepthSample) DepthSample {
+	shape, _ := tree.FromWidths(CalibrationWidths)
+	s.Parents, s.PathP = make([]int16, len(shape.Parents)), make([]float32, len(shape.Parents))
+	rank := map[int]int{}
+	kids := map[int][]int{}
+	for n, par := range shape.Parents {
+		s.Parents[n] = int16(par)
+		pp := float32(1)
+		if par >= 0 {
+			pp = s.PathP[par]
+		}
+		r := len(kids[par])
+		kids[par], rank[n] = append(kids[par], n), r
+		s.PathP[n] = pp * float32(0.3+0.6*float64((i+n)%7)/7) / float32(r+1)
+	}
+	at := -1
+	for k := 0; k < s.Accepted && len(kids[at]) > 0; k++ {
+		c := kids[at][(i+k)%2%len(kids[at])]
+		s.Path, at = append(s.Path, int16(c)), c
+	}
+	s.Accepted = len(s.Path)
+	return s
 }
 
 // BenchmarkSearchResampling times a search for a source that re-samples

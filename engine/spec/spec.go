@@ -129,6 +129,19 @@ type Step struct {
 	// (DuoSeqs), so calibration can price it.
 	First []float64 `json:",omitempty"`
 	P21   float64   `json:",omitempty"`
+	// Tree is the drafted tree (each node's parent and path probability,
+	// in tree order, a node's children in the order they were drafted,
+	// most likely first) and Path its accepted nodes, depth 1 first: a
+	// plan that grows and prunes by path probability (EGT) can then be
+	// replayed on the step, as calibration does with its probe tree.
+	Tree []TreeNode `json:",omitempty"`
+	Path []int      `json:",omitempty"`
+}
+
+// TreeNode is one node of Step.Tree.
+type TreeNode struct {
+	Parent int     // tree.Root or an earlier node
+	PathP  float64 // the drafter's product of probabilities along the path
 }
 
 // resampler is a source that may draft a step by re-sampling (after its
@@ -433,6 +446,10 @@ func (r *run) step(ctx context.Context) (bool, error) {
 	if r.cfg.OnStep != nil { // only step consumers (calibration) read them
 		st.Tried, st.Best = tried(tr, v), bestByDepth(tr)
 		st.First, st.P21 = firstLevel(tr)
+		st.Tree, st.Path = make([]TreeNode, len(tr.Nodes)), append([]int(nil), v.Path...)
+		for i, n := range tr.Nodes {
+			st.Tree[i] = TreeNode{Parent: n.Parent, PathP: n.PathP}
+		}
 	}
 	// emit, stopping at EOS and MaxTokens
 	done := false

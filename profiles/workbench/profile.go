@@ -264,10 +264,18 @@ func (in *Inputs) Describe() string {
 	switch {
 	case in.Acc == nil || in.Assumed:
 		return "assumed values"
-	case in.Acc.Created.IsZero():
-		return fmt.Sprintf("measured on calibration %d", in.CalID)
 	}
-	return fmt.Sprintf("measured on calibration %d, %s", in.CalID, in.Acc.Created.Local().Format("2006-01-02"))
+	s := fmt.Sprintf("measured on calibration %d", in.CalID)
+	if !in.Acc.Created.IsZero() {
+		s += ", " + in.Acc.Created.Local().Format("2006-01-02")
+	}
+	switch n := in.Acc.Probes(); {
+	case n > 0:
+		s += fmt.Sprintf(" (EGT plans replayed on %d of its steps)", n)
+	case len(in.Acc.Depths) > 0:
+		s += " (EGT plans priced on its tables: calibrate again to replay them on its steps)"
+	}
+	return s
 }
 
 // InputsOptions choose where the inputs come from.

@@ -1,0 +1,277 @@
+package profiles
+
+import (
+	"slices"
+
+	"arborist/engine/spec"
+)
+
+// An Equal-Growth Tree is grown and pruned by the drafter's path
+// probabilities, step by step, but the acceptance tables price the tree
+// that is best on average over depth and sibling rank: on the bench pair
+// EGT plans came out 8-28% high, and on the demo pair an EGT priced at
+// 3.93 tokens a step ran at 3.43, chosen at 80% of the best plan. The
+// calibration's probe tree is full (CalibrationWidths: four first tokens,
+// three below each, ...), so wherever an EGT's nodes fall inside it, the
+// probe holds every node the EGT would draft on that step, with the path
+// probability the runtime ranks it by, and the path the target accepted:
+// the plan can be replayed on each recorded step exactly as the engine
+// grows, prunes and verifies it (replayEGT), and priced on the tokens it
+// would have kept.
+
+// maxProbeSamples bounds the steps whose probe trees a calibration keeps
+// (280 nodes each; a few hundred steps are typical).
+const maxProbeSamples = 1024
+
+// recordProbe stores a step's drafted tree and accepted path in s
+// (DepthSample.Parents, PathP, Path); nothing when the tree is too large
+// for the record's types.
+func recordProbe(s *DepthSample, tree []spec.TreeNode, path []int) {
+	if len(tree) == 0 || len(tree) > 1<<15-1 {
+		return
+	}
+	s.Parents, s.PathP, s.Path = make([]int16, len(tree)), make([]float32, len(tree)), make([]int16, len(path))
+	for i, n := range tree {
+		s.Parents[i], s.PathP[i] = int16(n.Parent), float32(n.PathP)
+	}
+	for i, n := range path {
+		s.Path[i] = int16(n)
+	}
+}
+
+// Probes is how many of the calibration's steps recorded their probe
+// tree, on which EGT plans are replayed (0 for calibrations from before
+// session 11).
+func (a *Acceptance) Probes() int {
+	n := 0
+	if a != nil {
+		for _, s := range a.Depths {
+			if len(s.Parents) > 0 && len(s.PathP) == len(s.Parents) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// replayable says whether every node p can draft lies inside the probe
+// tree: no deeper than it, and no more children of a node at any depth
+// than the probe drafted there.
+func replayable(p Plan) bool {
+	if p.Strategy != "egt" || len(p.EGT) == 0 || len(p.EGT) > len(CalibrationWidths) || p.Branch < 1 || p.WMax < 1 {
+		return false
+	}
+	for d := range p.EGT {
+		if p.Branch > CalibrationWidths[d] {
+			return false
+		}
+	}
+	return true
+}
+
+// replayKey is what an EGT's growth depends on; its w-max only cuts what
+// grew, so plans that differ in w-max (or AOT, or padding) share one.
+type replayKey struct {
+	widths string
+	branch int
+}
+
+// grown is an EGT's growth replayed on the recorded steps: for each step,
+// for each depth k of its accepted path up to the first node the tree did
+// not grow, the largest place in the path-probability order (0 first)
+// among the path's first k+1 nodes. The plan keeps the first w-max nodes
+// of that order (its pruning: path probabilities shrink along a path, so
+// they hold every kept node's parent), so it accepts the path's first k+1
+// nodes exactly when that place is below w-max.
+type grown [][]int
+
+// probeStep is one recorded step's probe tree, ready to replay: node v's
+// children (the root being node n) are kid[first[v]:first[v+1]], most
+// likely first.
+type probeStep struct {
+	first []int32
+	kid   []int16
+	pathP []float32
+	path  []int16
+}
+
+// probesOf indexes the steps that recorded their probe tree; a search does
+// it once (memo), not once for each of the EGT shapes it replays.
+func probesOf(samples []DepthSample) []probeStep {
+	var out []probeStep
+	for _, s := range samples {
+		n := len(s.Parents)
+		if n == 0 || len(s.PathP) != n {
+			continue
+		}
+		ps := probeStep{first: make([]int32, n+2), kid: make([]int16, n), pathP: s.PathP, path: s.Path}
+		parent := func(i int) int {
+			if p := int(s.Parents[i]); p >= 0 && p < i {
+				return p
+			}
+			return n // the root (a malformed parent counts as the root)
+		}
+		for i := range n {
+			ps.first[parent(i)+1]++
+		}
+		for v := 1; v < n+2; v++ {
+			ps.first[v] += ps.first[v-1]
+		}
+		fill := append([]int32(nil), ps.first[:n+1]...)
+		for i := range n {
+			p := parent(i)
+			ps.kid[fill[p]] = int16(i)
+			fill[p]++
+		}
+		out = append(out, ps)
+	}
+	return out
+}
+
+// replayGrowth grows (widths, branch) on every step that recorded its
+// probe, as the engine's egt does: at each depth the widths[d] frontier
+// nodes with the highest path probability (ties in tree order) each get
+// their first branch children (the probe drafted children most likely
+// first, as TopK does for the EGT). Empty when no step recorded its probe.
+func replayGrowth(steps []probeStep, widths []int, branch int) grown {
+	out := make(grown, 0, len(steps))
+	var frontier, next, tree []int
+	place := []int32(nil)
+	for _, ps := range steps {
+		n := len(ps.pathP)
+		pathP := func(i int) float32 {
+			if i == n {
+				return 1
+			}
+			return ps.pathP[i]
+		}
+		byP := func(a, b int) int {
+			switch pa, pb := pathP(a), pathP(b); {
+			case pa > pb:
+				return -1
+			case pa < pb:
+				return 1
+			}
+			return a - b
+		}
+		frontier, tree = append(frontier[:0], n), tree[:0]
+		for _, w := range widths {
+			slices.SortStableFunc(frontier, byP)
+			next = next[:0]
+			for _, par := range frontier[:min(w, len(frontier))] {
+				lo, hi := int(ps.first[par]), int(ps.first[par+1])
+				for _, k := range ps.kid[lo:min(hi, lo+branch)] {
+					next = append(next, int(k))
+				}
+			}
+			if len(next) == 0 {
+				break
+			}
+			tree = append(tree, next...)
+			frontier = append(frontier[:0], next...)
+		}
+		slices.SortFunc(tree, byP)
+		for len(place) < n {
+			place = append(place, -1)
+		}
+		for i, nd := range tree {
+			place[nd] = int32(i)
+		}
+		row := make([]int, 0, len(ps.path))
+		most := -1
+		for _, nd := range ps.path {
+			if int(nd) < 0 || int(nd) >= n || place[nd] < 0 {
+				break // not grown: neither it nor anything below is accepted
+			}
+			most = max(most, int(place[nd]))
+			row = append(row, most)
+		}
+		for _, nd := range tree {
+			place[nd] = -1
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// aal is the plan's expected tokens a step on the replayed steps: one
+// (the target's own token) plus the path nodes its first wmax nodes hold.
+func (g grown) aal(wmax int) float64 {
+	if len(g) == 0 {
+		return 0
+	}
+	var sum int
+	for _, row := range g {
+		for _, at := range row {
+			if at >= wmax {
+				break
+			}
+			sum++
+		}
+	}
+	return 1 + float64(sum)/float64(len(g))
+}
+
+// replayedAAL prices an EGT's tokens a step on the calibration's probe
+// trees (false: not an EGT, or no probes recorded): replayed exactly
+// where all its nodes lie inside the probe; else (it branches wider deep
+// down than the probe drafted) its tables' figure, table, scaled as the
+// replay scales the tables' figure for the same shape with the widest
+// branch the probe holds. Pricing those on the tables alone would put
+// them above the replayed plans by the tables' own error (8-28% on the
+// bench pair): a branch-3 EGT of depth 4, priced so, entered the bench
+// pair's top five at +13-14%.
+func replayedAAL(p Plan, table float64, acc *Acceptance, m *memo) (float64, bool) {
+	if p.Strategy != "egt" || len(p.EGT) > len(CalibrationWidths) {
+		return 0, false
+	}
+	if aal, ok := replayAAL(p, acc, m); ok || replayable(p) {
+		return aal, ok
+	}
+	q := p
+	for q.Branch > 1 && !replayable(q) {
+		q.Branch--
+	}
+	aal, ok := replayAAL(q, acc, m)
+	if !ok {
+		return 0, false
+	}
+	ex, err := q.Expect(acc.At)
+	if err != nil {
+		return 0, false
+	}
+	tq := 0.0
+	for _, v := range ex.Values {
+		tq += v
+	}
+	if tq <= 0 {
+		return 0, false
+	}
+	return 1 + (table-1)*(aal-1)/tq, true
+}
+
+// replayAAL is p's tokens a step replayed on the calibration's probe
+// trees, and whether it could be (p replayable, probes recorded).
+func replayAAL(p Plan, acc *Acceptance, m *memo) (float64, bool) {
+	if acc == nil || !replayable(p) {
+		return 0, false
+	}
+	var g grown
+	if m != nil {
+		if !m.probesSeen {
+			m.probes, m.probesSeen = probesOf(acc.Depths), true
+		}
+		k := replayKey{spec.Ints(p.EGT), p.Branch}
+		var ok bool
+		if g, ok = m.growths[k]; !ok {
+			g = replayGrowth(m.probes, p.EGT, p.Branch)
+			m.growths[k] = g
+		}
+	} else {
+		g = replayGrowth(probesOf(acc.Depths), p.EGT, p.Branch)
+	}
+	if len(g) == 0 {
+		return 0, false
+	}
+	return g.aal(p.WMax), true
+}
