@@ -54,6 +54,17 @@ void arb_x8_pack(const uint8_t *src, long row_bytes, int rows, int nb, int block
 #define PREFETCH 2048
 #endif
 
+// nibbles40 unpacks a repacked Q4_0 block's four vectors into the eight
+// of unsigned weights (low nibbles then high) both tile families multiply.
+Q40X8_AVX2 static inline __attribute__((always_inline)) void nibbles40(const uint8_t *blk, __m256i w[8]) {
+	const __m256i m4 = _mm256_set1_epi8(0xf);
+	for (int h = 0; h < 4; h++) {
+		__m256i v = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * h));
+		w[h] = _mm256_and_si256(v, m4);
+		w[4 + h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+	}
+}
+
 // q40x8_tile computes the eight rows of group gp against activation rows
 // r..r+T-1 and stores them at out[(r+k)*rows + o .. o+7].
 #define Q40X8_TILE(T)                                                                                        \
@@ -62,7 +73,7 @@ void arb_x8_pack(const uint8_t *src, long row_bytes, int rows, int nb, int block
 	    long rows, int o) {                                                                                  \
 		__m256 acc[T];                                                                                   \
 		for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();                                        \
-		const __m256i m4 = _mm256_set1_epi8(0xf), ones = _mm256_set1_epi16(1);                           \
+		const __m256i ones = _mm256_set1_epi16(1);                                                       \
 		long stride = (long)nb * 32;                                                                     \
 		for (int b = 0; b < nb; b++) {                                                                   \
 			const uint8_t *blk = gp + (long)b * GROUP_BYTES;                                             \
@@ -70,11 +81,7 @@ void arb_x8_pack(const uint8_t *src, long row_bytes, int rows, int nb, int block
 			_mm_prefetch((const char *)blk + PREFETCH + 64, _MM_HINT_T0);                                \
 			_mm_prefetch((const char *)blk + PREFETCH + 128, _MM_HINT_T0);                               \
 			__m256i w[8];                                                                                \
-			for (int h = 0; h < 4; h++) {                                                                \
-				__m256i v = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * h));                    \
-				w[h] = _mm256_and_si256(v, m4);                                                          \
-				w[4 + h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);                                \
-			}                                                                                            \
+			nibbles40(blk, w);                                                                           \
 			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));                          \
 			for (int k = 0; k < T; k++) {                                                                \
 				const int8_t *y = yq + (long)(r + k) * stride + (long)b * 32;                            \
@@ -152,18 +159,14 @@ Q80X8_TILE(4)
 	    long rows, int o) {                                                                                  \
 		__m256 acc[T];                                                                                   \
 		for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();                                        \
-		const __m256i m4 = _mm256_set1_epi8(0xf), top = _mm256_set1_epi8((char)0x80);                    \
+		const __m256i top = _mm256_set1_epi8((char)0x80);                                                \
 		long stride = (long)nb * 32;                                                                     \
 		for (int b = 0; b < nb; b++) {                                                                   \
 			const uint8_t *blk = gp + (long)b * GB;                                                      \
 			for (int pf = 0; pf < GB; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0); \
 			__m256i w[8];                                                                                \
 			if (GB == GROUP_BYTES) {                                                                     \
-				for (int h = 0; h < 4; h++) {                                                            \
-					__m256i v = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * h));                \
-					w[h] = _mm256_and_si256(v, m4);                                                      \
-					w[4 + h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);                            \
-				}                                                                                        \
+				nibbles40(blk, w);                                                                       \
 			} else {                                                                                     \
 				for (int h = 0; h < 8; h++)                                                              \
 					w[h] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * h)), top); \
