@@ -261,10 +261,10 @@ type recheckTimes struct {
 }
 
 // recheckRounds times target passes of each width on m over a cached
-// context, round after round in RecheckBursts bursts (medians); with a draft model, each round
-// first caches the context in a draft source, and right after the W = 1
-// pass times passes single-token source passes growing a chain (the
-// median of their sum). Each round ends with PlainPasses + 1 single-token
+// context, round after round in RecheckBursts bursts (medians); with a
+// draft model, each round first caches the context in a draft source, and
+// right after the W = 1 pass times passes single-token source passes
+// growing a chain (the median of their sum). Each round ends with PlainPasses + 1 single-token
 // passes growing the context, as plain decoding runs them, the last
 // PlainPasses timed.
 func recheckRounds(ctx context.Context, m, draft *model.Model, widths []int, passes int, opt CurveOptions) (recheckTimes, error) {

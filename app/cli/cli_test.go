@@ -282,6 +282,10 @@ func TestTuningWorkflow(t *testing.T) {
 	// the same as JSON: each plan with its error split
 	code, out, stderr = run(t, "tune", "--target", target, "--draft", draft, "--db", db, "--validate", "--top", "2", "--prompts", prompts, "-n", "12", "--json")
 	var doc struct {
+		Recheck *struct {
+			Now1  int64 `json:"now_verify1_ns"`
+			Plain int64 `json:"plain_token_ns"`
+		} `json:"recheck"`
 		Validation struct {
 			Plans []struct {
 				Split *struct {
@@ -294,6 +298,10 @@ func TestTuningWorkflow(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || len(doc.Validation.Plans) != 2 {
 		t.Fatalf("tune --validate --top 2 --json: exit %d, %v\n%s\n%s", code, err, out, stderr)
+	}
+	// the re-check's plain decoding token, the baseline of every speedup
+	if doc.Recheck == nil || doc.Recheck.Now1 <= 0 || doc.Recheck.Plain <= 0 {
+		t.Errorf("tune --json's recheck: %+v", doc.Recheck)
 	}
 	for i, p := range doc.Validation.Plans {
 		if p.Split == nil || p.Split.AALMeasured < 1 || p.Split.StepMeasured <= 0 || p.Split.BasePred <= 0 {
