@@ -542,13 +542,13 @@ func (sp *SpeedupScreen) validate() {
 	}
 	var v *workbench.Validation
 	sp.work("Validating", false, func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, pr workbench.Progress) (string, error) {
-		total := len(texts) * (len(plans) + 1)
+		total := workbench.DefaultRounds * len(texts) * (len(plans) + 1)
 		done := 0
 		var err error
-		v, err = b.Validate(ctx, ps, workbench.ValidateOptions{Plans: plans, MaxTokens: n, Prompts: texts, Rounds: 1,
+		v, err = b.Validate(ctx, ps, workbench.ValidateOptions{Plans: plans, MaxTokens: n, Prompts: texts, Rounds: workbench.DefaultRounds,
 			OnRun: func(round, prompt, plan int) {
 				done++
-				pr(workbench.Event{Stage: "run", Done: done, Total: total, Detail: fmt.Sprintf("prompt %d", prompt+1)})
+				pr(workbench.Event{Stage: "run", Done: done, Total: total, Detail: fmt.Sprintf("round %d, prompt %d", round+1, prompt+1)})
 			}})
 		if err != nil {
 			return "", err

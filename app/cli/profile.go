@@ -288,7 +288,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	place := fs.Bool("place", false, "also search where each model runs: the target on every available device and a draft model, layer-skip or hidden-state drafter on each (every placement is profiled once); speedups are over plain decoding on --device")
 	noRecheck := fs.Bool("no-recheck", false, "use the stored T_verify curve as it is (by default tune re-measures T_verify(1) and T_verify(8) first and rescales a stale curve)")
 	validate := fs.Bool("validate", false, "run the best plan (with --top N: the N best, interleaved) and plain decoding on --prompts and report measured against predicted speedup")
-	rounds := fs.Int("rounds", 1, "passes over the prompt suite for --validate --top (the measured speedup is the median over rounds)")
+	rounds := fs.Int("rounds", workbench.DefaultRounds, "passes over the prompt suite for --validate --top (the measured speedup is the median over rounds)")
 	prompts := fs.String("prompts", "", "prompt suite `file` for --validate")
 	n := fs.Int("n", 128, "tokens per prompt for --validate")
 	asJSON := jsonFlag(fs)
