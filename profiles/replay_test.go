@@ -133,3 +133,32 @@ func TestReplayMatchesTheEngine(t *testing.T) {
 		t.Fatalf("%d of the replays differ from the engine", mismatch)
 	}
 }
+
+// TestReplayMalformedProbes: probe records read back from a damaged
+// database (parents pointing forward or out of range, accepted nodes out
+// of range, probabilities missing) are replayed without a panic, a parent
+// that cannot be one counting as the root, a path node that is no node
+// ending the path, and a record without its probabilities left out.
+func TestReplayMalformedProbes(t *testing.T) {
+	acc := Uniform(0.7, 0.5, 8, 4)
+	acc.Depths = []DepthSample{
+		{Parents: []int16{5, -7, 0}, PathP: []float32{0.5, 0.4, 0.2}, Path: []int16{0, 2}},    // forward and negative parents: roots
+		{Parents: []int16{-1, 0}, PathP: []float32{0.9, 0.8}, Path: []int16{0, 1, 9, -3}},     // the path runs off the tree
+		{Parents: []int16{-1, 0}, PathP: []float32{0.9}, Path: []int16{0}},                    // probabilities missing: left out
+		{Parents: []int16{-1, 0, 1}, PathP: []float32{0.9, 0.8, 0.7}, Path: []int16{0, 1, 2}}, // whole
+	}
+	if n := acc.Probes(); n != 3 {
+		t.Fatalf("%d probes counted, want 3", n)
+	}
+	p := Plan{Strategy: "egt", EGT: []int{1, 1, 1}, Branch: 1, WMax: 4}
+	g := replayGrowth(probesOf(acc.Depths), p.EGT, p.Branch)
+	// step 1: nodes 0 and 1 are the root's children (their parents cannot
+	// be), node 2 is node 0's; branch 1 grows 0 then 2, so the path 0-2
+	// keeps 2; step 2: 0-1 keeps 2 (node 9 ends it); step 4: 3
+	if want := 1 + (2.0+2+3)/3; len(g) != 3 || g.aal(4) != want {
+		t.Fatalf("replayed %v (AAL %v), want 3 steps, AAL %v", g, g.aal(4), want)
+	}
+	if _, err := Predict(p, acc, Costs{Verify: flat(time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+}
