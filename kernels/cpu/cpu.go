@@ -111,9 +111,9 @@ type Matrix struct {
 	rows, cols int
 	rowBytes   int
 	data       []byte
-	// packed is a Q4_0 or Q8_0 matrix's rows repacked eight at a time
-	// for the AVX2 kernels (q40x8.c), nil where they do not run; data
-	// stays for row reads and the portable kernels.
+	// packed is a Q4_0, Q8_0 or Q4_K matrix's rows repacked eight at a
+	// time for the AVX2 kernels (q40x8.c, q4kx8.c), nil where they do not
+	// run; data stays for row reads and the portable kernels.
 	packed []byte
 }
 
@@ -134,9 +134,9 @@ func (b *Backend) NewMatrix(t quant.Type, data []byte, rows, cols int) (kernels.
 	return NewMatrix(t, data, rows, cols)
 }
 
-// NewMatrix wraps ggml-layout weight bytes without copying them (a Q4_0
-// or Q8_0 matrix whose rows come in eights also gets a repacked copy where
-// the CPU runs the eight-row kernels).
+// NewMatrix wraps ggml-layout weight bytes without copying them (a Q4_0,
+// Q8_0 or Q4_K matrix whose rows come in eights also gets a repacked copy
+// where the CPU runs the eight-row kernels).
 func NewMatrix(t quant.Type, data []byte, rows, cols int) (*Matrix, error) {
 	if !t.Supported() {
 		return nil, fmt.Errorf("cpu: weight type %s is not supported", t)
@@ -153,12 +153,28 @@ func NewMatrix(t quant.Type, data []byte, rows, cols int) (*Matrix, error) {
 	return m, nil
 }
 
+// q4kGroupBytes is what eight rows' Q4_K super-block take repacked
+// (q4kx8.c's Q4K_GROUP: their scales and mins unpacked, 160 bytes, and
+// their 1024 bytes of nibbles).
+const q4kGroupBytes = 16 + 16 + 64 + 64 + 1024
+
 // RepackedBytes is the memory a t matrix of rows x cols takes on this
-// CPU beside its mapped weights (the eight-row Q4_0 and Q8_0 copies), for
-// memory estimates and the copy itself; 0 where nothing is repacked.
+// CPU beside its mapped weights (the eight-row Q4_0, Q8_0 and Q4_K
+// copies), for memory estimates and the copy itself; 0 where nothing is
+// repacked.
 func RepackedBytes(t quant.Type, rows, cols int) int64 {
-	if (t != quant.Q4_0 && t != quant.Q8_0) || rows <= 0 || rows%8 != 0 || !repacks() {
+	if (t != quant.Q4_0 && t != quant.Q8_0 && t != quant.Q4_K) || rows <= 0 || rows%8 != 0 || !repacks() {
 		return 0
+	}
+	if t == quant.Q4_K {
+		// only where the VNNI tiles run: the AVX2 ones are no faster than
+		// the row-at-a-time kernel (1376x512, in cache: 12-15 µs a row of
+		// activations against 13-15), and the copy doubles the weights'
+		// memory; the VNNI ones take 8-10 µs
+		if cols <= 0 || cols%quant.QKK != 0 || !vnniTiles() {
+			return 0
+		}
+		return int64(rows/8) * int64(cols/quant.QKK) * q4kGroupBytes
 	}
 	rb, err := quant.RowBytes(t, cols)
 	if err != nil {

@@ -51,7 +51,7 @@ func cQuantize(q *q8Buf, x []float32) {
 func (j *matmulJob) doC(worker, lo, hi int) {
 	w := j.w
 	if w.packed != nil { // lo, hi count groups of eight rows
-		if !x8(w, &j.b.q8, lo, hi, j.n, j.out, simdLevel >= 2) {
+		if !x8(w, &j.b.q8, lo, hi, j.n, j.out, vnniTiles()) {
 			panic("cpu: a repacked matrix on a CPU without AVX2") // repack checks first
 		}
 		return
@@ -156,6 +156,11 @@ func repack(m *Matrix) []byte {
 		return nil
 	}
 	p := make([]byte, size)
+	if m.typ == quant.Q4_K {
+		C.arb_q4k_pack((*C.uint8_t)(unsafe.Pointer(&m.data[0])), C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/quant.QKK),
+			(*C.uint8_t)(unsafe.Pointer(&p[0])))
+		return p
+	}
 	nb := m.cols / quant.QK
 	C.arb_x8_pack((*C.uint8_t)(unsafe.Pointer(&m.data[0])), C.long(m.rowBytes), C.int(m.rows), C.int(nb), C.int(m.rowBytes/nb),
 		(*C.uint8_t)(unsafe.Pointer(&p[0])))
@@ -175,11 +180,25 @@ func x8(w *Matrix, q *q8Buf, lo, hi, n int, out []float32, vnni bool) bool {
 	if vnni {
 		v = 1
 	}
+	if w.typ == quant.Q4_K {
+		return C.arb_mm_q4kx8(C.int(v), (*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(lo), C.int(hi), C.int(w.cols/quant.QKK),
+			(*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0])),
+			C.int(n), (*C.float)(unsafe.Pointer(&out[0])), C.int(w.rows)) == 0
+	}
 	rc := C.arb_mm_x8(C.int(q4), C.int(v), (*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(lo), C.int(hi), C.int(w.cols/quant.QK),
 		(*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0])),
 		C.int(n), (*C.float)(unsafe.Pointer(&out[0])), C.int(w.rows))
 	return rc == 0
 }
 
-// repacks says whether this CPU runs the eight-row Q4_0 and Q8_0 kernels.
+// q4kGroupBytesC is the C kernels' size of a repacked Q4_K group, which
+// q4kGroupBytes must equal (TestQ4KGroupBytes).
+func q4kGroupBytesC() int { return int(C.arb_q4k_group_bytes()) }
+
+// vnniTiles says whether the repacked products run their AVX-512 VNNI
+// tiles.
+func vnniTiles() bool { return simdLevel >= 2 }
+
+// repacks says whether this CPU runs the eight-row Q4_0, Q8_0 and Q4_K
+// kernels.
 func repacks() bool { return simdLevel >= 1 && !noRepack }

@@ -81,6 +81,8 @@ func repack(*Matrix) []byte { return nil }
 
 func repacks() bool { return false }
 
+func vnniTiles() bool { return false }
+
 func softmax(x []float32) (lse, mean float64) { return softmaxGo(x) }
 
 func siluGate(s, sg, g, u []float32) { siluGateGo(s, sg, g, u) }
