@@ -8,3 +8,8 @@ long arb_q4k_group_bytes(void);
 void arb_q4k_pack(const uint8_t *src, long row_bytes, int rows, int nsb, uint8_t *dst);
 int arb_mm_q4kx8(int vnni, const uint8_t *packed, int glo, int ghi, int nsb, const float *yd, const int8_t *yq,
                  const int32_t *ys, int n, float *out, int rows);
+// Q6_K weights repacked eight rows at a time. See q6kx8.c.
+long arb_q6k_group_bytes(void);
+void arb_q6k_pack(const uint8_t *src, long row_bytes, int rows, int nsb, uint8_t *dst);
+int arb_mm_q6kx8(int vnni, const uint8_t *packed, int glo, int ghi, int nsb, const float *yd, const int8_t *yq, int n,
+                 float *out, int rows);

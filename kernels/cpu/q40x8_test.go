@@ -10,13 +10,13 @@ import (
 	"arborist/kernels/quant"
 )
 
-// TestEightRows: a Q4_0, Q8_0 or Q4_K matrix whose rows come in eights is
+// TestEightRows: a Q4_0, Q8_0, Q4_K or Q6_K matrix whose rows come in eights is
 // repacked where the AVX2 kernels run, and its product agrees with the Go
 // kernel on the original layout; each output equals, bit for bit, what it
 // is when its activation row is multiplied alone and when one thread does
 // all rows (greedy losslessness rests on both).
 func TestEightRows(t *testing.T) {
-	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K} {
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
 		t.Run(typ.String(), func(t *testing.T) { testEightRows(t, typ) })
 	}
 }
@@ -29,7 +29,7 @@ func testEightRows(t *testing.T, typ quant.Type) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := repacks() && (typ != quant.Q4_K || vnniTiles()) // Q4_K only where its VNNI tiles run
+	want := repacks() && (typ != quant.Q4_K && typ != quant.Q6_K || vnniTiles()) // K-quants only where their VNNI tiles run
 	if (m.packed != nil) != want || int64(len(m.packed)) != RepackedBytes(typ, rows, cols) {
 		t.Fatalf("repacked %d bytes with SIMD level %d (RepackedBytes %d)", len(m.packed), simdLevel, RepackedBytes(typ, rows, cols))
 	}
@@ -71,8 +71,8 @@ func testEightRows(t *testing.T, typ quant.Type) {
 
 // TestEightRowsVNNI: on a CPU with AVX-512 VNNI, the VNNI tiles give the
 // AVX2 tiles' outputs bit for bit (their integer block sums are exact on
-// both paths, and the float code after them is the same), for Q4_0, Q8_0
-// and Q4_K rows of raw random bytes (Q8_0's -128 included) against activations
+// both paths, and the float code after them is the same), for Q4_0, Q8_0,
+// Q4_K and Q6_K rows of raw random bytes (Q8_0's -128 included) against activations
 // that reach +-127, at every tile size. Elsewhere it is skipped: the
 // kernels it compares do not run there.
 func TestEightRowsVNNI(t *testing.T) {
@@ -80,24 +80,27 @@ func TestEightRowsVNNI(t *testing.T) {
 		t.Skipf("SIMD level %d: no AVX-512 VNNI tiles on this CPU (or ARBORIST_SIMD / ARBORIST_REPACK)", simdLevel)
 	}
 	rng := rand.New(rand.NewPCG(31, 32))
-	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K} {
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
 		rows, cols := 16, 512
 		rb, _ := quant.RowBytes(typ, cols)
 		w := make([]byte, rows*rb)
 		for i := range w {
 			w[i] = byte(rng.Uint32())
 		}
-		blocks, scales := cols/quant.QK, 1
-		if typ == quant.Q4_K {
-			blocks, scales = cols/quant.QKK, 2 // d and dmin
+		blocks, at := cols/quant.QK, []int{0}
+		switch typ {
+		case quant.Q4_K:
+			blocks, at = cols/quant.QKK, []int{0, 2} // d and dmin
+		case quant.Q6_K:
+			blocks, at = cols/quant.QKK, []int{208} // d, after the weights and scales
 		}
 		bb := rb / blocks
 		for r := 0; r < rows; r++ {
 			for b := 0; b < blocks; b++ {
-				for k := 0; k < scales; k++ {
+				for _, k := range at {
 					// a finite float16 scale: sign, exponent 1..29, mantissa
 					h := uint16(rng.Uint32()&0x83ff) | uint16(1+rng.IntN(29))<<10
-					w[r*rb+b*bb+2*k], w[r*rb+b*bb+2*k+1] = byte(h), byte(h>>8)
+					w[r*rb+b*bb+k], w[r*rb+b*bb+k+1] = byte(h), byte(h>>8)
 				}
 			}
 		}
@@ -130,9 +133,10 @@ func TestEightRowsVNNI(t *testing.T) {
 	}
 }
 
-// TestQ4KGroupBytes: the Go size of a repacked Q4_K group is the C one.
-func TestQ4KGroupBytes(t *testing.T) {
-	if got := q4kGroupBytesC(); got != q4kGroupBytes {
-		t.Fatalf("C packs %d bytes a group, Go sizes %d", got, q4kGroupBytes)
+// TestKGroupBytes: the Go sizes of a repacked Q4_K and Q6_K group are the
+// C ones.
+func TestKGroupBytes(t *testing.T) {
+	if q4k, q6k := groupBytesC(); q4k != q4kGroupBytes || q6k != q6kGroupBytes {
+		t.Fatalf("C packs %d and %d bytes a group, Go sizes %d and %d", q4k, q6k, q4kGroupBytes, q6kGroupBytes)
 	}
 }

@@ -156,6 +156,11 @@ func repack(m *Matrix) []byte {
 		return nil
 	}
 	p := make([]byte, size)
+	if m.typ == quant.Q6_K {
+		C.arb_q6k_pack((*C.uint8_t)(unsafe.Pointer(&m.data[0])), C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/quant.QKK),
+			(*C.uint8_t)(unsafe.Pointer(&p[0])))
+		return p
+	}
 	if m.typ == quant.Q4_K {
 		C.arb_q4k_pack((*C.uint8_t)(unsafe.Pointer(&m.data[0])), C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/quant.QKK),
 			(*C.uint8_t)(unsafe.Pointer(&p[0])))
@@ -180,6 +185,11 @@ func x8(w *Matrix, q *q8Buf, lo, hi, n int, out []float32, vnni bool) bool {
 	if vnni {
 		v = 1
 	}
+	if w.typ == quant.Q6_K {
+		return C.arb_mm_q6kx8(C.int(v), (*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(lo), C.int(hi), C.int(w.cols/quant.QKK),
+			(*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0])),
+			C.int(n), (*C.float)(unsafe.Pointer(&out[0])), C.int(w.rows)) == 0
+	}
 	if w.typ == quant.Q4_K {
 		return C.arb_mm_q4kx8(C.int(v), (*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(lo), C.int(hi), C.int(w.cols/quant.QKK),
 			(*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0])),
@@ -191,14 +201,16 @@ func x8(w *Matrix, q *q8Buf, lo, hi, n int, out []float32, vnni bool) bool {
 	return rc == 0
 }
 
-// q4kGroupBytesC is the C kernels' size of a repacked Q4_K group, which
-// q4kGroupBytes must equal (TestQ4KGroupBytes).
-func q4kGroupBytesC() int { return int(C.arb_q4k_group_bytes()) }
+// groupBytesC are the C kernels' sizes of a repacked Q4_K and Q6_K group,
+// which q4kGroupBytes and q6kGroupBytes must equal (TestKGroupBytes).
+func groupBytesC() (q4k, q6k int) {
+	return int(C.arb_q4k_group_bytes()), int(C.arb_q6k_group_bytes())
+}
 
 // vnniTiles says whether the repacked products run their AVX-512 VNNI
 // tiles.
 func vnniTiles() bool { return simdLevel >= 2 }
 
-// repacks says whether this CPU runs the eight-row Q4_0, Q8_0 and Q4_K
-// kernels.
+// repacks says whether this CPU runs the eight-row Q4_0, Q8_0, Q4_K and
+// Q6_K kernels (the K-quants only with vnniTiles).
 func repacks() bool { return simdLevel >= 1 && !noRepack }
