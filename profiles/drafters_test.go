@@ -113,9 +113,12 @@ func TestDrafterLifecycle(t *testing.T) {
 	if len(c.Draft) == 0 || c.Draft[0].Median <= 0 || len(c.DraftAfter) != 2 || c.DraftAfter[0].Median < 0 || c.Draft[1].Median < c.Draft[0].Median {
 		t.Errorf("hidden drafter cost %v (first pass extra %v) against T_verify(1) %v", c.Draft, c.DraftAfter, c.Verify[0].Median)
 	}
-	// a re-sampled level is mixing, no layer pass: cheaper than a regular
-	// level; and the pair re-samples as deep as the source's default
-	if c.Resample != hidden.DefaultResampleDepth || c.ResampleLevel < 0 || c.ResampleLevel >= c.Draft[0].Median {
+	// a re-sampled level's cost is measured (mixing, no layer pass: on the
+	// bench target 38-49 µs against 350 µs a regular level, README; not
+	// asserted here, where on stories260K both are a few microseconds and
+	// a busy machine orders them either way), and the pair re-samples as
+	// deep as the source's default
+	if c.Resample != hidden.DefaultResampleDepth || c.ResampleLevel <= 0 {
 		t.Errorf("re-sampling %d levels at %v a level, a regular level %v", c.Resample, c.ResampleLevel, c.Draft[0].Median)
 	}
 	// calibration counts the steps the drafter re-sampled apart from the
