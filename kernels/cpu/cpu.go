@@ -111,8 +111,8 @@ type Matrix struct {
 	rows, cols int
 	rowBytes   int
 	data       []byte
-	// packed is a Q4_0, Q8_0, Q4_K or Q6_K matrix's rows repacked eight
-	// at a time for the AVX2 kernels (q40x8.c, q4kx8.c, q6kx8.c), nil
+	// packed is a Q4_0, Q8_0 or K-quant (Q4_K, Q5_K, Q6_K) matrix's rows
+	// repacked eight at a time (q40x8.c, q4kx8.c, q6kx8.c), nil
 	// where they do not run; data stays for row reads and the portable
 	// kernels.
 	packed []byte
@@ -136,8 +136,8 @@ func (b *Backend) NewMatrix(t quant.Type, data []byte, rows, cols int) (kernels.
 }
 
 // NewMatrix wraps ggml-layout weight bytes without copying them (a Q4_0,
-// Q8_0, Q4_K or Q6_K matrix whose rows come in eights also gets a repacked
-// copy where the CPU runs the eight-row kernels).
+// Q8_0, Q4_K, Q5_K or Q6_K matrix whose rows come in eights also gets a
+// repacked copy where the CPU runs the eight-row kernels).
 func NewMatrix(t quant.Type, data []byte, rows, cols int) (*Matrix, error) {
 	if !t.Supported() {
 		return nil, fmt.Errorf("cpu: weight type %s is not supported", t)
@@ -154,34 +154,38 @@ func NewMatrix(t quant.Type, data []byte, rows, cols int) (*Matrix, error) {
 	return m, nil
 }
 
-// q4kGroupBytes is what eight rows' Q4_K super-block take repacked
-// (q4kx8.c's Q4K_GROUP: their scales and mins unpacked, 160 bytes, and
-// their 1024 bytes of nibbles); q6kGroupBytes the same for Q6_K
-// (q6kx8.c's Q6K_GROUP: d, scales, and the weights unpacked to bytes).
-const (
-	q4kGroupBytes = 16 + 16 + 64 + 64 + 1024
-	q6kGroupBytes = 16 + 128 + 2048
-)
+// kGroupBytes is what eight rows' super-block of a K-quant take repacked:
+// Q4_K (q4kx8.c's Q4K_GROUP: their scales and mins unpacked, 160 bytes,
+// and their 1024 bytes of nibbles), Q5_K (Q5K_GROUP: the same and their
+// 256 bytes of fifth bits), Q6_K (q6kx8.c's Q6K_GROUP: d, scales, and the
+// weights unpacked to bytes); 0 for the others.
+func kGroupBytes(t quant.Type) int64 {
+	switch t {
+	case quant.Q4_K:
+		return 16 + 16 + 64 + 64 + 1024
+	case quant.Q5_K:
+		return 16 + 16 + 64 + 64 + 1024 + 256
+	case quant.Q6_K:
+		return 16 + 128 + 2048
+	}
+	return 0
+}
 
 // RepackedBytes is the memory a t matrix of rows x cols takes on this
-// CPU beside its mapped weights (the eight-row Q4_0, Q8_0, Q4_K and Q6_K
-// copies), for memory estimates and the copy itself; 0 where nothing is
+// CPU beside its mapped weights (the eight-row Q4_0, Q8_0, Q4_K, Q5_K and
+// Q6_K copies), for memory estimates and the copy itself; 0 where nothing is
 // repacked.
 func RepackedBytes(t quant.Type, rows, cols int) int64 {
-	if (t != quant.Q4_0 && t != quant.Q8_0 && t != quant.Q4_K && t != quant.Q6_K) || rows <= 0 || rows%8 != 0 || !repacks() {
+	if (t != quant.Q4_0 && t != quant.Q8_0 && kGroupBytes(t) == 0) || rows <= 0 || rows%8 != 0 || !repacks() {
 		return 0
 	}
-	if t == quant.Q4_K || t == quant.Q6_K {
+	if group := kGroupBytes(t); group > 0 {
 		// only where the VNNI tiles run: the AVX2 ones are no faster than
 		// the row-at-a-time kernel (1376x512, in cache: 12-15 µs a row of
 		// activations against 13-15), and the copy doubles the weights'
 		// memory; the VNNI ones take 8-10 µs
 		if cols <= 0 || cols%quant.QKK != 0 || !vnniTiles() {
 			return 0
-		}
-		group := int64(q4kGroupBytes)
-		if t == quant.Q6_K {
-			group = q6kGroupBytes
 		}
 		return int64(rows/8) * int64(cols/quant.QKK) * group
 	}

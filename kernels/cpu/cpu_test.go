@@ -172,7 +172,7 @@ func TestParallelFor(t *testing.T) {
 func BenchmarkMatMul(b *testing.B) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	rows, cols := 1376, 512
-	for _, typ := range []quant.Type{quant.F32, quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.Q6_K, quant.Q2_K, quant.Q3_K, quant.IQ4_NL, quant.IQ4_XS} {
+	for _, typ := range []quant.Type{quant.F32, quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q2_K, quant.Q3_K, quant.IQ4_NL, quant.IQ4_XS} {
 		w := quantized(b, rng, typ, rows, cols)
 		for _, n := range []int{1, 3, 4, 5, 8, 64} {
 			b.Run(fmt.Sprintf("%s/n=%d", typ, n), func(b *testing.B) {

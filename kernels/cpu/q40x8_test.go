@@ -10,13 +10,13 @@ import (
 	"arborist/kernels/quant"
 )
 
-// TestEightRows: a Q4_0, Q8_0, Q4_K or Q6_K matrix whose rows come in eights is
+// TestEightRows: a Q4_0, Q8_0 or K-quant matrix whose rows come in eights is
 // repacked where the AVX2 kernels run, and its product agrees with the Go
 // kernel on the original layout; each output equals, bit for bit, what it
 // is when its activation row is multiplied alone and when one thread does
 // all rows (greedy losslessness rests on both).
 func TestEightRows(t *testing.T) {
-	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		t.Run(typ.String(), func(t *testing.T) { testEightRows(t, typ) })
 	}
 }
@@ -29,7 +29,7 @@ func testEightRows(t *testing.T, typ quant.Type) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := repacks() && (typ != quant.Q4_K && typ != quant.Q6_K || vnniTiles()) // K-quants only where their VNNI tiles run
+	want := repacks() && (kGroupBytes(typ) == 0 || vnniTiles()) // K-quants only where their VNNI tiles run
 	if (m.packed != nil) != want || int64(len(m.packed)) != RepackedBytes(typ, rows, cols) {
 		t.Fatalf("repacked %d bytes with SIMD level %d (RepackedBytes %d)", len(m.packed), simdLevel, RepackedBytes(typ, rows, cols))
 	}
@@ -71,8 +71,8 @@ func testEightRows(t *testing.T, typ quant.Type) {
 
 // TestEightRowsVNNI: on a CPU with AVX-512 VNNI, the VNNI tiles give the
 // AVX2 tiles' outputs bit for bit (their integer block sums are exact on
-// both paths, and the float code after them is the same), for Q4_0, Q8_0,
-// Q4_K and Q6_K rows of raw random bytes (Q8_0's -128 included) against activations
+// both paths, and the float code after them is the same), for Q4_0, Q8_0
+// and K-quant rows of raw random bytes (Q8_0's -128 included) against activations
 // that reach +-127, at every tile size. Elsewhere it is skipped: the
 // kernels it compares do not run there.
 func TestEightRowsVNNI(t *testing.T) {
@@ -80,7 +80,7 @@ func TestEightRowsVNNI(t *testing.T) {
 		t.Skipf("SIMD level %d: no AVX-512 VNNI tiles on this CPU (or ARBORIST_SIMD / ARBORIST_REPACK)", simdLevel)
 	}
 	rng := rand.New(rand.NewPCG(31, 32))
-	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		rows, cols := 16, 512
 		rb, _ := quant.RowBytes(typ, cols)
 		w := make([]byte, rows*rb)
@@ -89,7 +89,7 @@ func TestEightRowsVNNI(t *testing.T) {
 		}
 		blocks, at := cols/quant.QK, []int{0}
 		switch typ {
-		case quant.Q4_K:
+		case quant.Q4_K, quant.Q5_K:
 			blocks, at = cols/quant.QKK, []int{0, 2} // d and dmin
 		case quant.Q6_K:
 			blocks, at = cols/quant.QKK, []int{208} // d, after the weights and scales
@@ -133,10 +133,12 @@ func TestEightRowsVNNI(t *testing.T) {
 	}
 }
 
-// TestKGroupBytes: the Go sizes of a repacked Q4_K and Q6_K group are the
-// C ones.
+// TestKGroupBytes: the Go sizes of a repacked Q4_K, Q5_K and Q6_K group
+// are the C ones.
 func TestKGroupBytes(t *testing.T) {
-	if q4k, q6k := groupBytesC(); q4k != q4kGroupBytes || q6k != q6kGroupBytes {
-		t.Fatalf("C packs %d and %d bytes a group, Go sizes %d and %d", q4k, q6k, q4kGroupBytes, q6kGroupBytes)
+	q4k, q5k, q6k := groupBytesC()
+	if int64(q4k) != kGroupBytes(quant.Q4_K) || int64(q5k) != kGroupBytes(quant.Q5_K) || int64(q6k) != kGroupBytes(quant.Q6_K) {
+		t.Fatalf("C packs %d, %d and %d bytes a group, Go sizes %d, %d and %d", q4k, q5k, q6k,
+			kGroupBytes(quant.Q4_K), kGroupBytes(quant.Q5_K), kGroupBytes(quant.Q6_K))
 	}
 }

@@ -22,6 +22,10 @@
 // d * scale_j * q - dmin * min_j, so a sub-block adds
 // (d * scale_j) * yd_j * sum(q * y) - (dmin * min_j) * yd_j * sum(y).
 //
+// Q5_K is the same with a fifth bit a weight (a 32-byte plane a row: bit j
+// of byte l is weight 32j + l's), kept as a plane beside the nibbles, four
+// bytes a row lane, and or-ed in as bit 4 of each weight byte.
+//
 // Every row is summed in the same order whatever the batch or its group,
 // so a verification row equals the decode row bit for bit. The VNNI tiles
 // (vpdpbusd) give the AVX2 tiles' integer sums, so their results too.
@@ -29,7 +33,7 @@
 #include "q40x8.h"
 #include "simd.h"
 
-enum { Q4K_BYTES = 144, Q4K_GROUP = 16 + 16 + 64 + 64 + 1024 };
+enum { Q4K_BYTES = 144, Q5K_BYTES = 176, Q4K_GROUP = 16 + 16 + 64 + 64 + 1024, Q5K_GROUP = Q4K_GROUP + 256 };
 
 static inline void q4k_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
 	if (j < 4) {
@@ -41,21 +45,27 @@ static inline void q4k_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *
 	}
 }
 
-// arb_q4k_group_bytes is what eight rows' super-block take repacked.
-long arb_q4k_group_bytes(void) { return Q4K_GROUP; }
+// arb_kx8_group_bytes is what eight rows' super-block take repacked
+// (q5: Q5_K, else Q4_K).
+long arb_kx8_group_bytes(int q5) { return q5 ? Q5K_GROUP : Q4K_GROUP; }
 
-// arb_q4k_pack repacks rows (a multiple of 8) of nsb Q4_K super-blocks.
-void arb_q4k_pack(const uint8_t *src, long row_bytes, int rows, int nsb, uint8_t *dst) {
+// arb_kx8_pack repacks rows (a multiple of 8) of nsb Q4_K (q5: Q5_K)
+// super-blocks.
+void arb_kx8_pack(int q5, const uint8_t *src, long row_bytes, int rows, int nsb, uint8_t *dst) {
+	long group = q5 ? Q5K_GROUP : Q4K_GROUP, bytes = q5 ? Q5K_BYTES : Q4K_BYTES;
+	int qs = q5 ? 48 : 16; // the nibbles' offset in a super-block
 	for (int g = 0; g < rows / 8; g++)
 		for (int s = 0; s < nsb; s++) {
-			uint8_t *d = dst + ((long)g * nsb + s) * Q4K_GROUP;
+			uint8_t *d = dst + ((long)g * nsb + s) * group;
 			for (int i = 0; i < 8; i++) {
-				const uint8_t *blk = src + (long)(8 * g + i) * row_bytes + (long)s * Q4K_BYTES;
+				const uint8_t *blk = src + (long)(8 * g + i) * row_bytes + (long)s * bytes;
 				memcpy(d + 2 * i, blk, 2);
 				memcpy(d + 16 + 2 * i, blk + 2, 2);
 				for (int j = 0; j < 8; j++) q4k_scale_min(j, blk + 4, d + 32 + 16 * j + i, d + 32 + 16 * j + 8 + i);
 				for (int c = 0; c < 4; c++)
-					for (int h = 0; h < 8; h++) memcpy(d + 160 + 256 * c + 32 * h + 4 * i, blk + 16 + 32 * c + 4 * h, 4);
+					for (int h = 0; h < 8; h++) memcpy(d + 160 + 256 * c + 32 * h + 4 * i, blk + qs + 32 * c + 4 * h, 4);
+				if (q5)
+					for (int h = 0; h < 8; h++) memcpy(d + Q4K_GROUP + 32 * h + 4 * i, blk + 16 + 4 * h, 4);
 			}
 		}
 }
@@ -77,6 +87,18 @@ void arb_q4k_pack(const uint8_t *src, long row_bytes, int rows, int nsb, uint8_t
 		for (int h = 1; h < 8; h++) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16((w)[h], _mm256_set1_epi32((y4)[h]))); \
 		_mm256_madd_epi16(s16, _mm256_set1_epi16(1));                                                    \
 	})
+// ISUM8_AVX2_Q5 is ISUM8_AVX2 for five-bit weights (at most 31: a pair
+// sum reaches 2*31*127, so the 16-bit sums are widened every four).
+#define ISUM8_AVX2_Q5(w, y4)                                                                                \
+	({                                                                                                   \
+		__m256i a16 = _mm256_maddubs_epi16((w)[0], _mm256_set1_epi32((y4)[0]));                          \
+		__m256i b16 = _mm256_maddubs_epi16((w)[4], _mm256_set1_epi32((y4)[4]));                          \
+		for (int h = 1; h < 4; h++) {                                                                    \
+			a16 = _mm256_add_epi16(a16, _mm256_maddubs_epi16((w)[h], _mm256_set1_epi32((y4)[h])));       \
+			b16 = _mm256_add_epi16(b16, _mm256_maddubs_epi16((w)[4 + h], _mm256_set1_epi32((y4)[4 + h]))); \
+		}                                                                                                \
+		_mm256_add_epi32(_mm256_madd_epi16(a16, _mm256_set1_epi16(1)), _mm256_madd_epi16(b16, _mm256_set1_epi16(1))); \
+	})
 #define ISUM8_VNNI(w, y4)                                                                                   \
 	({                                                                                                   \
 		__m256i s0 = _mm256_setzero_si256(), s1 = s0;                                                    \
@@ -89,7 +111,7 @@ void arb_q4k_pack(const uint8_t *src, long row_bytes, int rows, int nsb, uint8_t
 
 // Q4KX8_TILE defines NAME##T: the eight rows of group gp against activation
 // rows r..r+T-1, stored at out[(r+k)*rows + o .. o+7].
-#define Q4KX8_TILE(NAME, ATTR, ISUM, T)                                                                     \
+#define Q4KX8_TILE(NAME, ATTR, ISUM, Q5, T)                                                                 \
 	ATTR static inline __attribute__((always_inline)) void NAME##T(const uint8_t *gp, int nsb, const float *yd, \
 	                                                              const int8_t *yq, const int32_t *ys, int r, \
 	                                                              float *out, long rows, int o) {         \
@@ -97,17 +119,26 @@ void arb_q4k_pack(const uint8_t *src, long row_bytes, int rows, int nsb, uint8_t
 		for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();                                        \
 		const __m256i m4 = _mm256_set1_epi8(0xf);                                                        \
 		long nb = (long)nsb * 8, stride = nb * 32;                                                       \
+		const long GB = Q5 ? Q5K_GROUP : Q4K_GROUP;                                                      \
+		const __m256i bit = _mm256_set1_epi8(1);                                                         \
 		for (int s = 0; s < nsb; s++) {                                                                  \
-			const uint8_t *blk = gp + (long)s * Q4K_GROUP;                                               \
-			for (int pf = 0; pf < Q4K_GROUP; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0); \
+			const uint8_t *blk = gp + (long)s * GB;                                                      \
+			for (int pf = 0; pf < GB; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0); \
 			__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));                           \
 			__m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16)));                 \
+			__m256i qh[8];                                                                               \
+			if (Q5)                                                                                      \
+				for (int h = 0; h < 8; h++) qh[h] = _mm256_loadu_si256((const __m256i *)(blk + Q4K_GROUP + 32 * h)); \
 			for (int c = 0; c < 4; c++) {                                                                \
 				__m256i lo[8], hi[8];                                                                    \
 				for (int h = 0; h < 8; h++) {                                                            \
 					__m256i v = _mm256_loadu_si256((const __m256i *)(blk + 160 + 256 * c + 32 * h));     \
 					lo[h] = _mm256_and_si256(v, m4);                                                     \
 					hi[h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);                               \
+					if (Q5) { /* bit 2c (2c+1) of each qh byte is its weight's fifth bit, moved to bit 4 */ \
+						lo[h] = _mm256_or_si256(lo[h], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh[h], 2 * c), bit), 4)); \
+						hi[h] = _mm256_or_si256(hi[h], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh[h], 2 * c + 1), bit), 4)); \
+					}                                                                                    \
 				}                                                                                        \
 				__m256 dsc[2], dmm[2];                                                                   \
 				for (int e = 0; e < 2; e++) {                                                            \
@@ -135,20 +166,28 @@ void arb_q4k_pack(const uint8_t *src, long row_bytes, int rows, int nsb, uint8_t
 
 #define Q4KX8_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define Q4KX8_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
-Q4KX8_TILE(q4kx8_tile, Q4KX8_AVX2, ISUM8_AVX2, 1)
-Q4KX8_TILE(q4kx8_tile, Q4KX8_AVX2, ISUM8_AVX2, 2)
-Q4KX8_TILE(q4kx8_tile, Q4KX8_AVX2, ISUM8_AVX2, 3)
-Q4KX8_TILE(q4kx8_tile, Q4KX8_AVX2, ISUM8_AVX2, 4)
-Q4KX8_TILE(q4kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 1)
-Q4KX8_TILE(q4kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 2)
-Q4KX8_TILE(q4kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 3)
-Q4KX8_TILE(q4kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 4)
+Q4KX8_TILE(q4kx8_tile, Q4KX8_AVX2, ISUM8_AVX2, 0, 1)
+Q4KX8_TILE(q4kx8_tile, Q4KX8_AVX2, ISUM8_AVX2, 0, 2)
+Q4KX8_TILE(q4kx8_tile, Q4KX8_AVX2, ISUM8_AVX2, 0, 3)
+Q4KX8_TILE(q4kx8_tile, Q4KX8_AVX2, ISUM8_AVX2, 0, 4)
+Q4KX8_TILE(q4kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 0, 1)
+Q4KX8_TILE(q4kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 0, 2)
+Q4KX8_TILE(q4kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 0, 3)
+Q4KX8_TILE(q4kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 0, 4)
+Q4KX8_TILE(q5kx8_tile, Q4KX8_AVX2, ISUM8_AVX2_Q5, 1, 1)
+Q4KX8_TILE(q5kx8_tile, Q4KX8_AVX2, ISUM8_AVX2_Q5, 1, 2)
+Q4KX8_TILE(q5kx8_tile, Q4KX8_AVX2, ISUM8_AVX2_Q5, 1, 3)
+Q4KX8_TILE(q5kx8_tile, Q4KX8_AVX2, ISUM8_AVX2_Q5, 1, 4)
+Q4KX8_TILE(q5kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 1, 1)
+Q4KX8_TILE(q5kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 1, 2)
+Q4KX8_TILE(q5kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 1, 3)
+Q4KX8_TILE(q5kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 1, 4)
 
-#define Q4KX8_ROWS(NAME, ATTR, TILE)                                                                        \
+#define Q4KX8_ROWS(NAME, ATTR, TILE, GB)                                                                    \
 	ATTR static void NAME(const uint8_t *packed, int glo, int ghi, int nsb, const float *yd, const int8_t *yq, \
 	                      const int32_t *ys, int n, float *out, int rows) {                                 \
 		for (int g = glo; g < ghi; g++) {                                                                \
-			const uint8_t *gp = packed + (long)g * nsb * Q4K_GROUP;                                      \
+			const uint8_t *gp = packed + (long)g * nsb * GB;                                             \
 			int r = 0;                                                                                   \
 			for (; r + 4 <= n; r += 4) TILE##4(gp, nsb, yd, yq, ys, r, out, rows, 8 * g);               \
 			switch (n - r) {                                                                             \
@@ -158,25 +197,29 @@ Q4KX8_TILE(q4kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 4)
 			}                                                                                            \
 		}                                                                                                \
 	}
-Q4KX8_ROWS(mm_q4kx8, Q4KX8_AVX2, q4kx8_tile)
-Q4KX8_ROWS(mm_q4kx8v, Q4KX8_VNNI, q4kx8v_tile)
+Q4KX8_ROWS(mm_q4kx8, Q4KX8_AVX2, q4kx8_tile, Q4K_GROUP)
+Q4KX8_ROWS(mm_q4kx8v, Q4KX8_VNNI, q4kx8v_tile, Q4K_GROUP)
+Q4KX8_ROWS(mm_q5kx8, Q4KX8_AVX2, q5kx8_tile, Q5K_GROUP)
+Q4KX8_ROWS(mm_q5kx8v, Q4KX8_VNNI, q5kx8v_tile, Q5K_GROUP)
 #endif
 
-// arb_mm_q4kx8 multiplies groups glo..ghi-1 of a repacked Q4_K matrix (nsb
-// super-blocks a row) by n activation rows quantised to 8 bits; vnni picks
-// the VNNI tiles where arb_simd_level() is 2. -1 without AVX2.
-int arb_mm_q4kx8(int vnni, const uint8_t *packed, int glo, int ghi, int nsb, const float *yd, const int8_t *yq,
-                 const int32_t *ys, int n, float *out, int rows) {
+// arb_mm_kx8 multiplies groups glo..ghi-1 of a repacked Q4_K (q5: Q5_K)
+// matrix (nsb super-blocks a row) by n activation rows quantised to 8
+// bits; vnni picks the VNNI tiles where arb_simd_level() is 2. -1 without
+// AVX2.
+int arb_mm_kx8(int q5, int vnni, const uint8_t *packed, int glo, int ghi, int nsb, const float *yd, const int8_t *yq,
+               const int32_t *ys, int n, float *out, int rows) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	int level = arb_simd_level();
+	if (level < 1) return -1;
 	if (vnni && level >= 2) {
-		mm_q4kx8v(packed, glo, ghi, nsb, yd, yq, ys, n, out, rows);
+		if (q5) mm_q5kx8v(packed, glo, ghi, nsb, yd, yq, ys, n, out, rows);
+		else mm_q4kx8v(packed, glo, ghi, nsb, yd, yq, ys, n, out, rows);
 		return 0;
 	}
-	if (level >= 1) {
-		mm_q4kx8(packed, glo, ghi, nsb, yd, yq, ys, n, out, rows);
-		return 0;
-	}
+	if (q5) mm_q5kx8(packed, glo, ghi, nsb, yd, yq, ys, n, out, rows);
+	else mm_q4kx8(packed, glo, ghi, nsb, yd, yq, ys, n, out, rows);
+	return 0;
 #endif
 	return -1;
 }

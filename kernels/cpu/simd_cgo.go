@@ -161,8 +161,8 @@ func repack(m *Matrix) []byte {
 			(*C.uint8_t)(unsafe.Pointer(&p[0])))
 		return p
 	}
-	if m.typ == quant.Q4_K {
-		C.arb_q4k_pack((*C.uint8_t)(unsafe.Pointer(&m.data[0])), C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/quant.QKK),
+	if m.typ == quant.Q4_K || m.typ == quant.Q5_K {
+		C.arb_kx8_pack(flagC(m.typ == quant.Q5_K), (*C.uint8_t)(unsafe.Pointer(&m.data[0])), C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/quant.QKK),
 			(*C.uint8_t)(unsafe.Pointer(&p[0])))
 		return p
 	}
@@ -190,8 +190,8 @@ func x8(w *Matrix, q *q8Buf, lo, hi, n int, out []float32, vnni bool) bool {
 			(*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0])),
 			C.int(n), (*C.float)(unsafe.Pointer(&out[0])), C.int(w.rows)) == 0
 	}
-	if w.typ == quant.Q4_K {
-		return C.arb_mm_q4kx8(C.int(v), (*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(lo), C.int(hi), C.int(w.cols/quant.QKK),
+	if w.typ == quant.Q4_K || w.typ == quant.Q5_K {
+		return C.arb_mm_kx8(flagC(w.typ == quant.Q5_K), C.int(v), (*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(lo), C.int(hi), C.int(w.cols/quant.QKK),
 			(*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0])),
 			C.int(n), (*C.float)(unsafe.Pointer(&out[0])), C.int(w.rows)) == 0
 	}
@@ -201,10 +201,17 @@ func x8(w *Matrix, q *q8Buf, lo, hi, n int, out []float32, vnni bool) bool {
 	return rc == 0
 }
 
-// groupBytesC are the C kernels' sizes of a repacked Q4_K and Q6_K group,
-// which q4kGroupBytes and q6kGroupBytes must equal (TestKGroupBytes).
-func groupBytesC() (q4k, q6k int) {
-	return int(C.arb_q4k_group_bytes()), int(C.arb_q6k_group_bytes())
+// groupBytesC are the C kernels' sizes of a repacked Q4_K, Q5_K and Q6_K
+// group, which kGroupBytes must give (TestKGroupBytes).
+func groupBytesC() (q4k, q5k, q6k int) {
+	return int(C.arb_kx8_group_bytes(0)), int(C.arb_kx8_group_bytes(1)), int(C.arb_q6k_group_bytes())
+}
+
+func flagC(v bool) C.int {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // vnniTiles says whether the repacked products run their AVX-512 VNNI
