@@ -17,6 +17,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -36,6 +37,39 @@ type Backend struct {
 	multi   multiJob    // MatMulMulti's job, reused likewise
 	attn    attnJob
 	attnGo  attnGoJob
+	// repackLeft is how many more bytes of repacked copies this backend's
+	// matrices may take (repackBudget): past it, a matrix is multiplied in
+	// its file layout.
+	repackLeft int64
+}
+
+// RepackBudget is repackBudget, for memory estimates.
+func RepackBudget() int64 { return repackBudget() }
+
+// repackBudget is the memory a backend's repacked weight copies may take
+// in all: a quarter of the machine's RAM (MemTotal; 4 GiB where it cannot
+// be read). The copies sit beside the mapped weights, and the K-quant ones
+// (where the CPU has AVX-512 VNNI) are as large as those weights or
+// larger: a 40 GB Q4_K_M model on a 64 GB machine would need 80 GB with
+// every matrix repacked; with the budget its first 16 GB of matrices are,
+// and the rest run the row kernels.
+func repackBudget() int64 {
+	const fallback = 4 << 30
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return fallback
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "MemTotal:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil || kb <= 0 {
+				return fallback
+			}
+			return kb * 1024 / 4
+		}
+	}
+	return fallback
 }
 
 var _ kernels.Backend = (*Backend)(nil)
@@ -86,7 +120,7 @@ func New(threads int) *Backend {
 	if threads < 1 {
 		threads = 1
 	}
-	return &Backend{threads: threads, pool: newPool(threads), scratch: make([][]float32, threads)}
+	return &Backend{threads: threads, pool: newPool(threads), scratch: make([][]float32, threads), repackLeft: repackBudget()}
 }
 
 // Name returns "cpu".
@@ -131,14 +165,28 @@ func (m *Matrix) Type() quant.Type { return m.typ }
 func (m *Matrix) Row(o int) []byte { return m.data[o*m.rowBytes : (o+1)*m.rowBytes] }
 
 // NewMatrix wraps ggml-layout weight bytes without copying them.
+// It repacks within the backend's budget (repackBudget): a matrix whose
+// copy would pass it keeps its file layout.
 func (b *Backend) NewMatrix(t quant.Type, data []byte, rows, cols int) (kernels.Matrix, error) {
-	return NewMatrix(t, data, rows, cols)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	size := RepackedBytes(t, rows, cols)
+	m, err := newMatrix(t, data, rows, cols, size <= b.repackLeft)
+	if err == nil && m.packed != nil {
+		b.repackLeft -= int64(len(m.packed))
+	}
+	return m, err
 }
 
 // NewMatrix wraps ggml-layout weight bytes without copying them (a Q4_0,
 // Q8_0, Q4_K, Q5_K or Q6_K matrix whose rows come in eights also gets a
 // repacked copy where the CPU runs the eight-row kernels).
 func NewMatrix(t quant.Type, data []byte, rows, cols int) (*Matrix, error) {
+	return newMatrix(t, data, rows, cols, true)
+}
+
+// newMatrix is NewMatrix, repacking only when repack allows it.
+func newMatrix(t quant.Type, data []byte, rows, cols int, repack bool) (*Matrix, error) {
 	if !t.Supported() {
 		return nil, fmt.Errorf("cpu: weight type %s is not supported", t)
 	}
@@ -150,7 +198,9 @@ func NewMatrix(t quant.Type, data []byte, rows, cols int) (*Matrix, error) {
 		return nil, fmt.Errorf("cpu: %s matrix %dx%d needs %d bytes, got %d", t, rows, cols, rb*rows, len(data))
 	}
 	m := &Matrix{typ: t, rows: rows, cols: cols, rowBytes: rb, data: data}
-	m.packed = repack(m)
+	if repack {
+		m.packed = repackMatrix(m)
+	}
 	return m, nil
 }
 

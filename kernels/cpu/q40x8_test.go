@@ -142,3 +142,36 @@ func TestKGroupBytes(t *testing.T) {
 			kGroupBytes(quant.Q4_K), kGroupBytes(quant.Q5_K), kGroupBytes(quant.Q6_K))
 	}
 }
+
+// TestRepackBudget: a backend repacks its matrices until their copies
+// would pass its budget, and multiplies the rest in their file layout,
+// with the same results (to float rounding: another kernel).
+func TestRepackBudget(t *testing.T) {
+	if !repacks() {
+		t.Skip("no repacking on this CPU or build")
+	}
+	rng := rand.New(rand.NewPCG(41, 42))
+	rows, cols := 16, 256
+	w := quantized(t, rng, quant.Q8_0, rows, cols)
+	size := RepackedBytes(quant.Q8_0, rows, cols)
+	b := New(1)
+	defer b.Close()
+	b.repackLeft = size + size/2 // one copy fits, not two
+	first, _ := b.NewMatrix(quant.Q8_0, w, rows, cols)
+	second, _ := b.NewMatrix(quant.Q8_0, w, rows, cols)
+	if first.(*Matrix).packed == nil || second.(*Matrix).packed != nil || b.repackLeft != size/2 {
+		t.Fatalf("repacked %v then %v, %d bytes left of the budget", first.(*Matrix).packed != nil, second.(*Matrix).packed != nil, b.repackLeft)
+	}
+	x := gaussian(rng, cols)
+	a, c := make([]float32, rows), make([]float32, rows)
+	b.MatMul(a, first, x, 1)
+	b.MatMul(c, second, x, 1)
+	for i := range a {
+		if d := math.Abs(float64(a[i] - c[i])); d > 1e-3*math.Sqrt(float64(cols)) {
+			t.Fatalf("out[%d]: %v repacked, %v in the file layout", i, a[i], c[i])
+		}
+	}
+	if repackBudget() <= 0 {
+		t.Fatal("no repacking budget")
+	}
+}

@@ -145,12 +145,12 @@ func PeakProbe(integer bool, iters int) (macs int64, sink int64) {
 	return int64(iters) * 10 * 8, int64(C.arb_peak_f32(C.long(iters)))
 }
 
-// repack returns m's rows repacked eight at a time for the AVX2 Q4_0 and
+// repackMatrix returns m's rows repacked eight at a time for the AVX2 Q4_0 and
 // Q8_0 kernels (q40x8.c), or nil where they do not apply: another type,
 // rows not a multiple of 8, or the portable kernels in use. Measured on
 // the bench target (Q8_0) and a synthetic Q4_0 model of its shape: see
 // the README's CPU backend section.
-func repack(m *Matrix) []byte {
+func repackMatrix(m *Matrix) []byte {
 	size := RepackedBytes(m.typ, m.rows, m.cols)
 	if size == 0 {
 		return nil

@@ -76,8 +76,8 @@ func trainAttnBackward(a *TrainAttention, dout []float32, ds int, dq []float32, 
 	trainAttnBackwardGo(a, dout, ds, dq, dqs, dkT, dvT, dek, dev, scratch)
 }
 
-// repack: pure-Go builds have no eight-row Q4_0 kernel.
-func repack(*Matrix) []byte { return nil }
+// repackMatrix: pure-Go builds have no eight-row Q4_0 kernel.
+func repackMatrix(*Matrix) []byte { return nil }
 
 func repacks() bool { return false }
 

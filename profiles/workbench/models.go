@@ -69,10 +69,15 @@ func Inspect(w io.Writer, path string, ctxLen int) error {
 			n = min(cfg.CtxLen, 4096)
 		}
 		kv := cfg.KVBytes(n)
-		var packed uint64 // the CPU backend's repacked copies (eight-row Q4_0)
+		// the CPU backend's repacked copies, in tensor order until the
+		// backend's budget would be passed (cpu.RepackBudget)
+		var packed uint64
+		left := uint64(cpu.RepackBudget())
 		for _, t := range f.Tensors {
 			if len(t.Dims) == 2 {
-				packed += uint64(cpu.RepackedBytes(t.Type, int(t.Dims[1]), int(t.Dims[0])))
+				if size := uint64(cpu.RepackedBytes(t.Type, int(t.Dims[1]), int(t.Dims[0]))); size <= left {
+					packed, left = packed+size, left-size
+				}
 			}
 		}
 		repacked := ""
