@@ -48,11 +48,8 @@ void arb_x8_pack(const uint8_t *src, long row_bytes, int rows, int nb, int block
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+#include "x8.h"
 #define Q40X8_AVX2 __attribute__((target("avx2,fma,f16c")))
-
-#ifndef PREFETCH
-#define PREFETCH 2048
-#endif
 
 // nibbles40 unpacks a repacked Q4_0 block's four vectors into the eight
 // of unsigned weights (low nibbles then high) both tile families multiply.
@@ -73,7 +70,6 @@ Q40X8_AVX2 static inline __attribute__((always_inline)) void nibbles40(const uin
 	    long rows, int o) {                                                                                  \
 		__m256 acc[T];                                                                                   \
 		for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();                                        \
-		const __m256i ones = _mm256_set1_epi16(1);                                                       \
 		long stride = (long)nb * 32;                                                                     \
 		for (int b = 0; b < nb; b++) {                                                                   \
 			const uint8_t *blk = gp + (long)b * GROUP_BYTES;                                             \
@@ -87,12 +83,7 @@ Q40X8_AVX2 static inline __attribute__((always_inline)) void nibbles40(const uin
 				const int8_t *y = yq + (long)(r + k) * stride + (long)b * 32;                            \
 				int32_t y4[8];                                                                           \
 				memcpy(y4, y, 32);                                                                       \
-				/* unsigned weights of at most 15 against bytes of at most 127: a 16-bit lane of one  \
-				   product holds at most 2*15*127 = 3810, and eight of them summed stay below 32767 */ \
-				__m256i s = _mm256_maddubs_epi16(w[0], _mm256_set1_epi32(y4[0]));                       \
-				for (int h = 1; h < 8; h++)                                                              \
-					s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w[h], _mm256_set1_epi32(y4[h])));      \
-				__m256i s32 = _mm256_madd_epi16(s, ones);                                                \
+				__m256i s32 = ISUM8_AVX2(w, y4);                                                         \
 				s32 = _mm256_sub_epi32(s32, _mm256_set1_epi32(8 * ys[(long)(r + k) * nb + b]));         \
 				__m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(yd[(long)(r + k) * nb + b]));               \
 				acc[k] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s32), acc[k]);                           \
@@ -107,10 +98,11 @@ Q40X8_TILE(4)
 
 // q80x8_tile is q40x8_tile for repacked Q8_0: the weights are signed, so
 // each product takes the sign trick (|w| times y with w's sign), and each
-// 16-bit pair sum (at most 2*128*127) is widened at once.
+// 16-bit pair sum (at most 2*128*127) is widened at once; ys is unused.
 #define Q80X8_TILE(T)                                                                                        \
 	Q40X8_AVX2 static inline __attribute__((always_inline)) void q80x8_tile##T(                             \
-	    const uint8_t *gp, int nb, const float *yd, const int8_t *yq, int r, float *out, long rows, int o) { \
+	    const uint8_t *gp, int nb, const float *yd, const int8_t *yq, const int32_t *ys, int r, float *out,  \
+	    long rows, int o) {                                                                                  \
 		__m256 acc[T];                                                                                   \
 		for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();                                        \
 		const __m256i ones = _mm256_set1_epi16(1);                                                       \
@@ -176,12 +168,7 @@ Q80X8_TILE(4)
 				const int8_t *y = yq + (long)(r + k) * stride + (long)b * 32;                            \
 				int32_t y4[8];                                                                           \
 				memcpy(y4, y, 32);                                                                       \
-				__m256i s0 = _mm256_setzero_si256(), s1 = s0;                                            \
-				for (int h = 0; h < 8; h += 2) {                                                         \
-					s0 = _mm256_dpbusd_epi32(s0, w[h], _mm256_set1_epi32(y4[h]));                        \
-					s1 = _mm256_dpbusd_epi32(s1, w[h + 1], _mm256_set1_epi32(y4[h + 1]));                \
-				}                                                                                        \
-				__m256i s32 = _mm256_sub_epi32(_mm256_add_epi32(s0, s1),                                 \
+				__m256i s32 = _mm256_sub_epi32(ISUM8_VNNI(w, y4),                                        \
 				                               _mm256_set1_epi32(ys[(long)(r + k) * nb + b] * (1 << SHIFT)));  \
 				__m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(yd[(long)(r + k) * nb + b]));               \
 				acc[k] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s32), acc[k]);                           \
@@ -199,58 +186,10 @@ X8V_TILE(q80x8v_tile, Q8_GROUP_BYTES, 7, 2)
 X8V_TILE(q80x8v_tile, Q8_GROUP_BYTES, 7, 3)
 X8V_TILE(q80x8v_tile, Q8_GROUP_BYTES, 7, 4)
 
-// mm_x8v runs the VNNI tiles (q4: Q4_0, else Q8_0) over groups glo..ghi-1.
-X8_VNNI static void mm_x8v(int q4, const uint8_t *packed, int glo, int ghi, int nb, const float *yd,
-                           const int8_t *yq, const int32_t *ys, int n, float *out, int rows) {
-	long gb = q4 ? GROUP_BYTES : Q8_GROUP_BYTES;
-	for (int g = glo; g < ghi; g++) {
-		const uint8_t *gp = packed + (long)g * nb * gb;
-		int r = 0;
-		if (q4) {
-			for (; r + 4 <= n; r += 4) q40x8v_tile4(gp, nb, yd, yq, ys, r, out, rows, 8 * g);
-			switch (n - r) {
-			case 3: q40x8v_tile3(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;
-			case 2: q40x8v_tile2(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;
-			case 1: q40x8v_tile1(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;
-			}
-			continue;
-		}
-		for (; r + 4 <= n; r += 4) q80x8v_tile4(gp, nb, yd, yq, ys, r, out, rows, 8 * g);
-		switch (n - r) {
-		case 3: q80x8v_tile3(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;
-		case 2: q80x8v_tile2(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;
-		case 1: q80x8v_tile1(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;
-		}
-	}
-}
-
-Q40X8_AVX2 static void mm_q80x8(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
-                                int n, float *out, int rows) {
-	for (int g = glo; g < ghi; g++) {
-		const uint8_t *gp = packed + (long)g * nb * Q8_GROUP_BYTES;
-		int r = 0;
-		for (; r + 4 <= n; r += 4) q80x8_tile4(gp, nb, yd, yq, r, out, rows, 8 * g);
-		switch (n - r) {
-		case 3: q80x8_tile3(gp, nb, yd, yq, r, out, rows, 8 * g); break;
-		case 2: q80x8_tile2(gp, nb, yd, yq, r, out, rows, 8 * g); break;
-		case 1: q80x8_tile1(gp, nb, yd, yq, r, out, rows, 8 * g); break;
-		}
-	}
-}
-
-Q40X8_AVX2 static void mm_q40x8(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
-                                const int32_t *ys, int n, float *out, int rows) {
-	for (int g = glo; g < ghi; g++) {
-		const uint8_t *gp = packed + (long)g * nb * GROUP_BYTES;
-		int r = 0;
-		for (; r + 4 <= n; r += 4) q40x8_tile4(gp, nb, yd, yq, ys, r, out, rows, 8 * g);
-		switch (n - r) {
-		case 3: q40x8_tile3(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;
-		case 2: q40x8_tile2(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;
-		case 1: q40x8_tile1(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;
-		}
-	}
-}
+X8_ROWS(mm_q40x8, Q40X8_AVX2, q40x8_tile, GROUP_BYTES)
+X8_ROWS(mm_q80x8, Q40X8_AVX2, q80x8_tile, Q8_GROUP_BYTES)
+X8_ROWS(mm_q40x8v, X8_VNNI, q40x8v_tile, GROUP_BYTES)
+X8_ROWS(mm_q80x8v, X8_VNNI, q80x8v_tile, Q8_GROUP_BYTES)
 #endif
 
 // arb_mm_x8 multiplies groups glo..ghi-1 of a repacked matrix (q4: Q4_0,
@@ -263,15 +202,15 @@ int arb_mm_x8(int q4, int vnni, const uint8_t *packed, int glo, int ghi, int nb,
               const int32_t *ys, int n, float *out, int rows) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	int level = arb_simd_level();
+	if (level < 1) return -1;
 	if (vnni && level >= 2) {
-		mm_x8v(q4, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
+		if (q4) mm_q40x8v(packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
+		else mm_q80x8v(packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
 		return 0;
 	}
-	if (level >= 1) {
-		if (q4) mm_q40x8(packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
-		else mm_q80x8(packed, glo, ghi, nb, yd, yq, n, out, rows);
-		return 0;
-	}
+	if (q4) mm_q40x8(packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
+	else mm_q80x8(packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
+	return 0;
 #endif
 	return -1;
 }

@@ -72,23 +72,10 @@ void arb_kx8_pack(int q5, const uint8_t *src, long row_bytes, int rows, int nsb,
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+#include "x8.h"
 
-#ifndef PREFETCH
-#define PREFETCH 2048
-#endif
-
-// ISUM8 is a lane's exact sum of four weights times four broadcast
-// activation bytes over h = 0..7: maddubs pairs (unsigned weights of at
-// most 15 against bytes of at most 127: eight pair sums stay below 32767)
-// then one madd, or vpdpbusd.
-#define ISUM8_AVX2(w, y4)                                                                                   \
-	({                                                                                                   \
-		__m256i s16 = _mm256_maddubs_epi16((w)[0], _mm256_set1_epi32((y4)[0]));                          \
-		for (int h = 1; h < 8; h++) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16((w)[h], _mm256_set1_epi32((y4)[h]))); \
-		_mm256_madd_epi16(s16, _mm256_set1_epi16(1));                                                    \
-	})
-// ISUM8_AVX2_Q5 is ISUM8_AVX2 for five-bit weights (at most 31: a pair
-// sum reaches 2*31*127, so the 16-bit sums are widened every four).
+// ISUM8_AVX2_Q5 is x8.h's ISUM8_AVX2 for five-bit weights (at most 31: a
+// pair sum reaches 2*31*127, so the 16-bit sums are widened every four).
 #define ISUM8_AVX2_Q5(w, y4)                                                                                \
 	({                                                                                                   \
 		__m256i a16 = _mm256_maddubs_epi16((w)[0], _mm256_set1_epi32((y4)[0]));                          \
@@ -98,15 +85,6 @@ void arb_kx8_pack(int q5, const uint8_t *src, long row_bytes, int rows, int nsb,
 			b16 = _mm256_add_epi16(b16, _mm256_maddubs_epi16((w)[4 + h], _mm256_set1_epi32((y4)[4 + h]))); \
 		}                                                                                                \
 		_mm256_add_epi32(_mm256_madd_epi16(a16, _mm256_set1_epi16(1)), _mm256_madd_epi16(b16, _mm256_set1_epi16(1))); \
-	})
-#define ISUM8_VNNI(w, y4)                                                                                   \
-	({                                                                                                   \
-		__m256i s0 = _mm256_setzero_si256(), s1 = s0;                                                    \
-		for (int h = 0; h < 8; h += 2) {                                                                 \
-			s0 = _mm256_dpbusd_epi32(s0, (w)[h], _mm256_set1_epi32((y4)[h]));                            \
-			s1 = _mm256_dpbusd_epi32(s1, (w)[h + 1], _mm256_set1_epi32((y4)[h + 1]));                    \
-		}                                                                                                \
-		_mm256_add_epi32(s0, s1);                                                                        \
 	})
 
 // Q4KX8_TILE defines NAME##T: the eight rows of group gp against activation
@@ -183,24 +161,10 @@ Q4KX8_TILE(q5kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 1, 2)
 Q4KX8_TILE(q5kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 1, 3)
 Q4KX8_TILE(q5kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 1, 4)
 
-#define Q4KX8_ROWS(NAME, ATTR, TILE, GB)                                                                    \
-	ATTR static void NAME(const uint8_t *packed, int glo, int ghi, int nsb, const float *yd, const int8_t *yq, \
-	                      const int32_t *ys, int n, float *out, int rows) {                                 \
-		for (int g = glo; g < ghi; g++) {                                                                \
-			const uint8_t *gp = packed + (long)g * nsb * GB;                                             \
-			int r = 0;                                                                                   \
-			for (; r + 4 <= n; r += 4) TILE##4(gp, nsb, yd, yq, ys, r, out, rows, 8 * g);               \
-			switch (n - r) {                                                                             \
-			case 3: TILE##3(gp, nsb, yd, yq, ys, r, out, rows, 8 * g); break;                           \
-			case 2: TILE##2(gp, nsb, yd, yq, ys, r, out, rows, 8 * g); break;                           \
-			case 1: TILE##1(gp, nsb, yd, yq, ys, r, out, rows, 8 * g); break;                           \
-			}                                                                                            \
-		}                                                                                                \
-	}
-Q4KX8_ROWS(mm_q4kx8, Q4KX8_AVX2, q4kx8_tile, Q4K_GROUP)
-Q4KX8_ROWS(mm_q4kx8v, Q4KX8_VNNI, q4kx8v_tile, Q4K_GROUP)
-Q4KX8_ROWS(mm_q5kx8, Q4KX8_AVX2, q5kx8_tile, Q5K_GROUP)
-Q4KX8_ROWS(mm_q5kx8v, Q4KX8_VNNI, q5kx8v_tile, Q5K_GROUP)
+X8_ROWS(mm_q4kx8, Q4KX8_AVX2, q4kx8_tile, Q4K_GROUP)
+X8_ROWS(mm_q4kx8v, Q4KX8_VNNI, q4kx8v_tile, Q4K_GROUP)
+X8_ROWS(mm_q5kx8, Q4KX8_AVX2, q5kx8_tile, Q5K_GROUP)
+X8_ROWS(mm_q5kx8v, Q4KX8_VNNI, q5kx8v_tile, Q5K_GROUP)
 #endif
 
 // arb_mm_kx8 multiplies groups glo..ghi-1 of a repacked Q4_K (q5: Q5_K)

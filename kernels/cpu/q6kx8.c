@@ -46,10 +46,7 @@ void arb_q6k_pack(const uint8_t *src, long row_bytes, int rows, int nsb, uint8_t
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
-
-#ifndef PREFETCH
-#define PREFETCH 2048
-#endif
+#include "x8.h"
 
 // ISUM4 is a lane's exact sum over h = 0..3 of |q| times four broadcast
 // activation bytes carrying q's sign: maddubs pairs (|q| <= 32 against
@@ -71,10 +68,13 @@ void arb_q6k_pack(const uint8_t *src, long row_bytes, int rows, int nsb, uint8_t
 		_mm256_add_epi32(s0, s1);                                                                        \
 	})
 
+// Q6KX8_TILE defines NAME##T: the eight rows of group gp against
+// activation rows r..r+T-1, stored at out[(r+k)*rows + o .. o+7] (ys, the
+// activation blocks' sums, is unused: the weights carry no offset here).
 #define Q6KX8_TILE(NAME, ATTR, ISUM, T)                                                                     \
 	ATTR static inline __attribute__((always_inline)) void NAME##T(const uint8_t *gp, int nsb, const float *yd, \
-	                                                              const int8_t *yq, int r, float *out,       \
-	                                                              long rows, int o) {                       \
+	                                                              const int8_t *yq, const int32_t *ys, int r, \
+	                                                              float *out, long rows, int o) {         \
 		__m256 acc[T];                                                                                   \
 		for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();                                        \
 		long nb = (long)nsb * 8, stride = nb * 32;                                                       \
@@ -114,35 +114,21 @@ Q6KX8_TILE(q6kx8v_tile, Q6KX8_VNNI, ISUM4_VNNI, 2)
 Q6KX8_TILE(q6kx8v_tile, Q6KX8_VNNI, ISUM4_VNNI, 3)
 Q6KX8_TILE(q6kx8v_tile, Q6KX8_VNNI, ISUM4_VNNI, 4)
 
-#define Q6KX8_ROWS(NAME, ATTR, TILE)                                                                        \
-	ATTR static void NAME(const uint8_t *packed, int glo, int ghi, int nsb, const float *yd, const int8_t *yq, \
-	                      int n, float *out, int rows) {                                                    \
-		for (int g = glo; g < ghi; g++) {                                                                \
-			const uint8_t *gp = packed + (long)g * nsb * Q6K_GROUP;                                      \
-			int r = 0;                                                                                   \
-			for (; r + 4 <= n; r += 4) TILE##4(gp, nsb, yd, yq, r, out, rows, 8 * g);                   \
-			switch (n - r) {                                                                             \
-			case 3: TILE##3(gp, nsb, yd, yq, r, out, rows, 8 * g); break;                               \
-			case 2: TILE##2(gp, nsb, yd, yq, r, out, rows, 8 * g); break;                               \
-			case 1: TILE##1(gp, nsb, yd, yq, r, out, rows, 8 * g); break;                               \
-			}                                                                                            \
-		}                                                                                                \
-	}
-Q6KX8_ROWS(mm_q6kx8, Q6KX8_AVX2, q6kx8_tile)
-Q6KX8_ROWS(mm_q6kx8v, Q6KX8_VNNI, q6kx8v_tile)
+X8_ROWS(mm_q6kx8, Q6KX8_AVX2, q6kx8_tile, Q6K_GROUP)
+X8_ROWS(mm_q6kx8v, Q6KX8_VNNI, q6kx8v_tile, Q6K_GROUP)
 #endif
 
-// arb_mm_q6kx8 is arb_mm_q4kx8 for repacked Q6_K.
+// arb_mm_q6kx8 is arb_mm_kx8 (q4kx8.c) for repacked Q6_K.
 int arb_mm_q6kx8(int vnni, const uint8_t *packed, int glo, int ghi, int nsb, const float *yd, const int8_t *yq, int n,
                  float *out, int rows) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	int level = arb_simd_level();
 	if (vnni && level >= 2) {
-		mm_q6kx8v(packed, glo, ghi, nsb, yd, yq, n, out, rows);
+		mm_q6kx8v(packed, glo, ghi, nsb, yd, yq, NULL, n, out, rows);
 		return 0;
 	}
 	if (level >= 1) {
-		mm_q6kx8(packed, glo, ghi, nsb, yd, yq, n, out, rows);
+		mm_q6kx8(packed, glo, ghi, nsb, yd, yq, NULL, n, out, rows);
 		return 0;
 	}
 #endif

@@ -1,0 +1,54 @@
+// Shared by the eight-row kernels (q40x8.c, q4kx8.c, q6kx8.c): the exact
+// integer sums of a row lane's weights against broadcast activation bytes,
+// and the loop that runs a kernel's tiles over groups of eight rows.
+// Included inside each file's x86-64 section, after <immintrin.h>.
+#ifndef ARB_X8_H
+#define ARB_X8_H
+
+#ifndef PREFETCH
+#define PREFETCH 2048
+#endif
+
+// ISUM8_AVX2 is each lane's exact sum over h = 0..7 of its four unsigned
+// weights w[h] (at most 15) times the four activation bytes y4[h]
+// broadcast to every lane: maddubs pairs (2*15*127 at most; eight of them
+// stay below 32767) added in 16 bits, then one madd. ISUM8_VNNI is the
+// same sum with vpdpbusd, two accumulators halving its dependency chain
+// (and no bound on the weights).
+#define ISUM8_AVX2(w, y4)                                                                                   \
+	({                                                                                                   \
+		__m256i s16 = _mm256_maddubs_epi16((w)[0], _mm256_set1_epi32((y4)[0]));                          \
+		for (int h = 1; h < 8; h++) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16((w)[h], _mm256_set1_epi32((y4)[h]))); \
+		_mm256_madd_epi16(s16, _mm256_set1_epi16(1));                                                    \
+	})
+#define ISUM8_VNNI(w, y4)                                                                                   \
+	({                                                                                                   \
+		__m256i s0 = _mm256_setzero_si256(), s1 = s0;                                                    \
+		for (int h = 0; h < 8; h += 2) {                                                                 \
+			s0 = _mm256_dpbusd_epi32(s0, (w)[h], _mm256_set1_epi32((y4)[h]));                            \
+			s1 = _mm256_dpbusd_epi32(s1, (w)[h + 1], _mm256_set1_epi32((y4)[h + 1]));                    \
+		}                                                                                                \
+		_mm256_add_epi32(s0, s1);                                                                        \
+	})
+
+// X8_ROWS defines NAME, which runs TILE##4 (then TILE##3, 2 or 1 for the
+// rest) over the n activation rows for each group glo..ghi-1 of a repacked
+// matrix whose groups take nb * GB bytes (nb blocks or super-blocks a row,
+// GB bytes for eight rows' each); every tile takes the same arguments
+// (ys unused by the types without an offset or min).
+#define X8_ROWS(NAME, ATTR, TILE, GB)                                                                       \
+	ATTR static void NAME(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq, \
+	                      const int32_t *ys, int n, float *out, int rows) {                                 \
+		for (int g = glo; g < ghi; g++) {                                                                \
+			const uint8_t *gp = packed + (long)g * nb * (GB);                                            \
+			int r = 0;                                                                                   \
+			for (; r + 4 <= n; r += 4) TILE##4(gp, nb, yd, yq, ys, r, out, rows, 8 * g);                \
+			switch (n - r) {                                                                             \
+			case 3: TILE##3(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;                            \
+			case 2: TILE##2(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;                            \
+			case 1: TILE##1(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;                            \
+			}                                                                                            \
+		}                                                                                                \
+	}
+
+#endif
