@@ -58,17 +58,7 @@ func DetectHardware() store.Hardware {
 		simd = append(simd, "neon")
 	}
 	h.SIMD = strings.Join(simd, " ") + " (kernels " + cpu.Kernels() + ")"
-	if f, err := os.Open("/proc/meminfo"); err == nil {
-		var kb uint64
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if _, err := fmt.Sscanf(sc.Text(), "MemTotal: %d kB", &kb); err == nil {
-				h.RAM = kb * 1024
-				break
-			}
-		}
-		f.Close()
-	}
+	h.RAM = cpu.MemTotal()
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%d|%s|%d|%s", h.CPU, h.Cores, h.Threads, h.SIMD, h.RAM/(1<<30), h.OS)))
 	h.Fingerprint = hex.EncodeToString(sum[:8])
 	return h

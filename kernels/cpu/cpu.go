@@ -38,38 +38,42 @@ type Backend struct {
 	attn    attnJob
 	attnGo  attnGoJob
 	// repackLeft is how many more bytes of repacked copies this backend's
-	// matrices may take (repackBudget): past it, a matrix is multiplied in
+	// matrices may take (RepackBudget): past it, a matrix is multiplied in
 	// its file layout.
 	repackLeft int64
 }
 
-// RepackBudget is repackBudget, for memory estimates.
-func RepackBudget() int64 { return repackBudget() }
-
-// repackBudget is the memory a backend's repacked weight copies may take
+// RepackBudget is the memory a backend's repacked weight copies may take
 // in all: a quarter of the machine's RAM (MemTotal; 4 GiB where it cannot
 // be read). The copies sit beside the mapped weights, and the K-quant ones
 // (where the CPU has AVX-512 VNNI) are as large as those weights or
 // larger: a 40 GB Q4_K_M model on a 64 GB machine would need 80 GB with
 // every matrix repacked; with the budget its first 16 GB of matrices are,
 // and the rest run the row kernels.
-func repackBudget() int64 {
-	const fallback = 4 << 30
+func RepackBudget() int64 {
+	if ram := MemTotal(); ram > 0 {
+		return int64(ram / 4)
+	}
+	return 4 << 30
+}
+
+// MemTotal is the machine's RAM in bytes (MemTotal in /proc/meminfo), 0
+// where it cannot be read.
+func MemTotal() uint64 {
 	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
-		return fallback
+		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 2 && f[0] == "MemTotal:" {
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil || kb <= 0 {
-				return fallback
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+			kb, err := strconv.ParseUint(f[1], 10, 64)
+			if err != nil {
+				return 0
 			}
-			return kb * 1024 / 4
+			return kb * 1024
 		}
 	}
-	return fallback
+	return 0
 }
 
 var _ kernels.Backend = (*Backend)(nil)
@@ -120,7 +124,7 @@ func New(threads int) *Backend {
 	if threads < 1 {
 		threads = 1
 	}
-	return &Backend{threads: threads, pool: newPool(threads), scratch: make([][]float32, threads), repackLeft: repackBudget()}
+	return &Backend{threads: threads, pool: newPool(threads), scratch: make([][]float32, threads), repackLeft: RepackBudget()}
 }
 
 // Name returns "cpu".
@@ -165,7 +169,7 @@ func (m *Matrix) Type() quant.Type { return m.typ }
 func (m *Matrix) Row(o int) []byte { return m.data[o*m.rowBytes : (o+1)*m.rowBytes] }
 
 // NewMatrix wraps ggml-layout weight bytes without copying them.
-// It repacks within the backend's budget (repackBudget): a matrix whose
+// It repacks within the backend's budget (RepackBudget): a matrix whose
 // copy would pass it keeps its file layout.
 func (b *Backend) NewMatrix(t quant.Type, data []byte, rows, cols int) (kernels.Matrix, error) {
 	b.mu.Lock()

@@ -171,7 +171,7 @@ func TestRepackBudget(t *testing.T) {
 			t.Fatalf("out[%d]: %v repacked, %v in the file layout", i, a[i], c[i])
 		}
 	}
-	if repackBudget() <= 0 {
+	if RepackBudget() <= 0 {
 		t.Fatal("no repacking budget")
 	}
 }

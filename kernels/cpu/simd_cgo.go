@@ -16,13 +16,13 @@ import (
 )
 
 // simdLevel is 2 when the C kernels run their AVX2+FMA+F16C versions and
-// the repacked Q4_0 and Q8_0 products their AVX-512 VNNI tiles, 1 with
+// the repacked products their AVX-512 VNNI tiles, 1 with
 // AVX2+FMA+F16C alone, 0 for the portable C versions (ARBORIST_SIMD caps
 // it). Read once, before any worker runs.
 var simdLevel = int(C.arb_simd_level())
 
-// noRepack is set by ARBORIST_REPACK=0: the Q4_0 and Q8_0 weights are then
-// multiplied in their file layout, without the repacked copy that sits in
+// noRepack is set by ARBORIST_REPACK=0: every weight is then multiplied
+// in its file layout, without the repacked copy that sits in
 // memory beside the mapped file (for a model that only just fits). Read
 // once, before any matrix is made.
 var noRepack = os.Getenv("ARBORIST_REPACK") == "0"
@@ -145,30 +145,28 @@ func PeakProbe(integer bool, iters int) (macs int64, sink int64) {
 	return int64(iters) * 10 * 8, int64(C.arb_peak_f32(C.long(iters)))
 }
 
-// repackMatrix returns m's rows repacked eight at a time for the AVX2 Q4_0 and
-// Q8_0 kernels (q40x8.c), or nil where they do not apply: another type,
-// rows not a multiple of 8, or the portable kernels in use. Measured on
-// the bench target (Q8_0) and a synthetic Q4_0 model of its shape: see
-// the README's CPU backend section.
+// repackMatrix returns m's rows repacked eight at a time for the
+// eight-row kernels (q40x8.c for Q4_0 and Q8_0, q4kx8.c for Q4_K and Q5_K,
+// q6kx8.c for Q6_K), or nil where they do not apply (RepackedBytes 0):
+// another type, rows not a multiple of 8, the portable kernels in use, or
+// a K-quant without the VNNI tiles. Measured on the bench target (Q8_0)
+// and synthetic models of its shape: see the README's CPU backend section.
 func repackMatrix(m *Matrix) []byte {
 	size := RepackedBytes(m.typ, m.rows, m.cols)
 	if size == 0 {
 		return nil
 	}
 	p := make([]byte, size)
-	if m.typ == quant.Q6_K {
-		C.arb_q6k_pack((*C.uint8_t)(unsafe.Pointer(&m.data[0])), C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/quant.QKK),
-			(*C.uint8_t)(unsafe.Pointer(&p[0])))
-		return p
+	src, dst := (*C.uint8_t)(unsafe.Pointer(&m.data[0])), (*C.uint8_t)(unsafe.Pointer(&p[0]))
+	switch m.typ {
+	case quant.Q6_K:
+		C.arb_q6k_pack(src, C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/quant.QKK), dst)
+	case quant.Q4_K, quant.Q5_K:
+		C.arb_kx8_pack(flag(m.typ == quant.Q5_K), src, C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/quant.QKK), dst)
+	default:
+		nb := m.cols / quant.QK
+		C.arb_x8_pack(src, C.long(m.rowBytes), C.int(m.rows), C.int(nb), C.int(m.rowBytes/nb), dst)
 	}
-	if m.typ == quant.Q4_K || m.typ == quant.Q5_K {
-		C.arb_kx8_pack(flagC(m.typ == quant.Q5_K), (*C.uint8_t)(unsafe.Pointer(&m.data[0])), C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/quant.QKK),
-			(*C.uint8_t)(unsafe.Pointer(&p[0])))
-		return p
-	}
-	nb := m.cols / quant.QK
-	C.arb_x8_pack((*C.uint8_t)(unsafe.Pointer(&m.data[0])), C.long(m.rowBytes), C.int(m.rows), C.int(nb), C.int(m.rowBytes/nb),
-		(*C.uint8_t)(unsafe.Pointer(&p[0])))
 	return p
 }
 
@@ -177,27 +175,18 @@ func repackMatrix(m *Matrix) []byte {
 // AVX-512 VNNI tiles where the CPU has them (the tests run both and compare
 // them bit for bit). It reports false where the CPU lacks AVX2.
 func x8(w *Matrix, q *q8Buf, lo, hi, n int, out []float32, vnni bool) bool {
-	q4 := 0
-	if w.typ == quant.Q4_0 {
-		q4 = 1
+	p, glo, ghi, v := (*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(lo), C.int(hi), flag(vnni)
+	yd, yq, ys := (*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0]))
+	o, cn, rows := (*C.float)(unsafe.Pointer(&out[0])), C.int(n), C.int(w.rows)
+	var rc C.int
+	switch w.typ {
+	case quant.Q6_K:
+		rc = C.arb_mm_q6kx8(v, p, glo, ghi, C.int(w.cols/quant.QKK), yd, yq, cn, o, rows)
+	case quant.Q4_K, quant.Q5_K:
+		rc = C.arb_mm_kx8(flag(w.typ == quant.Q5_K), v, p, glo, ghi, C.int(w.cols/quant.QKK), yd, yq, ys, cn, o, rows)
+	default:
+		rc = C.arb_mm_x8(flag(w.typ == quant.Q4_0), v, p, glo, ghi, C.int(w.cols/quant.QK), yd, yq, ys, cn, o, rows)
 	}
-	v := 0
-	if vnni {
-		v = 1
-	}
-	if w.typ == quant.Q6_K {
-		return C.arb_mm_q6kx8(C.int(v), (*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(lo), C.int(hi), C.int(w.cols/quant.QKK),
-			(*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0])),
-			C.int(n), (*C.float)(unsafe.Pointer(&out[0])), C.int(w.rows)) == 0
-	}
-	if w.typ == quant.Q4_K || w.typ == quant.Q5_K {
-		return C.arb_mm_kx8(flagC(w.typ == quant.Q5_K), C.int(v), (*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(lo), C.int(hi), C.int(w.cols/quant.QKK),
-			(*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0])),
-			C.int(n), (*C.float)(unsafe.Pointer(&out[0])), C.int(w.rows)) == 0
-	}
-	rc := C.arb_mm_x8(C.int(q4), C.int(v), (*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(lo), C.int(hi), C.int(w.cols/quant.QK),
-		(*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0])),
-		C.int(n), (*C.float)(unsafe.Pointer(&out[0])), C.int(w.rows))
 	return rc == 0
 }
 
@@ -207,17 +196,10 @@ func groupBytesC() (q4k, q5k, q6k int) {
 	return int(C.arb_kx8_group_bytes(0)), int(C.arb_kx8_group_bytes(1)), int(C.arb_q6k_group_bytes())
 }
 
-func flagC(v bool) C.int {
-	if v {
-		return 1
-	}
-	return 0
-}
-
 // vnniTiles says whether the repacked products run their AVX-512 VNNI
 // tiles.
 func vnniTiles() bool { return simdLevel >= 2 }
 
-// repacks says whether this CPU runs the eight-row Q4_0, Q8_0, Q4_K and
-// Q6_K kernels (the K-quants only with vnniTiles).
+// repacks says whether this CPU runs the eight-row kernels (the K-quants'
+// only with vnniTiles).
 func repacks() bool { return simdLevel >= 1 && !noRepack }
