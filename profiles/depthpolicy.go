@@ -75,10 +75,7 @@ func predictThreshold(p Plan, acc *Acceptance, c Costs, cv curves, m *memo) (Pre
 	out.AAL = 1 + (whole.AAL-1)*st.share
 	out.Step, out.Draft, out.Verify = time.Duration(step), time.Duration(dr), time.Duration(ver)
 	out.Nodes = int(nodes + 0.5)
-	out.Speedup = 0
-	if out.Step > 0 {
-		out.Speedup = out.AAL * float64(c.PlainToken()) / float64(out.Step)
-	}
+	out.setSpeedup(c)
 	return out, nil
 }
 

@@ -16,8 +16,8 @@ import (
 // probe holds every node the EGT would draft on that step, with the path
 // probability the runtime ranks it by, and the path the target accepted:
 // the plan can be replayed on each recorded step exactly as the engine
-// grows, prunes and verifies it (replayEGT), and priced on the tokens it
-// would have kept.
+// grows, prunes and verifies it (replayGrowth), and priced on the tokens
+// it would have kept (replayAAL).
 
 // maxProbeSamples bounds the steps whose probe trees a calibration keeps
 // (280 nodes each; a few hundred steps are typical).
@@ -46,13 +46,17 @@ func (a *Acceptance) Probes() int {
 	n := 0
 	if a != nil {
 		for _, s := range a.Depths {
-			if len(s.Parents) > 0 && len(s.PathP) == len(s.Parents) {
+			if s.hasProbe() {
 				n++
 			}
 		}
 	}
 	return n
 }
+
+// hasProbe says whether s recorded a probe tree to replay (a path
+// probability for every node).
+func (s DepthSample) hasProbe() bool { return len(s.Parents) > 0 && len(s.PathP) == len(s.Parents) }
 
 // replayable says whether every node p can draft lies inside the probe
 // tree: no deeper than it, and no more children of a node at any depth
@@ -100,10 +104,10 @@ type probeStep struct {
 func probesOf(samples []DepthSample) []probeStep {
 	var out []probeStep
 	for _, s := range samples {
-		n := len(s.Parents)
-		if n == 0 || len(s.PathP) != n {
+		if !s.hasProbe() {
 			continue
 		}
+		n := len(s.Parents)
 		ps := probeStep{first: make([]int32, n+2), kid: make([]int16, n), pathP: s.PathP, path: s.Path}
 		parent := func(i int) int {
 			if p := int(s.Parents[i]); p >= 0 && p < i {
@@ -240,7 +244,7 @@ func replayedAAL(p Plan, table float64, acc *Acceptance, m *memo) (float64, bool
 	if err != nil {
 		return 0, false
 	}
-	tq := 0.0
+	tq := 0.0 // summed from zero, not ex.AAL() - 1: the same bits as before
 	for _, v := range ex.Values {
 		tq += v
 	}

@@ -96,15 +96,8 @@ func steadyAAL(p Plan, acc *Acceptance) (float64, error) {
 			full += v
 		}
 	}
-	aal := func(ex spec.Expected) float64 {
-		t := 1.0
-		for _, v := range ex.Values {
-			t += v
-		}
-		return t
-	}
 	share := 1 / (2 - math.Min(1, full))
-	return share*aal(reg) + (1-share)*aal(res), nil
+	return share*reg.AAL() + (1-share)*res.AAL(), nil
 }
 
 // steadyMix prices p, whose source re-samples after a rejection
@@ -543,7 +536,13 @@ func predictOn(p Plan, acc *Acceptance, c Costs, cv curves, m *memo) (Prediction
 		return Prediction{Plan: p}, fmt.Errorf("profiles: cannot model %s: %w", p.Strategy, err)
 	}
 	pr := priceExpected(p, ex, c, cv)
-	if !acc.split() {
+	switch {
+	case acc.split() && p.Strategy != "ar":
+		if pr.AAL, err = steadyAAL(p, acc); err != nil {
+			return pr, fmt.Errorf("profiles: cannot model %s: %w", p.Strategy, err)
+		}
+		pr.setSpeedup(c)
+	case !acc.split():
 		// an EGT: its tokens a step as the engine would have grown, pruned
 		// and verified it on each recorded step (replay.go), not the
 		// tables' best tree
@@ -551,12 +550,6 @@ func predictOn(p Plan, acc *Acceptance, c Costs, cv curves, m *memo) (Prediction
 			pr.AAL = aal
 			pr.setSpeedup(c)
 		}
-	}
-	if acc.split() && p.Strategy != "ar" {
-		if pr.AAL, err = steadyAAL(p, acc); err != nil {
-			return pr, fmt.Errorf("profiles: cannot model %s: %w", p.Strategy, err)
-		}
-		pr.setSpeedup(c)
 	}
 	return pr, nil
 }
@@ -591,10 +584,7 @@ func passWidths(p Plan, ex spec.Expected, perChild bool) []int {
 // tokens a step and the time of a step.
 func priceExpected(p Plan, ex spec.Expected, c Costs, cv curves) Prediction {
 	verify, draft := cv.verify, cv.draft
-	pr := Prediction{Plan: p, PerDepth: ex.PerDepth, AAL: 1}
-	for _, v := range ex.Values {
-		pr.AAL += v
-	}
+	pr := Prediction{Plan: p, PerDepth: ex.PerDepth, AAL: ex.AAL()}
 	pr.Nodes = max(len(ex.Values), ex.Verified)
 	var ahead time.Duration
 	for i, w := range passWidths(p, ex, c.DraftPerChild) {

@@ -54,6 +54,16 @@ type Expected struct {
 	Verified int
 }
 
+// AAL is the tokens a step the tree is expected to give: the target's own
+// token and each node's chance of acceptance.
+func (e Expected) AAL() float64 {
+	t := 1.0
+	for _, v := range e.Values {
+		t += v
+	}
+	return t
+}
+
 // Depths returns each node's depth (1: a child of the root), in the order
 // of Parents.
 func (e Expected) Depths() []int {
