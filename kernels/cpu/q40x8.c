@@ -49,11 +49,10 @@ void arb_x8_pack(const uint8_t *src, long row_bytes, int rows, int nb, int block
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #include "x8.h"
-#define Q40X8_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 // nibbles40 unpacks a repacked Q4_0 block's four vectors into the eight
 // of unsigned weights (low nibbles then high) both tile families multiply.
-Q40X8_AVX2 static inline __attribute__((always_inline)) void nibbles40(const uint8_t *blk, __m256i w[8]) {
+X8_AVX2 static inline __attribute__((always_inline)) void nibbles40(const uint8_t *blk, __m256i w[8]) {
 	const __m256i m4 = _mm256_set1_epi8(0xf);
 	for (int h = 0; h < 4; h++) {
 		__m256i v = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * h));
@@ -65,7 +64,7 @@ Q40X8_AVX2 static inline __attribute__((always_inline)) void nibbles40(const uin
 // q40x8_tile computes the eight rows of group gp against activation rows
 // r..r+T-1 and stores them at out[(r+k)*rows + o .. o+7].
 #define Q40X8_TILE(T)                                                                                        \
-	Q40X8_AVX2 static inline __attribute__((always_inline)) void q40x8_tile##T(                             \
+	X8_AVX2 static inline __attribute__((always_inline)) void q40x8_tile##T(                             \
 	    const uint8_t *gp, int nb, const float *yd, const int8_t *yq, const int32_t *ys, int r, float *out,  \
 	    long rows, int o) {                                                                                  \
 		__m256 acc[T];                                                                                   \
@@ -100,7 +99,7 @@ Q40X8_TILE(4)
 // each product takes the sign trick (|w| times y with w's sign), and each
 // 16-bit pair sum (at most 2*128*127) is widened at once; ys is unused.
 #define Q80X8_TILE(T)                                                                                        \
-	Q40X8_AVX2 static inline __attribute__((always_inline)) void q80x8_tile##T(                             \
+	X8_AVX2 static inline __attribute__((always_inline)) void q80x8_tile##T(                             \
 	    const uint8_t *gp, int nb, const float *yd, const int8_t *yq, const int32_t *ys, int r, float *out,  \
 	    long rows, int o) {                                                                                  \
 		__m256 acc[T];                                                                                   \
@@ -143,7 +142,6 @@ Q80X8_TILE(4)
 // signed weights enter as w + 128 (a flipped top bit) and 128 times the
 // activation block's sum comes off the exact total. Two accumulators a
 // row halve the chain of dependent vpdpbusd a block.
-#define X8_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
 
 #define X8V_TILE(NAME, GB, SHIFT, T)                                                                          \
 	X8_VNNI static inline __attribute__((always_inline)) void NAME##T(                                       \
@@ -186,8 +184,8 @@ X8V_TILE(q80x8v_tile, Q8_GROUP_BYTES, 7, 2)
 X8V_TILE(q80x8v_tile, Q8_GROUP_BYTES, 7, 3)
 X8V_TILE(q80x8v_tile, Q8_GROUP_BYTES, 7, 4)
 
-X8_ROWS(mm_q40x8, Q40X8_AVX2, q40x8_tile, GROUP_BYTES)
-X8_ROWS(mm_q80x8, Q40X8_AVX2, q80x8_tile, Q8_GROUP_BYTES)
+X8_ROWS(mm_q40x8, X8_AVX2, q40x8_tile, GROUP_BYTES)
+X8_ROWS(mm_q80x8, X8_AVX2, q80x8_tile, Q8_GROUP_BYTES)
 X8_ROWS(mm_q40x8v, X8_VNNI, q40x8v_tile, GROUP_BYTES)
 X8_ROWS(mm_q80x8v, X8_VNNI, q80x8v_tile, Q8_GROUP_BYTES)
 #endif

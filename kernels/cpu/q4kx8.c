@@ -28,7 +28,10 @@
 //
 // Every row is summed in the same order whatever the batch or its group,
 // so a verification row equals the decode row bit for bit. The VNNI tiles
-// (vpdpbusd) give the AVX2 tiles' integer sums, so their results too.
+// (vpdpbusd) give the AVX2 tiles' integer sums, so their results too. Only
+// the VNNI tiles run in use (cpu.RepackedBytes repacks K-quants only where
+// they do: the AVX2 ones were no faster than simd.c's row kernel); the
+// AVX2 ones are what TestEightRowsVNNI holds them to, bit for bit.
 #include <string.h>
 #include "q40x8.h"
 #include "simd.h"
@@ -142,29 +145,27 @@ void arb_kx8_pack(int q5, const uint8_t *src, long row_bytes, int rows, int nsb,
 		for (int k = 0; k < T; k++) _mm256_storeu_ps(out + (long)(r + k) * rows + o, acc[k]);           \
 	}
 
-#define Q4KX8_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define Q4KX8_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
-Q4KX8_TILE(q4kx8_tile, Q4KX8_AVX2, ISUM8_AVX2, 0, 1)
-Q4KX8_TILE(q4kx8_tile, Q4KX8_AVX2, ISUM8_AVX2, 0, 2)
-Q4KX8_TILE(q4kx8_tile, Q4KX8_AVX2, ISUM8_AVX2, 0, 3)
-Q4KX8_TILE(q4kx8_tile, Q4KX8_AVX2, ISUM8_AVX2, 0, 4)
-Q4KX8_TILE(q4kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 0, 1)
-Q4KX8_TILE(q4kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 0, 2)
-Q4KX8_TILE(q4kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 0, 3)
-Q4KX8_TILE(q4kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 0, 4)
-Q4KX8_TILE(q5kx8_tile, Q4KX8_AVX2, ISUM8_AVX2_Q5, 1, 1)
-Q4KX8_TILE(q5kx8_tile, Q4KX8_AVX2, ISUM8_AVX2_Q5, 1, 2)
-Q4KX8_TILE(q5kx8_tile, Q4KX8_AVX2, ISUM8_AVX2_Q5, 1, 3)
-Q4KX8_TILE(q5kx8_tile, Q4KX8_AVX2, ISUM8_AVX2_Q5, 1, 4)
-Q4KX8_TILE(q5kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 1, 1)
-Q4KX8_TILE(q5kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 1, 2)
-Q4KX8_TILE(q5kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 1, 3)
-Q4KX8_TILE(q5kx8v_tile, Q4KX8_VNNI, ISUM8_VNNI, 1, 4)
+Q4KX8_TILE(q4kx8_tile, X8_AVX2, ISUM8_AVX2, 0, 1)
+Q4KX8_TILE(q4kx8_tile, X8_AVX2, ISUM8_AVX2, 0, 2)
+Q4KX8_TILE(q4kx8_tile, X8_AVX2, ISUM8_AVX2, 0, 3)
+Q4KX8_TILE(q4kx8_tile, X8_AVX2, ISUM8_AVX2, 0, 4)
+Q4KX8_TILE(q4kx8v_tile, X8_VNNI, ISUM8_VNNI, 0, 1)
+Q4KX8_TILE(q4kx8v_tile, X8_VNNI, ISUM8_VNNI, 0, 2)
+Q4KX8_TILE(q4kx8v_tile, X8_VNNI, ISUM8_VNNI, 0, 3)
+Q4KX8_TILE(q4kx8v_tile, X8_VNNI, ISUM8_VNNI, 0, 4)
+Q4KX8_TILE(q5kx8_tile, X8_AVX2, ISUM8_AVX2_Q5, 1, 1)
+Q4KX8_TILE(q5kx8_tile, X8_AVX2, ISUM8_AVX2_Q5, 1, 2)
+Q4KX8_TILE(q5kx8_tile, X8_AVX2, ISUM8_AVX2_Q5, 1, 3)
+Q4KX8_TILE(q5kx8_tile, X8_AVX2, ISUM8_AVX2_Q5, 1, 4)
+Q4KX8_TILE(q5kx8v_tile, X8_VNNI, ISUM8_VNNI, 1, 1)
+Q4KX8_TILE(q5kx8v_tile, X8_VNNI, ISUM8_VNNI, 1, 2)
+Q4KX8_TILE(q5kx8v_tile, X8_VNNI, ISUM8_VNNI, 1, 3)
+Q4KX8_TILE(q5kx8v_tile, X8_VNNI, ISUM8_VNNI, 1, 4)
 
-X8_ROWS(mm_q4kx8, Q4KX8_AVX2, q4kx8_tile, Q4K_GROUP)
-X8_ROWS(mm_q4kx8v, Q4KX8_VNNI, q4kx8v_tile, Q4K_GROUP)
-X8_ROWS(mm_q5kx8, Q4KX8_AVX2, q5kx8_tile, Q5K_GROUP)
-X8_ROWS(mm_q5kx8v, Q4KX8_VNNI, q5kx8v_tile, Q5K_GROUP)
+X8_ROWS(mm_q4kx8, X8_AVX2, q4kx8_tile, Q4K_GROUP)
+X8_ROWS(mm_q4kx8v, X8_VNNI, q4kx8v_tile, Q4K_GROUP)
+X8_ROWS(mm_q5kx8, X8_AVX2, q5kx8_tile, Q5K_GROUP)
+X8_ROWS(mm_q5kx8v, X8_VNNI, q5kx8v_tile, Q5K_GROUP)
 #endif
 
 // arb_mm_kx8 multiplies groups glo..ghi-1 of a repacked Q4_K (q5: Q5_K)

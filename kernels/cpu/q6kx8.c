@@ -12,7 +12,8 @@
 // trick: |q - 32| against y carrying q's sign, summed per 16 weights and
 // multiplied by their scale), then one multiply-add by d * yd for the
 // eight rows. Rows are summed in the same order whatever the batch or
-// group; the VNNI tiles (vpdpbusd) give the AVX2 tiles' sums exactly.
+// group; the VNNI tiles (vpdpbusd) give the AVX2 tiles' sums exactly (only
+// the VNNI ones run in use, as for Q4_K: see q4kx8.c).
 #include <string.h>
 #include "q40x8.h"
 #include "simd.h"
@@ -103,19 +104,17 @@ void arb_q6k_pack(const uint8_t *src, long row_bytes, int rows, int nsb, uint8_t
 		for (int k = 0; k < T; k++) _mm256_storeu_ps(out + (long)(r + k) * rows + o, acc[k]);           \
 	}
 
-#define Q6KX8_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define Q6KX8_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
-Q6KX8_TILE(q6kx8_tile, Q6KX8_AVX2, ISUM4_AVX2, 1)
-Q6KX8_TILE(q6kx8_tile, Q6KX8_AVX2, ISUM4_AVX2, 2)
-Q6KX8_TILE(q6kx8_tile, Q6KX8_AVX2, ISUM4_AVX2, 3)
-Q6KX8_TILE(q6kx8_tile, Q6KX8_AVX2, ISUM4_AVX2, 4)
-Q6KX8_TILE(q6kx8v_tile, Q6KX8_VNNI, ISUM4_VNNI, 1)
-Q6KX8_TILE(q6kx8v_tile, Q6KX8_VNNI, ISUM4_VNNI, 2)
-Q6KX8_TILE(q6kx8v_tile, Q6KX8_VNNI, ISUM4_VNNI, 3)
-Q6KX8_TILE(q6kx8v_tile, Q6KX8_VNNI, ISUM4_VNNI, 4)
+Q6KX8_TILE(q6kx8_tile, X8_AVX2, ISUM4_AVX2, 1)
+Q6KX8_TILE(q6kx8_tile, X8_AVX2, ISUM4_AVX2, 2)
+Q6KX8_TILE(q6kx8_tile, X8_AVX2, ISUM4_AVX2, 3)
+Q6KX8_TILE(q6kx8_tile, X8_AVX2, ISUM4_AVX2, 4)
+Q6KX8_TILE(q6kx8v_tile, X8_VNNI, ISUM4_VNNI, 1)
+Q6KX8_TILE(q6kx8v_tile, X8_VNNI, ISUM4_VNNI, 2)
+Q6KX8_TILE(q6kx8v_tile, X8_VNNI, ISUM4_VNNI, 3)
+Q6KX8_TILE(q6kx8v_tile, X8_VNNI, ISUM4_VNNI, 4)
 
-X8_ROWS(mm_q6kx8, Q6KX8_AVX2, q6kx8_tile, Q6K_GROUP)
-X8_ROWS(mm_q6kx8v, Q6KX8_VNNI, q6kx8v_tile, Q6K_GROUP)
+X8_ROWS(mm_q6kx8, X8_AVX2, q6kx8_tile, Q6K_GROUP)
+X8_ROWS(mm_q6kx8v, X8_VNNI, q6kx8v_tile, Q6K_GROUP)
 #endif
 
 // arb_mm_q6kx8 is arb_mm_kx8 (q4kx8.c) for repacked Q6_K.

@@ -1391,8 +1391,9 @@ uint64_t arb_read_sum(const uint64_t *p, long n) {
 
 // arb_peak_i8 and arb_peak_f32 run iters rounds of independent chains of
 // the matrix kernels' inner operations (int8: maddubs then madd, as the Q8
-// kernels use them, or vpdpbusd where the VNNI tiles run; float32: FMA), enough chains to hide their latency,
-// and return a value that depends on every result. They measure the
+// kernels use them, or vpdpbusd where the VNNI tiles run; float32: FMA),
+// enough chains to hide their latency, and return a value that depends on
+// every result. They measure the
 // compute ceiling the kernels can approach: 8 * 32 int8 multiply-adds, or
 // 10 * 8 float ones, per round.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

@@ -9,6 +9,12 @@
 #define PREFETCH 2048
 #endif
 
+// The two instruction sets the tiles are compiled for: AVX2 with FMA and
+// F16C (arb_simd_level 1), and that with AVX-512 VNNI on 256-bit vectors
+// (level 2).
+#define X8_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define X8_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
+
 // ISUM8_AVX2 is each lane's exact sum over h = 0..7 of its four unsigned
 // weights w[h] (at most 15) times the four activation bytes y4[h]
 // broadcast to every lane: maddubs pairs (2*15*127 at most; eight of them
