@@ -199,16 +199,8 @@ X8_ROWS(mm_q80x8v, X8_VNNI, q80x8v_tile, Q8_GROUP_BYTES)
 int arb_mm_x8(int q4, int vnni, const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
               const int32_t *ys, int n, float *out, int rows) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	int level = arb_simd_level();
-	if (level < 1) return -1;
-	if (vnni && level >= 2) {
-		if (q4) mm_q40x8v(packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
-		else mm_q80x8v(packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
-		return 0;
-	}
-	if (q4) mm_q40x8(packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
-	else mm_q80x8(packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
-	return 0;
+	return x8_run(vnni, q4 ? mm_q40x8 : mm_q80x8, q4 ? mm_q40x8v : mm_q80x8v, packed, glo, ghi, nb, yd, yq, ys, n, out,
+	              rows);
 #endif
 	return -1;
 }

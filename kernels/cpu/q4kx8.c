@@ -175,16 +175,8 @@ X8_ROWS(mm_q5kx8v, X8_VNNI, q5kx8v_tile, Q5K_GROUP)
 int arb_mm_kx8(int q5, int vnni, const uint8_t *packed, int glo, int ghi, int nsb, const float *yd, const int8_t *yq,
                const int32_t *ys, int n, float *out, int rows) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	int level = arb_simd_level();
-	if (level < 1) return -1;
-	if (vnni && level >= 2) {
-		if (q5) mm_q5kx8v(packed, glo, ghi, nsb, yd, yq, ys, n, out, rows);
-		else mm_q4kx8v(packed, glo, ghi, nsb, yd, yq, ys, n, out, rows);
-		return 0;
-	}
-	if (q5) mm_q5kx8(packed, glo, ghi, nsb, yd, yq, ys, n, out, rows);
-	else mm_q4kx8(packed, glo, ghi, nsb, yd, yq, ys, n, out, rows);
-	return 0;
+	return x8_run(vnni, q5 ? mm_q5kx8 : mm_q4kx8, q5 ? mm_q5kx8v : mm_q4kx8v, packed, glo, ghi, nsb, yd, yq, ys, n, out,
+	              rows);
 #endif
 	return -1;
 }

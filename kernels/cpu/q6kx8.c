@@ -121,15 +121,7 @@ X8_ROWS(mm_q6kx8v, X8_VNNI, q6kx8v_tile, Q6K_GROUP)
 int arb_mm_q6kx8(int vnni, const uint8_t *packed, int glo, int ghi, int nsb, const float *yd, const int8_t *yq, int n,
                  float *out, int rows) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	int level = arb_simd_level();
-	if (vnni && level >= 2) {
-		mm_q6kx8v(packed, glo, ghi, nsb, yd, yq, NULL, n, out, rows);
-		return 0;
-	}
-	if (level >= 1) {
-		mm_q6kx8(packed, glo, ghi, nsb, yd, yq, NULL, n, out, rows);
-		return 0;
-	}
+	return x8_run(vnni, mm_q6kx8, mm_q6kx8v, packed, glo, ghi, nsb, yd, yq, NULL, n, out, rows);
 #endif
 	return -1;
 }

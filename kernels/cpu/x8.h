@@ -57,4 +57,17 @@
 		}                                                                                                \
 	}
 
+// x8_rows is a function X8_ROWS defines; x8_run runs the VNNI one where
+// vnni asks for it and the CPU has it (arb_simd_level 2), else the AVX2
+// one, and returns 0, or -1 where the CPU lacks AVX2, FMA or F16C.
+typedef void x8_rows(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
+                     const int32_t *ys, int n, float *out, int rows);
+static inline int x8_run(int vnni, x8_rows *avx2, x8_rows *vnni_rows, const uint8_t *packed, int glo, int ghi, int nb,
+                         const float *yd, const int8_t *yq, const int32_t *ys, int n, float *out, int rows) {
+	int level = arb_simd_level();
+	if (level < 1) return -1;
+	(vnni && level >= 2 ? vnni_rows : avx2)(packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
+	return 0;
+}
+
 #endif
