@@ -475,7 +475,7 @@ func (m *ModelsScreen) train() {
 				frac := -1.0
 				switch {
 				case e.Phase == "start":
-					line = fmt.Sprintf("Training hidden drafter %d for %s: %d training tokens, %d held out; %d parameters.", e.ID, target, e.Tokens[0], e.Tokens[1], e.Params)
+					line = fmt.Sprintf("Training hidden drafter %d for %s: %d training tokens, %d held out; %d parameters; products in %s.", e.ID, target, e.Tokens[0], e.Tokens[1], e.Params, e.Precision)
 				case e.Phase == "data":
 					status, frac = fmt.Sprintf("Generating training data: %d of %d tokens", e.Done, e.Total), float64(e.Done)/float64(e.Total)
 				case e.Phase == "train":

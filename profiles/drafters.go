@@ -63,7 +63,8 @@ type TrainEvent struct {
 	Cover                float64 // share of training-token occurrences the hot tokens cover
 	Params, TargetParams int
 	Before               *hidden.Epoch
-	Cached               bool // the data came from the store's cache
+	Cached               bool   // the data came from the store's cache
+	Precision            string // what the training products run at (hidden.Settings.Products)
 }
 
 // TrainDrafter trains a hidden-state drafter and keeps it in st: the row is
@@ -171,6 +172,11 @@ func TrainDrafter(ctx context.Context, st *store.Store, spec TrainSpec, events f
 	}
 	ev.Hot = len(d.Hot)
 	ev.Params, ev.TargetParams = d.Params(), int(target.File.Params())
+	prec, err := set.Products()
+	if err != nil {
+		return 0, nil, err
+	}
+	ev.Precision = prec.String()
 	if state == nil && len(d.Losses) == 0 {
 		before, err := tr.Evaluate(ctx, d, set.Depth)
 		if err != nil {

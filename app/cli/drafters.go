@@ -48,6 +48,7 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 	temps := fs.String("temps", joinFloats(def.Temps), "sampling temperatures of the samples, cycled (comma-separated; 0 = greedy)")
 	fs.Float64Var(&s.Warmup, "warmup", def.Warmup, "share of the updates the learning rate warms up over (then cosine decay)")
 	fs.IntVar(&s.Patience, "patience", def.Patience, "stop after this many full-depth epochs without better held-out acceptance (0 never)")
+	fs.StringVar(&s.Precision, "precision", def.Precision, "the training products' inputs: f32, bf16 (mixed precision, needs AVX-512 BF16), or auto (bf16 where the CPU has it)")
 	db := dbFlag(fs)
 	err := parseFlags(fs, args)
 	if err != nil {
@@ -80,7 +81,7 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 				fmt.Fprintln(w, "data: reused from the database (same target, prompts and data settings)")
 			}
 			fmt.Fprintf(w, "data: %d training tokens, %d held out; %d hot tokens cover %.1f%% of the training tokens\n", e.Tokens[0], e.Tokens[1], e.Hot, 100*e.Cover)
-			fmt.Fprintf(w, "drafter: %d parameters, %.1f%% of the target's %d\n", e.Params, 100*float64(e.Params)/float64(max(1, e.TargetParams)), e.TargetParams)
+			fmt.Fprintf(w, "drafter: %d parameters, %.1f%% of the target's %d; training products in %s\n", e.Params, 100*float64(e.Params)/float64(max(1, e.TargetParams)), e.TargetParams, e.Precision)
 			if e.Before != nil {
 				fmt.Fprintf(w, "untrained: held-out loss %.4f (MSE %.4f, KL %.4f), top-1 agreement %.1f%%\n", e.Before.HeldOut, e.Before.MSE, e.Before.KL, 100*e.Before.Agree)
 			}

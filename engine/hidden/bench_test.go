@@ -13,6 +13,7 @@ import (
 	"arborist/engine/drafter"
 	"arborist/engine/sample"
 	"arborist/engine/spec"
+	"arborist/kernels/cpu"
 )
 
 // BenchmarkHiddenDrafter compares, on the bench target and in one process,
@@ -135,8 +136,9 @@ func BenchmarkHiddenDrafter(b *testing.B) {
 // backward passes over four 160-token sequences unrolled to depth 3, for
 // today's float64 reference (hand-written loops, gonum products, one
 // sequence after another, as the trainer ran before) and the float32
-// network (the backend's kernels, one worker per thread, as Train runs it),
-// interleaved; tokens/s for each.
+// network (the backend's kernels, one worker per thread, as Train runs it)
+// with float32 products and, where the CPU has AVX-512 BF16, with bfloat16
+// products (Train's default there), interleaved; tokens/s for each.
 //
 //	go test -run - -bench TrainStep -benchtime 1x ./engine/hidden
 func BenchmarkTrainStep(b *testing.B) {
@@ -153,10 +155,19 @@ func BenchmarkTrainStep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	n32 := newFNet(d, n64, target.Backend)
-	n32.pack()
-	ws := n32.workers(target.Backend.Threads())
-	defer closeWorkers(ws, n32)
+	precs := []cpu.Precision{cpu.F32}
+	if cpu.BF16Products() {
+		precs = append(precs, cpu.BF16)
+	}
+	nets := make([]*fnet, len(precs))
+	wss := make([][]*fnet, len(precs))
+	for i, prec := range precs {
+		nets[i] = newFNet(d, n64, target.Backend)
+		nets[i].setPrecision(prec)
+		nets[i].pack()
+		wss[i] = nets[i].workers(target.Backend.Threads())
+		defer closeWorkers(wss[i], nets[i])
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	const T, K, B = 160, 3, 4
 	var seqs []*seq
@@ -165,7 +176,8 @@ func BenchmarkTrainStep(b *testing.B) {
 		sq.z = nil
 		seqs = append(seqs, sq)
 	}
-	var t64, t32 time.Duration
+	var t64 time.Duration
+	t32 := make([]time.Duration, len(precs))
 	rounds := 0
 	for b.Loop() {
 		for r := 0; r < 2; r++ {
@@ -175,21 +187,26 @@ func BenchmarkTrainStep(b *testing.B) {
 				n64.backward(sq, sq.tokens, lvs, 1)
 			}
 			t64 += time.Since(t0)
-			t0 = time.Now()
-			parallel(len(ws), func(wi int) {
-				for k := wi; k < B; k += len(ws) {
-					pt := ws[wi].targetDist(seqs[k])
-					flvs, _ := ws[wi].forward(seqs[k], seqs[k].tokens, K, pt)
-					ws[wi].backward(seqs[k], seqs[k].tokens, flvs, 1, pt)
-				}
-			})
-			t32 += time.Since(t0)
+			for i, ws := range wss {
+				t0 = time.Now()
+				parallel(len(ws), func(wi int) {
+					for k := wi; k < B; k += len(ws) {
+						pt := ws[wi].targetDist(seqs[k])
+						flvs, _ := ws[wi].forward(seqs[k], seqs[k].tokens, K, pt)
+						ws[wi].backward(seqs[k], seqs[k].tokens, flvs, 1, pt)
+					}
+				})
+				t32[i] += time.Since(t0)
+			}
 			rounds++
 		}
 	}
 	tok := float64(rounds * T * B)
-	b.Logf("%s, %d threads: float64 reference %.0f tokens/s, float32 on the backend %.0f tokens/s (%.1fx), depth %d, %d parameters",
-		name, target.Backend.Threads(), tok/t64.Seconds(), tok/t32.Seconds(), t64.Seconds()/t32.Seconds(), K, d.Params())
+	line := fmt.Sprintf("%s, %d threads: float64 reference %.0f tokens/s", name, target.Backend.Threads(), tok/t64.Seconds())
+	for i, prec := range precs {
+		line += fmt.Sprintf(", float32 network with %s products %.0f tokens/s (%.1fx)", prec, tok/t32[i].Seconds(), t64.Seconds()/t32[i].Seconds())
+		b.ReportMetric(tok/t32[i].Seconds(), prec.String()+"-tok/s")
+	}
+	b.Logf("%s; depth %d, %d parameters", line, K, d.Params())
 	b.ReportMetric(tok/t64.Seconds(), "float64-tok/s")
-	b.ReportMetric(tok/t32.Seconds(), "float32-tok/s")
 }

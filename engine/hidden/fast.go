@@ -12,8 +12,9 @@ import (
 // gradients as net (the float64 reference the tests check it against), with
 // every matrix product on cpu.Gemm over the float32 values in place (its
 // packing folds the backward pass's transposes, dx = dy · W and
-// dW = dy^T · x, into the copy every blocked product makes anyway) and
-// attention split over heads on the backend's workers.
+// dW = dy^T · x, into the copy every blocked product makes anyway; with
+// prec BF16 the packing also rounds the inputs to bfloat16, the sums stay
+// float32) and attention split over heads on the backend's workers.
 //
 // The products run on the host whatever the target's backend: the
 // parameters change after every update, and a device matrix is a copy made
@@ -31,6 +32,9 @@ type fnet struct {
 	klW     float32
 	ar      *arena // this worker's scratch, reused sequence after sequence
 	pk      *packs // the weights packed for the products, shared by the workers
+	// prec is the products' input precision (Settings.Products): every
+	// product's, packed or not, so a pass never mixes them.
+	prec cpu.Precision
 }
 
 // flevel holds one unrolled level's activations in float32.
@@ -124,14 +128,24 @@ type packs struct {
 func (n *fnet) pack() {
 	for _, m := range matrices {
 		w, _, out, in := n.span(m)
-		n.pk.fwd[m.first].Pack(w, out, in, true)
-		n.pk.back[m.first].Pack(w, in, out, false)
+		n.pk.fwd[m.first].PackAt(n.prec, w, out, in, true)
+		n.pk.back[m.first].PackAt(n.prec, w, in, out, false)
 	}
 	n.pk.valid = true
 }
 
 // changed marks the packs stale after the parameters change.
 func (n *fnet) changed() { n.pk.valid = false }
+
+// setPrecision makes every product of n (and of workers made after it)
+// run at prec: the frozen head is packed again, the weights' packs are
+// stale until the next pack.
+func (n *fnet) setPrecision(prec cpu.Precision) {
+	n.prec = prec
+	n.pk.head.PackAt(prec, n.hd, n.s.Vocab, n.s.Dim, true)
+	n.pk.headBack.PackAt(prec, n.hd, n.s.Dim, n.s.Vocab, false)
+	n.changed()
+}
 
 // newFNet makes the float32 training copy of d beside target's frozen
 // parts; be lends its workers to attention and the loss.
@@ -143,8 +157,7 @@ func newFNet(d *Drafter, n64 *net, be kernels.Backend) *fnet {
 	n.emb = to32(n64.emb)
 	n.hd = to32(n64.head)
 	n.outNorm = to32(n64.outNorm)
-	n.pk.head.Pack(n.hd, s.Vocab, s.Dim, true)
-	n.pk.headBack.Pack(n.hd, s.Dim, s.Vocab, false)
+	n.setPrecision(cpu.F32)
 	return n
 }
 
@@ -206,7 +219,7 @@ func (n *fnet) grad(i int) []float32 {
 // mul: y (rows x out) = x (rows x in) · W^T, or += when add, for the
 // weight W (out x in) with values w.
 func (n *fnet) mul(y, w, x []float32, rows, out, in int, add bool) {
-	cpu.Gemm(y, x, w, rows, out, in, false, true, add)
+	cpu.GemmAt(n.prec, y, x, w, rows, out, in, false, true, add)
 }
 
 // matrix is one weight matrix of the products: blocks first..last, laid
@@ -246,7 +259,7 @@ func (n *fnet) fwd(y []float32, m matrix, x []float32, rows int, add bool) {
 // mulBack: dx (rows x in) = dy (rows x out) · W, or += when add, for the
 // weight W (out x in) with values w.
 func (n *fnet) mulBack(dx, w, dy []float32, rows, out, in int, add bool) {
-	cpu.Gemm(dx, dy, w, rows, in, out, false, false, add)
+	cpu.GemmAt(n.prec, dx, dy, w, rows, in, out, false, false, add)
 }
 
 // back is mulBack for weight matrix m.
@@ -269,7 +282,7 @@ func (n *fnet) wgrad(m matrix, dy, x []float32, rows int) {
 // weightGrad: dW (out x in) += dy^T · x for dy (rows x out) and x (rows x
 // in).
 func (n *fnet) weightGrad(dw, dy, x []float32, rows, in, out int) {
-	cpu.Gemm(dw, dy, x, out, in, rows, true, false, true)
+	cpu.GemmAt(n.prec, dw, dy, x, out, in, rows, true, false, true)
 }
 
 // tdist is the target's next-token distribution at positions 1..T-1 of a

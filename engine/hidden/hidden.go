@@ -22,6 +22,7 @@ import (
 	"math/rand/v2"
 
 	"arborist/engine/model"
+	"arborist/kernels/cpu"
 	"arborist/kernels/quant"
 )
 
@@ -198,35 +199,60 @@ func New(target *model.Model, d, initLayer int, seed uint64) (*Drafter, error) {
 
 // Settings are the training settings stored with a drafter.
 type Settings struct {
-	D            int       `json:"d"`               // token-info rank
-	Depth        int       `json:"depth"`           // deepest curriculum level
-	Epochs       int       `json:"epochs"`          // passes over the training data
-	LR           float64   `json:"lr"`              // Adam learning rate
-	Batch        int       `json:"batch"`           // sequences per update
-	Noise        float64   `json:"noise"`           // share of token-info tokens replaced at random
-	MSEWeight    float64   `json:"mse_weight"`      // 0.7 in seed 001; 0.1 by default here (measured: KL-heavy weights agree more)
-	KLWeight     float64   `json:"kl_weight"`       // 0.3 in seed 001; 0.9 by default here
-	HeldOut      float64   `json:"held_out"`        // share of sequences held out
-	Tokens       int       `json:"tokens"`          // tokens generated per sample
-	Samples      int       `json:"samples"`         // samples generated per prompt (different seeds)
-	Temp         float64   `json:"temp"`            // sampling temperature of the generated data
-	Seed         uint64    `json:"seed"`            // data, noise and initialisation
-	Hot          int       `json:"hot"`             // hot tokens whose token-info is precomputed
-	InitLayer    int       `json:"init_layer"`      // target block to start from; -1 random
-	Prompts      string    `json:"prompts"`         // where the prompts came from
-	PromptsCount int       `json:"prompts_count"`   // how many
-	Clip         float64   `json:"clip"`            // gradient norm clip
-	Temps        []float64 `json:"temps,omitempty"` // temperatures of the samples, cycled (empty: Temp)
-	Corpus       bool      `json:"corpus"`          // add the built-in prompt corpus to the prompts
-	Warmup       float64   `json:"warmup"`          // share of the updates the learning rate warms up over
-	Patience     int       `json:"patience"`        // epochs at full depth without a better held-out acceptance before stopping (0: never)
+	D            int       `json:"d"`                   // token-info rank
+	Depth        int       `json:"depth"`               // deepest curriculum level
+	Epochs       int       `json:"epochs"`              // passes over the training data
+	LR           float64   `json:"lr"`                  // Adam learning rate
+	Batch        int       `json:"batch"`               // sequences per update
+	Noise        float64   `json:"noise"`               // share of token-info tokens replaced at random
+	MSEWeight    float64   `json:"mse_weight"`          // 0.7 in seed 001; 0.1 by default here (measured: KL-heavy weights agree more)
+	KLWeight     float64   `json:"kl_weight"`           // 0.3 in seed 001; 0.9 by default here
+	HeldOut      float64   `json:"held_out"`            // share of sequences held out
+	Tokens       int       `json:"tokens"`              // tokens generated per sample
+	Samples      int       `json:"samples"`             // samples generated per prompt (different seeds)
+	Temp         float64   `json:"temp"`                // sampling temperature of the generated data
+	Seed         uint64    `json:"seed"`                // data, noise and initialisation
+	Hot          int       `json:"hot"`                 // hot tokens whose token-info is precomputed
+	InitLayer    int       `json:"init_layer"`          // target block to start from; -1 random
+	Prompts      string    `json:"prompts"`             // where the prompts came from
+	PromptsCount int       `json:"prompts_count"`       // how many
+	Clip         float64   `json:"clip"`                // gradient norm clip
+	Temps        []float64 `json:"temps,omitempty"`     // temperatures of the samples, cycled (empty: Temp)
+	Corpus       bool      `json:"corpus"`              // add the built-in prompt corpus to the prompts
+	Warmup       float64   `json:"warmup"`              // share of the updates the learning rate warms up over
+	Patience     int       `json:"patience"`            // epochs at full depth without a better held-out acceptance before stopping (0: never)
+	Precision    string    `json:"precision,omitempty"` // the training products' inputs: auto (empty), f32 or bf16 (Products)
+}
+
+// Products is the precision the training products run at: f32, or bf16
+// (inputs rounded to bfloat16, sums and everything else float32, as
+// mixed-precision training does) where the CPU multiplies bfloat16 pairs
+// at twice the float32 rate (AVX-512 BF16). auto picks bf16 where it can.
+// The held-out evaluation, which decides the epoch kept and early
+// stopping, always runs in f32, as the drafter is served.
+func (s *Settings) Products() (cpu.Precision, error) {
+	switch s.Precision {
+	case "", "auto":
+		if cpu.BF16Products() {
+			return cpu.BF16, nil
+		}
+		return cpu.F32, nil
+	case "f32":
+		return cpu.F32, nil
+	case "bf16":
+		if !cpu.BF16Products() {
+			return cpu.F32, fmt.Errorf("hidden: precision bf16 needs a CPU with AVX-512 BF16 (this one has none, or ARBORIST_SIMD caps it): use auto or f32")
+		}
+		return cpu.BF16, nil
+	}
+	return cpu.F32, fmt.Errorf("hidden: precision %q must be auto, f32 or bf16", s.Precision)
 }
 
 // DefaultSettings are the defaults of `arborist train drafter`.
 func DefaultSettings() Settings {
 	return Settings{D: 256, Depth: 3, Epochs: 12, LR: 3e-3, Batch: 8, Noise: 0.1, MSEWeight: 0.1, KLWeight: 0.9,
 		HeldOut: 0.1, Tokens: 128, Samples: 2, Temp: 0.8, Temps: []float64{0, 0.8}, Corpus: true, Warmup: 0.05, Patience: 3,
-		Seed: 1, Hot: 32768, InitLayer: -2, Clip: 1}
+		Seed: 1, Hot: 32768, InitLayer: -2, Clip: 1, Precision: "auto"}
 }
 
 // Validate checks the settings.
@@ -266,7 +292,8 @@ func (s *Settings) Validate() error {
 			return fmt.Errorf("hidden: temperature %g must be in [0, 10]", t)
 		}
 	}
-	return nil
+	_, err := s.Products()
+	return err
 }
 
 // readTensor dequantises one of the target's tensors into dst.

@@ -201,11 +201,23 @@ func TestResampleAfterRejection(t *testing.T) {
 
 // TestTrainingHelps trains briefly on stories260K: held-out loss falls and
 // the trained drafter's acceptance beats the untrained one's, with greedy
-// output identical to plain decoding either way.
+// output identical to plain decoding either way; with float32 products,
+// and with bfloat16 ones where the CPU has them.
 func TestTrainingHelps(t *testing.T) {
+	t.Run("f32", func(t *testing.T) { testTrainingHelps(t, "f32") })
+	t.Run("bf16", func(t *testing.T) {
+		if !cpu.BF16Products() {
+			t.Skip("no AVX-512 BF16 here (or ARBORIST_SIMD caps it)")
+		}
+		testTrainingHelps(t, "bf16")
+	})
+}
+
+func testTrainingHelps(t *testing.T, precision string) {
 	m := loadTarget(t, "stories260K.gguf")
 	ps := storyPrompts(t, m)
 	set := DefaultSettings()
+	set.Precision = precision
 	set.D, set.Tokens, set.Samples, set.Epochs, set.Depth, set.Batch = 32, 96, 2, 6, 2, 2
 	set.HeldOut = 0.34
 	set.Corpus, set.Patience = false, 0

@@ -15,6 +15,7 @@ import (
 	"arborist/engine/model"
 	"arborist/engine/sample"
 	"arborist/kernels"
+	"arborist/kernels/cpu"
 )
 
 // Progress reports training as it goes.
@@ -390,6 +391,11 @@ func (tr *Trainer) Train(ctx context.Context, d *Drafter, st *State) error {
 		return err
 	}
 	n := newFNet(d, n64, tr.Target.Backend)
+	prec, err := s.Products()
+	if err != nil {
+		return err
+	}
+	n.setPrecision(prec)
 	ws := n.workers(tr.Target.Backend.Threads())
 	defer closeWorkers(ws, n)
 	P := len(n.p)
@@ -579,6 +585,12 @@ func (tr *Trainer) evaluate(n *fnet, depth int) Epoch {
 	agree, rows := make([]int, depth), make([]int, depth)
 	var ss float64
 	var cnt int
+	// at f32 whatever the training products run at: this is the
+	// acceptance the served drafter gets
+	if n.prec != cpu.F32 {
+		defer n.setPrecision(n.prec)
+		n.setPrecision(cpu.F32)
+	}
 	ws := n.workers(n.be.Threads())
 	defer closeWorkers(ws, n)
 	type result struct {

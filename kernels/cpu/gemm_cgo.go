@@ -11,20 +11,23 @@ import (
 	"unsafe"
 )
 
-func gemm(c, a, b []float32, m, n, k int, transA, transB, accumulate bool) {
+func gemm(c, a, b []float32, m, n, k int, transA, transB, accumulate, bf bool) {
 	var pa, pb *C.float
 	if k > 0 {
 		pa, pb = (*C.float)(unsafe.Pointer(&a[0])), (*C.float)(unsafe.Pointer(&b[0]))
 	}
-	if C.arb_gemm(pa, pb, (*C.float)(unsafe.Pointer(&c[0])), C.int(m), C.int(n), C.int(k), flag(transA), flag(transB), flag(accumulate)) != 0 {
+	if C.arb_gemm(pa, pb, (*C.float)(unsafe.Pointer(&c[0])), C.int(m), C.int(n), C.int(k), flag(transA), flag(transB), flag(accumulate), flag(bf)) != 0 {
 		panic(fmt.Sprintf("cpu: no memory for the packing buffers of a %dx%dx%d product", m, n, k))
 	}
 }
 
+func bf16Products() bool { return C.arb_gemm_bf16() != 0 }
+
 // packBAll packs with arb_gemm_pack_b into 32-byte aligned storage (the
 // micro-kernel's aligned loads of B).
 func packBAll(p *PackedB, b []float32) {
-	size := int(C.arb_gemm_packed_size(C.int(p.n), C.int(p.k)))
+	bf := flag(p.prec == BF16)
+	size := int(C.arb_gemm_packed_size(C.int(p.n), C.int(p.k), bf))
 	if cap(p.v) < size+8 {
 		p.v = make([]float32, size+8)
 	}
@@ -34,7 +37,9 @@ func packBAll(p *PackedB, b []float32) {
 	if size == 0 {
 		return
 	}
-	C.arb_gemm_pack_b((*C.float)(unsafe.Pointer(&p.v[0])), (*C.float)(unsafe.Pointer(&b[0])), C.int(p.n), C.int(p.k), flag(p.trans))
+	if C.arb_gemm_pack_b(unsafe.Pointer(&p.v[0]), (*C.float)(unsafe.Pointer(&b[0])), C.int(p.n), C.int(p.k), flag(p.trans), bf) != 0 {
+		panic(fmt.Sprintf("cpu: no memory for the packing buffer of a %dx%d matrix", p.k, p.n))
+	}
 }
 
 func gemmPacked(c, a []float32, p *PackedB, m int, transA, accumulate bool) {
@@ -42,7 +47,7 @@ func gemmPacked(c, a []float32, p *PackedB, m int, transA, accumulate bool) {
 	if p.k > 0 {
 		pa, pb = (*C.float)(unsafe.Pointer(&a[0])), (*C.float)(unsafe.Pointer(&p.v[0]))
 	}
-	if C.arb_gemm_pb(pa, pb, (*C.float)(unsafe.Pointer(&c[0])), C.int(m), C.int(p.n), C.int(p.k), flag(transA), flag(accumulate)) != 0 {
+	if C.arb_gemm_pb(pa, unsafe.Pointer(pb), (*C.float)(unsafe.Pointer(&c[0])), C.int(m), C.int(p.n), C.int(p.k), flag(transA), flag(accumulate), flag(p.prec == BF16)) != 0 {
 		panic(fmt.Sprintf("cpu: no memory for the packing buffers of a %dx%dx%d product", m, p.n, p.k))
 	}
 }

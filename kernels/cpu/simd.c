@@ -881,10 +881,12 @@ AVX2 static void mm_f32_avx2(int type, const uint8_t *w, long row_bytes, int lo,
 
 static int level = -1;
 
-// arb_simd_level picks the kernels once: 2 where the CPU has AVX2, FMA,
-// F16C and AVX-512 VNNI (with F, BW and VL), 1 with AVX2, FMA and F16C
-// alone, else 0 (the portable C ones). ARBORIST_SIMD=0 or 1 caps it, so the
-// tests run the lower levels' kernels on a CPU that has the higher ones.
+// arb_simd_level picks the kernels once: 3 where the CPU has AVX2, FMA,
+// F16C, AVX-512 VNNI (with F, BW and VL) and AVX-512 BF16 (the training
+// products' bfloat16 tiles, gemm.c), 2 with all but BF16, 1 with AVX2, FMA
+// and F16C alone, else 0 (the portable C ones). ARBORIST_SIMD=0, 1 or 2
+// caps it, so the tests run the lower levels' kernels on a CPU that has
+// the higher ones.
 int arb_simd_level(void) {
 	if (level < 0) {
 		const char *e = getenv("ARBORIST_SIMD");
@@ -893,8 +895,10 @@ int arb_simd_level(void) {
 		if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
 			l = 1;
 			if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-			    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+			    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni")) {
 				l = 2;
+				if (__builtin_cpu_supports("avx512bf16")) l = 3;
+			}
 		}
 		if (e && e[0] >= '0' && e[0] < '0' + l) l = e[0] - '0';
 		level = l;

@@ -66,7 +66,7 @@ func PeakProbe(integer bool, iters int) (macs int64, sink int64) {
 	return int64(iters) * 10 * 8, int64(s[0] + s[9])
 }
 
-func gemm(c, a, b []float32, m, n, k int, transA, transB, accumulate bool) {
+func gemm(c, a, b []float32, m, n, k int, transA, transB, accumulate, _ bool) {
 	gemmGo(c, a, b, m, n, k, transA, transB, accumulate)
 }
 
@@ -86,6 +86,9 @@ func vnniTiles() bool { return false }
 func softmax(x []float32) (lse, mean float64) { return softmaxGo(x) }
 
 func siluGate(s, sg, g, u []float32) { siluGateGo(s, sg, g, u) }
+
+// bf16Products: the pure-Go product has no bfloat16 path.
+func bf16Products() bool { return false }
 
 // packBAll keeps op(B) as given: the Go product reads it in place.
 func packBAll(p *PackedB, b []float32) { p.v = append(p.v[:0], b[:p.n*p.k]...) }
