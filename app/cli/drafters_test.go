@@ -58,6 +58,13 @@ func TestHiddenDrafterWorkflow(t *testing.T) {
 	if code != 0 || strings.Contains(o, "epoch  1 ") || !strings.Contains(o, "epoch  3 ") || !strings.HasSuffix(o, "\n1\n") {
 		t.Fatalf("resume: %d\n%s%s", code, o, e)
 	}
+	if !regexp.MustCompile(`training products in (f32|bf16)\n`).MatchString(o) {
+		t.Errorf("the training start does not say the products' precision:\n%s", o)
+	}
+	code, o, e = run(t, append(train[:len(train)-2:len(train)-2], "--precision", "fp8", "--db", db)...)
+	if code == 0 || !strings.Contains(e, "precision \"fp8\" must be auto, f32 or bf16") {
+		t.Errorf("train drafter --precision fp8: %d\n%s%s", code, o, e)
+	}
 	code, o, e = run(t, "drafters", "show", "1", "--db", db)
 	if code != 0 || strings.Count(o, "held-out") != 3 || !strings.Contains(o, "drafter 1 (done)") {
 		t.Fatalf("show: %d\n%s%s", code, o, e)
