@@ -180,14 +180,13 @@ GEMM_AVX2 static int packB_rows_avx2(float *d, const float *s, long ld, int kc) 
 GEMM_BF16 static void panel_bf16(uint32_t *dst, const float *src, int kc, int w) {
 	int hc = (kc + 1) / 2;
 	for (int p = 0; p < hc; p++) {
-		const float *r0 = src + (long)p * w, *r1 = src + (long)(p + hc) * w;
-		int two = p + hc < kc;
+		const float *r0 = src + (long)p * w, *r1 = p + hc < kc ? src + (long)(p + hc) * w : NULL;
 		uint32_t *o = dst + (long)p * w;
 		for (int c = 0; c < w; c += 8) {
 			int n = w - c < 8 ? w - c : 8;
 			__mmask8 mk = (__mmask8)((1u << n) - 1);
 			__m256 a = _mm256_maskz_loadu_ps(mk, r0 + c);
-			__m256 b = two ? _mm256_maskz_loadu_ps(mk, r1 + c) : _mm256_setzero_ps();
+			__m256 b = r1 ? _mm256_maskz_loadu_ps(mk, r1 + c) : _mm256_setzero_ps();
 			__m128i x = (__m128i)_mm256_cvtneps_pbh(a), y = (__m128i)_mm256_cvtneps_pbh(b);
 			__m128i lo = _mm_unpacklo_epi16(x, y), hi = _mm_unpackhi_epi16(x, y);
 			_mm_mask_storeu_epi32(o + c, (__mmask8)(mk & 15), lo);
