@@ -347,6 +347,11 @@ static inline int steps(int kc, int bf) { return bf ? (kc + 1) / 2 : kc; }
 // block can have an odd pair).
 static long ksteps(int k, int bf) { return bf ? (long)(k / KC) * (KC / 2) + steps(k % KC, 1) : k; }
 
+// kc_max and nc_max are the largest k block and column block (in whole
+// panels) a product of k values and n columns packs B into.
+static inline int kc_max(int k) { return k < KC ? k : KC; }
+static inline int nc_max(int n) { return n < NC ? (n + NR - 1) / NR * NR : NC; }
+
 // packed_at is where the panels of columns j0.. and k values p0.. of a
 // whole pre-packed op(B) (arb_gemm_pack_b) begin, in 32-bit units (a
 // float, or a bfloat16 pair): blocks of NC columns one after another, each
@@ -384,8 +389,7 @@ int arb_gemm_pack_b(void *dst, const float *B, int n, int k, int tb, int bf) {
 	bf = bf && arb_gemm_bf16();
 	float *tmp = NULL;
 	if (bf) {
-		int kcmax = k < KC ? k : KC, ncmax = n < NC ? (n + NR - 1) / NR * NR : NC;
-		tmp = arb_train_scratch(sizeof(float) * (size_t)ncmax * kcmax);
+		tmp = arb_train_scratch(sizeof(float) * (size_t)nc_max(n) * kc_max(k));
 		if (!tmp) return -1;
 	}
 	for (int j0 = 0; j0 < n; j0 += NC) {
@@ -415,8 +419,8 @@ static int gemm(const float *A, const float *B, const void *pre, float *C, int m
 	}
 	int simd = use_simd();
 	bf = bf && arb_gemm_bf16();
-	int kcmax = k < KC ? k : KC, mcmax = m < MC ? (m + MR - 1) / MR * MR : MC;
-	int ncmax = n < NC ? (n + NR - 1) / NR * NR : NC, hcmax = steps(kcmax, bf);
+	int kcmax = kc_max(k), mcmax = m < MC ? (m + MR - 1) / MR * MR : MC;
+	int ncmax = nc_max(n), hcmax = steps(kcmax, bf);
 	// packed B (one block of columns of one k block), packed A (one block
 	// of rows), a tile for the edges, and with bf the float32 panels the
 	// pairs are rounded from; 32-byte aligned for the aligned loads of B.
