@@ -193,8 +193,8 @@ X8_ROWS(mm_q80x8v, X8_VNNI, q80x8v_tile, Q8_GROUP_BYTES)
 // arb_mm_x8 multiplies groups glo..ghi-1 of a repacked matrix (q4: Q4_0,
 // else Q8_0) by n activation rows quantised to 8 bits (yd scales, yq
 // values, ys block sums); out[r*rows + o]. vnni picks the VNNI tiles,
-// which the caller asks for only where arb_simd_level() is 2 (the results
-// are the same either way). It returns -1 where the CPU lacks AVX2, FMA
+// which the caller asks for only where arb_simd_level() is 2 or more (the
+// results are the same either way). It returns -1 where the CPU lacks AVX2, FMA
 // or F16C (the caller packs only where it has them).
 int arb_mm_x8(int q4, int vnni, const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
               const int32_t *ys, int n, float *out, int rows) {

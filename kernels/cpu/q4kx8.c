@@ -170,8 +170,8 @@ X8_ROWS(mm_q5kx8v, X8_VNNI, q5kx8v_tile, Q5K_GROUP)
 
 // arb_mm_kx8 multiplies groups glo..ghi-1 of a repacked Q4_K (q5: Q5_K)
 // matrix (nsb super-blocks a row) by n activation rows quantised to 8
-// bits; vnni picks the VNNI tiles where arb_simd_level() is 2. -1 without
-// AVX2.
+// bits; vnni picks the VNNI tiles where arb_simd_level() is 2 or more.
+// -1 without AVX2.
 int arb_mm_kx8(int q5, int vnni, const uint8_t *packed, int glo, int ghi, int nsb, const float *yd, const int8_t *yq,
                const int32_t *ys, int n, float *out, int rows) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

@@ -15,10 +15,11 @@ import (
 	"arborist/kernels/quant"
 )
 
-// simdLevel is 2 when the C kernels run their AVX2+FMA+F16C versions and
-// the repacked products their AVX-512 VNNI tiles, 1 with
-// AVX2+FMA+F16C alone, 0 for the portable C versions (ARBORIST_SIMD caps
-// it). Read once, before any worker runs.
+// simdLevel is 3 when the C kernels run their AVX2+FMA+F16C versions, the
+// repacked products their AVX-512 VNNI tiles and the training products
+// their bfloat16 tiles, 2 without the last, 1 with AVX2+FMA+F16C alone,
+// 0 for the portable C versions (ARBORIST_SIMD caps it). Read once,
+// before any worker runs.
 var simdLevel = int(C.arb_simd_level())
 
 // noRepack is set by ARBORIST_REPACK=0: every weight is then multiplied

@@ -11,7 +11,7 @@
 
 // The two instruction sets the tiles are compiled for: AVX2 with FMA and
 // F16C (arb_simd_level 1), and that with AVX-512 VNNI on 256-bit vectors
-// (level 2).
+// (level 2 and up).
 #define X8_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define X8_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
 
@@ -58,8 +58,9 @@
 	}
 
 // x8_rows is a function X8_ROWS defines; x8_run runs the VNNI one where
-// vnni asks for it and the CPU has it (arb_simd_level 2), else the AVX2
-// one, and returns 0, or -1 where the CPU lacks AVX2, FMA or F16C.
+// vnni asks for it and the CPU has it (arb_simd_level 2 or more), else
+// the AVX2 one, and returns 0, or -1 where the CPU lacks AVX2, FMA or
+// F16C.
 typedef void x8_rows(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
                      const int32_t *ys, int n, float *out, int rows);
 static inline int x8_run(int vnni, x8_rows *avx2, x8_rows *vnni_rows, const uint8_t *packed, int glo, int ghi, int nb,
