@@ -111,18 +111,6 @@ func TestRecheckDrafter(t *testing.T) {
 	}
 	defer dm.Close()
 	ctx := context.Background()
-	verify, err := VerifyCurve(ctx, m, []int{1, 4, 8}, CurveOptions{MinReps: 3, MaxReps: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	draft, err := VerifyCurve(ctx, dm, []int{1, 2}, CurveOptions{MinReps: 3, MaxReps: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	after, err := DraftAfterTarget(ctx, m, dm, 2, CurveOptions{Warmup: 1, MaxReps: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
 	slow := func(pts []Point, f time.Duration) []store.Point {
 		var out []store.Point
 		for _, p := range pts {
@@ -130,11 +118,47 @@ func TestRecheckDrafter(t *testing.T) {
 		}
 		return out
 	}
-	stale := Costs{Verify: slow(verify, 1), Draft: slow(draft, 5), DraftAfter: slow(after, 5),
-		Splits: []SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: slow(verify, 1), Draft: slow(draft, 5)}}}
-	got, rc, err := RecheckCosts(ctx, m, dm, stale, 2, 0)
-	if err != nil {
-		t.Fatal(err)
+	// measure times the curves, makes the drafter's five times too slow
+	// and re-checks them
+	measure := func() (draft []Point, stale, got Costs, rc Recheck) {
+		verify, err := VerifyCurve(ctx, m, []int{1, 4, 8}, CurveOptions{MinReps: 3, MaxReps: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		draft, err = VerifyCurve(ctx, dm, []int{1, 2}, CurveOptions{MinReps: 3, MaxReps: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := DraftAfterTarget(ctx, m, dm, 2, CurveOptions{Warmup: 1, MaxReps: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale = Costs{Verify: slow(verify, 1), Draft: slow(draft, 5), DraftAfter: slow(after, 5),
+			Splits: []SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: slow(verify, 1), Draft: slow(draft, 5)}}}
+		got, rc, err = RecheckCosts(ctx, m, dm, stale, 2, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return draft, stale, got, rc
+	}
+	// offBy says whether the re-checked drafter curve is off the measured
+	// one by more than the checks below allow
+	offBy := func(draft []Point, got Costs, rc Recheck) bool {
+		for i, p := range got.Draft {
+			if r := float64(p.Median) / float64(draft[i].Median); r < 0.33 || r > 3 {
+				return true
+			}
+		}
+		return rc.ScaleDraft > 0.6
+	}
+	draft, stale, got, rc := measure()
+	if offBy(draft, got, rc) {
+		// a slow spell between the measurement and the re-check (a CI run
+		// read plain decoding's token at 8 ms where it takes 2-3, and the
+		// drafter 3x slower than a few seconds before): measure once more.
+		// A re-check that does not rescale fails both times.
+		t.Logf("first try off by more than the machine's noise, measuring again:\n%s", rc.String())
+		draft, stale, got, rc = measure()
 	}
 	if got.Splits[0].Draft[0].Median != got.Draft[0].Median {
 		t.Errorf("split drafter curve %v, want it rescaled with the rest (%v)", got.Splits[0].Draft[0].Median, got.Draft[0].Median)
