@@ -68,6 +68,10 @@ func DefaultWidths(maxW int) []int {
 	return ws
 }
 
+// settlePasses is how many untimed passes of its narrowest width a round
+// of VerifyCurve starts with, after the last round's widest pass.
+const settlePasses = 4
+
 // VerifyCurve measures one target forward pass over W tokens (causal, on top
 // of a cached context) for each width: T_verify(W).
 func VerifyCurve(ctx context.Context, m *model.Model, widths []int, opt CurveOptions) ([]Point, error) {
@@ -111,6 +115,18 @@ func VerifyCurve(ctx context.Context, m *model.Model, widths []int, opt CurveOpt
 	for round := 0; round < opt.MaxReps; round++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		// untimed passes of the first width first: right after the last
+		// round's widest pass the narrow passes are slow for a while (on
+		// the bench target, 2 Zen 4 cores, W = 1 passes after a W = 48
+		// one took 2.85, 2.67, 2.50, 2.41, 2.40 ms), and the curve had
+		// read T_verify(1) 20-28% above the re-check's W = 1 pass a
+		// moment later and T_verify(2) no higher than it, bending every
+		// ratio T(W)/T(1) the speedup model prices with
+		for k := 0; k < settlePasses; k++ {
+			if _, err := pass(widths[0]); err != nil {
+				return nil, err
+			}
 		}
 		for i, w := range widths {
 			d, err := pass(w)
