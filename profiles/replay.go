@@ -93,10 +93,11 @@ type grown [][]int
 // children (the root being node n) are kid[first[v]:first[v+1]], most
 // likely first.
 type probeStep struct {
-	first []int32
-	kid   []int16
-	pathP []float32
-	path  []int16
+	first     []int32
+	kid       []int16
+	pathP     []float32
+	path      []int16
+	resampled bool // the source drafted the step by re-sampling (DepthSample.Resampled)
 }
 
 // probesOf indexes the steps that recorded their probe tree; a search does
@@ -108,7 +109,7 @@ func probesOf(samples []DepthSample) []probeStep {
 			continue
 		}
 		n := len(s.Parents)
-		ps := probeStep{first: make([]int32, n+2), kid: make([]int16, n), pathP: s.PathP, path: s.Path}
+		ps := probeStep{first: make([]int32, n+2), kid: make([]int16, n), pathP: s.PathP, path: s.Path, resampled: s.Resampled}
 		parent := func(i int) int {
 			if p := int(s.Parents[i]); p >= 0 && p < i {
 				return p
@@ -138,7 +139,18 @@ func probesOf(samples []DepthSample) []probeStep {
 // their first branch children (the probe drafted children most likely
 // first, as TopK does for the EGT). Empty when no step recorded its probe.
 func replayGrowth(steps []probeStep, widths []int, branch int) grown {
+	g, _ := replayGrowthUntil(steps, widths, branch, 0)
+	return g
+}
+
+// replayGrowthUntil is replayGrowth under a threshold depth policy of
+// minimum least (0: the fixed depth): after each level the engine drafts
+// another only while the best path probability among the level's nodes is
+// at least least (spec.Threshold). It also returns the levels each step
+// drafted.
+func replayGrowthUntil(steps []probeStep, widths []int, branch int, least float64) (grown, []int) {
 	out := make(grown, 0, len(steps))
+	levels := make([]int, 0, len(steps))
 	var frontier, next, tree []int
 	place := []int32(nil)
 	for _, ps := range steps {
@@ -159,7 +171,17 @@ func replayGrowth(steps []probeStep, widths []int, branch int) grown {
 			return a - b
 		}
 		frontier, tree = append(frontier[:0], n), tree[:0]
-		for _, w := range widths {
+		drafted := 0
+		for d, w := range widths {
+			if d > 0 && least > 0 {
+				best := float32(0)
+				for _, nd := range frontier {
+					best = max(best, pathP(nd))
+				}
+				if float64(best) < least {
+					break
+				}
+			}
 			slices.SortStableFunc(frontier, byP)
 			next = next[:0]
 			for _, par := range frontier[:min(w, len(frontier))] {
@@ -171,6 +193,7 @@ func replayGrowth(steps []probeStep, widths []int, branch int) grown {
 			if len(next) == 0 {
 				break
 			}
+			drafted++
 			tree = append(tree, next...)
 			frontier = append(frontier[:0], next...)
 		}
@@ -194,8 +217,9 @@ func replayGrowth(steps []probeStep, widths []int, branch int) grown {
 			place[nd] = -1
 		}
 		out = append(out, row)
+		levels = append(levels, drafted)
 	}
-	return out
+	return out, levels
 }
 
 // aal is the plan's expected tokens a step on the replayed steps: one
@@ -205,15 +229,115 @@ func (g grown) aal(wmax int) float64 {
 		return 0
 	}
 	var sum int
-	for _, row := range g {
-		for _, at := range row {
-			if at >= wmax {
-				break
-			}
-			sum++
-		}
+	for i := range g {
+		sum += g.accepted(i, wmax)
 	}
 	return 1 + float64(sum)/float64(len(g))
+}
+
+// accepted is how many draft tokens step i keeps with the first wmax
+// nodes.
+func (g grown) accepted(i, wmax int) int {
+	n := 0
+	for _, at := range g[i] {
+		if at >= wmax {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// steadyWeights weighs replayed steps (summing to 1) by kind as a plan
+// meets them, by steadyMix's model of a source that re-samples: a regular
+// step that keeps m <= L-2 of its L levels is followed, at the
+// calibration's rate, by a re-sampled step, and that by a regular one; so
+// with q = rate * (the share of regular steps that keep so few), regular
+// steps weigh 1/(1+q) and re-sampled ones q/(1+q), each kind evenly.
+// Without re-sampled steps every step weighs the same. Weighing the kinds
+// as if every rejection re-sampled put two thirds of a threshold plan's
+// weight on re-sampled steps where its runs re-sampled about one step in
+// six, and priced its tokens 21% short.
+func steadyWeights(resampled []bool, kept, levels []int, rate float64) []float64 {
+	var n [2]int
+	trig := 0
+	for i, r := range resampled {
+		if r {
+			n[1]++
+			continue
+		}
+		n[0]++
+		if kept[i] <= levels[i]-2 {
+			trig++
+		}
+	}
+	out := make([]float64, len(resampled))
+	share := [2]float64{1 / float64(max(1, len(resampled))), 1 / float64(max(1, len(resampled)))}
+	if n[0] > 0 && n[1] > 0 {
+		q := rate * float64(trig) / float64(n[0])
+		share = [2]float64{1 / (1 + q) / float64(n[0]), q / (1 + q) / float64(n[1])}
+	}
+	for i, r := range resampled {
+		if r {
+			out[i] = share[1]
+		} else {
+			out[i] = share[0]
+		}
+	}
+	return out
+}
+
+// thresholdReplay is a threshold EGT replayed on the probe steps: the
+// weight of the steps on which it drafts L levels (index L) and its tokens
+// a step, the steps weighed by kind as the plan would meet them
+// (steadyWeights).
+type thresholdReplay struct {
+	steps []float64
+	aal   float64
+}
+
+// replayThreshold replays p (a threshold EGT) on the calibration's probe
+// trees; false when it cannot be (p not replayable, no probes).
+func replayThreshold(p Plan, acc *Acceptance, m *memo) (thresholdReplay, bool) {
+	fixed := p
+	fixed.DepthPolicy, fixed.DepthMin = "", 0
+	if acc == nil || !replayable(fixed) || p.DepthMin <= 0 {
+		return thresholdReplay{}, false
+	}
+	var probes []probeStep
+	if m != nil {
+		if !m.probesSeen {
+			m.probes, m.probesSeen = probesOf(acc.Depths), true
+		}
+		probes = m.probes
+	} else {
+		probes = probesOf(acc.Depths)
+	}
+	if len(probes) == 0 {
+		return thresholdReplay{}, false
+	}
+	var g grown
+	var levels []int
+	k := thresholdKey{replayKey{spec.Ints(p.EGT), p.Branch}, p.DepthMin}
+	if t, ok := m.thresholdGrowth(k); ok {
+		g, levels = t.g, t.levels
+	} else {
+		g, levels = replayGrowthUntil(probes, p.EGT, p.Branch, p.DepthMin)
+		m.keepThresholdGrowth(k, g, levels)
+	}
+	kept := make([]int, len(g))
+	resampled := make([]bool, len(g))
+	for i := range g {
+		kept[i] = g.accepted(i, p.WMax)
+		resampled[i] = probes[i].resampled
+	}
+	w := steadyWeights(resampled, kept, levels, m.resampleRate(acc))
+	out := thresholdReplay{steps: make([]float64, len(p.EGT)+1), aal: 1}
+	for i := range g {
+		out.steps[levels[i]] += w[i]
+		out.aal += w[i] * float64(kept[i])
+	}
+	return out, true
 }
 
 // replayedAAL prices an EGT's tokens a step on the calibration's probe

@@ -89,12 +89,7 @@ func TestReplayEGT(t *testing.T) {
 // holds: the replay is the engine's growth, pruning and verification, not
 // an estimate of them. Bench target and its noisy drafter, greedy.
 func TestReplayMatchesTheEngine(t *testing.T) {
-	target := benchModel(t)
-	draft, err := model.Load(filepath.Join("..", "..", "shared", "models", "bench", "draft-noisy-0.05.gguf"), target.Backend)
-	if err != nil {
-		t.Skipf("noisy drafter: %v", err)
-	}
-	t.Cleanup(func() { draft.Close() })
+	target, draft := noisyPair(t)
 	ctx := context.Background()
 	plans := []Plan{
 		{Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 6},
@@ -161,4 +156,133 @@ func TestReplayMalformedProbes(t *testing.T) {
 	if _, err := Predict(p, acc, Costs{Verify: flat(time.Millisecond)}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestReplayThresholdMatchesTheEngine: a threshold EGT replayed on a
+// calibration's first probe tree drafts as many levels and keeps as many
+// tokens as the engine's first step of the same plan, over prompts and
+// thresholds where the policy stops at every depth; the negative control,
+// the same replay without the threshold, misses the engine's levels.
+// Bench target and its noisy drafter, greedy.
+func TestReplayThresholdMatchesTheEngine(t *testing.T) {
+	target, draft := noisyPair(t)
+	ctx := context.Background()
+	// w-max holds every node: the engine reports the depth left after
+	// pruning, the replay the levels drafted (what they cost);
+	// TestReplayMatchesTheEngine prunes
+	shapes := []Plan{
+		{Strategy: "egt", EGT: []int{1, 1, 1, 1, 1, 1}, Branch: 1, WMax: 6},
+		{Strategy: "egt", EGT: []int{1, 2, 2, 2}, Branch: 2, WMax: 14},
+	}
+	stopped := map[int]bool{}
+	mismatch, unthresholded := 0, 0
+	for _, prompt := range []string{"Once upon a time", "The little dog ran", "Lily and Ben", "One day, a bird", "Tom had a red"} {
+		ids := target.Tok.Encode(prompt, true, false)
+		eng := &spec.Engine{Target: target, Source: drafter.NewModel(draft, 0, target.CtxLen, sample.Params{}, "noisy")}
+		acc, err := Calibrate(ctx, eng, [][]int{ids}, 16, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := probesOf(acc.Depths[:1])
+		for _, shape := range shapes {
+			for _, least := range []float64{0.2, 0.35, 0.5, 0.8} {
+				p := shape
+				p.DepthPolicy, p.DepthMin = "threshold", least
+				eng := &spec.Engine{Target: target, Source: drafter.NewModel(draft, 0, target.CtxLen, sample.Params{}, "noisy")}
+				res, err := eng.Run(ctx, ids, spec.Config{Strategy: "egt", Widths: p.EGT, Branch: p.Branch, WMax: p.WMax, MaxTokens: 16,
+					Depth: spec.Threshold{Max: len(p.EGT), Min: least}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				g, levels := replayGrowthUntil(first, p.EGT, p.Branch, least)
+				step := res.Steps[0]
+				stopped[levels[0]] = true
+				if levels[0] != step.Depth || g.accepted(0, p.WMax) != step.Accepted {
+					t.Errorf("%q, %s: replayed %d levels, %d accepted; the engine %d, %d", prompt, p, levels[0], g.accepted(0, p.WMax), step.Depth, step.Accepted)
+					mismatch++
+				}
+				if _, all := replayGrowthUntil(first, p.EGT, p.Branch, 0); all != nil && all[0] != step.Depth {
+					unthresholded++
+				}
+			}
+		}
+	}
+	if mismatch > 0 {
+		t.Fatalf("%d of the replays differ from the engine", mismatch)
+	}
+	if len(stopped) < 3 || unthresholded == 0 {
+		t.Fatalf("the cases stop at depths %v only, and the replay without the threshold missed the engine's depth %d times: too weak a test", stopped, unthresholded)
+	}
+}
+
+// TestReplayThresholdWeighsKinds: on steps of both kinds, a threshold
+// replay weighs them as steadyMix's model meets them: a regular step that
+// keeps at most L-2 of its L levels is followed, at the calibration's
+// re-sampling rate, by a re-sampled one; the level weights sum to 1 and
+// the tokens a step are their weighted sum; with one kind, every step
+// weighs the same.
+func TestReplayThresholdWeighsKinds(t *testing.T) {
+	// chains of three nodes: regular steps confident to depth 3 (path
+	// probabilities 0.9, 0.8, 0.7), half accepted in full and half
+	// rejected at once; re-sampled steps unsure at once (0.3), keeping
+	// their one token
+	full := DepthSample{Parents: []int16{-1, 0, 1}, PathP: []float32{0.9, 0.8, 0.7}, Path: []int16{0, 1, 2}}
+	zero := DepthSample{Parents: []int16{-1, 0, 1}, PathP: []float32{0.9, 0.8, 0.7}}
+	one := DepthSample{Parents: []int16{-1, 0, 1}, PathP: []float32{0.3, 0.2, 0.1}, Path: []int16{0}, Resampled: true}
+	acc := &Acceptance{} // no rank table: every step that could re-sample did (rate 1)
+	for i := 0; i < 10; i++ {
+		acc.Depths = append(acc.Depths, full, zero, one)
+	}
+	p := Plan{Strategy: "egt", EGT: []int{1, 1, 1}, Branch: 1, WMax: 4, DepthPolicy: "threshold", DepthMin: 0.5}
+	rp, ok := replayThreshold(p, acc, nil)
+	if !ok {
+		t.Fatal("not replayed")
+	}
+	// half the regular steps keep 0 <= 3-2: q = 0.5, so regular steps
+	// weigh 2/3 (3 levels; 3 and 0 tokens) and re-sampled ones 1/3 (1
+	// level, 1 token): 1 + 2/3*1.5 + 1/3*1 tokens a step
+	sum := 0.0
+	for _, w := range rp.steps {
+		sum += w
+	}
+	if math.Abs(sum-1) > 1e-9 || math.Abs(rp.steps[3]-2.0/3) > 1e-9 || math.Abs(rp.steps[1]-1.0/3) > 1e-9 || math.Abs(rp.aal-(1+1+1.0/3)) > 1e-9 {
+		t.Fatalf("levels %v, tokens %v; want 2/3 on 3 levels, 1/3 on 1, %.4f tokens a step", rp.steps, rp.aal, 1+1+1.0/3)
+	}
+	// regular steps that all keep their tokens never lead to re-sampling
+	acc.Depths = acc.Depths[:0]
+	for i := 0; i < 10; i++ {
+		acc.Depths = append(acc.Depths, full, one)
+	}
+	if rp, _ = replayThreshold(p, acc, nil); math.Abs(rp.steps[3]-1) > 1e-9 || math.Abs(rp.aal-4) > 1e-9 {
+		t.Fatalf("levels %v, tokens %v; want every step regular, 4 tokens", rp.steps, rp.aal)
+	}
+	// one kind: every step weighs the same (full, zero, one: 2:1 by count)
+	acc.Depths = acc.Depths[:0]
+	for i := 0; i < 10; i++ {
+		acc.Depths = append(acc.Depths, full, zero, one)
+	}
+	for i := range acc.Depths {
+		acc.Depths[i].Resampled = false
+	}
+	if rp, _ = replayThreshold(p, acc, nil); math.Abs(rp.steps[3]-2.0/3) > 1e-9 || math.Abs(rp.aal-(1+4.0/3)) > 1e-9 {
+		t.Fatalf("one kind: levels %v, tokens %v, want 2/3 on 3 levels, %.4f tokens", rp.steps, rp.aal, 1+4.0/3)
+	}
+	// a fixed-depth EGT is not a threshold plan
+	p.DepthPolicy, p.DepthMin = "", 0
+	if _, ok := replayThreshold(p, acc, nil); ok {
+		t.Error("a fixed EGT was replayed as a threshold plan")
+	}
+}
+
+// noisyPair is the bench target and its noisy drafter (skipped without
+// ../shared).
+func noisyPair(t *testing.T) (target, draft *model.Model) {
+	t.Helper()
+	target = benchModel(t)
+	draft, err := model.Load(filepath.Join("..", "..", "shared", "models", "bench", "draft-noisy-0.05.gguf"), target.Backend)
+	if err != nil {
+		t.Skipf("noisy drafter: %v", err)
+	}
+	t.Cleanup(func() { draft.Close() })
+	return target, draft
 }

@@ -469,6 +469,7 @@ type memo struct {
 	preds      map[memoKey]Prediction
 	stopMixes  map[stopKey]stopMix
 	growths    map[replayKey]grown
+	thresholds map[thresholdKey]thresholdGrowth
 	probes     []probeStep // the calibration's probe trees, indexed once
 	probesSeen bool
 	rate       float64
@@ -476,7 +477,38 @@ type memo struct {
 }
 
 func newMemo() *memo {
-	return &memo{preds: map[memoKey]Prediction{}, stopMixes: map[stopKey]stopMix{}, growths: map[replayKey]grown{}}
+	return &memo{preds: map[memoKey]Prediction{}, stopMixes: map[stopKey]stopMix{}, growths: map[replayKey]grown{},
+		thresholds: map[thresholdKey]thresholdGrowth{}}
+}
+
+// thresholdKey is what a threshold EGT's replayed growth depends on.
+type thresholdKey struct {
+	replayKey
+	least float64
+}
+
+// thresholdGrowth is a threshold EGT's replayed growth and the levels it
+// drafted on each step (replayGrowthUntil).
+type thresholdGrowth struct {
+	g      grown
+	levels []int
+}
+
+// thresholdGrowth is the growth kept for k, if any (none without a memo).
+func (m *memo) thresholdGrowth(k thresholdKey) (thresholdGrowth, bool) {
+	if m == nil {
+		return thresholdGrowth{}, false
+	}
+	t, ok := m.thresholds[k]
+	return t, ok
+}
+
+// keepThresholdGrowth keeps a replayed growth for the search's other
+// plans of the same shape and threshold (their w-max differs).
+func (m *memo) keepThresholdGrowth(k thresholdKey, g grown, levels []int) {
+	if m != nil {
+		m.thresholds[k] = thresholdGrowth{g, levels}
+	}
 }
 
 type memoKey struct {
