@@ -242,7 +242,7 @@ func TestProfileRunCompareExport(t *testing.T) {
 	sp.CalTokens.SetText("32")
 	test.Tap(sp.Calibrate)
 	waitFor(t, "the calibration", func() bool { return !sp.busy && sp.Calibrate.Disabled() == false && s.Acc != nil })
-	if !strings.HasPrefix(sp.WorkStatus.Text, "Calibration 1 stored") {
+	if !strings.HasPrefix(sp.WorkStatus.Text, "Calibration 1 stored") || !strings.Contains(sp.WorkStatus.Text, "Between prompts, T_verify(4) read") {
 		t.Fatalf("calibrate: %s", sp.WorkStatus.Text)
 	}
 	waitFor(t, "the stored calibration in the model", func() bool { return strings.Contains(sp.Labels.Text, "measured on calibration 1, ") })

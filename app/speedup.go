@@ -463,7 +463,11 @@ func (sp *SpeedupScreen) calibrate() {
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("Calibration %d stored: %d prompts, %d steps, top-candidate acceptance %.0f%% at depth 1.", c.ID, c.Prompts, c.Acc.Steps, 100*c.Acc.At(0, 0)), nil
+		msg := fmt.Sprintf("Calibration %d stored: %d prompts, %d steps, top-candidate acceptance %.0f%% at depth 1.", c.ID, c.Prompts, c.Acc.Steps, 100*c.Acc.At(0, 0))
+		if c.Acc.Window != nil {
+			msg += " Between prompts, " + c.Acc.Window.String() + "."
+		}
+		return msg, nil
 	}, nil)
 }
 

@@ -51,6 +51,27 @@ func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens in
 	resampled := 0
 	acc := &Acceptance{QBins: make([]float64, 10), QCounts: make([]int, 10), Created: time.Now().UTC()}
 	qHits := make([]int, 10)
+	// the re-check's shape, read between prompts: a window as long as the
+	// calibration (RecheckWindow); a target too short for it goes without
+	window, err := NewWindowSampler(ctx, eng.Target, DraftingOf(eng), 8)
+	if err != nil {
+		window = nil
+	}
+	sample := func() error {
+		if window == nil {
+			return nil
+		}
+		if err := window.Sample(ctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			window = nil
+		}
+		return nil
+	}
+	if err := sample(); err != nil {
+		return nil, err
+	}
 	for i, p := range prompts {
 		cfg := spec.Config{Strategy: "tree", Static: shape, MaxTokens: tokens, StopAtEOS: true}
 		cfg.OnStep = func(s spec.Step) {
@@ -95,6 +116,9 @@ func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens in
 			return nil, fmt.Errorf("profiles: calibrate prompt %d: %w", i+1, err)
 		}
 		acc.Tokens += len(res.Tokens)
+		if err := sample(); err != nil {
+			return nil, err
+		}
 		if progress != nil {
 			progress(i+1, len(prompts))
 		}
@@ -113,6 +137,7 @@ func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens in
 		return out
 	}
 	acc.Rank, acc.Counts = rates(hits, offered), offered
+	acc.Window = window.Window()
 	if resampled > 0 {
 		acc.Regular, acc.RegularCounts = rates(kindHits[0], kindOffered[0]), kindOffered[0]
 		acc.Resampled, acc.ResampledCounts = rates(kindHits[1], kindOffered[1]), kindOffered[1]

@@ -101,6 +101,18 @@ type Pair struct {
 }
 
 // Close releases models and backends.
+// Drafting is what the pair's re-check drafts with between its target
+// passes (a draft model, or the hidden-state source), as its steps do.
+func (l *Pair) Drafting() Drafting {
+	switch {
+	case l.DraftModel != nil:
+		return Drafting{Draft: l.DraftModel}
+	case l.Hidden != nil:
+		return Drafting{Hidden: l.Hidden}
+	}
+	return Drafting{}
+}
+
 func (l *Pair) Close() {
 	for i := len(l.closers) - 1; i >= 0; i-- {
 		l.closers[i]()

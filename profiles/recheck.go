@@ -10,6 +10,7 @@ import (
 	"arborist/engine/drafter"
 	"arborist/engine/model"
 	"arborist/engine/sample"
+	"arborist/engine/spec"
 	"arborist/profiles/store"
 )
 
@@ -56,17 +57,34 @@ type Recheck struct {
 	Plain            time.Duration
 	Scale1, ScaleMid float64 // Now / Stored at the anchors
 	ScaleW           float64
-	Rescaled         bool // the curve was rescaled
+	// Anchors are every width the re-check timed (RecheckAnchors), the
+	// three above among them, in increasing width.
+	Anchors  []Anchor
+	Rescaled bool // the curve was rescaled
 	// DraftPasses (0: no draft model) single-token drafter passes after a
 	// target pass: what the stored curves charge, what they take now.
 	DraftPasses           int
 	StoredDraft, NowDraft time.Duration
 	ScaleDraft            float64
-	DraftRescaled         bool          // the drafter's curves were rescaled by ScaleDraft
-	BandwidthStored       float64       // bytes/s when the machine was profiled (0: unknown)
-	BandwidthNow          float64       // bytes/s now (0: not measured)
-	BandwidthWarning      string        // set when the bandwidth moved by more than 15%
+	DraftRescaled         bool    // the drafter's curves were rescaled by ScaleDraft
+	BandwidthStored       float64 // bytes/s when the machine was profiled (0: unknown)
+	BandwidthNow          float64 // bytes/s now (0: not measured)
+	BandwidthWarning      string  // set when the bandwidth moved by more than 15%
+	// WindowMoments (0: none pooled) is how many moments of a calibration's
+	// RecheckWindow, spanning WindowSpan and ending WindowAge ago, the
+	// anchors' ratios to plain decoding's token were pooled with.
+	WindowMoments         int
+	WindowSpan, WindowAge time.Duration
 	Elapsed               time.Duration // what the re-check cost
+}
+
+// Anchor is one width the re-check timed: the stored curve's time there,
+// the time now (its ratio to plain decoding's token pooled with a
+// calibration's window, when there is one), and Now / Stored.
+type Anchor struct {
+	W           int
+	Stored, Now time.Duration
+	Scale       float64
 }
 
 // RecheckTolerance is how far a stored anchor may be from the one
@@ -110,22 +128,34 @@ func moved(ratios ...float64) bool {
 // String is the one-line report tune and run print.
 func (r *Recheck) String() string {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/1e6) }
-	s := fmt.Sprintf("T_verify re-check: W=1 stored %s, now %s", ms(r.Stored1), ms(r.Now1))
-	if r.Mid > 0 {
-		s += fmt.Sprintf("; W=%d stored %s, now %s", r.Mid, ms(r.StoredMid), ms(r.NowMid))
-	}
-	s += fmt.Sprintf("; W=%d stored %s, now %s", r.W, ms(r.StoredW), ms(r.NowW))
-	if r.Rescaled {
-		s += fmt.Sprintf("; curve rescaled (x%.2f at W=1", r.Scale1)
-		if r.Mid > 0 {
-			s += fmt.Sprintf(", x%.2f at W=%d", r.ScaleMid, r.Mid)
+	s := "T_verify re-check:"
+	for i, a := range r.Anchors {
+		if i > 0 {
+			s += ";"
 		}
-		s += fmt.Sprintf(", x%.2f from W=%d)", r.ScaleW, r.W)
+		s += fmt.Sprintf(" W=%d stored %s, now %s", a.W, ms(a.Stored), ms(a.Now))
+	}
+	if r.Rescaled {
+		s += "; curve rescaled ("
+		for i, a := range r.Anchors {
+			if i > 0 {
+				s += ", "
+			}
+			at := "at"
+			if i == len(r.Anchors)-1 && i > 0 {
+				at = "from"
+			}
+			s += fmt.Sprintf("x%.2f %s W=%d", a.Scale, at, a.W)
+		}
+		s += ")"
 	} else {
 		s += "; curve kept"
 	}
 	if r.Plain > 0 {
 		s += fmt.Sprintf("; plain decoding %s a token (%d passes back to back)", ms(r.Plain), PlainPasses)
+	}
+	if r.WindowMoments > 0 {
+		s += fmt.Sprintf("; each width's ratio to it the median of this moment and %d over the calibration's %.0f s (%s ago)", r.WindowMoments, r.WindowSpan.Seconds(), r.WindowAge.Round(time.Second))
 	}
 	if r.DraftPasses > 0 {
 		s += fmt.Sprintf("\ndrafter re-check: %d passes after a target pass stored %s, now %s", r.DraftPasses, ms(r.StoredDraft), ms(r.NowDraft))
@@ -146,7 +176,7 @@ func (r *Recheck) String() string {
 // 1 < 4 < W) on m, returns the curve to use (rescaled or the stored one)
 // and what it found (RecheckCosts without a drafter).
 func RecheckVerify(ctx context.Context, m *model.Model, curve []store.Point, threads int, bandwidthStored float64) ([]store.Point, Recheck, error) {
-	c, r, err := RecheckCosts(ctx, m, nil, Costs{Verify: curve}, threads, bandwidthStored)
+	c, r, err := RecheckCosts(ctx, m, Drafting{}, Costs{Verify: curve}, threads, bandwidthStored, nil)
 	return c.Verify, r, err
 }
 
@@ -158,50 +188,61 @@ func RecheckVerify(ctx context.Context, m *model.Model, curve []store.Point, thr
 // positive it also re-measures the read bandwidth with threads goroutines
 // and warns when it moved by more than 15%: the machine is busier, or not
 // the one that was profiled, and every stored curve is suspect.
-func RecheckCosts(ctx context.Context, m, draft *model.Model, c Costs, threads int, bandwidthStored float64) (Costs, Recheck, error) {
+func RecheckCosts(ctx context.Context, m *model.Model, d Drafting, c Costs, threads int, bandwidthStored float64, window *RecheckWindow) (Costs, Recheck, error) {
 	t0 := time.Now()
 	var r Recheck
 	curve := c.Verify
 	if len(curve) == 0 {
 		return c, r, fmt.Errorf("profiles: no stored T_verify curve to re-check")
 	}
-	r.W = min(8, curve[len(curve)-1].W)
-	widths := []int{1}
-	if r.W > 4 {
+	widths := RecheckAnchors(curve[len(curve)-1].W)
+	r.W = widths[len(widths)-1]
+	if slices.Contains(widths[:len(widths)-1], 4) {
 		r.Mid = 4
-		widths = append(widths, r.Mid)
 	}
-	if r.W > 1 {
-		widths = append(widths, r.W)
-	}
-	if draft != nil && len(c.Draft) > 0 {
+	if d.Draft != nil && len(c.Draft) > 0 {
 		r.DraftPasses = DraftPasses
+	} else {
+		d.Draft = nil // no curves of its own to re-check; nor the passes
 	}
-	t, err := recheckRounds(ctx, m, draft, widths, r.DraftPasses, CurveOptions{Warmup: 2, MinReps: 9, MaxReps: 21})
+	t, err := recheckRounds(ctx, m, d, widths, CurveOptions{Warmup: 2, MinReps: 9, MaxReps: 21})
 	if err != nil {
 		return c, r, err
 	}
 	now, drafted := t.widths, t.drafted
 	r.Plain, c.Plain = t.plain, t.plain
-	r.Stored1, r.Now1 = Interp(curve, 1), now[0]
-	r.StoredW, r.NowW = Interp(curve, r.W), now[len(now)-1]
-	if r.Stored1 <= 0 || r.StoredW <= 0 {
-		return c, r, fmt.Errorf("profiles: the stored T_verify curve has no positive time at W=1")
-	}
-	r.Scale1 = float64(r.Now1) / float64(r.Stored1)
-	r.ScaleW = float64(r.NowW) / float64(r.StoredW)
-	anchors, factors := []int{1}, []float64{r.Scale1}
-	if r.Mid > 0 {
-		r.StoredMid, r.NowMid = Interp(curve, r.Mid), now[1]
-		if r.StoredMid <= 0 {
-			return c, r, fmt.Errorf("profiles: the stored T_verify curve has no positive time at W=%d", r.Mid)
+	if window.usable(widths, m, d, time.Now().UTC()) && t.plain > 0 {
+		own := make([]float64, len(now))
+		for i, d := range now {
+			own[i] = float64(d) / float64(t.plain)
 		}
-		r.ScaleMid = float64(r.NowMid) / float64(r.StoredMid)
-		anchors, factors = append(anchors, r.Mid), append(factors, r.ScaleMid)
+		for i, ratio := range window.pooled(own) {
+			now[i] = time.Duration(ratio * float64(t.plain))
+		}
+		r.WindowMoments = len(window.Slots)
+		r.WindowSpan = window.End.Sub(window.Start)
+		r.WindowAge = time.Since(window.End)
 	}
-	if r.W > 1 {
-		anchors, factors = append(anchors, r.W), append(factors, r.ScaleW)
+	factors := make([]float64, len(widths))
+	for i, w := range widths {
+		a := Anchor{W: w, Stored: Interp(curve, w), Now: now[i]}
+		if a.Stored <= 0 {
+			return c, r, fmt.Errorf("profiles: the stored T_verify curve has no positive time at W=%d", w)
+		}
+		a.Scale = float64(a.Now) / float64(a.Stored)
+		factors[i] = a.Scale
+		r.Anchors = append(r.Anchors, a)
+		switch w {
+		case 1:
+			r.Stored1, r.Now1, r.Scale1 = a.Stored, a.Now, a.Scale
+		case r.Mid:
+			r.StoredMid, r.NowMid, r.ScaleMid = a.Stored, a.Now, a.Scale
+		}
+		if w == r.W {
+			r.StoredW, r.NowW, r.ScaleW = a.Stored, a.Now, a.Scale
+		}
 	}
+	anchors := widths
 	// the split curves (a concurrent pair's target on part of the
 	// threads) move with the rest: were they left as stored while the
 	// baseline moved, a plan priced on them would be compared against a
@@ -253,6 +294,186 @@ func RecheckCosts(ctx context.Context, m, draft *model.Model, c Costs, threads i
 	return c, r, nil
 }
 
+// RecheckWindow is the re-check's shape, T_verify(W) over plain
+// decoding's token at its anchor widths, read at moments spread over a
+// long stretch of time: a calibration reads it before its first prompt and
+// after each one. The quick re-check before a search is one such moment,
+// and one moment is not enough: on 2 shared Zen 4 cores, twelve re-checks
+// of one process three seconds apart read T_verify(4) over plain decoding's
+// token at 1.33-1.62, the machine's state moving over seconds, while the
+// validations' own steps over their plain decoding held within about 4%
+// of their mean across the three tunes of a set, each averaging a minute
+// of that motion; the chosen plan's error followed the re-check's
+// reading. A calibration run just before spans about that minute, so
+// RecheckCosts takes each anchor's ratio as the median over the window's
+// moments and its own, and only the scale, plain decoding's token, from
+// its own moment alone.
+type RecheckWindow struct {
+	Widths []int `json:"widths"`
+	// Slots hold, per moment, per width, the median over the moment's
+	// rounds of T_verify(W) / plain decoding's token.
+	Slots   [][]float64 `json:"slots"`
+	Backend string      `json:"backend"`
+	Threads int         `json:"threads"`
+	// Drafting is what drafted between its passes (Drafting.Kind).
+	Drafting string    `json:"drafting,omitempty"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+}
+
+// WindowRounds is how many timed rounds (after an untimed one) a moment of
+// a RecheckWindow takes; WindowAge is how old a window may be for
+// RecheckCosts to pool it; MinWindowSlots is the fewest moments it pools.
+const (
+	WindowRounds   = 3
+	WindowAge      = 30 * time.Minute
+	MinWindowSlots = 3
+)
+
+// RecheckAnchors are the widths a re-check of a curve reaching maxW times:
+// those of 1, 2, 3, 4 and 6 below min(8, maxW), and that. Chains and
+// narrow trees verify 2 to 5 rows, where a curve's single points can be
+// off by more than the re-check can see at 1 and 4 alone: on the bench
+// pair a curve read T_verify(3) and T_verify(4) 3.40 and 4.70 ms (steps
+// of 0.15 and 1.30 ms), and chain gamma 2, priced between the anchors W =
+// 1 and 4, came out 14% short of its runs in every tune of a set.
+func RecheckAnchors(maxW int) []int {
+	w := min(8, maxW)
+	var widths []int
+	for _, a := range []int{1, 2, 3, 4, 6} {
+		if a < w {
+			widths = append(widths, a)
+		}
+	}
+	return append(widths, w)
+}
+
+// WindowSampler reads a RecheckWindow a moment at a time (Sample), between
+// other work.
+type WindowSampler struct {
+	probe *recheckProbe
+	w     RecheckWindow
+}
+
+// NewWindowSampler sets up the re-check's round on m at the anchors of a
+// curve reaching maxW (the widest a profile measures: 8).
+func NewWindowSampler(ctx context.Context, m *model.Model, d Drafting, maxW int) (*WindowSampler, error) {
+	widths := RecheckAnchors(maxW)
+	p, err := newRecheckProbe(ctx, m, d, widths, CurveOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return &WindowSampler{probe: p, w: RecheckWindow{Widths: widths, Backend: m.Backend.Name(), Threads: m.Backend.Threads(), Drafting: d.Kind()}}, nil
+}
+
+// Sample reads one moment: an untimed round, then WindowRounds timed.
+func (s *WindowSampler) Sample(ctx context.Context) error {
+	if _, err := s.probe.round(ctx); err != nil {
+		return err
+	}
+	ratios := make([][]float64, len(s.w.Widths))
+	for r := 0; r < WindowRounds; r++ {
+		rd, err := s.probe.round(ctx)
+		if err != nil {
+			return err
+		}
+		for i, t := range rd.widths {
+			ratios[i] = append(ratios[i], float64(t)/float64(max(1, rd.plain)))
+		}
+	}
+	slot := make([]float64, len(ratios))
+	for i, rs := range ratios {
+		slot[i] = Median(rs)
+	}
+	now := time.Now().UTC()
+	if len(s.w.Slots) == 0 {
+		s.w.Start = now
+	}
+	s.w.Slots, s.w.End = append(s.w.Slots, slot), now
+	return nil
+}
+
+// Window is what the samples read (nil before any).
+func (s *WindowSampler) Window() *RecheckWindow {
+	if s == nil || len(s.w.Slots) == 0 {
+		return nil
+	}
+	w := s.w
+	w.Slots = slices.Clone(w.Slots)
+	return &w
+}
+
+// String says what the window read at W = 4 (its widest anchor when it
+// has none), the ratio tune's re-check will pool, for calibrate to print.
+func (w *RecheckWindow) String() string {
+	if w == nil || len(w.Slots) == 0 || len(w.Widths) < 2 {
+		return ""
+	}
+	i := slices.Index(w.Widths, 4)
+	if i < 0 {
+		i = len(w.Widths) - 1
+	}
+	var rs []float64
+	for _, s := range w.Slots {
+		if i < len(s) {
+			rs = append(rs, s[i])
+		}
+	}
+	if len(rs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("T_verify(%d) read %.2f-%.2f plain decoding tokens (median %.2f) at %d moments over %.0f s; a tune in the next %.0f minutes pools them with its re-check",
+		w.Widths[i], slices.Min(rs), slices.Max(rs), Median(rs), len(rs), w.End.Sub(w.Start).Seconds(), WindowAge.Minutes())
+}
+
+// usable reports whether a re-check of widths on m at time now may pool
+// the window: the same anchors, backend and threads, enough moments, and
+// not older than WindowAge.
+func (w *RecheckWindow) usable(widths []int, m *model.Model, d Drafting, now time.Time) bool {
+	if w == nil || len(w.Slots) < MinWindowSlots || !slices.Equal(w.Widths, widths) || w.Drafting != d.Kind() {
+		return false
+	}
+	if w.Backend != m.Backend.Name() || w.Threads != m.Backend.Threads() {
+		return false
+	}
+	for _, s := range w.Slots {
+		if len(s) != len(widths) {
+			return false
+		}
+	}
+	age := now.Sub(w.End)
+	return age >= 0 && age <= WindowAge
+}
+
+// pooled is each width's ratio T_verify(W) / plain token: the median over
+// the window's moments and one more, own.
+func (w *RecheckWindow) pooled(own []float64) []float64 {
+	out := make([]float64, len(own))
+	for i := range own {
+		rs := []float64{own[i]}
+		for _, s := range w.Slots {
+			rs = append(rs, s[i])
+		}
+		out[i] = Median(rs)
+	}
+	return out
+}
+
+// Median is the median of xs (the mean of the middle two of an even count,
+// 0 for none); xs is not changed.
+func Median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
 // recheckTimes is what recheckRounds measured, medians over its rounds.
 type recheckTimes struct {
 	widths  []time.Duration // a target pass of each width
@@ -260,84 +481,189 @@ type recheckTimes struct {
 	plain   time.Duration   // a token of PlainPasses single-token passes back to back
 }
 
-// recheckRounds times target passes of each width on m over a cached
-// context, round after round in RecheckBursts bursts (medians); with a
-// draft model, each round first caches the context in a draft source, and
-// right after the W = 1 pass times passes single-token source passes
-// growing a chain (the median of their sum). Each round ends with PlainPasses + 1 single-token
-// passes growing the context, as plain decoding runs them, the last
-// PlainPasses timed.
-func recheckRounds(ctx context.Context, m, draft *model.Model, widths []int, passes int, opt CurveOptions) (recheckTimes, error) {
-	var out recheckTimes
+// recheckProbe is the re-check's round, set up once: m over a cached
+// context of opt.Context made-up tokens, and with a draft model a draft
+// source over the same context. The quick re-check runs its rounds back to
+// back in bursts (recheckRounds); a calibration runs a few between its
+// prompts, spread over its whole run (WindowSampler).
+type recheckProbe struct {
+	m      *model.Model
+	widths []int
+	passes int
+	ctxLen int
+	vocab  int
+	toks   []int
+	cache  *model.Cache
+	res    model.Result
+	src    drafter.Source
+	prime  func(context.Context) error // the source back to the context, before a round
+	dist   [][]float32
+}
+
+// recheckRound is one round's times.
+type recheckRound struct {
+	widths         []time.Duration
+	drafted, plain time.Duration
+}
+
+// Drafting is the drafter a re-check drafts with between its target
+// passes, so each pass it times follows drafting as a step's verification
+// does: a draft model (whose passes it also times, to re-check the
+// drafter's curves), or a hidden-state source (the pair's own, fed the
+// target's hidden states of the context). Neither: the passes follow one
+// another.
+type Drafting struct {
+	Draft  *model.Model
+	Hidden drafter.HiddenSource
+}
+
+// Kind names the drafting for a RecheckWindow ("" for none), which pools
+// only with a re-check that drafts the same way.
+func (d Drafting) Kind() string {
+	switch {
+	case d.Draft != nil:
+		return "draft model"
+	case d.Hidden != nil:
+		return "hidden-state drafter"
+	}
+	return ""
+}
+
+// DraftingOf is the Drafting of an engine's source: a draft model of its
+// own, or a hidden-state source; layer-skip and n-gram sources none.
+func DraftingOf(eng *spec.Engine) Drafting {
+	switch src := eng.Source.(type) {
+	case *drafter.Model:
+		if src.Layers == 0 && src.M != eng.Target {
+			return Drafting{Draft: src.M}
+		}
+	case drafter.HiddenSource:
+		return Drafting{Hidden: src}
+	}
+	return Drafting{}
+}
+
+func newRecheckProbe(ctx context.Context, m *model.Model, d Drafting, widths []int, opt CurveOptions) (*recheckProbe, error) {
 	opt.defaults()
 	maxW := max(slices.Max(widths), PlainPasses+1)
-	if opt.Context+maxW > m.CtxLen || (passes > 0 && opt.Context+passes+1 > draft.CtxLen) {
-		return out, fmt.Errorf("profiles: context %d + width %d exceed the models' positions", opt.Context, maxW)
+	if opt.Context+maxW > m.CtxLen || (d.Draft != nil && opt.Context+DraftPasses+1 > d.Draft.CtxLen) {
+		return nil, fmt.Errorf("profiles: context %d + width %d exceed the models' positions", opt.Context, maxW)
 	}
-	vocab := m.Vocab
-	if passes > 0 {
-		vocab = min(vocab, draft.Vocab)
+	p := &recheckProbe{m: m, widths: widths, ctxLen: opt.Context, vocab: m.Vocab}
+	switch {
+	case d.Draft != nil:
+		p.vocab = min(p.vocab, d.Draft.Vocab)
+	case d.Hidden != nil:
+		p.vocab = min(p.vocab, d.Hidden.Vocab())
 	}
-	toks := make([]int, opt.Context+maxW)
-	for i := range toks {
-		toks[i] = (i*7 + 3) % vocab
+	p.toks = make([]int, opt.Context+maxW)
+	for i := range p.toks {
+		p.toks[i] = (i*7 + 3) % p.vocab
 	}
-	cache := m.NewCache(opt.Context + maxW)
-	var res model.Result
-	if err := m.Forward(ctx, cache, model.Batch{Tokens: toks[:opt.Context], Want: []int{opt.Context - 1}}, &res); err != nil {
+	p.cache = m.NewCache(opt.Context + maxW)
+	b := model.Batch{Tokens: p.toks[:opt.Context], Want: []int{opt.Context - 1}}
+	if d.Hidden != nil {
+		b.Want, b.Hidden = nil, true // the source reads every position's state
+	}
+	if err := m.Forward(ctx, p.cache, b, &p.res); err != nil {
+		return nil, err
+	}
+	switch {
+	case d.Draft != nil:
+		src := drafter.NewModel(d.Draft, 0, opt.Context+DraftPasses+1, sample.Params{}, "re-check")
+		p.src, p.dist = src, [][]float32{make([]float32, d.Draft.Vocab)}
+		p.prime = func(ctx context.Context) error { return primeSource(ctx, src, p.toks[:opt.Context], p.dist) }
+	case d.Hidden != nil:
+		hs, rows := d.Hidden, slices.Clone(p.res.Hidden)
+		p.src, p.dist = hs, [][]float32{make([]float32, hs.Vocab())}
+		// the context's states, the root the token after it, and the
+		// root's distribution drafted (feeding those states), untimed
+		p.prime = func(ctx context.Context) error {
+			if err := hs.Begin(ctx, p.toks[:opt.Context+1]); err != nil {
+				return err
+			}
+			if err := hs.ObserveHidden(rows, opt.Context); err != nil {
+				return err
+			}
+			return hs.Expand(ctx, [][]int{{}}, p.dist)
+		}
+	}
+	if p.src != nil {
+		p.passes = DraftPasses
+	}
+	return p, nil
+}
+
+// round times a target pass of each width over the cached context, with a
+// draft source the first passes source passes growing a chain right after
+// the W = 1 pass, and then PlainPasses + 1 single-token passes growing the
+// context, as plain decoding runs them, the last PlainPasses timed.
+func (p *recheckProbe) round(ctx context.Context) (recheckRound, error) {
+	out := recheckRound{widths: make([]time.Duration, len(p.widths))}
+	c, toks := p.ctxLen, p.toks
+	if p.prime != nil {
+		if err := p.prime(ctx); err != nil {
+			return out, err
+		}
+	}
+	for i, w := range p.widths {
+		p.cache.Truncate(c)
+		t0 := time.Now()
+		if err := p.m.Forward(ctx, p.cache, model.Batch{Tokens: toks[c : c+w]}, &p.res); err != nil {
+			return out, err
+		}
+		out.widths[i] = time.Since(t0)
+		if w != 1 || p.src == nil {
+			continue
+		}
+		path := make([]int, 0, p.passes)
+		t0 = time.Now()
+		for k := 0; k < p.passes; k++ {
+			if err := p.src.Expand(ctx, [][]int{path}, p.dist); err != nil {
+				return out, err
+			}
+			path = append(path, (k*11+5)%p.vocab)
+		}
+		out.drafted = time.Since(t0)
+	}
+	p.cache.Truncate(c)
+	var t0 time.Time
+	for k := 0; k <= PlainPasses; k++ {
+		if k == 1 {
+			t0 = time.Now()
+		}
+		if err := p.m.Forward(ctx, p.cache, model.Batch{Tokens: toks[c+k : c+k+1]}, &p.res); err != nil {
+			return out, err
+		}
+	}
+	out.plain = time.Since(t0) / PlainPasses
+	return out, nil
+}
+
+// recheckRounds times target passes of each width on m over a cached
+// context, round after round in RecheckBursts bursts (medians of the
+// recheckProbe rounds).
+func recheckRounds(ctx context.Context, m *model.Model, d Drafting, widths []int, opt CurveOptions) (recheckTimes, error) {
+	var out recheckTimes
+	opt.defaults()
+	p, err := newRecheckProbe(ctx, m, d, widths, opt)
+	if err != nil {
 		return out, err
-	}
-	var src *drafter.Model
-	var dist [][]float32
-	if passes > 0 {
-		src = drafter.NewModel(draft, 0, opt.Context+passes+1, sample.Params{}, "re-check")
-		dist = [][]float32{make([]float32, draft.Vocab)}
 	}
 	times := make([][]time.Duration, len(widths))
 	var drafted, plain []time.Duration
 	round := func(timed bool) error {
-		if src != nil {
-			if err := primeSource(ctx, src, toks[:opt.Context], dist); err != nil {
-				return err
-			}
+		r, err := p.round(ctx)
+		if err != nil || !timed {
+			return err
 		}
-		for i, w := range widths {
-			cache.Truncate(opt.Context)
-			t0 := time.Now()
-			if err := m.Forward(ctx, cache, model.Batch{Tokens: toks[opt.Context : opt.Context+w]}, &res); err != nil {
-				return err
-			}
-			if timed {
-				times[i] = append(times[i], time.Since(t0))
-			}
-			if w != 1 || src == nil {
-				continue
-			}
-			path := make([]int, 0, passes)
-			t0 = time.Now()
-			for k := 0; k < passes; k++ {
-				if err := src.Expand(ctx, [][]int{path}, dist); err != nil {
-					return err
-				}
-				path = append(path, (k*11+5)%vocab)
-			}
-			if timed {
-				drafted = append(drafted, time.Since(t0))
-			}
+		for i, t := range r.widths {
+			times[i] = append(times[i], t)
 		}
-		cache.Truncate(opt.Context)
-		var t0 time.Time
-		for k := 0; k <= PlainPasses; k++ {
-			if k == 1 {
-				t0 = time.Now()
-			}
-			if err := m.Forward(ctx, cache, model.Batch{Tokens: toks[opt.Context+k : opt.Context+k+1]}, &res); err != nil {
-				return err
-			}
+		if d.Draft != nil {
+			drafted = append(drafted, r.drafted)
 		}
-		if timed {
-			plain = append(plain, time.Since(t0)/PlainPasses)
-		}
+		plain = append(plain, r.plain)
 		return nil
 	}
 	for i := 0; i < opt.Warmup; i++ {

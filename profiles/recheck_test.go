@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -84,7 +85,7 @@ func TestRecheckVerifyRescalesAStaleCurve(t *testing.T) {
 	// caller's Costs is left as it was
 	split := append([]store.Point(nil), stale...)
 	c := Costs{Verify: stale, Splits: []SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: split}}}
-	gotC, rc, err := RecheckCosts(context.Background(), m, nil, c, 2, 0)
+	gotC, rc, err := RecheckCosts(context.Background(), m, Drafting{}, c, 2, 0, nil)
 	if err != nil || !rc.Rescaled || gotC.Plain != rc.Plain || gotC.PlainToken() != rc.Plain || c.Plain != 0 {
 		t.Fatalf("re-check with splits: %+v, %v (costs' plain decoding %v)", rc, err, gotC.Plain)
 	}
@@ -135,7 +136,7 @@ func TestRecheckDrafter(t *testing.T) {
 		}
 		stale = Costs{Verify: slow(verify, 1), Draft: slow(draft, 5), DraftAfter: slow(after, 5),
 			Splits: []SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: slow(verify, 1), Draft: slow(draft, 5)}}}
-		got, rc, err = RecheckCosts(ctx, m, dm, stale, 2, 0)
+		got, rc, err = RecheckCosts(ctx, m, Drafting{Draft: dm}, stale, 2, 0, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +175,90 @@ func TestRecheckDrafter(t *testing.T) {
 	if got.DraftAfter[0].Median >= stale.DraftAfter[0].Median && stale.DraftAfter[0].Median > 0 {
 		t.Errorf("after-target point kept at %v", got.DraftAfter[0].Median)
 	}
-	if _, rc, _ := RecheckCosts(ctx, m, nil, stale, 2, 0); rc.DraftPasses != 0 || strings.Contains(rc.String(), "drafter") {
+	if _, rc, _ := RecheckCosts(ctx, m, Drafting{}, stale, 2, 0, nil); rc.DraftPasses != 0 || strings.Contains(rc.String(), "drafter") {
 		t.Errorf("no draft model, yet %q", rc.String())
+	}
+}
+
+// TestRecheckPoolsTheWindow: a recent calibration window of the same
+// anchors, backend and threads sets each anchor's ratio to plain decoding's
+// token to the median over its moments and the re-check's own (here a
+// window that reads T_verify(4) and T_verify(8) at 3 and 5 plain tokens,
+// which this machine does not, outvotes the re-check's reading four to
+// one), while plain decoding's token stays the re-check's own; a window
+// that is too old, has other anchors or threads, or too few moments is
+// not pooled.
+func TestRecheckPoolsTheWindow(t *testing.T) {
+	m := benchModel(t)
+	ctx := context.Background()
+	curve, err := VerifyCurve(ctx, m, []int{1, 4, 8}, CurveOptions{MinReps: 3, MaxReps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []store.Point
+	for _, p := range curve {
+		stored = append(stored, store.Point{W: p.W, Median: p.Median, Reps: p.Reps})
+	}
+	now := time.Now().UTC()
+	window := func(edit func(w *RecheckWindow)) *RecheckWindow {
+		w := &RecheckWindow{Widths: RecheckAnchors(8), Backend: m.Backend.Name(), Threads: m.Backend.Threads(),
+			Start: now.Add(-50 * time.Second), End: now.Add(-10 * time.Second)}
+		for i := 0; i < 4; i++ {
+			w.Slots = append(w.Slots, []float64{1, 1.5, 2, 3, 4, 5})
+		}
+		if edit != nil {
+			edit(w)
+		}
+		return w
+	}
+	ratio := func(rc Recheck, d time.Duration) float64 { return float64(d) / float64(rc.Plain) }
+	c, rc, err := RecheckCosts(ctx, m, Drafting{}, Costs{Verify: stored}, 2, 0, window(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.WindowMoments != 4 || rc.WindowSpan != 40*time.Second || !strings.Contains(rc.String(), "4 over the calibration's 40 s") {
+		t.Fatalf("window not pooled: %+v\n%s", rc, rc.String())
+	}
+	for _, a := range []struct {
+		d    time.Duration
+		want float64
+	}{{rc.Now1, 1}, {rc.Anchors[1].Now, 1.5}, {rc.Anchors[2].Now, 2}, {rc.NowMid, 3}, {rc.Anchors[4].Now, 4}, {rc.NowW, 5}} {
+		if r := ratio(rc, a.d); math.Abs(r-a.want) > 0.01*a.want {
+			t.Errorf("pooled ratio %.3f, want the window's %.0f", r, a.want)
+		}
+	}
+	if got := Interp(c.Verify, 4); !rc.Rescaled || c.Plain != rc.Plain || math.Abs(float64(got-rc.NowMid)) > 0.01*float64(rc.NowMid) {
+		t.Errorf("the curve was not rescaled to the pooled shape: T_verify(4) %v, pooled %v", got, rc.NowMid)
+	}
+	for name, w := range map[string]*RecheckWindow{
+		"too old":       window(func(w *RecheckWindow) { w.End = now.Add(-WindowAge - time.Minute) }),
+		"other widths":  window(func(w *RecheckWindow) { w.Widths = []int{1, 2, 8} }),
+		"other threads": window(func(w *RecheckWindow) { w.Threads++ }),
+		"two moments":   window(func(w *RecheckWindow) { w.Slots = w.Slots[:2] }),
+		"ragged":        window(func(w *RecheckWindow) { w.Slots[1] = w.Slots[1][:2] }),
+	} {
+		_, rc, err := RecheckCosts(ctx, m, Drafting{}, Costs{Verify: stored}, 2, 0, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rc.WindowMoments != 0 || ratio(rc, rc.NowMid) > 2.5 {
+			t.Errorf("%s: window pooled (%d moments, T_verify(4) %.2f plain tokens)", name, rc.WindowMoments, ratio(rc, rc.NowMid))
+		}
+	}
+}
+
+// TestMedian: odd and even counts, none, and the input left as it was.
+func TestMedian(t *testing.T) {
+	xs := []float64{5, 1, 3, 2}
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{{[]float64{3, 1, 2}, 2}, {xs, 2.5}, {nil, 0}, {[]float64{7}, 7}} {
+		if got := Median(c.in); got != c.want {
+			t.Errorf("Median(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+	if xs[0] != 5 {
+		t.Errorf("input sorted in place: %v", xs)
 	}
 }

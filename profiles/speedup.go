@@ -44,6 +44,11 @@ type Acceptance struct {
 	Resampled       [][]float64 `json:"resampled,omitempty"`
 	RegularCounts   [][]int     `json:"regular_counts,omitempty"`
 	ResampledCounts [][]int     `json:"resampled_counts,omitempty"`
+	// Window is the re-check's shape read before the first prompt and
+	// after each (RecheckWindow): a tune soon after pools it with its own
+	// re-check. Nil in older databases, or when the target's positions
+	// are too few for the re-check's context.
+	Window *RecheckWindow `json:"recheck_window,omitempty"`
 }
 
 // minSplitSteps is how many steps of each kind (at depth 1) a calibration

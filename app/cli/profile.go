@@ -199,6 +199,9 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 			fmt.Fprintf(w, "  q in [%.1f, %.1f): %5.1f%% of %d\n", float64(bin)/10, float64(bin+1)/10, 100*v, acc.QCounts[bin])
 		}
 	}
+	if acc.Window != nil {
+		fmt.Fprintf(w, "between prompts, %s\n", acc.Window)
+	}
 	if !*trainPred {
 		return nil
 	}
@@ -342,7 +345,10 @@ func runTune(ctx context.Context, env Env, args []string) error {
 		doc.Recheck = &recheckJSON{W: rc.W, Stored1: rc.Stored1, Now1: rc.Now1, Mid: rc.Mid, StoredMid: rc.StoredMid, NowMid: rc.NowMid,
 			StoredW: rc.StoredW, NowW: rc.NowW, Plain: rc.Plain, Rescaled: rc.Rescaled,
 			DraftPasses: rc.DraftPasses, StoredDraft: rc.StoredDraft, NowDraft: rc.NowDraft, DraftRescaled: rc.DraftRescaled,
-			BandwidthStored: rc.BandwidthStored, BandwidthNow: rc.BandwidthNow, Warning: rc.BandwidthWarning}
+			BandwidthStored: rc.BandwidthStored, BandwidthNow: rc.BandwidthNow, Warning: rc.BandwidthWarning, WindowMoments: rc.WindowMoments}
+		for _, a := range rc.Anchors {
+			doc.Recheck.Anchors = append(doc.Recheck.Anchors, anchorJSON{W: a.W, Stored: a.Stored, Now: a.Now})
+		}
 		if !*asJSON {
 			fmt.Fprintln(w, rc)
 		}
@@ -708,4 +714,16 @@ type recheckJSON struct {
 	BandwidthStored float64       `json:"bandwidth_stored,omitempty"`
 	BandwidthNow    float64       `json:"bandwidth_now,omitempty"`
 	Warning         string        `json:"warning,omitempty"`
+	// WindowMoments: how many moments of the calibration's window the
+	// anchors' ratios to plain decoding's token were pooled with (0: none)
+	WindowMoments int `json:"window_moments,omitempty"`
+	// Anchors: every width timed (the three above among them)
+	Anchors []anchorJSON `json:"anchors,omitempty"`
+}
+
+// anchorJSON is one width the re-check timed.
+type anchorJSON struct {
+	W      int           `json:"w"`
+	Stored time.Duration `json:"stored_ns"`
+	Now    time.Duration `json:"now_ns"`
 }

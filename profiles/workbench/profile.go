@@ -333,8 +333,23 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 	default:
 		return nil, err
 	}
+	var stored *profiles.Acceptance // the pair's latest calibration
+	if ps.Sources() > 0 {
+		var acc profiles.Acceptance
+		id, err := st.LatestCalibration(ctx, in.TargetID, ps.SourceName(), &acc)
+		if err != nil {
+			return nil, err
+		}
+		if id > 0 {
+			stored, in.CalID = &acc, id
+		}
+	}
 	if opt.Recheck && in.Profiled {
-		costs, rc, err := profiles.RecheckCosts(ctx, pair.Target, pair.DraftModel, in.Costs, pair.Backend.Threads(), in.Hardware.Bandwidth)
+		var window *profiles.RecheckWindow
+		if stored != nil {
+			window = stored.Window
+		}
+		costs, rc, err := profiles.RecheckCosts(ctx, pair.Target, pair.Drafting(), in.Costs, pair.Backend.Threads(), in.Hardware.Bandwidth, window)
 		if err != nil {
 			return nil, fmt.Errorf("re-checking the stored curves: %w", err)
 		}
@@ -345,19 +360,10 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 		if decay <= 0 {
 			decay = 0.4
 		}
-		in.Acc, in.Assumed = profiles.Uniform(opt.Alpha, decay, 8, 4), true
+		in.Acc, in.Assumed, in.CalID = profiles.Uniform(opt.Alpha, decay, 8, 4), true, 0
 		return in, nil
 	}
-	if ps.Sources() > 0 {
-		var acc profiles.Acceptance
-		id, err := st.LatestCalibration(ctx, in.TargetID, ps.SourceName(), &acc)
-		if err != nil {
-			return nil, err
-		}
-		if id > 0 {
-			in.Acc, in.CalID = &acc, id
-		}
-	}
+	in.Acc = stored
 	return in, nil
 }
 

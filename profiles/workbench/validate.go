@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 
 	"arborist/engine/sample"
@@ -298,7 +297,7 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 	best := 0
 	for i, r := range runners[1:] {
 		v := &out.Plans[i]
-		v.Totals, v.Measured = r.tot, median(v.Rounds)
+		v.Totals, v.Measured = r.tot, profiles.Median(v.Rounds)
 		v.Split = errorSplit(opt.Plans[i], r.tot, runners[0].tot)
 		v.Identical = len(r.toks) == len(runners[0].toks)
 		for k := range r.toks {
@@ -333,17 +332,4 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 		}
 	}
 	return out, nil
-}
-
-// median of xs (0 for none).
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -284,9 +284,30 @@ func TestCalibrationPricesThresholdPlans(t *testing.T) {
 			}
 		}
 	}
+	// the re-check's shape was read before the first prompt and after each
+	// one, and tune's re-check pools those three moments with its own
+	w := cal.Acc.Window
+	if w == nil || len(w.Slots) != 3 || !slices.Equal(w.Widths, profiles.RecheckAnchors(8)) || w.End.Before(w.Start) {
+		t.Fatalf("calibration window %+v", w)
+	}
+	for _, slot := range w.Slots {
+		// (W = 1 right after the drafter's prime runs cold on this tiny
+		// target: 3.6 plain tokens once)
+		for _, r := range slot {
+			if r <= 0.3 || r >= 50 {
+				t.Fatalf("window moment %v: T_verify(W) over plain decoding's token", slot)
+			}
+		}
+		if slot[len(slot)-1] <= slot[1]*0.8 {
+			t.Fatalf("window moment %v: T_verify(8) below T_verify(2)", slot)
+		}
+	}
 	tr, err := b.Tune(ctx, ps, TuneOptions{Space: profiles.SearchSpace{MaxGamma: 4, MaxDepth: 4, MaxNodes: 12}}, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if rc := tr.Inputs.Recheck; rc == nil || rc.WindowMoments != 3 || !strings.Contains(rc.String(), "3 over the calibration's") {
+		t.Fatalf("tune's re-check did not pool the calibration's window: %+v", rc)
 	}
 	var th *profiles.Prediction
 	for i, pr := range tr.Ranked {
