@@ -35,7 +35,12 @@ func newBench(t *testing.T) *Workbench {
 	return wb
 }
 
-// waitFor polls cond (read on the UI goroutine) until it holds.
+// waitFor polls cond (read on the UI goroutine) until it holds. A
+// condition on a status text that background work sets also asks for the
+// session's idle(): under Fyne's test driver that work's UI updates run on
+// its own goroutine, and the text can read "ready" while its label is
+// still being redrawn; a test that then touched the same label crashed in
+// Fyne's text refresh (slice bounds out of range) under make test's load.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
@@ -68,7 +73,7 @@ func TestDemoPair(t *testing.T) {
 	m := wb.Models
 	test.Tap(m.DemoBtn)
 	waitFor(t, "the demo pair", func() bool {
-		return strings.Contains(m.Status.Text, "ready") || strings.Contains(m.Status.Text, "failed")
+		return m.s.idle() && (strings.Contains(m.Status.Text, "ready") || strings.Contains(m.Status.Text, "failed"))
 	})
 	if !strings.Contains(m.Status.Text, "ready") {
 		t.Fatal(m.Status.Text)
@@ -78,7 +83,7 @@ func TestDemoPair(t *testing.T) {
 	}
 	test.Tap(m.Load)
 	waitFor(t, "loading", func() bool {
-		return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded")
+		return m.s.idle() && (strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded"))
 	})
 	for _, want := range []string{"DEMO: Arborist's demo target", "Compatible: identical vocabularies (512 tokens)"} {
 		if !strings.Contains(m.Info.Text, want) {
@@ -131,7 +136,7 @@ func TestProfileRunCompareExport(t *testing.T) {
 	m.Draft.SetText(filepath.Join(dir, "bench", "draft-noisy-0.05.gguf"))
 	test.Tap(m.Load)
 	waitFor(t, "loading", func() bool {
-		return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded")
+		return m.s.idle() && (strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded"))
 	})
 	if !strings.Contains(m.Status.Text, "Loaded") {
 		t.Fatal(m.Status.Text)
@@ -398,7 +403,7 @@ func TestHiddenDrafterSource(t *testing.T) {
 	m.Draft.SetText(file)
 	test.Tap(m.Load)
 	waitFor(t, "loading", func() bool {
-		return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded")
+		return m.s.idle() && (strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded"))
 	})
 	if !strings.Contains(m.Status.Text, "Loaded") || !strings.Contains(m.Info.Text, "hidden-state drafter") {
 		t.Fatalf("status %q\ninfo %s", m.Status.Text, m.Info.Text)
@@ -458,7 +463,7 @@ func TestTrainHiddenDrafterInGUI(t *testing.T) {
 	}
 	test.Tap(m.Load)
 	waitFor(t, "loading", func() bool {
-		return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded")
+		return m.s.idle() && (strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded"))
 	})
 	if !strings.Contains(m.Info.Text, "hidden-state drafter 1") {
 		t.Fatalf("status %q\ninfo %s", m.Status.Text, m.Info.Text)

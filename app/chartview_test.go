@@ -191,7 +191,7 @@ func TestSpeedupChartPicksPlan(t *testing.T) {
 	m.Draft.SetText(filepath.Join(dir, "bench", "draft-noisy-0.05.gguf"))
 	test.Tap(m.Load)
 	waitFor(t, "loading", func() bool {
-		return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded")
+		return m.s.idle() && (strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded"))
 	})
 	fyne.DoAndWait(func() { wb.Tabs.SelectIndex(2); sp.Update() })
 	var pt ChartPoint

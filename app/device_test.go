@@ -49,7 +49,7 @@ func TestDeviceChoice(t *testing.T) {
 	m.Draft.SetText(filepath.Join(dir, "bench", "draft-noisy-0.05.gguf"))
 	test.Tap(m.Load)
 	waitFor(t, "loading", func() bool {
-		return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded")
+		return m.s.idle() && (strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded"))
 	})
 	if wb.Session.PairSpec().Backend != "cpu" || wb.Session.App.Preferences().String(prefBackend) != "cpu" || wb.Session.PairSpec().DraftBackend != "" {
 		t.Errorf("pair backend %q, draft backend %q", wb.Session.PairSpec().Backend, wb.Session.PairSpec().DraftBackend)

@@ -41,7 +41,7 @@ func TestGuideStates(t *testing.T) {
 	if g.States()[0] != StepRunning || g.Buttons[0].Importance != widget.WarningImportance {
 		t.Errorf("loading: Models is %s (importance %v)", g.States()[0], g.Buttons[0].Importance)
 	}
-	waitFor(t, "loading", func() bool { return strings.Contains(m.Status.Text, "Loaded") })
+	waitFor(t, "loading", func() bool { return m.s.idle() && strings.Contains(m.Status.Text, "Loaded") })
 	if st := states(wb); st[0] != StepDone || st[1] != StepToDo {
 		t.Fatalf("loaded: %v", st)
 	}
