@@ -13,6 +13,7 @@ import (
 	"arborist/engine/spec"
 	"arborist/kernels"
 	"arborist/kernels/cpu"
+	"arborist/profiles/store"
 )
 
 // A second CPU backend under another name stands in, in these tests, for
@@ -146,5 +147,93 @@ func TestEquivalentsTwoDevices(t *testing.T) {
 	c.Models.Target.Device = "cuda"
 	if eq := c.Equivalents(); !strings.Contains(eq, "-ngl 99 --temp") {
 		t.Errorf("plain decoding on the GPU, yet:\n%s", eq)
+	}
+}
+
+// TestRecheckDraftingKinds: a pair drafts between the re-check's passes as
+// its steps do: a draft model and a hidden-state source (fed the context's
+// hidden states) do, a layer-skip source does not; the calibration's engine
+// says the same (DraftingOf); a window read with each drafts the same way,
+// its moments' ratios are positive, and a re-check pools it only once it
+// has MinWindowSlots moments and drafts as it did.
+func TestRecheckDraftingKinds(t *testing.T) {
+	dir := sharedDir(t)
+	target := filepath.Join(dir, "models", "stories260K.gguf")
+	be := cpu.New(1)
+	defer be.Close()
+	m, err := model.Load(target, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := hidden.New(m, 16, m.Layers/2, 1)
+	m.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hfile := filepath.Join(t.TempDir(), "h.gguf")
+	if err := d.Save(hfile, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for name, c := range map[string]struct {
+		ps   PairSpec
+		kind string
+	}{
+		"draft model": {PairSpec{Target: target, Draft: target}, "draft model"},
+		"hidden":      {PairSpec{Target: target, DraftHidden: hfile}, "hidden-state drafter"},
+		"layer-skip":  {PairSpec{Target: target, Layers: 2}, ""},
+	} {
+		c.ps.Threads = 1
+		p, err := OpenPair(c.ps, sample.Params{}, false)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		dr := p.Drafting()
+		if dr.Kind() != c.kind || DraftingOf(&spec.Engine{Target: p.Target, Source: p.Source}).Kind() != c.kind {
+			t.Errorf("%s: drafting %q (engine %q), want %q", name, dr.Kind(), DraftingOf(&spec.Engine{Target: p.Target, Source: p.Source}).Kind(), c.kind)
+		}
+		ws, err := NewWindowSampler(ctx, p.Target, dr, 8)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		stored, err := VerifyCurve(ctx, p.Target, []int{1, 2, 4, 8}, CurveOptions{MinReps: 3, MaxReps: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var curve []store.Point
+		for _, pt := range stored {
+			curve = append(curve, store.Point{W: pt.W, Median: pt.Median, Reps: pt.Reps})
+		}
+		for k := 0; k < MinWindowSlots; k++ {
+			if k == MinWindowSlots-1 { // one moment short: not pooled
+				_, rc, err := RecheckCosts(ctx, p.Target, dr, Costs{Verify: curve}, 1, 0, ws.Window())
+				if err != nil || rc.WindowMoments != 0 || len(rc.Anchors) != len(RecheckAnchors(8)) {
+					t.Fatalf("%s: %d moments pooled of %d, %d anchors, %v", name, rc.WindowMoments, k, len(rc.Anchors), err)
+				}
+			}
+			if err := ws.Sample(ctx); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		w := ws.Window()
+		if w.Drafting != c.kind || len(w.Slots) != MinWindowSlots {
+			t.Fatalf("%s: window drafting %q, %d moments", name, w.Drafting, len(w.Slots))
+		}
+		for _, slot := range w.Slots {
+			for _, r := range slot {
+				if !(r > 0) {
+					t.Fatalf("%s: moment %v", name, slot)
+				}
+			}
+		}
+		if _, rc, err := RecheckCosts(ctx, p.Target, dr, Costs{Verify: curve}, 1, 0, w); err != nil || rc.WindowMoments != MinWindowSlots {
+			t.Errorf("%s: %d moments pooled, %v", name, rc.WindowMoments, err)
+		}
+		if c.kind != "" { // a re-check that drafts otherwise does not pool it
+			if _, rc, _ := RecheckCosts(ctx, p.Target, Drafting{}, Costs{Verify: curve}, 1, 0, w); rc.WindowMoments != 0 {
+				t.Errorf("%s: a window drafted with %q pooled by a re-check without drafting", name, c.kind)
+			}
+		}
+		p.Close()
 	}
 }

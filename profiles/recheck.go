@@ -202,10 +202,8 @@ func RecheckCosts(ctx context.Context, m *model.Model, d Drafting, c Costs, thre
 	if slices.Contains(widths[:len(widths)-1], 4) {
 		r.Mid = 4
 	}
-	if d.Draft != nil && len(c.Draft) > 0 {
+	if d.Draft != nil && len(c.Draft) > 0 { // curves of its own to re-check
 		r.DraftPasses = DraftPasses
-	} else {
-		d.Draft = nil // no curves of its own to re-check; nor the passes
 	}
 	t, err := recheckRounds(ctx, m, d, widths, CurveOptions{Warmup: 2, MinReps: 9, MaxReps: 21})
 	if err != nil {
