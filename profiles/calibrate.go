@@ -31,7 +31,9 @@ const maxDepthSamples = 8192
 // tree and counts, per depth and sibling rank, how often the target chose
 // the drafter's candidate, and acceptance against drafter probability; it
 // also records each step's best path probability by depth and accepted
-// length (Acceptance.Depths), on which depth policies are priced.
+// length (Acceptance.Depths), on which depth policies are priced, and reads
+// the re-check's shape before the first prompt and after each
+// (Acceptance.Window), for the tunes that follow to pool.
 func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens int, progress func(done, total int)) (*Acceptance, error) {
 	shape, err := tree.FromWidths(CalibrationWidths)
 	if err != nil {

@@ -19,18 +19,21 @@ import (
 // machine that has since changed) misprices every plan against plain
 // decoding: speedup = AAL * T_verify(1) / step, so a stale T_verify(1)
 // alone once made tune predict 2.36x for a plan that measured 1.48x. The
-// re-check times W = 1, a middle width and one wider pass now, interleaved
-// (medians of at least nine rounds), and when any is off by more than
+// re-check times passes at its anchor widths now (RecheckAnchors: 1, 2,
+// 3, 4, 6 and 8), interleaved (medians of at least nine rounds; with a
+// recent calibration's RecheckWindow, each anchor's ratio to plain
+// decoding's token pooled with the window's), and when any is off by more than
 // RecheckTolerance rescales the curve by every anchor's ratio at its width,
 // linearly between anchors, the first below and the last above. All
 // anchors move together because they were measured in the same rounds:
 // their shape now is one measurement, and applying only the anchors past
 // the tolerance bent the curve (a re-check that found W = 1 3% slower and
 // W = 4 and 8 10% slower rescaled only the latter and under-predicted the
-// chosen plan by 14%). The middle anchor is there because the curve does
-// not move in one piece: on the bench pair a re-check found W = 1 and W =
-// 8 13% faster than stored while W = 4, the width of the chosen plan,
-// measured what it was stored at.
+// chosen plan by 14%). The anchors between the ends are there because
+// the curve does not move in one piece: on the bench pair a re-check found
+// W = 1 and W = 8 13% faster than stored while W = 4, the width of the
+// chosen plan, measured what it was stored at. W, Mid (4) and 1 keep their
+// own fields for the report; Anchors holds them all.
 //
 // With a draft model, each round also times the first DraftPasses
 // drafter passes through the draft source right after the W = 1 target
