@@ -258,7 +258,8 @@ func TestProfileRunCompareExport(t *testing.T) {
 	}
 	test.Tap(sp.Tune)
 	waitFor(t, "the tune", func() bool { return !sp.busy })
-	if !strings.HasPrefix(sp.WorkStatus.Text, "Tuned:") || len(sp.Ranked.Options) < 10 || s.Tuned == nil {
+	if !strings.HasPrefix(sp.WorkStatus.Text, "Tuned:") || len(sp.Ranked.Options) < 10 || s.Tuned == nil ||
+		!strings.Contains(sp.WorkStatus.Text, "Re-checked against this minute's machine: plain decoding") || !strings.Contains(sp.WorkStatus.Text, "moments of the calibration's") {
 		t.Fatalf("tune: %s (%d plans)", sp.WorkStatus.Text, len(sp.Ranked.Options))
 	}
 	if sp.Validate.Disabled() {

@@ -506,8 +506,12 @@ func (sp *SpeedupScreen) tune() {
 		}
 		res = t
 		best := t.Best()
-		return fmt.Sprintf("Tuned: %d plans ranked (acceptance %s); best %s, predicted %.2fx, stored as plan %d. Pick a plan, then Run it.",
-			len(t.Ranked), t.Inputs.Describe(), best.Plan, best.Speedup, t.PlanID), nil
+		msg := fmt.Sprintf("Tuned: %d plans ranked (acceptance %s); best %s, predicted %.2fx, stored as plan %d. Pick a plan, then Run it.",
+			len(t.Ranked), t.Inputs.Describe(), best.Plan, best.Speedup, t.PlanID)
+		if rc := t.Inputs.Recheck.Brief(); rc != "" {
+			msg += " " + rc
+		}
+		return msg, nil
 	}, func() {
 		sp.stored = res.Best().Plan.String() // Tune stored it
 		// from now on the chart and its best plan read the tune's inputs,

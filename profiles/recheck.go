@@ -176,6 +176,29 @@ func (r *Recheck) String() string {
 	return s
 }
 
+// Brief is the re-check in a sentence, for the GUI's tune message: plain
+// decoding's token now, whether the curve was rescaled (and how far, the
+// anchors' range), and how many of the calibration's moments it pooled.
+func (r *Recheck) Brief() string {
+	if r == nil || len(r.Anchors) == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("Re-checked against this minute's machine: plain decoding %.2f ms a token", float64(r.Plain)/1e6)
+	if r.Rescaled {
+		lo, hi := r.Anchors[0].Scale, r.Anchors[0].Scale
+		for _, a := range r.Anchors {
+			lo, hi = min(lo, a.Scale), max(hi, a.Scale)
+		}
+		s += fmt.Sprintf(", the stored curve rescaled x%.2f-%.2f", lo, hi)
+	} else {
+		s += ", the stored curve kept"
+	}
+	if r.WindowMoments > 0 {
+		s += fmt.Sprintf(", its shape pooled with %d moments of the calibration's", r.WindowMoments)
+	}
+	return s + "."
+}
+
 // RecheckVerify re-measures T_verify(1), T_verify(4) and T_verify(W) (W =
 // 8, or the curve's widest point below it; the middle anchor only where
 // 1 < 4 < W) on m, returns the curve to use (rescaled or the stored one)

@@ -227,6 +227,9 @@ func TestRecheckPoolsTheWindow(t *testing.T) {
 			t.Errorf("pooled ratio %.3f, want the window's %.0f", r, a.want)
 		}
 	}
+	if b := rc.Brief(); !strings.Contains(b, "rescaled x") || !strings.Contains(b, "pooled with 4 moments") || (*Recheck)(nil).Brief() != "" {
+		t.Errorf("brief: %q", b)
+	}
 	if got := Interp(c.Verify, 4); !rc.Rescaled || c.Plain != rc.Plain || math.Abs(float64(got-rc.NowMid)) > 0.01*float64(rc.NowMid) {
 		t.Errorf("the curve was not rescaled to the pooled shape: T_verify(4) %v, pooled %v", got, rc.NowMid)
 	}
