@@ -354,6 +354,7 @@ const (
 	WindowRounds   = 3
 	WindowAge      = 30 * time.Minute
 	MinWindowSlots = 3
+	maxWindowSlots = 4096 // more moments than any calibration reads: a damaged record
 )
 
 // RecheckAnchors are the widths a re-check of a curve reaching maxW times:
@@ -462,9 +463,19 @@ func (w *RecheckWindow) usable(widths []int, m *model.Model, d Drafting, now tim
 	if w.Backend != m.Backend.Name() || w.Threads != m.Backend.Threads() {
 		return false
 	}
+	if len(w.Slots) > maxWindowSlots {
+		return false
+	}
 	for _, s := range w.Slots {
 		if len(s) != len(widths) {
 			return false
+		}
+		for _, r := range s {
+			// a ratio a database could hold but no pass can take (a
+			// damaged record) would rescale the curve to nonsense
+			if !(r > 0.01 && r < 1000) {
+				return false
+			}
 		}
 	}
 	age := now.Sub(w.End)

@@ -186,8 +186,9 @@ func TestRecheckDrafter(t *testing.T) {
 // window that reads T_verify(4) and T_verify(8) at 3 and 5 plain tokens,
 // which this machine does not, outvotes the re-check's reading four to
 // one), while plain decoding's token stays the re-check's own; a window
-// that is too old, has other anchors or threads, or too few moments is
-// not pooled.
+// that is too old or dated ahead, has other anchors, threads or drafting,
+// too few or ragged moments, or a ratio no pass can take (a damaged
+// record) is not pooled.
 func TestRecheckPoolsTheWindow(t *testing.T) {
 	m := benchModel(t)
 	ctx := context.Background()
@@ -234,11 +235,15 @@ func TestRecheckPoolsTheWindow(t *testing.T) {
 		t.Errorf("the curve was not rescaled to the pooled shape: T_verify(4) %v, pooled %v", got, rc.NowMid)
 	}
 	for name, w := range map[string]*RecheckWindow{
-		"too old":       window(func(w *RecheckWindow) { w.End = now.Add(-WindowAge - time.Minute) }),
-		"other widths":  window(func(w *RecheckWindow) { w.Widths = []int{1, 2, 8} }),
-		"other threads": window(func(w *RecheckWindow) { w.Threads++ }),
-		"two moments":   window(func(w *RecheckWindow) { w.Slots = w.Slots[:2] }),
-		"ragged":        window(func(w *RecheckWindow) { w.Slots[1] = w.Slots[1][:2] }),
+		"too old":          window(func(w *RecheckWindow) { w.End = now.Add(-WindowAge - time.Minute) }),
+		"other widths":     window(func(w *RecheckWindow) { w.Widths = []int{1, 2, 8} }),
+		"other threads":    window(func(w *RecheckWindow) { w.Threads++ }),
+		"two moments":      window(func(w *RecheckWindow) { w.Slots = w.Slots[:2] }),
+		"ragged":           window(func(w *RecheckWindow) { w.Slots[1] = w.Slots[1][:2] }),
+		"other drafting":   window(func(w *RecheckWindow) { w.Drafting = "draft model" }),
+		"a negative ratio": window(func(w *RecheckWindow) { w.Slots[2][3] = -3 }),
+		"a NaN ratio":      window(func(w *RecheckWindow) { w.Slots[0][1] = math.NaN() }),
+		"from the future":  window(func(w *RecheckWindow) { w.End = now.Add(time.Hour) }),
 	} {
 		_, rc, err := RecheckCosts(ctx, m, Drafting{}, Costs{Verify: stored}, 2, 0, w)
 		if err != nil {
