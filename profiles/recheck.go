@@ -32,8 +32,7 @@ import (
 // chosen plan by 14%). The anchors between the ends are there because
 // the curve does not move in one piece: on the bench pair a re-check found
 // W = 1 and W = 8 13% faster than stored while W = 4, the width of the
-// chosen plan, measured what it was stored at. W, Mid (4) and 1 keep their
-// own fields for the report; Anchors holds them all.
+// chosen plan, measured what it was stored at.
 //
 // With a draft model, each round also times the first DraftPasses
 // drafter passes through the draft source right after the W = 1 target
@@ -52,19 +51,12 @@ import (
 // token, in all three tunes of a set, while the plans' steps were priced
 // within 5%; so every prediction came out high by that much.
 type Recheck struct {
-	W                 int           // the wide anchor's width
-	Mid               int           // the middle anchor's width (0: none, the curve is too short)
-	Stored1, Now1     time.Duration // T_verify(1): stored curve, measured now
-	StoredMid, NowMid time.Duration // T_verify(Mid)
-	StoredW, NowW     time.Duration // T_verify(W)
+	// Anchors are every width the re-check timed (RecheckAnchors), in
+	// increasing width (At and Widest read them).
+	Anchors []Anchor
 	// Plain is plain decoding's time a token now: PlainPasses passes of
 	// one token back to back (median of the rounds).
-	Plain            time.Duration
-	Scale1, ScaleMid float64 // Now / Stored at the anchors
-	ScaleW           float64
-	// Anchors are every width the re-check timed (RecheckAnchors), the
-	// three above among them, in increasing width.
-	Anchors  []Anchor
+	Plain    time.Duration
 	Rescaled bool // the curve was rescaled
 	// DraftPasses (0: no draft model) single-token drafter passes after a
 	// target pass: what the stored curves charge, what they take now.
@@ -90,6 +82,25 @@ type Anchor struct {
 	W           int
 	Stored, Now time.Duration
 	Scale       float64
+}
+
+// At is the anchor the re-check timed at width w (the zero Anchor where it
+// timed none: a curve too short for the width).
+func (r *Recheck) At(w int) Anchor {
+	for _, a := range r.Anchors {
+		if a.W == w {
+			return a
+		}
+	}
+	return Anchor{}
+}
+
+// Widest is the re-check's widest anchor (min(8, the curve's widest)).
+func (r *Recheck) Widest() Anchor {
+	if len(r.Anchors) == 0 {
+		return Anchor{}
+	}
+	return r.Anchors[len(r.Anchors)-1]
 }
 
 // RecheckTolerance is how far a stored anchor may be from the one
@@ -199,10 +210,10 @@ func (r *Recheck) Brief() string {
 	return s + "."
 }
 
-// RecheckVerify re-measures T_verify(1), T_verify(4) and T_verify(W) (W =
-// 8, or the curve's widest point below it; the middle anchor only where
-// 1 < 4 < W) on m, returns the curve to use (rescaled or the stored one)
-// and what it found (RecheckCosts without a drafter).
+// RecheckVerify re-measures T_verify at the anchors (RecheckAnchors: up to
+// W = 8, or the curve's widest point below it) on m, returns the curve to
+// use (rescaled or the stored one) and what it found (RecheckCosts without
+// a drafter).
 func RecheckVerify(ctx context.Context, m *model.Model, curve []store.Point, threads int, bandwidthStored float64) ([]store.Point, Recheck, error) {
 	c, r, err := RecheckCosts(ctx, m, Drafting{}, Costs{Verify: curve}, threads, bandwidthStored, nil)
 	return c.Verify, r, err
@@ -224,10 +235,6 @@ func RecheckCosts(ctx context.Context, m *model.Model, d Drafting, c Costs, thre
 		return c, r, fmt.Errorf("profiles: no stored T_verify curve to re-check")
 	}
 	widths := RecheckAnchors(curve[len(curve)-1].W)
-	r.W = widths[len(widths)-1]
-	if slices.Contains(widths[:len(widths)-1], 4) {
-		r.Mid = 4
-	}
 	if d.Draft != nil && len(c.Draft) > 0 { // curves of its own to re-check
 		r.DraftPasses = DraftPasses
 	}
@@ -258,17 +265,7 @@ func RecheckCosts(ctx context.Context, m *model.Model, d Drafting, c Costs, thre
 		a.Scale = float64(a.Now) / float64(a.Stored)
 		factors[i] = a.Scale
 		r.Anchors = append(r.Anchors, a)
-		switch w {
-		case 1:
-			r.Stored1, r.Now1, r.Scale1 = a.Stored, a.Now, a.Scale
-		case r.Mid:
-			r.StoredMid, r.NowMid, r.ScaleMid = a.Stored, a.Now, a.Scale
-		}
-		if w == r.W {
-			r.StoredW, r.NowW, r.ScaleW = a.Stored, a.Now, a.Scale
-		}
 	}
-	anchors := widths
 	// the split curves (a concurrent pair's target on part of the
 	// threads) move with the rest: were they left as stored while the
 	// baseline moved, a plan priced on them would be compared against a
@@ -279,9 +276,9 @@ func RecheckCosts(ctx context.Context, m *model.Model, d Drafting, c Costs, thre
 	c.Splits = slices.Clone(c.Splits)
 	if moved(factors...) {
 		r.Rescaled = true
-		c.Verify = RescaleAt(curve, anchors, factors)
+		c.Verify = RescaleAt(curve, widths, factors)
 		for i := range c.Splits {
-			c.Splits[i].Verify = RescaleAt(c.Splits[i].Verify, anchors, factors)
+			c.Splits[i].Verify = RescaleAt(c.Splits[i].Verify, widths, factors)
 		}
 	}
 	if r.DraftPasses > 0 {
@@ -453,9 +450,10 @@ func (w *RecheckWindow) String() string {
 		w.Widths[i], slices.Min(rs), slices.Max(rs), Median(rs), len(rs), w.End.Sub(w.Start).Seconds(), WindowAge.Minutes())
 }
 
-// usable reports whether a re-check of widths on m at time now may pool
-// the window: the same anchors, backend and threads, enough moments, and
-// not older than WindowAge.
+// usable reports whether a re-check of widths on m, drafting with d, at
+// time now may pool the window: the same anchors, backend, threads and
+// drafting, enough moments (not more than a calibration reads), every
+// ratio one a pass can take, and not dated ahead nor older than WindowAge.
 func (w *RecheckWindow) usable(widths []int, m *model.Model, d Drafting, now time.Time) bool {
 	if w == nil || len(w.Slots) < MinWindowSlots || !slices.Equal(w.Widths, widths) || w.Drafting != d.Kind() {
 		return false
@@ -519,14 +517,13 @@ type recheckTimes struct {
 }
 
 // recheckProbe is the re-check's round, set up once: m over a cached
-// context of opt.Context made-up tokens, and with a draft model a draft
-// source over the same context. The quick re-check runs its rounds back to
-// back in bursts (recheckRounds); a calibration runs a few between its
-// prompts, spread over its whole run (WindowSampler).
+// context of opt.Context made-up tokens, and with a Drafting its source
+// over the same context. The quick re-check runs its rounds back to back
+// in bursts (recheckRounds); a calibration runs a few between its prompts,
+// spread over its whole run (WindowSampler).
 type recheckProbe struct {
 	m      *model.Model
 	widths []int
-	passes int
 	ctxLen int
 	vocab  int
 	toks   []int
@@ -625,16 +622,14 @@ func newRecheckProbe(ctx context.Context, m *model.Model, d Drafting, widths []i
 			return hs.Expand(ctx, [][]int{{}}, p.dist)
 		}
 	}
-	if p.src != nil {
-		p.passes = DraftPasses
-	}
 	return p, nil
 }
 
 // round times a target pass of each width over the cached context, with a
-// draft source the first passes source passes growing a chain right after
-// the W = 1 pass, and then PlainPasses + 1 single-token passes growing the
-// context, as plain decoding runs them, the last PlainPasses timed.
+// source DraftPasses source passes growing a chain after each pass but the
+// last (timed after the W = 1 pass), and then PlainPasses + 1
+// single-token passes growing the context, as plain decoding runs them,
+// the last PlainPasses timed.
 func (p *recheckProbe) round(ctx context.Context) (recheckRound, error) {
 	out := recheckRound{widths: make([]time.Duration, len(p.widths))}
 	c, toks := p.ctxLen, p.toks
@@ -659,9 +654,9 @@ func (p *recheckProbe) round(ctx context.Context) (recheckRound, error) {
 		// right after the W = 3 pass and 1.50 after drafting); its own
 		// tokens each time, or the source would answer from its cache.
 		// The chain after W = 1 is timed: the drafter's re-check.
-		path := make([]int, 0, p.passes)
+		path := make([]int, 0, DraftPasses)
 		t0 = time.Now()
-		for k := 0; k < p.passes; k++ {
+		for k := 0; k < DraftPasses; k++ {
 			if err := p.src.Expand(ctx, [][]int{path}, p.dist); err != nil {
 				return out, err
 			}

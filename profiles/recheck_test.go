@@ -61,7 +61,7 @@ func TestRecheckVerifyRescalesAStaleCurve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rc.Rescaled || rc.W != 8 || rc.Mid != 4 || rc.Scale1 > 0.9 || rc.ScaleMid > 0.9 || rc.ScaleW > 0.9 || !strings.Contains(rc.String(), "W=4 stored") {
+	if !rc.Rescaled || rc.Widest().W != 8 || rc.At(4).W != 4 || rc.At(1).Scale > 0.9 || rc.At(4).Scale > 0.9 || rc.Widest().Scale > 0.9 || !strings.Contains(rc.String(), "W=4 stored") {
 		t.Fatalf("a curve 5x too slow was not rescaled: %+v", rc)
 	}
 	for i, p := range got {
@@ -223,7 +223,7 @@ func TestRecheckPoolsTheWindow(t *testing.T) {
 	for _, a := range []struct {
 		d    time.Duration
 		want float64
-	}{{rc.Now1, 1}, {rc.Anchors[1].Now, 1.5}, {rc.Anchors[2].Now, 2}, {rc.NowMid, 3}, {rc.Anchors[4].Now, 4}, {rc.NowW, 5}} {
+	}{{rc.At(1).Now, 1}, {rc.At(2).Now, 1.5}, {rc.At(3).Now, 2}, {rc.At(4).Now, 3}, {rc.At(6).Now, 4}, {rc.Widest().Now, 5}} {
 		if r := ratio(rc, a.d); math.Abs(r-a.want) > 0.01*a.want {
 			t.Errorf("pooled ratio %.3f, want the window's %.0f", r, a.want)
 		}
@@ -231,8 +231,8 @@ func TestRecheckPoolsTheWindow(t *testing.T) {
 	if b := rc.Brief(); !strings.Contains(b, "rescaled x") || !strings.Contains(b, "pooled with 4 moments") || (*Recheck)(nil).Brief() != "" {
 		t.Errorf("brief: %q", b)
 	}
-	if got := Interp(c.Verify, 4); !rc.Rescaled || c.Plain != rc.Plain || math.Abs(float64(got-rc.NowMid)) > 0.01*float64(rc.NowMid) {
-		t.Errorf("the curve was not rescaled to the pooled shape: T_verify(4) %v, pooled %v", got, rc.NowMid)
+	if got := Interp(c.Verify, 4); !rc.Rescaled || c.Plain != rc.Plain || math.Abs(float64(got-rc.At(4).Now)) > 0.01*float64(rc.At(4).Now) {
+		t.Errorf("the curve was not rescaled to the pooled shape: T_verify(4) %v, pooled %v", got, rc.At(4).Now)
 	}
 	for name, w := range map[string]*RecheckWindow{
 		"too old":          window(func(w *RecheckWindow) { w.End = now.Add(-WindowAge - time.Minute) }),
@@ -249,8 +249,8 @@ func TestRecheckPoolsTheWindow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rc.WindowMoments != 0 || ratio(rc, rc.NowMid) > 2.5 {
-			t.Errorf("%s: window pooled (%d moments, T_verify(4) %.2f plain tokens)", name, rc.WindowMoments, ratio(rc, rc.NowMid))
+		if rc.WindowMoments != 0 || ratio(rc, rc.At(4).Now) > 2.5 {
+			t.Errorf("%s: window pooled (%d moments, T_verify(4) %.2f plain tokens)", name, rc.WindowMoments, ratio(rc, rc.At(4).Now))
 		}
 	}
 }

@@ -342,8 +342,12 @@ func runTune(ctx context.Context, env Env, args []string) error {
 		Recheck    *recheckJSON     `json:"recheck,omitempty"`
 	}{PlanID: t.PlanID, AcceptOn: t.Inputs.Describe(), Scored: len(t.Ranked)}
 	if rc := t.Inputs.Recheck; rc != nil {
-		doc.Recheck = &recheckJSON{W: rc.W, Stored1: rc.Stored1, Now1: rc.Now1, Mid: rc.Mid, StoredMid: rc.StoredMid, NowMid: rc.NowMid,
-			StoredW: rc.StoredW, NowW: rc.NowW, Plain: rc.Plain, Rescaled: rc.Rescaled,
+		one, mid, wide := rc.At(1), rc.At(4), rc.Widest()
+		if mid.W == wide.W {
+			mid = profiles.Anchor{} // mid_w names a middle anchor, below the widest
+		}
+		doc.Recheck = &recheckJSON{W: wide.W, Stored1: one.Stored, Now1: one.Now, Mid: mid.W, StoredMid: mid.Stored, NowMid: mid.Now,
+			StoredW: wide.Stored, NowW: wide.Now, Plain: rc.Plain, Rescaled: rc.Rescaled,
 			DraftPasses: rc.DraftPasses, StoredDraft: rc.StoredDraft, NowDraft: rc.NowDraft, DraftRescaled: rc.DraftRescaled,
 			BandwidthStored: rc.BandwidthStored, BandwidthNow: rc.BandwidthNow, Warning: rc.BandwidthWarning, WindowMoments: rc.WindowMoments}
 		for _, a := range rc.Anchors {
