@@ -73,11 +73,21 @@ func replayable(p Plan) bool {
 	return true
 }
 
-// replayKey is what an EGT's growth depends on; its w-max only cuts what
-// grew, so plans that differ in w-max (or AOT, or padding) share one.
+// replayKey is what an EGT's growth depends on: its shape and its
+// threshold depth policy's minimum (0: its fixed depth); its w-max only
+// cuts what grew, so plans that differ in w-max (or AOT, or padding) share
+// one.
 type replayKey struct {
 	widths string
 	branch int
+	least  float64
+}
+
+// replayed is an EGT's growth on the recorded steps and the levels it
+// drafted on each (replayGrowthUntil).
+type replayed struct {
+	g      grown
+	levels []int
 }
 
 // grown is an EGT's growth replayed on the recorded steps: for each step,
@@ -304,27 +314,11 @@ func replayThreshold(p Plan, acc *Acceptance, m *memo) (thresholdReplay, bool) {
 	if acc == nil || !replayable(fixed) || p.DepthMin <= 0 {
 		return thresholdReplay{}, false
 	}
-	var probes []probeStep
-	if m != nil {
-		if !m.probesSeen {
-			m.probes, m.probesSeen = probesOf(acc.Depths), true
-		}
-		probes = m.probes
-	} else {
-		probes = probesOf(acc.Depths)
-	}
+	probes, r := m.growth(acc, p.EGT, p.Branch, p.DepthMin)
 	if len(probes) == 0 {
 		return thresholdReplay{}, false
 	}
-	var g grown
-	var levels []int
-	k := thresholdKey{replayKey{spec.Ints(p.EGT), p.Branch}, p.DepthMin}
-	if t, ok := m.thresholdGrowth(k); ok {
-		g, levels = t.g, t.levels
-	} else {
-		g, levels = replayGrowthUntil(probes, p.EGT, p.Branch, p.DepthMin)
-		m.keepThresholdGrowth(k, g, levels)
-	}
+	g, levels := r.g, r.levels
 	kept := make([]int, len(g))
 	resampled := make([]bool, len(g))
 	for i := range g {
@@ -384,20 +378,8 @@ func replayAAL(p Plan, acc *Acceptance, m *memo) (float64, bool) {
 	if acc == nil || !replayable(p) {
 		return 0, false
 	}
-	var g grown
-	if m != nil {
-		if !m.probesSeen {
-			m.probes, m.probesSeen = probesOf(acc.Depths), true
-		}
-		k := replayKey{spec.Ints(p.EGT), p.Branch}
-		var ok bool
-		if g, ok = m.growths[k]; !ok {
-			g = replayGrowth(m.probes, p.EGT, p.Branch)
-			m.growths[k] = g
-		}
-	} else {
-		g = replayGrowth(probesOf(acc.Depths), p.EGT, p.Branch)
-	}
+	_, r := m.growth(acc, p.EGT, p.Branch, 0)
+	g := r.g
 	if len(g) == 0 {
 		return 0, false
 	}

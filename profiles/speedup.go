@@ -473,8 +473,7 @@ type curves struct {
 type memo struct {
 	preds      map[memoKey]Prediction
 	stopMixes  map[stopKey]stopMix
-	growths    map[replayKey]grown
-	thresholds map[thresholdKey]thresholdGrowth
+	growths    map[replayKey]replayed
 	probes     []probeStep // the calibration's probe trees, indexed once
 	probesSeen bool
 	rate       float64
@@ -482,38 +481,30 @@ type memo struct {
 }
 
 func newMemo() *memo {
-	return &memo{preds: map[memoKey]Prediction{}, stopMixes: map[stopKey]stopMix{}, growths: map[replayKey]grown{},
-		thresholds: map[thresholdKey]thresholdGrowth{}}
+	return &memo{preds: map[memoKey]Prediction{}, stopMixes: map[stopKey]stopMix{}, growths: map[replayKey]replayed{}}
 }
 
-// thresholdKey is what a threshold EGT's replayed growth depends on.
-type thresholdKey struct {
-	replayKey
-	least float64
-}
-
-// thresholdGrowth is a threshold EGT's replayed growth and the levels it
-// drafted on each step (replayGrowthUntil).
-type thresholdGrowth struct {
-	g      grown
-	levels []int
-}
-
-// thresholdGrowth is the growth kept for k, if any (none without a memo).
-func (m *memo) thresholdGrowth(k thresholdKey) (thresholdGrowth, bool) {
+// growth is the EGT shape (widths, branch) grown on the calibration's
+// probe trees under a threshold depth policy of minimum least (0: its
+// fixed depth), with those probe steps: indexed once and grown once a
+// search for every plan of that shape and minimum (their w-max differs;
+// without a memo, every time).
+func (m *memo) growth(acc *Acceptance, widths []int, branch int, least float64) ([]probeStep, replayed) {
 	if m == nil {
-		return thresholdGrowth{}, false
+		probes := probesOf(acc.Depths)
+		g, levels := replayGrowthUntil(probes, widths, branch, least)
+		return probes, replayed{g, levels}
 	}
-	t, ok := m.thresholds[k]
-	return t, ok
-}
-
-// keepThresholdGrowth keeps a replayed growth for the search's other
-// plans of the same shape and threshold (their w-max differs).
-func (m *memo) keepThresholdGrowth(k thresholdKey, g grown, levels []int) {
-	if m != nil {
-		m.thresholds[k] = thresholdGrowth{g, levels}
+	if !m.probesSeen {
+		m.probes, m.probesSeen = probesOf(acc.Depths), true
 	}
+	k := replayKey{spec.Ints(widths), branch, least}
+	r, ok := m.growths[k]
+	if !ok {
+		r.g, r.levels = replayGrowthUntil(m.probes, widths, branch, least)
+		m.growths[k] = r
+	}
+	return m.probes, r
 }
 
 type memoKey struct {
