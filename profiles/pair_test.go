@@ -34,24 +34,7 @@ func init() {
 // drafting stays where it is; greedy duo and AOT egt on the pair write
 // exactly what plain decoding writes.
 func TestPairOnTwoDevices(t *testing.T) {
-	dir := sharedDir(t)
-	target := filepath.Join(dir, "models", "stories260K.gguf")
-	// an untrained hidden-state drafter, saved as a file
-	be := cpu.New(1)
-	defer be.Close()
-	m, err := model.Load(target, be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	d, err := hidden.New(m, 16, m.Layers/2, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hfile := filepath.Join(t.TempDir(), "h.gguf")
-	if err := d.Save(hfile, nil); err != nil {
-		t.Fatal(err)
-	}
+	target, m, hfile := storiesWithHidden(t)
 	prompt := m.Tok.Encode("Once upon a time", true, false)
 	ctx := context.Background()
 	ar, err := (&spec.Engine{Target: m}).Run(ctx, prompt, spec.Config{Strategy: "ar", MaxTokens: 40})
@@ -157,23 +140,7 @@ func TestEquivalentsTwoDevices(t *testing.T) {
 // its moments' ratios are positive, and a re-check pools it only once it
 // has MinWindowSlots moments and drafts as it did.
 func TestRecheckDraftingKinds(t *testing.T) {
-	dir := sharedDir(t)
-	target := filepath.Join(dir, "models", "stories260K.gguf")
-	be := cpu.New(1)
-	defer be.Close()
-	m, err := model.Load(target, be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := hidden.New(m, 16, m.Layers/2, 1)
-	m.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hfile := filepath.Join(t.TempDir(), "h.gguf")
-	if err := d.Save(hfile, nil); err != nil {
-		t.Fatal(err)
-	}
+	target, _, hfile := storiesWithHidden(t)
 	ctx := context.Background()
 	for name, c := range map[string]struct {
 		ps   PairSpec
@@ -236,4 +203,28 @@ func TestRecheckDraftingKinds(t *testing.T) {
 		}
 		p.Close()
 	}
+}
+
+// storiesWithHidden loads stories260K on one thread (closed when the test
+// ends) and saves an untrained hidden-state drafter for it: the target's
+// path, the loaded target and the drafter's file.
+func storiesWithHidden(t *testing.T) (target string, m *model.Model, hfile string) {
+	t.Helper()
+	target = filepath.Join(sharedDir(t), "models", "stories260K.gguf")
+	be := cpu.New(1)
+	t.Cleanup(be.Close)
+	m, err := model.Load(target, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	d, err := hidden.New(m, 16, m.Layers/2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hfile = filepath.Join(t.TempDir(), "h.gguf")
+	if err := d.Save(hfile, nil); err != nil {
+		t.Fatal(err)
+	}
+	return target, m, hfile
 }
