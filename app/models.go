@@ -86,13 +86,13 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	m.DeviceNote = widget.NewLabel("")
 	m.DeviceNote.Wrapping = fyne.TextWrapWord
 	m.DeviceNote.SizeName = theme.SizeNameCaptionText
-	m.Device = widget.NewSelect(profiles.BackendNames(), func(string) { m.showDevice() })
+	m.Device = widget.NewSelect(workbench.BackendNames(), func(string) { m.showDevice() })
 	dev := s.Spec.Backend
 	if dev == "" {
-		dev = profiles.DefaultBackend
+		dev = workbench.DefaultBackend
 	}
 	m.Device.SetSelected(dev)
-	m.DraftDevice = widget.NewSelect(append([]string{sameDevice}, profiles.BackendNames()...), nil)
+	m.DraftDevice = widget.NewSelect(append([]string{sameDevice}, workbench.BackendNames()...), nil)
 	m.DraftDevice.SetSelected(sameDevice)
 	if d := s.Spec.DraftBackend; d != "" {
 		m.DraftDevice.SetSelected(d)

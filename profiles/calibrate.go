@@ -297,7 +297,7 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pa
 	var c Costs
 	target, draft := spec.Backend, spec.DraftBackend
 	if target == "" {
-		target = DefaultBackend
+		target = kernels.DefaultBackend
 	}
 	c.OneDevice = draft == "" || draft == target
 	opt := ProfileOptions{Widths: DefaultWidths(64), StoredOnly: storedOnly}

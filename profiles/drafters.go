@@ -14,6 +14,7 @@ import (
 	"arborist/assets"
 	"arborist/engine/hidden"
 	"arborist/engine/model"
+	"arborist/kernels"
 	"arborist/profiles/store"
 )
 
@@ -107,9 +108,9 @@ func TrainDrafter(ctx context.Context, st *store.Store, spec TrainSpec, events f
 		return 0, nil, err
 	}
 	if spec.Threads <= 0 {
-		spec.Threads = DefaultThreads()
+		spec.Threads = kernels.DefaultThreads()
 	}
-	be, err := NewBackend(DefaultBackend, spec.Threads)
+	be, err := kernels.Open(kernels.DefaultBackend, spec.Threads)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -19,7 +19,7 @@ import (
 type PairSpec struct {
 	Target       string
 	Draft        string
-	Backend      string // a registered backend's name ("" = DefaultBackend)
+	Backend      string // a registered backend's name ("" = kernels.DefaultBackend)
 	NGram        int
 	Layers       int
 	Threads      int
@@ -41,7 +41,7 @@ type PairSpec struct {
 	// NoMmap reads the model files into memory instead of mapping them, so
 	// a file truncated or rewritten during a run cannot touch the weights.
 	NoMmap bool
-	// KV is the target's KV cache type (ParseKV: "" or "f32", "f16").
+	// KV is the target's KV cache type (kernels.ParseKV: "" or "f32", "f16").
 	KV string
 }
 
@@ -128,11 +128,11 @@ func (l *Pair) Close() {
 // device (DraftBackend) always has its own backend, can always run beside
 // the target, and takes no threads from it.
 func OpenPair(p PairSpec, params sample.Params, concurrent bool) (*Pair, error) {
-	bi, err := Backend(p.Backend)
+	bi, err := kernels.Lookup(p.Backend)
 	if err != nil {
 		return nil, err
 	}
-	if err := bi.available(); err != nil {
+	if err := bi.Check(); err != nil {
 		return nil, fmt.Errorf("backend %s is not available: %w", bi.Name, err)
 	}
 	dbi, elsewhere := bi, false
@@ -140,10 +140,10 @@ func OpenPair(p PairSpec, params sample.Params, concurrent bool) (*Pair, error) 
 		if p.Sources() == 0 {
 			return nil, fmt.Errorf("a draft device (%s) was named without a draft source", p.DraftBackend)
 		}
-		if dbi, err = Backend(p.DraftBackend); err != nil {
+		if dbi, err = kernels.Lookup(p.DraftBackend); err != nil {
 			return nil, err
 		}
-		if err := dbi.Available(); err != nil {
+		if err := dbi.Check(); err != nil {
 			return nil, fmt.Errorf("draft backend %s is not available: %w", dbi.Name, err)
 		}
 		elsewhere = p.NGram == 0 // n-gram drafting runs on the host wherever it is told to
@@ -168,7 +168,7 @@ func OpenPair(p PairSpec, params sample.Params, concurrent bool) (*Pair, error) 
 		}
 		tThreads = max(1, p.Threads-dThreads)
 	}
-	kv, err := ParseKV(p.KV)
+	kv, err := kernels.ParseKV(p.KV)
 	if err != nil {
 		return nil, err
 	}

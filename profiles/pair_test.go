@@ -19,13 +19,12 @@ import (
 // A second CPU backend under another name stands in, in these tests, for
 // a second device (a GPU target with a CPU drafter runs the same code).
 func init() {
-	backends["cpu-second"] = BackendInfo{
+	kernels.Register(kernels.Registration{
 		Name:           "cpu-second",
-		Available:      func() error { return nil },
 		New:            func(threads int) (kernels.Device, error) { return cpu.New(threads), nil },
 		DefaultThreads: func() int { return 1 },
 		Kernels:        cpu.Kernels,
-	}
+	})
 }
 
 // TestPairOnTwoDevices: every draft source that can move (a draft model,

@@ -1,10 +1,9 @@
 package cli
 
 import (
+	"arborist/profiles/workbench"
 	"context"
 	"fmt"
-
-	"arborist/profiles"
 )
 
 // runBackends lists the registered compute backends and, for each, the
@@ -15,13 +14,13 @@ func runBackends(ctx context.Context, env Env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	bs := profiles.Backends()
+	bs := workbench.Backends()
 	if *asJSON {
 		return writeJSON(env.Stdout, bs)
 	}
 	for _, b := range bs {
 		def := ""
-		if b.Name == profiles.DefaultBackend {
+		if b.Name == workbench.DefaultBackend {
 			def = " (default)"
 		}
 		if b.Err != "" {

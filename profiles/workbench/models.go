@@ -120,13 +120,13 @@ func Tokenize(path, text string, bos, special bool) ([]int, error) {
 
 // openModel loads one model on a backend chosen by name; noMmap reads the
 // file into memory instead of mapping it.
-// kv is its KV cache type (profiles.ParseKV).
+// kv is its KV cache type (kernels.ParseKV).
 func openModel(backend string, threads int, path string, noMmap bool, kv string) (*model.Model, kernels.Backend, error) {
-	kt, err := profiles.ParseKV(kv)
+	kt, err := kernels.ParseKV(kv)
 	if err != nil {
 		return nil, nil, err
 	}
-	be, err := profiles.NewBackend(backend, threads)
+	be, err := kernels.Open(backend, threads)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -147,10 +147,10 @@ func closeModel(m *model.Model, be kernels.Backend) {
 // GenerateOptions describe plain autoregressive generation.
 type GenerateOptions struct {
 	Model   string
-	Backend string // "" = profiles.DefaultBackend
+	Backend string // "" = kernels.DefaultBackend
 	Threads int
 	NoMmap  bool
-	KV      string // KV cache type (profiles.ParseKV)
+	KV      string // KV cache type (kernels.ParseKV)
 	Prompt  string
 	NoBOS   bool
 	// IDs, when not nil, is the prompt as token ids (BOS included if
@@ -333,7 +333,7 @@ func describeModel(b *strings.Builder, label string, f *gguf.File) (*tokenizer.T
 // DescribeHidden checks that a hidden-state drafter (a stored id or a
 // file) fits the target, and summarises it.
 func DescribeHidden(ctx context.Context, target, ref, db string) (string, error) {
-	m, be, err := openModel(profiles.DefaultBackend, 1, target, false, "")
+	m, be, err := openModel(kernels.DefaultBackend, 1, target, false, "")
 	if err != nil {
 		return "", err
 	}
@@ -358,7 +358,7 @@ type BenchOptions struct {
 	Reps      int    // decode runs (the median is reported)
 	Tokens    int    // per decode run
 	Widths    []int  // verification widths timed
-	KV        string // KV cache type (profiles.ParseKV)
+	KV        string // KV cache type (kernels.ParseKV)
 	OnMessage func(string)
 }
 
@@ -390,7 +390,7 @@ type DeviceMemory = store.DeviceMemory
 // BenchModel times decoding (Reps runs of Tokens tokens) and T_verify(W),
 // and sets them against the bandwidth roofline and the compute ceiling.
 func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
-	bi, err := profiles.Backend(opt.Backend)
+	bi, err := kernels.Lookup(opt.Backend)
 	if err != nil {
 		return nil, err
 	}
@@ -457,11 +457,3 @@ func HumanBytes(b uint64) string {
 	}
 	return fmt.Sprintf("%d B", b)
 }
-
-// BackendStatus is one registered backend as the faces offer it: its
-// name, the kernels it runs here, and why it cannot run (Err, "" when it
-// can); the registry's own record.
-type BackendStatus = profiles.BackendStatus
-
-// Backends lists the registered backends with their availability here.
-func Backends() []BackendStatus { return profiles.Backends() }

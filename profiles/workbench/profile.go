@@ -415,7 +415,7 @@ func (p Placement) String() string {
 // ps's own placement first.
 func Placements(ps PairSpec) []Placement {
 	var names []string
-	for _, b := range profiles.Backends() {
+	for _, b := range kernels.Statuses() {
 		if b.Err == "" {
 			names = append(names, b.Name)
 		}
@@ -427,7 +427,7 @@ func Placements(ps PairSpec) []Placement {
 func placements(ps PairSpec, names []string) []Placement {
 	own := Placement{ps.Backend, ps.DraftBackend}
 	if own.Backend == "" {
-		own.Backend = profiles.DefaultBackend
+		own.Backend = kernels.DefaultBackend
 	}
 	if own.DraftBackend == own.Backend {
 		own.DraftBackend = ""

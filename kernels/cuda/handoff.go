@@ -1,10 +1,8 @@
-package profiles
+package cuda
 
 import (
 	"fmt"
 	"os"
-
-	"arborist/kernels/cuda"
 )
 
 // handOffEnv marks a process that a handover started, so a binary that is
@@ -19,11 +17,11 @@ const handOffEnv = "ARBORIST_CUDA_HANDOFF"
 // does not return; otherwise it returns why CUDA is unavailable ("no NVIDIA
 // driver", "no device", "arborist-cuda not installed (make cuda)").
 func HandOff(device string) error {
-	return handOff(device, cuda.SystemProbeEnv(), os.Args, os.Environ(), execProgram)
+	return handOff(device, SystemProbeEnv(), os.Args, os.Environ(), execProgram)
 }
 
-func handOff(device string, env cuda.ProbeEnv, args, environ []string, exec func(path string, args, env []string) error) error {
-	if device != "cuda" || cudaLinked {
+func handOff(device string, env ProbeEnv, args, environ []string, exec func(path string, args, env []string) error) error {
+	if device != "cuda" || linked {
 		return nil
 	}
 	for _, e := range environ {
@@ -31,7 +29,7 @@ func handOff(device string, env cuda.ProbeEnv, args, environ []string, exec func
 			return fmt.Errorf("cuda is unavailable: %s was started for CUDA but has no CUDA backend (rebuild it with make cuda)", args[0])
 		}
 	}
-	bin, err := cuda.Probe(env)
+	bin, err := Probe(env)
 	if err != nil {
 		return fmt.Errorf("cuda is unavailable: %w", err)
 	}

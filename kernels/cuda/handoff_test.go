@@ -1,4 +1,4 @@
-package profiles
+package cuda
 
 import (
 	"errors"
@@ -8,15 +8,15 @@ import (
 	"strings"
 	"testing"
 
-	"arborist/kernels/cuda"
+	"arborist/kernels"
 )
 
 // probeFiles lays out a machine for the CUDA probe under a temporary folder:
 // which of the driver library, the kernel module, a GPU node and
 // arborist-cuda (beside the program) exist.
-func probeFiles(t *testing.T, lib, module, node, bin bool) cuda.ProbeEnv {
+func probeFiles(t *testing.T, lib, module, node, bin bool) ProbeEnv {
 	dir := t.TempDir()
-	env := cuda.ProbeEnv{
+	env := ProbeEnv{
 		LibDirs:    []string{filepath.Join(dir, "lib")},
 		DriverFile: filepath.Join(dir, "proc/version"),
 		DeviceGlob: filepath.Join(dir, "dev/nvidia[0-9]*"),
@@ -25,7 +25,7 @@ func probeFiles(t *testing.T, lib, module, node, bin bool) cuda.ProbeEnv {
 	for _, f := range []struct {
 		ok   bool
 		path string
-	}{{lib, "lib/libcuda.so.1"}, {module, "proc/version"}, {node, "dev/nvidia0"}, {bin, "bin/" + cuda.Binary}, {true, "bin/arborist"}} {
+	}{{lib, "lib/libcuda.so.1"}, {module, "proc/version"}, {node, "dev/nvidia0"}, {bin, "bin/" + Binary}, {true, "bin/arborist"}} {
 		if !f.ok {
 			continue
 		}
@@ -41,7 +41,7 @@ func probeFiles(t *testing.T, lib, module, node, bin bool) cuda.ProbeEnv {
 }
 
 func TestHandOff(t *testing.T) {
-	if cudaLinked {
+	if linked {
 		t.Skip("arborist-cuda runs CUDA itself")
 	}
 	var ran []string
@@ -72,7 +72,7 @@ func TestHandOff(t *testing.T) {
 	if err := handOff("cuda", env, args, []string{"HOME=/h"}, fake); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(filepath.Dir(env.Exe), cuda.Binary)
+	bin := filepath.Join(filepath.Dir(env.Exe), Binary)
 	if want := append([]string{bin, bin}, args[1:]...); !slices.Equal(ran, want) {
 		t.Fatalf("ran %q, want %q", ran, want)
 	}
@@ -93,16 +93,16 @@ func TestHandOff(t *testing.T) {
 // cuda is a registered name in both binaries; the default one cannot start
 // it in-process and says why.
 func TestCUDARegistered(t *testing.T) {
-	if !slices.Contains(BackendNames(), "cuda") {
-		t.Fatalf("backends %v", BackendNames())
+	if !slices.Contains(kernels.Names(), "cuda") {
+		t.Fatalf("backends %v", kernels.Names())
 	}
-	if cudaLinked {
+	if linked {
 		return
 	}
-	if _, err := NewBackend("cuda", 1); err == nil || !strings.Contains(err.Error(), "cuda") {
+	if _, err := kernels.Open("cuda", 1); err == nil || !strings.Contains(err.Error(), "cuda") {
 		t.Fatalf("NewBackend(cuda) in the default binary: %v", err)
 	}
-	if k := backends["cuda"].Kernels(); k == "" {
+	if r, err := kernels.Lookup("cuda"); err != nil || r.Kernels() == "" {
 		t.Fatal("no kernels description")
 	}
 }

@@ -1,0 +1,13 @@
+package cpu
+
+import "arborist/kernels"
+
+// The CPU backend runs everywhere; it is the default (kernels.DefaultBackend).
+func init() {
+	kernels.Register(kernels.Registration{
+		Name:           "cpu",
+		New:            func(threads int) (kernels.Device, error) { return New(threads), nil },
+		DefaultThreads: DefaultThreads,
+		Kernels:        Kernels,
+	})
+}
