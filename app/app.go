@@ -28,6 +28,7 @@ import (
 
 	"arborist/assets"
 	"arborist/profiles"
+	"arborist/profiles/costmodel"
 	"arborist/profiles/store"
 	"arborist/profiles/workbench"
 )
@@ -75,10 +76,10 @@ type Session struct {
 	// Inputs are the pair's stored curves and calibration (nil before
 	// LoadInputs); Acc is its calibration when there is one.
 	Inputs *workbench.Inputs
-	Acc    *profiles.Acceptance
-	Best   *profiles.Prediction // the speedup screen's best plan
+	Acc    *costmodel.Acceptance
+	Best   *costmodel.Prediction // the speedup screen's best plan
 	// Tuned is the plan chosen from the last tune's ranking (nil: none).
-	Tuned     *profiles.Prediction
+	Tuned     *costmodel.Prediction
 	listeners []func()
 	busy      []func()
 }

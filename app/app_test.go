@@ -20,6 +20,7 @@ import (
 	"arborist/engine/spec"
 	"arborist/kernels/cpu"
 	"arborist/profiles"
+	"arborist/profiles/costmodel"
 )
 
 func newBench(t *testing.T) *Workbench {
@@ -269,7 +270,7 @@ func TestProfileRunCompareExport(t *testing.T) {
 	// tuned best plan reads as the tune predicted it
 	if best := sp.ranked[0]; s.Inputs == nil || s.Inputs.Recheck == nil {
 		t.Errorf("the session kept inputs without the tune's re-check (inputs set: %v)", s.Inputs != nil)
-	} else if pr, err := profiles.Predict(best.Plan, s.Inputs.Acc, s.Inputs.Costs); err != nil || math.Abs(pr.Speedup-best.Speedup) > 1e-9 {
+	} else if pr, err := costmodel.Predict(best.Plan, s.Inputs.Acc, s.Inputs.Costs); err != nil || math.Abs(pr.Speedup-best.Speedup) > 1e-9 {
 		t.Errorf("the session's costs price the tuned best at %.4fx (%v), the tune at %.4fx", pr.Speedup, err, best.Speedup)
 	}
 	egt := -1

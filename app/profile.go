@@ -9,6 +9,8 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"arborist/profiles"
+	"arborist/profiles/costmodel"
+	"arborist/profiles/hardware"
 	"arborist/profiles/workbench"
 )
 
@@ -30,8 +32,8 @@ type ProfileScreen struct {
 // NewProfileScreen builds the screen.
 func NewProfileScreen(s *Session) *ProfileScreen {
 	p := &ProfileScreen{s: s}
-	hw := profiles.DetectHardware()
-	hw.GPUs = profiles.GPUSummary(context.Background()) // once, as the screen is built
+	hw := hardware.DetectHardware()
+	hw.GPUs = hardware.GPUSummary(context.Background()) // once, as the screen is built
 	desc := fmt.Sprintf("%s: %d cores / %d threads, %s, %.1f GiB RAM", hw.CPU, hw.Cores, hw.Threads, hw.SIMD, float64(hw.RAM)/(1<<30))
 	if hw.GPUs != "" {
 		desc += "; GPUs " + hw.GPUs
@@ -107,7 +109,7 @@ func (p *ProfileScreen) start() {
 	})
 }
 
-func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, maxW int, fresh bool) (vp, dp *profiles.Profile, lim profiles.Limits, err error) {
+func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, maxW int, fresh bool) (vp, dp *profiles.Profile, lim hardware.Limits, err error) {
 	b, err := p.s.Bench(ctx)
 	if err != nil {
 		return nil, nil, lim, err
@@ -125,13 +127,13 @@ func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, max
 	if err != nil {
 		return nil, nil, lim, err
 	}
-	over := profiles.Interp(r.Overhead.Curve.Points, 8)
+	over := costmodel.Interp(r.Overhead.Curve.Points, 8)
 	fyne.Do(func() { p.s.Overhead = over })
 	p.s.Go(func(ctx context.Context) { p.s.LoadInputs(ctx) }) // the model now has curves
 	return r.Target, r.Draft, r.Limits, nil
 }
 
-func (p *ProfileScreen) show(vp, dp *profiles.Profile, lim profiles.Limits) {
+func (p *ProfileScreen) show(vp, dp *profiles.Profile, lim hardware.Limits) {
 	p.Progress.SetValue(1)
 	note := "measured now"
 	if vp.Cached {
@@ -152,7 +154,7 @@ func (p *ProfileScreen) show(vp, dp *profiles.Profile, lim profiles.Limits) {
 // rooflineSeries is the least a pass can take at every width: the target's
 // weights streamed once at the memory rate of the device it runs on (a
 // GPU's own memory, or the host's), drawn across the curve's widths.
-func rooflineSeries(vp *profiles.Profile, lim profiles.Limits) *Series {
+func rooflineSeries(vp *profiles.Profile, lim hardware.Limits) *Series {
 	pts := vp.Curve.Points
 	if len(pts) == 0 || lim.Bandwidth <= 0 || lim.WeightBytes <= 0 {
 		return nil

@@ -13,7 +13,7 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
 
-	"arborist/profiles"
+	"arborist/profiles/costmodel"
 	"arborist/profiles/store"
 	"arborist/profiles/workbench"
 )
@@ -57,14 +57,14 @@ type SpeedupScreen struct {
 	// measured, the measured best marked (and picked for Run and Export).
 	Validate      *widget.Button
 	Validation    *widget.Label
-	pendingChoice *profiles.Prediction // picked once the running work has reported
+	pendingChoice *costmodel.Prediction // picked once the running work has reported
 	Work          *widget.ProgressBar
 	WorkStatus    *widget.Label
-	Ranked        *widget.Select        // the last tune's plans, best first: pick one
-	ranked        []profiles.Prediction // the tuned plans listed (the best 25)
-	candidates    []profiles.Prediction // every tuned plan, best first: Validate top 5 picks the distinct ones from here
+	Ranked        *widget.Select         // the last tune's plans, best first: pick one
+	ranked        []costmodel.Prediction // the tuned plans listed (the best 25)
+	candidates    []costmodel.Prediction // every tuned plan, best first: Validate top 5 picks the distinct ones from here
 	// chartPlans are the speedup chart's plans: [series][point]
-	chartPlans [][]profiles.Prediction
+	chartPlans [][]costmodel.Prediction
 	// stored is the plan the database holds as the pair's newest (what
 	// Export renders), so picking it again stores nothing
 	stored string
@@ -206,7 +206,7 @@ func assumedCurve() []store.Point {
 func (sp *SpeedupScreen) Update() {
 	start := time.Now()
 	depth := int(sp.MaxDepth.Value)
-	acc := profiles.Uniform(sp.Alpha.Value, sp.Decay.Value, depth, 4)
+	acc := costmodel.Uniform(sp.Alpha.Value, sp.Decay.Value, depth, 4)
 	src := fmt.Sprintf("assumed values (acceptance %.0f%%, decay %.2f)", 100*sp.Alpha.Value, sp.Decay.Value)
 	in := sp.s.Inputs
 	if sp.UseCal.Checked && sp.s.Acc != nil && in != nil {
@@ -214,7 +214,7 @@ func (sp *SpeedupScreen) Update() {
 	} else if sp.UseCal.Checked {
 		src += "; this pair has no stored calibration"
 	}
-	costs := profiles.Costs{Verify: assumedCurve(), Overhead: 100 * time.Microsecond}
+	costs := costmodel.Costs{Verify: assumedCurve(), Overhead: 100 * time.Microsecond}
 	curve := "an assumed curve (profile this machine for real figures)"
 	switch {
 	case in != nil && in.Profiled:
@@ -232,25 +232,25 @@ func (sp *SpeedupScreen) Update() {
 	}
 	sp.Labels.SetText(fmt.Sprintf("Predictions from %s and %s.", src, curve))
 	var series []Series
-	var plans [][]profiles.Prediction
+	var plans [][]costmodel.Prediction
 	var mark *[2]float64
 	bestSpeed := 0.0
 	for w := 1; w <= 4; w++ {
 		s := Series{Name: fmt.Sprintf("width %d", w)}
-		var ps []profiles.Prediction
+		var ps []costmodel.Prediction
 		if w == 1 {
 			s.Name = "chain (width 1)"
 		}
 		for d := 1; d <= depth; d++ {
-			p := profiles.Plan{Strategy: "chain", Gamma: d}
+			p := costmodel.Plan{Strategy: "chain", Gamma: d}
 			if w > 1 {
 				ws := []int{w}
 				for len(ws) < d {
 					ws = append(ws, w)
 				}
-				p = profiles.Plan{Strategy: "egt", EGT: ws, Branch: 2, WMax: 64}
+				p = costmodel.Plan{Strategy: "egt", EGT: ws, Branch: 2, WMax: 64}
 			}
-			pr, err := profiles.Predict(p, acc, costs)
+			pr, err := costmodel.Predict(p, acc, costs)
 			if err != nil {
 				continue
 			}
@@ -265,13 +265,13 @@ func (sp *SpeedupScreen) Update() {
 		series = append(series, s)
 		plans = append(plans, ps)
 	}
-	preds := profiles.Search(acc, costs, profiles.SearchSpace{MaxDepth: min(depth, 7), MaxGamma: depth})
+	preds := costmodel.Search(acc, costs, costmodel.SearchSpace{MaxDepth: min(depth, 7), MaxGamma: depth})
 	if len(preds) > 0 {
 		b := preds[0]
 		sp.s.Best = &b
 		sp.Best.SetText(fmt.Sprintf("Best of %d plans: %s, predicted %.2fx (AAL %.2f, %d nodes, step %v)",
 			len(preds), b.Plan, b.Speedup, b.AAL, b.Nodes, b.Step.Round(time.Microsecond)))
-		sp.drawTree(profiles.Shape(b.Plan, acc))
+		sp.drawTree(costmodel.Shape(b.Plan, acc))
 	}
 	sp.Mine.SetText(sp.mine(acc, costs))
 	var cs Series
@@ -341,7 +341,7 @@ func (sp *SpeedupScreen) drawTree(parents []int) {
 // mine scores the plan typed into "your plan": a gamma for chain, widths per
 // depth for tree and egt (egt expands that many nodes per depth, two
 // children each, pruned to W_max).
-func (sp *SpeedupScreen) mine(acc *profiles.Acceptance, costs profiles.Costs) string {
+func (sp *SpeedupScreen) mine(acc *costmodel.Acceptance, costs costmodel.Costs) string {
 	var nums []int
 	for _, f := range strings.Split(sp.Shape.Text, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -350,7 +350,7 @@ func (sp *SpeedupScreen) mine(acc *profiles.Acceptance, costs profiles.Costs) st
 		}
 		nums = append(nums, n)
 	}
-	p := profiles.Plan{Strategy: sp.Plan.Selected}
+	p := costmodel.Plan{Strategy: sp.Plan.Selected}
 	switch p.Strategy {
 	case "chain":
 		p.Gamma = nums[0]
@@ -359,7 +359,7 @@ func (sp *SpeedupScreen) mine(acc *profiles.Acceptance, costs profiles.Costs) st
 	default:
 		p.Strategy, p.EGT, p.Branch, p.WMax = "egt", nums, 2, int(sp.WMax.Value)
 	}
-	pr, err := profiles.Predict(p, acc, costs)
+	pr, err := costmodel.Predict(p, acc, costs)
 	if err != nil {
 		return "Your plan: " + err.Error()
 	}
@@ -537,7 +537,7 @@ func (sp *SpeedupScreen) validate() {
 	// from every tuned plan, as tune --validate --top 5 does: the 25
 	// listed can all be one plan under other names (on the demo pair only
 	// one distinct plan was validated)
-	plans := profiles.Distinct(sp.candidates, 5)
+	plans := costmodel.Distinct(sp.candidates, 5)
 	for _, p := range plans {
 		if p.Backend != "" {
 			sp.s.ShowError(fmt.Errorf("validation measures one placement, and these plans were ranked across devices: choose the device and draft device of the plan you want on the Models screen, then tune without placing and validate"))
@@ -597,7 +597,7 @@ func describeValidation(v *workbench.Validation) string {
 }
 
 // SetRanked lists a tune's plans and picks the best.
-func (sp *SpeedupScreen) SetRanked(preds []profiles.Prediction) {
+func (sp *SpeedupScreen) SetRanked(preds []costmodel.Prediction) {
 	sp.ranked, sp.candidates = preds[:min(len(preds), 25)], preds
 	var opts []string
 	for i, p := range sp.ranked {
@@ -640,7 +640,7 @@ func (sp *SpeedupScreen) choosePoint(pt ChartPoint) {
 // choose makes p the plan Run and Export use: the session's tuned plan at
 // once, and the pair's newest stored plan (what Export renders, in the GUI
 // and `arborist export`) once the core has stored it.
-func (sp *SpeedupScreen) choose(p profiles.Prediction, msg string) {
+func (sp *SpeedupScreen) choose(p costmodel.Prediction, msg string) {
 	sp.s.Tuned = &p
 	sp.s.Changed()
 	ps := sp.s.PairSpec()

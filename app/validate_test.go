@@ -10,7 +10,7 @@ import (
 
 	"fyne.io/fyne/v2/test"
 
-	"arborist/profiles"
+	"arborist/profiles/costmodel"
 	"arborist/profiles/store"
 	"arborist/profiles/workbench"
 )
@@ -29,7 +29,7 @@ func TestValidateInGUI(t *testing.T) {
 	}
 	// a tune's ranking, as the model makes it from assumed figures
 	flat := []store.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 64, Median: 14 * time.Millisecond}}
-	preds := profiles.Search(profiles.Uniform(0.7, 0.4, 8, 3), profiles.Costs{Verify: flat, Draft: flat[:1]}, profiles.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 8})
+	preds := costmodel.Search(costmodel.Uniform(0.7, 0.4, 8, 3), costmodel.Costs{Verify: flat, Draft: flat[:1]}, costmodel.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 8})
 	// the list shows 25; these are one plan 25 times over, so the five
 	// distinct plans must come from beyond them
 	sp.SetRanked(append(slices.Repeat(preds[:1], 25), preds...))
@@ -43,13 +43,13 @@ func TestValidateInGUI(t *testing.T) {
 	sp.CalTokens.SetText("12")
 	// the inputs a tune left (re-checked costs) stay: a validation stores
 	// only runs, so it does not read the stored ones back over them
-	kept := &workbench.Inputs{Profiled: true, Costs: profiles.Costs{Verify: flat, Draft: flat[:1]}}
+	kept := &workbench.Inputs{Profiled: true, Costs: costmodel.Costs{Verify: flat, Draft: flat[:1]}}
 	s.Inputs = kept
 	test.Tap(sp.Validate)
 	waitFor(t, "the validation", func() bool {
 		return !sp.busy && sp.Validation.Text != "" || strings.Contains(sp.WorkStatus.Text, "failed")
 	})
-	if want := len(profiles.Distinct(preds, 5)); want < 2 || !strings.Contains(sp.Validation.Text, fmt.Sprintf("\n%d. ", want)) {
+	if want := len(costmodel.Distinct(preds, 5)); want < 2 || !strings.Contains(sp.Validation.Text, fmt.Sprintf("\n%d. ", want)) {
 		t.Errorf("validated plans: want %d distinct ones listed:\n%s", want, sp.Validation.Text)
 	}
 	if s.Inputs != kept {

@@ -13,19 +13,12 @@ import (
 	"arborist/engine/spec"
 	"arborist/engine/tree"
 	"arborist/kernels"
+	"arborist/profiles/costmodel"
 	"arborist/profiles/store"
 )
 
 // OverheadWidths are the widths the per-step bookkeeping is timed at.
 var OverheadWidths = []int{1, 8, 32}
-
-// CalibrationWidths is the probe tree: wide near the root, where the ranks
-// matter most, and deep enough to see acceptance fall with depth.
-var CalibrationWidths = []int{4, 3, 2, 2, 1, 1, 1, 1}
-
-// maxDepthSamples bounds the steps a calibration records for pricing
-// depth policies (a few hundred are typical; the record stays small).
-const maxDepthSamples = 8192
 
 // Calibrate runs the pair greedily over the prompts with a wide static probe
 // tree and counts, per depth and sibling rank, how often the target chose
@@ -34,15 +27,15 @@ const maxDepthSamples = 8192
 // length (Acceptance.Depths), on which depth policies are priced, and reads
 // the re-check's shape before the first prompt and after each
 // (Acceptance.Window), for the tunes that follow to pool.
-func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens int, progress func(done, total int)) (*Acceptance, error) {
-	shape, err := tree.FromWidths(CalibrationWidths)
+func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens int, progress func(done, total int)) (*costmodel.Acceptance, error) {
+	shape, err := tree.FromWidths(costmodel.CalibrationWidths)
 	if err != nil {
 		return nil, err
 	}
-	depth := len(CalibrationWidths)
+	depth := len(costmodel.CalibrationWidths)
 	table := func() [][]int {
 		t := make([][]int, depth)
-		for d, w := range CalibrationWidths {
+		for d, w := range costmodel.CalibrationWidths {
 			t[d] = make([]int, w)
 		}
 		return t
@@ -51,7 +44,7 @@ func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens in
 	// the same counts for regular and re-sampled steps apart (Acceptance.Regular)
 	kindHits, kindOffered := [2][][]int{table(), table()}, [2][][]int{table(), table()}
 	resampled := 0
-	acc := &Acceptance{QBins: make([]float64, 10), QCounts: make([]int, 10), Created: time.Now().UTC()}
+	acc := &costmodel.Acceptance{QBins: make([]float64, 10), QCounts: make([]int, 10), Created: time.Now().UTC()}
 	qHits := make([]int, 10)
 	// the re-check's shape, read between prompts: a window as long as the
 	// calibration (RecheckWindow); a target too short for it goes without
@@ -96,12 +89,12 @@ func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens in
 					kindHits[kind][lvl][r]++
 				}
 			}
-			if len(acc.Depths) < maxDepthSamples {
+			if len(acc.Depths) < costmodel.MaxDepthSamples {
 				best := s.Best[:min(len(s.Best), depth)]
-				ds := DepthSample{Best: append([]float64(nil), best...), Accepted: s.Accepted,
+				ds := costmodel.DepthSample{Best: append([]float64(nil), best...), Accepted: s.Accepted,
 					Top: append([]float64(nil), s.First...), P21: s.P21, Resampled: s.Resampled}
-				if len(acc.Depths) < maxProbeSamples {
-					recordProbe(&ds, s.Tree, s.Path)
+				if len(acc.Depths) < costmodel.MaxProbeSamples {
+					ds.RecordProbe(s.Tree, s.Path)
 				}
 				acc.Depths = append(acc.Depths, ds)
 			}
@@ -293,8 +286,8 @@ func DepthSamples(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens
 //
 // With storedOnly, missing curves are not measured: the error is
 // ErrNotProfiled.
-func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pair, spec PairSpec, storedOnly bool, progress func(kind string, done, total int, p Point)) (Costs, int64, error) {
-	var c Costs
+func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pair, spec PairSpec, storedOnly bool, progress func(kind string, done, total int, p Point)) (costmodel.Costs, int64, error) {
+	var c costmodel.Costs
 	target, draft := spec.Backend, spec.DraftBackend
 	if target == "" {
 		target = kernels.DefaultBackend
@@ -371,7 +364,7 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pa
 	if err != nil {
 		return c, 0, err
 	}
-	c.Overhead = Interp(op.Curve.Points, 8)
+	c.Overhead = costmodel.Interp(op.Curve.Points, 8)
 	if pair.DraftModel != nil {
 		sp := progress
 		if sp != nil {
@@ -397,12 +390,12 @@ var splitWidths = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 20, 24, 3
 // plans run them: one entry for each of SplitChoices on one device (total
 // threads in all), one for a drafter on a device of its own (elsewhere);
 // nil when the machine has one thread.
-func splitCosts(ctx context.Context, st *store.Store, hw store.Hardware, spec PairSpec, total int, elsewhere, storedOnly bool, progress func(kind string, done, total int, p Point)) ([]SplitCosts, error) {
-	choices := SplitChoices(total, spec.DraftThreads)
+func splitCosts(ctx context.Context, st *store.Store, hw store.Hardware, spec PairSpec, total int, elsewhere, storedOnly bool, progress func(kind string, done, total int, p Point)) ([]costmodel.SplitCosts, error) {
+	choices := costmodel.SplitChoices(total, spec.DraftThreads)
 	if elsewhere {
 		choices = []int{spec.DraftThreads} // the other device's own threads
 	}
-	var out []SplitCosts
+	var out []costmodel.SplitCosts
 	for _, d := range choices {
 		s := spec
 		s.DraftThreads = d
@@ -419,7 +412,7 @@ func splitCosts(ctx context.Context, st *store.Store, hw store.Hardware, spec Pa
 
 // splitCurves measures (or reads) one split's curves; nil when the pair
 // cannot draft concurrently.
-func splitCurves(ctx context.Context, st *store.Store, hw store.Hardware, spec PairSpec, storedOnly bool, progress func(kind string, done, total int, p Point)) (*SplitCosts, error) {
+func splitCurves(ctx context.Context, st *store.Store, hw store.Hardware, spec PairSpec, storedOnly bool, progress func(kind string, done, total int, p Point)) (*costmodel.SplitCosts, error) {
 	cp, err := OpenPair(spec, sample.Params{}, true)
 	if err != nil {
 		return nil, err
@@ -442,7 +435,7 @@ func splitCurves(ctx context.Context, st *store.Store, hw store.Hardware, spec P
 	if err != nil {
 		return nil, err
 	}
-	return &SplitCosts{TargetThreads: cp.Backend.Threads(), DraftThreads: cp.DraftModel.Backend.Threads(), Verify: tp.Curve.Points, Draft: dp.Curve.Points}, nil
+	return &costmodel.SplitCosts{TargetThreads: cp.Backend.Threads(), DraftThreads: cp.DraftModel.Backend.Threads(), Verify: tp.Curve.Points, Draft: dp.Curve.Points}, nil
 }
 
 // StepRecord is the stored form of step s, the index-th of its run, made

@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"arborist/engine/spec"
+	"arborist/profiles/costmodel"
 )
 
 // Config is the exported plan: DuoDecoding's config.yaml shape (hardware,
@@ -276,7 +277,7 @@ func onGPU(device string) bool { return device != "" && device != "cpu" }
 
 // NewConfig builds the exported config of a plan for a pair on a machine.
 // Model paths are made absolute so the file works from any folder.
-func NewConfig(spec PairSpec, hw HardwareConfig, threads, maxSeqLen int, precision string, best Prediction) *Config {
+func NewConfig(spec PairSpec, hw HardwareConfig, threads, maxSeqLen int, precision string, best costmodel.Prediction) *Config {
 	abs := func(p string) string {
 		if a, err := filepath.Abs(p); err == nil {
 			return a
@@ -302,7 +303,7 @@ func NewConfig(spec PairSpec, hw HardwareConfig, threads, maxSeqLen int, precisi
 		}
 	default:
 		c.Models.Draft = DraftConfig{Kind: "none"}
-		best = Prediction{Plan: Plan{Strategy: "ar"}, Speedup: 1, AAL: 1}
+		best = costmodel.Prediction{Plan: costmodel.Plan{Strategy: "ar"}, Speedup: 1, AAL: 1}
 	}
 	c.Optimization = OptimizationConfig{DraftBudget: fmt.Sprint(max(best.Plan.Gamma, len(best.PerDepth))), MaxSequences: max(1, best.Plan.MaxSeqs)}
 	c.Speculation = best.Plan.Trim()

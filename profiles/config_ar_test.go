@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"arborist/profiles/costmodel"
 	"strings"
 	"testing"
 )
@@ -9,7 +10,7 @@ import (
 // in config.yaml nor in the other engines' settings (no --draft-max 0).
 func TestConfigARNoDrafter(t *testing.T) {
 	c := NewConfig(PairSpec{Target: "/m/t.gguf", Draft: "/m/d.gguf"}, HardwareConfig{}, 2, 2048, "Q8_0",
-		Prediction{Plan: Plan{Strategy: "ar"}, Speedup: 1, AAL: 1})
+		costmodel.Prediction{Plan: costmodel.Plan{Strategy: "ar"}, Speedup: 1, AAL: 1})
 	if c.Models.Draft.Kind != "none" || c.Models.Draft.Path != "" {
 		t.Errorf("ar config carries a drafter: %+v", c.Models.Draft)
 	}
@@ -30,7 +31,7 @@ func TestConfigARNoDrafter(t *testing.T) {
 		t.Errorf("ar equivalents:\n%s", eq)
 	}
 	c = NewConfig(PairSpec{Target: "/m/t.gguf", Draft: "/m/d.gguf"}, HardwareConfig{}, 2, 2048, "Q8_0",
-		Prediction{Plan: Plan{Strategy: "chain", Gamma: 4}, Speedup: 1.5, AAL: 2})
+		costmodel.Prediction{Plan: costmodel.Plan{Strategy: "chain", Gamma: 4}, Speedup: 1.5, AAL: 2})
 	if eq := c.Equivalents(); !strings.Contains(eq, "-md /m/d.gguf --draft-max 4") {
 		t.Errorf("chain equivalents:\n%s", eq)
 	}

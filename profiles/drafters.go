@@ -15,6 +15,7 @@ import (
 	"arborist/engine/hidden"
 	"arborist/engine/model"
 	"arborist/kernels"
+	"arborist/profiles/hardware"
 	"arborist/profiles/store"
 )
 
@@ -155,7 +156,7 @@ func TrainDrafter(ctx context.Context, st *store.Store, spec TrainSpec, events f
 	tokens := count * max(1, set.Samples) * (set.Tokens + longest)
 	// the collector lets the heap grow to about twice the live bytes
 	need := 2 * hidden.MemoryNeed(d.Shape, tokens, longest+set.Tokens, set.Depth, be.Threads())
-	if ram := DetectHardware().RAM; ram > 0 && need > int64(ram)*3/4 {
+	if ram := hardware.DetectHardware().RAM; ram > 0 && need > int64(ram)*3/4 {
 		return 0, nil, fmt.Errorf("training this drafter needs about %.1f GiB but the machine has %.1f GiB: lower --samples or --tokens, or train for a smaller target",
 			float64(need)/(1<<30), float64(ram)/(1<<30))
 	}

@@ -8,17 +8,14 @@ package profiles
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
-	"sync/atomic"
 	"time"
 
 	"arborist/engine/drafter"
 	"arborist/engine/model"
 	"arborist/engine/sample"
 	"arborist/engine/tree"
-	"arborist/kernels/cpu"
 )
 
 // Point is one measured latency: the median of Reps timed passes over W
@@ -211,87 +208,6 @@ func medianSpread(ts []time.Duration) (time.Duration, time.Duration) {
 	}
 	sort.Slice(dev, func(a, b int) bool { return dev[a] < dev[b] })
 	return med, dev[len(dev)/2]
-}
-
-// Bandwidth measures memory read bandwidth in bytes per second with a
-// STREAM-like read of a buffer much larger than the caches, split over
-// threads goroutines, using the CPU backend's widest loads; the best of
-// several passes.
-func Bandwidth(ctx context.Context, threads int, size int) (float64, error) {
-	if size <= 0 {
-		size = 256 << 20
-	}
-	threads = max(1, threads)
-	n := size / 8
-	buf := make([]uint64, n)
-	for i := range buf {
-		buf[i] = uint64(i)
-	}
-	best := 0.0
-	sinks := make([]uint64, threads)
-	for pass := 0; pass < 5; pass++ {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		done := make(chan struct{}, threads)
-		t0 := time.Now()
-		for w := 0; w < threads; w++ {
-			go func(w int) {
-				lo, hi := w*n/threads/16*16, (w+1)*n/threads/16*16
-				sinks[w] = cpu.ReadSum(buf[lo:hi])
-				done <- struct{}{}
-			}(w)
-		}
-		for w := 0; w < threads; w++ {
-			<-done
-		}
-		bw := float64(size) / time.Since(t0).Seconds()
-		best = math.Max(best, bw)
-	}
-	return best, nil
-}
-
-// ComputePeak measures the compute ceiling of the CPU kernels in
-// multiply-adds per second over threads goroutines: the inner operations of
-// the integer kernels (integer true: int8 products summed to int32, as the
-// quantised types run) or of the float32 ones (FMA), with no memory
-// traffic; the best of three passes of about 50 ms. Decoding cannot beat
-// it, so T_verify(W) of wide W is judged against it.
-func ComputePeak(ctx context.Context, threads int, integer bool) (float64, error) {
-	threads = max(1, threads)
-	iters := 1 << 12
-	for { // size one pass to about 50 ms on one thread
-		t0 := time.Now()
-		cpu.PeakProbe(integer, iters)
-		if d := time.Since(t0); d > 10*time.Millisecond || iters > 1<<30 {
-			iters = int(float64(iters) * float64(50*time.Millisecond) / float64(max(d, time.Microsecond)))
-			break
-		}
-		iters *= 4
-	}
-	best := 0.0
-	sinks := make([]int64, threads)
-	for pass := 0; pass < 3; pass++ {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		var macs atomic.Int64
-		done := make(chan struct{}, threads)
-		t0 := time.Now()
-		for w := 0; w < threads; w++ {
-			go func(w int) {
-				n, sink := cpu.PeakProbe(integer, iters)
-				macs.Add(n)
-				sinks[w] = sink
-				done <- struct{}{}
-			}(w)
-		}
-		for w := 0; w < threads; w++ {
-			<-done
-		}
-		best = math.Max(best, float64(macs.Load())/time.Since(t0).Seconds())
-	}
-	return best, nil
 }
 
 // OverheadCurve measures the per-step bookkeeping of verifying W draft

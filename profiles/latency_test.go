@@ -9,6 +9,7 @@ import (
 
 	"arborist/engine/model"
 	"arborist/kernels/cpu"
+	"arborist/profiles/hardware"
 )
 
 func benchModel(t testing.TB) *model.Model {
@@ -41,14 +42,14 @@ func BenchmarkVerify8(b *testing.B) {
 // 0.1 and 10000 GMAC/s), and a cancelled context stops the measurement.
 func TestComputePeak(t *testing.T) {
 	for _, integer := range []bool{true, false} {
-		p, err := ComputePeak(context.Background(), 2, integer)
+		p, err := hardware.ComputePeak(context.Background(), 2, integer)
 		if err != nil || p < 1e8 || p > 1e13 {
 			t.Errorf("integer=%v: %g MAC/s, %v", integer, p, err)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := ComputePeak(ctx, 2, true); err == nil {
+	if _, err := hardware.ComputePeak(ctx, 2, true); err == nil {
 		t.Error("a cancelled context was ignored")
 	}
 }

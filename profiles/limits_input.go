@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime"
 
 	"gopkg.in/yaml.v3"
 
 	"arborist/engine/model"
 	"arborist/engine/tree"
+	"arborist/profiles/hardware"
 	"arborist/profiles/store"
 )
 
@@ -37,36 +37,6 @@ func drafterFor(target *model.Model, id int64) func(store.Drafter) error {
 	}
 }
 
-// ThreadFactor bounds threads per logical core: a few threads per core can
-// help hide stalls, a million only exhaust memory (each worker has its own
-// stack and scratch) and hang the machine.
-const ThreadFactor = 4
-
-// MaxThreads is the most threads a model may be run with on this machine.
-func MaxThreads() int { return ThreadFactor * runtime.NumCPU() }
-
-// CheckThreads refuses a thread count that is not positive or is beyond
-// MaxThreads; name is the flag or field it came from.
-func CheckThreads(name string, n int) error {
-	if n < 1 || n > MaxThreads() {
-		return fmt.Errorf("%s %d: want 1 to %d (%d times this machine's %d logical cores)", name, n, MaxThreads(), ThreadFactor, runtime.NumCPU())
-	}
-	return nil
-}
-
-// CheckRoom refuses a generation that cannot fit in the model's context:
-// promptTokens plus n new tokens (n is checked alone first, so a huge n
-// cannot overflow the sum).
-func CheckRoom(promptTokens, n, ctxLen int) error {
-	if n < 1 {
-		return fmt.Errorf("-n %d must be positive", n)
-	}
-	if n > ctxLen || promptTokens > ctxLen-n {
-		return fmt.Errorf("prompt (%d tokens) + %d new tokens exceed the model's context of %d", promptTokens, n, ctxLen)
-	}
-	return nil
-}
-
 // checkLimits bounds every size and checks every float a config.yaml gives
 // before anything is built from it, naming the field: threads, the plan's
 // sizes (as spec and tree bound them at run time), the context, and the
@@ -74,12 +44,12 @@ func CheckRoom(promptTokens, n, ctxLen int) error {
 func (c *Config) checkLimits() error {
 	t, d, s, sm := c.Models.Target, c.Models.Draft, c.Speculation, c.Sampling
 	if t.Threads > 0 {
-		if err := CheckThreads("models.target.threads", t.Threads); err != nil {
+		if err := hardware.CheckThreads("models.target.threads", t.Threads); err != nil {
 			return err
 		}
 	}
 	if d.Threads > 0 {
-		if err := CheckThreads("models.draft.threads", d.Threads); err != nil {
+		if err := hardware.CheckThreads("models.draft.threads", d.Threads); err != nil {
 			return err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"arborist/engine/spec"
 	"arborist/kernels"
 	"arborist/kernels/cpu"
+	"arborist/profiles/costmodel"
 	"arborist/profiles/store"
 )
 
@@ -105,7 +106,7 @@ func TestPairOnTwoDevices(t *testing.T) {
 // target, on the GPU beside a CPU target, both on the GPU), and a split
 // says where vLLM and SGLang cannot follow.
 func TestEquivalentsTwoDevices(t *testing.T) {
-	c := NewConfig(PairSpec{Target: "/m/t.gguf", Draft: "/m/d.gguf"}, HardwareConfig{}, 8, 4096, "Q4_K", Prediction{Plan: Plan{Strategy: "duo", Gamma: 4}, Speedup: 1.5, AAL: 3})
+	c := NewConfig(PairSpec{Target: "/m/t.gguf", Draft: "/m/d.gguf"}, HardwareConfig{}, 8, 4096, "Q4_K", costmodel.Prediction{Plan: costmodel.Plan{Strategy: "duo", Gamma: 4}, Speedup: 1.5, AAL: 3})
 	c.Models.Target.Device, c.Models.Draft.Device = "cuda", "cpu"
 	eq := c.Equivalents()
 	for _, want := range []string{"-ngl 99 -ngld 0", "drafts on cpu while the target verifies on cuda", "cannot place it elsewhere"} {
@@ -125,7 +126,7 @@ func TestEquivalentsTwoDevices(t *testing.T) {
 	if eq := c.Equivalents(); strings.Contains(eq, "-ngl") {
 		t.Errorf("both on the CPU, yet:\n%s", eq)
 	}
-	c = NewConfig(PairSpec{Target: "/m/t.gguf"}, HardwareConfig{}, 8, 4096, "Q4_K", Prediction{Plan: Plan{Strategy: "ar"}, Speedup: 1, AAL: 1})
+	c = NewConfig(PairSpec{Target: "/m/t.gguf"}, HardwareConfig{}, 8, 4096, "Q4_K", costmodel.Prediction{Plan: costmodel.Plan{Strategy: "ar"}, Speedup: 1, AAL: 1})
 	c.Models.Target.Device = "cuda"
 	if eq := c.Equivalents(); !strings.Contains(eq, "-ngl 99 --temp") {
 		t.Errorf("plain decoding on the GPU, yet:\n%s", eq)
@@ -170,9 +171,9 @@ func TestRecheckDraftingKinds(t *testing.T) {
 		for _, pt := range stored {
 			curve = append(curve, store.Point{W: pt.W, Median: pt.Median, Reps: pt.Reps})
 		}
-		for k := 0; k < MinWindowSlots; k++ {
-			if k == MinWindowSlots-1 { // one moment short: not pooled
-				_, rc, err := RecheckCosts(ctx, p.Target, dr, Costs{Verify: curve}, 1, 0, ws.Window())
+		for k := 0; k < costmodel.MinWindowSlots; k++ {
+			if k == costmodel.MinWindowSlots-1 { // one moment short: not pooled
+				_, rc, err := RecheckCosts(ctx, p.Target, dr, costmodel.Costs{Verify: curve}, 1, 0, ws.Window())
 				if err != nil || rc.WindowMoments != 0 || len(rc.Anchors) != len(RecheckAnchors(8)) {
 					t.Fatalf("%s: %d moments pooled of %d, %d anchors, %v", name, rc.WindowMoments, k, len(rc.Anchors), err)
 				}
@@ -182,7 +183,7 @@ func TestRecheckDraftingKinds(t *testing.T) {
 			}
 		}
 		w := ws.Window()
-		if w.Drafting != c.kind || len(w.Slots) != MinWindowSlots {
+		if w.Drafting != c.kind || len(w.Slots) != costmodel.MinWindowSlots {
 			t.Fatalf("%s: window drafting %q, %d moments", name, w.Drafting, len(w.Slots))
 		}
 		for _, slot := range w.Slots {
@@ -192,11 +193,11 @@ func TestRecheckDraftingKinds(t *testing.T) {
 				}
 			}
 		}
-		if _, rc, err := RecheckCosts(ctx, p.Target, dr, Costs{Verify: curve}, 1, 0, w); err != nil || rc.WindowMoments != MinWindowSlots {
+		if _, rc, err := RecheckCosts(ctx, p.Target, dr, costmodel.Costs{Verify: curve}, 1, 0, w); err != nil || rc.WindowMoments != costmodel.MinWindowSlots {
 			t.Errorf("%s: %d moments pooled, %v", name, rc.WindowMoments, err)
 		}
 		if c.kind != "" { // a re-check that drafts otherwise does not pool it
-			if _, rc, _ := RecheckCosts(ctx, p.Target, Drafting{}, Costs{Verify: curve}, 1, 0, w); rc.WindowMoments != 0 {
+			if _, rc, _ := RecheckCosts(ctx, p.Target, Drafting{}, costmodel.Costs{Verify: curve}, 1, 0, w); rc.WindowMoments != 0 {
 				t.Errorf("%s: a window drafted with %q pooled by a re-check without drafting", name, c.kind)
 			}
 		}

@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"arborist/profiles/costmodel"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -318,7 +319,7 @@ func UnmarshalPredictor(b []byte) (*Predictor, error) {
 // latency-aware speedup AAL(D) * T_verify(1) / (D * T_draft + T_verify(W(D))).
 type PredictorPolicy struct {
 	P      *Predictor
-	Costs  Costs
+	Costs  costmodel.Costs
 	Widths []int   // the egt plan's nodes expanded per depth
 	Branch int     // children per expanded node
 	EMA    float64 // smoothing weight of the new prediction (default 0.5)
@@ -357,10 +358,10 @@ func (pp *PredictorPolicy) choose(hidden []float32) int {
 	level := 1
 	for d := 0; d < len(pp.Widths) && d < len(pp.smooth); d++ {
 		aal += pp.smooth[d] // chance the depth-d token is accepted
-		draft += Interp(pp.Costs.Draft, min(pp.Widths[d], level))
+		draft += costmodel.Interp(pp.Costs.Draft, min(pp.Widths[d], level))
 		level = min(pp.Widths[d], level) * max(1, pp.Branch)
 		nodes += level
-		step := float64(draft + Interp(pp.Costs.Verify, 1+nodes) + pp.Costs.Overhead)
+		step := float64(draft + costmodel.Interp(pp.Costs.Verify, 1+nodes) + pp.Costs.Overhead)
 		if sp := aal * t1 / step; sp > best {
 			best, bestD = sp, d+1
 		}

@@ -11,6 +11,8 @@ import (
 	"arborist/engine/model"
 	"arborist/engine/sample"
 	"arborist/engine/spec"
+	"arborist/profiles/costmodel"
+	"arborist/profiles/hardware"
 	"arborist/profiles/store"
 )
 
@@ -215,7 +217,7 @@ func (r *Recheck) Brief() string {
 // use (rescaled or the stored one) and what it found (RecheckCosts without
 // a drafter).
 func RecheckVerify(ctx context.Context, m *model.Model, curve []store.Point, threads int, bandwidthStored float64) ([]store.Point, Recheck, error) {
-	c, r, err := RecheckCosts(ctx, m, Drafting{}, Costs{Verify: curve}, threads, bandwidthStored, nil)
+	c, r, err := RecheckCosts(ctx, m, Drafting{}, costmodel.Costs{Verify: curve}, threads, bandwidthStored, nil)
 	return c.Verify, r, err
 }
 
@@ -227,7 +229,7 @@ func RecheckVerify(ctx context.Context, m *model.Model, curve []store.Point, thr
 // positive it also re-measures the read bandwidth with threads goroutines
 // and warns when it moved by more than 15%: the machine is busier, or not
 // the one that was profiled, and every stored curve is suspect.
-func RecheckCosts(ctx context.Context, m *model.Model, d Drafting, c Costs, threads int, bandwidthStored float64, window *RecheckWindow) (Costs, Recheck, error) {
+func RecheckCosts(ctx context.Context, m *model.Model, d Drafting, c costmodel.Costs, threads int, bandwidthStored float64, window *costmodel.RecheckWindow) (costmodel.Costs, Recheck, error) {
 	t0 := time.Now()
 	var r Recheck
 	curve := c.Verify
@@ -244,12 +246,12 @@ func RecheckCosts(ctx context.Context, m *model.Model, d Drafting, c Costs, thre
 	}
 	now, drafted := t.widths, t.drafted
 	r.Plain, c.Plain = t.plain, t.plain
-	if window.usable(widths, m, d, time.Now().UTC()) && t.plain > 0 {
+	if windowUsable(window, widths, m, d, time.Now().UTC()) && t.plain > 0 {
 		own := make([]float64, len(now))
 		for i, d := range now {
 			own[i] = float64(d) / float64(t.plain)
 		}
-		for i, ratio := range window.pooled(own) {
+		for i, ratio := range windowPooled(window, own) {
 			now[i] = time.Duration(ratio * float64(t.plain))
 		}
 		r.WindowMoments = len(window.Slots)
@@ -258,7 +260,7 @@ func RecheckCosts(ctx context.Context, m *model.Model, d Drafting, c Costs, thre
 	}
 	factors := make([]float64, len(widths))
 	for i, w := range widths {
-		a := Anchor{W: w, Stored: Interp(curve, w), Now: now[i]}
+		a := Anchor{W: w, Stored: costmodel.Interp(curve, w), Now: now[i]}
 		if a.Stored <= 0 {
 			return c, r, fmt.Errorf("profiles: the stored T_verify curve has no positive time at W=%d", w)
 		}
@@ -282,7 +284,7 @@ func RecheckCosts(ctx context.Context, m *model.Model, d Drafting, c Costs, thre
 		}
 	}
 	if r.DraftPasses > 0 {
-		one := Interp(c.Draft, 1)
+		one := costmodel.Interp(c.Draft, 1)
 		for i := 0; i < r.DraftPasses; i++ {
 			r.StoredDraft += one
 			if len(c.DraftAfter) > 0 {
@@ -306,7 +308,7 @@ func RecheckCosts(ctx context.Context, m *model.Model, d Drafting, c Costs, thre
 	}
 	if bandwidthStored > 0 {
 		r.BandwidthStored = bandwidthStored
-		if bw, err := Bandwidth(ctx, threads, 64<<20); err == nil {
+		if bw, err := hardware.Bandwidth(ctx, threads, 64<<20); err == nil {
 			r.BandwidthNow = bw
 			if d := bw/bandwidthStored - 1; math.Abs(d) > 0.15 {
 				r.BandwidthWarning = fmt.Sprintf("memory bandwidth is %.1f GB/s now, %.1f GB/s when this machine was profiled (%+.0f%%): another program may be loading the machine; profile again for curves to trust", bw/1e9, bandwidthStored/1e9, d*100)
@@ -316,43 +318,6 @@ func RecheckCosts(ctx context.Context, m *model.Model, d Drafting, c Costs, thre
 	r.Elapsed = time.Since(t0)
 	return c, r, nil
 }
-
-// RecheckWindow is the re-check's shape, T_verify(W) over plain
-// decoding's token at its anchor widths, read at moments spread over a
-// long stretch of time: a calibration reads it before its first prompt and
-// after each one. The quick re-check before a search is one such moment,
-// and one moment is not enough: on 2 shared Zen 4 cores, twelve re-checks
-// of one process three seconds apart read T_verify(4) over plain decoding's
-// token at 1.33-1.62, the machine's state moving over seconds, while the
-// validations' own steps over their plain decoding held within about 4%
-// of their mean across the three tunes of a set, each averaging a minute
-// of that motion; the chosen plan's error followed the re-check's
-// reading. A calibration run just before spans about that minute, so
-// RecheckCosts takes each anchor's ratio as the median over the window's
-// moments and its own, and only the scale, plain decoding's token, from
-// its own moment alone.
-type RecheckWindow struct {
-	Widths []int `json:"widths"`
-	// Slots hold, per moment, per width, the median over the moment's
-	// rounds of T_verify(W) / plain decoding's token.
-	Slots   [][]float64 `json:"slots"`
-	Backend string      `json:"backend"`
-	Threads int         `json:"threads"`
-	// Drafting is what drafted between its passes (Drafting.Kind).
-	Drafting string    `json:"drafting,omitempty"`
-	Start    time.Time `json:"start"`
-	End      time.Time `json:"end"`
-}
-
-// WindowRounds is how many timed rounds (after an untimed one) a moment of
-// a RecheckWindow takes; WindowAge is how old a window may be for
-// RecheckCosts to pool it; MinWindowSlots is the fewest moments it pools.
-const (
-	WindowRounds   = 3
-	WindowAge      = 30 * time.Minute
-	MinWindowSlots = 3
-	maxWindowSlots = 4096 // more moments than any calibration reads: a damaged record
-)
 
 // RecheckAnchors are the widths a re-check of a curve reaching maxW times:
 // those of 1, 2, 3, 4 and 6 below min(8, maxW), and that. Chains and
@@ -376,7 +341,7 @@ func RecheckAnchors(maxW int) []int {
 // other work.
 type WindowSampler struct {
 	probe *recheckProbe
-	w     RecheckWindow
+	w     costmodel.RecheckWindow
 }
 
 // NewWindowSampler sets up the re-check's round on m at the anchors of a
@@ -387,16 +352,16 @@ func NewWindowSampler(ctx context.Context, m *model.Model, d Drafting, maxW int)
 	if err != nil {
 		return nil, err
 	}
-	return &WindowSampler{probe: p, w: RecheckWindow{Widths: widths, Backend: m.Backend.Name(), Threads: m.Backend.Threads(), Drafting: d.Kind()}}, nil
+	return &WindowSampler{probe: p, w: costmodel.RecheckWindow{Widths: widths, Backend: m.Backend.Name(), Threads: m.Backend.Threads(), Drafting: d.Kind()}}, nil
 }
 
-// Sample reads one moment: an untimed round, then WindowRounds timed.
+// Sample reads one moment: an untimed round, then costmodel.WindowRounds timed.
 func (s *WindowSampler) Sample(ctx context.Context) error {
 	if _, err := s.probe.round(ctx); err != nil {
 		return err
 	}
 	ratios := make([][]float64, len(s.w.Widths))
-	for r := 0; r < WindowRounds; r++ {
+	for r := 0; r < costmodel.WindowRounds; r++ {
 		rd, err := s.probe.round(ctx)
 		if err != nil {
 			return err
@@ -407,7 +372,7 @@ func (s *WindowSampler) Sample(ctx context.Context) error {
 	}
 	slot := make([]float64, len(ratios))
 	for i, rs := range ratios {
-		slot[i] = Median(rs)
+		slot[i] = costmodel.Median(rs)
 	}
 	now := time.Now().UTC()
 	if len(s.w.Slots) == 0 {
@@ -418,7 +383,7 @@ func (s *WindowSampler) Sample(ctx context.Context) error {
 }
 
 // Window is what the samples read (nil before any).
-func (s *WindowSampler) Window() *RecheckWindow {
+func (s *WindowSampler) Window() *costmodel.RecheckWindow {
 	if s == nil || len(s.w.Slots) == 0 {
 		return nil
 	}
@@ -427,41 +392,18 @@ func (s *WindowSampler) Window() *RecheckWindow {
 	return &w
 }
 
-// String says what the window read at W = 4 (its widest anchor when it
-// has none), the ratio tune's re-check will pool, for calibrate to print.
-func (w *RecheckWindow) String() string {
-	if w == nil || len(w.Slots) == 0 || len(w.Widths) < 2 {
-		return ""
-	}
-	i := slices.Index(w.Widths, 4)
-	if i < 0 {
-		i = len(w.Widths) - 1
-	}
-	var rs []float64
-	for _, s := range w.Slots {
-		if i < len(s) {
-			rs = append(rs, s[i])
-		}
-	}
-	if len(rs) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("T_verify(%d) read %.2f-%.2f plain decoding tokens (median %.2f) at %d moments over %.0f s; a tune in the next %.0f minutes pools them with its re-check",
-		w.Widths[i], slices.Min(rs), slices.Max(rs), Median(rs), len(rs), w.End.Sub(w.Start).Seconds(), WindowAge.Minutes())
-}
-
-// usable reports whether a re-check of widths on m, drafting with d, at
+// windowUsable reports whether a re-check of widths on m, drafting with d, at
 // time now may pool the window: the same anchors, backend, threads and
 // drafting, enough moments (not more than a calibration reads), every
 // ratio one a pass can take, and not dated ahead nor older than WindowAge.
-func (w *RecheckWindow) usable(widths []int, m *model.Model, d Drafting, now time.Time) bool {
-	if w == nil || len(w.Slots) < MinWindowSlots || !slices.Equal(w.Widths, widths) || w.Drafting != d.Kind() {
+func windowUsable(w *costmodel.RecheckWindow, widths []int, m *model.Model, d Drafting, now time.Time) bool {
+	if w == nil || len(w.Slots) < costmodel.MinWindowSlots || !slices.Equal(w.Widths, widths) || w.Drafting != d.Kind() {
 		return false
 	}
 	if w.Backend != m.Backend.Name() || w.Threads != m.Backend.Threads() {
 		return false
 	}
-	if len(w.Slots) > maxWindowSlots {
+	if len(w.Slots) > costmodel.MaxWindowSlots {
 		return false
 	}
 	for _, s := range w.Slots {
@@ -477,36 +419,21 @@ func (w *RecheckWindow) usable(widths []int, m *model.Model, d Drafting, now tim
 		}
 	}
 	age := now.Sub(w.End)
-	return age >= 0 && age <= WindowAge
+	return age >= 0 && age <= costmodel.WindowAge
 }
 
-// pooled is each width's ratio T_verify(W) / plain token: the median over
+// windowPooled is each width's ratio T_verify(W) / plain token: the median over
 // the window's moments and one more, own.
-func (w *RecheckWindow) pooled(own []float64) []float64 {
+func windowPooled(w *costmodel.RecheckWindow, own []float64) []float64 {
 	out := make([]float64, len(own))
 	for i := range own {
 		rs := []float64{own[i]}
 		for _, s := range w.Slots {
 			rs = append(rs, s[i])
 		}
-		out[i] = Median(rs)
+		out[i] = costmodel.Median(rs)
 	}
 	return out
-}
-
-// Median is the median of xs (the mean of the middle two of an even count,
-// 0 for none); xs is not changed.
-func Median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n == 0 {
-		return 0
-	}
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // recheckTimes is what recheckRounds measured, medians over its rounds.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"arborist/engine/model"
+	"arborist/profiles/costmodel"
 	"arborist/profiles/store"
 )
 
@@ -84,7 +85,7 @@ func TestRecheckVerifyRescalesAStaleCurve(t *testing.T) {
 	// on stale ones would be compared against another machine), and the
 	// caller's Costs is left as it was
 	split := append([]store.Point(nil), stale...)
-	c := Costs{Verify: stale, Splits: []SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: split}}}
+	c := costmodel.Costs{Verify: stale, Splits: []costmodel.SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: split}}}
 	gotC, rc, err := RecheckCosts(context.Background(), m, Drafting{}, c, 2, 0, nil)
 	if err != nil || !rc.Rescaled || gotC.Plain != rc.Plain || gotC.PlainToken() != rc.Plain || c.Plain != 0 {
 		t.Fatalf("re-check with splits: %+v, %v (costs' plain decoding %v)", rc, err, gotC.Plain)
@@ -121,7 +122,7 @@ func TestRecheckDrafter(t *testing.T) {
 	}
 	// measure times the curves, makes the drafter's five times too slow
 	// and re-checks them
-	measure := func() (draft []Point, stale, got Costs, rc Recheck) {
+	measure := func() (draft []Point, stale, got costmodel.Costs, rc Recheck) {
 		verify, err := VerifyCurve(ctx, m, []int{1, 4, 8}, CurveOptions{MinReps: 3, MaxReps: 5})
 		if err != nil {
 			t.Fatal(err)
@@ -134,8 +135,8 @@ func TestRecheckDrafter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stale = Costs{Verify: slow(verify, 1), Draft: slow(draft, 5), DraftAfter: slow(after, 5),
-			Splits: []SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: slow(verify, 1), Draft: slow(draft, 5)}}}
+		stale = costmodel.Costs{Verify: slow(verify, 1), Draft: slow(draft, 5), DraftAfter: slow(after, 5),
+			Splits: []costmodel.SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: slow(verify, 1), Draft: slow(draft, 5)}}}
 		got, rc, err = RecheckCosts(ctx, m, Drafting{Draft: dm}, stale, 2, 0, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -144,7 +145,7 @@ func TestRecheckDrafter(t *testing.T) {
 	}
 	// offBy says whether the re-checked drafter curve is off the measured
 	// one by more than the checks below allow
-	offBy := func(draft []Point, got Costs, rc Recheck) bool {
+	offBy := func(draft []Point, got costmodel.Costs, rc Recheck) bool {
 		for i, p := range got.Draft {
 			if r := float64(p.Median) / float64(draft[i].Median); r < 0.33 || r > 3 {
 				return true
@@ -201,8 +202,8 @@ func TestRecheckPoolsTheWindow(t *testing.T) {
 		stored = append(stored, store.Point{W: p.W, Median: p.Median, Reps: p.Reps})
 	}
 	now := time.Now().UTC()
-	window := func(edit func(w *RecheckWindow)) *RecheckWindow {
-		w := &RecheckWindow{Widths: RecheckAnchors(8), Backend: m.Backend.Name(), Threads: m.Backend.Threads(),
+	window := func(edit func(w *costmodel.RecheckWindow)) *costmodel.RecheckWindow {
+		w := &costmodel.RecheckWindow{Widths: RecheckAnchors(8), Backend: m.Backend.Name(), Threads: m.Backend.Threads(),
 			Start: now.Add(-50 * time.Second), End: now.Add(-10 * time.Second)}
 		for i := 0; i < 4; i++ {
 			w.Slots = append(w.Slots, []float64{1, 1.5, 2, 3, 4, 5})
@@ -213,7 +214,7 @@ func TestRecheckPoolsTheWindow(t *testing.T) {
 		return w
 	}
 	ratio := func(rc Recheck, d time.Duration) float64 { return float64(d) / float64(rc.Plain) }
-	c, rc, err := RecheckCosts(ctx, m, Drafting{}, Costs{Verify: stored}, 2, 0, window(nil))
+	c, rc, err := RecheckCosts(ctx, m, Drafting{}, costmodel.Costs{Verify: stored}, 2, 0, window(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,21 +232,21 @@ func TestRecheckPoolsTheWindow(t *testing.T) {
 	if b := rc.Brief(); !strings.Contains(b, "rescaled x") || !strings.Contains(b, "pooled with 4 moments") || (*Recheck)(nil).Brief() != "" {
 		t.Errorf("brief: %q", b)
 	}
-	if got := Interp(c.Verify, 4); !rc.Rescaled || c.Plain != rc.Plain || math.Abs(float64(got-rc.At(4).Now)) > 0.01*float64(rc.At(4).Now) {
+	if got := costmodel.Interp(c.Verify, 4); !rc.Rescaled || c.Plain != rc.Plain || math.Abs(float64(got-rc.At(4).Now)) > 0.01*float64(rc.At(4).Now) {
 		t.Errorf("the curve was not rescaled to the pooled shape: T_verify(4) %v, pooled %v", got, rc.At(4).Now)
 	}
-	for name, w := range map[string]*RecheckWindow{
-		"too old":          window(func(w *RecheckWindow) { w.End = now.Add(-WindowAge - time.Minute) }),
-		"other widths":     window(func(w *RecheckWindow) { w.Widths = []int{1, 2, 8} }),
-		"other threads":    window(func(w *RecheckWindow) { w.Threads++ }),
-		"two moments":      window(func(w *RecheckWindow) { w.Slots = w.Slots[:2] }),
-		"ragged":           window(func(w *RecheckWindow) { w.Slots[1] = w.Slots[1][:2] }),
-		"other drafting":   window(func(w *RecheckWindow) { w.Drafting = "draft model" }),
-		"a negative ratio": window(func(w *RecheckWindow) { w.Slots[2][3] = -3 }),
-		"a NaN ratio":      window(func(w *RecheckWindow) { w.Slots[0][1] = math.NaN() }),
-		"from the future":  window(func(w *RecheckWindow) { w.End = now.Add(time.Hour) }),
+	for name, w := range map[string]*costmodel.RecheckWindow{
+		"too old":          window(func(w *costmodel.RecheckWindow) { w.End = now.Add(-costmodel.WindowAge - time.Minute) }),
+		"other widths":     window(func(w *costmodel.RecheckWindow) { w.Widths = []int{1, 2, 8} }),
+		"other threads":    window(func(w *costmodel.RecheckWindow) { w.Threads++ }),
+		"two moments":      window(func(w *costmodel.RecheckWindow) { w.Slots = w.Slots[:2] }),
+		"ragged":           window(func(w *costmodel.RecheckWindow) { w.Slots[1] = w.Slots[1][:2] }),
+		"other drafting":   window(func(w *costmodel.RecheckWindow) { w.Drafting = "draft model" }),
+		"a negative ratio": window(func(w *costmodel.RecheckWindow) { w.Slots[2][3] = -3 }),
+		"a NaN ratio":      window(func(w *costmodel.RecheckWindow) { w.Slots[0][1] = math.NaN() }),
+		"from the future":  window(func(w *costmodel.RecheckWindow) { w.End = now.Add(time.Hour) }),
 	} {
-		_, rc, err := RecheckCosts(ctx, m, Drafting{}, Costs{Verify: stored}, 2, 0, w)
+		_, rc, err := RecheckCosts(ctx, m, Drafting{}, costmodel.Costs{Verify: stored}, 2, 0, w)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,7 +263,7 @@ func TestMedian(t *testing.T) {
 		in   []float64
 		want float64
 	}{{[]float64{3, 1, 2}, 2}, {xs, 2.5}, {nil, 0}, {[]float64{7}, 7}} {
-		if got := Median(c.in); got != c.want {
+		if got := costmodel.Median(c.in); got != c.want {
 			t.Errorf("Median(%v) = %v, want %v", c.in, got, c.want)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"arborist/profiles"
+	"arborist/profiles/hardware"
 	"arborist/profiles/store"
 	"arborist/profiles/workbench"
 )
@@ -68,7 +68,7 @@ func checkBackend(backend string, threads int) error {
 	if threads <= 0 {
 		return usagef("--threads must be positive")
 	}
-	if err := profiles.CheckThreads("--threads", threads); err != nil { // capped at a few times the logical cores
+	if err := hardware.CheckThreads("--threads", threads); err != nil { // capped at a few times the logical cores
 		return usagef("%v", err)
 	}
 	return nil
@@ -92,7 +92,7 @@ func (p *pairFlags) check(needSource bool) error {
 	if p.DraftThreads < 0 {
 		return usagef("--draft-threads must not be negative")
 	}
-	if err := profiles.CheckThreads("--threads (with --draft-threads)", p.Threads+p.DraftThreads); err != nil { // issue 17
+	if err := hardware.CheckThreads("--threads (with --draft-threads)", p.Threads+p.DraftThreads); err != nil { // issue 17
 		return usagef("%v", err)
 	}
 	if err := checkKV(p.KV); err != nil {

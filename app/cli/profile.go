@@ -12,6 +12,7 @@ import (
 
 	"arborist/engine/spec"
 	"arborist/profiles"
+	"arborist/profiles/costmodel"
 	"arborist/profiles/store"
 	"arborist/profiles/workbench"
 )
@@ -398,7 +399,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 		if validateTop {
-			plans := profiles.Distinct(t.Ranked, *top) // plans doing the same work are measured once
+			plans := costmodel.Distinct(t.Ranked, *top) // plans doing the same work are measured once
 			if !*asJSON {
 				fmt.Fprintf(w, "\nvalidating the top %d plans on %s (%d tokens per prompt, %d round(s), plans and plain decoding interleaved per prompt):\n", len(plans), *prompts, *n, *rounds)
 			}

@@ -10,12 +10,13 @@ import (
 	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/profiles"
+	"arborist/profiles/costmodel"
 )
 
 // Export is a plan rendered as config.yaml and other engines' settings.
 type Export struct {
 	PlanID      int64
-	Best        profiles.Prediction
+	Best        costmodel.Prediction
 	Config      *profiles.Config
 	YAML        []byte
 	Equivalents string
@@ -77,7 +78,7 @@ func (b *Bench) provenance(ctx context.Context, in *Inputs, planID int64) (strin
 //
 // Each model file's SHA-256 is recorded (hashed once, then cached in the
 // database by path, size and mtime), so a replay can refuse a changed file.
-func (b *Bench) config(ctx context.Context, ps PairSpec, in *Inputs, best profiles.Prediction, measuredOn string) (*Export, error) {
+func (b *Bench) config(ctx context.Context, ps PairSpec, in *Inputs, best costmodel.Prediction, measuredOn string) (*Export, error) {
 	c := profiles.NewConfig(ps, profiles.ConfigHardware(in.Hardware), in.Threads, in.CtxLen, in.Precision, best)
 	st, err := b.db(ctx)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"arborist/kernels/cpu"
 	"arborist/kernels/quant"
 	"arborist/profiles"
+	"arborist/profiles/hardware"
 	"arborist/profiles/store"
 )
 
@@ -378,7 +379,7 @@ type BenchReport struct {
 	Decode      []float64        `json:"decode_tokens_per_s"` // sorted
 	Median      float64          `json:"decode_median_tokens_per_s"`
 	Curve       []profiles.Point `json:"verify_curve"`
-	Limits      profiles.Limits  `json:"-"`
+	Limits      hardware.Limits  `json:"-"`
 	// Memory is the device's own memory where it has one (a GPU): its
 	// copy rate is Bandwidth, and Peak is 0 (not measured there)
 	Memory *DeviceMemory `json:"device_memory,omitempty"`
@@ -401,15 +402,15 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 	defer closeModel(m, be)
 	r := &BenchReport{Model: opt.Model, Params: m.File.Params(), WeightBytes: m.WeightBytes(), Threads: be.Threads(), Backend: be.Name(), Kernels: bi.Kernels()}
 	// a device with memory of its own (a GPU) is held to that memory's rate
-	if r.Memory, err = profiles.DeviceMemory(be); err != nil {
+	if r.Memory, err = hardware.DeviceMemory(be); err != nil {
 		return nil, err
 	}
 	if r.Memory != nil {
 		r.Bandwidth = r.Memory.Copy
-	} else if r.Bandwidth, err = profiles.Bandwidth(ctx, r.Threads, 256<<20); err != nil {
+	} else if r.Bandwidth, err = hardware.Bandwidth(ctx, r.Threads, 256<<20); err != nil {
 		return nil, err
 	}
-	if r.Limits, err = profiles.DeviceLimits(ctx, m, r.Threads, r.Bandwidth, r.Memory); err != nil {
+	if r.Limits, err = hardware.DeviceLimits(ctx, m, r.Threads, r.Bandwidth, r.Memory); err != nil {
 		return nil, err
 	}
 	r.Roofline = 1 / r.Limits.Roofline().Seconds()

@@ -1,13 +1,12 @@
 package workbench
 
 import (
+	"arborist/profiles/costmodel"
 	"context"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	"arborist/profiles"
 )
 
 // Placements: the pair's own placement first, then the target on every
@@ -48,7 +47,7 @@ func TestTunePlaced(t *testing.T) {
 	}
 	defer b.Close()
 	places := []Placement{{"cpu", ""}, {"cpu", "cpu"}} // one device here: the same device twice
-	space := profiles.SearchSpace{MaxGamma: 3, MaxDepth: 2, MaxNodes: 6}
+	space := costmodel.SearchSpace{MaxGamma: 3, MaxDepth: 2, MaxNodes: 6}
 	tr, err := b.Tune(ctx, ps, TuneOptions{Alpha: 0.7, Space: space, Place: true, Placements: places, NoRecheck: true}, nil)
 	if err != nil {
 		t.Fatal(err)

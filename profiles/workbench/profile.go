@@ -12,6 +12,8 @@ import (
 	"arborist/engine/spec"
 	"arborist/kernels"
 	"arborist/profiles"
+	"arborist/profiles/costmodel"
+	"arborist/profiles/hardware"
 	"arborist/profiles/store"
 )
 
@@ -38,7 +40,7 @@ type ProfileReport struct {
 	// first pass's extra; nil for other sources)
 	DraftSteps *profiles.Profile
 	Overhead   *profiles.Profile // bookkeeping per step at profiles.OverheadWidths
-	Limits     profiles.Limits
+	Limits     hardware.Limits
 	Memory     *store.DeviceMemory // the target device's own memory (a GPU's), nil on the CPU
 }
 
@@ -56,7 +58,7 @@ func deviceMemory(ctx context.Context, st *store.Store, hardwareID int64, be ker
 			return &m, nil
 		}
 	}
-	m, err := profiles.DeviceMemory(be)
+	m, err := hardware.DeviceMemory(be)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +83,7 @@ func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, pr
 	defer pair.Close()
 	r := &ProfileReport{Backend: pair.Backend.Name(), Threads: pair.Backend.Threads()}
 	progress.send("hardware", 0, 1, "measuring memory bandwidth")
-	if r.Hardware, err = profiles.KnownHardware(ctx, st, ps.Threads, opt.Fresh); err != nil {
+	if r.Hardware, err = hardware.KnownHardware(ctx, st, ps.Threads, opt.Fresh); err != nil {
 		return nil, err
 	}
 	progress.send("hardware", 1, 1, "")
@@ -99,7 +101,7 @@ func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, pr
 	if r.Memory, err = deviceMemory(ctx, st, r.Hardware.ID, pair.Backend, opt.Fresh); err != nil {
 		return nil, err
 	}
-	if r.Limits, err = profiles.DeviceLimits(ctx, pair.Target, r.Threads, r.Hardware.Bandwidth, r.Memory); err != nil {
+	if r.Limits, err = hardware.DeviceLimits(ctx, pair.Target, r.Threads, r.Hardware.Bandwidth, r.Memory); err != nil {
 		return nil, err
 	}
 	if r.Overhead, err = profiles.ProfileModel(ctx, st, r.Hardware, pair.Target, pair.Backend, popt("overhead", profiles.OverheadWidths)); err != nil {
@@ -131,7 +133,7 @@ func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, pr
 // Calibration is a stored acceptance measurement of a pair.
 type Calibration struct {
 	ID      int64
-	Acc     *profiles.Acceptance
+	Acc     *costmodel.Acceptance
 	Prompts int
 }
 
@@ -206,7 +208,7 @@ func (b *Bench) TrainPredictor(ctx context.Context, ps PairSpec, prompts []strin
 		if err != nil {
 			return nil, err
 		}
-		var acc profiles.Acceptance
+		var acc costmodel.Acceptance
 		if calID, err = st.LatestCalibration(ctx, tid, ps.SourceName(), &acc); err != nil {
 			return nil, err
 		}
@@ -243,11 +245,11 @@ func (b *Bench) TrainPredictor(ctx context.Context, ps PairSpec, prompts []strin
 // facts an export records.
 type Inputs struct {
 	Hardware store.Hardware
-	Costs    profiles.Costs
-	Profiled bool                 // Costs come from this machine's stored curves
-	Acc      *profiles.Acceptance // nil: no calibration (and none assumed)
-	CalID    int64                // 0: Acc is assumed
-	Assumed  bool                 // Acc is an assumed uniform acceptance
+	Costs    costmodel.Costs
+	Profiled bool                  // Costs come from this machine's stored curves
+	Acc      *costmodel.Acceptance // nil: no calibration (and none assumed)
+	CalID    int64                 // 0: Acc is assumed
+	Assumed  bool                  // Acc is an assumed uniform acceptance
 	TargetID int64
 	Threads  int // the target's backend threads
 	// Recheck is what the quick re-measurement of T_verify found (nil:
@@ -316,9 +318,9 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 		return nil, err
 	}
 	if opt.Measure {
-		in.Hardware, err = profiles.KnownHardware(ctx, st, ps.Threads, false)
+		in.Hardware, err = hardware.KnownHardware(ctx, st, ps.Threads, false)
 	} else { // what is stored of this machine; nothing is measured
-		in.Hardware = profiles.DetectHardware()
+		in.Hardware = hardware.DetectHardware()
 		_, err = st.PutHardware(ctx, &in.Hardware)
 	}
 	if err != nil {
@@ -329,13 +331,13 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 	case err == nil:
 		in.Profiled = true
 	case errors.Is(err, profiles.ErrNotProfiled):
-		in.Costs = profiles.Costs{}
+		in.Costs = costmodel.Costs{}
 	default:
 		return nil, err
 	}
-	var stored *profiles.Acceptance // the pair's latest calibration
+	var stored *costmodel.Acceptance // the pair's latest calibration
 	if ps.Sources() > 0 {
-		var acc profiles.Acceptance
+		var acc costmodel.Acceptance
 		id, err := st.LatestCalibration(ctx, in.TargetID, ps.SourceName(), &acc)
 		if err != nil {
 			return nil, err
@@ -345,7 +347,7 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 		}
 	}
 	if opt.Recheck && in.Profiled {
-		var window *profiles.RecheckWindow
+		var window *costmodel.RecheckWindow
 		if stored != nil {
 			window = stored.Window
 		}
@@ -360,7 +362,7 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 		if decay <= 0 {
 			decay = 0.4
 		}
-		in.Acc, in.Assumed, in.CalID = profiles.Uniform(opt.Alpha, decay, 8, 4), true, 0
+		in.Acc, in.Assumed, in.CalID = costmodel.Uniform(opt.Alpha, decay, 8, 4), true, 0
 		return in, nil
 	}
 	in.Acc = stored
@@ -368,11 +370,11 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 }
 
 // Predict scores a plan with the inputs (plain decoding is 1x).
-func (in *Inputs) Predict(p spec.Plan) (profiles.Prediction, error) {
+func (in *Inputs) Predict(p spec.Plan) (costmodel.Prediction, error) {
 	if in.Acc == nil || !in.Profiled {
-		return profiles.Prediction{Plan: p}, fmt.Errorf("no prediction: %s", in.missing())
+		return costmodel.Prediction{Plan: p}, fmt.Errorf("no prediction: %s", in.missing())
 	}
-	return profiles.Predict(p, in.Acc, in.Costs)
+	return costmodel.Predict(p, in.Acc, in.Costs)
 }
 
 func (in *Inputs) missing() string {
@@ -388,7 +390,7 @@ func (in *Inputs) missing() string {
 // TuneOptions bound a tune.
 type TuneOptions struct {
 	Alpha float64 // assume this acceptance instead of the stored calibration
-	Space profiles.SearchSpace
+	Space costmodel.SearchSpace
 	// NoRecheck uses the stored T_verify curve as it is, without the
 	// quick re-measurement (InputsOptions.Recheck) tune does by default.
 	NoRecheck bool
@@ -408,7 +410,7 @@ type TuneOptions struct {
 type Placement struct{ Backend, DraftBackend string }
 
 func (p Placement) String() string {
-	return profiles.Prediction{Backend: p.Backend, DraftBackend: p.DraftBackend}.Placed()
+	return costmodel.Prediction{Backend: p.Backend, DraftBackend: p.DraftBackend}.Placed()
 }
 
 // Placements lists where ps's models can run among the available backends,
@@ -450,12 +452,12 @@ func placements(ps PairSpec, names []string) []Placement {
 // TuneResult is the ranked plans; the best is stored as PlanID.
 type TuneResult struct {
 	Inputs *Inputs
-	Ranked []profiles.Prediction
+	Ranked []costmodel.Prediction
 	PlanID int64
 }
 
 // Best is the top-ranked plan.
-func (t *TuneResult) Best() profiles.Prediction { return t.Ranked[0] }
+func (t *TuneResult) Best() costmodel.Prediction { return t.Ranked[0] }
 
 // Tune ranks every plan of the search space with the latency-aware speedup
 // model (profiling missing curves first) and stores the best.
@@ -495,7 +497,7 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 		if i == 0 {
 			res.Inputs, base = in, own
 		}
-		for _, pr := range profiles.Search(in.Acc, in.Costs, opt.Space) {
+		for _, pr := range costmodel.Search(in.Acc, in.Costs, opt.Space) {
 			if opt.Place && pr.Plan.Strategy == "ar" && pl.DraftBackend != "" {
 				continue // plain decoding has no drafter to place
 			}
@@ -529,12 +531,12 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 }
 
 // LatestPlan is the newest stored plan of the pair's target (id 0: none).
-func (b *Bench) LatestPlan(ctx context.Context, in *Inputs) (int64, profiles.Prediction, error) {
+func (b *Bench) LatestPlan(ctx context.Context, in *Inputs) (int64, costmodel.Prediction, error) {
 	st, err := b.db(ctx)
 	if err != nil {
-		return 0, profiles.Prediction{}, err
+		return 0, costmodel.Prediction{}, err
 	}
-	var best profiles.Prediction
+	var best costmodel.Prediction
 	id, err := st.LatestPlan(ctx, in.TargetID, &best)
 	return id, best, err
 }
@@ -553,7 +555,7 @@ func (b *Bench) TrainDrafter(ctx context.Context, ts profiles.TrainSpec, events 
 // Choose stores a plan the user picked (from a tune's ranking or the GUI's
 // speedup chart) as the pair's newest plan, so that Export, in the GUI and
 // `arborist export`, renders it.
-func (b *Bench) Choose(ctx context.Context, ps PairSpec, pred profiles.Prediction) (int64, error) {
+func (b *Bench) Choose(ctx context.Context, ps PairSpec, pred costmodel.Prediction) (int64, error) {
 	st, err := b.db(ctx)
 	if err != nil {
 		return 0, err

@@ -1,12 +1,11 @@
 package workbench
 
 import (
+	"arborist/profiles/costmodel"
 	"context"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"arborist/profiles"
 )
 
 // TestProvenanceAssumed: inputs with no stored profile and an assumed
@@ -19,11 +18,11 @@ func TestProvenanceAssumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	text, assumed := b.provenance(ctx, &Inputs{Acc: profiles.Uniform(0.8, 0.4, 8, 4), Assumed: true}, 0)
+	text, assumed := b.provenance(ctx, &Inputs{Acc: costmodel.Uniform(0.8, 0.4, 8, 4), Assumed: true}, 0)
 	if !assumed || strings.Count(text, "ASSUMED, NOT MEASURED") != 2 {
 		t.Errorf("assumed inputs: %v %s", assumed, text)
 	}
-	text, assumed = b.provenance(ctx, &Inputs{Profiled: true, Acc: profiles.Uniform(0.8, 0.4, 8, 4), CalID: 3}, 0)
+	text, assumed = b.provenance(ctx, &Inputs{Profiled: true, Acc: costmodel.Uniform(0.8, 0.4, 8, 4), CalID: 3}, 0)
 	if assumed || !strings.Contains(text, "acceptance measured on calibration 3") || !strings.Contains(text, "stored latency profile") {
 		t.Errorf("measured inputs: %v %s", assumed, text)
 	}

@@ -10,6 +10,7 @@ import (
 	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/profiles"
+	"arborist/profiles/hardware"
 	"arborist/profiles/store"
 )
 
@@ -164,7 +165,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (*RunResul
 	}
 	ids := encode(pair, opt.Prompts)
 	for pi, p := range ids { // refused before anything runs, not cut short at the context
-		if err := profiles.CheckRoom(len(p), cfg.MaxTokens, pair.Target.CtxLen); err != nil {
+		if err := hardware.CheckRoom(len(p), cfg.MaxTokens, pair.Target.CtxLen); err != nil {
 			return nil, fmt.Errorf("prompt %d: %w", pi+1, err)
 		}
 	}
@@ -174,7 +175,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (*RunResul
 		if err != nil {
 			return nil, fmt.Errorf("%w (use --no-store to run without storing)", err)
 		}
-		rec = &recorder{st: st, run: &store.Run{Hardware: profiles.DetectHardware().Fingerprint, Target: ps.Target, Drafter: ps.SourceName(),
+		rec = &recorder{st: st, run: &store.Run{Hardware: hardware.DetectHardware().Fingerprint, Target: ps.Target, Drafter: ps.SourceName(),
 			Strategy: plan.Strategy, Settings: cfg, Prompts: opt.Prompts, PredictedSpeedup: res.Predicted}}
 		if _, err := st.CreateRun(ctx, rec.run); err != nil {
 			return nil, err
@@ -345,7 +346,7 @@ func (b *Bench) predictorPolicy(ctx context.Context, ps PairSpec, pair *profiles
 	if err != nil {
 		return nil, err
 	}
-	hw, err := profiles.KnownHardware(ctx, st, ps.Threads, false)
+	hw, err := hardware.KnownHardware(ctx, st, ps.Threads, false)
 	if err != nil {
 		return nil, err
 	}

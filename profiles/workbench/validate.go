@@ -9,6 +9,8 @@ import (
 	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/profiles"
+	"arborist/profiles/costmodel"
+	"arborist/profiles/hardware"
 	"arborist/profiles/store"
 )
 
@@ -22,8 +24,8 @@ const DefaultRounds = 3
 
 // ValidateOptions describe a validation of predicted plans.
 type ValidateOptions struct {
-	Plans     []profiles.Prediction // the plans to measure, with their predictions (e.g. a tune's top N)
-	Sample    sample.Params         // greedy by default
+	Plans     []costmodel.Prediction // the plans to measure, with their predictions (e.g. a tune's top N)
+	Sample    sample.Params          // greedy by default
 	MaxTokens int
 	Prompts   []string
 	Rounds    int  // passes over the prompt suite (default DefaultRounds)
@@ -71,7 +73,7 @@ type ErrorSplit struct {
 
 // errorSplit fills a split from a plan's prediction and the totals of its
 // runs and of plain decoding's; zero where a side has no steps.
-func errorSplit(pr profiles.Prediction, plan, base Totals) ErrorSplit {
+func errorSplit(pr costmodel.Prediction, plan, base Totals) ErrorSplit {
 	var e ErrorSplit
 	if pr.AAL <= 0 || pr.Step <= 0 || plan.Steps == 0 || base.Steps == 0 {
 		return e
@@ -214,7 +216,7 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 	}
 	ids := encode(runners[0].pair, opt.Prompts)
 	for pi, p := range ids { // refused before anything runs
-		if err := profiles.CheckRoom(len(p), opt.MaxTokens, runners[0].pair.Target.CtxLen); err != nil {
+		if err := hardware.CheckRoom(len(p), opt.MaxTokens, runners[0].pair.Target.CtxLen); err != nil {
 			return nil, fmt.Errorf("prompt %d: %w", pi+1, err)
 		}
 	}
@@ -224,7 +226,7 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 			prompts = append(prompts, opt.Prompts...)
 		}
 		for i, r := range runners {
-			run := &store.Run{Hardware: profiles.DetectHardware().Fingerprint, Target: ps.Target, Drafter: ps.SourceName(),
+			run := &store.Run{Hardware: hardware.DetectHardware().Fingerprint, Target: ps.Target, Drafter: ps.SourceName(),
 				Strategy: r.cfg.Strategy, Settings: r.cfg, Prompts: prompts, PredictedSpeedup: 1}
 			if i > 0 {
 				run.PredictedSpeedup = out.Plans[i-1].Predicted
@@ -297,7 +299,7 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 	best := 0
 	for i, r := range runners[1:] {
 		v := &out.Plans[i]
-		v.Totals, v.Measured = r.tot, profiles.Median(v.Rounds)
+		v.Totals, v.Measured = r.tot, costmodel.Median(v.Rounds)
 		v.Split = errorSplit(opt.Plans[i], r.tot, runners[0].tot)
 		v.Identical = len(r.toks) == len(runners[0].toks)
 		for k := range r.toks {

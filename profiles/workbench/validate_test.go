@@ -1,10 +1,9 @@
 package workbench
 
 import (
+	"arborist/profiles/costmodel"
 	"testing"
 	"time"
-
-	"arborist/profiles"
 )
 
 // TestErrorSplit: a prediction's parts against its runs', each read as how
@@ -12,7 +11,7 @@ import (
 // side ran no steps.
 func TestErrorSplit(t *testing.T) {
 	ms := time.Millisecond
-	pr := profiles.Prediction{Speedup: 2, AAL: 4, Step: 8 * ms}
+	pr := costmodel.Prediction{Speedup: 2, AAL: 4, Step: 8 * ms}
 	e := errorSplit(pr, Totals{Tokens: 400, Steps: 100, Decode: time.Second}, Totals{Tokens: 200, Steps: 200, Decode: time.Second})
 	want := ErrorSplit{AALPredicted: 4, AALMeasured: 4, StepPredicted: 8 * ms, StepMeasured: 10 * ms, BasePredicted: 4 * ms, BaseMeasured: 5 * ms}
 	if e != want {

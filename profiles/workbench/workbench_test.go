@@ -12,6 +12,7 @@ import (
 	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/profiles"
+	"arborist/profiles/costmodel"
 )
 
 func sharedPair(t *testing.T) PairSpec {
@@ -78,7 +79,7 @@ func TestTuneExportRunTunedPlan(t *testing.T) {
 	if _, err := b.Tune(ctx, ps, TuneOptions{}, nil); err == nil || !strings.Contains(err.Error(), "calibrate first") {
 		t.Fatalf("tune without calibration: %v", err)
 	}
-	tr, err := b.Tune(ctx, ps, TuneOptions{Alpha: 0.7, Space: profiles.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 12}}, nil)
+	tr, err := b.Tune(ctx, ps, TuneOptions{Alpha: 0.7, Space: costmodel.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 12}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestValidateTop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	tr, err := b.Tune(ctx, ps, TuneOptions{Alpha: 0.7, Space: profiles.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 12}}, nil)
+	tr, err := b.Tune(ctx, ps, TuneOptions{Alpha: 0.7, Space: costmodel.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 12}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,14 +208,14 @@ func TestThreadSplitValidatesAndExports(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	tr, err := b.Tune(ctx, ps, TuneOptions{Alpha: 0.7, Space: profiles.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 12}}, nil)
+	tr, err := b.Tune(ctx, ps, TuneOptions{Alpha: 0.7, Space: costmodel.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 12}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := len(tr.Inputs.Costs.Splits); n != 2 {
 		t.Fatalf("%d splits measured on 4 threads, want 2 (1 and 2 drafter threads)", n)
 	}
-	var duo *profiles.Prediction
+	var duo *costmodel.Prediction
 	for i, pr := range tr.Ranked {
 		if pr.Plan.Concurrent() != (pr.DraftThreads > 0) || pr.DraftThreads > 2 {
 			t.Errorf("%s priced on %d drafter threads", pr.Plan, pr.DraftThreads)
@@ -228,7 +229,7 @@ func TestThreadSplitValidatesAndExports(t *testing.T) {
 	}
 	one, two := *duo, *duo
 	one.DraftThreads, two.DraftThreads = 1, 2
-	v, err := b.Validate(ctx, ps, ValidateOptions{Plans: []profiles.Prediction{one, two}, MaxTokens: 12, Prompts: []string{"Once upon a time"}, NoStore: true})
+	v, err := b.Validate(ctx, ps, ValidateOptions{Plans: []costmodel.Prediction{one, two}, MaxTokens: 12, Prompts: []string{"Once upon a time"}, NoStore: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +276,7 @@ func TestCalibrationPricesThresholdPlans(t *testing.T) {
 		t.Fatalf("%d depth samples for %d steps", len(cal.Acc.Depths), cal.Acc.Steps)
 	}
 	for _, s := range cal.Acc.Depths {
-		if len(s.Best) == 0 || len(s.Best) > len(profiles.CalibrationWidths) || s.Accepted < 0 || s.Accepted > len(s.Best) {
+		if len(s.Best) == 0 || len(s.Best) > len(costmodel.CalibrationWidths) || s.Accepted < 0 || s.Accepted > len(s.Best) {
 			t.Fatalf("sample %+v", s)
 		}
 		for d, p := range s.Best {
@@ -302,14 +303,14 @@ func TestCalibrationPricesThresholdPlans(t *testing.T) {
 			t.Fatalf("window moment %v: T_verify(8) below T_verify(2)", slot)
 		}
 	}
-	tr, err := b.Tune(ctx, ps, TuneOptions{Space: profiles.SearchSpace{MaxGamma: 4, MaxDepth: 4, MaxNodes: 12}}, nil)
+	tr, err := b.Tune(ctx, ps, TuneOptions{Space: costmodel.SearchSpace{MaxGamma: 4, MaxDepth: 4, MaxNodes: 12}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rc := tr.Inputs.Recheck; rc == nil || rc.WindowMoments != 3 || !strings.Contains(rc.String(), "3 over the calibration's") {
 		t.Fatalf("tune's re-check did not pool the calibration's window: %+v", rc)
 	}
-	var th *profiles.Prediction
+	var th *costmodel.Prediction
 	for i, pr := range tr.Ranked {
 		if pr.Plan.DepthPolicy == "threshold" {
 			th = &tr.Ranked[i]
@@ -319,7 +320,7 @@ func TestCalibrationPricesThresholdPlans(t *testing.T) {
 	if th == nil || !strings.Contains(th.Plan.String(), "threshold=") || th.Speedup <= 0 {
 		t.Fatalf("no threshold plan ranked: %+v", th)
 	}
-	v, err := b.Validate(ctx, ps, ValidateOptions{Plans: []profiles.Prediction{*th}, MaxTokens: 24, Prompts: []string{"Once upon a time"}, NoStore: true})
+	v, err := b.Validate(ctx, ps, ValidateOptions{Plans: []costmodel.Prediction{*th}, MaxTokens: 24, Prompts: []string{"Once upon a time"}, NoStore: true})
 	if err != nil || !v.Plans[0].Identical {
 		t.Fatalf("validating %s: %v", th.Plan, err)
 	}

@@ -1,4 +1,4 @@
-package profiles
+package costmodel
 
 import (
 	"slices"
@@ -19,14 +19,14 @@ import (
 // grows, prunes and verifies it (replayGrowth), and priced on the tokens
 // it would have kept (replayAAL).
 
-// maxProbeSamples bounds the steps whose probe trees a calibration keeps
+// MaxProbeSamples bounds the steps whose probe trees a calibration keeps
 // (280 nodes each; a few hundred steps are typical).
-const maxProbeSamples = 1024
+const MaxProbeSamples = 1024
 
-// recordProbe stores a step's drafted tree and accepted path in s
+// RecordProbe stores a step's drafted tree and accepted path in s
 // (DepthSample.Parents, PathP, Path); nothing when the tree is too large
 // for the record's types.
-func recordProbe(s *DepthSample, tree []spec.TreeNode, path []int) {
+func (s *DepthSample) RecordProbe(tree []spec.TreeNode, path []int) {
 	if len(tree) == 0 || len(tree) > 1<<15-1 {
 		return
 	}
@@ -385,3 +385,11 @@ func replayAAL(p Plan, acc *Acceptance, m *memo) (float64, bool) {
 	}
 	return g.aal(p.WMax), true
 }
+
+// CalibrationWidths is the probe tree: wide near the root, where the ranks
+// matter most, and deep enough to see acceptance fall with depth.
+var CalibrationWidths = []int{4, 3, 2, 2, 1, 1, 1, 1}
+
+// MaxDepthSamples bounds the steps a calibration records for pricing
+// depth policies (a few hundred are typical; the record stays small).
+const MaxDepthSamples = 8192

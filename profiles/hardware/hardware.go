@@ -1,4 +1,4 @@
-package profiles
+package hardware
 
 import (
 	"bufio"
@@ -6,12 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"strings"
 
-	"arborist/engine/model"
 	"arborist/kernels/cpu"
 	"arborist/profiles/store"
 )
@@ -76,41 +74,6 @@ func MeasureHardware(ctx context.Context, threads int) (store.Hardware, error) {
 	return h, nil
 }
 
-// DescribeModel fingerprints a loaded model: a hash of its size and its first
-// and last MiB (cheap on multi-gigabyte files), with shape and vocabulary.
-func DescribeModel(m *model.Model) (store.Model, error) {
-	f, err := os.Open(m.Path)
-	if err != nil {
-		return store.Model{}, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return store.Model{}, err
-	}
-	vh := sha256.New()
-	for _, t := range m.Tok.Tokens {
-		io.WriteString(vh, t)
-		vh.Write([]byte{0})
-	}
-	quant := ""
-	if tc := m.File.TypeCounts(); len(tc) > 0 {
-		quant = tc[0].Type.String()
-	}
-	syn, _ := m.File.Bool("arborist.synthetic")
-	return store.Model{
-		Fingerprint: quickFingerprint(f, st.Size()),
-		Path:        m.Path,
-		Arch:        m.Arch,
-		Shape:       fmt.Sprintf("dim %d, %d layers, %d/%d heads, ffn %d, vocab %d", m.Dim, m.Layers, m.Heads, m.KVHeads, m.FFN, m.Vocab),
-		Quant:       quant,
-		Params:      m.File.Params(),
-		WeightBytes: m.WeightBytes(),
-		VocabHash:   hex.EncodeToString(vh.Sum(nil)[:8]),
-		Synthetic:   syn,
-	}, nil
-}
-
 // KnownHardware returns this machine with its read bandwidth: from the store
 // when it was measured before, otherwise (or when fresh) measured now and
 // stored.
@@ -133,13 +96,4 @@ func KnownHardware(ctx context.Context, st *store.Store, threads int, fresh bool
 	hw.Bandwidth = bw
 	_, err = st.PutHardware(ctx, &hw)
 	return hw, err
-}
-
-// ConfigHardware is the hardware block of an exported config for hw.
-func ConfigHardware(hw store.Hardware) HardwareConfig {
-	gpu := "none"
-	if name, _, ok := strings.Cut(strings.TrimPrefix(hw.GPUs, "0: "), " ("); ok && strings.HasPrefix(hw.GPUs, "0: ") {
-		gpu = name
-	}
-	return HardwareConfig{CPUCores: hw.Cores, CPU: hw.CPU, GPUType: gpu, CPUAffinity: fmt.Sprintf("0-%d", hw.Threads-1)}
 }

@@ -1,4 +1,4 @@
-package profiles
+package costmodel
 
 import (
 	"fmt"

@@ -1,16 +1,18 @@
-package profiles
+package costmodel
 
 import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"arborist/engine/tree"
 	"arborist/profiles/store"
 )
+
+// profiledWidths are the widths a profile of W up to 64 times.
+var profiledWidths = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 48}
 
 func flat(d time.Duration) []store.Point {
 	return []store.Point{{W: 1, Median: d}, {W: 64, Median: d}}
@@ -96,64 +98,6 @@ func ExamplePredict() {
 	// Output: AAL 3.36, step 20ms, speedup 1.68x
 }
 
-func TestConfigRoundTripAndErrors(t *testing.T) {
-	c := &Config{}
-	c.Models.Target = TargetConfig{Path: "/m/t.gguf", Device: "cpu", MaxSeqLen: 2048, Threads: 2}
-	c.Models.Draft = DraftConfig{Kind: "model", Path: "/m/d.gguf"}
-	c.Speculation = Plan{Strategy: "tree", Widths: []int{3, 2, 1}}
-	c.Sampling.TopP = 1
-	b, err := c.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := ParseConfig("c.yaml", b)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, b)
-	}
-	if got.Speculation.Strategy != "tree" || len(got.Speculation.Widths) != 3 || got.Models.Draft.Path != "/m/d.gguf" {
-		t.Errorf("round trip: %+v", got)
-	}
-	if eq := c.Equivalents(); !strings.Contains(eq, "llama-server") || !strings.Contains(eq, "verifies chains only") || !strings.Contains(eq, "sglang") {
-		t.Errorf("equivalents:\n%s", eq)
-	}
-	for _, bad := range []string{
-		"models: {target: {path: t.gguf}}\nspeculation: {strategy: chain}\n", // no draft, gamma
-		"models: {target: {path: t.gguf}, draft: {kind: ngram, ngram: 3}}\nspeculation: {strategy: chain, gamma: 0}\n",
-		"models: {target: {path: t.gguf}}\nspeculation: {strategy: ar}\nsampling: {temperature: -1}\n",
-		"models: {target: {path: t.gguf}}\nspeculation: {strategy: ar}\nbogus: 1\n",   // unknown key
-		"models: {target: {path: t.gguf}}\nspeculation: {strategy: ar, gamma: [1]}\n", // wrong type
-		"\t:::",
-		"models: {target: {path: t.gguf}, draft: {kind: hidden}}\nspeculation: {strategy: chain, gamma: 2}\n",                              // neither path nor id
-		"models: {target: {path: t.gguf}, draft: {kind: hidden, path: h.gguf, drafter_id: 3}}\nspeculation: {strategy: chain, gamma: 2}\n", // both
-	} {
-		if _, err := ParseConfig("bad.yaml", []byte(bad)); err == nil || !strings.Contains(err.Error(), "bad.yaml") {
-			t.Errorf("%q: err = %v", bad, err)
-		}
-	}
-}
-
-func TestConfigHiddenDrafter(t *testing.T) {
-	for _, ref := range []string{"7", "/m/h.gguf"} {
-		c := NewConfig(PairSpec{Target: "/m/t.gguf", DraftHidden: ref}, HardwareConfig{}, 2, 2048, "Q8_0",
-			Prediction{Plan: Plan{Strategy: "chain", Gamma: 2}, Speedup: 1.2, AAL: 1.5})
-		b, err := c.Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := ParseConfig("h.yaml", b)
-		if err != nil {
-			t.Fatalf("%v\n%s", err, b)
-		}
-		d := got.Models.Draft
-		if d.Kind != "hidden" || (ref == "7") != (d.DrafterID == 7) || (ref != "7") != (d.Path == ref) {
-			t.Errorf("%s: draft %+v", ref, d)
-		}
-		if eq := got.Equivalents(); !strings.Contains(eq, "no hidden-state drafter") {
-			t.Errorf("equivalents:\n%s", eq)
-		}
-	}
-}
-
 // TestSearchSequoia: the search scores the DP-optimal tree of every size up
 // to the largest profiled width (one row is the root), and at each size it
 // expects at least as many accepted tokens as any chain or static tree.
@@ -183,7 +127,7 @@ func TestSearchSequoia(t *testing.T) {
 func BenchmarkSearch(b *testing.B) {
 	acc := Uniform(0.7, 0.4, 8, 4)
 	var verify []store.Point
-	for _, w := range DefaultWidths(64) {
+	for _, w := range profiledWidths {
 		verify = append(verify, store.Point{W: w, Median: time.Duration(8000+300*w) * time.Microsecond})
 	}
 	c := Costs{Verify: verify, Draft: flat(300 * time.Microsecond), Overhead: 100 * time.Microsecond, OneDevice: true}
@@ -243,7 +187,7 @@ func probeSample(i int, s DepthSample) DepthSample {
 
 // BenchmarkSearchResampling times a search for a source that re-samples
 // after a rejection (the steady mix of regular and re-sampled steps) on
-// the largest calibration a pair keeps (maxDepthSamples steps), where
+// the largest calibration a pair keeps (MaxDepthSamples steps), where
 // threshold policies weigh every recorded step.
 func BenchmarkSearchResampling(b *testing.B) {
 	acc := Uniform(0.7, 0.4, 8, 4)
@@ -251,12 +195,12 @@ func BenchmarkSearchResampling(b *testing.B) {
 	counts := [][]int{{100, 100, 100, 100}}
 	acc.RegularCounts, acc.ResampledCounts = counts, counts
 	var verify []store.Point
-	for _, w := range DefaultWidths(64) {
+	for _, w := range profiledWidths {
 		verify = append(verify, store.Point{W: w, Median: time.Duration(8000+300*w) * time.Microsecond})
 	}
 	c := Costs{Verify: verify, Draft: flat(300 * time.Microsecond), Overhead: 100 * time.Microsecond, OneDevice: true,
 		DraftPerChild: true, Resample: 4, ResampleLevel: 40 * time.Microsecond}
-	for i := range maxDepthSamples {
+	for i := range MaxDepthSamples {
 		best := make([]float64, 8)
 		for d := range best {
 			best[d] = math.Pow(0.5+0.45*float64(i%10)/10, float64(d+1))

@@ -1,4 +1,4 @@
-package profiles
+package costmodel
 
 import (
 	"fmt"
@@ -213,7 +213,7 @@ type DepthSample struct {
 	// Parents and PathP are the step's probe tree (each node's parent, -1
 	// the root, and path probability, in tree order, siblings most likely
 	// first) and Path its accepted nodes: EGT plans are replayed on them
-	// (replay.go). Recorded for the first maxProbeSamples steps of
+	// (replay.go). Recorded for the first MaxProbeSamples steps of
 	// calibrations from session 11 on.
 	Parents []int16   `json:"parents,omitempty"`
 	PathP   []float32 `json:"pathp,omitempty"`

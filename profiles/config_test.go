@@ -1,0 +1,65 @@
+package profiles
+
+import (
+	"arborist/profiles/costmodel"
+	"strings"
+	"testing"
+)
+
+func TestConfigRoundTripAndErrors(t *testing.T) {
+	c := &Config{}
+	c.Models.Target = TargetConfig{Path: "/m/t.gguf", Device: "cpu", MaxSeqLen: 2048, Threads: 2}
+	c.Models.Draft = DraftConfig{Kind: "model", Path: "/m/d.gguf"}
+	c.Speculation = costmodel.Plan{Strategy: "tree", Widths: []int{3, 2, 1}}
+	c.Sampling.TopP = 1
+	b, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseConfig("c.yaml", b)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if got.Speculation.Strategy != "tree" || len(got.Speculation.Widths) != 3 || got.Models.Draft.Path != "/m/d.gguf" {
+		t.Errorf("round trip: %+v", got)
+	}
+	if eq := c.Equivalents(); !strings.Contains(eq, "llama-server") || !strings.Contains(eq, "verifies chains only") || !strings.Contains(eq, "sglang") {
+		t.Errorf("equivalents:\n%s", eq)
+	}
+	for _, bad := range []string{
+		"models: {target: {path: t.gguf}}\nspeculation: {strategy: chain}\n", // no draft, gamma
+		"models: {target: {path: t.gguf}, draft: {kind: ngram, ngram: 3}}\nspeculation: {strategy: chain, gamma: 0}\n",
+		"models: {target: {path: t.gguf}}\nspeculation: {strategy: ar}\nsampling: {temperature: -1}\n",
+		"models: {target: {path: t.gguf}}\nspeculation: {strategy: ar}\nbogus: 1\n",   // unknown key
+		"models: {target: {path: t.gguf}}\nspeculation: {strategy: ar, gamma: [1]}\n", // wrong type
+		"\t:::",
+		"models: {target: {path: t.gguf}, draft: {kind: hidden}}\nspeculation: {strategy: chain, gamma: 2}\n",                              // neither path nor id
+		"models: {target: {path: t.gguf}, draft: {kind: hidden, path: h.gguf, drafter_id: 3}}\nspeculation: {strategy: chain, gamma: 2}\n", // both
+	} {
+		if _, err := ParseConfig("bad.yaml", []byte(bad)); err == nil || !strings.Contains(err.Error(), "bad.yaml") {
+			t.Errorf("%q: err = %v", bad, err)
+		}
+	}
+}
+
+func TestConfigHiddenDrafter(t *testing.T) {
+	for _, ref := range []string{"7", "/m/h.gguf"} {
+		c := NewConfig(PairSpec{Target: "/m/t.gguf", DraftHidden: ref}, HardwareConfig{}, 2, 2048, "Q8_0",
+			costmodel.Prediction{Plan: costmodel.Plan{Strategy: "chain", Gamma: 2}, Speedup: 1.2, AAL: 1.5})
+		b, err := c.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ParseConfig("h.yaml", b)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, b)
+		}
+		d := got.Models.Draft
+		if d.Kind != "hidden" || (ref == "7") != (d.DrafterID == 7) || (ref != "7") != (d.Path == ref) {
+			t.Errorf("%s: draft %+v", ref, d)
+		}
+		if eq := got.Equivalents(); !strings.Contains(eq, "no hidden-state drafter") {
+			t.Errorf("equivalents:\n%s", eq)
+		}
+	}
+}
