@@ -14,6 +14,7 @@ import (
 	"arborist/engine/tree"
 	"arborist/kernels"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/predictor"
 	"arborist/profiles/store"
 )
 
@@ -263,13 +264,13 @@ func coversWidths(c *store.Curve, ws []int) bool {
 // DepthSamples runs the pair greedily with a chain of depth tokens over the
 // prompts and returns, for every step, the target's hidden state before it
 // and how many draft tokens were accepted: the depth predictor's data.
-func DepthSamples(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens, depth int) ([]Sample, error) {
-	var out []Sample
+func DepthSamples(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens, depth int) ([]predictor.Sample, error) {
+	var out []predictor.Sample
 	for i, p := range prompts {
 		cfg := spec.Config{Strategy: "chain", Gamma: depth, MaxTokens: tokens, StopAtEOS: true, RecordHidden: true}
 		cfg.OnStep = func(s spec.Step) {
 			if s.Hidden != nil && s.Drafted == depth {
-				out = append(out, Sample{Hidden: s.Hidden, Accepted: s.Accepted})
+				out = append(out, predictor.Sample{Hidden: s.Hidden, Accepted: s.Accepted})
 			}
 		}
 		if _, err := eng.Run(ctx, p, cfg); err != nil {

@@ -1,9 +1,10 @@
 package profiles
 
 import (
-	"arborist/profiles/costmodel"
 	"strings"
 	"testing"
+
+	"arborist/profiles/costmodel"
 )
 
 // TestConfigARNoDrafter: a plain-decoding plan exports no drafter, neither

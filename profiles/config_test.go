@@ -1,9 +1,10 @@
 package profiles
 
 import (
-	"arborist/profiles/costmodel"
 	"strings"
 	"testing"
+
+	"arborist/profiles/costmodel"
 )
 
 func TestConfigRoundTripAndErrors(t *testing.T) {

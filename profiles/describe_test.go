@@ -1,8 +1,9 @@
 package profiles
 
 import (
-	"arborist/profiles/hardware"
 	"testing"
+
+	"arborist/profiles/hardware"
 )
 
 // TestConfigHardwareGPU: config.yaml's gpu_type is the first GPU's name.

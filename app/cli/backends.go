@@ -1,9 +1,10 @@
 package cli
 
 import (
-	"arborist/profiles/workbench"
 	"context"
 	"fmt"
+
+	"arborist/profiles/workbench"
 )
 
 // runBackends lists the registered compute backends and, for each, the

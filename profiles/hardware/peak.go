@@ -1,11 +1,12 @@
 package hardware
 
 import (
-	"arborist/kernels/cpu"
 	"context"
 	"math"
 	"sync/atomic"
 	"time"
+
+	"arborist/kernels/cpu"
 )
 
 // Bandwidth measures memory read bandwidth in bytes per second with a

@@ -1,8 +1,6 @@
 package workbench
 
 import (
-	"arborist/assets"
-	"arborist/engine/demo"
 	"context"
 	"fmt"
 	"io"
@@ -11,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"arborist/assets"
+	"arborist/engine/demo"
 	"arborist/engine/drafter"
 	"arborist/engine/generate"
 	"arborist/engine/gguf"

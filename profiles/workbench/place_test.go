@@ -1,12 +1,13 @@
 package workbench
 
 import (
-	"arborist/profiles/costmodel"
 	"context"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"arborist/profiles/costmodel"
 )
 
 // Placements: the pair's own placement first, then the target on every

@@ -14,6 +14,7 @@ import (
 	"arborist/profiles"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
+	"arborist/profiles/predictor"
 	"arborist/profiles/store"
 )
 
@@ -184,7 +185,7 @@ func targetID(ctx context.Context, st *store.Store, pair *profiles.Pair) (int64,
 // PredictorReport is a trained, stored depth predictor.
 type PredictorReport struct {
 	ID    int64
-	Stats profiles.PredictorStats
+	Stats predictor.Stats
 }
 
 // TrainPredictor collects chain-drafting data for the pair, trains the
@@ -222,8 +223,8 @@ func (b *Bench) TrainPredictor(ctx context.Context, ps PairSpec, prompts []strin
 	if err != nil {
 		return nil, err
 	}
-	pred := profiles.NewPredictor(pair.Target.Dim, 128, depth, 1)
-	err = pred.Train(samples, profiles.TrainOptions{Progress: func(ep, total int, loss float64) {
+	pred := predictor.New(pair.Target.Dim, 128, depth, 1)
+	err = pred.Train(samples, predictor.TrainOptions{Progress: func(ep, total int, loss float64) {
 		progress.send("training", ep, total, fmt.Sprintf("loss %.4f", loss))
 	}})
 	if err != nil {

@@ -1,11 +1,12 @@
 package workbench
 
 import (
-	"arborist/profiles/costmodel"
 	"context"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"arborist/profiles/costmodel"
 )
 
 // TestProvenanceAssumed: inputs with no stored profile and an assumed

@@ -11,6 +11,7 @@ import (
 	"arborist/engine/spec"
 	"arborist/profiles"
 	"arborist/profiles/hardware"
+	"arborist/profiles/predictor"
 	"arborist/profiles/store"
 )
 
@@ -341,7 +342,7 @@ func (r *recorder) finish(ctx context.Context, status string, t *Totals) error {
 
 // predictorPolicy loads the pair's depth predictor (the plan's, or the
 // newest) and the latency curves it weighs depths with.
-func (b *Bench) predictorPolicy(ctx context.Context, ps PairSpec, pair *profiles.Pair, plan spec.Plan, cfg spec.Config) (*profiles.PredictorPolicy, error) {
+func (b *Bench) predictorPolicy(ctx context.Context, ps PairSpec, pair *profiles.Pair, plan spec.Plan, cfg spec.Config) (*predictor.Policy, error) {
 	st, err := b.db(ctx)
 	if err != nil {
 		return nil, err
@@ -364,7 +365,7 @@ func (b *Bench) predictorPolicy(ctx context.Context, ps PairSpec, pair *profiles
 	if plan.PredictorID > 0 && plan.PredictorID != id {
 		return nil, fmt.Errorf("depth predictor %d is not the newest of %s with %s (%d)", plan.PredictorID, ps.Target, ps.SourceName(), id)
 	}
-	pred, err := profiles.UnmarshalPredictor(blob)
+	pred, err := predictor.Unmarshal(blob)
 	if err != nil {
 		return nil, err
 	}
@@ -375,5 +376,5 @@ func (b *Bench) predictorPolicy(ctx context.Context, ps PairSpec, pair *profiles
 	if len(widths) > pred.Depth {
 		widths = widths[:pred.Depth]
 	}
-	return &profiles.PredictorPolicy{P: pred, Costs: costs, Widths: widths, Branch: cfg.Branch}, nil
+	return &predictor.Policy{P: pred, Costs: costs, Widths: widths, Branch: cfg.Branch}, nil
 }

@@ -1,9 +1,10 @@
 package workbench
 
 import (
-	"arborist/profiles/costmodel"
 	"testing"
 	"time"
+
+	"arborist/profiles/costmodel"
 )
 
 // TestErrorSplit: a prediction's parts against its runs', each read as how

@@ -1,4 +1,4 @@
-package profiles
+package predictor
 
 import (
 	"math"
@@ -9,7 +9,7 @@ import (
 // TestPredictorGradients checks the hand-written backward pass against
 // central finite differences for every parameter block.
 func TestPredictorGradients(t *testing.T) {
-	p := NewPredictor(5, 6, 3, 1)
+	p := New(5, 6, 3, 1)
 	rng := rand.New(rand.NewPCG(2, 3))
 	var data []Sample
 	for i := 0; i < 6; i++ {
@@ -67,7 +67,7 @@ func TestPredictorLearns(t *testing.T) {
 		}
 		data = append(data, Sample{Hidden: h, Accepted: acc})
 	}
-	p := NewPredictor(8, 16, 4, 9)
+	p := New(8, 16, 4, 9)
 	if err := p.Train(data, TrainOptions{Epochs: 30, LR: 3e-3}); err != nil {
 		t.Fatal(err)
 	}
@@ -78,14 +78,14 @@ func TestPredictorLearns(t *testing.T) {
 		}
 	}
 	b, _ := p.Marshal()
-	q, err := UnmarshalPredictor(b)
+	q, err := Unmarshal(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a, b := p.Predict(data[0].Hidden), q.Predict(data[0].Hidden); math.Abs(a[0]-b[0]) > 1e-12 {
 		t.Error("stored predictor predicts differently")
 	}
-	if _, err := UnmarshalPredictor([]byte(`{"In":3,"Hidden":2,"Depth":1}`)); err == nil {
+	if _, err := Unmarshal([]byte(`{"In":3,"Hidden":2,"Depth":1}`)); err == nil {
 		t.Error("inconsistent predictor accepted")
 	}
 }

@@ -1,12 +1,17 @@
-package profiles
+// Package predictor is Yggdrasil's depth predictor: a small network that,
+// from the target's state at a step, estimates how deep the draft will be
+// accepted, trained on a calibration's steps and used as an EGT depth
+// policy (Policy).
+package predictor
 
 import (
-	"arborist/profiles/costmodel"
 	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"arborist/profiles/costmodel"
 )
 
 // Predictor is Yggdrasil's depth predictor: from the target's last hidden
@@ -20,11 +25,11 @@ type Predictor struct {
 	B1                []float64
 	W2                [][]float64 // Depth x Hidden
 	B2                []float64
-	Stats             PredictorStats
+	Stats             Stats
 }
 
-// PredictorStats records how training went.
-type PredictorStats struct {
+// Stats records how training went.
+type Stats struct {
 	Samples, HeldOut int
 	Epochs           int
 	TrainLoss        []float64 // per epoch
@@ -40,8 +45,8 @@ type Sample struct {
 	Accepted int
 }
 
-// NewPredictor makes an untrained predictor with small random weights.
-func NewPredictor(in, hidden, depth int, seed uint64) *Predictor {
+// New makes an untrained predictor with small random weights.
+func New(in, hidden, depth int, seed uint64) *Predictor {
 	rng := rand.New(rand.NewPCG(seed, seed+7))
 	p := &Predictor{In: in, Hidden: hidden, Depth: depth, Mean: make([]float64, in), Std: make([]float64, in)}
 	for i := range p.Std {
@@ -233,7 +238,7 @@ func (p *Predictor) Train(data []Sample, opt TrainOptions) error {
 	for i := range order {
 		order[i] = i
 	}
-	p.Stats = PredictorStats{Samples: len(train), HeldOut: len(held), Epochs: opt.Epochs}
+	p.Stats = Stats{Samples: len(train), HeldOut: len(held), Epochs: opt.Epochs}
 	for ep := 0; ep < opt.Epochs; ep++ {
 		heads := min(p.Depth, 1+ep*p.Depth*2/opt.Epochs) // curriculum: all heads by mid-training
 		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
@@ -291,8 +296,8 @@ func (p *Predictor) Train(data []Sample, opt TrainOptions) error {
 // Marshal encodes the predictor (weights and stats) for the store.
 func (p *Predictor) Marshal() ([]byte, error) { return json.Marshal(p) }
 
-// UnmarshalPredictor decodes a stored predictor and checks its shapes.
-func UnmarshalPredictor(b []byte) (*Predictor, error) {
+// Unmarshal decodes a stored predictor and checks its shapes.
+func Unmarshal(b []byte) (*Predictor, error) {
 	var p Predictor
 	if err := json.Unmarshal(b, &p); err != nil {
 		return nil, fmt.Errorf("profiles: stored predictor: %w", err)
@@ -313,11 +318,11 @@ func UnmarshalPredictor(b []byte) (*Predictor, error) {
 	return &p, nil
 }
 
-// PredictorPolicy is the egt depth policy driven by a predictor: at the start
+// Policy is the egt depth policy driven by a predictor: at the start
 // of each step it predicts the acceptance at every depth (smoothed by an EMA
 // across steps), and drafts down to the depth that maximises the
 // latency-aware speedup AAL(D) * T_verify(1) / (D * T_draft + T_verify(W(D))).
-type PredictorPolicy struct {
+type Policy struct {
 	P      *Predictor
 	Costs  costmodel.Costs
 	Widths []int   // the egt plan's nodes expanded per depth
@@ -328,14 +333,14 @@ type PredictorPolicy struct {
 }
 
 // Next implements spec.DepthPolicy.
-func (pp *PredictorPolicy) Next(depth int, _ float64, hidden []float32) bool {
+func (pp *Policy) Next(depth int, _ float64, hidden []float32) bool {
 	if depth == 0 {
 		pp.depth = pp.choose(hidden)
 	}
 	return depth < pp.depth
 }
 
-func (pp *PredictorPolicy) choose(hidden []float32) int {
+func (pp *Policy) choose(hidden []float32) int {
 	if hidden == nil || len(hidden) != pp.P.In {
 		return len(pp.Widths)
 	}
