@@ -29,6 +29,7 @@ import (
 	"arborist/assets"
 	"arborist/profiles"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/pairs"
 	"arborist/profiles/store"
 	"arborist/profiles/workbench"
 )
@@ -60,7 +61,7 @@ type Session struct {
 	Win     fyne.Window
 	DemoDir string
 	DBPath  string
-	Spec    profiles.PairSpec
+	Spec    pairs.Spec
 
 	mu       sync.Mutex
 	bench    *workbench.Bench

@@ -21,6 +21,7 @@ import (
 	"arborist/kernels/cpu"
 	"arborist/profiles"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/pairs"
 )
 
 func newBench(t *testing.T) *Workbench {
@@ -388,7 +389,7 @@ func TestHiddenDrafterSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	desc, err := profiles.DescribeModel(tm)
+	desc, err := pairs.DescribeModel(tm)
 	tm.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"arborist/profiles"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
+	"arborist/profiles/pairs"
 	"arborist/profiles/workbench"
 )
 
@@ -109,7 +110,7 @@ func (p *ProfileScreen) start() {
 	})
 }
 
-func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, maxW int, fresh bool) (vp, dp *profiles.Profile, lim hardware.Limits, err error) {
+func (p *ProfileScreen) measure(ctx context.Context, spec pairs.Spec, maxW int, fresh bool) (vp, dp *profiles.Profile, lim hardware.Limits, err error) {
 	b, err := p.s.Bench(ctx)
 	if err != nil {
 		return nil, nil, lim, err

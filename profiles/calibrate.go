@@ -14,6 +14,7 @@ import (
 	"arborist/engine/tree"
 	"arborist/kernels"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/pairs"
 	"arborist/profiles/predictor"
 	"arborist/profiles/store"
 )
@@ -49,7 +50,7 @@ func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens in
 	qHits := make([]int, 10)
 	// the re-check's shape, read between prompts: a window as long as the
 	// calibration (RecheckWindow); a target too short for it goes without
-	window, err := NewWindowSampler(ctx, eng.Target, DraftingOf(eng), 8)
+	window, err := NewWindowSampler(ctx, eng.Target, pairs.DraftingOf(eng), 8)
 	if err != nil {
 		window = nil
 	}
@@ -188,7 +189,7 @@ func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *mo
 	if err != nil {
 		return nil, err
 	}
-	md, err := DescribeModel(m)
+	md, err := pairs.DescribeModel(m)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +288,7 @@ func DepthSamples(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens
 //
 // With storedOnly, missing curves are not measured: the error is
 // ErrNotProfiled.
-func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pair, spec PairSpec, storedOnly bool, progress func(kind string, done, total int, p Point)) (costmodel.Costs, int64, error) {
+func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *pairs.Pair, spec pairs.Spec, storedOnly bool, progress func(kind string, done, total int, p Point)) (costmodel.Costs, int64, error) {
 	var c costmodel.Costs
 	target, draft := spec.Backend, spec.DraftBackend
 	if target == "" {
@@ -341,7 +342,7 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *Pa
 		if err == nil {
 			c.Draft, c.DraftAfter, c.ResampleLevel = draftStepCurves(hp.Curve.Points, tp.Curve.Points)
 			c.DraftPerChild = true
-			c.Resample = spec.resampleDepth()
+			c.Resample = spec.Resampling()
 			break
 		}
 		if !errors.Is(err, ErrNotProfiled) {
@@ -391,7 +392,7 @@ var splitWidths = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 20, 24, 3
 // plans run them: one entry for each of SplitChoices on one device (total
 // threads in all), one for a drafter on a device of its own (elsewhere);
 // nil when the machine has one thread.
-func splitCosts(ctx context.Context, st *store.Store, hw store.Hardware, spec PairSpec, total int, elsewhere, storedOnly bool, progress func(kind string, done, total int, p Point)) ([]costmodel.SplitCosts, error) {
+func splitCosts(ctx context.Context, st *store.Store, hw store.Hardware, spec pairs.Spec, total int, elsewhere, storedOnly bool, progress func(kind string, done, total int, p Point)) ([]costmodel.SplitCosts, error) {
 	choices := costmodel.SplitChoices(total, spec.DraftThreads)
 	if elsewhere {
 		choices = []int{spec.DraftThreads} // the other device's own threads
@@ -413,8 +414,8 @@ func splitCosts(ctx context.Context, st *store.Store, hw store.Hardware, spec Pa
 
 // splitCurves measures (or reads) one split's curves; nil when the pair
 // cannot draft concurrently.
-func splitCurves(ctx context.Context, st *store.Store, hw store.Hardware, spec PairSpec, storedOnly bool, progress func(kind string, done, total int, p Point)) (*costmodel.SplitCosts, error) {
-	cp, err := OpenPair(spec, sample.Params{}, true)
+func splitCurves(ctx context.Context, st *store.Store, hw store.Hardware, spec pairs.Spec, storedOnly bool, progress func(kind string, done, total int, p Point)) (*costmodel.SplitCosts, error) {
+	cp, err := pairs.Open(spec, sample.Params{}, true)
 	if err != nil {
 		return nil, err
 	}

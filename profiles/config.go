@@ -12,6 +12,7 @@ import (
 
 	"arborist/engine/spec"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/pairs"
 )
 
 // Config is the exported plan: DuoDecoding's config.yaml shape (hardware,
@@ -277,7 +278,7 @@ func onGPU(device string) bool { return device != "" && device != "cpu" }
 
 // NewConfig builds the exported config of a plan for a pair on a machine.
 // Model paths are made absolute so the file works from any folder.
-func NewConfig(spec PairSpec, hw HardwareConfig, threads, maxSeqLen int, precision string, best costmodel.Prediction) *Config {
+func NewConfig(spec pairs.Spec, hw HardwareConfig, threads, maxSeqLen int, precision string, best costmodel.Prediction) *Config {
 	abs := func(p string) string {
 		if a, err := filepath.Abs(p); err == nil {
 			return a

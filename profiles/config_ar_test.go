@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"arborist/profiles/costmodel"
+	"arborist/profiles/pairs"
 )
 
 // TestConfigARNoDrafter: a plain-decoding plan exports no drafter, neither
 // in config.yaml nor in the other engines' settings (no --draft-max 0).
 func TestConfigARNoDrafter(t *testing.T) {
-	c := NewConfig(PairSpec{Target: "/m/t.gguf", Draft: "/m/d.gguf"}, HardwareConfig{}, 2, 2048, "Q8_0",
+	c := NewConfig(pairs.Spec{Target: "/m/t.gguf", Draft: "/m/d.gguf"}, HardwareConfig{}, 2, 2048, "Q8_0",
 		costmodel.Prediction{Plan: costmodel.Plan{Strategy: "ar"}, Speedup: 1, AAL: 1})
 	if c.Models.Draft.Kind != "none" || c.Models.Draft.Path != "" {
 		t.Errorf("ar config carries a drafter: %+v", c.Models.Draft)
@@ -31,7 +32,7 @@ func TestConfigARNoDrafter(t *testing.T) {
 	if !strings.Contains(eq, "llama-server -m /m/t.gguf -t 2") || !strings.Contains(eq, "vllm serve /m/t.gguf") {
 		t.Errorf("ar equivalents:\n%s", eq)
 	}
-	c = NewConfig(PairSpec{Target: "/m/t.gguf", Draft: "/m/d.gguf"}, HardwareConfig{}, 2, 2048, "Q8_0",
+	c = NewConfig(pairs.Spec{Target: "/m/t.gguf", Draft: "/m/d.gguf"}, HardwareConfig{}, 2, 2048, "Q8_0",
 		costmodel.Prediction{Plan: costmodel.Plan{Strategy: "chain", Gamma: 4}, Speedup: 1.5, AAL: 2})
 	if eq := c.Equivalents(); !strings.Contains(eq, "-md /m/d.gguf --draft-max 4") {
 		t.Errorf("chain equivalents:\n%s", eq)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"arborist/profiles/costmodel"
+	"arborist/profiles/pairs"
 )
 
 func TestConfigRoundTripAndErrors(t *testing.T) {
@@ -45,7 +46,7 @@ func TestConfigRoundTripAndErrors(t *testing.T) {
 
 func TestConfigHiddenDrafter(t *testing.T) {
 	for _, ref := range []string{"7", "/m/h.gguf"} {
-		c := NewConfig(PairSpec{Target: "/m/t.gguf", DraftHidden: ref}, HardwareConfig{}, 2, 2048, "Q8_0",
+		c := NewConfig(pairs.Spec{Target: "/m/t.gguf", DraftHidden: ref}, HardwareConfig{}, 2, 2048, "Q8_0",
 			costmodel.Prediction{Plan: costmodel.Plan{Strategy: "chain", Gamma: 2}, Speedup: 1.2, AAL: 1.5})
 		b, err := c.Marshal()
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"arborist/engine/model"
 	"arborist/engine/sample"
 	"arborist/kernels/cpu"
+	"arborist/profiles/pairs"
 	"arborist/profiles/store"
 )
 
@@ -70,7 +71,7 @@ func TestDrafterLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	if _, err := OpenDrafter(ctx, "1", db, m); err != nil {
+	if _, err := pairs.OpenDrafter(ctx, "1", db, m); err != nil {
 		t.Fatal(err)
 	}
 	// the same weights claiming another target's fingerprint
@@ -79,7 +80,7 @@ func TestDrafterLifecycle(t *testing.T) {
 	if err := d.Save(file, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenDrafter(ctx, file, db, m); !errors.Is(err, ErrOtherTarget) {
+	if _, err := pairs.OpenDrafter(ctx, file, db, m); !errors.Is(err, pairs.ErrOtherTarget) {
 		t.Errorf("a drafter for another target: %v", err)
 	}
 	// a stored drafter for another target is refused before its weights
@@ -88,22 +89,22 @@ func TestDrafterLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenDrafter(ctx, fmt.Sprint(other), db, m); !errors.Is(err, ErrOtherTarget) {
+	if _, err := pairs.OpenDrafter(ctx, fmt.Sprint(other), db, m); !errors.Is(err, pairs.ErrOtherTarget) {
 		t.Errorf("a stored drafter for another target: %v", err)
 	}
-	pair, err := OpenPair(PairSpec{Target: target, DraftHidden: "1", DB: db, Threads: 1}, sample.Params{}, false)
+	pr, err := pairs.Open(pairs.Spec{Target: target, DraftHidden: "1", DB: db, Threads: 1}, sample.Params{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pair.Close()
-	if pair.Hidden == nil || pair.Source.Name() != "hidden:#1" {
-		t.Fatalf("pair source %v", pair.Source.Name())
+	defer pr.Close()
+	if pr.Hidden == nil || pr.Source.Name() != "hidden:#1" {
+		t.Fatalf("pair source %v", pr.Source.Name())
 	}
 	hw := store.Hardware{Fingerprint: "hw", CPU: "x", Cores: 1, Threads: 1, SIMD: "-", RAM: 1, OS: "linux"}
 	if hw.ID, err = st.PutHardware(ctx, &hw); err != nil {
 		t.Fatal(err)
 	}
-	c, _, err := PairCosts(ctx, st, hw, pair, PairSpec{Target: target, DraftHidden: "1"}, false, nil)
+	c, _, err := PairCosts(ctx, st, hw, pr, pairs.Spec{Target: target, DraftHidden: "1"}, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,16 +126,16 @@ func TestDrafterLifecycle(t *testing.T) {
 	// regular ones, every step in one of the two tables
 	var ids [][]int
 	for _, p := range []string{"Once upon a time", "The little dog ran", "Lily and Ben"} {
-		ids = append(ids, pair.Target.Tok.Encode(p, true, false))
+		ids = append(ids, pr.Target.Tok.Encode(p, true, false))
 	}
-	acc, err := Calibrate(ctx, DraftStepOptions(pair, PairSpec{}).Engine, ids, 48, nil)
+	acc, err := Calibrate(ctx, DraftStepOptions(pr, pairs.Spec{}).Engine, ids, 48, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(acc.Resampled) == 0 || acc.ResampledCounts[0][0] == 0 || acc.RegularCounts[0][0]+acc.ResampledCounts[0][0] != acc.Counts[0][0] {
 		t.Errorf("steps by kind: regular %v, re-sampled %v, all %v", acc.RegularCounts, acc.ResampledCounts, acc.Counts)
 	}
-	again, _, err := PairCosts(ctx, st, hw, pair, PairSpec{Target: target, DraftHidden: "1"}, true, nil)
+	again, _, err := PairCosts(ctx, st, hw, pr, pairs.Spec{Target: target, DraftHidden: "1"}, true, nil)
 	if err != nil || again.Draft[0] != c.Draft[0] || again.DraftAfter[0] != c.DraftAfter[0] || again.ResampleLevel != c.ResampleLevel {
 		t.Errorf("stored drafting costs %v %v, measured %v %v (%v)", again.Draft[0], again.DraftAfter, c.Draft[0], c.DraftAfter, err)
 	}

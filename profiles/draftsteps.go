@@ -7,6 +7,7 @@ import (
 
 	"arborist/assets"
 	"arborist/engine/spec"
+	"arborist/profiles/pairs"
 	"arborist/profiles/store"
 )
 
@@ -151,7 +152,7 @@ func draftStepCurves(pts, verify []store.Point) (draft, after []store.Point, res
 // DraftStepOptions are the ProfileModel options of a pair's drafting
 // probe (DraftStepCosts), keyed by its source's name, for a pair whose
 // source has no model file of its own (Pair.Hidden).
-func DraftStepOptions(pair *Pair, ps PairSpec) ProfileOptions {
+func DraftStepOptions(pair *pairs.Pair, ps pairs.Spec) ProfileOptions {
 	return ProfileOptions{Widths: []int{1, 2, 3, 4}, Kind: "draft-steps " + ps.SourceName(),
 		Engine: &spec.Engine{Target: pair.Target, Source: pair.Source}}
 }

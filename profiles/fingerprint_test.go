@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"arborist/profiles/pairs"
 	"arborist/profiles/store"
 )
 
@@ -26,7 +27,7 @@ func TestConfigModelHash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := ModelSHA256(ctx, st, model)
+	sum, err := pairs.ModelSHA256(ctx, st, model)
 	st.Close()
 	want := sha256.Sum256(content)
 	if err != nil || sum != hex.EncodeToString(want[:]) {
@@ -44,7 +45,7 @@ func TestConfigModelHash(t *testing.T) {
 	info0, _ := os.Stat(model)
 	planted := "ab" + sum[2:]
 	st.PutFileHash(ctx, abs, info0.Size(), info0.ModTime().UnixNano(), planted)
-	if got, _ := ModelSHA256(ctx, st, model); got != planted {
+	if got, _ := pairs.ModelSHA256(ctx, st, model); got != planted {
 		t.Errorf("cached hash not used: %s", got)
 	}
 	st.PutFileHash(ctx, abs, info0.Size(), info0.ModTime().UnixNano(), sum)
@@ -59,10 +60,7 @@ func TestConfigModelHash(t *testing.T) {
 		t.Fatalf("--allow-changed-model: %v", err)
 	}
 	// legacy 24-digit fingerprints are still checked
-	f, _ := os.Open(model)
-	info, _ := f.Stat()
-	c.Models.Target.SHA256 = quickFingerprint(f, info.Size())
-	f.Close()
+	c.Models.Target.SHA256, _ = pairs.FileFingerprint(model)
 	if err := CheckConfigModels(ctx, "", c, false); err != nil {
 		t.Fatalf("legacy fingerprint of the same file: %v", err)
 	}

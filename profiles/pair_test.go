@@ -14,6 +14,7 @@ import (
 	"arborist/kernels"
 	"arborist/kernels/cpu"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/pairs"
 	"arborist/profiles/store"
 )
 
@@ -41,13 +42,13 @@ func TestPairOnTwoDevices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, ps := range map[string]PairSpec{
+	for name, ps := range map[string]pairs.Spec{
 		"draft model": {Target: target, Draft: target},
 		"layer-skip":  {Target: target, Layers: 2},
 		"hidden":      {Target: target, DraftHidden: hfile},
 	} {
 		ps.Threads, ps.DraftBackend = 1, "cpu-second"
-		p, err := OpenPair(ps, sample.Params{}, false)
+		p, err := pairs.Open(ps, sample.Params{}, false)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -68,9 +69,9 @@ func TestPairOnTwoDevices(t *testing.T) {
 	}
 	// on one device, a concurrent plan gives every source but n-gram its
 	// own backend and threads (AOT and duo for every draft source)
-	for name, ps := range map[string]PairSpec{"layer-skip": {Target: target, Layers: 2}, "hidden": {Target: target, DraftHidden: hfile}} {
+	for name, ps := range map[string]pairs.Spec{"layer-skip": {Target: target, Layers: 2}, "hidden": {Target: target, DraftHidden: hfile}} {
 		ps.Threads = 2
-		p, err := OpenPair(ps, sample.Params{}, true)
+		p, err := pairs.Open(ps, sample.Params{}, true)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -85,7 +86,7 @@ func TestPairOnTwoDevices(t *testing.T) {
 		p.Close()
 	}
 	// n-gram drafting has no device: it stays on the host, not concurrent
-	p, err := OpenPair(PairSpec{Target: target, NGram: 3, Threads: 1, DraftBackend: "cpu-second"}, sample.Params{}, false)
+	p, err := pairs.Open(pairs.Spec{Target: target, NGram: 3, Threads: 1, DraftBackend: "cpu-second"}, sample.Params{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,10 +94,10 @@ func TestPairOnTwoDevices(t *testing.T) {
 		t.Errorf("n-gram on a draft device: concurrent %v", p.Concurrent)
 	}
 	p.Close()
-	if _, err := OpenPair(PairSpec{Target: target, Threads: 1, DraftBackend: "cpu-second"}, sample.Params{}, false); err == nil {
+	if _, err := pairs.Open(pairs.Spec{Target: target, Threads: 1, DraftBackend: "cpu-second"}, sample.Params{}, false); err == nil {
 		t.Error("a draft device without a draft source was accepted")
 	}
-	if _, err := OpenPair(PairSpec{Target: target, Draft: target, Threads: 1, DraftBackend: "tpu"}, sample.Params{}, false); err == nil {
+	if _, err := pairs.Open(pairs.Spec{Target: target, Draft: target, Threads: 1, DraftBackend: "tpu"}, sample.Params{}, false); err == nil {
 		t.Error("an unknown draft device was accepted")
 	}
 }
@@ -106,7 +107,7 @@ func TestPairOnTwoDevices(t *testing.T) {
 // target, on the GPU beside a CPU target, both on the GPU), and a split
 // says where vLLM and SGLang cannot follow.
 func TestEquivalentsTwoDevices(t *testing.T) {
-	c := NewConfig(PairSpec{Target: "/m/t.gguf", Draft: "/m/d.gguf"}, HardwareConfig{}, 8, 4096, "Q4_K", costmodel.Prediction{Plan: costmodel.Plan{Strategy: "duo", Gamma: 4}, Speedup: 1.5, AAL: 3})
+	c := NewConfig(pairs.Spec{Target: "/m/t.gguf", Draft: "/m/d.gguf"}, HardwareConfig{}, 8, 4096, "Q4_K", costmodel.Prediction{Plan: costmodel.Plan{Strategy: "duo", Gamma: 4}, Speedup: 1.5, AAL: 3})
 	c.Models.Target.Device, c.Models.Draft.Device = "cuda", "cpu"
 	eq := c.Equivalents()
 	for _, want := range []string{"-ngl 99 -ngld 0", "drafts on cpu while the target verifies on cuda", "cannot place it elsewhere"} {
@@ -126,7 +127,7 @@ func TestEquivalentsTwoDevices(t *testing.T) {
 	if eq := c.Equivalents(); strings.Contains(eq, "-ngl") {
 		t.Errorf("both on the CPU, yet:\n%s", eq)
 	}
-	c = NewConfig(PairSpec{Target: "/m/t.gguf"}, HardwareConfig{}, 8, 4096, "Q4_K", costmodel.Prediction{Plan: costmodel.Plan{Strategy: "ar"}, Speedup: 1, AAL: 1})
+	c = NewConfig(pairs.Spec{Target: "/m/t.gguf"}, HardwareConfig{}, 8, 4096, "Q4_K", costmodel.Prediction{Plan: costmodel.Plan{Strategy: "ar"}, Speedup: 1, AAL: 1})
 	c.Models.Target.Device = "cuda"
 	if eq := c.Equivalents(); !strings.Contains(eq, "-ngl 99 --temp") {
 		t.Errorf("plain decoding on the GPU, yet:\n%s", eq)
@@ -143,21 +144,21 @@ func TestRecheckDraftingKinds(t *testing.T) {
 	target, _, hfile := storiesWithHidden(t)
 	ctx := context.Background()
 	for name, c := range map[string]struct {
-		ps   PairSpec
+		ps   pairs.Spec
 		kind string
 	}{
-		"draft model": {PairSpec{Target: target, Draft: target}, "draft model"},
-		"hidden":      {PairSpec{Target: target, DraftHidden: hfile}, "hidden-state drafter"},
-		"layer-skip":  {PairSpec{Target: target, Layers: 2}, ""},
+		"draft model": {pairs.Spec{Target: target, Draft: target}, "draft model"},
+		"hidden":      {pairs.Spec{Target: target, DraftHidden: hfile}, "hidden-state drafter"},
+		"layer-skip":  {pairs.Spec{Target: target, Layers: 2}, ""},
 	} {
 		c.ps.Threads = 1
-		p, err := OpenPair(c.ps, sample.Params{}, false)
+		p, err := pairs.Open(c.ps, sample.Params{}, false)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		dr := p.Drafting()
-		if dr.Kind() != c.kind || DraftingOf(&spec.Engine{Target: p.Target, Source: p.Source}).Kind() != c.kind {
-			t.Errorf("%s: drafting %q (engine %q), want %q", name, dr.Kind(), DraftingOf(&spec.Engine{Target: p.Target, Source: p.Source}).Kind(), c.kind)
+		if dr.Kind() != c.kind || pairs.DraftingOf(&spec.Engine{Target: p.Target, Source: p.Source}).Kind() != c.kind {
+			t.Errorf("%s: drafting %q (engine %q), want %q", name, dr.Kind(), pairs.DraftingOf(&spec.Engine{Target: p.Target, Source: p.Source}).Kind(), c.kind)
 		}
 		ws, err := NewWindowSampler(ctx, p.Target, dr, 8)
 		if err != nil {
@@ -197,7 +198,7 @@ func TestRecheckDraftingKinds(t *testing.T) {
 			t.Errorf("%s: %d moments pooled, %v", name, rc.WindowMoments, err)
 		}
 		if c.kind != "" { // a re-check that drafts otherwise does not pool it
-			if _, rc, _ := RecheckCosts(ctx, p.Target, Drafting{}, costmodel.Costs{Verify: curve}, 1, 0, w); rc.WindowMoments != 0 {
+			if _, rc, _ := RecheckCosts(ctx, p.Target, pairs.Drafting{}, costmodel.Costs{Verify: curve}, 1, 0, w); rc.WindowMoments != 0 {
 				t.Errorf("%s: a window drafted with %q pooled by a re-check without drafting", name, c.kind)
 			}
 		}

@@ -10,9 +10,9 @@ import (
 	"arborist/engine/drafter"
 	"arborist/engine/model"
 	"arborist/engine/sample"
-	"arborist/engine/spec"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
+	"arborist/profiles/pairs"
 	"arborist/profiles/store"
 )
 
@@ -217,7 +217,7 @@ func (r *Recheck) Brief() string {
 // use (rescaled or the stored one) and what it found (RecheckCosts without
 // a drafter).
 func RecheckVerify(ctx context.Context, m *model.Model, curve []store.Point, threads int, bandwidthStored float64) ([]store.Point, Recheck, error) {
-	c, r, err := RecheckCosts(ctx, m, Drafting{}, costmodel.Costs{Verify: curve}, threads, bandwidthStored, nil)
+	c, r, err := RecheckCosts(ctx, m, pairs.Drafting{}, costmodel.Costs{Verify: curve}, threads, bandwidthStored, nil)
 	return c.Verify, r, err
 }
 
@@ -229,7 +229,7 @@ func RecheckVerify(ctx context.Context, m *model.Model, curve []store.Point, thr
 // positive it also re-measures the read bandwidth with threads goroutines
 // and warns when it moved by more than 15%: the machine is busier, or not
 // the one that was profiled, and every stored curve is suspect.
-func RecheckCosts(ctx context.Context, m *model.Model, d Drafting, c costmodel.Costs, threads int, bandwidthStored float64, window *costmodel.RecheckWindow) (costmodel.Costs, Recheck, error) {
+func RecheckCosts(ctx context.Context, m *model.Model, d pairs.Drafting, c costmodel.Costs, threads int, bandwidthStored float64, window *costmodel.RecheckWindow) (costmodel.Costs, Recheck, error) {
 	t0 := time.Now()
 	var r Recheck
 	curve := c.Verify
@@ -346,7 +346,7 @@ type WindowSampler struct {
 
 // NewWindowSampler sets up the re-check's round on m at the anchors of a
 // curve reaching maxW (the widest a profile measures: 8).
-func NewWindowSampler(ctx context.Context, m *model.Model, d Drafting, maxW int) (*WindowSampler, error) {
+func NewWindowSampler(ctx context.Context, m *model.Model, d pairs.Drafting, maxW int) (*WindowSampler, error) {
 	widths := RecheckAnchors(maxW)
 	p, err := newRecheckProbe(ctx, m, d, widths, CurveOptions{})
 	if err != nil {
@@ -396,7 +396,7 @@ func (s *WindowSampler) Window() *costmodel.RecheckWindow {
 // time now may pool the window: the same anchors, backend, threads and
 // drafting, enough moments (not more than a calibration reads), every
 // ratio one a pass can take, and not dated ahead nor older than WindowAge.
-func windowUsable(w *costmodel.RecheckWindow, widths []int, m *model.Model, d Drafting, now time.Time) bool {
+func windowUsable(w *costmodel.RecheckWindow, widths []int, m *model.Model, d pairs.Drafting, now time.Time) bool {
 	if w == nil || len(w.Slots) < costmodel.MinWindowSlots || !slices.Equal(w.Widths, widths) || w.Drafting != d.Kind() {
 		return false
 	}
@@ -467,44 +467,7 @@ type recheckRound struct {
 	drafted, plain time.Duration
 }
 
-// Drafting is the drafter a re-check drafts with between its target
-// passes, so each pass it times follows drafting as a step's verification
-// does: a draft model (whose passes it also times, to re-check the
-// drafter's curves), or a hidden-state source (the pair's own, fed the
-// target's hidden states of the context). Neither: the passes follow one
-// another.
-type Drafting struct {
-	Draft  *model.Model
-	Hidden drafter.HiddenSource
-}
-
-// Kind names the drafting for a RecheckWindow ("" for none), which pools
-// only with a re-check that drafts the same way.
-func (d Drafting) Kind() string {
-	switch {
-	case d.Draft != nil:
-		return "draft model"
-	case d.Hidden != nil:
-		return "hidden-state drafter"
-	}
-	return ""
-}
-
-// DraftingOf is the Drafting of an engine's source: a draft model of its
-// own, or a hidden-state source; layer-skip and n-gram sources none.
-func DraftingOf(eng *spec.Engine) Drafting {
-	switch src := eng.Source.(type) {
-	case *drafter.Model:
-		if src.Layers == 0 && src.M != eng.Target {
-			return Drafting{Draft: src.M}
-		}
-	case drafter.HiddenSource:
-		return Drafting{Hidden: src}
-	}
-	return Drafting{}
-}
-
-func newRecheckProbe(ctx context.Context, m *model.Model, d Drafting, widths []int, opt CurveOptions) (*recheckProbe, error) {
+func newRecheckProbe(ctx context.Context, m *model.Model, d pairs.Drafting, widths []int, opt CurveOptions) (*recheckProbe, error) {
 	opt.defaults()
 	maxW := max(slices.Max(widths), PlainPasses+1)
 	if opt.Context+maxW > m.CtxLen || (d.Draft != nil && opt.Context+DraftPasses*len(widths)+1 > d.Draft.CtxLen) {
@@ -610,7 +573,7 @@ func (p *recheckProbe) round(ctx context.Context) (recheckRound, error) {
 // recheckRounds times target passes of each width on m over a cached
 // context, round after round in RecheckBursts bursts (medians of the
 // recheckProbe rounds).
-func recheckRounds(ctx context.Context, m *model.Model, d Drafting, widths []int, opt CurveOptions) (recheckTimes, error) {
+func recheckRounds(ctx context.Context, m *model.Model, d pairs.Drafting, widths []int, opt CurveOptions) (recheckTimes, error) {
 	var out recheckTimes
 	opt.defaults()
 	p, err := newRecheckProbe(ctx, m, d, widths, opt)

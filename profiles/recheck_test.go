@@ -10,6 +10,7 @@ import (
 
 	"arborist/engine/model"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/pairs"
 	"arborist/profiles/store"
 )
 
@@ -86,7 +87,7 @@ func TestRecheckVerifyRescalesAStaleCurve(t *testing.T) {
 	// caller's Costs is left as it was
 	split := append([]store.Point(nil), stale...)
 	c := costmodel.Costs{Verify: stale, Splits: []costmodel.SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: split}}}
-	gotC, rc, err := RecheckCosts(context.Background(), m, Drafting{}, c, 2, 0, nil)
+	gotC, rc, err := RecheckCosts(context.Background(), m, pairs.Drafting{}, c, 2, 0, nil)
 	if err != nil || !rc.Rescaled || gotC.Plain != rc.Plain || gotC.PlainToken() != rc.Plain || c.Plain != 0 {
 		t.Fatalf("re-check with splits: %+v, %v (costs' plain decoding %v)", rc, err, gotC.Plain)
 	}
@@ -137,7 +138,7 @@ func TestRecheckDrafter(t *testing.T) {
 		}
 		stale = costmodel.Costs{Verify: slow(verify, 1), Draft: slow(draft, 5), DraftAfter: slow(after, 5),
 			Splits: []costmodel.SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: slow(verify, 1), Draft: slow(draft, 5)}}}
-		got, rc, err = RecheckCosts(ctx, m, Drafting{Draft: dm}, stale, 2, 0, nil)
+		got, rc, err = RecheckCosts(ctx, m, pairs.Drafting{Draft: dm}, stale, 2, 0, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +177,7 @@ func TestRecheckDrafter(t *testing.T) {
 	if got.DraftAfter[0].Median >= stale.DraftAfter[0].Median && stale.DraftAfter[0].Median > 0 {
 		t.Errorf("after-target point kept at %v", got.DraftAfter[0].Median)
 	}
-	if _, rc, _ := RecheckCosts(ctx, m, Drafting{}, stale, 2, 0, nil); rc.DraftPasses != 0 || strings.Contains(rc.String(), "drafter") {
+	if _, rc, _ := RecheckCosts(ctx, m, pairs.Drafting{}, stale, 2, 0, nil); rc.DraftPasses != 0 || strings.Contains(rc.String(), "drafter") {
 		t.Errorf("no draft model, yet %q", rc.String())
 	}
 }
@@ -214,7 +215,7 @@ func TestRecheckPoolsTheWindow(t *testing.T) {
 		return w
 	}
 	ratio := func(rc Recheck, d time.Duration) float64 { return float64(d) / float64(rc.Plain) }
-	c, rc, err := RecheckCosts(ctx, m, Drafting{}, costmodel.Costs{Verify: stored}, 2, 0, window(nil))
+	c, rc, err := RecheckCosts(ctx, m, pairs.Drafting{}, costmodel.Costs{Verify: stored}, 2, 0, window(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func TestRecheckPoolsTheWindow(t *testing.T) {
 		"a NaN ratio":      window(func(w *costmodel.RecheckWindow) { w.Slots[0][1] = math.NaN() }),
 		"from the future":  window(func(w *costmodel.RecheckWindow) { w.End = now.Add(time.Hour) }),
 	} {
-		_, rc, err := RecheckCosts(ctx, m, Drafting{}, costmodel.Costs{Verify: stored}, 2, 0, w)
+		_, rc, err := RecheckCosts(ctx, m, pairs.Drafting{}, costmodel.Costs{Verify: stored}, 2, 0, w)
 		if err != nil {
 			t.Fatal(err)
 		}

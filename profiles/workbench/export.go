@@ -11,6 +11,7 @@ import (
 	"arborist/engine/spec"
 	"arborist/profiles"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/pairs"
 )
 
 // Export is a plan rendered as config.yaml and other engines' settings.
@@ -84,11 +85,11 @@ func (b *Bench) config(ctx context.Context, ps PairSpec, in *Inputs, best costmo
 	if err != nil {
 		return nil, err
 	}
-	if c.Models.Target.SHA256, err = profiles.ModelSHA256(ctx, st, ps.Target); err != nil {
+	if c.Models.Target.SHA256, err = pairs.ModelSHA256(ctx, st, ps.Target); err != nil {
 		return nil, err
 	}
 	if c.Models.Draft.Kind == "model" && c.Models.Draft.Path != "" {
-		if c.Models.Draft.SHA256, err = profiles.ModelSHA256(ctx, st, c.Models.Draft.Path); err != nil {
+		if c.Models.Draft.SHA256, err = pairs.ModelSHA256(ctx, st, c.Models.Draft.Path); err != nil {
 			return nil, err
 		}
 	}

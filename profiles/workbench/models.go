@@ -23,6 +23,7 @@ import (
 	"arborist/kernels/quant"
 	"arborist/profiles"
 	"arborist/profiles/hardware"
+	"arborist/profiles/pairs"
 	"arborist/profiles/store"
 )
 
@@ -339,7 +340,7 @@ func DescribeHidden(ctx context.Context, target, ref, db string) (string, error)
 		return "", err
 	}
 	defer closeModel(m, be)
-	d, err := profiles.OpenDrafter(ctx, ref, db, m)
+	d, err := pairs.OpenDrafter(ctx, ref, db, m)
 	if err != nil {
 		return "", err
 	}

@@ -14,6 +14,7 @@ import (
 	"arborist/profiles"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
+	"arborist/profiles/pairs"
 	"arborist/profiles/predictor"
 	"arborist/profiles/store"
 )
@@ -174,8 +175,8 @@ func (b *Bench) Calibrate(ctx context.Context, ps PairSpec, prompts []string, su
 	return &Calibration{ID: id, Acc: acc, Prompts: len(prompts)}, nil
 }
 
-func targetID(ctx context.Context, st *store.Store, pair *profiles.Pair) (int64, error) {
-	md, err := profiles.DescribeModel(pair.Target)
+func targetID(ctx context.Context, st *store.Store, pair *pairs.Pair) (int64, error) {
+	md, err := pairs.DescribeModel(pair.Target)
 	if err != nil {
 		return 0, err
 	}
@@ -311,7 +312,7 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 	if tc := pair.Target.File.TypeCounts(); len(tc) > 0 {
 		in.Precision = tc[0].Type.String()
 	}
-	md, err := profiles.DescribeModel(pair.Target)
+	md, err := pairs.DescribeModel(pair.Target)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"arborist/engine/spec"
 	"arborist/profiles"
 	"arborist/profiles/hardware"
+	"arborist/profiles/pairs"
 	"arborist/profiles/predictor"
 	"arborist/profiles/store"
 )
@@ -261,7 +262,7 @@ func runConfig(plan spec.Plan, smp sample.Params, maxTokens int) (spec.Config, e
 }
 
 // suite decodes every prompt with one engine and configuration.
-func suite(ctx context.Context, eng *spec.Engine, pair *profiles.Pair, ids [][]int, opt RunOptions, cfg spec.Config, rec *recorder) (Totals, [][]int, error) {
+func suite(ctx context.Context, eng *spec.Engine, pair *pairs.Pair, ids [][]int, opt RunOptions, cfg spec.Config, rec *recorder) (Totals, [][]int, error) {
 	var tot Totals
 	var toks [][]int
 	for pi, p := range ids {
@@ -342,7 +343,7 @@ func (r *recorder) finish(ctx context.Context, status string, t *Totals) error {
 
 // predictorPolicy loads the pair's depth predictor (the plan's, or the
 // newest) and the latency curves it weighs depths with.
-func (b *Bench) predictorPolicy(ctx context.Context, ps PairSpec, pair *profiles.Pair, plan spec.Plan, cfg spec.Config) (*predictor.Policy, error) {
+func (b *Bench) predictorPolicy(ctx context.Context, ps PairSpec, pair *pairs.Pair, plan spec.Plan, cfg spec.Config) (*predictor.Policy, error) {
 	st, err := b.db(ctx)
 	if err != nil {
 		return nil, err

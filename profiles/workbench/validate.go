@@ -8,9 +8,9 @@ import (
 
 	"arborist/engine/sample"
 	"arborist/engine/spec"
-	"arborist/profiles"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
+	"arborist/profiles/pairs"
 	"arborist/profiles/store"
 )
 
@@ -132,7 +132,7 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 	type runner struct {
 		cfg   spec.Config
 		eng   *spec.Engine
-		pair  *profiles.Pair
+		pair  *pairs.Pair
 		rec   *recorder
 		tot   Totals
 		round Totals
@@ -152,15 +152,15 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 		conc         bool
 		draftThreads int
 	}
-	pairs := map[pairKey]*profiles.Pair{}
+	opened := map[pairKey]*pairs.Pair{}
 	defer func() {
-		for _, p := range pairs {
+		for _, p := range opened {
 			p.Close()
 		}
 	}()
-	pairFor := func(conc bool, draftThreads int) (*profiles.Pair, error) {
+	pairFor := func(conc bool, draftThreads int) (*pairs.Pair, error) {
 		k := pairKey{conc, draftThreads}
-		if p := pairs[k]; p != nil {
+		if p := opened[k]; p != nil {
 			return p, nil
 		}
 		s := ps
@@ -171,7 +171,7 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 		if err != nil {
 			return nil, err
 		}
-		pairs[k] = p
+		opened[k] = p
 		return p, nil
 	}
 	out := &Validation{Plans: make([]Validated, len(opt.Plans))}

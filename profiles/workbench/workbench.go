@@ -31,6 +31,7 @@ import (
 	"sync"
 
 	"arborist/profiles"
+	"arborist/profiles/pairs"
 	"arborist/profiles/store"
 )
 
@@ -112,18 +113,18 @@ func (p Progress) curves() func(kind string, done, total int, pt profiles.Point)
 }
 
 // PairSpec names a target, a draft source and the backend and threads.
-type PairSpec = profiles.PairSpec
+type PairSpec = pairs.Spec
 
 // openPair opens the pair, looking hidden-state drafter ids up in this
 // database.
-func (b *Bench) openPair(spec PairSpec, concurrent bool) (*profiles.Pair, error) {
+func (b *Bench) openPair(spec PairSpec, concurrent bool) (*pairs.Pair, error) {
 	spec.DB = b.path
-	return profiles.OpenPair(spec, zeroSample, concurrent)
+	return pairs.Open(spec, zeroSample, concurrent)
 }
 
 // encode reads a prompt suite file (or takes the given texts) and encodes
 // it for the pair's target.
-func encode(pair *profiles.Pair, texts []string) [][]int {
+func encode(pair *pairs.Pair, texts []string) [][]int {
 	ids := make([][]int, len(texts))
 	for i, t := range texts {
 		ids[i] = pair.Target.Tok.Encode(t, true, false)

@@ -1,22 +1,18 @@
-package profiles
+package pairs
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
 	"arborist/engine/gguf"
+	"arborist/engine/model"
 	"arborist/profiles/store"
 )
-
-// ErrModelChanged reports a model file whose hash differs from the one a
-// config.yaml recorded: the plan was tuned for another file.
-var ErrModelChanged = errors.New("model file changed since the config was exported")
 
 // openModelFile opens path only if it is a regular file, without blocking
 // on a FIFO.
@@ -87,59 +83,48 @@ func quickFingerprint(f *os.File, size int64) string {
 	return hex.EncodeToString(hsh.Sum(nil)[:12])
 }
 
-// CheckConfigModels compares the model files a config names with the hashes
-// it recorded (models.target.sha256, models.draft.sha256): a changed file is
-// refused with ErrModelChanged unless allowChanged (--allow-changed-model).
-// A 64-digit value is a SHA-256 of the file, computed once and cached in the
-// database at db ("" for no cache); a 24-digit value is the older quick
-// fingerprint. A config without hashes is not checked.
-func CheckConfigModels(ctx context.Context, db string, c *Config, allowChanged bool) error {
-	var st *store.Store
-	defer func() {
-		if st != nil {
-			st.Close()
-		}
-	}()
-	check := func(field, path, want string) error {
-		if want == "" || path == "" {
-			return nil
-		}
-		var got string
-		switch len(want) {
-		case 64:
-			if st == nil && db != "" {
-				var err error
-				if st, err = store.Open(ctx, db); err != nil {
-					return err
-				}
-			}
-			var err error
-			if got, err = ModelSHA256(ctx, st, path); err != nil {
-				return err
-			}
-		case 24:
-			f, info, err := openModelFile(path)
-			if err != nil {
-				return err
-			}
-			got = quickFingerprint(f, info.Size())
-			f.Close()
-		default:
-			return fmt.Errorf("%s %q is neither a SHA-256 (64 hex digits) nor an Arborist fingerprint (24)", field, want)
-		}
-		if got == want {
-			return nil
-		}
-		if allowChanged {
-			return nil
-		}
-		return fmt.Errorf("%w: %s is %s, the config recorded %s (%s); re-export the plan for this file, or pass --allow-changed-model to replay it anyway", ErrModelChanged, path, got, want, field)
+// DescribeModel fingerprints a loaded model: a hash of its size and its first
+// and last MiB (cheap on multi-gigabyte files), with shape and vocabulary.
+func DescribeModel(m *model.Model) (store.Model, error) {
+	f, err := os.Open(m.Path)
+	if err != nil {
+		return store.Model{}, err
 	}
-	if err := check("models.target.sha256", c.Models.Target.Path, c.Models.Target.SHA256); err != nil {
-		return err
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return store.Model{}, err
 	}
-	if c.Models.Draft.Kind == "model" {
-		return check("models.draft.sha256", c.Models.Draft.Path, c.Models.Draft.SHA256)
+	vh := sha256.New()
+	for _, t := range m.Tok.Tokens {
+		io.WriteString(vh, t)
+		vh.Write([]byte{0})
 	}
-	return nil
+	quant := ""
+	if tc := m.File.TypeCounts(); len(tc) > 0 {
+		quant = tc[0].Type.String()
+	}
+	syn, _ := m.File.Bool("arborist.synthetic")
+	return store.Model{
+		Fingerprint: quickFingerprint(f, st.Size()),
+		Path:        m.Path,
+		Arch:        m.Arch,
+		Shape:       fmt.Sprintf("dim %d, %d layers, %d/%d heads, ffn %d, vocab %d", m.Dim, m.Layers, m.Heads, m.KVHeads, m.FFN, m.Vocab),
+		Quant:       quant,
+		Params:      m.File.Params(),
+		WeightBytes: m.WeightBytes(),
+		VocabHash:   hex.EncodeToString(vh.Sum(nil)[:8]),
+		Synthetic:   syn,
+	}, nil
+}
+
+// FileFingerprint is the quick fingerprint DescribeModel records, of the
+// model file at path: its size and first and last MiB.
+func FileFingerprint(path string) (string, error) {
+	f, info, err := openModelFile(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	return quickFingerprint(f, info.Size()), nil
 }

@@ -1,4 +1,4 @@
-package profiles
+package pairs
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 	"arborist/kernels"
 )
 
-// PairSpec names a target and a draft source (at most one of Draft, NGram,
+// Spec names a target and a draft source (at most one of Draft, NGram,
 // Layers, DraftHidden) and the CPU threads they run with.
-type PairSpec struct {
+type Spec struct {
 	Target       string
 	Draft        string
 	Backend      string // a registered backend's name ("" = kernels.DefaultBackend)
@@ -46,7 +46,7 @@ type PairSpec struct {
 }
 
 // SourceName names the draft source as calibrations and runs are keyed.
-func (p *PairSpec) SourceName() string {
+func (p *Spec) SourceName() string {
 	switch {
 	case p.Draft != "":
 		return "draft:" + filepath.Base(p.Draft)
@@ -63,9 +63,9 @@ func (p *PairSpec) SourceName() string {
 	return ""
 }
 
-// resampleDepth is how deep a hidden-state drafter re-samples after a
+// Resampling is how deep a hidden-state drafter re-samples after a
 // rejection (0: it does not; other sources never do).
-func (p *PairSpec) resampleDepth() int {
+func (p *Spec) Resampling() int {
 	switch {
 	case p.DraftHidden == "" || p.NoResample:
 		return 0
@@ -76,7 +76,7 @@ func (p *PairSpec) resampleDepth() int {
 }
 
 // Sources counts the draft sources set.
-func (p *PairSpec) Sources() int {
+func (p *Spec) Sources() int {
 	n := 0
 	for _, set := range []bool{p.Draft != "", p.NGram > 0, p.Layers > 0, p.DraftHidden != ""} {
 		if set {
@@ -120,14 +120,14 @@ func (l *Pair) Close() {
 	l.closers = nil
 }
 
-// OpenPair loads the pair, checking the vocabularies match. A concurrent
+// Open loads the pair, checking the vocabularies match. A concurrent
 // drafter (duo, egt with AOT; a draft model, the layer-skip drafter on its
 // own copy of the target's weights, or the hidden-state drafter) gets its
 // own backend and threads; otherwise drafter and target take turns on one
 // backend. A drafter on another
 // device (DraftBackend) always has its own backend, can always run beside
 // the target, and takes no threads from it.
-func OpenPair(p PairSpec, params sample.Params, concurrent bool) (*Pair, error) {
+func Open(p Spec, params sample.Params, concurrent bool) (*Pair, error) {
 	bi, err := kernels.Lookup(p.Backend)
 	if err != nil {
 		return nil, err
