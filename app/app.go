@@ -27,8 +27,8 @@ import (
 	"fyne.io/fyne/v2/dialog"
 
 	"arborist/assets"
-	"arborist/profiles"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/measure"
 	"arborist/profiles/pairs"
 	"arborist/profiles/store"
 	"arborist/profiles/workbench"
@@ -71,9 +71,9 @@ type Session struct {
 	uiMu     sync.Mutex      // serialises UI, see there
 	ctx      context.Context // Go's work runs under it; Close cancels it
 	stop     context.CancelFunc
-	Verify   *profiles.Profile // target T_verify(W)
-	Draft    *profiles.Profile // drafter curve
-	Overhead time.Duration     // measured per-step bookkeeping
+	Verify   *measure.Profile // target T_verify(W)
+	Draft    *measure.Profile // drafter curve
+	Overhead time.Duration    // measured per-step bookkeeping
 	// Inputs are the pair's stored curves and calibration (nil before
 	// LoadInputs); Acc is its calibration when there is one.
 	Inputs *workbench.Inputs

@@ -8,9 +8,9 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
 
-	"arborist/profiles"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
+	"arborist/profiles/measure"
 	"arborist/profiles/pairs"
 	"arborist/profiles/workbench"
 )
@@ -110,7 +110,7 @@ func (p *ProfileScreen) start() {
 	})
 }
 
-func (p *ProfileScreen) measure(ctx context.Context, spec pairs.Spec, maxW int, fresh bool) (vp, dp *profiles.Profile, lim hardware.Limits, err error) {
+func (p *ProfileScreen) measure(ctx context.Context, spec pairs.Spec, maxW int, fresh bool) (vp, dp *measure.Profile, lim hardware.Limits, err error) {
 	b, err := p.s.Bench(ctx)
 	if err != nil {
 		return nil, nil, lim, err
@@ -134,7 +134,7 @@ func (p *ProfileScreen) measure(ctx context.Context, spec pairs.Spec, maxW int, 
 	return r.Target, r.Draft, r.Limits, nil
 }
 
-func (p *ProfileScreen) show(vp, dp *profiles.Profile, lim hardware.Limits) {
+func (p *ProfileScreen) show(vp, dp *measure.Profile, lim hardware.Limits) {
 	p.Progress.SetValue(1)
 	note := "measured now"
 	if vp.Cached {
@@ -155,7 +155,7 @@ func (p *ProfileScreen) show(vp, dp *profiles.Profile, lim hardware.Limits) {
 // rooflineSeries is the least a pass can take at every width: the target's
 // weights streamed once at the memory rate of the device it runs on (a
 // GPU's own memory, or the host's), drawn across the curve's widths.
-func rooflineSeries(vp *profiles.Profile, lim hardware.Limits) *Series {
+func rooflineSeries(vp *measure.Profile, lim hardware.Limits) *Series {
 	pts := vp.Curve.Points
 	if len(pts) == 0 || lim.Bandwidth <= 0 || lim.WeightBytes <= 0 {
 		return nil
@@ -169,7 +169,7 @@ func rooflineSeries(vp *profiles.Profile, lim hardware.Limits) *Series {
 		X: []float64{float64(pts[0].W), float64(pts[len(pts)-1].W)}, Y: []float64{ms, ms}}
 }
 
-func curveSeries(name string, pr *profiles.Profile) Series {
+func curveSeries(name string, pr *measure.Profile) Series {
 	var s Series
 	s.Name = fmt.Sprintf("%s, %d threads", name, pr.Curve.Key.Threads)
 	for _, pt := range pr.Curve.Points {

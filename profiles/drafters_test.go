@@ -12,6 +12,7 @@ import (
 	"arborist/engine/model"
 	"arborist/engine/sample"
 	"arborist/kernels/cpu"
+	"arborist/profiles/measure"
 	"arborist/profiles/pairs"
 	"arborist/profiles/store"
 )
@@ -104,7 +105,7 @@ func TestDrafterLifecycle(t *testing.T) {
 	if hw.ID, err = st.PutHardware(ctx, &hw); err != nil {
 		t.Fatal(err)
 	}
-	c, _, err := PairCosts(ctx, st, hw, pr, pairs.Spec{Target: target, DraftHidden: "1"}, false, nil)
+	c, _, err := measure.PairCosts(ctx, st, hw, pr, pairs.Spec{Target: target, DraftHidden: "1"}, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,14 +129,14 @@ func TestDrafterLifecycle(t *testing.T) {
 	for _, p := range []string{"Once upon a time", "The little dog ran", "Lily and Ben"} {
 		ids = append(ids, pr.Target.Tok.Encode(p, true, false))
 	}
-	acc, err := Calibrate(ctx, DraftStepOptions(pr, pairs.Spec{}).Engine, ids, 48, nil)
+	acc, err := measure.Calibrate(ctx, measure.DraftStepOptions(pr, pairs.Spec{}).Engine, ids, 48, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(acc.Resampled) == 0 || acc.ResampledCounts[0][0] == 0 || acc.RegularCounts[0][0]+acc.ResampledCounts[0][0] != acc.Counts[0][0] {
 		t.Errorf("steps by kind: regular %v, re-sampled %v, all %v", acc.RegularCounts, acc.ResampledCounts, acc.Counts)
 	}
-	again, _, err := PairCosts(ctx, st, hw, pr, pairs.Spec{Target: target, DraftHidden: "1"}, true, nil)
+	again, _, err := measure.PairCosts(ctx, st, hw, pr, pairs.Spec{Target: target, DraftHidden: "1"}, true, nil)
 	if err != nil || again.Draft[0] != c.Draft[0] || again.DraftAfter[0] != c.DraftAfter[0] || again.ResampleLevel != c.ResampleLevel {
 		t.Errorf("stored drafting costs %v %v, measured %v %v (%v)", again.Draft[0], again.DraftAfter, c.Draft[0], c.DraftAfter, err)
 	}

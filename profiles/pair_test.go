@@ -14,6 +14,7 @@ import (
 	"arborist/kernels"
 	"arborist/kernels/cpu"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/measure"
 	"arborist/profiles/pairs"
 	"arborist/profiles/store"
 )
@@ -160,11 +161,11 @@ func TestRecheckDraftingKinds(t *testing.T) {
 		if dr.Kind() != c.kind || pairs.DraftingOf(&spec.Engine{Target: p.Target, Source: p.Source}).Kind() != c.kind {
 			t.Errorf("%s: drafting %q (engine %q), want %q", name, dr.Kind(), pairs.DraftingOf(&spec.Engine{Target: p.Target, Source: p.Source}).Kind(), c.kind)
 		}
-		ws, err := NewWindowSampler(ctx, p.Target, dr, 8)
+		ws, err := measure.NewWindowSampler(ctx, p.Target, dr, 8)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		stored, err := VerifyCurve(ctx, p.Target, []int{1, 2, 4, 8}, CurveOptions{MinReps: 3, MaxReps: 3})
+		stored, err := measure.VerifyCurve(ctx, p.Target, []int{1, 2, 4, 8}, measure.CurveOptions{MinReps: 3, MaxReps: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,8 +175,8 @@ func TestRecheckDraftingKinds(t *testing.T) {
 		}
 		for k := 0; k < costmodel.MinWindowSlots; k++ {
 			if k == costmodel.MinWindowSlots-1 { // one moment short: not pooled
-				_, rc, err := RecheckCosts(ctx, p.Target, dr, costmodel.Costs{Verify: curve}, 1, 0, ws.Window())
-				if err != nil || rc.WindowMoments != 0 || len(rc.Anchors) != len(RecheckAnchors(8)) {
+				_, rc, err := measure.RecheckCosts(ctx, p.Target, dr, costmodel.Costs{Verify: curve}, 1, 0, ws.Window())
+				if err != nil || rc.WindowMoments != 0 || len(rc.Anchors) != len(measure.RecheckAnchors(8)) {
 					t.Fatalf("%s: %d moments pooled of %d, %d anchors, %v", name, rc.WindowMoments, k, len(rc.Anchors), err)
 				}
 			}
@@ -194,11 +195,11 @@ func TestRecheckDraftingKinds(t *testing.T) {
 				}
 			}
 		}
-		if _, rc, err := RecheckCosts(ctx, p.Target, dr, costmodel.Costs{Verify: curve}, 1, 0, w); err != nil || rc.WindowMoments != costmodel.MinWindowSlots {
+		if _, rc, err := measure.RecheckCosts(ctx, p.Target, dr, costmodel.Costs{Verify: curve}, 1, 0, w); err != nil || rc.WindowMoments != costmodel.MinWindowSlots {
 			t.Errorf("%s: %d moments pooled, %v", name, rc.WindowMoments, err)
 		}
 		if c.kind != "" { // a re-check that drafts otherwise does not pool it
-			if _, rc, _ := RecheckCosts(ctx, p.Target, pairs.Drafting{}, costmodel.Costs{Verify: curve}, 1, 0, w); rc.WindowMoments != 0 {
+			if _, rc, _ := measure.RecheckCosts(ctx, p.Target, pairs.Drafting{}, costmodel.Costs{Verify: curve}, 1, 0, w); rc.WindowMoments != 0 {
 				t.Errorf("%s: a window drafted with %q pooled by a re-check without drafting", name, c.kind)
 			}
 		}

@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"arborist/engine/spec"
-	"arborist/profiles"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/measure"
 	"arborist/profiles/store"
 	"arborist/profiles/workbench"
 )
 
-func printCurve(w io.Writer, label string, p *profiles.Profile) {
+func printCurve(w io.Writer, label string, p *measure.Profile) {
 	src := "measured now"
 	if p.Cached {
 		src = "from the database (" + p.Curve.Created.Format("2006-01-02 15:04") + "; --fresh to measure again)"
@@ -49,7 +49,7 @@ type pointJSON struct {
 	Reps   int   `json:"reps"`
 }
 
-func curveDoc(p *profiles.Profile, model string) *curveJSON {
+func curveDoc(p *measure.Profile, model string) *curveJSON {
 	if p == nil {
 		return nil
 	}
@@ -345,7 +345,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	if rc := t.Inputs.Recheck; rc != nil {
 		one, mid, wide := rc.At(1), rc.At(4), rc.Widest()
 		if mid.W == wide.W {
-			mid = profiles.Anchor{} // mid_w names a middle anchor, below the widest
+			mid = measure.Anchor{} // mid_w names a middle anchor, below the widest
 		}
 		doc.Recheck = &recheckJSON{W: wide.W, Stored1: one.Stored, Now1: one.Now, Mid: mid.W, StoredMid: mid.Stored, NowMid: mid.Now,
 			StoredW: wide.Stored, NowW: wide.Now, Plain: rc.Plain, Rescaled: rc.Rescaled,

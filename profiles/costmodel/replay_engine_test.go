@@ -11,8 +11,8 @@ import (
 	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/kernels/cpu"
-	"arborist/profiles"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/measure"
 )
 
 // TestReplayMatchesTheEngine: on the first step of a prompt, the EGT the
@@ -35,7 +35,7 @@ func TestReplayMatchesTheEngine(t *testing.T) {
 	for _, prompt := range []string{"Once upon a time", "The little dog ran", "Lily and Ben", "One day, a bird"} {
 		ids := target.Tok.Encode(prompt, true, false)
 		eng := &spec.Engine{Target: target, Source: drafter.NewModel(draft, 0, target.CtxLen, sample.Params{}, "noisy")}
-		acc, err := profiles.Calibrate(ctx, eng, [][]int{ids}, 16, nil)
+		acc, err := measure.Calibrate(ctx, eng, [][]int{ids}, 16, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func TestReplayThresholdMatchesTheEngine(t *testing.T) {
 	for _, prompt := range []string{"Once upon a time", "The little dog ran", "Lily and Ben", "One day, a bird", "Tom had a red"} {
 		ids := target.Tok.Encode(prompt, true, false)
 		eng := &spec.Engine{Target: target, Source: drafter.NewModel(draft, 0, target.CtxLen, sample.Params{}, "noisy")}
-		acc, err := profiles.Calibrate(ctx, eng, [][]int{ids}, 16, nil)
+		acc, err := measure.Calibrate(ctx, eng, [][]int{ids}, 16, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,8 +21,8 @@ import (
 	"arborist/kernels"
 	"arborist/kernels/cpu"
 	"arborist/kernels/quant"
-	"arborist/profiles"
 	"arborist/profiles/hardware"
+	"arborist/profiles/measure"
 	"arborist/profiles/pairs"
 	"arborist/profiles/store"
 )
@@ -366,21 +366,21 @@ type BenchOptions struct {
 
 // BenchReport is a model's speed on this machine against its limits.
 type BenchReport struct {
-	Model       string           `json:"model"`
-	Params      uint64           `json:"params"`
-	WeightBytes uint64           `json:"weight_bytes"`
-	Threads     int              `json:"threads"`
-	Backend     string           `json:"backend"`
-	Kernels     string           `json:"kernels"`
-	Bandwidth   float64          `json:"bandwidth_bytes_per_s"`
-	Roofline    float64          `json:"roofline_tokens_per_s"`
-	Peak        float64          `json:"peak_macs_per_s"`
-	PeakKind    string           `json:"peak_kind"`
-	MACs        float64          `json:"macs_per_token"`
-	Decode      []float64        `json:"decode_tokens_per_s"` // sorted
-	Median      float64          `json:"decode_median_tokens_per_s"`
-	Curve       []profiles.Point `json:"verify_curve"`
-	Limits      hardware.Limits  `json:"-"`
+	Model       string          `json:"model"`
+	Params      uint64          `json:"params"`
+	WeightBytes uint64          `json:"weight_bytes"`
+	Threads     int             `json:"threads"`
+	Backend     string          `json:"backend"`
+	Kernels     string          `json:"kernels"`
+	Bandwidth   float64         `json:"bandwidth_bytes_per_s"`
+	Roofline    float64         `json:"roofline_tokens_per_s"`
+	Peak        float64         `json:"peak_macs_per_s"`
+	PeakKind    string          `json:"peak_kind"`
+	MACs        float64         `json:"macs_per_token"`
+	Decode      []float64       `json:"decode_tokens_per_s"` // sorted
+	Median      float64         `json:"decode_median_tokens_per_s"`
+	Curve       []measure.Point `json:"verify_curve"`
+	Limits      hardware.Limits `json:"-"`
 	// Memory is the device's own memory where it has one (a GPU): its
 	// copy rate is Bandwidth, and Peak is 0 (not measured there)
 	Memory *DeviceMemory `json:"device_memory,omitempty"`
@@ -428,7 +428,7 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 	if len(r.Decode) > 0 {
 		r.Median = r.Decode[len(r.Decode)/2]
 	}
-	if r.Curve, err = profiles.VerifyCurve(ctx, m, opt.Widths, profiles.CurveOptions{}); err != nil {
+	if r.Curve, err = measure.VerifyCurve(ctx, m, opt.Widths, measure.CurveOptions{}); err != nil {
 		return nil, err
 	}
 	return r, nil

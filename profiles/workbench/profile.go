@@ -14,6 +14,7 @@ import (
 	"arborist/profiles"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
+	"arborist/profiles/measure"
 	"arborist/profiles/pairs"
 	"arborist/profiles/predictor"
 	"arborist/profiles/store"
@@ -32,16 +33,16 @@ type ProfileReport struct {
 	Hardware store.Hardware
 	Backend  string
 	Threads  int
-	Target   *profiles.Profile // T_verify(W)
-	Draft    *profiles.Profile // the draft model's curve (nil for other sources)
+	Target   *measure.Profile // T_verify(W)
+	Draft    *measure.Profile // the draft model's curve (nil for other sources)
 	// DraftAfter is the draft model's extra time for its k-th pass after a
 	// target pass (W=k; nil for other sources)
-	DraftAfter *profiles.Profile
+	DraftAfter *measure.Profile
 	// DraftSteps is a hidden-state drafter's drafting measured in the
-	// engine (profiles.DraftStepCosts: W=1 a further level's pass, W=2 the
+	// engine (measure.DraftStepCosts: W=1 a further level's pass, W=2 the
 	// first pass's extra; nil for other sources)
-	DraftSteps *profiles.Profile
-	Overhead   *profiles.Profile // bookkeeping per step at profiles.OverheadWidths
+	DraftSteps *measure.Profile
+	Overhead   *measure.Profile // bookkeeping per step at measure.OverheadWidths
 	Limits     hardware.Limits
 	Memory     *store.DeviceMemory // the target device's own memory (a GPU's), nil on the CPU
 }
@@ -90,14 +91,14 @@ func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, pr
 	}
 	progress.send("hardware", 1, 1, "")
 	cp := progress.curves()
-	popt := func(kind string, widths []int) profiles.ProfileOptions {
-		o := profiles.ProfileOptions{Kind: kind, Fresh: opt.Fresh, Widths: widths}
+	popt := func(kind string, widths []int) measure.ProfileOptions {
+		o := measure.ProfileOptions{Kind: kind, Fresh: opt.Fresh, Widths: widths}
 		if cp != nil {
-			o.Curve.Progress = func(done, total int, p profiles.Point) { cp(kind, done, total, p) }
+			o.Curve.Progress = func(done, total int, p measure.Point) { cp(kind, done, total, p) }
 		}
 		return o
 	}
-	if r.Target, err = profiles.ProfileModel(ctx, st, r.Hardware, pair.Target, pair.Backend, popt("verify", profiles.DefaultWidths(opt.MaxW))); err != nil {
+	if r.Target, err = measure.ProfileModel(ctx, st, r.Hardware, pair.Target, pair.Backend, popt("verify", measure.DefaultWidths(opt.MaxW))); err != nil {
 		return nil, err
 	}
 	if r.Memory, err = deviceMemory(ctx, st, r.Hardware.ID, pair.Backend, opt.Fresh); err != nil {
@@ -106,26 +107,26 @@ func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, pr
 	if r.Limits, err = hardware.DeviceLimits(ctx, pair.Target, r.Threads, r.Hardware.Bandwidth, r.Memory); err != nil {
 		return nil, err
 	}
-	if r.Overhead, err = profiles.ProfileModel(ctx, st, r.Hardware, pair.Target, pair.Backend, popt("overhead", profiles.OverheadWidths)); err != nil {
+	if r.Overhead, err = measure.ProfileModel(ctx, st, r.Hardware, pair.Target, pair.Backend, popt("overhead", measure.OverheadWidths)); err != nil {
 		return nil, err
 	}
 	if pair.DraftModel != nil {
-		if r.Draft, err = profiles.ProfileModel(ctx, st, r.Hardware, pair.DraftModel, pair.Backend, popt("draft", profiles.DefaultWidths(min(opt.MaxW, 16)))); err != nil {
+		if r.Draft, err = measure.ProfileModel(ctx, st, r.Hardware, pair.DraftModel, pair.Backend, popt("draft", measure.DefaultWidths(min(opt.MaxW, 16)))); err != nil {
 			return nil, err
 		}
 		// and what its passes right after the target's cost beyond that
-		// curve (profiles.DraftAfterTarget), which tune prices steps with
-		ao := popt("draft-after", profiles.DraftAfterPasses)
+		// curve (measure.DraftAfterTarget), which tune prices steps with
+		ao := popt("draft-after", measure.DraftAfterPasses)
 		ao.After = pair.Target
-		if r.DraftAfter, err = profiles.ProfileModel(ctx, st, r.Hardware, pair.DraftModel, pair.Backend, ao); err != nil {
+		if r.DraftAfter, err = measure.ProfileModel(ctx, st, r.Hardware, pair.DraftModel, pair.Backend, ao); err != nil {
 			return nil, err
 		}
 	}
 	if pair.Hidden != nil {
-		o := profiles.DraftStepOptions(pair, ps)
+		o := measure.DraftStepOptions(pair, ps)
 		ref := popt("drafting probe", nil)
 		o.Fresh, o.Curve.Progress = ref.Fresh, ref.Curve.Progress
-		if r.DraftSteps, err = profiles.ProfileModel(ctx, st, r.Hardware, pair.Target, pair.Backend, o); err != nil {
+		if r.DraftSteps, err = measure.ProfileModel(ctx, st, r.Hardware, pair.Target, pair.Backend, o); err != nil {
 			return nil, err
 		}
 	}
@@ -154,7 +155,7 @@ func (b *Bench) Calibrate(ctx context.Context, ps PairSpec, prompts []string, su
 	}
 	defer pair.Close()
 	eng := &spec.Engine{Target: pair.Target, Source: pair.Source}
-	acc, err := profiles.Calibrate(ctx, eng, encode(pair, prompts), tokens, func(done, total int) {
+	acc, err := measure.Calibrate(ctx, eng, encode(pair, prompts), tokens, func(done, total int) {
 		progress.send("calibrating", done, total, "prompts")
 	})
 	if err != nil {
@@ -220,7 +221,7 @@ func (b *Bench) TrainPredictor(ctx context.Context, ps PairSpec, prompts []strin
 	}
 	progress.send("collecting", 0, 1, fmt.Sprintf("chains of %d", depth))
 	eng := &spec.Engine{Target: pair.Target, Source: pair.Source}
-	samples, err := profiles.DepthSamples(ctx, eng, encode(pair, prompts), tokens, depth)
+	samples, err := measure.DepthSamples(ctx, eng, encode(pair, prompts), tokens, depth)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +257,7 @@ type Inputs struct {
 	Threads  int // the target's backend threads
 	// Recheck is what the quick re-measurement of T_verify found (nil:
 	// not re-checked); Costs.Verify is already rescaled when it said so.
-	Recheck   *profiles.Recheck
+	Recheck   *measure.Recheck
 	Backend   string
 	CtxLen    int
 	Precision string
@@ -292,7 +293,7 @@ type InputsOptions struct {
 	Measure bool
 	// Recheck re-measures T_verify at W = 1, 4 and 8 and a draft model's
 	// first passes after a target pass now, rescales stale stored curves
-	// (profiles.RecheckCosts), and warns when the memory bandwidth moved
+	// (measure.RecheckCosts), and warns when the memory bandwidth moved
 	// since the machine was profiled.
 	Recheck bool
 }
@@ -328,11 +329,11 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 	if err != nil {
 		return nil, err
 	}
-	in.Costs, _, err = profiles.PairCosts(ctx, st, in.Hardware, pair, ps, !opt.Measure, progress.curves())
+	in.Costs, _, err = measure.PairCosts(ctx, st, in.Hardware, pair, ps, !opt.Measure, progress.curves())
 	switch {
 	case err == nil:
 		in.Profiled = true
-	case errors.Is(err, profiles.ErrNotProfiled):
+	case errors.Is(err, measure.ErrNotProfiled):
 		in.Costs = costmodel.Costs{}
 	default:
 		return nil, err
@@ -353,7 +354,7 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 		if stored != nil {
 			window = stored.Window
 		}
-		costs, rc, err := profiles.RecheckCosts(ctx, pair.Target, pair.Drafting(), in.Costs, pair.Backend.Threads(), in.Hardware.Bandwidth, window)
+		costs, rc, err := measure.RecheckCosts(ctx, pair.Target, pair.Drafting(), in.Costs, pair.Backend.Threads(), in.Hardware.Bandwidth, window)
 		if err != nil {
 			return nil, fmt.Errorf("re-checking the stored curves: %w", err)
 		}

@@ -9,8 +9,8 @@ import (
 
 	"arborist/engine/sample"
 	"arborist/engine/spec"
-	"arborist/profiles"
 	"arborist/profiles/hardware"
+	"arborist/profiles/measure"
 	"arborist/profiles/pairs"
 	"arborist/profiles/predictor"
 	"arborist/profiles/store"
@@ -312,7 +312,7 @@ type recorder struct {
 }
 
 func (r *recorder) add(ctx context.Context, prompt int, s spec.Step) {
-	r.buf = append(r.buf, profiles.StepRecord(r.index, prompt, s))
+	r.buf = append(r.buf, measure.StepRecord(r.index, prompt, s))
 	r.index++
 	if len(r.buf) >= 16 {
 		r.flush(ctx)
@@ -352,7 +352,7 @@ func (b *Bench) predictorPolicy(ctx context.Context, ps PairSpec, pair *pairs.Pa
 	if err != nil {
 		return nil, err
 	}
-	costs, tid, err := profiles.PairCosts(ctx, st, hw, pair, ps, false, nil)
+	costs, tid, err := measure.PairCosts(ctx, st, hw, pair, ps, false, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,7 @@ import (
 	"sync"
 
 	"arborist/profiles"
+	"arborist/profiles/measure"
 	"arborist/profiles/pairs"
 	"arborist/profiles/store"
 )
@@ -103,11 +104,11 @@ func (p Progress) send(stage string, done, total int, detail string) {
 }
 
 // curves adapts Progress to the curve measurements' callback.
-func (p Progress) curves() func(kind string, done, total int, pt profiles.Point) {
+func (p Progress) curves() func(kind string, done, total int, pt measure.Point) {
 	if p == nil {
 		return nil
 	}
-	return func(kind string, done, total int, pt profiles.Point) {
+	return func(kind string, done, total int, pt measure.Point) {
 		p.send(kind+" curve", done, total, fmt.Sprintf("W=%d: %v", pt.W, pt.Median))
 	}
 }

@@ -11,8 +11,8 @@ import (
 
 	"arborist/engine/sample"
 	"arborist/engine/spec"
-	"arborist/profiles"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/measure"
 )
 
 func sharedPair(t *testing.T) PairSpec {
@@ -288,7 +288,7 @@ func TestCalibrationPricesThresholdPlans(t *testing.T) {
 	// the re-check's shape was read before the first prompt and after each
 	// one, and tune's re-check pools those three moments with its own
 	w := cal.Acc.Window
-	if w == nil || len(w.Slots) != 3 || !slices.Equal(w.Widths, profiles.RecheckAnchors(8)) || w.End.Before(w.Start) {
+	if w == nil || len(w.Slots) != 3 || !slices.Equal(w.Widths, measure.RecheckAnchors(8)) || w.End.Before(w.Start) {
 		t.Fatalf("calibration window %+v", w)
 	}
 	for _, slot := range w.Slots {

@@ -1,9 +1,4 @@
-// Package profiles turns the engine into a tuning workbench: it measures
-// this machine (memory bandwidth, the target's verification latency curve
-// T_verify(W), drafter step time), and will store and reuse those
-// measurements, calibrate acceptance, and search plans with the
-// latency-aware speedup model.
-package profiles
+package measure
 
 import (
 	"context"
