@@ -67,7 +67,7 @@ func Load(path string, be kernels.Device) (*Model, error) {
 
 // FromFile builds a model over an open GGUF file, which it then owns.
 func FromFile(f *gguf.File, be kernels.Device) (*Model, error) {
-	cfg, err := ReadConfig(f)
+	cfg, fam, err := readConfig(f)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +142,7 @@ func FromFile(f *gguf.File, be kernels.Device) (*Model, error) {
 	mat := func(name string, in, out uint64) kernels.Matrix { return matRows(name, in, out, 0, out) }
 	qd, kvd := uint64(cfg.QDim()), uint64(cfg.KVHeads)*hd
 	ffn := uint64(cfg.FFN)
-	fusedQKV := cfg.Arch == "phi3"
+	fusedQKV := fam.fusedQKV
 	if _, ok := f.Tensor("blk.0.attn_qkv.weight"); ok {
 		fusedQKV = true
 	}
