@@ -12,6 +12,7 @@ import (
 
 	"arborist/engine/gguf"
 	"arborist/engine/model"
+	"arborist/engine/model/modeltest/testfiles"
 	"arborist/engine/synth"
 	"arborist/kernels/cpu"
 	"arborist/kernels/quant"
@@ -70,7 +71,7 @@ func TestNaNWeightsFail(t *testing.T) {
 // file during a run ended in SIGBUS with a Go stack trace. The file is
 // checked before every pass, so the run ends with gguf.ErrShrunk.
 func TestTruncatedModelFile(t *testing.T) {
-	src := filepath.Join(sharedModels(t), "stories260K.gguf")
+	src := testfiles.Stories260K(t)
 	data, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
