@@ -196,10 +196,11 @@ func TestDecodeAllocatesNothing(t *testing.T) {
 	}
 }
 
-// TestHostileLayerCount is issue 17 item 2: a 1.2 MB GGUF whose
-// llama.block_count was 2^24 took 7.3 GiB and 23 s before failing. Layers
-// are now bounded (512, the reference engine's limit) and every claimed
-// layer must have tensors, checked by name before anything is allocated.
+// TestHostileLayerCount: a 1.2 MB GGUF whose llama.block_count is 2^24
+// (unchecked, 7.3 GiB and 23 s before failing) is refused before anything
+// is allocated: layers are bounded (512, the reference engine's limit) and
+// every claimed layer must have tensors, checked by name; so are a missing
+// layer, a layer left over, a NaN epsilon and a missing tensor.
 func TestHostileLayerCount(t *testing.T) {
 	dir := t.TempDir()
 	sh, err := synth.ParseShape("custom:dim=64,layers=2,heads=4,kv=2,ffn=96,vocab=300")
@@ -276,7 +277,7 @@ func TestHostileLayerCount(t *testing.T) {
 }
 
 // TestCheckCache: a KV cache beyond the machine's memory is refused before
-// it is allocated (issue 17: sizes checked against the machine).
+// it is allocated.
 func TestCheckCache(t *testing.T) {
 	m := tinyModel(t, shapes[0].Shape, shapes[0].Type)
 	if err := m.CheckCache(64); err != nil {
