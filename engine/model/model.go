@@ -37,7 +37,7 @@ type Model struct {
 	Backend kernels.Device
 	// KVType is the element type of the caches NewCache makes: quant.F32
 	// (the default, the zero value) or quant.F16, which halves their
-	// memory at a measured cost in accuracy (README, KV cache).
+	// memory at a measured cost in accuracy (docs/KV-CACHE.md).
 	KVType quant.Type
 
 	embdType quant.Type

@@ -68,9 +68,10 @@ func topDiff(row []float32, top [][2]float64) (mx, sq float64) {
 
 // Conformance runs every model of the ../shared/conformance kit (tiny
 // random-weight GGUFs written as llama.cpp's converter writes them, with
-// llama.cpp's logits on fixed id sequences; its README gives the format and
-// the tolerances applied) on every reference sequence: teacher-forced
-// logits in one batch, then the greedy continuation one token per pass.
+// llama.cpp's logits on fixed id sequences; the kit's README.md gives the
+// format and the tolerances applied) on every reference sequence:
+// teacher-forced logits in one batch, then the greedy continuation one
+// token per pass.
 func Conformance(t *testing.T, dev Device) {
 	conformanceDir := Shared(t, "conformance")
 	refs := readRefs(t, conformanceDir)
