@@ -31,31 +31,43 @@ const SharedEnv = "ARBORIST_SHARED"
 // the test's working folder.
 func ModuleDir(t testing.TB) string {
 	t.Helper()
+	dir, ok := moduleDir()
+	if !ok {
+		t.Fatal("no go.mod above the test's working folder")
+	}
+	return dir
+}
+
+func moduleDir() (string, bool) {
 	dir, err := os.Getwd()
 	if err != nil {
-		t.Fatal(err)
+		return "", false
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
+			return dir, true
 		}
 		up := filepath.Dir(dir)
 		if up == dir {
-			t.Fatal("no go.mod above the test's folder")
+			return "", false
 		}
 		dir = up
 	}
 }
 
 // SharedDir is the folder of the shared models and reference data:
-// $ARBORIST_SHARED when set, else ../shared beside the module's checkout.
-// It may not exist; Shared skips when what a test needs is absent.
+// $ARBORIST_SHARED when set, else ../shared beside the module's checkout
+// (../shared from the working folder outside a module). It may not exist;
+// Shared skips when what a test needs is absent.
 func SharedDir(t testing.TB) string {
 	t.Helper()
 	if d := os.Getenv(SharedEnv); d != "" {
 		return d
 	}
-	return filepath.Join(ModuleDir(t), "..", "shared")
+	if dir, ok := moduleDir(); ok {
+		return filepath.Join(dir, "..", "shared")
+	}
+	return filepath.Join("..", "shared")
 }
 
 // Shared is the path of rel (slash-separated, such as
