@@ -38,8 +38,9 @@ type Source interface {
 }
 
 // HiddenSource is the extension a source implements when it drafts from the
-// target's hidden states (the hidden-state drafter of seed 001): the engine
-// hands it the target's last hidden state for each committed token.
+// target's hidden states (the hidden-state drafter design,
+// docs/HIDDEN-DRAFTER.md): the engine hands it the target's last hidden
+// state for each committed token.
 type HiddenSource interface {
 	Source
 	ObserveHidden(hidden []float32, rows int) error

@@ -7,8 +7,8 @@ import (
 	"arborist/engine/tokenizer"
 )
 
-// TestCheckVocabEOS is issue 17 item 11: a drafter whose EOS id differed
-// from the target's was accepted.
+// TestCheckVocabEOS: a drafter whose EOS id differs from the target's is
+// refused.
 func TestCheckVocabEOS(t *testing.T) {
 	toks := []string{"<unk>", "<s>", "</s>", "a", "b"}
 	target := &tokenizer.Tokenizer{Kind: tokenizer.SPM, Tokens: toks, BOS: 1, EOS: 2}

@@ -2,10 +2,10 @@ package generate
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"arborist/engine/model"
+	"arborist/engine/model/modeltest/testfiles"
 	"arborist/engine/sample"
 	"arborist/kernels/cpu"
 )
@@ -13,10 +13,10 @@ import (
 // BenchmarkDecode measures plain decoding of the bench target: 128 tokens
 // after a short prompt, one token per pass. Reports tokens/s.
 func BenchmarkDecode(b *testing.B) {
-	dir := sharedModels(b)
+	path := testfiles.Shared(b, "models/bench/target-60m-q8_0.gguf")
 	be := cpu.New(cpu.DefaultThreads())
 	defer be.Close()
-	m, err := model.Load(filepath.Join(dir, "bench", "target-60m-q8_0.gguf"), be)
+	m, err := model.Load(path, be)
 	if err != nil {
 		b.Fatal(err)
 	}

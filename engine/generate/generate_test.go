@@ -1,56 +1,28 @@
 package generate
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"arborist/engine/model"
+	"arborist/engine/model/modeltest/testfiles"
 	"arborist/engine/sample"
 	"arborist/kernels/cpu"
 )
 
-func sharedModels(t testing.TB) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "models")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("shared models %s not found (expected ../shared beside the checkout): %v", dir, err)
-	}
-	return dir
-}
-
 // TestStories260KReference reproduces a mature C/C++ engine's greedy
-// continuations of stories260K exactly.
+// continuations of stories260K exactly (the references the project keeps
+// in testdata, the model embedded when ../shared is absent).
 func TestStories260KReference(t *testing.T) {
-	dir := sharedModels(t)
 	be := cpu.New(2)
 	defer be.Close()
-	m, err := model.Load(filepath.Join(dir, "stories260K.gguf"), be)
+	m, err := model.Load(testfiles.Stories260K(t), be)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	f, err := os.Open(filepath.Join(dir, "reference", "stories260K-greedy-64.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	n := 0
-	for sc.Scan() {
-		var ref struct {
-			Prompt       string `json:"prompt"`
-			NPredict     int    `json:"n_predict"`
-			AddBOS       bool   `json:"add_bos"`
-			Continuation string `json:"continuation"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &ref); err != nil {
-			t.Fatal(err)
-		}
+	for _, ref := range testfiles.Stories260KGreedy(t) {
 		ids := m.Tok.Encode(ref.Prompt, ref.AddBOS, false)
 		out, _, err := Run(context.Background(), m, ids, Options{MaxTokens: ref.NPredict, Sample: sample.Params{}, StopAtEOS: true})
 		if err != nil {
@@ -65,9 +37,5 @@ func TestStories260KReference(t *testing.T) {
 		if got := m.Tok.Decode(out); got != want {
 			t.Errorf("prompt %q:\n got %q\nwant %q", ref.Prompt, got, want)
 		}
-		n++
-	}
-	if n == 0 {
-		t.Fatal("reference file has no cases")
 	}
 }

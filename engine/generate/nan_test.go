@@ -12,13 +12,15 @@ import (
 
 	"arborist/engine/gguf"
 	"arborist/engine/model"
+	"arborist/engine/model/modeltest/testfiles"
 	"arborist/engine/synth"
 	"arborist/kernels/cpu"
 	"arborist/kernels/quant"
 )
 
-// TestNaNWeightsFail is issue 17 item 11: NaN weights gave an empty output
-// and exit 0. Decoding now stops with an error naming the NaN.
+// TestNaNWeightsFail: decoding a model with NaN weights stops with an
+// error naming the NaN and the file, instead of an empty output and
+// success.
 func TestNaNWeightsFail(t *testing.T) {
 	dir := t.TempDir()
 	sh, err := synth.ParseShape("custom:dim=64,layers=1,heads=4,kv=2,ffn=96,vocab=300")
@@ -66,11 +68,11 @@ func TestNaNWeightsFail(t *testing.T) {
 	}
 }
 
-// TestTruncatedModelFile is issue 17 item 10: truncating a mapped model
-// file during a run ended in SIGBUS with a Go stack trace. The file is
-// checked before every pass, so the run ends with gguf.ErrShrunk.
+// TestTruncatedModelFile: a mapped model file truncated during a run ends
+// the run with gguf.ErrShrunk (the file is checked before every pass), not
+// SIGBUS with a Go stack trace.
 func TestTruncatedModelFile(t *testing.T) {
-	src := filepath.Join(sharedModels(t), "stories260K.gguf")
+	src := testfiles.Stories260K(t)
 	data, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)

@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// TestFIFORefused is issue 17 item 7: a FIFO given as a model hung Open
-// forever (waiting for a writer). It is refused at once.
+// TestFIFORefused: a FIFO given as a model is refused at once, instead of
+// Open waiting forever for a writer.
 func TestFIFORefused(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "pipe.gguf")
 	if err := syscall.Mkfifo(p, 0o600); err != nil {

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"testing"
 
+	"arborist/engine/model/modeltest/testfiles"
 	"arborist/kernels/quant"
 )
 
@@ -171,12 +172,12 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestSharedModels(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "models")
+	dir := testfiles.Shared(t, "models")
 	paths, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
 	more, _ := filepath.Glob(filepath.Join(dir, "bench", "*.gguf"))
 	paths = append(paths, more...)
 	if len(paths) == 0 {
-		t.Skipf("no models in %s (expected ../shared beside the checkout)", dir)
+		t.Skipf("no models in %s", dir)
 	}
 	for _, p := range paths {
 		f, err := Open(p)

@@ -38,10 +38,11 @@ func allocated(fn func()) uint64 {
 	return b.TotalAlloc - a.TotalAlloc
 }
 
-// TestEmptyStringArrayBounded is issue 17 item 2: a metadata array of
-// empty strings took ~10x the file's size in memory (2.7 GiB for 256 MiB).
-// Now the file's arrays together may hold MaxArrayElements elements, checked
-// before reading, and parsing allocates a small multiple of the file at most.
+// TestEmptyStringArrayBounded: a metadata array of empty strings, which
+// could take ~10x the file's size in memory (2.7 GiB for 256 MiB), is
+// bounded: the file's arrays together may hold MaxArrayElements elements,
+// checked before reading, and parsing allocates a small multiple of the
+// file at most.
 func TestEmptyStringArrayBounded(t *testing.T) {
 	n := uint64(MaxArrayElements + 1)
 	b := header(0, 1)
@@ -81,9 +82,9 @@ func TestTensorCountBounded(t *testing.T) {
 	}
 }
 
-// TestHugeOffsetMessage is issue 17 item 11: a tensor offset near 2^64
-// wrapped when added to the data offset, and the message showed the
-// wrapped number.
+// TestHugeOffsetMessage: a tensor offset near 2^64 is refused with the
+// offset as written, not the number it wraps to when added to the data
+// offset.
 func TestHugeOffsetMessage(t *testing.T) {
 	b := header(1, 0)
 	putStr(b, "w")
@@ -107,8 +108,8 @@ func writeSample(t *testing.T) string {
 	return p
 }
 
-// TestNoMmap is issue 17 item 10: Options.NoMmap reads the file into memory,
-// and the weights then survive the file being truncated.
+// TestNoMmap: Options.NoMmap reads the file into memory, and the weights
+// then survive the file being truncated.
 func TestNoMmap(t *testing.T) {
 	p := writeSample(t)
 	mf, err := Open(p)
@@ -136,9 +137,10 @@ func TestNoMmap(t *testing.T) {
 	}
 }
 
-// TestShrunkMapping is issue 17 item 10: truncating a mapped model ended in
-// SIGBUS with a Go stack trace. Check reports it between passes, and Go
-// code reading under Guard gets ErrShrunk instead of a crash.
+// TestShrunkMapping: a mapped model truncated under the reader gives
+// ErrShrunk, not SIGBUS with a Go stack trace: Check reports it between
+// passes, and Go code reading under Guard gets the error instead of a
+// crash.
 func TestShrunkMapping(t *testing.T) {
 	p := writeSample(t)
 	f, err := Open(p)

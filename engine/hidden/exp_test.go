@@ -20,8 +20,9 @@ import (
 
 // BenchmarkTrainAndServe trains a drafter with the default settings (plus
 // the JSON overrides in ARBORIST_TRAIN_SETTINGS) for ARBORIST_TRAIN_TARGET
-// (a model under ../shared/models) on the shared story prompts and the
-// built-in corpus, then decodes greedily on the shared prompts and on
+// (stories260K.gguf, or a model under ../shared/models) on the story
+// prompts and the built-in corpus, then decodes greedily on the story
+// prompts and on
 // testdata/prompts-unseen.txt: plain decoding and several chains and trees
 // interleaved in one process, so the speedups are ratios measured under
 // the same load. ARBORIST_TRAIN_OUT saves the drafter.

@@ -1,10 +1,11 @@
-// Package hidden is the hidden-state drafter of seed 001 ("Make Every Draft
-// Count"): one transformer layer that autoregresses on the target's own
-// hidden states, h_{t+1} = Layer(h_<=t), sharing the target's frozen final
-// norm, output head and token embedding. Token identity never enters the
-// recurrence; it is added only when sampling, as a low-rank token-info
-// embedding E(t) = onehot(t)^T W_E W_1 W_2, so the drafter's logits for the
-// token after position t+1 are head(norm(h_{t+1})) + E(token_{t+1}).
+// Package hidden is the hidden-state drafter design ("Make Every Draft
+// Count", arXiv 2602.21224; docs/HIDDEN-DRAFTER.md): one transformer layer
+// that autoregresses on the target's own hidden states,
+// h_{t+1} = Layer(h_<=t), sharing the target's frozen final norm, output
+// head and token embedding. Token identity never enters the recurrence; it
+// is added only when sampling, as a low-rank token-info embedding
+// E(t) = onehot(t)^T W_E W_1 W_2, so the drafter's logits for the token
+// after position t+1 are head(norm(h_{t+1})) + E(token_{t+1}).
 //
 // Because the hidden-state chain of a step does not depend on which tokens
 // were drafted, every node at one depth shares one hidden state, and after a
@@ -159,8 +160,8 @@ func (d *Drafter) Block(i int) []float32 {
 }
 
 // New makes a drafter for target. With initLayer in [0, Layers) the
-// transformer layer starts as a copy of that target block (seed 001 starts
-// from a middle layer); otherwise it is random. W_1 starts random and W_2 at
+// transformer layer starts as a copy of that target block (the published
+// design starts from a middle layer); otherwise it is random. W_1 starts random and W_2 at
 // zero, so the untrained token-info adds nothing.
 func New(target *model.Model, d, initLayer int, seed uint64) (*Drafter, error) {
 	s := ShapeOf(&target.Config, d)
@@ -205,8 +206,8 @@ type Settings struct {
 	LR           float64   `json:"lr"`                  // Adam learning rate
 	Batch        int       `json:"batch"`               // sequences per update
 	Noise        float64   `json:"noise"`               // share of token-info tokens replaced at random
-	MSEWeight    float64   `json:"mse_weight"`          // 0.7 in seed 001; 0.1 by default here (measured: KL-heavy weights agree more)
-	KLWeight     float64   `json:"kl_weight"`           // 0.3 in seed 001; 0.9 by default here
+	MSEWeight    float64   `json:"mse_weight"`          // 0.7 in the published design; 0.1 by default here (measured: KL-heavy weights agree more)
+	KLWeight     float64   `json:"kl_weight"`           // 0.3 in the published design; 0.9 by default here
 	HeldOut      float64   `json:"held_out"`            // share of sequences held out
 	Tokens       int       `json:"tokens"`              // tokens generated per sample
 	Samples      int       `json:"samples"`             // samples generated per prompt (different seeds)

@@ -3,23 +3,28 @@ package hidden
 import (
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"runtime"
 	"testing"
 
 	"arborist/engine/model"
+	"arborist/engine/model/modeltest/testfiles"
 	"arborist/kernels/cpu"
 )
 
-var shared = filepath.Join("..", "..", "..", "shared", "models")
-
+// loadTarget loads a target: stories260K always (the embedded copy
+// without ../shared), any other model from ../shared/models, skipping the
+// test without it.
 func loadTarget(t testing.TB, name string) *model.Model {
 	t.Helper()
+	path := testfiles.Stories260K(t)
+	if name != "stories260K.gguf" {
+		path = testfiles.Shared(t, "models/"+name)
+	}
 	be := cpu.New(runtime.NumCPU())
 	t.Cleanup(be.Close)
-	m, err := model.Load(filepath.Join(shared, name), be)
+	m, err := model.Load(path, be)
 	if err != nil {
-		t.Skipf("model %s: %v", name, err)
+		t.Fatalf("model %s: %v", name, err)
 	}
 	t.Cleanup(func() { m.Close() })
 	return m

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"arborist/engine/model"
+	"arborist/engine/model/modeltest/testfiles"
 	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/engine/synth"
@@ -16,9 +17,14 @@ import (
 	"arborist/kernels/quant"
 )
 
+// storyPrompts are the six story prompts (the greedy references'), with BOS.
 func storyPrompts(t testing.TB, m *model.Model) [][]int {
 	t.Helper()
-	return promptFile(t, m.Tok, filepath.Join(shared, "..", "prompts", "stories.txt"))
+	var out [][]int
+	for _, p := range testfiles.StoryPrompts(t) {
+		out = append(out, m.Tok.Encode(p, true, false))
+	}
+	return out
 }
 
 // perturbed is an untrained drafter whose token-info is not zero.
@@ -300,10 +306,23 @@ func TestFileRoundTrip(t *testing.T) {
 	if _, _, err := Decode("cut", data[:len(data)/2]); err == nil {
 		t.Error("a truncated drafter file was accepted")
 	}
-	if _, _, err := Load(filepath.Join(shared, "stories260K.gguf")); err == nil {
+	if _, _, err := Load(testfiles.Stories260K(t)); err == nil {
 		t.Error("a model file was accepted as a drafter")
 	}
-	other := loadTarget(t, "llama-2-tiny-random.gguf")
+	// a target of another width (stories260K's heads and vocabulary)
+	sh, err := synth.ParseShape("custom:dim=32,layers=1,heads=8,kv=4,ffn=64,vocab=512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := filepath.Join(t.TempDir(), "other.gguf")
+	if err := synth.WriteFile(context.Background(), op, sh, synth.Options{Type: quant.F32, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := model.Load(op, m.Backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
 	if _, err := NewSource(got, other, Options{}); err == nil {
 		t.Error("a drafter was accepted for a target of another shape")
 	}

@@ -14,6 +14,14 @@
 // file is opened (never decided per token): q/k norms, embedding scale,
 // GELU instead of SiLU, post-attention and post-FFN norms, logit
 // soft-capping, sliding-window layers and the RoPE variant.
+//
+// Each family is one file, family_<name>.go, holding a family value: its
+// GGUF architecture names, the switches it fixes, a hook that reads its
+// own metadata after the generic hyperparameters, and its tensor layout
+// (fused Q, K and V). The families table in family.go lists them, and
+// SupportedArchs comes from it. A new family goes in a new
+// family_<name>.go file plus one line in that table; ReadConfig, Load and
+// the forward pass need no edit unless it brings a switch of its own.
 package model
 
 import (
@@ -123,109 +131,105 @@ func (c *Config) RopeVariant() string {
 	return strings.Join(parts, "; ")
 }
 
-// SupportedArchs lists the architectures this package runs.
-var SupportedArchs = []string{"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3"}
-
 // ErrArch reports an architecture this package does not run.
 var ErrArch = fmt.Errorf("model: unsupported architecture")
 
 // ReadConfig extracts the hyperparameters of a supported GGUF, including
 // the rope-scaling tensors (rope_freqs, rope_factors_long/short).
 func ReadConfig(f *gguf.File) (Config, error) {
+	c, _, err := readConfig(f)
+	return c, err
+}
+
+// readConfig is ReadConfig, also returning the file's family: its
+// switches, then the generic hyperparameters, then the family's own rules.
+func readConfig(f *gguf.File) (Config, *family, error) {
 	arch := f.Architecture()
-	var c Config
-	c.Arch = arch
-	switch arch {
-	case "llama", "mistral":
-		c.Arch = "llama"
-	case "qwen2":
-		c.RopeNeox, c.QKVBias = true, true
-	case "qwen3":
-		c.RopeNeox, c.QKNorm = true, true
-	case "phi3":
-		c.RopeNeox = true
-	case "gemma", "gemma2", "gemma3":
-		c.RopeNeox, c.GELU = true, true
-		c.PostNorms = arch != "gemma"
-		c.QKNorm = arch == "gemma3"
-	default:
-		return c, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w %q (Arborist runs %v)", ErrArch, arch, SupportedArchs)}
+	c := Config{Arch: arch}
+	fam, ok := lookup(arch)
+	if !ok {
+		return c, nil, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w %q (Arborist runs %v)", ErrArch, arch, SupportedArchs)}
 	}
-	bad := func(key string) error {
-		return &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: %s.%s", gguf.ErrMetadata, arch, key)}
+	c.Arch = fam.names[0]
+	s := fam.switches
+	c.RopeNeox, c.QKVBias, c.QKNorm, c.GELU, c.PostNorms = s.RopeNeox, s.QKVBias, s.QKNorm, s.GELU, s.PostNorms
+	m := meta{f: f, arch: arch}
+	if err := readGeneric(m, &c); err != nil {
+		return c, fam, err
 	}
-	u := func(key string, def int) (int, error) {
-		v, ok := f.Uint(arch + "." + key)
-		if !ok {
-			if def >= 0 {
-				return def, nil
-			}
-			return 0, bad(key)
+	if fam.after != nil {
+		if err := fam.after(m, &c); err != nil {
+			return c, fam, err
 		}
-		if v == 0 || v > 1<<24 {
-			return 0, bad(key + fmt.Sprintf(" = %d", v))
-		}
-		return int(v), nil
 	}
+	return c, fam, checkLimits(f, &c)
+}
+
+// readGeneric reads the hyperparameters every family has, under the
+// file's architecture prefix: sizes, head width, rope (base, linear
+// scaling, the factor tensors), RMS epsilon, the default attention scale
+// and the sliding window (0 when absent).
+func readGeneric(m meta, c *Config) error {
+	f, u, bad := m.f, m.size, m.bad
 	var err error
 	if c.Dim, err = u("embedding_length", -1); err != nil {
-		return c, err
+		return err
 	}
 	if c.Layers, err = u("block_count", -1); err != nil {
-		return c, err
+		return err
 	}
 	if c.Heads, err = u("attention.head_count", -1); err != nil {
-		return c, err
+		return err
 	}
 	if c.KVHeads, err = u("attention.head_count_kv", c.Heads); err != nil {
-		return c, err
+		return err
 	}
 	if c.FFN, err = u("feed_forward_length", -1); err != nil {
-		return c, err
+		return err
 	}
 	if c.CtxLen, err = u("context_length", 2048); err != nil {
-		return c, err
+		return err
 	}
 	if c.Heads%c.KVHeads != 0 {
-		return c, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: %d heads do not divide into %d kv heads", gguf.ErrMetadata, c.Heads, c.KVHeads)}
+		return &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: %d heads do not divide into %d kv heads", gguf.ErrMetadata, c.Heads, c.KVHeads)}
 	}
 	// The head width is attention.key_length when written (gemma, qwen3:
 	// heads*head width need not equal the model width), else width/heads.
 	if c.Dim%c.Heads != 0 {
-		if _, ok := f.Uint(arch + ".attention.key_length"); !ok {
-			return c, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: %d heads do not divide width %d and no key_length is given", gguf.ErrMetadata, c.Heads, c.Dim)}
+		if _, ok := m.uint("attention.key_length"); !ok {
+			return &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: %d heads do not divide width %d and no key_length is given", gguf.ErrMetadata, c.Heads, c.Dim)}
 		}
 	}
 	if c.HeadDim, err = u("attention.key_length", max(c.Dim/c.Heads, 1)); err != nil {
-		return c, err
+		return err
 	}
-	if vl, ok := f.Uint(arch + ".attention.value_length"); ok && int(vl) != c.HeadDim {
-		return c, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: value_length %d differs from key_length %d (not supported)", gguf.ErrMetadata, vl, c.HeadDim)}
+	if vl, ok := m.uint("attention.value_length"); ok && int(vl) != c.HeadDim {
+		return &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: value_length %d differs from key_length %d (not supported)", gguf.ErrMetadata, vl, c.HeadDim)}
 	}
 	if c.RopeDim, err = u("rope.dimension_count", c.HeadDim); err != nil {
-		return c, err
+		return err
 	}
 	if c.RopeDim > c.HeadDim || c.RopeDim%2 != 0 {
-		return c, bad(fmt.Sprintf("rope.dimension_count = %d", c.RopeDim))
+		return bad(fmt.Sprintf("rope.dimension_count = %d", c.RopeDim))
 	}
 	c.RopeBase, c.RopeScale, c.Eps = 10000, 1, 1e-5
-	if v, ok := f.Float(arch + ".rope.freq_base"); ok {
+	if v, ok := m.float("rope.freq_base"); ok {
 		c.RopeBase = float32(v)
 	}
-	if v, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon"); ok {
+	if v, ok := m.float("attention.layer_norm_rms_epsilon"); ok {
 		c.Eps = float32(v)
 	}
-	if typ, _ := f.String(arch + ".rope.scaling.type"); typ == "linear" {
-		if v, ok := f.Float(arch + ".rope.scaling.factor"); ok && v > 0 {
+	if typ, _ := m.str("rope.scaling.type"); typ == "linear" {
+		if v, ok := m.float("rope.scaling.factor"); ok && v > 0 {
 			c.RopeScale = float32(v)
 		}
 	} else if typ != "" && typ != "none" {
-		return c, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: rope scaling %q is not supported (linear, llama3 rope_freqs and phi3 longrope only)", gguf.ErrMetadata, typ)}
+		return &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: rope scaling %q is not supported (linear, llama3 rope_freqs and phi3 longrope only)", gguf.ErrMetadata, typ)}
 	}
-	if v, ok := f.Float(arch + ".rope.scale_linear"); ok && v > 0 {
+	if v, ok := m.float("rope.scale_linear"); ok && v > 0 {
 		c.RopeScale = float32(v)
 	}
-	if v, ok := f.Float(arch + ".rope.scaling.attn_factor"); ok && v > 0 {
+	if v, ok := m.float("rope.scaling.attn_factor"); ok && v > 0 {
 		c.RopeAttnFactor = float32(v)
 	}
 	// rope factor tensors: one per rotated pair
@@ -249,73 +253,24 @@ func ReadConfig(f *gguf.File) (Config, error) {
 		return out, nil
 	}
 	if c.RopeFreqs, err = factors("rope_freqs.weight"); err != nil {
-		return c, err
+		return err
 	}
 	if c.RopeLong, err = factors("rope_factors_long.weight"); err != nil {
-		return c, err
+		return err
 	}
 	if c.RopeShort, err = factors("rope_factors_short.weight"); err != nil {
-		return c, err
+		return err
 	}
 	if (c.RopeLong == nil) != (c.RopeShort == nil) {
-		return c, &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: rope_factors_long and rope_factors_short come in pairs", gguf.ErrShape)}
+		return &gguf.Error{Path: f.Path, Err: fmt.Errorf("%w: rope_factors_long and rope_factors_short come in pairs", gguf.ErrShape)}
 	}
 	if c.RopeOrigCtx, err = u("rope.scaling.original_context_length", c.CtxLen); err != nil {
-		return c, err
+		return err
 	}
 
 	c.AttnScale = float32(1 / math.Sqrt(float64(c.HeadDim)))
 	if c.Window, err = u("attention.sliding_window", 0); err != nil {
-		return c, err
+		return err
 	}
-	switch arch {
-	case "phi3":
-		if c.Window == 0 {
-			return c, bad("attention.sliding_window (phi3 files carry it)")
-		}
-	case "gemma", "gemma2", "gemma3":
-		c.EmbedScale = float32(math.Sqrt(float64(c.Dim)))
-		if _, ok := f.Float(arch + ".rope.freq_base"); !ok && arch == "gemma3" {
-			c.RopeBase = 1e6
-		}
-	}
-	switch arch {
-	case "gemma2":
-		if c.Window == 0 {
-			c.Window = 4096 // llama.cpp's default for gemma2
-		}
-		c.SWAPattern = 2
-		c.AttnSoftcap, c.FinalSoftcap = 50, 30
-		if v, ok := f.Float(arch + ".attn_logit_softcapping"); ok {
-			c.AttnSoftcap = float32(v)
-		}
-		if v, ok := f.Float(arch + ".final_logit_softcapping"); ok {
-			c.FinalSoftcap = float32(v)
-		}
-		if c.Layers == 46 { // Gemma-2 27B: query_pre_attn_scalar = width/heads
-			c.AttnScale = float32(1 / math.Sqrt(float64(c.Dim/c.Heads)))
-		}
-	case "gemma3":
-		if c.Window == 0 {
-			return c, bad("attention.sliding_window (gemma3 files carry it)")
-		}
-		c.SWAPattern = 6
-		if p, ok := f.Uint(arch + ".attention.sliding_window_pattern"); ok && p > 0 && p < 1<<16 {
-			c.SWAPattern = int(p)
-		}
-		c.RopeBaseLocal = 10000
-		if v, ok := f.Float(arch + ".rope.freq_base_swa"); ok && v > 0 {
-			c.RopeBaseLocal = float32(v)
-		}
-		if v, ok := f.Float(arch + ".final_logit_softcapping"); ok {
-			c.FinalSoftcap = float32(v)
-		}
-		if v, ok := f.Float(arch + ".attn_logit_softcapping"); ok {
-			c.AttnSoftcap = float32(v)
-		}
-		if c.Layers == 62 { // Gemma-3 27B: query_pre_attn_scalar = width/heads
-			c.AttnScale = float32(1 / math.Sqrt(float64(c.Dim/c.Heads)))
-		}
-	}
-	return c, checkLimits(f, &c)
+	return nil
 }

@@ -75,8 +75,8 @@ func TestMicroModelLoads(t *testing.T) {
 // FuzzLoad fuzzes the model loader, not only the GGUF parser: arbitrary
 // bytes are parsed, checked (model.Check) and loaded (FromFile), and an
 // accepted model runs one forward pass. Whatever the input, loading ends
-// in bounded memory (a small multiple of the input; issue 17 item 2 was a
-// 1.2 MB file taking 7.3 GiB), and Check and FromFile agree.
+// in bounded memory (a small multiple of the input; unbounded, a 1.2 MB
+// file could take 7.3 GiB), and Check and FromFile agree.
 func FuzzLoad(f *testing.F) {
 	good := microModel(f)
 	f.Add(good)

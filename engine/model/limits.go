@@ -96,7 +96,7 @@ func checkLayers(f *gguf.File, layers int) error {
 // embedding's rows match the vocabulary. It is what inspect reports as
 // "runnable", and what Load would refuse.
 func Check(f *gguf.File) error {
-	c, err := ReadConfig(f)
+	c, fam, err := readConfig(f)
 	if err != nil {
 		return err
 	}
@@ -121,28 +121,39 @@ func Check(f *gguf.File) error {
 		_, _, err := f.TensorData(name, dims...)
 		return err
 	}
+	type tensor struct {
+		name string
+		dims []uint64
+	}
+	// the tensors FromFile loads, in its order
+	fusedQKV, fusedUp := layout(f, fam)
 	for i := 0; i < c.Layers; i++ {
 		p := fmt.Sprintf("blk.%d.", i)
-		for _, t := range []struct {
-			name string
-			dims []uint64
-		}{
-			{"attn_norm.weight", []uint64{n}}, {"attn_q.weight", []uint64{n, qd}}, {"attn_k.weight", []uint64{n, kvd}},
-			{"attn_v.weight", []uint64{n, kvd}}, {"attn_output.weight", []uint64{qd, n}}, {"ffn_norm.weight", []uint64{n}},
-			{"ffn_gate.weight", []uint64{n, ffn}}, {"ffn_up.weight", []uint64{n, ffn}}, {"ffn_down.weight", []uint64{ffn, n}},
-		} {
+		ts := []tensor{{"attn_norm.weight", []uint64{n}}}
+		if fusedQKV {
+			ts = append(ts, tensor{"attn_qkv.weight", []uint64{n, qd + 2*kvd}})
+		} else {
+			ts = append(ts, tensor{"attn_q.weight", []uint64{n, qd}}, tensor{"attn_k.weight", []uint64{n, kvd}}, tensor{"attn_v.weight", []uint64{n, kvd}})
+		}
+		ts = append(ts, tensor{"attn_output.weight", []uint64{qd, n}}, tensor{"ffn_norm.weight", []uint64{n}})
+		if fusedUp {
+			ts = append(ts, tensor{"ffn_up.weight", []uint64{n, 2 * ffn}})
+		} else {
+			ts = append(ts, tensor{"ffn_gate.weight", []uint64{n, ffn}}, tensor{"ffn_up.weight", []uint64{n, ffn}})
+		}
+		ts = append(ts, tensor{"ffn_down.weight", []uint64{ffn, n}})
+		if c.QKVBias {
+			ts = append(ts, tensor{"attn_q.bias", []uint64{qd}}, tensor{"attn_k.bias", []uint64{kvd}}, tensor{"attn_v.bias", []uint64{kvd}})
+		}
+		if c.QKNorm {
+			ts = append(ts, tensor{"attn_q_norm.weight", []uint64{hd}}, tensor{"attn_k_norm.weight", []uint64{hd}})
+		}
+		if c.PostNorms {
+			ts = append(ts, tensor{"post_attention_norm.weight", []uint64{n}}, tensor{"post_ffw_norm.weight", []uint64{n}})
+		}
+		for _, t := range ts {
 			if err := need(p+t.name, t.dims...); err != nil {
 				return err
-			}
-		}
-		if c.QKVBias {
-			for _, b := range []struct {
-				name string
-				d    uint64
-			}{{"attn_q.bias", qd}, {"attn_k.bias", kvd}, {"attn_v.bias", kvd}} {
-				if err := need(p+b.name, b.d); err != nil {
-					return err
-				}
 			}
 		}
 	}

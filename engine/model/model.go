@@ -37,7 +37,7 @@ type Model struct {
 	Backend kernels.Device
 	// KVType is the element type of the caches NewCache makes: quant.F32
 	// (the default, the zero value) or quant.F16, which halves their
-	// memory at a measured cost in accuracy (README, KV cache).
+	// memory at a measured cost in accuracy (docs/KV-CACHE.md).
 	KVType quant.Type
 
 	embdType quant.Type
@@ -67,7 +67,7 @@ func Load(path string, be kernels.Device) (*Model, error) {
 
 // FromFile builds a model over an open GGUF file, which it then owns.
 func FromFile(f *gguf.File, be kernels.Device) (*Model, error) {
-	cfg, err := ReadConfig(f)
+	cfg, fam, err := readConfig(f)
 	if err != nil {
 		return nil, err
 	}
@@ -142,14 +142,7 @@ func FromFile(f *gguf.File, be kernels.Device) (*Model, error) {
 	mat := func(name string, in, out uint64) kernels.Matrix { return matRows(name, in, out, 0, out) }
 	qd, kvd := uint64(cfg.QDim()), uint64(cfg.KVHeads)*hd
 	ffn := uint64(cfg.FFN)
-	fusedQKV := cfg.Arch == "phi3"
-	if _, ok := f.Tensor("blk.0.attn_qkv.weight"); ok {
-		fusedQKV = true
-	}
-	_, fusedUp := f.Tensor("blk.0.ffn_up.weight")
-	if _, ok := f.Tensor("blk.0.ffn_gate.weight"); ok {
-		fusedUp = false
-	}
+	fusedQKV, fusedUp := layout(f, fam)
 	m.Blocks = make([]Layer, cfg.Layers)
 	for i := range m.Blocks {
 		l := &m.Blocks[i]
@@ -202,6 +195,22 @@ func FromFile(f *gguf.File, be kernels.Device) (*Model, error) {
 		return nil, loadErr
 	}
 	return m, nil
+}
+
+// layout says how f's layers store their projections: Q, K and V fused in
+// attn_qkv (rows Q, then K, then V) when the family says so or the file
+// has that tensor, and gate and up fused in ffn_up (rows gate, then up)
+// when there is no ffn_gate.
+func layout(f *gguf.File, fam *family) (fusedQKV, fusedUp bool) {
+	fusedQKV = fam.fusedQKV
+	if _, ok := f.Tensor("blk.0.attn_qkv.weight"); ok {
+		fusedQKV = true
+	}
+	_, fusedUp = f.Tensor("blk.0.ffn_up.weight")
+	if _, ok := f.Tensor("blk.0.ffn_gate.weight"); ok {
+		fusedUp = false
+	}
+	return fusedQKV, fusedUp
 }
 
 // Close releases the model file.

@@ -196,10 +196,11 @@ func TestDecodeAllocatesNothing(t *testing.T) {
 	}
 }
 
-// TestHostileLayerCount is issue 17 item 2: a 1.2 MB GGUF whose
-// llama.block_count was 2^24 took 7.3 GiB and 23 s before failing. Layers
-// are now bounded (512, the reference engine's limit) and every claimed
-// layer must have tensors, checked by name before anything is allocated.
+// TestHostileLayerCount: a 1.2 MB GGUF whose llama.block_count is 2^24
+// (unchecked, 7.3 GiB and 23 s before failing) is refused before anything
+// is allocated: layers are bounded (512, the reference engine's limit) and
+// every claimed layer must have tensors, checked by name; so are a missing
+// layer, a layer left over, a NaN epsilon and a missing tensor.
 func TestHostileLayerCount(t *testing.T) {
 	dir := t.TempDir()
 	sh, err := synth.ParseShape("custom:dim=64,layers=2,heads=4,kv=2,ffn=96,vocab=300")
@@ -276,7 +277,7 @@ func TestHostileLayerCount(t *testing.T) {
 }
 
 // TestCheckCache: a KV cache beyond the machine's memory is refused before
-// it is allocated (issue 17: sizes checked against the machine).
+// it is allocated.
 func TestCheckCache(t *testing.T) {
 	m := tinyModel(t, shapes[0].Shape, shapes[0].Type)
 	if err := m.CheckCache(64); err != nil {
@@ -285,6 +286,70 @@ func TestCheckCache(t *testing.T) {
 	if runtime.GOOS == "linux" {
 		if err := m.CheckCache(1 << 50 / int(m.KVBytes(1))); err == nil {
 			t.Error("a 1 PiB cache passed")
+		}
+	}
+}
+
+// TestCheckAgreesWithLoad: Check accepts every family's synthetic file
+// (phi3's fused attn_qkv and ffn_up included) and, with one of the
+// tensors its family needs left out (fused Q/K/V, a q/k norm, a post-norm,
+// a bias), refuses it as Load does.
+func TestCheckAgreesWithLoad(t *testing.T) {
+	be := cpu.New(1)
+	defer be.Close()
+	dir := t.TempDir()
+	for _, c := range []struct{ shape, drop string }{
+		{shapes[0].Shape, "blk.1.attn_k.weight"},
+		{"custom:dim=64,layers=2,heads=4,kv=1,ffn=96,vocab=300,arch=qwen2,tied=1", "blk.1.attn_v.bias"},
+		{"custom:dim=64,layers=2,heads=4,kv=2,hd=24,ffn=96,vocab=300,arch=qwen3", "blk.1.attn_k_norm.weight"},
+		{"custom:dim=64,layers=2,heads=4,kv=4,ffn=96,vocab=300,arch=phi3,window=3", "blk.1.attn_qkv.weight"},
+		{"custom:dim=64,layers=2,heads=2,kv=1,hd=48,ffn=96,vocab=300,arch=gemma", "blk.1.ffn_gate.weight"},
+		{"custom:dim=64,layers=3,heads=2,kv=1,hd=32,ffn=96,vocab=300,arch=gemma2,window=3", "blk.1.post_ffw_norm.weight"},
+		{"custom:dim=64,layers=6,heads=2,kv=1,hd=32,ffn=96,vocab=300,arch=gemma3,window=3", "blk.5.attn_q_norm.weight"},
+	} {
+		sh, err := synth.ParseShape(c.shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		good := filepath.Join(dir, "good.gguf")
+		if err := synth.WriteFile(context.Background(), good, sh, synth.Options{Type: quant.F32, Seed: 1}); err != nil {
+			t.Fatal(err)
+		}
+		src, err := gguf.Open(good)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := model.Check(src); err != nil {
+			t.Errorf("%s: Check refuses a file Load runs: %v", sh.Arch, err)
+		}
+		var ts []gguf.WriteTensor
+		found := false
+		for i := range src.Tensors {
+			ti := &src.Tensors[i]
+			if ti.Name == c.drop {
+				found = true
+				continue
+			}
+			ts = append(ts, gguf.WriteTensor{Name: ti.Name, Dims: ti.Dims, Type: ti.Type, Data: src.Data(ti)})
+		}
+		if !found {
+			t.Fatalf("%s: the file has no %s", sh.Arch, c.drop)
+		}
+		bad := filepath.Join(dir, "bad.gguf")
+		if err := gguf.WriteFile(bad, src.KV, ts); err != nil {
+			t.Fatal(err)
+		}
+		src.Close()
+		f, err := gguf.Open(bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := model.Check(f); !errors.Is(err, gguf.ErrNoTensor) {
+			t.Errorf("%s without %s: Check err = %v, want ErrNoTensor", sh.Arch, c.drop, err)
+		}
+		f.Close()
+		if _, err := model.Load(bad, be); !errors.Is(err, gguf.ErrNoTensor) {
+			t.Errorf("%s without %s: Load err = %v, want ErrNoTensor", sh.Arch, c.drop, err)
 		}
 	}
 }

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 
 	"arborist/engine/gguf"
+	"arborist/engine/model/modeltest/testfiles"
 	"arborist/kernels/quant"
 )
 
@@ -19,10 +19,7 @@ import (
 // Llama 3.1 (factor 8) and 3.2 (factor 32) equal the tensors llama.cpp's
 // converter wrote into the conformance kit's files.
 func TestLlama3RopeFactorsMatchConverter(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "conformance", "models")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("conformance kit %s not found (expected ../shared/conformance beside the checkout)", dir)
-	}
+	dir := testfiles.Shared(t, "conformance/models")
 	for _, c := range []struct {
 		file   string
 		factor float32

@@ -8,17 +8,8 @@ import (
 	"testing"
 
 	"arborist/engine/gguf"
+	"arborist/engine/model/modeltest/testfiles"
 )
-
-// sharedDir locates ../shared beside the checkout, or skips the test.
-func sharedDir(t testing.TB, sub string) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", sub)
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("shared data %s not found (expected ../shared beside the checkout): %v", dir, err)
-	}
-	return dir
-}
 
 func load(t testing.TB, path string) *Tokenizer {
 	t.Helper()
@@ -35,7 +26,7 @@ func load(t testing.TB, path string) *Tokenizer {
 }
 
 func TestConformance(t *testing.T) {
-	dir := sharedDir(t, "vocab")
+	dir := testfiles.Shared(t, "vocab")
 	for _, name := range []string{"ggml-vocab-llama-spm", "ggml-vocab-phi-3", "ggml-vocab-gpt-2", "ggml-vocab-falcon"} {
 		t.Run(name, func(t *testing.T) {
 			base := filepath.Join(dir, name+".gguf")
@@ -100,7 +91,7 @@ func equal(a, b []int) bool {
 // it returns the text as Go's []rune conversion reads it (identical for
 // valid UTF-8).
 func FuzzRoundTrip(f *testing.F) {
-	dir := sharedDir(f, "vocab")
+	dir := testfiles.Shared(f, "vocab")
 	bpe := load(f, filepath.Join(dir, "ggml-vocab-gpt-2.gguf"))
 	spm := load(f, filepath.Join(dir, "ggml-vocab-llama-spm.gguf"))
 	for _, s := range []string{"", " ", "Hello world", "  \n\t x", "🦙.cpp", "нещо", "3333333", "'s 're", "\u2581", "caf\xe9 ok", "\xed\xa0\x80", "a\xc3", "x\x00y"} {

@@ -288,9 +288,9 @@ func TestQ8ActivationError(t *testing.T) {
 	}
 }
 
-// TestMatMul512Rows: a prefill-sized batch (512 activation rows, the most
-// the issue names) gives the reference's products for every type, so no
-// index arithmetic overflows or skips a tile.
+// TestMatMul512Rows: a prefill-sized batch of 512 activation rows gives
+// the reference's products for every type, so no index arithmetic
+// overflows or skips a tile.
 func TestMatMul512Rows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(51, 52))
 	be := New(2)

@@ -151,7 +151,7 @@ func PeakProbe(integer bool, iters int) (macs int64, sink int64) {
 // q6kx8.c for Q6_K), or nil where they do not apply (RepackedBytes 0):
 // another type, rows not a multiple of 8, the portable kernels in use, or
 // a K-quant without the VNNI tiles. Measured on the bench target (Q8_0)
-// and synthetic models of its shape: see the README's CPU backend section.
+// and synthetic models of its shape: see docs/PERFORMANCE.md.
 func repackMatrix(m *Matrix) []byte {
 	size := RepackedBytes(m.typ, m.rows, m.cols)
 	if size == 0 {

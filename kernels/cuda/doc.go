@@ -23,6 +23,7 @@
 // argmax. Every launch goes to one stream in order; a host read waits for
 // the launches before it.
 //
-// Status: the CUDA backend has been compiled and its host side tested, but
-// it has not yet run on a GPU (README, "CUDA").
+// Status: the CUDA backend has run on an NVIDIA H200 and passed every GPU
+// test (the device and model-level suites, build tag cuda), matching the
+// CPU backend for every weight type (docs/CUDA.md).
 package cuda

@@ -33,7 +33,7 @@ func readRefs(t *testing.T, conformanceDir string) []refLine {
 	t.Helper()
 	f, err := os.Open(filepath.Join(conformanceDir, "ref.jsonl"))
 	if err != nil {
-		t.Skipf("conformance kit %s not found (expected ../shared/conformance beside the checkout): %v", conformanceDir, err)
+		t.Fatalf("conformance kit %s: %v", conformanceDir, err)
 	}
 	defer f.Close()
 	var refs []refLine
@@ -68,11 +68,12 @@ func topDiff(row []float32, top [][2]float64) (mx, sq float64) {
 
 // Conformance runs every model of the ../shared/conformance kit (tiny
 // random-weight GGUFs written as llama.cpp's converter writes them, with
-// llama.cpp's logits on fixed id sequences; its README gives the format and
-// the tolerances applied) on every reference sequence: teacher-forced
-// logits in one batch, then the greedy continuation one token per pass.
+// llama.cpp's logits on fixed id sequences; the kit's README.md gives the
+// format and the tolerances applied) on every reference sequence:
+// teacher-forced logits in one batch, then the greedy continuation one
+// token per pass.
 func Conformance(t *testing.T, dev Device) {
-	conformanceDir := filepath.Join(SharedDir(t), "conformance")
+	conformanceDir := Shared(t, "conformance")
 	refs := readRefs(t, conformanceDir)
 	be := open(t, dev)
 	ctx := context.Background()

@@ -15,12 +15,18 @@
 //
 // (the primitive-level checks are kernels/devicetest's; this suite checks
 // what the model code makes of them).
+//
+// It also finds the files tests read (files.go, from package testfiles):
+// Stories260K and Stories260KGreedy are always there (the model embedded
+// in the binary, its greedy references in testdata/), and Shared gives a
+// path under ../shared (or $ARBORIST_SHARED), skipping the test with a
+// message naming the folder when it is absent. Without ../shared the suite
+// runs everything but the conformance kit and the shared models' checks.
 package modeltest
 
 import (
 	"context"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -429,7 +435,7 @@ func KVDiff(ctx context.Context, m *model.Model, ids []int) (KVStats, error) {
 
 // KVF16: an F16 KV cache gives logits within 1e-2 of the F32 cache's
 // (relative to the logits' largest magnitude, at least 1) on every
-// synthetic shape and, when present, on stories260K (real weights), and
+// synthetic shape and on stories260K (real weights), and
 // holds half the memory. Quantised weights get 3e-2: their 8-bit
 // activations on the CPU turn the cache's rounding into a block scale
 // that moves (measured 1.2e-2 on the Q8_0 shapes, 1e-4 on F32 ones).
@@ -475,15 +481,16 @@ func kvF16(t *testing.T, dev Device, o Options) {
 			check(t, m, ids, bound)
 		})
 	}
-	// real weights (stories260K), the Q8_0 bench target and a
-	// conformance model with grouped-query attention, each when present
+	// real weights (stories260K, always there), the Q8_0 bench target and
+	// a conformance model with grouped-query attention (each when
+	// ../shared holds it)
 	for _, r := range []struct {
 		name, path string
 		n          int
 		bound      float64
 		large      bool
 	}{
-		{"stories260K", "models/stories260K.gguf", 96, 1e-2, false},
+		{"stories260K", "", 96, 1e-2, false},
 		{"bench-target-q8_0", "models/bench/target-60m-q8_0.gguf", 64, 3e-2, true},
 		{"conformance-llama2-gqa", "conformance/models/llama2-gqa.gguf", 64, 1e-2, false},
 	} {
@@ -491,9 +498,11 @@ func kvF16(t *testing.T, dev Device, o Options) {
 			if r.large && o.Small {
 				t.Skip("a model of real size, skipped for this device (Options.Small)")
 			}
-			p := filepath.Join(SharedDir(t), r.path)
-			if _, err := os.Stat(p); err != nil {
-				t.Skipf("%s not found", p)
+			var p string
+			if r.path == "" {
+				p = Stories260K(t)
+			} else {
+				p = Shared(t, r.path)
 			}
 			m := Load(t, d, p)
 			ids := make([]int, r.n)
@@ -502,25 +511,5 @@ func kvF16(t *testing.T, dev Device, o Options) {
 			}
 			check(t, m, ids, r.bound)
 		})
-	}
-}
-
-// SharedDir is ../shared beside the module's checkout (the folder holding
-// go.mod), where the models and the conformance kit are kept.
-func SharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared")
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			return filepath.Join("..", "shared")
-		}
-		dir = up
 	}
 }
