@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"arborist/engine/model/modeltest"
 	"arborist/profiles/store"
 )
 
@@ -28,15 +29,12 @@ func TestMain(m *testing.M) {
 // verb like SIGINT: the last batch is stored and the run is "stopped" with
 // its totals.
 func TestSIGTERMStopsRun(t *testing.T) {
-	models := filepath.Join("..", "shared", "models")
-	if _, err := os.Stat(models); err != nil {
-		t.Skipf("no %s", models)
-	}
+	target := modeltest.Stories260K(t)
 	dir := t.TempDir()
 	prompts := filepath.Join(dir, "p.txt")
 	os.WriteFile(prompts, []byte(strings.Repeat("Once upon a time\n", 5000)), 0o644)
 	db := filepath.Join(dir, "s.db")
-	args := []string{"run", "--target", filepath.Join(models, "stories260K.gguf"), "--draft-ngram", "2", "--strategy", "chain", "--gamma", "2",
+	args := []string{"run", "--target", target, "--draft-ngram", "2", "--strategy", "chain", "--gamma", "2",
 		"--prompts", prompts, "-n", "64", "--temp", "0", "--quiet", "--db", db}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "ARBORIST_MAIN_ARGS="+strings.Join(args, "\x1f"))

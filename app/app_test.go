@@ -17,6 +17,7 @@ import (
 	"arborist/app/cli"
 	"arborist/engine/hidden"
 	"arborist/engine/model"
+	"arborist/engine/model/modeltest"
 	"arborist/engine/spec"
 	"arborist/kernels/cpu"
 	"arborist/profiles"
@@ -57,15 +58,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-func shared(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "shared", "models")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("shared models %s not found (expected ../shared beside the checkout)", dir)
-	}
-	return dir
 }
 
 // TestDemoPair: with no models, the user builds the synthetic demo pair,
@@ -109,11 +101,11 @@ func TestDemoPair(t *testing.T) {
 // TestIncompatiblePair: a drafter with another vocabulary is refused with
 // the reason, and the session keeps its previous selection.
 func TestIncompatiblePair(t *testing.T) {
-	dir := shared(t)
+	dir := modeltest.ModelsDir(t)
 	wb := newBench(t)
 	m := wb.Models
 	m.Target.SetText(filepath.Join(dir, "stories260K.gguf"))
-	m.Draft.SetText(filepath.Join(dir, "llama-2-tiny-random.gguf"))
+	m.Draft.SetText(modeltest.Shared(t, "models/llama-2-tiny-random.gguf"))
 	test.Tap(m.Load)
 	waitFor(t, "the check", func() bool {
 		return strings.Contains(m.Status.Text, "Not loaded") || strings.Contains(m.Status.Text, "Loaded")
@@ -130,12 +122,12 @@ func TestIncompatiblePair(t *testing.T) {
 // stories260K pair: profile (then reuse), the speedup model, two runs,
 // their comparison, and the export.
 func TestProfileRunCompareExport(t *testing.T) {
-	dir := shared(t)
+	dir := modeltest.ModelsDir(t)
 	wb := newBench(t)
 	s := wb.Session
 	m := wb.Models
 	m.Target.SetText(filepath.Join(dir, "stories260K.gguf"))
-	m.Draft.SetText(filepath.Join(dir, "bench", "draft-noisy-0.05.gguf"))
+	m.Draft.SetText(modeltest.NoisyDraft(t))
 	test.Tap(m.Load)
 	waitFor(t, "loading", func() bool {
 		return m.s.idle() && (strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded"))
@@ -377,7 +369,7 @@ func BenchmarkSpeedupRedraw(b *testing.B) {
 // TestHiddenDrafterSource: a hidden-state drafter file is chosen as the
 // draft source, checked against the target, and drives a run.
 func TestHiddenDrafterSource(t *testing.T) {
-	dir := shared(t)
+	dir := modeltest.ModelsDir(t)
 	target := filepath.Join(dir, "stories260K.gguf")
 	be := cpu.New(1)
 	defer be.Close()
@@ -425,7 +417,7 @@ func TestHiddenDrafterSource(t *testing.T) {
 		t.Fatalf("run: %s", r.Stats.Text)
 	}
 	// a drafter for another target is refused with the reason
-	m.Target.SetText(filepath.Join(dir, "llama-2-tiny-random.gguf"))
+	m.Target.SetText(modeltest.Shared(t, "models/llama-2-tiny-random.gguf"))
 	test.Tap(m.Load)
 	waitFor(t, "the check", func() bool { return !m.Load.Disabled() && strings.Contains(m.Status.Text, "Not loaded") })
 	if !strings.Contains(m.Status.Text, "does not fit") {
@@ -436,7 +428,7 @@ func TestHiddenDrafterSource(t *testing.T) {
 // TestTrainHiddenDrafterInGUI: the Models screen trains a hidden-state
 // drafter for the target, shows the per-epoch losses, and selects it.
 func TestTrainHiddenDrafterInGUI(t *testing.T) {
-	dir := shared(t)
+	dir := modeltest.ModelsDir(t)
 	wb := newBench(t)
 	m := wb.Models
 	m.Target.SetText(filepath.Join(dir, "stories260K.gguf"))

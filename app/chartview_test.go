@@ -10,6 +10,8 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+
+	"arborist/engine/model/modeltest"
 )
 
 // showChart puts c alone in an unpadded test window, so canvas and chart
@@ -183,12 +185,12 @@ func TestChartSave(t *testing.T) {
 // its plan for Run (the same selection the tuned list makes) and stores it
 // as the pair's newest plan, which Export renders.
 func TestSpeedupChartPicksPlan(t *testing.T) {
-	dir := shared(t)
+	dir := modeltest.ModelsDir(t)
 	wb := newBench(t)
 	s, sp, r := wb.Session, wb.Speedup, wb.Run
 	m := wb.Models
 	m.Target.SetText(filepath.Join(dir, "stories260K.gguf"))
-	m.Draft.SetText(filepath.Join(dir, "bench", "draft-noisy-0.05.gguf"))
+	m.Draft.SetText(modeltest.NoisyDraft(t))
 	test.Tap(m.Load)
 	waitFor(t, "loading", func() bool {
 		return m.s.idle() && (strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded"))

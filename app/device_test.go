@@ -7,6 +7,7 @@ import (
 
 	"fyne.io/fyne/v2/test"
 
+	"arborist/engine/model/modeltest"
 	"arborist/profiles/workbench"
 )
 
@@ -43,10 +44,10 @@ func TestDeviceChoice(t *testing.T) {
 	}
 	m.DraftDevice.SetSelected(sameDevice)
 
-	dir := shared(t)
+	dir := modeltest.ModelsDir(t)
 	m.Device.SetSelected("cpu")
 	m.Target.SetText(filepath.Join(dir, "stories260K.gguf"))
-	m.Draft.SetText(filepath.Join(dir, "bench", "draft-noisy-0.05.gguf"))
+	m.Draft.SetText(modeltest.NoisyDraft(t))
 	test.Tap(m.Load)
 	waitFor(t, "loading", func() bool {
 		return m.s.idle() && (strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded"))

@@ -7,6 +7,8 @@ import (
 
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
+
+	"arborist/engine/model/modeltest"
 )
 
 func states(wb *Workbench) []StepState {
@@ -33,10 +35,10 @@ func TestGuideStates(t *testing.T) {
 		t.Errorf("Run step opened tab %d", wb.Tabs.SelectedIndex())
 	}
 
-	dir := shared(t)
+	dir := modeltest.ModelsDir(t)
 	m := wb.Models
 	m.Target.SetText(filepath.Join(dir, "stories260K.gguf"))
-	m.Draft.SetText(filepath.Join(dir, "bench", "draft-noisy-0.05.gguf"))
+	m.Draft.SetText(modeltest.NoisyDraft(t))
 	test.Tap(m.Load)
 	if g.States()[0] != StepRunning || g.Buttons[0].Importance != widget.WarningImportance {
 		t.Errorf("loading: Models is %s (importance %v)", g.States()[0], g.Buttons[0].Importance)

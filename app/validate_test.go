@@ -10,6 +10,7 @@ import (
 
 	"fyne.io/fyne/v2/test"
 
+	"arborist/engine/model/modeltest"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/store"
 	"arborist/profiles/workbench"
@@ -20,10 +21,10 @@ import (
 // measured with the measured best marked, and picks that plan for Run and
 // Export.
 func TestValidateInGUI(t *testing.T) {
-	dir := shared(t)
+	dir := modeltest.ModelsDir(t)
 	wb := newBench(t)
 	s, sp := wb.Session, wb.Speedup
-	s.SetModels(filepath.Join(dir, "stories260K.gguf"), filepath.Join(dir, "bench", "draft-noisy-0.05.gguf"))
+	s.SetModels(filepath.Join(dir, "stories260K.gguf"), modeltest.NoisyDraft(t))
 	if !sp.Validate.Disabled() {
 		t.Fatal("Validate is enabled before any tune")
 	}

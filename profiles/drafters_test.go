@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"arborist/engine/hidden"
 	"arborist/engine/model"
+	"arborist/engine/model/modeltest"
 	"arborist/engine/sample"
 	"arborist/kernels/cpu"
 	"arborist/profiles/measure"
@@ -17,19 +17,10 @@ import (
 	"arborist/profiles/store"
 )
 
-func sharedDir(t *testing.T) string {
-	dir := filepath.Join("..", "..", "shared")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("%s not found", dir)
-	}
-	return dir
-}
-
 // TestDrafterLifecycle: train and store a drafter, open it by id and by
 // file, refuse it for another target, and price its drafting for the
 // speedup model (one layer pass per depth, whatever the width).
 func TestDrafterLifecycle(t *testing.T) {
-	dir := sharedDir(t)
 	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "p.db")
 	st, err := store.Open(ctx, db)
@@ -37,10 +28,10 @@ func TestDrafterLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	target := filepath.Join(dir, "models", "stories260K.gguf")
+	target := modeltest.Stories260K(t)
 	set := hidden.DefaultSettings()
 	set.Tokens, set.Samples, set.Epochs, set.D, set.Corpus = 24, 1, 1, 8, false
-	spec := TrainSpec{Target: target, Prompts: filepath.Join(dir, "prompts", "stories.txt"), Settings: set}
+	spec := TrainSpec{Target: target, Prompts: modeltest.StoryPromptsFile(t), Settings: set}
 	cached := func(e TrainEvent) bool { return e.Phase == "start" && e.Cached }
 	var hits int
 	id, d, err := TrainDrafter(ctx, st, spec, func(e TrainEvent) {

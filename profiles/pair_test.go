@@ -9,6 +9,7 @@ import (
 
 	"arborist/engine/hidden"
 	"arborist/engine/model"
+	"arborist/engine/model/modeltest"
 	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/kernels"
@@ -212,7 +213,7 @@ func TestRecheckDraftingKinds(t *testing.T) {
 // path, the loaded target and the drafter's file.
 func storiesWithHidden(t *testing.T) (target string, m *model.Model, hfile string) {
 	t.Helper()
-	target = filepath.Join(sharedDir(t), "models", "stories260K.gguf")
+	target = modeltest.Stories260K(t)
 	be := cpu.New(1)
 	t.Cleanup(be.Close)
 	m, err := model.Load(target, be)

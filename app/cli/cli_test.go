@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"arborist/engine/model/modeltest"
 )
 
 func run(t *testing.T, args ...string) (int, string, string) {
@@ -15,15 +17,6 @@ func run(t *testing.T, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	code := Main(context.Background(), Env{Stdout: &out, Stderr: &errb}, args)
 	return code, out.String(), errb.String()
-}
-
-func sharedModels(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "models")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("shared models %s not found (expected ../shared beside the checkout)", dir)
-	}
-	return dir
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -55,7 +48,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestGenerateStories(t *testing.T) {
-	dir := sharedModels(t)
+	dir := modeltest.ModelsDir(t)
 	code, out, stderr := run(t, "generate", "--model", filepath.Join(dir, "stories260K.gguf"), "--prompt", "Once upon a time", "--temp", "0", "-n", "64")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -73,8 +66,7 @@ func TestGenerateStories(t *testing.T) {
 // stories260K it was built from (allowing for Q8_0 rounding: the first
 // sentence must agree).
 func TestGenerateBench(t *testing.T) {
-	dir := sharedModels(t)
-	code, out, stderr := run(t, "generate", "--model", filepath.Join(dir, "bench", "target-60m-q8_0.gguf"), "--prompt", "Once upon a time", "--temp", "0", "-n", "24")
+	code, out, stderr := run(t, "generate", "--model", modeltest.Shared(t, "models/bench/target-60m-q8_0.gguf"), "--prompt", "Once upon a time", "--temp", "0", "-n", "24")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -86,7 +78,7 @@ func TestGenerateBench(t *testing.T) {
 // TestGenerateKVF16: an F16 KV cache writes the same greedy story (the
 // first sentence; its accuracy is measured in engine/model/modeltest).
 func TestGenerateKVF16(t *testing.T) {
-	dir := sharedModels(t)
+	dir := modeltest.ModelsDir(t)
 	code, out, stderr := run(t, "generate", "--model", filepath.Join(dir, "stories260K.gguf"), "--prompt", "Once upon a time", "--temp", "0", "-n", "24", "--kv", "f16")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -109,20 +101,19 @@ func TestBackends(t *testing.T) {
 }
 
 func TestGenerateRandomF16(t *testing.T) {
-	dir := sharedModels(t)
-	code, out, stderr := run(t, "generate", "--model", filepath.Join(dir, "llama-2-tiny-random.gguf"), "--prompt", "Hello", "-n", "8", "--temp", "0.8", "--seed", "3")
+	code, out, stderr := run(t, "generate", "--model", modeltest.Shared(t, "models/llama-2-tiny-random.gguf"), "--prompt", "Hello", "-n", "8", "--temp", "0.8", "--seed", "3")
 	if code != 0 || !strings.Contains(out, "decode:  8 tokens") {
 		t.Fatalf("exit %d, out %q, err %s", code, out, stderr)
 	}
 }
 
 func TestTokenizeAndInspect(t *testing.T) {
-	dir := sharedModels(t)
+	dir := modeltest.ModelsDir(t)
 	code, out, _ := run(t, "tokenize", "--model", filepath.Join(dir, "stories260K.gguf"), "Once upon a time")
 	if code != 0 || strings.TrimSpace(out) != "1 403 407 261 378" {
 		t.Errorf("tokenize: exit %d, %q", code, out)
 	}
-	code, out, _ = run(t, "inspect", filepath.Join(dir, "bench", "target-60m-q8_0.gguf"))
+	code, out, _ = run(t, "inspect", modeltest.Shared(t, "models/bench/target-60m-q8_0.gguf"))
 	for _, want := range []string{"architecture:  llama", "Q8_0", "58.54M", "20 layers", "SentencePiece", "memory:"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("inspect output lacks %q:\n%s", want, out)
@@ -154,9 +145,9 @@ func TestSynthThenInspectAndGenerate(t *testing.T) {
 }
 
 func TestRunVerb(t *testing.T) {
-	dir := sharedModels(t)
+	dir := modeltest.ModelsDir(t)
 	target := filepath.Join(dir, "stories260K.gguf")
-	draft := filepath.Join(dir, "bench", "draft-noisy-0.05.gguf")
+	draft := modeltest.NoisyDraft(t)
 	trace := filepath.Join(t.TempDir(), "trace.jsonl")
 	db := filepath.Join(t.TempDir(), "a.db")
 	code, out, stderr := run(t, "run", "--target", target, "--draft", draft, "--strategy", "chain", "--gamma", "4",
@@ -201,9 +192,9 @@ func TestRunVerb(t *testing.T) {
 // TestTuningWorkflow walks the user's path: profile, calibrate, tune with
 // export, then replay the exported config.yaml.
 func TestTuningWorkflow(t *testing.T) {
-	dir := sharedModels(t)
+	dir := modeltest.ModelsDir(t)
 	target := filepath.Join(dir, "stories260K.gguf")
-	draft := filepath.Join(dir, "bench", "draft-noisy-0.05.gguf")
+	draft := modeltest.NoisyDraft(t)
 	prompts := filepath.Join(dir, "..", "prompts", "stories.txt")
 	tmp := t.TempDir()
 	db := filepath.Join(tmp, "t.db")
@@ -322,7 +313,7 @@ func TestTuningWorkflow(t *testing.T) {
 }
 
 func TestRunErrors(t *testing.T) {
-	dir := sharedModels(t)
+	dir := modeltest.ModelsDir(t)
 	target := filepath.Join(dir, "stories260K.gguf")
 	cases := []struct {
 		args []string
@@ -332,7 +323,7 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"run", "--target", target, "--prompt", "x", "--strategy", "chain"}, 2, "needs a draft source"},
 		{[]string{"run", "--target", target, "--prompt", "x", "--strategy", "warp", "--draft-ngram", "2"}, 2, "unknown strategy"},
 		{[]string{"run", "--target", target, "--strategy", "ar"}, 2, "exactly one of --prompt and --prompts"},
-		{[]string{"run", "--target", target, "--prompt", "x", "--draft", filepath.Join(dir, "llama-2-tiny-random.gguf")}, 1, "vocabulary mismatch"},
+		{[]string{"run", "--target", target, "--prompt", "x", "--draft", modeltest.Shared(t, "models/llama-2-tiny-random.gguf")}, 1, "vocabulary mismatch"},
 		{[]string{"run", "--target", target, "--prompt", "x", "--draft-layers", "9"}, 1, "must be below the target's 5 layers"},
 		{[]string{"run", "--target", target, "--prompt", "x", "--strategy", "duo", "--max-seqs", "5", "--draft-ngram", "2"}, 2, "max sequences"},
 	}
@@ -349,7 +340,7 @@ func TestRunErrors(t *testing.T) {
 // the reference engine's figures for a shared model; bad widths are a
 // usage error.
 func TestBench(t *testing.T) {
-	dir := sharedModels(t)
+	dir := modeltest.ModelsDir(t)
 	code, out, stderr := run(t, "bench", "--model", filepath.Join(dir, "stories260K.gguf"), "--reps", "1", "--widths", "1,8", "-n", "8")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)

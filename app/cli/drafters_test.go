@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"arborist/engine/model/modeltest"
 )
 
 // cancelOn is a writer that cancels a context once it has seen a marker.
@@ -31,7 +33,7 @@ func (c *cancelOn) Write(p []byte) (int, error) {
 // TestHiddenDrafterWorkflow: train a drafter, interrupt it, resume it, run
 // with it (from the store and from an exported file), import it back.
 func TestHiddenDrafterWorkflow(t *testing.T) {
-	dir := sharedModels(t)
+	dir := modeltest.ModelsDir(t)
 	target := filepath.Join(dir, "stories260K.gguf")
 	prompts := filepath.Join(dir, "..", "prompts", "stories.txt")
 	tmp := t.TempDir()
@@ -93,7 +95,7 @@ func TestHiddenDrafterWorkflow(t *testing.T) {
 	if code, _, e = run(t, "drafters", "import", target, "--db", db); code != 1 || !strings.Contains(e, "not a hidden-state drafter") {
 		t.Errorf("import of a model file: %d %s", code, e)
 	}
-	other := filepath.Join(dir, "llama-2-tiny-random.gguf")
+	other := modeltest.Shared(t, "models/llama-2-tiny-random.gguf")
 	if code, _, e = run(t, "run", "--target", other, "--draft-hidden", file, "--prompt", "x", "--no-store"); code != 1 || !strings.Contains(e, "does not fit") {
 		t.Errorf("drafter on another target: %d %s", code, e)
 	}

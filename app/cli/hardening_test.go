@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"arborist/engine/model/modeltest"
 	"arborist/profiles/store"
 )
 
@@ -17,7 +18,7 @@ import (
 // context is what SIGINT and SIGTERM cancel (main.go); here it is cancelled
 // mid-suite.
 func TestStoppedRunKeepsTotals(t *testing.T) {
-	dir := sharedModels(t)
+	dir := modeltest.ModelsDir(t)
 	target := filepath.Join(dir, "stories260K.gguf")
 	tmp := t.TempDir()
 	prompts := filepath.Join(tmp, "p.txt")
@@ -52,7 +53,7 @@ func TestStoppedRunKeepsTotals(t *testing.T) {
 // -n or --gamma overflowed into negative sizes, and --widths 1000,1000,1000
 // built a 12 GiB tree. Each is refused at once with a clear message.
 func TestHostileFlags(t *testing.T) {
-	dir := sharedModels(t)
+	dir := modeltest.ModelsDir(t)
 	target := filepath.Join(dir, "stories260K.gguf")
 	base := []string{"run", "--target", target, "--prompt", "Once", "--no-store"}
 	for _, c := range []struct {
@@ -79,7 +80,7 @@ func TestTraceWriteFailure(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full")
 	}
-	dir := sharedModels(t)
+	dir := modeltest.ModelsDir(t)
 	code, _, stderr := run(t, "run", "--target", filepath.Join(dir, "stories260K.gguf"), "--draft-ngram", "2", "--prompt", "Once", "-n", "8",
 		"--no-store", "--quiet", "--trace", "/dev/full")
 	if code == 0 || !strings.Contains(stderr, "--trace /dev/full") {
@@ -90,7 +91,7 @@ func TestTraceWriteFailure(t *testing.T) {
 // TestNoMmap is issue 17 item 10: --no-mmap reads the models into memory
 // and gives the same greedy text as the mapped run.
 func TestNoMmap(t *testing.T) {
-	dir := sharedModels(t)
+	dir := modeltest.ModelsDir(t)
 	m := filepath.Join(dir, "stories260K.gguf")
 	_, mapped, _ := run(t, "generate", "--model", m, "--prompt", "Once upon a time", "-n", "24", "--temp", "0")
 	code, read, stderr := run(t, "generate", "--model", m, "--prompt", "Once upon a time", "-n", "24", "--temp", "0", "--no-mmap")

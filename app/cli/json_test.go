@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"testing"
+
+	"arborist/engine/model/modeltest"
 )
 
 // TestJSON: run, tune, profile and runs print one JSON document with the
 // documented fields, and a plan from tune --json runs as it is.
 func TestJSON(t *testing.T) {
-	dir := sharedModels(t)
+	dir := modeltest.ModelsDir(t)
 	target := filepath.Join(dir, "stories260K.gguf")
 	db := filepath.Join(t.TempDir(), "j.db")
 	decode := func(args ...string) map[string]any {

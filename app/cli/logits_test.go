@@ -9,16 +9,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"arborist/engine/model/modeltest"
 )
 
 // TestLogitsAndGenerateIDs: on a conformance-kit model, `logits` prints
 // llama.cpp's top logits per position (within the kit's 1e-4) and
 // `generate --ids --print-ids` its greedy continuation.
 func TestLogitsAndGenerateIDs(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "conformance")
+	dir := modeltest.Shared(t, "conformance")
 	f, err := os.Open(filepath.Join(dir, "ref.jsonl"))
 	if err != nil {
-		t.Skipf("conformance kit %s not found (expected ../shared/conformance beside the checkout)", dir)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	var ref struct {

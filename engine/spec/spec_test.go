@@ -10,31 +10,45 @@ import (
 	"strings"
 	"testing"
 
+	"arborist/assets"
+	"arborist/engine/demo"
 	"arborist/engine/drafter"
 	"arborist/engine/generate"
 	"arborist/engine/hidden"
 	"arborist/engine/model"
+	"arborist/engine/model/modeltest/testfiles"
 	"arborist/engine/sample"
 	"arborist/engine/tree"
 	"arborist/kernels/cpu"
 )
 
-func sharedModels(t testing.TB) string {
+// modelPath is a test model by its path under ../shared/models:
+// stories260K and the noisy drafter the project can build itself (the
+// embedded stories260K, engine/demo's drafter) run without ../shared;
+// every other model skips without it.
+func modelPath(t testing.TB, name string) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "models")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("shared models %s not found (expected ../shared beside the checkout)", dir)
+	switch name {
+	case "stories260K.gguf":
+		return testfiles.Stories260K(t)
+	case "bench/draft-noisy-0.05.gguf":
+		p := filepath.Join(testfiles.SharedDir(t), "models", "bench", "draft-noisy-0.05.gguf")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		// the same construction: 0.05 std of noise on stories260K's matrices
+		_, draft, err := demo.Write(context.Background(), assets.DemoModel, t.TempDir(), demo.Options{Widen: 1, Float32: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return draft
 	}
-	return dir
+	return testfiles.Shared(t, "models/"+name)
 }
 
 func prompts(t testing.TB) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "prompts", "stories.txt"))
-	if err != nil {
-		t.Skipf("prompts not found: %v", err)
-	}
-	return strings.Split(strings.TrimSpace(string(b)), "\n")
+	return testfiles.StoryPrompts(t)
 }
 
 type pair struct {
@@ -43,17 +57,16 @@ type pair struct {
 
 func loadPair(t testing.TB, target, draft string) pair {
 	t.Helper()
-	dir := sharedModels(t)
 	be := cpu.New(2)
 	t.Cleanup(be.Close)
-	tm, err := model.Load(filepath.Join(dir, target), be)
+	tm, err := model.Load(modelPath(t, target), be)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tm.Close() })
 	dbe := cpu.New(1)
 	t.Cleanup(dbe.Close)
-	dm, err := model.Load(filepath.Join(dir, draft), dbe)
+	dm, err := model.Load(modelPath(t, draft), dbe)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,15 +233,15 @@ func TestEOSMidTree(t *testing.T) {
 }
 
 func TestVocabMismatch(t *testing.T) {
-	dir := sharedModels(t)
+	other := modelPath(t, "llama-2-tiny-random.gguf")
 	be := cpu.New(1)
 	defer be.Close()
-	a, err := model.Load(filepath.Join(dir, "stories260K.gguf"), be)
+	a, err := model.Load(modelPath(t, "stories260K.gguf"), be)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := model.Load(filepath.Join(dir, "llama-2-tiny-random.gguf"), be)
+	b, err := model.Load(other, be)
 	if err != nil {
 		t.Fatal(err)
 	}

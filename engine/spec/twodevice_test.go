@@ -2,7 +2,6 @@ package spec
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"sort"
 	"testing"
@@ -21,7 +20,7 @@ func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
 // loadOn loads a shared model on dev (closed with the test).
 func loadOn(t *testing.T, name string, dev kernels.Device) *model.Model {
 	t.Helper()
-	m, err := model.Load(filepath.Join(sharedModels(t), name), dev)
+	m, err := model.Load(modelPath(t, name), dev)
 	if err != nil {
 		t.Fatal(err)
 	}

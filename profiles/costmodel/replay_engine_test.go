@@ -2,12 +2,11 @@ package costmodel_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"arborist/engine/drafter"
 	"arborist/engine/model"
+	"arborist/engine/model/modeltest"
 	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/kernels/cpu"
@@ -123,10 +122,7 @@ func TestReplayThresholdMatchesTheEngine(t *testing.T) {
 // ../shared).
 func noisyPair(t *testing.T) (target, draft *model.Model) {
 	t.Helper()
-	p := filepath.Join("..", "..", "..", "shared", "models", "bench", "target-60m-q8_0.gguf")
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("bench model %s not found (expected ../shared beside the checkout)", p)
-	}
+	p := modeltest.Shared(t, "models/bench/target-60m-q8_0.gguf")
 	be := cpu.New(cpu.DefaultThreads())
 	t.Cleanup(be.Close)
 	target, err := model.Load(p, be)
@@ -134,7 +130,7 @@ func noisyPair(t *testing.T) (target, draft *model.Model) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { target.Close() })
-	draft, err = model.Load(filepath.Join("..", "..", "..", "shared", "models", "bench", "draft-noisy-0.05.gguf"), target.Backend)
+	draft, err = model.Load(modeltest.Shared(t, "models/bench/draft-noisy-0.05.gguf"), target.Backend)
 	if err != nil {
 		t.Skipf("noisy drafter: %v", err)
 	}

@@ -2,22 +2,18 @@ package measure
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"arborist/engine/model"
+	"arborist/engine/model/modeltest"
 	"arborist/kernels/cpu"
 	"arborist/profiles/hardware"
 )
 
 func benchModel(t testing.TB) *model.Model {
 	t.Helper()
-	p := filepath.Join("..", "..", "shared", "models", "bench", "target-60m-q8_0.gguf")
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("bench model %s not found (expected ../shared beside the checkout)", p)
-	}
+	p := modeltest.Shared(t, "models/bench/target-60m-q8_0.gguf")
 	be := cpu.New(cpu.DefaultThreads())
 	t.Cleanup(be.Close)
 	m, err := model.Load(p, be)
@@ -58,7 +54,7 @@ func TestComputePeak(t *testing.T) {
 // passes after a target pass: one point per pass, never negative, bounded.
 func TestDraftAfterTarget(t *testing.T) {
 	tm := benchModel(t)
-	dm, err := model.Load(filepath.Join("..", "..", "shared", "models", "bench", "draft-noisy-0.05.gguf"), tm.Backend)
+	dm, err := model.Load(modeltest.Shared(t, "models/bench/draft-noisy-0.05.gguf"), tm.Backend)
 	if err != nil {
 		t.Fatal(err)
 	}

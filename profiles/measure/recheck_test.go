@@ -3,12 +3,12 @@ package measure
 import (
 	"context"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"arborist/engine/model"
+	"arborist/engine/model/modeltest"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/pairs"
 	"arborist/profiles/store"
@@ -108,7 +108,7 @@ func TestRecheckVerifyRescalesAStaleCurve(t *testing.T) {
 // match are kept.
 func TestRecheckDrafter(t *testing.T) {
 	m := benchModel(t)
-	dm, err := model.Load(filepath.Join("..", "..", "shared", "models", "bench", "draft-noisy-0.05.gguf"), m.Backend)
+	dm, err := model.Load(modeltest.Shared(t, "models/bench/draft-noisy-0.05.gguf"), m.Backend)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func TestPlacements(t *testing.T) {
 // stores the best with its placement, and the export records where each
 // model runs.
 func TestTunePlaced(t *testing.T) {
-	ps := sharedPair(t)
+	ps := storiesPair(t)
 	ctx := context.Background()
 	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
 	if err != nil {

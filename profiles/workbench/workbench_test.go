@@ -9,26 +9,25 @@ import (
 	"testing"
 	"time"
 
+	"arborist/engine/model/modeltest"
 	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/measure"
 )
 
-func sharedPair(t *testing.T) PairSpec {
+// storiesPair is stories260K with its noisy drafter, on two threads (both
+// there without ../shared: modeltest builds them from the embedded model).
+func storiesPair(t *testing.T) PairSpec {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "models")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("shared models %s not found (expected ../shared beside the checkout)", dir)
-	}
-	return PairSpec{Target: filepath.Join(dir, "stories260K.gguf"), Draft: filepath.Join(dir, "bench", "draft-noisy-0.05.gguf"), Threads: 2}
+	return PairSpec{Target: modeltest.Stories260K(t), Draft: modeltest.NoisyDraft(t), Threads: 2}
 }
 
 // TestRunEveryStrategyLossless: every registered strategy, run through the
 // core with a baseline, gives plain decoding's greedy tokens, and the run
 // is stored with its steps.
 func TestRunEveryStrategyLossless(t *testing.T) {
-	ps := sharedPair(t)
+	ps := storiesPair(t)
 	ctx := context.Background()
 	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
 	if err != nil {
@@ -68,7 +67,7 @@ func TestRunEveryStrategyLossless(t *testing.T) {
 // plan, export renders it from the database and replays as the same plan,
 // and the tuned plan runs as it is with its prediction stored.
 func TestTuneExportRunTunedPlan(t *testing.T) {
-	ps := sharedPair(t)
+	ps := storiesPair(t)
 	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "w.db")
 	b, err := Open(ctx, db)
@@ -121,7 +120,7 @@ func TestTuneExportRunTunedPlan(t *testing.T) {
 // greedy output identical to plain decoding, its own stored run with the
 // predicted and measured speedups, and exactly the fastest one is marked.
 func TestValidateTop(t *testing.T) {
-	ps := sharedPair(t)
+	ps := storiesPair(t)
 	ctx := context.Background()
 	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
 	if err != nil {
@@ -200,7 +199,7 @@ func TestDemoPairNotice(t *testing.T) {
 // or two drafter threads), validation runs each split it is given on a
 // pair opened that way, and config.yaml keeps the split for a replay.
 func TestThreadSplitValidatesAndExports(t *testing.T) {
-	ps := sharedPair(t)
+	ps := storiesPair(t)
 	ps.Threads = 4
 	ctx := context.Background()
 	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
@@ -261,7 +260,7 @@ func TestThreadSplitValidatesAndExports(t *testing.T) {
 // accepted length; tune then ranks EGT plans with a threshold depth
 // policy beside the rest, and such a plan validates token for token.
 func TestCalibrationPricesThresholdPlans(t *testing.T) {
-	ps := sharedPair(t)
+	ps := storiesPair(t)
 	ctx := context.Background()
 	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
 	if err != nil {

@@ -1,8 +1,13 @@
 package modeltest
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"arborist/assets"
+	"arborist/engine/demo"
 	"arborist/engine/model/modeltest/testfiles"
 )
 
@@ -42,3 +47,33 @@ func Stories260KGreedy(t testing.TB) []Greedy { t.Helper(); return testfiles.Sto
 // StoryPrompts are the six story prompts of those references, in order
 // (the lines of ../shared/prompts/stories.txt).
 func StoryPrompts(t testing.TB) []string { t.Helper(); return testfiles.StoryPrompts(t) }
+
+// StoryPromptsFile is a prompt suite file holding StoryPrompts, one a
+// line, in the test's temporary folder.
+func StoryPromptsFile(t testing.TB) string { t.Helper(); return testfiles.StoryPromptsFile(t) }
+
+// ModelsDir is a folder laid out as ../shared/models is, for the files the
+// project carries (stories260K.gguf, and the story prompts in
+// ../prompts/stories.txt): ../shared/models when present, else a
+// temporary copy. A test reading another model from it calls Shared for
+// that model first, to skip without ../shared.
+func ModelsDir(t testing.TB) string { t.Helper(); return testfiles.ModelsDir(t) }
+
+// NoisyDraft is a drafter for stories260K that agrees with it often but
+// not always: ../shared/models/bench/draft-noisy-0.05.gguf when present,
+// else the same construction (Gaussian noise of 0.05 times each matrix's
+// standard deviation on stories260K's matrices, engine/demo's drafter)
+// written to the test's temporary folder. It never skips.
+func NoisyDraft(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(SharedDir(t), "models", "bench", "draft-noisy-0.05.gguf")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	// the smallest target the construction allows: only its drafter is used
+	_, draft, err := demo.Write(context.Background(), assets.DemoModel, t.TempDir(), demo.Options{Widen: 1, Float32: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return draft
+}

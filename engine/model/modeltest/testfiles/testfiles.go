@@ -154,3 +154,53 @@ func StoryPrompts(t testing.TB) []string {
 	}
 	return out
 }
+
+// StoryPromptsFile is a prompt suite file (one prompt a line) holding the
+// story prompts, written to the test's temporary folder.
+func StoryPromptsFile(t testing.TB) string {
+	t.Helper()
+	var b bytes.Buffer
+	for _, p := range StoryPrompts(t) {
+		b.WriteString(p + "\n")
+	}
+	path := filepath.Join(t.TempDir(), "stories.txt")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// ModelsDir is a folder laid out as ../shared/models is, for the files the
+// project carries: ../shared/models itself when present (with the story
+// prompts in ../prompts/stories.txt beside it), else a temporary folder
+// holding stories260K.gguf (the embedded copy) with the story prompts in
+// ../prompts/stories.txt. A test that reads another model from it calls
+// Shared for that model first, so that it skips without ../shared.
+func ModelsDir(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(SharedDir(t), "models")
+	if _, err := os.Stat(filepath.Join(dir, "stories260K.gguf")); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, "..", "prompts", "stories.txt")); err == nil {
+			return dir
+		}
+	}
+	root := t.TempDir()
+	dir = filepath.Join(root, "models")
+	prompts := filepath.Join(root, "prompts")
+	for _, d := range []string{dir, prompts} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stories260K.gguf"), assets.DemoModel, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	for _, p := range StoryPrompts(t) {
+		b.WriteString(p + "\n")
+	}
+	if err := os.WriteFile(filepath.Join(prompts, "stories.txt"), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
