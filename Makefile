@@ -48,7 +48,7 @@ fuzz:
 	$(FUZZ) ./engine/gguf -fuzz '^FuzzParse$$'
 	$(FUZZ) ./engine/model -fuzz '^FuzzLoad$$'
 	$(FUZZ) ./engine/tokenizer -fuzz '^FuzzRoundTrip$$'
-	$(FUZZ) ./profiles -fuzz '^FuzzParseConfig$$'
+	$(FUZZ) ./profiles/config -fuzz '^FuzzParseConfig$$'
 	$(FUZZ) ./engine/hidden -fuzz '^FuzzDecode$$'
 
 bench:

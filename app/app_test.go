@@ -20,7 +20,7 @@ import (
 	"arborist/engine/model/modeltest"
 	"arborist/engine/spec"
 	"arborist/kernels/cpu"
-	"arborist/profiles"
+	"arborist/profiles/config"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/pairs"
 )
@@ -326,7 +326,7 @@ func TestProfileRunCompareExport(t *testing.T) {
 	if err := e.SaveTo(out); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := profiles.LoadConfig(out); err != nil {
+	if _, err := config.Load(out); err != nil {
 		t.Errorf("saved config does not load: %v", err)
 	}
 	for i, st := range states(wb) { // the whole first-run path is done

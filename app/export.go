@@ -10,7 +10,7 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
 
-	"arborist/profiles"
+	"arborist/profiles/config"
 	"arborist/profiles/workbench"
 )
 
@@ -27,7 +27,7 @@ type ExportScreen struct {
 	// Provenance says what the plan was computed from, or warns that
 	// some of it is assumed, not measured.
 	Provenance *widget.Label
-	cfg        *profiles.Config
+	cfg        *config.Config
 	planID     int64
 }
 

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"arborist/profiles/config"
 )
 
 // TestFIFOModelRefused is issue 17 item 7: a FIFO as a model path hung
@@ -16,10 +18,10 @@ func TestFIFOModelRefused(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	sum := "0000000000000000000000000000000000000000000000000000000000000000"
-	c := &Config{}
+	c := &config.Config{}
 	fifo := filepath.Join(dir, "fifo.gguf")
 	if syscall.Mkfifo(fifo, 0o600) == nil {
-		c.Models.Target = TargetConfig{Path: fifo, SHA256: sum}
+		c.Models.Target = config.Target{Path: fifo, SHA256: sum}
 		done := make(chan error, 1)
 		go func() { done <- CheckConfigModels(ctx, "", c, false) }()
 		select {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"arborist/profiles/config"
 	"arborist/profiles/pairs"
 	"arborist/profiles/store"
 )
@@ -19,7 +20,7 @@ var ErrModelChanged = errors.New("model file changed since the config was export
 // A 64-digit value is a SHA-256 of the file, computed once and cached in the
 // database at db ("" for no cache); a 24-digit value is the older quick
 // fingerprint. A config without hashes is not checked.
-func CheckConfigModels(ctx context.Context, db string, c *Config, allowChanged bool) error {
+func CheckConfigModels(ctx context.Context, db string, c *config.Config, allowChanged bool) error {
 	var st *store.Store
 	defer func() {
 		if st != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"arborist/profiles/config"
 	"arborist/profiles/pairs"
 	"arborist/profiles/store"
 )
@@ -33,8 +34,8 @@ func TestConfigModelHash(t *testing.T) {
 	if err != nil || sum != hex.EncodeToString(want[:]) {
 		t.Fatalf("ModelSHA256 = %s, %v; want the file's SHA-256", sum, err)
 	}
-	c := &Config{}
-	c.Models.Target = TargetConfig{Path: model, SHA256: sum}
+	c := &config.Config{}
+	c.Models.Target = config.Target{Path: model, SHA256: sum}
 	if err := CheckConfigModels(ctx, db, c, false); err != nil {
 		t.Fatalf("unchanged model: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"arborist/engine/spec"
 	"arborist/kernels"
 	"arborist/kernels/cpu"
+	"arborist/profiles/config"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/measure"
 	"arborist/profiles/pairs"
@@ -109,7 +110,7 @@ func TestPairOnTwoDevices(t *testing.T) {
 // target, on the GPU beside a CPU target, both on the GPU), and a split
 // says where vLLM and SGLang cannot follow.
 func TestEquivalentsTwoDevices(t *testing.T) {
-	c := NewConfig(pairs.Spec{Target: "/m/t.gguf", Draft: "/m/d.gguf"}, HardwareConfig{}, 8, 4096, "Q4_K", costmodel.Prediction{Plan: costmodel.Plan{Strategy: "duo", Gamma: 4}, Speedup: 1.5, AAL: 3})
+	c := config.New(pairs.Spec{Target: "/m/t.gguf", Draft: "/m/d.gguf"}, config.Hardware{}, 8, 4096, "Q4_K", costmodel.Prediction{Plan: costmodel.Plan{Strategy: "duo", Gamma: 4}, Speedup: 1.5, AAL: 3})
 	c.Models.Target.Device, c.Models.Draft.Device = "cuda", "cpu"
 	eq := c.Equivalents()
 	for _, want := range []string{"-ngl 99 -ngld 0", "drafts on cpu while the target verifies on cuda", "cannot place it elsewhere"} {
@@ -129,7 +130,7 @@ func TestEquivalentsTwoDevices(t *testing.T) {
 	if eq := c.Equivalents(); strings.Contains(eq, "-ngl") {
 		t.Errorf("both on the CPU, yet:\n%s", eq)
 	}
-	c = NewConfig(pairs.Spec{Target: "/m/t.gguf"}, HardwareConfig{}, 8, 4096, "Q4_K", costmodel.Prediction{Plan: costmodel.Plan{Strategy: "ar"}, Speedup: 1, AAL: 1})
+	c = config.New(pairs.Spec{Target: "/m/t.gguf"}, config.Hardware{}, 8, 4096, "Q4_K", costmodel.Prediction{Plan: costmodel.Plan{Strategy: "ar"}, Speedup: 1, AAL: 1})
 	c.Models.Target.Device = "cuda"
 	if eq := c.Equivalents(); !strings.Contains(eq, "-ngl 99 --temp") {
 		t.Errorf("plain decoding on the GPU, yet:\n%s", eq)

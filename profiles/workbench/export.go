@@ -10,6 +10,7 @@ import (
 	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/profiles"
+	"arborist/profiles/config"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/pairs"
 )
@@ -18,7 +19,7 @@ import (
 type Export struct {
 	PlanID      int64
 	Best        costmodel.Prediction
-	Config      *profiles.Config
+	Config      *config.Config
 	YAML        []byte
 	Equivalents string
 	// Provenance says what the plan was computed from: the stored plan,
@@ -80,7 +81,7 @@ func (b *Bench) provenance(ctx context.Context, in *Inputs, planID int64) (strin
 // Each model file's SHA-256 is recorded (hashed once, then cached in the
 // database by path, size and mtime), so a replay can refuse a changed file.
 func (b *Bench) config(ctx context.Context, ps PairSpec, in *Inputs, best costmodel.Prediction, measuredOn string) (*Export, error) {
-	c := profiles.NewConfig(ps, profiles.ConfigHardware(in.Hardware), in.Threads, in.CtxLen, in.Precision, best)
+	c := config.New(ps, config.HardwareOf(in.Hardware), in.Threads, in.CtxLen, in.Precision, best)
 	st, err := b.db(ctx)
 	if err != nil {
 		return nil, err
@@ -117,7 +118,7 @@ func (b *Bench) config(ctx context.Context, ps PairSpec, in *Inputs, best costmo
 	if err != nil {
 		return nil, err
 	}
-	if _, err := profiles.ParseConfig("export.yaml", y); err != nil {
+	if _, err := config.Parse("export.yaml", y); err != nil {
 		return nil, fmt.Errorf("exported config does not parse back: %w", err)
 	}
 	return &Export{Best: best, Config: c, YAML: y, Equivalents: c.Equivalents()}, nil
@@ -171,7 +172,7 @@ func (b *Bench) Write(ctx context.Context, planID int64, yaml []byte, path strin
 	if err != nil {
 		return err
 	}
-	if _, err := profiles.ParseConfig(path, yaml); err != nil {
+	if _, err := config.Parse(path, yaml); err != nil {
 		return err
 	}
 	if err := profiles.WriteFile(path, yaml); err != nil { // a temporary file renamed into place, never through a symlink
@@ -195,7 +196,7 @@ type Replay struct {
 // unless allowChanged; hashDB is the database that caches file hashes ("" for
 // none).
 func LoadReplay(ctx context.Context, path, hashDB string, allowChanged bool) (*Replay, error) {
-	c, err := profiles.LoadConfig(path)
+	c, err := config.Load(path)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package profiles
+package config
 
 import (
 	"strings"
@@ -11,7 +11,7 @@ import (
 // TestConfigARNoDrafter: a plain-decoding plan exports no drafter, neither
 // in config.yaml nor in the other engines' settings (no --draft-max 0).
 func TestConfigARNoDrafter(t *testing.T) {
-	c := NewConfig(pairs.Spec{Target: "/m/t.gguf", Draft: "/m/d.gguf"}, HardwareConfig{}, 2, 2048, "Q8_0",
+	c := New(pairs.Spec{Target: "/m/t.gguf", Draft: "/m/d.gguf"}, Hardware{}, 2, 2048, "Q8_0",
 		costmodel.Prediction{Plan: costmodel.Plan{Strategy: "ar"}, Speedup: 1, AAL: 1})
 	if c.Models.Draft.Kind != "none" || c.Models.Draft.Path != "" {
 		t.Errorf("ar config carries a drafter: %+v", c.Models.Draft)
@@ -20,7 +20,7 @@ func TestConfigARNoDrafter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ParseConfig("ar.yaml", b); err != nil {
+	if _, err := Parse("ar.yaml", b); err != nil {
 		t.Fatalf("%v\n%s", err, b)
 	}
 	eq := c.Equivalents()
@@ -32,7 +32,7 @@ func TestConfigARNoDrafter(t *testing.T) {
 	if !strings.Contains(eq, "llama-server -m /m/t.gguf -t 2") || !strings.Contains(eq, "vllm serve /m/t.gguf") {
 		t.Errorf("ar equivalents:\n%s", eq)
 	}
-	c = NewConfig(pairs.Spec{Target: "/m/t.gguf", Draft: "/m/d.gguf"}, HardwareConfig{}, 2, 2048, "Q8_0",
+	c = New(pairs.Spec{Target: "/m/t.gguf", Draft: "/m/d.gguf"}, Hardware{}, 2, 2048, "Q8_0",
 		costmodel.Prediction{Plan: costmodel.Plan{Strategy: "chain", Gamma: 4}, Speedup: 1.5, AAL: 2})
 	if eq := c.Equivalents(); !strings.Contains(eq, "-md /m/d.gguf --draft-max 4") {
 		t.Errorf("chain equivalents:\n%s", eq)

@@ -1,4 +1,9 @@
-package profiles
+// Package config is the config.yaml format: the tuned plan exported for
+// deployment (DuoDecoding's shape: hardware, models, optimization, extended
+// with the speculation plan, sampling and the prediction it rests on),
+// parsed with every size and number bounded and validated on replay, and
+// its closest equivalents for llama.cpp, vLLM and SGLang (Equivalents).
+package config
 
 import (
 	"bytes"
@@ -13,37 +18,38 @@ import (
 	"arborist/engine/spec"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/pairs"
+	"arborist/profiles/store"
 )
 
 // Config is the exported plan: DuoDecoding's config.yaml shape (hardware,
 // models, optimization), extended with the speculation plan and sampling.
 // `arborist run --config` replays it.
 type Config struct {
-	Version      string             `yaml:"arborist_version"`
-	Hardware     HardwareConfig     `yaml:"hardware"`
-	Models       ModelsConfig       `yaml:"models"`
-	Optimization OptimizationConfig `yaml:"optimization"`
-	Speculation  spec.Plan          `yaml:"speculation"`
-	Sampling     SamplingConfig     `yaml:"sampling"`
-	Predicted    *PredictedConfig   `yaml:"predicted,omitempty"`
+	Version      string       `yaml:"arborist_version"`
+	Hardware     Hardware     `yaml:"hardware"`
+	Models       Models       `yaml:"models"`
+	Optimization Optimization `yaml:"optimization"`
+	Speculation  spec.Plan    `yaml:"speculation"`
+	Sampling     Sampling     `yaml:"sampling"`
+	Predicted    *Predicted   `yaml:"predicted,omitempty"`
 }
 
-// HardwareConfig describes the machine the plan was tuned on.
-type HardwareConfig struct {
+// Hardware describes the machine the plan was tuned on.
+type Hardware struct {
 	CPUCores    int    `yaml:"cpu_cores"`
 	CPU         string `yaml:"cpu,omitempty"`
 	GPUType     string `yaml:"gpu_type"`
 	CPUAffinity string `yaml:"cpu_affinity,omitempty"`
 }
 
-// ModelsConfig names the target and the draft source.
-type ModelsConfig struct {
-	Target TargetConfig `yaml:"target"`
-	Draft  DraftConfig  `yaml:"draft"`
+// Models names the target and the draft source.
+type Models struct {
+	Target Target `yaml:"target"`
+	Draft  Draft  `yaml:"draft"`
 }
 
-// TargetConfig is the target model.
-type TargetConfig struct {
+// Target is the target model.
+type Target struct {
 	Path      string `yaml:"path"`
 	SHA256    string `yaml:"sha256,omitempty"` // SHA-256 of the file (older configs: Arborist's 24-digit fingerprint)
 	Device    string `yaml:"device"`
@@ -52,10 +58,10 @@ type TargetConfig struct {
 	Threads   int    `yaml:"threads"`
 }
 
-// DraftConfig is the draft source: a model file, n-gram lookup, the
+// Draft is the draft source: a model file, n-gram lookup, the
 // target's first layers, or a hidden-state drafter (a file, or a drafter id
 // in the database).
-type DraftConfig struct {
+type Draft struct {
 	Kind string `yaml:"kind"` // model, ngram, layers, hidden, none
 	Path string `yaml:"path,omitempty"`
 	// DrafterID is a stored hidden-state drafter (kind hidden, no path).
@@ -68,15 +74,15 @@ type DraftConfig struct {
 	Threads   int    `yaml:"threads,omitempty"`
 }
 
-// OptimizationConfig is DuoDecoding's block.
-type OptimizationConfig struct {
+// Optimization is DuoDecoding's block.
+type Optimization struct {
 	DraftBudget  string `yaml:"draft_budget"` // "auto" or a number
 	MaxSequences int    `yaml:"max_sequences"`
 	WarmupSteps  int    `yaml:"warmup_steps"`
 }
 
-// SamplingConfig is the sampling rule.
-type SamplingConfig struct {
+// Sampling is the sampling rule.
+type Sampling struct {
 	Temperature float64 `yaml:"temperature"`
 	TopK        int     `yaml:"top_k"`
 	TopP        float64 `yaml:"top_p"`
@@ -84,8 +90,8 @@ type SamplingConfig struct {
 	Seed        uint64  `yaml:"seed"`
 }
 
-// PredictedConfig records what the speedup model expected.
-type PredictedConfig struct {
+// Predicted records what the speedup model expected.
+type Predicted struct {
 	Speedup    float64 `yaml:"speedup"`
 	AAL        float64 `yaml:"aal"`
 	MeasuredOn string  `yaml:"measured_on,omitempty"` // the curves and calibration the prediction rests on
@@ -106,10 +112,10 @@ func (c *Config) Marshal() ([]byte, error) {
 	return b.Bytes(), enc.Close()
 }
 
-// ParseConfig reads a config.yaml strictly: unknown keys, wrong types and
+// Parse reads a config.yaml strictly: unknown keys, wrong types and
 // impossible values are errors naming the file (and the line, where YAML
 // knows it). Relative model paths are resolved against the file's folder.
-func ParseConfig(path string, data []byte) (*Config, error) {
+func Parse(path string, data []byte) (*Config, error) {
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -132,13 +138,13 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 	return &c, nil
 }
 
-// LoadConfig reads and parses a config.yaml file.
-func LoadConfig(path string) (*Config, error) {
+// Load reads and parses a config.yaml file.
+func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return ParseConfig(path, data)
+	return Parse(path, data)
 }
 
 // Validate checks the values make a runnable plan.
@@ -276,9 +282,9 @@ func (c *Config) Equivalents() string {
 // onGPU says whether a config's device is a GPU's (anything but the CPU).
 func onGPU(device string) bool { return device != "" && device != "cpu" }
 
-// NewConfig builds the exported config of a plan for a pair on a machine.
+// New builds the exported config of a plan for a pair on a machine.
 // Model paths are made absolute so the file works from any folder.
-func NewConfig(spec pairs.Spec, hw HardwareConfig, threads, maxSeqLen int, precision string, best costmodel.Prediction) *Config {
+func New(spec pairs.Spec, hw Hardware, threads, maxSeqLen int, precision string, best costmodel.Prediction) *Config {
 	abs := func(p string) string {
 		if a, err := filepath.Abs(p); err == nil {
 			return a
@@ -286,31 +292,31 @@ func NewConfig(spec pairs.Spec, hw HardwareConfig, threads, maxSeqLen int, preci
 		return p
 	}
 	c := &Config{Version: Version, Hardware: hw}
-	c.Models.Target = TargetConfig{Path: abs(spec.Target), Device: "cpu", Precision: precision, MaxSeqLen: maxSeqLen, Threads: threads}
+	c.Models.Target = Target{Path: abs(spec.Target), Device: "cpu", Precision: precision, MaxSeqLen: maxSeqLen, Threads: threads}
 	switch {
 	case best.Plan.Strategy == "ar": // plain decoding: no drafter to configure or pass on
-		c.Models.Draft = DraftConfig{Kind: "none"}
+		c.Models.Draft = Draft{Kind: "none"}
 	case spec.Draft != "":
-		c.Models.Draft = DraftConfig{Kind: "model", Path: abs(spec.Draft), Device: "cpu", Threads: threads}
+		c.Models.Draft = Draft{Kind: "model", Path: abs(spec.Draft), Device: "cpu", Threads: threads}
 	case spec.NGram > 0:
-		c.Models.Draft = DraftConfig{Kind: "ngram", NGram: spec.NGram}
+		c.Models.Draft = Draft{Kind: "ngram", NGram: spec.NGram}
 	case spec.Layers > 0:
-		c.Models.Draft = DraftConfig{Kind: "layers", Layers: spec.Layers}
+		c.Models.Draft = Draft{Kind: "layers", Layers: spec.Layers}
 	case spec.DraftHidden != "":
 		if id, err := strconv.ParseInt(spec.DraftHidden, 10, 64); err == nil {
-			c.Models.Draft = DraftConfig{Kind: "hidden", DrafterID: id}
+			c.Models.Draft = Draft{Kind: "hidden", DrafterID: id}
 		} else {
-			c.Models.Draft = DraftConfig{Kind: "hidden", Path: abs(spec.DraftHidden)}
+			c.Models.Draft = Draft{Kind: "hidden", Path: abs(spec.DraftHidden)}
 		}
 	default:
-		c.Models.Draft = DraftConfig{Kind: "none"}
+		c.Models.Draft = Draft{Kind: "none"}
 		best = costmodel.Prediction{Plan: costmodel.Plan{Strategy: "ar"}, Speedup: 1, AAL: 1}
 	}
-	c.Optimization = OptimizationConfig{DraftBudget: fmt.Sprint(max(best.Plan.Gamma, len(best.PerDepth))), MaxSequences: max(1, best.Plan.MaxSeqs)}
+	c.Optimization = Optimization{DraftBudget: fmt.Sprint(max(best.Plan.Gamma, len(best.PerDepth))), MaxSequences: max(1, best.Plan.MaxSeqs)}
 	c.Speculation = best.Plan.Trim()
-	c.Sampling = SamplingConfig{TopP: 1, Seed: 1}
+	c.Sampling = Sampling{TopP: 1, Seed: 1}
 	round := func(x float64) float64 { return float64(int(x*100+0.5)) / 100 }
-	c.Predicted = &PredictedConfig{Speedup: round(best.Speedup), AAL: round(best.AAL)}
+	c.Predicted = &Predicted{Speedup: round(best.Speedup), AAL: round(best.AAL)}
 	return c
 }
 
@@ -323,4 +329,13 @@ func kindName(kind string) string {
 		return "hidden-state drafter"
 	}
 	return kind + " drafting"
+}
+
+// HardwareOf is the hardware block of an exported config for hw.
+func HardwareOf(hw store.Hardware) Hardware {
+	gpu := "none"
+	if name, _, ok := strings.Cut(strings.TrimPrefix(hw.GPUs, "0: "), " ("); ok && strings.HasPrefix(hw.GPUs, "0: ") {
+		gpu = name
+	}
+	return Hardware{CPUCores: hw.Cores, CPU: hw.CPU, GPUType: gpu, CPUAffinity: fmt.Sprintf("0-%d", hw.Threads-1)}
 }

@@ -1,24 +1,25 @@
-package profiles
+package config
 
 import (
 	"strings"
 	"testing"
 
 	"arborist/profiles/costmodel"
+	"arborist/profiles/hardware"
 	"arborist/profiles/pairs"
 )
 
 func TestConfigRoundTripAndErrors(t *testing.T) {
 	c := &Config{}
-	c.Models.Target = TargetConfig{Path: "/m/t.gguf", Device: "cpu", MaxSeqLen: 2048, Threads: 2}
-	c.Models.Draft = DraftConfig{Kind: "model", Path: "/m/d.gguf"}
+	c.Models.Target = Target{Path: "/m/t.gguf", Device: "cpu", MaxSeqLen: 2048, Threads: 2}
+	c.Models.Draft = Draft{Kind: "model", Path: "/m/d.gguf"}
 	c.Speculation = costmodel.Plan{Strategy: "tree", Widths: []int{3, 2, 1}}
 	c.Sampling.TopP = 1
 	b, err := c.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ParseConfig("c.yaml", b)
+	got, err := Parse("c.yaml", b)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, b)
 	}
@@ -38,7 +39,7 @@ func TestConfigRoundTripAndErrors(t *testing.T) {
 		"models: {target: {path: t.gguf}, draft: {kind: hidden}}\nspeculation: {strategy: chain, gamma: 2}\n",                              // neither path nor id
 		"models: {target: {path: t.gguf}, draft: {kind: hidden, path: h.gguf, drafter_id: 3}}\nspeculation: {strategy: chain, gamma: 2}\n", // both
 	} {
-		if _, err := ParseConfig("bad.yaml", []byte(bad)); err == nil || !strings.Contains(err.Error(), "bad.yaml") {
+		if _, err := Parse("bad.yaml", []byte(bad)); err == nil || !strings.Contains(err.Error(), "bad.yaml") {
 			t.Errorf("%q: err = %v", bad, err)
 		}
 	}
@@ -46,13 +47,13 @@ func TestConfigRoundTripAndErrors(t *testing.T) {
 
 func TestConfigHiddenDrafter(t *testing.T) {
 	for _, ref := range []string{"7", "/m/h.gguf"} {
-		c := NewConfig(pairs.Spec{Target: "/m/t.gguf", DraftHidden: ref}, HardwareConfig{}, 2, 2048, "Q8_0",
+		c := New(pairs.Spec{Target: "/m/t.gguf", DraftHidden: ref}, Hardware{}, 2, 2048, "Q8_0",
 			costmodel.Prediction{Plan: costmodel.Plan{Strategy: "chain", Gamma: 2}, Speedup: 1.2, AAL: 1.5})
 		b, err := c.Marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := ParseConfig("h.yaml", b)
+		got, err := Parse("h.yaml", b)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, b)
 		}
@@ -63,5 +64,19 @@ func TestConfigHiddenDrafter(t *testing.T) {
 		if eq := got.Equivalents(); !strings.Contains(eq, "no hidden-state drafter") {
 			t.Errorf("equivalents:\n%s", eq)
 		}
+	}
+}
+
+// TestConfigHardwareGPU: config.yaml's gpu_type is the first GPU's name.
+func TestConfigHardwareGPU(t *testing.T) {
+	hw := hardware.DetectHardware()
+	hw.Threads = 4
+	hw.GPUs = "0: NVIDIA H200 (140 GiB, SM 1980 MHz, memory 3201 MHz, PCIe 5 x16, driver 570.124.06)"
+	if g := HardwareOf(hw).GPUType; g != "NVIDIA H200" {
+		t.Errorf("gpu_type %q", g)
+	}
+	hw.GPUs = ""
+	if g := HardwareOf(hw).GPUType; g != "none" {
+		t.Errorf("no GPUs: gpu_type %q", g)
 	}
 }

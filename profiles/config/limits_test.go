@@ -1,0 +1,73 @@
+package config
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"arborist/engine/tree"
+)
+
+// TestConfigLimits is issue 17 items 1, 8 and 11 at the config level: every
+// size is bounded and every float finite before a plan is built, and the
+// error names the file and the field.
+func TestConfigLimits(t *testing.T) {
+	if _, err := Parse("ok.yaml", []byte(goodConfig)); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct{ yaml, want string }{
+		"gamma 1e9":        {strings.Replace(goodConfig, "gamma: 4", "gamma: 1e9", 1), "speculation.gamma"},
+		"tree widths":      {strings.Replace(goodConfig, "strategy: chain, gamma: 4", "strategy: tree, widths: [1000, 1000, 1000]", 1), "speculation.widths"},
+		"NaN temperature":  {strings.Replace(goodConfig, "temperature: 0.5", "temperature: .nan", 1), "sampling.temperature"},
+		"inf top_p":        {strings.Replace(goodConfig, "top_p: 1", "top_p: .inf", 1), "sampling.top_p"},
+		"threads":          {strings.Replace(goodConfig, "threads: 1", "threads: 1000000", 1), "models.target.threads"},
+		"second document":  {goodConfig + "---\nspeculation: {strategy: ar}\n", "second YAML document"},
+		"egt width":        {strings.Replace(goodConfig, "strategy: chain, gamma: 4", "strategy: egt, egt_widths: [1, 100000], branch: 2, w_max: 8", 1), "egt_widths"},
+		"max_seq_len huge": {strings.Replace(goodConfig, "threads: 1", "threads: 1, max_seq_len: 1000000000", 1), "max_seq_len"},
+	} {
+		_, err := Parse("plan.yaml", []byte(c.yaml))
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "plan.yaml") {
+			t.Errorf("%s: err = %v, want one naming plan.yaml and %q", name, err, c.want)
+		}
+	}
+}
+
+// FuzzParseConfig checks properties of the config reader, not only that it
+// does not panic: a config it accepts passes Validate, re-encodes with
+// Marshal, parses back to the same Config (the same plan), and its tree
+// shape can be built within the node budget.
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte("models: {target: {path: t.gguf}, draft: {kind: model, path: d.gguf}}\nspeculation: {strategy: egt, egt_widths: [1,2], branch: 2, w_max: 4}\n"))
+	f.Add([]byte("speculation:\n  strategy: tree\n  widths: [3, -1]\n"))
+	f.Add([]byte("models: {target: {path: ../t.gguf}, draft: {kind: ngram, ngram: 3}}\nspeculation: {strategy: tree, widths: [4, 2, 2]}\nsampling: {temperature: 0.7, top_p: 0.9, seed: 7}\n"))
+	f.Add([]byte(goodConfig))
+	f.Add([]byte(goodConfig + "---\n{}\n"))
+	f.Add([]byte("{"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("parsed config fails validation: %v", err)
+		}
+		out, err := c.Marshal()
+		if err != nil {
+			t.Fatalf("accepted config does not re-encode: %v", err)
+		}
+		c2, err := Parse("fuzz.yaml", out)
+		if err != nil {
+			t.Fatalf("re-encoded config is refused: %v\n%s", err, out)
+		}
+		if !reflect.DeepEqual(c, c2) {
+			t.Fatalf("re-encoded config differs:\n%+v\n%+v\n%s", c, c2, out)
+		}
+		if len(c.Speculation.Widths) > 0 {
+			if _, err := tree.FromWidths(c.Speculation.Widths); err != nil {
+				t.Fatalf("accepted widths cannot be built: %v", err)
+			}
+		}
+	})
+}
+
+const goodConfig = "models: {target: {path: t.gguf, threads: 1}, draft: {kind: model, path: d.gguf}}\nspeculation: {strategy: chain, gamma: 4}\nsampling: {temperature: 0.5, top_p: 1}\n"
