@@ -118,6 +118,6 @@ cuda-check: cuda
 	for a in $(CUDA_ARCHS); do $(NVCC) $(NVCCFLAGS) -Xptxas -Werror -cubin -arch=sm_$$a -o /dev/null $(CUDA_SRC) || exit 1; done
 	$(CUDA_ENV) $(GO) vet -tags cuda ./kernels/cuda/... ./profiles/... ./app/cli/
 	$(CUDA_ENV) $(GO) test -tags cuda -c -o /dev/null ./kernels/cuda
-	$(CUDA_ENV) $(GO) test -tags cuda -c -o /dev/null ./profiles/workbench
+	$(CUDA_ENV) $(GO) test -tags cuda -c -o /dev/null ./profiles
 	$(CUDA_ENV) $(GO) test -tags cuda -c -o /dev/null ./engine/model
 	$(GO) test -count=1 ./kernels/cuda/...

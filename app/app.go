@@ -1,7 +1,7 @@
 // Package app is Arborist's desktop GUI, built with Fyne: one file per
 // screen (Models, Profile, Speedup model, Run, Compare, Export), each a
 // struct holding its widgets so tests can drive it. Every workflow runs in
-// the workflow core (arborist/profiles/workbench), the same one the CLI verbs use;
+// the workflow core (arborist/profiles), the same one the CLI verbs use;
 // no engine logic, no SQL and no backend, GGUF, model or tokenizer imports
 // live here (TestImports). Long work runs off the UI goroutine, can be
 // cancelled, and reports back through fyne.Do.
@@ -27,11 +27,11 @@ import (
 	"fyne.io/fyne/v2/dialog"
 
 	"arborist/assets"
+	"arborist/profiles"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/measure"
 	"arborist/profiles/pairs"
 	"arborist/profiles/store"
-	"arborist/profiles/workbench"
 )
 
 // AppID is the application id, also in FyneApp.toml.
@@ -64,7 +64,7 @@ type Session struct {
 	Spec    pairs.Spec
 
 	mu       sync.Mutex
-	bench    *workbench.Bench
+	bench    *profiles.Bench
 	closed   bool            // after Close, background work finds no database
 	work     sync.WaitGroup  // background work Close waits for (Go, Write)
 	inflight atomic.Int32    // the same work, counted: idle reads it
@@ -76,7 +76,7 @@ type Session struct {
 	Overhead time.Duration    // measured per-step bookkeeping
 	// Inputs are the pair's stored curves and calibration (nil before
 	// LoadInputs); Acc is its calibration when there is one.
-	Inputs *workbench.Inputs
+	Inputs *profiles.Inputs
 	Acc    *costmodel.Acceptance
 	Best   *costmodel.Prediction // the speedup screen's best plan
 	// Tuned is the plan chosen from the last tune's ranking (nil: none).
@@ -100,7 +100,7 @@ func NewSession(a fyne.App, w fyne.Window, demoDir string) *Session {
 }
 
 // Bench opens the workflow core over the database on first use.
-func (s *Session) Bench(ctx context.Context) (*workbench.Bench, error) {
+func (s *Session) Bench(ctx context.Context) (*profiles.Bench, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.bench != nil {
@@ -109,7 +109,7 @@ func (s *Session) Bench(ctx context.Context) (*workbench.Bench, error) {
 	if s.closed {
 		return nil, fmt.Errorf("the workbench is closed")
 	}
-	b, err := workbench.Open(ctx, s.DBPath)
+	b, err := profiles.Open(ctx, s.DBPath)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func (s *Session) Store(ctx context.Context) (*store.Store, error) {
 }
 
 // PairSpec is the chosen pair as the core opens it.
-func (s *Session) PairSpec() workbench.PairSpec {
+func (s *Session) PairSpec() profiles.PairSpec {
 	ps := s.Spec
 	ps.DB = s.DBPath
 	return ps
@@ -144,7 +144,7 @@ func (s *Session) LoadInputs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	in, err := b.Inputs(ctx, ps, workbench.InputsOptions{}, nil)
+	in, err := b.Inputs(ctx, ps, profiles.InputsOptions{}, nil)
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func (s *Session) LoadInputs(ctx context.Context) error {
 // SetInputs makes in the session's inputs: its calibration (none where its
 // acceptance is assumed), its bookkeeping cost where it is profiled; and
 // tells the screens. On the UI goroutine.
-func (s *Session) SetInputs(in *workbench.Inputs) {
+func (s *Session) SetInputs(in *profiles.Inputs) {
 	s.Inputs, s.Acc = in, nil
 	if !in.Assumed {
 		s.Acc = in.Acc
@@ -367,7 +367,7 @@ func NewWorkbench(s *Session) *Workbench {
 	wb.Compare = NewCompareScreen(s)
 	wb.Export = NewExportScreen(s)
 	s.Go(func(context.Context) { // checking a backend (a GPU's, say) may take a moment
-		st := workbench.Backends()
+		st := profiles.Backends()
 		fyne.Do(func() {
 			wb.Models.SetBackends(st)
 			wb.Speedup.SetBackends(st)
@@ -501,7 +501,7 @@ func findModels(home, demoDir string) []string {
 }
 
 // DemoPair writes the demo target and drafter into dir and returns
-// their paths (see workbench.DemoPair).
+// their paths (see profiles.DemoPair).
 func DemoPair(ctx context.Context, dir string, progress func(float64)) (target, drafter string, err error) {
-	return workbench.DemoPair(ctx, dir, progress)
+	return profiles.DemoPair(ctx, dir, progress)
 }

@@ -8,7 +8,7 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"arborist/engine/model/modeltest"
-	"arborist/profiles/workbench"
+	"arborist/profiles"
 )
 
 // TestDeviceChoice: the Models screen lists the registry's backends, says
@@ -25,7 +25,7 @@ func TestDeviceChoice(t *testing.T) {
 		t.Errorf("cpu note %q", m.DeviceNote.Text)
 	}
 	// a backend the registry lists but this machine cannot run
-	m.SetBackends(append(m.backends, workbench.BackendStatus{Name: "gpu-test", Err: "no device found"}))
+	m.SetBackends(append(m.backends, profiles.BackendStatus{Name: "gpu-test", Err: "no device found"}))
 	m.Device.SetSelected("gpu-test")
 	if !strings.Contains(m.DeviceNote.Text, "Unavailable here: no device found") {
 		t.Errorf("note %q", m.DeviceNote.Text)

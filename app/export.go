@@ -10,8 +10,8 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
 
+	"arborist/profiles"
 	"arborist/profiles/config"
-	"arborist/profiles/workbench"
 )
 
 // ExportScreen shows the best plan as config.yaml, saves it, and gives the
@@ -70,10 +70,10 @@ func (e *ExportScreen) Update() {
 // it off the UI goroutine.
 func (e *ExportScreen) Reload() error {
 	ps := e.s.PairSpec()
-	var ex *workbench.Export
+	var ex *profiles.Export
 	err := fmt.Errorf("no models chosen")
 	if ps.Target != "" {
-		var b *workbench.Bench
+		var b *profiles.Bench
 		if b, err = e.s.Bench(context.Background()); err == nil {
 			ex, err = b.Export(context.Background(), ps)
 		}

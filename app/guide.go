@@ -10,7 +10,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
-	"arborist/profiles/workbench"
+	"arborist/profiles"
 )
 
 // StepState is where one step of the workflow stands.
@@ -46,8 +46,8 @@ type Guide struct {
 	wb      *Workbench
 	Buttons []*widget.Button
 	Box     *fyne.Container
-	steps   workbench.Steps // what the database holds of the pair
-	stepsOf string          // the pair steps was read for
+	steps   profiles.Steps // what the database holds of the pair
+	stepsOf string         // the pair steps was read for
 	// reads coalesce: a change during a read asks for one more, not a pile
 	mu             sync.Mutex
 	reading, stale bool
@@ -165,9 +165,9 @@ func (g *Guide) reloadSoon() {
 // Reload reads the pair's progress from the database and redraws. It
 // blocks; call it off the UI goroutine.
 func (g *Guide) Reload() {
-	var ps workbench.PairSpec
+	var ps profiles.PairSpec
 	fyne.DoAndWait(func() { ps = g.wb.Session.PairSpec() })
-	var steps workbench.Steps
+	var steps profiles.Steps
 	err := fmt.Errorf("no pair")
 	if ps.Target != "" {
 		if b, e := g.wb.Session.Bench(context.Background()); e == nil {
@@ -176,7 +176,7 @@ func (g *Guide) Reload() {
 	}
 	fyne.DoAndWait(func() {
 		if err != nil {
-			g.steps, g.stepsOf = workbench.Steps{}, ""
+			g.steps, g.stepsOf = profiles.Steps{}, ""
 		} else {
 			g.steps, g.stepsOf = steps, ps.Target
 		}

@@ -18,7 +18,6 @@ import (
 
 	"arborist/engine/hidden"
 	"arborist/profiles"
-	"arborist/profiles/workbench"
 )
 
 // Draft source choices on the Models screen.
@@ -44,7 +43,7 @@ type ModelsScreen struct {
 	// DraftDevice places the draft source on another backend (DuoDecoding's
 	// split: the drafter on the CPU while the target verifies on a GPU).
 	DraftDevice *widget.Select
-	backends    []workbench.BackendStatus // nil until checked
+	backends    []profiles.BackendStatus // nil until checked
 	Recent      *widget.Select
 	DB          *widget.Entry
 	Load        *widget.Button
@@ -86,13 +85,13 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	m.DeviceNote = widget.NewLabel("")
 	m.DeviceNote.Wrapping = fyne.TextWrapWord
 	m.DeviceNote.SizeName = theme.SizeNameCaptionText
-	m.Device = widget.NewSelect(workbench.BackendNames(), func(string) { m.showDevice() })
+	m.Device = widget.NewSelect(profiles.BackendNames(), func(string) { m.showDevice() })
 	dev := s.Spec.Backend
 	if dev == "" {
-		dev = workbench.DefaultBackend
+		dev = profiles.DefaultBackend
 	}
 	m.Device.SetSelected(dev)
-	m.DraftDevice = widget.NewSelect(append([]string{sameDevice}, workbench.BackendNames()...), nil)
+	m.DraftDevice = widget.NewSelect(append([]string{sameDevice}, profiles.BackendNames()...), nil)
 	m.DraftDevice.SetSelected(sameDevice)
 	if d := s.Spec.DraftBackend; d != "" {
 		m.DraftDevice.SetSelected(d)
@@ -238,7 +237,7 @@ func (m *ModelsScreen) Content() fyne.CanvasObject {
 }
 
 // SetBackends takes the registry's backends as checked on this machine.
-func (m *ModelsScreen) SetBackends(st []workbench.BackendStatus) {
+func (m *ModelsScreen) SetBackends(st []profiles.BackendStatus) {
 	m.backends = st
 	var names []string
 	for _, b := range st {
@@ -410,7 +409,7 @@ func (m *ModelsScreen) load() {
 
 // describePair summarises the files and checks the vocabularies.
 func describePair(target, draft string, layers int) (string, error) {
-	return workbench.DescribePair(target, draft, layers)
+	return profiles.DescribePair(target, draft, layers)
 }
 
 func (m *ModelsScreen) buildDemo() {
@@ -442,7 +441,7 @@ func (m *ModelsScreen) buildDemo() {
 
 // describeHidden checks that a hidden-state drafter fits the target.
 func describeHidden(target, ref, db string) (string, error) {
-	return workbench.DescribeHidden(context.Background(), target, ref, db)
+	return profiles.DescribeHidden(context.Background(), target, ref, db)
 }
 
 // train distils a hidden-state drafter from the target in the background:

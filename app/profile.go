@@ -8,11 +8,11 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
 
+	"arborist/profiles"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
 	"arborist/profiles/measure"
 	"arborist/profiles/pairs"
-	"arborist/profiles/workbench"
 )
 
 // ProfileScreen measures this machine: hardware summary and the latency
@@ -117,7 +117,7 @@ func (p *ProfileScreen) measure(ctx context.Context, spec pairs.Spec, maxW int, 
 	}
 	spec.DB = p.s.DBPath
 	share := map[string][2]float64{"verify curve": {0, 0.8}, "draft curve": {0.8, 0.2}}
-	r, err := b.Profile(ctx, spec, workbench.ProfileOptions{MaxW: maxW, Fresh: fresh}, func(e workbench.Event) {
+	r, err := b.Profile(ctx, spec, profiles.ProfileOptions{MaxW: maxW, Fresh: fresh}, func(e profiles.Event) {
 		fyne.Do(func() {
 			if sh, ok := share[e.Stage]; ok && e.Total > 0 {
 				p.Progress.SetValue(sh[0] + sh[1]*float64(e.Done)/float64(e.Total))

@@ -7,11 +7,11 @@ import (
 
 	"fyne.io/fyne/v2/test"
 
+	"arborist/profiles"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
 	"arborist/profiles/measure"
 	"arborist/profiles/store"
-	"arborist/profiles/workbench"
 )
 
 // The Profile chart draws the roofline of the device the target runs on:
@@ -43,11 +43,11 @@ func TestSpeedupPlacementChoice(t *testing.T) {
 	if !sp.Place.Disabled() {
 		t.Fatal("placement offered before the devices were checked")
 	}
-	sp.SetBackends([]workbench.BackendStatus{{Name: "cpu"}, {Name: "cuda", Err: "no NVIDIA driver"}})
+	sp.SetBackends([]profiles.BackendStatus{{Name: "cpu"}, {Name: "cuda", Err: "no NVIDIA driver"}})
 	if !sp.Place.Disabled() || !strings.Contains(sp.Place.Text, "one device here") {
 		t.Fatalf("one device: %q, disabled %v", sp.Place.Text, sp.Place.Disabled())
 	}
-	sp.SetBackends([]workbench.BackendStatus{{Name: "cpu"}, {Name: "cuda"}})
+	sp.SetBackends([]profiles.BackendStatus{{Name: "cpu"}, {Name: "cuda"}})
 	if sp.Place.Disabled() || strings.Contains(sp.Place.Text, "one device") {
 		t.Fatalf("two devices: %q, disabled %v", sp.Place.Text, sp.Place.Disabled())
 	}

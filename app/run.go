@@ -15,7 +15,7 @@ import (
 
 	"arborist/engine/sample"
 	"arborist/engine/spec"
-	"arborist/profiles/workbench"
+	"arborist/profiles"
 )
 
 // RunScreen runs a full speculative decoding session through the workflow
@@ -198,7 +198,7 @@ func (r *RunScreen) Prompts() ([]string, error) {
 	if path == "" {
 		return nil, fmt.Errorf("choose a prompt suite file, or run on the prompt")
 	}
-	texts, err := workbench.ReadPrompts(path)
+	texts, err := profiles.ReadPrompts(path)
 	if err == nil {
 		r.s.SetPrompts(path)
 	}
@@ -537,7 +537,7 @@ func (r *RunScreen) run() {
 		r.s.ShowError(err)
 		return
 	}
-	opt := workbench.RunOptions{Plan: plan, Sample: params, MaxTokens: n, Prompts: prompts, Predicted: r.predicted,
+	opt := profiles.RunOptions{Plan: plan, Sample: params, MaxTokens: n, Prompts: prompts, Predicted: r.predicted,
 		Baseline: r.Baseline.Checked && plan.NeedsSource()}
 	ctx, cancel := context.WithCancel(r.s.Context())
 	r.cancel = cancel
@@ -572,7 +572,7 @@ func (r *RunScreen) Wait() {
 }
 
 // session runs the suite in the core, drawing tokens and steps as they come.
-func (r *RunScreen) session(ctx context.Context, ps workbench.PairSpec, opt workbench.RunOptions) error {
+func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profiles.RunOptions) error {
 	b, err := r.s.Bench(ctx)
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/driver/software"
 
-	"arborist/profiles/workbench"
+	"arborist/profiles"
 )
 
 // screenshots selects every tab of the real window in turn, saves a PNG of
@@ -132,7 +132,7 @@ func prepare(wb *Workbench) {
 	fyne.DoAndWait(func() { p.MaxW.SetSelected("32"); p.start() })
 	wait(func() bool { return !p.Start.Disabled() })
 	wb.Guide.Reload()
-	var done workbench.Steps
+	var done profiles.Steps
 	fyne.DoAndWait(func() { done = wb.Guide.steps })
 	sp := wb.Speedup
 	prompts := os.Getenv("ARBORIST_SCREENSHOT_PROMPTS")

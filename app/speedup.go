@@ -13,9 +13,9 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
 
+	"arborist/profiles"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/store"
-	"arborist/profiles/workbench"
 )
 
 // SpeedupScreen is the interactive latency-aware speedup model: move the
@@ -372,7 +372,7 @@ func (sp *SpeedupScreen) mine(acc *costmodel.Acceptance, costs costmodel.Costs) 
 // (the workflow stored new ones). A tune hands back its own, re-checked,
 // and a validation stores only runs: a reload after either had put the
 // stored curves back in place of the ones the tune re-checked.
-func (sp *SpeedupScreen) work(what string, reload bool, fn func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, progress workbench.Progress) (string, error), done func()) {
+func (sp *SpeedupScreen) work(what string, reload bool, fn func(ctx context.Context, b *profiles.Bench, ps profiles.PairSpec, progress profiles.Progress) (string, error), done func()) {
 	ps := sp.s.PairSpec()
 	if ps.Target == "" || ps.Sources() == 0 {
 		sp.s.ShowError(fmt.Errorf("%s needs a target and a draft source: choose them on the Models screen", what))
@@ -392,7 +392,7 @@ func (sp *SpeedupScreen) work(what string, reload bool, fn func(ctx context.Cont
 		msg, err := "", error(nil)
 		b, err := sp.s.Bench(ctx)
 		if err == nil {
-			msg, err = fn(ctx, b, ps, func(e workbench.Event) {
+			msg, err = fn(ctx, b, ps, func(e profiles.Event) {
 				sp.s.UI(func() {
 					if !sp.busy {
 						return // a late event after the end
@@ -445,7 +445,7 @@ func (sp *SpeedupScreen) suite() (string, []string, int, error) {
 	if path == "" {
 		return "", nil, 0, fmt.Errorf("give a prompt suite file")
 	}
-	texts, err := workbench.ReadPrompts(path)
+	texts, err := profiles.ReadPrompts(path)
 	if err == nil {
 		sp.s.SetPrompts(path)
 	}
@@ -458,7 +458,7 @@ func (sp *SpeedupScreen) calibrate() {
 		sp.s.ShowError(err)
 		return
 	}
-	sp.work("Calibrating", true, func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, pr workbench.Progress) (string, error) {
+	sp.work("Calibrating", true, func(ctx context.Context, b *profiles.Bench, ps profiles.PairSpec, pr profiles.Progress) (string, error) {
 		c, err := b.Calibrate(ctx, ps, texts, path, n, pr)
 		if err != nil {
 			return "", err
@@ -477,7 +477,7 @@ func (sp *SpeedupScreen) trainPredictor() {
 		sp.s.ShowError(err)
 		return
 	}
-	sp.work("Training the depth predictor", true, func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, pr workbench.Progress) (string, error) {
+	sp.work("Training the depth predictor", true, func(ctx context.Context, b *profiles.Bench, ps profiles.PairSpec, pr profiles.Progress) (string, error) {
 		r, err := b.TrainPredictor(ctx, ps, texts, n, 5, 0, pr)
 		if err != nil {
 			return "", err
@@ -498,9 +498,9 @@ func (sp *SpeedupScreen) tune() {
 	if sp.s.Acc == nil || !sp.UseCal.Checked {
 		alpha = sp.Alpha.Value
 	}
-	var res *workbench.TuneResult
-	sp.work("Tuning", false, func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, pr workbench.Progress) (string, error) {
-		t, err := b.Tune(ctx, ps, workbench.TuneOptions{Alpha: alpha, Place: sp.Place.Checked}, pr)
+	var res *profiles.TuneResult
+	sp.work("Tuning", false, func(ctx context.Context, b *profiles.Bench, ps profiles.PairSpec, pr profiles.Progress) (string, error) {
+		t, err := b.Tune(ctx, ps, profiles.TuneOptions{Alpha: alpha, Place: sp.Place.Checked}, pr)
 		if err != nil {
 			return "", err
 		}
@@ -548,15 +548,15 @@ func (sp *SpeedupScreen) validate() {
 		sp.s.ShowError(fmt.Errorf("tune first: there are no ranked plans to validate"))
 		return
 	}
-	var v *workbench.Validation
-	sp.work("Validating", false, func(ctx context.Context, b *workbench.Bench, ps workbench.PairSpec, pr workbench.Progress) (string, error) {
-		total := workbench.DefaultRounds * len(texts) * (len(plans) + 1)
+	var v *profiles.Validation
+	sp.work("Validating", false, func(ctx context.Context, b *profiles.Bench, ps profiles.PairSpec, pr profiles.Progress) (string, error) {
+		total := profiles.DefaultRounds * len(texts) * (len(plans) + 1)
 		done := 0
 		var err error
-		v, err = b.Validate(ctx, ps, workbench.ValidateOptions{Plans: plans, MaxTokens: n, Prompts: texts, Rounds: workbench.DefaultRounds,
+		v, err = b.Validate(ctx, ps, profiles.ValidateOptions{Plans: plans, MaxTokens: n, Prompts: texts, Rounds: profiles.DefaultRounds,
 			OnRun: func(round, prompt, plan int) {
 				done++
-				pr(workbench.Event{Stage: "run", Done: done, Total: total, Detail: fmt.Sprintf("round %d, prompt %d", round+1, prompt+1)})
+				pr(profiles.Event{Stage: "run", Done: done, Total: total, Detail: fmt.Sprintf("round %d, prompt %d", round+1, prompt+1)})
 			}})
 		if err != nil {
 			return "", err
@@ -580,7 +580,7 @@ func (sp *SpeedupScreen) validate() {
 }
 
 // describeValidation lists each validated plan, predicted against measured.
-func describeValidation(v *workbench.Validation) string {
+func describeValidation(v *profiles.Validation) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "plain decoding: %.1f tokens/s\n", v.Base.TPS())
 	for i, p := range v.Plans {
@@ -677,7 +677,7 @@ func (sp *SpeedupScreen) choose(p costmodel.Prediction, msg string) {
 
 // SetBackends takes the registry's backends as checked on this machine:
 // placing models on devices is offered where more than one can run.
-func (sp *SpeedupScreen) SetBackends(st []workbench.BackendStatus) {
+func (sp *SpeedupScreen) SetBackends(st []profiles.BackendStatus) {
 	n := 0
 	for _, b := range st {
 		if b.Err == "" {

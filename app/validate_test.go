@@ -11,9 +11,9 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"arborist/engine/model/modeltest"
+	"arborist/profiles"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/store"
-	"arborist/profiles/workbench"
 )
 
 // TestValidateInGUI: after a tune, Validate top 5 runs the best distinct
@@ -44,7 +44,7 @@ func TestValidateInGUI(t *testing.T) {
 	sp.CalTokens.SetText("12")
 	// the inputs a tune left (re-checked costs) stay: a validation stores
 	// only runs, so it does not read the stored ones back over them
-	kept := &workbench.Inputs{Profiled: true, Costs: costmodel.Costs{Verify: flat, Draft: flat[:1]}}
+	kept := &profiles.Inputs{Profiled: true, Costs: costmodel.Costs{Verify: flat, Draft: flat[:1]}}
 	s.Inputs = kept
 	test.Tap(sp.Validate)
 	waitFor(t, "the validation", func() bool {

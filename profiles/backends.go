@@ -1,6 +1,46 @@
 package profiles
 
 import (
-	_ "arborist/kernels/cpu"  // the CPU backend registers itself
-	_ "arborist/kernels/cuda" // so does CUDA (in arborist-cuda; a hand-off elsewhere)
+	"arborist/kernels"
+	_ "arborist/kernels/cpu" // the CPU backend registers itself
+	"arborist/kernels/cuda"  // so does CUDA (in arborist-cuda; a hand-off elsewhere)
 )
+
+// DefaultBackend is the backend a pair runs on when none is named.
+const DefaultBackend = kernels.DefaultBackend
+
+// KVTypes names the KV cache types a model can run with.
+const KVTypes = kernels.KVTypes
+
+// BackendStatus is one registered backend as the faces offer it: its
+// name, the kernels it runs here, and why it cannot run (Err, "" when it
+// can); the registry's own record.
+type BackendStatus = kernels.Status
+
+// Backends lists the registered backends with their availability here.
+func Backends() []BackendStatus { return kernels.Statuses() }
+
+// BackendNames lists the registered backends by name.
+func BackendNames() []string { return kernels.Names() }
+
+// DefaultThreads is the default backend's worker count on this machine.
+func DefaultThreads() int { return kernels.DefaultThreads() }
+
+// CheckBackend says whether name is a registered backend (not whether it
+// can run here: Backends says that).
+func CheckBackend(name string) error {
+	_, err := kernels.Lookup(name)
+	return err
+}
+
+// CheckKV says whether name is a KV cache type a model can run with.
+func CheckKV(name string) error {
+	_, err := kernels.ParseKV(name)
+	return err
+}
+
+// HandOff prepares a run on the named device: in the default binary a
+// cuda run is handed over to arborist-cuda (the process is replaced), or
+// HandOff says why CUDA is unavailable; for every other device it does
+// nothing.
+func HandOff(device string) error { return cuda.HandOff(device) }

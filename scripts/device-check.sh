@@ -5,7 +5,7 @@
 #
 #   scripts/device-check.sh --prepare   (here, with Go and make cuda)
 #       builds .device/arborist-cuda (stripped), the GPU test binaries of
-#       kernels/cuda, engine/model and profiles/workbench, the GUI's
+#       kernels/cuda, engine/model and profiles, the GUI's
 #       libraries (for a machine without them) and a tar of the ../shared
 #       models the checks read (conformance kit, stories260K, bench pair;
 #       DEVICE_CHECK_NO_BENCH=1 leaves the pair out, and
@@ -22,7 +22,7 @@
 #     references, batch equals sequential bit for bit, memory checks),
 #     engine/model (the model-level suite: whole passes, masks, F16
 #     caches, the conformance kit, greedy identity of every strategy) and
-#     profiles/workbench (logits against the CPU, identity end to end);
+#     profiles (logits against the CPU, identity end to end);
 #  2. the CUDA vs CPU max logit difference for each weight type (F32, F16,
 #     BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) on a small synthetic model;
 #  3. greedy identity on the GPU of chain, tree and egt with autoregressive
@@ -66,7 +66,7 @@ if [ "${1:-}" = "--prepare" ]; then
 	export CGO_ENABLED=1 CPATH="$cuda_home/root/usr/include" LIBRARY_PATH="$cuda_home/root/usr/lib/x86_64-linux-gnu/stubs"
 	go test -tags cuda -c -ldflags="-s -w" -o .device/kernels-cuda.test ./kernels/cuda
 	go test -tags cuda -c -ldflags="-s -w" -o .device/model-cuda.test ./engine/model
-	go test -tags cuda -c -ldflags="-s -w" -o .device/workbench-cuda.test ./profiles/workbench
+	go test -tags cuda -c -ldflags="-s -w" -o .device/workbench-cuda.test ./profiles
 	cp arborist-cuda .device/arborist-cuda
 	# the GUI's libraries (libGL, libX11 and theirs), for a GPU machine
 	# without them: the CLI never calls them, but the loader wants them
@@ -237,7 +237,7 @@ step_1() {
 		"$bin" backends 2>&1 | sed 's/^/backends: /' | tee -a "$summary"
 		for spec in "kernels/cuda|kernels-cuda|${DEVICE_CHECK_T_KERNELS:-100}" \
 			"engine/model|model-cuda|${DEVICE_CHECK_T_MODEL:-150}" \
-			"profiles/workbench|workbench-cuda|${DEVICE_CHECK_T_WORKBENCH:-100}|CUDA"; do
+			"profiles|workbench-cuda|${DEVICE_CHECK_T_WORKBENCH:-100}|CUDA"; do
 			IFS='|' read -r pkg name secs only <<<"$spec"
 			say ""
 			say "## 1. GPU tests of $pkg"

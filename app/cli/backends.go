@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"arborist/profiles/workbench"
+	"arborist/profiles"
 )
 
 // runBackends lists the registered compute backends and, for each, the
@@ -15,13 +15,13 @@ func runBackends(ctx context.Context, env Env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	bs := workbench.Backends()
+	bs := profiles.Backends()
 	if *asJSON {
 		return writeJSON(env.Stdout, bs)
 	}
 	for _, b := range bs {
 		def := ""
-		if b.Name == workbench.DefaultBackend {
+		if b.Name == profiles.DefaultBackend {
 			def = " (default)"
 		}
 		if b.Err != "" {

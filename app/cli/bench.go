@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"arborist/engine/spec"
-	"arborist/profiles/workbench"
+	"arborist/profiles"
 )
 
 func runBench(ctx context.Context, env Env, args []string) error {
@@ -41,7 +41,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	if *reps <= 0 || *n <= 1 {
 		return fail(fs, usagef("--reps must be positive and -n above 1"))
 	}
-	r, err := workbench.BenchModel(ctx, workbench.BenchOptions{Model: *path, Backend: backend, Threads: threads, Reps: *reps, Tokens: *n, Widths: widths, KV: kv})
+	r, err := profiles.BenchModel(ctx, profiles.BenchOptions{Model: *path, Backend: backend, Threads: threads, Reps: *reps, Tokens: *n, Widths: widths, KV: kv})
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,7 @@
 // Package cli implements Arborist's headless verbs (arborist inspect,
 // tokenize, generate, synth, run, tune, ...). Each verb parses its own
 // flags, prints a usage message and a clear error on bad input, calls the
-// workflow core (arborist/profiles/workbench, which the GUI uses too), prints the
+// workflow core (arborist/profiles, which the GUI uses too), prints the
 // text report or, with --json, one JSON document, and returns an exit
 // status. A new verb is a function here and a line in verbs(); it reaches
 // models and backends only through the core (app's TestImports).

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"arborist/profiles/workbench"
+	"arborist/profiles"
 )
 
 // runDemo writes the built-in demo pair, so a user without models (or a
@@ -24,7 +24,7 @@ func runDemo(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.Stderr, "writing the demo pair (a 35M-parameter target expanded from stories260K, and a noisy stories260K drafter) to %s\n", dir)
-	target, draft, err := workbench.DemoPair(ctx, dir, nil)
+	target, draft, err := profiles.DemoPair(ctx, dir, nil)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"arborist/engine/hidden"
 	"arborist/profiles"
+	"arborist/profiles/outfile"
 	"arborist/profiles/store"
 )
 
@@ -238,7 +239,7 @@ func runDrafters(ctx context.Context, env Env, args []string) error {
 		if _, _, err := hidden.Decode(fmt.Sprintf("drafter %d", id), blob); err != nil {
 			return err
 		}
-		if err := profiles.WriteFile(*out, blob); err != nil { // issue 17: never through a symlink
+		if err := outfile.WriteFile(*out, blob); err != nil { // issue 17: never through a symlink
 			return fmt.Errorf("export: %w", err)
 		}
 		fmt.Fprintf(w, "wrote drafter %d to %s (%s)\n", id, *out, humanBytes(uint64(len(blob))))

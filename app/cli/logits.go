@@ -6,7 +6,7 @@ import (
 	"errors"
 
 	"arborist/engine/spec"
-	"arborist/profiles/workbench"
+	"arborist/profiles"
 )
 
 // The verbs here (and generate's --ids and --print-ids) exist to compare
@@ -54,14 +54,14 @@ func runLogits(ctx context.Context, env Env, args []string) error {
 		return fail(fs, err)
 	}
 	enc := json.NewEncoder(env.Stdout)
-	err = workbench.Logits(ctx, workbench.LogitsOptions{Model: *path, Backend: backend, Threads: threads, NoMmap: *noMmap, IDs: ids, Top: *top},
+	err = profiles.Logits(ctx, profiles.LogitsOptions{Model: *path, Backend: backend, Threads: threads, NoMmap: *noMmap, IDs: ids, Top: *top},
 		func(pos int, top [][2]float64) error {
 			return enc.Encode(struct {
 				Pos int          `json:"pos"`
 				Top [][2]float64 `json:"top"`
 			}{pos, top})
 		})
-	if errors.Is(err, workbench.ErrTokenID) {
+	if errors.Is(err, profiles.ErrTokenID) {
 		return fail(fs, usagef("--ids: %v", err))
 	}
 	return err

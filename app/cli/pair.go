@@ -8,15 +8,15 @@ import (
 	"io"
 	"strings"
 
+	"arborist/profiles"
 	"arborist/profiles/hardware"
 	"arborist/profiles/store"
-	"arborist/profiles/workbench"
 )
 
 // pairFlags selects a target, a draft source and the backend; run,
 // profile, calibrate, train, tune and export share them.
 type pairFlags struct {
-	workbench.PairSpec
+	profiles.PairSpec
 }
 
 func (p *pairFlags) register(fs *flag.FlagSet) {
@@ -41,7 +41,7 @@ func kvFlag(fs *flag.FlagSet, kv *string) {
 
 // checkKV validates --kv.
 func checkKV(kv string) error {
-	if err := workbench.CheckKV(kv); err != nil {
+	if err := profiles.CheckKV(kv); err != nil {
 		return usagef("--kv: %v", err)
 	}
 	return nil
@@ -50,19 +50,19 @@ func checkKV(kv string) error {
 // backendFlags registers --device (and --backend, its older name) and
 // --threads.
 func backendFlags(fs *flag.FlagSet, backend *string, threads *int) {
-	fs.StringVar(backend, "device", workbench.DefaultBackend, "compute device ("+strings.Join(workbench.BackendNames(), ", ")+")")
-	fs.StringVar(backend, "backend", workbench.DefaultBackend, "same as --device")
-	fs.IntVar(threads, "threads", workbench.DefaultThreads(), "CPU threads in all")
+	fs.StringVar(backend, "device", profiles.DefaultBackend, "compute device ("+strings.Join(profiles.BackendNames(), ", ")+")")
+	fs.StringVar(backend, "backend", profiles.DefaultBackend, "same as --device")
+	fs.IntVar(threads, "threads", profiles.DefaultThreads(), "CPU threads in all")
 }
 
 // checkBackend validates --device and --threads. For --device cuda in the
 // default binary it hands the run over to arborist-cuda (and does not
 // return) or says why CUDA is unavailable.
 func checkBackend(backend string, threads int) error {
-	if err := workbench.CheckBackend(backend); err != nil {
+	if err := profiles.CheckBackend(backend); err != nil {
 		return usagef("--device: %v", err)
 	}
-	if err := workbench.HandOff(backend); err != nil {
+	if err := profiles.HandOff(backend); err != nil {
 		return fmt.Errorf("--device %s: %w", backend, err)
 	}
 	if threads <= 0 {
@@ -102,7 +102,7 @@ func (p *pairFlags) check(needSource bool) error {
 		if n == 0 {
 			return usagef("--draft-device needs a draft source")
 		}
-		if err := workbench.CheckBackend(p.DraftBackend); err != nil {
+		if err := profiles.CheckBackend(p.DraftBackend); err != nil {
 			return usagef("--draft-device: %v", err)
 		}
 	}
@@ -118,13 +118,13 @@ func jsonFlag(fs *flag.FlagSet) *bool {
 }
 
 // openBench opens the workflow core over the database.
-func openBench(ctx context.Context, db string) (*workbench.Bench, error) {
-	return workbench.Open(ctx, db)
+func openBench(ctx context.Context, db string) (*profiles.Bench, error) {
+	return profiles.Open(ctx, db)
 }
 
 // progress prints a workflow's progress on stderr, one line per stage.
-func progress(env Env) workbench.Progress {
-	return func(e workbench.Event) {
+func progress(env Env) profiles.Progress {
+	return func(e profiles.Event) {
 		fmt.Fprintf(env.Stderr, "\r  %s: %d of %d %s   ", e.Stage, e.Done, e.Total, e.Detail)
 		if e.Done == e.Total {
 			fmt.Fprintln(env.Stderr)

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"arborist/engine/spec"
+	"arborist/profiles"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/measure"
 	"arborist/profiles/store"
-	"arborist/profiles/workbench"
 )
 
 func printCurve(w io.Writer, label string, p *measure.Profile) {
@@ -82,7 +82,7 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer b.Close()
-	r, err := b.Profile(ctx, p.PairSpec, workbench.ProfileOptions{MaxW: *maxW, Fresh: *fresh}, progress(env))
+	r, err := b.Profile(ctx, p.PairSpec, profiles.ProfileOptions{MaxW: *maxW, Fresh: *fresh}, progress(env))
 	if err != nil {
 		return err
 	}
@@ -166,7 +166,7 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 	if *trainPred && *depth < 1 {
 		return fail(fs, usagef("--depth must be >= 1"))
 	}
-	texts, err := workbench.ReadPrompts(*prompts)
+	texts, err := profiles.ReadPrompts(*prompts)
 	if err != nil {
 		return err
 	}
@@ -211,7 +211,7 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 
 // trainPredictor trains and stores the pair's depth predictor and reports
 // its accuracy.
-func trainPredictor(ctx context.Context, env Env, b *workbench.Bench, ps workbench.PairSpec, texts []string, n, depth int, calID int64) error {
+func trainPredictor(ctx context.Context, env Env, b *profiles.Bench, ps profiles.PairSpec, texts []string, n, depth int, calID int64) error {
 	r, err := b.TrainPredictor(ctx, ps, texts, n, depth, calID, progress(env))
 	if err != nil {
 		if strings.Contains(err.Error(), "calibrate first") {
@@ -252,7 +252,7 @@ func runTrain(ctx context.Context, env Env, args []string) error {
 	if *prompts == "" || *n < 2 || *depth < 1 {
 		return fail(fs, usagef("--prompts is required, -n must be above 1 and --depth positive"))
 	}
-	texts, err := workbench.ReadPrompts(*prompts)
+	texts, err := profiles.ReadPrompts(*prompts)
 	if err != nil {
 		return err
 	}
@@ -292,7 +292,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	place := fs.Bool("place", false, "also search where each model runs: the target on every available device and a draft model, layer-skip or hidden-state drafter on each (every placement is profiled once); speedups are over plain decoding on --device")
 	noRecheck := fs.Bool("no-recheck", false, "use the stored T_verify curve as it is (by default tune re-measures T_verify(1) and T_verify(8) first and rescales a stale curve)")
 	validate := fs.Bool("validate", false, "run the best plan (with --top N: the N best, interleaved) and plain decoding on --prompts and report measured against predicted speedup")
-	rounds := fs.Int("rounds", workbench.DefaultRounds, "passes over the prompt suite for --validate --top (the measured speedup is the median over rounds)")
+	rounds := fs.Int("rounds", profiles.DefaultRounds, "passes over the prompt suite for --validate --top (the measured speedup is the median over rounds)")
 	prompts := fs.String("prompts", "", "prompt suite `file` for --validate")
 	n := fs.Int("n", 128, "tokens per prompt for --validate")
 	asJSON := jsonFlag(fs)
@@ -324,7 +324,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer b.Close()
-	t, err := b.Tune(ctx, p.PairSpec, workbench.TuneOptions{Alpha: *alpha, NoRecheck: *noRecheck, Place: *place}, progress(env))
+	t, err := b.Tune(ctx, p.PairSpec, profiles.TuneOptions{Alpha: *alpha, NoRecheck: *noRecheck, Place: *place}, progress(env))
 	if err != nil {
 		if strings.Contains(err.Error(), "calibrate first") {
 			return fmt.Errorf("%w; run 'arborist calibrate' first", err)
@@ -394,7 +394,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 		}
 	}
 	if *validate {
-		texts, err := workbench.ReadPrompts(*prompts)
+		texts, err := profiles.ReadPrompts(*prompts)
 		if err != nil {
 			return err
 		}
@@ -403,7 +403,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 			if !*asJSON {
 				fmt.Fprintf(w, "\nvalidating the top %d plans on %s (%d tokens per prompt, %d round(s), plans and plain decoding interleaved per prompt):\n", len(plans), *prompts, *n, *rounds)
 			}
-			v, err := b.Validate(ctx, p.PairSpec, workbench.ValidateOptions{Plans: plans, Sample: zeroTemp(), MaxTokens: *n, Prompts: texts, Rounds: *rounds})
+			v, err := b.Validate(ctx, p.PairSpec, profiles.ValidateOptions{Plans: plans, Sample: zeroTemp(), MaxTokens: *n, Prompts: texts, Rounds: *rounds})
 			if v != nil {
 				doc.Validation = validationJSON(v, err)
 				if !*asJSON {
@@ -422,7 +422,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 			fmt.Fprintf(w, "\nvalidating on %s (%d tokens per prompt):\n", *prompts, *n)
 		}
 		// the tuned plan goes to the run as it is, with its prediction
-		res, err := b.Run(ctx, p.PairSpec, workbench.RunOptions{Plan: best.Plan, Sample: zeroTemp(), MaxTokens: *n, Prompts: texts, Baseline: true, Predicted: best.Speedup})
+		res, err := b.Run(ctx, p.PairSpec, profiles.RunOptions{Plan: best.Plan, Sample: zeroTemp(), MaxTokens: *n, Prompts: texts, Baseline: true, Predicted: best.Speedup})
 		if res != nil {
 			doc.Validation = runJSON(best.Plan, res, err)
 			if !*asJSON {
@@ -639,7 +639,7 @@ func runRows(runs []*store.Run) []runJSONRow {
 
 // printValidation is the table of a --validate --top run: each plan's
 // predicted and measured speedup, the measured best marked.
-func printValidation(w io.Writer, v *workbench.Validation) {
+func printValidation(w io.Writer, v *profiles.Validation) {
 	fmt.Fprintf(w, "  plain decoding: %.1f tokens/s (run %d)\n", v.Base.TPS(), v.BaseRunID)
 	fmt.Fprintf(w, "  %-4s %-72s %9s %9s %8s %10s %6s %s\n", "rank", "plan", "predicted", "measured", "error", "tokens/s", "run", "")
 	for i, p := range v.Plans {
@@ -665,19 +665,19 @@ func printValidation(w io.Writer, v *workbench.Validation) {
 }
 
 // validationJSON is the --json document of a --validate --top run.
-func validationJSON(v *workbench.Validation, err error) any {
+func validationJSON(v *profiles.Validation, err error) any {
 	type planJSON struct {
-		Rank      int                   `json:"rank"`
-		Plan      spec.Plan             `json:"plan"`
-		Label     string                `json:"label"`
-		Predicted float64               `json:"predicted_speedup"`
-		Measured  float64               `json:"measured_speedup"`
-		Rounds    []float64             `json:"round_speedups"`
-		Totals    *totalsJSON           `json:"totals"`
-		Identical bool                  `json:"identical_to_baseline"`
-		RunID     int64                 `json:"run_id,omitempty"`
-		Best      bool                  `json:"measured_best"`
-		Split     *workbench.ErrorSplit `json:"split,omitempty"`
+		Rank      int                  `json:"rank"`
+		Plan      spec.Plan            `json:"plan"`
+		Label     string               `json:"label"`
+		Predicted float64              `json:"predicted_speedup"`
+		Measured  float64              `json:"measured_speedup"`
+		Rounds    []float64            `json:"round_speedups"`
+		Totals    *totalsJSON          `json:"totals"`
+		Identical bool                 `json:"identical_to_baseline"`
+		RunID     int64                `json:"run_id,omitempty"`
+		Best      bool                 `json:"measured_best"`
+		Split     *profiles.ErrorSplit `json:"split,omitempty"`
 	}
 	doc := struct {
 		Baseline  *totalsJSON `json:"baseline"`

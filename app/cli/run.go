@@ -12,7 +12,7 @@ import (
 	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/profiles"
-	"arborist/profiles/workbench"
+	"arborist/profiles/outfile"
 )
 
 // planFlags fill a spec.Plan: every strategy's parameters, read by name.
@@ -96,14 +96,14 @@ func runRun(ctx context.Context, env Env, args []string) (err error) {
 	if err != nil {
 		return fail(fs, err)
 	}
-	opt := workbench.RunOptions{Sample: params, MaxTokens: *n, Baseline: *baseline, NoStore: *noStore}
+	opt := profiles.RunOptions{Sample: params, MaxTokens: *n, Baseline: *baseline, NoStore: *noStore}
 	ps := pf.PairSpec
 	if *config != "" {
 		hashDB := *db // where model hashes are cached; none with --no-store
 		if *noStore {
 			hashDB = ""
 		}
-		r, err := workbench.LoadReplay(ctx, *config, hashDB, *allowChanged)
+		r, err := profiles.LoadReplay(ctx, *config, hashDB, *allowChanged)
 		if err != nil {
 			return err
 		}
@@ -129,7 +129,7 @@ func runRun(ctx context.Context, env Env, args []string) (err error) {
 	}
 	opt.Prompts = []string{*prompt}
 	if *promptsFile != "" {
-		if opt.Prompts, err = workbench.ReadPrompts(*promptsFile); err != nil {
+		if opt.Prompts, err = profiles.ReadPrompts(*promptsFile); err != nil {
 			return err
 		}
 	}
@@ -147,7 +147,7 @@ func runRun(ctx context.Context, env Env, args []string) (err error) {
 			return cerr
 		}
 		defer tf.Close()
-		tw := &profiles.ErrWriter{W: tf} // a failing trace write fails the run
+		tw := &outfile.ErrWriter{W: tf} // a failing trace write fails the run
 		defer func() {
 			if err == nil && tw.Err != nil {
 				err = fmt.Errorf("--trace %s: %w", *trace, tw.Err)
@@ -204,7 +204,7 @@ func runRun(ctx context.Context, env Env, args []string) (err error) {
 func zeroTemp() sample.Params { return sample.Params{TopP: 1, Seed: 1} }
 
 // printResult writes a run's figures as the text report.
-func printResult(w io.Writer, res *workbench.RunResult) {
+func printResult(w io.Writer, res *profiles.RunResult) {
 	printSummary(w, res.Label, &res.Totals)
 	if h := res.Hidden; h != nil {
 		fmt.Fprintf(w, "  hidden drafter: %d of %d steps re-sampled after a rejection (%.1f%% of decode time re-sampling), %d layer rows (%d drafted states), %d hot token-info rows, %d computed on demand\n",
@@ -229,7 +229,7 @@ func printResult(w io.Writer, res *workbench.RunResult) {
 	}
 }
 
-func printSummary(w io.Writer, label string, a *workbench.Totals) {
+func printSummary(w io.Writer, label string, a *profiles.Totals) {
 	fmt.Fprintf(w, "\n%s: %d tokens in %.1f ms: %.1f tokens/s\n", label, a.Tokens, ms(a.Decode.Seconds()), a.TPS())
 	fmt.Fprintf(w, "  steps %d, AAL %.2f tokens/step, acceptance %.1f%% (%d of %d drafted)\n", a.Steps, a.AAL(), 100*a.Acceptance(), a.Accepted, a.Drafted)
 	per := func(d time.Duration) float64 {
@@ -244,13 +244,13 @@ func printSummary(w io.Writer, label string, a *workbench.Totals) {
 
 // totalsJSON is Totals with the derived figures.
 type totalsJSON struct {
-	workbench.Totals
+	profiles.Totals
 	TPS        float64 `json:"tokens_per_s"`
 	AAL        float64 `json:"aal"`
 	Acceptance float64 `json:"acceptance"`
 }
 
-func totals(t *workbench.Totals) *totalsJSON {
+func totals(t *profiles.Totals) *totalsJSON {
 	if t == nil {
 		return nil
 	}
@@ -258,21 +258,21 @@ func totals(t *workbench.Totals) *totalsJSON {
 }
 
 // runJSON is `run --json`'s document.
-func runJSON(plan spec.Plan, res *workbench.RunResult, err error) any {
+func runJSON(plan spec.Plan, res *profiles.RunResult, err error) any {
 	doc := struct {
-		Plan        spec.Plan              `json:"plan"`
-		Label       string                 `json:"label"`
-		Threads     int                    `json:"threads"`
-		Totals      *totalsJSON            `json:"totals"`
-		Baseline    *totalsJSON            `json:"baseline,omitempty"`
-		Speedup     float64                `json:"measured_speedup,omitempty"`
-		Identical   *bool                  `json:"identical_to_baseline,omitempty"`
-		Predicted   float64                `json:"predicted_speedup,omitempty"`
-		PredictedOn string                 `json:"predicted_on,omitempty"`
-		RunID       int64                  `json:"run_id,omitempty"`
-		Status      string                 `json:"status,omitempty"`
-		Hidden      *workbench.HiddenStats `json:"hidden,omitempty"`
-		Error       string                 `json:"error,omitempty"`
+		Plan        spec.Plan             `json:"plan"`
+		Label       string                `json:"label"`
+		Threads     int                   `json:"threads"`
+		Totals      *totalsJSON           `json:"totals"`
+		Baseline    *totalsJSON           `json:"baseline,omitempty"`
+		Speedup     float64               `json:"measured_speedup,omitempty"`
+		Identical   *bool                 `json:"identical_to_baseline,omitempty"`
+		Predicted   float64               `json:"predicted_speedup,omitempty"`
+		PredictedOn string                `json:"predicted_on,omitempty"`
+		RunID       int64                 `json:"run_id,omitempty"`
+		Status      string                `json:"status,omitempty"`
+		Hidden      *profiles.HiddenStats `json:"hidden,omitempty"`
+		Error       string                `json:"error,omitempty"`
 	}{Plan: plan, Label: res.Label, Threads: res.Threads, Totals: totals(&res.Totals), Baseline: totals(res.Base), Speedup: res.Speedup,
 		Predicted: res.Predicted, PredictedOn: res.PredictedOn, RunID: res.RunID, Status: res.Status, Hidden: res.Hidden}
 	if res.Base != nil {

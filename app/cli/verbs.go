@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"arborist/engine/sample"
-	"arborist/profiles/workbench"
+	"arborist/profiles"
 )
 
 func runInspect(ctx context.Context, env Env, args []string) error {
@@ -25,7 +25,7 @@ func runInspect(ctx context.Context, env Env, args []string) error {
 	if *ctxLen < 0 {
 		return fail(fs, usagef("--ctx %d must be positive", *ctxLen))
 	}
-	return workbench.Inspect(env.Stdout, pos[0], *ctxLen)
+	return profiles.Inspect(env.Stdout, pos[0], *ctxLen)
 }
 
 func runTokenize(ctx context.Context, env Env, args []string) error {
@@ -43,7 +43,7 @@ func runTokenize(ctx context.Context, env Env, args []string) error {
 	if len(pos) != 1 {
 		return fail(fs, usagef("want exactly one TEXT argument (quote it), got %d", len(pos)))
 	}
-	ids, err := workbench.Tokenize(*path, pos[0], !*noBOS, *special)
+	ids, err := profiles.Tokenize(*path, pos[0], !*noBOS, *special)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return fail(fs, err)
 	}
-	opt := workbench.GenerateOptions{Model: *path, Backend: backend, Threads: threads, NoMmap: *noMmap, KV: kv, Prompt: *prompt, NoBOS: *noBOS,
+	opt := profiles.GenerateOptions{Model: *path, Backend: backend, Threads: threads, NoMmap: *noMmap, KV: kv, Prompt: *prompt, NoBOS: *noBOS,
 		MaxTokens: *n, Sample: params}
 	if *idList != "" {
 		if opt.IDs, err = parseIDs(*idList); err != nil {
@@ -135,12 +135,12 @@ func runGenerate(ctx context.Context, env Env, args []string) error {
 			w.write(piece)
 		}
 	}
-	res, err := workbench.Generate(ctx, opt)
+	res, err := profiles.Generate(ctx, opt)
 	w.flush()
-	if errors.Is(err, workbench.ErrEmptyPrompt) {
+	if errors.Is(err, profiles.ErrEmptyPrompt) {
 		return fail(fs, usagef("%v: give --prompt", err))
 	}
-	if errors.Is(err, workbench.ErrTokenID) {
+	if errors.Is(err, profiles.ErrTokenID) {
 		return fail(fs, usagef("--ids: %v", err))
 	}
 	fmt.Fprintln(env.Stdout)
@@ -191,7 +191,7 @@ func (u *utf8Writer) flush() {
 
 func runSynth(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "synth", "--shape NAME|custom:dim=..,layers=..,heads=..,kv=..,ffn=..,vocab=.. [--type Q8_0] -o FILE")
-	shapeName := fs.String("shape", "", "named shape ("+strings.Join(workbench.SynthShapes(), ", ")+") or custom:...")
+	shapeName := fs.String("shape", "", "named shape ("+strings.Join(profiles.SynthShapes(), ", ")+") or custom:...")
 	typName := fs.String("type", "Q8_0", "weight type of the matrices (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)")
 	out := fs.String("o", "", "output `file`")
 	seed := fs.Uint64("seed", 1, "random seed for the weights")
@@ -206,7 +206,7 @@ func runSynth(ctx context.Context, env Env, args []string) error {
 		return fmt.Errorf("%s already exists (use --force to overwrite)", *out)
 	}
 	last := -1
-	desc, err := workbench.Synth(ctx, *out, *shapeName, *typName, *seed, func(done, total uint64) {
+	desc, err := profiles.Synth(ctx, *out, *shapeName, *typName, *seed, func(done, total uint64) {
 		if last < 0 {
 			fmt.Fprintf(env.Stderr, "writing synthetic model to %s\n", *out)
 		}
@@ -225,6 +225,6 @@ func runSynth(ctx context.Context, env Env, args []string) error {
 	return nil
 }
 
-func human(v float64, unit string) string { return workbench.Human(v, unit) }
+func human(v float64, unit string) string { return profiles.Human(v, unit) }
 
-func humanBytes(b uint64) string { return workbench.HumanBytes(b) }
+func humanBytes(b uint64) string { return profiles.HumanBytes(b) }

@@ -1,4 +1,4 @@
-package workbench
+package profiles
 
 import (
 	"context"

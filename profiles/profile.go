@@ -1,4 +1,4 @@
-package workbench
+package profiles
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/kernels"
-	"arborist/profiles"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
 	"arborist/profiles/measure"
@@ -547,12 +546,12 @@ func (b *Bench) LatestPlan(ctx context.Context, in *Inputs) (int64, costmodel.Pr
 // TrainDrafter distils a hidden-state drafter from a target over a prompt
 // suite (or resumes one), storing and checkpointing it in this database;
 // events report each phase and epoch.
-func (b *Bench) TrainDrafter(ctx context.Context, ts profiles.TrainSpec, events func(profiles.TrainEvent)) (int64, *hidden.Drafter, error) {
+func (b *Bench) TrainDrafter(ctx context.Context, ts TrainSpec, events func(TrainEvent)) (int64, *hidden.Drafter, error) {
 	st, err := b.db(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
-	return profiles.TrainDrafter(ctx, st, ts, events)
+	return TrainDrafter(ctx, st, ts, events)
 }
 
 // Choose stores a plan the user picked (from a tune's ranking or the GUI's

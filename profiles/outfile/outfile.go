@@ -1,4 +1,7 @@
-package profiles
+// Package outfile writes the files Arborist produces (config.yaml, exported
+// drafters, traces) so that a failure or a planted link cannot damage
+// another file.
+package outfile
 
 import (
 	"io"

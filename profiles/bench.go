@@ -1,36 +1,10 @@
-// Package workbench is Arborist's workflow core: every workflow the two
-// faces offer (the GUI in app/, the headless verbs in app/cli) exists here
-// once: open a pair, profile, calibrate, train a depth predictor, tune,
-// run a prompt suite (with baseline and greedy identity check), export a
-// plan, replay a config, and the model facts the faces show. Each workflow
-// takes a context.Context and reports progress through callbacks; the faces
-// only collect inputs and present results.
-//
-// Why a package of its own under profiles rather than profiles itself:
-// profiles holds the building blocks (latency curves, the speedup model,
-// calibration, the store's records), which the workflows combine with the
-// database and a backend chosen by name. Keeping the combinations here
-// leaves the data flow one-way: app, app/cli -> profiles/workbench ->
-// profiles -> engine -> kernels, and the faces never import kernels/...,
-// engine/gguf, engine/model or engine/tokenizer (app's TestImports
-// enforces it).
-//
-// Where a newcomer adds things:
-//   - a strategy: one file engine/spec/strategy_NAME.go (drafting, checks,
-//     cost model, search candidates); flags, config.yaml, the GUI's choices
-//     and tune find it by name.
-//   - a backend: one entry in profiles/backends.go; --backend, PairSpec.Backend
-//     and the core open it by name.
-//   - a workflow: a method of Bench here, then a verb in app/cli and a
-//     button or screen in app.
-package workbench
+package profiles
 
 import (
 	"context"
 	"fmt"
 	"sync"
 
-	"arborist/profiles"
 	"arborist/profiles/measure"
 	"arborist/profiles/pairs"
 	"arborist/profiles/store"
@@ -132,6 +106,3 @@ func encode(pair *pairs.Pair, texts []string) [][]int {
 	}
 	return ids
 }
-
-// ReadPrompts reads a prompt suite: one prompt per line.
-func ReadPrompts(path string) ([]string, error) { return profiles.ReadPrompts(path) }

@@ -1,4 +1,4 @@
-package workbench
+package profiles
 
 import (
 	"context"
@@ -9,9 +9,9 @@ import (
 
 	"arborist/engine/sample"
 	"arborist/engine/spec"
-	"arborist/profiles"
 	"arborist/profiles/config"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/outfile"
 	"arborist/profiles/pairs"
 )
 
@@ -175,7 +175,7 @@ func (b *Bench) Write(ctx context.Context, planID int64, yaml []byte, path strin
 	if _, err := config.Parse(path, yaml); err != nil {
 		return err
 	}
-	if err := profiles.WriteFile(path, yaml); err != nil { // a temporary file renamed into place, never through a symlink
+	if err := outfile.WriteFile(path, yaml); err != nil { // a temporary file renamed into place, never through a symlink
 		return err
 	}
 	return st.SaveExport(ctx, planID, string(yaml))
@@ -200,7 +200,7 @@ func LoadReplay(ctx context.Context, path, hashDB string, allowChanged bool) (*R
 	if err != nil {
 		return nil, err
 	}
-	if err := profiles.CheckConfigModels(ctx, hashDB, c, allowChanged); err != nil {
+	if err := CheckConfigModels(ctx, hashDB, c, allowChanged); err != nil {
 		return nil, err
 	}
 	r := &Replay{Plan: c.Speculation}

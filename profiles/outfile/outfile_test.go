@@ -1,4 +1,4 @@
-package profiles
+package outfile
 
 import (
 	"os"

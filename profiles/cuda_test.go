@@ -1,6 +1,6 @@
 //go:build cuda
 
-package workbench
+package profiles
 
 // End to end on the GPU, in arborist-cuda's build (go test -tags cuda; the
 // test binary needs a GPU: gorgonia.org/cu exits it at start-up without a
