@@ -28,10 +28,6 @@ import (
 
 	"arborist/assets"
 	"arborist/profiles"
-	"arborist/profiles/costmodel"
-	"arborist/profiles/measure"
-	"arborist/profiles/pairs"
-	"arborist/profiles/store"
 )
 
 // AppID is the application id, also in FyneApp.toml.
@@ -61,7 +57,7 @@ type Session struct {
 	Win     fyne.Window
 	DemoDir string
 	DBPath  string
-	Spec    pairs.Spec
+	Spec    profiles.PairSpec
 
 	mu       sync.Mutex
 	bench    *profiles.Bench
@@ -71,16 +67,16 @@ type Session struct {
 	uiMu     sync.Mutex      // serialises UI, see there
 	ctx      context.Context // Go's work runs under it; Close cancels it
 	stop     context.CancelFunc
-	Verify   *measure.Profile // target T_verify(W)
-	Draft    *measure.Profile // drafter curve
-	Overhead time.Duration    // measured per-step bookkeeping
+	Verify   *profiles.Profile // target T_verify(W)
+	Draft    *profiles.Profile // drafter curve
+	Overhead time.Duration     // measured per-step bookkeeping
 	// Inputs are the pair's stored curves and calibration (nil before
 	// LoadInputs); Acc is its calibration when there is one.
 	Inputs *profiles.Inputs
-	Acc    *costmodel.Acceptance
-	Best   *costmodel.Prediction // the speedup screen's best plan
+	Acc    *profiles.Acceptance
+	Best   *profiles.Prediction // the speedup screen's best plan
 	// Tuned is the plan chosen from the last tune's ranking (nil: none).
-	Tuned     *costmodel.Prediction
+	Tuned     *profiles.Prediction
 	listeners []func()
 	busy      []func()
 }
@@ -90,7 +86,7 @@ func NewSession(a fyne.App, w fyne.Window, demoDir string) *Session {
 	p := a.Preferences()
 	s := &Session{App: a, Win: w, DemoDir: demoDir}
 	s.ctx, s.stop = context.WithCancel(context.Background())
-	s.DBPath = p.StringWithFallback(prefDB, store.DefaultPath())
+	s.DBPath = p.StringWithFallback(prefDB, profiles.DefaultDB())
 	s.Spec.Target = p.String(prefTarget)
 	s.Spec.Draft = p.String(prefDraft)
 	s.Spec.DraftHidden = p.String(prefHidden)
@@ -115,15 +111,6 @@ func (s *Session) Bench(ctx context.Context) (*profiles.Bench, error) {
 	}
 	s.bench = b
 	return b, nil
-}
-
-// Store is the database of the workflow core.
-func (s *Session) Store(ctx context.Context) (*store.Store, error) {
-	b, err := s.Bench(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return b.Store(ctx)
 }
 
 // PairSpec is the chosen pair as the core opens it.

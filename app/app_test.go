@@ -298,11 +298,11 @@ func TestProfileRunCompareExport(t *testing.T) {
 	if !strings.Contains(r.Stats.Text, "Stored as run 4") || !strings.Contains(r.Stats.Text, "Predicted speedup") || !strings.Contains(r.Stats.Text, "identical") {
 		t.Fatalf("tuned egt run: %s", r.Stats.Text)
 	}
-	st, err := s.Store(context.Background())
+	b, err := s.Bench(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	run4, err := st.Run(context.Background(), 4)
+	run4, err := b.StoredRun(context.Background(), 4)
 	if err != nil || run4.Strategy != "egt" || run4.PredictedSpeedup <= 0 || run4.MeasuredSpeedup <= 0 {
 		t.Fatalf("stored tuned run: %+v %v", run4, err)
 	}

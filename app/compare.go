@@ -15,7 +15,7 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
 
-	"arborist/profiles/store"
+	"arborist/profiles"
 )
 
 // CompareScreen puts stored runs side by side: a table sortable by any
@@ -23,7 +23,7 @@ import (
 // for the charts or for deleting, and the table as CSV.
 type CompareScreen struct {
 	s        *Session
-	Runs     []store.Run // in the table's order
+	Runs     []profiles.Run // in the table's order
 	Selected map[int64]bool
 	Table    *widget.Table
 	Chart    *Chart // tokens/s of the picked runs
@@ -41,8 +41,8 @@ type CompareScreen struct {
 type compareCol struct {
 	name  string
 	width float32
-	text  func(r store.Run) string
-	num   func(r store.Run) float64 // nil: sort by text
+	text  func(r profiles.Run) string
+	num   func(r profiles.Run) float64 // nil: sort by text
 }
 
 // colPick is the check column; it is neither sorted nor exported.
@@ -50,27 +50,27 @@ const colPick = 0
 
 var compareCols = []compareCol{
 	{name: "", width: 36},
-	{name: "run", width: 56, text: func(r store.Run) string { return strconv.FormatInt(r.ID, 10) }, num: func(r store.Run) float64 { return float64(r.ID) }},
-	{name: "date", width: 140, text: func(r store.Run) string { return r.Created.Local().Format("2006-01-02 15:04") },
-		num: func(r store.Run) float64 { return float64(r.Created.UnixNano()) }},
-	{name: "target", width: 150, text: func(r store.Run) string { return filepath.Base(r.Target) }},
+	{name: "run", width: 56, text: func(r profiles.Run) string { return strconv.FormatInt(r.ID, 10) }, num: func(r profiles.Run) float64 { return float64(r.ID) }},
+	{name: "date", width: 140, text: func(r profiles.Run) string { return r.Created.Local().Format("2006-01-02 15:04") },
+		num: func(r profiles.Run) float64 { return float64(r.Created.UnixNano()) }},
+	{name: "target", width: 150, text: func(r profiles.Run) string { return filepath.Base(r.Target) }},
 	{name: "drafter", width: 170, text: runDrafter},
 	{name: "plan", width: 220, text: runPlan},
-	{name: "status", width: 90, text: func(r store.Run) string { return r.Status }},
-	{name: "tokens", width: 70, text: func(r store.Run) string { return running(r, strconv.Itoa(r.Tokens)) }, num: func(r store.Run) float64 { return float64(r.Tokens) }},
-	{name: "tokens/s", width: 80, text: func(r store.Run) string { return running(r, fmt.Sprintf("%.1f", r.TokensPerSecond)) },
-		num: func(r store.Run) float64 { return r.TokensPerSecond }},
-	{name: "AAL", width: 60, text: func(r store.Run) string { return running(r, fmt.Sprintf("%.2f", r.AAL)) }, num: func(r store.Run) float64 { return r.AAL }},
-	{name: "acceptance", width: 90, text: func(r store.Run) string { return running(r, fmt.Sprintf("%.1f%%", 100*r.Acceptance)) },
-		num: func(r store.Run) float64 { return r.Acceptance }},
-	{name: "predicted", width: 80, text: func(r store.Run) string { return speedup(r.PredictedSpeedup) }, num: func(r store.Run) float64 { return r.PredictedSpeedup }},
-	{name: "measured", width: 80, text: func(r store.Run) string { return running(r, speedup(r.MeasuredSpeedup)) },
-		num: func(r store.Run) float64 { return r.MeasuredSpeedup }},
+	{name: "status", width: 90, text: func(r profiles.Run) string { return r.Status }},
+	{name: "tokens", width: 70, text: func(r profiles.Run) string { return running(r, strconv.Itoa(r.Tokens)) }, num: func(r profiles.Run) float64 { return float64(r.Tokens) }},
+	{name: "tokens/s", width: 80, text: func(r profiles.Run) string { return running(r, fmt.Sprintf("%.1f", r.TokensPerSecond)) },
+		num: func(r profiles.Run) float64 { return r.TokensPerSecond }},
+	{name: "AAL", width: 60, text: func(r profiles.Run) string { return running(r, fmt.Sprintf("%.2f", r.AAL)) }, num: func(r profiles.Run) float64 { return r.AAL }},
+	{name: "acceptance", width: 90, text: func(r profiles.Run) string { return running(r, fmt.Sprintf("%.1f%%", 100*r.Acceptance)) },
+		num: func(r profiles.Run) float64 { return r.Acceptance }},
+	{name: "predicted", width: 80, text: func(r profiles.Run) string { return speedup(r.PredictedSpeedup) }, num: func(r profiles.Run) float64 { return r.PredictedSpeedup }},
+	{name: "measured", width: 80, text: func(r profiles.Run) string { return running(r, speedup(r.MeasuredSpeedup)) },
+		num: func(r profiles.Run) float64 { return r.MeasuredSpeedup }},
 }
 
 // runDrafter names a run's draft source; plain decoding uses none, whatever
 // pair it was started from.
-func runDrafter(r store.Run) string {
+func runDrafter(r profiles.Run) string {
 	if r.Strategy == "ar" || r.Drafter == "" {
 		return "-"
 	}
@@ -78,7 +78,7 @@ func runDrafter(r store.Run) string {
 }
 
 // running shows a run in progress as such, not as zeros.
-func running(r store.Run, v string) string {
+func running(r profiles.Run, v string) string {
 	if r.Status == "running" {
 		return "running"
 	}
@@ -94,7 +94,7 @@ func speedup(v float64) string {
 
 // runPlan is the stored run's strategy with the shape settings it ran
 // with (the decoding config stored with the run; zero settings omitted).
-func runPlan(r store.Run) string {
+func runPlan(r profiles.Run) string {
 	m, ok := r.Settings.(map[string]any)
 	if !ok {
 		return r.Strategy
@@ -209,12 +209,12 @@ func (c *CompareScreen) Content() fyne.CanvasObject {
 
 // Refresh reloads the stored runs.
 func (c *CompareScreen) Refresh() {
-	st, err := c.s.Store(context.Background())
+	b, err := c.s.Bench(context.Background())
 	if err != nil {
 		c.Status.SetText(err.Error())
 		return
 	}
-	runs, err := st.Runs(context.Background(), 500)
+	runs, err := b.Runs(context.Background(), 500)
 	if err != nil {
 		c.Status.SetText(err.Error())
 		return
@@ -230,7 +230,7 @@ func (c *CompareScreen) Refresh() {
 	c.update()
 }
 
-func containsRun(runs []store.Run, id int64) bool {
+func containsRun(runs []profiles.Run, id int64) bool {
 	for _, r := range runs {
 		if r.ID == id {
 			return true
@@ -254,7 +254,7 @@ func (c *CompareScreen) SortBy(col int) {
 
 func (c *CompareScreen) sort() {
 	col := compareCols[c.SortCol]
-	less := func(a, b store.Run) bool {
+	less := func(a, b profiles.Run) bool {
 		if col.num != nil {
 			return col.num(a) < col.num(b)
 		}
@@ -280,8 +280,8 @@ func (c *CompareScreen) Toggle(id int64, on bool) {
 }
 
 // picked lists the picked runs in table order.
-func (c *CompareScreen) picked() []store.Run {
-	var sel []store.Run
+func (c *CompareScreen) picked() []profiles.Run {
+	var sel []profiles.Run
 	for _, r := range c.Runs {
 		if c.Selected[r.ID] {
 			sel = append(sel, r)

@@ -17,10 +17,13 @@ import (
 func TestCompareTable(t *testing.T) {
 	wb := newBench(t)
 	c := wb.Compare
-	st, err := wb.Session.Store(context.Background())
+	// the runs are written straight into the screen's database, as other
+	// processes write theirs
+	st, err := store.Open(context.Background(), wb.Session.DBPath)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer st.Close()
 	ctx := context.Background()
 	for i, tps := range []float64{9.5, 120, 31, 0} {
 		r := &store.Run{Target: "/m/target.gguf", Drafter: "/m/draft.gguf", Strategy: "chain"}

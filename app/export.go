@@ -11,7 +11,6 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"arborist/profiles"
-	"arborist/profiles/config"
 )
 
 // ExportScreen shows the best plan as config.yaml, saves it, and gives the
@@ -27,7 +26,7 @@ type ExportScreen struct {
 	// Provenance says what the plan was computed from, or warns that
 	// some of it is assumed, not measured.
 	Provenance *widget.Label
-	cfg        *config.Config
+	cfg        *profiles.Config
 	planID     int64
 }
 

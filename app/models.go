@@ -16,7 +16,6 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
-	"arborist/engine/hidden"
 	"arborist/profiles"
 )
 
@@ -55,7 +54,7 @@ type ModelsScreen struct {
 	TrainPrompts  *widget.Entry
 	TrainBtn      *widget.Button
 	CancelTrain   *widget.Button
-	TrainSettings hidden.Settings
+	TrainSettings profiles.DrafterSettings
 	LossChart     *Chart // training and held-out loss per epoch
 	lossView      fyne.CanvasObject
 	Stored        *widget.Select // finished hidden drafters in the database
@@ -138,7 +137,7 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	}
 	m.DraftCheck.Check()
 	m.TrainCheck = newFileCheck(m.TrainPrompts, "prompt suite", nil, s.Win)
-	m.TrainSettings = hidden.DefaultSettings()
+	m.TrainSettings = profiles.DefaultDrafterSettings()
 	m.TrainBtn = widget.NewButton("Train hidden drafter", m.train)
 	m.CancelTrain = widget.NewButton("Cancel training", func() {
 		if m.cancelTrain != nil {
@@ -175,13 +174,13 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 // RefreshDrafters lists the finished hidden drafters of the database.
 func (m *ModelsScreen) RefreshDrafters() {
 	ctx := context.Background()
-	st, err := m.s.Store(ctx)
+	b, err := m.s.Bench(ctx)
 	if err != nil {
 		m.Stored.PlaceHolder = "stored hidden drafters: database unavailable"
 		m.Stored.Refresh()
 		return
 	}
-	ds, err := st.Drafters(ctx)
+	ds, err := b.Drafters(ctx)
 	if err != nil {
 		return
 	}
@@ -190,7 +189,7 @@ func (m *ModelsScreen) RefreshDrafters() {
 		if d.Status != "done" {
 			continue
 		}
-		var losses []hidden.Epoch
+		var losses []profiles.Epoch
 		json.Unmarshal([]byte(d.Losses), &losses)
 		held := ""
 		if len(losses) > 0 {

@@ -9,10 +9,6 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"arborist/profiles"
-	"arborist/profiles/costmodel"
-	"arborist/profiles/hardware"
-	"arborist/profiles/measure"
-	"arborist/profiles/pairs"
 )
 
 // ProfileScreen measures this machine: hardware summary and the latency
@@ -33,8 +29,7 @@ type ProfileScreen struct {
 // NewProfileScreen builds the screen.
 func NewProfileScreen(s *Session) *ProfileScreen {
 	p := &ProfileScreen{s: s}
-	hw := hardware.DetectHardware()
-	hw.GPUs = hardware.GPUSummary(context.Background()) // once, as the screen is built
+	hw := profiles.Machine(context.Background()) // once, as the screen is built
 	desc := fmt.Sprintf("%s: %d cores / %d threads, %s, %.1f GiB RAM", hw.CPU, hw.Cores, hw.Threads, hw.SIMD, float64(hw.RAM)/(1<<30))
 	if hw.GPUs != "" {
 		desc += "; GPUs " + hw.GPUs
@@ -110,7 +105,7 @@ func (p *ProfileScreen) start() {
 	})
 }
 
-func (p *ProfileScreen) measure(ctx context.Context, spec pairs.Spec, maxW int, fresh bool) (vp, dp *measure.Profile, lim hardware.Limits, err error) {
+func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, maxW int, fresh bool) (vp, dp *profiles.Profile, lim profiles.Limits, err error) {
 	b, err := p.s.Bench(ctx)
 	if err != nil {
 		return nil, nil, lim, err
@@ -128,13 +123,13 @@ func (p *ProfileScreen) measure(ctx context.Context, spec pairs.Spec, maxW int, 
 	if err != nil {
 		return nil, nil, lim, err
 	}
-	over := costmodel.Interp(r.Overhead.Curve.Points, 8)
+	over := r.StepOverhead()
 	fyne.Do(func() { p.s.Overhead = over })
 	p.s.Go(func(ctx context.Context) { p.s.LoadInputs(ctx) }) // the model now has curves
 	return r.Target, r.Draft, r.Limits, nil
 }
 
-func (p *ProfileScreen) show(vp, dp *measure.Profile, lim hardware.Limits) {
+func (p *ProfileScreen) show(vp, dp *profiles.Profile, lim profiles.Limits) {
 	p.Progress.SetValue(1)
 	note := "measured now"
 	if vp.Cached {
@@ -155,7 +150,7 @@ func (p *ProfileScreen) show(vp, dp *measure.Profile, lim hardware.Limits) {
 // rooflineSeries is the least a pass can take at every width: the target's
 // weights streamed once at the memory rate of the device it runs on (a
 // GPU's own memory, or the host's), drawn across the curve's widths.
-func rooflineSeries(vp *measure.Profile, lim hardware.Limits) *Series {
+func rooflineSeries(vp *profiles.Profile, lim profiles.Limits) *Series {
 	pts := vp.Curve.Points
 	if len(pts) == 0 || lim.Bandwidth <= 0 || lim.WeightBytes <= 0 {
 		return nil
@@ -169,7 +164,7 @@ func rooflineSeries(vp *measure.Profile, lim hardware.Limits) *Series {
 		X: []float64{float64(pts[0].W), float64(pts[len(pts)-1].W)}, Y: []float64{ms, ms}}
 }
 
-func curveSeries(name string, pr *measure.Profile) Series {
+func curveSeries(name string, pr *profiles.Profile) Series {
 	var s Series
 	s.Name = fmt.Sprintf("%s, %d threads", name, pr.Curve.Key.Threads)
 	for _, pt := range pr.Curve.Points {

@@ -13,8 +13,6 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
-	"arborist/engine/sample"
-	"arborist/engine/spec"
 	"arborist/profiles"
 )
 
@@ -96,7 +94,7 @@ func NewRunScreen(s *Session) *RunScreen {
 	r.AOT = widget.NewCheck("ahead-of-time head", nil)
 	r.DepthPolicy = widget.NewSelect([]string{"fixed", "threshold", "predictor"}, nil)
 	r.DepthPolicy.SetSelected("fixed")
-	r.Strategy = widget.NewSelect(spec.Strategies(), nil)
+	r.Strategy = widget.NewSelect(profiles.Strategies(), nil)
 	r.Strategy.SetSelected("chain")
 	r.UseTuned = widget.NewButton("Use the tuned plan", r.useTuned)
 	r.Strategy.OnChanged = func(string) { r.predicted = 0; r.enable() }
@@ -384,7 +382,7 @@ func (r *RunScreen) follow(on bool) {
 
 // enable turns on the editors of the fields the chosen strategy reads.
 func (r *RunScreen) enable() {
-	p := spec.Plan{Strategy: r.Strategy.Selected}
+	p := profiles.Plan{Strategy: r.Strategy.Selected}
 	for field, w := range map[string]fyne.Disableable{"gamma": r.Gamma, "widths": r.Widths, "parents": r.Parents, "sample_children": r.SampleKids, "egt_widths": r.EGTWidths, "branch": r.Branch,
 		"w_max": r.WMax, "pad": r.Pad, "aot": r.AOT, "depth_policy": r.DepthPolicy, "depth_min": r.DepthMin, "max_seqs": r.MaxSeqs} {
 		if p.Reads(field) {
@@ -422,7 +420,7 @@ func (r *RunScreen) useTuned() {
 }
 
 // SetPlan fills the editor from a plan.
-func (r *RunScreen) SetPlan(p spec.Plan) {
+func (r *RunScreen) SetPlan(p profiles.Plan) {
 	r.Strategy.SetSelected(p.Strategy)
 	set := func(e *widget.Entry, v string) {
 		if v != "" && v != "0" {
@@ -430,10 +428,10 @@ func (r *RunScreen) SetPlan(p spec.Plan) {
 		}
 	}
 	set(r.Gamma, strconv.Itoa(p.Gamma))
-	set(r.Widths, spec.Ints(p.Widths))
-	r.Parents.SetText(spec.Ints(p.Parents))
+	set(r.Widths, profiles.Ints(p.Widths))
+	r.Parents.SetText(profiles.Ints(p.Parents))
 	r.SampleKids.SetChecked(p.SampleChildren)
-	set(r.EGTWidths, spec.Ints(p.EGT))
+	set(r.EGTWidths, profiles.Ints(p.EGT))
 	set(r.Branch, strconv.Itoa(p.Branch))
 	set(r.WMax, strconv.Itoa(p.WMax))
 	set(r.MaxSeqs, strconv.Itoa(p.MaxSeqs))
@@ -448,8 +446,8 @@ func (r *RunScreen) SetPlan(p spec.Plan) {
 }
 
 // Plan reads the editor: the chosen strategy with the fields it reads.
-func (r *RunScreen) Plan() (spec.Plan, error) {
-	p := spec.Plan{Strategy: r.Strategy.Selected, DepthPolicy: r.DepthPolicy.Selected, Pad: r.Pad.Checked, AOT: r.AOT.Checked,
+func (r *RunScreen) Plan() (profiles.Plan, error) {
+	p := profiles.Plan{Strategy: r.Strategy.Selected, DepthPolicy: r.DepthPolicy.Selected, Pad: r.Pad.Checked, AOT: r.AOT.Checked,
 		SampleChildren: r.SampleKids.Checked}
 	num := func(field string, e *widget.Entry, dst *int) error {
 		if !p.Reads(field) {
@@ -466,7 +464,7 @@ func (r *RunScreen) Plan() (spec.Plan, error) {
 		if !p.Reads(field) {
 			return nil
 		}
-		v, err := spec.ParseInts(e.Text)
+		v, err := profiles.ParseInts(e.Text)
 		if err != nil || len(v) == 0 {
 			return fmt.Errorf("%s %q must be a list such as 1,2,2", field, e.Text)
 		}
@@ -480,7 +478,7 @@ func (r *RunScreen) Plan() (spec.Plan, error) {
 		}
 	}
 	if p.Reads("parents") && strings.TrimSpace(r.Parents.Text) != "" {
-		v, err := spec.ParseInts(r.Parents.Text)
+		v, err := profiles.ParseInts(r.Parents.Text)
 		if err != nil {
 			return p, fmt.Errorf("parents %q must be a list such as -1,-1,0", r.Parents.Text)
 		}
@@ -500,16 +498,16 @@ func (r *RunScreen) Plan() (spec.Plan, error) {
 }
 
 // sampling reads the token budget and temperature.
-func (r *RunScreen) sampling() (int, sample.Params, error) {
+func (r *RunScreen) sampling() (int, profiles.SampleParams, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(r.Tokens.Text))
 	if err != nil || n < 1 {
-		return 0, sample.Params{}, fmt.Errorf("tokens %q must be a positive number", r.Tokens.Text)
+		return 0, profiles.SampleParams{}, fmt.Errorf("tokens %q must be a positive number", r.Tokens.Text)
 	}
 	temp, err := strconv.ParseFloat(strings.TrimSpace(r.Temp.Text), 32)
 	if err != nil || temp < 0 {
-		return 0, sample.Params{}, fmt.Errorf("temperature %q must be a number >= 0", r.Temp.Text)
+		return 0, profiles.SampleParams{}, fmt.Errorf("temperature %q must be a number >= 0", r.Temp.Text)
 	}
-	return n, sample.Params{Temp: float32(temp), TopP: 1, Seed: 1}, nil
+	return n, profiles.SampleParams{Temp: float32(temp), TopP: 1, Seed: 1}, nil
 }
 
 func (r *RunScreen) run() {
@@ -577,7 +575,7 @@ func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profi
 	if err != nil {
 		return err
 	}
-	var steps []spec.Step
+	var steps []profiles.Step
 	tokens, accepted, drafted := 0, 0, 0
 	var gen time.Duration // generation time only: the steps' own times, as stored
 	lastDraw := time.Now()
@@ -618,7 +616,7 @@ func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profi
 			flush()
 		}
 	}
-	opt.OnStep = func(_ int, s spec.Step) {
+	opt.OnStep = func(_ int, s profiles.Step) {
 		steps = append(steps, s)
 		tokens += s.Emitted
 		accepted += s.Accepted
@@ -693,7 +691,7 @@ func liveStats(tokens, steps, accepted, drafted int, gen time.Duration) string {
 
 // timeline charts each step's draft, verify and overhead time, and the
 // drafting that overlapped verification (duo, AOT).
-func timeline(steps []spec.Step) ChartSpec {
+func timeline(steps []profiles.Step) ChartSpec {
 	names := []string{"draft", "verify", "overhead", "overlap (draft during verify)"}
 	series := make([]Series, len(names))
 	for i := range series {

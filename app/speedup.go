@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"image/color"
 	"strconv"
@@ -14,8 +15,6 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"arborist/profiles"
-	"arborist/profiles/costmodel"
-	"arborist/profiles/store"
 )
 
 // SpeedupScreen is the interactive latency-aware speedup model: move the
@@ -57,14 +56,16 @@ type SpeedupScreen struct {
 	// measured, the measured best marked (and picked for Run and Export).
 	Validate      *widget.Button
 	Validation    *widget.Label
-	pendingChoice *costmodel.Prediction // picked once the running work has reported
+	pendingChoice *profiles.Prediction // picked once the running work has reported
 	Work          *widget.ProgressBar
 	WorkStatus    *widget.Label
-	Ranked        *widget.Select         // the last tune's plans, best first: pick one
-	ranked        []costmodel.Prediction // the tuned plans listed (the best 25)
-	candidates    []costmodel.Prediction // every tuned plan, best first: Validate top 5 picks the distinct ones from here
+	Ranked        *widget.Select        // the last tune's plans, best first: pick one
+	ranked        []profiles.Prediction // the tuned plans listed (the best 25)
+	candidates    []profiles.Prediction // every tuned plan, best first: Validate top 5 picks the distinct ones from here
 	// chartPlans are the speedup chart's plans: [series][point]
-	chartPlans [][]costmodel.Prediction
+	chartPlans [][]profiles.Prediction
+	// explored is the last what-if the core answered (Update)
+	explored *profiles.Exploration
 	// stored is the plan the database holds as the pair's newest (what
 	// Export renders), so picking it again stores nothing
 	stored string
@@ -192,96 +193,51 @@ func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 	return split
 }
 
-// assumedCurve stands in for a profile: verification cost growing with W as
-// on a small CPU, so the model can be explored before profiling.
-func assumedCurve() []store.Point {
-	var pts []store.Point
-	for _, w := range []int{1, 2, 4, 8, 16, 32, 64} {
-		pts = append(pts, store.Point{W: w, Median: time.Duration(10+3*(w-1)) * time.Millisecond})
-	}
-	return pts
-}
-
 // Update recomputes the predictions and redraws (on the UI goroutine).
 func (sp *SpeedupScreen) Update() {
 	start := time.Now()
 	depth := int(sp.MaxDepth.Value)
-	acc := costmodel.Uniform(sp.Alpha.Value, sp.Decay.Value, depth, 4)
-	src := fmt.Sprintf("assumed values (acceptance %.0f%%, decay %.2f)", 100*sp.Alpha.Value, sp.Decay.Value)
-	in := sp.s.Inputs
-	if sp.UseCal.Checked && sp.s.Acc != nil && in != nil {
-		acc, src = sp.s.Acc, "acceptance "+in.Describe()
-	} else if sp.UseCal.Checked {
-		src += "; this pair has no stored calibration"
-	}
-	costs := costmodel.Costs{Verify: assumedCurve(), Overhead: 100 * time.Microsecond}
-	curve := "an assumed curve (profile this machine for real figures)"
-	switch {
-	case in != nil && in.Profiled:
-		// the core's costs: the drafter's curve, or a layer-skip or
-		// hidden drafter's share of the target's
-		costs, curve = in.Costs, "the measured T_verify(W) and drafting costs"
-	case sp.s.Verify != nil:
-		costs.Verify, curve = sp.s.Verify.Curve.Points, "the measured T_verify(W)"
-		if sp.s.Draft != nil {
-			costs.Draft = sp.s.Draft.Curve.Points
-		}
-		if sp.s.Overhead > 0 {
-			costs.Overhead = sp.s.Overhead
-		}
-	}
-	sp.Labels.SetText(fmt.Sprintf("Predictions from %s and %s.", src, curve))
+	x := profiles.Explore(profiles.ExploreOptions{Alpha: sp.Alpha.Value, Decay: sp.Decay.Value, Depth: depth, Calibrated: sp.UseCal.Checked,
+		Inputs: sp.s.Inputs, Verify: sp.s.Verify, Draft: sp.s.Draft, Overhead: sp.s.Overhead})
+	sp.explored = x
+	sp.Labels.SetText(fmt.Sprintf("Predictions from %s and %s.", x.Acceptance, x.Curve))
 	var series []Series
-	var plans [][]costmodel.Prediction
 	var mark *[2]float64
 	bestSpeed := 0.0
-	for w := 1; w <= 4; w++ {
-		s := Series{Name: fmt.Sprintf("width %d", w)}
-		var ps []costmodel.Prediction
-		if w == 1 {
+	for i, line := range x.Lines {
+		s := Series{Name: fmt.Sprintf("width %d", i+1)}
+		if i == 0 {
 			s.Name = "chain (width 1)"
 		}
-		for d := 1; d <= depth; d++ {
-			p := costmodel.Plan{Strategy: "chain", Gamma: d}
-			if w > 1 {
-				ws := []int{w}
-				for len(ws) < d {
-					ws = append(ws, w)
-				}
-				p = costmodel.Plan{Strategy: "egt", EGT: ws, Branch: 2, WMax: 64}
+		for _, pr := range line {
+			d := float64(pr.Plan.Gamma)
+			if pr.Plan.Strategy == "egt" {
+				d = float64(len(pr.Plan.EGT))
 			}
-			pr, err := costmodel.Predict(p, acc, costs)
-			if err != nil {
-				continue
-			}
-			s.X = append(s.X, float64(d))
+			s.X = append(s.X, d)
 			s.Y = append(s.Y, pr.Speedup)
-			ps = append(ps, pr)
 			if pr.Speedup > bestSpeed {
 				bestSpeed = pr.Speedup
-				mark = &[2]float64{float64(d), pr.Speedup}
+				mark = &[2]float64{d, pr.Speedup}
 			}
 		}
 		series = append(series, s)
-		plans = append(plans, ps)
 	}
-	preds := costmodel.Search(acc, costs, costmodel.SearchSpace{MaxDepth: min(depth, 7), MaxGamma: depth})
-	if len(preds) > 0 {
-		b := preds[0]
-		sp.s.Best = &b
+	if b := x.Best; b != nil {
+		sp.s.Best = b
 		sp.Best.SetText(fmt.Sprintf("Best of %d plans: %s, predicted %.2fx (AAL %.2f, %d nodes, step %v)",
-			len(preds), b.Plan, b.Speedup, b.AAL, b.Nodes, b.Step.Round(time.Microsecond)))
-		sp.drawTree(costmodel.Shape(b.Plan, acc))
+			x.Searched, b.Plan, b.Speedup, b.AAL, b.Nodes, b.Step.Round(time.Microsecond)))
+		sp.drawTree(x.BestShape)
 	}
-	sp.Mine.SetText(sp.mine(acc, costs))
+	sp.Mine.SetText(sp.mine())
 	var cs Series
 	cs.Name = "T_verify(W)"
-	for _, pt := range costs.Verify {
+	for _, pt := range x.Verify {
 		cs.X = append(cs.X, float64(pt.W))
 		cs.Y = append(cs.Y, float64(pt.Median)/1e6)
 	}
 	sp.Curve.SetSpec(ChartSpec{Title: "Verification latency", XLabel: "W", YLabel: "ms", LogX: true, LogY: true, Series: []Series{cs}, Width: 420, Height: 220})
-	sp.chartPlans = plans
+	sp.chartPlans = x.Lines
 	sp.Chart.SetSpec(ChartSpec{Title: "Predicted speedup against depth", XLabel: "depth (draft levels)", YLabel: "speedup over plain decoding",
 		Series: series, Mark: mark, Width: 620, Height: 380})
 	sp.last = time.Since(start)
@@ -341,25 +297,8 @@ func (sp *SpeedupScreen) drawTree(parents []int) {
 // mine scores the plan typed into "your plan": a gamma for chain, widths per
 // depth for tree and egt (egt expands that many nodes per depth, two
 // children each, pruned to W_max).
-func (sp *SpeedupScreen) mine(acc *costmodel.Acceptance, costs costmodel.Costs) string {
-	var nums []int
-	for _, f := range strings.Split(sp.Shape.Text, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return fmt.Sprintf("Your plan: %q is not a list of positive numbers.", sp.Shape.Text)
-		}
-		nums = append(nums, n)
-	}
-	p := costmodel.Plan{Strategy: sp.Plan.Selected}
-	switch p.Strategy {
-	case "chain":
-		p.Gamma = nums[0]
-	case "tree":
-		p.Widths = nums
-	default:
-		p.Strategy, p.EGT, p.Branch, p.WMax = "egt", nums, 2, int(sp.WMax.Value)
-	}
-	pr, err := costmodel.Predict(p, acc, costs)
+func (sp *SpeedupScreen) mine() string {
+	p, pr, err := sp.explored.Price(sp.Plan.Selected, sp.Shape.Text, int(sp.WMax.Value))
 	if err != nil {
 		return "Your plan: " + err.Error()
 	}
@@ -537,15 +476,13 @@ func (sp *SpeedupScreen) validate() {
 	// from every tuned plan, as tune --validate --top 5 does: the 25
 	// listed can all be one plan under other names (on the demo pair only
 	// one distinct plan was validated)
-	plans := costmodel.Distinct(sp.candidates, 5)
-	for _, p := range plans {
-		if p.Backend != "" {
-			sp.s.ShowError(fmt.Errorf("validation measures one placement, and these plans were ranked across devices: choose the device and draft device of the plan you want on the Models screen, then tune without placing and validate"))
-			return
-		}
-	}
-	if len(plans) == 0 {
-		sp.s.ShowError(fmt.Errorf("tune first: there are no ranked plans to validate"))
+	plans, err := profiles.ValidationPlans(sp.candidates, 5)
+	switch {
+	case errors.Is(err, profiles.ErrPlacedValidation):
+		sp.s.ShowError(fmt.Errorf("%w, and these plans were ranked across devices: choose the device and draft device of the plan you want on the Models screen, then tune without placing and validate", err))
+		return
+	case errors.Is(err, profiles.ErrNotTuned):
+		sp.s.ShowError(fmt.Errorf("%w: there are no ranked plans to validate", err))
 		return
 	}
 	var v *profiles.Validation
@@ -597,7 +534,7 @@ func describeValidation(v *profiles.Validation) string {
 }
 
 // SetRanked lists a tune's plans and picks the best.
-func (sp *SpeedupScreen) SetRanked(preds []costmodel.Prediction) {
+func (sp *SpeedupScreen) SetRanked(preds []profiles.Prediction) {
 	sp.ranked, sp.candidates = preds[:min(len(preds), 25)], preds
 	var opts []string
 	for i, p := range sp.ranked {
@@ -640,7 +577,7 @@ func (sp *SpeedupScreen) choosePoint(pt ChartPoint) {
 // choose makes p the plan Run and Export use: the session's tuned plan at
 // once, and the pair's newest stored plan (what Export renders, in the GUI
 // and `arborist export`) once the core has stored it.
-func (sp *SpeedupScreen) choose(p costmodel.Prediction, msg string) {
+func (sp *SpeedupScreen) choose(p profiles.Prediction, msg string) {
 	sp.s.Tuned = &p
 	sp.s.Changed()
 	ps := sp.s.PairSpec()

@@ -2,12 +2,21 @@ package profiles
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
 	"arborist/profiles/measure"
 	"arborist/profiles/pairs"
 	"arborist/profiles/store"
+)
+
+// ErrNotCalibrated marks a workflow that needs the pair's stored
+// calibration where the database has none; ErrNotTuned, one that needs a
+// tuned plan (errors.Is).
+var (
+	ErrNotCalibrated = errors.New("calibrate first")
+	ErrNotTuned      = errors.New("tune first")
 )
 
 // Bench is the core over one database. The database is opened when a
@@ -41,9 +50,6 @@ func (b *Bench) db(ctx context.Context) (*store.Store, error) {
 	}
 	return b.st, nil
 }
-
-// Store is the database the workflows read and write.
-func (b *Bench) Store(ctx context.Context) (*store.Store, error) { return b.db(ctx) }
 
 // Path is the database file.
 func (b *Bench) Path() string { return b.path }

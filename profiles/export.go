@@ -155,7 +155,7 @@ func (b *Bench) Export(ctx context.Context, ps PairSpec) (*Export, error) {
 		return nil, err
 	}
 	if id == 0 {
-		return nil, fmt.Errorf("no plan for %s in %s: tune first", ps.Target, b.path)
+		return nil, fmt.Errorf("no plan for %s in %s: %w", ps.Target, b.path, ErrNotTuned)
 	}
 	ex, err := b.config(ctx, ps, in, best, fmt.Sprintf("plan %d of %s", id, b.path))
 	if ex != nil {

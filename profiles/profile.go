@@ -46,6 +46,20 @@ type ProfileReport struct {
 	Memory     *store.DeviceMemory // the target device's own memory (a GPU's), nil on the CPU
 }
 
+// StepOverhead is the per-step bookkeeping the speedup model prices, from
+// the profile's overhead curve.
+func (r *ProfileReport) StepOverhead() time.Duration {
+	return measure.StepOverhead(r.Overhead.Curve.Points)
+}
+
+// Machine describes this machine: CPU, cores, SIMD, memory and the NVIDIA
+// GPUs the driver reports (it runs nvidia-smi where there is one).
+func Machine(ctx context.Context) Hardware {
+	hw := hardware.DetectHardware()
+	hw.GPUs = hardware.GPUSummary(ctx)
+	return hw
+}
+
 // deviceMemory is the stored memory of be's device on this machine, or,
 // fresh or never stored, measured and stored; nil for a device whose
 // memory is the host's.
@@ -215,7 +229,7 @@ func (b *Bench) TrainPredictor(ctx context.Context, ps PairSpec, prompts []strin
 			return nil, err
 		}
 		if calID == 0 {
-			return nil, fmt.Errorf("no calibration of %s with %s in %s: calibrate first", ps.Target, ps.SourceName(), b.path)
+			return nil, fmt.Errorf("no calibration of %s with %s in %s: %w", ps.Target, ps.SourceName(), b.path, ErrNotCalibrated)
 		}
 	}
 	progress.send("collecting", 0, 1, fmt.Sprintf("chains of %d", depth))
@@ -493,7 +507,7 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 			return nil, err
 		}
 		if in.Acc == nil {
-			return nil, fmt.Errorf("no calibration of %s with %s in %s: calibrate first, or assume an acceptance rate (--alpha)", ps.Target, ps.SourceName(), b.path)
+			return nil, fmt.Errorf("no calibration of %s with %s in %s: %w, or assume an acceptance rate (--alpha)", ps.Target, ps.SourceName(), b.path, ErrNotCalibrated)
 		}
 		own := in.Costs.PlainToken()
 		if i == 0 {

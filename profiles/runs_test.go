@@ -18,7 +18,7 @@ func TestDeleteRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	st, err := b.Store(ctx)
+	st, err := b.db(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

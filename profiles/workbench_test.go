@@ -108,7 +108,7 @@ func TestTuneExportRunTunedPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ := b.Store(ctx)
+	st, _ := b.db(ctx)
 	run, err := st.Run(ctx, res.RunID)
 	if err != nil || run.PredictedSpeedup != r.Predicted || run.Strategy != r.Plan.Strategy {
 		t.Errorf("stored run %+v: %v", run, err)
@@ -145,7 +145,7 @@ func TestValidateTop(t *testing.T) {
 	if len(v.Plans) != 3 || v.Base.Tokens != 2*2*16 || v.BaseRunID == 0 {
 		t.Fatalf("validation %+v", v)
 	}
-	st, _ := b.Store(ctx)
+	st, _ := b.db(ctx)
 	best := 0
 	for i, p := range v.Plans {
 		if !p.Identical || len(p.Rounds) != 2 || p.Measured <= 0 || p.Predicted != tr.Ranked[i].Speedup || p.Totals.Tokens != 64 {

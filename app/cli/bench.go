@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"arborist/engine/spec"
 	"arborist/profiles"
 )
 
@@ -28,7 +27,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	if *path == "" {
 		return fail(fs, usagef("--model is required"))
 	}
-	widths, err := spec.ParseInts(*widthsFlag)
+	widths, err := profiles.ParseInts(*widthsFlag)
 	if err != nil || len(widths) == 0 {
 		return fail(fs, usagef("--widths: want a list such as 1,2,4,8"))
 	}

@@ -5,15 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"arborist/engine/hidden"
 	"arborist/profiles"
-	"arborist/profiles/outfile"
-	"arborist/profiles/store"
 )
 
 const trainDrafterArgs = "--target T --prompts FILE [--tokens 128 --samples 4 --depth 3 --epochs 12 --d 256 ...] [--db FILE] | --resume ID"
@@ -22,7 +18,7 @@ const trainDrafterArgs = "--target T --prompts FILE [--tokens 128 --samples 4 --
 // the target and stores it; Ctrl-C leaves a checkpoint to --resume.
 func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "train drafter", trainDrafterArgs)
-	def := hidden.DefaultSettings()
+	def := profiles.DefaultDrafterSettings()
 	var spec profiles.TrainSpec
 	s := &spec.Settings
 	fs.StringVar(&spec.Target, "target", "", "target GGUF `file`")
@@ -157,15 +153,15 @@ func runDrafters(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return fail(fs, err)
 	}
-	open := store.Open
+	open := profiles.Open
 	if args[0] == "list" || args[0] == "show" || args[0] == "export" {
-		open = store.OpenReadOnly // issue 17: reading writes nothing
+		open = profiles.OpenReadOnly // reading writes nothing
 	}
-	st, err := open(ctx, *db)
+	b, err := open(ctx, *db)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer b.Close()
 	w := env.Stdout
 	idArg := func() (int64, error) {
 		if len(pos) != 1 {
@@ -179,7 +175,7 @@ func runDrafters(ctx context.Context, env Env, args []string) error {
 	}
 	switch args[0] {
 	case "list":
-		ds, err := st.Drafters(ctx)
+		ds, err := b.Drafters(ctx)
 		if err != nil {
 			return err
 		}
@@ -189,7 +185,7 @@ func runDrafters(ctx context.Context, env Env, args []string) error {
 		}
 		fmt.Fprintf(w, "%4s %-9s %-12s %9s %8s  %-20s %s\n", "id", "status", "target", "size", "held-out", "updated", "target file")
 		for _, d := range ds {
-			var losses []hidden.Epoch
+			var losses []profiles.Epoch
 			json.Unmarshal([]byte(d.Losses), &losses)
 			ho := "-"
 			if len(losses) > 0 {
@@ -202,21 +198,18 @@ func runDrafters(ctx context.Context, env Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		row, blob, err := st.LoadDrafter(ctx, id)
+		info, err := b.DrafterInfo(ctx, id)
 		if err != nil {
 			return err
 		}
-		d, state, err := hidden.Decode(fmt.Sprintf("drafter %d", id), blob)
-		if err != nil {
-			return err
-		}
+		row, d := info.Row, info.Model
 		fmt.Fprintf(w, "drafter %d (%s) for %s, fingerprint %s\n", id, row.Status, row.TargetPath, row.TargetFingerprint)
 		fmt.Fprintf(w, "shape: width %d, %d heads (%d kv), ffn %d, token-info rank %d, vocabulary %d; %d parameters; %d hot tokens; started from block %d\n",
 			d.Dim, d.Heads, d.KVHeads, d.FFN, d.D, d.Vocab, d.Params(), len(d.Hot), d.InitLayer)
 		set, _ := json.Marshal(d.Settings)
 		fmt.Fprintf(w, "settings: %s\n", set)
-		if state != nil {
-			fmt.Fprintf(w, "unfinished: %d of %d epochs done; resume with --resume %d\n", state.Epoch, d.Settings.Epochs, id)
+		if info.Unfinished {
+			fmt.Fprintf(w, "unfinished: %d of %d epochs done; resume with --resume %d\n", info.EpochsDone, d.Settings.Epochs, id)
 		}
 		for _, r := range d.Losses {
 			fmt.Fprintf(w, "epoch %2d depth %d: train %.4f, held-out %.4f (MSE %.4f, KL %.4f), agreement %.1f%%\n", r.Epoch, r.Depth, r.Train, r.HeldOut, r.MSE, r.KL, 100*r.Agree)
@@ -229,50 +222,27 @@ func runDrafters(ctx context.Context, env Env, args []string) error {
 		if *out == "" {
 			return fail(fs, usagef("-o FILE is required"))
 		}
-		row, blob, err := st.LoadDrafter(ctx, id)
+		size, err := b.ExportDrafter(ctx, id, *out)
 		if err != nil {
 			return err
 		}
-		if row.Status != "done" {
-			return fmt.Errorf("drafter %d is still training; finish it with 'arborist train drafter --resume %d' first", id, id)
-		}
-		if _, _, err := hidden.Decode(fmt.Sprintf("drafter %d", id), blob); err != nil {
-			return err
-		}
-		if err := outfile.WriteFile(*out, blob); err != nil { // issue 17: never through a symlink
-			return fmt.Errorf("export: %w", err)
-		}
-		fmt.Fprintf(w, "wrote drafter %d to %s (%s)\n", id, *out, humanBytes(uint64(len(blob))))
+		fmt.Fprintf(w, "wrote drafter %d to %s (%s)\n", id, *out, humanBytes(uint64(size)))
 	case "import":
 		if len(pos) != 1 {
 			return fail(fs, usagef("give one drafter file"))
 		}
 		path := pos[0]
-		blob, err := os.ReadFile(path)
-		if err != nil {
-			return fmt.Errorf("import: %w", err)
-		}
-		d, state, err := hidden.Decode(path, blob)
+		id, target, err := b.ImportDrafter(ctx, path)
 		if err != nil {
 			return err
 		}
-		if state != nil {
-			return fmt.Errorf("import: %s is a training checkpoint, not a finished drafter", path)
-		}
-		settings, _ := json.Marshal(d.Settings)
-		losses, _ := json.Marshal(d.Losses)
-		id, err := st.SaveDrafter(ctx, &store.Drafter{TargetFingerprint: d.Fingerprint, TargetPath: d.Target, Status: "done",
-			Settings: string(settings), Losses: string(losses)}, blob)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "imported %s as drafter %d (for %s)\n", path, id, d.Target)
+		fmt.Fprintf(w, "imported %s as drafter %d (for %s)\n", path, id, target)
 	case "rm":
 		id, err := idArg()
 		if err != nil {
 			return err
 		}
-		if err := st.DeleteDrafter(ctx, id); err != nil {
+		if err := b.DeleteDrafter(ctx, id); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "removed drafter %d\n", id)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 
-	"arborist/engine/spec"
 	"arborist/profiles"
 )
 
@@ -16,7 +15,7 @@ import (
 // parseIDs reads a comma-separated list of token ids; the model checks
 // their range.
 func parseIDs(s string) ([]int, error) {
-	ids, err := spec.ParseInts(s)
+	ids, err := profiles.ParseInts(s)
 	if err != nil {
 		return nil, usagef("--ids: %v", err)
 	}

@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"arborist/profiles"
-	"arborist/profiles/hardware"
-	"arborist/profiles/store"
 )
 
 // pairFlags selects a target, a draft source and the backend; run,
@@ -68,7 +66,7 @@ func checkBackend(backend string, threads int) error {
 	if threads <= 0 {
 		return usagef("--threads must be positive")
 	}
-	if err := hardware.CheckThreads("--threads", threads); err != nil { // capped at a few times the logical cores
+	if err := profiles.CheckThreads("--threads", threads); err != nil { // capped at a few times the logical cores
 		return usagef("%v", err)
 	}
 	return nil
@@ -92,7 +90,7 @@ func (p *pairFlags) check(needSource bool) error {
 	if p.DraftThreads < 0 {
 		return usagef("--draft-threads must not be negative")
 	}
-	if err := hardware.CheckThreads("--threads (with --draft-threads)", p.Threads+p.DraftThreads); err != nil { // issue 17
+	if err := profiles.CheckThreads("--threads (with --draft-threads)", p.Threads+p.DraftThreads); err != nil { // issue 17
 		return usagef("%v", err)
 	}
 	if err := checkKV(p.KV); err != nil {
@@ -110,7 +108,7 @@ func (p *pairFlags) check(needSource bool) error {
 }
 
 func dbFlag(fs *flag.FlagSet) *string {
-	return fs.String("db", store.DefaultPath(), "Arborist database `file`")
+	return fs.String("db", profiles.DefaultDB(), "Arborist database `file`")
 }
 
 func jsonFlag(fs *flag.FlagSet) *bool {

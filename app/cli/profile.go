@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,14 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"arborist/engine/spec"
 	"arborist/profiles"
-	"arborist/profiles/costmodel"
-	"arborist/profiles/measure"
-	"arborist/profiles/store"
 )
 
-func printCurve(w io.Writer, label string, p *measure.Profile) {
+func printCurve(w io.Writer, label string, p *profiles.Profile) {
 	src := "measured now"
 	if p.Cached {
 		src = "from the database (" + p.Curve.Created.Format("2006-01-02 15:04") + "; --fresh to measure again)"
@@ -49,7 +46,7 @@ type pointJSON struct {
 	Reps   int   `json:"reps"`
 }
 
-func curveDoc(p *measure.Profile, model string) *curveJSON {
+func curveDoc(p *profiles.Profile, model string) *curveJSON {
 	if p == nil {
 		return nil
 	}
@@ -214,7 +211,7 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 func trainPredictor(ctx context.Context, env Env, b *profiles.Bench, ps profiles.PairSpec, texts []string, n, depth int, calID int64) error {
 	r, err := b.TrainPredictor(ctx, ps, texts, n, depth, calID, progress(env))
 	if err != nil {
-		if strings.Contains(err.Error(), "calibrate first") {
+		if errors.Is(err, profiles.ErrNotCalibrated) {
 			return fmt.Errorf("%w (run 'arborist calibrate' first)", err)
 		}
 		return err
@@ -326,7 +323,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	defer b.Close()
 	t, err := b.Tune(ctx, p.PairSpec, profiles.TuneOptions{Alpha: *alpha, NoRecheck: *noRecheck, Place: *place}, progress(env))
 	if err != nil {
-		if strings.Contains(err.Error(), "calibrate first") {
+		if errors.Is(err, profiles.ErrNotCalibrated) {
 			return fmt.Errorf("%w; run 'arborist calibrate' first", err)
 		}
 		return err
@@ -345,7 +342,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	if rc := t.Inputs.Recheck; rc != nil {
 		one, mid, wide := rc.At(1), rc.At(4), rc.Widest()
 		if mid.W == wide.W {
-			mid = measure.Anchor{} // mid_w names a middle anchor, below the widest
+			mid = profiles.Anchor{} // mid_w names a middle anchor, below the widest
 		}
 		doc.Recheck = &recheckJSON{W: wide.W, Stored1: one.Stored, Now1: one.Now, Mid: mid.W, StoredMid: mid.Stored, NowMid: mid.Now,
 			StoredW: wide.Stored, NowW: wide.Now, Plain: rc.Plain, Rescaled: rc.Rescaled,
@@ -399,7 +396,10 @@ func runTune(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 		if validateTop {
-			plans := costmodel.Distinct(t.Ranked, *top) // plans doing the same work are measured once
+			plans, err := profiles.ValidationPlans(t.Ranked, *top) // plans doing the same work are measured once
+			if err != nil {
+				return err
+			}
 			if !*asJSON {
 				fmt.Fprintf(w, "\nvalidating the top %d plans on %s (%d tokens per prompt, %d round(s), plans and plain decoding interleaved per prompt):\n", len(plans), *prompts, *n, *rounds)
 			}
@@ -458,7 +458,7 @@ func runExport(ctx context.Context, env Env, args []string) error {
 	defer b.Close()
 	ex, err := b.Export(ctx, p.PairSpec)
 	if err != nil {
-		if strings.Contains(err.Error(), "tune first") {
+		if errors.Is(err, profiles.ErrNotTuned) {
 			return fmt.Errorf("%w (run 'arborist tune' first)", err)
 		}
 		return err
@@ -504,18 +504,18 @@ func runRuns(ctx context.Context, env Env, args []string) error {
 	case sub != "list" && sub != "show" && sub != "compare":
 		return fail(fs, usagef("unknown runs command %q (list, show, compare)", sub))
 	}
-	st, err := store.OpenReadOnly(ctx, *db) // issue 17: reading writes nothing
+	b, err := profiles.OpenReadOnly(ctx, *db) // reading writes nothing
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer b.Close()
 	w := env.Stdout
 	switch sub {
 	case "show":
-		if _, err := st.Run(ctx, ids[0]); err != nil { // issue 17: "no run N", not "no stored steps"
+		if _, err := b.StoredRun(ctx, ids[0]); err != nil { // "no run N", not "no stored steps"
 			return err
 		}
-		steps, err := st.RunSteps(ctx, ids[0])
+		steps, err := b.RunSteps(ctx, ids[0])
 		if err != nil {
 			return err
 		}
@@ -523,13 +523,13 @@ func runRuns(ctx context.Context, env Env, args []string) error {
 			return fmt.Errorf("run %d has no stored steps (see 'arborist runs')", ids[0])
 		}
 		if *asJSON {
-			r, err := st.Run(ctx, ids[0])
+			r, err := b.StoredRun(ctx, ids[0])
 			if err != nil {
 				return err
 			}
 			return writeJSON(w, struct {
-				Run   runJSONRow   `json:"run"`
-				Steps []store.Step `json:"steps"`
+				Run   runJSONRow            `json:"run"`
+				Steps []profiles.StoredStep `json:"steps"`
 			}{runRow(r), steps})
 		}
 		fmt.Fprintf(w, "run %d: %d steps\n  %5s %6s %7s %8s %8s %10s %10s %10s\n", ids[0], len(steps), "step", "prompt", "width", "drafted", "accepted", "draft", "verify", "overhead")
@@ -538,9 +538,9 @@ func runRuns(ctx context.Context, env Env, args []string) error {
 		}
 		return nil
 	case "compare":
-		var runs []*store.Run
+		var runs []*profiles.Run
 		for _, id := range ids {
-			r, err := st.Run(ctx, id)
+			r, err := b.StoredRun(ctx, id)
 			if err != nil {
 				return err
 			}
@@ -549,32 +549,32 @@ func runRuns(ctx context.Context, env Env, args []string) error {
 		if *asJSON {
 			return writeJSON(w, runRows(runs))
 		}
-		row := func(label string, f func(r *store.Run) string) {
+		row := func(label string, f func(r *profiles.Run) string) {
 			fmt.Fprintf(w, "%-18s", label)
 			for _, r := range runs {
 				fmt.Fprintf(w, " %-24s", trimTo(f(r), 24))
 			}
 			fmt.Fprintln(w)
 		}
-		row("run", func(r *store.Run) string { return fmt.Sprintf("#%d (%s)", r.ID, r.Status) })
-		row("strategy", func(r *store.Run) string { return r.Strategy })
-		row("drafter", func(r *store.Run) string { return r.Drafter })
-		row("target", func(r *store.Run) string { return filepath.Base(r.Target) })
-		row("tokens", func(r *store.Run) string { return fmt.Sprint(r.Tokens) })
-		row("tokens/s", func(r *store.Run) string { return fmt.Sprintf("%.1f", r.TokensPerSecond) })
-		row("AAL", func(r *store.Run) string { return fmt.Sprintf("%.2f", r.AAL) })
-		row("acceptance", func(r *store.Run) string { return fmt.Sprintf("%.1f%%", 100*r.Acceptance) })
-		row("measured speedup", func(r *store.Run) string { return speedupText(r.MeasuredSpeedup) })
-		row("predicted speedup", func(r *store.Run) string { return speedupText(r.PredictedSpeedup) })
-		row("created", func(r *store.Run) string { return r.Created.Local().Format("2006-01-02 15:04") })
+		row("run", func(r *profiles.Run) string { return fmt.Sprintf("#%d (%s)", r.ID, r.Status) })
+		row("strategy", func(r *profiles.Run) string { return r.Strategy })
+		row("drafter", func(r *profiles.Run) string { return r.Drafter })
+		row("target", func(r *profiles.Run) string { return filepath.Base(r.Target) })
+		row("tokens", func(r *profiles.Run) string { return fmt.Sprint(r.Tokens) })
+		row("tokens/s", func(r *profiles.Run) string { return fmt.Sprintf("%.1f", r.TokensPerSecond) })
+		row("AAL", func(r *profiles.Run) string { return fmt.Sprintf("%.2f", r.AAL) })
+		row("acceptance", func(r *profiles.Run) string { return fmt.Sprintf("%.1f%%", 100*r.Acceptance) })
+		row("measured speedup", func(r *profiles.Run) string { return speedupText(r.MeasuredSpeedup) })
+		row("predicted speedup", func(r *profiles.Run) string { return speedupText(r.PredictedSpeedup) })
+		row("created", func(r *profiles.Run) string { return r.Created.Local().Format("2006-01-02 15:04") })
 		return nil
 	}
-	runs, err := st.Runs(ctx, *limit)
+	runs, err := b.Runs(ctx, *limit)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		var ptrs []*store.Run
+		var ptrs []*profiles.Run
 		for i := range runs {
 			ptrs = append(ptrs, &runs[i])
 		}
@@ -623,13 +623,13 @@ type runJSONRow struct {
 	Created    time.Time `json:"created"`
 }
 
-func runRow(r *store.Run) runJSONRow {
+func runRow(r *profiles.Run) runJSONRow {
 	return runJSONRow{ID: r.ID, Status: r.Status, Strategy: r.Strategy, Drafter: r.Drafter, Target: r.Target, Hardware: r.Hardware, Settings: r.Settings,
 		Prompts: r.Prompts, Tokens: r.Tokens, Steps: r.Steps, DecodeNS: int64(r.Decode), TPS: r.TokensPerSecond, AAL: r.AAL, Acceptance: r.Acceptance,
 		Measured: r.MeasuredSpeedup, Predicted: r.PredictedSpeedup, Created: r.Created}
 }
 
-func runRows(runs []*store.Run) []runJSONRow {
+func runRows(runs []*profiles.Run) []runJSONRow {
 	out := []runJSONRow{}
 	for _, r := range runs {
 		out = append(out, runRow(r))
@@ -668,7 +668,7 @@ func printValidation(w io.Writer, v *profiles.Validation) {
 func validationJSON(v *profiles.Validation, err error) any {
 	type planJSON struct {
 		Rank      int                  `json:"rank"`
-		Plan      spec.Plan            `json:"plan"`
+		Plan      profiles.Plan        `json:"plan"`
 		Label     string               `json:"label"`
 		Predicted float64              `json:"predicted_speedup"`
 		Measured  float64              `json:"measured_speedup"`

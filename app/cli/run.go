@@ -9,15 +9,12 @@ import (
 	"path/filepath"
 	"time"
 
-	"arborist/engine/sample"
-	"arborist/engine/spec"
 	"arborist/profiles"
-	"arborist/profiles/outfile"
 )
 
-// planFlags fill a spec.Plan: every strategy's parameters, read by name.
+// planFlags fill a profiles.Plan: every strategy's parameters, read by name.
 type planFlags struct {
-	plan            spec.Plan
+	plan            profiles.Plan
 	widths, parents string
 	egtWidths       string
 }
@@ -29,7 +26,7 @@ func (f *planFlags) register(fs interface {
 	Float64Var(*float64, string, float64, string)
 }) {
 	p := &f.plan
-	fs.StringVar(&p.Strategy, "strategy", "chain", "one of "+fmt.Sprint(spec.Strategies()))
+	fs.StringVar(&p.Strategy, "strategy", "chain", "one of "+fmt.Sprint(profiles.Strategies()))
 	fs.IntVar(&p.Gamma, "gamma", 4, "chain: draft length; duo: largest draft budget")
 	fs.StringVar(&f.widths, "widths", "", "tree: children per node at each depth, e.g. 3,2,1")
 	fs.StringVar(&f.parents, "parents", "", "tree: parent list, -1 for depth 1, e.g. -1,-1,0,0,2")
@@ -45,19 +42,19 @@ func (f *planFlags) register(fs interface {
 }
 
 // resolve parses the list flags and checks the plan.
-func (f *planFlags) resolve() (spec.Plan, error) {
+func (f *planFlags) resolve() (profiles.Plan, error) {
 	p := f.plan
 	var err error
 	if f.widths != "" {
-		if p.Widths, err = spec.ParseInts(f.widths); err != nil {
+		if p.Widths, err = profiles.ParseInts(f.widths); err != nil {
 			return p, usagef("--widths: %v", err)
 		}
 	} else if f.parents != "" {
-		if p.Parents, err = spec.ParseInts(f.parents); err != nil {
+		if p.Parents, err = profiles.ParseInts(f.parents); err != nil {
 			return p, usagef("--parents: %v", err)
 		}
 	}
-	if p.EGT, err = spec.ParseInts(f.egtWidths); err != nil {
+	if p.EGT, err = profiles.ParseInts(f.egtWidths); err != nil {
 		return p, usagef("--egt-widths: %v", err)
 	}
 	if p.DepthPolicy == "predictor" && !p.Reads("depth_policy") {
@@ -147,17 +144,17 @@ func runRun(ctx context.Context, env Env, args []string) (err error) {
 			return cerr
 		}
 		defer tf.Close()
-		tw := &outfile.ErrWriter{W: tf} // a failing trace write fails the run
+		tw := &profiles.ErrWriter{W: tf} // a failing trace write fails the run
 		defer func() {
 			if err == nil && tw.Err != nil {
 				err = fmt.Errorf("--trace %s: %w", *trace, tw.Err)
 			}
 		}()
 		enc := json.NewEncoder(tw)
-		opt.OnStep = func(pi int, s spec.Step) {
+		opt.OnStep = func(pi int, s profiles.Step) {
 			enc.Encode(struct {
 				Prompt int `json:"prompt"`
-				spec.Step
+				profiles.Step
 			}{pi, s})
 		}
 	}
@@ -201,7 +198,7 @@ func runRun(ctx context.Context, env Env, args []string) (err error) {
 }
 
 // zeroTemp is greedy sampling, as config.yaml writes it.
-func zeroTemp() sample.Params { return sample.Params{TopP: 1, Seed: 1} }
+func zeroTemp() profiles.SampleParams { return profiles.SampleParams{TopP: 1, Seed: 1} }
 
 // printResult writes a run's figures as the text report.
 func printResult(w io.Writer, res *profiles.RunResult) {
@@ -258,9 +255,9 @@ func totals(t *profiles.Totals) *totalsJSON {
 }
 
 // runJSON is `run --json`'s document.
-func runJSON(plan spec.Plan, res *profiles.RunResult, err error) any {
+func runJSON(plan profiles.Plan, res *profiles.RunResult, err error) any {
 	doc := struct {
-		Plan        spec.Plan             `json:"plan"`
+		Plan        profiles.Plan         `json:"plan"`
 		Label       string                `json:"label"`
 		Threads     int                   `json:"threads"`
 		Totals      *totalsJSON           `json:"totals"`

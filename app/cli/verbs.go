@@ -8,7 +8,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"arborist/engine/sample"
 	"arborist/profiles"
 )
 
@@ -60,14 +59,14 @@ func sampleFlags(fs interface {
 	Float64(string, float64, string) *float64
 	Int(string, int, string) *int
 	Uint64(string, uint64, string) *uint64
-}) func() (sample.Params, error) {
+}) func() (profiles.SampleParams, error) {
 	temp := fs.Float64("temp", 0, "temperature; 0 = greedy")
 	topK := fs.Int("top-k", 0, "keep the K most likely tokens (0 = all)")
 	topP := fs.Float64("top-p", 1, "nucleus sampling threshold (1 = off)")
 	minP := fs.Float64("min-p", 0, "drop tokens below this fraction of the top probability")
 	seed := fs.Uint64("seed", 1, "random seed")
-	return func() (sample.Params, error) {
-		p := sample.Params{Temp: float32(*temp), TopK: *topK, TopP: float32(*topP), MinP: float32(*minP), Seed: *seed}
+	return func() (profiles.SampleParams, error) {
+		p := profiles.SampleParams{Temp: float32(*temp), TopK: *topK, TopP: float32(*topP), MinP: float32(*minP), Seed: *seed}
 		if err := p.Validate(); err != nil {
 			return p, usagef("%v", err)
 		}

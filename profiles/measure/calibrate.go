@@ -366,7 +366,7 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *pa
 	if err != nil {
 		return c, 0, err
 	}
-	c.Overhead = costmodel.Interp(op.Curve.Points, 8)
+	c.Overhead = StepOverhead(op.Curve.Points)
 	if pair.DraftModel != nil {
 		sp := progress
 		if sp != nil {
@@ -439,6 +439,10 @@ func splitCurves(ctx context.Context, st *store.Store, hw store.Hardware, spec p
 	}
 	return &costmodel.SplitCosts{TargetThreads: cp.Backend.Threads(), DraftThreads: cp.DraftModel.Backend.Threads(), Verify: tp.Curve.Points, Draft: dp.Curve.Points}, nil
 }
+
+// StepOverhead is the per-step bookkeeping the speedup model prices, read
+// from the overhead curve pts at W = 8.
+func StepOverhead(pts []store.Point) time.Duration { return costmodel.Interp(pts, 8) }
 
 // StepRecord is the stored form of step s, the index-th of its run, made
 // while decoding prompt number prompt.

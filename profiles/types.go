@@ -1,0 +1,82 @@
+package profiles
+
+import (
+	"arborist/engine/hidden"
+	"arborist/engine/sample"
+	"arborist/engine/spec"
+	"arborist/profiles/config"
+	"arborist/profiles/costmodel"
+	"arborist/profiles/hardware"
+	"arborist/profiles/measure"
+	"arborist/profiles/outfile"
+	"arborist/profiles/store"
+)
+
+// The plain values the workflows take and return, as the faces name them:
+// the faces import this package and nothing else of Arborist's, so the
+// types of its parts are re-exported here. Each is its part's own type.
+type (
+	// Plan is a speculation plan: a strategy and its shape (engine/spec).
+	Plan = spec.Plan
+	// Step is one speculative step as the engine reports it.
+	Step = spec.Step
+	// SampleParams are the sampling settings (temperature 0: greedy).
+	SampleParams = sample.Params
+
+	// Prediction is the speedup model's figures for one plan; Costs the
+	// curves it prices on; Acceptance a calibration's measurements.
+	Prediction = costmodel.Prediction
+	Costs      = costmodel.Costs
+	Acceptance = costmodel.Acceptance
+
+	// Profile is a measured (or stored) latency curve with its record;
+	// Anchor one width a re-check timed.
+	Profile = measure.Profile
+	Anchor  = measure.Anchor
+
+	// Limits are a model's limits on this machine: the read roofline and
+	// the compute ceiling.
+	Limits = hardware.Limits
+
+	// The stored records: runs with their steps, curve points, hardware
+	// and trained drafters.
+	Run        = store.Run
+	StoredStep = store.Step
+	Point      = store.Point
+	Hardware   = store.Hardware
+	Drafter    = store.Drafter
+
+	// DrafterSettings are a hidden-state drafter's training settings;
+	// Epoch one epoch's losses.
+	DrafterSettings = hidden.Settings
+	Epoch           = hidden.Epoch
+
+	// Config is an exported plan, as config.yaml holds it.
+	Config = config.Config
+
+	// ErrWriter passes writes on and keeps the first error, so a stream
+	// written in many small pieces (a JSON-lines trace) is checked once.
+	ErrWriter = outfile.ErrWriter
+)
+
+// DefaultDB is the database file used when none is named: arborist.db in
+// the user's configuration folder.
+func DefaultDB() string { return store.DefaultPath() }
+
+// Strategies names the registered strategies, in their listing order.
+func Strategies() []string { return spec.Strategies() }
+
+// ParseInts reads a comma-separated list of integers ("3,2,1"), as plan
+// fields such as tree widths are written.
+func ParseInts(s string) ([]int, error) { return spec.ParseInts(s) }
+
+// Ints writes a list of integers as ParseInts reads it.
+func Ints(v []int) string { return spec.Ints(v) }
+
+// DefaultDrafterSettings are the hidden-state drafter's default training
+// settings.
+func DefaultDrafterSettings() DrafterSettings { return hidden.DefaultSettings() }
+
+// CheckThreads refuses a thread count (named by what, for the message)
+// beyond a few times this machine's logical cores.
+func CheckThreads(what string, n int) error { return hardware.CheckThreads(what, n) }
