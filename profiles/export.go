@@ -46,17 +46,13 @@ func (b *Bench) provenance(ctx context.Context, in *Inputs, planID int64) (strin
 	}
 	var parts []string
 	if planID > 0 {
-		var created string
-		if st.DB().QueryRowContext(ctx, "SELECT created FROM plans WHERE id = ?", planID).Scan(&created) == nil {
+		if created, err := st.PlanCreated(ctx, planID); err == nil {
 			parts = append(parts, fmt.Sprintf("plan %d, tuned %s", planID, when(created)))
 		}
 	}
 	assumed := false
 	if in.Profiled {
-		var created string
-		var n int
-		err := st.DB().QueryRowContext(ctx, "SELECT count(*), coalesce(max(created), '') FROM latency_curves WHERE hardware_id = ? AND model_id = ?",
-			in.Hardware.ID, in.TargetID).Scan(&n, &created)
+		n, created, err := st.CurveCount(ctx, in.Hardware.ID, in.TargetID)
 		if err == nil && n > 0 {
 			parts = append(parts, fmt.Sprintf("T_verify from the stored latency profile of this machine (%d curves, newest %s)", n, when(created)))
 		} else {
@@ -187,6 +183,18 @@ type Replay struct {
 	Plan      spec.Plan
 	Sample    sample.Params
 	Predicted float64
+}
+
+// PairWith is the replayed pair completed by the pair a run was asked for
+// (flags): the re-sampling settings and the concurrent drafter's threads
+// come from flags, and so do the threads where the config names none.
+func (r *Replay) PairWith(flags PairSpec) PairSpec {
+	ps := r.Pair
+	ps.ResampleDepth, ps.NoResample, ps.DraftThreads = flags.ResampleDepth, flags.NoResample, flags.DraftThreads
+	if ps.Threads == 0 {
+		ps.Threads = flags.Threads
+	}
+	return ps
 }
 
 // LoadReplay reads a config.yaml: its models, plan, sampling and

@@ -28,17 +28,16 @@ func (b *Bench) Steps(ctx context.Context, ps PairSpec) (Steps, error) {
 	if s.PlanID, _, err = b.LatestPlan(ctx, in); err != nil {
 		return s, err
 	}
-	db := st.DB()
 	// any stored curve of the target on this machine: a profile up to a
 	// smaller W than the speedup model reads (Tune measures the rest)
-	var curves int
-	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM latency_curves WHERE hardware_id = ? AND model_id = ?", in.Hardware.ID, in.TargetID).Scan(&curves); err != nil {
+	curves, _, err := st.CurveCount(ctx, in.Hardware.ID, in.TargetID)
+	if err != nil {
 		return s, err
 	}
 	s.Profiled = in.Profiled || curves > 0
-	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM runs WHERE target = ?", ps.Target).Scan(&s.Runs); err != nil {
+	if s.Runs, err = st.RunCount(ctx, ps.Target); err != nil {
 		return s, err
 	}
-	err = db.QueryRowContext(ctx, "SELECT count(*) FROM exports JOIN plans ON exports.plan_id = plans.id WHERE plans.target_id = ?", in.TargetID).Scan(&s.Exports)
+	s.Exports, err = st.ExportCount(ctx, in.TargetID)
 	return s, err
 }

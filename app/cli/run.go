@@ -104,12 +104,7 @@ func runRun(ctx context.Context, env Env, args []string) (err error) {
 		if err != nil {
 			return err
 		}
-		keep := ps
-		ps = r.Pair
-		ps.ResampleDepth, ps.NoResample, ps.DraftThreads = keep.ResampleDepth, keep.NoResample, keep.DraftThreads
-		if ps.Threads == 0 {
-			ps.Threads = keep.Threads
-		}
+		ps = r.PairWith(ps)
 		opt.Plan, opt.Sample, opt.Predicted = r.Plan, r.Sample, r.Predicted
 	} else if opt.Plan, err = plf.resolve(); err != nil {
 		return fail(fs, err)
