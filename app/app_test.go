@@ -470,15 +470,16 @@ func TestTrainHiddenDrafterInGUI(t *testing.T) {
 func TestRunPlanEditor(t *testing.T) {
 	r := newBench(t).Run
 	r.Strategy.SetSelected("tree")
-	if r.Branch.Disabled() == false || r.Widths.Disabled() || r.Parents.Disabled() {
+	if r.Fields["branch"].Widget().Disabled() == false || r.Fields["widths"].Widget().Disabled() || r.Fields["parents"].Widget().Disabled() {
 		t.Error("tree enables the wrong editors")
 	}
-	r.Parents.SetText("-1,-1,0")
+	r.Fields["widths"].set("2,1,1,1")
+	r.Fields["parents"].set("-1,-1,0")
 	p, err := r.Plan()
 	if err != nil || len(p.Parents) != 3 || p.Widths != nil || p.Gamma != 0 {
 		t.Fatalf("tree by parents: %+v %v", p, err)
 	}
-	r.Parents.SetText("-1,5")
+	r.Fields["parents"].set("-1,5")
 	if _, err := r.Plan(); err == nil {
 		t.Error("a parent list with a forward parent was accepted")
 	}

@@ -32,36 +32,29 @@ type RunScreen struct {
 	// a filled-in file never silently overrides the prompt.
 	Source   *widget.RadioGroup
 	Strategy *widget.Select
-	// the plan's shape parameters; only those the strategy reads are enabled
-	Gamma       *widget.Entry // chain, duo
-	Widths      *widget.Entry // tree: children per node at each depth
-	Parents     *widget.Entry // tree: a parent list instead (-1: depth 1)
-	SampleKids  *widget.Check // tree, sampled runs: draw children from q
-	EGTWidths   *widget.Entry // egt: nodes expanded per depth
-	Branch      *widget.Entry // egt
-	WMax        *widget.Entry // egt
-	Pad         *widget.Check // egt
-	AOT         *widget.Check // egt
-	DepthPolicy *widget.Select
-	DepthMin    *widget.Entry
-	MaxSeqs     *widget.Entry // duo
-	UseTuned    *widget.Button
-	PlanNote    *widget.Label
-	Tokens      *widget.Entry
-	Temp        *widget.Entry
-	Start       *widget.Button
-	Stop        *widget.Button
-	Baseline    *widget.Check // also run plain decoding and store the measured speedup
-	Text        *widget.RichText
-	TextScroll  *container.Scroll // follows the newest text unless scrolled up
-	Stats       *widget.Label
-	Timeline    *Chart
-	shapeRows   []shapeRow
-	stream      []piece // the streamed text, laid out by flow
-	flowWidth   float32 // the view width the text was laid out for
-	predicted   float64 // the tuned plan's prediction, while the editor holds it
-	cancel      context.CancelFunc
-	done        chan struct{}
+	// Fields edit the plan's shape parameters, one editor a field the
+	// strategies offer (built from their field metadata, by YAML name);
+	// only the chosen strategy's are shown and enabled
+	Fields     map[string]*planEditor
+	fieldOrder []string
+	hiddenPlan profiles.Plan // fields the faces do not edit (a tuned predictor's id), from SetPlan
+	UseTuned   *widget.Button
+	PlanNote   *widget.Label
+	Tokens     *widget.Entry
+	Temp       *widget.Entry
+	Start      *widget.Button
+	Stop       *widget.Button
+	Baseline   *widget.Check // also run plain decoding and store the measured speedup
+	Text       *widget.RichText
+	TextScroll *container.Scroll // follows the newest text unless scrolled up
+	Stats      *widget.Label
+	Timeline   *Chart
+	shapes     *fyne.Container // the chosen strategy's editors, in rows
+	stream     []piece         // the streamed text, laid out by flow
+	flowWidth  float32         // the view width the text was laid out for
+	predicted  float64         // the tuned plan's prediction, while the editor holds it
+	cancel     context.CancelFunc
+	done       chan struct{}
 }
 
 // NewRunScreen builds the screen.
@@ -79,25 +72,16 @@ func NewRunScreen(s *Session) *RunScreen {
 	r.Source.Horizontal = true
 	r.Source.Required = true
 	r.Source.SetSelected(PromptOne)
-	entry := func(v string) *widget.Entry {
-		e := widget.NewEntry()
-		e.SetText(v)
-		e.OnChanged = func(string) { r.predicted = 0 }
-		return e
+	r.Fields = map[string]*planEditor{}
+	for _, f := range profiles.PlanFields() {
+		r.Fields[f.Name] = newPlanEditor(f, func() { r.predicted = 0 })
+		r.fieldOrder = append(r.fieldOrder, f.Name)
 	}
-	r.Gamma, r.Widths, r.EGTWidths = entry("4"), entry("2,1,1,1"), entry("1,2,2,2")
-	r.Branch, r.WMax, r.DepthMin, r.MaxSeqs = entry("2"), entry("8"), entry("0.2"), entry("4")
-	r.Parents = entry("")
-	r.Parents.SetPlaceHolder("or parents, e.g. -1,-1,0,0,2")
-	r.SampleKids = widget.NewCheck("sample children", nil)
-	r.Pad = widget.NewCheck("pad", nil)
-	r.AOT = widget.NewCheck("ahead-of-time head", nil)
-	r.DepthPolicy = widget.NewSelect([]string{"fixed", "threshold", "predictor"}, nil)
-	r.DepthPolicy.SetSelected("fixed")
+	r.shapes = container.NewVBox()
 	r.Strategy = widget.NewSelect(profiles.Strategies(), nil)
 	r.Strategy.SetSelected("chain")
 	r.UseTuned = widget.NewButton("Use the tuned plan", r.useTuned)
-	r.Strategy.OnChanged = func(string) { r.predicted = 0; r.enable() }
+	r.Strategy.OnChanged = func(string) { r.predicted = 0; r.enable(); r.layoutFields() }
 	r.PlanNote = widget.NewLabel("")
 	r.Tokens = widget.NewEntry()
 	r.Tokens.SetText("128")
@@ -132,20 +116,7 @@ func (r *RunScreen) Title() string { return "Run" }
 // strategy are shown, so the streamed text keeps its room at 1024x640.
 func (r *RunScreen) Content() fyne.CanvasObject {
 	label := widget.NewLabel
-	wide := func(e *widget.Entry) fyne.CanvasObject { return newMinWidth(e, 96) }
-	row := func(name string, fields []string, objs ...fyne.CanvasObject) *fyne.Container {
-		l := widget.NewLabelWithStyle(name, fyne.TextAlignTrailing, fyne.TextStyle{Bold: true})
-		c := container.NewHBox(append([]fyne.CanvasObject{newMinWidth(l, 110)}, objs...)...)
-		r.shapeRows = append(r.shapeRows, shapeRow{c, fields})
-		return c
-	}
-	r.shapeRows = nil
-	shapes := container.NewVBox(
-		row("chain / duo", []string{"gamma", "max_seqs"}, label("gamma"), r.Gamma, label("duo sequences"), r.MaxSeqs),
-		row("tree", []string{"widths", "parents", "sample_children"}, label("children per depth"), wide(r.Widths), wide(r.Parents), r.SampleKids),
-		row("egt", []string{"egt_widths", "branch", "w_max"}, label("expanded per depth"), wide(r.EGTWidths), label("branch"), r.Branch, label("w-max"), r.WMax),
-		row("egt options", []string{"pad", "aot", "depth_policy", "depth_min"}, r.Pad, r.AOT, label("depth"), r.DepthPolicy, r.DepthMin),
-	)
+	r.layoutFields()
 	form := widget.NewForm(
 		widget.NewFormItem("Run on", container.NewBorder(nil, nil, r.Source, nil, r.Suite)),
 		widget.NewFormItem("Prompt", r.Prompt),
@@ -153,7 +124,7 @@ func (r *RunScreen) Content() fyne.CanvasObject {
 	)
 	decoding := container.NewHBox(newMinWidth(widget.NewLabelWithStyle("Decoding", fyne.TextAlignTrailing, fyne.TextStyle{Bold: true}), 110),
 		label("tokens"), r.Tokens, label("temperature"), r.Temp, r.Start, r.Stop, r.Baseline)
-	top := container.NewVBox(form, r.SuiteCheck.Box, shapes, decoding, r.Stats)
+	top := container.NewVBox(form, r.SuiteCheck.Box, r.shapes, decoding, r.Stats)
 	r.enable()
 	// the text and the timeline share the height: a large window grows both
 	body := container.NewVSplit(newMinSize(r.TextScroll, fyne.NewSize(320, 120)), r.Timeline.View(r.s.Win))
@@ -161,10 +132,109 @@ func (r *RunScreen) Content() fyne.CanvasObject {
 	return container.NewBorder(top, metricHelp(metricAAL, metricAcceptance, metricTPS), nil, nil, body)
 }
 
-// shapeRow is one row of plan fields, shown when the strategy reads any.
-type shapeRow struct {
-	row    *fyne.Container
-	fields []string
+// layoutFields puts the chosen strategy's editors in rows of at most
+// four fields, the first headed by the strategy's name.
+func (r *RunScreen) layoutFields() {
+	p := profiles.Plan{Strategy: r.Strategy.Selected}
+	var rows []fyne.CanvasObject
+	var row []fyne.CanvasObject
+	n := 0
+	flush := func() {
+		if len(row) == 0 {
+			return
+		}
+		head := ""
+		if len(rows) == 0 {
+			head = p.Strategy
+		}
+		l := widget.NewLabelWithStyle(head, fyne.TextAlignTrailing, fyne.TextStyle{Bold: true})
+		rows = append(rows, container.NewHBox(append([]fyne.CanvasObject{newMinWidth(l, 110)}, row...)...))
+		row, n = nil, 0
+	}
+	for _, name := range r.fieldOrder {
+		if !p.Reads(name) {
+			continue
+		}
+		row = append(row, r.Fields[name].objects()...)
+		if n++; n == 4 {
+			flush()
+		}
+	}
+	flush()
+	r.shapes.Objects = rows
+	r.shapes.Refresh()
+}
+
+// planEditor edits one plan field, made from its metadata: an entry for
+// numbers and lists, a check for a switch, a choice for a word.
+type planEditor struct {
+	field  profiles.PlanField
+	entry  *widget.Entry
+	check  *widget.Check
+	choice *widget.Select
+}
+
+func newPlanEditor(f profiles.PlanField, changed func()) *planEditor {
+	e := &planEditor{field: f}
+	switch {
+	case f.Kind == profiles.BoolField:
+		e.check = widget.NewCheck(f.Label, func(bool) { changed() })
+	case len(f.Choices) > 0:
+		e.choice = widget.NewSelect(f.Choices, func(string) { changed() })
+	default:
+		e.entry = widget.NewEntry()
+		e.entry.SetPlaceHolder(f.Label)
+		e.entry.OnChanged = func(string) { changed() }
+	}
+	e.set(f.Default)
+	return e
+}
+
+// Widget is the editor's widget (to enable, disable or drive in tests).
+func (e *planEditor) Widget() fyne.Disableable {
+	switch {
+	case e.check != nil:
+		return e.check
+	case e.choice != nil:
+		return e.choice
+	}
+	return e.entry
+}
+
+// objects are what a row shows of the editor: its label and its widget.
+func (e *planEditor) objects() []fyne.CanvasObject {
+	switch {
+	case e.check != nil:
+		return []fyne.CanvasObject{e.check}
+	case e.choice != nil:
+		return []fyne.CanvasObject{widget.NewLabel(e.field.Label), e.choice}
+	case e.field.Kind == profiles.IntListField:
+		return []fyne.CanvasObject{widget.NewLabel(e.field.Label), newMinWidth(e.entry, 96)}
+	}
+	return []fyne.CanvasObject{widget.NewLabel(e.field.Label), newMinWidth(e.entry, 48)}
+}
+
+// value is the field's value as Plan.Get writes it.
+func (e *planEditor) value() string {
+	switch {
+	case e.check != nil:
+		return strconv.FormatBool(e.check.Checked)
+	case e.choice != nil:
+		return e.choice.Selected
+	}
+	return e.entry.Text
+}
+
+// set shows v, a value as Plan.Get writes it.
+func (e *planEditor) set(v string) {
+	switch {
+	case e.check != nil:
+		e.check.SetChecked(v == "true")
+	case e.choice != nil:
+		e.choice.SetSelected(v)
+	default:
+		e.entry.SetText(v)
+	}
 }
 
 // The two sources a run reads its prompts from.
@@ -383,21 +453,11 @@ func (r *RunScreen) follow(on bool) {
 // enable turns on the editors of the fields the chosen strategy reads.
 func (r *RunScreen) enable() {
 	p := profiles.Plan{Strategy: r.Strategy.Selected}
-	for field, w := range map[string]fyne.Disableable{"gamma": r.Gamma, "widths": r.Widths, "parents": r.Parents, "sample_children": r.SampleKids, "egt_widths": r.EGTWidths, "branch": r.Branch,
-		"w_max": r.WMax, "pad": r.Pad, "aot": r.AOT, "depth_policy": r.DepthPolicy, "depth_min": r.DepthMin, "max_seqs": r.MaxSeqs} {
-		if p.Reads(field) {
-			w.Enable()
+	for name, e := range r.Fields {
+		if p.Reads(name) {
+			e.Widget().Enable()
 		} else {
-			w.Disable()
-		}
-	}
-	for _, sr := range r.shapeRows {
-		sr.row.Hide()
-		for _, f := range sr.fields {
-			if p.Reads(f) {
-				sr.row.Show()
-				break
-			}
+			e.Widget().Disable()
 		}
 	}
 	if r.s.Tuned == nil {
@@ -419,82 +479,30 @@ func (r *RunScreen) useTuned() {
 	r.PlanNote.SetText(fmt.Sprintf("tuned: %s, predicted %.2fx", t.Plan, t.Speedup))
 }
 
-// SetPlan fills the editor from a plan.
+// SetPlan fills the editor from a plan: every field its strategy reads,
+// zeros included; fields the editor does not show (a tuned predictor's
+// id) are kept for Plan.
 func (r *RunScreen) SetPlan(p profiles.Plan) {
 	r.Strategy.SetSelected(p.Strategy)
-	set := func(e *widget.Entry, v string) {
-		if v != "" && v != "0" {
-			e.SetText(v)
+	for name, e := range r.Fields {
+		if p.Reads(name) {
+			e.set(p.Get(name))
 		}
 	}
-	set(r.Gamma, strconv.Itoa(p.Gamma))
-	set(r.Widths, profiles.Ints(p.Widths))
-	r.Parents.SetText(profiles.Ints(p.Parents))
-	r.SampleKids.SetChecked(p.SampleChildren)
-	set(r.EGTWidths, profiles.Ints(p.EGT))
-	set(r.Branch, strconv.Itoa(p.Branch))
-	set(r.WMax, strconv.Itoa(p.WMax))
-	set(r.MaxSeqs, strconv.Itoa(p.MaxSeqs))
-	r.Pad.SetChecked(p.Pad)
-	r.AOT.SetChecked(p.AOT)
-	if p.DepthPolicy != "" {
-		r.DepthPolicy.SetSelected(p.DepthPolicy)
-	}
-	if p.DepthMin > 0 {
-		r.DepthMin.SetText(strconv.FormatFloat(p.DepthMin, 'g', -1, 64))
-	}
+	r.hiddenPlan = p
 }
 
-// Plan reads the editor: the chosen strategy with the fields it reads.
+// Plan reads the editor: the chosen strategy with the fields it reads (the
+// core's ParsePlan, as the run verb's flags are read).
 func (r *RunScreen) Plan() (profiles.Plan, error) {
-	p := profiles.Plan{Strategy: r.Strategy.Selected, DepthPolicy: r.DepthPolicy.Selected, Pad: r.Pad.Checked, AOT: r.AOT.Checked,
-		SampleChildren: r.SampleKids.Checked}
-	num := func(field string, e *widget.Entry, dst *int) error {
-		if !p.Reads(field) {
-			return nil
-		}
-		v, err := strconv.Atoi(strings.TrimSpace(e.Text))
-		if err != nil || v < 1 {
-			return fmt.Errorf("%s %q must be a positive number", field, e.Text)
-		}
-		*dst = v
-		return nil
+	values := map[string]string{}
+	if r.hiddenPlan.Strategy == r.Strategy.Selected {
+		values = r.hiddenPlan.Values() // what the editors do not show
 	}
-	list := func(field string, e *widget.Entry, dst *[]int) error {
-		if !p.Reads(field) {
-			return nil
-		}
-		v, err := profiles.ParseInts(e.Text)
-		if err != nil || len(v) == 0 {
-			return fmt.Errorf("%s %q must be a list such as 1,2,2", field, e.Text)
-		}
-		*dst = v
-		return nil
+	for name, e := range r.Fields {
+		values[name] = e.value()
 	}
-	for _, err := range []error{num("gamma", r.Gamma, &p.Gamma), num("branch", r.Branch, &p.Branch), num("w_max", r.WMax, &p.WMax),
-		num("max_seqs", r.MaxSeqs, &p.MaxSeqs), list("egt_widths", r.EGTWidths, &p.EGT)} {
-		if err != nil {
-			return p, err
-		}
-	}
-	if p.Reads("parents") && strings.TrimSpace(r.Parents.Text) != "" {
-		v, err := profiles.ParseInts(r.Parents.Text)
-		if err != nil {
-			return p, fmt.Errorf("parents %q must be a list such as -1,-1,0", r.Parents.Text)
-		}
-		p.Parents = v // a parent list wins over the widths
-	} else if err := list("widths", r.Widths, &p.Widths); err != nil {
-		return p, err
-	}
-	if p.DepthPolicy == "threshold" {
-		v, err := strconv.ParseFloat(strings.TrimSpace(r.DepthMin.Text), 64)
-		if err != nil {
-			return p, fmt.Errorf("depth minimum %q must be a number in [0, 1]", r.DepthMin.Text)
-		}
-		p.DepthMin = v
-	}
-	p = p.Trim()
-	return p, p.Validate()
+	return profiles.ParsePlan(r.Strategy.Selected, values)
 }
 
 // sampling reads the token budget and temperature.

@@ -514,7 +514,7 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 			res.Inputs, base = in, own
 		}
 		for _, pr := range costmodel.Search(in.Acc, in.Costs, opt.Space) {
-			if opt.Place && pr.Plan.Strategy == "ar" && pl.DraftBackend != "" {
+			if opt.Place && !pr.Plan.NeedsSource() && pl.DraftBackend != "" {
 				continue // plain decoding has no drafter to place
 			}
 			if opt.Place {

@@ -63,6 +63,35 @@ type (
 // the user's configuration folder.
 func DefaultDB() string { return store.DefaultPath() }
 
+// PlanField is a plan field as the faces offer it (a flag, an editor):
+// name, label, kind, default, help. FieldError names a field whose value
+// could not be read.
+type (
+	PlanField  = spec.PlanField
+	FieldKind  = spec.FieldKind
+	FieldError = spec.FieldError
+)
+
+// The kinds of plan fields.
+const (
+	IntField     = spec.IntField
+	IntListField = spec.IntListField
+	BoolField    = spec.BoolField
+	FloatField   = spec.FloatField
+	TextField    = spec.TextField
+)
+
+// PlanFields lists the plan fields the registered strategies offer, each
+// once: both faces build their plan editors from it.
+func PlanFields() []PlanField { return spec.PlanFields() }
+
+// ParsePlan builds, trims and validates a plan of the named strategy from
+// its fields' values (by name, as Plan.Get writes them): the one reading
+// of a plan both faces use.
+func ParsePlan(strategy string, values map[string]string) (Plan, error) {
+	return spec.ParsePlan(strategy, values)
+}
+
 // Strategies names the registered strategies, in their listing order.
 func Strategies() []string { return spec.Strategies() }
 

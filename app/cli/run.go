@@ -3,65 +3,67 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"arborist/profiles"
 )
 
-// planFlags fill a profiles.Plan: every strategy's parameters, read by name.
+// planFlags are --strategy and a flag for every plan field a strategy
+// offers, built from the strategies' own field metadata (name, kind,
+// default, help): a new strategy's fields become flags by themselves.
 type planFlags struct {
-	plan            profiles.Plan
-	widths, parents string
-	egtWidths       string
+	strategy string
+	values   map[string]func() string // each field's flag, written as Plan.Get writes it
 }
 
-func (f *planFlags) register(fs interface {
-	StringVar(*string, string, string, string)
-	IntVar(*int, string, int, string)
-	BoolVar(*bool, string, bool, string)
-	Float64Var(*float64, string, float64, string)
-}) {
-	p := &f.plan
-	fs.StringVar(&p.Strategy, "strategy", "chain", "one of "+fmt.Sprint(profiles.Strategies()))
-	fs.IntVar(&p.Gamma, "gamma", 4, "chain: draft length; duo: largest draft budget")
-	fs.StringVar(&f.widths, "widths", "", "tree: children per node at each depth, e.g. 3,2,1")
-	fs.StringVar(&f.parents, "parents", "", "tree: parent list, -1 for depth 1, e.g. -1,-1,0,0,2")
-	fs.BoolVar(&p.SampleChildren, "sample-children", false, "tree, sampled runs: draw children from q instead of ranking them")
-	fs.StringVar(&f.egtWidths, "egt-widths", "1,2,3,3,2", "egt: frontier nodes expanded at each depth")
-	fs.IntVar(&p.Branch, "branch", 2, "egt: children per expanded node")
-	fs.IntVar(&p.WMax, "w-max", 12, "egt: most draft nodes verified after pruning")
-	fs.BoolVar(&p.Pad, "pad", false, "egt: pad every tree to w-max nodes (static shapes)")
-	fs.BoolVar(&p.AOT, "aot", false, "egt: draft the next step's head while the target verifies")
-	fs.StringVar(&p.DepthPolicy, "depth-policy", "fixed", "egt: fixed, threshold, or predictor (the stored depth predictor of this pair)")
-	fs.Float64Var(&p.DepthMin, "depth-min", 0.2, "egt threshold policy: stop when the best path probability falls below this")
-	fs.IntVar(&p.MaxSeqs, "max-seqs", 4, "duo: most draft sequences (1, 2, 3, 4, 6, 8)")
+func (f *planFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.strategy, "strategy", "chain", "one of "+fmt.Sprint(profiles.Strategies()))
+	f.values = map[string]func() string{}
+	for _, pf := range profiles.PlanFields() {
+		switch pf.Kind {
+		case profiles.IntField:
+			def, _ := strconv.Atoi(pf.Default)
+			v := fs.Int(pf.Flag, def, pf.Help)
+			f.values[pf.Name] = func() string { return strconv.Itoa(*v) }
+		case profiles.BoolField:
+			v := fs.Bool(pf.Flag, pf.Default == "true", pf.Help)
+			f.values[pf.Name] = func() string { return strconv.FormatBool(*v) }
+		case profiles.FloatField:
+			def, _ := strconv.ParseFloat(pf.Default, 64)
+			v := fs.Float64(pf.Flag, def, pf.Help)
+			f.values[pf.Name] = func() string { return strconv.FormatFloat(*v, 'g', -1, 64) }
+		default:
+			v := fs.String(pf.Flag, pf.Default, pf.Help)
+			f.values[pf.Name] = func() string { return *v }
+		}
+	}
 }
 
-// resolve parses the list flags and checks the plan.
+// resolve reads the plan from the flags (the core's ParsePlan), naming
+// the flag whose value it cannot read.
 func (f *planFlags) resolve() (profiles.Plan, error) {
-	p := f.plan
-	var err error
-	if f.widths != "" {
-		if p.Widths, err = profiles.ParseInts(f.widths); err != nil {
-			return p, usagef("--widths: %v", err)
-		}
-	} else if f.parents != "" {
-		if p.Parents, err = profiles.ParseInts(f.parents); err != nil {
-			return p, usagef("--parents: %v", err)
-		}
+	values := map[string]string{}
+	for name, v := range f.values {
+		values[name] = v()
 	}
-	if p.EGT, err = profiles.ParseInts(f.egtWidths); err != nil {
-		return p, usagef("--egt-widths: %v", err)
+	probe := profiles.Plan{Strategy: f.strategy}
+	if values["depth_policy"] == "predictor" && !probe.Reads("depth_policy") {
+		return probe, usagef("--depth-policy predictor is for strategies with a depth policy (egt)")
 	}
-	if p.DepthPolicy == "predictor" && !p.Reads("depth_policy") {
-		return p, usagef("--depth-policy predictor is for strategies with a depth policy (egt)")
+	p, err := profiles.ParsePlan(f.strategy, values)
+	var fe *profiles.FieldError
+	if errors.As(err, &fe) {
+		return p, usagef("--%s: %v", strings.ReplaceAll(fe.Field, "_", "-"), fe.Err)
 	}
-	p = p.Trim()
-	if err := p.Validate(); err != nil {
+	if err != nil {
 		return p, usagef("%v", err)
 	}
 	return p, nil

@@ -3,6 +3,7 @@ package spec
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -144,8 +145,8 @@ func (s *Space) defaults() {
 type Strategy struct {
 	Name    string
 	Summary string
-	order   int      // position in Strategies
-	Fields  []string // the plan fields it reads (their YAML names)
+	order   int     // position in Strategies
+	Fields  []Field // the plan fields it reads, with what the faces show of them
 	// NeedsSource is false only for plain decoding.
 	NeedsSource bool
 	// Concurrent says whether a plan drafts while the target verifies, so
@@ -161,11 +162,27 @@ type Strategy struct {
 	// gamma follows T_target / T_draft), returns the plan as it settles
 	// under the given costs (seconds for a verification of w tokens and a
 	// drafter pass of w tokens), so the cost model prices what runs.
-	Adapt    func(p Plan, verify, draft func(w int) float64) Plan
-	describe func(p Plan) string
-	check    func(c *Config) error
-	maxTree  func(c *Config) int
-	draft    func(r *run, ctx context.Context, st *Step, nodes, depth int) (*tree.Tree, error)
+	Adapt func(p Plan, verify, draft func(w int) float64) Plan
+	// The speedup model's pricing hooks beyond Expect, so that it prices
+	// every strategy without knowing its name (nil or false: none):
+	//
+	// PassWidths is what a step's drafter passes cost by when a pass costs
+	// by the nodes it adds (Costs.DraftPerChild), from the expected tree
+	// ex; without it, the nodes each pass expands (ex.PerDepth).
+	PassWidths func(p Plan, ex Expected) []int
+	// Grows marks a tree grown level by level by path probability from
+	// EGT's fields (egt_widths, branch, w_max, and a depth policy that may
+	// stop early): the model replays such plans on a calibration's
+	// recorded probe trees, the way the engine grows and prunes them.
+	Grows bool
+	// Sequences is the most draft sequences a plan lets DuoDecoding's
+	// uncertainty rule start in a step (0 or 1: one): the model then mixes
+	// the trees of the counts the rule picks on the calibration's steps.
+	Sequences func(p Plan) int
+	describe  func(p Plan) string
+	check     func(c *Config) error
+	maxTree   func(c *Config) int
+	draft     func(r *run, ctx context.Context, st *Step, nodes, depth int) (*tree.Tree, error)
 	// ahead is how many levels of the next step are drafted while the
 	// target verifies (nil: none).
 	ahead func(r *run) int
@@ -179,6 +196,7 @@ func register(s *Strategy) {
 	if _, dup := registry[s.Name]; dup {
 		panic("spec: strategy " + s.Name + " registered twice")
 	}
+	checkFields(s)
 	registry[s.Name] = s
 }
 
@@ -211,7 +229,7 @@ func (p Plan) Reads(field string) bool {
 		return false
 	}
 	for _, f := range s.Fields {
-		if f == field {
+		if f.Name == field {
 			return true
 		}
 	}
@@ -222,26 +240,11 @@ func (p Plan) Reads(field string) bool {
 // so stored and exported plans carry only what matters.
 func (p Plan) Trim() Plan {
 	out := Plan{Strategy: p.Strategy}
-	for _, f := range []struct {
-		name string
-		copy func()
-	}{
-		{"gamma", func() { out.Gamma = p.Gamma }},
-		{"widths", func() { out.Widths = p.Widths }},
-		{"parents", func() { out.Parents = p.Parents }},
-		{"egt_widths", func() { out.EGT = p.EGT }},
-		{"branch", func() { out.Branch = p.Branch }},
-		{"w_max", func() { out.WMax = p.WMax }},
-		{"pad", func() { out.Pad = p.Pad }},
-		{"aot", func() { out.AOT = p.AOT }},
-		{"depth_policy", func() { out.DepthPolicy = p.DepthPolicy }},
-		{"depth_min", func() { out.DepthMin = p.DepthMin }},
-		{"predictor_id", func() { out.PredictorID = p.PredictorID }},
-		{"sample_children", func() { out.SampleChildren = p.SampleChildren }},
-		{"max_seqs", func() { out.MaxSeqs = p.MaxSeqs }},
-	} {
-		if p.Reads(f.name) {
-			f.copy()
+	if s, err := Lookup(p.Strategy); err == nil {
+		from, to := reflect.ValueOf(p), reflect.ValueOf(&out).Elem()
+		for _, f := range s.Fields {
+			i := planIndex[f.Name]
+			to.Field(i).Set(from.Field(i))
 		}
 	}
 	if len(out.Widths) > 0 {
@@ -279,6 +282,38 @@ func (p Plan) Adapted(verify, draft func(w int) float64) Plan {
 		return s.Adapt(p, verify, draft)
 	}
 	return p
+}
+
+// Adapts says whether the plan's strategy adapts it while running (Adapt).
+func (p Plan) Adapts() bool {
+	s, err := Lookup(p.Strategy)
+	return err == nil && s.Adapt != nil
+}
+
+// PassWidths is what a step's drafter passes cost by when a pass costs by
+// the nodes it adds (Strategy.PassWidths; ex.PerDepth where the strategy
+// says nothing).
+func (p Plan) PassWidths(ex Expected) []int {
+	if s, err := Lookup(p.Strategy); err == nil && s.PassWidths != nil {
+		return s.PassWidths(p, ex)
+	}
+	return ex.PerDepth
+}
+
+// Grows says whether the plan's tree grows level by level from EGT's
+// fields (Strategy.Grows).
+func (p Plan) Grows() bool {
+	s, err := Lookup(p.Strategy)
+	return err == nil && s.Grows
+}
+
+// Sequences is the most draft sequences the plan lets a step start
+// (Strategy.Sequences; 1 where the strategy drafts one).
+func (p Plan) Sequences() int {
+	if s, err := Lookup(p.Strategy); err == nil && s.Sequences != nil {
+		return max(1, s.Sequences(p))
+	}
+	return 1
 }
 
 // Concurrent says whether the plan drafts while the target verifies.

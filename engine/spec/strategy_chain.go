@@ -14,7 +14,7 @@ func init() {
 		Name:        "chain",
 		Summary:     "gamma tokens drawn one after another from the drafter",
 		order:       1,
-		Fields:      []string{"gamma"},
+		Fields:      []Field{{Name: "gamma", Label: "gamma", Default: "4", Help: "draft length"}},
 		NeedsSource: true,
 		Expect: func(p Plan, at func(d, r int) float64) (Expected, error) {
 			if p.Gamma < 1 {

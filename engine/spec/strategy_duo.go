@@ -50,10 +50,13 @@ func DuoExpect(gamma, seqs int, probe bool, at func(d, r int) float64) Expected 
 
 func init() {
 	register(&Strategy{
-		Name:        "duo",
-		Summary:     "DuoDecoding: concurrent drafter, adaptive gamma, several sequences when unsure",
-		order:       4,
-		Fields:      []string{"gamma", "max_seqs"},
+		Name:    "duo",
+		Summary: "DuoDecoding: concurrent drafter, adaptive gamma, several sequences when unsure",
+		order:   4,
+		Fields: []Field{
+			{Name: "gamma", Label: "gamma", Default: "4", Help: "largest draft budget"},
+			{Name: "max_seqs", Label: "sequences", Default: "4", Help: "most draft sequences (1, 2, 3, 4, 6, 8)"},
+		},
 		NeedsSource: true,
 		Concurrent:  func(Plan) bool { return true },
 		Expect: func(p Plan, at func(d, r int) float64) (Expected, error) {
@@ -77,6 +80,7 @@ func init() {
 		// the engine's rule (run.gamma): gamma = round(T_target / T_draft),
 		// capped by the plan; T_target is the last verification, of gamma+1
 		// tokens, so the rule is iterated to its fixed point
+		Sequences: func(p Plan) int { return p.MaxSeqs },
 		Adapt: func(p Plan, verify, draft func(w int) float64) Plan {
 			d := draft(1)
 			if d <= 0 || p.Gamma < 1 {

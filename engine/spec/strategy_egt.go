@@ -14,14 +14,34 @@ import (
 // drafting is run.egt in strategies.go.
 func init() {
 	register(&Strategy{
-		Name:        "egt",
-		Summary:     "Equal-Growth Tree: nodes expanded per depth by path probability, pruned to w-max",
-		order:       3,
-		Fields:      []string{"egt_widths", "branch", "w_max", "pad", "aot", "depth_policy", "depth_min", "predictor_id"},
+		Name:    "egt",
+		Summary: "Equal-Growth Tree: nodes expanded per depth by path probability, pruned to w-max",
+		order:   3,
+		Fields: []Field{
+			{Name: "egt_widths", Label: "expanded per depth", Default: "1,2,3,3,2", Help: "frontier nodes expanded at each depth"},
+			{Name: "branch", Label: "branch", Default: "2", Help: "children per expanded node"},
+			{Name: "w_max", Label: "w-max", Default: "12", Help: "most draft nodes verified after pruning"},
+			{Name: "pad", Label: "pad", Default: "false", Help: "pad every tree to w-max nodes (static shapes)"},
+			{Name: "aot", Label: "ahead-of-time head", Default: "false", Help: "draft the next step's head while the target verifies"},
+			{Name: "depth_policy", Label: "depth", Default: "fixed", Choices: []string{"fixed", "threshold", "predictor"},
+				Help: "fixed, threshold, or predictor (the stored depth predictor of this pair)"},
+			{Name: "depth_min", Label: "minimum", Default: "0.2", Help: "threshold policy: stop when the best path probability falls below this"},
+			{Name: "predictor_id", Hidden: true}, // the stored predictor tune chose
+		},
 		NeedsSource: true,
 		Concurrent:  func(p Plan) bool { return p.AOT },
 		Expect:      egtExpect,
-		Candidates:  egtCandidates,
+		Grows:       true,
+		// a pass adds its expanded nodes times the branch (pruning comes
+		// after drafting)
+		PassWidths: func(p Plan, ex Expected) []int {
+			out := make([]int, len(ex.PerDepth))
+			for i, w := range ex.PerDepth {
+				out[i] = w * max(1, p.Branch)
+			}
+			return out
+		},
+		Candidates: egtCandidates,
 		describe: func(p Plan) string {
 			d := fmt.Sprintf("egt widths=%s branch=%d w-max=%d", Ints(p.EGT), p.Branch, p.WMax)
 			if p.Pad {

@@ -18,7 +18,7 @@ func init() {
 		Name:        "sequoia",
 		Summary:     "Sequoia: the tree of each size with the largest expected accepted length under the calibrated acceptance",
 		order:       5,
-		Fields:      []string{"parents"},
+		Fields:      []Field{{Name: "parents", Label: "or parents"}}, // the tree tune built, as a parent list
 		NeedsSource: true,
 		Expect: func(p Plan, at func(d, r int) float64) (Expected, error) {
 			if len(p.Parents) == 0 {

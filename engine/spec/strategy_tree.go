@@ -12,12 +12,29 @@ import (
 // drafting is run.static in strategies.go.
 func init() {
 	register(&Strategy{
-		Name:        "tree",
-		Summary:     "a static tree: children per node at each depth, ranked by drafter probability",
-		order:       2,
-		Fields:      []string{"widths", "parents", "sample_children"},
+		Name:    "tree",
+		Summary: "a static tree: children per node at each depth, ranked by drafter probability",
+		order:   2,
+		Fields: []Field{
+			{Name: "widths", Label: "children per depth", Help: "children per node at each depth, e.g. 3,2,1"},
+			{Name: "parents", Label: "or parents", Help: "parent list, -1 for depth 1, e.g. -1,-1,0,0,2"},
+			{Name: "sample_children", Label: "sample children", Default: "false", Help: "sampled runs: draw children from q instead of ranking them"},
+		},
 		NeedsSource: true,
 		Expect:      treeExpect,
+		// a pass adds the nodes at the next depth
+		PassWidths: func(p Plan, ex Expected) []int {
+			out := make([]int, len(ex.PerDepth))
+			for _, d := range ex.Depths() {
+				if d <= len(out) {
+					out[d-1]++
+				}
+			}
+			for i := range out {
+				out[i] = max(1, out[i])
+			}
+			return out
+		},
 		Candidates: func(sp Space) []Plan {
 			// widths 1..3 per depth, never widening with depth
 			var out []Plan

@@ -294,7 +294,7 @@ func New(spec pairs.Spec, hw Hardware, threads, maxSeqLen int, precision string,
 	c := &Config{Version: Version, Hardware: hw}
 	c.Models.Target = Target{Path: abs(spec.Target), Device: "cpu", Precision: precision, MaxSeqLen: maxSeqLen, Threads: threads}
 	switch {
-	case best.Plan.Strategy == "ar": // plain decoding: no drafter to configure or pass on
+	case !best.Plan.NeedsSource(): // plain decoding: no drafter to configure or pass on
 		c.Models.Draft = Draft{Kind: "none"}
 	case spec.Draft != "":
 		c.Models.Draft = Draft{Kind: "model", Path: abs(spec.Draft), Device: "cpu", Threads: threads}

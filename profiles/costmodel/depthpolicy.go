@@ -205,7 +205,7 @@ func predictDuoSeqs(p Plan, acc *Acceptance, c Costs, cv curves) (Prediction, er
 		if len(s.Top) == 0 {
 			continue
 		}
-		counts[spec.DuoSeqs(s.Top[:min(len(s.Top), p.MaxSeqs)], s.P21, p.Gamma)]++
+		counts[spec.DuoSeqs(s.Top[:min(len(s.Top), p.Sequences())], s.P21, p.Gamma)]++
 		n++
 	}
 	out := Prediction{Plan: p}

@@ -62,7 +62,7 @@ func (s DepthSample) hasProbe() bool { return len(s.Parents) > 0 && len(s.PathP)
 // tree: no deeper than it, and no more children of a node at any depth
 // than the probe drafted there.
 func replayable(p Plan) bool {
-	if p.Strategy != "egt" || len(p.EGT) == 0 || len(p.EGT) > len(CalibrationWidths) || p.Branch < 1 || p.WMax < 1 {
+	if !p.Grows() || len(p.EGT) == 0 || len(p.EGT) > len(CalibrationWidths) || p.Branch < 1 || p.WMax < 1 {
 		return false
 	}
 	for d := range p.EGT {
@@ -344,7 +344,7 @@ func replayThreshold(p Plan, acc *Acceptance, m *memo) (thresholdReplay, bool) {
 // bench pair): a branch-3 EGT of depth 4, priced so, entered the bench
 // pair's top five at +13-14%.
 func replayedAAL(p Plan, table float64, acc *Acceptance, m *memo) (float64, bool) {
-	if p.Strategy != "egt" || len(p.EGT) > len(CalibrationWidths) {
+	if !p.Grows() || len(p.EGT) > len(CalibrationWidths) {
 		return 0, false
 	}
 	if aal, ok := replayAAL(p, acc, m); ok || replayable(p) {

@@ -546,17 +546,17 @@ func (m *memo) resampleRate(acc *Acceptance) float64 {
 // split's).
 func predictOn(p Plan, acc *Acceptance, c Costs, cv curves, m *memo) (Prediction, error) {
 	verify, draft := cv.verify, cv.draft
-	if p.Strategy == "egt" && p.DepthPolicy == "threshold" {
+	if p.Grows() && p.DepthPolicy == "threshold" {
 		return predictThreshold(p, acc, c, cv, m)
 	}
 	secs := func(pts []store.Point) func(int) float64 {
 		return func(w int) float64 { return Interp(pts, w).Seconds() }
 	}
 	p = p.Adapted(secs(verify), secs(draft))
-	if p.Strategy == "duo" && p.MaxSeqs > 1 {
+	if p.Sequences() > 1 {
 		return predictDuoSeqs(p, acc, c, cv)
 	}
-	if acc.split() && p.Strategy != "ar" && c.Resample > 0 && !p.Concurrent() {
+	if acc.split() && p.NeedsSource() && c.Resample > 0 && !p.Concurrent() {
 		return steadyMix(p, acc, c, cv, m)
 	}
 	ex, err := p.Expect(acc.At)
@@ -565,7 +565,7 @@ func predictOn(p Plan, acc *Acceptance, c Costs, cv curves, m *memo) (Prediction
 	}
 	pr := priceExpected(p, ex, c, cv)
 	switch {
-	case acc.split() && p.Strategy != "ar":
+	case acc.split() && p.NeedsSource():
 		if pr.AAL, err = steadyAAL(p, acc); err != nil {
 			return pr, fmt.Errorf("profiles: cannot model %s: %w", p.Strategy, err)
 		}
@@ -583,29 +583,14 @@ func predictOn(p Plan, acc *Acceptance, c Costs, cv curves, m *memo) (Prediction
 }
 
 // passWidths is what p's drafting passes cost by, pass by pass: with
-// perChild (Costs.DraftPerChild) the nodes each adds (an EGT's expanded
-// nodes times its branch, pruning coming after drafting; a static tree's
-// nodes at the next depth), else the nodes each expands (ex.PerDepth).
+// perChild (Costs.DraftPerChild) the nodes each adds, as its strategy
+// counts them (spec.Plan.PassWidths), else the nodes each expands
+// (ex.PerDepth).
 func passWidths(p Plan, ex spec.Expected, perChild bool) []int {
-	if !perChild || (p.Strategy != "egt" && p.Strategy != "tree") {
+	if !perChild {
 		return ex.PerDepth
 	}
-	out := make([]int, len(ex.PerDepth))
-	if p.Strategy == "egt" {
-		for i, w := range ex.PerDepth {
-			out[i] = w * max(1, p.Branch)
-		}
-		return out
-	}
-	for _, d := range ex.Depths() {
-		if d <= len(out) {
-			out[d-1]++
-		}
-	}
-	for i := range out {
-		out[i] = max(1, out[i])
-	}
-	return out
+	return p.PassWidths(ex)
 }
 
 // priceExpected prices p's expected tree ex on the curves cv: its
@@ -636,7 +621,7 @@ func priceExpected(p Plan, ex spec.Expected, c Costs, cv curves) Prediction {
 		// a strategy that overlaps without saying how much: only the longer side counts
 		pr.Step = pr.Verify + c.Overhead
 	}
-	if p.Strategy == "ar" {
+	if !p.NeedsSource() {
 		// plain decoding is the baseline itself: one pass of one token and
 		// no tree to build, sample or compact (pricing it with the
 		// speculative steps' bookkeeping put it below 1x, 0.83x on a GPU)
@@ -684,8 +669,8 @@ func Search(acc *Acceptance, c Costs, sp SearchSpace) []Prediction {
 		if pr, err := predict(p, acc, c, m); err == nil {
 			// plans that adapt to the same plan (duo budgets the run-time
 			// rule settles on alike) are scored once
-			if pr.Plan.Strategy == "duo" {
-				k := fmt.Sprintf("%s/%d/%d", pr.Plan, pr.Plan.MaxSeqs, pr.DraftThreads)
+			if pr.Plan.Adapts() {
+				k := fmt.Sprintf("%s/%v/%d", pr.Plan, pr.Plan.Values(), pr.DraftThreads)
 				if seen[k] {
 					continue
 				}
