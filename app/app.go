@@ -7,7 +7,7 @@
 // cancelled, and reports back through fyne.Do.
 //
 // A new screen is one file here: a struct with its widgets, a constructor
-// taking the Session, Title and Content, listed in NewWorkbench.
+// taking the Session, Title and Content, and one row in the screens table.
 package app
 
 import (
@@ -329,6 +329,21 @@ type Screen interface {
 	Content() fyne.CanvasObject
 }
 
+// shown is an optional Screen capability: Shown runs when its tab is
+// selected (reloading what other screens may have changed).
+type shown interface{ Shown() }
+
+// screens are the workbench's tabs, in order: a new screen is one file
+// (its type, constructor, Title and Content) and one row here.
+var screens = []func(wb *Workbench, s *Session) Screen{
+	func(wb *Workbench, s *Session) Screen { wb.Models = NewModelsScreen(s); return wb.Models },
+	func(wb *Workbench, s *Session) Screen { wb.Profile = NewProfileScreen(s); return wb.Profile },
+	func(wb *Workbench, s *Session) Screen { wb.Speedup = NewSpeedupScreen(s); return wb.Speedup },
+	func(wb *Workbench, s *Session) Screen { wb.Run = NewRunScreen(s); return wb.Run },
+	func(wb *Workbench, s *Session) Screen { wb.Compare = NewCompareScreen(s); return wb.Compare },
+	func(wb *Workbench, s *Session) Screen { wb.Export = NewExportScreen(s); return wb.Export },
+}
+
 // Workbench is the main window's content: a tab per screen.
 type Workbench struct {
 	Session *Session
@@ -347,12 +362,10 @@ type Workbench struct {
 // NewWorkbench builds every screen over one session.
 func NewWorkbench(s *Session) *Workbench {
 	wb := &Workbench{Session: s}
-	wb.Models = NewModelsScreen(s)
-	wb.Profile = NewProfileScreen(s)
-	wb.Speedup = NewSpeedupScreen(s)
-	wb.Run = NewRunScreen(s)
-	wb.Compare = NewCompareScreen(s)
-	wb.Export = NewExportScreen(s)
+	var all []Screen
+	for _, build := range screens {
+		all = append(all, build(wb, s))
+	}
 	s.Go(func(context.Context) { // checking a backend (a GPU's, say) may take a moment
 		st := profiles.Backends()
 		fyne.Do(func() {
@@ -361,18 +374,17 @@ func NewWorkbench(s *Session) *Workbench {
 		})
 	})
 	var items []*container.TabItem
-	for _, sc := range []Screen{wb.Models, wb.Profile, wb.Speedup, wb.Run, wb.Compare, wb.Export} {
+	for _, sc := range all {
 		// each screen scrolls in a window smaller than it needs, so the
 		// window's minimum size is the tabs', not the largest screen's
 		items = append(items, container.NewTabItem(sc.Title(), container.NewScroll(sc.Content())))
 	}
 	wb.Tabs = container.NewAppTabs(items...)
 	wb.Tabs.OnSelected = func(t *container.TabItem) {
-		switch t.Text {
-		case wb.Compare.Title():
-			wb.Compare.Refresh()
-		case wb.Export.Title():
-			wb.Export.Update()
+		for _, sc := range all {
+			if sh, ok := sc.(shown); ok && sc.Title() == t.Text {
+				sh.Shown()
+			}
 		}
 	}
 	wb.Guide = newGuide(wb)

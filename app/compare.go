@@ -385,3 +385,6 @@ func (c *CompareScreen) saveCSV() {
 	startIn(d, "")
 	d.Show()
 }
+
+// Shown reloads the stored runs when the tab is selected.
+func (c *CompareScreen) Shown() { c.Refresh() }

@@ -135,3 +135,6 @@ func (e *ExportScreen) save() {
 	startIn(d, "")
 	d.Show()
 }
+
+// Shown renders the pair's newest plan when the tab is selected.
+func (e *ExportScreen) Shown() { e.Update() }
