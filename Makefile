@@ -71,7 +71,7 @@ screenshots: build
 	@bash scripts/install-deps.sh $(SHOT_PKGS)
 	bash scripts/screenshots.sh
 
-# CUDA (not yet run on a GPU; README "CUDA"). `make cuda` puts Debian 12's
+# CUDA (docs/CUDA.md). `make cuda` puts Debian 12's
 # CUDA 11.8 compiler, headers and stub libcuda in a user cache folder
 # (scripts/install-cuda.sh: no root, the system untouched), compiles the
 # kernels to PTX for Ampere (sm_80) and Hopper (sm_90), and builds
@@ -113,7 +113,7 @@ cuda: deps cuda-toolkit $(PTX)
 # The CUDA compile check CI runs: every kernel compiled to machine code for
 # sm_80 and sm_90 with every warning (nvcc's and ptxas's) an error, the
 # cgo build of arborist-cuda, go vet of the cuda-tagged code, and the
-# cuda-tagged tests compiled (they need a GPU to run: see README).
+# cuda-tagged tests compiled (they need a GPU to run: docs/CUDA.md).
 cuda-check: cuda
 	for a in $(CUDA_ARCHS); do $(NVCC) $(NVCCFLAGS) -Xptxas -Werror -cubin -arch=sm_$$a -o /dev/null $(CUDA_SRC) || exit 1; done
 	$(CUDA_ENV) $(GO) vet -tags cuda ./kernels/cuda/... ./profiles/... ./app/cli/

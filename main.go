@@ -19,7 +19,7 @@ func main() {
 		os.Exit(app.Run())
 	}
 	// SIGINT and SIGTERM cancel the verb: a run stores its last batch and
-	// is marked stopped with its totals (issue 17)
+	// is marked stopped with its totals
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The verb runs on a goroutine of its own: Fyne's desktop driver (and

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestSIGTERMStopsRun is issue 17 item 6: SIGTERM was not handled, so a run
+// TestSIGTERMStopsRun: SIGTERM was not handled, so a run
 // killed by it stayed "running" with totals 0. Now SIGTERM cancels the
 // verb like SIGINT: the last batch is stored and the run is "stopped" with
 // its totals.

@@ -36,7 +36,7 @@ func ReadPrompts(path string) ([]string, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, promptLineError(path, line+1, err) // issue 17: the line that broke it
+		return nil, promptLineError(path, line+1, err) // the line that broke it
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("prompts %s: no prompts in the file", path)

@@ -76,7 +76,7 @@ func TestDrafterLifecycle(t *testing.T) {
 		t.Errorf("a drafter for another target: %v", err)
 	}
 	// a stored drafter for another target is refused before its weights
-	// are read (issue 17 item 3)
+	// are read
 	other, err := st.SaveDrafter(ctx, &store.Drafter{TargetFingerprint: "0123456789ab", TargetPath: "/other.gguf", Status: "done", Settings: "{}", Losses: "[]"}, []byte("not a GGUF image"))
 	if err != nil {
 		t.Fatal(err)

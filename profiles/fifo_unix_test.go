@@ -12,7 +12,7 @@ import (
 	"arborist/profiles/config"
 )
 
-// TestFIFOModelRefused is issue 17 item 7: a FIFO as a model path hung
+// TestFIFOModelRefused: a FIFO as a model path hung
 // run --config and inspect forever; it is refused at once.
 func TestFIFOModelRefused(t *testing.T) {
 	ctx := context.Background()

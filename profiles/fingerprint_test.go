@@ -15,7 +15,7 @@ import (
 	"arborist/profiles/store"
 )
 
-// TestConfigModelHash is issue 17 item 7: the sha256 field of config.yaml
+// TestConfigModelHash: the sha256 field of config.yaml
 // was never checked (a swapped model ran silently) and was not a SHA-256.
 func TestConfigModelHash(t *testing.T) {
 	ctx := context.Background()

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestLongPromptLine is issue 17 item 11: a prompt line over the scanner's
+// TestLongPromptLine: a prompt line over the scanner's
 // limit gave "bufio.Scanner: token too long" without the file or line.
 func TestLongPromptLine(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "p.txt")

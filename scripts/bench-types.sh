@@ -1,6 +1,6 @@
 #!/bin/sh
-# bench-types.sh [DIR]: the CPU backend's figures for every weight type the
-# issue's goals name, on models of the bench target's shape: the shared
+# bench-types.sh [DIR]: the CPU backend's figures for the weight types users
+# run most, on models of the bench target's shape: the shared
 # Q8_0 bench target itself, and synthetic Q4_0, F32, Q4_K and Q6_K models
 # written to DIR (default: a temporary folder, removed afterwards). With
 # OLD=path/to/another/arborist, each model is also measured with that binary,

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"arborist/profiles"
@@ -79,28 +78,8 @@ func runBench(ctx context.Context, env Env, args []string) error {
 			ratio8 = float64(p.Median) / float64(base)
 		}
 	}
-	if ref, ok := referenceFigures(filepath.Base(*path)); ok {
-		fmt.Fprintf(w, "reference engine (../shared/models/README.md: a mature C/C++ engine, 2 threads, on the developers' machine class): decode %.0f-%.0f tokens/s; this run %.2f-%.2fx of it",
-			ref.decodeLo, ref.decodeHi, med/ref.decodeHi, med/ref.decodeLo)
-		if ref.ratioHi > 0 && ratio8 > 0 {
-			fmt.Fprintf(w, "; T_verify(8)/T_verify(1) %.1f-%.1fx, this run %.2fx", ref.ratioLo, ref.ratioHi, ratio8)
-		}
-		fmt.Fprintln(w)
+	if ratio8 > 0 {
+		fmt.Fprintf(w, "T_verify(8)/T_verify(1): %.2fx\n", ratio8)
 	}
 	return nil
-}
-
-// reference holds a mature engine's figures for one of the shared models.
-type reference struct{ decodeLo, decodeHi, ratioLo, ratioHi float64 }
-
-// referenceFigures returns the figures ../shared/models/README.md gives for
-// a shared model, by file name.
-func referenceFigures(name string) (reference, bool) {
-	switch name {
-	case "target-60m-q8_0.gguf":
-		return reference{143, 240, 2.0, 3.2}, true
-	case "stories260K.gguf":
-		return reference{4650, 4650, 0, 0}, true
-	}
-	return reference{}, false
 }

@@ -12,12 +12,18 @@ import (
 	"arborist/profiles"
 )
 
-const trainDrafterArgs = "--target T --prompts FILE [--tokens 128 --samples 4 --depth 3 --epochs 12 --d 256 ...] [--db FILE] | --resume ID"
+// trainDrafterArgs is train drafter's usage line, with the defaults the
+// trainer really uses.
+func trainDrafterArgs() string {
+	d := profiles.DefaultDrafterSettings()
+	return fmt.Sprintf("--target T --prompts FILE [--tokens %d --samples %d --depth %d --epochs %d --d %d ...] [--db FILE] | --resume ID",
+		d.Tokens, d.Samples, d.Depth, d.Epochs, d.D)
+}
 
 // runTrainDrafter trains a hidden-state drafter by self-distillation from
 // the target and stores it; Ctrl-C leaves a checkpoint to --resume.
 func runTrainDrafter(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "train drafter", trainDrafterArgs)
+	fs := newFlags(env, "train drafter", trainDrafterArgs())
 	def := profiles.DefaultDrafterSettings()
 	var spec profiles.TrainSpec
 	s := &spec.Settings

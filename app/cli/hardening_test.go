@@ -13,7 +13,7 @@ import (
 	"arborist/profiles/store"
 )
 
-// TestStoppedRunKeepsTotals is issue 17 item 6: a run stopped by SIGINT was
+// TestStoppedRunKeepsTotals: a run stopped by SIGINT was
 // stored as "stopped" with totals 0 though its steps were stored. The verb's
 // context is what SIGINT and SIGTERM cancel (main.go); here it is cancelled
 // mid-suite.
@@ -48,7 +48,7 @@ func TestStoppedRunKeepsTotals(t *testing.T) {
 	}
 }
 
-// TestHostileFlags is issue 17 items 1 and 8: --threads 1000000 hung at
+// TestHostileFlags: --threads 1000000 hung at
 // 1.5 GiB, run -n 1e9 stopped silently at the context with exit 0, huge
 // -n or --gamma overflowed into negative sizes, and --widths 1000,1000,1000
 // built a 12 GiB tree. Each is refused at once with a clear message.
@@ -74,7 +74,7 @@ func TestHostileFlags(t *testing.T) {
 	}
 }
 
-// TestTraceWriteFailure is issue 17 item 11: --trace /dev/full exited 0
+// TestTraceWriteFailure: --trace /dev/full exited 0
 // with every trace line lost.
 func TestTraceWriteFailure(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
@@ -88,7 +88,7 @@ func TestTraceWriteFailure(t *testing.T) {
 	}
 }
 
-// TestNoMmap is issue 17 item 10: --no-mmap reads the models into memory
+// TestNoMmap: --no-mmap reads the models into memory
 // and gives the same greedy text as the mapped run.
 func TestNoMmap(t *testing.T) {
 	dir := modeltest.ModelsDir(t)

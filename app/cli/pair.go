@@ -90,7 +90,7 @@ func (p *pairFlags) check(needSource bool) error {
 	if p.DraftThreads < 0 {
 		return usagef("--draft-threads must not be negative")
 	}
-	if err := profiles.CheckThreads("--threads (with --draft-threads)", p.Threads+p.DraftThreads); err != nil { // issue 17
+	if err := profiles.CheckThreads("--threads (with --draft-threads)", p.Threads+p.DraftThreads); err != nil {
 		return usagef("%v", err)
 	}
 	if err := checkKV(p.KV); err != nil {

@@ -230,7 +230,7 @@ func runTrain(ctx context.Context, env Env, args []string) error {
 	}
 	if len(args) == 0 || args[0] != "predictor" {
 		fmt.Fprintln(env.Stderr, "usage: arborist train predictor --target T --draft D --prompts FILE [-n 128] [--depth 5] [--db FILE]")
-		fmt.Fprintln(env.Stderr, "       arborist train drafter "+trainDrafterArgs)
+		fmt.Fprintln(env.Stderr, "       arborist train drafter "+trainDrafterArgs())
 		return usagef("train what? (predictor or drafter)")
 	}
 	fs := newFlags(env, "train predictor", "--target T (--draft D | --draft-ngram N | --draft-layers K) --prompts FILE [-n 128] [--depth 5] [--db FILE]")
@@ -287,7 +287,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	alpha := fs.Float64("alpha", 0, "assume this top-candidate acceptance rate instead of a stored calibration")
 	out := fs.String("o", "", "write the best plan as config.yaml to `file`")
 	place := fs.Bool("place", false, "also search where each model runs: the target on every available device and a draft model, layer-skip or hidden-state drafter on each (every placement is profiled once); speedups are over plain decoding on --device")
-	noRecheck := fs.Bool("no-recheck", false, "use the stored T_verify curve as it is (by default tune re-measures T_verify(1) and T_verify(8) first and rescales a stale curve)")
+	noRecheck := fs.Bool("no-recheck", false, "use the stored curves as they are (by default tune first re-times T_verify(W) at W = 1, 2, 3, 4, 6 and 8, fewer for a profile narrower than 8, and the drafter, and rescales stale curves)")
 	validate := fs.Bool("validate", false, "run the best plan (with --top N: the N best, interleaved) and plain decoding on --prompts and report measured against predicted speedup")
 	rounds := fs.Int("rounds", profiles.DefaultRounds, "passes over the prompt suite for --validate --top (the measured speedup is the median over rounds)")
 	prompts := fs.String("prompts", "", "prompt suite `file` for --validate")

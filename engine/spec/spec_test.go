@@ -289,7 +289,7 @@ func TestGreedyLosslessBenchPair(t *testing.T) {
 	}
 }
 
-// TestValidateBudget is issue 17 items 1 and 8: sizes a strategy derives
+// TestValidateBudget: sizes a strategy derives
 // from its parameters are bounded before the run allocates for them.
 func TestValidateBudget(t *testing.T) {
 	big := tree.Static{Parents: make([]int, 5000)}

@@ -149,7 +149,7 @@ func Load(path string) (*Config, error) {
 
 // Validate checks the values make a runnable plan.
 func (c *Config) Validate() error {
-	if err := c.checkLimits(); err != nil { // issue 17: sizes and floats bounded first
+	if err := c.checkLimits(); err != nil { // sizes and floats bounded first
 		return err
 	}
 	t := c.Models.Target

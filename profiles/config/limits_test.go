@@ -8,7 +8,7 @@ import (
 	"arborist/engine/tree"
 )
 
-// TestConfigLimits is issue 17 items 1, 8 and 11 at the config level: every
+// TestConfigLimits: every
 // size is bounded and every float finite before a plan is built, and the
 // error names the file and the field.
 func TestConfigLimits(t *testing.T) {

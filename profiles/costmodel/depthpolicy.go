@@ -176,7 +176,7 @@ func sampleWeights(samples []DepthSample, levels func(DepthSample) int) []float6
 var SearchDuoSeqs = []int{2, 4}
 
 // recordsFirstLevel reports whether the calibration recorded each step's
-// first-position candidates (calibrations from before session 8 did not).
+// first-position candidates (older calibrations did not).
 func (a *Acceptance) recordsFirstLevel() bool {
 	if a == nil {
 		return false

@@ -40,8 +40,7 @@ func (s *DepthSample) RecordProbe(tree []spec.TreeNode, path []int) {
 }
 
 // Probes is how many of the calibration's steps recorded their probe
-// tree, on which EGT plans are replayed (0 for calibrations from before
-// session 11).
+// tree, on which EGT plans are replayed (0 for older calibrations).
 func (a *Acceptance) Probes() int {
 	n := 0
 	if a != nil {

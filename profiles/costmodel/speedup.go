@@ -29,8 +29,8 @@ type Acceptance struct {
 	Created time.Time `json:"created,omitzero"`
 	// Depths records every calibration step: the drafter's best path
 	// probability at each depth and how many tokens the target accepted,
-	// what a threshold depth policy is priced on (none in databases
-	// from before session 8: such plans are then not searched).
+	// what a threshold depth policy is priced on (none in older
+	// databases: such plans are then not searched).
 	Depths []DepthSample `json:"depths,omitempty"`
 	// Regular and Resampled split Rank by the kind of step, when the
 	// source drafted some steps by re-sampling its last chain after a
@@ -213,8 +213,8 @@ type DepthSample struct {
 	// Parents and PathP are the step's probe tree (each node's parent, -1
 	// the root, and path probability, in tree order, siblings most likely
 	// first) and Path its accepted nodes: EGT plans are replayed on them
-	// (replay.go). Recorded for the first MaxProbeSamples steps of
-	// calibrations from session 11 on.
+	// (replay.go). Recorded for the first MaxProbeSamples steps of a
+	// calibration (none in older ones).
 	Parents []int16   `json:"parents,omitempty"`
 	PathP   []float32 `json:"pathp,omitempty"`
 	Path    []int16   `json:"path,omitempty"`

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestCheckRoom is issue 17 item 8: run -n 1e9 silently stopped at the
+// TestCheckRoom: run -n 1e9 silently stopped at the
 // context, and huge values overflowed into negative sizes in messages.
 func TestCheckRoom(t *testing.T) {
 	if err := CheckRoom(10, 100, 512); err != nil {

@@ -288,7 +288,7 @@ func primeSource(ctx context.Context, src *drafter.Model, committed []int, dist 
 // µs for the pass after that. And the engine drafts through the draft
 // source, which builds each pass's positions and tree mask, keeps its
 // slots and turns the logits into a distribution: on the bench pair 40
-// µs a pass more than the bare forward pass (session 8: a chain-5 step's
+// µs a pass more than the bare forward pass (a chain-5 step's
 // drafting measured 0.96 ms where the model charged 0.69). Point W=k is
 // the k-th pass of a chain drafted through the source after a target
 // pass, as the median over rounds of its time less the drafter's steady

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestWriteFileNotThroughSymlink is issue 17 item 5: export -o and drafters
+// TestWriteFileNotThroughSymlink: export -o and drafters
 // export -o followed a symlink planted at the output path and overwrote its
 // target. WriteFile replaces the link with the new file instead.
 func TestWriteFileNotThroughSymlink(t *testing.T) {

@@ -29,7 +29,7 @@ func OpenDrafter(ctx context.Context, ref, db string, target *model.Model) (*hid
 			return nil, err
 		}
 		defer st.Close()
-		row, w, err := st.LoadDrafter(ctx, id, drafterFor(target, id)) // issue 17: checked before the weights are read
+		row, w, err := st.LoadDrafter(ctx, id, drafterFor(target, id)) // checked before the weights are read
 		if err != nil {
 			return nil, err
 		}

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// TestConcurrentMigration is issue 17 item 4: processes opening a new
+// TestConcurrentMigration: processes opening a new
 // database at once raced on the migration ("table hardware already
 // exists", "duplicate column name"; 5 of 6 trials failed with two
 // processes). Here 6 child processes open one new file together, 4 times.
@@ -58,7 +58,7 @@ func TestConcurrentMigration(t *testing.T) {
 	}
 }
 
-// TestPathsAreNotURIs is issue 17 item 9: "a#b.db" opened "a" and
+// TestPathsAreNotURIs: "a#b.db" opened "a" and
 // "p%41.db" opened "pA.db".
 func TestPathsAreNotURIs(t *testing.T) {
 	dir := t.TempDir()
@@ -80,7 +80,7 @@ func TestPathsAreNotURIs(t *testing.T) {
 	}
 }
 
-// TestReadOnly is issue 17 item 9: opening always wrote a holders row, so a
+// TestReadOnly: opening always wrote a holders row, so a
 // read-only database could not even be listed.
 func TestReadOnly(t *testing.T) {
 	if os.Geteuid() == 0 {
@@ -119,7 +119,7 @@ func TestReadOnly(t *testing.T) {
 	}
 }
 
-// TestQuickCheckBeforeWriting is issue 17 item 9: overwritten pages went
+// TestQuickCheckBeforeWriting: overwritten pages went
 // unnoticed until a later verb said "corrupt ... left untouched". Opening
 // for writing now runs quick_check first and refuses a damaged file.
 func TestQuickCheckBeforeWriting(t *testing.T) {
@@ -157,7 +157,7 @@ func TestQuickCheckBeforeWriting(t *testing.T) {
 	}
 }
 
-// TestStaleHolders is issue 17 item 6: holders rows of dead processes made
+// TestStaleHolders: holders rows of dead processes made
 // "database is locked" name ten dead PIDs instead of the real holder.
 func TestStaleHolders(t *testing.T) {
 	ctx := context.Background()
@@ -185,7 +185,7 @@ func TestStaleHolders(t *testing.T) {
 	_ = ctx
 }
 
-// TestFinishFromSteps is issue 17 item 6: SIGINT left a run "stopped" with
+// TestFinishFromSteps: SIGINT left a run "stopped" with
 // totals 0; FinishFromSteps sets them from what was stored.
 func TestFinishFromSteps(t *testing.T) {
 	ctx := context.Background()
@@ -213,7 +213,7 @@ func TestFinishFromSteps(t *testing.T) {
 	}
 }
 
-// TestDrafterChunks is issue 17 item 3: drafters are stored in pieces, so
+// TestDrafterChunks: drafters are stored in pieces, so
 // weights past SQLite's 1e9-byte blob limit are saved; a check sees the row
 // before any weights are read.
 func TestDrafterChunks(t *testing.T) {

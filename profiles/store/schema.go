@@ -17,7 +17,7 @@ package store
 //	exports         config.yaml text of a plan
 //	holders         processes that have the database open (to name a lock's holder)
 //
-// Version 3 (issue 17, hardening):
+// Version 3 (hardening):
 //
 //	runs.pid, runs.host  the process that runs it, so a run left "running" by a
 //	                     process that is gone is recovered as "interrupted"
@@ -25,7 +25,7 @@ package store
 //	                     past SQLite's 1e9-byte limit on one blob
 //	file_hashes          SHA-256 of model files, cached by path, size and mtime
 //
-// Version 5 (issue 20, GPUs):
+// Version 5 (GPUs):
 //
 //	device_memory  hardware x backend -> a device's own memory: copy rate,
 //	               host-device transfer rates, datasheet rate, multiprocessors

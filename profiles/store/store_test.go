@@ -180,7 +180,7 @@ func TestKilledMidRunKeepsSteps(t *testing.T) {
 	}
 	s := open(t, path)
 	runs, err := s.Runs(context.Background(), 0)
-	// issue 17 item 6: the run used to stay "running" with totals 0; the
+	// a killed run does not stay "running" with totals 0: the
 	// next open finds its process gone and rebuilds its totals from the
 	// stored steps
 	if err != nil || len(runs) != 1 || runs[0].Status != StatusInterrupted || runs[0].Steps < committed || len(s.Recovered) != 1 {
