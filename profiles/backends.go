@@ -9,9 +9,6 @@ import (
 // DefaultBackend is the backend a pair runs on when none is named.
 const DefaultBackend = kernels.DefaultBackend
 
-// KVTypes names the KV cache types a model can run with.
-const KVTypes = kernels.KVTypes
-
 // BackendStatus is one registered backend as the faces offer it: its
 // name, the kernels it runs here, and why it cannot run (Err, "" when it
 // can); the registry's own record.

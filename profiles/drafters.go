@@ -68,11 +68,11 @@ type TrainEvent struct {
 	Precision            string // what the training products run at (hidden.Settings.Products)
 }
 
-// TrainDrafter trains a hidden-state drafter and keeps it in st: the row is
+// trainDrafter trains a hidden-state drafter and keeps it in st: the row is
 // written as soon as training starts and checkpointed after every epoch
 // (status "training"), so an interrupted run can be resumed with Resume;
 // it ends with status "done". It returns the drafter's id.
-func TrainDrafter(ctx context.Context, st *store.Store, spec TrainSpec, events func(TrainEvent)) (int64, *hidden.Drafter, error) {
+func trainDrafter(ctx context.Context, st *store.Store, spec TrainSpec, events func(TrainEvent)) (int64, *hidden.Drafter, error) {
 	if events == nil {
 		events = func(TrainEvent) {}
 	}

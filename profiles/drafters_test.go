@@ -34,7 +34,7 @@ func TestDrafterLifecycle(t *testing.T) {
 	spec := TrainSpec{Target: target, Prompts: modeltest.StoryPromptsFile(t), Settings: set}
 	cached := func(e TrainEvent) bool { return e.Phase == "start" && e.Cached }
 	var hits int
-	id, d, err := TrainDrafter(ctx, st, spec, func(e TrainEvent) {
+	id, d, err := trainDrafter(ctx, st, spec, func(e TrainEvent) {
 		if cached(e) {
 			hits++
 		}
@@ -43,7 +43,7 @@ func TestDrafterLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	// a retrain with the same data settings reuses the stored data
-	if _, _, err := TrainDrafter(ctx, st, spec, func(e TrainEvent) {
+	if _, _, err := trainDrafter(ctx, st, spec, func(e TrainEvent) {
 		if cached(e) {
 			hits += 10
 		}
@@ -53,7 +53,7 @@ func TestDrafterLifecycle(t *testing.T) {
 	if hits != 10 {
 		t.Errorf("data cache: first run hit %v, retrain hit %v; want a miss then a hit", hits%10 == 1, hits >= 10)
 	}
-	if _, _, err := TrainDrafter(ctx, st, TrainSpec{Resume: id}, nil); err == nil {
+	if _, _, err := trainDrafter(ctx, st, TrainSpec{Resume: id}, nil); err == nil {
 		t.Error("resuming a finished drafter succeeded")
 	}
 	be := cpu.New(1)

@@ -208,7 +208,7 @@ func LoadReplay(ctx context.Context, path, hashDB string, allowChanged bool) (*R
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckConfigModels(ctx, hashDB, c, allowChanged); err != nil {
+	if err := checkConfigModels(ctx, hashDB, c, allowChanged); err != nil {
 		return nil, err
 	}
 	r := &Replay{Plan: c.Speculation}

@@ -23,7 +23,7 @@ func TestFIFOModelRefused(t *testing.T) {
 	if syscall.Mkfifo(fifo, 0o600) == nil {
 		c.Models.Target = config.Target{Path: fifo, SHA256: sum}
 		done := make(chan error, 1)
-		go func() { done <- CheckConfigModels(ctx, "", c, false) }()
+		go func() { done <- checkConfigModels(ctx, "", c, false) }()
 		select {
 		case err := <-done:
 			if err == nil {

@@ -14,13 +14,13 @@ import (
 // config.yaml recorded: the plan was tuned for another file.
 var ErrModelChanged = errors.New("model file changed since the config was exported")
 
-// CheckConfigModels compares the model files a config names with the hashes
+// checkConfigModels compares the model files a config names with the hashes
 // it recorded (models.target.sha256, models.draft.sha256): a changed file is
 // refused with ErrModelChanged unless allowChanged (--allow-changed-model).
 // A 64-digit value is a SHA-256 of the file, computed once and cached in the
 // database at db ("" for no cache); a 24-digit value is the older quick
 // fingerprint. A config without hashes is not checked.
-func CheckConfigModels(ctx context.Context, db string, c *config.Config, allowChanged bool) error {
+func checkConfigModels(ctx context.Context, db string, c *config.Config, allowChanged bool) error {
 	var st *store.Store
 	defer func() {
 		if st != nil {

@@ -36,7 +36,7 @@ func TestConfigModelHash(t *testing.T) {
 	}
 	c := &config.Config{}
 	c.Models.Target = config.Target{Path: model, SHA256: sum}
-	if err := CheckConfigModels(ctx, db, c, false); err != nil {
+	if err := checkConfigModels(ctx, db, c, false); err != nil {
 		t.Fatalf("unchanged model: %v", err)
 	}
 	// an unchanged file (same size and mtime) is not read again: the
@@ -54,19 +54,19 @@ func TestConfigModelHash(t *testing.T) {
 	os.WriteFile(model, []byte("another model, swapped in place"), 0o644)
 	future := time.Now().Add(time.Hour)
 	os.Chtimes(model, future, future)
-	if err := CheckConfigModels(ctx, db, c, false); !errors.Is(err, ErrModelChanged) {
+	if err := checkConfigModels(ctx, db, c, false); !errors.Is(err, ErrModelChanged) {
 		t.Fatalf("swapped model: %v", err)
 	}
-	if err := CheckConfigModels(ctx, db, c, true); err != nil {
+	if err := checkConfigModels(ctx, db, c, true); err != nil {
 		t.Fatalf("--allow-changed-model: %v", err)
 	}
 	// legacy 24-digit fingerprints are still checked
 	c.Models.Target.SHA256, _ = pairs.FileFingerprint(model)
-	if err := CheckConfigModels(ctx, "", c, false); err != nil {
+	if err := checkConfigModels(ctx, "", c, false); err != nil {
 		t.Fatalf("legacy fingerprint of the same file: %v", err)
 	}
 	c.Models.Target.SHA256 = "0123456789abcdef01234567"
-	if err := CheckConfigModels(ctx, "", c, false); !errors.Is(err, ErrModelChanged) {
+	if err := checkConfigModels(ctx, "", c, false); !errors.Is(err, ErrModelChanged) {
 		t.Fatalf("legacy fingerprint of another file: %v", err)
 	}
 }

@@ -557,7 +557,7 @@ func (b *Bench) LatestPlan(ctx context.Context, in *Inputs) (int64, costmodel.Pr
 	return id, best, err
 }
 
-// TrainDrafter distils a hidden-state drafter from a target over a prompt
+// trainDrafter distils a hidden-state drafter from a target over a prompt
 // suite (or resumes one), storing and checkpointing it in this database;
 // events report each phase and epoch.
 func (b *Bench) TrainDrafter(ctx context.Context, ts TrainSpec, events func(TrainEvent)) (int64, *hidden.Drafter, error) {
@@ -565,7 +565,7 @@ func (b *Bench) TrainDrafter(ctx context.Context, ts TrainSpec, events func(Trai
 	if err != nil {
 		return 0, nil, err
 	}
-	return TrainDrafter(ctx, st, ts, events)
+	return trainDrafter(ctx, st, ts, events)
 }
 
 // Choose stores a plan the user picked (from a tune's ranking or the GUI's

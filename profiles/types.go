@@ -99,9 +99,6 @@ func Strategies() []string { return spec.Strategies() }
 // fields such as tree widths are written.
 func ParseInts(s string) ([]int, error) { return spec.ParseInts(s) }
 
-// Ints writes a list of integers as ParseInts reads it.
-func Ints(v []int) string { return spec.Ints(v) }
-
 // DefaultDrafterSettings are the hidden-state drafter's default training
 // settings.
 func DefaultDrafterSettings() DrafterSettings { return hidden.DefaultSettings() }
