@@ -2,8 +2,7 @@ package profiles
 
 import (
 	"arborist/kernels"
-	_ "arborist/kernels/cpu" // the CPU backend registers itself
-	"arborist/kernels/cuda"  // so does CUDA (in arborist-cuda; a hand-off elsewhere)
+	"arborist/kernels/cuda"
 )
 
 // DefaultBackend is the backend a pair runs on when none is named.
