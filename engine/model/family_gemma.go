@@ -26,14 +26,9 @@ var gemma2Family = family{
 		}
 		c.SWAPattern = 2
 		c.AttnSoftcap, c.FinalSoftcap = 50, 30
-		if v, ok := m.float("attn_logit_softcapping"); ok {
-			c.AttnSoftcap = float32(v)
-		}
-		if v, ok := m.float("final_logit_softcapping"); ok {
-			c.FinalSoftcap = float32(v)
-		}
-		if c.Layers == 46 { // Gemma-2 27B: query_pre_attn_scalar = width/heads
-			c.AttnScale = float32(1 / math.Sqrt(float64(c.Dim/c.Heads)))
+		gemmaSoftcaps(m, c)
+		if c.Layers == 46 { // Gemma-2 27B
+			gemmaWidthScale(c)
 		}
 		return nil
 	},
@@ -62,14 +57,9 @@ var gemma3Family = family{
 		if v, ok := m.float("rope.freq_base_swa"); ok && v > 0 {
 			c.RopeBaseLocal = float32(v)
 		}
-		if v, ok := m.float("final_logit_softcapping"); ok {
-			c.FinalSoftcap = float32(v)
-		}
-		if v, ok := m.float("attn_logit_softcapping"); ok {
-			c.AttnSoftcap = float32(v)
-		}
-		if c.Layers == 62 { // Gemma-3 27B: query_pre_attn_scalar = width/heads
-			c.AttnScale = float32(1 / math.Sqrt(float64(c.Dim/c.Heads)))
+		gemmaSoftcaps(m, c)
+		if c.Layers == 62 { // Gemma-3 27B
+			gemmaWidthScale(c)
 		}
 		return nil
 	},
@@ -77,3 +67,18 @@ var gemma3Family = family{
 
 // gemmaEmbedScale: every Gemma multiplies its embeddings by sqrt(width).
 func gemmaEmbedScale(c *Config) { c.EmbedScale = float32(math.Sqrt(float64(c.Dim))) }
+
+// gemmaSoftcaps reads the soft-caps of attention scores and final logits
+// where the file gives them.
+func gemmaSoftcaps(m meta, c *Config) {
+	if v, ok := m.float("attn_logit_softcapping"); ok {
+		c.AttnSoftcap = float32(v)
+	}
+	if v, ok := m.float("final_logit_softcapping"); ok {
+		c.FinalSoftcap = float32(v)
+	}
+}
+
+// gemmaWidthScale is the 27B models' attention scale:
+// query_pre_attn_scalar = width/heads rather than the head width.
+func gemmaWidthScale(c *Config) { c.AttnScale = float32(1 / math.Sqrt(float64(c.Dim/c.Heads))) }
