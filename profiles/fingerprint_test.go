@@ -45,12 +45,23 @@ func TestConfigModelHash(t *testing.T) {
 	abs, _ := filepath.Abs(model)
 	info0, _ := os.Stat(model)
 	planted := "ab" + sum[2:]
-	st.PutFileHash(ctx, abs, info0.Size(), info0.ModTime().UnixNano(), planted)
+	st.PutFileHash(ctx, abs, info0, planted)
 	if got, _ := pairs.ModelSHA256(ctx, st, model); got != planted {
 		t.Errorf("cached hash not used: %s", got)
 	}
-	st.PutFileHash(ctx, abs, info0.Size(), info0.ModTime().UnixNano(), sum)
+	st.PutFileHash(ctx, abs, info0, sum)
 	st.Close()
+	// a model of the same size rewritten in place with its modification
+	// time restored is not the cached one
+	same := []byte("pretend THIS is a model file")
+	if len(same) != len(content) {
+		t.Fatal("the rewrite must keep the size")
+	}
+	os.WriteFile(model, same, 0o644)
+	os.Chtimes(model, info0.ModTime(), info0.ModTime())
+	if err := checkConfigModels(ctx, db, c, false); !errors.Is(err, ErrModelChanged) {
+		t.Fatalf("same-size rewrite with its mtime restored: %v", err)
+	}
 	os.WriteFile(model, []byte("another model, swapped in place"), 0o644)
 	future := time.Now().Add(time.Hour)
 	os.Chtimes(model, future, future)

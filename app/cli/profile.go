@@ -580,9 +580,9 @@ func runRuns(ctx context.Context, env Env, args []string) error {
 		}
 		return writeJSON(w, runRows(ptrs))
 	}
-	fmt.Fprintf(w, "%4s %-8s %-6s %-30s %8s %6s %7s %8s %9s  %s\n", "id", "status", "strat", "drafter", "tok/s", "AAL", "accept", "speedup", "predicted", "created")
+	fmt.Fprintf(w, "%4s %-11s %-6s %-30s %8s %6s %7s %8s %9s  %s\n", "id", "status", "strat", "drafter", "tok/s", "AAL", "accept", "speedup", "predicted", "created")
 	for _, r := range runs {
-		fmt.Fprintf(w, "%4d %-8s %-6s %-30s %8.1f %6.2f %6.1f%% %8s %9s  %s\n", r.ID, r.Status, r.Strategy, r.Drafter, r.TokensPerSecond, r.AAL, 100*r.Acceptance,
+		fmt.Fprintf(w, "%4d %-11s %-6s %-30s %8.1f %6.2f %6.1f%% %8s %9s  %s\n", r.ID, r.Status, r.Strategy, r.Drafter, r.TokensPerSecond, r.AAL, 100*r.Acceptance,
 			speedupText(r.MeasuredSpeedup), speedupText(r.PredictedSpeedup), r.Created.Local().Format("2006-01-02 15:04"))
 	}
 	return nil

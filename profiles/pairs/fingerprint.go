@@ -26,8 +26,10 @@ func openModelFile(path string) (*os.File, os.FileInfo, error) {
 
 // ModelSHA256 is the SHA-256 of a model file, hex. It reads the whole file
 // once (seconds per gigabyte) and caches the result in st (when not nil),
-// keyed by the absolute path, size and modification time, so later calls
-// on an unchanged file cost one stat. ctx cancels a long hash.
+// keyed by the absolute path and the file's size, modification time, inode
+// and status-change time, so later calls on an unchanged file cost one
+// stat and a same-size rewrite with its modification time restored is
+// hashed again. ctx cancels a long hash.
 func ModelSHA256(ctx context.Context, st *store.Store, path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -38,9 +40,8 @@ func ModelSHA256(ctx context.Context, st *store.Store, path string) (string, err
 		return "", err
 	}
 	defer f.Close()
-	size, mtime := info.Size(), info.ModTime().UnixNano()
 	if st != nil {
-		if h, err := st.FileHash(ctx, abs, size, mtime); err != nil || h != "" {
+		if h, err := st.FileHash(ctx, abs, info); err != nil || h != "" {
 			return h, err
 		}
 	}
@@ -61,7 +62,7 @@ func ModelSHA256(ctx context.Context, st *store.Store, path string) (string, err
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	if st != nil && !st.ReadOnly() {
-		if err := st.PutFileHash(ctx, abs, size, mtime, sum); err != nil {
+		if err := st.PutFileHash(ctx, abs, info, sum); err != nil {
 			return "", err
 		}
 	}

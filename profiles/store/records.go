@@ -280,7 +280,51 @@ func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 		}
 		out = append(out, r)
 	}
-	return out, s.wrap0("list runs", rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap("list runs", err)
+	}
+	rows.Close()
+	for i := range out {
+		if err := s.deadView(ctx, &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// deadView shows a run still marked running whose process is gone as the
+// next writing open will record it: interrupted, with its totals from its
+// stored steps (a reading verb writes nothing, so it cannot recover it).
+func (s *Store) deadView(ctx context.Context, r *Run) error {
+	if r.Status != "running" {
+		return nil
+	}
+	var pid int
+	var host string
+	if err := s.db.QueryRowContext(ctx, "SELECT pid, host FROM runs WHERE id = ?", r.ID).Scan(&pid, &host); err != nil {
+		return s.wrap("read run", err)
+	}
+	if !processGone(host, pid) {
+		return nil
+	}
+	var steps, tokens, accepted, drafted, decode int64
+	err := s.db.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(emitted), 0), coalesce(sum(accepted), 0), coalesce(sum(drafted), 0),
+		coalesce(sum(draft_ns + verify_ns + overhead_ns), 0) FROM run_steps WHERE run_id = ?`, r.ID).Scan(&steps, &tokens, &accepted, &drafted, &decode)
+	if err != nil {
+		return s.wrap("read run", err)
+	}
+	r.Status, r.Tokens, r.Steps, r.Decode = StatusInterrupted, int(tokens), int(steps), time.Duration(decode)
+	r.TokensPerSecond, r.AAL, r.Acceptance = 0, 0, 0
+	if decode > 0 {
+		r.TokensPerSecond = float64(tokens) * 1e9 / float64(decode)
+	}
+	if steps > 0 {
+		r.AAL = float64(tokens) / float64(steps)
+	}
+	if drafted > 0 {
+		r.Acceptance = float64(accepted) / float64(drafted)
+	}
+	return nil
 }
 
 // RunSteps returns a run's stored steps in order.
@@ -420,7 +464,7 @@ func (s *Store) Run(ctx context.Context, id int64) (*Run, error) {
 	if err != nil {
 		return nil, s.wrap("read run", err)
 	}
-	return &r, nil
+	return &r, s.deadView(ctx, &r)
 }
 
 // Drafter is a stored hidden-state drafter (its weights are read apart).

@@ -29,6 +29,12 @@ package store
 //
 //	device_memory  hardware x backend -> a device's own memory: copy rate,
 //	               host-device transfer rates, datasheet rate, multiprocessors
+//
+// Version 6 (file identity):
+//
+//	file_hashes.stamp  the file's inode and status-change time beside its size
+//	                   and mtime (stampOf), so a same-size rewrite with its
+//	                   mtime restored is hashed again
 var migrations = []string{`
 CREATE TABLE hardware (
 	id INTEGER PRIMARY KEY,
@@ -204,5 +210,9 @@ CREATE TABLE device_memory (
 	created TEXT NOT NULL,
 	PRIMARY KEY (hardware_id, backend)
 );
+`,
+	`
+-- v6: a cached file hash also names the file's inode and status-change time
+ALTER TABLE file_hashes ADD COLUMN stamp TEXT NOT NULL DEFAULT '';
 `,
 }

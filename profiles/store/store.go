@@ -30,6 +30,8 @@ var (
 	ErrForeign = errors.New("store: not an Arborist database")
 	ErrNewer   = errors.New("store: database written by a newer Arborist")
 	ErrLocked  = errors.New("store: database is locked")
+	// ErrReadOnly: the database cannot be written where it is.
+	ErrReadOnly = errors.New("store: database cannot be written")
 )
 
 // Store is an open database.
@@ -69,6 +71,16 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !dirWritable(filepath.Dir(path)) {
+		return nil, fmt.Errorf("%w: %s: its folder is read-only (read-only storage or no write permission); verbs that only read (runs, drafters list, show and export) can still read it", ErrReadOnly, path)
+	}
+	if existed {
+		// look before writing anything: opening for writing switches the
+		// journal to WAL, which would change a foreign file
+		if err := precheck(ctx, path); err != nil {
+			return nil, err
+		}
+	}
 	db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL"))
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -95,7 +107,14 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	if !existed {
 		return nil, fmt.Errorf("store: %s: no database there yet (it is created by the first verb that stores something)", path)
 	}
-	db, err := sql.Open("sqlite3", dsn(path, "mode=ro&_busy_timeout=3000&_foreign_keys=on"))
+	params := "mode=ro&_busy_timeout=3000&_foreign_keys=on"
+	if !dirWritable(filepath.Dir(path)) {
+		// read-only storage: SQLite cannot make the shared-memory file a
+		// WAL database is read with; nothing can change the file there, so
+		// it is read as immutable (a cleanly closed database has no WAL)
+		params = "immutable=1&_foreign_keys=on"
+	}
+	db, err := sql.Open("sqlite3", dsn(path, params))
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
@@ -165,6 +184,37 @@ func checkFile(path string) (existed bool, err error) {
 	return true, nil
 }
 
+// precheck reads an existing file's header through a read-only connection
+// (nothing written, its journal mode left as it is): a foreign database,
+// or one with a schema version no Arborist writes, is refused before the
+// file is opened for writing.
+func precheck(ctx context.Context, path string) error {
+	db, err := sql.Open("sqlite3", dsn(path, "mode=ro&_busy_timeout=10000"))
+	if err != nil {
+		return fmt.Errorf("store: open %s: %w", path, err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	s := &Store{Path: path, db: db, readOnly: true}
+	return retryLocked(ctx, func() error { _, err := s.header(ctx); return err })
+}
+
+// retryLocked runs f again while it finds the database locked without
+// SQLite's busy wait (another process creating it, switching it to WAL),
+// for up to 10 s.
+func retryLocked(ctx context.Context, f func() error) error {
+	err := f()
+	for wait := time.Duration(0); errors.Is(err, ErrLocked) && wait < 10*time.Second; wait += 100 * time.Millisecond {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		err = f()
+	}
+	return err
+}
+
 // header reads and checks the application id and schema version.
 func (s *Store) header(ctx context.Context) (int, error) {
 	return readHeader(ctx, s, s.db)
@@ -186,6 +236,9 @@ func readHeader(ctx context.Context, s *Store, q queryer) (int, error) {
 		if appID != 0 || tables > 0 {
 			return 0, fmt.Errorf("%w: %s is another application's SQLite database (application_id %#x, %d schema objects); it was left untouched", ErrForeign, s.Path, appID, tables)
 		}
+	}
+	if version < 0 {
+		return 0, fmt.Errorf("%w: %s has schema version %d, which no Arborist writes; it was left untouched", ErrForeign, s.Path, version)
 	}
 	if version > len(migrations) {
 		return 0, fmt.Errorf("%w: %s has schema version %d, this binary knows up to %d; upgrade Arborist", ErrNewer, s.Path, version, len(migrations))
@@ -263,17 +316,10 @@ func (s *Store) quickCheck(ctx context.Context) error {
 }
 
 func (s *Store) init(ctx context.Context, existed bool) error {
-	version, err := s.header(ctx)
 	// A database another process is creating (switching it to WAL) answers
 	// "locked" at once, without SQLite's busy wait: retry for a while.
-	for wait := time.Duration(0); errors.Is(err, ErrLocked) && wait < 10*time.Second; wait += 100 * time.Millisecond {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		version, err = s.header(ctx)
-	}
+	var version int
+	err := retryLocked(ctx, func() (err error) { version, err = s.header(ctx); return err })
 	if err != nil {
 		return err
 	}
