@@ -502,5 +502,5 @@ func findModels(home, demoDir string) []string {
 // DemoPair writes the demo target and drafter into dir and returns
 // their paths (see profiles.DemoPair).
 func DemoPair(ctx context.Context, dir string, progress func(float64)) (target, drafter string, err error) {
-	return profiles.DemoPair(ctx, dir, progress)
+	return profiles.DemoPair(ctx, dir, true, progress) // its own cache folder
 }

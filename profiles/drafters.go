@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"arborist/assets"
+	"arborist/engine/gguf"
 	"arborist/engine/hidden"
 	"arborist/engine/model"
 	"arborist/kernels"
@@ -20,11 +20,14 @@ import (
 
 // ReadPrompts reads a prompt suite: one prompt per non-blank line.
 func ReadPrompts(path string) ([]string, error) {
-	f, err := os.Open(path)
+	f, st, err := gguf.OpenRegular(path) // a FIFO or a device is refused, never read without end
 	if err != nil {
-		return nil, fmt.Errorf("prompts: %w", err)
+		return nil, fmt.Errorf("prompts: %s: %w", path, err)
 	}
 	defer f.Close()
+	if st.Size() > maxPromptBytes {
+		return nil, fmt.Errorf("prompts: %s: %d bytes, at most %d read", path, st.Size(), maxPromptBytes)
+	}
 	var out []string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), maxPromptLine)

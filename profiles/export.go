@@ -168,10 +168,13 @@ func (b *Bench) Write(ctx context.Context, planID int64, yaml []byte, path strin
 	if err != nil {
 		return err
 	}
-	if _, err := config.Parse(path, yaml); err != nil {
+	c, err := config.Parse(path, yaml)
+	if err != nil {
 		return err
 	}
-	if err := outfile.WriteFile(path, yaml); err != nil { // a temporary file renamed into place, never through a symlink
+	// never onto the database, a model or a drafter the config names
+	inputs := []string{b.path, c.Models.Target.Path, c.Models.Draft.Path}
+	if err := outfile.WriteFile(path, yaml, inputs...); err != nil {
 		return err
 	}
 	return st.SaveExport(ctx, planID, string(yaml))

@@ -10,6 +10,9 @@ import (
 // 250K tokens: more than any context Arborist runs).
 const maxPromptLine = 1 << 20
 
+// maxPromptBytes bounds a prompt suite file: thousands of prompts.
+const maxPromptBytes = 256 << 20
+
 // promptLineError names the file and line where reading prompts failed,
 // and says what the limit is when the line was too long.
 func promptLineError(path string, line int, err error) error {

@@ -23,6 +23,7 @@ import (
 	"arborist/kernels/quant"
 	"arborist/profiles/hardware"
 	"arborist/profiles/measure"
+	"arborist/profiles/outfile"
 	"arborist/profiles/pairs"
 	"arborist/profiles/store"
 )
@@ -226,6 +227,9 @@ func Synth(ctx context.Context, path, shapeName, typeName string, seed uint64, p
 	if err != nil || !typ.Supported() {
 		return "", fmt.Errorf("--type %q is not a supported weight type", typeName)
 	}
+	if err := outfile.Check(path); err != nil { // a FIFO or a device there stays as it is
+		return "", err
+	}
 	desc := fmt.Sprintf("synthetic %s (%s parameters, %s)", shape.Name, Human(float64(shape.Params()), ""), typ)
 	return desc, synth.WriteFile(ctx, path, shape, synth.Options{Type: typ, Seed: seed, Progress: progress})
 }
@@ -235,11 +239,24 @@ func Synth(ctx context.Context, path, shapeName, typeName string, seed uint64, p
 // stories260K model embedded in the binary (engine/demo explains the
 // construction): a target that costs like a 35M-parameter model and writes
 // real text, and a noisy small drafter, so speculation visibly pays on any
-// laptop. The model's licence notice is written beside the pair.
-func DemoPair(ctx context.Context, dir string, progress func(float64)) (target, draft string, err error) {
+// laptop. The model's licence notice is written beside the pair. Files
+// of those names that are not a complete pair are replaced only with
+// force.
+func DemoPair(ctx context.Context, dir string, force bool, progress func(float64)) (target, draft string, err error) {
 	target, draft = filepath.Join(dir, demo.TargetName), filepath.Join(dir, demo.DraftName)
 	if fileExists(target) && fileExists(draft) {
 		return target, draft, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", fmt.Errorf("demo pair: %w", err)
+	}
+	for _, p := range []string{target, draft, filepath.Join(dir, DemoNoticeName)} {
+		if _, err := os.Lstat(p); err == nil && !force {
+			return "", "", fmt.Errorf("%s already exists (use --force to replace it)", p)
+		}
+		if err := outfile.Check(p); err != nil {
+			return "", "", err
+		}
 	}
 	if progress != nil {
 		progress(0)

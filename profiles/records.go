@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 
+	"arborist/engine/gguf"
 	"arborist/engine/hidden"
 	"arborist/profiles/outfile"
 	"arborist/profiles/store"
@@ -114,7 +114,7 @@ func (b *Bench) ExportDrafter(ctx context.Context, id int64, path string) (int, 
 	if _, _, err := hidden.Decode(fmt.Sprintf("drafter %d", id), blob); err != nil {
 		return 0, err
 	}
-	if err := outfile.WriteFile(path, blob); err != nil { // never through a symlink
+	if err := outfile.WriteFile(path, blob, b.path); err != nil { // never onto the database, never through a symlink
 		return 0, fmt.Errorf("export: %w", err)
 	}
 	return len(blob), nil
@@ -127,7 +127,7 @@ func (b *Bench) ImportDrafter(ctx context.Context, path string) (int64, string, 
 	if err != nil {
 		return 0, "", err
 	}
-	blob, err := os.ReadFile(path)
+	blob, err := gguf.ReadRegular(path, hidden.MaxFileBytes)
 	if err != nil {
 		return 0, "", fmt.Errorf("import: %w", err)
 	}

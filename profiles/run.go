@@ -2,8 +2,10 @@ package profiles
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"arborist/engine/spec"
 	"arborist/profiles/hardware"
 	"arborist/profiles/measure"
+	"arborist/profiles/outfile"
 	"arborist/profiles/pairs"
 	"arborist/profiles/predictor"
 	"arborist/profiles/store"
@@ -27,6 +30,14 @@ type RunOptions struct {
 	// Predicted is the plan's predicted speedup; 0 asks the core to
 	// predict it from the pair's stored curves and calibration.
 	Predicted float64
+	// Trace, when set, is the file the per-step trace is written to as
+	// JSON lines: created once decoding starts (a run refused before that
+	// leaves it as it was), in place when the run ends (what was traced,
+	// even of a failed run), and refused when it names an input: the
+	// database, a model, or one of Inputs (the prompt suite, the config
+	// the run replays).
+	Trace  string
+	Inputs []string
 	// Live callbacks, called on the decoding goroutine.
 	OnPrompt func(i int, text string)                     // before prompt i
 	OnToken  func(prompt int, piece string, drafted bool) // each emitted token's text
@@ -121,8 +132,13 @@ type RunResult struct {
 // (unless NoStore), and with Baseline runs plain decoding on the same
 // prompts: the measured speedup is stored, and a greedy run whose output
 // differs from plain decoding is an error (speculation must be lossless).
-func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (*RunResult, error) {
+func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunResult, err error) {
 	plan := opt.Plan.Trim()
+	if opt.Trace != "" { // refused before anything runs
+		if err := outfile.Check(opt.Trace, b.inputs(ps, opt.Inputs)...); err != nil {
+			return nil, fmt.Errorf("--trace: %w", err)
+		}
+	}
 	cfg, err := runConfig(plan, opt.Sample, opt.MaxTokens)
 	if err != nil {
 		return nil, err
@@ -133,7 +149,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (*RunResul
 	if plan.NeedsSource() && ps.Sources() == 0 {
 		return nil, fmt.Errorf("strategy %s needs a draft source", plan.Strategy)
 	}
-	res := &RunResult{Predicted: opt.Predicted, Greedy: opt.Sample.Greedy()}
+	res = &RunResult{Predicted: opt.Predicted, Greedy: opt.Sample.Greedy()}
 	pair, err := b.openPair(ps, plan.Concurrent())
 	if err != nil {
 		return nil, err
@@ -169,6 +185,28 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (*RunResul
 	for pi, p := range ids { // refused before anything runs, not cut short at the context
 		if err := hardware.CheckRoom(len(p), cfg.MaxTokens, pair.Target.CtxLen); err != nil {
 			return nil, fmt.Errorf("prompt %d: %w", pi+1, err)
+		}
+	}
+	if opt.Trace != "" {
+		tw, finish, err := b.trace(ps, opt)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if ferr := finish(); ferr != nil && err == nil {
+				err = ferr // a failing trace write fails the run
+			}
+		}()
+		on := opt.OnStep
+		enc := json.NewEncoder(tw)
+		opt.OnStep = func(pi int, s spec.Step) {
+			enc.Encode(struct {
+				Prompt int `json:"prompt"`
+				spec.Step
+			}{pi, s})
+			if on != nil {
+				on(pi, s)
+			}
 		}
 	}
 	var rec *recorder
@@ -378,4 +416,31 @@ func (b *Bench) predictorPolicy(ctx context.Context, ps PairSpec, pair *pairs.Pa
 		widths = widths[:pred.Depth]
 	}
 	return &predictor.Policy{P: pred, Costs: costs, Widths: widths, Branch: cfg.Branch}, nil
+}
+
+// inputs are the files a workflow on ps reads: the database (with its side
+// files: outfile checks them), the models and a hidden-state drafter file,
+// and extra (a prompt suite, a config).
+func (b *Bench) inputs(ps PairSpec, extra []string) []string {
+	return append([]string{b.path, ps.Target, ps.Draft, ps.DraftHidden}, extra...)
+}
+
+// trace starts opt.Trace: a writer whose first failure fails the run, and
+// finish, which puts the file in place.
+func (b *Bench) trace(ps PairSpec, opt RunOptions) (io.Writer, func() error, error) {
+	f, err := outfile.Create(opt.Trace, b.inputs(ps, opt.Inputs)...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--trace: %w", err)
+	}
+	tw := &outfile.ErrWriter{W: f}
+	return tw, func() error {
+		if tw.Err != nil {
+			f.Abort()
+			return fmt.Errorf("--trace %s: %w", opt.Trace, tw.Err)
+		}
+		if err := f.Commit(); err != nil {
+			return fmt.Errorf("--trace %s: %w", opt.Trace, err)
+		}
+		return nil
+	}, nil
 }

@@ -8,7 +8,6 @@ import (
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
 	"arborist/profiles/measure"
-	"arborist/profiles/outfile"
 	"arborist/profiles/store"
 )
 
@@ -53,10 +52,6 @@ type (
 
 	// Config is an exported plan, as config.yaml holds it.
 	Config = config.Config
-
-	// ErrWriter passes writes on and keeps the first error, so a stream
-	// written in many small pieces (a JSON-lines trace) is checked once.
-	ErrWriter = outfile.ErrWriter
 )
 
 // DefaultDB is the database file used when none is named: arborist.db in

@@ -178,7 +178,7 @@ func TestValidateTop(t *testing.T) {
 // the model it is built from, and a second call reuses the pair.
 func TestDemoPairNotice(t *testing.T) {
 	dir := t.TempDir()
-	target, draft, err := DemoPair(context.Background(), dir, nil)
+	target, draft, err := DemoPair(context.Background(), dir, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestDemoPairNotice(t *testing.T) {
 		t.Fatalf("notice beside the pair: %v %q", err, b)
 	}
 	st, _ := os.Stat(target)
-	t2, d2, err := DemoPair(context.Background(), dir, nil)
+	t2, d2, err := DemoPair(context.Background(), dir, false, nil)
 	st2, _ := os.Stat(t2)
 	if err != nil || t2 != target || d2 != draft || !st2.ModTime().Equal(st.ModTime()) {
 		t.Fatalf("second call: %v %s %s (target rewritten: %v)", err, t2, d2, !st2.ModTime().Equal(st.ModTime()))

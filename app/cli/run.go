@@ -2,12 +2,10 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -135,26 +133,8 @@ func runRun(ctx context.Context, env Env, args []string) (err error) {
 	if !*asJSON {
 		fmt.Fprintf(env.Stderr, "target %s, %s, %d prompt(s), %d tokens each\n", filepath.Base(ps.Target), opt.Plan, len(opt.Prompts), *n)
 	}
-	if *trace != "" {
-		tf, cerr := os.Create(*trace)
-		if cerr != nil {
-			return cerr
-		}
-		defer tf.Close()
-		tw := &profiles.ErrWriter{W: tf} // a failing trace write fails the run
-		defer func() {
-			if err == nil && tw.Err != nil {
-				err = fmt.Errorf("--trace %s: %w", *trace, tw.Err)
-			}
-		}()
-		enc := json.NewEncoder(tw)
-		opt.OnStep = func(pi int, s profiles.Step) {
-			enc.Encode(struct {
-				Prompt int `json:"prompt"`
-				profiles.Step
-			}{pi, s})
-		}
-	}
+	opt.Trace = *trace
+	opt.Inputs = []string{*promptsFile, *config}
 	text := !*quiet && !*asJSON
 	out := &utf8Writer{w: io.Discard}
 	if text {

@@ -15,6 +15,10 @@ type NGram struct {
 	committed []int
 }
 
+// MaxNGram is the longest suffix n-gram lookup takes: a suffix is matched
+// against the whole context at every step, and longer ones never match.
+const MaxNGram = 1024
+
 // NewNGram makes a prompt-lookup drafter over a vocabulary of vocab tokens.
 func NewNGram(n, vocab int) *NGram { return &NGram{N: max(1, n), vocab: vocab} }
 

@@ -3,6 +3,7 @@ package gguf
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"runtime/debug"
@@ -46,6 +47,29 @@ func OpenRegular(path string) (*os.File, os.FileInfo, error) {
 		return nil, nil, fmt.Errorf("%w: is a %s, not a regular file", ErrNotRegular, kindOf(st.Mode()))
 	}
 	return fd, st, nil
+}
+
+// ErrTooLarge reports a file larger than its reader accepts.
+var ErrTooLarge = errors.New("larger than accepted")
+
+// ReadRegular reads the whole of path when it is a regular file of at most
+// max bytes (OpenRegular: a FIFO or a device is refused at once, never
+// read without end); the error names the file and the cap.
+func ReadRegular(path string, max int64) ([]byte, error) {
+	f, st, err := OpenRegular(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defer f.Close()
+	if st.Size() > max {
+		return nil, fmt.Errorf("%s: %w: %d bytes, at most %d read", path, ErrTooLarge, st.Size(), max)
+	}
+	data := make([]byte, st.Size())
+	n, err := io.ReadFull(f, data)
+	if err != nil && err != io.ErrUnexpectedEOF {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return data[:n], nil // a file that shrank while read is parsed as it is
 }
 
 // mapping is a file's bytes and how to release them.
@@ -137,6 +161,10 @@ func Guard(path string, fn func() error) (err error) {
 	}()
 	return fn()
 }
+
+// KindOf names the kind of a file that is not a regular one ("FIFO",
+// "device", "directory", ...), for messages.
+func KindOf(m fs.FileMode) string { return kindOf(m) }
 
 func kindOf(m fs.FileMode) string {
 	switch {

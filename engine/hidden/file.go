@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 
 	"arborist/engine/gguf"
 	"arborist/kernels/quant"
@@ -98,9 +97,14 @@ func (d *Drafter) Bytes(st *State) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// MaxFileBytes bounds a drafter file read whole: far above any drafter's
+// (a 70B target's, with its training checkpoint, is a few GB), far below
+// what reading a device or a mistaken path would try.
+const MaxFileBytes = 16 << 30
+
 // Load reads a drafter file.
 func Load(path string) (*Drafter, *State, error) {
-	data, err := os.ReadFile(path)
+	data, err := gguf.ReadRegular(path, MaxFileBytes)
 	if err != nil {
 		return nil, nil, fmt.Errorf("hidden: %w", err)
 	}
@@ -144,7 +148,8 @@ func Decode(name string, data []byte) (*Drafter, *State, error) {
 		return nil, nil, bad
 	}
 	if s.Dim == 0 || s.Heads == 0 || s.KVHeads == 0 || s.HeadDim == 0 || s.FFN == 0 || s.Vocab == 0 || s.D == 0 ||
-		s.Heads%s.KVHeads != 0 || s.RopeDim > s.HeadDim || s.RopeDim%2 != 0 || !(s.RopeScale > 0) {
+		s.Heads%s.KVHeads != 0 || s.RopeDim > s.HeadDim || s.RopeDim%2 != 0 || !finitePositive(s.RopeScale) ||
+		!finitePositive(s.RopeBase) || !finitePositive(s.Eps) {
 		return nil, nil, fmt.Errorf("%s: %w: inconsistent shape %+v", name, gguf.ErrMetadata, s)
 	}
 	// every tensor must be in the file with the shape's dimensions before
@@ -234,3 +239,7 @@ func f32Bytes(p []float32) []byte {
 	}
 	return b
 }
+
+// finitePositive says whether v is a number a shape can hold as a scale,
+// base or epsilon (a NaN epsilon decoded silently gave 0% acceptance).
+func finitePositive(v float32) bool { return v > 0 && !math.IsInf(float64(v), 0) }

@@ -257,31 +257,42 @@ func DefaultSettings() Settings {
 }
 
 // Validate checks the settings.
+// MaxEpochs, MaxTokens and MaxSamples bound a training run before anything
+// is generated or allocated (a billion tokens a sample asked for a 24 GB
+// block; a billion epochs ran for ever).
+const (
+	MaxEpochs  = 1000
+	MaxTokens  = 1 << 16
+	MaxSamples = 1000
+)
+
 func (s *Settings) Validate() error {
 	switch {
 	case s.Depth < 1 || s.Depth > 16:
 		return fmt.Errorf("hidden: depth %d must be in 1..16", s.Depth)
-	case s.Epochs < 1:
-		return fmt.Errorf("hidden: epochs %d must be >= 1", s.Epochs)
+	case s.Epochs < 1 || s.Epochs > MaxEpochs:
+		return fmt.Errorf("hidden: epochs %d must be in 1..%d", s.Epochs, MaxEpochs)
 	case !(s.LR > 0) || s.LR > 1:
 		return fmt.Errorf("hidden: learning rate %g must be in (0, 1]", s.LR)
 	case s.Batch < 1:
 		return fmt.Errorf("hidden: batch %d must be >= 1", s.Batch)
-	case s.Noise < 0 || s.Noise >= 1:
+	case !(s.Noise >= 0 && s.Noise < 1):
 		return fmt.Errorf("hidden: noise %g must be in [0, 1)", s.Noise)
-	case s.MSEWeight < 0 || s.KLWeight < 0 || s.MSEWeight+s.KLWeight == 0:
-		return fmt.Errorf("hidden: loss weights %g and %g must be >= 0 and not both 0", s.MSEWeight, s.KLWeight)
-	case s.HeldOut < 0 || s.HeldOut >= 1:
+	case !(s.MSEWeight >= 0 && s.KLWeight >= 0 && s.MSEWeight+s.KLWeight > 0) || math.IsInf(s.MSEWeight+s.KLWeight, 0):
+		return fmt.Errorf("hidden: loss weights %g and %g must be finite, >= 0 and not both 0", s.MSEWeight, s.KLWeight)
+	case !(s.HeldOut >= 0 && s.HeldOut < 1):
 		return fmt.Errorf("hidden: held-out share %g must be in [0, 1)", s.HeldOut)
-	case s.Tokens < 2:
-		return fmt.Errorf("hidden: tokens per prompt %d must be >= 2", s.Tokens)
-	case s.Samples < 1:
-		return fmt.Errorf("hidden: samples per prompt %d must be >= 1", s.Samples)
-	case s.Temp < 0:
-		return fmt.Errorf("hidden: temperature %g must be >= 0", s.Temp)
+	case s.Tokens < 2 || s.Tokens > MaxTokens:
+		return fmt.Errorf("hidden: tokens per prompt %d must be in 2..%d", s.Tokens, MaxTokens)
+	case s.Samples < 1 || s.Samples > MaxSamples:
+		return fmt.Errorf("hidden: samples per prompt %d must be in 1..%d", s.Samples, MaxSamples)
+	case !(s.Temp >= 0 && s.Temp <= 10):
+		return fmt.Errorf("hidden: temperature %g must be in [0, 10]", s.Temp)
+	case !(s.Clip >= 0) || math.IsInf(s.Clip, 0):
+		return fmt.Errorf("hidden: gradient clip %g must be a finite number >= 0 (0: none)", s.Clip)
 	case s.Hot < 0:
 		return fmt.Errorf("hidden: hot tokens %d must be >= 0", s.Hot)
-	case s.Warmup < 0 || s.Warmup >= 1:
+	case !(s.Warmup >= 0 && s.Warmup < 1):
 		return fmt.Errorf("hidden: warm-up share %g must be in [0, 1)", s.Warmup)
 	case s.Patience < 0:
 		return fmt.Errorf("hidden: patience %d must be >= 0", s.Patience)

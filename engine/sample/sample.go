@@ -20,16 +20,20 @@ type Params struct {
 	Seed uint64
 }
 
-// Validate reports impossible values.
+// MaxTemp is the highest temperature accepted: far above it every
+// distribution is uniform to float precision, and 1e39 overflows to +Inf.
+const MaxTemp = 100
+
+// Validate reports impossible values (NaN and infinities included).
 func (p Params) Validate() error {
 	switch {
-	case p.Temp < 0 || math.IsNaN(float64(p.Temp)):
-		return fmt.Errorf("sample: temperature %v must be >= 0", p.Temp)
+	case !(p.Temp >= 0 && p.Temp <= MaxTemp):
+		return fmt.Errorf("sample: temperature %v must be in [0, %d]", p.Temp, MaxTemp)
 	case p.TopK < 0:
 		return fmt.Errorf("sample: top-k %d must be >= 0", p.TopK)
-	case p.TopP < 0 || p.TopP > 1:
+	case !(p.TopP >= 0 && p.TopP <= 1):
 		return fmt.Errorf("sample: top-p %v must be in [0, 1]", p.TopP)
-	case p.MinP < 0 || p.MinP > 1:
+	case !(p.MinP >= 0 && p.MinP <= 1):
 		return fmt.Errorf("sample: min-p %v must be in [0, 1]", p.MinP)
 	}
 	return nil

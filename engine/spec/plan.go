@@ -370,7 +370,7 @@ func (p Plan) Config() (Config, error) {
 		switch p.DepthPolicy {
 		case "", "fixed", "predictor":
 		case "threshold":
-			if p.DepthMin < 0 || p.DepthMin > 1 {
+			if !(p.DepthMin >= 0 && p.DepthMin <= 1) {
 				return c, fmt.Errorf("spec: depth-min %g must be in [0, 1]", p.DepthMin)
 			}
 			c.Depth = Threshold{Max: len(p.EGT), Min: p.DepthMin}
@@ -411,7 +411,7 @@ func (p Plan) bounded() error {
 		frontier = min(max(w, 0), frontier) * max(p.Branch, 0)
 		grown += frontier
 		if grown > 16*MaxTreeNodes {
-			return fmt.Errorf("spec: egt widths %s with branch %d grow more than %d nodes a step", Ints(p.EGT), p.Branch, 16*MaxTreeNodes)
+			return fmt.Errorf("spec: egt widths %s with branch %d grow more than %d nodes a step", Excerpt(Ints(p.EGT)), p.Branch, 16*MaxTreeNodes)
 		}
 	}
 	nodes, level := 0, 1
@@ -422,7 +422,7 @@ func (p Plan) bounded() error {
 		level *= max(w, 0)
 		nodes += level
 		if nodes > MaxTreeNodes {
-			return fmt.Errorf("spec: tree widths %s make more than %d nodes", Ints(p.Widths), MaxTreeNodes)
+			return fmt.Errorf("spec: tree widths %s make more than %d nodes", Excerpt(Ints(p.Widths)), MaxTreeNodes)
 		}
 	}
 	return nil
@@ -438,11 +438,20 @@ func ParseInts(s string) ([]int, error) {
 		}
 		v, err := strconv.Atoi(f)
 		if err != nil {
-			return nil, fmt.Errorf("%q is not an integer list", s)
+			return nil, fmt.Errorf("%q is not an integer list", Excerpt(s))
 		}
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// Excerpt bounds a value quoted in a message: its first 64 bytes and how
+// long it was (a widths list of five megabytes used to print in full).
+func Excerpt(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	return fmt.Sprintf("%s... (%d bytes)", s[:64], len(s))
 }
 
 // Ints writes an integer list as ParseInts reads it.

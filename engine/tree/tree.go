@@ -323,12 +323,12 @@ func WidthsSize(widths []int, budget int) (int, error) {
 			return 0, fmt.Errorf("tree: width %d at depth %d must be positive", w, d+1)
 		}
 		if w > budget || level > budget/w {
-			return 0, fmt.Errorf("tree: widths %v give more than %d nodes at depth %d (the most one verification pass takes)", widths, budget, d+1)
+			return 0, fmt.Errorf("tree: widths %s give more than %d nodes at depth %d (the most one verification pass takes)", head(widths), budget, d+1)
 		}
 		level *= w
 		total += level
 		if total > budget {
-			return 0, fmt.Errorf("tree: widths %v give more than %d nodes by depth %d (the most one verification pass takes)", widths, budget, d+1)
+			return 0, fmt.Errorf("tree: widths %s give more than %d nodes by depth %d (the most one verification pass takes)", head(widths), budget, d+1)
 		}
 	}
 	return total, nil
@@ -401,4 +401,13 @@ func TopK(q []float32, k int) []int {
 		}
 	}
 	return idx
+}
+
+// head writes a widths list for a message: its first eight and how many
+// more (a list from a file or a flag can be megabytes long).
+func head(widths []int) string {
+	if len(widths) <= 8 {
+		return fmt.Sprint(widths)
+	}
+	return fmt.Sprintf("%v... (%d in all)", widths[:8], len(widths))
 }

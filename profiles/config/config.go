@@ -8,13 +8,14 @@ package config
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"arborist/engine/gguf"
+	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/pairs"
@@ -138,9 +139,13 @@ func Parse(path string, data []byte) (*Config, error) {
 	return &c, nil
 }
 
+// MaxBytes bounds a config.yaml: an exported one is about 2 KB, and the
+// YAML decoder needs about 100 times a file's size.
+const MaxBytes = 1 << 20
+
 // Load reads and parses a config.yaml file.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := gguf.ReadRegular(path, MaxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -193,6 +198,10 @@ func (c *Config) Validate() error {
 	sm := c.Sampling
 	if sm.Temperature < 0 || sm.TopK < 0 || sm.TopP < 0 || sm.TopP > 1 || sm.MinP < 0 || sm.MinP > 1 {
 		return fmt.Errorf("sampling: temperature >= 0, top_k >= 0, top_p and min_p in [0, 1]")
+	}
+	// the sampler's own ranges (a temperature of 1e300 is no temperature)
+	if err := (sample.Params{Temp: float32(sm.Temperature), TopK: sm.TopK, TopP: float32(sm.TopP), MinP: float32(sm.MinP)}).Validate(); err != nil {
+		return fmt.Errorf("sampling: %w", err)
 	}
 	return nil
 }

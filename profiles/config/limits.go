@@ -7,6 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"arborist/engine/drafter"
 	"arborist/engine/model"
 	"arborist/engine/tree"
 	"arborist/profiles/hardware"
@@ -31,8 +32,8 @@ func (c *Config) checkLimits() error {
 	if t.MaxSeqLen > model.MaxContext {
 		return fmt.Errorf("models.target.max_seq_len %d is more than %d", t.MaxSeqLen, model.MaxContext)
 	}
-	if d.Layers > model.MaxLayers || d.NGram > 1024 {
-		return fmt.Errorf("models.draft: layers %d (at most %d) or ngram %d (at most 1024) too large", d.Layers, model.MaxLayers, d.NGram)
+	if d.Layers > model.MaxLayers || d.NGram > drafter.MaxNGram {
+		return fmt.Errorf("models.draft: layers %d (at most %d) or ngram %d (at most %d) too large", d.Layers, model.MaxLayers, d.NGram, drafter.MaxNGram)
 	}
 	for _, v := range []struct {
 		name string

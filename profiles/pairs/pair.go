@@ -128,6 +128,9 @@ func (l *Pair) Close() {
 // device (DraftBackend) always has its own backend, can always run beside
 // the target, and takes no threads from it.
 func Open(p Spec, params sample.Params, concurrent bool) (*Pair, error) {
+	if p.NGram > drafter.MaxNGram { // refused before a model is read
+		return nil, fmt.Errorf("draft n-gram length %d: at most %d", p.NGram, drafter.MaxNGram)
+	}
 	bi, err := kernels.Lookup(p.Backend)
 	if err != nil {
 		return nil, err
