@@ -19,7 +19,8 @@ type Model struct {
 	name   string
 	dist   func(logits, dst []float32)
 
-	cache     *model.Cache
+	limit     int          // the most positions its cache may hold
+	cache     *model.Cache // sized by the run (Reserve), not by the file's context length
 	committed []int
 	inCache   int               // committed tokens whose K/V are cached
 	slots     map[[2]int]int    // (parent slot, token) -> slot of a draft token
@@ -31,7 +32,31 @@ type Model struct {
 
 // NewModel makes a model drafter with capacity for ctx positions.
 func NewModel(m *model.Model, layers, ctx int, p sample.Params, name string) *Model {
-	return &Model{M: m, Layers: layers, name: name, dist: Dist(p), cache: m.NewCache(ctx)}
+	return &Model{M: m, Layers: layers, name: name, dist: Dist(p), limit: ctx}
+}
+
+// defaultRoom is what Begin reserves beyond the committed tokens when the
+// caller reserved nothing: a short generation and its drafts.
+const defaultRoom = 2048
+
+// Reserve sizes the drafter's cache for a run of n positions (the prompt,
+// the tokens to generate and a tree), at most the capacity it was made
+// with: a draft model declaring millions of positions costs only what the
+// run needs. A larger reservation replaces a smaller cache; Begin follows.
+func (d *Model) Reserve(n int) error {
+	n = min(n, d.limit)
+	if d.cache != nil && d.cache.Cap() >= n {
+		return nil
+	}
+	if err := d.M.CheckCache(n); err != nil {
+		return err
+	}
+	if d.cache != nil {
+		d.cache.Free()
+	}
+	d.cache = d.M.NewCache(n)
+	d.inCache = 0
+	return nil
 }
 
 // Name describes the source.
@@ -44,6 +69,11 @@ func (d *Model) Vocab() int { return d.M.Vocab }
 func (d *Model) Begin(ctx context.Context, committed []int) error {
 	if len(committed) == 0 {
 		return fmt.Errorf("drafter: empty sequence")
+	}
+	if d.cache == nil || d.cache.Cap() <= len(committed) {
+		if err := d.Reserve(len(committed) + defaultRoom); err != nil {
+			return err
+		}
 	}
 	d.committed = append(d.committed[:0], committed...)
 	d.cache.Truncate(0)

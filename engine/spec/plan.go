@@ -182,7 +182,11 @@ type Strategy struct {
 	describe  func(p Plan) string
 	check     func(c *Config) error
 	maxTree   func(c *Config) int
-	draft     func(r *run, ctx context.Context, st *Step, nodes, depth int) (*tree.Tree, error)
+	// maxDraft, when set, bounds the nodes a step passes through the
+	// drafter when that is more than it verifies (maxTree): an EGT expands
+	// its widths per level before pruning, and drafts a head ahead.
+	maxDraft func(c *Config) int
+	draft    func(r *run, ctx context.Context, st *Step, nodes, depth int) (*tree.Tree, error)
 	// ahead is how many levels of the next step are drafted while the
 	// target verifies (nil: none).
 	ahead func(r *run) int

@@ -319,6 +319,11 @@ func (r *run) loop(ctx context.Context, prompt []int) error {
 	}
 	r.root = prompt[len(prompt)-1]
 	if src := r.e.Source; src != nil {
+		if rs, ok := src.(interface{ Reserve(n int) error }); ok { // the run's room, not the file's context
+			if err := rs.Reserve(capacity + r.maxDraft()); err != nil {
+				return err
+			}
+		}
 		if err := src.Begin(ctx, prompt); err != nil {
 			return err
 		}
@@ -353,6 +358,15 @@ func (r *run) loop(ctx context.Context, prompt []int) error {
 // maxTree bounds the nodes of one step's tree, for sizing the cache.
 func (r *run) maxTree() int {
 	return registry[r.cfg.Strategy].maxTree(&r.cfg)
+}
+
+// maxDraft bounds the nodes a step passes through the drafter.
+func (r *run) maxDraft() int {
+	n := r.maxTree()
+	if f := registry[r.cfg.Strategy].maxDraft; f != nil {
+		n = max(n, f(&r.cfg))
+	}
+	return n
 }
 
 // room is how many draft nodes this step may verify: what the cache can

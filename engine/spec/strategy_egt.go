@@ -70,6 +70,16 @@ func init() {
 			return nil
 		},
 		maxTree: func(c *Config) int { return c.WMax },
+		maxDraft: func(c *Config) int {
+			n := 0
+			for _, w := range c.Widths {
+				n += min(w, MaxTreeNodes)
+			}
+			if c.AOT && len(c.Widths) > 0 {
+				n += min(c.Widths[0], MaxTreeNodes) * min(c.Branch, MaxTreeNodes) // the next step's head
+			}
+			return n
+		},
 		ahead: func(r *run) int {
 			if r.cfg.AOT {
 				return 1 // the next step's first level
