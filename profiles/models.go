@@ -18,6 +18,7 @@ import (
 	"arborist/engine/sample"
 	"arborist/engine/synth"
 	"arborist/engine/tokenizer"
+	"arborist/engine/tree"
 	"arborist/kernels"
 	"arborist/kernels/cpu"
 	"arborist/kernels/quant"
@@ -230,6 +231,14 @@ func Synth(ctx context.Context, path, shapeName, typeName string, seed uint64, p
 	if err := outfile.Check(path); err != nil { // a FIFO or a device there stays as it is
 		return "", err
 	}
+	// the file's size before writing a byte: a custom shape can ask for
+	// tens of gigabytes
+	if typ.BlockSize() > 0 {
+		need := shape.Params() / uint64(typ.BlockSize()) * uint64(typ.TypeSize())
+		if free, ok := hardware.FreeDisk(filepath.Dir(path)); ok && need > free {
+			return "", fmt.Errorf("synth: %s in %s would be about %s, and its folder has %s free", shape.Name, typ, HumanBytes(need), HumanBytes(free))
+		}
+	}
 	desc := fmt.Sprintf("synthetic %s (%s parameters, %s)", shape.Name, Human(float64(shape.Params()), ""), typ)
 	return desc, synth.WriteFile(ctx, path, shape, synth.Options{Type: typ, Seed: seed, Progress: progress})
 }
@@ -407,8 +416,19 @@ type BenchReport struct {
 type DeviceMemory = store.DeviceMemory
 
 // BenchModel times decoding (Reps runs of Tokens tokens) and T_verify(W),
+// maxBenchReps bounds bench's repetitions: each decodes the whole -n.
+const maxBenchReps = 1000
+
 // and sets them against the bandwidth roofline and the compute ceiling.
 func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
+	if opt.Reps > maxBenchReps {
+		return nil, fmt.Errorf("--reps %d: at most %d (each decodes the whole -n)", opt.Reps, maxBenchReps)
+	}
+	for _, w := range opt.Widths {
+		if w < 1 || w > tree.MaxNodes {
+			return nil, fmt.Errorf("--widths: %d is not a width a pass takes (1..%d)", w, tree.MaxNodes)
+		}
+	}
 	bi, err := kernels.Lookup(opt.Backend)
 	if err != nil {
 		return nil, err

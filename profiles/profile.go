@@ -10,6 +10,7 @@ import (
 	"arborist/engine/hidden"
 	"arborist/engine/sample"
 	"arborist/engine/spec"
+	"arborist/engine/tree"
 	"arborist/kernels"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
@@ -91,6 +92,9 @@ func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, pr
 	}
 	if opt.MaxW <= 0 {
 		opt.MaxW = 64
+	}
+	if opt.MaxW > tree.MaxNodes {
+		return nil, fmt.Errorf("--max-w %d: at most %d, the widest pass a plan verifies", opt.MaxW, tree.MaxNodes)
 	}
 	pair, err := b.openPair(ps, false)
 	if err != nil {

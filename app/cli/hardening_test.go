@@ -65,7 +65,7 @@ func TestHostileFlags(t *testing.T) {
 		{append(base, "--draft-ngram", "2", "-n", "1000000000"), "exceed the model's context"},
 		{append(base, "--draft-ngram", "2", "-n", "9223372036854775807"), "exceed the model's context"},
 		{append(base, "--draft-ngram", "2", "--strategy", "chain", "--gamma", "9223372036854775807", "-n", "8"), "gamma"},
-		{append(base, "--draft", target, "--strategy", "tree", "--widths", "1000,1000,1000", "-n", "8"), "4096"},
+		{append(base, "--draft", target, "--strategy", "tree", "--widths", "1000,1000,1000", "-n", "8"), "512"},
 	} {
 		code, _, stderr := run(t, c.args...)
 		if code == 0 || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "-922") {

@@ -390,8 +390,9 @@ func (p Plan) Config() (Config, error) {
 
 // MaxTreeNodes bounds every size in a plan (draft length, widths, tree
 // nodes): plans come from files and flags, and the engine sizes its cache
-// and trees from them.
-const MaxTreeNodes = 4096
+// and trees from them. It is the most one verification pass takes
+// (tree.MaxNodes).
+const MaxTreeNodes = tree.MaxNodes
 
 // bounded refuses sizes beyond MaxTreeNodes before anything is allocated.
 func (p Plan) bounded() error {

@@ -305,10 +305,11 @@ type Static struct {
 }
 
 // MaxNodes bounds the draft nodes of one tree: every node is a row of one
-// verification pass, with its KV cache slot and a row of the attention mask,
-// so a tree beyond a few thousand nodes costs memory quadratic in its size
-// and no speedup. Shapes are checked against it before anything is built.
-const MaxNodes = 4096
+// verification pass, with its KV cache slot and a row of the attention mask.
+// It is the widest pass a profile times (W = 512): a wider tree is never
+// priced, costs memory quadratic in its size, and on a large model takes
+// minutes a step. Shapes are checked against it before anything is built.
+const MaxNodes = 512
 
 // WidthsSize is the number of nodes the static shape of widths has
 // (w1 + w1*w2 + ...), computed without building it; an error names the

@@ -128,7 +128,7 @@ func TestStaticShapes(t *testing.T) {
 // 12 GiB in 40 s if built) are refused from their computed size, without
 // allocating.
 func TestWidthsBounded(t *testing.T) {
-	for _, ws := range [][]int{{1000, 1000, 1000}, {4097}, {2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}, {1 << 62, 1 << 62}} {
+	for _, ws := range [][]int{{1000, 1000, 1000}, {MaxNodes + 1}, {2, 2, 2, 2, 2, 2, 2, 2, 2}, {1 << 62, 1 << 62}} {
 		allocs := testing.AllocsPerRun(1, func() {
 			if _, err := FromWidths(ws); err == nil {
 				t.Errorf("FromWidths(%v) accepted", ws)
@@ -138,9 +138,9 @@ func TestWidthsBounded(t *testing.T) {
 			t.Errorf("FromWidths(%v) allocated %v times before refusing", ws, allocs)
 		}
 	}
-	s, err := FromWidths([]int{16, 16, 14})
-	if err != nil || len(s.Parents) != 16+256+3584 {
-		t.Fatalf("16,16,14: %d nodes, %v", len(s.Parents), err)
+	s, err := FromWidths([]int{8, 8, 6})
+	if err != nil || len(s.Parents) != 8+64+384 || len(s.Parents) > MaxNodes {
+		t.Fatalf("8,8,6: %d nodes, %v", len(s.Parents), err)
 	}
 	if n, err := WidthsSize([]int{3, 2, 1}, 0); n != 15 || err != nil {
 		t.Fatalf("WidthsSize(3,2,1) = %d, %v", n, err)

@@ -118,6 +118,9 @@ func (c *Config) Marshal() ([]byte, error) {
 // knows it). Relative model paths are resolved against the file's folder.
 func Parse(path string, data []byte) (*Config, error) {
 	var c Config
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("%s: invalid config: the file is empty (export one with 'arborist export' or 'arborist tune -o')", path)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil {

@@ -19,6 +19,10 @@ import (
 // sampling parameters (NaN passed the range checks, which compare false).
 func (c *Config) checkLimits() error {
 	t, d, s, sm := c.Models.Target, c.Models.Draft, c.Speculation, c.Sampling
+	var pr Predicted
+	if c.Predicted != nil {
+		pr = *c.Predicted
+	}
 	if t.Threads > 0 {
 		if err := hardware.CheckThreads("models.target.threads", t.Threads); err != nil {
 			return err
@@ -57,10 +61,14 @@ func (c *Config) checkLimits() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"sampling.temperature", sm.Temperature}, {"sampling.top_p", sm.TopP}, {"sampling.min_p", sm.MinP}, {"speculation.depth_min", s.DepthMin}} {
+	}{{"sampling.temperature", sm.Temperature}, {"sampling.top_p", sm.TopP}, {"sampling.min_p", sm.MinP}, {"speculation.depth_min", s.DepthMin},
+		{"predicted.speedup", pr.Speedup}, {"predicted.aal", pr.AAL}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
 			return fmt.Errorf("%s is %v; it must be a finite number", f.name, f.v)
 		}
+	}
+	if pr.Speedup < 0 || pr.AAL < 0 {
+		return fmt.Errorf("predicted: speedup %g and aal %g must not be negative", pr.Speedup, pr.AAL)
 	}
 	return nil
 }
