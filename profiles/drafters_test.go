@@ -103,11 +103,11 @@ func TestDrafterLifecycle(t *testing.T) {
 	// measured in the engine (DraftStepCosts): a level whatever its width,
 	// plus a cost per further node of a level (never negative), and the
 	// first level's extra; stored, and read back as is
-	if len(c.Draft) == 0 || c.Draft[0].Median <= 0 || len(c.DraftAfter) != 2 || c.DraftAfter[0].Median < 0 || c.Draft[1].Median < c.Draft[0].Median {
+	if len(c.Draft) == 0 || c.Draft[0].Median < 0 || len(c.DraftAfter) != 2 || c.DraftAfter[0].Median < 0 || c.Draft[1].Median < c.Draft[0].Median {
 		t.Errorf("hidden drafter cost %v (first pass extra %v) against T_verify(1) %v", c.Draft, c.DraftAfter, c.Verify[0].Median)
 	}
 	// a re-sampled level's cost is measured (mixing, no layer pass: on the
-	// bench target 38-49 µs against 350 µs a regular level, README; not
+	// bench target 38-49 µs against 350 µs a regular level; not
 	// asserted here, where on stories260K both are a few microseconds and
 	// a busy machine orders them either way), and the pair re-samples as
 	// deep as the source's default
