@@ -448,14 +448,15 @@ func (s *Server) record(g *genResult, err error) {
 // checkRoom bounds a request's budget by the server's limit and the room
 // its prompt leaves in the context; 0 asks for the default.
 func (s *Server) checkRoom(prompt, maxTokens int) (int, error) {
-	if maxTokens == 0 {
-		maxTokens = min(s.opt.DefaultTokens, s.ctxLen-prompt)
-		if maxTokens < 1 {
-			return 0, hardware.CheckRoom(prompt, 1, s.ctxLen)
-		}
-	}
 	if maxTokens > s.opt.MaxTokens {
-		return 0, fmt.Errorf("max_tokens %d is more than this server allows (%d)", maxTokens, s.opt.MaxTokens)
+		return 0, badRequest("max_tokens", "invalid_value", "max_tokens %d is more than this server allows (%d)", maxTokens, s.opt.MaxTokens)
 	}
-	return maxTokens, hardware.CheckRoom(prompt, maxTokens, s.ctxLen)
+	n := maxTokens
+	if n == 0 {
+		n = max(1, min(s.opt.DefaultTokens, s.ctxLen-prompt))
+	}
+	if err := hardware.CheckRoom(prompt, n, s.ctxLen); err != nil {
+		return 0, badRequest("max_tokens", "context_length_exceeded", "%v", err)
+	}
+	return n, nil
 }

@@ -480,9 +480,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		}
 	}
 	if err == nil {
-		if n, err = s.checkRoom(len(ids), n); err != nil {
-			err = badRequest("max_tokens", "context_length_exceeded", "%v", err)
-		}
+		n, err = s.checkRoom(len(ids), n)
 	}
 	if err == nil {
 		if err = s.acquire(r.Context()); err != nil {

@@ -280,7 +280,7 @@ func TestServerRefusesBadRequests(t *testing.T) {
 		{"/v1/completions", `{"prompt": 7}`, 400, "invalid_type"},
 		{"/v1/completions", `{"max_tokens": "many", "prompt": "a"}`, 400, "invalid_type"},
 		{"/v1/completions", `{"max_tokens": 4}`, 400, "missing_required_parameter"},
-		{"/v1/completions", `{"prompt": "Once", "max_tokens": 33}`, 400, ""},
+		{"/v1/completions", `{"prompt": "Once", "max_tokens": 33}`, 400, "invalid_value"},
 		{"/v1/completions", `{"prompt": "Once", "max_tokens": 0}`, 400, "invalid_value"},
 		{"/v1/completions", fmt.Sprintf(`{"prompt": %q, "max_tokens": 8}`, long[:200]), 400, "context_length_exceeded"},
 		{"/v1/completions", fmt.Sprintf(`{"prompt": %q}`, strings.Repeat(long, 10)), 413, "request_too_large"},
