@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"arborist/engine/spec"
@@ -175,75 +176,115 @@ func kindName(kind string) string {
 // onGPU says whether a config's device is a GPU's (anything but the CPU).
 func onGPU(device string) bool { return device != "" && device != "cpu" }
 
+// LlamaCppArgs are the exported llama.cpp settings as argument lists, so
+// that a check of the export in llama.cpp runs exactly what was exported:
+// Model is the target with its threads and context; Draft the draft model
+// with the draft length, its bounds, --draft-p-min, the draft threads and
+// context (nil where llama.cpp has no counterpart of the plan's drafter or
+// the plan is plain decoding); Layers and DraftLayers place the two models
+// on a GPU (-ngl, -ngld; nil where all is on the CPU); Sampling is the
+// plan's sampling, every setting written out (llama.cpp's defaults, top-k
+// 40, top-p 0.95, min-p 0.05, are not the plan's).
+type LlamaCppArgs struct {
+	Model, Draft, Layers, DraftLayers, Sampling []string
+	// Depth is the draft length (--draft-max) and PMin --draft-p-min.
+	Depth int
+	PMin  float64
+}
+
+// LlamaCpp is the plan's llama.cpp settings as argument lists.
+func (c *Config) LlamaCpp() LlamaCppArgs {
+	t, d, sm := c.Models.Target, c.Models.Draft, c.Sampling
+	var a LlamaCppArgs
+	a.Model = []string{"-m", t.Path}
+	if t.Threads > 0 {
+		a.Model = append(a.Model, "-t", strconv.Itoa(t.Threads))
+	}
+	if t.MaxSeqLen > 0 {
+		a.Model = append(a.Model, "-c", strconv.Itoa(t.MaxSeqLen))
+	}
+	a.Sampling = []string{"--temp", fmtG(sm.Temperature), "--top-k", strconv.Itoa(sm.TopK), "--top-p", fmtG(sm.TopP), "--min-p", fmtG(sm.MinP),
+		"--seed", strconv.FormatUint(sm.Seed, 10)}
+	tg := onGPU(t.Device)
+	if tg {
+		a.Layers = []string{"-ngl", "99"} // every layer on the GPU
+	}
+	if c.plain() || d.Kind != "model" {
+		return a
+	}
+	a.Depth, a.PMin = planShape(c.Speculation).depth, c.threshold()
+	a.Draft = []string{"-md", d.Path, "--draft-max", strconv.Itoa(a.Depth), "--draft-min", "0", "--draft-p-min", fmtG(a.PMin)}
+	// llama.cpp drafts and verifies in turn, so the draft model gets the
+	// target's threads unless it has threads of its own elsewhere
+	dthreads := t.Threads
+	if d.Threads > 0 && !c.Speculation.Concurrent() {
+		dthreads = d.Threads
+	}
+	if dthreads > 0 {
+		a.Draft = append(a.Draft, "-td", strconv.Itoa(dthreads))
+	}
+	if t.MaxSeqLen > 0 {
+		a.Draft = append(a.Draft, "-cd", strconv.Itoa(t.MaxSeqLen))
+	}
+	// -ngl / -ngld: the target's and the draft model's layers on the GPU
+	// (99: all of them), as the plan places each model
+	dg := onGPU(d.Device)
+	switch {
+	case tg && !dg:
+		a.DraftLayers = []string{"-ngld", "0"} // target on the GPU, draft model on the CPU
+	case dg:
+		a.Layers, a.DraftLayers = []string{"-ngl", "0"}, []string{"-ngld", "99"}
+		if tg {
+			a.Layers = []string{"-ngl", "99"}
+		}
+	}
+	return a
+}
+
+func fmtG(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+// line joins a program and its argument lists into a shell line.
+func line(program string, lists ...[]string) string {
+	parts := []string{program}
+	for _, l := range lists {
+		for _, a := range l {
+			if strings.ContainsAny(a, " \t'\"$") {
+				a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+			}
+			parts = append(parts, a)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
 // llamaCpp maps the plan onto llama-server (a draft model), llama-lookup
 // (n-gram prompt lookup) or plain llama-server (no drafter it can run).
 func (c *Config) llamaCpp(sh shape) Equivalent {
 	e := Equivalent{Runtime: "llama.cpp", Version: LlamaCppVersion, Program: "llama-server"}
-	t, d, sm := c.Models.Target, c.Models.Draft, c.Sampling
-	threads, ctx := "", ""
-	if t.Threads > 0 {
-		threads = fmt.Sprintf(" -t %d", t.Threads)
-	}
-	if t.MaxSeqLen > 0 {
-		ctx = fmt.Sprintf(" -c %d", t.MaxSeqLen)
-	}
-	// llama-server's defaults (top-k 40, top-p 0.95, min-p 0.05) are not
-	// the plan's, so every sampling setting is written out
-	sampling := fmt.Sprintf(" --temp %g --top-k %d --top-p %g --min-p %g --seed %d", sm.Temperature, sm.TopK, sm.TopP, sm.MinP, sm.Seed)
-	plainLine := func() string {
-		layers := ""
-		if onGPU(t.Device) {
-			layers = " -ngl 99" // every layer on the GPU
-		}
-		return fmt.Sprintf("llama-server -m %s%s%s -np 1%s%s", t.Path, threads, ctx, layers, sampling)
-	}
+	d := c.Models.Draft
+	a := c.LlamaCpp()
+	np := []string{"-np", "1"} // one sequence, as the plan was tuned for
+	plainLine := line("llama-server", a.Model, np, a.Layers, a.Sampling)
 	samplingNote := "llama-server takes these sampling settings as the defaults of a request; a request's own settings override them"
 	if c.plain() {
-		e.Lines = []string{plainLine()}
+		e.Lines = []string{plainLine}
 		e.Notes = []string{samplingNote}
 		return e
 	}
 	switch d.Kind {
 	case "model":
-		// -ngl / -ngld: the target's and the draft model's layers on the
-		// GPU (99: all of them), as the plan places each model
-		placement := ""
-		tg, dg := onGPU(t.Device), onGPU(d.Device)
-		switch {
-		case tg && dg:
-			placement = " -ngl 99 -ngld 99"
-		case tg:
-			placement = " -ngl 99 -ngld 0" // target on the GPU, draft model on the CPU
-		case dg:
-			placement = " -ngl 0 -ngld 99" // target on the CPU, draft model on the GPU
-		}
-		// llama.cpp drafts and verifies in turn, so the draft model gets
-		// the target's threads unless it has threads of its own elsewhere
-		dthreads := t.Threads
-		if d.Threads > 0 && !c.Speculation.Concurrent() {
-			dthreads = d.Threads
-		}
-		td, cd := "", ""
-		if dthreads > 0 {
-			td = fmt.Sprintf(" -td %d", dthreads)
-		}
-		if t.MaxSeqLen > 0 {
-			cd = fmt.Sprintf(" -cd %d", t.MaxSeqLen)
-		}
-		pmin := c.threshold()
-		e.Lines = []string{fmt.Sprintf("llama-server -m %s -md %s --draft-max %d --draft-min 0 --draft-p-min %g%s%s%s%s -np 1%s%s",
-			t.Path, d.Path, sh.depth, pmin, threads, td, ctx, cd, placement, sampling)}
-		if pmin > 0 {
-			e.Notes = append(e.Notes, fmt.Sprintf("--draft-p-min %g is the plan's threshold depth policy; llama.cpp compares it with each drafted token's own probability, the plan with the path's product, so llama.cpp may draft deeper than the plan", pmin))
+		e.Lines = []string{line("llama-server", a.Model, a.Draft, np, a.Layers, a.DraftLayers, a.Sampling)}
+		if a.PMin > 0 {
+			e.Notes = append(e.Notes, fmt.Sprintf("--draft-p-min %g is the plan's threshold depth policy; llama.cpp compares it with each drafted token's own probability, the plan with the path's product, so llama.cpp may draft deeper than the plan", a.PMin))
 		} else {
-			e.Notes = append(e.Notes, fmt.Sprintf("--draft-p-min 0 drafts all %d tokens every step, as the plan does; without it llama.cpp stops drafting at its own cut-off (0.75 or more, by release)", sh.depth))
+			e.Notes = append(e.Notes, fmt.Sprintf("--draft-p-min 0 drafts all %d tokens every step, as the plan does; without it llama.cpp stops drafting at its own cut-off (0.75 or more, by release)", a.Depth))
 		}
 	case "ngram":
 		e.Program = "llama-lookup"
-		e.Lines = []string{fmt.Sprintf("llama-lookup -m %s --draft %d%s%s%s -p PROMPT", t.Path, sh.depth, threads, ctx, sampling)}
+		e.Lines = []string{line("llama-lookup", a.Model[:2], []string{"--draft", strconv.Itoa(sh.depth)}, a.Model[2:], a.Layers, a.Sampling, []string{"-p", "PROMPT"})}
 		e.Notes = append(e.Notes, fmt.Sprintf("prompt lookup decoding; llama-lookup matches n-grams of 1 to 4 tokens (fixed), the plan suffixes of up to %d; it has no probability cut-off (--draft-p-min does not apply) and llama-server has no n-gram drafter in this release", d.NGram))
 	default:
-		e.Lines = []string{plainLine()}
+		e.Lines = []string{plainLine}
 		e.Cannot = append(e.Cannot, fmt.Sprintf("llama.cpp has no %s: the line above decodes plainly (1.00x) instead", kindName(d.Kind)))
 		e.Notes = append(e.Notes, samplingNote)
 		return e
@@ -253,7 +294,7 @@ func (c *Config) llamaCpp(sh shape) Equivalent {
 		e.Notes = append(e.Notes, s+"; -ngl and -ngld place the two models the same way")
 	}
 	e.Notes = append(e.Notes, samplingNote,
-		"the draft length was tuned for Arborist's engine: llama.cpp's verification costs differ, so its speedup must be measured in llama.cpp")
+		"the draft length was tuned for Arborist's engine: llama.cpp's verification costs differ, so its speedup must be measured in llama.cpp (arborist check-export)")
 	return e
 }
 
