@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
 
+	"arborist/assets"
 	"arborist/profiles"
 )
 
@@ -37,6 +38,13 @@ type ExportScreen struct {
 	ServeStatus *widget.Label
 	serving     *profiles.Serving // on the UI goroutine
 	stopServe   chan struct{}     // closed to stop; nil when not serving
+	// LlamaDir (with Browse), Check and CheckStatus measure the exported
+	// llama.cpp settings in llama.cpp against its plain decoding, as
+	// `arborist check-export` does, on the session's prompt suite.
+	LlamaDir    *widget.Entry
+	Browse      *widget.Button
+	Check       *widget.Button
+	CheckStatus *widget.Label
 	cfg         *profiles.Config
 	planID      int64
 }
@@ -63,6 +71,13 @@ func NewExportScreen(s *Session) *ExportScreen {
 	e.Serve = widget.NewButton("Serve", e.toggleServe)
 	e.ServeStatus = widget.NewLabel("Not serving. Serve answers OpenAI-compatible requests (/v1/completions, /v1/chat/completions) with the plan above, one at a time.")
 	e.ServeStatus.Wrapping = fyne.TextWrapWord
+	e.LlamaDir = widget.NewEntry()
+	e.LlamaDir.SetPlaceHolder("llama.cpp's bin folder (empty: PATH)")
+	e.LlamaDir.SetText(s.App.Preferences().String(prefLlamaCpp))
+	e.Browse = widget.NewButton("Browse...", e.browseLlama)
+	e.Check = widget.NewButton("Check in llama.cpp", e.checkLlama)
+	e.CheckStatus = widget.NewLabel("The plan's speedup is predicted for Arborist's engine; Check measures the llama.cpp line above in llama.cpp itself.")
+	e.CheckStatus.Wrapping = fyne.TextWrapWord
 	return e
 }
 
@@ -73,7 +88,9 @@ func (e *ExportScreen) Title() string { return "Export" }
 func (e *ExportScreen) Content() fyne.CanvasObject {
 	port := container.NewGridWrap(fyne.NewSize(90, e.Port.MinSize().Height), e.Port)
 	serve := container.NewBorder(nil, nil, container.NewHBox(widget.NewLabel("Port"), port, e.Serve), nil, e.ServeStatus)
-	top := container.NewVBox(container.NewHBox(e.Save, e.CopyYAML, e.CopyEq, e.Status), e.Provenance, serve)
+	dir := container.NewGridWrap(fyne.NewSize(260, e.LlamaDir.MinSize().Height), e.LlamaDir)
+	check := container.NewBorder(nil, nil, container.NewHBox(widget.NewLabel("llama.cpp"), dir, e.Browse, e.Check), nil, e.CheckStatus)
+	top := container.NewVBox(container.NewHBox(e.Save, e.CopyYAML, e.CopyEq, e.Status), e.Provenance, serve, check)
 	return container.NewBorder(top, nil, nil, nil, container.NewVSplit(e.YAML, e.Equivalents))
 }
 
@@ -245,4 +262,68 @@ func (e *ExportScreen) refreshServing() {
 	}
 	e.ServeStatus.SetText(fmt.Sprintf("Serving %s at %s/v1 with %s, one request at a time (%s): %d requests, %d tokens, %.1f tokens/s, AAL %.2f, acceptance %.0f%%.",
 		st.Model, e.serving.URL, st.Plan, chat, st.Requests, st.Totals.Tokens, st.TPS, st.AAL, 100*st.Accept))
+}
+
+// prefLlamaCpp remembers the llama.cpp folder last checked with.
+const prefLlamaCpp = "llama_cpp_dir"
+
+func (e *ExportScreen) browseLlama() {
+	d := dialog.NewFolderOpen(func(u fyne.ListableURI, err error) {
+		if err == nil && u != nil {
+			e.LlamaDir.SetText(u.Path())
+		}
+	}, e.s.Win)
+	d.Show()
+}
+
+// checkLlama runs the check of the config shown in llama.cpp in the
+// background, showing each round and then the measured speedup.
+func (e *ExportScreen) checkLlama() {
+	text, dir := e.YAML.Text, strings.TrimSpace(e.LlamaDir.Text)
+	e.s.App.Preferences().SetString(prefLlamaCpp, dir)
+	e.Check.Disable()
+	e.CheckStatus.SetText("Running llama.cpp: plain decoding and the exported settings in turn, 3 rounds...")
+	e.s.Go(func(ctx context.Context) {
+		res, err := e.checkIn(ctx, text, dir)
+		e.s.UI(func() {
+			e.Check.Enable()
+			if err != nil {
+				e.CheckStatus.SetText("Not checked: " + err.Error())
+				return
+			}
+			msg := fmt.Sprintf("llama.cpp speedup: %.2fx (range %.2f-%.2f) in llama.cpp %s, acceptance %.0f%%", res.Speedup, res.Min, res.Max, res.Version, 100*res.Acceptance)
+			if res.Predicted > 0 {
+				msg += fmt.Sprintf("; Arborist predicts %.2fx for its own engine", res.Predicted)
+			}
+			e.CheckStatus.SetText(msg + fmt.Sprintf(". Stored as runs %d and %d (Compare).", res.PlainRun, res.SpecRun))
+		})
+		fyne.Do(e.s.Changed) // Compare lists the new runs
+	})
+}
+
+// checkIn measures the config text's llama.cpp settings in the llama.cpp
+// of dir, on the session's prompt suite (else the first prompts of the
+// built-in corpus).
+func (e *ExportScreen) checkIn(ctx context.Context, text, dir string) (*profiles.CheckResult, error) {
+	b, err := e.s.Bench(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := profiles.ParseConfig("config.yaml", []byte(text))
+	if err != nil {
+		return nil, err
+	}
+	prompts := assets.CorpusPrompts()
+	prompts = prompts[:min(4, len(prompts))]
+	if f := e.s.Prompts(); f != "" {
+		if prompts, err = profiles.ReadPrompts(f); err != nil {
+			return nil, err
+		}
+	}
+	opt := profiles.CheckOptions{LlamaCpp: dir, Prompts: prompts, Rounds: 3, OnRound: func(i int, r profiles.CheckRound) {
+		e.s.UI(func() {
+			e.CheckStatus.SetText(fmt.Sprintf("Round %d of 3: plain %.1f tokens/s, exported settings %.1f tokens/s: %.2fx...", i+1, r.Plain, r.Spec, r.Speedup))
+		})
+	}}
+	return b.CheckExport(ctx, c, opt)
 }

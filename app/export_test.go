@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -53,5 +54,37 @@ sampling: {temperature: 0, top_p: 1, seed: 1}
 	}
 	if _, err := http.Get(m[1] + "/health"); err == nil {
 		t.Error("still answering after Stop")
+	}
+}
+
+// TestExportChecksInLlamaCpp: the Export screen's Check runs the exported
+// llama.cpp settings in llama.cpp (the stand-ins of testdata/llama-cpp)
+// and shows the measured speedup beside Arborist's prediction.
+func TestExportChecksInLlamaCpp(t *testing.T) {
+	wb := newBench(t)
+	e := wb.Export
+	e.YAML.SetText(`models:
+  target: {path: /m/target.gguf, device: cpu, threads: 2}
+  draft: {kind: model, path: /m/draft.gguf, device: cpu}
+speculation: {strategy: chain, gamma: 6}
+sampling: {temperature: 0, top_p: 1, seed: 1}
+predicted: {speedup: 1.97, aal: 3}
+`)
+	dir, err := filepath.Abs(filepath.Join("..", "testdata", "llama-cpp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.LlamaDir.SetText(dir)
+	test.Tap(e.Check)
+	waitFor(t, "the check", func() bool {
+		return wb.Session.idle() && (strings.Contains(e.CheckStatus.Text, "speedup:") || strings.Contains(e.CheckStatus.Text, "Not checked"))
+	})
+	for _, want := range []string{"llama.cpp speedup: 1.02x (range 1.02-1.02) in llama.cpp 6000 (stand-in)", "Arborist predicts 1.97x for its own engine", "Stored as runs 1 and 2"} {
+		if !strings.Contains(e.CheckStatus.Text, want) {
+			t.Errorf("status lacks %q: %s", want, e.CheckStatus.Text)
+		}
+	}
+	if e.Check.Disabled() || wb.Session.App.Preferences().String(prefLlamaCpp) != dir {
+		t.Error("the button stays disabled or the folder is not remembered")
 	}
 }
