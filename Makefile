@@ -33,6 +33,11 @@ test: vet
 	# on a CPU without them; the trainer then multiplies in float32)
 	ARBORIST_SIMD=0 $(GO) test -count=1 ./kernels/...
 	ARBORIST_SIMD=1 $(GO) test -count=1 ./kernels/... ./engine/hidden
+	# arborist serve through the official openai client (Node.js; the npm
+	# package pinned in testdata/openai-client, installed there with
+	# npm ci when missing): scripts/openai-client-test.sh
+	$(GO) build -o $(BIN) .
+	bash scripts/openai-client-test.sh ./$(BIN)
 
 # Fuzz every parser and loader for FUZZTIME each (longer: make fuzz
 # FUZZTIME=10m). The targets check properties (round trips, re-encoding,

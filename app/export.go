@@ -3,6 +3,9 @@ package app
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -10,11 +13,13 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
 
+	"arborist/assets"
 	"arborist/profiles"
 )
 
-// ExportScreen shows the best plan as config.yaml, saves it, and gives the
-// closest llama.cpp / vLLM / SGLang settings with Copy buttons.
+// ExportScreen shows the best plan as config.yaml, saves it, gives the
+// closest llama.cpp / vLLM / SGLang settings with Copy buttons, and serves
+// the config shown behind an OpenAI-compatible API on a local port.
 type ExportScreen struct {
 	s           *Session
 	YAML        *widget.Entry
@@ -26,8 +31,22 @@ type ExportScreen struct {
 	// Provenance says what the plan was computed from, or warns that
 	// some of it is assumed, not measured.
 	Provenance *widget.Label
-	cfg        *profiles.Config
-	planID     int64
+	// Port, Serve and ServeStatus serve the config shown (its text, as
+	// edited) on 127.0.0.1:Port, as `arborist serve` does, until Stop.
+	Port        *widget.Entry
+	Serve       *widget.Button
+	ServeStatus *widget.Label
+	serving     *profiles.Serving // on the UI goroutine
+	stopServe   chan struct{}     // closed to stop; nil when not serving
+	// LlamaDir (with Browse), Check and CheckStatus measure the exported
+	// llama.cpp settings in llama.cpp against its plain decoding, as
+	// `arborist check-export` does, on the session's prompt suite.
+	LlamaDir    *widget.Entry
+	Browse      *widget.Button
+	Check       *widget.Button
+	CheckStatus *widget.Label
+	cfg         *profiles.Config
+	planID      int64
 }
 
 // NewExportScreen builds the screen.
@@ -47,6 +66,18 @@ func NewExportScreen(s *Session) *ExportScreen {
 	e.CopyYAML = widget.NewButton("Copy YAML", func() { e.copy(e.YAML.Text) })
 	e.CopyEq = widget.NewButton("Copy settings", func() { e.copy(e.Equivalents.Text) })
 	e.YAML.SetText("# Load models, profile, calibrate and tune (Speedup model screen): the tuned plan appears here.")
+	e.Port = widget.NewEntry()
+	e.Port.SetText("8080")
+	e.Serve = widget.NewButton("Serve", e.toggleServe)
+	e.ServeStatus = widget.NewLabel("Not serving. Serve answers OpenAI-compatible requests (/v1/completions, /v1/chat/completions) with the plan above, one at a time.")
+	e.ServeStatus.Wrapping = fyne.TextWrapWord
+	e.LlamaDir = widget.NewEntry()
+	e.LlamaDir.SetPlaceHolder("llama.cpp's bin folder (empty: PATH)")
+	e.LlamaDir.SetText(s.App.Preferences().String(prefLlamaCpp))
+	e.Browse = widget.NewButton("Browse...", e.browseLlama)
+	e.Check = widget.NewButton("Check in llama.cpp", e.checkLlama)
+	e.CheckStatus = widget.NewLabel("The plan's speedup is predicted for Arborist's engine; Check measures the llama.cpp line above in llama.cpp itself.")
+	e.CheckStatus.Wrapping = fyne.TextWrapWord
 	return e
 }
 
@@ -55,7 +86,11 @@ func (e *ExportScreen) Title() string { return "Export" }
 
 // Content lays the screen out.
 func (e *ExportScreen) Content() fyne.CanvasObject {
-	top := container.NewVBox(container.NewHBox(e.Save, e.CopyYAML, e.CopyEq, e.Status), e.Provenance)
+	port := container.NewGridWrap(fyne.NewSize(90, e.Port.MinSize().Height), e.Port)
+	serve := container.NewBorder(nil, nil, container.NewHBox(widget.NewLabel("Port"), port, e.Serve), nil, e.ServeStatus)
+	dir := container.NewGridWrap(fyne.NewSize(260, e.LlamaDir.MinSize().Height), e.LlamaDir)
+	check := container.NewBorder(nil, nil, container.NewHBox(widget.NewLabel("llama.cpp"), dir, e.Browse, e.Check), nil, e.CheckStatus)
+	top := container.NewVBox(container.NewHBox(e.Save, e.CopyYAML, e.CopyEq, e.Status), e.Provenance, serve, check)
 	return container.NewBorder(top, nil, nil, nil, container.NewVSplit(e.YAML, e.Equivalents))
 }
 
@@ -138,3 +173,157 @@ func (e *ExportScreen) save() {
 
 // Shown renders the pair's newest plan when the tab is selected.
 func (e *ExportScreen) Shown() { e.Update() }
+
+// toggleServe starts serving the config shown on the port, or stops the
+// server running.
+func (e *ExportScreen) toggleServe() {
+	if e.stopServe != nil {
+		close(e.stopServe)
+		e.stopServe = nil
+		e.Serve.Disable()
+		e.ServeStatus.SetText("Stopping: the request decoding finishes first...")
+		return
+	}
+	port, err := strconv.Atoi(strings.TrimSpace(e.Port.Text))
+	if err != nil || port < 0 || port > 65535 {
+		e.ServeStatus.SetText(fmt.Sprintf("Port %q: want a number from 0 to 65535 (0: a free one).", e.Port.Text))
+		return
+	}
+	text := e.YAML.Text
+	stop := make(chan struct{})
+	e.stopServe = stop
+	e.Serve.SetText("Stop serving")
+	e.ServeStatus.SetText("Opening the pair...")
+	e.s.Go(func(ctx context.Context) {
+		sv, err := e.startServing(ctx, text, port)
+		if err != nil {
+			e.s.UI(func() {
+				if e.stopServe == stop {
+					e.stopServe = nil
+				}
+				e.Serve.SetText("Serve")
+				e.Serve.Enable()
+				e.ServeStatus.SetText("Not serving: " + err.Error())
+			})
+			return
+		}
+		e.s.UI(func() {
+			e.serving = sv
+			e.refreshServing()
+		})
+		select {
+		case <-ctx.Done(): // the window closes
+		case <-stop:
+		case <-sv.Done():
+		}
+		err = sv.Stop()
+		st := sv.Server().Stats()
+		e.s.UI(func() {
+			e.serving = nil
+			if e.stopServe == stop {
+				e.stopServe = nil
+			}
+			e.Serve.SetText("Serve")
+			e.Serve.Enable()
+			msg := fmt.Sprintf("Stopped after %d requests (%d completed, %d tokens at %.1f tokens/s).", st.Requests, st.Completed, st.Totals.Tokens, st.TPS)
+			if err != nil {
+				msg = "Stopped: " + err.Error()
+			}
+			e.ServeStatus.SetText(msg)
+		})
+	})
+}
+
+// startServing parses the config text and serves it on 127.0.0.1:port.
+func (e *ExportScreen) startServing(ctx context.Context, text string, port int) (*profiles.Serving, error) {
+	b, err := e.s.Bench(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := profiles.ParseConfig("config.yaml", []byte(text))
+	if err != nil {
+		return nil, err
+	}
+	opt := profiles.ServeOptions{OnRequest: func(string) { e.s.UI(e.refreshServing) }}
+	return b.StartServing(ctx, c, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), opt)
+}
+
+// refreshServing shows the server's address and figures. On the UI
+// goroutine.
+func (e *ExportScreen) refreshServing() {
+	if e.serving == nil {
+		return
+	}
+	srv := e.serving.Server()
+	st := srv.Stats()
+	chat := "chat from the model's template"
+	if srv.Chat() != nil {
+		chat = "no chat template: completions only"
+	}
+	e.ServeStatus.SetText(fmt.Sprintf("Serving %s at %s/v1 with %s, one request at a time (%s): %d requests, %d tokens, %.1f tokens/s, AAL %.2f, acceptance %.0f%%.",
+		st.Model, e.serving.URL, st.Plan, chat, st.Requests, st.Totals.Tokens, st.TPS, st.AAL, 100*st.Accept))
+}
+
+// prefLlamaCpp remembers the llama.cpp folder last checked with.
+const prefLlamaCpp = "llama_cpp_dir"
+
+func (e *ExportScreen) browseLlama() {
+	d := dialog.NewFolderOpen(func(u fyne.ListableURI, err error) {
+		if err == nil && u != nil {
+			e.LlamaDir.SetText(u.Path())
+		}
+	}, e.s.Win)
+	d.Show()
+}
+
+// checkLlama runs the check of the config shown in llama.cpp in the
+// background, showing each round and then the measured speedup.
+func (e *ExportScreen) checkLlama() {
+	text, dir := e.YAML.Text, strings.TrimSpace(e.LlamaDir.Text)
+	e.s.App.Preferences().SetString(prefLlamaCpp, dir)
+	e.Check.Disable()
+	e.CheckStatus.SetText("Running llama.cpp: plain decoding and the exported settings in turn, 3 rounds...")
+	e.s.Go(func(ctx context.Context) {
+		res, err := e.checkIn(ctx, text, dir)
+		e.s.UI(func() {
+			e.Check.Enable()
+			if err != nil {
+				e.CheckStatus.SetText("Not checked: " + err.Error())
+				return
+			}
+			msg := fmt.Sprintf("llama.cpp speedup: %.2fx (range %.2f-%.2f) in llama.cpp %s, acceptance %.0f%%", res.Speedup, res.Min, res.Max, res.Version, 100*res.Acceptance)
+			if res.Predicted > 0 {
+				msg += fmt.Sprintf("; Arborist predicts %.2fx for its own engine", res.Predicted)
+			}
+			e.CheckStatus.SetText(msg + fmt.Sprintf(". Stored as runs %d and %d (Compare).", res.PlainRun, res.SpecRun))
+		})
+		fyne.Do(e.s.Changed) // Compare lists the new runs
+	})
+}
+
+// checkIn measures the config text's llama.cpp settings in the llama.cpp
+// of dir, on the session's prompt suite (else the first prompts of the
+// built-in corpus).
+func (e *ExportScreen) checkIn(ctx context.Context, text, dir string) (*profiles.CheckResult, error) {
+	b, err := e.s.Bench(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := profiles.ParseConfig("config.yaml", []byte(text))
+	if err != nil {
+		return nil, err
+	}
+	prompts := assets.CorpusPrompts()
+	prompts = prompts[:min(4, len(prompts))]
+	if f := e.s.Prompts(); f != "" {
+		if prompts, err = profiles.ReadPrompts(f); err != nil {
+			return nil, err
+		}
+	}
+	opt := profiles.CheckOptions{LlamaCpp: dir, Prompts: prompts, Rounds: 3, OnRound: func(i int, r profiles.CheckRound) {
+		e.s.UI(func() {
+			e.CheckStatus.SetText(fmt.Sprintf("Round %d of 3: plain %.1f tokens/s, exported settings %.1f tokens/s: %.2fx...", i+1, r.Plain, r.Spec, r.Speedup))
+		})
+	}}
+	return b.CheckExport(ctx, c, opt)
+}

@@ -211,6 +211,12 @@ func LoadReplay(ctx context.Context, path, hashDB string, allowChanged bool) (*R
 	if err != nil {
 		return nil, err
 	}
+	return ReplayConfig(ctx, c, hashDB, allowChanged)
+}
+
+// ReplayConfig is what a parsed config.yaml asks to run (LoadReplay, for
+// a config already read: the Export screen serves the text it shows).
+func ReplayConfig(ctx context.Context, c *Config, hashDB string, allowChanged bool) (*Replay, error) {
 	if err := checkConfigModels(ctx, hashDB, c, allowChanged); err != nil {
 		return nil, err
 	}

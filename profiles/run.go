@@ -167,19 +167,13 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 			}
 		}
 	}
-	if plan.DepthPolicy == "predictor" && plan.Reads("depth_policy") {
-		pol, err := b.predictorPolicy(ctx, ps, pair, plan, cfg)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Depth = pol
+	eng, err := b.planEngine(ctx, ps, pair, plan, &cfg)
+	if err != nil {
+		return nil, err
 	}
-	eng := &spec.Engine{Target: pair.Target, Source: pair.Source, Concurrent: pair.Concurrent}
 	res.Label = plan.Strategy
-	if !plan.NeedsSource() {
-		eng.Source = nil
-	} else if pair.Source != nil {
-		res.Label += " with " + pair.Source.Name()
+	if eng.Source != nil {
+		res.Label += " with " + eng.Source.Name()
 	}
 	ids := encode(pair, opt.Prompts)
 	for pi, p := range ids { // refused before anything runs, not cut short at the context
@@ -287,6 +281,24 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 		return res, fmt.Errorf("greedy output differs from ar: speculative decoding was not lossless")
 	}
 	return res, nil
+}
+
+// planEngine is the engine a (trimmed) plan decodes with on an open pair,
+// completing cfg with the plan's trained depth predictor where it names
+// one: Run and the Server decode through it.
+func (b *Bench) planEngine(ctx context.Context, ps PairSpec, pair *pairs.Pair, plan spec.Plan, cfg *spec.Config) (*spec.Engine, error) {
+	if plan.DepthPolicy == "predictor" && plan.Reads("depth_policy") {
+		pol, err := b.predictorPolicy(ctx, ps, pair, plan, *cfg)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Depth = pol
+	}
+	eng := &spec.Engine{Target: pair.Target, Source: pair.Source, Concurrent: pair.Concurrent}
+	if !plan.NeedsSource() {
+		eng.Source = nil
+	}
+	return eng, nil
 }
 
 // runConfig is the engine configuration a suite runs a (trimmed) plan with.

@@ -46,6 +46,8 @@ func verbs() map[string]verb {
 		{"drafters", "stored hidden-state drafters: list, show ID, export ID -o FILE, import FILE, rm ID", runDrafters},
 		{"export", "write the newest tuned plan of a pair as config.yaml, with llama.cpp/vLLM/SGLang equivalents", runExport},
 		{"runs", "stored runs: list, show ID (per-step trace), compare ID ID...", runRuns},
+		{"check-export", "measure an export's llama.cpp settings in llama.cpp against its plain decoding", runCheckExport},
+		{"serve", "serve a config.yaml's plan behind an OpenAI-compatible HTTP API (completions, chat, streaming)", runServe},
 	}
 	m := map[string]verb{}
 	for _, v := range vs {

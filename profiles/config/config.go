@@ -209,91 +209,6 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Equivalents writes the closest settings for other engines, with a note
-// wherever the plan has no counterpart there.
-func (c *Config) Equivalents() string {
-	var b strings.Builder
-	s, d, t := c.Speculation, c.Models.Draft, c.Models.Target
-	// the plan's verified tree with every node counted: its depth maps to
-	// a chain's length, its width at the root and size to SGLang's tree
-	ex, _ := s.Expect(func(int, int) float64 { return 1 })
-	n, nodes, roots := len(ex.PerDepth), len(ex.Values), 0
-	for _, p := range ex.Parents {
-		if p < 0 {
-			roots++
-		}
-	}
-	branched := nodes > n
-	threads := ""
-	if t.Threads > 0 {
-		threads = fmt.Sprintf(" -t %d", t.Threads)
-	}
-	if d.Kind == "none" || !s.NeedsSource() { // plain decoding: no drafter settings at all
-		fmt.Fprintf(&b, "# plain decoding (%s): no speculation settings\n", s.Strategy)
-		layers := ""
-		if onGPU(t.Device) {
-			layers = " -ngl 99" // every layer on the GPU
-		}
-		fmt.Fprintf(&b, "# llama.cpp (llama-server)\nllama-server -m %s%s%s --temp %g\n", t.Path, threads, layers, c.Sampling.Temperature)
-		fmt.Fprintf(&b, "\n# vLLM\nvllm serve %s\n", t.Path)
-		fmt.Fprintf(&b, "\n# SGLang\npython -m sglang.launch_server --model-path %s\n", t.Path)
-		return b.String()
-	}
-	b.WriteString("# llama.cpp (llama-server)\n")
-	switch d.Kind {
-	case "model":
-		// -ngl / -ngld: the target's and the draft model's layers on the
-		// GPU (99: all of them), as the plan places each model
-		placement := ""
-		tg, dg := onGPU(t.Device), onGPU(d.Device)
-		switch {
-		case tg && dg:
-			placement = " -ngl 99 -ngld 99"
-		case tg:
-			placement = " -ngl 99 -ngld 0" // target on the GPU, draft model on the CPU
-		case dg:
-			placement = " -ngl 0 -ngld 99" // target on the CPU, draft model on the GPU
-		}
-		fmt.Fprintf(&b, "llama-server -m %s -md %s --draft-max %d --draft-min 0%s%s --temp %g\n", t.Path, d.Path, n, threads, placement, c.Sampling.Temperature)
-	case "ngram":
-		fmt.Fprintf(&b, "llama-lookup -m %s --draft %d%s   # prompt lookup decoding (n-gram); llama-server has no n-gram drafter\n", t.Path, n, threads)
-	default:
-		fmt.Fprintf(&b, "# no equivalent: llama.cpp has no %s\n", kindName(d.Kind))
-	}
-	if branched || ex.Overlap {
-		fmt.Fprintf(&b, "# note: llama.cpp verifies chains only; the %s plan maps to a chain of its depth (%d)\n", s.Strategy, n)
-	}
-	if d.Device != "" && t.Device != "" && d.Device != t.Device {
-		fmt.Fprintf(&b, "# note: this plan drafts on %s while the target verifies on %s (DuoDecoding's split); vLLM and SGLang run the draft model on the target's GPU and cannot place it elsewhere\n", d.Device, t.Device)
-	}
-	b.WriteString("\n# vLLM\n")
-	switch d.Kind {
-	case "model":
-		fmt.Fprintf(&b, "vllm serve %s --speculative-config '{\"model\": \"%s\", \"num_speculative_tokens\": %d}'\n", t.Path, d.Path, n)
-	case "ngram":
-		fmt.Fprintf(&b, "vllm serve %s --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": %d, \"prompt_lookup_max\": %d}'\n", t.Path, n, d.NGram)
-	case "hidden":
-		b.WriteString("# no equivalent: vLLM has no hidden-state drafter; its closest are EAGLE heads (--speculative-config '{\"method\": \"eagle\", ...}'), which need their own training\n")
-	default:
-		fmt.Fprintf(&b, "# no equivalent: vLLM has no %s\n", kindName(d.Kind))
-	}
-	if branched {
-		b.WriteString("# note: vLLM's draft-model speculation is chain-shaped; tree shapes need EAGLE-style heads\n")
-	}
-	b.WriteString("\n# SGLang\n")
-	if d.Kind == "model" {
-		topk, tokens := max(1, roots), nodes+1
-		fmt.Fprintf(&b, "python -m sglang.launch_server --model-path %s --speculative-algorithm STANDALONE --speculative-draft-model-path %s --speculative-num-steps %d --speculative-eagle-topk %d --speculative-num-draft-tokens %d\n",
-			t.Path, d.Path, n, topk, tokens)
-	} else {
-		b.WriteString("# no equivalent: SGLang speculates with a draft model or EAGLE heads only\n")
-	}
-	return b.String()
-}
-
-// onGPU says whether a config's device is a GPU's (anything but the CPU).
-func onGPU(device string) bool { return device != "" && device != "cpu" }
-
 // New builds the exported config of a plan for a pair on a machine.
 // Model paths are made absolute so the file works from any folder.
 func New(spec pairs.Spec, hw Hardware, threads, maxSeqLen int, precision string, best costmodel.Prediction) *Config {
@@ -330,17 +245,6 @@ func New(spec pairs.Spec, hw Hardware, threads, maxSeqLen int, precision string,
 	round := func(x float64) float64 { return float64(int(x*100+0.5)) / 100 }
 	c.Predicted = &Predicted{Speedup: round(best.Speedup), AAL: round(best.AAL)}
 	return c
-}
-
-// kindName names a draft kind in prose.
-func kindName(kind string) string {
-	switch kind {
-	case "layers":
-		return "layer-skip self-drafting"
-	case "hidden":
-		return "hidden-state drafter"
-	}
-	return kind + " drafting"
 }
 
 // HardwareOf is the hardware block of an exported config for hw.

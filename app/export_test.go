@@ -1,0 +1,90 @@
+package app
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2/test"
+
+	"arborist/engine/model/modeltest"
+)
+
+// TestExportServes: the Export screen serves the config it shows on a
+// port, shows the address and the requests served, and stops.
+func TestExportServes(t *testing.T) {
+	wb := newBench(t)
+	e := wb.Export
+	e.YAML.SetText(fmt.Sprintf(`models:
+  target: {path: %q, device: cpu, threads: 2}
+  draft: {kind: model, path: %q, device: cpu}
+speculation: {strategy: chain, gamma: 3}
+sampling: {temperature: 0, top_p: 1, seed: 1}
+`, modeltest.Stories260K(t), modeltest.NoisyDraft(t)))
+	e.Port.SetText("99999")
+	test.Tap(e.Serve)
+	if !strings.Contains(e.ServeStatus.Text, "want a number") || e.stopServe != nil {
+		t.Fatalf("a bad port: %s", e.ServeStatus.Text)
+	}
+	e.Port.SetText("0")
+	test.Tap(e.Serve)
+	waitFor(t, "serving", func() bool {
+		return strings.Contains(e.ServeStatus.Text, "Serving ") || strings.Contains(e.ServeStatus.Text, "Not serving:")
+	})
+	m := regexp.MustCompile(`at (http://\S+)/v1 with chain gamma=3`).FindStringSubmatch(e.ServeStatus.Text)
+	if m == nil || e.Serve.Text != "Stop serving" {
+		t.Fatalf("status %q, button %q", e.ServeStatus.Text, e.Serve.Text)
+	}
+	resp, err := http.Post(m[1]+"/v1/completions", "application/json", strings.NewReader(`{"prompt": "Once upon a time", "max_tokens": 16}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("completion: %d", resp.StatusCode)
+	}
+	waitFor(t, "the request counted", func() bool { return strings.Contains(e.ServeStatus.Text, ": 1 requests, 16 tokens") })
+	test.Tap(e.Serve)
+	waitFor(t, "stopped", func() bool { return wb.Session.idle() && strings.Contains(e.ServeStatus.Text, "Stopped") })
+	if !strings.Contains(e.ServeStatus.Text, "Stopped after 1 requests (1 completed, 16 tokens") || e.Serve.Text != "Serve" || e.Serve.Disabled() {
+		t.Errorf("after stopping: %q, button %q", e.ServeStatus.Text, e.Serve.Text)
+	}
+	if _, err := http.Get(m[1] + "/health"); err == nil {
+		t.Error("still answering after Stop")
+	}
+}
+
+// TestExportChecksInLlamaCpp: the Export screen's Check runs the exported
+// llama.cpp settings in llama.cpp (the stand-ins of testdata/llama-cpp)
+// and shows the measured speedup beside Arborist's prediction.
+func TestExportChecksInLlamaCpp(t *testing.T) {
+	wb := newBench(t)
+	e := wb.Export
+	e.YAML.SetText(`models:
+  target: {path: /m/target.gguf, device: cpu, threads: 2}
+  draft: {kind: model, path: /m/draft.gguf, device: cpu}
+speculation: {strategy: chain, gamma: 6}
+sampling: {temperature: 0, top_p: 1, seed: 1}
+predicted: {speedup: 1.97, aal: 3}
+`)
+	dir, err := filepath.Abs(filepath.Join("..", "testdata", "llama-cpp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.LlamaDir.SetText(dir)
+	test.Tap(e.Check)
+	waitFor(t, "the check", func() bool {
+		return wb.Session.idle() && (strings.Contains(e.CheckStatus.Text, "speedup:") || strings.Contains(e.CheckStatus.Text, "Not checked"))
+	})
+	for _, want := range []string{"llama.cpp speedup: 1.02x (range 1.02-1.02) in llama.cpp 6000 (stand-in)", "Arborist predicts 1.97x for its own engine", "Stored as runs 1 and 2"} {
+		if !strings.Contains(e.CheckStatus.Text, want) {
+			t.Errorf("status lacks %q: %s", want, e.CheckStatus.Text)
+		}
+	}
+	if e.Check.Disabled() || wb.Session.App.Preferences().String(prefLlamaCpp) != dir {
+		t.Error("the button stays disabled or the folder is not remembered")
+	}
+}

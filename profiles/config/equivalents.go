@@ -1,0 +1,433 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"arborist/engine/spec"
+)
+
+// The runtime releases the exported settings are written for: flag and
+// field names change between releases (llama.cpp's draft defaults, vLLM's
+// draft-model method), so each block names the one it was written for.
+// docs/EXPORT.md holds the mapping as one table per runtime.
+const (
+	LlamaCppVersion = "b6000"
+	VLLMVersion     = "0.15"
+	SGLangVersion   = "0.5.5"
+)
+
+// The placeholders an exported vLLM or SGLang line carries where the
+// runtime needs a model's Hugging Face form (an id or a downloaded folder)
+// and the config holds a GGUF file.
+const (
+	HFTokenizer = "HF_TOKENIZER"
+	HFTarget    = "HF_TARGET_MODEL"
+	HFDraft     = "HF_DRAFT_MODEL"
+)
+
+// Equivalent is one runtime's closest settings for a plan: the command
+// lines, what they assume or carry differently (Notes), and what the plan
+// does that the runtime cannot express, each with what the runtime does
+// instead (Cannot).
+type Equivalent struct {
+	Runtime string // llama.cpp, vLLM, SGLang
+	Version string // the release the lines were written for
+	Program string // the program the lines run
+	Lines   []string
+	Notes   []string
+	Cannot  []string
+}
+
+// Render writes the block as the export shows it: a header naming the
+// runtime and release, the lines, then the notes and the cannot-express
+// lines as comments.
+func (e Equivalent) Render() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s %s (%s)\n", e.Runtime, e.Version, e.Program)
+	for _, l := range e.Lines {
+		b.WriteString(l + "\n")
+	}
+	for _, n := range e.Notes {
+		b.WriteString("# note: " + n + "\n")
+	}
+	for _, n := range e.Cannot {
+		b.WriteString("# cannot express: " + n + "\n")
+	}
+	return b.String()
+}
+
+// Equivalents writes the closest settings for llama.cpp, vLLM and SGLang,
+// one block each (Runtimes).
+func (c *Config) Equivalents() string {
+	var parts []string
+	for _, e := range c.Runtimes() {
+		parts = append(parts, e.Render())
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Runtimes maps the plan onto llama.cpp, vLLM and SGLang.
+func (c *Config) Runtimes() []Equivalent {
+	sh := planShape(c.Speculation)
+	return []Equivalent{c.llamaCpp(sh), c.vllm(sh), c.sglang(sh)}
+}
+
+// shape is what the runtimes can take of a plan's verified tree: its
+// depth (a chain's length), its nodes and the most children of one node.
+type shape struct {
+	depth, nodes, topk int
+}
+
+func (s shape) branched() bool { return s.nodes > s.depth }
+
+// planShape reads the tree a plan verifies under an acceptance that favours
+// each node's first child, so a pruned tree (EGT's w-max) keeps its deepest
+// chain as the engine's would on real text.
+func planShape(p spec.Plan) shape {
+	ex, err := p.Expect(func(_, r int) float64 {
+		if r == 0 {
+			return 0.9
+		}
+		return 0.05
+	})
+	if err != nil {
+		return shape{}
+	}
+	sh := shape{nodes: len(ex.Values)}
+	children := map[int]int{}
+	for i, d := range ex.Depths() {
+		sh.depth = max(sh.depth, d)
+		children[ex.Parents[i]]++
+	}
+	for _, n := range children {
+		sh.topk = max(sh.topk, n)
+	}
+	return sh
+}
+
+// plain says whether the config decodes without drafting.
+func (c *Config) plain() bool {
+	return c.Models.Draft.Kind == "none" || c.Models.Draft.Kind == "" || !c.Speculation.NeedsSource()
+}
+
+// threshold is the plan's minimum path probability when it stops drafting
+// by one (0: it drafts to its full depth).
+func (c *Config) threshold() float64 {
+	s := c.Speculation
+	if s.Reads("depth_policy") && s.DepthPolicy == "threshold" {
+		return s.DepthMin
+	}
+	return 0
+}
+
+// unexpressed lists, for a runtime that verifies one chain drafted after
+// each verification, what of the plan it cannot express and what it does
+// instead.
+func (c *Config) unexpressed(runtime string, sh shape, chain bool) []string {
+	var out []string
+	s := c.Speculation
+	if sh.branched() && chain {
+		out = append(out, fmt.Sprintf("%s verifies chains only: the %s plan's tree (%d nodes, at most %d children a node) runs as a chain of its depth (%d), the drafter's top token at each depth", runtime, s.Strategy, sh.nodes, sh.topk, sh.depth))
+	}
+	if s.Reads("aot") && s.AOT {
+		out = append(out, fmt.Sprintf("ahead-of-time drafting (the next step's head drafted while the target verifies): %s drafts only after a verification, so each step pays that drafter pass on its critical path", runtime))
+	}
+	if s.Concurrent() && !(s.Reads("aot") && s.AOT) {
+		out = append(out, fmt.Sprintf("concurrent drafting (the drafter on its own threads while the target verifies): %s drafts and verifies in turn, so each step pays its drafting on the critical path", runtime))
+	}
+	if s.Adapts() {
+		out = append(out, fmt.Sprintf("%s's adaptive draft budget (gamma following T_target / T_draft): %s drafts the largest budget (%d) every step", s.Strategy, runtime, sh.depth))
+	}
+	if s.Reads("max_seqs") && s.MaxSeqs > 1 {
+		out = append(out, fmt.Sprintf("several draft sequences when the drafter is unsure (max_seqs %d): %s drafts one", s.MaxSeqs, runtime))
+	}
+	if s.Reads("depth_policy") && s.DepthPolicy == "predictor" {
+		out = append(out, fmt.Sprintf("the trained depth predictor: %s has no per-step depth model and drafts to the full depth (%d)", runtime, sh.depth))
+	}
+	if s.Reads("sample_children") && s.SampleChildren {
+		out = append(out, fmt.Sprintf("children drawn from the drafter (sample_children): %s drafts the top token", runtime))
+	}
+	return out
+}
+
+// split is the note for a drafter placed on another device than the
+// target (DuoDecoding's split), or "".
+func (c *Config) split() string {
+	t, d := c.Models.Target, c.Models.Draft
+	if d.Device != "" && t.Device != "" && d.Device != t.Device {
+		return fmt.Sprintf("this plan drafts on %s while the target verifies on %s (DuoDecoding's split)", d.Device, t.Device)
+	}
+	return ""
+}
+
+// kindName names a draft kind in prose.
+func kindName(kind string) string {
+	switch kind {
+	case "layers":
+		return "layer-skip self-drafting (the target's first layers as the drafter)"
+	case "hidden":
+		return "hidden-state drafter"
+	}
+	return kind + " drafting"
+}
+
+// onGPU says whether a config's device is a GPU's (anything but the CPU).
+func onGPU(device string) bool { return device != "" && device != "cpu" }
+
+// LlamaCppArgs are the exported llama.cpp settings as argument lists, so
+// that a check of the export in llama.cpp runs exactly what was exported:
+// Model is the target with its threads and context; Draft the draft model
+// with the draft length, its bounds, --draft-p-min, the draft threads and
+// context (nil where llama.cpp has no counterpart of the plan's drafter or
+// the plan is plain decoding); Layers and DraftLayers place the two models
+// on a GPU (-ngl, -ngld; nil where all is on the CPU); Sampling is the
+// plan's sampling, every setting written out (llama.cpp's defaults, top-k
+// 40, top-p 0.95, min-p 0.05, are not the plan's).
+type LlamaCppArgs struct {
+	Model, Draft, Layers, DraftLayers, Sampling []string
+	// Depth is the draft length (--draft-max) and PMin --draft-p-min.
+	Depth int
+	PMin  float64
+}
+
+// LlamaCpp is the plan's llama.cpp settings as argument lists.
+func (c *Config) LlamaCpp() LlamaCppArgs {
+	t, d, sm := c.Models.Target, c.Models.Draft, c.Sampling
+	var a LlamaCppArgs
+	a.Model = []string{"-m", t.Path}
+	if t.Threads > 0 {
+		a.Model = append(a.Model, "-t", strconv.Itoa(t.Threads))
+	}
+	if t.MaxSeqLen > 0 {
+		a.Model = append(a.Model, "-c", strconv.Itoa(t.MaxSeqLen))
+	}
+	a.Sampling = []string{"--temp", fmtG(sm.Temperature), "--top-k", strconv.Itoa(sm.TopK), "--top-p", fmtG(sm.TopP), "--min-p", fmtG(sm.MinP),
+		"--seed", strconv.FormatUint(sm.Seed, 10)}
+	tg := onGPU(t.Device)
+	if tg {
+		a.Layers = []string{"-ngl", "99"} // every layer on the GPU
+	}
+	if c.plain() || d.Kind != "model" {
+		return a
+	}
+	a.Depth, a.PMin = planShape(c.Speculation).depth, c.threshold()
+	a.Draft = []string{"-md", d.Path, "--draft-max", strconv.Itoa(a.Depth), "--draft-min", "0", "--draft-p-min", fmtG(a.PMin)}
+	// llama.cpp drafts and verifies in turn, so the draft model gets the
+	// target's threads unless it has threads of its own elsewhere
+	dthreads := t.Threads
+	if d.Threads > 0 && !c.Speculation.Concurrent() {
+		dthreads = d.Threads
+	}
+	if dthreads > 0 {
+		a.Draft = append(a.Draft, "-td", strconv.Itoa(dthreads))
+	}
+	if t.MaxSeqLen > 0 {
+		a.Draft = append(a.Draft, "-cd", strconv.Itoa(t.MaxSeqLen))
+	}
+	// -ngl / -ngld: the target's and the draft model's layers on the GPU
+	// (99: all of them), as the plan places each model
+	dg := onGPU(d.Device)
+	switch {
+	case tg && !dg:
+		a.DraftLayers = []string{"-ngld", "0"} // target on the GPU, draft model on the CPU
+	case dg:
+		a.Layers, a.DraftLayers = []string{"-ngl", "0"}, []string{"-ngld", "99"}
+		if tg {
+			a.Layers = []string{"-ngl", "99"}
+		}
+	}
+	return a
+}
+
+func fmtG(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+// line joins a program and its argument lists into a shell line.
+func line(program string, lists ...[]string) string {
+	parts := []string{program}
+	for _, l := range lists {
+		for _, a := range l {
+			if strings.ContainsAny(a, " \t'\"$") {
+				a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+			}
+			parts = append(parts, a)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// llamaCpp maps the plan onto llama-server (a draft model), llama-lookup
+// (n-gram prompt lookup) or plain llama-server (no drafter it can run).
+func (c *Config) llamaCpp(sh shape) Equivalent {
+	e := Equivalent{Runtime: "llama.cpp", Version: LlamaCppVersion, Program: "llama-server"}
+	d := c.Models.Draft
+	a := c.LlamaCpp()
+	np := []string{"-np", "1"} // one sequence, as the plan was tuned for
+	plainLine := line("llama-server", a.Model, np, a.Layers, a.Sampling)
+	samplingNote := "llama-server takes these sampling settings as the defaults of a request; a request's own settings override them"
+	if c.plain() {
+		e.Lines = []string{plainLine}
+		e.Notes = []string{samplingNote}
+		return e
+	}
+	switch d.Kind {
+	case "model":
+		e.Lines = []string{line("llama-server", a.Model, a.Draft, np, a.Layers, a.DraftLayers, a.Sampling)}
+		if a.PMin > 0 {
+			e.Notes = append(e.Notes, fmt.Sprintf("--draft-p-min %g is the plan's threshold depth policy; llama.cpp compares it with each drafted token's own probability, the plan with the path's product, so llama.cpp may draft deeper than the plan", a.PMin))
+		} else {
+			e.Notes = append(e.Notes, fmt.Sprintf("--draft-p-min 0 drafts all %d tokens every step, as the plan does; without it llama.cpp stops drafting at its own cut-off (0.75 or more, by release)", a.Depth))
+		}
+	case "ngram":
+		e.Program = "llama-lookup"
+		e.Lines = []string{line("llama-lookup", a.Model[:2], []string{"--draft", strconv.Itoa(sh.depth)}, a.Model[2:], a.Layers, a.Sampling, []string{"-p", "PROMPT"})}
+		e.Notes = append(e.Notes, fmt.Sprintf("prompt lookup decoding; llama-lookup matches n-grams of 1 to 4 tokens (fixed), the plan suffixes of up to %d; it has no probability cut-off (--draft-p-min does not apply) and llama-server has no n-gram drafter in this release", d.NGram))
+	default:
+		e.Lines = []string{plainLine}
+		e.Cannot = append(e.Cannot, fmt.Sprintf("llama.cpp has no %s: the line above decodes plainly (1.00x) instead", kindName(d.Kind)))
+		e.Notes = append(e.Notes, samplingNote)
+		return e
+	}
+	e.Cannot = append(e.Cannot, c.unexpressed("llama.cpp", sh, true)...)
+	if s := c.split(); s != "" {
+		e.Notes = append(e.Notes, s+"; -ngl and -ngld place the two models the same way")
+	}
+	e.Notes = append(e.Notes, samplingNote,
+		"the draft length was tuned for Arborist's engine: llama.cpp's verification costs differ, so its speedup must be measured in llama.cpp (arborist check-export)")
+	return e
+}
+
+// vllmModel is the target as vllm serve takes it: a GGUF file with the
+// tokenizer of its Hugging Face original.
+func (c *Config) vllmModel() (string, string) {
+	p := c.Models.Target.Path
+	if strings.HasSuffix(strings.ToLower(p), ".gguf") {
+		return p + " --tokenizer " + HFTokenizer, "vLLM's GGUF loading is experimental (single-file models) and needs --tokenizer: put the original model's Hugging Face id or folder in place of " + HFTokenizer + ", or serve the Hugging Face model itself in place of the .gguf"
+	}
+	return p, ""
+}
+
+// vllm maps the plan onto vllm serve's speculative_config.
+func (c *Config) vllm(sh shape) Equivalent {
+	e := Equivalent{Runtime: "vLLM", Version: VLLMVersion, Program: "vllm serve, V1 engine"}
+	t, d, sm := c.Models.Target, c.Models.Draft, c.Sampling
+	model, ggufNote := c.vllmModel()
+	tail := ""
+	if t.MaxSeqLen > 0 {
+		tail += fmt.Sprintf(" --max-model-len %d", t.MaxSeqLen)
+	}
+	topK := sm.TopK
+	if topK == 0 {
+		topK = -1 // vLLM's "all tokens"
+	}
+	tail += fmt.Sprintf(" --seed %d --generation-config vllm --override-generation-config '{\"temperature\": %g, \"top_p\": %g, \"top_k\": %d, \"min_p\": %g}'", sm.Seed, sm.Temperature, sm.TopP, topK, sm.MinP)
+	notes := func() {
+		if ggufNote != "" {
+			e.Notes = append(e.Notes, ggufNote)
+		}
+		if !onGPU(t.Device) {
+			e.Notes = append(e.Notes, "vLLM serves on a GPU; the plan was tuned on "+orCPU(t.Device)+", so nothing here predicts its speed there")
+		}
+		e.Notes = append(e.Notes, "the generation config sets the plan's sampling as the default of a request; a request's own settings override it")
+	}
+	plainLine := "vllm serve " + model + tail
+	if c.plain() {
+		e.Lines = []string{plainLine}
+		notes()
+		return e
+	}
+	switch d.Kind {
+	case "model":
+		e.Lines = []string{fmt.Sprintf("vllm serve %s --speculative-config '{\"method\": \"draft_model\", \"model\": \"%s\", \"num_speculative_tokens\": %d}'%s", model, HFDraft, sh.depth, tail)}
+		e.Notes = append(e.Notes, fmt.Sprintf("a GGUF draft model (%s) is not a documented input of vLLM's draft_model method: put the draft model's Hugging Face id or folder in place of %s; vLLM 0.10 to 0.13 have no draft-model speculation at all", d.Path, HFDraft))
+	case "ngram":
+		e.Lines = []string{fmt.Sprintf("vllm serve %s --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": %d, \"prompt_lookup_max\": %d, \"prompt_lookup_min\": 1}'%s", model, sh.depth, d.NGram, tail)}
+	case "hidden":
+		e.Lines = []string{plainLine}
+		e.Cannot = append(e.Cannot, "vLLM has no hidden-state drafter of this kind: the line above decodes plainly (1.00x) instead; its closest are EAGLE heads ('{\"method\": \"eagle3\", \"model\": ...}'), trained for the target")
+		notes()
+		return e
+	default:
+		e.Lines = []string{plainLine}
+		e.Cannot = append(e.Cannot, fmt.Sprintf("vLLM has no %s: the line above decodes plainly (1.00x) instead", kindName(d.Kind)))
+		notes()
+		return e
+	}
+	e.Cannot = append(e.Cannot, c.unexpressed("vLLM", sh, true)...)
+	if c.threshold() > 0 {
+		e.Cannot = append(e.Cannot, fmt.Sprintf("the threshold depth policy (stop below a path probability of %g): vLLM drafts num_speculative_tokens every step", c.threshold()))
+	}
+	if s := c.split(); s != "" {
+		e.Notes = append(e.Notes, s+"; vLLM and SGLang run the draft model on the target's GPU and cannot place it elsewhere")
+	}
+	notes()
+	return e
+}
+
+// sglang maps the plan onto sglang.launch_server's speculative flags.
+func (c *Config) sglang(sh shape) Equivalent {
+	e := Equivalent{Runtime: "SGLang", Version: SGLangVersion, Program: "python -m sglang.launch_server"}
+	t, d, sm := c.Models.Target, c.Models.Draft, c.Sampling
+	tail := ""
+	if t.MaxSeqLen > 0 {
+		tail += fmt.Sprintf(" --context-length %d", t.MaxSeqLen)
+	}
+	tail += fmt.Sprintf(" --random-seed %d", sm.Seed)
+	notes := func() {
+		e.Notes = append(e.Notes, fmt.Sprintf("SGLang serves Hugging Face models: put the target's Hugging Face id or folder (the original of %s) in place of %s", t.Path, HFTarget))
+		if !onGPU(t.Device) {
+			e.Notes = append(e.Notes, "SGLang serves on a GPU; the plan was tuned on "+orCPU(t.Device)+", so nothing here predicts its speed there")
+		}
+		topK := sm.TopK
+		if topK == 0 {
+			topK = -1
+		}
+		e.Notes = append(e.Notes, fmt.Sprintf("SGLang takes sampling per request: send temperature %g, top_p %g, top_k %d, min_p %g", sm.Temperature, sm.TopP, topK, sm.MinP))
+	}
+	plainLine := "python -m sglang.launch_server --model-path " + HFTarget + tail
+	if c.plain() {
+		e.Lines = []string{plainLine}
+		notes()
+		return e
+	}
+	switch d.Kind {
+	case "model":
+		e.Lines = []string{fmt.Sprintf("python -m sglang.launch_server --model-path %s --speculative-algorithm STANDALONE --speculative-draft-model-path %s --speculative-num-steps %d --speculative-eagle-topk %d --speculative-num-draft-tokens %d%s",
+			HFTarget, HFDraft, sh.depth, max(1, sh.topk), sh.nodes+1, tail)}
+		e.Notes = append(e.Notes, fmt.Sprintf("a GGUF draft model (%s) is not a documented input of SGLang: put the draft model's Hugging Face id or folder in place of %s", d.Path, HFDraft))
+		if sh.branched() {
+			e.Notes = append(e.Notes, fmt.Sprintf("SGLang grows its tree by keeping the %d best children at each of %d steps and verifies the %d most likely tokens; the %s plan's exact shape is not kept", max(1, sh.topk), sh.depth, sh.nodes, c.Speculation.Strategy))
+		}
+	case "ngram":
+		e.Lines = []string{fmt.Sprintf("python -m sglang.launch_server --model-path %s --speculative-algorithm NGRAM --speculative-num-draft-tokens %d --speculative-ngram-min-match-window-size 1 --speculative-ngram-max-match-window-size %d%s",
+			HFTarget, sh.nodes+1, d.NGram, tail)}
+		e.Notes = append(e.Notes, "SGLang's n-gram drafting runs on CUDA only and drafts from a cache of earlier requests as well as this one")
+	case "hidden":
+		e.Lines = []string{plainLine}
+		e.Cannot = append(e.Cannot, "SGLang has no hidden-state drafter of this kind: the line above decodes plainly (1.00x) instead; its closest are EAGLE heads (--speculative-algorithm EAGLE3), trained for the target")
+		notes()
+		return e
+	default:
+		e.Lines = []string{plainLine}
+		e.Cannot = append(e.Cannot, fmt.Sprintf("SGLang has no %s: the line above decodes plainly (1.00x) instead", kindName(d.Kind)))
+		notes()
+		return e
+	}
+	e.Cannot = append(e.Cannot, c.unexpressed("SGLang", sh, false)...)
+	if c.threshold() > 0 {
+		e.Cannot = append(e.Cannot, fmt.Sprintf("the threshold depth policy (stop below a path probability of %g): SGLang drafts all its steps every step", c.threshold()))
+	}
+	if s := c.split(); s != "" {
+		e.Notes = append(e.Notes, s+"; vLLM and SGLang run the draft model on the target's GPU and cannot place it elsewhere")
+	}
+	notes()
+	return e
+}
+
+func orCPU(device string) string {
+	if device == "" {
+		return "cpu"
+	}
+	return device
+}
