@@ -2,6 +2,7 @@ package hidden
 
 import (
 	"bytes"
+	"math"
 	"runtime"
 	"testing"
 )
@@ -38,6 +39,13 @@ func FuzzDecode(f *testing.F) {
 		d, st, err := Decode("fuzz", data)
 		if err != nil {
 			return
+		}
+		// an accepted drafter's shape holds only numbers a layer can use
+		// (a NaN epsilon used to be accepted and drafted nothing)
+		for _, v := range []float32{d.Eps, d.RopeBase, d.RopeScale} {
+			if !(v > 0) || math.IsInf(float64(v), 0) {
+				t.Fatalf("accepted a shape with %v: %+v", v, d.Shape)
+			}
 		}
 		again, err := d.Bytes(st)
 		if err != nil {

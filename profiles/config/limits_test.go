@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -43,10 +44,35 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(goodConfig))
 	f.Add([]byte(goodConfig + "---\n{}\n"))
 	f.Add([]byte("{"))
+	f.Add([]byte(goodConfig + "predicted: {speedup: .nan, aal: 2}\n"))
+	f.Add([]byte(strings.Replace(goodConfig, "temperature: 0.5", "temperature: 1e300", 1)))
+	f.Add([]byte(strings.Replace(goodConfig, "gamma: 4", "gamma: 2.5", 1)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse("fuzz.yaml", data)
 		if err != nil {
+			if len(err.Error()) > 4096 {
+				t.Fatalf("a %d-byte message for a %d-byte config", len(err.Error()), len(data))
+			}
 			return
+		}
+		// every number an accepted config holds is finite and in range,
+		// every size within what one verification pass takes
+		sm, s := c.Sampling, c.Speculation
+		for _, v := range []float64{sm.Temperature, sm.TopP, sm.MinP, s.DepthMin} {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				t.Fatalf("accepted a non-finite or negative number: %+v %+v", sm, s)
+			}
+		}
+		if sm.Temperature > 100 || sm.TopP > 1 || sm.MinP > 1 || s.DepthMin > 1 {
+			t.Fatalf("accepted sampling out of range: %+v", sm)
+		}
+		if p := c.Predicted; p != nil && (math.IsNaN(p.Speedup) || math.IsInf(p.Speedup, 0) || p.Speedup < 0 || math.IsNaN(p.AAL) || math.IsInf(p.AAL, 0)) {
+			t.Fatalf("accepted predicted %+v", p)
+		}
+		for _, n := range []int{s.Gamma, s.Branch, s.WMax, s.MaxSeqs, len(s.EGT), len(s.Widths), len(s.Parents)} {
+			if n > tree.MaxNodes {
+				t.Fatalf("accepted a size %d above %d: %+v", n, tree.MaxNodes, s)
+			}
 		}
 		if err := c.Validate(); err != nil {
 			t.Fatalf("parsed config fails validation: %v", err)

@@ -58,6 +58,9 @@ func writeSide(path, data string) error {
 		return err
 	}
 	_, err = tmp.WriteString(data)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
