@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"arborist/profiles/hardware"
 	"arborist/profiles/measure"
 	"arborist/profiles/pairs"
 	"arborist/profiles/store"
@@ -101,6 +102,19 @@ type PairSpec = pairs.Spec
 func (b *Bench) openPair(spec PairSpec, concurrent bool) (*pairs.Pair, error) {
 	spec.DB = b.path
 	return pairs.Open(spec, zeroSample, concurrent)
+}
+
+// encodeWithRoom encodes texts and refuses, before anything runs, a prompt
+// whose tokens and the n to generate after it do not fit the target's
+// context (a billion tokens a prompt ran until every context was full).
+func encodeWithRoom(pair *pairs.Pair, texts []string, n int) ([][]int, error) {
+	ids := encode(pair, texts)
+	for i, p := range ids {
+		if err := hardware.CheckRoom(len(p), n, pair.Target.CtxLen); err != nil {
+			return nil, fmt.Errorf("prompt %d: %w", i+1, err)
+		}
+	}
+	return ids, nil
 }
 
 // encode reads a prompt suite file (or takes the given texts) and encodes

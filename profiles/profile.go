@@ -172,7 +172,11 @@ func (b *Bench) Calibrate(ctx context.Context, ps PairSpec, prompts []string, su
 	}
 	defer pair.Close()
 	eng := &spec.Engine{Target: pair.Target, Source: pair.Source}
-	acc, err := measure.Calibrate(ctx, eng, encode(pair, prompts), tokens, func(done, total int) {
+	ids, err := encodeWithRoom(pair, prompts, tokens)
+	if err != nil {
+		return nil, err
+	}
+	acc, err := measure.Calibrate(ctx, eng, ids, tokens, func(done, total int) {
 		progress.send("calibrating", done, total, "prompts")
 	})
 	if err != nil {
@@ -238,7 +242,11 @@ func (b *Bench) TrainPredictor(ctx context.Context, ps PairSpec, prompts []strin
 	}
 	progress.send("collecting", 0, 1, fmt.Sprintf("chains of %d", depth))
 	eng := &spec.Engine{Target: pair.Target, Source: pair.Source}
-	samples, err := measure.DepthSamples(ctx, eng, encode(pair, prompts), tokens, depth)
+	ids, err := encodeWithRoom(pair, prompts, tokens)
+	if err != nil {
+		return nil, err
+	}
+	samples, err := measure.DepthSamples(ctx, eng, ids, tokens, depth)
 	if err != nil {
 		return nil, err
 	}

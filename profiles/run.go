@@ -175,11 +175,9 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 	if eng.Source != nil {
 		res.Label += " with " + eng.Source.Name()
 	}
-	ids := encode(pair, opt.Prompts)
-	for pi, p := range ids { // refused before anything runs, not cut short at the context
-		if err := hardware.CheckRoom(len(p), cfg.MaxTokens, pair.Target.CtxLen); err != nil {
-			return nil, fmt.Errorf("prompt %d: %w", pi+1, err)
-		}
+	ids, err := encodeWithRoom(pair, opt.Prompts, cfg.MaxTokens) // refused before anything runs, not cut short at the context
+	if err != nil {
+		return nil, err
 	}
 	if opt.Trace != "" {
 		tw, finish, err := b.trace(ps, opt)

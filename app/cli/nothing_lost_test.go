@@ -139,6 +139,7 @@ func TestHostileInputsRefusedQuickly(t *testing.T) {
 	os.WriteFile(empty, nil, 0o644)
 	nanPlan := filepath.Join(dir, "nan.yaml")
 	os.WriteFile(nanPlan, []byte("models: {target: {path: "+target+"}, draft: {kind: ngram, ngram: 2}}\nspeculation: {strategy: chain, gamma: 2}\npredicted: {speedup: .nan}\n"), 0o644)
+	prompts := modeltest.StoryPromptsFile(t)
 	partial := filepath.Join(dir, "demo")
 	os.MkdirAll(partial, 0o755)
 	os.WriteFile(filepath.Join(partial, "demo-target.gguf"), []byte("mine"), 0o644)
@@ -167,6 +168,7 @@ func TestHostileInputsRefusedQuickly(t *testing.T) {
 		{[]string{"train", "drafter", "--target", target, "--prompts", empty, "--tokens", "1000000000", "--db", db}, "tokens"},
 		{[]string{"train", "drafter", "--target", target, "--prompts", empty, "--clip", "NaN", "--db", db}, "clip"},
 		{[]string{"demo", "-o", partial}, "--force"},
+		{[]string{"calibrate", "--target", target, "--draft-ngram", "2", "--prompts", prompts, "-n", "1000000000", "--db", db}, "exceed the model's context"},
 	} {
 		start := time.Now()
 		code, _, stderr := run(t, c.args...)
