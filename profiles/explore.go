@@ -98,13 +98,20 @@ func Explore(o ExploreOptions) *Exploration {
 				}
 				p = Plan{Strategy: "egt", EGT: ws, Branch: 2, WMax: 64}
 			}
+			p = p.Canonical() // named, stored and run as the search names it
 			if pr, err := costmodel.Predict(p, x.acc, x.costs); err == nil {
 				line = append(line, pr)
 			}
 		}
 		x.Lines = append(x.Lines, line)
 	}
-	preds := costmodel.Search(x.acc, x.costs, costmodel.SearchSpace{MaxDepth: min(depth, 7), MaxGamma: depth})
+	// on the pair's calibration, tune's own space: the same plans searched,
+	// the same count; on assumed values, the plans the sliders reach
+	space := costmodel.SearchSpace{MaxDepth: min(depth, 7), MaxGamma: depth}
+	if o.Calibrated && in != nil && !in.Assumed {
+		space = costmodel.SearchSpace{}
+	}
+	preds := costmodel.Search(x.acc, x.costs, space)
 	x.Searched = len(preds)
 	if len(preds) > 0 {
 		b := preds[0]

@@ -482,6 +482,10 @@ type TuneResult struct {
 	Inputs *Inputs
 	Ranked []costmodel.Prediction
 	PlanID int64
+	// Beyond counts the candidates left out because they verify more
+	// tokens a pass than the profile measured (Widest, the widest pass):
+	// a profile with a larger --max-w prices them.
+	Beyond, Widest int
 }
 
 // Best is the top-ranked plan.
@@ -525,7 +529,12 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 		if i == 0 {
 			res.Inputs, base = in, own
 		}
-		for _, pr := range costmodel.Search(in.Acc, in.Costs, opt.Space) {
+		found := costmodel.SearchAll(in.Acc, in.Costs, opt.Space)
+		res.Beyond += found.Beyond
+		if i == 0 {
+			res.Widest = found.Widest
+		}
+		for _, pr := range found.Ranked {
 			if opt.Place && !pr.Plan.NeedsSource() && pl.DraftBackend != "" {
 				continue // plain decoding has no drafter to place
 			}
@@ -534,7 +543,8 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 				// tokens per second (AAL / step) set against plain
 				// decoding on ps's own target backend
 				if own > 0 {
-					pr.Speedup *= float64(base) / float64(own)
+					f := float64(base) / float64(own)
+					pr.Speedup, pr.Low, pr.High = pr.Speedup*f, pr.Low*f, pr.High*f
 				}
 			}
 			res.Ranked = append(res.Ranked, pr)
@@ -582,7 +592,8 @@ func (b *Bench) TrainDrafter(ctx context.Context, ts TrainSpec, events func(Trai
 
 // Choose stores a plan the user picked (from a tune's ranking or the GUI's
 // speedup chart) as the pair's newest plan, so that Export, in the GUI and
-// `arborist export`, renders it.
+// `arborist export`, renders it. The plan is stored in its canonical form;
+// picking the plan the pair's newest already is re-uses that one.
 func (b *Bench) Choose(ctx context.Context, ps PairSpec, pred costmodel.Prediction) (int64, error) {
 	st, err := b.db(ctx)
 	if err != nil {
@@ -591,6 +602,11 @@ func (b *Bench) Choose(ctx context.Context, ps PairSpec, pred costmodel.Predicti
 	in, err := b.Inputs(ctx, ps, InputsOptions{}, nil)
 	if err != nil {
 		return 0, err
+	}
+	pred.Plan = pred.Plan.Canonical()
+	if id, last, err := b.LatestPlan(ctx, in); err == nil && id > 0 && last.Plan.Canonical().Key() == pred.Plan.Key() &&
+		last.Backend == pred.Backend && last.DraftBackend == pred.DraftBackend && last.DraftThreads == pred.DraftThreads {
+		return id, nil
 	}
 	hid, err := st.PutHardware(ctx, &in.Hardware)
 	if err != nil {

@@ -267,6 +267,9 @@ type predictionJSON struct {
 	Plan     any           `json:"plan"`
 	Name     string        `json:"name"`
 	Speedup  float64       `json:"predicted_speedup"`
+	Low      float64       `json:"predicted_low"`  // the interval around it
+	High     float64       `json:"predicted_high"` // (calibration's error, curve's spread)
+	Bounded  bool          `json:"bounded,omitempty"`
 	AAL      float64       `json:"aal"`
 	Nodes    int           `json:"nodes"`
 	Draft    time.Duration `json:"draft_ns"`
@@ -335,10 +338,12 @@ func runTune(ctx context.Context, env Env, args []string) error {
 		AcceptOn   string           `json:"acceptance"`
 		Plans      []predictionJSON `json:"plans"`
 		Scored     int              `json:"scored"`
+		Beyond     int              `json:"left_out_wider_than_profile,omitempty"`
+		Widest     int              `json:"profiled_widest,omitempty"`
 		Config     string           `json:"config,omitempty"`
 		Validation any              `json:"validation,omitempty"`
 		Recheck    *recheckJSON     `json:"recheck,omitempty"`
-	}{PlanID: t.PlanID, AcceptOn: t.Inputs.Describe(), Scored: len(t.Ranked)}
+	}{PlanID: t.PlanID, AcceptOn: t.Inputs.Describe(), Scored: len(t.Ranked), Beyond: t.Beyond, Widest: t.Widest}
 	if rc := t.Inputs.Recheck; rc != nil {
 		one, mid, wide := rc.At(1), rc.At(4), rc.Widest()
 		if mid.W == wide.W {
@@ -357,13 +362,16 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	}
 	if !*asJSON {
 		fmt.Fprintf(w, "%d plans scored with the latency-aware model (speedup = AAL * T_plain / (draft + T_verify(W) + overhead); T_plain: plain decoding's time a token), acceptance %s:\n", len(t.Ranked), t.Inputs.Describe())
-		fmt.Fprintf(w, "  %-4s %-40s %8s %6s %6s %10s %10s\n", "rank", "plan", "speedup", "AAL", "nodes", "draft", "verify")
+		if t.Beyond > 0 {
+			fmt.Fprintf(w, "  (%d more verify more tokens a pass than the profile's widest, W = %d: profile with a larger --max-w to price them)\n", t.Beyond, t.Widest)
+		}
+		fmt.Fprintf(w, "  %-4s %-40s %8s %13s %6s %6s %10s %10s\n", "rank", "plan", "speedup", "range", "AAL", "nodes", "draft", "verify")
 	}
 	for i, pr := range t.Ranked[:min(*top, len(t.Ranked))] {
-		doc.Plans = append(doc.Plans, predictionJSON{Rank: i + 1, Plan: pr.Plan, Name: pr.Plan.String(), Speedup: pr.Speedup, AAL: pr.AAL, Nodes: pr.Nodes,
+		doc.Plans = append(doc.Plans, predictionJSON{Rank: i + 1, Plan: pr.Plan, Name: pr.Plan.String(), Speedup: pr.Speedup, Low: pr.Low, High: pr.High, Bounded: pr.Bounded, AAL: pr.AAL, Nodes: pr.Nodes,
 			Draft: pr.Draft, Verify: pr.Verify, Step: pr.Step, PerDepth: pr.PerDepth, Backend: pr.Backend, Draft2: pr.DraftBackend, Threads2: pr.DraftThreads})
 		if !*asJSON {
-			fmt.Fprintf(w, "  %-4d %-40s %7.2fx %6.2f %6d %10s %10s", i+1, pr.Plan, pr.Speedup, pr.AAL, pr.Nodes, pr.Draft.Round(time.Microsecond), pr.Verify.Round(time.Microsecond))
+			fmt.Fprintf(w, "  %-4d %-40s %7.2fx %13s %6.2f %6d %10s %10s", i+1, pr.Plan, pr.Speedup, fmt.Sprintf("%.2f-%.2fx", pr.Low, pr.High), pr.AAL, pr.Nodes, pr.Draft.Round(time.Microsecond), pr.Verify.Round(time.Microsecond))
 			if where := pr.Where(); where != "" {
 				fmt.Fprintf(w, "  %s", where)
 			}
@@ -375,7 +383,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 		if best.Where() != "" {
 			where = ", " + best.Where()
 		}
-		fmt.Fprintf(w, "best: %s%s, predicted %.2fx (plan %d)\n", best.Plan, where, best.Speedup, t.PlanID)
+		fmt.Fprintf(w, "best: %s%s, predicted %.2fx (%.2f-%.2fx) (plan %d)\n", best.Plan, where, best.Speedup, best.Low, best.High, t.PlanID)
 	}
 	if *out != "" {
 		ex, err := b.TuneExport(ctx, p.PairSpec, t)

@@ -180,6 +180,9 @@ type Strategy struct {
 	// the trees of the counts the rule picks on the calibration's steps.
 	Sequences func(p Plan) int
 	describe  func(p Plan) string
+	// canonical, when set, is the plan in its canonical form (Canonical):
+	// the same work under one description.
+	canonical func(p Plan) Plan
 	check     func(c *Config) error
 	maxTree   func(c *Config) int
 	// maxDraft, when set, bounds the nodes a step passes through the

@@ -97,7 +97,7 @@ func init() {
 			p.Gamma = g
 			return p
 		},
-		describe: func(p Plan) string { return fmt.Sprintf("duo gamma=%d", p.Gamma) },
+		describe: func(p Plan) string { return fmt.Sprintf("duo gamma=%d sequences=%d", p.Gamma, max(1, p.MaxSeqs)) },
 		check: func(c *Config) error {
 			if c.Gamma < 1 {
 				return fmt.Errorf("spec: duo needs a largest draft budget gamma >= 1, got %d", c.Gamma)

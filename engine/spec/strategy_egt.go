@@ -31,6 +31,7 @@ func init() {
 		NeedsSource: true,
 		Concurrent:  func(p Plan) bool { return p.AOT },
 		Expect:      egtExpect,
+		canonical:   canonicalEGT,
 		Grows:       true,
 		// a pass adds its expanded nodes times the branch (pruning comes
 		// after drafting)

@@ -27,6 +27,13 @@ func init() {
 			return treeExpect(Plan{Strategy: "tree", Parents: p.Parents}, at)
 		},
 		Candidates: sequoiaCandidates,
+		// a Sequoia tree that is a tree of widths (or a chain) is that plan
+		canonical: func(p Plan) Plan {
+			if ws, ok := widthsOf(p.Parents); ok {
+				return canonicalTree(Plan{Strategy: "tree", Widths: ws})
+			}
+			return p
+		},
 		describe: func(p Plan) string {
 			depth, d := 0, make([]int, len(p.Parents))
 			for i, par := range p.Parents {

@@ -22,6 +22,7 @@ func init() {
 		},
 		NeedsSource: true,
 		Expect:      treeExpect,
+		canonical:   canonicalTree,
 		// a pass adds the nodes at the next depth
 		PassWidths: func(p Plan, ex Expected) []int {
 			out := make([]int, len(ex.PerDepth))

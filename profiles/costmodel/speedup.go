@@ -1,6 +1,7 @@
 package costmodel
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -359,6 +360,13 @@ type Prediction struct {
 	// priced on (0: the plan does not draft while the target verifies, or
 	// no split curves were measured): runs and config.yaml use it.
 	DraftThreads int `json:",omitempty"`
+	// Low and High bound Speedup: tokens a step two standard errors of the
+	// calibration either way, the verification pass one spread of its
+	// curve either way (an assumed acceptance gives the curve's alone).
+	Low, High float64 `json:",omitempty"`
+	// Bounded says the curves priced a step cheaper than plain decoding's
+	// token, which no step can be, and the step was raised to it.
+	Bounded bool `json:",omitempty"`
 }
 
 // SplitChoices are the drafter's thread counts the search tries for a
@@ -425,7 +433,7 @@ func (p Prediction) Placed() string {
 // decoding, the baseline, always runs on every thread (c.Verify), and
 // its own plan ("ar") is priced as exactly that baseline: 1x.
 func Predict(p Plan, acc *Acceptance, c Costs) (Prediction, error) {
-	return predict(p, acc, c, nil)
+	return predict(p, acc, c.monotone(), nil)
 }
 
 // predict is Predict with a memo of priced plans (nil: none) that a
@@ -435,12 +443,12 @@ func predict(p Plan, acc *Acceptance, c Costs, m *memo) (Prediction, error) {
 		if p.Concurrent() && c.OneDevice && c.Draft != nil {
 			return Prediction{Plan: p}, fmt.Errorf("profiles: %s drafts while the target verifies on the same device, and no curves with the threads split between them were measured", p.Strategy)
 		}
-		return predictOn(p, acc, c, curves{c.Verify, c.Draft, -1}, m)
+		return predictBounded(p, acc, c, curves{c.Verify, c.Draft, -1}, m)
 	}
 	var best Prediction
 	var err error
 	for i, sc := range c.Splits {
-		pr, e := predictOn(p, acc, c, curves{sc.Verify, sc.Draft, i}, m)
+		pr, e := predictBounded(p, acc, c, curves{sc.Verify, sc.Draft, i}, m)
 		if e != nil {
 			err = e
 			continue
@@ -454,6 +462,20 @@ func predict(p Plan, acc *Acceptance, c Costs, m *memo) (Prediction, error) {
 		return best, err
 	}
 	return best, nil
+}
+
+// predictBounded is predictOn held to the model's guards (bound) and given
+// its interval.
+func predictBounded(p Plan, acc *Acceptance, c Costs, cv curves, m *memo) (Prediction, error) {
+	pr, err := predictOn(p, acc, c, cv, m)
+	if err != nil {
+		return pr, err
+	}
+	if err := bound(&pr, c, cv); err != nil {
+		return pr, err
+	}
+	interval(&pr, m.aalError(acc), cv)
+	return pr, nil
 }
 
 // curves are the latency curves a plan is priced on: the full-thread
@@ -478,6 +500,8 @@ type memo struct {
 	probesSeen bool
 	rate       float64
 	rateSeen   bool
+	aalErr     float64
+	aalErrSeen bool
 }
 
 func newMemo() *memo {
@@ -529,6 +553,17 @@ func (m *memo) stops(samples []DepthSample, depth int, least float64) stopMix {
 		m.stopMixes[k] = st
 	}
 	return st
+}
+
+// aalError is acc.aalError, once a search.
+func (m *memo) aalError(acc *Acceptance) float64 {
+	if m == nil {
+		return acc.aalError()
+	}
+	if !m.aalErrSeen {
+		m.aalErr, m.aalErrSeen = acc.aalError(), true
+	}
+	return m.aalErr
 }
 
 // resampleRate is acc.resampleRate, once a search.
@@ -650,6 +685,21 @@ type SearchSpace = spec.Space
 // largest profiled verification width (one row is the root), unless sp
 // says otherwise.
 func Search(acc *Acceptance, c Costs, sp SearchSpace) []Prediction {
+	return SearchAll(acc, c, sp).Ranked
+}
+
+// Searched is a whole search: the plans it ranked, best first, and how
+// many candidates it left out because they verify more tokens a pass than
+// the profile measured (Widest: the widest pass it did).
+type Searched struct {
+	Ranked []Prediction
+	Beyond int
+	Widest int
+}
+
+// SearchAll is Search with what it left out.
+func SearchAll(acc *Acceptance, c Costs, sp SearchSpace) Searched {
+	c = c.monotone()
 	if sp.Accept == nil && acc != nil && len(acc.Rank) > 0 {
 		sp.Accept = acc.At
 	}
@@ -662,25 +712,41 @@ func Search(acc *Acceptance, c Costs, sp SearchSpace) []Prediction {
 	if sp.OptimalNodes <= 0 && len(c.Verify) > 0 {
 		sp.OptimalNodes = c.Verify[len(c.Verify)-1].W - 1
 	}
-	var out []Prediction
+	res := Searched{Widest: c.Widest()}
 	m := newMemo()
 	seen := map[string]bool{}
+	canonical := map[string]bool{}
 	for _, p := range spec.Candidates(sp) {
-		if pr, err := predict(p, acc, c, m); err == nil {
-			// plans that adapt to the same plan (duo budgets the run-time
-			// rule settles on alike) are scored once
-			if pr.Plan.Adapts() {
-				k := fmt.Sprintf("%s/%v/%d", pr.Plan, pr.Plan.Values(), pr.DraftThreads)
-				if seen[k] {
-					continue
-				}
-				seen[k] = true
-			}
-			out = append(out, pr)
+		// plans doing the same work (chain gamma=3, tree 1,1,1, an EGT of
+		// branch 1) are one plan, ranked and counted once by its
+		// canonical form
+		p = p.Canonical()
+		if k := p.Key(); canonical[k] {
+			continue
+		} else {
+			canonical[k] = true
 		}
+		pr, err := predict(p, acc, c, m)
+		if errors.Is(err, ErrBeyondProfile) {
+			res.Beyond++
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		// plans that adapt to the same plan (duo budgets the run-time
+		// rule settles on alike) are scored once
+		if pr.Plan.Adapts() {
+			k := fmt.Sprintf("%s/%v/%d", pr.Plan, pr.Plan.Values(), pr.DraftThreads)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+		}
+		res.Ranked = append(res.Ranked, pr)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Speedup > out[j].Speedup })
-	return out
+	sort.SliceStable(res.Ranked, func(i, j int) bool { return res.Ranked[i].Speedup > res.Ranked[j].Speedup })
+	return res
 }
 
 // Distinct returns up to n of preds (best first), skipping any plan whose

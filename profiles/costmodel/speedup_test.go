@@ -99,25 +99,41 @@ func ExamplePredict() {
 }
 
 // TestSearchSequoia: the search scores the DP-optimal tree of every size up
-// to the largest profiled width (one row is the root), and at each size it
+// to the largest profiled width (one row is the root), under its canonical
+// name where it is a chain or a tree of widths, and at each size it
 // expects at least as many accepted tokens as any chain or static tree.
 func TestSearchSequoia(t *testing.T) {
 	acc := Uniform(0.7, 0.4, 8, 3)
 	verify := []store.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 8, Median: 14 * time.Millisecond}, {W: 24, Median: 30 * time.Millisecond}}
 	preds := Search(acc, Costs{Verify: verify, Draft: flat(300 * time.Microsecond)}, SearchSpace{})
+	shapes, _, err := tree.Optimal(acc.At, 23, 12, 8) // as the search builds them: depth max(MaxDepth, MaxGamma)
+	if err != nil {
+		t.Fatal(err)
+	}
 	seq := map[int]float64{}
-	for _, p := range preds {
-		if p.Plan.Strategy == "sequoia" {
-			seq[p.Nodes] = p.AAL
+	for n, s := range shapes {
+		found := false
+		for _, p := range preds {
+			if p.Nodes == n+1 && slices.Equal(Shape(p.Plan, acc), s.Parents) {
+				seq[p.Nodes], found = p.AAL, true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("the DP tree of %d nodes was not scored", n+1)
 		}
 	}
-	if len(seq) != 23 {
-		t.Fatalf("%d sequoia sizes scored, want 1..23", len(seq))
-	}
+	sequoias := 0
 	for _, p := range preds {
+		if p.Plan.Strategy == "sequoia" {
+			sequoias++
+		}
 		if (p.Plan.Strategy == "chain" || p.Plan.Strategy == "tree") && p.Nodes <= 23 && p.AAL > seq[p.Nodes]+1e-9 {
 			t.Errorf("%s expects %.4f tokens, the sequoia tree of %d nodes %.4f", p.Plan, p.AAL, p.Nodes, seq[p.Nodes])
 		}
+	}
+	if sequoias == 0 || sequoias == 23 {
+		t.Errorf("%d plans named sequoia: the DP trees that are chains or trees of widths go by those names", sequoias)
 	}
 }
 
