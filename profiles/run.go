@@ -208,7 +208,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 			return nil, fmt.Errorf("%w (use --no-store to run without storing)", err)
 		}
 		rec = &recorder{st: st, run: &store.Run{Hardware: hardware.DetectHardware().Fingerprint, Target: ps.Target, Drafter: ps.SourceName(),
-			Strategy: plan.Strategy, Settings: cfg, Prompts: opt.Prompts, PredictedSpeedup: res.Predicted}}
+			Strategy: plan.Strategy, Plan: planJSON(plan), Settings: cfg, Prompts: opt.Prompts, PredictedSpeedup: res.Predicted}}
 		if _, err := st.CreateRun(ctx, rec.run); err != nil {
 			return nil, err
 		}
@@ -453,4 +453,23 @@ func (b *Bench) trace(ps PairSpec, opt RunOptions) (io.Writer, func() error, err
 		}
 		return nil
 	}, nil
+}
+
+// planJSON is the plan as a run record keeps it.
+func planJSON(p Plan) string {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// RunPlan is the plan stored run r ran (false for a run stored before the
+// database kept plans).
+func RunPlan(r *Run) (Plan, bool) {
+	var p Plan
+	if r == nil || r.Plan == "" || json.Unmarshal([]byte(r.Plan), &p) != nil {
+		return p, false
+	}
+	return p, true
 }

@@ -130,6 +130,7 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 		return nil, fmt.Errorf("validation of %d plans over %d rounds: at most 100 of each", len(opt.Plans), opt.Rounds)
 	}
 	type runner struct {
+		plan  spec.Plan
 		cfg   spec.Config
 		eng   *spec.Engine
 		pair  *pairs.Pair
@@ -199,7 +200,7 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 			}
 			cfg.Depth = pol
 		}
-		r := &runner{cfg: cfg, pair: pair, eng: &spec.Engine{Target: pair.Target, Source: pair.Source, Concurrent: pair.Concurrent}}
+		r := &runner{plan: plan, cfg: cfg, pair: pair, eng: &spec.Engine{Target: pair.Target, Source: pair.Source, Concurrent: pair.Concurrent}}
 		label := plan.String()
 		if !plan.NeedsSource() {
 			r.eng.Source = nil
@@ -227,7 +228,7 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 		}
 		for i, r := range runners {
 			run := &store.Run{Hardware: hardware.DetectHardware().Fingerprint, Target: ps.Target, Drafter: ps.SourceName(),
-				Strategy: r.cfg.Strategy, Settings: r.cfg, Prompts: prompts, PredictedSpeedup: 1}
+				Strategy: r.cfg.Strategy, Plan: planJSON(r.plan), Settings: r.cfg, Prompts: prompts, PredictedSpeedup: 1}
 			if i > 0 {
 				run.PredictedSpeedup = out.Plans[i-1].Predicted
 			} else {

@@ -557,24 +557,37 @@ func runRuns(ctx context.Context, env Env, args []string) error {
 		if *asJSON {
 			return writeJSON(w, runRows(runs))
 		}
-		row := func(label string, f func(r *profiles.Run) string) {
-			fmt.Fprintf(w, "%-18s", label)
-			for _, r := range runs {
-				fmt.Fprintf(w, " %-24s", trimTo(f(r), 24))
+		rows := []struct {
+			label string
+			f     func(r *profiles.Run) string
+		}{
+			{"run", func(r *profiles.Run) string { return fmt.Sprintf("#%d (%s)", r.ID, r.Status) }},
+			{"plan", planName},
+			{"drafter", func(r *profiles.Run) string { return r.Drafter }},
+			{"target", func(r *profiles.Run) string { return filepath.Base(r.Target) }},
+			{"tokens", func(r *profiles.Run) string { return fmt.Sprint(r.Tokens) }},
+			{"tokens/s", func(r *profiles.Run) string { return fmt.Sprintf("%.1f", r.TokensPerSecond) }},
+			{"AAL", func(r *profiles.Run) string { return fmt.Sprintf("%.2f", r.AAL) }},
+			{"acceptance", func(r *profiles.Run) string { return fmt.Sprintf("%.1f%%", 100*r.Acceptance) }},
+			{"measured speedup", func(r *profiles.Run) string { return speedupText(r.MeasuredSpeedup) }},
+			{"predicted speedup", func(r *profiles.Run) string { return speedupText(r.PredictedSpeedup) }},
+			{"created", func(r *profiles.Run) string { return r.Created.Local().Format("2006-01-02 15:04") }},
+		}
+		// each run's column as wide as its widest cell (a whole plan's
+		// name), up to 64 characters
+		widths := make([]int, len(runs))
+		for i, r := range runs {
+			for _, row := range rows {
+				widths[i] = min(64, max(widths[i], len(row.f(r))))
+			}
+		}
+		for _, row := range rows {
+			fmt.Fprintf(w, "%-18s", row.label)
+			for i, r := range runs {
+				fmt.Fprintf(w, " %-*s", widths[i], trimTo(row.f(r), widths[i]))
 			}
 			fmt.Fprintln(w)
 		}
-		row("run", func(r *profiles.Run) string { return fmt.Sprintf("#%d (%s)", r.ID, r.Status) })
-		row("strategy", func(r *profiles.Run) string { return r.Strategy })
-		row("drafter", func(r *profiles.Run) string { return r.Drafter })
-		row("target", func(r *profiles.Run) string { return filepath.Base(r.Target) })
-		row("tokens", func(r *profiles.Run) string { return fmt.Sprint(r.Tokens) })
-		row("tokens/s", func(r *profiles.Run) string { return fmt.Sprintf("%.1f", r.TokensPerSecond) })
-		row("AAL", func(r *profiles.Run) string { return fmt.Sprintf("%.2f", r.AAL) })
-		row("acceptance", func(r *profiles.Run) string { return fmt.Sprintf("%.1f%%", 100*r.Acceptance) })
-		row("measured speedup", func(r *profiles.Run) string { return speedupText(r.MeasuredSpeedup) })
-		row("predicted speedup", func(r *profiles.Run) string { return speedupText(r.PredictedSpeedup) })
-		row("created", func(r *profiles.Run) string { return r.Created.Local().Format("2006-01-02 15:04") })
 		return nil
 	}
 	runs, err := b.Runs(ctx, *limit)
@@ -615,6 +628,8 @@ type runJSONRow struct {
 	ID         int64     `json:"id"`
 	Status     string    `json:"status"`
 	Strategy   string    `json:"strategy"`
+	Plan       any       `json:"plan,omitempty"` // the plan as it ran (runs stored before carry none)
+	PlanName   string    `json:"plan_name,omitempty"`
 	Drafter    string    `json:"drafter"`
 	Target     string    `json:"target"`
 	Hardware   string    `json:"hardware"`
@@ -632,9 +647,22 @@ type runJSONRow struct {
 }
 
 func runRow(r *profiles.Run) runJSONRow {
-	return runJSONRow{ID: r.ID, Status: r.Status, Strategy: r.Strategy, Drafter: r.Drafter, Target: r.Target, Hardware: r.Hardware, Settings: r.Settings,
+	row := runJSONRow{ID: r.ID, Status: r.Status, Strategy: r.Strategy, Drafter: r.Drafter, Target: r.Target, Hardware: r.Hardware, Settings: r.Settings,
 		Prompts: r.Prompts, Tokens: r.Tokens, Steps: r.Steps, DecodeNS: int64(r.Decode), TPS: r.TokensPerSecond, AAL: r.AAL, Acceptance: r.Acceptance,
 		Measured: r.MeasuredSpeedup, Predicted: r.PredictedSpeedup, Created: r.Created}
+	if p, ok := profiles.RunPlan(r); ok {
+		row.Plan, row.PlanName = p, p.String()
+	}
+	return row
+}
+
+// planName is the plan a stored run ran, by name (its strategy alone for
+// runs stored before the database kept plans).
+func planName(r *profiles.Run) string {
+	if p, ok := profiles.RunPlan(r); ok {
+		return p.String()
+	}
+	return r.Strategy
 }
 
 func runRows(runs []*profiles.Run) []runJSONRow {

@@ -163,10 +163,13 @@ func (s *Store) FindCurve(ctx context.Context, key CurveKey) (*Curve, error) {
 
 // Run is a stored speculative decoding session.
 type Run struct {
-	ID               int64
-	Hardware         string
-	Target, Drafter  string
-	Strategy         string
+	ID              int64
+	Hardware        string
+	Target, Drafter string
+	Strategy        string
+	// Plan is the plan as the run ran it, JSON (the engine's plan type;
+	// "" for runs stored before the database kept it).
+	Plan             string
 	Settings         any // JSON-encoded
 	Prompts          []string
 	Status           string // running, done, failed, stopped, interrupted
@@ -195,8 +198,8 @@ func (s *Store) CreateRun(ctx context.Context, r *Run) (int64, error) {
 	}
 	prompts, _ := json.Marshal(r.Prompts)
 	host, _ := os.Hostname()
-	res, err := s.db.ExecContext(ctx, `INSERT INTO runs(hardware_fingerprint, target, drafter, strategy, settings, prompts, status, predicted_speedup, created, pid, host)
-		VALUES (?,?,?,?,?,?, 'running', ?, ?, ?, ?)`, r.Hardware, r.Target, r.Drafter, r.Strategy, string(settings), string(prompts), r.PredictedSpeedup, now(),
+	res, err := s.db.ExecContext(ctx, `INSERT INTO runs(hardware_fingerprint, target, drafter, strategy, plan, settings, prompts, status, predicted_speedup, created, pid, host)
+		VALUES (?,?,?,?,?,?,?, 'running', ?, ?, ?, ?)`, r.Hardware, r.Target, r.Drafter, r.Strategy, r.Plan, string(settings), string(prompts), r.PredictedSpeedup, now(),
 		os.Getpid(), host)
 	if err != nil {
 		return 0, s.wrap("create run", err)
@@ -239,7 +242,7 @@ func (s *Store) FinishRun(ctx context.Context, r *Run) error {
 	return s.wrap0("finish run", err)
 }
 
-const runColumns = `id, hardware_fingerprint, target, drafter, strategy, settings, prompts, status, tokens, steps, decode_ns, tokens_per_s, aal, acceptance,
+const runColumns = `id, hardware_fingerprint, target, drafter, strategy, plan, settings, prompts, status, tokens, steps, decode_ns, tokens_per_s, aal, acceptance,
 	predicted_speedup, measured_speedup, created`
 
 // scanRun reads one row of runColumns.
@@ -247,7 +250,7 @@ func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	var r Run
 	var settings, prompts, created string
 	var dec int64
-	if err := row.Scan(&r.ID, &r.Hardware, &r.Target, &r.Drafter, &r.Strategy, &settings, &prompts, &r.Status, &r.Tokens, &r.Steps, &dec,
+	if err := row.Scan(&r.ID, &r.Hardware, &r.Target, &r.Drafter, &r.Strategy, &r.Plan, &settings, &prompts, &r.Status, &r.Tokens, &r.Steps, &dec,
 		&r.TokensPerSecond, &r.AAL, &r.Acceptance, &r.PredictedSpeedup, &r.MeasuredSpeedup, &created); err != nil {
 		return r, err
 	}

@@ -35,6 +35,11 @@ package store
 //	file_hashes.stamp  the file's inode and status-change time beside its size
 //	                   and mtime (stampOf), so a same-size rewrite with its
 //	                   mtime restored is hashed again
+//
+// Version 7 (the plan a run ran):
+//
+//	runs.plan  the plan as the run ran it (JSON of the engine's plan: the tuned
+//	           plan field for field), "" for runs stored before
 var migrations = []string{`
 CREATE TABLE hardware (
 	id INTEGER PRIMARY KEY,
@@ -214,5 +219,9 @@ CREATE TABLE device_memory (
 	`
 -- v6: a cached file hash also names the file's inode and status-change time
 ALTER TABLE file_hashes ADD COLUMN stamp TEXT NOT NULL DEFAULT '';
+`,
+	`
+-- v7: the plan a run ran, beside the engine configuration it became
+ALTER TABLE runs ADD COLUMN plan TEXT NOT NULL DEFAULT '';
 `,
 }

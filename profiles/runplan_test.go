@@ -1,0 +1,58 @@
+package profiles
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"arborist/engine/model/modeltest"
+)
+
+// TestStoredRunIsThePlanRun: a run stores the plan it ran field for field
+// (RunPlan), for a plan of every strategy family and depth policy, the
+// predictor policy with its predictor's id included, so what was tuned is
+// what the database says ran.
+func TestStoredRunIsThePlanRun(t *testing.T) {
+	ps := storiesPair(t)
+	ctx := context.Background()
+	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	prompts := modeltest.StoryPrompts(t)[:3]
+	cal, err := b.Calibrate(ctx, ps, prompts, "stories", 16, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred, err := b.TrainPredictor(ctx, ps, prompts, 16, 3, cal.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []Plan{
+		{Strategy: "ar"},
+		{Strategy: "chain", Gamma: 3},
+		{Strategy: "tree", Widths: []int{2, 1}},
+		{Strategy: "tree", Parents: []int{-1, -1, 0}},
+		{Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 6},
+		{Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 8, Pad: true},
+		{Strategy: "egt", EGT: []int{1, 1, 1, 1}, Branch: 1, WMax: 4, DepthPolicy: "threshold", DepthMin: 0.3},
+		{Strategy: "egt", EGT: []int{1, 1, 1}, Branch: 2, WMax: 4, DepthPolicy: "predictor", PredictorID: pred.ID},
+		{Strategy: "duo", Gamma: 4, MaxSeqs: 2},
+		{Strategy: "sequoia", Parents: []int{-1, -1, 0, 1}},
+	} {
+		res, err := b.Run(ctx, ps, RunOptions{Plan: p, MaxTokens: 8, Prompts: prompts[:1], Predicted: 1.5})
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		run, err := b.StoredRun(ctx, res.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := RunPlan(run)
+		if !ok || !reflect.DeepEqual(got, p) {
+			t.Errorf("ran %+v, the database says %+v (%v)", p, got, ok)
+		}
+	}
+}
