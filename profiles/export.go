@@ -7,12 +7,15 @@ import (
 	"strings"
 	"time"
 
+	"arborist/engine/gguf"
 	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/profiles/config"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/hardware"
 	"arborist/profiles/outfile"
 	"arborist/profiles/pairs"
+	"arborist/profiles/store"
 )
 
 // Export is a plan rendered as config.yaml and other engines' settings.
@@ -182,20 +185,32 @@ func (b *Bench) Write(ctx context.Context, planID int64, yaml []byte, path strin
 
 // Replay is what a config.yaml asks to run.
 type Replay struct {
-	Pair      PairSpec
-	Plan      spec.Plan
-	Sample    sample.Params
-	Predicted float64
+	Pair        PairSpec
+	Plan        spec.Plan
+	Sample      sample.Params
+	Predicted   float64
+	PredictedOn string
+	// PredictedAAL is the tokens a step the prediction expects.
+	PredictedAAL float64
+	// Context is the context a run may use (max_seq_len; 0: the model's).
+	Context int
+	// Notes say where this machine or run differs from the one the plan
+	// was tuned for, so its prediction may not hold here.
+	Notes []string
 }
 
 // PairWith is the replayed pair completed by the pair a run was asked for
-// (flags): the re-sampling settings and the concurrent drafter's threads
-// come from flags, and so do the threads where the config names none.
+// (flags): the re-sampling settings come from flags (config.yaml has
+// none), and so do the threads and the concurrent drafter's threads where
+// the config names none.
 func (r *Replay) PairWith(flags PairSpec) PairSpec {
 	ps := r.Pair
-	ps.ResampleDepth, ps.NoResample, ps.DraftThreads = flags.ResampleDepth, flags.NoResample, flags.DraftThreads
+	ps.ResampleDepth, ps.NoResample = flags.ResampleDepth, flags.NoResample
 	if ps.Threads == 0 {
 		ps.Threads = flags.Threads
+	}
+	if ps.DraftThreads == 0 {
+		ps.DraftThreads = flags.DraftThreads
 	}
 	return ps
 }
@@ -254,6 +269,36 @@ func ReplayConfig(ctx context.Context, c *Config, hashDB string, allowChanged bo
 	}
 	if c.Predicted != nil {
 		r.Predicted = c.Predicted.Speedup
+		r.PredictedOn, r.PredictedAAL = c.Predicted.MeasuredOn, c.Predicted.AAL
+		if r.PredictedOn == "" {
+			r.PredictedOn = "the prediction config.yaml records"
+		}
+		if r.PredictedAAL > 0 {
+			r.PredictedOn += fmt.Sprintf("; %.2f tokens a step", r.PredictedAAL)
+		}
+	}
+	if c.Version != "" && c.Version != config.Version {
+		r.Notes = append(r.Notes, fmt.Sprintf("config.yaml was written by Arborist %s, this is %s", c.Version, config.Version))
+	}
+	if want := c.Models.Target.Precision; want != "" {
+		if f, err := gguf.Open(c.Models.Target.Path); err == nil {
+			if tc := f.TypeCounts(); len(tc) > 0 && !strings.EqualFold(tc[0].Type.String(), want) {
+				r.Notes = append(r.Notes, fmt.Sprintf("models.target.precision says %s; %s holds %s weights", want, c.Models.Target.Path, tc[0].Type))
+			}
+			f.Close()
+		}
+	}
+	r.Context = c.Models.Target.MaxSeqLen
+	hw := hardware.DetectHardware()
+	if h := c.Hardware; (h.CPU != "" && h.CPU != hw.CPU) || (h.CPUCores > 0 && h.CPUCores != hw.Cores) {
+		r.Notes = append(r.Notes, fmt.Sprintf("the plan was tuned on %s (%d cores); this machine is %s (%d cores): its prediction may not hold here (tune again on this machine)",
+			h.CPU, h.CPUCores, hw.CPU, hw.Cores))
+	}
+	if gpu := c.Hardware.GPUType; gpu != "" {
+		here := config.HardwareOf(store.Hardware{GPUs: hardware.GPUSummary(ctx)}).GPUType
+		if here != gpu {
+			r.Notes = append(r.Notes, fmt.Sprintf("the plan was tuned with GPU %s; this machine has %s", gpu, here))
+		}
 	}
 	return r, nil
 }

@@ -29,7 +29,12 @@ type RunOptions struct {
 	NoStore   bool // do not store the run
 	// Predicted is the plan's predicted speedup; 0 asks the core to
 	// predict it from the pair's stored curves and calibration.
-	Predicted float64
+	// PredictedOn says what a given prediction rests on.
+	Predicted   float64
+	PredictedOn string
+	// Context caps the tokens a prompt and its generation may hold (0:
+	// the model's context): config.yaml's max_seq_len.
+	Context int
 	// Trace, when set, is the file the per-step trace is written to as
 	// JSON lines: created once decoding starts (a run refused before that
 	// leaves it as it was), in place when the run ends (what was traced,
@@ -140,6 +145,9 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 		}
 	}
 	cfg, err := runConfig(plan, opt.Sample, opt.MaxTokens)
+	if err == nil && opt.Context > 0 {
+		cfg.Ctx = opt.Context
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +157,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 	if plan.NeedsSource() && ps.Sources() == 0 {
 		return nil, fmt.Errorf("strategy %s needs a draft source", plan.Strategy)
 	}
-	res = &RunResult{Predicted: opt.Predicted, Greedy: opt.Sample.Greedy()}
+	res = &RunResult{Predicted: opt.Predicted, PredictedOn: opt.PredictedOn, Greedy: opt.Sample.Greedy()}
 	pair, err := b.openPair(ps, plan.Concurrent())
 	if err != nil {
 		return nil, err

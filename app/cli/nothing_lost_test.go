@@ -183,3 +183,22 @@ func TestHostileInputsRefusedQuickly(t *testing.T) {
 		t.Error("demo replaced a file without --force")
 	}
 }
+
+// TestConfigFlagsNotDropped: a flag that would change what config.yaml
+// holds (the plan, the sampling, the models) is refused beside --config,
+// never dropped silently; one the config leaves to the run overrides it
+// with a note; the prediction's source is named.
+func TestConfigFlagsNotDropped(t *testing.T) {
+	f := newNothingLost(t)
+	code, _, stderr := run(t, "run", "--config", f.config, "--strategy", "tree", "--widths", "3,2", "--temp", "0.9", "--prompt", "Once", "-n", "4", "--db", f.db)
+	if code != 2 || !strings.Contains(stderr, "--strategy") || !strings.Contains(stderr, "--widths") || !strings.Contains(stderr, "--temp") {
+		t.Errorf("plan flags beside --config: exit %d: %s", code, stderr)
+	}
+	code, out, stderr := run(t, "run", "--config", f.config, "--threads", "1", "--prompt", "Once", "-n", "4", "--db", f.db, "--quiet")
+	if code != 0 || !strings.Contains(stderr, "note: --threads 1 overrides") {
+		t.Errorf("--threads beside --config: exit %d: %s", code, stderr)
+	}
+	if strings.Contains(out, "()") {
+		t.Errorf("the prediction's source is left empty:\n%s", out)
+	}
+}

@@ -100,12 +100,42 @@ func runRun(ctx context.Context, env Env, args []string) (err error) {
 		if *noStore {
 			hashDB = ""
 		}
+		// the config holds the pair, the plan and the sampling: a flag
+		// that would change them is refused, never dropped silently; the
+		// flags a config leaves to the run override it, with a note
+		var conflict []string
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) {
+			set[f.Name] = true
+			if configHolds(f.Name) {
+				conflict = append(conflict, "--"+f.Name)
+			}
+		})
+		if len(conflict) > 0 {
+			return fail(fs, usagef("%s: config.yaml holds the pair, the plan and the sampling; edit %s or run without --config", strings.Join(conflict, ", "), *config))
+		}
 		r, err := profiles.LoadReplay(ctx, *config, hashDB, *allowChanged)
 		if err != nil {
 			return err
 		}
+		flags := ps
 		ps = r.PairWith(ps)
-		opt.Plan, opt.Sample, opt.Predicted = r.Plan, r.Sample, r.Predicted
+		for name, v := range map[string]string{"threads": fmt.Sprint(flags.Threads), "draft-threads": fmt.Sprint(flags.DraftThreads),
+			"resample-depth": fmt.Sprint(flags.ResampleDepth), "no-resample": fmt.Sprint(flags.NoResample)} {
+			if set[name] {
+				fmt.Fprintf(env.Stderr, "note: --%s %s overrides %s\n", name, v, *config)
+			}
+		}
+		if set["threads"] {
+			ps.Threads = flags.Threads
+		}
+		if set["draft-threads"] {
+			ps.DraftThreads = flags.DraftThreads
+		}
+		for _, n := range r.Notes {
+			fmt.Fprintln(env.Stderr, "note: "+n)
+		}
+		opt.Plan, opt.Sample, opt.Predicted, opt.PredictedOn, opt.Context = r.Plan, r.Sample, r.Predicted, r.PredictedOn, r.Context
 	} else if opt.Plan, err = plf.resolve(); err != nil {
 		return fail(fs, err)
 	}
@@ -256,4 +286,20 @@ func runJSON(plan profiles.Plan, res *profiles.RunResult, err error) any {
 		doc.Error = err.Error()
 	}
 	return doc
+}
+
+// configHolds says whether config.yaml holds what the run flag name sets:
+// the models and their devices, the plan and the sampling.
+func configHolds(name string) bool {
+	switch name {
+	case "target", "draft", "draft-ngram", "draft-layers", "draft-hidden", "device", "backend", "draft-device",
+		"strategy", "temp", "top-k", "top-p", "min-p", "seed":
+		return true
+	}
+	for _, f := range profiles.PlanFields() {
+		if f.Flag == name {
+			return true
+		}
+	}
+	return false
 }

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -17,6 +18,7 @@ import (
 	"arborist/engine/gguf"
 	"arborist/engine/sample"
 	"arborist/engine/spec"
+	"arborist/kernels/quant"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/pairs"
 	"arborist/profiles/store"
@@ -40,7 +42,7 @@ type Hardware struct {
 	CPUCores    int    `yaml:"cpu_cores"`
 	CPU         string `yaml:"cpu,omitempty"`
 	GPUType     string `yaml:"gpu_type"`
-	CPUAffinity string `yaml:"cpu_affinity,omitempty"`
+	CPUAffinity string `yaml:"cpu_affinity,omitempty"` // read from older configs, checked, never written: Arborist pins no threads
 }
 
 // Models names the target and the draft source.
@@ -77,9 +79,9 @@ type Draft struct {
 
 // Optimization is DuoDecoding's block.
 type Optimization struct {
-	DraftBudget  string `yaml:"draft_budget"` // "auto" or a number
+	DraftBudget  string `yaml:"draft_budget"` // "auto" (a plan that adapts it) or the plan's drafter passes a step
 	MaxSequences int    `yaml:"max_sequences"`
-	WarmupSteps  int    `yaml:"warmup_steps"`
+	WarmupSteps  int    `yaml:"warmup_steps,omitempty"` // read from older configs: must be 0
 }
 
 // Sampling is the sampling rule.
@@ -129,8 +131,15 @@ func Parse(path string, data []byte) (*Config, error) {
 	if err := singleDocument(dec); err != nil {
 		return nil, fmt.Errorf("%s: invalid config: %w", path, err)
 	}
-	if err := c.Validate(); err != nil {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("%s: invalid config: %w", path, err)
+	}
+	if err := checkTypes(&doc, reflect.TypeOf(c), ""); err != nil {
+		return nil, fmt.Errorf("%s: invalid config: %w", path, err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: invalid config: %w", path, withLine(&doc, err))
 	}
 	base := filepath.Dir(path)
 	if c.Models.Target.Path != "" && !filepath.IsAbs(c.Models.Target.Path) {
@@ -198,6 +207,25 @@ func (c *Config) Validate() error {
 	if err := c.Speculation.Validate(); err != nil {
 		return fmt.Errorf("speculation: %w", err)
 	}
+	if err := c.checkOptimization(); err != nil {
+		return err
+	}
+	if c.Hardware.CPUCores < 0 {
+		return fmt.Errorf("hardware.cpu_cores %d: want a count >= 0", c.Hardware.CPUCores)
+	}
+	if c.Hardware.CPUAffinity != "" && !cpuList(c.Hardware.CPUAffinity) {
+		return fmt.Errorf("hardware.cpu_affinity %q: want a CPU list such as 0-3,6", c.Hardware.CPUAffinity)
+	}
+	if err := d.onlyItsFields(); err != nil {
+		return err
+	}
+	for _, f := range []struct{ name, v string }{{"models.target.precision", c.Models.Target.Precision}, {"models.draft.quant", c.Models.Draft.Quant}} {
+		if f.v != "" {
+			if _, err := quant.ParseType(strings.ToUpper(f.v)); err != nil {
+				return fmt.Errorf("%s %q: not a weight type", f.name, f.v)
+			}
+		}
+	}
 	sm := c.Sampling
 	if sm.Temperature < 0 || sm.TopK < 0 || sm.TopP < 0 || sm.TopP > 1 || sm.MinP < 0 || sm.MinP > 1 {
 		return fmt.Errorf("sampling: temperature >= 0, top_k >= 0, top_p and min_p in [0, 1]")
@@ -239,8 +267,8 @@ func New(spec pairs.Spec, hw Hardware, threads, maxSeqLen int, precision string,
 		c.Models.Draft = Draft{Kind: "none"}
 		best = costmodel.Prediction{Plan: costmodel.Plan{Strategy: "ar"}, Speedup: 1, AAL: 1}
 	}
-	c.Optimization = Optimization{DraftBudget: fmt.Sprint(max(best.Plan.Gamma, len(best.PerDepth))), MaxSequences: max(1, best.Plan.MaxSeqs)}
 	c.Speculation = best.Plan.Trim()
+	c.Optimization = Optimization{DraftBudget: draftBudget(c.Speculation), MaxSequences: max(1, c.Speculation.MaxSeqs)}
 	c.Sampling = Sampling{TopP: 1, Seed: 1}
 	round := func(x float64) float64 { return float64(int(x*100+0.5)) / 100 }
 	c.Predicted = &Predicted{Speedup: round(best.Speedup), AAL: round(best.AAL)}
