@@ -398,7 +398,7 @@ func (sp *SpeedupScreen) calibrate() {
 		return
 	}
 	sp.work("Calibrating", true, func(ctx context.Context, b *profiles.Bench, ps profiles.PairSpec, pr profiles.Progress) (string, error) {
-		c, err := b.Calibrate(ctx, ps, texts, path, n, pr)
+		c, err := b.Calibrate(ctx, ps, texts, path, n, profiles.SampleParams{}, pr)
 		if err != nil {
 			return "", err
 		}

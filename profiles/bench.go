@@ -100,8 +100,15 @@ type PairSpec = pairs.Spec
 // openPair opens the pair, looking hidden-state drafter ids up in this
 // database.
 func (b *Bench) openPair(spec PairSpec, concurrent bool) (*pairs.Pair, error) {
+	return b.openPairSampled(spec, zeroSample, concurrent)
+}
+
+// openPairSampled opens the pair for decoding at smp: the draft source
+// proposes from its distribution after the same transforms (temperature,
+// top-k, top-p) as the target's, which sampled verification corrects.
+func (b *Bench) openPairSampled(spec PairSpec, smp SampleParams, concurrent bool) (*pairs.Pair, error) {
 	spec.DB = b.path
-	return pairs.Open(spec, zeroSample, concurrent)
+	return pairs.Open(spec, smp, concurrent)
 }
 
 // encodeWithRoom encodes texts and refuses, before anything runs, a prompt

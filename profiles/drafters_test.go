@@ -120,7 +120,7 @@ func TestDrafterLifecycle(t *testing.T) {
 	for _, p := range []string{"Once upon a time", "The little dog ran", "Lily and Ben"} {
 		ids = append(ids, pr.Target.Tok.Encode(p, true, false))
 	}
-	acc, err := measure.Calibrate(ctx, measure.DraftStepOptions(pr, pairs.Spec{}).Engine, ids, 48, nil)
+	acc, err := measure.Calibrate(ctx, measure.DraftStepOptions(pr, pairs.Spec{}).Engine, ids, 48, sample.Params{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

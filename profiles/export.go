@@ -81,6 +81,8 @@ func (b *Bench) provenance(ctx context.Context, in *Inputs, planID int64) (strin
 // database by path, size and mtime), so a replay can refuse a changed file.
 func (b *Bench) config(ctx context.Context, ps PairSpec, in *Inputs, best costmodel.Prediction, measuredOn string) (*Export, error) {
 	c := config.New(ps, config.HardwareOf(in.Hardware), in.Threads, in.CtxLen, in.Precision, best)
+	// the sampling the plan was tuned for: its calibration's
+	c.Sampling = config.SamplingOf(in.Sampling())
 	st, err := b.db(ctx)
 	if err != nil {
 		return nil, err

@@ -159,14 +159,19 @@ type Calibration struct {
 
 // Calibrate runs the pair greedily over the prompts with the probe tree,
 // stores the acceptance tables and returns them.
-func (b *Bench) Calibrate(ctx context.Context, ps PairSpec, prompts []string, suite string, tokens int, progress Progress) (*Calibration, error) {
+// smp is the sampling the pair will run at (zero: greedy), which the
+// calibration decodes at.
+func (b *Bench) Calibrate(ctx context.Context, ps PairSpec, prompts []string, suite string, tokens int, smp SampleParams, progress Progress) (*Calibration, error) {
+	if err := smp.Validate(); err != nil {
+		return nil, err
+	}
 	if ps.Sources() == 0 {
 		return nil, fmt.Errorf("calibration needs a draft source")
 	}
 	if tokens < 1 || len(prompts) == 0 {
 		return nil, fmt.Errorf("calibration needs prompts and a positive token count")
 	}
-	pair, err := b.openPair(ps, false)
+	pair, err := b.openPairSampled(ps, smp, false)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +181,7 @@ func (b *Bench) Calibrate(ctx context.Context, ps PairSpec, prompts []string, su
 	if err != nil {
 		return nil, err
 	}
-	acc, err := measure.Calibrate(ctx, eng, ids, tokens, func(done, total int) {
+	acc, err := measure.Calibrate(ctx, eng, ids, tokens, smp, func(done, total int) {
 		progress.send("calibrating", done, total, "prompts")
 	})
 	if err != nil {
@@ -299,6 +304,9 @@ func (in *Inputs) Describe() string {
 	if !in.Acc.Created.IsZero() {
 		s += ", " + in.Acc.Created.Local().Format("2006-01-02")
 	}
+	if smp := in.Acc.Sample; !smp.Greedy() {
+		s += ", " + describeSampling(smp)
+	}
 	switch n := in.Acc.Probes(); {
 	case n > 0:
 		s += fmt.Sprintf(" (EGT plans replayed on %d of its steps)", n)
@@ -306,6 +314,57 @@ func (in *Inputs) Describe() string {
 		s += " (EGT plans priced on its tables: calibrate again to replay them on its steps)"
 	}
 	return s
+}
+
+// Sampling is the sampling the acceptance was measured at: a calibration's
+// (zero, greedy, for assumed values). Runs, validations and exports of
+// the plans tuned on it sample so.
+func (in *Inputs) Sampling() SampleParams {
+	if in == nil || in.Acc == nil || in.Assumed {
+		return SampleParams{TopP: 1, Seed: 1}
+	}
+	smp := in.Acc.Sample
+	if smp.TopP == 0 {
+		smp.TopP = 1
+	}
+	if smp.Seed == 0 {
+		smp.Seed = 1
+	}
+	return smp
+}
+
+// describeSampling names a sampling rule: "greedy", or "temperature 0.8,
+// top-p 0.9" and what else is set.
+func describeSampling(p SampleParams) string {
+	if p.Greedy() {
+		return "greedy"
+	}
+	s := fmt.Sprintf("temperature %g", p.Temp)
+	if p.TopK > 0 {
+		s += fmt.Sprintf(", top-k %d", p.TopK)
+	}
+	if p.TopP > 0 && p.TopP < 1 {
+		s += fmt.Sprintf(", top-p %g", p.TopP)
+	}
+	if p.MinP > 0 {
+		s += fmt.Sprintf(", min-p %g", p.MinP)
+	}
+	return s
+}
+
+// sameSampling says whether a and b sample alike (seeds aside).
+func sameSampling(a, b SampleParams) bool {
+	norm := func(p SampleParams) SampleParams {
+		if p.Greedy() {
+			return SampleParams{}
+		}
+		if p.TopP == 0 {
+			p.TopP = 1
+		}
+		p.Seed = 0
+		return p
+	}
+	return norm(a) == norm(b)
 }
 
 // InputsOptions choose where the inputs come from.

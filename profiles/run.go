@@ -158,7 +158,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 		return nil, fmt.Errorf("strategy %s needs a draft source", plan.Strategy)
 	}
 	res = &RunResult{Predicted: opt.Predicted, PredictedOn: opt.PredictedOn, Greedy: opt.Sample.Greedy()}
-	pair, err := b.openPair(ps, plan.Concurrent())
+	pair, err := b.openPairSampled(ps, opt.Sample, plan.Concurrent())
 	if err != nil {
 		return nil, err
 	}
@@ -170,6 +170,10 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 		if in, err := b.Inputs(ctx, ps, InputsOptions{}, nil); err == nil {
 			if pr, err := in.Predict(plan); err == nil {
 				res.Predicted, res.PredictedOn = pr.Speedup, in.Describe()
+				if tuned := in.Sampling(); in.Acc != nil && !in.Assumed && !sameSampling(tuned, opt.Sample) {
+					res.PredictedOn += fmt.Sprintf("; acceptance measured %s, this run samples %s: the prediction does not hold for it (calibrate at this sampling)",
+						describeSampling(tuned), describeSampling(opt.Sample))
+				}
 			} else {
 				res.PredictedOn = err.Error()
 			}

@@ -22,7 +22,7 @@ func TestStoredRunIsThePlanRun(t *testing.T) {
 	}
 	defer b.Close()
 	prompts := modeltest.StoryPrompts(t)[:3]
-	cal, err := b.Calibrate(ctx, ps, prompts, "stories", 16, nil)
+	cal, err := b.Calibrate(ctx, ps, prompts, "stories", 16, SampleParams{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -168,7 +168,7 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 		if conc && draftThreads > 0 {
 			s.DraftThreads = draftThreads
 		}
-		p, err := b.openPair(s, conc)
+		p, err := b.openPairSampled(s, opt.Sample, conc)
 		if err != nil {
 			return nil, err
 		}

@@ -268,7 +268,7 @@ func TestCalibrationPricesThresholdPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	cal, err := b.Calibrate(ctx, ps, []string{"Once upon a time", "The little dog"}, "", 24, nil)
+	cal, err := b.Calibrate(ctx, ps, []string{"Once upon a time", "The little dog"}, "", 24, SampleParams{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,5 +324,63 @@ func TestCalibrationPricesThresholdPlans(t *testing.T) {
 	v, err := b.Validate(ctx, ps, ValidateOptions{Plans: []costmodel.Prediction{*th}, MaxTokens: 24, Prompts: []string{"Once upon a time"}, NoStore: true})
 	if err != nil || !v.Plans[0].Identical {
 		t.Fatalf("validating %s: %v", th.Plan, err)
+	}
+}
+
+// TestSampledCalibrationTunesAndExportsItsSampling: a calibration at
+// temperature 0.8 stores that sampling with its acceptance; tune names it,
+// its validations run at it, and the exported config.yaml carries it, so
+// a plan tuned for sampled decoding is not priced, checked or deployed
+// greedily.
+func TestSampledCalibrationTunesAndExportsItsSampling(t *testing.T) {
+	ps := storiesPair(t)
+	ctx := context.Background()
+	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.Calibrate(ctx, ps, []string{"Once upon a time"}, "", 8, SampleParams{Temp: -1}, nil); err == nil {
+		t.Fatal("a negative temperature was accepted")
+	}
+	smp := SampleParams{Temp: 0.8, TopP: 0.95, Seed: 7}
+	cal, err := b.Calibrate(ctx, ps, []string{"Once upon a time", "The little dog"}, "", 24, smp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cal.Acc.Sample != smp {
+		t.Fatalf("calibration stored sampling %+v, ran %+v", cal.Acc.Sample, smp)
+	}
+	tr, err := b.Tune(ctx, ps, TuneOptions{Space: costmodel.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 12}, NoRecheck: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.Inputs.Sampling(); got != smp {
+		t.Errorf("tune's inputs sample at %+v, calibrated at %+v", got, smp)
+	}
+	if d := tr.Inputs.Describe(); !strings.Contains(d, "temperature 0.8, top-p 0.95") {
+		t.Errorf("tune does not name its sampling: %q", d)
+	}
+	ex, err := b.TuneExport(ctx, ps, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseConfig("config.yaml", ex.YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Sampling.Temperature != 0.8 || c.Sampling.TopP != 0.95 || c.Sampling.Seed != 7 {
+		t.Errorf("exported sampling %+v, tuned at %+v\n%s", c.Sampling, smp, ex.YAML)
+	}
+	// a greedy calibration exports greedy sampling
+	if _, err := b.Calibrate(ctx, ps, []string{"Once upon a time"}, "", 16, SampleParams{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tr, err = b.Tune(ctx, ps, TuneOptions{Space: costmodel.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 12}, NoRecheck: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.Inputs.Sampling(); !got.Greedy() {
+		t.Errorf("greedy calibration tunes at %+v", got)
 	}
 }

@@ -151,10 +151,15 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 	n := fs.Int("n", 64, "tokens per prompt")
 	trainPred := fs.Bool("predictor", false, "also train the depth predictor (Yggdrasil) and store it")
 	depth := fs.Int("depth", 5, "depth predictor: deepest draft level it predicts (Dmax)")
+	sp := sampleFlags(fs) // the sampling the pair will run at: acceptance at 0.8 is not the greedy one
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := p.check(true); err != nil {
+		return fail(fs, err)
+	}
+	smp, err := sp()
+	if err != nil {
 		return fail(fs, err)
 	}
 	if *prompts == "" || *n < 1 {
@@ -172,7 +177,7 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer b.Close()
-	cal, err := b.Calibrate(ctx, p.PairSpec, texts, *prompts, *n, progress(env))
+	cal, err := b.Calibrate(ctx, p.PairSpec, texts, *prompts, *n, smp, progress(env))
 	if err != nil {
 		return err
 	}
@@ -411,7 +416,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 			if !*asJSON {
 				fmt.Fprintf(w, "\nvalidating the top %d plans on %s (%d tokens per prompt, %d round(s), plans and plain decoding interleaved per prompt):\n", len(plans), *prompts, *n, *rounds)
 			}
-			v, err := b.Validate(ctx, p.PairSpec, profiles.ValidateOptions{Plans: plans, Sample: zeroTemp(), MaxTokens: *n, Prompts: texts, Rounds: *rounds})
+			v, err := b.Validate(ctx, p.PairSpec, profiles.ValidateOptions{Plans: plans, Sample: t.Inputs.Sampling(), MaxTokens: *n, Prompts: texts, Rounds: *rounds})
 			if v != nil {
 				doc.Validation = validationJSON(v, err)
 				if !*asJSON {
@@ -430,7 +435,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 			fmt.Fprintf(w, "\nvalidating on %s (%d tokens per prompt):\n", *prompts, *n)
 		}
 		// the tuned plan goes to the run as it is, with its prediction
-		res, err := b.Run(ctx, p.PairSpec, profiles.RunOptions{Plan: best.Plan, Sample: zeroTemp(), MaxTokens: *n, Prompts: texts, Baseline: true, Predicted: best.Speedup})
+		res, err := b.Run(ctx, p.PairSpec, profiles.RunOptions{Plan: best.Plan, Sample: t.Inputs.Sampling(), MaxTokens: *n, Prompts: texts, Baseline: true, Predicted: best.Speedup})
 		if res != nil {
 			doc.Validation = runJSON(best.Plan, res, err)
 			if !*asJSON {

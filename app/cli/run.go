@@ -204,9 +204,6 @@ func runRun(ctx context.Context, env Env, args []string) (err error) {
 	return err
 }
 
-// zeroTemp is greedy sampling, as config.yaml writes it.
-func zeroTemp() profiles.SampleParams { return profiles.SampleParams{TopP: 1, Seed: 1} }
-
 // printResult writes a run's figures as the text report.
 func printResult(w io.Writer, res *profiles.RunResult) {
 	printSummary(w, res.Label, &res.Totals)

@@ -283,3 +283,14 @@ func HardwareOf(hw store.Hardware) Hardware {
 	}
 	return Hardware{CPUCores: hw.Cores, CPU: hw.CPU, GPUType: gpu, CPUAffinity: fmt.Sprintf("0-%d", hw.Threads-1)}
 }
+
+// SamplingOf is the sampling block for p, each float32 written as its
+// shortest decimal (0.8, not 0.800000011920929), which reads back as the
+// same float32.
+func SamplingOf(p sample.Params) Sampling {
+	dec := func(x float32) float64 {
+		f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
+		return f
+	}
+	return Sampling{Temperature: dec(p.Temp), TopK: p.TopK, TopP: dec(p.TopP), MinP: dec(p.MinP), Seed: p.Seed}
+}

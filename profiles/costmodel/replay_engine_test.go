@@ -34,7 +34,7 @@ func TestReplayMatchesTheEngine(t *testing.T) {
 	for _, prompt := range []string{"Once upon a time", "The little dog ran", "Lily and Ben", "One day, a bird"} {
 		ids := target.Tok.Encode(prompt, true, false)
 		eng := &spec.Engine{Target: target, Source: drafter.NewModel(draft, 0, target.CtxLen, sample.Params{}, "noisy")}
-		acc, err := measure.Calibrate(ctx, eng, [][]int{ids}, 16, nil)
+		acc, err := measure.Calibrate(ctx, eng, [][]int{ids}, 16, sample.Params{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func TestReplayThresholdMatchesTheEngine(t *testing.T) {
 	for _, prompt := range []string{"Once upon a time", "The little dog ran", "Lily and Ben", "One day, a bird", "Tom had a red"} {
 		ids := target.Tok.Encode(prompt, true, false)
 		eng := &spec.Engine{Target: target, Source: drafter.NewModel(draft, 0, target.CtxLen, sample.Params{}, "noisy")}
-		acc, err := measure.Calibrate(ctx, eng, [][]int{ids}, 16, nil)
+		acc, err := measure.Calibrate(ctx, eng, [][]int{ids}, 16, sample.Params{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

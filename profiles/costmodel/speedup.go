@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/profiles/store"
 )
@@ -28,6 +29,10 @@ type Acceptance struct {
 	Tokens  int       `json:"tokens"`
 	// Created is when the calibration ran (zero in older databases).
 	Created time.Time `json:"created,omitzero"`
+	// Sample is the sampling the pair decoded at, with the lossless
+	// sampled verification when not greedy: the acceptance holds for runs
+	// that sample so (zero: greedy; older databases are greedy too).
+	Sample sample.Params `json:"sample,omitzero"`
 	// Depths records every calibration step: the drafter's best path
 	// probability at each depth and how many tokens the target accepted,
 	// what a threshold depth policy is priced on (none in older

@@ -22,14 +22,18 @@ import (
 // OverheadWidths are the widths the per-step bookkeeping is timed at.
 var OverheadWidths = []int{1, 8, 32}
 
-// Calibrate runs the pair greedily over the prompts with a wide static probe
+// Calibrate runs the pair over the prompts with a wide static probe
 // tree and counts, per depth and sibling rank, how often the target chose
 // the drafter's candidate, and acceptance against drafter probability; it
 // also records each step's best path probability by depth and accepted
 // length (Acceptance.Depths), on which depth policies are priced, and reads
 // the re-check's shape before the first prompt and after each
 // (Acceptance.Window), for the tunes that follow to pool.
-func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens int, progress func(done, total int)) (*costmodel.Acceptance, error) {
+//
+// smp is the sampling to calibrate at (zero: greedy): the acceptance of a
+// pair at temperature 0.8 is not its greedy one, and runs that sample are
+// priced on a calibration that sampled alike.
+func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens int, smp sample.Params, progress func(done, total int)) (*costmodel.Acceptance, error) {
 	shape, err := tree.FromWidths(costmodel.CalibrationWidths)
 	if err != nil {
 		return nil, err
@@ -46,7 +50,7 @@ func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens in
 	// the same counts for regular and re-sampled steps apart (Acceptance.Regular)
 	kindHits, kindOffered := [2][][]int{table(), table()}, [2][][]int{table(), table()}
 	resampled := 0
-	acc := &costmodel.Acceptance{QBins: make([]float64, 10), QCounts: make([]int, 10), Created: time.Now().UTC()}
+	acc := &costmodel.Acceptance{QBins: make([]float64, 10), QCounts: make([]int, 10), Created: time.Now().UTC(), Sample: smp}
 	qHits := make([]int, 10)
 	// the re-check's shape, read between prompts: a window as long as the
 	// calibration (RecheckWindow); a target too short for it goes without
@@ -70,7 +74,8 @@ func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens in
 		return nil, err
 	}
 	for i, p := range prompts {
-		cfg := spec.Config{Strategy: "tree", Static: shape, MaxTokens: tokens, StopAtEOS: true}
+		cfg := spec.Config{Strategy: "tree", Static: shape, MaxTokens: tokens, StopAtEOS: true, Sample: smp}
+		cfg.Sample.Seed += uint64(i) // each prompt its own draws, the whole calibration reproducible
 		cfg.OnStep = func(s spec.Step) {
 			acc.Steps++
 			kind := 0
