@@ -417,16 +417,11 @@ func (sp *SpeedupScreen) trainPredictor() {
 		return
 	}
 	sp.work("Training the depth predictor", true, func(ctx context.Context, b *profiles.Bench, ps profiles.PairSpec, pr profiles.Progress) (string, error) {
-		r, err := b.TrainPredictor(ctx, ps, texts, n, 5, 0, pr)
+		r, err := b.TrainPredictor(ctx, ps, profiles.PredictorOptions{Prompts: texts, Tokens: n, Corpus: true}, pr)
 		if err != nil {
 			return "", err
 		}
-		acc := 0.0
-		for _, a := range r.Stats.Accuracy {
-			acc += a
-		}
-		return fmt.Sprintf("Depth predictor %d stored: %d training steps, mean held-out accuracy %.0f%%; egt plans can use depth policy \"predictor\".",
-			r.ID, r.Stats.Samples, 100*acc/float64(max(1, len(r.Stats.Accuracy)))), nil
+		return r.Summary(), nil
 	}, nil)
 }
 

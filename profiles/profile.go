@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -210,69 +211,6 @@ func targetID(ctx context.Context, st *store.Store, pair *pairs.Pair) (int64, er
 	return st.PutModel(ctx, &md)
 }
 
-// PredictorReport is a trained, stored depth predictor.
-type PredictorReport struct {
-	ID    int64
-	Stats predictor.Stats
-}
-
-// TrainPredictor collects chain-drafting data for the pair, trains the
-// depth predictor (Yggdrasil), and stores it with calibration calID (0: the
-// pair's newest calibration).
-func (b *Bench) TrainPredictor(ctx context.Context, ps PairSpec, prompts []string, tokens, depth int, calID int64, progress Progress) (*PredictorReport, error) {
-	st, err := b.db(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if ps.Sources() == 0 || tokens < 2 || depth < 1 || len(prompts) == 0 {
-		return nil, fmt.Errorf("a depth predictor needs a draft source, prompts, more than 1 token per prompt and a depth >= 1")
-	}
-	pair, err := b.openPair(ps, false)
-	if err != nil {
-		return nil, err
-	}
-	defer pair.Close()
-	if calID == 0 {
-		tid, err := targetID(ctx, st, pair)
-		if err != nil {
-			return nil, err
-		}
-		var acc costmodel.Acceptance
-		if calID, err = st.LatestCalibration(ctx, tid, ps.SourceName(), &acc); err != nil {
-			return nil, err
-		}
-		if calID == 0 {
-			return nil, fmt.Errorf("no calibration of %s with %s in %s: %w", ps.Target, ps.SourceName(), b.path, ErrNotCalibrated)
-		}
-	}
-	progress.send("collecting", 0, 1, fmt.Sprintf("chains of %d", depth))
-	eng := &spec.Engine{Target: pair.Target, Source: pair.Source}
-	ids, err := encodeWithRoom(pair, prompts, tokens)
-	if err != nil {
-		return nil, err
-	}
-	samples, err := measure.DepthSamples(ctx, eng, ids, tokens, depth)
-	if err != nil {
-		return nil, err
-	}
-	pred := predictor.New(pair.Target.Dim, 128, depth, 1)
-	err = pred.Train(samples, predictor.TrainOptions{Progress: func(ep, total int, loss float64) {
-		progress.send("training", ep, total, fmt.Sprintf("loss %.4f", loss))
-	}})
-	if err != nil {
-		return nil, err
-	}
-	blob, err := pred.Marshal()
-	if err != nil {
-		return nil, err
-	}
-	id, err := st.SavePredictor(ctx, calID, blob, pred.Stats)
-	if err != nil {
-		return nil, err
-	}
-	return &PredictorReport{ID: id, Stats: pred.Stats}, nil
-}
-
 // Inputs are what the speedup model reasons with for a pair: the stored
 // (or measured) latency curves and the pair's newest calibration, with the
 // facts an export records.
@@ -431,6 +369,20 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 		}
 		if id > 0 {
 			stored, in.CalID = &acc, id
+			// the depth predictors trained on it, priced beside the rest
+			err := st.PredictorStats(ctx, id, func(pid int64, b []byte) error {
+				var ps predictor.Stats
+				if json.Unmarshal(b, &ps) != nil {
+					return nil // an older predictor's stats: not priced
+				}
+				if l, ok := ps.Learned(pid); ok {
+					acc.Learned = append(acc.Learned, l)
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
 		}
 	}
 	if opt.Recheck && in.Profiled {

@@ -298,7 +298,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 // one: Run and the Server decode through it.
 func (b *Bench) planEngine(ctx context.Context, ps PairSpec, pair *pairs.Pair, plan spec.Plan, cfg *spec.Config) (*spec.Engine, error) {
 	if plan.DepthPolicy == "predictor" && plan.Reads("depth_policy") {
-		pol, err := b.predictorPolicy(ctx, ps, pair, plan, *cfg)
+		pol, err := b.predictorPolicy(ctx, ps, pair, plan)
 		if err != nil {
 			return nil, err
 		}
@@ -401,43 +401,49 @@ func (r *recorder) finish(ctx context.Context, status string, t *Totals) error {
 	return r.err
 }
 
-// predictorPolicy loads the pair's depth predictor (the plan's, or the
-// newest) and the latency curves it weighs depths with.
-func (b *Bench) predictorPolicy(ctx context.Context, ps PairSpec, pair *pairs.Pair, plan spec.Plan, cfg spec.Config) (*predictor.Policy, error) {
+// predictorPolicy loads the plan's depth predictor (the pair's newest when
+// the plan names none), refusing one trained for another target, drafter
+// or shape: what was trained is what runs.
+func (b *Bench) predictorPolicy(ctx context.Context, ps PairSpec, pair *pairs.Pair, plan spec.Plan) (*predictor.Policy, error) {
 	st, err := b.db(ctx)
 	if err != nil {
 		return nil, err
 	}
-	hw, err := hardware.KnownHardware(ctx, st, ps.Threads, false)
+	tid, err := targetID(ctx, st, pair)
 	if err != nil {
 		return nil, err
 	}
-	costs, tid, err := measure.PairCosts(ctx, st, hw, pair, ps, false, nil)
-	if err != nil {
-		return nil, err
-	}
-	id, blob, err := st.LatestPredictor(ctx, tid, ps.SourceName())
-	if err != nil {
-		return nil, err
-	}
+	id := plan.PredictorID
+	var blob []byte
 	if id == 0 {
-		return nil, fmt.Errorf("no depth predictor for %s with %s in %s: run 'arborist calibrate --predictor' first", ps.Target, ps.SourceName(), b.path)
-	}
-	if plan.PredictorID > 0 && plan.PredictorID != id {
-		return nil, fmt.Errorf("depth predictor %d is not the newest of %s with %s (%d)", plan.PredictorID, ps.Target, ps.SourceName(), id)
+		if id, blob, err = st.LatestPredictor(ctx, tid, ps.SourceName()); err != nil {
+			return nil, err
+		}
+		if id == 0 {
+			return nil, fmt.Errorf("no depth predictor for %s with %s in %s: run 'arborist train predictor' first", ps.Target, ps.SourceName(), b.path)
+		}
+	} else if blob, err = st.Predictor(ctx, id, tid, ps.SourceName()); err != nil {
+		return nil, err
+	} else if blob == nil {
+		return nil, fmt.Errorf("no depth predictor %d for %s with %s in %s", id, ps.Target, ps.SourceName(), b.path)
 	}
 	pred, err := predictor.Unmarshal(blob)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("depth predictor %d: %w", id, err)
 	}
-	if pred.In != pair.Target.Dim {
-		return nil, fmt.Errorf("depth predictor %d expects hidden states of %d, the target has %d", id, pred.In, pair.Target.Dim)
+	if pred.Dim > 0 && pred.Dim != pair.Target.Dim {
+		return nil, fmt.Errorf("depth predictor %d reads states of width %d, the target's are %d", id, pred.Dim, pair.Target.Dim)
 	}
-	widths := cfg.Widths
-	if len(widths) > pred.Depth {
-		widths = widths[:pred.Depth]
+	shape := func(q spec.Plan) string {
+		q.DepthPolicy, q.DepthMin, q.PredictorID = "", 0, 0
+		return q.Canonical().Key()
 	}
-	return &predictor.Policy{P: pred, Costs: costs, Widths: widths, Branch: cfg.Branch}, nil
+	if shape(plan) != shape(pred.Plan) {
+		trained := pred.Plan
+		trained.DepthPolicy = "predictor"
+		return nil, fmt.Errorf("depth predictor %d decides the depth of %s, not %s: run that plan, or train a predictor for this one ('arborist train predictor --strategy egt ...')", id, trained, plan)
+	}
+	return &predictor.Policy{P: pred, Embed: pair.Target.Embed}, nil
 }
 
 // inputs are the files a workflow on ps reads: the database (with its side

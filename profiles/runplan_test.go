@@ -22,11 +22,11 @@ func TestStoredRunIsThePlanRun(t *testing.T) {
 	}
 	defer b.Close()
 	prompts := modeltest.StoryPrompts(t)[:3]
-	cal, err := b.Calibrate(ctx, ps, prompts, "stories", 16, SampleParams{}, nil)
+	_, err = b.Calibrate(ctx, ps, prompts, "stories", 16, SampleParams{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pred, err := b.TrainPredictor(ctx, ps, prompts, 16, 3, cal.ID, nil)
+	pred, err := b.TrainPredictor(ctx, ps, PredictorOptions{Prompts: prompts, Tokens: 16, Epochs: 2, Plan: Plan{Strategy: "egt", EGT: []int{1, 1, 1}, Branch: 2, WMax: 4}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestStoredRunIsThePlanRun(t *testing.T) {
 		{Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 6},
 		{Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 8, Pad: true},
 		{Strategy: "egt", EGT: []int{1, 1, 1, 1}, Branch: 1, WMax: 4, DepthPolicy: "threshold", DepthMin: 0.3},
-		{Strategy: "egt", EGT: []int{1, 1, 1}, Branch: 2, WMax: 4, DepthPolicy: "predictor", PredictorID: pred.ID},
+		pred.Plan,
 		{Strategy: "duo", Gamma: 4, MaxSeqs: 2},
 		{Strategy: "sequoia", Parents: []int{-1, -1, 0, 1}},
 	} {

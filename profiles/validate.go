@@ -194,7 +194,7 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 			return nil, err
 		}
 		if plan.DepthPolicy == "predictor" && plan.Reads("depth_policy") {
-			pol, err := b.predictorPolicy(ctx, ps, pair, plan, cfg)
+			pol, err := b.predictorPolicy(ctx, ps, pair, plan)
 			if err != nil {
 				return nil, err
 			}

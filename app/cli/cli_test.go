@@ -211,7 +211,7 @@ func TestTuningWorkflow(t *testing.T) {
 		t.Errorf("tune without calibration: exit %d, %s", code, stderr)
 	}
 	code, out, stderr = run(t, "run", "--target", target, "--draft", draft, "--strategy", "egt", "--depth-policy", "predictor", "--prompt", "x", "--db", db)
-	if code != 1 || !strings.Contains(stderr, "calibrate --predictor") {
+	if code != 1 || !strings.Contains(stderr, "arborist train predictor") {
 		t.Errorf("predictor policy without a predictor: exit %d, %s", code, stderr)
 	}
 	code, out, stderr = run(t, "train", "predictor", "--target", target, "--draft", draft, "--prompts", prompts, "--db", db)
@@ -222,11 +222,19 @@ func TestTuningWorkflow(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "depth 1:") || !strings.Contains(out, "between prompts, T_verify(4) read") {
 		t.Fatalf("calibrate: exit %d\n%s\n%s", code, out, stderr)
 	}
-	code, out, stderr = run(t, "train", "predictor", "--target", target, "--draft", draft, "--prompts", prompts, "-n", "48", "--depth", "4", "--db", db)
-	if code != 0 || !strings.Contains(out, "held-out accuracy") {
-		t.Fatalf("train predictor: exit %d\n%s\n%s", code, out, stderr)
+	code, out, stderr = run(t, "train", "predictor", "--target", target, "--draft", draft, "--prompts", prompts, "-n", "48", "--corpus=false",
+		"--strategy", "egt", "--egt-widths", "1,2,2,2", "--branch", "2", "--w-max", "8", "--epochs", "10", "--db", db)
+	for _, want := range []string{"depth predictor 1 for egt widths=1,2,2,2 branch=2 w-max=8", "best fixed depth (", "best threshold (", "most common best depth", "features (speedup on validation", "held-out accuracy", "tune "} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("train predictor: exit %d, no %q\n%s\n%s", code, want, out, stderr)
+		}
 	}
-	code, out, stderr = run(t, "run", "--target", target, "--draft", draft, "--strategy", "egt", "--egt-widths", "1,2,2,2", "--depth-policy", "predictor",
+	code, out, stderr = run(t, "run", "--target", target, "--draft", draft, "--strategy", "egt", "--egt-widths", "1,2,2", "--branch", "2", "--w-max", "8", "--depth-policy", "predictor",
+		"--prompt", "Once upon a time", "-n", "32", "--db", db)
+	if code != 1 || !strings.Contains(stderr, "decides the depth of egt widths=1,2,2,2") {
+		t.Errorf("a shape the predictor was not trained for: exit %d, %s", code, stderr)
+	}
+	code, out, stderr = run(t, "run", "--target", target, "--draft", draft, "--strategy", "egt", "--egt-widths", "1,2,2,2", "--branch", "2", "--w-max", "8", "--depth-policy", "predictor", "--predictor-id", "1",
 		"--prompt", "Once upon a time", "-n", "32", "--temp", "0", "--baseline", "--db", db)
 	if code != 0 || !strings.Contains(out, "speedup:") {
 		t.Fatalf("run with the predictor policy: exit %d\n%s\n%s", code, out, stderr)

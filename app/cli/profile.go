@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -149,8 +150,7 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 	db := dbFlag(fs)
 	prompts := fs.String("prompts", "", "prompt suite `file`, one prompt per line")
 	n := fs.Int("n", 64, "tokens per prompt")
-	trainPred := fs.Bool("predictor", false, "also train the depth predictor (Yggdrasil) and store it")
-	depth := fs.Int("depth", 5, "depth predictor: deepest draft level it predicts (Dmax)")
+	trainPred := fs.Bool("predictor", false, "also train a depth predictor (Yggdrasil) on this calibration, with these prompts and the built-in corpus, and store it")
 	sp := sampleFlags(fs) // the sampling the pair will run at: acceptance at 0.8 is not the greedy one
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -164,9 +164,6 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 	}
 	if *prompts == "" || *n < 1 {
 		return fail(fs, usagef("--prompts is required and -n must be positive"))
-	}
-	if *trainPred && *depth < 1 {
-		return fail(fs, usagef("--depth must be >= 1"))
 	}
 	texts, err := profiles.ReadPrompts(*prompts)
 	if err != nil {
@@ -208,13 +205,14 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 	if !*trainPred {
 		return nil
 	}
-	return trainPredictor(ctx, env, b, p.PairSpec, texts, *n, *depth, cal.ID)
+	fmt.Fprintln(w)
+	return trainPredictor(ctx, env, b, p.PairSpec, profiles.PredictorOptions{Prompts: texts, Tokens: *n, Corpus: true}, false)
 }
 
-// trainPredictor trains and stores the pair's depth predictor and reports
-// its accuracy.
-func trainPredictor(ctx context.Context, env Env, b *profiles.Bench, ps profiles.PairSpec, texts []string, n, depth int, calID int64) error {
-	r, err := b.TrainPredictor(ctx, ps, texts, n, depth, calID, progress(env))
+// trainPredictor trains and stores a depth predictor for the pair and
+// reports it against the policies it must beat.
+func trainPredictor(ctx context.Context, env Env, b *profiles.Bench, ps profiles.PairSpec, opt profiles.PredictorOptions, asJSON bool) error {
+	r, err := b.TrainPredictor(ctx, ps, opt, progress(env))
 	if err != nil {
 		if errors.Is(err, profiles.ErrNotCalibrated) {
 			return fmt.Errorf("%w (run 'arborist calibrate' first)", err)
@@ -222,48 +220,125 @@ func trainPredictor(ctx context.Context, env Env, b *profiles.Bench, ps profiles
 		return err
 	}
 	w := env.Stdout
-	fmt.Fprintf(w, "depth predictor %d: %d training steps, %d held out (the last prompts), trained in %v\n", r.ID, r.Stats.Samples, r.Stats.HeldOut, r.Stats.Took.Round(time.Millisecond))
-	for d := range r.Stats.Accuracy {
-		fmt.Fprintf(w, "  depth %d: held-out accuracy %5.1f%% (accepted in %5.1f%% of held-out steps)\n", d+1, 100*r.Stats.Accuracy[d], 100*r.Stats.BaseRate[d])
+	if asJSON {
+		return writeJSON(w, struct {
+			ID    int64  `json:"id"`
+			Plan  string `json:"plan"`
+			Stats any    `json:"stats"`
+		}{r.ID, r.Plan.String(), r.Stats})
 	}
+	printPredictor(w, r)
 	return nil
+}
+
+// printPredictor writes a trained predictor's report: its held-out speedup
+// beside the best fixed depth, the threshold policies, the most common
+// best depth and the per-step bound, the ablation of its features, and
+// what tune does with it.
+func printPredictor(w io.Writer, r *profiles.PredictorReport) {
+	st := r.Stats
+	fmt.Fprintf(w, "depth predictor %d for %s: %d training steps (%d prompts), %d validation (%d), %d held out (%d prompts it never saw), trained in %v\n",
+		r.ID, st.Plan, st.Steps[0], st.Prompts[0], st.Steps[1], st.Prompts[1], st.Steps[2], st.Prompts[2], st.Took.Round(time.Millisecond))
+	fmt.Fprintf(w, "labels: the depth this machine's costs reward on each step (tokens minus %.0f tokens/s times the step's time); training steps by best depth:", st.Lambda)
+	for l := 1; l < len(st.Labels); l++ {
+		fmt.Fprintf(w, " %d: %.0f%%", l, 100*st.Labels[l])
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "held-out speedup over plain decoding (the steps replayed with this machine's costs):")
+	fmt.Fprintf(w, "  depth predictor (%s; deeper at p >= %g%s)  %.3fx  (its inference %v a step)\n", st.Chosen, st.Cut, emaNote(st.EMA), st.Predictor, st.Infer.Round(time.Microsecond/10))
+	fmt.Fprintf(w, "  best fixed depth (%d)  %.3fx  (each depth:", st.BestFixed, st.Fixed[st.BestFixed-1])
+	for l, v := range st.Fixed {
+		fmt.Fprintf(w, " %d: %.3fx", l+1, v)
+	}
+	fmt.Fprintln(w, ")")
+	fmt.Fprintf(w, "  best threshold (%g)  %.3fx\n", st.Threshold, st.ThresholdSpeedup)
+	fmt.Fprintf(w, "  most common best depth (%d)  %.3fx\n", st.Common, st.CommonSpeedup)
+	fmt.Fprintf(w, "  every step at its own best depth (a bound)  %.3fx\n", st.Oracle)
+	fmt.Fprintln(w, "features (speedup on validation, then held out):")
+	for _, v := range st.Variants {
+		mark := " "
+		if v.Name == st.Chosen {
+			mark = "*"
+		}
+		fmt.Fprintf(w, " %s %-34s %.3fx  %.3fx\n", mark, v.Name, v.Validation, v.HeldOut)
+	}
+	fmt.Fprint(w, "decisions (draft level k+1 after k), held-out accuracy against always the most common answer:")
+	for k, a := range st.Accuracy {
+		fmt.Fprintf(w, " %d->%d: %.0f%% vs %.0f%%", k+1, k+2, 100*a, 100*st.Majority[k])
+	}
+	fmt.Fprintln(w)
+	if st.Beats {
+		fmt.Fprintf(w, "it is at least as fast as the best fixed depth and threshold: tune prices and offers %q\n", r.Plan.String())
+	} else {
+		fmt.Fprintf(w, "it is slower than the best fixed depth (%.3fx) or threshold (%.3fx) on held-out prompts: tune leaves it out, and a fixed or threshold plan is the one to run\n",
+			st.Fixed[st.BestFixed-1], st.ThresholdSpeedup)
+	}
+}
+
+func emaNote(ema float64) string {
+	if ema < 1 {
+		return fmt.Sprintf(", smoothed %g", ema)
+	}
+	return ""
 }
 
 func runTrain(ctx context.Context, env Env, args []string) error {
 	if len(args) > 0 && args[0] == "drafter" {
 		return runTrainDrafter(ctx, env, args[1:])
 	}
+	const usage = "--target T (--draft D | --draft-ngram N | --draft-layers K | --draft-hidden ID) --prompts FILE [-n 64] [--corpus=false] [--epochs 30] [--strategy egt --egt W,.. --branch B --w-max M] [--db FILE] [--json]"
 	if len(args) == 0 || args[0] != "predictor" {
-		fmt.Fprintln(env.Stderr, "usage: arborist train predictor --target T --draft D --prompts FILE [-n 128] [--depth 5] [--db FILE]")
+		fmt.Fprintln(env.Stderr, "usage: arborist train predictor "+usage)
 		fmt.Fprintln(env.Stderr, "       arborist train drafter "+trainDrafterArgs())
 		return usagef("train what? (predictor or drafter)")
 	}
-	fs := newFlags(env, "train predictor", "--target T (--draft D | --draft-ngram N | --draft-layers K) --prompts FILE [-n 128] [--depth 5] [--db FILE]")
+	fs := newFlags(env, "train predictor", usage)
 	var p pairFlags
 	p.register(fs)
+	var plf planFlags
+	plf.register(fs)
 	db := dbFlag(fs)
 	prompts := fs.String("prompts", "", "prompt suite `file`, one prompt per line")
-	n := fs.Int("n", 128, "tokens per prompt")
-	depth := fs.Int("depth", 5, "deepest draft level predicted (Dmax)")
+	n := fs.Int("n", 64, "tokens per prompt")
+	corpus := fs.Bool("corpus", true, "also decode the built-in prompt corpus (332 prompts) for data")
+	epochs := fs.Int("epochs", 30, "training epochs")
+	asJSON := jsonFlag(fs)
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	if err := p.check(true); err != nil {
 		return fail(fs, err)
 	}
-	if *prompts == "" || *n < 2 || *depth < 1 {
-		return fail(fs, usagef("--prompts is required, -n must be above 1 and --depth positive"))
+	if *prompts == "" || *n < 2 || *epochs < 1 || *epochs > 1000 {
+		return fail(fs, usagef("--prompts is required, -n must be above 1 and --epochs in 1..1000"))
+	}
+	opt := profiles.PredictorOptions{Tokens: *n, Corpus: *corpus, Epochs: *epochs}
+	strategySet := false
+	fs.Visit(func(f *flag.Flag) { strategySet = strategySet || f.Name == "strategy" })
+	if strategySet {
+		plan, err := plf.resolve()
+		if err != nil {
+			return fail(fs, err)
+		}
+		if plan.Strategy == "chain" {
+			plan = profiles.Plan{Strategy: "egt", EGT: slices.Repeat([]int{1}, plan.Gamma), Branch: 1, WMax: plan.Gamma}
+		}
+		if !plan.Grows() {
+			return fail(fs, usagef("a depth predictor decides the depth of an egt plan (or a chain), not %s", plan.Strategy))
+		}
+		opt.Plan = plan
 	}
 	texts, err := profiles.ReadPrompts(*prompts)
 	if err != nil {
 		return err
 	}
+	opt.Prompts = texts
 	b, err := openBench(ctx, *db)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	return trainPredictor(ctx, env, b, p.PairSpec, texts, *n, *depth, 0)
+	return trainPredictor(ctx, env, b, p.PairSpec, opt, *asJSON)
 }
 
 // predictionJSON is one ranked plan in `tune --json`.

@@ -87,7 +87,7 @@ func TestPlanFieldsOffered(t *testing.T) {
 	if d := by["depth_policy"]; d.Kind != TextField || len(d.Choices) != 3 {
 		t.Errorf("depth_policy: %+v", d)
 	}
-	if _, ok := by["predictor_id"]; ok {
-		t.Error("the hidden predictor id is offered")
+	if p := by["predictor_id"]; p.Flag != "predictor-id" || p.Kind != IntField || p.Default != "0" {
+		t.Errorf("predictor_id: %+v", p)
 	}
 }

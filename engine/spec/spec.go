@@ -109,8 +109,14 @@ type Step struct {
 	// of the accepted child (-1: none) and how many children there were.
 	Ranks, Offered []int `json:",omitempty"`
 	// Hidden is the target's last hidden state before the step (only with
-	// Config.RecordHidden).
+	// Config.RecordHidden), and Last the last committed token.
 	Hidden []float32 `json:"-"`
+	Last   int       `json:"-"`
+	// RootTop1 and RootEntropy describe the drafter's distribution at the
+	// root (highest probability; entropy in nats), with Config.RecordHidden
+	// or a depth policy: what a learned depth policy reads.
+	RootTop1    float64 `json:",omitempty"`
+	RootEntropy float64 `json:",omitempty"`
 	// Tried lists the drafter probability of each child the verifier
 	// tried and whether it was accepted (for calibration by confidence).
 	Tried []Try `json:",omitempty"`
@@ -205,17 +211,29 @@ func (r *Result) Totals() (draft, verify, overhead, overlap time.Duration) {
 
 // DepthPolicy decides how deep an Equal-Growth Tree grows this step.
 type DepthPolicy interface {
-	// Next reports whether to draft level depth+1, given the deepest level
-	// drafted so far (0 before any), the best path probability on its
-	// frontier, and the target's last hidden state (for learned policies).
-	Next(depth int, best float64, hidden []float32) bool
+	// Next reports whether to draft level s.Depth+1.
+	Next(s DepthState) bool
+}
+
+// DepthState is what a depth policy knows before each level: what the
+// step has drafted so far and, for learned policies, the step's context.
+type DepthState struct {
+	Depth int     // the deepest level drafted so far (0 before any)
+	Best  float64 // the best path probability on its frontier (1 before any)
+	// Hidden is the target's last hidden state before the step and Last
+	// the last committed token (the root).
+	Hidden []float32
+	Last   int
+	// Top1 and Entropy describe the drafter's distribution at the root
+	// (its highest probability, and its entropy in nats), from depth 1 on.
+	Top1, Entropy float64
 }
 
 // FixedDepth drafts exactly D levels.
 type FixedDepth struct{ D int }
 
 // Next implements DepthPolicy.
-func (f FixedDepth) Next(depth int, _ float64, _ []float32) bool { return depth < f.D }
+func (f FixedDepth) Next(s DepthState) bool { return s.Depth < f.D }
 
 // Threshold keeps growing while the best frontier path is at least Min
 // likely to be accepted, up to Max levels.
@@ -225,8 +243,8 @@ type Threshold struct {
 }
 
 // Next implements DepthPolicy.
-func (t Threshold) Next(depth int, best float64, _ []float32) bool {
-	return depth < t.Max && (depth == 0 || best >= t.Min)
+func (t Threshold) Next(s DepthState) bool {
+	return s.Depth < t.Max && (s.Depth == 0 || s.Best >= t.Min)
 }
 
 // Engine runs speculative generations of one target with one draft source.
@@ -277,8 +295,13 @@ type run struct {
 	hs         drafter.HiddenSource // the source, when it reads the target's hidden states
 	needHidden bool                 // the passes return hidden states (hs, a depth policy or RecordHidden reads them)
 	rows       []float32            // scratch: the hidden states handed to hs
-	duo        duoState
-	aot        *aotHead
+	// readRoot: a depth policy or RecordHidden reads the drafter's root
+	// distribution, summarised in rootTop1 and rootEntropy when the root
+	// is expanded
+	readRoot              bool
+	rootTop1, rootEntropy float64
+	duo                   duoState
+	aot                   *aotHead
 }
 
 func (r *run) loop(ctx context.Context, prompt []int) error {
@@ -305,6 +328,7 @@ func (r *run) loop(ctx context.Context, prompt []int) error {
 	// the target's hidden states are read by a hidden-state source, a
 	// depth policy and RecordHidden; otherwise they stay on the device
 	r.needHidden = hs != nil || cfg.RecordHidden || cfg.Depth != nil
+	r.readRoot = cfg.RecordHidden || cfg.Depth != nil
 	if len(prompt) > 1 {
 		b := model.Batch{Tokens: prompt[:len(prompt)-1], Want: []int{len(prompt) - 2}, Hidden: r.needHidden}
 		if hs != nil {
@@ -382,12 +406,17 @@ func (r *run) step(ctx context.Context) (bool, error) {
 	if r.cfg.RecordHidden && r.hidden != nil {
 		st.Hidden = append([]float32(nil), r.hidden...)
 	}
+	st.Last = r.root
+	r.rootTop1, r.rootEntropy = 0, 0
 	t0 := time.Now()
 	tr, err := r.draft(ctx, &st)
 	if err != nil {
 		return false, err
 	}
 	st.Draft += time.Since(t0)
+	if r.readRoot {
+		st.RootTop1, st.RootEntropy = r.rootTop1, r.rootEntropy
+	}
 	for _, n := range tr.Nodes {
 		if !n.Pad {
 			st.Drafted++

@@ -90,9 +90,30 @@ func configs() map[string]Config {
 		"egt":         {Strategy: "egt", Widths: []int{1, 2, 3, 3, 2}, Branch: 2, WMax: 12, Pad: true},
 		"egt-thresh":  {Strategy: "egt", Widths: []int{1, 2, 2, 2, 2, 2}, Branch: 3, WMax: 10, Depth: Threshold{Max: 6, Min: 0.2}},
 		"egt-aot":     {Strategy: "egt", Widths: []int{1, 2, 2, 2}, Branch: 2, WMax: 8, AOT: true},
+		"egt-learned": {Strategy: "egt", Widths: []int{1, 2, 2, 2, 2}, Branch: 2, WMax: 10, AOT: true, Depth: contextDepth{Max: 5}},
 		"duo":         {Strategy: "duo", Gamma: 6, MaxSeqs: 4},
 		"duo-1":       {Strategy: "duo", Gamma: 4, MaxSeqs: 1},
 	}
+}
+
+// contextDepth stands in for a learned depth policy: the depth it stops
+// at follows everything such a policy reads (the target's state, the last
+// token, the drafter's root distribution, the frontier), so the strategies
+// stay lossless whatever a learned policy decides.
+type contextDepth struct{ Max int }
+
+func (c contextDepth) Next(s DepthState) bool {
+	if s.Depth == 0 {
+		return true
+	}
+	if s.Depth >= c.Max {
+		return false
+	}
+	h := 0.0
+	for _, v := range s.Hidden {
+		h += math.Abs(float64(v))
+	}
+	return (s.Last+s.Depth+int(10*s.Top1)+int(3*s.Entropy)+int(h)+int(10*s.Best))%3 != 0
 }
 
 func sources(p pair, params sample.Params, ctx int) map[string]func() (drafter.Source, bool) {
@@ -309,4 +330,69 @@ func TestValidateBudget(t *testing.T) {
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// recordDepth records the states a depth policy is given.
+type recordDepth struct {
+	max    int
+	states *[]DepthState
+}
+
+func (r recordDepth) Next(s DepthState) bool {
+	*r.states = append(*r.states, DepthState{Depth: s.Depth, Best: s.Best, Hidden: append([]float32(nil), s.Hidden...), Last: s.Last, Top1: s.Top1, Entropy: s.Entropy})
+	return s.Depth < r.max
+}
+
+// TestDepthStateIsTheStep: a depth policy is told, before each level, the
+// levels drafted, the frontier's best path probability, the target's
+// hidden state, the last committed token and the drafter's root
+// distribution, the same the step then records for training one.
+func TestDepthStateIsTheStep(t *testing.T) {
+	p := loadPair(t, "stories260K.gguf", "bench/draft-noisy-0.05.gguf")
+	prompt := p.target.Tok.Encode("Once upon a time", true, false)
+	var states []DepthState
+	var steps []Step
+	var out []int
+	cfg := Config{Strategy: "egt", Widths: []int{1, 2, 2}, Branch: 2, WMax: 6, MaxTokens: 24, RecordHidden: true,
+		Depth: recordDepth{max: 3, states: &states}, OnStep: func(s Step) { steps = append(steps, s) }}
+	res, err := (&Engine{Target: p.target, Source: drafter.NewModel(p.draft, 0, 256, sample.Params{}, "draft")}).Run(context.Background(), prompt, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = res.Tokens
+	last := prompt[len(prompt)-1]
+	at := 0
+	for i, st := range steps {
+		if st.Last != last {
+			t.Fatalf("step %d: last token %d, want %d", i, st.Last, last)
+		}
+		if len(st.Hidden) != p.target.Dim || !(st.RootTop1 > 0 && st.RootTop1 <= 1) || st.RootEntropy < 0 || st.RootEntropy > math.Log(float64(p.target.Vocab))+1e-9 {
+			t.Fatalf("step %d records hidden %d, root top-1 %g, entropy %g", i, len(st.Hidden), st.RootTop1, st.RootEntropy)
+		}
+		for d := 0; at < len(states) && (d == 0 || states[at].Depth != 0); d++ {
+			s := states[at]
+			at++
+			if s.Depth != d || s.Last != st.Last || fmt.Sprint(s.Hidden) != fmt.Sprint(st.Hidden) || s.Best < 0 || s.Best > 1 {
+				t.Fatalf("step %d, depth %d: the policy was told %+v", i, d, s)
+			}
+			if d == 0 && (s.Best != 1 || s.Top1 != 0) {
+				t.Fatalf("step %d: before any level the policy was told best %g, top-1 %g", i, s.Best, s.Top1)
+			}
+			if d > 0 && (s.Top1 != st.RootTop1 || s.Entropy != st.RootEntropy) {
+				t.Fatalf("step %d, depth %d: root %g/%g told, %g/%g recorded", i, d, s.Top1, s.Entropy, st.RootTop1, st.RootEntropy)
+			}
+		}
+		last = out[min(len(out), sumEmitted(steps[:i+1]))-1]
+	}
+	if at != len(states) || len(steps) == 0 {
+		t.Fatalf("%d policy calls matched of %d over %d steps", at, len(states), len(steps))
+	}
+}
+
+func sumEmitted(steps []Step) int {
+	n := 0
+	for _, s := range steps {
+		n += s.Emitted
+	}
+	return n
 }

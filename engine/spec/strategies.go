@@ -31,7 +31,29 @@ func (r *run) expand(ctx context.Context, tr *tree.Tree, nodes []int) ([][]float
 		}
 		dst[i] = make([]float32, r.vocab)
 	}
-	return dst, r.e.Source.Expand(ctx, paths, dst)
+	if err := r.e.Source.Expand(ctx, paths, dst); err != nil {
+		return dst, err
+	}
+	if r.readRoot {
+		for i, n := range nodes {
+			if n == tree.Root {
+				r.rootTop1, r.rootEntropy = summarise(dst[i])
+			}
+		}
+	}
+	return dst, nil
+}
+
+// summarise returns q's highest probability and its entropy in nats.
+func summarise(q []float32) (top, entropy float64) {
+	for _, v := range q {
+		if v > 0 {
+			p := float64(v)
+			top = math.Max(top, p)
+			entropy -= p * math.Log(p)
+		}
+	}
+	return top, entropy
 }
 
 func (r *run) setQ(tr *tree.Tree, node int, mode tree.ChildMode, q []float32) {
@@ -155,7 +177,10 @@ func (r *run) egt(ctx context.Context, room, depthRoom int) (*tree.Tree, error) 
 	if policy == nil {
 		policy = FixedDepth{D: len(c.Widths)}
 	}
-	for d := 0; d < len(c.Widths) && d < depthRoom && policy.Next(d, best, r.hidden); d++ {
+	state := func(d int) DepthState {
+		return DepthState{Depth: d, Best: best, Hidden: r.hidden, Last: r.root, Top1: r.rootTop1, Entropy: r.rootEntropy}
+	}
+	for d := 0; d < len(c.Widths) && d < depthRoom && policy.Next(state(d)); d++ {
 		sort.SliceStable(frontier, func(a, b int) bool { return pathP(tr, frontier[a]) > pathP(tr, frontier[b]) })
 		chosen := frontier[:min(len(frontier), c.Widths[d])]
 		qs, err := r.expand(ctx, tr, chosen)

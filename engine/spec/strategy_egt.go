@@ -26,7 +26,7 @@ func init() {
 			{Name: "depth_policy", Label: "depth", Default: "fixed", Choices: []string{"fixed", "threshold", "predictor"},
 				Help: "fixed, threshold, or predictor (the stored depth predictor of this pair)"},
 			{Name: "depth_min", Label: "minimum", Default: "0.2", Help: "threshold policy: stop when the best path probability falls below this"},
-			{Name: "predictor_id", Hidden: true}, // the stored predictor tune chose
+			{Name: "predictor_id", Label: "predictor id", Default: "0", Help: "predictor policy: the stored depth predictor to run, as 'arborist train predictor' printed it (0: the pair's newest)"},
 		},
 		NeedsSource: true,
 		Concurrent:  func(p Plan) bool { return p.AOT },

@@ -45,7 +45,7 @@ func (a *Acceptance) Probes() int {
 	n := 0
 	if a != nil {
 		for _, s := range a.Depths {
-			if s.hasProbe() {
+			if s.HasProbe() {
 				n++
 			}
 		}
@@ -53,9 +53,10 @@ func (a *Acceptance) Probes() int {
 	return n
 }
 
-// hasProbe says whether s recorded a probe tree to replay (a path
-// probability for every node).
-func (s DepthSample) hasProbe() bool { return len(s.Parents) > 0 && len(s.PathP) == len(s.Parents) }
+// HasProbe says whether the step recorded a probe tree to replay, a path
+// probability for every node (a step that drafted nothing, or one of an
+// older calibration, did not).
+func (s DepthSample) HasProbe() bool { return len(s.Parents) > 0 && len(s.PathP) == len(s.Parents) }
 
 // replayable says whether every node p can draft lies inside the probe
 // tree: no deeper than it, and no more children of a node at any depth
@@ -114,7 +115,7 @@ type probeStep struct {
 func probesOf(samples []DepthSample) []probeStep {
 	var out []probeStep
 	for _, s := range samples {
-		if !s.hasProbe() {
+		if !s.HasProbe() {
 			continue
 		}
 		n := len(s.Parents)
@@ -158,6 +159,13 @@ func replayGrowth(steps []probeStep, widths []int, branch int) grown {
 // at least least (spec.Threshold). It also returns the levels each step
 // drafted.
 func replayGrowthUntil(steps []probeStep, widths []int, branch int, least float64) (grown, []int) {
+	return replayGrowthSeen(steps, widths, branch, least, nil)
+}
+
+// replayGrowthSeen is replayGrowthUntil telling seen, when not nil, the
+// highest path probability among the nodes each step grows at each level
+// (1 = depth 1): what a depth policy sees there.
+func replayGrowthSeen(steps []probeStep, widths []int, branch int, least float64, seen func(step, level int, best float32)) (grown, []int) {
 	out := make(grown, 0, len(steps))
 	levels := make([]int, 0, len(steps))
 	var frontier, next, tree []int
@@ -203,6 +211,13 @@ func replayGrowthUntil(steps []probeStep, widths []int, branch int, least float6
 				break
 			}
 			drafted++
+			if seen != nil {
+				best := float32(0)
+				for _, nd := range next {
+					best = max(best, pathP(nd))
+				}
+				seen(len(out), drafted, best)
+			}
 			tree = append(tree, next...)
 			frontier = append(frontier[:0], next...)
 		}

@@ -55,6 +55,9 @@ type Acceptance struct {
 	// re-check. Nil in older databases, or when the target's positions
 	// are too few for the re-check's context.
 	Window *RecheckWindow `json:"recheck_window,omitempty"`
+	// Learned are the depth predictors trained on this calibration, as
+	// they are priced (not stored with it: the store keeps them apart).
+	Learned []Learned `json:"-"`
 }
 
 // minSplitSteps is how many steps of each kind (at depth 1) a calibration
@@ -589,6 +592,9 @@ func predictOn(p Plan, acc *Acceptance, c Costs, cv curves, m *memo) (Prediction
 	if p.Grows() && p.DepthPolicy == "threshold" {
 		return predictThreshold(p, acc, c, cv, m)
 	}
+	if p.Grows() && p.DepthPolicy == "predictor" {
+		return predictLearned(p, acc, c, cv, m)
+	}
 	secs := func(pts []store.Point) func(int) float64 {
 		return func(w int) float64 { return Interp(pts, w).Seconds() }
 	}
@@ -749,6 +755,22 @@ func SearchAll(acc *Acceptance, c Costs, sp SearchSpace) Searched {
 			seen[k] = true
 		}
 		res.Ranked = append(res.Ranked, pr)
+	}
+	// the depth predictors trained on this calibration, each for its own
+	// shape, where they beat that shape's fixed depths and threshold
+	// policies on the steps they never saw
+	for _, l := range learned(acc) {
+		if !l.Beats {
+			continue
+		}
+		pr, err := predict(l.Plan, acc, c, m)
+		if errors.Is(err, ErrBeyondProfile) {
+			res.Beyond++
+			continue
+		}
+		if err == nil {
+			res.Ranked = append(res.Ranked, pr)
+		}
 	}
 	sort.SliceStable(res.Ranked, func(i, j int) bool { return res.Ranked[i].Speedup > res.Ranked[j].Speedup })
 	return res

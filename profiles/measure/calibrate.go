@@ -15,7 +15,6 @@ import (
 	"arborist/kernels"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/pairs"
-	"arborist/profiles/predictor"
 	"arborist/profiles/store"
 )
 
@@ -267,20 +266,40 @@ func coversWidths(c *store.Curve, ws []int) bool {
 	return true
 }
 
-// DepthSamples runs the pair greedily with a chain of depth tokens over the
-// prompts and returns, for every step, the target's hidden state before it
-// and how many draft tokens were accepted: the depth predictor's data.
-func DepthSamples(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens, depth int) ([]predictor.Sample, error) {
-	var out []predictor.Sample
+// ProbeStep is one step of the probe tree as a depth predictor learns
+// from it: the step with its probe (costmodel.DepthSample), the prompt it
+// came from, the target's hidden state before it, the last committed token
+// and the drafter's root distribution.
+type ProbeStep struct {
+	Prompt        int
+	Sample        costmodel.DepthSample
+	Hidden        []float32
+	Last          int
+	Top1, Entropy float64
+}
+
+// ProbeSteps runs the pair with the calibration's probe tree over the
+// prompts at smp, as Calibrate does, and records every step with its probe
+// and what a depth predictor reads: its data.
+func ProbeSteps(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens int, smp sample.Params, progress func(done, total int)) ([]ProbeStep, error) {
+	shape, err := tree.FromWidths(costmodel.CalibrationWidths)
+	if err != nil {
+		return nil, err
+	}
+	var out []ProbeStep
 	for i, p := range prompts {
-		cfg := spec.Config{Strategy: "chain", Gamma: depth, MaxTokens: tokens, StopAtEOS: true, RecordHidden: true}
+		cfg := spec.Config{Strategy: "tree", Static: shape, MaxTokens: tokens, StopAtEOS: true, Sample: smp, RecordHidden: true}
+		cfg.Sample.Seed += uint64(i)
 		cfg.OnStep = func(s spec.Step) {
-			if s.Hidden != nil && s.Drafted == depth {
-				out = append(out, predictor.Sample{Hidden: s.Hidden, Accepted: s.Accepted})
-			}
+			ds := costmodel.DepthSample{Best: append([]float64(nil), s.Best...), Accepted: s.Accepted, Top: append([]float64(nil), s.First...), P21: s.P21, Resampled: s.Resampled}
+			ds.RecordProbe(s.Tree, s.Path)
+			out = append(out, ProbeStep{Prompt: i, Sample: ds, Hidden: s.Hidden, Last: s.Last, Top1: s.RootTop1, Entropy: s.RootEntropy})
 		}
 		if _, err := eng.Run(ctx, p, cfg); err != nil {
-			return nil, fmt.Errorf("profiles: depth samples, prompt %d: %w", i+1, err)
+			return nil, fmt.Errorf("profiles: depth predictor data, prompt %d: %w", i+1, err)
+		}
+		if progress != nil {
+			progress(i+1, len(prompts))
 		}
 	}
 	return out, nil

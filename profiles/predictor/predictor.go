@@ -1,7 +1,7 @@
-// Package predictor is Yggdrasil's depth predictor: a small network that,
-// from the target's state at a step, estimates how deep the draft will be
-// accepted, trained on a calibration's steps and used as an EGT depth
-// policy (Policy).
+// Package predictor is Yggdrasil's depth predictor: a small network that
+// decides, level by level, how deep an Equal-Growth Tree drafts this step,
+// trained on a pair's recorded steps to choose the depth the latency-aware
+// speedup model rewards (Fit), and run as an EGT depth policy (Policy).
 package predictor
 
 import (
@@ -9,49 +9,103 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
+
+	"gonum.org/v1/gonum/floats"
 
 	"arborist/profiles/costmodel"
 )
 
-// Predictor is Yggdrasil's depth predictor: from the target's last hidden
-// state, an MLP (hidden -> 128 relu -> one sigmoid head per depth) estimates
-// the probability that the draft token at each depth d = 1..Depth will be
-// accepted. Inputs are standardised with the training set's mean and spread.
+// Version is the stored predictor's format; predictors of another format
+// are refused (train again).
+const Version = 2
+
+// The feature groups a predictor's trunk may read (Features).
+const (
+	// Confidence is the drafter's distribution at the root: its highest
+	// probability and its entropy.
+	Confidence = "confidence"
+	// Hidden is the target's last hidden state before the step.
+	Hidden = "hidden"
+	// Embedding is the target's embedding of the last committed token
+	// (Yggdrasil's input).
+	Embedding = "embedding"
+)
+
+// Predictor decides whether an Equal-Growth Tree drafts level k+1 once it
+// has drafted k levels (k = 1..Depth-1; the first level is always
+// drafted). A trunk reads the step's features, x -> relu(W1 x + B1) of
+// Units units (Yggdrasil's 128; none when Features is empty), and head k
+// adds what the step shows at depth k when Path is set, the log of the
+// best path probability on the frontier:
+//
+//	p_k = sigmoid(B2[k] + W2[k] . a + U[k] * (log best_k - PMean[k]) / PStd[k])
+//
+// the probability that drafting deeper pays off on this step. Inputs are
+// standardised with the training set's mean and spread.
 type Predictor struct {
-	In, Hidden, Depth int
-	Mean, Std         []float64   // input standardisation
-	W1                [][]float64 // Hidden x In
-	B1                []float64
-	W2                [][]float64 // Depth x Hidden
-	B2                []float64
-	Stats             Stats
+	Version  int
+	Features []string // trunk feature groups, in input order
+	Path     bool     // heads read the frontier's best path probability
+	In       int      // trunk inputs
+	Units    int      // trunk units
+	Depth    int      // levels of Plan (heads: Depth-1)
+	Dim      int      // the target's width (hidden and embedding groups)
+	Mean     []float64
+	Std      []float64
+	W1       [][]float64 // Units x In
+	B1       []float64
+	W2       [][]float64 // heads x Units
+	B2       []float64
+	U        []float64 // heads
+	PMean    []float64 // heads
+	PStd     []float64 // heads
+	// EMA smooths each head's probability across steps (1: not at all),
+	// as Yggdrasil smooths its predictions, and a level is drafted when
+	// that probability is at least Cut; Fit chooses both on validation
+	// prompts (stopping early and drafting on do not cost the same).
+	EMA float64
+	Cut float64
+	// Plan is the EGT shape the predictor decides depth for.
+	Plan  costmodel.Plan
+	Stats Stats
 }
 
-// Stats records how training went.
-type Stats struct {
-	Samples, HeldOut int
-	Epochs           int
-	TrainLoss        []float64 // per epoch
-	Accuracy         []float64 // held-out accuracy per depth (threshold 0.5)
-	BaseRate         []float64 // held-out fraction of accepted labels per depth
-	Took             time.Duration
+// Step is one recorded step as the predictor sees it: its features, what
+// the shape's frontier showed at each level, and what drafting each depth
+// would have kept.
+type Step struct {
+	Prompt        int // the prompt it came from (splits keep prompts apart)
+	Hidden        []float32
+	Embedding     []float32
+	Top1, Entropy float64
+	// Best[d] is the best path probability among the nodes the shape
+	// grows at depth d+1; Kept[L-1] the draft tokens the step keeps
+	// drafting L levels.
+	Best      []float64
+	Kept      []int
+	Resampled bool // the source drafted the step by re-sampling
 }
 
-// Sample is one training example: the hidden state before a step and how
-// many draft tokens the target then accepted.
-type Sample struct {
-	Hidden   []float32
-	Accepted int
-}
+// reach is how many levels the step can be drafted to (at least one).
+func (s *Step) reach(depth int) int { return max(1, min(depth, len(s.Best), len(s.Kept))) }
 
-// New makes an untrained predictor with small random weights.
-func New(in, hidden, depth int, seed uint64) *Predictor {
-	rng := rand.New(rand.NewPCG(seed, seed+7))
-	p := &Predictor{In: in, Hidden: hidden, Depth: depth, Mean: make([]float64, in), Std: make([]float64, in)}
-	for i := range p.Std {
-		p.Std[i] = 1
+// newPredictor makes an untrained predictor reading features (and the
+// path when path is set) for a shape of depth levels.
+func newPredictor(features []string, path bool, dim, units, depth int, seed uint64) *Predictor {
+	in := 0
+	for _, f := range features {
+		in += groupSize(f, dim)
 	}
+	if in == 0 {
+		units = 0
+	}
+	heads := max(0, depth-1)
+	p := &Predictor{Version: Version, Features: features, Path: path, In: in, Units: units, Depth: depth, Dim: dim, EMA: 1, Cut: 0.5,
+		Mean: make([]float64, in), Std: ones(in), B1: make([]float64, units), B2: make([]float64, heads),
+		U: make([]float64, heads), PMean: make([]float64, heads), PStd: ones(heads)}
+	rng := rand.New(rand.NewPCG(seed, seed+7))
 	mat := func(r, c int, scale float64) [][]float64 {
 		m := make([][]float64, r)
 		for i := range m {
@@ -62,235 +116,257 @@ func New(in, hidden, depth int, seed uint64) *Predictor {
 		}
 		return m
 	}
-	p.W1, p.B1 = mat(hidden, in, math.Sqrt(2/float64(in))), make([]float64, hidden)
-	p.W2, p.B2 = mat(depth, hidden, math.Sqrt(1/float64(hidden))), make([]float64, depth)
+	p.W1 = mat(units, in, math.Sqrt(2/float64(max(1, in))))
+	p.W2 = mat(heads, units, math.Sqrt(1/float64(max(1, units))))
 	return p
 }
 
-// forward returns the standardised input, pre-activations, activations and
-// output probabilities.
-func (p *Predictor) forward(h []float32) (x, z1, a1, out []float64) {
-	x = make([]float64, p.In)
-	for i := range x {
-		x[i] = (float64(h[i]) - p.Mean[i]) / p.Std[i]
+func ones(n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = 1
 	}
-	z1, a1 = make([]float64, p.Hidden), make([]float64, p.Hidden)
-	for j := range z1 {
-		s := p.B1[j]
-		for i, v := range x {
-			s += p.W1[j][i] * v
-		}
-		z1[j] = s
-		a1[j] = math.Max(0, s)
-	}
-	out = make([]float64, p.Depth)
-	for d := range out {
-		s := p.B2[d]
-		for j, v := range a1 {
-			s += p.W2[d][j] * v
-		}
-		out[d] = 1 / (1 + math.Exp(-s))
-	}
-	return
-}
-
-// Predict returns the acceptance probability at each depth.
-func (p *Predictor) Predict(h []float32) []float64 {
-	_, _, _, out := p.forward(h)
 	return out
 }
 
-// grads accumulates the gradient of the mean binary cross-entropy over the
-// first `heads` heads (plus L2 on the weights) for one sample into g.
-func (p *Predictor) grads(s Sample, heads int, g *Predictor) float64 {
-	x, z1, a1, out := p.forward(s.Hidden)
-	dz2 := make([]float64, p.Depth)
-	loss := 0.0
-	for d := 0; d < heads; d++ {
-		y := 0.0
-		if s.Accepted > d {
-			y = 1
-		}
-		o := math.Min(math.Max(out[d], 1e-12), 1-1e-12)
-		loss -= y*math.Log(o) + (1-y)*math.Log(1-o)
-		dz2[d] = out[d] - y
+// groupSize is how many inputs a feature group adds.
+func groupSize(group string, dim int) int {
+	if group == Confidence {
+		return 2
 	}
-	da1 := make([]float64, p.Hidden)
-	for d := 0; d < heads; d++ {
-		g.B2[d] += dz2[d]
-		for j := range a1 {
-			g.W2[d][j] += dz2[d] * a1[j]
-			da1[j] += p.W2[d][j] * dz2[d]
-		}
+	return dim
+}
+
+// input writes the step's trunk features, standardised, into x.
+func (p *Predictor) input(hidden, emb []float32, top1, entropy float64, x []float64) {
+	at := 0
+	put := func(v float64) {
+		x[at] = (v - p.Mean[at]) / p.Std[at]
+		at++
 	}
-	for j := range z1 {
-		if z1[j] <= 0 {
-			continue
-		}
-		g.B1[j] += da1[j]
-		for i, v := range x {
-			g.W1[j][i] += da1[j] * v
+	for _, f := range p.Features {
+		switch f {
+		case Confidence:
+			put(top1)
+			put(entropy)
+		case Hidden:
+			for i := 0; i < p.Dim; i++ {
+				put(at32(hidden, i))
+			}
+		case Embedding:
+			for i := 0; i < p.Dim; i++ {
+				put(at32(emb, i))
+			}
 		}
 	}
-	return loss
+}
+
+// at32 reads v[i], 0 past its end (a feature the step did not record).
+func at32(v []float32, i int) float64 {
+	if i < len(v) {
+		return float64(v[i])
+	}
+	return 0
+}
+
+// pathFeature is head k's standardised path input.
+func (p *Predictor) pathFeature(k int, best float64) float64 {
+	return (math.Log(math.Max(best, 1e-4)) - p.PMean[k]) / p.PStd[k]
+}
+
+// trunk computes a = relu(W1 x + B1) into a (and the pre-activations into
+// z, when not nil).
+func (p *Predictor) trunk(x, z, a []float64) {
+	for j := range a {
+		s := p.B1[j] + floats.Dot(p.W1[j], x)
+		if z != nil {
+			z[j] = s
+		}
+		a[j] = math.Max(0, s)
+	}
+}
+
+// head is head k's probability from the trunk's activations a and the
+// frontier's best path probability.
+func (p *Predictor) head(k int, a []float64, best float64) float64 {
+	s := p.B2[k]
+	if p.Units > 0 {
+		s += floats.Dot(p.W2[k], a)
+	}
+	if p.Path {
+		s += p.U[k] * p.pathFeature(k, best)
+	}
+	return 1 / (1 + math.Exp(-s))
 }
 
 // l2 is the regularisation weight of Yggdrasil's recipe (+0.01 * sum w^2).
 const l2 = 0.01
 
-// Loss is the mean BCE over the first heads heads plus the L2 term.
-func (p *Predictor) Loss(data []Sample, heads int) float64 {
-	g := p.zero()
-	total := 0.0
-	for _, s := range data {
-		total += p.grads(s, heads, g)
-	}
-	return total/float64(len(data)) + l2*p.sqWeights()
+// example is a training example: the standardised trunk input, the path
+// input of each head it trains, and each head's label (-1: the head does
+// not see this step, which ends before its level).
+type example struct {
+	x    []float64
+	path []float64
+	y    []float64
 }
 
-func (p *Predictor) sqWeights() float64 {
-	s := 0.0
-	for _, m := range [][][]float64{p.W1, p.W2} {
-		for _, row := range m {
-			for _, v := range row {
-				s += v * v
-			}
+// grads accumulates the gradient of the squared error of the first heads
+// heads for one example into g, and returns that error.
+func (p *Predictor) grads(e example, heads int, g *Predictor, z, a, da []float64) float64 {
+	if p.Units > 0 {
+		p.trunk(e.x, z, a)
+		clear(da)
+	}
+	loss := 0.0
+	for k := 0; k < heads; k++ {
+		if e.y[k] < 0 {
+			continue
+		}
+		s := p.B2[k]
+		if p.Units > 0 {
+			s += floats.Dot(p.W2[k], a)
+		}
+		if p.Path {
+			s += p.U[k] * e.path[k]
+		}
+		o := 1 / (1 + math.Exp(-s))
+		d := o - e.y[k]
+		loss += d * d
+		dz := 2 * d * o * (1 - o)
+		g.B2[k] += dz
+		if p.Path {
+			g.U[k] += dz * e.path[k]
+		}
+		if p.Units > 0 {
+			floats.AddScaled(g.W2[k], dz, a)
+			floats.AddScaled(da, dz, p.W2[k])
 		}
 	}
-	return s
+	for j := 0; j < p.Units; j++ {
+		if z[j] <= 0 || da[j] == 0 {
+			continue
+		}
+		g.B1[j] += da[j]
+		floats.AddScaled(g.W1[j], da[j], e.x)
+	}
+	return loss
 }
 
+// zero is a predictor of p's shape with every parameter zero (a gradient).
 func (p *Predictor) zero() *Predictor {
-	z := &Predictor{In: p.In, Hidden: p.Hidden, Depth: p.Depth}
-	z.W1, z.W2 = make([][]float64, p.Hidden), make([][]float64, p.Depth)
+	z := &Predictor{In: p.In, Units: p.Units, Depth: p.Depth, Path: p.Path}
+	z.W1 = make([][]float64, p.Units)
 	for j := range z.W1 {
 		z.W1[j] = make([]float64, p.In)
 	}
-	for d := range z.W2 {
-		z.W2[d] = make([]float64, p.Hidden)
+	z.W2 = make([][]float64, len(p.B2))
+	for k := range z.W2 {
+		z.W2[k] = make([]float64, p.Units)
 	}
-	z.B1, z.B2 = make([]float64, p.Hidden), make([]float64, p.Depth)
+	z.B1, z.B2, z.U = make([]float64, p.Units), make([]float64, len(p.B2)), make([]float64, len(p.B2))
 	return z
 }
 
-// params lists every parameter slice, in a fixed order, for the optimiser.
-func (p *Predictor) params() [][]float64 {
-	out := append([][]float64{}, p.W1...)
-	out = append(out, p.B1)
-	out = append(out, p.W2...)
-	return append(out, p.B2)
+// params lists every parameter slice in a fixed order, and which are
+// weights (L2 applies to them, not to biases).
+func (p *Predictor) params() (ps [][]float64, weight []bool) {
+	for _, r := range p.W1 {
+		ps, weight = append(ps, r), append(weight, true)
+	}
+	ps, weight = append(ps, p.B1), append(weight, false)
+	for _, r := range p.W2 {
+		ps, weight = append(ps, r), append(weight, true)
+	}
+	ps, weight = append(ps, p.B2), append(weight, false)
+	return append(ps, p.U), append(weight, true)
 }
 
-// TrainOptions control Train.
-type TrainOptions struct {
-	Epochs   int     // default 40
-	Batch    int     // default 32
-	LR       float64 // Adam step, default 1e-3
-	HeldOut  float64 // fraction held out for accuracy, default 0.25
-	Seed     uint64
-	Progress func(epoch, epochs int, loss float64)
+// loss is the mean squared error of the first heads heads over data plus
+// the L2 term (what training minimises).
+func (p *Predictor) loss(data []example, heads int) float64 {
+	g := p.zero()
+	z, a, da := make([]float64, p.Units), make([]float64, p.Units), make([]float64, p.Units)
+	total := 0.0
+	for _, e := range data {
+		total += p.grads(e, heads, g, z, a, da)
+	}
+	sq := 0.0
+	ps, weight := p.params()
+	for i, s := range ps {
+		if weight[i] {
+			sq += floats.Dot(s, s)
+		}
+	}
+	return total/float64(len(data)) + l2*sq
 }
 
-// Train fits the predictor with Adam, a curriculum over depth (the first
-// epochs train head 1 only, then heads are added one by one) and L2 0.01,
-// and measures accuracy on a held-out tail of the data.
-func (p *Predictor) Train(data []Sample, opt TrainOptions) error {
-	if len(data) < 8 {
-		return fmt.Errorf("profiles: %d samples are too few to train a depth predictor", len(data))
+// trainOptions control train.
+type trainOptions struct {
+	epochs, batch int
+	lr            float64
+	seed          uint64
+	progress      func(epoch int, loss float64)
+}
+
+// train fits the predictor to data with Yggdrasil's recipe: Adam, squared
+// error, a curriculum over the heads (the first epochs train the shallow
+// head only, all heads by mid-training) and L2 0.01 on the weights.
+func (p *Predictor) train(data []example, opt trainOptions) []float64 {
+	heads := len(p.B2)
+	if heads == 0 || len(data) == 0 {
+		return nil
 	}
-	if opt.Epochs <= 0 {
-		opt.Epochs = 40
-	}
-	if opt.Batch <= 0 {
-		opt.Batch = 32
-	}
-	if opt.LR <= 0 {
-		opt.LR = 1e-3
-	}
-	if opt.HeldOut <= 0 || opt.HeldOut >= 1 {
-		opt.HeldOut = 0.25
-	}
-	start := time.Now()
-	cut := len(data) - max(1, int(float64(len(data))*opt.HeldOut))
-	train, held := data[:cut], data[cut:]
-	// standardise inputs with the training set's statistics
-	for i := 0; i < p.In; i++ {
-		var m, v float64
-		for _, s := range train {
-			m += float64(s.Hidden[i])
-		}
-		m /= float64(len(train))
-		for _, s := range train {
-			d := float64(s.Hidden[i]) - m
-			v += d * d
-		}
-		p.Mean[i], p.Std[i] = m, math.Sqrt(v/float64(len(train)))+1e-6
-	}
-	rng := rand.New(rand.NewPCG(opt.Seed, opt.Seed+11))
-	ps := p.params()
+	rng := rand.New(rand.NewPCG(opt.seed, opt.seed+11))
+	ps, weight := p.params()
 	mom, vel := make([][]float64, len(ps)), make([][]float64, len(ps))
 	for i, s := range ps {
 		mom[i], vel[i] = make([]float64, len(s)), make([]float64, len(s))
 	}
 	const b1, b2, eps = 0.9, 0.999, 1e-8
-	step := 0
-	order := make([]int, len(train))
+	z, a, da := make([]float64, p.Units), make([]float64, p.Units), make([]float64, p.Units)
+	order := make([]int, len(data))
 	for i := range order {
 		order[i] = i
 	}
-	p.Stats = Stats{Samples: len(train), HeldOut: len(held), Epochs: opt.Epochs}
-	for ep := 0; ep < opt.Epochs; ep++ {
-		heads := min(p.Depth, 1+ep*p.Depth*2/opt.Epochs) // curriculum: all heads by mid-training
-		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
-		epochLoss := 0.0
-		for at := 0; at < len(order); at += opt.Batch {
-			batch := order[at:min(at+opt.Batch, len(order))]
-			g := p.zero()
-			for _, k := range batch {
-				epochLoss += p.grads(train[k], heads, g)
+	var losses []float64
+	step := 0
+	g := p.zero()
+	gs, _ := g.params()
+	for ep := 0; ep < opt.epochs; ep++ {
+		active := min(heads, 1+ep*heads*2/opt.epochs)
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		total := 0.0
+		for at := 0; at < len(order); at += opt.batch {
+			batch := order[at:min(at+opt.batch, len(order))]
+			for _, s := range gs {
+				clear(s)
 			}
-			gs := g.params()
+			for _, k := range batch {
+				total += p.grads(data[k], active, g, z, a, da)
+			}
 			step++
 			inv := 1 / float64(len(batch))
+			c1, c2 := 1-math.Pow(b1, float64(step)), 1-math.Pow(b2, float64(step))
 			for i, s := range ps {
-				isWeight := i < p.Hidden || (i > p.Hidden && i < len(ps)-1)
+				gi, mi, vi := gs[i], mom[i], vel[i]
 				for j := range s {
-					gr := gs[i][j] * inv
-					if isWeight {
+					gr := gi[j] * inv
+					if weight[i] {
 						gr += 2 * l2 * s[j]
 					}
-					mom[i][j] = b1*mom[i][j] + (1-b1)*gr
-					vel[i][j] = b2*vel[i][j] + (1-b2)*gr*gr
-					mh := mom[i][j] / (1 - math.Pow(b1, float64(step)))
-					vh := vel[i][j] / (1 - math.Pow(b2, float64(step)))
-					s[j] -= opt.LR * mh / (math.Sqrt(vh) + eps)
+					mi[j] = b1*mi[j] + (1-b1)*gr
+					vi[j] = b2*vi[j] + (1-b2)*gr*gr
+					s[j] -= opt.lr * (mi[j] / c1) / (math.Sqrt(vi[j]/c2) + eps)
 				}
 			}
 		}
-		p.Stats.TrainLoss = append(p.Stats.TrainLoss, epochLoss/float64(len(train)))
-		if opt.Progress != nil {
-			opt.Progress(ep+1, opt.Epochs, epochLoss/float64(len(train)))
+		losses = append(losses, total/float64(len(data)))
+		if opt.progress != nil {
+			opt.progress(ep+1, total/float64(len(data)))
 		}
 	}
-	p.Stats.Accuracy, p.Stats.BaseRate = make([]float64, p.Depth), make([]float64, p.Depth)
-	for _, s := range held {
-		out := p.Predict(s.Hidden)
-		for d := 0; d < p.Depth; d++ {
-			y := s.Accepted > d
-			if (out[d] >= 0.5) == y {
-				p.Stats.Accuracy[d]++
-			}
-			if y {
-				p.Stats.BaseRate[d]++
-			}
-		}
-	}
-	for d := range p.Stats.Accuracy {
-		p.Stats.Accuracy[d] /= float64(len(held))
-		p.Stats.BaseRate[d] /= float64(len(held))
-	}
-	p.Stats.Took = time.Since(start)
-	return nil
+	return losses
 }
 
 // Marshal encodes the predictor (weights and stats) for the store.
@@ -302,74 +378,57 @@ func Unmarshal(b []byte) (*Predictor, error) {
 	if err := json.Unmarshal(b, &p); err != nil {
 		return nil, fmt.Errorf("profiles: stored predictor: %w", err)
 	}
-	if len(p.W1) != p.Hidden || len(p.W2) != p.Depth || len(p.Mean) != p.In || len(p.B1) != p.Hidden || len(p.B2) != p.Depth {
-		return nil, fmt.Errorf("profiles: stored predictor has inconsistent shapes")
+	if p.Version != Version {
+		return nil, fmt.Errorf("profiles: the stored depth predictor is of an older format: train it again ('arborist train predictor')")
+	}
+	bad := fmt.Errorf("profiles: stored predictor has inconsistent shapes")
+	heads := p.Depth - 1
+	if p.Depth < 2 || p.Depth > 64 || p.In < 0 || p.Units < 0 || p.Dim < 0 || len(p.Mean) != p.In || len(p.Std) != p.In ||
+		len(p.W1) != p.Units || len(p.B1) != p.Units || len(p.W2) != heads || len(p.B2) != heads || len(p.U) != heads ||
+		len(p.PMean) != heads || len(p.PStd) != heads || !(p.EMA > 0 && p.EMA <= 1) || !(p.Cut > 0 && p.Cut < 1) {
+		return nil, bad
+	}
+	in := 0
+	for _, f := range p.Features {
+		if !slices.Contains([]string{Confidence, Hidden, Embedding}, f) {
+			return nil, fmt.Errorf("profiles: stored predictor reads an unknown feature %q", f)
+		}
+		in += groupSize(f, p.Dim)
+	}
+	if in != p.In || (p.In == 0) != (p.Units == 0) {
+		return nil, bad
 	}
 	for _, r := range p.W1 {
 		if len(r) != p.In {
-			return nil, fmt.Errorf("profiles: stored predictor has inconsistent shapes")
+			return nil, bad
 		}
 	}
 	for _, r := range p.W2 {
-		if len(r) != p.Hidden {
-			return nil, fmt.Errorf("profiles: stored predictor has inconsistent shapes")
+		if len(r) != p.Units {
+			return nil, bad
 		}
+	}
+	for _, s := range [][]float64{p.Std, p.PStd} {
+		for _, v := range s {
+			if !(v > 0) {
+				return nil, bad
+			}
+		}
+	}
+	if !p.Plan.Grows() || len(p.Plan.EGT) != p.Depth {
+		return nil, fmt.Errorf("profiles: stored predictor's plan %s is not an Equal-Growth Tree of %d levels", p.Plan, p.Depth)
 	}
 	return &p, nil
 }
 
-// Policy is the egt depth policy driven by a predictor: at the start
-// of each step it predicts the acceptance at every depth (smoothed by an EMA
-// across steps), and drafts down to the depth that maximises the
-// latency-aware speedup AAL(D) * T_verify(1) / (D * T_draft + T_verify(W(D))).
-type Policy struct {
-	P      *Predictor
-	Costs  costmodel.Costs
-	Widths []int   // the egt plan's nodes expanded per depth
-	Branch int     // children per expanded node
-	EMA    float64 // smoothing weight of the new prediction (default 0.5)
-	smooth []float64
-	depth  int
-}
-
-// Next implements spec.DepthPolicy.
-func (pp *Policy) Next(depth int, _ float64, hidden []float32) bool {
-	if depth == 0 {
-		pp.depth = pp.choose(hidden)
+// timeOf is the median time of n calls of f.
+func timeOf(n int, f func()) time.Duration {
+	ts := make([]time.Duration, n)
+	for i := range ts {
+		t0 := time.Now()
+		f()
+		ts[i] = time.Since(t0)
 	}
-	return depth < pp.depth
-}
-
-func (pp *Policy) choose(hidden []float32) int {
-	if hidden == nil || len(hidden) != pp.P.In {
-		return len(pp.Widths)
-	}
-	pred := pp.P.Predict(hidden)
-	a := pp.EMA
-	if a <= 0 || a > 1 {
-		a = 0.5
-	}
-	if pp.smooth == nil {
-		pp.smooth = append([]float64(nil), pred...)
-	} else {
-		for d := range pred {
-			pp.smooth[d] = (1-a)*pp.smooth[d] + a*pred[d]
-		}
-	}
-	best, bestD := 0.0, 1
-	t1 := float64(pp.Costs.PlainToken())
-	aal, nodes := 1.0, 0
-	var draft time.Duration
-	level := 1
-	for d := 0; d < len(pp.Widths) && d < len(pp.smooth); d++ {
-		aal += pp.smooth[d] // chance the depth-d token is accepted
-		draft += costmodel.Interp(pp.Costs.Draft, min(pp.Widths[d], level))
-		level = min(pp.Widths[d], level) * max(1, pp.Branch)
-		nodes += level
-		step := float64(draft + costmodel.Interp(pp.Costs.Verify, 1+nodes) + pp.Costs.Overhead)
-		if sp := aal * t1 / step; sp > best {
-			best, bestD = sp, d+1
-		}
-	}
-	return bestD
+	slices.Sort(ts)
+	return ts[n/2]
 }

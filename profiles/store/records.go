@@ -440,6 +440,43 @@ func (s *Store) LatestPredictor(ctx context.Context, targetID int64, drafter str
 	return id, w, nil
 }
 
+// Predictor returns the weights of depth predictor id when it was trained
+// for target with drafter (nil when there is no such predictor).
+func (s *Store) Predictor(ctx context.Context, id, targetID int64, drafter string) ([]byte, error) {
+	var w []byte
+	err := s.db.QueryRowContext(ctx, `SELECT p.weights FROM predictors p JOIN calibrations c ON p.calibration_id = c.id
+		WHERE p.id = ? AND c.target_id = ? AND c.drafter = ?`, id, targetID, drafter).Scan(&w)
+	if err == sql.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.wrap("read predictor", err)
+	}
+	return w, nil
+}
+
+// PredictorStats decodes into stats (called once for each, with its id)
+// the training stats of the depth predictors trained on calibration
+// calibrationID, oldest first.
+func (s *Store) PredictorStats(ctx context.Context, calibrationID int64, stats func(id int64, b []byte) error) error {
+	rows, err := s.db.QueryContext(ctx, "SELECT id, stats FROM predictors WHERE calibration_id = ? ORDER BY id", calibrationID)
+	if err != nil {
+		return s.wrap("read predictors", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var b string
+		if err := rows.Scan(&id, &b); err != nil {
+			return s.wrap("read predictors", err)
+		}
+		if err := stats(id, []byte(b)); err != nil {
+			return err
+		}
+	}
+	return s.wrap0("read predictors", rows.Err())
+}
+
 // LatestPlan decodes the newest plan stored for target into params and
 // returns its id (0 when there is none).
 func (s *Store) LatestPlan(ctx context.Context, targetID int64, params any) (int64, error) {

@@ -1,0 +1,275 @@
+package profiles
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/gob"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"arborist/assets"
+	"arborist/engine/spec"
+	"arborist/profiles/costmodel"
+	"arborist/profiles/measure"
+	"arborist/profiles/pairs"
+	"arborist/profiles/predictor"
+	"arborist/profiles/store"
+)
+
+// PredictorOptions choose what a depth predictor is trained on.
+type PredictorOptions struct {
+	// Prompts and Tokens are the prompts the pair decodes for the
+	// predictor's data, and how many tokens each; Corpus adds the built-in
+	// prompt corpus to them.
+	Prompts []string
+	Tokens  int
+	Corpus  bool
+	// Plan is the EGT shape the predictor decides depth for; zero: the
+	// pair's best fixed-depth EGT or chain, as tune ranks it on the
+	// newest calibration, two levels deeper (so the predictor can draft
+	// deeper when the drafter is sure, and shallower when not).
+	Plan   Plan
+	Epochs int // default 30
+}
+
+// PredictorReport is a trained, stored depth predictor.
+type PredictorReport struct {
+	ID    int64
+	Plan  Plan // the plan that runs it: its shape with depth policy "predictor"
+	Stats predictor.Stats
+}
+
+// TrainPredictor trains a depth predictor (Yggdrasil's first stage) for
+// the pair on its newest calibration: it decodes the prompts with the
+// calibration's probe tree, at the calibration's sampling, recording each
+// step's features; replays the plan's shape on every step at every depth;
+// and fits the predictor to choose the depth this machine's costs reward
+// (predictor.Fit), reporting it against the best fixed depth, the
+// threshold policies and the most common best depth on held-out prompts.
+// It is stored with the calibration, and tune offers it only where it was
+// at least as fast as those.
+func (b *Bench) TrainPredictor(ctx context.Context, ps PairSpec, opt PredictorOptions, progress Progress) (*PredictorReport, error) {
+	st, err := b.db(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if ps.Sources() == 0 {
+		return nil, fmt.Errorf("a depth predictor needs a draft source")
+	}
+	texts := slices.Clone(opt.Prompts)
+	if opt.Corpus {
+		texts = append(texts, assets.CorpusPrompts()...)
+	}
+	if opt.Tokens < 2 || len(texts) < 3 {
+		return nil, fmt.Errorf("a depth predictor needs at least 3 prompts and more than 1 token per prompt")
+	}
+	in, err := b.Inputs(ctx, ps, InputsOptions{Measure: true}, progress)
+	if err != nil {
+		return nil, err
+	}
+	if in.Acc == nil || in.CalID == 0 {
+		return nil, fmt.Errorf("no calibration of %s with %s in %s: %w", ps.Target, ps.SourceName(), b.path, ErrNotCalibrated)
+	}
+	shape := opt.Plan
+	if shape.Strategy == "" {
+		if shape, err = predictorShape(in); err != nil {
+			return nil, err
+		}
+	}
+	shape.DepthPolicy, shape.DepthMin, shape.PredictorID = "", 0, 0
+	prices, err := costmodel.CutPrices(shape, in.Acc, in.Costs)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, ok := costmodel.CutReplay(shape, nil); !ok || len(shape.EGT) < 2 {
+		return nil, fmt.Errorf("a depth predictor decides the depth of an Equal-Growth Tree of 2 to %d levels whose branches fit the calibration's probe tree (%s), not %s", len(costmodel.CalibrationWidths), spec.Ints(costmodel.CalibrationWidths), shape)
+	}
+	pair, err := b.openPairSampled(ps, in.Acc.Sample, false)
+	if err != nil {
+		return nil, err
+	}
+	defer pair.Close()
+	ids, err := encodeWithRoom(pair, texts, opt.Tokens)
+	if err != nil {
+		return nil, err
+	}
+	recorded, err := b.probeSteps(ctx, st, ps, pair, ids, opt.Tokens, in.Acc.Sample, progress)
+	if err != nil {
+		return nil, err
+	}
+	steps, err := predictorSteps(pair, shape, recorded)
+	if err != nil {
+		return nil, err
+	}
+	c := predictor.Costs{Plain: in.Costs.PlainToken()}
+	for _, pr := range prices {
+		c.Step = append(c.Step, pr.Step)
+	}
+	mix := func(resampled []bool, levels, kept []int) (float64, []float64) {
+		return costmodel.PolicyMix(resampled, levels, kept, in.Acc)
+	}
+	pred, err := predictor.Fit(steps, shape, c, mix, predictor.FitOptions{Epochs: opt.Epochs, Seed: 1, Progress: func(stage string, done, total int) {
+		progress.send(stage, done, total, "epochs")
+	}})
+	if err != nil {
+		return nil, err
+	}
+	blob, err := pred.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	id, err := st.SavePredictor(ctx, in.CalID, blob, pred.Stats)
+	if err != nil {
+		return nil, err
+	}
+	run := shape
+	run.DepthPolicy, run.PredictorID = "predictor", id
+	return &PredictorReport{ID: id, Plan: run, Stats: pred.Stats}, nil
+}
+
+// predictorShape is the EGT a depth predictor is trained for by default:
+// the best-ranked fixed-depth EGT or chain on the calibration, two levels
+// deeper where the probe tree reaches (its widest level repeated).
+func predictorShape(in *Inputs) (Plan, error) {
+	if !in.Profiled {
+		return Plan{}, fmt.Errorf("a depth predictor weighs depths with the pair's latency curves: %s", in.missing())
+	}
+	for _, pr := range costmodel.SearchAll(in.Acc, in.Costs, costmodel.SearchSpace{}).Ranked {
+		p := pr.Plan
+		switch {
+		case p.Strategy == "chain":
+			p = Plan{Strategy: "egt", EGT: slices.Repeat([]int{1}, p.Gamma), Branch: 1, WMax: p.Gamma}
+		case p.Grows() && p.DepthPolicy == "":
+		default:
+			continue
+		}
+		p.Pad = false
+		grown := func(q Plan) int {
+			n, frontier := 0, 1
+			for _, w := range q.EGT {
+				frontier = min(w, frontier) * q.Branch
+				n += frontier
+			}
+			return n
+		}
+		for want := len(p.EGT) + 2; len(p.EGT) < want; {
+			before := grown(p)
+			q := p
+			q.EGT = append(slices.Clone(p.EGT), p.EGT[len(p.EGT)-1])
+			q.WMax = p.WMax + grown(q) - before
+			if _, _, ok := costmodel.CutReplay(q, nil); !ok || q.WMax > spec.MaxTreeNodes {
+				break
+			}
+			p = q
+		}
+		if _, _, ok := costmodel.CutReplay(p, nil); ok && len(p.EGT) >= 2 {
+			return p, nil
+		}
+	}
+	return Plan{}, fmt.Errorf("no Equal-Growth Tree or chain of 2 to %d levels ranks on this calibration to train a depth predictor for: name one (--strategy egt ...)", len(costmodel.CalibrationWidths))
+}
+
+// predictorSteps are the recorded steps as the predictor learns from
+// them: shape replayed on each step's probe, its features, and the last
+// token's embedding.
+func predictorSteps(pair *pairs.Pair, shape Plan, recorded []measure.ProbeStep) ([]predictor.Step, error) {
+	// steps that drafted nothing (the last of a generation) teach nothing
+	recorded = slices.DeleteFunc(slices.Clone(recorded), func(r measure.ProbeStep) bool { return !r.Sample.HasProbe() })
+	samples := make([]costmodel.DepthSample, len(recorded))
+	for i, r := range recorded {
+		samples[i] = r.Sample
+	}
+	kept, best, ok := costmodel.CutReplay(shape, samples)
+	if !ok {
+		return nil, fmt.Errorf("profiles: %s cannot be replayed on the recorded steps", shape)
+	}
+	out := make([]predictor.Step, len(recorded))
+	for i, r := range recorded {
+		emb := make([]float32, pair.Target.Dim)
+		if err := pair.Target.Embed(r.Last, emb); err != nil {
+			return nil, err
+		}
+		out[i] = predictor.Step{Prompt: r.Prompt, Hidden: r.Hidden, Embedding: emb, Top1: r.Top1, Entropy: r.Entropy,
+			Best: best[i], Kept: kept[i], Resampled: r.Sample.Resampled}
+	}
+	return out, nil
+}
+
+// Summary says in a sentence how the predictor fares against the policies
+// it must beat on held-out prompts, and what tune does with it.
+func (r *PredictorReport) Summary() string {
+	st := r.Stats
+	s := fmt.Sprintf("Depth predictor %d for %s (reads %s): %.2fx plain decoding on %d held-out steps, against %.2fx for the best fixed depth (%d), %.2fx for the best threshold (%g) and %.2fx with every step at its best depth.",
+		r.ID, st.Plan, st.Chosen, st.Predictor, st.Steps[2], st.Fixed[st.BestFixed-1], st.BestFixed, st.ThresholdSpeedup, st.Threshold, st.Oracle)
+	if st.Beats {
+		return s + " Tune prices and offers it."
+	}
+	return s + " It does not beat them, so tune leaves it out."
+}
+
+// probeSteps decodes the prompts with the probe tree for a depth
+// predictor's data (measure.ProbeSteps), or reads the data a training
+// before stored for the same target, draft source, prompts, tokens and
+// sampling: a retrain (another shape, more epochs) skips the decoding.
+func (b *Bench) probeSteps(ctx context.Context, st *store.Store, ps PairSpec, pair *pairs.Pair, ids [][]int, tokens int, smp SampleParams, progress Progress) ([]measure.ProbeStep, error) {
+	md, err := pairs.DescribeModel(pair.Target)
+	if err != nil {
+		return nil, err
+	}
+	source := ps.SourceName()
+	if ps.Draft != "" {
+		fp, err := pairs.FileFingerprint(ps.Draft)
+		if err != nil {
+			return nil, err
+		}
+		source += "@" + fp
+	}
+	if ps.DraftHidden != "" {
+		source += fmt.Sprintf("/resample %d", ps.Resampling())
+		if _, err := strconv.ParseInt(ps.DraftHidden, 10, 64); err != nil {
+			fp, err := pairs.FileFingerprint(ps.DraftHidden)
+			if err != nil {
+				return nil, err
+			}
+			source += "@" + fp
+		}
+	}
+	h := sha256.New()
+	json.NewEncoder(h).Encode(struct {
+		Format, Target, Source string
+		Tokens                 int
+		Sample                 SampleParams
+		Probe                  []int
+		Prompts                [][]int
+	}{"depth-predictor v1", md.Fingerprint, source, tokens, smp, costmodel.CalibrationWidths, ids})
+	key := "depth-predictor/" + hex.EncodeToString(h.Sum(nil))
+	if blob, err := st.DrafterData(ctx, key); err != nil {
+		return nil, err
+	} else if blob != nil {
+		var out []measure.ProbeStep
+		if err := gob.NewDecoder(bytes.NewReader(blob)).Decode(&out); err == nil {
+			progress.send("collecting", len(ids), len(ids), "prompts (stored)")
+			return out, nil
+		}
+		// a damaged record is decoded again below and replaced
+	}
+	eng := &spec.Engine{Target: pair.Target, Source: pair.Source}
+	out, err := measure.ProbeSteps(ctx, eng, ids, tokens, smp, func(done, total int) {
+		progress.send("collecting", done, total, "prompts")
+	})
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(out); err != nil {
+		return nil, err
+	}
+	if err := st.SaveDrafterData(ctx, key, md.Fingerprint, buf.Bytes()); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
