@@ -2,9 +2,11 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,9 +22,11 @@ import (
 	"arborist/engine/model/modeltest"
 	"arborist/engine/spec"
 	"arborist/kernels/cpu"
+	"arborist/profiles"
 	"arborist/profiles/config"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/pairs"
+	"arborist/profiles/store"
 )
 
 func newBench(t *testing.T) *Workbench {
@@ -306,6 +310,29 @@ func TestProfileRunCompareExport(t *testing.T) {
 	if err != nil || run4.Strategy != "egt" || run4.PredictedSpeedup <= 0 || run4.MeasuredSpeedup <= 0 {
 		t.Fatalf("stored tuned run: %+v %v", run4, err)
 	}
+	ranPlan(t, run4, want.Plan) // the tuned plan ran, field for field
+	// a plan with the trained depth predictor (a policy the search does
+	// not offer, picked as the tuned plan): it runs with that predictor
+	pred := want
+	pred.Plan.DepthPolicy, pred.Plan.PredictorID = "predictor", 1
+	fyne.DoAndWait(func() { s.Tuned = &pred; s.Changed() })
+	test.Tap(r.UseTuned)
+	if got, err := r.Plan(); err != nil || !reflect.DeepEqual(got, pred.Plan) {
+		t.Fatalf("run editor holds %+v (%v), want %+v", got, err, pred.Plan)
+	}
+	r.Baseline.SetChecked(false)
+	test.Tap(r.Start)
+	time.Sleep(50 * time.Millisecond)
+	r.Wait()
+	waitFor(t, "the predictor run", func() bool { return !r.Start.Disabled() })
+	if !strings.Contains(r.Stats.Text, "Stored as run 5") {
+		t.Fatalf("predictor run: %s", r.Stats.Text)
+	}
+	run5, err := b.StoredRun(context.Background(), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranPlan(t, run5, pred.Plan)
 
 	e := wb.Export
 	if err := e.Reload(); err != nil {
@@ -348,6 +375,45 @@ func TestProfileRunCompareExport(t *testing.T) {
 	e.YAML.SetText("speculation: {strategy: warp}")
 	if err := e.SaveTo(out); err == nil {
 		t.Error("an invalid edited config was saved")
+	}
+}
+
+// ranPlan checks that a stored run ran plan: its engine settings are the
+// plan's configuration in every field the plan sets (a predictor policy
+// is filled in by the run, from the stored predictor).
+func ranPlan(t *testing.T, run *profiles.Run, plan profiles.Plan) {
+	t.Helper()
+	cfg, err := plan.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	asMap := func(v any) map[string]any {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]any{}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	want, got := asMap(cfg), asMap(run.Settings)
+	for k, v := range want {
+		switch k {
+		case "Sample", "MaxTokens", "StopAtEOS", "RecordHidden", "Ctx": // the run's, not the plan's
+			continue
+		case "Depth":
+			if plan.DepthPolicy == "predictor" {
+				if got[k] == nil {
+					t.Errorf("run %d ran %s without its depth predictor", run.ID, plan)
+				}
+				continue
+			}
+		}
+		if !reflect.DeepEqual(got[k], v) {
+			t.Errorf("run %d: %s is %v, the plan %s has %v", run.ID, k, got[k], plan, v)
+		}
 	}
 }
 
@@ -492,6 +558,72 @@ func TestRunPlanEditor(t *testing.T) {
 	r.SetPlan(spec.Plan{Strategy: "duo", Gamma: 6, MaxSeqs: 5})
 	if _, err := r.Plan(); err == nil || !strings.Contains(err.Error(), "max sequences") {
 		t.Errorf("duo with 5 sequences: %v", err)
+	}
+}
+
+// TestRunKeepsTheGivenPlan: a plan put into the Run screen (the tuned
+// plan) is the plan it runs, field for field, whatever the editors showed
+// before: a plan of every family, zeros, an empty depth policy and a
+// hidden predictor id included; an edit makes it the edited plan.
+func TestRunKeepsTheGivenPlan(t *testing.T) {
+	r := newBench(t).Run
+	plans := []spec.Plan{
+		{Strategy: "ar"},
+		{Strategy: "chain", Gamma: 3},
+		{Strategy: "tree", Widths: []int{3, 2, 1}},
+		{Strategy: "tree", Parents: []int{-1, -1, 0}},
+		{Strategy: "tree", Widths: []int{2, 1}, SampleChildren: true},
+		{Strategy: "egt", EGT: []int{1, 2, 3}, Branch: 2, WMax: 8},
+		{Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 3, WMax: 6, Pad: true, AOT: true},
+		{Strategy: "egt", EGT: []int{2, 2}, Branch: 2, WMax: 4, DepthPolicy: "threshold", DepthMin: 0.3},
+		{Strategy: "egt", EGT: []int{1, 1, 1}, Branch: 1, WMax: 3, DepthPolicy: "predictor", PredictorID: 7},
+		{Strategy: "duo", Gamma: 3},
+		{Strategy: "duo", Gamma: 3, MaxSeqs: 1},
+		{Strategy: "duo", Gamma: 6, MaxSeqs: 2},
+		{Strategy: "sequoia", Parents: []int{-1, -1, 0, 1}},
+	}
+	// and the best plan of every family a search ranks
+	flat := []store.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 64, Median: 14 * time.Millisecond}}
+	best := map[string]bool{}
+	for _, pr := range costmodel.Search(costmodel.Uniform(0.7, 0.4, 8, 3), costmodel.Costs{Verify: flat, Draft: flat[:1]}, costmodel.SearchSpace{MaxGamma: 6, MaxDepth: 4, MaxNodes: 16}) {
+		if !best[pr.Plan.Strategy] {
+			best[pr.Plan.Strategy] = true
+			plans = append(plans, pr.Plan)
+		}
+	}
+	for _, want := range plans {
+		// what a user left in the editors before: other values everywhere
+		fyne.DoAndWait(func() {
+			r.Strategy.SetSelected(want.Strategy)
+			for name, e := range r.Fields {
+				switch e.field.Kind {
+				case profiles.BoolField:
+					e.set("true")
+				case profiles.IntListField:
+					e.set("4,4")
+				case profiles.TextField:
+					e.set("predictor")
+				default:
+					e.set("4")
+				}
+				_ = name
+			}
+			r.SetPlan(want)
+		})
+		got, err := r.Plan()
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%v: the Run screen holds %+v (%v), want %+v", want, got, err, want)
+		}
+	}
+	// an edit is the edited plan; the given plan's hidden fields stay
+	pred := spec.Plan{Strategy: "egt", EGT: []int{1, 1, 1}, Branch: 1, WMax: 3, DepthPolicy: "predictor", PredictorID: 7}
+	fyne.DoAndWait(func() {
+		r.SetPlan(pred)
+		r.Fields["w_max"].set("2")
+	})
+	got, err := r.Plan()
+	if want := (spec.Plan{Strategy: "egt", EGT: []int{1, 1, 1}, Branch: 1, WMax: 2, DepthPolicy: "predictor", PredictorID: 7}); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("edited: %+v (%v), want %+v", got, err, want)
 	}
 }
 

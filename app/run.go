@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,7 +39,13 @@ type RunScreen struct {
 	// only the chosen strategy's are shown and enabled
 	Fields     map[string]*planEditor
 	fieldOrder []string
-	hiddenPlan profiles.Plan // fields the faces do not edit (a tuned predictor's id), from SetPlan
+	// given is the plan SetPlan filled the editors from (the tuned plan,
+	// with the fields the faces do not edit, such as a tuned predictor's
+	// id), and givenShows what the editors showed of it: while they still
+	// show that, Plan is given itself, not a plan rebuilt from text
+	given      profiles.Plan
+	givenShows map[string]string
+	setting    bool // SetPlan is filling the editors
 	UseTuned   *widget.Button
 	PlanNote   *widget.Label
 	Tokens     *widget.Entry
@@ -74,15 +82,16 @@ func NewRunScreen(s *Session) *RunScreen {
 	r.Source.SetSelected(PromptOne)
 	r.Fields = map[string]*planEditor{}
 	for _, f := range profiles.PlanFields() {
-		r.Fields[f.Name] = newPlanEditor(f, func() { r.predicted = 0 })
+		r.Fields[f.Name] = newPlanEditor(f, r.edited)
 		r.fieldOrder = append(r.fieldOrder, f.Name)
 	}
 	r.shapes = container.NewVBox()
 	r.Strategy = widget.NewSelect(profiles.Strategies(), nil)
 	r.Strategy.SetSelected("chain")
 	r.UseTuned = widget.NewButton("Use the tuned plan", r.useTuned)
-	r.Strategy.OnChanged = func(string) { r.predicted = 0; r.enable(); r.layoutFields() }
+	r.Strategy.OnChanged = func(string) { r.edited(); r.enable(); r.layoutFields() }
 	r.PlanNote = widget.NewLabel("")
+	r.PlanNote.Wrapping = fyne.TextWrapWord
 	r.Tokens = widget.NewEntry()
 	r.Tokens.SetText("128")
 	r.Temp = widget.NewEntry()
@@ -120,7 +129,7 @@ func (r *RunScreen) Content() fyne.CanvasObject {
 	form := widget.NewForm(
 		widget.NewFormItem("Run on", container.NewBorder(nil, nil, r.Source, nil, r.Suite)),
 		widget.NewFormItem("Prompt", r.Prompt),
-		widget.NewFormItem("Plan", container.NewHBox(r.Strategy, r.UseTuned, r.PlanNote)),
+		widget.NewFormItem("Plan", container.NewBorder(nil, nil, container.NewHBox(r.Strategy, r.UseTuned), nil, r.PlanNote)),
 	)
 	decoding := container.NewHBox(newMinWidth(widget.NewLabelWithStyle("Decoding", fyne.TextAlignTrailing, fyne.TextStyle{Bold: true}), 110),
 		label("tokens"), r.Tokens, label("temperature"), r.Temp, r.Start, r.Stop, r.Baseline)
@@ -225,12 +234,17 @@ func (e *planEditor) value() string {
 	return e.entry.Text
 }
 
-// set shows v, a value as Plan.Get writes it.
+// set shows v, a value as Plan.Get writes it. A choice the editor does
+// not offer (a plan's empty depth policy) shows the field's default, which
+// means the same, rather than keeping the choice shown before.
 func (e *planEditor) set(v string) {
 	switch {
 	case e.check != nil:
 		e.check.SetChecked(v == "true")
 	case e.choice != nil:
+		if !slices.Contains(e.choice.Options, v) {
+			v = e.field.Default
+		}
 		e.choice.SetSelected(v)
 	default:
 		e.entry.SetText(v)
@@ -468,7 +482,8 @@ func (r *RunScreen) enable() {
 }
 
 // useTuned loads the plan chosen on the Speedup model screen's tune into
-// the editor, with its prediction.
+// the editor, with its prediction: until an editor changes, Run runs that
+// plan value itself.
 func (r *RunScreen) useTuned() {
 	t := r.s.Tuned
 	if t == nil {
@@ -476,33 +491,78 @@ func (r *RunScreen) useTuned() {
 	}
 	r.SetPlan(t.Plan)
 	r.predicted = t.Speedup
-	r.PlanNote.SetText(fmt.Sprintf("tuned: %s, predicted %.2fx", t.Plan, t.Speedup))
+	r.PlanNote.SetText(fmt.Sprintf("the tuned plan: %s, predicted %.2fx", t.Plan, t.Speedup))
 }
 
 // SetPlan fills the editor from a plan: every field its strategy reads,
-// zeros included; fields the editor does not show (a tuned predictor's
-// id) are kept for Plan.
+// zeros included. Until an editor changes, Plan returns p itself, fields
+// the editor does not show (a tuned predictor's id) included.
 func (r *RunScreen) SetPlan(p profiles.Plan) {
+	r.setting = true
 	r.Strategy.SetSelected(p.Strategy)
 	for name, e := range r.Fields {
 		if p.Reads(name) {
 			e.set(p.Get(name))
 		}
 	}
-	r.hiddenPlan = p
+	r.setting = false
+	r.given, r.givenShows = p, r.shows()
+	r.predicted = 0
 }
 
-// Plan reads the editor: the chosen strategy with the fields it reads (the
-// core's ParsePlan, as the run verb's flags are read).
+// shows is what the editors of the chosen strategy's fields show.
+func (r *RunScreen) shows() map[string]string {
+	p := profiles.Plan{Strategy: r.Strategy.Selected}
+	out := map[string]string{}
+	for name, e := range r.Fields {
+		if p.Reads(name) {
+			out[name] = e.value()
+		}
+	}
+	return out
+}
+
+// unedited says whether the editors still show the plan SetPlan gave.
+func (r *RunScreen) unedited() bool {
+	return r.givenShows != nil && r.given.Strategy == r.Strategy.Selected && maps.Equal(r.shows(), r.givenShows)
+}
+
+// edited follows a change of the strategy or a field: a plan edited away
+// from the one given is no longer that plan, nor predicted as it was.
+func (r *RunScreen) edited() {
+	if r.setting || r.givenShows == nil {
+		return
+	}
+	if r.unedited() {
+		return // edited back
+	}
+	r.predicted = 0
+	r.PlanNote.SetText("")
+}
+
+// Plan reads the editor: the plan SetPlan gave while the editors show it
+// unchanged, else the chosen strategy with the fields it reads (the core's
+// ParsePlan, as the run verb's flags are read; the given plan's fields no
+// editor shows are kept while its strategy is chosen).
 func (r *RunScreen) Plan() (profiles.Plan, error) {
+	if r.unedited() {
+		return r.given, r.given.Validate()
+	}
 	values := map[string]string{}
-	if r.hiddenPlan.Strategy == r.Strategy.Selected {
-		values = r.hiddenPlan.Values() // what the editors do not show
+	if r.given.Strategy == r.Strategy.Selected {
+		values = r.given.Values() // what the editors do not show
 	}
 	for name, e := range r.Fields {
 		values[name] = e.value()
 	}
 	return profiles.ParsePlan(r.Strategy.Selected, values)
+}
+
+// forgetPlan drops the plan SetPlan gave (it was another pair's: its
+// predictor id means nothing here); the editors keep showing its shape.
+func (r *RunScreen) forgetPlan() {
+	r.given, r.givenShows, r.predicted = profiles.Plan{}, nil, 0
+	r.PlanNote.SetText("")
 }
 
 // sampling reads the token budget and temperature.
@@ -543,7 +603,11 @@ func (r *RunScreen) run() {
 		r.s.ShowError(err)
 		return
 	}
-	opt := profiles.RunOptions{Plan: plan, Sample: params, MaxTokens: n, Prompts: prompts, Predicted: r.predicted,
+	predicted := 0.0 // the core predicts an edited plan
+	if r.unedited() {
+		predicted = r.predicted
+	}
+	opt := profiles.RunOptions{Plan: plan, Sample: params, MaxTokens: n, Prompts: prompts, Predicted: predicted,
 		Baseline: r.Baseline.Checked && plan.NeedsSource()}
 	ctx, cancel := context.WithCancel(r.s.Context())
 	r.cancel = cancel
