@@ -1,11 +1,14 @@
 package app
 
 import (
+	"strings"
 	"testing"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
+
+	"arborist/profiles"
 )
 
 // TestFitsSmallWindow: the window's minimum size is at most 800x600 (each
@@ -49,5 +52,44 @@ func TestSlidersShowValues(t *testing.T) {
 	}
 	if sp.Best.Text == "" {
 		t.Error("the slider no longer updates the model")
+	}
+}
+
+// TestSpeedupChartAgreesWithRanking: the speedup chart draws every plan
+// family the search ranks, and its ring sits on the plan the text names
+// as the best, whichever family that is.
+func TestSpeedupChartAgreesWithRanking(t *testing.T) {
+	sp := newBench(t).Speedup
+	for _, alpha := range []float64{0.3, 0.75, 0.95} {
+		fyne.DoAndWait(func() { sp.Alpha.SetValue(alpha) })
+		_, ranked := profiles.ExploreRanking(profiles.ExploreOptions{Alpha: sp.Alpha.Value, Decay: sp.Decay.Value, Depth: int(sp.MaxDepth.Value), Calibrated: true})
+		drawn := map[string]bool{}
+		for _, s := range sp.Chart.line.Series {
+			drawn[s.Name] = true
+		}
+		for _, p := range ranked {
+			if !drawn[familyName(p.Plan.Strategy)] {
+				t.Errorf("alpha %v: the search ranks %s plans, the chart has no %s line (%v)", alpha, p.Plan.Strategy, p.Plan.Strategy, drawn)
+				break
+			}
+		}
+		best := ranked[0]
+		m := sp.Chart.line.Mark
+		if m == nil || m[0] != float64(profiles.Levels(best)) || m[1] != best.Speedup {
+			t.Fatalf("alpha %v: the ring is at %v, the best %s at %d levels, %.3fx", alpha, m, best.Plan, profiles.Levels(best), best.Speedup)
+		}
+		if !strings.Contains(sp.Best.Text, best.Plan.String()+", predicted") {
+			t.Errorf("alpha %v: the text names %q, the ranking's best is %s", alpha, sp.Best.Text, best.Plan)
+		}
+		// the ringed point is that plan: tapping it picks it
+		ringed := false
+		for _, pt := range sp.Chart.Points() {
+			if pt.X == m[0] && pt.Y == m[1] && sp.chartPlans[pt.S][pt.I].Plan.String() == best.Plan.String() {
+				ringed = true
+			}
+		}
+		if !ringed {
+			t.Errorf("alpha %v: no point of the chart is the best plan %s", alpha, best.Plan)
+		}
 	}
 }

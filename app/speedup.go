@@ -113,11 +113,11 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.Plan.SetSelected("egt")
 	sp.Shape = widget.NewEntry()
 	sp.Shape.SetText("1,2,2,2")
-	sp.Shape.OnChanged = func(string) { sp.Update() }
+	sp.Shape.OnChanged = func(string) { sp.updateMine() }
 	sp.WMax = widget.NewSlider(1, 64)
 	sp.WMax.Step = 1
 	sp.WMax.SetValue(8)
-	sp.WMax.OnChanged = func(float64) { sp.Update() }
+	sp.WMax.OnChanged = func(float64) { sp.updateMine() }
 	sp.Mine = widget.NewLabel("")
 	sp.Mine.Wrapping = fyne.TextWrapWord
 	sp.Curve = newChart(240, 140)
@@ -137,7 +137,7 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	for _, sl := range []*widget.Slider{sp.Alpha, sp.Decay, sp.MaxDepth} {
 		sl.OnChanged = func(float64) { sp.Update() }
 	}
-	sp.Plan.OnChanged = func(string) { sp.Update() }
+	sp.Plan.OnChanged = func(string) { sp.updateMine() }
 	sp.Prompts = widget.NewEntry()
 	sp.Prompts.SetPlaceHolder("prompt suite file, e.g. ../shared/prompts/stories.txt")
 	sp.Prompts.SetText(s.Prompts())
@@ -194,37 +194,38 @@ func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 }
 
 // Update recomputes the predictions and redraws (on the UI goroutine).
+// The speedup chart draws every plan family the search ranks, each
+// family's best plan at each number of draft levels, and rings the
+// search's best: the plan the text names.
 func (sp *SpeedupScreen) Update() {
 	start := time.Now()
 	depth := int(sp.MaxDepth.Value)
-	x := profiles.Explore(profiles.ExploreOptions{Alpha: sp.Alpha.Value, Decay: sp.Decay.Value, Depth: depth, Calibrated: sp.UseCal.Checked,
+	x, ranked := profiles.ExploreRanking(profiles.ExploreOptions{Alpha: sp.Alpha.Value, Decay: sp.Decay.Value, Depth: depth, Calibrated: sp.UseCal.Checked,
 		Inputs: sp.s.Inputs, Verify: sp.s.Verify, Draft: sp.s.Draft, Overhead: sp.s.Overhead})
 	sp.explored = x
-	sp.Labels.SetText(fmt.Sprintf("Predictions from %s and %s.", x.Acceptance, x.Curve))
+	fams := profiles.Families(ranked, x.Best)
+	var names []string
+	for _, f := range fams {
+		names = append(names, familyName(f.Strategy))
+	}
+	sp.Labels.SetText(fmt.Sprintf("Predictions from %s and %s. The chart draws the best plan of each family the search ranks (%s) at each number of draft levels; the ring marks the best of all.",
+		x.Acceptance, x.Curve, strings.Join(names, ", ")))
 	var series []Series
-	var mark *[2]float64
-	bestSpeed := 0.0
-	for i, line := range x.Lines {
-		s := Series{Name: fmt.Sprintf("width %d", i+1)}
-		if i == 0 {
-			s.Name = "chain (width 1)"
-		}
-		for _, pr := range line {
-			d := float64(pr.Plan.Gamma)
-			if pr.Plan.Strategy == "egt" {
-				d = float64(len(pr.Plan.EGT))
-			}
-			s.X = append(s.X, d)
+	sp.chartPlans = nil
+	for _, f := range fams {
+		s := Series{Name: familyName(f.Strategy)}
+		for _, pr := range f.Best {
+			s.X = append(s.X, float64(profiles.Levels(pr)))
 			s.Y = append(s.Y, pr.Speedup)
-			if pr.Speedup > bestSpeed {
-				bestSpeed = pr.Speedup
-				mark = &[2]float64{d, pr.Speedup}
-			}
 		}
 		series = append(series, s)
+		sp.chartPlans = append(sp.chartPlans, f.Best)
 	}
+	var mark *[2]float64
+	sp.Best.SetText("")
 	if b := x.Best; b != nil {
 		sp.s.Best = b
+		mark = &[2]float64{float64(profiles.Levels(*b)), b.Speedup}
 		sp.Best.SetText(fmt.Sprintf("Best of %d plans: %s, predicted %.2fx (AAL %.2f, %d nodes, step %v)",
 			x.Searched, b.Plan, b.Speedup, b.AAL, b.Nodes, b.Step.Round(time.Microsecond)))
 		sp.drawTree(x.BestShape)
@@ -237,11 +238,18 @@ func (sp *SpeedupScreen) Update() {
 		cs.Y = append(cs.Y, float64(pt.Median)/1e6)
 	}
 	sp.Curve.SetSpec(ChartSpec{Title: "Verification latency", XLabel: "W", YLabel: "ms", LogX: true, LogY: true, Series: []Series{cs}, Width: 420, Height: 220})
-	sp.chartPlans = x.Lines
-	sp.Chart.SetSpec(ChartSpec{Title: "Predicted speedup against depth", XLabel: "depth (draft levels)", YLabel: "speedup over plain decoding",
+	sp.Chart.SetSpec(ChartSpec{Title: "Best predicted speedup of each plan family", XLabel: "draft levels a step (drafter passes)", YLabel: "speedup over plain decoding",
 		Series: series, Mark: mark, Width: 620, Height: 380})
 	sp.last = time.Since(start)
 	sp.Timing.SetText(fmt.Sprintf("redrawn in %v", sp.last.Round(time.Millisecond)))
+}
+
+// familyName names a plan family on the chart.
+func familyName(strategy string) string {
+	if strategy == "ar" {
+		return "ar (plain decoding)"
+	}
+	return strategy
 }
 
 // LastRedraw is how long the last update took (the screen must feel live).
@@ -292,6 +300,15 @@ func (sp *SpeedupScreen) drawTree(parents []int) {
 	sp.treeSize.SetMinSize(size)
 	sp.TreeBox.Resize(size)
 	sp.TreeBox.Refresh()
+}
+
+// updateMine re-prices your plan alone (the search's answer stays).
+func (sp *SpeedupScreen) updateMine() {
+	if sp.explored == nil {
+		sp.Update()
+		return
+	}
+	sp.Mine.SetText(sp.mine())
 }
 
 // mine scores the plan typed into "your plan": a gamma for chain, widths per
