@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"image"
 	"image/color"
 	"io"
@@ -74,36 +75,55 @@ func lineFigure(spec ChartSpec) *chartFigure {
 		}
 		return !zoomed || (x >= spec.XMin && x <= spec.XMax)
 	}
+	valid := func(x, y float64) bool {
+		return !(spec.LogX && x <= 0) && !(spec.LogY && y <= 0) && !math.IsNaN(x) && !math.IsNaN(y)
+	}
 	for i, s := range spec.Series {
 		pts := make(plotter.XYs, 0, len(s.X))
 		var errs plotter.YErrors
+		var line plotter.XYs // the points and, zoomed, where the line crosses the range's edges
+		var prev *plotter.XY
 		for j := range s.X {
-			if j >= len(s.Y) || !shown(s.X[j], s.Y[j]) {
+			if j >= len(s.Y) || !valid(s.X[j], s.Y[j]) {
 				continue
 			}
-			pts = append(pts, plotter.XY{X: s.X[j], Y: s.Y[j]})
+			pt := plotter.XY{X: s.X[j], Y: s.Y[j]}
+			if zoomed && prev != nil {
+				line = append(line, crossings(*prev, pt, spec)...)
+			}
+			prev = &pt
+			if !shown(pt.X, pt.Y) {
+				continue
+			}
+			line = append(line, pt)
+			pts = append(pts, pt)
 			f.pts = append(f.pts, ChartPoint{Series: s.Name, S: i, I: j, X: s.X[j], Y: s.Y[j]})
 			if j < len(s.Err) {
 				errs = append(errs, struct{ Low, High float64 }{s.Err[j], s.Err[j]})
 			}
 		}
-		if len(pts) == 0 {
-			continue
-		}
-		line, scatter, err := plotter.NewLinePoints(pts)
-		if err != nil {
+		if len(line) == 0 {
 			continue
 		}
 		c := palette[i%len(palette)]
-		line.Color, scatter.Color = c, c
-		line.Width = vg.Points(1.5)
-		scatter.Shape = draw.CircleGlyph{}
-		scatter.Radius = vg.Points(2.5)
-		p.Add(line, scatter)
-		if s.Name != "" {
-			f.leg.Add(s.Name, line, scatter)
+		l, err := plotter.NewLine(line)
+		if err != nil {
+			continue
 		}
-		if len(errs) == len(pts) {
+		l.Color, l.Width = c, vg.Points(1.5)
+		p.Add(l)
+		thumbs := []plot.Thumbnailer{l}
+		if len(pts) > 0 {
+			if sc, err := plotter.NewScatter(pts); err == nil {
+				sc.Color, sc.Shape, sc.Radius = c, draw.CircleGlyph{}, vg.Points(2.5)
+				p.Add(sc)
+				thumbs = append(thumbs, sc)
+			}
+		}
+		if s.Name != "" {
+			f.leg.Add(s.Name, thumbs...)
+		}
+		if len(errs) == len(pts) && len(pts) > 0 {
 			bars, err := plotter.NewYErrorBars(struct {
 				plotter.XYer
 				plotter.YErrorer
@@ -126,8 +146,39 @@ func lineFigure(spec ChartSpec) *chartFigure {
 	}
 	if zoomed {
 		p.X.Min, p.X.Max = spec.XMin, spec.XMax
+		// say so: a zoomed chart otherwise reads as all the data
+		num := func(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }
+		p.Title.Text += fmt.Sprintf(" (zoomed to %s %s-%s)", spec.XLabel, num(spec.XMin), num(spec.XMax))
 	}
 	return f
+}
+
+// crossings are the points where the segment from a to b crosses the
+// edges of a zoomed chart's x range, in order from a, interpolated on the
+// chart's scales: a line leaving the range is drawn to its edge, and one
+// spanning it (the roofline, drawn between its two ends) stays in view.
+func crossings(a, b plotter.XY, spec ChartSpec) plotter.XYs {
+	fx, fy := func(v float64) float64 { return v }, func(v float64) float64 { return v }
+	gy := fy
+	if spec.LogX {
+		fx = math.Log
+	}
+	if spec.LogY {
+		fy, gy = math.Log, math.Exp
+	}
+	edges := []float64{spec.XMin, spec.XMax}
+	if b.X < a.X {
+		edges = []float64{spec.XMax, spec.XMin}
+	}
+	var out plotter.XYs
+	for _, e := range edges {
+		if (a.X-e)*(b.X-e) >= 0 {
+			continue // not crossed (an end on the edge is drawn as a point)
+		}
+		t := (fx(e) - fx(a.X)) / (fx(b.X) - fx(a.X))
+		out = append(out, plotter.XY{X: e, Y: gy(fy(a.Y) + t*(fy(b.Y)-fy(a.Y)))})
+	}
+	return out
 }
 
 // BarSpec describes a grouped bar chart (one group per label).
@@ -234,7 +285,8 @@ type chartRendering struct {
 	pts        []ChartPoint
 	xmin, xmax float64                 // the x axis' range as drawn
 	left, righ float32                 // the data area's left and right edge, image pixels
-	fx         func(float64) vg.Length // data x to canvas x
+	fx, fy     func(float64) vg.Length // data x and y to canvas x and y
+	height     float32                 // the image's height in pixels
 }
 
 // pixels converts gonum's points (1/72 inch) to pixels at 96 dpi.
@@ -248,7 +300,7 @@ func (f *chartFigure) render() *chartRendering {
 	fx, fy := f.p.Transforms(&da)
 	img := c.Image()
 	ih := float32(img.Bounds().Dy())
-	r := &chartRendering{img: img, xmin: f.p.X.Min, xmax: f.p.X.Max, left: pixels(da.Min.X), righ: pixels(da.Max.X), fx: fx}
+	r := &chartRendering{img: img, xmin: f.p.X.Min, xmax: f.p.X.Max, left: pixels(da.Min.X), righ: pixels(da.Max.X), fx: fx, fy: fy, height: ih}
 	for _, pt := range f.pts {
 		pt.px, pt.py = pixels(fx(pt.X)+pt.dx), ih-pixels(fy(pt.Y))
 		r.pts = append(r.pts, pt)

@@ -141,6 +141,29 @@ func TestChartZoom(t *testing.T) {
 	if lo < 3.9 || lo > 4.1 || hi < 15.6 || hi > 16.4 {
 		t.Errorf("log zoom to %v..%v, want about 4..16", lo, hi)
 	}
+
+	// a zoom says so, and a line drawn between two ends outside the range
+	// (the profile's roofline) stays in view
+	c.ResetZoom()
+	c.SetSpec(ChartSpec{Title: "Latency", XLabel: "W", YLabel: "ms", LogX: true, LogY: true, Width: 420, Height: 220, Series: []Series{
+		{Name: "T", X: []float64{1, 2, 4, 8, 16, 32}, Y: []float64{10, 11, 12, 14, 20, 30}},
+		{Name: "roofline", X: []float64{1, 32}, Y: []float64{5, 5}}}})
+	if strings.Contains(c.fig.p.Title.Text, "zoomed") {
+		t.Errorf("unzoomed title %q", c.fig.p.Title.Text)
+	}
+	c.SetZoom(2, 10)
+	if want := "Latency (zoomed to W 2-10)"; c.fig.p.Title.Text != want {
+		t.Errorf("zoomed title %q, want %q", c.fig.p.Title.Text, want)
+	}
+	r := c.r
+	x, y := int(pixels(r.fx(5))), int(r.height-pixels(r.fy(5)))
+	hit := false
+	for dy := -2; dy <= 2; dy++ {
+		hit = hit || sameColor(r.img.At(x, y+dy), palette[1])
+	}
+	if !hit {
+		t.Errorf("the roofline is not drawn across the zoom (pixel %v at %d,%d)", r.img.At(x, y), x, y)
+	}
 }
 
 // TestChartSave: every chart saves as a PNG that decodes at its size and
