@@ -32,14 +32,34 @@ import (
 func newBench(t *testing.T) *Workbench {
 	t.Helper()
 	a := test.NewTempApp(t)
+	a.Preferences().SetString(prefDB, filepath.Join(t.TempDir(), "gui.db"))
+	return openBench(t, a, filepath.Join(t.TempDir(), "demo"))
+}
+
+// openBench opens the workbench in a new window of a, as a launch does:
+// the database and the last pair come from a's preferences.
+func openBench(t *testing.T, a fyne.App, demoDir string) *Workbench {
+	t.Helper()
 	w := a.NewWindow("Arborist")
-	s := NewSession(a, w, filepath.Join(t.TempDir(), "demo"))
-	s.DBPath = filepath.Join(t.TempDir(), "gui.db")
+	s := NewSession(a, w, demoDir)
 	t.Cleanup(s.Close)
 	wb := NewWorkbench(s)
 	w.SetContent(wb.Root)
 	w.Resize(fyne.NewSize(1100, 760))
 	return wb
+}
+
+// restart closes the workbench, once its work is done, and opens it again
+// over the same preferences and database, as quitting and launching do;
+// it returns once the last pair's stored results are read back.
+func restart(t *testing.T, wb *Workbench) *Workbench {
+	t.Helper()
+	waitFor(t, "the work to finish", wb.Session.idle)
+	wb.Session.Close()
+	wb.Session.Win.Close()
+	nb := openBench(t, wb.Session.App, wb.Session.DemoDir)
+	waitFor(t, "the restored pair", func() bool { return nb.Session.idle() && nb.Session.State != nil })
+	return nb
 }
 
 // waitFor polls cond (read on the UI goroutine) until it holds. A
@@ -375,6 +395,75 @@ func TestProfileRunCompareExport(t *testing.T) {
 	e.YAML.SetText("speculation: {strategy: warp}")
 	if err := e.SaveTo(out); err == nil {
 		t.Error("an invalid edited config was saved")
+	}
+
+	// quit and launch again: the last pair comes back with every result
+	wb = restart(t, wb)
+	s, sp, r, e = wb.Session, wb.Speedup, wb.Run, wb.Export
+	p = wb.Profile
+	if s.Spec.Target != m.Target.Text || s.Spec.Draft == "" {
+		t.Fatalf("restored pair %+v", s.Spec)
+	}
+	if p.Chart.Image == nil || !strings.Contains(p.Status.Text, "reused from the database") {
+		t.Errorf("restored profile: image %v, status %s", p.Chart.Image != nil, p.Status.Text)
+	}
+	if !strings.Contains(sp.Labels.Text, "measured on calibration 1, ") {
+		t.Errorf("restored speedup model: %s", sp.Labels.Text)
+	}
+	if len(sp.ranked) == 0 || sp.Validate.Disabled() || s.Tuned == nil || !samePlan(s.Tuned.Plan, want.Plan) || r.UseTuned.Disabled() {
+		t.Errorf("restored plans: %d ranked, validate disabled %v, tuned %v (want %s), use disabled %v",
+			len(sp.ranked), sp.Validate.Disabled(), s.Tuned, want.Plan, r.UseTuned.Disabled())
+	}
+	if sp.stored != want.Plan.String() || !strings.Contains(sp.WorkStatus.Text, "Stored plan") {
+		t.Errorf("the restored plan was stored again (%q) or not said: %s", sp.stored, sp.WorkStatus.Text)
+	}
+	if !strings.Contains(r.Stats.Text, "run 5 (done") || r.Timeline.Image == nil {
+		t.Errorf("restored run: %s", r.Stats.Text)
+	}
+	waitFor(t, "the export", func() bool { return strings.Contains(e.YAML.Text, "speculation:") })
+	if !strings.Contains(e.Status.Text, "exported 2 times before") { // the GUI's and the CLI's
+		t.Errorf("export status %q", e.Status.Text)
+	}
+	for i, st := range states(wb) { // the guide ticks what the screens show
+		if st != StepDone {
+			t.Errorf("after the restart, guide step %s is %s", guideSteps[i].name, st)
+		}
+	}
+
+	// another pair: nothing of this one stays on screen, zoom included
+	fyne.DoAndWait(func() {
+		p.Chart.SetZoom(2, 10)
+		sp.Curve.SetZoom(2, 10)
+		r.Timeline.SetZoom(2, 10)
+		e.Status.SetText("saved /somewhere/config.yaml")
+	})
+	m = wb.Models
+	m.Target.SetText(modeltest.Shared(t, "models/llama-2-tiny-random.gguf"))
+	m.Source.SetSelected(SourceNGram)
+	m.N.SetText("2")
+	test.Tap(m.Load)
+	waitFor(t, "the other pair", func() bool { return s.idle() && s.State != nil && s.Spec.NGram == 2 })
+	if !strings.Contains(m.Status.Text, "nothing stored yet") {
+		t.Errorf("models status: %s", m.Status.Text)
+	}
+	if p.Chart.Image != nil || p.Chart.zoom != nil || p.Status.Text != profileHint {
+		t.Errorf("the previous pair's profile stays: image %v, zoom %v, %s", p.Chart.Image != nil, p.Chart.zoom, p.Status.Text)
+	}
+	if len(sp.ranked) != 0 || len(sp.Ranked.Options) != 0 || sp.Validation.Text != "" || !sp.Validate.Disabled() || sp.WorkStatus.Text != workHint || sp.Curve.zoom != nil {
+		t.Errorf("the previous pair's tune stays: %d ranked, validation %q, status %q, zoom %v", len(sp.ranked), sp.Validation.Text, sp.WorkStatus.Text, sp.Curve.zoom)
+	}
+	if strings.Contains(sp.Labels.Text, "calibration 1") {
+		t.Errorf("the previous pair's calibration stays: %s", sp.Labels.Text)
+	}
+	if s.Tuned != nil || !r.UseTuned.Disabled() || r.Stats.Text != runHint || len(r.stream) != 0 || r.Timeline.Image != nil || r.Timeline.zoom != nil || r.PlanNote.Text != "" {
+		t.Errorf("the previous pair's run stays: tuned %v, stats %q, %d pieces, timeline %v", s.Tuned, r.Stats.Text, len(r.stream), r.Timeline.Image != nil)
+	}
+	waitFor(t, "the export of the other pair", func() bool { return !strings.Contains(e.YAML.Text, "speculation:") })
+	if e.Status.Text != "" {
+		t.Errorf("the previous pair's export stays: %q\n%s", e.Status.Text, e.YAML.Text)
+	}
+	if got := states(wb); got[0] != StepDone || got[1] != StepToDo || got[3] != StepToDo || got[4] != StepToDo {
+		t.Errorf("guide for the new pair: %v", got)
 	}
 }
 

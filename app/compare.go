@@ -178,6 +178,11 @@ func NewCompareScreen(s *Session) *CompareScreen {
 	c.CSV = widget.NewButton("Export CSV...", c.saveCSV)
 	c.Status = widget.NewLabel("")
 	s.OnChange(c.Refresh)
+	s.OnPair(func(st *profiles.PairState, err error) {
+		if st == nil && err == nil {
+			c.Selected = map[int64]bool{} // the previous pair's picks
+		}
+	})
 	return c
 }
 

@@ -77,9 +77,16 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	m.N.SetText("3")
 	m.Source = widget.NewSelect([]string{SourceModel, SourceNGram, SourceLayers, SourceHidden}, func(string) {})
 	m.Source.SetSelected(SourceModel)
-	if s.Spec.DraftHidden != "" {
+	switch {
+	case s.Spec.DraftHidden != "":
 		m.Source.SetSelected(SourceHidden)
 		m.Draft.SetText(s.Spec.DraftHidden)
+	case s.Spec.NGram > 0:
+		m.Source.SetSelected(SourceNGram)
+		m.N.SetText(strconv.Itoa(s.Spec.NGram))
+	case s.Spec.Layers > 0:
+		m.Source.SetSelected(SourceLayers)
+		m.N.SetText(strconv.Itoa(s.Spec.Layers))
 	}
 	m.DeviceNote = widget.NewLabel("")
 	m.DeviceNote.Wrapping = fyne.TextWrapWord
@@ -168,7 +175,58 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 		m.RefreshDrafters()
 	}
 	s.OnChange(m.RefreshDrafters)
+	s.OnPair(m.pairShown)
 	return m
+}
+
+// pairShown says what the database held of the pair just chosen (or the
+// last pair, restored at start) and the next step to take.
+func (m *ModelsScreen) pairShown(st *profiles.PairState, err error) {
+	switch {
+	case err != nil:
+		m.Status.SetText("The pair's stored results could not be read: " + err.Error())
+	case st != nil:
+		m.Status.SetText(describeState(m.s.Spec, st))
+	}
+}
+
+// describeState says what is stored of a pair and what to do next.
+func describeState(ps profiles.PairSpec, st *profiles.PairState) string {
+	var have []string
+	if st.Steps.Profiled {
+		have = append(have, "a profile of this machine")
+	}
+	if st.Inputs != nil && st.Inputs.CalID > 0 {
+		have = append(have, fmt.Sprintf("calibration %d", st.Inputs.CalID))
+	}
+	if st.PlanID > 0 {
+		have = append(have, fmt.Sprintf("plan %d (%s)", st.PlanID, st.Plan.Plan))
+	}
+	if n := len(st.Runs); n > 0 {
+		have = append(have, fmt.Sprintf("%d runs", n))
+	}
+	next := "Next: Profile this machine."
+	switch {
+	case !st.Steps.Profiled:
+	case !st.Steps.Calibrated:
+		next = "Next: Calibrate (Speedup model screen)."
+	case st.Steps.PlanID == 0:
+		next = "Next: Tune (Speedup model screen)."
+	case st.Steps.Runs == 0:
+		next = "Next: Run the tuned plan."
+	case st.Steps.Exports == 0:
+		next = "Next: Export the plan."
+	default:
+		next = "Every step is done; the screens show the stored results."
+	}
+	name := filepath.Base(ps.Target)
+	if src := ps.SourceName(); src != "" {
+		name += " with " + src
+	}
+	if len(have) == 0 {
+		return "Loaded " + name + ": nothing stored yet. " + next
+	}
+	return "Loaded " + name + " with its stored " + strings.Join(have, ", ") + ". " + next
 }
 
 // RefreshDrafters lists the finished hidden drafters of the database.
@@ -386,22 +444,17 @@ func (m *ModelsScreen) load() {
 				return
 			}
 			m.Info.SetText(info)
-			m.s.Spec.Backend, m.s.Spec.DraftBackend = device, draftDevice
-			m.s.App.Preferences().SetString(prefBackend, device)
-			m.s.App.Preferences().SetString(prefDraftBackend, draftDevice)
-			m.s.SetModels(target, draft)
-			m.s.Spec.NGram, m.s.Spec.Layers, m.s.Spec.DraftHidden = ngram, layers, hiddenRef
 			if hiddenRef == "" && m.lossView.Visible() {
 				m.lossView.Hide() // the training chart belongs to a hidden drafter
 				if m.body != nil {
 					m.body.Refresh()
 				}
 			}
-			m.s.App.Preferences().SetString(prefHidden, hiddenRef)
-			m.Recent.Options = m.s.Recent()
-			m.Recent.Refresh()
-			m.Status.SetText("Loaded. Next: Profile this machine.")
-			m.s.Go(func(ctx context.Context) { m.s.LoadInputs(ctx) }) // stored curves and calibration
+			m.Status.SetText("Loaded; reading what the database holds of this pair ...")
+			ps := m.s.Spec
+			ps.Target, ps.Draft, ps.NGram, ps.Layers, ps.DraftHidden = target, draft, ngram, layers, hiddenRef
+			ps.Backend, ps.DraftBackend = device, draftDevice
+			m.s.SetPair(ps) // clears the previous pair's results, shows this one's
 		})
 	})
 }

@@ -108,14 +108,68 @@ func NewRunScreen(s *Session) *RunScreen {
 	r.Text = widget.NewRichText()
 	r.Text.Wrapping = fyne.TextWrapOff // flow() breaks the lines itself
 	r.TextScroll = container.NewVScroll(&fyne.Container{Layout: flowLayout{r}, Objects: []fyne.CanvasObject{r.Text}})
-	r.Stats = widget.NewLabel("Green: draft tokens the target accepted. Plain: the target's own (bonus) tokens.")
+	r.Stats = widget.NewLabel(runHint)
 	r.Stats.Wrapping = fyne.TextWrapWord
 	r.Timeline = newChart(600, 170)
 	r.Timeline.Name, r.Timeline.Zoomable = "timeline", true
 	s.OnChange(r.enable)
+	s.OnPair(r.pairShown)
 	r.enable()
 	r.enableSource()
 	return r
+}
+
+// runHint is the stats line before a run.
+const runHint = "Green: draft tokens the target accepted. Plain: the target's own (bonus) tokens."
+
+// pairShown clears the previous pair's run (its text, figures, timeline
+// and zoom, and the plan given from its tune, whose predictor id means
+// nothing for another pair), and shows the new pair's newest stored run.
+func (r *RunScreen) pairShown(st *profiles.PairState, err error) {
+	if st == nil {
+		if err == nil {
+			r.forgetPlan()
+			r.clearText()
+			r.Stats.SetText(runHint)
+			r.Timeline.Clear()
+		}
+		return
+	}
+	if len(st.Runs) == 0 {
+		if st.Steps.Runs > 0 {
+			r.Stats.SetText(fmt.Sprintf("No run of this pair yet; Compare lists the %d stored runs of its target with other draft sources.", st.Steps.Runs))
+		}
+		return
+	}
+	r.Stats.SetText(describeStoredRun(st.Runs[0]))
+	r.Timeline.SetSpec(storedTimeline(st.LastSteps))
+}
+
+// describeStoredRun says what a stored run ran and measured.
+func describeStoredRun(run profiles.Run) string {
+	plan, _ := profiles.RunPlan(run)
+	with := ""
+	if run.Drafter != "" && plan.NeedsSource() {
+		with = " with " + run.Drafter
+	}
+	s := fmt.Sprintf("Newest stored run of this pair: run %d (%s, %s), %s%s: %d tokens, %.1f tokens/s, AAL %.2f, acceptance %.1f%%.",
+		run.ID, run.Status, run.Created.Local().Format("2006-01-02 15:04"), plan, with, run.Tokens, run.TokensPerSecond, run.AAL, 100*run.Acceptance)
+	if run.PredictedSpeedup > 0 && plan.NeedsSource() {
+		s += fmt.Sprintf(" Predicted speedup %.2fx.", run.PredictedSpeedup)
+	}
+	if run.MeasuredSpeedup > 0 && plan.NeedsSource() {
+		s += fmt.Sprintf(" Measured speedup over plain decoding: %.2fx.", run.MeasuredSpeedup)
+	}
+	return s + " Its text is not stored; Run shows a new one."
+}
+
+// storedTimeline charts a stored run's steps as timeline charts a live one.
+func storedTimeline(steps []profiles.StoredStep) ChartSpec {
+	live := make([]profiles.Step, len(steps))
+	for i, s := range steps {
+		live[i].Draft, live[i].Verify, live[i].Overhead, live[i].Overlap = s.Draft, s.Verify, s.Overhead, s.Overlap
+	}
+	return timeline(live)
 }
 
 // Title is the tab name.
@@ -617,15 +671,19 @@ func (r *RunScreen) run() {
 	r.s.Busy()
 	r.clearText()
 	r.Stats.SetText("Loading models ...")
+	pair := r.s.pairNow()
 	r.s.Go(func(context.Context) {
 		defer close(r.done)
 		defer cancel()
-		err := r.session(ctx, ps, opt)
+		err := r.session(ctx, ps, opt, pair)
 		fyne.Do(func() {
 			r.Start.Enable()
 			r.Stop.Disable()
 			r.cancel = nil
 			r.s.Busy()
+			if !r.s.samePair(pair) {
+				return // the run of the pair chosen before is stored; its figures are not this pair's
+			}
 			if err != nil && ctx.Err() == nil {
 				r.Stats.SetText(r.Stats.Text + " Failed: " + err.Error())
 				r.s.ShowError(err)
@@ -642,7 +700,7 @@ func (r *RunScreen) Wait() {
 }
 
 // session runs the suite in the core, drawing tokens and steps as they come.
-func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profiles.RunOptions) error {
+func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profiles.RunOptions, pair int) error {
 	b, err := r.s.Bench(ctx)
 	if err != nil {
 		return err
@@ -668,7 +726,11 @@ func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profi
 		batch := pending
 		pending = nil
 		lastFlush = time.Now()
-		fyne.Do(func() { r.appendPieces(batch) })
+		fyne.Do(func() {
+			if r.s.samePair(pair) {
+				r.appendPieces(batch)
+			}
+		})
 	}
 	opt.OnPrompt = func(_ int, prompt string) {
 		outMu.Lock()
@@ -699,8 +761,10 @@ func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profi
 			stats := liveStats(tokens, len(steps), accepted, drafted, gen)
 			tl := timeline(steps)
 			fyne.Do(func() {
-				r.Stats.SetText(stats)
-				r.Timeline.SetSpec(tl)
+				if r.s.samePair(pair) {
+					r.Stats.SetText(stats)
+					r.Timeline.SetSpec(tl)
+				}
 			})
 		}
 	}
@@ -738,8 +802,10 @@ func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profi
 	}
 	tl := timeline(steps)
 	fyne.Do(func() {
-		r.Stats.SetText(stats)
-		r.Timeline.SetSpec(tl)
+		if r.s.samePair(pair) {
+			r.Stats.SetText(stats)
+			r.Timeline.SetSpec(tl)
+		}
 		r.s.Changed()
 	})
 	return runErr

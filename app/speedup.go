@@ -2,9 +2,12 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"image/color"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -153,11 +156,12 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.Validation = widget.NewLabel("")
 	sp.Validation.Wrapping = fyne.TextWrapWord
 	sp.Work = widget.NewProgressBar()
-	sp.WorkStatus = widget.NewLabel("Calibrate the pair on a prompt suite, then Tune: the ranked plans appear below; the chosen one runs on the Run screen.")
+	sp.WorkStatus = widget.NewLabel(workHint)
 	sp.WorkStatus.Wrapping = fyne.TextWrapWord
 	sp.Ranked = widget.NewSelect(nil, sp.pick)
 	sp.Ranked.PlaceHolder = "(tune first)"
 	s.OnChange(sp.Update)
+	s.OnPair(sp.pairShown)
 	sp.Update()
 	return sp
 }
@@ -344,14 +348,15 @@ func (sp *SpeedupScreen) work(what string, reload bool, fn func(ctx context.Cont
 	}
 	sp.WorkStatus.SetText(what + " ...")
 	sp.Work.SetValue(0)
+	pair := sp.s.pairNow()
 	sp.s.Go(func(ctx context.Context) {
 		msg, err := "", error(nil)
 		b, err := sp.s.Bench(ctx)
 		if err == nil {
 			msg, err = fn(ctx, b, ps, func(e profiles.Event) {
 				sp.s.UI(func() {
-					if !sp.busy {
-						return // a late event after the end
+					if !sp.busy || !sp.s.samePair(pair) {
+						return // a late event after the end, or of the pair chosen before
 					}
 					if e.Total > 0 {
 						sp.Work.SetValue(float64(e.Done) / float64(e.Total))
@@ -361,7 +366,7 @@ func (sp *SpeedupScreen) work(what string, reload bool, fn func(ctx context.Cont
 			})
 		}
 		if err == nil && reload {
-			err = sp.s.LoadInputs(ctx)
+			err = sp.s.LoadInputs(ctx, pair)
 		}
 		sp.s.UI(func() {
 			defer func() { sp.busy, sp.doing = false, ""; sp.s.Busy() }() // last: tests and users read it as "done"
@@ -373,6 +378,15 @@ func (sp *SpeedupScreen) work(what string, reload bool, fn func(ctx context.Cont
 					sp.Validate.Enable()
 				}
 			}()
+			if !sp.s.samePair(pair) { // its results belong to the pair chosen before
+				sp.pendingChoice = nil
+				state := "finished"
+				if err != nil {
+					state = "failed"
+				}
+				sp.WorkStatus.SetText(fmt.Sprintf("%s %s for %s, the pair chosen before; what it stored shows when that pair is chosen again.", what, state, pairName(ps)))
+				return
+			}
 			if err != nil {
 				sp.WorkStatus.SetText(what + " failed: " + err.Error())
 				sp.s.ShowError(err)
@@ -524,6 +538,7 @@ func (sp *SpeedupScreen) validate() {
 			len(v.Plans), noun, v.Base.TPS(), best.Label, best.Measured, best.Predicted, 100*v.Plans[0].Measured/max(best.Measured, 1e-9)), nil
 	}, func() {
 		sp.Validation.SetText(describeValidation(v))
+		sp.keepValidation(v)
 		best := v.Plans[v.Best]
 		for _, p := range plans {
 			if p.Plan.String() == best.Plan.String() {
@@ -552,6 +567,14 @@ func describeValidation(v *profiles.Validation) string {
 
 // SetRanked lists a tune's plans and picks the best.
 func (sp *SpeedupScreen) SetRanked(preds []profiles.Prediction) {
+	sp.list(preds)
+	if len(sp.ranked) > 0 {
+		sp.Ranked.SetSelectedIndex(0)
+	}
+}
+
+// list shows the plans ranked (the best 25) and enables their validation.
+func (sp *SpeedupScreen) list(preds []profiles.Prediction) {
 	sp.ranked, sp.candidates = preds[:min(len(preds), 25)], preds
 	var opts []string
 	for i, p := range sp.ranked {
@@ -562,13 +585,138 @@ func (sp *SpeedupScreen) SetRanked(preds []profiles.Prediction) {
 		opts = append(opts, o)
 	}
 	sp.Ranked.Options = opts
-	if len(opts) > 0 {
-		sp.Ranked.SetSelectedIndex(0)
-		if !sp.busy {
-			sp.Validate.Enable()
-		}
+	if len(opts) > 0 && !sp.busy {
+		sp.Validate.Enable()
 	}
 	sp.Ranked.Refresh()
+}
+
+// workHint is the work status before anything is done for a pair.
+const workHint = "Calibrate the pair on a prompt suite, then Tune: the ranked plans appear below; the chosen one runs on the Run screen."
+
+// pairShown clears the previous pair's results (its ranking, chosen plan,
+// validation, work status and the curve's zoom) and shows the new pair's
+// stored ones: its newest plan, picked again without storing it again, in
+// a tune's ranking scored again on the stored curves and calibration, and
+// the last validation while its runs are stored.
+func (sp *SpeedupScreen) pairShown(st *profiles.PairState, err error) {
+	if st == nil {
+		if err != nil {
+			return
+		}
+		sp.ranked, sp.candidates, sp.pendingChoice, sp.stored = nil, nil, nil, ""
+		sp.Ranked.Options = nil
+		sp.Ranked.ClearSelected()
+		sp.Ranked.Refresh()
+		sp.Validate.Disable()
+		sp.Validation.SetText("")
+		sp.Work.SetValue(0)
+		sp.WorkStatus.SetText(workHint)
+		sp.Curve.ResetZoom() // the session's Changed that follows redraws the model
+		return
+	}
+	if st.PlanID == 0 {
+		return
+	}
+	ranked, at := st.Ranked, -1
+	for i, p := range ranked[:min(len(ranked), 25)] {
+		if samePlan(p.Plan, st.Plan.Plan) {
+			at = i
+			break
+		}
+	}
+	if at < 0 { // picked from the chart, or beyond the best 25
+		ranked, at = append([]profiles.Prediction{st.Plan}, ranked...), 0
+	}
+	sp.stored = st.Plan.Plan.String() // the database holds it: picking it stores nothing
+	sp.list(ranked)
+	sp.Ranked.SetSelectedIndex(at)
+	msg := fmt.Sprintf("Stored plan %d, the pair's newest (Run and Export use it): %s.", st.PlanID, st.Plan.Plan)
+	if len(st.Ranked) > 0 {
+		msg += " The list is a tune's ranking scored again on the stored curves and calibration; Tune again to re-check this machine."
+	}
+	sp.WorkStatus.SetText(msg)
+	if text := sp.keptValidation(st); text != "" {
+		sp.Validation.SetText(text)
+	}
+}
+
+// samePlan says whether two plans are the same in every field their
+// strategy reads.
+func samePlan(a, b profiles.Plan) bool {
+	ja, _ := json.Marshal(a.Trim())
+	jb, _ := json.Marshal(b.Trim())
+	return string(ja) == string(jb)
+}
+
+// pairName names a pair in messages.
+func pairName(ps profiles.PairSpec) string {
+	name := filepath.Base(ps.Target)
+	if src := ps.SourceName(); src != "" {
+		name += " with " + src
+	}
+	return name
+}
+
+// keptValidation is what the GUI keeps of a validation across restarts
+// (the core stores its runs, not the validation): the text shown, and the
+// runs it stored, without which it is not shown again.
+type keptValidation struct {
+	Text string  `json:"text"`
+	Runs []int64 `json:"runs"`
+}
+
+// prefValidation prefixes the preference keeping a pair's last validation.
+const prefValidation = "validation."
+
+// pairKey names the chosen pair in the database, for preferences.
+func (s *Session) pairKey() string {
+	ps := s.PairSpec()
+	h := fnv.New64a()
+	for _, f := range []string{s.DBPath, ps.Target, ps.SourceName(), ps.Backend, ps.DraftBackend} {
+		h.Write([]byte(f))
+		h.Write([]byte{0})
+	}
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// keepValidation remembers the validation shown, for the pair.
+func (sp *SpeedupScreen) keepValidation(v *profiles.Validation) {
+	k := keptValidation{Text: sp.Validation.Text}
+	if v.BaseRunID > 0 {
+		k.Runs = append(k.Runs, v.BaseRunID)
+	}
+	for _, p := range v.Plans {
+		if p.RunID > 0 {
+			k.Runs = append(k.Runs, p.RunID)
+		}
+	}
+	if len(k.Runs) == 0 {
+		return // nothing stored: nothing to show again
+	}
+	b, err := json.Marshal(k)
+	if err == nil {
+		sp.s.App.Preferences().SetString(prefValidation+sp.s.pairKey(), string(b))
+	}
+}
+
+// keptValidation is the pair's last validation while all its runs are
+// still stored ("" otherwise).
+func (sp *SpeedupScreen) keptValidation(st *profiles.PairState) string {
+	var k keptValidation
+	if json.Unmarshal([]byte(sp.s.App.Preferences().String(prefValidation+sp.s.pairKey())), &k) != nil || len(k.Runs) == 0 {
+		return ""
+	}
+	have := map[int64]bool{}
+	for _, r := range st.Runs {
+		have[r.ID] = true
+	}
+	for _, id := range k.Runs {
+		if !have[id] {
+			return ""
+		}
+	}
+	return k.Text
 }
 
 // pick makes the chosen ranked plan the session's tuned plan.
