@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -241,6 +242,9 @@ func TestProfileRunCompareExport(t *testing.T) {
 	if !strings.Contains(r.Stats.Text, "Stored as run 3") || !strings.Contains(r.Stats.Text, "48 tokens") ||
 		!strings.Contains(r.Stats.Text, "Measured speedup") || !strings.Contains(r.Stats.Text, "identical") {
 		t.Errorf("suite run: %s", r.Stats.Text)
+	}
+	if !regexp.MustCompile(`this plan [0-9.]+ tokens/s, plain decoding [0-9.]+ tokens/s`).MatchString(r.Stats.Text) {
+		t.Errorf("the suite run does not show plain decoding's speed beside the plan's: %s", r.Stats.Text)
 	}
 
 	c := wb.Compare

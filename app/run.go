@@ -791,8 +791,8 @@ func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profi
 	case res.PredictedOn != "":
 		stats += " No prediction: " + res.PredictedOn + "."
 	}
-	if res.Base != nil {
-		stats += fmt.Sprintf(" Measured speedup over plain decoding: %.2fx.", res.Speedup)
+	if res.Base != nil && !res.SelfBaseline {
+		stats += fmt.Sprintf(" Measured speedup over plain decoding: %.2fx (this plan %.1f tokens/s, plain decoding %.1f tokens/s, one pass each).", res.Speedup, t.TPS(), res.Base.TPS())
 		if res.Greedy && res.Identical {
 			stats += " Output identical to plain decoding."
 		}

@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"image/color"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -534,8 +535,8 @@ func (sp *SpeedupScreen) validate() {
 		if len(v.Plans) == 1 {
 			noun = "plan"
 		}
-		return fmt.Sprintf("Validated %d %s against plain decoding (%.1f tokens/s): the measured best is %s at %.2fx (predicted %.2fx); the predicted best reached %.0f%% of it.",
-			len(v.Plans), noun, v.Base.TPS(), best.Label, best.Measured, best.Predicted, 100*v.Plans[0].Measured/max(best.Measured, 1e-9)), nil
+		return fmt.Sprintf("Validated %d %s against plain decoding (%.1f tokens/s): the measured best is %s at %.2fx%s, predicted %.2fx; the predicted best reached %.0f%% of it.",
+			len(v.Plans), noun, v.Base.TPS(), best.Label, best.Measured, spread(best.Rounds), best.Predicted, 100*v.Plans[0].Measured/max(best.Measured, 1e-9)), nil
 	}, func() {
 		sp.Validation.SetText(describeValidation(v))
 		sp.keepValidation(v)
@@ -557,12 +558,21 @@ func describeValidation(v *profiles.Validation) string {
 		if p.Best {
 			mark = "  <- measured best"
 		}
-		fmt.Fprintf(&b, "%d. %s: predicted %.2fx, measured %.2fx (%.1f tokens/s)%s\n", i+1, p.Plan, p.Predicted, p.Measured, p.Totals.TPS(), mark)
+		fmt.Fprintf(&b, "%d. %s: predicted %.2fx, measured %.2fx%s (%.1f tokens/s)%s\n", i+1, p.Plan, p.Predicted, p.Measured, spread(p.Rounds), p.Totals.TPS(), mark)
 		if s := p.Split.String(); s != "" {
 			fmt.Fprintf(&b, "    predicted against measured: %s\n", s)
 		}
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// spread says how a median speedup moved over its rounds: "median of 3
+// rounds, range 1.95-2.30x" ("" for a single round).
+func spread(rounds []float64) string {
+	if len(rounds) < 2 {
+		return ""
+	}
+	return fmt.Sprintf(" (median of %d rounds, range %.2f-%.2fx)", len(rounds), slices.Min(rounds), slices.Max(rounds))
 }
 
 // SetRanked lists a tune's plans and picks the best.
