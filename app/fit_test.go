@@ -1,6 +1,7 @@
 package app
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"arborist/profiles"
+	"arborist/profiles/costmodel"
 )
 
 // TestFitsSmallWindow: the window's minimum size is at most 800x600 (each
@@ -52,6 +54,28 @@ func TestSlidersShowValues(t *testing.T) {
 	}
 	if sp.Best.Text == "" {
 		t.Error("the slider no longer updates the model")
+	}
+
+	// with a calibration in use the sliders show its values, disabled
+	s := sp.s
+	acc := costmodel.Uniform(0.62, 0.5, 8, 4)
+	fyne.DoAndWait(func() { s.SetInputs(&profiles.Inputs{Acc: acc, CalID: 3}) })
+	if !sp.Alpha.Disabled() || !sp.Decay.Disabled() || math.Abs(sp.Alpha.Value-0.62) > 0.005 || math.Abs(sp.Decay.Value-0.5) > 0.01 {
+		t.Errorf("calibrated: alpha %v (disabled %v), decay %v (disabled %v)", sp.Alpha.Value, sp.Alpha.Disabled(), sp.Decay.Value, sp.Decay.Disabled())
+	}
+	if got := sp.Values[sp.Alpha].Text; got != "62% measured" {
+		t.Errorf("calibrated alpha shows %q", got)
+	}
+	if !strings.Contains(sp.Mode.Text, "measured on calibration 3") || !strings.Contains(sp.Labels.Text, "acceptance measured on calibration 3") {
+		t.Errorf("mode %q, labels %q", sp.Mode.Text, sp.Labels.Text)
+	}
+	// what-if: the user's values come back and move the model again
+	fyne.DoAndWait(func() { sp.UseCal.SetChecked(false) })
+	if sp.Alpha.Disabled() || sp.Alpha.Value != 0.9 || sp.Values[sp.Alpha].Text != "90%" || !strings.HasPrefix(sp.Mode.Text, "What-if") {
+		t.Errorf("what-if: alpha %v (disabled %v) %q, mode %q", sp.Alpha.Value, sp.Alpha.Disabled(), sp.Values[sp.Alpha].Text, sp.Mode.Text)
+	}
+	if !strings.Contains(sp.Labels.Text, "assumed values (acceptance 90%") {
+		t.Errorf("what-if labels %q", sp.Labels.Text)
 	}
 }
 

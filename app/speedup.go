@@ -31,6 +31,13 @@ type SpeedupScreen struct {
 	Decay    *widget.Slider
 	MaxDepth *widget.Slider
 	UseCal   *widget.Check
+	// Mode says whether the acceptance sliders show the stored
+	// calibration's measured values (and are disabled) or are what-if
+	// values the user sets (UseCal unticked, or no calibration).
+	Mode     *widget.Label
+	measured bool       // the sliders show a calibration's values
+	whatIf   [2]float64 // the user's alpha and decay, kept while measured values are shown
+	syncing  bool       // the sliders are being set to measured values
 	// Place makes Tune search where each model runs as well (every
 	// available device); disabled where only one device is available
 	// (SetBackends)
@@ -88,6 +95,9 @@ func (sp *SpeedupScreen) valued(sl *widget.Slider, format func(float64) string) 
 	sp.Values[sl] = l
 	prev := sl.OnChanged
 	sl.OnChanged = func(v float64) {
+		if sp.syncing {
+			return // showing measured values: labelled by showAcceptance
+		}
 		l.SetText(format(v))
 		if prev != nil {
 			prev(v)
@@ -108,9 +118,12 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.MaxDepth = widget.NewSlider(1, 12)
 	sp.MaxDepth.Step = 1
 	sp.MaxDepth.SetValue(8)
-	sp.UseCal = widget.NewCheck("use the stored calibration of this pair", nil)
+	sp.UseCal = widget.NewCheck("use the stored calibration of this pair (untick for what-if values)", nil)
 	sp.UseCal.SetChecked(true)
 	sp.UseCal.OnChanged = func(bool) { sp.Update() }
+	sp.Mode = widget.NewLabel("")
+	sp.Mode.Wrapping = fyne.TextWrapWord
+	sp.Mode.TextStyle = fyne.TextStyle{Italic: true}
 	sp.Place = widget.NewCheck("tune also places each model on a device (checking the devices)", nil)
 	sp.Place.Disable() // until SetBackends says there is more than one
 	sp.Plan = widget.NewSelect([]string{"chain", "tree", "egt"}, nil)
@@ -186,7 +199,7 @@ func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 		sp.PromptsCheck.Box, sp.Work, sp.WorkStatus, container.NewBorder(nil, nil, widget.NewLabel("tuned plans"), sp.Validate, sp.Ranked), sp.Validation)
 	// the controls scroll in a column of their own, so the charts keep
 	// the window's height whatever its size
-	controls := container.NewVScroll(container.NewVBox(form, sp.UseCal, sp.Place, sp.Labels, sp.Best, sp.Mine, sp.Timing, widget.NewSeparator(), work,
+	controls := container.NewVScroll(container.NewVBox(sp.Mode, form, sp.UseCal, sp.Place, sp.Labels, sp.Best, sp.Mine, sp.Timing, widget.NewSeparator(), work,
 		metricHelp(metricSpeedup, metricTVerify, metricAAL, metricAcceptance)))
 	sp.controls = controls
 	bottom := container.NewHSplit(sp.Curve.View(sp.s.Win), tree)
@@ -203,7 +216,11 @@ func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 // family's best plan at each number of draft levels, and rings the
 // search's best: the plan the text names.
 func (sp *SpeedupScreen) Update() {
+	if sp.syncing {
+		return
+	}
 	start := time.Now()
+	sp.showAcceptance()
 	depth := int(sp.MaxDepth.Value)
 	x, ranked := profiles.ExploreRanking(profiles.ExploreOptions{Alpha: sp.Alpha.Value, Decay: sp.Decay.Value, Depth: depth, Calibrated: sp.UseCal.Checked,
 		Inputs: sp.s.Inputs, Verify: sp.s.Verify, Draft: sp.s.Draft, Overhead: sp.s.Overhead})
@@ -247,6 +264,61 @@ func (sp *SpeedupScreen) Update() {
 		Series: series, Mark: mark, Width: 620, Height: 380})
 	sp.last = time.Since(start)
 	sp.Timing.SetText(fmt.Sprintf("redrawn in %v", sp.last.Round(time.Millisecond)))
+}
+
+// showAcceptance sets the acceptance sliders for the mode the screen is
+// in: with the stored calibration in use, they show its measured values
+// (the top candidate's acceptance at depth 1, the second's share of it)
+// and are disabled, since the model reads the calibration, not them;
+// otherwise they are the user's what-if values, kept across the switch.
+func (sp *SpeedupScreen) showAcceptance() {
+	in := sp.s.Inputs
+	measured := sp.UseCal.Checked && in != nil && !in.Assumed && in.Acc != nil && in.CalID > 0
+	switch {
+	case measured:
+		if !sp.measured {
+			sp.whatIf = [2]float64{sp.Alpha.Value, sp.Decay.Value}
+		}
+		top, second := in.Acc.At(0, 0), in.Acc.At(0, 1)
+		decay := 0.0
+		if top > 0 {
+			decay = second / top
+		}
+		sp.syncing = true
+		sp.Alpha.SetValue(top)
+		sp.Decay.SetValue(decay)
+		sp.syncing = false
+		if l := sp.Values[sp.Alpha]; l != nil {
+			l.SetText(fmt.Sprintf("%.0f%% measured", 100*top))
+		}
+		if l := sp.Values[sp.Decay]; l != nil {
+			l.SetText(fmt.Sprintf("x %.2f measured", decay))
+		}
+		sp.Alpha.Disable()
+		sp.Decay.Disable()
+		sp.Mode.SetText(fmt.Sprintf("Acceptance measured on calibration %d: the sliders show it at depth 1 (the model reads every depth and rank). Untick the calibration below to try what-if values.", in.CalID))
+	case sp.measured: // back to what-if values
+		sp.syncing = true
+		sp.Alpha.SetValue(sp.whatIf[0])
+		sp.Decay.SetValue(sp.whatIf[1])
+		sp.syncing = false
+		fallthrough
+	default:
+		if l := sp.Values[sp.Alpha]; l != nil {
+			l.SetText(fmt.Sprintf("%.0f%%", 100*sp.Alpha.Value))
+		}
+		if l := sp.Values[sp.Decay]; l != nil {
+			l.SetText(fmt.Sprintf("x %.2f", sp.Decay.Value))
+		}
+		sp.Alpha.Enable()
+		sp.Decay.Enable()
+		what := "this pair has no stored calibration"
+		if in != nil && in.CalID > 0 && !sp.UseCal.Checked {
+			what = fmt.Sprintf("calibration %d is not used", in.CalID)
+		}
+		sp.Mode.SetText("What-if: the model prices every plan with the acceptance the sliders set (" + what + ").")
+	}
+	sp.measured = measured
 }
 
 // familyName names a plan family on the chart.
