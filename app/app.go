@@ -24,7 +24,6 @@ import (
 	"fyne.io/fyne/v2"
 	fyneapp "fyne.io/fyne/v2/app"
 	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/dialog"
 
 	"arborist/assets"
 	"arborist/profiles"
@@ -425,7 +424,7 @@ func (s *Session) Recent() []string { return s.App.Preferences().StringList(pref
 // ShowError reports an error in a dialog with the engine's message.
 func (s *Session) ShowError(err error) {
 	if err != nil && s.Win != nil {
-		dialog.ShowError(err, s.Win)
+		showError(err, s.Win)
 	}
 }
 
@@ -511,6 +510,7 @@ func Run() int {
 	log.SetOutput(quietFavorites(os.Stderr)) // see quietFavorites
 	a := fyneapp.NewWithID(AppID)
 	a.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon))
+	a.Settings().SetTheme(newAppTheme(nil))
 	w := a.NewWindow("Arborist")
 	s := NewSession(a, w, DemoDir())
 	defer s.Close()

@@ -221,7 +221,7 @@ func TestProfileRunCompareExport(t *testing.T) {
 	}
 	green := 0
 	for _, seg := range r.Text.Segments {
-		if ts, ok := seg.(*widget.TextSegment); ok && ts.Style.ColorName == "success" {
+		if ts, ok := seg.(*widget.TextSegment); ok && ts.Style.ColorName == colorAccepted {
 			green++
 		}
 	}

@@ -186,7 +186,7 @@ func (r *RunScreen) Content() fyne.CanvasObject {
 		widget.NewFormItem("Plan", container.NewBorder(nil, nil, container.NewHBox(r.Strategy, r.UseTuned), nil, r.PlanNote)),
 	)
 	decoding := container.NewHBox(newMinWidth(widget.NewLabelWithStyle("Decoding", fyne.TextAlignTrailing, fyne.TextStyle{Bold: true}), 110),
-		label("tokens"), r.Tokens, label("temperature"), r.Temp, r.Start, r.Stop, r.Baseline)
+		label("tokens"), fitChars(r.Tokens, 6), label("temperature"), fitChars(r.Temp, 5), r.Start, r.Stop, r.Baseline)
 	top := container.NewVBox(form, r.SuiteCheck.Box, r.shapes, decoding, r.Stats)
 	r.enable()
 	// the text and the timeline share the height: a large window grows both
@@ -272,9 +272,9 @@ func (e *planEditor) objects() []fyne.CanvasObject {
 	case e.choice != nil:
 		return []fyne.CanvasObject{widget.NewLabel(e.field.Label), e.choice}
 	case e.field.Kind == profiles.IntListField:
-		return []fyne.CanvasObject{widget.NewLabel(e.field.Label), newMinWidth(e.entry, 96)}
+		return []fyne.CanvasObject{widget.NewLabel(e.field.Label), newMinWidth(e.entry, max(96, entryWidth(e.entry, 9)))}
 	}
-	return []fyne.CanvasObject{widget.NewLabel(e.field.Label), newMinWidth(e.entry, 48)}
+	return []fyne.CanvasObject{widget.NewLabel(e.field.Label), fitChars(e.entry, 4)}
 }
 
 // value is the field's value as Plan.Get writes it.
@@ -741,7 +741,7 @@ func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profi
 	opt.OnToken = func(_ int, text string, draftTok bool) {
 		style := widget.RichTextStyleInline
 		if draftTok {
-			style.ColorName = theme.ColorNameSuccess
+			style.ColorName = colorAccepted
 		}
 		outMu.Lock()
 		defer outMu.Unlock()

@@ -195,7 +195,7 @@ func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 	tree := container.NewBorder(widget.NewLabel("Best plan's tree (root at left):"), nil, nil, nil, container.NewScroll(container.NewStack(sp.treeSize, sp.TreeBox)))
 	work := container.NewVBox(
 		container.NewBorder(nil, nil, widget.NewLabel("prompt suite"), nil, sp.Prompts),
-		container.NewHBox(widget.NewLabel("tokens"), sp.CalTokens, sp.Calibrate, sp.TrainPred, sp.Tune),
+		container.NewHBox(widget.NewLabel("tokens"), fitChars(sp.CalTokens, 5), sp.Calibrate, sp.TrainPred, sp.Tune),
 		sp.PromptsCheck.Box, sp.Work, sp.WorkStatus, container.NewBorder(nil, nil, widget.NewLabel("tuned plans"), sp.Validate, sp.Ranked), sp.Validation)
 	// the controls scroll in a column of their own, so the charts keep
 	// the window's height whatever its size
