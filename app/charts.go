@@ -59,14 +59,15 @@ func lineFigure(spec ChartSpec) *chartFigure {
 	if f.w <= 0 {
 		f.w, f.h = 640, 360
 	}
-	p.X.Tick.Marker, p.Y.Tick.Marker = niceTicks{}, niceTicks{}
+	xs, ys := f.tickBudget()
+	p.X.Tick.Marker, p.Y.Tick.Marker = niceTicks{most: xs}, niceTicks{most: ys}
 	if spec.LogX {
 		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = logTicks{}
+		p.X.Tick.Marker = logTicks{most: xs}
 	}
 	if spec.LogY {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = logTicks{}
+		p.Y.Tick.Marker = logTicks{most: ys}
 	}
 	zoomed := spec.XMax > spec.XMin && (!spec.LogX || spec.XMin > 0)
 	shown := func(x, y float64) bool {
@@ -199,7 +200,8 @@ func barFigure(spec BarSpec) *chartFigure {
 	if f.w <= 0 {
 		f.w, f.h = 640, 320
 	}
-	p.Y.Tick.Marker = niceTicks{}
+	_, ys := f.tickBudget()
+	p.Y.Tick.Marker = niceTicks{most: ys}
 	n := len(spec.Groups)
 	// bars share about half of the width among them, 8 to 48 points each
 	cw, _ := f.size()
@@ -254,6 +256,13 @@ type chartFigure struct {
 	bg   color.Color
 	w, h int // pixels at 96 dpi
 	pts  []ChartPoint
+}
+
+// tickBudget is how many labelled ticks each axis has room for at the
+// size the figure is drawn: about one per 75 pixels across, one per 40
+// up (a small chart at 1024x640 crowded seven labels on each).
+func (f *chartFigure) tickBudget() (x, y int) {
+	return max(2, min(7, f.w/75)), max(2, min(7, f.h/40))
 }
 
 // size is the figure's size in gonum's units (points) at 96 pixels an inch.
@@ -382,21 +391,39 @@ func (st chartStyle) apply(p *plot.Plot) plot.Legend {
 	return leg
 }
 
-// niceTicks labels a linear axis at 1, 2 or 5 times a power of ten, four
-// to seven labels over the range (gonum's default gives a short axis two).
-type niceTicks struct{}
+// niceTicks labels a linear axis at 1, 2 or 5 times a power of ten, at
+// most most labels (0: seven) over the range (gonum's default gives a
+// short axis two).
+type niceTicks struct{ most int }
 
-func (niceTicks) Ticks(min, max float64) []plot.Tick {
+func (t niceTicks) Ticks(min, max float64) []plot.Tick {
 	if !(max > min) || math.IsInf(max-min, 0) {
 		return plot.DefaultTicks{}.Ticks(min, max)
 	}
-	raw := (max - min) / 7 // the smallest round step giving at most 7 labels
-	base := math.Pow(10, math.Floor(math.Log10(raw)))
-	step := base
-	for _, m := range []float64{1, 2, 5, 10} {
-		if step = m * base; step >= raw*(1-1e-9) {
+	most := t.most
+	if most <= 0 {
+		most = 7
+	}
+	// the smallest round step giving at most most labels, and at least two
+	count := func(step float64) int {
+		return int(math.Floor(max/step+1e-9)-math.Ceil(min/step-1e-9)) + 1
+	}
+	e := math.Floor(math.Log10((max - min) / float64(most)))
+	var steps []float64
+	for d := e - 1; d <= e+1; d++ {
+		for _, m := range []float64{1, 2, 5} {
+			steps = append(steps, m*math.Pow(10, d))
+		}
+	}
+	step := steps[len(steps)-1]
+	for _, st := range steps {
+		if count(st) <= most {
+			step = st
 			break
 		}
+	}
+	for i := len(steps) - 1; count(step) < 2 && i >= 0; i-- {
+		step = steps[i]
 	}
 	var ts []plot.Tick
 	for k := math.Ceil(min/step - 1e-9); k*step <= max+step*1e-9; k++ {
@@ -413,10 +440,12 @@ func (niceTicks) Ticks(min, max float64) []plot.Tick {
 }
 
 // logTicks labels a log axis at 1, 2 and 5 times each power of ten (with
-// unlabelled minor ticks between), so even a narrow range reads.
-type logTicks struct{}
+// unlabelled minor ticks between), so even a narrow range reads; where
+// that is more than most labels (0: no limit), at powers of ten only, and
+// then every other one.
+type logTicks struct{ most int }
 
-func (logTicks) Ticks(min, max float64) []plot.Tick {
+func (t logTicks) Ticks(min, max float64) []plot.Tick {
 	if min <= 0 || max <= min {
 		return nil
 	}
@@ -444,6 +473,27 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 	if labelled < 3 { // a narrow range: label every tick
 		for i := range ts {
 			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 4, 64)
+		}
+		labelled = len(ts)
+	}
+	// too many for the room: keep the powers of ten, then every k-th
+	for k := 1; t.most > 0 && labelled > t.most && len(ts) > 0; k++ {
+		labelled = 0
+		for i := range ts {
+			e := math.Log10(ts[i].Value)
+			if ts[i].Label == "" {
+				continue
+			}
+			if p := math.Round(e); math.Abs(e-p) > 1e-9 || int(p)%k != 0 {
+				ts[i].Label = ""
+				continue
+			}
+			labelled++
+		}
+		if labelled < 2 { // a range of a decade or less: its ends
+			ts[0].Label = strconv.FormatFloat(ts[0].Value, 'g', 4, 64)
+			ts[len(ts)-1].Label = strconv.FormatFloat(ts[len(ts)-1].Value, 'g', 4, 64)
+			break
 		}
 	}
 	return ts

@@ -7,7 +7,9 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
+	"gonum.org/v1/plot"
 
 	"arborist/profiles"
 	"arborist/profiles/costmodel"
@@ -114,6 +116,55 @@ func TestSpeedupChartAgreesWithRanking(t *testing.T) {
 		}
 		if !ringed {
 			t.Errorf("alpha %v: no point of the chart is the best plan %s", alpha, best.Plan)
+		}
+	}
+}
+
+// TestTicksFitSmallCharts: a chart drawn small (the speedup screen's
+// latency curve at 1024x640) labels as many ticks as its axes have room
+// for, on linear and log axes alike, and never fewer than two.
+func TestTicksFitSmallCharts(t *testing.T) {
+	test.NewTempApp(t)
+	for _, c := range []struct {
+		w, h       int
+		logX, logY bool
+	}{{200, 120, true, true}, {240, 140, false, false}, {760, 420, true, true}, {160, 100, true, false}} {
+		spec := ChartSpec{Title: "t", XLabel: "W", YLabel: "ms", LogX: c.logX, LogY: c.logY, Width: c.w, Height: c.h,
+			Series: []Series{{Name: "T", X: []float64{1, 2, 4, 8, 16, 32, 64}, Y: []float64{0.04, 0.1, 0.3, 1, 3, 9, 20}}}}
+		f := lineFigure(spec)
+		f.render() // sets the axes' ranges
+		xs, ys := f.tickBudget()
+		for _, ax := range []struct {
+			name string
+			a    *plot.Axis
+			most int
+		}{{"x", &f.p.X, xs}, {"y", &f.p.Y, ys}} {
+			n := 0
+			for _, tk := range ax.a.Tick.Marker.Ticks(ax.a.Min, ax.a.Max) {
+				if tk.Label != "" {
+					n++
+				}
+			}
+			if n > ax.most || n < 2 {
+				t.Errorf("%dx%d (log %v/%v): %d labels on %s, room for %d", c.w, c.h, c.logX, c.logY, n, ax.name, ax.most)
+			}
+		}
+	}
+}
+
+// TestTreeFits: the best plan's tree is drawn within the room it has,
+// however small, every node a circle of its own.
+func TestTreeFits(t *testing.T) {
+	sp := newBench(t).Speedup
+	parents := []int{-1, -1, -1, 0, 0, 1, 1, 2, 3, 3, 5, 8, 8, 8, 11}
+	fyne.DoAndWait(func() { sp.drawTree(parents) })
+	for _, size := range []fyne.Size{{Width: 140, Height: 80}, {Width: 400, Height: 260}} {
+		sp.TreeBox.Layout.Layout(sp.TreeBox.Objects, size)
+		for i, o := range sp.TreeBox.Objects[len(parents):] {
+			p, s := o.Position(), o.Size()
+			if p.X < 0 || p.Y < 0 || p.X+s.Width > size.Width || p.Y+s.Height > size.Height || s.Width < 2 {
+				t.Errorf("%v: node %d drawn at %v, %v", size, i-1, p, s)
+			}
 		}
 	}
 }

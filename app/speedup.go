@@ -41,19 +41,18 @@ type SpeedupScreen struct {
 	// Place makes Tune search where each model runs as well (every
 	// available device); disabled where only one device is available
 	// (SetBackends)
-	Place    *widget.Check
-	Plan     *widget.Select // your plan's strategy
-	Shape    *widget.Entry  // gamma, or widths per depth
-	WMax     *widget.Slider // egt pruning budget
-	Mine     *widget.Label  // your plan's prediction
-	Curve    *Chart         // T_verify(W) the model reasons with
-	Labels   *widget.Label
-	Best     *widget.Label
-	Timing   *widget.Label
-	Chart    *Chart // speedup against depth: tap a point to pick its plan
-	TreeBox  *fyne.Container
-	treeSize *canvas.Rectangle // gives the drawing its size inside the scroll
-	last     time.Duration
+	Place   *widget.Check
+	Plan    *widget.Select // your plan's strategy
+	Shape   *widget.Entry  // gamma, or widths per depth
+	WMax    *widget.Slider // egt pruning budget
+	Mine    *widget.Label  // your plan's prediction
+	Curve   *Chart         // T_verify(W) the model reasons with
+	Labels  *widget.Label
+	Best    *widget.Label
+	Timing  *widget.Label
+	Chart   *Chart          // speedup against depth: tap a point to pick its plan
+	TreeBox *fyne.Container // the best plan's tree, drawn to fit its room (treeLayout)
+	last    time.Duration
 
 	// calibrate, train the depth predictor and tune the pair in the core
 	Prompts      *widget.Entry // prompt suite file
@@ -149,8 +148,7 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.Chart = newChart(360, 220)
 	sp.Chart.Name = "speedup"
 	sp.Chart.OnTapped = sp.choosePoint
-	sp.TreeBox = container.NewWithoutLayout()
-	sp.treeSize = canvas.NewRectangle(color.Transparent)
+	sp.TreeBox = container.New(&treeLayout{})
 	for _, sl := range []*widget.Slider{sp.Alpha, sp.Decay, sp.MaxDepth} {
 		sl.OnChanged = func(float64) { sp.Update() }
 	}
@@ -186,20 +184,23 @@ func (sp *SpeedupScreen) Title() string { return "Speedup model" }
 // Content lays the screen out.
 func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 	form := widget.NewForm(
-		widget.NewFormItem("acceptance of the top draft token", sp.valued(sp.Alpha, func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) })),
-		widget.NewFormItem("acceptance of each lower-ranked token (x)", sp.valued(sp.Decay, func(v float64) string { return fmt.Sprintf("x %.2f", v) })),
+		widget.NewFormItem("top draft token accepted", sp.valued(sp.Alpha, func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) })),
+		widget.NewFormItem("each lower rank (x)", sp.valued(sp.Decay, func(v float64) string { return fmt.Sprintf("x %.2f", v) })),
 		widget.NewFormItem("deepest plan", sp.valued(sp.MaxDepth, func(v float64) string { return fmt.Sprintf("%.0f tokens", v) })),
-		widget.NewFormItem("your plan", container.NewBorder(nil, nil, sp.Plan, nil, sp.Shape)),
 		widget.NewFormItem("W_max (egt pruning)", sp.valued(sp.WMax, func(v float64) string { return fmt.Sprintf("%.0f nodes", v) })),
 	)
-	tree := container.NewBorder(widget.NewLabel("Best plan's tree (root at left):"), nil, nil, nil, container.NewScroll(container.NewStack(sp.treeSize, sp.TreeBox)))
+	mine := container.NewBorder(nil, nil, container.NewHBox(widget.NewLabel("your plan"), sp.Plan), nil, sp.Shape)
+	tree := container.NewBorder(widget.NewLabel("Best plan's tree (root at left):"), nil, nil, nil, sp.TreeBox)
 	work := container.NewVBox(
 		container.NewBorder(nil, nil, widget.NewLabel("prompt suite"), nil, sp.Prompts),
-		container.NewHBox(widget.NewLabel("tokens"), fitChars(sp.CalTokens, 5), sp.Calibrate, sp.TrainPred, sp.Tune),
-		sp.PromptsCheck.Box, sp.Work, sp.WorkStatus, container.NewBorder(nil, nil, widget.NewLabel("tuned plans"), sp.Validate, sp.Ranked), sp.Validation)
+		container.NewHBox(widget.NewLabel("tokens"), fitChars(sp.CalTokens, 5), sp.Calibrate, sp.Tune),
+		container.NewHBox(sp.TrainPred),
+		sp.PromptsCheck.Box, sp.Work, sp.WorkStatus,
+		container.NewBorder(nil, nil, widget.NewLabel("tuned plans"), nil, sp.Ranked),
+		container.NewHBox(sp.Validate), sp.Validation)
 	// the controls scroll in a column of their own, so the charts keep
 	// the window's height whatever its size
-	controls := container.NewVScroll(container.NewVBox(sp.Mode, form, sp.UseCal, sp.Place, sp.Labels, sp.Best, sp.Mine, sp.Timing, widget.NewSeparator(), work,
+	controls := container.NewVScroll(container.NewVBox(sp.Mode, form, mine, sp.UseCal, sp.Place, sp.Labels, sp.Best, sp.Mine, sp.Timing, widget.NewSeparator(), work,
 		metricHelp(metricSpeedup, metricTVerify, metricAAL, metricAcceptance)))
 	sp.controls = controls
 	bottom := container.NewHSplit(sp.Curve.View(sp.s.Win), tree)
@@ -332,29 +333,12 @@ func familyName(strategy string) string {
 // LastRedraw is how long the last update took (the screen must feel live).
 func (sp *SpeedupScreen) LastRedraw() time.Duration { return sp.last }
 
-// drawTree draws a parent list as circles by depth, root at the left.
+// drawTree draws a parent list as circles by depth, root at the left,
+// scaled to the room the tree has (treeLayout).
 func (sp *SpeedupScreen) drawTree(parents []int) {
-	depth := make([]int, len(parents))
-	perDepth := map[int]int{}
-	rowOf := make([]int, len(parents))
-	for i, p := range parents {
-		if p >= 0 {
-			depth[i] = depth[p] + 1
-		}
-		rowOf[i] = perDepth[depth[i]]
-		perDepth[depth[i]]++
-	}
-	const dx, dy, r = 70, 26, 8
-	pos := func(i int) fyne.Position {
-		if i < 0 {
-			return fyne.NewPos(20, 20)
-		}
-		return fyne.NewPos(float32(20+dx*(depth[i]+1)), float32(20+dy*rowOf[i]))
-	}
 	var objs []fyne.CanvasObject
-	for i, p := range parents {
+	for range parents {
 		l := canvas.NewLine(color.NRGBA{120, 120, 120, 255})
-		l.Position1, l.Position2 = pos(p), pos(i)
 		l.StrokeWidth = 1.5
 		objs = append(objs, l)
 	}
@@ -363,21 +347,63 @@ func (sp *SpeedupScreen) drawTree(parents []int) {
 		if i < 0 {
 			c.FillColor = color.NRGBA{31, 119, 180, 255}
 		}
+		objs = append(objs, c)
+	}
+	sp.TreeBox.Layout.(*treeLayout).parents = slices.Clone(parents)
+	sp.TreeBox.Objects = objs
+	sp.TreeBox.Refresh()
+}
+
+// treeLayout places a tree's lines (one per node, from its parent) and
+// circles (the root's, then one per node) by depth and row, spaced to fit
+// the size it is given: the whole tree shows in a narrow window instead
+// of being cut off in a scroll.
+type treeLayout struct{ parents []int }
+
+// grid is each node's depth and row, and the tree's depths and widest row.
+func (t *treeLayout) grid() (depth, row []int, depths, rows int) {
+	depth, row = make([]int, len(t.parents)), make([]int, len(t.parents))
+	perDepth := map[int]int{}
+	for i, p := range t.parents {
+		if p >= 0 && p < i {
+			depth[i] = depth[p] + 1
+		}
+		row[i] = perDepth[depth[i]]
+		perDepth[depth[i]]++
+		depths, rows = max(depths, depth[i]+1), max(rows, perDepth[depth[i]])
+	}
+	return depth, row, depths, max(rows, 1)
+}
+
+func (t *treeLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	n := len(t.parents)
+	if len(objs) != 2*n+1 {
+		return
+	}
+	depth, row, depths, rows := t.grid()
+	const margin = 12
+	dx := min(70, (size.Width-2*margin)/float32(depths+1))
+	dy := min(26, (size.Height-2*margin)/float32(rows))
+	r := max(2, min(8, dx/3, dy/2.4))
+	pos := func(i int) fyne.Position {
+		if i < 0 {
+			return fyne.NewPos(margin+r, margin+r)
+		}
+		return fyne.NewPos(margin+r+dx*float32(depth[i]+1), margin+r+dy*float32(row[i]))
+	}
+	for i, p := range t.parents {
+		l := objs[i].(*canvas.Line)
+		l.Position1, l.Position2 = pos(p), pos(i)
+	}
+	for i := -1; i < n; i++ {
+		c := objs[n+1+i]
 		p := pos(i)
 		c.Move(fyne.NewPos(p.X-r, p.Y-r))
 		c.Resize(fyne.NewSize(2*r, 2*r))
-		objs = append(objs, c)
 	}
-	maxRow := 1
-	for _, n := range perDepth {
-		maxRow = max(maxRow, n)
-	}
-	sp.TreeBox.Objects = objs
-	size := fyne.NewSize(float32(60+dx*(len(perDepth)+1)), float32(40+dy*maxRow))
-	sp.treeSize.SetMinSize(size)
-	sp.TreeBox.Resize(size)
-	sp.TreeBox.Refresh()
 }
+
+func (t *treeLayout) MinSize([]fyne.CanvasObject) fyne.Size { return fyne.NewSize(120, 60) }
 
 // updateMine re-prices your plan alone (the search's answer stays).
 func (sp *SpeedupScreen) updateMine() {
