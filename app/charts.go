@@ -186,7 +186,18 @@ func crossings(a, b plotter.XY, spec ChartSpec) plotter.XYs {
 type BarSpec struct {
 	Title, YLabel string
 	Labels        []string
-	Groups        []Series // Y holds one value per label
+	// Details, when set, describe each label in the values a hover shows
+	// ("run 12, egt widths=1,2 branch=2 w-max=4") where the axis shows a
+	// short label ("#12").
+	Details []string
+	// Colors, when set, colour each label's bars (a colour per plan)
+	// instead of each group's.
+	Colors []color.Color
+	Groups []Series // Y holds one value per label
+	// Marks, when set, ring a value over each label's bars (the predicted
+	// speedup over the measured one; 0: none), named MarkName.
+	Marks         []float64
+	MarkName      string
 	Width, Height int
 }
 
@@ -209,26 +220,50 @@ func barFigure(spec BarSpec) *chartFigure {
 	if k := len(spec.Labels) * max(n, 1); k > 0 {
 		width = max(vg.Points(8), min(vg.Points(48), cw*0.45/vg.Length(k)))
 	}
-	for i, g := range spec.Groups {
-		vals := make(plotter.Values, len(g.Y))
-		copy(vals, g.Y)
-		bars, err := plotter.NewBarChart(vals, width)
-		if err != nil {
-			continue
+	label := func(j int) string {
+		switch {
+		case j < len(spec.Details) && spec.Details[j] != "":
+			return spec.Details[j]
+		case j < len(spec.Labels):
+			return spec.Labels[j]
 		}
-		bars.Color = palette[i%len(palette)]
-		bars.Offset = vg.Length(float64(i)-float64(n-1)/2) * width
-		bars.LineStyle.Color = st.fg
-		p.Add(bars)
-		if n > 1 {
+		return ""
+	}
+	for i, g := range spec.Groups {
+		offset := vg.Length(float64(i)-float64(n-1)/2) * width
+		add := func(vals plotter.Values, xmin float64, c color.Color) *plotter.BarChart {
+			bars, err := plotter.NewBarChart(vals, width)
+			if err != nil {
+				return nil
+			}
+			bars.Color, bars.Offset, bars.XMin = c, offset, xmin
+			bars.LineStyle.Color = st.fg
+			p.Add(bars)
+			return bars
+		}
+		if len(spec.Colors) >= len(g.Y) { // a bar at a time, each in its label's colour
+			for j, v := range g.Y {
+				add(plotter.Values{v}, float64(j), spec.Colors[j])
+			}
+		} else if bars := add(append(plotter.Values(nil), g.Y...), 0, palette[i%len(palette)]); bars != nil && n > 1 {
 			f.leg.Add(g.Name, bars)
 		}
 		for j, v := range g.Y {
-			pt := ChartPoint{Series: g.Name, S: i, I: j, X: float64(j), Y: v, dx: bars.Offset}
-			if j < len(spec.Labels) {
-				pt.Label = spec.Labels[j]
-			}
-			f.pts = append(f.pts, pt)
+			f.pts = append(f.pts, ChartPoint{Series: g.Name, S: i, I: j, X: float64(j), Y: v, dx: offset, Label: label(j)})
+		}
+	}
+	var marks plotter.XYs
+	for j, v := range spec.Marks {
+		if v > 0 {
+			marks = append(marks, plotter.XY{X: float64(j), Y: v})
+			f.pts = append(f.pts, ChartPoint{Series: spec.MarkName, S: len(spec.Groups), I: j, X: float64(j), Y: v, Label: label(j)})
+		}
+	}
+	if len(marks) > 0 {
+		if sc, err := plotter.NewScatter(marks); err == nil {
+			sc.Shape, sc.Radius, sc.Color = draw.RingGlyph{}, vg.Points(5), st.fg
+			p.Add(sc)
+			f.leg.Add(spec.MarkName, sc)
 		}
 	}
 	p.NominalX(spec.Labels...)
