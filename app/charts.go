@@ -261,9 +261,9 @@ func barFigure(spec BarSpec) *chartFigure {
 	}
 	if len(marks) > 0 {
 		if sc, err := plotter.NewScatter(marks); err == nil {
-			sc.Shape, sc.Radius, sc.Color = draw.RingGlyph{}, vg.Points(5), st.fg
+			// named in the title: a legend would narrow a small chart
+			sc.Shape, sc.Radius, sc.Color = draw.RingGlyph{}, vg.Points(6), st.fg
 			p.Add(sc)
-			f.leg.Add(spec.MarkName, sc)
 		}
 	}
 	p.NominalX(spec.Labels...)

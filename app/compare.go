@@ -111,10 +111,10 @@ var compareCols = []compareCol{
 		return strconv.FormatInt(r.ID, 10)
 	}, num: func(r profiles.Run) float64 { return float64(r.ID) },
 		csv: []csvCol{{"run", func(r profiles.Run) string { return strconv.FormatInt(r.ID, 10) }}, {"status", func(r profiles.Run) string { return r.Status }}}},
-	{name: "date", text: func(r profiles.Run) string { return r.Created.Local().Format("2006-01-02\n15:04") },
+	{name: "date", text: func(r profiles.Run) string { return r.Created.Local().Format("Jan 2\n15:04") },
 		num: func(r profiles.Run) float64 { return float64(r.Created.UnixNano()) },
 		csv: []csvCol{{"date", func(r profiles.Run) string { return r.Created.Local().Format(time.RFC3339) }}}},
-	{name: "pair", text: func(r profiles.Run) string { return filepath.Base(r.Target) + "\n" + runDrafter(r) }, flex: true,
+	{name: "pair", text: func(r profiles.Run) string { return filepath.Base(r.Target) + "\n" + runDrafter(r) },
 		csv: []csvCol{{"target", func(r profiles.Run) string { return filepath.Base(r.Target) }}, {"drafter", runDrafter}}},
 	{name: "plan", text: runPlan, flex: true, csv: []csvCol{{"plan", runPlan}}},
 	{name: "tokens", text: func(r profiles.Run) string { return running(r, strconv.Itoa(r.Tokens)) }, num: func(r profiles.Run) float64 { return float64(r.Tokens) },
@@ -216,11 +216,11 @@ func NewCompareScreen(s *Session) *CompareScreen {
 	c.Filter = widget.NewSelect([]string{allPairs}, nil)
 	c.filterPair(s.Spec) // the chosen pair's runs, or all
 	c.Filter.OnChanged = func(string) { c.Refresh() }
-	c.Speedup = newChart(280, 220)
+	c.Speedup = newChart(220, 160)
 	c.Speedup.Name = "speedup"
-	c.Chart = newChart(280, 220)
+	c.Chart = newChart(220, 160)
 	c.Chart.Name = "tokens-per-second"
-	c.AALChart = newChart(280, 220)
+	c.AALChart = newChart(220, 160)
 	c.AALChart.Name = "aal"
 	c.Legend = container.NewVBox()
 	c.RefreshB = widget.NewButton("Refresh", c.Refresh)
@@ -329,11 +329,12 @@ func (c *CompareScreen) cellWidth(col int) float32 {
 }
 
 // fitColumns sizes the columns to a table width: each column as wide as
-// its header and cells need, the pair and plan columns sharing what is
-// left (all of it: a wide window shows wide columns, not an empty half)
-// and wrapping to two lines where that is less than they need.
+// its header and cells need, the plan column taking what is left (all of
+// it: a wide window shows a wide column, not an empty half) and wrapping
+// to two lines where that is less than it needs.
 func (c *CompareScreen) fitColumns(width float32) {
-	width -= theme.ScrollBarSize() + theme.Padding() // the vertical scroll bar's room
+	// the vertical scroll bar's room, and the table's padding after each column
+	width -= theme.ScrollBarSize() + theme.Padding()*float32(len(compareCols))
 	need := make([]float32, len(compareCols))
 	fixed, flex := float32(0), float32(0)
 	for i, col := range compareCols {
@@ -603,7 +604,7 @@ func (c *CompareScreen) update() {
 		tps.Y = append(tps.Y, r.TokensPerSecond)
 		aal.Y = append(aal.Y, r.AAL)
 	}
-	c.Speedup.SetBars(BarSpec{Title: "Measured speedup (ring: predicted)", YLabel: "x over plain decoding", Labels: labels, Details: details, Colors: cols,
+	c.Speedup.SetBars(BarSpec{Title: "Speedup (ring: predicted)", YLabel: "x over plain decoding", Labels: labels, Details: details, Colors: cols,
 		Groups: []Series{measured}, Marks: predicted, MarkName: "predicted", Width: 420, Height: 300})
 	c.Chart.SetBars(BarSpec{Title: "Decode speed", YLabel: "tokens/s", Labels: labels, Details: details, Colors: cols, Groups: []Series{tps}, Width: 420, Height: 300})
 	c.AALChart.SetBars(BarSpec{Title: "Tokens per target pass", YLabel: "AAL", Labels: labels, Details: details, Colors: cols, Groups: []Series{aal}, Width: 420, Height: 300})

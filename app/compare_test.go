@@ -169,7 +169,7 @@ func TestCompareAsPeopleCompare(t *testing.T) {
 				t.Errorf("width %v: column %q is %v wide, needs %v", width, compareCols[i].name, w, need)
 			}
 		}
-		if room := width - theme.ScrollBarSize() - theme.Padding(); total > room+0.5 || (width > 1500 && total < room-1) {
+		if room := width - theme.ScrollBarSize() - theme.Padding()*float32(len(compareCols)); total > room+0.5 || (width > 1500 && total < room-1) {
 			t.Errorf("width %v: the columns take %v of %v: %v", width, total, room, c.widths)
 		}
 	}
