@@ -222,7 +222,7 @@ func describeState(ps profiles.PairSpec, st *profiles.PairState) string {
 	if len(have) == 0 {
 		return "Loaded " + name + ": nothing stored yet. " + next
 	}
-	return "Loaded " + name + " with its stored " + strings.Join(have, ", ") + ". " + next
+	return "Loaded " + name + ". Stored for it: " + strings.Join(have, ", ") + ". " + next
 }
 
 // RefreshDrafters lists the finished hidden drafters of the database.

@@ -167,9 +167,13 @@ func prepare(wb *Workbench) {
 	fyne.DoAndWait(func() {
 		c := wb.Compare
 		c.Refresh()
-		// the newest run and the plain decoding run: like with like
+		// the newest run, a plain decoding run and the validated plans:
+		// like with like, each plan once
+		plans := map[string]bool{}
 		for i, run := range c.Runs {
-			if i == 0 || run.Strategy == "ar" {
+			p := runPlan(run)
+			if (i == 0 || run.Strategy == "ar" || len(plans) < 4) && !plans[p] {
+				plans[p] = true
 				c.Toggle(run.ID, true)
 			}
 		}

@@ -74,8 +74,11 @@ type SpeedupScreen struct {
 	candidates    []profiles.Prediction // every tuned plan, best first: Validate top 5 picks the distinct ones from here
 	// chartPlans are the speedup chart's plans: [series][point]
 	chartPlans [][]profiles.Prediction
-	// explored is the last what-if the core answered (Update)
+	// explored is the last what-if the core answered (Update), asked the
+	// question it answered, and searched the ranking its best comes from
 	explored *profiles.Exploration
+	asked    asked
+	searched []profiles.Prediction
 	// stored is the plan the database holds as the pair's newest (what
 	// Export renders), so picking it again stores nothing
 	stored string
@@ -222,10 +225,15 @@ func (sp *SpeedupScreen) Update() {
 	}
 	start := time.Now()
 	sp.showAcceptance()
-	depth := int(sp.MaxDepth.Value)
-	x, ranked := profiles.ExploreRanking(profiles.ExploreOptions{Alpha: sp.Alpha.Value, Decay: sp.Decay.Value, Depth: depth, Calibrated: sp.UseCal.Checked,
-		Inputs: sp.s.Inputs, Verify: sp.s.Verify, Draft: sp.s.Draft, Overhead: sp.s.Overhead})
-	sp.explored = x
+	o := profiles.ExploreOptions{Alpha: sp.Alpha.Value, Decay: sp.Decay.Value, Depth: int(sp.MaxDepth.Value), Calibrated: sp.UseCal.Checked,
+		Inputs: sp.s.Inputs, Verify: sp.s.Verify, Draft: sp.s.Draft, Overhead: sp.s.Overhead}
+	// the search again only when its question changed: the session
+	// changes often (a run ends, a plan is picked) without changing it
+	x, ranked := sp.explored, sp.searched
+	if key := askedOf(o); x == nil || key != sp.asked {
+		x, ranked = profiles.ExploreRanking(o)
+		sp.explored, sp.searched, sp.asked = x, ranked, key
+	}
 	fams := profiles.Families(ranked, x.Best)
 	var names []string
 	for _, f := range fams {
@@ -320,6 +328,20 @@ func (sp *SpeedupScreen) showAcceptance() {
 		sp.Mode.SetText("What-if: the model prices every plan with the acceptance the sliders set (" + what + ").")
 	}
 	sp.measured = measured
+}
+
+// asked is the what-if question Update last put to the core.
+type asked struct {
+	alpha, decay  float64
+	depth         int
+	calibrated    bool
+	inputs        *profiles.Inputs
+	verify, draft *profiles.Profile
+	overhead      time.Duration
+}
+
+func askedOf(o profiles.ExploreOptions) asked {
+	return asked{o.Alpha, o.Decay, o.Depth, o.Calibrated, o.Inputs, o.Verify, o.Draft, o.Overhead}
 }
 
 // familyName names a plan family on the chart.
