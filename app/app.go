@@ -374,8 +374,10 @@ func (s *Session) samePair(n int) bool { return s.pair == n }
 
 // Restore reads what the database holds of the chosen pair (its stored
 // profile, calibration, plan and ranking, and runs) off the UI goroutine
-// and has every screen show it (OnPair); nothing is measured. It runs when
-// a pair is chosen and when the workbench starts with the last pair.
+// and has every screen show it (OnPair), but for what work on the pair
+// has shown since it was chosen, which is newer; nothing is measured. It
+// runs when a pair is chosen and when the workbench starts with the last
+// pair.
 func (s *Session) Restore() {
 	ps := s.PairSpec()
 	if ps.Target == "" {
@@ -393,9 +395,14 @@ func (s *Session) Restore() {
 				return // another pair was chosen meanwhile
 			}
 			if err == nil {
-				s.State, s.Verify, s.Draft = st, st.Verify, st.Draft
-				s.Inputs, s.Acc = st.Inputs, nil
-				if in := st.Inputs; in != nil {
+				// what work since the pair was chosen (a profile, a tune)
+				// set is newer than what was stored when the read began
+				s.State = st
+				if s.Verify == nil {
+					s.Verify, s.Draft = st.Verify, st.Draft
+				}
+				if in := st.Inputs; in != nil && s.Inputs == nil {
+					s.Inputs, s.Acc = in, nil
 					if !in.Assumed {
 						s.Acc = in.Acc
 					}

@@ -71,8 +71,8 @@ func (p *ProfileScreen) pairShown(st *profiles.PairState, err error) {
 		}
 		return
 	}
-	if st.Verify == nil {
-		return
+	if st.Verify == nil || p.Chart.Image != nil || p.cancel != nil {
+		return // nothing stored, or a profile since the pair was chosen shows its own
 	}
 	p.show(st.Verify, st.Draft, st.Limits)
 }

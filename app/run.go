@@ -135,6 +135,9 @@ func (r *RunScreen) pairShown(st *profiles.PairState, err error) {
 		}
 		return
 	}
+	if r.cancel != nil || r.Stats.Text != runHint {
+		return // a run since the pair was chosen shows its own
+	}
 	if len(st.Runs) == 0 {
 		if st.Steps.Runs > 0 {
 			r.Stats.SetText(fmt.Sprintf("No run of this pair yet; Compare lists the %d stored runs of its target with other draft sources.", st.Steps.Runs))

@@ -125,8 +125,8 @@ func prepare(wb *Workbench) {
 		fyne.DoAndWait(func() { m.Target.SetText(target); m.Draft.SetText(draft); m.Source.SetSelected(SourceModel) })
 	}
 	fyne.DoAndWait(m.load)
-	wait(func() bool {
-		return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded")
+	wait(func() bool { // loaded, and its stored results shown
+		return !m.Load.Disabled() && (wb.Session.State != nil || strings.Contains(m.Status.Text, "Not loaded") || strings.Contains(m.Status.Text, "could not"))
 	})
 	p := wb.Profile
 	fyne.DoAndWait(func() { p.MaxW.SetSelected("32"); p.start() })

@@ -7,10 +7,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
+
+	"arborist/profiles"
+	"arborist/profiles/costmodel"
+	"arborist/profiles/store"
 )
 
 // TestRecentFillsItsField: a recent file picked beside the target fills
@@ -147,5 +152,39 @@ func TestErrorDialog(t *testing.T) {
 	showError(err, w)
 	if w.Canvas().Overlays().Top() == nil {
 		t.Error("no dialog shown")
+	}
+}
+
+// TestRestoreKeepsNewerWork: what the database held when a pair was
+// chosen arrives after work on that pair has shown its own results (a
+// profile, a tune's ranking, a run): those stay, the stored ones do not
+// replace them.
+func TestRestoreKeepsNewerWork(t *testing.T) {
+	wb := newBench(t)
+	s, p, sp, r := wb.Session, wb.Profile, wb.Speedup, wb.Run
+	flat := []profiles.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 64, Median: 14 * time.Millisecond}}
+	newer := costmodel.Search(costmodel.Uniform(0.7, 0.4, 8, 3), costmodel.Costs{Verify: flat, Draft: flat[:1]}, costmodel.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 8})
+	stored := profiles.Prediction{Plan: profiles.Plan{Strategy: "chain", Gamma: 7}, Speedup: 9}
+	vp := &profiles.Profile{Curve: &store.Curve{Points: flat}}
+	st := &profiles.PairState{PlanID: 4, Plan: stored, Ranked: []profiles.Prediction{stored}, Verify: vp,
+		Runs: []profiles.Run{{ID: 9, Strategy: "ar", Status: "done"}}, Inputs: &profiles.Inputs{}}
+	fyne.DoAndWait(func() {
+		p.Chart.SetSpec(ChartSpec{Title: "measured now", Series: []Series{{Name: "a", X: []float64{1, 2}, Y: []float64{1, 2}}}})
+		p.Status.SetText("measured now")
+		sp.stored = newer[0].Plan.String() // as a tune stores its best
+		sp.SetRanked(newer)
+		r.Stats.SetText("a run of this pair")
+		for _, f := range s.pairHooks {
+			f(st, nil)
+		}
+	})
+	if p.Status.Text != "measured now" {
+		t.Errorf("the profile was replaced: %s", p.Status.Text)
+	}
+	if len(sp.ranked) == 0 || !samePlan(sp.ranked[0].Plan, newer[0].Plan) || s.Tuned == nil || !samePlan(s.Tuned.Plan, newer[0].Plan) {
+		t.Errorf("the tune was replaced: %v, tuned %v", sp.ranked[0].Plan, s.Tuned)
+	}
+	if r.Stats.Text != "a run of this pair" {
+		t.Errorf("the run was replaced: %s", r.Stats.Text)
 	}
 }

@@ -745,8 +745,8 @@ func (sp *SpeedupScreen) pairShown(st *profiles.PairState, err error) {
 		sp.Curve.ResetZoom() // the session's Changed that follows redraws the model
 		return
 	}
-	if st.PlanID == 0 {
-		return
+	if st.PlanID == 0 || sp.busy || len(sp.ranked) > 0 || sp.s.Tuned != nil {
+		return // nothing stored, or work since the pair was chosen shows its own
 	}
 	ranked, at := st.Ranked, -1
 	for i, p := range ranked[:min(len(ranked), 25)] {
@@ -766,7 +766,7 @@ func (sp *SpeedupScreen) pairShown(st *profiles.PairState, err error) {
 		msg += " The list is a tune's ranking scored again on the stored curves and calibration; Tune again to re-check this machine."
 	}
 	sp.WorkStatus.SetText(msg)
-	if text := sp.keptValidation(st); text != "" {
+	if text := sp.keptValidation(st); text != "" && sp.Validation.Text == "" {
 		sp.Validation.SetText(text)
 	}
 }
