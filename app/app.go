@@ -24,7 +24,6 @@ import (
 	"fyne.io/fyne/v2"
 	fyneapp "fyne.io/fyne/v2/app"
 	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/dialog"
 
 	"arborist/assets"
 	"arborist/profiles"
@@ -41,6 +40,8 @@ const (
 	prefPrompts      = "prompts" // the last prompt suite file used
 	prefBackend      = "backend"
 	prefDraftBackend = "draft_backend"
+	prefNGram        = "ngram"
+	prefLayers       = "layers"
 	prefRecent       = "recent"
 	prefDB           = "db"
 	prefWidth        = "window.width"
@@ -76,9 +77,16 @@ type Session struct {
 	Acc    *profiles.Acceptance
 	Best   *profiles.Prediction // the speedup screen's best plan
 	// Tuned is the plan chosen from the last tune's ranking (nil: none).
-	Tuned     *profiles.Prediction
+	Tuned *profiles.Prediction
+	// State is what the database held of the pair when it was chosen (or
+	// the workbench started with it): nil until read (Restore).
+	State *profiles.PairState
+	// pair counts the pair changes: work started for one pair shows its
+	// results only while that pair is still the chosen one (samePair).
+	pair      int
 	listeners []func()
 	busy      []func()
+	pairHooks []func(st *profiles.PairState, err error)
 }
 
 // NewSession reads the last selection from the preferences.
@@ -92,6 +100,8 @@ func NewSession(a fyne.App, w fyne.Window, demoDir string) *Session {
 	s.Spec.DraftHidden = p.String(prefHidden)
 	s.Spec.Backend = p.String(prefBackend)
 	s.Spec.DraftBackend = p.String(prefDraftBackend)
+	s.Spec.NGram = p.Int(prefNGram)
+	s.Spec.Layers = p.Int(prefLayers)
 	return s
 }
 
@@ -121,8 +131,10 @@ func (s *Session) PairSpec() profiles.PairSpec {
 }
 
 // LoadInputs reads the pair's stored curves and newest calibration (nothing
-// is measured) and notifies the screens. Call it off the UI goroutine.
-func (s *Session) LoadInputs(ctx context.Context) error {
+// is measured) and notifies the screens, unless another pair than pair
+// (pairNow when the work started) was chosen since. Call it off the UI
+// goroutine.
+func (s *Session) LoadInputs(ctx context.Context, pair int) error {
 	ps := s.PairSpec()
 	if ps.Target == "" {
 		return nil
@@ -135,7 +147,11 @@ func (s *Session) LoadInputs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fyne.Do(func() { s.SetInputs(in) })
+	s.UI(func() {
+		if s.samePair(pair) {
+			s.SetInputs(in)
+		}
+	})
 	return nil
 }
 
@@ -237,7 +253,8 @@ func (s *Session) release() {
 	}
 }
 
-// SetDBPath switches to another database file and remembers it.
+// SetDBPath switches to another database file and remembers it; the
+// screens then show what that database holds of the chosen pair.
 // It runs on the UI goroutine, so it cancels the work under way without
 // waiting for it (that work may be waiting for this goroutine).
 func (s *Session) SetDBPath(path string) {
@@ -248,6 +265,9 @@ func (s *Session) SetDBPath(path string) {
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.mu.Unlock()
 	s.App.Preferences().SetString(prefDB, path)
+	s.pairChanged()
+	s.Changed()
+	s.Restore()
 }
 
 // OnChange registers a screen's refresh, called on the UI goroutine after
@@ -283,15 +303,32 @@ func (s *Session) Changed() {
 	}
 }
 
-// SetModels records the selection and remembers the files, as absolute
-// paths, so a later launch from another folder (a desktop entry) finds them.
+// SetModels chooses a target and a draft model file (SetPair).
 func (s *Session) SetModels(target, draft string) {
-	target, draft = absPath(target), absPath(draft)
-	s.Spec.Target, s.Spec.Draft = target, draft
+	ps := s.Spec
+	ps.Target, ps.Draft = target, draft
+	if draft != "" {
+		ps.NGram, ps.Layers, ps.DraftHidden = 0, 0, ""
+	}
+	s.SetPair(ps)
+}
+
+// SetPair makes ps the chosen pair: it remembers it (model files as
+// absolute paths, so a later launch from another folder, a desktop entry,
+// finds them), clears every result of the previous pair from the screens,
+// and reads what the database holds of this one (Restore).
+func (s *Session) SetPair(ps profiles.PairSpec) {
+	ps.Target, ps.Draft = absPath(ps.Target), absPath(ps.Draft)
+	s.Spec = ps
 	p := s.App.Preferences()
-	p.SetString(prefTarget, target)
-	p.SetString(prefDraft, draft)
-	for _, f := range []string{draft, target} {
+	p.SetString(prefTarget, ps.Target)
+	p.SetString(prefDraft, ps.Draft)
+	p.SetString(prefHidden, ps.DraftHidden)
+	p.SetInt(prefNGram, ps.NGram)
+	p.SetInt(prefLayers, ps.Layers)
+	p.SetString(prefBackend, ps.Backend)
+	p.SetString(prefDraftBackend, ps.DraftBackend)
+	for _, f := range []string{ps.Draft, ps.Target} {
 		if f == "" {
 			continue
 		}
@@ -303,8 +340,83 @@ func (s *Session) SetModels(target, draft string) {
 		}
 		p.SetStringList(prefRecent, recent)
 	}
-	s.Verify, s.Draft, s.Acc, s.Best, s.Tuned, s.Inputs = nil, nil, nil, nil, nil, nil
+	s.pairChanged()
 	s.Changed()
+	s.Restore()
+}
+
+// OnPair registers a screen's part in a change of pair: f(nil, nil) as
+// soon as another pair (or database) is chosen, to clear every result of
+// the previous pair; then f(st, nil) with what the database holds of the
+// new pair once it is read, or f(nil, err) when it cannot be. On the UI
+// goroutine.
+func (s *Session) OnPair(f func(st *profiles.PairState, err error)) {
+	s.pairHooks = append(s.pairHooks, f)
+}
+
+// pairChanged forgets the previous pair's results and has the screens
+// clear theirs. On the UI goroutine.
+func (s *Session) pairChanged() {
+	s.pair++
+	s.Verify, s.Draft, s.Acc, s.Best, s.Tuned, s.Inputs, s.State, s.Overhead = nil, nil, nil, nil, nil, nil, nil, 0
+	for _, f := range s.pairHooks {
+		f(nil, nil)
+	}
+}
+
+// pairNow is the chosen pair's number, for samePair. On the UI goroutine.
+func (s *Session) pairNow() int { return s.pair }
+
+// samePair says whether the pair numbered n (pairNow when work started)
+// is still the chosen one: a result of work on a previous pair is not
+// shown. On the UI goroutine.
+func (s *Session) samePair(n int) bool { return s.pair == n }
+
+// Restore reads what the database holds of the chosen pair (its stored
+// profile, calibration, plan and ranking, and runs) off the UI goroutine
+// and has every screen show it (OnPair), but for what work on the pair
+// has shown since it was chosen, which is newer; nothing is measured. It
+// runs when a pair is chosen and when the workbench starts with the last
+// pair.
+func (s *Session) Restore() {
+	ps := s.PairSpec()
+	if ps.Target == "" {
+		return
+	}
+	n := s.pairNow()
+	s.Go(func(ctx context.Context) {
+		b, err := s.Bench(ctx)
+		var st *profiles.PairState
+		if err == nil {
+			st, err = b.PairState(ctx, ps)
+		}
+		s.UI(func() {
+			if !s.samePair(n) {
+				return // another pair was chosen meanwhile
+			}
+			if err == nil {
+				// what work since the pair was chosen (a profile, a tune)
+				// set is newer than what was stored when the read began
+				s.State = st
+				if s.Verify == nil {
+					s.Verify, s.Draft = st.Verify, st.Draft
+				}
+				if in := st.Inputs; in != nil && s.Inputs == nil {
+					s.Inputs, s.Acc = in, nil
+					if !in.Assumed {
+						s.Acc = in.Acc
+					}
+					if in.Profiled {
+						s.Overhead = in.Costs.Overhead
+					}
+				}
+			}
+			for _, f := range s.pairHooks {
+				f(st, err)
+			}
+			s.Changed()
+		})
+	})
 }
 
 // Prompts is the last prompt suite file used ("" for none).
@@ -319,7 +431,7 @@ func (s *Session) Recent() []string { return s.App.Preferences().StringList(pref
 // ShowError reports an error in a dialog with the engine's message.
 func (s *Session) ShowError(err error) {
 	if err != nil && s.Win != nil {
-		dialog.ShowError(err, s.Win)
+		showError(err, s.Win)
 	}
 }
 
@@ -390,6 +502,7 @@ func NewWorkbench(s *Session) *Workbench {
 	wb.Guide = newGuide(wb)
 	wb.Root = container.NewBorder(wb.Guide.Box, nil, nil, nil, wb.Tabs)
 	go wb.Guide.reloadSoon()
+	s.Restore() // the last pair, with what the database holds of it
 	return wb
 }
 
@@ -404,6 +517,7 @@ func Run() int {
 	log.SetOutput(quietFavorites(os.Stderr)) // see quietFavorites
 	a := fyneapp.NewWithID(AppID)
 	a.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon))
+	a.Settings().SetTheme(newAppTheme(nil))
 	w := a.NewWindow("Arborist")
 	s := NewSession(a, w, DemoDir())
 	defer s.Close()

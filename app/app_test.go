@@ -2,9 +2,12 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,22 +23,44 @@ import (
 	"arborist/engine/model/modeltest"
 	"arborist/engine/spec"
 	"arborist/kernels/cpu"
+	"arborist/profiles"
 	"arborist/profiles/config"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/pairs"
+	"arborist/profiles/store"
 )
 
 func newBench(t *testing.T) *Workbench {
 	t.Helper()
 	a := test.NewTempApp(t)
+	a.Preferences().SetString(prefDB, filepath.Join(t.TempDir(), "gui.db"))
+	return openBench(t, a, filepath.Join(t.TempDir(), "demo"))
+}
+
+// openBench opens the workbench in a new window of a, as a launch does:
+// the database and the last pair come from a's preferences.
+func openBench(t *testing.T, a fyne.App, demoDir string) *Workbench {
+	t.Helper()
 	w := a.NewWindow("Arborist")
-	s := NewSession(a, w, filepath.Join(t.TempDir(), "demo"))
-	s.DBPath = filepath.Join(t.TempDir(), "gui.db")
+	s := NewSession(a, w, demoDir)
 	t.Cleanup(s.Close)
 	wb := NewWorkbench(s)
 	w.SetContent(wb.Root)
 	w.Resize(fyne.NewSize(1100, 760))
 	return wb
+}
+
+// restart closes the workbench, once its work is done, and opens it again
+// over the same preferences and database, as quitting and launching do;
+// it returns once the last pair's stored results are read back.
+func restart(t *testing.T, wb *Workbench) *Workbench {
+	t.Helper()
+	waitFor(t, "the work to finish", wb.Session.idle)
+	wb.Session.Close()
+	wb.Session.Win.Close()
+	nb := openBench(t, wb.Session.App, wb.Session.DemoDir)
+	waitFor(t, "the restored pair", func() bool { return nb.Session.idle() && nb.Session.State != nil })
+	return nb
 }
 
 // waitFor polls cond (read on the UI goroutine) until it holds. A
@@ -203,7 +228,7 @@ func TestProfileRunCompareExport(t *testing.T) {
 	}
 	green := 0
 	for _, seg := range r.Text.Segments {
-		if ts, ok := seg.(*widget.TextSegment); ok && ts.Style.ColorName == "success" {
+		if ts, ok := seg.(*widget.TextSegment); ok && ts.Style.ColorName == colorAccepted {
 			green++
 		}
 	}
@@ -224,6 +249,9 @@ func TestProfileRunCompareExport(t *testing.T) {
 	if !strings.Contains(r.Stats.Text, "Stored as run 3") || !strings.Contains(r.Stats.Text, "48 tokens") ||
 		!strings.Contains(r.Stats.Text, "Measured speedup") || !strings.Contains(r.Stats.Text, "identical") {
 		t.Errorf("suite run: %s", r.Stats.Text)
+	}
+	if !regexp.MustCompile(`this plan [0-9.]+ tokens/s, plain decoding [0-9.]+ tokens/s`).MatchString(r.Stats.Text) {
+		t.Errorf("the suite run does not show plain decoding's speed beside the plan's: %s", r.Stats.Text)
 	}
 
 	c := wb.Compare
@@ -313,6 +341,35 @@ func TestProfileRunCompareExport(t *testing.T) {
 	if err != nil || run4.Strategy != "egt" || run4.PredictedSpeedup <= 0 || run4.MeasuredSpeedup <= 0 {
 		t.Fatalf("stored tuned run: %+v %v", run4, err)
 	}
+	ranPlan(t, run4, want.Plan) // the tuned plan ran, field for field
+	// the trained depth predictor's plan (picked as the tuned plan, whether
+	// or not the search offers it): it runs with that predictor
+	in, err := b.Inputs(context.Background(), s.PairSpec(), profiles.InputsOptions{}, nil)
+	if err != nil || len(in.Acc.Learned) != 1 {
+		t.Fatalf("the calibration's depth predictors: %v", err)
+	}
+	pred := costmodel.Prediction{Plan: in.Acc.Learned[0].Plan, Speedup: 1.5}
+	if pred.Plan.DepthPolicy != "predictor" || pred.Plan.PredictorID != 1 {
+		t.Fatalf("depth predictor 1 runs as %s", pred.Plan)
+	}
+	fyne.DoAndWait(func() { s.Tuned = &pred; s.Changed() })
+	test.Tap(r.UseTuned)
+	if got, err := r.Plan(); err != nil || !reflect.DeepEqual(got, pred.Plan) {
+		t.Fatalf("run editor holds %+v (%v), want %+v", got, err, pred.Plan)
+	}
+	r.Baseline.SetChecked(false)
+	test.Tap(r.Start)
+	time.Sleep(50 * time.Millisecond)
+	r.Wait()
+	waitFor(t, "the predictor run", func() bool { return !r.Start.Disabled() })
+	if !strings.Contains(r.Stats.Text, "Stored as run 5") {
+		t.Fatalf("predictor run: %s", r.Stats.Text)
+	}
+	run5, err := b.StoredRun(context.Background(), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranPlan(t, run5, pred.Plan)
 
 	e := wb.Export
 	if err := e.Reload(); err != nil {
@@ -355,6 +412,114 @@ func TestProfileRunCompareExport(t *testing.T) {
 	e.YAML.SetText("speculation: {strategy: warp}")
 	if err := e.SaveTo(out); err == nil {
 		t.Error("an invalid edited config was saved")
+	}
+
+	// quit and launch again: the last pair comes back with every result
+	wb = restart(t, wb)
+	s, sp, r, e = wb.Session, wb.Speedup, wb.Run, wb.Export
+	p = wb.Profile
+	if s.Spec.Target != m.Target.Text || s.Spec.Draft == "" {
+		t.Fatalf("restored pair %+v", s.Spec)
+	}
+	if p.Chart.Image == nil || !strings.Contains(p.Status.Text, "reused from the database") {
+		t.Errorf("restored profile: image %v, status %s", p.Chart.Image != nil, p.Status.Text)
+	}
+	if !strings.Contains(sp.Labels.Text, "measured on calibration 1, ") {
+		t.Errorf("restored speedup model: %s", sp.Labels.Text)
+	}
+	if len(sp.ranked) == 0 || sp.Validate.Disabled() || s.Tuned == nil || !samePlan(s.Tuned.Plan, want.Plan) || r.UseTuned.Disabled() {
+		t.Errorf("restored plans: %d ranked, validate disabled %v, tuned %v (want %s), use disabled %v",
+			len(sp.ranked), sp.Validate.Disabled(), s.Tuned, want.Plan, r.UseTuned.Disabled())
+	}
+	if sp.stored != want.Plan.String() || !strings.Contains(sp.WorkStatus.Text, "Stored plan") {
+		t.Errorf("the restored plan was stored again (%q) or not said: %s", sp.stored, sp.WorkStatus.Text)
+	}
+	if !strings.Contains(r.Stats.Text, "run 5 (done") || r.Timeline.Image == nil {
+		t.Errorf("restored run: %s", r.Stats.Text)
+	}
+	waitFor(t, "the export", func() bool { return strings.Contains(e.YAML.Text, "speculation:") })
+	if !strings.Contains(e.Status.Text, "exported 2 times before") { // the GUI's and the CLI's
+		t.Errorf("export status %q", e.Status.Text)
+	}
+	for i, st := range states(wb) { // the guide ticks what the screens show
+		if st != StepDone {
+			t.Errorf("after the restart, guide step %s is %s", guideSteps[i].name, st)
+		}
+	}
+
+	// another pair: nothing of this one stays on screen, zoom included
+	fyne.DoAndWait(func() {
+		p.Chart.SetZoom(2, 10)
+		sp.Curve.SetZoom(2, 10)
+		r.Timeline.SetZoom(2, 10)
+		e.Status.SetText("saved /somewhere/config.yaml")
+	})
+	m = wb.Models
+	m.Target.SetText(modeltest.Shared(t, "models/llama-2-tiny-random.gguf"))
+	m.Source.SetSelected(SourceNGram)
+	m.N.SetText("2")
+	test.Tap(m.Load)
+	waitFor(t, "the other pair", func() bool { return s.idle() && s.State != nil && s.Spec.NGram == 2 })
+	if !strings.Contains(m.Status.Text, "nothing stored yet") {
+		t.Errorf("models status: %s", m.Status.Text)
+	}
+	if p.Chart.Image != nil || p.Chart.zoom != nil || p.Status.Text != profileHint {
+		t.Errorf("the previous pair's profile stays: image %v, zoom %v, %s", p.Chart.Image != nil, p.Chart.zoom, p.Status.Text)
+	}
+	if len(sp.ranked) != 0 || len(sp.Ranked.Options) != 0 || sp.Validation.Text != "" || !sp.Validate.Disabled() || sp.WorkStatus.Text != workHint || sp.Curve.zoom != nil {
+		t.Errorf("the previous pair's tune stays: %d ranked, validation %q, status %q, zoom %v", len(sp.ranked), sp.Validation.Text, sp.WorkStatus.Text, sp.Curve.zoom)
+	}
+	if strings.Contains(sp.Labels.Text, "calibration 1") {
+		t.Errorf("the previous pair's calibration stays: %s", sp.Labels.Text)
+	}
+	if s.Tuned != nil || !r.UseTuned.Disabled() || r.Stats.Text != runHint || len(r.stream) != 0 || r.Timeline.Image != nil || r.Timeline.zoom != nil || r.PlanNote.Text != "" {
+		t.Errorf("the previous pair's run stays: tuned %v, stats %q, %d pieces, timeline %v", s.Tuned, r.Stats.Text, len(r.stream), r.Timeline.Image != nil)
+	}
+	waitFor(t, "the export of the other pair", func() bool { return !strings.Contains(e.YAML.Text, "speculation:") })
+	if e.Status.Text != "" {
+		t.Errorf("the previous pair's export stays: %q\n%s", e.Status.Text, e.YAML.Text)
+	}
+	if got := states(wb); got[0] != StepDone || got[1] != StepToDo || got[3] != StepToDo || got[4] != StepToDo {
+		t.Errorf("guide for the new pair: %v", got)
+	}
+}
+
+// ranPlan checks that a stored run ran plan: its engine settings are the
+// plan's configuration in every field the plan sets (a predictor policy
+// is filled in by the run, from the stored predictor).
+func ranPlan(t *testing.T, run *profiles.Run, plan profiles.Plan) {
+	t.Helper()
+	cfg, err := plan.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	asMap := func(v any) map[string]any {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]any{}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	want, got := asMap(cfg), asMap(run.Settings)
+	for k, v := range want {
+		switch k {
+		case "Sample", "MaxTokens", "StopAtEOS", "RecordHidden", "Ctx": // the run's, not the plan's
+			continue
+		case "Depth":
+			if plan.DepthPolicy == "predictor" {
+				if got[k] == nil {
+					t.Errorf("run %d ran %s without its depth predictor", run.ID, plan)
+				}
+				continue
+			}
+		}
+		if !reflect.DeepEqual(got[k], v) {
+			t.Errorf("run %d: %s is %v, the plan %s has %v", run.ID, k, got[k], plan, v)
+		}
 	}
 }
 
@@ -499,6 +664,72 @@ func TestRunPlanEditor(t *testing.T) {
 	r.SetPlan(spec.Plan{Strategy: "duo", Gamma: 6, MaxSeqs: 5})
 	if _, err := r.Plan(); err == nil || !strings.Contains(err.Error(), "max sequences") {
 		t.Errorf("duo with 5 sequences: %v", err)
+	}
+}
+
+// TestRunKeepsTheGivenPlan: a plan put into the Run screen (the tuned
+// plan) is the plan it runs, field for field, whatever the editors showed
+// before: a plan of every family, zeros, an empty depth policy and a
+// hidden predictor id included; an edit makes it the edited plan.
+func TestRunKeepsTheGivenPlan(t *testing.T) {
+	r := newBench(t).Run
+	plans := []spec.Plan{
+		{Strategy: "ar"},
+		{Strategy: "chain", Gamma: 3},
+		{Strategy: "tree", Widths: []int{3, 2, 1}},
+		{Strategy: "tree", Parents: []int{-1, -1, 0}},
+		{Strategy: "tree", Widths: []int{2, 1}, SampleChildren: true},
+		{Strategy: "egt", EGT: []int{1, 2, 3}, Branch: 2, WMax: 8},
+		{Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 3, WMax: 6, Pad: true, AOT: true},
+		{Strategy: "egt", EGT: []int{2, 2}, Branch: 2, WMax: 4, DepthPolicy: "threshold", DepthMin: 0.3},
+		{Strategy: "egt", EGT: []int{1, 1, 1}, Branch: 1, WMax: 3, DepthPolicy: "predictor", PredictorID: 7},
+		{Strategy: "duo", Gamma: 3},
+		{Strategy: "duo", Gamma: 3, MaxSeqs: 1},
+		{Strategy: "duo", Gamma: 6, MaxSeqs: 2},
+		{Strategy: "sequoia", Parents: []int{-1, -1, 0, 1}},
+	}
+	// and the best plan of every family a search ranks
+	flat := []store.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 64, Median: 14 * time.Millisecond}}
+	best := map[string]bool{}
+	for _, pr := range costmodel.Search(costmodel.Uniform(0.7, 0.4, 8, 3), costmodel.Costs{Verify: flat, Draft: flat[:1]}, costmodel.SearchSpace{MaxGamma: 6, MaxDepth: 4, MaxNodes: 16}) {
+		if !best[pr.Plan.Strategy] {
+			best[pr.Plan.Strategy] = true
+			plans = append(plans, pr.Plan)
+		}
+	}
+	for _, want := range plans {
+		// what a user left in the editors before: other values everywhere
+		fyne.DoAndWait(func() {
+			r.Strategy.SetSelected(want.Strategy)
+			for name, e := range r.Fields {
+				switch e.field.Kind {
+				case profiles.BoolField:
+					e.set("true")
+				case profiles.IntListField:
+					e.set("4,4")
+				case profiles.TextField:
+					e.set("predictor")
+				default:
+					e.set("4")
+				}
+				_ = name
+			}
+			r.SetPlan(want)
+		})
+		got, err := r.Plan()
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%v: the Run screen holds %+v (%v), want %+v", want, got, err, want)
+		}
+	}
+	// an edit is the edited plan; the given plan's hidden fields stay
+	pred := spec.Plan{Strategy: "egt", EGT: []int{1, 1, 1}, Branch: 1, WMax: 3, DepthPolicy: "predictor", PredictorID: 7}
+	fyne.DoAndWait(func() {
+		r.SetPlan(pred)
+		r.Fields["w_max"].set("2")
+	})
+	got, err := r.Plan()
+	if want := (spec.Plan{Strategy: "egt", EGT: []int{1, 1, 1}, Branch: 1, WMax: 2, DepthPolicy: "predictor", PredictorID: 7}); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("edited: %+v (%v), want %+v", got, err, want)
 	}
 }
 

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"image"
 	"image/color"
 	"io"
@@ -58,14 +59,15 @@ func lineFigure(spec ChartSpec) *chartFigure {
 	if f.w <= 0 {
 		f.w, f.h = 640, 360
 	}
-	p.X.Tick.Marker, p.Y.Tick.Marker = niceTicks{}, niceTicks{}
+	xs, ys := f.tickBudget()
+	p.X.Tick.Marker, p.Y.Tick.Marker = niceTicks{most: xs}, niceTicks{most: ys}
 	if spec.LogX {
 		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = logTicks{}
+		p.X.Tick.Marker = logTicks{most: xs}
 	}
 	if spec.LogY {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = logTicks{}
+		p.Y.Tick.Marker = logTicks{most: ys}
 	}
 	zoomed := spec.XMax > spec.XMin && (!spec.LogX || spec.XMin > 0)
 	shown := func(x, y float64) bool {
@@ -74,36 +76,55 @@ func lineFigure(spec ChartSpec) *chartFigure {
 		}
 		return !zoomed || (x >= spec.XMin && x <= spec.XMax)
 	}
+	valid := func(x, y float64) bool {
+		return !(spec.LogX && x <= 0) && !(spec.LogY && y <= 0) && !math.IsNaN(x) && !math.IsNaN(y)
+	}
 	for i, s := range spec.Series {
 		pts := make(plotter.XYs, 0, len(s.X))
 		var errs plotter.YErrors
+		var line plotter.XYs // the points and, zoomed, where the line crosses the range's edges
+		var prev *plotter.XY
 		for j := range s.X {
-			if j >= len(s.Y) || !shown(s.X[j], s.Y[j]) {
+			if j >= len(s.Y) || !valid(s.X[j], s.Y[j]) {
 				continue
 			}
-			pts = append(pts, plotter.XY{X: s.X[j], Y: s.Y[j]})
+			pt := plotter.XY{X: s.X[j], Y: s.Y[j]}
+			if zoomed && prev != nil {
+				line = append(line, crossings(*prev, pt, spec)...)
+			}
+			prev = &pt
+			if !shown(pt.X, pt.Y) {
+				continue
+			}
+			line = append(line, pt)
+			pts = append(pts, pt)
 			f.pts = append(f.pts, ChartPoint{Series: s.Name, S: i, I: j, X: s.X[j], Y: s.Y[j]})
 			if j < len(s.Err) {
 				errs = append(errs, struct{ Low, High float64 }{s.Err[j], s.Err[j]})
 			}
 		}
-		if len(pts) == 0 {
-			continue
-		}
-		line, scatter, err := plotter.NewLinePoints(pts)
-		if err != nil {
+		if len(line) == 0 {
 			continue
 		}
 		c := palette[i%len(palette)]
-		line.Color, scatter.Color = c, c
-		line.Width = vg.Points(1.5)
-		scatter.Shape = draw.CircleGlyph{}
-		scatter.Radius = vg.Points(2.5)
-		p.Add(line, scatter)
-		if s.Name != "" {
-			f.leg.Add(s.Name, line, scatter)
+		l, err := plotter.NewLine(line)
+		if err != nil {
+			continue
 		}
-		if len(errs) == len(pts) {
+		l.Color, l.Width = c, vg.Points(1.5)
+		p.Add(l)
+		thumbs := []plot.Thumbnailer{l}
+		if len(pts) > 0 {
+			if sc, err := plotter.NewScatter(pts); err == nil {
+				sc.Color, sc.Shape, sc.Radius = c, draw.CircleGlyph{}, vg.Points(2.5)
+				p.Add(sc)
+				thumbs = append(thumbs, sc)
+			}
+		}
+		if s.Name != "" {
+			f.leg.Add(s.Name, thumbs...)
+		}
+		if len(errs) == len(pts) && len(pts) > 0 {
 			bars, err := plotter.NewYErrorBars(struct {
 				plotter.XYer
 				plotter.YErrorer
@@ -126,15 +147,57 @@ func lineFigure(spec ChartSpec) *chartFigure {
 	}
 	if zoomed {
 		p.X.Min, p.X.Max = spec.XMin, spec.XMax
+		// say so: a zoomed chart otherwise reads as all the data
+		num := func(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }
+		p.Title.Text += fmt.Sprintf(" (zoomed to %s %s-%s)", spec.XLabel, num(spec.XMin), num(spec.XMax))
 	}
 	return f
+}
+
+// crossings are the points where the segment from a to b crosses the
+// edges of a zoomed chart's x range, in order from a, interpolated on the
+// chart's scales: a line leaving the range is drawn to its edge, and one
+// spanning it (the roofline, drawn between its two ends) stays in view.
+func crossings(a, b plotter.XY, spec ChartSpec) plotter.XYs {
+	fx, fy := func(v float64) float64 { return v }, func(v float64) float64 { return v }
+	gy := fy
+	if spec.LogX {
+		fx = math.Log
+	}
+	if spec.LogY {
+		fy, gy = math.Log, math.Exp
+	}
+	edges := []float64{spec.XMin, spec.XMax}
+	if b.X < a.X {
+		edges = []float64{spec.XMax, spec.XMin}
+	}
+	var out plotter.XYs
+	for _, e := range edges {
+		if (a.X-e)*(b.X-e) >= 0 {
+			continue // not crossed (an end on the edge is drawn as a point)
+		}
+		t := (fx(e) - fx(a.X)) / (fx(b.X) - fx(a.X))
+		out = append(out, plotter.XY{X: e, Y: gy(fy(a.Y) + t*(fy(b.Y)-fy(a.Y)))})
+	}
+	return out
 }
 
 // BarSpec describes a grouped bar chart (one group per label).
 type BarSpec struct {
 	Title, YLabel string
 	Labels        []string
-	Groups        []Series // Y holds one value per label
+	// Details, when set, describe each label in the values a hover shows
+	// ("run 12, egt widths=1,2 branch=2 w-max=4") where the axis shows a
+	// short label ("#12").
+	Details []string
+	// Colors, when set, colour each label's bars (a colour per plan)
+	// instead of each group's.
+	Colors []color.Color
+	Groups []Series // Y holds one value per label
+	// Marks, when set, ring a value over each label's bars (the predicted
+	// speedup over the measured one; 0: none), named MarkName.
+	Marks         []float64
+	MarkName      string
 	Width, Height int
 }
 
@@ -148,7 +211,8 @@ func barFigure(spec BarSpec) *chartFigure {
 	if f.w <= 0 {
 		f.w, f.h = 640, 320
 	}
-	p.Y.Tick.Marker = niceTicks{}
+	_, ys := f.tickBudget()
+	p.Y.Tick.Marker = niceTicks{most: ys}
 	n := len(spec.Groups)
 	// bars share about half of the width among them, 8 to 48 points each
 	cw, _ := f.size()
@@ -156,26 +220,50 @@ func barFigure(spec BarSpec) *chartFigure {
 	if k := len(spec.Labels) * max(n, 1); k > 0 {
 		width = max(vg.Points(8), min(vg.Points(48), cw*0.45/vg.Length(k)))
 	}
-	for i, g := range spec.Groups {
-		vals := make(plotter.Values, len(g.Y))
-		copy(vals, g.Y)
-		bars, err := plotter.NewBarChart(vals, width)
-		if err != nil {
-			continue
+	label := func(j int) string {
+		switch {
+		case j < len(spec.Details) && spec.Details[j] != "":
+			return spec.Details[j]
+		case j < len(spec.Labels):
+			return spec.Labels[j]
 		}
-		bars.Color = palette[i%len(palette)]
-		bars.Offset = vg.Length(float64(i)-float64(n-1)/2) * width
-		bars.LineStyle.Color = st.fg
-		p.Add(bars)
-		if n > 1 {
+		return ""
+	}
+	for i, g := range spec.Groups {
+		offset := vg.Length(float64(i)-float64(n-1)/2) * width
+		add := func(vals plotter.Values, xmin float64, c color.Color) *plotter.BarChart {
+			bars, err := plotter.NewBarChart(vals, width)
+			if err != nil {
+				return nil
+			}
+			bars.Color, bars.Offset, bars.XMin = c, offset, xmin
+			bars.LineStyle.Color = st.fg
+			p.Add(bars)
+			return bars
+		}
+		if len(spec.Colors) >= len(g.Y) { // a bar at a time, each in its label's colour
+			for j, v := range g.Y {
+				add(plotter.Values{v}, float64(j), spec.Colors[j])
+			}
+		} else if bars := add(append(plotter.Values(nil), g.Y...), 0, palette[i%len(palette)]); bars != nil && n > 1 {
 			f.leg.Add(g.Name, bars)
 		}
 		for j, v := range g.Y {
-			pt := ChartPoint{Series: g.Name, S: i, I: j, X: float64(j), Y: v, dx: bars.Offset}
-			if j < len(spec.Labels) {
-				pt.Label = spec.Labels[j]
-			}
-			f.pts = append(f.pts, pt)
+			f.pts = append(f.pts, ChartPoint{Series: g.Name, S: i, I: j, X: float64(j), Y: v, dx: offset, Label: label(j)})
+		}
+	}
+	var marks plotter.XYs
+	for j, v := range spec.Marks {
+		if v > 0 {
+			marks = append(marks, plotter.XY{X: float64(j), Y: v})
+			f.pts = append(f.pts, ChartPoint{Series: spec.MarkName, S: len(spec.Groups), I: j, X: float64(j), Y: v, Label: label(j)})
+		}
+	}
+	if len(marks) > 0 {
+		if sc, err := plotter.NewScatter(marks); err == nil {
+			// named in the title: a legend would narrow a small chart
+			sc.Shape, sc.Radius, sc.Color = draw.RingGlyph{}, vg.Points(6), st.fg
+			p.Add(sc)
 		}
 	}
 	p.NominalX(spec.Labels...)
@@ -203,6 +291,13 @@ type chartFigure struct {
 	bg   color.Color
 	w, h int // pixels at 96 dpi
 	pts  []ChartPoint
+}
+
+// tickBudget is how many labelled ticks each axis has room for at the
+// size the figure is drawn: about one per 75 pixels across, one per 40
+// up (a small chart at 1024x640 crowded seven labels on each).
+func (f *chartFigure) tickBudget() (x, y int) {
+	return max(2, min(7, f.w/75)), max(2, min(7, f.h/40))
 }
 
 // size is the figure's size in gonum's units (points) at 96 pixels an inch.
@@ -234,7 +329,8 @@ type chartRendering struct {
 	pts        []ChartPoint
 	xmin, xmax float64                 // the x axis' range as drawn
 	left, righ float32                 // the data area's left and right edge, image pixels
-	fx         func(float64) vg.Length // data x to canvas x
+	fx, fy     func(float64) vg.Length // data x and y to canvas x and y
+	height     float32                 // the image's height in pixels
 }
 
 // pixels converts gonum's points (1/72 inch) to pixels at 96 dpi.
@@ -248,7 +344,7 @@ func (f *chartFigure) render() *chartRendering {
 	fx, fy := f.p.Transforms(&da)
 	img := c.Image()
 	ih := float32(img.Bounds().Dy())
-	r := &chartRendering{img: img, xmin: f.p.X.Min, xmax: f.p.X.Max, left: pixels(da.Min.X), righ: pixels(da.Max.X), fx: fx}
+	r := &chartRendering{img: img, xmin: f.p.X.Min, xmax: f.p.X.Max, left: pixels(da.Min.X), righ: pixels(da.Max.X), fx: fx, fy: fy, height: ih}
 	for _, pt := range f.pts {
 		pt.px, pt.py = pixels(fx(pt.X)+pt.dx), ih-pixels(fy(pt.Y))
 		r.pts = append(r.pts, pt)
@@ -330,21 +426,39 @@ func (st chartStyle) apply(p *plot.Plot) plot.Legend {
 	return leg
 }
 
-// niceTicks labels a linear axis at 1, 2 or 5 times a power of ten, four
-// to seven labels over the range (gonum's default gives a short axis two).
-type niceTicks struct{}
+// niceTicks labels a linear axis at 1, 2 or 5 times a power of ten, at
+// most most labels (0: seven) over the range (gonum's default gives a
+// short axis two).
+type niceTicks struct{ most int }
 
-func (niceTicks) Ticks(min, max float64) []plot.Tick {
+func (t niceTicks) Ticks(min, max float64) []plot.Tick {
 	if !(max > min) || math.IsInf(max-min, 0) {
 		return plot.DefaultTicks{}.Ticks(min, max)
 	}
-	raw := (max - min) / 7 // the smallest round step giving at most 7 labels
-	base := math.Pow(10, math.Floor(math.Log10(raw)))
-	step := base
-	for _, m := range []float64{1, 2, 5, 10} {
-		if step = m * base; step >= raw*(1-1e-9) {
+	most := t.most
+	if most <= 0 {
+		most = 7
+	}
+	// the smallest round step giving at most most labels, and at least two
+	count := func(step float64) int {
+		return int(math.Floor(max/step+1e-9)-math.Ceil(min/step-1e-9)) + 1
+	}
+	e := math.Floor(math.Log10((max - min) / float64(most)))
+	var steps []float64
+	for d := e - 1; d <= e+1; d++ {
+		for _, m := range []float64{1, 2, 5} {
+			steps = append(steps, m*math.Pow(10, d))
+		}
+	}
+	step := steps[len(steps)-1]
+	for _, st := range steps {
+		if count(st) <= most {
+			step = st
 			break
 		}
+	}
+	for i := len(steps) - 1; count(step) < 2 && i >= 0; i-- {
+		step = steps[i]
 	}
 	var ts []plot.Tick
 	for k := math.Ceil(min/step - 1e-9); k*step <= max+step*1e-9; k++ {
@@ -361,10 +475,12 @@ func (niceTicks) Ticks(min, max float64) []plot.Tick {
 }
 
 // logTicks labels a log axis at 1, 2 and 5 times each power of ten (with
-// unlabelled minor ticks between), so even a narrow range reads.
-type logTicks struct{}
+// unlabelled minor ticks between), so even a narrow range reads; where
+// that is more than most labels (0: no limit), at powers of ten only, and
+// then every other one.
+type logTicks struct{ most int }
 
-func (logTicks) Ticks(min, max float64) []plot.Tick {
+func (t logTicks) Ticks(min, max float64) []plot.Tick {
 	if min <= 0 || max <= min {
 		return nil
 	}
@@ -392,6 +508,27 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 	if labelled < 3 { // a narrow range: label every tick
 		for i := range ts {
 			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 4, 64)
+		}
+		labelled = len(ts)
+	}
+	// too many for the room: keep the powers of ten, then every k-th
+	for k := 1; t.most > 0 && labelled > t.most && len(ts) > 0; k++ {
+		labelled = 0
+		for i := range ts {
+			e := math.Log10(ts[i].Value)
+			if ts[i].Label == "" {
+				continue
+			}
+			if p := math.Round(e); math.Abs(e-p) > 1e-9 || int(p)%k != 0 {
+				ts[i].Label = ""
+				continue
+			}
+			labelled++
+		}
+		if labelled < 2 { // a range of a decade or less: its ends
+			ts[0].Label = strconv.FormatFloat(ts[0].Value, 'g', 4, 64)
+			ts[len(ts)-1].Label = strconv.FormatFloat(ts[len(ts)-1].Value, 'g', 4, 64)
+			break
 		}
 	}
 	return ts

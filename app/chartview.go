@@ -410,7 +410,7 @@ func (c *Chart) saveDialog(win fyne.Window) {
 		if format != "png" && format != "svg" {
 			w.Close()
 			os.Remove(path)
-			dialog.ShowError(fmt.Errorf("save the chart as .png or .svg, not %q", filepath.Base(path)), win)
+			showError(fmt.Errorf("save the chart as .png or .svg, not %q", filepath.Base(path)), win)
 			return
 		}
 		err = c.Save(w, format)
@@ -418,7 +418,7 @@ func (c *Chart) saveDialog(win fyne.Window) {
 			err = cerr
 		}
 		if err != nil {
-			dialog.ShowError(err, win)
+			showError(err, win)
 		}
 	}, win)
 	d.SetFileName(c.Name + ".png")

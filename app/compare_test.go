@@ -2,12 +2,17 @@ package app
 
 import (
 	"context"
+	"encoding/csv"
+	"strconv"
 	"strings"
 	"testing"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"arborist/engine/spec"
 	"arborist/profiles/store"
 )
 
@@ -69,8 +74,9 @@ func TestCompareTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(csv.String()), "\n")
-	if len(lines) != 5 || !strings.HasPrefix(lines[0], "run,date,target,drafter,plan,status,tokens,tokens/s,AAL,acceptance,predicted,measured") ||
-		!strings.Contains(lines[1], ",target.gguf,draft.gguf,chain,done,64,120.0,3.20,") || !strings.Contains(lines[4], "running,running,running") {
+	if len(lines) != 5 || lines[0] != "run,status,date,target,drafter,plan,tokens,speed (tokens/s),AAL (tokens per step),acceptance (%),predicted speedup (x),measured speedup (x)" ||
+		!strings.HasPrefix(lines[1], "2,done,") || !strings.HasSuffix(lines[1], ",target.gguf,draft.gguf,chain,64,120.00,3.200,0.0,,") ||
+		!strings.HasPrefix(lines[4], "4,running,") || !strings.HasSuffix(lines[4], ",chain,,,,,,") {
 		t.Fatalf("csv:\n%s", csv.String())
 	}
 	c.Toggle(2, true)
@@ -82,7 +88,7 @@ func TestCompareTable(t *testing.T) {
 		t.Fatalf("after deleting 2 and 3: %v", got)
 	}
 	// plain decoding names no drafter, whatever pair it was started from
-	if d := runDrafter(store.Run{Strategy: "ar", Drafter: "/m/draft.gguf"}); d != "-" {
+	if d := runDrafter(store.Run{Strategy: "ar", Drafter: "/m/draft.gguf"}); d != "plain decoding" {
 		t.Errorf("an ar run's drafter reads %q", d)
 	}
 	c.Toggle(4, true)
@@ -101,4 +107,142 @@ func equalIDs(a, b []int64) bool {
 		}
 	}
 	return true
+}
+
+// TestCompareAsPeopleCompare: the table's columns use the width there is
+// (1920) and fit a 1024 window without cutting a header; the runs filter
+// by pair; picked runs chart with a colour per plan, named by their plans
+// in the legend and the hover values, with a speedup chart; the CSV has
+// plain numbers in its numeric cells.
+func TestCompareAsPeopleCompare(t *testing.T) {
+	wb := newBench(t)
+	c := wb.Compare
+	st, err := store.Open(context.Background(), wb.Session.DBPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	egt := spec.Plan{Strategy: "egt", EGT: []int{1, 2, 3, 3, 2}, Branch: 2, WMax: 12, DepthPolicy: "threshold", DepthMin: 0.2}
+	for _, r := range []struct {
+		target, drafter string
+		plan            spec.Plan
+		tps, measured   float64
+	}{
+		{"/m/a.gguf", "draft:d.gguf", spec.Plan{Strategy: "ar"}, 100, 0},
+		{"/m/a.gguf", "draft:d.gguf", egt, 250, 2.5},
+		{"/m/a.gguf", "draft:d.gguf", spec.Plan{Strategy: "chain", Gamma: 4}, 200, 2},
+		{"/m/a.gguf", "draft:d.gguf", egt, 240, 2.4},
+		{"/m/b.gguf", "ngram:3", spec.Plan{Strategy: "duo", Gamma: 6, MaxSeqs: 2}, 90, 1.1},
+	} {
+		cfg, err := r.plan.Config()
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := &store.Run{Target: r.target, Drafter: r.drafter, Strategy: r.plan.Strategy, Settings: cfg, PredictedSpeedup: 2.2}
+		if _, err := st.CreateRun(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		run.Status, run.Tokens, run.Steps, run.TokensPerSecond, run.AAL, run.Acceptance, run.MeasuredSpeedup = "done", 64, 20, r.tps, 3.2, 0.8, r.measured
+		if err := st.FinishRun(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Refresh()
+	if len(c.Runs) != 5 || c.Filter.Selected != allPairs {
+		t.Fatalf("%d runs under %q", len(c.Runs), c.Filter.Selected)
+	}
+
+	// columns: every header and one-line cell whole; the plan and pair
+	// columns share the rest of the width, on two lines where it is short
+	for _, width := range []float32{980, 1880} {
+		c.widths = nil
+		c.fitColumns(width)
+		total := float32(0)
+		for i, w := range c.widths {
+			total += w
+			need := c.cellWidth(i)
+			if compareCols[i].flex {
+				need = need/2 + theme.InnerPadding()
+			}
+			if w < need-0.5 {
+				t.Errorf("width %v: column %q is %v wide, needs %v", width, compareCols[i].name, w, need)
+			}
+		}
+		if room := width - theme.ScrollBarSize() - theme.Padding()*float32(len(compareCols)); total > room+0.5 || (width > 1500 && total < room-1) {
+			t.Errorf("width %v: the columns take %v of %v: %v", width, total, room, c.widths)
+		}
+	}
+	plan := -1
+	for i, col := range compareCols {
+		if col.name == "plan" {
+			plan = i
+		}
+	}
+	if p := runPlan(c.Runs[1]); !strings.Contains(p, "threshold=0.2") {
+		t.Errorf("the plan column reads %q", p)
+	}
+	_ = plan
+
+	// filter by pair: a's runs
+	c.Filter.SetSelected(pairFilter{"/m/a.gguf", "draft:d.gguf"}.String())
+	if len(c.Runs) != 4 {
+		t.Errorf("pair a: %d runs", len(c.Runs))
+	}
+	// charts: the two egt runs share a colour, the chain has another
+	for _, r := range c.Runs {
+		c.Toggle(r.ID, true)
+	}
+	bs := c.Chart.bars
+	if c.Speedup.bars == nil || bs == nil || len(bs.Colors) != 4 {
+		t.Fatalf("charts: %+v", bs)
+	}
+	color := map[string]any{}
+	for i, r := range c.picked() {
+		p := runPlan(r)
+		if prev, ok := color[p]; ok && !sameColor(prev.(interface{ RGBA() (r, g, b, a uint32) }), bs.Colors[i]) {
+			t.Errorf("plan %s in two colours", p)
+		}
+		color[p] = bs.Colors[i]
+		if !strings.Contains(bs.Details[i], p) {
+			t.Errorf("bar %d described %q, its plan is %s", i, bs.Details[i], p)
+		}
+	}
+	if len(color) != 3 || sameColor(color[runPlan(c.Runs[0])].(interface{ RGBA() (r, g, b, a uint32) }), color[runPlan(c.Runs[1])].(interface{ RGBA() (r, g, b, a uint32) })) {
+		t.Errorf("%d plan colours", len(color))
+	}
+	legend := ""
+	for _, o := range c.Legend.Objects[0].(*fyne.Container).Objects {
+		legend += o.(*fyne.Container).Objects[0].(*widget.Label).Text + "\n"
+	}
+	if !strings.Contains(legend, egt.String()) || !strings.Contains(legend, "chain gamma=4") {
+		t.Errorf("legend:\n%s", legend)
+	}
+	w := showChart(t, c.Chart)
+	_ = w
+	pts := c.Chart.Points()
+	test.TapAt(c.Chart, c.Chart.PointPos(pts[0]))
+	if !strings.Contains(c.Chart.Tip, runPlan(c.picked()[0])) || !strings.Contains(c.Chart.Tip, "tokens/s") {
+		t.Errorf("hover on a bar: %q", c.Chart.Tip)
+	}
+
+	// CSV: numbers without units
+	var out strings.Builder
+	if err := c.WriteCSV(&out); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(out.String())).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range rows[1:] {
+		for k, head := range rows[0] {
+			if !strings.Contains(head, "(") && head != "tokens" {
+				continue
+			}
+			if _, err := strconv.ParseFloat(row[k], 64); row[k] != "" && err != nil {
+				t.Errorf("%s: %q is not a plain number", head, row[k])
+			}
+		}
+	}
 }

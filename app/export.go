@@ -76,9 +76,26 @@ func NewExportScreen(s *Session) *ExportScreen {
 	e.LlamaDir.SetText(s.App.Preferences().String(prefLlamaCpp))
 	e.Browse = widget.NewButton("Browse...", e.browseLlama)
 	e.Check = widget.NewButton("Check in llama.cpp", e.checkLlama)
-	e.CheckStatus = widget.NewLabel("The plan's speedup is predicted for Arborist's engine; Check measures the llama.cpp line above in llama.cpp itself.")
+	e.CheckStatus = widget.NewLabel(checkHint)
 	e.CheckStatus.Wrapping = fyne.TextWrapWord
+	s.OnPair(e.pairShown)
 	return e
+}
+
+// checkHint is the llama.cpp check's status before a check.
+const checkHint = "The plan's speedup is predicted for Arborist's engine; Check measures the llama.cpp line above in llama.cpp itself."
+
+// pairShown clears what was said of the previous pair's config (saved,
+// checked) and renders the new pair's newest plan.
+func (e *ExportScreen) pairShown(st *profiles.PairState, err error) {
+	switch {
+	case st == nil && err == nil:
+		e.Status.SetText("")
+		e.CheckStatus.SetText(checkHint)
+	case st != nil && st.Steps.Exports > 0:
+		e.Status.SetText(fmt.Sprintf("exported %d times before", st.Steps.Exports))
+	}
+	e.Update()
 }
 
 // Title is the tab name.

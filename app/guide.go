@@ -47,7 +47,7 @@ type Guide struct {
 	Buttons []*widget.Button
 	Box     *fyne.Container
 	steps   profiles.Steps // what the database holds of the pair
-	stepsOf string         // the pair steps was read for
+	stepsOf string         // the pair steps was read for (stepsKey)
 	// reads coalesce: a change during a read asks for one more, not a pile
 	mu             sync.Mutex
 	reading, stale bool
@@ -79,7 +79,7 @@ func newGuide(wb *Workbench) *Guide {
 func (g *Guide) States() []StepState {
 	wb := g.wb
 	s := wb.Session
-	loaded := s.Spec.Target != "" && g.stepsOf == s.Spec.Target
+	loaded := s.Spec.Target != "" && g.stepsOf == stepsKey(s.Spec)
 	done := []bool{
 		s.Spec.Target != "",
 		loaded && g.steps.Profiled,
@@ -178,8 +178,14 @@ func (g *Guide) Reload() {
 		if err != nil {
 			g.steps, g.stepsOf = profiles.Steps{}, ""
 		} else {
-			g.steps, g.stepsOf = steps, ps.Target
+			g.steps, g.stepsOf = steps, stepsKey(ps)
 		}
 		g.Show()
 	})
+}
+
+// stepsKey names a pair as the guide's steps are read for it: a change of
+// draft source or device is another pair.
+func stepsKey(ps profiles.PairSpec) string {
+	return ps.Target + "\x00" + ps.SourceName() + "\x00" + ps.Backend + "\x00" + ps.DraftBackend
 }

@@ -43,13 +43,15 @@ type ModelsScreen struct {
 	// split: the drafter on the CPU while the target verifies on a GPU).
 	DraftDevice *widget.Select
 	backends    []profiles.BackendStatus // nil until checked
-	Recent      *widget.Select
-	DB          *widget.Entry
-	Load        *widget.Button
-	DemoBtn     *widget.Button
-	Info        *widget.Label
-	Status      *widget.Label
-	Progress    *widget.ProgressBar
+	// RecentTarget and RecentDraft list the recently used model files,
+	// each filling the field it sits beside.
+	RecentTarget, RecentDraft *widget.Button
+	DB                        *widget.Entry
+	Load                      *widget.Button
+	DemoBtn                   *widget.Button
+	Info                      *widget.Label
+	Status                    *widget.Label
+	Progress                  *widget.ProgressBar
 	// Training a hidden-state drafter for the target.
 	TrainPrompts  *widget.Entry
 	TrainBtn      *widget.Button
@@ -59,6 +61,8 @@ type ModelsScreen struct {
 	lossView      fyne.CanvasObject
 	Stored        *widget.Select // finished hidden drafters in the database
 	body          *fyne.Container
+	form          *widget.Form
+	rows          map[string]*widget.FormItem // the form's rows by label, some shown only for some sources
 	// remembered files that no longer exist, with a button to pick again
 	TargetCheck, DraftCheck, TrainCheck *fileCheck
 	cancelTrain                         context.CancelFunc
@@ -77,9 +81,16 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	m.N.SetText("3")
 	m.Source = widget.NewSelect([]string{SourceModel, SourceNGram, SourceLayers, SourceHidden}, func(string) {})
 	m.Source.SetSelected(SourceModel)
-	if s.Spec.DraftHidden != "" {
+	switch {
+	case s.Spec.DraftHidden != "":
 		m.Source.SetSelected(SourceHidden)
 		m.Draft.SetText(s.Spec.DraftHidden)
+	case s.Spec.NGram > 0:
+		m.Source.SetSelected(SourceNGram)
+		m.N.SetText(strconv.Itoa(s.Spec.NGram))
+	case s.Spec.Layers > 0:
+		m.Source.SetSelected(SourceLayers)
+		m.N.SetText(strconv.Itoa(s.Spec.Layers))
 	}
 	m.DeviceNote = widget.NewLabel("")
 	m.DeviceNote.Wrapping = fyne.TextWrapWord
@@ -95,17 +106,8 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	if d := s.Spec.DraftBackend; d != "" {
 		m.DraftDevice.SetSelected(d)
 	}
-	m.Recent = widget.NewSelect(s.Recent(), func(p string) {
-		if p == "" {
-			return
-		}
-		if m.Target.Text == "" {
-			m.Target.SetText(p)
-		} else {
-			m.Draft.SetText(p)
-		}
-	})
-	m.Recent.PlaceHolder = "recent files"
+	m.RecentTarget = m.recentButton(m.Target)
+	m.RecentDraft = m.recentButton(m.Draft)
 	m.DB = widget.NewEntry()
 	m.DB.SetText(s.DBPath)
 	m.DB.OnSubmitted = func(p string) {
@@ -160,6 +162,7 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	// the database is read when hidden drafters are wanted, not at start-up
 	m.Source.OnChanged = func(opt string) {
 		m.DraftCheck.Check()
+		m.showRows()
 		if opt == SourceHidden {
 			m.RefreshDrafters()
 		}
@@ -168,7 +171,58 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 		m.RefreshDrafters()
 	}
 	s.OnChange(m.RefreshDrafters)
+	s.OnPair(m.pairShown)
 	return m
+}
+
+// pairShown says what the database held of the pair just chosen (or the
+// last pair, restored at start) and the next step to take.
+func (m *ModelsScreen) pairShown(st *profiles.PairState, err error) {
+	switch {
+	case err != nil:
+		m.Status.SetText("The pair's stored results could not be read: " + err.Error())
+	case st != nil:
+		m.Status.SetText(describeState(m.s.Spec, st))
+	}
+}
+
+// describeState says what is stored of a pair and what to do next.
+func describeState(ps profiles.PairSpec, st *profiles.PairState) string {
+	var have []string
+	if st.Steps.Profiled {
+		have = append(have, "a profile of this machine")
+	}
+	if st.Inputs != nil && st.Inputs.CalID > 0 {
+		have = append(have, fmt.Sprintf("calibration %d", st.Inputs.CalID))
+	}
+	if st.PlanID > 0 {
+		have = append(have, fmt.Sprintf("plan %d (%s)", st.PlanID, st.Plan.Plan))
+	}
+	if n := len(st.Runs); n > 0 {
+		have = append(have, fmt.Sprintf("%d runs", n))
+	}
+	next := "Next: Profile this machine."
+	switch {
+	case !st.Steps.Profiled:
+	case !st.Steps.Calibrated:
+		next = "Next: Calibrate (Speedup model screen)."
+	case st.Steps.PlanID == 0:
+		next = "Next: Tune (Speedup model screen)."
+	case st.Steps.Runs == 0:
+		next = "Next: Run the tuned plan."
+	case st.Steps.Exports == 0:
+		next = "Next: Export the plan."
+	default:
+		next = "Every step is done; the screens show the stored results."
+	}
+	name := filepath.Base(ps.Target)
+	if src := ps.SourceName(); src != "" {
+		name += " with " + src
+	}
+	if len(have) == 0 {
+		return "Loaded " + name + ": nothing stored yet. " + next
+	}
+	return "Loaded " + name + ". Stored for it: " + strings.Join(have, ", ") + ". " + next
 }
 
 // RefreshDrafters lists the finished hidden drafters of the database.
@@ -219,20 +273,88 @@ func (m *ModelsScreen) Content() fyne.CanvasObject {
 			d.Show()
 		})
 	}
-	form := widget.NewForm(
-		widget.NewFormItem("Target", container.NewBorder(nil, nil, nil, open(m.Target), m.Target)),
-		widget.NewFormItem("Draft source", m.Source),
-		widget.NewFormItem("Device", container.NewBorder(nil, nil, m.Device, nil, m.DeviceNote)),
-		widget.NewFormItem("Draft device", m.DraftDevice),
-		widget.NewFormItem("Draft model (or hidden drafter id)", container.NewBorder(nil, nil, nil, open(m.Draft), m.Draft)),
-		widget.NewFormItem("N-gram length / layers", m.N),
-		widget.NewFormItem("", container.NewGridWithColumns(2, m.Recent, m.Stored)),
-		widget.NewFormItem("Database (Enter to switch)", m.DB),
-		widget.NewFormItem("Training prompts", container.NewBorder(nil, nil, nil, container.NewHBox(m.TrainBtn, m.CancelTrain), m.TrainPrompts)),
-	)
-	top := container.NewVBox(form, m.TargetCheck.Box, m.DraftCheck.Box, m.TrainCheck.Box, container.NewHBox(m.Load, m.DemoBtn), m.Progress, m.Status, widget.NewSeparator())
+	m.rows = map[string]*widget.FormItem{
+		"target":       widget.NewFormItem("Target", container.NewBorder(nil, nil, nil, container.NewHBox(m.RecentTarget, open(m.Target)), m.Target)),
+		"source":       widget.NewFormItem("Draft source", m.Source),
+		"device":       widget.NewFormItem("Device", container.NewBorder(nil, nil, m.Device, nil, m.DeviceNote)),
+		"draft device": widget.NewFormItem("Draft device", m.DraftDevice),
+		"draft":        widget.NewFormItem("Draft model", container.NewBorder(nil, nil, nil, container.NewHBox(m.RecentDraft, open(m.Draft)), m.Draft)),
+		"stored":       widget.NewFormItem("", m.Stored),
+		"n":            widget.NewFormItem("N-gram length", m.N),
+		"db":           widget.NewFormItem("Database (Enter to switch)", m.DB),
+		"train":        widget.NewFormItem("Training prompts", container.NewBorder(nil, nil, nil, container.NewHBox(m.TrainBtn, m.CancelTrain), m.TrainPrompts)),
+	}
+	m.form = widget.NewForm()
+	m.showRows()
+	top := container.NewVBox(m.form, m.TargetCheck.Box, m.DraftCheck.Box, m.TrainCheck.Box, container.NewHBox(m.Load, m.DemoBtn), m.Progress, m.Status, widget.NewSeparator())
 	m.body = container.NewBorder(top, m.lossView, nil, nil, container.NewVScroll(m.Info))
 	return m.body
+}
+
+// showRows shows the form's rows the chosen draft source reads: the
+// draft model file (or hidden drafter) for those sources, the n-gram
+// length or the layer count for theirs, and a draft device for a source
+// that runs on one.
+func (m *ModelsScreen) showRows() {
+	if m.form == nil {
+		return // not laid out yet
+	}
+	keys := []string{"target", "source", "device"}
+	switch m.Source.Selected {
+	case SourceModel:
+		m.rows["draft"].Text = "Draft model"
+		keys = append(keys, "draft", "draft device", "stored")
+	case SourceHidden:
+		m.rows["draft"].Text = "Hidden drafter (id or file)"
+		keys = append(keys, "draft", "stored", "draft device")
+	case SourceNGram:
+		m.rows["n"].Text = "N-gram length"
+		keys = append(keys, "n", "stored")
+	case SourceLayers:
+		m.rows["n"].Text = "Layers (self-draft)"
+		keys = append(keys, "n", "draft device", "stored")
+	}
+	keys = append(keys, "db", "train")
+	m.form.Items = nil
+	for _, k := range keys {
+		m.form.Items = append(m.form.Items, m.rows[k])
+	}
+	m.form.Refresh()
+}
+
+// shownRows are the labels of the form's rows shown (for tests).
+func (m *ModelsScreen) shownRows() []string {
+	var out []string
+	for _, it := range m.form.Items {
+		out = append(out, it.Text)
+	}
+	return out
+}
+
+// recentButton offers the recently used model files for e: a pick fills
+// e, the field the button sits beside, and nothing else.
+func (m *ModelsScreen) recentButton(e *widget.Entry) *widget.Button {
+	var b *widget.Button
+	b = widget.NewButtonWithIcon("", theme.HistoryIcon(), func() {
+		menu := m.recentMenu(e)
+		if len(menu.Items) == 0 || m.s.Win == nil {
+			return
+		}
+		c := m.s.Win.Canvas()
+		pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(b)
+		widget.ShowPopUpMenuAtPosition(menu, c, pos.AddXY(0, b.Size().Height))
+	})
+	b.Importance = widget.LowImportance
+	return b
+}
+
+// recentMenu lists the recent model files, each filling e.
+func (m *ModelsScreen) recentMenu(e *widget.Entry) *fyne.Menu {
+	var items []*fyne.MenuItem
+	for _, p := range m.s.Recent() {
+		items = append(items, fyne.NewMenuItem(p, func() { e.SetText(p) }))
+	}
+	return fyne.NewMenu("recent files", items...)
 }
 
 // SetBackends takes the registry's backends as checked on this machine.
@@ -352,7 +474,7 @@ func (m *ModelsScreen) load() {
 		return
 	}
 	device, draftDevice := m.Device.Selected, m.DraftDevice.Selected
-	if draftDevice == sameDevice || draftDevice == device {
+	if draftDevice == sameDevice || draftDevice == device || m.Source.Selected == SourceNGram { // n-gram lookup needs no device
 		draftDevice = ""
 	}
 	for _, d := range []string{device, draftDevice} {
@@ -386,22 +508,17 @@ func (m *ModelsScreen) load() {
 				return
 			}
 			m.Info.SetText(info)
-			m.s.Spec.Backend, m.s.Spec.DraftBackend = device, draftDevice
-			m.s.App.Preferences().SetString(prefBackend, device)
-			m.s.App.Preferences().SetString(prefDraftBackend, draftDevice)
-			m.s.SetModels(target, draft)
-			m.s.Spec.NGram, m.s.Spec.Layers, m.s.Spec.DraftHidden = ngram, layers, hiddenRef
 			if hiddenRef == "" && m.lossView.Visible() {
 				m.lossView.Hide() // the training chart belongs to a hidden drafter
 				if m.body != nil {
 					m.body.Refresh()
 				}
 			}
-			m.s.App.Preferences().SetString(prefHidden, hiddenRef)
-			m.Recent.Options = m.s.Recent()
-			m.Recent.Refresh()
-			m.Status.SetText("Loaded. Next: Profile this machine.")
-			m.s.Go(func(ctx context.Context) { m.s.LoadInputs(ctx) }) // stored curves and calibration
+			m.Status.SetText("Loaded; reading what the database holds of this pair ...")
+			ps := m.s.Spec
+			ps.Target, ps.Draft, ps.NGram, ps.Layers, ps.DraftHidden = target, draft, ngram, layers, hiddenRef
+			ps.Backend, ps.DraftBackend = device, draftDevice
+			m.s.SetPair(ps) // clears the previous pair's results, shows this one's
 		})
 	})
 }

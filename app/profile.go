@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -48,11 +49,32 @@ func NewProfileScreen(s *Session) *ProfileScreen {
 	})
 	p.Cancel.Disable()
 	p.Progress = widget.NewProgressBar()
-	p.Status = widget.NewLabel("Choose models, then Profile: this times one target pass over W tokens for each W.")
+	p.Status = widget.NewLabel(profileHint)
 	p.Status.Wrapping = fyne.TextWrapWord
 	p.Chart = newChart(640, 360)
 	p.Chart.Name, p.Chart.Zoomable = "latency", true
+	s.OnPair(p.pairShown)
 	return p
+}
+
+// profileHint is the status before anything is measured or stored.
+const profileHint = "Choose models, then Profile: this times one target pass over W tokens for each W."
+
+// pairShown clears the previous pair's curves (zoom included) and shows
+// the new pair's stored ones.
+func (p *ProfileScreen) pairShown(st *profiles.PairState, err error) {
+	if st == nil {
+		if err == nil {
+			p.Chart.Clear()
+			p.Progress.SetValue(0)
+			p.Status.SetText(profileHint)
+		}
+		return
+	}
+	if st.Verify == nil || p.Chart.Image != nil || p.cancel != nil {
+		return // nothing stored, or a profile since the pair was chosen shows its own
+	}
+	p.show(st.Verify, st.Draft, st.Limits)
 }
 
 // Title is the tab name.
@@ -81,14 +103,19 @@ func (p *ProfileScreen) start() {
 	p.s.Busy()
 	p.Progress.SetValue(0)
 	p.Status.SetText("Measuring memory bandwidth ...")
+	pair := p.s.pairNow()
 	p.s.Go(func(context.Context) {
 		defer cancel()
-		vp, dp, lim, err := p.measure(ctx, spec, maxW, fresh)
+		vp, dp, lim, err := p.measure(ctx, spec, maxW, fresh, pair)
 		fyne.Do(func() {
 			p.Start.Enable()
 			p.Cancel.Disable()
 			p.cancel = nil
 			p.s.Busy()
+			if !p.s.samePair(pair) {
+				p.Status.SetText("The profile of the pair chosen before finished and is stored; this pair's is not shown until it is profiled.")
+				return
+			}
 			if err != nil {
 				if ctx.Err() != nil {
 					p.Status.SetText("Cancelled; nothing was stored for the unfinished curve.")
@@ -105,7 +132,7 @@ func (p *ProfileScreen) start() {
 	})
 }
 
-func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, maxW int, fresh bool) (vp, dp *profiles.Profile, lim profiles.Limits, err error) {
+func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, maxW int, fresh bool, pair int) (vp, dp *profiles.Profile, lim profiles.Limits, err error) {
 	b, err := p.s.Bench(ctx)
 	if err != nil {
 		return nil, nil, lim, err
@@ -114,6 +141,9 @@ func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, max
 	share := map[string][2]float64{"verify curve": {0, 0.8}, "draft curve": {0.8, 0.2}}
 	r, err := b.Profile(ctx, spec, profiles.ProfileOptions{MaxW: maxW, Fresh: fresh}, func(e profiles.Event) {
 		fyne.Do(func() {
+			if !p.s.samePair(pair) {
+				return
+			}
 			if sh, ok := share[e.Stage]; ok && e.Total > 0 {
 				p.Progress.SetValue(sh[0] + sh[1]*float64(e.Done)/float64(e.Total))
 			}
@@ -124,8 +154,12 @@ func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, max
 		return nil, nil, lim, err
 	}
 	over := r.StepOverhead()
-	fyne.Do(func() { p.s.Overhead = over })
-	p.s.Go(func(ctx context.Context) { p.s.LoadInputs(ctx) }) // the model now has curves
+	fyne.Do(func() {
+		if p.s.samePair(pair) {
+			p.s.Overhead = over
+		}
+	})
+	p.s.Go(func(ctx context.Context) { p.s.LoadInputs(ctx, pair) }) // the model now has curves
 	return r.Target, r.Draft, r.Limits, nil
 }
 
@@ -135,7 +169,7 @@ func (p *ProfileScreen) show(vp, dp *profiles.Profile, lim profiles.Limits) {
 	if vp.Cached {
 		note = "reused from the database, measured " + vp.Curve.Created.Local().Format("2006-01-02 15:04") + " (tick 'measure again' to redo)"
 	}
-	p.Status.SetText(fmt.Sprintf("Target curve %s. %s", note, lim.Describe(vp.Curve.Points)))
+	p.Status.SetText(fmt.Sprintf("Target curve %s. %s", note, describeLimits(lim, vp.Curve.Points)))
 	series := []Series{curveSeries("target T_verify(W)", vp)}
 	if dp != nil {
 		series = append(series, curveSeries("drafter T(W)", dp))
@@ -173,4 +207,21 @@ func curveSeries(name string, pr *profiles.Profile) Series {
 		s.Err = append(s.Err, float64(pt.Spread)/1e6)
 	}
 	return s
+}
+
+// describeLimits sets a curve against the machine's limits; limits read
+// from the store carry no compute ceiling (Profile measures it), and
+// without a stored bandwidth there is no roofline to set it against.
+func describeLimits(lim profiles.Limits, pts []profiles.Point) string {
+	switch {
+	case len(pts) == 0:
+		return ""
+	case lim.Peak > 0 || lim.Memory != nil:
+		return lim.Describe(pts)
+	case lim.Bandwidth <= 0 || lim.WeightBytes <= 0:
+		return "Profile measures this machine's read bandwidth and compute ceiling."
+	}
+	first := pts[0]
+	return fmt.Sprintf("Read bandwidth %.1f GB/s (stored): T_verify(%d) = %v, %.0f%% of the roofline (%v to stream the weights once). Profile measures the compute ceiling.",
+		lim.Bandwidth/1e9, first.W, first.Median.Round(time.Microsecond), 100*lim.Roofline().Seconds()/first.Median.Seconds(), lim.Roofline().Round(time.Microsecond))
 }

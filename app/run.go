@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,7 +39,13 @@ type RunScreen struct {
 	// only the chosen strategy's are shown and enabled
 	Fields     map[string]*planEditor
 	fieldOrder []string
-	hiddenPlan profiles.Plan // fields the faces do not edit (a tuned predictor's id), from SetPlan
+	// given is the plan SetPlan filled the editors from (the tuned plan,
+	// with the fields the faces do not edit, such as a tuned predictor's
+	// id), and givenShows what the editors showed of it: while they still
+	// show that, Plan is given itself, not a plan rebuilt from text
+	given      profiles.Plan
+	givenShows map[string]string
+	setting    bool // SetPlan is filling the editors
 	UseTuned   *widget.Button
 	PlanNote   *widget.Label
 	Tokens     *widget.Entry
@@ -74,15 +82,16 @@ func NewRunScreen(s *Session) *RunScreen {
 	r.Source.SetSelected(PromptOne)
 	r.Fields = map[string]*planEditor{}
 	for _, f := range profiles.PlanFields() {
-		r.Fields[f.Name] = newPlanEditor(f, func() { r.predicted = 0 })
+		r.Fields[f.Name] = newPlanEditor(f, r.edited)
 		r.fieldOrder = append(r.fieldOrder, f.Name)
 	}
 	r.shapes = container.NewVBox()
 	r.Strategy = widget.NewSelect(profiles.Strategies(), nil)
 	r.Strategy.SetSelected("chain")
 	r.UseTuned = widget.NewButton("Use the tuned plan", r.useTuned)
-	r.Strategy.OnChanged = func(string) { r.predicted = 0; r.enable(); r.layoutFields() }
+	r.Strategy.OnChanged = func(string) { r.edited(); r.enable(); r.layoutFields() }
 	r.PlanNote = widget.NewLabel("")
+	r.PlanNote.Wrapping = fyne.TextWrapWord
 	r.Tokens = widget.NewEntry()
 	r.Tokens.SetText("128")
 	r.Temp = widget.NewEntry()
@@ -99,14 +108,71 @@ func NewRunScreen(s *Session) *RunScreen {
 	r.Text = widget.NewRichText()
 	r.Text.Wrapping = fyne.TextWrapOff // flow() breaks the lines itself
 	r.TextScroll = container.NewVScroll(&fyne.Container{Layout: flowLayout{r}, Objects: []fyne.CanvasObject{r.Text}})
-	r.Stats = widget.NewLabel("Green: draft tokens the target accepted. Plain: the target's own (bonus) tokens.")
+	r.Stats = widget.NewLabel(runHint)
 	r.Stats.Wrapping = fyne.TextWrapWord
 	r.Timeline = newChart(600, 170)
 	r.Timeline.Name, r.Timeline.Zoomable = "timeline", true
 	s.OnChange(r.enable)
+	s.OnPair(r.pairShown)
 	r.enable()
 	r.enableSource()
 	return r
+}
+
+// runHint is the stats line before a run.
+const runHint = "Green: draft tokens the target accepted. Plain: the target's own (bonus) tokens."
+
+// pairShown clears the previous pair's run (its text, figures, timeline
+// and zoom, and the plan given from its tune, whose predictor id means
+// nothing for another pair), and shows the new pair's newest stored run.
+func (r *RunScreen) pairShown(st *profiles.PairState, err error) {
+	if st == nil {
+		if err == nil {
+			r.forgetPlan()
+			r.clearText()
+			r.Stats.SetText(runHint)
+			r.Timeline.Clear()
+		}
+		return
+	}
+	if r.cancel != nil || r.Stats.Text != runHint {
+		return // a run since the pair was chosen shows its own
+	}
+	if len(st.Runs) == 0 {
+		if st.Steps.Runs > 0 {
+			r.Stats.SetText(fmt.Sprintf("No run of this pair yet; Compare lists the %d stored runs of its target with other draft sources.", st.Steps.Runs))
+		}
+		return
+	}
+	r.Stats.SetText(describeStoredRun(st.Runs[0]))
+	r.Timeline.SetSpec(storedTimeline(st.LastSteps))
+}
+
+// describeStoredRun says what a stored run ran and measured.
+func describeStoredRun(run profiles.Run) string {
+	plan, _ := profiles.RunPlan(&run)
+	with := ""
+	if run.Drafter != "" && plan.NeedsSource() {
+		with = " with " + run.Drafter
+	}
+	s := fmt.Sprintf("Newest stored run of this pair: run %d (%s, %s), %s%s: %d tokens, %.1f tokens/s, AAL %.2f, acceptance %.1f%%.",
+		run.ID, run.Status, run.Created.Local().Format("2006-01-02 15:04"), plan, with, run.Tokens, run.TokensPerSecond, run.AAL, 100*run.Acceptance)
+	if run.PredictedSpeedup > 0 && plan.NeedsSource() {
+		s += fmt.Sprintf(" Predicted speedup %.2fx.", run.PredictedSpeedup)
+	}
+	if run.MeasuredSpeedup > 0 && plan.NeedsSource() {
+		s += fmt.Sprintf(" Measured speedup over plain decoding: %.2fx.", run.MeasuredSpeedup)
+	}
+	return s + " Its text is not stored; Run shows a new one."
+}
+
+// storedTimeline charts a stored run's steps as timeline charts a live one.
+func storedTimeline(steps []profiles.StoredStep) ChartSpec {
+	live := make([]profiles.Step, len(steps))
+	for i, s := range steps {
+		live[i].Draft, live[i].Verify, live[i].Overhead, live[i].Overlap = s.Draft, s.Verify, s.Overhead, s.Overlap
+	}
+	return timeline(live)
 }
 
 // Title is the tab name.
@@ -120,10 +186,10 @@ func (r *RunScreen) Content() fyne.CanvasObject {
 	form := widget.NewForm(
 		widget.NewFormItem("Run on", container.NewBorder(nil, nil, r.Source, nil, r.Suite)),
 		widget.NewFormItem("Prompt", r.Prompt),
-		widget.NewFormItem("Plan", container.NewHBox(r.Strategy, r.UseTuned, r.PlanNote)),
+		widget.NewFormItem("Plan", container.NewBorder(nil, nil, container.NewHBox(r.Strategy, r.UseTuned), nil, r.PlanNote)),
 	)
 	decoding := container.NewHBox(newMinWidth(widget.NewLabelWithStyle("Decoding", fyne.TextAlignTrailing, fyne.TextStyle{Bold: true}), 110),
-		label("tokens"), r.Tokens, label("temperature"), r.Temp, r.Start, r.Stop, r.Baseline)
+		label("tokens"), fitChars(r.Tokens, 6), label("temperature"), fitChars(r.Temp, 5), r.Start, r.Stop, r.Baseline)
 	top := container.NewVBox(form, r.SuiteCheck.Box, r.shapes, decoding, r.Stats)
 	r.enable()
 	// the text and the timeline share the height: a large window grows both
@@ -209,9 +275,9 @@ func (e *planEditor) objects() []fyne.CanvasObject {
 	case e.choice != nil:
 		return []fyne.CanvasObject{widget.NewLabel(e.field.Label), e.choice}
 	case e.field.Kind == profiles.IntListField:
-		return []fyne.CanvasObject{widget.NewLabel(e.field.Label), newMinWidth(e.entry, 96)}
+		return []fyne.CanvasObject{widget.NewLabel(e.field.Label), newMinWidth(e.entry, max(96, entryWidth(e.entry, 9)))}
 	}
-	return []fyne.CanvasObject{widget.NewLabel(e.field.Label), newMinWidth(e.entry, 48)}
+	return []fyne.CanvasObject{widget.NewLabel(e.field.Label), fitChars(e.entry, 4)}
 }
 
 // value is the field's value as Plan.Get writes it.
@@ -225,12 +291,17 @@ func (e *planEditor) value() string {
 	return e.entry.Text
 }
 
-// set shows v, a value as Plan.Get writes it.
+// set shows v, a value as Plan.Get writes it. A choice the editor does
+// not offer (a plan's empty depth policy) shows the field's default, which
+// means the same, rather than keeping the choice shown before.
 func (e *planEditor) set(v string) {
 	switch {
 	case e.check != nil:
 		e.check.SetChecked(v == "true")
 	case e.choice != nil:
+		if !slices.Contains(e.choice.Options, v) {
+			v = e.field.Default
+		}
 		e.choice.SetSelected(v)
 	default:
 		e.entry.SetText(v)
@@ -468,7 +539,8 @@ func (r *RunScreen) enable() {
 }
 
 // useTuned loads the plan chosen on the Speedup model screen's tune into
-// the editor, with its prediction.
+// the editor, with its prediction: until an editor changes, Run runs that
+// plan value itself.
 func (r *RunScreen) useTuned() {
 	t := r.s.Tuned
 	if t == nil {
@@ -476,33 +548,78 @@ func (r *RunScreen) useTuned() {
 	}
 	r.SetPlan(t.Plan)
 	r.predicted = t.Speedup
-	r.PlanNote.SetText(fmt.Sprintf("tuned: %s, predicted %.2fx", t.Plan, t.Speedup))
+	r.PlanNote.SetText(fmt.Sprintf("the tuned plan: %s, predicted %.2fx", t.Plan, t.Speedup))
 }
 
 // SetPlan fills the editor from a plan: every field its strategy reads,
-// zeros included; fields the editor does not show (a tuned predictor's
-// id) are kept for Plan.
+// zeros included. Until an editor changes, Plan returns p itself, fields
+// the editor does not show (a tuned predictor's id) included.
 func (r *RunScreen) SetPlan(p profiles.Plan) {
+	r.setting = true
 	r.Strategy.SetSelected(p.Strategy)
 	for name, e := range r.Fields {
 		if p.Reads(name) {
 			e.set(p.Get(name))
 		}
 	}
-	r.hiddenPlan = p
+	r.setting = false
+	r.given, r.givenShows = p, r.shows()
+	r.predicted = 0
 }
 
-// Plan reads the editor: the chosen strategy with the fields it reads (the
-// core's ParsePlan, as the run verb's flags are read).
+// shows is what the editors of the chosen strategy's fields show.
+func (r *RunScreen) shows() map[string]string {
+	p := profiles.Plan{Strategy: r.Strategy.Selected}
+	out := map[string]string{}
+	for name, e := range r.Fields {
+		if p.Reads(name) {
+			out[name] = e.value()
+		}
+	}
+	return out
+}
+
+// unedited says whether the editors still show the plan SetPlan gave.
+func (r *RunScreen) unedited() bool {
+	return r.givenShows != nil && r.given.Strategy == r.Strategy.Selected && maps.Equal(r.shows(), r.givenShows)
+}
+
+// edited follows a change of the strategy or a field: a plan edited away
+// from the one given is no longer that plan, nor predicted as it was.
+func (r *RunScreen) edited() {
+	if r.setting || r.givenShows == nil {
+		return
+	}
+	if r.unedited() {
+		return // edited back
+	}
+	r.predicted = 0
+	r.PlanNote.SetText("")
+}
+
+// Plan reads the editor: the plan SetPlan gave while the editors show it
+// unchanged, else the chosen strategy with the fields it reads (the core's
+// ParsePlan, as the run verb's flags are read; the given plan's fields no
+// editor shows are kept while its strategy is chosen).
 func (r *RunScreen) Plan() (profiles.Plan, error) {
+	if r.unedited() {
+		return r.given, r.given.Validate()
+	}
 	values := map[string]string{}
-	if r.hiddenPlan.Strategy == r.Strategy.Selected {
-		values = r.hiddenPlan.Values() // what the editors do not show
+	if r.given.Strategy == r.Strategy.Selected {
+		values = r.given.Values() // what the editors do not show
 	}
 	for name, e := range r.Fields {
 		values[name] = e.value()
 	}
 	return profiles.ParsePlan(r.Strategy.Selected, values)
+}
+
+// forgetPlan drops the plan SetPlan gave (it was another pair's: its
+// predictor id means nothing here); the editors keep showing its shape.
+func (r *RunScreen) forgetPlan() {
+	r.given, r.givenShows, r.predicted = profiles.Plan{}, nil, 0
+	r.PlanNote.SetText("")
 }
 
 // sampling reads the token budget and temperature.
@@ -543,7 +660,11 @@ func (r *RunScreen) run() {
 		r.s.ShowError(err)
 		return
 	}
-	opt := profiles.RunOptions{Plan: plan, Sample: params, MaxTokens: n, Prompts: prompts, Predicted: r.predicted,
+	predicted := 0.0 // the core predicts an edited plan
+	if r.unedited() {
+		predicted = r.predicted
+	}
+	opt := profiles.RunOptions{Plan: plan, Sample: params, MaxTokens: n, Prompts: prompts, Predicted: predicted,
 		Baseline: r.Baseline.Checked && plan.NeedsSource()}
 	ctx, cancel := context.WithCancel(r.s.Context())
 	r.cancel = cancel
@@ -553,15 +674,19 @@ func (r *RunScreen) run() {
 	r.s.Busy()
 	r.clearText()
 	r.Stats.SetText("Loading models ...")
+	pair := r.s.pairNow()
 	r.s.Go(func(context.Context) {
 		defer close(r.done)
 		defer cancel()
-		err := r.session(ctx, ps, opt)
+		err := r.session(ctx, ps, opt, pair)
 		fyne.Do(func() {
 			r.Start.Enable()
 			r.Stop.Disable()
 			r.cancel = nil
 			r.s.Busy()
+			if !r.s.samePair(pair) {
+				return // the run of the pair chosen before is stored; its figures are not this pair's
+			}
 			if err != nil && ctx.Err() == nil {
 				r.Stats.SetText(r.Stats.Text + " Failed: " + err.Error())
 				r.s.ShowError(err)
@@ -578,7 +703,7 @@ func (r *RunScreen) Wait() {
 }
 
 // session runs the suite in the core, drawing tokens and steps as they come.
-func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profiles.RunOptions) error {
+func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profiles.RunOptions, pair int) error {
 	b, err := r.s.Bench(ctx)
 	if err != nil {
 		return err
@@ -604,7 +729,11 @@ func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profi
 		batch := pending
 		pending = nil
 		lastFlush = time.Now()
-		fyne.Do(func() { r.appendPieces(batch) })
+		fyne.Do(func() {
+			if r.s.samePair(pair) {
+				r.appendPieces(batch)
+			}
+		})
 	}
 	opt.OnPrompt = func(_ int, prompt string) {
 		outMu.Lock()
@@ -615,7 +744,7 @@ func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profi
 	opt.OnToken = func(_ int, text string, draftTok bool) {
 		style := widget.RichTextStyleInline
 		if draftTok {
-			style.ColorName = theme.ColorNameSuccess
+			style.ColorName = colorAccepted
 		}
 		outMu.Lock()
 		defer outMu.Unlock()
@@ -635,8 +764,10 @@ func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profi
 			stats := liveStats(tokens, len(steps), accepted, drafted, gen)
 			tl := timeline(steps)
 			fyne.Do(func() {
-				r.Stats.SetText(stats)
-				r.Timeline.SetSpec(tl)
+				if r.s.samePair(pair) {
+					r.Stats.SetText(stats)
+					r.Timeline.SetSpec(tl)
+				}
 			})
 		}
 	}
@@ -663,8 +794,8 @@ func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profi
 	case res.PredictedOn != "":
 		stats += " No prediction: " + res.PredictedOn + "."
 	}
-	if res.Base != nil {
-		stats += fmt.Sprintf(" Measured speedup over plain decoding: %.2fx.", res.Speedup)
+	if res.Base != nil && !res.SelfBaseline {
+		stats += fmt.Sprintf(" Measured speedup over plain decoding: %.2fx (this plan %.1f tokens/s, plain decoding %.1f tokens/s, one pass each).", res.Speedup, t.TPS(), res.Base.TPS())
 		if res.Greedy && res.Identical {
 			stats += " Output identical to plain decoding."
 		}
@@ -674,8 +805,10 @@ func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profi
 	}
 	tl := timeline(steps)
 	fyne.Do(func() {
-		r.Stats.SetText(stats)
-		r.Timeline.SetSpec(tl)
+		if r.s.samePair(pair) {
+			r.Stats.SetText(stats)
+			r.Timeline.SetSpec(tl)
+		}
 		r.s.Changed()
 	})
 	return runErr

@@ -20,7 +20,7 @@ func TestRunTextStream(t *testing.T) {
 	wb.Tabs.SelectIndex(indexOf(t, wb, r.Title()))
 	wb.Session.Win.Resize(fyne.NewSize(800, 600))
 	green := widget.RichTextStyleInline
-	green.ColorName = "success"
+	green.ColorName = colorAccepted
 	fyne.DoAndWait(func() {
 		for i := 0; i < 100; i++ {
 			r.appendText(" un", widget.RichTextStyleInline)
@@ -68,7 +68,7 @@ func TestRunTextStream(t *testing.T) {
 func TestFlowSegments(t *testing.T) {
 	test.NewTempApp(t)
 	green := widget.RichTextStyleInline
-	green.ColorName = "success"
+	green.ColorName = colorAccepted
 	var stream []piece
 	for i := 0; i < 20; i++ {
 		stream = append(stream, piece{" she wanted to play outsid", green}, piece{"e with", widget.RichTextStyleInline})
@@ -162,7 +162,7 @@ func TestRunStreamBatches(t *testing.T) {
 	wb := newBench(t)
 	r := wb.Run
 	green := widget.RichTextStyleInline
-	green.ColorName = "success"
+	green.ColorName = colorAccepted
 	italic := widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Italic: true}}
 	batch := []streamed{{piece{"Once", italic}, true}, {piece: piece{" upon", green}}, {piece: piece{" a", green}},
 		{piece: piece{" time", widget.RichTextStyleInline}}, {piece{"Next", italic}, true}}

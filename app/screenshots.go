@@ -125,8 +125,8 @@ func prepare(wb *Workbench) {
 		fyne.DoAndWait(func() { m.Target.SetText(target); m.Draft.SetText(draft); m.Source.SetSelected(SourceModel) })
 	}
 	fyne.DoAndWait(m.load)
-	wait(func() bool {
-		return strings.Contains(m.Status.Text, "Loaded") || strings.Contains(m.Status.Text, "Not loaded")
+	wait(func() bool { // loaded, and its stored results shown
+		return !m.Load.Disabled() && (wb.Session.State != nil || strings.Contains(m.Status.Text, "Not loaded") || strings.Contains(m.Status.Text, "could not"))
 	})
 	p := wb.Profile
 	fyne.DoAndWait(func() { p.MaxW.SetSelected("32"); p.start() })
@@ -167,9 +167,13 @@ func prepare(wb *Workbench) {
 	fyne.DoAndWait(func() {
 		c := wb.Compare
 		c.Refresh()
-		// the newest run and the plain decoding run: like with like
+		// the newest run, a plain decoding run and the validated plans:
+		// like with like, each plan once
+		plans := map[string]bool{}
 		for i, run := range c.Runs {
-			if i == 0 || run.Strategy == "ar" {
+			p := runPlan(run)
+			if (i == 0 || run.Strategy == "ar" || len(plans) < 4) && !plans[p] {
+				plans[p] = true
 				c.Toggle(run.ID, true)
 			}
 		}

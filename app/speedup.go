@@ -2,9 +2,13 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"image/color"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,22 +31,28 @@ type SpeedupScreen struct {
 	Decay    *widget.Slider
 	MaxDepth *widget.Slider
 	UseCal   *widget.Check
+	// Mode says whether the acceptance sliders show the stored
+	// calibration's measured values (and are disabled) or are what-if
+	// values the user sets (UseCal unticked, or no calibration).
+	Mode     *widget.Label
+	measured bool       // the sliders show a calibration's values
+	whatIf   [2]float64 // the user's alpha and decay, kept while measured values are shown
+	syncing  bool       // the sliders are being set to measured values
 	// Place makes Tune search where each model runs as well (every
 	// available device); disabled where only one device is available
 	// (SetBackends)
-	Place    *widget.Check
-	Plan     *widget.Select // your plan's strategy
-	Shape    *widget.Entry  // gamma, or widths per depth
-	WMax     *widget.Slider // egt pruning budget
-	Mine     *widget.Label  // your plan's prediction
-	Curve    *Chart         // T_verify(W) the model reasons with
-	Labels   *widget.Label
-	Best     *widget.Label
-	Timing   *widget.Label
-	Chart    *Chart // speedup against depth: tap a point to pick its plan
-	TreeBox  *fyne.Container
-	treeSize *canvas.Rectangle // gives the drawing its size inside the scroll
-	last     time.Duration
+	Place   *widget.Check
+	Plan    *widget.Select // your plan's strategy
+	Shape   *widget.Entry  // gamma, or widths per depth
+	WMax    *widget.Slider // egt pruning budget
+	Mine    *widget.Label  // your plan's prediction
+	Curve   *Chart         // T_verify(W) the model reasons with
+	Labels  *widget.Label
+	Best    *widget.Label
+	Timing  *widget.Label
+	Chart   *Chart          // speedup against depth: tap a point to pick its plan
+	TreeBox *fyne.Container // the best plan's tree, drawn to fit its room (treeLayout)
+	last    time.Duration
 
 	// calibrate, train the depth predictor and tune the pair in the core
 	Prompts      *widget.Entry // prompt suite file
@@ -64,8 +74,11 @@ type SpeedupScreen struct {
 	candidates    []profiles.Prediction // every tuned plan, best first: Validate top 5 picks the distinct ones from here
 	// chartPlans are the speedup chart's plans: [series][point]
 	chartPlans [][]profiles.Prediction
-	// explored is the last what-if the core answered (Update)
+	// explored is the last what-if the core answered (Update), asked the
+	// question it answered, and searched the ranking its best comes from
 	explored *profiles.Exploration
+	asked    asked
+	searched []profiles.Prediction
 	// stored is the plan the database holds as the pair's newest (what
 	// Export renders), so picking it again stores nothing
 	stored string
@@ -84,6 +97,9 @@ func (sp *SpeedupScreen) valued(sl *widget.Slider, format func(float64) string) 
 	sp.Values[sl] = l
 	prev := sl.OnChanged
 	sl.OnChanged = func(v float64) {
+		if sp.syncing {
+			return // showing measured values: labelled by showAcceptance
+		}
 		l.SetText(format(v))
 		if prev != nil {
 			prev(v)
@@ -104,20 +120,23 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.MaxDepth = widget.NewSlider(1, 12)
 	sp.MaxDepth.Step = 1
 	sp.MaxDepth.SetValue(8)
-	sp.UseCal = widget.NewCheck("use the stored calibration of this pair", nil)
+	sp.UseCal = widget.NewCheck("use the stored calibration of this pair (untick for what-if values)", nil)
 	sp.UseCal.SetChecked(true)
 	sp.UseCal.OnChanged = func(bool) { sp.Update() }
+	sp.Mode = widget.NewLabel("")
+	sp.Mode.Wrapping = fyne.TextWrapWord
+	sp.Mode.TextStyle = fyne.TextStyle{Italic: true}
 	sp.Place = widget.NewCheck("tune also places each model on a device (checking the devices)", nil)
 	sp.Place.Disable() // until SetBackends says there is more than one
 	sp.Plan = widget.NewSelect([]string{"chain", "tree", "egt"}, nil)
 	sp.Plan.SetSelected("egt")
 	sp.Shape = widget.NewEntry()
 	sp.Shape.SetText("1,2,2,2")
-	sp.Shape.OnChanged = func(string) { sp.Update() }
+	sp.Shape.OnChanged = func(string) { sp.updateMine() }
 	sp.WMax = widget.NewSlider(1, 64)
 	sp.WMax.Step = 1
 	sp.WMax.SetValue(8)
-	sp.WMax.OnChanged = func(float64) { sp.Update() }
+	sp.WMax.OnChanged = func(float64) { sp.updateMine() }
 	sp.Mine = widget.NewLabel("")
 	sp.Mine.Wrapping = fyne.TextWrapWord
 	sp.Curve = newChart(240, 140)
@@ -132,12 +151,11 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.Chart = newChart(360, 220)
 	sp.Chart.Name = "speedup"
 	sp.Chart.OnTapped = sp.choosePoint
-	sp.TreeBox = container.NewWithoutLayout()
-	sp.treeSize = canvas.NewRectangle(color.Transparent)
+	sp.TreeBox = container.New(&treeLayout{})
 	for _, sl := range []*widget.Slider{sp.Alpha, sp.Decay, sp.MaxDepth} {
 		sl.OnChanged = func(float64) { sp.Update() }
 	}
-	sp.Plan.OnChanged = func(string) { sp.Update() }
+	sp.Plan.OnChanged = func(string) { sp.updateMine() }
 	sp.Prompts = widget.NewEntry()
 	sp.Prompts.SetPlaceHolder("prompt suite file, e.g. ../shared/prompts/stories.txt")
 	sp.Prompts.SetText(s.Prompts())
@@ -153,11 +171,12 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.Validation = widget.NewLabel("")
 	sp.Validation.Wrapping = fyne.TextWrapWord
 	sp.Work = widget.NewProgressBar()
-	sp.WorkStatus = widget.NewLabel("Calibrate the pair on a prompt suite, then Tune: the ranked plans appear below; the chosen one runs on the Run screen.")
+	sp.WorkStatus = widget.NewLabel(workHint)
 	sp.WorkStatus.Wrapping = fyne.TextWrapWord
 	sp.Ranked = widget.NewSelect(nil, sp.pick)
 	sp.Ranked.PlaceHolder = "(tune first)"
 	s.OnChange(sp.Update)
+	s.OnPair(sp.pairShown)
 	sp.Update()
 	return sp
 }
@@ -168,20 +187,23 @@ func (sp *SpeedupScreen) Title() string { return "Speedup model" }
 // Content lays the screen out.
 func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 	form := widget.NewForm(
-		widget.NewFormItem("acceptance of the top draft token", sp.valued(sp.Alpha, func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) })),
-		widget.NewFormItem("acceptance of each lower-ranked token (x)", sp.valued(sp.Decay, func(v float64) string { return fmt.Sprintf("x %.2f", v) })),
+		widget.NewFormItem("top draft token accepted", sp.valued(sp.Alpha, func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) })),
+		widget.NewFormItem("each lower rank (x)", sp.valued(sp.Decay, func(v float64) string { return fmt.Sprintf("x %.2f", v) })),
 		widget.NewFormItem("deepest plan", sp.valued(sp.MaxDepth, func(v float64) string { return fmt.Sprintf("%.0f tokens", v) })),
-		widget.NewFormItem("your plan", container.NewBorder(nil, nil, sp.Plan, nil, sp.Shape)),
 		widget.NewFormItem("W_max (egt pruning)", sp.valued(sp.WMax, func(v float64) string { return fmt.Sprintf("%.0f nodes", v) })),
 	)
-	tree := container.NewBorder(widget.NewLabel("Best plan's tree (root at left):"), nil, nil, nil, container.NewScroll(container.NewStack(sp.treeSize, sp.TreeBox)))
+	mine := container.NewBorder(nil, nil, container.NewHBox(widget.NewLabel("your plan"), sp.Plan), nil, sp.Shape)
+	tree := container.NewBorder(widget.NewLabel("Best plan's tree (root at left):"), nil, nil, nil, sp.TreeBox)
 	work := container.NewVBox(
 		container.NewBorder(nil, nil, widget.NewLabel("prompt suite"), nil, sp.Prompts),
-		container.NewHBox(widget.NewLabel("tokens"), sp.CalTokens, sp.Calibrate, sp.TrainPred, sp.Tune),
-		sp.PromptsCheck.Box, sp.Work, sp.WorkStatus, container.NewBorder(nil, nil, widget.NewLabel("tuned plans"), sp.Validate, sp.Ranked), sp.Validation)
+		container.NewHBox(widget.NewLabel("tokens"), fitChars(sp.CalTokens, 5), sp.Calibrate, sp.Tune),
+		container.NewHBox(sp.TrainPred),
+		sp.PromptsCheck.Box, sp.Work, sp.WorkStatus,
+		container.NewBorder(nil, nil, widget.NewLabel("tuned plans"), nil, sp.Ranked),
+		container.NewHBox(sp.Validate), sp.Validation)
 	// the controls scroll in a column of their own, so the charts keep
 	// the window's height whatever its size
-	controls := container.NewVScroll(container.NewVBox(form, sp.UseCal, sp.Place, sp.Labels, sp.Best, sp.Mine, sp.Timing, widget.NewSeparator(), work,
+	controls := container.NewVScroll(container.NewVBox(sp.Mode, form, mine, sp.UseCal, sp.Place, sp.Labels, sp.Best, sp.Mine, sp.Timing, widget.NewSeparator(), work,
 		metricHelp(metricSpeedup, metricTVerify, metricAAL, metricAcceptance)))
 	sp.controls = controls
 	bottom := container.NewHSplit(sp.Curve.View(sp.s.Win), tree)
@@ -194,37 +216,47 @@ func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 }
 
 // Update recomputes the predictions and redraws (on the UI goroutine).
+// The speedup chart draws every plan family the search ranks, each
+// family's best plan at each number of draft levels, and rings the
+// search's best: the plan the text names.
 func (sp *SpeedupScreen) Update() {
+	if sp.syncing {
+		return
+	}
 	start := time.Now()
-	depth := int(sp.MaxDepth.Value)
-	x := profiles.Explore(profiles.ExploreOptions{Alpha: sp.Alpha.Value, Decay: sp.Decay.Value, Depth: depth, Calibrated: sp.UseCal.Checked,
-		Inputs: sp.s.Inputs, Verify: sp.s.Verify, Draft: sp.s.Draft, Overhead: sp.s.Overhead})
-	sp.explored = x
-	sp.Labels.SetText(fmt.Sprintf("Predictions from %s and %s.", x.Acceptance, x.Curve))
+	sp.showAcceptance()
+	o := profiles.ExploreOptions{Alpha: sp.Alpha.Value, Decay: sp.Decay.Value, Depth: int(sp.MaxDepth.Value), Calibrated: sp.UseCal.Checked,
+		Inputs: sp.s.Inputs, Verify: sp.s.Verify, Draft: sp.s.Draft, Overhead: sp.s.Overhead}
+	// the search again only when its question changed: the session
+	// changes often (a run ends, a plan is picked) without changing it
+	x, ranked := sp.explored, sp.searched
+	if key := askedOf(o); x == nil || key != sp.asked {
+		x, ranked = profiles.ExploreRanking(o)
+		sp.explored, sp.searched, sp.asked = x, ranked, key
+	}
+	fams := profiles.Families(ranked, x.Best)
+	var names []string
+	for _, f := range fams {
+		names = append(names, familyName(f.Strategy))
+	}
+	sp.Labels.SetText(fmt.Sprintf("Predictions from %s and %s. The chart draws the best plan of each family the search ranks (%s) at each number of draft levels; the ring marks the best of all.",
+		x.Acceptance, x.Curve, strings.Join(names, ", ")))
 	var series []Series
-	var mark *[2]float64
-	bestSpeed := 0.0
-	for i, line := range x.Lines {
-		s := Series{Name: fmt.Sprintf("width %d", i+1)}
-		if i == 0 {
-			s.Name = "chain (width 1)"
-		}
-		for _, pr := range line {
-			d := float64(pr.Plan.Gamma)
-			if pr.Plan.Strategy == "egt" {
-				d = float64(len(pr.Plan.EGT))
-			}
-			s.X = append(s.X, d)
+	sp.chartPlans = nil
+	for _, f := range fams {
+		s := Series{Name: familyName(f.Strategy)}
+		for _, pr := range f.Best {
+			s.X = append(s.X, float64(profiles.Levels(pr)))
 			s.Y = append(s.Y, pr.Speedup)
-			if pr.Speedup > bestSpeed {
-				bestSpeed = pr.Speedup
-				mark = &[2]float64{d, pr.Speedup}
-			}
 		}
 		series = append(series, s)
+		sp.chartPlans = append(sp.chartPlans, f.Best)
 	}
+	var mark *[2]float64
+	sp.Best.SetText("")
 	if b := x.Best; b != nil {
 		sp.s.Best = b
+		mark = &[2]float64{float64(profiles.Levels(*b)), b.Speedup}
 		sp.Best.SetText(fmt.Sprintf("Best of %d plans: %s, predicted %.2fx (AAL %.2f, %d nodes, step %v)",
 			x.Searched, b.Plan, b.Speedup, b.AAL, b.Nodes, b.Step.Round(time.Microsecond)))
 		sp.drawTree(x.BestShape)
@@ -237,39 +269,98 @@ func (sp *SpeedupScreen) Update() {
 		cs.Y = append(cs.Y, float64(pt.Median)/1e6)
 	}
 	sp.Curve.SetSpec(ChartSpec{Title: "Verification latency", XLabel: "W", YLabel: "ms", LogX: true, LogY: true, Series: []Series{cs}, Width: 420, Height: 220})
-	sp.chartPlans = x.Lines
-	sp.Chart.SetSpec(ChartSpec{Title: "Predicted speedup against depth", XLabel: "depth (draft levels)", YLabel: "speedup over plain decoding",
+	sp.Chart.SetSpec(ChartSpec{Title: "Best predicted speedup of each plan family", XLabel: "draft levels a step (drafter passes)", YLabel: "speedup over plain decoding",
 		Series: series, Mark: mark, Width: 620, Height: 380})
 	sp.last = time.Since(start)
 	sp.Timing.SetText(fmt.Sprintf("redrawn in %v", sp.last.Round(time.Millisecond)))
 }
 
+// showAcceptance sets the acceptance sliders for the mode the screen is
+// in: with the stored calibration in use, they show its measured values
+// (the top candidate's acceptance at depth 1, the second's share of it)
+// and are disabled, since the model reads the calibration, not them;
+// otherwise they are the user's what-if values, kept across the switch.
+func (sp *SpeedupScreen) showAcceptance() {
+	in := sp.s.Inputs
+	measured := sp.UseCal.Checked && in != nil && !in.Assumed && in.Acc != nil && in.CalID > 0
+	switch {
+	case measured:
+		if !sp.measured {
+			sp.whatIf = [2]float64{sp.Alpha.Value, sp.Decay.Value}
+		}
+		top, second := in.Acc.At(0, 0), in.Acc.At(0, 1)
+		decay := 0.0
+		if top > 0 {
+			decay = second / top
+		}
+		sp.syncing = true
+		sp.Alpha.SetValue(top)
+		sp.Decay.SetValue(decay)
+		sp.syncing = false
+		if l := sp.Values[sp.Alpha]; l != nil {
+			l.SetText(fmt.Sprintf("%.0f%% measured", 100*top))
+		}
+		if l := sp.Values[sp.Decay]; l != nil {
+			l.SetText(fmt.Sprintf("x %.2f measured", decay))
+		}
+		sp.Alpha.Disable()
+		sp.Decay.Disable()
+		sp.Mode.SetText(fmt.Sprintf("Acceptance measured on calibration %d: the sliders show it at depth 1 (the model reads every depth and rank). Untick the calibration below to try what-if values.", in.CalID))
+	case sp.measured: // back to what-if values
+		sp.syncing = true
+		sp.Alpha.SetValue(sp.whatIf[0])
+		sp.Decay.SetValue(sp.whatIf[1])
+		sp.syncing = false
+		fallthrough
+	default:
+		if l := sp.Values[sp.Alpha]; l != nil {
+			l.SetText(fmt.Sprintf("%.0f%%", 100*sp.Alpha.Value))
+		}
+		if l := sp.Values[sp.Decay]; l != nil {
+			l.SetText(fmt.Sprintf("x %.2f", sp.Decay.Value))
+		}
+		sp.Alpha.Enable()
+		sp.Decay.Enable()
+		what := "this pair has no stored calibration"
+		if in != nil && in.CalID > 0 && !sp.UseCal.Checked {
+			what = fmt.Sprintf("calibration %d is not used", in.CalID)
+		}
+		sp.Mode.SetText("What-if: the model prices every plan with the acceptance the sliders set (" + what + ").")
+	}
+	sp.measured = measured
+}
+
+// asked is the what-if question Update last put to the core.
+type asked struct {
+	alpha, decay  float64
+	depth         int
+	calibrated    bool
+	inputs        *profiles.Inputs
+	verify, draft *profiles.Profile
+	overhead      time.Duration
+}
+
+func askedOf(o profiles.ExploreOptions) asked {
+	return asked{o.Alpha, o.Decay, o.Depth, o.Calibrated, o.Inputs, o.Verify, o.Draft, o.Overhead}
+}
+
+// familyName names a plan family on the chart.
+func familyName(strategy string) string {
+	if strategy == "ar" {
+		return "ar (plain decoding)"
+	}
+	return strategy
+}
+
 // LastRedraw is how long the last update took (the screen must feel live).
 func (sp *SpeedupScreen) LastRedraw() time.Duration { return sp.last }
 
-// drawTree draws a parent list as circles by depth, root at the left.
+// drawTree draws a parent list as circles by depth, root at the left,
+// scaled to the room the tree has (treeLayout).
 func (sp *SpeedupScreen) drawTree(parents []int) {
-	depth := make([]int, len(parents))
-	perDepth := map[int]int{}
-	rowOf := make([]int, len(parents))
-	for i, p := range parents {
-		if p >= 0 {
-			depth[i] = depth[p] + 1
-		}
-		rowOf[i] = perDepth[depth[i]]
-		perDepth[depth[i]]++
-	}
-	const dx, dy, r = 70, 26, 8
-	pos := func(i int) fyne.Position {
-		if i < 0 {
-			return fyne.NewPos(20, 20)
-		}
-		return fyne.NewPos(float32(20+dx*(depth[i]+1)), float32(20+dy*rowOf[i]))
-	}
 	var objs []fyne.CanvasObject
-	for i, p := range parents {
+	for range parents {
 		l := canvas.NewLine(color.NRGBA{120, 120, 120, 255})
-		l.Position1, l.Position2 = pos(p), pos(i)
 		l.StrokeWidth = 1.5
 		objs = append(objs, l)
 	}
@@ -278,20 +369,71 @@ func (sp *SpeedupScreen) drawTree(parents []int) {
 		if i < 0 {
 			c.FillColor = color.NRGBA{31, 119, 180, 255}
 		}
+		objs = append(objs, c)
+	}
+	sp.TreeBox.Layout.(*treeLayout).parents = slices.Clone(parents)
+	sp.TreeBox.Objects = objs
+	sp.TreeBox.Refresh()
+}
+
+// treeLayout places a tree's lines (one per node, from its parent) and
+// circles (the root's, then one per node) by depth and row, spaced to fit
+// the size it is given: the whole tree shows in a narrow window instead
+// of being cut off in a scroll.
+type treeLayout struct{ parents []int }
+
+// grid is each node's depth and row, and the tree's depths and widest row.
+func (t *treeLayout) grid() (depth, row []int, depths, rows int) {
+	depth, row = make([]int, len(t.parents)), make([]int, len(t.parents))
+	perDepth := map[int]int{}
+	for i, p := range t.parents {
+		if p >= 0 && p < i {
+			depth[i] = depth[p] + 1
+		}
+		row[i] = perDepth[depth[i]]
+		perDepth[depth[i]]++
+		depths, rows = max(depths, depth[i]+1), max(rows, perDepth[depth[i]])
+	}
+	return depth, row, depths, max(rows, 1)
+}
+
+func (t *treeLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	n := len(t.parents)
+	if len(objs) != 2*n+1 {
+		return
+	}
+	depth, row, depths, rows := t.grid()
+	const margin = 12
+	dx := min(70, (size.Width-2*margin)/float32(depths+1))
+	dy := min(26, (size.Height-2*margin)/float32(rows))
+	r := max(2, min(8, dx/3, dy/2.4))
+	pos := func(i int) fyne.Position {
+		if i < 0 {
+			return fyne.NewPos(margin+r, margin+r)
+		}
+		return fyne.NewPos(margin+r+dx*float32(depth[i]+1), margin+r+dy*float32(row[i]))
+	}
+	for i, p := range t.parents {
+		l := objs[i].(*canvas.Line)
+		l.Position1, l.Position2 = pos(p), pos(i)
+	}
+	for i := -1; i < n; i++ {
+		c := objs[n+1+i]
 		p := pos(i)
 		c.Move(fyne.NewPos(p.X-r, p.Y-r))
 		c.Resize(fyne.NewSize(2*r, 2*r))
-		objs = append(objs, c)
 	}
-	maxRow := 1
-	for _, n := range perDepth {
-		maxRow = max(maxRow, n)
+}
+
+func (t *treeLayout) MinSize([]fyne.CanvasObject) fyne.Size { return fyne.NewSize(120, 60) }
+
+// updateMine re-prices your plan alone (the search's answer stays).
+func (sp *SpeedupScreen) updateMine() {
+	if sp.explored == nil {
+		sp.Update()
+		return
 	}
-	sp.TreeBox.Objects = objs
-	size := fyne.NewSize(float32(60+dx*(len(perDepth)+1)), float32(40+dy*maxRow))
-	sp.treeSize.SetMinSize(size)
-	sp.TreeBox.Resize(size)
-	sp.TreeBox.Refresh()
+	sp.Mine.SetText(sp.mine())
 }
 
 // mine scores the plan typed into "your plan": a gamma for chain, widths per
@@ -327,14 +469,15 @@ func (sp *SpeedupScreen) work(what string, reload bool, fn func(ctx context.Cont
 	}
 	sp.WorkStatus.SetText(what + " ...")
 	sp.Work.SetValue(0)
+	pair := sp.s.pairNow()
 	sp.s.Go(func(ctx context.Context) {
 		msg, err := "", error(nil)
 		b, err := sp.s.Bench(ctx)
 		if err == nil {
 			msg, err = fn(ctx, b, ps, func(e profiles.Event) {
 				sp.s.UI(func() {
-					if !sp.busy {
-						return // a late event after the end
+					if !sp.busy || !sp.s.samePair(pair) {
+						return // a late event after the end, or of the pair chosen before
 					}
 					if e.Total > 0 {
 						sp.Work.SetValue(float64(e.Done) / float64(e.Total))
@@ -344,7 +487,7 @@ func (sp *SpeedupScreen) work(what string, reload bool, fn func(ctx context.Cont
 			})
 		}
 		if err == nil && reload {
-			err = sp.s.LoadInputs(ctx)
+			err = sp.s.LoadInputs(ctx, pair)
 		}
 		sp.s.UI(func() {
 			defer func() { sp.busy, sp.doing = false, ""; sp.s.Busy() }() // last: tests and users read it as "done"
@@ -356,6 +499,15 @@ func (sp *SpeedupScreen) work(what string, reload bool, fn func(ctx context.Cont
 					sp.Validate.Enable()
 				}
 			}()
+			if !sp.s.samePair(pair) { // its results belong to the pair chosen before
+				sp.pendingChoice = nil
+				state := "finished"
+				if err != nil {
+					state = "failed"
+				}
+				sp.WorkStatus.SetText(fmt.Sprintf("%s %s for %s, the pair chosen before; what it stored shows when that pair is chosen again.", what, state, pairName(ps)))
+				return
+			}
 			if err != nil {
 				sp.WorkStatus.SetText(what + " failed: " + err.Error())
 				sp.s.ShowError(err)
@@ -498,10 +650,11 @@ func (sp *SpeedupScreen) validate() {
 		if len(v.Plans) == 1 {
 			noun = "plan"
 		}
-		return fmt.Sprintf("Validated %d %s against plain decoding (%.1f tokens/s): the measured best is %s at %.2fx (predicted %.2fx); the predicted best reached %.0f%% of it.",
-			len(v.Plans), noun, v.Base.TPS(), best.Label, best.Measured, best.Predicted, 100*v.Plans[0].Measured/max(best.Measured, 1e-9)), nil
+		return fmt.Sprintf("Validated %d %s against plain decoding (%.1f tokens/s): the measured best is %s at %.2fx%s, predicted %.2fx; the predicted best reached %.0f%% of it.",
+			len(v.Plans), noun, v.Base.TPS(), best.Label, best.Measured, spread(best.Rounds), best.Predicted, 100*v.Plans[0].Measured/max(best.Measured, 1e-9)), nil
 	}, func() {
 		sp.Validation.SetText(describeValidation(v))
+		sp.keepValidation(v)
 		best := v.Plans[v.Best]
 		for _, p := range plans {
 			if p.Plan.String() == best.Plan.String() {
@@ -520,7 +673,7 @@ func describeValidation(v *profiles.Validation) string {
 		if p.Best {
 			mark = "  <- measured best"
 		}
-		fmt.Fprintf(&b, "%d. %s: predicted %.2fx, measured %.2fx (%.1f tokens/s)%s\n", i+1, p.Plan, p.Predicted, p.Measured, p.Totals.TPS(), mark)
+		fmt.Fprintf(&b, "%d. %s: predicted %.2fx, measured %.2fx%s (%.1f tokens/s)%s\n", i+1, p.Plan, p.Predicted, p.Measured, spread(p.Rounds), p.Totals.TPS(), mark)
 		if s := p.Split.String(); s != "" {
 			fmt.Fprintf(&b, "    predicted against measured: %s\n", s)
 		}
@@ -528,8 +681,25 @@ func describeValidation(v *profiles.Validation) string {
 	return strings.TrimSpace(b.String())
 }
 
+// spread says how a median speedup moved over its rounds: "median of 3
+// rounds, range 1.95-2.30x" ("" for a single round).
+func spread(rounds []float64) string {
+	if len(rounds) < 2 {
+		return ""
+	}
+	return fmt.Sprintf(" (median of %d rounds, range %.2f-%.2fx)", len(rounds), slices.Min(rounds), slices.Max(rounds))
+}
+
 // SetRanked lists a tune's plans and picks the best.
 func (sp *SpeedupScreen) SetRanked(preds []profiles.Prediction) {
+	sp.list(preds)
+	if len(sp.ranked) > 0 {
+		sp.Ranked.SetSelectedIndex(0)
+	}
+}
+
+// list shows the plans ranked (the best 25) and enables their validation.
+func (sp *SpeedupScreen) list(preds []profiles.Prediction) {
 	sp.ranked, sp.candidates = preds[:min(len(preds), 25)], preds
 	var opts []string
 	for i, p := range sp.ranked {
@@ -540,13 +710,138 @@ func (sp *SpeedupScreen) SetRanked(preds []profiles.Prediction) {
 		opts = append(opts, o)
 	}
 	sp.Ranked.Options = opts
-	if len(opts) > 0 {
-		sp.Ranked.SetSelectedIndex(0)
-		if !sp.busy {
-			sp.Validate.Enable()
-		}
+	if len(opts) > 0 && !sp.busy {
+		sp.Validate.Enable()
 	}
 	sp.Ranked.Refresh()
+}
+
+// workHint is the work status before anything is done for a pair.
+const workHint = "Calibrate the pair on a prompt suite, then Tune: the ranked plans appear below; the chosen one runs on the Run screen."
+
+// pairShown clears the previous pair's results (its ranking, chosen plan,
+// validation, work status and the curve's zoom) and shows the new pair's
+// stored ones: its newest plan, picked again without storing it again, in
+// a tune's ranking scored again on the stored curves and calibration, and
+// the last validation while its runs are stored.
+func (sp *SpeedupScreen) pairShown(st *profiles.PairState, err error) {
+	if st == nil {
+		if err != nil {
+			return
+		}
+		sp.ranked, sp.candidates, sp.pendingChoice, sp.stored = nil, nil, nil, ""
+		sp.Ranked.Options = nil
+		sp.Ranked.ClearSelected()
+		sp.Ranked.Refresh()
+		sp.Validate.Disable()
+		sp.Validation.SetText("")
+		sp.Work.SetValue(0)
+		sp.WorkStatus.SetText(workHint)
+		sp.Curve.ResetZoom() // the session's Changed that follows redraws the model
+		return
+	}
+	if st.PlanID == 0 || sp.busy || len(sp.ranked) > 0 || sp.s.Tuned != nil {
+		return // nothing stored, or work since the pair was chosen shows its own
+	}
+	ranked, at := st.Ranked, -1
+	for i, p := range ranked[:min(len(ranked), 25)] {
+		if samePlan(p.Plan, st.Plan.Plan) {
+			at = i
+			break
+		}
+	}
+	if at < 0 { // picked from the chart, or beyond the best 25
+		ranked, at = append([]profiles.Prediction{st.Plan}, ranked...), 0
+	}
+	sp.stored = st.Plan.Plan.String() // the database holds it: picking it stores nothing
+	sp.list(ranked)
+	sp.Ranked.SetSelectedIndex(at)
+	msg := fmt.Sprintf("Stored plan %d, the pair's newest (Run and Export use it): %s.", st.PlanID, st.Plan.Plan)
+	if len(st.Ranked) > 0 {
+		msg += " The list is a tune's ranking scored again on the stored curves and calibration; Tune again to re-check this machine."
+	}
+	sp.WorkStatus.SetText(msg)
+	if text := sp.keptValidation(st); text != "" && sp.Validation.Text == "" {
+		sp.Validation.SetText(text)
+	}
+}
+
+// samePlan says whether two plans are the same in every field their
+// strategy reads.
+func samePlan(a, b profiles.Plan) bool {
+	ja, _ := json.Marshal(a.Trim())
+	jb, _ := json.Marshal(b.Trim())
+	return string(ja) == string(jb)
+}
+
+// pairName names a pair in messages.
+func pairName(ps profiles.PairSpec) string {
+	name := filepath.Base(ps.Target)
+	if src := ps.SourceName(); src != "" {
+		name += " with " + src
+	}
+	return name
+}
+
+// keptValidation is what the GUI keeps of a validation across restarts
+// (the core stores its runs, not the validation): the text shown, and the
+// runs it stored, without which it is not shown again.
+type keptValidation struct {
+	Text string  `json:"text"`
+	Runs []int64 `json:"runs"`
+}
+
+// prefValidation prefixes the preference keeping a pair's last validation.
+const prefValidation = "validation."
+
+// pairKey names the chosen pair in the database, for preferences.
+func (s *Session) pairKey() string {
+	ps := s.PairSpec()
+	h := fnv.New64a()
+	for _, f := range []string{s.DBPath, ps.Target, ps.SourceName(), ps.Backend, ps.DraftBackend} {
+		h.Write([]byte(f))
+		h.Write([]byte{0})
+	}
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// keepValidation remembers the validation shown, for the pair.
+func (sp *SpeedupScreen) keepValidation(v *profiles.Validation) {
+	k := keptValidation{Text: sp.Validation.Text}
+	if v.BaseRunID > 0 {
+		k.Runs = append(k.Runs, v.BaseRunID)
+	}
+	for _, p := range v.Plans {
+		if p.RunID > 0 {
+			k.Runs = append(k.Runs, p.RunID)
+		}
+	}
+	if len(k.Runs) == 0 {
+		return // nothing stored: nothing to show again
+	}
+	b, err := json.Marshal(k)
+	if err == nil {
+		sp.s.App.Preferences().SetString(prefValidation+sp.s.pairKey(), string(b))
+	}
+}
+
+// keptValidation is the pair's last validation while all its runs are
+// still stored ("" otherwise).
+func (sp *SpeedupScreen) keptValidation(st *profiles.PairState) string {
+	var k keptValidation
+	if json.Unmarshal([]byte(sp.s.App.Preferences().String(prefValidation+sp.s.pairKey())), &k) != nil || len(k.Runs) == 0 {
+		return ""
+	}
+	have := map[int64]bool{}
+	for _, r := range st.Runs {
+		have[r.ID] = true
+	}
+	for _, id := range k.Runs {
+		if !have[id] {
+			return ""
+		}
+	}
+	return k.Text
 }
 
 // pick makes the chosen ranked plan the session's tuned plan.

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -25,6 +26,7 @@ func TestValidateInGUI(t *testing.T) {
 	wb := newBench(t)
 	s, sp := wb.Session, wb.Speedup
 	s.SetModels(filepath.Join(dir, "stories260K.gguf"), modeltest.NoisyDraft(t))
+	waitFor(t, "the pair's stored results", func() bool { return s.idle() && s.State != nil })
 	if !sp.Validate.Disabled() {
 		t.Fatal("Validate is enabled before any tune")
 	}
@@ -58,7 +60,7 @@ func TestValidateInGUI(t *testing.T) {
 	}
 	text := sp.Validation.Text
 	if !strings.Contains(text, "plain decoding:") || !strings.Contains(text, "<- measured best") || strings.Count(text, "predicted ") < 2 ||
-		!strings.Contains(text, "predicted against measured: tokens a step") {
+		!strings.Contains(text, "predicted against measured: tokens a step") || strings.Count(text, " (median of 3 rounds, range ") < 2 {
 		t.Fatalf("validation view:\n%s\nstatus: %s", text, sp.WorkStatus.Text)
 	}
 	if !strings.HasPrefix(sp.WorkStatus.Text, "Validated ") && !strings.Contains(sp.WorkStatus.Text, "Picked the measured best") {
@@ -73,5 +75,29 @@ func TestValidateInGUI(t *testing.T) {
 	}
 	if s.Tuned == nil || !strings.Contains(marked, s.Tuned.Plan.String()+":") {
 		t.Errorf("measured best %q, session plan %v", marked, s.Tuned)
+	}
+
+	// the validation is shown again after a restart, with its plan chosen
+	picked := s.Tuned.Plan
+	waitFor(t, "the measured best stored", func() bool { return sp.stored == picked.String() })
+	wb = restart(t, wb)
+	s, sp = wb.Session, wb.Speedup
+	if sp.Validation.Text != text {
+		t.Errorf("after a restart the validation reads:\n%s\nwant:\n%s", sp.Validation.Text, text)
+	}
+	if s.Tuned == nil || !samePlan(s.Tuned.Plan, picked) || sp.Validate.Disabled() {
+		t.Errorf("after a restart the chosen plan is %v, want %s (validate disabled %v)", s.Tuned, picked, sp.Validate.Disabled())
+	}
+	// and not once its runs are gone
+	b, err := s.Bench(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DeleteRuns(context.Background(), []int64{1}); err != nil {
+		t.Fatal(err)
+	}
+	wb = restart(t, wb)
+	if wb.Speedup.Validation.Text != "" {
+		t.Errorf("a validation whose runs were deleted is shown:\n%s", wb.Speedup.Validation.Text)
 	}
 }

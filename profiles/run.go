@@ -482,12 +482,16 @@ func planJSON(p Plan) string {
 	return string(b)
 }
 
-// RunPlan is the plan stored run r ran (false for a run stored before the
-// database kept plans).
+// RunPlan is the plan stored run r ran, as stored with it; for a run
+// stored before the database kept plans, as read back from its engine
+// settings (settingsPlan). False where neither can be read.
 func RunPlan(r *Run) (Plan, bool) {
 	var p Plan
-	if r == nil || r.Plan == "" || json.Unmarshal([]byte(r.Plan), &p) != nil {
+	if r == nil {
 		return p, false
+	}
+	if r.Plan == "" || json.Unmarshal([]byte(r.Plan), &p) != nil {
+		return settingsPlan(r)
 	}
 	return p, true
 }

@@ -1,0 +1,44 @@
+package app
+
+import (
+	"image/color"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/theme"
+)
+
+// colorAccepted colours the draft tokens the target accepted in the Run
+// screen's text: a green readable on the theme's background (Fyne's
+// success green, #43F436, has a contrast of about 1.5:1 on the light
+// background).
+const colorAccepted fyne.ThemeColorName = "arborist-accepted"
+
+// acceptedColors are colorAccepted in the light and the dark variant: at
+// least 4.5:1 against each variant's background (TestAcceptedContrast).
+var acceptedColors = map[fyne.ThemeVariant]color.Color{
+	theme.VariantLight: color.NRGBA{R: 0x1a, G: 0x7a, B: 0x1a, A: 0xff},
+	theme.VariantDark:  color.NRGBA{R: 0x43, G: 0xf4, B: 0x36, A: 0xff},
+}
+
+// appTheme is the theme the workbench runs with: the theme around it
+// (Fyne's default, light or dark as the settings say) with Arborist's own
+// colours added.
+type appTheme struct{ fyne.Theme }
+
+// newAppTheme wraps base (nil: Fyne's default theme).
+func newAppTheme(base fyne.Theme) fyne.Theme {
+	if base == nil {
+		base = theme.DefaultTheme()
+	}
+	return appTheme{base}
+}
+
+func (t appTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
+	if n == colorAccepted {
+		if c, ok := acceptedColors[v]; ok {
+			return c
+		}
+		return acceptedColors[theme.VariantLight]
+	}
+	return t.Theme.Color(n, v)
+}

@@ -1,0 +1,163 @@
+package profiles
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"arborist/engine/model/modeltest"
+	"arborist/profiles/costmodel"
+	"arborist/profiles/store"
+)
+
+// TestFamilies: a ranking splits into every family it holds, each with its
+// best plan at every number of draft levels, in the strategies' order; the
+// plan named as the best is on its family's line even where another plan
+// of that family and level priced the same or more.
+func TestFamilies(t *testing.T) {
+	flat := []store.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 64, Median: 14 * time.Millisecond}}
+	ranked := costmodel.Search(costmodel.Uniform(0.8, 0.4, 8, 4), costmodel.Costs{Verify: flat, Draft: flat[:1]}, costmodel.SearchSpace{MaxGamma: 6, MaxDepth: 4, MaxNodes: 16})
+	fams := Families(ranked, nil)
+	strategies := map[string]bool{}
+	for _, p := range ranked {
+		strategies[p.Plan.Strategy] = true
+	}
+	if len(fams) != len(strategies) || len(fams) < 4 {
+		t.Fatalf("%d families for %d strategies: %+v", len(fams), len(strategies), strategies)
+	}
+	order := map[string]int{}
+	for i, s := range Strategies() {
+		order[s] = i
+	}
+	for i, f := range fams {
+		if i > 0 && order[fams[i-1].Strategy] >= order[f.Strategy] {
+			t.Errorf("family %s listed after %s", f.Strategy, fams[i-1].Strategy)
+		}
+		for j, p := range f.Best {
+			if j > 0 && Levels(f.Best[j-1]) >= Levels(p) {
+				t.Errorf("%s: levels out of order", f.Strategy)
+			}
+			for _, q := range ranked {
+				if q.Plan.Strategy == f.Strategy && Levels(q) == Levels(p) && q.Speedup > p.Speedup {
+					t.Errorf("%s at %d levels: %s (%.3fx) drawn, %s priced %.3fx", f.Strategy, Levels(p), p.Plan, p.Speedup, q.Plan, q.Speedup)
+				}
+			}
+		}
+	}
+	// the named best is drawn, even against a tie of its family and level
+	named := ranked[len(ranked)/2]
+	named.Speedup = 1e6
+	found := false
+	for _, f := range Families(ranked, &named) {
+		for _, p := range f.Best {
+			found = found || (p.Plan.String() == named.Plan.String() && p.Speedup == named.Speedup)
+		}
+	}
+	if !found {
+		t.Errorf("the named best %s is on no line", named.Plan)
+	}
+}
+
+// TestPairState: a pair's state reads what is stored and measures nothing:
+// nothing for a fresh pair; then its profile, calibration, newest plan
+// with a ranking, and its runs (plain decoding's of its target included,
+// another draft source's not), each as the guide's steps count them.
+func TestPairState(t *testing.T) {
+	ps := PairSpec{Target: modeltest.Stories260K(t), Draft: modeltest.NoisyDraft(t), Threads: 2}
+	ctx := context.Background()
+	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s, err := b.PairState(ctx, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Verify != nil || s.PlanID != 0 || len(s.Runs) != 0 || s.Ranked != nil || s.Steps != (Steps{}) {
+		t.Fatalf("fresh pair: %+v", s)
+	}
+	if _, err := b.Profile(ctx, ps, ProfileOptions{MaxW: 8}, nil); err != nil {
+		t.Fatal(err)
+	}
+	prompts := []string{"Once upon a time", "The cat"}
+	if _, err := b.Calibrate(ctx, ps, prompts, "", 16, SampleParams{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := b.Tune(ctx, ps, TuneOptions{NoRecheck: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []Plan{{Strategy: "ar"}, tr.Best().Plan} {
+		if _, err := b.Run(ctx, ps, RunOptions{Plan: p, MaxTokens: 8, Prompts: prompts[:1]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := ps
+	other.Draft, other.NGram = "", 2
+	if _, err := b.Run(ctx, other, RunOptions{Plan: Plan{Strategy: "chain", Gamma: 2}, MaxTokens: 8, Prompts: prompts[:1]}); err != nil {
+		t.Fatal(err)
+	}
+	s, err = b.PairState(ctx, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := b.Steps(ctx, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Steps != want {
+		t.Errorf("steps %+v, Bench.Steps %+v", s.Steps, want)
+	}
+	if s.Verify == nil || len(s.Verify.Curve.Points) == 0 || s.Draft == nil || s.Limits.Bandwidth <= 0 || s.Limits.WeightBytes <= 0 {
+		t.Errorf("stored profile: %+v %+v %+v", s.Verify, s.Draft, s.Limits)
+	}
+	if s.Inputs == nil || s.Inputs.CalID != 1 || !s.Inputs.Profiled {
+		t.Errorf("inputs: %+v", s.Inputs)
+	}
+	if s.PlanID != tr.PlanID || s.Plan.Plan.String() != tr.Best().Plan.String() || len(s.Ranked) == 0 {
+		t.Errorf("plan %d %s (ranked %d), tuned %d %s", s.PlanID, s.Plan.Plan, len(s.Ranked), tr.PlanID, tr.Best().Plan)
+	}
+	if len(s.Runs) != 2 || s.Runs[0].ID != 2 || s.Runs[1].Strategy != "ar" || len(s.LastSteps) == 0 {
+		t.Errorf("runs %+v, %d steps", s.Runs, len(s.LastSteps))
+	}
+	if p, ok := RunPlan(&s.Runs[0]); !ok || !reflect.DeepEqual(p, tr.Best().Plan.Trim()) {
+		t.Errorf("run 2 ran %+v (%v), the tuned plan is %+v", p, ok, tr.Best().Plan)
+	}
+}
+
+// TestRunPlan: the plan a run stored its settings for reads back, field
+// for field but a depth predictor's id: a tree by widths as widths, one by
+// parents as parents, a depth policy by its kind.
+func TestRunPlan(t *testing.T) {
+	for _, p := range []Plan{
+		{Strategy: "ar"},
+		{Strategy: "chain", Gamma: 4},
+		{Strategy: "tree", Widths: []int{3, 2, 1}},
+		{Strategy: "tree", Parents: []int{-1, -1, 0}},
+		{Strategy: "tree", Widths: []int{2}, SampleChildren: true},
+		{Strategy: "egt", EGT: []int{1, 2, 3}, Branch: 2, WMax: 8, Pad: true, AOT: true},
+		{Strategy: "egt", EGT: []int{2, 2}, Branch: 2, WMax: 4, DepthPolicy: "threshold", DepthMin: 0.3},
+		{Strategy: "duo", Gamma: 6, MaxSeqs: 2},
+		{Strategy: "sequoia", Parents: []int{-1, -1, 0, 1}},
+	} {
+		cfg, err := p.Config()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// as the store hands it back: JSON decoded into plain values
+		raw, _ := json.Marshal(cfg)
+		var settings any
+		json.Unmarshal(raw, &settings)
+		got, ok := RunPlan(&Run{Strategy: p.Strategy, Settings: settings})
+		if !ok || !reflect.DeepEqual(got, p) {
+			t.Errorf("%s: read back %+v (%v), want %+v", p, got, ok, p)
+		}
+	}
+	if _, ok := RunPlan(&Run{Strategy: "chain", Settings: "junk"}); ok {
+		t.Error("junk settings read as a plan")
+	}
+}
