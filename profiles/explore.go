@@ -37,8 +37,10 @@ type Exploration struct {
 	// Lines are, per width 1..4, the predictions at depths 1..Depth (a
 	// depth the model cannot price is left out).
 	Lines [][]Prediction
-	// Searched counts the plans the search priced; Best is the best of
-	// them (nil for none) and BestShape its tree as a parent list.
+	// Ranked are the plans the search priced, best first (Searched counts
+	// them); Best is the first (nil for none) and BestShape its tree as a
+	// parent list.
+	Ranked    []Prediction
 	Searched  int
 	Best      *Prediction
 	BestShape []int
@@ -112,7 +114,7 @@ func Explore(o ExploreOptions) *Exploration {
 		space = costmodel.SearchSpace{}
 	}
 	preds := costmodel.Search(x.acc, x.costs, space)
-	x.Searched = len(preds)
+	x.Ranked, x.Searched = preds, len(preds)
 	if len(preds) > 0 {
 		b := preds[0]
 		x.Best, x.BestShape = &b, costmodel.Shape(b.Plan, x.acc)

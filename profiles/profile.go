@@ -222,7 +222,8 @@ type Inputs struct {
 	CalID    int64                 // 0: Acc is assumed
 	Assumed  bool                  // Acc is an assumed uniform acceptance
 	TargetID int64
-	Threads  int // the target's backend threads
+	Source   string // the draft source, as calibrations and plans name it
+	Threads  int    // the target's backend threads
 	// Recheck is what the quick re-measurement of T_verify found (nil:
 	// not re-checked); Costs.Verify is already rescaled when it said so.
 	Recheck   *measure.Recheck
@@ -331,7 +332,7 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 		return nil, err
 	}
 	defer pair.Close()
-	in := &Inputs{Threads: pair.Backend.Threads(), Backend: pair.Backend.Name(), CtxLen: pair.Target.CtxLen}
+	in := &Inputs{Threads: pair.Backend.Threads(), Backend: pair.Backend.Name(), CtxLen: pair.Target.CtxLen, Source: ps.SourceName()}
 	if tc := pair.Target.File.TypeCounts(); len(tc) > 0 {
 		in.Precision = tc[0].Type.String()
 	}
@@ -573,20 +574,20 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 	if err != nil {
 		return nil, err
 	}
-	if res.PlanID, err = st.SavePlan(ctx, hid, in.TargetID, best.Plan.Strategy, best, best.Speedup); err != nil {
+	if res.PlanID, err = st.SavePlan(ctx, hid, in.TargetID, in.Source, best.Plan.Strategy, best, best.Speedup); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-// LatestPlan is the newest stored plan of the pair's target (id 0: none).
+// LatestPlan is the newest stored plan of the pair (id 0: none).
 func (b *Bench) LatestPlan(ctx context.Context, in *Inputs) (int64, costmodel.Prediction, error) {
 	st, err := b.db(ctx)
 	if err != nil {
 		return 0, costmodel.Prediction{}, err
 	}
 	var best costmodel.Prediction
-	id, err := st.LatestPlan(ctx, in.TargetID, &best)
+	id, err := st.LatestPlan(ctx, in.TargetID, in.Source, &best)
 	return id, best, err
 }
 
@@ -623,5 +624,5 @@ func (b *Bench) Choose(ctx context.Context, ps PairSpec, pred costmodel.Predicti
 	if err != nil {
 		return 0, err
 	}
-	return st.SavePlan(ctx, hid, in.TargetID, pred.Plan.Strategy, pred, pred.Speedup)
+	return st.SavePlan(ctx, hid, in.TargetID, in.Source, pred.Plan.Strategy, pred, pred.Speedup)
 }

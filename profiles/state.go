@@ -107,14 +107,9 @@ func compareStrings(a, b string) int {
 
 // ExploreRanking is Explore and the ranking its best comes from: every
 // plan its search priced, best first, for the speedup chart's families.
-//
-// Explore keeps only the ranking's best, so the search runs a second time
-// here over the same space; an Exploration that kept its ranking would
-// save that.
 func ExploreRanking(o ExploreOptions) (*Exploration, []Prediction) {
 	x := Explore(o)
-	ranked := costmodel.Search(x.acc, x.costs, costmodel.SearchSpace{MaxDepth: min(o.Depth, 7), MaxGamma: o.Depth})
-	return x, ranked
+	return x, x.Ranked
 }
 
 // PairState is what the database holds of a pair on this machine, read
@@ -171,10 +166,10 @@ func (b *Bench) PairState(ctx context.Context, ps PairSpec) (*PairState, error) 
 		return nil, err
 	}
 	s.Steps.Profiled = in.Profiled || curves > 0
-	if s.Steps.Runs, err = st.RunCount(ctx, ps.Target); err != nil {
+	if s.Steps.Runs, err = st.RunCount(ctx, ps.Target, ps.SourceName()); err != nil {
 		return nil, err
 	}
-	if s.Steps.Exports, err = st.ExportCount(ctx, in.TargetID); err != nil {
+	if s.Steps.Exports, err = st.ExportCount(ctx, in.TargetID, in.Source); err != nil {
 		return nil, err
 	}
 

@@ -8,9 +8,9 @@ import "context"
 type Steps struct {
 	Profiled   bool  // a latency curve of the target on this machine is stored
 	Calibrated bool  // a calibration of the pair is stored
-	PlanID     int64 // the newest tuned plan of the target (0: none)
-	Runs       int   // stored runs of the target
-	Exports    int   // exports of the target's plans
+	PlanID     int64 // the newest tuned plan of the pair (0: none)
+	Runs       int   // stored runs of the pair (its plain decoding included)
+	Exports    int   // exports of the pair's plans
 }
 
 // Steps reads the pair's progress; nothing is measured.
@@ -35,9 +35,9 @@ func (b *Bench) Steps(ctx context.Context, ps PairSpec) (Steps, error) {
 		return s, err
 	}
 	s.Profiled = in.Profiled || curves > 0
-	if s.Runs, err = st.RunCount(ctx, ps.Target); err != nil {
+	if s.Runs, err = st.RunCount(ctx, ps.Target, ps.SourceName()); err != nil {
 		return s, err
 	}
-	s.Exports, err = st.ExportCount(ctx, in.TargetID)
+	s.Exports, err = st.ExportCount(ctx, in.TargetID, in.Source)
 	return s, err
 }

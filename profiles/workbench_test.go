@@ -98,6 +98,18 @@ func TestTuneExportRunTunedPlan(t *testing.T) {
 	if err != nil || string(again.YAML) != string(ex.YAML) {
 		t.Errorf("a second export differs: %v", err)
 	}
+	// the plan belongs to its pair: the same target with another draft
+	// source has no tuned plan, exports none and counts no export
+	ngram := PairSpec{Target: ps.Target, NGram: 3, Threads: 2}
+	if _, err := b.Export(ctx, ngram); err == nil {
+		t.Error("the n-gram pair exported the model drafter's plan")
+	}
+	if st, err := b.Steps(ctx, ngram); err != nil || st.PlanID != 0 || st.Exports != 0 {
+		t.Errorf("the n-gram pair's steps %+v (%v)", st, err)
+	}
+	if st, err := b.Steps(ctx, ps); err != nil || st.PlanID != tr.PlanID || st.Exports != 1 {
+		t.Errorf("the tuned pair's steps %+v (%v)", st, err)
+	}
 	r, err := LoadReplay(ctx, path, "", false)
 	if err != nil {
 		t.Fatal(err)

@@ -17,15 +17,17 @@ func (s *Store) CurveCount(ctx context.Context, hardwareID, modelID int64) (n in
 	return n, newest, err
 }
 
-// RunCount counts the stored runs of the target file target.
-func (s *Store) RunCount(ctx context.Context, target string) (n int, err error) {
-	err = s.db.QueryRowContext(ctx, "SELECT count(*) FROM runs WHERE target = ?", target).Scan(&n)
+// RunCount counts the stored runs of the pair: the target file target
+// with drafter (as calibrations name it), and its plain decoding.
+func (s *Store) RunCount(ctx context.Context, target, drafter string) (n int, err error) {
+	err = s.db.QueryRowContext(ctx, "SELECT count(*) FROM runs WHERE target = ? AND (drafter = ? OR strategy = 'ar')", target, drafter).Scan(&n)
 	return n, err
 }
 
-// ExportCount counts the exports of plans of model modelID.
-func (s *Store) ExportCount(ctx context.Context, modelID int64) (n int, err error) {
-	err = s.db.QueryRowContext(ctx, "SELECT count(*) FROM exports JOIN plans ON exports.plan_id = plans.id WHERE plans.target_id = ?", modelID).Scan(&n)
+// ExportCount counts the exports of plans tuned for model modelID with
+// drafter (and of plans stored before plans named their drafter).
+func (s *Store) ExportCount(ctx context.Context, modelID int64, drafter string) (n int, err error) {
+	err = s.db.QueryRowContext(ctx, "SELECT count(*) FROM exports JOIN plans ON exports.plan_id = plans.id WHERE plans.target_id = ? AND plans.drafter IN (?, '')", modelID, drafter).Scan(&n)
 	return n, err
 }
 

@@ -385,14 +385,15 @@ func (s *Store) LatestCalibration(ctx context.Context, targetID int64, drafter s
 	return id, nil
 }
 
-// SavePlan stores a plan (params as JSON) with its predicted speedup.
-func (s *Store) SavePlan(ctx context.Context, hardwareID, targetID int64, strategy string, params any, predicted float64) (int64, error) {
+// SavePlan stores a plan (params as JSON) tuned for target with drafter
+// (the draft source as calibrations name it), with its predicted speedup.
+func (s *Store) SavePlan(ctx context.Context, hardwareID, targetID int64, drafter, strategy string, params any, predicted float64) (int64, error) {
 	b, err := json.Marshal(params)
 	if err != nil {
 		return 0, fmt.Errorf("store: plan: %w", err)
 	}
-	res, err := s.db.ExecContext(ctx, "INSERT INTO plans(hardware_id, target_id, strategy, params, predicted_speedup, created) VALUES (?,?,?,?,?,?)",
-		hardwareID, targetID, strategy, string(b), predicted, now())
+	res, err := s.db.ExecContext(ctx, "INSERT INTO plans(hardware_id, target_id, drafter, strategy, params, predicted_speedup, created) VALUES (?,?,?,?,?,?,?)",
+		hardwareID, targetID, drafter, strategy, string(b), predicted, now())
 	if err != nil {
 		return 0, s.wrap("save plan", err)
 	}
@@ -477,12 +478,13 @@ func (s *Store) PredictorStats(ctx context.Context, calibrationID int64, stats f
 	return s.wrap0("read predictors", rows.Err())
 }
 
-// LatestPlan decodes the newest plan stored for target into params and
-// returns its id (0 when there is none).
-func (s *Store) LatestPlan(ctx context.Context, targetID int64, params any) (int64, error) {
+// LatestPlan decodes the newest plan stored for target with drafter into
+// params and returns its id (0 when there is none). Plans stored before
+// plans named their drafter count for every drafter.
+func (s *Store) LatestPlan(ctx context.Context, targetID int64, drafter string, params any) (int64, error) {
 	var id int64
 	var b string
-	err := s.db.QueryRowContext(ctx, "SELECT id, params FROM plans WHERE target_id = ? ORDER BY id DESC LIMIT 1", targetID).Scan(&id, &b)
+	err := s.db.QueryRowContext(ctx, "SELECT id, params FROM plans WHERE target_id = ? AND drafter IN (?, '') ORDER BY id DESC LIMIT 1", targetID, drafter).Scan(&id, &b)
 	if err == sql.ErrNoRows {
 		return 0, nil
 	}

@@ -224,4 +224,9 @@ ALTER TABLE file_hashes ADD COLUMN stamp TEXT NOT NULL DEFAULT '';
 -- v7: the plan a run ran, beside the engine configuration it became
 ALTER TABLE runs ADD COLUMN plan TEXT NOT NULL DEFAULT '';
 `,
+	`
+-- v8: a tuned plan belongs to its pair, the draft source named as
+-- calibrations name it ('' for plans stored before: any source)
+ALTER TABLE plans ADD COLUMN drafter TEXT NOT NULL DEFAULT '';
+`,
 }
