@@ -150,10 +150,12 @@ type Matrix struct {
 	rowBytes   int
 	data       []byte
 	// packed is a Q4_0, Q8_0 or K-quant (Q4_K, Q5_K, Q6_K) matrix's rows
-	// repacked eight at a time (q40x8.c, q4kx8.c, q6kx8.c), nil
-	// where they do not run; data stays for row reads and the portable
-	// kernels.
+	// repacked group rows at a time: sixteen for the AVX-512 VNNI tiles
+	// (x16.c), eight for the AVX2 ones (q40x8.c; q4kx8.c and q6kx8.c are
+	// the K-quants' references in the tests); nil where they do not run.
+	// data stays for row reads and the portable kernels.
 	packed []byte
+	group  int
 }
 
 // Rows is the number of outputs.
@@ -203,12 +205,48 @@ func newMatrix(t quant.Type, data []byte, rows, cols int, repack bool) (*Matrix,
 	}
 	m := &Matrix{typ: t, rows: rows, cols: cols, rowBytes: rb, data: data}
 	if repack {
-		m.packed = repackMatrix(m)
+		m.packed, m.group = repackMatrix(m, packRows(t))
 	}
 	return m, nil
 }
 
-// kGroupBytes is what eight rows' super-block of a K-quant take repacked:
+// packRows is how many rows a repacked group of t holds on this CPU: 16
+// where the AVX-512 VNNI tiles run (Q4_0, Q8_0 and the K-quants), 8
+// where the AVX2 ones do (Q4_0 and Q8_0), 0 where t is not repacked.
+func packRows(t quant.Type) int {
+	if !repacks() {
+		return 0
+	}
+	switch {
+	case x16GroupBytes(t) > 0 && vnniTiles():
+		return 16
+	case t == quant.Q4_0 || t == quant.Q8_0:
+		return 8
+	}
+	return 0
+}
+
+// x16GroupBytes is what sixteen rows' block (Q4_0, Q8_0) or super-block
+// (Q4_K, Q5_K, Q6_K) take repacked for the sixteen-row tiles (x16.c's
+// X16_ sizes); 0 for the other types.
+func x16GroupBytes(t quant.Type) int64 {
+	switch t {
+	case quant.Q8_0:
+		return 32 + 512
+	case quant.Q4_0:
+		return 32 + 256
+	case quant.Q4_K:
+		return 32 + 32 + 256 + 2048
+	case quant.Q5_K:
+		return 32 + 32 + 256 + 2048 + 512
+	case quant.Q6_K:
+		return 32 + 256 + 4096
+	}
+	return 0
+}
+
+// kGroupBytes is what eight rows' super-block of a K-quant take repacked
+// (for the AVX2 tiles the sixteen-row ones are held to in the tests):
 // Q4_K (q4kx8.c's Q4K_GROUP: their scales and mins unpacked, 160 bytes,
 // and their 1024 bytes of nibbles), Q5_K (Q5K_GROUP: the same and their
 // 256 bytes of fifth bits), Q6_K (q6kx8.c's Q6K_GROUP: d, scales, and the
@@ -226,22 +264,25 @@ func kGroupBytes(t quant.Type) int64 {
 }
 
 // RepackedBytes is the memory a t matrix of rows x cols takes on this
-// CPU beside its mapped weights (the eight-row Q4_0, Q8_0, Q4_K, Q5_K and
-// Q6_K copies), for memory estimates and the copy itself; 0 where nothing is
-// repacked.
+// CPU beside its mapped weights (the sixteen-row Q4_0, Q8_0, Q4_K, Q5_K
+// and Q6_K copies where the AVX-512 VNNI tiles run, the eight-row Q4_0
+// and Q8_0 ones where the AVX2 tiles do), for memory estimates and the
+// copy itself; 0 where nothing is repacked. The rows must come in eights
+// (sixteen-row groups pad the last eight with zeros).
 func RepackedBytes(t quant.Type, rows, cols int) int64 {
-	if (t != quant.Q4_0 && t != quant.Q8_0 && kGroupBytes(t) == 0) || rows <= 0 || rows%8 != 0 || !repacks() {
+	return repackedBytes(t, rows, cols, packRows(t))
+}
+
+// repackedBytes is RepackedBytes in groups of group rows (16 or 8).
+func repackedBytes(t quant.Type, rows, cols, group int) int64 {
+	if group == 0 || rows <= 0 || rows%8 != 0 || cols <= 0 || cols%t.BlockSize() != 0 {
 		return 0
 	}
-	if group := kGroupBytes(t); group > 0 {
-		// only where the VNNI tiles run: the AVX2 ones are no faster than
-		// the row-at-a-time kernel (1376x512, in cache: 12-15 µs a row of
-		// activations against 13-15), and the copy doubles the weights'
-		// memory; the VNNI ones take 8-10 µs
-		if cols <= 0 || cols%quant.QKK != 0 || !vnniTiles() {
-			return 0
-		}
-		return int64(rows/8) * int64(cols/quant.QKK) * group
+	if group == 16 {
+		return int64((rows+15)/16) * int64(cols/t.BlockSize()) * x16GroupBytes(t)
+	}
+	if g := kGroupBytes(t); g > 0 { // eight-row K-quants: the tests' references
+		return int64(rows/8) * int64(cols/quant.QKK) * g
 	}
 	rb, err := quant.RowBytes(t, cols)
 	if err != nil {
@@ -251,11 +292,17 @@ func RepackedBytes(t quant.Type, rows, cols int) int64 {
 }
 
 // q8Buf holds activations quantised to 8 bits in blocks of 32: value
-// d[b]*q[b*32+j], with s[b] the sum of the block's q (for types with a min).
+// d[b]*q[b*32+j], with s[b] the sum of the block's q (for types with a
+// min or an offset), m[b] = d[b]*s[b] (the K-quants' min term), and in
+// c[4b..4b+3] the offsets the sixteen-row tiles start their integer sums
+// from: -128*s[b] (Q8_0), -8*s[b] (Q4_0), and -32 times the sums of the
+// block's first and last 16 q (Q6_K).
 type q8Buf struct {
 	d []float32
 	q []int8
 	s []int32
+	m []float32
+	c []int32
 }
 
 // size makes room for n activations and returns their block count.
@@ -263,6 +310,8 @@ func (q *q8Buf) size(n int) int {
 	nb := n / quant.QK
 	q.d = grow(q.d, nb)
 	q.s = growI32(q.s, nb)
+	q.m = grow(q.m, nb)
+	q.c = growI32(q.c, 4*nb)
 	if cap(q.q) < n {
 		q.q = make([]int8, n)
 	}
@@ -283,14 +332,18 @@ func (q *q8Buf) quantize(x []float32) {
 		if d != 0 {
 			id = 1 / d
 		}
-		sum := int32(0)
+		sum, low := int32(0), int32(0)
 		qs := q.q[b*quant.QK : (b+1)*quant.QK]
 		for j, v := range xs {
 			r := int8(math.RoundToEven(float64(v * id)))
 			qs[j] = r
 			sum += int32(r)
+			if j == quant.QK/2-1 {
+				low = sum
+			}
 		}
-		q.d[b], q.s[b] = d, sum
+		q.d[b], q.s[b], q.m[b] = d, sum, d*float32(sum)
+		q.c[4*b], q.c[4*b+1], q.c[4*b+2], q.c[4*b+3] = -128*sum, -8*sum, -32*low, -32*(sum-low)
 	}
 }
 
@@ -340,9 +393,9 @@ func (b *Backend) MatMul(out []float32, wm kernels.Matrix, x []float32, n int) {
 	b.mm = matmulJob{b: b, out: out, w: w, x: x, n: n}
 	j := &b.mm
 	if w.packed != nil {
-		// a repacked matrix is split by groups of eight rows (a row's
-		// result depends on nothing else, but a group is the unit)
-		b.pool.run(j, w.rows/8, max(1, 32768/max(1, 8*w.cols*n)))
+		// a repacked matrix is split by groups of rows (a row's result
+		// depends on nothing else, but a group is the unit)
+		b.pool.run(j, units(w), max(1, 32768/max(1, w.group*w.cols*n)))
 		return
 	}
 	// grain: at least 32K multiply-adds a chunk, so a small product (a
@@ -364,10 +417,10 @@ func (b *Backend) quantize(x []float32) {
 }
 
 // units is how many work items a product with w has: rows, or groups of
-// eight rows for a repacked matrix.
+// rows for a repacked matrix.
 func units(w *Matrix) int {
 	if w.packed != nil {
-		return w.rows / 8
+		return (w.rows + w.group - 1) / w.group
 	}
 	return w.rows
 }

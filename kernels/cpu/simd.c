@@ -104,16 +104,26 @@ static inline float unpack32(int type, const uint8_t *b, int8_t *q, float *mout)
 
 // ---- portable versions ----
 
-static void quantize_q8_generic(const float *x, int count, float *d, int8_t *q, int32_t *s) {
+static void quantize_q8_generic(const float *x, int count, float *d, int8_t *q, int32_t *s, float *m, int32_t *c) {
 	for (int b = 0; b < count / 32; b++) {
 		const float *xs = x + b * 32;
 		float amax = 0;
 		for (int j = 0; j < 32; j++) { float a = fabsf(xs[j]); if (a > amax) amax = a; }
 		float dd = amax / 127, id = dd != 0 ? 1 / dd : 0;
-		int32_t sum = 0;
-		for (int j = 0; j < 32; j++) { int8_t v = (int8_t)nearbyintf(xs[j] * id); q[b * 32 + j] = v; sum += v; }
+		int32_t sum = 0, low = 0;
+		for (int j = 0; j < 32; j++) {
+			int8_t v = (int8_t)nearbyintf(xs[j] * id);
+			q[b * 32 + j] = v;
+			sum += v;
+			if (j == 15) low = sum;
+		}
 		d[b] = dd;
 		s[b] = sum;
+		m[b] = dd * (float)sum;
+		c[4 * b] = -128 * sum;
+		c[4 * b + 1] = -8 * sum;
+		c[4 * b + 2] = -32 * low;
+		c[4 * b + 3] = -32 * (sum - low);
 	}
 }
 
@@ -317,7 +327,14 @@ AVX2 static inline float hsum8(__m256 v) {
 	return hsum4(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
 }
 
-AVX2 static void quantize_q8_avx2(const float *x, int count, float *d, int8_t *q, int32_t *s) {
+AVX2 static inline int32_t hsum_i32(__m256i v) {
+	__m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+	s4 = _mm_hadd_epi32(s4, s4);
+	s4 = _mm_hadd_epi32(s4, s4);
+	return _mm_cvtsi128_si32(s4);
+}
+
+AVX2 static void quantize_q8_avx2(const float *x, int count, float *d, int8_t *q, int32_t *s, float *mo, int32_t *c) {
 	const __m256 signmask = _mm256_set1_ps(-0.0f);
 	for (int b = 0; b < count / 32; b++) {
 		const float *xs = x + b * 32;
@@ -334,17 +351,20 @@ AVX2 static void quantize_q8_avx2(const float *x, int count, float *d, int8_t *q
 		__m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 		__m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 		__m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-		__m256i sum = _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
-		__m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
-		s4 = _mm_hadd_epi32(s4, s4);
-		s4 = _mm_hadd_epi32(s4, s4);
+		__m256i low = _mm256_add_epi32(i0, i1);
+		int32_t lo = hsum_i32(low), sum = lo + hsum_i32(_mm256_add_epi32(i2, i3));
 		// pack 32 int32 -> 32 int8 (packs interleave lanes; permute restores order)
 		__m256i p01 = _mm256_packs_epi32(i0, i1), p23 = _mm256_packs_epi32(i2, i3);
 		__m256i p = _mm256_packs_epi16(p01, p23);
 		p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 		_mm256_storeu_si256((__m256i *)(q + b * 32), p);
 		d[b] = dd;
-		s[b] = _mm_cvtsi128_si32(s4);
+		s[b] = sum;
+		mo[b] = dd * (float)sum;
+		c[4 * b] = -128 * sum;
+		c[4 * b + 1] = -8 * sum;
+		c[4 * b + 2] = -32 * lo;
+		c[4 * b + 3] = -32 * (sum - lo);
 	}
 }
 
@@ -909,11 +929,11 @@ int arb_simd_level(void) {
 int arb_simd_level(void) { return 0; }
 #endif
 
-void arb_quantize_q8(const float *x, int count, float *d, int8_t *q, int32_t *s) {
+void arb_quantize_q8(const float *x, int count, float *d, int8_t *q, int32_t *s, float *m, int32_t *c) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	if (arb_simd_level() >= 1) { quantize_q8_avx2(x, count, d, q, s); return; }
+	if (arb_simd_level() >= 1) { quantize_q8_avx2(x, count, d, q, s, m, c); return; }
 #endif
-	quantize_q8_generic(x, count, d, q, s);
+	quantize_q8_generic(x, count, d, q, s, m, c);
 }
 
 void arb_mm_q8(int type, const uint8_t *w, long row_bytes, int lo, int hi, int nb,

@@ -76,8 +76,8 @@ func trainAttnBackward(a *TrainAttention, dout []float32, ds int, dq []float32, 
 	trainAttnBackwardGo(a, dout, ds, dq, dqs, dkT, dvT, dek, dev, scratch)
 }
 
-// repackMatrix: pure-Go builds have no eight-row Q4_0 kernel.
-func repackMatrix(*Matrix) []byte { return nil }
+// repackMatrix: pure-Go builds have no repacked tiles.
+func repackMatrix(*Matrix, int) ([]byte, int) { return nil, 0 }
 
 func repacks() bool { return false }
 
