@@ -1414,12 +1414,13 @@ uint64_t arb_read_sum(const uint64_t *p, long n) {
 }
 
 // arb_peak_i8 and arb_peak_f32 run iters rounds of independent chains of
-// the matrix kernels' inner operations (int8: maddubs then madd, as the Q8
-// kernels use them, or vpdpbusd where the VNNI tiles run; float32: FMA),
-// enough chains to hide their latency, and return a value that depends on
-// every result. They measure the
-// compute ceiling the kernels can approach: 8 * 32 int8 multiply-adds, or
-// 10 * 8 float ones, per round.
+// the matrix kernels' inner operations (int8: maddubs then madd on 256-bit
+// vectors, as the AVX2 kernels use them, or vpdpbusd on 512-bit vectors
+// where the VNNI tiles run; float32: FMA), enough chains to hide their
+// latency, and return a value that depends on every result. They measure
+// the compute ceiling the kernels can approach: arb_peak_i8_macs() int8
+// multiply-adds (8 * 32, or 8 * 64 with VNNI), or 10 * 8 float ones, per
+// round.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 AVX2 static int64_t peak_i8_avx2(long iters) {
 	__m256i a = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
@@ -1435,18 +1436,18 @@ AVX2 static int64_t peak_i8_avx2(long iters) {
 }
 
 // peak_i8_vnni is peak_i8_avx2 with the VNNI tiles' operation (vpdpbusd
-// on 256-bit vectors: the same 32 multiply-adds each, one instruction).
+// on 512-bit vectors: 64 multiply-adds each, one instruction).
 __attribute__((target("avx2,avx512f,avx512vl,avx512bw,avx512vnni"))) static int64_t peak_i8_vnni(long iters) {
-	__m256i a = _mm256_set1_epi8(3);
-	__m256i b[8], s[8];
-	for (int k = 0; k < 8; k++) { b[k] = _mm256_set1_epi8((char)(k + 1)); s[k] = _mm256_setzero_si256(); }
+	__m512i a = _mm512_set1_epi8(3);
+	__m512i b[8], s[8];
+	for (int k = 0; k < 8; k++) { b[k] = _mm512_set1_epi8((char)(k + 1)); s[k] = _mm512_setzero_si512(); }
 	for (long i = 0; i < iters; i++) {
-		for (int k = 0; k < 8; k++) s[k] = _mm256_dpbusd_epi32(s[k], a, b[k]);
-		__asm__ volatile("" : "+x"(a));
+		for (int k = 0; k < 8; k++) s[k] = _mm512_dpbusd_epi32(s[k], a, b[k]);
+		__asm__ volatile("" : "+v"(a));
 	}
-	__m256i t = s[0];
-	for (int k = 1; k < 8; k++) t = _mm256_add_epi32(t, s[k]);
-	return _mm256_extract_epi32(t, 0);
+	__m512i t = s[0];
+	for (int k = 1; k < 8; k++) t = _mm512_add_epi32(t, s[k]);
+	return _mm512_reduce_add_epi32(t);
 }
 
 AVX2 static int64_t peak_f32_avx2(long iters) {
@@ -1461,6 +1462,13 @@ AVX2 static int64_t peak_f32_avx2(long iters) {
 	return (int64_t)_mm256_cvtss_f32(t);
 }
 #endif
+
+int arb_peak_i8_macs(void) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 2) return 8 * 64;
+#endif
+	return 8 * 32;
+}
 
 int64_t arb_peak_i8(long iters) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

@@ -19,4 +19,5 @@ void arb_attention(float *out, const float *q, const void *kc, const void *vc, i
 void arb_silu_mul(float *g, const float *u, long count);
 uint64_t arb_read_sum(const uint64_t *p, long n);
 int64_t arb_peak_i8(long iters);
+int arb_peak_i8_macs(void);
 int64_t arb_peak_f32(long iters);

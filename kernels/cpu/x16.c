@@ -324,21 +324,32 @@ X16 static AI void q6k_tile(const uint8_t *gp, const q8in *y, int r, const int T
 // X16_ROWS defines NAME: groups glo..ghi-1 of a repacked matrix (each
 // taking nb / PER blocks of GB bytes: PER is 8 for the super-block types)
 // against the n activation rows, eight at a time, then the rest in one
-// tile.
+// tile. The activation rows go in spans of about X16_SPAN bytes, each over
+// every group before the next: a span stays in the core's L2 while the
+// groups' weights stream past it (128 rows of 8192 activations, 1 MiB,
+// would not, and their tiles ran 10% slower).
+#ifndef X16_SPAN
+#define X16_SPAN (256 << 10)
+#endif
 #define X16_ROWS(NAME, TILE, GB, PER)                                                                         \
 	X16 static void NAME(const uint8_t *packed, int glo, int ghi, const q8in *y, int n, float *out, int rows) { \
-		for (int g = glo; g < ghi; g++) {                                                                \
-			const uint8_t *gp = packed + (long)g * (y->nb / (PER)) * (GB);                               \
-			int o = 16 * g, valid = rows - o, r = 0;                                                     \
-			for (; r + 8 <= n; r += 8) TILE(gp, y, r, 8, out, rows, o, valid);                           \
-			switch (n - r) {                                                                             \
-			case 7: TILE(gp, y, r, 7, out, rows, o, valid); break;                                       \
-			case 6: TILE(gp, y, r, 6, out, rows, o, valid); break;                                       \
-			case 5: TILE(gp, y, r, 5, out, rows, o, valid); break;                                       \
-			case 4: TILE(gp, y, r, 4, out, rows, o, valid); break;                                       \
-			case 3: TILE(gp, y, r, 3, out, rows, o, valid); break;                                       \
-			case 2: TILE(gp, y, r, 2, out, rows, o, valid); break;                                       \
-			case 1: TILE(gp, y, r, 1, out, rows, o, valid); break;                                       \
+		int span = X16_SPAN / (32 * y->nb) / 8 * 8;                                                      \
+		if (span < 8) span = 8;                                                                          \
+		for (int r0 = 0; r0 < n; r0 += span) {                                                           \
+			int r1 = r0 + span < n ? r0 + span : n;                                                      \
+			for (int g = glo; g < ghi; g++) {                                                            \
+				const uint8_t *gp = packed + (long)g * (y->nb / (PER)) * (GB);                           \
+				int o = 16 * g, valid = rows - o, r = r0;                                                \
+				for (; r + 8 <= r1; r += 8) TILE(gp, y, r, 8, out, rows, o, valid);                      \
+				switch (r1 - r) {                                                                        \
+				case 7: TILE(gp, y, r, 7, out, rows, o, valid); break;                                   \
+				case 6: TILE(gp, y, r, 6, out, rows, o, valid); break;                                   \
+				case 5: TILE(gp, y, r, 5, out, rows, o, valid); break;                                   \
+				case 4: TILE(gp, y, r, 4, out, rows, o, valid); break;                                   \
+				case 3: TILE(gp, y, r, 3, out, rows, o, valid); break;                                   \
+				case 2: TILE(gp, y, r, 2, out, rows, o, valid); break;                                   \
+				case 1: TILE(gp, y, r, 1, out, rows, o, valid); break;                                   \
+				}                                                                                        \
 			}                                                                                            \
 		}                                                                                                \
 	}
