@@ -291,32 +291,46 @@ func repackedBytes(t quant.Type, rows, cols, group int) int64 {
 	return int64(rb) * int64(rows)
 }
 
-// q8Buf holds activations quantised to 8 bits in blocks of 32: value
-// d[b]*q[b*32+j], with s[b] the sum of the block's q (for types with a
-// min or an offset), m[b] = d[b]*s[b] (the K-quants' min term), and in
-// c[4b..4b+3] the offsets the sixteen-row tiles start their integer sums
-// from: -128*s[b] (Q8_0), -8*s[b] (Q4_0), and -32 times the sums of the
-// block's first and last 16 q (Q6_K).
+// q8Buf holds activations quantised to 8 bits in blocks of 32, in the
+// two layouts the kernels read. Row by row (the row kernels and the
+// eight-row tiles): value d[b]*q[b*32+j], with s[b] the sum of the
+// block's q (for types with a min or an offset). In panels of eight rows
+// (the sixteen-row tiles, x16.c; arb_quantize_q8_panels gives the layout):
+// pq, pd, pm = pd * s, and in pc four offsets a block the tiles start
+// their integer sums from. Both hold the same quantised values.
 type q8Buf struct {
 	d []float32
 	q []int8
 	s []int32
-	m []float32
-	c []int32
+
+	pq     []int8
+	pd, pm []float32
+	pc     []int32
 }
 
-// size makes room for n activations and returns their block count.
+// size makes room for n activations row by row and returns their block
+// count.
 func (q *q8Buf) size(n int) int {
 	nb := n / quant.QK
 	q.d = grow(q.d, nb)
 	q.s = growI32(q.s, nb)
-	q.m = grow(q.m, nb)
-	q.c = growI32(q.c, 4*nb)
 	if cap(q.q) < n {
 		q.q = make([]int8, n)
 	}
 	q.q = q.q[:n]
 	return nb
+}
+
+// sizePanels makes room for n activations in panels.
+func (q *q8Buf) sizePanels(n int) {
+	nb := n / quant.QK
+	q.pd = grow(q.pd, nb)
+	q.pm = grow(q.pm, nb)
+	q.pc = growI32(q.pc, 4*nb)
+	if cap(q.pq) < n {
+		q.pq = make([]int8, n)
+	}
+	q.pq = q.pq[:n]
 }
 
 func (q *q8Buf) quantize(x []float32) {
@@ -332,18 +346,14 @@ func (q *q8Buf) quantize(x []float32) {
 		if d != 0 {
 			id = 1 / d
 		}
-		sum, low := int32(0), int32(0)
+		sum := int32(0)
 		qs := q.q[b*quant.QK : (b+1)*quant.QK]
 		for j, v := range xs {
 			r := int8(math.RoundToEven(float64(v * id)))
 			qs[j] = r
 			sum += int32(r)
-			if j == quant.QK/2-1 {
-				low = sum
-			}
 		}
-		q.d[b], q.s[b], q.m[b] = d, sum, d*float32(sum)
-		q.c[4*b], q.c[4*b+1], q.c[4*b+2], q.c[4*b+3] = -128*sum, -8*sum, -32*low, -32*(sum-low)
+		q.d[b], q.s[b] = d, sum
 	}
 }
 
@@ -388,14 +398,14 @@ func (b *Backend) MatMul(out []float32, wm kernels.Matrix, x []float32, n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if usesQ8(w.typ) {
-		b.quantize(x[:n*w.cols])
+		b.quantize(x[:n*w.cols], n, w.group != 16, w.group == 16)
 	}
 	b.mm = matmulJob{b: b, out: out, w: w, x: x, n: n}
 	j := &b.mm
 	if w.packed != nil {
 		// a repacked matrix is split by groups of rows (a row's result
 		// depends on nothing else, but a group is the unit)
-		b.pool.run(j, units(w), max(1, 32768/max(1, w.group*w.cols*n)))
+		b.pool.run(j, units(w), max(1, 32768/max(1, unitRows(w)*w.cols*n)))
 		return
 	}
 	// grain: at least 32K multiply-adds a chunk, so a small product (a
@@ -407,22 +417,38 @@ func (b *Backend) MatMul(out []float32, wm kernels.Matrix, x []float32, n int) {
 	b.pool.run(j, w.rows, max(1, 32768/max(1, w.cols*n)))
 }
 
-// quantize fills b.q8 with x in 8-bit blocks, for the quantised products.
-func (b *Backend) quantize(x []float32) {
-	if haveC {
-		cQuantize(&b.q8, x)
-	} else {
-		b.q8.quantize(x)
+// quantize fills b.q8 with x (n rows) in 8-bit blocks, for the quantised
+// products: row by row when rows, in panels when panels (the sixteen-row
+// tiles).
+func (b *Backend) quantize(x []float32, n int, rows, panels bool) {
+	if rows {
+		if haveC {
+			cQuantize(&b.q8, x)
+		} else {
+			b.q8.quantize(x)
+		}
+	}
+	if panels {
+		cQuantizePanels(&b.q8, x, n)
 	}
 }
 
-// units is how many work items a product with w has: rows, or groups of
-// rows for a repacked matrix.
+// units is how many work items a product with w has: rows, or for a
+// repacked matrix groups of eight rows (the AVX2 tiles) or pairs of
+// sixteen (the AVX-512 VNNI tiles take two groups at once).
 func units(w *Matrix) int {
-	if w.packed != nil {
-		return (w.rows + w.group - 1) / w.group
+	return (w.rows + unitRows(w) - 1) / unitRows(w)
+}
+
+// unitRows is how many rows one of w's work items covers.
+func unitRows(w *Matrix) int {
+	switch {
+	case w.packed == nil:
+		return 1
+	case w.group == 16:
+		return 32
 	}
-	return w.rows
+	return w.group
 }
 
 // maxMulti is the most matrices MatMulMulti takes in one dispatch (the
@@ -457,7 +483,7 @@ func (b *Backend) MatMulMulti(outs []kernels.Tensor, ws []kernels.Matrix, x kern
 		panic(fmt.Sprintf("cpu: MatMulMulti of %d matrices into %d outputs", len(ws), len(outs)))
 	}
 	cols := -1
-	q8 := false
+	rows, panels := false, false // the activation layouts the products read
 	for _, wm := range ws {
 		w := wm.(*Matrix)
 		if cols >= 0 && w.cols != cols {
@@ -465,7 +491,9 @@ func (b *Backend) MatMulMulti(outs []kernels.Tensor, ws []kernels.Matrix, x kern
 			break
 		}
 		cols = w.cols
-		q8 = q8 || usesQ8(w.typ)
+		if usesQ8(w.typ) {
+			rows, panels = rows || w.group != 16, panels || w.group == 16
+		}
 	}
 	if len(ws) > maxMulti || cols < 0 {
 		for i, w := range ws {
@@ -479,8 +507,8 @@ func (b *Backend) MatMulMulti(outs []kernels.Tensor, ws []kernels.Matrix, x kern
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if q8 {
-		b.quantize(xd[:n*cols])
+	if rows || panels {
+		b.quantize(xd[:n*cols], n, rows, panels)
 	}
 	j := &b.multi
 	j.count = len(ws)

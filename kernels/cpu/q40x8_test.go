@@ -3,6 +3,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -18,13 +19,18 @@ import (
 // rows (greedy losslessness rests on both).
 func TestEightRows(t *testing.T) {
 	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
-		t.Run(typ.String(), func(t *testing.T) { testEightRows(t, typ) })
+		// 24 rows: a sixteen-row group and one padded with zeros, in one
+		// tile of two groups; 40: two groups, then a padded one alone;
+		// 96: three tiles of two groups, split between the threads
+		for _, rows := range []int{24, 40, 96} {
+			t.Run(fmt.Sprintf("%s/rows=%d", typ, rows), func(t *testing.T) { testEightRows(t, typ, rows) })
+		}
 	}
 }
 
-func testEightRows(t *testing.T, typ quant.Type) {
+func testEightRows(t *testing.T, typ quant.Type, rows int) {
 	rng := rand.New(rand.NewPCG(21, 22))
-	rows, cols := 24, 512 // a sixteen-row group and one padded with zeros
+	cols := 512
 	w := quantized(t, rng, typ, rows, cols)
 	m, err := NewMatrix(typ, w, rows, cols)
 	if err != nil {
@@ -130,6 +136,7 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 			var q q8Buf
 			q.size(len(x))
 			cQuantize(&q, x)
+			cQuantizePanels(&q, x, n)
 			a, v := make([]float32, n*rows), make([]float32, n*rows)
 			if !tiles(m8, &q, 0, rows/8, n, a) || !tiles(m16, &q, 0, (rows+15)/16, n, v) {
 				t.Fatal("the repacked kernels refused")

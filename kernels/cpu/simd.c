@@ -104,27 +104,27 @@ static inline float unpack32(int type, const uint8_t *b, int8_t *q, float *mout)
 
 // ---- portable versions ----
 
-static void quantize_q8_generic(const float *x, int count, float *d, int8_t *q, int32_t *s, float *m, int32_t *c) {
-	for (int b = 0; b < count / 32; b++) {
-		const float *xs = x + b * 32;
-		float amax = 0;
-		for (int j = 0; j < 32; j++) { float a = fabsf(xs[j]); if (a > amax) amax = a; }
-		float dd = amax / 127, id = dd != 0 ? 1 / dd : 0;
-		int32_t sum = 0, low = 0;
-		for (int j = 0; j < 32; j++) {
-			int8_t v = (int8_t)nearbyintf(xs[j] * id);
-			q[b * 32 + j] = v;
-			sum += v;
-			if (j == 15) low = sum;
-		}
-		d[b] = dd;
-		s[b] = sum;
-		m[b] = dd * (float)sum;
-		c[4 * b] = -128 * sum;
-		c[4 * b + 1] = -8 * sum;
-		c[4 * b + 2] = -32 * low;
-		c[4 * b + 3] = -32 * (sum - low);
+// q8_block_generic quantises 32 values to q with scale *d (round to
+// nearest even, as kernels/cpu's Go quantiser) and returns their sum, and
+// through low the sum of the first 16.
+static int32_t q8_block_generic(const float *xs, int8_t *q, float *d, int32_t *low) {
+	float amax = 0;
+	for (int j = 0; j < 32; j++) { float a = fabsf(xs[j]); if (a > amax) amax = a; }
+	float dd = amax / 127, id = dd != 0 ? 1 / dd : 0;
+	int32_t sum = 0;
+	for (int j = 0; j < 32; j++) {
+		int8_t v = (int8_t)nearbyintf(xs[j] * id);
+		q[j] = v;
+		sum += v;
+		if (j == 15) *low = sum;
 	}
+	*d = dd;
+	return sum;
+}
+
+static void quantize_q8_generic(const float *x, int count, float *d, int8_t *q, int32_t *s) {
+	int32_t low;
+	for (int b = 0; b < count / 32; b++) s[b] = q8_block_generic(x + b * 32, q + b * 32, d + b, &low);
 }
 
 static void mm_q8_generic(int type, const uint8_t *w, long row_bytes, int lo, int hi, int nb,
@@ -309,6 +309,28 @@ static void mm_f32_generic(int type, const uint8_t *w, long row_bytes, int lo, i
 	}
 }
 
+// QUANTIZE_PANELS defines NAME, arb_quantize_q8_panels with BLOCK
+// quantising each block.
+#define QUANTIZE_PANELS(NAME, ATTR, BLOCK)                                                                   \
+	ATTR static void NAME(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, float *m, int32_t *c) { \
+		int nb = cols / 32;                                                                              \
+		for (int r = lo; r < hi; r++) {                                                                  \
+			int p0 = r / ARB_PANEL * ARB_PANEL, P = n - p0 < ARB_PANEL ? n - p0 : ARB_PANEL, k = r - p0;  \
+			long base = (long)p0 * nb;                                                                   \
+			for (int b = 0; b < nb; b++) {                                                               \
+				long slot = base + (long)b * P + k;                                                      \
+				int32_t low = 0, sum = BLOCK(x + (long)r * cols + b * 32, q + slot * 32, d + slot, &low);    \
+				m[slot] = d[slot] * (float)sum;                                                          \
+				int32_t *cp = c + 4 * base + (long)b * 4 * P + k;                                        \
+				cp[0] = -128 * sum;                                                                      \
+				cp[P] = -8 * sum;                                                                        \
+				cp[2 * P] = -32 * low;                                                                   \
+				cp[3 * P] = -32 * (sum - low);                                                           \
+			}                                                                                            \
+		}                                                                                                \
+	}
+QUANTIZE_PANELS(quantize_panels_generic, , q8_block_generic)
+
 // ---- AVX2 + FMA + F16C ----
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -334,39 +356,39 @@ AVX2 static inline int32_t hsum_i32(__m256i v) {
 	return _mm_cvtsi128_si32(s4);
 }
 
-AVX2 static void quantize_q8_avx2(const float *x, int count, float *d, int8_t *q, int32_t *s, float *mo, int32_t *c) {
+// q8_block_avx2 is q8_block_generic eight lanes at a time (the same values).
+AVX2 static inline __attribute__((always_inline)) int32_t q8_block_avx2(const float *xs, int8_t *q, float *d, int32_t *lowp) {
 	const __m256 signmask = _mm256_set1_ps(-0.0f);
-	for (int b = 0; b < count / 32; b++) {
-		const float *xs = x + b * 32;
-		__m256 v0 = _mm256_loadu_ps(xs), v1 = _mm256_loadu_ps(xs + 8), v2 = _mm256_loadu_ps(xs + 16), v3 = _mm256_loadu_ps(xs + 24);
-		__m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(signmask, v0), _mm256_andnot_ps(signmask, v1)),
-		                         _mm256_max_ps(_mm256_andnot_ps(signmask, v2), _mm256_andnot_ps(signmask, v3)));
-		__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-		m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-		float amax = _mm_cvtss_f32(m4);
-		float dd = amax / 127, id = dd != 0 ? 1 / dd : 0;
-		__m256 mul = _mm256_set1_ps(id);
-		__m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-		__m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-		__m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-		__m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-		__m256i low = _mm256_add_epi32(i0, i1);
-		int32_t lo = hsum_i32(low), sum = lo + hsum_i32(_mm256_add_epi32(i2, i3));
-		// pack 32 int32 -> 32 int8 (packs interleave lanes; permute restores order)
-		__m256i p01 = _mm256_packs_epi32(i0, i1), p23 = _mm256_packs_epi32(i2, i3);
-		__m256i p = _mm256_packs_epi16(p01, p23);
-		p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-		_mm256_storeu_si256((__m256i *)(q + b * 32), p);
-		d[b] = dd;
-		s[b] = sum;
-		mo[b] = dd * (float)sum;
-		c[4 * b] = -128 * sum;
-		c[4 * b + 1] = -8 * sum;
-		c[4 * b + 2] = -32 * lo;
-		c[4 * b + 3] = -32 * (sum - lo);
-	}
+	__m256 v0 = _mm256_loadu_ps(xs), v1 = _mm256_loadu_ps(xs + 8), v2 = _mm256_loadu_ps(xs + 16), v3 = _mm256_loadu_ps(xs + 24);
+	__m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(signmask, v0), _mm256_andnot_ps(signmask, v1)),
+	                         _mm256_max_ps(_mm256_andnot_ps(signmask, v2), _mm256_andnot_ps(signmask, v3)));
+	__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+	m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+	m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+	float amax = _mm_cvtss_f32(m4);
+	float dd = amax / 127, id = dd != 0 ? 1 / dd : 0;
+	__m256 mul = _mm256_set1_ps(id);
+	__m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+	__m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+	__m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+	__m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+	int32_t low = hsum_i32(_mm256_add_epi32(i0, i1));
+	// pack 32 int32 -> 32 int8 (packs interleave lanes; permute restores order)
+	__m256i p01 = _mm256_packs_epi32(i0, i1), p23 = _mm256_packs_epi32(i2, i3);
+	__m256i p = _mm256_packs_epi16(p01, p23);
+	p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+	_mm256_storeu_si256((__m256i *)q, p);
+	*d = dd;
+	*lowp = low;
+	return low + hsum_i32(_mm256_add_epi32(i2, i3));
 }
+
+AVX2 static void quantize_q8_avx2(const float *x, int count, float *d, int8_t *q, int32_t *s) {
+	int32_t low;
+	for (int b = 0; b < count / 32; b++) s[b] = q8_block_avx2(x + b * 32, q + b * 32, d + b, &low);
+}
+
+QUANTIZE_PANELS(quantize_panels_avx2, AVX2, q8_block_avx2)
 
 // load_q loads one block's 32 weights (Q4_0, Q4_1, Q5_0, Q5_1) as unsigned
 // bytes, 0..15 or 0..31 with the offset not removed: it is taken off the
@@ -929,11 +951,25 @@ int arb_simd_level(void) {
 int arb_simd_level(void) { return 0; }
 #endif
 
-void arb_quantize_q8(const float *x, int count, float *d, int8_t *q, int32_t *s, float *m, int32_t *c) {
+void arb_quantize_q8(const float *x, int count, float *d, int8_t *q, int32_t *s) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	if (arb_simd_level() >= 1) { quantize_q8_avx2(x, count, d, q, s, m, c); return; }
+	if (arb_simd_level() >= 1) { quantize_q8_avx2(x, count, d, q, s); return; }
 #endif
-	quantize_q8_generic(x, count, d, q, s, m, c);
+	quantize_q8_generic(x, count, d, q, s);
+}
+
+// arb_quantize_q8_panels quantises rows lo..hi-1 of n rows of cols values
+// (x: all n rows) as arb_quantize_q8 does, into the panels the
+// sixteen-row tiles read (x16.c): the rows in panels of ARB_PANEL (the
+// last of the rest when n is not a multiple), and within a panel of P rows,
+// block b of row k at slot b*P + k: q (32 bytes a slot), d, and m = d * s;
+// c holds four a slot, [b][j][k] within the panel, the offsets the tiles
+// start from: -128 s, -8 s, and -32 times the sums of each half.
+void arb_quantize_q8_panels(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, float *m, int32_t *c) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 1) { quantize_panels_avx2(x, n, cols, lo, hi, q, d, m, c); return; }
+#endif
+	quantize_panels_generic(x, n, cols, lo, hi, q, d, m, c);
 }
 
 void arb_mm_q8(int type, const uint8_t *w, long row_bytes, int lo, int hi, int nb,

@@ -46,13 +46,27 @@ func cQuantize(q *q8Buf, x []float32) {
 		return
 	}
 	C.arb_quantize_q8((*C.float)(unsafe.Pointer(&x[0])), C.int(len(x)), (*C.float)(unsafe.Pointer(&q.d[0])),
-		(*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0])),
-		(*C.float)(unsafe.Pointer(&q.m[0])), (*C.int32_t)(unsafe.Pointer(&q.c[0])))
+		(*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0])))
+}
+
+// cQuantizePanels quantises x (n rows) into q's panels, for the
+// sixteen-row tiles.
+func cQuantizePanels(q *q8Buf, x []float32, n int) {
+	if len(x) == 0 {
+		return
+	}
+	q.sizePanels(len(x))
+	C.arb_quantize_q8_panels((*C.float)(unsafe.Pointer(&x[0])), C.int(n), C.int(len(x)/n), 0, C.int(n),
+		(*C.int8_t)(unsafe.Pointer(&q.pq[0])), (*C.float)(unsafe.Pointer(&q.pd[0])),
+		(*C.float)(unsafe.Pointer(&q.pm[0])), (*C.int32_t)(unsafe.Pointer(&q.pc[0])))
 }
 
 func (j *matmulJob) doC(worker, lo, hi int) {
 	w := j.w
-	if w.packed != nil { // lo, hi count groups of rows
+	if w.packed != nil { // lo, hi count units (pairs of sixteen-row groups, or groups of eight)
+		if w.group == 16 {
+			lo, hi = 2*lo, min(2*hi, (w.rows+15)/16)
+		}
 		if !tiles(w, &j.b.q8, lo, hi, j.n, j.out) {
 			panic("cpu: a repacked matrix on a CPU without its tiles") // repack checks first
 		}
@@ -178,18 +192,23 @@ func repackMatrix(m *Matrix, group int) ([]byte, int) {
 }
 
 // tiles multiplies groups lo..hi-1 of the repacked matrix w by the n
-// activation rows quantised in q, into out: the sixteen-row AVX-512 VNNI
-// tiles or the eight-row AVX2 ones, as w was packed. It reports false
-// where the CPU lacks them.
+// activation rows quantised in q (in panels for the sixteen-row AVX-512
+// VNNI tiles, row by row for the eight-row AVX2 ones, as w was packed),
+// into out. It reports false where the CPU lacks them.
 func tiles(w *Matrix, q *q8Buf, lo, hi, n int, out []float32) bool {
 	p, glo, ghi := (*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(lo), C.int(hi)
-	yd, yq, ys := (*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0]))
 	o, cn, rows := (*C.float)(unsafe.Pointer(&out[0])), C.int(n), C.int(w.rows)
 	var rc C.int
+	var yd *C.float
+	var yq *C.int8_t
+	var ys *C.int32_t
+	if w.group != 16 {
+		yd, yq, ys = (*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0]))
+	}
 	switch {
 	case w.group == 16:
-		rc = C.arb_mm_x16(C.int(w.typ), p, glo, ghi, yd, yq, ys, (*C.float)(unsafe.Pointer(&q.m[0])),
-			(*C.int32_t)(unsafe.Pointer(&q.c[0])), C.int(w.cols/quant.QK), cn, o, rows)
+		rc = C.arb_mm_x16(C.int(w.typ), p, glo, ghi, (*C.int8_t)(unsafe.Pointer(&q.pq[0])), (*C.float)(unsafe.Pointer(&q.pd[0])),
+			(*C.float)(unsafe.Pointer(&q.pm[0])), (*C.int32_t)(unsafe.Pointer(&q.pc[0])), C.int(w.cols/quant.QK), cn, o, rows)
 	case w.typ == quant.Q6_K:
 		rc = C.arb_mm_q6kx8(p, glo, ghi, C.int(w.cols/quant.QKK), yd, yq, cn, o, rows)
 	case w.typ == quant.Q4_K || w.typ == quant.Q5_K:

@@ -11,6 +11,9 @@ const haveC = false
 
 func cQuantize(q *q8Buf, x []float32) { q.quantize(x) }
 
+// cQuantizePanels is never called without cgo: nothing is repacked.
+func cQuantizePanels(q *q8Buf, x []float32, n int) { panic("cpu: panels in a build without cgo") }
+
 func (j *matmulJob) doC(worker, lo, hi int) { j.doGo(worker, lo, hi) }
 
 // ReadSum XORs the words of p: the inner loop of a memory bandwidth

@@ -14,8 +14,8 @@
 // The weights of a group are multiplied by up to eight activation rows (a
 // tile) while they sit in registers and the first level of cache: each
 // vector of weights is loaded once for the tile, and every activation
-// word reaches vpdpbusd as a broadcast operand from memory ({1to16}), so a
-// tile's inner loop is vpdpbusd and little else. A pass over W tokens runs
+// word is broadcast to the sixteen lanes by a load, so a tile's inner loop
+// is vpdpbusd and broadcast loads. A pass over W tokens runs
 // ceil(W/8) tiles over each group, the group's weights read from memory
 // once and from cache after that.
 //
@@ -151,27 +151,40 @@ void arb_x16_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb
 #define PREFETCH16 2048
 #endif
 
-// dpbusd adds to each lane of acc the four products of its unsigned
-// weight bytes in w and the four signed activation bytes at p, which
-// reach every lane as a {1to16} broadcast memory operand (the compiler
-// does not fold _mm512_set1_epi32 of a load into vpdpbusd, and a separate
-// broadcast per product doubles the instructions of a tile's inner loop).
-X16 static AI __m512i dpbusd(__m512i acc, __m512i w, const int8_t *p) {
-	__asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const int32_t *)p));
-	return acc;
-}
+// bcast is the activation word at p in every lane, by a load of its own:
+// on Zen 5 a vpdpbusd with a {1to16} memory operand ran at half the rate
+// of a separate vpbroadcastd and a register vpdpbusd (9.8 against 4.6
+// cycles for eight).
+#define bcast(p) _mm512_set1_epi32(*(const int32_t *)(p))
 
-// A tile's arguments: the group's weights, the activations (q8, see
-// simd.h's arb_q8), its first activation row r, and where its outputs go.
+// q8in is the activations as the tiles read them (arb_quantize_q8_panels):
+// quantised to 8 bits in blocks of 32, in panels of ARB_PANEL rows (the
+// last panel the rest), a panel's blocks stored together so that a tile's
+// rows of block b are one run of 32 bytes a row and their scales, min
+// terms and offsets runs of a value a row: the tile addresses all of them
+// from one pointer, with constant offsets (with the eight pointers a tile
+// of eight rows took in the row-by-row layout, the compiler spilled them).
 typedef struct {
-	const float *d;   // scale of each activation block
-	const int8_t *q;  // the 8-bit values, 32 a block
-	const int32_t *s; // the sum of each block's values
-	const float *m;   // d * s of each block (the K-quants' min term)
-	const int32_t *c; // four a block: -128 s, -8 s, and -32 times the sums of its two halves
-
+	const int8_t *q;  // the 8-bit values, 32 a slot
+	const float *d;   // scale of each slot
+	const float *m;   // d * s of each slot (the K-quants' min term)
+	const int32_t *c; // four a slot: -128 s, -8 s, and -32 times the sums of its halves
 	int nb;           // blocks a row
 } q8in;
+
+// panel is the part of q8in holding the panel of T rows that starts at
+// row r (a multiple of ARB_PANEL): block b of its row k is slot b*T + k.
+typedef struct {
+	const int8_t *q;
+	const float *d, *m;
+	const int32_t *c;
+} panel;
+
+X16 static AI panel panel_at(const q8in *y, int r) {
+	long base = (long)r * y->nb;
+	panel p = {y->q + base * 32, y->d + base, y->m + base, y->c + 4 * base};
+	return p;
+}
 
 // store16 writes a tile row's sixteen outputs, or the first valid of them.
 X16 static AI void store16(float *p, __m512 v, int valid) {
@@ -179,195 +192,265 @@ X16 static AI void store16(float *p, __m512 v, int valid) {
 	else _mm512_mask_storeu_ps(p, (__mmask16)((1u << valid) - 1), v);
 }
 
-// q80 computes a group's sixteen rows against activation rows r..r+T-1:
-// for each block, each row lane's exact sum over the 32 weights of
+// The tiles compute G groups' sixteen rows (G is 1 or 2; the second
+// group's data follows the first's at gs bytes) against activation rows
+// r..r+T-1, each broadcast activation word serving both groups: a core
+// loads two vectors a cycle, and at one broadcast per vpdpbusd the loads,
+// not the products, bounded a tile (one group by eight rows of Q8_0 ran
+// at 356 GMAC/s on one core, two groups by four at 385). A tile prefetches
+// the next blocks of its groups only when pf says it is the first over
+// them in its span of activation rows: they come from memory then, and
+// from the first level of cache for the tiles after it.
+
+// q80: for each block, each row lane's exact sum over the 32 weights of
 // (w + 128) * y less 128 * sum(y), then acc += (dw * dy) * sum, as the
 // eight-row tiles do.
-X16 static AI void q80_tile(const uint8_t *gp, const q8in *y, int r, const int T, float *out, long rows, int o, int valid) {
-	__m512 acc[8];
-	for (int k = 0; k < T; k++) acc[k] = _mm512_setzero_ps();
-	const int nb = y->nb;
-	const long stride = (long)nb * 32;
-	const int8_t *yq = y->q + (long)r * stride;
-	for (int b = 0; b < nb; b++) {
+X16 static AI void q80_tile(const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, int pf, float *out,
+                            long rows, int o, int valid) {
+	__m512 acc[2][ARB_PANEL];
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) acc[g][k] = _mm512_setzero_ps();
+	panel p = panel_at(y, r);
+	for (int b = 0; b < y->nb; b++, p.q += 32 * T, p.d += T, p.c += 4 * T) {
 		const uint8_t *blk = gp + (long)b * X16_Q80;
-		for (int pf = 0; pf < X16_Q80; pf += 64) _mm_prefetch((const char *)blk + PREFETCH16 + pf, _MM_HINT_T0);
-		__m512i s[8];
-		for (int k = 0; k < T; k++) s[k] = _mm512_set1_epi32(y->c[4 * ((long)(r + k) * nb + b)]);
+		if (pf)
+			for (int g = 0; g < G; g++)
+				for (int at = 0; at < X16_Q80; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_T0);
+		__m512i s[2][ARB_PANEL];
+		for (int k = 0; k < T; k++) s[0][k] = s[1][k] = _mm512_set1_epi32(p.c[k]);
 		for (int h = 0; h < 8; h++) {
-			__m512i w = _mm512_loadu_si512(blk + 32 + 64 * h);
-			for (int k = 0; k < T; k++) s[k] = dpbusd(s[k], w, yq + k * stride + 32 * b + 4 * h);
+			__m512i w[2];
+			for (int g = 0; g < G; g++) w[g] = _mm512_loadu_si512(blk + g * gs + 32 + 64 * h);
+			for (int k = 0; k < T; k++) {
+				__m512i yk = bcast(p.q + 32 * k + 4 * h);
+				for (int g = 0; g < G; g++) s[g][k] = _mm512_dpbusd_epi32(s[g][k], w[g], yk);
+			}
 		}
-		__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
-		for (int k = 0; k < T; k++)
-			acc[k] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(y->d[(long)(r + k) * nb + b])), _mm512_cvtepi32_ps(s[k]), acc[k]);
+		for (int g = 0; g < G; g++) {
+			__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
+			for (int k = 0; k < T; k++)
+				acc[g][k] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(p.d[k])), _mm512_cvtepi32_ps(s[g][k]), acc[g][k]);
+		}
 	}
-	for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o, acc[k], valid);
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o + 16 * g, acc[g][k], valid - 16 * g);
 }
 
 // q40 is q80 for Q4_0: unsigned nibbles, 8 times the block's activation
 // sum off the total.
-X16 static AI void q40_tile(const uint8_t *gp, const q8in *y, int r, const int T, float *out, long rows, int o, int valid) {
-	__m512 acc[8];
-	for (int k = 0; k < T; k++) acc[k] = _mm512_setzero_ps();
-	const int nb = y->nb;
-	const long stride = (long)nb * 32;
-	const int8_t *yq = y->q + (long)r * stride;
+X16 static AI void q40_tile(const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, int pf, float *out,
+                            long rows, int o, int valid) {
+	__m512 acc[2][ARB_PANEL];
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) acc[g][k] = _mm512_setzero_ps();
+	panel p = panel_at(y, r);
 	const __m512i m4 = _mm512_set1_epi8(0xf);
-	for (int b = 0; b < nb; b++) {
+	for (int b = 0; b < y->nb; b++, p.q += 32 * T, p.d += T, p.c += 4 * T) {
 		const uint8_t *blk = gp + (long)b * X16_Q40;
-		for (int pf = 0; pf < X16_Q40; pf += 64) _mm_prefetch((const char *)blk + PREFETCH16 + pf, _MM_HINT_T0);
-		__m512i s[8];
-		for (int k = 0; k < T; k++) s[k] = _mm512_set1_epi32(y->c[4 * ((long)(r + k) * nb + b) + 1]);
+		if (pf)
+			for (int g = 0; g < G; g++)
+				for (int at = 0; at < X16_Q40; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_T0);
+		__m512i s[2][ARB_PANEL];
+		for (int k = 0; k < T; k++) s[0][k] = s[1][k] = _mm512_set1_epi32(p.c[T + k]);
 		for (int h = 0; h < 4; h++) {
-			__m512i v = _mm512_loadu_si512(blk + 32 + 64 * h);
-			__m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+			__m512i lo[2], hi[2];
+			for (int g = 0; g < G; g++) {
+				__m512i v = _mm512_loadu_si512(blk + g * gs + 32 + 64 * h);
+				lo[g] = _mm512_and_si512(v, m4);
+				hi[g] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+			}
 			for (int k = 0; k < T; k++) {
-				s[k] = dpbusd(s[k], lo, yq + k * stride + 32 * b + 4 * h);
-				s[k] = dpbusd(s[k], hi, yq + k * stride + 32 * b + 16 + 4 * h);
+				__m512i yl = bcast(p.q + 32 * k + 4 * h), yh = bcast(p.q + 32 * k + 16 + 4 * h);
+				for (int g = 0; g < G; g++) {
+					s[g][k] = _mm512_dpbusd_epi32(s[g][k], lo[g], yl);
+					s[g][k] = _mm512_dpbusd_epi32(s[g][k], hi[g], yh);
+				}
 			}
 		}
-		__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
-		for (int k = 0; k < T; k++)
-			acc[k] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(y->d[(long)(r + k) * nb + b])), _mm512_cvtepi32_ps(s[k]), acc[k]);
+		for (int g = 0; g < G; g++) {
+			__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
+			for (int k = 0; k < T; k++)
+				acc[g][k] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(p.d[k])), _mm512_cvtepi32_ps(s[g][k]), acc[g][k]);
+		}
 	}
-	for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o, acc[k], valid);
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o + 16 * g, acc[g][k], valid - 16 * g);
 }
 
-// q4k computes a group's sixteen Q4_K (Q5_K when q5) rows against
-// activation rows r..r+T-1: each sub-block j gives each lane its row's
+// q4k, for Q4_K (Q5_K when q5): each sub-block j gives each lane its row's
 // exact sum of q * y, then acc += (d * scale_j) * (dy * sum) and
 // acc -= (dmin * min_j) * (dy * sum(y)), as q4kx8.c's tiles do.
-X16 static AI void q4k_tile(const int q5, const uint8_t *gp, const q8in *y, int r, const int T, float *out, long rows, int o,
-                            int valid) {
-	__m512 acc[8];
-	for (int k = 0; k < T; k++) acc[k] = _mm512_setzero_ps();
-	const int nsb = y->nb / 8;
-	const long nb = y->nb, stride = nb * 32;
+X16 static AI void q4k_tile(const int q5, const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, int pf,
+                            float *out, long rows, int o, int valid) {
+	__m512 acc[2][ARB_PANEL];
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) acc[g][k] = _mm512_setzero_ps();
 	const long GB = q5 ? X16_Q5K : X16_Q4K;
-	const int8_t *yq = y->q + (long)r * stride;
-	const __m512i m4 = _mm512_set1_epi8(0xf), bit = _mm512_set1_epi8(1);
-	for (int sb = 0; sb < nsb; sb++) {
+	panel p = panel_at(y, r);
+	const __m512i m4 = _mm512_set1_epi8(0xf), sixteen = _mm512_set1_epi8(16);
+	for (int sb = 0; sb < y->nb / 8; sb++) {
 		const uint8_t *blk = gp + (long)sb * GB;
-		for (int pf = 0; pf < GB; pf += 64) _mm_prefetch((const char *)blk + PREFETCH16 + pf, _MM_HINT_T0);
-		__m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
-		__m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + 32)));
+		if (pf)
+			for (int g = 0; g < G; g++)
+				for (int at = 0; at < GB; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_T0);
+		__m512 d[2], dmin[2];
+		for (int g = 0; g < G; g++) {
+			d[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
+			dmin[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs + 32)));
+		}
 		for (int j = 0; j < 8; j++) {
 			int c = j / 2, e = j % 2;
-			__m512 dsc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 64 + 32 * j)))));
-			__m512 dmm = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 80 + 32 * j)))));
-			long b = (long)sb * 8 + j;
-			__m512i s[8];
-			for (int k = 0; k < T; k++) s[k] = _mm512_setzero_si512();
+			__m512 dsc[2], dmm[2];
+			for (int g = 0; g < G; g++) {
+				const uint8_t *gb = blk + g * gs;
+				dsc[g] = _mm512_mul_ps(d[g], _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(gb + 64 + 32 * j)))));
+				dmm[g] = _mm512_mul_ps(dmin[g], _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(gb + 80 + 32 * j)))));
+			}
+			__m512i s[2][ARB_PANEL];
+			for (int g = 0; g < G; g++)
+				for (int k = 0; k < T; k++) s[g][k] = _mm512_setzero_si512();
 			for (int h = 0; h < 8; h++) {
-				__m512i v = _mm512_loadu_si512(blk + 320 + 512 * c + 64 * h);
-				__m512i w = e ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_and_si512(v, m4);
-				if (q5) { // bit j of each qh byte is its weight's fifth bit, moved to bit 4
-					__m512i qh = _mm512_loadu_si512(blk + X16_Q4K + 64 * h);
-					w = _mm512_or_si512(w, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, j), bit), 4));
+				__m512i w[2];
+				for (int g = 0; g < G; g++) {
+					__m512i v = _mm512_loadu_si512(blk + g * gs + 320 + 512 * c + 64 * h);
+					w[g] = e ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_and_si512(v, m4);
+					if (q5) { // bit j of each qh byte is its weight's fifth bit: 16 added where it is set
+						__mmask64 hb = _mm512_test_epi8_mask(_mm512_loadu_si512(blk + g * gs + X16_Q4K + 64 * h), _mm512_set1_epi8((char)(1 << j)));
+						w[g] = _mm512_mask_add_epi8(w[g], hb, w[g], sixteen);
+					}
 				}
-				for (int k = 0; k < T; k++) s[k] = dpbusd(s[k], w, yq + k * stride + 32 * b + 4 * h);
+				for (int k = 0; k < T; k++) {
+					__m512i yk = bcast(p.q + 32 * k + 4 * h);
+					for (int g = 0; g < G; g++) s[g][k] = _mm512_dpbusd_epi32(s[g][k], w[g], yk);
+				}
 			}
-			for (int k = 0; k < T; k++) {
-				long i = (long)(r + k) * nb + b;
-				acc[k] = _mm512_fmadd_ps(dsc, _mm512_mul_ps(_mm512_set1_ps(y->d[i]), _mm512_cvtepi32_ps(s[k])), acc[k]);
-				acc[k] = _mm512_fnmadd_ps(dmm, _mm512_set1_ps(y->m[i]), acc[k]);
-			}
+			for (int g = 0; g < G; g++)
+				for (int k = 0; k < T; k++) {
+					acc[g][k] = _mm512_fmadd_ps(dsc[g], _mm512_mul_ps(_mm512_set1_ps(p.d[k]), _mm512_cvtepi32_ps(s[g][k])), acc[g][k]);
+					acc[g][k] = _mm512_fnmadd_ps(dmm[g], _mm512_set1_ps(p.m[k]), acc[g][k]);
+				}
+			p.q += 32 * T, p.d += T, p.m += T;
 		}
 	}
-	for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o, acc[k], valid);
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o + 16 * g, acc[g][k], valid - 16 * g);
 }
 
-// q6k computes a group's sixteen Q6_K rows against activation rows
-// r..r+T-1: each 16-weight half of a block gives each lane its row's exact
-// sum of (q - 32) * y (the stored q against y, less 32 times the half's
+// q6k: each 16-weight half of a block gives each lane its row's exact sum
+// of (q - 32) * y (the stored q against y, less 32 times the half's
 // activation sum), times the half's scale; then acc += (d * dy) * sum, as
 // q6kx8.c's tiles do.
-X16 static AI void q6k_tile(const uint8_t *gp, const q8in *y, int r, const int T, float *out, long rows, int o, int valid) {
-	__m512 acc[8];
-	for (int k = 0; k < T; k++) acc[k] = _mm512_setzero_ps();
-	const int nsb = y->nb / 8;
-	const long nb = y->nb, stride = nb * 32;
-	const int8_t *yq = y->q + (long)r * stride;
-	for (int sb = 0; sb < nsb; sb++) {
+X16 static AI void q6k_tile(const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, int pf, float *out,
+                            long rows, int o, int valid) {
+	__m512 acc[2][ARB_PANEL];
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) acc[g][k] = _mm512_setzero_ps();
+	panel p = panel_at(y, r);
+	for (int sb = 0; sb < y->nb / 8; sb++) {
 		const uint8_t *blk = gp + (long)sb * X16_Q6K;
-		for (int pf = 0; pf < X16_Q6K; pf += 64) _mm_prefetch((const char *)blk + PREFETCH16 + pf, _MM_HINT_T0);
-		__m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
+		if (pf)
+			for (int g = 0; g < G; g++)
+				for (int at = 0; at < X16_Q6K; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_T0);
 		for (int c = 0; c < 8; c++) {
-			__m512i sc0 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 32 + 32 * c)));
-			__m512i sc1 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 48 + 32 * c)));
-			long b = (long)sb * 8 + c;
-			__m512i lo[8], hi[8];
-			for (int k = 0; k < T; k++) {
-				long i = (long)(r + k) * nb + b;
-				lo[k] = _mm512_set1_epi32(y->c[4 * i + 2]);
-				hi[k] = _mm512_set1_epi32(y->c[4 * i + 3]);
-			}
-			for (int h = 0; h < 4; h++) {
-				__m512i w0 = _mm512_loadu_si512(blk + 288 + 512 * c + 64 * h);
-				__m512i w1 = _mm512_loadu_si512(blk + 288 + 512 * c + 64 * (h + 4));
-				for (int k = 0; k < T; k++) {
-					lo[k] = dpbusd(lo[k], w0, yq + k * stride + 32 * b + 4 * h);
-					hi[k] = dpbusd(hi[k], w1, yq + k * stride + 32 * b + 16 + 4 * h);
+			__m512i is[2][ARB_PANEL];
+			for (int half = 0; half < 2; half++) {
+				__m512i sc[2], s[2][ARB_PANEL];
+				for (int g = 0; g < G; g++) {
+					sc[g] = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + g * gs + 32 + 32 * c + 16 * half)));
+					for (int k = 0; k < T; k++) s[g][k] = _mm512_set1_epi32(p.c[(2 + half) * T + k]);
 				}
+				for (int h = 0; h < 4; h++) {
+					__m512i w[2];
+					for (int g = 0; g < G; g++) w[g] = _mm512_loadu_si512(blk + g * gs + 288 + 512 * c + 64 * (h + 4 * half));
+					for (int k = 0; k < T; k++) {
+						__m512i yk = bcast(p.q + 32 * k + 16 * half + 4 * h);
+						for (int g = 0; g < G; g++) s[g][k] = _mm512_dpbusd_epi32(s[g][k], w[g], yk);
+					}
+				}
+				for (int g = 0; g < G; g++)
+					for (int k = 0; k < T; k++) {
+						__m512i v = _mm512_mullo_epi32(s[g][k], sc[g]);
+						is[g][k] = half ? _mm512_add_epi32(is[g][k], v) : v;
+					}
 			}
-			for (int k = 0; k < T; k++) {
-				__m512i is = _mm512_add_epi32(_mm512_mullo_epi32(lo[k], sc0), _mm512_mullo_epi32(hi[k], sc1));
-				__m512 dy = _mm512_mul_ps(d, _mm512_set1_ps(y->d[(long)(r + k) * nb + b]));
-				acc[k] = _mm512_fmadd_ps(dy, _mm512_cvtepi32_ps(is), acc[k]);
+			for (int g = 0; g < G; g++) {
+				__m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
+				for (int k = 0; k < T; k++)
+					acc[g][k] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(p.d[k])), _mm512_cvtepi32_ps(is[g][k]), acc[g][k]);
 			}
+			p.q += 32 * T, p.d += T, p.c += 4 * T;
 		}
 	}
-	for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o, acc[k], valid);
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o + 16 * g, acc[g][k], valid - 16 * g);
 }
 
 // X16_ROWS defines NAME: groups glo..ghi-1 of a repacked matrix (each
 // taking nb / PER blocks of GB bytes: PER is 8 for the super-block types)
-// against the n activation rows, eight at a time, then the rest in one
-// tile. The activation rows go in spans of about X16_SPAN bytes, each over
-// every group before the next: a span stays in the core's L2 while the
-// groups' weights stream past it (128 rows of 8192 activations, 1 MiB,
-// would not, and their tiles ran 10% slower).
+// against the n activation rows, two groups by TMAX rows a tile (then the
+// rest in one tile), an odd last group alone. The activation rows go in
+// spans of about X16_SPAN bytes, each over every group before the next: a
+// span stays in the core's L2 while the groups' weights stream past it
+// (128 rows of 8192 activations, 1 MiB, would not, and their tiles ran
+// 10% slower).
 #ifndef X16_SPAN
 #define X16_SPAN (256 << 10)
 #endif
-#define X16_ROWS(NAME, TILE, GB, PER)                                                                         \
+#define X16_ROWS(NAME, TILE, GB, PER, TMAX)                                                                  \
 	X16 static void NAME(const uint8_t *packed, int glo, int ghi, const q8in *y, int n, float *out, int rows) { \
 		int span = X16_SPAN / (32 * y->nb) / 8 * 8;                                                      \
 		if (span < 8) span = 8;                                                                          \
+		long gs = (long)(y->nb / (PER)) * (GB);                                                          \
 		for (int r0 = 0; r0 < n; r0 += span) {                                                           \
 			int r1 = r0 + span < n ? r0 + span : n;                                                      \
-			for (int g = glo; g < ghi; g++) {                                                            \
-				const uint8_t *gp = packed + (long)g * (y->nb / (PER)) * (GB);                           \
+			for (int g = glo; g < ghi; g += 2) {                                                         \
+				const uint8_t *gp = packed + (long)g * gs;                                               \
 				int o = 16 * g, valid = rows - o, r = r0;                                                \
-				for (; r + 8 <= r1; r += 8) TILE(gp, y, r, 8, out, rows, o, valid);                      \
-				switch (r1 - r) {                                                                        \
-				case 7: TILE(gp, y, r, 7, out, rows, o, valid); break;                                   \
-				case 6: TILE(gp, y, r, 6, out, rows, o, valid); break;                                   \
-				case 5: TILE(gp, y, r, 5, out, rows, o, valid); break;                                   \
-				case 4: TILE(gp, y, r, 4, out, rows, o, valid); break;                                   \
-				case 3: TILE(gp, y, r, 3, out, rows, o, valid); break;                                   \
-				case 2: TILE(gp, y, r, 2, out, rows, o, valid); break;                                   \
-				case 1: TILE(gp, y, r, 1, out, rows, o, valid); break;                                   \
+				if (g + 1 < ghi) {                                                                       \
+					for (; r + TMAX <= r1; r += TMAX) TILE(2, gp, gs, y, r, TMAX, r == r0, out, rows, o, valid);  \
+					X16_REST(TILE, 2)                                                                    \
+				} else {                                                                                 \
+					for (; r + TMAX <= r1; r += TMAX) TILE(1, gp, gs, y, r, TMAX, r == r0, out, rows, o, valid);  \
+					X16_REST(TILE, 1)                                                                    \
 				}                                                                                        \
 			}                                                                                            \
 		}                                                                                                \
 	}
+#define X16_REST(TILE, G)                                                                                     \
+	switch (r1 - r) {                                                                                        \
+	case 3: TILE(G, gp, gs, y, r, 3, r == r0, out, rows, o, valid); break;                                            \
+	case 2: TILE(G, gp, gs, y, r, 2, r == r0, out, rows, o, valid); break;                                            \
+	case 1: TILE(G, gp, gs, y, r, 1, r == r0, out, rows, o, valid); break;                                            \
+	}
 
 #define q4k_tile0(...) q4k_tile(0, __VA_ARGS__)
 #define q4k_tile1(...) q4k_tile(1, __VA_ARGS__)
-X16_ROWS(mm_q80x16, q80_tile, X16_Q80, 1)
-X16_ROWS(mm_q40x16, q40_tile, X16_Q40, 1)
-X16_ROWS(mm_q4kx16, q4k_tile0, X16_Q4K, 8)
-X16_ROWS(mm_q5kx16, q4k_tile1, X16_Q5K, 8)
-X16_ROWS(mm_q6kx16, q6k_tile, X16_Q6K, 8)
+#ifndef TQ
+#define TQ 4
+#endif
+#ifndef TQ6
+#define TQ6 4
+#endif
+X16_ROWS(mm_q80x16, q80_tile, X16_Q80, 1, TQ)
+X16_ROWS(mm_q40x16, q40_tile, X16_Q40, 1, TQ)
+#ifndef TQK
+#define TQK 4
+#endif
+X16_ROWS(mm_q4kx16, q4k_tile0, X16_Q4K, 8, TQK)
+X16_ROWS(mm_q5kx16, q4k_tile1, X16_Q5K, 8, TQK)
+X16_ROWS(mm_q6kx16, q6k_tile, X16_Q6K, 8, TQ6)
 #endif
 
-int arb_mm_x16(int type, const uint8_t *packed, int glo, int ghi, const float *yd, const int8_t *yq, const int32_t *ys,
-               const float *ym, const int32_t *yc, int nb, int n, float *out, int rows) {
+// arb_mm_x16 multiplies groups glo..ghi-1 (of sixteen rows) of a matrix
+// of type repacked by arb_x16_pack by n activation rows quantised into
+// panels by arb_quantize_q8_panels (yq, yd, ym, yc; nb blocks of 32 a
+// row), into out[r*rows + o]. It returns -1 where the CPU lacks AVX-512
+// VNNI or type has no sixteen-row tiles.
+int arb_mm_x16(int type, const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd, const float *ym,
+               const int32_t *yc, int nb, int n, float *out, int rows) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	if (arb_simd_level() < 2) return -1;
-	q8in y = {yd, yq, ys, ym, yc, nb};
+	q8in y = {yq, yd, ym, yc, nb};
 	switch (type) {
 	case ARB_Q8_0: mm_q80x16(packed, glo, ghi, &y, n, out, rows); return 0;
 	case ARB_Q4_0: mm_q40x16(packed, glo, ghi, &y, n, out, rows); return 0;
