@@ -35,6 +35,7 @@ type Backend struct {
 	q8      q8Buf       // activations quantised for the current call
 	mm      matmulJob   // the current call's job, reused so decoding allocates nothing
 	multi   multiJob    // MatMulMulti's job, reused likewise
+	rows    rowsJob     // the element-wise operation split across the workers
 	attn    attnJob
 	attnGo  attnGoJob
 	// repackLeft is how many more bytes of repacked copies this backend's
@@ -334,8 +335,14 @@ func (q *q8Buf) sizePanels(n int) {
 }
 
 func (q *q8Buf) quantize(x []float32) {
-	nb := q.size(len(x))
-	for b := 0; b < nb; b++ {
+	q.size(len(x))
+	q.quantizeRows(x, len(x), 0, 1)
+}
+
+// quantizeRows quantises rows lo..hi-1 of x, rows of cols values, into
+// the row-by-row layout (sized for all of x).
+func (q *q8Buf) quantizeRows(x []float32, cols, lo, hi int) {
+	for b := lo * cols / quant.QK; b < hi*cols/quant.QK; b++ {
 		xs := x[b*quant.QK : (b+1)*quant.QK]
 		amax := float32(0)
 		for _, v := range xs {
@@ -419,17 +426,37 @@ func (b *Backend) MatMul(out []float32, wm kernels.Matrix, x []float32, n int) {
 
 // quantize fills b.q8 with x (n rows) in 8-bit blocks, for the quantised
 // products: row by row when rows, in panels when panels (the sixteen-row
-// tiles).
+// tiles). The caller holds b.mu; a wide pass's rows are split across the
+// workers.
 func (b *Backend) quantize(x []float32, n int, rows, panels bool) {
 	if rows {
+		b.q8.size(len(x))
+	}
+	if panels {
+		b.q8.sizePanels(len(x))
+	}
+	if b.threads == 1 || len(x) < parallelMin || n < 2 {
+		b.quantizeRows(x, n, 0, n, rows, panels)
+		return
+	}
+	b.rows = rowsJob{op: opQuant, b: b, x: x, n: n, rows: rows, panels: panels}
+	b.pool.run(&b.rows, n, max(1, parallelMin/(4*(len(x)/n))))
+	b.rows = rowsJob{}
+}
+
+// quantizeRows quantises rows lo..hi-1 of x (n rows) into b.q8, whose
+// buffers are sized.
+func (b *Backend) quantizeRows(x []float32, n, lo, hi int, rows, panels bool) {
+	cols := len(x) / n
+	if rows {
 		if haveC {
-			cQuantize(&b.q8, x)
+			cQuantizeRows(&b.q8, x, cols, lo, hi)
 		} else {
-			b.q8.quantize(x)
+			b.q8.quantizeRows(x, cols, lo, hi)
 		}
 	}
 	if panels {
-		cQuantizePanels(&b.q8, x, n)
+		cQuantizePanels(&b.q8, x, n, lo, hi)
 	}
 }
 

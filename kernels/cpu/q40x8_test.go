@@ -136,7 +136,8 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 			var q q8Buf
 			q.size(len(x))
 			cQuantize(&q, x)
-			cQuantizePanels(&q, x, n)
+			q.sizePanels(len(x))
+			cQuantizePanels(&q, x, n, 0, n)
 			a, v := make([]float32, n*rows), make([]float32, n*rows)
 			if !tiles(m8, &q, 0, rows/8, n, a) || !tiles(m16, &q, 0, (rows+15)/16, n, v) {
 				t.Fatal("the repacked kernels refused")

@@ -45,18 +45,27 @@ func cQuantize(q *q8Buf, x []float32) {
 	if q.size(len(x)) == 0 {
 		return
 	}
-	C.arb_quantize_q8((*C.float)(unsafe.Pointer(&x[0])), C.int(len(x)), (*C.float)(unsafe.Pointer(&q.d[0])),
-		(*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0])))
+	cQuantizeRows(q, x, len(x), 0, 1)
 }
 
-// cQuantizePanels quantises x (n rows) into q's panels, for the
-// sixteen-row tiles.
-func cQuantizePanels(q *q8Buf, x []float32, n int) {
-	if len(x) == 0 {
+// cQuantizeRows quantises rows lo..hi-1 of x (rows of cols values) into
+// q's row-by-row layout, sized for all of x.
+func cQuantizeRows(q *q8Buf, x []float32, cols, lo, hi int) {
+	a, nb := lo*cols, cols/quant.QK
+	if hi <= lo || nb == 0 {
 		return
 	}
-	q.sizePanels(len(x))
-	C.arb_quantize_q8_panels((*C.float)(unsafe.Pointer(&x[0])), C.int(n), C.int(len(x)/n), 0, C.int(n),
+	C.arb_quantize_q8((*C.float)(unsafe.Pointer(&x[a])), C.int((hi-lo)*cols), (*C.float)(unsafe.Pointer(&q.d[lo*nb])),
+		(*C.int8_t)(unsafe.Pointer(&q.q[a])), (*C.int32_t)(unsafe.Pointer(&q.s[lo*nb])))
+}
+
+// cQuantizePanels quantises rows lo..hi-1 of x (n rows) into q's panels,
+// sized for all of x, for the sixteen-row tiles.
+func cQuantizePanels(q *q8Buf, x []float32, n, lo, hi int) {
+	if hi <= lo || len(x) < n*quant.QK {
+		return
+	}
+	C.arb_quantize_q8_panels((*C.float)(unsafe.Pointer(&x[0])), C.int(n), C.int(len(x)/n), C.int(lo), C.int(hi),
 		(*C.int8_t)(unsafe.Pointer(&q.pq[0])), (*C.float)(unsafe.Pointer(&q.pd[0])),
 		(*C.float)(unsafe.Pointer(&q.pm[0])), (*C.int32_t)(unsafe.Pointer(&q.pc[0])))
 }

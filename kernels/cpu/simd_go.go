@@ -11,8 +11,13 @@ const haveC = false
 
 func cQuantize(q *q8Buf, x []float32) { q.quantize(x) }
 
+// cQuantizeRows is q.quantizeRows without cgo.
+func cQuantizeRows(q *q8Buf, x []float32, cols, lo, hi int) { q.quantizeRows(x, cols, lo, hi) }
+
 // cQuantizePanels is never called without cgo: nothing is repacked.
-func cQuantizePanels(q *q8Buf, x []float32, n int) { panic("cpu: panels in a build without cgo") }
+func cQuantizePanels(q *q8Buf, x []float32, n, lo, hi int) {
+	panic("cpu: panels in a build without cgo")
+}
 
 func (j *matmulJob) doC(worker, lo, hi int) { j.doGo(worker, lo, hi) }
 
