@@ -127,9 +127,10 @@ func refAttention(q, kc, vc []float32, past, n int, mask []bool, heads, kvHeads,
 
 // TestAttentionMatchesReference: the C attention (the per-kv-head kernel for
 // heads of width 8, the general one for other multiples of 8 up to and past
-// 64 dims a pass, and the scalar one) against float64, causal
-// and with a tree mask, and a batch row gives the same bits alone as among
-// the others (decoded alone it sees exactly the slots its mask row allows).
+// 64 dims a pass, several rows a task, and the scalar one) against
+// float64, causal and with a tree mask, and a batch row gives the same
+// bits alone as among the others (decoded alone it sees exactly the slots
+// its mask row allows; and alone with its mask row over the whole cache).
 func TestAttentionMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
 	be := New(2)
@@ -139,6 +140,9 @@ func TestAttentionMatchesReference(t *testing.T) {
 		{64, 32, 8, 37, 1}, {64, 32, 8, 37, 9}, {8, 8, 8, 0, 5}, {12, 3, 8, 130, 3}, {4, 2, 16, 21, 6}, {4, 4, 12, 9, 2},
 		{8, 2, 128, 70, 3}, {6, 2, 64, 40, 4}, {4, 4, 72, 11, 2}, {6, 3, 24, 15, 2},
 		{64, 32, 8, 5, 33}, {16, 4, 64, 3, 9},
+		// several rows a task, blocks of eight slots and a tail: heads
+		// sharing kv heads by 4 (four rows a task), by 8 and alone
+		{32, 8, 64, 45, 20}, {16, 2, 64, 29, 11}, {8, 8, 32, 17, 18}, {4, 1, 16, 0, 13},
 	} {
 		total := c.past + c.n
 		kvd := c.kvHeads * c.hd
@@ -169,6 +173,15 @@ func TestAttentionMatchesReference(t *testing.T) {
 					if j < c.past || j == c.past+i || m != nil && m[i*total+j] || m == nil && j < c.past+i {
 						kc1 = append(kc1, kc[j*kvd:(j+1)*kvd]...)
 						vc1 = append(vc1, vc[j*kvd:(j+1)*kvd]...)
+					}
+				}
+				if m != nil { // alone with its own mask row over the same cache
+					one := make([]float32, c.heads*c.hd)
+					be.HostAttention(one, q[i*c.heads*c.hd:(i+1)*c.heads*c.hd], kc, vc, total-1, 1, m[i*total:(i+1)*total], c.heads, c.kvHeads, c.hd, 0.3)
+					for k, v := range one {
+						if math.Float32bits(v) != math.Float32bits(got[i*c.heads*c.hd+k]) {
+							t.Fatalf("%+v: row %d value %d alone with its mask %v, in the batch %v", c, i, k, v, got[i*c.heads*c.hd+k])
+						}
 					}
 				}
 				if m != nil && !slicesEqualPrefix(m[i*total:(i+1)*total], c.past+i) {

@@ -1140,11 +1140,11 @@ AVX2 static inline __attribute__((always_inline)) void attention_hd8(float *out,
 }
 
 // score_heads writes sc[u*stride + j] = q_u . k_j * scale for gn heads
-// (q_u at q + u*hd) and the slots j < limit (-inf where masked), loading
-// each key row once for all of them.
+// (q_u at q + u*hd) and the slots from <= j < limit (-inf where masked),
+// loading each key row once for all of them.
 AVX2 static inline __attribute__((always_inline)) void score_heads(float *sc, int stride, const float *q, int hd, const void *k, long k0, int kvd,
-                                                                  const uint8_t *row, int limit, float scale, int gn, int f16) {
-	for (int j = 0; j < limit; j++) {
+                                                                  const uint8_t *row, int from, int limit, float scale, int gn, int f16) {
+	for (int j = from; j < limit; j++) {
 		if (row && !row[j]) {
 			for (int u = 0; u < gn; u++) sc[(long)u * stride + j] = -INFINITY;
 			continue;
@@ -1158,6 +1158,39 @@ AVX2 static inline __attribute__((always_inline)) void score_heads(float *sc, in
 		}
 		for (int u = 0; u < gn; u++) sc[(long)u * stride + j] = hsum8(acc[u]) * scale;
 	}
+}
+
+// hsum8x4 returns the four sums hsum8(a[s]), s < 4, in one vector: the
+// same additions in the same order, done for four vectors at once (the
+// halves added, then lanes 0+2 and 1+3, then those two).
+AVX2 static inline __attribute__((always_inline)) __m128 hsum8x4(const __m256 a[4]) {
+	__m256 z02 = _mm256_add_ps(_mm256_permute2f128_ps(a[0], a[2], 0x20), _mm256_permute2f128_ps(a[0], a[2], 0x31));
+	__m256 z13 = _mm256_add_ps(_mm256_permute2f128_ps(a[1], a[3], 0x20), _mm256_permute2f128_ps(a[1], a[3], 0x31));
+	__m256 b = _mm256_add_ps(_mm256_shuffle_ps(z02, z13, 0x44), _mm256_shuffle_ps(z02, z13, 0xee));
+	__m256 r = _mm256_add_ps(_mm256_shuffle_ps(b, b, 0x88), _mm256_shuffle_ps(b, b, 0xdd));
+	return _mm_castpd_ps(_mm_unpacklo_pd(_mm_castps_pd(_mm256_castps256_ps128(r)), _mm_castps_pd(_mm256_extractf128_ps(r, 1))));
+}
+
+// score_block writes, for nq (1 or 2) query vectors q[u] (of hd values),
+// sc[u*stride + j0..j0+3] = q_u . k_j * scale for the four slots from j0:
+// each dot product is score_heads's, lane for lane and add for add, but
+// the four keys are read once for both queries and the four horizontal
+// sums are one transposed reduction (two queries by four slots keep the
+// accumulators in the sixteen registers AVX2 has).
+AVX2 static inline __attribute__((always_inline)) void score_block(float *sc, long stride, const float *const q[2], int nq, int hd,
+                                                                  const void *k, long k0, int kvd, int j0, float scale, int f16) {
+	__m256 acc[2][4];
+	long kj = k0 + (long)j0 * kvd;
+	for (int t = 0; t < hd; t += 8) {
+		__m256 qt[2];
+		for (int u = 0; u < nq; u++) qt[u] = _mm256_loadu_ps(q[u] + t);
+		for (int s = 0; s < 4; s++) {
+			__m256 ks = ld8(k, kj + (long)s * kvd + t, f16);
+			for (int u = 0; u < nq; u++) acc[u][s] = t ? _mm256_fmadd_ps(qt[u], ks, acc[u][s]) : _mm256_mul_ps(qt[u], ks);
+		}
+	}
+	__m128 vs = _mm_set1_ps(scale);
+	for (int u = 0; u < nq; u++) _mm_storeu_ps(sc + (long)u * stride + j0, _mm_mul_ps(hsum8x4(acc[u]), vs));
 }
 
 // wsum_heads sets acc[u*tn + k] (u < gn, k < tn) to the sum over visible
@@ -1180,75 +1213,117 @@ AVX2 static inline __attribute__((always_inline)) void wsum_heads(__m256 *acc, c
 	for (int k = 0; k < gn * tn; k++) acc[k] = a[k];
 }
 
+// max_masked is the largest of sc[0..count-1] (-inf when all are), eight
+// at a time.
+AVX2 static inline float max_masked(const float *sc, int count) {
+	__m256 m = _mm256_set1_ps(-INFINITY);
+	int j = 0;
+	for (; j + 8 <= count; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(sc + j));
+	__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+	m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+	float r = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+	for (; j < count; j++)
+		if (sc[j] > r) r = sc[j];
+	return r;
+}
+
+// attn_rows is how many batch rows a task of attention_avx2 takes: with
+// the heads that share their kv head, 16 query vectors score each block
+// of keys while it sits in the first level of cache.
+static int attn_rows(int group) { return group >= 16 ? 1 : 16 / group; }
+
 // attention_avx2 is arb_attention for head widths that are multiples of 8
-// (other than 8): a task is one batch row and one kv head, so every key
-// and value row is read once for all the heads that share it (grouped-query
-// attention) rather than once per head.
+// (other than 8): a task is one kv head and attn_rows batch rows, so every
+// key row is read once for all the rows and heads that share it (grouped-
+// query attention), scored four slots at a time (score_block), and every
+// value row once for the heads of a row. Each row's scores, softmax and
+// weighted sums are computed as a row alone would compute them (the slots
+// past its own last visible one are never summed), so a row's result
+// does not depend on the batch.
 AVX2 static inline __attribute__((always_inline)) void attention_avx2(float *out, const float *q, const void *kc, const void *vc, int f16,
                                 int past, int n, const uint8_t *mask, int heads, int kv_heads, int hd, float scale,
                                 int lo, int hi, float *scores) {
 	int total = past + n, group = heads / kv_heads, kvd = kv_heads * hd, qd = heads * hd;
+	int R = attn_rows(group), blocks = (n + R - 1) / R;
 	for (int task = lo; task < hi; task++) {
-		int i = task / kv_heads, kh = task % kv_heads;
-		const uint8_t *row = mask ? mask + (long)i * total : NULL;
-		int limit = row ? total : past + i + 1;
-		// scores of the group's heads (up to 4 at a time), each key row
-		// loaded once for all of them
-		for (int g0 = 0; g0 < group; g0 += 4) {
-			int gn = group - g0 < 4 ? group - g0 : 4;
-			const float *qv = q + (long)i * qd + (long)(kh * group + g0) * hd;
-			long kv = kh * hd;
-			float *sc = scores + (long)g0 * total;
-			switch (gn) { // one loop per head count, so the accumulators stay in registers
-			case 4: score_heads(sc, total, qv, hd, kc, kv, kvd, row, limit, scale, 4, f16); break;
-			case 3: score_heads(sc, total, qv, hd, kc, kv, kvd, row, limit, scale, 3, f16); break;
-			case 2: score_heads(sc, total, qv, hd, kc, kv, kvd, row, limit, scale, 2, f16); break;
-			default: score_heads(sc, total, qv, hd, kc, kv, kvd, row, limit, scale, 1, f16); break;
-			}
-		}
-		// softmax of each head's scores; inv[g] is 1/sum, 0 for a row that
-		// sees no slot
-		float inv[64 * 4]; // group <= 256: checked by arb_attention
-		for (int g = 0; g < group; g++) {
-			float *sc = scores + (long)g * total;
-			float maxs = -INFINITY;
-			for (int jj = 0; jj < limit; jj++)
-				if ((!row || row[jj]) && sc[jj] > maxs) maxs = sc[jj];
-			inv[g] = 0;
-			if (maxs == -INFINITY) continue;
-			inv[g] = softmax_inv(sc, limit, maxs);
-		}
-		// the weighted sums of the values: two heads and four vectors of
-		// dims (or one head and eight) per pass over the slots, so a value
-		// row is read once for each pair of heads that share it (each dim
-		// still sums over the slots in order). Measured on one thread, pairs
-		// cost what single heads did for 32 heads of 128 over 8 kv heads at
-		// 2000 slots, and four heads at a time were 10% slower there.
-		for (int g0 = 0; g0 < group; g0 += 2) {
-			int gn = group - g0 < 2 ? group - g0 : 2, width = 8 / gn;
-			for (int t0 = 0; t0 < hd; t0 += 8 * width) {
-				int tn = (hd - t0) / 8 < width ? (hd - t0) / 8 : width;
-				__m256 acc[8];
-				const float *w = scores + (long)g0 * total;
-				long v = kh * hd + t0;
-				switch (gn * 16 + tn) { // one loop per shape, so the accumulators stay in registers
-				case 0x18: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 8, f16); break;
-				case 0x17: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 7, f16); break;
-				case 0x16: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 6, f16); break;
-				case 0x15: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 5, f16); break;
-				case 0x14: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 4, f16); break;
-				case 0x13: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 3, f16); break;
-				case 0x12: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 2, f16); break;
-				case 0x11: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 1, f16); break;
-				case 0x24: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 2, 4, f16); break;
-				case 0x23: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 2, 3, f16); break;
-				case 0x22: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 2, 2, f16); break;
-				default: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 2, 1, f16); break;
+		int kh = task / blocks, i0 = task % blocks * R, i1 = i0 + R < n ? i0 + R : n;
+		int lmax = mask ? total : past + i1, tp = (total + 7) & ~7, nq = (i1 - i0) * group;
+		long kv = kh * hd;
+		// scores of every query vector of the task (rows i0..i1-1, each
+		// with its group of heads, at scores + u*tp), four slots a block
+		// while a block fits, then slot by slot
+		int jb = lmax / 4 * 4;
+		for (int j0 = 0; j0 < jb; j0 += 4)
+			for (int u = 0; u < nq; u += 2) {
+				const float *qp[2];
+				for (int v = 0; v < 2 && u + v < nq; v++) {
+					int i = i0 + (u + v) / group, g = (u + v) % group;
+					qp[v] = q + (long)i * qd + (long)(kh * group + g) * hd;
 				}
-				for (int u = 0; u < gn; u++) {
-					float *o = out + (long)i * qd + (long)(kh * group + g0 + u) * hd + t0;
-					__m256 sv = _mm256_set1_ps(inv[g0 + u]);
-					for (int k = 0; k < tn; k++) _mm256_storeu_ps(o + 8 * k, _mm256_mul_ps(acc[u * tn + k], sv));
+				if (u + 1 < nq) score_block(scores + (long)u * tp, tp, qp, 2, hd, kc, kv, kvd, j0, scale, f16);
+				else score_block(scores + (long)u * tp, tp, qp, 1, hd, kc, kv, kvd, j0, scale, f16);
+			}
+		for (int i = i0; i < i1; i++) {
+			const uint8_t *row = mask ? mask + (long)i * total : NULL;
+			int limit = row ? total : past + i + 1;
+			for (int g0 = 0; g0 < group; g0 += 4) {
+				int gn = group - g0 < 4 ? group - g0 : 4, from = jb < limit ? jb : limit;
+				const float *qv = q + (long)i * qd + (long)(kh * group + g0) * hd;
+				float *sc = scores + (long)((i - i0) * group + g0) * tp;
+				if (row) // masked slots of the blocks
+					for (int u = 0; u < gn; u++)
+						for (int j = 0; j < from; j++)
+							if (!row[j]) sc[(long)u * tp + j] = -INFINITY;
+				switch (gn) { // one loop per head count, so the accumulators stay in registers
+				case 4: score_heads(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 4, f16); break;
+				case 3: score_heads(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 3, f16); break;
+				case 2: score_heads(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 2, f16); break;
+				default: score_heads(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 1, f16); break;
+				}
+			}
+			// softmax of each head's scores; inv[g] is 1/sum, 0 for a row
+			// that sees no slot
+			float inv[64 * 4]; // group <= 256: checked by arb_attention
+			float *rs = scores + (long)(i - i0) * group * tp;
+			for (int g = 0; g < group; g++) {
+				float *sc = rs + (long)g * tp;
+				float maxs = max_masked(sc, limit); // masked slots hold -inf
+				inv[g] = 0;
+				if (maxs == -INFINITY) continue;
+				inv[g] = softmax_inv(sc, limit, maxs);
+			}
+			// the weighted sums of the values: two heads and four vectors of
+			// dims (or one head and eight) per pass over the slots, so a value
+			// row is read once for each pair of heads that share it (each dim
+			// still sums over the slots in order). Measured on one thread, pairs
+			// cost what single heads did for 32 heads of 128 over 8 kv heads at
+			// 2000 slots, and four heads at a time were 10% slower there.
+			for (int g0 = 0; g0 < group; g0 += 2) {
+				int gn = group - g0 < 2 ? group - g0 : 2, width = 8 / gn;
+				for (int t0 = 0; t0 < hd; t0 += 8 * width) {
+					int tn = (hd - t0) / 8 < width ? (hd - t0) / 8 : width;
+					__m256 acc[8];
+					const float *w = rs + (long)g0 * tp;
+					long v = kh * hd + t0;
+					switch (gn * 16 + tn) { // one loop per shape, so the accumulators stay in registers
+					case 0x18: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 1, 8, f16); break;
+					case 0x17: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 1, 7, f16); break;
+					case 0x16: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 1, 6, f16); break;
+					case 0x15: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 1, 5, f16); break;
+					case 0x14: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 1, 4, f16); break;
+					case 0x13: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 1, 3, f16); break;
+					case 0x12: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 1, 2, f16); break;
+					case 0x11: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 1, 1, f16); break;
+					case 0x24: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 2, 4, f16); break;
+					case 0x23: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 2, 3, f16); break;
+					case 0x22: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 2, 2, f16); break;
+					default: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 2, 1, f16); break;
+					}
+					for (int u = 0; u < gn; u++) {
+						float *o = out + (long)i * qd + (long)(kh * group + g0 + u) * hd + t0;
+						__m256 sv = _mm256_set1_ps(inv[g0 + u]);
+						for (int k = 0; k < tn; k++) _mm256_storeu_ps(o + 8 * k, _mm256_mul_ps(acc[u * tn + k], sv));
+					}
 				}
 			}
 		}
@@ -1276,10 +1351,10 @@ AVX2 static void attention_avx2_f16(float *out, const float *q, const void *kc, 
 
 // arb_attention_tasks returns how many tasks arb_attention splits into and
 // arb_attention_scratch how many floats of scratch one task needs: (row,
-// head) pairs and one score per slot; on AVX2, (row, kv head) pairs and a
-// score per slot for each head of the group; for heads of width 8, kv heads
-// and a padded score row (and its softmax sum) for every query row that
-// reads the kv head.
+// head) pairs and one score per slot; on AVX2, kv heads times blocks of
+// attn_rows rows, and a padded score row for each row and head of the
+// block; for heads of width 8, kv heads and a padded score row (and its
+// softmax sum) for every query row that reads the kv head.
 // attention_mode is 2 for the per-kv-head kernel of width-8 heads, 1 for
 // the AVX2 kernel of other multiples of 8 (a task is a row and a kv head),
 // 0 for the portable loop (a task is a row and a head).
@@ -1295,7 +1370,7 @@ static int attention_mode(int hd, int heads, int kv_heads) {
 int arb_attention_tasks(int n, int heads, int kv_heads, int hd) {
 	switch (attention_mode(hd, heads, kv_heads)) {
 	case 2: return kv_heads;
-	case 1: return n * kv_heads;
+	case 1: return kv_heads * ((n + attn_rows(heads / kv_heads) - 1) / attn_rows(heads / kv_heads));
 	}
 	return n * heads;
 }
@@ -1303,7 +1378,7 @@ int arb_attention_tasks(int n, int heads, int kv_heads, int hd) {
 long arb_attention_scratch(int past, int n, int heads, int kv_heads, int hd) {
 	switch (attention_mode(hd, heads, kv_heads)) {
 	case 2: return (long)n * (heads / kv_heads) * (((past + n + 7) & ~7) + 1);
-	case 1: return (long)(heads / kv_heads) * (past + n);
+	case 1: return (long)attn_rows(heads / kv_heads) * (heads / kv_heads) * ((past + n + 7) & ~7);
 	}
 	return past + n;
 }
