@@ -388,13 +388,21 @@ X16 static AI void q6k_tile(const int G, const uint8_t *gp, long gs, const q8in 
 // X16_ROWS defines NAME: groups glo..ghi-1 of a repacked matrix (each
 // taking nb / PER blocks of GB bytes: PER is 8 for the super-block types)
 // against the n activation rows, two groups by TMAX rows a tile (then the
-// rest in one tile), an odd last group alone. The activation rows go in
+// rest in one tile), an odd last group alone; one group a tile below
+// X16_PAIRS rows. The activation rows go in
 // spans of about X16_SPAN bytes, each over every group before the next: a
 // span stays in the core's L2 while the groups' weights stream past it
 // (128 rows of 8192 activations, 1 MiB, would not, and their tiles ran
 // 10% slower).
 #ifndef X16_SPAN
 #define X16_SPAN (256 << 10)
+#endif
+// X16_PAIRS is the fewest activation rows the tiles take two groups for:
+// below it a product streams its weights from memory, and the two groups'
+// two streams read slower than one (a decode step's Q4_K product, one
+// thread: 26 GB/s with pairs, 38 GB/s group by group, the read loop 42).
+#ifndef X16_PAIRS
+#define X16_PAIRS 4
 #endif
 #define X16_ROWS(NAME, TILE, GB, PER, TMAX)                                                                  \
 	X16 static void NAME(const uint8_t *packed, int glo, int ghi, const q8in *y, int n, float *out, int rows) { \
@@ -406,12 +414,14 @@ X16 static AI void q6k_tile(const int G, const uint8_t *gp, long gs, const q8in 
 			for (int g = glo; g < ghi; g += 2) {                                                         \
 				const uint8_t *gp = packed + (long)g * gs;                                               \
 				int o = 16 * g, valid = rows - o, r = r0;                                                \
-				if (g + 1 < ghi) {                                                                       \
+				if (g + 1 < ghi && n >= X16_PAIRS) {                                                     \
 					for (; r + TMAX <= r1; r += TMAX) TILE(2, gp, gs, y, r, TMAX, r == r0, out, rows, o, valid);  \
 					X16_REST(TILE, 2)                                                                    \
 				} else {                                                                                 \
-					for (; r + TMAX <= r1; r += TMAX) TILE(1, gp, gs, y, r, TMAX, r == r0, out, rows, o, valid);  \
-					X16_REST(TILE, 1)                                                                    \
+					for (int g1 = g; g1 < g + 2 && g1 < ghi; g1++, gp += gs, o += 16, valid -= 16) {   \
+						for (r = r0; r + TMAX <= r1; r += TMAX) TILE(1, gp, gs, y, r, TMAX, r == r0, out, rows, o, valid); \
+						X16_REST(TILE, 1)                                                                \
+					}                                                                                    \
 				}                                                                                        \
 			}                                                                                            \
 		}                                                                                                \
