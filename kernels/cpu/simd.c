@@ -1023,6 +1023,20 @@ AVX2 static inline float softmax_inv(float *sc, int count, float maxs) {
 	return (float)(1.0 / ((sd[0] + sd[1]) + (sd[2] + sd[3])));
 }
 
+// max_masked is the largest of sc[0..count-1] (-inf when all are), eight
+// at a time.
+AVX2 static inline float max_masked(const float *sc, int count) {
+	__m256 m = _mm256_set1_ps(-INFINITY);
+	int j = 0;
+	for (; j + 8 <= count; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(sc + j));
+	__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+	m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+	float r = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+	for (; j < count; j++)
+		if (sc[j] > r) r = sc[j];
+	return r;
+}
+
 // ld8 loads 8 cached values from element i of a KV cache layer: float32,
 // or float16 widened with F16C. f16 is a constant in every caller (the
 // kernels are inlined into one wrapper per cache type), so the float32
@@ -1050,9 +1064,12 @@ AVX2 static inline __attribute__((always_inline)) void wsum_rows(__m256 *acc, co
 // than the product. A task is one kv head: every block of 8 keys is
 // loaded and transposed once, then scored for all of the head's query rows
 // (every batch row times the heads sharing the kv head) with 8 multiply-adds
-// each. Scores past a row's last visible slot, and masked ones, are set to
-// -inf, whose exponential is exactly 0, so a row gets the same bits
-// whatever the batch around it.
+// each. Masked scores are set to -inf, whose exponential is exactly 0;
+// the slots past a row's last visible one get weight 0 without being
+// scored (a causal row skips the blocks it cannot see), exponentiated or
+// summed (a group of rows sums the slots its last row sees, and a zero
+// weight adds exactly nothing), so a row gets the same bits whatever the
+// batch around it, and a 512-row prefill does half the work it did.
 AVX2 static inline __attribute__((always_inline)) void attention_hd8(float *out, const float *q, const void *kc, const void *vc, int f16,
                                int past, int n, const uint8_t *mask, int heads, int kv_heads, float scale,
                                int lo, int hi, float *scores) {
@@ -1065,7 +1082,8 @@ AVX2 static inline __attribute__((always_inline)) void attention_hd8(float *out,
 			for (int u = 0; u < 8; u++)
 				r[u] = j0 + u < total ? ld8(kc, (long)(j0 + u) * kvd + kh * 8, f16) : _mm256_setzero_ps();
 			transpose8(r);
-			for (int i = 0; i < n; i++) {
+			// causal rows before j0 - past see none of these slots
+			for (int i = mask || j0 <= past ? 0 : j0 - past; i < n; i++) {
 				for (int g = 0; g < group; g++) {
 					const float *qv = q + (long)i * qd + (kh * group + g) * 8;
 					__m256 sv = _mm256_mul_ps(_mm256_broadcast_ss(qv), r[0]);
@@ -1083,7 +1101,7 @@ AVX2 static inline __attribute__((always_inline)) void attention_hd8(float *out,
 			const uint8_t *row = mask ? mask + (long)i * total : NULL;
 			int limit = row ? total : past + i + 1;
 			float *sc = scores + (long)k * tp;
-			for (int j = limit; j < tp; j++) sc[j] = -INFINITY;
+			for (int j = limit; j < tp; j++) sc[j] = 0; // never seen: weight 0 in the sums below
 			if (row) { // masked slots to -inf, 8 mask bytes at a time (a tree's
 				   // rows see the whole prefix: blocks with every slot visible are skipped)
 				int j = 0;
@@ -1098,18 +1116,13 @@ AVX2 static inline __attribute__((always_inline)) void attention_hd8(float *out,
 				for (; j < limit; j++)
 					if (!row[j]) sc[j] = -INFINITY;
 			}
-			__m256 vmax = ninf;
-			for (int j = 0; j < tp; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(sc + j));
-			__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
-			m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-			m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-			float maxs = _mm_cvtss_f32(m4);
+			float maxs = max_masked(sc, limit); // masked slots hold -inf
 			if (maxs == -INFINITY) { // sees nothing: all weights 0
 				memset(sc, 0, (size_t)tp * sizeof(float));
 				inv[k] = 0;
 				continue;
 			}
-			inv[k] = softmax_inv(sc, tp, maxs);
+			inv[k] = softmax_inv(sc, limit, maxs);
 		}
 		// weighted sum of the values, up to 8 query rows per pass over the
 		// slots: a value vector is loaded once for all of them, and a slot a
@@ -1121,15 +1134,17 @@ AVX2 static inline __attribute__((always_inline)) void attention_hd8(float *out,
 			for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
 			const float *sc = scores + (long)k0 * tp;
 			long vp = kh * 8;
+			// the slots the last of these rows sees, past which every weight is 0
+			int lim = mask ? total : past + (k0 + kn - 1) / group + 1;
 			switch (kn) { // one loop per row count, so the accumulators stay in registers
-			case 8: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 8, f16); break;
-			case 7: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 7, f16); break;
-			case 6: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 6, f16); break;
-			case 5: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 5, f16); break;
-			case 4: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 4, f16); break;
-			case 3: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 3, f16); break;
-			case 2: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 2, f16); break;
-			default: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 1, f16); break;
+			case 8: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 8, f16); break;
+			case 7: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 7, f16); break;
+			case 6: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 6, f16); break;
+			case 5: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 5, f16); break;
+			case 4: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 4, f16); break;
+			case 3: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 3, f16); break;
+			case 2: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 2, f16); break;
+			default: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 1, f16); break;
 			}
 			for (int k = 0; k < kn; k++) {
 				int i = (k0 + k) / group, h = kh * group + (k0 + k) % group;
@@ -1211,20 +1226,6 @@ AVX2 static inline __attribute__((always_inline)) void wsum_heads(__m256 *acc, c
 		}
 	}
 	for (int k = 0; k < gn * tn; k++) acc[k] = a[k];
-}
-
-// max_masked is the largest of sc[0..count-1] (-inf when all are), eight
-// at a time.
-AVX2 static inline float max_masked(const float *sc, int count) {
-	__m256 m = _mm256_set1_ps(-INFINITY);
-	int j = 0;
-	for (; j + 8 <= count; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(sc + j));
-	__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-	m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-	float r = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
-	for (; j < count; j++)
-		if (sc[j] > r) r = sc[j];
-	return r;
 }
 
 // attn_rows is how many batch rows a task of attention_avx2 takes: with
