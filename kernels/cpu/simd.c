@@ -890,20 +890,6 @@ AVX2 static void mm_x_avx2(int type, const uint8_t *w, long row_bytes, int lo, i
 	}
 }
 
-AVX2 static float dot_avx2(const float *a, const float *b, int n) {
-	__m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-	int i = 0;
-	for (; i + 32 <= n; i += 32) {
-		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-		s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-		s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
-		s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
-	}
-	for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-	float s = hsum8(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-	for (; i < n; i++) s += a[i] * b[i];
-	return s;
-}
 
 AVX2 static void expand_f16_avx2(const uint8_t *b, int cols, float *y) {
 	int i = 0;
@@ -911,15 +897,104 @@ AVX2 static void expand_f16_avx2(const uint8_t *b, int cols, float *y) {
 	for (; i < cols; i++) y[i] = fp16_to_f32(rd16(b + 2 * i));
 }
 
-AVX2 static void mm_f32_avx2(int type, const uint8_t *w, long row_bytes, int lo, int hi, int cols,
-                             const float *x, int n, float *out, int rows, float *scratch) {
-	for (int o = lo; o < hi; o++) {
-		const float *wr = (const float *)(w + (long)o * row_bytes);
-		if (type == ARB_F16) { expand_f16_avx2(w + (long)o * row_bytes, cols, scratch); wr = scratch; }
-		else if (type != ARB_F32) { expand_row(type, w + (long)o * row_bytes, cols, scratch); wr = scratch; }
-		for (int r = 0; r < n; r++) out[(long)r * rows + o] = dot_avx2(wr, x + (long)r * cols, cols);
+// F32_TILE computes RB weight rows (wr[b], as float32) against T
+// activation rows (x[t]) into out[t*rows + o + b]. Each dot product is
+// the one this backend has always computed, lane for lane and add for
+// add: four accumulators over each 32 values, the rest of the eights into
+// the first, their sum ((s0+s1)+(s2+s3)) reduced by hsum8, the last few
+// values added one at a time; so a result does not depend on the tile.
+// But each vector of weights is loaded once for the T rows of
+// activations and each vector of activations once for the RB rows of
+// weights, where a dot product at a time loads two vectors for every
+// multiply-add.
+#define F32_TILE(NAME, ATTR, RB, T)                                                                            \
+	ATTR static inline __attribute__((always_inline)) void NAME(const float *const *wr, const float *const *x, int cols, \
+	                                                           float *out, long rows, int o) {               \
+		__m256 acc[RB][T][4];                                                                             \
+		for (int b = 0; b < RB; b++)                                                                      \
+			for (int t = 0; t < T; t++)                                                                   \
+				for (int c = 0; c < 4; c++) acc[b][t][c] = _mm256_setzero_ps();                           \
+		int i = 0;                                                                                        \
+		for (; i + 32 <= cols; i += 32)                                                                   \
+			for (int c = 0; c < 4; c++) {                                                                 \
+				__m256 xv[T];                                                                             \
+				/* in registers: the compiler would fold the loads into the multiply-adds, loading */   \
+				/* each activation vector once for every row of weights */                               \
+				for (int t = 0; t < T; t++) {                                                             \
+					xv[t] = _mm256_loadu_ps(x[t] + i + 8 * c);                                            \
+					__asm__("" : "+x"(xv[t]));                                                            \
+				}                                                                                         \
+				for (int b = 0; b < RB; b++) {                                                            \
+					__m256 wv = _mm256_loadu_ps(wr[b] + i + 8 * c);                                       \
+					for (int t = 0; t < T; t++) acc[b][t][c] = _mm256_fmadd_ps(wv, xv[t], acc[b][t][c]);  \
+				}                                                                                         \
+			}                                                                                             \
+		for (; i + 8 <= cols; i += 8)                                                                     \
+			for (int b = 0; b < RB; b++)                                                                  \
+				for (int t = 0; t < T; t++)                                                               \
+					acc[b][t][0] = _mm256_fmadd_ps(_mm256_loadu_ps(wr[b] + i), _mm256_loadu_ps(x[t] + i), acc[b][t][0]); \
+		for (int b = 0; b < RB; b++)                                                                      \
+			for (int t = 0; t < T; t++) {                                                                 \
+				float s = hsum8(_mm256_add_ps(_mm256_add_ps(acc[b][t][0], acc[b][t][1]), _mm256_add_ps(acc[b][t][2], acc[b][t][3]))); \
+				for (int k = i; k < cols; k++) s += wr[b][k] * x[t][k];                                   \
+				out[(long)t * rows + o + b] = s;                                                          \
+			}                                                                                             \
 	}
-}
+
+// The tiles: one row of weights by up to three of activations with AVX2's
+// sixteen registers (12 accumulators), two by three with AVX-512VL's 32
+// (24), the same arithmetic on 256-bit vectors in both.
+#define AVX512VL __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
+F32_TILE(f32_tile1x1, AVX2, 1, 1)
+F32_TILE(f32_tile1x2, AVX2, 1, 2)
+F32_TILE(f32_tile1x3, AVX2, 1, 3)
+F32_TILE(f32v_tile1x1, AVX512VL, 1, 1)
+F32_TILE(f32v_tile1x2, AVX512VL, 1, 2)
+F32_TILE(f32v_tile1x3, AVX512VL, 1, 3)
+F32_TILE(f32v_tile2x1, AVX512VL, 2, 1)
+F32_TILE(f32v_tile2x2, AVX512VL, 2, 2)
+F32_TILE(f32v_tile2x3, AVX512VL, 2, 3)
+
+// F32_ROWS defines NAME: weight rows lo..hi-1 (F16 and BF16 widened to
+// float32 into scratch, RB rows of cols at a time) against the n rows of
+// activations, RB by three at a time. TILE##RT names the tiles.
+#define F32_ROWS(NAME, ATTR, RB, TILE, TILE1)                                                                \
+	ATTR static void NAME(int type, const uint8_t *w, long row_bytes, int lo, int hi, int cols, const float *x, int n, \
+	                      float *out, int rows, float *scratch) {                                            \
+		for (int o = lo; o < hi; o += RB) {                                                               \
+			int rb = hi - o < RB ? hi - o : RB;                                                           \
+			const float *wr[RB];                                                                          \
+			for (int b = 0; b < rb; b++) {                                                                \
+				const uint8_t *src = w + (long)(o + b) * row_bytes;                                       \
+				wr[b] = (const float *)src;                                                               \
+				if (type == ARB_F16) expand_f16_avx2(src, cols, scratch + (long)b * cols);                \
+				else if (type == ARB_BF16) expand_row(ARB_BF16, src, cols, scratch + (long)b * cols);          \
+				if (type != ARB_F32) wr[b] = scratch + (long)b * cols;                                    \
+			}                                                                                             \
+			for (int r = 0; r < n; r += 3) {                                                              \
+				const float *xs[3];                                                                       \
+				int t = n - r < 3 ? n - r : 3;                                                            \
+				for (int k = 0; k < t; k++) xs[k] = x + (long)(r + k) * cols;                             \
+				float *ot = out + (long)r * rows;                                                         \
+				if (rb == RB) {                                                                           \
+					TILE(wr, xs, cols, ot, rows, o, t);                                                   \
+				} else {                                                                                  \
+					TILE1(wr, xs, cols, ot, rows, o, t);                                                  \
+				}                                                                                         \
+			}                                                                                             \
+		}                                                                                                 \
+	}
+#define F32_PICK(P, wr, xs, cols, ot, rows, o, t)                                                             \
+	switch (t) {                                                                                              \
+	case 3: P##x3(wr, xs, cols, ot, rows, o); break;                                                          \
+	case 2: P##x2(wr, xs, cols, ot, rows, o); break;                                                          \
+	default: P##x1(wr, xs, cols, ot, rows, o); break;                                                         \
+	}
+#define F32_T1(wr, xs, cols, ot, rows, o, t) F32_PICK(f32_tile1, wr, xs, cols, ot, rows, o, t)
+#define F32_V1(wr, xs, cols, ot, rows, o, t) F32_PICK(f32v_tile1, wr, xs, cols, ot, rows, o, t)
+#define F32_V2(wr, xs, cols, ot, rows, o, t) F32_PICK(f32v_tile2, wr, xs, cols, ot, rows, o, t)
+F32_ROWS(mm_f32_avx2, AVX2, 1, F32_T1, F32_T1)
+F32_ROWS(mm_f32_vl, AVX512VL, 2, F32_V2, F32_V1)
 
 static int level = -1;
 
@@ -989,6 +1064,7 @@ void arb_mm_q8(int type, const uint8_t *w, long row_bytes, int lo, int hi, int n
 void arb_mm_f32(int type, const uint8_t *w, long row_bytes, int lo, int hi, int cols,
                 const float *x, int n, float *out, int rows, float *scratch) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 2) { mm_f32_vl(type, w, row_bytes, lo, hi, cols, x, n, out, rows, scratch); return; }
 	if (arb_simd_level() >= 1) { mm_f32_avx2(type, w, row_bytes, lo, hi, cols, x, n, out, rows, scratch); return; }
 #endif
 	mm_f32_generic(type, w, row_bytes, lo, hi, cols, x, n, out, rows, scratch);

@@ -88,7 +88,7 @@ func (j *matmulJob) doC(worker, lo, hi int) {
 			C.int(j.n), (*C.float)(unsafe.Pointer(&j.out[0])), C.int(w.rows))
 		return
 	}
-	buf := j.b.scratchRow(worker, w.cols)
+	buf := j.b.scratchRow(worker, 2*w.cols) // the AVX-512VL tiles widen two rows at a time
 	C.arb_mm_f32(C.int(w.typ), (*C.uint8_t)(unsafe.Pointer(&w.data[0])), C.long(w.rowBytes), C.int(lo), C.int(hi), C.int(w.cols),
 		(*C.float)(unsafe.Pointer(&j.x[0])), C.int(j.n), (*C.float)(unsafe.Pointer(&j.out[0])), C.int(w.rows), (*C.float)(unsafe.Pointer(&buf[0])))
 }
