@@ -52,6 +52,32 @@ func BenchmarkAttention(b *testing.B) {
 	}
 }
 
+// BenchmarkAttentionBatch: a verification pass's attention over 128
+// cached positions for 1, 8, 32 and 128 rows (causal), of llama-3.2-1b's
+// shape (32 heads of 64 over 8 kv heads) and the bench target's (64 of 8
+// over 32), and a 512-row prefill of each: how a wide pass's attention
+// grows with the rows.
+func BenchmarkAttentionBatch(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, c := range []struct {
+		name               string
+		heads, kvHeads, hd int
+	}{{"1b", 32, 8, 64}, {"bench", 64, 32, 8}} {
+		for _, w := range []struct{ past, n int }{{128, 1}, {128, 8}, {128, 32}, {128, 128}, {0, 512}} {
+			b.Run(fmt.Sprintf("%s/past=%d/n=%d", c.name, w.past, w.n), func(b *testing.B) {
+				total, kvd := w.past+w.n, c.kvHeads*c.hd
+				q, kc, vc := gaussian(rng, w.n*c.heads*c.hd), gaussian(rng, total*kvd), gaussian(rng, total*kvd)
+				out := make([]float32, w.n*c.heads*c.hd)
+				be := New(DefaultThreads())
+				defer be.Close()
+				for b.Loop() {
+					be.HostAttention(out, q, kc, vc, w.past, w.n, nil, c.heads, c.kvHeads, c.hd, 0.125)
+				}
+			})
+		}
+	}
+}
+
 // TestSiLUMul: the vector SiLU matches the float64 formula, including
 // large magnitudes, and a row's result is the same whether it is computed
 // alone or inside a longer batch (rows of 172, not a multiple of 8).
