@@ -52,6 +52,32 @@ func BenchmarkAttention(b *testing.B) {
 	}
 }
 
+// BenchmarkAttentionBatch: a verification pass's attention over 128
+// cached positions for 1, 8, 32 and 128 rows (causal), of llama-3.2-1b's
+// shape (32 heads of 64 over 8 kv heads) and the bench target's (64 of 8
+// over 32), and a 512-row prefill of each: how a wide pass's attention
+// grows with the rows.
+func BenchmarkAttentionBatch(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, c := range []struct {
+		name               string
+		heads, kvHeads, hd int
+	}{{"1b", 32, 8, 64}, {"bench", 64, 32, 8}} {
+		for _, w := range []struct{ past, n int }{{128, 1}, {128, 8}, {128, 32}, {128, 128}, {0, 512}} {
+			b.Run(fmt.Sprintf("%s/past=%d/n=%d", c.name, w.past, w.n), func(b *testing.B) {
+				total, kvd := w.past+w.n, c.kvHeads*c.hd
+				q, kc, vc := gaussian(rng, w.n*c.heads*c.hd), gaussian(rng, total*kvd), gaussian(rng, total*kvd)
+				out := make([]float32, w.n*c.heads*c.hd)
+				be := New(DefaultThreads())
+				defer be.Close()
+				for b.Loop() {
+					be.HostAttention(out, q, kc, vc, w.past, w.n, nil, c.heads, c.kvHeads, c.hd, 0.125)
+				}
+			})
+		}
+	}
+}
+
 // TestSiLUMul: the vector SiLU matches the float64 formula, including
 // large magnitudes, and a row's result is the same whether it is computed
 // alone or inside a longer batch (rows of 172, not a multiple of 8).
@@ -127,9 +153,10 @@ func refAttention(q, kc, vc []float32, past, n int, mask []bool, heads, kvHeads,
 
 // TestAttentionMatchesReference: the C attention (the per-kv-head kernel for
 // heads of width 8, the general one for other multiples of 8 up to and past
-// 64 dims a pass, and the scalar one) against float64, causal
-// and with a tree mask, and a batch row gives the same bits alone as among
-// the others (decoded alone it sees exactly the slots its mask row allows).
+// 64 dims a pass, several rows a task, and the scalar one) against
+// float64, causal and with a tree mask, and a batch row gives the same
+// bits alone as among the others (decoded alone it sees exactly the slots
+// its mask row allows; and alone with its mask row over the whole cache).
 func TestAttentionMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
 	be := New(2)
@@ -139,6 +166,9 @@ func TestAttentionMatchesReference(t *testing.T) {
 		{64, 32, 8, 37, 1}, {64, 32, 8, 37, 9}, {8, 8, 8, 0, 5}, {12, 3, 8, 130, 3}, {4, 2, 16, 21, 6}, {4, 4, 12, 9, 2},
 		{8, 2, 128, 70, 3}, {6, 2, 64, 40, 4}, {4, 4, 72, 11, 2}, {6, 3, 24, 15, 2},
 		{64, 32, 8, 5, 33}, {16, 4, 64, 3, 9},
+		// several rows a task, blocks of eight slots and a tail: heads
+		// sharing kv heads by 4 (four rows a task), by 8 and alone
+		{32, 8, 64, 45, 20}, {16, 2, 64, 29, 11}, {8, 8, 32, 17, 18}, {4, 1, 16, 0, 13},
 	} {
 		total := c.past + c.n
 		kvd := c.kvHeads * c.hd
@@ -169,6 +199,15 @@ func TestAttentionMatchesReference(t *testing.T) {
 					if j < c.past || j == c.past+i || m != nil && m[i*total+j] || m == nil && j < c.past+i {
 						kc1 = append(kc1, kc[j*kvd:(j+1)*kvd]...)
 						vc1 = append(vc1, vc[j*kvd:(j+1)*kvd]...)
+					}
+				}
+				if m != nil { // alone with its own mask row over the same cache
+					one := make([]float32, c.heads*c.hd)
+					be.HostAttention(one, q[i*c.heads*c.hd:(i+1)*c.heads*c.hd], kc, vc, total-1, 1, m[i*total:(i+1)*total], c.heads, c.kvHeads, c.hd, 0.3)
+					for k, v := range one {
+						if math.Float32bits(v) != math.Float32bits(got[i*c.heads*c.hd+k]) {
+							t.Fatalf("%+v: row %d value %d alone with its mask %v, in the batch %v", c, i, k, v, got[i*c.heads*c.hd+k])
+						}
 					}
 				}
 				if m != nil && !slicesEqualPrefix(m[i*total:(i+1)*total], c.past+i) {

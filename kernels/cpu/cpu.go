@@ -35,6 +35,7 @@ type Backend struct {
 	q8      q8Buf       // activations quantised for the current call
 	mm      matmulJob   // the current call's job, reused so decoding allocates nothing
 	multi   multiJob    // MatMulMulti's job, reused likewise
+	rows    rowsJob     // the element-wise operation split across the workers
 	attn    attnJob
 	attnGo  attnGoJob
 	// repackLeft is how many more bytes of repacked copies this backend's
@@ -150,10 +151,12 @@ type Matrix struct {
 	rowBytes   int
 	data       []byte
 	// packed is a Q4_0, Q8_0 or K-quant (Q4_K, Q5_K, Q6_K) matrix's rows
-	// repacked eight at a time (q40x8.c, q4kx8.c, q6kx8.c), nil
-	// where they do not run; data stays for row reads and the portable
-	// kernels.
+	// repacked group rows at a time: sixteen for the AVX-512 VNNI tiles
+	// (x16.c), eight for the AVX2 ones (q40x8.c; q4kx8.c and q6kx8.c are
+	// the K-quants' references in the tests); nil where they do not run.
+	// data stays for row reads and the portable kernels.
 	packed []byte
+	group  int
 }
 
 // Rows is the number of outputs.
@@ -203,12 +206,48 @@ func newMatrix(t quant.Type, data []byte, rows, cols int, repack bool) (*Matrix,
 	}
 	m := &Matrix{typ: t, rows: rows, cols: cols, rowBytes: rb, data: data}
 	if repack {
-		m.packed = repackMatrix(m)
+		m.packed, m.group = repackMatrix(m, packRows(t))
 	}
 	return m, nil
 }
 
-// kGroupBytes is what eight rows' super-block of a K-quant take repacked:
+// packRows is how many rows a repacked group of t holds on this CPU: 16
+// where the AVX-512 VNNI tiles run (Q4_0, Q8_0 and the K-quants), 8
+// where the AVX2 ones do (Q4_0 and Q8_0), 0 where t is not repacked.
+func packRows(t quant.Type) int {
+	if !repacks() {
+		return 0
+	}
+	switch {
+	case x16GroupBytes(t) > 0 && vnniTiles():
+		return 16
+	case t == quant.Q4_0 || t == quant.Q8_0:
+		return 8
+	}
+	return 0
+}
+
+// x16GroupBytes is what sixteen rows' block (Q4_0, Q8_0) or super-block
+// (Q4_K, Q5_K, Q6_K) take repacked for the sixteen-row tiles (x16.c's
+// X16_ sizes); 0 for the other types.
+func x16GroupBytes(t quant.Type) int64 {
+	switch t {
+	case quant.Q8_0:
+		return 32 + 512
+	case quant.Q4_0:
+		return 32 + 256
+	case quant.Q4_K:
+		return 32 + 32 + 256 + 2048
+	case quant.Q5_K:
+		return 32 + 32 + 256 + 2048 + 512
+	case quant.Q6_K:
+		return 32 + 256 + 4096
+	}
+	return 0
+}
+
+// kGroupBytes is what eight rows' super-block of a K-quant take repacked
+// (for the AVX2 tiles the sixteen-row ones are held to in the tests):
 // Q4_K (q4kx8.c's Q4K_GROUP: their scales and mins unpacked, 160 bytes,
 // and their 1024 bytes of nibbles), Q5_K (Q5K_GROUP: the same and their
 // 256 bytes of fifth bits), Q6_K (q6kx8.c's Q6K_GROUP: d, scales, and the
@@ -226,22 +265,25 @@ func kGroupBytes(t quant.Type) int64 {
 }
 
 // RepackedBytes is the memory a t matrix of rows x cols takes on this
-// CPU beside its mapped weights (the eight-row Q4_0, Q8_0, Q4_K, Q5_K and
-// Q6_K copies), for memory estimates and the copy itself; 0 where nothing is
-// repacked.
+// CPU beside its mapped weights (the sixteen-row Q4_0, Q8_0, Q4_K, Q5_K
+// and Q6_K copies where the AVX-512 VNNI tiles run, the eight-row Q4_0
+// and Q8_0 ones where the AVX2 tiles do), for memory estimates and the
+// copy itself; 0 where nothing is repacked. The rows must come in eights
+// (sixteen-row groups pad the last eight with zeros).
 func RepackedBytes(t quant.Type, rows, cols int) int64 {
-	if (t != quant.Q4_0 && t != quant.Q8_0 && kGroupBytes(t) == 0) || rows <= 0 || rows%8 != 0 || !repacks() {
+	return repackedBytes(t, rows, cols, packRows(t))
+}
+
+// repackedBytes is RepackedBytes in groups of group rows (16 or 8).
+func repackedBytes(t quant.Type, rows, cols, group int) int64 {
+	if group == 0 || rows <= 0 || rows%8 != 0 || cols <= 0 || cols%t.BlockSize() != 0 {
 		return 0
 	}
-	if group := kGroupBytes(t); group > 0 {
-		// only where the VNNI tiles run: the AVX2 ones are no faster than
-		// the row-at-a-time kernel (1376x512, in cache: 12-15 µs a row of
-		// activations against 13-15), and the copy doubles the weights'
-		// memory; the VNNI ones take 8-10 µs
-		if cols <= 0 || cols%quant.QKK != 0 || !vnniTiles() {
-			return 0
-		}
-		return int64(rows/8) * int64(cols/quant.QKK) * group
+	if group == 16 {
+		return int64((rows+15)/16) * int64(cols/t.BlockSize()) * x16GroupBytes(t)
+	}
+	if g := kGroupBytes(t); g > 0 { // eight-row K-quants: the tests' references
+		return int64(rows/8) * int64(cols/quant.QKK) * g
 	}
 	rb, err := quant.RowBytes(t, cols)
 	if err != nil {
@@ -250,15 +292,25 @@ func RepackedBytes(t quant.Type, rows, cols int) int64 {
 	return int64(rb) * int64(rows)
 }
 
-// q8Buf holds activations quantised to 8 bits in blocks of 32: value
-// d[b]*q[b*32+j], with s[b] the sum of the block's q (for types with a min).
+// q8Buf holds activations quantised to 8 bits in blocks of 32, in the
+// two layouts the kernels read. Row by row (the row kernels and the
+// eight-row tiles): value d[b]*q[b*32+j], with s[b] the sum of the
+// block's q (for types with a min or an offset). In panels of eight rows
+// (the sixteen-row tiles, x16.c; arb_quantize_q8_panels gives the layout):
+// pq, pd, pm = pd * s, and in pc four offsets a block the tiles start
+// their integer sums from. Both hold the same quantised values.
 type q8Buf struct {
 	d []float32
 	q []int8
 	s []int32
+
+	pq     []int8
+	pd, pm []float32
+	pc     []int32
 }
 
-// size makes room for n activations and returns their block count.
+// size makes room for n activations row by row and returns their block
+// count.
 func (q *q8Buf) size(n int) int {
 	nb := n / quant.QK
 	q.d = grow(q.d, nb)
@@ -270,9 +322,27 @@ func (q *q8Buf) size(n int) int {
 	return nb
 }
 
+// sizePanels makes room for n activations in panels.
+func (q *q8Buf) sizePanels(n int) {
+	nb := n / quant.QK
+	q.pd = grow(q.pd, nb)
+	q.pm = grow(q.pm, nb)
+	q.pc = growI32(q.pc, 4*nb)
+	if cap(q.pq) < n {
+		q.pq = make([]int8, n)
+	}
+	q.pq = q.pq[:n]
+}
+
 func (q *q8Buf) quantize(x []float32) {
-	nb := q.size(len(x))
-	for b := 0; b < nb; b++ {
+	q.size(len(x))
+	q.quantizeRows(x, len(x), 0, 1)
+}
+
+// quantizeRows quantises rows lo..hi-1 of x, rows of cols values, into
+// the row-by-row layout (sized for all of x).
+func (q *q8Buf) quantizeRows(x []float32, cols, lo, hi int) {
+	for b := lo * cols / quant.QK; b < hi*cols/quant.QK; b++ {
 		xs := x[b*quant.QK : (b+1)*quant.QK]
 		amax := float32(0)
 		for _, v := range xs {
@@ -335,14 +405,14 @@ func (b *Backend) MatMul(out []float32, wm kernels.Matrix, x []float32, n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if usesQ8(w.typ) {
-		b.quantize(x[:n*w.cols])
+		b.quantize(x[:n*w.cols], n, w.group != 16, w.group == 16)
 	}
 	b.mm = matmulJob{b: b, out: out, w: w, x: x, n: n}
 	j := &b.mm
 	if w.packed != nil {
-		// a repacked matrix is split by groups of eight rows (a row's
-		// result depends on nothing else, but a group is the unit)
-		b.pool.run(j, w.rows/8, max(1, 32768/max(1, 8*w.cols*n)))
+		// a repacked matrix is split by groups of rows (a row's result
+		// depends on nothing else, but a group is the unit)
+		b.pool.run(j, units(w), max(1, 32768/max(1, unitRows(w)*w.cols*n)))
 		return
 	}
 	// grain: at least 32K multiply-adds a chunk, so a small product (a
@@ -354,22 +424,58 @@ func (b *Backend) MatMul(out []float32, wm kernels.Matrix, x []float32, n int) {
 	b.pool.run(j, w.rows, max(1, 32768/max(1, w.cols*n)))
 }
 
-// quantize fills b.q8 with x in 8-bit blocks, for the quantised products.
-func (b *Backend) quantize(x []float32) {
-	if haveC {
-		cQuantize(&b.q8, x)
-	} else {
-		b.q8.quantize(x)
+// quantize fills b.q8 with x (n rows) in 8-bit blocks, for the quantised
+// products: row by row when rows, in panels when panels (the sixteen-row
+// tiles). The caller holds b.mu; a wide pass's rows are split across the
+// workers.
+func (b *Backend) quantize(x []float32, n int, rows, panels bool) {
+	if rows {
+		b.q8.size(len(x))
+	}
+	if panels {
+		b.q8.sizePanels(len(x))
+	}
+	if b.threads == 1 || len(x) < parallelMin || n < 2 {
+		b.quantizeRows(x, n, 0, n, rows, panels)
+		return
+	}
+	b.rows = rowsJob{op: opQuant, b: b, x: x, n: n, rows: rows, panels: panels}
+	b.pool.run(&b.rows, n, max(1, parallelMin/(4*(len(x)/n))))
+	b.rows = rowsJob{}
+}
+
+// quantizeRows quantises rows lo..hi-1 of x (n rows) into b.q8, whose
+// buffers are sized.
+func (b *Backend) quantizeRows(x []float32, n, lo, hi int, rows, panels bool) {
+	cols := len(x) / n
+	if rows {
+		if haveC {
+			cQuantizeRows(&b.q8, x, cols, lo, hi)
+		} else {
+			b.q8.quantizeRows(x, cols, lo, hi)
+		}
+	}
+	if panels {
+		cQuantizePanels(&b.q8, x, n, lo, hi)
 	}
 }
 
-// units is how many work items a product with w has: rows, or groups of
-// eight rows for a repacked matrix.
+// units is how many work items a product with w has: rows, or for a
+// repacked matrix groups of eight rows (the AVX2 tiles) or pairs of
+// sixteen (the AVX-512 VNNI tiles take two groups at once).
 func units(w *Matrix) int {
-	if w.packed != nil {
-		return w.rows / 8
+	return (w.rows + unitRows(w) - 1) / unitRows(w)
+}
+
+// unitRows is how many rows one of w's work items covers.
+func unitRows(w *Matrix) int {
+	switch {
+	case w.packed == nil:
+		return 1
+	case w.group == 16:
+		return 32
 	}
-	return w.rows
+	return w.group
 }
 
 // maxMulti is the most matrices MatMulMulti takes in one dispatch (the
@@ -404,7 +510,7 @@ func (b *Backend) MatMulMulti(outs []kernels.Tensor, ws []kernels.Matrix, x kern
 		panic(fmt.Sprintf("cpu: MatMulMulti of %d matrices into %d outputs", len(ws), len(outs)))
 	}
 	cols := -1
-	q8 := false
+	rows, panels := false, false // the activation layouts the products read
 	for _, wm := range ws {
 		w := wm.(*Matrix)
 		if cols >= 0 && w.cols != cols {
@@ -412,7 +518,9 @@ func (b *Backend) MatMulMulti(outs []kernels.Tensor, ws []kernels.Matrix, x kern
 			break
 		}
 		cols = w.cols
-		q8 = q8 || usesQ8(w.typ)
+		if usesQ8(w.typ) {
+			rows, panels = rows || w.group != 16, panels || w.group == 16
+		}
 	}
 	if len(ws) > maxMulti || cols < 0 {
 		for i, w := range ws {
@@ -426,8 +534,8 @@ func (b *Backend) MatMulMulti(outs []kernels.Tensor, ws []kernels.Matrix, x kern
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if q8 {
-		b.quantize(xd[:n*cols])
+	if rows || panels {
+		b.quantize(xd[:n*cols], n, rows, panels)
 	}
 	j := &b.multi
 	j.count = len(ws)

@@ -133,20 +133,8 @@ func (b *Backend) MatMulT(out kernels.Tensor, w kernels.Matrix, x kernels.Tensor
 // RMSNorm normalises rows rows of dim values; the mean of squares
 // accumulates in float64, as ggml does.
 func (b *Backend) RMSNorm(out, x, w kernels.Tensor, rows, dim int, eps float32) {
-	od, xd, wd := Data(out), Data(x), Data(w)[:dim]
-	for r := 0; r < rows; r++ {
-		xr := xd[r*dim : (r+1)*dim]
-		var sum float64
-		for _, v := range xr {
-			sum += float64(v * v)
-		}
-		mean := float32(sum / float64(dim))
-		scale := 1 / float32(math.Sqrt(float64(mean+eps)))
-		or := od[r*dim : (r+1)*dim]
-		for i, v := range xr {
-			or[i] = v * scale * wd[i]
-		}
-	}
+	j := rowsJob{op: opNorm, out: Data(out), x: Data(x), w: Data(w), dim: dim, eps: eps}
+	b.runRows(&j, rows, dim)
 }
 
 // AddRow adds the dim-vector bias to rows rows of x.
@@ -162,10 +150,8 @@ func (b *Backend) AddRow(x, bias kernels.Tensor, rows, dim int) {
 
 // Add: x[i] += y[i], i < n.
 func (b *Backend) Add(x, y kernels.Tensor, n int) {
-	xd, yd := Data(x)[:n], Data(y)[:n]
-	for i := range xd {
-		xd[i] += yd[i]
-	}
+	j := rowsJob{op: opAdd, x: Data(x)[:n], y: Data(y)[:n]}
+	b.runRows(&j, n, 1)
 }
 
 // Scale: x[i] *= s, i < n.
@@ -196,7 +182,8 @@ func (b *Backend) GLU(g, u kernels.Tensor, n int, gelu bool) {
 		}
 		return
 	}
-	siluMul(gd, ud)
+	j := rowsJob{op: opSiLU, x: gd, y: ud}
+	b.runRows(&j, n, 1)
 }
 
 // siluMulGo is the pure-Go SiLU-gate product, the fallback without cgo.
@@ -209,25 +196,8 @@ func siluMulGo(g, u []float32) {
 
 // RoPE rotates rows rows of x by the precomputed angles.
 func (b *Backend) RoPE(x kernels.Tensor, rows int, s kernels.RoPEShape, cos, sin []float32) {
-	xd := Data(x)
-	hd, half := s.HeadDim, s.RopeDim/2
-	w := s.Heads * hd
-	for r := 0; r < rows; r++ {
-		c, sn := cos[r*half:(r+1)*half], sin[r*half:(r+1)*half]
-		row := xd[r*w : (r+1)*w]
-		for h := 0; h < s.Heads; h++ {
-			v := row[h*hd : (h+1)*hd]
-			for i := 0; i < half; i++ {
-				a, bb := 2*i, 2*i+1
-				if s.Neox {
-					a, bb = i, i+half
-				}
-				x0, x1 := v[a], v[bb]
-				v[a] = x0*c[i] - x1*sn[i]
-				v[bb] = x0*sn[i] + x1*c[i]
-			}
-		}
-	}
+	j := rowsJob{op: opRoPE, x: Data(x), cos: cos, sin: sin, rope: s}
+	b.runRows(&j, rows, s.Heads*s.RopeDim)
 }
 
 // StoreKV writes rows keys and values into layer's slots from slot on.

@@ -31,6 +31,10 @@ type pool struct {
 	quit    atomic.Bool
 	sleepMu sync.Mutex
 	wake    *sync.Cond
+	// sleepers counts the workers asleep on wake (or about to be): run
+	// takes sleepMu to wake them only when there are some, so handing a
+	// job to spinning workers costs an atomic add
+	sleepers atomic.Int32
 }
 
 func newPool(n int) *pool {
@@ -56,9 +60,11 @@ func (p *pool) worker(w int) {
 				continue
 			}
 			p.sleepMu.Lock()
+			p.sleepers.Add(1) // before the check: run reads it after bumping gen
 			for p.gen.Load() == last && !p.quit.Load() {
 				p.wake.Wait()
 			}
+			p.sleepers.Add(-1)
 			p.sleepMu.Unlock()
 		}
 		last = p.gen.Load()
@@ -91,10 +97,12 @@ func (p *pool) run(j job, total, grain int) {
 	p.cur, p.total, p.chunk = j, total, chunk
 	p.next.Store(0)
 	p.pending.Store(int32(p.n - 1))
-	p.sleepMu.Lock()
 	p.gen.Add(1)
-	p.wake.Broadcast()
-	p.sleepMu.Unlock()
+	if p.sleepers.Load() > 0 {
+		p.sleepMu.Lock()
+		p.wake.Broadcast()
+		p.sleepMu.Unlock()
+	}
 	p.drain(0)
 	for spins := 0; p.pending.Load() > 0; spins++ {
 		if spins%128 == 127 {

@@ -19,7 +19,9 @@
 // Every row is summed in the same order whatever the batch (the activation
 // rows are independent loops over the same unpacked weights) and whichever
 // rows share its group (lanes never mix), so a verification row equals the
-// decode row bit for bit, which greedy losslessness needs.
+// decode row bit for bit, which greedy losslessness needs. These tiles run
+// at arb_simd_level 1; from level 2 on, x16.c's sixteen-row AVX-512 VNNI
+// tiles run instead and give the same results.
 #include <string.h>
 #include "q40x8.h"
 #include "simd.h"
@@ -132,75 +134,18 @@ Q80X8_TILE(2)
 Q80X8_TILE(3)
 Q80X8_TILE(4)
 
-// The VNNI tiles (AVX-512 VNNI on 256-bit vectors, where the CPU has it):
-// vpdpbusd multiplies unsigned by signed bytes and adds each lane's four
-// products into a 32-bit sum in one instruction, where AVX2 takes a
-// maddubs, an add and a madd (Q8_0 also two signs). The integer block
-// sums are exact on both paths, and everything after them is the same
-// float code, so the VNNI tiles give the AVX2 tiles' results bit for bit
-// (TestEightRowsVNNI). Q4_0's nibbles enter as they are (unsigned); Q8_0's
-// signed weights enter as w + 128 (a flipped top bit) and 128 times the
-// activation block's sum comes off the exact total. Two accumulators a
-// row halve the chain of dependent vpdpbusd a block.
-
-#define X8V_TILE(NAME, GB, SHIFT, T)                                                                          \
-	X8_VNNI static inline __attribute__((always_inline)) void NAME##T(                                       \
-	    const uint8_t *gp, int nb, const float *yd, const int8_t *yq, const int32_t *ys, int r, float *out,  \
-	    long rows, int o) {                                                                                  \
-		__m256 acc[T];                                                                                   \
-		for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();                                        \
-		const __m256i top = _mm256_set1_epi8((char)0x80);                                                \
-		long stride = (long)nb * 32;                                                                     \
-		for (int b = 0; b < nb; b++) {                                                                   \
-			const uint8_t *blk = gp + (long)b * GB;                                                      \
-			for (int pf = 0; pf < GB; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0); \
-			__m256i w[8];                                                                                \
-			if (GB == GROUP_BYTES) {                                                                     \
-				nibbles40(blk, w);                                                                       \
-			} else {                                                                                     \
-				for (int h = 0; h < 8; h++)                                                              \
-					w[h] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * h)), top); \
-			}                                                                                            \
-			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));                          \
-			for (int k = 0; k < T; k++) {                                                                \
-				const int8_t *y = yq + (long)(r + k) * stride + (long)b * 32;                            \
-				int32_t y4[8];                                                                           \
-				memcpy(y4, y, 32);                                                                       \
-				__m256i s32 = _mm256_sub_epi32(ISUM8_VNNI(w, y4),                                        \
-				                               _mm256_set1_epi32(ys[(long)(r + k) * nb + b] * (1 << SHIFT)));  \
-				__m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(yd[(long)(r + k) * nb + b]));               \
-				acc[k] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s32), acc[k]);                           \
-			}                                                                                            \
-		}                                                                                                \
-		for (int k = 0; k < T; k++) _mm256_storeu_ps(out + (long)(r + k) * rows + o, acc[k]);           \
-	}
-// Q4_0: offset 8 (shift 3); Q8_0: offset 128 (shift 7)
-X8V_TILE(q40x8v_tile, GROUP_BYTES, 3, 1)
-X8V_TILE(q40x8v_tile, GROUP_BYTES, 3, 2)
-X8V_TILE(q40x8v_tile, GROUP_BYTES, 3, 3)
-X8V_TILE(q40x8v_tile, GROUP_BYTES, 3, 4)
-X8V_TILE(q80x8v_tile, Q8_GROUP_BYTES, 7, 1)
-X8V_TILE(q80x8v_tile, Q8_GROUP_BYTES, 7, 2)
-X8V_TILE(q80x8v_tile, Q8_GROUP_BYTES, 7, 3)
-X8V_TILE(q80x8v_tile, Q8_GROUP_BYTES, 7, 4)
-
 X8_ROWS(mm_q40x8, X8_AVX2, q40x8_tile, GROUP_BYTES)
 X8_ROWS(mm_q80x8, X8_AVX2, q80x8_tile, Q8_GROUP_BYTES)
-X8_ROWS(mm_q40x8v, X8_VNNI, q40x8v_tile, GROUP_BYTES)
-X8_ROWS(mm_q80x8v, X8_VNNI, q80x8v_tile, Q8_GROUP_BYTES)
 #endif
 
 // arb_mm_x8 multiplies groups glo..ghi-1 of a repacked matrix (q4: Q4_0,
 // else Q8_0) by n activation rows quantised to 8 bits (yd scales, yq
-// values, ys block sums); out[r*rows + o]. vnni picks the VNNI tiles,
-// which the caller asks for only where arb_simd_level() is 2 or more (the
-// results are the same either way). It returns -1 where the CPU lacks AVX2, FMA
-// or F16C (the caller packs only where it has them).
-int arb_mm_x8(int q4, int vnni, const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
+// values, ys block sums); out[r*rows + o]. It returns -1 where the CPU
+// lacks AVX2, FMA or F16C (the caller packs only where it has them).
+int arb_mm_x8(int q4, const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
               const int32_t *ys, int n, float *out, int rows) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	return x8_run(vnni, q4 ? mm_q40x8 : mm_q80x8, q4 ? mm_q40x8v : mm_q80x8v, packed, glo, ghi, nb, yd, yq, ys, n, out,
-	              rows);
+	return x8_run(q4 ? mm_q40x8 : mm_q80x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
 #endif
 	return -1;
 }

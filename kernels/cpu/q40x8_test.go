@@ -3,6 +3,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -11,19 +12,25 @@ import (
 )
 
 // TestEightRows: a Q4_0, Q8_0 or K-quant matrix whose rows come in eights is
-// repacked where the AVX2 kernels run, and its product agrees with the Go
-// kernel on the original layout; each output equals, bit for bit, what it
-// is when its activation row is multiplied alone and when one thread does
-// all rows (greedy losslessness rests on both).
+// repacked where its tiles run (sixteen rows a group with AVX-512 VNNI,
+// eight with AVX2 alone), and its product agrees with the Go kernel on
+// the original layout; each output equals, bit for bit, what it is when
+// its activation row is multiplied alone and when one thread does all
+// rows (greedy losslessness rests on both).
 func TestEightRows(t *testing.T) {
 	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
-		t.Run(typ.String(), func(t *testing.T) { testEightRows(t, typ) })
+		// 24 rows: a sixteen-row group and one padded with zeros, in one
+		// tile of two groups; 40: two groups, then a padded one alone;
+		// 96: three tiles of two groups, split between the threads
+		for _, rows := range []int{24, 40, 96} {
+			t.Run(fmt.Sprintf("%s/rows=%d", typ, rows), func(t *testing.T) { testEightRows(t, typ, rows) })
+		}
 	}
 }
 
-func testEightRows(t *testing.T, typ quant.Type) {
+func testEightRows(t *testing.T, typ quant.Type, rows int) {
 	rng := rand.New(rand.NewPCG(21, 22))
-	rows, cols := 24, 512
+	cols := 512
 	w := quantized(t, rng, typ, rows, cols)
 	m, err := NewMatrix(typ, w, rows, cols)
 	if err != nil {
@@ -37,13 +44,22 @@ func testEightRows(t *testing.T, typ quant.Type) {
 	if odd.packed != nil {
 		t.Fatal("13 rows were repacked")
 	}
+	const guard = 7
 	be2, be1 := New(2), New(1)
 	defer be2.Close()
 	defer be1.Close()
-	for _, n := range []int{1, 2, 3, 4, 5, 9} {
+	for _, n := range []int{1, 2, 3, 4, 5, 8, 9, 17} {
 		x := gaussian(rng, n*cols)
-		got := make([]float32, n*rows)
+		got := make([]float32, n*rows+guard)
+		for i := range got {
+			got[i] = float32(math.NaN())
+		}
 		be2.MatMul(got, m, x, n)
+		for i := n * rows; i < len(got); i++ {
+			if !math.IsNaN(float64(got[i])) {
+				t.Fatalf("n=%d: wrote past the end at %d", n, i)
+			}
+		}
 		one := make([]float32, n*rows)
 		be1.MatMul(one, m, x, n)
 		want := make([]float32, n*rows)
@@ -69,19 +85,22 @@ func testEightRows(t *testing.T, typ quant.Type) {
 	}
 }
 
-// TestEightRowsVNNI: on a CPU with AVX-512 VNNI, the VNNI tiles give the
-// AVX2 tiles' outputs bit for bit (their integer block sums are exact on
-// both paths, and the float code after them is the same), for Q4_0, Q8_0
-// and K-quant rows of raw random bytes (Q8_0's -128 included) against activations
-// that reach +-127, at every tile size. Elsewhere it is skipped: the
-// kernels it compares do not run there.
-func TestEightRowsVNNI(t *testing.T) {
+// TestSixteenRowsMatchEightRows: on a CPU with AVX-512 VNNI, the
+// sixteen-row tiles (x16.c) give the eight-row AVX2 tiles' outputs bit for
+// bit (their integer block sums are exact on both paths, and the float
+// code after them is the same, lane by lane), for Q4_0, Q8_0 and K-quant
+// rows of raw random bytes (Q8_0's -128 included) against activations that
+// reach +-127, at every tile width and with the last group half padding.
+// Changed weights in the sixteen-row copy (a negative control: one
+// vector of the last block) must change an output. Elsewhere it is
+// skipped: the kernels it compares do not run there.
+func TestSixteenRowsMatchEightRows(t *testing.T) {
 	if simdLevel < 2 || !repacks() {
 		t.Skipf("SIMD level %d: no AVX-512 VNNI tiles on this CPU (or ARBORIST_SIMD / ARBORIST_REPACK)", simdLevel)
 	}
 	rng := rand.New(rand.NewPCG(31, 32))
 	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
-		rows, cols := 16, 512
+		rows, cols := 24, 512
 		rb, _ := quant.RowBytes(typ, cols)
 		w := make([]byte, rows*rb)
 		for i := range w {
@@ -104,30 +123,49 @@ func TestEightRowsVNNI(t *testing.T) {
 				}
 			}
 		}
-		m, err := NewMatrix(typ, w, rows, cols)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.packed == nil {
+		m8 := &Matrix{typ: typ, rows: rows, cols: cols, rowBytes: rb, data: w}
+		m8.packed, m8.group = repackMatrix(m8, 8)
+		m16 := &Matrix{typ: typ, rows: rows, cols: cols, rowBytes: rb, data: w}
+		m16.packed, m16.group = repackMatrix(m16, 16)
+		if m8.packed == nil || m16.packed == nil {
 			t.Fatal("not repacked")
 		}
-		for n := 1; n <= 9; n++ {
+		for n := 1; n <= 19; n++ {
 			x := gaussian(rng, n*cols)
 			x[0], x[1] = 1e3, -1e3 // a block that quantises to +-127
 			var q q8Buf
 			q.size(len(x))
 			cQuantize(&q, x)
+			q.sizePanels(len(x))
+			cQuantizePanels(&q, x, n, 0, n)
 			a, v := make([]float32, n*rows), make([]float32, n*rows)
-			if !x8(m, &q, 0, rows/8, n, a, false) || !x8(m, &q, 0, rows/8, n, v, true) {
-				t.Fatal("the eight-row kernels refused")
+			if !tiles(m8, &q, 0, rows/8, n, a) || !tiles(m16, &q, 0, (rows+15)/16, n, v) {
+				t.Fatal("the repacked kernels refused")
 			}
 			for i := range a {
 				if math.Float32bits(a[i]) != math.Float32bits(v[i]) {
-					t.Fatalf("%v n=%d: out[%d] = %v with VNNI, %v with AVX2", typ, n, i, v[i], a[i])
+					t.Fatalf("%v n=%d: out[%d] = %v with sixteen-row tiles, %v with eight-row ones", typ, n, i, v[i], a[i])
 				}
 			}
 			if q.q[0] != 127 || q.q[1] != -127 {
 				t.Fatalf("activations %d %d, want 127 -127", q.q[0], q.q[1])
+			}
+			if n == 3 { // negative control: the last block's next-to-last vector of weights changed
+				vec := m16.packed[len(m16.packed)-128 : len(m16.packed)-64]
+				for i := range vec {
+					vec[i] ^= 0x11
+				}
+				tiles(m16, &q, 0, (rows+15)/16, n, v)
+				for i := range vec {
+					vec[i] ^= 0x11
+				}
+				same := true
+				for i := range a {
+					same = same && a[i] == v[i]
+				}
+				if same {
+					t.Fatalf("%v: a changed weight byte changed no output", typ)
+				}
 			}
 		}
 	}

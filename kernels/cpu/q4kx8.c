@@ -27,11 +27,11 @@
 // bytes a row lane, and or-ed in as bit 4 of each weight byte.
 //
 // Every row is summed in the same order whatever the batch or its group,
-// so a verification row equals the decode row bit for bit. The VNNI tiles
-// (vpdpbusd) give the AVX2 tiles' integer sums, so their results too. Only
-// the VNNI tiles run in use (cpu.RepackedBytes repacks K-quants only where
-// they do: the AVX2 ones were no faster than simd.c's row kernel); the
-// AVX2 ones are what TestEightRowsVNNI holds them to, bit for bit.
+// so a verification row equals the decode row bit for bit. These AVX2
+// tiles do not run in use: where the CPU has AVX-512 VNNI, x16.c's
+// sixteen-row tiles run, held to these bit for bit
+// (TestSixteenRowsMatchEightRows); without it K-quants keep their file
+// layout (simd.c's row kernel was as fast as these).
 #include <string.h>
 #include "q40x8.h"
 #include "simd.h"
@@ -149,34 +149,22 @@ Q4KX8_TILE(q4kx8_tile, X8_AVX2, ISUM8_AVX2, 0, 1)
 Q4KX8_TILE(q4kx8_tile, X8_AVX2, ISUM8_AVX2, 0, 2)
 Q4KX8_TILE(q4kx8_tile, X8_AVX2, ISUM8_AVX2, 0, 3)
 Q4KX8_TILE(q4kx8_tile, X8_AVX2, ISUM8_AVX2, 0, 4)
-Q4KX8_TILE(q4kx8v_tile, X8_VNNI, ISUM8_VNNI, 0, 1)
-Q4KX8_TILE(q4kx8v_tile, X8_VNNI, ISUM8_VNNI, 0, 2)
-Q4KX8_TILE(q4kx8v_tile, X8_VNNI, ISUM8_VNNI, 0, 3)
-Q4KX8_TILE(q4kx8v_tile, X8_VNNI, ISUM8_VNNI, 0, 4)
 Q4KX8_TILE(q5kx8_tile, X8_AVX2, ISUM8_AVX2_Q5, 1, 1)
 Q4KX8_TILE(q5kx8_tile, X8_AVX2, ISUM8_AVX2_Q5, 1, 2)
 Q4KX8_TILE(q5kx8_tile, X8_AVX2, ISUM8_AVX2_Q5, 1, 3)
 Q4KX8_TILE(q5kx8_tile, X8_AVX2, ISUM8_AVX2_Q5, 1, 4)
-Q4KX8_TILE(q5kx8v_tile, X8_VNNI, ISUM8_VNNI, 1, 1)
-Q4KX8_TILE(q5kx8v_tile, X8_VNNI, ISUM8_VNNI, 1, 2)
-Q4KX8_TILE(q5kx8v_tile, X8_VNNI, ISUM8_VNNI, 1, 3)
-Q4KX8_TILE(q5kx8v_tile, X8_VNNI, ISUM8_VNNI, 1, 4)
 
 X8_ROWS(mm_q4kx8, X8_AVX2, q4kx8_tile, Q4K_GROUP)
-X8_ROWS(mm_q4kx8v, X8_VNNI, q4kx8v_tile, Q4K_GROUP)
 X8_ROWS(mm_q5kx8, X8_AVX2, q5kx8_tile, Q5K_GROUP)
-X8_ROWS(mm_q5kx8v, X8_VNNI, q5kx8v_tile, Q5K_GROUP)
 #endif
 
 // arb_mm_kx8 multiplies groups glo..ghi-1 of a repacked Q4_K (q5: Q5_K)
 // matrix (nsb super-blocks a row) by n activation rows quantised to 8
-// bits; vnni picks the VNNI tiles where arb_simd_level() is 2 or more.
-// -1 without AVX2.
-int arb_mm_kx8(int q5, int vnni, const uint8_t *packed, int glo, int ghi, int nsb, const float *yd, const int8_t *yq,
+// bits. -1 without AVX2.
+int arb_mm_kx8(int q5, const uint8_t *packed, int glo, int ghi, int nsb, const float *yd, const int8_t *yq,
                const int32_t *ys, int n, float *out, int rows) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	return x8_run(vnni, q5 ? mm_q5kx8 : mm_q4kx8, q5 ? mm_q5kx8v : mm_q4kx8v, packed, glo, ghi, nsb, yd, yq, ys, n, out,
-	              rows);
+	return x8_run(q5 ? mm_q5kx8 : mm_q4kx8, packed, glo, ghi, nsb, yd, yq, ys, n, out, rows);
 #endif
 	return -1;
 }

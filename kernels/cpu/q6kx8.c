@@ -12,8 +12,8 @@
 // trick: |q - 32| against y carrying q's sign, summed per 16 weights and
 // multiplied by their scale), then one multiply-add by d * yd for the
 // eight rows. Rows are summed in the same order whatever the batch or
-// group; the VNNI tiles (vpdpbusd) give the AVX2 tiles' sums exactly (only
-// the VNNI ones run in use, as for Q4_K: see q4kx8.c).
+// group; these AVX2 tiles are the tests' reference for x16.c's sixteen-row
+// VNNI tiles, which run in use (as for Q4_K: see q4kx8.c).
 #include <string.h>
 #include "q40x8.h"
 #include "simd.h"
@@ -51,22 +51,13 @@ void arb_q6k_pack(const uint8_t *src, long row_bytes, int rows, int nsb, uint8_t
 
 // ISUM4 is a lane's exact sum over h = 0..3 of |q| times four broadcast
 // activation bytes carrying q's sign: maddubs pairs (|q| <= 32 against
-// bytes of at most 127: four pair sums stay below 32767) then one madd, or
-// vpdpbusd.
+// bytes of at most 127: four pair sums stay below 32767) then one madd.
 #define ISUM4_AVX2(a, q, y4)                                                                                \
 	({                                                                                                   \
 		__m256i s16 = _mm256_maddubs_epi16((a)[0], _mm256_sign_epi8(_mm256_set1_epi32((y4)[0]), (q)[0])); \
 		for (int h = 1; h < 4; h++)                                                                      \
 			s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16((a)[h], _mm256_sign_epi8(_mm256_set1_epi32((y4)[h]), (q)[h]))); \
 		_mm256_madd_epi16(s16, _mm256_set1_epi16(1));                                                    \
-	})
-#define ISUM4_VNNI(a, q, y4)                                                                                \
-	({                                                                                                   \
-		__m256i s0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), (a)[0], _mm256_sign_epi8(_mm256_set1_epi32((y4)[0]), (q)[0])); \
-		__m256i s1 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), (a)[1], _mm256_sign_epi8(_mm256_set1_epi32((y4)[1]), (q)[1])); \
-		s0 = _mm256_dpbusd_epi32(s0, (a)[2], _mm256_sign_epi8(_mm256_set1_epi32((y4)[2]), (q)[2]));      \
-		s1 = _mm256_dpbusd_epi32(s1, (a)[3], _mm256_sign_epi8(_mm256_set1_epi32((y4)[3]), (q)[3]));      \
-		_mm256_add_epi32(s0, s1);                                                                        \
 	})
 
 // Q6KX8_TILE defines NAME##T: the eight rows of group gp against
@@ -108,20 +99,15 @@ Q6KX8_TILE(q6kx8_tile, X8_AVX2, ISUM4_AVX2, 1)
 Q6KX8_TILE(q6kx8_tile, X8_AVX2, ISUM4_AVX2, 2)
 Q6KX8_TILE(q6kx8_tile, X8_AVX2, ISUM4_AVX2, 3)
 Q6KX8_TILE(q6kx8_tile, X8_AVX2, ISUM4_AVX2, 4)
-Q6KX8_TILE(q6kx8v_tile, X8_VNNI, ISUM4_VNNI, 1)
-Q6KX8_TILE(q6kx8v_tile, X8_VNNI, ISUM4_VNNI, 2)
-Q6KX8_TILE(q6kx8v_tile, X8_VNNI, ISUM4_VNNI, 3)
-Q6KX8_TILE(q6kx8v_tile, X8_VNNI, ISUM4_VNNI, 4)
 
 X8_ROWS(mm_q6kx8, X8_AVX2, q6kx8_tile, Q6K_GROUP)
-X8_ROWS(mm_q6kx8v, X8_VNNI, q6kx8v_tile, Q6K_GROUP)
 #endif
 
 // arb_mm_q6kx8 is arb_mm_kx8 (q4kx8.c) for repacked Q6_K.
-int arb_mm_q6kx8(int vnni, const uint8_t *packed, int glo, int ghi, int nsb, const float *yd, const int8_t *yq, int n,
-                 float *out, int rows) {
+int arb_mm_q6kx8(const uint8_t *packed, int glo, int ghi, int nsb, const float *yd, const int8_t *yq, int n, float *out,
+                 int rows) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	return x8_run(vnni, mm_q6kx8, mm_q6kx8v, packed, glo, ghi, nsb, yd, yq, NULL, n, out, rows);
+	return x8_run(mm_q6kx8, packed, glo, ghi, nsb, yd, yq, NULL, n, out, rows);
 #endif
 	return -1;
 }

@@ -104,17 +104,27 @@ static inline float unpack32(int type, const uint8_t *b, int8_t *q, float *mout)
 
 // ---- portable versions ----
 
-static void quantize_q8_generic(const float *x, int count, float *d, int8_t *q, int32_t *s) {
-	for (int b = 0; b < count / 32; b++) {
-		const float *xs = x + b * 32;
-		float amax = 0;
-		for (int j = 0; j < 32; j++) { float a = fabsf(xs[j]); if (a > amax) amax = a; }
-		float dd = amax / 127, id = dd != 0 ? 1 / dd : 0;
-		int32_t sum = 0;
-		for (int j = 0; j < 32; j++) { int8_t v = (int8_t)nearbyintf(xs[j] * id); q[b * 32 + j] = v; sum += v; }
-		d[b] = dd;
-		s[b] = sum;
+// q8_block_generic quantises 32 values to q with scale *d (round to
+// nearest even, as kernels/cpu's Go quantiser) and returns their sum, and
+// through low the sum of the first 16.
+static int32_t q8_block_generic(const float *xs, int8_t *q, float *d, int32_t *low) {
+	float amax = 0;
+	for (int j = 0; j < 32; j++) { float a = fabsf(xs[j]); if (a > amax) amax = a; }
+	float dd = amax / 127, id = dd != 0 ? 1 / dd : 0;
+	int32_t sum = 0;
+	for (int j = 0; j < 32; j++) {
+		int8_t v = (int8_t)nearbyintf(xs[j] * id);
+		q[j] = v;
+		sum += v;
+		if (j == 15) *low = sum;
 	}
+	*d = dd;
+	return sum;
+}
+
+static void quantize_q8_generic(const float *x, int count, float *d, int8_t *q, int32_t *s) {
+	int32_t low;
+	for (int b = 0; b < count / 32; b++) s[b] = q8_block_generic(x + b * 32, q + b * 32, d + b, &low);
 }
 
 static void mm_q8_generic(int type, const uint8_t *w, long row_bytes, int lo, int hi, int nb,
@@ -299,6 +309,28 @@ static void mm_f32_generic(int type, const uint8_t *w, long row_bytes, int lo, i
 	}
 }
 
+// QUANTIZE_PANELS defines NAME, arb_quantize_q8_panels with BLOCK
+// quantising each block.
+#define QUANTIZE_PANELS(NAME, ATTR, BLOCK)                                                                   \
+	ATTR static void NAME(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, float *m, int32_t *c) { \
+		int nb = cols / 32;                                                                              \
+		for (int r = lo; r < hi; r++) {                                                                  \
+			int p0 = r / ARB_PANEL * ARB_PANEL, P = n - p0 < ARB_PANEL ? n - p0 : ARB_PANEL, k = r - p0;  \
+			long base = (long)p0 * nb;                                                                   \
+			for (int b = 0; b < nb; b++) {                                                               \
+				long slot = base + (long)b * P + k;                                                      \
+				int32_t low = 0, sum = BLOCK(x + (long)r * cols + b * 32, q + slot * 32, d + slot, &low);    \
+				m[slot] = d[slot] * (float)sum;                                                          \
+				int32_t *cp = c + 4 * base + (long)b * 4 * P + k;                                        \
+				cp[0] = -128 * sum;                                                                      \
+				cp[P] = -8 * sum;                                                                        \
+				cp[2 * P] = -32 * low;                                                                   \
+				cp[3 * P] = -32 * (sum - low);                                                           \
+			}                                                                                            \
+		}                                                                                                \
+	}
+QUANTIZE_PANELS(quantize_panels_generic, , q8_block_generic)
+
 // ---- AVX2 + FMA + F16C ----
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -317,36 +349,46 @@ AVX2 static inline float hsum8(__m256 v) {
 	return hsum4(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
 }
 
-AVX2 static void quantize_q8_avx2(const float *x, int count, float *d, int8_t *q, int32_t *s) {
-	const __m256 signmask = _mm256_set1_ps(-0.0f);
-	for (int b = 0; b < count / 32; b++) {
-		const float *xs = x + b * 32;
-		__m256 v0 = _mm256_loadu_ps(xs), v1 = _mm256_loadu_ps(xs + 8), v2 = _mm256_loadu_ps(xs + 16), v3 = _mm256_loadu_ps(xs + 24);
-		__m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(signmask, v0), _mm256_andnot_ps(signmask, v1)),
-		                         _mm256_max_ps(_mm256_andnot_ps(signmask, v2), _mm256_andnot_ps(signmask, v3)));
-		__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-		m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-		float amax = _mm_cvtss_f32(m4);
-		float dd = amax / 127, id = dd != 0 ? 1 / dd : 0;
-		__m256 mul = _mm256_set1_ps(id);
-		__m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-		__m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-		__m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-		__m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-		__m256i sum = _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
-		__m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
-		s4 = _mm_hadd_epi32(s4, s4);
-		s4 = _mm_hadd_epi32(s4, s4);
-		// pack 32 int32 -> 32 int8 (packs interleave lanes; permute restores order)
-		__m256i p01 = _mm256_packs_epi32(i0, i1), p23 = _mm256_packs_epi32(i2, i3);
-		__m256i p = _mm256_packs_epi16(p01, p23);
-		p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-		_mm256_storeu_si256((__m256i *)(q + b * 32), p);
-		d[b] = dd;
-		s[b] = _mm_cvtsi128_si32(s4);
-	}
+AVX2 static inline int32_t hsum_i32(__m256i v) {
+	__m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+	s4 = _mm_hadd_epi32(s4, s4);
+	s4 = _mm_hadd_epi32(s4, s4);
+	return _mm_cvtsi128_si32(s4);
 }
+
+// q8_block_avx2 is q8_block_generic eight lanes at a time (the same values).
+AVX2 static inline __attribute__((always_inline)) int32_t q8_block_avx2(const float *xs, int8_t *q, float *d, int32_t *lowp) {
+	const __m256 signmask = _mm256_set1_ps(-0.0f);
+	__m256 v0 = _mm256_loadu_ps(xs), v1 = _mm256_loadu_ps(xs + 8), v2 = _mm256_loadu_ps(xs + 16), v3 = _mm256_loadu_ps(xs + 24);
+	__m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(signmask, v0), _mm256_andnot_ps(signmask, v1)),
+	                         _mm256_max_ps(_mm256_andnot_ps(signmask, v2), _mm256_andnot_ps(signmask, v3)));
+	__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+	m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+	m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+	float amax = _mm_cvtss_f32(m4);
+	float dd = amax / 127, id = dd != 0 ? 1 / dd : 0;
+	__m256 mul = _mm256_set1_ps(id);
+	__m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+	__m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+	__m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+	__m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+	int32_t low = hsum_i32(_mm256_add_epi32(i0, i1));
+	// pack 32 int32 -> 32 int8 (packs interleave lanes; permute restores order)
+	__m256i p01 = _mm256_packs_epi32(i0, i1), p23 = _mm256_packs_epi32(i2, i3);
+	__m256i p = _mm256_packs_epi16(p01, p23);
+	p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+	_mm256_storeu_si256((__m256i *)q, p);
+	*d = dd;
+	*lowp = low;
+	return low + hsum_i32(_mm256_add_epi32(i2, i3));
+}
+
+AVX2 static void quantize_q8_avx2(const float *x, int count, float *d, int8_t *q, int32_t *s) {
+	int32_t low;
+	for (int b = 0; b < count / 32; b++) s[b] = q8_block_avx2(x + b * 32, q + b * 32, d + b, &low);
+}
+
+QUANTIZE_PANELS(quantize_panels_avx2, AVX2, q8_block_avx2)
 
 // load_q loads one block's 32 weights (Q4_0, Q4_1, Q5_0, Q5_1) as unsigned
 // bytes, 0..15 or 0..31 with the offset not removed: it is taken off the
@@ -848,20 +890,6 @@ AVX2 static void mm_x_avx2(int type, const uint8_t *w, long row_bytes, int lo, i
 	}
 }
 
-AVX2 static float dot_avx2(const float *a, const float *b, int n) {
-	__m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-	int i = 0;
-	for (; i + 32 <= n; i += 32) {
-		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-		s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-		s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
-		s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
-	}
-	for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-	float s = hsum8(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-	for (; i < n; i++) s += a[i] * b[i];
-	return s;
-}
 
 AVX2 static void expand_f16_avx2(const uint8_t *b, int cols, float *y) {
 	int i = 0;
@@ -869,15 +897,104 @@ AVX2 static void expand_f16_avx2(const uint8_t *b, int cols, float *y) {
 	for (; i < cols; i++) y[i] = fp16_to_f32(rd16(b + 2 * i));
 }
 
-AVX2 static void mm_f32_avx2(int type, const uint8_t *w, long row_bytes, int lo, int hi, int cols,
-                             const float *x, int n, float *out, int rows, float *scratch) {
-	for (int o = lo; o < hi; o++) {
-		const float *wr = (const float *)(w + (long)o * row_bytes);
-		if (type == ARB_F16) { expand_f16_avx2(w + (long)o * row_bytes, cols, scratch); wr = scratch; }
-		else if (type != ARB_F32) { expand_row(type, w + (long)o * row_bytes, cols, scratch); wr = scratch; }
-		for (int r = 0; r < n; r++) out[(long)r * rows + o] = dot_avx2(wr, x + (long)r * cols, cols);
+// F32_TILE computes RB weight rows (wr[b], as float32) against T
+// activation rows (x[t]) into out[t*rows + o + b]. Each dot product is
+// the one this backend has always computed, lane for lane and add for
+// add: four accumulators over each 32 values, the rest of the eights into
+// the first, their sum ((s0+s1)+(s2+s3)) reduced by hsum8, the last few
+// values added one at a time; so a result does not depend on the tile.
+// But each vector of weights is loaded once for the T rows of
+// activations and each vector of activations once for the RB rows of
+// weights, where a dot product at a time loads two vectors for every
+// multiply-add.
+#define F32_TILE(NAME, ATTR, RB, T)                                                                            \
+	ATTR static inline __attribute__((always_inline)) void NAME(const float *const *wr, const float *const *x, int cols, \
+	                                                           float *out, long rows, int o) {               \
+		__m256 acc[RB][T][4];                                                                             \
+		for (int b = 0; b < RB; b++)                                                                      \
+			for (int t = 0; t < T; t++)                                                                   \
+				for (int c = 0; c < 4; c++) acc[b][t][c] = _mm256_setzero_ps();                           \
+		int i = 0;                                                                                        \
+		for (; i + 32 <= cols; i += 32)                                                                   \
+			for (int c = 0; c < 4; c++) {                                                                 \
+				__m256 xv[T];                                                                             \
+				/* in registers: the compiler would fold the loads into the multiply-adds, loading */   \
+				/* each activation vector once for every row of weights */                               \
+				for (int t = 0; t < T; t++) {                                                             \
+					xv[t] = _mm256_loadu_ps(x[t] + i + 8 * c);                                            \
+					__asm__("" : "+x"(xv[t]));                                                            \
+				}                                                                                         \
+				for (int b = 0; b < RB; b++) {                                                            \
+					__m256 wv = _mm256_loadu_ps(wr[b] + i + 8 * c);                                       \
+					for (int t = 0; t < T; t++) acc[b][t][c] = _mm256_fmadd_ps(wv, xv[t], acc[b][t][c]);  \
+				}                                                                                         \
+			}                                                                                             \
+		for (; i + 8 <= cols; i += 8)                                                                     \
+			for (int b = 0; b < RB; b++)                                                                  \
+				for (int t = 0; t < T; t++)                                                               \
+					acc[b][t][0] = _mm256_fmadd_ps(_mm256_loadu_ps(wr[b] + i), _mm256_loadu_ps(x[t] + i), acc[b][t][0]); \
+		for (int b = 0; b < RB; b++)                                                                      \
+			for (int t = 0; t < T; t++) {                                                                 \
+				float s = hsum8(_mm256_add_ps(_mm256_add_ps(acc[b][t][0], acc[b][t][1]), _mm256_add_ps(acc[b][t][2], acc[b][t][3]))); \
+				for (int k = i; k < cols; k++) s += wr[b][k] * x[t][k];                                   \
+				out[(long)t * rows + o + b] = s;                                                          \
+			}                                                                                             \
 	}
-}
+
+// The tiles: one row of weights by up to three of activations with AVX2's
+// sixteen registers (12 accumulators), two by three with AVX-512VL's 32
+// (24), the same arithmetic on 256-bit vectors in both.
+#define AVX512VL __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
+F32_TILE(f32_tile1x1, AVX2, 1, 1)
+F32_TILE(f32_tile1x2, AVX2, 1, 2)
+F32_TILE(f32_tile1x3, AVX2, 1, 3)
+F32_TILE(f32v_tile1x1, AVX512VL, 1, 1)
+F32_TILE(f32v_tile1x2, AVX512VL, 1, 2)
+F32_TILE(f32v_tile1x3, AVX512VL, 1, 3)
+F32_TILE(f32v_tile2x1, AVX512VL, 2, 1)
+F32_TILE(f32v_tile2x2, AVX512VL, 2, 2)
+F32_TILE(f32v_tile2x3, AVX512VL, 2, 3)
+
+// F32_ROWS defines NAME: weight rows lo..hi-1 (F16 and BF16 widened to
+// float32 into scratch, RB rows of cols at a time) against the n rows of
+// activations, RB by three at a time. TILE##RT names the tiles.
+#define F32_ROWS(NAME, ATTR, RB, TILE, TILE1)                                                                \
+	ATTR static void NAME(int type, const uint8_t *w, long row_bytes, int lo, int hi, int cols, const float *x, int n, \
+	                      float *out, int rows, float *scratch) {                                            \
+		for (int o = lo; o < hi; o += RB) {                                                               \
+			int rb = hi - o < RB ? hi - o : RB;                                                           \
+			const float *wr[RB];                                                                          \
+			for (int b = 0; b < rb; b++) {                                                                \
+				const uint8_t *src = w + (long)(o + b) * row_bytes;                                       \
+				wr[b] = (const float *)src;                                                               \
+				if (type == ARB_F16) expand_f16_avx2(src, cols, scratch + (long)b * cols);                \
+				else if (type == ARB_BF16) expand_row(ARB_BF16, src, cols, scratch + (long)b * cols);          \
+				if (type != ARB_F32) wr[b] = scratch + (long)b * cols;                                    \
+			}                                                                                             \
+			for (int r = 0; r < n; r += 3) {                                                              \
+				const float *xs[3];                                                                       \
+				int t = n - r < 3 ? n - r : 3;                                                            \
+				for (int k = 0; k < t; k++) xs[k] = x + (long)(r + k) * cols;                             \
+				float *ot = out + (long)r * rows;                                                         \
+				if (rb == RB) {                                                                           \
+					TILE(wr, xs, cols, ot, rows, o, t);                                                   \
+				} else {                                                                                  \
+					TILE1(wr, xs, cols, ot, rows, o, t);                                                  \
+				}                                                                                         \
+			}                                                                                             \
+		}                                                                                                 \
+	}
+#define F32_PICK(P, wr, xs, cols, ot, rows, o, t)                                                             \
+	switch (t) {                                                                                              \
+	case 3: P##x3(wr, xs, cols, ot, rows, o); break;                                                          \
+	case 2: P##x2(wr, xs, cols, ot, rows, o); break;                                                          \
+	default: P##x1(wr, xs, cols, ot, rows, o); break;                                                         \
+	}
+#define F32_T1(wr, xs, cols, ot, rows, o, t) F32_PICK(f32_tile1, wr, xs, cols, ot, rows, o, t)
+#define F32_V1(wr, xs, cols, ot, rows, o, t) F32_PICK(f32v_tile1, wr, xs, cols, ot, rows, o, t)
+#define F32_V2(wr, xs, cols, ot, rows, o, t) F32_PICK(f32v_tile2, wr, xs, cols, ot, rows, o, t)
+F32_ROWS(mm_f32_avx2, AVX2, 1, F32_T1, F32_T1)
+F32_ROWS(mm_f32_vl, AVX512VL, 2, F32_V2, F32_V1)
 
 static int level = -1;
 
@@ -916,6 +1033,20 @@ void arb_quantize_q8(const float *x, int count, float *d, int8_t *q, int32_t *s)
 	quantize_q8_generic(x, count, d, q, s);
 }
 
+// arb_quantize_q8_panels quantises rows lo..hi-1 of n rows of cols values
+// (x: all n rows) as arb_quantize_q8 does, into the panels the
+// sixteen-row tiles read (x16.c): the rows in panels of ARB_PANEL (the
+// last of the rest when n is not a multiple), and within a panel of P rows,
+// block b of row k at slot b*P + k: q (32 bytes a slot), d, and m = d * s;
+// c holds four a slot, [b][j][k] within the panel, the offsets the tiles
+// start from: -128 s, -8 s, and -32 times the sums of each half.
+void arb_quantize_q8_panels(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, float *m, int32_t *c) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 1) { quantize_panels_avx2(x, n, cols, lo, hi, q, d, m, c); return; }
+#endif
+	quantize_panels_generic(x, n, cols, lo, hi, q, d, m, c);
+}
+
 void arb_mm_q8(int type, const uint8_t *w, long row_bytes, int lo, int hi, int nb,
                const float *yd, const int8_t *yq, const int32_t *ys, int n, float *out, int rows) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -933,6 +1064,7 @@ void arb_mm_q8(int type, const uint8_t *w, long row_bytes, int lo, int hi, int n
 void arb_mm_f32(int type, const uint8_t *w, long row_bytes, int lo, int hi, int cols,
                 const float *x, int n, float *out, int rows, float *scratch) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 2) { mm_f32_vl(type, w, row_bytes, lo, hi, cols, x, n, out, rows, scratch); return; }
 	if (arb_simd_level() >= 1) { mm_f32_avx2(type, w, row_bytes, lo, hi, cols, x, n, out, rows, scratch); return; }
 #endif
 	mm_f32_generic(type, w, row_bytes, lo, hi, cols, x, n, out, rows, scratch);
@@ -967,6 +1099,20 @@ AVX2 static inline float softmax_inv(float *sc, int count, float maxs) {
 	return (float)(1.0 / ((sd[0] + sd[1]) + (sd[2] + sd[3])));
 }
 
+// max_masked is the largest of sc[0..count-1] (-inf when all are), eight
+// at a time.
+AVX2 static inline float max_masked(const float *sc, int count) {
+	__m256 m = _mm256_set1_ps(-INFINITY);
+	int j = 0;
+	for (; j + 8 <= count; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(sc + j));
+	__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+	m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+	float r = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+	for (; j < count; j++)
+		if (sc[j] > r) r = sc[j];
+	return r;
+}
+
 // ld8 loads 8 cached values from element i of a KV cache layer: float32,
 // or float16 widened with F16C. f16 is a constant in every caller (the
 // kernels are inlined into one wrapper per cache type), so the float32
@@ -994,9 +1140,12 @@ AVX2 static inline __attribute__((always_inline)) void wsum_rows(__m256 *acc, co
 // than the product. A task is one kv head: every block of 8 keys is
 // loaded and transposed once, then scored for all of the head's query rows
 // (every batch row times the heads sharing the kv head) with 8 multiply-adds
-// each. Scores past a row's last visible slot, and masked ones, are set to
-// -inf, whose exponential is exactly 0, so a row gets the same bits
-// whatever the batch around it.
+// each. Masked scores are set to -inf, whose exponential is exactly 0;
+// the slots past a row's last visible one get weight 0 without being
+// scored (a causal row skips the blocks it cannot see), exponentiated or
+// summed (a group of rows sums the slots its last row sees, and a zero
+// weight adds exactly nothing), so a row gets the same bits whatever the
+// batch around it, and a 512-row prefill does half the work it did.
 AVX2 static inline __attribute__((always_inline)) void attention_hd8(float *out, const float *q, const void *kc, const void *vc, int f16,
                                int past, int n, const uint8_t *mask, int heads, int kv_heads, float scale,
                                int lo, int hi, float *scores) {
@@ -1009,7 +1158,8 @@ AVX2 static inline __attribute__((always_inline)) void attention_hd8(float *out,
 			for (int u = 0; u < 8; u++)
 				r[u] = j0 + u < total ? ld8(kc, (long)(j0 + u) * kvd + kh * 8, f16) : _mm256_setzero_ps();
 			transpose8(r);
-			for (int i = 0; i < n; i++) {
+			// causal rows before j0 - past see none of these slots
+			for (int i = mask || j0 <= past ? 0 : j0 - past; i < n; i++) {
 				for (int g = 0; g < group; g++) {
 					const float *qv = q + (long)i * qd + (kh * group + g) * 8;
 					__m256 sv = _mm256_mul_ps(_mm256_broadcast_ss(qv), r[0]);
@@ -1027,7 +1177,7 @@ AVX2 static inline __attribute__((always_inline)) void attention_hd8(float *out,
 			const uint8_t *row = mask ? mask + (long)i * total : NULL;
 			int limit = row ? total : past + i + 1;
 			float *sc = scores + (long)k * tp;
-			for (int j = limit; j < tp; j++) sc[j] = -INFINITY;
+			for (int j = limit; j < tp; j++) sc[j] = 0; // never seen: weight 0 in the sums below
 			if (row) { // masked slots to -inf, 8 mask bytes at a time (a tree's
 				   // rows see the whole prefix: blocks with every slot visible are skipped)
 				int j = 0;
@@ -1042,18 +1192,13 @@ AVX2 static inline __attribute__((always_inline)) void attention_hd8(float *out,
 				for (; j < limit; j++)
 					if (!row[j]) sc[j] = -INFINITY;
 			}
-			__m256 vmax = ninf;
-			for (int j = 0; j < tp; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(sc + j));
-			__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
-			m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-			m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-			float maxs = _mm_cvtss_f32(m4);
+			float maxs = max_masked(sc, limit); // masked slots hold -inf
 			if (maxs == -INFINITY) { // sees nothing: all weights 0
 				memset(sc, 0, (size_t)tp * sizeof(float));
 				inv[k] = 0;
 				continue;
 			}
-			inv[k] = softmax_inv(sc, tp, maxs);
+			inv[k] = softmax_inv(sc, limit, maxs);
 		}
 		// weighted sum of the values, up to 8 query rows per pass over the
 		// slots: a value vector is loaded once for all of them, and a slot a
@@ -1065,15 +1210,17 @@ AVX2 static inline __attribute__((always_inline)) void attention_hd8(float *out,
 			for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
 			const float *sc = scores + (long)k0 * tp;
 			long vp = kh * 8;
+			// the slots the last of these rows sees, past which every weight is 0
+			int lim = mask ? total : past + (k0 + kn - 1) / group + 1;
 			switch (kn) { // one loop per row count, so the accumulators stay in registers
-			case 8: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 8, f16); break;
-			case 7: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 7, f16); break;
-			case 6: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 6, f16); break;
-			case 5: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 5, f16); break;
-			case 4: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 4, f16); break;
-			case 3: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 3, f16); break;
-			case 2: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 2, f16); break;
-			default: wsum_rows(acc, sc, tp, vc, vp, kvd, total, 1, f16); break;
+			case 8: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 8, f16); break;
+			case 7: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 7, f16); break;
+			case 6: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 6, f16); break;
+			case 5: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 5, f16); break;
+			case 4: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 4, f16); break;
+			case 3: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 3, f16); break;
+			case 2: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 2, f16); break;
+			default: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 1, f16); break;
 			}
 			for (int k = 0; k < kn; k++) {
 				int i = (k0 + k) / group, h = kh * group + (k0 + k) % group;
@@ -1084,11 +1231,11 @@ AVX2 static inline __attribute__((always_inline)) void attention_hd8(float *out,
 }
 
 // score_heads writes sc[u*stride + j] = q_u . k_j * scale for gn heads
-// (q_u at q + u*hd) and the slots j < limit (-inf where masked), loading
-// each key row once for all of them.
+// (q_u at q + u*hd) and the slots from <= j < limit (-inf where masked),
+// loading each key row once for all of them.
 AVX2 static inline __attribute__((always_inline)) void score_heads(float *sc, int stride, const float *q, int hd, const void *k, long k0, int kvd,
-                                                                  const uint8_t *row, int limit, float scale, int gn, int f16) {
-	for (int j = 0; j < limit; j++) {
+                                                                  const uint8_t *row, int from, int limit, float scale, int gn, int f16) {
+	for (int j = from; j < limit; j++) {
 		if (row && !row[j]) {
 			for (int u = 0; u < gn; u++) sc[(long)u * stride + j] = -INFINITY;
 			continue;
@@ -1102,6 +1249,39 @@ AVX2 static inline __attribute__((always_inline)) void score_heads(float *sc, in
 		}
 		for (int u = 0; u < gn; u++) sc[(long)u * stride + j] = hsum8(acc[u]) * scale;
 	}
+}
+
+// hsum8x4 returns the four sums hsum8(a[s]), s < 4, in one vector: the
+// same additions in the same order, done for four vectors at once (the
+// halves added, then lanes 0+2 and 1+3, then those two).
+AVX2 static inline __attribute__((always_inline)) __m128 hsum8x4(const __m256 a[4]) {
+	__m256 z02 = _mm256_add_ps(_mm256_permute2f128_ps(a[0], a[2], 0x20), _mm256_permute2f128_ps(a[0], a[2], 0x31));
+	__m256 z13 = _mm256_add_ps(_mm256_permute2f128_ps(a[1], a[3], 0x20), _mm256_permute2f128_ps(a[1], a[3], 0x31));
+	__m256 b = _mm256_add_ps(_mm256_shuffle_ps(z02, z13, 0x44), _mm256_shuffle_ps(z02, z13, 0xee));
+	__m256 r = _mm256_add_ps(_mm256_shuffle_ps(b, b, 0x88), _mm256_shuffle_ps(b, b, 0xdd));
+	return _mm_castpd_ps(_mm_unpacklo_pd(_mm_castps_pd(_mm256_castps256_ps128(r)), _mm_castps_pd(_mm256_extractf128_ps(r, 1))));
+}
+
+// score_block writes, for nq (1 or 2) query vectors q[u] (of hd values),
+// sc[u*stride + j0..j0+3] = q_u . k_j * scale for the four slots from j0:
+// each dot product is score_heads's, lane for lane and add for add, but
+// the four keys are read once for both queries and the four horizontal
+// sums are one transposed reduction (two queries by four slots keep the
+// accumulators in the sixteen registers AVX2 has).
+AVX2 static inline __attribute__((always_inline)) void score_block(float *sc, long stride, const float *const q[2], int nq, int hd,
+                                                                  const void *k, long k0, int kvd, int j0, float scale, int f16) {
+	__m256 acc[2][4];
+	long kj = k0 + (long)j0 * kvd;
+	for (int t = 0; t < hd; t += 8) {
+		__m256 qt[2];
+		for (int u = 0; u < nq; u++) qt[u] = _mm256_loadu_ps(q[u] + t);
+		for (int s = 0; s < 4; s++) {
+			__m256 ks = ld8(k, kj + (long)s * kvd + t, f16);
+			for (int u = 0; u < nq; u++) acc[u][s] = t ? _mm256_fmadd_ps(qt[u], ks, acc[u][s]) : _mm256_mul_ps(qt[u], ks);
+		}
+	}
+	__m128 vs = _mm_set1_ps(scale);
+	for (int u = 0; u < nq; u++) _mm_storeu_ps(sc + (long)u * stride + j0, _mm_mul_ps(hsum8x4(acc[u]), vs));
 }
 
 // wsum_heads sets acc[u*tn + k] (u < gn, k < tn) to the sum over visible
@@ -1124,75 +1304,103 @@ AVX2 static inline __attribute__((always_inline)) void wsum_heads(__m256 *acc, c
 	for (int k = 0; k < gn * tn; k++) acc[k] = a[k];
 }
 
+// attn_rows is how many batch rows a task of attention_avx2 takes: with
+// the heads that share their kv head, 16 query vectors score each block
+// of keys while it sits in the first level of cache.
+static int attn_rows(int group) { return group >= 16 ? 1 : 16 / group; }
+
 // attention_avx2 is arb_attention for head widths that are multiples of 8
-// (other than 8): a task is one batch row and one kv head, so every key
-// and value row is read once for all the heads that share it (grouped-query
-// attention) rather than once per head.
+// (other than 8): a task is one kv head and attn_rows batch rows, so every
+// key row is read once for all the rows and heads that share it (grouped-
+// query attention), scored four slots at a time (score_block), and every
+// value row once for the heads of a row. Each row's scores, softmax and
+// weighted sums are computed as a row alone would compute them (the slots
+// past its own last visible one are never summed), so a row's result
+// does not depend on the batch.
 AVX2 static inline __attribute__((always_inline)) void attention_avx2(float *out, const float *q, const void *kc, const void *vc, int f16,
                                 int past, int n, const uint8_t *mask, int heads, int kv_heads, int hd, float scale,
                                 int lo, int hi, float *scores) {
 	int total = past + n, group = heads / kv_heads, kvd = kv_heads * hd, qd = heads * hd;
+	int R = attn_rows(group), blocks = (n + R - 1) / R;
 	for (int task = lo; task < hi; task++) {
-		int i = task / kv_heads, kh = task % kv_heads;
-		const uint8_t *row = mask ? mask + (long)i * total : NULL;
-		int limit = row ? total : past + i + 1;
-		// scores of the group's heads (up to 4 at a time), each key row
-		// loaded once for all of them
-		for (int g0 = 0; g0 < group; g0 += 4) {
-			int gn = group - g0 < 4 ? group - g0 : 4;
-			const float *qv = q + (long)i * qd + (long)(kh * group + g0) * hd;
-			long kv = kh * hd;
-			float *sc = scores + (long)g0 * total;
-			switch (gn) { // one loop per head count, so the accumulators stay in registers
-			case 4: score_heads(sc, total, qv, hd, kc, kv, kvd, row, limit, scale, 4, f16); break;
-			case 3: score_heads(sc, total, qv, hd, kc, kv, kvd, row, limit, scale, 3, f16); break;
-			case 2: score_heads(sc, total, qv, hd, kc, kv, kvd, row, limit, scale, 2, f16); break;
-			default: score_heads(sc, total, qv, hd, kc, kv, kvd, row, limit, scale, 1, f16); break;
-			}
-		}
-		// softmax of each head's scores; inv[g] is 1/sum, 0 for a row that
-		// sees no slot
-		float inv[64 * 4]; // group <= 256: checked by arb_attention
-		for (int g = 0; g < group; g++) {
-			float *sc = scores + (long)g * total;
-			float maxs = -INFINITY;
-			for (int jj = 0; jj < limit; jj++)
-				if ((!row || row[jj]) && sc[jj] > maxs) maxs = sc[jj];
-			inv[g] = 0;
-			if (maxs == -INFINITY) continue;
-			inv[g] = softmax_inv(sc, limit, maxs);
-		}
-		// the weighted sums of the values: two heads and four vectors of
-		// dims (or one head and eight) per pass over the slots, so a value
-		// row is read once for each pair of heads that share it (each dim
-		// still sums over the slots in order). Measured on one thread, pairs
-		// cost what single heads did for 32 heads of 128 over 8 kv heads at
-		// 2000 slots, and four heads at a time were 10% slower there.
-		for (int g0 = 0; g0 < group; g0 += 2) {
-			int gn = group - g0 < 2 ? group - g0 : 2, width = 8 / gn;
-			for (int t0 = 0; t0 < hd; t0 += 8 * width) {
-				int tn = (hd - t0) / 8 < width ? (hd - t0) / 8 : width;
-				__m256 acc[8];
-				const float *w = scores + (long)g0 * total;
-				long v = kh * hd + t0;
-				switch (gn * 16 + tn) { // one loop per shape, so the accumulators stay in registers
-				case 0x18: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 8, f16); break;
-				case 0x17: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 7, f16); break;
-				case 0x16: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 6, f16); break;
-				case 0x15: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 5, f16); break;
-				case 0x14: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 4, f16); break;
-				case 0x13: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 3, f16); break;
-				case 0x12: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 2, f16); break;
-				case 0x11: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 1, 1, f16); break;
-				case 0x24: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 2, 4, f16); break;
-				case 0x23: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 2, 3, f16); break;
-				case 0x22: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 2, 2, f16); break;
-				default: wsum_heads(acc, w, total, row, vc, v, kvd, limit, 2, 1, f16); break;
+		int kh = task / blocks, i0 = task % blocks * R, i1 = i0 + R < n ? i0 + R : n;
+		int lmax = mask ? total : past + i1, tp = (total + 7) & ~7, nq = (i1 - i0) * group;
+		long kv = kh * hd;
+		// scores of every query vector of the task (rows i0..i1-1, each
+		// with its group of heads, at scores + u*tp), four slots a block
+		// while a block fits, then slot by slot
+		int jb = lmax / 4 * 4;
+		for (int j0 = 0; j0 < jb; j0 += 4)
+			for (int u = 0; u < nq; u += 2) {
+				const float *qp[2];
+				for (int v = 0; v < 2 && u + v < nq; v++) {
+					int i = i0 + (u + v) / group, g = (u + v) % group;
+					qp[v] = q + (long)i * qd + (long)(kh * group + g) * hd;
 				}
-				for (int u = 0; u < gn; u++) {
-					float *o = out + (long)i * qd + (long)(kh * group + g0 + u) * hd + t0;
-					__m256 sv = _mm256_set1_ps(inv[g0 + u]);
-					for (int k = 0; k < tn; k++) _mm256_storeu_ps(o + 8 * k, _mm256_mul_ps(acc[u * tn + k], sv));
+				if (u + 1 < nq) score_block(scores + (long)u * tp, tp, qp, 2, hd, kc, kv, kvd, j0, scale, f16);
+				else score_block(scores + (long)u * tp, tp, qp, 1, hd, kc, kv, kvd, j0, scale, f16);
+			}
+		for (int i = i0; i < i1; i++) {
+			const uint8_t *row = mask ? mask + (long)i * total : NULL;
+			int limit = row ? total : past + i + 1;
+			for (int g0 = 0; g0 < group; g0 += 4) {
+				int gn = group - g0 < 4 ? group - g0 : 4, from = jb < limit ? jb : limit;
+				const float *qv = q + (long)i * qd + (long)(kh * group + g0) * hd;
+				float *sc = scores + (long)((i - i0) * group + g0) * tp;
+				if (row) // masked slots of the blocks
+					for (int u = 0; u < gn; u++)
+						for (int j = 0; j < from; j++)
+							if (!row[j]) sc[(long)u * tp + j] = -INFINITY;
+				switch (gn) { // one loop per head count, so the accumulators stay in registers
+				case 4: score_heads(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 4, f16); break;
+				case 3: score_heads(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 3, f16); break;
+				case 2: score_heads(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 2, f16); break;
+				default: score_heads(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 1, f16); break;
+				}
+			}
+			// softmax of each head's scores; inv[g] is 1/sum, 0 for a row
+			// that sees no slot
+			float inv[64 * 4]; // group <= 256: checked by arb_attention
+			float *rs = scores + (long)(i - i0) * group * tp;
+			for (int g = 0; g < group; g++) {
+				float *sc = rs + (long)g * tp;
+				float maxs = max_masked(sc, limit); // masked slots hold -inf
+				inv[g] = 0;
+				if (maxs == -INFINITY) continue;
+				inv[g] = softmax_inv(sc, limit, maxs);
+			}
+			// the weighted sums of the values: two heads and four vectors of
+			// dims (or one head and eight) per pass over the slots, so a value
+			// row is read once for each pair of heads that share it (each dim
+			// still sums over the slots in order). Measured on one thread, pairs
+			// cost what single heads did for 32 heads of 128 over 8 kv heads at
+			// 2000 slots, and four heads at a time were 10% slower there.
+			for (int g0 = 0; g0 < group; g0 += 2) {
+				int gn = group - g0 < 2 ? group - g0 : 2, width = 8 / gn;
+				for (int t0 = 0; t0 < hd; t0 += 8 * width) {
+					int tn = (hd - t0) / 8 < width ? (hd - t0) / 8 : width;
+					__m256 acc[8];
+					const float *w = rs + (long)g0 * tp;
+					long v = kh * hd + t0;
+					switch (gn * 16 + tn) { // one loop per shape, so the accumulators stay in registers
+					case 0x18: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 1, 8, f16); break;
+					case 0x17: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 1, 7, f16); break;
+					case 0x16: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 1, 6, f16); break;
+					case 0x15: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 1, 5, f16); break;
+					case 0x14: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 1, 4, f16); break;
+					case 0x13: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 1, 3, f16); break;
+					case 0x12: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 1, 2, f16); break;
+					case 0x11: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 1, 1, f16); break;
+					case 0x24: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 2, 4, f16); break;
+					case 0x23: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 2, 3, f16); break;
+					case 0x22: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 2, 2, f16); break;
+					default: wsum_heads(acc, w, tp, row, vc, v, kvd, limit, 2, 1, f16); break;
+					}
+					for (int u = 0; u < gn; u++) {
+						float *o = out + (long)i * qd + (long)(kh * group + g0 + u) * hd + t0;
+						__m256 sv = _mm256_set1_ps(inv[g0 + u]);
+						for (int k = 0; k < tn; k++) _mm256_storeu_ps(o + 8 * k, _mm256_mul_ps(acc[u * tn + k], sv));
+					}
 				}
 			}
 		}
@@ -1220,10 +1428,10 @@ AVX2 static void attention_avx2_f16(float *out, const float *q, const void *kc, 
 
 // arb_attention_tasks returns how many tasks arb_attention splits into and
 // arb_attention_scratch how many floats of scratch one task needs: (row,
-// head) pairs and one score per slot; on AVX2, (row, kv head) pairs and a
-// score per slot for each head of the group; for heads of width 8, kv heads
-// and a padded score row (and its softmax sum) for every query row that
-// reads the kv head.
+// head) pairs and one score per slot; on AVX2, kv heads times blocks of
+// attn_rows rows, and a padded score row for each row and head of the
+// block; for heads of width 8, kv heads and a padded score row (and its
+// softmax sum) for every query row that reads the kv head.
 // attention_mode is 2 for the per-kv-head kernel of width-8 heads, 1 for
 // the AVX2 kernel of other multiples of 8 (a task is a row and a kv head),
 // 0 for the portable loop (a task is a row and a head).
@@ -1239,7 +1447,7 @@ static int attention_mode(int hd, int heads, int kv_heads) {
 int arb_attention_tasks(int n, int heads, int kv_heads, int hd) {
 	switch (attention_mode(hd, heads, kv_heads)) {
 	case 2: return kv_heads;
-	case 1: return n * kv_heads;
+	case 1: return kv_heads * ((n + attn_rows(heads / kv_heads) - 1) / attn_rows(heads / kv_heads));
 	}
 	return n * heads;
 }
@@ -1247,7 +1455,7 @@ int arb_attention_tasks(int n, int heads, int kv_heads, int hd) {
 long arb_attention_scratch(int past, int n, int heads, int kv_heads, int hd) {
 	switch (attention_mode(hd, heads, kv_heads)) {
 	case 2: return (long)n * (heads / kv_heads) * (((past + n + 7) & ~7) + 1);
-	case 1: return (long)(heads / kv_heads) * (past + n);
+	case 1: return (long)attn_rows(heads / kv_heads) * (heads / kv_heads) * ((past + n + 7) & ~7);
 	}
 	return past + n;
 }
@@ -1394,12 +1602,13 @@ uint64_t arb_read_sum(const uint64_t *p, long n) {
 }
 
 // arb_peak_i8 and arb_peak_f32 run iters rounds of independent chains of
-// the matrix kernels' inner operations (int8: maddubs then madd, as the Q8
-// kernels use them, or vpdpbusd where the VNNI tiles run; float32: FMA),
-// enough chains to hide their latency, and return a value that depends on
-// every result. They measure the
-// compute ceiling the kernels can approach: 8 * 32 int8 multiply-adds, or
-// 10 * 8 float ones, per round.
+// the matrix kernels' inner operations (int8: maddubs then madd on 256-bit
+// vectors, as the AVX2 kernels use them, or vpdpbusd on 512-bit vectors
+// where the VNNI tiles run; float32: FMA), enough chains to hide their
+// latency, and return a value that depends on every result. They measure
+// the compute ceiling the kernels can approach: arb_peak_i8_macs() int8
+// multiply-adds (8 * 32, or 8 * 64 with VNNI), or 10 * 8 float ones, per
+// round.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 AVX2 static int64_t peak_i8_avx2(long iters) {
 	__m256i a = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
@@ -1415,18 +1624,18 @@ AVX2 static int64_t peak_i8_avx2(long iters) {
 }
 
 // peak_i8_vnni is peak_i8_avx2 with the VNNI tiles' operation (vpdpbusd
-// on 256-bit vectors: the same 32 multiply-adds each, one instruction).
+// on 512-bit vectors: 64 multiply-adds each, one instruction).
 __attribute__((target("avx2,avx512f,avx512vl,avx512bw,avx512vnni"))) static int64_t peak_i8_vnni(long iters) {
-	__m256i a = _mm256_set1_epi8(3);
-	__m256i b[8], s[8];
-	for (int k = 0; k < 8; k++) { b[k] = _mm256_set1_epi8((char)(k + 1)); s[k] = _mm256_setzero_si256(); }
+	__m512i a = _mm512_set1_epi8(3);
+	__m512i b[8], s[8];
+	for (int k = 0; k < 8; k++) { b[k] = _mm512_set1_epi8((char)(k + 1)); s[k] = _mm512_setzero_si512(); }
 	for (long i = 0; i < iters; i++) {
-		for (int k = 0; k < 8; k++) s[k] = _mm256_dpbusd_epi32(s[k], a, b[k]);
-		__asm__ volatile("" : "+x"(a));
+		for (int k = 0; k < 8; k++) s[k] = _mm512_dpbusd_epi32(s[k], a, b[k]);
+		__asm__ volatile("" : "+v"(a));
 	}
-	__m256i t = s[0];
-	for (int k = 1; k < 8; k++) t = _mm256_add_epi32(t, s[k]);
-	return _mm256_extract_epi32(t, 0);
+	__m512i t = s[0];
+	for (int k = 1; k < 8; k++) t = _mm512_add_epi32(t, s[k]);
+	return _mm512_reduce_add_epi32(t);
 }
 
 AVX2 static int64_t peak_f32_avx2(long iters) {
@@ -1441,6 +1650,13 @@ AVX2 static int64_t peak_f32_avx2(long iters) {
 	return (int64_t)_mm256_cvtss_f32(t);
 }
 #endif
+
+int arb_peak_i8_macs(void) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 2) return 8 * 64;
+#endif
+	return 8 * 32;
+}
 
 int64_t arb_peak_i8(long iters) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

@@ -5,8 +5,13 @@ enum { ARB_F32 = 0, ARB_F16 = 1, ARB_Q4_0 = 2, ARB_Q4_1 = 3, ARB_Q5_0 = 6, ARB_Q
        ARB_Q8_0 = 8, ARB_Q2_K = 10, ARB_Q3_K = 11, ARB_Q4_K = 12, ARB_Q5_K = 13, ARB_Q6_K = 14,
        ARB_IQ4_NL = 20, ARB_IQ4_XS = 23, ARB_BF16 = 30 };
 
+// ARB_PANEL is how many activation rows a panel of arb_quantize_q8_panels
+// holds: the rows a sixteen-row tile multiplies at once (x16.c).
+enum { ARB_PANEL = 4 };
+
 int arb_simd_level(void);
 void arb_quantize_q8(const float *x, int count, float *d, int8_t *q, int32_t *s);
+void arb_quantize_q8_panels(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, float *m, int32_t *c);
 void arb_mm_q8(int type, const uint8_t *w, long row_bytes, int lo, int hi, int nb,
                const float *yd, const int8_t *yq, const int32_t *ys, int n, float *out, int rows);
 void arb_mm_f32(int type, const uint8_t *w, long row_bytes, int lo, int hi, int cols,
@@ -19,4 +24,5 @@ void arb_attention(float *out, const float *q, const void *kc, const void *vc, i
 void arb_silu_mul(float *g, const float *u, long count);
 uint64_t arb_read_sum(const uint64_t *p, long n);
 int64_t arb_peak_i8(long iters);
+int arb_peak_i8_macs(void);
 int64_t arb_peak_f32(long iters);

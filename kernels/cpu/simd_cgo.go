@@ -45,15 +45,39 @@ func cQuantize(q *q8Buf, x []float32) {
 	if q.size(len(x)) == 0 {
 		return
 	}
-	C.arb_quantize_q8((*C.float)(unsafe.Pointer(&x[0])), C.int(len(x)), (*C.float)(unsafe.Pointer(&q.d[0])),
-		(*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0])))
+	cQuantizeRows(q, x, len(x), 0, 1)
+}
+
+// cQuantizeRows quantises rows lo..hi-1 of x (rows of cols values) into
+// q's row-by-row layout, sized for all of x.
+func cQuantizeRows(q *q8Buf, x []float32, cols, lo, hi int) {
+	a, nb := lo*cols, cols/quant.QK
+	if hi <= lo || nb == 0 {
+		return
+	}
+	C.arb_quantize_q8((*C.float)(unsafe.Pointer(&x[a])), C.int((hi-lo)*cols), (*C.float)(unsafe.Pointer(&q.d[lo*nb])),
+		(*C.int8_t)(unsafe.Pointer(&q.q[a])), (*C.int32_t)(unsafe.Pointer(&q.s[lo*nb])))
+}
+
+// cQuantizePanels quantises rows lo..hi-1 of x (n rows) into q's panels,
+// sized for all of x, for the sixteen-row tiles.
+func cQuantizePanels(q *q8Buf, x []float32, n, lo, hi int) {
+	if hi <= lo || len(x) < n*quant.QK {
+		return
+	}
+	C.arb_quantize_q8_panels((*C.float)(unsafe.Pointer(&x[0])), C.int(n), C.int(len(x)/n), C.int(lo), C.int(hi),
+		(*C.int8_t)(unsafe.Pointer(&q.pq[0])), (*C.float)(unsafe.Pointer(&q.pd[0])),
+		(*C.float)(unsafe.Pointer(&q.pm[0])), (*C.int32_t)(unsafe.Pointer(&q.pc[0])))
 }
 
 func (j *matmulJob) doC(worker, lo, hi int) {
 	w := j.w
-	if w.packed != nil { // lo, hi count groups of eight rows
-		if !x8(w, &j.b.q8, lo, hi, j.n, j.out, vnniTiles()) {
-			panic("cpu: a repacked matrix on a CPU without AVX2") // repack checks first
+	if w.packed != nil { // lo, hi count units (pairs of sixteen-row groups, or groups of eight)
+		if w.group == 16 {
+			lo, hi = 2*lo, min(2*hi, (w.rows+15)/16)
+		}
+		if !tiles(w, &j.b.q8, lo, hi, j.n, j.out) {
+			panic("cpu: a repacked matrix on a CPU without its tiles") // repack checks first
 		}
 		return
 	}
@@ -64,7 +88,7 @@ func (j *matmulJob) doC(worker, lo, hi int) {
 			C.int(j.n), (*C.float)(unsafe.Pointer(&j.out[0])), C.int(w.rows))
 		return
 	}
-	buf := j.b.scratchRow(worker, w.cols)
+	buf := j.b.scratchRow(worker, 2*w.cols) // the AVX-512VL tiles widen two rows at a time
 	C.arb_mm_f32(C.int(w.typ), (*C.uint8_t)(unsafe.Pointer(&w.data[0])), C.long(w.rowBytes), C.int(lo), C.int(hi), C.int(w.cols),
 		(*C.float)(unsafe.Pointer(&j.x[0])), C.int(j.n), (*C.float)(unsafe.Pointer(&j.out[0])), C.int(w.rows), (*C.float)(unsafe.Pointer(&buf[0])))
 }
@@ -136,29 +160,34 @@ func ReadSum(p []uint64) uint64 {
 
 // PeakProbe runs iters rounds of the kernels' inner operations with no
 // memory traffic and returns how many multiply-adds that was (and a value
-// that depends on them): int8 (the quantised kernels' maddubs and madd, or
-// vpdpbusd where the VNNI tiles run) or float32 FMA (integer false). Timed
-// by the caller, it gives the compute ceiling per thread.
+// that depends on them): int8 (the quantised kernels' maddubs and madd on
+// 256-bit vectors, or vpdpbusd on 512-bit ones where the VNNI tiles run)
+// or float32 FMA (integer false). Timed by the caller, it gives the
+// compute ceiling per thread.
 func PeakProbe(integer bool, iters int) (macs int64, sink int64) {
 	if integer {
-		return int64(iters) * 8 * 32, int64(C.arb_peak_i8(C.long(iters)))
+		return int64(iters) * int64(C.arb_peak_i8_macs()), int64(C.arb_peak_i8(C.long(iters)))
 	}
 	return int64(iters) * 10 * 8, int64(C.arb_peak_f32(C.long(iters)))
 }
 
-// repackMatrix returns m's rows repacked eight at a time for the
-// eight-row kernels (q40x8.c for Q4_0 and Q8_0, q4kx8.c for Q4_K and Q5_K,
-// q6kx8.c for Q6_K), or nil where they do not apply (RepackedBytes 0):
-// another type, rows not a multiple of 8, the portable kernels in use, or
-// a K-quant without the VNNI tiles. Measured on the bench target (Q8_0)
-// and synthetic models of its shape: see docs/PERFORMANCE.md.
-func repackMatrix(m *Matrix) []byte {
-	size := RepackedBytes(m.typ, m.rows, m.cols)
+// repackMatrix returns m's rows repacked group rows at a time (16: x16.c,
+// for every repacked type; 8: q40x8.c for Q4_0 and Q8_0, q4kx8.c for
+// Q4_K and Q5_K, q6kx8.c for Q6_K) and the group, or nil and 0 where that
+// does not apply (repackedBytes 0: another type, rows not a multiple of
+// 8, the portable kernels in use). Measured on the bench target (Q8_0)
+// and synthetic models: see docs/PERFORMANCE.md.
+func repackMatrix(m *Matrix, group int) ([]byte, int) {
+	size := repackedBytes(m.typ, m.rows, m.cols, group)
 	if size == 0 {
-		return nil
+		return nil, 0
 	}
 	p := make([]byte, size)
 	src, dst := (*C.uint8_t)(unsafe.Pointer(&m.data[0])), (*C.uint8_t)(unsafe.Pointer(&p[0]))
+	if group == 16 {
+		C.arb_x16_pack(C.int(m.typ), src, C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/m.typ.BlockSize()), dst)
+		return p, group
+	}
 	switch m.typ {
 	case quant.Q6_K:
 		C.arb_q6k_pack(src, C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/quant.QKK), dst)
@@ -168,25 +197,33 @@ func repackMatrix(m *Matrix) []byte {
 		nb := m.cols / quant.QK
 		C.arb_x8_pack(src, C.long(m.rowBytes), C.int(m.rows), C.int(nb), C.int(m.rowBytes/nb), dst)
 	}
-	return p
+	return p, group
 }
 
-// x8 multiplies groups lo..hi-1 (of eight rows) of the repacked matrix w
-// by the n activation rows quantised in q, into out; vnni asks for the
-// AVX-512 VNNI tiles where the CPU has them (the tests run both and compare
-// them bit for bit). It reports false where the CPU lacks AVX2.
-func x8(w *Matrix, q *q8Buf, lo, hi, n int, out []float32, vnni bool) bool {
-	p, glo, ghi, v := (*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(lo), C.int(hi), flag(vnni)
-	yd, yq, ys := (*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0]))
+// tiles multiplies groups lo..hi-1 of the repacked matrix w by the n
+// activation rows quantised in q (in panels for the sixteen-row AVX-512
+// VNNI tiles, row by row for the eight-row AVX2 ones, as w was packed),
+// into out. It reports false where the CPU lacks them.
+func tiles(w *Matrix, q *q8Buf, lo, hi, n int, out []float32) bool {
+	p, glo, ghi := (*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(lo), C.int(hi)
 	o, cn, rows := (*C.float)(unsafe.Pointer(&out[0])), C.int(n), C.int(w.rows)
 	var rc C.int
-	switch w.typ {
-	case quant.Q6_K:
-		rc = C.arb_mm_q6kx8(v, p, glo, ghi, C.int(w.cols/quant.QKK), yd, yq, cn, o, rows)
-	case quant.Q4_K, quant.Q5_K:
-		rc = C.arb_mm_kx8(flag(w.typ == quant.Q5_K), v, p, glo, ghi, C.int(w.cols/quant.QKK), yd, yq, ys, cn, o, rows)
+	var yd *C.float
+	var yq *C.int8_t
+	var ys *C.int32_t
+	if w.group != 16 {
+		yd, yq, ys = (*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0]))
+	}
+	switch {
+	case w.group == 16:
+		rc = C.arb_mm_x16(C.int(w.typ), p, glo, ghi, (*C.int8_t)(unsafe.Pointer(&q.pq[0])), (*C.float)(unsafe.Pointer(&q.pd[0])),
+			(*C.float)(unsafe.Pointer(&q.pm[0])), (*C.int32_t)(unsafe.Pointer(&q.pc[0])), C.int(w.cols/quant.QK), cn, o, rows)
+	case w.typ == quant.Q6_K:
+		rc = C.arb_mm_q6kx8(p, glo, ghi, C.int(w.cols/quant.QKK), yd, yq, cn, o, rows)
+	case w.typ == quant.Q4_K || w.typ == quant.Q5_K:
+		rc = C.arb_mm_kx8(flag(w.typ == quant.Q5_K), p, glo, ghi, C.int(w.cols/quant.QKK), yd, yq, ys, cn, o, rows)
 	default:
-		rc = C.arb_mm_x8(flag(w.typ == quant.Q4_0), v, p, glo, ghi, C.int(w.cols/quant.QK), yd, yq, ys, cn, o, rows)
+		rc = C.arb_mm_x8(flag(w.typ == quant.Q4_0), p, glo, ghi, C.int(w.cols/quant.QK), yd, yq, ys, cn, o, rows)
 	}
 	return rc == 0
 }
@@ -198,9 +235,9 @@ func groupBytesC() (q4k, q5k, q6k int) {
 }
 
 // vnniTiles says whether the repacked products run their AVX-512 VNNI
-// tiles.
+// tiles (x16.c).
 func vnniTiles() bool { return simdLevel >= 2 }
 
-// repacks says whether this CPU runs the eight-row kernels (the K-quants'
+// repacks says whether this CPU runs the repacked tiles (the K-quants'
 // only with vnniTiles).
 func repacks() bool { return simdLevel >= 1 && !noRepack }

@@ -11,6 +11,14 @@ const haveC = false
 
 func cQuantize(q *q8Buf, x []float32) { q.quantize(x) }
 
+// cQuantizeRows is q.quantizeRows without cgo.
+func cQuantizeRows(q *q8Buf, x []float32, cols, lo, hi int) { q.quantizeRows(x, cols, lo, hi) }
+
+// cQuantizePanels is never called without cgo: nothing is repacked.
+func cQuantizePanels(q *q8Buf, x []float32, n, lo, hi int) {
+	panic("cpu: panels in a build without cgo")
+}
+
 func (j *matmulJob) doC(worker, lo, hi int) { j.doGo(worker, lo, hi) }
 
 // ReadSum XORs the words of p: the inner loop of a memory bandwidth
@@ -76,8 +84,8 @@ func trainAttnBackward(a *TrainAttention, dout []float32, ds int, dq []float32, 
 	trainAttnBackwardGo(a, dout, ds, dq, dqs, dkT, dvT, dek, dev, scratch)
 }
 
-// repackMatrix: pure-Go builds have no eight-row Q4_0 kernel.
-func repackMatrix(*Matrix) []byte { return nil }
+// repackMatrix: pure-Go builds have no repacked tiles.
+func repackMatrix(*Matrix, int) ([]byte, int) { return nil, 0 }
 
 func repacks() bool { return false }
 

@@ -1,4 +1,4 @@
-// Shared by the eight-row kernels (q40x8.c, q4kx8.c, q6kx8.c): the exact
+// Shared by the eight-row AVX2 kernels (q40x8.c, q4kx8.c, q6kx8.c): the exact
 // integer sums of a row lane's weights against broadcast activation bytes,
 // and the loop that runs a kernel's tiles over groups of eight rows.
 // Included inside each file's x86-64 section, after <immintrin.h>.
@@ -9,32 +9,20 @@
 #define PREFETCH 2048
 #endif
 
-// The two instruction sets the tiles are compiled for: AVX2 with FMA and
-// F16C (arb_simd_level 1), and that with AVX-512 VNNI on 256-bit vectors
-// (level 2 and up).
+// The instruction set the tiles are compiled for: AVX2 with FMA and F16C
+// (arb_simd_level 1; from level 2 on, x16.c's AVX-512 VNNI tiles run
+// instead, held to these bit for bit).
 #define X8_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define X8_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
 
 // ISUM8_AVX2 is each lane's exact sum over h = 0..7 of its four unsigned
 // weights w[h] (at most 15) times the four activation bytes y4[h]
 // broadcast to every lane: maddubs pairs (2*15*127 at most; eight of them
-// stay below 32767) added in 16 bits, then one madd. ISUM8_VNNI is the
-// same sum with vpdpbusd, two accumulators halving its dependency chain
-// (and no bound on the weights).
+// stay below 32767) added in 16 bits, then one madd.
 #define ISUM8_AVX2(w, y4)                                                                                   \
 	({                                                                                                   \
 		__m256i s16 = _mm256_maddubs_epi16((w)[0], _mm256_set1_epi32((y4)[0]));                          \
 		for (int h = 1; h < 8; h++) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16((w)[h], _mm256_set1_epi32((y4)[h]))); \
 		_mm256_madd_epi16(s16, _mm256_set1_epi16(1));                                                    \
-	})
-#define ISUM8_VNNI(w, y4)                                                                                   \
-	({                                                                                                   \
-		__m256i s0 = _mm256_setzero_si256(), s1 = s0;                                                    \
-		for (int h = 0; h < 8; h += 2) {                                                                 \
-			s0 = _mm256_dpbusd_epi32(s0, (w)[h], _mm256_set1_epi32((y4)[h]));                            \
-			s1 = _mm256_dpbusd_epi32(s1, (w)[h + 1], _mm256_set1_epi32((y4)[h + 1]));                    \
-		}                                                                                                \
-		_mm256_add_epi32(s0, s1);                                                                        \
 	})
 
 // X8_ROWS defines NAME, which runs TILE##4 (then TILE##3, 2 or 1 for the
@@ -57,17 +45,14 @@
 		}                                                                                                \
 	}
 
-// x8_rows is a function X8_ROWS defines; x8_run runs the VNNI one where
-// vnni asks for it and the CPU has it (arb_simd_level 2 or more), else
-// the AVX2 one, and returns 0, or -1 where the CPU lacks AVX2, FMA or
-// F16C.
+// x8_rows is a function X8_ROWS defines; x8_run runs it and returns 0, or
+// -1 where the CPU lacks AVX2, FMA or F16C.
 typedef void x8_rows(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
                      const int32_t *ys, int n, float *out, int rows);
-static inline int x8_run(int vnni, x8_rows *avx2, x8_rows *vnni_rows, const uint8_t *packed, int glo, int ghi, int nb,
-                         const float *yd, const int8_t *yq, const int32_t *ys, int n, float *out, int rows) {
-	int level = arb_simd_level();
-	if (level < 1) return -1;
-	(vnni && level >= 2 ? vnni_rows : avx2)(packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
+static inline int x8_run(x8_rows *avx2, const uint8_t *packed, int glo, int ghi, int nb, const float *yd,
+                         const int8_t *yq, const int32_t *ys, int n, float *out, int rows) {
+	if (arb_simd_level() < 1) return -1;
+	avx2(packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
 	return 0;
 }
 

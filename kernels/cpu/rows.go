@@ -1,0 +1,107 @@
+package cpu
+
+import (
+	"math"
+
+	"arborist/kernels"
+)
+
+// The element-wise operations of a pass (RMSNorm, the residual add, the
+// SiLU gate, RoPE) and the quantisation of a product's activations run
+// on the calling thread for a decode step's few thousand values, and are
+// split across the workers for a wide pass's: at 128 tokens of a 1B
+// model they are millions of values a layer, which one core took while
+// the other waited. Each row (or value) is computed by the same code
+// either way, so a result never depends on the split.
+
+// parallelMin is the fewest values an operation is split across the
+// workers for: below it the hand-over costs more than it saves.
+const parallelMin = 1 << 15
+
+// rowOp names what a rowsJob computes.
+type rowOp int
+
+const (
+	opNorm  rowOp = iota // out = RMSNorm(x) * w, a unit a row
+	opAdd                // x += y, a unit a value
+	opSiLU               // g = silu(g) * u, a unit a value
+	opRoPE               // rotate x by cos, sin, a unit a row
+	opQuant              // quantise x into b.q8, a unit a row
+)
+
+// rowsJob is one element-wise operation over units [0, n): its operands,
+// whichever the operation reads.
+type rowsJob struct {
+	op           rowOp
+	b            *Backend
+	out, x, w, y []float32
+	cos, sin     []float32
+	dim          int
+	eps          float32
+	rope         kernels.RoPEShape
+	n            int  // opQuant: rows in all
+	rows, panels bool // opQuant: the layouts to fill
+}
+
+// run computes j over n units (of cost values each) on the calling
+// thread, or split across the workers when there is enough of it.
+func (b *Backend) runRows(j *rowsJob, n, cost int) {
+	if b.threads == 1 || n*cost < parallelMin || n < 2 {
+		j.do(0, 0, n)
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.rows = *j
+	b.pool.run(&b.rows, n, max(1, parallelMin/(4*max(1, cost))))
+	b.rows = rowsJob{} // drop the references to the caller's slices
+}
+
+func (j *rowsJob) do(_, lo, hi int) {
+	switch j.op {
+	case opNorm:
+		dim, wd := j.dim, j.w[:j.dim]
+		for r := lo; r < hi; r++ {
+			xr := j.x[r*dim : (r+1)*dim]
+			var sum float64
+			for _, v := range xr {
+				sum += float64(v * v)
+			}
+			mean := float32(sum / float64(dim))
+			scale := 1 / float32(math.Sqrt(float64(mean+j.eps)))
+			or := j.out[r*dim : (r+1)*dim]
+			for i, v := range xr {
+				or[i] = v * scale * wd[i]
+			}
+		}
+	case opAdd:
+		xd, yd := j.x[lo:hi], j.y[lo:hi]
+		for i := range xd {
+			xd[i] += yd[i]
+		}
+	case opSiLU:
+		siluMul(j.x[lo:hi], j.y[lo:hi])
+	case opRoPE:
+		s := j.rope
+		hd, half := s.HeadDim, s.RopeDim/2
+		w := s.Heads * hd
+		for r := lo; r < hi; r++ {
+			c, sn := j.cos[r*half:(r+1)*half], j.sin[r*half:(r+1)*half]
+			row := j.x[r*w : (r+1)*w]
+			for h := 0; h < s.Heads; h++ {
+				v := row[h*hd : (h+1)*hd]
+				for i := 0; i < half; i++ {
+					a, bb := 2*i, 2*i+1
+					if s.Neox {
+						a, bb = i, i+half
+					}
+					x0, x1 := v[a], v[bb]
+					v[a] = x0*c[i] - x1*sn[i]
+					v[bb] = x0*sn[i] + x1*c[i]
+				}
+			}
+		}
+	case opQuant:
+		j.b.quantizeRows(j.x, j.n, lo, hi, j.rows, j.panels)
+	}
+}

@@ -1,0 +1,65 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"arborist/kernels"
+	"arborist/kernels/quant"
+)
+
+// TestRowsSplitMatchesSerial: the element-wise operations and the
+// quantisation of a wide pass's activations, split across four workers,
+// give one thread's results bit for bit (each row or value is computed by
+// the same code wherever the split falls), for sizes past parallelMin.
+func TestRowsSplitMatchesSerial(t *testing.T) {
+	rng := rand.New(rand.NewPCG(71, 72))
+	const rows, dim = 70, 1024 // 70 x 1024 values: split
+	if rows*dim < 2*parallelMin {
+		t.Fatal("too small to be split")
+	}
+	x, y, w := gaussian(rng, rows*dim), gaussian(rng, rows*dim), gaussian(rng, dim)
+	cos, sin := gaussian(rng, rows*32), gaussian(rng, rows*32)
+	wq := quantized(t, rng, quant.Q4_K, 48, dim)
+	w8 := quantized(t, rng, quant.Q5_0, 48, dim) // a row-kernel type
+	run := func(threads int) [][]float32 {
+		b := New(threads)
+		defer b.Close()
+		var outs [][]float32
+		norm := make([]float32, rows*dim)
+		b.RMSNorm(Wrap(norm), Wrap(x), Wrap(w), rows, dim, 1e-5)
+		outs = append(outs, norm)
+		sum := append([]float32(nil), x...)
+		b.Add(Wrap(sum), Wrap(y), rows*dim)
+		outs = append(outs, sum)
+		g := append([]float32(nil), x...)
+		b.GLU(Wrap(g), Wrap(y), rows*dim, false)
+		outs = append(outs, g)
+		r := append([]float32(nil), x...)
+		b.RoPE(Wrap(r), rows, kernels.RoPEShape{Heads: 16, HeadDim: 64, RopeDim: 64}, cos, sin)
+		outs = append(outs, r)
+		for _, wb := range [][]byte{wq, w8} {
+			typ := quant.Q4_K
+			if &wb[0] == &w8[0] {
+				typ = quant.Q5_0
+			}
+			m, err := b.NewMatrix(typ, wb, 48, dim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := make([]float32, rows*48)
+			b.MatMul(out, m, x, rows)
+			outs = append(outs, out)
+		}
+		return outs
+	}
+	one, four := run(1), run(4)
+	for k := range one {
+		for i := range one[k] {
+			if math.Float32bits(one[k][i]) != math.Float32bits(four[k][i]) {
+				t.Fatalf("operation %d: value %d = %v on one thread, %v on four", k, i, one[k][i], four[k][i])
+			}
+		}
+	}
+}

@@ -1,0 +1,473 @@
+//go:build cgo && !purego
+
+// Quantised weights repacked sixteen rows at a time, for AVX-512 VNNI on
+// 512-bit vectors (arb_simd_level 2 and up).
+//
+// The eight-row layouts of q40x8.c, q4kx8.c and q6kx8.c give each 4-byte
+// lane of a 256-bit vector one row's four weights; here a 512-bit vector's
+// sixteen lanes hold sixteen rows' four weights, so one vpdpbusd adds four
+// products to each of sixteen rows' sums (64 multiply-adds where the
+// 256-bit tiles do 32). On a core with 512-bit datapaths (AMD Zen 5, Intel
+// Sapphire Rapids and later) that doubles the integer rate; on one that
+// splits them in two (Zen 4) it halves the instructions for the same rate.
+//
+// The weights of a group are multiplied by up to eight activation rows (a
+// tile) while they sit in registers and the first level of cache: each
+// vector of weights is loaded once for the tile, and every activation
+// word is broadcast to the sixteen lanes by a load, so a tile's inner loop
+// is vpdpbusd and broadcast loads. A pass over W tokens runs
+// ceil(W/8) tiles over each group, the group's weights read from memory
+// once and from cache after that.
+//
+// Each lane's arithmetic is exactly that of the eight-row AVX2 tiles: the
+// integer block sums are exact (so how vpdpbusd splits them does not
+// matter) and the float code after them is the same operations in the same
+// order, lane by lane. So a row's result is the eight-row tiles' bit for
+// bit (TestSixteenRowsMatchEightRows), whatever the tile, the batch, or
+// the rows beside it in the group: a verification row equals the decode
+// row, which greedy identity needs.
+//
+// Layouts (a group is sixteen rows; rows past the matrix's last are zero,
+// their outputs never stored):
+//  - Q8_0, per block: the sixteen float16 scales, then eight 64-byte
+//    vectors whose lane i holds row i's weight bytes 4h..4h+3 with the top
+//    bit flipped (w + 128, unsigned for vpdpbusd; 128 times the activation
+//    block's sum comes off the exact total). 544 bytes, the blocks' own.
+//  - Q4_0, per block: the scales, then four vectors of nibble bytes as
+//    q40x8.c lays them out (lane i: row i's bytes 4h..4h+3, low nibbles
+//    weights 4h.., high ones 16+4h..). 288 bytes.
+//  - Q4_K (and Q5_K), per super-block: sixteen d, sixteen dmin, then for
+//    each sub-block j its sixteen scales and sixteen mins (a byte each),
+//    then for each 32-byte chunk c of nibbles eight vectors (lane i: row
+//    i's bytes 32c+4h..+3); Q5_K adds eight vectors of fifth bits (lane i:
+//    row i's qh bytes 4h..4h+3). 2368 (2880) bytes.
+//  - Q6_K, per super-block: sixteen d, the sixteen scales of each of the
+//    sixteen 16-weight groups (a byte a row), then for each 32-weight block
+//    eight vectors of the weights as unsigned bytes q (0..63); 32 times
+//    each 16-value half's activation sum comes off its exact total. 4384
+//    bytes.
+#include <string.h>
+#include "q40x8.h"
+#include "simd.h"
+
+enum {
+	X16_Q80 = 32 + 512,
+	X16_Q40 = 32 + 256,
+	X16_Q4K = 32 + 32 + 256 + 2048,
+	X16_Q5K = X16_Q4K + 512,
+	X16_Q6K = 32 + 256 + 4096,
+};
+
+static long x16_group_bytes(int type) {
+	switch (type) {
+	case ARB_Q8_0: return X16_Q80;
+	case ARB_Q4_0: return X16_Q40;
+	case ARB_Q4_K: return X16_Q4K;
+	case ARB_Q5_K: return X16_Q5K;
+	case ARB_Q6_K: return X16_Q6K;
+	}
+	return 0;
+}
+
+// arb_x16_bytes is what a matrix of rows x nb blocks (super-blocks for the
+// K-quants) takes repacked: rows rounded up to sixteen; 0 for a type
+// without sixteen-row tiles.
+long arb_x16_bytes(int type, int rows, int nb) { return (long)((rows + 15) / 16) * nb * x16_group_bytes(type); }
+
+static inline void k4_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
+	if (j < 4) {
+		*sc = q[j] & 63;
+		*m = q[j + 4] & 63;
+	} else {
+		*sc = (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4);
+		*m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+	}
+}
+
+// q6_value is weight l (0..255) of a Q6_K super-block, as stored (0..63).
+static inline uint8_t q6_value(const uint8_t *blk, int l) {
+	int half = l / 128, r = l % 128, g = r / 32, k = r % 32;
+	const uint8_t *ql = blk + 64 * half + 32 * (g % 2), *qh = blk + 128 + 32 * half;
+	return (uint8_t)(((ql[k] >> (4 * (g / 2))) & 0xf) | ((qh[k] >> (2 * g)) & 3) << 4);
+}
+
+// arb_x16_pack repacks rows of nb blocks (super-blocks) of a type into
+// dst (arb_x16_bytes of it), zero past the last row.
+void arb_x16_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst) {
+	long gb = x16_group_bytes(type);
+	memset(dst, 0, (size_t)arb_x16_bytes(type, rows, nb));
+	for (int g = 0; g < (rows + 15) / 16; g++)
+		for (int b = 0; b < nb; b++) {
+			uint8_t *d = dst + ((long)g * nb + b) * gb;
+			for (int i = 0; i < 16 && 16 * g + i < rows; i++) {
+				const uint8_t *row = src + (long)(16 * g + i) * row_bytes;
+				switch (type) {
+				case ARB_Q8_0: {
+					const uint8_t *blk = row + (long)b * 34;
+					memcpy(d + 2 * i, blk, 2);
+					for (int h = 0; h < 8; h++)
+						for (int e = 0; e < 4; e++) d[32 + 64 * h + 4 * i + e] = blk[2 + 4 * h + e] ^ 0x80;
+					break;
+				}
+				case ARB_Q4_0: {
+					const uint8_t *blk = row + (long)b * 18;
+					memcpy(d + 2 * i, blk, 2);
+					for (int h = 0; h < 4; h++) memcpy(d + 32 + 64 * h + 4 * i, blk + 2 + 4 * h, 4);
+					break;
+				}
+				case ARB_Q4_K: case ARB_Q5_K: {
+					int q5 = type == ARB_Q5_K;
+					const uint8_t *blk = row + (long)b * (q5 ? 176 : 144);
+					memcpy(d + 2 * i, blk, 2);
+					memcpy(d + 32 + 2 * i, blk + 2, 2);
+					for (int j = 0; j < 8; j++) k4_scale_min(j, blk + 4, d + 64 + 32 * j + i, d + 64 + 32 * j + 16 + i);
+					for (int c = 0; c < 4; c++)
+						for (int h = 0; h < 8; h++) memcpy(d + 320 + 512 * c + 64 * h + 4 * i, blk + (q5 ? 48 : 16) + 32 * c + 4 * h, 4);
+					if (q5)
+						for (int h = 0; h < 8; h++) memcpy(d + X16_Q4K + 64 * h + 4 * i, blk + 16 + 4 * h, 4);
+					break;
+				}
+				case ARB_Q6_K: {
+					const uint8_t *blk = row + (long)b * 210;
+					memcpy(d + 2 * i, blk + 208, 2);
+					for (int k = 0; k < 16; k++) d[32 + 16 * k + i] = blk[192 + k];
+					for (int c = 0; c < 8; c++)
+						for (int h = 0; h < 8; h++)
+							for (int e = 0; e < 4; e++) d[288 + 512 * c + 64 * h + 4 * i + e] = q6_value(blk, 32 * c + 4 * h + e);
+					break;
+				}
+				}
+			}
+		}
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#define X16 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
+#define AI inline __attribute__((always_inline))
+
+#ifndef PREFETCH16
+#define PREFETCH16 2048
+#endif
+
+// bcast is the activation word at p in every lane, by a load of its own:
+// on Zen 5 a vpdpbusd with a {1to16} memory operand ran at half the rate
+// of a separate vpbroadcastd and a register vpdpbusd (9.8 against 4.6
+// cycles for eight).
+#define bcast(p) _mm512_set1_epi32(*(const int32_t *)(p))
+
+// q8in is the activations as the tiles read them (arb_quantize_q8_panels):
+// quantised to 8 bits in blocks of 32, in panels of ARB_PANEL rows (the
+// last panel the rest), a panel's blocks stored together so that a tile's
+// rows of block b are one run of 32 bytes a row and their scales, min
+// terms and offsets runs of a value a row: the tile addresses all of them
+// from one pointer, with constant offsets (with the eight pointers a tile
+// of eight rows took in the row-by-row layout, the compiler spilled them).
+typedef struct {
+	const int8_t *q;  // the 8-bit values, 32 a slot
+	const float *d;   // scale of each slot
+	const float *m;   // d * s of each slot (the K-quants' min term)
+	const int32_t *c; // four a slot: -128 s, -8 s, and -32 times the sums of its halves
+	int nb;           // blocks a row
+} q8in;
+
+// panel is the part of q8in holding the panel of T rows that starts at
+// row r (a multiple of ARB_PANEL): block b of its row k is slot b*T + k.
+typedef struct {
+	const int8_t *q;
+	const float *d, *m;
+	const int32_t *c;
+} panel;
+
+X16 static AI panel panel_at(const q8in *y, int r) {
+	long base = (long)r * y->nb;
+	panel p = {y->q + base * 32, y->d + base, y->m + base, y->c + 4 * base};
+	return p;
+}
+
+// store16 writes a tile row's sixteen outputs, or the first valid of them.
+X16 static AI void store16(float *p, __m512 v, int valid) {
+	if (valid >= 16) _mm512_storeu_ps(p, v);
+	else _mm512_mask_storeu_ps(p, (__mmask16)((1u << valid) - 1), v);
+}
+
+// The tiles compute G groups' sixteen rows (G is 1 or 2; the second
+// group's data follows the first's at gs bytes) against activation rows
+// r..r+T-1, each broadcast activation word serving both groups: a core
+// loads two vectors a cycle, and at one broadcast per vpdpbusd the loads,
+// not the products, bounded a tile (one group by eight rows of Q8_0 ran
+// at 356 GMAC/s on one core, two groups by four at 385). A tile prefetches
+// the next blocks of its groups only when pf says it is the first over
+// them in its span of activation rows: they come from memory then, and
+// from the first level of cache for the tiles after it.
+
+// q80: for each block, each row lane's exact sum over the 32 weights of
+// (w + 128) * y less 128 * sum(y), then acc += (dw * dy) * sum, as the
+// eight-row tiles do.
+X16 static AI void q80_tile(const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, int pf, float *out,
+                            long rows, int o, int valid) {
+	__m512 acc[2][ARB_PANEL];
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) acc[g][k] = _mm512_setzero_ps();
+	panel p = panel_at(y, r);
+	for (int b = 0; b < y->nb; b++, p.q += 32 * T, p.d += T, p.c += 4 * T) {
+		const uint8_t *blk = gp + (long)b * X16_Q80;
+		if (pf)
+			for (int g = 0; g < G; g++)
+				for (int at = 0; at < X16_Q80; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_T0);
+		__m512i s[2][ARB_PANEL];
+		for (int k = 0; k < T; k++) s[0][k] = s[1][k] = _mm512_set1_epi32(p.c[k]);
+		for (int h = 0; h < 8; h++) {
+			__m512i w[2];
+			for (int g = 0; g < G; g++) w[g] = _mm512_loadu_si512(blk + g * gs + 32 + 64 * h);
+			for (int k = 0; k < T; k++) {
+				__m512i yk = bcast(p.q + 32 * k + 4 * h);
+				for (int g = 0; g < G; g++) s[g][k] = _mm512_dpbusd_epi32(s[g][k], w[g], yk);
+			}
+		}
+		for (int g = 0; g < G; g++) {
+			__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
+			for (int k = 0; k < T; k++)
+				acc[g][k] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(p.d[k])), _mm512_cvtepi32_ps(s[g][k]), acc[g][k]);
+		}
+	}
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o + 16 * g, acc[g][k], valid - 16 * g);
+}
+
+// q40 is q80 for Q4_0: unsigned nibbles, 8 times the block's activation
+// sum off the total.
+X16 static AI void q40_tile(const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, int pf, float *out,
+                            long rows, int o, int valid) {
+	__m512 acc[2][ARB_PANEL];
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) acc[g][k] = _mm512_setzero_ps();
+	panel p = panel_at(y, r);
+	const __m512i m4 = _mm512_set1_epi8(0xf);
+	for (int b = 0; b < y->nb; b++, p.q += 32 * T, p.d += T, p.c += 4 * T) {
+		const uint8_t *blk = gp + (long)b * X16_Q40;
+		if (pf)
+			for (int g = 0; g < G; g++)
+				for (int at = 0; at < X16_Q40; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_T0);
+		__m512i s[2][ARB_PANEL];
+		for (int k = 0; k < T; k++) s[0][k] = s[1][k] = _mm512_set1_epi32(p.c[T + k]);
+		for (int h = 0; h < 4; h++) {
+			__m512i lo[2], hi[2];
+			for (int g = 0; g < G; g++) {
+				__m512i v = _mm512_loadu_si512(blk + g * gs + 32 + 64 * h);
+				lo[g] = _mm512_and_si512(v, m4);
+				hi[g] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+			}
+			for (int k = 0; k < T; k++) {
+				__m512i yl = bcast(p.q + 32 * k + 4 * h), yh = bcast(p.q + 32 * k + 16 + 4 * h);
+				for (int g = 0; g < G; g++) {
+					s[g][k] = _mm512_dpbusd_epi32(s[g][k], lo[g], yl);
+					s[g][k] = _mm512_dpbusd_epi32(s[g][k], hi[g], yh);
+				}
+			}
+		}
+		for (int g = 0; g < G; g++) {
+			__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
+			for (int k = 0; k < T; k++)
+				acc[g][k] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(p.d[k])), _mm512_cvtepi32_ps(s[g][k]), acc[g][k]);
+		}
+	}
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o + 16 * g, acc[g][k], valid - 16 * g);
+}
+
+// q4k, for Q4_K (Q5_K when q5): each sub-block j gives each lane its row's
+// exact sum of q * y, then acc += (d * scale_j) * (dy * sum) and
+// acc -= (dmin * min_j) * (dy * sum(y)), as q4kx8.c's tiles do.
+X16 static AI void q4k_tile(const int q5, const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, int pf,
+                            float *out, long rows, int o, int valid) {
+	__m512 acc[2][ARB_PANEL];
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) acc[g][k] = _mm512_setzero_ps();
+	const long GB = q5 ? X16_Q5K : X16_Q4K;
+	panel p = panel_at(y, r);
+	const __m512i m4 = _mm512_set1_epi8(0xf), sixteen = _mm512_set1_epi8(16);
+	for (int sb = 0; sb < y->nb / 8; sb++) {
+		const uint8_t *blk = gp + (long)sb * GB;
+		if (pf)
+			for (int g = 0; g < G; g++)
+				for (int at = 0; at < GB; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_T0);
+		__m512 d[2], dmin[2];
+		for (int g = 0; g < G; g++) {
+			d[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
+			dmin[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs + 32)));
+		}
+		for (int j = 0; j < 8; j++) {
+			int c = j / 2, e = j % 2;
+			__m512 dsc[2], dmm[2];
+			for (int g = 0; g < G; g++) {
+				const uint8_t *gb = blk + g * gs;
+				dsc[g] = _mm512_mul_ps(d[g], _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(gb + 64 + 32 * j)))));
+				dmm[g] = _mm512_mul_ps(dmin[g], _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(gb + 80 + 32 * j)))));
+			}
+			__m512i s[2][ARB_PANEL];
+			for (int g = 0; g < G; g++)
+				for (int k = 0; k < T; k++) s[g][k] = _mm512_setzero_si512();
+			for (int h = 0; h < 8; h++) {
+				__m512i w[2];
+				for (int g = 0; g < G; g++) {
+					__m512i v = _mm512_loadu_si512(blk + g * gs + 320 + 512 * c + 64 * h);
+					w[g] = e ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_and_si512(v, m4);
+					if (q5) { // bit j of each qh byte is its weight's fifth bit: 16 added where it is set
+						__mmask64 hb = _mm512_test_epi8_mask(_mm512_loadu_si512(blk + g * gs + X16_Q4K + 64 * h), _mm512_set1_epi8((char)(1 << j)));
+						w[g] = _mm512_mask_add_epi8(w[g], hb, w[g], sixteen);
+					}
+				}
+				for (int k = 0; k < T; k++) {
+					__m512i yk = bcast(p.q + 32 * k + 4 * h);
+					for (int g = 0; g < G; g++) s[g][k] = _mm512_dpbusd_epi32(s[g][k], w[g], yk);
+				}
+			}
+			for (int g = 0; g < G; g++)
+				for (int k = 0; k < T; k++) {
+					acc[g][k] = _mm512_fmadd_ps(dsc[g], _mm512_mul_ps(_mm512_set1_ps(p.d[k]), _mm512_cvtepi32_ps(s[g][k])), acc[g][k]);
+					acc[g][k] = _mm512_fnmadd_ps(dmm[g], _mm512_set1_ps(p.m[k]), acc[g][k]);
+				}
+			p.q += 32 * T, p.d += T, p.m += T;
+		}
+	}
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o + 16 * g, acc[g][k], valid - 16 * g);
+}
+
+// q6k: each 16-weight half of a block gives each lane its row's exact sum
+// of (q - 32) * y (the stored q against y, less 32 times the half's
+// activation sum), times the half's scale; then acc += (d * dy) * sum, as
+// q6kx8.c's tiles do.
+X16 static AI void q6k_tile(const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, int pf, float *out,
+                            long rows, int o, int valid) {
+	__m512 acc[2][ARB_PANEL];
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) acc[g][k] = _mm512_setzero_ps();
+	panel p = panel_at(y, r);
+	for (int sb = 0; sb < y->nb / 8; sb++) {
+		const uint8_t *blk = gp + (long)sb * X16_Q6K;
+		if (pf)
+			for (int g = 0; g < G; g++)
+				for (int at = 0; at < X16_Q6K; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_T0);
+		for (int c = 0; c < 8; c++) {
+			__m512i is[2][ARB_PANEL];
+			for (int half = 0; half < 2; half++) {
+				__m512i sc[2], s[2][ARB_PANEL];
+				for (int g = 0; g < G; g++) {
+					sc[g] = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + g * gs + 32 + 32 * c + 16 * half)));
+					for (int k = 0; k < T; k++) s[g][k] = _mm512_set1_epi32(p.c[(2 + half) * T + k]);
+				}
+				for (int h = 0; h < 4; h++) {
+					__m512i w[2];
+					for (int g = 0; g < G; g++) w[g] = _mm512_loadu_si512(blk + g * gs + 288 + 512 * c + 64 * (h + 4 * half));
+					for (int k = 0; k < T; k++) {
+						__m512i yk = bcast(p.q + 32 * k + 16 * half + 4 * h);
+						for (int g = 0; g < G; g++) s[g][k] = _mm512_dpbusd_epi32(s[g][k], w[g], yk);
+					}
+				}
+				for (int g = 0; g < G; g++)
+					for (int k = 0; k < T; k++) {
+						__m512i v = _mm512_mullo_epi32(s[g][k], sc[g]);
+						is[g][k] = half ? _mm512_add_epi32(is[g][k], v) : v;
+					}
+			}
+			for (int g = 0; g < G; g++) {
+				__m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
+				for (int k = 0; k < T; k++)
+					acc[g][k] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(p.d[k])), _mm512_cvtepi32_ps(is[g][k]), acc[g][k]);
+			}
+			p.q += 32 * T, p.d += T, p.c += 4 * T;
+		}
+	}
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o + 16 * g, acc[g][k], valid - 16 * g);
+}
+
+// X16_ROWS defines NAME: groups glo..ghi-1 of a repacked matrix (each
+// taking nb / PER blocks of GB bytes: PER is 8 for the super-block types)
+// against the n activation rows, two groups by TMAX rows a tile (then the
+// rest in one tile), an odd last group alone; one group a tile below
+// X16_PAIRS rows. The activation rows go in
+// spans of about X16_SPAN bytes, each over every group before the next: a
+// span stays in the core's L2 while the groups' weights stream past it
+// (128 rows of 8192 activations, 1 MiB, would not, and their tiles ran
+// 10% slower).
+#ifndef X16_SPAN
+#define X16_SPAN (256 << 10)
+#endif
+// X16_PAIRS is the fewest activation rows the tiles take two groups for:
+// below it a product streams its weights from memory, and the two groups'
+// two streams read slower than one (a decode step's Q4_K product, one
+// thread: 26 GB/s with pairs, 38 GB/s group by group, the read loop 42).
+#ifndef X16_PAIRS
+#define X16_PAIRS 4
+#endif
+#define X16_ROWS(NAME, TILE, GB, PER, TMAX)                                                                  \
+	X16 static void NAME(const uint8_t *packed, int glo, int ghi, const q8in *y, int n, float *out, int rows) { \
+		int span = X16_SPAN / (32 * y->nb) / 8 * 8;                                                      \
+		if (span < 8) span = 8;                                                                          \
+		long gs = (long)(y->nb / (PER)) * (GB);                                                          \
+		for (int r0 = 0; r0 < n; r0 += span) {                                                           \
+			int r1 = r0 + span < n ? r0 + span : n;                                                      \
+			for (int g = glo; g < ghi; g += 2) {                                                         \
+				const uint8_t *gp = packed + (long)g * gs;                                               \
+				int o = 16 * g, valid = rows - o, r = r0;                                                \
+				if (g + 1 < ghi && n >= X16_PAIRS) {                                                     \
+					for (; r + TMAX <= r1; r += TMAX) TILE(2, gp, gs, y, r, TMAX, r == r0, out, rows, o, valid);  \
+					X16_REST(TILE, 2)                                                                    \
+				} else {                                                                                 \
+					for (int g1 = g; g1 < g + 2 && g1 < ghi; g1++, gp += gs, o += 16, valid -= 16) {   \
+						for (r = r0; r + TMAX <= r1; r += TMAX) TILE(1, gp, gs, y, r, TMAX, r == r0, out, rows, o, valid); \
+						X16_REST(TILE, 1)                                                                \
+					}                                                                                    \
+				}                                                                                        \
+			}                                                                                            \
+		}                                                                                                \
+	}
+#define X16_REST(TILE, G)                                                                                     \
+	switch (r1 - r) {                                                                                        \
+	case 3: TILE(G, gp, gs, y, r, 3, r == r0, out, rows, o, valid); break;                                            \
+	case 2: TILE(G, gp, gs, y, r, 2, r == r0, out, rows, o, valid); break;                                            \
+	case 1: TILE(G, gp, gs, y, r, 1, r == r0, out, rows, o, valid); break;                                            \
+	}
+
+#define q4k_tile0(...) q4k_tile(0, __VA_ARGS__)
+#define q4k_tile1(...) q4k_tile(1, __VA_ARGS__)
+#ifndef TQ
+#define TQ 4
+#endif
+#ifndef TQ6
+#define TQ6 4
+#endif
+X16_ROWS(mm_q80x16, q80_tile, X16_Q80, 1, TQ)
+X16_ROWS(mm_q40x16, q40_tile, X16_Q40, 1, TQ)
+#ifndef TQK
+#define TQK 4
+#endif
+X16_ROWS(mm_q4kx16, q4k_tile0, X16_Q4K, 8, TQK)
+X16_ROWS(mm_q5kx16, q4k_tile1, X16_Q5K, 8, TQK)
+X16_ROWS(mm_q6kx16, q6k_tile, X16_Q6K, 8, TQ6)
+#endif
+
+// arb_mm_x16 multiplies groups glo..ghi-1 (of sixteen rows) of a matrix
+// of type repacked by arb_x16_pack by n activation rows quantised into
+// panels by arb_quantize_q8_panels (yq, yd, ym, yc; nb blocks of 32 a
+// row), into out[r*rows + o]. It returns -1 where the CPU lacks AVX-512
+// VNNI or type has no sixteen-row tiles.
+int arb_mm_x16(int type, const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd, const float *ym,
+               const int32_t *yc, int nb, int n, float *out, int rows) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() < 2) return -1;
+	q8in y = {yq, yd, ym, yc, nb};
+	switch (type) {
+	case ARB_Q8_0: mm_q80x16(packed, glo, ghi, &y, n, out, rows); return 0;
+	case ARB_Q4_0: mm_q40x16(packed, glo, ghi, &y, n, out, rows); return 0;
+	case ARB_Q4_K: mm_q4kx16(packed, glo, ghi, &y, n, out, rows); return 0;
+	case ARB_Q5_K: mm_q5kx16(packed, glo, ghi, &y, n, out, rows); return 0;
+	case ARB_Q6_K: mm_q6kx16(packed, glo, ghi, &y, n, out, rows); return 0;
+	}
+#endif
+	return -1;
+}
