@@ -296,6 +296,12 @@ type Costs struct {
 	// run them. Predict prices such a plan on every split and keeps the
 	// best, so the search chooses the split too (SplitChoices).
 	Splits []SplitCosts
+	// Forgets says the draft source keeps nothing it drafted beyond a
+	// step (the hidden-state drafter rebuilds its chain from the target's
+	// states after every verification): what a plan drafts while the
+	// target verifies never shortens the next step, so it is priced as
+	// work that never hits.
+	Forgets bool
 	// Plain is plain decoding's time a token as the re-check timed it now
 	// (single-token passes back to back, RecheckCosts; 0: not measured,
 	// and T_verify(1) stands in): the baseline of every speedup.
@@ -654,9 +660,22 @@ func priceExpected(p Plan, ex spec.Expected, c Costs, cv curves) Prediction {
 		}
 	}
 	pr.Verify = Interp(verify, 1+pr.Nodes)
-	miss := time.Duration((1 - ex.AheadHit) * float64(ahead))
+	hit := ex.AheadHit
+	if c.Forgets {
+		hit = 0 // the source keeps nothing it drafted ahead
+	}
+	miss := time.Duration((1 - hit) * float64(ahead))
+	// what runs beside the verification: the next step's first passes,
+	// or the tail's passes at every end it prepares
+	work := ahead
+	if ex.AheadWidths != nil {
+		work = 0
+		for _, w := range ex.AheadWidths {
+			work += Interp(draft, w)
+		}
+	}
 	pr.Draft += ahead
-	pr.Step = pr.Draft - ahead + miss + max(pr.Verify, ahead) + c.Overhead
+	pr.Step = pr.Draft - ahead + miss + max(pr.Verify, work) + c.Overhead
 	if ex.Ahead == 0 && ex.Overlap && pr.Draft < pr.Verify {
 		// a strategy that overlaps without saying how much: only the longer side counts
 		pr.Step = pr.Verify + c.Overhead
@@ -679,6 +698,12 @@ func (pr *Prediction) setSpeedup(c Costs) {
 		pr.Speedup = pr.AAL * float64(c.PlainToken()) / float64(pr.Step)
 	}
 }
+
+// SearchTails are the tail budgets the search tries on the plans that
+// can draft a tail (chains, AOT EGTs, duo; chains also at one end and at
+// every end): each prepares the next draft at that many of the most
+// likely end positions while the target verifies.
+var SearchTails = []int{2, 4}
 
 // SearchSpace bounds the plans Search enumerates.
 type SearchSpace = spec.Space
@@ -713,6 +738,9 @@ func SearchAll(acc *Acceptance, c Costs, sp SearchSpace) Searched {
 	}
 	if sp.DuoSeqs == nil && acc.recordsFirstLevel() {
 		sp.DuoSeqs = SearchDuoSeqs
+	}
+	if sp.Tails == nil {
+		sp.Tails = SearchTails
 	}
 	if sp.OptimalNodes <= 0 && len(c.Verify) > 0 {
 		sp.OptimalNodes = c.Verify[len(c.Verify)-1].W - 1

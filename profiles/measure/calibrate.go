@@ -337,6 +337,9 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *pa
 			c.Draft = append(c.Draft, pt)
 		}
 	case pair.Hidden != nil:
+		// it rebuilds its chain from the target's states every step, so
+		// nothing drafted ahead survives into the next
+		c.Forgets = true
 		// measured in the engine (DraftStepCosts), keyed by the source
 		hopt := DraftStepOptions(pair, spec)
 		hopt.StoredOnly = storedOnly
