@@ -456,5 +456,6 @@ func StepOverhead(pts []store.Point) time.Duration { return costmodel.Interp(pts
 // while decoding prompt number prompt.
 func StepRecord(index, prompt int, s spec.Step) store.Step {
 	return store.Step{Index: index, Prompt: prompt, Drafted: s.Drafted, Width: s.Width, Depth: s.Depth, Accepted: s.Accepted,
-		Emitted: s.Emitted, Bonus: s.Bonus, Draft: s.Draft, Verify: s.Verify, Overhead: s.Overhead, Overlap: s.Overlap}
+		Emitted: s.Emitted, Bonus: s.Bonus, Draft: s.Draft, Verify: s.Verify, Overhead: s.Overhead, Overlap: s.Overlap,
+		Wait: s.Wait, Ahead: s.Ahead, AheadHit: s.AheadHit}
 }
