@@ -179,7 +179,7 @@ func TestDuoSequencesPricedOnCalibrationSteps(t *testing.T) {
 	unsure := DepthSample{Best: []float64{0.4}, Top: []float64{0.4, 0.35, 0.1}, P21: 0.5} // theta 0.2: two above it
 	at := acc.At
 	price := func(k int) Prediction {
-		return priceExpected(duo, spec.DuoExpect(4, k, true, 0, at), c, curves{c.Splits[0].Verify, c.Splits[0].Draft, 0})
+		return priceExpected(duo, spec.DuoExpect(4, k, true, 0, at), c, curves{verify: c.Splits[0].Verify, draft: c.Splits[0].Draft, split: 0})
 	}
 	for _, tc := range []struct {
 		samples []DepthSample

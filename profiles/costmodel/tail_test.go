@@ -153,3 +153,52 @@ func TestTailOnTwoCores(t *testing.T) {
 		t.Errorf("with the target at full speed chain with a tail %.3fx, without %.3fx", tail.Speedup, chain.Speedup)
 	}
 }
+
+// TestPredictBesideTheDrafter: where the split's curves were also
+// measured beside each other (SplitCosts.Beside: the target with the
+// drafter drafting throughout; DraftBeside: the drafter with the target
+// verifying throughout), the drafting beside a pass is priced on the
+// drafter's beside curve and the pass pays the share of the difference
+// that drafting runs through: a chain with a tail at every end drafts 4
+// passes of 2 ms beside a pass of 10 ms alone and 16 ms beside a busy
+// drafter, so half the 6 ms: a 14 ms step where the target alone would
+// have made it 11 ms. A plan that drafts in turn pays nothing of it.
+func TestPredictBesideTheDrafter(t *testing.T) {
+	ms := time.Millisecond
+	sure := Uniform(1, 0.5, 8, 3)
+	split := SplitCosts{TargetThreads: 1, DraftThreads: 1, Verify: flat(10 * ms), Draft: flat(2 * ms)}
+	c := Costs{Verify: flat(10 * ms), Draft: flat(2 * ms), Overhead: ms, OneDevice: true, Splits: []SplitCosts{split}}
+	tail := Plan{Strategy: "chain", Gamma: 3, Tail: 4}
+	alone, _ := Predict(tail, sure, c)
+	c.Splits[0].Beside = flat(16 * ms)
+	beside, _ := Predict(tail, sure, c)
+	if alone.Step != 11*ms || beside.Step != 14*ms || beside.Verify != 13*ms {
+		t.Errorf("steps %v alone and %v beside the drafter (verify %v), want 11ms, 14ms and 13ms", alone.Step, beside.Step, beside.Verify)
+	}
+	c.Splits[0].DraftBeside = flat(3 * ms) // 12 ms of drafting: 3/4 of the 16 ms pass
+	slower, _ := Predict(tail, sure, c)
+	if slower.Verify != 14500*time.Microsecond || slower.Step != 15500*time.Microsecond {
+		t.Errorf("with the drafter slower beside the target: verify %v, step %v, want 14.5ms and 15.5ms", slower.Verify, slower.Step)
+	}
+	inTurn, _ := Predict(Plan{Strategy: "chain", Gamma: 3}, sure, c)
+	if inTurn.Step != 6*ms+10*ms+ms {
+		t.Errorf("a chain drafted in turn: step %v, want 17ms", inTurn.Step)
+	}
+	// 2 cores under other programs' load: the target alone on its thread
+	// reads as fast as on both, the drafter's passes as cheap as ever,
+	// and only beside each other do they show the loss; the chain with a
+	// tail, priced ahead of the chain on the curves alone, falls behind
+	acc := Uniform(0.8, 0.4, 8, 3)
+	c = Costs{Verify: flat(8 * ms), Draft: flat(ms / 10), Overhead: ms / 10, OneDevice: true,
+		Splits: []SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: flat(8 * ms), Draft: flat(ms / 10)}}}
+	chain, _ := Predict(Plan{Strategy: "chain", Gamma: 4}, acc, c)
+	priced, _ := Predict(Plan{Strategy: "chain", Gamma: 4, Tail: 5}, acc, c)
+	if priced.Speedup <= chain.Speedup {
+		t.Fatalf("on the curves alone the tail %.3fx, the chain %.3fx: the case shows nothing", priced.Speedup, chain.Speedup)
+	}
+	c.Splits[0].Beside, c.Splits[0].DraftBeside = flat(12*ms), flat(ms)
+	priced, _ = Predict(Plan{Strategy: "chain", Gamma: 4, Tail: 5}, acc, c)
+	if priced.Speedup >= chain.Speedup {
+		t.Errorf("beside each other the tail %.3fx, the chain drafted in turn %.3fx", priced.Speedup, chain.Speedup)
+	}
+}
