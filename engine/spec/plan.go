@@ -189,9 +189,11 @@ type Space struct {
 	// one sequence only); the search sets them when the calibration can
 	// price them.
 	DuoSeqs []int
-	// Tails are the tail budgets chain, egt (with aot) and duo plans are
-	// also offered with (none: no tail drafting); chains also get a tail
-	// of one and one at every end position. The search sets them.
+	// Tails are the tail budgets chain and duo plans are also offered
+	// with (none: no tail drafting); chains also get a tail of one and
+	// one at every end position, EGT plans with aot the largest (a level
+	// ahead at each end costs little, and each budget there is thousands
+	// of plans). The search sets them.
 	Tails []int
 }
 

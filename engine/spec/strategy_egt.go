@@ -3,6 +3,7 @@ package spec
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"arborist/engine/tree"
@@ -168,7 +169,7 @@ func egtExpect(p Plan, at func(d, r int) float64) (Expected, error) {
 // narrows, up to width 4 and sp.MaxDepth depths, with 1..3 children per
 // expanded node, and the w-max values below the nodes those widths grow
 // plus the first at or above it (larger ones are the same plan), each with
-// and without ahead-of-time drafting and with each of sp.Tails, and (for three levels or more) with
+// and without ahead-of-time drafting and with the largest of sp.Tails, and (for three levels or more) with
 // each of sp.Thresholds as a threshold depth policy; the unpruned tree is also offered
 // padded to that w-max (a static width costs more here, but it is what a
 // GPU's graph replay needs, so the model prices it).
@@ -190,8 +191,8 @@ func egtCandidates(sp Space) []Plan {
 					for _, aot := range []bool{false, true} {
 						out = append(out, Plan{Strategy: "egt", EGT: append([]int(nil), ws...), Branch: b, WMax: wm, AOT: aot})
 					}
-					for _, tail := range sp.Tails {
-						out = append(out, Plan{Strategy: "egt", EGT: append([]int(nil), ws...), Branch: b, WMax: wm, AOT: true, Tail: tail})
+					if len(sp.Tails) > 0 { // the largest: a level ahead at each end costs little
+						out = append(out, Plan{Strategy: "egt", EGT: append([]int(nil), ws...), Branch: b, WMax: wm, AOT: true, Tail: slices.Max(sp.Tails)})
 					}
 					if len(ws) >= 3 { // deep enough for stopping early to matter
 						for _, th := range sp.Thresholds {

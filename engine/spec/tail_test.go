@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"arborist/engine/drafter"
 	"arborist/engine/sample"
 	"arborist/engine/tree"
+	"arborist/kernels/cpu"
+	"arborist/kernels/devicetest"
 )
 
 // TestTailEnds: the end positions tail drafting prepares are the root and
@@ -114,5 +117,78 @@ func TestTailChangesNoDraft(t *testing.T) {
 				t.Logf("%d steps, %d hits", len(tail.Steps), hits)
 			})
 		}
+	}
+}
+
+// BenchmarkTailOnTwoDevices measures what a tail buys where drafter and
+// target do not compete for the host: each on a stand-in device with
+// scripted latencies (devicetest.Slow: sleeping takes no CPU, as a GPU
+// target beside a CPU drafter runs), the drafter the target's first four
+// layers (a pass a sixth of the target's). Each plan and the same plan
+// with a tail run in turn, interleaved over rounds; the benchmark reports
+// each one's median tokens/s, the median ratio and the hit rates. Output
+// must be plain decoding's.
+//
+//	go test -run - -bench TailOnTwoDevices -benchtime 1x ./engine/spec
+func BenchmarkTailOnTwoDevices(b *testing.B) {
+	const n, rounds = 64, 5
+	plain := loadOn(b, "stories260K.gguf", cpu.New(1))
+	ctx := context.Background()
+	prompt := plain.Tok.Encode("Once upon a time", true, false)
+	want, err := (&Engine{Target: plain}).Run(ctx, prompt, Config{Strategy: "ar", MaxTokens: n})
+	if err != nil {
+		b.Fatal(err)
+	}
+	target := loadOn(b, "stories260K.gguf", devicetest.NewSlow(cpu.New(1), time.Millisecond, 100*time.Microsecond))
+	self := loadOn(b, "stories260K.gguf", devicetest.NewSlow(cpu.New(1), 150*time.Microsecond, 50*time.Microsecond))
+	for _, tc := range []struct {
+		name       string
+		base, tail Config
+	}{
+		{"chain", Config{Strategy: "chain", Gamma: 4}, Config{Strategy: "chain", Gamma: 4, Tail: 2}},
+		{"egt", Config{Strategy: "egt", Widths: []int{1, 2, 2}, Branch: 2, WMax: 6, AOT: true}, Config{Strategy: "egt", Widths: []int{1, 2, 2}, Branch: 2, WMax: 6, Tail: 4}},
+		{"duo", Config{Strategy: "duo", Gamma: 8, MaxSeqs: 1}, Config{Strategy: "duo", Gamma: 8, MaxSeqs: 1, Tail: 3}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var tps [2][]float64
+			var hits, ahead [2]int
+			for b.Loop() {
+				for r := 0; r < rounds; r++ {
+					for k, cfg := range []Config{tc.base, tc.tail} {
+						cfg.MaxTokens = n
+						src := drafter.NewModel(self, 4, target.CtxLen, sample.Params{}, "layers:4")
+						res, err := (&Engine{Target: target, Source: src, Concurrent: true}).Run(ctx, prompt, cfg)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if !slices.Equal(res.Tokens, want.Tokens) {
+							b.Fatalf("%+v wrote %v, plain decoding %v", cfg, res.Tokens, want.Tokens)
+						}
+						tps[k] = append(tps[k], res.TokensPerSecond())
+						for _, s := range res.Steps {
+							if s.Ahead > 0 {
+								ahead[k]++
+							}
+							if s.AheadHit {
+								hits[k]++
+							}
+						}
+					}
+				}
+			}
+			ratios := make([]float64, len(tps[0]))
+			for i := range ratios {
+				ratios[i] = tps[1][i] / tps[0][i]
+			}
+			med := func(xs []float64) float64 {
+				s := slices.Sorted(slices.Values(xs))
+				return s[len(s)/2]
+			}
+			b.ReportMetric(med(tps[0]), "tok/s")
+			b.ReportMetric(med(tps[1]), "tail-tok/s")
+			b.ReportMetric(med(ratios), "tail/none")
+			b.ReportMetric(float64(hits[0])/float64(max(1, ahead[0])), "hit-rate")
+			b.ReportMetric(float64(hits[1])/float64(max(1, ahead[1])), "tail-hit-rate")
+		})
 	}
 }

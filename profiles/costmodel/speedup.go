@@ -731,9 +731,9 @@ func (pr *Prediction) setSpeedup(c Costs) {
 }
 
 // SearchTails are the tail budgets the search tries on the plans that
-// can draft a tail (chains, AOT EGTs, duo; chains also at one end and at
-// every end): each prepares the next draft at that many of the most
-// likely end positions while the target verifies.
+// can draft a tail (chains and duo; chains also at one end and at every
+// end; AOT EGTs the largest): each prepares the next draft at that many
+// of the most likely end positions while the target verifies.
 var SearchTails = []int{2, 4}
 
 // SearchSpace bounds the plans Search enumerates.
