@@ -89,6 +89,7 @@ func TestEveryConfigFieldIsRead(t *testing.T) {
 		"speculation.w_max":           5,
 		"speculation.pad":             true,
 		"speculation.aot":             true,
+		"speculation.tail":            2,
 		"speculation.depth_policy":    "threshold",
 		"speculation.depth_min":       0.3,
 		"speculation.predictor_id":    4,

@@ -62,6 +62,13 @@ type Totals struct {
 	Verify   time.Duration `json:"verify_ns"`
 	Overhead time.Duration `json:"overhead_ns"`
 	Overlap  time.Duration `json:"overlap_ns"`
+	// Wait is the part of Overhead spent waiting for the drafting beside
+	// verification; Ahead the steps that drafted ahead (AOT's head, duo,
+	// tail drafting) and AheadHits those whose verdict met what they
+	// prepared.
+	Wait      time.Duration `json:"wait_ns,omitempty"`
+	Ahead     int           `json:"ahead_steps,omitempty"`
+	AheadHits int           `json:"ahead_hits,omitempty"`
 }
 
 // TPS is decode throughput in tokens per second.
@@ -101,6 +108,13 @@ func (t *Totals) add(r *spec.Result) {
 	for _, s := range r.Steps {
 		t.Drafted += s.Drafted
 		t.Accepted += s.Accepted
+		t.Wait += s.Wait
+		if s.Ahead > 0 {
+			t.Ahead++
+		}
+		if s.AheadHit {
+			t.AheadHits++
+		}
 	}
 }
 

@@ -26,7 +26,7 @@ func (p *pairFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&p.ResampleDepth, "resample-depth", 4, "hidden drafter: depth of the subtree re-sampled after a rejection")
 	fs.BoolVar(&p.NoResample, "no-resample", false, "hidden drafter: always draft afresh after a rejection")
 	backendFlags(fs, &p.Backend, &p.Threads)
-	fs.IntVar(&p.DraftThreads, "draft-threads", 0, "threads of a concurrent drafter (duo, --aot); default: half, or all of --draft-device's (tune tries one thread, a quarter and half, and config.yaml keeps its choice)")
+	fs.IntVar(&p.DraftThreads, "draft-threads", 0, "threads of a concurrent drafter (duo, --aot, --tail); default: half, or all of --draft-device's (tune tries one thread, a quarter and half, and config.yaml keeps its choice)")
 	fs.StringVar(&p.DraftBackend, "draft-device", "", "device of the draft source (default: the target's); another one drafts while the target verifies (DuoDecoding's split: --device cuda --draft-device cpu)")
 	fs.BoolVar(&p.NoMmap, "no-mmap", false, "read model files into memory instead of mapping them (a file changed during the run cannot affect it)")
 	kvFlag(fs, &p.KV)

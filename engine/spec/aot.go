@@ -2,6 +2,8 @@ package spec
 
 import (
 	"context"
+	"slices"
+	"sort"
 	"time"
 
 	"arborist/engine/sample"
@@ -9,22 +11,41 @@ import (
 )
 
 // aotHead is the drafting that runs while the target verifies (Yggdrasil's
-// ahead-of-time head drafting; DuoDecoding's parallel drafter). It guesses
-// the most likely outcome of the verification (the best path accepted, and
-// the drafter's own top token as the bonus) and drafts the next step's head
-// from there into the source's cache. If the guess comes true, the next
-// step finds that work done; otherwise it is dropped at Commit.
+// ahead-of-time head drafting and tail speculation; DuoDecoding's parallel
+// drafter). It guesses where the verification will end and with which
+// bonus token, and drafts the next step's first levels from there into
+// the source's cache: the head guesses the most likely path accepted in
+// full and the drafter's own top token as the bonus; tail drafting
+// (Config.Tail) guesses at the most likely end positions of the draft,
+// each with the drafter's best token that is none of that end's children
+// (the target's bonus at a rejection never is one of them). All guesses
+// are drafted together, one batched drafter pass a level. If the verdict
+// matches a guess, the next step finds that work done (the source keeps
+// the matching continuation at Commit and drops the others); otherwise it
+// is all dropped. The target's cache is never touched, so output is what
+// it would have been without it.
 type aotHead struct {
-	guess   []int // guessed accepted tokens followed by the guessed bonus
+	ends    []aheadEnd
 	done    chan struct{}
 	err     error
 	started time.Time
 	elapsed time.Duration
-	passes  int // drafter passes run (the bonus guess and the levels after it)
+	passes  int // drafter passes run (the bonus guesses and each level after them)
 	hit     bool
 }
 
-// headDepth is how many levels of the next step AOT drafts ahead (the
+// aheadEnd is one guessed outcome of the verification.
+type aheadEnd struct {
+	path []int // the draft tokens accepted if verification ends here
+	not  []int // the end's children in the draft: the bonus is none of them
+	// guess is path, the guessed bonus and the continuation drafted
+	// after it (the drafter's top token at each level); path alone until
+	// the bonus is guessed.
+	guess []int
+	live  bool // still drafting (the drafter proposed something at every level so far)
+}
+
+// headDepth is how many levels of the next step are drafted ahead (the
 // strategy's ahead; 0 for strategies that do not draft ahead).
 func (r *run) headDepth() int {
 	if s := registry[r.cfg.Strategy]; s.ahead != nil {
@@ -33,16 +54,89 @@ func (r *run) headDepth() int {
 	return 0
 }
 
-// startAOT launches head drafting for the step after tr, when the strategy
-// asks for it and the source can run beside the target.
+// startAOT launches the drafting ahead for the step after tr, when the
+// strategy asks for it and the source can run beside the target. The
+// guesses are read from tr here, before verification starts, so the
+// drafting goroutine touches only the source and its own state.
 func (r *run) startAOT(ctx context.Context, tr *tree.Tree) {
 	r.aot = nil
 	depth := r.headDepth()
 	if depth == 0 || !r.e.Concurrent || tr.Len() == 0 {
 		return
 	}
-	// the best path: follow the most likely child from the root
-	var guess []int
+	var ends []aheadEnd
+	if r.cfg.Tail > 0 {
+		ends = tailEnds(tr, r.cfg.Tail, &r.accept)
+	} else {
+		ends = []aheadEnd{{path: bestPath(tr)}}
+	}
+	h := &aotHead{ends: ends, done: make(chan struct{}), started: time.Now()}
+	r.aot = h
+	go func() {
+		defer close(h.done)
+		defer func() { h.elapsed = time.Since(h.started) }()
+		h.err = r.draftAhead(ctx, h, depth)
+	}()
+}
+
+// draftAhead guesses the bonus token at each of h's ends, then drafts
+// depth levels after each guess, every level of every end in one drafter
+// pass. An end whose drafter proposes nothing stops there.
+func (r *run) draftAhead(ctx context.Context, h *aotHead, depth int) error {
+	src := r.e.Source
+	paths := make([][]int, len(h.ends))
+	qs := make([][]float32, len(h.ends))
+	for i := range h.ends {
+		paths[i] = h.ends[i].path
+		qs[i] = make([]float32, r.vocab)
+	}
+	h.passes++
+	if err := src.Expand(ctx, paths, qs); err != nil {
+		return err
+	}
+	for i := range h.ends {
+		e := &h.ends[i]
+		if allZero(qs[i]) {
+			continue // no proposal after this end: nothing to guess
+		}
+		for _, c := range e.not {
+			qs[i][c] = -1
+		}
+		e.guess = append(slices.Clone(e.path), sample.Argmax(qs[i]))
+		e.live = true
+	}
+	for d := 0; d < depth; d++ {
+		var live []int
+		paths = paths[:0]
+		for i := range h.ends {
+			if h.ends[i].live {
+				live = append(live, i)
+				paths = append(paths, h.ends[i].guess)
+			}
+		}
+		if len(live) == 0 {
+			return nil
+		}
+		h.passes++
+		if err := src.Expand(ctx, paths, qs[:len(live)]); err != nil {
+			return err
+		}
+		for k, i := range live {
+			e := &h.ends[i]
+			if allZero(qs[k]) {
+				e.live = false
+				continue
+			}
+			e.guess = append(e.guess, sample.Argmax(qs[k]))
+		}
+	}
+	return nil
+}
+
+// bestPath is the draft's most likely path: the most likely child from
+// the root down to a leaf (the head's guess).
+func bestPath(tr *tree.Tree) []int {
+	var path []int
 	node := tree.Root
 	for {
 		bestC, bestP := -1, -1.0
@@ -52,54 +146,127 @@ func (r *run) startAOT(ctx context.Context, tr *tree.Tree) {
 			}
 		}
 		if bestC < 0 {
-			break
+			return path
 		}
-		guess = append(guess, tr.Nodes[bestC].Token)
+		path = append(path, tr.Nodes[bestC].Token)
 		node = bestC
 	}
-	h := &aotHead{guess: guess, done: make(chan struct{}), started: time.Now()}
-	r.aot = h
-	go func() {
-		defer close(h.done)
-		defer func() { h.elapsed = time.Since(h.started) }()
-		src := r.e.Source
-		q := make([]float32, r.vocab)
-		path := append([]int(nil), guess...)
-		// the guessed bonus: the drafter's top token after the guessed path
-		h.passes++
-		if h.err = src.Expand(ctx, [][]int{path}, [][]float32{q}); h.err != nil {
-			return
-		}
-		path = append(path, sample.Argmax(q))
-		h.guess = append([]int(nil), path...)
-		for d := 0; d < depth; d++ {
-			h.passes++
-			if h.err = src.Expand(ctx, [][]int{path}, [][]float32{q}); h.err != nil || allZero(q) {
-				return
-			}
-			path = append(path, sample.Argmax(q))
-		}
-	}()
 }
 
-// finishAOT waits for the head drafting and reports how long it ran
-// alongside verification (the overlap), and whether its guess came true.
-func (r *run) finishAOT(ctx context.Context, accepted []int, bonus int) (time.Duration, error) {
+// tailEnds are the n end positions of tr where verification most likely
+// stops, most likely first: the root and every node v, reached when its
+// whole path is accepted and stopping there when none of its children is,
+// reach(v) * (1 - the children's chances), each token's chance of
+// acceptance as acc has learnt it from its drafter probability (a leaf
+// always stops). Pads are no end.
+func tailEnds(tr *tree.Tree, n int, acc *acceptStats) []aheadEnd {
+	kids := make([][]int, 1+len(tr.Nodes)) // [0] the root, [1+i] node i
+	reach := make([]float64, 1+len(tr.Nodes))
+	reach[0] = 1
+	for i, nd := range tr.Nodes {
+		if !nd.Pad {
+			kids[1+nd.Parent] = append(kids[1+nd.Parent], i)
+			reach[1+i] = reach[1+nd.Parent] * acc.p(nd.Q)
+		}
+	}
+	type cand struct {
+		node int
+		stop float64
+	}
+	var cands []cand
+	for i := range kids {
+		if i > 0 && tr.Nodes[i-1].Pad {
+			continue
+		}
+		taken := 0.0
+		for _, c := range kids[i] {
+			taken += acc.p(tr.Nodes[c].Q)
+		}
+		cands = append(cands, cand{i - 1, reach[i] * max(0, 1-taken)})
+	}
+	sort.SliceStable(cands, func(a, b int) bool { return cands[a].stop > cands[b].stop })
+	out := make([]aheadEnd, 0, min(n, len(cands)))
+	for _, c := range cands[:min(n, len(cands))] {
+		var e aheadEnd
+		if c.node != tree.Root {
+			for _, k := range tr.Path(c.node) {
+				e.path = append(e.path, tr.Nodes[k].Token)
+			}
+		}
+		for _, k := range kids[1+c.node] {
+			e.not = append(e.not, tr.Nodes[k].Token)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// acceptStats learns, over a run, how often the verifier accepts a draft
+// token of each drafter probability (in tenths), so that tail drafting
+// ranks end positions by the chance verification stops there and not by
+// the drafter's raw probabilities: greedy verification accepts the
+// drafter's top token whenever it is the target's, however unsure the
+// drafter was (on the bench target, the noisy stories260K drafter's
+// chain tokens of probability 0.5 to 0.7 were accepted 37 times in 39,
+// those of 0.1 to 0.2 18 in 29), so raw probabilities put the root first
+// where the chain's leaf was the likeliest end.
+// Until a tenth has seen tokens its rate is the probability itself.
+type acceptStats struct {
+	tried, accepted [10]float64
+}
+
+// acceptPrior is how many tokens' weight a tenth's own probability has
+// against what the run has seen there.
+const acceptPrior = 2
+
+func qBin(q float32) int { return min(9, max(0, int(q*10))) }
+
+// add counts the tokens a verdict examined.
+func (a *acceptStats) add(tries []Try) {
+	for _, t := range tries {
+		b := qBin(t.Q)
+		a.tried[b]++
+		if t.Accepted {
+			a.accepted[b]++
+		}
+	}
+}
+
+// p is the chance a draft token of drafter probability q is accepted.
+func (a *acceptStats) p(q float32) float64 {
+	b := qBin(q)
+	return (a.accepted[b] + acceptPrior*float64(q)) / (a.tried[b] + acceptPrior)
+}
+
+// aheadDone is what the drafting ahead of a step came to.
+type aheadDone struct {
+	elapsed time.Duration // how long it ran, alongside verification and after
+	ends    int           // end positions prepared
+	hit     bool          // the verdict matched one of them
+}
+
+// finishAOT waits for the drafting ahead and reports how long it ran
+// alongside verification (the overlap), how many ends it prepared, and
+// whether the verdict (accepted, bonus) matched one of its guesses.
+func (r *run) finishAOT(ctx context.Context, accepted []int, bonus int) (aheadDone, error) {
 	h := r.aot
 	if h == nil {
-		return 0, nil
+		return aheadDone{}, nil
 	}
 	<-h.done
 	if h.err != nil {
 		r.aot = nil
 		if ctx.Err() != nil {
-			return 0, ctx.Err()
+			return aheadDone{}, ctx.Err()
 		}
-		return 0, h.err
+		return aheadDone{}, h.err
 	}
-	h.hit = len(h.guess) > len(accepted) && h.guess[len(accepted)] == bonus
-	for i := 0; h.hit && i < len(accepted); i++ {
-		h.hit = h.guess[i] == accepted[i]
+	for _, e := range h.ends {
+		g := e.guess
+		if len(g) > len(accepted) && g[len(accepted)] == bonus && slices.Equal(g[:len(accepted)], accepted) {
+			h.hit = true
+			break
+		}
 	}
 	if h.passes > 0 {
 		// the drafter's real work per pass, for DuoDecoding's budget rule:
@@ -108,7 +275,7 @@ func (r *run) finishAOT(ctx context.Context, accepted []int, bonus int) (time.Du
 		r.duo.tDraft = ema(r.duo.tDraft, h.elapsed.Seconds()/float64(h.passes))
 	}
 	r.duo.aheadHit = h.hit
-	return h.elapsed, nil
+	return aheadDone{elapsed: h.elapsed, ends: len(h.ends), hit: h.hit}, nil
 }
 
 // stopAOT waits for any head drafting still running (on error paths).

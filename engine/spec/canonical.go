@@ -93,9 +93,10 @@ func widthsOf(parents []int) ([]int, bool) {
 // canonicalEGT is an Equal-Growth Tree's canonical form: widths held to
 // what each level can expand (the frontier the level above grew), w-max
 // held to the nodes grown (unless padded, which verifies the padding),
-// a fixed depth policy written as the default; grown in full with no
-// pruning, no head drafted ahead and no padding, it is the static tree of
-// its branch at every depth (a chain for branch 1).
+// a fixed depth policy written as the default, a tail budget held to the
+// ends the tree has (and written with aot, which it implies); grown in
+// full with no pruning, nothing drafted ahead and no padding, it is the
+// static tree of its branch at every depth (a chain for branch 1).
 func canonicalEGT(p Plan) Plan {
 	if p.DepthPolicy == "fixed" {
 		p.DepthPolicy = ""
@@ -116,6 +117,12 @@ func canonicalEGT(p Plan) Plan {
 	p.EGT = ws
 	if !p.Pad && p.WMax > grown {
 		p.WMax = grown
+	}
+	if p.Tail > 0 {
+		// tail drafting is drafting ahead at several ends, the head's
+		// flag set or not; no more ends than the root and the nodes kept
+		p.AOT = true
+		p.Tail = min(p.Tail, 1+min(p.WMax, grown))
 	}
 	if full && !p.Pad && !p.AOT && p.DepthPolicy == "" && p.WMax >= grown {
 		widths := make([]int, len(ws))

@@ -55,9 +55,11 @@ func loadFamily(t *testing.T, shape string) (target, self *model.Model) {
 }
 
 // TestGreedyLosslessFamilies: for every new family, every strategy and
-// three draft sources (the model itself: long accepted paths across the
+// the draft sources (the model itself: long accepted paths across the
 // window; its first layer: frequent rejections; an n-gram drafter; a
-// hidden-state drafter), greedy speculative output equals plain decoding.
+// hidden-state drafter, on the target's device and on its own), greedy
+// speculative output equals plain decoding; the sources on a device of
+// their own draft ahead (AOT, duo, tails) while the target verifies.
 func TestGreedyLosslessFamilies(t *testing.T) {
 	ctx := context.Background()
 	prompts := [][]int{{1, 17, 99, 250, 3}, {1, 200, 5}}
@@ -89,6 +91,18 @@ func TestGreedyLosslessFamilies(t *testing.T) {
 						t.Fatal(err)
 					}
 					return src, false
+				},
+				// its layer on a device of its own, drafting beside the target
+				"hidden-own": func() (drafter.Source, bool) {
+					d, err := hidden.New(target, 8, -1, 1)
+					if err != nil {
+						t.Fatal(err)
+					}
+					src, err := hidden.NewSource(d, target, hidden.Options{ResampleMin: 0.2, Device: self.Backend})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return src, true
 				},
 			}
 			for cname, cfg := range configs() {

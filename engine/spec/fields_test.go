@@ -20,6 +20,9 @@ func TestPlanFieldsRoundTrip(t *testing.T) {
 		{Strategy: "egt", EGT: []int{1, 1}, Branch: 1, WMax: 2, AOT: true, DepthPolicy: "predictor", PredictorID: 7},
 		{Strategy: "duo", Gamma: 6, MaxSeqs: 4},
 		{Strategy: "sequoia", Parents: []int{-1, 0, 0}},
+		{Strategy: "chain", Gamma: 4, Tail: 5},
+		{Strategy: "egt", EGT: []int{1, 2}, Branch: 2, WMax: 4, Tail: 3},
+		{Strategy: "duo", Gamma: 6, MaxSeqs: 2, Tail: 2},
 	}
 	for _, want := range plans {
 		s, err := Lookup(want.Strategy)
@@ -89,5 +92,8 @@ func TestPlanFieldsOffered(t *testing.T) {
 	}
 	if p := by["predictor_id"]; p.Flag != "predictor-id" || p.Kind != IntField || p.Default != "0" {
 		t.Errorf("predictor_id: %+v", p)
+	}
+	if tl := by["tail"]; !reflect.DeepEqual(tl.Strategies, []string{"chain", "egt", "duo"}) || tl.Kind != IntField || tl.Default != "0" || tl.Flag != "tail" {
+		t.Errorf("tail: %+v", tl)
 	}
 }

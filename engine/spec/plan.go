@@ -27,6 +27,13 @@ type Plan struct {
 	WMax     int    `json:"w_max,omitempty" yaml:"w_max,omitempty"`   // egt: nodes kept after pruning
 	Pad      bool   `json:"pad,omitempty" yaml:"pad,omitempty"`       // egt: pad to WMax nodes
 	AOT      bool   `json:"aot,omitempty" yaml:"aot,omitempty"`       // egt: ahead-of-time head drafting
+	// Tail (chain, egt, duo): how many end positions of a step's draft
+	// (the root and each node: where verification may stop) get their
+	// continuation drafted while the target verifies, most likely first,
+	// so the next draft is ready whichever of them the verdict picks
+	// (Yggdrasil's tail speculation); 0 drafts no tail (egt's aot alone
+	// drafts the head after the most likely path).
+	Tail int `json:"tail,omitempty" yaml:"tail,omitempty"`
 	// DepthPolicy (egt): fixed (all of EGT), threshold (DepthMin) or
 	// predictor (a trained depth predictor, PredictorID or the newest).
 	DepthPolicy string  `json:"depth_policy,omitempty" yaml:"depth_policy,omitempty"`
@@ -50,6 +57,13 @@ type Expected struct {
 	// outcome of that verification came true). Misses redo the passes.
 	Ahead    int
 	AheadHit float64
+	// AheadWidths, when set, are the drafter passes run during
+	// verification, as widths, where they are not the next step's first
+	// Ahead passes: tail drafting runs one pass for the guessed bonus
+	// tokens after the prepared leaves (an inner end's distribution was
+	// drafted with the tree) and one a level prepared, each as wide as
+	// the end positions it prepares (tailAhead).
+	AheadWidths []int
 	// Verified, when above len(Values), is the number of nodes verified
 	// per step (a padded tree verifies its padding too).
 	Verified int
@@ -100,6 +114,61 @@ func (e *Expected) aheadHit(at func(d, r int) float64) float64 {
 	return v * at(depth, 0)
 }
 
+// tailAhead prices tail drafting with budget tail on e's tree, the
+// continuation prepared levels passes deep. The end positions where
+// verification may stop are the root and every node; a node v of depth
+// d with b children is where it stops with chance value(v) * (1 - the
+// chance one of its children is accepted, at(d, 0..b-1)), and the engine
+// prepares the tail most likely of them (it ranks them by the drafter's
+// own probabilities, which calibration finds track acceptance). A
+// prepared end is of use when verification stops there and the target's
+// bonus token is the drafter's guess, its best token that is none of v's
+// children (rank b): value(v) * at(d, b), summed over the prepared ends,
+// is AheadHit (for the single most likely leaf, aheadHit's figure). The
+// work: a pass for the bonus guesses after the prepared leaves (an inner
+// end's distribution was drafted with the tree), then levels passes as
+// wide as the ends prepared, all while the target verifies.
+func (e *Expected) tailAhead(tail, levels int, at func(d, r int) float64) {
+	depth := e.Depths()
+	kids := make([]int, 1+len(e.Parents)) // children per end: [0] the root, [1+i] node i
+	for _, par := range e.Parents {
+		kids[1+par]++
+	}
+	type end struct {
+		stop, hit float64
+		leaf      bool
+	}
+	ends := make([]end, len(kids))
+	for i := range ends {
+		v, d := 1.0, 0
+		if i > 0 {
+			v, d = e.Values[i-1], depth[i-1]
+		}
+		taken := 0.0
+		for r := 0; r < kids[i]; r++ {
+			taken += at(d, r)
+		}
+		ends[i] = end{stop: v * max(0, 1-taken), hit: v * at(d, kids[i]), leaf: kids[i] == 0}
+	}
+	sort.SliceStable(ends, func(a, b int) bool { return ends[a].stop > ends[b].stop })
+	n := min(tail, len(ends))
+	hit, leaves := 0.0, 0
+	for _, x := range ends[:n] {
+		hit += x.hit
+		if x.leaf {
+			leaves++
+		}
+	}
+	e.AheadHit = min(1, hit)
+	e.AheadWidths = nil
+	if leaves > 0 {
+		e.AheadWidths = append(e.AheadWidths, leaves)
+	}
+	for range levels {
+		e.AheadWidths = append(e.AheadWidths, n)
+	}
+}
+
 // Space bounds the plans a search enumerates.
 type Space struct {
 	MaxGamma int // chains up to this length (default 12)
@@ -120,6 +189,12 @@ type Space struct {
 	// one sequence only); the search sets them when the calibration can
 	// price them.
 	DuoSeqs []int
+	// Tails are the tail budgets chain and duo plans are also offered
+	// with (none: no tail drafting); chains also get a tail of one and
+	// one at every end position, EGT plans with aot the largest (a level
+	// ahead at each end costs little, and each budget there is thousands
+	// of plans). The search sets them.
+	Tails []int
 }
 
 func (s *Space) defaults() {
@@ -189,6 +264,10 @@ type Strategy struct {
 	// drafter when that is more than it verifies (maxTree): an EGT expands
 	// its widths per level before pruning, and drafts a head ahead.
 	maxDraft func(c *Config) int
+	// tailWork, for a strategy that drafts a tail (Config.Tail), is the
+	// drafter-cache slots it adds a step (tailSlots), which checkBudget
+	// bounds before a run reserves them.
+	tailWork func(c *Config) int
 	draft    func(r *run, ctx context.Context, st *Step, nodes, depth int) (*tree.Tree, error)
 	// ahead is how many levels of the next step are drafted while the
 	// target verifies (nil: none).
@@ -353,7 +432,7 @@ func (p Plan) Validate() error {
 // policy is left nil: the caller supplies the trained predictor.
 func (p Plan) Config() (Config, error) {
 	c := Config{Strategy: p.Strategy, Gamma: p.Gamma, Widths: p.EGT, Branch: p.Branch, WMax: p.WMax, Pad: p.Pad, AOT: p.AOT,
-		SampleChildren: p.SampleChildren, MaxSeqs: p.MaxSeqs}
+		SampleChildren: p.SampleChildren, MaxSeqs: p.MaxSeqs, Tail: p.Tail}
 	s, err := Lookup(p.Strategy)
 	if err != nil {
 		return c, err
@@ -402,7 +481,7 @@ func (p Plan) bounded() error {
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{"gamma", p.Gamma}, {"branch", p.Branch}, {"w-max", p.WMax}, {"max-seqs", p.MaxSeqs}, {"egt depth", len(p.EGT)},
+	}{{"gamma", p.Gamma}, {"branch", p.Branch}, {"w-max", p.WMax}, {"max-seqs", p.MaxSeqs}, {"tail", p.Tail}, {"egt depth", len(p.EGT)},
 		{"tree depth", len(p.Widths)}, {"parent list", len(p.Parents)}} {
 		if v.n > MaxTreeNodes {
 			return fmt.Errorf("spec: %s %d is above the limit of %d", v.name, v.n, MaxTreeNodes)

@@ -46,6 +46,12 @@ func TestPlanConfig(t *testing.T) {
 		if p.Concurrent() != (name == "duo" || name == "egt") {
 			t.Errorf("%s: concurrent %v", name, p.Concurrent())
 		}
+		// a tail budget makes every strategy that reads it draft while
+		// the target verifies
+		p.Tail = 2
+		if p.Concurrent() != (name == "duo" || name == "egt" || name == "chain") {
+			t.Errorf("%s with a tail: concurrent %v", name, p.Concurrent())
+		}
 	}
 	if p := (Plan{Strategy: "chain", Gamma: 3, WMax: 9}).Trim(); p.WMax != 0 || p.Gamma != 3 || p.String() != "chain gamma=3" {
 		t.Errorf("trimmed chain %+v %q", p, p)
@@ -65,6 +71,9 @@ func TestPlanConfig(t *testing.T) {
 		{Strategy: "tree", Widths: []int{64, 64, 64}},
 		{Strategy: "chain", Gamma: MaxTreeNodes + 1},
 		{Strategy: "egt", EGT: []int{1}, Branch: 1, WMax: 1, DepthPolicy: "sometimes"},
+		{Strategy: "chain", Gamma: 2, Tail: -1},
+		{Strategy: "chain", Gamma: 2, Tail: MaxTreeNodes + 1},
+		{Strategy: "chain", Gamma: 200, Tail: 200}, // 201 ends, 200 levels each: too much ahead
 	} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("%+v accepted", bad)
@@ -194,5 +203,69 @@ func TestEGTCandidatesAreSearched(t *testing.T) {
 	}
 	if len(seen) < 2000 || aot == 0 || pad == 0 || !wide {
 		t.Fatalf("%d plans (%d AOT, %d padded, widths 1,3,4 present: %v)", len(seen), aot, pad, wide)
+	}
+}
+
+// TestTailExpect: a tail budget prices what the engine prepares. The
+// chance a prepared end is of use never falls as the budget grows, never
+// exceeds one, and with every end of a chain prepared it is the chance
+// that the bonus is the drafter's best token that is not the rejected
+// one (or, after a full acceptance, its best): the sum over the ends of
+// reaching each and guessing right there. Without a tail nothing changes
+// (egt keeps its head's figure), and the work beside verification is a
+// pass for the prepared leaves' bonus guesses and one a level, each as
+// wide as the ends prepared.
+func TestTailExpect(t *testing.T) {
+	at := func(d, r int) float64 {
+		return []float64{0.7, 0.15, 0.05, 0.02}[min(r, 3)] * math.Pow(0.95, float64(d))
+	}
+	for _, base := range []Plan{
+		{Strategy: "chain", Gamma: 4},
+		{Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 6, AOT: true},
+		{Strategy: "duo", Gamma: 5, MaxSeqs: 1},
+	} {
+		ex0, err := base.Expect(at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev := 0.0
+		for tail := 1; tail <= 16; tail++ {
+			p := base
+			p.Tail = tail
+			ex, err := p.Expect(at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ex.Overlap || ex.Ahead < 1 || ex.AheadHit < prev-1e-12 || ex.AheadHit > 1 {
+				t.Fatalf("%s: overlap %v, ahead %d, hit %v (tail %d: %v)", p, ex.Overlap, ex.Ahead, ex.AheadHit, tail-1, prev)
+			}
+			if ex.AAL() != ex0.AAL() || !slices.Equal(ex.PerDepth, ex0.PerDepth) {
+				t.Errorf("%s changes the tree: AAL %v / %v", p, ex.AAL(), ex0.AAL())
+			}
+			ends := min(tail, 1+len(ex.Values))
+			for i, w := range ex.AheadWidths {
+				if w < 1 || w > ends || (i > 0 && w != ends) {
+					t.Errorf("%s: ahead widths %v with %d ends", p, ex.AheadWidths, ends)
+				}
+			}
+			prev = ex.AheadHit
+		}
+		if base.Strategy == "egt" {
+			p := base
+			p.Tail = 0
+			if ex, _ := p.Expect(at); ex.AheadHit != ex0.AheadHit || ex.AheadWidths != nil {
+				t.Errorf("egt without a tail: hit %v, widths %v", ex.AheadHit, ex.AheadWidths)
+			}
+		}
+	}
+	// every end of a chain of two: stop at the root and guess rank 1,
+	// stop after one token and guess rank 1, or accept both and guess rank 0
+	ex, err := Plan{Strategy: "chain", Gamma: 2, Tail: 3}.Expect(at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := at(0, 1) + at(0, 0)*at(1, 1) + at(0, 0)*at(1, 0)*at(2, 0)
+	if math.Abs(ex.AheadHit-want) > 1e-12 || !slices.Equal(ex.AheadWidths, []int{1, 3, 3}) || ex.Ahead != 2 {
+		t.Errorf("chain gamma=2 tail=3: hit %v want %v, widths %v, ahead %d", ex.AheadHit, want, ex.AheadWidths, ex.Ahead)
 	}
 }

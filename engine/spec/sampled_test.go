@@ -102,7 +102,7 @@ func TestSampledLossless(t *testing.T) {
 		name   string
 		cfg    Config
 		hidden bool // draft with a hidden-state drafter (re-sampling on)
-		twoDev bool // draft on the second device, concurrently with verification
+		twoDev bool // draft on the second device (the hidden drafter's layer there), concurrently with verification
 	}{
 		{"chain (min(1,p/q), residual, bonus)", Config{Strategy: "chain", Gamma: 3}, false, false},
 		{"chain with top-k 20 and top-p 0.9", Config{Strategy: "chain", Gamma: 3, Sample: sample.Params{Temp: 1, TopK: 20, TopP: 0.9}}, false, false},
@@ -112,6 +112,12 @@ func TestSampledLossless(t *testing.T) {
 		{"duo on two devices (the drafter concurrent, on its own device)", Config{Strategy: "duo", Gamma: 6, MaxSeqs: 3}, false, true},
 		{"hidden-state drafter, chain", Config{Strategy: "chain", Gamma: 3}, true, false},
 		{"hidden-state drafter, ranked tree", Config{Strategy: "egt", Widths: []int{1, 3}, Branch: 3, WMax: 8}, true, false},
+		// tail drafting: the next draft prepared at several ends while the
+		// target verifies, on every source that drafts concurrently
+		{"chain with a tail at every end, on two devices", Config{Strategy: "chain", Gamma: 3, Tail: 4}, false, true},
+		{"ranked tree with a tail, on two devices", Config{Strategy: "egt", Widths: []int{1, 3}, Branch: 3, WMax: 8, Tail: 3}, false, true},
+		{"duo with a tail, on two devices", Config{Strategy: "duo", Gamma: 6, MaxSeqs: 3, Tail: 3}, false, true},
+		{"hidden-state drafter on its own device, chain with a tail", Config{Strategy: "chain", Gamma: 3, Tail: 4}, true, true},
 	}
 	run := func(cfg Config, useHidden, twoDev bool, joint map[[2]int]float64, covered float64, broken bool) (float64, int) {
 		obs := map[[2]int]int{}
@@ -120,10 +126,12 @@ func TestSampledLossless(t *testing.T) {
 			params = cfg.Sample
 		}
 		var src drafter.Source = drafter.NewModel(p.target, 4, 64, params, "layers:4")
-		if useHidden {
+		switch {
+		case useHidden && twoDev:
+			src = hiddenSourceOn(p.target, params, 1e-9, second.Backend)
+		case useHidden:
 			src = hiddenSource(p.target, params, 1e-9)
-		}
-		if twoDev {
+		case twoDev:
 			src = drafter.NewModel(second, 4, 64, params, "layers:4 on a second device")
 		}
 		e := &Engine{Target: p.target, Source: src, Concurrent: twoDev, faults: faults{brokenResidual: broken}}

@@ -51,6 +51,10 @@ type Config struct {
 	Depth          DepthPolicy // egt: when to stop growing; nil = all of Widths
 	AOT            bool        // egt: draft the next step's head while the target verifies
 	MaxSeqs        int         // duo: most draft sequences (1, 2, 3, 4, 6 or 8)
+	// Tail (chain, egt, duo): end positions of each draft whose
+	// continuation is drafted while the target verifies, most likely
+	// first (tail drafting; 0: none). Only a concurrent source drafts it.
+	Tail int
 
 	Sample    sample.Params
 	MaxTokens int
@@ -105,6 +109,14 @@ type Step struct {
 	Overlap  time.Duration // drafting done concurrently with verification (and compaction)
 	Wait     time.Duration // waiting, after verification, for that drafting to finish (part of Overhead)
 	Strategy string        // the strategy that ran the step
+	// Ahead is how many end positions of this step's draft had their
+	// continuation drafted during its verification (1: the head after
+	// the most likely path, AOT and duo; more: tail drafting), and
+	// AheadHit whether the verdict ended at one of them with the guessed
+	// bonus token, so the next step found those levels drafted: its Draft
+	// is then the time it took to find them.
+	Ahead    int  `json:",omitempty"`
+	AheadHit bool `json:",omitempty"`
 	// Ranks and Offered, per level the verifier visited: the sibling rank
 	// of the accepted child (-1: none) and how many children there were.
 	Ranks, Offered []int `json:",omitempty"`
@@ -302,6 +314,7 @@ type run struct {
 	rootTop1, rootEntropy float64
 	duo                   duoState
 	aot                   *aotHead
+	accept                acceptStats // how often draft tokens are accepted, for ranking tail ends
 }
 
 func (r *run) loop(ctx context.Context, prompt []int) error {
@@ -461,12 +474,13 @@ func (r *run) step(ctx context.Context) (bool, error) {
 	}
 	st.Overhead = time.Since(t2)
 	t3 := time.Now()
-	elapsed, err := r.finishAOT(ctx, accepted, v.Bonus)
+	ahead, err := r.finishAOT(ctx, accepted, v.Bonus)
 	if err != nil {
 		return false, err
 	}
 	st.Wait = time.Since(t3)
-	st.Overlap = max(0, elapsed-st.Wait)
+	st.Overlap = max(0, ahead.elapsed-st.Wait)
+	st.Ahead, st.AheadHit = ahead.ends, ahead.hit
 	if hs := r.hs; hs != nil {
 		// the target's states of the root and the accepted path, in order
 		rows := append(r.rows[:0], r.fwd.Hidden[:d]...)
@@ -486,8 +500,13 @@ func (r *run) step(ctx context.Context) (bool, error) {
 	r.root = v.Bonus
 	st.Accepted, st.Bonus = len(accepted), v.Bonus
 	st.Strategy, st.Ranks, st.Offered = r.cfg.Strategy, v.Ranks, v.Offered
+	var tries []Try
+	if r.cfg.Tail > 0 || r.cfg.OnStep != nil {
+		tries = tried(tr, v)
+		r.accept.add(tries)
+	}
 	if r.cfg.OnStep != nil { // only step consumers (calibration) read them
-		st.Tried, st.Best = tried(tr, v), bestByDepth(tr)
+		st.Tried, st.Best = tries, bestByDepth(tr)
 		st.First, st.P21 = firstLevel(tr)
 		st.Tree, st.Path = make([]TreeNode, len(tr.Nodes)), append([]int(nil), v.Path...)
 		for i, n := range tr.Nodes {

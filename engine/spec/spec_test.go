@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"arborist/assets"
@@ -19,6 +20,7 @@ import (
 	"arborist/engine/model/modeltest/testfiles"
 	"arborist/engine/sample"
 	"arborist/engine/tree"
+	"arborist/kernels"
 	"arborist/kernels/cpu"
 )
 
@@ -53,13 +55,19 @@ func prompts(t testing.TB) []string {
 
 type pair struct {
 	target, draft *model.Model
+	// side is a device of its own beside the target's, and own a copy
+	// of the target there (both made on first use), so layer-skip and
+	// hidden-state drafting run beside the target
+	side func() kernels.Device
+	own  func() *model.Model
 }
 
 func loadPair(t testing.TB, target, draft string) pair {
 	t.Helper()
 	be := cpu.New(2)
 	t.Cleanup(be.Close)
-	tm, err := model.Load(modelPath(t, target), be)
+	path := modelPath(t, target)
+	tm, err := model.Load(path, be)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +79,27 @@ func loadPair(t testing.TB, target, draft string) pair {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dm.Close() })
-	return pair{tm, dm}
+	var onceSide, onceOwn sync.Once
+	var side kernels.Device
+	var own *model.Model
+	sideDev := func() kernels.Device {
+		onceSide.Do(func() {
+			side = cpu.New(1)
+			t.Cleanup(side.Close)
+		})
+		return side
+	}
+	return pair{tm, dm, sideDev, func() *model.Model {
+		onceOwn.Do(func() {
+			m, err := model.Load(path, sideDev())
+			if err != nil {
+				panic(err) // loaded once already, as the target
+			}
+			t.Cleanup(func() { m.Close() })
+			own = m
+		})
+		return own
+	}}
 }
 
 // configs lists one configuration per strategy (and variants).
@@ -93,6 +121,14 @@ func configs() map[string]Config {
 		"egt-learned": {Strategy: "egt", Widths: []int{1, 2, 2, 2, 2}, Branch: 2, WMax: 10, AOT: true, Depth: contextDepth{Max: 5}},
 		"duo":         {Strategy: "duo", Gamma: 6, MaxSeqs: 4},
 		"duo-1":       {Strategy: "duo", Gamma: 4, MaxSeqs: 1},
+		// tail drafting: the next draft prepared at several end positions
+		// (every end of the chain; pads are none of an EGT's)
+		"chain4-tail": {Strategy: "chain", Gamma: 4, Tail: 5},
+		"chain3-tail": {Strategy: "chain", Gamma: 3, Tail: 1},
+		"egt-tail":    {Strategy: "egt", Widths: []int{1, 2, 2, 2}, Branch: 2, WMax: 8, Tail: 4},
+		"egt-pad-tail": {Strategy: "egt", Widths: []int{1, 2, 3, 3, 2}, Branch: 2, WMax: 12, Pad: true, AOT: true,
+			Tail: 13},
+		"duo-tail": {Strategy: "duo", Gamma: 6, MaxSeqs: 4, Tail: 3},
 	}
 }
 
@@ -124,6 +160,13 @@ func sources(p pair, params sample.Params, ctx int) map[string]func() (drafter.S
 		"hidden": func() (drafter.Source, bool) { return hiddenSource(p.target, params, 0.2), false },
 		// re-sampling after every rejection, whatever the drafter's confidence
 		"hidden-resample": func() (drafter.Source, bool) { return hiddenSource(p.target, params, 1e-9), false },
+		// the concurrent sources beside the draft model: the target's
+		// first layers on a copy of its own, and the hidden-state drafter's
+		// layer on a device of its own
+		"layers-own": func() (drafter.Source, bool) {
+			return drafter.NewModel(p.own(), 2, ctx, params, "layers:2 on its own backend"), true
+		},
+		"hidden-own": func() (drafter.Source, bool) { return hiddenSourceOn(p.target, params, 1e-9, p.side()), true },
 	}
 }
 
@@ -131,6 +174,12 @@ func sources(p pair, params sample.Params, ctx int) map[string]func() (drafter.S
 // token-info: its proposals are poor, which exercises rejections and
 // re-sampling.
 func hiddenSource(m *model.Model, params sample.Params, resampleMin float64) *hidden.Source {
+	return hiddenSourceOn(m, params, resampleMin, nil)
+}
+
+// hiddenSourceOn is hiddenSource with its layer on dev (nil: the
+// target's device), where it can draft while the target verifies.
+func hiddenSourceOn(m *model.Model, params sample.Params, resampleMin float64, dev kernels.Device) *hidden.Source {
 	d, err := hidden.New(m, 16, m.Layers/2, 1)
 	if err != nil {
 		panic(err)
@@ -139,7 +188,7 @@ func hiddenSource(m *model.Model, params sample.Params, resampleMin float64) *hi
 	for i := range d.P {
 		d.P[i] += float32(0.05 * rng.NormFloat64())
 	}
-	src, err := hidden.NewSource(d, m, hidden.Options{Sample: params, ResampleMin: resampleMin})
+	src, err := hidden.NewSource(d, m, hidden.Options{Sample: params, ResampleMin: resampleMin, Device: dev})
 	if err != nil {
 		panic(err)
 	}
@@ -212,7 +261,9 @@ func TestContextFillsUp(t *testing.T) {
 	}
 	for name, cfg := range configs() {
 		t.Run(name, func(t *testing.T) {
-			e := &Engine{Target: p.target, Source: drafter.NewModel(p.draft, 0, 512, sample.Params{}, "draft")}
+			// the drafter on its own backend: AOT, duo and tail drafting
+			// run beside the target, in a drafter cache sized by the run
+			e := &Engine{Target: p.target, Source: drafter.NewModel(p.draft, 0, 512, sample.Params{}, "draft"), Concurrent: true}
 			cfg.MaxTokens, cfg.Ctx = 100, capacity
 			res, err := e.Run(ctx, ids, cfg)
 			if err != nil {
@@ -240,7 +291,7 @@ func TestEOSMidTree(t *testing.T) {
 	}
 	for name, cfg := range configs() {
 		t.Run(name, func(t *testing.T) {
-			e := &Engine{Target: p.target, Source: drafter.NewModel(p.draft, 0, 1024, sample.Params{}, "draft")}
+			e := &Engine{Target: p.target, Source: drafter.NewModel(p.draft, 0, 1024, sample.Params{}, "draft"), Concurrent: true}
 			cfg.MaxTokens, cfg.StopAtEOS = 400, true
 			res, err := e.Run(ctx, ids, cfg)
 			if err != nil {

@@ -16,10 +16,12 @@ import (
 // each followed by a chain, gamma/seqs tokens a sequence, as duoDraft
 // builds it. probe says the plan may draft several (MaxSeqs > 1): the
 // rule's second-position probe then costs a pass of its own whenever
-// gamma > 1. Which count a step uses depends on the drafter's confidence
+// gamma > 1. tail is the plan's tail budget: the next draft is then
+// prepared at that many end positions instead of after the most likely
+// path alone. Which count a step uses depends on the drafter's confidence
 // there, so the speedup model mixes these trees over calibrated steps;
 // Expect alone prices one sequence.
-func DuoExpect(gamma, seqs int, probe bool, at func(d, r int) float64) Expected {
+func DuoExpect(gamma, seqs int, probe bool, tail int, at func(d, r int) float64) Expected {
 	var e Expected
 	if seqs <= 1 {
 		e = chainExpect(gamma, at)
@@ -45,6 +47,9 @@ func DuoExpect(gamma, seqs int, probe bool, at func(d, r int) float64) Expected 
 	}
 	e.Overlap = true
 	e.Ahead, e.AheadHit = len(e.PerDepth), e.aheadHit(at)
+	if tail > 0 {
+		e.tailAhead(tail, gamma, at) // the whole next draft at each prepared end
+	}
 	return e
 }
 
@@ -56,6 +61,7 @@ func init() {
 		Fields: []Field{
 			{Name: "gamma", Label: "gamma", Default: "4", Help: "largest draft budget"},
 			{Name: "max_seqs", Label: "sequences", Default: "4", Help: "most draft sequences (1, 2, 3, 4, 6, 8)"},
+			tailField("end positions whose next draft is drafted while the target verifies, most likely first (up to gamma + 1; 0: after the most likely path alone)"),
 		},
 		NeedsSource: true,
 		Concurrent:  func(Plan) bool { return true },
@@ -63,15 +69,27 @@ func init() {
 			if p.Gamma < 1 {
 				return Expected{}, fmt.Errorf("spec: duo needs gamma >= 1")
 			}
-			return DuoExpect(p.Gamma, 1, p.MaxSeqs > 1, at), nil
+			return DuoExpect(p.Gamma, 1, p.MaxSeqs > 1, p.Tail, at), nil
+		},
+		canonical: func(p Plan) Plan {
+			if p.Gamma >= 1 {
+				p.Tail = min(p.Tail, p.Gamma+1) // its sequences share gamma nodes: gamma + 1 ends at most
+			}
+			return p
 		},
 		Candidates: func(sp Space) []Plan {
 			var out []Plan
 			for g := 1; g <= sp.MaxGamma; g++ {
-				out = append(out, Plan{Strategy: "duo", Gamma: g})
+				seqs := []int{0}
 				for _, k := range sp.DuoSeqs {
 					if k > 1 && k <= g {
-						out = append(out, Plan{Strategy: "duo", Gamma: g, MaxSeqs: k})
+						seqs = append(seqs, k)
+					}
+				}
+				for _, k := range seqs {
+					out = append(out, Plan{Strategy: "duo", Gamma: g, MaxSeqs: k})
+					for _, t := range sp.Tails {
+						out = append(out, Plan{Strategy: "duo", Gamma: g, MaxSeqs: k, Tail: t})
 					}
 				}
 			}
@@ -97,7 +115,9 @@ func init() {
 			p.Gamma = g
 			return p
 		},
-		describe: func(p Plan) string { return fmt.Sprintf("duo gamma=%d sequences=%d", p.Gamma, max(1, p.MaxSeqs)) },
+		describe: func(p Plan) string {
+			return fmt.Sprintf("duo gamma=%d sequences=%d", p.Gamma, max(1, p.MaxSeqs)) + describeTail(p)
+		},
 		check: func(c *Config) error {
 			if c.Gamma < 1 {
 				return fmt.Errorf("spec: duo needs a largest draft budget gamma >= 1, got %d", c.Gamma)
@@ -109,10 +129,12 @@ func init() {
 			default:
 				return fmt.Errorf("spec: duo max sequences %d must be one of 1, 2, 3, 4, 6, 8", c.MaxSeqs)
 			}
-			return nil
+			return checkTail(c)
 		},
-		maxTree: func(c *Config) int { return c.Gamma * max(1, c.MaxSeqs) },
-		ahead:   func(r *run) int { return r.gamma() }, // the whole next draft
+		maxTree:  func(c *Config) int { return c.Gamma * max(1, c.MaxSeqs) },
+		maxDraft: func(c *Config) int { return c.Gamma*max(1, c.MaxSeqs) + tailSlots(c.Tail, c.Gamma+1, c.Gamma) },
+		tailWork: func(c *Config) int { return tailSlots(c.Tail, c.Gamma+1, c.Gamma) },
+		ahead:    func(r *run) int { return r.gamma() }, // the whole next draft
 		draft: func(r *run, ctx context.Context, st *Step, nodes, depth int) (*tree.Tree, error) {
 			return r.duoDraft(ctx, st, nodes, depth)
 		},

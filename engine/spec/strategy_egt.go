@@ -3,6 +3,7 @@ package spec
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"arborist/engine/tree"
@@ -23,13 +24,14 @@ func init() {
 			{Name: "w_max", Label: "w-max", Default: "12", Help: "most draft nodes verified after pruning"},
 			{Name: "pad", Label: "pad", Default: "false", Help: "pad every tree to w-max nodes (static shapes)"},
 			{Name: "aot", Label: "ahead-of-time head", Default: "false", Help: "draft the next step's head while the target verifies"},
+			tailField("end positions whose next first level is drafted while the target verifies, most likely first (up to w-max + 1; 0: the head alone, with aot)"),
 			{Name: "depth_policy", Label: "depth", Default: "fixed", Choices: []string{"fixed", "threshold", "predictor"},
 				Help: "fixed, threshold, or predictor (the stored depth predictor of this pair)"},
 			{Name: "depth_min", Label: "minimum", Default: "0.2", Help: "threshold policy: stop when the best path probability falls below this"},
 			{Name: "predictor_id", Label: "predictor id", Default: "0", Help: "predictor policy: the stored depth predictor to run, as 'arborist train predictor' printed it (0: the pair's newest)"},
 		},
 		NeedsSource: true,
-		Concurrent:  func(p Plan) bool { return p.AOT },
+		Concurrent:  func(p Plan) bool { return p.AOT || p.Tail > 0 },
 		Expect:      egtExpect,
 		canonical:   canonicalEGT,
 		Grows:       true,
@@ -51,6 +53,7 @@ func init() {
 			if p.AOT {
 				d += " aot"
 			}
+			d += describeTail(p)
 			switch p.DepthPolicy {
 			case "threshold":
 				d += fmt.Sprintf(" threshold=%g", p.DepthMin)
@@ -68,7 +71,7 @@ func init() {
 					return fmt.Errorf("spec: egt width %d must be >= 1", w)
 				}
 			}
-			return nil
+			return checkTail(c)
 		},
 		maxTree: func(c *Config) int { return c.WMax },
 		maxDraft: func(c *Config) int {
@@ -79,10 +82,11 @@ func init() {
 			if c.AOT && len(c.Widths) > 0 {
 				n += min(c.Widths[0], MaxTreeNodes) * min(c.Branch, MaxTreeNodes) // the next step's head
 			}
-			return n
+			return n + tailSlots(c.Tail, c.WMax+1, 1)
 		},
+		tailWork: func(c *Config) int { return tailSlots(c.Tail, c.WMax+1, 1) },
 		ahead: func(r *run) int {
-			if r.cfg.AOT {
+			if r.cfg.AOT || r.cfg.Tail > 0 {
 				return 1 // the next step's first level
 			}
 			return 0
@@ -149,7 +153,11 @@ func egtExpect(p Plan, at func(d, r int) float64) (Expected, error) {
 	if p.Pad && p.WMax > len(e.Values) {
 		e.Verified = p.WMax
 	}
-	if p.AOT {
+	switch {
+	case p.Tail > 0:
+		e.Overlap, e.Ahead = true, 1
+		e.tailAhead(p.Tail, 1, at)
+	case p.AOT:
 		e.Overlap = true
 		e.Ahead, e.AheadHit = 1, e.aheadHit(at)
 	}
@@ -161,7 +169,7 @@ func egtExpect(p Plan, at func(d, r int) float64) (Expected, error) {
 // narrows, up to width 4 and sp.MaxDepth depths, with 1..3 children per
 // expanded node, and the w-max values below the nodes those widths grow
 // plus the first at or above it (larger ones are the same plan), each with
-// and without ahead-of-time drafting, and (for three levels or more) with
+// and without ahead-of-time drafting and with the largest of sp.Tails, and (for three levels or more) with
 // each of sp.Thresholds as a threshold depth policy; the unpruned tree is also offered
 // padded to that w-max (a static width costs more here, but it is what a
 // GPU's graph replay needs, so the model prices it).
@@ -182,6 +190,9 @@ func egtCandidates(sp Space) []Plan {
 					}
 					for _, aot := range []bool{false, true} {
 						out = append(out, Plan{Strategy: "egt", EGT: append([]int(nil), ws...), Branch: b, WMax: wm, AOT: aot})
+					}
+					if len(sp.Tails) > 0 { // the largest: a level ahead at each end costs little
+						out = append(out, Plan{Strategy: "egt", EGT: append([]int(nil), ws...), Branch: b, WMax: wm, AOT: true, Tail: slices.Max(sp.Tails)})
 					}
 					if len(ws) >= 3 { // deep enough for stopping early to matter
 						for _, th := range sp.Thresholds {

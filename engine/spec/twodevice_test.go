@@ -18,7 +18,7 @@ import (
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
 
 // loadOn loads a shared model on dev (closed with the test).
-func loadOn(t *testing.T, name string, dev kernels.Device) *model.Model {
+func loadOn(t testing.TB, name string, dev kernels.Device) *model.Model {
 	t.Helper()
 	m, err := model.Load(modelPath(t, name), dev)
 	if err != nil {

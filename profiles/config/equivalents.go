@@ -134,7 +134,10 @@ func (c *Config) unexpressed(runtime string, sh shape, chain bool) []string {
 	if s.Reads("aot") && s.AOT {
 		out = append(out, fmt.Sprintf("ahead-of-time drafting (the next step's head drafted while the target verifies): %s drafts only after a verification, so each step pays that drafter pass on its critical path", runtime))
 	}
-	if s.Concurrent() && !(s.Reads("aot") && s.AOT) {
+	if s.Reads("tail") && s.Tail > 0 {
+		out = append(out, fmt.Sprintf("tail drafting (the next draft prepared at the %d most likely end positions while the target verifies): %s drafts only after a verification, from the end it reached", s.Tail, runtime))
+	}
+	if s.Concurrent() && !(s.Reads("aot") && s.AOT) && !(s.Reads("tail") && s.Tail > 0) {
 		out = append(out, fmt.Sprintf("concurrent drafting (the drafter on its own threads while the target verifies): %s drafts and verifies in turn, so each step pays its drafting on the critical path", runtime))
 	}
 	if s.Adapts() {

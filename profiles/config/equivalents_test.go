@@ -36,6 +36,10 @@ func TestEquivalentsEveryFamily(t *testing.T) {
 		{name: "duo", plan: spec.Plan{Strategy: "duo", Gamma: 4, MaxSeqs: 4}, depth: 4, nodes: 4, topk: 1,
 			cannot: []string{"concurrent drafting", "adaptive draft budget", "several draft sequences"}},
 		{name: "sequoia", plan: spec.Plan{Strategy: "sequoia", Parents: []int{-1, -1, 0, 0, 2}}, depth: 3, nodes: 5, topk: 2},
+		{name: "chain tail", plan: spec.Plan{Strategy: "chain", Gamma: 4, Tail: 3}, depth: 4, nodes: 4, topk: 1,
+			cannot: []string{"tail drafting"}},
+		{name: "duo tail", plan: spec.Plan{Strategy: "duo", Gamma: 4, MaxSeqs: 1, Tail: 2}, depth: 4, nodes: 4, topk: 1,
+			cannot: []string{"tail drafting", "adaptive draft budget"}},
 	}
 	sources := []Draft{
 		{Kind: "model", Path: "/m/d.gguf", Device: "cpu", Threads: 2},

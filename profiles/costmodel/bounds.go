@@ -65,7 +65,7 @@ func (c Costs) monotone() Costs {
 	if len(c.Splits) > 0 {
 		splits := make([]SplitCosts, len(c.Splits))
 		for i, s := range c.Splits {
-			s.Verify, s.Draft = Monotone(s.Verify), Monotone(s.Draft)
+			s.Verify, s.Draft, s.Beside, s.DraftBeside = Monotone(s.Verify), Monotone(s.Draft), Monotone(s.Beside), Monotone(s.DraftBeside)
 			splits[i] = s
 		}
 		c.Splits = splits

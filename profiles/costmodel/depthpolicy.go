@@ -212,7 +212,7 @@ func predictDuoSeqs(p Plan, acc *Acceptance, c Costs, cv curves) (Prediction, er
 	var step, dr, ver, nodes float64
 	most := 0
 	for k, cnt := range counts {
-		pr := priceExpected(p, spec.DuoExpect(p.Gamma, k, true, acc.At), c, cv)
+		pr := priceExpected(p, spec.DuoExpect(p.Gamma, k, true, p.Tail, acc.At), c, cv)
 		w := float64(cnt) / float64(n)
 		if cnt > most || (cnt == most && len(pr.PerDepth) < len(out.PerDepth)) {
 			most, out.PerDepth = cnt, pr.PerDepth

@@ -179,7 +179,7 @@ func TestDuoSequencesPricedOnCalibrationSteps(t *testing.T) {
 	unsure := DepthSample{Best: []float64{0.4}, Top: []float64{0.4, 0.35, 0.1}, P21: 0.5} // theta 0.2: two above it
 	at := acc.At
 	price := func(k int) Prediction {
-		return priceExpected(duo, spec.DuoExpect(4, k, true, at), c, curves{c.Splits[0].Verify, c.Splits[0].Draft, 0})
+		return priceExpected(duo, spec.DuoExpect(4, k, true, 0, at), c, curves{verify: c.Splits[0].Verify, draft: c.Splits[0].Draft, split: 0})
 	}
 	for _, tc := range []struct {
 		samples []DepthSample
@@ -199,7 +199,7 @@ func TestDuoSequencesPricedOnCalibrationSteps(t *testing.T) {
 	}
 	// two sequences of two: the best two first tokens, each with a child;
 	// passes: the root's, one a sequence after the first token, the probe
-	e := spec.DuoExpect(4, 2, true, at)
+	e := spec.DuoExpect(4, 2, true, 0, at)
 	if want := []int{-1, 0, -1, 2}; !slices.Equal(e.Parents, want) || len(e.PerDepth) != 4 || abs(e.Values[2]-at(0, 1)) > 1e-12 || abs(e.Values[3]-at(0, 1)*at(1, 0)) > 1e-12 {
 		t.Errorf("two sequences of two: parents %v, values %v, passes %v", e.Parents, e.Values, e.PerDepth)
 	}

@@ -299,6 +299,12 @@ type Costs struct {
 	// run them. Predict prices such a plan on every split and keeps the
 	// best, so the search chooses the split too (SplitChoices).
 	Splits []SplitCosts
+	// Forgets says the draft source keeps nothing it drafted beyond a
+	// step (the hidden-state drafter rebuilds its chain from the target's
+	// states after every verification): what a plan drafts while the
+	// target verifies never shortens the next step, so it is priced as
+	// work that never hits.
+	Forgets bool
 	// Plain is plain decoding's time a token as the re-check timed it now
 	// (single-token passes back to back, RecheckCosts; 0: not measured,
 	// and T_verify(1) stands in): the baseline of every speedup.
@@ -319,6 +325,13 @@ func (c Costs) PlainToken() time.Duration {
 type SplitCosts struct {
 	TargetThreads, DraftThreads int
 	Verify, Draft               []store.Point
+	// Beside is Verify measured with the drafter drafting on its threads
+	// the whole time, and DraftBeside Draft measured with the target
+	// verifying on its threads the whole time (nil: not measured): what
+	// each costs while a plan drafts beside verification. The drafting
+	// beside a pass is priced on DraftBeside, and the pass pays the share
+	// of the difference Beside - Verify that drafting runs through.
+	Beside, DraftBeside []store.Point
 }
 
 // Interp returns the latency at W, interpolating linearly between measured
@@ -437,7 +450,11 @@ func (p Prediction) Placed() string {
 // (c.Splits: target and drafter on their own threads) when they were
 // measured, on each split of the threads, and keeps the best: its first Ahead drafter passes overlap the verification and
 // are redone when the guess behind them missed, so a step costs
-// (1 - hit) * ahead + rest + max(T_verify(W), ahead) + overhead. Plain
+// (1 - hit) * ahead + rest + max(T_verify(W), ahead) + overhead (with a
+// tail, the tail's own passes run beside verification instead of ahead;
+// with the split's beside curves, that drafting is priced as the drafter
+// drafts beside a verifying target, and the pass pays the share of its
+// slowdown beside a busy drafter that the drafting runs through). Plain
 // decoding, the baseline, always runs on every thread (c.Verify), and
 // its own plan ("ar") is priced as exactly that baseline: 1x.
 func Predict(p Plan, acc *Acceptance, c Costs) (Prediction, error) {
@@ -451,12 +468,12 @@ func predict(p Plan, acc *Acceptance, c Costs, m *memo) (Prediction, error) {
 		if p.Concurrent() && c.OneDevice && c.Draft != nil {
 			return Prediction{Plan: p}, fmt.Errorf("profiles: %s drafts while the target verifies on the same device, and no curves with the threads split between them were measured", p.Strategy)
 		}
-		return predictBounded(p, acc, c, curves{c.Verify, c.Draft, -1}, m)
+		return predictBounded(p, acc, c, curves{verify: c.Verify, draft: c.Draft, split: -1}, m)
 	}
 	var best Prediction
 	var err error
 	for i, sc := range c.Splits {
-		pr, e := predictBounded(p, acc, c, curves{sc.Verify, sc.Draft, i}, m)
+		pr, e := predictBounded(p, acc, c, curves{verify: sc.Verify, draft: sc.Draft, split: i, beside: sc.Beside, draftBeside: sc.DraftBeside}, m)
 		if e != nil {
 			err = e
 			continue
@@ -487,10 +504,12 @@ func predictBounded(p Plan, acc *Acceptance, c Costs, cv curves, m *memo) (Predi
 }
 
 // curves are the latency curves a plan is priced on: the full-thread
-// ones (split -1) or split number split's.
+// ones (split -1) or split number split's, with its verification beside
+// the drafter where it was measured (SplitCosts.Beside).
 type curves struct {
-	verify, draft []store.Point
-	split         int
+	verify, draft       []store.Point
+	split               int
+	beside, draftBeside []store.Point
 }
 
 // memo holds what one search works out once and reuses (nil: nothing):
@@ -660,9 +679,40 @@ func priceExpected(p Plan, ex spec.Expected, c Costs, cv curves) Prediction {
 		}
 	}
 	pr.Verify = Interp(verify, 1+pr.Nodes)
-	miss := time.Duration((1 - ex.AheadHit) * float64(ahead))
+	hit := ex.AheadHit
+	if c.Forgets {
+		hit = 0 // the source keeps nothing it drafted ahead
+	}
+	miss := time.Duration((1 - hit) * float64(ahead))
+	// what runs beside the verification: the next step's first passes,
+	// or the tail's passes at every end it prepares
+	work := ahead
+	if ex.AheadWidths != nil || len(cv.draftBeside) > 0 {
+		work = 0
+		widths := ex.AheadWidths
+		if widths == nil {
+			widths = passWidths(p, ex, c.DraftPerChild)[:min(ex.Ahead, len(ex.PerDepth))]
+		}
+		on := draft
+		if len(cv.draftBeside) > 0 {
+			on = cv.draftBeside // the drafter's passes beside a verifying target
+		}
+		for _, w := range widths {
+			work += Interp(on, w)
+		}
+	}
+	if ex.Overlap && len(cv.beside) > 0 && work > 0 {
+		// the drafter drafting beside the pass slows it (memory
+		// bandwidth, caches, and CPU where no core is spare): the share
+		// of the pass it runs through pays that share of the difference
+		// measured with it drafting throughout
+		if busy := Interp(cv.beside, 1+pr.Nodes); busy > pr.Verify {
+			share := math.Min(1, float64(work)/float64(busy))
+			pr.Verify += time.Duration(share * float64(busy-pr.Verify))
+		}
+	}
 	pr.Draft += ahead
-	pr.Step = pr.Draft - ahead + miss + max(pr.Verify, ahead) + c.Overhead
+	pr.Step = pr.Draft - ahead + miss + max(pr.Verify, work) + c.Overhead
 	if ex.Ahead == 0 && ex.Overlap && pr.Draft < pr.Verify {
 		// a strategy that overlaps without saying how much: only the longer side counts
 		pr.Step = pr.Verify + c.Overhead
@@ -685,6 +735,12 @@ func (pr *Prediction) setSpeedup(c Costs) {
 		pr.Speedup = pr.AAL * float64(c.PlainToken()) / float64(pr.Step)
 	}
 }
+
+// SearchTails are the tail budgets the search tries on the plans that
+// can draft a tail (chains and duo; chains also at one end and at every
+// end; AOT EGTs the largest): each prepares the next draft at that many
+// of the most likely end positions while the target verifies.
+var SearchTails = []int{2, 4}
 
 // SearchSpace bounds the plans Search enumerates.
 type SearchSpace = spec.Space
@@ -719,6 +775,9 @@ func SearchAll(acc *Acceptance, c Costs, sp SearchSpace) Searched {
 	}
 	if sp.DuoSeqs == nil && acc.recordsFirstLevel() {
 		sp.DuoSeqs = SearchDuoSeqs
+	}
+	if sp.Tails == nil {
+		sp.Tails = SearchTails
 	}
 	if sp.OptimalNodes <= 0 && len(c.Verify) > 0 {
 		sp.OptimalNodes = c.Verify[len(c.Verify)-1].W - 1

@@ -162,6 +162,11 @@ type ProfileOptions struct {
 	// After is the target whose pass precedes the drafter's, for Kind
 	// "draft-after" (DraftAfterTarget; Widths are the passes 1..k).
 	After *model.Model
+	// Beside is the other model of a concurrent pair, on a backend of its
+	// own, running passes back to back while this one's are timed: the
+	// drafter for Kind "verify-beside" (VerifyBeside), the target for
+	// "draft-beside" (DraftBeside).
+	Beside *model.Model
 	// Engine runs the pair for a Kind starting "draft-steps"
 	// (DraftStepCosts: a source without a model file of its own).
 	Engine *spec.Engine
@@ -230,6 +235,18 @@ func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *mo
 	switch opt.Kind {
 	case "overhead":
 		curve = OverheadCurve
+	case "verify-beside", "draft-beside":
+		if opt.Beside == nil {
+			return nil, fmt.Errorf("profiles: a %s curve needs the other model (ProfileOptions.Beside)", opt.Kind)
+		}
+		timeBeside := VerifyBeside
+		if opt.Kind == "draft-beside" {
+			timeBeside = DraftBeside
+		}
+		curve = func(ctx context.Context, m *model.Model, widths []int, o CurveOptions) ([]Point, error) {
+			pts, _, err := timeBeside(ctx, m, opt.Beside, widths, o)
+			return pts, err
+		}
 	case "draft-after":
 		if opt.After == nil {
 			return nil, fmt.Errorf("profiles: a draft-after curve needs the target (ProfileOptions.After)")
@@ -356,6 +373,9 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *pa
 			c.Draft = append(c.Draft, pt)
 		}
 	case pair.Hidden != nil:
+		// it rebuilds its chain from the target's states every step, so
+		// nothing drafted ahead survives into the next
+		c.Forgets = true
 		// measured in the engine (DraftStepCosts), keyed by the source
 		hopt := DraftStepOptions(pair, spec)
 		hopt.StoredOnly = storedOnly
@@ -461,8 +481,43 @@ func splitCurves(ctx context.Context, st *store.Store, hw store.Hardware, spec p
 	if err != nil {
 		return nil, err
 	}
-	return &costmodel.SplitCosts{TargetThreads: cp.Backend.Threads(), DraftThreads: cp.DraftModel.Backend.Threads(), Verify: tp.Curve.Points, Draft: dp.Curve.Points}, nil
+	sc := &costmodel.SplitCosts{TargetThreads: cp.Backend.Threads(), DraftThreads: cp.DraftModel.Backend.Threads(), Verify: tp.Curve.Points, Draft: dp.Curve.Points}
+	// each with the other running beside it, as a concurrent plan runs
+	// them: a profile stored before these curves existed prices
+	// concurrent plans without what the two take from each other
+	for _, b := range []struct {
+		kind, what string
+		m, other   *model.Model
+		be         kernels.Backend
+		widths     []int
+		into       *[]store.Point
+	}{
+		{"verify-beside", "verify beside the drafter", cp.Target, cp.DraftModel, cp.Backend, besideWidths, &sc.Beside},
+		{"draft-beside", "draft beside the target", cp.DraftModel, cp.Target, cp.DraftModel.Backend, draftBesideWidths, &sc.DraftBeside},
+	} {
+		bopt := ProfileOptions{Widths: b.widths, Kind: b.kind, StoredOnly: storedOnly, Beside: b.other}
+		if progress != nil {
+			bopt.Curve.Progress = func(done, total int, p Point) { progress(b.what, done, total, p) }
+		}
+		switch bp, err := ProfileModel(ctx, st, hw, b.m, b.be, bopt); {
+		case errors.Is(err, ErrNotProfiled):
+		case err != nil:
+			return nil, err
+		default:
+			*b.into = bp.Curve.Points
+		}
+	}
+	return sc, nil
 }
+
+// besideWidths are the widths of the verify-beside curve: those concurrent
+// plans verify, fewer than the split curve's (the two differ by a factor
+// that changes slowly with W); draftBesideWidths the drafter's passes
+// beside the target (a tail drafts its ends in one pass).
+var (
+	besideWidths      = []int{1, 2, 3, 4, 5, 6, 8, 10, 13, 16, 24, 33}
+	draftBesideWidths = []int{1, 2, 3, 4, 6, 8, 12, 16}
+)
 
 // StepOverhead is the per-step bookkeeping the speedup model prices, read
 // from the overhead curve pts at W = 8.
@@ -472,5 +527,6 @@ func StepOverhead(pts []store.Point) time.Duration { return costmodel.Interp(pts
 // while decoding prompt number prompt.
 func StepRecord(index, prompt int, s spec.Step) store.Step {
 	return store.Step{Index: index, Prompt: prompt, Drafted: s.Drafted, Width: s.Width, Depth: s.Depth, Accepted: s.Accepted,
-		Emitted: s.Emitted, Bonus: s.Bonus, Draft: s.Draft, Verify: s.Verify, Overhead: s.Overhead, Overlap: s.Overlap}
+		Emitted: s.Emitted, Bonus: s.Bonus, Draft: s.Draft, Verify: s.Verify, Overhead: s.Overhead, Overlap: s.Overlap,
+		Wait: s.Wait, Ahead: s.Ahead, AheadHit: s.AheadHit}
 }

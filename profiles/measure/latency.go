@@ -380,3 +380,97 @@ func DraftAfterTarget(ctx context.Context, target, draft *model.Model, passes in
 	}
 	return out, nil
 }
+
+// VerifyBeside is VerifyCurve with draft, on a backend of its own,
+// running single-token passes back to back the whole time: T_verify(W)
+// while a concurrent drafter drafts beside the target (duo, AOT and tail
+// drafting). The curve of the target alone on its share of the threads
+// misses what the two take from each other (memory bandwidth, caches,
+// and on a machine with no core to spare, the CPU itself): on the bench
+// pair, 2 cores under other programs' load, chain gamma=4 with a tail
+// at every end verified in 19.5 ms a step where the target alone on its
+// thread had been timed at 7-8 ms, and measured 0.61x the same chain
+// drafted in turn. Timing starts once the drafter has run a pass, so
+// every point was measured beside it; the drafter's passes are returned
+// too.
+func VerifyBeside(ctx context.Context, target, draft *model.Model, widths []int, opt CurveOptions) ([]Point, int, error) {
+	return beside(ctx, target, draft, 1, widths, opt)
+}
+
+// DraftBeside is the drafter's curve (single passes over W tokens on a
+// cached context, as VerifyCurve times them) while the target, on a
+// backend of its own, verifies 4 tokens a pass back to back: what the
+// drafting that runs beside verification costs.
+func DraftBeside(ctx context.Context, draft, target *model.Model, widths []int, opt CurveOptions) ([]Point, int, error) {
+	return beside(ctx, draft, target, besideTargetWidth, widths, opt)
+}
+
+// besideTargetWidth is the target's pass while DraftBeside times the
+// drafter: about what a concurrent plan verifies.
+const besideTargetWidth = 4
+
+// beside times timed's curve over widths while other, on a backend of its
+// own, runs passes of otherWidth tokens back to back; it returns the
+// curve and other's passes.
+func beside(ctx context.Context, timed, other *model.Model, otherWidth int, widths []int, opt CurveOptions) ([]Point, int, error) {
+	opt.defaults()
+	if other.Backend == timed.Backend {
+		return nil, 0, fmt.Errorf("profiles: the two models share a backend: one cannot run beside the other")
+	}
+	if opt.Context+otherWidth > other.CtxLen {
+		return nil, 0, fmt.Errorf("profiles: context %d does not fit %d positions", opt.Context, other.CtxLen)
+	}
+	toks := make([]int, opt.Context+otherWidth)
+	for i := range toks {
+		toks[i] = (i*7 + 3) % other.Vocab
+	}
+	oc := other.NewCache(opt.Context + otherWidth)
+	var ores model.Result
+	if err := other.Forward(ctx, oc, model.Batch{Tokens: toks[:opt.Context], Want: []int{opt.Context - 1}, Output: model.OutArgmax}, &ores); err != nil {
+		return nil, 0, err
+	}
+	octx, stop := context.WithCancel(ctx)
+	defer stop()
+	started := make(chan struct{}) // other's first pass is done (firstErr says how)
+	done := make(chan struct{})
+	passes := 0
+	var firstErr, oerr error
+	go func() {
+		defer close(done)
+		for first := true; octx.Err() == nil; first = false {
+			oc.Truncate(opt.Context)
+			err := other.Forward(octx, oc, model.Batch{Tokens: toks[opt.Context:], Want: []int{otherWidth - 1}, Output: model.OutArgmax}, &ores)
+			if first {
+				firstErr = err
+				close(started)
+			}
+			if err != nil {
+				if octx.Err() == nil {
+					oerr = err
+				}
+				return
+			}
+			passes++
+		}
+	}()
+	select {
+	case <-started:
+		if firstErr != nil {
+			stop()
+			<-done
+			if ctx.Err() != nil {
+				return nil, 0, ctx.Err()
+			}
+			return nil, 0, firstErr
+		}
+	case <-done: // cancelled before its first pass
+		return nil, 0, ctx.Err()
+	}
+	pts, err := VerifyCurve(ctx, timed, widths, opt)
+	stop()
+	<-done
+	if err == nil {
+		err = oerr
+	}
+	return pts, passes, err
+}

@@ -76,3 +76,49 @@ func TestDraftAfterTarget(t *testing.T) {
 		t.Error("0 passes accepted")
 	}
 }
+
+// TestVerifyBeside: the target's curve beside a drafter on a backend of
+// its own has a point per width, each timed while the drafter drafted
+// (it ran a pass before timing began), and so has the drafter's beside
+// the target; a drafter on the target's own backend is refused, and a
+// cancelled context stops it.
+func TestVerifyBeside(t *testing.T) {
+	path := modeltest.Stories260K(t)
+	load := func() *model.Model {
+		be := cpu.New(1)
+		t.Cleanup(be.Close)
+		m, err := model.Load(path, be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	target, draft := load(), load()
+	widths := []int{1, 4, 8}
+	pts, passes, err := VerifyBeside(context.Background(), target, draft, widths, CurveOptions{Context: 32, MinReps: 3, MaxReps: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != len(widths) || passes < 1 {
+		t.Fatalf("%d points for %d widths, %d drafter passes", len(pts), len(widths), passes)
+	}
+	for i, p := range pts {
+		if p.W != widths[i] || p.Median <= 0 || p.Reps != 3 {
+			t.Errorf("point %d: %+v", i, p)
+		}
+	}
+	// and the drafter's curve beside the target verifying
+	dpts, tpasses, err := DraftBeside(context.Background(), draft, target, widths, CurveOptions{Context: 32, MinReps: 3, MaxReps: 3})
+	if err != nil || len(dpts) != len(widths) || tpasses < 1 {
+		t.Fatalf("drafter beside the target: %d points, %d target passes, %v", len(dpts), tpasses, err)
+	}
+	if _, _, err := VerifyBeside(context.Background(), target, target, widths, CurveOptions{Context: 32}); err == nil {
+		t.Error("a drafter on the target's own backend was timed beside it")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := VerifyBeside(ctx, target, draft, widths, CurveOptions{Context: 32}); err == nil {
+		t.Error("a cancelled context was ignored")
+	}
+}

@@ -281,6 +281,9 @@ func RecheckCosts(ctx context.Context, m *model.Model, d pairs.Drafting, c costm
 		c.Verify = RescaleAt(curve, widths, factors)
 		for i := range c.Splits {
 			c.Splits[i].Verify = RescaleAt(c.Splits[i].Verify, widths, factors)
+			if c.Splits[i].Beside != nil {
+				c.Splits[i].Beside = RescaleAt(c.Splits[i].Beside, widths, factors)
+			}
 		}
 	}
 	if r.DraftPasses > 0 {
@@ -302,6 +305,9 @@ func RecheckCosts(ctx context.Context, m *model.Model, d pairs.Drafting, c costm
 				}
 				for i := range c.Splits {
 					c.Splits[i].Draft = RescaleAt(c.Splits[i].Draft, []int{1}, []float64{r.ScaleDraft})
+					if c.Splits[i].DraftBeside != nil {
+						c.Splits[i].DraftBeside = RescaleAt(c.Splits[i].DraftBeside, []int{1}, []float64{r.ScaleDraft})
+					}
 				}
 			}
 		}

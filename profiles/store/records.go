@@ -188,6 +188,12 @@ type Step struct {
 	Drafted, Width, Depth            int
 	Accepted, Emitted, Bonus         int
 	Draft, Verify, Overhead, Overlap time.Duration
+	// Wait is the part of Overhead the target spent waiting for the
+	// drafting beside it; Ahead the end positions that drafting prepared
+	// and AheadHit whether the verdict met one (engine Step's fields).
+	Wait     time.Duration
+	Ahead    int
+	AheadHit bool
 }
 
 // CreateRun stores a new run in state "running" and returns its id.
@@ -219,15 +225,16 @@ func (s *Store) AppendSteps(ctx context.Context, runID int64, steps []Step) erro
 		return s.wrap("save steps", err)
 	}
 	defer tx.Rollback()
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO run_steps(run_id, idx, prompt, drafted, width, depth, accepted, emitted, bonus, draft_ns, verify_ns, overhead_ns, overlap_ns)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO run_steps(run_id, idx, prompt, drafted, width, depth, accepted, emitted, bonus, draft_ns, verify_ns, overhead_ns, overlap_ns,
+		wait_ns, ahead, ahead_hit)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
 		return s.wrap("save steps", err)
 	}
 	defer stmt.Close()
 	for _, st := range steps {
 		if _, err := stmt.ExecContext(ctx, runID, st.Index, st.Prompt, st.Drafted, st.Width, st.Depth, st.Accepted, st.Emitted, st.Bonus,
-			int64(st.Draft), int64(st.Verify), int64(st.Overhead), int64(st.Overlap)); err != nil {
+			int64(st.Draft), int64(st.Verify), int64(st.Overhead), int64(st.Overlap), int64(st.Wait), st.Ahead, st.AheadHit); err != nil {
 			return s.wrap("save steps", err)
 		}
 	}
@@ -332,8 +339,8 @@ func (s *Store) deadView(ctx context.Context, r *Run) error {
 
 // RunSteps returns a run's stored steps in order.
 func (s *Store) RunSteps(ctx context.Context, runID int64) ([]Step, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT idx, prompt, drafted, width, depth, accepted, emitted, bonus, draft_ns, verify_ns, overhead_ns, overlap_ns
-		FROM run_steps WHERE run_id = ? ORDER BY idx`, runID)
+	rows, err := s.db.QueryContext(ctx, `SELECT idx, prompt, drafted, width, depth, accepted, emitted, bonus, draft_ns, verify_ns, overhead_ns, overlap_ns,
+		wait_ns, ahead, ahead_hit FROM run_steps WHERE run_id = ? ORDER BY idx`, runID)
 	if err != nil {
 		return nil, s.wrap("read steps", err)
 	}
@@ -341,11 +348,13 @@ func (s *Store) RunSteps(ctx context.Context, runID int64) ([]Step, error) {
 	var out []Step
 	for rows.Next() {
 		var st Step
-		var d, v, o, ov int64
-		if err := rows.Scan(&st.Index, &st.Prompt, &st.Drafted, &st.Width, &st.Depth, &st.Accepted, &st.Emitted, &st.Bonus, &d, &v, &o, &ov); err != nil {
+		var d, v, o, ov, w int64
+		if err := rows.Scan(&st.Index, &st.Prompt, &st.Drafted, &st.Width, &st.Depth, &st.Accepted, &st.Emitted, &st.Bonus, &d, &v, &o, &ov,
+			&w, &st.Ahead, &st.AheadHit); err != nil {
 			return nil, s.wrap("read steps", err)
 		}
 		st.Draft, st.Verify, st.Overhead, st.Overlap = time.Duration(d), time.Duration(v), time.Duration(o), time.Duration(ov)
+		st.Wait = time.Duration(w)
 		out = append(out, st)
 	}
 	return out, s.wrap0("read steps", rows.Err())

@@ -40,6 +40,18 @@ package store
 //
 //	runs.plan  the plan as the run ran it (JSON of the engine's plan: the tuned
 //	           plan field for field), "" for runs stored before
+//
+// Version 8 (drafting ahead):
+//
+//	run_steps.wait_ns    the time the target waited, after verifying, for the
+//	                     drafting that ran beside it (part of overhead_ns)
+//	run_steps.ahead      end positions of the step's draft whose continuation
+//	                     was drafted during its verification (AOT's head: 1;
+//	                     tail drafting: up to its budget); 0 for none and for
+//	                     steps stored before
+//	run_steps.ahead_hit  1 when the verdict ended at one of them with the
+//	                     guessed bonus token, so the next step found that
+//	                     drafting done
 var migrations = []string{`
 CREATE TABLE hardware (
 	id INTEGER PRIMARY KEY,
@@ -228,5 +240,11 @@ ALTER TABLE runs ADD COLUMN plan TEXT NOT NULL DEFAULT '';
 -- v8: a tuned plan belongs to its pair, the draft source named as
 -- calibrations name it ('' for plans stored before: any source)
 ALTER TABLE plans ADD COLUMN drafter TEXT NOT NULL DEFAULT '';
+`,
+	`
+-- v9: what each step drafted ahead and whether it hit, and the wait for it
+ALTER TABLE run_steps ADD COLUMN wait_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE run_steps ADD COLUMN ahead INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE run_steps ADD COLUMN ahead_hit INTEGER NOT NULL DEFAULT 0;
 `,
 }

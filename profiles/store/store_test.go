@@ -72,7 +72,8 @@ func TestRoundTrip(t *testing.T) {
 	if _, err := s2.CreateRun(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	if err := s2.AppendSteps(ctx, r.ID, []Step{{Index: 0, Accepted: 3, Verify: time.Millisecond}, {Index: 1, Accepted: 1}}); err != nil {
+	if err := s2.AppendSteps(ctx, r.ID, []Step{{Index: 0, Accepted: 3, Verify: time.Millisecond, Wait: time.Microsecond, Ahead: 3, AheadHit: true},
+		{Index: 1, Accepted: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	r.Status, r.Tokens, r.AAL = "done", 6, 3
@@ -84,7 +85,8 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("runs: %+v %v", runs, err)
 	}
 	steps, err := s2.RunSteps(ctx, r.ID)
-	if err != nil || len(steps) != 2 || steps[0].Accepted != 3 || steps[0].Verify != time.Millisecond {
+	if err != nil || len(steps) != 2 || steps[0].Accepted != 3 || steps[0].Verify != time.Millisecond ||
+		steps[0].Wait != time.Microsecond || steps[0].Ahead != 3 || !steps[0].AheadHit || steps[1].Ahead != 0 || steps[1].AheadHit {
 		t.Fatalf("steps: %+v %v", steps, err)
 	}
 }

@@ -25,19 +25,20 @@ func strategyConfigs() map[string][]spec.Config {
 	opt, _, _ := tree.Optimal(func(d, r int) float64 { return 0.8 * math.Pow(0.4, float64(r)) / float64(d+1) }, 10, 6, 4)
 	return map[string][]spec.Config{
 		"ar":      {{Strategy: "ar"}},
-		"chain":   {{Strategy: "chain", Gamma: 4}},
+		"chain":   {{Strategy: "chain", Gamma: 4}, {Strategy: "chain", Gamma: 4, Tail: 5}},
 		"tree":    {{Strategy: "tree", Static: st}, {Strategy: "tree", Static: par}},
 		"sequoia": {{Strategy: "sequoia", Static: opt[len(opt)-1]}},
 		"egt": {{Strategy: "egt", Widths: []int{1, 2, 3, 3, 2}, Branch: 2, WMax: 12, Pad: true},
-			{Strategy: "egt", Widths: []int{1, 2, 2, 2}, Branch: 2, WMax: 8, AOT: true}},
-		"duo": {{Strategy: "duo", Gamma: 4, MaxSeqs: 3}},
+			{Strategy: "egt", Widths: []int{1, 2, 2, 2}, Branch: 2, WMax: 8, AOT: true},
+			{Strategy: "egt", Widths: []int{1, 2, 2, 2}, Branch: 2, WMax: 8, Tail: 4}},
+		"duo": {{Strategy: "duo", Gamma: 4, MaxSeqs: 3}, {Strategy: "duo", Gamma: 4, MaxSeqs: 3, Tail: 3}},
 	}
 }
 
 // Strategies: greedy speculative output of every registered strategy
 // (engine/spec) equals plain decoding on the device, with a draft model on
-// a second device (the target's own weights: long accepted paths; duo and
-// AOT draft concurrently), the target's first layer (frequent rejections)
+// a second device (the target's own weights: long accepted paths; duo,
+// AOT and tails draft concurrently), the target's first layer (frequent rejections)
 // and a hidden-state drafter (its layer on the target's device), on a
 // plain, a soft-capped sliding-window and a quantised model, and with an
 // F16 KV cache.
@@ -109,7 +110,7 @@ func strategies(t *testing.T, dev Device, o Options) {
 						if name == "ar" {
 							e.Source = nil
 						}
-						if (name == "duo" || cfg.AOT) && !conc {
+						if (name == "duo" || cfg.AOT || cfg.Tail > 0) && !conc {
 							continue // concurrent drafting needs the drafter's own device
 						}
 						for i, pr := range prompts {
