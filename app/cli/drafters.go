@@ -106,8 +106,8 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 			for i, a := range r.AgreeAt {
 				agree[i] = fmt.Sprintf("%.1f%%", 100*a)
 			}
-			fmt.Fprintf(w, "epoch %2d depth %d: train loss %.4f, held-out loss %.4f (MSE %.4f = %.0f%% of the states' mean square, KL %.4f), held-out top-1 agreement at depths 1.. %s, chain acceptance estimate %.1f%%, lr %.2g, %.1fs\n",
-				r.Epoch, r.Depth, r.Train, r.HeldOut, r.MSE, 100*r.MSE/max(r.StateMS, 1e-12), r.KL, strings.Join(agree, " "), 100*r.Accept, r.LR, r.Seconds)
+			fmt.Fprintf(w, "epoch %2d depth %d: train loss %.4f, held-out loss %.4f (MSE %.4f = %.0f%% of the states' mean square, %.0f%% of their variance; KL %.4f), held-out top-1 agreement at depths 1.. %s, chain acceptance estimate %.1f%%, lr %.2g, %.1fs\n",
+				r.Epoch, r.Depth, r.Train, r.HeldOut, r.MSE, 100*r.MSE/max(r.StateMS, 1e-12), 100*r.MSE/max(r.StateVar, 1e-12), r.KL, strings.Join(agree, " "), 100*r.Accept, r.LR, r.Seconds)
 		}
 	})
 	if err != nil {

@@ -145,7 +145,9 @@ type Epoch struct {
 	Train        float64   // mean training loss
 	HeldOut      float64   // held-out loss at the epoch's depth
 	MSE, KL      float64   // held-out components
-	StateMS      float64   // mean square of the held-out target states (the scale MSE is read against)
+	MSEAt        []float64 `json:",omitempty"` // held-out state MSE at depths 1..Depth
+	StateMS      float64   // mean square of the held-out target states (the MSE of predicting zero)
+	StateVar     float64   `json:",omitempty"` // their variance about the mean state (the MSE of predicting the mean)
 	Agree        float64   // held-out top-1 agreement with the target at depth 1
 	AgreeAt      []float64 `json:",omitempty"` // held-out agreement at depths 1..Depth (the drafter reading its own states)
 	Accept       float64   // chain acceptance estimated from AgreeAt: what early stopping follows
