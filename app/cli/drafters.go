@@ -45,7 +45,7 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 	fs.Float64Var(&s.Temp, "temp", def.Temp, "sampling temperature of the generated data")
 	fs.Uint64Var(&s.Seed, "seed", def.Seed, "seed of data, noise and initialisation")
 	fs.IntVar(&s.Hot, "hot", def.Hot, "hot tokens whose token-info rows are precomputed")
-	fs.IntVar(&s.InitLayer, "init-layer", def.InitLayer, "target block to start from (-1 random; default the middle one)")
+	fs.IntVar(&s.InitLayer, "init-layer", def.InitLayer, "target block to start from (-1 random; default the middle one of the blocks that change the residual stream)")
 	fs.Float64Var(&s.Clip, "clip", def.Clip, "gradient norm clip (0 off)")
 	fs.BoolVar(&s.Corpus, "corpus", def.Corpus, "add the built-in prompt corpus (assets/corpus) to --prompts")
 	temps := fs.String("temps", joinFloats(def.Temps), "sampling temperatures of the samples, cycled (comma-separated; 0 = greedy)")

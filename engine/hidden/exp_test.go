@@ -70,11 +70,13 @@ func BenchmarkTrainAndServe(b *testing.B) {
 		tt, th := tr.Tokens()
 		logf("data: %d training tokens, %d held out, %d sequences, %.0fs", tt, th, len(tr.data)+len(tr.heldOut), time.Since(t0).Seconds())
 		t1 := time.Now()
+		var err error
 		init := set.InitLayer
 		if init == -2 {
-			init = target.Layers / 2
+			if init, err = MiddleLayer(target); err != nil {
+				b.Fatal(err)
+			}
 		}
-		var err error
 		if d, err = New(target, set.D, init, set.Seed); err != nil {
 			b.Fatal(err)
 		}
@@ -208,14 +210,24 @@ func (c fileCache) SaveData(_ context.Context, key string, data []byte) error {
 	return os.WriteFile(filepath.Join(string(c), key), data, 0o644)
 }
 
-// unseenAcceptance decodes testdata/prompts-unseen.txt greedily, 128
-// tokens each, with chains of draft length 1..5 and returns each one's
-// acceptance (accepted over drafted tokens).
-func unseenAcceptance(b testing.TB, target *model.Model, d *Drafter, o Options) []float64 {
-	unseen := promptFile(b, target.Tok, filepath.Join("..", "..", "testdata", "prompts-unseen.txt"))
+// evalOptions are a source's options and the prompts to decode.
+type evalOptions struct {
+	Options
+	Prompts string // a prompt file; testdata/prompts-unseen.txt when empty
+}
+
+// unseenAcceptance decodes testdata/prompts-unseen.txt (or the file
+// o.Prompts names) greedily, 128 tokens each, with chains of draft length
+// 1..5 and returns each one's acceptance (accepted over drafted tokens).
+func unseenAcceptance(b testing.TB, target *model.Model, d *Drafter, o evalOptions) []float64 {
+	path := filepath.Join("..", "..", "testdata", "prompts-unseen.txt")
+	if o.Prompts != "" {
+		path = o.Prompts
+	}
+	unseen := promptFile(b, target.Tok, path)
 	var out []float64
 	for g := 1; g <= 5; g++ {
-		src, err := NewSource(d, target, o)
+		src, err := NewSource(d, target, o.Options)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -243,6 +255,7 @@ func unseenAcceptance(b testing.TB, target *model.Model, d *Drafter, o Options) 
 // depths 1..5 (the states' mean square and variance beside it) and its
 // chain acceptance on testdata/prompts-unseen.txt at draft lengths 1..5.
 // ARBORIST_DATA_DIR keeps the generated data in a folder between runs;
+// ARBORIST_EVAL_PROMPTS adds the acceptance on another prompt file;
 // ARBORIST_TRAIN_OUT, a folder, keeps each variant's drafter there.
 //
 //	ARBORIST_TRAIN_TARGET=stories260K.gguf ARBORIST_ABLATION='{"d":16};{"d":64}' go test -run - -bench Ablation -benchtime 1x ./engine/hidden
@@ -285,7 +298,10 @@ func BenchmarkAblation(b *testing.B) {
 			}
 			init := set.InitLayer
 			if init == -2 {
-				init = target.Layers / 2
+				var err error
+				if init, err = MiddleLayer(target); err != nil {
+					b.Fatal(err)
+				}
 			}
 			d, err := New(target, set.D, init, set.Seed)
 			if err != nil {
@@ -306,9 +322,12 @@ func BenchmarkAblation(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			acc := unseenAcceptance(b, target, d, Options{})
+			acc := unseenAcceptance(b, target, d, evalOptions{})
 			fmt.Fprintf(os.Stderr, "variant %s: best epoch %d of %d (%.0fs), held-out agreement %.3v, MSE %.3v (mean square %.3f, variance %.3f), KL %.3f; unseen chain acceptance %.3v\n",
 				v, best.Epoch, len(d.Losses), secs, deep.AgreeAt, deep.MSEAt, deep.StateMS, deep.StateVar, deep.KL, acc)
+			if p := os.Getenv("ARBORIST_EVAL_PROMPTS"); p != "" {
+				fmt.Fprintf(os.Stderr, "variant %s: %s chain acceptance %.3v\n", v, filepath.Base(p), unseenAcceptance(b, target, d, evalOptions{Prompts: p}))
+			}
 			if dir := os.Getenv("ARBORIST_TRAIN_OUT"); dir != "" {
 				if err := d.Save(filepath.Join(dir, fmt.Sprintf("variant-%d.gguf", vi)), nil); err != nil {
 					b.Fatal(err)
