@@ -130,7 +130,9 @@ func trainDrafter(ctx context.Context, st *store.Store, spec TrainSpec, events f
 	if d == nil {
 		init := set.InitLayer
 		if init == -2 {
-			init = target.Layers / 2
+			if init, err = hidden.MiddleLayer(target); err != nil {
+				return 0, nil, err
+			}
 		}
 		set.InitLayer = init
 		if d, err = hidden.New(target, set.D, init, set.Seed); err != nil {

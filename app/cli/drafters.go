@@ -45,7 +45,7 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 	fs.Float64Var(&s.Temp, "temp", def.Temp, "sampling temperature of the generated data")
 	fs.Uint64Var(&s.Seed, "seed", def.Seed, "seed of data, noise and initialisation")
 	fs.IntVar(&s.Hot, "hot", def.Hot, "hot tokens whose token-info rows are precomputed")
-	fs.IntVar(&s.InitLayer, "init-layer", def.InitLayer, "target block to start from (-1 random; default the middle one)")
+	fs.IntVar(&s.InitLayer, "init-layer", def.InitLayer, "target block to start from (-1 random; default the middle one of the blocks that change the residual stream)")
 	fs.Float64Var(&s.Clip, "clip", def.Clip, "gradient norm clip (0 off)")
 	fs.BoolVar(&s.Corpus, "corpus", def.Corpus, "add the built-in prompt corpus (assets/corpus) to --prompts")
 	temps := fs.String("temps", joinFloats(def.Temps), "sampling temperatures of the samples, cycled (comma-separated; 0 = greedy)")
@@ -106,8 +106,8 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 			for i, a := range r.AgreeAt {
 				agree[i] = fmt.Sprintf("%.1f%%", 100*a)
 			}
-			fmt.Fprintf(w, "epoch %2d depth %d: train loss %.4f, held-out loss %.4f (MSE %.4f = %.0f%% of the states' mean square, KL %.4f), held-out top-1 agreement at depths 1.. %s, chain acceptance estimate %.1f%%, lr %.2g, %.1fs\n",
-				r.Epoch, r.Depth, r.Train, r.HeldOut, r.MSE, 100*r.MSE/max(r.StateMS, 1e-12), r.KL, strings.Join(agree, " "), 100*r.Accept, r.LR, r.Seconds)
+			fmt.Fprintf(w, "epoch %2d depth %d: train loss %.4f, held-out loss %.4f (MSE %.4f = %.0f%% of the states' mean square, %.0f%% of their variance; KL %.4f), held-out top-1 agreement at depths 1.. %s, chain acceptance estimate %.1f%%, lr %.2g, %.1fs\n",
+				r.Epoch, r.Depth, r.Train, r.HeldOut, r.MSE, 100*r.MSE/max(r.StateMS, 1e-12), 100*r.MSE/max(r.StateVar, 1e-12), r.KL, strings.Join(agree, " "), 100*r.Accept, r.LR, r.Seconds)
 		}
 	})
 	if err != nil {

@@ -70,11 +70,13 @@ func BenchmarkTrainAndServe(b *testing.B) {
 		tt, th := tr.Tokens()
 		logf("data: %d training tokens, %d held out, %d sequences, %.0fs", tt, th, len(tr.data)+len(tr.heldOut), time.Since(t0).Seconds())
 		t1 := time.Now()
+		var err error
 		init := set.InitLayer
 		if init == -2 {
-			init = target.Layers / 2
+			if init, err = MiddleLayer(target); err != nil {
+				b.Fatal(err)
+			}
 		}
-		var err error
 		if d, err = New(target, set.D, init, set.Seed); err != nil {
 			b.Fatal(err)
 		}
@@ -192,11 +194,69 @@ func promptFile(t testing.TB, m interface {
 	return out
 }
 
+// fileCache is a DataCache in a folder, one file a key, so experiments
+// generate a target's data once.
+type fileCache string
+
+func (c fileCache) LoadData(_ context.Context, key string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(string(c), key))
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	return b, err
+}
+
+func (c fileCache) SaveData(_ context.Context, key string, data []byte) error {
+	return os.WriteFile(filepath.Join(string(c), key), data, 0o644)
+}
+
+// evalOptions are a source's options and the prompts to decode.
+type evalOptions struct {
+	Options
+	Prompts string // a prompt file; testdata/prompts-unseen.txt when empty
+}
+
+// unseenAcceptance decodes testdata/prompts-unseen.txt (or the file
+// o.Prompts names) greedily, 128 tokens each, with chains of draft length
+// 1..5 and returns each one's acceptance (accepted over drafted tokens).
+func unseenAcceptance(b testing.TB, target *model.Model, d *Drafter, o evalOptions) []float64 {
+	path := filepath.Join("..", "..", "testdata", "prompts-unseen.txt")
+	if o.Prompts != "" {
+		path = o.Prompts
+	}
+	unseen := promptFile(b, target.Tok, path)
+	var out []float64
+	for g := 1; g <= 5; g++ {
+		src, err := NewSource(d, target, o.Options)
+		if err != nil {
+			b.Fatal(err)
+		}
+		e := &spec.Engine{Target: target, Source: src}
+		var drafted, acc int
+		for _, p := range unseen {
+			r, err := e.Run(context.Background(), p, spec.Config{Strategy: "chain", Gamma: g, MaxTokens: 128, StopAtEOS: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, s := range r.Steps {
+				drafted += s.Drafted
+				acc += s.Accepted
+			}
+		}
+		out = append(out, float64(acc)/float64(max(1, drafted)))
+	}
+	return out
+}
+
 // BenchmarkAblation generates the data once (defaults plus
 // ARBORIST_TRAIN_SETTINGS) for ARBORIST_TRAIN_TARGET and trains one drafter
 // per variant in ARBORIST_ABLATION (JSON setting overrides separated by
-// ';'), reporting each one's best held-out agreement at depths 1..Depth and
-// the chain acceptance estimate early stopping follows.
+// ';'), reporting each one's best held-out agreement and state MSE at
+// depths 1..5 (the states' mean square and variance beside it) and its
+// chain acceptance on testdata/prompts-unseen.txt at draft lengths 1..5.
+// ARBORIST_DATA_DIR keeps the generated data in a folder between runs;
+// ARBORIST_EVAL_PROMPTS adds the acceptance on another prompt file;
+// ARBORIST_TRAIN_OUT, a folder, keeps each variant's drafter there.
 //
 //	ARBORIST_TRAIN_TARGET=stories260K.gguf ARBORIST_ABLATION='{"d":16};{"d":64}' go test -run - -bench Ablation -benchtime 1x ./engine/hidden
 func BenchmarkAblation(b *testing.B) {
@@ -212,23 +272,36 @@ func BenchmarkAblation(b *testing.B) {
 		}
 	}
 	ctx := context.Background()
-	data := &Trainer{Target: target, Prompts: storyPrompts(b, target), Settings: base}
+	data := &Trainer{Target: target, Prompts: storyPrompts(b, target), Settings: base, Fingerprint: name}
+	if dir := os.Getenv("ARBORIST_DATA_DIR"); dir != "" {
+		data.Cache = fileCache(dir)
+	}
+	t0 := time.Now()
 	if err := data.Generate(ctx); err != nil {
 		b.Fatal(err)
 	}
 	tt, th := data.Tokens()
-	fmt.Fprintf(os.Stderr, "data: %d training tokens, %d held out\n", tt, th)
+	fmt.Fprintf(os.Stderr, "data: %d training tokens, %d held out (cached %v, %.0fs)\n", tt, th, data.Cached, time.Since(t0).Seconds())
 	for b.Loop() {
-		for _, v := range strings.Split(variants, ";") {
+		for vi, v := range strings.Split(variants, ";") {
 			set := base
 			if err := json.Unmarshal([]byte(v), &set); err != nil {
 				b.Fatal(err)
 			}
 			tr := *data
 			tr.Settings = set
+			tr.Progress = func(p Progress) {
+				if r := p.Record; r != nil && os.Getenv("ARBORIST_VERBOSE") != "" {
+					fmt.Fprintf(os.Stderr, "  epoch %d depth %d: train %.4f held-out %.4f agreement %.3v MSE %.3v accept %.3f %.0fs\n",
+						r.Epoch, r.Depth, r.Train, r.HeldOut, r.AgreeAt, r.MSEAt, r.Accept, r.Seconds)
+				}
+			}
 			init := set.InitLayer
 			if init == -2 {
-				init = target.Layers / 2
+				var err error
+				if init, err = MiddleLayer(target); err != nil {
+					b.Fatal(err)
+				}
 			}
 			d, err := New(target, set.D, init, set.Seed)
 			if err != nil {
@@ -238,14 +311,28 @@ func BenchmarkAblation(b *testing.B) {
 			if err := tr.Train(ctx, d, nil); err != nil {
 				b.Fatal(err)
 			}
+			secs := time.Since(t0).Seconds()
 			best := d.Losses[0]
 			for _, r := range d.Losses {
 				if r.Accept > best.Accept {
 					best = r
 				}
 			}
-			fmt.Fprintf(os.Stderr, "variant %s: best epoch %d of %d, held-out agreement %.3v, acceptance estimate %.3f, MSE %.3f of %.3f, KL %.3f, %d parameters, %.0fs\n",
-				v, best.Epoch, len(d.Losses), best.AgreeAt, best.Accept, best.MSE, best.StateMS, best.KL, d.Params(), time.Since(t0).Seconds())
+			deep, err := tr.Evaluate(ctx, d, max(5, set.Depth))
+			if err != nil {
+				b.Fatal(err)
+			}
+			acc := unseenAcceptance(b, target, d, evalOptions{})
+			fmt.Fprintf(os.Stderr, "variant %s: best epoch %d of %d (%.0fs), held-out agreement %.3v, MSE %.3v (mean square %.3f, variance %.3f), KL %.3f; unseen chain acceptance %.3v\n",
+				v, best.Epoch, len(d.Losses), secs, deep.AgreeAt, deep.MSEAt, deep.StateMS, deep.StateVar, deep.KL, acc)
+			if p := os.Getenv("ARBORIST_EVAL_PROMPTS"); p != "" {
+				fmt.Fprintf(os.Stderr, "variant %s: %s chain acceptance %.3v\n", v, filepath.Base(p), unseenAcceptance(b, target, d, evalOptions{Prompts: p}))
+			}
+			if dir := os.Getenv("ARBORIST_TRAIN_OUT"); dir != "" {
+				if err := d.Save(filepath.Join(dir, fmt.Sprintf("variant-%d.gguf", vi)), nil); err != nil {
+					b.Fatal(err)
+				}
+			}
 		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"arborist/engine/model"
 	"arborist/kernels/cpu"
@@ -145,7 +146,9 @@ type Epoch struct {
 	Train        float64   // mean training loss
 	HeldOut      float64   // held-out loss at the epoch's depth
 	MSE, KL      float64   // held-out components
-	StateMS      float64   // mean square of the held-out target states (the scale MSE is read against)
+	MSEAt        []float64 `json:",omitempty"` // held-out state MSE at depths 1..Depth
+	StateMS      float64   // mean square of the held-out target states (the MSE of predicting zero)
+	StateVar     float64   `json:",omitempty"` // their variance about the mean state (the MSE of predicting the mean)
 	Agree        float64   // held-out top-1 agreement with the target at depth 1
 	AgreeAt      []float64 `json:",omitempty"` // held-out agreement at depths 1..Depth (the drafter reading its own states)
 	Accept       float64   // chain acceptance estimated from AgreeAt: what early stopping follows
@@ -198,6 +201,36 @@ func New(target *model.Model, d, initLayer int, seed uint64) (*Drafter, error) {
 	return dr, nil
 }
 
+// MiddleLayer is the block a drafter starts from by default: the middle
+// one of the target's live blocks, those whose attention output or
+// feed-forward down projection is not all zero. A block with both zero
+// adds nothing to the residual stream (models deepened by inserting such
+// blocks, like the bench target, have many), and a drafter copied from it
+// starts as the identity and gets no gradient in its other matrices until
+// those two move. -1 when no block is live.
+func MiddleLayer(target *model.Model) (int, error) {
+	var live []int
+	s := ShapeOf(&target.Config, 0)
+	lay := s.Layout()
+	for l := 0; l < target.Layers; l++ {
+		for _, i := range []int{bO, bDown} {
+			b := lay[i]
+			w := make([]float32, b.Size())
+			if err := readTensor(target, fmt.Sprintf("blk.%d.%s", l, b.Name[len("blk.0."):]), w); err != nil {
+				return -1, fmt.Errorf("hidden: block %d: %w", l, err)
+			}
+			if slices.ContainsFunc(w, func(v float32) bool { return v != 0 }) {
+				live = append(live, l)
+				break
+			}
+		}
+	}
+	if len(live) == 0 {
+		return -1, nil
+	}
+	return live[len(live)/2], nil
+}
+
 // Settings are the training settings stored with a drafter.
 type Settings struct {
 	D            int       `json:"d"`                   // token-info rank
@@ -214,7 +247,7 @@ type Settings struct {
 	Temp         float64   `json:"temp"`                // sampling temperature of the generated data
 	Seed         uint64    `json:"seed"`                // data, noise and initialisation
 	Hot          int       `json:"hot"`                 // hot tokens whose token-info is precomputed
-	InitLayer    int       `json:"init_layer"`          // target block to start from; -1 random
+	InitLayer    int       `json:"init_layer"`          // target block to start from; -1 random, -2 MiddleLayer
 	Prompts      string    `json:"prompts"`             // where the prompts came from
 	PromptsCount int       `json:"prompts_count"`       // how many
 	Clip         float64   `json:"clip"`                // gradient norm clip

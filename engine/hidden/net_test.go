@@ -1,11 +1,14 @@
 package hidden
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"runtime"
 	"testing"
 
+	"arborist/engine/gguf"
 	"arborist/engine/model"
 	"arborist/engine/model/modeltest/testfiles"
 	"arborist/kernels/cpu"
@@ -100,5 +103,44 @@ func TestGradientCheck(t *testing.T) {
 		} else {
 			t.Logf("%s: worst relative error %.1e (largest gradient %.1e)", b.Name, worst, biggest)
 		}
+	}
+}
+
+// TestMiddleLayer: the default initial block is the middle live one; a
+// block whose attention output and feed-forward down projection are all
+// zero adds nothing to the residual stream and is passed over.
+func TestMiddleLayer(t *testing.T) {
+	m := loadTarget(t, "stories260K.gguf")
+	if l, err := MiddleLayer(m); err != nil || l != 2 {
+		t.Fatalf("stories260K (five live blocks): block %d, %v; want 2", l, err)
+	}
+	// blocks 1, 2 and 3 emptied: the live ones are 0 and 4
+	src, err := gguf.Open(testfiles.Stories260K(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var ts []gguf.WriteTensor
+	for i := range src.Tensors {
+		ti := &src.Tensors[i]
+		data := src.Data(ti)
+		for _, l := range []int{1, 2, 3} {
+			if ti.Name == fmt.Sprintf("blk.%d.attn_output.weight", l) || ti.Name == fmt.Sprintf("blk.%d.ffn_down.weight", l) {
+				data = make([]byte, len(data)) // float32 zeros
+			}
+		}
+		ts = append(ts, gguf.WriteTensor{Name: ti.Name, Dims: ti.Dims, Type: ti.Type, Data: data})
+	}
+	p := filepath.Join(t.TempDir(), "hollow.gguf")
+	if err := gguf.WriteFile(p, src.KV, ts); err != nil {
+		t.Fatal(err)
+	}
+	hollow, err := model.Load(p, m.Backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hollow.Close()
+	if l, err := MiddleLayer(hollow); err != nil || l != 4 {
+		t.Fatalf("blocks 1-3 empty: block %d, %v; want 4 (the middle of 0 and 4, rounding up)", l, err)
 	}
 }

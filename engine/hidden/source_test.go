@@ -90,10 +90,27 @@ func decoderMatches(t *testing.T, m *model.Model, d *Drafter, sq *seq) {
 	}
 	const K = 3
 	lvs, _ := n.forward(sq, sq.tokens, K)
-	src, err := NewSource(d, m, Options{})
-	if err != nil {
-		t.Fatal(err)
+	// float32 weights compute what training computed; Q8_0 ones (the
+	// default) stay within quantisation's error of it (hidden states
+	// within a few percent of their largest value)
+	for _, c := range []struct {
+		f32    bool
+		dh, dp float64
+	}{{true, 1e-3, 1e-4}, {false, 0.05, 0.1}} {
+		src, err := NewSource(d, m, Options{F32: c.f32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		decoderAgrees(t, src, lvs, sq, K, c.dh, c.dp)
 	}
+}
+
+// decoderAgrees checks src's hidden chain and distributions against the
+// training network's levels lvs at a few roots: hidden states within dh
+// of the largest state value (at least 1), distributions within dp.
+func decoderAgrees(t *testing.T, src *Source, lvs []*level, sq *seq, K int, dh, dp float64) {
+	t.Helper()
+	d := src.D
 	ctx := context.Background()
 	for _, P := range []int{3, 9, len(sq.tokens) - K - 1} {
 		if err := src.Begin(ctx, sq.tokens[:P+1]); err != nil {
@@ -109,15 +126,18 @@ func decoderMatches(t *testing.T, m *model.Model, d *Drafter, sq *seq) {
 				t.Fatal(err)
 			}
 			row := P - 1 // level k row t predicts position t+k+1 = P+k
-			var dh, dp float64
+			var eh, ep float64
+			top := 1.0
 			for i := 0; i < d.Dim; i++ {
-				dh = math.Max(dh, math.Abs(float64(src.chainH[k][i])-lvs[k].y[row*d.Dim+i]))
+				eh = math.Max(eh, math.Abs(float64(src.chainH[k][i])-lvs[k].y[row*d.Dim+i]))
+				top = math.Max(top, math.Abs(lvs[k].y[row*d.Dim+i]))
 			}
+			eh /= top
 			for i := 0; i < d.Vocab; i++ {
-				dp = math.Max(dp, math.Abs(float64(dst[i])-lvs[k].pd[row*d.Vocab+i]))
+				ep = math.Max(ep, math.Abs(float64(dst[i])-lvs[k].pd[row*d.Vocab+i]))
 			}
-			if dh > 1e-3 || dp > 1e-4 {
-				t.Errorf("root %d depth %d: decoder differs from training (hidden %.2g, distribution %.2g)", P, k, dh, dp)
+			if eh > dh || ep > dp {
+				t.Errorf("root %d depth %d, float32 weights %v: decoder differs from training (hidden %.2g, distribution %.2g)", P, k, src.f32, eh, ep)
 			}
 		}
 	}

@@ -583,8 +583,10 @@ func (tr *Trainer) evaluate(n *fnet, depth int) Epoch {
 	}
 	var e Epoch
 	agree, rows := make([]int, depth), make([]int, depth)
+	sqe, sqn := make([]float64, depth), make([]int, depth)
 	var ss float64
 	var cnt int
+	mean := make([]float64, n.s.Dim)
 	// at f32 whatever the training products run at: this is the
 	// acceptance the served drafter gets
 	if n.prec != cpu.F32 {
@@ -609,8 +611,9 @@ func (tr *Trainer) evaluate(n *fnet, depth int) Epoch {
 		}
 	})
 	for i, sq := range set {
-		for _, v := range sq.h[n.s.Dim:] { // the first state is never a prediction target
+		for i, v := range sq.h[n.s.Dim : len(sq.tokens)*n.s.Dim] { // the first state is never a prediction target
 			ss += float64(v) * float64(v)
+			mean[i%n.s.Dim] += float64(v)
 			cnt++
 		}
 		r := res[i]
@@ -620,9 +623,16 @@ func (tr *Trainer) evaluate(n *fnet, depth int) Epoch {
 		for k, p := range r.parts {
 			agree[k] += p.agree
 			rows[k] += p.n
+			sqe[k] += p.mse
+			sqn[k] += p.sqN
 		}
 	}
-	e.AgreeAt = make([]float64, depth)
+	e.AgreeAt, e.MSEAt = make([]float64, depth), make([]float64, depth)
+	for k := range sqe {
+		if sqn[k] > 0 {
+			e.MSEAt[k] = sqe[k] / float64(sqn[k])
+		}
+	}
 	for k := range agree {
 		if rows[k] > 0 {
 			e.AgreeAt[k] = float64(agree[k]) / float64(rows[k])
@@ -639,6 +649,13 @@ func (tr *Trainer) evaluate(n *fnet, depth int) Epoch {
 	}
 	if cnt > 0 {
 		e.StateMS = ss / float64(cnt)
+		// variance = mean square - the squared mean state's mean square
+		rows := float64(cnt / n.s.Dim)
+		var ms float64
+		for _, m := range mean {
+			ms += (m / rows) * (m / rows)
+		}
+		e.StateVar = e.StateMS - ms/float64(n.s.Dim)
 	}
 	return e
 }
