@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"arborist/assets"
 	"arborist/profiles"
 )
 
@@ -300,7 +301,7 @@ func runTrain(ctx context.Context, env Env, args []string) error {
 	db := dbFlag(fs)
 	prompts := fs.String("prompts", "", "prompt suite `file`, one prompt per line")
 	n := fs.Int("n", 64, "tokens per prompt")
-	corpus := fs.Bool("corpus", true, "also decode the built-in prompt corpus (332 prompts) for data")
+	corpus := fs.Bool("corpus", true, fmt.Sprintf("also decode the built-in prompt corpus (%d prompts) for data", len(assets.CorpusPrompts())))
 	epochs := fs.Int("epochs", 30, "training epochs")
 	asJSON := jsonFlag(fs)
 	if err := parseFlags(fs, args[1:]); err != nil {
