@@ -135,9 +135,8 @@ $(STANDIN): $(STANDIN_DIR)/standin.c $(STANDIN_DIR)/unsupported.c $(STANDIN_DIR)
 # The CUDA compile check CI runs: every kernel compiled to machine code for
 # sm_80 and sm_90 with every warning (nvcc's and ptxas's) an error, the
 # cgo build of arborist-cuda, go vet of the cuda-tagged code, and the
-# cuda-tagged tests compiled (they need a GPU to run: docs/CUDA.md), the
-# kernels/cuda ones linked against the stand-in driver, which must define
-# every driver symbol they import.
+# cuda-tagged tests compiled (they need a GPU to run: docs/CUDA.md), and
+# the launch budget test run on the stand-in driver.
 cuda-check: cuda $(STANDIN)
 	for a in $(CUDA_ARCHS); do $(NVCC) $(NVCCFLAGS) -Xptxas -Werror -cubin -arch=sm_$$a -o /dev/null $(CUDA_SRC) || exit 1; done
 	$(CUDA_ENV) $(GO) vet -tags cuda ./kernels/cuda/... ./profiles/... ./app/cli/
@@ -145,6 +144,7 @@ cuda-check: cuda $(STANDIN)
 	@nm -D --defined-only $(STANDIN) | awk '{print $$3}' > $(STANDIN_BUILD)/defined
 	@missing=$$(nm -D --undefined-only $(STANDIN_TEST) | awk '$$2 ~ /^cu/ {print $$2}' | grep -vxF -f $(STANDIN_BUILD)/defined); \
 		test -z "$$missing" || { echo "the stand-in driver lacks what the binding links: $$missing"; exit 1; }
+	cd kernels/cuda && LD_LIBRARY_PATH="$(abspath $(STANDIN_BUILD))" $(abspath $(STANDIN_TEST)) -test.run '^TestLaunchBudget$$' -test.v -test.count=1
 	$(CUDA_ENV) $(GO) test -tags cuda -c -o /dev/null ./profiles
 	$(CUDA_ENV) $(GO) test -tags cuda -c -o /dev/null ./engine/model
 	$(GO) test -count=1 ./kernels/cuda/...
