@@ -29,10 +29,11 @@ import (
 )
 
 // budget is what one pass may cost: launches inside each layer and
-// outside the layers, blocking copies, and bytes each way.
+// outside the layers, blocking copies, bytes each way, and thread blocks
+// launched (the work asked of the GPU).
 type budget struct {
 	perLayer, outside, blocking int
-	htod, dtoh                  uint64
+	htod, dtoh, blocks          uint64
 }
 
 // budgetShape is a synthetic model the budget is measured on: a real
@@ -49,14 +50,14 @@ type budgetShape struct {
 
 var budgetShapes = []budgetShape{
 	{name: "llama-3.2-1b Q4_K", shape: "llama-3.2-1b", typ: quant.Q4_K, want: map[int]budget{
-		1:  {perLayer: 23, outside: 4, blocking: 4, htod: 260, dtoh: 513024},
-		8:  {perLayer: 23, outside: 6, blocking: 6, htod: 2608, dtoh: 4104192},
-		64: {perLayer: 23, outside: 6, blocking: 6, htod: 25288, dtoh: 32833536},
+		1:  {perLayer: 23, outside: 4, blocking: 4, htod: 260, dtoh: 513024, blocks: 45364},
+		8:  {perLayer: 23, outside: 6, blocking: 6, htod: 2592, dtoh: 4104192, blocks: 57312},
+		64: {perLayer: 23, outside: 6, blocking: 6, htod: 25216, dtoh: 32833536, blocks: 451328},
 	}},
 	{name: "qwen3-0.6b F16", shape: "qwen3-0.6b", typ: quant.F16, want: map[int]budget{
-		1:  {perLayer: 25, outside: 4, blocking: 4, htod: 516, dtoh: 607744},
-		8:  {perLayer: 25, outside: 6, blocking: 6, htod: 4656, dtoh: 4861952},
-		64: {perLayer: 25, outside: 6, blocking: 6, htod: 41672, dtoh: 38895616},
+		1:  {perLayer: 25, outside: 4, blocking: 4, htod: 516, dtoh: 607744, blocks: 12525},
+		8:  {perLayer: 25, outside: 6, blocking: 6, htod: 4640, dtoh: 4861952, blocks: 16128},
+		64: {perLayer: 25, outside: 6, blocking: 6, htod: 41600, dtoh: 38895616, blocks: 65184},
 	}},
 }
 
@@ -87,8 +88,8 @@ func TestLaunchBudget(t *testing.T) {
 		t.Skip("counts launches on the stand-in driver only (make cuda-check loads it)")
 	}
 	var table, layers strings.Builder
-	fmt.Fprintf(&table, "%-18s %3s %8s %7s %8s %8s %4s %4s %11s %11s %6s %9s %8s %8s\n",
-		"shape", "W", "launch/L", "outside", "launch/p", "blocking", "HtoD", "DtoH", "HtoD B/p", "DtoH B/p", "grows", "host us/p", "us/token", "us/layer")
+	fmt.Fprintf(&table, "%-18s %3s %8s %7s %8s %8s %4s %4s %9s %9s %9s %5s %9s %8s %8s\n",
+		"shape", "W", "launch/L", "outside", "launch/p", "blocking", "HtoD", "DtoH", "HtoD B/p", "DtoH B/p", "blocks/p", "grows", "host us/p", "us/token", "us/layer")
 	for _, bs := range budgetShapes {
 		t.Run(strings.ReplaceAll(bs.name, " ", "_"), func(t *testing.T) {
 			m := budgetModel(t, bs)
@@ -104,6 +105,7 @@ func TestLaunchBudget(t *testing.T) {
 					blocking: int(first.c.Blocking),
 					htod:     first.c.HtoDBytes,
 					dtoh:     first.c.DtoHBytes,
+					blocks:   first.c.Blocks,
 				}
 				var grows uint64
 				for _, p := range full {
@@ -111,9 +113,9 @@ func TestLaunchBudget(t *testing.T) {
 				}
 				tFull := median(full, nil)
 				tLayer := median(full, one) // paired: the machine's load drifts
-				fmt.Fprintf(&table, "%-18s %3d %8d %7d %8d %8d %4d %4d %11d %11d %6d %9.0f %8.1f %8.1f\n",
+				fmt.Fprintf(&table, "%-18s %3d %8d %7d %8d %8d %4d %4d %9d %9d %9d %5d %9.0f %8.1f %8.1f\n",
 					bs.name, w, got.perLayer, got.outside, launches, got.blocking, first.c.HtoD, first.c.DtoH,
-					got.htod, got.dtoh, grows, us(tFull), us(tFull)/float64(w), us(tLayer)/float64(budgetLayers-1))
+					got.htod, got.dtoh, got.blocks, grows, us(tFull), us(tFull)/float64(w), us(tLayer)/float64(budgetLayers-1))
 				if w == 1 {
 					fmt.Fprintf(&layers, "%s: %s\n", bs.name, strings.Join(layerLaunches(first.launches, perLayer), " "))
 				}
@@ -221,9 +223,9 @@ func measure(t *testing.T, m *model.Model, w int) (full, one []pass) {
 }
 
 // same checks that passes issued the same launches in the same order and
-// the same copies. A tree mask's bytes grow with the context, and a
-// buffer outgrown is reallocated (after a synchronisation), so
-// verification passes may differ in those.
+// the same copies. A tree mask's bytes grow with the context, as may a
+// commit's work, and a buffer outgrown is reallocated (after a
+// synchronisation), so verification passes may differ in those.
 func same(t *testing.T, w int, what string, ps []pass) {
 	t.Helper()
 	a := ps[0]
@@ -233,7 +235,7 @@ func same(t *testing.T, w int, what string, ps []pass) {
 				w, what, i+1, len(b.launches), len(a.launches), a.launches, b.launches)
 		}
 		if a.c.HtoD != b.c.HtoD || a.c.DtoH != b.c.DtoH || a.c.DtoD != b.c.DtoD || a.c.Blocking != b.c.Blocking ||
-			a.c.DtoHBytes != b.c.DtoHBytes || (w == 1 && (a.c.HtoDBytes != b.c.HtoDBytes || a.c.Syncs != b.c.Syncs || a.c.Allocs != b.c.Allocs)) {
+			a.c.DtoHBytes != b.c.DtoHBytes || (w == 1 && (a.c.HtoDBytes != b.c.HtoDBytes || a.c.Blocks != b.c.Blocks || a.c.Syncs != b.c.Syncs || a.c.Allocs != b.c.Allocs)) {
 			t.Errorf("W=%d%s: pass %d copied %+v, pass 0 %+v", w, what, i+1, b.c, a.c)
 		}
 	}
@@ -244,9 +246,10 @@ func tokenAt(m *model.Model, i int) int { return 3 + (i*7919)%(m.Vocab-3) }
 
 // budgetStep is one pass of width w as the engine issues it: a decode
 // step (w = 1, the logits row brought home, as plain decoding samples from
-// it), or a verification pass of a chain of w rows under a tree mask,
-// every row's logits brought home, then the commit of half of them. layers
-// limits the blocks run (0: all).
+// it), or a verification pass of w rows under a tree mask (a chain's),
+// every row's logits brought home, then the commit of the root and every
+// other row, as a path through a tree would be kept. layers limits the
+// blocks run (0: all).
 func budgetStep(ctx context.Context, m *model.Model, c *model.Cache, w, layers int, res *model.Result) error {
 	past := c.Len()
 	if w == 1 {
@@ -263,9 +266,12 @@ func budgetStep(ctx context.Context, m *model.Model, c *model.Cache, w, layers i
 	if err := m.Forward(ctx, c, model.Batch{Tokens: toks, Pos: pos, Mask: mask, Layers: layers}, res); err != nil {
 		return err
 	}
-	keep := make([]int, past+1+w/2)
+	keep := make([]int, past+1, past+w)
 	for i := range keep {
 		keep[i] = i
+	}
+	for r := 2; r < w; r += 2 {
+		keep = append(keep, past+r)
 	}
 	return c.Compact(keep)
 }
@@ -293,4 +299,5 @@ func checkBudget(t *testing.T, bs budgetShape, w int, got budget) {
 	check("blocking copies a pass", uint64(got.blocking), uint64(want.blocking))
 	check("bytes to the device a pass", got.htod, want.htod)
 	check("bytes to the host a pass", got.dtoh, want.dtoh)
+	check("thread blocks a pass", got.blocks, want.blocks)
 }

@@ -50,6 +50,7 @@ type StandInCounts struct {
 	LiveBytes         uint64 // allocated and not freed (never reset)
 	Unsupported       uint64 // calls of driver functions the stand-in lacks
 	LogDropped        uint64 // launches beyond the log's capacity
+	Blocks            uint64 // thread blocks launched (grid sizes summed)
 	// LastUnsupported names the last of those calls, "" when none.
 	LastUnsupported string
 }
@@ -115,6 +116,7 @@ func StandInRead() StandInCounts {
 	r.Allocs, r.Frees = uint64(v[C.STANDIN_ALLOCS]), uint64(v[C.STANDIN_FREES])
 	r.LiveBytes = uint64(v[C.STANDIN_LIVE_BYTES])
 	r.Unsupported, r.LogDropped = uint64(v[C.STANDIN_UNSUPPORTED]), uint64(v[C.STANDIN_LOG_DROPPED])
+	r.Blocks = uint64(v[C.STANDIN_BLOCKS])
 	if s := C.standin_last(standIn.last); s != nil {
 		r.LastUnsupported = C.GoString(s)
 	}

@@ -486,6 +486,7 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, u
 		return CUDA_ERROR_INVALID_VALUE;
 	lock();
 	counts[STANDIN_LAUNCHES]++;
+	counts[STANDIN_BLOCKS] += (uint64_t)gx * gy * gz;
 	if (log_len == log_cap && log_cap < LOG_CAP) {
 		size_t c = log_cap ? 2 * log_cap : 4096;
 		int32_t *l = realloc(launch_log, c * sizeof *l);

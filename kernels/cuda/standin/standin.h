@@ -39,6 +39,8 @@ enum {
 	STANDIN_LIVE_BYTES,    /* device bytes allocated and not yet freed */
 	STANDIN_UNSUPPORTED,   /* calls of driver functions the stand-in lacks */
 	STANDIN_LOG_DROPPED,   /* launches past the log's capacity (not logged) */
+	STANDIN_BLOCKS,        /* thread blocks launched: the launches' grid sizes
+	                          summed, a measure of the work they ask for */
 	STANDIN_NCOUNTERS
 };
 
