@@ -51,13 +51,13 @@ type budgetShape struct {
 var budgetShapes = []budgetShape{
 	{name: "llama-3.2-1b Q4_K", shape: "llama-3.2-1b", typ: quant.Q4_K, want: map[int]budget{
 		1:  {perLayer: 23, outside: 4, blocking: 4, htod: 260, dtoh: 513024, blocks: 45364},
-		8:  {perLayer: 23, outside: 6, blocking: 6, htod: 2592, dtoh: 4104192, blocks: 57312},
-		64: {perLayer: 23, outside: 6, blocking: 6, htod: 25216, dtoh: 32833536, blocks: 451328},
+		8:  {perLayer: 23, outside: 6, blocking: 6, htod: 2444, dtoh: 4104192, blocks: 56128},
+		64: {perLayer: 23, outside: 6, blocking: 6, htod: 24956, dtoh: 32833536, blocks: 449248},
 	}},
 	{name: "qwen3-0.6b F16", shape: "qwen3-0.6b", typ: quant.F16, want: map[int]budget{
 		1:  {perLayer: 25, outside: 4, blocking: 4, htod: 516, dtoh: 607744, blocks: 12525},
-		8:  {perLayer: 25, outside: 6, blocking: 6, htod: 4640, dtoh: 4861952, blocks: 16128},
-		64: {perLayer: 25, outside: 6, blocking: 6, htod: 41600, dtoh: 38895616, blocks: 65184},
+		8:  {perLayer: 25, outside: 6, blocking: 6, htod: 4492, dtoh: 4861952, blocks: 13760},
+		64: {perLayer: 25, outside: 6, blocking: 6, htod: 41340, dtoh: 38895616, blocks: 61024},
 	}},
 }
 

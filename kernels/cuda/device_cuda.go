@@ -732,19 +732,24 @@ func (d *Device) Compact(kv kernels.KV, keep []int, used int) error {
 		}
 		seen[s] = true
 	}
-	if len(keep) == 0 {
+	// the slots already in place stay there: the kernels see the cache
+	// from the first slot that moves (every plane shifted alike, as the
+	// planes keep their stride of c.slots rows)
+	off, tail := CompactTail(keep)
+	if len(tail) == 0 {
 		return nil
 	}
-	ls, sb, err := CompactLaunches(c.t, c.layers, c.width, len(keep))
+	ls, sb, err := CompactLaunches(c.t, c.layers, c.width, len(tail))
 	if err != nil {
 		return err
 	}
 	defer d.enter()()
-	keepPtr := d.uploadInts(sIdx, keep)
+	keepPtr := d.uploadInts(sIdx, tail)
 	sp := d.scratch(sCompact, sb)
 	words := c.width * c.es / 2
-	d.launch(ls[0], ptr(sp), ptr(c.ptr), ptr(keepPtr), i32(len(keep)), i32(c.slots), i32(words))
-	d.launch(ls[1], ptr(c.ptr), ptr(sp), i32(len(keep)), i32(c.slots), i32(words))
+	base := c.ptr + cu.DevicePtr(int64(off)*int64(c.width*c.es))
+	d.launch(ls[0], ptr(sp), ptr(base), ptr(keepPtr), i32(len(tail)), i32(c.slots), i32(words))
+	d.launch(ls[1], ptr(base), ptr(sp), i32(len(tail)), i32(c.slots), i32(words))
 	return nil
 }
 

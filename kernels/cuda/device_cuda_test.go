@@ -388,46 +388,48 @@ func TestKVCompactCopyGatherArgmax(t *testing.T) {
 	r := rand.New(rand.NewSource(6))
 	for _, kvt := range []quant.Type{quant.F32, quant.F16} {
 		const layers, slots, w = 3, 16, 24
-		kv, _ := d.NewKV(layers, slots, w, kvt)
-		k := randVec(r, slots*w, 1)
-		v := randVec(r, slots*w, 1)
-		for l := 0; l < layers; l++ {
-			d.StoreKV(kv, l, 0, upload(t, d, k), upload(t, d, v), slots)
-		}
-		keep := []int{5, 0, 1, 9, 2}
-		if err := d.Compact(kv, keep, 12); err != nil {
-			t.Fatal(err)
-		}
-		if err := d.Compact(kv, []int{1, 1}, 12); err == nil {
-			t.Fatal("repeated slot accepted")
-		}
-		cp, _ := d.NewKV(layers, slots, w, kvt)
-		if err := d.CopyKV(cp, kv, len(keep)); err != nil {
-			t.Fatal(err)
-		}
-		// read back through attention: one query that sees only slot j
-		// returns value row j
-		for _, c := range []kernels.KV{kv, cp} {
-			for j, src := range keep {
-				mask := make([]bool, j+1)
-				mask[j] = true
-				q, _ := d.NewTensor(w)
-				out, _ := d.NewTensor(w)
-				d.Attention(out, q, c, layers-1, j, 1, mask, kernels.AttnShape{Heads: 1, KVHeads: 1, HeadDim: w, Scale: 1})
-				got := download(d, out, w)
-				for e := 0; e < w; e++ {
-					want := v[src*w+e]
-					if kvt == quant.F16 {
-						want = quant.F16ToF32(quant.F32ToF16(want))
-					}
-					if got[e] != want {
-						t.Fatalf("%v: slot %d (was %d) value %d = %g, want %g", kvt, j, src, e, got[e], want)
+		// a permutation, and a prefix in place (moved from slot 3 on)
+		for _, keep := range [][]int{{5, 0, 1, 9, 2}, {0, 1, 2, 9, 4}} {
+			kv, _ := d.NewKV(layers, slots, w, kvt)
+			k := randVec(r, slots*w, 1)
+			v := randVec(r, slots*w, 1)
+			for l := 0; l < layers; l++ {
+				d.StoreKV(kv, l, 0, upload(t, d, k), upload(t, d, v), slots)
+			}
+			if err := d.Compact(kv, keep, 12); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Compact(kv, []int{1, 1}, 12); err == nil {
+				t.Fatal("repeated slot accepted")
+			}
+			cp, _ := d.NewKV(layers, slots, w, kvt)
+			if err := d.CopyKV(cp, kv, len(keep)); err != nil {
+				t.Fatal(err)
+			}
+			// read back through attention: one query that sees only slot j
+			// returns value row j
+			for _, c := range []kernels.KV{kv, cp} {
+				for j, src := range keep {
+					mask := make([]bool, j+1)
+					mask[j] = true
+					q, _ := d.NewTensor(w)
+					out, _ := d.NewTensor(w)
+					d.Attention(out, q, c, layers-1, j, 1, mask, kernels.AttnShape{Heads: 1, KVHeads: 1, HeadDim: w, Scale: 1})
+					got := download(d, out, w)
+					for e := 0; e < w; e++ {
+						want := v[src*w+e]
+						if kvt == quant.F16 {
+							want = quant.F16ToF32(quant.F32ToF16(want))
+						}
+						if got[e] != want {
+							t.Fatalf("%v: slot %d (was %d) value %d = %g, want %g", kvt, j, src, e, got[e], want)
+						}
 					}
 				}
 			}
+			kv.Free()
+			cp.Free()
 		}
-		kv.Free()
-		cp.Free()
 	}
 	x := randVec(r, 4*300, 1)
 	x[1*300+7], x[1*300+200] = 9, 9 // a tie: the lower index wins
