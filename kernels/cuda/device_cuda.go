@@ -43,6 +43,7 @@ type Device struct {
 	arch   string
 	allocs map[cu.DevicePtr]int64 // everything allocated, freed by Close
 	buf    [nScratch]scratch
+	rope   []float32 // RoPE's cos and sin tables, end to end, for one upload
 	closed bool
 }
 
@@ -65,8 +66,7 @@ const (
 	sXH             // activations rounded for the tensor cores
 	sIdx            // token ids, gathered rows, kept slots (int32)
 	sMask           // a tree mask (bytes)
-	sCos            // RoPE tables
-	sSin            //
+	sRoPE           // RoPE tables: cos, then sin
 	sArg            // argmax results (int32)
 	sCompact        // KV compaction
 	nScratch
@@ -559,8 +559,15 @@ func (d *Device) RoPE(x kernels.Tensor, rows int, s kernels.RoPEShape, cos, sin 
 	}
 	l := d.launchOK(RoPELaunch(rows, s.Heads, s.RopeDim, s.HeadDim))
 	defer d.enter()()
-	cp := d.uploadTo(sCos, unsafe.Pointer(&cos[0]), 4*int64(rows*half))
-	sp := d.uploadTo(sSin, unsafe.Pointer(&sin[0]), 4*int64(rows*half))
+	// one copy for both tables: a copy from pageable memory waits for
+	// every launch before it, so two would stall the GPU twice a pass
+	n := rows * half
+	cp := d.scratch(sRoPE, 8*int64(n))
+	if n > 0 {
+		d.rope = append(append(d.rope[:0], cos[:n]...), sin[:n]...)
+		cp = d.uploadTo(sRoPE, unsafe.Pointer(&d.rope[0]), 8*int64(n))
+	}
+	sp := cp + cu.DevicePtr(4*n)
 	neox := 0
 	if s.Neox {
 		neox = 1
