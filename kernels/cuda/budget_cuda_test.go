@@ -50,14 +50,14 @@ type budgetShape struct {
 
 var budgetShapes = []budgetShape{
 	{name: "llama-3.2-1b Q4_K", shape: "llama-3.2-1b", typ: quant.Q4_K, want: map[int]budget{
-		1:  {perLayer: 23, outside: 4, blocking: 3, htod: 260, dtoh: 513024, blocks: 45364},
-		8:  {perLayer: 23, outside: 6, blocking: 5, htod: 2444, dtoh: 4104192, blocks: 56128},
-		64: {perLayer: 23, outside: 6, blocking: 5, htod: 24956, dtoh: 32833536, blocks: 449248},
+		1:  {perLayer: 20, outside: 4, blocking: 3, htod: 260, dtoh: 513024, blocks: 44980},
+		8:  {perLayer: 20, outside: 6, blocking: 5, htod: 2444, dtoh: 4104192, blocks: 53056},
+		64: {perLayer: 20, outside: 6, blocking: 5, htod: 24956, dtoh: 32833536, blocks: 424672},
 	}},
 	{name: "qwen3-0.6b F16", shape: "qwen3-0.6b", typ: quant.F16, want: map[int]budget{
-		1:  {perLayer: 25, outside: 4, blocking: 3, htod: 516, dtoh: 607744, blocks: 12525},
-		8:  {perLayer: 25, outside: 6, blocking: 5, htod: 4492, dtoh: 4861952, blocks: 13760},
-		64: {perLayer: 25, outside: 6, blocking: 5, htod: 41340, dtoh: 38895616, blocks: 61024},
+		1:  {perLayer: 22, outside: 4, blocking: 3, htod: 516, dtoh: 607744, blocks: 12141},
+		8:  {perLayer: 22, outside: 6, blocking: 5, htod: 4492, dtoh: 4861952, blocks: 13376},
+		64: {perLayer: 22, outside: 6, blocking: 5, htod: 41340, dtoh: 38895616, blocks: 59488},
 	}},
 }
 

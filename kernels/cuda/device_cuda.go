@@ -397,21 +397,50 @@ func (d *Device) NewMatrix(t quant.Type, data []byte, rows, cols int) (kernels.M
 	return &matrix{t: t, rows: rows, cols: cols, rowBytes: int(b / int64(rows)), ptr: p}, nil
 }
 
-// matmul launches out[n x rows] = x[n x cols] W^T on device buffers.
-func (d *Device) matmul(out cu.DevicePtr, m *matrix, x cu.DevicePtr, n int) {
+// prepared records the forms of one input that the scratch buffers hold
+// (quantised to 8 bits in sQ8, rounded to f16 in sXH), each as the launch
+// that wrote it and where, so that products sharing the input skip
+// writing the same bytes again.
+type prepared struct {
+	q8, half preparation
+}
+
+type preparation struct {
+	l        Launch
+	dst, src cu.DevicePtr
+	n, cols  int
+}
+
+// matmul launches out[n x rows] = x[n x cols] W^T on device buffers. With
+// prep, the input's preparation is launched only when prep does not
+// record the same launch of the same input into the same buffer already;
+// without, always.
+func (d *Device) matmul(out cu.DevicePtr, m *matrix, x cu.DevicePtr, n int, prep *prepared) {
 	p, err := PlanMatMul(m.t, m.rows, m.cols, n)
 	must(err)
 	mm := p.Launches[len(p.Launches)-1]
+	reuse := prep != nil
+	if !reuse {
+		prep = &prepared{}
+	}
+	prepare := func(have *preparation, dst cu.DevicePtr, args ...uint64) {
+		now := preparation{l: p.Launches[0], dst: dst, src: x, n: n, cols: m.cols}
+		if reuse && *have == now {
+			return
+		}
+		d.launch(p.Launches[0], args...)
+		*have = now
+	}
 	switch {
 	case p.Quantised:
 		s := d.scratch(sQ8, p.Scratch)
 		xd := s + cu.DevicePtr(n*m.cols)
 		xs := xd + cu.DevicePtr(4*n*m.cols/32)
-		d.launch(p.Launches[0], ptr(s), ptr(xd), ptr(xs), ptr(x), i32(m.cols))
+		prepare(&prep.q8, s, ptr(s), ptr(xd), ptr(xs), ptr(x), i32(m.cols))
 		d.launch(mm, ptr(out), ptr(m.ptr), uint64(m.rowBytes), ptr(s), ptr(xd), ptr(xs), i32(m.rows), i32(m.cols), i32(n))
 	case p.TensorCores:
 		xh := d.scratch(sXH, p.Scratch)
-		d.launch(p.Launches[0], ptr(xh), ptr(x), i32(n), i32(m.cols))
+		prepare(&prep.half, xh, ptr(xh), ptr(x), i32(n), i32(m.cols))
 		d.launch(mm, ptr(out), ptr(m.ptr), ptr(xh), i32(m.rows), i32(m.cols), i32(n))
 	default:
 		d.launch(mm, ptr(out), ptr(m.ptr), ptr(x), i32(m.rows), i32(m.cols), i32(n))
@@ -428,7 +457,42 @@ func (d *Device) MatMulT(out kernels.Tensor, w kernels.Matrix, x kernels.Tensor,
 		return
 	}
 	defer d.enter()()
-	d.matmul(o.ptr, m, xt.ptr, n)
+	d.matmul(o.ptr, m, xt.ptr, n, nil)
+}
+
+// MatMulMulti multiplies x by each of ws into the matching outs, preparing
+// x (quantised to 8 bits, or rounded to f16 for the tensor cores) once for
+// the products that take it in the same form, rather than once each: Q, K
+// and V, and gate and up, share their input, and each preparation is a
+// launch. The preparation skipped is the same launch on the same input
+// into the same buffer, which the products only read, so each out is, bit
+// for bit, what MatMulT writes. An output that is x itself falls back to
+// MatMulT each, as x then changes between the products.
+func (d *Device) MatMulMulti(outs []kernels.Tensor, ws []kernels.Matrix, x kernels.Tensor, n int) {
+	if len(outs) != len(ws) {
+		panic(fmt.Sprintf("cuda: MatMulMulti of %d matrices into %d outputs", len(ws), len(outs)))
+	}
+	xt := tp(x)
+	for i, w := range ws {
+		m, o := mp(w), tp(outs[i])
+		if o.n < n*m.rows || xt.n < n*m.cols {
+			panic(fmt.Sprintf("cuda: MatMulMulti of %d rows: out %d, x %d values for a %dx%d matrix", n, o.n, xt.n, m.rows, m.cols))
+		}
+		if o.ptr == xt.ptr {
+			for i, w := range ws {
+				d.MatMulT(outs[i], w, x, n)
+			}
+			return
+		}
+	}
+	if n == 0 {
+		return
+	}
+	defer d.enter()()
+	var prep prepared
+	for i, w := range ws {
+		d.matmul(tp(outs[i]).ptr, mp(w), xt.ptr, n, &prep)
+	}
 }
 
 // MatMul computes on host slices: upload x, launch, download.
@@ -443,7 +507,7 @@ func (d *Device) MatMul(out []float32, w kernels.Matrix, x []float32, n int) {
 	defer d.enter()()
 	xp := d.uploadTo(sX, unsafe.Pointer(&x[0]), 4*int64(n*m.cols))
 	op := d.scratch(sOut, 4*int64(n*m.rows))
-	d.matmul(op, m, xp, n)
+	d.matmul(op, m, xp, n, nil)
 	must(cu.MemcpyDtoH(unsafe.Pointer(&out[0]), op, 4*int64(n*m.rows)))
 }
 
@@ -786,6 +850,7 @@ func (d *Device) CopyKV(dst, src kernels.KV, n int) error {
 var (
 	_ kernels.Device      = (*Device)(nil)
 	_ kernels.MemoryMeter = (*Device)(nil)
+	_ kernels.MultiMatMul = (*Device)(nil)
 )
 
 // MeasureMemory times a 256 MiB copy inside device memory and 64 MiB

@@ -149,6 +149,52 @@ func TestMatMulAgainstReference(t *testing.T) {
 	}
 }
 
+// TestMatMulMulti: products sharing one input, of every weight type and of
+// shapes on and off the tensor-core path, give through MatMulMulti (which
+// prepares the input once for several) what MatMulT gives each, bit for
+// bit, for every width.
+func TestMatMulMulti(t *testing.T) {
+	d := newDevice(t)
+	r := rand.New(rand.NewSource(11))
+	const cols = 256
+	var ws []kernels.Matrix
+	for _, typ := range WeightTypes {
+		for _, rows := range []int{48, 40} { // 40: not whole tensor-core tiles
+			data, _ := encode(t, typ, randVec(r, rows*cols, 0.05), rows, cols)
+			m, err := d.NewMatrix(typ, data, rows, cols)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws = append(ws, m)
+		}
+	}
+	for _, n := range []int{1, 5, 17} {
+		x := upload(t, d, randVec(r, n*cols, 1))
+		outs := make([]kernels.Tensor, len(ws))
+		for i, w := range ws {
+			o, err := d.NewTensor(n * w.Rows())
+			if err != nil {
+				t.Fatal(err)
+			}
+			outs[i] = o
+		}
+		d.MatMulMulti(outs, ws, x, n)
+		for i, w := range ws {
+			one, err := d.NewTensor(n * w.Rows())
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.MatMulT(one, w, x, n)
+			got, want := download(d, outs[i], n*w.Rows()), download(d, one, n*w.Rows())
+			for j := range want {
+				if got[j] != want[j] {
+					t.Fatalf("%v %dx%d width %d: value %d is %g through MatMulMulti, %g through MatMulT", w.Type(), w.Rows(), cols, n, j, got[j], want[j])
+				}
+			}
+		}
+	}
+}
+
 func TestEmbed(t *testing.T) {
 	d := newDevice(t)
 	r := rand.New(rand.NewSource(2))
