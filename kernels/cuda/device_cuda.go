@@ -778,13 +778,13 @@ func (d *Device) Attention(out, q kernels.Tensor, kv kernels.KV, layer, past, n 
 	defer d.enter()()
 	var maskPtr cu.DevicePtr
 	if mask != nil {
-		b := make([]byte, n*total)
-		for i := range b {
-			if mask[i] {
-				b[i] = 1
-			}
-		}
-		maskPtr = d.uploadTo(sMask, unsafe.Pointer(&b[0]), int64(len(b)))
+		// a []bool's bytes are 0 and 1 (cgo passes Go's bool as C's
+		// _Bool), and the kernel reads a nonzero byte as visible: the
+		// mask goes up as it is, rather than converted into a new byte
+		// slice at every layer, and the later layers of a pass find it in
+		// place and copy nothing
+		m := mask[:n*total]
+		maskPtr = d.uploadTo(sMask, unsafe.Pointer(unsafe.SliceData(m)), int64(len(m)))
 	}
 	d.launch(l, ptr(ot.ptr), ptr(qt.ptr), ptr(c.ptr), ptr(maskPtr), i32(layer), i32(c.slots), i32(past),
 		i32(s.Heads), i32(s.KVHeads), i32(s.HeadDim), f32(s.Scale), f32(s.Softcap))
