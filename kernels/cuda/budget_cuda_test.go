@@ -68,7 +68,7 @@ var budgetWidths = []int{1, 8, 64}
 const (
 	budgetLayers = 2  // layers of each synthetic model
 	budgetPrompt = 32 // tokens in the cache before the first measured pass
-	budgetSteps  = 24 // passes measured after a warm-up one
+	budgetSteps  = 24 // passes of each kind measured, after two warm-up ones
 )
 
 // pass is one measured pass: its counts, launches in order, host time.

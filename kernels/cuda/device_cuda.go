@@ -400,7 +400,9 @@ func (d *Device) NewMatrix(t quant.Type, data []byte, rows, cols int) (kernels.M
 // prepared records the forms of one input that the scratch buffers hold
 // (quantised to 8 bits in sQ8, rounded to f16 in sXH), each as the launch
 // that wrote it and where, so that products sharing the input skip
-// writing the same bytes again.
+// writing the same bytes again. A buffer is regrown (and may come back at
+// the same address, emptied) only for a larger n x cols, which the record
+// tells apart.
 type prepared struct {
 	q8, half preparation
 }
