@@ -61,6 +61,7 @@ bench:
 
 clean:
 	rm -f $(BIN) $(BIN)-cuda $(PTX)
+	rm -rf $(STANDIN_BUILD)
 
 # An installable Linux bundle (Arborist.tar.xz: binary, desktop entry, icon,
 # and a Makefile whose `make install` puts them in place).
@@ -115,14 +116,35 @@ kernels/cuda/ptx/sm_%.ptx: $(CUDA_SRC) kernels/cuda/kernels/quant.cuh | cuda-too
 cuda: deps cuda-toolkit $(PTX)
 	$(CUDA_ENV) $(GO) build -tags cuda -ldflags="$(CUDA_LDFLAGS)" -o $(BIN)-cuda .
 
+# The stand-in driver (kernels/cuda/standin, docs/CUDA.md): a libcuda.so.1
+# on host memory whose launches do nothing and are counted, so that the
+# backend's host path (launches, copies, synchronisations per pass) is
+# measured without a GPU. Only the launch budget test loads it, through
+# LD_LIBRARY_PATH; arborist-cuda is linked against the toolkit's stub and
+# runs on the real driver.
+STANDIN_DIR = kernels/cuda/standin
+STANDIN_BUILD = $(STANDIN_DIR)/build
+STANDIN = $(STANDIN_BUILD)/libcuda.so.1
+STANDIN_TEST = $(STANDIN_BUILD)/cuda.test
+
+$(STANDIN): $(STANDIN_DIR)/standin.c $(STANDIN_DIR)/unsupported.c $(STANDIN_DIR)/standin.h | cuda-toolkit
+	@mkdir -p $(@D)
+	$(HOSTCC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -fPIC -fvisibility=hidden -shared -pthread \
+		-I"$(CUDA_ROOT)/usr/include" -Wl,-soname,libcuda.so.1 -o $@ $(STANDIN_DIR)/standin.c $(STANDIN_DIR)/unsupported.c
+
 # The CUDA compile check CI runs: every kernel compiled to machine code for
 # sm_80 and sm_90 with every warning (nvcc's and ptxas's) an error, the
 # cgo build of arborist-cuda, go vet of the cuda-tagged code, and the
-# cuda-tagged tests compiled (they need a GPU to run: docs/CUDA.md).
-cuda-check: cuda
+# cuda-tagged tests compiled (they need a GPU to run: docs/CUDA.md), and
+# the launch budget test run on the stand-in driver.
+cuda-check: cuda $(STANDIN)
 	for a in $(CUDA_ARCHS); do $(NVCC) $(NVCCFLAGS) -Xptxas -Werror -cubin -arch=sm_$$a -o /dev/null $(CUDA_SRC) || exit 1; done
 	$(CUDA_ENV) $(GO) vet -tags cuda ./kernels/cuda/... ./profiles/... ./app/cli/
-	$(CUDA_ENV) $(GO) test -tags cuda -c -o /dev/null ./kernels/cuda
+	$(CUDA_ENV) $(GO) test -tags cuda -c -o $(STANDIN_TEST) ./kernels/cuda
+	@nm -D --defined-only $(STANDIN) | awk '{print $$3}' > $(STANDIN_BUILD)/defined
+	@missing=$$(nm -D --undefined-only $(STANDIN_TEST) | awk '$$2 ~ /^cu/ {print $$2}' | grep -vxF -f $(STANDIN_BUILD)/defined); \
+		test -z "$$missing" || { echo "the stand-in driver lacks what the binding links: $$missing"; exit 1; }
+	cd kernels/cuda && LD_LIBRARY_PATH="$(abspath $(STANDIN_BUILD))" $(abspath $(STANDIN_TEST)) -test.run '^TestLaunchBudget$$' -test.v -test.count=1
 	$(CUDA_ENV) $(GO) test -tags cuda -c -o /dev/null ./profiles
 	$(CUDA_ENV) $(GO) test -tags cuda -c -o /dev/null ./engine/model
 	$(GO) test -count=1 ./kernels/cuda/...

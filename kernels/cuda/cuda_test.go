@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"math/rand"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -410,5 +411,68 @@ func TestProbe(t *testing.T) {
 	}
 	if e := SystemProbeEnv(); e.DriverFile == "" || len(e.LibDirs) == 0 || e.DeviceGlob == "" {
 		t.Fatalf("system probe env %+v", e)
+	}
+}
+
+// TestCompactTail: compacting only CompactTail's part, through the
+// kernels' indexing (kv_gather and kv_put, emulated here word for word)
+// on the cache seen from slot off, leaves every plane as the whole
+// compaction does.
+func TestCompactTail(t *testing.T) {
+	const planes, slots, rowWords = 4, 40, 3
+	r := rand.New(rand.NewSource(1))
+	// gatherPut runs kv_gather then kv_put over k kept slots, the cache
+	// starting base words into kv
+	gatherPut := func(kv []uint16, base int, keep []int) {
+		k := len(keep)
+		scratch := make([]uint16, planes*k*rowWords)
+		for p := 0; p < planes; p++ {
+			for j := 0; j < k; j++ {
+				for i := 0; i < rowWords; i++ {
+					scratch[(p*k+j)*rowWords+i] = kv[base+(p*slots+keep[j])*rowWords+i]
+				}
+			}
+		}
+		for p := 0; p < planes; p++ {
+			for j := 0; j < k; j++ {
+				for i := 0; i < rowWords; i++ {
+					kv[base+(p*slots+j)*rowWords+i] = scratch[(p*k+j)*rowWords+i]
+				}
+			}
+		}
+	}
+	keeps := [][]int{{}, {0}, {0, 1, 2}, {1, 0}, {5, 0, 1, 9, 2}, {0, 1, 2, 9, 4}, {0, 1, 2, 3, 5, 7, 9}}
+	for range 200 {
+		used := 1 + r.Intn(slots)
+		pre := r.Intn(used + 1)
+		keep := make([]int, pre)
+		for i := range keep {
+			keep[i] = i
+		}
+		for _, s := range r.Perm(used - pre)[:r.Intn(used-pre+1)] {
+			keep = append(keep, pre+s)
+		}
+		keeps = append(keeps, keep)
+	}
+	for _, keep := range keeps {
+		kv := make([]uint16, planes*slots*rowWords)
+		for i := range kv {
+			kv[i] = uint16(i)
+		}
+		want := slices.Clone(kv)
+		gatherPut(want, 0, keep)
+		off, tail := CompactTail(keep)
+		for i, s := range tail {
+			if s < 0 || s+off != keep[off+i] {
+				t.Fatalf("keep %v: off %d, tail %v", keep, off, tail)
+			}
+		}
+		if off < len(keep) && keep[off] == off {
+			t.Fatalf("keep %v: off %d stops at a slot in place", keep, off)
+		}
+		gatherPut(kv, off*rowWords, tail)
+		if !slices.Equal(kv, want) {
+			t.Fatalf("keep %v: compacting slots from %d as %v differs from the whole compaction", keep, off, tail)
+		}
 	}
 }

@@ -43,6 +43,7 @@ type Device struct {
 	arch   string
 	allocs map[cu.DevicePtr]int64 // everything allocated, freed by Close
 	buf    [nScratch]scratch
+	rope   []float32 // RoPE's cos and sin tables, end to end, for one upload
 	closed bool
 }
 
@@ -65,8 +66,7 @@ const (
 	sXH             // activations rounded for the tensor cores
 	sIdx            // token ids, gathered rows, kept slots (int32)
 	sMask           // a tree mask (bytes)
-	sCos            // RoPE tables
-	sSin            //
+	sRoPE           // RoPE tables: cos, then sin
 	sArg            // argmax results (int32)
 	sCompact        // KV compaction
 	nScratch
@@ -397,21 +397,52 @@ func (d *Device) NewMatrix(t quant.Type, data []byte, rows, cols int) (kernels.M
 	return &matrix{t: t, rows: rows, cols: cols, rowBytes: int(b / int64(rows)), ptr: p}, nil
 }
 
-// matmul launches out[n x rows] = x[n x cols] W^T on device buffers.
-func (d *Device) matmul(out cu.DevicePtr, m *matrix, x cu.DevicePtr, n int) {
+// prepared records the forms of one input that the scratch buffers hold
+// (quantised to 8 bits in sQ8, rounded to f16 in sXH), each as the launch
+// that wrote it and where, so that products sharing the input skip
+// writing the same bytes again. A buffer is regrown (and may come back at
+// the same address, emptied) only for a larger n x cols, which the record
+// tells apart.
+type prepared struct {
+	q8, half preparation
+}
+
+type preparation struct {
+	l        Launch
+	dst, src cu.DevicePtr
+	n, cols  int
+}
+
+// matmul launches out[n x rows] = x[n x cols] W^T on device buffers. With
+// prep, the input's preparation is launched only when prep does not
+// record the same launch of the same input into the same buffer already;
+// without, always.
+func (d *Device) matmul(out cu.DevicePtr, m *matrix, x cu.DevicePtr, n int, prep *prepared) {
 	p, err := PlanMatMul(m.t, m.rows, m.cols, n)
 	must(err)
 	mm := p.Launches[len(p.Launches)-1]
+	reuse := prep != nil
+	if !reuse {
+		prep = &prepared{}
+	}
+	prepare := func(have *preparation, dst cu.DevicePtr, args ...uint64) {
+		now := preparation{l: p.Launches[0], dst: dst, src: x, n: n, cols: m.cols}
+		if reuse && *have == now {
+			return
+		}
+		d.launch(p.Launches[0], args...)
+		*have = now
+	}
 	switch {
 	case p.Quantised:
 		s := d.scratch(sQ8, p.Scratch)
 		xd := s + cu.DevicePtr(n*m.cols)
 		xs := xd + cu.DevicePtr(4*n*m.cols/32)
-		d.launch(p.Launches[0], ptr(s), ptr(xd), ptr(xs), ptr(x), i32(m.cols))
+		prepare(&prep.q8, s, ptr(s), ptr(xd), ptr(xs), ptr(x), i32(m.cols))
 		d.launch(mm, ptr(out), ptr(m.ptr), uint64(m.rowBytes), ptr(s), ptr(xd), ptr(xs), i32(m.rows), i32(m.cols), i32(n))
 	case p.TensorCores:
 		xh := d.scratch(sXH, p.Scratch)
-		d.launch(p.Launches[0], ptr(xh), ptr(x), i32(n), i32(m.cols))
+		prepare(&prep.half, xh, ptr(xh), ptr(x), i32(n), i32(m.cols))
 		d.launch(mm, ptr(out), ptr(m.ptr), ptr(xh), i32(m.rows), i32(m.cols), i32(n))
 	default:
 		d.launch(mm, ptr(out), ptr(m.ptr), ptr(x), i32(m.rows), i32(m.cols), i32(n))
@@ -428,7 +459,42 @@ func (d *Device) MatMulT(out kernels.Tensor, w kernels.Matrix, x kernels.Tensor,
 		return
 	}
 	defer d.enter()()
-	d.matmul(o.ptr, m, xt.ptr, n)
+	d.matmul(o.ptr, m, xt.ptr, n, nil)
+}
+
+// MatMulMulti multiplies x by each of ws into the matching outs, preparing
+// x (quantised to 8 bits, or rounded to f16 for the tensor cores) once for
+// the products that take it in the same form, rather than once each: Q, K
+// and V, and gate and up, share their input, and each preparation is a
+// launch. The preparation skipped is the same launch on the same input
+// into the same buffer, which the products only read, so each out is, bit
+// for bit, what MatMulT writes. An output that is x itself falls back to
+// MatMulT each, as x then changes between the products.
+func (d *Device) MatMulMulti(outs []kernels.Tensor, ws []kernels.Matrix, x kernels.Tensor, n int) {
+	if len(outs) != len(ws) {
+		panic(fmt.Sprintf("cuda: MatMulMulti of %d matrices into %d outputs", len(ws), len(outs)))
+	}
+	xt := tp(x)
+	for i, w := range ws {
+		m, o := mp(w), tp(outs[i])
+		if o.n < n*m.rows || xt.n < n*m.cols {
+			panic(fmt.Sprintf("cuda: MatMulMulti of %d rows: out %d, x %d values for a %dx%d matrix", n, o.n, xt.n, m.rows, m.cols))
+		}
+		if o.ptr == xt.ptr {
+			for i, w := range ws {
+				d.MatMulT(outs[i], w, x, n)
+			}
+			return
+		}
+	}
+	if n == 0 {
+		return
+	}
+	defer d.enter()()
+	var prep prepared
+	for i, w := range ws {
+		d.matmul(tp(outs[i]).ptr, mp(w), xt.ptr, n, &prep)
+	}
 }
 
 // MatMul computes on host slices: upload x, launch, download.
@@ -443,7 +509,7 @@ func (d *Device) MatMul(out []float32, w kernels.Matrix, x []float32, n int) {
 	defer d.enter()()
 	xp := d.uploadTo(sX, unsafe.Pointer(&x[0]), 4*int64(n*m.cols))
 	op := d.scratch(sOut, 4*int64(n*m.rows))
-	d.matmul(op, m, xp, n)
+	d.matmul(op, m, xp, n, nil)
 	must(cu.MemcpyDtoH(unsafe.Pointer(&out[0]), op, 4*int64(n*m.rows)))
 }
 
@@ -559,8 +625,15 @@ func (d *Device) RoPE(x kernels.Tensor, rows int, s kernels.RoPEShape, cos, sin 
 	}
 	l := d.launchOK(RoPELaunch(rows, s.Heads, s.RopeDim, s.HeadDim))
 	defer d.enter()()
-	cp := d.uploadTo(sCos, unsafe.Pointer(&cos[0]), 4*int64(rows*half))
-	sp := d.uploadTo(sSin, unsafe.Pointer(&sin[0]), 4*int64(rows*half))
+	// one copy for both tables: a copy from pageable memory waits for
+	// every launch before it, so two would stall the GPU twice a pass
+	n := rows * half
+	cp := d.scratch(sRoPE, 8*int64(n))
+	if n > 0 {
+		d.rope = append(append(d.rope[:0], cos[:n]...), sin[:n]...)
+		cp = d.uploadTo(sRoPE, unsafe.Pointer(&d.rope[0]), 8*int64(n))
+	}
+	sp := cp + cu.DevicePtr(4*n)
 	neox := 0
 	if s.Neox {
 		neox = 1
@@ -707,13 +780,13 @@ func (d *Device) Attention(out, q kernels.Tensor, kv kernels.KV, layer, past, n 
 	defer d.enter()()
 	var maskPtr cu.DevicePtr
 	if mask != nil {
-		b := make([]byte, n*total)
-		for i := range b {
-			if mask[i] {
-				b[i] = 1
-			}
-		}
-		maskPtr = d.uploadTo(sMask, unsafe.Pointer(&b[0]), int64(len(b)))
+		// a []bool's bytes are 0 and 1 (cgo passes Go's bool as C's
+		// _Bool), and the kernel reads a nonzero byte as visible: the
+		// mask goes up as it is, rather than converted into a new byte
+		// slice at every layer, and the later layers of a pass find it in
+		// place and copy nothing
+		m := mask[:n*total]
+		maskPtr = d.uploadTo(sMask, unsafe.Pointer(unsafe.SliceData(m)), int64(len(m)))
 	}
 	d.launch(l, ptr(ot.ptr), ptr(qt.ptr), ptr(c.ptr), ptr(maskPtr), i32(layer), i32(c.slots), i32(past),
 		i32(s.Heads), i32(s.KVHeads), i32(s.HeadDim), f32(s.Scale), f32(s.Softcap))
@@ -732,19 +805,24 @@ func (d *Device) Compact(kv kernels.KV, keep []int, used int) error {
 		}
 		seen[s] = true
 	}
-	if len(keep) == 0 {
+	// the slots already in place stay there: the kernels see the cache
+	// from the first slot that moves (every plane shifted alike, as the
+	// planes keep their stride of c.slots rows)
+	off, tail := CompactTail(keep)
+	if len(tail) == 0 {
 		return nil
 	}
-	ls, sb, err := CompactLaunches(c.t, c.layers, c.width, len(keep))
+	ls, sb, err := CompactLaunches(c.t, c.layers, c.width, len(tail))
 	if err != nil {
 		return err
 	}
 	defer d.enter()()
-	keepPtr := d.uploadInts(sIdx, keep)
+	keepPtr := d.uploadInts(sIdx, tail)
 	sp := d.scratch(sCompact, sb)
 	words := c.width * c.es / 2
-	d.launch(ls[0], ptr(sp), ptr(c.ptr), ptr(keepPtr), i32(len(keep)), i32(c.slots), i32(words))
-	d.launch(ls[1], ptr(c.ptr), ptr(sp), i32(len(keep)), i32(c.slots), i32(words))
+	base := c.ptr + cu.DevicePtr(int64(off)*int64(c.width*c.es))
+	d.launch(ls[0], ptr(sp), ptr(base), ptr(keepPtr), i32(len(tail)), i32(c.slots), i32(words))
+	d.launch(ls[1], ptr(base), ptr(sp), i32(len(tail)), i32(c.slots), i32(words))
 	return nil
 }
 
@@ -774,6 +852,7 @@ func (d *Device) CopyKV(dst, src kernels.KV, n int) error {
 var (
 	_ kernels.Device      = (*Device)(nil)
 	_ kernels.MemoryMeter = (*Device)(nil)
+	_ kernels.MultiMatMul = (*Device)(nil)
 )
 
 // MeasureMemory times a 256 MiB copy inside device memory and 64 MiB

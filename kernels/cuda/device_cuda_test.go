@@ -20,6 +20,7 @@ import (
 
 func newDevice(t *testing.T) *Device {
 	t.Helper()
+	skipStandIn(t)
 	d, err := New(0)
 	if err != nil {
 		t.Skipf("no usable CUDA device: %v", err)
@@ -27,6 +28,15 @@ func newDevice(t *testing.T) *Device {
 	t.Cleanup(d.Close)
 	t.Logf("device: %s", d.Describe())
 	return d
+}
+
+// skipStandIn skips a test of what the kernels compute on the stand-in
+// driver, which runs none of them (TestLaunchBudget counts launches there).
+func skipStandIn(t *testing.T) {
+	t.Helper()
+	if StandIn() {
+		t.Skip("the stand-in driver runs no kernels")
+	}
 }
 
 func randVec(r *rand.Rand, n int, scale float64) []float32 {
@@ -133,6 +143,52 @@ func TestMatMulAgainstReference(t *testing.T) {
 							t.Fatalf("%v %dx%d: width %d differs from width %d at row %d", typ, rows, cols, n, maxN, i+j/rows)
 						}
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestMatMulMulti: products sharing one input, of every weight type and of
+// shapes on and off the tensor-core path, give through MatMulMulti (which
+// prepares the input once for several) what MatMulT gives each, bit for
+// bit, for every width.
+func TestMatMulMulti(t *testing.T) {
+	d := newDevice(t)
+	r := rand.New(rand.NewSource(11))
+	const cols = 256
+	var ws []kernels.Matrix
+	for _, typ := range WeightTypes {
+		for _, rows := range []int{48, 40} { // 40: not whole tensor-core tiles
+			data, _ := encode(t, typ, randVec(r, rows*cols, 0.05), rows, cols)
+			m, err := d.NewMatrix(typ, data, rows, cols)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws = append(ws, m)
+		}
+	}
+	for _, n := range []int{1, 5, 17} {
+		x := upload(t, d, randVec(r, n*cols, 1))
+		outs := make([]kernels.Tensor, len(ws))
+		for i, w := range ws {
+			o, err := d.NewTensor(n * w.Rows())
+			if err != nil {
+				t.Fatal(err)
+			}
+			outs[i] = o
+		}
+		d.MatMulMulti(outs, ws, x, n)
+		for i, w := range ws {
+			one, err := d.NewTensor(n * w.Rows())
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.MatMulT(one, w, x, n)
+			got, want := download(d, outs[i], n*w.Rows()), download(d, one, n*w.Rows())
+			for j := range want {
+				if got[j] != want[j] {
+					t.Fatalf("%v %dx%d width %d: value %d is %g through MatMulMulti, %g through MatMulT", w.Type(), w.Rows(), cols, n, j, got[j], want[j])
 				}
 			}
 		}
@@ -378,46 +434,48 @@ func TestKVCompactCopyGatherArgmax(t *testing.T) {
 	r := rand.New(rand.NewSource(6))
 	for _, kvt := range []quant.Type{quant.F32, quant.F16} {
 		const layers, slots, w = 3, 16, 24
-		kv, _ := d.NewKV(layers, slots, w, kvt)
-		k := randVec(r, slots*w, 1)
-		v := randVec(r, slots*w, 1)
-		for l := 0; l < layers; l++ {
-			d.StoreKV(kv, l, 0, upload(t, d, k), upload(t, d, v), slots)
-		}
-		keep := []int{5, 0, 1, 9, 2}
-		if err := d.Compact(kv, keep, 12); err != nil {
-			t.Fatal(err)
-		}
-		if err := d.Compact(kv, []int{1, 1}, 12); err == nil {
-			t.Fatal("repeated slot accepted")
-		}
-		cp, _ := d.NewKV(layers, slots, w, kvt)
-		if err := d.CopyKV(cp, kv, len(keep)); err != nil {
-			t.Fatal(err)
-		}
-		// read back through attention: one query that sees only slot j
-		// returns value row j
-		for _, c := range []kernels.KV{kv, cp} {
-			for j, src := range keep {
-				mask := make([]bool, j+1)
-				mask[j] = true
-				q, _ := d.NewTensor(w)
-				out, _ := d.NewTensor(w)
-				d.Attention(out, q, c, layers-1, j, 1, mask, kernels.AttnShape{Heads: 1, KVHeads: 1, HeadDim: w, Scale: 1})
-				got := download(d, out, w)
-				for e := 0; e < w; e++ {
-					want := v[src*w+e]
-					if kvt == quant.F16 {
-						want = quant.F16ToF32(quant.F32ToF16(want))
-					}
-					if got[e] != want {
-						t.Fatalf("%v: slot %d (was %d) value %d = %g, want %g", kvt, j, src, e, got[e], want)
+		// a permutation, and a prefix in place (moved from slot 3 on)
+		for _, keep := range [][]int{{5, 0, 1, 9, 2}, {0, 1, 2, 9, 4}} {
+			kv, _ := d.NewKV(layers, slots, w, kvt)
+			k := randVec(r, slots*w, 1)
+			v := randVec(r, slots*w, 1)
+			for l := 0; l < layers; l++ {
+				d.StoreKV(kv, l, 0, upload(t, d, k), upload(t, d, v), slots)
+			}
+			if err := d.Compact(kv, keep, 12); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Compact(kv, []int{1, 1}, 12); err == nil {
+				t.Fatal("repeated slot accepted")
+			}
+			cp, _ := d.NewKV(layers, slots, w, kvt)
+			if err := d.CopyKV(cp, kv, len(keep)); err != nil {
+				t.Fatal(err)
+			}
+			// read back through attention: one query that sees only slot j
+			// returns value row j
+			for _, c := range []kernels.KV{kv, cp} {
+				for j, src := range keep {
+					mask := make([]bool, j+1)
+					mask[j] = true
+					q, _ := d.NewTensor(w)
+					out, _ := d.NewTensor(w)
+					d.Attention(out, q, c, layers-1, j, 1, mask, kernels.AttnShape{Heads: 1, KVHeads: 1, HeadDim: w, Scale: 1})
+					got := download(d, out, w)
+					for e := 0; e < w; e++ {
+						want := v[src*w+e]
+						if kvt == quant.F16 {
+							want = quant.F16ToF32(quant.F32ToF16(want))
+						}
+						if got[e] != want {
+							t.Fatalf("%v: slot %d (was %d) value %d = %g, want %g", kvt, j, src, e, got[e], want)
+						}
 					}
 				}
 			}
+			kv.Free()
+			cp.Free()
 		}
-		kv.Free()
-		cp.Free()
 	}
 	x := randVec(r, 4*300, 1)
 	x[1*300+7], x[1*300+200] = 9, 9 // a tie: the lower index wins

@@ -182,6 +182,27 @@ func kvSuffix(t quant.Type) (string, int, error) {
 	return "", 0, fmt.Errorf("cuda: KV cache type %v is not supported (F32 or F16)", t)
 }
 
+// CompactTail is the part of a compaction (slot keep[i] to slot i) that
+// moves anything: the first off slots, kept where they are (keep[i] == i,
+// the whole context before a step's tree, which every commit keeps), are
+// left alone, and the rest move as tail does (slot tail[i] to slot i)
+// within the cache seen from slot off. A commit then moves the accepted
+// path's slots alone, not the whole context twice. keep must be distinct
+// slots, so tail's are not negative.
+func CompactTail(keep []int) (off int, tail []int) {
+	for off < len(keep) && keep[off] == off {
+		off++
+	}
+	if off == len(keep) {
+		return off, nil
+	}
+	tail = make([]int, len(keep)-off)
+	for i, s := range keep[off:] {
+		tail[i] = s - off
+	}
+	return off, tail
+}
+
 // CompactLaunches moves k kept slots of a cache of layers layers of width
 // values of type t: a gather to scratch and a put back, over 2*layers
 // planes of 16-bit words. It returns the scratch bytes too.

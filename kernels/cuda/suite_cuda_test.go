@@ -14,6 +14,7 @@ import (
 // caches, compaction, batch-equals-sequential bits), on the weight types
 // it computes; skipped without a GPU.
 func TestDeviceSuite(t *testing.T) {
+	skipStandIn(t)
 	devicetest.Run(t, func(t *testing.T) kernels.Device {
 		d, err := New(0)
 		if err != nil {
