@@ -412,7 +412,7 @@ func (b *Backend) MatMul(out []float32, wm kernels.Matrix, x []float32, n int) {
 	if w.packed != nil {
 		// a repacked matrix is split by groups of rows (a row's result
 		// depends on nothing else, but a group is the unit)
-		b.pool.run(j, units(w), max(1, 32768/max(1, unitRows(w)*w.cols*n)))
+		b.pool.run(j, units(w), grain(unitRows(w), w.cols, n))
 		return
 	}
 	// grain: at least 32K multiply-adds a chunk, so a small product (a
@@ -421,7 +421,7 @@ func (b *Backend) MatMul(out []float32, wm kernels.Matrix, x []float32, n int) {
 	// decoded at 4.1-4.3K tokens/s on 2 threads against 12.7K on one, and
 	// at 6.1-11.2K with this (the rows a chunk covers never change a
 	// row's result)
-	b.pool.run(j, w.rows, max(1, 32768/max(1, w.cols*n)))
+	b.pool.run(j, w.rows, grain(1, w.cols, n))
 }
 
 // quantize fills b.q8 with x (n rows) in 8-bit blocks, for the quantised
@@ -465,6 +465,14 @@ func (b *Backend) quantizeRows(x []float32, n, lo, hi int, rows, panels bool) {
 // sixteen (the AVX-512 VNNI tiles take two groups at once).
 func units(w *Matrix) int {
 	return (w.rows + unitRows(w) - 1) / unitRows(w)
+}
+
+// grain is the fewest work items of unitRows rows a chunk of a product
+// takes: at least 32K multiply-adds, so a small product (a 64-wide
+// drafter's) runs on the calling thread instead of being handed between
+// workers, while a larger one is split.
+func grain(unitRows, cols, n int) int {
+	return max(1, 32768/max(1, unitRows*cols*n))
 }
 
 // unitRows is how many rows one of w's work items covers.
@@ -548,9 +556,15 @@ func (b *Backend) MatMulMulti(outs []kernels.Tensor, ws []kernels.Matrix, x kern
 		j.jobs[i] = matmulJob{b: b, out: out, w: w, x: xd, n: n}
 		j.start[i+1] = j.start[i] + units(w)
 	}
-	// grain as MatMul's: at least 32K multiply-adds a chunk (a repacked
-	// matrix's unit is eight rows, so its chunks are larger)
-	b.pool.run(j, j.start[j.count], max(1, 32768/max(1, cols*n)))
+	// grain as MatMul's: at least 32K multiply-adds a chunk, in units of
+	// the widest unit among the matrices (a unit of the sixteen-row tiles
+	// is 32 rows: counted as rows, a decode step's Q, K and V of a
+	// 512-wide model fell in one chunk and ran on one thread)
+	unit := 1
+	for _, wm := range ws {
+		unit = max(unit, unitRows(wm.(*Matrix)))
+	}
+	b.pool.run(j, j.start[j.count], grain(unit, cols, n))
 	for i := range j.jobs {
 		j.jobs[i] = matmulJob{} // drop the references to the caller's slices
 	}

@@ -66,3 +66,25 @@ func TestMatMulMulti(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiSplitsADecodeStep: a decode step's Q, K and V of a 512-wide
+// model (512 + 256 + 256 rows), in one MatMulMulti, are split into chunks
+// for every worker whatever the unit its matrices are repacked in (rows,
+// eight-row groups, pairs of sixteen-row groups), while a 64-wide
+// drafter's stay in one chunk on the calling thread.
+func TestMultiSplitsADecodeStep(t *testing.T) {
+	const threads = 2
+	chunks := func(unit, rows, cols int) int {
+		total := (rows + unit - 1) / unit
+		chunk := chunkSize(total, grain(unit, cols, 1), threads)
+		return (total + chunk - 1) / chunk
+	}
+	for _, unit := range []int{1, 8, 32} {
+		if c := chunks(unit, 1024, 512); c < 2*threads {
+			t.Errorf("units of %d rows: a 1024x512 decode product in %d chunks; want at least %d", unit, c, 2*threads)
+		}
+		if c := chunks(unit, 192, 64); c != 1 {
+			t.Errorf("units of %d rows: a 192x64 drafter product in %d chunks; want 1", unit, c)
+		}
+	}
+}

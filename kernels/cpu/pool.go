@@ -89,7 +89,7 @@ func (p *pool) run(j job, total, grain int) {
 	if total <= 0 {
 		return
 	}
-	chunk := max(grain, (total+4*p.n-1)/(4*p.n))
+	chunk := chunkSize(total, grain, p.n)
 	if p.n == 1 || chunk >= total {
 		j.do(0, 0, total)
 		return
@@ -110,6 +110,12 @@ func (p *pool) run(j job, total, grain int) {
 		}
 	}
 	p.cur = nil
+}
+
+// chunkSize is how many of total items run makes a chunk for n workers:
+// at least grain, and about four chunks a worker.
+func chunkSize(total, grain, n int) int {
+	return max(grain, (total+4*n-1)/(4*n))
 }
 
 func (p *pool) close() {
