@@ -84,3 +84,27 @@ func TestDepthPredictorWorkflow(t *testing.T) {
 		t.Errorf("ran a shape the predictor was not trained for: %v", err)
 	}
 }
+
+// TestPredictorVerdict: the verdict names exactly the policies that were
+// faster on held-out prompts (a predictor faster than the best fixed depth
+// but slower than the best threshold is not said to be slower than both),
+// and offers the plan when it beat both.
+func TestPredictorVerdict(t *testing.T) {
+	r := &PredictorReport{ID: 1, Plan: Plan{Strategy: "egt"}}
+	r.Stats.Fixed = []float64{1.414, 1.672, 1.641}
+	r.Stats.BestFixed = 2
+	r.Stats.Threshold, r.Stats.ThresholdSpeedup = 0.35, 1.797
+	r.Stats.Predictor = 1.748
+	v := r.Verdict()
+	if !strings.Contains(v, "best threshold (0.35, 1.797x)") || strings.Contains(v, "fixed depth (") || !strings.Contains(v, "tune leaves it out") {
+		t.Errorf("faster than the fixed depth, slower than the threshold: %q", v)
+	}
+	r.Stats.Predictor = 1.6
+	if v := r.Verdict(); !strings.Contains(v, "best fixed depth (2, 1.672x) and the best threshold") {
+		t.Errorf("slower than both: %q", v)
+	}
+	r.Stats.Predictor, r.Stats.Beats = 1.9, true
+	if v := r.Verdict(); !strings.Contains(v, "tune prices and offers") || strings.Contains(v, "slower") {
+		t.Errorf("faster than both: %q", v)
+	}
+}

@@ -268,12 +268,7 @@ func printPredictor(w io.Writer, r *profiles.PredictorReport) {
 		fmt.Fprintf(w, " %d->%d: %.0f%% vs %.0f%%", k+1, k+2, 100*a, 100*st.Majority[k])
 	}
 	fmt.Fprintln(w)
-	if st.Beats {
-		fmt.Fprintf(w, "it is at least as fast as the best fixed depth and threshold: tune prices and offers %q\n", r.Plan.String())
-	} else {
-		fmt.Fprintf(w, "it is slower than the best fixed depth (%.3fx) or threshold (%.3fx) on held-out prompts: tune leaves it out, and a fixed or threshold plan is the one to run\n",
-			st.Fixed[st.BestFixed-1], st.ThresholdSpeedup)
-	}
+	fmt.Fprintln(w, r.Verdict())
 }
 
 func emaNote(ema float64) string {
