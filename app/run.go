@@ -783,6 +783,9 @@ func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profi
 	// baseline): the figure stored with the run and shown on Compare.
 	stats := fmt.Sprintf("%d tokens, %.1f tokens/s over %s of generation, AAL %.2f, acceptance %.1f%% (%d steps).", t.Tokens, t.TPS(),
 		t.Decode.Round(time.Millisecond), t.AAL(), 100*t.Acceptance(), t.Steps)
+	if n := t.AheadNote(); n != "" {
+		stats += " " + strings.ToUpper(n[:1]) + n[1:] + "."
+	}
 	if res.RunID > 0 {
 		stats += fmt.Sprintf(" Stored as run %d (%s).", res.RunID, res.Status)
 	}

@@ -71,6 +71,21 @@ type Totals struct {
 	AheadHits int           `json:"ahead_hits,omitempty"`
 }
 
+// AheadNote says how often the drafting done beside verification was of
+// use: the steps that drafted ahead and those whose verdict met what they
+// prepared, with the time spent waiting for it; "" for a run that drafted
+// nothing ahead.
+func (t *Totals) AheadNote() string {
+	if t.Ahead == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("drafted ahead on %d steps; the verdict met what was prepared on %d (%.0f%%)", t.Ahead, t.AheadHits, 100*float64(t.AheadHits)/float64(t.Ahead))
+	if t.Wait > 0 && t.Steps > 0 {
+		s += fmt.Sprintf(", waiting %.3f ms a step for it", t.Wait.Seconds()*1000/float64(t.Steps))
+	}
+	return s
+}
+
 // TPS is decode throughput in tokens per second.
 func (t *Totals) TPS() float64 {
 	if t.Decode <= 0 {

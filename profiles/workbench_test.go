@@ -396,3 +396,15 @@ func TestSampledCalibrationTunesAndExportsItsSampling(t *testing.T) {
 		t.Errorf("greedy calibration tunes at %+v", got)
 	}
 }
+
+// TestAheadNote: a run that drafted ahead says on how many steps and how
+// often the verdict met what was prepared; one that did not says nothing.
+func TestAheadNote(t *testing.T) {
+	if n := (&Totals{Steps: 10}).AheadNote(); n != "" {
+		t.Errorf("nothing drafted ahead: %q", n)
+	}
+	n := (&Totals{Steps: 10, Ahead: 8, AheadHits: 6, Wait: 5 * time.Millisecond}).AheadNote()
+	if !strings.Contains(n, "drafted ahead on 8 steps") || !strings.Contains(n, "on 6 (75%)") || !strings.Contains(n, "waiting 0.500 ms a step") {
+		t.Errorf("note: %q", n)
+	}
+}

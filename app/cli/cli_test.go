@@ -178,9 +178,15 @@ func TestRunVerb(t *testing.T) {
 			t.Errorf("%v: exit %d: %s", args, code, stderr)
 		}
 	}
+	// a plan that drafts ahead says how often that drafting was of use
+	code, out, stderr = run(t, "run", "--target", target, "--draft", draft, "--strategy", "duo", "--gamma", "4", "--tail", "2",
+		"--prompt", "Once upon a time", "-n", "32", "--temp", "0", "--quiet", "--db", db)
+	if code != 0 || !strings.Contains(out, "drafted ahead on") || !strings.Contains(out, "the verdict met what was prepared on") {
+		t.Errorf("duo with a tail: exit %d\n%s\n%s", code, out, stderr)
+	}
 	// every run was stored, with its steps
 	code, out, _ = run(t, "runs", "--db", db)
-	if code != 0 || strings.Count(out, "done") != 4 || !strings.Contains(out, "chain") || !strings.Contains(out, "duo") {
+	if code != 0 || strings.Count(out, "done") != 5 || !strings.Contains(out, "chain") || !strings.Contains(out, "duo") {
 		t.Errorf("runs:\n%s", out)
 	}
 	code, out, _ = run(t, "runs", "--db", db, "--show", "1")

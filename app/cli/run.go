@@ -241,6 +241,9 @@ func printSummary(w io.Writer, label string, a *profiles.Totals) {
 	}
 	fmt.Fprintf(w, "  per step: draft %.3f ms, verify %.3f ms, overhead %.3f ms, drafting overlapped with verify %.3f ms\n",
 		per(a.Draft), per(a.Verify), per(a.Overhead), per(a.Overlap))
+	if n := a.AheadNote(); n != "" {
+		fmt.Fprintf(w, "  %s\n", n)
+	}
 }
 
 // totalsJSON is Totals with the derived figures.
