@@ -172,6 +172,9 @@ func (b *Bench) CheckExport(ctx context.Context, c *Config, opt CheckOptions) (*
 		return nil, fmt.Errorf("no prompts to check with")
 	}
 	a := c.LlamaCpp()
+	if tl := c.Measured; a.Draft == nil && tl != nil && tl.LlamaCpp != nil && !tl.LlamaCpp.Speculate {
+		return nil, fmt.Errorf("the exported llama.cpp setting is plain decoding (no draft length measured faster in llama.cpp: runtimes.llama_cpp): nothing to check")
+	}
 	if a.Draft == nil {
 		return nil, fmt.Errorf("the exported llama.cpp settings do not speculate (the plan is %s with a %s draft source): nothing to check; llama.cpp speculates with a draft model", c.Speculation.Strategy, c.Models.Draft.Kind)
 	}
@@ -191,13 +194,7 @@ func (b *Bench) CheckExport(ctx context.Context, c *Config, opt CheckOptions) (*
 	if c.Predicted != nil {
 		res.Predicted = c.Predicted.Speedup
 	}
-	if v, err := exec.CommandContext(ctx, plainProg, "--version").CombinedOutput(); err == nil {
-		for _, l := range strings.Split(string(v), "\n") {
-			if strings.HasPrefix(strings.TrimSpace(l), "version:") {
-				res.Version = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "version:"))
-			}
-		}
-	}
+	res.Version = llamaVersion(ctx, plainProg)
 	var plainTot, specTot timed
 	for r := 0; r < opt.Rounds; r++ {
 		var pr, sr timed
@@ -215,10 +212,7 @@ func (b *Bench) CheckExport(ctx context.Context, c *Config, opt CheckOptions) (*
 				if err != nil {
 					return nil, err
 				}
-				acc.tokens += t.tokens
-				acc.seconds += t.seconds
-				acc.drafted += t.drafted
-				acc.accepted += t.accepted
+				acc.add(t)
 			}
 		}
 		round := CheckRound{Plain: float64(pr.tokens) / pr.seconds, Spec: float64(sr.tokens) / sr.seconds, Drafted: sr.drafted, Accepted: sr.accepted}
@@ -227,23 +221,14 @@ func (b *Bench) CheckExport(ctx context.Context, c *Config, opt CheckOptions) (*
 		if opt.OnRound != nil {
 			opt.OnRound(r, round)
 		}
-		for _, x := range []struct{ to, from *timed }{{&plainTot, &pr}, {&specTot, &sr}} {
-			x.to.tokens += x.from.tokens
-			x.to.seconds += x.from.seconds
-			x.to.drafted += x.from.drafted
-			x.to.accepted += x.from.accepted
-		}
+		plainTot.add(pr)
+		specTot.add(sr)
 	}
 	speedups := make([]float64, len(res.Rounds))
 	for i, r := range res.Rounds {
 		speedups[i] = r.Speedup
 	}
-	slices.Sort(speedups)
-	res.Min, res.Max = speedups[0], speedups[len(speedups)-1]
-	res.Speedup = speedups[len(speedups)/2]
-	if len(speedups)%2 == 0 {
-		res.Speedup = (speedups[len(speedups)/2-1] + speedups[len(speedups)/2]) / 2
-	}
+	res.Speedup, res.Min, res.Max = medianRange(speedups)
 	if specTot.drafted > 0 {
 		res.Acceptance = float64(specTot.accepted) / float64(specTot.drafted)
 	}
@@ -256,6 +241,12 @@ func (b *Bench) CheckExport(ctx context.Context, c *Config, opt CheckOptions) (*
 // storeCheck stores a check's two sides as runs of the runtime: its plain
 // decoding, and the exported settings with the measured speedup.
 func (b *Bench) storeCheck(ctx context.Context, c *Config, opt CheckOptions, res *CheckResult, plain, spec timed) error {
+	return b.storeSides(ctx, c, opt, res, plain, &spec)
+}
+
+// storeSides stores the plain side as a run of the runtime, and the
+// speculative one where spec is not nil.
+func (b *Bench) storeSides(ctx context.Context, c *Config, opt CheckOptions, res *CheckResult, plain timed, spec *timed) error {
 	st, err := b.db(ctx)
 	if err != nil {
 		return fmt.Errorf("%w (use --no-store to check without storing)", err)
@@ -266,16 +257,18 @@ func (b *Bench) storeCheck(ctx context.Context, c *Config, opt CheckOptions, res
 	if version == "" {
 		version = "unknown"
 	}
-	for _, side := range []struct {
+	type side struct {
 		id       *int64
 		strategy string
 		drafter  string
 		command  []string
 		t        timed
-	}{
-		{&res.PlainRun, "llama.cpp plain", "", res.Plain, plain},
-		{&res.SpecRun, fmt.Sprintf("llama.cpp draft-max=%d p-min=%g", a.Depth, a.PMin), "draft:" + filepath.Base(c.Models.Draft.Path), res.Speculative, spec},
-	} {
+	}
+	sides := []side{{&res.PlainRun, "llama.cpp plain", "", res.Plain, plain}}
+	if spec != nil {
+		sides = append(sides, side{&res.SpecRun, fmt.Sprintf("llama.cpp draft-max=%d p-min=%g", a.Depth, a.PMin), "draft:" + filepath.Base(c.Models.Draft.Path), res.Speculative, *spec})
+	}
+	for _, side := range sides {
 		run := &store.Run{Hardware: hw, Target: c.Models.Target.Path, Drafter: side.drafter, Strategy: side.strategy, Prompts: opt.Prompts,
 			Settings: map[string]any{"runtime": "llama.cpp", "version": version, "command": side.command, "rounds": opt.Rounds, "max_tokens": opt.MaxTokens}}
 		if side.drafter != "" {
@@ -299,6 +292,22 @@ func (b *Bench) storeCheck(ctx context.Context, c *Config, opt CheckOptions, res
 		*side.id = run.ID
 	}
 	return nil
+}
+
+// llamaVersion is what a llama.cpp program prints for --version ("" when
+// it prints no version line).
+func llamaVersion(ctx context.Context, prog string) string {
+	v, err := exec.CommandContext(ctx, prog, "--version").CombinedOutput()
+	if err != nil {
+		return ""
+	}
+	version := ""
+	for _, l := range strings.Split(string(v), "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "version:") {
+			version = strings.TrimSpace(strings.TrimPrefix(l, "version:"))
+		}
+	}
+	return version
 }
 
 // ErrNoLlamaCpp marks a check without llama.cpp's binaries.

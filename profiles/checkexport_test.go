@@ -134,3 +134,85 @@ func TestCheckExportInLlamaCpp(t *testing.T) {
 		t.Errorf("a binary without timing lines: %v", err)
 	}
 }
+
+// TestTuneLlamaCpp: a tune for llama.cpp measures the exported setting and
+// the other draft lengths in llama.cpp, picks the fastest (here the
+// stand-in's peak at draft length 3), writes it into the config it
+// returns (whose export and replayed file carry it, the input config
+// untouched), and stores the plain side and the best setting as runs;
+// where no setting beats plain decoding it says so and the exported
+// llama.cpp line decodes plainly.
+func TestTuneLlamaCpp(t *testing.T) {
+	dir := standins(t)
+	tmp := t.TempDir()
+	log := filepath.Join(tmp, "args.log")
+	t.Setenv("ARBORIST_STANDIN_LOG", log)
+	t.Setenv("ARBORIST_STANDIN_PEAK", "3")
+	ctx := context.Background()
+	b, err := Open(ctx, filepath.Join(tmp, "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c := checkConfig(spec.Plan{Strategy: "chain", Gamma: 6})
+	prompts := []string{"Once upon a time", "The cat"}
+	res, err := b.TuneLlamaCpp(ctx, c, CheckOptions{LlamaCpp: dir, Prompts: prompts, MaxTokens: 32, Rounds: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Measured != nil {
+		t.Error("the input config was changed")
+	}
+	if len(res.Settings) != 6 || res.Exported == nil || res.Exported.DraftMax != 6 || res.Best == nil || res.Best.DraftMax != 3 || res.Best.DraftPMin != 0 {
+		t.Fatalf("settings %+v, best %+v", res.Settings, res.Best)
+	}
+	// 182 tokens/s at the peak against plain decoding's 166.67; the
+	// exported length, three away, at 170
+	if math.Abs(res.Best.Speedup-182/(1000.0/6)) > 1e-3 || math.Abs(res.Exported.Speedup-170/(1000.0/6)) > 1e-3 || res.Best.Low > res.Best.Speedup || res.Best.High < res.Best.Speedup {
+		t.Errorf("best %.4f (%.4f-%.4f), exported %.4f", res.Best.Speedup, res.Best.Low, res.Best.High, res.Exported.Speedup)
+	}
+	if res.Version != "6000 (stand-in)" || res.PlainRun == 0 || res.BestRun == 0 {
+		t.Errorf("version %q, runs %d %d", res.Version, res.PlainRun, res.BestRun)
+	}
+	calls, _ := os.ReadFile(log)
+	if n := strings.Count(string(calls), "llama-speculative-simple"); n != 6*2*2 {
+		t.Errorf("%d speculative calls; want 6 settings x 2 prompts x 2 rounds", n)
+	}
+	// the tuned config carries the setting through a file
+	data, err := res.Config.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := config.Parse(filepath.Join(tmp, "tuned.yaml"), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := back.LlamaCpp()
+	if a.Depth != 3 || a.PMin != 0 || !strings.Contains(strings.Join(a.Draft, " "), "--draft-max 3 ") {
+		t.Errorf("replayed llama.cpp args: %+v", a)
+	}
+	eq := back.Runtimes()
+	if !strings.Contains(eq[0].Lines[0], "--draft-max 3") || !strings.Contains(strings.Join(eq[0].Notes, " "), "measured fastest in llama.cpp") {
+		t.Errorf("export: %+v", eq[0])
+	}
+	// every setting slower than plain decoding: no speculation
+	t.Setenv("ARBORIST_STANDIN_SLOW", "1")
+	res, err = b.TuneLlamaCpp(ctx, c, CheckOptions{LlamaCpp: dir, Prompts: prompts, MaxTokens: 32, Rounds: 1, NoStore: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := res.Config.Measured.LlamaCpp
+	if res.Best != nil || tl.Speculate || tl.DraftMax != 0 || tl.Speedup >= 1 {
+		t.Fatalf("no setting pays: best %+v, tuned %+v", res.Best, tl)
+	}
+	if a := res.Config.LlamaCpp(); a.Draft != nil {
+		t.Errorf("plain decoding exported with draft args %v", a.Draft)
+	}
+	eq = res.Config.Runtimes()
+	if strings.Contains(eq[0].Lines[0], "-md") || !strings.Contains(strings.Join(eq[0].Notes, " "), "no speculation") {
+		t.Errorf("export without speculation: %+v", eq[0])
+	}
+	if _, err := b.CheckExport(ctx, res.Config, CheckOptions{LlamaCpp: dir, Prompts: prompts, NoStore: true}); err == nil || !strings.Contains(err.Error(), "plain decoding") {
+		t.Errorf("checking a plain export: %v", err)
+	}
+}

@@ -94,6 +94,14 @@ func TestEveryConfigFieldIsRead(t *testing.T) {
 		"speculation.depth_min":       0.3,
 		"speculation.predictor_id":    4,
 		"speculation.sample_children": true,
+		// alone, each leaves the measured llama.cpp setting incomplete
+		"runtimes.llama_cpp.version":          "b7000",
+		"runtimes.llama_cpp.speculate":        true,
+		"runtimes.llama_cpp.draft_max":        3,
+		"runtimes.llama_cpp.draft_p_min":      0.5,
+		"runtimes.llama_cpp.measured_speedup": 1.2,
+		"runtimes.llama_cpp.measured_low":     1.1,
+		"runtimes.llama_cpp.measured_high":    1.3,
 	}
 	var walk func(t reflect.Type, path string)
 	walk = func(typ reflect.Type, path string) {

@@ -8,6 +8,7 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -35,6 +36,55 @@ type Config struct {
 	Speculation  spec.Plan    `yaml:"speculation"`
 	Sampling     Sampling     `yaml:"sampling"`
 	Predicted    *Predicted   `yaml:"predicted,omitempty"`
+	// Measured holds settings measured in other runtimes for this plan
+	// (arborist check-export --tune); the exported lines use them.
+	Measured *Runtimes `yaml:"runtimes,omitempty"`
+}
+
+// Runtimes are the settings of other runtimes measured for the plan.
+type Runtimes struct {
+	LlamaCpp *LlamaCppTuned `yaml:"llama_cpp,omitempty"`
+}
+
+// LlamaCppTuned is the llama.cpp setting measured fastest on this machine
+// for the pair: the draft length and cut-off the exported llama.cpp line
+// then carries in place of the plan's, or no speculation at all where no
+// setting measured faster than llama.cpp's plain decoding.
+type LlamaCppTuned struct {
+	Version   string  `yaml:"version,omitempty"` // what llama.cpp's --version printed
+	Speculate bool    `yaml:"speculate"`
+	DraftMax  int     `yaml:"draft_max,omitempty"`
+	DraftPMin float64 `yaml:"draft_p_min"`
+	// Speedup is the setting's measured speedup over llama.cpp's plain
+	// decoding (the median round's; 1 when it does not speculate), Low
+	// and High the rounds' range.
+	Speedup float64 `yaml:"measured_speedup"`
+	Low     float64 `yaml:"measured_low"`
+	High    float64 `yaml:"measured_high"`
+}
+
+// MaxLlamaDraft bounds a tuned llama.cpp draft length.
+const MaxLlamaDraft = 64
+
+func (t *LlamaCppTuned) validate(draftKind string) error {
+	for _, v := range []float64{t.DraftPMin, t.Speedup, t.Low, t.High} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("runtimes.llama_cpp: a figure is not a number")
+		}
+	}
+	switch {
+	case t.Speculate && draftKind != "model":
+		return fmt.Errorf("runtimes.llama_cpp.speculate: llama.cpp speculates with a draft model, and models.draft.kind is %q", draftKind)
+	case t.Speculate && (t.DraftMax < 1 || t.DraftMax > MaxLlamaDraft):
+		return fmt.Errorf("runtimes.llama_cpp.draft_max %d: want 1 to %d", t.DraftMax, MaxLlamaDraft)
+	case !t.Speculate && t.DraftMax != 0:
+		return fmt.Errorf("runtimes.llama_cpp.draft_max %d without speculate: true", t.DraftMax)
+	case t.DraftPMin < 0 || t.DraftPMin > 1:
+		return fmt.Errorf("runtimes.llama_cpp.draft_p_min %g: want 0 to 1", t.DraftPMin)
+	case t.Speedup <= 0 || t.Low > t.Speedup || t.High < t.Speedup:
+		return fmt.Errorf("runtimes.llama_cpp: measured_speedup %g must be positive and within measured_low %g and measured_high %g", t.Speedup, t.Low, t.High)
+	}
+	return nil
 }
 
 // Hardware describes the machine the plan was tuned on.
@@ -224,6 +274,11 @@ func (c *Config) Validate() error {
 			if _, err := quant.ParseType(strings.ToUpper(f.v)); err != nil {
 				return fmt.Errorf("%s %q: not a weight type", f.name, f.v)
 			}
+		}
+	}
+	if c.Measured != nil && c.Measured.LlamaCpp != nil {
+		if err := c.Measured.LlamaCpp.validate(d.Kind); err != nil {
+			return err
 		}
 	}
 	sm := c.Sampling

@@ -80,3 +80,38 @@ func TestConfigHardwareGPU(t *testing.T) {
 		t.Errorf("no GPUs: gpu_type %q", g)
 	}
 }
+
+// TestConfigMeasuredLlamaCpp: runtimes.llama_cpp is read and checked on
+// replay: a draft length in range only with speculation and a draft model,
+// a cut-off in [0, 1], a measured speedup within its range, whole numbers
+// where whole numbers belong.
+func TestConfigMeasuredLlamaCpp(t *testing.T) {
+	head := "models: {target: {path: t.gguf}, draft: {kind: model, path: d.gguf}}\nspeculation: {strategy: chain, gamma: 4}\n"
+	good := head + "runtimes: {llama_cpp: {version: b6000, speculate: true, draft_max: 3, draft_p_min: 0, measured_speedup: 1.1, measured_low: 1.05, measured_high: 1.2}}\n"
+	c, err := Parse("c.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := c.LlamaCpp(); a.Depth != 3 || c.Measured.LlamaCpp.Version != "b6000" {
+		t.Errorf("draft length %d, %+v", a.Depth, c.Measured.LlamaCpp)
+	}
+	for _, bad := range []string{
+		"speculate: true, draft_max: 0, draft_p_min: 0, measured_speedup: 1.1, measured_low: 1, measured_high: 1.2",
+		"speculate: true, draft_max: 65, draft_p_min: 0, measured_speedup: 1.1, measured_low: 1, measured_high: 1.2",
+		"speculate: true, draft_max: 2.5, draft_p_min: 0, measured_speedup: 1.1, measured_low: 1, measured_high: 1.2",
+		"speculate: false, draft_max: 3, draft_p_min: 0, measured_speedup: 1, measured_low: 1, measured_high: 1",
+		"speculate: true, draft_max: 3, draft_p_min: 1.5, measured_speedup: 1.1, measured_low: 1, measured_high: 1.2",
+		"speculate: true, draft_max: 3, draft_p_min: 0, measured_speedup: 1.3, measured_low: 1, measured_high: 1.2",
+		"speculate: true, draft_max: 3, draft_p_min: 0, measured_speedup: .nan, measured_low: 1, measured_high: 1.2",
+		"speculate: true, draft_max: 3, bogus: 1",
+	} {
+		if _, err := Parse("bad.yaml", []byte(head+"runtimes: {llama_cpp: {"+bad+"}}\n")); err == nil || !strings.Contains(err.Error(), "bad.yaml") {
+			t.Errorf("%q: err = %v", bad, err)
+		}
+	}
+	ngram := "models: {target: {path: t.gguf}, draft: {kind: ngram, ngram: 3}}\nspeculation: {strategy: chain, gamma: 4}\n" +
+		"runtimes: {llama_cpp: {speculate: true, draft_max: 3, draft_p_min: 0, measured_speedup: 1.1, measured_low: 1, measured_high: 1.2}}\n"
+	if _, err := Parse("bad.yaml", []byte(ngram)); err == nil || !strings.Contains(err.Error(), "draft model") {
+		t.Errorf("speculation in llama.cpp with an n-gram source: %v", err)
+	}
+}

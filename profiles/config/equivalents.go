@@ -216,6 +216,12 @@ func (c *Config) LlamaCpp() LlamaCppArgs {
 		return a
 	}
 	a.Depth, a.PMin = planShape(c.Speculation).depth, c.threshold()
+	if tl := c.llamaTuned(); tl != nil {
+		if !tl.Speculate {
+			return a // measured fastest without speculation
+		}
+		a.Depth, a.PMin = tl.DraftMax, tl.DraftPMin
+	}
 	a.Draft = []string{"-md", d.Path, "--draft-max", strconv.Itoa(a.Depth), "--draft-min", "0", "--draft-p-min", fmtG(a.PMin)}
 	// llama.cpp drafts and verifies in turn, so the draft model gets the
 	// target's threads unless it has threads of its own elsewhere
@@ -242,6 +248,14 @@ func (c *Config) LlamaCpp() LlamaCppArgs {
 		}
 	}
 	return a
+}
+
+// llamaTuned is the llama.cpp setting measured for the plan, or nil.
+func (c *Config) llamaTuned() *LlamaCppTuned {
+	if c.Measured == nil {
+		return nil
+	}
+	return c.Measured.LlamaCpp
 }
 
 func fmtG(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
@@ -272,6 +286,22 @@ func (c *Config) llamaCpp(sh shape) Equivalent {
 	if c.plain() {
 		e.Lines = []string{plainLine}
 		e.Notes = []string{samplingNote}
+		return e
+	}
+	tl := c.llamaTuned()
+	if tl != nil && d.Kind == "model" {
+		if v := tl.Version; v != "" {
+			e.Version = v
+		}
+		if !tl.Speculate {
+			e.Lines = []string{plainLine}
+			e.Notes = []string{fmt.Sprintf("no speculation: in llama.cpp on this machine no draft length measured faster than its plain decoding (the best %.2fx, %.2f-%.2fx; arborist check-export --tune)", tl.Speedup, tl.Low, tl.High), samplingNote}
+			return e
+		}
+		e.Lines = []string{line("llama-server", a.Model, a.Draft, np, a.Layers, a.DraftLayers, a.Sampling)}
+		e.Notes = append(e.Notes, fmt.Sprintf("--draft-max %d --draft-p-min %g measured fastest in llama.cpp on this machine: %.2fx its plain decoding (%.2f-%.2fx; arborist check-export --tune), in place of the plan's draft length, which was tuned for Arborist's engine", tl.DraftMax, tl.DraftPMin, tl.Speedup, tl.Low, tl.High))
+		e.Cannot = append(e.Cannot, c.unexpressed("llama.cpp", sh, true)...)
+		e.Notes = append(e.Notes, samplingNote)
 		return e
 	}
 	switch d.Kind {

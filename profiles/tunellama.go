@@ -1,0 +1,239 @@
+package profiles
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"arborist/profiles/config"
+	"arborist/profiles/outfile"
+)
+
+// LlamaSetting is one llama.cpp speculative setting a tune measures:
+// --draft-max and --draft-p-min, with its rounds' speedups over llama.cpp's
+// plain decoding (the median and the range) and its acceptance there.
+type LlamaSetting struct {
+	DraftMax   int       `json:"draft_max"`
+	DraftPMin  float64   `json:"draft_p_min"`
+	Exported   bool      `json:"exported"` // the plan's own mapping
+	Speedups   []float64 `json:"speedups"` // one a round
+	Speedup    float64   `json:"speedup"`  // the median
+	Low, High  float64   `json:"-"`
+	Acceptance float64   `json:"acceptance"`
+	t          timed     // the setting's decoding over every round
+}
+
+// LlamaTuneResult is what a tune for llama.cpp measured: every setting,
+// the best one (nil where none was faster than plain decoding: then
+// llama.cpp should not speculate on this pair and machine), and the
+// config with that setting written into it for export.
+type LlamaTuneResult struct {
+	Version   string         `json:"version,omitempty"`
+	Settings  []LlamaSetting `json:"settings"`
+	Best      *LlamaSetting  `json:"best"`
+	Exported  *LlamaSetting  `json:"exported"` // the plain export's setting, measured beside the others
+	Predicted float64        `json:"predicted_arborist,omitempty"`
+	Config    *Config        `json:"-"`
+	PlainRun  int64          `json:"plain_run_id,omitempty"`
+	BestRun   int64          `json:"best_run_id,omitempty"`
+}
+
+// llamaDraftLengths are the draft lengths a tune for llama.cpp measures
+// beside the exported one: llama.cpp's verification costs nearly a token
+// per drafted token on a CPU, so short drafts are where it can pay.
+var llamaDraftLengths = []int{1, 2, 3, 4, 6, 8}
+
+// llamaSettings is what a tune measures: the exported setting, and each
+// draft length of llamaDraftLengths with --draft-p-min 0 (every token
+// drafted) and with the plan's threshold where it has one.
+func llamaSettings(a config.LlamaCppArgs) []LlamaSetting {
+	out := []LlamaSetting{{DraftMax: a.Depth, DraftPMin: a.PMin, Exported: true}}
+	pmins := []float64{0}
+	if a.PMin > 0 {
+		pmins = append(pmins, a.PMin)
+	}
+	for _, pm := range pmins {
+		for _, n := range llamaDraftLengths {
+			if n == a.Depth && pm == a.PMin {
+				continue
+			}
+			out = append(out, LlamaSetting{DraftMax: n, DraftPMin: pm})
+		}
+	}
+	return out
+}
+
+// TuneLlamaCpp searches llama.cpp's own knobs for the pair: it measures
+// llama.cpp's plain decoding and each setting of llamaSettings (the
+// exported one included) on the prompts, interleaved over rounds (plain
+// decoding and every setting on a prompt before the next prompt, the
+// order rotated every round), reads llama.cpp's own timing lines, and
+// picks the setting with the best median speedup, or none where no setting
+// is faster than plain decoding. The result's Config is c with that
+// setting in runtimes.llama_cpp, so its export writes it; the plain side
+// and the best setting are stored as runs of the runtime (unless
+// NoStore). c itself is not changed.
+func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (*LlamaTuneResult, error) {
+	if opt.MaxTokens <= 0 {
+		opt.MaxTokens = 128
+	}
+	if opt.Rounds <= 0 {
+		opt.Rounds = 3
+	}
+	if len(opt.Prompts) == 0 {
+		return nil, fmt.Errorf("no prompts to tune with")
+	}
+	base := *c
+	base.Measured = nil // the plan's own mapping, not an earlier tune's
+	a := base.LlamaCpp()
+	if a.Draft == nil {
+		return nil, fmt.Errorf("llama.cpp cannot speculate with this plan (%s with a %s draft source): nothing to tune; llama.cpp speculates with a draft model", c.Speculation.Strategy, c.Models.Draft.Kind)
+	}
+	plainProg, err := findProgram(opt.LlamaCpp, plainPrograms)
+	if err != nil {
+		return nil, err
+	}
+	specProg, err := findProgram(opt.LlamaCpp, specPrograms)
+	if err != nil {
+		return nil, err
+	}
+	n := []string{"-n", strconv.Itoa(opt.MaxTokens)}
+	plainArgs := slices.Concat(a.Model, a.Layers, a.Sampling, n, []string{"-no-cnv"})
+	settings := llamaSettings(a)
+	specArgs := func(s LlamaSetting) []string {
+		draft := slices.Clone(a.Draft)
+		for i := 0; i+1 < len(draft); i++ {
+			switch draft[i] {
+			case "--draft-max":
+				draft[i+1] = strconv.Itoa(s.DraftMax)
+			case "--draft-p-min":
+				draft[i+1] = strconv.FormatFloat(s.DraftPMin, 'g', -1, 64)
+			}
+		}
+		return slices.Concat(a.Model, draft, a.Layers, a.DraftLayers, a.Sampling, n)
+	}
+	res := &LlamaTuneResult{Version: llamaVersion(ctx, plainProg)}
+	if c.Predicted != nil {
+		res.Predicted = c.Predicted.Speedup
+	}
+	var plainTot timed
+	for r := 0; r < opt.Rounds; r++ {
+		var plain timed
+		spec := make([]timed, len(settings))
+		for pi, p := range opt.Prompts {
+			// plain decoding, then every setting, the start rotated by
+			// round and prompt so no setting always follows another
+			k := len(settings) + 1
+			for j := 0; j < k; j++ {
+				i := (j + r + pi) % k
+				prog, args, acc := plainProg, plainArgs, &plain
+				if i > 0 {
+					prog, args, acc = specProg, specArgs(settings[i-1]), &spec[i-1]
+				}
+				t, err := runLlama(ctx, prog, slices.Concat(args, []string{"-p", p}), i > 0)
+				if err != nil {
+					return nil, err
+				}
+				acc.add(t)
+			}
+		}
+		for i := range settings {
+			s := &settings[i]
+			s.Speedups = append(s.Speedups, (float64(spec[i].tokens)/spec[i].seconds)/(float64(plain.tokens)/plain.seconds))
+			s.t.add(spec[i])
+		}
+		plainTot.add(plain)
+		if opt.OnRound != nil {
+			best := settings[0]
+			for _, s := range settings {
+				if s.Speedups[r] > best.Speedups[r] {
+					best = s
+				}
+			}
+			opt.OnRound(r, CheckRound{Plain: float64(plain.tokens) / plain.seconds, Speedup: best.Speedups[r]})
+		}
+	}
+	for i := range settings {
+		s := &settings[i]
+		s.Speedup, s.Low, s.High = medianRange(s.Speedups)
+		if s.t.drafted > 0 {
+			s.Acceptance = float64(s.t.accepted) / float64(s.t.drafted)
+		}
+		if s.Exported {
+			res.Exported = s
+		}
+		if s.Speedup > 1 && (res.Best == nil || s.Speedup > res.Best.Speedup) {
+			res.Best = s
+		}
+	}
+	res.Settings = settings
+	tuned := &config.LlamaCppTuned{Version: res.Version, Speedup: 1, Low: 1, High: 1}
+	if bs := res.Best; bs != nil {
+		tuned = &config.LlamaCppTuned{Version: res.Version, Speculate: true, DraftMax: bs.DraftMax, DraftPMin: bs.DraftPMin, Speedup: bs.Speedup, Low: bs.Low, High: bs.High}
+	} else {
+		// the fastest setting, though slower than plain decoding, is
+		// what the note cites
+		f := settings[0]
+		for _, s := range settings {
+			if s.Speedup > f.Speedup {
+				f = s
+			}
+		}
+		tuned.Speedup, tuned.Low, tuned.High = f.Speedup, f.Low, f.High
+	}
+	out := base
+	out.Measured = &config.Runtimes{LlamaCpp: tuned}
+	res.Config = &out
+	if opt.NoStore {
+		return res, nil
+	}
+	// the plain side, and the best setting where one beat it, as runs of
+	// the runtime (Compare shows them beside Arborist's)
+	chk := &CheckResult{Runtime: "llama.cpp", Version: res.Version, Predicted: res.Predicted,
+		Plain: slices.Concat([]string{filepath.Base(plainProg)}, plainArgs, []string{"-p", "PROMPT"})}
+	var best *timed
+	if bs := res.Best; bs != nil {
+		chk.Speedup, best = bs.Speedup, &bs.t
+		chk.Speculative = slices.Concat([]string{filepath.Base(specProg)}, specArgs(*bs), []string{"-p", "PROMPT"})
+	}
+	if err := b.storeSides(ctx, res.Config, opt, chk, plainTot, best); err != nil {
+		return res, err
+	}
+	res.PlainRun, res.BestRun = chk.PlainRun, chk.SpecRun
+	return res, nil
+}
+
+func (t *timed) add(o timed) {
+	t.tokens += o.tokens
+	t.seconds += o.seconds
+	t.drafted += o.drafted
+	t.accepted += o.accepted
+}
+
+// medianRange is xs' median (the mean of the middle two for an even
+// count) and range.
+func medianRange(xs []float64) (med, lo, hi float64) {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	med = s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return med, s[0], s[len(s)-1]
+}
+
+// WriteTuned writes the tuned config (r.Config: the plan with the
+// llama.cpp setting measured best) to path, never onto the config it was
+// tuned from (src), the database or a model it names.
+func (b *Bench) WriteTuned(r *LlamaTuneResult, src, path string) error {
+	data, err := r.Config.Marshal()
+	if err != nil {
+		return err
+	}
+	if _, err := config.Parse(path, data); err != nil {
+		return err
+	}
+	return outfile.WriteFile(path, data, src, b.path, r.Config.Models.Target.Path, r.Config.Models.Draft.Path)
+}
