@@ -45,8 +45,12 @@ type ExportScreen struct {
 	Browse      *widget.Button
 	Check       *widget.Button
 	CheckStatus *widget.Label
-	cfg         *profiles.Config
-	planID      int64
+	// Tune measures llama.cpp's own draft lengths in llama.cpp, as
+	// `arborist check-export --tune` does, and puts the fastest into the
+	// YAML shown (Save keeps it).
+	Tune   *widget.Button
+	cfg    *profiles.Config
+	planID int64
 }
 
 // NewExportScreen builds the screen.
@@ -76,6 +80,7 @@ func NewExportScreen(s *Session) *ExportScreen {
 	e.LlamaDir.SetText(s.App.Preferences().String(prefLlamaCpp))
 	e.Browse = widget.NewButton("Browse...", e.browseLlama)
 	e.Check = widget.NewButton("Check in llama.cpp", e.checkLlama)
+	e.Tune = widget.NewButton("Tune for llama.cpp", e.tuneLlama)
 	e.CheckStatus = widget.NewLabel(checkHint)
 	e.CheckStatus.Wrapping = fyne.TextWrapWord
 	s.OnPair(e.pairShown)
@@ -83,7 +88,7 @@ func NewExportScreen(s *Session) *ExportScreen {
 }
 
 // checkHint is the llama.cpp check's status before a check.
-const checkHint = "The plan's speedup is predicted for Arborist's engine; Check measures the llama.cpp line above in llama.cpp itself."
+const checkHint = "The plan's speedup is predicted for Arborist's engine; Check measures the llama.cpp line above in llama.cpp itself, Tune measures llama.cpp's own draft lengths there and keeps the fastest."
 
 // pairShown clears what was said of the previous pair's config (saved,
 // checked) and renders the new pair's newest plan.
@@ -106,7 +111,7 @@ func (e *ExportScreen) Content() fyne.CanvasObject {
 	port := container.NewGridWrap(fyne.NewSize(90, e.Port.MinSize().Height), e.Port)
 	serve := container.NewBorder(nil, nil, container.NewHBox(widget.NewLabel("Port"), port, e.Serve), nil, e.ServeStatus)
 	dir := container.NewGridWrap(fyne.NewSize(260, e.LlamaDir.MinSize().Height), e.LlamaDir)
-	check := container.NewBorder(nil, nil, container.NewHBox(widget.NewLabel("llama.cpp"), dir, e.Browse, e.Check), nil, e.CheckStatus)
+	check := container.NewBorder(nil, nil, container.NewHBox(widget.NewLabel("llama.cpp"), dir, e.Browse, e.Check, e.Tune), nil, e.CheckStatus)
 	top := container.NewVBox(container.NewHBox(e.Save, e.CopyYAML, e.CopyEq, e.Status), e.Provenance, serve, check)
 	return container.NewBorder(top, nil, nil, nil, container.NewVSplit(e.YAML, e.Equivalents))
 }
@@ -330,12 +335,9 @@ func (e *ExportScreen) checkIn(ctx context.Context, text, dir string) (*profiles
 	if err != nil {
 		return nil, err
 	}
-	prompts := assets.CorpusPrompts()
-	prompts = prompts[:min(4, len(prompts))]
-	if f := e.s.Prompts(); f != "" {
-		if prompts, err = profiles.ReadPrompts(f); err != nil {
-			return nil, err
-		}
+	prompts, err := e.checkPrompts()
+	if err != nil {
+		return nil, err
 	}
 	opt := profiles.CheckOptions{LlamaCpp: dir, Prompts: prompts, Rounds: 3, OnRound: func(i int, r profiles.CheckRound) {
 		e.s.UI(func() {
@@ -343,4 +345,88 @@ func (e *ExportScreen) checkIn(ctx context.Context, text, dir string) (*profiles
 		})
 	}}
 	return b.CheckExport(ctx, c, opt)
+}
+
+// checkPrompts are the prompts a check or tune in llama.cpp decodes: the
+// session's prompt suite, else the first prompts of the built-in corpus.
+func (e *ExportScreen) checkPrompts() ([]string, error) {
+	if f := e.s.Prompts(); f != "" {
+		return profiles.ReadPrompts(f)
+	}
+	prompts := assets.CorpusPrompts()
+	return prompts[:min(4, len(prompts))], nil
+}
+
+// tuneLlama measures llama.cpp's own draft lengths for the config shown in
+// llama.cpp in the background and, when done, shows the fastest beside
+// the exported setting and Arborist's prediction, and puts it into the
+// YAML and the llama.cpp line shown (Save writes it).
+func (e *ExportScreen) tuneLlama() {
+	text, dir := e.YAML.Text, strings.TrimSpace(e.LlamaDir.Text)
+	e.s.App.Preferences().SetString(prefLlamaCpp, dir)
+	e.Check.Disable()
+	e.Tune.Disable()
+	e.CheckStatus.SetText("Running llama.cpp: plain decoding and each draft length in turn, 3 rounds...")
+	e.s.Go(func(ctx context.Context) {
+		res, yaml, err := e.tuneIn(ctx, text, dir)
+		e.s.UI(func() {
+			e.Check.Enable()
+			e.Tune.Enable()
+			if err != nil {
+				e.CheckStatus.SetText("Not tuned: " + err.Error())
+				return
+			}
+			e.CheckStatus.SetText(tuneSummary(res))
+			e.YAML.SetText(yaml)
+			e.Equivalents.SetText(res.Config.Equivalents())
+		})
+		fyne.Do(e.s.Changed) // Compare lists the new runs
+	})
+}
+
+// tuneIn runs the tune of the config text in the llama.cpp of dir and
+// returns the tuned config's YAML.
+func (e *ExportScreen) tuneIn(ctx context.Context, text, dir string) (*profiles.LlamaTuneResult, string, error) {
+	b, err := e.s.Bench(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := profiles.ParseConfig("config.yaml", []byte(text))
+	if err != nil {
+		return nil, "", err
+	}
+	prompts, err := e.checkPrompts()
+	if err != nil {
+		return nil, "", err
+	}
+	opt := profiles.CheckOptions{LlamaCpp: dir, Prompts: prompts, Rounds: 3, OnRound: func(i int, r profiles.CheckRound) {
+		e.s.UI(func() {
+			e.CheckStatus.SetText(fmt.Sprintf("Round %d of 3: plain %.1f tokens/s, the round's best setting %.2fx...", i+1, r.Plain, r.Speedup))
+		})
+	}}
+	res, err := b.TuneLlamaCpp(ctx, c, opt)
+	if err != nil {
+		return nil, "", err
+	}
+	y, err := res.Config.Marshal()
+	return res, string(y), err
+}
+
+// tuneSummary says what a tune for llama.cpp measured: the fastest
+// setting (or no speculation) beside the exported one, and Arborist's
+// prediction for its own engine.
+func tuneSummary(res *profiles.LlamaTuneResult) string {
+	var msg string
+	if bs := res.Best; bs != nil {
+		msg = fmt.Sprintf("llama.cpp best: --draft-max %d --draft-p-min %g, %.2fx (range %.2f-%.2f) in llama.cpp %s", bs.DraftMax, bs.DraftPMin, bs.Speedup, bs.Low, bs.High, res.Version)
+	} else {
+		msg = fmt.Sprintf("llama.cpp best: no speculation: no draft length measured faster than llama.cpp's plain decoding (llama.cpp %s)", res.Version)
+	}
+	if ex := res.Exported; ex != nil {
+		msg += fmt.Sprintf("; the plain export's --draft-max %d: %.2fx", ex.DraftMax, ex.Speedup)
+	}
+	if res.Predicted > 0 {
+		msg += fmt.Sprintf("; Arborist predicts %.2fx for its own engine", res.Predicted)
+	}
+	return msg + ". The YAML and the llama.cpp line above now carry it: Save to keep it."
 }

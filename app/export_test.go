@@ -88,3 +88,37 @@ predicted: {speedup: 1.97, aal: 3}
 		t.Error("the button stays disabled or the folder is not remembered")
 	}
 }
+
+// TestExportTunesForLlamaCpp: the Export screen's Tune measures llama.cpp's
+// own draft lengths (the stand-ins, peaking at 3), shows the fastest
+// beside the exported setting and Arborist's prediction, and puts it into
+// the YAML and the llama.cpp line shown.
+func TestExportTunesForLlamaCpp(t *testing.T) {
+	t.Setenv("ARBORIST_STANDIN_PEAK", "3")
+	wb := newBench(t)
+	e := wb.Export
+	e.YAML.SetText(`models:
+  target: {path: /m/target.gguf, device: cpu, threads: 2}
+  draft: {kind: model, path: /m/draft.gguf, device: cpu}
+speculation: {strategy: chain, gamma: 6}
+sampling: {temperature: 0, top_p: 1, seed: 1}
+predicted: {speedup: 1.97, aal: 3}
+`)
+	dir, err := filepath.Abs(filepath.Join("..", "testdata", "llama-cpp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.LlamaDir.SetText(dir)
+	test.Tap(e.Tune)
+	waitFor(t, "the tune", func() bool {
+		return wb.Session.idle() && (strings.Contains(e.CheckStatus.Text, "llama.cpp best:") || strings.Contains(e.CheckStatus.Text, "Not tuned"))
+	})
+	for _, want := range []string{"llama.cpp best: --draft-max 3 --draft-p-min 0, 1.09x", "the plain export's --draft-max 6: 1.02x", "Arborist predicts 1.97x for its own engine", "Save to keep it"} {
+		if !strings.Contains(e.CheckStatus.Text, want) {
+			t.Errorf("status lacks %q: %s", want, e.CheckStatus.Text)
+		}
+	}
+	if !strings.Contains(e.YAML.Text, "draft_max: 3") || !strings.Contains(e.Equivalents.Text, "--draft-max 3") || e.Tune.Disabled() || e.Check.Disabled() {
+		t.Errorf("YAML:\n%s\nsettings:\n%s", e.YAML.Text, e.Equivalents.Text)
+	}
+}
