@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"arborist/profiles/config"
 	"arborist/profiles/hardware"
 	"arborist/profiles/store"
 )
@@ -98,6 +99,46 @@ func findProgram(dir string, names []string) (string, error) {
 	return "", fmt.Errorf("%w: no %s %s (build llama.cpp, or give the folder of its binaries)", ErrNoLlamaCpp, strings.Join(names, " or "), where)
 }
 
+// defaults fills in a check's or a tune's defaults (128 tokens a prompt,
+// 3 rounds) and refuses one without prompts; what names the work.
+func (opt *CheckOptions) defaults(what string) error {
+	if opt.MaxTokens <= 0 {
+		opt.MaxTokens = 128
+	}
+	if opt.Rounds <= 0 {
+		opt.Rounds = 3
+	}
+	if len(opt.Prompts) == 0 {
+		return fmt.Errorf("no prompts to %s with", what)
+	}
+	return nil
+}
+
+// llamaPrograms finds llama.cpp's plain decoding and speculative example
+// programs in dir (or on PATH when dir is "").
+func llamaPrograms(dir string) (plain, spec string, err error) {
+	if plain, err = findProgram(dir, plainPrograms); err != nil {
+		return "", "", err
+	}
+	spec, err = findProgram(dir, specPrograms)
+	return plain, spec, err
+}
+
+// llamaArgs are the argument lists of llama.cpp's plain decoding and
+// speculative example for settings a, maxTokens a prompt (the prompt
+// itself goes after them).
+func llamaArgs(a config.LlamaCppArgs, maxTokens int) (plain, spec []string) {
+	n := []string{"-n", strconv.Itoa(maxTokens)}
+	return slices.Concat(a.Model, a.Layers, a.Sampling, n, []string{"-no-cnv"}),
+		slices.Concat(a.Model, a.Draft, a.Layers, a.DraftLayers, a.Sampling, n)
+}
+
+// llamaCommand is a llama.cpp command as shown and stored: the program's
+// name, its arguments and the prompt as PROMPT.
+func llamaCommand(prog string, args []string) []string {
+	return slices.Concat([]string{filepath.Base(prog)}, args, []string{"-p", "PROMPT"})
+}
+
 // timed is one decoding's figures as llama.cpp reports them.
 type timed struct {
 	tokens            int
@@ -162,14 +203,8 @@ func runLlama(ctx context.Context, prog string, args []string, spec bool) (timed
 // the range), beside Arborist's prediction for its own engine. Both are
 // stored as runs of the runtime (unless NoStore), so Compare shows them.
 func (b *Bench) CheckExport(ctx context.Context, c *Config, opt CheckOptions) (*CheckResult, error) {
-	if opt.MaxTokens <= 0 {
-		opt.MaxTokens = 128
-	}
-	if opt.Rounds <= 0 {
-		opt.Rounds = 3
-	}
-	if len(opt.Prompts) == 0 {
-		return nil, fmt.Errorf("no prompts to check with")
+	if err := opt.defaults("check"); err != nil {
+		return nil, err
 	}
 	a := c.LlamaCpp()
 	if tl := c.Measured; a.Draft == nil && tl != nil && tl.LlamaCpp != nil && !tl.LlamaCpp.Speculate {
@@ -178,19 +213,12 @@ func (b *Bench) CheckExport(ctx context.Context, c *Config, opt CheckOptions) (*
 	if a.Draft == nil {
 		return nil, fmt.Errorf("the exported llama.cpp settings do not speculate (the plan is %s with a %s draft source): nothing to check; llama.cpp speculates with a draft model", c.Speculation.Strategy, c.Models.Draft.Kind)
 	}
-	plainProg, err := findProgram(opt.LlamaCpp, plainPrograms)
+	plainProg, specProg, err := llamaPrograms(opt.LlamaCpp)
 	if err != nil {
 		return nil, err
 	}
-	specProg, err := findProgram(opt.LlamaCpp, specPrograms)
-	if err != nil {
-		return nil, err
-	}
-	n := []string{"-n", strconv.Itoa(opt.MaxTokens)}
-	plainArgs := slices.Concat(a.Model, a.Layers, a.Sampling, n, []string{"-no-cnv"})
-	specArgs := slices.Concat(a.Model, a.Draft, a.Layers, a.DraftLayers, a.Sampling, n)
-	res := &CheckResult{Runtime: "llama.cpp", Plain: slices.Concat([]string{filepath.Base(plainProg)}, plainArgs, []string{"-p", "PROMPT"}),
-		Speculative: slices.Concat([]string{filepath.Base(specProg)}, specArgs, []string{"-p", "PROMPT"})}
+	plainArgs, specArgs := llamaArgs(a, opt.MaxTokens)
+	res := &CheckResult{Runtime: "llama.cpp", Plain: llamaCommand(plainProg, plainArgs), Speculative: llamaCommand(specProg, specArgs)}
 	if c.Predicted != nil {
 		res.Predicted = c.Predicted.Speedup
 	}

@@ -1,11 +1,10 @@
 package profiles
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
-	"strconv"
 
 	"arborist/profiles/config"
 	"arborist/profiles/outfile"
@@ -76,14 +75,8 @@ func llamaSettings(a config.LlamaCppArgs) []LlamaSetting {
 // and the best setting are stored as runs of the runtime (unless
 // NoStore). c itself is not changed.
 func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (*LlamaTuneResult, error) {
-	if opt.MaxTokens <= 0 {
-		opt.MaxTokens = 128
-	}
-	if opt.Rounds <= 0 {
-		opt.Rounds = 3
-	}
-	if len(opt.Prompts) == 0 {
-		return nil, fmt.Errorf("no prompts to tune with")
+	if err := opt.defaults("tune"); err != nil {
+		return nil, err
 	}
 	base := *c
 	base.Measured = nil // the plan's own mapping, not an earlier tune's
@@ -91,28 +84,19 @@ func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (
 	if a.Draft == nil {
 		return nil, fmt.Errorf("llama.cpp cannot speculate with this plan (%s with a %s draft source): nothing to tune; llama.cpp speculates with a draft model", c.Speculation.Strategy, c.Models.Draft.Kind)
 	}
-	plainProg, err := findProgram(opt.LlamaCpp, plainPrograms)
+	plainProg, specProg, err := llamaPrograms(opt.LlamaCpp)
 	if err != nil {
 		return nil, err
 	}
-	specProg, err := findProgram(opt.LlamaCpp, specPrograms)
-	if err != nil {
-		return nil, err
-	}
-	n := []string{"-n", strconv.Itoa(opt.MaxTokens)}
-	plainArgs := slices.Concat(a.Model, a.Layers, a.Sampling, n, []string{"-no-cnv"})
+	plainArgs, _ := llamaArgs(a, opt.MaxTokens)
 	settings := llamaSettings(a)
+	// a setting's arguments are the plan's with that setting measured,
+	// as the exported line will carry it
 	specArgs := func(s LlamaSetting) []string {
-		draft := slices.Clone(a.Draft)
-		for i := 0; i+1 < len(draft); i++ {
-			switch draft[i] {
-			case "--draft-max":
-				draft[i+1] = strconv.Itoa(s.DraftMax)
-			case "--draft-p-min":
-				draft[i+1] = strconv.FormatFloat(s.DraftPMin, 'g', -1, 64)
-			}
-		}
-		return slices.Concat(a.Model, draft, a.Layers, a.DraftLayers, a.Sampling, n)
+		with := base
+		with.Measured = &config.Runtimes{LlamaCpp: &config.LlamaCppTuned{Speculate: true, DraftMax: s.DraftMax, DraftPMin: s.DraftPMin}}
+		_, args := llamaArgs(with.LlamaCpp(), opt.MaxTokens)
+		return args
 	}
 	res := &LlamaTuneResult{Version: llamaVersion(ctx, plainProg)}
 	if c.Predicted != nil {
@@ -146,12 +130,7 @@ func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (
 		}
 		plainTot.add(plain)
 		if opt.OnRound != nil {
-			best := settings[0]
-			for _, s := range settings {
-				if s.Speedups[r] > best.Speedups[r] {
-					best = s
-				}
-			}
+			best := slices.MaxFunc(settings, func(x, y LlamaSetting) int { return cmp.Compare(x.Speedups[r], y.Speedups[r]) })
 			opt.OnRound(r, CheckRound{Plain: float64(plain.tokens) / plain.seconds, Speedup: best.Speedups[r]})
 		}
 	}
@@ -164,24 +143,20 @@ func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (
 		if s.Exported {
 			res.Exported = s
 		}
-		if s.Speedup > 1 && (res.Best == nil || s.Speedup > res.Best.Speedup) {
-			res.Best = s
-		}
 	}
 	res.Settings = settings
-	tuned := &config.LlamaCppTuned{Version: res.Version, Speedup: 1, Low: 1, High: 1}
-	if bs := res.Best; bs != nil {
-		tuned = &config.LlamaCppTuned{Version: res.Version, Speculate: true, DraftMax: bs.DraftMax, DraftPMin: bs.DraftPMin, Speedup: bs.Speedup, Low: bs.Low, High: bs.High}
-	} else {
-		// the fastest setting, though slower than plain decoding, is
-		// what the note cites
-		f := settings[0]
-		for _, s := range settings {
-			if s.Speedup > f.Speedup {
-				f = s
-			}
+	// the fastest setting: the best where it beats plain decoding; where
+	// it does not, what the no-speculation note cites
+	f := &settings[0]
+	for i := range settings {
+		if settings[i].Speedup > f.Speedup {
+			f = &settings[i]
 		}
-		tuned.Speedup, tuned.Low, tuned.High = f.Speedup, f.Low, f.High
+	}
+	tuned := &config.LlamaCppTuned{Version: res.Version, Speedup: f.Speedup, Low: f.Low, High: f.High}
+	if f.Speedup > 1 {
+		res.Best = f
+		tuned.Speculate, tuned.DraftMax, tuned.DraftPMin = true, f.DraftMax, f.DraftPMin
 	}
 	out := base
 	out.Measured = &config.Runtimes{LlamaCpp: tuned}
@@ -191,12 +166,11 @@ func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (
 	}
 	// the plain side, and the best setting where one beat it, as runs of
 	// the runtime (Compare shows them beside Arborist's)
-	chk := &CheckResult{Runtime: "llama.cpp", Version: res.Version, Predicted: res.Predicted,
-		Plain: slices.Concat([]string{filepath.Base(plainProg)}, plainArgs, []string{"-p", "PROMPT"})}
+	chk := &CheckResult{Runtime: "llama.cpp", Version: res.Version, Predicted: res.Predicted, Plain: llamaCommand(plainProg, plainArgs)}
 	var best *timed
 	if bs := res.Best; bs != nil {
 		chk.Speedup, best = bs.Speedup, &bs.t
-		chk.Speculative = slices.Concat([]string{filepath.Base(specProg)}, specArgs(*bs), []string{"-p", "PROMPT"})
+		chk.Speculative = llamaCommand(specProg, specArgs(*bs))
 	}
 	if err := b.storeSides(ctx, res.Config, opt, chk, plainTot, best); err != nil {
 		return res, err
