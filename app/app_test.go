@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -479,8 +480,8 @@ func TestProfileRunCompareExport(t *testing.T) {
 	if e.Status.Text != "" {
 		t.Errorf("the previous pair's export stays: %q\n%s", e.Status.Text, e.YAML.Text)
 	}
-	if got := states(wb); got[0] != StepDone || got[1] != StepToDo || got[3] != StepToDo || got[4] != StepToDo {
-		t.Errorf("guide for the new pair: %v", got)
+	if got := states(wb); got[0] != StepDone || slices.ContainsFunc(got[1:], func(st StepState) bool { return st != StepToDo }) {
+		t.Errorf("guide for the new pair: every step after Models to do; got %v", got)
 	}
 }
 

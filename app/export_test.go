@@ -61,20 +61,8 @@ sampling: {temperature: 0, top_p: 1, seed: 1}
 // llama.cpp settings in llama.cpp (the stand-ins of testdata/llama-cpp)
 // and shows the measured speedup beside Arborist's prediction.
 func TestExportChecksInLlamaCpp(t *testing.T) {
-	wb := newBench(t)
+	wb, dir := standinExport(t)
 	e := wb.Export
-	e.YAML.SetText(`models:
-  target: {path: /m/target.gguf, device: cpu, threads: 2}
-  draft: {kind: model, path: /m/draft.gguf, device: cpu}
-speculation: {strategy: chain, gamma: 6}
-sampling: {temperature: 0, top_p: 1, seed: 1}
-predicted: {speedup: 1.97, aal: 3}
-`)
-	dir, err := filepath.Abs(filepath.Join("..", "testdata", "llama-cpp"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.LlamaDir.SetText(dir)
 	test.Tap(e.Check)
 	waitFor(t, "the check", func() bool {
 		return wb.Session.idle() && (strings.Contains(e.CheckStatus.Text, "speedup:") || strings.Contains(e.CheckStatus.Text, "Not checked"))
@@ -95,20 +83,8 @@ predicted: {speedup: 1.97, aal: 3}
 // the YAML and the llama.cpp line shown.
 func TestExportTunesForLlamaCpp(t *testing.T) {
 	t.Setenv("ARBORIST_STANDIN_PEAK", "3")
-	wb := newBench(t)
+	wb, _ := standinExport(t)
 	e := wb.Export
-	e.YAML.SetText(`models:
-  target: {path: /m/target.gguf, device: cpu, threads: 2}
-  draft: {kind: model, path: /m/draft.gguf, device: cpu}
-speculation: {strategy: chain, gamma: 6}
-sampling: {temperature: 0, top_p: 1, seed: 1}
-predicted: {speedup: 1.97, aal: 3}
-`)
-	dir, err := filepath.Abs(filepath.Join("..", "testdata", "llama-cpp"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.LlamaDir.SetText(dir)
 	test.Tap(e.Tune)
 	waitFor(t, "the tune", func() bool {
 		return wb.Session.idle() && (strings.Contains(e.CheckStatus.Text, "llama.cpp best:") || strings.Contains(e.CheckStatus.Text, "Not tuned"))
@@ -121,4 +97,25 @@ predicted: {speedup: 1.97, aal: 3}
 	if !strings.Contains(e.YAML.Text, "draft_max: 3") || !strings.Contains(e.Equivalents.Text, "--draft-max 3") || e.Tune.Disabled() || e.Check.Disabled() {
 		t.Errorf("YAML:\n%s\nsettings:\n%s", e.YAML.Text, e.Equivalents.Text)
 	}
+}
+
+// standinExport is a workbench whose Export screen shows a chain plan with
+// a draft model and names the stand-in llama.cpp of testdata/llama-cpp,
+// whose folder it returns.
+func standinExport(t *testing.T) (*Workbench, string) {
+	t.Helper()
+	wb := newBench(t)
+	wb.Export.YAML.SetText(`models:
+  target: {path: /m/target.gguf, device: cpu, threads: 2}
+  draft: {kind: model, path: /m/draft.gguf, device: cpu}
+speculation: {strategy: chain, gamma: 6}
+sampling: {temperature: 0, top_p: 1, seed: 1}
+predicted: {speedup: 1.97, aal: 3}
+`)
+	dir, err := filepath.Abs(filepath.Join("..", "testdata", "llama-cpp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb.Export.LlamaDir.SetText(dir)
+	return wb, dir
 }
