@@ -111,7 +111,9 @@ func (e *ExportScreen) Content() fyne.CanvasObject {
 	port := container.NewGridWrap(fyne.NewSize(90, e.Port.MinSize().Height), e.Port)
 	serve := container.NewBorder(nil, nil, container.NewHBox(widget.NewLabel("Port"), port, e.Serve), nil, e.ServeStatus)
 	dir := container.NewGridWrap(fyne.NewSize(260, e.LlamaDir.MinSize().Height), e.LlamaDir)
-	check := container.NewBorder(nil, nil, container.NewHBox(widget.NewLabel("llama.cpp"), dir, e.Browse, e.Check, e.Tune), nil, e.CheckStatus)
+	// the status under the buttons, as wide as the screen: beside them it
+	// wrapped into a narrow column that stretched the buttons at 1024
+	check := container.NewVBox(container.NewHBox(widget.NewLabel("llama.cpp"), dir, e.Browse, e.Check, e.Tune), e.CheckStatus)
 	top := container.NewVBox(container.NewHBox(e.Save, e.CopyYAML, e.CopyEq, e.Status), e.Provenance, serve, check)
 	return container.NewBorder(top, nil, nil, nil, container.NewVSplit(e.YAML, e.Equivalents))
 }
