@@ -169,6 +169,9 @@ func TestAttentionMatchesReference(t *testing.T) {
 		// several rows a task, blocks of eight slots and a tail: heads
 		// sharing kv heads by 4 (four rows a task), by 8 and alone
 		{32, 8, 64, 45, 20}, {16, 2, 64, 29, 11}, {8, 8, 32, 17, 18}, {4, 1, 16, 0, 13},
+		// heads of 8, many query vectors a kv head: blocks of 16 and 32
+		// lanes, one ending inside a row's group of three heads
+		{12, 4, 8, 23, 13}, {6, 2, 8, 50, 70}, {8, 8, 8, 9, 16}, {4, 4, 8, 0, 9},
 	} {
 		total := c.past + c.n
 		kvd := c.kvHeads * c.hd

@@ -1431,21 +1431,26 @@ AVX2 static void attention_avx2_f16(float *out, const float *q, const void *kc, 
 // head) pairs and one score per slot; on AVX2, kv heads times blocks of
 // attn_rows rows, and a padded score row for each row and head of the
 // block; for heads of width 8, kv heads and a padded score row (and its
-// softmax sum) for every query row that reads the kv head.
-// attention_mode is 2 for the per-kv-head kernel of width-8 heads, 1 for
+// softmax sum) for every query row that reads the kv head; for attn16.c's
+// kernel (many query vectors of width 8 on AVX-512), kv heads times
+// blocks of query vectors, and arb_lanes_scratch.
+// attention_mode is 3 for attn16.c's kernel, 2 for the per-kv-head kernel of width-8 heads, 1 for
 // the AVX2 kernel of other multiples of 8 (a task is a row and a kv head),
 // 0 for the portable loop (a task is a row and a head).
-static int attention_mode(int hd, int heads, int kv_heads) {
+static int attention_mode(int n, int hd, int heads, int kv_heads) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_lanes_block(n, heads, kv_heads, hd)) return 3;
 	if (arb_simd_level() >= 1 && hd == 8) return 2;
 	if (arb_simd_level() >= 1 && hd % 8 == 0 && heads / kv_heads <= 256) return 1;
 #endif
-	(void)heads; (void)kv_heads;
+	(void)n; (void)heads; (void)kv_heads;
 	return 0;
 }
 
 int arb_attention_tasks(int n, int heads, int kv_heads, int hd) {
-	switch (attention_mode(hd, heads, kv_heads)) {
+	int block = arb_lanes_block(n, heads, kv_heads, hd);
+	switch (attention_mode(n, hd, heads, kv_heads)) {
+	case 3: return kv_heads * ((n * (heads / kv_heads) + block - 1) / block);
 	case 2: return kv_heads;
 	case 1: return kv_heads * ((n + attn_rows(heads / kv_heads) - 1) / attn_rows(heads / kv_heads));
 	}
@@ -1453,7 +1458,8 @@ int arb_attention_tasks(int n, int heads, int kv_heads, int hd) {
 }
 
 long arb_attention_scratch(int past, int n, int heads, int kv_heads, int hd) {
-	switch (attention_mode(hd, heads, kv_heads)) {
+	switch (attention_mode(n, hd, heads, kv_heads)) {
+	case 3: return arb_lanes_scratch(past, n, arb_lanes_block(n, heads, kv_heads, hd));
 	case 2: return (long)n * (heads / kv_heads) * (((past + n + 7) & ~7) + 1);
 	case 1: return (long)attn_rows(heads / kv_heads) * (heads / kv_heads) * ((past + n + 7) & ~7);
 	}
@@ -1526,7 +1532,10 @@ void arb_attention(float *out, const float *q, const void *kc, const void *vc, i
                    const uint8_t *mask, int heads, int kv_heads, int hd, float scale,
                    int lo, int hi, float *scores) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	switch (attention_mode(hd, heads, kv_heads)) {
+	switch (attention_mode(n, hd, heads, kv_heads)) {
+	case 3:
+		arb_attention_lanes(out, q, kc, vc, f16, past, n, mask, heads, kv_heads, scale, lo, hi, scores);
+		return;
 	case 2:
 		(f16 ? attention_hd8_f16 : attention_hd8_f32)(out, q, kc, vc, past, n, mask, heads, kv_heads, scale, lo, hi, scores);
 		return;

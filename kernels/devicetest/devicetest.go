@@ -424,6 +424,9 @@ func testAttention(t *testing.T, d kernels.Device, rng *rand.Rand, kt quant.Type
 	}{
 		{8, 8, 8, 0, 5, 0}, {64, 32, 8, 37, 9, 0}, {4, 2, 16, 21, 6, 0}, {8, 2, 128, 70, 3, 0},
 		{6, 2, 64, 40, 4, 0}, {4, 4, 72, 11, 2, 0}, {4, 2, 32, 19, 4, 30},
+		// heads of 8 over many rows: blocks of query vectors that end
+		// inside a row's group of heads
+		{12, 4, 8, 23, 13, 0}, {64, 32, 8, 3, 40, 0},
 	} {
 		s := kernels.AttnShape{Heads: c.heads, KVHeads: c.kvHeads, HeadDim: c.hd, Scale: float32(1 / math.Sqrt(float64(c.hd))), Softcap: c.softcap}
 		width, qd, total := c.kvHeads*c.hd, c.heads*c.hd, c.past+c.n

@@ -1,0 +1,235 @@
+//go:build cgo && !purego
+
+// Attention for heads of width 8 over many query vectors at once, on
+// 512-bit vectors (arb_simd_level 2 and up): query vectors in lanes.
+//
+// simd.c's attention_hd8 puts eight keys in a vector and each query row's
+// scores in a row of their own, which suits a decode step (a handful of
+// query vectors) but not a wide pass: a 512-row prefill of the bench
+// target (64 heads of 8 over 32 kv heads) keeps a 2 MiB score block per kv
+// head, past the second level of cache, and spent 85% of the pass there.
+// Here sixteen or thirty-two query vectors of one kv head (batch rows
+// times the heads that share it) sit one to a lane, and every step is a
+// vertical operation over lanes: a key is eight broadcast values, scored
+// against all lanes with eight multiply-adds; each lane's maximum, sum and
+// weighted values accumulate slot by slot; no transpose, no horizontal
+// sum. The scores of a block are 32 floats a slot, in cache.
+//
+// Each lane's arithmetic is attention_hd8's for its row, operation for
+// operation and in the same order, so a row's result is the same bits
+// whichever kernel computes it (the batch decides which): the score is
+// q0*k0, then seven multiply-adds, times the scale; a slot the row does
+// not see scores -inf (its exponential is exactly 0, the mask's or the
+// row's causal limit's alike); the exponentials are exp8_masked's; their
+// sum runs in double in eight partial sums, slot j into sum j mod 8,
+// combined as softmax_inv combines them; the values are summed slot by
+// slot with one multiply-add each, and the sum times 1/sum. A slot past a
+// row's last adds 0 to its sums, which changes no bit.
+// TestAttentionMatchesReference checks each row against the row alone.
+#include <math.h>
+#include <string.h>
+#include "simd.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#define AVX512F __attribute__((target("avx2,fma,f16c,avx512f")))
+#define AI inline __attribute__((always_inline))
+
+// exp16_masked is vec8.h's exp8_masked on sixteen lanes: the same
+// operations, lane for lane (0 below -87.3, -inf included).
+AVX512F static AI __m512 exp16_masked(__m512 x) {
+	__mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_GE_OQ);
+	x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.3f));
+	__m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+	r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+	__m512 p = _mm512_set1_ps(1.9875691500e-4f);
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+	p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+	__m512i pow2 = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+	return _mm512_maskz_mov_ps(live, _mm512_mul_ps(p, _mm512_castsi512_ps(pow2)));
+}
+
+// lanes_inv returns, per lane of the z-th vector of scores (a block's
+// scores at S, L floats a slot, tp slots), 1/sum of e^(s - max) over the
+// slots, and replaces each score by its exponential; 0 for a lane that
+// sees no slot (max -inf). The sum is softmax_inv's: double, slot j into
+// partial sum j mod 8, then (p0+p4 + p1+p5) + (p2+p6 + p3+p7).
+AVX512F static AI __m512 lanes_inv(float *S, int L, int tp, __m512 mx) {
+	__mmask16 dead = _mm512_cmp_ps_mask(mx, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ);
+	mx = _mm512_mask_mov_ps(mx, dead, _mm512_setzero_ps()); // -inf - 0: every weight 0
+	// the exponentials and the low eight lanes' sums, then the high eight
+	// lanes' (sixteen sums and the exponential's constants at once would
+	// not fit in the registers)
+	__m512d lo[8], hi[8];
+	for (int m = 0; m < 8; m++) lo[m] = hi[m] = _mm512_setzero_pd();
+	for (int j0 = 0; j0 < tp; j0 += 8)
+#pragma GCC unroll 8
+		for (int m = 0; m < 8; m++) {
+			float *s = S + (long)(j0 + m) * L;
+			__m512 e = exp16_masked(_mm512_sub_ps(_mm512_loadu_ps(s), mx));
+			_mm512_storeu_ps(s, e);
+			lo[m] = _mm512_add_pd(lo[m], _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+		}
+	for (int j0 = 0; j0 < tp; j0 += 8)
+#pragma GCC unroll 8
+		for (int m = 0; m < 8; m++) hi[m] = _mm512_add_pd(hi[m], _mm512_cvtps_pd(_mm256_loadu_ps(S + (long)(j0 + m) * L + 8)));
+	__m512d one = _mm512_set1_pd(1.0);
+	__m512d tl = _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(lo[0], lo[4]), _mm512_add_pd(lo[1], lo[5])),
+	                           _mm512_add_pd(_mm512_add_pd(lo[2], lo[6]), _mm512_add_pd(lo[3], lo[7])));
+	__m512d th = _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(hi[0], hi[4]), _mm512_add_pd(hi[1], hi[5])),
+	                           _mm512_add_pd(_mm512_add_pd(hi[2], hi[6]), _mm512_add_pd(hi[3], hi[7])));
+	__m256 il = _mm512_cvtpd_ps(_mm512_div_pd(one, tl)), ih = _mm512_cvtpd_ps(_mm512_div_pd(one, th));
+	__m512 inv = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(il)), _mm256_castps_pd(ih), 1));
+	return _mm512_mask_mov_ps(inv, dead, _mm512_setzero_ps());
+}
+
+// hd8_lanes runs tasks lo..hi-1 of arb_attention_lanes with NZ vectors
+// of sixteen lanes a block (a constant in each caller).
+AVX512F static AI void hd8_lanes(float *out, const float *q, const void *kc, const void *vc, int f16, int past, int n,
+                                 const uint8_t *mask, int heads, int kv_heads, float scale, int lo, int hi, float *scratch,
+                                 const int NZ) {
+	const int L = 16 * NZ;
+	int total = past + n, group = heads / kv_heads, kvd = kv_heads * 8, qd = heads * 8;
+	int nvec = n * group, blocks = (nvec + L - 1) / L;
+	const __m512 vscale = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
+	for (int task = lo; task < hi; task++) {
+		int kh = task / blocks, u0 = task % blocks * L, u1 = u0 + L < nvec ? u0 + L : nvec;
+		// lane l is query vector u0+l: row (u0+l)/group, head kh*group + (u0+l)%group
+		int32_t lim[32];
+		int jmax = 0;
+		for (int l = 0; l < L; l++) {
+			lim[l] = u0 + l < u1 ? (mask ? total : past + (u0 + l) / group + 1) : 0;
+			if (lim[l] > jmax) jmax = lim[l];
+		}
+		int tp = (jmax + 7) & ~7;
+		float *S = scratch;                           // tp slots of L scores
+		uint32_t *vis = (uint32_t *)(S + (long)tp * L); // the mask's lanes a slot
+		float *kf = (float *)(vis + total), *vf = kf + (long)total * 8;
+		const float *kb = (const float *)kc + kh * 8, *vb = (const float *)vc + kh * 8;
+		long ks = kvd;
+		if (f16) { // the head's keys and values widened once, for broadcast loads
+			for (int j = 0; j < jmax; j++) {
+				_mm256_storeu_ps(kf + 8 * j, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)kc + (long)j * kvd + kh * 8))));
+				_mm256_storeu_ps(vf + 8 * j, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)vc + (long)j * kvd + kh * 8))));
+			}
+			kb = kf, vb = vf, ks = 8;
+		}
+		if (mask) {
+			memset(vis, 0, (size_t)jmax * sizeof(uint32_t));
+			for (int i = u0 / group; i <= (u1 - 1) / group; i++) {
+				int a = i * group > u0 ? i * group - u0 : 0, b = (i + 1) * group < u1 ? (i + 1) * group - u0 : u1 - u0;
+				uint32_t bits = (uint32_t)(((1ull << b) - 1) & ~((1ull << a) - 1));
+				const uint8_t *row = mask + (long)i * total;
+				for (int j = 0; j < jmax; j++)
+					if (row[j]) vis[j] |= bits;
+			}
+		}
+		float qt[8][32] __attribute__((aligned(64)));
+		for (int l = 0; l < L; l++)
+			for (int d = 0; d < 8; d++) {
+				int u = u0 + l;
+				qt[d][l] = u < u1 ? q[(long)(u / group) * qd + (long)(kh * group + u % group) * 8 + d] : 0;
+			}
+		__m512 Q[2][8], mx[2], limv[2];
+		for (int z = 0; z < NZ; z++) {
+			for (int d = 0; d < 8; d++) Q[z][d] = _mm512_load_ps(&qt[d][16 * z]);
+			mx[z] = ninf;
+			limv[z] = _mm512_castsi512_ps(_mm512_loadu_si512(lim + 16 * z));
+		}
+		// scores, -inf where not seen, and each lane's maximum
+		for (int j = 0; j < jmax; j++) {
+			const float *k = kb + (long)j * ks;
+			__m512 s[2];
+			for (int z = 0; z < NZ; z++) s[z] = _mm512_mul_ps(Q[z][0], _mm512_set1_ps(k[0]));
+			for (int d = 1; d < 8; d++) {
+				__m512 kd = _mm512_set1_ps(k[d]);
+				for (int z = 0; z < NZ; z++) s[z] = _mm512_fmadd_ps(Q[z][d], kd, s[z]);
+			}
+			for (int z = 0; z < NZ; z++) {
+				__mmask16 seen = mask ? (__mmask16)(vis[j] >> (16 * z)) : _mm512_cmpgt_epi32_mask(_mm512_castps_si512(limv[z]), _mm512_set1_epi32(j));
+				s[z] = _mm512_mask_mov_ps(ninf, seen, _mm512_mul_ps(s[z], vscale));
+				mx[z] = _mm512_max_ps(mx[z], s[z]);
+				_mm512_storeu_ps(S + (long)j * L + 16 * z, s[z]);
+			}
+		}
+		for (int j = jmax; j < tp; j++)
+			for (int z = 0; z < NZ; z++) _mm512_storeu_ps(S + (long)j * L + 16 * z, ninf);
+		// exponentials and 1/sum, lane by lane
+		__m512 inv[2];
+		for (int z = 0; z < NZ; z++) inv[z] = lanes_inv(S + 16 * z, L, tp, mx[z]);
+		// the weighted sums of the values, slot by slot
+		__m512 acc[2][8];
+		for (int z = 0; z < NZ; z++)
+			for (int d = 0; d < 8; d++) acc[z][d] = _mm512_setzero_ps();
+		for (int j = 0; j < jmax; j++) {
+			const float *v = vb + (long)j * ks;
+			__m512 e[2];
+			for (int z = 0; z < NZ; z++) e[z] = _mm512_loadu_ps(S + (long)j * L + 16 * z);
+			for (int d = 0; d < 8; d++) {
+				__m512 vd = _mm512_set1_ps(v[d]);
+				for (int z = 0; z < NZ; z++) acc[z][d] = _mm512_fmadd_ps(e[z], vd, acc[z][d]);
+			}
+		}
+		for (int z = 0; z < NZ; z++)
+			for (int d = 0; d < 8; d++) _mm512_store_ps(&qt[d][16 * z], _mm512_mul_ps(acc[z][d], inv[z]));
+		for (int u = u0; u < u1; u++) {
+			float *o = out + (long)(u / group) * qd + (long)(kh * group + u % group) * 8;
+			for (int d = 0; d < 8; d++) o[d] = qt[d][u - u0];
+		}
+	}
+}
+
+AVX512F static void hd8_lanes16(float *out, const float *q, const void *kc, const void *vc, int f16, int past, int n,
+                                const uint8_t *mask, int heads, int kv_heads, float scale, int lo, int hi, float *scratch) {
+	if (f16) hd8_lanes(out, q, kc, vc, 1, past, n, mask, heads, kv_heads, scale, lo, hi, scratch, 1);
+	else hd8_lanes(out, q, kc, vc, 0, past, n, mask, heads, kv_heads, scale, lo, hi, scratch, 1);
+}
+
+AVX512F static void hd8_lanes32(float *out, const float *q, const void *kc, const void *vc, int f16, int past, int n,
+                                const uint8_t *mask, int heads, int kv_heads, float scale, int lo, int hi, float *scratch) {
+	if (f16) hd8_lanes(out, q, kc, vc, 1, past, n, mask, heads, kv_heads, scale, lo, hi, scratch, 2);
+	else hd8_lanes(out, q, kc, vc, 0, past, n, mask, heads, kv_heads, scale, lo, hi, scratch, 2);
+}
+#endif
+
+// arb_lanes_block is how many query vectors (rows times the heads that
+// share a kv head) a task of arb_attention_lanes takes: 32, or 16 when
+// there are no more than 16; 0 where the kernel does not apply (no
+// AVX-512, heads not of width 8, or fewer than ARB_LANES_MIN vectors,
+// where simd.c's attention_hd8 is faster).
+int arb_lanes_block(int n, int heads, int kv_heads, int hd) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	int nvec = n * (heads / kv_heads);
+	if (arb_simd_level() >= 2 && hd == 8 && nvec >= ARB_LANES_MIN) return nvec <= 16 ? 16 : 32;
+#endif
+	(void)n; (void)heads; (void)kv_heads; (void)hd;
+	return 0;
+}
+
+// arb_lanes_scratch is the floats of scratch a task needs: the block's
+// scores, a mask word a slot, and the head's keys and values widened
+// from float16.
+long arb_lanes_scratch(int past, int n, int block) {
+	long total = past + n;
+	return ((total + 7) & ~7) * block + total + 16 * total;
+}
+
+// arb_attention_lanes computes tasks lo..hi-1 (task = kv head * blocks +
+// block of arb_lanes_block query vectors) of arb_attention for heads of
+// width 8; arb_lanes_block must not be 0 for the shape.
+void arb_attention_lanes(float *out, const float *q, const void *kc, const void *vc, int f16, int past, int n,
+                         const uint8_t *mask, int heads, int kv_heads, float scale, int lo, int hi, float *scratch) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_lanes_block(n, heads, kv_heads, 8) == 16) hd8_lanes16(out, q, kc, vc, f16, past, n, mask, heads, kv_heads, scale, lo, hi, scratch);
+	else hd8_lanes32(out, q, kc, vc, f16, past, n, mask, heads, kv_heads, scale, lo, hi, scratch);
+#else
+	(void)out; (void)q; (void)kc; (void)vc; (void)f16; (void)past; (void)n; (void)mask; (void)heads; (void)kv_heads;
+	(void)scale; (void)lo; (void)hi; (void)scratch;
+#endif
+}
