@@ -172,6 +172,9 @@ func TestAttentionMatchesReference(t *testing.T) {
 		// heads of 8, many query vectors a kv head: blocks of 16 and 32
 		// lanes, one ending inside a row's group of three heads
 		{12, 4, 8, 23, 13}, {6, 2, 8, 50, 70}, {8, 8, 8, 9, 16}, {4, 4, 8, 0, 9},
+		// widths of 48 and 80 (16 past a multiple of 32), nine and more
+		// query vectors a task
+		{6, 2, 48, 13, 7}, {10, 2, 80, 6, 5}, {36, 2, 16, 3, 2},
 	} {
 		total := c.past + c.n
 		kvd := c.kvHeads * c.hd

@@ -1407,6 +1407,180 @@ AVX2 static inline __attribute__((always_inline)) void attention_avx2(float *out
 	}
 }
 
+#define AVX512F __attribute__((target("avx2,fma,f16c,avx512f")))
+
+// The 512-bit twins of ld8, score_heads, score_block and wsum_heads, for
+// head widths that are multiples of 16 where the CPU has AVX-512: sixteen
+// dims a multiply-add where the AVX2 kernels do eight. A dot product's
+// sixteen lanes are added half onto half and then summed as hsum8 sums
+// eight, so every row's scores are computed the same way whatever the
+// batch (this kernel serves every batch size on such a CPU).
+AVX512F static inline __attribute__((always_inline)) __m512 ld16(const void *p, long i, int f16) {
+	if (f16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)));
+	return _mm512_loadu_ps((const float *)p + i);
+}
+
+AVX512F static inline __attribute__((always_inline)) __m256 fold16(__m512 v) {
+	return _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+AVX512F static inline __attribute__((always_inline)) void score_heads16(float *sc, int stride, const float *q, int hd, const void *k, long k0, int kvd,
+                                                                        const uint8_t *row, int from, int limit, float scale, int gn, int f16) {
+	for (int j = from; j < limit; j++) {
+		if (row && !row[j]) {
+			for (int u = 0; u < gn; u++) sc[(long)u * stride + j] = -INFINITY;
+			continue;
+		}
+		long kj = k0 + (long)j * kvd;
+		__m512 acc[4], kv0 = ld16(k, kj, f16);
+		for (int u = 0; u < gn; u++) acc[u] = _mm512_mul_ps(_mm512_loadu_ps(q + (long)u * hd), kv0);
+		for (int t = 16; t < hd; t += 16) {
+			__m512 kt = ld16(k, kj + t, f16);
+			for (int u = 0; u < gn; u++) acc[u] = _mm512_fmadd_ps(_mm512_loadu_ps(q + (long)u * hd + t), kt, acc[u]);
+		}
+		for (int u = 0; u < gn; u++) sc[(long)u * stride + j] = hsum8(fold16(acc[u])) * scale;
+	}
+}
+
+AVX512F static inline __attribute__((always_inline)) void score_block16(float *sc, long stride, const float *const q[2], int nq, int hd,
+                                                                        const void *k, long k0, int kvd, int j0, float scale, int f16) {
+	__m512 acc[2][4];
+	long kj = k0 + (long)j0 * kvd;
+	for (int t = 0; t < hd; t += 16) {
+		__m512 qt[2];
+		for (int u = 0; u < nq; u++) qt[u] = _mm512_loadu_ps(q[u] + t);
+		for (int s = 0; s < 4; s++) {
+			__m512 ks = ld16(k, kj + (long)s * kvd + t, f16);
+			for (int u = 0; u < nq; u++) acc[u][s] = t ? _mm512_fmadd_ps(qt[u], ks, acc[u][s]) : _mm512_mul_ps(qt[u], ks);
+		}
+	}
+	__m128 vs = _mm_set1_ps(scale);
+	for (int u = 0; u < nq; u++) {
+		__m256 f[4] = {fold16(acc[u][0]), fold16(acc[u][1]), fold16(acc[u][2]), fold16(acc[u][3])};
+		_mm_storeu_ps(sc + (long)u * stride + j0, _mm_mul_ps(hsum8x4(f), vs));
+	}
+}
+
+// wsum_set16 sets acc[k*tn + c] (k < kn, c < tn) to the sum over slots
+// j < limit of w[k*stride + j] * v[j*kvd + 16c .. +16]: kn query vectors'
+// weighted sums of tn vectors of dims, in one pass over the slots that
+// reads each value row's dims once for all of them. A weight of 0 adds
+// nothing (masked and unseen slots hold 0), so each sum is the one the
+// query vector alone would get.
+AVX512F static inline __attribute__((always_inline)) void wsum_set16(__m512 *acc, const float *w, int stride, const void *v, long v0, int kvd,
+                                                                     int limit, int kn, int tn, int f16) {
+	__m512 a[16];
+	for (int k = 0; k < kn * tn; k++) a[k] = _mm512_setzero_ps();
+	for (int j = 0; j < limit; j++) {
+		__m512 vj[2];
+		for (int c = 0; c < tn; c++) vj[c] = ld16(v, v0 + (long)j * kvd + 16 * c, f16);
+		for (int k = 0; k < kn; k++) {
+			__m512 p = _mm512_set1_ps(w[(long)k * stride + j]);
+			for (int c = 0; c < tn; c++) a[k * tn + c] = _mm512_fmadd_ps(p, vj[c], a[k * tn + c]);
+		}
+	}
+	for (int k = 0; k < kn * tn; k++) acc[k] = a[k];
+}
+
+// attention_avx512 is attention_avx2 on 512-bit vectors, for head widths
+// that are multiples of 16: the same tasks, blocks, softmax and order of
+// slots, sixteen dims a vector.
+AVX512F static inline __attribute__((always_inline)) void attention_avx512(float *out, const float *q, const void *kc, const void *vc, int f16,
+                                int past, int n, const uint8_t *mask, int heads, int kv_heads, int hd, float scale,
+                                int lo, int hi, float *scores) {
+	int total = past + n, group = heads / kv_heads, kvd = kv_heads * hd, qd = heads * hd;
+	int R = attn_rows(group), blocks = (n + R - 1) / R;
+	for (int task = lo; task < hi; task++) {
+		int kh = task / blocks, i0 = task % blocks * R, i1 = i0 + R < n ? i0 + R : n;
+		int lmax = mask ? total : past + i1, tp = (total + 7) & ~7, nq = (i1 - i0) * group;
+		long kv = kh * hd;
+		float inv[256]; // nq <= 256: checked by arb_attention
+		int jb = lmax / 4 * 4;
+		for (int j0 = 0; j0 < jb; j0 += 4)
+			for (int u = 0; u < nq; u += 2) {
+				const float *qp[2];
+				for (int v = 0; v < 2 && u + v < nq; v++) {
+					int i = i0 + (u + v) / group, g = (u + v) % group;
+					qp[v] = q + (long)i * qd + (long)(kh * group + g) * hd;
+				}
+				if (u + 1 < nq) score_block16(scores + (long)u * tp, tp, qp, 2, hd, kc, kv, kvd, j0, scale, f16);
+				else score_block16(scores + (long)u * tp, tp, qp, 1, hd, kc, kv, kvd, j0, scale, f16);
+			}
+		for (int i = i0; i < i1; i++) {
+			const uint8_t *row = mask ? mask + (long)i * total : NULL;
+			int limit = row ? total : past + i + 1;
+			for (int g0 = 0; g0 < group; g0 += 4) {
+				int gn = group - g0 < 4 ? group - g0 : 4, from = jb < limit ? jb : limit;
+				const float *qv = q + (long)i * qd + (long)(kh * group + g0) * hd;
+				float *sc = scores + (long)((i - i0) * group + g0) * tp;
+				if (row)
+					for (int u = 0; u < gn; u++)
+						for (int j = 0; j < from; j++)
+							if (!row[j]) sc[(long)u * tp + j] = -INFINITY;
+				switch (gn) {
+				case 4: score_heads16(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 4, f16); break;
+				case 3: score_heads16(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 3, f16); break;
+				case 2: score_heads16(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 2, f16); break;
+				default: score_heads16(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 1, f16); break;
+				}
+			}
+			// softmax of each head's scores; inv is 1/sum, 0 for a row that
+			// sees no slot; every weight past the row's last slot (up to
+			// the block's last) is 0, as are all of a blind row's
+			float *rs = scores + (long)(i - i0) * group * tp;
+			for (int g = 0; g < group; g++) {
+				float *sc = rs + (long)g * tp;
+				float maxs = max_masked(sc, limit);
+				int u = (i - i0) * group + g;
+				inv[u] = 0;
+				if (maxs == -INFINITY) {
+					memset(sc, 0, (size_t)lmax * sizeof(float));
+					continue;
+				}
+				inv[u] = softmax_inv(sc, limit, maxs);
+				for (int j = limit; j < lmax; j++) sc[j] = 0;
+			}
+		}
+		// the weighted sums of the values: eight query vectors and 32 dims
+		// a pass over the slots, so a value row's dims are read once for
+		// all the task's rows and heads
+		for (int u0 = 0; u0 < nq; u0 += 8) {
+			int kn = nq - u0 < 8 ? nq - u0 : 8;
+			int last = mask ? total : past + i0 + (u0 + kn - 1) / group + 1; // the slots these vectors see
+			for (int t0 = 0; t0 < hd; t0 += 32) {
+				int tn = hd - t0 >= 32 ? 2 : 1;
+				__m512 acc[16];
+				const float *w = scores + (long)u0 * tp;
+				long v = kh * hd + t0;
+				switch (kn * 2 + tn - 1) { // one loop per shape, so the accumulators stay in registers
+				case 17: wsum_set16(acc, w, tp, vc, v, kvd, last, 8, 2, f16); break;
+				case 16: wsum_set16(acc, w, tp, vc, v, kvd, last, 8, 1, f16); break;
+				case 15: wsum_set16(acc, w, tp, vc, v, kvd, last, 7, 2, f16); break;
+				case 14: wsum_set16(acc, w, tp, vc, v, kvd, last, 7, 1, f16); break;
+				case 13: wsum_set16(acc, w, tp, vc, v, kvd, last, 6, 2, f16); break;
+				case 12: wsum_set16(acc, w, tp, vc, v, kvd, last, 6, 1, f16); break;
+				case 11: wsum_set16(acc, w, tp, vc, v, kvd, last, 5, 2, f16); break;
+				case 10: wsum_set16(acc, w, tp, vc, v, kvd, last, 5, 1, f16); break;
+				case 9: wsum_set16(acc, w, tp, vc, v, kvd, last, 4, 2, f16); break;
+				case 8: wsum_set16(acc, w, tp, vc, v, kvd, last, 4, 1, f16); break;
+				case 7: wsum_set16(acc, w, tp, vc, v, kvd, last, 3, 2, f16); break;
+				case 6: wsum_set16(acc, w, tp, vc, v, kvd, last, 3, 1, f16); break;
+				case 5: wsum_set16(acc, w, tp, vc, v, kvd, last, 2, 2, f16); break;
+				case 4: wsum_set16(acc, w, tp, vc, v, kvd, last, 2, 1, f16); break;
+				case 3: wsum_set16(acc, w, tp, vc, v, kvd, last, 1, 2, f16); break;
+				default: wsum_set16(acc, w, tp, vc, v, kvd, last, 1, 1, f16); break;
+				}
+				for (int k = 0; k < kn; k++) {
+					int u = u0 + k, i = i0 + u / group, h = kh * group + u % group;
+					float *o = out + (long)i * qd + (long)h * hd + t0;
+					__m512 sv = _mm512_set1_ps(inv[u]);
+					for (int c = 0; c < tn; c++) _mm512_storeu_ps(o + 16 * c, _mm512_mul_ps(acc[k * tn + c], sv));
+				}
+			}
+		}
+	}
+}
+
 // One compiled copy of each kernel per cache type.
 AVX2 static void attention_hd8_f32(float *out, const float *q, const void *kc, const void *vc, int past, int n, const uint8_t *mask,
                                    int heads, int kv_heads, float scale, int lo, int hi, float *scores) {
@@ -1424,6 +1598,14 @@ AVX2 static void attention_avx2_f16(float *out, const float *q, const void *kc, 
                                     int heads, int kv_heads, int hd, float scale, int lo, int hi, float *scores) {
 	attention_avx2(out, q, kc, vc, 1, past, n, mask, heads, kv_heads, hd, scale, lo, hi, scores);
 }
+AVX512F static void attention_avx512_f32(float *out, const float *q, const void *kc, const void *vc, int past, int n, const uint8_t *mask,
+                                        int heads, int kv_heads, int hd, float scale, int lo, int hi, float *scores) {
+	attention_avx512(out, q, kc, vc, 0, past, n, mask, heads, kv_heads, hd, scale, lo, hi, scores);
+}
+AVX512F static void attention_avx512_f16(float *out, const float *q, const void *kc, const void *vc, int past, int n, const uint8_t *mask,
+                                        int heads, int kv_heads, int hd, float scale, int lo, int hi, float *scores) {
+	attention_avx512(out, q, kc, vc, 1, past, n, mask, heads, kv_heads, hd, scale, lo, hi, scores);
+}
 #endif
 
 // arb_attention_tasks returns how many tasks arb_attention splits into and
@@ -1434,13 +1616,16 @@ AVX2 static void attention_avx2_f16(float *out, const float *q, const void *kc, 
 // softmax sum) for every query row that reads the kv head; for attn16.c's
 // kernel (many query vectors of width 8 on AVX-512), kv heads times
 // blocks of query vectors, and arb_lanes_scratch.
-// attention_mode is 3 for attn16.c's kernel, 2 for the per-kv-head kernel of width-8 heads, 1 for
+// attention_mode is 4 for attention_avx512 (head widths that are
+// multiples of 16, on AVX-512; its tasks are attention_avx2's), 3 for
+// attn16.c's kernel, 2 for the per-kv-head kernel of width-8 heads, 1 for
 // the AVX2 kernel of other multiples of 8 (a task is a row and a kv head),
 // 0 for the portable loop (a task is a row and a head).
 static int attention_mode(int n, int hd, int heads, int kv_heads) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	if (arb_lanes_block(n, heads, kv_heads, hd)) return 3;
 	if (arb_simd_level() >= 1 && hd == 8) return 2;
+	if (arb_simd_level() >= 2 && hd % 16 == 0 && heads / kv_heads <= 256) return 4;
 	if (arb_simd_level() >= 1 && hd % 8 == 0 && heads / kv_heads <= 256) return 1;
 #endif
 	(void)n; (void)heads; (void)kv_heads;
@@ -1452,7 +1637,7 @@ int arb_attention_tasks(int n, int heads, int kv_heads, int hd) {
 	switch (attention_mode(n, hd, heads, kv_heads)) {
 	case 3: return kv_heads * ((n * (heads / kv_heads) + block - 1) / block);
 	case 2: return kv_heads;
-	case 1: return kv_heads * ((n + attn_rows(heads / kv_heads) - 1) / attn_rows(heads / kv_heads));
+	case 1: case 4: return kv_heads * ((n + attn_rows(heads / kv_heads) - 1) / attn_rows(heads / kv_heads));
 	}
 	return n * heads;
 }
@@ -1461,7 +1646,7 @@ long arb_attention_scratch(int past, int n, int heads, int kv_heads, int hd) {
 	switch (attention_mode(n, hd, heads, kv_heads)) {
 	case 3: return arb_lanes_scratch(past, n, arb_lanes_block(n, heads, kv_heads, hd));
 	case 2: return (long)n * (heads / kv_heads) * (((past + n + 7) & ~7) + 1);
-	case 1: return (long)attn_rows(heads / kv_heads) * (heads / kv_heads) * ((past + n + 7) & ~7);
+	case 1: case 4: return (long)attn_rows(heads / kv_heads) * (heads / kv_heads) * ((past + n + 7) & ~7);
 	}
 	return past + n;
 }
@@ -1541,6 +1726,9 @@ void arb_attention(float *out, const float *q, const void *kc, const void *vc, i
 		return;
 	case 1:
 		(f16 ? attention_avx2_f16 : attention_avx2_f32)(out, q, kc, vc, past, n, mask, heads, kv_heads, hd, scale, lo, hi, scores);
+		return;
+	case 4:
+		(f16 ? attention_avx512_f16 : attention_avx512_f32)(out, q, kc, vc, past, n, mask, heads, kv_heads, hd, scale, lo, hi, scores);
 		return;
 	}
 #endif
