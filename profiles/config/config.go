@@ -336,7 +336,7 @@ func HardwareOf(hw store.Hardware) Hardware {
 	if name, _, ok := strings.Cut(strings.TrimPrefix(hw.GPUs, "0: "), " ("); ok && strings.HasPrefix(hw.GPUs, "0: ") {
 		gpu = name
 	}
-	return Hardware{CPUCores: hw.Cores, CPU: hw.CPU, GPUType: gpu, CPUAffinity: fmt.Sprintf("0-%d", hw.Threads-1)}
+	return Hardware{CPUCores: hw.Cores, CPU: hw.CPU, GPUType: gpu}
 }
 
 // SamplingOf is the sampling block for p, each float32 written as its

@@ -67,13 +67,17 @@ func TestConfigHiddenDrafter(t *testing.T) {
 	}
 }
 
-// TestConfigHardwareGPU: config.yaml's gpu_type is the first GPU's name.
+// TestConfigHardwareGPU: config.yaml's gpu_type is the first GPU's name,
+// and no CPU affinity is written (Arborist pins no threads).
 func TestConfigHardwareGPU(t *testing.T) {
 	hw := hardware.DetectHardware()
 	hw.Threads = 4
 	hw.GPUs = "0: NVIDIA H200 (140 GiB, SM 1980 MHz, memory 3201 MHz, PCIe 5 x16, driver 570.124.06)"
 	if g := HardwareOf(hw).GPUType; g != "NVIDIA H200" {
 		t.Errorf("gpu_type %q", g)
+	}
+	if a := HardwareOf(hw).CPUAffinity; a != "" {
+		t.Errorf("cpu_affinity %q written", a)
 	}
 	hw.GPUs = ""
 	if g := HardwareOf(hw).GPUType; g != "none" {
