@@ -18,7 +18,7 @@ void arb_mm_f32(int type, const uint8_t *w, long row_bytes, int lo, int hi, int 
                 const float *x, int n, float *out, int rows, float *scratch);
 // ARB_LANES_MIN is the fewest query vectors of a kv head (rows times the
 // heads sharing it) that attn16.c's kernel takes for heads of width 8.
-enum { ARB_LANES_MIN = 100 };
+enum { ARB_LANES_MIN = 8 };
 int arb_lanes_block(int n, int heads, int kv_heads, int hd);
 long arb_lanes_scratch(int past, int n, int block);
 void arb_attention_lanes(float *out, const float *q, const void *kc, const void *vc, int f16, int past, int n,
