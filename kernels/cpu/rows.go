@@ -60,25 +60,10 @@ func (b *Backend) runRows(j *rowsJob, n, cost int) {
 func (j *rowsJob) do(_, lo, hi int) {
 	switch j.op {
 	case opNorm:
-		dim, wd := j.dim, j.w[:j.dim]
-		for r := lo; r < hi; r++ {
-			xr := j.x[r*dim : (r+1)*dim]
-			var sum float64
-			for _, v := range xr {
-				sum += float64(v * v)
-			}
-			mean := float32(sum / float64(dim))
-			scale := 1 / float32(math.Sqrt(float64(mean+j.eps)))
-			or := j.out[r*dim : (r+1)*dim]
-			for i, v := range xr {
-				or[i] = v * scale * wd[i]
-			}
-		}
+		dim := j.dim
+		rmsNorm(j.out[lo*dim:hi*dim], j.x[lo*dim:hi*dim], j.w[:dim], dim, j.eps)
 	case opAdd:
-		xd, yd := j.x[lo:hi], j.y[lo:hi]
-		for i := range xd {
-			xd[i] += yd[i]
-		}
+		addTo(j.x[lo:hi], j.y[lo:hi])
 	case opSiLU:
 		siluMul(j.x[lo:hi], j.y[lo:hi])
 	case opRoPE:
@@ -103,5 +88,31 @@ func (j *rowsJob) do(_, lo, hi int) {
 		}
 	case opQuant:
 		j.b.quantizeRows(j.x, j.n, lo, hi, j.rows, j.panels)
+	}
+}
+
+// rmsNormGo is rmsNorm in Go (builds without cgo): each row of x times
+// w over its root mean square, the sum of squares in float64.
+func rmsNormGo(out, x, w []float32, dim int, eps float32) {
+	for r := 0; r < len(x)/dim; r++ {
+		xr := x[r*dim : (r+1)*dim]
+		var sum float64
+		for _, v := range xr {
+			sum += float64(v * v)
+		}
+		mean := float32(sum / float64(dim))
+		scale := 1 / float32(math.Sqrt(float64(mean+eps)))
+		or := out[r*dim : (r+1)*dim]
+		for i, v := range xr {
+			or[i] = v * scale * w[i]
+		}
+	}
+}
+
+// addToGo: x[i] += y[i].
+func addToGo(x, y []float32) {
+	y = y[:len(x)]
+	for i := range x {
+		x[i] += y[i]
 	}
 }

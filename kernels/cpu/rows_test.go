@@ -63,3 +63,51 @@ func TestRowsSplitMatchesSerial(t *testing.T) {
 		}
 	}
 }
+
+// TestRMSNormAndAdd: the kernels' RMSNorm (C, eight values at a time,
+// where cgo is on) agrees with the float64 formula and with the Go loop
+// to float rounding, for widths with and without a tail of fewer than
+// eight; a row's result is the same alone as among other rows; the add
+// is the Go loop's bit for bit.
+func TestRMSNormAndAdd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(73, 74))
+	for _, dim := range []int{8, 13, 64, 512, 1030} {
+		const rows = 5
+		x, w := gaussian(rng, rows*dim), gaussian(rng, dim)
+		x[3] *= 40 // one large value
+		got, ref := make([]float32, rows*dim), make([]float32, rows*dim)
+		rmsNorm(got, x, w, dim, 1e-5)
+		rmsNormGo(ref, x, w, dim, 1e-5)
+		for r := 0; r < rows; r++ {
+			var ss float64
+			for _, v := range x[r*dim : (r+1)*dim] {
+				ss += float64(v) * float64(v)
+			}
+			scale := 1 / math.Sqrt(ss/float64(dim)+1e-5)
+			one := make([]float32, dim)
+			rmsNorm(one, x[r*dim:(r+1)*dim], w, dim, 1e-5)
+			for i := 0; i < dim; i++ {
+				k := r*dim + i
+				want := float64(x[k]) * scale * float64(w[i])
+				if d := math.Abs(float64(got[k]) - want); d > 1e-5*math.Max(1, math.Abs(want)) {
+					t.Fatalf("dim %d row %d value %d: %v, want %v", dim, r, i, got[k], want)
+				}
+				if d := math.Abs(float64(got[k] - ref[k])); d > 1e-6*math.Max(1, math.Abs(want)) {
+					t.Fatalf("dim %d row %d value %d: %v, the Go loop %v", dim, r, i, got[k], ref[k])
+				}
+				if math.Float32bits(one[i]) != math.Float32bits(got[k]) {
+					t.Fatalf("dim %d row %d value %d: %v alone, %v among %d rows", dim, r, i, one[i], got[k], rows)
+				}
+			}
+		}
+		a, b := append([]float32(nil), x...), append([]float32(nil), x...)
+		y := gaussian(rng, rows*dim)
+		addTo(a, y)
+		addToGo(b, y)
+		for i := range a {
+			if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+				t.Fatalf("dim %d: add value %d %v, the Go loop %v", dim, i, a[i], b[i])
+			}
+		}
+	}
+}

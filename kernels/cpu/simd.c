@@ -1770,6 +1770,79 @@ void arb_silu_mul(float *g, const float *u, long count) {
 	for (long i = 0; i < count; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+// rms_scale is the factor RMSNorm multiplies a row by, from the sum of
+// its squares: as the Go kernel computes it (the mean in float32, its
+// square root in double).
+static inline float rms_scale(double sum, int dim, float eps) {
+	float mean = (float)(sum / dim);
+	return 1.0f / (float)sqrt((double)(mean + eps));
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// rmsnorm_avx2 is arb_rmsnorm eight values at a time: each square in
+// float32, summed in double in four partial sums (values 4i..4i+3 of each
+// eight into sums 0..3 of two pairs), combined in a fixed order; a row's
+// result depends only on the row.
+AVX2 static void rmsnorm_avx2(float *out, const float *x, const float *w, int rows, int dim, float eps) {
+	for (int r = 0; r < rows; r++) {
+		const float *xr = x + (long)r * dim;
+		float *o = out + (long)r * dim;
+		__m256d s0 = _mm256_setzero_pd(), s1 = s0;
+		int i = 0;
+		for (; i + 8 <= dim; i += 8) {
+			__m256 v = _mm256_loadu_ps(xr + i), q = _mm256_mul_ps(v, v);
+			s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(q)));
+			s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(q, 1)));
+		}
+		double sd[4];
+		_mm256_storeu_pd(sd, _mm256_add_pd(s0, s1));
+		double sum = (sd[0] + sd[1]) + (sd[2] + sd[3]);
+		for (; i < dim; i++) sum += (double)(xr[i] * xr[i]);
+		float scale = rms_scale(sum, dim, eps);
+		__m256 vs = _mm256_set1_ps(scale);
+		for (i = 0; i + 8 <= dim; i += 8)
+			_mm256_storeu_ps(o + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(xr + i), vs), _mm256_loadu_ps(w + i)));
+		for (; i < dim; i++) o[i] = xr[i] * scale * w[i];
+	}
+}
+
+AVX2 static void add_avx2(float *x, const float *y, long n) {
+	long i = 0;
+	for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+	for (; i < n; i++) x[i] += y[i];
+}
+#endif
+
+// arb_rmsnorm sets each of rows rows of dim values to x * w / rms(x):
+// out = x * (1 / sqrt(mean(x^2) + eps)) * w, the sum of squares in double.
+void arb_rmsnorm(float *out, const float *x, const float *w, int rows, int dim, float eps) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 1) {
+		rmsnorm_avx2(out, x, w, rows, dim, eps);
+		return;
+	}
+#endif
+	for (int r = 0; r < rows; r++) {
+		const float *xr = x + (long)r * dim;
+		double sum = 0;
+		for (int i = 0; i < dim; i++) sum += (double)(xr[i] * xr[i]);
+		float scale = rms_scale(sum, dim, eps);
+		for (int i = 0; i < dim; i++) out[(long)r * dim + i] = xr[i] * scale * w[i];
+	}
+}
+
+// arb_add: x[i] += y[i], i < n (exact float adds: the same bits however
+// they are grouped).
+void arb_add(float *x, const float *y, long n) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 1) {
+		add_avx2(x, y, n);
+		return;
+	}
+#endif
+	for (long i = 0; i < n; i++) x[i] += y[i];
+}
+
 // arb_read_sum streams through n words (a multiple of 16) and returns a sum
 // that depends on every one, so the reads cannot be skipped: the inner loop
 // of the memory bandwidth measurement.

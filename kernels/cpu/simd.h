@@ -29,6 +29,8 @@ void arb_attention(float *out, const float *q, const void *kc, const void *vc, i
                    const uint8_t *mask, int heads, int kv_heads, int hd, float scale,
                    int lo, int hi, float *scores);
 void arb_silu_mul(float *g, const float *u, long count);
+void arb_rmsnorm(float *out, const float *x, const float *w, int rows, int dim, float eps);
+void arb_add(float *x, const float *y, long n);
 uint64_t arb_read_sum(const uint64_t *p, long n);
 int64_t arb_peak_i8(long iters);
 int arb_peak_i8_macs(void);

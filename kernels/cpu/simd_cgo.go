@@ -149,6 +149,29 @@ func siluMul(g, u []float32) {
 	C.arb_silu_mul((*C.float)(unsafe.Pointer(&g[0])), (*C.float)(unsafe.Pointer(&u[0])), C.long(len(g)))
 }
 
+// rmsNorm sets each row of dim values of out to the row of x times w
+// over the row's root mean square (arb_rmsnorm: eight values at a time
+// with AVX2, the sum of squares in double).
+func rmsNorm(out, x, w []float32, dim int, eps float32) {
+	rows := len(x) / dim
+	if rows == 0 {
+		return
+	}
+	_, _ = out[rows*dim-1], w[dim-1]
+	C.arb_rmsnorm((*C.float)(unsafe.Pointer(&out[0])), (*C.float)(unsafe.Pointer(&x[0])), (*C.float)(unsafe.Pointer(&w[0])),
+		C.int(rows), C.int(dim), C.float(eps))
+}
+
+// addTo: x[i] += y[i], in C (a float add is exact to its rounding, so the
+// result is the Go loop's bit for bit).
+func addTo(x, y []float32) {
+	if len(x) == 0 {
+		return
+	}
+	_ = y[len(x)-1]
+	C.arb_add((*C.float)(unsafe.Pointer(&x[0])), (*C.float)(unsafe.Pointer(&y[0])), C.long(len(x)))
+}
+
 // ReadSum XORs the words of p (len a multiple of 16) with the widest loads
 // the CPU has: the inner loop of a memory bandwidth measurement.
 func ReadSum(p []uint64) uint64 {

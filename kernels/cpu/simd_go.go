@@ -45,6 +45,10 @@ func (b *Backend) attendC(out, q []float32, kc, vc unsafe.Pointer, f16 bool, pas
 
 func siluMul(g, u []float32) { siluMulGo(g, u) }
 
+func rmsNorm(out, x, w []float32, dim int, eps float32) { rmsNormGo(out, x, w, dim, eps) }
+
+func addTo(x, y []float32) { addToGo(x, y) }
+
 // PeakProbe runs iters rounds of multiply-adds with no memory traffic and
 // returns how many that was (and a value that depends on them): int8 or
 // float32, as the pure-Go kernels compute them. Timed by the caller, it
