@@ -1309,6 +1309,67 @@ AVX2 static inline __attribute__((always_inline)) void wsum_heads(__m256 *acc, c
 // of keys while it sits in the first level of cache.
 static int attn_rows(int group) { return group >= 16 ? 1 : 16 / group; }
 
+// ATTN_SCORES defines NAME, the first half of a task of attention_avx2
+// (or, with the 512-bit helpers, attention_avx512): the scores of every
+// query vector of rows i0..i1-1 of kv head kh (each row with its group
+// of heads, vector u = (i - i0) * group + g at scores + u*tp), four slots
+// a block (SCORE_BLOCK) while a block fits, then slot by slot
+// (SCORE_HEADS); then each vector's softmax in place, inv[u] its 1/sum
+// (0 for a row that sees no slot). Every weight past a row's last slot,
+// up to lmax, and all of a blind row's are set to 0, so a sum over the
+// task's slots adds exactly nothing for them.
+#define ATTN_SCORES(NAME, TARGET, SCORE_BLOCK, SCORE_HEADS)                                                              \
+	TARGET static inline __attribute__((always_inline)) void NAME(float *scores, float *inv, const float *q, const void *kc,  \
+	                                                              int f16, int past, int total, const uint8_t *mask, int group, \
+	                                                              int hd, int kvd, int qd, int kh, int i0, int i1, int lmax,      \
+	                                                              int tp, float scale) {                                       \
+		int nq = (i1 - i0) * group, jb = lmax / 4 * 4;                                                                \
+		long kv = (long)kh * hd;                                                                                         \
+		for (int j0 = 0; j0 < jb; j0 += 4)                                                                               \
+			for (int u = 0; u < nq; u += 2) {                                                                        \
+				const float *qp[2];                                                                                  \
+				for (int v = 0; v < 2 && u + v < nq; v++) {                                                          \
+					int i = i0 + (u + v) / group, g = (u + v) % group;                                           \
+					qp[v] = q + (long)i * qd + (long)(kh * group + g) * hd;                                      \
+				}                                                                                                    \
+				if (u + 1 < nq) SCORE_BLOCK(scores + (long)u * tp, tp, qp, 2, hd, kc, kv, kvd, j0, scale, f16);     \
+				else SCORE_BLOCK(scores + (long)u * tp, tp, qp, 1, hd, kc, kv, kvd, j0, scale, f16);                \
+			}                                                                                                            \
+		for (int i = i0; i < i1; i++) {                                                                                  \
+			const uint8_t *row = mask ? mask + (long)i * total : NULL;                                               \
+			int limit = row ? total : past + i + 1;                                                                  \
+			for (int g0 = 0; g0 < group; g0 += 4) {                                                                  \
+				int gn = group - g0 < 4 ? group - g0 : 4, from = jb < limit ? jb : limit;                            \
+				const float *qv = q + (long)i * qd + (long)(kh * group + g0) * hd;                                   \
+				float *sc = scores + (long)((i - i0) * group + g0) * tp;                                             \
+				if (row) /* masked slots of the blocks */                                                            \
+					for (int u = 0; u < gn; u++)                                                                 \
+						for (int j = 0; j < from; j++)                                                       \
+							if (!row[j]) sc[(long)u * tp + j] = -INFINITY;                               \
+				switch (gn) { /* one loop per head count, so the accumulators stay in registers */           \
+				case 4: SCORE_HEADS(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 4, f16); break;            \
+				case 3: SCORE_HEADS(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 3, f16); break;            \
+				case 2: SCORE_HEADS(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 2, f16); break;            \
+				default: SCORE_HEADS(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 1, f16); break;           \
+				}                                                                                                    \
+			}                                                                                                            \
+			for (int g = 0; g < group; g++) {                                                                        \
+				int u = (i - i0) * group + g;                                                                        \
+				float *sc = scores + (long)u * tp;                                                                   \
+				float maxs = max_masked(sc, limit); /* masked slots hold -inf */                                     \
+				inv[u] = 0;                                                                                          \
+				if (maxs == -INFINITY) {                                                                             \
+					memset(sc, 0, (size_t)lmax * sizeof(float));                                                 \
+					continue;                                                                                    \
+				}                                                                                                    \
+				inv[u] = softmax_inv(sc, limit, maxs);                                                               \
+				for (int j = limit; j < lmax; j++) sc[j] = 0;                                                        \
+			}                                                                                                            \
+		}                                                                                                                \
+	}
+
+ATTN_SCORES(attn_scores8, AVX2, score_block, score_heads)
+
 // attention_avx2 is arb_attention for head widths that are multiples of 8
 // (other than 8): a task is one kv head and attn_rows batch rows, so every
 // key row is read once for all the rows and heads that share it (grouped-
@@ -1324,51 +1385,13 @@ AVX2 static inline __attribute__((always_inline)) void attention_avx2(float *out
 	int R = attn_rows(group), blocks = (n + R - 1) / R;
 	for (int task = lo; task < hi; task++) {
 		int kh = task / blocks, i0 = task % blocks * R, i1 = i0 + R < n ? i0 + R : n;
-		int lmax = mask ? total : past + i1, tp = (total + 7) & ~7, nq = (i1 - i0) * group;
-		long kv = kh * hd;
-		// scores of every query vector of the task (rows i0..i1-1, each
-		// with its group of heads, at scores + u*tp), four slots a block
-		// while a block fits, then slot by slot
-		int jb = lmax / 4 * 4;
-		for (int j0 = 0; j0 < jb; j0 += 4)
-			for (int u = 0; u < nq; u += 2) {
-				const float *qp[2];
-				for (int v = 0; v < 2 && u + v < nq; v++) {
-					int i = i0 + (u + v) / group, g = (u + v) % group;
-					qp[v] = q + (long)i * qd + (long)(kh * group + g) * hd;
-				}
-				if (u + 1 < nq) score_block(scores + (long)u * tp, tp, qp, 2, hd, kc, kv, kvd, j0, scale, f16);
-				else score_block(scores + (long)u * tp, tp, qp, 1, hd, kc, kv, kvd, j0, scale, f16);
-			}
+		int lmax = mask ? total : past + i1, tp = (total + 7) & ~7;
+		float inv[256]; // (i1 - i0) * group <= 256: checked by arb_attention
+		attn_scores8(scores, inv, q, kc, f16, past, total, mask, group, hd, kvd, qd, kh, i0, i1, lmax, tp, scale);
 		for (int i = i0; i < i1; i++) {
 			const uint8_t *row = mask ? mask + (long)i * total : NULL;
 			int limit = row ? total : past + i + 1;
-			for (int g0 = 0; g0 < group; g0 += 4) {
-				int gn = group - g0 < 4 ? group - g0 : 4, from = jb < limit ? jb : limit;
-				const float *qv = q + (long)i * qd + (long)(kh * group + g0) * hd;
-				float *sc = scores + (long)((i - i0) * group + g0) * tp;
-				if (row) // masked slots of the blocks
-					for (int u = 0; u < gn; u++)
-						for (int j = 0; j < from; j++)
-							if (!row[j]) sc[(long)u * tp + j] = -INFINITY;
-				switch (gn) { // one loop per head count, so the accumulators stay in registers
-				case 4: score_heads(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 4, f16); break;
-				case 3: score_heads(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 3, f16); break;
-				case 2: score_heads(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 2, f16); break;
-				default: score_heads(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 1, f16); break;
-				}
-			}
-			// softmax of each head's scores; inv[g] is 1/sum, 0 for a row
-			// that sees no slot
-			float inv[64 * 4]; // group <= 256: checked by arb_attention
 			float *rs = scores + (long)(i - i0) * group * tp;
-			for (int g = 0; g < group; g++) {
-				float *sc = rs + (long)g * tp;
-				float maxs = max_masked(sc, limit); // masked slots hold -inf
-				inv[g] = 0;
-				if (maxs == -INFINITY) continue;
-				inv[g] = softmax_inv(sc, limit, maxs);
-			}
 			// the weighted sums of the values: two heads and four vectors of
 			// dims (or one head and eight) per pass over the slots, so a value
 			// row is read once for each pair of heads that share it (each dim
@@ -1398,7 +1421,7 @@ AVX2 static inline __attribute__((always_inline)) void attention_avx2(float *out
 					}
 					for (int u = 0; u < gn; u++) {
 						float *o = out + (long)i * qd + (long)(kh * group + g0 + u) * hd + t0;
-						__m256 sv = _mm256_set1_ps(inv[g0 + u]);
+						__m256 sv = _mm256_set1_ps(inv[(i - i0) * group + g0 + u]);
 						for (int k = 0; k < tn; k++) _mm256_storeu_ps(o + 8 * k, _mm256_mul_ps(acc[u * tn + k], sv));
 					}
 				}
@@ -1482,6 +1505,8 @@ AVX512F static inline __attribute__((always_inline)) void wsum_set16(__m512 *acc
 	for (int k = 0; k < kn * tn; k++) acc[k] = a[k];
 }
 
+ATTN_SCORES(attn_scores16, AVX512F, score_block16, score_heads16)
+
 // attention_avx512 is attention_avx2 on 512-bit vectors, for head widths
 // that are multiples of 16: the same tasks, blocks, softmax and order of
 // slots, sixteen dims a vector.
@@ -1493,54 +1518,8 @@ AVX512F static inline __attribute__((always_inline)) void attention_avx512(float
 	for (int task = lo; task < hi; task++) {
 		int kh = task / blocks, i0 = task % blocks * R, i1 = i0 + R < n ? i0 + R : n;
 		int lmax = mask ? total : past + i1, tp = (total + 7) & ~7, nq = (i1 - i0) * group;
-		long kv = kh * hd;
 		float inv[256]; // nq <= 256: checked by arb_attention
-		int jb = lmax / 4 * 4;
-		for (int j0 = 0; j0 < jb; j0 += 4)
-			for (int u = 0; u < nq; u += 2) {
-				const float *qp[2];
-				for (int v = 0; v < 2 && u + v < nq; v++) {
-					int i = i0 + (u + v) / group, g = (u + v) % group;
-					qp[v] = q + (long)i * qd + (long)(kh * group + g) * hd;
-				}
-				if (u + 1 < nq) score_block16(scores + (long)u * tp, tp, qp, 2, hd, kc, kv, kvd, j0, scale, f16);
-				else score_block16(scores + (long)u * tp, tp, qp, 1, hd, kc, kv, kvd, j0, scale, f16);
-			}
-		for (int i = i0; i < i1; i++) {
-			const uint8_t *row = mask ? mask + (long)i * total : NULL;
-			int limit = row ? total : past + i + 1;
-			for (int g0 = 0; g0 < group; g0 += 4) {
-				int gn = group - g0 < 4 ? group - g0 : 4, from = jb < limit ? jb : limit;
-				const float *qv = q + (long)i * qd + (long)(kh * group + g0) * hd;
-				float *sc = scores + (long)((i - i0) * group + g0) * tp;
-				if (row)
-					for (int u = 0; u < gn; u++)
-						for (int j = 0; j < from; j++)
-							if (!row[j]) sc[(long)u * tp + j] = -INFINITY;
-				switch (gn) {
-				case 4: score_heads16(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 4, f16); break;
-				case 3: score_heads16(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 3, f16); break;
-				case 2: score_heads16(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 2, f16); break;
-				default: score_heads16(sc, tp, qv, hd, kc, kv, kvd, row, from, limit, scale, 1, f16); break;
-				}
-			}
-			// softmax of each head's scores; inv is 1/sum, 0 for a row that
-			// sees no slot; every weight past the row's last slot (up to
-			// the block's last) is 0, as are all of a blind row's
-			float *rs = scores + (long)(i - i0) * group * tp;
-			for (int g = 0; g < group; g++) {
-				float *sc = rs + (long)g * tp;
-				float maxs = max_masked(sc, limit);
-				int u = (i - i0) * group + g;
-				inv[u] = 0;
-				if (maxs == -INFINITY) {
-					memset(sc, 0, (size_t)lmax * sizeof(float));
-					continue;
-				}
-				inv[u] = softmax_inv(sc, limit, maxs);
-				for (int j = limit; j < lmax; j++) sc[j] = 0;
-			}
-		}
+		attn_scores16(scores, inv, q, kc, f16, past, total, mask, group, hd, kvd, qd, kh, i0, i1, lmax, tp, scale);
 		// the weighted sums of the values: eight query vectors and 32 dims
 		// a pass over the slots, so a value row's dims are read once for
 		// all the task's rows and heads
