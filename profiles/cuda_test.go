@@ -102,11 +102,7 @@ func TestCUDALogitsMatchCPU(t *testing.T) {
 func TestCUDAGreedyIdentity(t *testing.T) {
 	skipStandIn(t)
 	ctx := context.Background()
-	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openBench(t)
 	target := synthModel(t, "custom:dim=512,layers=4,heads=8,kv=4,ffn=1536,vocab=2048", quant.Q8_0)
 	ps := PairSpec{Target: target, Layers: 1, Backend: "cuda", Threads: 2}
 	for _, p := range []spec.Plan{

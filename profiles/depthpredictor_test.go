@@ -2,7 +2,6 @@ package profiles
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,11 +17,7 @@ import (
 func TestDepthPredictorWorkflow(t *testing.T) {
 	ps := storiesPair(t)
 	ctx := context.Background()
-	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openBench(t)
 	prompts := modeltest.StoryPrompts(t)
 	if _, err := b.TrainPredictor(ctx, ps, PredictorOptions{Prompts: prompts, Tokens: 24}, nil); err == nil || !strings.Contains(err.Error(), "calibrat") {
 		t.Fatalf("trained without a calibration: %v", err)

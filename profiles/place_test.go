@@ -2,7 +2,6 @@ package profiles
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -42,11 +41,7 @@ func TestPlacements(t *testing.T) {
 func TestTunePlaced(t *testing.T) {
 	ps := storiesPair(t)
 	ctx := context.Background()
-	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openBench(t)
 	places := []Placement{{"cpu", ""}, {"cpu", "cpu"}} // one device here: the same device twice
 	space := costmodel.SearchSpace{MaxGamma: 3, MaxDepth: 2, MaxNodes: 6}
 	tr, err := b.Tune(ctx, ps, TuneOptions{Alpha: 0.7, Space: space, Place: true, Placements: places, NoRecheck: true}, nil)

@@ -2,7 +2,6 @@ package profiles
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,11 +13,7 @@ import (
 // its id.
 func TestProvenanceAssumed(t *testing.T) {
 	ctx := context.Background()
-	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openBench(t)
 	text, assumed := b.provenance(ctx, &Inputs{Acc: costmodel.Uniform(0.8, 0.4, 8, 4), Assumed: true}, 0)
 	if !assumed || strings.Count(text, "ASSUMED, NOT MEASURED") != 2 {
 		t.Errorf("assumed inputs: %v %s", assumed, text)

@@ -2,7 +2,6 @@ package profiles
 
 import (
 	"context"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -16,14 +15,9 @@ import (
 func TestStoredRunIsThePlanRun(t *testing.T) {
 	ps := storiesPair(t)
 	ctx := context.Background()
-	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openBench(t)
 	prompts := modeltest.StoryPrompts(t)[:3]
-	_, err = b.Calibrate(ctx, ps, prompts, "stories", 16, SampleParams{}, nil)
-	if err != nil {
+	if _, err := b.Calibrate(ctx, ps, prompts, "stories", 16, SampleParams{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	pred, err := b.TrainPredictor(ctx, ps, PredictorOptions{Prompts: prompts, Tokens: 16, Epochs: 2, Plan: Plan{Strategy: "egt", EGT: []int{1, 1, 1}, Branch: 2, WMax: 4}}, nil)

@@ -2,7 +2,6 @@ package profiles
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,11 +12,7 @@ import (
 // refused by id and nothing is deleted.
 func TestDeleteRuns(t *testing.T) {
 	ctx := context.Background()
-	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openBench(t)
 	st, err := b.db(ctx)
 	if err != nil {
 		t.Fatal(err)

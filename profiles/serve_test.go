@@ -69,11 +69,7 @@ var servePlan = spec.Plan{Strategy: "egt", EGT: []int{1, 1, 1, 1, 1, 1}, Branch:
 func openServer(t *testing.T, c *Config, opt ServeOptions) *Server {
 	t.Helper()
 	ctx := context.Background()
-	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	b := openBench(t)
 	s, err := b.OpenServer(ctx, c, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -158,11 +154,7 @@ func TestServerGreedyEqualsRun(t *testing.T) {
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
 
-	b, err := Open(context.Background(), filepath.Join(t.TempDir(), "r.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openBench(t)
 	want := func(prompt string, n int) (string, int) {
 		t.Helper()
 		var text strings.Builder

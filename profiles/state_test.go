@@ -3,7 +3,6 @@ package profiles
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -68,11 +67,7 @@ func TestFamilies(t *testing.T) {
 func TestPairState(t *testing.T) {
 	ps := PairSpec{Target: modeltest.Stories260K(t), Draft: modeltest.NoisyDraft(t), Threads: 2}
 	ctx := context.Background()
-	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openBench(t)
 	s, err := b.PairState(ctx, ps)
 	if err != nil {
 		t.Fatal(err)

@@ -24,17 +24,25 @@ func storiesPair(t *testing.T) PairSpec {
 	return PairSpec{Target: modeltest.Stories260K(t), Draft: modeltest.NoisyDraft(t), Threads: 2}
 }
 
+// openBench opens a workbench on a new database in the test's temporary
+// folder, closed when the test ends.
+func openBench(t *testing.T) *Bench {
+	t.Helper()
+	b, err := Open(context.Background(), filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
 // TestRunEveryStrategyLossless: every registered strategy, run through the
 // core with a baseline, gives plain decoding's greedy tokens, and the run
 // is stored with its steps.
 func TestRunEveryStrategyLossless(t *testing.T) {
 	ps := storiesPair(t)
 	ctx := context.Background()
-	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openBench(t)
 	plans := map[string]spec.Plan{
 		"ar":      {Strategy: "ar"},
 		"chain":   {Strategy: "chain", Gamma: 3},
@@ -135,11 +143,7 @@ func TestTuneExportRunTunedPlan(t *testing.T) {
 func TestValidateTop(t *testing.T) {
 	ps := storiesPair(t)
 	ctx := context.Background()
-	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openBench(t)
 	tr, err := b.Tune(ctx, ps, TuneOptions{Alpha: 0.7, Space: costmodel.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 12}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -215,11 +219,7 @@ func TestThreadSplitValidatesAndExports(t *testing.T) {
 	ps := storiesPair(t)
 	ps.Threads = 4
 	ctx := context.Background()
-	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openBench(t)
 	tr, err := b.Tune(ctx, ps, TuneOptions{Alpha: 0.7, Space: costmodel.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 12}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -275,11 +275,7 @@ func TestThreadSplitValidatesAndExports(t *testing.T) {
 func TestCalibrationPricesThresholdPlans(t *testing.T) {
 	ps := storiesPair(t)
 	ctx := context.Background()
-	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openBench(t)
 	cal, err := b.Calibrate(ctx, ps, []string{"Once upon a time", "The little dog"}, "", 24, SampleParams{}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -347,11 +343,7 @@ func TestCalibrationPricesThresholdPlans(t *testing.T) {
 func TestSampledCalibrationTunesAndExportsItsSampling(t *testing.T) {
 	ps := storiesPair(t)
 	ctx := context.Background()
-	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openBench(t)
 	if _, err := b.Calibrate(ctx, ps, []string{"Once upon a time"}, "", 8, SampleParams{Temp: -1}, nil); err == nil {
 		t.Fatal("a negative temperature was accepted")
 	}
