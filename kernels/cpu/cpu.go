@@ -152,8 +152,8 @@ type Matrix struct {
 	data       []byte
 	// packed is a Q4_0, Q8_0 or K-quant (Q4_K, Q5_K, Q6_K) matrix's rows
 	// repacked group rows at a time: sixteen for the AVX-512 VNNI tiles
-	// (x16.c), eight for the AVX2 ones (q40x8.c; q4kx8.c and q6kx8.c are
-	// the K-quants' references in the tests); nil where they do not run.
+	// (x16.c), eight for the AVX2 ones (q40x8.c, Q4_0 and Q8_0); nil
+	// where they do not run.
 	// data stays for row reads and the portable kernels.
 	packed []byte
 	group  int
@@ -246,24 +246,6 @@ func x16GroupBytes(t quant.Type) int64 {
 	return 0
 }
 
-// kGroupBytes is what eight rows' super-block of a K-quant take repacked
-// (for the AVX2 tiles the sixteen-row ones are held to in the tests):
-// Q4_K (q4kx8.c's Q4K_GROUP: their scales and mins unpacked, 160 bytes,
-// and their 1024 bytes of nibbles), Q5_K (Q5K_GROUP: the same and their
-// 256 bytes of fifth bits), Q6_K (q6kx8.c's Q6K_GROUP: d, scales, and the
-// weights unpacked to bytes); 0 for the others.
-func kGroupBytes(t quant.Type) int64 {
-	switch t {
-	case quant.Q4_K:
-		return 16 + 16 + 64 + 64 + 1024
-	case quant.Q5_K:
-		return 16 + 16 + 64 + 64 + 1024 + 256
-	case quant.Q6_K:
-		return 16 + 128 + 2048
-	}
-	return 0
-}
-
 // RepackedBytes is the memory a t matrix of rows x cols takes on this
 // CPU beside its mapped weights (the sixteen-row Q4_0, Q8_0, Q4_K, Q5_K
 // and Q6_K copies where the AVX-512 VNNI tiles run, the eight-row Q4_0
@@ -282,9 +264,6 @@ func repackedBytes(t quant.Type, rows, cols, group int) int64 {
 	if group == 16 {
 		return int64((rows+15)/16) * int64(cols/t.BlockSize()) * x16GroupBytes(t)
 	}
-	if g := kGroupBytes(t); g > 0 { // eight-row K-quants: the tests' references
-		return int64(rows/8) * int64(cols/quant.QKK) * g
-	}
 	rb, err := quant.RowBytes(t, cols)
 	if err != nil {
 		return 0
@@ -293,20 +272,48 @@ func repackedBytes(t quant.Type, rows, cols, group int) int64 {
 }
 
 // q8Buf holds activations quantised to 8 bits in blocks of 32, in the
-// two layouts the kernels read. Row by row (the row kernels and the
-// eight-row tiles): value d[b]*q[b*32+j], with s[b] the sum of the
-// block's q (for types with a min or an offset). In panels of eight rows
-// (the sixteen-row tiles, x16.c; arb_quantize_q8_panels gives the layout):
-// pq, pd, pm = pd * s, and in pc four offsets a block the tiles start
-// their integer sums from. Both hold the same quantised values.
+// layouts the kernels read. Row by row (the row kernels and the eight-row
+// tiles): value d[b]*q[b*32+j], with s[b] the sum of the block's q (for
+// types with a min or an offset). In panels (the sixteen-row tiles, x16.c):
+// p, each block with its own scale (arb_quantize_q8_panels), for Q4_0 and
+// Q8_0; k, one scale for each 256 values (arb_quantize_q8k_panels), for the
+// K-quants.
 type q8Buf struct {
 	d []float32
 	q []int8
 	s []int32
 
-	pq     []int8
-	pd, pm []float32
-	pc     []int32
+	p, k panelBuf
+}
+
+// panelBuf is activations in panels: q, the scales d, m = d * s (p only)
+// and the offsets c, four a block.
+type panelBuf struct {
+	q    []int8
+	d, m []float32
+	c    []int32
+}
+
+// layout is a set of the activation layouts of q8Buf.
+type layout uint8
+
+const (
+	byRows    layout = 1 << iota // row by row
+	inPanels                     // panels, a scale a block (q8Buf.p)
+	inKPanels                    // panels, a scale a super-block (q8Buf.k)
+)
+
+// layoutOf is the layout products with w read.
+func layoutOf(w *Matrix) layout {
+	switch {
+	case !usesQ8(w.typ):
+		return 0
+	case w.group != 16:
+		return byRows
+	case w.typ == quant.Q4_K || w.typ == quant.Q5_K || w.typ == quant.Q6_K:
+		return inKPanels
+	}
+	return inPanels
 }
 
 // size makes room for n activations row by row and returns their block
@@ -322,16 +329,18 @@ func (q *q8Buf) size(n int) int {
 	return nb
 }
 
-// sizePanels makes room for n activations in panels.
-func (q *q8Buf) sizePanels(n int) {
+// size makes room for n activations in panels, with m when withM.
+func (p *panelBuf) size(n int, withM bool) {
 	nb := n / quant.QK
-	q.pd = grow(q.pd, nb)
-	q.pm = grow(q.pm, nb)
-	q.pc = growI32(q.pc, 4*nb)
-	if cap(q.pq) < n {
-		q.pq = make([]int8, n)
+	p.d = grow(p.d, nb)
+	if withM {
+		p.m = grow(p.m, nb)
 	}
-	q.pq = q.pq[:n]
+	p.c = growI32(p.c, 4*nb)
+	if cap(p.q) < n {
+		p.q = make([]int8, n)
+	}
+	p.q = p.q[:n]
 }
 
 func (q *q8Buf) quantize(x []float32) {
@@ -344,15 +353,7 @@ func (q *q8Buf) quantize(x []float32) {
 func (q *q8Buf) quantizeRows(x []float32, cols, lo, hi int) {
 	for b := lo * cols / quant.QK; b < hi*cols/quant.QK; b++ {
 		xs := x[b*quant.QK : (b+1)*quant.QK]
-		amax := float32(0)
-		for _, v := range xs {
-			amax = max(amax, float32(math.Abs(float64(v))))
-		}
-		d := amax / 127
-		id := float32(0)
-		if d != 0 {
-			id = 1 / d
-		}
+		d, id := q8Scale(xs)
 		sum := int32(0)
 		qs := q.q[b*quant.QK : (b+1)*quant.QK]
 		for j, v := range xs {
@@ -362,6 +363,20 @@ func (q *q8Buf) quantizeRows(x []float32, cols, lo, hi int) {
 		}
 		q.d[b], q.s[b] = d, sum
 	}
+}
+
+// q8Scale is the scale d of 8-bit values for xs (their largest magnitude
+// over 127) and its inverse (0 where d is).
+func q8Scale(xs []float32) (d, id float32) {
+	amax := float32(0)
+	for _, v := range xs {
+		amax = max(amax, float32(math.Abs(float64(v))))
+	}
+	d = amax / 127
+	if d != 0 {
+		id = 1 / d
+	}
+	return d, id
 }
 
 func grow(s []float32, n int) []float32 {
@@ -404,8 +419,8 @@ func (b *Backend) MatMul(out []float32, wm kernels.Matrix, x []float32, n int) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if usesQ8(w.typ) {
-		b.quantize(x[:n*w.cols], n, w.group != 16, w.group == 16)
+	if l := layoutOf(w); l != 0 {
+		b.quantize(x[:n*w.cols], n, l)
 	}
 	b.mm = matmulJob{b: b, out: out, w: w, x: x, n: n}
 	j := &b.mm
@@ -424,39 +439,44 @@ func (b *Backend) MatMul(out []float32, wm kernels.Matrix, x []float32, n int) {
 	b.pool.run(j, w.rows, grain(1, w.cols, n))
 }
 
-// quantize fills b.q8 with x (n rows) in 8-bit blocks, for the quantised
-// products: row by row when rows, in panels when panels (the sixteen-row
-// tiles). The caller holds b.mu; a wide pass's rows are split across the
+// quantize fills b.q8 with x (n rows) in 8-bit blocks, in the layouts
+// of l. The caller holds b.mu; a wide pass's rows are split across the
 // workers.
-func (b *Backend) quantize(x []float32, n int, rows, panels bool) {
-	if rows {
+func (b *Backend) quantize(x []float32, n int, l layout) {
+	if l&byRows != 0 {
 		b.q8.size(len(x))
 	}
-	if panels {
-		b.q8.sizePanels(len(x))
+	if l&inPanels != 0 {
+		b.q8.p.size(len(x), true)
+	}
+	if l&inKPanels != 0 {
+		b.q8.k.size(len(x), false)
 	}
 	if b.threads == 1 || len(x) < parallelMin || n < 2 {
-		b.quantizeRows(x, n, 0, n, rows, panels)
+		b.quantizeRows(x, n, 0, n, l)
 		return
 	}
-	b.rows = rowsJob{op: opQuant, b: b, x: x, n: n, rows: rows, panels: panels}
+	b.rows = rowsJob{op: opQuant, b: b, x: x, n: n, layout: l}
 	b.pool.run(&b.rows, n, max(1, parallelMin/(4*(len(x)/n))))
 	b.rows = rowsJob{}
 }
 
 // quantizeRows quantises rows lo..hi-1 of x (n rows) into b.q8, whose
-// buffers are sized.
-func (b *Backend) quantizeRows(x []float32, n, lo, hi int, rows, panels bool) {
+// buffers are sized, in the layouts of l.
+func (b *Backend) quantizeRows(x []float32, n, lo, hi int, l layout) {
 	cols := len(x) / n
-	if rows {
+	if l&byRows != 0 {
 		if haveC {
 			cQuantizeRows(&b.q8, x, cols, lo, hi)
 		} else {
 			b.q8.quantizeRows(x, cols, lo, hi)
 		}
 	}
-	if panels {
-		cQuantizePanels(&b.q8, x, n, lo, hi)
+	if l&inPanels != 0 {
+		cQuantizePanels(&b.q8.p, x, n, lo, hi)
+	}
+	if l&inKPanels != 0 {
+		cQuantizeKPanels(&b.q8.k, x, n, lo, hi)
 	}
 }
 
@@ -518,7 +538,7 @@ func (b *Backend) MatMulMulti(outs []kernels.Tensor, ws []kernels.Matrix, x kern
 		panic(fmt.Sprintf("cpu: MatMulMulti of %d matrices into %d outputs", len(ws), len(outs)))
 	}
 	cols := -1
-	rows, panels := false, false // the activation layouts the products read
+	var l layout // the activation layouts the products read
 	for _, wm := range ws {
 		w := wm.(*Matrix)
 		if cols >= 0 && w.cols != cols {
@@ -526,9 +546,7 @@ func (b *Backend) MatMulMulti(outs []kernels.Tensor, ws []kernels.Matrix, x kern
 			break
 		}
 		cols = w.cols
-		if usesQ8(w.typ) {
-			rows, panels = rows || w.group != 16, panels || w.group == 16
-		}
+		l |= layoutOf(w)
 	}
 	if len(ws) > maxMulti || cols < 0 {
 		for i, w := range ws {
@@ -542,8 +560,8 @@ func (b *Backend) MatMulMulti(outs []kernels.Tensor, ws []kernels.Matrix, x kern
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if rows || panels {
-		b.quantize(xd[:n*cols], n, rows, panels)
+	if l != 0 {
+		b.quantize(xd[:n*cols], n, l)
 	}
 	j := &b.multi
 	j.count = len(ws)

@@ -3,16 +3,6 @@
 void arb_x8_pack(const uint8_t *src, long row_bytes, int rows, int nb, int block_bytes, uint8_t *dst);
 int arb_mm_x8(int q4, const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
               const int32_t *ys, int n, float *out, int rows);
-// Q4_K and Q5_K weights repacked eight rows at a time. See q4kx8.c.
-long arb_kx8_group_bytes(int q5);
-void arb_kx8_pack(int q5, const uint8_t *src, long row_bytes, int rows, int nsb, uint8_t *dst);
-int arb_mm_kx8(int q5, const uint8_t *packed, int glo, int ghi, int nsb, const float *yd, const int8_t *yq,
-               const int32_t *ys, int n, float *out, int rows);
-// Q6_K weights repacked eight rows at a time. See q6kx8.c.
-long arb_q6k_group_bytes(void);
-void arb_q6k_pack(const uint8_t *src, long row_bytes, int rows, int nsb, uint8_t *dst);
-int arb_mm_q6kx8(const uint8_t *packed, int glo, int ghi, int nsb, const float *yd, const int8_t *yq, int n,
-                 float *out, int rows);
 // Q8_0, Q4_0, Q4_K, Q5_K and Q6_K weights repacked sixteen rows at a time
 // for AVX-512 VNNI on 512-bit vectors. See x16.c.
 long arb_x16_bytes(int type, int rows, int nb);

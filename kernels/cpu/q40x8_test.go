@@ -14,7 +14,9 @@ import (
 // TestEightRows: a Q4_0, Q8_0 or K-quant matrix whose rows come in eights is
 // repacked where its tiles run (sixteen rows a group with AVX-512 VNNI,
 // eight with AVX2 alone), and its product agrees with the Go kernel on
-// the original layout; each output equals, bit for bit, what it is when
+// the original layout (the K-quants' sixteen-row tiles, which scale the
+// activations per 256 values, with kTilesReference, bit for bit); each
+// output equals, bit for bit, what it is when
 // its activation row is multiplied alone and when one thread does all
 // rows (greedy losslessness rests on both).
 func TestEightRows(t *testing.T) {
@@ -36,7 +38,7 @@ func testEightRows(t *testing.T, typ quant.Type, rows int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := repacks() && (kGroupBytes(typ) == 0 || vnniTiles()) // K-quants only where their VNNI tiles run
+	want := repacks() && (typ == quant.Q4_0 || typ == quant.Q8_0 || vnniTiles()) // K-quants only where their VNNI tiles run
 	if (m.packed != nil) != want || int64(len(m.packed)) != RepackedBytes(typ, rows, cols) {
 		t.Fatalf("repacked %d bytes with SIMD level %d (RepackedBytes %d)", len(m.packed), simdLevel, RepackedBytes(typ, rows, cols))
 	}
@@ -63,10 +65,20 @@ func testEightRows(t *testing.T, typ quant.Type, rows int) {
 		one := make([]float32, n*rows)
 		be1.MatMul(one, m, x, n)
 		want := make([]float32, n*rows)
-		be2.q8.quantize(x)
-		(&matmulJob{b: be2, out: want, w: m, x: x, n: n}).doGo(0, 0, rows)
+		tol := 1e-3 * math.Sqrt(float64(cols))
+		if m.packed != nil && layoutOf(m) == inKPanels {
+			// the K-quants' tiles scale activations per 256 values: the Go
+			// version of their steps gives their bits
+			be2.q8.k.size(len(x), false)
+			cQuantizeKPanels(&be2.q8.k, x, n, 0, n)
+			kTilesReference(typ, w, m.rowBytes, rows, cols, &be2.q8.k, n, want)
+			tol = 0
+		} else {
+			be2.q8.quantize(x)
+			(&matmulJob{b: be2, out: want, w: m, x: x, n: n}).doGo(0, 0, rows)
+		}
 		for i := range want {
-			if d := math.Abs(float64(got[i] - want[i])); d > 1e-3*math.Sqrt(float64(cols)) {
+			if d := math.Abs(float64(got[i] - want[i])); d > tol {
 				t.Fatalf("n=%d: out[%d] = %v, Go kernel %v", n, i, got[i], want[i])
 			}
 			if got[i] != one[i] {
@@ -86,14 +98,16 @@ func testEightRows(t *testing.T, typ quant.Type, rows int) {
 }
 
 // TestSixteenRowsMatchEightRows: on a CPU with AVX-512 VNNI, the
-// sixteen-row tiles (x16.c) give the eight-row AVX2 tiles' outputs bit for
-// bit (their integer block sums are exact on both paths, and the float
-// code after them is the same, lane by lane), for Q4_0, Q8_0 and K-quant
-// rows of raw random bytes (Q8_0's -128 included) against activations that
-// reach +-127, at every tile width and with the last group half padding.
-// Changed weights in the sixteen-row copy (a negative control: one
-// vector of the last block) must change an output. Elsewhere it is
-// skipped: the kernels it compares do not run there.
+// sixteen-row tiles (x16.c) give, bit for bit, the eight-row AVX2 tiles'
+// outputs for Q4_0 and Q8_0 (their integer block sums are exact on both
+// paths, and the float code after them is the same, lane by lane), and
+// for the K-quants, whose activations are scaled per 256 values, those of
+// kTilesReference, their steps in Go (after checkKPanels has checked the
+// activations), on rows of raw random bytes (Q8_0's -128 included) against
+// activations that reach +-127, at every tile width and with the last
+// group half padding. Changed weights in the sixteen-row copy (a negative
+// control: one vector of the last block) must change an output. Elsewhere
+// it is skipped: the kernels it compares do not run there.
 func TestSixteenRowsMatchEightRows(t *testing.T) {
 	if simdLevel < 2 || !repacks() {
 		t.Skipf("SIMD level %d: no AVX-512 VNNI tiles on this CPU (or ARBORIST_SIMD / ARBORIST_REPACK)", simdLevel)
@@ -127,8 +141,9 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 		m8.packed, m8.group = repackMatrix(m8, 8)
 		m16 := &Matrix{typ: typ, rows: rows, cols: cols, rowBytes: rb, data: w}
 		m16.packed, m16.group = repackMatrix(m16, 16)
-		if m8.packed == nil || m16.packed == nil {
-			t.Fatal("not repacked")
+		kq := layoutOf(m16) == inKPanels
+		if (m8.packed == nil) != kq || m16.packed == nil {
+			t.Fatal("not repacked as the tiles take it")
 		}
 		for n := 1; n <= 19; n++ {
 			x := gaussian(rng, n*cols)
@@ -136,19 +151,27 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 			var q q8Buf
 			q.size(len(x))
 			cQuantize(&q, x)
-			q.sizePanels(len(x))
-			cQuantizePanels(&q, x, n, 0, n)
+			q.p.size(len(x), true)
+			cQuantizePanels(&q.p, x, n, 0, n)
+			q.k.size(len(x), false)
+			cQuantizeKPanels(&q.k, x, n, 0, n)
 			a, v := make([]float32, n*rows), make([]float32, n*rows)
-			if !tiles(m8, &q, 0, rows/8, n, a) || !tiles(m16, &q, 0, (rows+15)/16, n, v) {
+			if !tiles(m16, &q, 0, (rows+15)/16, n, v) {
+				t.Fatal("the repacked kernels refused")
+			}
+			if kq {
+				checkKPanels(t, x, n, cols, &q.k)
+				kTilesReference(typ, w, rb, rows, cols, &q.k, n, a)
+			} else if !tiles(m8, &q, 0, rows/8, n, a) {
 				t.Fatal("the repacked kernels refused")
 			}
 			for i := range a {
 				if math.Float32bits(a[i]) != math.Float32bits(v[i]) {
-					t.Fatalf("%v n=%d: out[%d] = %v with sixteen-row tiles, %v with eight-row ones", typ, n, i, v[i], a[i])
+					t.Fatalf("%v n=%d: out[%d] = %v with sixteen-row tiles, %v with the reference (K-quants: kTilesReference)", typ, n, i, v[i], a[i])
 				}
 			}
-			if q.q[0] != 127 || q.q[1] != -127 {
-				t.Fatalf("activations %d %d, want 127 -127", q.q[0], q.q[1])
+			if q.q[0] != 127 || q.q[1] != -127 || q.k.q[0] != 127 || q.k.q[1] != -127 {
+				t.Fatalf("activations %d %d (K panels %d %d), want 127 -127", q.q[0], q.q[1], q.k.q[0], q.k.q[1])
 			}
 			if n == 3 { // negative control: the last block's next-to-last vector of weights changed
 				vec := m16.packed[len(m16.packed)-128 : len(m16.packed)-64]
@@ -168,16 +191,6 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// TestKGroupBytes: the Go sizes of a repacked Q4_K, Q5_K and Q6_K group
-// are the C ones.
-func TestKGroupBytes(t *testing.T) {
-	q4k, q5k, q6k := groupBytesC()
-	if int64(q4k) != kGroupBytes(quant.Q4_K) || int64(q5k) != kGroupBytes(quant.Q5_K) || int64(q6k) != kGroupBytes(quant.Q6_K) {
-		t.Fatalf("C packs %d, %d and %d bytes a group, Go sizes %d, %d and %d", q4k, q5k, q6k,
-			kGroupBytes(quant.Q4_K), kGroupBytes(quant.Q5_K), kGroupBytes(quant.Q6_K))
 	}
 }
 
@@ -211,5 +224,128 @@ func TestRepackBudget(t *testing.T) {
 	}
 	if RepackBudget() <= 0 {
 		t.Fatal("no repacking budget")
+	}
+}
+
+// panelRows is x16.c's ARB_PANEL: the activation rows a panel holds.
+const panelRows = 4
+
+// panelSlot is where block b of activation row r (of n) sits in panels of
+// nb blocks a row: its 32 values at 32 times it, its scale at it.
+func panelSlot(r, b, n, nb int) int {
+	p0 := r / panelRows * panelRows
+	return p0*nb + b*min(n-p0, panelRows) + r - p0
+}
+
+// fma32 is a float32 fused multiply-add where the exact a*b + c is a
+// float64 (as every integer sum below is), so it is rounded once.
+func fma32(a, b, c float32) float32 { return float32(math.FMA(float64(a), float64(b), float64(c))) }
+
+// kTilesReference is x16.c's K-quant tiles, step by step in Go, on the
+// activations p (arb_quantize_q8k_panels) of n rows against rows rows of
+// w (Q4_K, Q5_K or Q6_K, rb bytes a row): out[r*rows+o].
+func kTilesReference(typ quant.Type, w []byte, rb, rows, cols int, p *panelBuf, n int, out []float32) {
+	nb := cols / quant.QK
+	for r := 0; r < n; r++ {
+		for o := 0; o < rows; o++ {
+			row := w[o*rb : (o+1)*rb]
+			var acc float32
+			for s := 0; s < cols/quant.QKK; s++ {
+				dy := p.d[panelSlot(r, 8*s, n, nb)]
+				y := func(b int) []int8 { at := 32 * panelSlot(r, b, n, nb); return p.q[at : at+32] }
+				var fs float32
+				if typ == quant.Q6_K {
+					blk := row[s*210 : (s+1)*210]
+					for c := 0; c < 8; c++ {
+						half128, g := c/4, c%4
+						ql, qh := blk[64*half128+32*(g%2):], blk[128+32*half128:]
+						qy := y(8*s + c)
+						for half := 0; half < 2; half++ {
+							var sum int32
+							for l := 16 * half; l < 16*half+16; l++ {
+								q := int32(ql[l]>>uint(4*(g/2))&0xf|(qh[l]>>uint(2*g)&3)<<4) - 32
+								sum += q * int32(qy[l])
+							}
+							fs = fma32(float32(int8(blk[192+2*c+half])), float32(sum), fs)
+						}
+					}
+					acc = fma32(dy, f16le(blk[208:])*fs, acc)
+					continue
+				}
+				five := typ == quant.Q5_K
+				bb, qlOff := 144, 16
+				if five {
+					bb, qlOff = 176, 48
+				}
+				blk := row[s*bb : (s+1)*bb]
+				var im int32
+				for j := 0; j < 8; j++ {
+					ql, shift := blk[qlOff+32*(j/2):], uint(4*(j%2))
+					qy := y(8*s + j)
+					var isum, ysum int32
+					for l := 0; l < 32; l++ {
+						q := int32(ql[l] >> shift & 0xf)
+						if five {
+							q |= int32(blk[16+l]>>uint(j)&1) << 4
+						}
+						isum += q * int32(qy[l])
+						ysum += int32(qy[l])
+					}
+					sc, m := quant.ScaleMinK4(j, blk[4:16])
+					fs = fma32(float32(sc), float32(isum), fs)
+					im += int32(m) * ysum
+				}
+				v := fma32(-f16le(blk[2:]), float32(im), f16le(blk)*fs)
+				acc = fma32(dy, v, acc)
+			}
+			out[r*rows+o] = acc
+		}
+	}
+}
+
+// checkKPanels checks arb_quantize_q8k_panels' panels of x (n rows of
+// cols) against the quantisation written out in Go: each 256 values
+// scaled by their largest magnitude over 127, rounded to nearest even; a
+// block's offsets the sums of blocks j and j+1 (even j), 0, and -32 times
+// its halves' sums.
+func checkKPanels(t *testing.T, x []float32, n, cols int, p *panelBuf) {
+	t.Helper()
+	nb := cols / quant.QK
+	for r := 0; r < n; r++ {
+		for s := 0; s < cols/quant.QKK; s++ {
+			xs := x[r*cols+s*quant.QKK : r*cols+(s+1)*quant.QKK]
+			d, id := q8Scale(xs)
+			var sums [8]int32
+			for j := 0; j < 8; j++ {
+				b := 8*s + j
+				at := panelSlot(r, b, n, nb)
+				if p.d[at] != d {
+					t.Fatalf("row %d block %d: scale %v, want %v", r, b, p.d[at], d)
+				}
+				var low int32
+				for l := 0; l < 32; l++ {
+					want := int8(math.RoundToEven(float64(xs[32*j+l] * id)))
+					if got := p.q[32*at+l]; got != want {
+						t.Fatalf("row %d block %d: q[%d] = %d, want %d", r, b, l, got, want)
+					}
+					sums[j] += int32(want)
+					if l == 15 {
+						low = sums[j]
+					}
+				}
+				p0 := r / panelRows * panelRows
+				P := min(n-p0, panelRows)
+				c := p.c[4*p0*nb+b*4*P+r-p0:] // this block's four offsets, P apart
+				if j%2 == 1 {                 // the even block before holds both sums
+					want := int32(uint32(uint16(sums[j-1])) | uint32(sums[j])<<16)
+					if got := p.c[4*p0*nb+(b-1)*4*P+r-p0]; got != want {
+						t.Fatalf("row %d blocks %d, %d: sums word %#x, want %#x", r, b-1, b, got, want)
+					}
+				}
+				if j%2 == 1 && c[0] != 0 || c[P] != 0 || c[2*P] != -32*low || c[3*P] != -32*(sums[j]-low) {
+					t.Fatalf("row %d block %d: offsets %d %d %d %d, want (0) 0 %d %d", r, b, c[0], c[P], c[2*P], c[3*P], -32*low, -32*(sums[j]-low))
+				}
+			}
+		}
 	}
 }

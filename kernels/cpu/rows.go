@@ -39,8 +39,8 @@ type rowsJob struct {
 	dim          int
 	eps          float32
 	rope         kernels.RoPEShape
-	n            int  // opQuant: rows in all
-	rows, panels bool // opQuant: the layouts to fill
+	n            int    // opQuant: rows in all
+	layout       layout // opQuant: the layouts to fill
 }
 
 // run computes j over n units (of cost values each) on the calling
@@ -87,7 +87,7 @@ func (j *rowsJob) do(_, lo, hi int) {
 			}
 		}
 	case opQuant:
-		j.b.quantizeRows(j.x, j.n, lo, hi, j.rows, j.panels)
+		j.b.quantizeRows(j.x, j.n, lo, hi, j.layout)
 	}
 }
 

@@ -104,13 +104,17 @@ static inline float unpack32(int type, const uint8_t *b, int8_t *q, float *mout)
 
 // ---- portable versions ----
 
-// q8_block_generic quantises 32 values to q with scale *d (round to
-// nearest even, as kernels/cpu's Go quantiser) and returns their sum, and
-// through low the sum of the first 16.
-static int32_t q8_block_generic(const float *xs, int8_t *q, float *d, int32_t *low) {
+// amax_generic is the largest magnitude of count values.
+static float amax_generic(const float *xs, int count) {
 	float amax = 0;
-	for (int j = 0; j < 32; j++) { float a = fabsf(xs[j]); if (a > amax) amax = a; }
-	float dd = amax / 127, id = dd != 0 ? 1 / dd : 0;
+	for (int j = 0; j < count; j++) { float a = fabsf(xs[j]); if (a > amax) amax = a; }
+	return amax;
+}
+
+// q8_scaled_generic quantises 32 values to q with inverse scale id (round
+// to nearest even, as kernels/cpu's Go quantiser) and returns their sum,
+// and through low the sum of the first 16.
+static int32_t q8_scaled_generic(const float *xs, int8_t *q, float id, int32_t *low) {
 	int32_t sum = 0;
 	for (int j = 0; j < 32; j++) {
 		int8_t v = (int8_t)nearbyintf(xs[j] * id);
@@ -118,8 +122,16 @@ static int32_t q8_block_generic(const float *xs, int8_t *q, float *d, int32_t *l
 		sum += v;
 		if (j == 15) *low = sum;
 	}
-	*d = dd;
 	return sum;
+}
+
+// q8_block_generic quantises 32 values to q with scale *d (round to
+// nearest even, as kernels/cpu's Go quantiser) and returns their sum, and
+// through low the sum of the first 16.
+static int32_t q8_block_generic(const float *xs, int8_t *q, float *d, int32_t *low) {
+	float dd = amax_generic(xs, 32) / 127;
+	*d = dd;
+	return q8_scaled_generic(xs, q, dd != 0 ? 1 / dd : 0, low);
 }
 
 static void quantize_q8_generic(const float *x, int count, float *d, int8_t *q, int32_t *s) {
@@ -331,6 +343,41 @@ static void mm_f32_generic(int type, const uint8_t *w, long row_bytes, int lo, i
 	}
 QUANTIZE_PANELS(quantize_panels_generic, , q8_block_generic)
 
+// QUANTIZE_KPANELS defines NAME, arb_quantize_q8k_panels with AMAX and
+// SCALED: the panels of arb_quantize_q8_panels, but with one scale for each
+// 256 values (a K-quant super-block's eight blocks), stored in each of its
+// eight slots. Of a slot's four offsets, the first of each even block j
+// holds the sums of blocks j and j+1 as two int16 (low half: block j), the
+// K-quants' tiles' min term (|sum| <= 32 * 127), the second is 0, the last
+// two as arb_quantize_q8_panels writes them.
+#define QUANTIZE_KPANELS(NAME, ATTR, AMAX, SCALED)                                                         \
+	ATTR static void NAME(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, int32_t *c) { \
+		int nb = cols / 32;                                                                              \
+		for (int r = lo; r < hi; r++) {                                                                  \
+			int p0 = r / ARB_PANEL * ARB_PANEL, P = n - p0 < ARB_PANEL ? n - p0 : ARB_PANEL, k = r - p0;  \
+			long base = (long)p0 * nb;                                                                   \
+			for (int sb = 0; sb < nb / 8; sb++) {                                                        \
+				const float *xs = x + (long)r * cols + sb * 256;                                         \
+				float dd = AMAX(xs, 256) / 127, id = dd != 0 ? 1 / dd : 0;                               \
+				int32_t sum[8];                                                                          \
+				for (int j = 0; j < 8; j++) {                                                            \
+					int b = sb * 8 + j;                                                                  \
+					long slot = base + (long)b * P + k;                                                  \
+					int32_t low = 0;                                                                     \
+					sum[j] = SCALED(xs + 32 * j, q + slot * 32, id, &low);                               \
+					d[slot] = dd;                                                                        \
+					int32_t *cp = c + 4 * base + (long)b * 4 * P + k;                                    \
+					cp[0] = cp[P] = 0;                                                                   \
+					cp[2 * P] = -32 * low;                                                               \
+					cp[3 * P] = -32 * (sum[j] - low);                                                    \
+				}                                                                                        \
+				for (int j = 0; j < 8; j += 2)                                                           \
+					c[4 * base + (long)(sb * 8 + j) * 4 * P + k] = (int32_t)((uint32_t)(uint16_t)sum[j] | (uint32_t)sum[j + 1] << 16); \
+			}                                                                                            \
+		}                                                                                                \
+	}
+QUANTIZE_KPANELS(quantize_kpanels_generic, , amax_generic, q8_scaled_generic)
+
 // ---- AVX2 + FMA + F16C ----
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -356,17 +403,10 @@ AVX2 static inline int32_t hsum_i32(__m256i v) {
 	return _mm_cvtsi128_si32(s4);
 }
 
-// q8_block_avx2 is q8_block_generic eight lanes at a time (the same values).
-AVX2 static inline __attribute__((always_inline)) int32_t q8_block_avx2(const float *xs, int8_t *q, float *d, int32_t *lowp) {
-	const __m256 signmask = _mm256_set1_ps(-0.0f);
+// q8_scaled_avx2 is q8_scaled_generic eight lanes at a time (the same
+// values).
+AVX2 static inline __attribute__((always_inline)) int32_t q8_scaled_avx2(const float *xs, int8_t *q, float id, int32_t *lowp) {
 	__m256 v0 = _mm256_loadu_ps(xs), v1 = _mm256_loadu_ps(xs + 8), v2 = _mm256_loadu_ps(xs + 16), v3 = _mm256_loadu_ps(xs + 24);
-	__m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(signmask, v0), _mm256_andnot_ps(signmask, v1)),
-	                         _mm256_max_ps(_mm256_andnot_ps(signmask, v2), _mm256_andnot_ps(signmask, v3)));
-	__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-	m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-	m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-	float amax = _mm_cvtss_f32(m4);
-	float dd = amax / 127, id = dd != 0 ? 1 / dd : 0;
 	__m256 mul = _mm256_set1_ps(id);
 	__m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 	__m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
@@ -378,9 +418,31 @@ AVX2 static inline __attribute__((always_inline)) int32_t q8_block_avx2(const fl
 	__m256i p = _mm256_packs_epi16(p01, p23);
 	p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 	_mm256_storeu_si256((__m256i *)q, p);
-	*d = dd;
 	*lowp = low;
 	return low + hsum_i32(_mm256_add_epi32(i2, i3));
+}
+
+// amax_avx2 is amax_generic of count values (a multiple of 32), eight
+// lanes at a time (the largest magnitude, whatever the order).
+AVX2 static inline __attribute__((always_inline)) float amax_avx2(const float *xs, int count) {
+	const __m256 signmask = _mm256_set1_ps(-0.0f);
+	__m256 m = _mm256_setzero_ps();
+	for (int i = 0; i < count; i += 32) {
+		__m256 v0 = _mm256_loadu_ps(xs + i), v1 = _mm256_loadu_ps(xs + i + 8), v2 = _mm256_loadu_ps(xs + i + 16), v3 = _mm256_loadu_ps(xs + i + 24);
+		m = _mm256_max_ps(m, _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(signmask, v0), _mm256_andnot_ps(signmask, v1)),
+		                                   _mm256_max_ps(_mm256_andnot_ps(signmask, v2), _mm256_andnot_ps(signmask, v3))));
+	}
+	__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+	m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+	m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+	return _mm_cvtss_f32(m4);
+}
+
+// q8_block_avx2 is q8_block_generic eight lanes at a time (the same values).
+AVX2 static inline __attribute__((always_inline)) int32_t q8_block_avx2(const float *xs, int8_t *q, float *d, int32_t *lowp) {
+	float dd = amax_avx2(xs, 32) / 127;
+	*d = dd;
+	return q8_scaled_avx2(xs, q, dd != 0 ? 1 / dd : 0, lowp);
 }
 
 AVX2 static void quantize_q8_avx2(const float *x, int count, float *d, int8_t *q, int32_t *s) {
@@ -389,6 +451,7 @@ AVX2 static void quantize_q8_avx2(const float *x, int count, float *d, int8_t *q
 }
 
 QUANTIZE_PANELS(quantize_panels_avx2, AVX2, q8_block_avx2)
+QUANTIZE_KPANELS(quantize_kpanels_avx2, AVX2, amax_avx2, q8_scaled_avx2)
 
 // load_q loads one block's 32 weights (Q4_0, Q4_1, Q5_0, Q5_1) as unsigned
 // bytes, 0..15 or 0..31 with the offset not removed: it is taken off the
@@ -1045,6 +1108,18 @@ void arb_quantize_q8_panels(const float *x, int n, int cols, int lo, int hi, int
 	if (arb_simd_level() >= 1) { quantize_panels_avx2(x, n, cols, lo, hi, q, d, m, c); return; }
 #endif
 	quantize_panels_generic(x, n, cols, lo, hi, q, d, m, c);
+}
+
+// arb_quantize_q8k_panels quantises rows lo..hi-1 of n rows of cols values
+// (x: all n rows; cols a multiple of 256) into the panels of
+// arb_quantize_q8_panels with one scale for each 256 values, for the
+// K-quants' sixteen-row tiles: q and d as there (d the same for a
+// super-block's eight slots), c as QUANTIZE_KPANELS says.
+void arb_quantize_q8k_panels(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, int32_t *c) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 1) { quantize_kpanels_avx2(x, n, cols, lo, hi, q, d, c); return; }
+#endif
+	quantize_kpanels_generic(x, n, cols, lo, hi, q, d, c);
 }
 
 void arb_mm_q8(int type, const uint8_t *w, long row_bytes, int lo, int hi, int nb,

@@ -59,15 +59,26 @@ func cQuantizeRows(q *q8Buf, x []float32, cols, lo, hi int) {
 		(*C.int8_t)(unsafe.Pointer(&q.q[a])), (*C.int32_t)(unsafe.Pointer(&q.s[lo*nb])))
 }
 
-// cQuantizePanels quantises rows lo..hi-1 of x (n rows) into q's panels,
-// sized for all of x, for the sixteen-row tiles.
-func cQuantizePanels(q *q8Buf, x []float32, n, lo, hi int) {
+// cQuantizePanels quantises rows lo..hi-1 of x (n rows) into p, sized for
+// all of x, for the sixteen-row tiles of Q4_0 and Q8_0.
+func cQuantizePanels(p *panelBuf, x []float32, n, lo, hi int) {
 	if hi <= lo || len(x) < n*quant.QK {
 		return
 	}
 	C.arb_quantize_q8_panels((*C.float)(unsafe.Pointer(&x[0])), C.int(n), C.int(len(x)/n), C.int(lo), C.int(hi),
-		(*C.int8_t)(unsafe.Pointer(&q.pq[0])), (*C.float)(unsafe.Pointer(&q.pd[0])),
-		(*C.float)(unsafe.Pointer(&q.pm[0])), (*C.int32_t)(unsafe.Pointer(&q.pc[0])))
+		(*C.int8_t)(unsafe.Pointer(&p.q[0])), (*C.float)(unsafe.Pointer(&p.d[0])),
+		(*C.float)(unsafe.Pointer(&p.m[0])), (*C.int32_t)(unsafe.Pointer(&p.c[0])))
+}
+
+// cQuantizeKPanels quantises rows lo..hi-1 of x (n rows, a multiple of 256
+// values each) into p, sized for all of x, a scale for each 256 values, for
+// the K-quants' sixteen-row tiles.
+func cQuantizeKPanels(p *panelBuf, x []float32, n, lo, hi int) {
+	if hi <= lo || len(x) < n*quant.QKK {
+		return
+	}
+	C.arb_quantize_q8k_panels((*C.float)(unsafe.Pointer(&x[0])), C.int(n), C.int(len(x)/n), C.int(lo), C.int(hi),
+		(*C.int8_t)(unsafe.Pointer(&p.q[0])), (*C.float)(unsafe.Pointer(&p.d[0])), (*C.int32_t)(unsafe.Pointer(&p.c[0])))
 }
 
 func (j *matmulJob) doC(worker, lo, hi int) {
@@ -195,14 +206,13 @@ func PeakProbe(integer bool, iters int) (macs int64, sink int64) {
 }
 
 // repackMatrix returns m's rows repacked group rows at a time (16: x16.c,
-// for every repacked type; 8: q40x8.c for Q4_0 and Q8_0, q4kx8.c for
-// Q4_K and Q5_K, q6kx8.c for Q6_K) and the group, or nil and 0 where that
-// does not apply (repackedBytes 0: another type, rows not a multiple of
-// 8, the portable kernels in use). Measured on the bench target (Q8_0)
-// and synthetic models: see docs/PERFORMANCE.md.
+// for every repacked type; 8: q40x8.c, for Q4_0 and Q8_0) and the group,
+// or nil and 0 where that does not apply (repackedBytes 0: another type,
+// rows not a multiple of 8, the portable kernels in use). Measured on the
+// bench target (Q8_0) and synthetic models: see docs/PERFORMANCE.md.
 func repackMatrix(m *Matrix, group int) ([]byte, int) {
 	size := repackedBytes(m.typ, m.rows, m.cols, group)
-	if size == 0 {
+	if size == 0 || group == 8 && m.typ != quant.Q4_0 && m.typ != quant.Q8_0 {
 		return nil, 0
 	}
 	p := make([]byte, size)
@@ -211,22 +221,15 @@ func repackMatrix(m *Matrix, group int) ([]byte, int) {
 		C.arb_x16_pack(C.int(m.typ), src, C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/m.typ.BlockSize()), dst)
 		return p, group
 	}
-	switch m.typ {
-	case quant.Q6_K:
-		C.arb_q6k_pack(src, C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/quant.QKK), dst)
-	case quant.Q4_K, quant.Q5_K:
-		C.arb_kx8_pack(flag(m.typ == quant.Q5_K), src, C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/quant.QKK), dst)
-	default:
-		nb := m.cols / quant.QK
-		C.arb_x8_pack(src, C.long(m.rowBytes), C.int(m.rows), C.int(nb), C.int(m.rowBytes/nb), dst)
-	}
+	nb := m.cols / quant.QK
+	C.arb_x8_pack(src, C.long(m.rowBytes), C.int(m.rows), C.int(nb), C.int(m.rowBytes/nb), dst)
 	return p, group
 }
 
 // tiles multiplies groups lo..hi-1 of the repacked matrix w by the n
-// activation rows quantised in q (in panels for the sixteen-row AVX-512
-// VNNI tiles, row by row for the eight-row AVX2 ones, as w was packed),
-// into out. It reports false where the CPU lacks them.
+// activation rows quantised in q (in the panels layoutOf(w) names for the
+// sixteen-row AVX-512 VNNI tiles, row by row for the eight-row AVX2 ones,
+// as w was packed), into out. It reports false where the CPU lacks them.
 func tiles(w *Matrix, q *q8Buf, lo, hi, n int, out []float32) bool {
 	p, glo, ghi := (*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(lo), C.int(hi)
 	o, cn, rows := (*C.float)(unsafe.Pointer(&out[0])), C.int(n), C.int(w.rows)
@@ -239,22 +242,20 @@ func tiles(w *Matrix, q *q8Buf, lo, hi, n int, out []float32) bool {
 	}
 	switch {
 	case w.group == 16:
-		rc = C.arb_mm_x16(C.int(w.typ), p, glo, ghi, (*C.int8_t)(unsafe.Pointer(&q.pq[0])), (*C.float)(unsafe.Pointer(&q.pd[0])),
-			(*C.float)(unsafe.Pointer(&q.pm[0])), (*C.int32_t)(unsafe.Pointer(&q.pc[0])), C.int(w.cols/quant.QK), cn, o, rows)
-	case w.typ == quant.Q6_K:
-		rc = C.arb_mm_q6kx8(p, glo, ghi, C.int(w.cols/quant.QKK), yd, yq, cn, o, rows)
-	case w.typ == quant.Q4_K || w.typ == quant.Q5_K:
-		rc = C.arb_mm_kx8(flag(w.typ == quant.Q5_K), p, glo, ghi, C.int(w.cols/quant.QKK), yd, yq, ys, cn, o, rows)
+		pb := &q.p
+		if layoutOf(w) == inKPanels {
+			pb = &q.k
+		}
+		var ym *C.float // the K-quants' panels have no m
+		if len(pb.m) > 0 {
+			ym = (*C.float)(unsafe.Pointer(&pb.m[0]))
+		}
+		rc = C.arb_mm_x16(C.int(w.typ), p, glo, ghi, (*C.int8_t)(unsafe.Pointer(&pb.q[0])), (*C.float)(unsafe.Pointer(&pb.d[0])),
+			ym, (*C.int32_t)(unsafe.Pointer(&pb.c[0])), C.int(w.cols/quant.QK), cn, o, rows)
 	default:
 		rc = C.arb_mm_x8(flag(w.typ == quant.Q4_0), p, glo, ghi, C.int(w.cols/quant.QK), yd, yq, ys, cn, o, rows)
 	}
 	return rc == 0
-}
-
-// groupBytesC are the C kernels' sizes of a repacked Q4_K, Q5_K and Q6_K
-// group, which kGroupBytes must give (TestKGroupBytes).
-func groupBytesC() (q4k, q5k, q6k int) {
-	return int(C.arb_kx8_group_bytes(0)), int(C.arb_kx8_group_bytes(1)), int(C.arb_q6k_group_bytes())
 }
 
 // vnniTiles says whether the repacked products run their AVX-512 VNNI

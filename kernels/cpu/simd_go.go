@@ -15,7 +15,12 @@ func cQuantize(q *q8Buf, x []float32) { q.quantize(x) }
 func cQuantizeRows(q *q8Buf, x []float32, cols, lo, hi int) { q.quantizeRows(x, cols, lo, hi) }
 
 // cQuantizePanels is never called without cgo: nothing is repacked.
-func cQuantizePanels(q *q8Buf, x []float32, n, lo, hi int) {
+func cQuantizePanels(p *panelBuf, x []float32, n, lo, hi int) {
+	panic("cpu: panels in a build without cgo")
+}
+
+// cQuantizeKPanels is never called without cgo: nothing is repacked.
+func cQuantizeKPanels(p *panelBuf, x []float32, n, lo, hi int) {
 	panic("cpu: panels in a build without cgo")
 }
 

@@ -3,8 +3,8 @@
 // Quantised weights repacked sixteen rows at a time, for AVX-512 VNNI on
 // 512-bit vectors (arb_simd_level 2 and up).
 //
-// The eight-row layouts of q40x8.c, q4kx8.c and q6kx8.c give each 4-byte
-// lane of a 256-bit vector one row's four weights; here a 512-bit vector's
+// The eight-row layouts of q40x8.c give each 4-byte lane of a 256-bit
+// vector one row's four weights; here a 512-bit vector's
 // sixteen lanes hold sixteen rows' four weights, so one vpdpbusd adds four
 // products to each of sixteen rows' sums (64 multiply-adds where the
 // 256-bit tiles do 32). On a core with 512-bit datapaths (AMD Zen 5, Intel
@@ -19,13 +19,16 @@
 // ceil(W/8) tiles over each group, the group's weights read from memory
 // once and from cache after that.
 //
-// Each lane's arithmetic is exactly that of the eight-row AVX2 tiles: the
-// integer block sums are exact (so how vpdpbusd splits them does not
-// matter) and the float code after them is the same operations in the same
-// order, lane by lane. So a row's result is the eight-row tiles' bit for
-// bit (TestSixteenRowsMatchEightRows), whatever the tile, the batch, or
-// the rows beside it in the group: a verification row equals the decode
-// row, which greedy identity needs.
+// The integer block sums are exact (so how vpdpbusd splits them does not
+// matter), and the float code after them is the same operations in the
+// same order in every lane, whatever the tile: so a row's result depends
+// neither on the tile, nor on the batch, nor on the rows beside it in the
+// group, and a verification row equals the decode row, which greedy
+// identity needs. For Q4_0 and Q8_0 a lane's float code is that of the
+// eight-row AVX2 tiles, so their results are those tiles' bit for bit;
+// the K-quants' is kTilesReference's (q40x8_test.go), on activations
+// scaled per 256 values (see q4k_tile). TestSixteenRowsMatchEightRows
+// holds them to both.
 //
 // Layouts (a group is sixteen rows; rows past the matrix's last are zero,
 // their outputs never stored):
@@ -277,9 +280,26 @@ X16 static AI void q40_tile(const int G, const uint8_t *gp, long gs, const q8in 
 		for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o + 16 * g, acc[g][k], valid - 16 * g);
 }
 
-// q4k, for Q4_K (Q5_K when q5): each sub-block j gives each lane its row's
-// exact sum of q * y, then acc += (d * scale_j) * (dy * sum) and
-// acc -= (dmin * min_j) * (dy * sum(y)), as q4kx8.c's tiles do.
+// The K-quants' tiles read activations scaled per 256 values
+// (arb_quantize_q8k_panels), one scale dy for the super-block, as
+// llama.cpp's K-quant dot products do. Their float work then comes once a
+// 32-value block and once a super-block, not three times a block: with
+// activations scaled per 32 values, every block had needed its own float
+// multiply, multiply-add and min term, and on a core whose two multiply
+// pipes run both vpdpbusd and the float multiplies those three took 27%
+// of a tile's issue slots (Q4_K, one core of a Zen 5: 71% of the probe's
+// rate against 83-85% now). Each block's exact integer sum goes into a
+// float sum with its scale by one multiply-add (integers below 2^27, so
+// the sum is that of exact integers, rounded once a step); the mins' sum
+// is exact, two blocks a vpdpwssd. A lane's operations and their order do
+// not depend on the tile, the batch or the rows beside it, so a row's
+// result does not either (TestKTilesMatchReference has the Go version of
+// each step).
+
+// q4k, for Q4_K (Q5_K when q5): over each super-block, each lane's float
+// sum fs of sc_j times its row's exact sum of q * y in block j, and its
+// exact sum im of min_j times block j's activation sum; then
+// acc += dy * (d * fs - dmin * im).
 X16 static AI void q4k_tile(const int q5, const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, int pf,
                             float *out, long rows, int o, int valid) {
 	__m512 acc[2][ARB_PANEL];
@@ -293,19 +313,15 @@ X16 static AI void q4k_tile(const int q5, const int G, const uint8_t *gp, long g
 		if (pf)
 			for (int g = 0; g < G; g++)
 				for (int at = 0; at < GB; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_T0);
-		__m512 d[2], dmin[2];
-		for (int g = 0; g < G; g++) {
-			d[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
-			dmin[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs + 32)));
-		}
+		const int32_t *pairs = p.c; // word 0 of the even blocks' slots: two blocks' activation sums
+		__m512 fs[2][ARB_PANEL];
+		for (int g = 0; g < G; g++)
+			for (int k = 0; k < T; k++) fs[g][k] = _mm512_setzero_ps();
 		for (int j = 0; j < 8; j++) {
 			int c = j / 2, e = j % 2;
-			__m512 dsc[2], dmm[2];
-			for (int g = 0; g < G; g++) {
-				const uint8_t *gb = blk + g * gs;
-				dsc[g] = _mm512_mul_ps(d[g], _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(gb + 64 + 32 * j)))));
-				dmm[g] = _mm512_mul_ps(dmin[g], _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(gb + 80 + 32 * j)))));
-			}
+			__m512 sc[2];
+			for (int g = 0; g < G; g++)
+				sc[g] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + g * gs + 64 + 32 * j))));
 			__m512i s[2][ARB_PANEL];
 			for (int g = 0; g < G; g++)
 				for (int k = 0; k < T; k++) s[g][k] = _mm512_setzero_si512();
@@ -325,12 +341,25 @@ X16 static AI void q4k_tile(const int q5, const int G, const uint8_t *gp, long g
 				}
 			}
 			for (int g = 0; g < G; g++)
-				for (int k = 0; k < T; k++) {
-					acc[g][k] = _mm512_fmadd_ps(dsc[g], _mm512_mul_ps(_mm512_set1_ps(p.d[k]), _mm512_cvtepi32_ps(s[g][k])), acc[g][k]);
-					acc[g][k] = _mm512_fnmadd_ps(dmm[g], _mm512_set1_ps(p.m[k]), acc[g][k]);
-				}
-			p.q += 32 * T, p.d += T, p.m += T;
+				for (int k = 0; k < T; k++) fs[g][k] = _mm512_fmadd_ps(sc[g], _mm512_cvtepi32_ps(s[g][k]), fs[g][k]);
+			p.q += 32 * T, p.c += 4 * T;
 		}
+		for (int g = 0; g < G; g++) {
+			const uint8_t *gb = blk + g * gs;
+			__m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)gb));
+			__m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gb + 32)));
+			__m512i mp[4]; // lane i: row i's mins of blocks 2t and 2t+1 as two int16
+			for (int t = 0; t < 4; t++)
+				mp[t] = _mm512_or_si512(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(gb + 80 + 64 * t))),
+				                        _mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(gb + 112 + 64 * t))), 16));
+			for (int k = 0; k < T; k++) {
+				__m512i im = _mm512_setzero_si512();
+				for (int t = 0; t < 4; t++) im = _mm512_dpwssd_epi32(im, mp[t], _mm512_set1_epi32(pairs[8 * t * T + k]));
+				__m512 v = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(im), _mm512_mul_ps(d, fs[g][k]));
+				acc[g][k] = _mm512_fmadd_ps(_mm512_set1_ps(p.d[k]), v, acc[g][k]);
+			}
+		}
+		p.d += 8 * T;
 	}
 	for (int g = 0; g < G; g++)
 		for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o + 16 * g, acc[g][k], valid - 16 * g);
@@ -338,8 +367,8 @@ X16 static AI void q4k_tile(const int q5, const int G, const uint8_t *gp, long g
 
 // q6k: each 16-weight half of a block gives each lane its row's exact sum
 // of (q - 32) * y (the stored q against y, less 32 times the half's
-// activation sum), times the half's scale; then acc += (d * dy) * sum, as
-// q6kx8.c's tiles do.
+// activation sum), which goes into the super-block's float sum fs with the
+// half's scale; then acc += dy * (d * fs).
 X16 static AI void q6k_tile(const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, int pf, float *out,
                             long rows, int o, int valid) {
 	__m512 acc[2][ARB_PANEL];
@@ -351,12 +380,15 @@ X16 static AI void q6k_tile(const int G, const uint8_t *gp, long gs, const q8in 
 		if (pf)
 			for (int g = 0; g < G; g++)
 				for (int at = 0; at < X16_Q6K; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_T0);
+		__m512 fs[2][ARB_PANEL];
+		for (int g = 0; g < G; g++)
+			for (int k = 0; k < T; k++) fs[g][k] = _mm512_setzero_ps();
 		for (int c = 0; c < 8; c++) {
-			__m512i is[2][ARB_PANEL];
 			for (int half = 0; half < 2; half++) {
-				__m512i sc[2], s[2][ARB_PANEL];
+				__m512 sc[2];
+				__m512i s[2][ARB_PANEL];
 				for (int g = 0; g < G; g++) {
-					sc[g] = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + g * gs + 32 + 32 * c + 16 * half)));
+					sc[g] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + g * gs + 32 + 32 * c + 16 * half))));
 					for (int k = 0; k < T; k++) s[g][k] = _mm512_set1_epi32(p.c[(2 + half) * T + k]);
 				}
 				for (int h = 0; h < 4; h++) {
@@ -368,18 +400,15 @@ X16 static AI void q6k_tile(const int G, const uint8_t *gp, long gs, const q8in 
 					}
 				}
 				for (int g = 0; g < G; g++)
-					for (int k = 0; k < T; k++) {
-						__m512i v = _mm512_mullo_epi32(s[g][k], sc[g]);
-						is[g][k] = half ? _mm512_add_epi32(is[g][k], v) : v;
-					}
+					for (int k = 0; k < T; k++) fs[g][k] = _mm512_fmadd_ps(sc[g], _mm512_cvtepi32_ps(s[g][k]), fs[g][k]);
 			}
-			for (int g = 0; g < G; g++) {
-				__m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
-				for (int k = 0; k < T; k++)
-					acc[g][k] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(p.d[k])), _mm512_cvtepi32_ps(is[g][k]), acc[g][k]);
-			}
-			p.q += 32 * T, p.d += T, p.c += 4 * T;
+			p.q += 32 * T, p.c += 4 * T;
 		}
+		for (int g = 0; g < G; g++) {
+			__m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
+			for (int k = 0; k < T; k++) acc[g][k] = _mm512_fmadd_ps(_mm512_set1_ps(p.d[k]), _mm512_mul_ps(d, fs[g][k]), acc[g][k]);
+		}
+		p.d += 8 * T;
 	}
 	for (int g = 0; g < G; g++)
 		for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o + 16 * g, acc[g][k], valid - 16 * g);

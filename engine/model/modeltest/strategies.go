@@ -58,8 +58,8 @@ func strategies(t *testing.T, dev Device, o Options) {
 	for _, s := range []struct {
 		name string
 		kv   quant.Type
-	}{{"llama", quant.F32}, {"gemma2-window", quant.F32}, {"llama-q8", quant.F32}, {"llama", quant.F16}} {
-		if o.Small && (s.name == "llama-q8" || s.kv != quant.F32) {
+	}{{"llama", quant.F32}, {"gemma2-window", quant.F32}, {"llama-q8", quant.F32}, {"llama-q4k", quant.F32}, {"llama", quant.F16}} {
+		if o.Small && (s.name == "llama-q8" || s.name == "llama-q4k" || s.kv != quant.F32) {
 			continue // the weight and cache types are the other checks' business
 		}
 		shape, typ := "", quant.F32
