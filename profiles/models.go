@@ -392,21 +392,32 @@ type BenchOptions struct {
 
 // BenchReport is a model's speed on this machine against its limits.
 type BenchReport struct {
-	Model       string          `json:"model"`
-	Params      uint64          `json:"params"`
-	WeightBytes uint64          `json:"weight_bytes"`
-	Threads     int             `json:"threads"`
-	Backend     string          `json:"backend"`
-	Kernels     string          `json:"kernels"`
-	Bandwidth   float64         `json:"bandwidth_bytes_per_s"`
-	Roofline    float64         `json:"roofline_tokens_per_s"`
-	Peak        float64         `json:"peak_macs_per_s"`
-	PeakKind    string          `json:"peak_kind"`
-	MACs        float64         `json:"macs_per_token"`
-	Decode      []float64       `json:"decode_tokens_per_s"` // sorted
-	Median      float64         `json:"decode_median_tokens_per_s"`
-	Curve       []measure.Point `json:"verify_curve"`
-	Limits      hardware.Limits `json:"-"`
+	Model       string    `json:"model"`
+	Params      uint64    `json:"params"`
+	WeightBytes uint64    `json:"weight_bytes"`
+	Threads     int       `json:"threads"`
+	Backend     string    `json:"backend"`
+	Kernels     string    `json:"kernels"`
+	Bandwidth   float64   `json:"bandwidth_bytes_per_s"`
+	Roofline    float64   `json:"roofline_tokens_per_s"`
+	Peak        float64   `json:"peak_macs_per_s"`
+	PeakKind    string    `json:"peak_kind"`
+	MACs        float64   `json:"macs_per_token"`
+	Decode      []float64 `json:"decode_tokens_per_s"` // sorted
+	Median      float64   `json:"decode_median_tokens_per_s"`
+	// DecodeShares is each decode run's share of the roofline at the
+	// bandwidth probed just before it (sorted): on a shared machine the
+	// bandwidth swings between probes, and a run set against its own
+	// probe says more than all runs against one
+	DecodeShares []float64 `json:"decode_roofline_shares"`
+	// BandwidthProbes and PeakProbes are every probe of the limits, in
+	// the order taken (bandwidth before each decode run, the ceiling
+	// before the decode runs and after the passes); Bandwidth and Peak
+	// are the best of them
+	BandwidthProbes []float64       `json:"bandwidth_probes_bytes_per_s,omitempty"`
+	PeakProbes      []float64       `json:"peak_probes_macs_per_s,omitempty"`
+	Curve           []measure.Point `json:"verify_curve"`
+	Limits          hardware.Limits `json:"-"`
 	// Memory is the device's own memory where it has one (a GPU): its
 	// copy rate is Bandwidth, and Peak is 0 (not measured there)
 	Memory *DeviceMemory `json:"device_memory,omitempty"`
@@ -415,11 +426,14 @@ type BenchReport struct {
 // DeviceMemory is a device's own memory (store.DeviceMemory), in JSON.
 type DeviceMemory = store.DeviceMemory
 
-// BenchModel times decoding (Reps runs of Tokens tokens) and T_verify(W),
 // maxBenchReps bounds bench's repetitions: each decodes the whole -n.
 const maxBenchReps = 1000
 
-// and sets them against the bandwidth roofline and the compute ceiling.
+// BenchModel times decoding (Reps runs of Tokens tokens) and T_verify(W),
+// and sets them against the bandwidth roofline and the compute ceiling:
+// the best of the probes taken before each decode run (bandwidth) and
+// before the runs and after the passes (ceiling), each decode run also
+// against the bandwidth probed just before it.
 func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 	if opt.Reps > maxBenchReps {
 		return nil, fmt.Errorf("--reps %d: at most %d (each decodes the whole -n)", opt.Reps, maxBenchReps)
@@ -443,31 +457,65 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 	if r.Memory, err = hardware.DeviceMemory(be); err != nil {
 		return nil, err
 	}
+	var probe *hardware.BandwidthProbe
 	if r.Memory != nil {
 		r.Bandwidth = r.Memory.Copy
-	} else if r.Bandwidth, err = hardware.Bandwidth(ctx, r.Threads, 256<<20); err != nil {
-		return nil, err
+	} else {
+		probe = hardware.NewBandwidthProbe(r.Threads, 256<<20)
+		if r.Bandwidth, err = probe.Measure(ctx); err != nil {
+			return nil, err
+		}
+		r.BandwidthProbes = append(r.BandwidthProbes, r.Bandwidth)
 	}
 	if r.Limits, err = hardware.DeviceLimits(ctx, m, r.Threads, r.Bandwidth, r.Memory); err != nil {
 		return nil, err
 	}
-	r.Roofline = 1 / r.Limits.Roofline().Seconds()
-	r.Peak, r.PeakKind, r.MACs = r.Limits.Peak, r.Limits.Kind(), r.Limits.MACs
+	if r.Limits.Peak > 0 {
+		r.PeakProbes = append(r.PeakProbes, r.Limits.Peak)
+	}
 	prompt := m.Tok.Encode("Once upon a time", true, false)
 	for i := 0; i < opt.Reps; i++ {
+		bw := r.Bandwidth
+		if probe != nil {
+			if i > 0 {
+				if bw, err = probe.Measure(ctx); err != nil {
+					return nil, err
+				}
+				r.BandwidthProbes = append(r.BandwidthProbes, bw)
+			} else {
+				bw = r.BandwidthProbes[0]
+			}
+		}
 		_, st, err := generate.Run(ctx, m, prompt, generate.Options{MaxTokens: opt.Tokens})
 		if err != nil {
 			return nil, err
 		}
 		r.Decode = append(r.Decode, st.DecodeTPS())
+		r.DecodeShares = append(r.DecodeShares, st.DecodeTPS()*r.Limits.WeightBytes/bw)
 	}
+	probe = nil // the buffer is not needed past the decode runs
 	sort.Float64s(r.Decode)
+	sort.Float64s(r.DecodeShares)
 	if len(r.Decode) > 0 {
 		r.Median = r.Decode[len(r.Decode)/2]
 	}
 	if r.Curve, err = measure.VerifyCurve(ctx, m, opt.Widths, measure.CurveOptions{}); err != nil {
 		return nil, err
 	}
+	if r.Limits.Peak > 0 { // the ceiling again, after the passes
+		after, err := hardware.ComputePeak(ctx, r.Threads, r.Limits.Integer)
+		if err != nil {
+			return nil, err
+		}
+		r.PeakProbes = append(r.PeakProbes, after)
+		r.Limits.Peak = max(r.Limits.Peak, after)
+	}
+	for _, bw := range r.BandwidthProbes {
+		r.Bandwidth = max(r.Bandwidth, bw)
+	}
+	r.Limits.Bandwidth = r.Bandwidth
+	r.Roofline = 1 / r.Limits.Roofline().Seconds()
+	r.Peak, r.PeakKind, r.MACs = r.Limits.Peak, r.Limits.Kind(), r.Limits.MACs
 	return r, nil
 }
 

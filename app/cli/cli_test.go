@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -359,7 +360,7 @@ func TestBench(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	for _, want := range []string{"memory read bandwidth:", "compute ceiling:", "float32 FMA", "% of the bandwidth roofline",
-		"T_verify(W)", "of peak", "T_verify(8)/T_verify(1): "} {
+		"each run against the bandwidth probed just before it", "T_verify(W)", "of peak", "T_verify(8)/T_verify(1): "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("bench output lacks %q:\n%s", want, out)
 		}
@@ -375,5 +376,36 @@ func TestBench(t *testing.T) {
 	}
 	if code, _, stderr := run(t, "bench", "--model", filepath.Join(dir, "stories260K.gguf"), "--widths", "1,x"); code != 2 || !strings.Contains(stderr, "--widths") {
 		t.Errorf("bad widths: exit %d, %s", code, stderr)
+	}
+	// the limits are probed again between the runs: a probe before each
+	// decode run, the ceiling before and after; the best of each is the
+	// limit, and each run's share is against its own probe
+	code, out, stderr = run(t, "bench", "--model", filepath.Join(dir, "stories260K.gguf"), "--reps", "3", "--widths", "1", "-n", "8", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r struct {
+		WeightBytes float64   `json:"weight_bytes"`
+		Bandwidth   float64   `json:"bandwidth_bytes_per_s"`
+		Peak        float64   `json:"peak_macs_per_s"`
+		Decode      []float64 `json:"decode_tokens_per_s"`
+		Shares      []float64 `json:"decode_roofline_shares"`
+		BW          []float64 `json:"bandwidth_probes_bytes_per_s"`
+		Peaks       []float64 `json:"peak_probes_macs_per_s"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if len(r.Decode) != 3 || len(r.Shares) != 3 || len(r.BW) != 3 || len(r.Peaks) != 2 {
+		t.Fatalf("%d runs, %d shares, %d bandwidth probes, %d ceiling probes; want 3, 3, 3, 2", len(r.Decode), len(r.Shares), len(r.BW), len(r.Peaks))
+	}
+	if r.Bandwidth != slices.Max(r.BW) || r.Peak != slices.Max(r.Peaks) {
+		t.Errorf("limits %v B/s and %v MAC/s, not the best of the probes %v and %v", r.Bandwidth, r.Peak, r.BW, r.Peaks)
+	}
+	for _, sh := range r.Shares {
+		lo, hi := r.Decode[0]*r.WeightBytes/slices.Max(r.BW), r.Decode[2]*r.WeightBytes/slices.Min(r.BW)
+		if sh < lo*(1-1e-9) || sh > hi*(1+1e-9) {
+			t.Errorf("share %v outside what the runs %v and probes %v allow (%v-%v)", sh, r.Decode, r.BW, lo, hi)
+		}
 	}
 }

@@ -14,17 +14,38 @@ import (
 // threads goroutines, using the CPU backend's widest loads; the best of
 // several passes.
 func Bandwidth(ctx context.Context, threads int, size int) (float64, error) {
+	return NewBandwidthProbe(threads, size).Measure(ctx)
+}
+
+// BandwidthProbe is Bandwidth's buffer, written once, so that probes taken
+// between other work (bench's decode runs, each set against the probe
+// just before it) cost a read of it, not an allocation and its page
+// faults.
+type BandwidthProbe struct {
+	buf     []uint64
+	threads int
+	sinks   []uint64
+}
+
+// NewBandwidthProbe allocates and writes a probe of size bytes (256 MiB
+// where size is not positive) read by threads goroutines.
+func NewBandwidthProbe(threads, size int) *BandwidthProbe {
 	if size <= 0 {
 		size = 256 << 20
 	}
 	threads = max(1, threads)
-	n := size / 8
-	buf := make([]uint64, n)
-	for i := range buf {
-		buf[i] = uint64(i)
+	p := &BandwidthProbe{buf: make([]uint64, size/8), threads: threads, sinks: make([]uint64, threads)}
+	for i := range p.buf {
+		p.buf[i] = uint64(i)
 	}
+	return p
+}
+
+// Measure is the best of five reads of the probe's buffer, in bytes per
+// second.
+func (p *BandwidthProbe) Measure(ctx context.Context) (float64, error) {
+	n, threads := len(p.buf), p.threads
 	best := 0.0
-	sinks := make([]uint64, threads)
 	for pass := 0; pass < 5; pass++ {
 		if err := ctx.Err(); err != nil {
 			return 0, err
@@ -34,15 +55,14 @@ func Bandwidth(ctx context.Context, threads int, size int) (float64, error) {
 		for w := 0; w < threads; w++ {
 			go func(w int) {
 				lo, hi := w*n/threads/16*16, (w+1)*n/threads/16*16
-				sinks[w] = cpu.ReadSum(buf[lo:hi])
+				p.sinks[w] = cpu.ReadSum(p.buf[lo:hi])
 				done <- struct{}{}
 			}(w)
 		}
 		for w := 0; w < threads; w++ {
 			<-done
 		}
-		bw := float64(size) / time.Since(t0).Seconds()
-		best = math.Max(best, bw)
+		best = math.Max(best, float64(8*n)/time.Since(t0).Seconds())
 	}
 	return best, nil
 }
