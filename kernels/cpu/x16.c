@@ -200,15 +200,34 @@ X16 static AI void store16(float *p, __m512 v, int valid) {
 // r..r+T-1, each broadcast activation word serving both groups: a core
 // loads two vectors a cycle, and at one broadcast per vpdpbusd the loads,
 // not the products, bounded a tile (one group by eight rows of Q8_0 ran
-// at 356 GMAC/s on one core, two groups by four at 385). A tile prefetches
-// the next blocks of its groups only when pf says it is the first over
-// them in its span of activation rows: they come from memory then, and
-// from the first level of cache for the tiles after it.
+// at 356 GMAC/s on one core, two groups by four at 385). What a tile
+// prefetches is its pfplan.
+
+// pfplan is what a tile prefetches: its groups' next blocks, to the first
+// level of cache, when own (the first tile over them in a span of
+// activation rows: they come from memory then, from cache for the tiles
+// after it); and the nxb bytes at nx, the next pair of groups', to the
+// second level, a slice with each block. The first tile over a pair is
+// bound by the memory's latency, the others by the products, so the
+// others fetch the next pair's weights while they compute: at 32 tokens
+// (eight tiles a pair) a pass had run its products at about three
+// quarters of their in-cache rate.
+typedef struct {
+	int own;
+	const uint8_t *nx;
+	long nxb;
+} pfplan;
+
+// pf_next prefetches slice b of n of pf's next bytes to L2.
+X16 static AI void pf_next(pfplan pf, int b, int n) {
+	if (!pf.nx) return;
+	for (long a = pf.nxb * b / n, e = pf.nxb * (b + 1) / n; a < e; a += 64) _mm_prefetch((const char *)pf.nx + a, _MM_HINT_T1);
+}
 
 // q80: for each block, each row lane's exact sum over the 32 weights of
 // (w + 128) * y less 128 * sum(y), then acc += (dw * dy) * sum, as the
 // eight-row tiles do.
-X16 static AI void q80_tile(const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, int pf, float *out,
+X16 static AI void q80_tile(const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, pfplan pf, float *out,
                             long rows, int o, int valid) {
 	__m512 acc[2][ARB_PANEL];
 	for (int g = 0; g < G; g++)
@@ -216,9 +235,10 @@ X16 static AI void q80_tile(const int G, const uint8_t *gp, long gs, const q8in 
 	panel p = panel_at(y, r);
 	for (int b = 0; b < y->nb; b++, p.q += 32 * T, p.d += T, p.c += 4 * T) {
 		const uint8_t *blk = gp + (long)b * X16_Q80;
-		if (pf)
+		if (pf.own)
 			for (int g = 0; g < G; g++)
 				for (int at = 0; at < X16_Q80; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_T0);
+		pf_next(pf, b, y->nb);
 		__m512i s[2][ARB_PANEL];
 		for (int k = 0; k < T; k++) s[0][k] = s[1][k] = _mm512_set1_epi32(p.c[k]);
 		for (int h = 0; h < 8; h++) {
@@ -241,7 +261,7 @@ X16 static AI void q80_tile(const int G, const uint8_t *gp, long gs, const q8in 
 
 // q40 is q80 for Q4_0: unsigned nibbles, 8 times the block's activation
 // sum off the total.
-X16 static AI void q40_tile(const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, int pf, float *out,
+X16 static AI void q40_tile(const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, pfplan pf, float *out,
                             long rows, int o, int valid) {
 	__m512 acc[2][ARB_PANEL];
 	for (int g = 0; g < G; g++)
@@ -250,9 +270,10 @@ X16 static AI void q40_tile(const int G, const uint8_t *gp, long gs, const q8in 
 	const __m512i m4 = _mm512_set1_epi8(0xf);
 	for (int b = 0; b < y->nb; b++, p.q += 32 * T, p.d += T, p.c += 4 * T) {
 		const uint8_t *blk = gp + (long)b * X16_Q40;
-		if (pf)
+		if (pf.own)
 			for (int g = 0; g < G; g++)
 				for (int at = 0; at < X16_Q40; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_T0);
+		pf_next(pf, b, y->nb);
 		__m512i s[2][ARB_PANEL];
 		for (int k = 0; k < T; k++) s[0][k] = s[1][k] = _mm512_set1_epi32(p.c[T + k]);
 		for (int h = 0; h < 4; h++) {
@@ -300,7 +321,7 @@ X16 static AI void q40_tile(const int G, const uint8_t *gp, long gs, const q8in 
 // sum fs of sc_j times its row's exact sum of q * y in block j, and its
 // exact sum im of min_j times block j's activation sum; then
 // acc += dy * (d * fs - dmin * im).
-X16 static AI void q4k_tile(const int q5, const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, int pf,
+X16 static AI void q4k_tile(const int q5, const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, pfplan pf,
                             float *out, long rows, int o, int valid) {
 	__m512 acc[2][ARB_PANEL];
 	for (int g = 0; g < G; g++)
@@ -310,9 +331,10 @@ X16 static AI void q4k_tile(const int q5, const int G, const uint8_t *gp, long g
 	const __m512i m4 = _mm512_set1_epi8(0xf), sixteen = _mm512_set1_epi8(16);
 	for (int sb = 0; sb < y->nb / 8; sb++) {
 		const uint8_t *blk = gp + (long)sb * GB;
-		if (pf)
+		if (pf.own)
 			for (int g = 0; g < G; g++)
 				for (int at = 0; at < GB; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_T0);
+		pf_next(pf, sb, y->nb / 8);
 		const int32_t *pairs = p.c; // word 0 of the even blocks' slots: two blocks' activation sums
 		__m512 fs[2][ARB_PANEL];
 		for (int g = 0; g < G; g++)
@@ -369,7 +391,7 @@ X16 static AI void q4k_tile(const int q5, const int G, const uint8_t *gp, long g
 // of (q - 32) * y (the stored q against y, less 32 times the half's
 // activation sum), which goes into the super-block's float sum fs with the
 // half's scale; then acc += dy * (d * fs).
-X16 static AI void q6k_tile(const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, int pf, float *out,
+X16 static AI void q6k_tile(const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, pfplan pf, float *out,
                             long rows, int o, int valid) {
 	__m512 acc[2][ARB_PANEL];
 	for (int g = 0; g < G; g++)
@@ -377,9 +399,10 @@ X16 static AI void q6k_tile(const int G, const uint8_t *gp, long gs, const q8in 
 	panel p = panel_at(y, r);
 	for (int sb = 0; sb < y->nb / 8; sb++) {
 		const uint8_t *blk = gp + (long)sb * X16_Q6K;
-		if (pf)
+		if (pf.own)
 			for (int g = 0; g < G; g++)
 				for (int at = 0; at < X16_Q6K; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_T0);
+		pf_next(pf, sb, y->nb / 8);
 		__m512 fs[2][ARB_PANEL];
 		for (int g = 0; g < G; g++)
 			for (int k = 0; k < T; k++) fs[g][k] = _mm512_setzero_ps();
@@ -444,11 +467,13 @@ X16 static AI void q6k_tile(const int G, const uint8_t *gp, long gs, const q8in 
 				const uint8_t *gp = packed + (long)g * gs;                                               \
 				int o = 16 * g, valid = rows - o, r = r0;                                                \
 				if (g + 1 < ghi && n >= X16_PAIRS) {                                                     \
-					for (; r + TMAX <= r1; r += TMAX) TILE(2, gp, gs, y, r, TMAX, r == r0, out, rows, o, valid);  \
+					long next = g + 2 < ghi ? ((g + 4 < ghi ? g + 4 : ghi) - (g + 2)) * gs : 0;          \
+					for (; r + TMAX <= r1; r += TMAX)                                                    \
+						TILE(2, gp, gs, y, r, TMAX, pf_plan((r - r0) / TMAX, (r1 - r0) / TMAX, gp + 2 * gs, next), out, rows, o, valid); \
 					X16_REST(TILE, 2)                                                                    \
 				} else {                                                                                 \
 					for (int g1 = g; g1 < g + 2 && g1 < ghi; g1++, gp += gs, o += 16, valid -= 16) {   \
-						for (r = r0; r + TMAX <= r1; r += TMAX) TILE(1, gp, gs, y, r, TMAX, r == r0, out, rows, o, valid); \
+						for (r = r0; r + TMAX <= r1; r += TMAX) TILE(1, gp, gs, y, r, TMAX, pf_plan((r - r0) / TMAX, 0, 0, 0), out, rows, o, valid); \
 						X16_REST(TILE, 1)                                                                \
 					}                                                                                    \
 				}                                                                                        \
@@ -457,10 +482,22 @@ X16 static AI void q6k_tile(const int G, const uint8_t *gp, long gs, const q8in 
 	}
 #define X16_REST(TILE, G)                                                                                     \
 	switch (r1 - r) {                                                                                        \
-	case 3: TILE(G, gp, gs, y, r, 3, r == r0, out, rows, o, valid); break;                                            \
-	case 2: TILE(G, gp, gs, y, r, 2, r == r0, out, rows, o, valid); break;                                            \
-	case 1: TILE(G, gp, gs, y, r, 1, r == r0, out, rows, o, valid); break;                                            \
+	case 3: TILE(G, gp, gs, y, r, 3, pf_plan(r == r0 ? 0 : 1, 0, 0, 0), out, rows, o, valid); break;                 \
+	case 2: TILE(G, gp, gs, y, r, 2, pf_plan(r == r0 ? 0 : 1, 0, 0, 0), out, rows, o, valid); break;                 \
+	case 1: TILE(G, gp, gs, y, r, 1, pf_plan(r == r0 ? 0 : 1, 0, 0, 0), out, rows, o, valid); break;                 \
 	}
+
+// pf_plan is the prefetches of tile t of the tiles full tiles over a pair
+// of groups in a span: its own blocks for the first; for each later one, a
+// share of the next pair's next bytes at nx.
+X16 static AI pfplan pf_plan(int t, int tiles, const uint8_t *nx, long next) {
+	pfplan p = {t == 0, 0, 0};
+	if (t > 0 && tiles > 1 && next > 0) {
+		long chunk = (next + tiles - 2) / (tiles - 1), a = (t - 1) * chunk;
+		if (a < next) p.nx = nx + a, p.nxb = next - a < chunk ? next - a : chunk;
+	}
+	return p;
+}
 
 #define q4k_tile0(...) q4k_tile(0, __VA_ARGS__)
 #define q4k_tile1(...) q4k_tile(1, __VA_ARGS__)
