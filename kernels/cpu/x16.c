@@ -314,8 +314,8 @@ X16 static AI void q40_tile(const int G, const uint8_t *gp, long gs, const q8in 
 // the sum is that of exact integers, rounded once a step); the mins' sum
 // is exact, two blocks a vpdpwssd. A lane's operations and their order do
 // not depend on the tile, the batch or the rows beside it, so a row's
-// result does not either (TestKTilesMatchReference has the Go version of
-// each step).
+// result does not either (kTilesReference in q40x8_test.go is each step
+// in Go, and TestSixteenRowsMatchEightRows holds the tiles to it).
 
 // q4k, for Q4_K (Q5_K when q5): over each super-block, each lane's float
 // sum fs of sc_j times its row's exact sum of q * y in block j, and its
