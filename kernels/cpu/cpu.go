@@ -286,12 +286,12 @@ type q8Buf struct {
 	p, k panelBuf
 }
 
-// panelBuf is activations in panels: q, the scales d, m = d * s (p only)
-// and the offsets c, four a block.
+// panelBuf is activations in panels: q, the scales d and the offsets c,
+// four a block.
 type panelBuf struct {
-	q    []int8
-	d, m []float32
-	c    []int32
+	q []int8
+	d []float32
+	c []int32
 }
 
 // layout is a set of the activation layouts of q8Buf.
@@ -329,13 +329,10 @@ func (q *q8Buf) size(n int) int {
 	return nb
 }
 
-// size makes room for n activations in panels, with m when withM.
-func (p *panelBuf) size(n int, withM bool) {
+// size makes room for n activations in panels.
+func (p *panelBuf) size(n int) {
 	nb := n / quant.QK
 	p.d = grow(p.d, nb)
-	if withM {
-		p.m = grow(p.m, nb)
-	}
 	p.c = growI32(p.c, 4*nb)
 	if cap(p.q) < n {
 		p.q = make([]int8, n)
@@ -447,10 +444,10 @@ func (b *Backend) quantize(x []float32, n int, l layout) {
 		b.q8.size(len(x))
 	}
 	if l&inPanels != 0 {
-		b.q8.p.size(len(x), true)
+		b.q8.p.size(len(x))
 	}
 	if l&inKPanels != 0 {
-		b.q8.k.size(len(x), false)
+		b.q8.k.size(len(x))
 	}
 	if b.threads == 1 || len(x) < parallelMin || n < 2 {
 		b.quantizeRows(x, n, 0, n, l)

@@ -7,5 +7,5 @@ int arb_mm_x8(int q4, const uint8_t *packed, int glo, int ghi, int nb, const flo
 // for AVX-512 VNNI on 512-bit vectors. See x16.c.
 long arb_x16_bytes(int type, int rows, int nb);
 void arb_x16_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst);
-int arb_mm_x16(int type, const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd, const float *ym,
-               const int32_t *yc, int nb, int n, float *out, int rows);
+int arb_mm_x16(int type, const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd, const int32_t *yc,
+               int nb, int n, float *out, int rows);

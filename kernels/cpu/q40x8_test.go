@@ -69,7 +69,7 @@ func testEightRows(t *testing.T, typ quant.Type, rows int) {
 		if m.packed != nil && layoutOf(m) == inKPanels {
 			// the K-quants' tiles scale activations per 256 values: the Go
 			// version of their steps gives their bits
-			be2.q8.k.size(len(x), false)
+			be2.q8.k.size(len(x))
 			cQuantizeKPanels(&be2.q8.k, x, n, 0, n)
 			kTilesReference(typ, w, m.rowBytes, rows, cols, &be2.q8.k, n, want)
 			tol = 0
@@ -151,9 +151,9 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 			var q q8Buf
 			q.size(len(x))
 			cQuantize(&q, x)
-			q.p.size(len(x), true)
+			q.p.size(len(x))
 			cQuantizePanels(&q.p, x, n, 0, n)
-			q.k.size(len(x), false)
+			q.k.size(len(x))
 			cQuantizeKPanels(&q.k, x, n, 0, n)
 			a, v := make([]float32, n*rows), make([]float32, n*rows)
 			if !tiles(m16, &q, 0, (rows+15)/16, n, v) {

@@ -324,7 +324,7 @@ static void mm_f32_generic(int type, const uint8_t *w, long row_bytes, int lo, i
 // QUANTIZE_PANELS defines NAME, arb_quantize_q8_panels with BLOCK
 // quantising each block.
 #define QUANTIZE_PANELS(NAME, ATTR, BLOCK)                                                                   \
-	ATTR static void NAME(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, float *m, int32_t *c) { \
+	ATTR static void NAME(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, int32_t *c) { \
 		int nb = cols / 32;                                                                              \
 		for (int r = lo; r < hi; r++) {                                                                  \
 			int p0 = r / ARB_PANEL * ARB_PANEL, P = n - p0 < ARB_PANEL ? n - p0 : ARB_PANEL, k = r - p0;  \
@@ -332,7 +332,6 @@ static void mm_f32_generic(int type, const uint8_t *w, long row_bytes, int lo, i
 			for (int b = 0; b < nb; b++) {                                                               \
 				long slot = base + (long)b * P + k;                                                      \
 				int32_t low = 0, sum = BLOCK(x + (long)r * cols + b * 32, q + slot * 32, d + slot, &low);    \
-				m[slot] = d[slot] * (float)sum;                                                          \
 				int32_t *cp = c + 4 * base + (long)b * 4 * P + k;                                        \
 				cp[0] = -128 * sum;                                                                      \
 				cp[P] = -8 * sum;                                                                        \
@@ -1100,14 +1099,14 @@ void arb_quantize_q8(const float *x, int count, float *d, int8_t *q, int32_t *s)
 // (x: all n rows) as arb_quantize_q8 does, into the panels the
 // sixteen-row tiles read (x16.c): the rows in panels of ARB_PANEL (the
 // last of the rest when n is not a multiple), and within a panel of P rows,
-// block b of row k at slot b*P + k: q (32 bytes a slot), d, and m = d * s;
-// c holds four a slot, [b][j][k] within the panel, the offsets the tiles
+// block b of row k at slot b*P + k: q (32 bytes a slot) and d; c holds
+// four a slot, [b][j][k] within the panel, the offsets the tiles
 // start from: -128 s, -8 s, and -32 times the sums of each half.
-void arb_quantize_q8_panels(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, float *m, int32_t *c) {
+void arb_quantize_q8_panels(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, int32_t *c) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	if (arb_simd_level() >= 1) { quantize_panels_avx2(x, n, cols, lo, hi, q, d, m, c); return; }
+	if (arb_simd_level() >= 1) { quantize_panels_avx2(x, n, cols, lo, hi, q, d, c); return; }
 #endif
-	quantize_panels_generic(x, n, cols, lo, hi, q, d, m, c);
+	quantize_panels_generic(x, n, cols, lo, hi, q, d, c);
 }
 
 // arb_quantize_q8k_panels quantises rows lo..hi-1 of n rows of cols values

@@ -11,7 +11,7 @@ enum { ARB_PANEL = 4 };
 
 int arb_simd_level(void);
 void arb_quantize_q8(const float *x, int count, float *d, int8_t *q, int32_t *s);
-void arb_quantize_q8_panels(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, float *m, int32_t *c);
+void arb_quantize_q8_panels(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, int32_t *c);
 void arb_quantize_q8k_panels(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, int32_t *c);
 void arb_mm_q8(int type, const uint8_t *w, long row_bytes, int lo, int hi, int nb,
                const float *yd, const int8_t *yq, const int32_t *ys, int n, float *out, int rows);

@@ -66,8 +66,7 @@ func cQuantizePanels(p *panelBuf, x []float32, n, lo, hi int) {
 		return
 	}
 	C.arb_quantize_q8_panels((*C.float)(unsafe.Pointer(&x[0])), C.int(n), C.int(len(x)/n), C.int(lo), C.int(hi),
-		(*C.int8_t)(unsafe.Pointer(&p.q[0])), (*C.float)(unsafe.Pointer(&p.d[0])),
-		(*C.float)(unsafe.Pointer(&p.m[0])), (*C.int32_t)(unsafe.Pointer(&p.c[0])))
+		(*C.int8_t)(unsafe.Pointer(&p.q[0])), (*C.float)(unsafe.Pointer(&p.d[0])), (*C.int32_t)(unsafe.Pointer(&p.c[0])))
 }
 
 // cQuantizeKPanels quantises rows lo..hi-1 of x (n rows, a multiple of 256
@@ -246,12 +245,8 @@ func tiles(w *Matrix, q *q8Buf, lo, hi, n int, out []float32) bool {
 		if layoutOf(w) == inKPanels {
 			pb = &q.k
 		}
-		var ym *C.float // the K-quants' panels have no m
-		if len(pb.m) > 0 {
-			ym = (*C.float)(unsafe.Pointer(&pb.m[0]))
-		}
 		rc = C.arb_mm_x16(C.int(w.typ), p, glo, ghi, (*C.int8_t)(unsafe.Pointer(&pb.q[0])), (*C.float)(unsafe.Pointer(&pb.d[0])),
-			ym, (*C.int32_t)(unsafe.Pointer(&pb.c[0])), C.int(w.cols/quant.QK), cn, o, rows)
+			(*C.int32_t)(unsafe.Pointer(&pb.c[0])), C.int(w.cols/quant.QK), cn, o, rows)
 	default:
 		rc = C.arb_mm_x8(flag(w.typ == quant.Q4_0), p, glo, ghi, C.int(w.cols/quant.QK), yd, yq, ys, cn, o, rows)
 	}

@@ -163,15 +163,14 @@ void arb_x16_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb
 // q8in is the activations as the tiles read them (arb_quantize_q8_panels):
 // quantised to 8 bits in blocks of 32, in panels of ARB_PANEL rows (the
 // last panel the rest), a panel's blocks stored together so that a tile's
-// rows of block b are one run of 32 bytes a row and their scales, min
-// terms and offsets runs of a value a row: the tile addresses all of them
+// rows of block b are one run of 32 bytes a row and their scales and
+// offsets runs of a value a row: the tile addresses all of them
 // from one pointer, with constant offsets (with the eight pointers a tile
 // of eight rows took in the row-by-row layout, the compiler spilled them).
 typedef struct {
 	const int8_t *q;  // the 8-bit values, 32 a slot
 	const float *d;   // scale of each slot
-	const float *m;   // d * s of each slot (the K-quants' min term)
-	const int32_t *c; // four a slot: -128 s, -8 s, and -32 times the sums of its halves
+	const int32_t *c; // four a slot: -128 s, -8 s, and -32 times the sums of its halves (the K-quants': QUANTIZE_KPANELS)
 	int nb;           // blocks a row
 } q8in;
 
@@ -179,13 +178,13 @@ typedef struct {
 // row r (a multiple of ARB_PANEL): block b of its row k is slot b*T + k.
 typedef struct {
 	const int8_t *q;
-	const float *d, *m;
+	const float *d;
 	const int32_t *c;
 } panel;
 
 X16 static AI panel panel_at(const q8in *y, int r) {
 	long base = (long)r * y->nb;
-	panel p = {y->q + base * 32, y->d + base, y->m + base, y->c + 4 * base};
+	panel p = {y->q + base * 32, y->d + base, y->c + 4 * base};
 	return p;
 }
 
@@ -519,14 +518,15 @@ X16_ROWS(mm_q6kx16, q6k_tile, X16_Q6K, 8, TQ6)
 
 // arb_mm_x16 multiplies groups glo..ghi-1 (of sixteen rows) of a matrix
 // of type repacked by arb_x16_pack by n activation rows quantised into
-// panels by arb_quantize_q8_panels (yq, yd, ym, yc; nb blocks of 32 a
-// row), into out[r*rows + o]. It returns -1 where the CPU lacks AVX-512
+// panels by arb_quantize_q8_panels, or for the K-quants
+// arb_quantize_q8k_panels (yq, yd, yc; nb blocks of 32 a row), into
+// out[r*rows + o]. It returns -1 where the CPU lacks AVX-512
 // VNNI or type has no sixteen-row tiles.
-int arb_mm_x16(int type, const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd, const float *ym,
-               const int32_t *yc, int nb, int n, float *out, int rows) {
+int arb_mm_x16(int type, const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd, const int32_t *yc,
+               int nb, int n, float *out, int rows) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	if (arb_simd_level() < 2) return -1;
-	q8in y = {yq, yd, ym, yc, nb};
+	q8in y = {yq, yd, yc, nb};
 	switch (type) {
 	case ARB_Q8_0: mm_q80x16(packed, glo, ghi, &y, n, out, rows); return 0;
 	case ARB_Q4_0: mm_q40x16(packed, glo, ghi, &y, n, out, rows); return 0;
