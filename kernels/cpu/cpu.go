@@ -221,11 +221,14 @@ func packRows(t quant.Type) int {
 	switch {
 	case x16GroupBytes(t) > 0 && vnniTiles():
 		return 16
-	case t == quant.Q4_0 || t == quant.Q8_0:
+	case eightRowTiles(t):
 		return 8
 	}
 	return 0
 }
+
+// eightRowTiles says whether t has the eight-row AVX2 tiles (q40x8.c).
+func eightRowTiles(t quant.Type) bool { return t == quant.Q4_0 || t == quant.Q8_0 }
 
 // x16GroupBytes is what sixteen rows' block (Q4_0, Q8_0) or super-block
 // (Q4_K, Q5_K, Q6_K) take repacked for the sixteen-row tiles (x16.c's
@@ -263,6 +266,9 @@ func repackedBytes(t quant.Type, rows, cols, group int) int64 {
 	}
 	if group == 16 {
 		return int64((rows+15)/16) * int64(cols/t.BlockSize()) * x16GroupBytes(t)
+	}
+	if !eightRowTiles(t) {
+		return 0
 	}
 	rb, err := quant.RowBytes(t, cols)
 	if err != nil {

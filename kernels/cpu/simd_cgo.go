@@ -211,7 +211,7 @@ func PeakProbe(integer bool, iters int) (macs int64, sink int64) {
 // bench target (Q8_0) and synthetic models: see docs/PERFORMANCE.md.
 func repackMatrix(m *Matrix, group int) ([]byte, int) {
 	size := repackedBytes(m.typ, m.rows, m.cols, group)
-	if size == 0 || group == 8 && m.typ != quant.Q4_0 && m.typ != quant.Q8_0 {
+	if size == 0 {
 		return nil, 0
 	}
 	p := make([]byte, size)
