@@ -475,16 +475,12 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 	}
 	prompt := m.Tok.Encode("Once upon a time", true, false)
 	for i := 0; i < opt.Reps; i++ {
-		bw := r.Bandwidth
-		if probe != nil {
-			if i > 0 {
-				if bw, err = probe.Measure(ctx); err != nil {
-					return nil, err
-				}
-				r.BandwidthProbes = append(r.BandwidthProbes, bw)
-			} else {
-				bw = r.BandwidthProbes[0]
+		bw := r.Bandwidth // the first run's probe, or a device's copy rate
+		if probe != nil && i > 0 {
+			if bw, err = probe.Measure(ctx); err != nil {
+				return nil, err
 			}
+			r.BandwidthProbes = append(r.BandwidthProbes, bw)
 		}
 		_, st, err := generate.Run(ctx, m, prompt, generate.Options{MaxTokens: opt.Tokens})
 		if err != nil {
