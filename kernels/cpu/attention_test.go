@@ -7,6 +7,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
+
+	"arborist/kernels/quant"
 )
 
 // BenchmarkAttention: attention of the bench target's shape (64 heads of 8,
@@ -224,6 +227,57 @@ func TestAttentionMatchesReference(t *testing.T) {
 				for k, v := range one {
 					if v != got[i*c.heads*c.hd+k] {
 						t.Fatalf("%+v mask=%v: row %d value %d alone %v, in the batch %v", c, m != nil, i, k, v, got[i*c.heads*c.hd+k])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAttentionF16Cache: over a float16 cache, each row of a batch is
+// the row alone to the bit (for every kernel a batch of that shape picks:
+// query vectors a row each or sixteen to a vector), and the values are
+// the reference's over the cache's rounded values, causal and masked.
+func TestAttentionF16Cache(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	be := New(2)
+	defer be.Close()
+	for _, c := range []struct{ heads, kvHeads, hd, past, n int }{
+		{32, 8, 64, 45, 20}, {16, 2, 64, 29, 11}, {8, 2, 128, 70, 3}, {6, 2, 48, 13, 7}, {8, 8, 32, 17, 18},
+		{64, 32, 8, 5, 33}, {12, 4, 8, 23, 13},
+	} {
+		total, kvd, qd := c.past+c.n, c.kvHeads*c.hd, c.heads*c.hd
+		q, kc, vc := gaussian(rng, c.n*qd), gaussian(rng, total*kvd), gaussian(rng, total*kvd)
+		k16, v16 := make([]uint16, len(kc)), make([]uint16, len(vc))
+		for i := range kc {
+			k16[i], v16[i] = quant.F32ToF16(kc[i]), quant.F32ToF16(vc[i])
+			kc[i], vc[i] = quant.F16ToF32(k16[i]), quant.F16ToF32(v16[i])
+		}
+		mask := make([]bool, c.n*total)
+		for i := 0; i < c.n; i++ {
+			for j := 0; j < total; j++ {
+				mask[i*total+j] = j < c.past || j == c.past+i || j < c.past+i && rng.IntN(2) == 0
+			}
+		}
+		for _, m := range [][]bool{nil, mask} {
+			got := make([]float32, c.n*qd)
+			be.attendC(got, q, unsafe.Pointer(&k16[0]), unsafe.Pointer(&v16[0]), true, c.past, c.n, m, c.heads, c.kvHeads, c.hd, 0.3)
+			want := refAttention(q, kc, vc, c.past, c.n, m, c.heads, c.kvHeads, c.hd, 0.3)
+			for i := range want {
+				if d := math.Abs(float64(got[i] - want[i])); d > 1e-5 {
+					t.Fatalf("%+v mask=%v: out[%d] = %v, want %v", c, m != nil, i, got[i], want[i])
+				}
+			}
+			for i := 0; i < c.n; i++ {
+				one := make([]float32, qd)
+				if m == nil { // the cache up to the row's own slot
+					be.attendC(one, q[i*qd:(i+1)*qd], unsafe.Pointer(&k16[0]), unsafe.Pointer(&v16[0]), true, c.past+i, 1, nil, c.heads, c.kvHeads, c.hd, 0.3)
+				} else { // its mask row over the whole cache
+					be.attendC(one, q[i*qd:(i+1)*qd], unsafe.Pointer(&k16[0]), unsafe.Pointer(&v16[0]), true, total-1, 1, m[i*total:(i+1)*total], c.heads, c.kvHeads, c.hd, 0.3)
+				}
+				for k, v := range one {
+					if math.Float32bits(v) != math.Float32bits(got[i*qd+k]) {
+						t.Fatalf("%+v mask=%v: row %d value %d alone %v, in the batch %v", c, m != nil, i, k, v, got[i*qd+k])
 					}
 				}
 			}

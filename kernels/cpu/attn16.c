@@ -1,7 +1,10 @@
 //go:build cgo && !purego
 
-// Attention for heads of width 8 over many query vectors at once, on
-// 512-bit vectors (arb_simd_level 2 and up): query vectors in lanes.
+// Attention over many query vectors at once on 512-bit vectors
+// (arb_simd_level 2 and up), query vectors in lanes: the whole of it for
+// heads of width 8 (hd8_lanes), and the scores and softmax of
+// attention_avx512's tasks for heads of a multiple of 16 dims
+// (arb_lanes16_weights, at the end).
 //
 // simd.c's attention_hd8 puts eight keys in a vector and each query row's
 // scores in a row of their own, which suits a decode step (a handful of
@@ -196,7 +199,151 @@ AVX512F static void hd8_lanes32(float *out, const float *q, const void *kc, cons
 	if (f16) hd8_lanes(out, q, kc, vc, 1, past, n, mask, heads, kv_heads, scale, lo, hi, scratch, 2);
 	else hd8_lanes(out, q, kc, vc, 0, past, n, mask, heads, kv_heads, scale, lo, hi, scratch, 2);
 }
+// score_lanes16 sets s[x], x < NS, to the scores of the sixteen query
+// vectors of qt (dim d of lane l at qt[16*d + l]) against the keys k[x]
+// (hd floats each), a lane a vector: lane l of s[x] is score_heads16's
+// dot product of lane l's vector with key x, add for add. There, lane m
+// of sixteen partial sums is q[m]*k[m] and then a multiply-add for each
+// later q[t+m]*k[t+m]; the sums are added half onto half (fold16: b_m =
+// a_m + a_m+8), then as hsum8 adds eight (c_m = b_m + b_m+4, then c_0 +
+// c_2 and c_1 + c_3, then those two). Here each partial sum is a vector
+// over the lanes and the same additions are vertical.
+AVX512F static AI void score_lanes16(__m512 *s, const float *qt, const float *const *k, int hd, const int NS) {
+	__m512 d[2][4];
+	#pragma GCC unroll 2
+	for (int h = 0; h < 2; h++) { // d_h = c_h + c_h+2
+		__m512 c[2][4];
+		#pragma GCC unroll 2
+		for (int cc = 0; cc < 2; cc++) { // c_m = b_m + b_m+4, m = h + 2cc
+			__m512 b[2][4];
+			#pragma GCC unroll 2
+			for (int bb = 0; bb < 2; bb++) { // b_m = a_m + a_m+8, m = h + 2cc + 4bb
+				__m512 a[2][4];
+				#pragma GCC unroll 2
+				for (int aa = 0; aa < 2; aa++) {
+					int m = h + 2 * cc + 4 * bb + 8 * aa;
+					__m512 qv = _mm512_loadu_ps(qt + 16 * m);
+					#pragma GCC unroll 4
+					for (int x = 0; x < NS; x++) a[aa][x] = _mm512_mul_ps(qv, _mm512_set1_ps(k[x][m]));
+					#pragma GCC unroll 16
+					for (int t = 16; t < hd; t += 16) {
+						qv = _mm512_loadu_ps(qt + 16 * (t + m));
+						#pragma GCC unroll 4
+						for (int x = 0; x < NS; x++) a[aa][x] = _mm512_fmadd_ps(qv, _mm512_set1_ps(k[x][t + m]), a[aa][x]);
+					}
+					if (hd == 16) // a product alone: kept from being fused into the sum that follows
+#pragma GCC unroll 4
+						for (int x = 0; x < NS; x++) __asm__("" : "+v"(a[aa][x]));
+				}
+				#pragma GCC unroll 4
+				for (int x = 0; x < NS; x++) b[bb][x] = _mm512_add_ps(a[0][x], a[1][x]);
+			}
+			#pragma GCC unroll 4
+			for (int x = 0; x < NS; x++) c[cc][x] = _mm512_add_ps(b[0][x], b[1][x]);
+		}
+		#pragma GCC unroll 4
+		for (int x = 0; x < NS; x++) d[h][x] = _mm512_add_ps(c[0][x], c[1][x]);
+	}
+	#pragma GCC unroll 4
+	for (int x = 0; x < NS; x++) s[x] = _mm512_add_ps(d[0][x], d[1][x]);
+}
+
+// lanes16_slots scores NS slots from j (score_lanes16), scales them, sets
+// the ones a lane does not see to -inf, stores them at S + 16j and folds
+// them into each lane's maximum. The keys of a float16 cache are widened
+// into kb first (NS * hd floats).
+AVX512F static AI void lanes16_slots(float *S, __m512 *mx, const float *qt, const void *kc, int f16, long k0, int kvd, int hd, int j,
+                                     const uint32_t *vis, __m512i limv, float scale, float *kb, const int NS) {
+	const float *k[4];
+	for (int x = 0; x < NS; x++) {
+		long at = k0 + (long)(j + x) * kvd;
+		if (f16) {
+			for (int t = 0; t < hd; t += 16)
+				_mm512_storeu_ps(kb + x * hd + t, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)kc + at + t))));
+			k[x] = kb + x * hd;
+		} else {
+			k[x] = (const float *)kc + at;
+		}
+	}
+	__m512 s[4];
+	score_lanes16(s, qt, k, hd, NS);
+	for (int x = 0; x < NS; x++) {
+		__mmask16 seen = vis ? (__mmask16)vis[j + x] : _mm512_cmpgt_epi32_mask(limv, _mm512_set1_epi32(j + x));
+		s[x] = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), seen, _mm512_mul_ps(s[x], _mm512_set1_ps(scale)));
+		*mx = _mm512_max_ps(*mx, s[x]);
+		_mm512_storeu_ps(S + 16L * (j + x), s[x]);
+	}
+}
+
+AVX512F static AI void lanes16_weights(float *S, float *inv, float *qt, uint32_t *vis, const float *q, const void *kc, int f16, int past,
+                                       int total, const uint8_t *mask, int group, int hd, int kvd, int qd, int kh, int i0, int i1,
+                                       int lmax, float scale) {
+	int nq = (i1 - i0) * group, tp = (lmax + 7) & ~7;
+	int32_t lim[16];
+	for (int l = 0; l < 16; l++) lim[l] = l < nq ? past + i0 + l / group + 1 : 0;
+	if (mask) {
+		memset(vis, 0, (size_t)lmax * sizeof(uint32_t));
+		for (int i = i0; i < i1; i++) {
+			uint32_t bits = (uint32_t)(((1u << group) - 1) << ((i - i0) * group));
+			const uint8_t *row = mask + (long)i * total;
+			for (int j = 0; j < lmax; j++)
+				if (row[j]) vis[j] |= bits;
+		}
+	}
+	for (int l = 0; l < 16; l++) {
+		const float *qv = l < nq ? q + (long)(i0 + l / group) * qd + (long)(kh * group + l % group) * hd : NULL;
+		for (int t = 0; t < hd; t++) qt[16 * t + l] = qv ? qv[t] : 0;
+	}
+	float kb[4 * 256];
+	__m512 mx = _mm512_set1_ps(-INFINITY);
+	__m512i limv = _mm512_loadu_si512(lim);
+	const uint32_t *v = mask ? vis : NULL;
+	long k0 = (long)kh * hd;
+	int j = 0;
+	for (; j + 4 <= lmax; j += 4) lanes16_slots(S, &mx, qt, kc, f16, k0, kvd, hd, j, v, limv, scale, kb, 4);
+	for (; j < lmax; j++) lanes16_slots(S, &mx, qt, kc, f16, k0, kvd, hd, j, v, limv, scale, kb, 1);
+	for (; j < tp; j++) _mm512_storeu_ps(S + 16L * j, _mm512_set1_ps(-INFINITY));
+	_mm512_storeu_ps(inv, lanes_inv(S, 16, tp, mx));
+}
+
+// One copy for heads of 64 and of 128 (the width a constant, so a
+// slot's multiply-adds unroll and the partial sums stay in registers) and
+// one for any multiple of 16.
+#define LANES16_WEIGHTS(NAME, HD)                                                                                                \
+	AVX512F static void NAME(float *S, float *inv, float *qt, uint32_t *vis, const float *q, const void *kc, int f16, int past,  \
+	                         int total, const uint8_t *mask, int group, int hd, int kvd, int qd, int kh, int i0, int i1, int lmax, \
+	                         float scale) {                                                                                        \
+		lanes16_weights(S, inv, qt, vis, q, kc, f16, past, total, mask, group, HD, kvd, qd, kh, i0, i1, lmax, scale);           \
+	}
+LANES16_WEIGHTS(lanes16_weights64, 64)
+LANES16_WEIGHTS(lanes16_weights128, 128)
+LANES16_WEIGHTS(lanes16_weights_any, hd)
 #endif
+
+// arb_lanes16_weights is, for attention_avx512's task of kv head kh and
+// rows i0..i1-1 (nq = (i1 - i0) * group query vectors, at most 16; heads
+// of a multiple of 16 dims, at most 256), its scores, softmax and 1/sums
+// with the query vectors in the lanes of 512-bit vectors: vector u's
+// weight of slot j at S[16j + u] (j < lmax, the rest of the (lmax + 7) &
+// ~7 slots 0) and its 1/sum at inv[u] (0 for a row that sees no slot). A
+// slot is scored once for all sixteen vectors, with no horizontal sums,
+// and each weight and 1/sum is the same bits as attention_avx512's own
+// (scores score_heads16's, the softmax softmax_inv's as lanes_inv
+// computes it). qt is 16 * hd floats of scratch, vis one word a slot (with
+// a mask). It returns -1 where the kernel does not apply.
+int arb_lanes16_weights(float *S, float *inv, float *qt, uint32_t *vis, const float *q, const void *kc, int f16, int past, int total,
+                        const uint8_t *mask, int group, int hd, int kvd, int qd, int kh, int i0, int i1, int lmax, float scale) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 2 && hd % 16 == 0 && hd <= 256 && (i1 - i0) * group <= 16) {
+		(hd == 64 ? lanes16_weights64 : hd == 128 ? lanes16_weights128 : lanes16_weights_any)(S, inv, qt, vis, q, kc, f16, past, total,
+		                                                                                     mask, group, hd, kvd, qd, kh, i0, i1, lmax, scale);
+		return 0;
+	}
+#endif
+	(void)S; (void)inv; (void)qt; (void)vis; (void)q; (void)kc; (void)f16; (void)past; (void)total; (void)mask; (void)group;
+	(void)hd; (void)kvd; (void)qd; (void)kh; (void)i0; (void)i1; (void)lmax; (void)scale;
+	return -1;
+}
 
 // arb_lanes_block is how many query vectors (rows times the heads that
 // share a kv head) a task of arb_attention_lanes takes: 32, or 16 when

@@ -1559,20 +1559,20 @@ AVX512F static inline __attribute__((always_inline)) void score_block16(float *s
 }
 
 // wsum_set16 sets acc[k*tn + c] (k < kn, c < tn) to the sum over slots
-// j < limit of w[k*stride + j] * v[j*kvd + 16c .. +16]: kn query vectors'
+// j < limit of w[k*stride + j*jstride] * v[j*kvd + 16c .. +16]: kn query vectors'
 // weighted sums of tn vectors of dims, in one pass over the slots that
 // reads each value row's dims once for all of them. A weight of 0 adds
 // nothing (masked and unseen slots hold 0), so each sum is the one the
 // query vector alone would get.
-AVX512F static inline __attribute__((always_inline)) void wsum_set16(__m512 *acc, const float *w, int stride, const void *v, long v0, int kvd,
-                                                                     int limit, int kn, int tn, int f16) {
+AVX512F static inline __attribute__((always_inline)) void wsum_set16(__m512 *acc, const float *w, int stride, int jstride, const void *v, long v0,
+                                                                     int kvd, int limit, int kn, int tn, int f16) {
 	__m512 a[16];
 	for (int k = 0; k < kn * tn; k++) a[k] = _mm512_setzero_ps();
 	for (int j = 0; j < limit; j++) {
 		__m512 vj[2];
 		for (int c = 0; c < tn; c++) vj[c] = ld16(v, v0 + (long)j * kvd + 16 * c, f16);
 		for (int k = 0; k < kn; k++) {
-			__m512 p = _mm512_set1_ps(w[(long)k * stride + j]);
+			__m512 p = _mm512_set1_ps(w[(long)k * stride + (long)j * jstride]);
 			for (int c = 0; c < tn; c++) a[k * tn + c] = _mm512_fmadd_ps(p, vj[c], a[k * tn + c]);
 		}
 	}
@@ -1593,7 +1593,15 @@ AVX512F static inline __attribute__((always_inline)) void attention_avx512(float
 		int kh = task / blocks, i0 = task % blocks * R, i1 = i0 + R < n ? i0 + R : n;
 		int lmax = mask ? total : past + i1, tp = (total + 7) & ~7, nq = (i1 - i0) * group;
 		float inv[256]; // nq <= 256: checked by arb_attention
-		attn_scores16(scores, inv, q, kc, f16, past, total, mask, group, hd, kvd, qd, kh, i0, i1, lmax, tp, scale);
+		// the weight of vector u and slot j at scores[u*ws + j*wj]: a row
+		// each, or (attn16.c's kernel, for enough vectors) a slot each
+		long ws = tp, wj = 1;
+		if (nq < ARB_LANES16_MIN ||
+		    arb_lanes16_weights(scores, inv, scores + 16L * tp, (uint32_t *)(scores + 16L * tp + 16L * hd), q, kc, f16, past, total,
+		                        mask, group, hd, kvd, qd, kh, i0, i1, lmax, scale) != 0)
+			attn_scores16(scores, inv, q, kc, f16, past, total, mask, group, hd, kvd, qd, kh, i0, i1, lmax, tp, scale);
+		else
+			ws = 1, wj = 16;
 		// the weighted sums of the values: eight query vectors and 32 dims
 		// a pass over the slots, so a value row's dims are read once for
 		// all the task's rows and heads
@@ -1603,25 +1611,25 @@ AVX512F static inline __attribute__((always_inline)) void attention_avx512(float
 			for (int t0 = 0; t0 < hd; t0 += 32) {
 				int tn = hd - t0 >= 32 ? 2 : 1;
 				__m512 acc[16];
-				const float *w = scores + (long)u0 * tp;
+				const float *w = scores + (long)u0 * ws;
 				long v = kh * hd + t0;
 				switch (kn * 2 + tn - 1) { // one loop per shape, so the accumulators stay in registers
-				case 17: wsum_set16(acc, w, tp, vc, v, kvd, last, 8, 2, f16); break;
-				case 16: wsum_set16(acc, w, tp, vc, v, kvd, last, 8, 1, f16); break;
-				case 15: wsum_set16(acc, w, tp, vc, v, kvd, last, 7, 2, f16); break;
-				case 14: wsum_set16(acc, w, tp, vc, v, kvd, last, 7, 1, f16); break;
-				case 13: wsum_set16(acc, w, tp, vc, v, kvd, last, 6, 2, f16); break;
-				case 12: wsum_set16(acc, w, tp, vc, v, kvd, last, 6, 1, f16); break;
-				case 11: wsum_set16(acc, w, tp, vc, v, kvd, last, 5, 2, f16); break;
-				case 10: wsum_set16(acc, w, tp, vc, v, kvd, last, 5, 1, f16); break;
-				case 9: wsum_set16(acc, w, tp, vc, v, kvd, last, 4, 2, f16); break;
-				case 8: wsum_set16(acc, w, tp, vc, v, kvd, last, 4, 1, f16); break;
-				case 7: wsum_set16(acc, w, tp, vc, v, kvd, last, 3, 2, f16); break;
-				case 6: wsum_set16(acc, w, tp, vc, v, kvd, last, 3, 1, f16); break;
-				case 5: wsum_set16(acc, w, tp, vc, v, kvd, last, 2, 2, f16); break;
-				case 4: wsum_set16(acc, w, tp, vc, v, kvd, last, 2, 1, f16); break;
-				case 3: wsum_set16(acc, w, tp, vc, v, kvd, last, 1, 2, f16); break;
-				default: wsum_set16(acc, w, tp, vc, v, kvd, last, 1, 1, f16); break;
+				case 17: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 8, 2, f16); break;
+				case 16: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 8, 1, f16); break;
+				case 15: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 7, 2, f16); break;
+				case 14: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 7, 1, f16); break;
+				case 13: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 6, 2, f16); break;
+				case 12: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 6, 1, f16); break;
+				case 11: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 5, 2, f16); break;
+				case 10: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 5, 1, f16); break;
+				case 9: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 4, 2, f16); break;
+				case 8: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 4, 1, f16); break;
+				case 7: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 3, 2, f16); break;
+				case 6: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 3, 1, f16); break;
+				case 5: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 2, 2, f16); break;
+				case 4: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 2, 1, f16); break;
+				case 3: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 1, 2, f16); break;
+				default: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 1, 1, f16); break;
 				}
 				for (int k = 0; k < kn; k++) {
 					int u = u0 + k, i = i0 + u / group, h = kh * group + u % group;
@@ -1699,7 +1707,11 @@ long arb_attention_scratch(int past, int n, int heads, int kv_heads, int hd) {
 	switch (attention_mode(n, hd, heads, kv_heads)) {
 	case 3: return arb_lanes_scratch(past, n, arb_lanes_block(n, heads, kv_heads, hd));
 	case 2: return (long)n * (heads / kv_heads) * (((past + n + 7) & ~7) + 1);
-	case 1: case 4: return (long)attn_rows(heads / kv_heads) * (heads / kv_heads) * ((past + n + 7) & ~7);
+	case 1: return (long)attn_rows(heads / kv_heads) * (heads / kv_heads) * ((past + n + 7) & ~7);
+	case 4: { // attention_avx512: a score row a query vector, or attn16.c's 16 lanes a slot, its query vectors and mask words
+		long tp = (past + n + 7) & ~7, rows = (long)attn_rows(heads / kv_heads) * (heads / kv_heads);
+		return (rows > 16 ? rows : 16) * tp + 16L * hd + past + n;
+	}
 	}
 	return past + n;
 }

@@ -24,6 +24,12 @@ int arb_lanes_block(int n, int heads, int kv_heads, int hd);
 long arb_lanes_scratch(int past, int n, int block);
 void arb_attention_lanes(float *out, const float *q, const void *kc, const void *vc, int f16, int past, int n,
                          const uint8_t *mask, int heads, int kv_heads, float scale, int lo, int hi, float *scratch);
+// ARB_LANES16_MIN is the fewest query vectors of a task of
+// attention_avx512 (heads of a multiple of 16 dims) that attn16.c's
+// arb_lanes16_weights scores, sixteen to a vector.
+enum { ARB_LANES16_MIN = 12 };
+int arb_lanes16_weights(float *S, float *inv, float *qt, uint32_t *vis, const float *q, const void *kc, int f16, int past, int total,
+                        const uint8_t *mask, int group, int hd, int kvd, int qd, int kh, int i0, int i1, int lmax, float scale);
 int arb_attention_tasks(int n, int heads, int kv_heads, int hd);
 long arb_attention_scratch(int past, int n, int heads, int kv_heads, int hd);
 void arb_attention(float *out, const float *q, const void *kc, const void *vc, int f16, int past, int n,
