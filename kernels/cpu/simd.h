@@ -26,7 +26,10 @@ void arb_attention_lanes(float *out, const float *q, const void *kc, const void 
                          const uint8_t *mask, int heads, int kv_heads, float scale, int lo, int hi, float *scratch);
 // ARB_LANES16_MIN is the fewest query vectors of a task of
 // attention_avx512 (heads of a multiple of 16 dims) that attn16.c's
-// arb_lanes16_weights scores, sixteen to a vector.
+// arb_lanes16_weights scores, sixteen lanes to a vector: with 8 (half the
+// lanes idle; 8 rows of 32 heads of 128 over 32 kv heads) it took
+// 1.2-1.35x the per-row scores' time, with 14 (2 rows of 14 heads over 2)
+// 0.7x.
 enum { ARB_LANES16_MIN = 12 };
 int arb_lanes16_weights(float *S, float *inv, float *qt, uint32_t *vis, const float *q, const void *kc, int f16, int past, int total,
                         const uint8_t *mask, int group, int hd, int kvd, int qd, int kh, int i0, int i1, int lmax, float scale);
