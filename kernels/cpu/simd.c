@@ -1569,7 +1569,7 @@ AVX512F static inline __attribute__((always_inline)) void wsum_set16(__m512 *acc
 	__m512 a[16];
 	for (int k = 0; k < kn * tn; k++) a[k] = _mm512_setzero_ps();
 	for (int j = 0; j < limit; j++) {
-		__m512 vj[2];
+		__m512 vj[8];
 		for (int c = 0; c < tn; c++) vj[c] = ld16(v, v0 + (long)j * kvd + 16 * c, f16);
 		for (int k = 0; k < kn; k++) {
 			__m512 p = _mm512_set1_ps(w[(long)k * stride + (long)j * jstride]);
@@ -1602,33 +1602,56 @@ AVX512F static inline __attribute__((always_inline)) void attention_avx512(float
 			attn_scores16(scores, inv, q, kc, f16, past, total, mask, group, hd, kvd, qd, kh, i0, i1, lmax, tp, scale);
 		else
 			ws = 1, wj = 16;
-		// the weighted sums of the values: eight query vectors and 32 dims
-		// a pass over the slots, so a value row's dims are read once for
-		// all the task's rows and heads
+		// the weighted sums of the values: up to eight query vectors and
+		// 16 / (their number) vectors of dims (at most 8) a pass over the
+		// slots, so a value row's dims are read once for all the task's
+		// rows and heads, and a decode step (one to four vectors) reads
+		// each value row once rather than once for every 32 dims (each
+		// row a page apart in a long cache: 32 heads of 128 over 32 at
+		// 2000 cached read their values four times over)
+		int vn = nq < 8 ? nq : 8, tw = 16 / vn < 8 ? 16 / vn : 8;
 		for (int u0 = 0; u0 < nq; u0 += 8) {
 			int kn = nq - u0 < 8 ? nq - u0 : 8;
 			int last = mask ? total : past + i0 + (u0 + kn - 1) / group + 1; // the slots these vectors see
-			for (int t0 = 0; t0 < hd; t0 += 32) {
-				int tn = hd - t0 >= 32 ? 2 : 1;
+			for (int t0 = 0; t0 < hd; t0 += 16 * tw) {
+				int tn = (hd - t0) / 16 < tw ? (hd - t0) / 16 : tw;
 				__m512 acc[16];
 				const float *w = scores + (long)u0 * ws;
 				long v = kh * hd + t0;
-				switch (kn * 2 + tn - 1) { // one loop per shape, so the accumulators stay in registers
-				case 17: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 8, 2, f16); break;
-				case 16: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 8, 1, f16); break;
-				case 15: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 7, 2, f16); break;
-				case 14: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 7, 1, f16); break;
-				case 13: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 6, 2, f16); break;
-				case 12: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 6, 1, f16); break;
-				case 11: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 5, 2, f16); break;
-				case 10: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 5, 1, f16); break;
-				case 9: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 4, 2, f16); break;
-				case 8: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 4, 1, f16); break;
-				case 7: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 3, 2, f16); break;
-				case 6: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 3, 1, f16); break;
-				case 5: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 2, 2, f16); break;
-				case 4: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 2, 1, f16); break;
-				case 3: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 1, 2, f16); break;
+				switch (kn * 16 + tn) { // one loop per shape, so the accumulators stay in registers
+				case 130: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 8, 2, f16); break;
+				case 129: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 8, 1, f16); break;
+				case 114: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 7, 2, f16); break;
+				case 113: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 7, 1, f16); break;
+				case 98: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 6, 2, f16); break;
+				case 97: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 6, 1, f16); break;
+				case 83: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 5, 3, f16); break;
+				case 82: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 5, 2, f16); break;
+				case 81: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 5, 1, f16); break;
+				case 68: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 4, 4, f16); break;
+				case 67: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 4, 3, f16); break;
+				case 66: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 4, 2, f16); break;
+				case 65: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 4, 1, f16); break;
+				case 53: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 3, 5, f16); break;
+				case 52: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 3, 4, f16); break;
+				case 51: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 3, 3, f16); break;
+				case 50: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 3, 2, f16); break;
+				case 49: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 3, 1, f16); break;
+				case 40: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 2, 8, f16); break;
+				case 39: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 2, 7, f16); break;
+				case 38: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 2, 6, f16); break;
+				case 37: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 2, 5, f16); break;
+				case 36: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 2, 4, f16); break;
+				case 35: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 2, 3, f16); break;
+				case 34: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 2, 2, f16); break;
+				case 33: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 2, 1, f16); break;
+				case 24: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 1, 8, f16); break;
+				case 23: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 1, 7, f16); break;
+				case 22: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 1, 6, f16); break;
+				case 21: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 1, 5, f16); break;
+				case 20: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 1, 4, f16); break;
+				case 19: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 1, 3, f16); break;
+				case 18: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 1, 2, f16); break;
 				default: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 1, 1, f16); break;
 				}
 				for (int k = 0; k < kn; k++) {
