@@ -178,6 +178,8 @@ func TestAttentionMatchesReference(t *testing.T) {
 		// widths of 48 and 80 (16 past a multiple of 32), nine and more
 		// query vectors a task
 		{6, 2, 48, 13, 7}, {10, 2, 80, 6, 5}, {36, 2, 16, 3, 2},
+		// Gemma's width of 256
+		{8, 2, 256, 12, 5},
 	} {
 		total := c.past + c.n
 		kvd := c.kvHeads * c.hd
@@ -244,7 +246,7 @@ func TestAttentionF16Cache(t *testing.T) {
 	defer be.Close()
 	for _, c := range []struct{ heads, kvHeads, hd, past, n int }{
 		{32, 8, 64, 45, 20}, {16, 2, 64, 29, 11}, {8, 2, 128, 70, 3}, {6, 2, 48, 13, 7}, {8, 8, 32, 17, 18},
-		{64, 32, 8, 5, 33}, {12, 4, 8, 23, 13},
+		{8, 2, 256, 12, 5}, {64, 32, 8, 5, 33}, {12, 4, 8, 23, 13},
 	} {
 		total, kvd, qd := c.past+c.n, c.kvHeads*c.hd, c.heads*c.hd
 		q, kc, vc := gaussian(rng, c.n*qd), gaussian(rng, total*kvd), gaussian(rng, total*kvd)
