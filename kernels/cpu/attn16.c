@@ -199,6 +199,7 @@ AVX512F static void hd8_lanes32(float *out, const float *q, const void *kc, cons
 	if (f16) hd8_lanes(out, q, kc, vc, 1, past, n, mask, heads, kv_heads, scale, lo, hi, scratch, 2);
 	else hd8_lanes(out, q, kc, vc, 0, past, n, mask, heads, kv_heads, scale, lo, hi, scratch, 2);
 }
+
 // score_lanes16 sets s[x], x < NS, to the scores of the sixteen query
 // vectors of qt (dim d of lane l at qt[16*d + l]) against the keys k[x]
 // (hd floats each), a lane a vector: lane l of s[x] is score_heads16's
@@ -210,41 +211,41 @@ AVX512F static void hd8_lanes32(float *out, const float *q, const void *kc, cons
 // over the lanes and the same additions are vertical.
 AVX512F static AI void score_lanes16(__m512 *s, const float *qt, const float *const *k, int hd, const int NS) {
 	__m512 d[2][4];
-	#pragma GCC unroll 2
+#pragma GCC unroll 2
 	for (int h = 0; h < 2; h++) { // d_h = c_h + c_h+2
 		__m512 c[2][4];
-		#pragma GCC unroll 2
+#pragma GCC unroll 2
 		for (int cc = 0; cc < 2; cc++) { // c_m = b_m + b_m+4, m = h + 2cc
 			__m512 b[2][4];
-			#pragma GCC unroll 2
+#pragma GCC unroll 2
 			for (int bb = 0; bb < 2; bb++) { // b_m = a_m + a_m+8, m = h + 2cc + 4bb
 				__m512 a[2][4];
-				#pragma GCC unroll 2
+#pragma GCC unroll 2
 				for (int aa = 0; aa < 2; aa++) {
 					int m = h + 2 * cc + 4 * bb + 8 * aa;
 					__m512 qv = _mm512_loadu_ps(qt + 16 * m);
-					#pragma GCC unroll 4
+#pragma GCC unroll 4
 					for (int x = 0; x < NS; x++) a[aa][x] = _mm512_mul_ps(qv, _mm512_set1_ps(k[x][m]));
-					#pragma GCC unroll 16
+#pragma GCC unroll 16
 					for (int t = 16; t < hd; t += 16) {
 						qv = _mm512_loadu_ps(qt + 16 * (t + m));
-						#pragma GCC unroll 4
+#pragma GCC unroll 4
 						for (int x = 0; x < NS; x++) a[aa][x] = _mm512_fmadd_ps(qv, _mm512_set1_ps(k[x][t + m]), a[aa][x]);
 					}
 					if (hd == 16) // a product alone: kept from being fused into the sum that follows
 #pragma GCC unroll 4
 						for (int x = 0; x < NS; x++) __asm__("" : "+v"(a[aa][x]));
 				}
-				#pragma GCC unroll 4
+#pragma GCC unroll 4
 				for (int x = 0; x < NS; x++) b[bb][x] = _mm512_add_ps(a[0][x], a[1][x]);
 			}
-			#pragma GCC unroll 4
+#pragma GCC unroll 4
 			for (int x = 0; x < NS; x++) c[cc][x] = _mm512_add_ps(b[0][x], b[1][x]);
 		}
-		#pragma GCC unroll 4
+#pragma GCC unroll 4
 		for (int x = 0; x < NS; x++) d[h][x] = _mm512_add_ps(c[0][x], c[1][x]);
 	}
-	#pragma GCC unroll 4
+#pragma GCC unroll 4
 	for (int x = 0; x < NS; x++) s[x] = _mm512_add_ps(d[0][x], d[1][x]);
 }
 
@@ -275,6 +276,10 @@ AVX512F static AI void lanes16_slots(float *S, __m512 *mx, const float *qt, cons
 	}
 }
 
+// lanes16_weights is arb_lanes16_weights for heads of hd dims (a
+// constant in the copies below): the task's vectors into qt, a lane each;
+// the mask's lanes a slot into vis; the slots four at a time, then the
+// rest; lanes_inv's softmax.
 AVX512F static AI void lanes16_weights(float *S, float *inv, float *qt, uint32_t *vis, const float *q, const void *kc, int f16, int past,
                                        int total, const uint8_t *mask, int group, int hd, int kvd, int qd, int kh, int i0, int i1,
                                        int lmax, float scale) {
