@@ -217,8 +217,14 @@ typedef struct {
 	long nxb;
 } pfplan;
 
-// pf_next prefetches slice b of n of pf's next bytes to L2.
-X16 static AI void pf_next(pfplan pf, int b, int n) {
+// pf_block is a tile's prefetches as it starts block b of n (blk: the
+// block of its first group, gs bytes a group, gb bytes a block): its G
+// groups' blocks PREFETCH16 bytes on to L1 when pf.own, and slice b of n
+// of pf's next bytes to L2.
+X16 static AI void pf_block(pfplan pf, const uint8_t *blk, int G, long gs, long gb, int b, int n) {
+	if (pf.own)
+		for (int g = 0; g < G; g++)
+			for (long at = 0; at < gb; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_T0);
 	if (!pf.nx) return;
 	for (long a = pf.nxb * b / n, e = pf.nxb * (b + 1) / n; a < e; a += 64) _mm_prefetch((const char *)pf.nx + a, _MM_HINT_T1);
 }
@@ -234,10 +240,7 @@ X16 static AI void q80_tile(const int G, const uint8_t *gp, long gs, const q8in 
 	panel p = panel_at(y, r);
 	for (int b = 0; b < y->nb; b++, p.q += 32 * T, p.d += T, p.c += 4 * T) {
 		const uint8_t *blk = gp + (long)b * X16_Q80;
-		if (pf.own)
-			for (int g = 0; g < G; g++)
-				for (int at = 0; at < X16_Q80; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_T0);
-		pf_next(pf, b, y->nb);
+		pf_block(pf, blk, G, gs, X16_Q80, b, y->nb);
 		__m512i s[2][ARB_PANEL];
 		for (int k = 0; k < T; k++) s[0][k] = s[1][k] = _mm512_set1_epi32(p.c[k]);
 		for (int h = 0; h < 8; h++) {
@@ -269,10 +272,7 @@ X16 static AI void q40_tile(const int G, const uint8_t *gp, long gs, const q8in 
 	const __m512i m4 = _mm512_set1_epi8(0xf);
 	for (int b = 0; b < y->nb; b++, p.q += 32 * T, p.d += T, p.c += 4 * T) {
 		const uint8_t *blk = gp + (long)b * X16_Q40;
-		if (pf.own)
-			for (int g = 0; g < G; g++)
-				for (int at = 0; at < X16_Q40; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_T0);
-		pf_next(pf, b, y->nb);
+		pf_block(pf, blk, G, gs, X16_Q40, b, y->nb);
 		__m512i s[2][ARB_PANEL];
 		for (int k = 0; k < T; k++) s[0][k] = s[1][k] = _mm512_set1_epi32(p.c[T + k]);
 		for (int h = 0; h < 4; h++) {
@@ -330,10 +330,7 @@ X16 static AI void q4k_tile(const int q5, const int G, const uint8_t *gp, long g
 	const __m512i m4 = _mm512_set1_epi8(0xf), sixteen = _mm512_set1_epi8(16);
 	for (int sb = 0; sb < y->nb / 8; sb++) {
 		const uint8_t *blk = gp + (long)sb * GB;
-		if (pf.own)
-			for (int g = 0; g < G; g++)
-				for (int at = 0; at < GB; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_T0);
-		pf_next(pf, sb, y->nb / 8);
+		pf_block(pf, blk, G, gs, GB, sb, y->nb / 8);
 		const int32_t *pairs = p.c; // word 0 of the even blocks' slots: two blocks' activation sums
 		__m512 fs[2][ARB_PANEL];
 		for (int g = 0; g < G; g++)
@@ -398,10 +395,7 @@ X16 static AI void q6k_tile(const int G, const uint8_t *gp, long gs, const q8in 
 	panel p = panel_at(y, r);
 	for (int sb = 0; sb < y->nb / 8; sb++) {
 		const uint8_t *blk = gp + (long)sb * X16_Q6K;
-		if (pf.own)
-			for (int g = 0; g < G; g++)
-				for (int at = 0; at < X16_Q6K; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_T0);
-		pf_next(pf, sb, y->nb / 8);
+		pf_block(pf, blk, G, gs, X16_Q6K, sb, y->nb / 8);
 		__m512 fs[2][ARB_PANEL];
 		for (int g = 0; g < G; g++)
 			for (int k = 0; k < T; k++) fs[g][k] = _mm512_setzero_ps();
