@@ -92,6 +92,36 @@ AVX512F static AI __m512 lanes_inv(float *S, int L, int tp, __m512 mx) {
 	return _mm512_mask_mov_ps(inv, dead, _mm512_setzero_ps());
 }
 
+// lanes_setup puts query vectors u0..u1-1 of kv head kh (vector u: row
+// u / group, head kh * group + u % group, hd dims) one to a lane of L:
+// lane l's dim d at qt[stride * d + l] (0 for a lane past u1 - u0), and
+// in lim[l] the slots its row sees (past + row + 1; all total with a
+// mask, 0 for an empty lane). With a mask, vis[j] (j below the largest
+// lim) gets bit l where lane l's row sees slot j. It returns that largest
+// lim.
+static AI int lanes_setup(float *qt, int stride, int32_t *lim, uint32_t *vis, const float *q, const uint8_t *mask, int past,
+                          int total, int group, int kh, int qd, int hd, int u0, int u1, int L) {
+	int jmax = 0;
+	for (int l = 0; l < L; l++) {
+		int u = u0 + l;
+		const float *qv = u < u1 ? q + (long)(u / group) * qd + (long)(kh * group + u % group) * hd : NULL;
+		for (int d = 0; d < hd; d++) qt[(long)stride * d + l] = qv ? qv[d] : 0;
+		lim[l] = qv ? (mask ? total : past + u / group + 1) : 0;
+		if (lim[l] > jmax) jmax = lim[l];
+	}
+	if (mask) {
+		memset(vis, 0, (size_t)jmax * sizeof(uint32_t));
+		for (int i = u0 / group; i <= (u1 - 1) / group; i++) {
+			int a = i * group > u0 ? i * group - u0 : 0, b = (i + 1) * group < u1 ? (i + 1) * group - u0 : u1 - u0;
+			uint32_t bits = (uint32_t)(((1ull << b) - 1) & ~((1ull << a) - 1));
+			const uint8_t *row = mask + (long)i * total;
+			for (int j = 0; j < jmax; j++)
+				if (row[j]) vis[j] |= bits;
+		}
+	}
+	return jmax;
+}
+
 // hd8_lanes runs tasks lo..hi-1 of arb_attention_lanes with NZ vectors
 // of sixteen lanes a block (a constant in each caller).
 AVX512F static AI void hd8_lanes(float *out, const float *q, const void *kc, const void *vc, int f16, int past, int n,
@@ -105,14 +135,13 @@ AVX512F static AI void hd8_lanes(float *out, const float *q, const void *kc, con
 		int kh = task / blocks, u0 = task % blocks * L, u1 = u0 + L < nvec ? u0 + L : nvec;
 		// lane l is query vector u0+l: row (u0+l)/group, head kh*group + (u0+l)%group
 		int32_t lim[32];
-		int jmax = 0;
-		for (int l = 0; l < L; l++) {
-			lim[l] = u0 + l < u1 ? (mask ? total : past + (u0 + l) / group + 1) : 0;
-			if (lim[l] > jmax) jmax = lim[l];
-		}
+		float qt[8][32] __attribute__((aligned(64)));
+		// the scratch: tp slots of L scores, then the mask's lanes a slot
+		// (tp is at most total rounded up to 8, so vis can sit past it)
+		float *S = scratch;
+		uint32_t *vis = (uint32_t *)(S + (long)((total + 7) & ~7) * L);
+		int jmax = lanes_setup(&qt[0][0], 32, lim, vis, q, mask, past, total, group, kh, qd, 8, u0, u1, L);
 		int tp = (jmax + 7) & ~7;
-		float *S = scratch;                           // tp slots of L scores
-		uint32_t *vis = (uint32_t *)(S + (long)tp * L); // the mask's lanes a slot
 		float *kf = (float *)(vis + total), *vf = kf + (long)total * 8;
 		const float *kb = (const float *)kc + kh * 8, *vb = (const float *)vc + kh * 8;
 		long ks = kvd;
@@ -123,22 +152,6 @@ AVX512F static AI void hd8_lanes(float *out, const float *q, const void *kc, con
 			}
 			kb = kf, vb = vf, ks = 8;
 		}
-		if (mask) {
-			memset(vis, 0, (size_t)jmax * sizeof(uint32_t));
-			for (int i = u0 / group; i <= (u1 - 1) / group; i++) {
-				int a = i * group > u0 ? i * group - u0 : 0, b = (i + 1) * group < u1 ? (i + 1) * group - u0 : u1 - u0;
-				uint32_t bits = (uint32_t)(((1ull << b) - 1) & ~((1ull << a) - 1));
-				const uint8_t *row = mask + (long)i * total;
-				for (int j = 0; j < jmax; j++)
-					if (row[j]) vis[j] |= bits;
-			}
-		}
-		float qt[8][32] __attribute__((aligned(64)));
-		for (int l = 0; l < L; l++)
-			for (int d = 0; d < 8; d++) {
-				int u = u0 + l;
-				qt[d][l] = u < u1 ? q[(long)(u / group) * qd + (long)(kh * group + u % group) * 8 + d] : 0;
-			}
 		__m512 Q[2][8], mx[2], limv[2];
 		for (int z = 0; z < NZ; z++) {
 			for (int d = 0; d < 8; d++) Q[z][d] = _mm512_load_ps(&qt[d][16 * z]);
@@ -277,28 +290,15 @@ AVX512F static AI void lanes16_slots(float *S, __m512 *mx, const float *qt, cons
 }
 
 // lanes16_weights is arb_lanes16_weights for heads of hd dims (a
-// constant in the copies below): the task's vectors into qt, a lane each;
-// the mask's lanes a slot into vis; the slots four at a time, then the
-// rest; lanes_inv's softmax.
+// constant in the copies below): the task's vectors into lanes
+// (lanes_setup, whose largest lim is lmax), the slots four at a time,
+// then the rest; lanes_inv's softmax.
 AVX512F static AI void lanes16_weights(float *S, float *inv, float *qt, uint32_t *vis, const float *q, const void *kc, int f16, int past,
                                        int total, const uint8_t *mask, int group, int hd, int kvd, int qd, int kh, int i0, int i1,
                                        int lmax, float scale) {
-	int nq = (i1 - i0) * group, tp = (lmax + 7) & ~7;
+	int tp = (lmax + 7) & ~7;
 	int32_t lim[16];
-	for (int l = 0; l < 16; l++) lim[l] = l < nq ? past + i0 + l / group + 1 : 0;
-	if (mask) {
-		memset(vis, 0, (size_t)lmax * sizeof(uint32_t));
-		for (int i = i0; i < i1; i++) {
-			uint32_t bits = (uint32_t)(((1u << group) - 1) << ((i - i0) * group));
-			const uint8_t *row = mask + (long)i * total;
-			for (int j = 0; j < lmax; j++)
-				if (row[j]) vis[j] |= bits;
-		}
-	}
-	for (int l = 0; l < 16; l++) {
-		const float *qv = l < nq ? q + (long)(i0 + l / group) * qd + (long)(kh * group + l % group) * hd : NULL;
-		for (int t = 0; t < hd; t++) qt[16 * t + l] = qv ? qv[t] : 0;
-	}
+	lanes_setup(qt, 16, lim, vis, q, mask, past, total, group, kh, qd, hd, i0 * group, i1 * group, 16); // lmax slots
 	float kb[4 * 256];
 	__m512 mx = _mm512_set1_ps(-INFINITY);
 	__m512i limv = _mm512_loadu_si512(lim);
