@@ -1618,42 +1618,21 @@ AVX512F static inline __attribute__((always_inline)) void attention_avx512(float
 				__m512 acc[16];
 				const float *w = scores + (long)u0 * ws;
 				long v = kh * hd + t0;
-				switch (kn * 16 + tn) { // one loop per shape, so the accumulators stay in registers
-				case 130: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 8, 2, f16); break;
-				case 129: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 8, 1, f16); break;
-				case 114: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 7, 2, f16); break;
-				case 113: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 7, 1, f16); break;
-				case 98: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 6, 2, f16); break;
-				case 97: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 6, 1, f16); break;
-				case 83: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 5, 3, f16); break;
-				case 82: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 5, 2, f16); break;
-				case 81: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 5, 1, f16); break;
-				case 68: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 4, 4, f16); break;
-				case 67: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 4, 3, f16); break;
-				case 66: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 4, 2, f16); break;
-				case 65: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 4, 1, f16); break;
-				case 53: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 3, 5, f16); break;
-				case 52: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 3, 4, f16); break;
-				case 51: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 3, 3, f16); break;
-				case 50: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 3, 2, f16); break;
-				case 49: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 3, 1, f16); break;
-				case 40: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 2, 8, f16); break;
-				case 39: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 2, 7, f16); break;
-				case 38: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 2, 6, f16); break;
-				case 37: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 2, 5, f16); break;
-				case 36: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 2, 4, f16); break;
-				case 35: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 2, 3, f16); break;
-				case 34: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 2, 2, f16); break;
-				case 33: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 2, 1, f16); break;
-				case 24: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 1, 8, f16); break;
-				case 23: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 1, 7, f16); break;
-				case 22: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 1, 6, f16); break;
-				case 21: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 1, 5, f16); break;
-				case 20: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 1, 4, f16); break;
-				case 19: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 1, 3, f16); break;
-				case 18: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 1, 2, f16); break;
+				// one loop per shape, so the accumulators stay in registers
+#define WSUM16(KN, TN) \
+	case (KN) * 16 + (TN): wsum_set16(acc, w, ws, wj, vc, v, kvd, last, KN, TN, f16); break;
+				switch (kn * 16 + tn) {
+				WSUM16(8, 2) WSUM16(8, 1)
+				WSUM16(7, 2) WSUM16(7, 1)
+				WSUM16(6, 2) WSUM16(6, 1)
+				WSUM16(5, 3) WSUM16(5, 2) WSUM16(5, 1)
+				WSUM16(4, 4) WSUM16(4, 3) WSUM16(4, 2) WSUM16(4, 1)
+				WSUM16(3, 5) WSUM16(3, 4) WSUM16(3, 3) WSUM16(3, 2) WSUM16(3, 1)
+				WSUM16(2, 8) WSUM16(2, 7) WSUM16(2, 6) WSUM16(2, 5) WSUM16(2, 4) WSUM16(2, 3) WSUM16(2, 2) WSUM16(2, 1)
+				WSUM16(1, 8) WSUM16(1, 7) WSUM16(1, 6) WSUM16(1, 5) WSUM16(1, 4) WSUM16(1, 3) WSUM16(1, 2)
 				default: wsum_set16(acc, w, ws, wj, vc, v, kvd, last, 1, 1, f16); break;
 				}
+#undef WSUM16
 				for (int k = 0; k < kn; k++) {
 					int u = u0 + k, i = i0 + u / group, h = kh * group + u % group;
 					float *o = out + (long)i * qd + (long)h * hd + t0;
