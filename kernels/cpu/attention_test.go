@@ -184,13 +184,7 @@ func TestAttentionMatchesReference(t *testing.T) {
 		total := c.past + c.n
 		kvd := c.kvHeads * c.hd
 		q, kc, vc := fill(c.n*c.heads*c.hd), fill(total*kvd), fill(total*kvd)
-		// a tree: row i sees the prefix, itself and (at random) earlier batch rows
-		mask := make([]bool, c.n*total)
-		for i := 0; i < c.n; i++ {
-			for j := 0; j < total; j++ {
-				mask[i*total+j] = j < c.past || j == c.past+i || j < c.past+i && rng.IntN(2) == 0
-			}
-		}
+		mask := treeMask(rng, c.past, c.n)
 		if c.n > 2 { // a padding row that sees nothing gets zeros
 			clear(mask[(c.n-1)*total : c.n*total])
 		}
@@ -255,12 +249,7 @@ func TestAttentionF16Cache(t *testing.T) {
 			k16[i], v16[i] = quant.F32ToF16(kc[i]), quant.F32ToF16(vc[i])
 			kc[i], vc[i] = quant.F16ToF32(k16[i]), quant.F16ToF32(v16[i])
 		}
-		mask := make([]bool, c.n*total)
-		for i := 0; i < c.n; i++ {
-			for j := 0; j < total; j++ {
-				mask[i*total+j] = j < c.past || j == c.past+i || j < c.past+i && rng.IntN(2) == 0
-			}
-		}
+		mask := treeMask(rng, c.past, c.n)
 		for _, m := range [][]bool{nil, mask} {
 			got := make([]float32, c.n*qd)
 			be.attendC(got, q, unsafe.Pointer(&k16[0]), unsafe.Pointer(&v16[0]), true, c.past, c.n, m, c.heads, c.kvHeads, c.hd, 0.3)
@@ -285,6 +274,19 @@ func TestAttentionF16Cache(t *testing.T) {
 			}
 		}
 	}
+}
+
+// treeMask is a tree's mask over past cached slots and n batch rows: row
+// i sees the prefix, itself and (at random) earlier batch rows.
+func treeMask(rng *rand.Rand, past, n int) []bool {
+	total := past + n
+	mask := make([]bool, n*total)
+	for i := 0; i < n; i++ {
+		for j := 0; j < total; j++ {
+			mask[i*total+j] = j < past || j == past+i || j < past+i && rng.IntN(2) == 0
+		}
+	}
+	return mask
 }
 
 // slicesEqualPrefix reports whether row allows exactly slots [0, k] and
