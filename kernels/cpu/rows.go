@@ -68,24 +68,8 @@ func (j *rowsJob) do(_, lo, hi int) {
 		siluMul(j.x[lo:hi], j.y[lo:hi])
 	case opRoPE:
 		s := j.rope
-		hd, half := s.HeadDim, s.RopeDim/2
-		w := s.Heads * hd
-		for r := lo; r < hi; r++ {
-			c, sn := j.cos[r*half:(r+1)*half], j.sin[r*half:(r+1)*half]
-			row := j.x[r*w : (r+1)*w]
-			for h := 0; h < s.Heads; h++ {
-				v := row[h*hd : (h+1)*hd]
-				for i := 0; i < half; i++ {
-					a, bb := 2*i, 2*i+1
-					if s.Neox {
-						a, bb = i, i+half
-					}
-					x0, x1 := v[a], v[bb]
-					v[a] = x0*c[i] - x1*sn[i]
-					v[bb] = x0*sn[i] + x1*c[i]
-				}
-			}
-		}
+		w, half := s.Heads*s.HeadDim, s.RopeDim/2
+		rope(j.x[lo*w:hi*w], hi-lo, s, j.cos[lo*half:hi*half], j.sin[lo*half:hi*half])
 	case opQuant:
 		j.b.quantizeRows(j.x, j.n, lo, hi, j.layout)
 	}
@@ -105,6 +89,30 @@ func rmsNormGo(out, x, w []float32, dim int, eps float32) {
 		or := out[r*dim : (r+1)*dim]
 		for i, v := range xr {
 			or[i] = v * scale * w[i]
+		}
+	}
+}
+
+// ropeGo rotates the first RopeDim values of each head of rows rows of
+// x by the row's angles (RopeDim/2 of cos and of sin a row): pairs (2i,
+// 2i+1), or (i, i+RopeDim/2) when Neox.
+func ropeGo(x []float32, rows int, s kernels.RoPEShape, cos, sin []float32) {
+	hd, half := s.HeadDim, s.RopeDim/2
+	w := s.Heads * hd
+	for r := 0; r < rows; r++ {
+		c, sn := cos[r*half:(r+1)*half], sin[r*half:(r+1)*half]
+		row := x[r*w : (r+1)*w]
+		for h := 0; h < s.Heads; h++ {
+			v := row[h*hd : (h+1)*hd]
+			for i := 0; i < half; i++ {
+				a, bb := 2*i, 2*i+1
+				if s.Neox {
+					a, bb = i, i+half
+				}
+				x0, x1 := v[a], v[bb]
+				v[a] = x0*c[i] - x1*sn[i]
+				v[bb] = x0*sn[i] + x1*c[i]
+			}
 		}
 	}
 }

@@ -111,3 +111,34 @@ func TestRMSNormAndAdd(t *testing.T) {
 		}
 	}
 }
+
+// TestRoPEMatchesGo: the kernels' RoPE (C, eight values at a time, where
+// cgo is on) gives the Go loop's bits, for rotated pairs adjacent and
+// half a head apart, whole and partial rotations, and halves that leave a
+// tail of fewer than a vector.
+func TestRoPEMatchesGo(t *testing.T) {
+	rng := rand.New(rand.NewPCG(75, 76))
+	for _, s := range []kernels.RoPEShape{
+		{Heads: 3, HeadDim: 8, RopeDim: 8}, {Heads: 3, HeadDim: 8, RopeDim: 8, Neox: true},
+		{Heads: 2, HeadDim: 64, RopeDim: 64}, {Heads: 2, HeadDim: 128, RopeDim: 128, Neox: true},
+		{Heads: 4, HeadDim: 80, RopeDim: 20}, {Heads: 4, HeadDim: 80, RopeDim: 20, Neox: true},
+		{Heads: 1, HeadDim: 96, RopeDim: 24, Neox: true}, {Heads: 2, HeadDim: 6, RopeDim: 6},
+	} {
+		const rows = 5
+		half := s.RopeDim / 2
+		x, cos, sin := gaussian(rng, rows*s.Heads*s.HeadDim), gaussian(rng, rows*half), gaussian(rng, rows*half)
+		got, ref := append([]float32(nil), x...), append([]float32(nil), x...)
+		rope(got, rows, s, cos, sin)
+		ropeGo(ref, rows, s, cos, sin)
+		for i := range ref {
+			if math.Float32bits(got[i]) != math.Float32bits(ref[i]) {
+				t.Fatalf("%+v: value %d = %v, the Go loop's %v", s, i, got[i], ref[i])
+			}
+		}
+		for i := range x { // the values past RopeDim untouched
+			if i%s.HeadDim >= s.RopeDim && got[i] != x[i] {
+				t.Fatalf("%+v: value %d past the rotated dims changed", s, i)
+			}
+		}
+	}
+}

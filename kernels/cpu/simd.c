@@ -1910,6 +1910,85 @@ void arb_add(float *x, const float *y, long n) {
 	for (long i = 0; i < n; i++) x[i] += y[i];
 }
 
+// rope_pair rotates one pair by (c, s) as the Go kernel does: each
+// product rounded on its own, then the difference and the sum. It is
+// built for the baseline instruction set and never inlined into the AVX2
+// kernel, where GCC would fuse a product into the subtraction.
+static __attribute__((noinline)) void rope_pair(float *a, float *b, float c, float s) {
+	float x0 = *a, x1 = *b;
+	*a = x0 * c - x1 * s;
+	*b = x0 * s + x1 * c;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// mul_kept is a * b, kept from being fused into the add or subtract that
+// follows (GCC contracts a*b - c*d into a multiply-add in functions
+// built for FMA), so every product rounds as rope_pair's does.
+AVX2 static inline __m256 mul_kept(__m256 a, __m256 b) {
+	__m256 p = _mm256_mul_ps(a, b);
+	__asm__("" : "+x"(p));
+	return p;
+}
+
+// rope_avx2 is arb_rope eight values at a time, the same bits as
+// rope_pair: pairs (i, i+half) are two vectors of halves; adjacent pairs
+// (2i, 2i+1) are one vector, with the angles duplicated across each pair
+// and the pair's values swapped for the cross products (x0*c - x1*s is
+// x0*c + -(x1*s), and x1*c + x0*s is x0*s + x1*c, exactly).
+AVX2 static void rope_avx2(float *x, int rows, int heads, int hd, int rope_dim, int neox, const float *cos, const float *sin) {
+	int half = rope_dim / 2;
+	const __m256 even_neg = _mm256_castsi256_ps(_mm256_setr_epi32(INT32_MIN, 0, INT32_MIN, 0, INT32_MIN, 0, INT32_MIN, 0));
+	const __m256i dup = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+	for (int r = 0; r < rows; r++) {
+		const float *c = cos + (long)r * half, *s = sin + (long)r * half;
+		for (int h = 0; h < heads; h++) {
+			float *v = x + ((long)r * heads + h) * hd;
+			int i = 0;
+			if (neox) {
+				for (; i + 8 <= half; i += 8) {
+					__m256 a = _mm256_loadu_ps(v + i), b = _mm256_loadu_ps(v + i + half);
+					__m256 cv = _mm256_loadu_ps(c + i), sv = _mm256_loadu_ps(s + i);
+					_mm256_storeu_ps(v + i, _mm256_sub_ps(mul_kept(a, cv), mul_kept(b, sv)));
+					_mm256_storeu_ps(v + i + half, _mm256_add_ps(mul_kept(a, sv), mul_kept(b, cv)));
+				}
+				for (; i < half; i++) rope_pair(v + i, v + i + half, c[i], s[i]);
+			} else {
+				for (; i + 4 <= half; i += 4) {
+					__m256 p = _mm256_loadu_ps(v + 2 * i);
+					__m256 cv = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(c + i)), dup);
+					__m256 sv = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(s + i)), dup);
+					__m256 sw = _mm256_permute_ps(p, 0xB1); // (x1, x0) of each pair
+					__m256 cross = _mm256_xor_ps(mul_kept(sw, sv), even_neg);
+					_mm256_storeu_ps(v + 2 * i, _mm256_add_ps(mul_kept(p, cv), cross));
+				}
+				for (; i < half; i++) rope_pair(v + 2 * i, v + 2 * i + 1, c[i], s[i]);
+			}
+		}
+	}
+}
+#endif
+
+// arb_rope rotates the first rope_dim values of each of heads heads (hd
+// values each) of rows rows of x by the row's angles (cos and sin, rope_dim
+// / 2 of each a row): pairs (i, i + rope_dim/2) when neox, else (2i,
+// 2i+1). The results are the Go kernel's bit for bit.
+void arb_rope(float *x, int rows, int heads, int hd, int rope_dim, int neox, const float *cos, const float *sin) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 1) {
+		rope_avx2(x, rows, heads, hd, rope_dim, neox, cos, sin);
+		return;
+	}
+#endif
+	int half = rope_dim / 2;
+	for (int r = 0; r < rows; r++)
+		for (int h = 0; h < heads; h++) {
+			float *v = x + ((long)r * heads + h) * hd;
+			for (int i = 0; i < half; i++)
+				if (neox) rope_pair(v + i, v + i + half, cos[(long)r * half + i], sin[(long)r * half + i]);
+				else rope_pair(v + 2 * i, v + 2 * i + 1, cos[(long)r * half + i], sin[(long)r * half + i]);
+		}
+}
+
 // arb_read_sum streams through n words (a multiple of 16) and returns a sum
 // that depends on every one, so the reads cannot be skipped: the inner loop
 // of the memory bandwidth measurement.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"unsafe"
 
+	"arborist/kernels"
 	"arborist/kernels/quant"
 )
 
@@ -180,6 +181,22 @@ func addTo(x, y []float32) {
 	}
 	_ = y[len(x)-1]
 	C.arb_add((*C.float)(unsafe.Pointer(&x[0])), (*C.float)(unsafe.Pointer(&y[0])), C.long(len(x)))
+}
+
+// rope rotates rows rows of x as ropeGo does, bit for bit (arb_rope: eight
+// values at a time with AVX2, each product rounded on its own).
+func rope(x []float32, rows int, s kernels.RoPEShape, cos, sin []float32) {
+	half := s.RopeDim / 2
+	if rows == 0 || half == 0 {
+		return
+	}
+	_, _, _ = x[rows*s.Heads*s.HeadDim-1], cos[rows*half-1], sin[rows*half-1]
+	neox := 0
+	if s.Neox {
+		neox = 1
+	}
+	C.arb_rope((*C.float)(unsafe.Pointer(&x[0])), C.int(rows), C.int(s.Heads), C.int(s.HeadDim), C.int(s.RopeDim), C.int(neox),
+		(*C.float)(unsafe.Pointer(&cos[0])), (*C.float)(unsafe.Pointer(&sin[0])))
 }
 
 // ReadSum XORs the words of p (len a multiple of 16) with the widest loads

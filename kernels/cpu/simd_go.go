@@ -2,7 +2,11 @@
 
 package cpu
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"arborist/kernels"
+)
 
 // Kernels names the kernel family in use, for benchmarks and profiles.
 func Kernels() string { return "pure-go" }
@@ -53,6 +57,10 @@ func siluMul(g, u []float32) { siluMulGo(g, u) }
 func rmsNorm(out, x, w []float32, dim int, eps float32) { rmsNormGo(out, x, w, dim, eps) }
 
 func addTo(x, y []float32) { addToGo(x, y) }
+
+func rope(x []float32, rows int, s kernels.RoPEShape, cos, sin []float32) {
+	ropeGo(x, rows, s, cos, sin)
+}
 
 // PeakProbe runs iters rounds of multiply-adds with no memory traffic and
 // returns how many that was (and a value that depends on them): int8 or
