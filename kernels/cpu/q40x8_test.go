@@ -114,7 +114,7 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(31, 32))
 	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
-		rows, cols := 24, 512
+		rows, cols := 24, 768 // 24 blocks: a group of sixteen for the quantisers and a rest
 		rb, _ := quant.RowBytes(typ, cols)
 		w := make([]byte, rows*rb)
 		for i := range w {

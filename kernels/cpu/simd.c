@@ -321,6 +321,19 @@ static void mm_f32_generic(int type, const uint8_t *w, long row_bytes, int lo, i
 	}
 }
 
+// panel_offsets writes the four offsets of blocks b0..b0+cnt-1 of the
+// row in slot k of a panel of P rows (its first slot at base), from the
+// blocks' sums and the sums of their first sixteen values.
+static inline void panel_offsets(int32_t *c, long base, int P, int k, int b0, int cnt, const int32_t *sum, const int32_t *low) {
+	for (int j = 0; j < cnt; j++) {
+		int32_t *cp = c + 4 * base + (long)(b0 + j) * 4 * P + k;
+		cp[0] = -128 * sum[j];
+		cp[P] = -8 * sum[j];
+		cp[2 * P] = -32 * low[j];
+		cp[3 * P] = -32 * (sum[j] - low[j]);
+	}
+}
+
 // QUANTIZE_PANELS defines NAME, arb_quantize_q8_panels with BLOCK
 // quantising each block.
 #define QUANTIZE_PANELS(NAME, ATTR, BLOCK)                                                                   \
@@ -332,23 +345,32 @@ static void mm_f32_generic(int type, const uint8_t *w, long row_bytes, int lo, i
 			for (int b = 0; b < nb; b++) {                                                               \
 				long slot = base + (long)b * P + k;                                                      \
 				int32_t low = 0, sum = BLOCK(x + (long)r * cols + b * 32, q + slot * 32, d + slot, &low);    \
-				int32_t *cp = c + 4 * base + (long)b * 4 * P + k;                                        \
-				cp[0] = -128 * sum;                                                                      \
-				cp[P] = -8 * sum;                                                                        \
-				cp[2 * P] = -32 * low;                                                                   \
-				cp[3 * P] = -32 * (sum - low);                                                           \
+				panel_offsets(c, base, P, k, b, 1, &sum, &low);                                          \
 			}                                                                                            \
 		}                                                                                                \
 	}
 QUANTIZE_PANELS(quantize_panels_generic, , q8_block_generic)
 
+// kpanel_offsets writes the offsets of arb_quantize_q8k_panels for blocks
+// b0..b0+cnt-1 (b0 and cnt even) of the row in slot k of a panel of P
+// rows (its first slot at base). Of a slot's four offsets, the first of
+// each even block j holds the sums of blocks j and j+1 as two int16 (low
+// half: block j), the K-quants' tiles' min term (|sum| <= 32 * 127), the
+// second is 0, the last two as arb_quantize_q8_panels writes them.
+static inline void kpanel_offsets(int32_t *c, long base, int P, int k, int b0, int cnt, const int32_t *sum, const int32_t *low) {
+	for (int j = 0; j < cnt; j++) {
+		int32_t *cp = c + 4 * base + (long)(b0 + j) * 4 * P + k;
+		cp[0] = j % 2 ? 0 : (int32_t)((uint32_t)(uint16_t)sum[j] | (uint32_t)sum[j + 1] << 16);
+		cp[P] = 0;
+		cp[2 * P] = -32 * low[j];
+		cp[3 * P] = -32 * (sum[j] - low[j]);
+	}
+}
+
 // QUANTIZE_KPANELS defines NAME, arb_quantize_q8k_panels with AMAX and
 // SCALED: the panels of arb_quantize_q8_panels, but with one scale for each
 // 256 values (a K-quant super-block's eight blocks), stored in each of its
-// eight slots. Of a slot's four offsets, the first of each even block j
-// holds the sums of blocks j and j+1 as two int16 (low half: block j), the
-// K-quants' tiles' min term (|sum| <= 32 * 127), the second is 0, the last
-// two as arb_quantize_q8_panels writes them.
+// eight slots, and the offsets of kpanel_offsets.
 #define QUANTIZE_KPANELS(NAME, ATTR, AMAX, SCALED)                                                         \
 	ATTR static void NAME(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, int32_t *c) { \
 		int nb = cols / 32;                                                                              \
@@ -358,20 +380,13 @@ QUANTIZE_PANELS(quantize_panels_generic, , q8_block_generic)
 			for (int sb = 0; sb < nb / 8; sb++) {                                                        \
 				const float *xs = x + (long)r * cols + sb * 256;                                         \
 				float dd = AMAX(xs, 256) / 127, id = dd != 0 ? 1 / dd : 0;                               \
-				int32_t sum[8];                                                                          \
+				int32_t sum[8], low[8];                                                                  \
 				for (int j = 0; j < 8; j++) {                                                            \
-					int b = sb * 8 + j;                                                                  \
-					long slot = base + (long)b * P + k;                                                  \
-					int32_t low = 0;                                                                     \
-					sum[j] = SCALED(xs + 32 * j, q + slot * 32, id, &low);                               \
+					long slot = base + (long)(sb * 8 + j) * P + k;                                       \
+					sum[j] = SCALED(xs + 32 * j, q + slot * 32, id, &low[j]);                            \
 					d[slot] = dd;                                                                        \
-					int32_t *cp = c + 4 * base + (long)b * 4 * P + k;                                    \
-					cp[0] = cp[P] = 0;                                                                   \
-					cp[2 * P] = -32 * low;                                                               \
-					cp[3 * P] = -32 * (sum[j] - low);                                                    \
 				}                                                                                        \
-				for (int j = 0; j < 8; j += 2)                                                           \
-					c[4 * base + (long)(sb * 8 + j) * 4 * P + k] = (int32_t)((uint32_t)(uint16_t)sum[j] | (uint32_t)sum[j + 1] << 16); \
+				kpanel_offsets(c, base, P, k, sb * 8, 8, sum, low);                                      \
 			}                                                                                            \
 		}                                                                                                \
 	}
@@ -451,6 +466,149 @@ AVX2 static void quantize_q8_avx2(const float *x, int count, float *d, int8_t *q
 
 QUANTIZE_PANELS(quantize_panels_avx2, AVX2, q8_block_avx2)
 QUANTIZE_KPANELS(quantize_kpanels_avx2, AVX2, amax_avx2, q8_scaled_avx2)
+
+// ---- the quantisers on 512-bit vectors (arb_simd_level 2 and up) ----
+//
+// A pass's activations are quantised once for every product they feed.
+// A block at a time, each block's largest magnitude and its two sums are
+// horizontal reductions, a chain of shuffles the next block cannot
+// start before (4.7% of a 128-token pass of the bench target). Here
+// sixteen blocks go at once and their maxima and sums are reduced
+// together (reduce16), the blocks in lanes; every value is the AVX2
+// kernels' (maxima and integer sums do not depend on their order, the
+// products round to nearest even as they convert, the bytes saturate as
+// the packs there do).
+#define AVX512BW __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
+
+AVX512BW static inline __m512 add_i32(__m512 a, __m512 b) {
+	return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(a), _mm512_castps_si512(b)));
+}
+
+// REDUCE16 defines NAME, which folds sixteen vectors v[0..15] with OP
+// into one whose lane j is OP over the lanes of v[j] (v is overwritten):
+// halves, then quarters, pairs and lanes of pairs of vectors, which
+// leaves block 4j + q in lane 4q + j, then a permute into order.
+#define REDUCE16(NAME, OP)                                                                                       \
+	AVX512BW static inline __attribute__((always_inline)) __m512 NAME(__m512 *v) {                               \
+		for (int k = 0; k < 8; k++)                                                                              \
+			v[k] = OP(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0x44), _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0xEE)); \
+		for (int k = 0; k < 4; k++)                                                                              \
+			v[k] = OP(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0x88), _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0xDD)); \
+		for (int k = 0; k < 2; k++)                                                                              \
+			v[k] = OP(_mm512_shuffle_ps(v[2 * k], v[2 * k + 1], 0x44), _mm512_shuffle_ps(v[2 * k], v[2 * k + 1], 0xEE));       \
+		v[0] = OP(_mm512_shuffle_ps(v[0], v[1], 0x88), _mm512_shuffle_ps(v[0], v[1], 0xDD));                      \
+		return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), v[0]); \
+	}
+REDUCE16(reduce16_max, _mm512_max_ps)
+REDUCE16(reduce16_add_i32, add_i32)
+
+// q8_scaled_avx512 is q8_scaled_avx2 sixteen lanes at a time, for the
+// blocks that do not make a group of sixteen.
+AVX512BW static inline __attribute__((always_inline)) int32_t q8_scaled_avx512(const float *xs, int8_t *q, float id, int32_t *lowp) {
+	__m512 mul = _mm512_set1_ps(id);
+	__m512i i0 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xs), mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m512i i1 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xs + 16), mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	_mm_storeu_si128((__m128i *)q, _mm512_cvtsepi32_epi8(i0));
+	_mm_storeu_si128((__m128i *)(q + 16), _mm512_cvtsepi32_epi8(i1));
+	int32_t low = _mm512_reduce_add_epi32(i0);
+	*lowp = low;
+	return low + _mm512_reduce_add_epi32(i1);
+}
+
+// amax_avx512 is amax_avx2 sixteen lanes at a time.
+AVX512BW static inline __attribute__((always_inline)) float amax_avx512(const float *xs, int count) {
+	__m512 m = _mm512_setzero_ps();
+	for (int i = 0; i < count; i += 32)
+		m = _mm512_max_ps(m, _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(xs + i)), _mm512_abs_ps(_mm512_loadu_ps(xs + i + 16))));
+	return _mm512_reduce_max_ps(m);
+}
+
+AVX512BW static inline __attribute__((always_inline)) int32_t q8_block_avx512(const float *xs, int8_t *q, float *d, int32_t *lowp) {
+	float dd = amax_avx512(xs, 32) / 127;
+	*d = dd;
+	return q8_scaled_avx512(xs, q, dd != 0 ? 1 / dd : 0, lowp);
+}
+
+// q8_scaled16 quantises sixteen blocks of 32 values from xs, block j with
+// inverse scale id[j] into slot slot0 + j*P of q, and sets sum[j] and
+// low[j] to its sum and the sum of its first sixteen values.
+AVX512BW static inline __attribute__((always_inline)) void q8_scaled16(const float *xs, __m512 id, int8_t *q, long slot0, int P, int32_t *sum,
+                                                                       int32_t *low) {
+	float ids[16];
+	_mm512_storeu_ps(ids, id);
+	__m512 s0[16], s1[16];
+	for (int j = 0; j < 16; j++) {
+		__m512 mul = _mm512_set1_ps(ids[j]);
+		__m512i i0 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xs + 32 * j), mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		__m512i i1 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xs + 32 * j + 16), mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		int8_t *qj = q + (slot0 + (long)j * P) * 32;
+		_mm_storeu_si128((__m128i *)qj, _mm512_cvtsepi32_epi8(i0));
+		_mm_storeu_si128((__m128i *)(qj + 16), _mm512_cvtsepi32_epi8(i1));
+		s0[j] = _mm512_castsi512_ps(i0), s1[j] = _mm512_castsi512_ps(i1);
+	}
+	__m512 l = reduce16_add_i32(s0), h = reduce16_add_i32(s1);
+	_mm512_storeu_ps(low, l);
+	_mm512_storeu_ps(sum, add_i32(l, h));
+}
+
+// inv_scales is dd != 0 ? 1 / dd : 0 lane by lane (a NaN scale gives
+// NaN, as there).
+AVX512BW static inline __m512 inv_scales(__m512 dd) {
+	return _mm512_maskz_div_ps(_mm512_cmp_ps_mask(dd, _mm512_setzero_ps(), _CMP_NEQ_UQ), _mm512_set1_ps(1), dd);
+}
+
+AVX512BW static void quantize_panels_avx512(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, int32_t *c) {
+	int nb = cols / 32;
+	for (int r = lo; r < hi; r++) {
+		int p0 = r / ARB_PANEL * ARB_PANEL, P = n - p0 < ARB_PANEL ? n - p0 : ARB_PANEL, k = r - p0;
+		long base = (long)p0 * nb;
+		for (int b0 = 0; b0 < nb; b0 += 16) {
+			int cnt = nb - b0 < 16 ? nb - b0 : 16;
+			const float *xs = x + (long)r * cols + b0 * 32;
+			long slot0 = base + (long)b0 * P + k;
+			int32_t sum[16], low[16];
+			if (cnt == 16) {
+				__m512 m[16];
+				for (int j = 0; j < 16; j++)
+					m[j] = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(xs + 32 * j)), _mm512_abs_ps(_mm512_loadu_ps(xs + 32 * j + 16)));
+				__m512 dd = _mm512_div_ps(reduce16_max(m), _mm512_set1_ps(127));
+				float dv[16];
+				_mm512_storeu_ps(dv, dd);
+				for (int j = 0; j < 16; j++) d[slot0 + (long)j * P] = dv[j];
+				q8_scaled16(xs, inv_scales(dd), q, slot0, P, sum, low);
+			} else {
+				for (int j = 0; j < cnt; j++) {
+					long slot = slot0 + (long)j * P;
+					sum[j] = q8_block_avx512(xs + 32 * j, q + slot * 32, d + slot, &low[j]);
+				}
+			}
+			panel_offsets(c, base, P, k, b0, cnt, sum, low);
+		}
+	}
+}
+
+AVX512BW static void quantize_kpanels_avx512(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, int32_t *c) {
+	int nb = cols / 32;
+	for (int r = lo; r < hi; r++) {
+		int p0 = r / ARB_PANEL * ARB_PANEL, P = n - p0 < ARB_PANEL ? n - p0 : ARB_PANEL, k = r - p0;
+		long base = (long)p0 * nb;
+		for (int b0 = 0; b0 < nb; b0 += 16) { // two super-blocks, or the last one
+			int cnt = nb - b0 < 16 ? nb - b0 : 16;
+			const float *xs = x + (long)r * cols + b0 * 32;
+			long slot0 = base + (long)b0 * P + k;
+			float dd[2], id[2];
+			for (int s = 0; s < cnt / 8; s++) dd[s] = amax_avx512(xs + 256 * s, 256) / 127, id[s] = dd[s] != 0 ? 1 / dd[s] : 0;
+			int32_t sum[16], low[16];
+			if (cnt == 16) {
+				q8_scaled16(xs, _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(id[0]), _mm512_set1_ps(id[1])), q, slot0, P, sum, low);
+			} else {
+				for (int j = 0; j < cnt; j++) sum[j] = q8_scaled_avx512(xs + 32 * j, q + (slot0 + (long)j * P) * 32, id[0], &low[j]);
+			}
+			for (int j = 0; j < cnt; j++) d[slot0 + (long)j * P] = dd[j / 8];
+			kpanel_offsets(c, base, P, k, b0, cnt, sum, low);
+		}
+	}
+}
 
 // load_q loads one block's 32 weights (Q4_0, Q4_1, Q5_0, Q5_1) as unsigned
 // bytes, 0..15 or 0..31 with the offset not removed: it is taken off the
@@ -1104,6 +1262,7 @@ void arb_quantize_q8(const float *x, int count, float *d, int8_t *q, int32_t *s)
 // start from: -128 s, -8 s, and -32 times the sums of each half.
 void arb_quantize_q8_panels(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, int32_t *c) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 2) { quantize_panels_avx512(x, n, cols, lo, hi, q, d, c); return; }
 	if (arb_simd_level() >= 1) { quantize_panels_avx2(x, n, cols, lo, hi, q, d, c); return; }
 #endif
 	quantize_panels_generic(x, n, cols, lo, hi, q, d, c);
@@ -1116,6 +1275,7 @@ void arb_quantize_q8_panels(const float *x, int n, int cols, int lo, int hi, int
 // super-block's eight slots), c as QUANTIZE_KPANELS says.
 void arb_quantize_q8k_panels(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, int32_t *c) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 2) { quantize_kpanels_avx512(x, n, cols, lo, hi, q, d, c); return; }
 	if (arb_simd_level() >= 1) { quantize_kpanels_avx2(x, n, cols, lo, hi, q, d, c); return; }
 #endif
 	quantize_kpanels_generic(x, n, cols, lo, hi, q, d, c);
