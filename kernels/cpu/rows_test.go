@@ -142,3 +142,28 @@ func TestRoPEMatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// TestSiLUValueAlone: the SiLU gate gives each value the bits it gets
+// alone, wherever it falls (in a full vector or among the last few), and
+// stays within float rounding of silu(x)*u in float64, large and tiny
+// values included.
+func TestSiLUValueAlone(t *testing.T) {
+	rng := rand.New(rand.NewPCG(77, 78))
+	const n = 101 // four vectors of sixteen, two more, and five over
+	g, u := gaussian(rng, n), gaussian(rng, n)
+	g[3], g[70], g[99] = 40, -40, 1e-30
+	got := append([]float32(nil), g...)
+	siluMul(got, u)
+	for i := range g {
+		one := []float32{g[i]}
+		siluMul(one, u[i:i+1])
+		if math.Float32bits(one[0]) != math.Float32bits(got[i]) {
+			t.Fatalf("value %d: %v in the batch, %v alone", i, got[i], one[0])
+		}
+		x := float64(g[i])
+		want := x / (1 + math.Exp(-x)) * float64(u[i])
+		if math.Abs(float64(got[i])-want) > 1e-6*math.Max(1, math.Abs(want)) {
+			t.Fatalf("value %d: silu(%v)*%v = %v, want %v", i, g[i], u[i], got[i], want)
+		}
+	}
+}

@@ -397,6 +397,7 @@ QUANTIZE_KPANELS(quantize_kpanels_generic, , amax_generic, q8_scaled_generic)
 #include <immintrin.h>
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 #include "vec8.h"
+#include "vec16.h"
 
 // hsum4 is the sum of a vector's four lanes, (v0+v2) + (v1+v3): the one
 // horizontal reduction every kernel's epilogue uses.
@@ -1984,11 +1985,40 @@ AVX2 static void silu_mul_avx2(float *g, const float *u, long count) {
 		memcpy(g + i, tg, (count - i) * sizeof(float));
 	}
 }
+
+// silu_mul_avx512 is silu_mul_avx2 sixteen lanes at a time, the same bits
+// (exp16_masked is exp8_masked lane for lane; the last few values are
+// masked lanes of the same arithmetic). Four vectors of g and u are
+// loaded before any is stored: a pass's g and u are page-aligned buffers,
+// a multiple of 4 KiB apart, and with a load after each store the loads
+// waited on stores they only seemed to overlap (in a 128-token pass of
+// llama-3.2-1b it took twice the AVX2 kernel's time; loads first, 0.7x).
+AVX512BW static void silu_mul_avx512(float *g, const float *u, long count) {
+	const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+	long i = 0;
+	for (; i + 64 <= count; i += 64) {
+		__m512 x[4], uv[4];
+		for (int k = 0; k < 4; k++) x[k] = _mm512_loadu_ps(g + i + 16 * k), uv[k] = _mm512_loadu_ps(u + i + 16 * k);
+		for (int k = 0; k < 4; k++)
+			x[k] = _mm512_mul_ps(_mm512_div_ps(x[k], _mm512_add_ps(one, exp16_masked(_mm512_sub_ps(zero, x[k])))), uv[k]);
+		for (int k = 0; k < 4; k++) _mm512_storeu_ps(g + i + 16 * k, x[k]);
+	}
+	for (; i < count; i += 16) {
+		__mmask16 m = count - i >= 16 ? 0xFFFF : (__mmask16)((1u << (count - i)) - 1);
+		__m512 x = _mm512_maskz_loadu_ps(m, g + i);
+		__m512 e = exp16_masked(_mm512_sub_ps(zero, x));
+		_mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(_mm512_div_ps(x, _mm512_add_ps(one, e)), _mm512_maskz_loadu_ps(m, u + i)));
+	}
+}
 #endif
 
 // arb_silu_mul: g[i] = silu(g[i]) * u[i].
 void arb_silu_mul(float *g, const float *u, long count) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 2) {
+		silu_mul_avx512(g, u, count);
+		return;
+	}
 	if (arb_simd_level() >= 1) {
 		silu_mul_avx2(g, u, count);
 		return;
