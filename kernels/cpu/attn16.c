@@ -21,13 +21,14 @@
 // Each lane's arithmetic is attention_hd8's for its row, operation for
 // operation and in the same order, so a row's result is the same bits
 // whichever kernel computes it (the batch decides which): the score is
-// q0*k0, then seven multiply-adds, times the scale; a slot the row does
-// not see scores -inf (its exponential is exactly 0, the mask's or the
-// row's causal limit's alike); the exponentials are exp8_masked's; their
-// sum runs in double in eight partial sums, slot j into sum j mod 8,
-// combined as softmax_inv combines them; the values are summed slot by
-// slot with one multiply-add each, and the sum times 1/sum. A slot past a
-// row's last adds 0 to its sums, which changes no bit.
+// q0*k0, then seven multiply-adds, times ARB_HD8_SCALE (the scale times
+// log2 e); a slot the row does not see scores -inf (its exponential is
+// exactly 0, the mask's or the row's causal limit's alike); the
+// exponentials are powers of two, exp2_8_masked's; their sum runs in
+// double in eight partial sums, slot j into sum j mod 8, combined as
+// softmax_inv combines them; the values are summed slot by slot with
+// one multiply-add each, and the sum times 1/sum. A slot past a row's
+// last adds 0 to its sums, which changes no bit.
 // TestAttentionMatchesReference checks each row against the row alone.
 #include <math.h>
 #include <string.h>
@@ -44,8 +45,10 @@
 // scores at S, L floats a slot, tp slots), 1/sum of e^(s - max) over the
 // slots, and replaces each score by its exponential; 0 for a lane that
 // sees no slot (max -inf). The sum is softmax_inv's: double, slot j into
-// partial sum j mod 8, then (p0+p4 + p1+p5) + (p2+p6 + p3+p7).
-AVX512F static AI __m512 lanes_inv(float *S, int L, int tp, __m512 mx) {
+// partial sum j mod 8, then (p0+p4 + p1+p5) + (p2+p6 + p3+p7). With pow2
+// (a constant), the powers of two of softmax_inv's pow2 instead
+// (exp2_16_masked: heads of width 8, scores scaled by log2 e).
+AVX512F static AI __m512 lanes_inv(float *S, int L, int tp, __m512 mx, const int pow2) {
 	__mmask16 dead = _mm512_cmp_ps_mask(mx, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ);
 	mx = _mm512_mask_mov_ps(mx, dead, _mm512_setzero_ps()); // -inf - 0: every weight 0
 	// the exponentials and the low eight lanes' sums, then the high eight
@@ -57,7 +60,7 @@ AVX512F static AI __m512 lanes_inv(float *S, int L, int tp, __m512 mx) {
 #pragma GCC unroll 8
 		for (int m = 0; m < 8; m++) {
 			float *s = S + (long)(j0 + m) * L;
-			__m512 e = exp16_masked(_mm512_sub_ps(_mm512_loadu_ps(s), mx));
+			__m512 x = _mm512_sub_ps(_mm512_loadu_ps(s), mx), e = pow2 ? exp2_16_masked(x) : exp16_masked(x);
 			_mm512_storeu_ps(s, e);
 			lo[m] = _mm512_add_pd(lo[m], _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
 		}
@@ -112,7 +115,7 @@ AVX512F static AI void hd8_lanes(float *out, const float *q, const void *kc, con
 	const int L = 16 * NZ;
 	int total = past + n, group = heads / kv_heads, kvd = kv_heads * 8, qd = heads * 8;
 	int nvec = n * group, blocks = (nvec + L - 1) / L;
-	const __m512 vscale = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
+	const __m512 vscale = _mm512_set1_ps(ARB_HD8_SCALE(scale)), ninf = _mm512_set1_ps(-INFINITY);
 	for (int task = lo; task < hi; task++) {
 		int kh = task / blocks, u0 = task % blocks * L, u1 = u0 + L < nvec ? u0 + L : nvec;
 		// lane l is query vector u0+l: row (u0+l)/group, head kh*group + (u0+l)%group
@@ -160,7 +163,7 @@ AVX512F static AI void hd8_lanes(float *out, const float *q, const void *kc, con
 			for (int z = 0; z < NZ; z++) _mm512_storeu_ps(S + (long)j * L + 16 * z, ninf);
 		// exponentials and 1/sum, lane by lane
 		__m512 inv[2];
-		for (int z = 0; z < NZ; z++) inv[z] = lanes_inv(S + 16 * z, L, tp, mx[z]);
+		for (int z = 0; z < NZ; z++) inv[z] = lanes_inv(S + 16 * z, L, tp, mx[z], 1);
 		// the weighted sums of the values, slot by slot
 		__m512 acc[2][8];
 		for (int z = 0; z < NZ; z++)
@@ -290,7 +293,7 @@ AVX512F static AI void lanes16_weights(float *S, float *inv, float *qt, uint32_t
 	for (; j + 4 <= lmax; j += 4) lanes16_slots(S, &mx, qt, kc, f16, k0, kvd, hd, j, v, limv, scale, kb, 4);
 	for (; j < lmax; j++) lanes16_slots(S, &mx, qt, kc, f16, k0, kvd, hd, j, v, limv, scale, kb, 1);
 	for (; j < tp; j++) _mm512_storeu_ps(S + 16L * j, _mm512_set1_ps(-INFINITY));
-	_mm512_storeu_ps(inv, lanes_inv(S, 16, tp, mx));
+	_mm512_storeu_ps(inv, lanes_inv(S, 16, tp, mx, 0));
 }
 
 // One copy for heads of 64 and of 128 (the width a constant, so a

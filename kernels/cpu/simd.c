@@ -1309,13 +1309,21 @@ void arb_mm_f32(int type, const uint8_t *w, long row_bytes, int lo, int hi, int 
 // softmax_inv replaces sc[j] (j < count) by e^(sc[j] - maxs), 8 at a time
 // (the last few too, through a padded copy), and returns 1/sum with the
 // sum in double, as ggml does. Masked slots (-inf) give exactly 0, so a row
-// sums the same whether it is computed alone or in a batch.
-AVX2 static inline float softmax_inv(float *sc, int count, float maxs) {
+// sums the same whether it is computed alone or in a batch; and the
+// double sum of a row's float weights is exact (they lie within a few
+// dozen powers of two of its largest, 1), so a tree row's sum, with
+// masked slots among its own, is its path's alone whatever the partial
+// sums its slots fall into. With pow2 (a constant in every caller) the
+// scores come scaled by log2 e (ARB_HD8_SCALE, heads of width 8) and
+// sc[j] becomes 2^(sc[j] - maxs), exp2_8_masked's: at eight dims a
+// score the exponential costs as much as the score, and a power of two
+// saves its scaling and its two-step reduction by ln 2.
+AVX2 static inline __attribute__((always_inline)) float softmax_inv(float *sc, int count, float maxs, int pow2) {
 	__m256 vmax = _mm256_set1_ps(maxs);
 	__m256d s0 = _mm256_setzero_pd(), s1 = s0;
 	int j = 0;
 	for (; j + 8 <= count; j += 8) {
-		__m256 e = exp8_masked(_mm256_sub_ps(_mm256_loadu_ps(sc + j), vmax));
+		__m256 x = _mm256_sub_ps(_mm256_loadu_ps(sc + j), vmax), e = pow2 ? exp2_8_masked(x) : exp8_masked(x);
 		_mm256_storeu_ps(sc + j, e);
 		s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
 		s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
@@ -1323,7 +1331,7 @@ AVX2 static inline float softmax_inv(float *sc, int count, float maxs) {
 	if (j < count) {
 		float tmp[8];
 		for (int k = 0; k < 8; k++) tmp[k] = j + k < count ? sc[j + k] : -INFINITY;
-		__m256 e = exp8_masked(_mm256_sub_ps(_mm256_loadu_ps(tmp), vmax));
+		__m256 x = _mm256_sub_ps(_mm256_loadu_ps(tmp), vmax), e = pow2 ? exp2_8_masked(x) : exp8_masked(x);
 		_mm256_storeu_ps(tmp, e);
 		for (int k = 0; j + k < count; k++) sc[j + k] = tmp[k];
 		s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
@@ -1386,7 +1394,7 @@ AVX2 static inline __attribute__((always_inline)) void attention_hd8(float *out,
                                int lo, int hi, float *scores) {
 	int total = past + n, group = heads / kv_heads, kvd = kv_heads * 8, qd = heads * 8;
 	int tp = (total + 7) & ~7;
-	const __m256 vscale = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
+	const __m256 vscale = _mm256_set1_ps(ARB_HD8_SCALE(scale)), ninf = _mm256_set1_ps(-INFINITY);
 	for (int kh = lo; kh < hi; kh++) {
 		for (int j0 = 0; j0 < total; j0 += 8) {
 			__m256 r[8];
@@ -1433,7 +1441,7 @@ AVX2 static inline __attribute__((always_inline)) void attention_hd8(float *out,
 				inv[k] = 0;
 				continue;
 			}
-			inv[k] = softmax_inv(sc, limit, maxs);
+			inv[k] = softmax_inv(sc, limit, maxs, 1);
 		}
 		// weighted sum of the values, up to 8 query rows per pass over the
 		// slots: a value vector is loaded once for all of them, and a slot a
@@ -1597,7 +1605,7 @@ static int attn_rows(int group) { return group >= 16 ? 1 : 16 / group; }
 					memset(sc, 0, (size_t)lmax * sizeof(float));                                                 \
 					continue;                                                                                    \
 				}                                                                                                    \
-				inv[u] = softmax_inv(sc, limit, maxs);                                                               \
+				inv[u] = softmax_inv(sc, limit, maxs, 0);                                                            \
 				for (int j = limit; j < lmax; j++) sc[j] = 0;                                                        \
 			}                                                                                                            \
 		}                                                                                                                \

@@ -9,6 +9,13 @@ enum { ARB_F32 = 0, ARB_F16 = 1, ARB_Q4_0 = 2, ARB_Q4_1 = 3, ARB_Q5_0 = 6, ARB_Q
 // holds: the rows a sixteen-row tile multiplies at once (x16.c).
 enum { ARB_PANEL = 4 };
 
+// ARB_HD8_SCALE is what the kernels for heads of width 8 (simd.c's
+// attention_hd8, attn16.c's lanes kernel) multiply a score by: the
+// attention's scale times log2(e), in float, so that their softmax takes
+// powers of two. Both compute it this one way, so a row gets the same
+// bits from either.
+#define ARB_HD8_SCALE(scale) ((float)(scale) * 1.44269504088896341f)
+
 int arb_simd_level(void);
 void arb_quantize_q8(const float *x, int count, float *d, int8_t *q, int32_t *s);
 void arb_quantize_q8_panels(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, int32_t *c);

@@ -26,6 +26,28 @@ __attribute__((target("avx2,fma"))) static inline __m256 exp8_masked(__m256 x) {
 }
 
 
+// exp2_8_masked returns 2^x for 8 floats x <= 0 (Cephes' exp2f: 1 + r *
+// P(r) on r = x - round(x), within 2 ulp, times 2^round(x)); -inf and
+// anything below -126 give exactly 0. The softmax of heads of width 8
+// runs on it, with the scores scaled by log2(e) beforehand, which saves
+// the exponential's own scaling and its two-step reduction by ln 2.
+// vec16.h's exp2_16_masked is the same lane for lane.
+__attribute__((target("avx2,fma"))) static inline __m256 exp2_8_masked(__m256 x) {
+	__m256 live = _mm256_cmp_ps(x, _mm256_set1_ps(-126.0f), _CMP_GE_OQ);
+	x = _mm256_max_ps(x, _mm256_set1_ps(-126.0f));
+	__m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m256 r = _mm256_sub_ps(x, n);
+	__m256 p = _mm256_set1_ps(1.535336188319500e-4f);
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.339887440266574e-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(9.618437357674640e-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.550332471162809e-2f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(2.402264791363012e-1f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(6.931472028550421e-1f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+	__m256i pow2 = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+	return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(pow2)), live);
+}
+
 // transpose8 transposes an 8x8 block of floats held as 8 rows.
 __attribute__((target("avx2,fma"))) static inline void transpose8(__m256 r[8]) {
 	__m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
