@@ -200,22 +200,15 @@ func (b *Backend) RoPE(x kernels.Tensor, rows int, s kernels.RoPEShape, cos, sin
 	b.runRows(&j, rows, s.Heads*s.RopeDim)
 }
 
-// StoreKV writes rows keys and values into layer's slots from slot on.
+// StoreKV writes rows keys and values into layer's slots from slot on: a
+// row a unit, split across the workers for a wide pass like the other
+// element-wise work, a half-float cache converted with F16C (the bits of
+// quant.F32ToF16).
 func (b *Backend) StoreKV(kv kernels.KV, layer, slot int, k, v kernels.Tensor, rows int) {
 	c := kv.(*KV)
 	w := c.width
-	lo, hi := slot*w, (slot+rows)*w
-	kd, vd := Data(k)[:rows*w], Data(v)[:rows*w]
-	if c.typ == quant.F32 {
-		copy(c.k[layer][lo:hi], kd)
-		copy(c.v[layer][lo:hi], vd)
-		return
-	}
-	kk, vv := c.k16[layer][lo:hi], c.v16[layer][lo:hi]
-	for i := range kd {
-		kk[i] = quant.F32ToF16(kd[i])
-		vv[i] = quant.F32ToF16(vd[i])
-	}
+	j := rowsJob{op: opStore, kv: c, layer: layer, slot: slot, x: Data(k)[:rows*w], y: Data(v)[:rows*w]}
+	b.runRows(&j, rows, 2*w)
 }
 
 // Attention runs the C kernels (float32 or float16 cache) where cgo is on

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"arborist/kernels"
+	"arborist/kernels/quant"
 )
 
 // The element-wise operations of a pass (RMSNorm, the residual add, the
@@ -27,6 +28,7 @@ const (
 	opSiLU               // g = silu(g) * u, a unit a value
 	opRoPE               // rotate x by cos, sin, a unit a row
 	opQuant              // quantise x into b.q8, a unit a row
+	opStore              // keys and values into the cache, a unit a row
 )
 
 // rowsJob is one element-wise operation over units [0, n): its operands,
@@ -41,6 +43,8 @@ type rowsJob struct {
 	rope         kernels.RoPEShape
 	n            int    // opQuant: rows in all
 	layout       layout // opQuant: the layouts to fill
+	kv           *KV    // opStore: the cache, its layer and first slot
+	layer, slot  int
 }
 
 // run computes j over n units (of cost values each) on the calling
@@ -72,6 +76,16 @@ func (j *rowsJob) do(_, lo, hi int) {
 		rope(j.x[lo*w:hi*w], hi-lo, s, j.cos[lo*half:hi*half], j.sin[lo*half:hi*half])
 	case opQuant:
 		j.b.quantizeRows(j.x, j.n, lo, hi, j.layout)
+	case opStore:
+		c, w := j.kv, j.kv.width
+		at, k, v := (j.slot+lo)*w, j.x[lo*w:hi*w], j.y[lo*w:hi*w]
+		if c.typ == quant.F32 {
+			copy(c.k[j.layer][at:], k)
+			copy(c.v[j.layer][at:], v)
+			return
+		}
+		f32ToF16(c.k16[j.layer][at:at+len(k)], k)
+		f32ToF16(c.v16[j.layer][at:at+len(v)], v)
 	}
 }
 
@@ -114,6 +128,13 @@ func ropeGo(x []float32, rows int, s kernels.RoPEShape, cos, sin []float32) {
 				v[bb] = x0*sn[i] + x1*c[i]
 			}
 		}
+	}
+}
+
+// f32ToF16Go converts src to half floats in dst, quant.F32ToF16 a value.
+func f32ToF16Go(dst []uint16, src []float32) {
+	for i, f := range src {
+		dst[i] = quant.F32ToF16(f)
 	}
 }
 

@@ -167,3 +167,30 @@ func TestSiLUValueAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestF32ToF16MatchesGo: the cache's half-float conversion (F16C where
+// cgo and the CPU have it) gives quant.F32ToF16's bits for random values
+// and the edges: signed zeros, subnormal halves and the smallest values
+// that round to them or to zero, ties to even, the largest half and the
+// values that round past it to infinity, infinities, and NaNs whatever
+// their payload (the quiet NaN 0x7e00 with their sign).
+func TestF32ToF16MatchesGo(t *testing.T) {
+	rng := rand.New(rand.NewPCG(79, 80))
+	x := gaussian(rng, 203)
+	for i := range x[:100] {
+		x[i] *= float32(math.Pow(2, float64(rng.IntN(50)-30)))
+	}
+	bits := []uint32{0x00000000, 0x80000000, 0x33000000, 0x33000001, 0xb3000001, 0x387fc000, 0x38800000, 0x3f801000,
+		0x3f803000, 0x477fe000, 0x477fefff, 0x477ff000, 0xc77ff000, 0x7f800000, 0xff800000, 0x7fc00000, 0x7f800001,
+		0xffc12345, 0x7fbfffff}
+	for i, b := range bits {
+		x[100+i] = math.Float32frombits(b)
+	}
+	got := make([]uint16, len(x))
+	f32ToF16(got, x)
+	for i, f := range x {
+		if want := quant.F32ToF16(f); got[i] != want {
+			t.Fatalf("value %d (%#08x): %#04x, quant.F32ToF16 %#04x", i, math.Float32bits(f), got[i], want)
+		}
+	}
+}

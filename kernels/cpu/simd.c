@@ -2187,6 +2187,45 @@ void arb_rope(float *x, int rows, int heads, int hd, int rope_dim, int neox, con
 		}
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// f32_to_f16_avx2 is arb_f32_to_f16 eight values at a time with F16C:
+// vcvtps2ph rounds to nearest even, with subnormals and overflow to
+// infinity as quant.F32ToF16 does; a NaN keeps part of its payload there,
+// so NaN lanes are set to the quiet NaN 0x7e00 with their sign.
+AVX2 static void f32_to_f16_avx2(uint16_t *dst, const float *src, long n) {
+	long i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 v = _mm256_loadu_ps(src + i);
+		__m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		__m256i un = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+		__m128i nan = _mm_packs_epi32(_mm256_castsi256_si128(un), _mm256_extracti128_si256(un, 1));
+		__m128i quiet = _mm_or_si128(_mm_and_si128(h, _mm_set1_epi16((short)0x8000)), _mm_set1_epi16(0x7e00));
+		_mm_storeu_si128((__m128i *)(dst + i), _mm_blendv_epi8(h, quiet, nan));
+	}
+	if (i < n) { // the last few through a padded copy, the same arithmetic
+		float t[8] = {0};
+		uint16_t o[8];
+		memcpy(t, src + i, (size_t)(n - i) * sizeof(float));
+		f32_to_f16_avx2(o, t, 8);
+		memcpy(dst + i, o, (size_t)(n - i) * sizeof(uint16_t));
+	}
+}
+#endif
+
+// arb_f32_to_f16 converts n floats to IEEE half floats as
+// quant.F32ToF16 does, bit for bit; it returns -1 (and converts nothing)
+// where the CPU has no F16C, for the caller to convert in Go.
+int arb_f32_to_f16(uint16_t *dst, const float *src, long n) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 1) {
+		f32_to_f16_avx2(dst, src, n);
+		return 0;
+	}
+#endif
+	(void)dst; (void)src; (void)n;
+	return -1;
+}
+
 // arb_read_sum streams through n words (a multiple of 16) and returns a sum
 // that depends on every one, so the reads cannot be skipped: the inner loop
 // of the memory bandwidth measurement.

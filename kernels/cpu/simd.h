@@ -48,6 +48,7 @@ void arb_attention(float *out, const float *q, const void *kc, const void *vc, i
 void arb_silu_mul(float *g, const float *u, long count);
 void arb_rmsnorm(float *out, const float *x, const float *w, int rows, int dim, float eps);
 void arb_add(float *x, const float *y, long n);
+int arb_f32_to_f16(uint16_t *dst, const float *src, long n);
 void arb_rope(float *x, int rows, int heads, int hd, int rope_dim, int neox, const float *cos, const float *sin);
 uint64_t arb_read_sum(const uint64_t *p, long n);
 int64_t arb_peak_i8(long iters);

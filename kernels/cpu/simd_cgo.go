@@ -199,6 +199,19 @@ func rope(x []float32, rows int, s kernels.RoPEShape, cos, sin []float32) {
 		(*C.float)(unsafe.Pointer(&cos[0])), (*C.float)(unsafe.Pointer(&sin[0])))
 }
 
+// f32ToF16 converts src to half floats in dst as quant.F32ToF16 does,
+// bit for bit (arb_f32_to_f16: F16C, eight at a time), or in Go where
+// the CPU has no F16C.
+func f32ToF16(dst []uint16, src []float32) {
+	if len(src) == 0 {
+		return
+	}
+	_ = dst[len(src)-1]
+	if C.arb_f32_to_f16((*C.uint16_t)(unsafe.Pointer(&dst[0])), (*C.float)(unsafe.Pointer(&src[0])), C.long(len(src))) != 0 {
+		f32ToF16Go(dst, src)
+	}
+}
+
 // ReadSum XORs the words of p (len a multiple of 16) with the widest loads
 // the CPU has: the inner loop of a memory bandwidth measurement.
 func ReadSum(p []uint64) uint64 {

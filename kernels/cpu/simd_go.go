@@ -58,6 +58,8 @@ func rmsNorm(out, x, w []float32, dim int, eps float32) { rmsNormGo(out, x, w, d
 
 func addTo(x, y []float32) { addToGo(x, y) }
 
+func f32ToF16(dst []uint16, src []float32) { f32ToF16Go(dst, src) }
+
 func rope(x []float32, rows int, s kernels.RoPEShape, cos, sin []float32) {
 	ropeGo(x, rows, s, cos, sin)
 }
