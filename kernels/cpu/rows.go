@@ -8,7 +8,8 @@ import (
 )
 
 // The element-wise operations of a pass (RMSNorm, the residual add, the
-// SiLU gate, RoPE) and the quantisation of a product's activations run
+// SiLU gate, RoPE, storing keys and values in the cache) and the
+// quantisation of a product's activations run
 // on the calling thread for a decode step's few thousand values, and are
 // split across the workers for a wide pass's: at 128 tokens of a 1B
 // model they are millions of values a layer, which one core took while
@@ -80,8 +81,8 @@ func (j *rowsJob) do(_, lo, hi int) {
 		c, w := j.kv, j.kv.width
 		at, k, v := (j.slot+lo)*w, j.x[lo*w:hi*w], j.y[lo*w:hi*w]
 		if c.typ == quant.F32 {
-			copy(c.k[j.layer][at:], k)
-			copy(c.v[j.layer][at:], v)
+			copy(c.k[j.layer][at:at+len(k)], k)
+			copy(c.v[j.layer][at:at+len(v)], v)
 			return
 		}
 		f32ToF16(c.k16[j.layer][at:at+len(k)], k)
