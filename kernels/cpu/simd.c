@@ -1309,11 +1309,11 @@ void arb_mm_f32(int type, const uint8_t *w, long row_bytes, int lo, int hi, int 
 // softmax_inv replaces sc[j] (j < count) by e^(sc[j] - maxs), 8 at a time
 // (the last few too, through a padded copy), and returns 1/sum with the
 // sum in double, as ggml does. Masked slots (-inf) give exactly 0, so a row
-// sums the same whether it is computed alone or in a batch; and the
-// double sum of a row's float weights is exact (they lie within a few
-// dozen powers of two of its largest, 1), so a tree row's sum, with
-// masked slots among its own, is its path's alone whatever the partial
-// sums its slots fall into. With pow2 (a constant in every caller) the
+// sums the same whether it is computed alone or in a batch; and in
+// double a float weight adds exactly unless it is some 2^29 times below
+// the running sum (and then moves it by less than a float's rounding
+// can show), so a tree row's sum, with masked slots among its own, is
+// its path's alone whatever partial sums its slots fall into. With pow2 (a constant in every caller) the
 // scores come scaled by log2 e (ARB_HD8_SCALE, heads of width 8) and
 // sc[j] becomes 2^(sc[j] - maxs), exp2_8_masked's: at eight dims a
 // score the exponential costs as much as the score, and a power of two
