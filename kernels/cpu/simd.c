@@ -1313,11 +1313,13 @@ void arb_mm_f32(int type, const uint8_t *w, long row_bytes, int lo, int hi, int 
 // double a float weight adds exactly unless it is some 2^29 times below
 // the running sum (and then moves it by less than a float's rounding
 // can show), so a tree row's sum, with masked slots among its own, is
-// its path's alone whatever partial sums its slots fall into. With pow2 (a constant in every caller) the
-// scores come scaled by log2 e (ARB_HD8_SCALE, heads of width 8) and
-// sc[j] becomes 2^(sc[j] - maxs), exp2_8_masked's: at eight dims a
-// score the exponential costs as much as the score, and a power of two
-// saves its scaling and its two-step reduction by ln 2.
+// its path's alone whatever partial sums its slots fall into.
+//
+// With pow2 (a constant in every caller) the scores come scaled by
+// log2 e (ARB_HD8_SCALE, heads of width 8) and sc[j] becomes 2^(sc[j] -
+// maxs), exp2_8_masked's: at eight dims a score the exponential costs as
+// much as the score, and a power of two saves its scaling and its
+// two-step reduction by ln 2.
 AVX2 static inline __attribute__((always_inline)) float softmax_inv(float *sc, int count, float maxs, int pow2) {
 	__m256 vmax = _mm256_set1_ps(maxs);
 	__m256d s0 = _mm256_setzero_pd(), s1 = s0;
