@@ -1,7 +1,9 @@
 package cpu
 
 import (
+	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 )
@@ -35,11 +37,20 @@ type pool struct {
 	// takes sleepMu to wake them only when there are some, so handing a
 	// job to spinning workers costs an atomic add
 	sleepers atomic.Int32
+	// c is the workers' C side where the C kernels are built in: the
+	// workers then wait in C and run the C kernels' jobs there (see
+	// cpool.c), and come back to Go only for a job of Go code
+	c       cpool
+	running sync.WaitGroup // the workers, for close
 }
 
 func newPool(n int) *pool {
 	p := &pool{n: n}
 	p.wake = sync.NewCond(&p.sleepMu)
+	if n > 1 {
+		p.c.start(n)
+	}
+	p.running.Add(n - 1)
 	for w := 1; w < n; w++ {
 		go p.worker(w)
 	}
@@ -47,6 +58,14 @@ func newPool(n int) *pool {
 }
 
 func (p *pool) worker(w int) {
+	defer p.running.Done()
+	if p.c.ok() {
+		for p.c.work(w) { // a job of Go code
+			p.drain(w)
+			p.c.done()
+		}
+		return
+	}
 	var last uint64
 	for {
 		for spins := 0; p.gen.Load() == last; spins++ {
@@ -96,6 +115,13 @@ func (p *pool) run(j job, total, grain int) {
 	}
 	p.cur, p.total, p.chunk = j, total, chunk
 	p.next.Store(0)
+	if p.c.ok() {
+		p.c.postGo()
+		p.drain(0)
+		p.c.wait()
+		p.cur = nil
+		return
+	}
 	p.pending.Store(int32(p.n - 1))
 	p.gen.Add(1)
 	if p.sleepers.Load() > 0 {
@@ -115,10 +141,21 @@ func (p *pool) run(j job, total, grain int) {
 // chunkSize is how many of total items run makes a chunk for n workers:
 // at least grain, and about four chunks a worker.
 func chunkSize(total, grain, n int) int {
+	if chunkPer > 0 {
+		return max(grain, (total+chunkPer*n-1)/(chunkPer*n))
+	}
 	return max(grain, (total+4*n-1)/(4*n))
 }
 
+var chunkPer = func() int { v, _ := strconv.Atoi(os.Getenv("CHUNKPER")); return v }()
+
 func (p *pool) close() {
+	if p.c.ok() {
+		p.c.close()
+		p.running.Wait()
+		p.c.free()
+		return
+	}
 	p.sleepMu.Lock()
 	p.quit.Store(true)
 	p.wake.Broadcast()

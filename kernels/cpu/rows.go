@@ -58,7 +58,9 @@ func (b *Backend) runRows(j *rowsJob, n, cost int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.rows = *j
-	b.pool.run(&b.rows, n, max(1, parallelMin/(4*max(1, cost))))
+	if g := max(1, parallelMin/(4*max(1, cost))); !b.rowsC(&b.rows, n, g) {
+		b.pool.run(&b.rows, n, g)
+	}
 	b.rows = rowsJob{} // drop the references to the caller's slices
 }
 
