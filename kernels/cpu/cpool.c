@@ -14,7 +14,8 @@
 // the compute ceiling, where the same product on two processes of one
 // thread each ran at 74-80%. A worker that stays in C keeps one P idle,
 // so the monitor leaves the caller's P alone and stops waking (80-81%;
-// docs/CPU.md).
+// docs/CPU.md), as long as the caller passes through the Go scheduler
+// now and then (cpool_cgo.go's tick).
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -124,7 +125,10 @@ static float *scratch(arb_pool *p, int w, long n) {
 		long m = n > 2 * p->scratch_n[w] ? n : 2 * p->scratch_n[w];
 		if (m < 1024) m = 1024;
 		free(p->scratch[w]);
-		p->scratch[w] = malloc((size_t)m * sizeof(float));
+		// on a cache line, as Go's allocator places a large slice: the
+		// attention kernels' vectors of scores do not straddle lines
+		void *v = 0;
+		p->scratch[w] = posix_memalign(&v, 64, (size_t)m * sizeof(float)) == 0 ? v : 0;
 		if (!p->scratch[w]) {
 			fprintf(stderr, "arborist: out of memory for %ld floats of worker scratch\n", m);
 			abort();

@@ -6,6 +6,8 @@ package cpu
 import "C"
 
 import (
+	"runtime"
+	"time"
 	"unsafe"
 
 	"arborist/kernels/quant"
@@ -15,14 +17,30 @@ import (
 // runs (kept here: passed from the stack, cgo would move them to the heap
 // on every call).
 type cpool struct {
-	p    *C.arb_pool
-	mm   C.arb_mm_args
-	rows C.arb_rows_args
-	attn C.arb_attn_args
+	p       *C.arb_pool
+	yielded time.Time // when the caller last yielded to the Go scheduler
+	mm      C.arb_mm_args
+	rows    C.arb_rows_args
+	attn    C.arb_attn_args
 }
 
 func (c *cpool) start(n int) { c.p = C.arb_pool_new(C.int(n)) }
-func (c *cpool) ok() bool    { return c.p != nil }
+
+// yieldMin is how often at least the caller passes through the Go
+// scheduler between C jobs. A goroutine that runs 10 ms without doing so
+// is preempted by the runtime's monitor, and the P of one in a C call then
+// taken from it; with the workers in C, one P is idle, so that started
+// threads looking for work on it, which took turns with the workers.
+const yieldMin = time.Millisecond
+
+// tick yields to the Go scheduler when the caller has not for yieldMin.
+func (c *cpool) tick() {
+	if now := time.Now(); now.Sub(c.yielded) >= yieldMin {
+		runtime.Gosched()
+		c.yielded = now
+	}
+}
+func (c *cpool) ok() bool { return c.p != nil }
 
 // work is worker w's wait in C: it runs the C jobs there and returns true
 // for a job of Go code, false once the pool is closed.
@@ -74,6 +92,7 @@ func (b *Backend) mmC(jobs []matmulJob, start []int, grain int) bool {
 	if !split || len(jobs) > 4 {
 		return false
 	}
+	b.pool.c.tick()
 	a := &b.pool.c.mm
 	*a = C.arb_mm_args{}
 	var outs [4]*C.float
@@ -118,6 +137,7 @@ func (b *Backend) rowsC(j *rowsJob, n, grain int) bool {
 	if !split {
 		return false
 	}
+	b.pool.c.tick()
 	a := &b.pool.c.rows
 	*a = C.arb_rows_args{op: C.int(j.op), dim: C.int(j.dim), eps: C.float(j.eps)}
 	var out, x, w, y, cos, sin *C.float
@@ -181,6 +201,7 @@ func (b *Backend) attnC(j *attnJob, tasks, grain int) bool {
 	if !split {
 		return false
 	}
+	b.pool.c.tick()
 	a := &b.pool.c.attn
 	*a = C.arb_attn_args{past: C.int(j.past), n: C.int(j.n), heads: C.int(j.heads), kv_heads: C.int(j.kvHeads), hd: C.int(j.hd),
 		scale: C.float(j.scale), scratch: C.long(j.scratch)}
