@@ -198,6 +198,36 @@ func BenchmarkMatMul(b *testing.B) {
 	}
 }
 
+// BenchmarkMatMulWide times a wide pass's products at the 1B shape's
+// feed-forward sizes (8192 x 2048, the gate and up; 2048 x 8192, down),
+// Q4_K and Q8_0, at 128 and 512 activation rows on the machine's cores,
+// in GMAC/s: out of cache, split across the workers, as a prompt or a
+// wide tree verifies.
+func BenchmarkMatMulWide(b *testing.B) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, typ := range []quant.Type{quant.Q4_K, quant.Q8_0} {
+		for _, shape := range [][2]int{{8192, 2048}, {2048, 8192}} {
+			rows, cols := shape[0], shape[1]
+			w := quantized(b, rng, typ, rows, cols)
+			for _, n := range []int{128, 512} {
+				b.Run(fmt.Sprintf("%s/%dx%d/n=%d", typ, rows, cols, n), func(b *testing.B) {
+					be := New(DefaultThreads())
+					defer be.Close()
+					m, _ := be.NewMatrix(typ, w, rows, cols)
+					x := gaussian(rng, n*cols)
+					out := make([]float32, n*rows)
+					be.MatMul(out, m, x, n)
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						be.MatMul(out, m, x, n)
+					}
+					b.ReportMetric(float64(rows*cols*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+				})
+			}
+		}
+	}
+}
+
 // TestCKernelsMatchGo runs the C kernels (SIMD where the CPU has it) and the
 // pure-Go kernels on the same inputs: both must agree to float rounding.
 func TestCKernelsMatchGo(t *testing.T) {
