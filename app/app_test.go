@@ -172,7 +172,9 @@ func TestProfileRunCompareExport(t *testing.T) {
 	p := wb.Profile
 	p.MaxW.SetSelected("16")
 	test.Tap(p.Start)
-	waitFor(t, "the profile", func() bool { return p.Start.Disabled() == false && p.Chart.Image != nil })
+	// idle too: the profile's end loads the pair's inputs as work of its
+	// own, which redraws the screens after Start is enabled again
+	waitFor(t, "the profile", func() bool { return s.idle() && p.Start.Disabled() == false && p.Chart.Image != nil })
 	if !strings.Contains(p.Status.Text, "measured now") || s.Verify == nil || len(s.Verify.Curve.Points) == 0 {
 		t.Fatalf("profile status: %s", p.Status.Text)
 	}
@@ -184,7 +186,7 @@ func TestProfileRunCompareExport(t *testing.T) {
 	}
 	p.Chart.Image = nil
 	test.Tap(p.Start)
-	waitFor(t, "the second profile", func() bool { return p.Start.Disabled() == false && p.Chart.Image != nil })
+	waitFor(t, "the second profile", func() bool { return s.idle() && p.Start.Disabled() == false && p.Chart.Image != nil })
 	if !strings.Contains(p.Status.Text, "reused from the database") {
 		t.Errorf("second profile: %s", p.Status.Text)
 	}

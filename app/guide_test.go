@@ -79,7 +79,7 @@ func TestGuideStates(t *testing.T) {
 	p := wb.Profile
 	p.MaxW.SetSelected("16")
 	test.Tap(p.Start)
-	waitFor(t, "the profile", func() bool { return wasRunning(1) && !p.Start.Disabled() && p.cancel == nil })
+	waitFor(t, "the profile", func() bool { return wasRunning(1) && p.s.idle() && !p.Start.Disabled() && p.cancel == nil })
 	if st := states(wb); st[1] != StepDone || st[2] != StepToDo {
 		t.Errorf("profiled: %v", st)
 	}
