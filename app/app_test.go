@@ -224,7 +224,7 @@ func TestProfileRunCompareExport(t *testing.T) {
 		test.Tap(r.Start)
 		time.Sleep(50 * time.Millisecond)
 		r.Wait()
-		waitFor(t, "the run to finish", func() bool { return !r.Start.Disabled() })
+		waitFor(t, "the run to finish", func() bool { return s.idle() && !r.Start.Disabled() })
 		if !strings.Contains(r.Stats.Text, "Stored as run") {
 			t.Fatalf("%s run: %s", strat, r.Stats.Text)
 		}
@@ -248,7 +248,7 @@ func TestProfileRunCompareExport(t *testing.T) {
 	test.Tap(r.Start)
 	time.Sleep(50 * time.Millisecond)
 	r.Wait()
-	waitFor(t, "the suite run", func() bool { return !r.Start.Disabled() })
+	waitFor(t, "the suite run", func() bool { return s.idle() && !r.Start.Disabled() })
 	if !strings.Contains(r.Stats.Text, "Stored as run 3") || !strings.Contains(r.Stats.Text, "48 tokens") ||
 		!strings.Contains(r.Stats.Text, "Measured speedup") || !strings.Contains(r.Stats.Text, "identical") {
 		t.Errorf("suite run: %s", r.Stats.Text)
@@ -289,7 +289,7 @@ func TestProfileRunCompareExport(t *testing.T) {
 		t.Fatalf("train predictor: %s", sp.WorkStatus.Text)
 	}
 	test.Tap(sp.Tune)
-	waitFor(t, "the tune", func() bool { return !sp.busy })
+	waitFor(t, "the tune", func() bool { return s.idle() && !sp.busy })
 	if !strings.HasPrefix(sp.WorkStatus.Text, "Tuned:") || len(sp.Ranked.Options) < 10 || s.Tuned == nil ||
 		!strings.Contains(sp.WorkStatus.Text, "Re-checked against this minute's machine: plain decoding") || !strings.Contains(sp.WorkStatus.Text, "moments of the calibration's") {
 		t.Fatalf("tune: %s (%d plans)", sp.WorkStatus.Text, len(sp.Ranked.Options))
@@ -332,7 +332,7 @@ func TestProfileRunCompareExport(t *testing.T) {
 	test.Tap(r.Start)
 	time.Sleep(50 * time.Millisecond)
 	r.Wait()
-	waitFor(t, "the tuned run", func() bool { return !r.Start.Disabled() })
+	waitFor(t, "the tuned run", func() bool { return s.idle() && !r.Start.Disabled() })
 	if !strings.Contains(r.Stats.Text, "Stored as run 4") || !strings.Contains(r.Stats.Text, "Predicted speedup") || !strings.Contains(r.Stats.Text, "identical") {
 		t.Fatalf("tuned egt run: %s", r.Stats.Text)
 	}
@@ -364,7 +364,7 @@ func TestProfileRunCompareExport(t *testing.T) {
 	test.Tap(r.Start)
 	time.Sleep(50 * time.Millisecond)
 	r.Wait()
-	waitFor(t, "the predictor run", func() bool { return !r.Start.Disabled() })
+	waitFor(t, "the predictor run", func() bool { return s.idle() && !r.Start.Disabled() })
 	if !strings.Contains(r.Stats.Text, "Stored as run 5") {
 		t.Fatalf("predictor run: %s", r.Stats.Text)
 	}
