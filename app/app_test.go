@@ -587,7 +587,7 @@ func TestHiddenDrafterSource(t *testing.T) {
 	test.Tap(r.Start)
 	time.Sleep(50 * time.Millisecond)
 	r.Wait()
-	waitFor(t, "the run to finish", func() bool { return !r.Start.Disabled() })
+	waitFor(t, "the run to finish", func() bool { return m.s.idle() && !r.Start.Disabled() })
 	if !strings.Contains(r.Stats.Text, "Stored as run") || !strings.Contains(r.Stats.Text, "Hidden drafter:") {
 		t.Fatalf("run: %s", r.Stats.Text)
 	}
@@ -610,7 +610,7 @@ func TestTrainHiddenDrafterInGUI(t *testing.T) {
 	m.TrainPrompts.SetText(filepath.Join(dir, "..", "prompts", "stories.txt"))
 	m.TrainSettings.Tokens, m.TrainSettings.Samples, m.TrainSettings.Epochs, m.TrainSettings.D = 32, 1, 2, 16
 	test.Tap(m.TrainBtn)
-	waitFor(t, "training", func() bool { return !m.TrainBtn.Disabled() })
+	waitFor(t, "training", func() bool { return m.s.idle() && !m.TrainBtn.Disabled() })
 	if !strings.Contains(m.Status.Text, "Trained hidden drafter 1") || strings.Count(m.Info.Text, "held-out") != 2 {
 		t.Fatalf("status %q\ninfo %s", m.Status.Text, m.Info.Text)
 	}
