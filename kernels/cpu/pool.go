@@ -1,9 +1,7 @@
 package cpu
 
 import (
-	"os"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 )
@@ -141,13 +139,8 @@ func (p *pool) run(j job, total, grain int) {
 // chunkSize is how many of total items run makes a chunk for n workers:
 // at least grain, and about four chunks a worker.
 func chunkSize(total, grain, n int) int {
-	if chunkPer > 0 {
-		return max(grain, (total+chunkPer*n-1)/(chunkPer*n))
-	}
 	return max(grain, (total+4*n-1)/(4*n))
 }
-
-var chunkPer = func() int { v, _ := strconv.Atoi(os.Getenv("CHUNKPER")); return v }()
 
 func (p *pool) close() {
 	if p.c.ok() {
