@@ -232,6 +232,15 @@ static void drain(arb_pool *p, uint64_t seq, int kind, int w) {
 	}
 }
 
+// backoff is one poll's wait of a thread waiting on the others: a pause,
+// and after ARB_POOL_PAUSES polls a yield of the core every sixteenth.
+static void backoff(int spins) {
+	if (spins < ARB_POOL_PAUSES || spins % 16 != 0)
+		relax();
+	else
+		sched_yield();
+}
+
 static long now_ns(void) {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
@@ -248,11 +257,8 @@ int arb_pool_work(arb_pool *p, int w) {
 		long since = 0;
 		for (int spins = 0; (g = atomic_load(&p->job)) == p->last[w]; spins++) {
 			if (atomic_load(&p->quit)) return 0;
-			if (spins < ARB_POOL_PAUSES || spins % 16 != 0) {
-				relax();
-				continue;
-			}
-			sched_yield();
+			backoff(spins);
+			if (spins < ARB_POOL_PAUSES || spins % 16 != 0) continue;
 			long t = now_ns();
 			if (!since) since = t;
 			if (t - since < ARB_POOL_SPIN_NS) continue;
@@ -297,31 +303,31 @@ void arb_pool_done(arb_pool *p) { atomic_fetch_sub(&p->pending, 1); }
 // arb_pool_wait returns once every worker has run its part of a job of Go
 // code.
 void arb_pool_wait(arb_pool *p) {
-	for (int spins = 0; atomic_load(&p->pending) > 0; spins++)
-		if (spins < ARB_POOL_PAUSES || spins % 16 != 0)
-			relax();
-		else
-			sched_yield();
+	for (int spins = 0; atomic_load(&p->pending) > 0; spins++) backoff(spins);
 }
 
 // run runs the job set in p, the caller as worker 0, or alone when it is
-// one chunk, and forgets its operands.
+// one chunk (or more units than a claim holds), and forgets its operands.
 static void run(arb_pool *p, int kind, long total, long chunk) {
 	if (chunk >= total || total >= 0x7fffffffL) {
 		chunk_do(p, kind, 0, 0, total);
 	} else {
 		post(p, kind, total, chunk);
 		drain(p, atomic_load(&p->job) >> 3, kind, 0);
-		for (int spins = 0; atomic_load(&p->done) < total; spins++)
-			if (spins < ARB_POOL_PAUSES || spins % 16 != 0)
-				relax();
-			else
-				sched_yield();
+		for (int spins = 0; atomic_load(&p->done) < total; spins++) backoff(spins);
 	}
 	memset(p->out, 0, sizeof p->out), memset(p->w, 0, sizeof p->w);
 	memset(p->aq, 0, sizeof p->aq), memset(p->ad, 0, sizeof p->ad), memset(p->ac, 0, sizeof p->ac);
 	p->x = p->wv = p->y = p->cos = p->sin = 0;
 	p->xo = 0, p->dk = p->dv = 0, p->kc = p->vc = 0, p->mask = 0;
+}
+
+// set_acts sets the job's activations: row by row, in panels, in K panels.
+static void set_acts(arb_pool *p, const int8_t *rq, const float *rd, const int32_t *rs, const int8_t *pq, const float *pd,
+                     const int32_t *pc, const int8_t *kq, const float *kd, const int32_t *kc) {
+	p->aq[0] = rq, p->ad[0] = rd, p->ac[0] = rs;
+	p->aq[1] = pq, p->ad[1] = pd, p->ac[1] = pc;
+	p->aq[2] = kq, p->ad[2] = kd, p->ac[2] = kc;
 }
 
 // arb_pool_mm runs up to four products of one input (arb_mm_args),
@@ -335,9 +341,7 @@ void arb_pool_mm(arb_pool *p, const arb_mm_args *a, float *o0, float *o1, float 
 	p->mm = *a;
 	p->out[0] = o0, p->out[1] = o1, p->out[2] = o2, p->out[3] = o3;
 	p->w[0] = w0, p->w[1] = w1, p->w[2] = w2, p->w[3] = w3;
-	p->aq[0] = rq, p->ad[0] = rd, p->ac[0] = rs;
-	p->aq[1] = pq, p->ad[1] = pd, p->ac[1] = pc;
-	p->aq[2] = kq, p->ad[2] = kd, p->ac[2] = kc;
+	set_acts(p, rq, rd, rs, pq, pd, pc, kq, kd, kc);
 	p->x = x;
 	run(p, JOB_MM, total, chunk);
 }
@@ -349,9 +353,7 @@ void arb_pool_rows(arb_pool *p, const arb_rows_args *a, float *out, float *x, co
                    int8_t *kq, float *kd, int32_t *kc, long total, long chunk) {
 	p->rows = *a;
 	p->out[0] = out, p->xo = x, p->wv = w, p->y = y, p->cos = cos, p->sin = sin, p->dk = dk, p->dv = dv;
-	p->aq[0] = rq, p->ad[0] = rd, p->ac[0] = rs;
-	p->aq[1] = pq, p->ad[1] = pd, p->ac[1] = pc;
-	p->aq[2] = kq, p->ad[2] = kd, p->ac[2] = kc;
+	set_acts(p, rq, rd, rs, pq, pd, pc, kq, kd, kc);
 	run(p, JOB_ROWS, total, chunk);
 }
 

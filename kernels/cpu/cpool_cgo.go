@@ -75,24 +75,24 @@ func u8p(s []byte) *C.uint8_t {
 	return (*C.uint8_t)(unsafe.Pointer(&s[0]))
 }
 
-// chunked says whether a job of total units in chunks of at least grain
-// is split across the workers (pool.run's rule), and its chunk.
-func (b *Backend) chunked(total, grain int) (int, bool) {
-	chunk := chunkSize(total, grain, b.pool.n)
-	return chunk, b.pool.c.ok() && chunk < total
+// runC runs the product on the C workers (pool.run's cJob).
+func (j *matmulJob) runC(total, chunk int) bool {
+	return j.b.mmC(unsafe.Slice(j, 1), []int{0, total}, chunk)
+}
+
+// runC runs the products on the C workers (pool.run's cJob).
+func (j *multiJob) runC(total, chunk int) bool {
+	return j.jobs[0].b.mmC(j.jobs[:j.count], j.start[:j.count+1], chunk)
 }
 
 // mmC runs the products of jobs (of one input, units start[i] ..
-// start[i+1]-1 job i's) on the C workers, as their do would chunk by
-// chunk; false where the pool has no C side or the job runs on the
-// calling thread alone.
-func (b *Backend) mmC(jobs []matmulJob, start []int, grain int) bool {
-	total := start[len(jobs)]
-	chunk, split := b.chunked(total, grain)
-	if !split || len(jobs) > 4 {
+// start[i+1]-1 job i's) on the C workers in chunks of chunk units, as
+// their do would chunk by chunk.
+func (b *Backend) mmC(jobs []matmulJob, start []int, chunk int) bool {
+	if len(jobs) > 4 {
 		return false
 	}
-	b.pool.c.tick()
+	total := start[len(jobs)]
 	a := &b.pool.c.mm
 	*a = C.arb_mm_args{}
 	var outs [4]*C.float
@@ -121,28 +121,29 @@ func (b *Backend) mmC(jobs []matmulJob, start []int, grain int) bool {
 			x = f32p(j.x)
 		}
 	}
-	q := &b.q8
+	rq, rd, rs, pq, pd, pc, kq, kd, kc := b.q8.cActivations()
 	C.arb_pool_mm(b.pool.c.p, a, outs[0], outs[1], outs[2], outs[3], ws[0], ws[1], ws[2], ws[3],
-		i8p(q.q), f32p(q.d), i32p(q.s), i8p(q.p.q), f32p(q.p.d), i32p(q.p.c), i8p(q.k.q), f32p(q.k.d), i32p(q.k.c),
-		x, C.long(total), C.long(chunk))
+		rq, rd, rs, pq, pd, pc, kq, kd, kc, x, C.long(total), C.long(chunk))
 	return true
 }
 
-// rowsC runs j over n units on the C workers; false where the pool has
-// no C side, the job runs on the calling thread alone, or its operation
-// has no C form here (a half-float store without F16C). The bounds the
-// Go operation would check chunk by chunk are checked first.
-func (b *Backend) rowsC(j *rowsJob, n, grain int) bool {
-	chunk, split := b.chunked(n, grain)
-	if !split {
-		return false
-	}
-	b.pool.c.tick()
+// cActivations is q's buffers as the C side reads them: row by row (q,
+// d, s), in panels and in K panels (q, d, c each); nil where unsized.
+func (q *q8Buf) cActivations() (rq *C.int8_t, rd *C.float, rs *C.int32_t, pq *C.int8_t, pd *C.float, pc *C.int32_t,
+	kq *C.int8_t, kd *C.float, kc *C.int32_t) {
+	return i8p(q.q), f32p(q.d), i32p(q.s), i8p(q.p.q), f32p(q.p.d), i32p(q.p.c), i8p(q.k.q), f32p(q.k.d), i32p(q.k.c)
+}
+
+// runC runs j over n units on the C workers (pool.run's cJob); false
+// where its operation has no C form here (a half-float store without
+// F16C, RoPE over no dims). The bounds the Go operation would check chunk
+// by chunk are checked first.
+func (j *rowsJob) runC(n, chunk int) bool {
+	b := j.b
 	a := &b.pool.c.rows
 	*a = C.arb_rows_args{op: C.int(j.op), dim: C.int(j.dim), eps: C.float(j.eps)}
 	var out, x, w, y, cos, sin *C.float
 	var dk, dv unsafe.Pointer
-	q := &b.q8
 	var rq, pq, kq *C.int8_t
 	var rd, pd, kd *C.float
 	var rs, pc, kc *C.int32_t
@@ -168,9 +169,7 @@ func (b *Backend) rowsC(j *rowsJob, n, grain int) bool {
 	case opQuant:
 		a.n, a.cols, a.layout = C.int(j.n), C.int(len(j.x)/j.n), C.int(j.layout)
 		x = f32p(j.x)
-		rq, rd, rs = i8p(q.q), f32p(q.d), i32p(q.s)
-		pq, pd, pc = i8p(q.p.q), f32p(q.p.d), i32p(q.p.c)
-		kq, kd, kc = i8p(q.k.q), f32p(q.k.d), i32p(q.k.c)
+		rq, rd, rs, pq, pd, pc, kq, kd, kc = b.q8.cActivations()
 	case opStore:
 		c, wd := j.kv, j.kv.width
 		_, _ = j.x[n*wd-1], j.y[n*wd-1]
@@ -194,14 +193,9 @@ func (b *Backend) rowsC(j *rowsJob, n, grain int) bool {
 	return true
 }
 
-// attnC runs j's tasks on the C workers; false where the pool has no C
-// side or the tasks run on the calling thread alone.
-func (b *Backend) attnC(j *attnJob, tasks, grain int) bool {
-	chunk, split := b.chunked(tasks, grain)
-	if !split {
-		return false
-	}
-	b.pool.c.tick()
+// runC runs j's tasks on the C workers (pool.run's cJob).
+func (j *attnJob) runC(tasks, chunk int) bool {
+	b := j.b
 	a := &b.pool.c.attn
 	*a = C.arb_attn_args{past: C.int(j.past), n: C.int(j.n), heads: C.int(j.heads), kv_heads: C.int(j.kvHeads), hd: C.int(j.hd),
 		scale: C.float(j.scale), scratch: C.long(j.scratch)}

@@ -11,13 +11,9 @@ func (c *cpool) ok() bool    { return false }
 func (c *cpool) work(w int) bool {
 	panic("cpu: C workers in a build without cgo")
 }
+func (c *cpool) tick()   {}
 func (c *cpool) done()   {}
 func (c *cpool) postGo() {}
 func (c *cpool) wait()   {}
 func (c *cpool) close()  {}
 func (c *cpool) free()   {}
-
-// mmC, rowsC and attnC run nothing without the C kernels: the caller runs
-// the job in Go.
-func (b *Backend) mmC(jobs []matmulJob, start []int, grain int) bool { return false }
-func (b *Backend) rowsC(j *rowsJob, n, grain int) bool               { return false }

@@ -20,7 +20,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"arborist/kernels"
 	"arborist/kernels/quant"
@@ -432,10 +431,7 @@ func (b *Backend) MatMul(out []float32, wm kernels.Matrix, x []float32, n int) {
 	if w.packed != nil {
 		// a repacked matrix is split by groups of rows (a row's result
 		// depends on nothing else, but a group is the unit)
-		g := grain(unitRows(w), w.cols, n)
-		if !b.mmC(unsafe.Slice(j, 1), []int{0, units(w)}, g) {
-			b.pool.run(j, units(w), g)
-		}
+		b.pool.run(j, units(w), grain(unitRows(w), w.cols, n))
 		return
 	}
 	// grain: at least 32K multiply-adds a chunk, so a small product (a
@@ -444,9 +440,7 @@ func (b *Backend) MatMul(out []float32, wm kernels.Matrix, x []float32, n int) {
 	// decoded at 4.1-4.3K tokens/s on 2 threads against 12.7K on one, and
 	// at 6.1-11.2K with this (the rows a chunk covers never change a
 	// row's result)
-	if !b.mmC(unsafe.Slice(j, 1), []int{0, w.rows}, grain(1, w.cols, n)) {
-		b.pool.run(j, w.rows, grain(1, w.cols, n))
-	}
+	b.pool.run(j, w.rows, grain(1, w.cols, n))
 }
 
 // quantize fills b.q8 with x (n rows) in 8-bit blocks, in the layouts
@@ -467,9 +461,7 @@ func (b *Backend) quantize(x []float32, n int, l layout) {
 		return
 	}
 	b.rows = rowsJob{op: opQuant, b: b, x: x, n: n, layout: l}
-	if g := max(1, parallelMin/(4*(len(x)/n))); !b.rowsC(&b.rows, n, g) {
-		b.pool.run(&b.rows, n, g)
-	}
+	b.pool.run(&b.rows, n, max(1, parallelMin/(4*(len(x)/n))))
 	b.rows = rowsJob{}
 }
 
@@ -594,9 +586,7 @@ func (b *Backend) MatMulMulti(outs []kernels.Tensor, ws []kernels.Matrix, x kern
 	for _, wm := range ws {
 		unit = max(unit, unitRows(wm.(*Matrix)))
 	}
-	if g := grain(unit, cols, n); !b.mmC(j.jobs[:j.count], j.start[:j.count+1], g) {
-		b.pool.run(j, j.start[j.count], g)
-	}
+	b.pool.run(j, j.start[j.count], grain(unit, cols, n))
 	for i := range j.jobs {
 		j.jobs[i] = matmulJob{} // drop the references to the caller's slices
 	}

@@ -11,6 +11,13 @@ type job interface {
 	do(w, lo, hi int)
 }
 
+// cJob is a job with a C form (cpool_cgo.go): runC hands its total units
+// to the workers' C side in chunks of chunk, and reports false where this
+// job has none (it then runs chunk by chunk as any job).
+type cJob interface {
+	runC(total, chunk int) bool
+}
+
 // spinLimit is how many polls an idle worker makes before it sleeps. A
 // forward pass dispatches a job every few microseconds, and waking a
 // sleeping goroutine costs about as much as a small matmul, so workers spin
@@ -110,6 +117,14 @@ func (p *pool) run(j job, total, grain int) {
 	if p.n == 1 || chunk >= total {
 		j.do(0, 0, total)
 		return
+	}
+	if p.c.ok() {
+		if cj, ok := j.(cJob); ok {
+			p.c.tick()
+			if cj.runC(total, chunk) {
+				return
+			}
+		}
 	}
 	p.cur, p.total, p.chunk = j, total, chunk
 	p.next.Store(0)

@@ -36,7 +36,7 @@ const (
 // whichever the operation reads.
 type rowsJob struct {
 	op           rowOp
-	b            *Backend
+	b            *Backend // opQuant's buffers; the C form's pool
 	out, x, w, y []float32
 	cos, sin     []float32
 	dim          int
@@ -58,9 +58,8 @@ func (b *Backend) runRows(j *rowsJob, n, cost int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.rows = *j
-	if g := max(1, parallelMin/(4*max(1, cost))); !b.rowsC(&b.rows, n, g) {
-		b.pool.run(&b.rows, n, g)
-	}
+	b.rows.b = b // for its C form
+	b.pool.run(&b.rows, n, max(1, parallelMin/(4*max(1, cost))))
 	b.rows = rowsJob{} // drop the references to the caller's slices
 }
 

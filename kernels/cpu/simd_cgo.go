@@ -140,10 +140,7 @@ func (b *Backend) attendC(out, q []float32, kc, vc unsafe.Pointer, f16 bool, pas
 	scratch := C.arb_attention_scratch(C.int(past), C.int(n), C.int(heads), C.int(kvHeads), C.int(hd))
 	b.attn = attnJob{b: b, out: out, q: q, kc: kc, vc: vc, f16: f16, past: past, n: n, heads: heads, kvHeads: kvHeads, hd: hd, mask: mask, scale: scale, scratch: int(scratch)}
 	j := &b.attn
-	grain := max(1, 4096*tasks/(n*heads*(past+n)*hd))
-	if !b.attnC(j, tasks, grain) {
-		b.pool.run(j, tasks, grain)
-	}
+	b.pool.run(j, tasks, max(1, 4096*tasks/(n*heads*(past+n)*hd)))
 	b.attn = attnJob{} // drop the references to the caller's slices
 }
 
