@@ -66,7 +66,7 @@ func BenchmarkAttentionBatch(b *testing.B) {
 		name               string
 		heads, kvHeads, hd int
 	}{{"1b", 32, 8, 64}, {"bench", 64, 32, 8}} {
-		for _, w := range []struct{ past, n int }{{128, 1}, {128, 8}, {128, 32}, {128, 128}, {0, 512}} {
+		for _, w := range []struct{ past, n int }{{128, 1}, {1024, 1}, {128, 8}, {128, 32}, {128, 128}, {0, 512}} {
 			b.Run(fmt.Sprintf("%s/past=%d/n=%d", c.name, w.past, w.n), func(b *testing.B) {
 				total, kvd := w.past+w.n, c.kvHeads*c.hd
 				q, kc, vc := gaussian(rng, w.n*c.heads*c.hd), gaussian(rng, total*kvd), gaussian(rng, total*kvd)
@@ -169,6 +169,10 @@ func TestAttentionMatchesReference(t *testing.T) {
 		{64, 32, 8, 37, 1}, {64, 32, 8, 37, 9}, {8, 8, 8, 0, 5}, {12, 3, 8, 130, 3}, {4, 2, 16, 21, 6}, {4, 4, 12, 9, 2},
 		{8, 2, 128, 70, 3}, {6, 2, 64, 40, 4}, {4, 4, 72, 11, 2}, {6, 3, 24, 15, 2},
 		{64, 32, 8, 5, 33}, {16, 4, 64, 3, 9},
+		// heads of 8, a decode step's few query rows: blocks of kv heads
+		// a task, the last one short, rows of a block's weighted sums
+		// from two kv heads
+		{10, 5, 8, 20, 1}, {6, 2, 8, 40, 1}, {3, 3, 8, 17, 2}, {48, 16, 8, 1030, 1},
 		// several rows a task, blocks of eight slots and a tail: heads
 		// sharing kv heads by 4 (four rows a task), by 8 and alone
 		{32, 8, 64, 45, 20}, {16, 2, 64, 29, 11}, {8, 8, 32, 17, 18}, {4, 1, 16, 0, 13},
@@ -240,7 +244,7 @@ func TestAttentionF16Cache(t *testing.T) {
 	defer be.Close()
 	for _, c := range []struct{ heads, kvHeads, hd, past, n int }{
 		{32, 8, 64, 45, 20}, {16, 2, 64, 29, 11}, {8, 2, 128, 70, 3}, {6, 2, 48, 13, 7}, {8, 8, 32, 17, 18},
-		{8, 2, 256, 12, 5}, {64, 32, 8, 5, 33}, {12, 4, 8, 23, 13},
+		{8, 2, 256, 12, 5}, {64, 32, 8, 5, 33}, {12, 4, 8, 23, 13}, {10, 5, 8, 20, 1}, {6, 2, 8, 40, 1},
 	} {
 		total, kvd, qd := c.past+c.n, c.kvHeads*c.hd, c.heads*c.hd
 		q, kc, vc := gaussian(rng, c.n*qd), gaussian(rng, total*kvd), gaussian(rng, total*kvd)

@@ -27,6 +27,14 @@
 #include <string.h>
 #include "simd.h"
 
+// hd8_kv_block is how many kv heads one task of attention_hd8 takes: as
+// many as give its weighted sums up to eight query rows (a decode step of
+// two heads a kv head: four), one when a kv head alone has eight.
+static inline int hd8_kv_block(int n, int group, int kv_heads) {
+	int rows = n * group, kb = rows >= 8 ? 1 : 8 / rows;
+	return kb < kv_heads ? kb : kv_heads;
+}
+
 static inline float fp16_to_f32(uint16_t h) {
 	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
 	if (exp == 0x1f) bits = sign | 0x7f800000 | (mant << 13);
@@ -1367,26 +1375,36 @@ AVX2 static inline __attribute__((always_inline)) __m256 ld8(const void *p, long
 	return _mm256_loadu_ps((const float *)p + i);
 }
 
-// wsum_rows adds weights[k][j] * v[j] over slots j < total into acc[k] for
-// kn query rows (weights kn rows of stride tp; v rows of stride kvd, from
-// element v0 of the cache layer v).
-AVX2 static inline __attribute__((always_inline)) void wsum_rows(__m256 *acc, const float *w, int tp, const void *v, long v0, int kvd, int total, int kn, int f16) {
+// wsum_rows adds weights[k][j] * v_k[j] over slots j < total into acc[k]
+// for kn query rows (weights kn rows of stride tp; row k's values rows of
+// stride kvd from element vo[k] of the cache layer v: rows of a block of
+// kv heads read their own head's values).
+AVX2 static inline __attribute__((always_inline)) void wsum_rows(__m256 *acc, const float *w, int tp, const void *v, const long *vo, int kvd, int total, int kn, int f16) {
 	__m256 a[8]; // a local copy the compiler keeps in registers (acc escapes, so it is stored every slot)
 	for (int k = 0; k < kn; k++) a[k] = acc[k];
+	int span = f16 ? 2 : 4, bytes = (int)(vo[kn - 1] - vo[0] + 8) * span; // the rows' span of the cache row
 	for (int j = 0; j < total; j++) {
-		__m256 vj = ld8(v, v0 + (long)j * kvd, f16);
-		for (int k = 0; k < kn; k++) a[k] = _mm256_fmadd_ps(_mm256_broadcast_ss(w + (long)k * tp + j), vj, a[k]);
+		if ((j & 7) == 0) // the rows sixteen ahead, as attention_hd8 does for the keys
+			for (int u = 16; u < 24; u++)
+				for (int pf = 0; pf < bytes; pf += 64) _mm_prefetch((const char *)v + (vo[0] + (long)(j + u) * kvd) * span + pf, _MM_HINT_T0);
+		for (int k = 0; k < kn; k++)
+			a[k] = _mm256_fmadd_ps(_mm256_broadcast_ss(w + (long)k * tp + j), ld8(v, vo[k] + (long)j * kvd, f16), a[k]);
 	}
 	for (int k = 0; k < kn; k++) acc[k] = a[k];
 }
 
 // attention_hd8 is arb_attention for heads of width 8, where one key is a
 // single vector and reducing each q.k product horizontally would cost more
-// than the product. A task is one kv head: every block of 8 keys is
-// loaded and transposed once, then scored for all of the head's query rows
-// (every batch row times the heads sharing the kv head) with 8 multiply-adds
-// each. Masked scores are set to -inf, whose exponential is exactly 0;
-// the slots past a row's last visible one get weight 0 without being
+// than the product. A task is a block of hd8_kv_block kv heads: every
+// block of 8 keys is loaded and transposed once, then scored for all of
+// the kv head's query rows (every batch row times the heads sharing the kv
+// head) with 8 multiply-adds each. The block's heads are scored slot block
+// by slot block, so a step reads each cache row's span of them at once,
+// and their weighted sums run side by side: a decode step has two query
+// rows a kv head, and one kv head alone left two chains of multiply-adds,
+// each waiting on the last (a 1024-slot decode step spent a third of its
+// time there). Masked scores are set to -inf, whose exponential is exactly
+// 0; the slots past a row's last visible one get weight 0 without being
 // scored (a causal row skips the blocks it cannot see), exponentiated or
 // summed (a group of rows sums the slots its last row sees, and a zero
 // weight adds exactly nothing), so a row gets the same bits whatever the
@@ -1395,30 +1413,42 @@ AVX2 static inline __attribute__((always_inline)) void attention_hd8(float *out,
                                int past, int n, const uint8_t *mask, int heads, int kv_heads, float scale,
                                int lo, int hi, float *scores) {
 	int total = past + n, group = heads / kv_heads, kvd = kv_heads * 8, qd = heads * 8;
-	int tp = (total + 7) & ~7;
+	int tp = (total + 7) & ~7, per = n * group, kb = hd8_kv_block(n, group, kv_heads);
 	const __m256 vscale = _mm256_set1_ps(ARB_HD8_SCALE(scale)), ninf = _mm256_set1_ps(-INFINITY);
-	for (int kh = lo; kh < hi; kh++) {
+	for (int task = lo; task < hi; task++) {
+		int kh0 = task * kb, kn_heads = kv_heads - kh0 < kb ? kv_heads - kh0 : kb;
+		// score row b*per + i*group + g: kv head kh0+b, batch row i, head g of those sharing it
+		int span = f16 ? 2 : 4; // bytes of a value
 		for (int j0 = 0; j0 < total; j0 += 8) {
-			__m256 r[8];
-			for (int u = 0; u < 8; u++)
-				r[u] = j0 + u < total ? ld8(kc, (long)(j0 + u) * kvd + kh * 8, f16) : _mm256_setzero_ps();
-			transpose8(r);
-			// causal rows before j0 - past see none of these slots
-			for (int i = mask || j0 <= past ? 0 : j0 - past; i < n; i++) {
-				for (int g = 0; g < group; g++) {
-					const float *qv = q + (long)i * qd + (kh * group + g) * 8;
-					__m256 sv = _mm256_mul_ps(_mm256_broadcast_ss(qv), r[0]);
-					for (int t = 1; t < 8; t++) sv = _mm256_fmadd_ps(_mm256_broadcast_ss(qv + t), r[t], sv);
-					_mm256_storeu_ps(scores + (long)(i * group + g) * tp + j0, _mm256_mul_ps(sv, vscale));
+			// the rows two blocks ahead requested now: a step reads each
+			// row's span of the block's heads, rows a kv width apart,
+			// which the hardware's prefetch did not follow
+			for (int u = 16; u < 24 && j0 + u < total; u++)
+				for (int pf = 0; pf < kn_heads * 8 * span; pf += 64)
+					_mm_prefetch((const char *)kc + ((long)(j0 + u) * kvd + kh0 * 8) * span + pf, _MM_HINT_T0);
+			for (int b = 0; b < kn_heads; b++) {
+				int kh = kh0 + b;
+				__m256 r[8];
+				for (int u = 0; u < 8; u++)
+					r[u] = j0 + u < total ? ld8(kc, (long)(j0 + u) * kvd + kh * 8, f16) : _mm256_setzero_ps();
+				transpose8(r);
+				// causal rows before j0 - past see none of these slots
+				for (int i = mask || j0 <= past ? 0 : j0 - past; i < n; i++) {
+					for (int g = 0; g < group; g++) {
+						const float *qv = q + (long)i * qd + (kh * group + g) * 8;
+						__m256 sv = _mm256_mul_ps(_mm256_broadcast_ss(qv), r[0]);
+						for (int t = 1; t < 8; t++) sv = _mm256_fmadd_ps(_mm256_broadcast_ss(qv + t), r[t], sv);
+						_mm256_storeu_ps(scores + (long)(b * per + i * group + g) * tp + j0, _mm256_mul_ps(sv, vscale));
+					}
 				}
 			}
 		}
 		// softmax of each query row's scores; inv[k] is 1/sum, or 0 for a
 		// row that sees no slot
-		int rows = n * group;
+		int rows = kn_heads * per;
 		float *inv = scores + (long)rows * tp;
 		for (int k = 0; k < rows; k++) {
-			int i = k / group;
+			int i = k % per / group;
 			const uint8_t *row = mask ? mask + (long)i * total : NULL;
 			int limit = row ? total : past + i + 1;
 			float *sc = scores + (long)k * tp;
@@ -1446,30 +1476,34 @@ AVX2 static inline __attribute__((always_inline)) void attention_hd8(float *out,
 			inv[k] = softmax_inv(sc, limit, maxs, 1);
 		}
 		// weighted sum of the values, up to 8 query rows per pass over the
-		// slots: a value vector is loaded once for all of them, and a slot a
-		// row does not see has weight exactly 0, which leaves its sum as if
-		// the slot were not there
+		// slots: a value vector is loaded for all of its kv head's rows, and
+		// a slot a row does not see has weight exactly 0, which leaves its
+		// sum as if the slot were not there
 		for (int k0 = 0; k0 < rows; k0 += 8) {
 			int kn = rows - k0 < 8 ? rows - k0 : 8;
 			__m256 acc[8];
-			for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
+			long vo[8];
+			int lim = 0; // the slots the last row of each kv head sees, past which every weight is 0
+			for (int k = 0; k < 8; k++) {
+				acc[k] = _mm256_setzero_ps();
+				int kk = k0 + (k < kn ? k : kn - 1), l = mask ? total : past + kk % per / group + 1;
+				vo[k] = (long)(kh0 + kk / per) * 8;
+				if (l > lim) lim = l;
+			}
 			const float *sc = scores + (long)k0 * tp;
-			long vp = kh * 8;
-			// the slots the last of these rows sees, past which every weight is 0
-			int lim = mask ? total : past + (k0 + kn - 1) / group + 1;
 			switch (kn) { // one loop per row count, so the accumulators stay in registers
-			case 8: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 8, f16); break;
-			case 7: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 7, f16); break;
-			case 6: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 6, f16); break;
-			case 5: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 5, f16); break;
-			case 4: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 4, f16); break;
-			case 3: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 3, f16); break;
-			case 2: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 2, f16); break;
-			default: wsum_rows(acc, sc, tp, vc, vp, kvd, lim, 1, f16); break;
+			case 8: wsum_rows(acc, sc, tp, vc, vo, kvd, lim, 8, f16); break;
+			case 7: wsum_rows(acc, sc, tp, vc, vo, kvd, lim, 7, f16); break;
+			case 6: wsum_rows(acc, sc, tp, vc, vo, kvd, lim, 6, f16); break;
+			case 5: wsum_rows(acc, sc, tp, vc, vo, kvd, lim, 5, f16); break;
+			case 4: wsum_rows(acc, sc, tp, vc, vo, kvd, lim, 4, f16); break;
+			case 3: wsum_rows(acc, sc, tp, vc, vo, kvd, lim, 3, f16); break;
+			case 2: wsum_rows(acc, sc, tp, vc, vo, kvd, lim, 2, f16); break;
+			default: wsum_rows(acc, sc, tp, vc, vo, kvd, lim, 1, f16); break;
 			}
 			for (int k = 0; k < kn; k++) {
-				int i = (k0 + k) / group, h = kh * group + (k0 + k) % group;
-				_mm256_storeu_ps(out + (long)i * qd + h * 8, _mm256_mul_ps(acc[k], _mm256_set1_ps(inv[k0 + k])));
+				int kk = k0 + k, i = kk % per / group, h = (kh0 + kk / per) * group + kk % group;
+				_mm256_storeu_ps(out + (long)i * qd + h * 8, _mm256_mul_ps(acc[k], _mm256_set1_ps(inv[kk])));
 			}
 		}
 	}
@@ -1842,6 +1876,8 @@ AVX512F static void attention_avx512_f16(float *out, const float *q, const void 
 }
 #endif
 
+
+
 // arb_attention_tasks returns how many tasks arb_attention splits into and
 // arb_attention_scratch how many floats of scratch one task needs: (row,
 // head) pairs and one score per slot; on AVX2, kv heads times blocks of
@@ -1870,7 +1906,7 @@ int arb_attention_tasks(int n, int heads, int kv_heads, int hd) {
 	int block = arb_lanes_block(n, heads, kv_heads, hd);
 	switch (attention_mode(n, hd, heads, kv_heads)) {
 	case 3: return kv_heads * ((n * (heads / kv_heads) + block - 1) / block);
-	case 2: return kv_heads;
+	case 2: { int kb = hd8_kv_block(n, heads / kv_heads, kv_heads); return (kv_heads + kb - 1) / kb; }
 	case 1: case 4: return kv_heads * ((n + attn_rows(heads / kv_heads) - 1) / attn_rows(heads / kv_heads));
 	}
 	return n * heads;
@@ -1879,7 +1915,7 @@ int arb_attention_tasks(int n, int heads, int kv_heads, int hd) {
 long arb_attention_scratch(int past, int n, int heads, int kv_heads, int hd) {
 	switch (attention_mode(n, hd, heads, kv_heads)) {
 	case 3: return arb_lanes_scratch(past, n, arb_lanes_block(n, heads, kv_heads, hd));
-	case 2: return (long)n * (heads / kv_heads) * (((past + n + 7) & ~7) + 1);
+	case 2: return (long)hd8_kv_block(n, heads / kv_heads, kv_heads) * n * (heads / kv_heads) * (((past + n + 7) & ~7) + 1);
 	case 1: return (long)attn_rows(heads / kv_heads) * (heads / kv_heads) * ((past + n + 7) & ~7);
 	case 4: { // attention_avx512: a score row a query vector, or attn16.c's 16 lanes a slot, its query vectors and mask words
 		long tp = (past + n + 7) & ~7, rows = (long)attn_rows(heads / kv_heads) * (heads / kv_heads);
