@@ -155,7 +155,7 @@ static void mm_one(arb_pool *p, int i, int w, long lo, long hi) {
 		arb_mm_q8(m->type, p->w[i], m->row_bytes, (int)lo, (int)hi, m->cols / 32, p->ad[0], p->aq[0], p->ac[0], m->n, p->out[i], m->rows);
 		return;
 	case ARB_MM_F32:
-		arb_mm_f32(m->type, p->w[i], m->row_bytes, (int)lo, (int)hi, m->cols, p->x, m->n, p->out[i], m->rows, scratch(p, w, 2L * m->cols));
+		arb_mm_f32(m->type, p->w[i], m->row_bytes, (int)lo, (int)hi, m->cols, p->x, m->n, p->out[i], m->rows, scratch(p, w, (long)ARB_F32_ROWS * m->cols));
 		return;
 	}
 }

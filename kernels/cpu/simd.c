@@ -1126,6 +1126,15 @@ AVX2 static void expand_f16_avx2(const uint8_t *b, int cols, float *y) {
 	for (; i < cols; i++) y[i] = fp16_to_f32(rd16(b + 2 * i));
 }
 
+// expand_bf16_avx2 is expand_row's BF16 case eight at a time: a bfloat16
+// is a float32's high half, so widening is a shift, exact either way.
+AVX2 static void expand_bf16_avx2(const uint8_t *b, int cols, float *y) {
+	int i = 0;
+	for (; i + 8 <= cols; i += 8)
+		_mm256_storeu_si256((__m256i *)(y + i), _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(b + 2 * i))), 16));
+	if (i < cols) expand_row(ARB_BF16, b + 2 * i, cols - i, y + i);
+}
+
 // F32_TILE computes RB weight rows (wr[b], as float32) against T
 // activation rows (x[t]) into out[t*rows + o + b]. Each dot product is
 // the one this backend has always computed, lane for lane and add for
@@ -1170,19 +1179,62 @@ AVX2 static void expand_f16_avx2(const uint8_t *b, int cols, float *y) {
 			}                                                                                             \
 	}
 
-// The tiles: one row of weights by up to three of activations with AVX2's
-// sixteen registers (12 accumulators), two by three with AVX-512VL's 32
-// (24), the same arithmetic on 256-bit vectors in both.
-#define AVX512VL __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
+// The AVX2 tiles: one row of weights by up to three of activations with
+// AVX2's sixteen registers (12 accumulators).
 F32_TILE(f32_tile1x1, AVX2, 1, 1)
 F32_TILE(f32_tile1x2, AVX2, 1, 2)
 F32_TILE(f32_tile1x3, AVX2, 1, 3)
-F32_TILE(f32v_tile1x1, AVX512VL, 1, 1)
-F32_TILE(f32v_tile1x2, AVX512VL, 1, 2)
-F32_TILE(f32v_tile1x3, AVX512VL, 1, 3)
-F32_TILE(f32v_tile2x1, AVX512VL, 2, 1)
-F32_TILE(f32v_tile2x2, AVX512VL, 2, 2)
-F32_TILE(f32v_tile2x3, AVX512VL, 2, 3)
+
+// F32Z_TILE is F32_TILE on 512-bit vectors, the same bits: a 512-bit
+// accumulator holds two of F32_TILE's (lanes 0-7 its accumulator c, 8-15
+// c+1) and takes the sixteen products of values 16h..16h+15 of each 32,
+// which are the products F32_TILE gives those two, lane for lane; a
+// remaining eight go into the low half (masked); the halves' sums are
+// F32_TILE's s0+s1 and s2+s3. Twice the multiply-adds an instruction, so
+// four rows of weights by three of activations fit AVX-512's 32 registers
+// (24 accumulators) and a 64-row pass of F32, F16 or BF16 weights is no
+// longer held to 256-bit vectors' rate.
+#define AVX512FZ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
+#define F32Z_TILE(NAME, RB, T)                                                                                \
+	AVX512FZ static inline __attribute__((always_inline)) void NAME(const float *const *wr, const float *const *x, int cols, \
+	                                                               float *out, long rows, int o) {           \
+		__m512 acc[RB][T][2];                                                                             \
+		for (int b = 0; b < RB; b++)                                                                      \
+			for (int t = 0; t < T; t++) acc[b][t][0] = acc[b][t][1] = _mm512_setzero_ps();               \
+		int i = 0;                                                                                        \
+		for (; i + 32 <= cols; i += 32)                                                                   \
+			for (int h = 0; h < 2; h++) {                                                                 \
+				__m512 xv[T];                                                                             \
+				for (int t = 0; t < T; t++) {                                                             \
+					xv[t] = _mm512_loadu_ps(x[t] + i + 16 * h);                                           \
+					__asm__("" : "+v"(xv[t]));                                                            \
+				}                                                                                         \
+				for (int b = 0; b < RB; b++) {                                                            \
+					__m512 wv = _mm512_loadu_ps(wr[b] + i + 16 * h);                                      \
+					__asm__("" : "+v"(wv)); /* and each weight vector once for all T */                  \
+					for (int t = 0; t < T; t++) acc[b][t][h] = _mm512_fmadd_ps(wv, xv[t], acc[b][t][h]);  \
+				}                                                                                         \
+			}                                                                                             \
+		for (; i + 8 <= cols; i += 8)                                                                     \
+			for (int b = 0; b < RB; b++)                                                                  \
+				for (int t = 0; t < T; t++)                                                               \
+					acc[b][t][0] = _mm512_mask3_fmadd_ps(_mm512_maskz_loadu_ps(0xFF, wr[b] + i),          \
+					                                     _mm512_maskz_loadu_ps(0xFF, x[t] + i), acc[b][t][0], 0xFF); \
+		for (int b = 0; b < RB; b++)                                                                      \
+			for (int t = 0; t < T; t++) {                                                                 \
+				__m256 s01 = _mm256_add_ps(_mm512_castps512_ps256(acc[b][t][0]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[b][t][0]), 1))); \
+				__m256 s23 = _mm256_add_ps(_mm512_castps512_ps256(acc[b][t][1]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[b][t][1]), 1))); \
+				float s = hsum8(_mm256_add_ps(s01, s23));                                                 \
+				for (int k = i; k < cols; k++) s += wr[b][k] * x[t][k];                                   \
+				out[(long)t * rows + o + b] = s;                                                          \
+			}                                                                                             \
+	}
+F32Z_TILE(f32z_tile1x1, 1, 1)
+F32Z_TILE(f32z_tile1x2, 1, 2)
+F32Z_TILE(f32z_tile1x3, 1, 3)
+F32Z_TILE(f32z_tile4x1, 4, 1)
+F32Z_TILE(f32z_tile4x2, 4, 2)
+F32Z_TILE(f32z_tile4x3, 4, 3)
 
 // F32_ROWS defines NAME: weight rows lo..hi-1 (F16 and BF16 widened to
 // float32 into scratch, RB rows of cols at a time) against the n rows of
@@ -1197,7 +1249,7 @@ F32_TILE(f32v_tile2x3, AVX512VL, 2, 3)
 				const uint8_t *src = w + (long)(o + b) * row_bytes;                                       \
 				wr[b] = (const float *)src;                                                               \
 				if (type == ARB_F16) expand_f16_avx2(src, cols, scratch + (long)b * cols);                \
-				else if (type == ARB_BF16) expand_row(ARB_BF16, src, cols, scratch + (long)b * cols);          \
+				else if (type == ARB_BF16) expand_bf16_avx2(src, cols, scratch + (long)b * cols);            \
 				if (type != ARB_F32) wr[b] = scratch + (long)b * cols;                                    \
 			}                                                                                             \
 			for (int r = 0; r < n; r += 3) {                                                              \
@@ -1208,7 +1260,7 @@ F32_TILE(f32v_tile2x3, AVX512VL, 2, 3)
 				if (rb == RB) {                                                                           \
 					TILE(wr, xs, cols, ot, rows, o, t);                                                   \
 				} else {                                                                                  \
-					TILE1(wr, xs, cols, ot, rows, o, t);                                                  \
+					for (int b = 0; b < rb; b++) TILE1((wr + b), xs, cols, ot, rows, o + b, t);           \
 				}                                                                                         \
 			}                                                                                             \
 		}                                                                                                 \
@@ -1220,10 +1272,10 @@ F32_TILE(f32v_tile2x3, AVX512VL, 2, 3)
 	default: P##x1(wr, xs, cols, ot, rows, o); break;                                                         \
 	}
 #define F32_T1(wr, xs, cols, ot, rows, o, t) F32_PICK(f32_tile1, wr, xs, cols, ot, rows, o, t)
-#define F32_V1(wr, xs, cols, ot, rows, o, t) F32_PICK(f32v_tile1, wr, xs, cols, ot, rows, o, t)
-#define F32_V2(wr, xs, cols, ot, rows, o, t) F32_PICK(f32v_tile2, wr, xs, cols, ot, rows, o, t)
 F32_ROWS(mm_f32_avx2, AVX2, 1, F32_T1, F32_T1)
-F32_ROWS(mm_f32_vl, AVX512VL, 2, F32_V2, F32_V1)
+#define F32_Z1(wr, xs, cols, ot, rows, o, t) F32_PICK(f32z_tile1, wr, xs, cols, ot, rows, o, t)
+#define F32_Z4(wr, xs, cols, ot, rows, o, t) F32_PICK(f32z_tile4, wr, xs, cols, ot, rows, o, t)
+F32_ROWS(mm_f32_z, AVX512FZ, 4, F32_Z4, F32_Z1)
 
 static int level = -1;
 
@@ -1306,9 +1358,17 @@ void arb_mm_q8(int type, const uint8_t *w, long row_bytes, int lo, int hi, int n
 
 void arb_mm_f32(int type, const uint8_t *w, long row_bytes, int lo, int hi, int cols,
                 const float *x, int n, float *out, int rows, float *scratch) {
+	arb_mm_f32_at(arb_simd_level(), type, w, row_bytes, lo, hi, cols, x, n, out, rows, scratch);
+}
+
+// arb_mm_f32_at is arb_mm_f32 with the kernels of SIMD level lvl (at most
+// arb_simd_level()), so a test can hold one level's tiles to another's.
+void arb_mm_f32_at(int lvl, int type, const uint8_t *w, long row_bytes, int lo, int hi, int cols,
+                   const float *x, int n, float *out, int rows, float *scratch) {
+	if (lvl > arb_simd_level()) lvl = arb_simd_level();
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	if (arb_simd_level() >= 2) { mm_f32_vl(type, w, row_bytes, lo, hi, cols, x, n, out, rows, scratch); return; }
-	if (arb_simd_level() >= 1) { mm_f32_avx2(type, w, row_bytes, lo, hi, cols, x, n, out, rows, scratch); return; }
+	if (lvl >= 2) { mm_f32_z(type, w, row_bytes, lo, hi, cols, x, n, out, rows, scratch); return; }
+	if (lvl >= 1) { mm_f32_avx2(type, w, row_bytes, lo, hi, cols, x, n, out, rows, scratch); return; }
 #endif
 	mm_f32_generic(type, w, row_bytes, lo, hi, cols, x, n, out, rows, scratch);
 }

@@ -5,6 +5,10 @@ enum { ARB_F32 = 0, ARB_F16 = 1, ARB_Q4_0 = 2, ARB_Q4_1 = 3, ARB_Q5_0 = 6, ARB_Q
        ARB_Q8_0 = 8, ARB_Q2_K = 10, ARB_Q3_K = 11, ARB_Q4_K = 12, ARB_Q5_K = 13, ARB_Q6_K = 14,
        ARB_IQ4_NL = 20, ARB_IQ4_XS = 23, ARB_BF16 = 30 };
 
+// ARB_F32_ROWS is how many weight rows arb_mm_f32 widens at a time (F16,
+// BF16): its scratch holds ARB_F32_ROWS rows of cols floats.
+enum { ARB_F32_ROWS = 4 };
+
 // ARB_PANEL is how many activation rows a panel of arb_quantize_q8_panels
 // holds: the rows a sixteen-row tile multiplies at once (x16.c).
 enum { ARB_PANEL = 4 };
@@ -24,6 +28,8 @@ void arb_mm_q8(int type, const uint8_t *w, long row_bytes, int lo, int hi, int n
                const float *yd, const int8_t *yq, const int32_t *ys, int n, float *out, int rows);
 void arb_mm_f32(int type, const uint8_t *w, long row_bytes, int lo, int hi, int cols,
                 const float *x, int n, float *out, int rows, float *scratch);
+void arb_mm_f32_at(int lvl, int type, const uint8_t *w, long row_bytes, int lo, int hi, int cols,
+                   const float *x, int n, float *out, int rows, float *scratch);
 // ARB_LANES_MIN is the fewest query vectors of a kv head (rows times the
 // heads sharing it) that attn16.c's kernel takes for heads of width 8.
 enum { ARB_LANES_MIN = 8 };

@@ -99,9 +99,18 @@ func (j *matmulJob) doC(worker, lo, hi int) {
 			C.int(j.n), (*C.float)(unsafe.Pointer(&j.out[0])), C.int(w.rows))
 		return
 	}
-	buf := j.b.scratchRow(worker, 2*w.cols) // the AVX-512VL tiles widen two rows at a time
+	buf := j.b.scratchRow(worker, C.ARB_F32_ROWS*w.cols) // the AVX-512 tiles widen four rows at a time
 	C.arb_mm_f32(C.int(w.typ), (*C.uint8_t)(unsafe.Pointer(&w.data[0])), C.long(w.rowBytes), C.int(lo), C.int(hi), C.int(w.cols),
 		(*C.float)(unsafe.Pointer(&j.x[0])), C.int(j.n), (*C.float)(unsafe.Pointer(&j.out[0])), C.int(w.rows), (*C.float)(unsafe.Pointer(&buf[0])))
+}
+
+// mmFloatAt multiplies all of m's rows (F32, F16 or BF16) by the n rows of
+// x on one thread with the float kernels of SIMD level lvl (capped at the
+// CPU's): the tests hold the levels' tiles to each other's bits.
+func mmFloatAt(lvl int, m *Matrix, x []float32, n int, out []float32) {
+	buf := make([]float32, C.ARB_F32_ROWS*m.cols)
+	C.arb_mm_f32_at(C.int(lvl), C.int(m.typ), (*C.uint8_t)(unsafe.Pointer(&m.data[0])), C.long(m.rowBytes), 0, C.int(m.rows), C.int(m.cols),
+		(*C.float)(unsafe.Pointer(&x[0])), C.int(n), (*C.float)(unsafe.Pointer(&out[0])), C.int(m.rows), (*C.float)(unsafe.Pointer(&buf[0])))
 }
 
 type attnJob struct {
