@@ -39,6 +39,10 @@
 //  - Q4_0, per block: the scales, then four vectors of nibble bytes as
 //    q40x8.c lays them out (lane i: row i's bytes 4h..4h+3, low nibbles
 //    weights 4h.., high ones 16+4h..). 288 bytes.
+//  - Q5_0, per block: Q4_0's, then a vector of fifth bits (lane i: row
+//    i's four bytes e, bit h of byte e the fifth bit of weight 4h+e and
+//    bit 4+h that of weight 16+4h+e: the bits of the nibbles in the h-th
+//    vector). 352 bytes, the blocks' own.
 //  - Q4_K (and Q5_K), per super-block: sixteen d, sixteen dmin, then for
 //    each sub-block j its sixteen scales and sixteen mins (a byte each),
 //    then for each 32-byte chunk c of nibbles eight vectors (lane i: row
@@ -56,6 +60,7 @@
 enum {
 	X16_Q80 = 32 + 512,
 	X16_Q40 = 32 + 256,
+	X16_Q50 = 32 + 256 + 64,
 	X16_Q4K = 32 + 32 + 256 + 2048,
 	X16_Q5K = X16_Q4K + 512,
 	X16_Q6K = 32 + 256 + 4096,
@@ -65,6 +70,7 @@ static long x16_group_bytes(int type) {
 	switch (type) {
 	case ARB_Q8_0: return X16_Q80;
 	case ARB_Q4_0: return X16_Q40;
+	case ARB_Q5_0: return X16_Q50;
 	case ARB_Q4_K: return X16_Q4K;
 	case ARB_Q5_K: return X16_Q5K;
 	case ARB_Q6_K: return X16_Q6K;
@@ -116,6 +122,19 @@ void arb_x16_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb
 					const uint8_t *blk = row + (long)b * 18;
 					memcpy(d + 2 * i, blk, 2);
 					for (int h = 0; h < 4; h++) memcpy(d + 32 + 64 * h + 4 * i, blk + 2 + 4 * h, 4);
+					break;
+				}
+				case ARB_Q5_0: {
+					const uint8_t *blk = row + (long)b * 22;
+					uint32_t qh = (uint32_t)blk[2] | (uint32_t)blk[3] << 8 | (uint32_t)blk[4] << 16 | (uint32_t)blk[5] << 24;
+					memcpy(d + 2 * i, blk, 2);
+					for (int h = 0; h < 4; h++) memcpy(d + 32 + 64 * h + 4 * i, blk + 6 + 4 * h, 4);
+					for (int e = 0; e < 4; e++) {
+						uint8_t bits = 0;
+						for (int h = 0; h < 4; h++)
+							bits |= (uint8_t)(((qh >> (4 * h + e)) & 1) << h | ((qh >> (16 + 4 * h + e)) & 1) << (4 + h));
+						d[X16_Q40 + 4 * i + e] = bits;
+					}
 					break;
 				}
 				case ARB_Q4_K: case ARB_Q5_K: {
@@ -262,25 +281,33 @@ X16 static AI void q80_tile(const int G, const uint8_t *gp, long gs, const q8in 
 }
 
 // q40 is q80 for Q4_0: unsigned nibbles, 8 times the block's activation
-// sum off the total.
-X16 static AI void q40_tile(const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, pfplan pf, float *out,
-                            long rows, int o, int valid) {
+// sum off the total; for Q5_0 (q5) each nibble gets its fifth bit (16
+// added where it is set) and 16 times the sum comes off.
+X16 static AI void q40_tile(const int q5, const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, pfplan pf,
+                            float *out, long rows, int o, int valid) {
 	__m512 acc[2][ARB_PANEL];
 	for (int g = 0; g < G; g++)
 		for (int k = 0; k < T; k++) acc[g][k] = _mm512_setzero_ps();
 	panel p = panel_at(y, r);
-	const __m512i m4 = _mm512_set1_epi8(0xf);
+	const __m512i m4 = _mm512_set1_epi8(0xf), sixteen = _mm512_set1_epi8(16);
+	const long GB = q5 ? X16_Q50 : X16_Q40;
 	for (int b = 0; b < y->nb; b++, p.q += 32 * T, p.d += T, p.c += 4 * T) {
-		const uint8_t *blk = gp + (long)b * X16_Q40;
-		pf_block(pf, blk, G, gs, X16_Q40, b, y->nb);
-		__m512i s[2][ARB_PANEL];
-		for (int k = 0; k < T; k++) s[0][k] = s[1][k] = _mm512_set1_epi32(p.c[T + k]);
+		const uint8_t *blk = gp + (long)b * GB;
+		pf_block(pf, blk, G, gs, GB, b, y->nb);
+		__m512i s[2][ARB_PANEL], fifth[2];
+		for (int k = 0; k < T; k++) s[0][k] = s[1][k] = _mm512_set1_epi32(q5 ? 2 * p.c[T + k] : p.c[T + k]);
+		if (q5)
+			for (int g = 0; g < G; g++) fifth[g] = _mm512_loadu_si512(blk + g * gs + X16_Q40);
 		for (int h = 0; h < 4; h++) {
 			__m512i lo[2], hi[2];
 			for (int g = 0; g < G; g++) {
 				__m512i v = _mm512_loadu_si512(blk + g * gs + 32 + 64 * h);
 				lo[g] = _mm512_and_si512(v, m4);
 				hi[g] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+				if (q5) {
+					lo[g] = _mm512_mask_add_epi8(lo[g], _mm512_test_epi8_mask(fifth[g], _mm512_set1_epi8((char)(1 << h))), lo[g], sixteen);
+					hi[g] = _mm512_mask_add_epi8(hi[g], _mm512_test_epi8_mask(fifth[g], _mm512_set1_epi8((char)(16 << h))), hi[g], sixteen);
+				}
 			}
 			for (int k = 0; k < T; k++) {
 				__m512i yl = bcast(p.q + 32 * k + 4 * h), yh = bcast(p.q + 32 * k + 16 + 4 * h);
@@ -501,7 +528,10 @@ X16 static AI pfplan pf_plan(int t, int tiles, const uint8_t *nx, long next) {
 #define TQ6 4
 #endif
 X16_ROWS(mm_q80x16, q80_tile, X16_Q80, 1, TQ)
-X16_ROWS(mm_q40x16, q40_tile, X16_Q40, 1, TQ)
+#define q40_tile0(...) q40_tile(0, __VA_ARGS__)
+#define q40_tile1(...) q40_tile(1, __VA_ARGS__)
+X16_ROWS(mm_q40x16, q40_tile0, X16_Q40, 1, TQ)
+X16_ROWS(mm_q50x16, q40_tile1, X16_Q50, 1, TQ)
 #ifndef TQK
 #define TQK 4
 #endif
@@ -524,6 +554,7 @@ int arb_mm_x16(int type, const uint8_t *packed, int glo, int ghi, const int8_t *
 	switch (type) {
 	case ARB_Q8_0: mm_q80x16(packed, glo, ghi, &y, n, out, rows); return 0;
 	case ARB_Q4_0: mm_q40x16(packed, glo, ghi, &y, n, out, rows); return 0;
+	case ARB_Q5_0: mm_q50x16(packed, glo, ghi, &y, n, out, rows); return 0;
 	case ARB_Q4_K: mm_q4kx16(packed, glo, ghi, &y, n, out, rows); return 0;
 	case ARB_Q5_K: mm_q5kx16(packed, glo, ghi, &y, n, out, rows); return 0;
 	case ARB_Q6_K: mm_q6kx16(packed, glo, ghi, &y, n, out, rows); return 0;
