@@ -150,10 +150,10 @@ type Matrix struct {
 	rows, cols int
 	rowBytes   int
 	data       []byte
-	// packed is a Q4_0, Q5_0, Q8_0 or K-quant (Q4_K, Q5_K, Q6_K) matrix's rows
-	// repacked group rows at a time: sixteen for the AVX-512 VNNI tiles
-	// (x16.c), eight for the AVX2 ones (q40x8.c, Q4_0 and Q8_0); nil
-	// where they do not run.
+	// packed is a Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 or K-quant (Q4_K, Q5_K,
+	// Q6_K) matrix's rows repacked group rows at a time: sixteen for the
+	// AVX-512 VNNI tiles (x16.c), eight for the AVX2 ones (q40x8.c, Q4_0
+	// and Q8_0); nil where they do not run.
 	// data stays for row reads and the portable kernels.
 	packed []byte
 	group  int
@@ -212,7 +212,7 @@ func newMatrix(t quant.Type, data []byte, rows, cols int, repack bool) (*Matrix,
 }
 
 // packRows is how many rows a repacked group of t holds on this CPU: 16
-// where the AVX-512 VNNI tiles run (Q4_0, Q5_0, Q8_0 and the K-quants), 8
+// where the AVX-512 VNNI tiles run (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and the K-quants), 8
 // where the AVX2 ones do (Q4_0 and Q8_0), 0 where t is not repacked.
 func packRows(t quant.Type) int {
 	if !repacks() {
@@ -230,7 +230,7 @@ func packRows(t quant.Type) int {
 // eightRowTiles says whether t has the eight-row AVX2 tiles (q40x8.c).
 func eightRowTiles(t quant.Type) bool { return t == quant.Q4_0 || t == quant.Q8_0 }
 
-// x16GroupBytes is what sixteen rows' block (Q4_0, Q5_0, Q8_0) or super-block
+// x16GroupBytes is what sixteen rows' block (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) or super-block
 // (Q4_K, Q5_K, Q6_K) take repacked for the sixteen-row tiles (x16.c's
 // X16_ sizes); 0 for the other types.
 func x16GroupBytes(t quant.Type) int64 {
@@ -241,6 +241,10 @@ func x16GroupBytes(t quant.Type) int64 {
 		return 32 + 256
 	case quant.Q5_0:
 		return 32 + 256 + 64
+	case quant.Q4_1:
+		return 32 + 32 + 256
+	case quant.Q5_1:
+		return 32 + 32 + 256 + 64
 	case quant.Q4_K:
 		return 32 + 32 + 256 + 2048
 	case quant.Q5_K:
@@ -252,9 +256,9 @@ func x16GroupBytes(t quant.Type) int64 {
 }
 
 // RepackedBytes is the memory a t matrix of rows x cols takes on this
-// CPU beside its mapped weights (the sixteen-row Q4_0, Q5_0, Q8_0, Q4_K, Q5_K
-// and Q6_K copies where the AVX-512 VNNI tiles run, the eight-row Q4_0
-// and Q8_0 ones where the AVX2 tiles do), for memory estimates and the
+// CPU beside its mapped weights (the sixteen-row copies of Q4_0, Q4_1,
+// Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K where the AVX-512 VNNI tiles
+// run, the eight-row Q4_0 and Q8_0 ones where the AVX2 tiles do), for memory estimates and the
 // copy itself; 0 where nothing is repacked. The rows must come in eights
 // (sixteen-row groups pad the last eight with zeros).
 func RepackedBytes(t quant.Type, rows, cols int) int64 {

@@ -101,8 +101,8 @@ func testEightRows(t *testing.T, typ quant.Type, rows int) {
 // sixteen-row tiles (x16.c) give, bit for bit, the eight-row AVX2 tiles'
 // outputs for Q4_0 and Q8_0 (their integer block sums are exact on both
 // paths, and the float code after them is the same, lane by lane), for
-// Q5_0 (no eight-row tiles) those of q50TilesReference, and for the
-// K-quants, whose activations are scaled per 256 values, those of
+// Q5_0, Q4_1 and Q5_1 (no eight-row tiles) those of legacyTilesReference,
+// and for the K-quants, whose activations are scaled per 256 values, those of
 // kTilesReference, their steps in Go (after checkKPanels has checked the
 // activations), on rows of raw random bytes (Q8_0's -128 included) against
 // activations that reach +-127, at every tile width and with the last
@@ -114,7 +114,7 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 		t.Skipf("SIMD level %d: no AVX-512 VNNI tiles on this CPU (or ARBORIST_SIMD / ARBORIST_REPACK)", simdLevel)
 	}
 	rng := rand.New(rand.NewPCG(31, 32))
-	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q5_0, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q5_0, quant.Q4_1, quant.Q5_1, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		rows, cols := 24, 768 // 24 blocks: a group of sixteen for the quantisers and a rest
 		rb, _ := quant.RowBytes(typ, cols)
 		w := make([]byte, rows*rb)
@@ -127,6 +127,8 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 			blocks, at = cols/quant.QKK, []int{0, 2} // d and dmin
 		case quant.Q6_K:
 			blocks, at = cols/quant.QKK, []int{208} // d, after the weights and scales
+		case quant.Q4_1, quant.Q5_1:
+			at = []int{0, 2} // d and m
 		}
 		bb := rb / blocks
 		for r := 0; r < rows; r++ {
@@ -143,7 +145,7 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 		m16 := &Matrix{typ: typ, rows: rows, cols: cols, rowBytes: rb, data: w}
 		m16.packed, m16.group = repackMatrix(m16, 16)
 		kq := layoutOf(m16) == inKPanels
-		if (m8.packed == nil) != (kq || typ == quant.Q5_0) || m16.packed == nil {
+		if (m8.packed == nil) != (kq || !eightRowTiles(typ)) || m16.packed == nil {
 			t.Fatal("not repacked as the tiles take it")
 		}
 		for n := 1; n <= 19; n++ {
@@ -163,8 +165,8 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 			if kq {
 				checkKPanels(t, x, n, cols, &q.k)
 				kTilesReference(typ, w, rb, rows, cols, &q.k, n, a)
-			} else if typ == quant.Q5_0 {
-				q50TilesReference(w, rb, rows, cols, &q.p, n, a)
+			} else if !eightRowTiles(typ) {
+				legacyTilesReference(typ, w, rb, rows, cols, &q.p, n, a)
 			} else if !tiles(m8, &q, 0, rows/8, n, a) {
 				t.Fatal("the repacked kernels refused")
 			}
@@ -306,27 +308,51 @@ func kTilesReference(typ quant.Type, w []byte, rb, rows, cols int, p *panelBuf, 
 	}
 }
 
-// q50TilesReference is x16.c's Q5_0 tile step by step in Go, on the
-// activations p (arb_quantize_q8_panels) of n rows against rows rows of
-// Q5_0 weights w (rb bytes a row): each block's exact sum of (q - 16) * y,
-// then acc += (d * dy) * sum.
-func q50TilesReference(w []byte, rb, rows, cols int, p *panelBuf, n int, out []float32) {
+// legacyTilesReference is x16.c's Q5_0, Q4_1 and Q5_1 tiles step by step in
+// Go, on the activations p (arb_quantize_q8_panels) of n rows against rows
+// rows of w (rb bytes a row): for Q5_0 each block's exact sum of
+// (q - 16) * y, then acc += (d * dy) * sum; for Q4_1 and Q5_1, with the
+// block's min m and exact activation sum sy, the exact sum of q * y, then
+// acc += dy * (d * sum + m * sy).
+func legacyTilesReference(typ quant.Type, w []byte, rb, rows, cols int, p *panelBuf, n int, out []float32) {
 	nb := cols / quant.QK
+	mn, q5 := typ != quant.Q5_0, typ != quant.Q4_1
+	head := 2
+	if mn {
+		head = 4
+	}
+	bb := head + 16
+	if q5 {
+		bb += 4
+	}
 	for r := 0; r < n; r++ {
 		for o := 0; o < rows; o++ {
 			var acc float32
 			for b := 0; b < nb; b++ {
-				blk := w[o*rb+22*b : o*rb+22*(b+1)]
-				qh := uint32(blk[2]) | uint32(blk[3])<<8 | uint32(blk[4])<<16 | uint32(blk[5])<<24
+				blk := w[o*rb+bb*b : o*rb+bb*(b+1)]
+				qs := blk[bb-16:]
+				var qh uint32
+				if q5 {
+					qh = uint32(blk[head]) | uint32(blk[head+1])<<8 | uint32(blk[head+2])<<16 | uint32(blk[head+3])<<24
+				}
 				at := panelSlot(r, b, n, nb)
 				qy := p.q[32*at : 32*at+32]
-				var isum int32
+				var isum, ysum int32
 				for l := 0; l < 32; l++ {
-					q := int32(blk[6+l%16] >> uint(4*(l/16)) & 0xf)
+					q := int32(qs[l%16] >> uint(4*(l/16)) & 0xf)
 					q |= int32(qh>>uint(l)&1) << 4
-					isum += (q - 16) * int32(qy[l])
+					if !mn {
+						q -= 16
+					}
+					isum += q * int32(qy[l])
+					ysum += int32(qy[l])
 				}
-				acc = fma32(f16le(blk)*p.d[at], float32(isum), acc)
+				if !mn {
+					acc = fma32(f16le(blk)*p.d[at], float32(isum), acc)
+					continue
+				}
+				v := fma32(f16le(blk[2:]), float32(ysum), f16le(blk)*float32(isum))
+				acc = fma32(p.d[at], v, acc)
 			}
 			out[r*rows+o] = acc
 		}

@@ -61,7 +61,7 @@ func cQuantizeRows(q *q8Buf, x []float32, cols, lo, hi int) {
 }
 
 // cQuantizePanels quantises rows lo..hi-1 of x (n rows) into p, sized for
-// all of x, for the sixteen-row tiles of Q4_0, Q5_0 and Q8_0.
+// all of x, for the sixteen-row tiles of the types with a scale a block.
 func cQuantizePanels(p *panelBuf, x []float32, n, lo, hi int) {
 	if hi <= lo || len(x) < n*quant.QK {
 		return

@@ -43,6 +43,9 @@
 //    i's four bytes e, bit h of byte e the fifth bit of weight 4h+e and
 //    bit 4+h that of weight 16+4h+e: the bits of the nibbles in the h-th
 //    vector). 352 bytes, the blocks' own.
+//  - Q4_1 (and Q5_1), per block: the sixteen float16 scales, the sixteen
+//    mins, Q4_0's four vectors of nibbles (and Q5_0's vector of fifth
+//    bits). 320 (384) bytes, the blocks' own.
 //  - Q4_K (and Q5_K), per super-block: sixteen d, sixteen dmin, then for
 //    each sub-block j its sixteen scales and sixteen mins (a byte each),
 //    then for each 32-byte chunk c of nibbles eight vectors (lane i: row
@@ -61,6 +64,8 @@ enum {
 	X16_Q80 = 32 + 512,
 	X16_Q40 = 32 + 256,
 	X16_Q50 = 32 + 256 + 64,
+	X16_Q41 = 32 + 32 + 256,
+	X16_Q51 = X16_Q41 + 64,
 	X16_Q4K = 32 + 32 + 256 + 2048,
 	X16_Q5K = X16_Q4K + 512,
 	X16_Q6K = 32 + 256 + 4096,
@@ -71,6 +76,8 @@ static long x16_group_bytes(int type) {
 	case ARB_Q8_0: return X16_Q80;
 	case ARB_Q4_0: return X16_Q40;
 	case ARB_Q5_0: return X16_Q50;
+	case ARB_Q4_1: return X16_Q41;
+	case ARB_Q5_1: return X16_Q51;
 	case ARB_Q4_K: return X16_Q4K;
 	case ARB_Q5_K: return X16_Q5K;
 	case ARB_Q6_K: return X16_Q6K;
@@ -124,16 +131,21 @@ void arb_x16_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb
 					for (int h = 0; h < 4; h++) memcpy(d + 32 + 64 * h + 4 * i, blk + 2 + 4 * h, 4);
 					break;
 				}
-				case ARB_Q5_0: {
-					const uint8_t *blk = row + (long)b * 22;
-					uint32_t qh = (uint32_t)blk[2] | (uint32_t)blk[3] << 8 | (uint32_t)blk[4] << 16 | (uint32_t)blk[5] << 24;
+				case ARB_Q5_0: case ARB_Q4_1: case ARB_Q5_1: {
+					// the scale (and min), the nibbles, the fifth bits
+					int mn = type != ARB_Q5_0, q5 = type != ARB_Q4_1, head = 2 + 2 * mn, at = 32 + 32 * mn;
+					const uint8_t *blk = row + (long)b * (head + 4 * q5 + 16);
 					memcpy(d + 2 * i, blk, 2);
-					for (int h = 0; h < 4; h++) memcpy(d + 32 + 64 * h + 4 * i, blk + 6 + 4 * h, 4);
+					if (mn) memcpy(d + 32 + 2 * i, blk + 2, 2);
+					for (int h = 0; h < 4; h++) memcpy(d + at + 64 * h + 4 * i, blk + head + 4 * q5 + 4 * h, 4);
+					if (!q5) break;
+					const uint8_t *hb = blk + head;
+					uint32_t qh = (uint32_t)hb[0] | (uint32_t)hb[1] << 8 | (uint32_t)hb[2] << 16 | (uint32_t)hb[3] << 24;
 					for (int e = 0; e < 4; e++) {
 						uint8_t bits = 0;
 						for (int h = 0; h < 4; h++)
 							bits |= (uint8_t)(((qh >> (4 * h + e)) & 1) << h | ((qh >> (16 + 4 * h + e)) & 1) << (4 + h));
-						d[X16_Q40 + 4 * i + e] = bits;
+						d[at + 256 + 4 * i + e] = bits;
 					}
 					break;
 				}
@@ -321,6 +333,57 @@ X16 static AI void q40_tile(const int q5, const int G, const uint8_t *gp, long g
 			__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
 			for (int k = 0; k < T; k++)
 				acc[g][k] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(p.d[k])), _mm512_cvtepi32_ps(s[g][k]), acc[g][k]);
+		}
+	}
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o + 16 * g, acc[g][k], valid - 16 * g);
+}
+
+// q41 is q40 for Q4_1 (Q5_1 when q5): unsigned weights q with a min, the
+// row's value d*q + m: each block's exact sum of q * y, then
+// acc += dy * (d * sum + m * sy), sy the block's exact activation sum
+// (-1/8 of the panel's -8 sy).
+X16 static AI void q41_tile(const int q5, const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, pfplan pf,
+                            float *out, long rows, int o, int valid) {
+	__m512 acc[2][ARB_PANEL];
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) acc[g][k] = _mm512_setzero_ps();
+	panel p = panel_at(y, r);
+	const __m512i m4 = _mm512_set1_epi8(0xf), sixteen = _mm512_set1_epi8(16);
+	const long GB = q5 ? X16_Q51 : X16_Q41;
+	for (int b = 0; b < y->nb; b++, p.q += 32 * T, p.d += T, p.c += 4 * T) {
+		const uint8_t *blk = gp + (long)b * GB;
+		pf_block(pf, blk, G, gs, GB, b, y->nb);
+		__m512i s[2][ARB_PANEL], fifth[2];
+		for (int k = 0; k < T; k++) s[0][k] = s[1][k] = _mm512_setzero_si512();
+		if (q5)
+			for (int g = 0; g < G; g++) fifth[g] = _mm512_loadu_si512(blk + g * gs + X16_Q41);
+		for (int h = 0; h < 4; h++) {
+			__m512i lo[2], hi[2];
+			for (int g = 0; g < G; g++) {
+				__m512i v = _mm512_loadu_si512(blk + g * gs + 64 + 64 * h);
+				lo[g] = _mm512_and_si512(v, m4);
+				hi[g] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+				if (q5) {
+					lo[g] = _mm512_mask_add_epi8(lo[g], _mm512_test_epi8_mask(fifth[g], _mm512_set1_epi8((char)(1 << h))), lo[g], sixteen);
+					hi[g] = _mm512_mask_add_epi8(hi[g], _mm512_test_epi8_mask(fifth[g], _mm512_set1_epi8((char)(16 << h))), hi[g], sixteen);
+				}
+			}
+			for (int k = 0; k < T; k++) {
+				__m512i yl = bcast(p.q + 32 * k + 4 * h), yh = bcast(p.q + 32 * k + 16 + 4 * h);
+				for (int g = 0; g < G; g++) {
+					s[g][k] = _mm512_dpbusd_epi32(s[g][k], lo[g], yl);
+					s[g][k] = _mm512_dpbusd_epi32(s[g][k], hi[g], yh);
+				}
+			}
+		}
+		for (int g = 0; g < G; g++) {
+			__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
+			__m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs + 32)));
+			for (int k = 0; k < T; k++) {
+				__m512 v = _mm512_fmadd_ps(mw, _mm512_set1_ps((float)(-p.c[T + k] / 8)), _mm512_mul_ps(dw, _mm512_cvtepi32_ps(s[g][k])));
+				acc[g][k] = _mm512_fmadd_ps(_mm512_set1_ps(p.d[k]), v, acc[g][k]);
+			}
 		}
 	}
 	for (int g = 0; g < G; g++)
@@ -532,6 +595,10 @@ X16_ROWS(mm_q80x16, q80_tile, X16_Q80, 1, TQ)
 #define q40_tile1(...) q40_tile(1, __VA_ARGS__)
 X16_ROWS(mm_q40x16, q40_tile0, X16_Q40, 1, TQ)
 X16_ROWS(mm_q50x16, q40_tile1, X16_Q50, 1, TQ)
+#define q41_tile0(...) q41_tile(0, __VA_ARGS__)
+#define q41_tile1(...) q41_tile(1, __VA_ARGS__)
+X16_ROWS(mm_q41x16, q41_tile0, X16_Q41, 1, TQ)
+X16_ROWS(mm_q51x16, q41_tile1, X16_Q51, 1, TQ)
 #ifndef TQK
 #define TQK 4
 #endif
@@ -555,6 +622,8 @@ int arb_mm_x16(int type, const uint8_t *packed, int glo, int ghi, const int8_t *
 	case ARB_Q8_0: mm_q80x16(packed, glo, ghi, &y, n, out, rows); return 0;
 	case ARB_Q4_0: mm_q40x16(packed, glo, ghi, &y, n, out, rows); return 0;
 	case ARB_Q5_0: mm_q50x16(packed, glo, ghi, &y, n, out, rows); return 0;
+	case ARB_Q4_1: mm_q41x16(packed, glo, ghi, &y, n, out, rows); return 0;
+	case ARB_Q5_1: mm_q51x16(packed, glo, ghi, &y, n, out, rows); return 0;
 	case ARB_Q4_K: mm_q4kx16(packed, glo, ghi, &y, n, out, rows); return 0;
 	case ARB_Q5_K: mm_q5kx16(packed, glo, ghi, &y, n, out, rows); return 0;
 	case ARB_Q6_K: mm_q6kx16(packed, glo, ghi, &y, n, out, rows); return 0;
