@@ -114,6 +114,9 @@ func (b *Backend) mmC(jobs []matmulJob, start []int, chunk int) bool {
 			}
 		case w.packed != nil:
 			m.how, m.act, ws[i] = C.ARB_MM_X8, C.ARB_ACT_ROWS, u8p(w.packed)
+			if layoutOf(w) == inKPanels {
+				m.act = C.ARB_ACT_KPANELS
+			}
 		case usesQ8(w.typ):
 			m.how, m.act, ws[i] = C.ARB_MM_Q8, C.ARB_ACT_ROWS, u8p(w.data)
 		default:

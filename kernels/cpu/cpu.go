@@ -221,14 +221,30 @@ func packRows(t quant.Type) int {
 	switch {
 	case x16GroupBytes(t) > 0 && vnniTiles():
 		return 16
-	case eightRowTiles(t):
+	case eightRowTiles(t) || k8GroupBytes(t) > 0:
 		return 8
 	}
 	return 0
 }
 
-// eightRowTiles says whether t has the eight-row AVX2 tiles (q40x8.c).
+// eightRowTiles says whether t has the eight-row AVX2 tiles of q40x8.c,
+// whose repacked copy is the file's bytes rearranged.
 func eightRowTiles(t quant.Type) bool { return t == quant.Q4_0 || t == quant.Q8_0 }
+
+// k8GroupBytes is what eight rows' super-block take repacked for the
+// K-quants' eight-row AVX2 tiles (k8.c's K8_ sizes); 0 for the other
+// types.
+func k8GroupBytes(t quant.Type) int64 {
+	switch t {
+	case quant.Q4_K:
+		return 16 + 16 + 128 + 1024
+	case quant.Q5_K:
+		return 16 + 16 + 128 + 1024 + 256
+	case quant.Q6_K:
+		return 16 + 128 + 2048
+	}
+	return 0
+}
 
 // x16GroupBytes is what sixteen rows' block (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) or super-block
 // (Q4_K, Q5_K, Q6_K) take repacked for the sixteen-row tiles (x16.c's
@@ -272,6 +288,9 @@ func repackedBytes(t quant.Type, rows, cols, group int) int64 {
 	}
 	if group == 16 {
 		return int64((rows+15)/16) * int64(cols/t.BlockSize()) * x16GroupBytes(t)
+	}
+	if k8GroupBytes(t) > 0 {
+		return int64(rows/8) * int64(cols/t.BlockSize()) * k8GroupBytes(t)
 	}
 	if !eightRowTiles(t) {
 		return 0
@@ -320,10 +339,13 @@ func layoutOf(w *Matrix) layout {
 	switch {
 	case !usesQ8(w.typ):
 		return 0
+	case w.typ == quant.Q4_K || w.typ == quant.Q5_K || w.typ == quant.Q6_K:
+		if w.group == 0 {
+			return byRows
+		}
+		return inKPanels // the sixteen- and the eight-row tiles alike
 	case w.group != 16:
 		return byRows
-	case w.typ == quant.Q4_K || w.typ == quant.Q5_K || w.typ == quant.Q6_K:
-		return inKPanels
 	}
 	return inPanels
 }

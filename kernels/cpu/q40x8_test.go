@@ -14,8 +14,8 @@ import (
 // TestEightRows: a Q4_0, Q8_0 or K-quant matrix whose rows come in eights is
 // repacked where its tiles run (sixteen rows a group with AVX-512 VNNI,
 // eight with AVX2 alone), and its product agrees with the Go kernel on
-// the original layout (the K-quants' sixteen-row tiles, which scale the
-// activations per 256 values, with kTilesReference, bit for bit); each
+// the original layout (the K-quants' tiles, which scale the activations
+// per 256 values, with kTilesReference, bit for bit, at both widths); each
 // output equals, bit for bit, what it is when
 // its activation row is multiplied alone and when one thread does all
 // rows (greedy losslessness rests on both).
@@ -38,7 +38,7 @@ func testEightRows(t *testing.T, typ quant.Type, rows int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := repacks() && (typ == quant.Q4_0 || typ == quant.Q8_0 || vnniTiles()) // K-quants only where their VNNI tiles run
+	want := repacks() // sixteen rows a group with VNNI, eight with AVX2
 	if (m.packed != nil) != want || int64(len(m.packed)) != RepackedBytes(typ, rows, cols) {
 		t.Fatalf("repacked %d bytes with SIMD level %d (RepackedBytes %d)", len(m.packed), simdLevel, RepackedBytes(typ, rows, cols))
 	}
@@ -145,12 +145,19 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 		m16 := &Matrix{typ: typ, rows: rows, cols: cols, rowBytes: rb, data: w}
 		m16.packed, m16.group = repackMatrix(m16, 16)
 		kq := layoutOf(m16) == inKPanels
-		if (m8.packed == nil) != (kq || !eightRowTiles(typ)) || m16.packed == nil {
+		if (m8.packed == nil) != (!kq && !eightRowTiles(typ)) || m16.packed == nil {
 			t.Fatal("not repacked as the tiles take it")
 		}
 		for n := 1; n <= 19; n++ {
 			x := gaussian(rng, n*cols)
 			x[0], x[1] = 1e3, -1e3 // a block that quantises to +-127
+			if n == 2 {
+				// a row that quantises to 127 throughout: the 16-bit pair
+				// sums of the AVX2 tiles reach their largest
+				for i := cols; i < 2*cols; i++ {
+					x[i] = 1
+				}
+			}
 			var q q8Buf
 			q.size(len(x))
 			cQuantize(&q, x)
@@ -165,6 +172,32 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 			if kq {
 				checkKPanels(t, x, n, cols, &q.k)
 				kTilesReference(typ, w, rb, rows, cols, &q.k, n, a)
+				e := make([]float32, n*rows)
+				if !tiles(m8, &q, 0, rows/8, n, e) {
+					t.Fatal("the eight-row K-quant tiles refused")
+				}
+				for i := range a {
+					if math.Float32bits(a[i]) != math.Float32bits(e[i]) {
+						t.Fatalf("%v n=%d: out[%d] = %v with eight-row tiles, %v with kTilesReference", typ, n, i, e[i], a[i])
+					}
+				}
+				if n == 5 { // negative control: the eight-row copy's last vector of weights changed
+					vec := m8.packed[len(m8.packed)-32:]
+					for i := range vec {
+						vec[i] ^= 0x11
+					}
+					tiles(m8, &q, 0, rows/8, n, e)
+					for i := range vec {
+						vec[i] ^= 0x11
+					}
+					same := true
+					for i := range a {
+						same = same && a[i] == e[i]
+					}
+					if same {
+						t.Fatalf("%v: a changed weight byte in the eight-row copy changed no output", typ)
+					}
+				}
 			} else if !eightRowTiles(typ) {
 				legacyTilesReference(typ, w, rb, rows, cols, &q.p, n, a)
 			} else if !tiles(m8, &q, 0, rows/8, n, a) {

@@ -2353,21 +2353,27 @@ uint64_t arb_read_sum(const uint64_t *p, long n) {
 }
 
 // arb_peak_i8 and arb_peak_f32 run iters rounds of independent chains of
-// the matrix kernels' inner operations (int8: maddubs then madd on 256-bit
-// vectors, as the AVX2 kernels use them, or vpdpbusd on 512-bit vectors
-// where the VNNI tiles run; float32: FMA), enough chains to hide their
-// latency, and return a value that depends on every result. They measure
-// the compute ceiling the kernels can approach: arb_peak_i8_macs() int8
-// multiply-adds (8 * 32, or 8 * 64 with VNNI), or 10 * 8 float ones, per
-// round.
+// the matrix kernels' inner operations (int8: maddubs, added in 16 bits
+// four at a time, then madd on 256-bit vectors, as the AVX2 tiles use
+// them, or vpdpbusd on 512-bit vectors where the VNNI tiles run; float32:
+// FMA), enough chains to hide their latency, and return a value that
+// depends on every result. They measure the compute ceiling the kernels
+// can approach: arb_peak_i8_macs() int8 multiply-adds (8 * 128, or 8 * 64
+// with VNNI), or 10 * 8 float ones, per round.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// The AVX2 chains are the eight-row tiles' (k8.c, q40x8.c): four maddubs
+// pair sums added in 16 bits, then one madd widens them into the sum.
 AVX2 static int64_t peak_i8_avx2(long iters) {
-	__m256i a = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+	__m256i a = _mm256_set1_epi8(3), c = _mm256_set1_epi8(5), ones = _mm256_set1_epi16(1);
 	__m256i b[8], s[8];
 	for (int k = 0; k < 8; k++) { b[k] = _mm256_set1_epi8((char)(k + 1)); s[k] = _mm256_setzero_si256(); }
 	for (long i = 0; i < iters; i++) {
-		for (int k = 0; k < 8; k++) s[k] = _mm256_add_epi32(s[k], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b[k]), ones));
-		__asm__ volatile("" : "+x"(a));
+		for (int k = 0; k < 8; k++) { // four products no other chain shares
+			__m256i p = _mm256_add_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(a, b[k]), _mm256_maddubs_epi16(b[k], a)),
+			                             _mm256_add_epi16(_mm256_maddubs_epi16(c, b[k]), _mm256_maddubs_epi16(b[k], c)));
+			s[k] = _mm256_add_epi32(s[k], _mm256_madd_epi16(p, ones));
+		}
+		__asm__ volatile("" : "+x"(a), "+x"(c));
 	}
 	__m256i t = s[0];
 	for (int k = 1; k < 8; k++) t = _mm256_add_epi32(t, s[k]);
@@ -2405,6 +2411,7 @@ AVX2 static int64_t peak_f32_avx2(long iters) {
 int arb_peak_i8_macs(void) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	if (arb_simd_level() >= 2) return 8 * 64;
+	if (arb_simd_level() >= 1) return 8 * 128;
 #endif
 	return 8 * 32;
 }

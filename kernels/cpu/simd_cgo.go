@@ -245,7 +245,8 @@ func PeakProbe(integer bool, iters int) (macs int64, sink int64) {
 }
 
 // repackMatrix returns m's rows repacked group rows at a time (16: x16.c,
-// for every repacked type; 8: q40x8.c, for Q4_0 and Q8_0) and the group,
+// for every repacked type; 8: q40x8.c for Q4_0 and Q8_0, k8.c for the
+// K-quants) and the group,
 // or nil and 0 where that does not apply (repackedBytes 0: another type,
 // rows not a multiple of 8, the portable kernels in use). Measured on the
 // bench target (Q8_0) and synthetic models: see docs/PERFORMANCE.md.
@@ -258,6 +259,10 @@ func repackMatrix(m *Matrix, group int) ([]byte, int) {
 	src, dst := (*C.uint8_t)(unsafe.Pointer(&m.data[0])), (*C.uint8_t)(unsafe.Pointer(&p[0]))
 	if group == 16 {
 		C.arb_x16_pack(C.int(m.typ), src, C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/m.typ.BlockSize()), dst)
+		return p, group
+	}
+	if k8GroupBytes(m.typ) > 0 {
+		C.arb_k8_pack(C.int(m.typ), src, C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/m.typ.BlockSize()), dst)
 		return p, group
 	}
 	nb := m.cols / quant.QK
@@ -276,13 +281,17 @@ func tiles(w *Matrix, q *q8Buf, lo, hi, n int, out []float32) bool {
 	var yd *C.float
 	var yq *C.int8_t
 	var ys *C.int32_t
-	if w.group != 16 {
+	kq := layoutOf(w) == inKPanels
+	if w.group != 16 && !kq {
 		yd, yq, ys = (*C.float)(unsafe.Pointer(&q.d[0])), (*C.int8_t)(unsafe.Pointer(&q.q[0])), (*C.int32_t)(unsafe.Pointer(&q.s[0]))
 	}
 	switch {
+	case w.group == 8 && kq:
+		rc = C.arb_mm_k8(C.int(w.typ), p, glo, ghi, (*C.int8_t)(unsafe.Pointer(&q.k.q[0])), (*C.float)(unsafe.Pointer(&q.k.d[0])),
+			(*C.int32_t)(unsafe.Pointer(&q.k.c[0])), C.int(w.cols/quant.QK), cn, o, rows)
 	case w.group == 16:
 		pb := &q.p
-		if layoutOf(w) == inKPanels {
+		if kq {
 			pb = &q.k
 		}
 		rc = C.arb_mm_x16(C.int(w.typ), p, glo, ghi, (*C.int8_t)(unsafe.Pointer(&pb.q[0])), (*C.float)(unsafe.Pointer(&pb.d[0])),
@@ -297,6 +306,5 @@ func tiles(w *Matrix, q *q8Buf, lo, hi, n int, out []float32) bool {
 // tiles (x16.c).
 func vnniTiles() bool { return simdLevel >= 2 }
 
-// repacks says whether this CPU runs the repacked tiles (the K-quants'
-// only with vnniTiles).
+// repacks says whether this CPU runs the repacked tiles.
 func repacks() bool { return simdLevel >= 1 && !noRepack }

@@ -1,0 +1,257 @@
+//go:build cgo && !purego
+
+// K-quant weights (Q4_K, Q5_K, Q6_K) repacked eight rows at a time, for
+// AVX2 (arb_simd_level 1).
+//
+// Without them a CPU with AVX2 alone multiplied a K-quant row at a time
+// against up to four activation rows (simd.c's k_tile), reducing every
+// block's products across the vector: a Q4_K pass of 8 tokens on the 1B
+// shape ran at about 93 GMAC/s, half the 174 the cores' int8 probe reads,
+// and cost five decode steps. Here, as in q40x8.c, a 256-bit vector's
+// eight 4-byte lanes hold eight rows' four weights, so each maddubs adds
+// four products to each of eight rows' sums with no horizontal reduction.
+//
+// The arithmetic is x16.c's, lane for lane: the activations scaled per 256
+// values (arb_quantize_q8k_panels), each 32-value block's exact integer
+// sum multiplied into a float sum with its scale, the mins' exact sum once
+// a super-block, then acc += dy * (d * fs - dmin * im) (Q6_K: each 16-value
+// half's exact sum of (q - 32) * y with its scale, then acc += dy * (d *
+// fs)). The integer sums are exact on both (maddubs pair sums widened
+// before they could pass 16 bits), so these tiles give the sixteen-row
+// tiles' results bit for bit, and TestSixteenRowsMatchEightRows holds both
+// to kTilesReference.
+//
+// Layouts (per super-block of eight rows):
+//  - Q4_K (Q5_K): eight d, eight dmin (float16), then for each sub-block j
+//    its eight scales and eight mins (a byte a row), then for each 32-byte
+//    chunk c of nibbles eight vectors (lane i: row i's bytes 32c+4h..+3);
+//    Q5_K adds eight vectors of fifth bits (lane i: row i's qh bytes
+//    4h..4h+3). 1184 (1440) bytes.
+//  - Q6_K: eight d, the eight scales of each of the sixteen 16-weight
+//    groups, then for each 32-weight block eight vectors of the weights as
+//    unsigned bytes q (0..63). 2192 bytes.
+#include <string.h>
+#include "q40x8.h"
+#include "simd.h"
+
+enum {
+	K8_Q4K = 16 + 16 + 128 + 1024,
+	K8_Q5K = K8_Q4K + 256,
+	K8_Q6K = 16 + 128 + 2048,
+};
+
+static long k8_group_bytes(int type) {
+	switch (type) {
+	case ARB_Q4_K: return K8_Q4K;
+	case ARB_Q5_K: return K8_Q5K;
+	case ARB_Q6_K: return K8_Q6K;
+	}
+	return 0;
+}
+
+// arb_k8_bytes is what a matrix of rows (a multiple of 8) x nb
+// super-blocks takes repacked; 0 for a type without these tiles.
+long arb_k8_bytes(int type, int rows, int nb) { return (long)(rows / 8) * nb * k8_group_bytes(type); }
+
+static inline void k8_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
+	if (j < 4) {
+		*sc = q[j] & 63;
+		*m = q[j + 4] & 63;
+	} else {
+		*sc = (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4);
+		*m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+	}
+}
+
+static inline uint8_t k8_q6_value(const uint8_t *blk, int l) {
+	int half = l / 128, r = l % 128, g = r / 32, k = r % 32;
+	const uint8_t *ql = blk + 64 * half + 32 * (g % 2), *qh = blk + 128 + 32 * half;
+	return (uint8_t)(((ql[k] >> (4 * (g / 2))) & 0xf) | ((qh[k] >> (2 * g)) & 3) << 4);
+}
+
+// arb_k8_pack repacks rows (a multiple of 8) of nb super-blocks of a
+// K-quant into dst (arb_k8_bytes of it).
+void arb_k8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst) {
+	long gb = k8_group_bytes(type);
+	for (int g = 0; g < rows / 8; g++)
+		for (int b = 0; b < nb; b++) {
+			uint8_t *d = dst + ((long)g * nb + b) * gb;
+			for (int i = 0; i < 8; i++) {
+				const uint8_t *row = src + (long)(8 * g + i) * row_bytes;
+				if (type == ARB_Q6_K) {
+					const uint8_t *blk = row + (long)b * 210;
+					memcpy(d + 2 * i, blk + 208, 2);
+					for (int k = 0; k < 16; k++) d[16 + 8 * k + i] = blk[192 + k];
+					for (int c = 0; c < 8; c++)
+						for (int h = 0; h < 8; h++)
+							for (int e = 0; e < 4; e++) d[144 + 256 * c + 32 * h + 4 * i + e] = k8_q6_value(blk, 32 * c + 4 * h + e);
+					continue;
+				}
+				int q5 = type == ARB_Q5_K;
+				const uint8_t *blk = row + (long)b * (q5 ? 176 : 144);
+				memcpy(d + 2 * i, blk, 2);
+				memcpy(d + 16 + 2 * i, blk + 2, 2);
+				for (int j = 0; j < 8; j++) k8_scale_min(j, blk + 4, d + 32 + 16 * j + i, d + 32 + 16 * j + 8 + i);
+				for (int c = 0; c < 4; c++)
+					for (int h = 0; h < 8; h++) memcpy(d + 160 + 256 * c + 32 * h + 4 * i, blk + (q5 ? 48 : 16) + 32 * c + 4 * h, 4);
+				if (q5)
+					for (int h = 0; h < 8; h++) memcpy(d + K8_Q4K + 32 * h + 4 * i, blk + 16 + 4 * h, 4);
+			}
+		}
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#include "x8.h"
+
+#define AI inline __attribute__((always_inline))
+
+// word is the four activation bytes at p in every lane.
+#define word(p) _mm256_set1_epi32(*(const int32_t *)(p))
+
+// The activations come in panels (arb_quantize_q8k_panels): for the
+// panel of T rows that starts at row r, block b of its row k is slot
+// b*T + k, 32 bytes a slot, a scale a slot and four offsets a slot (x16.c).
+
+// q4k8_tile computes the eight rows of group gp (Q4_K, or Q5_K when q5)
+// against activation rows r..r+T-1 (a panel) into out[(r+k)*rows + o..].
+X8_AVX2 static AI void q4k8_tile(const int q5, const uint8_t *gp, int nb, const int8_t *yq, const float *yd, const int32_t *yc, int r,
+                                 const int T, float *out, long rows, int o) {
+	__m256 acc[4];
+	for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();
+	const long GB = q5 ? K8_Q5K : K8_Q4K, base = (long)r * nb;
+	const int8_t *q = yq + base * 32;
+	const float *dy = yd + base;
+	const int32_t *c = yc + 4 * base;
+	const __m256i m4 = _mm256_set1_epi8(0xf), sixteen = _mm256_set1_epi8(16), ones = _mm256_set1_epi16(1);
+	for (int sb = 0; sb < nb / 8; sb++) {
+		const uint8_t *blk = gp + (long)sb * GB;
+		for (long pf = 0; pf < GB; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0);
+		const int32_t *pairs = c; // word 0 of the even blocks' slots: two blocks' activation sums
+		__m256 fs[4];
+		for (int k = 0; k < T; k++) fs[k] = _mm256_setzero_ps();
+		for (int j = 0; j < 8; j++) {
+			int ch = j / 2, e = j % 2;
+			__m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 32 + 16 * j))));
+			__m256i s[4], s16[4];
+			for (int k = 0; k < T; k++) s[k] = _mm256_setzero_si256();
+			for (int h = 0; h < 8; h++) {
+				__m256i v = _mm256_loadu_si256((const __m256i *)(blk + 160 + 256 * ch + 32 * h));
+				__m256i w = e ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
+				if (q5) { // bit j of each qh byte is its weight's fifth bit: 16 added where it is set
+					__m256i bit = _mm256_set1_epi8((char)(1 << j)), qh = _mm256_loadu_si256((const __m256i *)(blk + K8_Q4K + 32 * h));
+					w = _mm256_or_si256(w, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit), sixteen));
+				}
+				for (int k = 0; k < T; k++) {
+					__m256i p = _mm256_maddubs_epi16(w, word(q + 32 * k + 4 * h));
+					s16[k] = h % 4 == 0 ? p : _mm256_add_epi16(s16[k], p);
+					// pair sums reach 2*15*127 (Q5_K: 2*31*127): four fit 16 bits
+					if (h % 4 == 3) s[k] = _mm256_add_epi32(s[k], _mm256_madd_epi16(s16[k], ones));
+				}
+			}
+			for (int k = 0; k < T; k++) fs[k] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s[k]), fs[k]);
+			q += 32 * T, c += 4 * T;
+		}
+		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));
+		__m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16)));
+		__m256i mp[4]; // lane i: row i's mins of blocks 2t and 2t+1 as two int16
+		for (int t = 0; t < 4; t++)
+			mp[t] = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 32 + 16 * (2 * t) + 8))),
+			                        _mm256_slli_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 32 + 16 * (2 * t + 1) + 8))), 16));
+		for (int k = 0; k < T; k++) {
+			__m256i im = _mm256_setzero_si256();
+			for (int t = 0; t < 4; t++) im = _mm256_add_epi32(im, _mm256_madd_epi16(mp[t], _mm256_set1_epi32(pairs[8 * t * T + k])));
+			__m256 v = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(im), _mm256_mul_ps(d, fs[k]));
+			acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(dy[k]), v, acc[k]);
+		}
+		dy += 8 * T;
+	}
+	for (int k = 0; k < T; k++) _mm256_storeu_ps(out + (long)(r + k) * rows + o, acc[k]);
+}
+
+// q6k8_tile is q4k8_tile for Q6_K: each 16-weight half of a block gives
+// each lane its row's exact sum of (q - 32) * y (the stored q against y,
+// less 32 times the half's activation sum), into the super-block's float
+// sum with the half's scale; then acc += dy * (d * fs).
+X8_AVX2 static AI void q6k8_tile(const uint8_t *gp, int nb, const int8_t *yq, const float *yd, const int32_t *yc, int r, const int T,
+                                 float *out, long rows, int o) {
+	__m256 acc[4];
+	for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();
+	const long base = (long)r * nb;
+	const int8_t *q = yq + base * 32;
+	const float *dy = yd + base;
+	const int32_t *c = yc + 4 * base;
+	const __m256i ones = _mm256_set1_epi16(1);
+	for (int sb = 0; sb < nb / 8; sb++) {
+		const uint8_t *blk = gp + (long)sb * K8_Q6K;
+		for (long pf = 0; pf < K8_Q6K; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0);
+		__m256 fs[4];
+		for (int k = 0; k < T; k++) fs[k] = _mm256_setzero_ps();
+		for (int ch = 0; ch < 8; ch++) {
+			for (int half = 0; half < 2; half++) {
+				__m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 16 + 8 * (2 * ch + half)))));
+				__m256i s[4];
+				for (int k = 0; k < T; k++) s[k] = _mm256_set1_epi32(c[(2 + half) * T + k]);
+				for (int h = 0; h < 4; h += 2) {
+					// pair sums reach 2*63*127: two fit 16 bits
+					__m256i w0 = _mm256_loadu_si256((const __m256i *)(blk + 144 + 256 * ch + 32 * (h + 4 * half)));
+					__m256i w1 = _mm256_loadu_si256((const __m256i *)(blk + 144 + 256 * ch + 32 * (h + 1 + 4 * half)));
+					for (int k = 0; k < T; k++) {
+						const int8_t *y = q + 32 * k + 16 * half + 4 * h;
+						__m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(w0, word(y)), _mm256_maddubs_epi16(w1, word(y + 4)));
+						s[k] = _mm256_add_epi32(s[k], _mm256_madd_epi16(p, ones));
+					}
+				}
+				for (int k = 0; k < T; k++) fs[k] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s[k]), fs[k]);
+			}
+			q += 32 * T, c += 4 * T;
+		}
+		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));
+		for (int k = 0; k < T; k++) acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(dy[k]), _mm256_mul_ps(d, fs[k]), acc[k]);
+		dy += 8 * T;
+	}
+	for (int k = 0; k < T; k++) _mm256_storeu_ps(out + (long)(r + k) * rows + o, acc[k]);
+}
+
+// K8_ROWS defines NAME: groups glo..ghi-1 against the n activation rows,
+// a panel (ARB_PANEL rows, the last the rest) a tile.
+#define K8_ROWS(NAME, GB, CALL)                                                                             \
+	X8_AVX2 static void NAME(const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd,   \
+	                         const int32_t *yc, int nb, int n, float *out, int rows) {                     \
+		for (int g = glo; g < ghi; g++) {                                                               \
+			const uint8_t *gp = packed + (long)g * (nb / 8) * (GB);                                     \
+			for (int r = 0; r < n; r += ARB_PANEL) {                                                    \
+				switch (n - r < ARB_PANEL ? n - r : ARB_PANEL) {                                        \
+				case 4: CALL(4); break;                                                                 \
+				case 3: CALL(3); break;                                                                 \
+				case 2: CALL(2); break;                                                                 \
+				default: CALL(1); break;                                                                \
+				}                                                                                       \
+			}                                                                                           \
+		}                                                                                               \
+	}
+#define Q4K8(T) q4k8_tile(0, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g)
+#define Q5K8(T) q4k8_tile(1, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g)
+#define Q6K8(T) q6k8_tile(gp, nb, yq, yd, yc, r, T, out, rows, 8 * g)
+K8_ROWS(mm_q4k8, K8_Q4K, Q4K8)
+K8_ROWS(mm_q5k8, K8_Q5K, Q5K8)
+K8_ROWS(mm_q6k8, K8_Q6K, Q6K8)
+#endif
+
+// arb_mm_k8 multiplies groups glo..ghi-1 (of eight rows) of a K-quant
+// matrix repacked by arb_k8_pack by n activation rows quantised by
+// arb_quantize_q8k_panels (yq, yd, yc; nb blocks of 32 a row), into
+// out[r*rows + o]. It returns -1 where the CPU lacks AVX2, FMA or F16C
+// or type has no eight-row tiles.
+int arb_mm_k8(int type, const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd, const int32_t *yc, int nb,
+              int n, float *out, int rows) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() < 1) return -1;
+	switch (type) {
+	case ARB_Q4_K: mm_q4k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows); return 0;
+	case ARB_Q5_K: mm_q5k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows); return 0;
+	case ARB_Q6_K: mm_q6k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows); return 0;
+	}
+#endif
+	return -1;
+}
