@@ -229,7 +229,13 @@ func packRows(t quant.Type) int {
 
 // eightRowTiles says whether t has the eight-row AVX2 tiles of q40x8.c,
 // whose repacked copy is the file's bytes rearranged.
-func eightRowTiles(t quant.Type) bool { return t == quant.Q4_0 || t == quant.Q8_0 }
+func eightRowTiles(t quant.Type) bool {
+	switch t {
+	case quant.Q4_0, quant.Q8_0, quant.Q5_0, quant.Q4_1, quant.Q5_1:
+		return true
+	}
+	return false
+}
 
 // k8GroupBytes is what eight rows' super-block take repacked for the
 // K-quants' eight-row AVX2 tiles (k8.c's K8_ sizes); 0 for the other

@@ -1,6 +1,7 @@
 //go:build cgo && !purego
 
-// Q4_0 and Q8_0 weights repacked eight rows at a time, for AVX2.
+// Q4_0, Q8_0, Q5_0, Q4_1 and Q5_1 weights repacked eight rows at a time,
+// for AVX2.
 //
 // A Q4_0 block is a float16 scale and 16 bytes holding 32 four-bit weights
 // (byte j: weight j in the low nibble, weight j+16 in the high one). The
@@ -33,17 +34,42 @@
 // 4h..4h+3: 144 bytes for Q4_0, 272 for Q8_0, what the eight blocks take.
 enum { GROUP_BYTES = 16 + 128, Q8_GROUP_BYTES = 16 + 256 };
 
-// arb_x8_pack repacks rows (a multiple of 8) of nb blocks of block_bytes
-// each (18: Q4_0, 34: Q8_0).
-void arb_x8_pack(const uint8_t *src, long row_bytes, int rows, int nb, int block_bytes, uint8_t *dst) {
-	int vecs = (block_bytes - 2) / 4, group = 16 + 32 * vecs;
+// Q5_0, Q4_1 and Q5_1 are repacked as x16.c repacks them for sixteen
+// rows: the eight scales (Q4_1, Q5_1: then the eight mins), Q4_0's four
+// vectors of nibbles, and (Q5_0, Q5_1) a vector of fifth bits whose lane
+// i holds row i's four bytes e, bit h of byte e the fifth bit of weight
+// 4h+e and bit 4+h that of weight 16+4h+e: 176, 160 and 192 bytes, what
+// the eight blocks take.
+enum { Q50_GROUP_BYTES = 16 + 128 + 32, Q41_GROUP_BYTES = 16 + 16 + 128, Q51_GROUP_BYTES = Q41_GROUP_BYTES + 32 };
+
+// arb_x8_pack repacks rows (a multiple of 8) of nb blocks of a type
+// (Q4_0, Q8_0, Q5_0, Q4_1, Q5_1), each block_bytes long, into as many
+// bytes.
+void arb_x8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, int block_bytes, uint8_t *dst) {
+	int legacy = type == ARB_Q5_0 || type == ARB_Q4_1 || type == ARB_Q5_1;
+	int vecs = (block_bytes - 2) / 4, group = legacy ? 8 * block_bytes : 16 + 32 * vecs;
+	int mn = type != ARB_Q5_0, q5 = type != ARB_Q4_1, head = 2 + 2 * mn, at = 16 + 16 * mn;
 	for (int g = 0; g < rows / 8; g++)
 		for (int b = 0; b < nb; b++) {
 			uint8_t *d = dst + ((long)g * nb + b) * group;
 			for (int i = 0; i < 8; i++) {
 				const uint8_t *blk = src + (long)(8 * g + i) * row_bytes + (long)b * block_bytes;
 				memcpy(d + 2 * i, blk, 2);
-				for (int h = 0; h < vecs; h++) memcpy(d + 16 + 32 * h + 4 * i, blk + 2 + 4 * h, 4);
+				if (!legacy) {
+					for (int h = 0; h < vecs; h++) memcpy(d + 16 + 32 * h + 4 * i, blk + 2 + 4 * h, 4);
+					continue;
+				}
+				if (mn) memcpy(d + 16 + 2 * i, blk + 2, 2);
+				for (int h = 0; h < 4; h++) memcpy(d + at + 32 * h + 4 * i, blk + head + 4 * q5 + 4 * h, 4);
+				if (!q5) continue;
+				const uint8_t *hb = blk + head;
+				uint32_t qh = (uint32_t)hb[0] | (uint32_t)hb[1] << 8 | (uint32_t)hb[2] << 16 | (uint32_t)hb[3] << 24;
+				for (int e = 0; e < 4; e++) {
+					uint8_t bits = 0;
+					for (int h = 0; h < 4; h++)
+						bits |= (uint8_t)(((qh >> (4 * h + e)) & 1) << h | ((qh >> (16 + 4 * h + e)) & 1) << (4 + h));
+					d[at + 128 + 4 * i + e] = bits;
+				}
 			}
 		}
 }
@@ -134,18 +160,105 @@ Q80X8_TILE(2)
 Q80X8_TILE(3)
 Q80X8_TILE(4)
 
+// q50x8_tile is q40x8_tile for Q5_0 (q5, no min), Q4_1 (a min) and
+// Q5_1 (both), in x16.c's arithmetic lane for lane, so the two widths
+// give the same bits: the weights unsigned (the fifth bit adds 16 where
+// it is set), their pair sums added four at a time in 16 bits (2*31*127
+// each at most) before madd widens them; Q5_0 takes 16 times the block's
+// activation sum off the exact total, then acc += (d * dy) * sum; Q4_1 and
+// Q5_1 add their min's share after it: acc += dy * (d * sum + m * sy).
+X8_AVX2 static inline __attribute__((always_inline)) void q50x8_tile(const int type, const uint8_t *gp, int nb, const float *yd,
+                                                                     const int8_t *yq, const int32_t *ys, int r, const int T,
+                                                                     float *out, long rows, int o) {
+	const int mn = type != ARB_Q5_0, q5 = type != ARB_Q4_1, at = 16 + 16 * mn;
+	const long GB = type == ARB_Q5_0 ? Q50_GROUP_BYTES : type == ARB_Q4_1 ? Q41_GROUP_BYTES : Q51_GROUP_BYTES;
+	__m256 acc[4];
+	for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();
+	const __m256i m4 = _mm256_set1_epi8(0xf), sixteen = _mm256_set1_epi8(16), ones = _mm256_set1_epi16(1);
+	long stride = (long)nb * 32;
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *blk = gp + (long)b * GB;
+		for (long pf = 0; pf < GB; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0);
+		__m256i w[8];
+		__m256i fifth = q5 ? _mm256_loadu_si256((const __m256i *)(blk + at + 128)) : _mm256_setzero_si256();
+		for (int h = 0; h < 4; h++) {
+			__m256i v = _mm256_loadu_si256((const __m256i *)(blk + at + 32 * h));
+			w[h] = _mm256_and_si256(v, m4);
+			w[4 + h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+			if (q5) {
+				__m256i lo = _mm256_set1_epi8((char)(1 << h)), hi = _mm256_set1_epi8((char)(16 << h));
+				w[h] = _mm256_or_si256(w[h], _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(fifth, lo), lo), sixteen));
+				w[4 + h] = _mm256_or_si256(w[4 + h], _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(fifth, hi), hi), sixteen));
+			}
+		}
+		__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));
+		__m256 mw = mn ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16))) : _mm256_setzero_ps();
+		for (int k = 0; k < T; k++) {
+			const int8_t *y = yq + (long)(r + k) * stride + (long)b * 32;
+			int32_t y4[8];
+			memcpy(y4, y, 32);
+			__m256i s16a = _mm256_maddubs_epi16(w[0], _mm256_set1_epi32(y4[0])), s16b = _mm256_maddubs_epi16(w[4], _mm256_set1_epi32(y4[4]));
+			for (int h = 1; h < 4; h++) {
+				s16a = _mm256_add_epi16(s16a, _mm256_maddubs_epi16(w[h], _mm256_set1_epi32(y4[h])));
+				s16b = _mm256_add_epi16(s16b, _mm256_maddubs_epi16(w[4 + h], _mm256_set1_epi32(y4[4 + h])));
+			}
+			__m256i s32 = _mm256_add_epi32(_mm256_madd_epi16(s16a, ones), _mm256_madd_epi16(s16b, ones));
+			int32_t sy = ys[(long)(r + k) * nb + b];
+			float dy = yd[(long)(r + k) * nb + b];
+			if (!mn) {
+				s32 = _mm256_sub_epi32(s32, _mm256_set1_epi32(16 * sy));
+				acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(dy)), _mm256_cvtepi32_ps(s32), acc[k]);
+			} else {
+				__m256 v = _mm256_fmadd_ps(mw, _mm256_set1_ps((float)sy), _mm256_mul_ps(dw, _mm256_cvtepi32_ps(s32)));
+				acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(dy), v, acc[k]);
+			}
+		}
+	}
+	for (int k = 0; k < T; k++) _mm256_storeu_ps(out + (long)(r + k) * rows + o, acc[k]);
+}
+#define LEGACY_TILES(NAME, TYPE)                                                                            \
+	X8_AVX2 static inline __attribute__((always_inline)) void NAME##1(const uint8_t *gp, int nb, const float *yd, const int8_t *yq, \
+	                                                                  const int32_t *ys, int r, float *out, long rows, int o) { \
+		q50x8_tile(TYPE, gp, nb, yd, yq, ys, r, 1, out, rows, o);                                        \
+	}                                                                                                    \
+	X8_AVX2 static inline __attribute__((always_inline)) void NAME##2(const uint8_t *gp, int nb, const float *yd, const int8_t *yq, \
+	                                                                  const int32_t *ys, int r, float *out, long rows, int o) { \
+		q50x8_tile(TYPE, gp, nb, yd, yq, ys, r, 2, out, rows, o);                                        \
+	}                                                                                                    \
+	X8_AVX2 static inline __attribute__((always_inline)) void NAME##3(const uint8_t *gp, int nb, const float *yd, const int8_t *yq, \
+	                                                                  const int32_t *ys, int r, float *out, long rows, int o) { \
+		q50x8_tile(TYPE, gp, nb, yd, yq, ys, r, 3, out, rows, o);                                        \
+	}                                                                                                    \
+	X8_AVX2 static inline __attribute__((always_inline)) void NAME##4(const uint8_t *gp, int nb, const float *yd, const int8_t *yq, \
+	                                                                  const int32_t *ys, int r, float *out, long rows, int o) { \
+		q50x8_tile(TYPE, gp, nb, yd, yq, ys, r, 4, out, rows, o);                                        \
+	}
+LEGACY_TILES(q50x8_tile_, ARB_Q5_0)
+LEGACY_TILES(q41x8_tile_, ARB_Q4_1)
+LEGACY_TILES(q51x8_tile_, ARB_Q5_1)
+
 X8_ROWS(mm_q40x8, X8_AVX2, q40x8_tile, GROUP_BYTES)
 X8_ROWS(mm_q80x8, X8_AVX2, q80x8_tile, Q8_GROUP_BYTES)
+X8_ROWS(mm_q50x8, X8_AVX2, q50x8_tile_, Q50_GROUP_BYTES)
+X8_ROWS(mm_q41x8, X8_AVX2, q41x8_tile_, Q41_GROUP_BYTES)
+X8_ROWS(mm_q51x8, X8_AVX2, q51x8_tile_, Q51_GROUP_BYTES)
 #endif
 
-// arb_mm_x8 multiplies groups glo..ghi-1 of a repacked matrix (q4: Q4_0,
-// else Q8_0) by n activation rows quantised to 8 bits (yd scales, yq
-// values, ys block sums); out[r*rows + o]. It returns -1 where the CPU
-// lacks AVX2, FMA or F16C (the caller packs only where it has them).
-int arb_mm_x8(int q4, const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
+// arb_mm_x8 multiplies groups glo..ghi-1 of a repacked matrix of type
+// (Q4_0, Q8_0, Q5_0, Q4_1, Q5_1) by n activation rows quantised to 8 bits
+// (yd scales, yq values, ys block sums); out[r*rows + o]. It returns -1
+// where the CPU lacks AVX2, FMA or F16C (the caller packs only where it
+// has them) or type has no eight-row tiles here.
+int arb_mm_x8(int type, const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
               const int32_t *ys, int n, float *out, int rows) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	return x8_run(q4 ? mm_q40x8 : mm_q80x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
+	switch (type) {
+	case ARB_Q4_0: return x8_run(mm_q40x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
+	case ARB_Q8_0: return x8_run(mm_q80x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
+	case ARB_Q5_0: return x8_run(mm_q50x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
+	case ARB_Q4_1: return x8_run(mm_q41x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
+	case ARB_Q5_1: return x8_run(mm_q51x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
+	}
 #endif
 	return -1;
 }

@@ -20,7 +20,7 @@ import (
 // its activation row is multiplied alone and when one thread does all
 // rows (greedy losslessness rests on both).
 func TestEightRows(t *testing.T) {
-	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q5_0, quant.Q4_1, quant.Q5_1, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		// 24 rows: a sixteen-row group and one padded with zeros, in one
 		// tile of two groups; 40: two groups, then a padded one alone;
 		// 96: three tiles of two groups, split between the threads
@@ -100,15 +100,16 @@ func testEightRows(t *testing.T, typ quant.Type, rows int) {
 // TestSixteenRowsMatchEightRows: on a CPU with AVX-512 VNNI, the
 // sixteen-row tiles (x16.c) give, bit for bit, the eight-row AVX2 tiles'
 // outputs for Q4_0 and Q8_0 (their integer block sums are exact on both
-// paths, and the float code after them is the same, lane by lane), for
-// Q5_0, Q4_1 and Q5_1 (no eight-row tiles) those of legacyTilesReference,
-// and for the K-quants, whose activations are scaled per 256 values, those of
-// kTilesReference, their steps in Go (after checkKPanels has checked the
-// activations), on rows of raw random bytes (Q8_0's -128 included) against
-// activations that reach +-127, at every tile width and with the last
-// group half padding. Changed weights in the sixteen-row copy (a negative
-// control: one vector of the last block) must change an output. Elsewhere
-// it is skipped: the kernels it compares do not run there.
+// paths, and the float code after them is the same, lane by lane); for
+// Q5_0, Q4_1 and Q5_1 both widths give legacyTilesReference's, and for
+// the K-quants, whose activations are scaled per 256 values,
+// kTilesReference's: their steps in Go (after checkKPanels has checked
+// the activations). On rows of raw random bytes (Q8_0's -128 included)
+// against activations that reach +-127 (one row at 127 throughout, where
+// the AVX2 tiles' 16-bit pair sums peak), at every tile width and with
+// the last group half padding. Changed weights in a repacked copy (a
+// negative control: one vector of the last block) must change an output.
+// Elsewhere it is skipped: the kernels it compares do not run there.
 func TestSixteenRowsMatchEightRows(t *testing.T) {
 	if simdLevel < 2 || !repacks() {
 		t.Skipf("SIMD level %d: no AVX-512 VNNI tiles on this CPU (or ARBORIST_SIMD / ARBORIST_REPACK)", simdLevel)
@@ -145,7 +146,7 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 		m16 := &Matrix{typ: typ, rows: rows, cols: cols, rowBytes: rb, data: w}
 		m16.packed, m16.group = repackMatrix(m16, 16)
 		kq := layoutOf(m16) == inKPanels
-		if (m8.packed == nil) != (!kq && !eightRowTiles(typ)) || m16.packed == nil {
+		if m8.packed == nil || m16.packed == nil {
 			t.Fatal("not repacked as the tiles take it")
 		}
 		for n := 1; n <= 19; n++ {
@@ -169,16 +170,21 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 			if !tiles(m16, &q, 0, (rows+15)/16, n, v) {
 				t.Fatal("the repacked kernels refused")
 			}
-			if kq {
-				checkKPanels(t, x, n, cols, &q.k)
-				kTilesReference(typ, w, rb, rows, cols, &q.k, n, a)
+			legacy := typ == quant.Q5_0 || typ == quant.Q4_1 || typ == quant.Q5_1
+			if kq || legacy {
+				if kq {
+					checkKPanels(t, x, n, cols, &q.k)
+					kTilesReference(typ, w, rb, rows, cols, &q.k, n, a)
+				} else {
+					legacyTilesReference(typ, w, rb, rows, cols, &q.p, n, a)
+				}
 				e := make([]float32, n*rows)
 				if !tiles(m8, &q, 0, rows/8, n, e) {
-					t.Fatal("the eight-row K-quant tiles refused")
+					t.Fatal("the eight-row tiles refused")
 				}
 				for i := range a {
 					if math.Float32bits(a[i]) != math.Float32bits(e[i]) {
-						t.Fatalf("%v n=%d: out[%d] = %v with eight-row tiles, %v with kTilesReference", typ, n, i, e[i], a[i])
+						t.Fatalf("%v n=%d: out[%d] = %v with eight-row tiles, %v with the reference", typ, n, i, e[i], a[i])
 					}
 				}
 				if n == 5 { // negative control: the eight-row copy's last vector of weights changed
@@ -198,8 +204,6 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 						t.Fatalf("%v: a changed weight byte in the eight-row copy changed no output", typ)
 					}
 				}
-			} else if !eightRowTiles(typ) {
-				legacyTilesReference(typ, w, rb, rows, cols, &q.p, n, a)
 			} else if !tiles(m8, &q, 0, rows/8, n, a) {
 				t.Fatal("the repacked kernels refused")
 			}

@@ -245,8 +245,8 @@ func PeakProbe(integer bool, iters int) (macs int64, sink int64) {
 }
 
 // repackMatrix returns m's rows repacked group rows at a time (16: x16.c,
-// for every repacked type; 8: q40x8.c for Q4_0 and Q8_0, k8.c for the
-// K-quants) and the group,
+// for every repacked type; 8: q40x8.c for Q4_0, Q8_0, Q5_0, Q4_1 and
+// Q5_1, k8.c for the K-quants) and the group,
 // or nil and 0 where that does not apply (repackedBytes 0: another type,
 // rows not a multiple of 8, the portable kernels in use). Measured on the
 // bench target (Q8_0) and synthetic models: see docs/PERFORMANCE.md.
@@ -266,7 +266,7 @@ func repackMatrix(m *Matrix, group int) ([]byte, int) {
 		return p, group
 	}
 	nb := m.cols / quant.QK
-	C.arb_x8_pack(src, C.long(m.rowBytes), C.int(m.rows), C.int(nb), C.int(m.rowBytes/nb), dst)
+	C.arb_x8_pack(C.int(m.typ), src, C.long(m.rowBytes), C.int(m.rows), C.int(nb), C.int(m.rowBytes/nb), dst)
 	return p, group
 }
 
@@ -297,7 +297,7 @@ func tiles(w *Matrix, q *q8Buf, lo, hi, n int, out []float32) bool {
 		rc = C.arb_mm_x16(C.int(w.typ), p, glo, ghi, (*C.int8_t)(unsafe.Pointer(&pb.q[0])), (*C.float)(unsafe.Pointer(&pb.d[0])),
 			(*C.int32_t)(unsafe.Pointer(&pb.c[0])), C.int(w.cols/quant.QK), cn, o, rows)
 	default:
-		rc = C.arb_mm_x8(flag(w.typ == quant.Q4_0), p, glo, ghi, C.int(w.cols/quant.QK), yd, yq, ys, cn, o, rows)
+		rc = C.arb_mm_x8(C.int(w.typ), p, glo, ghi, C.int(w.cols/quant.QK), yd, yq, ys, cn, o, rows)
 	}
 	return rc == 0
 }
