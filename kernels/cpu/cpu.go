@@ -227,11 +227,11 @@ func packRows(t quant.Type) int {
 	return 0
 }
 
-// eightRowTiles says whether t has the eight-row AVX2 tiles of q40x8.c,
-// whose repacked copy is the file's bytes rearranged.
+// eightRowTiles says whether t has the eight-row AVX2 tiles of q40x8.c
+// (whose repacked copy is the file's bytes rearranged, but for IQ4_XS).
 func eightRowTiles(t quant.Type) bool {
 	switch t {
-	case quant.Q4_0, quant.Q8_0, quant.Q5_0, quant.Q4_1, quant.Q5_1:
+	case quant.Q4_0, quant.Q8_0, quant.Q5_0, quant.Q4_1, quant.Q5_1, quant.IQ4_NL, quant.IQ4_XS:
 		return true
 	}
 	return false
@@ -267,6 +267,10 @@ func x16GroupBytes(t quant.Type) int64 {
 		return 32 + 32 + 256
 	case quant.Q5_1:
 		return 32 + 32 + 256 + 64
+	case quant.IQ4_NL:
+		return 32 + 256
+	case quant.IQ4_XS:
+		return 8 * (64 + 256)
 	case quant.Q4_K:
 		return 32 + 32 + 256 + 2048
 	case quant.Q5_K:
@@ -297,6 +301,9 @@ func repackedBytes(t quant.Type, rows, cols, group int) int64 {
 	}
 	if k8GroupBytes(t) > 0 {
 		return int64(rows/8) * int64(cols/t.BlockSize()) * k8GroupBytes(t)
+	}
+	if t == quant.IQ4_XS { // a float32 scale a 32-weight block
+		return int64(rows/8) * int64(cols/quant.QK) * (32 + 128)
 	}
 	if !eightRowTiles(t) {
 		return 0

@@ -1,7 +1,7 @@
 //go:build cgo && !purego
 
-// Q4_0, Q8_0, Q5_0, Q4_1 and Q5_1 weights repacked eight rows at a time,
-// for AVX2.
+// Q4_0, Q8_0, Q5_0, Q4_1, Q5_1, IQ4_NL and IQ4_XS weights repacked eight
+// rows at a time, for AVX2.
 //
 // A Q4_0 block is a float16 scale and 16 bytes holding 32 four-bit weights
 // (byte j: weight j in the low nibble, weight j+16 in the high one). The
@@ -42,10 +42,30 @@ enum { GROUP_BYTES = 16 + 128, Q8_GROUP_BYTES = 16 + 256 };
 // the eight blocks take.
 enum { Q50_GROUP_BYTES = 16 + 128 + 32, Q41_GROUP_BYTES = 16 + 16 + 128, Q51_GROUP_BYTES = Q41_GROUP_BYTES + 32 };
 
+// IQ4_NL is repacked as Q4_0 (its nibbles index the IQ4 table). IQ4_XS,
+// per 32-weight block of its super-blocks: the eight rows' block scales
+// d * (ls - 32) as float32 (exact), then Q4_0's four vectors: 160 bytes.
+enum { IQ4XS_GROUP_BYTES = 32 + 128 };
+
 // arb_x8_pack repacks rows (a multiple of 8) of nb blocks of a type
 // (Q4_0, Q8_0, Q5_0, Q4_1, Q5_1), each block_bytes long, into as many
 // bytes.
 void arb_x8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, int block_bytes, uint8_t *dst) {
+	if (type == ARB_IQ4_XS) { // nb blocks of 32 are nb/8 super-blocks of 136 bytes
+		for (int g = 0; g < rows / 8; g++)
+			for (int b = 0; b < nb; b++) {
+				uint8_t *d = dst + ((long)g * nb + b) * IQ4XS_GROUP_BYTES;
+				for (int i = 0; i < 8; i++) {
+					const uint8_t *sb = src + (long)(8 * g + i) * row_bytes + (long)(b / 8) * 136;
+					int j = b % 8, sh = sb[2] | sb[3] << 8;
+					int ls = ((sb[4 + j / 2] >> (4 * (j % 2))) & 0xf) | ((sh >> (2 * j)) & 3) << 4;
+					float dl = arb_f16_to_f32((uint16_t)(sb[0] | sb[1] << 8)) * (float)(ls - 32);
+					memcpy(d + 4 * i, &dl, 4);
+					for (int h = 0; h < 4; h++) memcpy(d + 32 + 32 * h + 4 * i, sb + 8 + 16 * j + 4 * h, 4);
+				}
+			}
+		return;
+	}
 	int legacy = type == ARB_Q5_0 || type == ARB_Q4_1 || type == ARB_Q5_1;
 	int vecs = (block_bytes - 2) / 4, group = legacy ? 8 * block_bytes : 16 + 32 * vecs;
 	int mn = type != ARB_Q5_0, q5 = type != ARB_Q4_1, head = 2 + 2 * mn, at = 16 + 16 * mn;
@@ -216,6 +236,44 @@ X8_AVX2 static inline __attribute__((always_inline)) void q50x8_tile(const int t
 	}
 	for (int k = 0; k < T; k++) _mm256_storeu_ps(out + (long)(r + k) * rows + o, acc[k]);
 }
+// iq4x8_tile is q80x8_tile for IQ4_NL (IQ4_XS when xs: float32 block
+// scales): each nibble indexes the IQ4 table, whose signed values take
+// the sign trick, each pair sum (at most 2*127*127) widened at once; as
+// x16.c's tile, lane for lane.
+X8_AVX2 static inline __attribute__((always_inline)) void iq4x8_tile(const int xs, const uint8_t *gp, int nb, const float *yd,
+                                                                     const int8_t *yq, int r, const int T, float *out, long rows,
+                                                                     int o) {
+	const long GB = xs ? IQ4XS_GROUP_BYTES : GROUP_BYTES, at = xs ? 32 : 16;
+	__m256 acc[4];
+	for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();
+	const __m256i m4 = _mm256_set1_epi8(0xf), ones = _mm256_set1_epi16(1);
+	const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)arb_iq4_table()));
+	long stride = (long)nb * 32;
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *blk = gp + (long)b * GB;
+		for (long pf = 0; pf < GB; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0);
+		__m256i w[8], a[8];
+		for (int h = 0; h < 4; h++) {
+			__m256i v = _mm256_loadu_si256((const __m256i *)(blk + at + 32 * h));
+			w[h] = _mm256_shuffle_epi8(table, _mm256_and_si256(v, m4));
+			w[4 + h] = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+		}
+		for (int h = 0; h < 8; h++) a[h] = _mm256_sign_epi8(w[h], w[h]);
+		__m256 dw = xs ? _mm256_loadu_ps((const float *)blk) : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));
+		for (int k = 0; k < T; k++) {
+			const int8_t *y = yq + (long)(r + k) * stride + (long)b * 32;
+			__m256i s = _mm256_setzero_si256();
+			for (int h = 0; h < 8; h++) {
+				int32_t y4;
+				memcpy(&y4, y + 4 * (h % 4) + 16 * (h / 4), 4);
+				s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(a[h], _mm256_sign_epi8(_mm256_set1_epi32(y4), w[h])), ones));
+			}
+			acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(yd[(long)(r + k) * nb + b])), _mm256_cvtepi32_ps(s), acc[k]);
+		}
+	}
+	for (int k = 0; k < T; k++) _mm256_storeu_ps(out + (long)(r + k) * rows + o, acc[k]);
+}
+
 #define LEGACY_TILES(NAME, TYPE)                                                                            \
 	X8_AVX2 static inline __attribute__((always_inline)) void NAME##1(const uint8_t *gp, int nb, const float *yd, const int8_t *yq, \
 	                                                                  const int32_t *ys, int r, float *out, long rows, int o) { \
@@ -233,6 +291,29 @@ X8_AVX2 static inline __attribute__((always_inline)) void q50x8_tile(const int t
 	                                                                  const int32_t *ys, int r, float *out, long rows, int o) { \
 		q50x8_tile(TYPE, gp, nb, yd, yq, ys, r, 4, out, rows, o);                                        \
 	}
+#define IQ4_TILES(NAME, XS)                                                                                 \
+	X8_AVX2 static inline __attribute__((always_inline)) void NAME##1(const uint8_t *gp, int nb, const float *yd, const int8_t *yq, \
+	                                                                  const int32_t *ys, int r, float *out, long rows, int o) { \
+		(void)ys;                                                                                            \
+		iq4x8_tile(XS, gp, nb, yd, yq, r, 1, out, rows, o);                                                  \
+	}                                                                                                    \
+	X8_AVX2 static inline __attribute__((always_inline)) void NAME##2(const uint8_t *gp, int nb, const float *yd, const int8_t *yq, \
+	                                                                  const int32_t *ys, int r, float *out, long rows, int o) { \
+		(void)ys;                                                                                            \
+		iq4x8_tile(XS, gp, nb, yd, yq, r, 2, out, rows, o);                                                  \
+	}                                                                                                    \
+	X8_AVX2 static inline __attribute__((always_inline)) void NAME##3(const uint8_t *gp, int nb, const float *yd, const int8_t *yq, \
+	                                                                  const int32_t *ys, int r, float *out, long rows, int o) { \
+		(void)ys;                                                                                            \
+		iq4x8_tile(XS, gp, nb, yd, yq, r, 3, out, rows, o);                                                  \
+	}                                                                                                    \
+	X8_AVX2 static inline __attribute__((always_inline)) void NAME##4(const uint8_t *gp, int nb, const float *yd, const int8_t *yq, \
+	                                                                  const int32_t *ys, int r, float *out, long rows, int o) { \
+		(void)ys;                                                                                            \
+		iq4x8_tile(XS, gp, nb, yd, yq, r, 4, out, rows, o);                                                  \
+	}
+IQ4_TILES(iq4nlx8_tile_, 0)
+IQ4_TILES(iq4xsx8_tile_, 1)
 LEGACY_TILES(q50x8_tile_, ARB_Q5_0)
 LEGACY_TILES(q41x8_tile_, ARB_Q4_1)
 LEGACY_TILES(q51x8_tile_, ARB_Q5_1)
@@ -242,6 +323,8 @@ X8_ROWS(mm_q80x8, X8_AVX2, q80x8_tile, Q8_GROUP_BYTES)
 X8_ROWS(mm_q50x8, X8_AVX2, q50x8_tile_, Q50_GROUP_BYTES)
 X8_ROWS(mm_q41x8, X8_AVX2, q41x8_tile_, Q41_GROUP_BYTES)
 X8_ROWS(mm_q51x8, X8_AVX2, q51x8_tile_, Q51_GROUP_BYTES)
+X8_ROWS(mm_iq4nlx8, X8_AVX2, iq4nlx8_tile_, GROUP_BYTES)
+X8_ROWS(mm_iq4xsx8, X8_AVX2, iq4xsx8_tile_, IQ4XS_GROUP_BYTES)
 #endif
 
 // arb_mm_x8 multiplies groups glo..ghi-1 of a repacked matrix of type
@@ -258,6 +341,8 @@ int arb_mm_x8(int type, const uint8_t *packed, int glo, int ghi, int nb, const f
 	case ARB_Q5_0: return x8_run(mm_q50x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
 	case ARB_Q4_1: return x8_run(mm_q41x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
 	case ARB_Q5_1: return x8_run(mm_q51x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
+	case ARB_IQ4_NL: return x8_run(mm_iq4nlx8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
+	case ARB_IQ4_XS: return x8_run(mm_iq4xsx8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
 	}
 #endif
 	return -1;

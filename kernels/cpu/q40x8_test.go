@@ -11,7 +11,7 @@ import (
 	"arborist/kernels/quant"
 )
 
-// TestEightRows: a Q4_0, Q8_0 or K-quant matrix whose rows come in eights is
+// TestEightRows: a matrix of a repacked type whose rows come in eights is
 // repacked where its tiles run (sixteen rows a group with AVX-512 VNNI,
 // eight with AVX2 alone), and its product agrees with the Go kernel on
 // the original layout (the K-quants' tiles, which scale the activations
@@ -20,7 +20,7 @@ import (
 // its activation row is multiplied alone and when one thread does all
 // rows (greedy losslessness rests on both).
 func TestEightRows(t *testing.T) {
-	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q5_0, quant.Q4_1, quant.Q5_1, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q5_0, quant.Q4_1, quant.Q5_1, quant.IQ4_NL, quant.IQ4_XS, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		// 24 rows: a sixteen-row group and one padded with zeros, in one
 		// tile of two groups; 40: two groups, then a padded one alone;
 		// 96: three tiles of two groups, split between the threads
@@ -115,7 +115,7 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 		t.Skipf("SIMD level %d: no AVX-512 VNNI tiles on this CPU (or ARBORIST_SIMD / ARBORIST_REPACK)", simdLevel)
 	}
 	rng := rand.New(rand.NewPCG(31, 32))
-	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q5_0, quant.Q4_1, quant.Q5_1, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q5_0, quant.Q4_1, quant.Q5_1, quant.IQ4_NL, quant.IQ4_XS, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		rows, cols := 24, 768 // 24 blocks: a group of sixteen for the quantisers and a rest
 		rb, _ := quant.RowBytes(typ, cols)
 		w := make([]byte, rows*rb)
@@ -130,6 +130,8 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 			blocks, at = cols/quant.QKK, []int{208} // d, after the weights and scales
 		case quant.Q4_1, quant.Q5_1:
 			at = []int{0, 2} // d and m
+		case quant.IQ4_XS:
+			blocks = cols / quant.QKK
 		}
 		bb := rb / blocks
 		for r := 0; r < rows; r++ {
@@ -170,7 +172,7 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 			if !tiles(m16, &q, 0, (rows+15)/16, n, v) {
 				t.Fatal("the repacked kernels refused")
 			}
-			legacy := typ == quant.Q5_0 || typ == quant.Q4_1 || typ == quant.Q5_1
+			legacy := typ == quant.Q5_0 || typ == quant.Q4_1 || typ == quant.Q5_1 || typ == quant.IQ4_NL || typ == quant.IQ4_XS
 			if kq || legacy {
 				if kq {
 					checkKPanels(t, x, n, cols, &q.k)
@@ -353,6 +355,10 @@ func kTilesReference(typ quant.Type, w []byte, rb, rows, cols int, p *panelBuf, 
 // acc += dy * (d * sum + m * sy).
 func legacyTilesReference(typ quant.Type, w []byte, rb, rows, cols int, p *panelBuf, n int, out []float32) {
 	nb := cols / quant.QK
+	if typ == quant.IQ4_NL || typ == quant.IQ4_XS {
+		iq4TilesReference(typ, w, rb, rows, cols, p, n, out)
+		return
+	}
 	mn, q5 := typ != quant.Q5_0, typ != quant.Q4_1
 	head := 2
 	if mn {
@@ -390,6 +396,37 @@ func legacyTilesReference(typ quant.Type, w []byte, rb, rows, cols int, p *panel
 				}
 				v := fma32(f16le(blk[2:]), float32(ysum), f16le(blk)*float32(isum))
 				acc = fma32(p.d[at], v, acc)
+			}
+			out[r*rows+o] = acc
+		}
+	}
+}
+
+// iq4TilesReference is legacyTilesReference for IQ4_NL and IQ4_XS: each
+// block's exact sum of table[q] * y, then acc += (dl * dy) * sum, dl the
+// block's scale (IQ4_XS: d * (ls - 32), exact in float32).
+func iq4TilesReference(typ quant.Type, w []byte, rb, rows, cols int, p *panelBuf, n int, out []float32) {
+	nb := cols / quant.QK
+	for r := 0; r < n; r++ {
+		for o := 0; o < rows; o++ {
+			row := w[o*rb : (o+1)*rb]
+			var acc float32
+			for b := 0; b < nb; b++ {
+				var qs []byte
+				var dl float32
+				if typ == quant.IQ4_NL {
+					qs, dl = row[18*b+2:18*b+18], f16le(row[18*b:])
+				} else {
+					sb := row[136*(b/8) : 136*(b/8+1)]
+					qs, dl = sb[8+16*(b%8):8+16*(b%8+1)], f16le(sb)*float32(quant.IQ4XSScale(sb, b%8))
+				}
+				at := panelSlot(r, b, n, nb)
+				qy := p.q[32*at : 32*at+32]
+				var isum int32
+				for l := 0; l < 32; l++ {
+					isum += int32(quant.KValuesIQ4NL[qs[l%16]>>uint(4*(l/16))&0xf]) * int32(qy[l])
+				}
+				acc = fma32(dl*p.d[at], float32(isum), acc)
 			}
 			out[r*rows+o] = acc
 		}

@@ -51,6 +51,9 @@ static inline float fp16_to_f32(uint16_t h) {
 	return f;
 }
 
+// arb_f16_to_f32 is fp16_to_f32 for the repacking code (x16.c, q40x8.c).
+float arb_f16_to_f32(uint16_t h) { return fp16_to_f32(h); }
+
 static inline uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 static inline uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 
@@ -69,6 +72,9 @@ static int block_bytes(int type) {
 // kvalues_iq4nl is the non-linear table of IQ4_NL and IQ4_XS (ggml's
 // kvalues_iq4nl; kernels/quant's KValuesIQ4NL).
 static const int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// arb_iq4_table is the table for the repacked tiles (x16.c, q40x8.c).
+const int8_t *arb_iq4_table(void) { return kvalues_iq4nl; }
 
 // unpack32 expands one weight block to 32 signed integers q (weight = d*q + m)
 // and returns d (and m through mout).

@@ -21,6 +21,8 @@ enum { ARB_PANEL = 4 };
 #define ARB_HD8_SCALE(scale) ((float)(scale) * 1.44269504088896341f)
 
 int arb_simd_level(void);
+float arb_f16_to_f32(uint16_t h);
+const int8_t *arb_iq4_table(void);
 void arb_quantize_q8(const float *x, int count, float *d, int8_t *q, int32_t *s);
 void arb_quantize_q8_panels(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, int32_t *c);
 void arb_quantize_q8k_panels(const float *x, int n, int cols, int lo, int hi, int8_t *q, float *d, int32_t *c);

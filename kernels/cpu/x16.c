@@ -46,6 +46,11 @@
 //  - Q4_1 (and Q5_1), per block: the sixteen float16 scales, the sixteen
 //    mins, Q4_0's four vectors of nibbles (and Q5_0's vector of fifth
 //    bits). 320 (384) bytes, the blocks' own.
+//  - IQ4_NL, per block: Q4_0's layout (the nibbles index the IQ4 table).
+//    IQ4_XS, per 32-weight block of its super-blocks: the sixteen rows'
+//    block scales d * (ls - 32) as float32 (exact: a float16 times a
+//    six-bit integer), then Q4_0's four vectors of nibbles. 288 (320)
+//    bytes.
 //  - Q4_K (and Q5_K), per super-block: sixteen d, sixteen dmin, then for
 //    each sub-block j its sixteen scales and sixteen mins (a byte each),
 //    then for each 32-byte chunk c of nibbles eight vectors (lane i: row
@@ -66,6 +71,7 @@ enum {
 	X16_Q50 = 32 + 256 + 64,
 	X16_Q41 = 32 + 32 + 256,
 	X16_Q51 = X16_Q41 + 64,
+	X16_IQ4XS = 64 + 256, // a 32-weight block's; a super-block takes eight
 	X16_Q4K = 32 + 32 + 256 + 2048,
 	X16_Q5K = X16_Q4K + 512,
 	X16_Q6K = 32 + 256 + 4096,
@@ -78,6 +84,8 @@ static long x16_group_bytes(int type) {
 	case ARB_Q5_0: return X16_Q50;
 	case ARB_Q4_1: return X16_Q41;
 	case ARB_Q5_1: return X16_Q51;
+	case ARB_IQ4_NL: return X16_Q40;
+	case ARB_IQ4_XS: return 8 * X16_IQ4XS;
 	case ARB_Q4_K: return X16_Q4K;
 	case ARB_Q5_K: return X16_Q5K;
 	case ARB_Q6_K: return X16_Q6K;
@@ -146,6 +154,25 @@ void arb_x16_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb
 						for (int h = 0; h < 4; h++)
 							bits |= (uint8_t)(((qh >> (4 * h + e)) & 1) << h | ((qh >> (16 + 4 * h + e)) & 1) << (4 + h));
 						d[at + 256 + 4 * i + e] = bits;
+					}
+					break;
+				}
+				case ARB_IQ4_NL: {
+					const uint8_t *blk = row + (long)b * 18;
+					memcpy(d + 2 * i, blk, 2);
+					for (int h = 0; h < 4; h++) memcpy(d + 32 + 64 * h + 4 * i, blk + 2 + 4 * h, 4);
+					break;
+				}
+				case ARB_IQ4_XS: {
+					const uint8_t *blk = row + (long)b * 136;
+					float dd = arb_f16_to_f32((uint16_t)(blk[0] | blk[1] << 8));
+					int sh = blk[2] | blk[3] << 8;
+					for (int j = 0; j < 8; j++) {
+						uint8_t *dj = d + (long)j * X16_IQ4XS;
+						int ls = ((blk[4 + j / 2] >> (4 * (j % 2))) & 0xf) | ((sh >> (2 * j)) & 3) << 4;
+						float dl = dd * (float)(ls - 32);
+						memcpy(dj + 4 * i, &dl, 4);
+						for (int h = 0; h < 4; h++) memcpy(dj + 64 + 64 * h + 4 * i, blk + 8 + 16 * j + 4 * h, 4);
 					}
 					break;
 				}
@@ -390,6 +417,48 @@ X16 static AI void q41_tile(const int q5, const int G, const uint8_t *gp, long g
 		for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o + 16 * g, acc[g][k], valid - 16 * g);
 }
 
+// iq4 is q40 for IQ4_NL (IQ4_XS when xs: float32 block scales): each
+// nibble indexes the IQ4 table, offset by 128 into unsigned bytes, and
+// 128 times the block's activation sum comes off the exact total.
+X16 static AI void iq4_tile(const int xs, const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, pfplan pf,
+                            float *out, long rows, int o, int valid) {
+	__m512 acc[2][ARB_PANEL];
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) acc[g][k] = _mm512_setzero_ps();
+	panel p = panel_at(y, r);
+	const __m512i m4 = _mm512_set1_epi8(0xf);
+	const __m512i table = _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)arb_iq4_table())), _mm512_set1_epi8((char)0x80));
+	const long GB = xs ? X16_IQ4XS : X16_Q40, at = xs ? 64 : 32;
+	for (int b = 0; b < y->nb; b++, p.q += 32 * T, p.d += T, p.c += 4 * T) {
+		const uint8_t *blk = gp + (long)b * GB;
+		pf_block(pf, blk, G, gs, GB, b, y->nb);
+		__m512i s[2][ARB_PANEL];
+		for (int k = 0; k < T; k++) s[0][k] = s[1][k] = _mm512_set1_epi32(p.c[k]);
+		for (int h = 0; h < 4; h++) {
+			__m512i lo[2], hi[2];
+			for (int g = 0; g < G; g++) {
+				__m512i v = _mm512_loadu_si512(blk + g * gs + at + 64 * h);
+				lo[g] = _mm512_shuffle_epi8(table, _mm512_and_si512(v, m4));
+				hi[g] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+			}
+			for (int k = 0; k < T; k++) {
+				__m512i yl = bcast(p.q + 32 * k + 4 * h), yh = bcast(p.q + 32 * k + 16 + 4 * h);
+				for (int g = 0; g < G; g++) {
+					s[g][k] = _mm512_dpbusd_epi32(s[g][k], lo[g], yl);
+					s[g][k] = _mm512_dpbusd_epi32(s[g][k], hi[g], yh);
+				}
+			}
+		}
+		for (int g = 0; g < G; g++) {
+			__m512 dw = xs ? _mm512_loadu_ps(blk + g * gs) : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
+			for (int k = 0; k < T; k++)
+				acc[g][k] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(p.d[k])), _mm512_cvtepi32_ps(s[g][k]), acc[g][k]);
+		}
+	}
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o + 16 * g, acc[g][k], valid - 16 * g);
+}
+
 // The K-quants' tiles read activations scaled per 256 values
 // (arb_quantize_q8k_panels), one scale dy for the super-block, as
 // llama.cpp's K-quant dot products do. Their float work then comes once a
@@ -599,6 +668,10 @@ X16_ROWS(mm_q50x16, q40_tile1, X16_Q50, 1, TQ)
 #define q41_tile1(...) q41_tile(1, __VA_ARGS__)
 X16_ROWS(mm_q41x16, q41_tile0, X16_Q41, 1, TQ)
 X16_ROWS(mm_q51x16, q41_tile1, X16_Q51, 1, TQ)
+#define iq4_tile0(...) iq4_tile(0, __VA_ARGS__)
+#define iq4_tile1(...) iq4_tile(1, __VA_ARGS__)
+X16_ROWS(mm_iq4nlx16, iq4_tile0, X16_Q40, 1, TQ)
+X16_ROWS(mm_iq4xsx16, iq4_tile1, X16_IQ4XS, 1, TQ)
 #ifndef TQK
 #define TQK 4
 #endif
@@ -624,6 +697,8 @@ int arb_mm_x16(int type, const uint8_t *packed, int glo, int ghi, const int8_t *
 	case ARB_Q5_0: mm_q50x16(packed, glo, ghi, &y, n, out, rows); return 0;
 	case ARB_Q4_1: mm_q41x16(packed, glo, ghi, &y, n, out, rows); return 0;
 	case ARB_Q5_1: mm_q51x16(packed, glo, ghi, &y, n, out, rows); return 0;
+	case ARB_IQ4_NL: mm_iq4nlx16(packed, glo, ghi, &y, n, out, rows); return 0;
+	case ARB_IQ4_XS: mm_iq4xsx16(packed, glo, ghi, &y, n, out, rows); return 0;
 	case ARB_Q4_K: mm_q4kx16(packed, glo, ghi, &y, n, out, rows); return 0;
 	case ARB_Q5_K: mm_q5kx16(packed, glo, ghi, &y, n, out, rows); return 0;
 	case ARB_Q6_K: mm_q6kx16(packed, glo, ghi, &y, n, out, rows); return 0;
