@@ -2435,8 +2435,32 @@ int64_t arb_peak_i8(long iters) {
 	return s[0] + s[7];
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// peak_f32_avx512 is peak_f32_avx2 on 512-bit vectors, as the float
+// products' tiles run from level 2.
+__attribute__((target("avx2,fma,avx512f"))) static int64_t peak_f32_avx512(long iters) {
+	__m512 m = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(0.001f), s[10];
+	for (int k = 0; k < 10; k++) s[k] = _mm512_set1_ps((float)k);
+	for (long i = 0; i < iters; i++) {
+		for (int k = 0; k < 10; k++) s[k] = _mm512_fmadd_ps(s[k], m, c);
+		__asm__ volatile("" : "+v"(m));
+	}
+	__m512 t = s[0];
+	for (int k = 1; k < 10; k++) t = _mm512_add_ps(t, s[k]);
+	return (int64_t)_mm512_reduce_add_ps(t);
+}
+#endif
+
+int arb_peak_f32_macs(void) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 2) return 10 * 16;
+#endif
+	return 10 * 8;
+}
+
 int64_t arb_peak_f32(long iters) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (arb_simd_level() >= 2) return peak_f32_avx512(iters);
 	if (arb_simd_level() >= 1) return peak_f32_avx2(iters);
 #endif
 	float s[10] = {0};

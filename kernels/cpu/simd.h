@@ -62,3 +62,4 @@ uint64_t arb_read_sum(const uint64_t *p, long n);
 int64_t arb_peak_i8(long iters);
 int arb_peak_i8_macs(void);
 int64_t arb_peak_f32(long iters);
+int arb_peak_f32_macs(void);

@@ -233,15 +233,16 @@ func ReadSum(p []uint64) uint64 {
 
 // PeakProbe runs iters rounds of the kernels' inner operations with no
 // memory traffic and returns how many multiply-adds that was (and a value
-// that depends on them): int8 (the quantised kernels' maddubs and madd on
+// that depends on them): int8 (the eight-row tiles' maddubs and madd on
 // 256-bit vectors, or vpdpbusd on 512-bit ones where the VNNI tiles run)
-// or float32 FMA (integer false). Timed by the caller, it gives the
-// compute ceiling per thread.
+// or float32 FMA (integer false; on 512-bit vectors where the float
+// products' tiles are). Timed by the caller, it gives the compute ceiling
+// per thread.
 func PeakProbe(integer bool, iters int) (macs int64, sink int64) {
 	if integer {
 		return int64(iters) * int64(C.arb_peak_i8_macs()), int64(C.arb_peak_i8(C.long(iters)))
 	}
-	return int64(iters) * 10 * 8, int64(C.arb_peak_f32(C.long(iters)))
+	return int64(iters) * int64(C.arb_peak_f32_macs()), int64(C.arb_peak_f32(C.long(iters)))
 }
 
 // repackMatrix returns m's rows repacked group rows at a time (16: x16.c,
