@@ -248,6 +248,10 @@ func k8GroupBytes(t quant.Type) int64 {
 		return 16 + 16 + 128 + 1024 + 256
 	case quant.Q6_K:
 		return 16 + 128 + 2048
+	case quant.Q3_K:
+		return 16 + 128 + 8*96
+	case quant.Q2_K:
+		return 16 + 16 + 128 + 8*64
 	}
 	return 0
 }
@@ -277,6 +281,10 @@ func x16GroupBytes(t quant.Type) int64 {
 		return 32 + 32 + 256 + 2048 + 512
 	case quant.Q6_K:
 		return 32 + 256 + 4096
+	case quant.Q3_K:
+		return 32 + 256 + 8*192
+	case quant.Q2_K:
+		return 32 + 32 + 256 + 8*128
 	}
 	return 0
 }
@@ -347,12 +355,22 @@ const (
 	inKPanels                    // panels, a scale a super-block (q8Buf.k)
 )
 
+// kQuant says whether t is a K-quant, whose tiles read activations
+// scaled per 256 values.
+func kQuant(t quant.Type) bool {
+	switch t {
+	case quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K:
+		return true
+	}
+	return false
+}
+
 // layoutOf is the layout products with w read.
 func layoutOf(w *Matrix) layout {
 	switch {
 	case !usesQ8(w.typ):
 		return 0
-	case w.typ == quant.Q4_K || w.typ == quant.Q5_K || w.typ == quant.Q6_K:
+	case kQuant(w.typ):
 		if w.group == 0 {
 			return byRows
 		}

@@ -1,7 +1,7 @@
 //go:build cgo && !purego
 
-// K-quant weights (Q4_K, Q5_K, Q6_K) repacked eight rows at a time, for
-// AVX2 (arb_simd_level 1).
+// K-quant weights (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) repacked eight rows at a
+// time, for AVX2 (arb_simd_level 1).
 //
 // Without them a CPU with AVX2 alone multiplied a K-quant row at a time
 // against up to four activation rows (simd.c's k_tile), reducing every
@@ -30,6 +30,8 @@
 //  - Q6_K: eight d, the eight scales of each of the sixteen 16-weight
 //    groups, then for each 32-weight block eight vectors of the weights as
 //    unsigned bytes q (0..63). 2192 bytes.
+//  - Q3_K and Q2_K: x16.c's layouts on eight rows (arb_k23_pack). 912 and
+//    672 bytes, 114 and 84 a row.
 #include <string.h>
 #include "q40x8.h"
 #include "simd.h"
@@ -38,6 +40,8 @@ enum {
 	K8_Q4K = 16 + 16 + 128 + 1024,
 	K8_Q5K = K8_Q4K + 256,
 	K8_Q6K = 16 + 128 + 2048,
+	K8_Q3K = 16 + 128 + 8 * 96,
+	K8_Q2K = 16 + 16 + 128 + 8 * 64,
 };
 
 static long k8_group_bytes(int type) {
@@ -45,6 +49,8 @@ static long k8_group_bytes(int type) {
 	case ARB_Q4_K: return K8_Q4K;
 	case ARB_Q5_K: return K8_Q5K;
 	case ARB_Q6_K: return K8_Q6K;
+	case ARB_Q3_K: return K8_Q3K;
+	case ARB_Q2_K: return K8_Q2K;
 	}
 	return 0;
 }
@@ -78,6 +84,11 @@ void arb_k8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb,
 			uint8_t *d = dst + ((long)g * nb + b) * gb;
 			for (int i = 0; i < 8; i++) {
 				const uint8_t *row = src + (long)(8 * g + i) * row_bytes;
+				if (type == ARB_Q3_K || type == ARB_Q2_K) {
+					int q3 = type == ARB_Q3_K;
+					arb_k23_pack(type, row + (long)b * (q3 ? 110 : 84), 8, i, d, d + (q3 ? 16 : 32), d + (q3 ? 144 : 160));
+					continue;
+				}
 				if (type == ARB_Q6_K) {
 					const uint8_t *blk = row + (long)b * 210;
 					memcpy(d + 2 * i, blk + 208, 2);
@@ -213,6 +224,67 @@ X8_AVX2 static AI void q6k8_tile(const uint8_t *gp, int nb, const int8_t *yq, co
 	for (int k = 0; k < T; k++) _mm256_storeu_ps(out + (long)(r + k) * rows + o, acc[k]);
 }
 
+// k238_tile is x16.c's k23_tile on eight rows (Q3_K when q3, else
+// Q2_K): each half's four maddubs pair sums (2*7*127 at most) added in 16
+// bits, then widened.
+X8_AVX2 static AI void k238_tile(const int q3, const uint8_t *gp, int nb, const int8_t *yq, const float *yd, const int32_t *yc, int r,
+                                 const int T, float *out, long rows, int o) {
+	__m256 acc[4];
+	for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();
+	const long GB = q3 ? K8_Q3K : K8_Q2K, SC = q3 ? 16 : 32, PL = q3 ? 144 : 160, PER = q3 ? 96 : 64, base = (long)r * nb;
+	const int8_t *q = yq + base * 32;
+	const float *dy = yd + base;
+	const int32_t *c = yc + 4 * base;
+	const __m256i m2 = _mm256_set1_epi8(3), m1 = _mm256_set1_epi8(1), m4 = _mm256_set1_epi32(0xf), ones = _mm256_set1_epi16(1);
+	for (int sb = 0; sb < nb / 8; sb++) {
+		const uint8_t *blk = gp + (long)sb * GB;
+		for (long pf = 0; pf < GB; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0);
+		const int32_t *c0 = c; // word 1 of each block's slots: its halves' activation sums
+		__m256 fs[4];
+		for (int k = 0; k < T; k++) fs[k] = _mm256_setzero_ps();
+		for (int ch = 0; ch < 8; ch++) {
+			__m256i hb = q3 ? _mm256_loadu_si256((const __m256i *)(blk + PL + PER * ch + 64)) : _mm256_setzero_si256();
+			for (int half = 0; half < 2; half++) {
+				const uint8_t *sp = blk + SC + 8 * (2 * ch + half);
+				__m256 sc = q3 ? _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)sp)))
+				               : _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)sp)), m4));
+				__m256i pl = _mm256_loadu_si256((const __m256i *)(blk + PL + PER * ch + 32 * half)), w[4];
+				for (int s4 = 0; s4 < 4; s4++) {
+					w[s4] = _mm256_and_si256(_mm256_srli_epi32(pl, 2 * s4), m2);
+					if (q3) w[s4] = _mm256_or_si256(w[s4], _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(hb, 4 * half + s4), m1), 2));
+				}
+				for (int k = 0; k < T; k++) {
+					const int8_t *yk = q + 32 * k + 16 * half;
+					__m256i p = _mm256_maddubs_epi16(w[0], word(yk));
+					for (int s4 = 1; s4 < 4; s4++) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[s4], word(yk + 4 * s4)));
+					__m256i s = _mm256_madd_epi16(p, ones);
+					if (q3) s = _mm256_add_epi32(_mm256_set1_epi32(c[(2 + half) * T + k] / 8), s);
+					fs[k] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s), fs[k]);
+				}
+			}
+			q += 32 * T, c += 4 * T;
+		}
+		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));
+		if (q3) {
+			for (int k = 0; k < T; k++) acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(dy[k]), _mm256_mul_ps(d, fs[k]), acc[k]);
+		} else {
+			__m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16)));
+			for (int k = 0; k < T; k++) {
+				__m256i im = _mm256_setzero_si256();
+				for (int ch = 0; ch < 8; ch++) {
+					__m256i mp = _mm256_or_si256(_mm256_srli_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + SC + 16 * ch))), 4),
+					                             _mm256_slli_epi32(_mm256_srli_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + SC + 16 * ch + 8))), 4), 16));
+					im = _mm256_add_epi32(im, _mm256_madd_epi16(mp, _mm256_set1_epi32(c0[4 * ch * T + T + k])));
+				}
+				__m256 v = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(im), _mm256_mul_ps(d, fs[k]));
+				acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(dy[k]), v, acc[k]);
+			}
+		}
+		dy += 8 * T;
+	}
+	for (int k = 0; k < T; k++) _mm256_storeu_ps(out + (long)(r + k) * rows + o, acc[k]);
+}
+
 // K8_ROWS defines NAME: groups glo..ghi-1 against the n activation rows,
 // a panel (ARB_PANEL rows, the last the rest) a tile.
 #define K8_ROWS(NAME, GB, CALL)                                                                             \
@@ -233,9 +305,13 @@ X8_AVX2 static AI void q6k8_tile(const uint8_t *gp, int nb, const int8_t *yq, co
 #define Q4K8(T) q4k8_tile(0, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g)
 #define Q5K8(T) q4k8_tile(1, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g)
 #define Q6K8(T) q6k8_tile(gp, nb, yq, yd, yc, r, T, out, rows, 8 * g)
+#define Q3K8(T) k238_tile(1, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g)
+#define Q2K8(T) k238_tile(0, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g)
 K8_ROWS(mm_q4k8, K8_Q4K, Q4K8)
 K8_ROWS(mm_q5k8, K8_Q5K, Q5K8)
 K8_ROWS(mm_q6k8, K8_Q6K, Q6K8)
+K8_ROWS(mm_q3k8, K8_Q3K, Q3K8)
+K8_ROWS(mm_q2k8, K8_Q2K, Q2K8)
 #endif
 
 // arb_mm_k8 multiplies groups glo..ghi-1 (of eight rows) of a K-quant
@@ -251,6 +327,8 @@ int arb_mm_k8(int type, const uint8_t *packed, int glo, int ghi, const int8_t *y
 	case ARB_Q4_K: mm_q4k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows); return 0;
 	case ARB_Q5_K: mm_q5k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows); return 0;
 	case ARB_Q6_K: mm_q6k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows); return 0;
+	case ARB_Q3_K: mm_q3k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows); return 0;
+	case ARB_Q2_K: mm_q2k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows); return 0;
 	}
 #endif
 	return -1;

@@ -20,7 +20,7 @@ import (
 // its activation row is multiplied alone and when one thread does all
 // rows (greedy losslessness rests on both).
 func TestEightRows(t *testing.T) {
-	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q5_0, quant.Q4_1, quant.Q5_1, quant.IQ4_NL, quant.IQ4_XS, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q5_0, quant.Q4_1, quant.Q5_1, quant.IQ4_NL, quant.IQ4_XS, quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		// 24 rows: a sixteen-row group and one padded with zeros, in one
 		// tile of two groups; 40: two groups, then a padded one alone;
 		// 96: three tiles of two groups, split between the threads
@@ -115,7 +115,7 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 		t.Skipf("SIMD level %d: no AVX-512 VNNI tiles on this CPU (or ARBORIST_SIMD / ARBORIST_REPACK)", simdLevel)
 	}
 	rng := rand.New(rand.NewPCG(31, 32))
-	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q5_0, quant.Q4_1, quant.Q5_1, quant.IQ4_NL, quant.IQ4_XS, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q5_0, quant.Q4_1, quant.Q5_1, quant.IQ4_NL, quant.IQ4_XS, quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		rows, cols := 24, 768 // 24 blocks: a group of sixteen for the quantisers and a rest
 		rb, _ := quant.RowBytes(typ, cols)
 		w := make([]byte, rows*rb)
@@ -132,6 +132,10 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 			at = []int{0, 2} // d and m
 		case quant.IQ4_XS:
 			blocks = cols / quant.QKK
+		case quant.Q3_K:
+			blocks, at = cols/quant.QKK, []int{108} // d, last
+		case quant.Q2_K:
+			blocks, at = cols/quant.QKK, []int{80, 82} // d and dmin, last
 		}
 		bb := rb / blocks
 		for r := 0; r < rows; r++ {
@@ -287,7 +291,7 @@ func fma32(a, b, c float32) float32 { return float32(math.FMA(float64(a), float6
 
 // kTilesReference is x16.c's K-quant tiles, step by step in Go, on the
 // activations p (arb_quantize_q8k_panels) of n rows against rows rows of
-// w (Q4_K, Q5_K or Q6_K, rb bytes a row): out[r*rows+o].
+// w (a K-quant, rb bytes a row): out[r*rows+o].
 func kTilesReference(typ quant.Type, w []byte, rb, rows, cols int, p *panelBuf, n int, out []float32) {
 	nb := cols / quant.QK
 	for r := 0; r < n; r++ {
@@ -298,6 +302,47 @@ func kTilesReference(typ quant.Type, w []byte, rb, rows, cols int, p *panelBuf, 
 				dy := p.d[panelSlot(r, 8*s, n, nb)]
 				y := func(b int) []int8 { at := 32 * panelSlot(r, b, n, nb); return p.q[at : at+32] }
 				var fs float32
+				if typ == quant.Q3_K || typ == quant.Q2_K {
+					bb := 110
+					if typ == quant.Q2_K {
+						bb = 84
+					}
+					blk := row[s*bb : (s+1)*bb]
+					var sc [16]int8
+					if typ == quant.Q3_K {
+						quant.Q3KScales(blk[96:108], &sc)
+					}
+					var im int32
+					for c := 0; c < 8; c++ {
+						qy := y(8*s + c)
+						for half := 0; half < 2; half++ {
+							var sum, ysum int32
+							for l := 16 * half; l < 16*half+16; l++ {
+								i := 32*c + l
+								if typ == quant.Q3_K {
+									sum += int32(quant.Q3KWeight(blk, i)) * int32(qy[l])
+								} else {
+									q, _ := quant.Q2KWeight(blk, i)
+									sum += int32(q) * int32(qy[l])
+								}
+								ysum += int32(qy[l])
+							}
+							g := 2*c + half
+							if typ == quant.Q3_K {
+								fs = fma32(float32(sc[g]), float32(sum), fs)
+							} else {
+								fs = fma32(float32(blk[g]&0xf), float32(sum), fs)
+								im += int32(blk[g]>>4) * ysum
+							}
+						}
+					}
+					if typ == quant.Q3_K {
+						acc = fma32(dy, f16le(blk[108:])*fs, acc)
+					} else {
+						acc = fma32(dy, fma32(-f16le(blk[82:]), float32(im), f16le(blk[80:])*fs), acc)
+					}
+					continue
+				}
 				if typ == quant.Q6_K {
 					blk := row[s*210 : (s+1)*210]
 					for c := 0; c < 8; c++ {
@@ -436,8 +481,8 @@ func iq4TilesReference(typ quant.Type, w []byte, rb, rows, cols int, p *panelBuf
 // checkKPanels checks arb_quantize_q8k_panels' panels of x (n rows of
 // cols) against the quantisation written out in Go: each 256 values
 // scaled by their largest magnitude over 127, rounded to nearest even; a
-// block's offsets the sums of blocks j and j+1 (even j), 0, and -32 times
-// its halves' sums.
+// block's offsets the sums of blocks j and j+1 (even j), its halves' sums
+// (two int16), and -32 times its halves' sums.
 func checkKPanels(t *testing.T, x []float32, n, cols int, p *panelBuf) {
 	t.Helper()
 	nb := cols / quant.QK
@@ -472,8 +517,9 @@ func checkKPanels(t *testing.T, x []float32, n, cols int, p *panelBuf) {
 						t.Fatalf("row %d blocks %d, %d: sums word %#x, want %#x", r, b-1, b, got, want)
 					}
 				}
-				if j%2 == 1 && c[0] != 0 || c[P] != 0 || c[2*P] != -32*low || c[3*P] != -32*(sums[j]-low) {
-					t.Fatalf("row %d block %d: offsets %d %d %d %d, want (0) 0 %d %d", r, b, c[0], c[P], c[2*P], c[3*P], -32*low, -32*(sums[j]-low))
+				halves := int32(uint32(uint16(low)) | uint32(sums[j]-low)<<16)
+				if j%2 == 1 && c[0] != 0 || c[P] != halves || c[2*P] != -32*low || c[3*P] != -32*(sums[j]-low) {
+					t.Fatalf("row %d block %d: offsets %d %d %d %d, want (0) %d %d %d", r, b, c[0], c[P], c[2*P], c[3*P], halves, -32*low, -32*(sums[j]-low))
 				}
 			}
 		}

@@ -370,12 +370,13 @@ QUANTIZE_PANELS(quantize_panels_generic, , q8_block_generic)
 // rows (its first slot at base). Of a slot's four offsets, the first of
 // each even block j holds the sums of blocks j and j+1 as two int16 (low
 // half: block j), the K-quants' tiles' min term (|sum| <= 32 * 127), the
-// second is 0, the last two as arb_quantize_q8_panels writes them.
+// second the sums of its two 16-value halves as two int16 (Q2_K's
+// 16-value mins), the last two as arb_quantize_q8_panels writes them.
 static inline void kpanel_offsets(int32_t *c, long base, int P, int k, int b0, int cnt, const int32_t *sum, const int32_t *low) {
 	for (int j = 0; j < cnt; j++) {
 		int32_t *cp = c + 4 * base + (long)(b0 + j) * 4 * P + k;
 		cp[0] = j % 2 ? 0 : (int32_t)((uint32_t)(uint16_t)sum[j] | (uint32_t)sum[j + 1] << 16);
-		cp[P] = 0;
+		cp[P] = (int32_t)((uint32_t)(uint16_t)low[j] | (uint32_t)(sum[j] - low[j]) << 16);
 		cp[2 * P] = -32 * low[j];
 		cp[3 * P] = -32 * (sum[j] - low[j]);
 	}

@@ -56,6 +56,16 @@
 //    then for each 32-byte chunk c of nibbles eight vectors (lane i: row
 //    i's bytes 32c+4h..+3); Q5_K adds eight vectors of fifth bits (lane i:
 //    row i's qh bytes 4h..4h+3). 2368 (2880) bytes.
+//  - Q3_K, per super-block: sixteen d, the sixteen scales of each of the
+//    sixteen 16-weight groups (signed, a byte a row), then for each
+//    32-weight block c three vectors: two of the low two bits (lane i:
+//    row i's dword m, bits 2s of byte e the weight 16m+4s+e) and one of
+//    the third bits (lane i: bit k of byte e the weight 4k+e's). 1824
+//    bytes, 114 a row (the file's 110).
+//  - Q2_K, per super-block: sixteen d, sixteen dmin, the sixteen groups'
+//    scale bytes (low nibble the scale, high the min; a byte a row), then
+//    for each 32-weight block the two vectors of two-bit weights as Q3_K
+//    lays them. 1344 bytes, the file's 84 a row.
 //  - Q6_K, per super-block: sixteen d, the sixteen scales of each of the
 //    sixteen 16-weight groups (a byte a row), then for each 32-weight block
 //    eight vectors of the weights as unsigned bytes q (0..63); 32 times
@@ -75,6 +85,8 @@ enum {
 	X16_Q4K = 32 + 32 + 256 + 2048,
 	X16_Q5K = X16_Q4K + 512,
 	X16_Q6K = 32 + 256 + 4096,
+	X16_Q3K = 32 + 256 + 8 * 192,
+	X16_Q2K = 32 + 32 + 256 + 8 * 128,
 };
 
 static long x16_group_bytes(int type) {
@@ -89,8 +101,57 @@ static long x16_group_bytes(int type) {
 	case ARB_Q4_K: return X16_Q4K;
 	case ARB_Q5_K: return X16_Q5K;
 	case ARB_Q6_K: return X16_Q6K;
+	case ARB_Q3_K: return X16_Q3K;
+	case ARB_Q2_K: return X16_Q2K;
 	}
 	return 0;
+}
+
+// q2_planes writes a row's 32 two-bit weights u (0..3) of one block as
+// the Q3_K and Q2_K layouts hold them: dword m of the row's lane (rows
+// lanes a vector, vectors 4 * rows bytes apart), bits 2s of byte e the
+// weight 16m+4s+e.
+static void q2_planes(uint8_t *d, int rows, int i, const uint8_t *u) {
+	for (int m = 0; m < 2; m++)
+		for (int e = 0; e < 4; e++) {
+			uint8_t v = 0;
+			for (int s = 0; s < 4; s++) v |= (uint8_t)(u[16 * m + 4 * s + e] << (2 * s));
+			d[4 * rows * m + 4 * i + e] = v;
+		}
+}
+
+// k23_pack writes row i of a group's Q3_K or Q2_K super-block blk at d in
+// the layouts above, for groups of rows rows (16 here, 8 in k8.c): the
+// scales at scales (a byte a group and row), the blocks' vectors from
+// planes on, per block 3 (Q3_K) or 2 vectors of 4 * rows bytes.
+void arb_k23_pack(int type, const uint8_t *blk, int rows, int i, uint8_t *d, uint8_t *scales, uint8_t *planes) {
+	int q3 = type == ARB_Q3_K, per = (q3 ? 3 : 2) * 4 * rows;
+	if (q3) {
+		memcpy(d + 2 * i, blk + 108, 2);
+		const uint8_t *p = blk + 96;
+		for (int j = 0; j < 16; j++) {
+			int lo = j >= 8 ? p[j % 8] >> 4 : p[j % 8] & 0xf, hi = (p[8 + j % 4] >> (2 * (j / 4))) & 3;
+			scales[rows * j + i] = (uint8_t)(int8_t)((lo | hi << 4) - 32);
+		}
+	} else {
+		memcpy(d + 2 * i, blk + 80, 2);
+		memcpy(d + 2 * rows + 2 * i, blk + 82, 2);
+		for (int j = 0; j < 16; j++) scales[rows * j + i] = blk[j];
+	}
+	const uint8_t *qs = blk + (q3 ? 32 : 16);
+	for (int c = 0; c < 8; c++) {
+		uint8_t u[32];
+		int n = c / 4, j = c % 4;
+		for (int l = 0; l < 32; l++) u[l] = (qs[32 * n + l] >> (2 * j)) & 3;
+		uint8_t *pc = planes + (long)c * per;
+		q2_planes(pc, rows, i, u);
+		if (q3)
+			for (int e = 0; e < 4; e++) {
+				uint8_t v = 0;
+				for (int k = 0; k < 8; k++) v |= (uint8_t)(((blk[4 * k + e] >> c) & 1) << k);
+				pc[8 * rows + 4 * i + e] = v;
+			}
+	}
 }
 
 // arb_x16_bytes is what a matrix of rows x nb blocks (super-blocks for the
@@ -186,6 +247,12 @@ void arb_x16_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb
 						for (int h = 0; h < 8; h++) memcpy(d + 320 + 512 * c + 64 * h + 4 * i, blk + (q5 ? 48 : 16) + 32 * c + 4 * h, 4);
 					if (q5)
 						for (int h = 0; h < 8; h++) memcpy(d + X16_Q4K + 64 * h + 4 * i, blk + 16 + 4 * h, 4);
+					break;
+				}
+				case ARB_Q3_K: case ARB_Q2_K: {
+					const uint8_t *blk = row + (long)b * (type == ARB_Q3_K ? 110 : 84);
+					int q3 = type == ARB_Q3_K;
+					arb_k23_pack(type, blk, 16, i, d, d + (q3 ? 32 : 64), d + (q3 ? 288 : 320));
 					break;
 				}
 				case ARB_Q6_K: {
@@ -589,6 +656,83 @@ X16 static AI void q6k_tile(const int G, const uint8_t *gp, long gs, const q8in 
 		for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o + 16 * g, acc[g][k], valid - 16 * g);
 }
 
+// q3k: each 16-weight half of a block gives each lane its row's exact
+// sum of (u - 4) * y (u the weight's three bits, unsigned; 4 times the
+// half's activation sum off), into the super-block's float sum with the
+// half's scale; then acc += dy * (d * fs), as q6k. q2k (Q2_K): the exact
+// sum of u * y into fs with the half's scale, each half's min times its
+// activation sum into an exact im, then acc += dy * (d * fs - dmin * im),
+// as q4k.
+X16 static AI void k23_tile(const int q3, const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, pfplan pf,
+                            float *out, long rows, int o, int valid) {
+	__m512 acc[2][ARB_PANEL];
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) acc[g][k] = _mm512_setzero_ps();
+	const long GB = q3 ? X16_Q3K : X16_Q2K, SC = q3 ? 32 : 64, PL = q3 ? 288 : 320, PER = q3 ? 192 : 128;
+	panel p = panel_at(y, r);
+	const __m512i m2 = _mm512_set1_epi8(3), m1 = _mm512_set1_epi8(1), m4 = _mm512_set1_epi32(0xf);
+	for (int sb = 0; sb < y->nb / 8; sb++) {
+		const uint8_t *blk = gp + (long)sb * GB;
+		pf_block(pf, blk, G, gs, GB, sb, y->nb / 8);
+		const int32_t *c0 = p.c; // word 1 of each block's slots: its halves' activation sums
+		__m512 fs[2][ARB_PANEL];
+		for (int g = 0; g < G; g++)
+			for (int k = 0; k < T; k++) fs[g][k] = _mm512_setzero_ps();
+		for (int c = 0; c < 8; c++) {
+			__m512i hb[2];
+			if (q3)
+				for (int g = 0; g < G; g++) hb[g] = _mm512_loadu_si512(blk + g * gs + PL + PER * c + 128);
+			for (int half = 0; half < 2; half++) {
+				__m512 sc[2];
+				__m512i s[2][ARB_PANEL], pl[2];
+				for (int g = 0; g < G; g++) {
+					__m512i raw = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + g * gs + SC + 16 * (2 * c + half))));
+					sc[g] = q3 ? _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + g * gs + SC + 16 * (2 * c + half)))))
+					           : _mm512_cvtepi32_ps(_mm512_and_si512(raw, m4));
+					pl[g] = _mm512_loadu_si512(blk + g * gs + PL + PER * c + 64 * half);
+					for (int k = 0; k < T; k++) s[g][k] = q3 ? _mm512_set1_epi32(p.c[(2 + half) * T + k] / 8) : _mm512_setzero_si512();
+				}
+				for (int s4 = 0; s4 < 4; s4++) {
+					__m512i w[2];
+					for (int g = 0; g < G; g++) {
+						w[g] = _mm512_and_si512(_mm512_srli_epi32(pl[g], 2 * s4), m2);
+						if (q3) w[g] = _mm512_or_si512(w[g], _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(hb[g], 4 * half + s4), m1), 2));
+					}
+					for (int k = 0; k < T; k++) {
+						__m512i yk = bcast(p.q + 32 * k + 16 * half + 4 * s4);
+						for (int g = 0; g < G; g++) s[g][k] = _mm512_dpbusd_epi32(s[g][k], w[g], yk);
+					}
+				}
+				for (int g = 0; g < G; g++)
+					for (int k = 0; k < T; k++) fs[g][k] = _mm512_fmadd_ps(sc[g], _mm512_cvtepi32_ps(s[g][k]), fs[g][k]);
+			}
+			p.q += 32 * T, p.c += 4 * T;
+		}
+		for (int g = 0; g < G; g++) {
+			const uint8_t *gb = blk + g * gs;
+			__m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)gb));
+			if (q3) {
+				for (int k = 0; k < T; k++) acc[g][k] = _mm512_fmadd_ps(_mm512_set1_ps(p.d[k]), _mm512_mul_ps(d, fs[g][k]), acc[g][k]);
+				continue;
+			}
+			__m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gb + 32)));
+			__m512i mp[8]; // lane i: row i's mins of block c's two halves as two int16
+			for (int c = 0; c < 8; c++)
+				mp[c] = _mm512_or_si512(_mm512_srli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(gb + SC + 32 * c))), 4),
+				                        _mm512_slli_epi32(_mm512_srli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(gb + SC + 32 * c + 16))), 4), 16));
+			for (int k = 0; k < T; k++) {
+				__m512i im = _mm512_setzero_si512();
+				for (int c = 0; c < 8; c++) im = _mm512_dpwssd_epi32(im, mp[c], _mm512_set1_epi32(c0[4 * c * T + T + k]));
+				__m512 v = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(im), _mm512_mul_ps(d, fs[g][k]));
+				acc[g][k] = _mm512_fmadd_ps(_mm512_set1_ps(p.d[k]), v, acc[g][k]);
+			}
+		}
+		p.d += 8 * T;
+	}
+	for (int g = 0; g < G; g++)
+		for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o + 16 * g, acc[g][k], valid - 16 * g);
+}
+
 // X16_ROWS defines NAME: groups glo..ghi-1 of a repacked matrix (each
 // taking nb / PER blocks of GB bytes: PER is 8 for the super-block types)
 // against the n activation rows, two groups by TMAX rows a tile (then the
@@ -678,6 +822,10 @@ X16_ROWS(mm_iq4xsx16, iq4_tile1, X16_IQ4XS, 1, TQ)
 X16_ROWS(mm_q4kx16, q4k_tile0, X16_Q4K, 8, TQK)
 X16_ROWS(mm_q5kx16, q4k_tile1, X16_Q5K, 8, TQK)
 X16_ROWS(mm_q6kx16, q6k_tile, X16_Q6K, 8, TQ6)
+#define k23_tile3(...) k23_tile(1, __VA_ARGS__)
+#define k23_tile2(...) k23_tile(0, __VA_ARGS__)
+X16_ROWS(mm_q3kx16, k23_tile3, X16_Q3K, 8, TQK)
+X16_ROWS(mm_q2kx16, k23_tile2, X16_Q2K, 8, TQK)
 #endif
 
 // arb_mm_x16 multiplies groups glo..ghi-1 (of sixteen rows) of a matrix
@@ -702,6 +850,8 @@ int arb_mm_x16(int type, const uint8_t *packed, int glo, int ghi, const int8_t *
 	case ARB_Q4_K: mm_q4kx16(packed, glo, ghi, &y, n, out, rows); return 0;
 	case ARB_Q5_K: mm_q5kx16(packed, glo, ghi, &y, n, out, rows); return 0;
 	case ARB_Q6_K: mm_q6kx16(packed, glo, ghi, &y, n, out, rows); return 0;
+	case ARB_Q3_K: mm_q3kx16(packed, glo, ghi, &y, n, out, rows); return 0;
+	case ARB_Q2_K: mm_q2kx16(packed, glo, ghi, &y, n, out, rows); return 0;
 	}
 #endif
 	return -1;
