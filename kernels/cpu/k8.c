@@ -59,22 +59,6 @@ static long k8_group_bytes(int type) {
 // super-blocks takes repacked; 0 for a type without these tiles.
 long arb_k8_bytes(int type, int rows, int nb) { return (long)(rows / 8) * nb * k8_group_bytes(type); }
 
-static inline void k8_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
-	if (j < 4) {
-		*sc = q[j] & 63;
-		*m = q[j + 4] & 63;
-	} else {
-		*sc = (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4);
-		*m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-	}
-}
-
-static inline uint8_t k8_q6_value(const uint8_t *blk, int l) {
-	int half = l / 128, r = l % 128, g = r / 32, k = r % 32;
-	const uint8_t *ql = blk + 64 * half + 32 * (g % 2), *qh = blk + 128 + 32 * half;
-	return (uint8_t)(((ql[k] >> (4 * (g / 2))) & 0xf) | ((qh[k] >> (2 * g)) & 3) << 4);
-}
-
 // arb_k8_pack repacks rows (a multiple of 8) of nb super-blocks of a
 // K-quant into dst (arb_k8_bytes of it).
 void arb_k8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst) {
@@ -95,14 +79,14 @@ void arb_k8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb,
 					for (int k = 0; k < 16; k++) d[16 + 8 * k + i] = blk[192 + k];
 					for (int c = 0; c < 8; c++)
 						for (int h = 0; h < 8; h++)
-							for (int e = 0; e < 4; e++) d[144 + 256 * c + 32 * h + 4 * i + e] = k8_q6_value(blk, 32 * c + 4 * h + e);
+							for (int e = 0; e < 4; e++) d[144 + 256 * c + 32 * h + 4 * i + e] = arb_q6_value(blk, 32 * c + 4 * h + e);
 					continue;
 				}
 				int q5 = type == ARB_Q5_K;
 				const uint8_t *blk = row + (long)b * (q5 ? 176 : 144);
 				memcpy(d + 2 * i, blk, 2);
 				memcpy(d + 16 + 2 * i, blk + 2, 2);
-				for (int j = 0; j < 8; j++) k8_scale_min(j, blk + 4, d + 32 + 16 * j + i, d + 32 + 16 * j + 8 + i);
+				for (int j = 0; j < 8; j++) arb_k4_scale_min(j, blk + 4, d + 32 + 16 * j + i, d + 32 + 16 * j + 8 + i);
 				for (int c = 0; c < 4; c++)
 					for (int h = 0; h < 8; h++) memcpy(d + 160 + 256 * c + 32 * h + 4 * i, blk + (q5 ? 48 : 16) + 32 * c + 4 * h, 4);
 				if (q5)

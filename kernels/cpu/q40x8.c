@@ -82,14 +82,7 @@ void arb_x8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb,
 				if (mn) memcpy(d + 16 + 2 * i, blk + 2, 2);
 				for (int h = 0; h < 4; h++) memcpy(d + at + 32 * h + 4 * i, blk + head + 4 * q5 + 4 * h, 4);
 				if (!q5) continue;
-				const uint8_t *hb = blk + head;
-				uint32_t qh = (uint32_t)hb[0] | (uint32_t)hb[1] << 8 | (uint32_t)hb[2] << 16 | (uint32_t)hb[3] << 24;
-				for (int e = 0; e < 4; e++) {
-					uint8_t bits = 0;
-					for (int h = 0; h < 4; h++)
-						bits |= (uint8_t)(((qh >> (4 * h + e)) & 1) << h | ((qh >> (16 + 4 * h + e)) & 1) << (4 + h));
-					d[at + 128 + 4 * i + e] = bits;
-				}
+				arb_fifth_bits(blk + head, d + at + 128 + 4 * i);
 			}
 		}
 }
@@ -274,49 +267,25 @@ X8_AVX2 static inline __attribute__((always_inline)) void iq4x8_tile(const int x
 	for (int k = 0; k < T; k++) _mm256_storeu_ps(out + (long)(r + k) * rows + o, acc[k]);
 }
 
-#define LEGACY_TILES(NAME, TYPE)                                                                            \
-	X8_AVX2 static inline __attribute__((always_inline)) void NAME##1(const uint8_t *gp, int nb, const float *yd, const int8_t *yq, \
+// X8_TILES defines NAME##1..4, the tiles of 1 to 4 activation rows
+// X8_ROWS runs, each CALL(T).
+#define X8_TILE(NAME, T, CALL)                                                                               \
+	X8_AVX2 static inline __attribute__((always_inline)) void NAME##T(const uint8_t *gp, int nb, const float *yd, const int8_t *yq, \
 	                                                                  const int32_t *ys, int r, float *out, long rows, int o) { \
-		q50x8_tile(TYPE, gp, nb, yd, yq, ys, r, 1, out, rows, o);                                        \
-	}                                                                                                    \
-	X8_AVX2 static inline __attribute__((always_inline)) void NAME##2(const uint8_t *gp, int nb, const float *yd, const int8_t *yq, \
-	                                                                  const int32_t *ys, int r, float *out, long rows, int o) { \
-		q50x8_tile(TYPE, gp, nb, yd, yq, ys, r, 2, out, rows, o);                                        \
-	}                                                                                                    \
-	X8_AVX2 static inline __attribute__((always_inline)) void NAME##3(const uint8_t *gp, int nb, const float *yd, const int8_t *yq, \
-	                                                                  const int32_t *ys, int r, float *out, long rows, int o) { \
-		q50x8_tile(TYPE, gp, nb, yd, yq, ys, r, 3, out, rows, o);                                        \
-	}                                                                                                    \
-	X8_AVX2 static inline __attribute__((always_inline)) void NAME##4(const uint8_t *gp, int nb, const float *yd, const int8_t *yq, \
-	                                                                  const int32_t *ys, int r, float *out, long rows, int o) { \
-		q50x8_tile(TYPE, gp, nb, yd, yq, ys, r, 4, out, rows, o);                                        \
+		(void)ys;                                                                                            \
+		CALL(T);                                                                                             \
 	}
-#define IQ4_TILES(NAME, XS)                                                                                 \
-	X8_AVX2 static inline __attribute__((always_inline)) void NAME##1(const uint8_t *gp, int nb, const float *yd, const int8_t *yq, \
-	                                                                  const int32_t *ys, int r, float *out, long rows, int o) { \
-		(void)ys;                                                                                            \
-		iq4x8_tile(XS, gp, nb, yd, yq, r, 1, out, rows, o);                                                  \
-	}                                                                                                    \
-	X8_AVX2 static inline __attribute__((always_inline)) void NAME##2(const uint8_t *gp, int nb, const float *yd, const int8_t *yq, \
-	                                                                  const int32_t *ys, int r, float *out, long rows, int o) { \
-		(void)ys;                                                                                            \
-		iq4x8_tile(XS, gp, nb, yd, yq, r, 2, out, rows, o);                                                  \
-	}                                                                                                    \
-	X8_AVX2 static inline __attribute__((always_inline)) void NAME##3(const uint8_t *gp, int nb, const float *yd, const int8_t *yq, \
-	                                                                  const int32_t *ys, int r, float *out, long rows, int o) { \
-		(void)ys;                                                                                            \
-		iq4x8_tile(XS, gp, nb, yd, yq, r, 3, out, rows, o);                                                  \
-	}                                                                                                    \
-	X8_AVX2 static inline __attribute__((always_inline)) void NAME##4(const uint8_t *gp, int nb, const float *yd, const int8_t *yq, \
-	                                                                  const int32_t *ys, int r, float *out, long rows, int o) { \
-		(void)ys;                                                                                            \
-		iq4x8_tile(XS, gp, nb, yd, yq, r, 4, out, rows, o);                                                  \
-	}
-IQ4_TILES(iq4nlx8_tile_, 0)
-IQ4_TILES(iq4xsx8_tile_, 1)
-LEGACY_TILES(q50x8_tile_, ARB_Q5_0)
-LEGACY_TILES(q41x8_tile_, ARB_Q4_1)
-LEGACY_TILES(q51x8_tile_, ARB_Q5_1)
+#define X8_TILES(NAME, CALL) X8_TILE(NAME, 1, CALL) X8_TILE(NAME, 2, CALL) X8_TILE(NAME, 3, CALL) X8_TILE(NAME, 4, CALL)
+#define IQ4NL8(T) iq4x8_tile(0, gp, nb, yd, yq, r, T, out, rows, o)
+#define IQ4XS8(T) iq4x8_tile(1, gp, nb, yd, yq, r, T, out, rows, o)
+#define Q508(T) q50x8_tile(ARB_Q5_0, gp, nb, yd, yq, ys, r, T, out, rows, o)
+#define Q418(T) q50x8_tile(ARB_Q4_1, gp, nb, yd, yq, ys, r, T, out, rows, o)
+#define Q518(T) q50x8_tile(ARB_Q5_1, gp, nb, yd, yq, ys, r, T, out, rows, o)
+X8_TILES(iq4nlx8_tile_, IQ4NL8)
+X8_TILES(iq4xsx8_tile_, IQ4XS8)
+X8_TILES(q50x8_tile_, Q508)
+X8_TILES(q41x8_tile_, Q418)
+X8_TILES(q51x8_tile_, Q518)
 
 X8_ROWS(mm_q40x8, X8_AVX2, q40x8_tile, GROUP_BYTES)
 X8_ROWS(mm_q80x8, X8_AVX2, q80x8_tile, Q8_GROUP_BYTES)

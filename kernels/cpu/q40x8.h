@@ -7,6 +7,9 @@ int arb_mm_x8(int type, const uint8_t *packed, int glo, int ghi, int nb, const f
 // Q8_0, Q4_0, Q4_K, Q5_K and Q6_K weights repacked sixteen rows at a time
 // for AVX-512 VNNI on 512-bit vectors. See x16.c.
 long arb_x16_bytes(int type, int rows, int nb);
+void arb_k4_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m);
+uint8_t arb_q6_value(const uint8_t *blk, int l);
+void arb_fifth_bits(const uint8_t *qh4, uint8_t *out);
 void arb_k23_pack(int type, const uint8_t *blk, int rows, int i, uint8_t *d, uint8_t *scales, uint8_t *planes);
 void arb_x16_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst);
 int arb_mm_x16(int type, const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd, const int32_t *yc,

@@ -107,6 +107,19 @@ static long x16_group_bytes(int type) {
 	return 0;
 }
 
+// arb_fifth_bits writes a Q5_0 or Q5_1 block's fifth bits (qh, 32 bits
+// little-endian) as the repacked layouts hold them, four bytes e: bit h of
+// byte e the fifth bit of weight 4h+e, bit 4+h that of weight 16+4h+e
+// (for q40x8.c too).
+void arb_fifth_bits(const uint8_t *qh4, uint8_t *out) {
+	uint32_t qh = (uint32_t)qh4[0] | (uint32_t)qh4[1] << 8 | (uint32_t)qh4[2] << 16 | (uint32_t)qh4[3] << 24;
+	for (int e = 0; e < 4; e++) {
+		uint8_t bits = 0;
+		for (int h = 0; h < 4; h++) bits |= (uint8_t)(((qh >> (4 * h + e)) & 1) << h | ((qh >> (16 + 4 * h + e)) & 1) << (4 + h));
+		out[e] = bits;
+	}
+}
+
 // q2_planes writes a row's 32 two-bit weights u (0..3) of one block as
 // the Q3_K and Q2_K layouts hold them: dword m of the row's lane (rows
 // lanes a vector, vectors 4 * rows bytes apart), bits 2s of byte e the
@@ -120,7 +133,7 @@ static void q2_planes(uint8_t *d, int rows, int i, const uint8_t *u) {
 		}
 }
 
-// k23_pack writes row i of a group's Q3_K or Q2_K super-block blk at d in
+// arb_k23_pack writes row i of a group's Q3_K or Q2_K super-block blk at d in
 // the layouts above, for groups of rows rows (16 here, 8 in k8.c): the
 // scales at scales (a byte a group and row), the blocks' vectors from
 // planes on, per block 3 (Q3_K) or 2 vectors of 4 * rows bytes.
@@ -159,7 +172,9 @@ void arb_k23_pack(int type, const uint8_t *blk, int rows, int i, uint8_t *d, uin
 // without sixteen-row tiles.
 long arb_x16_bytes(int type, int rows, int nb) { return (long)((rows + 15) / 16) * nb * x16_group_bytes(type); }
 
-static inline void k4_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
+// arb_k4_scale_min unpacks the j-th six-bit (scale, min) pair of a Q4_K or
+// Q5_K super-block's twelve packed scale bytes q (for k8.c too).
+void arb_k4_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
 	if (j < 4) {
 		*sc = q[j] & 63;
 		*m = q[j + 4] & 63;
@@ -169,8 +184,9 @@ static inline void k4_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m
 	}
 }
 
-// q6_value is weight l (0..255) of a Q6_K super-block, as stored (0..63).
-static inline uint8_t q6_value(const uint8_t *blk, int l) {
+// arb_q6_value is weight l (0..255) of a Q6_K super-block, as stored
+// (0..63) (for k8.c too).
+uint8_t arb_q6_value(const uint8_t *blk, int l) {
 	int half = l / 128, r = l % 128, g = r / 32, k = r % 32;
 	const uint8_t *ql = blk + 64 * half + 32 * (g % 2), *qh = blk + 128 + 32 * half;
 	return (uint8_t)(((ql[k] >> (4 * (g / 2))) & 0xf) | ((qh[k] >> (2 * g)) & 3) << 4);
@@ -208,14 +224,7 @@ void arb_x16_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb
 					if (mn) memcpy(d + 32 + 2 * i, blk + 2, 2);
 					for (int h = 0; h < 4; h++) memcpy(d + at + 64 * h + 4 * i, blk + head + 4 * q5 + 4 * h, 4);
 					if (!q5) break;
-					const uint8_t *hb = blk + head;
-					uint32_t qh = (uint32_t)hb[0] | (uint32_t)hb[1] << 8 | (uint32_t)hb[2] << 16 | (uint32_t)hb[3] << 24;
-					for (int e = 0; e < 4; e++) {
-						uint8_t bits = 0;
-						for (int h = 0; h < 4; h++)
-							bits |= (uint8_t)(((qh >> (4 * h + e)) & 1) << h | ((qh >> (16 + 4 * h + e)) & 1) << (4 + h));
-						d[at + 256 + 4 * i + e] = bits;
-					}
+					arb_fifth_bits(blk + head, d + at + 256 + 4 * i);
 					break;
 				}
 				case ARB_IQ4_NL: {
@@ -242,7 +251,7 @@ void arb_x16_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb
 					const uint8_t *blk = row + (long)b * (q5 ? 176 : 144);
 					memcpy(d + 2 * i, blk, 2);
 					memcpy(d + 32 + 2 * i, blk + 2, 2);
-					for (int j = 0; j < 8; j++) k4_scale_min(j, blk + 4, d + 64 + 32 * j + i, d + 64 + 32 * j + 16 + i);
+					for (int j = 0; j < 8; j++) arb_k4_scale_min(j, blk + 4, d + 64 + 32 * j + i, d + 64 + 32 * j + 16 + i);
 					for (int c = 0; c < 4; c++)
 						for (int h = 0; h < 8; h++) memcpy(d + 320 + 512 * c + 64 * h + 4 * i, blk + (q5 ? 48 : 16) + 32 * c + 4 * h, 4);
 					if (q5)
@@ -261,7 +270,7 @@ void arb_x16_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb
 					for (int k = 0; k < 16; k++) d[32 + 16 * k + i] = blk[192 + k];
 					for (int c = 0; c < 8; c++)
 						for (int h = 0; h < 8; h++)
-							for (int e = 0; e < 4; e++) d[288 + 512 * c + 64 * h + 4 * i + e] = q6_value(blk, 32 * c + 4 * h + e);
+							for (int e = 0; e < 4; e++) d[288 + 512 * c + 64 * h + 4 * i + e] = arb_q6_value(blk, 32 * c + 4 * h + e);
 					break;
 				}
 				}
@@ -388,74 +397,29 @@ X16 static AI void q80_tile(const int G, const uint8_t *gp, long gs, const q8in 
 
 // q40 is q80 for Q4_0: unsigned nibbles, 8 times the block's activation
 // sum off the total; for Q5_0 (q5) each nibble gets its fifth bit (16
-// added where it is set) and 16 times the sum comes off.
-X16 static AI void q40_tile(const int q5, const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, pfplan pf,
-                            float *out, long rows, int o, int valid) {
-	__m512 acc[2][ARB_PANEL];
-	for (int g = 0; g < G; g++)
-		for (int k = 0; k < T; k++) acc[g][k] = _mm512_setzero_ps();
-	panel p = panel_at(y, r);
-	const __m512i m4 = _mm512_set1_epi8(0xf), sixteen = _mm512_set1_epi8(16);
-	const long GB = q5 ? X16_Q50 : X16_Q40;
-	for (int b = 0; b < y->nb; b++, p.q += 32 * T, p.d += T, p.c += 4 * T) {
-		const uint8_t *blk = gp + (long)b * GB;
-		pf_block(pf, blk, G, gs, GB, b, y->nb);
-		__m512i s[2][ARB_PANEL], fifth[2];
-		for (int k = 0; k < T; k++) s[0][k] = s[1][k] = _mm512_set1_epi32(q5 ? 2 * p.c[T + k] : p.c[T + k]);
-		if (q5)
-			for (int g = 0; g < G; g++) fifth[g] = _mm512_loadu_si512(blk + g * gs + X16_Q40);
-		for (int h = 0; h < 4; h++) {
-			__m512i lo[2], hi[2];
-			for (int g = 0; g < G; g++) {
-				__m512i v = _mm512_loadu_si512(blk + g * gs + 32 + 64 * h);
-				lo[g] = _mm512_and_si512(v, m4);
-				hi[g] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-				if (q5) {
-					lo[g] = _mm512_mask_add_epi8(lo[g], _mm512_test_epi8_mask(fifth[g], _mm512_set1_epi8((char)(1 << h))), lo[g], sixteen);
-					hi[g] = _mm512_mask_add_epi8(hi[g], _mm512_test_epi8_mask(fifth[g], _mm512_set1_epi8((char)(16 << h))), hi[g], sixteen);
-				}
-			}
-			for (int k = 0; k < T; k++) {
-				__m512i yl = bcast(p.q + 32 * k + 4 * h), yh = bcast(p.q + 32 * k + 16 + 4 * h);
-				for (int g = 0; g < G; g++) {
-					s[g][k] = _mm512_dpbusd_epi32(s[g][k], lo[g], yl);
-					s[g][k] = _mm512_dpbusd_epi32(s[g][k], hi[g], yh);
-				}
-			}
-		}
-		for (int g = 0; g < G; g++) {
-			__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
-			for (int k = 0; k < T; k++)
-				acc[g][k] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(p.d[k])), _mm512_cvtepi32_ps(s[g][k]), acc[g][k]);
-		}
-	}
-	for (int g = 0; g < G; g++)
-		for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o + 16 * g, acc[g][k], valid - 16 * g);
-}
-
-// q41 is q40 for Q4_1 (Q5_1 when q5): unsigned weights q with a min, the
-// row's value d*q + m: each block's exact sum of q * y, then
-// acc += dy * (d * sum + m * sy), sy the block's exact activation sum
+// added where it is set) and 16 times the sum comes off. With a min (mn:
+// Q4_1, and Q5_1 with q5) nothing comes off: the row's value is d*q + m,
+// and acc += dy * (d * sum + m * sy), sy the block's exact activation sum
 // (-1/8 of the panel's -8 sy).
-X16 static AI void q41_tile(const int q5, const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, pfplan pf,
-                            float *out, long rows, int o, int valid) {
+X16 static AI void q40_tile(const int q5, const int mn, const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T,
+                            pfplan pf, float *out, long rows, int o, int valid) {
 	__m512 acc[2][ARB_PANEL];
 	for (int g = 0; g < G; g++)
 		for (int k = 0; k < T; k++) acc[g][k] = _mm512_setzero_ps();
 	panel p = panel_at(y, r);
 	const __m512i m4 = _mm512_set1_epi8(0xf), sixteen = _mm512_set1_epi8(16);
-	const long GB = q5 ? X16_Q51 : X16_Q41;
+	const long GB = mn ? (q5 ? X16_Q51 : X16_Q41) : (q5 ? X16_Q50 : X16_Q40), at = mn ? 64 : 32;
 	for (int b = 0; b < y->nb; b++, p.q += 32 * T, p.d += T, p.c += 4 * T) {
 		const uint8_t *blk = gp + (long)b * GB;
 		pf_block(pf, blk, G, gs, GB, b, y->nb);
 		__m512i s[2][ARB_PANEL], fifth[2];
-		for (int k = 0; k < T; k++) s[0][k] = s[1][k] = _mm512_setzero_si512();
+		for (int k = 0; k < T; k++) s[0][k] = s[1][k] = mn ? _mm512_setzero_si512() : _mm512_set1_epi32(q5 ? 2 * p.c[T + k] : p.c[T + k]);
 		if (q5)
-			for (int g = 0; g < G; g++) fifth[g] = _mm512_loadu_si512(blk + g * gs + X16_Q41);
+			for (int g = 0; g < G; g++) fifth[g] = _mm512_loadu_si512(blk + g * gs + at + 256);
 		for (int h = 0; h < 4; h++) {
 			__m512i lo[2], hi[2];
 			for (int g = 0; g < G; g++) {
-				__m512i v = _mm512_loadu_si512(blk + g * gs + 64 + 64 * h);
+				__m512i v = _mm512_loadu_si512(blk + g * gs + at + 64 * h);
 				lo[g] = _mm512_and_si512(v, m4);
 				hi[g] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
 				if (q5) {
@@ -473,6 +437,11 @@ X16 static AI void q41_tile(const int q5, const int G, const uint8_t *gp, long g
 		}
 		for (int g = 0; g < G; g++) {
 			__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
+			if (!mn) {
+				for (int k = 0; k < T; k++)
+					acc[g][k] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(p.d[k])), _mm512_cvtepi32_ps(s[g][k]), acc[g][k]);
+				continue;
+			}
 			__m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs + 32)));
 			for (int k = 0; k < T; k++) {
 				__m512 v = _mm512_fmadd_ps(mw, _mm512_set1_ps((float)(-p.c[T + k] / 8)), _mm512_mul_ps(dw, _mm512_cvtepi32_ps(s[g][k])));
@@ -804,14 +773,14 @@ X16 static AI pfplan pf_plan(int t, int tiles, const uint8_t *nx, long next) {
 #define TQ6 4
 #endif
 X16_ROWS(mm_q80x16, q80_tile, X16_Q80, 1, TQ)
-#define q40_tile0(...) q40_tile(0, __VA_ARGS__)
-#define q40_tile1(...) q40_tile(1, __VA_ARGS__)
-X16_ROWS(mm_q40x16, q40_tile0, X16_Q40, 1, TQ)
-X16_ROWS(mm_q50x16, q40_tile1, X16_Q50, 1, TQ)
-#define q41_tile0(...) q41_tile(0, __VA_ARGS__)
-#define q41_tile1(...) q41_tile(1, __VA_ARGS__)
-X16_ROWS(mm_q41x16, q41_tile0, X16_Q41, 1, TQ)
-X16_ROWS(mm_q51x16, q41_tile1, X16_Q51, 1, TQ)
+#define q40_tile00(...) q40_tile(0, 0, __VA_ARGS__)
+#define q40_tile10(...) q40_tile(1, 0, __VA_ARGS__)
+#define q40_tile01(...) q40_tile(0, 1, __VA_ARGS__)
+#define q40_tile11(...) q40_tile(1, 1, __VA_ARGS__)
+X16_ROWS(mm_q40x16, q40_tile00, X16_Q40, 1, TQ)
+X16_ROWS(mm_q50x16, q40_tile10, X16_Q50, 1, TQ)
+X16_ROWS(mm_q41x16, q40_tile01, X16_Q41, 1, TQ)
+X16_ROWS(mm_q51x16, q40_tile11, X16_Q51, 1, TQ)
 #define iq4_tile0(...) iq4_tile(0, __VA_ARGS__)
 #define iq4_tile1(...) iq4_tile(1, __VA_ARGS__)
 X16_ROWS(mm_iq4nlx16, iq4_tile0, X16_Q40, 1, TQ)
