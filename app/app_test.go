@@ -278,11 +278,11 @@ func TestProfileRunCompareExport(t *testing.T) {
 	sp.Prompts.SetText(prompts)
 	sp.CalTokens.SetText("32")
 	test.Tap(sp.Calibrate)
-	waitFor(t, "the calibration", func() bool { return !sp.busy && sp.Calibrate.Disabled() == false && s.Acc != nil })
+	waitFor(t, "the calibration", func() bool { return s.idle() && !sp.busy && sp.Calibrate.Disabled() == false && s.Acc != nil })
 	if !strings.HasPrefix(sp.WorkStatus.Text, "Calibration 1 stored") || !strings.Contains(sp.WorkStatus.Text, "Between prompts, T_verify(4) read") {
 		t.Fatalf("calibrate: %s", sp.WorkStatus.Text)
 	}
-	waitFor(t, "the stored calibration in the model", func() bool { return strings.Contains(sp.Labels.Text, "measured on calibration 1, ") })
+	waitFor(t, "the stored calibration in the model", func() bool { return s.idle() && strings.Contains(sp.Labels.Text, "measured on calibration 1, ") })
 	test.Tap(sp.TrainPred)
 	waitWithin(t, 15*time.Minute, "the depth predictor", func() bool { return !sp.busy })
 	if !strings.HasPrefix(sp.WorkStatus.Text, "Depth predictor 1 for ") || !strings.Contains(sp.WorkStatus.Text, "held-out steps, against") {
@@ -317,7 +317,7 @@ func TestProfileRunCompareExport(t *testing.T) {
 	sp.Ranked.SetSelectedIndex(egt)
 	want := sp.ranked[egt]
 	// the pick is stored as the pair's newest plan, which Export renders
-	waitFor(t, "the picked plan stored", func() bool { return sp.stored == want.Plan.String() })
+	waitFor(t, "the picked plan stored", func() bool { return s.idle() && sp.stored == want.Plan.String() })
 	if s.Tuned == nil || s.Tuned.Plan.String() != want.Plan.String() || r.UseTuned.Disabled() {
 		t.Fatalf("picked plan not the session's tuned plan: %+v", s.Tuned)
 	}
@@ -440,7 +440,7 @@ func TestProfileRunCompareExport(t *testing.T) {
 	if !strings.Contains(r.Stats.Text, "run 5 (done") || r.Timeline.Image == nil {
 		t.Errorf("restored run: %s", r.Stats.Text)
 	}
-	waitFor(t, "the export", func() bool { return strings.Contains(e.YAML.Text, "speculation:") })
+	waitFor(t, "the export", func() bool { return wb.Session.idle() && strings.Contains(e.YAML.Text, "speculation:") })
 	if !strings.Contains(e.Status.Text, "exported 2 times before") { // the GUI's and the CLI's
 		t.Errorf("export status %q", e.Status.Text)
 	}
@@ -478,7 +478,7 @@ func TestProfileRunCompareExport(t *testing.T) {
 	if s.Tuned != nil || !r.UseTuned.Disabled() || r.Stats.Text != runHint || len(r.stream) != 0 || r.Timeline.Image != nil || r.Timeline.zoom != nil || r.PlanNote.Text != "" {
 		t.Errorf("the previous pair's run stays: tuned %v, stats %q, %d pieces, timeline %v", s.Tuned, r.Stats.Text, len(r.stream), r.Timeline.Image != nil)
 	}
-	waitFor(t, "the export of the other pair", func() bool { return !strings.Contains(e.YAML.Text, "speculation:") })
+	waitFor(t, "the export of the other pair", func() bool { return wb.Session.idle() && !strings.Contains(e.YAML.Text, "speculation:") })
 	if e.Status.Text != "" {
 		t.Errorf("the previous pair's export stays: %q\n%s", e.Status.Text, e.YAML.Text)
 	}
@@ -594,7 +594,9 @@ func TestHiddenDrafterSource(t *testing.T) {
 	// a drafter for another target is refused with the reason
 	m.Target.SetText(modeltest.Shared(t, "models/llama-2-tiny-random.gguf"))
 	test.Tap(m.Load)
-	waitFor(t, "the check", func() bool { return !m.Load.Disabled() && strings.Contains(m.Status.Text, "Not loaded") })
+	waitFor(t, "the check", func() bool {
+		return wb.Session.idle() && !m.Load.Disabled() && strings.Contains(m.Status.Text, "Not loaded")
+	})
 	if !strings.Contains(m.Status.Text, "does not fit") {
 		t.Errorf("status: %s", m.Status.Text)
 	}

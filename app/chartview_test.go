@@ -255,7 +255,7 @@ func TestSpeedupChartPicksPlan(t *testing.T) {
 	if got, err := r.Plan(); err != nil || got.String() != want {
 		t.Errorf("Run holds %v (%v), want %s", got, err, want)
 	}
-	waitFor(t, "the plan stored for Export", func() bool { return sp.stored == want })
+	waitFor(t, "the plan stored for Export", func() bool { return wb.Session.idle() && sp.stored == want })
 	if !strings.Contains(sp.WorkStatus.Text, "Stored as plan") {
 		t.Errorf("status: %s", sp.WorkStatus.Text)
 	}

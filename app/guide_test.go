@@ -89,7 +89,7 @@ func TestGuideStates(t *testing.T) {
 	test.Tap(r.Start)
 	waitFor(t, "the run to start", func() bool { return wasRunning(4) })
 	r.Wait()
-	waitFor(t, "the run", func() bool { return !r.Start.Disabled() })
+	waitFor(t, "the run", func() bool { return wb.Session.idle() && !r.Start.Disabled() })
 	if st := states(wb); st[4] != StepDone || st[3] != StepToDo || st[5] != StepToDo {
 		t.Errorf("after a run: %v", st)
 	}

@@ -37,7 +37,7 @@ func TestValidateInGUI(t *testing.T) {
 	// distinct plans must come from beyond them
 	sp.SetRanked(append(slices.Repeat(preds[:1], 25), preds...))
 	waitFor(t, "the first plan stored", func() bool {
-		return sp.stored == preds[0].Plan.String() || strings.Contains(sp.WorkStatus.Text, "could not be stored")
+		return s.idle() && (sp.stored == preds[0].Plan.String() || strings.Contains(sp.WorkStatus.Text, "could not be stored"))
 	})
 	if sp.Validate.Disabled() {
 		t.Fatal("Validate stays disabled with ranked plans")
@@ -50,7 +50,7 @@ func TestValidateInGUI(t *testing.T) {
 	s.Inputs = kept
 	test.Tap(sp.Validate)
 	waitFor(t, "the validation", func() bool {
-		return !sp.busy && sp.Validation.Text != "" || strings.Contains(sp.WorkStatus.Text, "failed")
+		return s.idle() && (!sp.busy && sp.Validation.Text != "" || strings.Contains(sp.WorkStatus.Text, "failed"))
 	})
 	if want := len(costmodel.Distinct(preds, 5)); want < 2 || !strings.Contains(sp.Validation.Text, fmt.Sprintf("\n%d. ", want)) {
 		t.Errorf("validated plans: want %d distinct ones listed:\n%s", want, sp.Validation.Text)
@@ -79,7 +79,7 @@ func TestValidateInGUI(t *testing.T) {
 
 	// the validation is shown again after a restart, with its plan chosen
 	picked := s.Tuned.Plan
-	waitFor(t, "the measured best stored", func() bool { return sp.stored == picked.String() })
+	waitFor(t, "the measured best stored", func() bool { return s.idle() && sp.stored == picked.String() })
 	wb = restart(t, wb)
 	s, sp = wb.Session, wb.Speedup
 	if sp.Validation.Text != text {
