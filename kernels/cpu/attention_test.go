@@ -173,6 +173,9 @@ func TestAttentionMatchesReference(t *testing.T) {
 		// a task, the last one short, rows of a block's weighted sums
 		// from two kv heads
 		{10, 5, 8, 20, 1}, {6, 2, 8, 40, 1}, {3, 3, 8, 17, 2}, {48, 16, 8, 1030, 1},
+		// a decode step and a two-row pass over a long cache (keys and
+		// values requested ahead)
+		{32, 8, 64, 1100, 1}, {16, 4, 128, 1030, 2},
 		// several rows a task, blocks of eight slots and a tail: heads
 		// sharing kv heads by 4 (four rows a task), by 8 and alone
 		{32, 8, 64, 45, 20}, {16, 2, 64, 29, 11}, {8, 8, 32, 17, 18}, {4, 1, 16, 0, 13},
@@ -321,5 +324,29 @@ func BenchmarkAttentionWide(b *testing.B) {
 				be.HostAttention(out, q, kc, vc, c.past, 1, nil, c.heads, c.kvHeads, c.hd, 0.1)
 			}
 		})
+	}
+}
+
+// BenchmarkAttentionDecodeLong: one decode step's attention of
+// llama-3.2-1b's shape (32 heads of 64 over 8 kv heads) after 2048 cached
+// tokens, over twelve layers' caches in turn (100 MiB), so each call reads
+// its cache from memory as a model's decode step does, not from the last
+// level of cache.
+func BenchmarkAttentionDecodeLong(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const heads, kvHeads, hd, past, layers = 32, 8, 64, 2048, 12
+	total, kvd := past+1, kvHeads*hd
+	q := gaussian(rng, heads*hd)
+	var kc, vc [layers][]float32
+	for l := range kc {
+		kc[l], vc[l] = gaussian(rng, total*kvd), gaussian(rng, total*kvd)
+	}
+	out := make([]float32, heads*hd)
+	be := New(DefaultThreads())
+	defer be.Close()
+	i := 0
+	for b.Loop() {
+		be.HostAttention(out, q, kc[i%layers], vc[i%layers], past, 1, nil, heads, kvHeads, hd, 0.125)
+		i++
 	}
 }
