@@ -150,10 +150,9 @@ type Matrix struct {
 	rows, cols int
 	rowBytes   int
 	data       []byte
-	// packed is a Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 or K-quant (Q4_K, Q5_K,
-	// Q6_K) matrix's rows repacked group rows at a time: sixteen for the
-	// AVX-512 VNNI tiles (x16.c), eight for the AVX2 ones (q40x8.c, Q4_0
-	// and Q8_0); nil where they do not run.
+	// packed is a quantised matrix's rows repacked group rows at a time:
+	// sixteen for the AVX-512 VNNI tiles (x16.c), eight for the AVX2 ones
+	// (q40x8.c, k8.c); nil where they do not run.
 	// data stays for row reads and the portable kernels.
 	packed []byte
 	group  int
@@ -211,9 +210,9 @@ func newMatrix(t quant.Type, data []byte, rows, cols int, repack bool) (*Matrix,
 	return m, nil
 }
 
-// packRows is how many rows a repacked group of t holds on this CPU: 16
-// where the AVX-512 VNNI tiles run (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and the K-quants), 8
-// where the AVX2 ones do (Q4_0 and Q8_0), 0 where t is not repacked.
+// packRows is how many rows a repacked group of t (any quantised type)
+// holds on this CPU: 16 where the AVX-512 VNNI tiles run, 8 where the
+// AVX2 ones do, 0 where t is not repacked.
 func packRows(t quant.Type) int {
 	if !repacks() {
 		return 0
@@ -290,10 +289,10 @@ func x16GroupBytes(t quant.Type) int64 {
 }
 
 // RepackedBytes is the memory a t matrix of rows x cols takes on this
-// CPU beside its mapped weights (the sixteen-row copies of Q4_0, Q4_1,
-// Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K where the AVX-512 VNNI tiles
-// run, the eight-row Q4_0 and Q8_0 ones where the AVX2 tiles do), for memory estimates and the
-// copy itself; 0 where nothing is repacked. The rows must come in eights
+// CPU beside its mapped weights (the sixteen-row copy of a quantised
+// type where the AVX-512 VNNI tiles run, the eight-row one where the AVX2
+// tiles do), for memory estimates and the copy itself; 0 where nothing
+// is repacked. The rows must come in eights
 // (sixteen-row groups pad the last eight with zeros).
 func RepackedBytes(t quant.Type, rows, cols int) int64 {
 	return repackedBytes(t, rows, cols, packRows(t))

@@ -4,7 +4,7 @@
 void arb_x8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, int block_bytes, uint8_t *dst);
 int arb_mm_x8(int type, const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
               const int32_t *ys, int n, float *out, int rows);
-// Q8_0, Q4_0, Q4_K, Q5_K and Q6_K weights repacked sixteen rows at a time
+// Every quantised type's weights repacked sixteen rows at a time
 // for AVX-512 VNNI on 512-bit vectors. See x16.c.
 long arb_x16_bytes(int type, int rows, int nb);
 void arb_k4_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m);
@@ -14,8 +14,7 @@ void arb_k23_pack(int type, const uint8_t *blk, int rows, int i, uint8_t *d, uin
 void arb_x16_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst);
 int arb_mm_x16(int type, const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd, const int32_t *yc,
                int nb, int n, float *out, int rows);
-// Q4_K, Q5_K and Q6_K weights repacked eight rows at a time for AVX2.
-// See k8.c.
+// K-quant weights repacked eight rows at a time for AVX2. See k8.c.
 long arb_k8_bytes(int type, int rows, int nb);
 void arb_k8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst);
 int arb_mm_k8(int type, const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd, const int32_t *yc, int nb,

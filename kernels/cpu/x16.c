@@ -24,11 +24,12 @@
 // same order in every lane, whatever the tile: so a row's result depends
 // neither on the tile, nor on the batch, nor on the rows beside it in the
 // group, and a verification row equals the decode row, which greedy
-// identity needs. For Q4_0 and Q8_0 a lane's float code is that of the
-// eight-row AVX2 tiles, so their results are those tiles' bit for bit;
-// the K-quants' is kTilesReference's (q40x8_test.go), on activations
-// scaled per 256 values (see q4k_tile). TestSixteenRowsMatchEightRows
-// holds them to both.
+// identity needs. For every type a lane's float code is that of the
+// eight-row AVX2 tiles (q40x8.c, k8.c), so the two widths give the same
+// bits: for Q4_0 and Q8_0 TestSixteenRowsMatchEightRows holds them to
+// each other, for the other block types to legacyTilesReference and
+// iq4TilesReference, for the K-quants, on activations scaled per 256
+// values (see q4k_tile), to kTilesReference (q40x8_test.go).
 //
 // Layouts (a group is sixteen rows; rows past the matrix's last are zero,
 // their outputs never stored):

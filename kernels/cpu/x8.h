@@ -1,4 +1,4 @@
-// Shared by the eight-row AVX2 kernels (q40x8.c): the exact
+// Shared by the eight-row AVX2 kernels (q40x8.c, k8.c): the exact
 // integer sums of a row lane's weights against broadcast activation bytes,
 // and the loop that runs a kernel's tiles over groups of eight rows.
 // Included inside each file's x86-64 section, after <immintrin.h>.
