@@ -220,27 +220,31 @@ func packRows(t quant.Type) int {
 	switch {
 	case x16GroupBytes(t) > 0 && vnniTiles():
 		return 16
-	case eightRowTiles(t) || k8GroupBytes(t) > 0:
+	case x8GroupBytes(t) > 0:
 		return 8
 	}
 	return 0
 }
 
-// eightRowTiles says whether t has the eight-row AVX2 tiles of q40x8.c
-// (whose repacked copy is the file's bytes rearranged, but for IQ4_XS).
-func eightRowTiles(t quant.Type) bool {
+// x8GroupBytes is what eight rows' block (super-block for the types of
+// 256 weights a block) take repacked for the eight-row AVX2 tiles
+// (q40x8.c's and k8.c's sizes: the file's bytes rearranged, but IQ4_XS
+// with float32 scales and the K-quants with their scales unpacked); 0 for
+// the other types.
+func x8GroupBytes(t quant.Type) int64 {
 	switch t {
-	case quant.Q4_0, quant.Q8_0, quant.Q5_0, quant.Q4_1, quant.Q5_1, quant.IQ4_NL, quant.IQ4_XS:
-		return true
-	}
-	return false
-}
-
-// k8GroupBytes is what eight rows' super-block take repacked for the
-// K-quants' eight-row AVX2 tiles (k8.c's K8_ sizes); 0 for the other
-// types.
-func k8GroupBytes(t quant.Type) int64 {
-	switch t {
+	case quant.Q8_0:
+		return 16 + 256
+	case quant.Q4_0, quant.IQ4_NL:
+		return 16 + 128
+	case quant.Q5_0:
+		return 16 + 128 + 32
+	case quant.Q4_1:
+		return 16 + 16 + 128
+	case quant.Q5_1:
+		return 16 + 16 + 128 + 32
+	case quant.IQ4_XS:
+		return 8 * (32 + 128)
 	case quant.Q4_K:
 		return 16 + 16 + 128 + 1024
 	case quant.Q5_K:
@@ -255,9 +259,9 @@ func k8GroupBytes(t quant.Type) int64 {
 	return 0
 }
 
-// x16GroupBytes is what sixteen rows' block (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) or super-block
-// (Q4_K, Q5_K, Q6_K) take repacked for the sixteen-row tiles (x16.c's
-// X16_ sizes); 0 for the other types.
+// x16GroupBytes is what sixteen rows' block (super-block for the types
+// of 256 weights a block) take repacked for the sixteen-row tiles
+// (x16.c's X16_ sizes); 0 for the other types.
 func x16GroupBytes(t quant.Type) int64 {
 	switch t {
 	case quant.Q8_0:
@@ -306,20 +310,7 @@ func repackedBytes(t quant.Type, rows, cols, group int) int64 {
 	if group == 16 {
 		return int64((rows+15)/16) * int64(cols/t.BlockSize()) * x16GroupBytes(t)
 	}
-	if k8GroupBytes(t) > 0 {
-		return int64(rows/8) * int64(cols/t.BlockSize()) * k8GroupBytes(t)
-	}
-	if t == quant.IQ4_XS { // a float32 scale a 32-weight block
-		return int64(rows/8) * int64(cols/quant.QK) * (32 + 128)
-	}
-	if !eightRowTiles(t) {
-		return 0
-	}
-	rb, err := quant.RowBytes(t, cols)
-	if err != nil {
-		return 0
-	}
-	return int64(rb) * int64(rows)
+	return int64(rows/8) * int64(cols/t.BlockSize()) * x8GroupBytes(t)
 }
 
 // q8Buf holds activations quantised to 8 bits in blocks of 32, in the

@@ -262,7 +262,7 @@ func repackMatrix(m *Matrix, group int) ([]byte, int) {
 		C.arb_x16_pack(C.int(m.typ), src, C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/m.typ.BlockSize()), dst)
 		return p, group
 	}
-	if k8GroupBytes(m.typ) > 0 {
+	if kQuant(m.typ) {
 		C.arb_k8_pack(C.int(m.typ), src, C.long(m.rowBytes), C.int(m.rows), C.int(m.cols/m.typ.BlockSize()), dst)
 		return p, group
 	}
