@@ -193,22 +193,9 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 						t.Fatalf("%v n=%d: out[%d] = %v with eight-row tiles, %v with the reference", typ, n, i, e[i], a[i])
 					}
 				}
-				if n == 5 { // negative control: the eight-row copy's last vector of weights changed
-					vec := m8.packed[len(m8.packed)-32:]
-					for i := range vec {
-						vec[i] ^= 0x11
-					}
-					tiles(m8, &q, 0, rows/8, n, e)
-					for i := range vec {
-						vec[i] ^= 0x11
-					}
-					same := true
-					for i := range a {
-						same = same && a[i] == e[i]
-					}
-					if same {
-						t.Fatalf("%v: a changed weight byte in the eight-row copy changed no output", typ)
-					}
+				if n == 5 && !changesOutput(m8.packed[len(m8.packed)-32:], func() { tiles(m8, &q, 0, rows/8, n, e) }, a, e) {
+					// negative control: the eight-row copy's last vector of weights changed
+					t.Fatalf("%v: a changed weight byte in the eight-row copy changed no output", typ)
 				}
 			} else if !tiles(m8, &q, 0, rows/8, n, a) {
 				t.Fatal("the repacked kernels refused")
@@ -221,22 +208,9 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 			if q.q[0] != 127 || q.q[1] != -127 || q.k.q[0] != 127 || q.k.q[1] != -127 {
 				t.Fatalf("activations %d %d (K panels %d %d), want 127 -127", q.q[0], q.q[1], q.k.q[0], q.k.q[1])
 			}
-			if n == 3 { // negative control: the last block's next-to-last vector of weights changed
-				vec := m16.packed[len(m16.packed)-128 : len(m16.packed)-64]
-				for i := range vec {
-					vec[i] ^= 0x11
-				}
-				tiles(m16, &q, 0, (rows+15)/16, n, v)
-				for i := range vec {
-					vec[i] ^= 0x11
-				}
-				same := true
-				for i := range a {
-					same = same && a[i] == v[i]
-				}
-				if same {
-					t.Fatalf("%v: a changed weight byte changed no output", typ)
-				}
+			if n == 3 && !changesOutput(m16.packed[len(m16.packed)-128:len(m16.packed)-64], func() { tiles(m16, &q, 0, (rows+15)/16, n, v) }, a, v) {
+				// negative control: the last block's next-to-last vector of weights changed
+				t.Fatalf("%v: a changed weight byte changed no output", typ)
 			}
 		}
 	}
@@ -283,6 +257,25 @@ const panelRows = 4
 func panelSlot(r, b, n, nb int) int {
 	p0 := r / panelRows * panelRows
 	return p0*nb + b*min(n-p0, panelRows) + r - p0
+}
+
+// changesOutput flips bits in every byte of vec (repacked weights), runs
+// run, which writes got, puts the bytes back, and says whether got then
+// differs anywhere from want: a negative control of a tile comparison.
+func changesOutput(vec []byte, run func(), want, got []float32) bool {
+	for i := range vec {
+		vec[i] ^= 0x11
+	}
+	run()
+	for i := range vec {
+		vec[i] ^= 0x11
+	}
+	for i := range want {
+		if want[i] != got[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // fma32 is a float32 fused multiply-add where the exact a*b + c is a
