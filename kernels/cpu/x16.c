@@ -401,20 +401,26 @@ X16 static AI void q80_tile(const int G, const uint8_t *gp, long gs, const q8in 
 // added where it is set) and 16 times the sum comes off. With a min (mn:
 // Q4_1, and Q5_1 with q5) nothing comes off: the row's value is d*q + m,
 // and acc += dy * (d * sum + m * sy), sy the block's exact activation sum
-// (-1/8 of the panel's -8 sy).
-X16 static AI void q40_tile(const int q5, const int mn, const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T,
-                            pfplan pf, float *out, long rows, int o, int valid) {
+// (-1/8 of the panel's -8 sy). For IQ4_NL (iq 1; IQ4_XS, iq 2, with
+// float32 block scales) each nibble indexes the IQ4 table, offset by 128
+// into unsigned bytes, and 128 times the sum comes off.
+X16 static AI void q40_tile(const int q5, const int mn, const int iq, const int G, const uint8_t *gp, long gs, const q8in *y, int r,
+                            const int T, pfplan pf, float *out, long rows, int o, int valid) {
 	__m512 acc[2][ARB_PANEL];
 	for (int g = 0; g < G; g++)
 		for (int k = 0; k < T; k++) acc[g][k] = _mm512_setzero_ps();
 	panel p = panel_at(y, r);
 	const __m512i m4 = _mm512_set1_epi8(0xf), sixteen = _mm512_set1_epi8(16);
-	const long GB = mn ? (q5 ? X16_Q51 : X16_Q41) : (q5 ? X16_Q50 : X16_Q40), at = mn ? 64 : 32;
+	const __m512i table = iq ? _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)arb_iq4_table())), _mm512_set1_epi8((char)0x80))
+	                         : _mm512_setzero_si512();
+	const long GB = iq ? (iq == 2 ? X16_IQ4XS : X16_Q40) : mn ? (q5 ? X16_Q51 : X16_Q41) : (q5 ? X16_Q50 : X16_Q40);
+	const long at = mn || iq == 2 ? 64 : 32; // the nibbles, after the scales (and mins)
 	for (int b = 0; b < y->nb; b++, p.q += 32 * T, p.d += T, p.c += 4 * T) {
 		const uint8_t *blk = gp + (long)b * GB;
 		pf_block(pf, blk, G, gs, GB, b, y->nb);
 		__m512i s[2][ARB_PANEL], fifth[2];
-		for (int k = 0; k < T; k++) s[0][k] = s[1][k] = mn ? _mm512_setzero_si512() : _mm512_set1_epi32(q5 ? 2 * p.c[T + k] : p.c[T + k]);
+		for (int k = 0; k < T; k++)
+			s[0][k] = s[1][k] = iq ? _mm512_set1_epi32(p.c[k]) : mn ? _mm512_setzero_si512() : _mm512_set1_epi32(q5 ? 2 * p.c[T + k] : p.c[T + k]);
 		if (q5)
 			for (int g = 0; g < G; g++) fifth[g] = _mm512_loadu_si512(blk + g * gs + at + 256);
 		for (int h = 0; h < 4; h++) {
@@ -423,6 +429,7 @@ X16 static AI void q40_tile(const int q5, const int mn, const int G, const uint8
 				__m512i v = _mm512_loadu_si512(blk + g * gs + at + 64 * h);
 				lo[g] = _mm512_and_si512(v, m4);
 				hi[g] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+				if (iq) lo[g] = _mm512_shuffle_epi8(table, lo[g]), hi[g] = _mm512_shuffle_epi8(table, hi[g]);
 				if (q5) {
 					lo[g] = _mm512_mask_add_epi8(lo[g], _mm512_test_epi8_mask(fifth[g], _mm512_set1_epi8((char)(1 << h))), lo[g], sixteen);
 					hi[g] = _mm512_mask_add_epi8(hi[g], _mm512_test_epi8_mask(fifth[g], _mm512_set1_epi8((char)(16 << h))), hi[g], sixteen);
@@ -437,7 +444,7 @@ X16 static AI void q40_tile(const int q5, const int mn, const int G, const uint8
 			}
 		}
 		for (int g = 0; g < G; g++) {
-			__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
+			__m512 dw = iq == 2 ? _mm512_loadu_ps(blk + g * gs) : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
 			if (!mn) {
 				for (int k = 0; k < T; k++)
 					acc[g][k] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(p.d[k])), _mm512_cvtepi32_ps(s[g][k]), acc[g][k]);
@@ -448,48 +455,6 @@ X16 static AI void q40_tile(const int q5, const int mn, const int G, const uint8
 				__m512 v = _mm512_fmadd_ps(mw, _mm512_set1_ps((float)(-p.c[T + k] / 8)), _mm512_mul_ps(dw, _mm512_cvtepi32_ps(s[g][k])));
 				acc[g][k] = _mm512_fmadd_ps(_mm512_set1_ps(p.d[k]), v, acc[g][k]);
 			}
-		}
-	}
-	for (int g = 0; g < G; g++)
-		for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o + 16 * g, acc[g][k], valid - 16 * g);
-}
-
-// iq4 is q40 for IQ4_NL (IQ4_XS when xs: float32 block scales): each
-// nibble indexes the IQ4 table, offset by 128 into unsigned bytes, and
-// 128 times the block's activation sum comes off the exact total.
-X16 static AI void iq4_tile(const int xs, const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, pfplan pf,
-                            float *out, long rows, int o, int valid) {
-	__m512 acc[2][ARB_PANEL];
-	for (int g = 0; g < G; g++)
-		for (int k = 0; k < T; k++) acc[g][k] = _mm512_setzero_ps();
-	panel p = panel_at(y, r);
-	const __m512i m4 = _mm512_set1_epi8(0xf);
-	const __m512i table = _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)arb_iq4_table())), _mm512_set1_epi8((char)0x80));
-	const long GB = xs ? X16_IQ4XS : X16_Q40, at = xs ? 64 : 32;
-	for (int b = 0; b < y->nb; b++, p.q += 32 * T, p.d += T, p.c += 4 * T) {
-		const uint8_t *blk = gp + (long)b * GB;
-		pf_block(pf, blk, G, gs, GB, b, y->nb);
-		__m512i s[2][ARB_PANEL];
-		for (int k = 0; k < T; k++) s[0][k] = s[1][k] = _mm512_set1_epi32(p.c[k]);
-		for (int h = 0; h < 4; h++) {
-			__m512i lo[2], hi[2];
-			for (int g = 0; g < G; g++) {
-				__m512i v = _mm512_loadu_si512(blk + g * gs + at + 64 * h);
-				lo[g] = _mm512_shuffle_epi8(table, _mm512_and_si512(v, m4));
-				hi[g] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
-			}
-			for (int k = 0; k < T; k++) {
-				__m512i yl = bcast(p.q + 32 * k + 4 * h), yh = bcast(p.q + 32 * k + 16 + 4 * h);
-				for (int g = 0; g < G; g++) {
-					s[g][k] = _mm512_dpbusd_epi32(s[g][k], lo[g], yl);
-					s[g][k] = _mm512_dpbusd_epi32(s[g][k], hi[g], yh);
-				}
-			}
-		}
-		for (int g = 0; g < G; g++) {
-			__m512 dw = xs ? _mm512_loadu_ps(blk + g * gs) : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
-			for (int k = 0; k < T; k++)
-				acc[g][k] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(p.d[k])), _mm512_cvtepi32_ps(s[g][k]), acc[g][k]);
 		}
 	}
 	for (int g = 0; g < G; g++)
@@ -774,18 +739,18 @@ X16 static AI pfplan pf_plan(int t, int tiles, const uint8_t *nx, long next) {
 #define TQ6 4
 #endif
 X16_ROWS(mm_q80x16, q80_tile, X16_Q80, 1, TQ)
-#define q40_tile00(...) q40_tile(0, 0, __VA_ARGS__)
-#define q40_tile10(...) q40_tile(1, 0, __VA_ARGS__)
-#define q40_tile01(...) q40_tile(0, 1, __VA_ARGS__)
-#define q40_tile11(...) q40_tile(1, 1, __VA_ARGS__)
+#define q40_tile00(...) q40_tile(0, 0, 0, __VA_ARGS__)
+#define q40_tile10(...) q40_tile(1, 0, 0, __VA_ARGS__)
+#define q40_tile01(...) q40_tile(0, 1, 0, __VA_ARGS__)
+#define q40_tile11(...) q40_tile(1, 1, 0, __VA_ARGS__)
+#define iq4_tile1(...) q40_tile(0, 0, 1, __VA_ARGS__)
+#define iq4_tile2(...) q40_tile(0, 0, 2, __VA_ARGS__)
 X16_ROWS(mm_q40x16, q40_tile00, X16_Q40, 1, TQ)
 X16_ROWS(mm_q50x16, q40_tile10, X16_Q50, 1, TQ)
 X16_ROWS(mm_q41x16, q40_tile01, X16_Q41, 1, TQ)
 X16_ROWS(mm_q51x16, q40_tile11, X16_Q51, 1, TQ)
-#define iq4_tile0(...) iq4_tile(0, __VA_ARGS__)
-#define iq4_tile1(...) iq4_tile(1, __VA_ARGS__)
-X16_ROWS(mm_iq4nlx16, iq4_tile0, X16_Q40, 1, TQ)
-X16_ROWS(mm_iq4xsx16, iq4_tile1, X16_IQ4XS, 1, TQ)
+X16_ROWS(mm_iq4nlx16, iq4_tile1, X16_Q40, 1, TQ)
+X16_ROWS(mm_iq4xsx16, iq4_tile2, X16_IQ4XS, 1, TQ)
 #ifndef TQK
 #define TQK 4
 #endif
