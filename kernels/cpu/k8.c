@@ -55,12 +55,9 @@ static long k8_group_bytes(int type) {
 	return 0;
 }
 
-// arb_k8_bytes is what a matrix of rows (a multiple of 8) x nb
-// super-blocks takes repacked; 0 for a type without these tiles.
-long arb_k8_bytes(int type, int rows, int nb) { return (long)(rows / 8) * nb * k8_group_bytes(type); }
-
 // arb_k8_pack repacks rows (a multiple of 8) of nb super-blocks of a
-// K-quant into dst (arb_k8_bytes of it).
+// K-quant into dst (rows / 8 * nb groups of k8_group_bytes: cpu.go's
+// x8GroupBytes).
 void arb_k8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst) {
 	long gb = k8_group_bytes(type);
 	for (int g = 0; g < rows / 8; g++)

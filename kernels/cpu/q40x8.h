@@ -15,7 +15,6 @@ void arb_x16_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb
 int arb_mm_x16(int type, const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd, const int32_t *yc,
                int nb, int n, float *out, int rows);
 // K-quant weights repacked eight rows at a time for AVX2. See k8.c.
-long arb_k8_bytes(int type, int rows, int nb);
 void arb_k8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst);
 int arb_mm_k8(int type, const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd, const int32_t *yc, int nb,
               int n, float *out, int rows);
