@@ -390,3 +390,29 @@ func TestQ8KernelsExact(t *testing.T) {
 		t.Logf("%s (%s kernels): max |error| against float64 on the 8-bit activations %.2e x sqrt(cols)", typ, Kernels(), worst)
 	}
 }
+
+// TestReadSum: the bandwidth probe's read depends on every word, in its
+// four streams and in the tail past them, whatever the length.
+func TestReadSum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, n := range []int{16, 48, 64, 80, 1024, 1040, 4096 + 48} {
+		p := make([]uint64, n)
+		for i := range p {
+			p[i] = rng.Uint64()
+		}
+		want := uint64(0)
+		for _, v := range p {
+			want ^= v
+		}
+		if got := ReadSum(p); got != want {
+			t.Fatalf("%d words: %x, want %x", n, got, want)
+		}
+		for _, i := range []int{0, n / 4, n/2 + 1, n - 1} {
+			p[i] ^= 1 << (i % 64)
+			if ReadSum(p) == want {
+				t.Fatalf("%d words: word %d changed and the sum did not", n, i)
+			}
+			p[i] ^= 1 << (i % 64)
+		}
+	}
+}

@@ -222,8 +222,9 @@ func f32ToF16(dst []uint16, src []float32) {
 	}
 }
 
-// ReadSum XORs the words of p (len a multiple of 16) with the widest loads
-// the CPU has: the inner loop of a memory bandwidth measurement.
+// ReadSum XORs the words of p (len a multiple of 16), four streams at
+// once with vector loads where the CPU has them: the inner loop of a
+// memory bandwidth measurement.
 func ReadSum(p []uint64) uint64 {
 	if len(p) == 0 {
 		return 0
