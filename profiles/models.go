@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"arborist/assets"
 	"arborist/engine/demo"
@@ -406,15 +407,19 @@ type BenchReport struct {
 	Decode      []float64 `json:"decode_tokens_per_s"` // sorted
 	Median      float64   `json:"decode_median_tokens_per_s"`
 	// DecodeShares is each decode run's share of the roofline at the
-	// bandwidth probed just before it (sorted): on a shared machine the
-	// bandwidth swings between probes, and a run set against its own
-	// probe says more than all runs against one
+	// read rate of the sustained reads just before and just after it (the
+	// mean of the two; sorted): on a shared machine the bandwidth swings
+	// from second to second, and a run set against reads as long as itself
+	// on either side says more than all runs against one probe
 	DecodeShares []float64 `json:"decode_roofline_shares"`
-	// BandwidthProbes and PeakProbes are every probe of the limits, in
-	// the order taken (bandwidth before each decode run, the ceiling
-	// before the decode runs and after the passes); Bandwidth and Peak
-	// are the best of them
+	// BandwidthProbes are the sustained reads' rates, in the order taken
+	// (one before the decode runs, then one after each, each about as long
+	// as a run), of which Bandwidth is the median; BandwidthBest is the
+	// fastest single pass of the probe's buffer, the memory at its
+	// quietest. PeakProbes are the compute ceiling's probes (before the
+	// decode runs and after the passes), of which Peak is the best
 	BandwidthProbes []float64       `json:"bandwidth_probes_bytes_per_s,omitempty"`
+	BandwidthBest   float64         `json:"bandwidth_best_pass_bytes_per_s,omitempty"`
 	PeakProbes      []float64       `json:"peak_probes_macs_per_s,omitempty"`
 	Curve           []measure.Point `json:"verify_curve"`
 	Limits          hardware.Limits `json:"-"`
@@ -430,10 +435,11 @@ type DeviceMemory = store.DeviceMemory
 const maxBenchReps = 1000
 
 // BenchModel times decoding (Reps runs of Tokens tokens) and T_verify(W),
-// and sets them against the bandwidth roofline and the compute ceiling:
-// the best of the probes taken before each decode run (bandwidth) and
-// before the runs and after the passes (ceiling), each decode run also
-// against the bandwidth probed just before it.
+// and sets them against the bandwidth roofline and the compute ceiling.
+// The roofline's bandwidth is the median of sustained reads, one before
+// the decode runs and one after each, each about as long as a run, and
+// each run is also set against the reads on either side of it; the
+// ceiling is the best of probes before the runs and after the passes.
 func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 	if opt.Reps > maxBenchReps {
 		return nil, fmt.Errorf("--reps %d: at most %d (each decodes the whole -n)", opt.Reps, maxBenchReps)
@@ -462,10 +468,10 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 		r.Bandwidth = r.Memory.Copy
 	} else {
 		probe = hardware.NewBandwidthProbe(r.Threads, 256<<20)
-		if r.Bandwidth, err = probe.Measure(ctx); err != nil {
+		if r.BandwidthBest, err = probe.Measure(ctx); err != nil {
 			return nil, err
 		}
-		r.BandwidthProbes = append(r.BandwidthProbes, r.Bandwidth)
+		r.Bandwidth = r.BandwidthBest
 	}
 	if r.Limits, err = hardware.DeviceLimits(ctx, m, r.Threads, r.Bandwidth, r.Memory); err != nil {
 		return nil, err
@@ -473,18 +479,33 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 	if r.Limits.Peak > 0 {
 		r.PeakProbes = append(r.PeakProbes, r.Limits.Peak)
 	}
+	// sustain reads for about d, keeping its rate and best pass
+	sustain := func(d time.Duration) error {
+		rd, err := probe.Sustain(ctx, d)
+		if err != nil {
+			return err
+		}
+		r.BandwidthProbes = append(r.BandwidthProbes, rd.Rate)
+		r.BandwidthBest = max(r.BandwidthBest, rd.Best)
+		return nil
+	}
+	if probe != nil { // the first read as long as a run at the best pass's rate
+		if err := sustain(time.Duration(float64(opt.Tokens) * r.Limits.WeightBytes / r.BandwidthBest * float64(time.Second))); err != nil {
+			return nil, err
+		}
+	}
 	prompt := m.Tok.Encode("Once upon a time", true, false)
 	for i := 0; i < opt.Reps; i++ {
-		bw := r.Bandwidth // the first run's probe, or a device's copy rate
-		if probe != nil && i > 0 {
-			if bw, err = probe.Measure(ctx); err != nil {
-				return nil, err
-			}
-			r.BandwidthProbes = append(r.BandwidthProbes, bw)
-		}
 		_, st, err := generate.Run(ctx, m, prompt, generate.Options{MaxTokens: opt.Tokens})
 		if err != nil {
 			return nil, err
+		}
+		bw := r.Bandwidth // a device's copy rate
+		if probe != nil {
+			if err := sustain(st.Decode); err != nil {
+				return nil, err
+			}
+			bw = (r.BandwidthProbes[i] + r.BandwidthProbes[i+1]) / 2
 		}
 		r.Decode = append(r.Decode, st.DecodeTPS())
 		r.DecodeShares = append(r.DecodeShares, st.DecodeTPS()*r.Limits.WeightBytes/bw)
@@ -494,6 +515,9 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 	sort.Float64s(r.DecodeShares)
 	if len(r.Decode) > 0 {
 		r.Median = r.Decode[len(r.Decode)/2]
+	}
+	if len(r.BandwidthProbes) > 0 {
+		r.Bandwidth, _, _ = medianRange(r.BandwidthProbes)
 	}
 	if r.Curve, err = measure.VerifyCurve(ctx, m, opt.Widths, measure.CurveOptions{}); err != nil {
 		return nil, err
@@ -505,9 +529,6 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 		}
 		r.PeakProbes = append(r.PeakProbes, after)
 		r.Limits.Peak = max(r.Limits.Peak, after)
-	}
-	for _, bw := range r.BandwidthProbes {
-		r.Bandwidth = max(r.Bandwidth, bw)
 	}
 	r.Limits.Bandwidth = r.Bandwidth
 	r.Roofline = 1 / r.Limits.Roofline().Seconds()

@@ -44,27 +44,70 @@ func NewBandwidthProbe(threads, size int) *BandwidthProbe {
 // Measure is the best of five reads of the probe's buffer, in bytes per
 // second.
 func (p *BandwidthProbe) Measure(ctx context.Context) (float64, error) {
-	n, threads := len(p.buf), p.threads
 	best := 0.0
 	for pass := 0; pass < 5; pass++ {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		done := make(chan struct{}, threads)
-		t0 := time.Now()
-		for w := 0; w < threads; w++ {
-			go func(w int) {
-				lo, hi := w*n/threads/16*16, (w+1)*n/threads/16*16
-				p.sinks[w] = cpu.ReadSum(p.buf[lo:hi])
-				done <- struct{}{}
-			}(w)
-		}
-		for w := 0; w < threads; w++ {
-			<-done
-		}
-		best = math.Max(best, float64(8*n)/time.Since(t0).Seconds())
+		best = math.Max(best, float64(8*len(p.buf))/p.pass().Seconds())
 	}
 	return best, nil
+}
+
+// pass reads the whole buffer once, split over the probe's threads, and
+// returns how long that took.
+func (p *BandwidthProbe) pass() time.Duration {
+	n, threads := len(p.buf), p.threads
+	done := make(chan struct{}, threads)
+	t0 := time.Now()
+	for w := 0; w < threads; w++ {
+		go func(w int) {
+			lo, hi := w*n/threads/16*16, (w+1)*n/threads/16*16
+			p.sinks[w] = cpu.ReadSum(p.buf[lo:hi])
+			done <- struct{}{}
+		}(w)
+	}
+	for w := 0; w < threads; w++ {
+		<-done
+	}
+	return time.Since(t0)
+}
+
+// Reading is a sustained read of a probe's buffer: Rate is the bytes it
+// read over the whole time it read them (bytes per second), Best the
+// fastest single pass, and Passes how many there were.
+type Reading struct {
+	Rate   float64
+	Best   float64
+	Passes int
+}
+
+// maxSustain bounds a sustained read (Sustain): at a few gigabytes a
+// second a pass of the default buffer takes some tens of milliseconds.
+const maxSustain = 30 * time.Second
+
+// Sustain reads the probe's buffer pass after pass for about d (at least
+// one pass; at most maxSustain), as a decode run streams its weights:
+// set against a run of the same length just before or after it, its rate
+// is what the memory delivered while the run read, where a probe's best
+// pass of a few milliseconds is what it delivered at its quietest (on a
+// machine shared with other work the two differ by up to 2x).
+func (p *BandwidthProbe) Sustain(ctx context.Context, d time.Duration) (Reading, error) {
+	bytes := float64(8 * len(p.buf))
+	d = min(d, maxSustain)
+	var r Reading
+	var total time.Duration
+	for r.Passes == 0 || total < d {
+		if err := ctx.Err(); err != nil {
+			return Reading{}, err
+		}
+		el := p.pass()
+		total += el
+		r.Passes++
+		r.Best = math.Max(r.Best, bytes/el.Seconds())
+	}
+	r.Rate = bytes * float64(r.Passes) / total.Seconds()
+	return r, nil
 }
 
 // ComputePeak measures the compute ceiling of the CPU kernels in
