@@ -47,10 +47,12 @@ enum { Q50_GROUP_BYTES = 16 + 128 + 32, Q41_GROUP_BYTES = 16 + 16 + 128, Q51_GRO
 // d * (ls - 32) as float32 (exact), then Q4_0's four vectors: 160 bytes.
 enum { IQ4XS_GROUP_BYTES = 32 + 128 };
 
-// arb_x8_pack repacks rows (a multiple of 8) of nb blocks of a type
-// (Q4_0, Q8_0, Q5_0, Q4_1, Q5_1), each block_bytes long, into as many
-// bytes.
-void arb_x8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, int block_bytes, uint8_t *dst) {
+// arb_x8_pack repacks rows (a multiple of 8, row_bytes each) of nb blocks
+// of 32 weights of a type (Q4_0, Q8_0, Q5_0, Q4_1, Q5_1, IQ4_NL, IQ4_XS)
+// into the eight-row groups the AVX2 tiles read (cpu.go's x8GroupBytes
+// gives their sizes); the type decides the block's bytes, as for
+// arb_x16_pack.
+void arb_x8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst) {
 	if (type == ARB_IQ4_XS) { // nb blocks of 32 are nb/8 super-blocks of 136 bytes
 		for (int g = 0; g < rows / 8; g++)
 			for (int b = 0; b < nb; b++) {
@@ -66,6 +68,7 @@ void arb_x8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb,
 			}
 		return;
 	}
+	int block_bytes = (int)(row_bytes / nb); // a block type's rows are whole blocks
 	int legacy = type == ARB_Q5_0 || type == ARB_Q4_1 || type == ARB_Q5_1;
 	int vecs = (block_bytes - 2) / 4, group = legacy ? 8 * block_bytes : 16 + 32 * vecs;
 	int mn = type != ARB_Q5_0, q5 = type != ARB_Q4_1, head = 2 + 2 * mn, at = 16 + 16 * mn;

@@ -1,7 +1,7 @@
 #include <stdint.h>
 // Q4_0, Q8_0, Q5_0, Q4_1 and Q5_1 weights repacked eight rows at a time.
 // See q40x8.c.
-void arb_x8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, int block_bytes, uint8_t *dst);
+void arb_x8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst);
 int arb_mm_x8(int type, const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
               const int32_t *ys, int n, float *out, int rows);
 // Every quantised type's weights repacked sixteen rows at a time

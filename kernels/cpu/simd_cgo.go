@@ -268,7 +268,7 @@ func repackMatrix(m *Matrix, group int) ([]byte, int) {
 		return p, group
 	}
 	nb := m.cols / quant.QK
-	C.arb_x8_pack(C.int(m.typ), src, C.long(m.rowBytes), C.int(m.rows), C.int(nb), C.int(m.rowBytes/nb), dst)
+	C.arb_x8_pack(C.int(m.typ), src, C.long(m.rowBytes), C.int(m.rows), C.int(nb), dst)
 	return p, group
 }
 
