@@ -46,6 +46,10 @@ func openBench(t *testing.T, a fyne.App, demoDir string) *Workbench {
 	s := NewSession(a, w, demoDir)
 	t.Cleanup(s.Close)
 	wb := NewWorkbench(s)
+	// the start-up work (the backends' check, the last pair) done first:
+	// under Fyne's test driver its redraws run on its own goroutine, and
+	// laying the window out beside them raced a label's text refresh
+	waitFor(t, "the start-up work", s.idle)
 	w.SetContent(wb.Root)
 	w.Resize(fyne.NewSize(1100, 760))
 	return wb

@@ -17,7 +17,8 @@ import (
 func TestDeviceChoice(t *testing.T) {
 	wb := newBench(t)
 	m := wb.Models
-	waitFor(t, "the backends checked", func() bool { return m.backends != nil })
+	// idle too: SetBackends sets backends first and redraws the note after
+	waitFor(t, "the backends checked", func() bool { return wb.Session.idle() && m.backends != nil })
 	if len(m.Device.Options) == 0 || m.Device.Selected != "cpu" {
 		t.Fatalf("devices %q, chosen %q", m.Device.Options, m.Device.Selected)
 	}

@@ -26,6 +26,7 @@ func TestMissingFilesRepick(t *testing.T) {
 	s.DBPath = filepath.Join(dir, "gui.db")
 	t.Cleanup(s.Close)
 	wb := NewWorkbench(s)
+	waitFor(t, "the start-up work", s.idle) // as openBench does
 	w.SetContent(wb.Root)
 	w.Resize(fyne.NewSize(1100, 760))
 
