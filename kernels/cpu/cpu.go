@@ -218,76 +218,44 @@ func packRows(t quant.Type) int {
 		return 0
 	}
 	switch {
-	case x16GroupBytes(t) > 0 && vnniTiles():
+	case repackedRowBytes(t) == 0:
+		return 0
+	case vnniTiles():
 		return 16
-	case x8GroupBytes(t) > 0:
-		return 8
 	}
-	return 0
+	return 8
 }
 
-// x8GroupBytes is what eight rows' block (super-block for the types of
-// 256 weights a block) take repacked for the eight-row AVX2 tiles
-// (q40x8.c's and k8.c's sizes: the file's bytes rearranged, but IQ4_XS
-// with float32 scales and the K-quants with their scales unpacked); 0 for
-// the other types.
-func x8GroupBytes(t quant.Type) int64 {
+// repackedRowBytes is what one row's block (super-block for the types of
+// 256 weights a block) takes repacked, at either width: the eight-row
+// groups (q40x8.c's and k8.c's sizes) and the sixteen-row ones (x16.c's
+// X16_ sizes) hold the same bytes a row, the file's rearranged, but
+// IQ4_XS with float32 scales and the K-quants with their scales
+// unpacked; 0 for the types that are not repacked.
+func repackedRowBytes(t quant.Type) int64 {
 	switch t {
 	case quant.Q8_0:
-		return 16 + 256
+		return 2 + 32
 	case quant.Q4_0, quant.IQ4_NL:
-		return 16 + 128
+		return 2 + 16
 	case quant.Q5_0:
-		return 16 + 128 + 32
+		return 2 + 16 + 4
 	case quant.Q4_1:
-		return 16 + 16 + 128
+		return 2 + 2 + 16
 	case quant.Q5_1:
-		return 16 + 16 + 128 + 32
+		return 2 + 2 + 16 + 4
 	case quant.IQ4_XS:
-		return 8 * (32 + 128)
+		return 8 * (4 + 16)
 	case quant.Q4_K:
-		return 16 + 16 + 128 + 1024
+		return 2 + 2 + 16 + 128
 	case quant.Q5_K:
-		return 16 + 16 + 128 + 1024 + 256
+		return 2 + 2 + 16 + 128 + 32
 	case quant.Q6_K:
-		return 16 + 128 + 2048
+		return 2 + 16 + 256
 	case quant.Q3_K:
-		return 16 + 128 + 8*96
+		return 2 + 16 + 96
 	case quant.Q2_K:
-		return 16 + 16 + 128 + 8*64
-	}
-	return 0
-}
-
-// x16GroupBytes is what sixteen rows' block (super-block for the types
-// of 256 weights a block) take repacked for the sixteen-row tiles
-// (x16.c's X16_ sizes); 0 for the other types.
-func x16GroupBytes(t quant.Type) int64 {
-	switch t {
-	case quant.Q8_0:
-		return 32 + 512
-	case quant.Q4_0:
-		return 32 + 256
-	case quant.Q5_0:
-		return 32 + 256 + 64
-	case quant.Q4_1:
-		return 32 + 32 + 256
-	case quant.Q5_1:
-		return 32 + 32 + 256 + 64
-	case quant.IQ4_NL:
-		return 32 + 256
-	case quant.IQ4_XS:
-		return 8 * (64 + 256)
-	case quant.Q4_K:
-		return 32 + 32 + 256 + 2048
-	case quant.Q5_K:
-		return 32 + 32 + 256 + 2048 + 512
-	case quant.Q6_K:
-		return 32 + 256 + 4096
-	case quant.Q3_K:
-		return 32 + 256 + 8*192
-	case quant.Q2_K:
-		return 32 + 32 + 256 + 8*128
+		return 2 + 2 + 16 + 64
 	}
 	return 0
 }
@@ -307,10 +275,8 @@ func repackedBytes(t quant.Type, rows, cols, group int) int64 {
 	if group == 0 || rows <= 0 || rows%8 != 0 || cols <= 0 || cols%t.BlockSize() != 0 {
 		return 0
 	}
-	if group == 16 {
-		return int64((rows+15)/16) * int64(cols/t.BlockSize()) * x16GroupBytes(t)
-	}
-	return int64(rows/8) * int64(cols/t.BlockSize()) * x8GroupBytes(t)
+	groups := int64((rows + group - 1) / group)
+	return groups * int64(group) * int64(cols/t.BlockSize()) * repackedRowBytes(t)
 }
 
 // q8Buf holds activations quantised to 8 bits in blocks of 32, in the

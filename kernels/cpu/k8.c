@@ -44,7 +44,7 @@ enum {
 	K8_Q2K = 16 + 16 + 128 + 8 * 64,
 };
 
-static long k8_group_bytes(int type) {
+long arb_k8_group_bytes(int type) {
 	switch (type) {
 	case ARB_Q4_K: return K8_Q4K;
 	case ARB_Q5_K: return K8_Q5K;
@@ -56,10 +56,10 @@ static long k8_group_bytes(int type) {
 }
 
 // arb_k8_pack repacks rows (a multiple of 8) of nb super-blocks of a
-// K-quant into dst (rows / 8 * nb groups of k8_group_bytes: cpu.go's
-// x8GroupBytes).
+// K-quant into dst (rows / 8 * nb groups of arb_k8_group_bytes: eight
+// times cpu.go's repackedRowBytes).
 void arb_k8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst) {
-	long gb = k8_group_bytes(type);
+	long gb = arb_k8_group_bytes(type);
 	for (int g = 0; g < rows / 8; g++)
 		for (int b = 0; b < nb; b++) {
 			uint8_t *d = dst + ((long)g * nb + b) * gb;

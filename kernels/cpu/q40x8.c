@@ -47,11 +47,28 @@ enum { Q50_GROUP_BYTES = 16 + 128 + 32, Q41_GROUP_BYTES = 16 + 16 + 128, Q51_GRO
 // d * (ls - 32) as float32 (exact), then Q4_0's four vectors: 160 bytes.
 enum { IQ4XS_GROUP_BYTES = 32 + 128 };
 
+// arb_x8_group_bytes is what a group of eight rows takes a block
+// (super-block for the K-quants) in the eight-row layouts: q40x8.c's
+// sizes, k8.c's for the K-quants; 0 for a type without them. The Go side
+// sizes the copies with its own table (cpu.go's repackedRowBytes), which
+// TestRepackedSizes holds to this one.
+long arb_x8_group_bytes(int type) {
+	switch (type) {
+	case ARB_Q4_0: case ARB_IQ4_NL: return GROUP_BYTES;
+	case ARB_Q8_0: return Q8_GROUP_BYTES;
+	case ARB_Q5_0: return Q50_GROUP_BYTES;
+	case ARB_Q4_1: return Q41_GROUP_BYTES;
+	case ARB_Q5_1: return Q51_GROUP_BYTES;
+	case ARB_IQ4_XS: return 8 * IQ4XS_GROUP_BYTES;
+	}
+	return arb_k8_group_bytes(type);
+}
+
 // arb_x8_pack repacks rows (a multiple of 8, row_bytes each) of nb blocks
 // of 32 weights of a type (Q4_0, Q8_0, Q5_0, Q4_1, Q5_1, IQ4_NL, IQ4_XS)
-// into the eight-row groups the AVX2 tiles read (cpu.go's x8GroupBytes
-// gives their sizes); the type decides the block's bytes, as for
-// arb_x16_pack.
+// into the eight-row groups the AVX2 tiles read (eight times cpu.go's
+// repackedRowBytes a group's block); the type decides the block's bytes,
+// as for arb_x16_pack.
 void arb_x8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst) {
 	if (type == ARB_IQ4_XS) { // nb blocks of 32 are nb/8 super-blocks of 136 bytes
 		for (int g = 0; g < rows / 8; g++)

@@ -2,6 +2,7 @@
 // Q4_0, Q8_0, Q5_0, Q4_1 and Q5_1 weights repacked eight rows at a time.
 // See q40x8.c.
 void arb_x8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst);
+long arb_x8_group_bytes(int type);
 int arb_mm_x8(int type, const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
               const int32_t *ys, int n, float *out, int rows);
 // Every quantised type's weights repacked sixteen rows at a time
@@ -16,5 +17,6 @@ int arb_mm_x16(int type, const uint8_t *packed, int glo, int ghi, const int8_t *
                int nb, int n, float *out, int rows);
 // K-quant weights repacked eight rows at a time for AVX2. See k8.c.
 void arb_k8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst);
+long arb_k8_group_bytes(int type);
 int arb_mm_k8(int type, const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd, const int32_t *yc, int nb,
               int n, float *out, int rows);

@@ -11,6 +11,25 @@ import (
 	"arborist/kernels/quant"
 )
 
+// TestRepackedSizes: the Go table the copies are sized by
+// (repackedRowBytes) gives, at both widths, what the C packers' layouts
+// take a group and block, for every type; 0 for the types not repacked. A
+// copy sized short would be written past its end.
+func TestRepackedSizes(t *testing.T) {
+	for _, typ := range quant.SupportedTypes() {
+		for _, group := range []int{8, 16} {
+			want := layoutGroupBytes(typ, group)
+			got := int64(group) * repackedRowBytes(typ)
+			if got != want {
+				t.Errorf("%s, %d rows: %d bytes a group's block in Go, %d in C", typ, group, got, want)
+			}
+			if rb := repackedBytes(typ, 16, 2*quant.QKK, group); rb != 16/int64(group)*2*int64(quant.QKK/typ.BlockSize())*want {
+				t.Errorf("%s, %d rows: a 16 x %d matrix takes %d bytes repacked", typ, group, 2*quant.QKK, rb)
+			}
+		}
+	}
+}
+
 // TestEightRows: a matrix of a repacked type whose rows come in eights is
 // repacked where its tiles run (sixteen rows a group with AVX-512 VNNI,
 // eight with AVX2 alone), and its product agrees with the Go kernel on

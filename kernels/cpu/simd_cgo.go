@@ -252,6 +252,16 @@ func PeakProbe(integer bool, iters int) (macs int64, sink int64) {
 // or nil and 0 where that does not apply (repackedBytes 0: another type,
 // rows not a multiple of 8, the portable kernels in use). Measured on the
 // bench target (Q8_0) and synthetic models: see docs/PERFORMANCE.md.
+// layoutGroupBytes is what the C packers' layouts give a group of group
+// rows (8 or 16) a block of t (super-block for the types of 256 weights a
+// block), for TestRepackedSizes to hold repackedRowBytes to.
+func layoutGroupBytes(t quant.Type, group int) int64 {
+	if group == 16 {
+		return int64(C.arb_x16_bytes(C.int(t), 16, 1))
+	}
+	return int64(C.arb_x8_group_bytes(C.int(t)))
+}
+
 func repackMatrix(m *Matrix, group int) ([]byte, int) {
 	size := repackedBytes(m.typ, m.rows, m.cols, group)
 	if size == 0 {
