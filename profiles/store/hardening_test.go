@@ -379,3 +379,46 @@ func TestCheckedStamp(t *testing.T) {
 		t.Error("a database written by something else counts as unchanged")
 	}
 }
+
+// TestMigrationForgetsOldProbeBandwidth: a machine's read bandwidth stored
+// by the one-stream probe is forgotten by the migration to the four-stream
+// one (so that the next verb measures it again), once: a rate stored after
+// it stays.
+func TestMigrationForgetsOldProbeBandwidth(t *testing.T) {
+	ctx := context.Background()
+	p := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite3", dsn(p, "_journal_mode=WAL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const before = 9 // the schema before the probe changed
+	for v := 0; v < before; v++ {
+		if _, err := db.Exec(migrations[v]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Exec(fmt.Sprintf("PRAGMA user_version = %d; PRAGMA application_id = %d", before, ApplicationID))
+	if _, err := db.Exec(`INSERT INTO hardware(fingerprint, cpu, cores, threads, simd, ram_bytes, gpus, bandwidth, os, created)
+		VALUES ('hw', 'cpu', 2, 2, 'avx2', 1, '', 4e10, 'linux', 'then')`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, err := Open(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := Hardware{Fingerprint: "hw"}
+	if _, err := s.PutHardware(ctx, &h); err != nil || h.Bandwidth != 0 {
+		t.Fatalf("migrated: bandwidth %v (%v), want 0 (not measured)", h.Bandwidth, err)
+	}
+	h.Bandwidth = 5e10
+	if _, err := s.PutHardware(ctx, &h); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, p)
+	h = Hardware{Fingerprint: "hw"}
+	if _, err := s.PutHardware(ctx, &h); err != nil || h.Bandwidth != 5e10 {
+		t.Fatalf("reopened: bandwidth %v (%v), want the 5e10 measured after the migration", h.Bandwidth, err)
+	}
+}

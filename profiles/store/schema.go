@@ -247,4 +247,12 @@ ALTER TABLE run_steps ADD COLUMN wait_ns INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE run_steps ADD COLUMN ahead INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE run_steps ADD COLUMN ahead_hit INTEGER NOT NULL DEFAULT 0;
 `,
+	`
+-- v10: the read bandwidth probe reads four streams a thread, up to a fifth
+-- faster than the one stream it read before; a rate the old probe stored
+-- is forgotten (0: not measured), so the next verb that needs it measures
+-- it again, and a tune's re-check compares like with like instead of
+-- warning that the memory sped up
+UPDATE hardware SET bandwidth = 0;
+`,
 }
