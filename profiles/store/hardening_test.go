@@ -330,21 +330,32 @@ func TestSaveCurveAfterOrphanedPoints(t *testing.T) {
 	}
 }
 
+// schemaAt creates the database at p as Arborist's schema version v left
+// it (migrations 0..v-1 and its user_version), for a test of what later
+// migrations do to it.
+func schemaAt(t *testing.T, p string, v int) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite3", dsn(p, "_journal_mode=WAL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < v; i++ {
+		if _, err := db.Exec(migrations[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec(fmt.Sprintf("PRAGMA user_version = %d; PRAGMA application_id = %d", v, ApplicationID)); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 // TestReadOnlyMigratesOldSchema: a database of an older schema is migrated
 // once by the read-only open, then read.
 func TestReadOnlyMigratesOldSchema(t *testing.T) {
 	ctx := context.Background()
 	p := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite3", dsn(p, "_journal_mode=WAL"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for v := 0; v < 2; v++ {
-		if _, err := db.Exec(migrations[v]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Exec(fmt.Sprintf("PRAGMA user_version = 2; PRAGMA application_id = %d", ApplicationID))
+	db := schemaAt(t, p, 2)
 	db.Exec(`INSERT INTO runs(target, strategy, settings, prompts, status, created) VALUES ('t', 'ar', '{}', '[]', 'running', 'then')`)
 	db.Close()
 	ro, err := OpenReadOnly(ctx, p)
@@ -387,17 +398,7 @@ func TestCheckedStamp(t *testing.T) {
 func TestMigrationForgetsOldProbeBandwidth(t *testing.T) {
 	ctx := context.Background()
 	p := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite3", dsn(p, "_journal_mode=WAL"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const before = 9 // the schema before the probe changed
-	for v := 0; v < before; v++ {
-		if _, err := db.Exec(migrations[v]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Exec(fmt.Sprintf("PRAGMA user_version = %d; PRAGMA application_id = %d", before, ApplicationID))
+	db := schemaAt(t, p, 9) // the schema before the probe changed
 	if _, err := db.Exec(`INSERT INTO hardware(fingerprint, cpu, cores, threads, simd, ram_bytes, gpus, bandwidth, os, created)
 		VALUES ('hw', 'cpu', 2, 2, 'avx2', 1, '', 4e10, 'linux', 'then')`); err != nil {
 		t.Fatal(err)
