@@ -365,35 +365,23 @@ func (c *Config) vllm(sh shape) Equivalent {
 		e.Notes = append(e.Notes, "the generation config sets the plan's sampling as the default of a request; a request's own settings override it")
 	}
 	plainLine := "vllm serve " + model + tail
-	if c.plain() {
-		e.Lines = []string{plainLine}
-		notes()
-		return e
-	}
-	switch d.Kind {
-	case "model":
-		e.Lines = []string{fmt.Sprintf("vllm serve %s --speculative-config '{\"method\": \"draft_model\", \"model\": \"%s\", \"num_speculative_tokens\": %d}'%s", model, HFDraft, sh.depth, tail)}
+	line := ""
+	switch {
+	case c.plain():
+	case d.Kind == "model":
+		line = fmt.Sprintf("vllm serve %s --speculative-config '{\"method\": \"draft_model\", \"model\": \"%s\", \"num_speculative_tokens\": %d}'%s", model, HFDraft, sh.depth, tail)
 		e.Notes = append(e.Notes, fmt.Sprintf("a GGUF draft model (%s) is not a documented input of vLLM's draft_model method: put the draft model's Hugging Face id or folder in place of %s; vLLM 0.10 to 0.13 have no draft-model speculation at all", d.Path, HFDraft))
-	case "ngram":
-		e.Lines = []string{fmt.Sprintf("vllm serve %s --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": %d, \"prompt_lookup_max\": %d, \"prompt_lookup_min\": 1}'%s", model, sh.depth, d.NGram, tail)}
-	case "hidden":
-		e.Lines = []string{plainLine}
-		e.Cannot = append(e.Cannot, "vLLM has no hidden-state drafter of this kind: the line above decodes plainly (1.00x) instead; its closest are EAGLE heads ('{\"method\": \"eagle3\", \"model\": ...}'), trained for the target")
-		notes()
-		return e
-	default:
-		e.Lines = []string{plainLine}
-		e.Cannot = append(e.Cannot, fmt.Sprintf("vLLM has no %s: the line above decodes plainly (1.00x) instead", kindName(d.Kind)))
-		notes()
-		return e
+	case d.Kind == "ngram":
+		line = fmt.Sprintf("vllm serve %s --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": %d, \"prompt_lookup_max\": %d, \"prompt_lookup_min\": 1}'%s", model, sh.depth, d.NGram, tail)
 	}
-	e.Cannot = append(e.Cannot, c.unexpressed("vLLM", sh, true)...)
-	if c.threshold() > 0 {
-		e.Cannot = append(e.Cannot, fmt.Sprintf("the threshold depth policy (stop below a path probability of %g): vLLM drafts num_speculative_tokens every step", c.threshold()))
-	}
-	if s := c.split(); s != "" {
-		e.Notes = append(e.Notes, s+"; vLLM and SGLang run the draft model on the target's GPU and cannot place it elsewhere")
-	}
+	c.serve(&e, sh, server{
+		name:    "vLLM",
+		chains:  true,
+		hidden:  "EAGLE heads ('{\"method\": \"eagle3\", \"model\": ...}')",
+		drafts:  "vLLM drafts num_speculative_tokens every step",
+		line:    line,
+		plainly: plainLine,
+	})
 	notes()
 	return e
 }
@@ -419,43 +407,68 @@ func (c *Config) sglang(sh shape) Equivalent {
 		e.Notes = append(e.Notes, fmt.Sprintf("SGLang takes sampling per request: send temperature %g, top_p %g, top_k %d, min_p %g", sm.Temperature, sm.TopP, topK, sm.MinP))
 	}
 	plainLine := "python -m sglang.launch_server --model-path " + HFTarget + tail
-	if c.plain() {
-		e.Lines = []string{plainLine}
-		notes()
-		return e
-	}
-	switch d.Kind {
-	case "model":
-		e.Lines = []string{fmt.Sprintf("python -m sglang.launch_server --model-path %s --speculative-algorithm STANDALONE --speculative-draft-model-path %s --speculative-num-steps %d --speculative-eagle-topk %d --speculative-num-draft-tokens %d%s",
-			HFTarget, HFDraft, sh.depth, max(1, sh.topk), sh.nodes+1, tail)}
+	line := ""
+	switch {
+	case c.plain():
+	case d.Kind == "model":
+		line = fmt.Sprintf("python -m sglang.launch_server --model-path %s --speculative-algorithm STANDALONE --speculative-draft-model-path %s --speculative-num-steps %d --speculative-eagle-topk %d --speculative-num-draft-tokens %d%s",
+			HFTarget, HFDraft, sh.depth, max(1, sh.topk), sh.nodes+1, tail)
 		e.Notes = append(e.Notes, fmt.Sprintf("a GGUF draft model (%s) is not a documented input of SGLang: put the draft model's Hugging Face id or folder in place of %s", d.Path, HFDraft))
 		if sh.branched() {
 			e.Notes = append(e.Notes, fmt.Sprintf("SGLang grows its tree by keeping the %d best children at each of %d steps and verifies the %d most likely tokens; the %s plan's exact shape is not kept", max(1, sh.topk), sh.depth, sh.nodes, c.Speculation.Strategy))
 		}
-	case "ngram":
-		e.Lines = []string{fmt.Sprintf("python -m sglang.launch_server --model-path %s --speculative-algorithm NGRAM --speculative-num-draft-tokens %d --speculative-ngram-min-match-window-size 1 --speculative-ngram-max-match-window-size %d%s",
-			HFTarget, sh.nodes+1, d.NGram, tail)}
+	case d.Kind == "ngram":
+		line = fmt.Sprintf("python -m sglang.launch_server --model-path %s --speculative-algorithm NGRAM --speculative-num-draft-tokens %d --speculative-ngram-min-match-window-size 1 --speculative-ngram-max-match-window-size %d%s",
+			HFTarget, sh.nodes+1, d.NGram, tail)
 		e.Notes = append(e.Notes, "SGLang's n-gram drafting runs on CUDA only and drafts from a cache of earlier requests as well as this one")
-	case "hidden":
-		e.Lines = []string{plainLine}
-		e.Cannot = append(e.Cannot, "SGLang has no hidden-state drafter of this kind: the line above decodes plainly (1.00x) instead; its closest are EAGLE heads (--speculative-algorithm EAGLE3), trained for the target")
-		notes()
-		return e
-	default:
-		e.Lines = []string{plainLine}
-		e.Cannot = append(e.Cannot, fmt.Sprintf("SGLang has no %s: the line above decodes plainly (1.00x) instead", kindName(d.Kind)))
-		notes()
-		return e
 	}
-	e.Cannot = append(e.Cannot, c.unexpressed("SGLang", sh, false)...)
-	if c.threshold() > 0 {
-		e.Cannot = append(e.Cannot, fmt.Sprintf("the threshold depth policy (stop below a path probability of %g): SGLang drafts all its steps every step", c.threshold()))
-	}
-	if s := c.split(); s != "" {
-		e.Notes = append(e.Notes, s+"; vLLM and SGLang run the draft model on the target's GPU and cannot place it elsewhere")
-	}
+	c.serve(&e, sh, server{
+		name:    "SGLang",
+		hidden:  "EAGLE heads (--speculative-algorithm EAGLE3)",
+		drafts:  "SGLang drafts all its steps every step",
+		line:    line,
+		plainly: plainLine,
+	})
 	notes()
 	return e
+}
+
+// server is what a serving runtime (vLLM, SGLang) has for a plan, for
+// serve to finish its mapping with.
+type server struct {
+	name   string
+	chains bool   // verifies chains only (unexpressed's chain)
+	hidden string // its nearest to a hidden-state drafter
+	drafts string // how much it drafts, where the plan stops at a threshold
+	// line is its speculative line for the plan's drafter, "" where it
+	// has none (or the plan does not speculate): plainly then
+	line, plainly string
+}
+
+// serve finishes a serving runtime's mapping e: its speculative line and
+// what the plan holds that the runtime cannot express, or where it has no
+// counterpart for the plan's drafter, its plain line and why. Both
+// runtimes place the draft model with the target, so a split plan says so.
+func (c *Config) serve(e *Equivalent, sh shape, s server) {
+	if s.line == "" {
+		e.Lines = []string{s.plainly}
+		switch kind := c.Models.Draft.Kind; {
+		case c.plain():
+		case kind == "hidden":
+			e.Cannot = append(e.Cannot, s.name+" has no hidden-state drafter of this kind: the line above decodes plainly (1.00x) instead; its closest are "+s.hidden+", trained for the target")
+		default:
+			e.Cannot = append(e.Cannot, fmt.Sprintf("%s has no %s: the line above decodes plainly (1.00x) instead", s.name, kindName(kind)))
+		}
+		return
+	}
+	e.Lines = []string{s.line}
+	e.Cannot = append(e.Cannot, c.unexpressed(s.name, sh, s.chains)...)
+	if c.threshold() > 0 {
+		e.Cannot = append(e.Cannot, fmt.Sprintf("the threshold depth policy (stop below a path probability of %g): %s", c.threshold(), s.drafts))
+	}
+	if sp := c.split(); sp != "" {
+		e.Notes = append(e.Notes, sp+"; vLLM and SGLang run the draft model on the target's GPU and cannot place it elsewhere")
+	}
 }
 
 func orCPU(device string) string {
