@@ -22,7 +22,6 @@ import (
 	"arborist/engine/tree"
 	"arborist/kernels"
 	"arborist/kernels/cpu"
-	"arborist/kernels/quant"
 	"arborist/profiles/hardware"
 	"arborist/profiles/measure"
 	"arborist/profiles/outfile"
@@ -225,23 +224,28 @@ func Synth(ctx context.Context, path, shapeName, typeName string, seed uint64, p
 	if err != nil {
 		return "", err
 	}
-	typ, err := quant.ParseType(strings.ToUpper(typeName))
-	if err != nil || !typ.Supported() {
-		return "", fmt.Errorf("--type %q is not a supported weight type", typeName)
+	typ, medium, err := synth.ParseType(typeName)
+	if err != nil {
+		return "", err
 	}
+	opt := synth.Options{Type: typ, Medium: medium, Seed: seed, Progress: progress}
 	if err := outfile.Check(path); err != nil { // a FIFO or a device there stays as it is
 		return "", err
 	}
+	name := typ.String()
+	if medium {
+		name += "_M"
+	}
 	// the file's size before writing a byte: a custom shape can ask for
-	// tens of gigabytes
-	if typ.BlockSize() > 0 {
-		need := shape.Params() / uint64(typ.BlockSize()) * uint64(typ.TypeSize())
+	// tens of gigabytes (a shape Write refuses is reported by Write)
+	if shape.Validate() == nil {
+		need := synth.Size(shape, opt)
 		if free, ok := hardware.FreeDisk(filepath.Dir(path)); ok && need > free {
-			return "", fmt.Errorf("synth: %s in %s would be about %s, and its folder has %s free", shape.Name, typ, HumanBytes(need), HumanBytes(free))
+			return "", fmt.Errorf("synth: %s in %s would be about %s, and its folder has %s free", shape.Name, name, HumanBytes(need), HumanBytes(free))
 		}
 	}
-	desc := fmt.Sprintf("synthetic %s (%s parameters, %s)", shape.Name, Human(float64(shape.Params()), ""), typ)
-	return desc, synth.WriteFile(ctx, path, shape, synth.Options{Type: typ, Seed: seed, Progress: progress})
+	desc := fmt.Sprintf("synthetic %s (%s parameters, %s)", shape.Name, Human(float64(shape.Params()), ""), name)
+	return desc, synth.WriteFile(ctx, path, shape, opt)
 }
 
 // DemoPair writes the built-in demo pair into dir and returns its paths;

@@ -140,6 +140,19 @@ func TestSynthThenInspectAndGenerate(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "decode:  5 tokens") {
 		t.Errorf("generate synthetic: exit %d %q %s", code, out, stderr)
 	}
+	// llama.cpp's Q4_K_M mix: Q6_K in the last layer's attn_v and
+	// ffn_down and the output matrix, Q4_K elsewhere; it loads and runs
+	m := filepath.Join(t.TempDir(), "m.gguf")
+	code, out, stderr = run(t, "synth", "--shape", "custom:dim=256,layers=2,heads=4,kv=2,ffn=512,vocab=300", "--type", "Q4_K_M", "-o", m)
+	if code != 0 || !strings.Contains(out, "Q4_K_M") {
+		t.Fatalf("synth Q4_K_M: exit %d %q %s", code, out, stderr)
+	}
+	if code, out, _ = run(t, "inspect", m); code != 0 || !strings.Contains(out, "Q4_K") || !strings.Contains(out, "Q6_K") {
+		t.Errorf("inspect Q4_K_M: %q", out)
+	}
+	if code, out, stderr = run(t, "generate", "--model", m, "--prompt", "hi", "-n", "5"); code != 0 || !strings.Contains(out, "decode:  5 tokens") {
+		t.Errorf("generate Q4_K_M: exit %d %q %s", code, out, stderr)
+	}
 	if code, _, stderr = run(t, "synth", "--shape", "stories15m", "-o", p); code != 1 || !strings.Contains(stderr, "already exists") {
 		t.Errorf("overwrite without --force: exit %d %s", code, stderr)
 	}

@@ -208,7 +208,12 @@ func (s Shape) Params() uint64 {
 // Options control what Write produces.
 type Options struct {
 	Type quant.Type // type of the 2-D weights; norms stay F32
-	Seed uint64
+	// Medium, with Type Q4_K or Q5_K, mixes the matrices' types as
+	// llama.cpp's Q4_K_M and Q5_K_M files do (the files most users run),
+	// so their products are timed on the types they will meet; see
+	// tensorType.
+	Medium bool
+	Seed   uint64
 	// Progress, when set, is called with bytes written so far and the total.
 	Progress func(done, total uint64)
 }
@@ -242,7 +247,10 @@ func Write(ctx context.Context, w io.Writer, s Shape, opt Options) error {
 	if !opt.Type.Supported() {
 		return fmt.Errorf("synth: weight type %s is not supported", opt.Type)
 	}
-	if s.Dim%opt.Type.BlockSize() != 0 || s.FFN%opt.Type.BlockSize() != 0 {
+	if opt.Medium && opt.Type != quant.Q4_K && opt.Type != quant.Q5_K {
+		return fmt.Errorf("synth: a medium mix is of Q4_K or Q5_K, not %s", opt.Type)
+	}
+	if !opt.Medium && (s.Dim%opt.Type.BlockSize() != 0 || s.FFN%opt.Type.BlockSize() != 0) {
 		return fmt.Errorf("synth: %s needs rows that are multiples of %d; shape %s has width %d and ffn %d", opt.Type, opt.Type.BlockSize(), s.Name, s.Dim, s.FFN)
 	}
 	a := s.Arch
@@ -290,6 +298,22 @@ func Write(ctx context.Context, w io.Writer, s Shape, opt Options) error {
 	} else if a == "phi3" {
 		kvs = append(kvs, gguf.Uint32(a+".rope.scaling.original_context_length", uint32(s.CtxLen)))
 	}
+	ts, total := tensors(ctx, s, opt)
+	stop := prefetch(ctx, ts)
+	defer stop()
+	// progress counts the bytes each tensor's Fill writes through gguf.Write
+	pw := &progressWriter{total: total, fn: opt.Progress}
+	for i := range ts {
+		fill := ts[i].Fill
+		ts[i].Fill = func(w io.Writer) error { pw.w = w; return fill(pw) }
+	}
+	return gguf.Write(w, kvs, ts)
+}
+
+// tensors is what Write writes after the header: every tensor of shape s
+// with its type and its filler, and their bytes in all.
+func tensors(ctx context.Context, s Shape, opt Options) ([]gguf.WriteTensor, uint64) {
+	a, hd := s.Arch, s.HD()
 	var ts []gguf.WriteTensor
 	var total uint64
 	add := func(name string, typ quant.Type, std float32, dims ...uint64) {
@@ -312,7 +336,12 @@ func Write(ctx context.Context, w io.Writer, s Shape, opt Options) error {
 		}})
 		total += uint64(4 * len(fs))
 	}
-	add("token_embd.weight", opt.Type, 1, d, v)
+	tied := s.Tied || a == "gemma" || a == "gemma2" || a == "gemma3"
+	embd := "token_embd"
+	if tied { // the embeddings are the output matrix too
+		embd = "output"
+	}
+	add("token_embd.weight", opt.tensorType(s, embd, 0, d), 1, d, v)
 	if s.Llama3Rope > 0 {
 		addFactors("rope_freqs.weight", Llama3RopeFactors(s.RopeBase, hd, s.Llama3Rope, 1, 4, 8192))
 	}
@@ -332,11 +361,11 @@ func Write(ctx context.Context, w io.Writer, s Shape, opt Options) error {
 		p := fmt.Sprintf("blk.%d.", l)
 		add(p+"attn_norm.weight", quant.F32, -1, d)
 		if a == "phi3" {
-			add(p+"attn_qkv.weight", opt.Type, std, d, q+2*kv) // rows Q, K, V
+			add(p+"attn_qkv.weight", opt.tensorType(s, "attn_qkv", l, d), std, d, q+2*kv) // rows Q, K, V
 		} else {
-			add(p+"attn_q.weight", opt.Type, std, d, q)
-			add(p+"attn_k.weight", opt.Type, std, d, kv)
-			add(p+"attn_v.weight", opt.Type, std, d, kv)
+			add(p+"attn_q.weight", opt.tensorType(s, "attn_q", l, d), std, d, q)
+			add(p+"attn_k.weight", opt.tensorType(s, "attn_k", l, d), std, d, kv)
+			add(p+"attn_v.weight", opt.tensorType(s, "attn_v", l, d), std, d, kv)
 		}
 		if a == "qwen2" {
 			add(p+"attn_q.bias", quant.F32, 0.02, q)
@@ -347,35 +376,99 @@ func Write(ctx context.Context, w io.Writer, s Shape, opt Options) error {
 			add(p+"attn_q_norm.weight", quant.F32, normStd, uint64(hd))
 			add(p+"attn_k_norm.weight", quant.F32, normStd, uint64(hd))
 		}
-		add(p+"attn_output.weight", opt.Type, std, q, d)
+		add(p+"attn_output.weight", opt.tensorType(s, "attn_output", l, q), std, q, d)
 		if postNorms {
 			add(p+"post_attention_norm.weight", quant.F32, normStd, d)
 		}
 		add(p+"ffn_norm.weight", quant.F32, -1, d)
 		if a == "phi3" {
-			add(p+"ffn_up.weight", opt.Type, std, d, 2*f) // rows gate, then up
+			add(p+"ffn_up.weight", opt.tensorType(s, "ffn_up", l, d), std, d, 2*f) // rows gate, then up
 		} else {
-			add(p+"ffn_gate.weight", opt.Type, std, d, f)
-			add(p+"ffn_up.weight", opt.Type, std, d, f)
+			add(p+"ffn_gate.weight", opt.tensorType(s, "ffn_gate", l, d), std, d, f)
+			add(p+"ffn_up.weight", opt.tensorType(s, "ffn_up", l, d), std, d, f)
 		}
-		add(p+"ffn_down.weight", opt.Type, float32(1/math.Sqrt(float64(s.FFN))), f, d)
+		add(p+"ffn_down.weight", opt.tensorType(s, "ffn_down", l, f), float32(1/math.Sqrt(float64(s.FFN))), f, d)
 		if postNorms {
 			add(p+"post_ffw_norm.weight", quant.F32, normStd, d)
 		}
 	}
 	add("output_norm.weight", quant.F32, -1, d)
-	if !s.Tied && a != "gemma" && a != "gemma2" && a != "gemma3" {
-		add("output.weight", opt.Type, std, d, v)
+	if !tied {
+		add("output.weight", opt.tensorType(s, "output", 0, d), std, d, v)
 	}
-	stop := prefetch(ctx, ts)
-	defer stop()
-	// progress counts the bytes each tensor's Fill writes through gguf.Write
-	pw := &progressWriter{total: total, fn: opt.Progress}
-	for i := range ts {
-		fill := ts[i].Fill
-		ts[i].Fill = func(w io.Writer) error { pw.w = w; return fill(pw) }
+	return ts, total
+}
+
+// Size is the bytes of tensor data Write writes for shape s (the file
+// is that and a header of the vocabulary and settings).
+func Size(s Shape, opt Options) uint64 {
+	_, total := tensors(context.Background(), s, opt)
+	return total
+}
+
+// tensorType is the type Write gives a matrix of cols columns in role
+// (its name without blk.N. and .weight; "output" for the output matrix
+// and for embeddings tied to it) in layer l: opt.Type, or with Medium
+// the type llama.cpp's quantiser chooses for a Q4_K_M or Q5_K_M file of a
+// dense model: the output matrix Q6_K; attn_v and ffn_down Q6_K in the
+// layers use_more_bits picks (the first and last eighth, and every third
+// between); Phi-3's fused attn_qkv Q5_K (Q6_K in Q5_K_M); the rest
+// opt.Type. A type whose blocks do not divide cols falls back as there.
+// (llama.cpp also raises a 70B model's other attn_v to Q5_K: a small
+// matrix, left as it is here.)
+func (opt Options) tensorType(s Shape, role string, l int, cols uint64) quant.Type {
+	t := opt.Type
+	if !opt.Medium {
+		return t
 	}
-	return gguf.Write(w, kvs, ts)
+	n := s.Layers
+	moreBits := l < n/8 || l >= 7*n/8 || (l-n/8)%3 == 2
+	switch role {
+	case "output":
+		if cols%uint64(t.BlockSize()) != 0 {
+			return quant.Q8_0
+		}
+		t = quant.Q6_K
+	case "attn_v", "ffn_down":
+		if moreBits {
+			t = quant.Q6_K
+		}
+	case "attn_qkv":
+		t = quant.Q5_K
+		if opt.Type == quant.Q5_K {
+			t = quant.Q6_K
+		}
+	}
+	if cols%uint64(t.BlockSize()) == 0 {
+		return t
+	}
+	switch t { // llama.cpp's fallbacks for rows its blocks do not divide
+	case quant.Q4_K:
+		t = quant.Q5_0
+	case quant.Q5_K:
+		t = quant.Q5_1
+	case quant.Q6_K:
+		t = quant.Q8_0
+	}
+	if cols%uint64(t.BlockSize()) != 0 {
+		return quant.F16
+	}
+	return t
+}
+
+// ParseType reads a --type: a weight type (quant.ParseType's names), or
+// Q4_K_M / Q5_K_M for Q4_K / Q5_K with Medium.
+func ParseType(name string) (quant.Type, bool, error) {
+	up := strings.ToUpper(name)
+	if base, ok := strings.CutSuffix(up, "_M"); ok && (base == "Q4_K" || base == "Q5_K") {
+		t, err := quant.ParseType(base)
+		return t, true, err
+	}
+	t, err := quant.ParseType(up)
+	if err != nil || !t.Supported() {
+		return 0, false, fmt.Errorf("--type %q is not a supported weight type (or Q4_K_M, Q5_K_M)", name)
+	}
+	return t, false, nil
 }
 
 // FileType is llama.cpp's general.file_type for a model of one weight type.

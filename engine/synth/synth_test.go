@@ -8,6 +8,8 @@ import (
 	"math"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"arborist/engine/gguf"
@@ -99,5 +101,100 @@ func TestPrefetchWritesTheSameFile(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	if err := Write(ctx, io.Discard, s, Options{Type: quant.Q8_0, Seed: 7}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled write: %v, want context.Canceled", err)
+	}
+}
+
+// TestMediumMix: Q4_K_M and Q5_K_M files get llama.cpp's types matrix by
+// matrix (the output matrix, or embeddings tied to it, Q6_K; attn_v and
+// ffn_down Q6_K in the first and last eighth of the layers and every
+// third between; Phi-3's fused attn_qkv one K-quant up; rows the K-quant
+// blocks do not divide on llama.cpp's fallbacks), the header names the
+// mix, and Size is the tensor data Write writes.
+func TestMediumMix(t *testing.T) {
+	more := map[int]bool{0: true, 1: true, 4: true, 7: true, 10: true, 13: true, 14: true, 15: true} // of 16 layers
+	for _, c := range []struct {
+		shape string
+		base  quant.Type
+		want  func(name string, layer int) quant.Type
+	}{
+		{"custom:dim=256,layers=16,heads=4,kv=2,ffn=512,vocab=300", quant.Q4_K, func(name string, l int) quant.Type {
+			switch {
+			case name == "output.weight", (name == "attn_v.weight" || name == "ffn_down.weight") && more[l]:
+				return quant.Q6_K
+			}
+			return quant.Q4_K
+		}},
+		{"custom:dim=256,layers=16,heads=4,kv=2,ffn=512,vocab=300,tied=1", quant.Q5_K, func(name string, l int) quant.Type {
+			switch {
+			case name == "token_embd.weight", (name == "attn_v.weight" || name == "ffn_down.weight") && more[l]:
+				return quant.Q6_K
+			}
+			return quant.Q5_K
+		}},
+		// rows of 288 (stories15m's width): K-quant blocks of 256 do not divide them
+		{"custom:dim=288,layers=16,heads=6,kv=6,ffn=768,vocab=300", quant.Q4_K, func(name string, l int) quant.Type {
+			switch {
+			case name == "output.weight", (name == "attn_v.weight") && more[l]:
+				return quant.Q8_0
+			case name == "ffn_down.weight" && more[l]:
+				return quant.Q6_K // rows of 768
+			case name == "ffn_down.weight":
+				return quant.Q4_K
+			}
+			return quant.Q5_0
+		}},
+		{"custom:dim=256,layers=16,heads=4,kv=4,ffn=512,vocab=300,arch=phi3,window=64", quant.Q4_K, func(name string, l int) quant.Type {
+			switch {
+			case name == "output.weight", name == "ffn_down.weight" && more[l]:
+				return quant.Q6_K
+			case name == "attn_qkv.weight":
+				return quant.Q5_K
+			}
+			return quant.Q4_K
+		}},
+	} {
+		s, err := ParseShape(c.shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt := Options{Type: c.base, Medium: true, Seed: 3}
+		var b bytes.Buffer
+		if err := Write(context.Background(), &b, s, opt); err != nil {
+			t.Fatalf("%s: %v", c.shape, err)
+		}
+		f, err := gguf.Parse("mix.gguf", b.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ft, _ := f.Uint("general.file_type"); ft != uint64(FileType(c.base)) {
+			t.Errorf("%s: file type %d, want %d", c.shape, ft, FileType(c.base))
+		}
+		if got, want := Size(s, opt), f.WeightBytes(); got != want {
+			t.Errorf("%s: Size %d, the file's tensors %d", c.shape, got, want)
+		}
+		for _, ti := range f.Tensors {
+			if len(ti.Dims) < 2 {
+				continue // norms, biases, rope factors
+			}
+			name, l := ti.Name, -1
+			if rest, ok := strings.CutPrefix(name, "blk."); ok {
+				n, tail, _ := strings.Cut(rest, ".")
+				l, _ = strconv.Atoi(n)
+				name = tail
+			}
+			if want := c.want(name, l); ti.Type != want {
+				t.Errorf("%s: %s is %s, want %s", c.shape, ti.Name, ti.Type, want)
+			}
+		}
+	}
+	if _, _, err := ParseType("Q8_0_M"); err == nil {
+		t.Error("Q8_0_M read as a type")
+	}
+	if typ, medium, err := ParseType("q4_k_m"); err != nil || typ != quant.Q4_K || !medium {
+		t.Errorf("q4_k_m: %s %v %v", typ, medium, err)
+	}
+	s, _ := ParseShape("custom:dim=256,layers=2,heads=4,kv=2,ffn=512,vocab=300")
+	if err := Write(context.Background(), io.Discard, s, Options{Type: quant.Q8_0, Medium: true}); err == nil || !strings.Contains(err.Error(), "medium mix") {
+		t.Errorf("a medium mix of Q8_0: %v", err)
 	}
 }
