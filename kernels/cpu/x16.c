@@ -552,42 +552,44 @@ X16 static AI void q4k_tile(const int q5, const int G, const uint8_t *gp, long g
 // half's scale; then acc += dy * (d * fs).
 X16 static AI void q6k_tile(const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, pfplan pf, float *out,
                             long rows, int o, int valid) {
-	__m512 acc[2][ARB_PANEL];
+	__m512 acc[2][2 * ARB_PANEL];
+	const int TA = T > ARB_PANEL ? ARB_PANEL : T, TB = T - TA; // rows in the first panel and in the next (q4k's wide tile)
 	for (int g = 0; g < G; g++)
 		for (int k = 0; k < T; k++) acc[g][k] = _mm512_setzero_ps();
-	panel p = panel_at(y, r);
+	panel p = panel_at(y, r), p2 = TB ? panel_at(y, r + TA) : p;
 	for (int sb = 0; sb < y->nb / 8; sb++) {
 		const uint8_t *blk = gp + (long)sb * X16_Q6K;
 		pf_block(pf, blk, G, gs, X16_Q6K, sb, y->nb / 8);
-		__m512 fs[2][ARB_PANEL];
+		__m512 fs[2][2 * ARB_PANEL];
 		for (int g = 0; g < G; g++)
 			for (int k = 0; k < T; k++) fs[g][k] = _mm512_setzero_ps();
 		for (int c = 0; c < 8; c++) {
 			for (int half = 0; half < 2; half++) {
 				__m512 sc[2];
-				__m512i s[2][ARB_PANEL];
+				__m512i s[2][2 * ARB_PANEL];
 				for (int g = 0; g < G; g++) {
 					sc[g] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + g * gs + 32 + 32 * c + 16 * half))));
-					for (int k = 0; k < T; k++) s[g][k] = _mm512_set1_epi32(p.c[(2 + half) * T + k]);
+					for (int k = 0; k < T; k++) s[g][k] = _mm512_set1_epi32(k < TA ? p.c[(2 + half) * TA + k] : p2.c[(2 + half) * TB + k - TA]);
 				}
 				for (int h = 0; h < 4; h++) {
 					__m512i w[2];
 					for (int g = 0; g < G; g++) w[g] = _mm512_loadu_si512(blk + g * gs + 288 + 512 * c + 64 * (h + 4 * half));
 					for (int k = 0; k < T; k++) {
-						__m512i yk = bcast(p.q + 32 * k + 16 * half + 4 * h);
+						__m512i yk = bcast(k < TA ? p.q + 32 * k + 16 * half + 4 * h : p2.q + 32 * (k - TA) + 16 * half + 4 * h);
 						for (int g = 0; g < G; g++) s[g][k] = _mm512_dpbusd_epi32(s[g][k], w[g], yk);
 					}
 				}
 				for (int g = 0; g < G; g++)
 					for (int k = 0; k < T; k++) fs[g][k] = _mm512_fmadd_ps(sc[g], _mm512_cvtepi32_ps(s[g][k]), fs[g][k]);
 			}
-			p.q += 32 * T, p.c += 4 * T;
+			p.q += 32 * TA, p.c += 4 * TA, p2.q += 32 * TB, p2.c += 4 * TB;
 		}
 		for (int g = 0; g < G; g++) {
 			__m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
-			for (int k = 0; k < T; k++) acc[g][k] = _mm512_fmadd_ps(_mm512_set1_ps(p.d[k]), _mm512_mul_ps(d, fs[g][k]), acc[g][k]);
+			for (int k = 0; k < T; k++)
+				acc[g][k] = _mm512_fmadd_ps(_mm512_set1_ps(k < TA ? p.d[k] : p2.d[k - TA]), _mm512_mul_ps(d, fs[g][k]), acc[g][k]);
 		}
-		p.d += 8 * T;
+		p.d += 8 * TA, p2.d += 8 * TB;
 	}
 	for (int g = 0; g < G; g++)
 		for (int k = 0; k < T; k++) store16(out + (long)(r + k) * rows + o + 16 * g, acc[g][k], valid - 16 * g);
@@ -689,29 +691,34 @@ X16 static AI void k23_tile(const int q3, const int G, const uint8_t *gp, long g
 #ifndef X16_PAIRS
 #define X16_PAIRS 4
 #endif
-// X16_WIDE: with a WIDE tile (X16_ROWSW, WOK 1), five to eight
-// activation rows go in one tile a group, a panel and the next, instead of
-// a tile of four over a pair and one of the rest: each group's weights are
-// read once, in one stream, for every row. Four to eight rows are where a
-// tree is verified, and there a pair's first tile waited on memory while
-// the rest of the pair ran from cache: cold Q4_K products of 8192 x 2048
-// (two threads, interleaved builds) ran 42-60% faster at 6 rows and 7-38%
-// at 8. Q8_0's ran no faster (it reads twice the bytes a weight and is
-// bound by the memory already), so its tiles stay as they are.
+// X16_WIDE: with a WIDE tile (X16_ROWSW, WMAX rows at most), four rows
+// up to WMAX go in one tile a group (from five rows, a panel and the
+// next) instead of a tile of four over a pair and one of the rest: each
+// group's weights are read once, in one stream, for every row. Four to
+// eight rows are where a tree is verified, and there a pair's first tile
+// waited on memory while the rest of the pair ran from cache. Cold
+// products of 8192 x 2048 (two threads, interleaved builds): Q4_K ran
+// 42-60% faster at 6 rows, 7-38% at 8 and 22-30% at 4 (there the pair's
+// two streams read slower than one, as in a decode step); Q6_K 14-35%
+// faster at 6 rows and -2% to +16% at 4, but at 8 not clearly (-21% to
+// +22% over four rounds), so its wide tile stops at 7. Q8_0's ran no
+// faster (it reads twice the bytes a weight and is bound by the memory
+// already), so its tiles stay as they are.
 #ifndef X16_WIDE
 #define X16_WIDE 1
 #endif
 #define X16_ROWS(NAME, TILE, GB, PER, TMAX) X16_ROWSW(NAME, TILE, x16_none, 0, GB, PER, TMAX)
 #define x16_none(...) ((void)0)
-#define X16_ROWSW(NAME, TILE, WIDE, WOK, GB, PER, TMAX)                                                        \
+#define X16_ROWSW(NAME, TILE, WIDE, WMAX, GB, PER, TMAX)                                                        \
 	X16 static void NAME(const uint8_t *packed, int glo, int ghi, const q8in *y, int n, float *out, int rows) { \
 		int span = X16_SPAN / (32 * y->nb) / 8 * 8;                                                      \
 		if (span < 8) span = 8;                                                                          \
 		long gs = (long)(y->nb / (PER)) * (GB);                                                          \
-		if ((WOK) && X16_WIDE && n > ARB_PANEL && n <= 2 * ARB_PANEL) {                                   \
+		if (X16_WIDE && n >= ARB_PANEL && n <= (WMAX)) {                                                 \
 			for (int g = glo; g < ghi; g++) {                                                            \
 				const uint8_t *gp = packed + (long)g * gs;                                               \
 				switch (n) {                                                                             \
+				case 4: WIDE(1, gp, gs, y, 0, 4, pf_plan(0, 0, 0, 0), out, rows, 16 * g, rows - 16 * g); break; \
 				case 5: WIDE(1, gp, gs, y, 0, 5, pf_plan(0, 0, 0, 0), out, rows, 16 * g, rows - 16 * g); break; \
 				case 6: WIDE(1, gp, gs, y, 0, 6, pf_plan(0, 0, 0, 0), out, rows, 16 * g, rows - 16 * g); break; \
 				case 7: WIDE(1, gp, gs, y, 0, 7, pf_plan(0, 0, 0, 0), out, rows, 16 * g, rows - 16 * g); break; \
@@ -782,9 +789,9 @@ X16_ROWS(mm_iq4xsx16, iq4_tile2, X16_IQ4XS, 1, TQ)
 #ifndef TQK
 #define TQK 4
 #endif
-X16_ROWSW(mm_q4kx16, q4k_tile0, q4k_tile0, 1, X16_Q4K, 8, TQK)
-X16_ROWSW(mm_q5kx16, q4k_tile1, q4k_tile1, 1, X16_Q5K, 8, TQK)
-X16_ROWS(mm_q6kx16, q6k_tile, X16_Q6K, 8, TQ6)
+X16_ROWSW(mm_q4kx16, q4k_tile0, q4k_tile0, 2 * ARB_PANEL, X16_Q4K, 8, TQK)
+X16_ROWSW(mm_q5kx16, q4k_tile1, q4k_tile1, 2 * ARB_PANEL, X16_Q5K, 8, TQK)
+X16_ROWSW(mm_q6kx16, q6k_tile, q6k_tile, 2 * ARB_PANEL - 1, X16_Q6K, 8, TQ6)
 #define k23_tile3(...) k23_tile(1, __VA_ARGS__)
 #define k23_tile2(...) k23_tile(0, __VA_ARGS__)
 X16_ROWS(mm_q3kx16, k23_tile3, X16_Q3K, 8, TQK)
