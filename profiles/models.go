@@ -232,10 +232,7 @@ func Synth(ctx context.Context, path, shapeName, typeName string, seed uint64, p
 	if err := outfile.Check(path); err != nil { // a FIFO or a device there stays as it is
 		return "", err
 	}
-	name := typ.String()
-	if medium {
-		name += "_M"
-	}
+	name := opt.TypeName()
 	// the file's size before writing a byte: a custom shape can ask for
 	// tens of gigabytes (a shape Write refuses is reported by Write)
 	if shape.Validate() == nil {

@@ -456,6 +456,15 @@ func (opt Options) tensorType(s Shape, role string, l int, cols uint64) quant.Ty
 	return t
 }
 
+// TypeName is the --type that gives opt's types: its weight type, with
+// _M for a medium mix (ParseType reads it back).
+func (opt Options) TypeName() string {
+	if opt.Medium {
+		return opt.Type.String() + "_M"
+	}
+	return opt.Type.String()
+}
+
 // ParseType reads a --type: a weight type (quant.ParseType's names), or
 // Q4_K_M / Q5_K_M for Q4_K / Q5_K with Medium.
 func ParseType(name string) (quant.Type, bool, error) {

@@ -193,6 +193,11 @@ func TestMediumMix(t *testing.T) {
 	if typ, medium, err := ParseType("q4_k_m"); err != nil || typ != quant.Q4_K || !medium {
 		t.Errorf("q4_k_m: %s %v %v", typ, medium, err)
 	}
+	for _, o := range []Options{{Type: quant.Q5_K, Medium: true}, {Type: quant.Q6_K}} {
+		if typ, medium, err := ParseType(o.TypeName()); err != nil || typ != o.Type || medium != o.Medium {
+			t.Errorf("%s read back as %s, medium %v (%v)", o.TypeName(), typ, medium, err)
+		}
+	}
 	s, _ := ParseShape("custom:dim=256,layers=2,heads=4,kv=2,ffn=512,vocab=300")
 	if err := Write(context.Background(), io.Discard, s, Options{Type: quant.Q8_0, Medium: true}); err == nil || !strings.Contains(err.Error(), "medium mix") {
 		t.Errorf("a medium mix of Q8_0: %v", err)

@@ -246,12 +246,6 @@ func PeakProbe(integer bool, iters int) (macs int64, sink int64) {
 	return int64(iters) * int64(C.arb_peak_f32_macs()), int64(C.arb_peak_f32(C.long(iters)))
 }
 
-// repackMatrix returns m's rows repacked group rows at a time (16: x16.c,
-// for every repacked type; 8: q40x8.c for Q4_0, Q8_0, Q5_0, Q4_1 and
-// Q5_1, k8.c for the K-quants) and the group,
-// or nil and 0 where that does not apply (repackedBytes 0: another type,
-// rows not a multiple of 8, the portable kernels in use). Measured on the
-// bench target (Q8_0) and synthetic models: see docs/PERFORMANCE.md.
 // layoutGroupBytes is what the C packers' layouts give a group of group
 // rows (8 or 16) a block of t (super-block for the types of 256 weights a
 // block), for TestRepackedSizes to hold repackedRowBytes to.
@@ -262,6 +256,12 @@ func layoutGroupBytes(t quant.Type, group int) int64 {
 	return int64(C.arb_x8_group_bytes(C.int(t)))
 }
 
+// repackMatrix returns m's rows repacked group rows at a time (16: x16.c,
+// for every repacked type; 8: q40x8.c for Q4_0, Q8_0, Q5_0, Q4_1 and
+// Q5_1, k8.c for the K-quants) and the group,
+// or nil and 0 where that does not apply (repackedBytes 0: another type,
+// rows not a multiple of 8, the portable kernels in use). Measured on the
+// bench target (Q8_0) and synthetic models: see docs/PERFORMANCE.md.
 func repackMatrix(m *Matrix, group int) ([]byte, int) {
 	size := repackedBytes(m.typ, m.rows, m.cols, group)
 	if size == 0 {
