@@ -394,19 +394,24 @@ type BenchOptions struct {
 
 // BenchReport is a model's speed on this machine against its limits.
 type BenchReport struct {
-	Model       string    `json:"model"`
-	Params      uint64    `json:"params"`
-	WeightBytes uint64    `json:"weight_bytes"`
-	Threads     int       `json:"threads"`
-	Backend     string    `json:"backend"`
-	Kernels     string    `json:"kernels"`
-	Bandwidth   float64   `json:"bandwidth_bytes_per_s"`
-	Roofline    float64   `json:"roofline_tokens_per_s"`
-	Peak        float64   `json:"peak_macs_per_s"`
-	PeakKind    string    `json:"peak_kind"`
-	MACs        float64   `json:"macs_per_token"`
-	Decode      []float64 `json:"decode_tokens_per_s"` // sorted
-	Median      float64   `json:"decode_median_tokens_per_s"`
+	Model       string  `json:"model"`
+	Params      uint64  `json:"params"`
+	WeightBytes uint64  `json:"weight_bytes"`
+	Threads     int     `json:"threads"`
+	Backend     string  `json:"backend"`
+	Kernels     string  `json:"kernels"`
+	Bandwidth   float64 `json:"bandwidth_bytes_per_s"`
+	Roofline    float64 `json:"roofline_tokens_per_s"`
+	// Context is the positions a decode step attends over, the mean over
+	// the runs' steps, and KVRead the KV cache bytes it reads there: the
+	// roofline streams those beside the weights
+	Context  float64   `json:"roofline_context_positions"`
+	KVRead   float64   `json:"kv_read_bytes_per_token"`
+	Peak     float64   `json:"peak_macs_per_s"`
+	PeakKind string    `json:"peak_kind"`
+	MACs     float64   `json:"macs_per_token"`
+	Decode   []float64 `json:"decode_tokens_per_s"` // sorted
+	Median   float64   `json:"decode_median_tokens_per_s"`
 	// DecodeShares is each decode run's share of the roofline at the
 	// read rate of the sustained reads just before and just after it (the
 	// mean of the two; sorted): on a shared machine the bandwidth swings
@@ -508,9 +513,11 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 			}
 			bw = (r.BandwidthProbes[i] + r.BandwidthProbes[i+1]) / 2
 		}
+		r.Context, r.Limits.KVRead = decodeKV(m, st)
 		r.Decode = append(r.Decode, st.DecodeTPS())
-		r.DecodeShares = append(r.DecodeShares, st.DecodeTPS()*r.Limits.WeightBytes/bw)
+		r.DecodeShares = append(r.DecodeShares, st.DecodeTPS()*r.Limits.TokenBytes()/bw)
 	}
+	r.KVRead = r.Limits.KVRead
 	probe = nil // the buffer is not needed past the decode runs
 	sort.Float64s(r.Decode)
 	sort.Float64s(r.DecodeShares)
@@ -535,6 +542,22 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 	r.Roofline = 1 / r.Limits.Roofline().Seconds()
 	r.Peak, r.PeakKind, r.MACs = r.Limits.Peak, r.Limits.Kind(), r.Limits.MACs
 	return r, nil
+}
+
+// decodeKV is the mean over a decode run's steps of the positions each
+// attends over and of the KV cache bytes it reads: the first token comes
+// out of the prefill, and step k (1..Tokens-1) attends over the prompt
+// and k positions after it.
+func decodeKV(m *model.Model, st generate.Stats) (positions, bytes float64) {
+	steps := st.Tokens - 1
+	if steps <= 0 {
+		return 0, 0
+	}
+	for k := 1; k <= steps; k++ {
+		positions += float64(st.PromptTokens + k)
+		bytes += float64(m.KVReadBytes(st.PromptTokens+k, m.KVType))
+	}
+	return positions / float64(steps), bytes / float64(steps)
 }
 
 // Human writes a count with a K/M/B suffix.

@@ -51,14 +51,14 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	lim := r.Limits
 	fmt.Fprintf(w, "model %s: %d params, %.1f MiB of weights; %d threads, kernels %s\n", *path, r.Params, float64(r.WeightBytes)/(1<<20), r.Threads, r.Kernels)
 	if m := r.Memory; m != nil {
-		fmt.Fprintf(w, "device memory (%s): copy %.1f GB/s (datasheet %.1f GB/s); decode roofline %.0f tokens/s (weight bytes per token / copy rate)\n",
-			m.Description, m.Copy/1e9, m.Peak/1e9, r.Roofline)
+		fmt.Fprintf(w, "device memory (%s): copy %.1f GB/s (datasheet %.1f GB/s); decode roofline %.0f tokens/s (%s / copy rate)\n",
+			m.Description, m.Copy/1e9, m.Peak/1e9, r.Roofline, tokenBytes(r))
 		fmt.Fprintf(w, "transfers: from the host %.1f GB/s, to it %.1f GB/s; %d multiprocessors; %.1fM multiply-adds per token\n",
 			m.HostToDevice/1e9, m.DeviceToHost/1e9, m.Multiprocessors, lim.MACs/1e6)
 	} else {
 		bw, pk := r.BandwidthProbes, r.PeakProbes
-		fmt.Fprintf(w, "memory read bandwidth: %.1f GB/s (%d threads), the median of %d reads as long as a decode run, one before the runs and one after each (%.1f-%.1f; the fastest single pass %.1f); decode roofline %.0f tokens/s (weight bytes per token / bandwidth)\n",
-			r.Bandwidth/1e9, r.Threads, len(bw), slices.Min(bw)/1e9, slices.Max(bw)/1e9, r.BandwidthBest/1e9, r.Roofline)
+		fmt.Fprintf(w, "memory read bandwidth: %.1f GB/s (%d threads), the median of %d reads as long as a decode run, one before the runs and one after each (%.1f-%.1f; the fastest single pass %.1f); decode roofline %.0f tokens/s (%s / bandwidth)\n",
+			r.Bandwidth/1e9, r.Threads, len(bw), slices.Min(bw)/1e9, slices.Max(bw)/1e9, r.BandwidthBest/1e9, r.Roofline, tokenBytes(r))
 		fmt.Fprintf(w, "compute ceiling: %.1f GMAC/s of %s multiply-adds (%d threads, no memory traffic), the better of probes before the decode runs and after the passes (%.1f-%.1f); %.1fM multiply-adds per token\n",
 			lim.Peak/1e9, lim.Kind(), r.Threads, slices.Min(pk)/1e9, slices.Max(pk)/1e9, lim.MACs/1e6)
 	}
@@ -87,4 +87,11 @@ func runBench(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(w, "T_verify(8)/T_verify(1): %.2fx\n", ratio8)
 	}
 	return nil
+}
+
+// tokenBytes says what a decode step streams at least: the weights, and
+// the KV cache at the runs' mean context.
+func tokenBytes(r *profiles.BenchReport) string {
+	return fmt.Sprintf("%.1f MiB of weights + %.1f MiB of KV cache a token, at the runs' mean context of %.0f positions",
+		float64(r.WeightBytes)/(1<<20), r.KVRead/(1<<20), r.Context)
 }

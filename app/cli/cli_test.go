@@ -402,6 +402,8 @@ func TestBench(t *testing.T) {
 		WeightBytes float64   `json:"weight_bytes"`
 		Bandwidth   float64   `json:"bandwidth_bytes_per_s"`
 		Peak        float64   `json:"peak_macs_per_s"`
+		KVRead      float64   `json:"kv_read_bytes_per_token"`
+		Context     float64   `json:"roofline_context_positions"`
 		Decode      []float64 `json:"decode_tokens_per_s"`
 		Shares      []float64 `json:"decode_roofline_shares"`
 		BW          []float64 `json:"bandwidth_probes_bytes_per_s"`
@@ -421,8 +423,14 @@ func TestBench(t *testing.T) {
 	if r.Best < slices.Max(r.BW) {
 		t.Errorf("fastest pass %v B/s below a whole read's rate %v", r.Best, r.BW)
 	}
+	// the roofline streams the KV cache a step reads beside the weights:
+	// 8 tokens after the prompt attend over more than two positions
+	if r.Context <= 2 || r.KVRead <= 0 {
+		t.Errorf("roofline at a context of %v positions, %v bytes of KV cache a token", r.Context, r.KVRead)
+	}
 	for _, sh := range r.Shares {
-		lo, hi := r.Decode[0]*r.WeightBytes/slices.Max(r.BW), r.Decode[2]*r.WeightBytes/slices.Min(r.BW)
+		bytes := r.WeightBytes + r.KVRead
+		lo, hi := r.Decode[0]*bytes/slices.Max(r.BW), r.Decode[2]*bytes/slices.Min(r.BW)
 		if sh < lo*(1-1e-9) || sh > hi*(1+1e-9) {
 			t.Errorf("share %v outside what the runs %v and reads %v allow (%v-%v)", sh, r.Decode, r.BW, lo, hi)
 		}

@@ -255,6 +255,22 @@ func (c *Config) KVBytesAs(ctx int, t quant.Type) uint64 {
 	return uint64(ctx) * uint64(c.Layers) * uint64(c.KVDim()) * 2 * uint64(t.TypeSize())
 }
 
+// KVReadBytes is what a step attending over positions cached positions
+// reads of a cache of type t: every layer's keys and values, a sliding
+// layer's no further back than its window. Beside the weights, it is
+// what a decode step must stream, and at long contexts a large part.
+func (c *Config) KVReadBytes(positions int, t quant.Type) uint64 {
+	var n uint64
+	for l := range c.Layers {
+		p := positions
+		if c.SlidingLayer(l) {
+			p = min(p, c.Window)
+		}
+		n += uint64(p)
+	}
+	return n * uint64(c.KVDim()) * 2 * uint64(t.TypeSize())
+}
+
 // HeadOn loads the final norm and the output head onto another device:
 // for a drafter that shares the target's head (the hidden-state drafter)
 // but runs on a device of its own while the target verifies.

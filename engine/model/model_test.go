@@ -353,3 +353,21 @@ func TestCheckAgreesWithLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestKVReadBytes: a step reads every layer's keys and values, a sliding
+// layer's no further back than its window.
+func TestKVReadBytes(t *testing.T) {
+	c := model.Config{Layers: 6, KVHeads: 2, HeadDim: 4}
+	if got, want := c.KVReadBytes(10, quant.F32), c.KVBytes(10); got != want {
+		t.Errorf("no window: %d bytes, want the whole cache's %d", got, want)
+	}
+	// layers 0, 1, 3 and 4 slide (a pattern of 3: every third is global)
+	c.Window, c.SWAPattern = 3, 3
+	row := uint64(2 * 4 * 2) // keys and values of one position, elements
+	if got, want := c.KVReadBytes(10, quant.F32), (4*3+2*10)*row*4; got != want {
+		t.Errorf("window 3 at 10 positions: %d bytes, want %d", got, want)
+	}
+	if got, want := c.KVReadBytes(2, quant.F16), 6*2*row*2; got != want {
+		t.Errorf("inside the window, float16: %d bytes, want %d", got, want)
+	}
+}

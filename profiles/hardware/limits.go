@@ -11,14 +11,18 @@ import (
 )
 
 // Limits are what the machine allows a model: its read bandwidth against
-// the weight bytes a token streams (the decode roofline), and the compute
+// the bytes a token streams (the decode roofline), and the compute
 // ceiling against the multiply-adds a token costs.
 type Limits struct {
 	Bandwidth   float64 // bytes/s
 	WeightBytes float64 // per token
-	Peak        float64 // multiply-adds/s of the kernels' inner operations
-	MACs        float64 // multiply-adds per token
-	Integer     bool    // Peak is of int8 products (the weights are quantised)
+	// KVRead is the KV cache a decode step reads at the context the
+	// roofline is taken at (bench's: its runs' mean), bytes per token; 0
+	// where no context is given (the weights alone).
+	KVRead  float64
+	Peak    float64 // multiply-adds/s of the kernels' inner operations
+	MACs    float64 // multiply-adds per token
+	Integer bool    // Peak is of int8 products (the weights are quantised)
 	// Memory is the memory of a device with its own (a GPU) where the
 	// model runs there: Bandwidth is then its copy rate, and Peak is 0 (the
 	// CPU's compute ceiling says nothing of the device's).
@@ -68,11 +72,16 @@ func modelLimits(m *model.Model, bandwidth float64) Limits {
 		Integer: m.Blocks[0].Gate.Type().BlockSize() > 1}
 }
 
-// Roofline is the time a one-token pass needs at least: every weight byte
-// read once at the measured bandwidth.
+// Roofline is the time a one-token pass needs at least: every weight byte,
+// and the KV cache it attends over (KVRead), read once at the measured
+// bandwidth.
 func (l Limits) Roofline() time.Duration {
-	return time.Duration(l.WeightBytes / l.Bandwidth * float64(time.Second))
+	return time.Duration(l.TokenBytes() / l.Bandwidth * float64(time.Second))
 }
+
+// TokenBytes is what a one-token pass reads at least: the weights and
+// KVRead.
+func (l Limits) TokenBytes() float64 { return l.WeightBytes + l.KVRead }
 
 // Rate is the multiply-add rate of a pass over w tokens that took d.
 func (l Limits) Rate(w int, d time.Duration) float64 { return float64(w) * l.MACs / d.Seconds() }

@@ -29,6 +29,11 @@ func TestLimitsDescribe(t *testing.T) {
 			t.Errorf("%q lacks %q", got, want)
 		}
 	}
+	// a step that attends over a cache reads it too
+	l.KVRead = 20e6
+	if got := l.Roofline(); got != 4*time.Millisecond {
+		t.Errorf("roofline with 20 MB of KV cache %v, want 4ms", got)
+	}
 	if (Limits{}).Kind() != "float32 FMA" {
 		t.Error("float kind")
 	}
