@@ -703,7 +703,10 @@ X16 static AI void k23_tile(const int q3, const int G, const uint8_t *gp, long g
 // faster at 6 rows and -2% to +16% at 4, but at 8 not clearly (-21% to
 // +22% over four rounds), so its wide tile stops at 7. Q8_0's ran no
 // faster (it reads twice the bytes a weight and is bound by the memory
-// already), so its tiles stay as they are.
+// already), so its tiles stay as they are; nor did Q4_0's, Q5_0's,
+// Q4_1's or IQ4_XS's (their pairs already ran 190-460 GMAC/s at 4 to 8
+// rows, and Q5_0 at 4 rows ran 190-194 one group a tile against 212-232
+// in pairs).
 #ifndef X16_WIDE
 #define X16_WIDE 1
 #endif
