@@ -60,8 +60,9 @@ struct arb_pool {
 	// units: a worker that comes late finds its units all claimed and
 	// holds nobody up. claim is the job's number (low 32 bits) in its top
 	// half and the next unclaimed unit in its bottom half, so a claim on a
-	// job that has ended fails; total and chunk are atomics for the same
-	// reason (a late worker reads them before its claim can fail).
+	// job that has ended fails; total and chunk (the fewest units a claim
+	// takes: drain) are atomics for the same reason (a late worker reads
+	// them before its claim can fail).
 	_Atomic uint64_t job;
 	_Atomic uint64_t claim;
 	_Atomic long done;
@@ -221,7 +222,17 @@ static void chunk_do(arb_pool *p, int kind, int w, long lo, long hi) {
 }
 
 // drain runs chunks of job number seq (kind) until its units are all
-// claimed, or it has ended.
+// claimed, or it has ended. A claim takes the unclaimed units' share of
+// one thread, and no fewer than the job's chunk: half a job's units on two
+// threads, then a quarter, an eighth, down to the chunk (guided
+// scheduling). Every claim and every chunk's end moves the claim's and
+// the count's cache line between the cores, and on the bench target's
+// products (512 wide) a chunk was a microsecond or two of work. Against
+// four fixed chunks a thread, its passes of 1 to 128 tokens ran in
+// 0.93-0.95 of the time (medians of eight rounds interleaved in one
+// process) and the 1B shapes' in 0.93-1.01. The last claims stay small,
+// so a thread that the system takes away mid-job leaves little for the
+// other to wait on.
 static void drain(arb_pool *p, uint64_t seq, int kind, int w) {
 	uint64_t tag = (seq & 0xffffffffULL) << 32;
 	for (;;) {
@@ -229,6 +240,7 @@ static void drain(arb_pool *p, uint64_t seq, int kind, int w) {
 		if ((c & ~0xffffffffULL) != tag) return;
 		long lo = (long)(c & 0xffffffffULL), total = atomic_load(&p->total), chunk = atomic_load(&p->chunk);
 		if (lo >= total) return;
+		if ((total - lo) / p->n > chunk) chunk = (total - lo) / p->n;
 		long hi = lo + chunk < total ? lo + chunk : total;
 		if (!atomic_compare_exchange_weak(&p->claim, &c, tag | (uint64_t)hi)) continue;
 		chunk_do(p, kind, w, lo, hi);

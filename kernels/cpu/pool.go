@@ -12,8 +12,9 @@ type job interface {
 }
 
 // cJob is a job with a C form (cpool_cgo.go): runC hands its total units
-// to the workers' C side in chunks of chunk, and reports false where this
-// job has none (it then runs chunk by chunk as any job).
+// to the workers' C side, which claims them in chunks of chunk units or
+// more (cpool.c's drain), and reports false where this job has none (it
+// then runs chunk by chunk as any job).
 type cJob interface {
 	runC(total, chunk int) bool
 }
@@ -107,8 +108,10 @@ func (p *pool) drain(w int) {
 	}
 }
 
-// run splits [0, total) into chunks of at least grain items, about four per
-// worker so uneven chunks even out, and returns when all are done.
+// run splits [0, total) into chunks of at least grain items and returns
+// when all are done: in Go about four per worker, so uneven chunks even
+// out; on the C workers a share of what is left a claim, grain at least
+// (cpool.c's drain).
 func (p *pool) run(j job, total, grain int) {
 	if total <= 0 {
 		return
@@ -121,7 +124,7 @@ func (p *pool) run(j job, total, grain int) {
 	if p.c.ok() {
 		if cj, ok := j.(cJob); ok {
 			p.c.tick()
-			if cj.runC(total, chunk) {
+			if cj.runC(total, grain) {
 				return
 			}
 		}
