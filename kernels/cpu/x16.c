@@ -366,30 +366,32 @@ X16 static AI void pf_block(pfplan pf, const uint8_t *blk, int G, long gs, long 
 
 // q80: for each block, each row lane's exact sum over the 32 weights of
 // (w + 128) * y less 128 * sum(y), then acc += (dw * dy) * sum, as the
-// eight-row tiles do.
+// eight-row tiles do. T is up to 2 * ARB_PANEL rows (the wide tile, one
+// group): TA in the panel at r, TB in the next.
 X16 static AI void q80_tile(const int G, const uint8_t *gp, long gs, const q8in *y, int r, const int T, pfplan pf, float *out,
                             long rows, int o, int valid) {
-	__m512 acc[2][ARB_PANEL];
+	__m512 acc[2][2 * ARB_PANEL];
+	const int TA = T > ARB_PANEL ? ARB_PANEL : T, TB = T - TA;
 	for (int g = 0; g < G; g++)
 		for (int k = 0; k < T; k++) acc[g][k] = _mm512_setzero_ps();
-	panel p = panel_at(y, r);
-	for (int b = 0; b < y->nb; b++, p.q += 32 * T, p.d += T, p.c += 4 * T) {
+	panel p = panel_at(y, r), p2 = TB ? panel_at(y, r + TA) : p;
+	for (int b = 0; b < y->nb; b++, p.q += 32 * TA, p.d += TA, p.c += 4 * TA, p2.q += 32 * TB, p2.d += TB, p2.c += 4 * TB) {
 		const uint8_t *blk = gp + (long)b * X16_Q80;
 		pf_block(pf, blk, G, gs, X16_Q80, b, y->nb);
-		__m512i s[2][ARB_PANEL];
-		for (int k = 0; k < T; k++) s[0][k] = s[1][k] = _mm512_set1_epi32(p.c[k]);
+		__m512i s[2][2 * ARB_PANEL];
+		for (int k = 0; k < T; k++) s[0][k] = s[1][k] = _mm512_set1_epi32(k < TA ? p.c[k] : p2.c[k - TA]);
 		for (int h = 0; h < 8; h++) {
 			__m512i w[2];
 			for (int g = 0; g < G; g++) w[g] = _mm512_loadu_si512(blk + g * gs + 32 + 64 * h);
 			for (int k = 0; k < T; k++) {
-				__m512i yk = bcast(p.q + 32 * k + 4 * h);
+				__m512i yk = bcast(k < TA ? p.q + 32 * k + 4 * h : p2.q + 32 * (k - TA) + 4 * h);
 				for (int g = 0; g < G; g++) s[g][k] = _mm512_dpbusd_epi32(s[g][k], w[g], yk);
 			}
 		}
 		for (int g = 0; g < G; g++) {
 			__m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + g * gs)));
 			for (int k = 0; k < T; k++)
-				acc[g][k] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(p.d[k])), _mm512_cvtepi32_ps(s[g][k]), acc[g][k]);
+				acc[g][k] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(k < TA ? p.d[k] : p2.d[k - TA])), _mm512_cvtepi32_ps(s[g][k]), acc[g][k]);
 		}
 	}
 	for (int g = 0; g < G; g++)
@@ -691,8 +693,8 @@ X16 static AI void k23_tile(const int q3, const int G, const uint8_t *gp, long g
 #ifndef X16_PAIRS
 #define X16_PAIRS 4
 #endif
-// X16_WIDE: with a WIDE tile (X16_ROWSW, WMAX rows at most), four rows
-// up to WMAX go in one tile a group (from five rows, a panel and the
+// X16_WIDE: with a WIDE tile (X16_ROWSW, WMAX rows at most; X16_ROWSWM,
+// WMIN rows at least), four rows up to WMAX go in one tile a group (from five rows, a panel and the
 // next) instead of a tile of four over a pair and one of the rest: each
 // group's weights are read once, in one stream, for every row. Four to
 // eight rows are where a tree is verified, and there a pair's first tile
@@ -701,23 +703,29 @@ X16 static AI void k23_tile(const int q3, const int G, const uint8_t *gp, long g
 // 42-60% faster at 6 rows, 7-38% at 8 and 22-30% at 4 (there the pair's
 // two streams read slower than one, as in a decode step); Q6_K 14-35%
 // faster at 6 rows and -2% to +16% at 4, but at 8 not clearly (-21% to
-// +22% over four rounds), so its wide tile stops at 7. Q8_0's ran no
-// faster (it reads twice the bytes a weight and is bound by the memory
-// already), so its tiles stay as they are; nor did Q4_0's, Q5_0's,
-// Q4_1's or IQ4_XS's (their pairs already ran 190-460 GMAC/s at 4 to 8
-// rows, and Q5_0 at 4 rows ran 190-194 one group a tile against 212-232
-// in pairs).
+// +22% over four rounds), so its wide tile stops at 7. Q8_0's runs at 8
+// rows alone (X16_ROWSWM's WMIN): alone its products were no faster (it
+// reads twice the bytes a weight), but in whole 8-token passes of
+// llama-3.2-1b Q8_0 it took 0.86-0.93 of the time (five runs of eight
+// to twelve rounds interleaved in one process) and the bench target's
+// 0.95-1.03; at 4 to 7 rows the 1B shape's passes ran 1.03-1.19 of the
+// time (one group a tile loads a broadcast for every vpdpbusd, where a
+// pair shares it), so there it keeps its pairs. Nor did Q4_0's, Q5_0's,
+// Q4_1's or IQ4_XS's gain (their pairs already ran 190-460 GMAC/s at 4
+// to 8 rows, and Q5_0 at 4 rows ran 190-194 one group a tile against
+// 212-232 in pairs).
 #ifndef X16_WIDE
 #define X16_WIDE 1
 #endif
 #define X16_ROWS(NAME, TILE, GB, PER, TMAX) X16_ROWSW(NAME, TILE, x16_none, 0, GB, PER, TMAX)
 #define x16_none(...) ((void)0)
-#define X16_ROWSW(NAME, TILE, WIDE, WMAX, GB, PER, TMAX)                                                        \
+#define X16_ROWSW(NAME, TILE, WIDE, WMAX, GB, PER, TMAX) X16_ROWSWM(NAME, TILE, WIDE, ARB_PANEL, WMAX, GB, PER, TMAX)
+#define X16_ROWSWM(NAME, TILE, WIDE, WMIN, WMAX, GB, PER, TMAX)                                                        \
 	X16 static void NAME(const uint8_t *packed, int glo, int ghi, const q8in *y, int n, float *out, int rows) { \
 		int span = X16_SPAN / (32 * y->nb) / 8 * 8;                                                      \
 		if (span < 8) span = 8;                                                                          \
 		long gs = (long)(y->nb / (PER)) * (GB);                                                          \
-		if (X16_WIDE && n >= ARB_PANEL && n <= (WMAX)) {                                                 \
+		if (X16_WIDE && n >= (WMIN) && n <= (WMAX)) {                                                 \
 			for (int g = glo; g < ghi; g++) {                                                            \
 				const uint8_t *gp = packed + (long)g * gs;                                               \
 				switch (n) {                                                                             \
@@ -776,7 +784,7 @@ X16 static AI pfplan pf_plan(int t, int tiles, const uint8_t *nx, long next) {
 #ifndef TQ6
 #define TQ6 4
 #endif
-X16_ROWS(mm_q80x16, q80_tile, X16_Q80, 1, TQ)
+X16_ROWSWM(mm_q80x16, q80_tile, q80_tile, 2 * ARB_PANEL, 2 * ARB_PANEL, X16_Q80, 1, TQ)
 #define q40_tile00(...) q40_tile(0, 0, 0, __VA_ARGS__)
 #define q40_tile10(...) q40_tile(1, 0, 0, __VA_ARGS__)
 #define q40_tile01(...) q40_tile(0, 1, 0, __VA_ARGS__)
