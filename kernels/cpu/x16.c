@@ -694,18 +694,23 @@ X16 static AI void k23_tile(const int q3, const int G, const uint8_t *gp, long g
 #define X16_PAIRS 4
 #endif
 // X16_WIDE: with a WIDE tile (X16_ROWSW, WMAX rows at most; X16_ROWSWM,
-// WMIN rows at least), four rows up to WMAX go in one tile a group (from five rows, a panel and the
-// next) instead of a tile of four over a pair and one of the rest: each
+// WMIN rows at least), four rows up to WMAX go in one tile a group (from
+// five rows, a panel and the next) instead of a tile of four over a pair
+// and one of the rest: each
 // group's weights are read once, in one stream, for every row. Four to
 // eight rows are where a tree is verified, and there a pair's first tile
 // waited on memory while the rest of the pair ran from cache. Cold
 // products of 8192 x 2048 (two threads, interleaved builds): Q4_K ran
 // 42-60% faster at 6 rows, 7-38% at 8 and 22-30% at 4 (there the pair's
 // two streams read slower than one, as in a decode step); Q6_K 14-35%
-// faster at 6 rows and -2% to +16% at 4, but at 8 not clearly (-21% to
-// +22% over four rounds), so its wide tile stops at 7. Q8_0's runs at 8
-// rows alone (X16_ROWSWM's WMIN): alone its products were no faster (it
-// reads twice the bytes a weight), but in whole 8-token passes of
+// faster at 6 rows and -2% to +16% at 4, at 8 not clearly (-21% to +22%
+// over four rounds), but whole 8-token passes of llama-3.2-1b Q4_K_M (a
+// third of whose multiply-adds are Q6_K) took 0.969 and 0.985 of the
+// time with it (two runs of twelve rounds interleaved in one process; the
+// one-token passes between them 1.012 and 1.015), so it runs to 8.
+// Q8_0's runs at 8 rows alone (X16_ROWSWM's WMIN): alone its products
+// were no faster (it reads twice the bytes a weight), but in whole
+// 8-token passes of
 // llama-3.2-1b Q8_0 it took 0.86-0.93 of the time (five runs of eight
 // to twelve rounds interleaved in one process) and the bench target's
 // 0.95-1.03; at 4 to 7 rows the 1B shape's passes ran 1.03-1.19 of the
@@ -802,7 +807,7 @@ X16_ROWS(mm_iq4xsx16, iq4_tile2, X16_IQ4XS, 1, TQ)
 #endif
 X16_ROWSW(mm_q4kx16, q4k_tile0, q4k_tile0, 2 * ARB_PANEL, X16_Q4K, 8, TQK)
 X16_ROWSW(mm_q5kx16, q4k_tile1, q4k_tile1, 2 * ARB_PANEL, X16_Q5K, 8, TQK)
-X16_ROWSW(mm_q6kx16, q6k_tile, q6k_tile, 2 * ARB_PANEL - 1, X16_Q6K, 8, TQ6)
+X16_ROWSW(mm_q6kx16, q6k_tile, q6k_tile, 2 * ARB_PANEL, X16_Q6K, 8, TQ6)
 #define k23_tile3(...) k23_tile(1, __VA_ARGS__)
 #define k23_tile2(...) k23_tile(0, __VA_ARGS__)
 X16_ROWS(mm_q3kx16, k23_tile3, X16_Q3K, 8, TQK)
