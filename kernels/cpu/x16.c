@@ -696,41 +696,39 @@ X16 static AI void k23_tile(const int q3, const int G, const uint8_t *gp, long g
 // X16_WIDE: with a WIDE tile (X16_ROWSW, WMAX rows at most; X16_ROWSWM,
 // WMIN rows at least), four rows up to WMAX go in one tile a group (from
 // five rows, a panel and the next) instead of a tile of four over a pair
-// and one of the rest: each
-// group's weights are read once, in one stream, for every row. Four to
-// eight rows are where a tree is verified, and there a pair's first tile
-// waited on memory while the rest of the pair ran from cache. Cold
-// products of 8192 x 2048 (two threads, interleaved builds): Q4_K ran
-// 42-60% faster at 6 rows, 7-38% at 8 and 22-30% at 4 (there the pair's
-// two streams read slower than one, as in a decode step); Q6_K 14-35%
-// faster at 6 rows and -2% to +16% at 4, at 8 not clearly (-21% to +22%
-// over four rounds), but whole 8-token passes of llama-3.2-1b Q4_K_M (a
-// third of whose multiply-adds are Q6_K) took 0.969 and 0.985 of the
-// time with it (two runs of twelve rounds interleaved in one process; the
-// one-token passes between them 1.012 and 1.015), so it runs to 8.
-// Q8_0's runs at 8 rows alone (X16_ROWSWM's WMIN): alone its products
-// were no faster (it reads twice the bytes a weight), but in whole
-// 8-token passes of
-// llama-3.2-1b Q8_0 it took 0.86-0.93 of the time (five runs of eight
-// to twelve rounds interleaved in one process) and the bench target's
-// 0.95-1.03; at 4 to 7 rows the 1B shape's passes ran 1.03-1.19 of the
-// time (one group a tile loads a broadcast for every vpdpbusd, where a
-// pair shares it), so there it keeps its pairs. Nor did Q4_0's, Q5_0's,
-// Q4_1's or IQ4_XS's gain (their pairs already ran 190-460 GMAC/s at 4
-// to 8 rows, and Q5_0 at 4 rows ran 190-194 one group a tile against
-// 212-232 in pairs).
+// and one of the rest: each group's weights are read once, in one stream,
+// for every row. Four to eight rows are where a tree is verified, and
+// there a pair's first tile waited on memory while the rest of the pair
+// ran from cache. Cold products of 8192 x 2048 (two threads, interleaved
+// builds): Q4_K ran 42-60% faster at 6 rows, 7-38% at 8 and 22-30% at 4
+// (there the pair's two streams read slower than one, as in a decode
+// step); Q6_K 14-35% faster at 6 rows and -2% to +16% at 4, at 8 not
+// clearly (-21% to +22% over four rounds), but whole 8-token passes of
+// llama-3.2-1b Q4_K_M (a third of whose multiply-adds are Q6_K) took 0.969
+// and 0.985 of the time with it (two runs of twelve rounds interleaved in
+// one process; the one-token passes between them 1.012 and 1.015), so it
+// runs to 8. Q8_0's runs at 8 rows alone (X16_ROWSWM's WMIN): alone its
+// products were no faster (it reads twice the bytes a weight), but in
+// whole 8-token passes of llama-3.2-1b Q8_0 it took 0.86-0.93 of the time
+// (five runs of eight to twelve rounds interleaved in one process) and the
+// bench target's 0.95-1.03; at 4 to 7 rows the 1B shape's passes ran
+// 1.03-1.19 of the time (one group a tile loads a broadcast for every
+// vpdpbusd, where a pair shares it), so there it keeps its pairs. Nor did
+// Q4_0's, Q5_0's, Q4_1's or IQ4_XS's gain (their pairs already ran 190-460
+// GMAC/s at 4 to 8 rows, and Q5_0 at 4 rows ran 190-194 one group a tile
+// against 212-232 in pairs).
 #ifndef X16_WIDE
 #define X16_WIDE 1
 #endif
 #define X16_ROWS(NAME, TILE, GB, PER, TMAX) X16_ROWSW(NAME, TILE, x16_none, 0, GB, PER, TMAX)
 #define x16_none(...) ((void)0)
 #define X16_ROWSW(NAME, TILE, WIDE, WMAX, GB, PER, TMAX) X16_ROWSWM(NAME, TILE, WIDE, ARB_PANEL, WMAX, GB, PER, TMAX)
-#define X16_ROWSWM(NAME, TILE, WIDE, WMIN, WMAX, GB, PER, TMAX)                                                        \
+#define X16_ROWSWM(NAME, TILE, WIDE, WMIN, WMAX, GB, PER, TMAX)                                              \
 	X16 static void NAME(const uint8_t *packed, int glo, int ghi, const q8in *y, int n, float *out, int rows) { \
 		int span = X16_SPAN / (32 * y->nb) / 8 * 8;                                                      \
 		if (span < 8) span = 8;                                                                          \
 		long gs = (long)(y->nb / (PER)) * (GB);                                                          \
-		if (X16_WIDE && n >= (WMIN) && n <= (WMAX)) {                                                 \
+		if (X16_WIDE && n >= (WMIN) && n <= (WMAX)) {                                                    \
 			for (int g = glo; g < ghi; g++) {                                                            \
 				const uint8_t *gp = packed + (long)g * gs;                                               \
 				switch (n) {                                                                             \
