@@ -517,7 +517,6 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 		r.Decode = append(r.Decode, st.DecodeTPS())
 		r.DecodeShares = append(r.DecodeShares, st.DecodeTPS()*r.Limits.TokenBytes()/bw)
 	}
-	r.KVRead = r.Limits.KVRead
 	probe = nil // the buffer is not needed past the decode runs
 	sort.Float64s(r.Decode)
 	sort.Float64s(r.DecodeShares)
@@ -540,7 +539,7 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 	}
 	r.Limits.Bandwidth = r.Bandwidth
 	r.Roofline = 1 / r.Limits.Roofline().Seconds()
-	r.Peak, r.PeakKind, r.MACs = r.Limits.Peak, r.Limits.Kind(), r.Limits.MACs
+	r.Peak, r.PeakKind, r.MACs, r.KVRead = r.Limits.Peak, r.Limits.Kind(), r.Limits.MACs, r.Limits.KVRead
 	return r, nil
 }
 
