@@ -40,6 +40,7 @@
 
 #define AVX512F __attribute__((target("avx2,fma,f16c,avx512f")))
 #define AI inline __attribute__((always_inline))
+#define ARB_LANES_AHEAD 16
 
 // lanes_inv returns, per lane of the z-th vector of scores (a block's
 // scores at S, L floats a slot, tp slots), 1/sum of e^(s - max) over the
@@ -146,6 +147,14 @@ AVX512F static AI void hd8_lanes(float *out, const float *q, const void *kc, con
 		// scores, -inf where not seen, and each lane's maximum
 		for (int j = 0; j < jmax; j++) {
 			const float *k = kb + (long)j * ks;
+			// a float32 cache's rows are a kv width apart (1 KiB in the
+			// bench target), which the hardware's prefetch did not follow:
+			// the keys requested ARB_LANES_AHEAD slots ahead, and the
+			// slot's values now, for the sums below
+			if (!f16) {
+				_mm_prefetch((const char *)(k + ARB_LANES_AHEAD * ks), _MM_HINT_T0);
+				_mm_prefetch((const char *)(vb + (long)j * ks), _MM_HINT_T0);
+			}
 			__m512 s[2];
 			for (int z = 0; z < NZ; z++) s[z] = _mm512_mul_ps(Q[z][0], _mm512_set1_ps(k[0]));
 			for (int d = 1; d < 8; d++) {
