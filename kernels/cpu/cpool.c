@@ -146,7 +146,7 @@ static void mm_one(arb_pool *p, int i, int w, long lo, long hi) {
 	case ARB_MM_X16: {
 		long g1 = 2 * hi, groups = (m->rows + 15) / 16;
 		arb_mm_x16(m->type, p->w[i], (int)(2 * lo), (int)(g1 < groups ? g1 : groups), p->aq[a], p->ad[a], p->ac[a], m->cols / 32,
-		           m->n, p->out[i], m->rows);
+		           m->n, p->out[i], m->rows, m->stream);
 		return;
 	}
 	case ARB_MM_X8:

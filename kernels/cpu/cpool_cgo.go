@@ -109,6 +109,7 @@ func (b *Backend) mmC(jobs []matmulJob, start []int, chunk int) bool {
 		switch {
 		case w.packed != nil && w.group == 16:
 			m.how, m.act, ws[i] = C.ARB_MM_X16, C.ARB_ACT_PANELS, u8p(w.packed)
+			m.stream = cBool(b.streams())
 			if layoutOf(w) == inKPanels {
 				m.act = C.ARB_ACT_KPANELS
 			}

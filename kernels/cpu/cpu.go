@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"arborist/kernels"
 	"arborist/kernels/quant"
@@ -42,7 +43,25 @@ type Backend struct {
 	// matrices may take (RepackBudget): past it, a matrix is multiplied in
 	// its file layout.
 	repackLeft int64
+	// repacked is the bytes of repacked copies made, and streamMin the
+	// most of them with which products keep their weights in the caches
+	// (streamBytes; streams)
+	repacked  atomic.Int64
+	streamMin int64
 }
+
+// streamBytes is the repacked weights past which a backend's products
+// stream them past the caches where one tile reads them (arb_mm_x16's
+// stream): above any third-level cache a decode step runs from (32 MB on
+// the Zen 5 measured, 96-128 MB on the largest desktop parts), so a
+// model there reads its weights from memory every token anyway. A model
+// that fits in the caches keeps them: the bench target (59 MiB of Q8_0,
+// about twice the 32 MB cache) read 0.97-1.03 either way, stories15m's
+// shape (26 MB) read 1.09 streamed.
+const streamBytes = 256 << 20
+
+// streams says whether b's products stream their weights (streamBytes).
+func (b *Backend) streams() bool { return b.repacked.Load() > b.streamMin }
 
 // RepackBudget is the memory a backend's repacked weight copies may take
 // in all: a quarter of the machine's RAM (MemTotal; 4 GiB where it cannot
@@ -125,7 +144,7 @@ func New(threads int) *Backend {
 	if threads < 1 {
 		threads = 1
 	}
-	return &Backend{threads: threads, pool: newPool(threads), scratch: make([][]float32, threads), repackLeft: RepackBudget()}
+	return &Backend{threads: threads, pool: newPool(threads), scratch: make([][]float32, threads), repackLeft: RepackBudget(), streamMin: streamBytes}
 }
 
 // Name returns "cpu".
@@ -180,6 +199,7 @@ func (b *Backend) NewMatrix(t quant.Type, data []byte, rows, cols int) (kernels.
 	m, err := newMatrix(t, data, rows, cols, size <= b.repackLeft)
 	if err == nil && m.packed != nil {
 		b.repackLeft -= int64(len(m.packed))
+		b.repacked.Add(int64(len(m.packed)))
 	}
 	return m, err
 }

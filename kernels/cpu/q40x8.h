@@ -14,7 +14,7 @@ void arb_fifth_bits(const uint8_t *qh4, uint8_t *out);
 void arb_k23_pack(int type, const uint8_t *blk, int rows, int i, uint8_t *d, uint8_t *scales, uint8_t *planes);
 void arb_x16_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst);
 int arb_mm_x16(int type, const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd, const int32_t *yc,
-               int nb, int n, float *out, int rows);
+               int nb, int n, float *out, int rows, int stream);
 // K-quant weights repacked eight rows at a time for AVX2. See k8.c.
 void arb_k8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst);
 long arb_k8_group_bytes(int type);

@@ -192,8 +192,19 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 			q.k.size(len(x))
 			cQuantizeKPanels(&q.k, x, n, 0, n)
 			a, v := make([]float32, n*rows), make([]float32, n*rows)
-			if !tiles(m16, &q, 0, (rows+15)/16, n, v) {
+			if !tiles(m16, &q, 0, (rows+15)/16, n, v, false) {
 				t.Fatal("the repacked kernels refused")
+			}
+			// a streamed product (non-temporal requests, pf_once) gives
+			// the same bits
+			vs := make([]float32, n*rows)
+			if !tiles(m16, &q, 0, (rows+15)/16, n, vs, true) {
+				t.Fatal("the repacked kernels refused to stream")
+			}
+			for i := range v {
+				if math.Float32bits(v[i]) != math.Float32bits(vs[i]) {
+					t.Fatalf("%v n=%d: out[%d] = %v streamed, %v not", typ, n, i, vs[i], v[i])
+				}
 			}
 			legacy := typ == quant.Q5_0 || typ == quant.Q4_1 || typ == quant.Q5_1 || typ == quant.IQ4_NL || typ == quant.IQ4_XS
 			if kq || legacy {
@@ -204,7 +215,7 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 					legacyTilesReference(typ, w, rb, rows, cols, &q.p, n, a)
 				}
 				e := make([]float32, n*rows)
-				if !tiles(m8, &q, 0, rows/8, n, e) {
+				if !tiles(m8, &q, 0, rows/8, n, e, false) {
 					t.Fatal("the eight-row tiles refused")
 				}
 				for i := range a {
@@ -212,11 +223,11 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 						t.Fatalf("%v n=%d: out[%d] = %v with eight-row tiles, %v with the reference", typ, n, i, e[i], a[i])
 					}
 				}
-				if n == 5 && !changesOutput(m8.packed[len(m8.packed)-32:], func() { tiles(m8, &q, 0, rows/8, n, e) }, a, e) {
+				if n == 5 && !changesOutput(m8.packed[len(m8.packed)-32:], func() { tiles(m8, &q, 0, rows/8, n, e, false) }, a, e) {
 					// negative control: the eight-row copy's last vector of weights changed
 					t.Fatalf("%v: a changed weight byte in the eight-row copy changed no output", typ)
 				}
-			} else if !tiles(m8, &q, 0, rows/8, n, a) {
+			} else if !tiles(m8, &q, 0, rows/8, n, a, false) {
 				t.Fatal("the repacked kernels refused")
 			}
 			for i := range a {
@@ -227,7 +238,7 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 			if q.q[0] != 127 || q.q[1] != -127 || q.k.q[0] != 127 || q.k.q[1] != -127 {
 				t.Fatalf("activations %d %d (K panels %d %d), want 127 -127", q.q[0], q.q[1], q.k.q[0], q.k.q[1])
 			}
-			if n == 3 && !changesOutput(m16.packed[len(m16.packed)-128:len(m16.packed)-64], func() { tiles(m16, &q, 0, (rows+15)/16, n, v) }, a, v) {
+			if n == 3 && !changesOutput(m16.packed[len(m16.packed)-128:len(m16.packed)-64], func() { tiles(m16, &q, 0, (rows+15)/16, n, v, false) }, a, v) {
 				// negative control: the last block's next-to-last vector of weights changed
 				t.Fatalf("%v: a changed weight byte changed no output", typ)
 			}
@@ -265,6 +276,45 @@ func TestRepackBudget(t *testing.T) {
 	}
 	if RepackBudget() <= 0 {
 		t.Fatal("no repacking budget")
+	}
+}
+
+// TestStreams: a backend streams its products' weights (streams, the
+// non-temporal requests of x16.c's pf_once) once its repacked copies pass
+// streamMin, and its products, split across the workers or not, give the
+// same bits as a backend that does not stream.
+func TestStreams(t *testing.T) {
+	if !repacks() {
+		t.Skip("no repacking on this CPU or build")
+	}
+	rng := rand.New(rand.NewPCG(43, 44))
+	rows, cols := 256, 512
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_K} {
+		w := quantized(t, rng, typ, rows, cols)
+		plain, streamed := New(2), New(2)
+		streamed.streamMin = RepackedBytes(typ, rows, cols) - 1
+		mp, _ := plain.NewMatrix(typ, w, rows, cols)
+		ms, _ := streamed.NewMatrix(typ, w, rows, cols)
+		if plain.streams() || !streamed.streams() {
+			t.Fatalf("%v: streams %v with %d bytes repacked of %d, %v with %d of %d", typ, plain.streams(), plain.repacked.Load(), plain.streamMin,
+				streamed.streams(), streamed.repacked.Load(), streamed.streamMin)
+		}
+		for _, n := range []int{1, 3, 8, 17} {
+			x := gaussian(rng, n*cols)
+			a, c := make([]float32, n*rows), make([]float32, n*rows)
+			plain.MatMul(a, mp, x, n)
+			streamed.MatMul(c, ms, x, n)
+			for i := range a {
+				if math.Float32bits(a[i]) != math.Float32bits(c[i]) {
+					t.Fatalf("%v n=%d: out[%d] = %v streamed, %v not", typ, n, i, c[i], a[i])
+				}
+			}
+		}
+		plain.Close()
+		streamed.Close()
+	}
+	if streamBytes < 64<<20 {
+		t.Fatalf("streamBytes %d: a model that fits in a third-level cache would stream", streamBytes)
 	}
 }
 

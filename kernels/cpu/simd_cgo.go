@@ -87,7 +87,7 @@ func (j *matmulJob) doC(worker, lo, hi int) {
 		if w.group == 16 {
 			lo, hi = 2*lo, min(2*hi, (w.rows+15)/16)
 		}
-		if !tiles(w, &j.b.q8, lo, hi, j.n, j.out) {
+		if !tiles(w, &j.b.q8, lo, hi, j.n, j.out, j.b.streams()) {
 			panic("cpu: a repacked matrix on a CPU without its tiles") // repack checks first
 		}
 		return
@@ -285,8 +285,9 @@ func repackMatrix(m *Matrix, group int) ([]byte, int) {
 // tiles multiplies groups lo..hi-1 of the repacked matrix w by the n
 // activation rows quantised in q (in the panels layoutOf(w) names for the
 // sixteen-row AVX-512 VNNI tiles, row by row for the eight-row AVX2 ones,
-// as w was packed), into out. It reports false where the CPU lacks them.
-func tiles(w *Matrix, q *q8Buf, lo, hi, n int, out []float32) bool {
+// as w was packed), into out; stream as arb_mm_x16 takes it
+// (Backend.streams). It reports false where the CPU lacks them.
+func tiles(w *Matrix, q *q8Buf, lo, hi, n int, out []float32, stream bool) bool {
 	p, glo, ghi := (*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(lo), C.int(hi)
 	o, cn, rows := (*C.float)(unsafe.Pointer(&out[0])), C.int(n), C.int(w.rows)
 	var rc C.int
@@ -307,11 +308,19 @@ func tiles(w *Matrix, q *q8Buf, lo, hi, n int, out []float32) bool {
 			pb = &q.k
 		}
 		rc = C.arb_mm_x16(C.int(w.typ), p, glo, ghi, (*C.int8_t)(unsafe.Pointer(&pb.q[0])), (*C.float)(unsafe.Pointer(&pb.d[0])),
-			(*C.int32_t)(unsafe.Pointer(&pb.c[0])), C.int(w.cols/quant.QK), cn, o, rows)
+			(*C.int32_t)(unsafe.Pointer(&pb.c[0])), C.int(w.cols/quant.QK), cn, o, rows, cBool(stream))
 	default:
 		rc = C.arb_mm_x8(C.int(w.typ), p, glo, ghi, C.int(w.cols/quant.QK), yd, yq, ys, cn, o, rows)
 	}
 	return rc == 0
+}
+
+// cBool is b as a C int.
+func cBool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // vnniTiles says whether the repacked products run their AVX-512 VNNI
