@@ -13,7 +13,7 @@ enum { ARB_ACT_ROWS = 0, ARB_ACT_PANELS, ARB_ACT_KPANELS, ARB_ACT_F32 };
 
 typedef struct {
 	int how, type, rows, cols, n, act;
-	int stream; // arb_mm_x16's stream
+	int stream; // arb_mm_x16's (arb_mm_x8's, arb_mm_k8's) stream
 	long row_bytes;
 } arb_mm_one;
 

@@ -115,6 +115,7 @@ func (b *Backend) mmC(jobs []matmulJob, start []int, chunk int) bool {
 			}
 		case w.packed != nil:
 			m.how, m.act, ws[i] = C.ARB_MM_X8, C.ARB_ACT_ROWS, u8p(w.packed)
+			m.stream = cBool(b.streams())
 			if layoutOf(w) == inKPanels {
 				m.act = C.ARB_ACT_KPANELS
 			}

@@ -108,7 +108,7 @@ void arb_k8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb,
 // q4k8_tile computes the eight rows of group gp (Q4_K, or Q5_K when q5)
 // against activation rows r..r+T-1 (a panel) into out[(r+k)*rows + o..].
 X8_AVX2 static AI void q4k8_tile(const int q5, const uint8_t *gp, int nb, const int8_t *yq, const float *yd, const int32_t *yc, int r,
-                                 const int T, float *out, long rows, int o) {
+                                 const int T, float *out, long rows, int o, int nta) {
 	__m256 acc[4];
 	for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();
 	const long GB = q5 ? K8_Q5K : K8_Q4K, base = (long)r * nb;
@@ -118,7 +118,7 @@ X8_AVX2 static AI void q4k8_tile(const int q5, const uint8_t *gp, int nb, const 
 	const __m256i m4 = _mm256_set1_epi8(0xf), sixteen = _mm256_set1_epi8(16), ones = _mm256_set1_epi16(1);
 	for (int sb = 0; sb < nb / 8; sb++) {
 		const uint8_t *blk = gp + (long)sb * GB;
-		for (long pf = 0; pf < GB; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0);
+		for (long pf = 0; pf < GB; pf += 64) X8_PREFETCH(blk + PREFETCH + pf, nta);
 		const int32_t *pairs = c; // word 0 of the even blocks' slots: two blocks' activation sums
 		__m256 fs[4];
 		for (int k = 0; k < T; k++) fs[k] = _mm256_setzero_ps();
@@ -166,7 +166,7 @@ X8_AVX2 static AI void q4k8_tile(const int q5, const uint8_t *gp, int nb, const 
 // less 32 times the half's activation sum), into the super-block's float
 // sum with the half's scale; then acc += dy * (d * fs).
 X8_AVX2 static AI void q6k8_tile(const uint8_t *gp, int nb, const int8_t *yq, const float *yd, const int32_t *yc, int r, const int T,
-                                 float *out, long rows, int o) {
+                                 float *out, long rows, int o, int nta) {
 	__m256 acc[4];
 	for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();
 	const long base = (long)r * nb;
@@ -176,7 +176,7 @@ X8_AVX2 static AI void q6k8_tile(const uint8_t *gp, int nb, const int8_t *yq, co
 	const __m256i ones = _mm256_set1_epi16(1);
 	for (int sb = 0; sb < nb / 8; sb++) {
 		const uint8_t *blk = gp + (long)sb * K8_Q6K;
-		for (long pf = 0; pf < K8_Q6K; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0);
+		for (long pf = 0; pf < K8_Q6K; pf += 64) X8_PREFETCH(blk + PREFETCH + pf, nta);
 		__m256 fs[4];
 		for (int k = 0; k < T; k++) fs[k] = _mm256_setzero_ps();
 		for (int ch = 0; ch < 8; ch++) {
@@ -209,7 +209,7 @@ X8_AVX2 static AI void q6k8_tile(const uint8_t *gp, int nb, const int8_t *yq, co
 // Q2_K): each half's four maddubs pair sums (2*7*127 at most) added in 16
 // bits, then widened.
 X8_AVX2 static AI void k238_tile(const int q3, const uint8_t *gp, int nb, const int8_t *yq, const float *yd, const int32_t *yc, int r,
-                                 const int T, float *out, long rows, int o) {
+                                 const int T, float *out, long rows, int o, int nta) {
 	__m256 acc[4];
 	for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();
 	const long GB = q3 ? K8_Q3K : K8_Q2K, SC = q3 ? 16 : 32, PL = q3 ? 144 : 160, PER = q3 ? 96 : 64, base = (long)r * nb;
@@ -219,7 +219,7 @@ X8_AVX2 static AI void k238_tile(const int q3, const uint8_t *gp, int nb, const 
 	const __m256i m2 = _mm256_set1_epi8(3), m1 = _mm256_set1_epi8(1), m4 = _mm256_set1_epi32(0xf), ones = _mm256_set1_epi16(1);
 	for (int sb = 0; sb < nb / 8; sb++) {
 		const uint8_t *blk = gp + (long)sb * GB;
-		for (long pf = 0; pf < GB; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0);
+		for (long pf = 0; pf < GB; pf += 64) X8_PREFETCH(blk + PREFETCH + pf, nta);
 		const int32_t *c0 = c; // word 1 of each block's slots: its halves' activation sums
 		__m256 fs[4];
 		for (int k = 0; k < T; k++) fs[k] = _mm256_setzero_ps();
@@ -267,10 +267,13 @@ X8_AVX2 static AI void k238_tile(const int q3, const uint8_t *gp, int nb, const 
 }
 
 // K8_ROWS defines NAME: groups glo..ghi-1 against the n activation rows,
-// a panel (ARB_PANEL rows, the last the rest) a tile.
+// a panel (ARB_PANEL rows, the last the rest) a tile; with stream, a
+// tile that alone reads its group (ARB_PANEL rows or fewer) requests its
+// weights non-temporally (X8_PREFETCH).
 #define K8_ROWS(NAME, GB, CALL)                                                                             \
 	X8_AVX2 static void NAME(const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd,   \
-	                         const int32_t *yc, int nb, int n, float *out, int rows) {                     \
+	                         const int32_t *yc, int nb, int n, float *out, int rows, int stream) {         \
+		int nta = stream && n <= ARB_PANEL;                                                             \
 		for (int g = glo; g < ghi; g++) {                                                               \
 			const uint8_t *gp = packed + (long)g * (nb / 8) * (GB);                                     \
 			for (int r = 0; r < n; r += ARB_PANEL) {                                                    \
@@ -283,11 +286,11 @@ X8_AVX2 static AI void k238_tile(const int q3, const uint8_t *gp, int nb, const 
 			}                                                                                           \
 		}                                                                                               \
 	}
-#define Q4K8(T) q4k8_tile(0, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g)
-#define Q5K8(T) q4k8_tile(1, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g)
-#define Q6K8(T) q6k8_tile(gp, nb, yq, yd, yc, r, T, out, rows, 8 * g)
-#define Q3K8(T) k238_tile(1, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g)
-#define Q2K8(T) k238_tile(0, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g)
+#define Q4K8(T) q4k8_tile(0, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta)
+#define Q5K8(T) q4k8_tile(1, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta)
+#define Q6K8(T) q6k8_tile(gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta)
+#define Q3K8(T) k238_tile(1, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta)
+#define Q2K8(T) k238_tile(0, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta)
 K8_ROWS(mm_q4k8, K8_Q4K, Q4K8)
 K8_ROWS(mm_q5k8, K8_Q5K, Q5K8)
 K8_ROWS(mm_q6k8, K8_Q6K, Q6K8)
@@ -298,18 +301,19 @@ K8_ROWS(mm_q2k8, K8_Q2K, Q2K8)
 // arb_mm_k8 multiplies groups glo..ghi-1 (of eight rows) of a K-quant
 // matrix repacked by arb_k8_pack by n activation rows quantised by
 // arb_quantize_q8k_panels (yq, yd, yc; nb blocks of 32 a row), into
-// out[r*rows + o]. It returns -1 where the CPU lacks AVX2, FMA or F16C
-// or type has no eight-row tiles.
+// out[r*rows + o]; stream as arb_mm_x16 takes it (K8_ROWS). It returns
+// -1 where the CPU lacks AVX2, FMA or F16C or type has no eight-row
+// tiles.
 int arb_mm_k8(int type, const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd, const int32_t *yc, int nb,
-              int n, float *out, int rows) {
+              int n, float *out, int rows, int stream) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	if (arb_simd_level() < 1) return -1;
 	switch (type) {
-	case ARB_Q4_K: mm_q4k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows); return 0;
-	case ARB_Q5_K: mm_q5k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows); return 0;
-	case ARB_Q6_K: mm_q6k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows); return 0;
-	case ARB_Q3_K: mm_q3k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows); return 0;
-	case ARB_Q2_K: mm_q2k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows); return 0;
+	case ARB_Q4_K: mm_q4k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows, stream); return 0;
+	case ARB_Q5_K: mm_q5k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows, stream); return 0;
+	case ARB_Q6_K: mm_q6k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows, stream); return 0;
+	case ARB_Q3_K: mm_q3k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows, stream); return 0;
+	case ARB_Q2_K: mm_q2k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows, stream); return 0;
 	}
 #endif
 	return -1;

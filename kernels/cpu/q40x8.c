@@ -127,15 +127,15 @@ X8_AVX2 static inline __attribute__((always_inline)) void nibbles40(const uint8_
 #define Q40X8_TILE(T)                                                                                        \
 	X8_AVX2 static inline __attribute__((always_inline)) void q40x8_tile##T(                             \
 	    const uint8_t *gp, int nb, const float *yd, const int8_t *yq, const int32_t *ys, int r, float *out,  \
-	    long rows, int o) {                                                                                  \
+	    long rows, int o, int nta) {                                                                         \
 		__m256 acc[T];                                                                                   \
 		for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();                                        \
 		long stride = (long)nb * 32;                                                                     \
 		for (int b = 0; b < nb; b++) {                                                                   \
 			const uint8_t *blk = gp + (long)b * GROUP_BYTES;                                             \
-			_mm_prefetch((const char *)blk + PREFETCH, _MM_HINT_T0);                                     \
-			_mm_prefetch((const char *)blk + PREFETCH + 64, _MM_HINT_T0);                                \
-			_mm_prefetch((const char *)blk + PREFETCH + 128, _MM_HINT_T0);                               \
+			X8_PREFETCH(blk + PREFETCH, nta);                                                            \
+			X8_PREFETCH(blk + PREFETCH + 64, nta);                                                       \
+			X8_PREFETCH(blk + PREFETCH + 128, nta);                                                      \
 			__m256i w[8];                                                                                \
 			nibbles40(blk, w);                                                                           \
 			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));                          \
@@ -162,14 +162,14 @@ Q40X8_TILE(4)
 #define Q80X8_TILE(T)                                                                                        \
 	X8_AVX2 static inline __attribute__((always_inline)) void q80x8_tile##T(                             \
 	    const uint8_t *gp, int nb, const float *yd, const int8_t *yq, const int32_t *ys, int r, float *out,  \
-	    long rows, int o) {                                                                                  \
+	    long rows, int o, int nta) {                                                                         \
 		__m256 acc[T];                                                                                   \
 		for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();                                        \
 		const __m256i ones = _mm256_set1_epi16(1);                                                       \
 		long stride = (long)nb * 32;                                                                     \
 		for (int b = 0; b < nb; b++) {                                                                   \
 			const uint8_t *blk = gp + (long)b * Q8_GROUP_BYTES;                                          \
-			for (int pf = 0; pf < Q8_GROUP_BYTES; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0); \
+			for (int pf = 0; pf < Q8_GROUP_BYTES; pf += 64) X8_PREFETCH(blk + PREFETCH + pf, nta);     \
 			__m256i s[T];                                                                                \
 			for (int k = 0; k < T; k++) s[k] = _mm256_setzero_si256();                                   \
 			for (int h = 0; h < 8; h++) {                                                                \
@@ -202,7 +202,7 @@ Q80X8_TILE(4)
 // Q5_1 add their min's share after it: acc += dy * (d * sum + m * sy).
 X8_AVX2 static inline __attribute__((always_inline)) void q50x8_tile(const int type, const uint8_t *gp, int nb, const float *yd,
                                                                      const int8_t *yq, const int32_t *ys, int r, const int T,
-                                                                     float *out, long rows, int o) {
+                                                                     float *out, long rows, int o, int nta) {
 	const int mn = type != ARB_Q5_0, q5 = type != ARB_Q4_1, at = 16 + 16 * mn;
 	const long GB = type == ARB_Q5_0 ? Q50_GROUP_BYTES : type == ARB_Q4_1 ? Q41_GROUP_BYTES : Q51_GROUP_BYTES;
 	__m256 acc[4];
@@ -211,7 +211,7 @@ X8_AVX2 static inline __attribute__((always_inline)) void q50x8_tile(const int t
 	long stride = (long)nb * 32;
 	for (int b = 0; b < nb; b++) {
 		const uint8_t *blk = gp + (long)b * GB;
-		for (long pf = 0; pf < GB; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0);
+		for (long pf = 0; pf < GB; pf += 64) X8_PREFETCH(blk + PREFETCH + pf, nta);
 		__m256i w[8];
 		__m256i fifth = q5 ? _mm256_loadu_si256((const __m256i *)(blk + at + 128)) : _mm256_setzero_si256();
 		for (int h = 0; h < 4; h++) {
@@ -255,7 +255,7 @@ X8_AVX2 static inline __attribute__((always_inline)) void q50x8_tile(const int t
 // x16.c's tile, lane for lane.
 X8_AVX2 static inline __attribute__((always_inline)) void iq4x8_tile(const int xs, const uint8_t *gp, int nb, const float *yd,
                                                                      const int8_t *yq, int r, const int T, float *out, long rows,
-                                                                     int o) {
+                                                                     int o, int nta) {
 	const long GB = xs ? IQ4XS_GROUP_BYTES : GROUP_BYTES, at = xs ? 32 : 16;
 	__m256 acc[4];
 	for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();
@@ -264,7 +264,7 @@ X8_AVX2 static inline __attribute__((always_inline)) void iq4x8_tile(const int x
 	long stride = (long)nb * 32;
 	for (int b = 0; b < nb; b++) {
 		const uint8_t *blk = gp + (long)b * GB;
-		for (long pf = 0; pf < GB; pf += 64) _mm_prefetch((const char *)blk + PREFETCH + pf, _MM_HINT_T0);
+		for (long pf = 0; pf < GB; pf += 64) X8_PREFETCH(blk + PREFETCH + pf, nta);
 		__m256i w[8], a[8];
 		for (int h = 0; h < 4; h++) {
 			__m256i v = _mm256_loadu_si256((const __m256i *)(blk + at + 32 * h));
@@ -291,16 +291,17 @@ X8_AVX2 static inline __attribute__((always_inline)) void iq4x8_tile(const int x
 // X8_ROWS runs, each CALL(T).
 #define X8_TILE(NAME, T, CALL)                                                                               \
 	X8_AVX2 static inline __attribute__((always_inline)) void NAME##T(const uint8_t *gp, int nb, const float *yd, const int8_t *yq, \
-	                                                                  const int32_t *ys, int r, float *out, long rows, int o) { \
+	                                                                  const int32_t *ys, int r, float *out, long rows, int o, \
+	                                                                  int nta) {                                              \
 		(void)ys;                                                                                            \
 		CALL(T);                                                                                             \
 	}
 #define X8_TILES(NAME, CALL) X8_TILE(NAME, 1, CALL) X8_TILE(NAME, 2, CALL) X8_TILE(NAME, 3, CALL) X8_TILE(NAME, 4, CALL)
-#define IQ4NL8(T) iq4x8_tile(0, gp, nb, yd, yq, r, T, out, rows, o)
-#define IQ4XS8(T) iq4x8_tile(1, gp, nb, yd, yq, r, T, out, rows, o)
-#define Q508(T) q50x8_tile(ARB_Q5_0, gp, nb, yd, yq, ys, r, T, out, rows, o)
-#define Q418(T) q50x8_tile(ARB_Q4_1, gp, nb, yd, yq, ys, r, T, out, rows, o)
-#define Q518(T) q50x8_tile(ARB_Q5_1, gp, nb, yd, yq, ys, r, T, out, rows, o)
+#define IQ4NL8(T) iq4x8_tile(0, gp, nb, yd, yq, r, T, out, rows, o, nta)
+#define IQ4XS8(T) iq4x8_tile(1, gp, nb, yd, yq, r, T, out, rows, o, nta)
+#define Q508(T) q50x8_tile(ARB_Q5_0, gp, nb, yd, yq, ys, r, T, out, rows, o, nta)
+#define Q418(T) q50x8_tile(ARB_Q4_1, gp, nb, yd, yq, ys, r, T, out, rows, o, nta)
+#define Q518(T) q50x8_tile(ARB_Q5_1, gp, nb, yd, yq, ys, r, T, out, rows, o, nta)
 X8_TILES(iq4nlx8_tile_, IQ4NL8)
 X8_TILES(iq4xsx8_tile_, IQ4XS8)
 X8_TILES(q50x8_tile_, Q508)
@@ -318,20 +319,21 @@ X8_ROWS(mm_iq4xsx8, X8_AVX2, iq4xsx8_tile_, IQ4XS_GROUP_BYTES)
 
 // arb_mm_x8 multiplies groups glo..ghi-1 of a repacked matrix of type
 // (Q4_0, Q8_0, Q5_0, Q4_1, Q5_1) by n activation rows quantised to 8 bits
-// (yd scales, yq values, ys block sums); out[r*rows + o]. It returns -1
-// where the CPU lacks AVX2, FMA or F16C (the caller packs only where it
-// has them) or type has no eight-row tiles here.
+// (yd scales, yq values, ys block sums); out[r*rows + o]; stream as
+// arb_mm_x16 takes it (X8_ROWS). It returns -1 where the CPU lacks AVX2,
+// FMA or F16C (the caller packs only where it has them) or type has no
+// eight-row tiles here.
 int arb_mm_x8(int type, const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
-              const int32_t *ys, int n, float *out, int rows) {
+              const int32_t *ys, int n, float *out, int rows, int stream) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	switch (type) {
-	case ARB_Q4_0: return x8_run(mm_q40x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
-	case ARB_Q8_0: return x8_run(mm_q80x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
-	case ARB_Q5_0: return x8_run(mm_q50x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
-	case ARB_Q4_1: return x8_run(mm_q41x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
-	case ARB_Q5_1: return x8_run(mm_q51x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
-	case ARB_IQ4_NL: return x8_run(mm_iq4nlx8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
-	case ARB_IQ4_XS: return x8_run(mm_iq4xsx8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
+	case ARB_Q4_0: return x8_run(mm_q40x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
+	case ARB_Q8_0: return x8_run(mm_q80x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
+	case ARB_Q5_0: return x8_run(mm_q50x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
+	case ARB_Q4_1: return x8_run(mm_q41x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
+	case ARB_Q5_1: return x8_run(mm_q51x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
+	case ARB_IQ4_NL: return x8_run(mm_iq4nlx8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
+	case ARB_IQ4_XS: return x8_run(mm_iq4xsx8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
 	}
 #endif
 	return -1;

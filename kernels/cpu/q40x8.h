@@ -4,7 +4,7 @@
 void arb_x8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst);
 long arb_x8_group_bytes(int type);
 int arb_mm_x8(int type, const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
-              const int32_t *ys, int n, float *out, int rows);
+              const int32_t *ys, int n, float *out, int rows, int stream);
 // Every quantised type's weights repacked sixteen rows at a time
 // for AVX-512 VNNI on 512-bit vectors. See x16.c.
 long arb_x16_bytes(int type, int rows, int nb);
@@ -19,4 +19,4 @@ int arb_mm_x16(int type, const uint8_t *packed, int glo, int ghi, const int8_t *
 void arb_k8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb, uint8_t *dst);
 long arb_k8_group_bytes(int type);
 int arb_mm_k8(int type, const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd, const int32_t *yc, int nb,
-              int n, float *out, int rows);
+              int n, float *out, int rows, int stream);

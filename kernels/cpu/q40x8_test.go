@@ -235,6 +235,16 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 					t.Fatalf("%v n=%d: out[%d] = %v with sixteen-row tiles, %v with the reference (K-quants: kTilesReference)", typ, n, i, v[i], a[i])
 				}
 			}
+			// the eight-row tiles streamed give the same bits too
+			e8, s8 := make([]float32, n*rows), make([]float32, n*rows)
+			if !tiles(m8, &q, 0, rows/8, n, e8, false) || !tiles(m8, &q, 0, rows/8, n, s8, true) {
+				t.Fatal("the eight-row tiles refused")
+			}
+			for i := range e8 {
+				if math.Float32bits(e8[i]) != math.Float32bits(s8[i]) {
+					t.Fatalf("%v n=%d: out[%d] = %v streamed by the eight-row tiles, %v not", typ, n, i, s8[i], e8[i])
+				}
+			}
 			if q.q[0] != 127 || q.q[1] != -127 || q.k.q[0] != 127 || q.k.q[1] != -127 {
 				t.Fatalf("activations %d %d (K panels %d %d), want 127 -127", q.q[0], q.q[1], q.k.q[0], q.k.q[1])
 			}

@@ -301,7 +301,7 @@ func tiles(w *Matrix, q *q8Buf, lo, hi, n int, out []float32, stream bool) bool 
 	switch {
 	case w.group == 8 && kq:
 		rc = C.arb_mm_k8(C.int(w.typ), p, glo, ghi, (*C.int8_t)(unsafe.Pointer(&q.k.q[0])), (*C.float)(unsafe.Pointer(&q.k.d[0])),
-			(*C.int32_t)(unsafe.Pointer(&q.k.c[0])), C.int(w.cols/quant.QK), cn, o, rows)
+			(*C.int32_t)(unsafe.Pointer(&q.k.c[0])), C.int(w.cols/quant.QK), cn, o, rows, cBool(stream))
 	case w.group == 16:
 		pb := &q.p
 		if kq {
@@ -310,7 +310,7 @@ func tiles(w *Matrix, q *q8Buf, lo, hi, n int, out []float32, stream bool) bool 
 		rc = C.arb_mm_x16(C.int(w.typ), p, glo, ghi, (*C.int8_t)(unsafe.Pointer(&pb.q[0])), (*C.float)(unsafe.Pointer(&pb.d[0])),
 			(*C.int32_t)(unsafe.Pointer(&pb.c[0])), C.int(w.cols/quant.QK), cn, o, rows, cBool(stream))
 	default:
-		rc = C.arb_mm_x8(C.int(w.typ), p, glo, ghi, C.int(w.cols/quant.QK), yd, yq, ys, cn, o, rows)
+		rc = C.arb_mm_x8(C.int(w.typ), p, glo, ghi, C.int(w.cols/quant.QK), yd, yq, ys, cn, o, rows, cBool(stream))
 	}
 	return rc == 0
 }

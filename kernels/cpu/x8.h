@@ -9,6 +9,15 @@
 #define PREFETCH 2048
 #endif
 
+// X8_PREFETCH requests the line at p ahead: non-temporally with nta (a
+// tile that alone reads its weights, where they stream: x16.c's pf_once),
+// else to the first level.
+#define X8_PREFETCH(p, nta)                                      \
+	do {                                                         \
+		if (nta) _mm_prefetch((const char *)(p), _MM_HINT_NTA);  \
+		else _mm_prefetch((const char *)(p), _MM_HINT_T0);       \
+	} while (0)
+
 // The instruction set the tiles are compiled for: AVX2 with FMA and F16C
 // (arb_simd_level 1; from level 2 on, x16.c's AVX-512 VNNI tiles run
 // instead, held to these bit for bit).
@@ -29,18 +38,20 @@
 // rest) over the n activation rows for each group glo..ghi-1 of a repacked
 // matrix whose groups take nb * GB bytes (nb blocks or super-blocks a row,
 // GB bytes for eight rows' each); every tile takes the same arguments
-// (ys unused by the types without an offset or min).
+// (ys unused by the types without an offset or min), and nta: with
+// stream, where one tile reads a group (four rows or fewer).
 #define X8_ROWS(NAME, ATTR, TILE, GB)                                                                       \
 	ATTR static void NAME(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq, \
-	                      const int32_t *ys, int n, float *out, int rows) {                                 \
+	                      const int32_t *ys, int n, float *out, int rows, int stream) {                     \
+		int nta = stream && n <= 4;                                                                      \
 		for (int g = glo; g < ghi; g++) {                                                                \
 			const uint8_t *gp = packed + (long)g * nb * (GB);                                            \
 			int r = 0;                                                                                   \
-			for (; r + 4 <= n; r += 4) TILE##4(gp, nb, yd, yq, ys, r, out, rows, 8 * g);                \
+			for (; r + 4 <= n; r += 4) TILE##4(gp, nb, yd, yq, ys, r, out, rows, 8 * g, nta);           \
 			switch (n - r) {                                                                             \
-			case 3: TILE##3(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;                            \
-			case 2: TILE##2(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;                            \
-			case 1: TILE##1(gp, nb, yd, yq, ys, r, out, rows, 8 * g); break;                            \
+			case 3: TILE##3(gp, nb, yd, yq, ys, r, out, rows, 8 * g, nta); break;                       \
+			case 2: TILE##2(gp, nb, yd, yq, ys, r, out, rows, 8 * g, nta); break;                       \
+			case 1: TILE##1(gp, nb, yd, yq, ys, r, out, rows, 8 * g, nta); break;                       \
 			}                                                                                            \
 		}                                                                                                \
 	}
@@ -48,11 +59,11 @@
 // x8_rows is a function X8_ROWS defines; x8_run runs it and returns 0, or
 // -1 where the CPU lacks AVX2, FMA or F16C.
 typedef void x8_rows(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
-                     const int32_t *ys, int n, float *out, int rows);
+                     const int32_t *ys, int n, float *out, int rows, int stream);
 static inline int x8_run(x8_rows *avx2, const uint8_t *packed, int glo, int ghi, int nb, const float *yd,
-                         const int8_t *yq, const int32_t *ys, int n, float *out, int rows) {
+                         const int8_t *yq, const int32_t *ys, int n, float *out, int rows, int stream) {
 	if (arb_simd_level() < 1) return -1;
-	avx2(packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
+	avx2(packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
 	return 0;
 }
 
