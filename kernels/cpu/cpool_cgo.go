@@ -105,17 +105,16 @@ func (b *Backend) mmC(jobs []matmulJob, start []int, chunk int) bool {
 		m := &a.m[i]
 		a.start[i], a.start[i+1] = C.long(start[i]), C.long(start[i+1])
 		m._type, m.rows, m.cols, m.n, m.row_bytes = C.int(w.typ), C.int(w.rows), C.int(w.cols), C.int(j.n), C.long(w.rowBytes)
+		m.stream = cBool(b.streams()) // read by the repacked tiles alone
 		outs[i] = f32p(j.out)
 		switch {
 		case w.packed != nil && w.group == 16:
 			m.how, m.act, ws[i] = C.ARB_MM_X16, C.ARB_ACT_PANELS, u8p(w.packed)
-			m.stream = cBool(b.streams())
 			if layoutOf(w) == inKPanels {
 				m.act = C.ARB_ACT_KPANELS
 			}
 		case w.packed != nil:
 			m.how, m.act, ws[i] = C.ARB_MM_X8, C.ARB_ACT_ROWS, u8p(w.packed)
-			m.stream = cBool(b.streams())
 			if layoutOf(w) == inKPanels {
 				m.act = C.ARB_ACT_KPANELS
 			}

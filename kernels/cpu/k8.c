@@ -267,13 +267,15 @@ X8_AVX2 static AI void k238_tile(const int q3, const uint8_t *gp, int nb, const 
 }
 
 // K8_ROWS defines NAME: groups glo..ghi-1 against the n activation rows,
-// a panel (ARB_PANEL rows, the last the rest) a tile; with stream, a
-// tile that alone reads its group (ARB_PANEL rows or fewer) requests its
-// weights non-temporally (X8_PREFETCH).
-#define K8_ROWS(NAME, GB, CALL)                                                                             \
+// a panel (ARB_PANEL rows, the last the rest) a tile; and NAME##_nta,
+// whose tiles request their weights non-temporally (X8_PREFETCH), which
+// arb_mm_k8 runs where it streams and one tile reads a group (ARB_PANEL
+// rows or fewer). Two functions, as X8_ROWS defines.
+#define K8_ROWS(NAME, GB, CALL) K8_ROWS_AS(NAME, GB, CALL, 0) K8_ROWS_AS(NAME##_nta, GB, CALL, 1)
+#define K8_ROWS_AS(NAME, GB, CALL, NTA)                                                                     \
 	X8_AVX2 static void NAME(const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd,   \
-	                         const int32_t *yc, int nb, int n, float *out, int rows, int stream) {         \
-		int nta = stream && n <= ARB_PANEL;                                                             \
+	                         const int32_t *yc, int nb, int n, float *out, int rows) {                     \
+		const int nta = NTA;                                                                            \
 		for (int g = glo; g < ghi; g++) {                                                               \
 			const uint8_t *gp = packed + (long)g * (nb / 8) * (GB);                                     \
 			for (int r = 0; r < n; r += ARB_PANEL) {                                                    \
@@ -308,12 +310,13 @@ int arb_mm_k8(int type, const uint8_t *packed, int glo, int ghi, const int8_t *y
               int n, float *out, int rows, int stream) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	if (arb_simd_level() < 1) return -1;
+	int s = stream && n <= ARB_PANEL;
 	switch (type) {
-	case ARB_Q4_K: mm_q4k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows, stream); return 0;
-	case ARB_Q5_K: mm_q5k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows, stream); return 0;
-	case ARB_Q6_K: mm_q6k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows, stream); return 0;
-	case ARB_Q3_K: mm_q3k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows, stream); return 0;
-	case ARB_Q2_K: mm_q2k8(packed, glo, ghi, yq, yd, yc, nb, n, out, rows, stream); return 0;
+	case ARB_Q4_K: (s ? mm_q4k8_nta : mm_q4k8)(packed, glo, ghi, yq, yd, yc, nb, n, out, rows); return 0;
+	case ARB_Q5_K: (s ? mm_q5k8_nta : mm_q5k8)(packed, glo, ghi, yq, yd, yc, nb, n, out, rows); return 0;
+	case ARB_Q6_K: (s ? mm_q6k8_nta : mm_q6k8)(packed, glo, ghi, yq, yd, yc, nb, n, out, rows); return 0;
+	case ARB_Q3_K: (s ? mm_q3k8_nta : mm_q3k8)(packed, glo, ghi, yq, yd, yc, nb, n, out, rows); return 0;
+	case ARB_Q2_K: (s ? mm_q2k8_nta : mm_q2k8)(packed, glo, ghi, yq, yd, yc, nb, n, out, rows); return 0;
 	}
 #endif
 	return -1;

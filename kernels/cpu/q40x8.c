@@ -327,13 +327,13 @@ int arb_mm_x8(int type, const uint8_t *packed, int glo, int ghi, int nb, const f
               const int32_t *ys, int n, float *out, int rows, int stream) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	switch (type) {
-	case ARB_Q4_0: return x8_run(mm_q40x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
-	case ARB_Q8_0: return x8_run(mm_q80x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
-	case ARB_Q5_0: return x8_run(mm_q50x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
-	case ARB_Q4_1: return x8_run(mm_q41x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
-	case ARB_Q5_1: return x8_run(mm_q51x8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
-	case ARB_IQ4_NL: return x8_run(mm_iq4nlx8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
-	case ARB_IQ4_XS: return x8_run(mm_iq4xsx8, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
+	case ARB_Q4_0: return x8_run(mm_q40x8, mm_q40x8_nta, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
+	case ARB_Q8_0: return x8_run(mm_q80x8, mm_q80x8_nta, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
+	case ARB_Q5_0: return x8_run(mm_q50x8, mm_q50x8_nta, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
+	case ARB_Q4_1: return x8_run(mm_q41x8, mm_q41x8_nta, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
+	case ARB_Q5_1: return x8_run(mm_q51x8, mm_q51x8_nta, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
+	case ARB_IQ4_NL: return x8_run(mm_iq4nlx8, mm_iq4nlx8_nta, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
+	case ARB_IQ4_XS: return x8_run(mm_iq4xsx8, mm_iq4xsx8_nta, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
 	}
 #endif
 	return -1;

@@ -38,12 +38,18 @@
 // rest) over the n activation rows for each group glo..ghi-1 of a repacked
 // matrix whose groups take nb * GB bytes (nb blocks or super-blocks a row,
 // GB bytes for eight rows' each); every tile takes the same arguments
-// (ys unused by the types without an offset or min), and nta: with
-// stream, where one tile reads a group (four rows or fewer).
-#define X8_ROWS(NAME, ATTR, TILE, GB)                                                                       \
+// (ys unused by the types without an offset or min), and nta; and
+// NAME##_nta, the same with nta, which x8_run runs where it streams and
+// one tile reads a group (four rows or fewer). Two functions, nta a
+// constant in each, so the plain one is the code it was: with nta chosen
+// request by request inside one, the bench target's one-token passes on
+// AVX2 had run about 10% slower, and with both loops in one function
+// stories110m's Q4_K 4- and 8-token passes 18%.
+#define X8_ROWS(NAME, ATTR, TILE, GB) X8_ROWS_AS(NAME, ATTR, TILE, GB, 0) X8_ROWS_AS(NAME##_nta, ATTR, TILE, GB, 1)
+#define X8_ROWS_AS(NAME, ATTR, TILE, GB, NTA)                                                               \
 	ATTR static void NAME(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq, \
-	                      const int32_t *ys, int n, float *out, int rows, int stream) {                     \
-		int nta = stream && n <= 4;                                                                      \
+	                      const int32_t *ys, int n, float *out, int rows) {                                 \
+		const int nta = NTA;                                                                             \
 		for (int g = glo; g < ghi; g++) {                                                                \
 			const uint8_t *gp = packed + (long)g * nb * (GB);                                            \
 			int r = 0;                                                                                   \
@@ -56,14 +62,15 @@
 		}                                                                                                \
 	}
 
-// x8_rows is a function X8_ROWS defines; x8_run runs it and returns 0, or
+// x8_rows is a function X8_ROWS defines; x8_run runs plain, or with
+// stream and at most four rows streamed (NAME##_nta), and returns 0, or
 // -1 where the CPU lacks AVX2, FMA or F16C.
 typedef void x8_rows(const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
-                     const int32_t *ys, int n, float *out, int rows, int stream);
-static inline int x8_run(x8_rows *avx2, const uint8_t *packed, int glo, int ghi, int nb, const float *yd,
+                     const int32_t *ys, int n, float *out, int rows);
+static inline int x8_run(x8_rows *plain, x8_rows *streamed, const uint8_t *packed, int glo, int ghi, int nb, const float *yd,
                          const int8_t *yq, const int32_t *ys, int n, float *out, int rows, int stream) {
 	if (arb_simd_level() < 1) return -1;
-	avx2(packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
+	(stream && n <= 4 ? streamed : plain)(packed, glo, ghi, nb, yd, yq, ys, n, out, rows);
 	return 0;
 }
 
