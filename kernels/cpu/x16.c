@@ -352,6 +352,7 @@ typedef struct {
 	const uint8_t *nx;
 	long nxb;
 	int nta; // own's prefetches non-temporal (pf_once)
+	long ahead;
 } pfplan;
 
 // pf_block is a tile's prefetches as it starts block b of n (blk: the
@@ -364,10 +365,10 @@ X16 static AI void pf_block(pfplan pf, const uint8_t *blk, int G, long gs, long 
 	// which do not stream, 6% slower in the wide tile
 	if (pf.own && pf.nta)
 		for (int g = 0; g < G; g++)
-			for (long at = 0; at < gb; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_NTA);
+			for (long at = 0; at < gb; at += 64) _mm_prefetch((const char *)blk + g * gs + pf.ahead + at, _MM_HINT_NTA);
 	else if (pf.own)
 		for (int g = 0; g < G; g++)
-			for (long at = 0; at < gb; at += 64) _mm_prefetch((const char *)blk + g * gs + PREFETCH16 + at, _MM_HINT_T0);
+			for (long at = 0; at < gb; at += 64) _mm_prefetch((const char *)blk + g * gs + pf.ahead + at, _MM_HINT_T0);
 	if (!pf.nx) return;
 	for (long a = pf.nxb * b / n, e = pf.nxb * (b + 1) / n; a < e; a += 64) _mm_prefetch((const char *)pf.nx + a, _MM_HINT_T1);
 }
@@ -724,14 +725,27 @@ X16 static AI void k23_tile(const int q3, const int G, const uint8_t *gp, long g
 // vpdpbusd, where a pair shares it), so there it keeps its pairs. Nor did
 // Q4_0's, Q5_0's, Q4_1's or IQ4_XS's gain (their pairs already ran 190-460
 // GMAC/s at 4 to 8 rows, and Q5_0 at 4 rows ran 190-194 one group a tile
-// against 212-232 in pairs).
+// against 212-232 in pairs). A wide tile requests its weights AHEAD
+// bytes on (X16_ROWSWM; PREFETCH16 for the others).
 #ifndef X16_WIDE
 #define X16_WIDE 1
 #endif
+// PREFETCH_Q80_WIDE: Q8_0's wide tile spends 64 vpdpbusd on a group's
+// 544-byte block, about half a Q4_K super-block's work a byte, so
+// PREFETCH16's 2 KiB was some 40 ns of work ahead, short of the memory's
+// latency. Interleaved in one process (ten rounds, medians of the
+// ratios), llama-3.2-1b Q8_0's 8-token passes took 0.828 / 0.883 of the
+// time at 8 KiB, 0.858 at 16 and 32 KiB, and the bench target's (in the
+// caches) 0.958; the 4-token passes (pairs, not the wide tile) 0.99.
+// Q4_K and Q4_K_M at 4 to 8 KiB read 0.97-1.07: no gain, so they keep
+// PREFETCH16.
+#ifndef PREFETCH_Q80_WIDE
+#define PREFETCH_Q80_WIDE 8192
+#endif
 #define X16_ROWS(NAME, TILE, GB, PER, TMAX) X16_ROWSW(NAME, TILE, x16_none, 0, GB, PER, TMAX)
 #define x16_none(...) ((void)0)
-#define X16_ROWSW(NAME, TILE, WIDE, WMAX, GB, PER, TMAX) X16_ROWSWM(NAME, TILE, WIDE, ARB_PANEL, WMAX, GB, PER, TMAX)
-#define X16_ROWSWM(NAME, TILE, WIDE, WMIN, WMAX, GB, PER, TMAX)                                              \
+#define X16_ROWSW(NAME, TILE, WIDE, WMAX, GB, PER, TMAX) X16_ROWSWM(NAME, TILE, WIDE, ARB_PANEL, WMAX, PREFETCH16, GB, PER, TMAX)
+#define X16_ROWSWM(NAME, TILE, WIDE, WMIN, WMAX, AHEAD, GB, PER, TMAX)                                           \
 	X16 static void NAME(const uint8_t *packed, int glo, int ghi, const q8in *y, int n, float *out, int rows) { \
 		int span = X16_SPAN / (32 * y->nb) / 8 * 8;                                                      \
 		if (span < 8) span = 8;                                                                          \
@@ -740,11 +754,11 @@ X16 static AI void k23_tile(const int q3, const int G, const uint8_t *gp, long g
 			for (int g = glo; g < ghi; g++) {                                                            \
 				const uint8_t *gp = packed + (long)g * gs;                                               \
 				switch (n) {                                                                             \
-				case 4: WIDE(1, gp, gs, y, 0, 4, pf_once(y), out, rows, 16 * g, rows - 16 * g); break; \
-				case 5: WIDE(1, gp, gs, y, 0, 5, pf_once(y), out, rows, 16 * g, rows - 16 * g); break; \
-				case 6: WIDE(1, gp, gs, y, 0, 6, pf_once(y), out, rows, 16 * g, rows - 16 * g); break; \
-				case 7: WIDE(1, gp, gs, y, 0, 7, pf_once(y), out, rows, 16 * g, rows - 16 * g); break; \
-				default: WIDE(1, gp, gs, y, 0, 8, pf_once(y), out, rows, 16 * g, rows - 16 * g); break; \
+				case 4: WIDE(1, gp, gs, y, 0, 4, pf_wide(y, AHEAD), out, rows, 16 * g, rows - 16 * g); break; \
+				case 5: WIDE(1, gp, gs, y, 0, 5, pf_wide(y, AHEAD), out, rows, 16 * g, rows - 16 * g); break; \
+				case 6: WIDE(1, gp, gs, y, 0, 6, pf_wide(y, AHEAD), out, rows, 16 * g, rows - 16 * g); break; \
+				case 7: WIDE(1, gp, gs, y, 0, 7, pf_wide(y, AHEAD), out, rows, 16 * g, rows - 16 * g); break; \
+				default: WIDE(1, gp, gs, y, 0, 8, pf_wide(y, AHEAD), out, rows, 16 * g, rows - 16 * g); break; \
 				}                                                                                        \
 			}                                                                                            \
 			return;                                                                                      \
@@ -790,7 +804,13 @@ X16 static AI void k23_tile(const int q3, const int G, const uint8_t *gp, long g
 // backend holding more than streamBytes of repacked weights streams
 // them (kernels/cpu/cpu.go).
 X16 static AI pfplan pf_once(const q8in *y) {
-	pfplan p = {1, 0, 0, y->stream};
+	pfplan p = {1, 0, 0, y->stream, PREFETCH16};
+	return p;
+}
+
+// pf_wide is pf_once for a wide tile, its requests ahead bytes on.
+X16 static AI pfplan pf_wide(const q8in *y, long ahead) {
+	pfplan p = {1, 0, 0, y->stream, ahead};
 	return p;
 }
 
@@ -798,7 +818,7 @@ X16 static AI pfplan pf_once(const q8in *y) {
 // of groups in a span: its own blocks for the first; for each later one, a
 // share of the next pair's next bytes at nx.
 X16 static AI pfplan pf_plan(int t, int tiles, const uint8_t *nx, long next) {
-	pfplan p = {t == 0, 0, 0, 0};
+	pfplan p = {t == 0, 0, 0, 0, PREFETCH16};
 	if (t > 0 && tiles > 1 && next > 0) {
 		long chunk = (next + tiles - 2) / (tiles - 1), a = (t - 1) * chunk;
 		if (a < next) p.nx = nx + a, p.nxb = next - a < chunk ? next - a : chunk;
@@ -814,7 +834,7 @@ X16 static AI pfplan pf_plan(int t, int tiles, const uint8_t *nx, long next) {
 #ifndef TQ6
 #define TQ6 4
 #endif
-X16_ROWSWM(mm_q80x16, q80_tile, q80_tile, 2 * ARB_PANEL, 2 * ARB_PANEL, X16_Q80, 1, TQ)
+X16_ROWSWM(mm_q80x16, q80_tile, q80_tile, 2 * ARB_PANEL, 2 * ARB_PANEL, PREFETCH_Q80_WIDE, X16_Q80, 1, TQ)
 #define q40_tile00(...) q40_tile(0, 0, 0, __VA_ARGS__)
 #define q40_tile10(...) q40_tile(1, 0, 0, __VA_ARGS__)
 #define q40_tile01(...) q40_tile(0, 1, 0, __VA_ARGS__)
