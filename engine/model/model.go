@@ -252,7 +252,14 @@ func (c *Config) KVBytes(ctx int) uint64 { return c.KVBytesAs(ctx, quant.F32) }
 
 // KVBytesAs is the memory a KV cache of ctx positions of type t takes.
 func (c *Config) KVBytesAs(ctx int, t quant.Type) uint64 {
-	return uint64(ctx) * uint64(c.Layers) * uint64(c.KVDim()) * 2 * uint64(t.TypeSize())
+	return uint64(ctx) * uint64(c.Layers) * c.kvPositionBytes(t)
+}
+
+// kvPositionBytes is one layer's key and value of one position in a
+// cache of type t: the unit both the cache's size and a step's reads
+// of it count in.
+func (c *Config) kvPositionBytes(t quant.Type) uint64 {
+	return uint64(c.KVDim()) * 2 * uint64(t.TypeSize())
 }
 
 // KVReadBytes is what a step attending over positions cached positions
@@ -268,7 +275,7 @@ func (c *Config) KVReadBytes(positions int, t quant.Type) uint64 {
 		}
 		n += uint64(p)
 	}
-	return n * uint64(c.KVDim()) * 2 * uint64(t.TypeSize())
+	return n * c.kvPositionBytes(t)
 }
 
 // HeadOn loads the final norm and the output head onto another device:
