@@ -702,31 +702,24 @@ X16 static AI void k23_tile(const int q3, const int G, const uint8_t *gp, long g
 #ifndef X16_PAIRS
 #define X16_PAIRS 4
 #endif
-// X16_WIDE: with a WIDE tile (X16_ROWSW, WMAX rows at most; X16_ROWSWM,
-// WMIN rows at least), four rows up to WMAX go in one tile a group (from
-// five rows, a panel and the next) instead of a tile of four over a pair
-// and one of the rest: each group's weights are read once, in one stream,
-// for every row. Four to eight rows are where a tree is verified, and
-// there a pair's first tile waited on memory while the rest of the pair
-// ran from cache. Cold products of 8192 x 2048 (two threads, interleaved
-// builds): Q4_K ran 42-60% faster at 6 rows, 7-38% at 8 and 22-30% at 4
-// (there the pair's two streams read slower than one, as in a decode
-// step); Q6_K 14-35% faster at 6 rows and -2% to +16% at 4, at 8 not
-// clearly (-21% to +22% over four rounds), but whole 8-token passes of
-// llama-3.2-1b Q4_K_M (a third of whose multiply-adds are Q6_K) took 0.969
-// and 0.985 of the time with it (two runs of twelve rounds interleaved in
-// one process; the one-token passes between them 1.012 and 1.015), so it
-// runs to 8. Q8_0's runs at 8 rows alone (X16_ROWSWM's WMIN): alone its
-// products were no faster (it reads twice the bytes a weight), but in
-// whole 8-token passes of llama-3.2-1b Q8_0 it took 0.86-0.93 of the time
-// (five runs of eight to twelve rounds interleaved in one process) and the
-// bench target's 0.95-1.03; at 4 to 7 rows the 1B shape's passes ran
-// 1.03-1.19 of the time (one group a tile loads a broadcast for every
-// vpdpbusd, where a pair shares it), so there it keeps its pairs. Nor did
-// Q4_0's, Q5_0's, Q4_1's or IQ4_XS's gain (their pairs already ran 190-460
-// GMAC/s at 4 to 8 rows, and Q5_0 at 4 rows ran 190-194 one group a tile
-// against 212-232 in pairs). A wide tile requests its weights AHEAD
-// bytes on (X16_ROWSWM; PREFETCH16 for the others).
+// X16_WIDE: with a WIDE tile (X16_ROWSW, WMAX rows at most), four rows
+// up to WMAX go in one tile a group (from five rows, a panel and the
+// next) instead of a tile of four over a pair and one of the rest: each
+// group's weights are read once, in one stream, for every row. Four to
+// eight rows are where a tree is verified, and there a pair's first tile
+// waited on memory while the rest of the pair ran from cache. Cold
+// products of 8192 x 2048 (two threads, interleaved builds): Q4_K ran
+// 42-60% faster at 6 rows, 7-38% at 8 and 22-30% at 4 (there the pair's
+// two streams read slower than one, as in a decode step); Q6_K 14-35%
+// faster at 6 rows and -2% to +16% at 4, at 8 not clearly (-21% to +22%
+// over four rounds), but whole 8-token passes of llama-3.2-1b Q4_K_M (a
+// third of whose multiply-adds are Q6_K) took 0.969 and 0.985 of the
+// time with it (two runs of twelve rounds interleaved in one process; the
+// one-token passes between them 1.012 and 1.015), so it runs to 8. Nor
+// did Q4_0's, Q5_0's, Q4_1's or IQ4_XS's gain (their pairs already ran
+// 190-460 GMAC/s at 4 to 8 rows, and Q5_0 at 4 rows ran 190-194 one group
+// a tile against 212-232 in pairs). A wide tile requests its weights
+// AHEAD bytes on.
 #ifndef X16_WIDE
 #define X16_WIDE 1
 #endif
@@ -736,21 +729,27 @@ X16 static AI void k23_tile(const int q3, const int G, const uint8_t *gp, long g
 // latency. Interleaved in one process (ten rounds, medians of the
 // ratios), llama-3.2-1b Q8_0's 8-token passes took 0.828 / 0.883 of the
 // time at 8 KiB, 0.858 at 16 and 32 KiB, and the bench target's (in the
-// caches) 0.958; the 4-token passes (pairs, not the wide tile) 0.99.
-// Q4_K and Q4_K_M at 4 to 8 KiB read 0.97-1.07: no gain, so they keep
-// PREFETCH16.
+// caches) 0.958. Q4_K and Q4_K_M at 4 to 8 KiB read 0.97-1.07: no gain,
+// so they keep PREFETCH16. With 2 KiB, Q8_0's wide tile had paid only at
+// 8 rows (llama-3.2-1b's 8-token passes 0.86-0.93 of the time with it;
+// at 4 to 7 rows 1.03-1.19, one group a tile loading a broadcast for
+// every vpdpbusd where a pair shares it). With 8 KiB it pays from 4: the
+// same harness read llama-3.2-1b Q8_0's passes of 4 / 5 / 6 / 7 tokens at
+// 0.897-0.972 / 0.777-0.809 / 0.740-0.805 / 0.660-0.712 of the time
+// against the pairs (two runs), the bench target's at 0.889-0.900 /
+// 0.823-0.825 / 0.817-0.836 / 0.787-0.802, and stories15m's (26 MB, in
+// the caches) at 1.016-1.097 / 0.987-0.995 / 0.992 / 0.932.
 #ifndef PREFETCH_Q80_WIDE
 #define PREFETCH_Q80_WIDE 8192
 #endif
-#define X16_ROWS(NAME, TILE, GB, PER, TMAX) X16_ROWSW(NAME, TILE, x16_none, 0, GB, PER, TMAX)
+#define X16_ROWS(NAME, TILE, GB, PER, TMAX) X16_ROWSW(NAME, TILE, x16_none, 0, PREFETCH16, GB, PER, TMAX)
 #define x16_none(...) ((void)0)
-#define X16_ROWSW(NAME, TILE, WIDE, WMAX, GB, PER, TMAX) X16_ROWSWM(NAME, TILE, WIDE, ARB_PANEL, WMAX, PREFETCH16, GB, PER, TMAX)
-#define X16_ROWSWM(NAME, TILE, WIDE, WMIN, WMAX, AHEAD, GB, PER, TMAX)                                           \
+#define X16_ROWSW(NAME, TILE, WIDE, WMAX, AHEAD, GB, PER, TMAX)                                           \
 	X16 static void NAME(const uint8_t *packed, int glo, int ghi, const q8in *y, int n, float *out, int rows) { \
 		int span = X16_SPAN / (32 * y->nb) / 8 * 8;                                                      \
 		if (span < 8) span = 8;                                                                          \
 		long gs = (long)(y->nb / (PER)) * (GB);                                                          \
-		if (X16_WIDE && n >= (WMIN) && n <= (WMAX)) {                                                    \
+		if (X16_WIDE && n >= ARB_PANEL && n <= (WMAX)) {                                                    \
 			for (int g = glo; g < ghi; g++) {                                                            \
 				const uint8_t *gp = packed + (long)g * gs;                                               \
 				switch (n) {                                                                             \
@@ -834,7 +833,7 @@ X16 static AI pfplan pf_plan(int t, int tiles, const uint8_t *nx, long next) {
 #ifndef TQ6
 #define TQ6 4
 #endif
-X16_ROWSWM(mm_q80x16, q80_tile, q80_tile, 2 * ARB_PANEL, 2 * ARB_PANEL, PREFETCH_Q80_WIDE, X16_Q80, 1, TQ)
+X16_ROWSW(mm_q80x16, q80_tile, q80_tile, 2 * ARB_PANEL, PREFETCH_Q80_WIDE, X16_Q80, 1, TQ)
 #define q40_tile00(...) q40_tile(0, 0, 0, __VA_ARGS__)
 #define q40_tile10(...) q40_tile(1, 0, 0, __VA_ARGS__)
 #define q40_tile01(...) q40_tile(0, 1, 0, __VA_ARGS__)
@@ -850,9 +849,9 @@ X16_ROWS(mm_iq4xsx16, iq4_tile2, X16_IQ4XS, 1, TQ)
 #ifndef TQK
 #define TQK 4
 #endif
-X16_ROWSW(mm_q4kx16, q4k_tile0, q4k_tile0, 2 * ARB_PANEL, X16_Q4K, 8, TQK)
-X16_ROWSW(mm_q5kx16, q4k_tile1, q4k_tile1, 2 * ARB_PANEL, X16_Q5K, 8, TQK)
-X16_ROWSW(mm_q6kx16, q6k_tile, q6k_tile, 2 * ARB_PANEL, X16_Q6K, 8, TQ6)
+X16_ROWSW(mm_q4kx16, q4k_tile0, q4k_tile0, 2 * ARB_PANEL, PREFETCH16, X16_Q4K, 8, TQK)
+X16_ROWSW(mm_q5kx16, q4k_tile1, q4k_tile1, 2 * ARB_PANEL, PREFETCH16, X16_Q5K, 8, TQK)
+X16_ROWSW(mm_q6kx16, q6k_tile, q6k_tile, 2 * ARB_PANEL, PREFETCH16, X16_Q6K, 8, TQ6)
 #define k23_tile3(...) k23_tile(1, __VA_ARGS__)
 #define k23_tile2(...) k23_tile(0, __VA_ARGS__)
 X16_ROWS(mm_q3kx16, k23_tile3, X16_Q3K, 8, TQK)
