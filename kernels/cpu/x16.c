@@ -739,12 +739,22 @@ X16 static AI void k23_tile(const int q3, const int G, const uint8_t *gp, long g
 // against the pairs (two runs), the bench target's at 0.889-0.900 /
 // 0.823-0.825 / 0.817-0.836 / 0.787-0.802, and stories15m's (26 MB, in
 // the caches) at 1.016-1.097 / 0.987-0.995 / 0.992 / 0.932.
+// W2MAX: from WMAX + 1 rows up to W2MAX (at most WMAX + 3), a group's
+// wide tile takes the first WMAX rows and a one-group tile the rest,
+// from the first level of cache. At 9 to 11 rows the pairs' tiles of four
+// are two or fewer a pair, too few for the later ones to bring the next
+// pair to L2 in time, so there Q8_0's pairs waited on memory: in one
+// process llama-3.2-1b Q8_0's passes of 9 / 10 / 11 tokens took 0.777 /
+// 0.778 / 0.774 of the time this way (0.757-0.805 in two more runs), and
+// the bench target's 0.92-1.03. From 12 tokens the 1B shape's read
+// 0.88-0.99 but the bench target's 1.00-1.10, and Q4_K's passes of 9 to
+// 16 tokens 1.00-1.12, so only Q8_0 does it, to 11.
 #ifndef PREFETCH_Q80_WIDE
 #define PREFETCH_Q80_WIDE 8192
 #endif
-#define X16_ROWS(NAME, TILE, GB, PER, TMAX) X16_ROWSW(NAME, TILE, x16_none, 0, PREFETCH16, GB, PER, TMAX)
+#define X16_ROWS(NAME, TILE, GB, PER, TMAX) X16_ROWSW(NAME, TILE, x16_none, 0, 0, PREFETCH16, GB, PER, TMAX)
 #define x16_none(...) ((void)0)
-#define X16_ROWSW(NAME, TILE, WIDE, WMAX, AHEAD, GB, PER, TMAX)                                           \
+#define X16_ROWSW(NAME, TILE, WIDE, WMAX, W2MAX, AHEAD, GB, PER, TMAX)                                    \
 	X16 static void NAME(const uint8_t *packed, int glo, int ghi, const q8in *y, int n, float *out, int rows) { \
 		int span = X16_SPAN / (32 * y->nb) / 8 * 8;                                                      \
 		if (span < 8) span = 8;                                                                          \
@@ -758,6 +768,19 @@ X16 static AI void k23_tile(const int q3, const int G, const uint8_t *gp, long g
 				case 6: WIDE(1, gp, gs, y, 0, 6, pf_wide(y, AHEAD), out, rows, 16 * g, rows - 16 * g); break; \
 				case 7: WIDE(1, gp, gs, y, 0, 7, pf_wide(y, AHEAD), out, rows, 16 * g, rows - 16 * g); break; \
 				default: WIDE(1, gp, gs, y, 0, 8, pf_wide(y, AHEAD), out, rows, 16 * g, rows - 16 * g); break; \
+				}                                                                                        \
+			}                                                                                            \
+			return;                                                                                      \
+		}                                                                                                \
+		if (X16_WIDE && n > (WMAX) && n <= (W2MAX)) { /* W2MAX <= WMAX + 3 */                          \
+			for (int g = glo; g < ghi; g++) {                                                            \
+				const uint8_t *gp = packed + (long)g * gs;                                               \
+				int o = 16 * g, valid = rows - o;                                                        \
+				WIDE(1, gp, gs, y, 0, 8, pf_wide(y, AHEAD), out, rows, o, valid);                        \
+				switch (n - 8) {                                                                         \
+				case 1: TILE(1, gp, gs, y, 8, 1, pf_plan(1, 0, 0, 0), out, rows, o, valid); break;       \
+				case 2: TILE(1, gp, gs, y, 8, 2, pf_plan(1, 0, 0, 0), out, rows, o, valid); break;       \
+				default: TILE(1, gp, gs, y, 8, 3, pf_plan(1, 0, 0, 0), out, rows, o, valid); break;      \
 				}                                                                                        \
 			}                                                                                            \
 			return;                                                                                      \
@@ -833,7 +856,7 @@ X16 static AI pfplan pf_plan(int t, int tiles, const uint8_t *nx, long next) {
 #ifndef TQ6
 #define TQ6 4
 #endif
-X16_ROWSW(mm_q80x16, q80_tile, q80_tile, 2 * ARB_PANEL, PREFETCH_Q80_WIDE, X16_Q80, 1, TQ)
+X16_ROWSW(mm_q80x16, q80_tile, q80_tile, 2 * ARB_PANEL, 2 * ARB_PANEL + 3, PREFETCH_Q80_WIDE, X16_Q80, 1, TQ)
 #define q40_tile00(...) q40_tile(0, 0, 0, __VA_ARGS__)
 #define q40_tile10(...) q40_tile(1, 0, 0, __VA_ARGS__)
 #define q40_tile01(...) q40_tile(0, 1, 0, __VA_ARGS__)
@@ -849,9 +872,9 @@ X16_ROWS(mm_iq4xsx16, iq4_tile2, X16_IQ4XS, 1, TQ)
 #ifndef TQK
 #define TQK 4
 #endif
-X16_ROWSW(mm_q4kx16, q4k_tile0, q4k_tile0, 2 * ARB_PANEL, PREFETCH16, X16_Q4K, 8, TQK)
-X16_ROWSW(mm_q5kx16, q4k_tile1, q4k_tile1, 2 * ARB_PANEL, PREFETCH16, X16_Q5K, 8, TQK)
-X16_ROWSW(mm_q6kx16, q6k_tile, q6k_tile, 2 * ARB_PANEL, PREFETCH16, X16_Q6K, 8, TQ6)
+X16_ROWSW(mm_q4kx16, q4k_tile0, q4k_tile0, 2 * ARB_PANEL, 0, PREFETCH16, X16_Q4K, 8, TQK)
+X16_ROWSW(mm_q5kx16, q4k_tile1, q4k_tile1, 2 * ARB_PANEL, 0, PREFETCH16, X16_Q5K, 8, TQK)
+X16_ROWSW(mm_q6kx16, q6k_tile, q6k_tile, 2 * ARB_PANEL, 0, PREFETCH16, X16_Q6K, 8, TQ6)
 #define k23_tile3(...) k23_tile(1, __VA_ARGS__)
 #define k23_tile2(...) k23_tile(0, __VA_ARGS__)
 X16_ROWS(mm_q3kx16, k23_tile3, X16_Q3K, 8, TQK)
