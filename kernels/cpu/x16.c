@@ -772,15 +772,15 @@ X16 static AI void k23_tile(const int q3, const int G, const uint8_t *gp, long g
 			}                                                                                            \
 			return;                                                                                      \
 		}                                                                                                \
-		if (X16_WIDE && n > (WMAX) && n <= (W2MAX)) { /* W2MAX <= WMAX + 3 */                          \
+		if (X16_WIDE && n > (WMAX) && n <= (W2MAX)) { /* W2MAX <= WMAX + 3, WMAX whole panels */       \
 			for (int g = glo; g < ghi; g++) {                                                            \
 				const uint8_t *gp = packed + (long)g * gs;                                               \
 				int o = 16 * g, valid = rows - o;                                                        \
-				WIDE(1, gp, gs, y, 0, 8, pf_wide(y, AHEAD), out, rows, o, valid);                        \
-				switch (n - 8) {                                                                         \
-				case 1: TILE(1, gp, gs, y, 8, 1, pf_plan(1, 0, 0, 0), out, rows, o, valid); break;       \
-				case 2: TILE(1, gp, gs, y, 8, 2, pf_plan(1, 0, 0, 0), out, rows, o, valid); break;       \
-				default: TILE(1, gp, gs, y, 8, 3, pf_plan(1, 0, 0, 0), out, rows, o, valid); break;      \
+				WIDE(1, gp, gs, y, 0, (WMAX), pf_wide(y, AHEAD), out, rows, o, valid);                   \
+				switch (n - (WMAX)) {                                                                    \
+				case 1: TILE(1, gp, gs, y, (WMAX), 1, pf_plan(1, 0, 0, 0), out, rows, o, valid); break;  \
+				case 2: TILE(1, gp, gs, y, (WMAX), 2, pf_plan(1, 0, 0, 0), out, rows, o, valid); break;  \
+				default: TILE(1, gp, gs, y, (WMAX), 3, pf_plan(1, 0, 0, 0), out, rows, o, valid); break; \
 				}                                                                                        \
 			}                                                                                            \
 			return;                                                                                      \
