@@ -351,13 +351,13 @@ typedef struct {
 	int own;
 	const uint8_t *nx;
 	long nxb;
-	int nta; // own's prefetches non-temporal (pf_once)
-	long ahead;
+	int nta;    // own's prefetches non-temporal (pf_once)
+	long ahead; // how far on own's prefetches reach, in bytes
 } pfplan;
 
 // pf_block is a tile's prefetches as it starts block b of n (blk: the
 // block of its first group, gs bytes a group, gb bytes a block): its G
-// groups' blocks PREFETCH16 bytes on to L1 when pf.own, and slice b of n
+// groups' blocks pf.ahead bytes on to L1 when pf.own, and slice b of n
 // of pf's next bytes to L2.
 X16 static AI void pf_block(pfplan pf, const uint8_t *blk, int G, long gs, long gb, int b, int n) {
 	// one loop a hint, the choice outside them: one loop choosing the
@@ -371,6 +371,14 @@ X16 static AI void pf_block(pfplan pf, const uint8_t *blk, int G, long gs, long 
 			for (long at = 0; at < gb; at += 64) _mm_prefetch((const char *)blk + g * gs + pf.ahead + at, _MM_HINT_T0);
 	if (!pf.nx) return;
 	for (long a = pf.nxb * b / n, e = pf.nxb * (b + 1) / n; a < e; a += 64) _mm_prefetch((const char *)pf.nx + a, _MM_HINT_T1);
+}
+
+// pf_wide is the prefetches of a tile that alone reads its groups'
+// weights (pf_once), its own requests ahead bytes on: PREFETCH16, or a
+// wide tile's AHEAD (X16_ROWSW).
+X16 static AI pfplan pf_wide(const q8in *y, long ahead) {
+	pfplan p = {1, 0, 0, y->stream, ahead};
+	return p;
 }
 
 // q80: for each block, each row lane's exact sum over the 32 weights of
@@ -827,12 +835,6 @@ X16 static AI void k23_tile(const int q3, const int G, const uint8_t *gp, long g
 // them (kernels/cpu/cpu.go).
 X16 static AI pfplan pf_once(const q8in *y) {
 	pfplan p = {1, 0, 0, y->stream, PREFETCH16};
-	return p;
-}
-
-// pf_wide is pf_once for a wide tile, its requests ahead bytes on.
-X16 static AI pfplan pf_wide(const q8in *y, long ahead) {
-	pfplan p = {1, 0, 0, y->stream, ahead};
 	return p;
 }
 
