@@ -425,9 +425,6 @@ func (opt Options) tensorType(s Shape, role string, l int, cols uint64) quant.Ty
 	moreBits := l < n/8 || l >= 7*n/8 || (l-n/8)%3 == 2
 	switch role {
 	case "output":
-		if cols%uint64(t.BlockSize()) != 0 {
-			return quant.Q8_0
-		}
 		t = quant.Q6_K
 	case "attn_v", "ffn_down":
 		if moreBits {

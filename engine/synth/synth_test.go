@@ -143,6 +143,18 @@ func TestMediumMix(t *testing.T) {
 			}
 			return quant.Q5_0
 		}},
+		// rows of 80: not even Q8_0's blocks of 32 divide them, so F16
+		// (the output matrix included); ffn_down's rows of 96 take Q5_0
+		// and, one type up, Q8_0
+		{"custom:dim=80,layers=16,heads=2,kv=2,ffn=96,vocab=300", quant.Q4_K, func(name string, l int) quant.Type {
+			switch {
+			case name == "ffn_down.weight" && more[l]:
+				return quant.Q8_0
+			case name == "ffn_down.weight":
+				return quant.Q5_0
+			}
+			return quant.F16
+		}},
 		{"custom:dim=256,layers=16,heads=4,kv=4,ffn=512,vocab=300,arch=phi3,window=64", quant.Q4_K, func(name string, l int) quant.Type {
 			switch {
 			case name == "output.weight", name == "ffn_down.weight" && more[l]:
