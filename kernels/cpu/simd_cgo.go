@@ -29,15 +29,29 @@ var simdLevel = int(C.arb_simd_level())
 // once, before any matrix is made.
 var noRepack = os.Getenv("ARBORIST_REPACK") == "0"
 
-// Kernels names the kernel family in use, for benchmarks and profiles.
+// Kernels names the kernel family in use, for benchmarks, reports and the
+// hardware description: the widest instructions its products run.
 func Kernels() string {
 	switch {
+	case simdLevel >= 3:
+		return "c-avx512-vnni-bf16"
 	case simdLevel >= 2:
-		return "c-avx2-vnni"
+		return "c-avx512-vnni"
 	case simdLevel >= 1:
 		return "c-avx2"
 	}
 	return "c-portable"
+}
+
+// KernelsID names the kernel family as hardware fingerprints hold it. The
+// AVX-512 levels were first called "c-avx2-vnni" and stored profiles are
+// keyed by fingerprints made with that name, so it stays here; the
+// bfloat16 level shares it, as its training tiles change no latency curve.
+func KernelsID() string {
+	if simdLevel >= 2 {
+		return "c-avx2-vnni"
+	}
+	return Kernels()
 }
 
 const haveC = true

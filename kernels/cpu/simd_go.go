@@ -8,8 +8,12 @@ import (
 	"arborist/kernels"
 )
 
-// Kernels names the kernel family in use, for benchmarks and profiles.
+// Kernels names the kernel family in use, for benchmarks, reports and the
+// hardware description.
 func Kernels() string { return "pure-go" }
+
+// KernelsID names the kernel family as hardware fingerprints hold it.
+func KernelsID() string { return Kernels() }
 
 const haveC = false
 

@@ -55,11 +55,20 @@ func DetectHardware() store.Hardware {
 	if runtime.GOARCH == "arm64" {
 		simd = append(simd, "neon")
 	}
-	h.SIMD = strings.Join(simd, " ") + " (kernels " + cpu.Kernels() + ")"
+	flagList := strings.Join(simd, " ")
+	h.SIMD = flagList + " (kernels " + cpu.Kernels() + ")"
 	h.RAM = cpu.MemTotal()
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%d|%s|%d|%s", h.CPU, h.Cores, h.Threads, h.SIMD, h.RAM/(1<<30), h.OS)))
-	h.Fingerprint = hex.EncodeToString(sum[:8])
+	h.Fingerprint = fingerprint(h, flagList+" (kernels "+cpu.KernelsID()+")")
 	return h
+}
+
+// fingerprint hashes what decides a machine's CPU latency curves: the CPU,
+// its cores and threads, its SIMD flags and kernel family (simdID, with the
+// family's fingerprint name, which outlives renames of its display name),
+// the RAM in whole GiB and the OS.
+func fingerprint(h store.Hardware, simdID string) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%d|%s|%d|%s", h.CPU, h.Cores, h.Threads, simdID, h.RAM/(1<<30), h.OS)))
+	return hex.EncodeToString(sum[:8])
 }
 
 // MeasureHardware detects the machine and measures its read bandwidth.

@@ -27,13 +27,15 @@ type Hardware struct {
 }
 
 // PutHardware inserts or refreshes a machine by fingerprint and returns its
-// id; a measured bandwidth and a GPU inventory refresh the stored ones, and
-// h gets the stored values where it had none.
+// id; a measured bandwidth, a GPU inventory and a SIMD description (which
+// names the kernels in the build's words) refresh the stored ones, and h
+// gets the stored bandwidth and GPUs where it had none.
 func (s *Store) PutHardware(ctx context.Context, h *Hardware) (int64, error) {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO hardware(fingerprint, cpu, cores, threads, simd, ram_bytes, gpus, bandwidth, os, created)
 		VALUES (?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(fingerprint) DO UPDATE SET bandwidth = CASE WHEN excluded.bandwidth > 0 THEN excluded.bandwidth ELSE bandwidth END,
-			gpus = CASE WHEN excluded.gpus <> '' THEN excluded.gpus ELSE gpus END`,
+			gpus = CASE WHEN excluded.gpus <> '' THEN excluded.gpus ELSE gpus END,
+			simd = CASE WHEN excluded.simd <> '' THEN excluded.simd ELSE simd END`,
 		h.Fingerprint, h.CPU, h.Cores, h.Threads, h.SIMD, h.RAM, h.GPUs, h.Bandwidth, h.OS, now())
 	if err != nil {
 		return 0, s.wrap("save hardware", err)

@@ -46,6 +46,15 @@ func TestRoundTrip(t *testing.T) {
 	if _, err := s.PutHardware(ctx, later); err != nil || later.GPUs != "0: NVIDIA H200" || later.Bandwidth != 2e10 {
 		t.Fatalf("after the GPU inventory: %+v, %v", later, err)
 	}
+	// the SIMD description follows the build's words for its kernels; a
+	// record without one keeps the stored one
+	var simd string
+	if _, err := s.PutHardware(ctx, &Hardware{Fingerprint: "hw1", SIMD: "avx2 avx512f (kernels c-avx512-vnni)"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.QueryRowContext(ctx, "SELECT simd FROM hardware WHERE fingerprint = 'hw1'").Scan(&simd); err != nil || simd != "avx2 avx512f (kernels c-avx512-vnni)" {
+		t.Fatalf("stored SIMD description %q, %v", simd, err)
+	}
 	mid, err := s.PutModel(ctx, &Model{Fingerprint: "m1", Path: "/m.gguf", Arch: "llama", Shape: "64x5", Quant: "F32", VocabHash: "v"})
 	if err != nil {
 		t.Fatal(err)
