@@ -26,7 +26,14 @@ type RunOptions struct {
 	MaxTokens int
 	Prompts   []string
 	Baseline  bool // also run plain decoding: measured speedup, greedy identity check
-	NoStore   bool // do not store the run
+	// Rounds, with Baseline, is how many times the plan and plain decoding
+	// each decode the suite, interleaved; the measured speedup is the
+	// median of the rounds' ratios. 0: DefaultRounds, fewer when a round
+	// takes longer than RoundBudget/DefaultRounds (a long round averages
+	// the machine's moves itself). The first round is the stored, live
+	// one; the others are timed alone.
+	Rounds  int
+	NoStore bool // do not store the run
 	// Predicted is the plan's predicted speedup; 0 asks the core to
 	// predict it from the pair's stored curves and calibration.
 	// PredictedOn says what a given prediction rests on.
@@ -48,7 +55,15 @@ type RunOptions struct {
 	OnToken  func(prompt int, piece string, drafted bool) // each emitted token's text
 	OnStep   func(prompt int, s spec.Step)                // each completed step
 	OnDone   func(prompt int)                             // after prompt i
+	// OnRound, with Baseline, is called before each round of the
+	// measured speedup after the first (round counts from 1).
+	OnRound func(round, rounds int)
 }
+
+// RoundBudget is the time the rounds of a measured speedup may take in all
+// when RunOptions.Rounds is left to the default: a suite whose plan and
+// plain decoding take a third of it or more runs fewer rounds.
+const RoundBudget = 30 * time.Second
 
 // Totals sum a suite's results.
 type Totals struct {
@@ -149,7 +164,11 @@ type RunResult struct {
 	Totals  Totals
 	Tokens  [][]int // per prompt
 	Base    *Totals // the baseline, with Baseline
-	Speedup float64 // measured over the baseline
+	// Speedup is measured over the baseline: the median of Rounds, each
+	// round's tokens a second of the plan over plain decoding's (the
+	// first round is Totals against Base)
+	Speedup float64
+	Rounds  []float64
 	// SelfBaseline: the plan is plain decoding, so Base is the run itself
 	// and Speedup is 1 by definition.
 	SelfBaseline bool
@@ -182,6 +201,9 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 	}
 	if len(opt.Prompts) == 0 {
 		return nil, fmt.Errorf("no prompts to run")
+	}
+	if opt.Rounds < 0 || opt.Rounds > 100 {
+		return nil, fmt.Errorf("%d rounds against plain decoding: 1 to 100 (0 for the default)", opt.Rounds)
 	}
 	if plan.NeedsSource() && ps.Sources() == 0 {
 		return nil, fmt.Errorf("strategy %s needs a draft source", plan.Strategy)
@@ -296,30 +318,93 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 	base := cfg
 	base.Strategy, base.Depth = "ar", nil
 	bopt := RunOptions{} // no live callbacks for the baseline
-	btot, btoks, err := suite(ctx, &spec.Engine{Target: pair.Target}, pair, ids, bopt, base, nil)
+	baseEng := &spec.Engine{Target: pair.Target}
+	started := time.Now()
+	btot, btoks, err := suite(ctx, baseEng, pair, ids, bopt, base, nil)
 	if err != nil {
 		return res, err
 	}
 	res.Base = &btot
+	res.Identical = sameTokens(btoks, toks)
 	if btot.TPS() > 0 {
-		res.Speedup = tot.TPS() / btot.TPS()
+		res.Rounds = append(res.Rounds, tot.TPS()/btot.TPS())
 	}
-	res.Identical = len(btoks) == len(toks)
-	for i := range btoks {
-		if i >= len(toks) || !slices.Equal(btoks[i], toks[i]) {
-			res.Identical = false
+	// the plan's first pass ran before the baseline's; the next rounds
+	// alternate the order (B A, A B, ...), so a machine speeding up or
+	// slowing down over the rounds touches both alike
+	rounds := opt.Rounds
+	if rounds <= 0 {
+		rounds = min(DefaultRounds, max(1, int(RoundBudget/max(time.Nanosecond, time.Since(started)+tot.Decode+tot.Prefill))))
+	}
+	for r := 2; r <= rounds && err == nil; r++ {
+		if opt.OnRound != nil {
+			opt.OnRound(r, rounds)
+		}
+		var pt, bt Totals
+		var ptoks, btoks2 [][]int
+		if r%2 == 0 {
+			if bt, btoks2, err = suite(ctx, baseEng, pair, ids, bopt, base, nil); err == nil {
+				pt, ptoks, err = suite(ctx, eng, pair, ids, bopt, cfg, nil)
+			}
+		} else if pt, ptoks, err = suite(ctx, eng, pair, ids, bopt, cfg, nil); err == nil {
+			bt, btoks2, err = suite(ctx, baseEng, pair, ids, bopt, base, nil)
+		}
+		if err != nil {
+			break
+		}
+		// every round checks the identity again
+		res.Identical = res.Identical && sameTokens(btoks2, ptoks) && sameTokens(btoks2, toks)
+		if bt.TPS() > 0 {
+			res.Rounds = append(res.Rounds, pt.TPS()/bt.TPS())
 		}
 	}
+	if len(res.Rounds) > 0 {
+		res.Speedup, _, _ = medianRange(res.Rounds)
+	}
+	if err != nil && ctx.Err() == nil {
+		return res, err
+	}
+	// a run stopped during the later rounds keeps the rounds it finished
 	if rec != nil {
 		rec.run.MeasuredSpeedup = res.Speedup
-		if err := rec.st.FinishRun(context.WithoutCancel(ctx), rec.run); err != nil {
-			return res, err
+		if ferr := rec.st.FinishRun(context.WithoutCancel(ctx), rec.run); ferr != nil {
+			return res, ferr
 		}
 	}
 	if res.Greedy && !res.Identical {
 		return res, fmt.Errorf("greedy output differs from ar: speculative decoding was not lossless")
 	}
-	return res, nil
+	return res, err
+}
+
+// MeasuredNote reads the measured speedup with how it was measured: its
+// rounds and their range, and the first round's throughputs (Totals and
+// Base); "" without a baseline.
+func (r *RunResult) MeasuredNote() string {
+	switch {
+	case r.Base == nil:
+		return ""
+	case r.SelfBaseline:
+		return "1.00x over plain decoding (the plan is plain decoding, its own baseline)"
+	case len(r.Rounds) <= 1:
+		return fmt.Sprintf("%.2fx over plain decoding (%.1f against %.1f tokens/s, one round)", r.Speedup, r.Totals.TPS(), r.Base.TPS())
+	}
+	_, lo, hi := medianRange(r.Rounds)
+	return fmt.Sprintf("%.2fx over plain decoding, the median of %d interleaved rounds (%.2f-%.2fx; the first %.1f against %.1f tokens/s)",
+		r.Speedup, len(r.Rounds), lo, hi, r.Totals.TPS(), r.Base.TPS())
+}
+
+// sameTokens says whether two suites' outputs are token for token alike.
+func sameTokens(a, b [][]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !slices.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // planEngine is the engine a (trimmed) plan decodes with on an open pair,

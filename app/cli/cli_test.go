@@ -169,7 +169,8 @@ func TestRunVerb(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"Once upon a time, there was a little girl named Lily", "AAL", "acceptance", "per step: draft", "speedup:", "ar (baseline)"} {
+	for _, want := range []string{"Once upon a time, there was a little girl named Lily", "AAL", "acceptance", "per step: draft", "ar (baseline)",
+		"speedup:", "over plain decoding, the median of 3 interleaved rounds"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -191,6 +192,16 @@ func TestRunVerb(t *testing.T) {
 		if code, _, stderr := run(t, a...); code != 0 {
 			t.Errorf("%v: exit %d: %s", args, code, stderr)
 		}
+	}
+	// --rounds sets the rounds of the measured speedup, within 1..100
+	code, out, stderr = run(t, "run", "--target", target, "--draft", draft, "--strategy", "chain", "--gamma", "4",
+		"--prompt", "Once upon a time", "-n", "16", "--temp", "0", "--baseline", "--rounds", "1", "--quiet", "--no-store", "--db", db)
+	if code != 0 || !strings.Contains(out, "tokens/s, one round)") {
+		t.Errorf("--rounds 1: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if code, _, stderr := run(t, "run", "--target", target, "--draft", draft, "--strategy", "chain",
+		"--prompt", "Once upon a time", "--baseline", "--rounds", "101", "--db", db); code != 2 || !strings.Contains(stderr, "--rounds") {
+		t.Errorf("--rounds 101: exit %d: %s", code, stderr)
 	}
 	// a plan that drafts ahead says how often that drafting was of use
 	code, out, stderr = run(t, "run", "--target", target, "--draft", draft, "--strategy", "duo", "--gamma", "4", "--tail", "2",

@@ -32,6 +32,9 @@ func TestJSON(t *testing.T) {
 	if totals["tokens"] != 24.0 || totals["tokens_per_s"] == nil || doc["baseline"] == nil || doc["identical_to_baseline"] != true || doc["run_id"] != 1.0 {
 		t.Errorf("run --json: %v", doc)
 	}
+	if rounds, _ := doc["round_speedups"].([]any); len(rounds) != 3 {
+		t.Errorf("run --json: round_speedups %v", doc["round_speedups"])
+	}
 	if plan, _ := doc["plan"].(map[string]any); plan["strategy"] != "chain" || plan["gamma"] != 3.0 || plan["w_max"] != nil {
 		t.Errorf("run --json plan: %v", doc["plan"])
 	}

@@ -77,6 +77,8 @@ func runRun(ctx context.Context, env Env, args []string) (err error) {
 	promptsFile := fs.String("prompts", "", "prompt suite `file`, one prompt per line")
 	n := fs.Int("n", 128, "tokens to generate per prompt")
 	baseline := fs.Bool("baseline", false, "also run ar on the same prompts and print the measured speedup")
+	rounds := fs.Int("rounds", 0, fmt.Sprintf("with --baseline: rounds of the plan and ar, interleaved; the measured speedup is their median (default %d, fewer when a round takes over %s)",
+		profiles.DefaultRounds, profiles.RoundBudget/profiles.DefaultRounds))
 	color := fs.Bool("color", false, "colour accepted draft tokens (green) and bonus tokens")
 	quiet := fs.Bool("quiet", false, "print only the figures, not the text")
 	trace := fs.String("trace", "", "write the per-step trace as JSON lines to `file`")
@@ -93,7 +95,10 @@ func runRun(ctx context.Context, env Env, args []string) (err error) {
 	if err != nil {
 		return fail(fs, err)
 	}
-	opt := profiles.RunOptions{Sample: params, MaxTokens: *n, Baseline: *baseline, NoStore: *noStore}
+	if *rounds < 0 || *rounds > 100 {
+		return fail(fs, usagef("--rounds must be in 1..100 (0 for the default)"))
+	}
+	opt := profiles.RunOptions{Sample: params, MaxTokens: *n, Baseline: *baseline, Rounds: *rounds, NoStore: *noStore}
 	ps := pf.PairSpec
 	if *config != "" {
 		hashDB := *db // where model hashes are cached; none with --no-store
@@ -212,13 +217,13 @@ func printResult(w io.Writer, res *profiles.RunResult) {
 			h.Resampled, h.Steps, 100*h.ResampleShare, h.LayerRows, h.ChainPasses, h.Hot, h.OnDemand)
 	}
 	if res.SelfBaseline {
-		fmt.Fprintf(w, "speedup: 1.00x over ar (the plan is plain decoding, its own baseline)\n")
+		fmt.Fprintf(w, "speedup: %s\n", res.MeasuredNote())
 		if res.Predicted > 0 {
 			fmt.Fprintf(w, "predicted by the plan: %.2fx\n", res.Predicted)
 		}
 	} else if res.Base != nil {
 		printSummary(w, "ar (baseline)", res.Base)
-		fmt.Fprintf(w, "speedup: %.2fx over ar (%.1f vs %.1f tokens/s)\n", res.Speedup, res.Totals.TPS(), res.Base.TPS())
+		fmt.Fprintf(w, "speedup: %s\n", res.MeasuredNote())
 		if res.Predicted > 0 {
 			fmt.Fprintf(w, "predicted by the plan: %.2fx; measured is %+.0f%% of it\n", res.Predicted, 100*(res.Speedup/res.Predicted-1))
 		}
@@ -270,6 +275,7 @@ func runJSON(plan profiles.Plan, res *profiles.RunResult, err error) any {
 		Totals      *totalsJSON           `json:"totals"`
 		Baseline    *totalsJSON           `json:"baseline,omitempty"`
 		Speedup     float64               `json:"measured_speedup,omitempty"`
+		Rounds      []float64             `json:"round_speedups,omitempty"`
 		Identical   *bool                 `json:"identical_to_baseline,omitempty"`
 		Predicted   float64               `json:"predicted_speedup,omitempty"`
 		PredictedOn string                `json:"predicted_on,omitempty"`
@@ -277,7 +283,7 @@ func runJSON(plan profiles.Plan, res *profiles.RunResult, err error) any {
 		Status      string                `json:"status,omitempty"`
 		Hidden      *profiles.HiddenStats `json:"hidden,omitempty"`
 		Error       string                `json:"error,omitempty"`
-	}{Plan: plan, Label: res.Label, Threads: res.Threads, Totals: totals(&res.Totals), Baseline: totals(res.Base), Speedup: res.Speedup,
+	}{Plan: plan, Label: res.Label, Threads: res.Threads, Totals: totals(&res.Totals), Baseline: totals(res.Base), Speedup: res.Speedup, Rounds: res.Rounds,
 		Predicted: res.Predicted, PredictedOn: res.PredictedOn, RunID: res.RunID, Status: res.Status, Hidden: res.Hidden}
 	if res.Base != nil {
 		doc.Identical = &res.Identical
