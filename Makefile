@@ -30,9 +30,11 @@ test: vet
 	$(GO) test -count=1 -tags purego ./kernels/... ./engine/generate
 	# and on the portable C kernels (the ones a CPU without AVX2 runs), and
 	# the AVX2 ones without AVX-512 VNNI or BF16 (the same as the first run
-	# on a CPU without them; the trainer then multiplies in float32)
+	# on a CPU without them; the trainer then multiplies in float32), with
+	# AVX-VNNI where the CPU has it, and without it
 	ARBORIST_SIMD=0 $(GO) test -count=1 ./kernels/...
 	ARBORIST_SIMD=1 $(GO) test -count=1 ./kernels/... ./engine/hidden
+	ARBORIST_SIMD=1 ARBORIST_AVXVNNI=0 $(GO) test -count=1 ./kernels/cpu
 	# arborist serve through the official openai client (Node.js; the npm
 	# package pinned in testdata/openai-client, installed there with
 	# npm ci when missing): scripts/openai-client-test.sh

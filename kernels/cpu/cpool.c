@@ -152,10 +152,11 @@ static void mm_one(arb_pool *p, int i, int w, long lo, long hi) {
 	case ARB_MM_X8:
 		if (a == ARB_ACT_KPANELS) {
 			arb_mm_k8(m->type, p->w[i], (int)lo, (int)hi, p->aq[a], p->ad[a], p->ac[a], m->cols / 32, m->n, p->out[i], m->rows,
-			          m->stream);
+			          m->stream, arb_avx_vnni());
 			return;
 		}
-		arb_mm_x8(m->type, p->w[i], (int)lo, (int)hi, m->cols / 32, p->ad[0], p->aq[0], p->ac[0], m->n, p->out[i], m->rows, m->stream);
+		arb_mm_x8(m->type, p->w[i], (int)lo, (int)hi, m->cols / 32, p->ad[0], p->aq[0], p->ac[0], m->n, p->out[i], m->rows, m->stream,
+		          arb_avx_vnni());
 		return;
 	case ARB_MM_Q8:
 		arb_mm_q8(m->type, p->w[i], m->row_bytes, (int)lo, (int)hi, m->cols / 32, p->ad[0], p->aq[0], p->ac[0], m->n, p->out[i], m->rows);

@@ -44,6 +44,7 @@ enum {
 	K8_Q2K = 16 + 16 + 128 + 8 * 64,
 };
 
+#if !X8_VNNI // once, not again in x8vnni_k.c
 long arb_k8_group_bytes(int type) {
 	switch (type) {
 	case ARB_Q4_K: return K8_Q4K;
@@ -92,6 +93,8 @@ void arb_k8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb,
 		}
 }
 
+#endif
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #include "x8.h"
@@ -135,6 +138,14 @@ X8_AVX2 static AI void q4k8_tile(const int q5, const uint8_t *gp, int nb, const 
 					w = _mm256_or_si256(w, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit), sixteen));
 				}
 				for (int k = 0; k < T; k++) {
+#if X8_VNNI
+					// four rows: vpdpbusd; fewer ran slower than maddubs on
+					// the Zen 5 measured (docs/PERFORMANCE.md)
+					if (T >= 4) {
+						s[k] = X8_DP(s[k], w, word(q + 32 * k + 4 * h));
+						continue;
+					}
+#endif
 					__m256i p = _mm256_maddubs_epi16(w, word(q + 32 * k + 4 * h));
 					s16[k] = h % 4 == 0 ? p : _mm256_add_epi16(s16[k], p);
 					// pair sums reach 2*15*127 (Q5_K: 2*31*127): four fit 16 bits
@@ -190,6 +201,13 @@ X8_AVX2 static AI void q6k8_tile(const uint8_t *gp, int nb, const int8_t *yq, co
 					__m256i w1 = _mm256_loadu_si256((const __m256i *)(blk + 144 + 256 * ch + 32 * (h + 1 + 4 * half)));
 					for (int k = 0; k < T; k++) {
 						const int8_t *y = q + 32 * k + 16 * half + 4 * h;
+#if X8_VNNI
+						// three rows and more: vpdpbusd (as q4k8_tile)
+						if (T >= 3) {
+							s[k] = X8_DP(X8_DP(s[k], w0, word(y)), w1, word(y + 4));
+							continue;
+						}
+#endif
 						__m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(w0, word(y)), _mm256_maddubs_epi16(w1, word(y + 4)));
 						s[k] = _mm256_add_epi32(s[k], _mm256_madd_epi16(p, ones));
 					}
@@ -236,9 +254,15 @@ X8_AVX2 static AI void k238_tile(const int q3, const uint8_t *gp, int nb, const 
 				}
 				for (int k = 0; k < T; k++) {
 					const int8_t *yk = q + 32 * k + 16 * half;
+#if X8_VNNI
+					__m256i s = X8_DP(_mm256_setzero_si256(), w[0], word(yk));
+					for (int s4 = 1; s4 < 4; s4++) s = X8_DP(s, w[s4], word(yk + 4 * s4));
+					(void)ones;
+#else
 					__m256i p = _mm256_maddubs_epi16(w[0], word(yk));
 					for (int s4 = 1; s4 < 4; s4++) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[s4], word(yk + 4 * s4)));
 					__m256i s = _mm256_madd_epi16(p, ones);
+#endif
 					if (q3) s = _mm256_add_epi32(_mm256_set1_epi32(c[(2 + half) * T + k] / 8), s);
 					fs[k] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s), fs[k]);
 				}
@@ -300,14 +324,9 @@ K8_ROWS(mm_q3k8, K8_Q3K, Q3K8)
 K8_ROWS(mm_q2k8, K8_Q2K, Q2K8)
 #endif
 
-// arb_mm_k8 multiplies groups glo..ghi-1 (of eight rows) of a K-quant
-// matrix repacked by arb_k8_pack by n activation rows quantised by
-// arb_quantize_q8k_panels (yq, yd, yc; nb blocks of 32 a row), into
-// out[r*rows + o]; stream as arb_mm_x16 takes it (K8_ROWS). It returns
-// -1 where the CPU lacks AVX2, FMA or F16C or type has no eight-row
-// tiles.
-int arb_mm_k8(int type, const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd, const int32_t *yc, int nb,
-              int n, float *out, int rows, int stream) {
+// mm_k8 is arb_mm_k8 with this compilation's tiles.
+static int mm_k8(int type, const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd, const int32_t *yc, int nb,
+                 int n, float *out, int rows, int stream) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	if (arb_simd_level() < 1) return -1;
 	int s = stream && n <= ARB_PANEL;
@@ -318,6 +337,31 @@ int arb_mm_k8(int type, const uint8_t *packed, int glo, int ghi, const int8_t *y
 	case ARB_Q3_K: (s ? mm_q3k8_nta : mm_q3k8)(packed, glo, ghi, yq, yd, yc, nb, n, out, rows); return 0;
 	case ARB_Q2_K: (s ? mm_q2k8_nta : mm_q2k8)(packed, glo, ghi, yq, yd, yc, nb, n, out, rows); return 0;
 	}
+#else
+	(void)type; (void)packed; (void)glo; (void)ghi; (void)yq; (void)yd; (void)yc; (void)nb; (void)n; (void)out; (void)rows; (void)stream;
 #endif
 	return -1;
 }
+
+#if X8_VNNI
+// arb_mm_k8_vnni is arb_mm_k8 on the AVX-VNNI tiles; -1 where the CPU
+// lacks AVX-VNNI.
+int arb_mm_k8_vnni(int type, const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd, const int32_t *yc,
+                   int nb, int n, float *out, int rows, int stream) {
+	if (!arb_avx_vnni_cpu()) return -1;
+	return mm_k8(type, packed, glo, ghi, yq, yd, yc, nb, n, out, rows, stream);
+}
+#else
+// arb_mm_k8 multiplies groups glo..ghi-1 (of eight rows) of a K-quant
+// matrix repacked by arb_k8_pack by n activation rows quantised by
+// arb_quantize_q8k_panels (yq, yd, yc; nb blocks of 32 a row), into
+// out[r*rows + o]; stream as arb_mm_x16 takes it (K8_ROWS); with vnni on
+// the AVX-VNNI tiles (the same bits). It returns -1 where the CPU lacks
+// AVX2, FMA or F16C, or AVX-VNNI when vnni asks for it, or type has no
+// eight-row tiles.
+int arb_mm_k8(int type, const uint8_t *packed, int glo, int ghi, const int8_t *yq, const float *yd, const int32_t *yc, int nb,
+              int n, float *out, int rows, int stream, int vnni) {
+	if (vnni) return arb_mm_k8_vnni(type, packed, glo, ghi, yq, yd, yc, nb, n, out, rows, stream);
+	return mm_k8(type, packed, glo, ghi, yq, yd, yc, nb, n, out, rows, stream);
+}
+#endif

@@ -47,6 +47,7 @@ enum { Q50_GROUP_BYTES = 16 + 128 + 32, Q41_GROUP_BYTES = 16 + 16 + 128, Q51_GRO
 // d * (ls - 32) as float32 (exact), then Q4_0's four vectors: 160 bytes.
 enum { IQ4XS_GROUP_BYTES = 32 + 128 };
 
+#if !X8_VNNI // once, not again in x8vnni_q40.c
 // arb_x8_group_bytes is what a group of eight rows takes a block
 // (super-block for the K-quants) in the eight-row layouts: q40x8.c's
 // sizes, k8.c's for the K-quants; 0 for a type without them. The Go side
@@ -106,6 +107,7 @@ void arb_x8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb,
 			}
 		}
 }
+#endif
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -178,8 +180,7 @@ Q40X8_TILE(4)
 				for (int k = 0; k < T; k++) {                                                            \
 					int32_t y4;                                                                          \
 					memcpy(&y4, yq + (long)(r + k) * stride + (long)b * 32 + 4 * h, 4);                  \
-					__m256i p = _mm256_maddubs_epi16(a, _mm256_sign_epi8(_mm256_set1_epi32(y4), w));     \
-					s[k] = _mm256_add_epi32(s[k], _mm256_madd_epi16(p, ones));                           \
+					s[k] = X8_DOTS_T(T, s[k], a, _mm256_sign_epi8(_mm256_set1_epi32(y4), w), ones);      \
 				}                                                                                        \
 			}                                                                                            \
 			__m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));                          \
@@ -230,12 +231,23 @@ X8_AVX2 static inline __attribute__((always_inline)) void q50x8_tile(const int t
 			const int8_t *y = yq + (long)(r + k) * stride + (long)b * 32;
 			int32_t y4[8];
 			memcpy(y4, y, 32);
+			__m256i s32;
+#if X8_VNNI
+			__m256i sa = X8_DP(_mm256_setzero_si256(), w[0], _mm256_set1_epi32(y4[0])), sb = X8_DP(_mm256_setzero_si256(), w[4], _mm256_set1_epi32(y4[4]));
+			for (int h = 1; h < 4; h++) {
+				sa = X8_DP(sa, w[h], _mm256_set1_epi32(y4[h]));
+				sb = X8_DP(sb, w[4 + h], _mm256_set1_epi32(y4[4 + h]));
+			}
+			s32 = _mm256_add_epi32(sa, sb);
+			(void)ones;
+#else
 			__m256i s16a = _mm256_maddubs_epi16(w[0], _mm256_set1_epi32(y4[0])), s16b = _mm256_maddubs_epi16(w[4], _mm256_set1_epi32(y4[4]));
 			for (int h = 1; h < 4; h++) {
 				s16a = _mm256_add_epi16(s16a, _mm256_maddubs_epi16(w[h], _mm256_set1_epi32(y4[h])));
 				s16b = _mm256_add_epi16(s16b, _mm256_maddubs_epi16(w[4 + h], _mm256_set1_epi32(y4[4 + h])));
 			}
-			__m256i s32 = _mm256_add_epi32(_mm256_madd_epi16(s16a, ones), _mm256_madd_epi16(s16b, ones));
+			s32 = _mm256_add_epi32(_mm256_madd_epi16(s16a, ones), _mm256_madd_epi16(s16b, ones));
+#endif
 			int32_t sy = ys[(long)(r + k) * nb + b];
 			float dy = yd[(long)(r + k) * nb + b];
 			if (!mn) {
@@ -279,7 +291,7 @@ X8_AVX2 static inline __attribute__((always_inline)) void iq4x8_tile(const int x
 			for (int h = 0; h < 8; h++) {
 				int32_t y4;
 				memcpy(&y4, y + 4 * (h % 4) + 16 * (h / 4), 4);
-				s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(a[h], _mm256_sign_epi8(_mm256_set1_epi32(y4), w[h])), ones));
+				s = X8_DOTS_T(T, s, a[h], _mm256_sign_epi8(_mm256_set1_epi32(y4), w[h]), ones);
 			}
 			acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(yd[(long)(r + k) * nb + b])), _mm256_cvtepi32_ps(s), acc[k]);
 		}
@@ -317,14 +329,9 @@ X8_ROWS(mm_iq4nlx8, X8_AVX2, iq4nlx8_tile_, GROUP_BYTES)
 X8_ROWS(mm_iq4xsx8, X8_AVX2, iq4xsx8_tile_, IQ4XS_GROUP_BYTES)
 #endif
 
-// arb_mm_x8 multiplies groups glo..ghi-1 of a repacked matrix of type
-// (Q4_0, Q8_0, Q5_0, Q4_1, Q5_1) by n activation rows quantised to 8 bits
-// (yd scales, yq values, ys block sums); out[r*rows + o]; stream as
-// arb_mm_x16 takes it (X8_ROWS). It returns -1 where the CPU lacks AVX2,
-// FMA or F16C (the caller packs only where it has them) or type has no
-// eight-row tiles here.
-int arb_mm_x8(int type, const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
-              const int32_t *ys, int n, float *out, int rows, int stream) {
+// mm_x8 is arb_mm_x8 with this compilation's tiles.
+static int mm_x8(int type, const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
+                 const int32_t *ys, int n, float *out, int rows, int stream) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	switch (type) {
 	case ARB_Q4_0: return x8_run(mm_q40x8, mm_q40x8_nta, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
@@ -335,6 +342,31 @@ int arb_mm_x8(int type, const uint8_t *packed, int glo, int ghi, int nb, const f
 	case ARB_IQ4_NL: return x8_run(mm_iq4nlx8, mm_iq4nlx8_nta, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
 	case ARB_IQ4_XS: return x8_run(mm_iq4xsx8, mm_iq4xsx8_nta, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
 	}
+#else
+	(void)type; (void)packed; (void)glo; (void)ghi; (void)nb; (void)yd; (void)yq; (void)ys; (void)n; (void)out; (void)rows; (void)stream;
 #endif
 	return -1;
 }
+
+#if X8_VNNI
+// arb_mm_x8_vnni is arb_mm_x8 on the AVX-VNNI tiles; -1 where the CPU
+// lacks AVX-VNNI.
+int arb_mm_x8_vnni(int type, const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
+                   const int32_t *ys, int n, float *out, int rows, int stream) {
+	if (!arb_avx_vnni_cpu()) return -1;
+	return mm_x8(type, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
+}
+#else
+// arb_mm_x8 multiplies groups glo..ghi-1 of a repacked matrix of type
+// (Q4_0, Q8_0, Q5_0, Q4_1, Q5_1, IQ4_NL, IQ4_XS) by n activation rows
+// quantised to 8 bits (yd scales, yq values, ys block sums); out[r*rows +
+// o]; stream as arb_mm_x16 takes it (X8_ROWS); with vnni on the AVX-VNNI
+// tiles (the same bits). It returns -1 where the CPU lacks AVX2, FMA or
+// F16C (the caller packs only where it has them) or AVX-VNNI when vnni
+// asks for it, or type has no eight-row tiles here.
+int arb_mm_x8(int type, const uint8_t *packed, int glo, int ghi, int nb, const float *yd, const int8_t *yq,
+              const int32_t *ys, int n, float *out, int rows, int stream, int vnni) {
+	if (vnni) return arb_mm_x8_vnni(type, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
+	return mm_x8(type, packed, glo, ghi, nb, yd, yq, ys, n, out, rows, stream);
+}
+#endif

@@ -137,35 +137,7 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q5_0, quant.Q4_1, quant.Q5_1, quant.IQ4_NL, quant.IQ4_XS, quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		rows, cols := 24, 768 // 24 blocks: a group of sixteen for the quantisers and a rest
 		rb, _ := quant.RowBytes(typ, cols)
-		w := make([]byte, rows*rb)
-		for i := range w {
-			w[i] = byte(rng.Uint32())
-		}
-		blocks, at := cols/quant.QK, []int{0}
-		switch typ {
-		case quant.Q4_K, quant.Q5_K:
-			blocks, at = cols/quant.QKK, []int{0, 2} // d and dmin
-		case quant.Q6_K:
-			blocks, at = cols/quant.QKK, []int{208} // d, after the weights and scales
-		case quant.Q4_1, quant.Q5_1:
-			at = []int{0, 2} // d and m
-		case quant.IQ4_XS:
-			blocks = cols / quant.QKK
-		case quant.Q3_K:
-			blocks, at = cols/quant.QKK, []int{108} // d, last
-		case quant.Q2_K:
-			blocks, at = cols/quant.QKK, []int{80, 82} // d and dmin, last
-		}
-		bb := rb / blocks
-		for r := 0; r < rows; r++ {
-			for b := 0; b < blocks; b++ {
-				for _, k := range at {
-					// a finite float16 scale: sign, exponent 1..29, mantissa
-					h := uint16(rng.Uint32()&0x83ff) | uint16(1+rng.IntN(29))<<10
-					w[r*rb+b*bb+k], w[r*rb+b*bb+k+1] = byte(h), byte(h>>8)
-				}
-			}
-		}
+		w := randomWeights(rng, typ, rows, cols)
 		m8 := &Matrix{typ: typ, rows: rows, cols: cols, rowBytes: rb, data: w}
 		m8.packed, m8.group = repackMatrix(m8, 8)
 		m16 := &Matrix{typ: typ, rows: rows, cols: cols, rowBytes: rb, data: w}
@@ -254,6 +226,103 @@ func TestSixteenRowsMatchEightRows(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAVXVNNITilesMatchAVX2: the eight-row tiles' AVX-VNNI compilation
+// (vpdpbusd) gives the AVX2 one's bits (maddubs, 16-bit sums) for every
+// type they take, every tile width and streamed or not, activations at
+// +-127 included; where the CPU lacks AVX-VNNI it is refused, and the
+// AVX2 tiles run.
+func TestAVXVNNITilesMatchAVX2(t *testing.T) {
+	if simdLevel < 1 || !repacks() {
+		t.Skipf("SIMD level %d: no eight-row tiles on this CPU (or ARBORIST_SIMD / ARBORIST_REPACK)", simdLevel)
+	}
+	cpuHas := avxVNNICPU()
+	if avxVNNI && !cpuHas {
+		t.Fatal("the AVX-VNNI tiles chosen on a CPU without them")
+	}
+	rng := rand.New(rand.NewPCG(33, 34))
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q5_0, quant.Q4_1, quant.Q5_1, quant.IQ4_NL, quant.IQ4_XS, quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+		rows, cols := 16, 512
+		rb, _ := quant.RowBytes(typ, cols)
+		w := randomWeights(rng, typ, rows, cols)
+		m := &Matrix{typ: typ, rows: rows, cols: cols, rowBytes: rb, data: w}
+		if m.packed, m.group = repackMatrix(m, 8); m.packed == nil {
+			t.Fatalf("%v: not repacked eight rows a group", typ)
+		}
+		for n := 1; n <= 9; n++ {
+			x := gaussian(rng, n*cols)
+			for i := 0; i < cols; i++ { // a row at +-127 throughout: the AVX2 16-bit sums at their largest
+				x[i] = float32(1 - 2*(i%2))
+			}
+			var q q8Buf
+			q.size(len(x))
+			cQuantize(&q, x)
+			q.k.size(len(x))
+			cQuantizeKPanels(&q.k, x, n, 0, n)
+			for _, stream := range []bool{false, true} {
+				a, v := make([]float32, n*rows), make([]float32, n*rows)
+				if !tilesOn(m, &q, 0, rows/8, n, a, stream, false) {
+					t.Fatalf("%v: the AVX2 tiles refused", typ)
+				}
+				if ok := tilesOn(m, &q, 0, rows/8, n, v, stream, true); ok != cpuHas {
+					t.Fatalf("%v: the AVX-VNNI tiles ran %v on a CPU with AVX-VNNI %v", typ, ok, cpuHas)
+				}
+				if !cpuHas {
+					continue
+				}
+				for i := range a {
+					if math.Float32bits(a[i]) != math.Float32bits(v[i]) {
+						t.Fatalf("%v n=%d stream %v: out[%d] = %v with AVX-VNNI, %v with AVX2", typ, n, stream, i, v[i], a[i])
+					}
+				}
+				if n == 4 && !stream && !changesOutput(m.packed[len(m.packed)-32:], func() { tilesOn(m, &q, 0, rows/8, n, v, false, true) }, a, v) {
+					// negative control: the copy's last vector of weights changed
+					t.Fatalf("%v: a changed weight byte changed no output of the AVX-VNNI tiles", typ)
+				}
+			}
+		}
+	}
+	if !cpuHas {
+		t.Skip("no AVX-VNNI on this CPU: its tiles are refused, the AVX2 ones run")
+	}
+}
+
+// randomWeights is rows x cols of typ with random bytes, every float16
+// scale (and min) a finite one, so the tiles' results are numbers to
+// compare bit for bit.
+func randomWeights(rng *rand.Rand, typ quant.Type, rows, cols int) []byte {
+	rb, _ := quant.RowBytes(typ, cols)
+	w := make([]byte, rows*rb)
+	for i := range w {
+		w[i] = byte(rng.Uint32())
+	}
+	blocks, at := cols/quant.QK, []int{0}
+	switch typ {
+	case quant.Q4_K, quant.Q5_K:
+		blocks, at = cols/quant.QKK, []int{0, 2} // d and dmin
+	case quant.Q6_K:
+		blocks, at = cols/quant.QKK, []int{208} // d, after the weights and scales
+	case quant.Q4_1, quant.Q5_1:
+		at = []int{0, 2} // d and m
+	case quant.IQ4_XS:
+		blocks = cols / quant.QKK
+	case quant.Q3_K:
+		blocks, at = cols/quant.QKK, []int{108} // d, last
+	case quant.Q2_K:
+		blocks, at = cols/quant.QKK, []int{80, 82} // d and dmin, last
+	}
+	bb := rb / blocks
+	for r := 0; r < rows; r++ {
+		for b := 0; b < blocks; b++ {
+			for _, k := range at {
+				// a finite float16 scale: sign, exponent 1..29, mantissa
+				h := uint16(rng.Uint32()&0x83ff) | uint16(1+rng.IntN(29))<<10
+				w[r*rb+b*bb+k], w[r*rb+b*bb+k+1] = byte(h), byte(h>>8)
+			}
+		}
+	}
+	return w
 }
 
 // TestRepackBudget: a backend repacks its matrices until their copies

@@ -1310,8 +1310,29 @@ int arb_simd_level(void) {
 	}
 	return level;
 }
+
+static int avx_vnni = -1;
+
+int arb_avx_vnni_cpu(void) {
+	__builtin_cpu_init();
+	return arb_simd_level() >= 1 && __builtin_cpu_supports("avxvnni");
+}
+
+// arb_avx_vnni says, once, whether the eight-row tiles (arb_simd_level 1)
+// run their AVX-VNNI compilation: where the CPU has it, unless
+// ARBORIST_AVXVNNI=0 (with ARBORIST_SIMD=1, the AVX2 tiles of a CPU
+// without it).
+int arb_avx_vnni(void) {
+	if (avx_vnni < 0) {
+		const char *e = getenv("ARBORIST_AVXVNNI");
+		avx_vnni = arb_avx_vnni_cpu() && !(e && e[0] == '0');
+	}
+	return avx_vnni;
+}
 #else
 int arb_simd_level(void) { return 0; }
+int arb_avx_vnni_cpu(void) { return 0; }
+int arb_avx_vnni(void) { return 0; }
 #endif
 
 void arb_quantize_q8(const float *x, int count, float *d, int8_t *q, int32_t *s) {
@@ -2389,11 +2410,12 @@ uint64_t arb_read_sum(const uint64_t *p, long n) {
 // arb_peak_i8 and arb_peak_f32 run iters rounds of independent chains of
 // the matrix kernels' inner operations (int8: maddubs, added in 16 bits
 // four at a time, then madd on 256-bit vectors, as the AVX2 tiles use
-// them, or vpdpbusd on 512-bit vectors where the VNNI tiles run; float32:
-// FMA), enough chains to hide their latency, and return a value that
-// depends on every result. They measure the compute ceiling the kernels
-// can approach: arb_peak_i8_macs() int8 multiply-adds (8 * 128, or 8 * 64
-// with VNNI), or 10 * 8 float ones, per round.
+// them, vpdpbusd on 256-bit vectors where the AVX-VNNI tiles run, or on
+// 512-bit vectors where the AVX-512 VNNI tiles run; float32: FMA), enough
+// chains to hide their latency, and return a value that depends on every
+// result. They measure the compute ceiling the kernels can approach:
+// arb_peak_i8_macs() int8 multiply-adds (8 * 128, 8 * 32 with AVX-VNNI,
+// or 8 * 64 with AVX-512 VNNI), or 10 * 8 float ones, per round.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 // The AVX2 chains are the eight-row tiles' (k8.c, q40x8.c): four maddubs
 // pair sums added in 16 bits, then one madd widens them into the sum.
@@ -2408,6 +2430,21 @@ AVX2 static int64_t peak_i8_avx2(long iters) {
 			s[k] = _mm256_add_epi32(s[k], _mm256_madd_epi16(p, ones));
 		}
 		__asm__ volatile("" : "+x"(a), "+x"(c));
+	}
+	__m256i t = s[0];
+	for (int k = 1; k < 8; k++) t = _mm256_add_epi32(t, s[k]);
+	return _mm256_extract_epi32(t, 0);
+}
+
+// peak_i8_avxvnni is peak_i8_avx2 with the AVX-VNNI tiles' operation
+// (vpdpbusd on 256-bit vectors: 32 multiply-adds each).
+__attribute__((target("avx2,avxvnni"))) static int64_t peak_i8_avxvnni(long iters) {
+	__m256i a = _mm256_set1_epi8(3);
+	__m256i b[8], s[8];
+	for (int k = 0; k < 8; k++) { b[k] = _mm256_set1_epi8((char)(k + 1)); s[k] = _mm256_setzero_si256(); }
+	for (long i = 0; i < iters; i++) {
+		for (int k = 0; k < 8; k++) s[k] = _mm256_dpbusd_avx_epi32(s[k], a, b[k]);
+		__asm__ volatile("" : "+x"(a));
 	}
 	__m256i t = s[0];
 	for (int k = 1; k < 8; k++) t = _mm256_add_epi32(t, s[k]);
@@ -2445,6 +2482,7 @@ AVX2 static int64_t peak_f32_avx2(long iters) {
 int arb_peak_i8_macs(void) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	if (arb_simd_level() >= 2) return 8 * 64;
+	if (arb_avx_vnni()) return 8 * 32;
 	if (arb_simd_level() >= 1) return 8 * 128;
 #endif
 	return 8 * 32;
@@ -2453,6 +2491,7 @@ int arb_peak_i8_macs(void) {
 int64_t arb_peak_i8(long iters) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	if (arb_simd_level() >= 2) return peak_i8_vnni(iters);
+	if (arb_avx_vnni()) return peak_i8_avxvnni(iters);
 	if (arb_simd_level() >= 1) return peak_i8_avx2(iters);
 #endif
 	int32_t s[8] = {0};

@@ -23,6 +23,17 @@ import (
 // before any worker runs.
 var simdLevel = int(C.arb_simd_level())
 
+// avxVNNI is set where the eight-row tiles (level 1) run their AVX-VNNI
+// compilation: a CPU with AVX-VNNI but no AVX-512 VNNI (Intel's since
+// Alder Lake), or one with both under ARBORIST_SIMD=1; ARBORIST_AVXVNNI=0
+// turns it off. The same bits either way. Read once, before any worker
+// runs.
+var avxVNNI = C.arb_avx_vnni() != 0
+
+// avxVNNICPU says whether the CPU has AVX-VNNI beside AVX2, FMA and F16C
+// (at ARBORIST_SIMD's level 1 or above), whatever ARBORIST_AVXVNNI says.
+func avxVNNICPU() bool { return C.arb_avx_vnni_cpu() != 0 }
+
 // noRepack is set by ARBORIST_REPACK=0: every weight is then multiplied
 // in its file layout, without the repacked copy that sits in
 // memory beside the mapped file (for a model that only just fits). Read
@@ -37,6 +48,8 @@ func Kernels() string {
 		return "c-avx512-vnni-bf16"
 	case simdLevel >= 2:
 		return "c-avx512-vnni"
+	case simdLevel >= 1 && avxVNNI:
+		return "c-avx2-avxvnni"
 	case simdLevel >= 1:
 		return "c-avx2"
 	}
@@ -46,10 +59,15 @@ func Kernels() string {
 // KernelsID names the kernel family as hardware fingerprints hold it. The
 // AVX-512 levels were first called "c-avx2-vnni" and stored profiles are
 // keyed by fingerprints made with that name, so it stays here; the
-// bfloat16 level shares it, as its training tiles change no latency curve.
+// bfloat16 level shares it, as its training tiles change no latency curve;
+// the AVX-VNNI compilation of the AVX2 tiles keeps "c-avx2", as they
+// compute the same.
 func KernelsID() string {
-	if simdLevel >= 2 {
+	switch {
+	case simdLevel >= 2:
 		return "c-avx2-vnni"
+	case simdLevel >= 1:
+		return "c-avx2"
 	}
 	return Kernels()
 }
@@ -302,6 +320,12 @@ func repackMatrix(m *Matrix, group int) ([]byte, int) {
 // as w was packed), into out; stream as arb_mm_x16 takes it
 // (Backend.streams). It reports false where the CPU lacks them.
 func tiles(w *Matrix, q *q8Buf, lo, hi, n int, out []float32, stream bool) bool {
+	return tilesOn(w, q, lo, hi, n, out, stream, avxVNNI)
+}
+
+// tilesOn is tiles with the eight-row tiles' AVX-VNNI compilation when
+// vnni (false where the CPU lacks it), so a test can hold one to the other.
+func tilesOn(w *Matrix, q *q8Buf, lo, hi, n int, out []float32, stream, vnni bool) bool {
 	p, glo, ghi := (*C.uint8_t)(unsafe.Pointer(&w.packed[0])), C.int(lo), C.int(hi)
 	o, cn, rows := (*C.float)(unsafe.Pointer(&out[0])), C.int(n), C.int(w.rows)
 	var rc C.int
@@ -315,7 +339,7 @@ func tiles(w *Matrix, q *q8Buf, lo, hi, n int, out []float32, stream bool) bool 
 	switch {
 	case w.group == 8 && kq:
 		rc = C.arb_mm_k8(C.int(w.typ), p, glo, ghi, (*C.int8_t)(unsafe.Pointer(&q.k.q[0])), (*C.float)(unsafe.Pointer(&q.k.d[0])),
-			(*C.int32_t)(unsafe.Pointer(&q.k.c[0])), C.int(w.cols/quant.QK), cn, o, rows, cBool(stream))
+			(*C.int32_t)(unsafe.Pointer(&q.k.c[0])), C.int(w.cols/quant.QK), cn, o, rows, cBool(stream), cBool(vnni))
 	case w.group == 16:
 		pb := &q.p
 		if kq {
@@ -324,7 +348,7 @@ func tiles(w *Matrix, q *q8Buf, lo, hi, n int, out []float32, stream bool) bool 
 		rc = C.arb_mm_x16(C.int(w.typ), p, glo, ghi, (*C.int8_t)(unsafe.Pointer(&pb.q[0])), (*C.float)(unsafe.Pointer(&pb.d[0])),
 			(*C.int32_t)(unsafe.Pointer(&pb.c[0])), C.int(w.cols/quant.QK), cn, o, rows, cBool(stream))
 	default:
-		rc = C.arb_mm_x8(C.int(w.typ), p, glo, ghi, C.int(w.cols/quant.QK), yd, yq, ys, cn, o, rows, cBool(stream))
+		rc = C.arb_mm_x8(C.int(w.typ), p, glo, ghi, C.int(w.cols/quant.QK), yd, yq, ys, cn, o, rows, cBool(stream), cBool(vnni))
 	}
 	return rc == 0
 }

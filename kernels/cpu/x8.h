@@ -18,15 +18,56 @@
 		else _mm_prefetch((const char *)(p), _MM_HINT_T0);       \
 	} while (0)
 
+// X8_VNNI is 1 where the including file is compiled a second time for
+// AVX-VNNI (x8vnni_q40.c, x8vnni_k.c): the CPUs with AVX2 and 256-bit
+// vpdpbusd but no AVX-512 (Intel's since Alder Lake) add four products
+// into a lane's 32-bit sum in one instruction, where AVX2 takes maddubs,
+// a 16-bit add and (every few) a madd. The sums are exact either way, so
+// both compilations give the same bits.
+#ifndef X8_VNNI
+#define X8_VNNI 0
+#endif
+
 // The instruction set the tiles are compiled for: AVX2 with FMA and F16C
 // (arb_simd_level 1; from level 2 on, x16.c's AVX-512 VNNI tiles run
-// instead, held to these bit for bit).
+// instead, held to these bit for bit), and AVX-VNNI in the second
+// compilation.
+#if X8_VNNI
+#define X8_AVX2 __attribute__((target("avx2,fma,f16c,avxvnni")))
+#else
 #define X8_AVX2 __attribute__((target("avx2,fma,f16c")))
+#endif
+
+// X8_DP(s, w, y) is s plus, in each lane, its four unsigned bytes of w
+// times the four signed bytes of y (the AVX-VNNI compilation alone).
+#define X8_DP(s, w, y) _mm256_dpbusd_avx_epi32((s), (w), (y))
+
+// X8_DOTS(s, a, y, ones) is s plus, in each lane, its four unsigned bytes
+// of a times the four signed bytes of y: one vpdpbusd with AVX-VNNI, else
+// maddubs (pair sums of at most 2*128*127: no room for a second in 16
+// bits) widened at once by madd with ones (sixteen-bit ones).
+#if X8_VNNI
+#define X8_DOTS(s, a, y, ones) ((void)(ones), X8_DP((s), (a), (y)))
+#else
+#define X8_DOTS(s, a, y, ones) _mm256_add_epi32((s), _mm256_madd_epi16(_mm256_maddubs_epi16((a), (y)), (ones)))
+#endif
+
+// X8_DOTS_T is X8_DOTS in a tile of T activation rows: with AVX-VNNI and
+// one or two rows, each vpdpbusd from zero and added after, so none waits
+// on the one before (three or four rows' chains keep the unit busy by
+// themselves).
+#if X8_VNNI
+#define X8_DOTS_T(T, s, a, y, ones) ((T) <= 2 ? _mm256_add_epi32((s), X8_DOTS(_mm256_setzero_si256(), (a), (y), (ones))) : X8_DOTS((s), (a), (y), (ones)))
+#else
+#define X8_DOTS_T(T, s, a, y, ones) X8_DOTS((s), (a), (y), (ones))
+#endif
 
 // ISUM8_AVX2 is each lane's exact sum over h = 0..7 of its four unsigned
 // weights w[h] (at most 15) times the four activation bytes y4[h]
 // broadcast to every lane: maddubs pairs (2*15*127 at most; eight of them
-// stay below 32767) added in 16 bits, then one madd.
+// stay below 32767) added in 16 bits, then one madd. The AVX-VNNI
+// compilation keeps it: vpdpbusd, from zero or in chains, ran the Q4_0
+// tile no faster on the Zen 5 measured.
 #define ISUM8_AVX2(w, y4)                                                                                   \
 	({                                                                                                   \
 		__m256i s16 = _mm256_maddubs_epi16((w)[0], _mm256_set1_epi32((y4)[0]));                          \
