@@ -336,7 +336,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 	if rounds <= 0 {
 		rounds = min(DefaultRounds, max(1, int(RoundBudget/max(time.Nanosecond, time.Since(started)+tot.Decode+tot.Prefill))))
 	}
-	for r := 2; r <= rounds && err == nil; r++ {
+	for r := 2; r <= rounds; r++ {
 		if opt.OnRound != nil {
 			opt.OnRound(r, rounds)
 		}

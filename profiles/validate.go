@@ -3,7 +3,6 @@ package profiles
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"arborist/engine/sample"
@@ -302,12 +301,7 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 		v := &out.Plans[i]
 		v.Totals, v.Measured = r.tot, costmodel.Median(v.Rounds)
 		v.Split = errorSplit(opt.Plans[i], r.tot, runners[0].tot)
-		v.Identical = len(r.toks) == len(runners[0].toks)
-		for k := range r.toks {
-			if k >= len(runners[0].toks) || !slices.Equal(r.toks[k], runners[0].toks[k]) {
-				v.Identical = false
-			}
-		}
+		v.Identical = sameTokens(r.toks, runners[0].toks)
 		if v.Measured > out.Plans[best].Measured {
 			best = i
 		}
