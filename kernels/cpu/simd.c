@@ -1311,11 +1311,16 @@ int arb_simd_level(void) {
 	return level;
 }
 
-static int avx_vnni = -1;
+static int avx_vnni = -1, avx_vnni_cpu = -1;
 
+// arb_avx_vnni_cpu is read once too: arb_mm_x8_vnni and arb_mm_k8_vnni
+// ask it on every product.
 int arb_avx_vnni_cpu(void) {
-	__builtin_cpu_init();
-	return arb_simd_level() >= 1 && __builtin_cpu_supports("avxvnni");
+	if (avx_vnni_cpu < 0) {
+		__builtin_cpu_init();
+		avx_vnni_cpu = arb_simd_level() >= 1 && __builtin_cpu_supports("avxvnni");
+	}
+	return avx_vnni_cpu;
 }
 
 // arb_avx_vnni says, once, whether the eight-row tiles (arb_simd_level 1)
