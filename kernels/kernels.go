@@ -3,12 +3,15 @@
 // Device (device.go) is the contract of a whole forward pass: weights,
 // activations and the KV cache stay in the backend's memory, and the model
 // code, written once above it, calls its primitives. Backend is the part
-// every backend offers: weight matrices and host-memory matrix products,
-// which host-side numerical work (the hidden-state drafter's trainer) uses
-// directly.
+// every backend offers: weight matrices and host-memory matrix products.
+// Host (host.go) is what the backend computing in host memory offers
+// beside: the training math of the hidden-state drafter's trainer and the
+// machine's facts as its kernels see them.
 //
 // Implementations: kernels/cpu, on every machine; kernels/cuda, in the
-// arborist-cuda binary (build tag cuda).
+// arborist-cuda binary (build tag cuda). They register by name
+// (registry.go), and nothing above this package names their packages: one
+// blank import in profiles/pairs links them in.
 package kernels
 
 import "arborist/kernels/quant"

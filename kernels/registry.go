@@ -26,6 +26,9 @@ type Registration struct {
 	DefaultThreads func() int
 	// Kernels names the kernels the backend runs on this machine.
 	Kernels func() string
+	// Host is the host math and machine facts of the backend that
+	// computes in host memory (HostBackend); nil for every other.
+	Host Host
 }
 
 // registry holds every registered backend by name. It is written only by

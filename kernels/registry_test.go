@@ -41,6 +41,21 @@ func TestBackendRegistry(t *testing.T) {
 	d.Close()
 }
 
+// TestLookupHost: the CPU backend is the host backend and offers its host
+// math; a backend without one (gone) is not taken for it.
+func TestLookupHost(t *testing.T) {
+	r, err := kernels.LookupHost()
+	if err != nil || r.Name != kernels.HostBackend || r.Host == nil {
+		t.Fatalf("LookupHost: %+v, %v", r, err)
+	}
+	if r.Host.KernelsID() == "" || r.Host.NewPacked() == nil {
+		t.Fatalf("the host backend's facts: kernels %q", r.Host.KernelsID())
+	}
+	if g, err := kernels.Lookup("gone"); err != nil || g.Host != nil {
+		t.Fatalf("gone: %+v, %v", g, err)
+	}
+}
+
 // TestRegisterTwice: a second registration of a name is a programming
 // error, caught at start-up.
 func TestRegisterTwice(t *testing.T) {

@@ -1,20 +1,21 @@
 package hidden
 
 import (
+	"fmt"
 	"math"
 
 	"arborist/engine/sample"
 	"arborist/kernels"
-	"arborist/kernels/cpu"
 )
 
 // fnet is the float32 training network: the same unrolled levels, loss and
 // gradients as net (the float64 reference the tests check it against), with
-// every matrix product on cpu.Gemm over the float32 values in place (its
-// packing folds the backward pass's transposes, dx = dy · W and
-// dW = dy^T · x, into the copy every blocked product makes anyway; with
-// prec BF16 the packing also rounds the inputs to bfloat16, the sums stay
-// float32) and attention split over heads on the backend's workers.
+// every matrix product on the host math (tm's Gemm) over the float32
+// values in place (its packing folds the backward pass's transposes,
+// dx = dy · W and dW = dy^T · x, into the copy every blocked product makes
+// anyway; with prec BF16 the packing also rounds the inputs to bfloat16,
+// the sums stay float32) and attention split over heads on the backend's
+// workers.
 //
 // The products run on the host whatever the target's backend: the
 // parameters change after every update, and a device matrix is a copy made
@@ -30,11 +31,12 @@ type fnet struct {
 	outNorm []float32
 	mseW    float32
 	klW     float32
-	ar      *arena // this worker's scratch, reused sequence after sequence
-	pk      *packs // the weights packed for the products, shared by the workers
+	ar      *arena            // this worker's scratch, reused sequence after sequence
+	pk      *packs            // the weights packed for the products, shared by the workers
+	tm      kernels.TrainMath // the host math every product runs on (trainMath)
 	// prec is the products' input precision (Settings.Products): every
 	// product's, packed or not, so a pass never mixes them.
-	prec cpu.Precision
+	prec kernels.Precision
 }
 
 // flevel holds one unrolled level's activations in float32.
@@ -112,16 +114,36 @@ func (a *arena) fill(s []float32) {
 	}
 }
 
-// packs holds every weight matrix packed for cpu.GemmPacked, as the
+// packs holds every weight matrix packed for TrainMath.GemmPacked, as the
 // forward product (x · W^T) and the backward one (dy · W) read it, so a
 // weight is packed once an update rather than once a product. valid says
 // the packs match the parameters: pack sets it, and whoever changes the
 // parameters clears it (the products then fall back to packing as they
 // go, so a stale pack is never read).
 type packs struct {
-	fwd, back      [bW2 + 1]cpu.PackedB // by a matrix's first block
-	head, headBack cpu.PackedB          // the target's frozen head, packed once
+	fwd, back      [bW2 + 1]kernels.Packed // by a matrix's first block
+	head, headBack kernels.Packed          // the target's frozen head, packed once
 	valid          bool
+}
+
+// newPacks returns empty packs for tm's products.
+func newPacks(tm kernels.TrainMath) *packs {
+	pk := &packs{head: tm.NewPacked(), headBack: tm.NewPacked()}
+	for i := range pk.fwd {
+		pk.fwd[i], pk.back[i] = tm.NewPacked(), tm.NewPacked()
+	}
+	return pk
+}
+
+// trainMath is the host math the trainer's and the source's products run
+// on: the host backend's (kernels.LookupHost), whatever backend the target
+// runs on.
+func trainMath() (kernels.TrainMath, error) {
+	r, err := kernels.LookupHost()
+	if err != nil {
+		return nil, fmt.Errorf("hidden: %w", err)
+	}
+	return r.Host, nil
 }
 
 // pack packs the current parameters; call it before a batch's passes.
@@ -140,7 +162,7 @@ func (n *fnet) changed() { n.pk.valid = false }
 // setPrecision makes every product of n (and of workers made after it)
 // run at prec: the frozen head is packed again, the weights' packs are
 // stale until the next pack.
-func (n *fnet) setPrecision(prec cpu.Precision) {
+func (n *fnet) setPrecision(prec kernels.Precision) {
 	n.prec = prec
 	n.pk.head.PackAt(prec, n.hd, n.s.Vocab, n.s.Dim, true)
 	n.pk.headBack.PackAt(prec, n.hd, n.s.Dim, n.s.Vocab, false)
@@ -148,24 +170,31 @@ func (n *fnet) setPrecision(prec cpu.Precision) {
 }
 
 // newFNet makes the float32 training copy of d beside target's frozen
-// parts; be lends its workers to attention and the loss.
+// parts; be lends its workers to attention and the loss. The host backend
+// is linked into every binary that trains (profiles/pairs links it, and
+// Settings.Validate has found it), so its absence is a build's mistake and
+// panics.
 func newFNet(d *Drafter, n64 *net, be kernels.Backend) *fnet {
+	tm, err := trainMath()
+	if err != nil {
+		panic(err)
+	}
 	s := d.Shape
-	n := &fnet{s: s, lay: d.Layout(), be: be, mseW: float32(n64.mseW), klW: float32(n64.klW), ar: &arena{}, pk: &packs{}}
+	n := &fnet{s: s, lay: d.Layout(), be: be, mseW: float32(n64.mseW), klW: float32(n64.klW), ar: &arena{}, pk: newPacks(tm), tm: tm}
 	n.p = append([]float32(nil), d.P...)
 	n.g = make([]float32, len(n.p))
 	n.emb = to32(n64.emb)
 	n.hd = to32(n64.head)
 	n.outNorm = to32(n64.outNorm)
-	n.setPrecision(cpu.F32)
+	n.setPrecision(kernels.PrecisionF32)
 	return n
 }
 
 // workers returns count copies of n that share its parameters and frozen
 // parts but own their gradient, each on a one-thread CPU backend of its
-// own: sequences then train side by side with no synchronisation inside a
-// pass (on a busy machine every hand-off between threads can cost a
-// scheduler time slice).
+// own (the host backend's, by name): sequences then train side by side
+// with no synchronisation inside a pass (on a busy machine every hand-off
+// between threads can cost a scheduler time slice).
 func (n *fnet) workers(count int) []*fnet {
 	if count <= 1 {
 		return []*fnet{n}
@@ -173,7 +202,11 @@ func (n *fnet) workers(count int) []*fnet {
 	out := make([]*fnet, count)
 	for i := range out {
 		w := *n
-		w.be = cpu.New(1)
+		be, err := kernels.Open(kernels.HostBackend, 1)
+		if err != nil {
+			panic(err) // newFNet found the host backend
+		}
+		w.be = be
 		w.g = make([]float32, len(n.p))
 		w.ar = &arena{}
 		out[i] = &w
@@ -219,7 +252,7 @@ func (n *fnet) grad(i int) []float32 {
 // mul: y (rows x out) = x (rows x in) · W^T, or += when add, for the
 // weight W (out x in) with values w.
 func (n *fnet) mul(y, w, x []float32, rows, out, in int, add bool) {
-	cpu.GemmAt(n.prec, y, x, w, rows, out, in, false, true, add)
+	n.tm.Gemm(n.prec, y, x, w, rows, out, in, false, true, add)
 }
 
 // matrix is one weight matrix of the products: blocks first..last, laid
@@ -249,7 +282,7 @@ func (n *fnet) span(m matrix) (w, g []float32, rows, cols int) {
 // fwd is mul for weight matrix m.
 func (n *fnet) fwd(y []float32, m matrix, x []float32, rows int, add bool) {
 	if n.pk.valid {
-		cpu.GemmPacked(y, x, &n.pk.fwd[m.first], rows, false, add)
+		n.tm.GemmPacked(y, x, n.pk.fwd[m.first], rows, false, add)
 		return
 	}
 	w, _, out, in := n.span(m)
@@ -259,13 +292,13 @@ func (n *fnet) fwd(y []float32, m matrix, x []float32, rows int, add bool) {
 // mulBack: dx (rows x in) = dy (rows x out) · W, or += when add, for the
 // weight W (out x in) with values w.
 func (n *fnet) mulBack(dx, w, dy []float32, rows, out, in int, add bool) {
-	cpu.GemmAt(n.prec, dx, dy, w, rows, in, out, false, false, add)
+	n.tm.Gemm(n.prec, dx, dy, w, rows, in, out, false, false, add)
 }
 
 // back is mulBack for weight matrix m.
 func (n *fnet) back(dx []float32, m matrix, dy []float32, rows int, add bool) {
 	if n.pk.valid {
-		cpu.GemmPacked(dx, dy, &n.pk.back[m.first], rows, false, add)
+		n.tm.GemmPacked(dx, dy, n.pk.back[m.first], rows, false, add)
 		return
 	}
 	w, _, out, in := n.span(m)
@@ -282,7 +315,7 @@ func (n *fnet) wgrad(m matrix, dy, x []float32, rows int) {
 // weightGrad: dW (out x in) += dy^T · x for dy (rows x out) and x (rows x
 // in).
 func (n *fnet) weightGrad(dw, dy, x []float32, rows, in, out int) {
-	cpu.GemmAt(n.prec, dw, dy, x, out, in, rows, true, false, true)
+	n.tm.Gemm(n.prec, dw, dy, x, out, in, rows, true, false, true)
 }
 
 // tdist is the target's next-token distribution at positions 1..T-1 of a
@@ -306,12 +339,12 @@ func (n *fnet) targetDist(sq *seq) tdist {
 	} else {
 		xo, r := n.ar.dirty((T-1)*dim), n.ar.dirty(T-1)
 		rmsNorm64(xo, r, sq.h[dim:T*dim], n.outNorm, T-1, dim, float64(n.s.Eps))
-		cpu.GemmPacked(out.p, xo, &n.pk.head, T-1, false, false)
+		n.tm.GemmPacked(out.p, xo, n.pk.head, T-1, false, false)
 	}
 	kernels.ParallelFor(n.be, T-1, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			// sum p log p = sum p z - lse: no logarithm per entry
-			lse, mean := cpu.Softmax(out.p[t*V : (t+1)*V])
+			lse, mean := n.tm.Softmax(out.p[t*V : (t+1)*V])
 			out.ent[t] = mean - lse
 		}
 	})
@@ -375,7 +408,7 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 		rope(s, L.q, R, s.Heads, L.cos, L.sin, false)
 		rope(s, L.k, R, s.KVHeads, L.cos, L.sin, false)
 		L.att = L.at(st.att, qd)
-		L.j, L.heads, L.span = j, s.Heads, cpu.TrainRowBase(R, j)
+		L.j, L.heads, L.span = j, s.Heads, kernels.TrainRowBase(R, j)
 		L.p = n.ar.dirty(s.Heads * L.span)
 		// query (level j, row t) reads keys (0, 0..t) and (1..j, t): level
 		// 0's keys and values transposed (a row per channel, so a query's
@@ -387,7 +420,7 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 		kernels.ParallelFor(n.be, s.Heads, func(lo, hi int) {
 			for h := lo; h < hi; h++ {
 				a := n.attention(L, h, lvs[0].rows, kT, vT)
-				a.Forward(L.att[h*hd:], qd)
+				n.tm.TrainForward(a, L.att[h*hd:], qd)
 			}
 		})
 		L.x1 = mk(dim)
@@ -399,7 +432,7 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 		gu := mk(2 * f)
 		n.fwd(gu, mGU, L.b, R, false)
 		moveCols(gu, R, true, cols{L.gt, f}, cols{L.u, f})
-		cpu.SiLUGate(L.s, L.sg, L.gt, L.u)
+		n.tm.SiLUGate(L.s, L.sg, L.gt, L.u)
 		L.y = mk(dim)
 		copy(L.y, L.x1)
 		n.fwd(L.y, mDown, L.s, R, true)
@@ -407,7 +440,7 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 		L.xo, L.ro = mk(dim), mk(1)
 		rmsNorm64(L.xo, L.ro, L.y, n.outNorm, R, dim, float64(s.Eps))
 		L.pd = mk(V)
-		cpu.GemmPacked(L.pd, L.xo, &n.pk.head, R, false, false)
+		n.tm.GemmPacked(L.pd, L.xo, n.pk.head, R, false, false)
 		L.e = L.at(st.e, dim)
 		for t := 0; t < R; t++ {
 			tok := info[t+j+1]
@@ -432,7 +465,7 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 				for i, p := range ptr {
 					cross += float64(p * row[i])
 				}
-				lse, _ := cpu.Softmax(row)
+				lse, _ := n.tm.Softmax(row)
 				kl := td.ent[tau-1] - (cross - lse)
 				a := acc{kl: kl}
 				if sample.Argmax(row) == sample.Argmax(ptr) {
@@ -457,15 +490,15 @@ func (n *fnet) forward(sq *seq, info []int, K int, td tdist) ([]*flevel, []lossP
 	return lvs, parts
 }
 
-// attention describes query head h of level L for cpu.TrainAttention:
+// attention describes query head h of level L for TrainMath's attention:
 // level 0's transposed keys and values (r0 rows) and L's packed extra
 // levels, for the head's key/value head.
-func (n *fnet) attention(L *flevel, h, r0 int, kT, vT []float32) *cpu.TrainAttention {
+func (n *fnet) attention(L *flevel, h, r0 int, kT, vT []float32) *kernels.TrainAttention {
 	s := n.s
 	hd := s.HeadDim
 	kh := h / (s.Heads / s.KVHeads)
 	e := packedAt(kh, L.j, 0, L.rows, 0, hd)
-	return &cpu.TrainAttention{
+	return &kernels.TrainAttention{
 		Q: L.q[h*hd:], QStride: s.qDim(), KT: kT[kh*hd*r0:], VT: vT[kh*hd*r0:], R0: r0,
 		EK: L.ek[e:], EV: L.ev[e:], J: L.j, Rows: L.rows, HeadDim: hd,
 		Scale: float32(1 / math.Sqrt(float64(hd))), P: L.p[h*L.span:],
@@ -474,7 +507,7 @@ func (n *fnet) attention(L *flevel, h, r0 int, kT, vT []float32) *cpu.TrainAtten
 
 // packedAt is where packLevels puts the hd channels of key/value head kh
 // of packed level li (0-based; J levels of rows rows) at row t: each key/
-// value head's levels one after another, as cpu.TrainAttention reads them.
+// value head's levels one after another, as kernels.TrainAttention reads them.
 func packedAt(kh, J, li, rows, t, hd int) int { return ((kh*J+li)*rows + t) * hd }
 
 // eachPacked calls f for every row t < rows and key/value head of the
@@ -491,7 +524,7 @@ func eachPacked(lvs []*flevel, rows, kvd, hd int, f func(L *flevel, at, o int)) 
 }
 
 // packLevels packs rows 0..rows-1 of the levels' keys (values when v) for
-// cpu.TrainAttention (packedAt).
+// kernels.TrainAttention (packedAt).
 func packLevels(ar *arena, lvs []*flevel, rows, kvd, hd int, v bool) []float32 {
 	out := ar.dirty(len(lvs) * rows * kvd)
 	eachPacked(lvs, rows, kvd, hd, func(L *flevel, at, o int) {
@@ -562,7 +595,7 @@ func (n *fnet) backward(sq *seq, info []int, lvs []*flevel, weight float64, td t
 			}
 		}
 		dxo := mk(dim)
-		cpu.GemmPacked(dxo, dlog, &n.pk.headBack, R, false, false)
+		n.tm.GemmPacked(dxo, dlog, n.pk.headBack, R, false, false)
 		rmsNormBack(dy, nil, dxo, L.y, L.ro, n.outNorm, R, dim)
 		// token-info: dW2 += dlog^T U, dU = dlog W2, dW1 += dU^T e
 		du := L.at(st.du, D)
@@ -603,7 +636,7 @@ func (n *fnet) backward(sq *seq, info []int, lvs []*flevel, weight float64, td t
 				e := packedAt(kh, j, 0, R, 0, hd)
 				for h := kh * group; h < (kh+1)*group; h++ {
 					a := n.attention(L, h, R0, kT, vT)
-					a.Backward(datt[h*hd:], qd, dq[h*hd:], qd, dkT[kh*hd*R0:], dvT[kh*hd*R0:], dek[e:], dev[e:], scratch)
+					n.tm.TrainBackward(a, datt[h*hd:], qd, dq[h*hd:], qd, dkT[kh*hd*R0:], dvT[kh*hd*R0:], dek[e:], dev[e:], scratch)
 				}
 			}
 		})

@@ -24,7 +24,7 @@ import (
 	"slices"
 
 	"arborist/engine/model"
-	"arborist/kernels/cpu"
+	"arborist/kernels"
 	"arborist/kernels/quant"
 )
 
@@ -263,23 +263,29 @@ type Settings struct {
 // mixed-precision training does) where the CPU multiplies bfloat16 pairs
 // at twice the float32 rate (AVX-512 BF16). auto picks bf16 where it can.
 // The held-out evaluation, which decides the epoch kept and early
-// stopping, always runs in f32, as the drafter is served.
-func (s *Settings) Products() (cpu.Precision, error) {
+// stopping, always runs in f32, as the drafter is served. The products
+// run on the host backend's math (trainMath); without it there is none.
+func (s *Settings) Products() (kernels.Precision, error) {
+	const f32, bf16 = kernels.PrecisionF32, kernels.PrecisionBF16
+	tm, err := trainMath()
+	if err != nil {
+		return f32, err
+	}
 	switch s.Precision {
 	case "", "auto":
-		if cpu.BF16Products() {
-			return cpu.BF16, nil
+		if tm.BF16Products() {
+			return bf16, nil
 		}
-		return cpu.F32, nil
+		return f32, nil
 	case "f32":
-		return cpu.F32, nil
+		return f32, nil
 	case "bf16":
-		if !cpu.BF16Products() {
-			return cpu.F32, fmt.Errorf("hidden: precision bf16 needs a CPU with AVX-512 BF16 (this one has none, or ARBORIST_SIMD caps it): use auto or f32")
+		if !tm.BF16Products() {
+			return f32, fmt.Errorf("hidden: precision bf16 needs a CPU with AVX-512 BF16 (this one has none, or ARBORIST_SIMD caps it): use auto or f32")
 		}
-		return cpu.BF16, nil
+		return bf16, nil
 	}
-	return cpu.F32, fmt.Errorf("hidden: precision %q must be auto, f32 or bf16", s.Precision)
+	return f32, fmt.Errorf("hidden: precision %q must be auto, f32 or bf16", s.Precision)
 }
 
 // DefaultSettings are the defaults of `arborist train drafter`.

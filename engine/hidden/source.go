@@ -1,7 +1,6 @@
 package hidden
 
 import (
-	"arborist/kernels/cpu"
 	"context"
 	"fmt"
 	"time"
@@ -394,11 +393,16 @@ type tokenInfo struct {
 	scratch  []float32
 	emb, u   []float32
 	onDemand int
+	tm       kernels.TrainMath // the host's products (trainMath)
 }
 
 func newTokenInfo(d *Drafter, target *model.Model, budget int64) (*tokenInfo, error) {
+	tm, err := trainMath()
+	if err != nil {
+		return nil, err
+	}
 	ti := &tokenInfo{d: d, target: target, hot: map[int][]float32{}, scratch: make([]float32, d.Vocab),
-		emb: make([]float32, d.Dim), u: make([]float32, d.D)}
+		emb: make([]float32, d.Dim), u: make([]float32, d.D), tm: tm}
 	rows := int(budget / int64(4*d.Vocab))
 	hot := d.Hot
 	if rows >= d.Vocab {
@@ -430,8 +434,8 @@ func (ti *tokenInfo) compute(tok int, dst []float32) error {
 	// u = W1 · emb, then W2 · u: one row each, on the host's blocked
 	// product (a row on its own always gets the same bits; scalar loops
 	// took a quarter of a millisecond per token on the bench target)
-	cpu.Gemm(ti.u, ti.emb, d.Block(bW1), 1, d.D, d.Dim, false, true, false)
-	cpu.Gemm(dst[:d.Vocab], ti.u, d.Block(bW2), 1, d.Vocab, d.D, false, true, false)
+	ti.tm.Gemm(kernels.PrecisionF32, ti.u, ti.emb, d.Block(bW1), 1, d.D, d.Dim, false, true, false)
+	ti.tm.Gemm(kernels.PrecisionF32, dst[:d.Vocab], ti.u, d.Block(bW2), 1, d.Vocab, d.D, false, true, false)
 	return nil
 }
 

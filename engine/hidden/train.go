@@ -15,7 +15,6 @@ import (
 	"arborist/engine/model"
 	"arborist/engine/sample"
 	"arborist/kernels"
-	"arborist/kernels/cpu"
 )
 
 // Progress reports training as it goes.
@@ -589,9 +588,9 @@ func (tr *Trainer) evaluate(n *fnet, depth int) Epoch {
 	mean := make([]float64, n.s.Dim)
 	// at f32 whatever the training products run at: this is the
 	// acceptance the served drafter gets
-	if n.prec != cpu.F32 {
+	if n.prec != kernels.PrecisionF32 {
 		defer n.setPrecision(n.prec)
-		n.setPrecision(cpu.F32)
+		n.setPrecision(kernels.PrecisionF32)
 	}
 	ws := n.workers(n.be.Threads())
 	defer closeWorkers(ws, n)

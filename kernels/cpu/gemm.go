@@ -1,6 +1,10 @@
 package cpu
 
-import "fmt"
+import (
+	"fmt"
+
+	"arborist/kernels"
+)
 
 // Gemm computes C (m x n) = op(A) · op(B), or adds it to C when
 // accumulate. op(A) is A stored m x k, or with transA A stored k x m and
@@ -14,27 +18,15 @@ func Gemm(c, a, b []float32, m, n, k int, transA, transB, accumulate bool) {
 	GemmAt(F32, c, a, b, m, n, k, transA, transB, accumulate)
 }
 
-// Precision is what a training product rounds its inputs to; it sums in
-// float32 either way.
-type Precision uint8
+// Precision is what a training product rounds its inputs to
+// (kernels.Precision, the contract's type).
+type Precision = kernels.Precision
 
+// The precisions, as this package's products name them.
 const (
-	// F32 multiplies the float32 inputs as they are.
-	F32 Precision = iota
-	// BF16 rounds the inputs to bfloat16 (8 bits of mantissa, to nearest
-	// even) and sums their products in float32, as mixed-precision
-	// training does, on CPUs with AVX-512 BF16 (BF16Products), whose
-	// vdpbf16ps does twice the multiply-adds of a float32 FMA; elsewhere a
-	// BF16 product runs as F32.
-	BF16
+	F32  = kernels.PrecisionF32
+	BF16 = kernels.PrecisionBF16
 )
-
-func (p Precision) String() string {
-	if p == BF16 {
-		return "bf16"
-	}
-	return "f32"
-}
 
 // BF16Products says whether BF16 products run as such on this CPU (not
 // capped by ARBORIST_SIMD below 3).

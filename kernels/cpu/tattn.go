@@ -3,36 +3,14 @@ package cpu
 import (
 	"fmt"
 	"math"
+
+	"arborist/kernels"
 )
 
-// TrainAttention is one query head's causal attention over the rows of one
-// unrolled level of the hidden-state drafter's trainer (engine/hidden):
-// query row t of level J reads keys 0..t of level 0 and row t of levels
-// 1..J. Forward and Backward run a whole head per call (in C where the
-// build has it), since a head can be 8 values wide and a row's work is a
-// few dozen vector operations. Training only: inference has its own
-// attention kernels, whose order of summation is fixed for losslessness.
-type TrainAttention struct {
-	Q       []float32 // query rows: row t at Q[t*QStride:], HeadDim values
-	QStride int
-	// KT and VT are level 0's keys and values of the head's key/value
-	// head, transposed: channel d at [d*R0 : (d+1)*R0].
-	KT, VT []float32
-	R0     int
-	// EK and EV are the extra levels' keys and values, packed: level l
-	// (1..J), row t, channel d at [((l-1)*Rows+t)*HeadDim+d].
-	EK, EV  []float32
-	J, Rows int
-	HeadDim int
-	Scale   float32
-	// P holds the attention weights: row t's t+1+J of them from
-	// TrainRowBase(t, J).
-	P []float32
-}
-
-// TrainRowBase is where row t's attention weights start in
-// TrainAttention.P for J extra levels.
-func TrainRowBase(t, J int) int { return t*(t+1)/2 + t*J }
+// TrainAttention is kernels.TrainAttention with the CPU's kernels as its
+// methods: Forward and Backward run a whole head per call, in C where the
+// build has it (host.go hands the contract's value over to them).
+type TrainAttention kernels.TrainAttention
 
 // check panics on slices too short for the shape (the trainer sizes them;
 // a short one is a bug, and C must never read past a slice).
@@ -40,7 +18,7 @@ func (a *TrainAttention) check(extra ...[2]int) {
 	hd, R, J := a.HeadDim, a.Rows, a.J
 	need := [][2]int{
 		{len(a.Q), (R-1)*a.QStride + hd}, {len(a.KT), hd * a.R0}, {len(a.VT), hd * a.R0},
-		{len(a.EK), J * R * hd}, {len(a.EV), J * R * hd}, {len(a.P), TrainRowBase(R, J)},
+		{len(a.EK), J * R * hd}, {len(a.EV), J * R * hd}, {len(a.P), kernels.TrainRowBase(R, J)},
 	}
 	if R > a.R0 || R <= 0 || hd <= 0 || J < 0 {
 		panic(fmt.Sprintf("cpu: train attention of %d rows over %d keys, head width %d, %d extra levels", R, a.R0, hd, J))
@@ -76,7 +54,7 @@ func trainAttnForwardGo(a *TrainAttention, o []float32, oStride int) {
 	hd, R, J, r0 := a.HeadDim, a.Rows, a.J, a.R0
 	for t := 0; t < R; t++ {
 		qv := a.Q[t*a.QStride : t*a.QStride+hd]
-		p := a.P[TrainRowBase(t, J) : TrainRowBase(t, J)+t+1+J]
+		p := a.P[kernels.TrainRowBase(t, J) : kernels.TrainRowBase(t, J)+t+1+J]
 		for i := 0; i <= t; i++ {
 			var s float32
 			for d, qx := range qv {
@@ -117,7 +95,7 @@ func trainAttnForwardGo(a *TrainAttention, o []float32, oStride int) {
 func trainAttnBackwardGo(a *TrainAttention, dout []float32, ds int, dq []float32, dqs int, dkT, dvT, dek, dev, scratch []float32) {
 	hd, R, J, r0 := a.HeadDim, a.Rows, a.J, a.R0
 	for t := 0; t < R; t++ {
-		p := a.P[TrainRowBase(t, J) : TrainRowBase(t, J)+t+1+J]
+		p := a.P[kernels.TrainRowBase(t, J) : kernels.TrainRowBase(t, J)+t+1+J]
 		pr := p[:t+1]
 		qv, do := a.Q[t*a.QStride:t*a.QStride+hd], dout[t*ds:t*ds+hd]
 		dqv := dq[t*dqs : t*dqs+hd]

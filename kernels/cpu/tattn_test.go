@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"arborist/kernels"
 )
 
 // TestTrainAttention: a head's forward and backward (C where the build has
@@ -18,7 +20,7 @@ func TestTrainAttention(t *testing.T) {
 		a := &TrainAttention{
 			Q: mk(c.rows * qs), QStride: qs, KT: mk(c.hd * c.r0), VT: mk(c.hd * c.r0), R0: c.r0,
 			EK: mk(c.j * c.rows * c.hd), EV: mk(c.j * c.rows * c.hd), J: c.j, Rows: c.rows, HeadDim: c.hd,
-			Scale: float32(1 / math.Sqrt(float64(c.hd))), P: make([]float32, TrainRowBase(c.rows, c.j)),
+			Scale: float32(1 / math.Sqrt(float64(c.hd))), P: make([]float32, kernels.TrainRowBase(c.rows, c.j)),
 		}
 		b := *a
 		b.P = make([]float32, len(a.P))
@@ -69,7 +71,7 @@ func BenchmarkTrainAttention(b *testing.B) {
 	a := &TrainAttention{
 		Q: mk(rows * qs), QStride: qs, KT: mk(hd * r0), VT: mk(hd * r0), R0: r0,
 		EK: mk(j * rows * hd), EV: mk(j * rows * hd), J: j, Rows: rows, HeadDim: hd,
-		Scale: float32(1 / math.Sqrt(hd)), P: make([]float32, TrainRowBase(rows, j)),
+		Scale: float32(1 / math.Sqrt(hd)), P: make([]float32, kernels.TrainRowBase(rows, j)),
 	}
 	o, dout, dq := make([]float32, rows*qs), mk(rows*qs), make([]float32, rows*qs)
 	dkT, dvT, dek, dev := make([]float32, hd*r0), make([]float32, hd*r0), make([]float32, j*rows*hd), make([]float32, j*rows*hd)
