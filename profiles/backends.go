@@ -2,7 +2,7 @@ package profiles
 
 import (
 	"arborist/kernels"
-	"arborist/kernels/cuda"
+	"arborist/profiles/pairs"
 )
 
 // DefaultBackend is the backend a pair runs on when none is named.
@@ -39,4 +39,4 @@ func CheckKV(name string) error {
 // cuda run is handed over to arborist-cuda (the process is replaced), or
 // HandOff says why CUDA is unavailable; for every other device it does
 // nothing.
-func HandOff(device string) error { return cuda.HandOff(device) }
+func HandOff(device string) error { return pairs.HandOff(device) }

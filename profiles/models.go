@@ -21,7 +21,6 @@ import (
 	"arborist/engine/tokenizer"
 	"arborist/engine/tree"
 	"arborist/kernels"
-	"arborist/kernels/cpu"
 	"arborist/profiles/hardware"
 	"arborist/profiles/measure"
 	"arborist/profiles/outfile"
@@ -73,14 +72,16 @@ func Inspect(w io.Writer, path string, ctxLen int) error {
 			n = min(cfg.CtxLen, 4096)
 		}
 		kv := cfg.KVBytes(n)
-		// the CPU backend's repacked copies, in tensor order until the
-		// backend's budget would be passed (cpu.RepackBudget)
+		// the host backend's repacked copies, in tensor order until its
+		// budget would be passed (kernels.HostFacts.RepackBudget)
 		var packed uint64
-		left := uint64(cpu.RepackBudget())
-		for _, t := range f.Tensors {
-			if len(t.Dims) == 2 {
-				if size := uint64(cpu.RepackedBytes(t.Type, int(t.Dims[1]), int(t.Dims[0]))); size <= left {
-					packed, left = packed+size, left-size
+		if r, err := kernels.LookupHost(); err == nil {
+			left := uint64(r.Host.RepackBudget())
+			for _, t := range f.Tensors {
+				if len(t.Dims) == 2 {
+					if size := uint64(r.Host.RepackedBytes(t.Type, int(t.Dims[1]), int(t.Dims[0]))); size <= left {
+						packed, left = packed+size, left-size
+					}
 				}
 			}
 		}

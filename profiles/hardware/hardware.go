@@ -10,7 +10,7 @@ import (
 	"runtime"
 	"strings"
 
-	"arborist/kernels/cpu"
+	"arborist/kernels"
 	"arborist/profiles/store"
 )
 
@@ -21,6 +21,7 @@ import (
 // machine is profiled and recorded, not on every run. Bandwidth is measured
 // separately (Bandwidth) because it takes a second.
 func DetectHardware() store.Hardware {
+	r := host()
 	h := store.Hardware{CPU: runtime.GOARCH, Threads: runtime.NumCPU(), Cores: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH}
 	flags := map[string]bool{}
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
@@ -42,7 +43,7 @@ func DetectHardware() store.Hardware {
 			}
 		}
 		f.Close()
-		if n := cpu.PhysicalCores(); n > 0 {
+		if n := r.Host.PhysicalCores(); n > 0 {
 			h.Cores = n
 		}
 	}
@@ -56,10 +57,22 @@ func DetectHardware() store.Hardware {
 		simd = append(simd, "neon")
 	}
 	flagList := strings.Join(simd, " ")
-	h.SIMD = flagList + " (kernels " + cpu.Kernels() + ")"
-	h.RAM = cpu.MemTotal()
-	h.Fingerprint = fingerprint(h, flagList+" (kernels "+cpu.KernelsID()+")")
+	h.SIMD = flagList + " (kernels " + r.Kernels() + ")"
+	h.RAM = r.Host.MemTotal()
+	h.Fingerprint = fingerprint(h, flagList+" (kernels "+r.Host.KernelsID()+")")
 	return h
+}
+
+// host is the host backend's registration: its kernels' name and the
+// machine as they see it (kernels.HostFacts), the CPU side of every record
+// here. Every binary links the CPU backend in (profiles/pairs), so its
+// absence is a build's mistake and panics.
+func host() kernels.Registration {
+	r, err := kernels.LookupHost()
+	if err != nil {
+		panic(fmt.Sprintf("hardware: %v", err))
+	}
+	return r
 }
 
 // fingerprint hashes what decides a machine's CPU latency curves: the CPU,

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"arborist/kernels/cpu"
+	"arborist/kernels"
 )
 
 // Bandwidth measures memory read bandwidth in bytes per second with a
@@ -25,6 +25,7 @@ type BandwidthProbe struct {
 	buf     []uint64
 	threads int
 	sinks   []uint64
+	host    kernels.HostFacts // its ReadSum reads the buffer
 }
 
 // NewBandwidthProbe allocates and writes a probe of size bytes (256 MiB
@@ -34,7 +35,7 @@ func NewBandwidthProbe(threads, size int) *BandwidthProbe {
 		size = 256 << 20
 	}
 	threads = max(1, threads)
-	p := &BandwidthProbe{buf: make([]uint64, size/8), threads: threads, sinks: make([]uint64, threads)}
+	p := &BandwidthProbe{buf: make([]uint64, size/8), threads: threads, sinks: make([]uint64, threads), host: host().Host}
 	for i := range p.buf {
 		p.buf[i] = uint64(i)
 	}
@@ -63,7 +64,7 @@ func (p *BandwidthProbe) pass() time.Duration {
 	for w := 0; w < threads; w++ {
 		go func(w int) {
 			lo, hi := w*n/threads/16*16, (w+1)*n/threads/16*16
-			p.sinks[w] = cpu.ReadSum(p.buf[lo:hi])
+			p.sinks[w] = p.host.ReadSum(p.buf[lo:hi])
 			done <- struct{}{}
 		}(w)
 	}
@@ -118,10 +119,11 @@ func (p *BandwidthProbe) Sustain(ctx context.Context, d time.Duration) (Reading,
 // it, so T_verify(W) of wide W is judged against it.
 func ComputePeak(ctx context.Context, threads int, integer bool) (float64, error) {
 	threads = max(1, threads)
+	hf := host().Host
 	iters := 1 << 12
 	for { // size one pass to about 50 ms on one thread
 		t0 := time.Now()
-		cpu.PeakProbe(integer, iters)
+		hf.PeakProbe(integer, iters)
 		if d := time.Since(t0); d > 10*time.Millisecond || iters > 1<<30 {
 			iters = int(float64(iters) * float64(50*time.Millisecond) / float64(max(d, time.Microsecond)))
 			break
@@ -139,7 +141,7 @@ func ComputePeak(ctx context.Context, threads int, integer bool) (float64, error
 		t0 := time.Now()
 		for w := 0; w < threads; w++ {
 			go func(w int) {
-				n, sink := cpu.PeakProbe(integer, iters)
+				n, sink := hf.PeakProbe(integer, iters)
 				macs.Add(n)
 				sinks[w] = sink
 				done <- struct{}{}
