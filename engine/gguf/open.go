@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"runtime/debug"
+
+	"arborist/internal/filekind"
 )
 
 // ErrNotRegular reports a model path that names a FIFO, a device, a
@@ -44,7 +45,7 @@ func OpenRegular(path string) (*os.File, os.FileInfo, error) {
 	}
 	if !st.Mode().IsRegular() {
 		fd.Close()
-		return nil, nil, fmt.Errorf("%w: is a %s, not a regular file", ErrNotRegular, kindOf(st.Mode()))
+		return nil, nil, fmt.Errorf("%w: is a %s, not a regular file", ErrNotRegular, filekind.Of(st.Mode()))
 	}
 	return fd, st, nil
 }
@@ -160,22 +161,4 @@ func Guard(path string, fn func() error) (err error) {
 		}
 	}()
 	return fn()
-}
-
-// KindOf names the kind of a file that is not a regular one ("FIFO",
-// "device", "directory", ...), for messages.
-func KindOf(m fs.FileMode) string { return kindOf(m) }
-
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "FIFO"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "special file"
 }

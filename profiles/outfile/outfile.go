@@ -11,12 +11,13 @@
 package outfile
 
 import (
-	"arborist/engine/gguf"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"arborist/internal/filekind"
 )
 
 // ErrRefused marks an output path that cannot be written safely (errors.Is).
@@ -45,7 +46,7 @@ func Check(path string, inputs ...string) error {
 	case st.Mode()&os.ModeSymlink != 0:
 		return nil // the link itself is replaced, never written through
 	case !st.Mode().IsRegular():
-		return fmt.Errorf("%w: %s is a %s, not a regular file; it was left as it is", ErrRefused, path, gguf.KindOf(st.Mode()))
+		return fmt.Errorf("%w: %s is a %s, not a regular file; it was left as it is", ErrRefused, path, filekind.Of(st.Mode()))
 	}
 	for _, in := range inputs {
 		if in == "" {
