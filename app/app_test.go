@@ -27,8 +27,8 @@ import (
 	"arborist/profiles"
 	"arborist/profiles/config"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/latency"
 	"arborist/profiles/pairs"
-	"arborist/profiles/store"
 )
 
 func newBench(t *testing.T) *Workbench {
@@ -698,7 +698,7 @@ func TestRunKeepsTheGivenPlan(t *testing.T) {
 		{Strategy: "sequoia", Parents: []int{-1, -1, 0, 1}},
 	}
 	// and the best plan of every family a search ranks
-	flat := []store.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 64, Median: 14 * time.Millisecond}}
+	flat := []latency.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 64, Median: 14 * time.Millisecond}}
 	best := map[string]bool{}
 	for _, pr := range costmodel.Search(costmodel.Uniform(0.7, 0.4, 8, 3), costmodel.Costs{Verify: flat, Draft: flat[:1]}, costmodel.SearchSpace{MaxGamma: 6, MaxDepth: 4, MaxNodes: 16}) {
 		if !best[pr.Plan.Strategy] {

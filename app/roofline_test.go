@@ -10,6 +10,7 @@ import (
 	"arborist/profiles"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
+	"arborist/profiles/latency"
 	"arborist/profiles/measure"
 	"arborist/profiles/store"
 )
@@ -17,7 +18,7 @@ import (
 // The Profile chart draws the roofline of the device the target runs on:
 // a GPU's own memory where it has one, the host's otherwise.
 func TestRooflineSeries(t *testing.T) {
-	vp := &measure.Profile{Curve: &store.Curve{Points: []store.Point{{W: 1, Median: 2 * time.Millisecond}, {W: 64, Median: 9 * time.Millisecond}}}}
+	vp := &measure.Profile{Curve: &store.Curve{Points: []latency.Point{{W: 1, Median: 2 * time.Millisecond}, {W: 64, Median: 9 * time.Millisecond}}}}
 	host := hardware.Limits{Bandwidth: 20e9, WeightBytes: 20e6}
 	s := rooflineSeries(vp, host)
 	if s == nil || s.Y[0] != 1 || s.X[0] != 1 || s.X[1] != 64 || !strings.Contains(s.Name, "20 GB/s (host memory)") {

@@ -14,7 +14,7 @@ import (
 	"arborist/engine/model/modeltest"
 	"arborist/profiles"
 	"arborist/profiles/costmodel"
-	"arborist/profiles/store"
+	"arborist/profiles/latency"
 )
 
 // TestValidateInGUI: after a tune, Validate top 5 runs the best distinct
@@ -31,7 +31,7 @@ func TestValidateInGUI(t *testing.T) {
 		t.Fatal("Validate is enabled before any tune")
 	}
 	// a tune's ranking, as the model makes it from assumed figures
-	flat := []store.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 64, Median: 14 * time.Millisecond}}
+	flat := []latency.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 64, Median: 14 * time.Millisecond}}
 	preds := costmodel.Search(costmodel.Uniform(0.7, 0.4, 8, 3), costmodel.Costs{Verify: flat, Draft: flat[:1]}, costmodel.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 8})
 	// the list shows 25; these are one plan 25 times over, so the five
 	// distinct plans must come from beyond them

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"arborist/profiles/costmodel"
-	"arborist/profiles/store"
+	"arborist/profiles/latency"
 )
 
 // ExploreOptions is the speedup model's what-if question: the acceptance
@@ -53,10 +53,10 @@ type Exploration struct {
 
 // assumedCurve stands in for a profile: verification cost growing with W as
 // on a small CPU, so the model can be explored before profiling.
-func assumedCurve() []store.Point {
-	var pts []store.Point
+func assumedCurve() []latency.Point {
+	var pts []latency.Point
 	for _, w := range []int{1, 2, 4, 8, 16, 32, 64} {
-		pts = append(pts, store.Point{W: w, Median: time.Duration(10+3*(w-1)) * time.Millisecond})
+		pts = append(pts, latency.Point{W: w, Median: time.Duration(10+3*(w-1)) * time.Millisecond})
 	}
 	return pts
 }

@@ -16,9 +16,9 @@ import (
 	"arborist/kernels/cpu"
 	"arborist/profiles/config"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/latency"
 	"arborist/profiles/measure"
 	"arborist/profiles/pairs"
-	"arborist/profiles/store"
 )
 
 // A second CPU backend under another name stands in, in these tests, for
@@ -171,9 +171,9 @@ func TestRecheckDraftingKinds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var curve []store.Point
+		var curve []latency.Point
 		for _, pt := range stored {
-			curve = append(curve, store.Point{W: pt.W, Median: pt.Median, Reps: pt.Reps})
+			curve = append(curve, latency.Point{W: pt.W, Median: pt.Median, Reps: pt.Reps})
 		}
 		for k := 0; k < costmodel.MinWindowSlots; k++ {
 			if k == costmodel.MinWindowSlots-1 { // one moment short: not pooled

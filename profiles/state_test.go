@@ -9,7 +9,7 @@ import (
 
 	"arborist/engine/model/modeltest"
 	"arborist/profiles/costmodel"
-	"arborist/profiles/store"
+	"arborist/profiles/latency"
 )
 
 // TestFamilies: a ranking splits into every family it holds, each with its
@@ -17,7 +17,7 @@ import (
 // plan named as the best is on its family's line even where another plan
 // of that family and level priced the same or more.
 func TestFamilies(t *testing.T) {
-	flat := []store.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 64, Median: 14 * time.Millisecond}}
+	flat := []latency.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 64, Median: 14 * time.Millisecond}}
 	ranked := costmodel.Search(costmodel.Uniform(0.8, 0.4, 8, 4), costmodel.Costs{Verify: flat, Draft: flat[:1]}, costmodel.SearchSpace{MaxGamma: 6, MaxDepth: 4, MaxNodes: 16})
 	fams := Families(ranked, nil)
 	strategies := map[string]bool{}

@@ -7,6 +7,7 @@ import (
 	"arborist/profiles/config"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
+	"arborist/profiles/latency"
 	"arborist/profiles/measure"
 	"arborist/profiles/store"
 )
@@ -41,7 +42,7 @@ type (
 	// and trained drafters.
 	Run        = store.Run
 	StoredStep = store.Step
-	Point      = store.Point
+	Point      = latency.Point
 	Hardware   = store.Hardware
 	Drafter    = store.Drafter
 

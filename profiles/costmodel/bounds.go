@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"arborist/profiles/store"
+	"arborist/profiles/latency"
 )
 
 // The model's guards: what it prices must be possible. A curve measured
@@ -26,7 +26,7 @@ var ErrBeyondProfile = errors.New("wider than the profile measured")
 // adjacent violators: a run of points that falls is replaced by its mean
 // (weighted by repetitions), the least change that makes the curve one a
 // pass can have. Spreads are kept. pts is not changed.
-func Monotone(pts []store.Point) []store.Point {
+func Monotone(pts []latency.Point) []latency.Point {
 	if len(pts) < 2 {
 		return pts
 	}
@@ -46,7 +46,7 @@ func Monotone(pts []store.Point) []store.Point {
 			blocks = append(blocks[:len(blocks)-2], block{a.sum + b.sum, a.weight + b.weight, a.n + b.n})
 		}
 	}
-	out := make([]store.Point, 0, len(pts))
+	out := make([]latency.Point, 0, len(pts))
 	i := 0
 	for _, b := range blocks {
 		m := time.Duration(math.Round(b.sum / b.weight))
@@ -102,13 +102,13 @@ func bound(pr *Prediction, c Costs, cv curves) error {
 }
 
 // spreadAt is the curve's spread at w relative to its median there.
-func spreadAt(pts []store.Point, w int) float64 {
+func spreadAt(pts []latency.Point, w int) float64 {
 	if len(pts) == 0 {
 		return 0
 	}
-	spread := make([]store.Point, len(pts))
+	spread := make([]latency.Point, len(pts))
 	for i, p := range pts {
-		spread[i] = store.Point{W: p.W, Median: p.Spread}
+		spread[i] = latency.Point{W: p.W, Median: p.Spread}
 	}
 	med := Interp(pts, w)
 	if med <= 0 {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"arborist/profiles/store"
+	"arborist/profiles/latency"
 )
 
 // TestPredictionsWithinBounds: fed a noisy, non-monotone curve (T_verify(4)
@@ -17,13 +17,13 @@ import (
 // plans are counted as left out, never extrapolated.
 func TestPredictionsWithinBounds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	var verify []store.Point
+	var verify []latency.Point
 	for w := 1; w <= 8; w++ {
 		ms := 6.5 + 0.4*float64(w) + rng.Float64()*3 // noise of several steps
 		if w == 4 {
 			ms = 2 // far below T_verify(1)
 		}
-		verify = append(verify, store.Point{W: w, Median: time.Duration(ms * float64(time.Millisecond)), Spread: 300 * time.Microsecond, Reps: 5})
+		verify = append(verify, latency.Point{W: w, Median: time.Duration(ms * float64(time.Millisecond)), Spread: 300 * time.Microsecond, Reps: 5})
 	}
 	acc := Uniform(0.8, 0.4, 8, 4)
 	for i := 0; i < 200; i++ {
@@ -61,7 +61,7 @@ func TestPredictionsWithinBounds(t *testing.T) {
 // TestMonotone: pool adjacent violators keeps a rising curve as it is and
 // replaces a run that falls by its weighted mean.
 func TestMonotone(t *testing.T) {
-	pts := []store.Point{{W: 1, Median: 10, Reps: 1}, {W: 2, Median: 4, Reps: 1}, {W: 3, Median: 7, Reps: 1}, {W: 4, Median: 20, Reps: 1}}
+	pts := []latency.Point{{W: 1, Median: 10, Reps: 1}, {W: 2, Median: 4, Reps: 1}, {W: 3, Median: 7, Reps: 1}, {W: 4, Median: 20, Reps: 1}}
 	want := []time.Duration{7, 7, 7, 20}
 	for i, p := range Monotone(pts) {
 		if p.Median != want[i] || p.W != pts[i].W {
@@ -71,7 +71,7 @@ func TestMonotone(t *testing.T) {
 	if pts[1].Median != 4 {
 		t.Error("Monotone changed its input")
 	}
-	rising := []store.Point{{W: 1, Median: 1}, {W: 2, Median: 2}}
+	rising := []latency.Point{{W: 1, Median: 1}, {W: 2, Median: 2}}
 	for i, p := range Monotone(rising) {
 		if p != rising[i] {
 			t.Errorf("a rising curve changed: %v", p)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"arborist/engine/spec"
-	"arborist/profiles/store"
+	"arborist/profiles/latency"
 )
 
 // TestThresholdPricedOnCalibrationSteps: a threshold depth policy is priced
@@ -18,7 +18,7 @@ import (
 // in proportion; without recorded steps it is refused and not searched.
 func TestThresholdPricedOnCalibrationSteps(t *testing.T) {
 	ms := time.Millisecond
-	verify := []store.Point{{W: 1, Median: 10 * ms}, {W: 64, Median: 73 * ms}} // 1 ms a row beyond the first
+	verify := []latency.Point{{W: 1, Median: 10 * ms}, {W: 64, Median: 73 * ms}} // 1 ms a row beyond the first
 	c := Costs{Verify: verify, Draft: flat(ms)}
 	acc := Uniform(0.8, 0.4, 8, 2)
 	plan := Plan{Strategy: "egt", EGT: []int{1, 1, 1, 1, 1, 1}, Branch: 1, WMax: 6}
@@ -130,7 +130,7 @@ func TestSteadyAALMixesRegularAndResampledSteps(t *testing.T) {
 // rows; without Resample the tokens alone are mixed, as before.
 func TestSteadyMixPricesResampledSteps(t *testing.T) {
 	ms := time.Millisecond
-	c := Costs{Verify: []store.Point{{W: 1, Median: 10 * ms}, {W: 64, Median: 73 * ms}}, Draft: flat(ms), Resample: 4, ResampleLevel: 100 * time.Microsecond}
+	c := Costs{Verify: []latency.Point{{W: 1, Median: 10 * ms}, {W: 64, Median: 73 * ms}}, Draft: flat(ms), Resample: 4, ResampleLevel: 100 * time.Microsecond}
 	acc := Uniform(0.65, 0.4, 4, 2)
 	acc.Regular, acc.Resampled = Uniform(0.8, 0.4, 4, 2).Rank, Uniform(0.5, 0.4, 4, 2).Rank
 	counts := [][]int{{100, 100}}
@@ -169,7 +169,7 @@ func TestSteadyMixPricesResampledSteps(t *testing.T) {
 // plan is refused and left out of the search.
 func TestDuoSequencesPricedOnCalibrationSteps(t *testing.T) {
 	ms := time.Millisecond
-	c := Costs{Verify: []store.Point{{W: 1, Median: 10 * ms}, {W: 64, Median: 73 * ms}}, Draft: flat(ms), Splits: []SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: []store.Point{{W: 1, Median: 10 * ms}, {W: 64, Median: 73 * ms}}, Draft: flat(ms)}}}
+	c := Costs{Verify: []latency.Point{{W: 1, Median: 10 * ms}, {W: 64, Median: 73 * ms}}, Draft: flat(ms), Splits: []SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: []latency.Point{{W: 1, Median: 10 * ms}, {W: 64, Median: 73 * ms}}, Draft: flat(ms)}}}
 	acc := Uniform(0.6, 0.5, 8, 4)
 	duo := Plan{Strategy: "duo", Gamma: 4, MaxSeqs: 2}
 	if _, err := Predict(duo, acc, c); err == nil || !strings.Contains(err.Error(), "calibrate again") {
@@ -223,7 +223,7 @@ func TestDuoSequencesPricedOnCalibrationSteps(t *testing.T) {
 // priced a third of its steps as stopping after one level.
 func TestThresholdWeighsStepKinds(t *testing.T) {
 	ms := time.Millisecond
-	c := Costs{Verify: []store.Point{{W: 1, Median: 10 * ms}, {W: 64, Median: 73 * ms}}, Draft: flat(ms)}
+	c := Costs{Verify: []latency.Point{{W: 1, Median: 10 * ms}, {W: 64, Median: 73 * ms}}, Draft: flat(ms)}
 	acc := Uniform(0.8, 0.4, 8, 2)
 	plan := Plan{Strategy: "egt", EGT: []int{1, 1, 1, 1}, Branch: 1, WMax: 4, DepthPolicy: "threshold", DepthMin: 0.3}
 	sure := DepthSample{Best: []float64{0.9, 0.8, 0.7, 0.6}, Accepted: 4}

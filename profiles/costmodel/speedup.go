@@ -10,7 +10,7 @@ import (
 
 	"arborist/engine/sample"
 	"arborist/engine/spec"
-	"arborist/profiles/store"
+	"arborist/profiles/latency"
 )
 
 // Acceptance is what calibration learns about a target/drafter pair:
@@ -261,9 +261,9 @@ func Uniform(alpha, decay float64, depth, ranks int) *Acceptance {
 
 // Costs are the measured latencies the speedup model reasons with.
 type Costs struct {
-	Verify   []store.Point // target T_verify(W)
-	Draft    []store.Point // drafter forward over W tokens (nil: drafting is free, e.g. n-gram)
-	Overhead time.Duration // per-step bookkeeping (sampling, masks, compaction)
+	Verify   []latency.Point // target T_verify(W)
+	Draft    []latency.Point // drafter forward over W tokens (nil: drafting is free, e.g. n-gram)
+	Overhead time.Duration   // per-step bookkeeping (sampling, masks, compaction)
 	// DraftPerChild says Draft is indexed by the nodes a level adds (the
 	// hidden-state drafter: each new node's token is mixed into the
 	// drafter's state, DraftStepCosts), not by the nodes a pass expands,
@@ -292,7 +292,7 @@ type Costs struct {
 	// beyond Draft (point W=k, the last point for later passes;
 	// DraftAfterTarget): evicted caches and the draft source's own work. Plans
 	// that draft while the target verifies do not pay it.
-	DraftAfter []store.Point
+	DraftAfter []latency.Point
 	// Splits, when measured, hold the curves of a concurrent pair, one
 	// entry per split of the threads: the target on its share and the
 	// drafter on the rest, as plans that draft while the target verifies
@@ -324,19 +324,19 @@ func (c Costs) PlainToken() time.Duration {
 // concurrent drafter and the target.
 type SplitCosts struct {
 	TargetThreads, DraftThreads int
-	Verify, Draft               []store.Point
+	Verify, Draft               []latency.Point
 	// Beside is Verify measured with the drafter drafting on its threads
 	// the whole time, and DraftBeside Draft measured with the target
 	// verifying on its threads the whole time (nil: not measured): what
 	// each costs while a plan drafts beside verification. The drafting
 	// beside a pass is priced on DraftBeside, and the pass pays the share
 	// of the difference Beside - Verify that drafting runs through.
-	Beside, DraftBeside []store.Point
+	Beside, DraftBeside []latency.Point
 }
 
 // Interp returns the latency at W, interpolating linearly between measured
 // widths and extrapolating from the last two beyond the curve.
-func Interp(pts []store.Point, w int) time.Duration {
+func Interp(pts []latency.Point, w int) time.Duration {
 	if len(pts) == 0 {
 		return 0
 	}
@@ -507,9 +507,9 @@ func predictBounded(p Plan, acc *Acceptance, c Costs, cv curves, m *memo) (Predi
 // ones (split -1) or split number split's, with its verification beside
 // the drafter where it was measured (SplitCosts.Beside).
 type curves struct {
-	verify, draft       []store.Point
+	verify, draft       []latency.Point
 	split               int
-	beside, draftBeside []store.Point
+	beside, draftBeside []latency.Point
 }
 
 // memo holds what one search works out once and reuses (nil: nothing):
@@ -614,7 +614,7 @@ func predictOn(p Plan, acc *Acceptance, c Costs, cv curves, m *memo) (Prediction
 	if p.Grows() && p.DepthPolicy == "predictor" {
 		return predictLearned(p, acc, c, cv, m)
 	}
-	secs := func(pts []store.Point) func(int) float64 {
+	secs := func(pts []latency.Point) func(int) float64 {
 		return func(w int) float64 { return Interp(pts, w).Seconds() }
 	}
 	p = p.Adapted(secs(verify), secs(draft))

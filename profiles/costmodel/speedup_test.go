@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"arborist/engine/tree"
-	"arborist/profiles/store"
+	"arborist/profiles/latency"
 )
 
 // profiledWidths are the widths a profile of W up to 64 times.
 var profiledWidths = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 48}
 
-func flat(d time.Duration) []store.Point {
-	return []store.Point{{W: 1, Median: d}, {W: 64, Median: d}}
+func flat(d time.Duration) []latency.Point {
+	return []latency.Point{{W: 1, Median: d}, {W: 64, Median: d}}
 }
 
 func TestPredictChain(t *testing.T) {
@@ -29,7 +29,7 @@ func TestPredictChain(t *testing.T) {
 		t.Errorf("AAL %v speedup %v, want both %v (free drafting, flat verify)", pr.AAL, pr.Speedup, want)
 	}
 	// a verification pass that costs W times more erases the gain
-	linear := []store.Point{{W: 1, Median: time.Millisecond}, {W: 2, Median: 2 * time.Millisecond}}
+	linear := []latency.Point{{W: 1, Median: time.Millisecond}, {W: 2, Median: 2 * time.Millisecond}}
 	pr, _ = Predict(Plan{Strategy: "chain", Gamma: 4}, acc, Costs{Verify: linear})
 	if pr.Speedup >= 1 {
 		t.Errorf("linear verify cost: speedup %v, want < 1", pr.Speedup)
@@ -60,7 +60,7 @@ func TestPredictTreeAndEGT(t *testing.T) {
 func TestSearchPrefersShortChainsWhenVerifyGrows(t *testing.T) {
 	acc := Uniform(0.7, 0.4, 8, 3)
 	// verification cost grows steeply with W, as on a 2-core CPU
-	steep := []store.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 2, Median: 12 * time.Millisecond}, {W: 4, Median: 16 * time.Millisecond}, {W: 8, Median: 30 * time.Millisecond}, {W: 16, Median: 55 * time.Millisecond}}
+	steep := []latency.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 2, Median: 12 * time.Millisecond}, {W: 4, Median: 16 * time.Millisecond}, {W: 8, Median: 30 * time.Millisecond}, {W: 16, Median: 55 * time.Millisecond}}
 	preds := Search(acc, Costs{Verify: steep, Draft: flat(300 * time.Microsecond)}, SearchSpace{})
 	if len(preds) < 100 {
 		t.Fatalf("only %d plans", len(preds))
@@ -77,7 +77,7 @@ func TestSearchPrefersShortChainsWhenVerifyGrows(t *testing.T) {
 }
 
 func TestInterp(t *testing.T) {
-	pts := []store.Point{{W: 1, Median: 10}, {W: 3, Median: 30}, {W: 5, Median: 70}}
+	pts := []latency.Point{{W: 1, Median: 10}, {W: 3, Median: 30}, {W: 5, Median: 70}}
 	for _, c := range []struct {
 		w    int
 		want time.Duration
@@ -91,8 +91,8 @@ func TestInterp(t *testing.T) {
 // ExamplePredict scores a chain of 4 with 80% acceptance per token, a
 // drafter pass of 0.5 ms and a verification curve that grows with W.
 func ExamplePredict() {
-	verify := []store.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 5, Median: 18 * time.Millisecond}}
-	draft := []store.Point{{W: 1, Median: 500 * time.Microsecond}}
+	verify := []latency.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 5, Median: 18 * time.Millisecond}}
+	draft := []latency.Point{{W: 1, Median: 500 * time.Microsecond}}
 	pr, _ := Predict(Plan{Strategy: "chain", Gamma: 4}, Uniform(0.8, 0.4, 8, 2), Costs{Verify: verify, Draft: draft})
 	fmt.Printf("AAL %.2f, step %v, speedup %.2fx\n", pr.AAL, pr.Step, pr.Speedup)
 	// Output: AAL 3.36, step 20ms, speedup 1.68x
@@ -104,7 +104,7 @@ func ExamplePredict() {
 // expects at least as many accepted tokens as any chain or static tree.
 func TestSearchSequoia(t *testing.T) {
 	acc := Uniform(0.7, 0.4, 8, 3)
-	verify := []store.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 8, Median: 14 * time.Millisecond}, {W: 24, Median: 30 * time.Millisecond}}
+	verify := []latency.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 8, Median: 14 * time.Millisecond}, {W: 24, Median: 30 * time.Millisecond}}
 	preds := Search(acc, Costs{Verify: verify, Draft: flat(300 * time.Microsecond)}, SearchSpace{})
 	shapes, _, err := tree.Optimal(acc.At, 23, 12, 8) // as the search builds them: depth max(MaxDepth, MaxGamma)
 	if err != nil {
@@ -142,9 +142,9 @@ func TestSearchSequoia(t *testing.T) {
 // 1..32 and 48, 64, and reports how many plans it scores.
 func BenchmarkSearch(b *testing.B) {
 	acc := Uniform(0.7, 0.4, 8, 4)
-	var verify []store.Point
+	var verify []latency.Point
 	for _, w := range profiledWidths {
-		verify = append(verify, store.Point{W: w, Median: time.Duration(8000+300*w) * time.Microsecond})
+		verify = append(verify, latency.Point{W: w, Median: time.Duration(8000+300*w) * time.Microsecond})
 	}
 	c := Costs{Verify: verify, Draft: flat(300 * time.Microsecond), Overhead: 100 * time.Microsecond, OneDevice: true}
 	// the whole space: threshold depth policies and duo's several
@@ -159,7 +159,7 @@ func BenchmarkSearch(b *testing.B) {
 		acc.Depths = append(acc.Depths, probeSample(i, DepthSample{Best: best, Accepted: i % 7, Top: []float64{q, (1 - q) / 2, (1 - q) / 4, (1 - q) / 8}, P21: best[1] / q}))
 	}
 	for _, d := range []int{1, 4, 8} {
-		var v []store.Point
+		var v []latency.Point
 		for _, p := range verify {
 			p.Median = p.Median * time.Duration(16) / time.Duration(16-d)
 			v = append(v, p)
@@ -210,9 +210,9 @@ func BenchmarkSearchResampling(b *testing.B) {
 	acc.Regular, acc.Resampled = Uniform(0.8, 0.4, 8, 4).Rank, Uniform(0.5, 0.4, 8, 4).Rank
 	counts := [][]int{{100, 100, 100, 100}}
 	acc.RegularCounts, acc.ResampledCounts = counts, counts
-	var verify []store.Point
+	var verify []latency.Point
 	for _, w := range profiledWidths {
-		verify = append(verify, store.Point{W: w, Median: time.Duration(8000+300*w) * time.Microsecond})
+		verify = append(verify, latency.Point{W: w, Median: time.Duration(8000+300*w) * time.Microsecond})
 	}
 	c := Costs{Verify: verify, Draft: flat(300 * time.Microsecond), Overhead: 100 * time.Microsecond, OneDevice: true,
 		DraftPerChild: true, Resample: 4, ResampleLevel: 40 * time.Microsecond}
@@ -234,7 +234,7 @@ func BenchmarkSearchResampling(b *testing.B) {
 // of its length) count once among the top plans.
 func TestDistinct(t *testing.T) {
 	acc := Uniform(0.8, 0.4, 8, 3)
-	c := Costs{Verify: []store.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 9, Median: 20 * time.Millisecond}}, Draft: flat(time.Millisecond)}
+	c := Costs{Verify: []latency.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 9, Median: 20 * time.Millisecond}}, Draft: flat(time.Millisecond)}
 	var preds []Prediction
 	for _, p := range []Plan{{Strategy: "chain", Gamma: 4}, {Strategy: "tree", Widths: []int{1, 1, 1, 1}}, {Strategy: "chain", Gamma: 3}, {Strategy: "tree", Widths: []int{2, 1}}} {
 		pr, err := Predict(p, acc, c)
@@ -374,8 +374,8 @@ func TestDuoGammaFollowsTheCostRatio(t *testing.T) {
 // the per-step bookkeeping of speculative plans costs.
 func TestPredictPlainDecodingIsTheBaseline(t *testing.T) {
 	c := Costs{
-		Verify:   []store.Point{{W: 1, Median: 8 * time.Millisecond}, {W: 8, Median: 10 * time.Millisecond}},
-		Draft:    []store.Point{{W: 1, Median: time.Millisecond}},
+		Verify:   []latency.Point{{W: 1, Median: 8 * time.Millisecond}, {W: 8, Median: 10 * time.Millisecond}},
+		Draft:    []latency.Point{{W: 1, Median: time.Millisecond}},
 		Overhead: 2 * time.Millisecond,
 	}
 	pr, err := Predict(Plan{Strategy: "ar"}, &Acceptance{}, c)
@@ -400,7 +400,7 @@ func TestPredictPlainDecodingIsTheBaseline(t *testing.T) {
 // alike.
 func TestPredictAgainstMeasuredPlainDecoding(t *testing.T) {
 	acc := Uniform(0.8, 0.4, 8, 3)
-	c := Costs{Verify: []store.Point{{W: 1, Median: 8 * time.Millisecond}, {W: 8, Median: 10 * time.Millisecond}}, Draft: flat(200 * time.Microsecond)}
+	c := Costs{Verify: []latency.Point{{W: 1, Median: 8 * time.Millisecond}, {W: 8, Median: 10 * time.Millisecond}}, Draft: flat(200 * time.Microsecond)}
 	if c.PlainToken() != 8*time.Millisecond {
 		t.Fatalf("unmeasured plain decoding: %v, want T_verify(1) 8ms", c.PlainToken())
 	}
@@ -428,8 +428,8 @@ func TestPredictAgainstMeasuredPlainDecoding(t *testing.T) {
 // the target verifies is not.
 func TestPredictDraftAfterTarget(t *testing.T) {
 	c := Costs{
-		Verify: []store.Point{{W: 1, Median: 8 * time.Millisecond}, {W: 8, Median: 10 * time.Millisecond}},
-		Draft:  []store.Point{{W: 1, Median: 100 * time.Microsecond}, {W: 8, Median: 200 * time.Microsecond}},
+		Verify: []latency.Point{{W: 1, Median: 8 * time.Millisecond}, {W: 8, Median: 10 * time.Millisecond}},
+		Draft:  []latency.Point{{W: 1, Median: 100 * time.Microsecond}, {W: 8, Median: 200 * time.Microsecond}},
 	}
 	acc := &Acceptance{}
 	chain := Plan{Strategy: "chain", Gamma: 4}
@@ -437,7 +437,7 @@ func TestPredictDraftAfterTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.DraftAfter = []store.Point{{W: 1, Median: 200 * time.Microsecond}, {W: 2, Median: 50 * time.Microsecond}, {W: 3, Median: 10 * time.Microsecond}}
+	c.DraftAfter = []latency.Point{{W: 1, Median: 200 * time.Microsecond}, {W: 2, Median: 50 * time.Microsecond}, {W: 3, Median: 10 * time.Microsecond}}
 	after, err := Predict(chain, acc, c)
 	if err != nil {
 		t.Fatal(err)
@@ -466,8 +466,8 @@ func TestPredictDraftAfterTarget(t *testing.T) {
 // curves, it is priced.
 func TestConcurrentPlansNeedSplitCurves(t *testing.T) {
 	c := Costs{
-		Verify:    []store.Point{{W: 1, Median: 8 * time.Millisecond}, {W: 8, Median: 10 * time.Millisecond}},
-		Draft:     []store.Point{{W: 1, Median: time.Millisecond}},
+		Verify:    []latency.Point{{W: 1, Median: 8 * time.Millisecond}, {W: 8, Median: 10 * time.Millisecond}},
+		Draft:     []latency.Point{{W: 1, Median: time.Millisecond}},
 		OneDevice: true,
 	}
 	acc := &Acceptance{}
@@ -502,7 +502,7 @@ func TestConcurrentPlansNeedSplitCurves(t *testing.T) {
 // pass expands, pays the same for both.
 func TestDraftPerChild(t *testing.T) {
 	ms := time.Millisecond
-	draft := []store.Point{{W: 1, Median: ms}, {W: 2, Median: 1400 * time.Microsecond}, {W: 64, Median: 26200 * time.Microsecond}}
+	draft := []latency.Point{{W: 1, Median: ms}, {W: 2, Median: 1400 * time.Microsecond}, {W: 64, Median: 26200 * time.Microsecond}}
 	c := Costs{Verify: flat(10 * ms), Draft: draft}
 	acc := Uniform(0.8, 0.4, 8, 3)
 	chain, tree2 := Plan{Strategy: "chain", Gamma: 1}, Plan{Strategy: "tree", Widths: []int{2}}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"arborist/profiles/store"
+	"arborist/profiles/latency"
 )
 
 // TestPredictTail: a tail budget prices the next draft prepared at the
@@ -52,11 +52,11 @@ func TestPredictTail(t *testing.T) {
 // comes off the critical path), never more.
 func TestTailWithinBounds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	curve := func(base, slope float64) []store.Point {
-		var pts []store.Point
+	curve := func(base, slope float64) []latency.Point {
+		var pts []latency.Point
 		for w := 1; w <= 40; w++ {
 			d := base + slope*float64(w) + rng.Float64()*0.3*base
-			pts = append(pts, store.Point{W: w, Median: time.Duration(d * float64(time.Microsecond)), Spread: time.Microsecond, Reps: 5})
+			pts = append(pts, latency.Point{W: w, Median: time.Duration(d * float64(time.Microsecond)), Spread: time.Microsecond, Reps: 5})
 		}
 		return pts
 	}

@@ -7,6 +7,7 @@ import (
 
 	"arborist/engine/model"
 	"arborist/kernels"
+	"arborist/profiles/latency"
 	"arborist/profiles/store"
 )
 
@@ -96,7 +97,7 @@ func (l Limits) Kind() string {
 
 // Describe sets a latency curve against the limits: its first point against
 // the roofline, its widest against the compute ceiling.
-func (l Limits) Describe(pts []store.Point) string {
+func (l Limits) Describe(pts []latency.Point) string {
 	first, last := pts[0], pts[len(pts)-1]
 	what := "Read bandwidth"
 	if l.Memory != nil {

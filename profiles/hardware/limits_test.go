@@ -12,7 +12,7 @@ import (
 	"arborist/kernels"
 	"arborist/kernels/cpu"
 	"arborist/kernels/quant"
-	"arborist/profiles/store"
+	"arborist/profiles/latency"
 )
 
 // TestLimitsDescribe: a curve is set against the roofline (first point) and
@@ -22,7 +22,7 @@ func TestLimitsDescribe(t *testing.T) {
 	if got := l.Roofline(); got != 3*time.Millisecond {
 		t.Errorf("roofline %v, want 3ms", got)
 	}
-	pts := []store.Point{{W: 1, Median: 6 * time.Millisecond}, {W: 8, Median: 15 * time.Millisecond}}
+	pts := []latency.Point{{W: 1, Median: 6 * time.Millisecond}, {W: 8, Median: 15 * time.Millisecond}}
 	got := l.Describe(pts)
 	for _, want := range []string{"T_verify(1) = 6ms, 50% of the roofline (3ms", "120 GMAC/s of int8", "at W=8 the pass runs 30.9 GMAC/s, 26% of it"} {
 		if !strings.Contains(got, want) {
@@ -66,7 +66,7 @@ func TestDeviceLimits(t *testing.T) {
 	if l.Bandwidth != 4.3e12 || l.Peak != 0 || l.Memory != mem || l.WeightBytes != float64(m.WeightBytes()) {
 		t.Fatalf("limits %+v", l)
 	}
-	got := l.Describe([]store.Point{{W: 1, Median: time.Millisecond}})
+	got := l.Describe([]latency.Point{{W: 1, Median: time.Millisecond}})
 	for _, want := range []string{"Device memory (a test GPU) copies at 4300.0 GB/s", "datasheet rate is 4800.0 GB/s", "132 multiprocessors", "from the host 25.0 GB/s"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%q lacks %q", got, want)

@@ -14,6 +14,7 @@ import (
 	"arborist/engine/tree"
 	"arborist/kernels"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/latency"
 	"arborist/profiles/pairs"
 	"arborist/profiles/store"
 )
@@ -261,7 +262,7 @@ func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *mo
 	}
 	c := &store.Curve{Key: key, Context: opt.Curve.Context, Created: time.Now()}
 	for _, pt := range pts {
-		c.Points = append(c.Points, store.Point{W: pt.W, Median: pt.Median, Spread: pt.Spread, Reps: pt.Reps})
+		c.Points = append(c.Points, latency.Point{W: pt.W, Median: pt.Median, Spread: pt.Spread, Reps: pt.Reps})
 	}
 	if err := st.SaveCurve(ctx, c); err != nil {
 		return nil, err
@@ -490,7 +491,7 @@ func splitCurves(ctx context.Context, st *store.Store, hw store.Hardware, spec p
 		m, other   *model.Model
 		be         kernels.Backend
 		widths     []int
-		into       *[]store.Point
+		into       *[]latency.Point
 	}{
 		{"verify-beside", "verify beside the drafter", cp.Target, cp.DraftModel, cp.Backend, besideWidths, &sc.Beside},
 		{"draft-beside", "draft beside the target", cp.DraftModel, cp.Target, cp.DraftModel.Backend, draftBesideWidths, &sc.DraftBeside},
@@ -521,7 +522,7 @@ var (
 
 // StepOverhead is the per-step bookkeeping the speedup model prices, read
 // from the overhead curve pts at W = 8.
-func StepOverhead(pts []store.Point) time.Duration { return costmodel.Interp(pts, 8) }
+func StepOverhead(pts []latency.Point) time.Duration { return costmodel.Interp(pts, 8) }
 
 // StepRecord is the stored form of step s, the index-th of its run, made
 // while decoding prompt number prompt.

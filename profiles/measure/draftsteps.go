@@ -7,8 +7,8 @@ import (
 
 	"arborist/assets"
 	"arborist/engine/spec"
+	"arborist/profiles/latency"
 	"arborist/profiles/pairs"
-	"arborist/profiles/store"
 )
 
 // draftProbes are the plans DraftStepCosts runs: a chain of one and one
@@ -131,7 +131,7 @@ func DraftStepCosts(ctx context.Context, eng *spec.Engine, opt CurveOptions) ([]
 // share it, and mixes each node's token in), at every width of verify,
 // and the first level's extra is the first point of the after-target
 // curve; and a re-sampled level's cost (0 where the probe measured none).
-func draftStepCurves(pts, verify []store.Point) (draft, after []store.Point, resample time.Duration) {
+func draftStepCurves(pts, verify []latency.Point) (draft, after []latency.Point, resample time.Duration) {
 	if len(pts) < 2 {
 		return nil, nil, 0
 	}
@@ -143,9 +143,9 @@ func draftStepCurves(pts, verify []store.Point) (draft, after []store.Point, res
 		resample = pts[3].Median
 	}
 	for _, p := range verify {
-		draft = append(draft, store.Point{W: p.W, Median: pts[0].Median + time.Duration(p.W-1)*c})
+		draft = append(draft, latency.Point{W: p.W, Median: pts[0].Median + time.Duration(p.W-1)*c})
 	}
-	after = []store.Point{{W: 1, Median: pts[1].Median}, {W: 2, Median: 0}}
+	after = []latency.Point{{W: 1, Median: pts[1].Median}, {W: 2, Median: 0}}
 	return draft, after, resample
 }
 

@@ -12,8 +12,8 @@ import (
 	"arborist/engine/sample"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
+	"arborist/profiles/latency"
 	"arborist/profiles/pairs"
-	"arborist/profiles/store"
 )
 
 // Recheck is the quick re-measurement of the stored curves before the
@@ -216,7 +216,7 @@ func (r *Recheck) Brief() string {
 // W = 8, or the curve's widest point below it) on m, returns the curve to
 // use (rescaled or the stored one) and what it found (RecheckCosts without
 // a drafter).
-func RecheckVerify(ctx context.Context, m *model.Model, curve []store.Point, threads int, bandwidthStored float64) ([]store.Point, Recheck, error) {
+func RecheckVerify(ctx context.Context, m *model.Model, curve []latency.Point, threads int, bandwidthStored float64) ([]latency.Point, Recheck, error) {
 	c, r, err := RecheckCosts(ctx, m, pairs.Drafting{}, costmodel.Costs{Verify: curve}, threads, bandwidthStored, nil)
 	return c.Verify, r, err
 }
@@ -644,8 +644,8 @@ func recheckRounds(ctx context.Context, m *model.Model, d pairs.Drafting, widths
 // interpolated linearly between anchors (increasing widths, each with its
 // factor): the first factor below the first anchor, the last above the
 // last.
-func RescaleAt(curve []store.Point, anchors []int, factors []float64) []store.Point {
-	out := make([]store.Point, len(curve))
+func RescaleAt(curve []latency.Point, anchors []int, factors []float64) []latency.Point {
+	out := make([]latency.Point, len(curve))
 	for i, p := range curve {
 		f := factors[len(factors)-1]
 		if p.W <= anchors[0] {

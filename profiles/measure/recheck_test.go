@@ -10,15 +10,15 @@ import (
 	"arborist/engine/model"
 	"arborist/engine/model/modeltest"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/latency"
 	"arborist/profiles/pairs"
-	"arborist/profiles/store"
 )
 
 // TestRescaleTwoAnchors: W=1 takes the first factor, W >= the anchor the
 // second, widths between a linear blend.
 func TestRescaleTwoAnchors(t *testing.T) {
 	ms := time.Millisecond
-	in := []store.Point{{W: 1, Median: 10 * ms, Spread: ms}, {W: 4, Median: 12 * ms}, {W: 8, Median: 16 * ms}, {W: 16, Median: 24 * ms}}
+	in := []latency.Point{{W: 1, Median: 10 * ms, Spread: ms}, {W: 4, Median: 12 * ms}, {W: 8, Median: 16 * ms}, {W: 16, Median: 24 * ms}}
 	out := RescaleAt(in, []int{1, 8}, []float64{0.5, 1.0})
 	want := []time.Duration{5 * ms, time.Duration(12 * float64(ms) * (0.5 + 0.5*3/7)), 16 * ms, 24 * ms}
 	for i, p := range out {
@@ -35,7 +35,7 @@ func TestRescaleTwoAnchors(t *testing.T) {
 // line joining their factors, and the ends held beyond them.
 func TestRescaleAt(t *testing.T) {
 	ms := time.Millisecond
-	in := []store.Point{{W: 1, Median: 10 * ms}, {W: 2, Median: 10 * ms}, {W: 4, Median: 10 * ms}, {W: 6, Median: 10 * ms}, {W: 8, Median: 10 * ms}, {W: 16, Median: 10 * ms}}
+	in := []latency.Point{{W: 1, Median: 10 * ms}, {W: 2, Median: 10 * ms}, {W: 4, Median: 10 * ms}, {W: 6, Median: 10 * ms}, {W: 8, Median: 10 * ms}, {W: 16, Median: 10 * ms}}
 	out := RescaleAt(in, []int{1, 4, 8}, []float64{0.8, 1.0, 0.6})
 	want := []float64{0.8, 0.8 + 0.2/3, 1.0, 0.8, 0.6, 0.6}
 	for i, p := range out {
@@ -55,9 +55,9 @@ func TestRecheckVerifyRescalesAStaleCurve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stale []store.Point
+	var stale []latency.Point
 	for _, p := range now {
-		stale = append(stale, store.Point{W: p.W, Median: 5 * p.Median, Reps: p.Reps})
+		stale = append(stale, latency.Point{W: p.W, Median: 5 * p.Median, Reps: p.Reps})
 	}
 	got, rc, err := RecheckVerify(context.Background(), m, stale, 2, 1e15)
 	if err != nil {
@@ -93,7 +93,7 @@ func TestRecheckVerifyRescalesAStaleCurve(t *testing.T) {
 	// a concurrent pair's split curves move with the rest (a plan priced
 	// on stale ones would be compared against another machine), and the
 	// caller's Costs is left as it was
-	split := append([]store.Point(nil), stale...)
+	split := append([]latency.Point(nil), stale...)
 	c := costmodel.Costs{Verify: stale, Splits: []costmodel.SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: split}}}
 	gotC, rc, err := RecheckCosts(context.Background(), m, pairs.Drafting{}, c, 2, 0, nil)
 	if err != nil || !rc.Rescaled || gotC.Plain != rc.Plain || gotC.PlainToken() != rc.Plain || c.Plain != 0 {
@@ -122,10 +122,10 @@ func TestRecheckDrafter(t *testing.T) {
 	}
 	defer dm.Close()
 	ctx := context.Background()
-	slow := func(pts []Point, f time.Duration) []store.Point {
-		var out []store.Point
+	slow := func(pts []Point, f time.Duration) []latency.Point {
+		var out []latency.Point
 		for _, p := range pts {
-			out = append(out, store.Point{W: p.W, Median: f * p.Median, Reps: p.Reps})
+			out = append(out, latency.Point{W: p.W, Median: f * p.Median, Reps: p.Reps})
 		}
 		return out
 	}
@@ -203,9 +203,9 @@ func TestRecheckPoolsTheWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stored []store.Point
+	var stored []latency.Point
 	for _, p := range curve {
-		stored = append(stored, store.Point{W: p.W, Median: p.Median, Reps: p.Reps})
+		stored = append(stored, latency.Point{W: p.W, Median: p.Median, Reps: p.Reps})
 	}
 	now := time.Now().UTC()
 	window := func(edit func(w *costmodel.RecheckWindow)) *costmodel.RecheckWindow {

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"arborist/profiles/latency"
 )
 
 // TestConcurrentMigration: processes opening a new
@@ -308,7 +310,7 @@ func TestSaveCurveAfterOrphanedPoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := CurveKey{HardwareID: hid, ModelID: mid, Backend: "cpu", Threads: 2, Kind: "verify"}
-	first := &Curve{Key: key, Points: []Point{{W: 1, Median: time.Millisecond}, {W: 8, Median: 3 * time.Millisecond}}}
+	first := &Curve{Key: key, Points: []latency.Point{{W: 1, Median: time.Millisecond}, {W: 8, Median: 3 * time.Millisecond}}}
 	if err := s.SaveCurve(ctx, first); err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +322,7 @@ func TestSaveCurveAfterOrphanedPoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw.Close()
-	second := &Curve{Key: key, Points: []Point{{W: 1, Median: 2 * time.Millisecond}}}
+	second := &Curve{Key: key, Points: []latency.Point{{W: 1, Median: 2 * time.Millisecond}}}
 	if err := s.SaveCurve(ctx, second); err != nil {
 		t.Fatalf("saving over orphaned points: %v", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"arborist/profiles/latency"
 )
 
 func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
@@ -87,21 +89,13 @@ type CurveKey struct {
 	Kind                string // "verify" or "draft"
 }
 
-// Point is one stored latency.
-type Point struct {
-	W      int
-	Median time.Duration
-	Spread time.Duration
-	Reps   int
-}
-
 // Curve is a stored latency curve.
 type Curve struct {
 	ID      int64
 	Key     CurveKey
 	Context int
 	Created time.Time
-	Points  []Point
+	Points  []latency.Point
 }
 
 // SaveCurve stores a curve and its points in one transaction.
@@ -152,7 +146,7 @@ func (s *Store) FindCurve(ctx context.Context, key CurveKey) (*Curve, error) {
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var p Point
+		var p latency.Point
 		var med, spr int64
 		if err := rows.Scan(&p.W, &med, &spr, &p.Reps); err != nil {
 			return nil, s.wrap("find curve", err)

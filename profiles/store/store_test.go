@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"arborist/profiles/latency"
 )
 
 func open(t *testing.T, path string) *Store {
@@ -67,7 +69,7 @@ func TestRoundTrip(t *testing.T) {
 	if c, err := s.FindCurve(ctx, key); err != nil || c != nil {
 		t.Fatalf("empty store: curve %v, err %v", c, err)
 	}
-	c := &Curve{Key: key, Context: 32, Points: []Point{{1, time.Millisecond, 10 * time.Microsecond, 5}, {8, 3 * time.Millisecond, 0, 7}}}
+	c := &Curve{Key: key, Context: 32, Points: []latency.Point{{W: 1, Median: time.Millisecond, Spread: 10 * time.Microsecond, Reps: 5}, {W: 8, Median: 3 * time.Millisecond, Reps: 7}}}
 	if err := s.SaveCurve(ctx, c); err != nil {
 		t.Fatal(err)
 	}
