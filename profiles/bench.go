@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"arborist/profiles/hardware"
-	"arborist/profiles/measure"
+	"arborist/profiles/latency"
 	"arborist/profiles/pairs"
 	"arborist/profiles/store"
 )
@@ -85,11 +85,11 @@ func (p Progress) send(stage string, done, total int, detail string) {
 }
 
 // curves adapts Progress to the curve measurements' callback.
-func (p Progress) curves() func(kind string, done, total int, pt measure.Point) {
+func (p Progress) curves() func(kind string, done, total int, pt latency.Point) {
 	if p == nil {
 		return nil
 	}
-	return func(kind string, done, total int, pt measure.Point) {
+	return func(kind string, done, total int, pt latency.Point) {
 		p.send(kind+" curve", done, total, fmt.Sprintf("W=%d: %v", pt.W, pt.Median))
 	}
 }

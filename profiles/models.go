@@ -22,6 +22,7 @@ import (
 	"arborist/engine/tree"
 	"arborist/kernels"
 	"arborist/profiles/hardware"
+	"arborist/profiles/latency"
 	"arborist/profiles/measure"
 	"arborist/profiles/outfile"
 	"arborist/profiles/pairs"
@@ -428,7 +429,7 @@ type BenchReport struct {
 	BandwidthProbes []float64       `json:"bandwidth_probes_bytes_per_s,omitempty"`
 	BandwidthBest   float64         `json:"bandwidth_best_pass_bytes_per_s,omitempty"`
 	PeakProbes      []float64       `json:"peak_probes_macs_per_s,omitempty"`
-	Curve           []measure.Point `json:"verify_curve"`
+	Curve           []latency.Point `json:"verify_curve"`
 	Limits          hardware.Limits `json:"-"`
 	// Memory is the device's own memory where it has one (a GPU): its
 	// copy rate is Bandwidth, and Peak is 0 (not measured there)

@@ -15,6 +15,7 @@ import (
 	"arborist/kernels"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
+	"arborist/profiles/latency"
 	"arborist/profiles/measure"
 	"arborist/profiles/pairs"
 	"arborist/profiles/predictor"
@@ -112,7 +113,7 @@ func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, pr
 	popt := func(kind string, widths []int) measure.ProfileOptions {
 		o := measure.ProfileOptions{Kind: kind, Fresh: opt.Fresh, Widths: widths}
 		if cp != nil {
-			o.Curve.Progress = func(done, total int, p measure.Point) { cp(kind, done, total, p) }
+			o.Curve.Progress = func(done, total int, p latency.Point) { cp(kind, done, total, p) }
 		}
 		return o
 	}

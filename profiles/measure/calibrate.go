@@ -229,7 +229,7 @@ func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *mo
 		if opt.Engine == nil {
 			return nil, fmt.Errorf("profiles: a %s curve needs the pair's engine (ProfileOptions.Engine)", opt.Kind)
 		}
-		curve = func(ctx context.Context, _ *model.Model, _ []int, o CurveOptions) ([]Point, error) {
+		curve = func(ctx context.Context, _ *model.Model, _ []int, o CurveOptions) ([]latency.Point, error) {
 			return DraftStepCosts(ctx, opt.Engine, o)
 		}
 	}
@@ -244,7 +244,7 @@ func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *mo
 		if opt.Kind == "draft-beside" {
 			timeBeside = DraftBeside
 		}
-		curve = func(ctx context.Context, m *model.Model, widths []int, o CurveOptions) ([]Point, error) {
+		curve = func(ctx context.Context, m *model.Model, widths []int, o CurveOptions) ([]latency.Point, error) {
 			pts, _, err := timeBeside(ctx, m, opt.Beside, widths, o)
 			return pts, err
 		}
@@ -252,7 +252,7 @@ func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *mo
 		if opt.After == nil {
 			return nil, fmt.Errorf("profiles: a draft-after curve needs the target (ProfileOptions.After)")
 		}
-		curve = func(ctx context.Context, m *model.Model, widths []int, o CurveOptions) ([]Point, error) {
+		curve = func(ctx context.Context, m *model.Model, widths []int, o CurveOptions) ([]latency.Point, error) {
 			return DraftAfterTarget(ctx, opt.After, m, slices.Max(widths), o)
 		}
 	}
@@ -260,10 +260,7 @@ func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *mo
 	if err != nil {
 		return nil, err
 	}
-	c := &store.Curve{Key: key, Context: opt.Curve.Context, Created: time.Now()}
-	for _, pt := range pts {
-		c.Points = append(c.Points, latency.Point{W: pt.W, Median: pt.Median, Spread: pt.Spread, Reps: pt.Reps})
-	}
+	c := &store.Curve{Key: key, Context: opt.Curve.Context, Created: time.Now(), Points: append([]latency.Point(nil), pts...)}
 	if err := st.SaveCurve(ctx, c); err != nil {
 		return nil, err
 	}
@@ -330,7 +327,7 @@ func ProbeSteps(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens i
 //
 // With storedOnly, missing curves are not measured: the error is
 // ErrNotProfiled.
-func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *pairs.Pair, spec pairs.Spec, storedOnly bool, progress func(kind string, done, total int, p Point)) (costmodel.Costs, int64, error) {
+func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *pairs.Pair, spec pairs.Spec, storedOnly bool, progress func(kind string, done, total int, p latency.Point)) (costmodel.Costs, int64, error) {
 	var c costmodel.Costs
 	target, draft := spec.Backend, spec.DraftBackend
 	if target == "" {
@@ -339,7 +336,7 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *pa
 	c.OneDevice = draft == "" || draft == target
 	opt := ProfileOptions{Widths: DefaultWidths(64), StoredOnly: storedOnly}
 	if progress != nil {
-		opt.Curve.Progress = func(done, total int, p Point) { progress("verify", done, total, p) }
+		opt.Curve.Progress = func(done, total int, p latency.Point) { progress("verify", done, total, p) }
 	}
 	tp, err := ProfileModel(ctx, st, hw, pair.Target, pair.Backend, opt)
 	if err != nil {
@@ -350,7 +347,7 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *pa
 	case pair.DraftModel != nil:
 		dopt := ProfileOptions{Widths: DefaultWidths(16), Kind: "draft", StoredOnly: storedOnly}
 		if progress != nil {
-			dopt.Curve.Progress = func(done, total int, p Point) { progress("draft", done, total, p) }
+			dopt.Curve.Progress = func(done, total int, p latency.Point) { progress("draft", done, total, p) }
 		}
 		dp, err := ProfileModel(ctx, st, hw, pair.DraftModel, pair.Backend, dopt)
 		if err != nil {
@@ -381,7 +378,7 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *pa
 		hopt := DraftStepOptions(pair, spec)
 		hopt.StoredOnly = storedOnly
 		if progress != nil {
-			hopt.Curve.Progress = func(done, total int, p Point) { progress("drafting probe", done, total, p) }
+			hopt.Curve.Progress = func(done, total int, p latency.Point) { progress("drafting probe", done, total, p) }
 		}
 		hp, err := ProfileModel(ctx, st, hw, pair.Target, pair.Backend, hopt)
 		if err == nil {
@@ -415,7 +412,7 @@ func PairCosts(ctx context.Context, st *store.Store, hw store.Hardware, pair *pa
 	if pair.DraftModel != nil {
 		sp := progress
 		if sp != nil {
-			sp = func(kind string, done, total int, p Point) { progress("split "+kind, done, total, p) }
+			sp = func(kind string, done, total int, p latency.Point) { progress("split "+kind, done, total, p) }
 		}
 		c.Splits, err = splitCosts(ctx, st, hw, spec, pair.Backend.Threads(), !c.OneDevice, storedOnly, sp)
 		switch {
@@ -437,7 +434,7 @@ var splitWidths = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 20, 24, 3
 // plans run them: one entry for each of SplitChoices on one device (total
 // threads in all), one for a drafter on a device of its own (elsewhere);
 // nil when the machine has one thread.
-func splitCosts(ctx context.Context, st *store.Store, hw store.Hardware, spec pairs.Spec, total int, elsewhere, storedOnly bool, progress func(kind string, done, total int, p Point)) ([]costmodel.SplitCosts, error) {
+func splitCosts(ctx context.Context, st *store.Store, hw store.Hardware, spec pairs.Spec, total int, elsewhere, storedOnly bool, progress func(kind string, done, total int, p latency.Point)) ([]costmodel.SplitCosts, error) {
 	choices := costmodel.SplitChoices(total, spec.DraftThreads)
 	if elsewhere {
 		choices = []int{spec.DraftThreads} // the other device's own threads
@@ -459,7 +456,7 @@ func splitCosts(ctx context.Context, st *store.Store, hw store.Hardware, spec pa
 
 // splitCurves measures (or reads) one split's curves; nil when the pair
 // cannot draft concurrently.
-func splitCurves(ctx context.Context, st *store.Store, hw store.Hardware, spec pairs.Spec, storedOnly bool, progress func(kind string, done, total int, p Point)) (*costmodel.SplitCosts, error) {
+func splitCurves(ctx context.Context, st *store.Store, hw store.Hardware, spec pairs.Spec, storedOnly bool, progress func(kind string, done, total int, p latency.Point)) (*costmodel.SplitCosts, error) {
 	cp, err := pairs.Open(spec, sample.Params{}, true)
 	if err != nil {
 		return nil, err
@@ -471,8 +468,8 @@ func splitCurves(ctx context.Context, st *store.Store, hw store.Hardware, spec p
 	opt := ProfileOptions{Widths: splitWidths, StoredOnly: storedOnly}
 	dopt := ProfileOptions{Widths: DefaultWidths(16), Kind: "draft", StoredOnly: storedOnly}
 	if progress != nil {
-		opt.Curve.Progress = func(done, total int, p Point) { progress("verify", done, total, p) }
-		dopt.Curve.Progress = func(done, total int, p Point) { progress("draft", done, total, p) }
+		opt.Curve.Progress = func(done, total int, p latency.Point) { progress("verify", done, total, p) }
+		dopt.Curve.Progress = func(done, total int, p latency.Point) { progress("draft", done, total, p) }
 	}
 	tp, err := ProfileModel(ctx, st, hw, cp.Target, cp.Backend, opt)
 	if err != nil {
@@ -498,7 +495,7 @@ func splitCurves(ctx context.Context, st *store.Store, hw store.Hardware, spec p
 	} {
 		bopt := ProfileOptions{Widths: b.widths, Kind: b.kind, StoredOnly: storedOnly, Beside: b.other}
 		if progress != nil {
-			bopt.Curve.Progress = func(done, total int, p Point) { progress(b.what, done, total, p) }
+			bopt.Curve.Progress = func(done, total int, p latency.Point) { progress(b.what, done, total, p) }
 		}
 		switch bp, err := ProfileModel(ctx, st, hw, b.m, b.be, bopt); {
 		case errors.Is(err, ErrNotProfiled):

@@ -41,7 +41,7 @@ var draftProbes = []spec.Plan{
 // bench target it charged 0.35 ms a pass where the runs measured 1.6-2.0
 // ms a step of two levels, its weights being float32 where the target's
 // are Q8_0.
-func DraftStepCosts(ctx context.Context, eng *spec.Engine, opt CurveOptions) ([]Point, error) {
+func DraftStepCosts(ctx context.Context, eng *spec.Engine, opt CurveOptions) ([]latency.Point, error) {
 	if eng.Source == nil {
 		return nil, fmt.Errorf("profiles: no draft source to time")
 	}
@@ -94,7 +94,7 @@ func DraftStepCosts(ctx context.Context, eng *spec.Engine, opt CurveOptions) ([]
 			}
 		}
 		if opt.Progress != nil {
-			opt.Progress(r+1, rounds+1, Point{})
+			opt.Progress(r+1, rounds+1, latency.Point{})
 		}
 	}
 	for i := range steps {
@@ -117,7 +117,7 @@ func DraftStepCosts(ctx context.Context, eng *spec.Engine, opt CurveOptions) ([]
 		res = resDraft / resLevels
 	}
 	reps := steps[0] + steps[1] + steps[2]
-	return []Point{
+	return []latency.Point{
 		{W: 1, Median: time.Duration(b), Reps: reps},
 		{W: 2, Median: time.Duration(a - b), Reps: reps},
 		{W: 3, Median: time.Duration(c), Reps: reps},

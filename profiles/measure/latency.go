@@ -11,16 +11,8 @@ import (
 	"arborist/engine/model"
 	"arborist/engine/sample"
 	"arborist/engine/tree"
+	"arborist/profiles/latency"
 )
-
-// Point is one measured latency: the median of Reps timed passes over W
-// tokens, with the spread (median absolute deviation) of those passes.
-type Point struct {
-	W      int
-	Median time.Duration
-	Spread time.Duration
-	Reps   int
-}
 
 // CurveOptions control a latency-curve measurement.
 type CurveOptions struct {
@@ -30,7 +22,7 @@ type CurveOptions struct {
 	MaxReps int // at most (default 15); stops early once every spread is small
 	// Progress, when set, is called after each round (or width) with the
 	// rounds done, the most there can be, and the latest point.
-	Progress func(done, total int, p Point)
+	Progress func(done, total int, p latency.Point)
 }
 
 func (o *CurveOptions) defaults() {
@@ -66,7 +58,7 @@ const settlePasses = 4
 
 // VerifyCurve measures one target forward pass over W tokens (causal, on top
 // of a cached context) for each width: T_verify(W).
-func VerifyCurve(ctx context.Context, m *model.Model, widths []int, opt CurveOptions) ([]Point, error) {
+func VerifyCurve(ctx context.Context, m *model.Model, widths []int, opt CurveOptions) ([]latency.Point, error) {
 	opt.defaults()
 	maxW := 0
 	for _, w := range widths {
@@ -135,16 +127,16 @@ func VerifyCurve(ctx context.Context, m *model.Model, widths []int, opt CurveOpt
 			if settled {
 				done = opt.MaxReps
 			}
-			opt.Progress(done, opt.MaxReps, Point{W: widths[last], Median: med})
+			opt.Progress(done, opt.MaxReps, latency.Point{W: widths[last], Median: med})
 		}
 		if settled {
 			break
 		}
 	}
-	out := make([]Point, len(widths))
+	out := make([]latency.Point, len(widths))
 	for i, w := range widths {
 		med, spread := medianSpread(times[i])
-		out[i] = Point{W: w, Median: med, Spread: spread, Reps: len(times[i])}
+		out[i] = latency.Point{W: w, Median: med, Spread: spread, Reps: len(times[i])}
 	}
 	return out, nil
 }
@@ -162,20 +154,20 @@ func allSettled(times [][]time.Duration) bool {
 
 // measure times fn after warmup runs, at least minReps and at most maxReps
 // times, stopping once the spread is within 5% of the median.
-func measure(ctx context.Context, fn func() (time.Duration, error), warmup, minReps, maxReps int) (Point, error) {
+func measure(ctx context.Context, fn func() (time.Duration, error), warmup, minReps, maxReps int) (latency.Point, error) {
 	for i := 0; i < warmup; i++ {
 		if _, err := fn(); err != nil {
-			return Point{}, err
+			return latency.Point{}, err
 		}
 	}
 	var ts []time.Duration
 	for len(ts) < maxReps {
 		if err := ctx.Err(); err != nil {
-			return Point{}, err
+			return latency.Point{}, err
 		}
 		d, err := fn()
 		if err != nil {
-			return Point{}, err
+			return latency.Point{}, err
 		}
 		ts = append(ts, d)
 		if len(ts) >= minReps {
@@ -186,7 +178,7 @@ func measure(ctx context.Context, fn func() (time.Duration, error), warmup, minR
 		}
 	}
 	med, spread := medianSpread(ts)
-	return Point{Median: med, Spread: spread, Reps: len(ts)}, nil
+	return latency.Point{Median: med, Spread: spread, Reps: len(ts)}, nil
 }
 
 func medianSpread(ts []time.Duration) (time.Duration, time.Duration) {
@@ -209,7 +201,7 @@ func medianSpread(ts []time.Duration) (time.Duration, time.Duration) {
 // tokens outside the forward pass: building the tree's mask and positions,
 // choosing a token from each row's logits, and compacting the KV cache to
 // the accepted path. Points are medians like VerifyCurve's.
-func OverheadCurve(ctx context.Context, m *model.Model, widths []int, opt CurveOptions) ([]Point, error) {
+func OverheadCurve(ctx context.Context, m *model.Model, widths []int, opt CurveOptions) ([]latency.Point, error) {
 	opt.defaults()
 	maxW := 0
 	for _, w := range widths {
@@ -220,7 +212,7 @@ func OverheadCurve(ctx context.Context, m *model.Model, widths []int, opt CurveO
 	for i := range logits {
 		logits[i] = float32(i%97) * 0.01
 	}
-	var out []Point
+	var out []latency.Point
 	for i, w := range widths {
 		tr := &tree.Tree{}
 		for k := 0; k < w; k++ {
@@ -294,7 +286,7 @@ func primeSource(ctx context.Context, src *drafter.Model, committed []int, dist 
 // pass, as the median over rounds of its time less the drafter's steady
 // bare pass in the same round (the median of three further passes),
 // never below zero.
-func DraftAfterTarget(ctx context.Context, target, draft *model.Model, passes int, opt CurveOptions) ([]Point, error) {
+func DraftAfterTarget(ctx context.Context, target, draft *model.Model, passes int, opt CurveOptions) ([]latency.Point, error) {
 	opt.defaults()
 	if passes < 1 || passes > 16 {
 		return nil, fmt.Errorf("profiles: %d drafter passes after a target pass (1..16)", passes)
@@ -369,10 +361,10 @@ func DraftAfterTarget(ctx context.Context, target, draft *model.Model, passes in
 			extra[k] = append(extra[k], ds[k]-steady[len(steady)/2])
 		}
 	}
-	var out []Point
+	var out []latency.Point
 	for k, xs := range extra {
 		slices.Sort(xs)
-		p := Point{W: k + 1, Median: max(0, xs[len(xs)/2]), Spread: xs[len(xs)*3/4] - xs[len(xs)/4], Reps: len(xs)}
+		p := latency.Point{W: k + 1, Median: max(0, xs[len(xs)/2]), Spread: xs[len(xs)*3/4] - xs[len(xs)/4], Reps: len(xs)}
 		out = append(out, p)
 		if opt.Progress != nil {
 			opt.Progress(k+1, passes, p)
@@ -393,7 +385,7 @@ func DraftAfterTarget(ctx context.Context, target, draft *model.Model, passes in
 // drafted in turn. Timing starts once the drafter has run a pass, so
 // every point was measured beside it; the drafter's passes are returned
 // too.
-func VerifyBeside(ctx context.Context, target, draft *model.Model, widths []int, opt CurveOptions) ([]Point, int, error) {
+func VerifyBeside(ctx context.Context, target, draft *model.Model, widths []int, opt CurveOptions) ([]latency.Point, int, error) {
 	return beside(ctx, target, draft, 1, widths, opt)
 }
 
@@ -401,7 +393,7 @@ func VerifyBeside(ctx context.Context, target, draft *model.Model, widths []int,
 // cached context, as VerifyCurve times them) while the target, on a
 // backend of its own, verifies 4 tokens a pass back to back: what the
 // drafting that runs beside verification costs.
-func DraftBeside(ctx context.Context, draft, target *model.Model, widths []int, opt CurveOptions) ([]Point, int, error) {
+func DraftBeside(ctx context.Context, draft, target *model.Model, widths []int, opt CurveOptions) ([]latency.Point, int, error) {
 	return beside(ctx, draft, target, besideTargetWidth, widths, opt)
 }
 
@@ -412,7 +404,7 @@ const besideTargetWidth = 4
 // beside times timed's curve over widths while other, on a backend of its
 // own, runs passes of otherWidth tokens back to back; it returns the
 // curve and other's passes.
-func beside(ctx context.Context, timed, other *model.Model, otherWidth int, widths []int, opt CurveOptions) ([]Point, int, error) {
+func beside(ctx context.Context, timed, other *model.Model, otherWidth int, widths []int, opt CurveOptions) ([]latency.Point, int, error) {
 	opt.defaults()
 	if other.Backend == timed.Backend {
 		return nil, 0, fmt.Errorf("profiles: the two models share a backend: one cannot run beside the other")

@@ -122,7 +122,7 @@ func TestRecheckDrafter(t *testing.T) {
 	}
 	defer dm.Close()
 	ctx := context.Background()
-	slow := func(pts []Point, f time.Duration) []latency.Point {
+	slow := func(pts []latency.Point, f time.Duration) []latency.Point {
 		var out []latency.Point
 		for _, p := range pts {
 			out = append(out, latency.Point{W: p.W, Median: f * p.Median, Reps: p.Reps})
