@@ -167,8 +167,9 @@ func (b *Bench) Export(ctx context.Context, ps PairSpec) (*Export, error) {
 }
 
 // Write validates the (possibly edited) YAML, writes it to path and
-// records the export.
-func (b *Bench) Write(ctx context.Context, planID int64, yaml []byte, path string) error {
+// records the export; path is never the database, a file the config
+// names, or one of inputs (the command's other inputs: a prompt suite).
+func (b *Bench) Write(ctx context.Context, planID int64, yaml []byte, path string, inputs ...string) error {
 	st, err := b.db(ctx)
 	if err != nil {
 		return err
@@ -178,11 +179,18 @@ func (b *Bench) Write(ctx context.Context, planID int64, yaml []byte, path strin
 		return err
 	}
 	// never onto the database, a model or a drafter the config names
-	inputs := []string{b.path, c.Models.Target.Path, c.Models.Draft.Path}
+	inputs = append([]string{b.path, c.Models.Target.Path, c.Models.Draft.Path}, inputs...)
 	if err := outfile.WriteFile(path, yaml, inputs...); err != nil {
 		return err
 	}
 	return st.SaveExport(ctx, planID, string(yaml))
+}
+
+// CheckOutput refuses path as an output before work that ends in writing
+// it (a tune): the database, its side files and inputs are refused as
+// Write and WriteTuned refuse them, before the minutes of work.
+func (b *Bench) CheckOutput(path string, inputs ...string) error {
+	return outfile.Check(path, append([]string{b.path}, inputs...)...)
 }
 
 // Replay is what a config.yaml asks to run.

@@ -277,7 +277,9 @@ func DemoPair(ctx context.Context, dir string, force bool, progress func(float64
 	if target, draft, err = demo.Write(ctx, assets.DemoModel, dir, demo.Options{}); err != nil {
 		return "", "", err
 	}
-	if err := os.WriteFile(filepath.Join(dir, DemoNoticeName), []byte(assets.DemoNotice), 0o644); err != nil {
+	// like the pair, a new file renamed into place: never written through
+	// a link planted under its name
+	if err := outfile.WriteFile(filepath.Join(dir, DemoNoticeName), []byte(assets.DemoNotice), target, draft); err != nil {
 		return "", "", fmt.Errorf("demo pair: %w", err)
 	}
 	if progress != nil {

@@ -243,13 +243,15 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 		return nil, err
 	}
 	if opt.Trace != "" {
-		tw, finish, err := b.trace(ps, opt)
-		if err != nil {
-			return nil, err
+		tw, finish, terr := b.trace(ps, opt)
+		if terr != nil {
+			return nil, terr
 		}
 		defer func() {
+			// the named result: a failing trace write fails the run (an err
+			// declared in this block shadowed it, and the run exited 0)
 			if ferr := finish(); ferr != nil && err == nil {
-				err = ferr // a failing trace write fails the run
+				err = ferr
 			}
 		}()
 		on := opt.OnStep

@@ -199,9 +199,10 @@ func medianRange(xs []float64) (med, lo, hi float64) {
 }
 
 // WriteTuned writes the tuned config (r.Config: the plan with the
-// llama.cpp setting measured best) to path, never onto the config it was
-// tuned from (src), the database or a model it names.
-func (b *Bench) WriteTuned(r *LlamaTuneResult, src, path string) error {
+// llama.cpp setting measured best) to path, never onto one of inputs (the
+// config it was tuned from, the prompt suite), the database or a model it
+// names.
+func (b *Bench) WriteTuned(r *LlamaTuneResult, path string, inputs ...string) error {
 	data, err := r.Config.Marshal()
 	if err != nil {
 		return err
@@ -209,5 +210,5 @@ func (b *Bench) WriteTuned(r *LlamaTuneResult, src, path string) error {
 	if _, err := config.Parse(path, data); err != nil {
 		return err
 	}
-	return outfile.WriteFile(path, data, src, b.path, r.Config.Models.Target.Path, r.Config.Models.Draft.Path)
+	return outfile.WriteFile(path, data, append(inputs, b.path, r.Config.Models.Target.Path, r.Config.Models.Draft.Path)...)
 }

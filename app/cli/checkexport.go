@@ -54,7 +54,7 @@ func runCheckExport(ctx context.Context, env Env, args []string) error {
 	defer b.Close()
 	opt := profiles.CheckOptions{LlamaCpp: *dir, Prompts: prompts, MaxTokens: *n, Rounds: *rounds, NoStore: *noStore}
 	if *tune {
-		return tuneLlama(ctx, env, b, c, opt, *cfgPath, *out, *asJSON)
+		return tuneLlama(ctx, env, b, c, opt, []string{*cfgPath, *promptsFile}, *out, *asJSON)
 	}
 	if !*asJSON {
 		fmt.Fprintf(env.Stderr, "checking the exported llama.cpp settings on %d prompt(s), %d tokens each, %d rounds\n", len(prompts), *n, *rounds)
@@ -96,11 +96,16 @@ func runCheckExport(ctx context.Context, env Env, args []string) error {
 // cut-offs measured in llama.cpp, the fastest reported beside the
 // exported one and Arborist's prediction, and written into a config with
 // -o. The last line is "llama.cpp best: ..." with its speedup and range.
-func tuneLlama(ctx context.Context, env Env, b *profiles.Bench, c *profiles.Config, opt profiles.CheckOptions, src, out string, asJSON bool) error {
+func tuneLlama(ctx context.Context, env Env, b *profiles.Bench, c *profiles.Config, opt profiles.CheckOptions, inputs []string, out string, asJSON bool) error {
 	if !asJSON {
 		fmt.Fprintf(env.Stderr, "tuning llama.cpp's draft length on %d prompt(s), %d tokens each, %d rounds\n", len(opt.Prompts), opt.MaxTokens, opt.Rounds)
 		opt.OnRound = func(i int, r profiles.CheckRound) {
 			fmt.Fprintf(env.Stderr, "round %d: plain %.1f tokens/s, the round's best setting %.2fx\n", i+1, r.Plain, r.Speedup)
+		}
+	}
+	if out != "" { // refused before the minutes of measuring, not after
+		if err := b.CheckOutput(out, append(inputs, c.Models.Target.Path, c.Models.Draft.Path)...); err != nil {
+			return err
 		}
 	}
 	res, err := b.TuneLlamaCpp(ctx, c, opt)
@@ -108,7 +113,7 @@ func tuneLlama(ctx context.Context, env Env, b *profiles.Bench, c *profiles.Conf
 		return err
 	}
 	if out != "" {
-		if err := b.WriteTuned(res, src, out); err != nil {
+		if err := b.WriteTuned(res, out, inputs...); err != nil {
 			return err
 		}
 	}

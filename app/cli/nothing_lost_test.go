@@ -52,7 +52,7 @@ func (f *nothingLost) intact(t *testing.T, target []byte, what string) {
 // same command (the database, the model, the trace onto the database, by
 // another name too) is refused and the input stays as it was; a trace is
 // not touched by a run refused before it starts, and a symlink there is
-// replaced, not written through; a 0600 output stays 0600; a FIFO stays a
+// refused, not written through; a 0600 output stays 0600; a FIFO stays a
 // FIFO.
 func TestOutputsCannotDestroyInputs(t *testing.T) {
 	f := newNothingLost(t)
@@ -91,16 +91,23 @@ func TestOutputsCannotDestroyInputs(t *testing.T) {
 	if b, _ := os.ReadFile(trace); string(b) != "an older trace" {
 		t.Errorf("a refused run truncated its trace: %q", b)
 	}
-	// a symlink at the trace is replaced by the trace, its target kept
+	// a symlink at the trace is refused, the link and its target kept
 	victim := filepath.Join(f.dir, "victim.txt")
 	os.WriteFile(victim, []byte("precious"), 0o644)
 	os.Remove(trace)
 	os.Symlink(victim, trace)
-	if code, _, stderr := run(t, append([]string{"run", "--prompt", "Once", "-n", "8", "--quiet", "--trace", trace}, pair...)...); code != 0 {
-		t.Fatalf("run with a trace: %s", stderr)
+	if code, _, stderr := run(t, append([]string{"run", "--prompt", "Once", "-n", "8", "--quiet", "--trace", trace}, pair...)...); code == 0 || !strings.Contains(stderr, "symbolic link") {
+		t.Fatalf("run with a trace at a symlink: exit %d: %s", code, stderr)
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "precious" {
 		t.Errorf("the trace was written through a symlink: %q", b)
+	}
+	if st, err := os.Lstat(trace); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the symlink at the trace was replaced: %v", err)
+	}
+	os.Remove(trace)
+	if code, _, stderr := run(t, append([]string{"run", "--prompt", "Once", "-n", "8", "--quiet", "--trace", trace}, pair...)...); code != 0 {
+		t.Fatalf("run with a trace: %s", stderr)
 	}
 	if b, _ := os.ReadFile(trace); !strings.Contains(string(b), `"prompt"`) {
 		t.Errorf("trace holds %q", b)

@@ -466,7 +466,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := b.Write(ctx, t.PlanID, ex.YAML, *out); err != nil {
+		if err := b.Write(ctx, t.PlanID, ex.YAML, *out, *prompts); err != nil { // never onto the suite --validate reads
 			return err
 		}
 		doc.Config = *out

@@ -133,9 +133,15 @@ func WriteFileFunc(path string, write func(io.Writer) error) (err error) {
 	if err = bw.Flush(); err != nil {
 		return fmt.Errorf("gguf: write %s: %w", path, err)
 	}
-	// readable like a file os.WriteFile makes (CreateTemp makes 0600), and
-	// on disk before the rename makes it visible under its name
-	if err = tmp.Chmod(0o644); err != nil {
+	// readable like a file os.WriteFile makes (CreateTemp makes 0600), or
+	// with the whole mode of the file it replaces (a 0600 file stays 0600,
+	// setgid kept), and on disk before the rename makes it visible under
+	// its name
+	mode := os.FileMode(0o644)
+	if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() {
+		mode = st.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
+	}
+	if err = tmp.Chmod(mode); err != nil {
 		return fmt.Errorf("gguf: write %s: %w", path, err)
 	}
 	if err = tmp.Sync(); err != nil {

@@ -1,0 +1,214 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"arborist/profiles/store"
+)
+
+// TestOutputsOntoSideFilesRefused: -o A.db-journal (absent) through
+// export, tune and --trace left a "hot journal" beside the database, and
+// every later verb failed; a --db given through a symlink let --trace
+// replace the live -wal; a hard link to the -wal was written through. Each
+// is refused now, the database reads afterwards, and no side file is
+// created.
+func TestOutputsOntoSideFilesRefused(t *testing.T) {
+	f := newNothingLost(t)
+	model, _ := os.ReadFile(f.target)
+	dblink := filepath.Join(f.dir, "link.db")
+	if err := os.Symlink(f.db, dblink); err != nil {
+		t.Skip(err)
+	}
+	pair := []string{"--target", f.target, "--draft-ngram", "2", "--db", f.db}
+	viaLink := []string{"--target", f.target, "--draft-ngram", "2", "--db", dblink}
+	for _, c := range [][]string{
+		append([]string{"export", "-o", f.db + "-journal"}, pair...),
+		append([]string{"export", "-o", f.db + "-shm"}, pair...),
+		append([]string{"tune", "--alpha", "0.7", "--top", "1", "-o", f.db + "-journal"}, pair...),
+		append([]string{"run", "--prompt", "Once", "-n", "4", "--trace", f.db + "-journal"}, pair...),
+		append([]string{"run", "--prompt", "Once", "-n", "4", "--trace", f.db + "-wal"}, viaLink...),
+		append([]string{"run", "--prompt", "Once", "-n", "4", "--trace", f.db + "-journal"}, viaLink...),
+		append([]string{"export", "-o", f.db + "-wal"}, viaLink...),
+	} {
+		code, _, stderr := run(t, c...)
+		if code == 0 || !strings.Contains(stderr, "refused") || !strings.Contains(stderr, "side file") {
+			t.Errorf("%v: exit %d: %s", c, code, stderr)
+		}
+		for _, side := range []string{"-journal", "-shm", "-wal"} {
+			if _, err := os.Lstat(f.db + side); err == nil {
+				t.Errorf("%v left %s beside the database", c[:3], side)
+			}
+		}
+		f.intact(t, model, strings.Join(c[:3], " "))
+	}
+
+	// a hard link to the live -wal (the database held open elsewhere)
+	st, err := store.Open(context.Background(), f.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alias := filepath.Join(f.dir, "wal-alias")
+	if err := os.Link(f.db+"-wal", alias); err != nil {
+		st.Close()
+		t.Skip(err)
+	}
+	code, _, stderr := run(t, append([]string{"export", "-o", alias}, pair...)...)
+	st.Close()
+	if code == 0 || !strings.Contains(stderr, "refused") {
+		t.Errorf("export onto a hard link to the -wal: exit %d: %s", code, stderr)
+	}
+	f.intact(t, model, "export -o wal-alias")
+}
+
+// TestOutputsOntoPromptSuiteRefused: tune --validate -o P.txt and
+// check-export --tune -o P.txt replaced the prompt suite they read, also
+// spelled through a folder symlink, with a double slash or through
+// /proc/self/cwd. Each is refused before any work, the suite unchanged.
+func TestOutputsOntoPromptSuiteRefused(t *testing.T) {
+	f := newNothingLost(t)
+	real := filepath.Join(f.dir, "suite")
+	os.Mkdir(real, 0o755)
+	prompts := filepath.Join(real, "p.txt")
+	const suite = "Once upon a time\nThe cat\n"
+	os.WriteFile(prompts, []byte(suite), 0o644)
+	link := filepath.Join(f.dir, "suite-link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skip(err)
+	}
+	spellings := []string{prompts, filepath.Join(link, "p.txt"), "/" + strings.ReplaceAll(prompts, "/suite/", "//suite/")}
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, prompts); err == nil {
+			if _, err := os.Stat("/proc/self/cwd/" + rel); err == nil {
+				spellings = append(spellings, "/proc/self/cwd/"+rel)
+			}
+		}
+	}
+	cfg := filepath.Join(f.dir, "check.yaml")
+	os.WriteFile(cfg, []byte(`models:
+  target: {path: /m/target.gguf, device: cpu, max_seq_len: 512, threads: 2}
+  draft: {kind: model, path: /m/draft.gguf, device: cpu, threads: 2}
+speculation: {strategy: chain, gamma: 4}
+sampling: {temperature: 0, top_p: 1, seed: 1}
+`), 0o644)
+	llama, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "llama-cpp"))
+	for _, out := range spellings {
+		for _, c := range [][]string{
+			{"tune", "--target", f.target, "--draft-ngram", "2", "--db", f.db, "--alpha", "0.7", "--top", "1", "--validate", "--prompts", prompts, "-n", "4", "-o", out},
+			{"check-export", "--llama-cpp", llama, "--config", cfg, "--prompts", prompts, "--tune", "-o", out, "--rounds", "1", "-n", "4", "--no-store", "--db", f.db},
+		} {
+			code, _, stderr := run(t, c...)
+			if code == 0 || !strings.Contains(stderr, "refused") {
+				t.Errorf("%s -o %s: exit %d: %s", c[0], out, code, stderr)
+			}
+			if b, _ := os.ReadFile(prompts); string(b) != suite {
+				t.Fatalf("%s -o %s replaced the prompt suite: %q", c[0], out, b)
+			}
+		}
+	}
+	// the negative control: the same tune writes a file beside the suite
+	other := filepath.Join(real, "tuned.yaml")
+	if code, _, stderr := run(t, "check-export", "--llama-cpp", llama, "--config", cfg, "--prompts", prompts, "--tune", "-o", other, "--rounds", "1", "-n", "4", "--no-store", "--db", f.db); code != 0 {
+		t.Errorf("check-export --tune -o beside the suite: exit %d: %s", code, stderr)
+	}
+}
+
+// TestLinksAndModesAtOutputs: demo --force wrote through a symlink or a
+// hard link planted at its NOTICE file; -o /dev/stdout and --trace
+// /dev/stderr replaced the link with a regular file (as root); replacing a
+// 2755 file left 0755 and synth --force and demo --force onto a 0600 file
+// left 0644. Links are refused, modes kept.
+func TestLinksAndModesAtOutputs(t *testing.T) {
+	f := newNothingLost(t)
+	victim := filepath.Join(f.dir, "victim.txt")
+	os.WriteFile(victim, []byte("precious"), 0o644)
+	for i, plant := range []func(string) error{func(p string) error { return os.Symlink(victim, p) }, func(p string) error { return os.Link(victim, p) }} {
+		demo := filepath.Join(f.dir, "demo"+string(rune('a'+i)))
+		os.Mkdir(demo, 0o755)
+		if err := plant(filepath.Join(demo, "NOTICE-stories260K.txt")); err != nil {
+			t.Skip(err)
+		}
+		code, _, stderr := run(t, "demo", "-o", demo, "--force")
+		if code == 0 || !strings.Contains(stderr, "link") {
+			t.Errorf("demo --force onto a planted link: exit %d: %s", code, stderr)
+		}
+		if b, _ := os.ReadFile(victim); string(b) != "precious" {
+			t.Fatalf("demo --force wrote through a link: %q", b)
+		}
+	}
+	pair := []string{"--target", f.target, "--draft-ngram", "2", "--db", f.db}
+	for _, c := range [][]string{
+		append([]string{"export", "-o", "/dev/stdout"}, pair...),
+		append([]string{"run", "--prompt", "Once", "-n", "4", "--no-store", "--trace", "/dev/stderr"}, pair...),
+	} {
+		if st, err := os.Lstat(c[2]); err != nil || st.Mode()&os.ModeSymlink == 0 {
+			continue
+		}
+		code, _, stderr := run(t, c...)
+		if st, _ := os.Lstat(c[2]); code == 0 || !strings.Contains(stderr, "symbolic link") || st.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("%v: exit %d: %s", c[:3], code, stderr)
+		}
+	}
+
+	// modes: a 2755 export and trace, a 0600 synthetic model and demo pair
+	for _, mode := range []os.FileMode{0o755 | os.ModeSetgid, 0o600} {
+		out := filepath.Join(f.dir, "kept.yaml")
+		trace := filepath.Join(f.dir, "kept.jsonl")
+		for _, p := range []string{out, trace} {
+			os.Remove(p)
+			os.WriteFile(p, nil, 0o600)
+			os.Chmod(p, mode)
+		}
+		if code, _, stderr := run(t, append([]string{"export", "-o", out}, pair...)...); code != 0 {
+			t.Fatal(stderr)
+		}
+		if code, _, stderr := run(t, append([]string{"run", "--prompt", "Once", "-n", "4", "--quiet", "--trace", trace}, pair...)...); code != 0 {
+			t.Fatal(stderr)
+		}
+		for _, p := range []string{out, trace} {
+			if st, _ := os.Stat(p); st.Mode()&(os.ModePerm|os.ModeSetgid) != mode {
+				t.Errorf("%s written onto a %v file is %v", filepath.Base(p), mode, st.Mode())
+			}
+		}
+	}
+	synth := filepath.Join(f.dir, "synth.gguf")
+	os.WriteFile(synth, nil, 0o600)
+	if code, _, stderr := run(t, "synth", "--shape", "stories260k", "--type", "F32", "-o", synth, "--force"); code != 0 {
+		t.Fatal(stderr)
+	}
+	demo := filepath.Join(f.dir, "demo0600")
+	os.Mkdir(demo, 0o755)
+	notice := filepath.Join(demo, "NOTICE-stories260K.txt")
+	target := filepath.Join(demo, "demo-target.gguf")
+	os.WriteFile(notice, nil, 0o600)
+	os.WriteFile(target, nil, 0o600)
+	if code, _, stderr := run(t, "demo", "-o", demo, "--force"); code != 0 {
+		t.Fatal(stderr)
+	}
+	for _, p := range []string{synth, notice, target} {
+		if st, _ := os.Stat(p); st.Mode().Perm() != 0o600 || st.Size() == 0 {
+			t.Errorf("%s replaced as %v (%d bytes), want 0600", filepath.Base(p), st.Mode(), st.Size())
+		}
+	}
+}
+
+// TestMissingOutputFolderNamed: a missing output folder gave a rename
+// error of a temporary file; each writing verb now names the folder.
+func TestMissingOutputFolderNamed(t *testing.T) {
+	f := newNothingLost(t)
+	missing := filepath.Join(f.dir, "no-such-folder")
+	pair := []string{"--target", f.target, "--draft-ngram", "2", "--db", f.db}
+	for _, c := range [][]string{
+		append([]string{"export", "-o", filepath.Join(missing, "c.yaml")}, pair...),
+		append([]string{"run", "--prompt", "Once", "-n", "4", "--trace", filepath.Join(missing, "t.jsonl")}, pair...),
+		{"synth", "--shape", "stories260k", "-o", filepath.Join(missing, "s.gguf")},
+	} {
+		code, _, stderr := run(t, c...)
+		if code == 0 || !strings.Contains(stderr, missing+" does not exist") || strings.Contains(stderr, ".arborist-") {
+			t.Errorf("%v: exit %d: %s", c[:3], code, stderr)
+		}
+	}
+}
