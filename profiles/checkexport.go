@@ -47,14 +47,18 @@ type CheckRound struct {
 
 // CheckResult is the speedup the exported settings give in llama.cpp.
 type CheckResult struct {
-	Runtime     string       `json:"runtime"`
-	Version     string       `json:"version,omitempty"` // what the binaries print for --version
-	Plain       []string     `json:"plain_command"`     // the commands, the prompt as PROMPT
-	Speculative []string     `json:"speculative_command"`
-	Rounds      []CheckRound `json:"rounds"`
-	Speedup     float64      `json:"speedup"` // the median round's
-	Min, Max    float64      `json:"-"`
-	Acceptance  float64      `json:"acceptance"`
+	Runtime     string   `json:"runtime"`
+	Version     string   `json:"version,omitempty"` // what the binaries print for --version
+	Plain       []string `json:"plain_command"`     // the commands, the prompt as PROMPT
+	Speculative []string `json:"speculative_command"`
+	// PlainLine and SpeculativeLine are the commands as shell lines, every
+	// word quoted where it needs it, safe to paste.
+	PlainLine       string       `json:"plain_line"`
+	SpeculativeLine string       `json:"speculative_line"`
+	Rounds          []CheckRound `json:"rounds"`
+	Speedup         float64      `json:"speedup"` // the median round's
+	Min, Max        float64      `json:"-"`
+	Acceptance      float64      `json:"acceptance"`
 	// Predicted is Arborist's prediction for its own engine (the config's).
 	Predicted float64 `json:"predicted_arborist,omitempty"`
 	PlainRun  int64   `json:"plain_run_id,omitempty"`
@@ -219,6 +223,7 @@ func (b *Bench) CheckExport(ctx context.Context, c *Config, opt CheckOptions) (*
 	}
 	plainArgs, specArgs := llamaArgs(a, opt.MaxTokens)
 	res := &CheckResult{Runtime: "llama.cpp", Plain: llamaCommand(plainProg, plainArgs), Speculative: llamaCommand(specProg, specArgs)}
+	res.PlainLine, res.SpeculativeLine = config.ShellLine(res.Plain...), config.ShellLine(res.Speculative...)
 	if c.Predicted != nil {
 		res.Predicted = c.Predicted.Speedup
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"arborist/profiles"
 )
@@ -81,7 +80,7 @@ func runCheckExport(ctx context.Context, env Env, args []string) error {
 	if version == "" {
 		version = "version unknown"
 	}
-	fmt.Fprintf(env.Stdout, "llama.cpp %s\n  plain:       %s\n  speculative: %s\n", version, strings.Join(res.Plain, " "), strings.Join(res.Speculative, " "))
+	fmt.Fprintf(env.Stdout, "llama.cpp %s\n  plain:       %s\n  speculative: %s\n", version, res.PlainLine, res.SpeculativeLine)
 	if res.Predicted > 0 {
 		fmt.Fprintf(env.Stdout, "Arborist's prediction for its own engine: %.2fx (a prediction for Arborist, not for llama.cpp)\n", res.Predicted)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -19,7 +18,7 @@ import (
 func runServe(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "serve", "--config config.yaml [--host 127.0.0.1] [--port 8080] [flags]")
 	cfgPath := fs.String("config", "", "the config.yaml to serve (its models, plan and sampling)")
-	host := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0: every interface)")
+	host := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0 or ::: every interface, said so when serving)")
 	port := fs.Int("port", 8080, "port to listen on (0: a free one, printed)")
 	threads := fs.Int("threads", 0, "target threads where the config names none")
 	chatTemplate := fs.String("chat-template", "", "a Jinja chat template `file` used instead of the model's own")
@@ -37,6 +36,9 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	switch {
 	case *cfgPath == "":
 		return fail(fs, usagef("--config is required"))
+	case *host == "":
+		// net.Listen takes "" for every interface: never by omission
+		return fail(fs, usagef("--host \"\" would listen on every interface: give --host 0.0.0.0 (or ::) to serve every interface, or an address such as 127.0.0.1"))
 	case *port < 0 || *port > 65535:
 		return fail(fs, usagef("--port %d must be in 0..65535", *port))
 	case *maxTokens < 0 || *defTokens < 1 || *maxBody < 1 || *maxQueue < 1 || *grace <= 0:
@@ -50,11 +52,11 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	opt := profiles.ServeOptions{Threads: *threads, AllowChanged: *allowChanged, MaxTokens: *maxTokens, DefaultTokens: *defTokens,
 		MaxBody: *maxBody, MaxQueue: *maxQueue, Grace: *grace}
 	if *chatTemplate != "" {
-		t, err := os.ReadFile(*chatTemplate)
+		t, err := profiles.ReadChatTemplate(*chatTemplate) // a regular file of bounded size
 		if err != nil {
-			return err
+			return fmt.Errorf("--chat-template: %w", err)
 		}
-		opt.ChatTemplate = string(t)
+		opt.ChatTemplate = t
 	}
 	if !*quiet {
 		var mu sync.Mutex
@@ -86,7 +88,11 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		if e := srv.Chat(); e != nil {
 			chat = "no chat completions: " + e.Error()
 		}
-		fmt.Fprintf(env.Stdout, "serving %s with %s at %s/v1 (one request at a time; %s)\n", srv.Model(), srv.Plan(), url, chat)
+		where := ""
+		if ip := net.ParseIP(*host); ip != nil && ip.IsUnspecified() {
+			where = ", listening on every interface: reachable from other machines"
+		}
+		fmt.Fprintf(env.Stdout, "serving %s with %s at %s/v1 (one request at a time%s; %s)\n", srv.Model(), srv.Plan(), url, where, chat)
 	})
 	if err != nil {
 		return err

@@ -2,9 +2,15 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"arborist/profiles/store"
@@ -209,6 +215,98 @@ func TestMissingOutputFolderNamed(t *testing.T) {
 		code, _, stderr := run(t, c...)
 		if code == 0 || !strings.Contains(stderr, missing+" does not exist") || strings.Contains(stderr, ".arborist-") {
 			t.Errorf("%v: exit %d: %s", c[:3], code, stderr)
+		}
+	}
+}
+
+// TestCheckExportLinesSafeToPaste: check-export printed its commands with
+// the words joined by spaces, so a model path holding shell syntax ran
+// commands when the line was pasted. The printed and JSON lines are
+// quoted: pasted into sh, each runs its program with exactly the
+// arguments check-export ran, and nothing else.
+func TestCheckExportLinesSafeToPaste(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	dir := t.TempDir()
+	hostile := "/m/a;touch P1|touch P2&touch P3 $(touch P4) `touch P5` <P6 >P7 *?[]{}!#~'\"\t\ntouch P8"
+	cfg := filepath.Join(dir, "config.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`models:
+  target: {path: %s, device: cpu, max_seq_len: 512, threads: 2}
+  draft: {kind: model, path: %s, device: cpu, threads: 2}
+speculation: {strategy: chain, gamma: 4}
+sampling: {temperature: 0, top_p: 1, seed: 1}
+`, strconv.Quote(hostile+".gguf"), strconv.Quote(hostile+"-draft.gguf"))), 0o644)
+	prompts := filepath.Join(dir, "p.txt")
+	os.WriteFile(prompts, []byte("Once\n"), 0o644)
+	llama, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "llama-cpp"))
+	code, out, stderr := run(t, "check-export", "--llama-cpp", llama, "--config", cfg, "--prompts", prompts, "--rounds", "1", "-n", "8", "--json", "--no-store", "--db", filepath.Join(dir, "c.db"))
+	var v struct {
+		Plain     []string `json:"plain_command"`
+		Spec      []string `json:"speculative_command"`
+		PlainLine string   `json:"plain_line"`
+		SpecLine  string   `json:"speculative_line"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
+		t.Fatalf("exit %d: %s %s", code, out, stderr)
+	}
+	bin := filepath.Join(dir, "bin")
+	os.Mkdir(bin, 0o755)
+	for _, p := range []string{"llama-completion", "llama-speculative-simple"} {
+		os.WriteFile(filepath.Join(bin, p), []byte("#!/bin/sh\nprintf '%s\\0' \"${0##*/}\" \"$@\" >\"$ARGV_LOG\"\n"), 0o755)
+	}
+	for _, c := range []struct {
+		line string
+		want []string
+	}{{v.PlainLine, v.Plain}, {v.SpecLine, v.Spec}} {
+		work := t.TempDir()
+		log := filepath.Join(dir, "argv")
+		cmd := exec.Command(sh, "-c", c.line)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "ARGV_LOG="+log)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("sh: %v %s\n%s", err, out, c.line)
+		}
+		got, _ := os.ReadFile(log)
+		if argv := strings.Split(strings.TrimSuffix(string(got), "\x00"), "\x00"); !slices.Equal(argv, c.want) || !slices.Contains(argv, hostile+".gguf") {
+			t.Errorf("pasted, %q ran as\n%q, want\n%q", c.line, argv, c.want)
+		}
+		if made, _ := os.ReadDir(work); len(made) != 0 {
+			t.Errorf("pasting %q made %v", c.line, made)
+		}
+	}
+	code, out, stderr = run(t, "check-export", "--llama-cpp", llama, "--config", cfg, "--prompts", prompts, "--rounds", "1", "-n", "8", "--no-store", "--db", filepath.Join(dir, "c.db"))
+	if code != 0 || !strings.Contains(out, "  plain:       "+v.PlainLine+"\n") || !strings.Contains(out, "  speculative: "+v.SpecLine+"\n") {
+		t.Errorf("printed lines differ from the JSON's: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+// TestServeRefusesEmptyHostAndUnboundedTemplates: serve --host "" listened
+// on every interface without saying so; --chat-template /dev/zero grew
+// without bound, a FIFO with no writer hung, and a sparse file of
+// gigabytes was read whole. Each is refused at once, naming the flag.
+func TestServeRefusesEmptyHostAndUnboundedTemplates(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	os.WriteFile(cfg, []byte("models: {target: {path: /m/t.gguf}, draft: {kind: none}}\nspeculation: {strategy: ar}\n"), 0o644)
+	if code, _, stderr := run(t, "serve", "--config", cfg, "--host", ""); code != 2 || !strings.Contains(stderr, `--host ""`) || !strings.Contains(stderr, "0.0.0.0") {
+		t.Errorf(`--host "": exit %d: %s`, code, stderr)
+	}
+	sparse := filepath.Join(dir, "sparse.jinja")
+	if f, err := os.Create(sparse); err == nil {
+		f.Truncate(4 << 30)
+		f.Close()
+	}
+	fifo := filepath.Join(dir, "fifo.jinja")
+	templates := map[string]string{"/dev/zero": "not a regular file", sparse: "at most 1048576"}
+	if syscall.Mkfifo(fifo, 0o644) == nil {
+		templates[fifo] = "not a regular file"
+	}
+	for tmpl, want := range templates {
+		code, _, stderr := run(t, "serve", "--config", cfg, "--chat-template", tmpl, "--port", "0", "--db", filepath.Join(dir, "a.db"))
+		if code == 0 || !strings.Contains(stderr, "--chat-template") || !strings.Contains(stderr, want) {
+			t.Errorf("--chat-template %s: exit %d: %s", tmpl, code, stderr)
 		}
 	}
 }

@@ -42,20 +42,61 @@ type Equivalent struct {
 
 // Render writes the block as the export shows it: a header naming the
 // runtime and release, the lines, then the notes and the cannot-express
-// lines as comments.
+// lines as comments. The whole block is safe to paste into a shell (the
+// GUI's Copy copies it): every argument of a line is quoted (ShellLine),
+// and a comment can never end early, since a line break in what it quotes
+// (a model path, a version a runtime printed) is written as \n.
 func (e Equivalent) Render() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s %s (%s)\n", e.Runtime, e.Version, e.Program)
+	b.WriteString(comment(fmt.Sprintf("%s %s (%s)", e.Runtime, e.Version, e.Program)))
 	for _, l := range e.Lines {
 		b.WriteString(l + "\n")
 	}
 	for _, n := range e.Notes {
-		b.WriteString("# note: " + n + "\n")
+		b.WriteString(comment("note: " + n))
 	}
 	for _, n := range e.Cannot {
-		b.WriteString("# cannot express: " + n + "\n")
+		b.WriteString(comment("cannot express: " + n))
 	}
 	return b.String()
+}
+
+// comment is text as one shell comment line.
+func comment(text string) string {
+	return "# " + strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(text) + "\n"
+}
+
+// ShellQuote is s as one word of a POSIX shell: as it is when every byte
+// is one no shell treats specially, otherwise in single quotes (a single
+// quote inside written '\”), so a file name holding ; | & $( ) ` < > * ?
+// [ ] { } ! # ~ quotes, spaces, tabs or line breaks reaches the program
+// as it is and runs nothing.
+func ShellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("_-+=:,./@%", c) >= 0) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// ShellLine is a program and its arguments as one shell line, each word
+// quoted where it needs it (ShellQuote).
+func ShellLine(words ...string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = ShellQuote(w)
+	}
+	return strings.Join(q, " ")
 }
 
 // Equivalents writes the closest settings for llama.cpp, vLLM and SGLang,
@@ -264,14 +305,9 @@ func fmtG(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 func line(program string, lists ...[]string) string {
 	parts := []string{program}
 	for _, l := range lists {
-		for _, a := range l {
-			if strings.ContainsAny(a, " \t'\"$") {
-				a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-			}
-			parts = append(parts, a)
-		}
+		parts = append(parts, l...)
 	}
-	return strings.Join(parts, " ")
+	return ShellLine(parts...)
 }
 
 // llamaCpp maps the plan onto llama-server (a draft model), llama-lookup
@@ -336,9 +372,9 @@ func (c *Config) llamaCpp(sh shape) Equivalent {
 func (c *Config) vllmModel() (string, string) {
 	p := c.Models.Target.Path
 	if strings.HasSuffix(strings.ToLower(p), ".gguf") {
-		return p + " --tokenizer " + HFTokenizer, "vLLM's GGUF loading is experimental (single-file models) and needs --tokenizer: put the original model's Hugging Face id or folder in place of " + HFTokenizer + ", or serve the Hugging Face model itself in place of the .gguf"
+		return ShellQuote(p) + " --tokenizer " + HFTokenizer, "vLLM's GGUF loading is experimental (single-file models) and needs --tokenizer: put the original model's Hugging Face id or folder in place of " + HFTokenizer + ", or serve the Hugging Face model itself in place of the .gguf"
 	}
-	return p, ""
+	return ShellQuote(p), ""
 }
 
 // vllm maps the plan onto vllm serve's speculative_config.
