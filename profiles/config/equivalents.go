@@ -68,9 +68,10 @@ func comment(text string) string {
 
 // ShellQuote is s as one word of a POSIX shell: as it is when every byte
 // is one no shell treats specially, otherwise in single quotes (a single
-// quote inside written '\”), so a file name holding ; | & $( ) ` < > * ?
-// [ ] { } ! # ~ quotes, spaces, tabs or line breaks reaches the program
-// as it is and runs nothing.
+// quote inside closes them, is escaped with a backslash and reopens them),
+// so a file name holding ; | & $( ) ` < > * ? [ ] { } ! # ~ quotes,
+// spaces, tabs or line breaks reaches the program as it is and runs
+// nothing.
 func ShellQuote(s string) string {
 	if s == "" {
 		return "''"
