@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -307,6 +309,55 @@ func TestServeRefusesEmptyHostAndUnboundedTemplates(t *testing.T) {
 		code, _, stderr := run(t, "serve", "--config", cfg, "--chat-template", tmpl, "--port", "0", "--db", filepath.Join(dir, "a.db"))
 		if code == 0 || !strings.Contains(stderr, "--chat-template") || !strings.Contains(stderr, want) {
 			t.Errorf("--chat-template %s: exit %d: %s", tmpl, code, stderr)
+		}
+	}
+}
+
+// TestArboristMarkedForeignDatabaseUntouched: runs (a reading verb)
+// migrated a database with Arborist's application id and tables of its
+// own, giving it 18 tables, WAL mode and a side file; one missing a table
+// said "no such table: holders". Reading and writing verbs refuse both,
+// naming the difference, and leave the file byte for byte as it was.
+func TestArboristMarkedForeignDatabaseUntouched(t *testing.T) {
+	f := newNothingLost(t)
+	marked := filepath.Join(t.TempDir(), "marked.db")
+	dropped := filepath.Join(t.TempDir(), "dropped.db")
+	data, _ := os.ReadFile(f.db)
+	os.WriteFile(dropped, data, 0o644)
+	for p, qs := range map[string][]string{
+		marked:  {"CREATE TABLE notes(body TEXT)", "INSERT INTO notes VALUES ('keep me')", fmt.Sprintf("PRAGMA application_id = %d", store.ApplicationID)},
+		dropped: {"DROP TABLE holders", "PRAGMA journal_mode=DELETE"},
+	} {
+		db, err := sql.Open("sqlite3", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range qs {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		db.Close()
+	}
+	for p, want := range map[string]string{marked: "table notes is not Arborist's", dropped: "table holders is missing"} {
+		before, _ := os.ReadFile(p)
+		for _, c := range [][]string{
+			{"runs", "--db", p},
+			{"drafters", "list", "--db", p},
+			{"export", "--target", f.target, "--draft-ngram", "2", "--db", p, "-o", filepath.Join(f.dir, "x.yaml")},
+		} {
+			code, _, stderr := run(t, c...)
+			if code == 0 || !strings.Contains(stderr, want) || strings.Contains(stderr, "no such table") {
+				t.Errorf("%v: exit %d: %s", c, code, stderr)
+			}
+		}
+		if after, _ := os.ReadFile(p); !bytes.Equal(before, after) {
+			t.Errorf("%s changed", filepath.Base(p))
+		}
+		for _, side := range []string{"-wal", "-shm", "-journal", "-checked"} {
+			if _, err := os.Stat(p + side); err == nil {
+				t.Errorf("%s: %s left beside it", filepath.Base(p), side)
+			}
 		}
 	}
 }

@@ -23,3 +23,6 @@ func stampOf(st os.FileInfo) string {
 // dirWritable says whether the folder dir accepts new files: false on
 // read-only storage or without write permission.
 func dirWritable(dir string) bool { return syscall.Access(dir, 2 /* W_OK */) == nil }
+
+// fileWritable says whether this process may write the file at path.
+func fileWritable(path string) bool { return syscall.Access(path, 2 /* W_OK */) == nil }

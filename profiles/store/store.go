@@ -80,6 +80,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		if err := precheck(ctx, path); err != nil {
 			return nil, err
 		}
+		if !fileWritable(path) {
+			return nil, fmt.Errorf("%w: %s: the file is read-only (no write permission); verbs that only read (runs, drafters list, show and export) can still read it", ErrReadOnly, path)
+		}
 	}
 	db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL"))
 	if err != nil {
@@ -221,20 +224,17 @@ func (s *Store) header(ctx context.Context) (int, error) {
 }
 
 type queryer interface {
-	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
 }
 
 func readHeader(ctx context.Context, s *Store, q queryer) (int, error) {
-	// One statement, so one snapshot: read separately, the id could come
-	// from before another process's migration committed and the schema from
-	// after it, and a database being created would look foreign.
-	var appID, version, tables int
-	if err := q.QueryRowContext(ctx, "SELECT (SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)").Scan(&appID, &version, &tables); err != nil {
+	appID, version, objs, err := readSchema(ctx, q)
+	if err != nil {
 		return 0, s.wrap("read header", err)
 	}
 	if appID != ApplicationID {
-		if appID != 0 || tables > 0 {
-			return 0, fmt.Errorf("%w: %s is another application's SQLite database (application_id %#x, %d schema objects); it was left untouched", ErrForeign, s.Path, appID, tables)
+		if appID != 0 || len(objs) > 0 {
+			return 0, fmt.Errorf("%w: %s is another application's SQLite database (application_id %#x, %d schema objects); it was left untouched", ErrForeign, s.Path, appID, len(objs))
 		}
 	}
 	if version < 0 {
@@ -242,6 +242,13 @@ func readHeader(ctx context.Context, s *Store, q queryer) (int, error) {
 	}
 	if version > len(migrations) {
 		return 0, fmt.Errorf("%w: %s has schema version %d, this binary knows up to %d; upgrade Arborist", ErrNewer, s.Path, version, len(migrations))
+	}
+	diff, err := schemaDiffers(version, objs)
+	if err != nil {
+		return 0, err
+	}
+	if diff != "" {
+		return 0, fmt.Errorf("%w: %s carries Arborist's mark, but its schema is not the one Arborist writes at version %d (%s); it was left untouched (move it aside to start a new database, or restore a backup)", ErrForeign, s.Path, version, diff)
 	}
 	return version, nil
 }
@@ -355,6 +362,9 @@ func (s *Store) wrap(op string, err error) error {
 	var se sqlite3.Error
 	if errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked) {
 		return fmt.Errorf("%w: %s (%s): %s; %s", ErrLocked, s.Path, op, err, s.holders())
+	}
+	if errors.As(err, &se) && se.Code == sqlite3.ErrReadonly {
+		return fmt.Errorf("%w: %s (%s): the file, its folder or its side files are read-only; verbs that only read (runs, drafters list, show and export) can still read it", ErrReadOnly, s.Path, op)
 	}
 	if errors.As(err, &se) && (se.Code == sqlite3.ErrNotADB || se.Code == sqlite3.ErrCorrupt) {
 		return fmt.Errorf("%w: %s is corrupt (%v); it was left untouched", ErrForeign, s.Path, err)

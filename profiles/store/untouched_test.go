@@ -257,3 +257,106 @@ func TestReadersSeeDeadRuns(t *testing.T) {
 		t.Errorf("Run(%d): %+v %v", dead, r, err)
 	}
 }
+
+// TestArboristMarkWithForeignSchemaUntouched: a database with Arborist's
+// application id but tables of its own or missing was migrated, even by a
+// reading open (it gained 18 tables, WAL mode and a side file), and a
+// trigger planted on runs fired on Arborist's writes (the stored drafters
+// deleted); a missing table surfaced as "no such table: holders". Each
+// is refused now by both opens, naming the difference, and the file is
+// left byte for byte as it was, with no side file beside it; an exact
+// older schema is still migrated (the negative control).
+func TestArboristMarkWithForeignSchemaUntouched(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name    string
+		version int
+		tamper  []string
+		want    string
+	}{
+		{"foreign tables at version 0", 0, []string{"CREATE TABLE notes(body TEXT)", "INSERT INTO notes VALUES ('keep me')"}, "table notes is not Arborist's"},
+		{"a missing table", len(migrations), []string{"DROP TABLE holders"}, "table holders is missing"},
+		{"a trigger on runs", len(migrations), []string{"CREATE TRIGGER wipe AFTER INSERT ON runs BEGIN DELETE FROM drafters; END"}, "trigger wipe (on runs) is not Arborist's"},
+		{"a view", len(migrations), []string{"CREATE VIEW v AS SELECT * FROM runs"}, "view v (on v) is not Arborist's"},
+		{"a column of its own", len(migrations), []string{"ALTER TABLE runs ADD COLUMN mine TEXT"}, "table runs differs"},
+		{"an older schema changed", 2, []string{"ALTER TABLE plans ADD COLUMN mine TEXT"}, "table plans differs"},
+	}
+	for _, c := range cases {
+		p := filepath.Join(t.TempDir(), "a.db")
+		db := schemaAt(t, p, c.version)
+		if c.version == len(migrations) {
+			db.Exec(`INSERT INTO drafters(target_fingerprint, weights, settings, losses, created) VALUES ('f', x'00', '{}', '[]', 'then')`)
+		}
+		for _, q := range append(c.tamper, "PRAGMA journal_mode=DELETE") {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatalf("%s: %s: %v", c.name, q, err)
+			}
+		}
+		if c.version == 0 {
+			db.Exec(fmt.Sprintf("PRAGMA application_id = %d", ApplicationID))
+		}
+		db.Close()
+		before, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, o := range map[string]func(context.Context, string) (*Store, error){"Open": Open, "OpenReadOnly": OpenReadOnly} {
+			s, err := o(ctx, p)
+			if err == nil {
+				s.Close()
+			}
+			if !errors.Is(err, ErrForeign) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "left untouched") {
+				t.Errorf("%s: %s: %v; want %q", c.name, name, err, c.want)
+			}
+		}
+		if after, _ := os.ReadFile(p); !bytes.Equal(before, after) {
+			t.Errorf("%s: the file changed", c.name)
+		}
+		for _, side := range []string{"-wal", "-shm", "-journal", "-checked"} {
+			if _, err := os.Stat(p + side); err == nil {
+				t.Errorf("%s: %s left beside it", c.name, side)
+			}
+		}
+	}
+	// the negative control: an exact older schema opens and is migrated
+	p := filepath.Join(t.TempDir(), "old.db")
+	schemaAt(t, p, 4).Close()
+	s, err := Open(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+}
+
+// TestReadOnlyFileNamed: a database file without write permission gave
+// "register: attempt to write a readonly database"; it is ErrReadOnly,
+// naming the file and saying reading verbs still read it.
+func TestReadOnlyFileNamed(t *testing.T) {
+	ctx := context.Background()
+	p := filepath.Join(t.TempDir(), "a.db")
+	open(t, p).Close()
+	// a write through a read-only connection is what such a file gives
+	db, err := sql.Open("sqlite3", dsn(p, "mode=ro"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, werr := db.Exec("INSERT INTO holders(pid, host, command, since) VALUES (1, 'h', 'c', 's')")
+	s := &Store{Path: p, db: db}
+	if err := s.wrap("register", werr); !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "only read") {
+		t.Errorf("a write refused as read-only: %v", err)
+	}
+	if os.Geteuid() == 0 {
+		return // root writes a 0444 file: the open itself cannot be refused here
+	}
+	os.Chmod(p, 0o444)
+	defer os.Chmod(p, 0o644)
+	if _, err := Open(ctx, p); !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "read-only") {
+		t.Errorf("Open of a 0444 database: %v", err)
+	}
+	ro, err := OpenReadOnly(ctx, p)
+	if err != nil {
+		t.Fatalf("OpenReadOnly of a 0444 database: %v", err)
+	}
+	ro.Close()
+}
