@@ -1,10 +1,10 @@
 package profiles
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +30,10 @@ type CheckOptions struct {
 	// the two in turn, the order swapped every round.
 	MaxTokens, Rounds int
 	NoStore           bool
+	// CallLimit bounds each llama.cpp call (0: callLimit, derived from the
+	// tokens asked for and the prompt's size); a call past it is ended,
+	// with the processes it started, and the check fails naming it.
+	CallLimit time.Duration
 	// OnRound, when set, receives each finished round.
 	OnRound func(i int, r CheckRound)
 }
@@ -103,9 +107,13 @@ func findProgram(dir string, names []string) (string, error) {
 	return "", fmt.Errorf("%w: no %s %s (build llama.cpp, or give the folder of its binaries)", ErrNoLlamaCpp, strings.Join(names, " or "), where)
 }
 
+// MaxCheckTokens bounds the tokens a check asks llama.cpp for per prompt.
+const MaxCheckTokens = 1 << 20
+
 // defaults fills in a check's or a tune's defaults (128 tokens a prompt,
-// 3 rounds) and refuses one without prompts; what names the work.
-func (opt *CheckOptions) defaults(what string) error {
+// 3 rounds) and refuses one without prompts or with more tokens a prompt
+// than the config's context (or MaxCheckTokens); what names the work.
+func (opt *CheckOptions) defaults(what string, c *Config) error {
 	if opt.MaxTokens <= 0 {
 		opt.MaxTokens = 128
 	}
@@ -115,7 +123,24 @@ func (opt *CheckOptions) defaults(what string) error {
 	if len(opt.Prompts) == 0 {
 		return fmt.Errorf("no prompts to %s with", what)
 	}
+	if ctx := c.Models.Target.MaxSeqLen; ctx > 0 && opt.MaxTokens > ctx {
+		return fmt.Errorf("%d tokens a prompt (-n) exceed the config's context (models.target.max_seq_len %d)", opt.MaxTokens, ctx)
+	}
+	if opt.MaxTokens > MaxCheckTokens {
+		return fmt.Errorf("%d tokens a prompt (-n): at most %d", opt.MaxTokens, MaxCheckTokens)
+	}
 	return nil
+}
+
+// callLimit is how long one llama.cpp call may take: two minutes to load
+// the models, two seconds for each token asked for and 20 ms for each
+// byte of the prompt (far beyond any machine llama.cpp runs on: a model
+// that slow is not worth checking).
+func (opt *CheckOptions) callLimit(prompt string) time.Duration {
+	if opt.CallLimit > 0 {
+		return opt.CallLimit
+	}
+	return 2*time.Minute + time.Duration(opt.MaxTokens)*2*time.Second + time.Duration(len(prompt))*20*time.Millisecond
 }
 
 // llamaPrograms finds llama.cpp's plain decoding and speculative example
@@ -150,54 +175,100 @@ type timed struct {
 	drafted, accepted int
 }
 
-// runLlama runs a llama.cpp program and reads its timing report.
-func runLlama(ctx context.Context, prog string, args []string, spec bool) (timed, error) {
-	cmd := exec.CommandContext(ctx, prog, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
-	tail := func() string {
-		s := out.String()
-		if len(s) > 2000 {
-			s = "..." + s[len(s)-2000:]
-		}
-		return s
-	}
+// Bounds on what llama.cpp reports for one call: a figure outside them
+// is not a measurement (an overflowed or garbled line) and is refused
+// before it is stored or written into a config.
+const (
+	maxTokensPerSecond = 1e6 // no runtime decodes a million tokens a second
+	maxReportedSeconds = 1e7 // some four months
+)
+
+// runLlama runs a llama.cpp program for at most limit (runProgram: its
+// output bounded, its process group ended on time-out or cancellation)
+// and reads its timing report, refusing figures that cannot be real:
+// tokens not a positive count at most twice maxTokens plus 64 (the
+// speculative example may decode a draft past -n), seconds not finite
+// and positive, a rate above a million tokens a second, more tokens
+// accepted than drafted or decoded.
+func runLlama(ctx context.Context, prog string, args []string, spec bool, maxTokens int, limit time.Duration) (timed, error) {
+	name := filepath.Base(prog)
+	buf, err := runProgram(ctx, prog, args, limit)
 	if err != nil {
-		if ctx.Err() != nil {
-			return timed{}, ctx.Err()
-		}
-		return timed{}, fmt.Errorf("%s: %v\n%s", filepath.Base(prog), err, tail())
+		return timed{}, err
 	}
+	out := buf.String()
 	var t timed
 	re := evalLine
 	if spec {
 		re = decodedLine
 	}
-	m := re.FindAllStringSubmatch(out.String(), -1)
+	m := re.FindAllStringSubmatch(out, -1)
 	if m == nil {
-		return t, fmt.Errorf("%s printed no timing line (%q):\n%s", filepath.Base(prog), re.String(), tail())
+		return t, fmt.Errorf("%s printed no timing line (%q):\n%s", name, re.String(), buf.excerpt(2000))
 	}
 	last := m[len(m)-1]
+	bad := func(what, v string) error {
+		return fmt.Errorf("%s reported %s %q, which is not a measurement (the line: %q)", name, what, printable(v, 40), printable(last[0], 200))
+	}
+	num := func(what, v string) (float64, error) {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || x > maxReportedSeconds*1000 {
+			return 0, bad(what, v)
+		}
+		return x, nil
+	}
+	count := func(what, v string) (int, error) {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 1<<40 {
+			return 0, bad(what, v)
+		}
+		return n, nil
+	}
 	if spec { // decoded N tokens in S seconds
-		t.tokens, _ = strconv.Atoi(last[1])
-		t.seconds, _ = strconv.ParseFloat(last[2], 64)
+		if t.tokens, err = count("tokens", last[1]); err == nil {
+			t.seconds, err = num("seconds", last[2])
+		}
 	} else { // eval time = MS ms / N runs
-		ms, _ := strconv.ParseFloat(last[1], 64)
-		t.tokens, _ = strconv.Atoi(last[2])
+		var ms float64
+		if ms, err = num("milliseconds", last[1]); err == nil {
+			t.tokens, err = count("tokens", last[2])
+		}
 		t.seconds = ms / 1000
 	}
-	if d := draftedLine.FindStringSubmatch(out.String()); d != nil {
-		t.drafted, _ = strconv.Atoi(d[1])
+	if err != nil {
+		return t, err
 	}
-	if a := acceptLine.FindStringSubmatch(out.String()); a != nil {
-		t.accepted, _ = strconv.Atoi(a[1])
+	if d := draftedLine.FindStringSubmatch(out); d != nil {
+		if t.drafted, err = count("drafted tokens", d[1]); err != nil {
+			return t, err
+		}
 	}
-	if t.tokens <= 0 || t.seconds <= 0 {
-		return t, fmt.Errorf("%s reported %d tokens in %g s", filepath.Base(prog), t.tokens, t.seconds)
+	if a := acceptLine.FindStringSubmatch(out); a != nil {
+		if t.accepted, err = count("accepted tokens", a[1]); err != nil {
+			return t, err
+		}
+	}
+	switch {
+	case t.tokens <= 0 || t.seconds <= 0:
+		return t, fmt.Errorf("%s reported %d tokens in %g s", name, t.tokens, t.seconds)
+	case t.tokens > 2*maxTokens+64:
+		return t, fmt.Errorf("%s reported %d tokens decoded, asked for %d: not a measurement of this call", name, t.tokens, maxTokens)
+	case t.seconds > maxReportedSeconds || float64(t.tokens)/t.seconds > maxTokensPerSecond:
+		return t, fmt.Errorf("%s reported %d tokens in %g s (%.3g tokens/s): not a plausible measurement", name, t.tokens, t.seconds, float64(t.tokens)/t.seconds)
+	case t.accepted > t.drafted || t.accepted > t.tokens:
+		return t, fmt.Errorf("%s reported %d tokens accepted of %d drafted, %d decoded: not a plausible measurement", name, t.accepted, t.drafted, t.tokens)
 	}
 	return t, nil
+}
+
+// plausibleSpeedup refuses a speedup over plain decoding that no
+// speculation gives (beyond 1000x either way): figures that cannot all
+// have been measured, never stored or written into a config.
+func plausibleSpeedup(x float64) error {
+	if !(x >= 1e-3 && x <= 1e3) {
+		return fmt.Errorf("llama.cpp's timing lines give a speedup of %.3gx over its plain decoding: not a plausible measurement, nothing was stored", x)
+	}
+	return nil
 }
 
 // CheckExport runs llama.cpp's plain decoding and the exported speculative
@@ -207,7 +278,7 @@ func runLlama(ctx context.Context, prog string, args []string, spec bool) (timed
 // the range), beside Arborist's prediction for its own engine. Both are
 // stored as runs of the runtime (unless NoStore), so Compare shows them.
 func (b *Bench) CheckExport(ctx context.Context, c *Config, opt CheckOptions) (*CheckResult, error) {
-	if err := opt.defaults("check"); err != nil {
+	if err := opt.defaults("check", c); err != nil {
 		return nil, err
 	}
 	a := c.LlamaCpp()
@@ -227,7 +298,9 @@ func (b *Bench) CheckExport(ctx context.Context, c *Config, opt CheckOptions) (*
 	if c.Predicted != nil {
 		res.Predicted = c.Predicted.Speedup
 	}
-	res.Version = llamaVersion(ctx, plainProg)
+	if res.Version, err = llamaVersion(ctx, plainProg, opt.CallLimit); err != nil {
+		return nil, err
+	}
 	var plainTot, specTot timed
 	for r := 0; r < opt.Rounds; r++ {
 		var pr, sr timed
@@ -241,7 +314,7 @@ func (b *Bench) CheckExport(ctx context.Context, c *Config, opt CheckOptions) (*
 				if spec {
 					prog, args, acc = specProg, specArgs, &sr
 				}
-				t, err := runLlama(ctx, prog, slices.Concat(args, []string{"-p", p}), spec)
+				t, err := runLlama(ctx, prog, slices.Concat(args, []string{"-p", p}), spec, opt.MaxTokens, opt.callLimit(p))
 				if err != nil {
 					return nil, err
 				}
@@ -250,6 +323,9 @@ func (b *Bench) CheckExport(ctx context.Context, c *Config, opt CheckOptions) (*
 		}
 		round := CheckRound{Plain: float64(pr.tokens) / pr.seconds, Spec: float64(sr.tokens) / sr.seconds, Drafted: sr.drafted, Accepted: sr.accepted}
 		round.Speedup = round.Spec / round.Plain
+		if err := plausibleSpeedup(round.Speedup); err != nil {
+			return nil, fmt.Errorf("round %d: %w", r+1, err)
+		}
 		res.Rounds = append(res.Rounds, round)
 		if opt.OnRound != nil {
 			opt.OnRound(r, round)
@@ -327,20 +403,34 @@ func (b *Bench) storeSides(ctx context.Context, c *Config, opt CheckOptions, res
 	return nil
 }
 
+// versionLimit bounds a --version call: it loads no model.
+const versionLimit = 30 * time.Second
+
 // llamaVersion is what a llama.cpp program prints for --version ("" when
-// it prints no version line).
-func llamaVersion(ctx context.Context, prog string) string {
-	v, err := exec.CommandContext(ctx, prog, "--version").CombinedOutput()
+// it prints no version line, or fails), cut to 100 printable characters
+// (it is stored and written into config.yaml); one that does not answer
+// within its limit (limit, or versionLimit when 0) is an error.
+func llamaVersion(ctx context.Context, prog string, limit time.Duration) (string, error) {
+	if limit <= 0 {
+		limit = versionLimit
+	}
+	out, err := runProgram(ctx, prog, []string{"--version"}, limit)
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
 	if err != nil {
-		return ""
+		if errors.Is(err, errEnded) {
+			return "", fmt.Errorf("%s --version: %w", filepath.Base(prog), err)
+		}
+		return "", nil
 	}
 	version := ""
-	for _, l := range strings.Split(string(v), "\n") {
+	for _, l := range strings.Split(out.String(), "\n") {
 		if l = strings.TrimSpace(l); strings.HasPrefix(l, "version:") {
-			version = strings.TrimSpace(strings.TrimPrefix(l, "version:"))
+			version = printable(strings.TrimPrefix(l, "version:"), 100)
 		}
 	}
-	return version
+	return version, nil
 }
 
 // ErrNoLlamaCpp marks a check without llama.cpp's binaries.

@@ -75,7 +75,7 @@ func llamaSettings(a config.LlamaCppArgs) []LlamaSetting {
 // and the best setting are stored as runs of the runtime (unless
 // NoStore). c itself is not changed.
 func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (*LlamaTuneResult, error) {
-	if err := opt.defaults("tune"); err != nil {
+	if err := opt.defaults("tune", c); err != nil {
 		return nil, err
 	}
 	base := *c
@@ -98,7 +98,11 @@ func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (
 		_, args := llamaArgs(with.LlamaCpp(), opt.MaxTokens)
 		return args
 	}
-	res := &LlamaTuneResult{Version: llamaVersion(ctx, plainProg)}
+	version, err := llamaVersion(ctx, plainProg, opt.CallLimit)
+	if err != nil {
+		return nil, err
+	}
+	res := &LlamaTuneResult{Version: version}
 	if c.Predicted != nil {
 		res.Predicted = c.Predicted.Speedup
 	}
@@ -116,7 +120,7 @@ func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (
 				if i > 0 {
 					prog, args, acc = specProg, specArgs(settings[i-1]), &spec[i-1]
 				}
-				t, err := runLlama(ctx, prog, slices.Concat(args, []string{"-p", p}), i > 0)
+				t, err := runLlama(ctx, prog, slices.Concat(args, []string{"-p", p}), i > 0, opt.MaxTokens, opt.callLimit(p))
 				if err != nil {
 					return nil, err
 				}
@@ -125,7 +129,11 @@ func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (
 		}
 		for i := range settings {
 			s := &settings[i]
-			s.Speedups = append(s.Speedups, (float64(spec[i].tokens)/spec[i].seconds)/(float64(plain.tokens)/plain.seconds))
+			x := (float64(spec[i].tokens) / spec[i].seconds) / (float64(plain.tokens) / plain.seconds)
+			if err := plausibleSpeedup(x); err != nil {
+				return nil, fmt.Errorf("round %d, --draft-max %d: %w", r+1, s.DraftMax, err)
+			}
+			s.Speedups = append(s.Speedups, x)
 			s.t.add(spec[i])
 		}
 		plainTot.add(plain)

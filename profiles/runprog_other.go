@@ -1,0 +1,10 @@
+//go:build !unix
+
+package profiles
+
+import "os/exec"
+
+// ownGroup: without process groups the program alone is ended.
+func ownGroup(*exec.Cmd) {}
+
+func endGroup(int) {}
