@@ -26,7 +26,7 @@ func ReadPrompts(path string) ([]string, error) {
 	}
 	defer f.Close()
 	if st.Size() > maxPromptBytes {
-		return nil, fmt.Errorf("prompts: %s: %d bytes, at most %d read", path, st.Size(), maxPromptBytes)
+		return nil, fmt.Errorf("prompts %s: %d bytes, more than a prompt suite may hold (%d MiB)", path, st.Size(), maxPromptBytes>>20)
 	}
 	var out []string
 	sc := bufio.NewScanner(f)
@@ -35,6 +35,9 @@ func ReadPrompts(path string) ([]string, error) {
 	for sc.Scan() {
 		line++
 		if l := strings.TrimSpace(sc.Text()); l != "" {
+			if len(out) == maxPrompts {
+				return nil, fmt.Errorf("prompts %s: more than %d prompts (line %d), the most a suite may hold", path, maxPrompts, line)
+			}
 			out = append(out, l)
 		}
 	}
@@ -83,6 +86,14 @@ func trainDrafter(ctx context.Context, st *store.Store, spec TrainSpec, events f
 	var state *hidden.State
 	id := spec.Resume
 	set := spec.Settings
+	if id < 0 {
+		return 0, nil, fmt.Errorf("resume %d: a stored drafter's id is positive (arborist drafters list)", id)
+	}
+	if spec.Threads != 0 { // before anything is read or started: 1e9 threads hung
+		if err := hardware.CheckThreads("threads", spec.Threads); err != nil {
+			return 0, nil, err
+		}
+	}
 	if id > 0 {
 		row, w, err := st.LoadDrafter(ctx, id)
 		if err != nil {

@@ -12,8 +12,15 @@ import (
 // 250K tokens: more than any context Arborist runs).
 const maxPromptLine = 1 << 20
 
-// maxPromptBytes bounds a prompt suite file: thousands of prompts.
-const maxPromptBytes = 256 << 20
+// maxPromptBytes bounds a prompt suite file: tens of thousands of
+// prompts, and the tokens a run holds of them (8 bytes a token, some 4
+// bytes of text each) stay within a few hundred megabytes.
+const maxPromptBytes = 64 << 20
+
+// maxPrompts bounds the prompts of a suite: 250 MiB of one-character
+// lines (131M prompts) ran out of memory in run, calibrate and
+// check-export.
+const maxPrompts = 1 << 18
 
 // promptLineError names the file and line where reading prompts failed,
 // and says what the limit is when the line was too long.

@@ -21,3 +21,28 @@ func TestLongPromptLine(t *testing.T) {
 		t.Fatalf("a 200 KiB line: %d prompts, %v", len(ps), err)
 	}
 }
+
+// TestPromptSuiteBounded: 250 MiB of one-character lines (131M prompts)
+// ran run, calibrate and check-export out of memory. A suite of more
+// prompts than maxPrompts, or more bytes than maxPromptBytes, is refused
+// naming the file and the cap, before the prompts are held.
+func TestPromptSuiteBounded(t *testing.T) {
+	dir := t.TempDir()
+	many := filepath.Join(dir, "many.txt")
+	os.WriteFile(many, []byte(strings.Repeat("a\n", maxPrompts+1)), 0o644)
+	if _, err := ReadPrompts(many); err == nil || !strings.Contains(err.Error(), many) || !strings.Contains(err.Error(), "more than 262144 prompts") {
+		t.Errorf("%d prompts: %v", maxPrompts+1, err)
+	}
+	exact := filepath.Join(dir, "exact.txt")
+	os.WriteFile(exact, []byte(strings.Repeat("a\n", maxPrompts)), 0o644)
+	if ps, err := ReadPrompts(exact); err != nil || len(ps) != maxPrompts {
+		t.Errorf("%d prompts: %d read, %v", maxPrompts, len(ps), err)
+	}
+	big := filepath.Join(dir, "big.txt")
+	f, _ := os.Create(big)
+	f.Truncate(250 << 20) // sparse: nothing is written, and nothing may be read
+	f.Close()
+	if _, err := ReadPrompts(big); err == nil || !strings.Contains(err.Error(), big) || !strings.Contains(err.Error(), "64 MiB") {
+		t.Errorf("a 250 MiB suite: %v", err)
+	}
+}

@@ -127,7 +127,7 @@ func (b *Bench) ImportDrafter(ctx context.Context, path string) (int64, string, 
 	if err != nil {
 		return 0, "", err
 	}
-	blob, err := gguf.ReadRegular(path, hidden.MaxFileBytes)
+	blob, err := gguf.ReadDeclared(path) // its header read first, accounting for its size
 	if err != nil {
 		return 0, "", fmt.Errorf("import: %w", err)
 	}

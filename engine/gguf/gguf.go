@@ -44,6 +44,15 @@ const (
 	// element costs up to 16 bytes in memory (a string header) however few
 	// it takes in the file.
 	MaxArrayElements = 1 << 22
+	// MaxString is the longest string a file may hold (a key, a value,
+	// an array element, a tensor name): chat templates take kilobytes, a
+	// tokenizer's JSON a few megabytes.
+	MaxString = 16 << 20
+	// MaxStringBytes is the most bytes a file's strings may hold together:
+	// a 256K-token vocabulary with its merges takes a few megabytes. Each
+	// string is copied out of the file, so without it a sparse file
+	// declaring a 3 GiB string or a million 3 KB tokens took gigabytes.
+	MaxStringBytes = 256 << 20
 )
 
 // Sentinel errors, matched with errors.Is; Error values carry the path.
@@ -366,7 +375,7 @@ func (f *File) WeightBytes() uint64 {
 // Parse reads a GGUF file held in memory. path is used in error messages.
 func Parse(path string, data []byte) (*File, error) {
 	f := &File{Path: path, data: data, kvIndex: map[string]int{}, tIndex: map[string]int{}}
-	r := &reader{b: data, budget: MaxArrayElements}
+	r := &reader{b: data, budget: MaxArrayElements, strBudget: MaxStringBytes}
 	if len(data) < 4 {
 		return nil, f.errf(ErrTruncated, "%d bytes", len(data))
 	}
@@ -468,10 +477,11 @@ func alignUp(n, a uint64) uint64 { return (n + a - 1) / a * a }
 
 // reader decodes little-endian values and records the first error.
 type reader struct {
-	b      []byte
-	off    int
-	err    error
-	budget uint64 // array elements still allowed (MaxArrayElements per file)
+	b         []byte
+	off       int
+	err       error
+	budget    uint64 // array elements still allowed (MaxArrayElements per file)
+	strBudget uint64 // string bytes still allowed (MaxStringBytes per file)
 }
 
 func (r *reader) need(n uint64) []byte {
@@ -515,6 +525,17 @@ func (r *reader) u64() uint64 {
 
 func (r *reader) str() string {
 	n := r.u64()
+	switch {
+	case r.err != nil:
+		return ""
+	case n > MaxString:
+		r.err = fmt.Errorf("%w: a string of %d bytes (Arborist reads strings of at most %d)", ErrCorrupt, n, MaxString)
+		return ""
+	case n > r.strBudget:
+		r.err = fmt.Errorf("%w: strings of more than %d bytes together (the limit per file)", ErrCorrupt, MaxStringBytes)
+		return ""
+	}
+	r.strBudget -= n
 	return string(r.need(n))
 }
 

@@ -171,3 +171,63 @@ func TestShrunkMapping(t *testing.T) {
 		t.Fatalf("reading a truncated mapping under Guard: %v", err)
 	}
 }
+
+// TestStringsBounded: a GGUF whose metadata declared a 3 GiB string, or a
+// million 3 KB tokens, made inspect take 6 GB (each string is copied out
+// of the mapping). One string is bounded by MaxString and all of a file's
+// together by MaxStringBytes, checked before the copy; the file here is
+// sparse, so refusing it reads almost nothing.
+func TestStringsBounded(t *testing.T) {
+	dir := t.TempDir()
+	sparse := func(name string, head []byte, size int64) string {
+		p := filepath.Join(dir, name)
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write(head)
+		if err := f.Truncate(size); err != nil {
+			t.Skip(err)
+		}
+		f.Close()
+		return p
+	}
+	b := header(0, 1)
+	putStr(b, "general.name")
+	binary.Write(b, binary.LittleEndian, uint32(TypeString))
+	binary.Write(b, binary.LittleEndian, uint64(3<<30))
+	huge := sparse("huge-string.gguf", b.Bytes(), 3<<30+1<<20)
+
+	for p, want := range map[string]string{huge: "a string of 3221225472 bytes"} {
+		var err error
+		got := allocated(func() {
+			var f *File
+			if f, err = Open(p); err == nil {
+				f.Close()
+			}
+		})
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want %q", filepath.Base(p), err, want)
+		}
+		if got > 16<<20 {
+			t.Errorf("%s: refusing it allocated %d MiB", filepath.Base(p), got>>20)
+		}
+	}
+	// a million 3 KB tokens pass MaxStringBytes; here the same array of
+	// 3 KB strings against a budget of 30 KB (the file's budget scaled down)
+	b = &bytes.Buffer{}
+	binary.Write(b, binary.LittleEndian, uint32(TypeString))
+	binary.Write(b, binary.LittleEndian, uint64(11))
+	for i := 0; i < 11; i++ {
+		putStr(b, strings.Repeat("t", 3000))
+	}
+	r := &reader{b: b.Bytes(), budget: MaxArrayElements, strBudget: 30000}
+	r.value(TypeArray, 0)
+	if !errors.Is(r.err, ErrCorrupt) || !strings.Contains(r.err.Error(), "strings of more than") {
+		t.Errorf("11 strings of 3 KB against a 30 KB budget: %v", r.err)
+	}
+	r = &reader{b: b.Bytes(), budget: MaxArrayElements, strBudget: 33000}
+	if v := r.value(TypeArray, 0); r.err != nil || len(v.([]string)) != 11 {
+		t.Errorf("11 strings of 3 KB within a 33 KB budget: %v", r.err)
+	}
+}

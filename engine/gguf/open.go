@@ -73,6 +73,36 @@ func ReadRegular(path string, max int64) ([]byte, error) {
 	return data[:n], nil // a file that shrank while read is parsed as it is
 }
 
+// DeclaredSize is the bytes the file's header accounts for: the header
+// and metadata, then the tensors' data to the end of the last one.
+func (f *File) DeclaredSize() uint64 {
+	end := f.DataOffset
+	for i := range f.Tensors {
+		end = max(end, f.DataOffset+f.Tensors[i].Offset+f.Tensors[i].Bytes())
+	}
+	return end
+}
+
+// ReadDeclared reads a whole GGUF file into memory (a file that is read
+// whole and kept, such as a drafter to store) only once its header,
+// parsed from a mapping that touches nothing else, accounts for the
+// file's size: the header and tensors it declares end within one
+// alignment of the end of the file. A sparse file of gigabytes, or a
+// small header with a hole after it, is refused having read its header
+// alone.
+func ReadDeclared(path string) ([]byte, error) {
+	f, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	declared, size, align := f.DeclaredSize(), uint64(f.size), f.Alignment
+	f.Close()
+	if size > declared+align {
+		return nil, &Error{Path: path, Err: fmt.Errorf("%w: its header and tensors account for %d bytes, the file has %d (a hole or bytes of something else after them); it was not read", ErrCorrupt, declared, size)}
+	}
+	return ReadRegular(path, int64(size))
+}
+
 // mapping is a file's bytes and how to release them.
 type mapping struct {
 	data  []byte

@@ -97,14 +97,11 @@ func (d *Drafter) Bytes(st *State) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// MaxFileBytes bounds a drafter file read whole: far above any drafter's
-// (a 70B target's, with its training checkpoint, is a few GB), far below
-// what reading a device or a mistaken path would try.
-const MaxFileBytes = 16 << 30
-
-// Load reads a drafter file.
+// Load reads a drafter file: a regular file whose header, read first,
+// accounts for its size (gguf.ReadDeclared), so a sparse file of
+// gigabytes or a header with a hole after it is refused unread.
 func Load(path string) (*Drafter, *State, error) {
-	data, err := gguf.ReadRegular(path, MaxFileBytes)
+	data, err := gguf.ReadDeclared(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("hidden: %w", err)
 	}

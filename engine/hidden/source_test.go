@@ -2,12 +2,14 @@ package hidden
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"arborist/engine/gguf"
 	"arborist/engine/model"
 	"arborist/engine/model/modeltest/testfiles"
 	"arborist/engine/sample"
@@ -398,5 +400,35 @@ func TestHotTokenInfo(t *testing.T) {
 	}
 	if all.Hot() != d.Vocab || all.info.onDemand != 0 {
 		t.Errorf("the default budget holds %d of %d rows (on demand %d)", all.Hot(), d.Vocab, all.info.onDemand)
+	}
+}
+
+// TestSparseDrafterFileRefused: a drafter file that was a sparse file of
+// gigabytes was read whole (up to a 16 GiB cap). Its header is read first
+// now: a file of zeros is refused as not GGUF, and a real drafter with a
+// hole of gigabytes after it is refused because its header does not
+// account for the size; neither is read.
+func TestSparseDrafterFileRefused(t *testing.T) {
+	m := loadTarget(t, "stories260K.gguf")
+	d := perturbed(t, m, 3)
+	dir := t.TempDir()
+	holed := filepath.Join(dir, "holed.gguf")
+	if err := d.Save(holed, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Load(holed); err != nil {
+		t.Fatalf("the drafter itself: %v", err) // the negative control
+	}
+	zeros := filepath.Join(dir, "zeros.gguf")
+	f, _ := os.Create(zeros)
+	f.Close()
+	for p, want := range map[string]error{holed: gguf.ErrCorrupt, zeros: gguf.ErrBadMagic} {
+		st, _ := os.Stat(p)
+		if err := os.Truncate(p, st.Size()+6<<30); err != nil {
+			t.Skip(err)
+		}
+		if _, _, err := Load(p); !errors.Is(err, want) {
+			t.Errorf("%s with 6 GiB of hole: %v; want %v", filepath.Base(p), err, want)
+		}
 	}
 }
