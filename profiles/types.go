@@ -1,6 +1,9 @@
 package profiles
 
 import (
+	"fmt"
+	"strings"
+
 	"arborist/engine/hidden"
 	"arborist/engine/sample"
 	"arborist/engine/spec"
@@ -92,8 +95,18 @@ func ParsePlan(strategy string, values map[string]string) (Plan, error) {
 func Strategies() []string { return spec.Strategies() }
 
 // ParseInts reads a comma-separated list of integers ("3,2,1"), as plan
-// fields such as tree widths are written.
-func ParseInts(s string) ([]int, error) { return spec.ParseInts(s) }
+// fields such as tree widths are written. An empty element ("1,,2", a
+// trailing comma) is refused, not skipped: the list meant is unknown.
+func ParseInts(s string) ([]int, error) {
+	if strings.TrimSpace(s) != "" {
+		for i, f := range strings.Split(s, ",") {
+			if strings.TrimSpace(f) == "" {
+				return nil, fmt.Errorf("%q: element %d of the list is empty", spec.Excerpt(s), i+1)
+			}
+		}
+	}
+	return spec.ParseInts(s)
+}
 
 // DefaultDrafterSettings are the hidden-state drafter's default training
 // settings.

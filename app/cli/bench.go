@@ -28,7 +28,10 @@ func runBench(ctx context.Context, env Env, args []string) error {
 		return fail(fs, usagef("--model is required"))
 	}
 	widths, err := profiles.ParseInts(*widthsFlag)
-	if err != nil || len(widths) == 0 {
+	if err != nil {
+		return fail(fs, usagef("--widths: %v; want a list such as 1,2,4,8", err))
+	}
+	if len(widths) == 0 {
 		return fail(fs, usagef("--widths: want a list such as 1,2,4,8"))
 	}
 	if err := checkBackend(backend, threads); err != nil {

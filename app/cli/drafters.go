@@ -60,6 +60,14 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 	if s.Temps, err = parseFloats(*temps); err != nil {
 		return fail(fs, usagef("--temps: %v", err))
 	}
+	if spec.Resume < 0 {
+		return fail(fs, usagef("--resume %d: give the id of a stored drafter (arborist drafters list)", spec.Resume))
+	}
+	if spec.Threads != 0 {
+		if err := profiles.CheckThreads("--threads", spec.Threads); err != nil {
+			return fail(fs, usagef("%v", err))
+		}
+	}
 	if spec.Resume == 0 {
 		if spec.Target == "" || spec.Prompts == "" {
 			return fail(fs, usagef("--target and --prompts are required (or --resume ID)"))

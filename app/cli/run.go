@@ -20,12 +20,15 @@ import (
 type planFlags struct {
 	strategy string
 	values   map[string]func() string // each field's flag, written as Plan.Get writes it
+	lists    map[string]bool          // the fields that are integer lists
 }
 
 func (f *planFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.strategy, "strategy", "chain", "one of "+fmt.Sprint(profiles.Strategies()))
 	f.values = map[string]func() string{}
+	f.lists = map[string]bool{}
 	for _, pf := range profiles.PlanFields() {
+		f.lists[pf.Name] = pf.Kind == profiles.IntListField
 		switch pf.Kind {
 		case profiles.IntField:
 			def, _ := strconv.Atoi(pf.Default)
@@ -53,6 +56,11 @@ func (f *planFlags) resolve() (profiles.Plan, error) {
 		values[name] = v()
 	}
 	probe := profiles.Plan{Strategy: f.strategy}
+	for name, list := range f.lists {
+		if _, err := profiles.ParseInts(values[name]); list && probe.Reads(name) && err != nil {
+			return probe, usagef("--%s: %v", strings.ReplaceAll(name, "_", "-"), err)
+		}
+	}
 	if values["depth_policy"] == "predictor" && !probe.Reads("depth_policy") {
 		return probe, usagef("--depth-policy predictor is for strategies with a depth policy (egt)")
 	}
@@ -63,6 +71,10 @@ func (f *planFlags) resolve() (profiles.Plan, error) {
 	}
 	if err != nil {
 		return p, usagef("%v", err)
+	}
+	if c := p.Canonical(); p.Reads("tail") && c.Tail < p.Tail {
+		// a tail beyond the draft's end positions was cut silently
+		return p, usagef("--tail %d: the %s plan's draft ends at %d places at most, so --tail can be at most %d", p.Tail, p.Strategy, c.Tail, c.Tail)
 	}
 	return p, nil
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 
+	"arborist/engine/model/modeltest"
 	"arborist/profiles/store"
 )
 
@@ -359,5 +360,60 @@ func TestArboristMarkedForeignDatabaseUntouched(t *testing.T) {
 				t.Errorf("%s: %s left beside it", filepath.Base(p), side)
 			}
 		}
+	}
+}
+
+// TestUnclearErrorsNamed: train drafter --threads 1000000000 hung;
+// --resume -1 said "prompts: : open : no such file"; --tail 6 with gamma 4
+// and --widths 1,,2 were accepted silently (cut to 5, read as 1,2);
+// check-export -n 9223372036854775807 reached llama.cpp and came back as
+// "no timing line"; a config of 150,000 keys took minutes and gave an
+// 8 MB error. Each is refused at once naming the flag or field.
+func TestUnclearErrorsNamed(t *testing.T) {
+	dir := t.TempDir()
+	target := modeltest.Stories260K(t)
+	db := filepath.Join(dir, "a.db")
+	prompts := filepath.Join(dir, "p.txt")
+	os.WriteFile(prompts, []byte("Once upon a time\n"), 0o644)
+	cfg := filepath.Join(dir, "check.yaml")
+	os.WriteFile(cfg, []byte(`models:
+  target: {path: /m/target.gguf, device: cpu, max_seq_len: 512, threads: 2}
+  draft: {kind: model, path: /m/draft.gguf, device: cpu, threads: 2}
+speculation: {strategy: chain, gamma: 4}
+sampling: {temperature: 0, top_p: 1, seed: 1}
+`), 0o644)
+	var big strings.Builder
+	big.WriteString("models: {target: {path: /m/t.gguf}, draft: {kind: none}}\nspeculation: {strategy: ar}\nsampling:\n")
+	for i := 0; big.Len() < 1<<20-64; i++ {
+		fmt.Fprintf(&big, "  k%x: 1\n", i)
+	}
+	huge := filepath.Join(dir, "huge.yaml")
+	os.WriteFile(huge, []byte(big.String()), 0o644)
+	llama, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "llama-cpp"))
+	base := []string{"run", "--target", target, "--draft-ngram", "2", "--prompt", "Once", "-n", "4", "--no-store"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "drafter", "--target", target, "--prompts", prompts, "--threads", "1000000000", "--db", db}, "--threads 1000000000"},
+		{[]string{"train", "drafter", "--resume", "-1", "--db", db}, "--resume -1"},
+		{append(append([]string{}, base...), "--strategy", "chain", "--gamma", "4", "--tail", "6"), "--tail 6"},
+		{append(append([]string{}, base...), "--strategy", "tree", "--widths", "1,,2"), "--widths"},
+		{[]string{"bench", "--model", target, "--widths", "1,,2"}, "element 2 of the list is empty"},
+		{[]string{"check-export", "--llama-cpp", llama, "--config", cfg, "--prompts", prompts, "-n", "9223372036854775807", "--no-store", "--db", db}, "max_seq_len 512"},
+		{[]string{"run", "--config", huge, "--prompt", "x", "--no-store"}, "a mapping of"},
+	} {
+		code, _, stderr := run(t, c.args...)
+		if code == 0 || !strings.Contains(stderr, c.want) || len(stderr) > 20000 || strings.Contains(stderr, "no timing line") {
+			t.Errorf("%v: exit %d: %.600s", c.args, code, stderr)
+		}
+	}
+	// the negative controls: the largest tail a chain of 4 has, and a list
+	// written out in full, are taken
+	if code, _, stderr := run(t, append(append([]string{}, base...), "--strategy", "chain", "--gamma", "4", "--tail", "5", "--quiet")...); code != 0 {
+		t.Errorf("--tail 5 with gamma 4: %s", stderr)
+	}
+	if code, _, stderr := run(t, append(append([]string{}, base...), "--strategy", "tree", "--widths", "1,2", "--quiet")...); code != 0 {
+		t.Errorf("--widths 1,2: %s", stderr)
 	}
 }

@@ -73,6 +73,42 @@ func (c *Config) checkLimits() error {
 	return nil
 }
 
+// Bounds on a config.yaml's shape, checked on its parsed nodes before it
+// is decoded: a config's mappings have a dozen keys or so, its longest
+// list is a tree's parents (one a node), and the whole is a few hundred
+// nodes.
+const (
+	maxKeys     = 64
+	maxElements = 4 * tree.MaxNodes
+	maxNodes    = 1 << 16
+)
+
+// boundDocument refuses a document with a mapping of more than maxKeys
+// keys, a list of more than maxElements elements or more than maxNodes
+// nodes, naming the line, in one pass over the nodes.
+func boundDocument(doc *yaml.Node) error {
+	nodes := 0
+	var walk func(n *yaml.Node) error
+	walk = func(n *yaml.Node) error {
+		nodes++
+		switch {
+		case nodes > maxNodes:
+			return fmt.Errorf("more than %d YAML nodes; an exported config has a few hundred", maxNodes)
+		case n.Kind == yaml.MappingNode && len(n.Content) > 2*maxKeys:
+			return fmt.Errorf("line %d: a mapping of %d keys; a config's mappings have at most %d", n.Line, len(n.Content)/2, maxKeys)
+		case n.Kind == yaml.SequenceNode && len(n.Content) > maxElements:
+			return fmt.Errorf("line %d: a list of %d elements; a config's lists have at most %d", n.Line, len(n.Content), maxElements)
+		}
+		for _, c := range n.Content {
+			if err := walk(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(doc)
+}
+
 // singleDocument refuses a config.yaml with more than one YAML document
 // (a second one used to be ignored silently).
 func singleDocument(dec *yaml.Decoder) error {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -97,3 +98,32 @@ func FuzzParseConfig(f *testing.F) {
 }
 
 const goodConfig = "models: {target: {path: t.gguf, threads: 1}, draft: {kind: model, path: d.gguf}}\nspeculation: {strategy: chain, gamma: 4}\nsampling: {temperature: 0.5, top_p: 1}\n"
+
+// TestHugeMappingRefusedEarly: a config.yaml of 150,000 keys (within its
+// 1 MiB) took minutes to decode and gave an 8 MB error naming every key.
+// Its shape is bounded before it is decoded, with a short error naming
+// the line; a long list too.
+func TestHugeMappingRefusedEarly(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("models: {target: {path: /m/t.gguf}, draft: {kind: none}}\nspeculation: {strategy: ar}\nsampling:\n")
+	for i := 0; b.Len() < MaxBytes-64; i++ {
+		fmt.Fprintf(&b, "  k%x: 1\n", i)
+	}
+	_, err := Parse("big.yaml", []byte(b.String()))
+	if err == nil || !strings.Contains(err.Error(), "line 4: a mapping of") || len(err.Error()) > 200 {
+		t.Errorf("a mapping of 100,000 keys: %.300v", err)
+	}
+	b.Reset()
+	b.WriteString("models: {target: {path: /m/t.gguf}, draft: {kind: none}}\nspeculation:\n  strategy: sequoia\n  parents:\n")
+	for i := 0; i < 5000; i++ {
+		b.WriteString("  - -1\n")
+	}
+	if _, err := Parse("long.yaml", []byte(b.String())); err == nil || !strings.Contains(err.Error(), "a list of 5000 elements") {
+		t.Errorf("a list of 5000: %.300v", err)
+	}
+	// the negative control: a mapping of a few unknown keys is still
+	// refused by the decoder, naming the key
+	if _, err := Parse("few.yaml", []byte("models: {target: {path: /m/t.gguf}, draft: {kind: none}}\nspeculation: {strategy: ar}\nsampling: {k1: 1}\n")); err == nil || !strings.Contains(err.Error(), "k1") {
+		t.Errorf("one unknown key: %v", err)
+	}
+}
