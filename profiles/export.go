@@ -90,7 +90,9 @@ func (b *Bench) config(ctx context.Context, ps PairSpec, in *Inputs, best costmo
 	if c.Models.Target.SHA256, err = pairs.ModelSHA256(ctx, st, ps.Target); err != nil {
 		return nil, err
 	}
-	if c.Models.Draft.Kind == "model" && c.Models.Draft.Path != "" {
+	// a drafter file (a draft model, a hidden-state drafter) is recorded
+	// like the target, so a replay refuses a changed one too
+	if (c.Models.Draft.Kind == "model" || c.Models.Draft.Kind == "hidden") && c.Models.Draft.Path != "" {
 		if c.Models.Draft.SHA256, err = pairs.ModelSHA256(ctx, st, c.Models.Draft.Path); err != nil {
 			return nil, err
 		}

@@ -15,8 +15,9 @@ import (
 var ErrModelChanged = errors.New("model file changed since the config was exported")
 
 // checkConfigModels compares the model files a config names with the hashes
-// it recorded (models.target.sha256, models.draft.sha256): a changed file is
-// refused with ErrModelChanged unless allowChanged (--allow-changed-model).
+// it recorded (models.target.sha256, models.draft.sha256 for a draft model
+// or a hidden-state drafter file): a changed file is refused with
+// ErrModelChanged unless allowChanged (--allow-changed-model).
 // A 64-digit value is a SHA-256 of the file, computed once and cached in the
 // database at db ("" for no cache); a 24-digit value is the older quick
 // fingerprint. A config without hashes is not checked.
@@ -63,7 +64,7 @@ func checkConfigModels(ctx context.Context, db string, c *config.Config, allowCh
 	if err := check("models.target.sha256", c.Models.Target.Path, c.Models.Target.SHA256); err != nil {
 		return err
 	}
-	if c.Models.Draft.Kind == "model" {
+	if k := c.Models.Draft.Kind; k == "model" || k == "hidden" {
 		return check("models.draft.sha256", c.Models.Draft.Path, c.Models.Draft.SHA256)
 	}
 	return nil

@@ -197,7 +197,7 @@ func cpuList(s string) bool {
 func (d Draft) onlyItsFields() error {
 	reads := map[string][]string{
 		"model":  {"path", "sha256", "quant", "device", "threads"},
-		"hidden": {"path", "drafter_id", "device", "threads"},
+		"hidden": {"path", "drafter_id", "sha256", "device", "threads"},
 		"ngram":  {"ngram"},
 		"layers": {"layers", "device", "threads"},
 		"none":   {},
@@ -211,6 +211,9 @@ func (d Draft) onlyItsFields() error {
 		if f.set && !slices.Contains(reads, f.name) {
 			return fmt.Errorf("models.draft.%s: kind %q does not read it (remove it, or change the kind)", f.name, d.Kind)
 		}
+	}
+	if d.SHA256 != "" && d.Path == "" {
+		return fmt.Errorf("models.draft.sha256: the hash of a drafter file, and models.draft names none (a stored drafter_id is checked by the database)")
 	}
 	return nil
 }
