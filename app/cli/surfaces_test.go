@@ -34,7 +34,13 @@ func TestOutputsOntoSideFilesRefused(t *testing.T) {
 	}
 	pair := []string{"--target", f.target, "--draft-ngram", "2", "--db", f.db}
 	viaLink := []string{"--target", f.target, "--draft-ngram", "2", "--db", dblink}
+	cfg := filepath.Join(f.dir, "check.yaml")
+	os.WriteFile(cfg, []byte("models:\n  target: {path: /m/target.gguf, max_seq_len: 512}\n  draft: {kind: model, path: /m/draft.gguf}\nspeculation: {strategy: chain, gamma: 4}\n"), 0o644)
+	prompts := filepath.Join(f.dir, "p.txt")
+	os.WriteFile(prompts, []byte("Once\n"), 0o644)
+	llama, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "llama-cpp"))
 	for _, c := range [][]string{
+		{"check-export", "--tune", "-o", f.db + "-journal", "--llama-cpp", llama, "--config", cfg, "--prompts", prompts, "--rounds", "1", "-n", "4", "--db", f.db},
 		append([]string{"export", "-o", f.db + "-journal"}, pair...),
 		append([]string{"export", "-o", f.db + "-shm"}, pair...),
 		append([]string{"tune", "--alpha", "0.7", "--top", "1", "-o", f.db + "-journal"}, pair...),
