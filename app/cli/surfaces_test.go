@@ -19,6 +19,22 @@ import (
 	"arborist/profiles/store"
 )
 
+// checkSetup writes a config check-export can check (a draft model pair
+// with a 512-token context) into dir and returns it with the folder of
+// the llama.cpp stand-ins (testdata/llama-cpp).
+func checkSetup(t *testing.T, dir string) (cfg, llama string) {
+	t.Helper()
+	cfg = filepath.Join(dir, "check.yaml")
+	os.WriteFile(cfg, []byte(`models:
+  target: {path: /m/target.gguf, device: cpu, max_seq_len: 512, threads: 2}
+  draft: {kind: model, path: /m/draft.gguf, device: cpu, threads: 2}
+speculation: {strategy: chain, gamma: 4}
+sampling: {temperature: 0, top_p: 1, seed: 1}
+`), 0o644)
+	llama, _ = filepath.Abs(filepath.Join("..", "..", "testdata", "llama-cpp"))
+	return cfg, llama
+}
+
 // TestOutputsOntoSideFilesRefused: -o A.db-journal (absent) through
 // export, tune and --trace left a "hot journal" beside the database, and
 // every later verb failed; a --db given through a symlink let --trace
@@ -34,11 +50,9 @@ func TestOutputsOntoSideFilesRefused(t *testing.T) {
 	}
 	pair := []string{"--target", f.target, "--draft-ngram", "2", "--db", f.db}
 	viaLink := []string{"--target", f.target, "--draft-ngram", "2", "--db", dblink}
-	cfg := filepath.Join(f.dir, "check.yaml")
-	os.WriteFile(cfg, []byte("models:\n  target: {path: /m/target.gguf, max_seq_len: 512}\n  draft: {kind: model, path: /m/draft.gguf}\nspeculation: {strategy: chain, gamma: 4}\n"), 0o644)
+	cfg, llama := checkSetup(t, f.dir)
 	prompts := filepath.Join(f.dir, "p.txt")
 	os.WriteFile(prompts, []byte("Once\n"), 0o644)
-	llama, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "llama-cpp"))
 	for _, c := range [][]string{
 		{"check-export", "--tune", "-o", f.db + "-journal", "--llama-cpp", llama, "--config", cfg, "--prompts", prompts, "--rounds", "1", "-n", "4", "--db", f.db},
 		append([]string{"export", "-o", f.db + "-journal"}, pair...),
@@ -102,14 +116,7 @@ func TestOutputsOntoPromptSuiteRefused(t *testing.T) {
 			}
 		}
 	}
-	cfg := filepath.Join(f.dir, "check.yaml")
-	os.WriteFile(cfg, []byte(`models:
-  target: {path: /m/target.gguf, device: cpu, max_seq_len: 512, threads: 2}
-  draft: {kind: model, path: /m/draft.gguf, device: cpu, threads: 2}
-speculation: {strategy: chain, gamma: 4}
-sampling: {temperature: 0, top_p: 1, seed: 1}
-`), 0o644)
-	llama, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "llama-cpp"))
+	cfg, llama := checkSetup(t, f.dir)
 	for _, out := range spellings {
 		for _, c := range [][]string{
 			{"tune", "--target", f.target, "--draft-ngram", "2", "--db", f.db, "--alpha", "0.7", "--top", "1", "--validate", "--prompts", prompts, "-n", "4", "-o", out},
@@ -381,13 +388,7 @@ func TestUnclearErrorsNamed(t *testing.T) {
 	db := filepath.Join(dir, "a.db")
 	prompts := filepath.Join(dir, "p.txt")
 	os.WriteFile(prompts, []byte("Once upon a time\n"), 0o644)
-	cfg := filepath.Join(dir, "check.yaml")
-	os.WriteFile(cfg, []byte(`models:
-  target: {path: /m/target.gguf, device: cpu, max_seq_len: 512, threads: 2}
-  draft: {kind: model, path: /m/draft.gguf, device: cpu, threads: 2}
-speculation: {strategy: chain, gamma: 4}
-sampling: {temperature: 0, top_p: 1, seed: 1}
-`), 0o644)
+	cfg, llama := checkSetup(t, dir)
 	var big strings.Builder
 	big.WriteString("models: {target: {path: /m/t.gguf}, draft: {kind: none}}\nspeculation: {strategy: ar}\nsampling:\n")
 	for i := 0; big.Len() < 1<<20-64; i++ {
@@ -395,7 +396,6 @@ sampling: {temperature: 0, top_p: 1, seed: 1}
 	}
 	huge := filepath.Join(dir, "huge.yaml")
 	os.WriteFile(huge, []byte(big.String()), 0o644)
-	llama, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "llama-cpp"))
 	base := []string{"run", "--target", target, "--draft-ngram", "2", "--prompt", "Once", "-n", "4", "--no-store"}
 	for _, c := range []struct {
 		args []string
