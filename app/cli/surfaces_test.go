@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -421,5 +422,47 @@ func TestUnclearErrorsNamed(t *testing.T) {
 	}
 	if code, _, stderr := run(t, append(append([]string{}, base...), "--strategy", "tree", "--widths", "1,2", "--quiet")...); code != 0 {
 		t.Errorf("--widths 1,2: %s", stderr)
+	}
+}
+
+// TestHugeFilesNotRead: a prompt suite of 250 MiB, a drafter that is a
+// sparse file of gigabytes, and a GGUF declaring a 3 GiB string were read
+// into memory (out of memory in run, import and inspect). Each is refused
+// by its size or header, naming the file.
+func TestHugeFilesNotRead(t *testing.T) {
+	dir := t.TempDir()
+	target := modeltest.Stories260K(t)
+	sparse := func(name string, head []byte, size int64) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, head, 0o644)
+		if err := os.Truncate(p, size); err != nil {
+			t.Skip(err)
+		}
+		return p
+	}
+	var gguf bytes.Buffer // a GGUF v3 header with one string of 3 GiB declared
+	gguf.WriteString("GGUF")
+	for _, v := range []any{uint32(3), uint64(0), uint64(1), uint64(len("general.name"))} {
+		binary.Write(&gguf, binary.LittleEndian, v)
+	}
+	gguf.WriteString("general.name")
+	binary.Write(&gguf, binary.LittleEndian, uint32(8)) // a string
+	binary.Write(&gguf, binary.LittleEndian, uint64(3<<30))
+	suite := sparse("suite.txt", []byte("Once\n"), 250<<20)
+	drafter := sparse("drafter.gguf", nil, 6<<30)
+	str := sparse("string.gguf", gguf.Bytes(), 3<<30+1<<20)
+	for _, c := range []struct {
+		file string
+		args []string
+		want string
+	}{
+		{suite, []string{"run", "--target", target, "--draft-ngram", "2", "--prompts", suite, "--no-store"}, "more than a prompt suite may hold (64 MiB)"},
+		{drafter, []string{"drafters", "import", drafter, "--db", filepath.Join(dir, "a.db")}, "not a GGUF file"},
+		{str, []string{"inspect", str}, "a string of 3221225472 bytes"},
+	} {
+		code, _, stderr := run(t, c.args...)
+		if code == 0 || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, c.file) {
+			t.Errorf("%v: exit %d: %s", c.args, code, stderr)
+		}
 	}
 }
