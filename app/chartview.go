@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"fmt"
 	"image"
 	"image/color"
@@ -19,6 +20,8 @@ import (
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"arborist/profiles"
 )
 
 // Chart is an interactive chart drawn with gonum/plot: hovering (or
@@ -384,16 +387,13 @@ func (c *Chart) SaveFile(path string) error {
 	if format != "png" && format != "svg" {
 		return fmt.Errorf("save the chart as .png or .svg, not %q", filepath.Base(path))
 	}
-	f, err := os.Create(path)
-	if err != nil {
+	var b bytes.Buffer
+	if err := c.Save(&b, format); err != nil {
 		return err
 	}
-	if err := c.Save(f, format); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
-	}
-	return f.Close()
+	// as every output: a new file renamed into place, never through a
+	// link, the file there kept whole when anything fails
+	return profiles.WriteFile(path, b.Bytes())
 }
 
 // saveDialog asks for a .png or .svg file and saves the chart there.

@@ -203,6 +203,18 @@ func TestChartSave(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "c.jpg")); err == nil {
 		t.Error("a refused file was left behind")
 	}
+	// a symlink at the chart's name is refused, not written through
+	victim := filepath.Join(dir, "victim.txt")
+	os.WriteFile(victim, []byte("precious"), 0o644)
+	link := filepath.Join(dir, "link.png")
+	if os.Symlink(victim, link) == nil {
+		if err := c.SaveFile(link); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+			t.Errorf("a chart saved onto a symlink: %v", err)
+		}
+		if b, _ := os.ReadFile(victim); string(b) != "precious" {
+			t.Errorf("the chart was written through a symlink: %q", b)
+		}
+	}
 }
 
 // TestSpeedupChartPicksPlan: tapping a point of the speedup chart selects

@@ -188,6 +188,11 @@ func (b *Bench) Write(ctx context.Context, planID int64, yaml []byte, path strin
 	return st.SaveExport(ctx, planID, string(yaml))
 }
 
+// WriteFile writes an output of the faces' own (a chart) as every output
+// is written (outfile.WriteFile): never onto a link or a non-regular
+// file, through a temporary file renamed into place, the old mode kept.
+func WriteFile(path string, data []byte) error { return outfile.WriteFile(path, data) }
+
 // CheckOutput refuses path as an output before work that ends in writing
 // it (a tune): the database, its side files and inputs are refused as
 // Write and WriteTuned refuse them, before the minutes of work.
