@@ -76,13 +76,10 @@ func ShellQuote(s string) string {
 	if s == "" {
 		return "''"
 	}
-	safe := true
-	for i := 0; i < len(s); i++ {
+	safe := s[0] != '=' // zsh expands a word that starts with = to a program's path
+	for i := 0; i < len(s) && safe; i++ {
 		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("_-+=:,./@%", c) >= 0) {
-			safe = false
-			break
-		}
+		safe = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("_-+=:,./@%", c) >= 0
 	}
 	if safe {
 		return s

@@ -136,6 +136,7 @@ func TestShellQuote(t *testing.T) {
 		"~/m.gguf":       "'~/m.gguf'",
 		"PROMPT":         "PROMPT",
 		"key=value,x:y@": "key=value,x:y@",
+		"=ls":            "'=ls'",
 	} {
 		if got := ShellQuote(in); got != want {
 			t.Errorf("ShellQuote(%q) = %s, want %s", in, got, want)
