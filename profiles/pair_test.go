@@ -41,7 +41,7 @@ func TestPairOnTwoDevices(t *testing.T) {
 	target, m, hfile := storiesWithHidden(t)
 	prompt := m.Tok.Encode("Once upon a time", true, false)
 	ctx := context.Background()
-	ar, err := (&spec.Engine{Target: m}).Run(ctx, prompt, spec.Config{Strategy: "ar", MaxTokens: 40})
+	ar, err := (&spec.Engine{Target: m}).Run(ctx, prompt, spec.Config{Plan: spec.Plan{Strategy: "ar"}, MaxTokens: 40})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestPairOnTwoDevices(t *testing.T) {
 		if !p.Concurrent || p.DraftBackend == p.Backend || p.DraftBackend.Threads() != 1 {
 			t.Errorf("%s: concurrent %v, drafter on the target's backend %v", name, p.Concurrent, p.DraftBackend == p.Backend)
 		}
-		for _, cfg := range []spec.Config{{Strategy: "duo", Gamma: 4}, {Strategy: "egt", Widths: []int{1, 2, 2}, Branch: 2, WMax: 6, AOT: true}, {Strategy: "chain", Gamma: 3}} {
+		for _, cfg := range []spec.Config{{Plan: spec.Plan{Strategy: "duo", Gamma: 4}}, {Plan: spec.Plan{Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 6, AOT: true}}, {Plan: spec.Plan{Strategy: "chain", Gamma: 3}}} {
 			cfg.MaxTokens = 40
 			res, err := (&spec.Engine{Target: p.Target, Source: p.Source, Concurrent: p.Concurrent}).Run(ctx, prompt, cfg)
 			if err != nil {
@@ -81,7 +81,7 @@ func TestPairOnTwoDevices(t *testing.T) {
 		if !p.Concurrent || p.DraftBackend == p.Backend || p.Backend.Threads() != 1 || p.DraftBackend.Threads() != 1 {
 			t.Errorf("%s, concurrent on one device: concurrent %v, threads %d + %d", name, p.Concurrent, p.Backend.Threads(), p.DraftBackend.Threads())
 		}
-		cfg := spec.Config{Strategy: "egt", Widths: []int{1, 2, 2}, Branch: 2, WMax: 6, AOT: true, MaxTokens: 40}
+		cfg := spec.Config{Plan: spec.Plan{Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 6, AOT: true}, MaxTokens: 40}
 		res, err := (&spec.Engine{Target: p.Target, Source: p.Source, Concurrent: p.Concurrent}).Run(ctx, prompt, cfg)
 		if err != nil || !slices.Equal(res.Tokens, ar.Tokens) {
 			t.Errorf("%s with AOT: %v, %v; plain decoding %v", name, err, res.Tokens, ar.Tokens)

@@ -230,31 +230,44 @@ func (b *Bench) PairState(ctx context.Context, ps PairSpec) (*PairState, error) 
 
 // settingsPlan is the plan a stored run ran, read back from the engine
 // settings stored with it, for runs stored before the database kept
-// plans: the strategy and every shape field they hold (a tree's shape as
-// widths where it is one of widths, else as its parent list; a depth
-// policy by its kind, a depth predictor's id unknown, 0); ok is false
-// where the settings cannot be read.
+// plans. Settings written since spec.Config embeds its plan hold the plan
+// itself (its fields under their YAML names: "strategy", "egt_widths"...);
+// older ones held a copy of it under the engine's own names, which is
+// read field by field: the strategy and every shape field they hold (a
+// tree's shape, stored as a parent list, as widths where it is one of
+// widths; a depth policy by its kind, a depth predictor's id unknown, 0).
+// ok is false where the settings cannot be read.
 func settingsPlan(r *Run) (p Plan, ok bool) {
 	raw, err := json.Marshal(r.Settings)
 	if err != nil {
 		return Plan{Strategy: r.Strategy}, false
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return Plan{Strategy: r.Strategy}, false
+	}
+	if _, embedded := keys["strategy"]; embedded {
+		if err := json.Unmarshal(raw, &p); err != nil || p.Strategy == "" {
+			return Plan{Strategy: r.Strategy}, false
+		}
+		return p.Trim(), true
 	}
 	var c struct {
 		Strategy       string
 		Gamma          int
 		Static         struct{ Parents []int }
 		SampleChildren bool
-		Widths         []int
+		Widths         []int // an EGT's widths
 		Branch, WMax   int
 		Pad, AOT       bool
-		MaxSeqs        int
+		MaxSeqs, Tail  int
 		Depth          map[string]any
 	}
 	if err := json.Unmarshal(raw, &c); err != nil || c.Strategy == "" {
 		return Plan{Strategy: r.Strategy}, false
 	}
 	p = Plan{Strategy: c.Strategy, Gamma: c.Gamma, EGT: c.Widths, Branch: c.Branch, WMax: c.WMax, Pad: c.Pad, AOT: c.AOT,
-		SampleChildren: c.SampleChildren, MaxSeqs: c.MaxSeqs}
+		SampleChildren: c.SampleChildren, MaxSeqs: c.MaxSeqs, Tail: c.Tail}
 	if parents := c.Static.Parents; len(parents) > 0 {
 		if ws := widthsOf(parents); ws != nil && p.Reads("widths") {
 			p.Widths = ws

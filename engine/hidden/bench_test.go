@@ -52,13 +52,13 @@ func BenchmarkHiddenDrafter(b *testing.B) {
 		}
 	}
 	confs := []conf{
-		{"ar", spec.Config{Strategy: "ar"}, func() (drafter.Source, *Source) { return nil, nil }},
-		{"noisy-chain-4", spec.Config{Strategy: "chain", Gamma: 4}, func() (drafter.Source, *Source) {
+		{"ar", spec.Config{Plan: spec.Plan{Strategy: "ar"}}, func() (drafter.Source, *Source) { return nil, nil }},
+		{"noisy-chain-4", spec.Config{Plan: spec.Plan{Strategy: "chain", Gamma: 4}}, func() (drafter.Source, *Source) {
 			return drafter.NewModel(draft, 0, target.CtxLen, sample.Params{}, "noisy"), nil
 		}},
-		{"hidden-chain-2", spec.Config{Strategy: "chain", Gamma: gamma}, hid(false)},
-		{"hidden-chain-2-noresample", spec.Config{Strategy: "chain", Gamma: gamma}, hid(true)},
-		{"hidden-egt", spec.Config{Strategy: "egt", Widths: []int{1, 1, 2}, Branch: 2, WMax: 4}, hid(false)},
+		{"hidden-chain-2", spec.Config{Plan: spec.Plan{Strategy: "chain", Gamma: gamma}}, hid(false)},
+		{"hidden-chain-2-noresample", spec.Config{Plan: spec.Plan{Strategy: "chain", Gamma: gamma}}, hid(true)},
+		{"hidden-egt", spec.Config{Plan: spec.Plan{Strategy: "egt", EGT: []int{1, 1, 2}, Branch: 2, WMax: 4}}, hid(false)},
 	}
 	type tally struct {
 		tps                     []float64

@@ -96,14 +96,14 @@ func BenchmarkTrainAndServe(b *testing.B) {
 		cfg   spec.Config
 		noisy bool // draft with the bench's noisy draft model instead
 	}{
-		{"ar", spec.Config{Strategy: "ar"}, false},
-		{"chain-1", spec.Config{Strategy: "chain", Gamma: 1}, false},
-		{"chain-2", spec.Config{Strategy: "chain", Gamma: 2}, false},
-		{"chain-3", spec.Config{Strategy: "chain", Gamma: 3}, false},
-		{"chain-4", spec.Config{Strategy: "chain", Gamma: 4}, false},
-		{"egt-122", spec.Config{Strategy: "egt", Widths: []int{1, 2, 2}, Branch: 2, WMax: 6}, false},
-		{"egt-2222", spec.Config{Strategy: "egt", Widths: []int{2, 2, 2, 2}, Branch: 2, WMax: 8}, false},
-		{"noisy-chain-4", spec.Config{Strategy: "chain", Gamma: 4}, true},
+		{"ar", spec.Config{Plan: spec.Plan{Strategy: "ar"}}, false},
+		{"chain-1", spec.Config{Plan: spec.Plan{Strategy: "chain", Gamma: 1}}, false},
+		{"chain-2", spec.Config{Plan: spec.Plan{Strategy: "chain", Gamma: 2}}, false},
+		{"chain-3", spec.Config{Plan: spec.Plan{Strategy: "chain", Gamma: 3}}, false},
+		{"chain-4", spec.Config{Plan: spec.Plan{Strategy: "chain", Gamma: 4}}, false},
+		{"egt-122", spec.Config{Plan: spec.Plan{Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 6}}, false},
+		{"egt-2222", spec.Config{Plan: spec.Plan{Strategy: "egt", EGT: []int{2, 2, 2, 2}, Branch: 2, WMax: 8}}, false},
+		{"noisy-chain-4", spec.Config{Plan: spec.Plan{Strategy: "chain", Gamma: 4}}, true},
 	}
 	if only := os.Getenv("ARBORIST_SERVE"); only != "" { // e.g. "chain-2,egt-122"
 		keep := confs[:0]
@@ -234,7 +234,7 @@ func unseenAcceptance(b testing.TB, target *model.Model, d *Drafter, o evalOptio
 		e := &spec.Engine{Target: target, Source: src}
 		var drafted, acc int
 		for _, p := range unseen {
-			r, err := e.Run(context.Background(), p, spec.Config{Strategy: "chain", Gamma: g, MaxTokens: 128, StopAtEOS: true})
+			r, err := e.Run(context.Background(), p, spec.Config{Plan: spec.Plan{Strategy: "chain", Gamma: g}, MaxTokens: 128, StopAtEOS: true})
 			if err != nil {
 				b.Fatal(err)
 			}

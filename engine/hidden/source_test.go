@@ -283,7 +283,7 @@ func testTrainingHelps(t *testing.T, precision string) {
 		e := &spec.Engine{Target: m, Source: src}
 		var drafted, acc int
 		for _, p := range ps {
-			res, err := e.Run(ctx, p, spec.Config{Strategy: "chain", Gamma: 3, MaxTokens: 48, StopAtEOS: true})
+			res, err := e.Run(ctx, p, spec.Config{Plan: spec.Plan{Strategy: "chain", Gamma: 3}, MaxTokens: 48, StopAtEOS: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -35,7 +35,7 @@ func (c *Config) checkBudget() error {
 		}
 		return check("gamma times max sequences", c.Gamma*max(1, c.MaxSeqs))
 	case "tree":
-		return check("tree size", len(c.Static.Parents))
+		return check("tree size", len(c.static.Parents))
 	case "egt":
 		if err := check("w-max", c.WMax); err != nil {
 			return err
@@ -43,10 +43,10 @@ func (c *Config) checkBudget() error {
 		if err := check("branch", c.Branch); err != nil {
 			return err
 		}
-		if err := check("egt depth", len(c.Widths)); err != nil {
+		if err := check("egt depth", len(c.EGT)); err != nil {
 			return err
 		}
-		for _, w := range c.Widths {
+		for _, w := range c.EGT {
 			if err := check("egt width", w); err != nil {
 				return err
 			}

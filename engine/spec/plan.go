@@ -428,27 +428,38 @@ func (p Plan) Validate() error {
 }
 
 // Config turns the plan into an engine configuration (without sampling,
-// token budget or callbacks, which the caller sets). A predictor depth
-// policy is left nil: the caller supplies the trained predictor.
+// token budget or callbacks, which the caller sets), with what follows
+// from the plan derived and checked. A predictor depth policy is left
+// nil: the caller supplies the trained predictor.
 func (p Plan) Config() (Config, error) {
-	c := Config{Strategy: p.Strategy, Gamma: p.Gamma, Widths: p.EGT, Branch: p.Branch, WMax: p.WMax, Pad: p.Pad, AOT: p.AOT,
-		SampleChildren: p.SampleChildren, MaxSeqs: p.MaxSeqs, Tail: p.Tail}
+	c := Config{Plan: p}
+	return c, c.derive()
+}
+
+// derive checks the configuration's plan and derives what the run reads
+// from it: the static tree of a plan with a shape (widths per depth win
+// over a parent list), and the threshold depth policy where the plan has
+// one and no policy is given. Its strategy's check may settle defaults
+// (duo's sequences).
+func (c *Config) derive() error {
+	p := c.Plan
 	s, err := Lookup(p.Strategy)
 	if err != nil {
-		return c, err
+		return err
 	}
 	if err := p.bounded(); err != nil {
-		return c, err
+		return err
 	}
+	c.static = tree.Static{}
 	if p.Reads("widths") || p.Reads("parents") {
 		switch {
 		case len(p.Widths) > 0 && p.Reads("widths"):
-			if c.Static, err = tree.FromWidths(p.Widths); err != nil {
-				return c, fmt.Errorf("spec: tree widths: %w", err)
+			if c.static, err = tree.FromWidths(p.Widths); err != nil {
+				return fmt.Errorf("spec: tree widths: %w", err)
 			}
 		case len(p.Parents) > 0:
-			if c.Static, err = tree.FromParents(p.Parents); err != nil {
-				return c, fmt.Errorf("spec: tree parents: %w", err)
+			if c.static, err = tree.FromParents(p.Parents); err != nil {
+				return fmt.Errorf("spec: tree parents: %w", err)
 			}
 		}
 	}
@@ -457,17 +468,19 @@ func (p Plan) Config() (Config, error) {
 		case "", "fixed", "predictor":
 		case "threshold":
 			if !(p.DepthMin >= 0 && p.DepthMin <= 1) {
-				return c, fmt.Errorf("spec: depth-min %g must be in [0, 1]", p.DepthMin)
+				return fmt.Errorf("spec: depth-min %g must be in [0, 1]", p.DepthMin)
 			}
-			c.Depth = Threshold{Max: len(p.EGT), Min: p.DepthMin}
+			if c.Depth == nil {
+				c.Depth = Threshold{Max: len(p.EGT), Min: p.DepthMin}
+			}
 		default:
-			return c, fmt.Errorf("spec: depth policy %q: want fixed, threshold or predictor", p.DepthPolicy)
+			return fmt.Errorf("spec: depth policy %q: want fixed, threshold or predictor", p.DepthPolicy)
 		}
 	}
 	if s.check != nil {
-		err = s.check(&c)
+		return s.check(c)
 	}
-	return c, err
+	return nil
 }
 
 // MaxTreeNodes bounds every size in a plan (draft length, widths, tree

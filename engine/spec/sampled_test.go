@@ -104,20 +104,20 @@ func TestSampledLossless(t *testing.T) {
 		hidden bool // draft with a hidden-state drafter (re-sampling on)
 		twoDev bool // draft on the second device (the hidden drafter's layer there), concurrently with verification
 	}{
-		{"chain (min(1,p/q), residual, bonus)", Config{Strategy: "chain", Gamma: 3}, false, false},
-		{"chain with top-k 20 and top-p 0.9", Config{Strategy: "chain", Gamma: 3, Sample: sample.Params{Temp: 1, TopK: 20, TopP: 0.9}}, false, false},
-		{"sampled tree (multi-draft rule)", Config{Strategy: "tree", Static: shape, SampleChildren: true}, false, false},
-		{"ranked tree (point-mass rule)", Config{Strategy: "egt", Widths: []int{1, 3}, Branch: 3, WMax: 8}, false, false},
-		{"duo (ranked roots, sampled chains)", Config{Strategy: "duo", Gamma: 6, MaxSeqs: 3}, false, false},
-		{"duo on two devices (the drafter concurrent, on its own device)", Config{Strategy: "duo", Gamma: 6, MaxSeqs: 3}, false, true},
-		{"hidden-state drafter, chain", Config{Strategy: "chain", Gamma: 3}, true, false},
-		{"hidden-state drafter, ranked tree", Config{Strategy: "egt", Widths: []int{1, 3}, Branch: 3, WMax: 8}, true, false},
+		{"chain (min(1,p/q), residual, bonus)", Config{Plan: Plan{Strategy: "chain", Gamma: 3}}, false, false},
+		{"chain with top-k 20 and top-p 0.9", Config{Plan: Plan{Strategy: "chain", Gamma: 3}, Sample: sample.Params{Temp: 1, TopK: 20, TopP: 0.9}}, false, false},
+		{"sampled tree (multi-draft rule)", Config{Plan: Plan{Strategy: "tree", Parents: shape.Parents, SampleChildren: true}}, false, false},
+		{"ranked tree (point-mass rule)", Config{Plan: Plan{Strategy: "egt", EGT: []int{1, 3}, Branch: 3, WMax: 8}}, false, false},
+		{"duo (ranked roots, sampled chains)", Config{Plan: Plan{Strategy: "duo", Gamma: 6, MaxSeqs: 3}}, false, false},
+		{"duo on two devices (the drafter concurrent, on its own device)", Config{Plan: Plan{Strategy: "duo", Gamma: 6, MaxSeqs: 3}}, false, true},
+		{"hidden-state drafter, chain", Config{Plan: Plan{Strategy: "chain", Gamma: 3}}, true, false},
+		{"hidden-state drafter, ranked tree", Config{Plan: Plan{Strategy: "egt", EGT: []int{1, 3}, Branch: 3, WMax: 8}}, true, false},
 		// tail drafting: the next draft prepared at several ends while the
 		// target verifies, on every source that drafts concurrently
-		{"chain with a tail at every end, on two devices", Config{Strategy: "chain", Gamma: 3, Tail: 4}, false, true},
-		{"ranked tree with a tail, on two devices", Config{Strategy: "egt", Widths: []int{1, 3}, Branch: 3, WMax: 8, Tail: 3}, false, true},
-		{"duo with a tail, on two devices", Config{Strategy: "duo", Gamma: 6, MaxSeqs: 3, Tail: 3}, false, true},
-		{"hidden-state drafter on its own device, chain with a tail", Config{Strategy: "chain", Gamma: 3, Tail: 4}, true, true},
+		{"chain with a tail at every end, on two devices", Config{Plan: Plan{Strategy: "chain", Gamma: 3, Tail: 4}}, false, true},
+		{"ranked tree with a tail, on two devices", Config{Plan: Plan{Strategy: "egt", EGT: []int{1, 3}, Branch: 3, WMax: 8, Tail: 3}}, false, true},
+		{"duo with a tail, on two devices", Config{Plan: Plan{Strategy: "duo", Gamma: 6, MaxSeqs: 3, Tail: 3}}, false, true},
+		{"hidden-state drafter on its own device, chain with a tail", Config{Plan: Plan{Strategy: "chain", Gamma: 3, Tail: 4}}, true, true},
 	}
 	run := func(cfg Config, useHidden, twoDev bool, joint map[[2]int]float64, covered float64, broken bool) (float64, int) {
 		obs := map[[2]int]int{}
@@ -198,8 +198,8 @@ func TestSampledFullAcceptance(t *testing.T) {
 		layers  int     // drafter: the target's first layers (0: all of it, q = p)
 		minFull float64 // share of runs whose first step accepted all three drafts
 	}{
-		{"chain gamma=3, drafter = target", Config{Strategy: "chain", Gamma: 3}, 0, 0.99},
-		{"sampled tree 2,1,1, drafter = target", Config{Strategy: "tree", Static: shape, SampleChildren: true}, 0, 0.99},
+		{"chain gamma=3, drafter = target", Config{Plan: Plan{Strategy: "chain", Gamma: 3}}, 0, 0.99},
+		{"sampled tree 2,1,1, drafter = target", Config{Plan: Plan{Strategy: "tree", Parents: shape.Parents, SampleChildren: true}}, 0, 0.99},
 	}
 	ctx := context.Background()
 	// cond caches the target's exact P(. | prompt + prefix)

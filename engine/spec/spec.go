@@ -35,26 +35,23 @@ import (
 	"arborist/engine/tree"
 )
 
-// Config selects a strategy and its parameters.
+// Config is what one generation runs: a plan and what the run adds to it.
+// The plan is embedded as it is (its fields read as the Config's own);
+// the rest is either derived from it when the configuration is validated
+// (the static tree a tree or Sequoia plan verifies, an EGT's threshold
+// depth policy) or the run's own (sampling, token budget, context,
+// callbacks). Build one with Plan.Config, or as a literal whose Validate
+// (Engine.Run calls it) derives the rest.
 type Config struct {
-	Strategy string
-	Gamma    int         // chain: draft length; duo: largest draft budget
-	Static   tree.Static // tree: the shape
-	// SampleChildren, for tree in sampled runs: draw each node's children
-	// independently from q (verified with the multi-draft rule) instead of
-	// taking the top-ranked tokens (verified with the point-mass rule).
-	SampleChildren bool
-	Widths         []int       // egt: frontier nodes expanded at each depth (len = deepest depth)
-	Branch         int         // egt: children per expanded node (top-k)
-	WMax           int         // egt: most nodes verified after pruning
-	Pad            bool        // egt: pad every tree to WMax nodes (static shapes)
-	Depth          DepthPolicy // egt: when to stop growing; nil = all of Widths
-	AOT            bool        // egt: draft the next step's head while the target verifies
-	MaxSeqs        int         // duo: most draft sequences (1, 2, 3, 4, 6 or 8)
-	// Tail (chain, egt, duo): end positions of each draft whose
-	// continuation is drafted while the target verifies, most likely
-	// first (tail drafting; 0: none). Only a concurrent source drafts it.
-	Tail int
+	Plan
+	// Depth is an EGT's depth policy (nil: all of its widths): Validate
+	// sets the plan's threshold policy where none is given; a predictor
+	// policy is the caller's, built from the trained predictor the plan
+	// names.
+	Depth DepthPolicy
+	// static is the tree a static shape's plan verifies (tree.FromWidths
+	// or FromParents of the plan's shape), derived by Validate.
+	static tree.Static
 
 	Sample    sample.Params
 	MaxTokens int
@@ -73,16 +70,10 @@ type Config struct {
 }
 
 // Validate checks the configuration for its strategy (see the strategy
-// files, strategy_NAME.go).
+// files, strategy_NAME.go) and derives what follows from the plan.
 func (c *Config) Validate() error {
-	st, err := Lookup(c.Strategy)
-	if err != nil {
+	if err := c.derive(); err != nil {
 		return err
-	}
-	if st.check != nil {
-		if err := st.check(c); err != nil {
-			return err
-		}
 	}
 	if c.MaxTokens < 1 {
 		return fmt.Errorf("spec: max tokens %d must be >= 1", c.MaxTokens)

@@ -109,26 +109,25 @@ func configs() map[string]Config {
 	// a DP-optimal tree of 10 nodes under a decaying acceptance model
 	opt, _, _ := tree.Optimal(func(d, r int) float64 { return 0.8 * math.Pow(0.4, float64(r)) / float64(d+1) }, 10, 6, 4)
 	return map[string]Config{
-		"ar":          {Strategy: "ar"},
-		"chain4":      {Strategy: "chain", Gamma: 4},
-		"chain8":      {Strategy: "chain", Gamma: 8},
-		"tree-widths": {Strategy: "tree", Static: st},
-		"tree-parent": {Strategy: "tree", Static: par},
-		"sequoia":     {Strategy: "sequoia", Static: opt[9]},
-		"egt":         {Strategy: "egt", Widths: []int{1, 2, 3, 3, 2}, Branch: 2, WMax: 12, Pad: true},
-		"egt-thresh":  {Strategy: "egt", Widths: []int{1, 2, 2, 2, 2, 2}, Branch: 3, WMax: 10, Depth: Threshold{Max: 6, Min: 0.2}},
-		"egt-aot":     {Strategy: "egt", Widths: []int{1, 2, 2, 2}, Branch: 2, WMax: 8, AOT: true},
-		"egt-learned": {Strategy: "egt", Widths: []int{1, 2, 2, 2, 2}, Branch: 2, WMax: 10, AOT: true, Depth: contextDepth{Max: 5}},
-		"duo":         {Strategy: "duo", Gamma: 6, MaxSeqs: 4},
-		"duo-1":       {Strategy: "duo", Gamma: 4, MaxSeqs: 1},
+		"ar":          {Plan: Plan{Strategy: "ar"}},
+		"chain4":      {Plan: Plan{Strategy: "chain", Gamma: 4}},
+		"chain8":      {Plan: Plan{Strategy: "chain", Gamma: 8}},
+		"tree-widths": {Plan: Plan{Strategy: "tree", Parents: st.Parents}},
+		"tree-parent": {Plan: Plan{Strategy: "tree", Parents: par.Parents}},
+		"sequoia":     {Plan: Plan{Strategy: "sequoia", Parents: opt[9].Parents}},
+		"egt":         {Plan: Plan{Strategy: "egt", EGT: []int{1, 2, 3, 3, 2}, Branch: 2, WMax: 12, Pad: true}},
+		"egt-thresh":  {Plan: Plan{Strategy: "egt", EGT: []int{1, 2, 2, 2, 2, 2}, Branch: 3, WMax: 10}, Depth: Threshold{Max: 6, Min: 0.2}},
+		"egt-aot":     {Plan: Plan{Strategy: "egt", EGT: []int{1, 2, 2, 2}, Branch: 2, WMax: 8, AOT: true}},
+		"egt-learned": {Plan: Plan{Strategy: "egt", EGT: []int{1, 2, 2, 2, 2}, Branch: 2, WMax: 10, AOT: true}, Depth: contextDepth{Max: 5}},
+		"duo":         {Plan: Plan{Strategy: "duo", Gamma: 6, MaxSeqs: 4}},
+		"duo-1":       {Plan: Plan{Strategy: "duo", Gamma: 4, MaxSeqs: 1}},
 		// tail drafting: the next draft prepared at several end positions
 		// (every end of the chain; pads are none of an EGT's)
-		"chain4-tail": {Strategy: "chain", Gamma: 4, Tail: 5},
-		"chain3-tail": {Strategy: "chain", Gamma: 3, Tail: 1},
-		"egt-tail":    {Strategy: "egt", Widths: []int{1, 2, 2, 2}, Branch: 2, WMax: 8, Tail: 4},
-		"egt-pad-tail": {Strategy: "egt", Widths: []int{1, 2, 3, 3, 2}, Branch: 2, WMax: 12, Pad: true, AOT: true,
-			Tail: 13},
-		"duo-tail": {Strategy: "duo", Gamma: 6, MaxSeqs: 4, Tail: 3},
+		"chain4-tail":  {Plan: Plan{Strategy: "chain", Gamma: 4, Tail: 5}},
+		"chain3-tail":  {Plan: Plan{Strategy: "chain", Gamma: 3, Tail: 1}},
+		"egt-tail":     {Plan: Plan{Strategy: "egt", EGT: []int{1, 2, 2, 2}, Branch: 2, WMax: 8, Tail: 4}},
+		"egt-pad-tail": {Plan: Plan{Strategy: "egt", EGT: []int{1, 2, 3, 3, 2}, Branch: 2, WMax: 12, Pad: true, AOT: true, Tail: 13}},
+		"duo-tail":     {Plan: Plan{Strategy: "duo", Gamma: 6, MaxSeqs: 4, Tail: 3}},
 	}
 }
 
@@ -252,7 +251,7 @@ func TestContextFillsUp(t *testing.T) {
 	ids := p.target.Tok.Encode("Tom and his dog went to the park", true, false)
 	const capacity = 40
 	ar := &Engine{Target: p.target}
-	want, err := ar.Run(ctx, ids, Config{Strategy: "ar", MaxTokens: 100, Ctx: capacity})
+	want, err := ar.Run(ctx, ids, Config{Plan: Plan{Strategy: "ar"}, MaxTokens: 100, Ctx: capacity})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +325,7 @@ func TestVocabMismatch(t *testing.T) {
 		t.Errorf("same vocabulary: %v", err)
 	}
 	e := &Engine{Target: a, Source: drafter.NewModel(b, 0, 64, sample.Params{}, "x")}
-	if _, err := e.Run(context.Background(), []int{1}, Config{Strategy: "chain", Gamma: 2, MaxTokens: 4}); err == nil {
+	if _, err := e.Run(context.Background(), []int{1}, Config{Plan: Plan{Strategy: "chain", Gamma: 2}, MaxTokens: 4}); err == nil {
 		t.Error("engine ran a drafter with a different vocabulary size")
 	}
 }
@@ -364,22 +363,34 @@ func TestGreedyLosslessBenchPair(t *testing.T) {
 // TestValidateBudget: sizes a strategy derives
 // from its parameters are bounded before the run allocates for them.
 func TestValidateBudget(t *testing.T) {
-	big := tree.Static{Parents: make([]int, 5000)}
+	wide := make([]int, 600) // 600 children of the root
+	for i := range wide {
+		wide[i] = -1
+	}
 	for name, c := range map[string]Config{
-		"chain gamma":   {Strategy: "chain", Gamma: 1 << 62, MaxTokens: 8},
-		"duo overflow":  {Strategy: "duo", Gamma: 1 << 61, MaxSeqs: 8, MaxTokens: 8},
-		"tree size":     {Strategy: "tree", Static: big, MaxTokens: 8},
-		"egt w-max":     {Strategy: "egt", Widths: []int{1}, Branch: 2, WMax: 1e9, MaxTokens: 8},
-		"gamma vs ctx":  {Strategy: "chain", Gamma: 64, Ctx: 32, MaxTokens: 8},
-		"egt width big": {Strategy: "egt", Widths: []int{1 << 40}, Branch: 2, WMax: 8, MaxTokens: 8},
+		"chain gamma":    {Plan: Plan{Strategy: "chain", Gamma: 1 << 62}, MaxTokens: 8},
+		"duo overflow":   {Plan: Plan{Strategy: "duo", Gamma: 1 << 61, MaxSeqs: 8}, MaxTokens: 8},
+		"tree size":      {Plan: Plan{Strategy: "tree", Parents: wide}, MaxTokens: 8},
+		"egt w-max":      {Plan: Plan{Strategy: "egt", EGT: []int{1}, Branch: 2, WMax: 1e9}, MaxTokens: 8},
+		"gamma vs ctx":   {Plan: Plan{Strategy: "chain", Gamma: 64}, Ctx: 32, MaxTokens: 8},
+		"egt width big":  {Plan: Plan{Strategy: "egt", EGT: []int{1 << 40}, Branch: 2, WMax: 8}, MaxTokens: 8},
+		"duo vs ctx":     {Plan: Plan{Strategy: "duo", Gamma: 8, MaxSeqs: 4}, Ctx: 16, MaxTokens: 8},
+		"tree vs ctx":    {Plan: Plan{Strategy: "tree", Widths: []int{4, 4}}, Ctx: 16, MaxTokens: 8},
+		"egt w-max, ctx": {Plan: Plan{Strategy: "egt", EGT: []int{1, 2}, Branch: 2, WMax: 20}, Ctx: 16, MaxTokens: 8},
 	} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	ok := Config{Strategy: "chain", Gamma: 4, Ctx: 32, MaxTokens: 8}
-	if err := ok.Validate(); err != nil {
-		t.Fatal(err)
+	for _, c := range []Config{
+		{Plan: Plan{Strategy: "chain", Gamma: 4}, Ctx: 32, MaxTokens: 8},
+		{Plan: Plan{Strategy: "duo", Gamma: 4, MaxSeqs: 4}, Ctx: 32, MaxTokens: 8},
+		{Plan: Plan{Strategy: "tree", Widths: []int{4, 4}}, Ctx: 32, MaxTokens: 8},
+		{Plan: Plan{Strategy: "egt", EGT: []int{1, 2}, Branch: 2, WMax: 20}, Ctx: 32, MaxTokens: 8},
+	} {
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s: %v", c.Plan, err)
+		}
 	}
 }
 
@@ -404,7 +415,7 @@ func TestDepthStateIsTheStep(t *testing.T) {
 	var states []DepthState
 	var steps []Step
 	var out []int
-	cfg := Config{Strategy: "egt", Widths: []int{1, 2, 2}, Branch: 2, WMax: 6, MaxTokens: 24, RecordHidden: true,
+	cfg := Config{Plan: Plan{Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 6}, MaxTokens: 24, RecordHidden: true,
 		Depth: recordDepth{max: 3, states: &states}, OnStep: func(s Step) { steps = append(steps, s) }}
 	res, err := (&Engine{Target: p.target, Source: drafter.NewModel(p.draft, 0, 256, sample.Params{}, "draft")}).Run(context.Background(), prompt, cfg)
 	if err != nil {

@@ -111,7 +111,7 @@ func (r *run) chain(ctx context.Context, tr *tree.Tree, parent int, q []float32,
 // static grows the configured shape level by level, one drafter pass per
 // level, giving each node's k-th child the k-th most likely token.
 func (r *run) static(ctx context.Context, room, depthRoom int) (*tree.Tree, error) {
-	shape := r.cfg.Static.Parents
+	shape := r.cfg.static.Parents
 	tr := &tree.Tree{}
 	// map shape node -> tree node (-2: not drafted)
 	at := make([]int, len(shape))
@@ -164,7 +164,7 @@ func (r *run) static(ctx context.Context, room, depthRoom int) (*tree.Tree, erro
 	return tr, nil
 }
 
-// egt grows an Equal-Growth Tree: at depth d the Widths[d-1] frontier nodes
+// egt grows an Equal-Growth Tree: at depth d the EGT[d-1] frontier nodes
 // with the highest path probability are expanded, each into its Branch most
 // likely children, in one drafter pass per depth; the DepthPolicy may stop
 // early. The tree is then pruned to WMax nodes and padded to a fixed shape.
@@ -175,14 +175,14 @@ func (r *run) egt(ctx context.Context, room, depthRoom int) (*tree.Tree, error) 
 	best := 1.0
 	policy := c.Depth
 	if policy == nil {
-		policy = FixedDepth{D: len(c.Widths)}
+		policy = FixedDepth{D: len(c.EGT)}
 	}
 	state := func(d int) DepthState {
 		return DepthState{Depth: d, Best: best, Hidden: r.hidden, Last: r.root, Top1: r.rootTop1, Entropy: r.rootEntropy}
 	}
-	for d := 0; d < len(c.Widths) && d < depthRoom && policy.Next(state(d)); d++ {
+	for d := 0; d < len(c.EGT) && d < depthRoom && policy.Next(state(d)); d++ {
 		sort.SliceStable(frontier, func(a, b int) bool { return pathP(tr, frontier[a]) > pathP(tr, frontier[b]) })
-		chosen := frontier[:min(len(frontier), c.Widths[d])]
+		chosen := frontier[:min(len(frontier), c.EGT[d])]
 		qs, err := r.expand(ctx, tr, chosen)
 		if err != nil {
 			return nil, err

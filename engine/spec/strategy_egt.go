@@ -63,10 +63,10 @@ func init() {
 			return d
 		},
 		check: func(c *Config) error {
-			if len(c.Widths) == 0 || c.Branch < 1 || c.WMax < 1 {
+			if len(c.EGT) == 0 || c.Branch < 1 || c.WMax < 1 {
 				return fmt.Errorf("spec: egt needs widths per depth, branch >= 1 and w-max >= 1")
 			}
-			for _, w := range c.Widths {
+			for _, w := range c.EGT {
 				if w < 1 {
 					return fmt.Errorf("spec: egt width %d must be >= 1", w)
 				}
@@ -76,11 +76,11 @@ func init() {
 		maxTree: func(c *Config) int { return c.WMax },
 		maxDraft: func(c *Config) int {
 			n := 0
-			for _, w := range c.Widths {
+			for _, w := range c.EGT {
 				n += min(w, MaxTreeNodes)
 			}
-			if c.AOT && len(c.Widths) > 0 {
-				n += min(c.Widths[0], MaxTreeNodes) * min(c.Branch, MaxTreeNodes) // the next step's head
+			if c.AOT && len(c.EGT) > 0 {
+				n += min(c.EGT[0], MaxTreeNodes) * min(c.Branch, MaxTreeNodes) // the next step's head
 			}
 			return n + tailSlots(c.Tail, c.WMax+1, 1)
 		},

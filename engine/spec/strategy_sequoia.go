@@ -45,12 +45,12 @@ func init() {
 			return fmt.Sprintf("sequoia n=%d depth=%d", len(p.Parents), depth)
 		},
 		check: func(c *Config) error {
-			if len(c.Static.Parents) == 0 {
+			if len(c.static.Parents) == 0 {
 				return fmt.Errorf("spec: sequoia needs its tree as a parent list")
 			}
 			return nil
 		},
-		maxTree: func(c *Config) int { return len(c.Static.Parents) },
+		maxTree: func(c *Config) int { return len(c.static.Parents) },
 		draft: func(r *run, ctx context.Context, _ *Step, nodes, depth int) (*tree.Tree, error) {
 			return r.static(ctx, nodes, depth)
 		},

@@ -68,12 +68,12 @@ func init() {
 			return "tree " + Ints(p.Widths)
 		},
 		check: func(c *Config) error {
-			if len(c.Static.Parents) == 0 {
+			if len(c.static.Parents) == 0 {
 				return fmt.Errorf("spec: tree needs a shape (widths per depth or a parent list)")
 			}
 			return nil
 		},
-		maxTree: func(c *Config) int { return len(c.Static.Parents) },
+		maxTree: func(c *Config) int { return len(c.static.Parents) },
 		draft: func(r *run, ctx context.Context, _ *Step, nodes, depth int) (*tree.Tree, error) {
 			return r.static(ctx, nodes, depth)
 		},

@@ -73,10 +73,10 @@ func TestTailChangesNoDraft(t *testing.T) {
 		base, tail Config
 		ends       int // the most ends a step prepares
 	}{
-		{"chain", Config{Strategy: "chain", Gamma: 4}, Config{Strategy: "chain", Gamma: 4, Tail: 5}, 5},
-		{"chain, one end", Config{Strategy: "chain", Gamma: 4}, Config{Strategy: "chain", Gamma: 4, Tail: 1}, 1},
-		{"egt", Config{Strategy: "egt", Widths: []int{1, 2, 2}, Branch: 2, WMax: 6}, Config{Strategy: "egt", Widths: []int{1, 2, 2}, Branch: 2, WMax: 6, Tail: 3}, 3},
-		{"egt with aot", Config{Strategy: "egt", Widths: []int{1, 2, 2}, Branch: 2, WMax: 6, AOT: true}, Config{Strategy: "egt", Widths: []int{1, 2, 2}, Branch: 2, WMax: 6, Tail: 7}, 7},
+		{"chain", Config{Plan: Plan{Strategy: "chain", Gamma: 4}}, Config{Plan: Plan{Strategy: "chain", Gamma: 4, Tail: 5}}, 5},
+		{"chain, one end", Config{Plan: Plan{Strategy: "chain", Gamma: 4}}, Config{Plan: Plan{Strategy: "chain", Gamma: 4, Tail: 1}}, 1},
+		{"egt", Config{Plan: Plan{Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 6}}, Config{Plan: Plan{Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 6, Tail: 3}}, 3},
+		{"egt with aot", Config{Plan: Plan{Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 6, AOT: true}}, Config{Plan: Plan{Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 6, Tail: 7}}, 7},
 	} {
 		for sname, mk := range srcs {
 			t.Run(tc.name+"/"+sname, func(t *testing.T) {
@@ -135,7 +135,7 @@ func BenchmarkTailOnTwoDevices(b *testing.B) {
 	plain := loadOn(b, "stories260K.gguf", cpu.New(1))
 	ctx := context.Background()
 	prompt := plain.Tok.Encode("Once upon a time", true, false)
-	want, err := (&Engine{Target: plain}).Run(ctx, prompt, Config{Strategy: "ar", MaxTokens: n})
+	want, err := (&Engine{Target: plain}).Run(ctx, prompt, Config{Plan: Plan{Strategy: "ar"}, MaxTokens: n})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -145,9 +145,9 @@ func BenchmarkTailOnTwoDevices(b *testing.B) {
 		name       string
 		base, tail Config
 	}{
-		{"chain", Config{Strategy: "chain", Gamma: 4}, Config{Strategy: "chain", Gamma: 4, Tail: 2}},
-		{"egt", Config{Strategy: "egt", Widths: []int{1, 2, 2}, Branch: 2, WMax: 6, AOT: true}, Config{Strategy: "egt", Widths: []int{1, 2, 2}, Branch: 2, WMax: 6, Tail: 4}},
-		{"duo", Config{Strategy: "duo", Gamma: 8, MaxSeqs: 1}, Config{Strategy: "duo", Gamma: 8, MaxSeqs: 1, Tail: 3}},
+		{"chain", Config{Plan: Plan{Strategy: "chain", Gamma: 4}}, Config{Plan: Plan{Strategy: "chain", Gamma: 4, Tail: 2}}},
+		{"egt", Config{Plan: Plan{Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 6, AOT: true}}, Config{Plan: Plan{Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 6, Tail: 4}}},
+		{"duo", Config{Plan: Plan{Strategy: "duo", Gamma: 8, MaxSeqs: 1}}, Config{Plan: Plan{Strategy: "duo", Gamma: 8, MaxSeqs: 1, Tail: 3}}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var tps [2][]float64

@@ -46,7 +46,7 @@ func TestDuoOnTwoDevices(t *testing.T) {
 	plain := loadOn(t, "stories260K.gguf", cpu.New(1))
 	prompt := plain.Tok.Encode("Once upon a time", true, false)
 	ctx := context.Background()
-	ar, err := (&Engine{Target: plain}).Run(ctx, prompt, Config{Strategy: "ar", MaxTokens: n})
+	ar, err := (&Engine{Target: plain}).Run(ctx, prompt, Config{Plan: Plan{Strategy: "ar"}, MaxTokens: n})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestDuoOnTwoDevices(t *testing.T) {
 		// estimates) to the end of the run
 		var t0, d0, ts0, ds0 time.Duration
 		var w0 time.Time
-		cfg := Config{Strategy: "duo", Gamma: 8, MaxSeqs: 1, MaxTokens: n, OnStep: func(s Step) {
+		cfg := Config{Plan: Plan{Strategy: "duo", Gamma: 8, MaxSeqs: 1}, MaxTokens: n, OnStep: func(s Step) {
 			if s.Index == 3 {
 				t0, d0, w0 = tdev.Busy(), ddev.Busy(), time.Now()
 				ts0, ds0 = tdev.Slept(), ddev.Slept()
@@ -145,14 +145,14 @@ func TestDuoSequencesOnTwoDevices(t *testing.T) {
 	plain := loadOn(t, "stories260K.gguf", cpu.New(1))
 	prompt := plain.Tok.Encode("Once upon a time", true, false)
 	ctx := context.Background()
-	ar, err := (&Engine{Target: plain}).Run(ctx, prompt, Config{Strategy: "ar", MaxTokens: 48})
+	ar, err := (&Engine{Target: plain}).Run(ctx, prompt, Config{Plan: Plan{Strategy: "ar"}, MaxTokens: 48})
 	if err != nil {
 		t.Fatal(err)
 	}
 	target := loadOn(t, "stories260K.gguf", devicetest.NewSlow(cpu.New(1), 300*time.Microsecond, 0))
 	self := loadOn(t, "stories260K.gguf", devicetest.NewSlow(cpu.New(1), 60*time.Microsecond, 0))
 	src := drafter.NewModel(self, 4, target.CtxLen, sample.Params{}, "layers:4")
-	res, err := (&Engine{Target: target, Source: src, Concurrent: true}).Run(ctx, prompt, Config{Strategy: "duo", Gamma: 8, MaxSeqs: 4, MaxTokens: 48})
+	res, err := (&Engine{Target: target, Source: src, Concurrent: true}).Run(ctx, prompt, Config{Plan: Plan{Strategy: "duo", Gamma: 8, MaxSeqs: 4}, MaxTokens: 48})
 	if err != nil {
 		t.Fatal(err)
 	}

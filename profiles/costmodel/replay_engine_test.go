@@ -44,7 +44,7 @@ func TestReplayMatchesTheEngine(t *testing.T) {
 		}
 		for _, p := range plans {
 			eng := &spec.Engine{Target: target, Source: drafter.NewModel(draft, 0, target.CtxLen, sample.Params{}, "noisy")}
-			res, err := eng.Run(ctx, ids, spec.Config{Strategy: "egt", Widths: p.EGT, Branch: p.Branch, WMax: p.WMax, MaxTokens: 16})
+			res, err := eng.Run(ctx, ids, spec.Config{Plan: p, MaxTokens: 16})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func TestReplayThresholdMatchesTheEngine(t *testing.T) {
 				p := shape
 				p.DepthPolicy, p.DepthMin = "threshold", least
 				eng := &spec.Engine{Target: target, Source: drafter.NewModel(draft, 0, target.CtxLen, sample.Params{}, "noisy")}
-				res, err := eng.Run(ctx, ids, spec.Config{Strategy: "egt", Widths: p.EGT, Branch: p.Branch, WMax: p.WMax, MaxTokens: 16,
+				res, err := eng.Run(ctx, ids, spec.Config{Plan: p, MaxTokens: 16,
 					Depth: spec.Threshold{Max: len(p.EGT), Min: least}})
 				if err != nil {
 					t.Fatal(err)

@@ -24,14 +24,14 @@ func strategyConfigs() map[string][]spec.Config {
 	par, _ := tree.FromParents([]int{-1, -1, 0, 0, 2, 4})
 	opt, _, _ := tree.Optimal(func(d, r int) float64 { return 0.8 * math.Pow(0.4, float64(r)) / float64(d+1) }, 10, 6, 4)
 	return map[string][]spec.Config{
-		"ar":      {{Strategy: "ar"}},
-		"chain":   {{Strategy: "chain", Gamma: 4}, {Strategy: "chain", Gamma: 4, Tail: 5}},
-		"tree":    {{Strategy: "tree", Static: st}, {Strategy: "tree", Static: par}},
-		"sequoia": {{Strategy: "sequoia", Static: opt[len(opt)-1]}},
-		"egt": {{Strategy: "egt", Widths: []int{1, 2, 3, 3, 2}, Branch: 2, WMax: 12, Pad: true},
-			{Strategy: "egt", Widths: []int{1, 2, 2, 2}, Branch: 2, WMax: 8, AOT: true},
-			{Strategy: "egt", Widths: []int{1, 2, 2, 2}, Branch: 2, WMax: 8, Tail: 4}},
-		"duo": {{Strategy: "duo", Gamma: 4, MaxSeqs: 3}, {Strategy: "duo", Gamma: 4, MaxSeqs: 3, Tail: 3}},
+		"ar":      {{Plan: spec.Plan{Strategy: "ar"}}},
+		"chain":   {{Plan: spec.Plan{Strategy: "chain", Gamma: 4}}, {Plan: spec.Plan{Strategy: "chain", Gamma: 4, Tail: 5}}},
+		"tree":    {{Plan: spec.Plan{Strategy: "tree", Parents: st.Parents}}, {Plan: spec.Plan{Strategy: "tree", Parents: par.Parents}}},
+		"sequoia": {{Plan: spec.Plan{Strategy: "sequoia", Parents: opt[len(opt)-1].Parents}}},
+		"egt": {{Plan: spec.Plan{Strategy: "egt", EGT: []int{1, 2, 3, 3, 2}, Branch: 2, WMax: 12, Pad: true}},
+			{Plan: spec.Plan{Strategy: "egt", EGT: []int{1, 2, 2, 2}, Branch: 2, WMax: 8, AOT: true}},
+			{Plan: spec.Plan{Strategy: "egt", EGT: []int{1, 2, 2, 2}, Branch: 2, WMax: 8, Tail: 4}}},
+		"duo": {{Plan: spec.Plan{Strategy: "duo", Gamma: 4, MaxSeqs: 3}}, {Plan: spec.Plan{Strategy: "duo", Gamma: 4, MaxSeqs: 3, Tail: 3}}},
 	}
 }
 
