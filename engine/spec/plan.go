@@ -264,6 +264,10 @@ type Strategy struct {
 	// drafter when that is more than it verifies (maxTree): an EGT expands
 	// its widths per level before pruning, and drafts a head ahead.
 	maxDraft func(c *Config) int
+	// budget checks every size the strategy derives from its plan
+	// (check(name, n) refuses n beyond what one verification pass or the
+	// context takes) before the run allocates for it (checkBudget).
+	budget func(c *Config, check func(name string, n int) error) error
 	// tailWork, for a strategy that drafts a tail (Config.Tail), is the
 	// drafter-cache slots it adds a step (tailSlots), which checkBudget
 	// bounds before a run reserves them.

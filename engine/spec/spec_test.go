@@ -377,6 +377,7 @@ func TestValidateBudget(t *testing.T) {
 		"duo vs ctx":     {Plan: Plan{Strategy: "duo", Gamma: 8, MaxSeqs: 4}, Ctx: 16, MaxTokens: 8},
 		"tree vs ctx":    {Plan: Plan{Strategy: "tree", Widths: []int{4, 4}}, Ctx: 16, MaxTokens: 8},
 		"egt w-max, ctx": {Plan: Plan{Strategy: "egt", EGT: []int{1, 2}, Branch: 2, WMax: 20}, Ctx: 16, MaxTokens: 8},
+		"sequoia vs ctx": {Plan: Plan{Strategy: "sequoia", Parents: wide[:20]}, Ctx: 16, MaxTokens: 8},
 	} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
@@ -387,6 +388,7 @@ func TestValidateBudget(t *testing.T) {
 		{Plan: Plan{Strategy: "duo", Gamma: 4, MaxSeqs: 4}, Ctx: 32, MaxTokens: 8},
 		{Plan: Plan{Strategy: "tree", Widths: []int{4, 4}}, Ctx: 32, MaxTokens: 8},
 		{Plan: Plan{Strategy: "egt", EGT: []int{1, 2}, Branch: 2, WMax: 20}, Ctx: 32, MaxTokens: 8},
+		{Plan: Plan{Strategy: "sequoia", Parents: wide[:20]}, Ctx: 32, MaxTokens: 8},
 	} {
 		if err := c.Validate(); err != nil {
 			t.Errorf("%s: %v", c.Plan, err)

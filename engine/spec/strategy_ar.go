@@ -19,6 +19,7 @@ func init() {
 		Candidates: func(Space) []Plan { return []Plan{{Strategy: "ar"}} }, // when nothing pays, plain decoding wins
 		describe:   func(Plan) string { return "ar" },
 		maxTree:    func(*Config) int { return 0 },
+		budget:     func(*Config, func(string, int) error) error { return nil }, // drafts nothing
 		draft: func(*run, context.Context, *Step, int, int) (*tree.Tree, error) {
 			return &tree.Tree{RootMode: tree.Sampled}, nil
 		},

@@ -66,7 +66,10 @@ func init() {
 			}
 			return checkTail(c)
 		},
-		maxTree:  func(c *Config) int { return c.Gamma },
+		maxTree: func(c *Config) int { return c.Gamma },
+		budget: func(c *Config, check func(string, int) error) error {
+			return check("gamma", c.Gamma)
+		},
 		maxDraft: func(c *Config) int { return c.Gamma + tailSlots(c.Tail, c.Gamma+1, c.Gamma) },
 		tailWork: func(c *Config) int { return tailSlots(c.Tail, c.Gamma+1, c.Gamma) },
 		ahead: func(r *run) int {

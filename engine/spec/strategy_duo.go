@@ -131,7 +131,13 @@ func init() {
 			}
 			return checkTail(c)
 		},
-		maxTree:  func(c *Config) int { return c.Gamma * max(1, c.MaxSeqs) },
+		maxTree: func(c *Config) int { return c.Gamma * max(1, c.MaxSeqs) },
+		budget: func(c *Config, check func(string, int) error) error {
+			if err := check("gamma", c.Gamma); err != nil {
+				return err
+			}
+			return check("gamma times max sequences", c.Gamma*max(1, c.MaxSeqs))
+		},
 		maxDraft: func(c *Config) int { return c.Gamma*max(1, c.MaxSeqs) + tailSlots(c.Tail, c.Gamma+1, c.Gamma) },
 		tailWork: func(c *Config) int { return tailSlots(c.Tail, c.Gamma+1, c.Gamma) },
 		ahead:    func(r *run) int { return r.gamma() }, // the whole next draft

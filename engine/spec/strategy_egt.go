@@ -74,6 +74,23 @@ func init() {
 			return checkTail(c)
 		},
 		maxTree: func(c *Config) int { return c.WMax },
+		budget: func(c *Config, check func(string, int) error) error {
+			if err := check("w-max", c.WMax); err != nil {
+				return err
+			}
+			if err := check("branch", c.Branch); err != nil {
+				return err
+			}
+			if err := check("egt depth", len(c.EGT)); err != nil {
+				return err
+			}
+			for _, w := range c.EGT {
+				if err := check("egt width", w); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
 		maxDraft: func(c *Config) int {
 			n := 0
 			for _, w := range c.EGT {

@@ -74,6 +74,7 @@ func init() {
 			return nil
 		},
 		maxTree: func(c *Config) int { return len(c.static.Parents) },
+		budget:  func(c *Config, check func(string, int) error) error { return check("tree size", len(c.static.Parents)) },
 		draft: func(r *run, ctx context.Context, _ *Step, nodes, depth int) (*tree.Tree, error) {
 			return r.static(ctx, nodes, depth)
 		},
