@@ -87,7 +87,7 @@ func NewRunScreen(s *Session) *RunScreen {
 	}
 	r.shapes = container.NewVBox()
 	r.Strategy = widget.NewSelect(profiles.Strategies(), nil)
-	r.Strategy.SetSelected("chain")
+	r.Strategy.SetSelected(profiles.DefaultStrategy())
 	r.UseTuned = widget.NewButton("Use the tuned plan", r.useTuned)
 	r.Strategy.OnChanged = func(string) { r.edited(); r.enable(); r.layoutFields() }
 	r.PlanNote = widget.NewLabel("")

@@ -160,7 +160,11 @@ func prepare(wb *Workbench) {
 		wait(func() bool { return !r.Start.Disabled() })
 	}
 	if done.Runs == 0 {
-		run(func() { r.Strategy.SetSelected("ar"); r.Tokens.SetText("64"); r.Baseline.SetChecked(false) })
+		run(func() {
+			r.Strategy.SetSelected(profiles.PlainStrategy())
+			r.Tokens.SetText("64")
+			r.Baseline.SetChecked(false)
+		})
 	}
 	run(func() { r.useTuned(); r.Tokens.SetText("256"); r.Baseline.SetChecked(true) })
 	fyne.DoAndWait(func() { fmt.Println("run:", r.Stats.Text) })
@@ -172,7 +176,7 @@ func prepare(wb *Workbench) {
 		plans := map[string]bool{}
 		for i, run := range c.Runs {
 			p := runPlan(run)
-			if (i == 0 || run.Strategy == "ar" || len(plans) < 4) && !plans[p] {
+			if (i == 0 || profiles.IsPlain(run.Strategy) || len(plans) < 4) && !plans[p] {
 				plans[p] = true
 				c.Toggle(run.ID, true)
 			}

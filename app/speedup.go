@@ -128,8 +128,9 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.Mode.TextStyle = fyne.TextStyle{Italic: true}
 	sp.Place = widget.NewCheck("tune also places each model on a device (checking the devices)", nil)
 	sp.Place.Disable() // until SetBackends says there is more than one
-	sp.Plan = widget.NewSelect([]string{"chain", "tree", "egt"}, nil)
-	sp.Plan.SetSelected("egt")
+	whatIf, start := profiles.WhatIfStrategies()
+	sp.Plan = widget.NewSelect(whatIf, nil)
+	sp.Plan.SetSelected(start)
 	sp.Shape = widget.NewEntry()
 	sp.Shape.SetText("1,2,2,2")
 	sp.Shape.OnChanged = func(string) { sp.updateMine() }
@@ -346,8 +347,8 @@ func askedOf(o profiles.ExploreOptions) asked {
 
 // familyName names a plan family on the chart.
 func familyName(strategy string) string {
-	if strategy == "ar" {
-		return "ar (plain decoding)"
+	if profiles.IsPlain(strategy) {
+		return strategy + " (plain decoding)"
 	}
 	return strategy
 }

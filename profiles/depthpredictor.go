@@ -140,12 +140,8 @@ func predictorShape(in *Inputs) (Plan, error) {
 		return Plan{}, fmt.Errorf("a depth predictor weighs depths with the pair's latency curves: %s", in.missing())
 	}
 	for _, pr := range costmodel.SearchAll(in.Acc, in.Costs, costmodel.SearchSpace{}).Ranked {
-		p := pr.Plan
-		switch {
-		case p.Strategy == "chain":
-			p = Plan{Strategy: "egt", EGT: slices.Repeat([]int{1}, p.Gamma), Branch: 1, WMax: p.Gamma}
-		case p.Grows() && p.DepthPolicy == "":
-		default:
+		p, ok := pr.Plan.AsGrowing() // a chain as the EGT of branch 1
+		if !ok || p.DepthPolicy != "" {
 			continue
 		}
 		p.Pad = false

@@ -2,10 +2,12 @@ package profiles
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"arborist/engine/spec"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/latency"
 )
@@ -92,13 +94,9 @@ func Explore(o ExploreOptions) *Exploration {
 	for w := 1; w <= 4; w++ {
 		var line []Prediction
 		for d := 1; d <= depth; d++ {
-			p := Plan{Strategy: "chain", Gamma: d}
+			p := spec.ChainPlan(d)
 			if w > 1 {
-				ws := []int{w}
-				for len(ws) < d {
-					ws = append(ws, w)
-				}
-				p = Plan{Strategy: "egt", EGT: ws, Branch: 2, WMax: 64}
+				p = spec.EGTPlan(slices.Repeat([]int{w}, d), 2, 64)
 			}
 			p = p.Canonical() // named, stored and run as the search names it
 			if pr, err := costmodel.Predict(p, x.acc, x.costs); err == nil {
@@ -123,9 +121,11 @@ func Explore(o ExploreOptions) *Exploration {
 }
 
 // Price prices a plan typed as a strategy and a list of numbers, as the
-// Speedup model screen's "your plan" reads it: a chain's gamma, a tree's
-// widths per depth, or (any other strategy) an EGT expanding that many
-// nodes per depth, two children each, pruned to wMax nodes.
+// Speedup model screen's "your plan" reads it: as the strategy's WhatIf
+// hook builds its plan from them (a chain's gamma, a tree's widths per
+// depth, an EGT expanding that many nodes per depth, two children each,
+// pruned to wMax nodes), and as the screen's starting strategy does for
+// a strategy without one (WhatIfStrategies).
 func (x *Exploration) Price(strategy, numbers string, wMax int) (Plan, Prediction, error) {
 	var nums []int
 	for _, f := range strings.Split(numbers, ",") {
@@ -135,15 +135,7 @@ func (x *Exploration) Price(strategy, numbers string, wMax int) (Plan, Predictio
 		}
 		nums = append(nums, n)
 	}
-	p := Plan{Strategy: strategy}
-	switch p.Strategy {
-	case "chain":
-		p.Gamma = nums[0]
-	case "tree":
-		p.Widths = nums
-	default:
-		p.Strategy, p.EGT, p.Branch, p.WMax = "egt", nums, 2, wMax
-	}
+	p := spec.WhatIfPlan(strategy, nums, wMax)
 	pr, err := costmodel.Predict(p, x.acc, x.costs)
 	return p, pr, err
 }

@@ -318,7 +318,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 		return res, nil
 	}
 	base := cfg
-	base.Strategy, base.Depth = "ar", nil
+	base.Plan, base.Depth = spec.PlainPlan(), nil
 	bopt := RunOptions{} // no live callbacks for the baseline
 	baseEng := &spec.Engine{Target: pair.Target}
 	started := time.Now()

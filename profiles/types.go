@@ -94,6 +94,20 @@ func ParsePlan(strategy string, values map[string]string) (Plan, error) {
 // Strategies names the registered strategies, in their listing order.
 func Strategies() []string { return spec.Strategies() }
 
+// DefaultStrategy is the strategy the faces start with.
+func DefaultStrategy() string { return spec.DefaultStrategy() }
+
+// PlainStrategy is plain decoding's strategy: the 1.00x baseline.
+func PlainStrategy() string { return spec.PlainStrategy() }
+
+// IsPlain says whether the named strategy is plain decoding (a stored
+// run's Strategy, say).
+func IsPlain(strategy string) bool { return spec.IsPlain(strategy) }
+
+// WhatIfStrategies are the strategies the speedup model screen's "your
+// plan" offers (Exploration.Price reads them), and the one it starts with.
+func WhatIfStrategies() (names []string, start string) { return spec.WhatIfStrategies() }
+
 // ParseInts reads a comma-separated list of integers ("3,2,1"), as plan
 // fields such as tree widths are written. An empty element ("1,,2", a
 // trailing comma) is refused, not skipped: the list meant is unknown.

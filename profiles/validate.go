@@ -177,7 +177,7 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 	out := &Validation{Plans: make([]Validated, len(opt.Plans))}
 	runners := make([]*runner, len(opt.Plans)+1) // runners[0]: plain decoding
 	for i := range runners {
-		plan, predicted, draftThreads := spec.Plan{Strategy: "ar"}, 1.0, 0
+		plan, predicted, draftThreads := spec.PlainPlan(), 1.0, 0
 		if i > 0 {
 			plan, predicted, draftThreads = opt.Plans[i-1].Plan.Trim(), opt.Plans[i-1].Speedup, opt.Plans[i-1].DraftThreads
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -316,13 +315,11 @@ func runTrain(ctx context.Context, env Env, args []string) error {
 		if err != nil {
 			return fail(fs, err)
 		}
-		if plan.Strategy == "chain" {
-			plan = profiles.Plan{Strategy: "egt", EGT: slices.Repeat([]int{1}, plan.Gamma), Branch: 1, WMax: plan.Gamma}
-		}
-		if !plan.Grows() {
+		growing, ok := plan.AsGrowing()
+		if !ok {
 			return fail(fs, usagef("a depth predictor decides the depth of an egt plan (or a chain), not %s", plan.Strategy))
 		}
-		opt.Plan = plan
+		opt.Plan = growing
 	}
 	texts, err := profiles.ReadPrompts(*prompts)
 	if err != nil {

@@ -24,7 +24,7 @@ type planFlags struct {
 }
 
 func (f *planFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.strategy, "strategy", "chain", "one of "+fmt.Sprint(profiles.Strategies()))
+	fs.StringVar(&f.strategy, "strategy", profiles.DefaultStrategy(), "one of "+fmt.Sprint(profiles.Strategies()))
 	f.values = map[string]func() string{}
 	f.lists = map[string]bool{}
 	for _, pf := range profiles.PlanFields() {

@@ -34,29 +34,6 @@ func (p Plan) Canonical() Plan {
 // plans with one key are the same plan.
 func (p Plan) Key() string { return p.Strategy + fmt.Sprint(p.Values()) }
 
-// canonicalTree is a static tree's canonical form: a parent list with
-// the same children under every node of a depth is that tree of widths,
-// and widths of ones are a chain.
-func canonicalTree(p Plan) Plan {
-	if p.SampleChildren {
-		return p // drafts children at random when sampling: not a chain's work
-	}
-	if len(p.Widths) == 0 && len(p.Parents) > 0 {
-		if ws, ok := widthsOf(p.Parents); ok {
-			p.Widths, p.Parents = ws, nil
-		}
-	}
-	if len(p.Widths) > 0 && len(p.Parents) == 0 {
-		for _, w := range p.Widths {
-			if w != 1 {
-				return p
-			}
-		}
-		return Plan{Strategy: "chain", Gamma: len(p.Widths)}
-	}
-	return p
-}
-
 // widthsOf reads a parent list as widths per depth when it is exactly the
 // tree tree.FromWidths builds from them.
 func widthsOf(parents []int) ([]int, bool) {
@@ -88,48 +65,4 @@ func widthsOf(parents []int) ([]int, bool) {
 		return nil, false
 	}
 	return ws, true
-}
-
-// canonicalEGT is an Equal-Growth Tree's canonical form: widths held to
-// what each level can expand (the frontier the level above grew), w-max
-// held to the nodes grown (unless padded, which verifies the padding),
-// a fixed depth policy written as the default, a tail budget held to the
-// ends the tree has (and written with aot, which it implies); grown in
-// full with no pruning, nothing drafted ahead and no padding, it is the
-// static tree of its branch at every depth (a chain for branch 1).
-func canonicalEGT(p Plan) Plan {
-	if p.DepthPolicy == "fixed" {
-		p.DepthPolicy = ""
-	}
-	if p.Branch < 1 || len(p.EGT) == 0 {
-		return p
-	}
-	ws := slices.Clone(p.EGT)
-	frontier, grown, full := 1, 0, true
-	for i, w := range ws {
-		if w > frontier {
-			ws[i] = frontier
-		}
-		full = full && ws[i] == frontier
-		frontier = ws[i] * p.Branch
-		grown += frontier
-	}
-	p.EGT = ws
-	if !p.Pad && p.WMax > grown {
-		p.WMax = grown
-	}
-	if p.Tail > 0 {
-		// tail drafting is drafting ahead at several ends, the head's
-		// flag set or not; no more ends than the root and the nodes kept
-		p.AOT = true
-		p.Tail = min(p.Tail, 1+min(p.WMax, grown))
-	}
-	if full && !p.Pad && !p.AOT && p.DepthPolicy == "" && p.WMax >= grown {
-		widths := make([]int, len(ws))
-		for i := range widths {
-			widths[i] = p.Branch
-		}
-		return Plan{Strategy: "tree", Widths: widths}
-	}
-	return p
 }

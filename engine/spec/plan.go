@@ -222,8 +222,17 @@ type Strategy struct {
 	Summary string
 	order   int     // position in Strategies
 	Fields  []Field // the plan fields it reads, with what the faces show of them
-	// NeedsSource is false only for plain decoding.
+	// NeedsSource is false only for plain decoding (PlainStrategy).
 	NeedsSource bool
+	// Default marks the strategy the faces start with (DefaultStrategy):
+	// exactly one strategy has it.
+	Default bool
+	// WhatIf, when set, builds a plan of the strategy from a list of
+	// numbers and a node budget, as the speedup model screen's "your
+	// plan" reads one (WhatIfPlan); WhatIfDefault marks the one that
+	// screen starts with.
+	WhatIf        func(numbers []int, nodes int) Plan
+	WhatIfDefault bool
 	// Concurrent says whether a plan drafts while the target verifies, so
 	// the drafter needs its own backend and threads.
 	Concurrent func(p Plan) bool
@@ -255,6 +264,9 @@ type Strategy struct {
 	// the trees of the counts the rule picks on the calibration's steps.
 	Sequences func(p Plan) int
 	describe  func(p Plan) string
+	// growing, for a strategy whose plans an EGT can grow as well (a
+	// chain: an EGT of branch 1), is that EGT (AsGrowing).
+	growing func(p Plan) Plan
 	// canonical, when set, is the plan in its canonical form (Canonical):
 	// the same work under one description.
 	canonical func(p Plan) Plan
@@ -310,6 +322,76 @@ func Strategies() []string {
 		names[i] = s.Name
 	}
 	return names
+}
+
+// byRole is the first registered strategy, in order, that has the role.
+func byRole(has func(*Strategy) bool) string {
+	for _, name := range Strategies() {
+		if has(registry[name]) {
+			return name
+		}
+	}
+	return ""
+}
+
+// DefaultStrategy is the strategy the faces start with (Strategy.Default).
+func DefaultStrategy() string { return byRole(func(s *Strategy) bool { return s.Default }) }
+
+// PlainStrategy is plain decoding: the strategy that drafts nothing, the
+// baseline every speedup is measured against.
+func PlainStrategy() string { return byRole(func(s *Strategy) bool { return !s.NeedsSource }) }
+
+// PlainPlan is plain decoding's plan.
+func PlainPlan() Plan { return Plan{Strategy: PlainStrategy()} }
+
+// IsPlain says whether the named strategy is plain decoding.
+func IsPlain(strategy string) bool {
+	s, ok := registry[strategy]
+	return ok && !s.NeedsSource
+}
+
+// WhatIfStrategies lists the strategies the speedup model screen's "your
+// plan" offers (those with a WhatIf hook), in order, and the one it
+// starts with.
+func WhatIfStrategies() (names []string, start string) {
+	for _, name := range Strategies() {
+		if s := registry[name]; s.WhatIf != nil {
+			names = append(names, name)
+			if s.WhatIfDefault {
+				start = name
+			}
+		}
+	}
+	return names, start
+}
+
+// WhatIfPlan builds the named strategy's plan from numbers and a node
+// budget (Strategy.WhatIf); a strategy without a WhatIf hook reads them
+// as the screen's starting one does.
+func WhatIfPlan(strategy string, numbers []int, nodes int) Plan {
+	s := registry[strategy]
+	if s == nil || s.WhatIf == nil {
+		_, start := WhatIfStrategies()
+		s = registry[start]
+	}
+	return s.WhatIf(numbers, nodes)
+}
+
+// AsGrowing is the plan as a tree grown level by level by path
+// probability (Grows), the kind a depth predictor decides the depth of:
+// the plan itself where it grows so, its strategy's equivalent (a chain:
+// the EGT of branch 1 and its depth) where it has one; false otherwise.
+func (p Plan) AsGrowing() (Plan, bool) {
+	s, err := Lookup(p.Strategy)
+	switch {
+	case err != nil:
+		return p, false
+	case s.Grows:
+		return p, true
+	case s.growing != nil:
+		return s.growing(p), true
+	}
+	return p, false
 }
 
 // Reads says whether the plan's strategy reads the field (YAML name).

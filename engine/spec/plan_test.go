@@ -269,3 +269,58 @@ func TestTailExpect(t *testing.T) {
 		t.Errorf("chain gamma=2 tail=3: hit %v want %v, widths %v, ahead %d", ex.AheadHit, want, ex.AheadWidths, ex.Ahead)
 	}
 }
+
+// TestRoles: what the faces ask the registry instead of naming a
+// strategy: where they start, plain decoding, the what-if screen's
+// choices and how it reads "your plan".
+func TestRoles(t *testing.T) {
+	if DefaultStrategy() != "chain" || PlainStrategy() != "ar" || PlainPlan().Key() != (Plan{Strategy: "ar"}).Key() {
+		t.Errorf("default %q, plain %q", DefaultStrategy(), PlainStrategy())
+	}
+	for name, plain := range map[string]bool{"ar": true, "chain": false, "duo": false, "nothing": false} {
+		if IsPlain(name) != plain {
+			t.Errorf("IsPlain(%q) = %v", name, !plain)
+		}
+	}
+	names, start := WhatIfStrategies()
+	if !slices.Equal(names, []string{"chain", "tree", "egt"}) || start != "egt" {
+		t.Errorf("what-if strategies %v from %q", names, start)
+	}
+	for _, c := range []struct {
+		strategy string
+		want     Plan
+	}{
+		{"chain", Plan{Strategy: "chain", Gamma: 3}},
+		{"tree", Plan{Strategy: "tree", Widths: []int{3, 2}}},
+		{"egt", Plan{Strategy: "egt", EGT: []int{3, 2}, Branch: 2, WMax: 8}},
+		{"duo", Plan{Strategy: "egt", EGT: []int{3, 2}, Branch: 2, WMax: 8}}, // read as the screen's start
+	} {
+		if got := WhatIfPlan(c.strategy, []int{3, 2}, 8); got.Key() != c.want.Key() {
+			t.Errorf("what-if %s: %+v, want %+v", c.strategy, got, c.want)
+		}
+	}
+}
+
+// TestAsGrowing: a chain grows as the EGT of branch 1 whose canonical
+// form is that chain again (the one conversion both ways); an EGT is
+// itself; a static tree or duo has no growing form.
+func TestAsGrowing(t *testing.T) {
+	for g := 1; g <= 8; g++ {
+		p, ok := ChainPlan(g).AsGrowing()
+		if !ok || !p.Grows() || p.Key() != (Plan{Strategy: "egt", EGT: slices.Repeat([]int{1}, g), Branch: 1, WMax: g}).Key() {
+			t.Fatalf("chain gamma=%d grows as %s (%v)", g, p, ok)
+		}
+		if c := p.Canonical(); c.Key() != ChainPlan(g).Key() {
+			t.Errorf("chain gamma=%d -> %s -> %s", g, p, c)
+		}
+	}
+	e := Plan{Strategy: "egt", EGT: []int{1, 2}, Branch: 2, WMax: 4, DepthPolicy: "threshold", DepthMin: 0.2}
+	if p, ok := e.AsGrowing(); !ok || p.Key() != e.Key() {
+		t.Errorf("%s grows as %s (%v)", e, p, ok)
+	}
+	for _, p := range []Plan{TreePlan([]int{2, 1}), {Strategy: "duo", Gamma: 4}, PlainPlan(), {Strategy: "nothing"}} {
+		if _, ok := p.AsGrowing(); ok {
+			t.Errorf("%s has a growing form", p)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package spec
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"arborist/engine/tree"
 )
@@ -21,7 +22,13 @@ func init() {
 			tailField("end positions whose next chain is drafted while the target verifies, most likely first (up to gamma + 1; 0: none)"),
 		},
 		NeedsSource: true,
-		Concurrent:  func(p Plan) bool { return p.Tail > 0 },
+		Default:     true,
+		WhatIf:      func(numbers []int, _ int) Plan { return ChainPlan(numbers[0]) },
+		// a chain is the EGT that expands one node a depth into one child
+		growing: func(p Plan) Plan {
+			return EGTPlan(slices.Repeat([]int{1}, p.Gamma), 1, p.Gamma)
+		},
+		Concurrent: func(p Plan) bool { return p.Tail > 0 },
 		Expect: func(p Plan, at func(d, r int) float64) (Expected, error) {
 			if p.Gamma < 1 {
 				return Expected{}, fmt.Errorf("spec: chain needs gamma >= 1")
@@ -84,6 +91,9 @@ func init() {
 		},
 	})
 }
+
+// ChainPlan is the chain of gamma tokens.
+func ChainPlan(gamma int) Plan { return Plan{Strategy: "chain", Gamma: gamma} }
 
 // tailField is the tail budget's field, as every strategy that drafts a
 // tail offers it (help says what a continuation is there).

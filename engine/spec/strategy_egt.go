@@ -31,10 +31,14 @@ func init() {
 			{Name: "predictor_id", Label: "predictor id", Default: "0", Help: "predictor policy: the stored depth predictor to run, as 'arborist train predictor' printed it (0: the pair's newest)"},
 		},
 		NeedsSource: true,
-		Concurrent:  func(p Plan) bool { return p.AOT || p.Tail > 0 },
-		Expect:      egtExpect,
-		canonical:   canonicalEGT,
-		Grows:       true,
+		// the speedup model screen's "your plan": widths per depth, two
+		// children each, pruned to the node budget
+		WhatIf:        func(numbers []int, nodes int) Plan { return EGTPlan(numbers, 2, nodes) },
+		WhatIfDefault: true,
+		Concurrent:    func(p Plan) bool { return p.AOT || p.Tail > 0 },
+		Expect:        egtExpect,
+		canonical:     canonicalEGT,
+		Grows:         true,
 		// a pass adds its expanded nodes times the branch (pruning comes
 		// after drafting)
 		PassWidths: func(p Plan, ex Expected) []int {
@@ -238,4 +242,51 @@ func egtCandidates(sp Space) []Plan {
 	}
 	grow(nil)
 	return out
+}
+
+// EGTPlan is the Equal-Growth Tree expanding widths[d] frontier nodes at
+// depth d+1, each into branch children, pruned to wMax nodes, at a fixed
+// depth.
+func EGTPlan(widths []int, branch, wMax int) Plan {
+	return Plan{Strategy: "egt", EGT: widths, Branch: branch, WMax: wMax}
+}
+
+// canonicalEGT is an Equal-Growth Tree's canonical form: widths held to
+// what each level can expand (the frontier the level above grew), w-max
+// held to the nodes grown (unless padded, which verifies the padding),
+// a fixed depth policy written as the default, a tail budget held to the
+// ends the tree has (and written with aot, which it implies); grown in
+// full with no pruning, nothing drafted ahead and no padding, it is the
+// static tree of its branch at every depth (a chain for branch 1).
+func canonicalEGT(p Plan) Plan {
+	if p.DepthPolicy == "fixed" {
+		p.DepthPolicy = ""
+	}
+	if p.Branch < 1 || len(p.EGT) == 0 {
+		return p
+	}
+	ws := slices.Clone(p.EGT)
+	frontier, grown, full := 1, 0, true
+	for i, w := range ws {
+		if w > frontier {
+			ws[i] = frontier
+		}
+		full = full && ws[i] == frontier
+		frontier = ws[i] * p.Branch
+		grown += frontier
+	}
+	p.EGT = ws
+	if !p.Pad && p.WMax > grown {
+		p.WMax = grown
+	}
+	if p.Tail > 0 {
+		// tail drafting is drafting ahead at several ends, the head's
+		// flag set or not; no more ends than the root and the nodes kept
+		p.AOT = true
+		p.Tail = min(p.Tail, 1+min(p.WMax, grown))
+	}
+	if full && !p.Pad && !p.AOT && p.DepthPolicy == "" && p.WMax >= grown {
+		return TreePlan(slices.Repeat([]int{p.Branch}, len(ws)))
+	}
+	return p
 }

@@ -24,13 +24,14 @@ func init() {
 			if len(p.Parents) == 0 {
 				return Expected{}, fmt.Errorf("spec: sequoia needs its tree as a parent list")
 			}
-			return treeExpect(Plan{Strategy: "tree", Parents: p.Parents}, at)
+			return treeExpect(Plan{Parents: p.Parents}, at)
 		},
 		Candidates: sequoiaCandidates,
-		// a Sequoia tree that is a tree of widths (or a chain) is that plan
+		// a Sequoia tree that is a tree of widths (or a chain) is that
+		// plan (whose own canonical form Canonical then takes)
 		canonical: func(p Plan) Plan {
 			if ws, ok := widthsOf(p.Parents); ok {
-				return canonicalTree(Plan{Strategy: "tree", Widths: ws})
+				return TreePlan(ws)
 			}
 			return p
 		},

@@ -21,6 +21,7 @@ func init() {
 			{Name: "sample_children", Label: "sample children", Default: "false", Help: "sampled runs: draw children from q instead of ranking them"},
 		},
 		NeedsSource: true,
+		WhatIf:      func(numbers []int, _ int) Plan { return TreePlan(numbers) },
 		Expect:      treeExpect,
 		canonical:   canonicalTree,
 		// a pass adds the nodes at the next depth
@@ -137,4 +138,33 @@ func treeExpect(p Plan, at func(d, r int) float64) (Expected, error) {
 		level = next
 	}
 	return e, nil
+}
+
+// TreePlan is the static tree of widths children per node at each depth.
+func TreePlan(widths []int) Plan { return Plan{Strategy: "tree", Widths: widths} }
+
+// StaticTreePlan is the static tree of shape, by its parent list.
+func StaticTreePlan(shape tree.Static) Plan { return Plan{Strategy: "tree", Parents: shape.Parents} }
+
+// canonicalTree is a static tree's canonical form: a parent list with
+// the same children under every node of a depth is that tree of widths,
+// and widths of ones are a chain.
+func canonicalTree(p Plan) Plan {
+	if p.SampleChildren {
+		return p // drafts children at random when sampling: not a chain's work
+	}
+	if len(p.Widths) == 0 && len(p.Parents) > 0 {
+		if ws, ok := widthsOf(p.Parents); ok {
+			p.Widths, p.Parents = ws, nil
+		}
+	}
+	if len(p.Widths) > 0 && len(p.Parents) == 0 {
+		for _, w := range p.Widths {
+			if w != 1 {
+				return p
+			}
+		}
+		return ChainPlan(len(p.Widths))
+	}
+	return p
 }

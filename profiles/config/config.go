@@ -299,7 +299,7 @@ func (c *Config) Validate() error {
 
 // New builds the exported config of a plan for a pair on a machine.
 // Model paths are made absolute so the file works from any folder.
-func New(spec pairs.Spec, hw Hardware, threads, maxSeqLen int, precision string, best costmodel.Prediction) *Config {
+func New(pair pairs.Spec, hw Hardware, threads, maxSeqLen int, precision string, best costmodel.Prediction) *Config {
 	abs := func(p string) string {
 		if a, err := filepath.Abs(p); err == nil {
 			return a
@@ -307,25 +307,25 @@ func New(spec pairs.Spec, hw Hardware, threads, maxSeqLen int, precision string,
 		return p
 	}
 	c := &Config{Version: Version, Hardware: hw}
-	c.Models.Target = Target{Path: abs(spec.Target), Device: "cpu", Precision: precision, MaxSeqLen: maxSeqLen, Threads: threads}
+	c.Models.Target = Target{Path: abs(pair.Target), Device: "cpu", Precision: precision, MaxSeqLen: maxSeqLen, Threads: threads}
 	switch {
 	case !best.Plan.NeedsSource(): // plain decoding: no drafter to configure or pass on
 		c.Models.Draft = Draft{Kind: "none"}
-	case spec.Draft != "":
-		c.Models.Draft = Draft{Kind: "model", Path: abs(spec.Draft), Device: "cpu", Threads: threads}
-	case spec.NGram > 0:
-		c.Models.Draft = Draft{Kind: "ngram", NGram: spec.NGram}
-	case spec.Layers > 0:
-		c.Models.Draft = Draft{Kind: "layers", Layers: spec.Layers}
-	case spec.DraftHidden != "":
-		if id, err := strconv.ParseInt(spec.DraftHidden, 10, 64); err == nil {
+	case pair.Draft != "":
+		c.Models.Draft = Draft{Kind: "model", Path: abs(pair.Draft), Device: "cpu", Threads: threads}
+	case pair.NGram > 0:
+		c.Models.Draft = Draft{Kind: "ngram", NGram: pair.NGram}
+	case pair.Layers > 0:
+		c.Models.Draft = Draft{Kind: "layers", Layers: pair.Layers}
+	case pair.DraftHidden != "":
+		if id, err := strconv.ParseInt(pair.DraftHidden, 10, 64); err == nil {
 			c.Models.Draft = Draft{Kind: "hidden", DrafterID: id}
 		} else {
-			c.Models.Draft = Draft{Kind: "hidden", Path: abs(spec.DraftHidden)}
+			c.Models.Draft = Draft{Kind: "hidden", Path: abs(pair.DraftHidden)}
 		}
 	default:
 		c.Models.Draft = Draft{Kind: "none"}
-		best = costmodel.Prediction{Plan: costmodel.Plan{Strategy: "ar"}, Speedup: 1, AAL: 1}
+		best = costmodel.Prediction{Plan: spec.PlainPlan(), Speedup: 1, AAL: 1}
 	}
 	c.Speculation = best.Plan.Trim()
 	c.Optimization = Optimization{DraftBudget: draftBudget(c.Speculation), MaxSequences: max(1, c.Speculation.MaxSeqs)}

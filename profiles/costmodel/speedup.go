@@ -456,7 +456,7 @@ func (p Prediction) Placed() string {
 // drafts beside a verifying target, and the pass pays the share of its
 // slowdown beside a busy drafter that the drafting runs through). Plain
 // decoding, the baseline, always runs on every thread (c.Verify), and
-// its own plan ("ar") is priced as exactly that baseline: 1x.
+// its own plan (spec.PlainPlan) is priced as exactly that baseline: 1x.
 func Predict(p Plan, acc *Acceptance, c Costs) (Prediction, error) {
 	return predict(p, acc, c.monotone(), nil)
 }

@@ -74,7 +74,7 @@ func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens in
 		return nil, err
 	}
 	for i, p := range prompts {
-		cfg := spec.Config{Plan: spec.Plan{Strategy: "tree", Parents: shape.Parents}, MaxTokens: tokens, StopAtEOS: true, Sample: smp}
+		cfg := spec.Config{Plan: spec.StaticTreePlan(shape), MaxTokens: tokens, StopAtEOS: true, Sample: smp}
 		cfg.Sample.Seed += uint64(i) // each prompt its own draws, the whole calibration reproducible
 		cfg.OnStep = func(s spec.Step) {
 			acc.Steps++
@@ -303,7 +303,7 @@ func ProbeSteps(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens i
 	}
 	var out []ProbeStep
 	for i, p := range prompts {
-		cfg := spec.Config{Plan: spec.Plan{Strategy: "tree", Parents: shape.Parents}, MaxTokens: tokens, StopAtEOS: true, Sample: smp, RecordHidden: true}
+		cfg := spec.Config{Plan: spec.StaticTreePlan(shape), MaxTokens: tokens, StopAtEOS: true, Sample: smp, RecordHidden: true}
 		cfg.Sample.Seed += uint64(i)
 		cfg.OnStep = func(s spec.Step) {
 			ds := costmodel.DepthSample{Best: append([]float64(nil), s.Best...), Accepted: s.Accepted, Top: append([]float64(nil), s.First...), P21: s.P21, Resampled: s.Resampled}

@@ -15,11 +15,7 @@ import (
 // of three (a further level's cost) and one level of three nodes (a
 // further node's cost: the source mixes each node's token into its
 // distribution, and a colder token's contribution is computed on demand).
-var draftProbes = []spec.Plan{
-	{Strategy: "chain", Gamma: 1},
-	{Strategy: "chain", Gamma: 3},
-	{Strategy: "tree", Widths: []int{3}},
-}
+var draftProbes = []spec.Plan{spec.ChainPlan(1), spec.ChainPlan(3), spec.TreePlan([]int{3})}
 
 // DraftStepCosts measures what a draft source without a model file of its
 // own (the hidden-state drafter) costs a step, in the engine: short greedy
