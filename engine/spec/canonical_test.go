@@ -12,7 +12,7 @@ import (
 // plans that do a chain's work are named as that chain.
 func TestCanonicalSameWork(t *testing.T) {
 	at := func(d, r int) float64 { return 0.8 * math.Pow(0.4, float64(r)) / float64(d+1) }
-	sp := Space{Accept: at, Thresholds: []float64{0.2}, DuoSeqs: []int{2}, Tails: []int{2, 4}}
+	sp := Space{Accept: at, Thresholds: []float64{0.2}, Sequences: []int{2}, Tails: []int{2, 4}}
 	changed := 0
 	for _, p := range Candidates(sp) {
 		c := p.Canonical()

@@ -181,19 +181,22 @@ type Space struct {
 	// OptimalNodes is the largest DP-optimal tree (default MaxNodes); the
 	// search sets it from the largest profiled verification width.
 	OptimalNodes int
+	// The knobs below are offered by the strategies whose plans read
+	// them, each where the calibration can price it (the speedup model's
+	// pricing of each strategy sets them: profiles/costmodel/price_*.go);
+	// a knob left empty offers nothing.
+	//
 	// Thresholds are the minimum path probabilities EGT plans are also
-	// offered with as a threshold depth policy (none: fixed depth only);
-	// the search sets them when the calibration can price them.
+	// offered with as a threshold depth policy (none: fixed depth only).
 	Thresholds []float64
-	// DuoSeqs are the MaxSeqs values duo plans are also offered with (none:
-	// one sequence only); the search sets them when the calibration can
-	// price them.
-	DuoSeqs []int
+	// Sequences are the most draft sequences (max_seqs) duo plans are also
+	// offered with (none: one sequence only).
+	Sequences []int
 	// Tails are the tail budgets chain and duo plans are also offered
 	// with (none: no tail drafting); chains also get a tail of one and
 	// one at every end position, EGT plans with aot the largest (a level
 	// ahead at each end costs little, and each budget there is thousands
-	// of plans). The search sets them.
+	// of plans).
 	Tails []int
 }
 

@@ -14,7 +14,7 @@ import (
 // of this one, while the target verifies.
 func init() {
 	register(&Strategy{
-		Name:    "chain",
+		Name:    ChainName,
 		Summary: "gamma tokens drawn one after another from the drafter",
 		order:   1,
 		Fields: []Field{
@@ -91,6 +91,10 @@ func init() {
 		},
 	})
 }
+
+// ChainName is the chain's name, under which the speedup model files its
+// pricing of the strategy (profiles/costmodel/price_chain.go).
+const ChainName = "chain"
 
 // ChainPlan is the chain of gamma tokens.
 func ChainPlan(gamma int) Plan { return Plan{Strategy: "chain", Gamma: gamma} }

@@ -53,9 +53,13 @@ func DuoExpect(gamma, seqs int, probe bool, tail int, at func(d, r int) float64)
 	return e
 }
 
+// DuoName is DuoDecoding's name, under which the speedup model files its
+// pricing of the strategy (profiles/costmodel/price_duo.go).
+const DuoName = "duo"
+
 func init() {
 	register(&Strategy{
-		Name:    "duo",
+		Name:    DuoName,
 		Summary: "DuoDecoding: concurrent drafter, adaptive gamma, several sequences when unsure",
 		order:   4,
 		Fields: []Field{
@@ -81,7 +85,7 @@ func init() {
 			var out []Plan
 			for g := 1; g <= sp.MaxGamma; g++ {
 				seqs := []int{0}
-				for _, k := range sp.DuoSeqs {
+				for _, k := range sp.Sequences {
 					if k > 1 && k <= g {
 						seqs = append(seqs, k)
 					}

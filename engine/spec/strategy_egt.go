@@ -15,7 +15,7 @@ import (
 // drafting is run.egt in strategies.go.
 func init() {
 	register(&Strategy{
-		Name:    "egt",
+		Name:    EGTName,
 		Summary: "Equal-Growth Tree: nodes expanded per depth by path probability, pruned to w-max",
 		order:   3,
 		Fields: []Field{
@@ -243,6 +243,10 @@ func egtCandidates(sp Space) []Plan {
 	grow(nil)
 	return out
 }
+
+// EGTName is the Equal-Growth Tree's name, under which the speedup model
+// files its pricing of the strategy (profiles/costmodel/price_egt.go).
+const EGTName = "egt"
 
 // EGTPlan is the Equal-Growth Tree expanding widths[d] frontier nodes at
 // depth d+1, each into branch children, pruned to wMax nodes, at a fixed

@@ -10,6 +10,9 @@
 // registered strategies offer. Plans whose tokens depend on more than the
 // acceptance tables (EGT pruning, threshold depth policies, duo's
 // sequences) are replayed on the calibration's recorded probe trees
-// (replay.go, depthpolicy.go). The model measures nothing itself: package
-// measure fills Acceptance and Costs.
+// (replay.go, depthpolicy.go). What a strategy needs of the model beyond
+// its tree (its own pricing, the search knobs its plans read) is in its
+// own file, price_NAME.go, found by the strategy's name (pricing.go). The
+// model measures nothing itself: package measure fills Acceptance and
+// Costs.
 package costmodel

@@ -607,19 +607,14 @@ func (m *memo) resampleRate(acc *Acceptance) float64 {
 // predictOn prices p on the curves cv (the full-thread ones, or one
 // split's).
 func predictOn(p Plan, acc *Acceptance, c Costs, cv curves, m *memo) (Prediction, error) {
-	verify, draft := cv.verify, cv.draft
-	if p.Grows() && p.DepthPolicy == "threshold" {
-		return predictThreshold(p, acc, c, cv, m)
-	}
-	if p.Grows() && p.DepthPolicy == "predictor" {
-		return predictLearned(p, acc, c, cv, m)
-	}
 	secs := func(pts []latency.Point) func(int) float64 {
 		return func(w int) float64 { return Interp(pts, w).Seconds() }
 	}
-	p = p.Adapted(secs(verify), secs(draft))
-	if p.Sequences() > 1 {
-		return predictDuoSeqs(p, acc, c, cv)
+	p = p.Adapted(secs(cv.verify), secs(cv.draft))
+	if own := pricers[p.Strategy].price; own != nil {
+		if pr, ok, err := own(p, acc, c, cv, m); ok {
+			return pr, err
+		}
 	}
 	if acc.split() && p.NeedsSource() && c.Resample > 0 && !p.Concurrent() {
 		return steadyMix(p, acc, c, cv, m)
@@ -770,14 +765,10 @@ func SearchAll(acc *Acceptance, c Costs, sp SearchSpace) Searched {
 	if sp.Accept == nil && acc != nil && len(acc.Rank) > 0 {
 		sp.Accept = acc.At
 	}
-	if sp.Thresholds == nil && acc != nil && len(acc.Depths) > 0 {
-		sp.Thresholds = SearchThresholds
-	}
-	if sp.DuoSeqs == nil && acc.recordsFirstLevel() {
-		sp.DuoSeqs = SearchDuoSeqs
-	}
-	if sp.Tails == nil {
-		sp.Tails = SearchTails
+	for _, name := range spec.Strategies() { // the knobs each strategy's plans read
+		if offer := pricers[name].offer; offer != nil {
+			offer(&sp, acc)
+		}
 	}
 	if sp.OptimalNodes <= 0 && len(c.Verify) > 0 {
 		sp.OptimalNodes = c.Verify[len(c.Verify)-1].W - 1
