@@ -245,6 +245,11 @@ type Strategy struct {
 	Expect func(p Plan, at func(depth, rank int) float64) (Expected, error)
 	// Candidates lists the plans a search scores (nil: not searched).
 	Candidates func(sp Space) []Plan
+	// Examples are plans of the strategy that the model-level suite
+	// (engine/model/modeltest's Strategies) runs on every device, each
+	// checked token for token against plain decoding: its variants
+	// (tails, drafting ahead, shapes) each once.
+	Examples func() []Plan
 	// Adapt, for strategies that tune a parameter while running (duo's
 	// gamma follows T_target / T_draft), returns the plan as it settles
 	// under the given costs (seconds for a verification of w tokens and a

@@ -17,6 +17,7 @@ func init() {
 			return Expected{}, nil
 		},
 		Candidates: func(Space) []Plan { return []Plan{{Strategy: "ar"}} }, // when nothing pays, plain decoding wins
+		Examples:   func() []Plan { return []Plan{{Strategy: "ar"}} },
 		describe:   func(Plan) string { return "ar" },
 		maxTree:    func(*Config) int { return 0 },
 		budget:     func(*Config, func(string, int) error) error { return nil }, // drafts nothing

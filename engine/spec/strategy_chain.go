@@ -66,6 +66,9 @@ func init() {
 			}
 			return out
 		},
+		Examples: func() []Plan {
+			return []Plan{{Strategy: "chain", Gamma: 4}, {Strategy: "chain", Gamma: 4, Tail: 5}} // a tail at every end
+		},
 		describe: func(p Plan) string { return fmt.Sprintf("chain gamma=%d", p.Gamma) + describeTail(p) },
 		check: func(c *Config) error {
 			if c.Gamma < 1 {

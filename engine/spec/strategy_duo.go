@@ -99,6 +99,9 @@ func init() {
 			}
 			return out
 		},
+		Examples: func() []Plan {
+			return []Plan{{Strategy: "duo", Gamma: 4, MaxSeqs: 3}, {Strategy: "duo", Gamma: 4, MaxSeqs: 3, Tail: 3}}
+		},
 		// the engine's rule (run.gamma): gamma = round(T_target / T_draft),
 		// capped by the plan; T_target is the last verification, of gamma+1
 		// tokens, so the rule is iterated to its fixed point

@@ -49,6 +49,14 @@ func init() {
 			return out
 		},
 		Candidates: egtCandidates,
+		// padded; drafting the head ahead; a tail of four ends
+		Examples: func() []Plan {
+			return []Plan{
+				{Strategy: "egt", EGT: []int{1, 2, 3, 3, 2}, Branch: 2, WMax: 12, Pad: true},
+				{Strategy: "egt", EGT: []int{1, 2, 2, 2}, Branch: 2, WMax: 8, AOT: true},
+				{Strategy: "egt", EGT: []int{1, 2, 2, 2}, Branch: 2, WMax: 8, Tail: 4},
+			}
+		},
 		describe: func(p Plan) string {
 			d := fmt.Sprintf("egt widths=%s branch=%d w-max=%d", Ints(p.EGT), p.Branch, p.WMax)
 			if p.Pad {

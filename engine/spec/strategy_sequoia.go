@@ -3,6 +3,7 @@ package spec
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"arborist/engine/tree"
 )
@@ -27,6 +28,16 @@ func init() {
 			return treeExpect(Plan{Parents: p.Parents}, at)
 		},
 		Candidates: sequoiaCandidates,
+		// the DP's tree of 10 nodes under an acceptance decaying with
+		// depth and rank
+		Examples: func() []Plan {
+			at := func(d, r int) float64 { return 0.8 * math.Pow(0.4, float64(r)) / float64(d+1) }
+			shapes, _, err := tree.Optimal(at, 10, 6, 4)
+			if err != nil {
+				panic(err)
+			}
+			return []Plan{{Strategy: "sequoia", Parents: shapes[len(shapes)-1].Parents}}
+		},
 		// a Sequoia tree that is a tree of widths (or a chain) is that
 		// plan (whose own canonical form Canonical then takes)
 		canonical: func(p Plan) Plan {

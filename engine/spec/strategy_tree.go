@@ -62,6 +62,9 @@ func init() {
 			grow(nil, 0, 1)
 			return out
 		},
+		Examples: func() []Plan {
+			return []Plan{{Strategy: "tree", Widths: []int{3, 2, 1}}, {Strategy: "tree", Parents: []int{-1, -1, 0, 0, 2, 4}}}
+		},
 		describe: func(p Plan) string {
 			if len(p.Widths) == 0 && len(p.Parents) > 0 {
 				return "tree parents " + Ints(p.Parents)

@@ -3,7 +3,6 @@ package modeltest
 import (
 	"context"
 	"fmt"
-	"math"
 	"testing"
 
 	"arborist/engine/drafter"
@@ -12,28 +11,8 @@ import (
 	"arborist/engine/model"
 	"arborist/engine/sample"
 	"arborist/engine/spec"
-	"arborist/engine/tree"
 	"arborist/kernels/quant"
 )
-
-// strategyConfigs are the plans Strategies runs for each registered
-// strategy; a strategy missing here fails the suite, so a new one cannot
-// go untested on a device.
-func strategyConfigs() map[string][]spec.Config {
-	st, _ := tree.FromWidths([]int{3, 2, 1})
-	par, _ := tree.FromParents([]int{-1, -1, 0, 0, 2, 4})
-	opt, _, _ := tree.Optimal(func(d, r int) float64 { return 0.8 * math.Pow(0.4, float64(r)) / float64(d+1) }, 10, 6, 4)
-	return map[string][]spec.Config{
-		"ar":      {{Plan: spec.Plan{Strategy: "ar"}}},
-		"chain":   {{Plan: spec.Plan{Strategy: "chain", Gamma: 4}}, {Plan: spec.Plan{Strategy: "chain", Gamma: 4, Tail: 5}}},
-		"tree":    {{Plan: spec.Plan{Strategy: "tree", Parents: st.Parents}}, {Plan: spec.Plan{Strategy: "tree", Parents: par.Parents}}},
-		"sequoia": {{Plan: spec.Plan{Strategy: "sequoia", Parents: opt[len(opt)-1].Parents}}},
-		"egt": {{Plan: spec.Plan{Strategy: "egt", EGT: []int{1, 2, 3, 3, 2}, Branch: 2, WMax: 12, Pad: true}},
-			{Plan: spec.Plan{Strategy: "egt", EGT: []int{1, 2, 2, 2}, Branch: 2, WMax: 8, AOT: true}},
-			{Plan: spec.Plan{Strategy: "egt", EGT: []int{1, 2, 2, 2}, Branch: 2, WMax: 8, Tail: 4}}},
-		"duo": {{Plan: spec.Plan{Strategy: "duo", Gamma: 4, MaxSeqs: 3}}, {Plan: spec.Plan{Strategy: "duo", Gamma: 4, MaxSeqs: 3, Tail: 3}}},
-	}
-}
 
 // Strategies: greedy speculative output of every registered strategy
 // (engine/spec) equals plain decoding on the device, with a draft model on
@@ -46,10 +25,20 @@ func Strategies(t *testing.T, dev Device) { strategies(t, dev, Options{}) }
 
 func strategies(t *testing.T, dev Device, o Options) {
 	ctx := context.Background()
-	configs := strategyConfigs()
+	// every registered strategy's own examples (Strategy.Examples): a
+	// strategy without any fails the suite, so none goes untested on a
+	// device
+	plans := map[string][]spec.Plan{}
 	for _, name := range spec.Strategies() {
-		if len(configs[name]) == 0 {
-			t.Errorf("strategy %s has no plan in modeltest's strategyConfigs", name)
+		s, err := spec.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Examples != nil {
+			plans[name] = s.Examples()
+		}
+		if len(plans[name]) == 0 {
+			t.Errorf("strategy %s has no Examples for the model-level suite", name)
 		}
 	}
 	prompts := [][]int{{1, 17, 99, 250, 3}, {1, 200, 5}}
@@ -100,22 +89,21 @@ func strategies(t *testing.T, dev Device, o Options) {
 				},
 			}
 			for _, name := range spec.Strategies() {
-				for ci, cfg := range configs[name] {
+				for ci, plan := range plans[name] {
 					for sname, mk := range srcs {
-						if name == "ar" && sname != "self" {
-							continue
+						if !plan.NeedsSource() && sname != "self" {
+							continue // plain decoding: one source is enough
 						}
 						src, conc := mk()
 						e := &spec.Engine{Target: target, Source: src, Concurrent: conc}
-						if name == "ar" {
+						if !plan.NeedsSource() {
 							e.Source = nil
 						}
-						if (name == "duo" || cfg.AOT || cfg.Tail > 0) && !conc {
+						if plan.Concurrent() && !conc {
 							continue // concurrent drafting needs the drafter's own device
 						}
 						for i, pr := range prompts {
-							c := cfg
-							c.MaxTokens = n
+							c := spec.Config{Plan: plan, MaxTokens: n}
 							res, err := e.Run(ctx, pr, c)
 							if err != nil {
 								t.Fatalf("%s#%d/%s: %v", name, ci, sname, err)
