@@ -276,9 +276,7 @@ func ReplayConfig(ctx context.Context, c *Config, hashDB string, allowChanged bo
 	case "layers":
 		r.Pair.Layers = d.Layers
 	}
-	if r.Plan.MaxSeqs == 0 && r.Plan.Reads("max_seqs") {
-		r.Plan.MaxSeqs = c.Optimization.MaxSequences
-	}
+	r.Plan = r.Plan.WithSequences(c.Optimization.MaxSequences)
 	s := c.Sampling
 	r.Sample = sample.Params{Temp: float32(s.Temperature), TopK: s.TopK, TopP: float32(s.TopP), MinP: float32(s.MinP), Seed: s.Seed}
 	if r.Sample.TopP == 0 {

@@ -275,6 +275,15 @@ type Strategy struct {
 	// growing, for a strategy whose plans an EGT can grow as well (a
 	// chain: an EGT of branch 1), is that EGT (AsGrowing).
 	growing func(p Plan) Plan
+	// oneChain, when set, says what of a plan a runtime that drafts one
+	// chain after each verification cannot express beyond its tree's
+	// branching (OneChainLimits); depth is the chain such a runtime
+	// drafts.
+	oneChain func(p Plan, depth int) []Unexpressed
+	// withSequences, for a strategy whose plans read a number of draft
+	// sequences, is the plan with n of them where it sets none
+	// (WithSequences).
+	withSequences func(p Plan, n int) Plan
 	// canonical, when set, is the plan in its canonical form (Canonical):
 	// the same work under one description.
 	canonical func(p Plan) Plan
@@ -494,6 +503,59 @@ func (p Plan) Sequences() int {
 		return max(1, s.Sequences(p))
 	}
 	return 1
+}
+
+// DraftBudget is what the plan drafts a step as one draft budget, as
+// DuoDecoding's optimization block in config.yaml states it: its drafter
+// passes a step (a chain's gamma, a tree's depth), or adapts where its
+// strategy adapts the budget while running (Adapt).
+func (p Plan) DraftBudget() (passes int, adapts bool) {
+	if p.Adapts() {
+		return 0, true
+	}
+	ex, err := p.Expect(func(int, int) float64 { return 1 })
+	if err != nil {
+		return 0, false
+	}
+	return len(ex.PerDepth), false
+}
+
+// WithSequences is the plan drafting at most n sequences a step where its
+// strategy reads a number of sequences and the plan sets none (as
+// config.yaml's optimization block may state it); the plan itself
+// otherwise.
+func (p Plan) WithSequences(n int) Plan {
+	if s, err := Lookup(p.Strategy); err == nil && s.withSequences != nil {
+		return s.withSequences(p, n)
+	}
+	return p
+}
+
+// DepthThreshold is the minimum path probability below which the plan
+// stops drafting deeper (a threshold depth policy); 0 where it drafts to
+// its full depth.
+func (p Plan) DepthThreshold() float64 {
+	if p.Reads("depth_policy") && p.DepthPolicy == "threshold" {
+		return p.DepthMin
+	}
+	return 0
+}
+
+// Unexpressed is a part of a plan another runtime cannot express: What
+// the plan does, and what the runtime does Instead (a phrase after the
+// runtime's name: "llama.cpp drafts only after a verification...").
+type Unexpressed struct{ What, Instead string }
+
+// OneChainLimits says what of the plan a runtime that drafts one chain
+// after each verification cannot express, beyond its tree's branching
+// (drafting ahead or beside the target, adapting its budget, several
+// sequences, a learned depth, sampled children): each strategy states its
+// own (Strategy.oneChain). depth is the chain such a runtime drafts.
+func (p Plan) OneChainLimits(depth int) []Unexpressed {
+	if s, err := Lookup(p.Strategy); err == nil && s.oneChain != nil {
+		return s.oneChain(p, depth)
+	}
+	return nil
 }
 
 // Concurrent says whether the plan drafts while the target verifies.

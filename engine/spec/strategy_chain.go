@@ -76,7 +76,8 @@ func init() {
 			}
 			return checkTail(c)
 		},
-		maxTree: func(c *Config) int { return c.Gamma },
+		oneChain: func(p Plan, _ int) []Unexpressed { return tailUnexpressed(p) },
+		maxTree:  func(c *Config) int { return c.Gamma },
 		budget: func(c *Config, check func(string, int) error) error {
 			return check("gamma", c.Gamma)
 		},
@@ -114,6 +115,18 @@ func describeTail(p Plan) string {
 		return fmt.Sprintf(" tail=%d", p.Tail)
 	}
 	return ""
+}
+
+// tailUnexpressed is tail drafting as a runtime that drafts one chain
+// after each verification cannot express it (none without a tail).
+func tailUnexpressed(p Plan) []Unexpressed {
+	if p.Tail <= 0 {
+		return nil
+	}
+	return []Unexpressed{{
+		What:    fmt.Sprintf("tail drafting (the next draft prepared at the %d most likely end positions while the target verifies)", p.Tail),
+		Instead: "drafts only after a verification, from the end it reached",
+	}}
 }
 
 // checkTail refuses a negative tail budget, and one that would draft

@@ -138,6 +138,26 @@ func init() {
 			}
 			return checkTail(c)
 		},
+		oneChain: func(p Plan, depth int) []Unexpressed {
+			out := tailUnexpressed(p)
+			if p.Tail <= 0 {
+				out = append(out, Unexpressed{"concurrent drafting (the drafter on its own threads while the target verifies)",
+					"drafts and verifies in turn, so each step pays its drafting on the critical path"})
+			}
+			out = append(out, Unexpressed{p.Strategy + "'s adaptive draft budget (gamma following T_target / T_draft)",
+				fmt.Sprintf("drafts the largest budget (%d) every step", depth)})
+			if p.MaxSeqs > 1 {
+				out = append(out, Unexpressed{fmt.Sprintf("several draft sequences when the drafter is unsure (max_seqs %d)", p.MaxSeqs), "drafts one"})
+			}
+			return out
+		},
+		// config.yaml's optimization block may state the sequences
+		withSequences: func(p Plan, n int) Plan {
+			if p.MaxSeqs == 0 {
+				p.MaxSeqs = n
+			}
+			return p
+		},
 		maxTree: func(c *Config) int { return c.Gamma * max(1, c.MaxSeqs) },
 		budget: func(c *Config, check func(string, int) error) error {
 			if err := check("gamma", c.Gamma); err != nil {

@@ -85,6 +85,19 @@ func init() {
 			}
 			return checkTail(c)
 		},
+		oneChain: func(p Plan, depth int) []Unexpressed {
+			var out []Unexpressed
+			if p.AOT {
+				out = append(out, Unexpressed{"ahead-of-time drafting (the next step's head drafted while the target verifies)",
+					"drafts only after a verification, so each step pays that drafter pass on its critical path"})
+			}
+			out = append(out, tailUnexpressed(p)...)
+			if p.DepthPolicy == "predictor" {
+				out = append(out, Unexpressed{"the trained depth predictor",
+					fmt.Sprintf("has no per-step depth model and drafts to the full depth (%d)", depth)})
+			}
+			return out
+		},
 		maxTree: func(c *Config) int { return c.WMax },
 		budget: func(c *Config, check func(string, int) error) error {
 			if err := check("w-max", c.WMax); err != nil {

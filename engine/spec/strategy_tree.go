@@ -77,6 +77,12 @@ func init() {
 			}
 			return nil
 		},
+		oneChain: func(p Plan, _ int) []Unexpressed {
+			if !p.SampleChildren {
+				return nil
+			}
+			return []Unexpressed{{"children drawn from the drafter (sample_children)", "drafts the top token"}}
+		},
 		maxTree: func(c *Config) int { return len(c.static.Parents) },
 		budget:  func(c *Config, check func(string, int) error) error { return check("tree size", len(c.static.Parents)) },
 		draft: func(r *run, ctx context.Context, _ *Step, nodes, depth int) (*tree.Tree, error) {

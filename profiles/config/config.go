@@ -328,7 +328,7 @@ func New(pair pairs.Spec, hw Hardware, threads, maxSeqLen int, precision string,
 		best = costmodel.Prediction{Plan: spec.PlainPlan(), Speedup: 1, AAL: 1}
 	}
 	c.Speculation = best.Plan.Trim()
-	c.Optimization = Optimization{DraftBudget: draftBudget(c.Speculation), MaxSequences: max(1, c.Speculation.MaxSeqs)}
+	c.Optimization = Optimization{DraftBudget: draftBudget(c.Speculation), MaxSequences: c.Speculation.Sequences()}
 	c.Sampling = Sampling{TopP: 1, Seed: 1}
 	round := func(x float64) float64 { return float64(int(x*100+0.5)) / 100 }
 	c.Predicted = &Predicted{Speedup: round(best.Speedup), AAL: round(best.AAL)}

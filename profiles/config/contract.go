@@ -156,23 +156,21 @@ func (c *Config) checkOptimization() error {
 			return fmt.Errorf("optimization.draft_budget %d disagrees with the plan's %s (%s)", n, want, s)
 		}
 	}
-	if m := o.MaxSequences; m != 0 && m != max(1, s.MaxSeqs) {
-		return fmt.Errorf("optimization.max_sequences %d disagrees with the plan's %d (%s)", m, max(1, s.MaxSeqs), s)
+	if m := o.MaxSequences; m != 0 && m != s.Sequences() {
+		return fmt.Errorf("optimization.max_sequences %d disagrees with the plan's %d (%s)", m, s.Sequences(), s)
 	}
 	return nil
 }
 
 // draftBudget is the draft budget config.yaml writes for a plan: "auto"
-// where the plan adapts it, else its drafter passes a step.
+// where the plan adapts it, else its drafter passes a step
+// (Plan.DraftBudget).
 func draftBudget(p spec.Plan) string {
-	if p.Adapts() {
+	n, adapts := p.DraftBudget()
+	if adapts {
 		return "auto"
 	}
-	ex, err := p.Expect(func(int, int) float64 { return 1 })
-	if err != nil {
-		return "0"
-	}
-	return strconv.Itoa(max(p.Gamma, len(ex.PerDepth)))
+	return strconv.Itoa(n)
 }
 
 // cpuList says whether s is a CPU list such as 0-3,6.

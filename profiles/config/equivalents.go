@@ -154,11 +154,7 @@ func (c *Config) plain() bool {
 // threshold is the plan's minimum path probability when it stops drafting
 // by one (0: it drafts to its full depth).
 func (c *Config) threshold() float64 {
-	s := c.Speculation
-	if s.Reads("depth_policy") && s.DepthPolicy == "threshold" {
-		return s.DepthMin
-	}
-	return 0
+	return c.Speculation.DepthThreshold()
 }
 
 // unexpressed lists, for a runtime that verifies one chain drafted after
@@ -170,26 +166,8 @@ func (c *Config) unexpressed(runtime string, sh shape, chain bool) []string {
 	if sh.branched() && chain {
 		out = append(out, fmt.Sprintf("%s verifies chains only: the %s plan's tree (%d nodes, at most %d children a node) runs as a chain of its depth (%d), the drafter's top token at each depth", runtime, s.Strategy, sh.nodes, sh.topk, sh.depth))
 	}
-	if s.Reads("aot") && s.AOT {
-		out = append(out, fmt.Sprintf("ahead-of-time drafting (the next step's head drafted while the target verifies): %s drafts only after a verification, so each step pays that drafter pass on its critical path", runtime))
-	}
-	if s.Reads("tail") && s.Tail > 0 {
-		out = append(out, fmt.Sprintf("tail drafting (the next draft prepared at the %d most likely end positions while the target verifies): %s drafts only after a verification, from the end it reached", s.Tail, runtime))
-	}
-	if s.Concurrent() && !(s.Reads("aot") && s.AOT) && !(s.Reads("tail") && s.Tail > 0) {
-		out = append(out, fmt.Sprintf("concurrent drafting (the drafter on its own threads while the target verifies): %s drafts and verifies in turn, so each step pays its drafting on the critical path", runtime))
-	}
-	if s.Adapts() {
-		out = append(out, fmt.Sprintf("%s's adaptive draft budget (gamma following T_target / T_draft): %s drafts the largest budget (%d) every step", s.Strategy, runtime, sh.depth))
-	}
-	if s.Reads("max_seqs") && s.MaxSeqs > 1 {
-		out = append(out, fmt.Sprintf("several draft sequences when the drafter is unsure (max_seqs %d): %s drafts one", s.MaxSeqs, runtime))
-	}
-	if s.Reads("depth_policy") && s.DepthPolicy == "predictor" {
-		out = append(out, fmt.Sprintf("the trained depth predictor: %s has no per-step depth model and drafts to the full depth (%d)", runtime, sh.depth))
-	}
-	if s.Reads("sample_children") && s.SampleChildren {
-		out = append(out, fmt.Sprintf("children drawn from the drafter (sample_children): %s drafts the top token", runtime))
+	for _, u := range s.OneChainLimits(sh.depth) { // what the plan's strategy says such a runtime lacks
+		out = append(out, fmt.Sprintf("%s: %s %s", u.What, runtime, u.Instead))
 	}
 	return out
 }
