@@ -437,7 +437,7 @@ func testAttention(t *testing.T, d kernels.Device, rng *rand.Rand, kt quant.Type
 		if err != nil {
 			t.Fatal(err)
 		}
-		masks := map[string][]bool{"causal": nil, "tree": treeMask(c.past, c.n)}
+		masks := map[string][]bool{"causal": nil, "tree-shaped": treeMask(c.past, c.n)}
 		blind := treeMask(c.past, c.n)
 		for j := 0; j < total; j++ {
 			blind[(c.n-1)*total+j] = false // the last row sees nothing
@@ -455,7 +455,7 @@ func testAttention(t *testing.T, d kernels.Device, rng *rand.Rand, kt quant.Type
 					}
 				}
 			}
-			if !o.NotBatchExact && name == "tree" {
+			if !o.NotBatchExact && name == "tree-shaped" {
 				// a tree row gives the bits of its path decoded alone: the
 				// slots it sees, stored one after another in a cache of
 				// their own, under the causal rule (greedy verification
