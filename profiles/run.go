@@ -413,7 +413,7 @@ func sameTokens(a, b [][]int) bool {
 // completing cfg with the plan's trained depth predictor where it names
 // one: Run and the Server decode through it.
 func (b *Bench) planEngine(ctx context.Context, ps PairSpec, pair *pairs.Pair, plan spec.Plan, cfg *spec.Config) (*spec.Engine, error) {
-	if plan.DepthPolicy == "predictor" && plan.Reads("depth_policy") {
+	if plan.LearnedDepth() {
 		pol, err := b.predictorPolicy(ctx, ps, pair, plan)
 		if err != nil {
 			return nil, err

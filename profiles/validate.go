@@ -192,7 +192,7 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 		if err != nil {
 			return nil, err
 		}
-		if plan.DepthPolicy == "predictor" && plan.Reads("depth_policy") {
+		if plan.LearnedDepth() {
 			pol, err := b.predictorPolicy(ctx, ps, pair, plan)
 			if err != nil {
 				return nil, err

@@ -541,6 +541,13 @@ func (p Plan) DepthThreshold() float64 {
 	return 0
 }
 
+// LearnedDepth says whether a trained depth predictor decides the plan's
+// depth (a predictor depth policy): the caller then supplies it as
+// Config.Depth, built from the predictor the plan names.
+func (p Plan) LearnedDepth() bool {
+	return p.Reads("depth_policy") && p.DepthPolicy == "predictor"
+}
+
 // Unexpressed is a part of a plan another runtime cannot express: What
 // the plan does, and what the runtime does Instead (a phrase after the
 // runtime's name: "llama.cpp drafts only after a verification...").
