@@ -216,10 +216,15 @@ func (s *Space) defaults() {
 }
 
 // Strategy is one way of growing the draft tree. Each lives in its own
-// file (strategy_NAME.go) that registers it: adding a strategy means adding
-// that file, with its drafting, its checks and its cost model (Expect);
-// flags, config validation, the GUI's choices and the search find it here
-// by name.
+// file (strategy_NAME.go) that registers it with every hook the rest of
+// Arborist needs of it: its fields, drafting, checks and budget, its cost
+// model (Expect) and the plans a search tries, its canonical form and
+// conversions, what config.yaml maps of it, its roles for the faces and
+// its examples for the model-level suite (TestRegistryComplete names any
+// a strategy lacks; the speedup model's own pricing of it, where its
+// fields need one, is profiles/costmodel/price_NAME.go). Flags, config
+// validation, the GUI's choices, the search and the suites find it in
+// this registry; nothing else lists strategies.
 type Strategy struct {
 	Name    string
 	Summary string

@@ -13,12 +13,18 @@
 //     step by a DepthPolicy; optionally ahead-of-time drafting.
 //   - duo: DuoDecoding: the drafter runs concurrently on its own threads,
 //     gamma follows T_target / T_draft, several sequences when unsure.
+//   - sequoia: the static tree Sequoia's dynamic programme builds from
+//     the calibrated acceptance.
 //
 // Each strategy lives in its own file, strategy_NAME.go, which registers it
-// (see Strategy in plan.go): its drafting, its checks, its cost model and
-// the plans a search tries. Adding a strategy means adding such a file;
-// flags, config.yaml, the GUI's choices and tune find it by name. Plan is
-// the one plan type that all of them share.
+// with all its hooks (see Strategy in plan.go): its drafting, checks and
+// budget, its cost model and the plans a search tries, its canonical form
+// and conversions, its config.yaml mapping and its examples. Adding a
+// strategy means adding such a file (and, where its fields need the
+// speedup model's own pricing, profiles/costmodel/price_NAME.go); flags,
+// config.yaml, the GUI's choices, tune and the suites find it in the
+// registry. Plan is the one plan type that all of them share; Config is a
+// plan and what one run adds to it.
 //
 // Every step is recorded (Step) for the profiler and the GUI.
 package spec
