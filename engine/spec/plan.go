@@ -601,7 +601,8 @@ func (p Plan) Validate() error {
 // nil: the caller supplies the trained predictor.
 func (p Plan) Config() (Config, error) {
 	c := Config{Plan: p}
-	return c, c.derive()
+	err := c.derive()
+	return c, err
 }
 
 // derive checks the configuration's plan and derives what the run reads
