@@ -97,6 +97,7 @@ NVCC = $(CUDA_ROOT)/usr/lib/nvidia-cuda-toolkit/bin/nvcc
 HOSTCC ?= $(shell command -v gcc)
 NVCCFLAGS = -ccbin $(HOSTCC) -allow-unsupported-compiler -std=c++17 -O3 -Werror all-warnings
 CUDA_SRC = kernels/cuda/kernels/arborist.cu
+CUDA_HDRS = kernels/cuda/kernels/quant.cuh
 CUDA_ARCHS = 80 90
 PTX = $(CUDA_ARCHS:%=kernels/cuda/ptx/sm_%.ptx)
 # The toolkit's headers and stub libcuda reach the C compiler and linker
@@ -111,7 +112,7 @@ CUDA_LDFLAGS ?= -s -w
 cuda-toolkit:
 	@bash scripts/install-cuda.sh "$(CUDA_HOME)" >/dev/null
 
-kernels/cuda/ptx/sm_%.ptx: $(CUDA_SRC) kernels/cuda/kernels/quant.cuh | cuda-toolkit
+kernels/cuda/ptx/sm_%.ptx: $(CUDA_SRC) $(CUDA_HDRS) | cuda-toolkit
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -ptx -arch=sm_$* -o $@ $<
 
@@ -119,20 +120,42 @@ cuda: deps cuda-toolkit $(PTX)
 	$(CUDA_ENV) $(GO) build -tags cuda -ldflags="$(CUDA_LDFLAGS)" -o $(BIN)-cuda .
 
 # The stand-in driver (kernels/cuda/standin, docs/CUDA.md): a libcuda.so.1
-# on host memory whose launches do nothing and are counted, so that the
-# backend's host path (launches, copies, synchronisations per pass) is
-# measured without a GPU. Only the launch budget test loads it, through
+# on host memory whose launches are counted, so that the backend's host
+# path (launches, copies, synchronisations per pass) is measured without a
+# GPU, and, with ARBORIST_STANDIN_RUN=1, run on the CPU (standin/emu: the
+# kernels' source compiled by g++, a block's threads as fibers), so that
+# what they compute is checked without one. Only tests load it, through
 # LD_LIBRARY_PATH; arborist-cuda is linked against the toolkit's stub and
 # runs on the real driver.
 STANDIN_DIR = kernels/cuda/standin
 STANDIN_BUILD = $(STANDIN_DIR)/build
 STANDIN = $(STANDIN_BUILD)/libcuda.so.1
 STANDIN_TEST = $(STANDIN_BUILD)/cuda.test
+EMU_DIR = $(STANDIN_DIR)/emu
+HOSTCXX ?= $(shell command -v g++)
 
-$(STANDIN): $(STANDIN_DIR)/standin.c $(STANDIN_DIR)/unsupported.c $(STANDIN_DIR)/standin.h | cuda-toolkit
+$(STANDIN_BUILD)/standin.o: $(STANDIN_DIR)/standin.c $(STANDIN_DIR)/standin.h $(EMU_DIR)/emu_run.h | cuda-toolkit
 	@mkdir -p $(@D)
-	$(HOSTCC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -fPIC -fvisibility=hidden -shared -pthread \
-		-I"$(CUDA_ROOT)/usr/include" -Wl,-soname,libcuda.so.1 -o $@ $(STANDIN_DIR)/standin.c $(STANDIN_DIR)/unsupported.c
+	$(HOSTCC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -fPIC -fvisibility=hidden -pthread \
+		-I"$(CUDA_ROOT)/usr/include" -c -o $@ $<
+
+$(STANDIN_BUILD)/unsupported.o: $(STANDIN_DIR)/unsupported.c
+	@mkdir -p $(@D)
+	$(HOSTCC) -std=c11 -O2 -Wall -Wextra -Werror -fPIC -fvisibility=hidden -c -o $@ $<
+
+# the kernels for the host: -ffp-contract=off so that g++ keeps a*b+c as
+# two roundings wherever it compiles it, whatever the build
+$(STANDIN_BUILD)/kernels.o: $(EMU_DIR)/kernels.cc $(EMU_DIR)/emu.h $(EMU_DIR)/emu_run.h $(CUDA_SRC) $(CUDA_HDRS)
+	@mkdir -p $(@D)
+	$(HOSTCXX) -std=c++17 -O2 -Wall -Wextra -Werror -Wno-unknown-pragmas -ffp-contract=off -fPIC -fvisibility=hidden \
+		-I$(EMU_DIR) -include $(EMU_DIR)/emu.h -c -o $@ $<
+
+$(STANDIN_BUILD)/emu.o: $(EMU_DIR)/emu.cc $(EMU_DIR)/emu.h $(EMU_DIR)/emu_run.h
+	@mkdir -p $(@D)
+	$(HOSTCXX) -std=c++17 -O2 -Wall -Wextra -Werror -fPIC -fvisibility=hidden -I$(EMU_DIR) -c -o $@ $<
+
+$(STANDIN): $(STANDIN_BUILD)/standin.o $(STANDIN_BUILD)/unsupported.o $(STANDIN_BUILD)/kernels.o $(STANDIN_BUILD)/emu.o
+	$(HOSTCXX) -shared -pthread -Wl,-soname,libcuda.so.1 -o $@ $^
 
 # The CUDA compile check CI runs: every kernel compiled to machine code for
 # sm_80 and sm_90 with every warning (nvcc's and ptxas's) an error, the

@@ -10,8 +10,22 @@
  * links (unsupported.c) fails with CUDA_ERROR_NOT_SUPPORTED and is
  * counted, so a test notices when the backend starts calling one.
  *
+ * With ARBORIST_STANDIN_RUN=1 in its environment it also runs every
+ * kernel it is asked to launch, on the CPU (emu/: the kernels' source
+ * compiled for the host, a block's threads as fibers), so that what the
+ * kernels compute can be checked here against references and against
+ * each other; kernels then run in the order they are issued, one at a
+ * time, as one stream would run them.
+ *
+ * Streams can be captured into graphs (cuStreamBeginCapture ...
+ * cuStreamEndCapture, cuGraphInstantiateWithFlags, cuGraphLaunch): a
+ * capture records each launch with a copy of its arguments, whose sizes
+ * the stand-in reads from the kernel's .entry in the PTX, and a graph
+ * launch issues the recorded launches in order, each counted, logged and
+ * (when running kernels) run as a launch is.
+ *
  * make cuda-check builds it as kernels/cuda/standin/build/libcuda.so.1,
- * which only the launch budget test loads (through LD_LIBRARY_PATH);
+ * which only the tests run on it load (through LD_LIBRARY_PATH);
  * arborist-cuda itself is linked against, and runs on, the real driver.
  */
 #include <cuda.h>
@@ -21,6 +35,9 @@
 #include <string.h>
 
 #include "standin.h"
+#include "emu/emu_run.h"
+
+#include <stdio.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -32,10 +49,34 @@
 #define LOG_CAP ((size_t)1 << 24)
 
 struct CUctx_st { int unused; };
-struct CUstream_st { int unused; };
+#define MAX_PARAMS 32
+
+/* A launch as a capture records it: the kernel, its grid and block, and
+ * a copy of its arguments. */
+struct node {
+	CUfunction f;
+	unsigned grid[3], block[3];
+	unsigned char args[MAX_PARAMS][8];
+};
+
+/* A stream, and the launches a capture of it has recorded. */
+struct CUstream_st {
+	int capturing;
+	struct node *nodes;
+	size_t n, cap;
+};
+struct CUgraph_st { struct node *nodes; size_t n; };
+struct CUgraphExec_st { struct node *nodes; size_t n; };
 struct CUevent_st { int unused; };
 struct CUmod_st { char *ptx; };
-struct CUfunc_st { int32_t id; };
+/* A kernel: its id in the launch log, its arguments' sizes (from the
+ * PTX), and its host entry when kernels run. */
+struct CUfunc_st {
+	int32_t id;
+	int nparams;
+	int size[MAX_PARAMS];
+	emu_kernel run;
+};
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t counts[STANDIN_NCOUNTERS];
@@ -47,6 +88,8 @@ static int32_t nkernels;
 static int32_t *launch_log;
 static size_t log_len, log_cap;
 static const char *last_unsupported;
+static int run_kernels; /* ARBORIST_STANDIN_RUN=1: launches run on the CPU */
+static int capturing;   /* streams being captured */
 
 static void lock(void) { pthread_mutex_lock(&mu); }
 static void unlock(void) { pthread_mutex_unlock(&mu); }
@@ -94,6 +137,8 @@ EXPORT const char *arborist_standin_kernel_name(int32_t id) {
 	return s;
 }
 
+EXPORT int arborist_standin_runs(void) { return run_kernels; }
+
 EXPORT const char *arborist_standin_last_unsupported(void) {
 	lock();
 	const char *s = last_unsupported;
@@ -113,7 +158,21 @@ __attribute__((visibility("hidden"))) int standin_unsupported(const char *name) 
 /* ---------------------------------------------- initialisation, device */
 
 EXPORT CUresult cuInit(unsigned int flags) {
+	const char *r = getenv("ARBORIST_STANDIN_RUN");
+	lock();
+	run_kernels = r != NULL && strcmp(r, "1") == 0;
+	unlock();
 	return flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* in_capture reports a call that waits for the device while a stream is
+ * being captured, which the driver refuses (and which invalidates the
+ * capture). */
+static int in_capture(void) {
+	lock();
+	int c = capturing;
+	unlock();
+	return c;
 }
 
 EXPORT CUresult cuDriverGetVersion(int *v) {
@@ -256,6 +315,8 @@ EXPORT CUresult cuCtxGetFlags(unsigned int *flags) {
 }
 
 EXPORT CUresult cuCtxSynchronize(void) {
+	if (in_capture())
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	add(STANDIN_SYNCS, 1);
 	return CUDA_SUCCESS;
 }
@@ -311,11 +372,17 @@ EXPORT CUresult cuMemFree(CUdeviceptr p) {
 }
 
 static CUresult copy(void *dst, const void *src, size_t n, int what, int bytes, int blocking) {
+	if (blocking && in_capture())
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	if (n > 0)
 		memcpy(dst, src, n);
 	lock();
 	counts[what]++;
 	counts[bytes] += n;
+	if (what == STANDIN_ASYNC_HTOD || what == STANDIN_ASYNC_DTOH) {
+		counts[STANDIN_ASYNC]++;
+		counts[STANDIN_ASYNC_BYTES] += n;
+	}
 	if (blocking)
 		counts[STANDIN_BLOCKING]++;
 	unlock();
@@ -323,6 +390,74 @@ static CUresult copy(void *dst, const void *src, size_t n, int what, int bytes, 
 }
 
 #define DEV(p) ((void *)(uintptr_t)(p))
+
+/* stream_object: whether s is a stream cuStreamCreate made, not the
+ * default stream (NULL) or one of the driver's special handles
+ * (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD). */
+static int stream_object(CUstream s) { return (uintptr_t)s > 16; }
+
+/* stream_capturing: whether s is being captured (copies and memsets are
+ * not captured: the backend captures launches only). */
+static int stream_capturing(CUstream s) {
+	lock();
+	int c = stream_object(s) && s->capturing;
+	unlock();
+	return c;
+}
+
+/* Page-locked host memory is host memory here; the stand-in keeps where
+ * it is, because an asynchronous copy to or from any other host memory
+ * (pageable) waits, as the driver's does, for the launches before it. */
+#define MAX_LOCKED 256
+static struct {
+	char *p;
+	size_t n;
+} locked[MAX_LOCKED];
+
+EXPORT CUresult cuMemHostAlloc(void **p, size_t size, unsigned int flags) {
+	(void)flags;
+	if (size == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	*p = calloc(1, size);
+	if (*p == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	lock();
+	int i;
+	for (i = 0; i < MAX_LOCKED && locked[i].p != NULL; i++)
+		;
+	if (i < MAX_LOCKED) {
+		locked[i].p = *p;
+		locked[i].n = size;
+	}
+	counts[STANDIN_HOST_ALLOCS]++;
+	unlock();
+	if (i == MAX_LOCKED) {
+		free(*p);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemFreeHost(void *p) {
+	lock();
+	for (int i = 0; i < MAX_LOCKED; i++)
+		if (locked[i].p == p)
+			locked[i].p = NULL;
+	unlock();
+	free(p);
+	return CUDA_SUCCESS;
+}
+
+/* is_locked: whether host memory [p, p+n) is page-locked. */
+static int is_locked(const void *p, size_t n) {
+	const char *c = p;
+	int r = 0;
+	lock();
+	for (int i = 0; i < MAX_LOCKED && !r; i++)
+		r = locked[i].p != NULL && c >= locked[i].p && c + n <= locked[i].p + locked[i].n;
+	unlock();
+	return r;
+}
 
 EXPORT CUresult cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n) {
 	return copy(DEV(dst), src, n, STANDIN_HTOD, STANDIN_HTOD_BYTES, 1);
@@ -341,22 +476,26 @@ EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
 }
 
 EXPORT CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
-	(void)s;
-	return copy(DEV(dst), src, n, STANDIN_ASYNC, STANDIN_ASYNC_BYTES, 0);
+	if (stream_capturing(s))
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	return copy(DEV(dst), src, n, STANDIN_ASYNC_HTOD, STANDIN_ASYNC_HTOD_BYTES, !is_locked(src, n));
 }
 
 EXPORT CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s) {
-	(void)s;
-	return copy(dst, DEV(src), n, STANDIN_ASYNC, STANDIN_ASYNC_BYTES, 0);
+	if (stream_capturing(s))
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	return copy(dst, DEV(src), n, STANDIN_ASYNC_DTOH, STANDIN_ASYNC_DTOH_BYTES, !is_locked(dst, n));
 }
 
 EXPORT CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
-	(void)s;
+	if (stream_capturing(s))
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	return copy(DEV(dst), DEV(src), n, STANDIN_DTOD, STANDIN_DTOD_BYTES, 0);
 }
 
 EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
-	(void)s;
+	if (stream_capturing(s))
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	return copy(DEV(dst), DEV(src), n, STANDIN_DTOD, STANDIN_DTOD_BYTES, 0);
 }
 
@@ -377,17 +516,20 @@ EXPORT CUresult cuMemsetD16(CUdeviceptr p, unsigned short v, size_t n) { return 
 EXPORT CUresult cuMemsetD32(CUdeviceptr p, unsigned int v, size_t n) { return fill(p, v, n, 4); }
 
 EXPORT CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, CUstream s) {
-	(void)s;
+	if (stream_capturing(s))
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	return fill(p, v, n, 1);
 }
 
 EXPORT CUresult cuMemsetD16Async(CUdeviceptr p, unsigned short v, size_t n, CUstream s) {
-	(void)s;
+	if (stream_capturing(s))
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	return fill(p, v, n, 2);
 }
 
 EXPORT CUresult cuMemsetD32Async(CUdeviceptr p, unsigned int v, size_t n, CUstream s) {
-	(void)s;
+	if (stream_capturing(s))
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	return fill(p, v, n, 4);
 }
 
@@ -433,11 +575,45 @@ static int defines(const char *ptx, const char *name) {
 	return 0;
 }
 
+/* params reads the sizes of kernel name's arguments from its .entry in
+ * ptx (".param .u64 name_param_0, .param .u32 ..."); -1 when it cannot. */
+static int params(const char *ptx, const char *name, int *size) {
+	size_t n = strlen(name);
+	const char *p;
+	for (p = strstr(ptx, ".entry "); p; p = strstr(p + 1, ".entry ")) {
+		const char *s = p + strlen(".entry ");
+		if (strncmp(s, name, n) == 0 && s[n] == '(')
+			break;
+	}
+	if (p == NULL)
+		return -1;
+	const char *end = strchr(p, ')');
+	int k = 0;
+	for (const char *q = strstr(p, ".param "); q && q < end; q = strstr(q + 1, ".param ")) {
+		if (k == MAX_PARAMS)
+			return -1;
+		const char *t = q + strlen(".param ");
+		if (strncmp(t, ".align ", 7) == 0) /* a struct passed by value: not used */
+			return -1;
+		if (strncmp(t + 2, "64", 2) == 0)
+			size[k++] = 8;
+		else if (strncmp(t + 2, "32", 2) == 0)
+			size[k++] = 4;
+		else
+			return -1;
+	}
+	return k;
+}
+
 EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
 	if (m == NULL || name == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!defines(m->ptx, name))
 		return CUDA_ERROR_NOT_FOUND;
+	int size[MAX_PARAMS];
+	int np = params(m->ptx, name, size);
+	if (np < 0)
+		return CUDA_ERROR_INVALID_PTX;
 	CUresult r = CUDA_SUCCESS;
 	lock();
 	int32_t i;
@@ -448,6 +624,9 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 			r = CUDA_ERROR_OUT_OF_MEMORY;
 		} else {
 			kernels[i].id = i;
+			kernels[i].nparams = np;
+			memcpy(kernels[i].size, size, sizeof size);
+			kernels[i].run = arborist_emu_kernel(name);
 			nkernels++;
 		}
 	}
@@ -470,13 +649,52 @@ EXPORT CUresult cuFuncSetCacheConfig(CUfunction f, CUfunc_cache c) {
 
 /* ----------------------------------------------------------- launches */
 
+/* issue counts and logs a launch and, when kernels run, runs it. */
+static CUresult issue(const struct node *l) {
+	lock();
+	counts[STANDIN_LAUNCHES]++;
+	counts[STANDIN_BLOCKS] += (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
+	if (log_len == log_cap && log_cap < LOG_CAP) {
+		size_t c = log_cap ? 2 * log_cap : 4096;
+		int32_t *g = realloc(launch_log, c * sizeof *g);
+		if (g) {
+			launch_log = g;
+			log_cap = c;
+		}
+	}
+	if (log_len < log_cap)
+		launch_log[log_len++] = l->f->id;
+	else
+		counts[STANDIN_LOG_DROPPED]++;
+	int run = run_kernels;
+	unlock();
+	if (!run)
+		return CUDA_SUCCESS;
+	if (l->f->run == NULL) {
+		fprintf(stderr, "stand-in driver: no host code for kernel %s\n", kernel_names[l->f->id]);
+		return CUDA_ERROR_NOT_FOUND;
+	}
+	void *ps[MAX_PARAMS];
+	for (int i = 0; i < l->f->nparams; i++)
+		ps[i] = (void *)l->args[i];
+	char err[512];
+	if (arborist_emu_run(l->f->run, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2], ps, err,
+	                     sizeof err) != 0) {
+		fprintf(stderr, "stand-in driver: kernel %s (grid %u,%u,%u block %u,%u,%u): %s\n", kernel_names[l->f->id],
+		        l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2], err);
+		return CUDA_ERROR_LAUNCH_FAILED;
+	}
+	return CUDA_SUCCESS;
+}
+
 /* cuLaunchKernel refuses what the hardware refuses (an empty grid, more
- * than 1024 threads a block, a grid beyond its limits), then counts and
- * logs the launch. The kernel does not run. */
+ * than 1024 threads a block, a grid beyond its limits), then issues the
+ * launch, or records it when its stream is being captured. The arguments
+ * are copied at the call, as the driver copies them. */
 EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
                                unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
                                CUstream s, void **params, void **extra) {
-	(void)shared, (void)s, (void)params, (void)extra;
+	(void)shared, (void)extra;
 	if (f == NULL)
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0)
@@ -484,34 +702,140 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, u
 	if (gx > 2147483647u || gy > 65535 || gz > 65535 || bx > 1024 || by > 1024 || bz > 64 ||
 	    (uint64_t)bx * by * bz > 1024)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (f->nparams > 0 && params == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct node l = {.f = f, .grid = {gx, gy, gz}, .block = {bx, by, bz}};
+	for (int i = 0; i < f->nparams; i++)
+		memcpy(l.args[i], params[i], (size_t)f->size[i]);
 	lock();
-	counts[STANDIN_LAUNCHES]++;
-	counts[STANDIN_BLOCKS] += (uint64_t)gx * gy * gz;
-	if (log_len == log_cap && log_cap < LOG_CAP) {
-		size_t c = log_cap ? 2 * log_cap : 4096;
-		int32_t *l = realloc(launch_log, c * sizeof *l);
-		if (l) {
-			launch_log = l;
-			log_cap = c;
+	if (stream_object(s) && s->capturing) {
+		if (s->n == s->cap) {
+			size_t c = s->cap ? 2 * s->cap : 256;
+			struct node *g = realloc(s->nodes, c * sizeof *g);
+			if (g == NULL) {
+				unlock();
+				return CUDA_ERROR_OUT_OF_MEMORY;
+			}
+			s->nodes = g;
+			s->cap = c;
 		}
+		s->nodes[s->n++] = l;
+		counts[STANDIN_CAPTURED]++;
+		unlock();
+		return CUDA_SUCCESS;
 	}
-	if (log_len < log_cap)
-		launch_log[log_len++] = f->id;
-	else
-		counts[STANDIN_LOG_DROPPED]++;
 	unlock();
+	return issue(&l);
+}
+
+/* ------------------------------------------------------------- graphs */
+
+EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
+	(void)mode;
+	if (!stream_object(s))
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the legacy stream cannot be captured */
+	lock();
+	CUresult r = CUDA_SUCCESS;
+	if (s->capturing) {
+		r = CUDA_ERROR_ILLEGAL_STATE;
+	} else {
+		s->capturing = 1;
+		s->n = 0;
+		capturing++;
+	}
+	unlock();
+	return r;
+}
+
+EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g) {
+	if (!stream_object(s))
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUgraph_st *graph = calloc(1, sizeof *graph);
+	if (graph == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	lock();
+	if (!s->capturing) {
+		unlock();
+		free(graph);
+		return CUDA_ERROR_ILLEGAL_STATE;
+	}
+	s->capturing = 0;
+	capturing--;
+	graph->nodes = s->nodes;
+	graph->n = s->n;
+	s->nodes = NULL;
+	s->n = s->cap = 0;
+	unlock();
+	*g = graph;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *st) {
+	lock();
+	*st = stream_object(s) && s->capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+	unlock();
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags) {
+	(void)flags;
+	if (g == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUgraphExec_st *x = calloc(1, sizeof *x);
+	if (x == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (g->n > 0) {
+		x->nodes = malloc(g->n * sizeof *x->nodes);
+		if (x->nodes == NULL) {
+			free(x);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		memcpy(x->nodes, g->nodes, g->n * sizeof *x->nodes);
+	}
+	x->n = g->n;
+	add(STANDIN_INSTANTIATES, 1);
+	*e = x;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
+	if (e == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (stream_capturing(s))
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	add(STANDIN_GRAPH_LAUNCHES, 1);
+	for (size_t i = 0; i < e->n; i++) {
+		CUresult r = issue(&e->nodes[i]);
+		if (r != CUDA_SUCCESS)
+			return r;
+	}
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) {
+	if (e) {
+		free(e->nodes);
+		free(e);
+	}
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphDestroy(CUgraph g) {
+	if (g) {
+		free(g->nodes);
+		free(g);
+	}
 	return CUDA_SUCCESS;
 }
 
 /* ---------------------------------------------------- streams, events */
 
-static struct CUstream_st a_stream;
 static struct CUevent_st an_event;
 
 EXPORT CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
 	(void)flags;
-	*s = &a_stream;
-	return CUDA_SUCCESS;
+	*s = calloc(1, sizeof **s);
+	return *s ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 EXPORT CUresult cuStreamCreateWithPriority(CUstream *s, unsigned int flags, int prio) {
@@ -520,7 +844,10 @@ EXPORT CUresult cuStreamCreateWithPriority(CUstream *s, unsigned int flags, int 
 }
 
 EXPORT CUresult cuStreamDestroy(CUstream s) {
-	(void)s;
+	if (stream_object(s)) {
+		free(s->nodes);
+		free(s);
+	}
 	return CUDA_SUCCESS;
 }
 
@@ -530,7 +857,8 @@ EXPORT CUresult cuStreamQuery(CUstream s) {
 }
 
 EXPORT CUresult cuStreamSynchronize(CUstream s) {
-	(void)s;
+	if (stream_capturing(s))
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	add(STANDIN_SYNCS, 1);
 	return CUDA_SUCCESS;
 }

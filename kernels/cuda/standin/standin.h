@@ -41,6 +41,16 @@ enum {
 	STANDIN_LOG_DROPPED,   /* launches past the log's capacity (not logged) */
 	STANDIN_BLOCKS,        /* thread blocks launched: the launches' grid sizes
 	                          summed, a measure of the work they ask for */
+	STANDIN_GRAPH_LAUNCHES, /* cuGraphLaunch calls (their launches are counted
+	                          in STANDIN_LAUNCHES as they are issued) */
+	STANDIN_INSTANTIATES,  /* graphs instantiated (each a capture made
+	                          executable) */
+	STANDIN_CAPTURED,      /* launches recorded by captures (not issued) */
+	STANDIN_HOST_ALLOCS,   /* page-locked host allocations (cuMemHostAlloc) */
+	STANDIN_ASYNC_HTOD,    /* of STANDIN_ASYNC: those to the device */
+	STANDIN_ASYNC_HTOD_BYTES,
+	STANDIN_ASYNC_DTOH,    /* of STANDIN_ASYNC: those to the host */
+	STANDIN_ASYNC_DTOH_BYTES,
 	STANDIN_NCOUNTERS
 };
 
@@ -60,6 +70,11 @@ size_t arborist_standin_launch_log(int32_t *ids, size_t cap);
 /* arborist_standin_kernel_name is the name of kernel id (what
  * cuModuleGetFunction was asked for), or NULL for an unknown id. */
 const char *arborist_standin_kernel_name(int32_t id);
+
+/* arborist_standin_runs is 1 when the stand-in runs the kernels it
+ * launches on the CPU (ARBORIST_STANDIN_RUN=1 at cuInit), 0 when it only
+ * counts them. */
+int arborist_standin_runs(void);
 
 /* arborist_standin_last_unsupported names the last driver function called
  * that the stand-in does not implement, or NULL. */
