@@ -97,7 +97,7 @@ NVCC = $(CUDA_ROOT)/usr/lib/nvidia-cuda-toolkit/bin/nvcc
 HOSTCC ?= $(shell command -v gcc)
 NVCCFLAGS = -ccbin $(HOSTCC) -allow-unsupported-compiler -std=c++17 -O3 -Werror all-warnings
 CUDA_SRC = kernels/cuda/kernels/arborist.cu
-CUDA_HDRS = kernels/cuda/kernels/quant.cuh
+CUDA_HDRS = kernels/cuda/kernels/quant.cuh kernels/cuda/kernels/fast.cuh
 CUDA_ARCHS = 80 90
 PTX = $(CUDA_ARCHS:%=kernels/cuda/ptx/sm_%.ptx)
 # The toolkit's headers and stub libcuda reach the C compiler and linker

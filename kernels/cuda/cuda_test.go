@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -13,13 +14,19 @@ import (
 	"arborist/kernels/quant"
 )
 
+// source is the kernels' source: arborist.cu and fast.cuh, which it
+// includes.
 func source(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile("kernels/arborist.cu")
-	if err != nil {
-		t.Fatal(err)
+	var src strings.Builder
+	for _, f := range []string{"kernels/arborist.cu", "kernels/fast.cuh"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src.Write(b)
 	}
-	return string(b)
+	return src.String()
 }
 
 // The kernel table is the source's list of extern "C" kernels, and every
@@ -28,13 +35,22 @@ func TestKernelTableMatchesSource(t *testing.T) {
 	src := source(t)
 	var got []string
 	for _, m := range regexp.MustCompile(`__global__ void (\w+)\(`).FindAllStringSubmatch(src, -1) {
-		if m[1] != "name" { // the MMQ macro's parameter
+		if m[1] != "name" && m[1] != "f_mm_" { // the macros' kernels, below
 			got = append(got, m[1])
 		}
 	}
 	// MMQ(name, T) expands to a kernel of that name
 	for _, m := range regexp.MustCompile(`(?m)^MMQ\((\w+),`).FindAllStringSubmatch(src, -1) {
 		got = append(got, m[1])
+	}
+	// FMMQ_ALL(T, sfx) to f_mm_sfx_8 ... f_mm_sfx_64, FMMH(NB) to f_mm_f16_NB
+	for _, m := range regexp.MustCompile(`(?m)^FMMQ_ALL\(\w+, (\w+)\)`).FindAllStringSubmatch(src, -1) {
+		for _, nb := range []int{8, 16, 32, 64} {
+			got = append(got, fmt.Sprintf("f_mm_%s_%d", m[1], nb))
+		}
+	}
+	for _, m := range regexp.MustCompile(`(?m)^FMMH\((\d+)\)`).FindAllStringSubmatch(src, -1) {
+		got = append(got, "f_mm_f16_"+m[1])
 	}
 	want := slices.Clone(Kernels)
 	slices.Sort(got)

@@ -6,10 +6,13 @@ import (
 	"arborist/kernels/quant"
 )
 
-// Kernels lists every kernel in kernels/arborist.cu by its extern "C"
-// name; the module loader resolves each one at start-up, and a test checks
-// the list against the source.
-var Kernels = []string{
+// Kernels lists every kernel in kernels/arborist.cu (and fast.cuh, which
+// it includes) by its extern "C" name; the module loader resolves each one
+// at start-up, and a test checks the list against the source.
+var Kernels = append(verifiedKernels, fastKernels()...)
+
+// verifiedKernels are the verified path's kernels (arborist.cu).
+var verifiedKernels = []string{
 	"embed_f32", "embed_f16", "embed_bf16",
 	"embed_q8_0", "embed_q4_0", "embed_q4_k", "embed_q5_k", "embed_q6_k",
 	"quantize_q8",
@@ -20,6 +23,26 @@ var Kernels = []string{
 	"gather", "argmax",
 	"store_kv_f32", "store_kv_f16", "kv_gather", "kv_put",
 	"attention_f32", "attention_f16",
+}
+
+// fastProductTypes are the weight types the fast path's own products take
+// (fast.cuh's f_mm_*), by kernel suffix; others take the verified
+// path's products there too.
+var fastProductTypes = []string{"q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "f16"}
+
+// fastWidths are the batch rows one block of a fast product covers; a
+// pass takes the smallest that holds its rows (fastWidth).
+var fastWidths = []int{8, 16, 32, 64}
+
+// fastKernels are the fast path's kernels (fast.cuh).
+func fastKernels() []string {
+	ks := []string{"f_norm", "f_glu_q8", "f_rope_f32", "f_rope_f16", "f_att_f32", "f_att_f16"}
+	for _, t := range fastProductTypes {
+		for _, nb := range fastWidths {
+			ks = append(ks, fmt.Sprintf("f_mm_%s_%d", t, nb))
+		}
+	}
+	return ks
 }
 
 // WeightTypes are the weight types the CUDA backend computes with; a model

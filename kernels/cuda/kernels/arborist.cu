@@ -525,3 +525,7 @@ __global__ void attention_f16(float *out, const float *q, const __half *kv, cons
 	attention<__half>(out, q, kv, mask, layer, slots, past, heads, kvHeads, hd, scl, cap);
 }
 }
+
+// ------------------------------------------------------------ fast path
+
+#include "fast.cuh"
