@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -45,6 +46,9 @@ type Device struct {
 	buf    [nScratch]scratch
 	rope   []float32 // RoPE's cos and sin tables, end to end, for one upload
 	closed bool
+	// fp is the fast path's state, nil on the verified path (path.go):
+	// every primitive below is recorded there instead of launched
+	fp *fastState
 }
 
 type scratch struct {
@@ -73,9 +77,19 @@ const (
 )
 
 // New opens the first CUDA device, loads the kernels' PTX for its
-// architecture and returns the backend. threads is ignored (the GPU's
+// architecture and returns the backend on the path PathEnv names (the
+// verified path when it is unset). threads is ignored (the GPU's
 // parallelism is the launches').
 func New(threads int) (*Device, error) {
+	p, err := ParsePath(os.Getenv(PathEnv))
+	if err != nil {
+		return nil, err
+	}
+	return NewPath(threads, p)
+}
+
+// NewPath is New on path p.
+func NewPath(threads int, p Path) (*Device, error) {
 	_ = threads
 	n, err := cu.NumDevices()
 	if err != nil {
@@ -125,7 +139,25 @@ func New(threads int) (*Device, error) {
 		}
 		d.fn[k] = f
 	}
+	if p == Fast {
+		if d.fp, err = newFast(); err != nil {
+			d.mod.Unload()
+			d.ctx.Destroy()
+			return nil, err
+		}
+		d.desc += "; " + d.fp.describe()
+	} else {
+		d.desc += "; verified path"
+	}
 	return d, nil
+}
+
+// Path is the path the device issues passes on.
+func (d *Device) Path() Path {
+	if d.fp != nil {
+		return Fast
+	}
+	return Verified
 }
 
 // Describe names the device, its compute capability, memory and PTX.
@@ -172,6 +204,11 @@ func (d *Device) Close() {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if cu.SetCurrentContext(d.ctx) == nil {
+		if d.fp != nil {
+			d.fp.ops = nil // nothing will read what they compute
+			d.fp.stream.Synchronize()
+			d.fp.close()
+		}
 		cu.Synchronize()
 		for p := range d.allocs {
 			cu.MemFree(p)
@@ -311,7 +348,11 @@ func (d *Device) NewTensor(n int) (kernels.Tensor, error) {
 		return nil, err
 	}
 	if n > 0 {
-		must(cu.MemsetD32(p, 0, int64(n)))
+		if d.fp != nil { // on the fast path's stream, so that its launches come after it
+			must(cu.MemsetD32Async(p, 0, int64(n), d.fp.stream))
+		} else {
+			must(cu.MemsetD32(p, 0, int64(n)))
+		}
 	}
 	return &tensor{p, n}, nil
 }
@@ -335,6 +376,11 @@ func (d *Device) Upload(dst kernels.Tensor, src []float32) {
 	if len(src) == 0 {
 		return
 	}
+	if d.fp != nil {
+		defer d.record()()
+		d.fp.add(op{kind: opUpload, x: t.ptr, item: d.fp.stageFloats(0, src)})
+		return
+	}
 	defer d.enter()()
 	must(cu.MemcpyHtoD(t.ptr, unsafe.Pointer(&src[0]), 4*int64(len(src))))
 }
@@ -346,6 +392,11 @@ func (d *Device) Download(dst []float32, src kernels.Tensor) {
 		panic(fmt.Sprintf("cuda: downloading %d values from a tensor of %d", len(dst), t.n))
 	}
 	if len(dst) == 0 {
+		return
+	}
+	if d.fp != nil {
+		defer d.record()()
+		d.flush(readBack{dst: unsafe.Pointer(&dst[0]), src: t.ptr, bytes: 4 * int64(len(dst))})
 		return
 	}
 	defer d.enter()()
@@ -393,7 +444,11 @@ func (d *Device) NewMatrix(t quant.Type, data []byte, rows, cols int) (kernels.M
 	if err != nil {
 		return nil, err
 	}
-	must(cu.MemcpyHtoD(p, unsafe.Pointer(&data[0]), b))
+	if d.fp != nil { // from pageable memory the copy is staged before it returns
+		must(cu.MemcpyHtoDAsync(p, unsafe.Pointer(&data[0]), b, d.fp.stream))
+	} else {
+		must(cu.MemcpyHtoD(p, unsafe.Pointer(&data[0]), b))
+	}
 	return &matrix{t: t, rows: rows, cols: cols, rowBytes: int(b / int64(rows)), ptr: p}, nil
 }
 
@@ -458,6 +513,11 @@ func (d *Device) MatMulT(out kernels.Tensor, w kernels.Matrix, x kernels.Tensor,
 	if n == 0 {
 		return
 	}
+	if d.fp != nil {
+		defer d.record()()
+		d.fp.add(op{kind: opMatMul, outs: [3]cu.DevicePtr{o.ptr}, ms: [3]*matrix{m}, nm: 1, x: xt.ptr, n: n})
+		return
+	}
 	defer d.enter()()
 	d.matmul(o.ptr, m, xt.ptr, n, nil)
 }
@@ -490,6 +550,18 @@ func (d *Device) MatMulMulti(outs []kernels.Tensor, ws []kernels.Matrix, x kerne
 	if n == 0 {
 		return
 	}
+	if d.fp != nil {
+		defer d.record()()
+		for a := 0; a < len(ws); a += 3 {
+			o := op{kind: opMatMul, x: xt.ptr, n: n}
+			for i := a; i < min(a+3, len(ws)); i++ {
+				o.outs[o.nm], o.ms[o.nm] = tp(outs[i]).ptr, mp(ws[i])
+				o.nm++
+			}
+			d.fp.add(o)
+		}
+		return
+	}
 	defer d.enter()()
 	var prep prepared
 	for i, w := range ws {
@@ -507,6 +579,12 @@ func (d *Device) MatMul(out []float32, w kernels.Matrix, x []float32, n int) {
 		panic(fmt.Sprintf("cuda: MatMul of %d rows: out %d, x %d values for a %dx%d matrix", n, len(out), len(x), m.rows, m.cols))
 	}
 	defer d.enter()()
+	if d.fp != nil {
+		// the hidden-state trainer's products on host slices: the
+		// verified path's, after the recorded pass, whose stream is then
+		// idle
+		d.flush()
+	}
 	xp := d.uploadTo(sX, unsafe.Pointer(&x[0]), 4*int64(n*m.cols))
 	op := d.scratch(sOut, 4*int64(n*m.rows))
 	d.matmul(op, m, xp, n, nil)
@@ -531,6 +609,11 @@ func (d *Device) Embed(dst kernels.Tensor, table kernels.Matrix, ids []int) erro
 	if err != nil {
 		return err
 	}
+	if d.fp != nil {
+		defer d.record()()
+		d.fp.add(op{kind: opEmbed, out: t.ptr, ms: [3]*matrix{m}, n: len(ids), item: d.fp.stageInts(0, ids)})
+		return nil
+	}
 	defer d.enter()()
 	idp := d.uploadInts(sIdx, ids)
 	if quantised(m.t) {
@@ -546,6 +629,9 @@ func (d *Device) Embed(dst kernels.Tensor, table kernels.Matrix, ids []int) erro
 func (d *Device) elementwise(kernel string, n int, args ...uint64) {
 	if n <= 0 {
 		return
+	}
+	if d.fp != nil {
+		panic("cuda: elementwise on the fast path")
 	}
 	defer d.enter()()
 	d.launch(d.launchOK(ElementwiseLaunch(kernel, n)), args...)
@@ -566,6 +652,11 @@ func (d *Device) RMSNorm(out, x, w kernels.Tensor, rows, dim int, eps float32) {
 	if rows == 0 {
 		return
 	}
+	if d.fp != nil {
+		defer d.record()()
+		d.fp.add(op{kind: opRMSNorm, out: o.ptr, x: xt.ptr, w: wt.ptr, rows: rows, dim: dim, f: eps, item: -1})
+		return
+	}
 	defer d.enter()()
 	d.launch(d.launchOK(RowLaunch("rmsnorm", rows)), ptr(o.ptr), ptr(xt.ptr), ptr(wt.ptr), i32(dim), f32(eps))
 }
@@ -575,6 +666,13 @@ func (d *Device) AddRow(x, b kernels.Tensor, rows, dim int) {
 	xt, bt := tp(x), tp(b)
 	need(xt, rows*dim, "AddRow")
 	need(bt, dim, "AddRow bias")
+	if d.fp != nil {
+		if rows*dim > 0 {
+			defer d.record()()
+			d.fp.add(op{kind: opAddRow, x: xt.ptr, y: bt.ptr, rows: rows, dim: dim})
+		}
+		return
+	}
 	d.elementwise("add_row", rows*dim, ptr(xt.ptr), ptr(bt.ptr), i32(rows*dim), i32(dim))
 }
 
@@ -583,6 +681,13 @@ func (d *Device) Add(x, y kernels.Tensor, n int) {
 	xt, yt := tp(x), tp(y)
 	need(xt, n, "Add")
 	need(yt, n, "Add")
+	if d.fp != nil {
+		if n > 0 {
+			defer d.record()()
+			d.fp.add(op{kind: opAdd, x: xt.ptr, y: yt.ptr, n: n})
+		}
+		return
+	}
 	d.elementwise("add", n, ptr(xt.ptr), ptr(yt.ptr), i32(n))
 }
 
@@ -590,6 +695,13 @@ func (d *Device) Add(x, y kernels.Tensor, n int) {
 func (d *Device) Scale(x kernels.Tensor, n int, s float32) {
 	xt := tp(x)
 	need(xt, n, "Scale")
+	if d.fp != nil {
+		if n > 0 {
+			defer d.record()()
+			d.fp.add(op{kind: opScale, x: xt.ptr, n: n, f: s})
+		}
+		return
+	}
 	d.elementwise("scale", n, ptr(xt.ptr), i32(n), f32(s))
 }
 
@@ -597,6 +709,13 @@ func (d *Device) Scale(x kernels.Tensor, n int, s float32) {
 func (d *Device) Softcap(x kernels.Tensor, n int, c float32) {
 	xt := tp(x)
 	need(xt, n, "Softcap")
+	if d.fp != nil {
+		if n > 0 {
+			defer d.record()()
+			d.fp.add(op{kind: opSoftcap, x: xt.ptr, n: n, f: c})
+		}
+		return
+	}
 	d.elementwise("softcap", n, ptr(xt.ptr), i32(n), f32(c))
 }
 
@@ -605,6 +724,13 @@ func (d *Device) GLU(g, u kernels.Tensor, n int, gelu bool) {
 	gt, ut := tp(g), tp(u)
 	need(gt, n, "GLU")
 	need(ut, n, "GLU")
+	if d.fp != nil {
+		if n > 0 {
+			defer d.record()()
+			d.fp.add(op{kind: opGLU, x: gt.ptr, y: ut.ptr, n: n, flag: gelu})
+		}
+		return
+	}
 	ge := 0
 	if gelu {
 		ge = 1
@@ -624,6 +750,12 @@ func (d *Device) RoPE(x kernels.Tensor, rows int, s kernels.RoPEShape, cos, sin 
 		return
 	}
 	l := d.launchOK(RoPELaunch(rows, s.Heads, s.RopeDim, s.HeadDim))
+	if d.fp != nil {
+		defer d.record()()
+		n := rows * half
+		d.fp.add(op{kind: opRoPE, x: xt.ptr, n: rows, rope: s, item: d.fp.stageFloats(sliceID(cos), cos[:n]), item2: d.fp.stageFloats(sliceID(sin), sin[:n])})
+		return
+	}
 	defer d.enter()()
 	// one copy for both tables: a copy from pageable memory waits for
 	// every launch before it, so two would stall the GPU twice a pass
@@ -654,6 +786,11 @@ func (d *Device) Gather(dst, src kernels.Tensor, rows []int, dim int) {
 		return
 	}
 	l := d.launchOK(RowsLaunch("gather", len(rows), dim))
+	if d.fp != nil {
+		defer d.record()()
+		d.fp.add(op{kind: opGather, out: dt.ptr, x: st.ptr, n: len(rows), dim: dim, item: d.fp.stageInts(0, rows)})
+		return
+	}
 	defer d.enter()()
 	rp := d.uploadInts(sIdx, rows)
 	d.launch(l, ptr(dt.ptr), ptr(st.ptr), ptr(rp), i32(dim))
@@ -664,6 +801,16 @@ func (d *Device) Argmax(dst []int, x kernels.Tensor, rows, cols int) {
 	xt := tp(x)
 	need(xt, rows*cols, "Argmax")
 	if rows == 0 {
+		return
+	}
+	if d.fp != nil {
+		defer d.record()()
+		d.fp.add(op{kind: opArgmax, x: xt.ptr, rows: rows, dim: cols, item: -1})
+		got := make([]int32, rows)
+		d.flushArgmax(got)
+		for i, v := range got {
+			dst[i] = int(v)
+		}
 		return
 	}
 	defer d.enter()()
@@ -705,6 +852,11 @@ func (k *kvCache) Free() {
 		k.ptr = 0
 		return
 	}
+	if k.d.fp != nil {
+		k.d.mu.Lock()
+		k.d.flush() // what is recorded may use the cache
+		k.d.mu.Unlock()
+	}
 	defer k.d.enter()()
 	must(cu.Synchronize())
 	k.d.free(k.ptr)
@@ -737,7 +889,11 @@ func (d *Device) NewKV(layers, slots, width int, t quant.Type) (kernels.KV, erro
 	if err != nil {
 		return nil, err
 	}
-	must(cu.MemsetD8(p, 0, b))
+	if d.fp != nil {
+		must(cu.MemsetD8Async(p, 0, b, d.fp.stream))
+	} else {
+		must(cu.MemsetD8(p, 0, b))
+	}
 	return &kvCache{d: d, ptr: p, layers: layers, slots: slots, width: width, t: t, es: es, bytes: b}, nil
 }
 
@@ -754,6 +910,11 @@ func (d *Device) StoreKV(kv kernels.KV, layer, slot int, k, v kernels.Tensor, ro
 	}
 	suf, _, _ := kvSuffix(c.t)
 	l := d.launchOK(RowsLaunch("store_kv_"+suf, rows, c.width))
+	if d.fp != nil {
+		defer d.record()()
+		d.fp.add(op{kind: opStoreKV, kv: c, layer: layer, x: kt.ptr, y: vt.ptr, n: rows, item: d.fp.stageInts(tagSlot, []int{slot})})
+		return
+	}
 	defer d.enter()()
 	d.launch(l, ptr(c.ptr), ptr(kt.ptr), ptr(vt.ptr), i32(layer), i32(c.slots), i32(c.width), i32(slot))
 }
@@ -777,6 +938,17 @@ func (d *Device) Attention(out, q kernels.Tensor, kv kernels.KV, layer, past, n 
 		return
 	}
 	l := d.launchOK(AttentionLaunch(c.t, s.Heads, s.KVHeads, s.HeadDim, n))
+	if d.fp != nil {
+		defer d.record()()
+		o := op{kind: opAttention, out: ot.ptr, x: qt.ptr, kv: c, layer: layer, n: n, attn: s,
+			item: d.fp.stageInts(tagPast, []int{past}), item2: -1}
+		if mask != nil {
+			m := mask[:n*total]
+			o.item2 = d.fp.stageAs(sliceID(m), unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(m))), len(m)), true)
+		}
+		d.fp.add(o)
+		return
+	}
 	defer d.enter()()
 	var maskPtr cu.DevicePtr
 	if mask != nil {
@@ -816,6 +988,11 @@ func (d *Device) Compact(kv kernels.KV, keep []int, used int) error {
 	if err != nil {
 		return err
 	}
+	if d.fp != nil {
+		defer d.record()()
+		d.fp.add(op{kind: opCompact, kv: c, rows: off, n: len(tail), item: d.fp.stageIntsAs(0, tail, true)})
+		return nil
+	}
 	defer d.enter()()
 	keepPtr := d.uploadInts(sIdx, tail)
 	sp := d.scratch(sCompact, sb)
@@ -836,6 +1013,11 @@ func (d *Device) CopyKV(dst, src kernels.KV, n int) error {
 		return fmt.Errorf("cuda: CopyKV of %d slots between caches of %d and %d", n, b.slots, a.slots)
 	}
 	if n == 0 || a == b {
+		return nil
+	}
+	if d.fp != nil {
+		defer d.record()()
+		d.fp.add(op{kind: opCopyKV, kv: a, kv2: b, n: n})
 		return nil
 	}
 	defer d.enter()()
@@ -869,6 +1051,11 @@ func (d *Device) MeasureMemory() (kernels.MemoryRates, error) {
 	bus, err2 := d.dev.Attribute(cu.GlobalMemoryBusWidth)
 	if err1 == nil && err2 == nil {
 		r.Peak = 2 * float64(clock) * 1e3 * float64(bus) / 8 // two transfers a clock
+	}
+	if d.fp != nil {
+		d.mu.Lock()
+		d.flush()
+		d.mu.Unlock()
 	}
 	defer d.enter()()
 	a, err := d.alloc("the bandwidth test", size)

@@ -2,7 +2,11 @@
 
 package cuda
 
-import "arborist/kernels"
+import (
+	"os"
+
+	"arborist/kernels"
+)
 
 // linked: this is arborist-cuda, with the CUDA backend linked in.
 const linked = true
@@ -20,6 +24,7 @@ func init() {
 			return d, nil
 		},
 		DefaultThreads: func() int { return 1 },
-		Kernels:        func() string { return "CUDA C, PTX for sm_80 and sm_90" },
+		// which path a run takes (ARBORIST_CUDA_PATH): `arborist backends` says
+		Kernels: func() string { return "CUDA C, PTX for sm_80 and sm_90; " + PathStatus(os.Getenv(PathEnv)) },
 	})
 }

@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"fmt"
+	"os"
 
 	"arborist/kernels"
 )
@@ -37,7 +38,7 @@ func init() {
 			if _, err := Probe(SystemProbeEnv()); err != nil {
 				return "unavailable: " + err.Error()
 			}
-			return "in " + Binary
+			return "in " + Binary + "; " + PathStatus(os.Getenv(PathEnv))
 		},
 	})
 }
