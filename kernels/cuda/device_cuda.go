@@ -578,13 +578,21 @@ func (d *Device) MatMul(out []float32, w kernels.Matrix, x []float32, n int) {
 	if len(x) < n*m.cols || len(out) < n*m.rows {
 		panic(fmt.Sprintf("cuda: MatMul of %d rows: out %d, x %d values for a %dx%d matrix", n, len(out), len(x), m.rows, m.cols))
 	}
-	defer d.enter()()
 	if d.fp != nil {
-		// the hidden-state trainer's products on host slices: the
-		// verified path's, after the recorded pass, whose stream is then
-		// idle
-		d.flush()
+		// the product a pass would compute, on the fast path's stream:
+		// x up through the staging buffer, the result home
+		defer d.record()()
+		d.flush() // the scratch buffers may grow, which waits for the device
+		runtime.LockOSThread()
+		must(cu.SetCurrentContext(d.ctx))
+		xp, outp := d.scratch(sX, 4*int64(n*m.cols)), d.scratch(sOut, 4*int64(n*m.rows))
+		runtime.UnlockOSThread()
+		d.fp.add(op{kind: opUpload, x: xp, item: d.fp.stageFloats(0, x[:n*m.cols])})
+		d.fp.add(op{kind: opMatMul, outs: [3]cu.DevicePtr{outp}, ms: [3]*matrix{m}, nm: 1, x: xp, n: n})
+		d.flush(readBack{dst: unsafe.Pointer(&out[0]), src: outp, bytes: 4 * int64(n*m.rows)})
+		return
 	}
+	defer d.enter()()
 	xp := d.uploadTo(sX, unsafe.Pointer(&x[0]), 4*int64(n*m.cols))
 	op := d.scratch(sOut, 4*int64(n*m.rows))
 	d.matmul(op, m, xp, n, nil)
