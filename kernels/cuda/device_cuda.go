@@ -145,9 +145,6 @@ func NewPath(threads int, p Path) (*Device, error) {
 			d.ctx.Destroy()
 			return nil, err
 		}
-		d.desc += "; " + d.fp.describe()
-	} else {
-		d.desc += "; verified path"
 	}
 	return d, nil
 }
@@ -160,8 +157,16 @@ func (d *Device) Path() Path {
 	return Verified
 }
 
-// Describe names the device, its compute capability, memory and PTX.
-func (d *Device) Describe() string { return d.desc }
+// Describe names the device, its compute capability, memory and PTX, and
+// the path it issues passes on.
+func (d *Device) Describe() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fp != nil {
+		return d.desc + "; " + d.fp.describe()
+	}
+	return d.desc + "; verified path"
+}
 
 // Name identifies the backend.
 func (d *Device) Name() string { return "cuda" }

@@ -23,7 +23,16 @@
 // argmax. Every launch goes to one stream in order; a host read waits for
 // the launches before it.
 //
-// Status: the CUDA backend has run on an NVIDIA H200 and passed every GPU
+// Two paths (path.go). The verified path launches each primitive as it is
+// called, on the default stream. The fast path (ARBORIST_CUDA_PATH=fast,
+// fast_cuda.go) records a pass and issues it at its first read back as
+// fused kernels (kernels/fast.cuh), one page-locked upload, a CUDA graph
+// captured once per pass shape and replayed, one read back and one wait.
+//
+// Status: the verified path has run on an NVIDIA H200 and passed every GPU
 // test (the device and model-level suites, build tag cuda), matching the
-// CPU backend for every weight type (docs/CUDA.md).
+// CPU backend for every weight type (docs/CUDA.md). The fast path has been
+// checked on the stand-in driver (kernels/cuda/standin), which counts its
+// launches and runs its kernels on the CPU, not yet on a GPU; it stays
+// opt-in until it has.
 package cuda

@@ -147,6 +147,7 @@ type fastState struct {
 	graphs   map[string]*graphEntry
 	tick     uint64
 	useGraph bool
+	graphErr error // why graphs were given up, when they were
 	pinned   bool
 }
 
@@ -197,9 +198,12 @@ func newFast() (*fastState, error) {
 // describe says how the fast path runs here.
 func (fs *fastState) describe() string {
 	s := "fast path"
-	if fs.useGraph {
+	switch {
+	case fs.useGraph:
 		s += ", CUDA graphs"
-	} else {
+	case fs.graphErr != nil:
+		s += fmt.Sprintf(", no CUDA graphs (%v)", fs.graphErr)
+	default:
 		s += ", no CUDA graphs (the driver lacks the capture calls)"
 	}
 	if !fs.pinned {
@@ -559,7 +563,11 @@ func (d *Device) runLaunches(a, b int, graph bool) {
 	if !ok {
 		x, err := captureLaunches(ls, fs.args, fs.stream)
 		if err != nil {
-			panic(fmt.Sprintf("cuda: %v", err))
+			// a driver that refuses the capture runs the launches as
+			// they are, from now on (Describe says why)
+			fs.useGraph, fs.graphErr = false, err
+			d.runLaunches(a, b, false)
+			return
 		}
 		if len(fs.graphs) >= maxGraphs {
 			var oldest string

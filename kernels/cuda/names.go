@@ -34,12 +34,24 @@ var fastProductTypes = []string{"q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "f16"}
 // pass takes the smallest that holds its rows (fastWidth).
 var fastWidths = []int{8, 16, 32, 64}
 
+// fastWidthMax is the most batch rows a block of the fast product for the
+// type of kernel suffix sfx covers: 64, but 32 for F16, whose block of 64
+// would not fit its registers (fast.cuh).
+func fastWidthMax(sfx string) int {
+	if sfx == "f16" {
+		return 32
+	}
+	return fastWidths[len(fastWidths)-1]
+}
+
 // fastKernels are the fast path's kernels (fast.cuh).
 func fastKernels() []string {
 	ks := []string{"f_norm", "f_glu_q8", "f_rope_f32", "f_rope_f16", "f_att_f32", "f_att_f16"}
 	for _, t := range fastProductTypes {
 		for _, nb := range fastWidths {
-			ks = append(ks, fmt.Sprintf("f_mm_%s_%d", t, nb))
+			if nb <= fastWidthMax(t) {
+				ks = append(ks, fmt.Sprintf("f_mm_%s_%d", t, nb))
+			}
 		}
 	}
 	return ks

@@ -60,16 +60,20 @@ func PathStatus(env string) string {
 	return "verified path (" + PathEnv + "=fast for the fast path)"
 }
 
-// fastWidth is the batch rows one block of a fast product covers for a
-// pass of n rows: the smallest of fastWidths that holds them, so that a
-// pass of up to 64 rows reads and unpacks each weight once.
-func fastWidth(n int) int {
+// fastWidth is the batch rows one block of a fast product of the type of
+// kernel suffix sfx covers for a pass of n rows: the smallest of
+// fastWidths that holds them, so that a pass of up to 64 rows (32 for
+// F16) reads and unpacks each weight once.
+func fastWidth(sfx string, n int) int {
 	for _, nb := range fastWidths {
+		if nb > fastWidthMax(sfx) {
+			break
+		}
 		if n <= nb {
 			return nb
 		}
 	}
-	return fastWidths[len(fastWidths)-1]
+	return fastWidthMax(sfx)
 }
 
 // FastProductLaunch is the fast path's product of a rows x cols matrix of
@@ -92,7 +96,7 @@ func FastProductLaunch(t quant.Type, rows, cols, n int) (l Launch, q8, ok bool, 
 	if err != nil {
 		return l, false, false, err
 	}
-	nb := fastWidth(n)
+	nb := fastWidth(suf, n)
 	l, err = launch(fmt.Sprintf("f_mm_%s_%d", suf, nb), ceilDiv(rows, mmWarps), ceilDiv(n, nb), 1, warp*mmWarps)
 	return l, q8, err == nil, err
 }

@@ -369,10 +369,12 @@ FMMQ_ALL(T_Q6_K, q6_k)
 	                                         int rows, int cols, int n) {                                                          \
 		f_mm_h<NB>(Seg{out0, out1, out2, b1, b2}, w, x, rows, cols, n);                                                          \
 	}
+// F16 stops at 32 rows a block: at 64 the float accumulators and the
+// activations a lane loads for each row do not fit its registers (ptxas
+// spills), so a pass of 33 to 64 rows reads the F16 weights twice.
 FMMH(8)
 FMMH(16)
 FMMH(32)
-FMMH(64)
 
 // ------------------------------------------------- RoPE and the cache
 

@@ -44,6 +44,7 @@
 /* What the stand-in reports as its device: an H100-like part, so the
  * backend picks its sm_90 PTX and sizes its launches as it would there. */
 #define DEVICE_NAME "Arborist stand-in driver (host memory, kernels not run)"
+#define DEVICE_NAME_RUNS "Arborist stand-in driver (host memory, kernels run on the CPU)"
 #define DEVICE_MEMORY ((size_t)80 << 30)
 #define MAX_KERNELS 1024
 #define LOG_CAP ((size_t)1 << 24)
@@ -197,7 +198,10 @@ EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
 		return CUDA_ERROR_INVALID_DEVICE;
 	if (len <= 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	strncpy(name, DEVICE_NAME, (size_t)len - 1);
+	lock();
+	const char *n = run_kernels ? DEVICE_NAME_RUNS : DEVICE_NAME;
+	unlock();
+	strncpy(name, n, (size_t)len - 1);
 	name[len - 1] = 0;
 	return CUDA_SUCCESS;
 }

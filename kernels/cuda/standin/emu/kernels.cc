@@ -37,7 +37,8 @@ static const struct {
 	K(attention_f32) K(attention_f16)
 	K(f_norm) K(f_glu_q8) K(f_rope_f32) K(f_rope_f16) K(f_att_f32) K(f_att_f16)
 #define KMM(sfx) K(f_mm_##sfx##_8) K(f_mm_##sfx##_16) K(f_mm_##sfx##_32) K(f_mm_##sfx##_64)
-	KMM(q8_0) KMM(q4_0) KMM(q4_k) KMM(q5_k) KMM(q6_k) KMM(f16)
+	KMM(q8_0) KMM(q4_0) KMM(q4_k) KMM(q5_k) KMM(q6_k)
+	K(f_mm_f16_8) K(f_mm_f16_16) K(f_mm_f16_32)
 };
 
 extern "C" emu_kernel arborist_emu_kernel(const char *name) {
