@@ -8,7 +8,7 @@ BIN := arborist
 DEB_PKGS := gcc libc6-dev pkg-config libgl-dev libx11-dev libxcursor-dev \
 	libxrandr-dev libxinerama-dev libxi-dev libxxf86vm-dev
 
-.PHONY: run test deps build vet fuzz bench clean package screenshots cuda cuda-toolkit cuda-check
+.PHONY: run test deps build vet fuzz bench clean package screenshots cuda cuda-toolkit cuda-check cuda-emulate
 
 deps:
 	@bash scripts/install-deps.sh $(DEB_PKGS)
@@ -158,18 +158,36 @@ $(STANDIN): $(STANDIN_BUILD)/standin.o $(STANDIN_BUILD)/unsupported.o $(STANDIN_
 	$(HOSTCXX) -shared -pthread -Wl,-soname,libcuda.so.1 -o $@ $^
 
 # The CUDA compile check CI runs: every kernel compiled to machine code for
-# sm_80 and sm_90 with every warning (nvcc's and ptxas's) an error, the
-# cgo build of arborist-cuda, go vet of the cuda-tagged code, and the
-# cuda-tagged tests compiled (they need a GPU to run: docs/CUDA.md), and
-# the launch budget test run on the stand-in driver.
+# sm_80 and sm_90 with every warning (nvcc's and ptxas's) an error, and
+# held to its register budget (scripts/ptxas-budget.sh: no kernel spills,
+# the fast path's kernels within kernels/cuda/kernels/ptxas-budget.txt,
+# its wide products free of 16-bit loads); the cgo build of arborist-cuda,
+# go vet of the cuda-tagged code, and the cuda-tagged tests compiled (they
+# need a GPU to run: docs/CUDA.md); the launch budget test of both paths
+# run on the stand-in driver; the fast path's tests against the verified
+# path run on the stand-in running the kernels on the CPU (-short: a
+# minute or two).
 cuda-check: cuda $(STANDIN)
-	for a in $(CUDA_ARCHS); do $(NVCC) $(NVCCFLAGS) -Xptxas -Werror -cubin -arch=sm_$$a -o /dev/null $(CUDA_SRC) || exit 1; done
+	for a in $(CUDA_ARCHS); do $(NVCC) $(NVCCFLAGS) -Xptxas -Werror -Xptxas -v -cubin -arch=sm_$$a -o /dev/null $(CUDA_SRC) \
+		>$(STANDIN_BUILD)/ptxas-sm_$$a.log 2>&1 || { cat $(STANDIN_BUILD)/ptxas-sm_$$a.log; exit 1; }; done
+	bash scripts/ptxas-budget.sh kernels/cuda/kernels/ptxas-budget.txt kernels/cuda/ptx/sm_90.ptx $(CUDA_ARCHS:%=$(STANDIN_BUILD)/ptxas-sm_%.log)
 	$(CUDA_ENV) $(GO) vet -tags cuda ./kernels/cuda/... ./profiles/... ./app/cli/
 	$(CUDA_ENV) $(GO) test -tags cuda -c -o $(STANDIN_TEST) ./kernels/cuda
 	@nm -D --defined-only $(STANDIN) | awk '{print $$3}' > $(STANDIN_BUILD)/defined
 	@missing=$$(nm -D --undefined-only $(STANDIN_TEST) | awk '$$2 ~ /^cu/ {print $$2}' | grep -vxF -f $(STANDIN_BUILD)/defined); \
 		test -z "$$missing" || { echo "the stand-in driver lacks what the binding links: $$missing"; exit 1; }
 	cd kernels/cuda && LD_LIBRARY_PATH="$(abspath $(STANDIN_BUILD))" $(abspath $(STANDIN_TEST)) -test.run '^TestLaunchBudget$$' -test.v -test.count=1
+	cd kernels/cuda && ARBORIST_STANDIN_RUN=1 LD_LIBRARY_PATH="$(abspath $(STANDIN_BUILD))" $(abspath $(STANDIN_TEST)) \
+		-test.run '^(TestFastDeviceSuite|TestFastStructure|TestFastMatchesVerified)$$' -test.short -test.count=1
 	$(CUDA_ENV) $(GO) test -tags cuda -c -o /dev/null ./profiles
 	$(CUDA_ENV) $(GO) test -tags cuda -c -o /dev/null ./engine/model
 	$(GO) test -count=1 ./kernels/cuda/...
+
+# Every GPU test of kernels/cuda on the stand-in running the kernels on the
+# CPU, on each path: what a GPU run checks of the kernels' results, without
+# one (a few minutes; the model-level suites of engine/model and profiles
+# take too long there and run on a GPU only, scripts/device-check.sh).
+cuda-emulate: cuda $(STANDIN)
+	$(CUDA_ENV) $(GO) test -tags cuda -c -o $(STANDIN_TEST) ./kernels/cuda
+	cd kernels/cuda && ARBORIST_STANDIN_RUN=1 LD_LIBRARY_PATH="$(abspath $(STANDIN_BUILD))" $(abspath $(STANDIN_TEST)) -test.count=1
+	cd kernels/cuda && ARBORIST_CUDA_PATH=fast ARBORIST_STANDIN_RUN=1 LD_LIBRARY_PATH="$(abspath $(STANDIN_BUILD))" $(abspath $(STANDIN_TEST)) -test.count=1
