@@ -78,7 +78,7 @@ var budgetShapes = []budgetShape{
 		cuda.Fast: {
 			1:  {perLayer: 9, outside: 3, blocking: 1, up: 1, down: 1, htod: 548, dtoh: 607744, blocks: 44179},
 			8:  {perLayer: 9, outside: 5, blocking: 1, up: 1, down: 1, htod: 5088, dtoh: 4861952, blocks: 44728, captures: 1},
-			64: {perLayer: 9, outside: 5, blocking: 1, up: 1, down: 1, htod: 51488, dtoh: 38895616, blocks: 49376, captures: 2},
+			64: {perLayer: 9, outside: 5, blocking: 1, up: 1, down: 1, htod: 51488, dtoh: 38895616, blocks: 93504, captures: 3},
 		},
 	}},
 }

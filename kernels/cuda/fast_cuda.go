@@ -128,6 +128,7 @@ type fastState struct {
 	stream cu.Stream
 	ops    []op
 	host   []byte   // the pass's host inputs, back to back (aligned to 16)
+	tmp    []byte   // ints being staged
 	items  []staged // placed in host
 	at     []int64  // per item: its offset in the device staging
 	room   []int64  // per growing item (by rank): its room in the device staging, only ever grown
@@ -264,16 +265,11 @@ func (fs *fastState) stageAs(id uintptr, b []byte, grows bool) int {
 func (fs *fastState) stageInts(id uintptr, v []int) int { return fs.stageIntsAs(id, v, false) }
 
 func (fs *fastState) stageIntsAs(id uintptr, v []int, grows bool) int {
-	var b [4]byte
-	start := len(fs.host)
+	fs.tmp = fs.tmp[:0]
 	for _, x := range v {
-		binary.LittleEndian.PutUint32(b[:], uint32(int32(x)))
-		fs.host = append(fs.host, b[:]...)
+		fs.tmp = binary.LittleEndian.AppendUint32(fs.tmp, uint32(int32(x)))
 	}
-	// staged through host's tail, then placed as an item (stage copies)
-	tmp := fs.host[start:]
-	fs.host = fs.host[:start]
-	return fs.stageAs(id, append([]byte(nil), tmp...), grows)
+	return fs.stageAs(id, fs.tmp, grows)
 }
 
 func (fs *fastState) stageFloats(id uintptr, v []float32) int {
@@ -675,14 +671,12 @@ func (d *Device) lower() {
 				prep = q8state{}
 				continue
 			}
-			half := o.rope.RopeDim / 2
 			cp := d.stagedAt(o.item)
 			sp := d.stagedAt(o.item2)
 			neox := 0
 			if o.rope.Neox {
 				neox = 1
 			}
-			_ = half
 			d.emit(d.launchOK(RoPELaunch(o.n, o.rope.Heads, o.rope.RopeDim, o.rope.HeadDim)), false,
 				ptr(o.x), ptr(cp), ptr(sp), i32(o.rope.Heads), i32(o.rope.HeadDim), i32(o.rope.RopeDim), i32(neox))
 		case opMatMul:
