@@ -45,8 +45,32 @@
 #     speedup of duo over plain GPU decoding is that model's verdict.
 # The synthetic models are written in the background while the tests run.
 #
+#
+#   scripts/device-check.sh --fast [OUTDIR]
+#       the fast path's check (docs/CUDA.md, "The fast path"), in at most
+#       about 5 minutes: f1. the GPU tests on both paths (kernels/cuda,
+#       whose TestFast* hold the fast path's logits to the verified path's
+#       and its tree rows to their paths decoded alone, bit for bit; its
+#       device tests again with ARBORIST_CUDA_PATH=fast; the model-level
+#       suite with ARBORIST_CUDA_PATH=fast, then on the verified path);
+#       f4. decode tokens/s and T_verify(W) for W = 1..64 on synthetic
+#       llama-3.2-1b F16 and Q4_K and llama-3.1-8b Q4_K, on each path,
+#       beside the fast path's targets (8B Q4_K decode >= 250 tokens/s,
+#       1B F16 >= 1300, T_verify(64)/T_verify(1) <= 1.5 on 8B Q4_K).
+#       Prepare with DEVICE_CHECK_NO_BENCH=1 scripts/device-check.sh
+#       --prepare (the bench pair is not read, and the carry stays under
+#       64 MiB).
+#
+# Without a GPU (no /dev/nvidia0 or no libcuda.so.1) the run says so and
+# stops (exit 3) before anything starts. DEVICE_CHECK_STANDIN=1 runs it
+# there on the stand-in driver (kernels/cuda/standin/build, make
+# cuda-check), whose launches are counted, not run: a dry run of the
+# script, its timings the host path's alone (with DEVICE_CHECK_SMALL=1
+# for small models).
+#
 # A step that would start after the time budget (DEVICE_CHECK_BUDGET
-# seconds, default 420) is skipped and reported as skipped. With
+# seconds, default 420; 270 with --fast) is skipped and reported as
+# skipped. With
 # DEVICE_CHECK_DEVICE=cpu every step runs on the CPU with the default
 # binary (./arborist), to check the script itself on a machine without a
 # GPU (DEVICE_CHECK_SMALL=1 shrinks the speed step to a tiny model there).
@@ -86,6 +110,12 @@ if [ "${1:-}" = "--prepare" ]; then
 	exit 0
 fi
 
+fast=0
+if [ "${1:-}" = "--fast" ]; then
+	fast=1
+	shift
+fi
+
 # a carried .device from --prepare is compressed: unpack it once
 if compgen -G "$root/.device/*.xz" >/dev/null; then
 	for f in "$root"/.device/*.xz; do
@@ -113,6 +143,7 @@ summary=$out/summary.txt
 work=${TMPDIR:-/tmp}/arborist-device-check
 mkdir -p "$work"
 budget=${DEVICE_CHECK_BUDGET:-420}
+[ "$fast" = 1 ] && budget=${DEVICE_CHECK_BUDGET:-270}
 start=$SECONDS
 failures=0
 results=()
@@ -165,11 +196,40 @@ if [ ! -x "$bin" ]; then
 	echo "device-check: $bin not found (run scripts/device-check.sh --prepare and carry .device)" >&2
 	exit 2
 fi
+# no_gpu says why this machine has no usable NVIDIA GPU, or fails (it has one)
+no_gpu() {
+	if ! compgen -G '/dev/nvidia[0-9]*' >/dev/null; then
+		echo "no GPU device node (/dev/nvidia0 ...)"
+		return 0
+	fi
+	if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' &&
+		! compgen -G '/usr/lib*/libcuda.so.1' >/dev/null && ! compgen -G '/usr/lib*/*/libcuda.so.1' >/dev/null &&
+		! compgen -G '/usr/local/nvidia/lib*/libcuda.so.1' >/dev/null; then
+		echo "no NVIDIA driver (libcuda.so.1 not found)"
+		return 0
+	fi
+	return 1
+}
+standin=
+if [ "$dev" = cuda ]; then
+	if [ -n "${DEVICE_CHECK_STANDIN:-}" ]; then
+		standin=$root/kernels/cuda/standin/build
+		if [ ! -e "$standin/libcuda.so.1" ]; then
+			echo "device-check: DEVICE_CHECK_STANDIN=1 needs the stand-in driver ($standin/libcuda.so.1: make cuda-check)" >&2
+			exit 2
+		fi
+		export LD_LIBRARY_PATH=$standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	elif why=$(no_gpu); then
+		echo "device-check: no GPU here: $why; nothing was run (DEVICE_CHECK_STANDIN=1 runs the script on the stand-in driver)" >&2
+		exit 3
+	fi
+fi
 db=$work/arborist.db
 export HOME=$work/home # arborist's config and caches stay in the work folder
 mkdir -p "$HOME"
 
-say "# Arborist device check, $(date -u '+%Y-%m-%d %H:%M UTC'), device $dev"
+say "# Arborist device check$([ "$fast" = 1 ] && echo ' (the fast path)'), $(date -u '+%Y-%m-%d %H:%M UTC'), device $dev"
+[ -n "$standin" ] && say "STAND-IN DRIVER ($standin): no GPU; kernels are counted, not run, so every GPU test that checks results skips and every timing is the host path's alone"
 if command -v nvidia-smi >/dev/null 2>&1; then
 	nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | sed 's/^/gpu: /' | tee -a "$summary"
 fi
@@ -195,6 +255,8 @@ if [ "${DEVICE_CHECK_SMALL:-0}" = 1 ]; then # the script's own check on a CPU
 fi
 # the steps to run, in this order, and the models they read
 steps=${DEVICE_CHECK_STEPS:-1 2 3 3b 4 5 6}
+[ "$fast" = 1 ] && steps=${DEVICE_CHECK_STEPS:-f1 f4}
+fast_models=${DEVICE_CHECK_FAST_MODELS:-1b-F16 1b-Q4_K 8b32-Q4_K}
 bench_models=${DEVICE_CHECK_BENCH:-1b-F16 1b-Q4_K 8b-F16 8b32-Q4_K}
 drafters=${DEVICE_CHECK_DRAFTERS:-1b-Q4_K 68m-Q4_K}
 needed=" "
@@ -203,6 +265,7 @@ for st in $steps; do
 	3b) needed+="8b-Q4_K 1b-Q4_K " ;;
 	4) needed+="$bench_models " ;;
 	5) needed+="8b32-Q4_K $drafters " ;;
+	f4) needed+="$fast_models " ;;
 	esac
 done
 for m in "${models[@]}"; do
@@ -502,6 +565,90 @@ step_6() {
 		else
 			fail "run $cfg with the drafter on $dev: $spec_err"
 		fi
+	done
+}
+
+# ------------------------------------------- f1. the tests on both paths
+# kernels/cuda on the verified path (its TestFast* compare the two paths
+# pass by pass), its device tests again on the fast path, then the
+# model-level suite on the fast path and on the verified path; each
+# bounded, so a hang costs one of them
+step_f1() {
+	say ""
+	say "## f1. GPU tests on both paths"
+	for p in verified fast; do
+		ARBORIST_CUDA_PATH=$p "$bin" backends 2>&1 | grep -i cuda | sed "s/^/backends ($p): /" | tee -a "$summary"
+	done
+	for spec in "verified|kernels/cuda|kernels-cuda|${DEVICE_CHECK_T_KERNELS:-90}|" \
+		"fast|kernels/cuda|kernels-cuda|${DEVICE_CHECK_T_KFAST:-45}|^(TestMatMulAgainstReference|TestMatMulMulti|TestEmbed|TestRowOps|TestRoPE|TestAttention|TestKVCompactCopyGatherArgmax|TestDeviceSuite)$" \
+		"fast|engine/model|model-cuda|${DEVICE_CHECK_T_MFAST:-100}|^TestCUDADevice$" \
+		"verified|engine/model|model-cuda|${DEVICE_CHECK_T_MODEL:-80}|^TestCUDADevice$"; do
+		IFS='|' read -r p pkg name secs only <<<"$spec"
+		say ""
+		say "### $pkg on the $p path"
+		in_budget "tests $pkg ($p)" || break
+		t=$root/.device/$name.test
+		if [ ! -x "$t" ]; then
+			fail "$t not found"
+			continue
+		fi
+		log=$out/$name-$p.log
+		# on the stand-in the launch budget test is make cuda-check's
+		skip=
+		[ -n "$standin" ] && skip='^TestLaunchBudget$'
+		(cd "$root/$pkg" && ARBORIST_CUDA_PATH=$p timeout $((secs + 15)) "$t" -test.v -test.timeout "${secs}s" ${only:+-test.run "$only"} ${skip:+-test.skip "$skip"}) >"$log" 2>&1
+		rc=$?
+		grep -E '^\s*(--- (FAIL|SKIP)|ok|PASS|FAIL|panic)|bit for bit the verified' "$log" | head -40 | tee -a "$summary"
+		say "$(grep -c -- '--- PASS' "$log") passed, $(grep -c -- '--- FAIL' "$log") failed, $(grep -c -- '--- SKIP' "$log") skipped"
+		results+=("{\"check\":\"tests\",\"package\":\"$pkg\",\"path\":\"$p\",\"exit\":$rc,\"passed\":$(grep -c -- '--- PASS' "$log"),\"failed\":$(grep -c -- '--- FAIL' "$log")}")
+		[ $rc -eq 0 ] || fail "$pkg GPU tests on the $p path (exit $rc; $(basename "$log"))"
+	done
+}
+
+# ---------------------------------- f4. decode and T_verify on both paths
+step_f4() {
+	say ""
+	say "## f4. decode and T_verify(W), W = 1..64, on each path"
+	widths=1,2,4,8,16,24,32,48,64
+	[ "${DEVICE_CHECK_SMALL:-0}" = 1 ] && widths=1,2,4,8
+	for name in $fast_models; do
+		label=$(label_of "$name")
+		t=${name#*-}
+		if ! m=$(model "$name" 2>"$work/synth.err"); then
+			fail "synth $label $t: $(tail -1 "$work/synth.err")"
+			continue
+		fi
+		for p in verified fast; do
+			in_budget "bench $label $t ($p)" || return
+			left=$((budget + 60 - (SECONDS - start)))
+			if ! ARBORIST_CUDA_PATH=$p timeout "$left" "$bin" bench --model "$m" --device "$dev" --reps 3 -n 32 --widths "$widths" --json \
+				>"$work/fbench-$name-$p.json" 2>"$work/fbench.err"; then
+				fail "bench $label $t on the $p path: $(tail -1 "$work/fbench.err")"
+				continue
+			fi
+			python3 - "$work/fbench-$name-$p.json" "$label" "$t" "$p" "$name" >"$work/fbench-one.txt" <<-'EOF2'
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	label, typ, path, name = sys.argv[2:6]
+	tps = d["decode_median_tokens_per_s"]
+	curve = {p["W"]: p["Median"] / 1e6 for p in d["verify_curve"]}
+	ratio = curve[64] / curve[1] if 1 in curve and 64 in curve else None
+	roof = d.get("roofline_tokens_per_s")
+	print(f"{label} {typ}, {path} path: decode {tps:.1f} tokens/s" + (f" (roofline at the measured copy rate {roof:.0f})" if roof else ""))
+	print("  T_verify(W) ms: " + "  ".join(f"{w}:{ms:.2f}" for w, ms in sorted(curve.items())))
+	if ratio is not None:
+	    print(f"  T_verify(64)/T_verify(1) = {ratio:.2f}")
+	target = {"1b-F16": ("decode", 1300), "8b32-Q4_K": ("decode", 250)}.get(name)
+	if target:
+	    print(f"  target: decode >= {target[1]} tokens/s: {'met' if tps >= target[1] else 'not met'}")
+	if name == "8b32-Q4_K" and ratio is not None:
+	    print(f"  target: T_verify(64)/T_verify(1) <= 1.5: {'met' if ratio <= 1.5 else 'not met'}")
+	print("JSON " + json.dumps({"check": "bench", "path": path, "model": label, "type": typ, "weight_bytes": d["weight_bytes"],
+	      "decode_tokens_per_s": tps, "roofline_tokens_per_s": roof, "verify_ms": curve, "verify_64_over_1": ratio}))
+	EOF2
+			grep -v '^JSON ' "$work/fbench-one.txt" | tee -a "$summary"
+			while IFS= read -r l; do results+=("${l#JSON }"); done < <(grep '^JSON ' "$work/fbench-one.txt")
+		done
 	done
 }
 
