@@ -90,8 +90,9 @@ const backendLinker = "arborist/profiles/pairs"
 
 // testExceptions are test imports of a higher layer, each with its reason.
 var testExceptions = map[[2]string]string{
-	{"arborist/kernels/cuda", "arborist/engine/model"}: "the launch budget (budget_cuda_test.go) counts what a real model's passes ask of the driver",
-	{"arborist/kernels/cuda", "arborist/engine/synth"}: "the launch budget builds its models with synth",
+	{"arborist/kernels/cuda", "arborist/engine/model"}:           "the launch budget (budget_cuda_test.go) counts what a real model's passes ask of the driver",
+	{"arborist/kernels/cuda", "arborist/engine/synth"}:           "the launch budget builds its models with synth",
+	{"arborist/kernels/cuda", "arborist/engine/model/modeltest"}: "the fast path's whole passes are held to the verified path's on the model suite's files (fast_model_cuda_test.go)",
 }
 
 // layer is a rung of the table; a package imports its own rung or lower.
