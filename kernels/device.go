@@ -87,6 +87,15 @@ type Device interface {
 	// backend checks n against its memory and returns an error, never
 	// panics, when it does not fit.
 	NewTensor(n int) (Tensor, error)
+	// View is the n values of t from value offset on, as a tensor of its
+	// own over t's memory: what either writes, the other reads. A pass of
+	// several sequences keeps all their rows in one tensor, so that each
+	// weight product runs once over every row, and hands each sequence's
+	// rows to StoreKV and Attention, which work from a tensor's first row,
+	// as a view. A view holds no memory of its own (it has no Free), is
+	// valid while t is, and costs no copy; offset+n must not exceed
+	// t.Len() (the backend panics, naming the sizes, otherwise).
+	View(t Tensor, offset, n int) Tensor
 	// Upload copies src into dst[:len(src)].
 	Upload(dst Tensor, src []float32)
 	// Download copies src[:len(dst)] into dst.

@@ -46,6 +46,15 @@ func (b *Backend) NewTensor(n int) (kernels.Tensor, error) {
 	return &Tensor{d: make([]float32, n)}, nil
 }
 
+// View is n values of t from offset on, sharing t's slice.
+func (b *Backend) View(t kernels.Tensor, offset, n int) kernels.Tensor {
+	d := Data(t)
+	if offset < 0 || n < 0 || offset+n > len(d) {
+		panic(fmt.Sprintf("cpu: a view of values [%d, %d) of a tensor of %d", offset, offset+n, len(d)))
+	}
+	return &Tensor{d: d[offset : offset+n : offset+n]}
+}
+
 // Upload copies src into dst.
 func (b *Backend) Upload(dst kernels.Tensor, src []float32) { copy(Data(dst)[:len(src)], src) }
 

@@ -362,6 +362,16 @@ func (d *Device) NewTensor(n int) (kernels.Tensor, error) {
 	return &tensor{p, n}, nil
 }
 
+// View is n values of t from offset on: t's device pointer moved by
+// offset values. It holds no allocation of its own.
+func (d *Device) View(t kernels.Tensor, offset, n int) kernels.Tensor {
+	x := tp(t)
+	if offset < 0 || n < 0 || offset+n > x.n {
+		panic(fmt.Sprintf("cuda: a view of values [%d, %d) of a tensor of %d", offset, offset+n, x.n))
+	}
+	return &tensor{x.ptr + cu.DevicePtr(4*offset), n}
+}
+
 // NewVector stores v on the device.
 func (d *Device) NewVector(v []float32) (kernels.Tensor, error) {
 	t, err := d.NewTensor(len(v))

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"arborist/kernels"
@@ -78,6 +79,9 @@ func Run(t *testing.T, newDev func(t *testing.T) kernels.Device, o Options) {
 		sub("Compact/"+kt.String(), func(t *testing.T, d kernels.Device, rng *rand.Rand) { testCompact(t, d, rng, kt) })
 	}
 	sub("GatherArgmax", testGatherArgmax)
+	for _, kt := range []quant.Type{quant.F32, quant.F16} {
+		sub("View/"+kt.String(), func(t *testing.T, d kernels.Device, rng *rand.Rand) { testView(t, d, rng, kt) })
+	}
 }
 
 // helpers shared by the checks
@@ -559,5 +563,72 @@ func testGatherArgmax(t *testing.T, d kernels.Device, rng *rand.Rand) {
 	}
 	if am[2] != 7 {
 		t.Fatalf("Argmax of a tied row = %d, want the lower index 7", am[2])
+	}
+}
+
+// testView: a view is its tensor's values from an offset on, read and
+// written through either, and StoreKV and Attention handed views of rows
+// of shared tensors (several sequences' rows in one pass) give the bits
+// they give on tensors of those rows alone, leaving the other rows as
+// they were.
+func testView(t *testing.T, d kernels.Device, rng *rand.Rand, kt quant.Type) {
+	xs := gauss(rng, 100, 1)
+	x := mustTensor(t, d, xs)
+	v := d.View(x, 30, 20)
+	if v.Len() != 20 {
+		t.Fatalf("a view of 20 values has Len %d", v.Len())
+	}
+	same(t, "a view downloaded", download(d, v, 20), xs[30:50])
+	ys := gauss(rng, 20, 1)
+	d.Upload(v, ys[:10])
+	d.Scale(d.View(x, 40, 10), 10, 2)
+	want := slices.Clone(xs)
+	copy(want[30:40], ys[:10])
+	for i := 40; i < 50; i++ {
+		want[i] *= 2
+	}
+	same(t, "a tensor written through its views", download(d, x, 100), want)
+
+	// two sequences' rows in one pass: rows [0, 3) and [3, 7) of q, k, v,
+	// each sequence with a cache of its own
+	const heads, kvHeads, hd = 4, 2, 16
+	s := kernels.AttnShape{Heads: heads, KVHeads: kvHeads, HeadDim: hd, Scale: 0.25}
+	width, qd := kvHeads*hd, heads*hd
+	seqs := []struct{ off, n, past int }{{0, 3, 5}, {3, 4, 9}}
+	const rows = 7
+	qs, ks, vs := gauss(rng, rows*qd, 1), gauss(rng, rows*width, 1), gauss(rng, rows*width, 1)
+	q, k, vt := mustTensor(t, d, qs), mustTensor(t, d, ks), mustTensor(t, d, vs)
+	att, err := d.NewTensor(rows * qd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, sq := range seqs {
+		kv, _, _ := kvCase(t, d, rng, kt, 2, sq.past+sq.n, width)
+		alone, _, _ := kvCase(t, d, rng, kt, 2, sq.past+sq.n, width)
+		if err := d.CopyKV(alone, kv, sq.past); err != nil {
+			t.Fatal(err)
+		}
+		mask := treeMask(sq.past, sq.n)
+		// in the pass: views of the shared tensors at the sequence's rows
+		d.StoreKV(kv, 1, sq.past, d.View(k, sq.off*width, sq.n*width), d.View(vt, sq.off*width, sq.n*width), sq.n)
+		d.Attention(d.View(att, sq.off*qd, sq.n*qd), d.View(q, sq.off*qd, sq.n*qd), kv, 1, sq.past, sq.n, mask, s)
+		// alone: tensors of its rows only
+		one, err := d.NewTensor(sq.n * qd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.StoreKV(alone, 1, sq.past, mustTensor(t, d, ks[sq.off*width:(sq.off+sq.n)*width]), mustTensor(t, d, vs[sq.off*width:(sq.off+sq.n)*width]), sq.n)
+		d.Attention(one, mustTensor(t, d, qs[sq.off*qd:(sq.off+sq.n)*qd]), alone, 1, sq.past, sq.n, mask, s)
+		got := download(d, att, rows*qd)
+		same(t, fmt.Sprintf("%s cache, sequence %d: attention through views", kt, i), got[sq.off*qd:(sq.off+sq.n)*qd], download(d, one, sq.n*qd))
+		if i == 0 {
+			for j, g := range got[sq.n*qd:] {
+				if g != 0 {
+					t.Fatalf("%s cache: attention into a view of rows [0, %d) wrote %v at value %d after them", kt, sq.n, g, sq.n*qd+j)
+				}
+			}
+		}
+		kv.Free()
+		alone.Free()
 	}
 }

@@ -178,6 +178,16 @@ func (f *Fake) NewTensor(n int) (kernels.Tensor, error) {
 	return &fakeTensor{v: make([]float64, n)}, nil
 }
 
+// View is n values of t from offset on, sharing t's float64 values.
+func (f *Fake) View(t kernels.Tensor, offset, n int) kernels.Tensor {
+	f.record("View")
+	v := ten("View", t)
+	if offset < 0 || n < 0 || offset+n > len(v) {
+		panic(fmt.Sprintf("devicetest.Fake.View: values [%d, %d) of a tensor of %d", offset, offset+n, len(v)))
+	}
+	return &fakeTensor{v: v[offset : offset+n : offset+n]}
+}
+
 // Upload copies src into dst.
 func (f *Fake) Upload(dst kernels.Tensor, src []float32) {
 	f.record("Upload")
