@@ -27,6 +27,10 @@ type Cache struct {
 	n   int        // slots in use
 	cap int
 	s   scratch
+	// budget, when the cache was admitted by one (CacheBudget.NewCache),
+	// gets budgetBytes back when the cache is freed
+	budget      *CacheBudget
+	budgetBytes uint64
 }
 
 // NewCache makes an empty cache for up to ctx positions, of the model's
@@ -124,13 +128,18 @@ func (c *Cache) CopyPrefix(n int) (*Cache, error) {
 }
 
 // Free releases the cache's device memory (a host cache is left to the
-// garbage collector); the cache must not be used afterwards.
+// garbage collector) and gives its bytes back to the budget that admitted
+// it; the cache must not be used afterwards.
 func (c *Cache) Free() {
 	if c.kv != nil {
 		c.kv.Free()
 		c.kv = nil
 	}
 	c.s.free()
+	if b := c.budget; b != nil {
+		c.budget = nil
+		b.release(c.budgetBytes)
+	}
 }
 
 // Output says what Forward returns for the wanted rows.
@@ -209,6 +218,11 @@ type scratch struct {
 	pos        []int     // host: default positions
 	swa        []bool    // host: the sliding-window layers' mask
 	posTmp     []int32   // host: Compact's copy of the positions
+	want       []int     // host: a pass of several sequences' wanted rows
+
+	// one is the sequence of a single-sequence pass (Forward): a field,
+	// so a decode step describes itself without allocating
+	one [1]seqRows
 
 	// outs and mats hold the products that share an input (Q, K, V;
 	// gate, up) for kernels.MatMulAll: fields, so a decode step builds
@@ -275,95 +289,179 @@ func freeTensor(t kernels.Tensor) {
 // rows stays on the device: the host sends ids, positions, the RoPE tables
 // and masks.
 func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) error {
-	n := len(b.Tokens)
-	if b.Embeds != nil {
-		if n != 0 || len(b.Embeds)%m.Dim != 0 {
-			return fmt.Errorf("model: a batch takes tokens or whole rows of %d embedding values, not both (%d tokens, %d values)", m.Dim, n, len(b.Embeds))
-		}
-		n = len(b.Embeds) / m.Dim
-	}
-	if n == 0 {
-		return fmt.Errorf("model: empty batch")
-	}
-	past := c.n
-	if past+n > c.cap {
-		return fmt.Errorf("model: context full: %d cached + %d new tokens exceed the cache's %d slots", past, n, c.cap)
-	}
-	if b.Pos != nil && len(b.Pos) != n {
-		return fmt.Errorf("model: %d positions for %d tokens", len(b.Pos), n)
-	}
-	if b.Mask != nil && len(b.Mask) != n*(past+n) {
-		return fmt.Errorf("model: mask has %d entries, want %d x %d", len(b.Mask), n, past+n)
-	}
-	want := b.Want
-	for _, r := range want {
-		if r < 0 || r >= n {
-			return fmt.Errorf("model: wanted row %d outside batch of %d", r, n)
-		}
-	}
-	for _, t := range b.Tokens {
-		if t < 0 || t >= m.Vocab {
-			return fmt.Errorf("model: token id %d out of range [0, %d)", t, m.Vocab)
-		}
-	}
-	if b.Embeds == nil && m.embdM == nil {
-		return fmt.Errorf("model: this model has no token embeddings; feed it Embeds")
+	n, err := m.checkBatch(c, &b)
+	if err != nil {
+		return err
 	}
 	if limit := m.rowLimit(); n > limit && b.Mask == nil {
 		return m.forwardChunks(ctx, c, b, n, limit, res)
 	}
-	layers := m.Blocks
-	if b.Layers > 0 && b.Layers < len(layers) {
-		layers = layers[:b.Layers]
-	}
-	rows := len(want)
-	if want == nil {
-		rows = n
-	}
-	cfg := &m.Config
-	dev := m.Backend
-	s := &c.s
 	if err := c.alloc(); err != nil {
 		return err
+	}
+	s := &c.s
+	s.one[0] = seqRows{c: c, b: b, res: res, n: n, rows: wantRows(&b, n)}
+	err = m.pass(ctx, s, s.one[:], m.layersFor(b.Layers), false)
+	s.one[0] = seqRows{}
+	return err
+}
+
+// checkBatch checks a batch against the cache it extends and returns its
+// row count.
+func (m *Model) checkBatch(c *Cache, b *Batch) (int, error) {
+	n := len(b.Tokens)
+	if b.Embeds != nil {
+		if n != 0 || len(b.Embeds)%m.Dim != 0 {
+			return 0, fmt.Errorf("model: a batch takes tokens or whole rows of %d embedding values, not both (%d tokens, %d values)", m.Dim, n, len(b.Embeds))
+		}
+		n = len(b.Embeds) / m.Dim
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("model: empty batch")
+	}
+	past := c.n
+	if past+n > c.cap {
+		return 0, fmt.Errorf("model: context full: %d cached + %d new tokens exceed the cache's %d slots", past, n, c.cap)
+	}
+	if b.Pos != nil && len(b.Pos) != n {
+		return 0, fmt.Errorf("model: %d positions for %d tokens", len(b.Pos), n)
+	}
+	if b.Mask != nil && len(b.Mask) != n*(past+n) {
+		return 0, fmt.Errorf("model: mask has %d entries, want %d x %d", len(b.Mask), n, past+n)
+	}
+	for _, r := range b.Want {
+		if r < 0 || r >= n {
+			return 0, fmt.Errorf("model: wanted row %d outside batch of %d", r, n)
+		}
+	}
+	for _, t := range b.Tokens {
+		if t < 0 || t >= m.Vocab {
+			return 0, fmt.Errorf("model: token id %d out of range [0, %d)", t, m.Vocab)
+		}
+	}
+	if b.Embeds == nil && m.embdM == nil {
+		return 0, fmt.Errorf("model: this model has no token embeddings; feed it Embeds")
+	}
+	return n, nil
+}
+
+// wantRows is how many rows of an n-row batch return outputs.
+func wantRows(b *Batch, n int) int {
+	if b.Want == nil {
+		return n
+	}
+	return len(b.Want)
+}
+
+// layersFor is the blocks a pass runs: the first k when k > 0 (layer-skip).
+func (m *Model) layersFor(k int) []Layer {
+	if k > 0 && k < len(m.Blocks) {
+		return m.Blocks[:k]
+	}
+	return m.Blocks
+}
+
+// seqRows is one sequence's share of a pass: its rows [off, off+n) of the
+// pass's activations and its wanted rows [out, out+rows) of the pass's
+// outputs, with the views of the shared tensors its attention reads and
+// writes.
+type seqRows struct {
+	c         *Cache
+	b         Batch
+	res       *Result
+	n, off    int
+	rows, out int
+	past      int
+	pos       []int  // the rows' RoPE positions
+	swa       []bool // the sliding layers' mask, nil when the plain one serves
+
+	q, k, v, att kernels.Tensor
+}
+
+// pass runs the checked sequences seqs through layers on scratch s: the
+// weight products once over all their rows, RoPE with each row's own
+// position, the keys and values stored and attention computed per
+// sequence on its own cache, and each sequence's outputs into its Result.
+// One sequence works on the scratch tensors themselves, exactly as a pass
+// of a single sequence always has; several on views of them (one set per
+// sequence, made before the layers). fault, for tests only, runs every
+// sequence's attention on the first sequence's query rows.
+func (m *Model) pass(ctx context.Context, s *scratch, seqs []seqRows, layers []Layer, fault bool) error {
+	cfg := &m.Config
+	dev := m.Backend
+	single := len(seqs) == 1
+	n, rows := 0, 0
+	for i := range seqs {
+		sq := &seqs[i]
+		sq.off, sq.out, sq.past = n, rows, sq.c.n
+		n, rows = n+sq.n, rows+sq.rows
 	}
 	if err := s.grow(dev, cfg, m.Vocab, n, rows); err != nil {
 		return err
 	}
 	dim, kvd, qd, ffn := cfg.Dim, cfg.KVDim(), cfg.QDim(), cfg.FFN
-	// x [n x dim]: the embeddings, or the rows fed in
-	if b.Embeds != nil {
-		dev.Upload(s.x, b.Embeds)
-	} else if err := dev.Embed(s.x, m.embdM, b.Tokens); err != nil {
-		return fmt.Errorf("model: %w", err)
-	}
-	if cfg.EmbedScale != 0 && b.Embeds == nil {
-		dev.Scale(s.x, n*dim, cfg.EmbedScale)
-	}
-	pos := b.Pos
-	if pos == nil {
-		if cap(s.pos) < n {
-			s.pos = make([]int, n)
+	// part is a sequence's rows of a tensor of width w: the tensor itself
+	// in a pass of one
+	part := func(t kernels.Tensor, off, cnt, w int) kernels.Tensor {
+		if single {
+			return t
 		}
-		pos = s.pos[:n]
-		for i := range pos {
-			pos[i] = past + i
-		}
+		return dev.View(t, off*w, cnt*w)
 	}
-	for i, p := range pos {
-		c.pos[past+i] = int32(p)
-	}
-	// cos, sin [n x RopeDim/2] (host, uploaded by RoPE)
-	s.cos, s.sin = ropeTable(s.cos, s.sin, cfg.ropeFor(false, c.cap), cfg.RopeDim, pos)
+	half := cfg.RopeDim / 2
 	local := cfg.Window > 0 && cfg.RopeBaseLocal != 0
+	s.cos, s.sin = growFloats(s.cos, n*half), growFloats(s.sin, n*half)
 	if local {
-		s.cosL, s.sinL = ropeTable(s.cosL, s.sinL, cfg.ropeFor(true, c.cap), cfg.RopeDim, pos)
+		s.cosL, s.sinL = growFloats(s.cosL, n*half), growFloats(s.sinL, n*half)
 	}
-	// the sliding layers' mask [n x past+n] (host): nil while every
-	// visible slot is inside every row's window, which is all that short
-	// contexts ever need
-	var swaMask []bool
-	if cfg.Window > 0 {
-		swaMask = c.windowMask(b.Mask, pos, past, n)
+	if cap(s.pos) < n {
+		s.pos = make([]int, n)
+	}
+	for i := range seqs {
+		sq := &seqs[i]
+		c, b := sq.c, &sq.b
+		// x [n x dim]: the embeddings, or the rows fed in
+		x := part(s.x, sq.off, sq.n, dim)
+		if b.Embeds != nil {
+			dev.Upload(x, b.Embeds)
+		} else if err := dev.Embed(x, m.embdM, b.Tokens); err != nil {
+			return fmt.Errorf("model: %w", err)
+		}
+		if cfg.EmbedScale != 0 && b.Embeds == nil {
+			dev.Scale(x, sq.n*dim, cfg.EmbedScale)
+		}
+		pos := b.Pos
+		if pos == nil {
+			pos = s.pos[sq.off : sq.off+sq.n]
+			for i := range pos {
+				pos[i] = sq.past + i
+			}
+		}
+		sq.pos = pos
+		for i, p := range pos {
+			c.pos[sq.past+i] = int32(p)
+		}
+		// cos, sin [n x RopeDim/2] (host, uploaded by RoPE), each row
+		// rotated as its own cache says (phi3 picks its factors by the
+		// cache's length)
+		lo, hi := sq.off*half, (sq.off+sq.n)*half
+		ropeRows(s.cos[lo:hi], s.sin[lo:hi], cfg.ropeFor(false, c.cap), cfg.RopeDim, pos)
+		if local {
+			ropeRows(s.cosL[lo:hi], s.sinL[lo:hi], cfg.ropeFor(true, c.cap), cfg.RopeDim, pos)
+		}
+		// the sliding layers' mask [n x past+n] (host): nil while every
+		// visible slot is inside every row's window, which is all that
+		// short contexts ever need
+		sq.swa = nil
+		if cfg.Window > 0 {
+			sq.swa = c.windowMask(b.Mask, pos, sq.past, sq.n)
+		}
+		qOff := sq.off
+		if fault {
+			qOff = 0
+		}
+		sq.q, sq.att = part(s.q, qOff, sq.n, qd), part(s.att, sq.off, sq.n, qd)
+		sq.k, sq.v = part(s.k, sq.off, sq.n, kvd), part(s.v, sq.off, sq.n, kvd)
 	}
 	scale := cfg.AttnScale
 	if scale == 0 {
@@ -400,13 +498,16 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 		}
 		dev.RoPE(s.q, n, qShape, rc, rs)
 		dev.RoPE(s.k, n, kShape, rc, rs)
-		dev.StoreKV(c.kv, li, past, s.k, s.v, n) // cache slots past..past+n-1 of layer li
-		mask := b.Mask
-		if sliding && swaMask != nil {
-			mask = swaMask
+		for i := range seqs {
+			sq := &seqs[i]
+			dev.StoreKV(sq.c.kv, li, sq.past, sq.k, sq.v, sq.n) // cache slots past..past+n-1 of layer li
+			mask := sq.b.Mask
+			if sliding && sq.swa != nil {
+				mask = sq.swa
+			}
+			dev.Attention(sq.att, sq.q, sq.c.kv, li, sq.past, sq.n, mask, attn) // att [n x qd]
 		}
-		dev.Attention(s.att, s.q, c.kv, li, past, n, mask, attn) // att [n x qd]
-		dev.MatMulT(s.o, l.O, s.att, n)                          // o [n x dim]
+		dev.MatMulT(s.o, l.O, s.att, n) // o [n x dim]
 		if l.PostAttn != nil {
 			dev.RMSNorm(s.o, s.o, l.PostAttn, n, dim, cfg.Eps)
 		}
@@ -424,42 +525,92 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 		}
 		dev.Add(s.x, s.o, n*dim)
 	}
-	c.n = past + n
+	for i := range seqs {
+		sq := &seqs[i]
+		sq.c.n = sq.past + sq.n
+	}
 
 	// the wanted rows, wx [rows x dim]; then the final norm and output head
 	wx := s.x
-	if want != nil {
+	if want := s.gatherRows(seqs, n); want != nil {
 		dev.Gather(s.wx, s.x, want, dim)
 		wx = s.wx
 	}
-	res.Hidden = res.Hidden[:0]
-	if b.Hidden {
-		if cap(res.Hidden) < rows*dim {
-			res.Hidden = make([]float32, rows*dim)
+	for i := range seqs {
+		sq := &seqs[i]
+		res := sq.res
+		res.Hidden = res.Hidden[:0]
+		if sq.b.Hidden {
+			if cap(res.Hidden) < sq.rows*dim {
+				res.Hidden = make([]float32, sq.rows*dim)
+			}
+			res.Hidden = res.Hidden[:sq.rows*dim]
+			dev.Download(res.Hidden, part(wx, sq.out, sq.rows, dim))
 		}
-		res.Hidden = res.Hidden[:rows*dim]
-		dev.Download(res.Hidden, wx)
 	}
 	dev.RMSNorm(wx, wx, m.OutNorm, rows, dim, cfg.Eps)
 	dev.MatMulT(s.logits, m.Output, wx, rows) // logits [rows x vocab]
 	if cap := cfg.FinalSoftcap; cap != 0 {
 		dev.Softcap(s.logits, rows*m.Vocab, cap)
 	}
+	for i := range seqs {
+		sq := &seqs[i]
+		m.outputs(&sq.b, sq.res, part(s.logits, sq.out, sq.rows, m.Vocab), sq.rows)
+	}
+	for i := range seqs {
+		seqs[i].q, seqs[i].k, seqs[i].v, seqs[i].att = nil, nil, nil, nil
+	}
+	return nil
+}
+
+// gatherRows lists the pass's wanted rows in order (each sequence's, in
+// its Want order) for Gather, or returns nil when they are every row in
+// order and the pass's activations serve as they are.
+func (s *scratch) gatherRows(seqs []seqRows, n int) []int {
+	if len(seqs) == 1 {
+		return seqs[0].b.Want
+	}
+	s.want = s.want[:0]
+	all := true
+	for i := range seqs {
+		sq := &seqs[i]
+		if sq.b.Want == nil {
+			for r := range sq.n {
+				s.want = append(s.want, sq.off+r)
+			}
+			continue
+		}
+		for _, r := range sq.b.Want {
+			all = all && sq.off+r == len(s.want)
+			s.want = append(s.want, sq.off+r)
+		}
+	}
+	if all && len(s.want) == n {
+		return nil
+	}
+	return s.want
+}
+
+// outputs fills res from logits, the batch's rows of output logits on the
+// device: their argmax, or the logits downloaded (and their probabilities
+// after the sampling transforms).
+func (m *Model) outputs(b *Batch, res *Result, logits kernels.Tensor, rows int) {
+	dev := m.Backend
 	if b.Output == OutArgmax {
 		if cap(res.Argmax) < rows {
 			res.Argmax = make([]int, rows)
 		}
 		res.Argmax = res.Argmax[:rows]
 		res.Logits = res.Logits[:0]
-		dev.Argmax(res.Argmax, s.logits, rows, m.Vocab)
-		return nil
+		dev.Argmax(res.Argmax, logits, rows, m.Vocab)
+		return
 	}
 	if cap(res.Logits) < rows*m.Vocab {
 		res.Logits = make([]float32, rows*m.Vocab)
 	}
 	res.Logits = res.Logits[:rows*m.Vocab]
 	res.Argmax = res.Argmax[:0]
-	dev.Download(res.Logits, s.logits)
+	dev.Download(res.Logits, logits)
 	res.Probs = res.Probs[:0]
 	if b.Output == OutProbs {
 		if cap(res.Probs) < rows*m.Vocab {
@@ -471,7 +622,14 @@ func (m *Model) Forward(ctx context.Context, c *Cache, b Batch, res *Result) err
 			smp.Probs(res.Logits[r*m.Vocab:(r+1)*m.Vocab], res.Probs[r*m.Vocab:(r+1)*m.Vocab])
 		}
 	}
-	return nil
+}
+
+// growFloats returns v with length n, reallocated only when too short.
+func growFloats(v []float32, n int) []float32 {
+	if cap(v) < n {
+		return make([]float32, n)
+	}
+	return v[:n]
 }
 
 // windowMask returns the mask of the sliding-window layers: the batch's
@@ -541,19 +699,12 @@ func (c *Config) ropeFor(local bool, cacheLen int) ropeSpec {
 	return r
 }
 
-// ropeTable fills the cos and sin buffers (grown as needed) for every
-// position, RopeDim/2 pairs per row.
-func ropeTable(cos, sin []float32, r ropeSpec, ropeDim int, pos []int) ([]float32, []float32) {
+// ropeRows fills cos and sin (RopeDim/2 pairs per row) for every position.
+func ropeRows(cos, sin []float32, r ropeSpec, ropeDim int, pos []int) {
 	half := ropeDim / 2
-	n := len(pos)
-	if cap(cos) < n*half {
-		cos, sin = make([]float32, n*half), make([]float32, n*half)
-	}
-	cos, sin = cos[:n*half], sin[:n*half]
 	for i, p := range pos {
 		ropeAngles(cos[i*half:(i+1)*half], sin[i*half:(i+1)*half], r, ropeDim, p)
 	}
-	return cos, sin
 }
 
 // ropeAngles fills the cosines and sines of the angles pos/scale *

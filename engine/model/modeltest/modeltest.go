@@ -2,7 +2,8 @@
 // kernels.Device runs, as gonum's testblas is for BLAS implementations: the
 // forward pass of engine/model on the device against a float64 reference
 // for the families and weight types engine/synth writes, tree masks and
-// cache compaction, batch-equals-sequential, a copied prefix, the F16 KV
+// cache compaction, batch-equals-sequential, a pass of several sequences
+// equal to each alone, a copied prefix, the F16 KV
 // cache within a bound of F32, the ../shared/conformance models against
 // llama.cpp's logits, and greedy identity of every registered speculative
 // strategy (engine/spec) with plain decoding on the device.
@@ -64,6 +65,7 @@ func RunOptions(t *testing.T, dev Device, o Options) {
 	t.Run("BatchEqualsSequential", func(t *testing.T) { BatchEqualsSequential(t, dev) })
 	t.Run("TreeMaskAndCompaction", func(t *testing.T) { TreeMaskAndCompaction(t, dev) })
 	t.Run("CopyPrefix", func(t *testing.T) { CopyPrefix(t, dev) })
+	t.Run("MultiSequence", func(t *testing.T) { MultiSequence(t, dev) })
 	t.Run("KVF16", func(t *testing.T) { kvF16(t, dev, o) })
 	if !o.Small {
 		t.Run("Conformance", func(t *testing.T) { Conformance(t, dev) })
