@@ -37,6 +37,34 @@ type Source interface {
 	Vocab() int
 }
 
+// Forker is a source that can make another instance of itself for a
+// generation of its own: one sharing what is read-only (a model's
+// weights, precomputed tables) with state of its own (its cache, its
+// committed tokens, its scratch). A server running many requests at once
+// drafts each with its own instance.
+type Forker interface {
+	Fork() (Source, error)
+}
+
+// Fork makes another instance of src (Forker), or says why it cannot.
+func Fork(src Source) (Source, error) {
+	f, ok := src.(Forker)
+	if !ok {
+		return nil, fmt.Errorf("drafter: source %s cannot make an instance for another sequence", src.Name())
+	}
+	return f.Fork()
+}
+
+// Free releases what src holds of its own (a cache on its device), where
+// it holds any; src must not be used afterwards. An instance made by Fork
+// is freed when its generation ends, at once, rather than when the
+// garbage collector finds it.
+func Free(src Source) {
+	if f, ok := src.(interface{ Free() }); ok {
+		f.Free()
+	}
+}
+
 // HiddenSource is the extension a source implements when it drafts from the
 // target's hidden states (the hidden-state drafter design,
 // docs/HIDDEN-DRAFTER.md): the engine hands it the target's last hidden

@@ -17,6 +17,7 @@ type Model struct {
 	M      *model.Model
 	Layers int // 0 = all blocks
 	name   string
+	params sample.Params // what dist transforms logits by
 	dist   func(logits, dst []float32)
 
 	limit     int          // the most positions its cache may hold
@@ -32,7 +33,23 @@ type Model struct {
 
 // NewModel makes a model drafter with capacity for ctx positions.
 func NewModel(m *model.Model, layers, ctx int, p sample.Params, name string) *Model {
-	return &Model{M: m, Layers: layers, name: name, dist: Dist(p), limit: ctx}
+	return &Model{M: m, Layers: layers, name: name, params: p, dist: Dist(p), limit: ctx}
+}
+
+// Fork makes another drafter of the same model, blocks and capacity, with
+// a cache and a sequence of its own (Forker).
+func (d *Model) Fork() (Source, error) {
+	return NewModel(d.M, d.Layers, d.limit, d.params, d.name), nil
+}
+
+// Free releases the drafter's cache; a later Reserve or Begin makes
+// another.
+func (d *Model) Free() {
+	if d.cache != nil {
+		d.cache.Free()
+		d.cache = nil
+	}
+	d.inCache = 0
 }
 
 // defaultRoom is what Begin reserves beyond the committed tokens when the

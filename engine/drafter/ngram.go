@@ -22,6 +22,10 @@ const MaxNGram = 1024
 // NewNGram makes a prompt-lookup drafter over a vocabulary of vocab tokens.
 func NewNGram(n, vocab int) *NGram { return &NGram{N: max(1, n), vocab: vocab} }
 
+// Fork makes another lookup drafter of the same suffix length, with a
+// sequence of its own (Forker).
+func (g *NGram) Fork() (Source, error) { return NewNGram(g.N, g.vocab), nil }
+
 // Name describes the source.
 func (g *NGram) Name() string { return fmt.Sprintf("ngram:%d", g.N) }
 

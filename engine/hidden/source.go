@@ -32,7 +32,8 @@ type Source struct {
 	dist  func(logits, dst []float32)
 	info  *tokenInfo
 	name  string
-	f32   bool // the layer's matrices are float32 (Options.F32)
+	f32   bool          // the layer's matrices are float32 (Options.F32)
+	smp   sample.Params // what dist transforms logits by
 	// ResampleDepth bounds a re-sampled subtree's depth (0: never re-sample).
 	ResampleDepth int
 	// ResampleMin: re-sample only when the bonus token's most likely child
@@ -123,8 +124,27 @@ func NewSource(d *Drafter, target *model.Model, o Options) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Source{D: d, layer: layer, cache: layer.NewCache(target.CtxLen + 64), dist: drafter.Dist(o.Sample),
+	return &Source{D: d, layer: layer, cache: layer.NewCache(target.CtxLen + 64), dist: drafter.Dist(o.Sample), smp: o.Sample,
 		info: info, name: o.Name, f32: o.F32, ResampleDepth: o.ResampleDepth, ResampleMin: o.ResampleMin, resOff: -1}, nil
+}
+
+// Fork makes another source of the same drafter, sharing its layer's
+// weights and the precomputed token-info rows, with a cache, a sequence
+// and scratch of its own (drafter.Forker).
+func (s *Source) Fork() (drafter.Source, error) {
+	if s.cache == nil {
+		return nil, fmt.Errorf("hidden: fork of a freed source")
+	}
+	return &Source{D: s.D, layer: s.layer, cache: s.layer.NewCache(s.cache.Cap()), dist: drafter.Dist(s.smp), smp: s.smp,
+		info: s.info.fork(), name: s.name, f32: s.f32, ResampleDepth: s.ResampleDepth, ResampleMin: s.ResampleMin, resOff: -1}, nil
+}
+
+// Free releases the source's cache; it must not be used afterwards.
+func (s *Source) Free() {
+	if s.cache != nil {
+		s.cache.Free()
+		s.cache = nil
+	}
 }
 
 // layerModel wraps the drafter layer as a one-block model that shares the
@@ -424,6 +444,13 @@ func newTokenInfo(d *Drafter, target *model.Model, budget int64) (*tokenInfo, er
 		ti.hot[t] = r
 	}
 	return ti, nil
+}
+
+// fork is the same token-info with scratch of its own: the hot rows are
+// only read once made, so instances share them.
+func (ti *tokenInfo) fork() *tokenInfo {
+	return &tokenInfo{d: ti.d, target: ti.target, hot: ti.hot, scratch: make([]float32, len(ti.scratch)),
+		emb: make([]float32, len(ti.emb)), u: make([]float32, len(ti.u)), tm: ti.tm}
 }
 
 func (ti *tokenInfo) compute(tok int, dst []float32) error {
