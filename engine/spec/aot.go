@@ -75,6 +75,10 @@ func (r *run) startAOT(ctx context.Context, tr *tree.Tree) {
 	go func() {
 		defer close(h.done)
 		defer func() { h.elapsed = time.Since(h.started) }()
+		if mu := r.aheadMu; mu != nil {
+			mu.Lock()
+			defer mu.Unlock()
+		}
 		h.err = r.draftAhead(ctx, h, depth)
 	}()
 }

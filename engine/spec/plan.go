@@ -292,8 +292,15 @@ type Strategy struct {
 	// canonical, when set, is the plan in its canonical form (Canonical):
 	// the same work under one description.
 	canonical func(p Plan) Plan
-	check     func(c *Config) error
-	maxTree   func(c *Config) int
+	// shrink is the plan of the same shape verifying at most nodes draft
+	// nodes a step (nodes >= 1; Plan.Shrink): what a step runs when the
+	// load leaves it less than its plan's budget (Goodput). A chain or
+	// duo drafts fewer tokens, a static tree keeps its most valuable
+	// nodes (closed under parents and elder siblings), an Equal-Growth
+	// Tree is pruned to fewer nodes and levels.
+	shrink  func(p Plan, nodes int) Plan
+	check   func(c *Config) error
+	maxTree func(c *Config) int
 	// maxDraft, when set, bounds the nodes a step passes through the
 	// drafter when that is more than it verifies (maxTree): an EGT expands
 	// its widths per level before pruning, and drafts a head ahead.
@@ -568,6 +575,32 @@ func (p Plan) OneChainLimits(depth int) []Unexpressed {
 		return s.oneChain(p, depth)
 	}
 	return nil
+}
+
+// Nodes is the most draft nodes the plan verifies a step (its padding
+// included): the rows a step adds to a pass beside the root's, what a
+// load-adaptive policy may shrink (0 for plain decoding, or a plan that
+// does not run).
+func (p Plan) Nodes() int {
+	ex, err := p.Expect(func(int, int) float64 { return 1 })
+	if err != nil {
+		return 0
+	}
+	return max(len(ex.Values), ex.Verified)
+}
+
+// Shrink is the plan of the same shape verifying at most nodes draft
+// nodes a step (its strategy's shrink): the plan itself where it verifies
+// no more; plain decoding where nodes is 0 or less.
+func (p Plan) Shrink(nodes int) Plan {
+	if nodes <= 0 {
+		return PlainPlan()
+	}
+	s, err := Lookup(p.Strategy)
+	if err != nil || s.shrink == nil || nodes >= p.Nodes() {
+		return p
+	}
+	return s.shrink(p, nodes)
 }
 
 // Concurrent says whether the plan drafts while the target verifies.

@@ -30,6 +30,7 @@ func lacks(s *Strategy) []string {
 	need(s.draft != nil, "draft", "the engine's drafting")
 	need(s.Expect != nil, "Expect", "the speedup model's tree")
 	need(s.Candidates != nil, "Candidates", "the plans tune searches")
+	need(s.shrink != nil, "shrink", "a step the load leaves less room runs the plan shrunk")
 	need(s.Examples != nil && len(s.Examples()) > 0, "Examples", "the model-level suite's plans")
 	if s.Examples != nil {
 		for _, p := range s.Examples() {
@@ -118,7 +119,7 @@ func TestRegistryComplete(t *testing.T) {
 		describe: func(Plan) string { return "foo" }, Expect: registry["chain"].Expect}
 	got := strings.Join(lacks(foo), "\n")
 	for _, want := range []string{"strategy foo lacks budget", "strategy foo lacks draft", "strategy foo lacks Examples",
-		"strategy foo lacks check", "strategy foo lacks tailWork", "strategy foo lacks Concurrent"} {
+		"strategy foo lacks check", "strategy foo lacks tailWork", "strategy foo lacks Concurrent", "strategy foo lacks shrink"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("an incomplete strategy: %q not named in\n%s", want, got)
 		}

@@ -33,6 +33,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"arborist/engine/drafter"
@@ -268,8 +269,20 @@ type Engine struct {
 }
 
 // Run generates up to cfg.MaxTokens tokens after prompt (which should carry
-// BOS if the model wants it).
+// BOS if the model wants it). It is the stepper's one-sequence use: the
+// prompt in one prefill pass, then steps (prepare, the target's pass,
+// finish) until the generation ends; Batch runs the same steps for many
+// generations, one pass for all of them.
 func (e *Engine) Run(ctx context.Context, prompt []int, cfg Config) (*Result, error) {
+	r, err := e.newRun(prompt, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return r.res, r.loop(ctx, prompt)
+}
+
+// newRun checks a generation before anything is allocated for it.
+func (e *Engine) newRun(prompt []int, cfg Config) (*run, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -285,8 +298,7 @@ func (e *Engine) Run(ctx context.Context, prompt []int, cfg Config) (*Result, er
 	if e.Source != nil && e.Source.Vocab() != e.Target.Vocab {
 		return nil, fmt.Errorf("spec: drafter vocabulary of %d tokens differs from the target's %d", e.Source.Vocab(), e.Target.Vocab)
 	}
-	r := &run{e: e, cfg: cfg, res: &Result{}, vocab: e.Target.Vocab}
-	return r.res, r.loop(ctx, prompt)
+	return &run{e: e, cfg: cfg, res: &Result{}, vocab: e.Target.Vocab}, nil
 }
 
 // run is the state of one generation.
@@ -312,9 +324,22 @@ type run struct {
 	duo                   duoState
 	aot                   *aotHead
 	accept                acceptStats // how often draft tokens are accepted, for ranking tail ends
+	// the load-adaptive budget (Batch): full is the configuration of the
+	// plan as given, while a step runs a shrunk one (shrunk, by nodes);
+	// nodes is the plan's size and depthAcc the acceptance its steps saw
+	full     Config
+	shrunk   map[int]Config
+	nodes    int
+	depthAcc rankStats
+	// aheadMu, when set, is held while drafting ahead (a batch's requests
+	// draft on their sources' device one at a time)
+	aheadMu *sync.Mutex
 }
 
-func (r *run) loop(ctx context.Context, prompt []int) error {
+// capacity is the cache a generation of prompt takes: the prompt, the
+// tokens to generate and a step's tree, at most the model's context (and
+// the configured one). It refuses a prompt that leaves no room.
+func (r *run) capacity(prompt []int) (int, error) {
 	cfg := &r.cfg
 	m := r.e.Target
 	capacity := min(m.CtxLen, len(prompt)+min(cfg.MaxTokens, m.CtxLen)+r.maxTree()+1) // MaxTokens clamped first: no overflow
@@ -322,35 +347,42 @@ func (r *run) loop(ctx context.Context, prompt []int) error {
 		capacity = min(capacity, cfg.Ctx)
 	}
 	if len(prompt) >= capacity {
-		return fmt.Errorf("spec: prompt of %d tokens leaves no room in a context of %d", len(prompt), m.CtxLen)
+		return 0, fmt.Errorf("spec: prompt of %d tokens leaves no room in a context of %d", len(prompt), m.CtxLen)
 	}
-	if err := m.CheckCache(capacity); err != nil {
-		return err
-	}
-	r.cache = m.NewCache(capacity)
+	return capacity, nil
+}
+
+// open readies the run on its cache: the samplers, and what its passes
+// return.
+func (r *run) open(c *model.Cache) {
+	cfg := &r.cfg
+	r.cache = c
 	r.smp = sample.New(cfg.Sample)
 	dp := cfg.Sample
 	dp.Seed ^= 0x5bd1e995
 	r.dsmp = sample.New(dp)
-	t0 := time.Now()
 	r.hs, _ = r.e.Source.(drafter.HiddenSource)
-	hs := r.hs
 	// the target's hidden states are read by a hidden-state source, a
 	// depth policy and RecordHidden; otherwise they stay on the device
-	r.needHidden = hs != nil || cfg.RecordHidden || cfg.Depth != nil
+	r.needHidden = r.hs != nil || cfg.RecordHidden || cfg.Depth != nil
 	r.readRoot = cfg.RecordHidden || cfg.Depth != nil
-	if len(prompt) > 1 {
-		b := model.Batch{Tokens: prompt[:len(prompt)-1], Want: []int{len(prompt) - 2}, Hidden: r.needHidden}
-		if hs != nil {
-			b.Want = nil // the source wants every position's hidden state
-		}
-		if err := m.Forward(ctx, r.cache, b, &r.fwd); err != nil {
-			return err
-		}
-		if r.needHidden {
-			r.hidden = append(r.hidden[:0], r.fwd.Hidden[len(r.fwd.Hidden)-m.Dim:]...)
-		}
+	r.full, r.nodes = r.cfg, r.cfg.Plan.Nodes()
+}
+
+// prefillBatch is the prefill pass of prompt rows [from, to) of a prompt
+// of n tokens (its last token is the first step's root, not prefilled).
+func (r *run) prefillBatch(prompt []int, from, to int) model.Batch {
+	b := model.Batch{Tokens: prompt[from:to], Want: []int{to - from - 1}, Hidden: r.needHidden}
+	if r.hs != nil {
+		b.Want = nil // the source wants every position's hidden state
 	}
+	return b
+}
+
+// afterPrefill starts the source once the prompt is in the cache: the
+// first root, the source's room and sequence, and the prompt's hidden
+// states for a source that reads them (hidden: rows of them).
+func (r *run) afterPrefill(ctx context.Context, prompt []int, capacity int, hidden []float32, rows int) error {
 	r.root = prompt[len(prompt)-1]
 	if src := r.e.Source; src != nil {
 		if rs, ok := src.(interface{ Reserve(n int) error }); ok { // the run's room, not the file's context
@@ -362,10 +394,36 @@ func (r *run) loop(ctx context.Context, prompt []int) error {
 			return err
 		}
 	}
-	if hs != nil && len(prompt) > 1 {
-		if err := hs.ObserveHidden(r.fwd.Hidden, len(prompt)-1); err != nil {
+	if r.hs != nil && rows > 0 {
+		if err := r.hs.ObserveHidden(hidden, rows); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+func (r *run) loop(ctx context.Context, prompt []int) error {
+	cfg := &r.cfg
+	m := r.e.Target
+	capacity, err := r.capacity(prompt)
+	if err != nil {
+		return err
+	}
+	if err := m.CheckCache(capacity); err != nil {
+		return err
+	}
+	r.open(m.NewCache(capacity))
+	t0 := time.Now()
+	if len(prompt) > 1 {
+		if err := m.Forward(ctx, r.cache, r.prefillBatch(prompt, 0, len(prompt)-1), &r.fwd); err != nil {
+			return err
+		}
+		if r.needHidden {
+			r.hidden = append(r.hidden[:0], r.fwd.Hidden[len(r.fwd.Hidden)-m.Dim:]...)
+		}
+	}
+	if err := r.afterPrefill(ctx, prompt, capacity, r.fwd.Hidden, len(prompt)-1); err != nil {
+		return err
 	}
 	r.res.Prefill = time.Since(t0)
 	defer r.stopAOT()
@@ -411,17 +469,57 @@ func (r *run) room() (nodes, depth int) {
 	return max(0, free), max(0, left-1)
 }
 
+// step is one step of a generation run alone: prepared, verified by a
+// pass of its own (drafting ahead meanwhile, where the plan does), and
+// finished.
 func (r *run) step(ctx context.Context) (bool, error) {
+	p, err := r.prepare(ctx, -1)
+	if err != nil {
+		return false, err
+	}
+	t1 := time.Now()
+	r.startAOT(ctx, p.tr)
+	if err := r.e.Target.Forward(ctx, r.cache, p.batch, &r.fwd); err != nil {
+		return false, err
+	}
+	if err := r.e.Target.CheckLogits(r.fwd.Logits); err != nil {
+		return false, err
+	}
+	p.st.Verify = time.Since(t1)
+	return r.finish(ctx, p)
+}
+
+// pending is a step prepared for its verification pass: the drafted tree
+// and the rows the target verifies it with (the root, then the nodes).
+type pending struct {
+	st    Step
+	tr    *tree.Tree
+	past  int
+	batch model.Batch
+}
+
+// prepare drafts a step's tree and builds its verification rows. budget
+// is the draft nodes the step may verify: -1 (or the plan's size or
+// more) the plan as given, 0 none (a plain decode step), in between the
+// plan shrunk to it (Plan.Shrink), which the step then runs until finish.
+func (r *run) prepare(ctx context.Context, budget int) (*pending, error) {
 	st := Step{Index: len(r.res.Steps)}
 	if r.cfg.RecordHidden && r.hidden != nil {
 		st.Hidden = append([]float32(nil), r.hidden...)
 	}
 	st.Last = r.root
 	r.rootTop1, r.rootEntropy = 0, 0
+	if budget > 0 && budget < r.nodes {
+		c, err := r.shrink(budget)
+		if err != nil {
+			return nil, err
+		}
+		r.cfg = c
+	}
 	t0 := time.Now()
-	tr, err := r.draft(ctx, &st)
+	tr, err := r.draft(ctx, &st, budget != 0)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	st.Draft += time.Since(t0)
 	if r.readRoot {
@@ -439,15 +537,33 @@ func (r *run) step(ctx context.Context) (bool, error) {
 	past := r.cache.Len()
 	toks, pos, mask := tr.Batch(r.root, past)
 	st.Width = len(toks)
-	t1 := time.Now()
-	r.startAOT(ctx, tr)
-	if err := r.e.Target.Forward(ctx, r.cache, model.Batch{Tokens: toks, Pos: pos, Mask: mask, Hidden: r.needHidden}, &r.fwd); err != nil {
-		return false, err
+	return &pending{st: st, tr: tr, past: past, batch: model.Batch{Tokens: toks, Pos: pos, Mask: mask, Hidden: r.needHidden}}, nil
+}
+
+// shrink is the run's configuration with its plan shrunk to nodes draft
+// nodes, derived once per size.
+func (r *run) shrink(nodes int) (Config, error) {
+	if c, ok := r.shrunk[nodes]; ok {
+		return c, nil
 	}
-	if err := r.e.Target.CheckLogits(r.fwd.Logits); err != nil {
-		return false, err
+	c := r.full
+	c.Plan = r.full.Plan.Shrink(nodes)
+	if err := c.derive(); err != nil {
+		return c, fmt.Errorf("spec: %s shrunk to %d nodes: %w", r.full.Plan, nodes, err)
 	}
-	st.Verify = time.Since(t1)
+	if r.shrunk == nil {
+		r.shrunk = map[int]Config{}
+	}
+	r.shrunk[nodes] = c
+	return c, nil
+}
+
+// finish reads the target's rows of a prepared step (in r.fwd), applies
+// the lossless rules, keeps the accepted path in the cache, commits it to
+// the source and emits it. It reports whether the generation is done.
+func (r *run) finish(ctx context.Context, p *pending) (bool, error) {
+	r.cfg = r.full // a shrunk step's configuration ends with its drafting
+	st, tr, past := &p.st, p.tr, p.past
 	t2 := time.Now()
 	v := r.verdict(tr)
 	// commit: keep the prefix, the root and the accepted path
@@ -497,6 +613,7 @@ func (r *run) step(ctx context.Context) (bool, error) {
 	r.root = v.Bonus
 	st.Accepted, st.Bonus = len(accepted), v.Bonus
 	st.Strategy, st.Ranks, st.Offered = r.cfg.Strategy, v.Ranks, v.Offered
+	r.depthAcc.add(v.Ranks, v.Offered)
 	var tries []Try
 	if r.cfg.Tail > 0 || r.cfg.OnStep != nil {
 		tries = tried(tr, v)
@@ -532,9 +649,9 @@ func (r *run) step(ctx context.Context) (bool, error) {
 		done = true // the root has no slot left
 	}
 	st.Overhead += time.Since(t3)
-	r.res.Steps = append(r.res.Steps, st)
+	r.res.Steps = append(r.res.Steps, *st)
 	if r.cfg.OnStep != nil {
-		r.cfg.OnStep(st)
+		r.cfg.OnStep(*st)
 	}
 	return done || len(r.res.Tokens) >= r.cfg.MaxTokens, nil
 }

@@ -10,10 +10,11 @@ import (
 	"arborist/engine/tree"
 )
 
-// draft grows this step's tree with the configured strategy.
-func (r *run) draft(ctx context.Context, st *Step) (*tree.Tree, error) {
+// draft grows this step's tree with the configured strategy (an empty
+// one, a plain decode step, when drafts is false).
+func (r *run) draft(ctx context.Context, st *Step, drafts bool) (*tree.Tree, error) {
 	nodes, depth := r.room()
-	if nodes == 0 || depth == 0 || !registry[r.cfg.Strategy].NeedsSource {
+	if !drafts || nodes == 0 || depth == 0 || !registry[r.cfg.Strategy].NeedsSource {
 		return &tree.Tree{RootMode: tree.Sampled}, nil
 	}
 	return registry[r.cfg.Strategy].draft(r, ctx, st, nodes, depth)

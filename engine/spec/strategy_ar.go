@@ -21,6 +21,7 @@ func init() {
 		describe:   func(Plan) string { return "ar" },
 		maxTree:    func(*Config) int { return 0 },
 		budget:     func(*Config, func(string, int) error) error { return nil }, // drafts nothing
+		shrink:     func(p Plan, _ int) Plan { return p },                       // drafts nothing to shrink
 		draft: func(*run, context.Context, *Step, int, int) (*tree.Tree, error) {
 			return &tree.Tree{RootMode: tree.Sampled}, nil
 		},

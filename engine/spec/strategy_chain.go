@@ -77,7 +77,13 @@ func init() {
 			return checkTail(c)
 		},
 		oneChain: func(p Plan, _ int) []Unexpressed { return tailUnexpressed(p) },
-		maxTree:  func(c *Config) int { return c.Gamma },
+		// a shorter chain, its tail held to the ends it has
+		shrink: func(p Plan, nodes int) Plan {
+			p.Gamma = min(p.Gamma, nodes)
+			p.Tail = min(p.Tail, p.Gamma+1)
+			return p
+		},
+		maxTree: func(c *Config) int { return c.Gamma },
 		budget: func(c *Config, check func(string, int) error) error {
 			return check("gamma", c.Gamma)
 		},

@@ -158,6 +158,13 @@ func init() {
 			}
 			return p
 		},
+		// a smaller largest budget (its sequences share it), the tail
+		// held to the ends it has
+		shrink: func(p Plan, nodes int) Plan {
+			p.Gamma = min(p.Gamma, nodes)
+			p.Tail = min(p.Tail, p.Gamma+1)
+			return p
+		},
 		maxTree: func(c *Config) int { return c.Gamma * max(1, c.MaxSeqs) },
 		budget: func(c *Config, check func(string, int) error) error {
 			if err := check("gamma", c.Gamma); err != nil {

@@ -98,6 +98,16 @@ func init() {
 			}
 			return out
 		},
+		// pruned to fewer nodes (padded to them, if padded), no deeper
+		// than that many levels, its tail held to the ends it has
+		shrink: func(p Plan, nodes int) Plan {
+			p.WMax = min(p.WMax, nodes)
+			p.EGT = p.EGT[:min(len(p.EGT), nodes)]
+			if p.Tail > 0 {
+				p.Tail = min(p.Tail, p.WMax+1)
+			}
+			return p
+		},
 		maxTree: func(c *Config) int { return c.WMax },
 		budget: func(c *Config, check func(string, int) error) error {
 			if err := check("w-max", c.WMax); err != nil {

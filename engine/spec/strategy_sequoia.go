@@ -62,6 +62,11 @@ func init() {
 			}
 			return nil
 		},
+		shrink: func(p Plan, nodes int) Plan {
+			q := shrinkStatic(p, nodes)
+			q.Strategy = p.Strategy
+			return q
+		},
 		maxTree: func(c *Config) int { return len(c.static.Parents) },
 		budget:  func(c *Config, check func(string, int) error) error { return check("tree size", len(c.static.Parents)) },
 		draft: func(r *run, ctx context.Context, _ *Step, nodes, depth int) (*tree.Tree, error) {

@@ -3,6 +3,8 @@ package spec
 import (
 	"context"
 	"fmt"
+	"math"
+	"sort"
 
 	"arborist/engine/tree"
 )
@@ -82,6 +84,11 @@ func init() {
 				return nil
 			}
 			return []Unexpressed{{"children drawn from the drafter (sample_children)", "drafts the top token"}}
+		},
+		shrink: func(p Plan, nodes int) Plan {
+			q := shrinkStatic(p, nodes)
+			q.SampleChildren = p.SampleChildren
+			return q
 		},
 		maxTree: func(c *Config) int { return len(c.static.Parents) },
 		budget:  func(c *Config, check func(string, int) error) error { return check("tree size", len(c.static.Parents)) },
@@ -176,4 +183,53 @@ func canonicalTree(p Plan) Plan {
 		return ChainPlan(len(p.Widths))
 	}
 	return p
+}
+
+// shrinkAt ranks a static tree's nodes when it is shrunk: acceptance
+// falling with the sibling rank, so a node's value (the product along its
+// path) is below its parent's and its elder siblings', and the most
+// valuable nodes are closed under both, as the drafting needs (a node's
+// k-th child is the drafter's k-th token).
+func shrinkAt(_, r int) float64 { return 0.6 * math.Pow(0.4, float64(r)) }
+
+// shrinkStatic is the tree of p's static shape (widths or parents) cut to
+// its nodes most valuable under shrinkAt, as a parent list in the shape's
+// order (ties go to the earlier node).
+func shrinkStatic(p Plan, nodes int) Plan {
+	var parents []int
+	if len(p.Widths) > 0 {
+		st, err := tree.FromWidths(p.Widths)
+		if err != nil {
+			return p
+		}
+		parents = st.Parents
+	} else {
+		parents = p.Parents
+	}
+	ex, err := treeExpect(Plan{Parents: parents}, shrinkAt)
+	if err != nil || nodes >= len(parents) {
+		return p
+	}
+	order := make([]int, len(parents))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return ex.Values[order[a]] > ex.Values[order[b]] })
+	keep := make([]bool, len(parents))
+	for _, i := range order[:nodes] {
+		keep[i] = true
+	}
+	at := make([]int, len(parents)) // old index -> new
+	var out []int
+	for i, par := range parents {
+		if !keep[i] {
+			continue
+		}
+		at[i] = len(out)
+		if par >= 0 {
+			par = at[par]
+		}
+		out = append(out, par)
+	}
+	return Plan{Strategy: p.Strategy, Parents: out}
 }

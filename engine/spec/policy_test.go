@@ -1,0 +1,213 @@
+package spec
+
+import (
+	"math"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+)
+
+// examplePlans are every strategy's examples and the engine tests' plans.
+func examplePlans() []Plan {
+	var out []Plan
+	for _, name := range Strategies() {
+		out = append(out, registry[name].Examples()...)
+	}
+	for _, c := range configs() {
+		out = append(out, c.Plan)
+	}
+	return out
+}
+
+// TestShrink: every plan shrunk to n draft nodes keeps its strategy and
+// runs, verifies at most n nodes (exactly n where its shape has them: a
+// chain's or duo's tokens, a static tree's nodes), is the plan itself at
+// its own size or more, and plain decoding at none; a static tree keeps
+// its most valuable nodes, closed under parents.
+func TestShrink(t *testing.T) {
+	for _, p := range examplePlans() {
+		full := p.Nodes()
+		if !p.NeedsSource() {
+			if full != 0 || !reflect.DeepEqual(p.Shrink(3), p) {
+				t.Errorf("%s: %d nodes, shrunk to %v", p, full, p.Shrink(3))
+			}
+			continue
+		}
+		if full < 2 {
+			t.Fatalf("%s verifies %d nodes", p, full)
+		}
+		if got := p.Shrink(0); !IsPlain(got.Strategy) {
+			t.Errorf("%s shrunk to none is %s", p, got)
+		}
+		for _, n := range []int{full, full + 5} {
+			if got := p.Shrink(n); !reflect.DeepEqual(got, p) {
+				t.Errorf("%s shrunk to %d (its size %d) is %s", p, n, full, got)
+			}
+		}
+		for n := 1; n < full; n++ {
+			s := p.Shrink(n)
+			if s.Strategy != p.Strategy {
+				t.Fatalf("%s shrunk to %d is a %s", p, n, s.Strategy)
+			}
+			if err := s.Validate(); err != nil {
+				t.Fatalf("%s shrunk to %d (%s) does not run: %v", p, n, s, err)
+			}
+			got := s.Nodes()
+			exact := p.Strategy != EGTName // an EGT may grow fewer than it may keep
+			if got > n || (exact && got != n) || got < 1 {
+				t.Fatalf("%s shrunk to %d (%s) verifies %d nodes", p, n, s, got)
+			}
+			if p.Reads("parents") {
+				// the kept nodes, in the shape's order: each node's parent
+				// comes before it
+				for i, par := range s.Parents {
+					if par >= i {
+						t.Fatalf("%s shrunk to %d: node %d's parent is %d", p, n, i, par)
+					}
+				}
+				if len(s.Parents) != n {
+					t.Fatalf("%s shrunk to %d keeps %d nodes", p, n, len(s.Parents))
+				}
+			}
+		}
+	}
+	// a tree of widths 3,2: shrunk to 4 nodes it keeps the root's first
+	// two children and the first one's two (worth 0.6, 0.24, 0.36 and
+	// 0.144 under the ranking's prior, against 0.096 for the root's third)
+	s := TreePlan([]int{3, 2}).Shrink(4)
+	if !slices.Equal(s.Parents, []int{-1, -1, 0, 0}) {
+		t.Errorf("tree 3,2 shrunk to 4 nodes: parents %v", s.Parents)
+	}
+}
+
+// at returns a constant acceptance.
+func at(v float64) func(d, r int) float64 { return func(int, int) float64 { return v } }
+
+// goodputOf is the expected tokens per second of a pass with the given
+// budgets.
+func goodputOf(latency func(int) time.Duration, fixed int, loads []Load, budgets []int) float64 {
+	tokens, rows := 0.0, fixed
+	for i, l := range loads {
+		tokens++
+		rows++
+		if budgets[i] > 0 {
+			ex, err := l.Plan.Shrink(budgets[i]).Expect(l.Accept)
+			if err != nil {
+				panic(err)
+			}
+			tokens += ex.AAL() - 1
+			rows += max(len(ex.Values), ex.Verified)
+		}
+	}
+	return tokens / max(latency(rows).Seconds(), 1e-12)
+}
+
+// TestGoodputBudgets: with a scripted latency of the pass's rows and
+// scripted acceptance, the policy gives every request its whole plan when
+// the latency is flat, none when every row costs as much as the pass and
+// drafts are seldom accepted, drafts to the requests whose drafts pay,
+// never more than a request's room, fewer as prompt rows fill the pass,
+// and never less goodput than the fixed plans or plain decoding.
+func TestGoodputBudgets(t *testing.T) {
+	egt := Plan{Strategy: "egt", EGT: []int{1, 2, 3, 3, 2}, Branch: 2, WMax: 12, Pad: true}
+	plans := []Plan{ChainPlan(4), TreePlan([]int{3, 2, 1}), egt, {Strategy: "duo", Gamma: 6, MaxSeqs: 4}}
+	loads := func(accept ...float64) []Load {
+		out := make([]Load, len(plans))
+		for i, p := range plans {
+			out[i] = Load{Plan: p, Nodes: p.Nodes(), Accept: at(accept[i%len(accept)])}
+		}
+		return out
+	}
+	ms := func(f func(rows int) float64) func(int) time.Duration {
+		return func(rows int) time.Duration { return time.Duration(f(rows) * float64(time.Millisecond)) }
+	}
+	flat := ms(func(int) float64 { return 5 })
+	linear := ms(func(r int) float64 { return float64(r) })
+	based := ms(func(r int) float64 { return 10 + float64(r) })
+	knee := ms(func(r int) float64 { return max(8, float64(r)) / 8 }) // flat to 8 rows, then linear
+	budgets := func(lat func(int) time.Duration, fixed int, ls []Load) []int {
+		out := make([]int, len(ls))
+		Goodput{Latency: lat}.Budgets(fixed, ls, out)
+		for i, l := range ls {
+			if out[i] < 0 || out[i] > l.Nodes {
+				t.Fatalf("budget %d for a request of %d nodes", out[i], l.Nodes)
+			}
+		}
+		return out
+	}
+	ls := loads(0.7)
+	if got := budgets(flat, 0, ls); !slices.Equal(got, []int{4, 15, 12, 6}) {
+		t.Errorf("a flat latency: budgets %v, want every plan whole", got)
+	}
+	if got := budgets(linear, 0, loads(0.1)); !slices.Equal(got, []int{0, 0, 0, 0}) {
+		t.Errorf("a latency growing with every row, acceptance 0.1: budgets %v, want none", got)
+	}
+	// drafts that pay beside drafts that do not: a pass of 10 ms and 1 ms
+	// a row, one request accepting 95% of its drafts, one 5%
+	mixed := loads(0.95, 0.05)
+	got := budgets(based, 0, mixed)
+	if got[0] == 0 || got[2] == 0 || got[1] != 0 || got[3] != 0 {
+		t.Errorf("acceptance 0.95 and 0.05 alternating: budgets %v, want drafts for the first and third only", got)
+	}
+	// room: a request's cache with room for 2 nodes gets at most 2
+	roomy := loads(0.7)
+	roomy[1].Nodes = 2
+	if got := budgets(flat, 0, roomy); got[1] != 2 {
+		t.Errorf("a request with room for 2 nodes got %d", got[1])
+	}
+	// prompt rows in the pass count in its latency: rows are free up to 8
+	// and a thousand times dearer each after
+	wall := ms(func(r int) float64 { return math.Pow(1000, float64(max(0, r-8))) })
+	for fixed, want := range []int{4, 3, 2, 1, 0, 0} {
+		got := budgets(wall, fixed, loads(0.5))
+		n := 0
+		for _, x := range got {
+			n += x
+		}
+		if n != want {
+			t.Errorf("%d prompt rows beside 4 requests, free up to 8 rows: budgets %v, want %d nodes in all", fixed, got, want)
+		}
+	}
+	// never worse than either baseline
+	for _, lat := range []func(int) time.Duration{flat, linear, based, knee} {
+		for _, acc := range [][]float64{{0.1}, {0.5}, {0.9}, {0.95, 0.05}, {0.3, 0.8, 0.6}} {
+			for _, fixed := range []int{0, 5} {
+				ls := loads(acc...)
+				g := goodputOf(lat, fixed, ls, budgets(lat, fixed, ls))
+				whole, none := make([]int, len(ls)), make([]int, len(ls))
+				Fixed{}.Budgets(fixed, ls, whole)
+				Plain{}.Budgets(fixed, ls, none)
+				if gw, gn := goodputOf(lat, fixed, ls, whole), goodputOf(lat, fixed, ls, none); g < gw*(1-1e-9) || g < gn*(1-1e-9) {
+					t.Errorf("acceptance %v, %d prompt rows: goodput %.1f, below the fixed plans' %.1f or plain decoding's %.1f", acc, fixed, g, gw, gn)
+				}
+			}
+		}
+	}
+}
+
+// TestRankStats: a request's running acceptance is the prior's until it
+// has steps, then moves to what its verdicts show, per depth and rank,
+// counting only the ranks a step offered.
+func TestRankStats(t *testing.T) {
+	var a rankStats
+	prior := at(0.5)
+	if got := a.at(prior, 2, 1); got != 0.5 {
+		t.Fatalf("no steps: %g, want the prior's 0.5", got)
+	}
+	for range 96 {
+		a.add([]int{0, -1}, []int{2, 1}) // depth 1: the first of two accepted; depth 2: its only child rejected
+	}
+	if got, want := a.at(prior, 0, 0), (96+PriorWeight*0.5)/(96+PriorWeight); got != want {
+		t.Errorf("depth 0 rank 0: %g, want %g", got, want)
+	}
+	if got, want := a.at(prior, 0, 1), PriorWeight*0.5/(96+PriorWeight); got != want {
+		t.Errorf("depth 0 rank 1 (offered, never accepted): %g, want %g", got, want)
+	}
+	if got, want := a.at(prior, 1, 0), PriorWeight*0.5/(96+PriorWeight); got != want {
+		t.Errorf("depth 1 rank 0: %g, want %g", got, want)
+	}
+	if got := a.at(prior, 1, 1); got != 0.5 {
+		t.Errorf("depth 1 rank 1, never offered: %g, want the prior's", got)
+	}
+}
