@@ -15,8 +15,9 @@ import (
 )
 
 // Strategies: greedy speculative output of every registered strategy
-// (engine/spec) equals plain decoding on the device, with a draft model on
-// a second device (the target's own weights: long accepted paths; duo,
+// (engine/spec) equals plain decoding on the device, run alone and as the
+// requests of one batch (every strategy's steps in one pass), with a
+// draft model on a second device (the target's own weights: long accepted paths; duo,
 // AOT and tails draft concurrently), the target's first layer (frequent rejections)
 // and a hidden-state drafter (its layer on the target's device), on a
 // plain, a soft-capped sliding-window and a quantised model, and with an
@@ -114,6 +115,64 @@ func strategies(t *testing.T, dev Device, o Options) {
 						}
 					}
 				}
+			}
+			// the same plans and prompts as the requests of one batch,
+			// all at once, each request with its own instance of the
+			// source: one pass holds every strategy's steps
+			for sname, mk := range srcs {
+				base, conc := mk()
+				b := spec.NewBatch(target, spec.BatchOptions{MaxSeqs: 64})
+				type sub struct {
+					h    *spec.Handle
+					want []int
+					what string
+				}
+				var subs []sub
+				for _, name := range spec.Strategies() {
+					for ci, plan := range plans[name] {
+						if plan.Concurrent() && !conc {
+							continue
+						}
+						for i, pr := range prompts {
+							var src drafter.Source
+							if plan.NeedsSource() {
+								f, err := drafter.Fork(base)
+								if err != nil {
+									t.Fatal(err)
+								}
+								src = f
+							}
+							h, err := b.Submit(ctx, spec.Request{Prompt: pr, Config: spec.Config{Plan: plan, MaxTokens: n}, Source: src, Concurrent: conc})
+							if err != nil {
+								t.Fatalf("%s#%d/%s in a batch: %v", name, ci, sname, err)
+							}
+							subs = append(subs, sub{h, want[i], fmt.Sprintf("%s#%d/%s in a batch, prompt %v", name, ci, sname, pr)})
+						}
+					}
+				}
+				if len(subs) < 2*len(prompts) {
+					t.Fatalf("%s: %d requests in the batch", sname, len(subs))
+				}
+				for {
+					ran, err := b.Step(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if ran == 0 {
+						break
+					}
+				}
+				for _, s := range subs {
+					res, err := s.h.Result()
+					if err != nil {
+						t.Fatalf("%s: %v", s.what, err)
+					}
+					if fmt.Sprint(res.Tokens) != fmt.Sprint(s.want) {
+						t.Fatalf("%s:\n got %v\nwant %v", s.what, res.Tokens, s.want)
+					}
+				}
+				b.Close(nil)
+				drafter.Free(base)
 			}
 		})
 	}
