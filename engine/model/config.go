@@ -10,6 +10,11 @@
 // rejected draft branches are dropped; it remembers each slot's position, so
 // sliding-window layers stay correct after compaction.
 //
+// A Pass runs several sequences, each with its own cache, in one forward
+// pass (the weight products once over all their rows, attention per
+// sequence on its own cache), each row's result what it is alone; a
+// CacheBudget admits the sequences' caches within a byte bound.
+//
 // The families differ in a handful of switches, all read into Config when a
 // file is opened (never decided per token): q/k norms, embedding scale,
 // GELU instead of SiLU, post-attention and post-FFN norms, logit

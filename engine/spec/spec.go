@@ -27,6 +27,18 @@
 // plan and what one run adds to it.
 //
 // Every step is recorded (Step) for the profiler and the GUI.
+//
+// A step is two halves around the target's verification pass: prepare
+// (draft the tree, build its rows) and finish (the lossless rules,
+// compaction, commit, emission). Engine.Run runs them for one generation,
+// each step with a pass of its own; Batch runs them for many requests at
+// once, every running request's step (and new requests' prompt chunks) in
+// ONE multi-sequence pass (model.Pass), requests joining and leaving
+// between passes, each with a draft source of its own (drafter.Fork). A
+// Policy sizes each request's draft to the load before each pass (Fixed,
+// Plain, Goodput), the step running its plan shrunk to it (Plan.Shrink).
+// docs/ARCHITECTURE.md ("Many sequences in one pass") describes the API a
+// server uses.
 package spec
 
 import (
