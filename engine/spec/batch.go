@@ -308,6 +308,7 @@ func (b *Batch) leave(m *member, err error) {
 	m.h.stop()
 	m.left = true
 	close(m.h.done)
+	b.signal() // its room may admit a waiting request
 }
 
 // admit moves waiting requests into the running set while there is room
@@ -467,6 +468,11 @@ func (b *Batch) Step(ctx context.Context) (int, error) {
 		st.PrefillRows += m.chunk
 	}
 	if len(in) == 0 {
+		// every step failed and left: their room may admit waiting requests
+		if b.Stats().Waiting > 0 {
+			b.drop()
+			return b.Step(ctx)
+		}
 		return 0, nil
 	}
 	for _, m := range in {

@@ -526,3 +526,48 @@ func TestBatchGoodputLossless(t *testing.T) {
 		})
 	}
 }
+
+// failingSource is a draft source whose drafting fails.
+type failingSource struct{ drafter.Source }
+
+func (failingSource) Expand(context.Context, [][]int, [][]float32) error {
+	return errors.New("the drafter broke")
+}
+
+// TestBatchFailedStepMakesRoom: a request whose step fails leaves with
+// the error, alone, and the room it leaves admits a waiting request at
+// once: the pass goes on with it, and Serve, with no other request
+// coming to wake it, runs it to its end.
+func TestBatchFailedStepMakesRoom(t *testing.T) {
+	p := loadPair(t, "stories260K.gguf", "bench/draft-noisy-0.05.gguf")
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	ids := p.target.Tok.Encode("Once upon a time", true, false)
+	want, _, err := generate.Run(ctx, p.target, ids, generate.Options{MaxTokens: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, serve := range []bool{false, true} {
+		b := NewBatch(p.target, BatchOptions{MaxSeqs: 1})
+		broken, err := b.Submit(ctx, Request{Prompt: ids, Config: Config{Plan: ChainPlan(3), MaxTokens: 20}, Source: failingSource{drafter.NewNGram(3, p.target.Vocab)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, err := b.Submit(ctx, Request{Prompt: ids, Config: Config{Plan: PlainPlan(), MaxTokens: 20}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if serve {
+			go b.Serve(ctx)
+		} else {
+			stepAll(t, b)
+		}
+		if _, err := broken.Wait(); err == nil || !strings.Contains(err.Error(), "the drafter broke") {
+			t.Fatalf("the broken request ended with %v", err)
+		}
+		res, err := next.Wait()
+		if err != nil || !slices.Equal(res.Tokens, want) {
+			t.Fatalf("the waiting request: %v, %v", err, res.Tokens)
+		}
+	}
+}
