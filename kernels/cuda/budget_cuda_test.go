@@ -368,7 +368,13 @@ func checkBudget(t *testing.T, bs budgetShape, path cuda.Path, w int, got budget
 	check("waits for the device a pass", uint64(got.blocking), uint64(want.blocking))
 	check("copies to the device a pass", uint64(got.up), uint64(want.up))
 	check("copies to the host a pass", uint64(got.down), uint64(want.down))
-	check("graphs captured in the measured passes", uint64(got.captures), uint64(want.captures))
+	// graphs are keyed by their launches' arguments, device addresses
+	// among them, and whether a regrown buffer lands where a freed one
+	// was is the allocator's choice (the stand-in's malloc, a thread's
+	// arena): fewer captures than the budget is no improvement to pin
+	if got.captures > want.captures {
+		t.Errorf("%s %s path W=%d: graphs captured in the measured passes %d, over the budget of %d", bs.name, path, w, got.captures, want.captures)
+	}
 	check("bytes to the device a pass", got.htod, want.htod)
 	check("bytes to the host a pass", got.dtoh, want.dtoh)
 	check("thread blocks a pass", got.blocks, want.blocks)
