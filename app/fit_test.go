@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 	"gonum.org/v1/plot"
 
+	"arborist/app/present"
 	"arborist/profiles"
 	"arborist/profiles/costmodel"
 )
@@ -88,7 +89,7 @@ func TestSpeedupChartAgreesWithRanking(t *testing.T) {
 	sp := newBench(t).Speedup
 	for _, alpha := range []float64{0.3, 0.75, 0.95} {
 		fyne.DoAndWait(func() { sp.Alpha.SetValue(alpha) })
-		_, ranked := profiles.ExploreRanking(profiles.ExploreOptions{Alpha: sp.Alpha.Value, Decay: sp.Decay.Value, Depth: int(sp.MaxDepth.Value), Calibrated: true})
+		ranked := profiles.Explore(profiles.ExploreOptions{Alpha: sp.Alpha.Value, Decay: sp.Decay.Value, Depth: int(sp.MaxDepth.Value), Calibrated: true}).Ranked
 		drawn := map[string]bool{}
 		for _, s := range sp.Chart.line.Series {
 			drawn[s.Name] = true
@@ -101,8 +102,8 @@ func TestSpeedupChartAgreesWithRanking(t *testing.T) {
 		}
 		best := ranked[0]
 		m := sp.Chart.line.Mark
-		if m == nil || m[0] != float64(profiles.Levels(best)) || m[1] != best.Speedup {
-			t.Fatalf("alpha %v: the ring is at %v, the best %s at %d levels, %.3fx", alpha, m, best.Plan, profiles.Levels(best), best.Speedup)
+		if m == nil || m[0] != float64(present.Levels(best)) || m[1] != best.Speedup {
+			t.Fatalf("alpha %v: the ring is at %v, the best %s at %d levels, %.3fx", alpha, m, best.Plan, present.Levels(best), best.Speedup)
 		}
 		if !strings.Contains(sp.Best.Text, best.Plan.String()+", predicted") {
 			t.Errorf("alpha %v: the text names %q, the ranking's best is %s", alpha, sp.Best.Text, best.Plan)

@@ -15,6 +15,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"arborist/app/present"
 	"arborist/profiles"
 )
 
@@ -791,7 +792,7 @@ func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profi
 	// baseline): the figure stored with the run and shown on Compare.
 	stats := fmt.Sprintf("%d tokens, %.1f tokens/s over %s of generation, AAL %.2f, acceptance %.1f%% (%d steps).", t.Tokens, t.TPS(),
 		t.Decode.Round(time.Millisecond), t.AAL(), 100*t.Acceptance(), t.Steps)
-	if n := t.AheadNote(); n != "" {
+	if n := present.AheadNote(t); n != "" {
 		stats += " " + strings.ToUpper(n[:1]) + n[1:] + "."
 	}
 	if res.RunID > 0 {
@@ -806,7 +807,7 @@ func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profi
 		stats += " No prediction: " + res.PredictedOn + "."
 	}
 	if res.Base != nil && !res.SelfBaseline {
-		stats += " Measured speedup: " + res.MeasuredNote() + "."
+		stats += " Measured speedup: " + present.MeasuredNote(res) + "."
 		if res.Greedy && res.Identical {
 			stats += " Output identical to plain decoding."
 		}

@@ -18,6 +18,7 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
 
+	"arborist/app/present"
 	"arborist/profiles"
 )
 
@@ -232,10 +233,11 @@ func (sp *SpeedupScreen) Update() {
 	// changes often (a run ends, a plan is picked) without changing it
 	x, ranked := sp.explored, sp.searched
 	if key := askedOf(o); x == nil || key != sp.asked {
-		x, ranked = profiles.ExploreRanking(o)
+		x = profiles.Explore(o)
+		ranked = x.Ranked
 		sp.explored, sp.searched, sp.asked = x, ranked, key
 	}
-	fams := profiles.Families(ranked, x.Best)
+	fams := present.Families(ranked, x.Best, profiles.Strategies())
 	var names []string
 	for _, f := range fams {
 		names = append(names, familyName(f.Strategy))
@@ -247,7 +249,7 @@ func (sp *SpeedupScreen) Update() {
 	for _, f := range fams {
 		s := Series{Name: familyName(f.Strategy)}
 		for _, pr := range f.Best {
-			s.X = append(s.X, float64(profiles.Levels(pr)))
+			s.X = append(s.X, float64(present.Levels(pr)))
 			s.Y = append(s.Y, pr.Speedup)
 		}
 		series = append(series, s)
@@ -257,7 +259,7 @@ func (sp *SpeedupScreen) Update() {
 	sp.Best.SetText("")
 	if b := x.Best; b != nil {
 		sp.s.Best = b
-		mark = &[2]float64{float64(profiles.Levels(*b)), b.Speedup}
+		mark = &[2]float64{float64(present.Levels(*b)), b.Speedup}
 		sp.Best.SetText(fmt.Sprintf("Best of %d plans: %s, predicted %.2fx (AAL %.2f, %d nodes, step %v)",
 			x.Searched, b.Plan, b.Speedup, b.AAL, b.Nodes, b.Step.Round(time.Microsecond)))
 		sp.drawTree(x.BestShape)
@@ -574,7 +576,7 @@ func (sp *SpeedupScreen) trainPredictor() {
 		if err != nil {
 			return "", err
 		}
-		return r.Summary(), nil
+		return present.PredictorSummary(r), nil
 	}, nil)
 }
 
@@ -675,7 +677,7 @@ func describeValidation(v *profiles.Validation) string {
 			mark = "  <- measured best"
 		}
 		fmt.Fprintf(&b, "%d. %s: predicted %.2fx, measured %.2fx%s (%.1f tokens/s)%s\n", i+1, p.Plan, p.Predicted, p.Measured, spread(p.Rounds), p.Totals.TPS(), mark)
-		if s := p.Split.String(); s != "" {
+		if s := present.Split(p.Split); s != "" {
 			fmt.Fprintf(&b, "    predicted against measured: %s\n", s)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"arborist/assets"
 	"arborist/engine/spec"
@@ -194,34 +193,6 @@ func predictorSteps(pair *pairs.Pair, shape Plan, recorded []measure.ProbeStep) 
 			Best: best[i], Kept: kept[i], Resampled: r.Sample.Resampled}
 	}
 	return out, nil
-}
-
-// Summary says in a sentence how the predictor fares against the policies
-// it must beat on held-out prompts, and what tune does with it.
-func (r *PredictorReport) Summary() string {
-	st := r.Stats
-	s := fmt.Sprintf("Depth predictor %d for %s (reads %s): %.2fx plain decoding on %d held-out steps, against %.2fx for the best fixed depth (%d), %.2fx for the best threshold (%g) and %.2fx with every step at its best depth.",
-		r.ID, st.Plan, st.Chosen, st.Predictor, st.Steps[2], st.Fixed[st.BestFixed-1], st.BestFixed, st.ThresholdSpeedup, st.Threshold, st.Oracle)
-	return s + " " + r.Verdict()
-}
-
-// Verdict says whether the predictor beat the best fixed depth and the
-// best threshold policy on held-out prompts, naming the ones that were
-// faster when it did not, and what tune does with it.
-func (r *PredictorReport) Verdict() string {
-	st := r.Stats
-	if st.Beats {
-		return fmt.Sprintf("It is at least as fast as the best fixed depth and the best threshold: tune prices and offers %q.", r.Plan.String())
-	}
-	var faster []string
-	if f := st.Fixed[st.BestFixed-1]; f > st.Predictor {
-		faster = append(faster, fmt.Sprintf("the best fixed depth (%d, %.3fx)", st.BestFixed, f))
-	}
-	if st.ThresholdSpeedup > st.Predictor {
-		faster = append(faster, fmt.Sprintf("the best threshold (%g, %.3fx)", st.Threshold, st.ThresholdSpeedup))
-	}
-	return fmt.Sprintf("It is slower than %s on held-out prompts (%.3fx): tune leaves it out, and a fixed or threshold plan is the one to run.",
-		strings.Join(faster, " and "), st.Predictor)
 }
 
 // probeSteps decodes the prompts with the probe tree for a depth

@@ -1,10 +1,8 @@
 package profiles
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"arborist/engine/synth"
@@ -25,13 +23,16 @@ func TestInspectCountsRepackedWeights(t *testing.T) {
 		if err := synth.WriteFile(context.Background(), p, s, synth.Options{Type: typ, Seed: 1}); err != nil {
 			t.Fatal(err)
 		}
-		var b bytes.Buffer
-		if err := Inspect(&b, p, 0); err != nil {
+		m, err := Inspect(p, 0)
+		if err != nil {
 			t.Fatal(err)
 		}
 		want := typ != quant.F16 && cpu.RepackedBytes(typ, 96, 64) > 0
-		if got := strings.Contains(b.String(), "repacked for this CPU"); got != want {
-			t.Errorf("%s: repacked copy counted %v, want %v:\n%s", typ, got, want, b.String())
+		if got := m.Repacked > 0; got != want {
+			t.Errorf("%s: repacked copy counted %v (%d bytes), want %v", typ, got, m.Repacked, want)
+		}
+		if m.Config == nil || m.Context != min(m.Config.CtxLen, 4096) || m.KVBytes == 0 || m.Unrunnable != nil || m.Tokenizer.Vocab != 300 {
+			t.Errorf("%s: facts %+v", typ, m)
 		}
 	}
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
-	"strings"
 
 	"arborist/engine/model"
 )
@@ -80,50 +78,4 @@ func checkIDs(ids []int, vocab int) error {
 		}
 	}
 	return nil
-}
-
-// describeFamily writes inspect's lines on the architecture's switches
-// (sliding window, soft-capping, norms), only those a family uses, and the
-// rope factor tensors.
-func describeFamily(w io.Writer, cfg *model.Config) {
-	var parts []string
-	if cfg.Window > 0 {
-		which := "every layer"
-		if cfg.SWAPattern > 0 {
-			which = fmt.Sprintf("%d of every %d layers (the last of each %d global)", cfg.SWAPattern-1, cfg.SWAPattern, cfg.SWAPattern)
-		}
-		parts = append(parts, fmt.Sprintf("sliding window %d on %s", cfg.Window, which))
-	}
-	if cfg.QKNorm {
-		parts = append(parts, "q/k norms")
-	}
-	if cfg.PostNorms {
-		parts = append(parts, "post-attention and post-FFN norms")
-	}
-	if cfg.AttnSoftcap != 0 {
-		parts = append(parts, fmt.Sprintf("attention soft-cap %g", cfg.AttnSoftcap))
-	}
-	if cfg.FinalSoftcap != 0 {
-		parts = append(parts, fmt.Sprintf("final logit soft-cap %g", cfg.FinalSoftcap))
-	}
-	if cfg.EmbedScale != 0 {
-		parts = append(parts, fmt.Sprintf("embeddings x%.4g", cfg.EmbedScale))
-	}
-	if cfg.GELU {
-		parts = append(parts, "GELU (tanh) FFN")
-	}
-	if cfg.QKVBias {
-		parts = append(parts, "Q/K/V biases")
-	}
-	if len(parts) > 0 {
-		fmt.Fprintf(w, "family:        %s\n", strings.Join(parts, ", "))
-	}
-	for _, f := range []struct {
-		name string
-		v    []float32
-	}{{"rope_freqs", cfg.RopeFreqs}, {"rope short", cfg.RopeShort}, {"rope long", cfg.RopeLong}} {
-		if f.v != nil {
-			fmt.Fprintf(w, "%-15s%s\n", f.name+":", strings.Trim(fmt.Sprintf("%.4g", f.v), "[]"))
-		}
-	}
 }

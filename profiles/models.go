@@ -3,7 +3,6 @@ package profiles
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -33,81 +32,92 @@ import (
 // synth, bench, the demo pair): the faces show them but never open GGUF
 // files, tokenizers or backends themselves.
 
-// Inspect writes a GGUF model's architecture, shape, tensor types, memory
+// ModelFacts are what Inspect reads of a GGUF model: the file, its shape
+// and tensor types, its memory need at a context, whether Arborist can run
+// it, and its tokenizer. Where a part cannot be read, its error says why
+// and the rest is still there.
+type ModelFacts struct {
+	Path          string
+	Version       uint32 // the GGUF version
+	Tensors, Keys int    // tensors and metadata keys
+	Name          string // general.name
+	// Synthetic marks random weights (synth), with the shape they copy;
+	// Demo is the demo pair's note ("" for other models).
+	Synthetic      bool
+	SyntheticShape string
+	Demo           string
+	Architecture   string
+	Params         uint64
+	WeightBytes    uint64
+	Types          []gguf.TypeCount // tensors by type, the most common first
+	// Config is the model's shape; nil where it cannot be read (ConfigErr).
+	Config    *model.Config
+	ConfigErr error
+	// Context is the context the memory need is for; KVBytes the KV
+	// cache there, and Repacked the host backend's repacked copies of the
+	// matrices (0 where it keeps none).
+	Context           int
+	KVBytes, Repacked uint64
+	// Unrunnable says why Arborist cannot run the model (missing tensors,
+	// a vocabulary mismatch); nil where it can.
+	Unrunnable error
+	// Tokenizer is the model's vocabulary (TokenizerErr where it is
+	// unusable): byte-level BPE with its pre-tokenizer, or SentencePiece.
+	Tokenizer struct {
+		BPE      bool
+		Pre      string
+		Vocab    int
+		BOS, EOS int
+		AddBOS   bool
+	}
+	TokenizerErr error
+}
+
+// Inspect reads a GGUF model's architecture, shape, tensor types, memory
 // need at context ctxLen (0: the model's, at most 4096) and tokenizer.
-func Inspect(w io.Writer, path string, ctxLen int) error {
+func Inspect(path string, ctxLen int) (*ModelFacts, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
-	fmt.Fprintf(w, "file:          %s (GGUF v%d, %d tensors, %d metadata keys)\n", f.Path, f.Version, len(f.Tensors), len(f.KV))
-	name, _ := f.String("general.name")
-	fmt.Fprintf(w, "name:          %s\n", name)
-	if syn, _ := f.Bool("arborist.synthetic"); syn {
-		shape, _ := f.String("arborist.synthetic_shape")
-		fmt.Fprintf(w, "SYNTHETIC:     random weights with the shape of %s (timing only; text is noise)\n", shape)
+	m := &ModelFacts{Path: f.Path, Version: f.Version, Tensors: len(f.Tensors), Keys: len(f.KV), Architecture: f.Architecture(),
+		Params: f.Params(), WeightBytes: f.WeightBytes(), Types: f.TypeCounts()}
+	m.Name, _ = f.String("general.name")
+	if m.Synthetic, _ = f.Bool("arborist.synthetic"); m.Synthetic {
+		m.SyntheticShape, _ = f.String("arborist.synthetic_shape")
 	}
-	if d, _ := f.String("arborist.demo"); d != "" {
-		fmt.Fprintf(w, "DEMO:          %s\n", d)
-	}
-	fmt.Fprintf(w, "architecture:  %s\n", f.Architecture())
-	fmt.Fprintf(w, "parameters:    %s (%d)\n", Human(float64(f.Params()), ""), f.Params())
-	fmt.Fprintf(w, "weights:       %s\n", HumanBytes(f.WeightBytes()))
-	fmt.Fprintln(w, "tensor types:")
-	for _, tc := range f.TypeCounts() {
-		fmt.Fprintf(w, "  %-6s %4d tensors  %10s params  %10s\n", tc.Type, tc.Tensors, Human(float64(tc.Params), ""), HumanBytes(tc.Bytes))
-	}
-	cfg, cerr := model.ReadConfig(f)
-	if cerr == nil {
-		fmt.Fprintf(w, "shape:         width %d, %d layers, %d heads (%d kv, head width %d), ffn %d, context %d\n",
-			cfg.Dim, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.HeadDim, cfg.FFN, cfg.CtxLen)
-		rope := "normal"
-		if cfg.RopeNeox {
-			rope = "neox"
+	m.Demo, _ = f.String("arborist.demo")
+	if cfg, err := model.ReadConfig(f); err != nil {
+		m.ConfigErr = err
+	} else {
+		m.Config = &cfg
+		m.Context = ctxLen
+		if m.Context == 0 {
+			m.Context = min(cfg.CtxLen, 4096)
 		}
-		fmt.Fprintf(w, "rope:          %s, %d dims, base %g, scaling %s\n", rope, cfg.RopeDim, cfg.RopeBase, cfg.RopeVariant())
-		describeFamily(w, &cfg)
-		n := ctxLen
-		if n == 0 {
-			n = min(cfg.CtxLen, 4096)
-		}
-		kv := cfg.KVBytes(n)
+		m.KVBytes = cfg.KVBytes(m.Context)
 		// the host backend's repacked copies, in tensor order until its
 		// budget would be passed (kernels.HostFacts.RepackBudget)
-		var packed uint64
 		if r, err := kernels.LookupHost(); err == nil {
 			left := uint64(r.Host.RepackBudget())
 			for _, t := range f.Tensors {
 				if len(t.Dims) == 2 {
 					if size := uint64(r.Host.RepackedBytes(t.Type, int(t.Dims[1]), int(t.Dims[0]))); size <= left {
-						packed, left = packed+size, left-size
+						m.Repacked, left = m.Repacked+size, left-size
 					}
 				}
 			}
 		}
-		repacked := ""
-		if packed > 0 {
-			repacked = fmt.Sprintf(" + %s repacked for this CPU", HumanBytes(packed))
-		}
-		fmt.Fprintf(w, "memory:        %s at context %d (weights %s mapped%s + KV cache %s)\n", HumanBytes(f.WeightBytes()+packed+kv), n, HumanBytes(f.WeightBytes()), repacked, HumanBytes(kv))
-		if err := model.Check(f); err != nil { // missing tensors, vocabulary mismatch
-			fmt.Fprintf(w, "runnable:      no: %v\n", err)
-		}
-	} else {
-		fmt.Fprintf(w, "runnable:      no: %v\n", cerr)
+		m.Unrunnable = model.Check(f) // missing tensors, vocabulary mismatch
 	}
-	tok, terr := tokenizer.FromGGUF(f)
-	if terr != nil {
-		fmt.Fprintf(w, "tokenizer:     unusable: %v\n", terr)
+	if tok, err := tokenizer.FromGGUF(f); err != nil {
+		m.TokenizerErr = err
 	} else {
-		kind := "SentencePiece (llama)"
-		if tok.Kind == tokenizer.BPE {
-			kind = fmt.Sprintf("byte-level BPE (gpt2, pre-tokenizer %q)", tok.Pre)
-		}
-		fmt.Fprintf(w, "tokenizer:     %s, %d tokens, BOS %d, EOS %d, add BOS %v\n", kind, tok.VocabSize(), tok.BOS, tok.EOS, tok.AddBOS)
+		t := &m.Tokenizer
+		t.BPE, t.Pre, t.Vocab, t.BOS, t.EOS, t.AddBOS = tok.Kind == tokenizer.BPE, tok.Pre, tok.VocabSize(), tok.BOS, tok.EOS, tok.AddBOS
 	}
-	return nil
+	return m, nil
 }
 
 // Tokenize returns the token ids of text under a model's vocabulary.
@@ -219,20 +229,30 @@ func Generate(ctx context.Context, opt GenerateOptions) (*GenerateResult, error)
 // SynthShapes names the shapes Synth knows.
 func SynthShapes() []string { return synth.ShapeNames() }
 
+// SynthModel is a random-weight model Synth writes: the shape it copies,
+// its parameters and its weight type.
+type SynthModel struct {
+	Shape  string
+	Params uint64
+	Type   string
+}
+
 // Synth writes a random-weight GGUF with a named (or custom:...) shape and
-// weight type (e.g. Q8_0).
-func Synth(ctx context.Context, path, shapeName, typeName string, seed uint64, progress func(done, total uint64)) (string, error) {
+// weight type (e.g. Q8_0). It returns no model where the request is refused
+// before writing (an unknown shape or type, a file that would not fit), and
+// the model with the error where the writing failed.
+func Synth(ctx context.Context, path, shapeName, typeName string, seed uint64, progress func(done, total uint64)) (*SynthModel, error) {
 	shape, err := synth.ParseShape(shapeName)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	typ, medium, err := synth.ParseType(typeName)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	opt := synth.Options{Type: typ, Medium: medium, Seed: seed, Progress: progress}
 	if err := outfile.Check(path); err != nil { // a FIFO or a device there stays as it is
-		return "", err
+		return nil, err
 	}
 	name := opt.TypeName()
 	// the file's size before writing a byte: a custom shape can ask for
@@ -240,11 +260,11 @@ func Synth(ctx context.Context, path, shapeName, typeName string, seed uint64, p
 	if shape.Validate() == nil {
 		need := synth.Size(shape, opt)
 		if free, ok := hardware.FreeDisk(filepath.Dir(path)); ok && need > free {
-			return "", fmt.Errorf("synth: %s in %s would be about %s, and its folder has %s free", shape.Name, name, HumanBytes(need), HumanBytes(free))
+			return nil, fmt.Errorf("synth: %s in %s would be about %.2f GiB, and its folder has %.2f GiB free", shape.Name, name, float64(need)/(1<<30), float64(free)/(1<<30))
 		}
 	}
-	desc := fmt.Sprintf("synthetic %s (%s parameters, %s)", shape.Name, Human(float64(shape.Params()), ""), name)
-	return desc, synth.WriteFile(ctx, path, shape, opt)
+	m := &SynthModel{Shape: shape.Name, Params: uint64(shape.Params()), Type: name}
+	return m, synth.WriteFile(ctx, path, shape, opt)
 }
 
 // DemoPair writes the built-in demo pair into dir and returns its paths;
@@ -561,30 +581,4 @@ func decodeKV(m *model.Model, st generate.Stats) (positions, bytes float64) {
 		bytes += float64(m.KVReadBytes(st.PromptTokens+k, m.KVType))
 	}
 	return positions / float64(steps), bytes / float64(steps)
-}
-
-// Human writes a count with a K/M/B suffix.
-func Human(v float64, unit string) string {
-	switch {
-	case v >= 1e9:
-		return fmt.Sprintf("%.2fB%s", v/1e9, unit)
-	case v >= 1e6:
-		return fmt.Sprintf("%.2fM%s", v/1e6, unit)
-	case v >= 1e3:
-		return fmt.Sprintf("%.1fK%s", v/1e3, unit)
-	}
-	return fmt.Sprintf("%.0f%s", v, unit)
-}
-
-// HumanBytes writes a size in B, KiB, MiB or GiB.
-func HumanBytes(b uint64) string {
-	switch {
-	case b >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30))
-	case b >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-	case b >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", b)
 }

@@ -86,21 +86,6 @@ type Totals struct {
 	AheadHits int           `json:"ahead_hits,omitempty"`
 }
 
-// AheadNote says how often the drafting done beside verification was of
-// use: the steps that drafted ahead and those whose verdict met what they
-// prepared, with the time spent waiting for it; "" for a run that drafted
-// nothing ahead.
-func (t *Totals) AheadNote() string {
-	if t.Ahead == 0 {
-		return ""
-	}
-	s := fmt.Sprintf("drafted ahead on %d steps; the verdict met what was prepared on %d (%.0f%%)", t.Ahead, t.AheadHits, 100*float64(t.AheadHits)/float64(t.Ahead))
-	if t.Wait > 0 && t.Steps > 0 {
-		s += fmt.Sprintf(", waiting %.3f ms a step for it", t.Wait.Seconds()*1000/float64(t.Steps))
-	}
-	return s
-}
-
 // TPS is decode throughput in tokens per second.
 func (t *Totals) TPS() float64 {
 	if t.Decode <= 0 {
@@ -377,23 +362,6 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 		return res, fmt.Errorf("greedy output differs from ar: speculative decoding was not lossless")
 	}
 	return res, err
-}
-
-// MeasuredNote reads the measured speedup with how it was measured: its
-// rounds and their range, and the first round's throughputs (Totals and
-// Base); "" without a baseline.
-func (r *RunResult) MeasuredNote() string {
-	switch {
-	case r.Base == nil:
-		return ""
-	case r.SelfBaseline:
-		return "1.00x over plain decoding (the plan is plain decoding, its own baseline)"
-	case len(r.Rounds) <= 1:
-		return fmt.Sprintf("%.2fx over plain decoding (%.1f against %.1f tokens/s, one round)", r.Speedup, r.Totals.TPS(), r.Base.TPS())
-	}
-	_, lo, hi := medianRange(r.Rounds)
-	return fmt.Sprintf("%.2fx over plain decoding, the median of %d interleaved rounds (%.2f-%.2fx; the first %.1f against %.1f tokens/s)",
-		r.Speedup, len(r.Rounds), lo, hi, r.Totals.TPS(), r.Base.TPS())
 }
 
 // sameTokens says whether two suites' outputs are token for token alike.

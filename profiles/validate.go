@@ -85,19 +85,6 @@ func errorSplit(pr costmodel.Prediction, plan, base Totals) ErrorSplit {
 	return e
 }
 
-// String reads a split as the factors by which each part made the
-// prediction high (+) or low (-).
-func (e ErrorSplit) String() string {
-	if e.StepMeasured <= 0 || e.BaseMeasured <= 0 || e.AALMeasured <= 0 {
-		return ""
-	}
-	pct := func(pred, meas float64) float64 { return 100 * (pred/meas - 1) }
-	return fmt.Sprintf("tokens a step %.2f against %.2f (%+.0f%%), a step %v against %v (%+.0f%%), plain decoding's token %v against %v (%+.0f%%)",
-		e.AALPredicted, e.AALMeasured, pct(e.AALPredicted, e.AALMeasured),
-		e.StepPredicted.Round(time.Microsecond), e.StepMeasured.Round(time.Microsecond), pct(float64(e.StepMeasured), float64(e.StepPredicted)),
-		e.BasePredicted.Round(time.Microsecond), e.BaseMeasured.Round(time.Microsecond), pct(float64(e.BasePredicted), float64(e.BaseMeasured)))
-}
-
 // Validation is the outcome of Validate: plain decoding and each plan.
 type Validation struct {
 	Base      Totals

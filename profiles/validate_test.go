@@ -18,12 +18,7 @@ func TestErrorSplit(t *testing.T) {
 	if e != want {
 		t.Fatalf("split %+v, want %+v", e, want)
 	}
-	// a step 25% longer than priced made the prediction high; plain
-	// decoding's token priced 20% short made it low
-	if got, w := e.String(), "tokens a step 4.00 against 4.00 (+0%), a step 8ms against 10ms (+25%), plain decoding's token 4ms against 5ms (-20%)"; got != w {
-		t.Errorf("split reads %q, want %q", got, w)
-	}
-	if e := errorSplit(pr, Totals{}, Totals{Tokens: 1, Steps: 1, Decode: ms}); e != (ErrorSplit{}) || e.String() != "" {
-		t.Errorf("no steps: %+v %q", e, e.String())
+	if e := errorSplit(pr, Totals{}, Totals{Tokens: 1, Steps: 1, Decode: ms}); e != (ErrorSplit{}) {
+		t.Errorf("no steps: %+v", e)
 	}
 }

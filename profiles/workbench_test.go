@@ -175,8 +175,8 @@ func TestValidateTop(t *testing.T) {
 		sp, pr := p.Split, tr.Ranked[i]
 		if sp.AALPredicted != pr.AAL || sp.StepPredicted != pr.Step || sp.AALMeasured != float64(p.Totals.Tokens)/float64(p.Totals.Steps) ||
 			sp.StepMeasured != p.Totals.Decode/time.Duration(p.Totals.Steps) || sp.BaseMeasured != v.Base.Decode/time.Duration(v.Base.Steps) ||
-			sp.BasePredicted <= 0 || !strings.Contains(sp.String(), "plain decoding's token") {
-			t.Errorf("plan %d's error split %+v (%s)", i, sp, sp)
+			sp.BasePredicted <= 0 {
+			t.Errorf("plan %d's error split %+v", i, sp)
 		}
 		run, err := st.Run(ctx, p.RunID)
 		if err != nil || run.PredictedSpeedup != p.Predicted || run.MeasuredSpeedup != p.Measured || run.Tokens != 64 || run.Status != "done" {
@@ -386,17 +386,5 @@ func TestSampledCalibrationTunesAndExportsItsSampling(t *testing.T) {
 	}
 	if got := tr.Inputs.Sampling(); !got.Greedy() {
 		t.Errorf("greedy calibration tunes at %+v", got)
-	}
-}
-
-// TestAheadNote: a run that drafted ahead says on how many steps and how
-// often the verdict met what was prepared; one that did not says nothing.
-func TestAheadNote(t *testing.T) {
-	if n := (&Totals{Steps: 10}).AheadNote(); n != "" {
-		t.Errorf("nothing drafted ahead: %q", n)
-	}
-	n := (&Totals{Steps: 10, Ahead: 8, AheadHits: 6, Wait: 5 * time.Millisecond}).AheadNote()
-	if !strings.Contains(n, "drafted ahead on 8 steps") || !strings.Contains(n, "on 6 (75%)") || !strings.Contains(n, "waiting 0.500 ms a step") {
-		t.Errorf("note: %q", n)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"arborist/app/present"
 	"arborist/profiles"
 )
 
@@ -205,7 +206,7 @@ func runDrafters(ctx context.Context, env Env, args []string) error {
 			if len(losses) > 0 {
 				ho = fmt.Sprintf("%.4f", losses[len(losses)-1].HeldOut)
 			}
-			fmt.Fprintf(w, "%4d %-9s %-12.12s %9s %8s  %-20.19s %s\n", d.ID, d.Status, d.TargetFingerprint, humanBytes(uint64(d.Bytes)), ho, d.Updated, d.TargetPath)
+			fmt.Fprintf(w, "%4d %-9s %-12.12s %9s %8s  %-20.19s %s\n", d.ID, d.Status, d.TargetFingerprint, present.HumanBytes(uint64(d.Bytes)), ho, d.Updated, d.TargetPath)
 		}
 	case "show":
 		id, err := idArg()
@@ -240,7 +241,7 @@ func runDrafters(ctx context.Context, env Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "wrote drafter %d to %s (%s)\n", id, *out, humanBytes(uint64(size)))
+		fmt.Fprintf(w, "wrote drafter %d to %s (%s)\n", id, *out, present.HumanBytes(uint64(size)))
 	case "import":
 		if len(pos) != 1 {
 			return fail(fs, usagef("give one drafter file"))

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"arborist/app/present"
 	"arborist/assets"
 	"arborist/profiles"
 )
@@ -267,7 +268,7 @@ func printPredictor(w io.Writer, r *profiles.PredictorReport) {
 		fmt.Fprintf(w, " %d->%d: %.0f%% vs %.0f%%", k+1, k+2, 100*a, 100*st.Majority[k])
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, r.Verdict())
+	fmt.Fprintln(w, present.PredictorVerdict(r))
 }
 
 func emaNote(ema float64) string {
@@ -767,7 +768,7 @@ func printValidation(w io.Writer, v *profiles.Validation) {
 		best.Label, best.Measured, best.Predicted, 100*v.Plans[0].Measured/max(best.Measured, 1e-9))
 	fmt.Fprintln(w, "where each prediction's error comes from (predicted against measured; + made the prediction high):")
 	for i, p := range v.Plans {
-		if s := p.Split.String(); s != "" {
+		if s := present.Split(p.Split); s != "" {
 			fmt.Fprintf(w, "  %-4d %s\n", i+1, s)
 		}
 	}

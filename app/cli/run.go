@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"arborist/app/present"
 	"arborist/profiles"
 )
 
@@ -229,13 +230,13 @@ func printResult(w io.Writer, res *profiles.RunResult) {
 			h.Resampled, h.Steps, 100*h.ResampleShare, h.LayerRows, h.ChainPasses, h.Hot, h.OnDemand)
 	}
 	if res.SelfBaseline {
-		fmt.Fprintf(w, "speedup: %s\n", res.MeasuredNote())
+		fmt.Fprintf(w, "speedup: %s\n", present.MeasuredNote(res))
 		if res.Predicted > 0 {
 			fmt.Fprintf(w, "predicted by the plan: %.2fx\n", res.Predicted)
 		}
 	} else if res.Base != nil {
 		printSummary(w, "ar (baseline)", res.Base)
-		fmt.Fprintf(w, "speedup: %s\n", res.MeasuredNote())
+		fmt.Fprintf(w, "speedup: %s\n", present.MeasuredNote(res))
 		if res.Predicted > 0 {
 			fmt.Fprintf(w, "predicted by the plan: %.2fx; measured is %+.0f%% of it\n", res.Predicted, 100*(res.Speedup/res.Predicted-1))
 		}
@@ -258,7 +259,7 @@ func printSummary(w io.Writer, label string, a *profiles.Totals) {
 	}
 	fmt.Fprintf(w, "  per step: draft %.3f ms, verify %.3f ms, overhead %.3f ms, drafting overlapped with verify %.3f ms\n",
 		per(a.Draft), per(a.Verify), per(a.Overhead), per(a.Overlap))
-	if n := a.AheadNote(); n != "" {
+	if n := present.AheadNote(a); n != "" {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
 }

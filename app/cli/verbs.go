@@ -8,24 +8,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"arborist/app/present"
 	"arborist/profiles"
 )
-
-func runInspect(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "inspect", "[--ctx N] MODEL.gguf")
-	ctxLen := fs.Int("ctx", 0, "context length for the memory estimate (default: the model's, at most 4096)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return fail(fs, err)
-	}
-	if len(pos) != 1 {
-		return fail(fs, usagef("want exactly one model file, got %d arguments", len(pos)))
-	}
-	if *ctxLen < 0 {
-		return fail(fs, usagef("--ctx %d must be positive", *ctxLen))
-	}
-	return profiles.Inspect(env.Stdout, pos[0], *ctxLen)
-}
 
 func runTokenize(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "tokenize", "--model M [--no-bos] [--special] TEXT")
@@ -205,25 +190,21 @@ func runSynth(ctx context.Context, env Env, args []string) error {
 		return fmt.Errorf("%s already exists (use --force to overwrite)", *out)
 	}
 	last := -1
-	desc, err := profiles.Synth(ctx, *out, *shapeName, *typName, *seed, func(done, total uint64) {
+	m, err := profiles.Synth(ctx, *out, *shapeName, *typName, *seed, func(done, total uint64) {
 		if last < 0 {
 			fmt.Fprintf(env.Stderr, "writing synthetic model to %s\n", *out)
 		}
 		if pct := int(done * 100 / max(total, 1)); pct/10 != last/10 {
 			last = pct
-			fmt.Fprintf(env.Stderr, "  %3d%%  %s of %s\n", pct, humanBytes(done), humanBytes(total))
+			fmt.Fprintf(env.Stderr, "  %3d%%  %s of %s\n", pct, present.HumanBytes(done), present.HumanBytes(total))
 		}
 	})
 	if err != nil {
-		if desc == "" {
+		if m == nil { // refused before writing
 			return fail(fs, usagef("%v", err))
 		}
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "wrote %s: %s\n", *out, desc)
+	fmt.Fprintf(env.Stdout, "wrote %s: synthetic %s (%s parameters, %s)\n", *out, m.Shape, present.Human(float64(m.Params), ""), m.Type)
 	return nil
 }
-
-func human(v float64, unit string) string { return profiles.Human(v, unit) }
-
-func humanBytes(b uint64) string { return profiles.HumanBytes(b) }
