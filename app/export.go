@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
 
+	"arborist/app/serve"
 	"arborist/assets"
 	"arborist/profiles"
 )
@@ -36,7 +37,7 @@ type ExportScreen struct {
 	Port        *widget.Entry
 	Serve       *widget.Button
 	ServeStatus *widget.Label
-	serving     *profiles.Serving // on the UI goroutine
+	serving     *serve.Background // on the UI goroutine
 	stopServe   chan struct{}     // closed to stop; nil when not serving
 	// LlamaDir (with Browse), Check and CheckStatus measure the exported
 	// llama.cpp settings in llama.cpp against its plain decoding, as
@@ -259,7 +260,7 @@ func (e *ExportScreen) toggleServe() {
 }
 
 // startServing parses the config text and serves it on 127.0.0.1:port.
-func (e *ExportScreen) startServing(ctx context.Context, text string, port int) (*profiles.Serving, error) {
+func (e *ExportScreen) startServing(ctx context.Context, text string, port int) (*serve.Background, error) {
 	b, err := e.s.Bench(ctx)
 	if err != nil {
 		return nil, err
@@ -268,8 +269,8 @@ func (e *ExportScreen) startServing(ctx context.Context, text string, port int) 
 	if err != nil {
 		return nil, err
 	}
-	opt := profiles.ServeOptions{OnRequest: func(string) { e.s.UI(e.refreshServing) }}
-	return b.StartServing(ctx, c, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), opt)
+	opt := serve.Options{OnRequest: func(string) { e.s.UI(e.refreshServing) }}
+	return serve.Start(ctx, b, c, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), opt)
 }
 
 // refreshServing shows the server's address and figures. On the UI

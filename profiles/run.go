@@ -133,6 +133,23 @@ func (t *Totals) add(r *spec.Result) {
 	}
 }
 
+// merge adds another sum's figures to t.
+func (t *Totals) merge(o Totals) {
+	t.Tokens += o.Tokens
+	t.Steps += o.Steps
+	t.Drafted += o.Drafted
+	t.Accepted += o.Accepted
+	t.Decode += o.Decode
+	t.Prefill += o.Prefill
+	t.Draft += o.Draft
+	t.Verify += o.Verify
+	t.Overhead += o.Overhead
+	t.Overlap += o.Overlap
+	t.Wait += o.Wait
+	t.Ahead += o.Ahead
+	t.AheadHits += o.AheadHits
+}
+
 // HiddenStats are a hidden-state drafter's figures over a run.
 type HiddenStats struct {
 	Steps, Resampled int

@@ -5,8 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
+	"math"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,6 +22,15 @@ import (
 	"arborist/profiles/pairs"
 )
 
+// Serving a config.yaml: the core opens the config's pair once (OpenServer)
+// and decodes each request it is given (Server.Complete): the prompt (text,
+// token ids, or chat messages rendered with the model's chat template), the
+// sampling, the budget, stop sequences, the admission of requests (one
+// decodes, the others wait their turn in order of arrival, up to a queue)
+// and the figures. A face puts a protocol around it: app/serve answers
+// OpenAI-compatible HTTP requests with it. The core knows no protocol: a
+// request it refuses is a RequestError naming the field and why.
+
 // ServeOptions bound and complete what a Server serves.
 type ServeOptions struct {
 	// Threads are the target's threads where the config names none.
@@ -37,16 +45,9 @@ type ServeOptions struct {
 	// context); DefaultTokens what a request that names none gets
 	// (default 256, at most the room its prompt leaves).
 	MaxTokens, DefaultTokens int
-	// MaxBody is the largest request body in bytes (default 1 MiB).
-	MaxBody int64
 	// MaxQueue is how many requests may wait for their turn behind the
 	// one decoding (default 64); more are refused as busy.
 	MaxQueue int
-	// Grace is how long a request decoding when shutdown begins may run
-	// on before it is cancelled (default 30 s).
-	Grace time.Duration
-	// OnRequest, when set, receives a line for each request answered.
-	OnRequest func(line string)
 }
 
 func (o *ServeOptions) defaults(ctxLen int) {
@@ -57,23 +58,16 @@ func (o *ServeOptions) defaults(ctxLen int) {
 		o.DefaultTokens = 256
 	}
 	o.DefaultTokens = min(o.DefaultTokens, o.MaxTokens)
-	if o.MaxBody <= 0 {
-		o.MaxBody = 1 << 20
-	}
 	if o.MaxQueue <= 0 {
 		o.MaxQueue = 64
 	}
-	if o.Grace <= 0 {
-		o.Grace = 30 * time.Second
-	}
 }
 
-// Server serves a config.yaml's plan and sampling on Arborist's own engine
-// behind an OpenAI-compatible HTTP API (Handler): the pair is opened once,
-// and each request decodes with the plan through the engine Run uses, one
-// request at a time (the others wait their turn, in order of arrival).
+// Server decodes requests with a config.yaml's plan and sampling on
+// Arborist's own engine: the pair is opened once, and each request decodes
+// with the plan through the engine Run uses, one request at a time (the
+// others wait their turn, in order of arrival).
 type Server struct {
-	b       *Bench
 	opt     ServeOptions
 	pair    *pairs.Pair
 	eng     *spec.Engine
@@ -87,7 +81,7 @@ type Server struct {
 	created time.Time
 
 	turn    chan struct{} // held by the request decoding
-	closing chan struct{} // closed when shutdown begins
+	closing chan struct{} // closed when draining begins
 	once    sync.Once
 	queued  atomic.Int32
 	nextID  atomic.Int64
@@ -112,7 +106,75 @@ type ServeStats struct {
 	TPS       float64       `json:"tokens_per_s"`
 	AAL       float64       `json:"aal"`
 	Accept    float64       `json:"acceptance"`
+	// Started is when the server opened (request ids and model objects
+	// carry it).
+	Started time.Time `json:"-"`
 }
+
+// ServeRequest is one request to decode: its prompt, budget, sampling and
+// stop sequences, and callbacks for the decoding's start and its text.
+type ServeRequest struct {
+	// Chat renders Messages with the chat template as the prompt; else
+	// the prompt is IDs (token ids as given) where not nil, or Text
+	// (encoded with BOS).
+	Chat     bool
+	Messages []Message
+	IDs      []int
+	Text     string
+	// MaxTokens is the most tokens to decode (0: the server's default,
+	// at most the room the prompt leaves).
+	MaxTokens int
+	// Sampling: the config's, each field given here overriding it. A
+	// request without a seed that samples draws afresh, reproducibly per
+	// server run.
+	Temperature, TopP, MinP *float64
+	TopK                    *int // -1: every token
+	Seed                    *int64
+	// Stop are up to 16 stop sequences of up to 256 bytes each: the text
+	// ends before the first one found ("" are ignored).
+	Stop []string
+	// OnStart, when set, is called once the request has its turn, before
+	// it decodes, with its number (counted from 1 in the order requests
+	// got their turn).
+	OnStart func(seq int64)
+	// OnText, when set, receives the text as it is decoded: whole UTF-8
+	// characters, never past a stop sequence.
+	OnText func(string)
+}
+
+// Message is one chat message.
+type Message struct {
+	Role, Content, Name string
+}
+
+// Completion is a decoded request.
+type Completion struct {
+	Seq    int64 // the request's number (ServeRequest.OnStart)
+	Text   string
+	Prompt int    // prompt tokens
+	Tokens int    // tokens decoded up to the end of Text
+	Finish string // "stop": a stop sequence or the end of text; "length": the budget or the context ran out
+	// Totals are the decoding's figures (every token the engine decoded).
+	Totals Totals
+}
+
+// RequestError is a request the server refuses: the field at fault
+// (Param, "" for none), a code naming what is wrong (invalid_value,
+// invalid_type, missing_required_parameter, context_length_exceeded,
+// no_chat_template, chat_template_error; server_busy when the queue is
+// full or the server is draining) and a message.
+type RequestError struct {
+	Param, Code, Message string
+}
+
+func (e *RequestError) Error() string { return e.Message }
+
+func refuse(param, code, format string, args ...any) *RequestError {
+	return &RequestError{Param: param, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// errStopText cancels a decoding that reached a stop sequence.
+var errStopText = errors.New("stop sequence reached")
 
 // ParseConfig reads config.yaml text (name is for messages and resolves
 // relative model paths): the Export screen serves the text it shows.
@@ -146,7 +208,7 @@ func (b *Bench) OpenServer(ctx context.Context, c *Config, opt ServeOptions) (*S
 		pair.Close()
 		return nil, err
 	}
-	s := &Server{b: b, opt: opt, pair: pair, eng: eng, base: cfg, sample: r.Sample, plan: plan, created: time.Now(),
+	s := &Server{opt: opt, pair: pair, eng: eng, base: cfg, sample: r.Sample, plan: plan, created: time.Now(),
 		turn: make(chan struct{}, 1), closing: make(chan struct{})}
 	s.ctxLen = pair.Target.CtxLen
 	if n := c.Models.Target.MaxSeqLen; n > 0 && n < s.ctxLen {
@@ -166,7 +228,7 @@ func (b *Bench) OpenServer(ctx context.Context, c *Config, opt ServeOptions) (*S
 			s.tmpl, s.tmplErr = nil, fmt.Errorf("the chat template of %s does not compile: %v", s.model, err)
 		}
 	}
-	s.stats.Model, s.stats.Plan = s.model, plan.String()
+	s.stats.Model, s.stats.Plan, s.stats.Started = s.model, plan.String(), s.created
 	return s, nil
 }
 
@@ -174,14 +236,15 @@ func (b *Bench) OpenServer(ctx context.Context, c *Config, opt ServeOptions) (*S
 // name without .gguf).
 func (s *Server) Model() string { return s.model }
 
-// Plan is the plan the server decodes with.
-func (s *Server) Plan() Plan { return s.plan }
-
-// Chat says whether chat completions are served, or why not.
+// Chat says whether chat requests are served, or why not.
 func (s *Server) Chat() error { return s.tmplErr }
 
-// Close releases the pair.
+// Close releases the pair; every request must have returned.
 func (s *Server) Close() { s.pair.Close() }
+
+// Drain begins the server's end: requests waiting for their turn, and any
+// that arrive, are refused as busy; the one decoding goes on.
+func (s *Server) Drain() { s.once.Do(func() { close(s.closing) }) }
 
 // Stats are the server's figures now.
 func (s *Server) Stats() ServeStats {
@@ -195,123 +258,198 @@ func (s *Server) Stats() ServeStats {
 	return st
 }
 
-// Serve answers requests on ln until ctx is done, then shuts down: new
-// connections are refused, requests still waiting for their turn are
-// answered 503, the request decoding is given ServeOptions.Grace to
-// finish (and is cancelled after it), and Serve returns nil once every
-// handler has returned.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	decodeCtx, cancelDecode := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelDecode()
-	hs := &http.Server{Handler: s.Handler(), BaseContext: func(net.Listener) context.Context { return decodeCtx },
-		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	s.once.Do(func() { close(s.closing) })
-	grace := time.AfterFunc(s.opt.Grace, cancelDecode)
-	defer grace.Stop()
-	sctx, cancel := context.WithTimeout(context.Background(), s.opt.Grace+30*time.Second)
-	defer cancel()
-	err := hs.Shutdown(sctx)
-	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
-	}
-	return err
-}
-
-// ServeAddr listens on addr (host:port; port 0 picks a free one), calls
-// ready with the base URL once it accepts connections, and serves until
-// ctx is done (Serve).
-func (s *Server) ServeAddr(ctx context.Context, addr string, ready func(url string)) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	if ready != nil {
-		ready("http://" + ln.Addr().String())
-	}
-	return s.Serve(ctx, ln)
-}
-
-// Serving is a server running in the background (the Export screen's).
-type Serving struct {
-	URL    string
-	srv    *Server
-	cancel context.CancelFunc
-	done   chan struct{}
-	err    error
-}
-
-// StartServing opens a server for the config and serves it on addr in the
-// background until Stop.
-func (b *Bench) StartServing(ctx context.Context, c *Config, addr string, opt ServeOptions) (*Serving, error) {
-	srv, err := b.OpenServer(ctx, c, opt)
+// Complete decodes one request with the plan, once it has its turn. A
+// request the server refuses (a value out of bounds, a prompt that does
+// not fit, a full queue, a draining server) is a *RequestError; one whose
+// ctx ends while it waits returns ctx's error; a decoding stopped by ctx
+// or failing returns that error. Every request counts in Stats.
+func (s *Server) Complete(ctx context.Context, req ServeRequest) (out *Completion, err error) {
+	defer func() { s.record(out, err) }()
+	smp, err := s.sampling(req)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", addr)
+	stops, err := checkStops(req.Stop)
 	if err != nil {
-		srv.Close()
 		return nil, err
 	}
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	sv := &Serving{URL: "http://" + ln.Addr().String(), srv: srv, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(sv.done)
-		defer srv.Close()
-		sv.err = srv.Serve(sctx, ln)
-	}()
-	return sv, nil
+	ids, err := s.prompt(req)
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.checkRoom(len(ids), req.MaxTokens)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer s.release()
+	seq := s.nextID.Add(1)
+	if req.OnStart != nil {
+		req.OnStart(seq)
+	}
+	out, err = s.generate(ctx, ids, n, smp, stops, req.OnText)
+	if out != nil {
+		out.Seq = seq
+	}
+	return out, err
 }
 
-// Server is the server behind the listener.
-func (sv *Serving) Server() *Server { return sv.srv }
-
-// Stop shuts the server down (Serve) and waits until it has.
-func (sv *Serving) Stop() error {
-	sv.cancel()
-	<-sv.done
-	return sv.err
+// sampling is the config's sampling with the request's fields over it.
+func (s *Server) sampling(req ServeRequest) (sample.Params, error) {
+	p := s.sample
+	if t := req.Temperature; t != nil {
+		if *t < 0 || *t > 2 || math.IsNaN(*t) {
+			return p, refuse("temperature", "invalid_value", "temperature %g must be in [0, 2]", *t)
+		}
+		p.Temp = float32(*t)
+	}
+	if v := req.TopP; v != nil {
+		if !(*v > 0 && *v <= 1) {
+			return p, refuse("top_p", "invalid_value", "top_p %g must be in (0, 1]", *v)
+		}
+		p.TopP = float32(*v)
+	}
+	if k := req.TopK; k != nil {
+		switch {
+		case *k == -1:
+			p.TopK = 0 // all tokens
+		case *k < 0:
+			return p, refuse("top_k", "invalid_value", "top_k %d must be >= 0 (or -1: all tokens)", *k)
+		default:
+			p.TopK = *k
+		}
+	}
+	if v := req.MinP; v != nil {
+		if !(*v >= 0 && *v <= 1) {
+			return p, refuse("min_p", "invalid_value", "min_p %g must be in [0, 1]", *v)
+		}
+		p.MinP = float32(*v)
+	}
+	if req.Seed != nil {
+		p.Seed = uint64(*req.Seed)
+	} else if !p.Greedy() {
+		p.Seed += uint64(s.nextID.Load()) // each request draws afresh, reproducibly per server run
+	}
+	return p, nil
 }
 
-// Done is closed once the server has stopped.
-func (sv *Serving) Done() <-chan struct{} { return sv.done }
+// checkStops bounds the stop sequences (16 of up to 256 bytes) and drops
+// empty ones.
+func checkStops(list []string) ([]string, error) {
+	if len(list) > 16 {
+		return nil, refuse("stop", "invalid_value", "stop has %d sequences; at most 16", len(list))
+	}
+	var out []string
+	for _, st := range list {
+		if len(st) > 256 {
+			return nil, refuse("stop", "invalid_value", "a stop sequence of %d bytes; at most 256", len(st))
+		}
+		if st != "" {
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
 
-// Errors a request can meet before or while it decodes.
-var (
-	errBusy     = errors.New("the server is busy: too many requests are waiting")
-	errClosing  = errors.New("the server is shutting down")
-	errStopText = errors.New("stop sequence reached")
-)
+// prompt is the request's prompt as token ids.
+func (s *Server) prompt(req ServeRequest) ([]int, error) {
+	switch {
+	case req.Chat:
+		return s.chatPrompt(req.Messages)
+	case req.IDs != nil:
+		for _, id := range req.IDs {
+			if id < 0 || id >= s.pair.Target.Vocab {
+				return nil, refuse("prompt", "invalid_value", "prompt: token id %d is outside the vocabulary of %d", id, s.pair.Target.Vocab)
+			}
+		}
+		return req.IDs, nil
+	}
+	return s.pair.Target.Tok.Encode(req.Text, true, false), nil
+}
+
+// chatPrompt renders the messages with the model's chat template and
+// encodes the result, special tokens included.
+func (s *Server) chatPrompt(msgs []Message) ([]int, error) {
+	if s.tmpl == nil {
+		return nil, refuse("", "no_chat_template", "%v", s.tmplErr)
+	}
+	if len(msgs) == 0 {
+		return nil, refuse("messages", "missing_required_parameter", "messages is required")
+	}
+	list := make([]any, len(msgs))
+	for i, m := range msgs {
+		switch m.Role {
+		case "system", "developer", "user", "assistant", "tool":
+		default:
+			return nil, refuse(fmt.Sprintf("messages[%d].role", i), "invalid_value", "role %q: want system, developer, user, assistant or tool", m.Role)
+		}
+		msg := map[string]any{"role": m.Role, "content": m.Content}
+		if m.Name != "" {
+			msg["name"] = m.Name
+		}
+		list[i] = msg
+	}
+	tok := s.pair.Target.Tok
+	special := func(id int) string {
+		if id >= 0 && id < len(tok.Tokens) {
+			return tok.Tokens[id]
+		}
+		return ""
+	}
+	text, err := s.tmpl.Render(map[string]any{"messages": list, "add_generation_prompt": true,
+		"bos_token": special(tok.BOS), "eos_token": special(tok.EOS)})
+	if err != nil {
+		return nil, refuse("messages", "chat_template_error", "the model's chat template refused the messages: %v", err)
+	}
+	ids := tok.Encode(text, true, true)
+	if len(ids) > 1 && tok.BOS >= 0 && ids[0] == tok.BOS && ids[1] == tok.BOS {
+		ids = ids[1:] // the template wrote BOS itself
+	}
+	return ids, nil
+}
+
+// checkRoom bounds a request's budget by the server's limit and the room
+// its prompt leaves in the context; 0 asks for the default.
+func (s *Server) checkRoom(prompt, maxTokens int) (int, error) {
+	if maxTokens > s.opt.MaxTokens {
+		return 0, refuse("max_tokens", "invalid_value", "max_tokens %d is more than this server allows (%d)", maxTokens, s.opt.MaxTokens)
+	}
+	n := maxTokens
+	if n == 0 {
+		n = max(1, min(s.opt.DefaultTokens, s.ctxLen-prompt))
+	}
+	if err := hardware.CheckRoom(prompt, n, s.ctxLen); err != nil {
+		return 0, refuse("max_tokens", "context_length_exceeded", "%v", err)
+	}
+	return n, nil
+}
 
 // acquire waits for the request's turn to decode.
 func (s *Server) acquire(ctx context.Context) error {
+	closing := refuse("", "server_busy", "the server is shutting down")
 	select {
 	case <-s.closing:
-		return errClosing
+		return closing
 	default:
 	}
 	if int(s.queued.Add(1)) > s.opt.MaxQueue {
 		s.queued.Add(-1)
-		return errBusy
+		return refuse("", "server_busy", "the server is busy: too many requests are waiting")
 	}
 	defer s.queued.Add(-1)
 	select {
 	case s.turn <- struct{}{}:
 		select {
-		case <-s.closing: // shutdown began while it waited
+		case <-s.closing: // draining began while it waited
 			<-s.turn
-			return errClosing
+			return closing
 		default:
 			return nil
 		}
 	case <-s.closing:
-		return errClosing
+		return closing
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -319,36 +457,17 @@ func (s *Server) acquire(ctx context.Context) error {
 
 func (s *Server) release() { <-s.turn }
 
-// genRequest is one request's decoding: the prompt's tokens, the budget,
-// the sampling, stop sequences, and a callback receiving the text as it
-// is decoded (whole UTF-8 characters, never past a stop sequence).
-type genRequest struct {
-	ids       []int
-	maxTokens int
-	sample    sample.Params
-	stop      []string
-	onText    func(string)
-}
-
-// genResult is a finished decoding.
-type genResult struct {
-	text         string
-	prompt, toks int
-	finish       string // stop or length
-	res          *spec.Result
-}
-
-// generate decodes one request with the plan. The caller holds the turn.
-func (s *Server) generate(ctx context.Context, g genRequest) (*genResult, error) {
+// generate decodes the prompt ids with the plan. The caller holds the turn.
+func (s *Server) generate(ctx context.Context, ids []int, maxTokens int, smp sample.Params, stops []string, onText func(string)) (*Completion, error) {
 	cfg := s.base
-	cfg.Sample, cfg.MaxTokens, cfg.StopAtEOS = g.sample, g.maxTokens, true
+	cfg.Sample, cfg.MaxTokens, cfg.StopAtEOS = smp, maxTokens, true
 	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	out := &genResult{prompt: len(g.ids)}
+	out := &Completion{Prompt: len(ids)}
 	var text bytes.Buffer // emitted
 	var pending []byte    // decoded, not yet emitted
 	hold := 0             // bytes held back so a stop sequence split across tokens is still found
-	for _, st := range g.stop {
+	for _, st := range stops {
 		hold = max(hold, len(st)-1)
 	}
 	emit := func(n int) {
@@ -358,8 +477,8 @@ func (s *Server) generate(ctx context.Context, g genRequest) (*genResult, error)
 		chunk := string(pending[:n])
 		text.WriteString(chunk)
 		pending = pending[n:]
-		if g.onText != nil {
-			g.onText(chunk)
+		if onText != nil {
+			onText(chunk)
 		}
 	}
 	stopped := false
@@ -368,9 +487,9 @@ func (s *Server) generate(ctx context.Context, g genRequest) (*genResult, error)
 		if stopped {
 			return
 		}
-		out.toks++
+		out.Tokens++
 		pending = append(pending, tok.Piece(id)...)
-		if i := firstStop(pending, g.stop); i >= 0 {
+		if i := firstStop(pending, stops); i >= 0 {
 			pending = pending[:i]
 			stopped = true
 			emit(len(pending))
@@ -379,7 +498,7 @@ func (s *Server) generate(ctx context.Context, g genRequest) (*genResult, error)
 		}
 		emit(runeCut(pending, len(pending)-hold))
 	}
-	res, err := s.eng.Run(cctx, g.ids, cfg)
+	res, err := s.eng.Run(cctx, ids, cfg)
 	if stopped && errors.Is(context.Cause(cctx), errStopText) {
 		err = nil
 	}
@@ -387,12 +506,13 @@ func (s *Server) generate(ctx context.Context, g genRequest) (*genResult, error)
 		return nil, err
 	}
 	emit(len(pending))
-	out.text, out.res = text.String(), res
+	out.Text = text.String()
+	out.Totals.add(res)
 	// stop: a stop sequence or the end of text; length: the budget or
 	// the context ran out
-	out.finish = "length"
+	out.Finish = "length"
 	if stopped || (len(res.Tokens) > 0 && tok.IsEOG(res.Tokens[len(res.Tokens)-1])) {
-		out.finish = "stop"
+		out.Finish = "stop"
 	}
 	return out, nil
 }
@@ -432,31 +552,15 @@ func runeCut(b []byte, n int) int {
 }
 
 // record adds a finished request to the figures.
-func (s *Server) record(g *genResult, err error) {
+func (s *Server) record(c *Completion, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats.Requests++
-	if err != nil || g == nil {
+	if err != nil || c == nil {
 		s.stats.Failed++
 		return
 	}
 	s.stats.Completed++
-	s.stats.Prompt += g.prompt
-	s.stats.Totals.add(g.res)
-}
-
-// checkRoom bounds a request's budget by the server's limit and the room
-// its prompt leaves in the context; 0 asks for the default.
-func (s *Server) checkRoom(prompt, maxTokens int) (int, error) {
-	if maxTokens > s.opt.MaxTokens {
-		return 0, badRequest("max_tokens", "invalid_value", "max_tokens %d is more than this server allows (%d)", maxTokens, s.opt.MaxTokens)
-	}
-	n := maxTokens
-	if n == 0 {
-		n = max(1, min(s.opt.DefaultTokens, s.ctxLen-prompt))
-	}
-	if err := hardware.CheckRoom(prompt, n, s.ctxLen); err != nil {
-		return 0, badRequest("max_tokens", "context_length_exceeded", "%v", err)
-	}
-	return n, nil
+	s.stats.Prompt += c.Prompt
+	s.stats.Totals.merge(c.Totals)
 }

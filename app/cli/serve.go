@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"arborist/app/serve"
 	"arborist/profiles"
 )
 
@@ -49,8 +50,8 @@ func runServe(ctx context.Context, env Env, args []string) error {
 			return fail(fs, usagef("%v", err))
 		}
 	}
-	opt := profiles.ServeOptions{Threads: *threads, AllowChanged: *allowChanged, MaxTokens: *maxTokens, DefaultTokens: *defTokens,
-		MaxBody: *maxBody, MaxQueue: *maxQueue, Grace: *grace}
+	opt := serve.Options{ServeOptions: profiles.ServeOptions{Threads: *threads, AllowChanged: *allowChanged, MaxTokens: *maxTokens, DefaultTokens: *defTokens,
+		MaxQueue: *maxQueue}, MaxBody: *maxBody, Grace: *grace}
 	if *chatTemplate != "" {
 		t, err := profiles.ReadChatTemplate(*chatTemplate) // a regular file of bounded size
 		if err != nil {
@@ -75,7 +76,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer b.Close()
-	srv, err := b.OpenServer(ctx, c, opt)
+	srv, err := serve.Open(ctx, b, c, opt)
 	if err != nil {
 		return err
 	}
@@ -92,7 +93,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		if ip := net.ParseIP(*host); ip != nil && ip.IsUnspecified() {
 			where = ", listening on every interface: reachable from other machines"
 		}
-		fmt.Fprintf(env.Stdout, "serving %s with %s at %s/v1 (one request at a time%s; %s)\n", srv.Model(), srv.Plan(), url, where, chat)
+		fmt.Fprintf(env.Stdout, "serving %s with %s at %s/v1 (one request at a time%s; %s)\n", srv.Model(), srv.Stats().Plan, url, where, chat)
 	})
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package profiles
+package serve
 
 import (
 	"bytes"
@@ -6,13 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	"arborist/engine/sample"
+	"arborist/profiles"
 )
 
 // The OpenAI-compatible API (docs/EXPORT.md, "Serving"): /v1/models,
@@ -45,6 +44,16 @@ func badRequest(param, code, format string, args ...any) *apiError {
 
 func withCode(status int, typ, code, msg string) *apiError {
 	return &apiError{status: status, Msg: msg, Type: typ, Code: &code}
+}
+
+// refusal is a request the core refused, as OpenAI's API answers it: 503
+// for a full queue or a server shutting down (clients retry), 400 for the
+// rest.
+func refusal(e *profiles.RequestError) *apiError {
+	if e.Code == "server_busy" {
+		return withCode(http.StatusServiceUnavailable, "server_error", e.Code, e.Message)
+	}
+	return badRequest(e.Param, e.Code, "%s", e.Message)
 }
 
 // Handler is the HTTP API.
@@ -112,7 +121,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	case <-s.closing:
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "shutting down"})
 	default:
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "model": s.model, "plan": s.plan.String()})
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "model": s.core.Model(), "plan": s.plan})
 	}
 }
 
@@ -157,7 +166,7 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) modelObject() map[string]any {
-	return map[string]any{"id": s.model, "object": "model", "created": s.created.Unix(), "owned_by": "arborist"}
+	return map[string]any{"id": s.core.Model(), "object": "model", "created": s.started.Unix(), "owned_by": "arborist"}
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
@@ -166,8 +175,8 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if id := r.PathValue("id"); id != "" {
-		if id != s.model {
-			s.fail(w, r, withCode(http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("the model %q does not exist: this server serves %q", id, s.model)))
+		if id != s.core.Model() {
+			s.fail(w, r, withCode(http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("the model %q does not exist: this server serves %q", id, s.core.Model())))
 			return
 		}
 		writeJSON(w, http.StatusOK, s.modelObject())
@@ -241,88 +250,63 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request) (*request, 
 	return &req, nil
 }
 
-// check refuses what this server does not implement, naming the field,
-// and reads the sampling, budget and stop sequences.
-func (s *Server) check(req *request) (sample.Params, int, []string, error) {
-	p := s.sample
+// decode reads a request as the core takes it: it refuses what this
+// server does not implement, naming the field, and reads the budget, the
+// stop sequences, the prompt and the sampling (which the core bounds).
+func (s *Server) decode(req *request, chat bool) (profiles.ServeRequest, error) {
+	sr := profiles.ServeRequest{Chat: chat, Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK, MinP: req.MinP, Seed: req.Seed}
 	unsupported := func(param, what string) error {
 		return badRequest(param, "unsupported_parameter", "%s is not supported by this server (%s)", param, what)
 	}
 	switch {
 	case req.N != nil && *req.N != 1:
-		return p, 0, nil, unsupported("n", "one choice per request")
+		return sr, unsupported("n", "one choice per request")
 	case req.BestOf != nil && *req.BestOf != 1:
-		return p, 0, nil, unsupported("best_of", "one choice per request")
+		return sr, unsupported("best_of", "one choice per request")
 	case req.Echo:
-		return p, 0, nil, unsupported("echo", "the prompt is not repeated")
+		return sr, unsupported("echo", "the prompt is not repeated")
 	case req.Suffix != nil && *req.Suffix != "":
-		return p, 0, nil, unsupported("suffix", "no insertion")
+		return sr, unsupported("suffix", "no insertion")
 	case len(req.Logprobs) > 0 && !bytes.Equal(req.Logprobs, []byte("null")) && !bytes.Equal(req.Logprobs, []byte("false")):
-		return p, 0, nil, unsupported("logprobs", "no log probabilities")
+		return sr, unsupported("logprobs", "no log probabilities")
 	case req.TopLogprobs != nil && *req.TopLogprobs != 0:
-		return p, 0, nil, unsupported("top_logprobs", "no log probabilities")
+		return sr, unsupported("top_logprobs", "no log probabilities")
 	case req.PresencePenalty != nil && *req.PresencePenalty != 0:
-		return p, 0, nil, unsupported("presence_penalty", "speculative decoding here is lossless for the target's own distribution")
+		return sr, unsupported("presence_penalty", "speculative decoding here is lossless for the target's own distribution")
 	case req.FrequencyPenalty != nil && *req.FrequencyPenalty != 0:
-		return p, 0, nil, unsupported("frequency_penalty", "speculative decoding here is lossless for the target's own distribution")
+		return sr, unsupported("frequency_penalty", "speculative decoding here is lossless for the target's own distribution")
 	case len(req.LogitBias) > 0:
-		return p, 0, nil, unsupported("logit_bias", "speculative decoding here is lossless for the target's own distribution")
+		return sr, unsupported("logit_bias", "speculative decoding here is lossless for the target's own distribution")
 	case len(req.Tools) > 0 && !bytes.Equal(req.Tools, []byte("null")):
-		return p, 0, nil, unsupported("tools", "no tool calls")
+		return sr, unsupported("tools", "no tool calls")
 	case req.ResponseFormat != nil && req.ResponseFormat.Type != "" && req.ResponseFormat.Type != "text":
-		return p, 0, nil, unsupported("response_format", "text only")
+		return sr, unsupported("response_format", "text only")
 	}
-	// sampling: the config's, each field a request names overriding it
-	if req.Temperature != nil {
-		if *req.Temperature < 0 || *req.Temperature > 2 || math.IsNaN(*req.Temperature) {
-			return p, 0, nil, badRequest("temperature", "invalid_value", "temperature %g must be in [0, 2]", *req.Temperature)
-		}
-		p.Temp = float32(*req.Temperature)
-	}
-	if req.TopP != nil {
-		if !(*req.TopP > 0 && *req.TopP <= 1) {
-			return p, 0, nil, badRequest("top_p", "invalid_value", "top_p %g must be in (0, 1]", *req.TopP)
-		}
-		p.TopP = float32(*req.TopP)
-	}
-	if req.TopK != nil {
-		switch {
-		case *req.TopK == -1:
-			p.TopK = 0 // all tokens
-		case *req.TopK < 0:
-			return p, 0, nil, badRequest("top_k", "invalid_value", "top_k %d must be >= 0 (or -1: all tokens)", *req.TopK)
-		default:
-			p.TopK = *req.TopK
-		}
-	}
-	if req.MinP != nil {
-		if !(*req.MinP >= 0 && *req.MinP <= 1) {
-			return p, 0, nil, badRequest("min_p", "invalid_value", "min_p %g must be in [0, 1]", *req.MinP)
-		}
-		p.MinP = float32(*req.MinP)
-	}
-	if req.Seed != nil {
-		p.Seed = uint64(*req.Seed)
-	} else if !p.Greedy() {
-		p.Seed += uint64(s.nextID.Load()) // each request draws afresh, reproducibly per server run
-	}
-	n := 0
+	// max_tokens and its newer name: the smaller where both are given
 	for _, v := range []*int{req.MaxTokens, req.MaxCompletionTokens} {
 		if v == nil {
 			continue
 		}
 		if *v < 1 {
-			return p, 0, nil, badRequest("max_tokens", "invalid_value", "max_tokens %d must be at least 1", *v)
+			return sr, badRequest("max_tokens", "invalid_value", "max_tokens %d must be at least 1", *v)
 		}
-		if n == 0 || *v < n {
-			n = *v
+		if sr.MaxTokens == 0 || *v < sr.MaxTokens {
+			sr.MaxTokens = *v
 		}
 	}
-	stops, err := readStop(req.Stop)
-	return p, n, stops, err
+	var err error
+	if sr.Stop, err = readStop(req.Stop); err != nil {
+		return sr, err
+	}
+	if chat {
+		sr.Messages, err = s.messages(req.Messages)
+	} else {
+		sr.Text, sr.IDs, err = readPrompt(req.Prompt)
+	}
+	return sr, err
 }
 
-// readStop reads stop: a string or a list of up to 16 strings.
+// readStop reads stop: a string or a list of strings.
 func readStop(raw json.RawMessage) ([]string, error) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, nil
@@ -332,102 +316,57 @@ func readStop(raw json.RawMessage) ([]string, error) {
 		if one == "" {
 			return nil, nil
 		}
-		raw, _ = json.Marshal([]string{one})
+		return []string{one}, nil
 	}
 	var list []string
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return nil, badRequest("stop", "invalid_type", "stop must be a string or a list of strings")
 	}
-	if len(list) > 16 {
-		return nil, badRequest("stop", "invalid_value", "stop has %d sequences; at most 16", len(list))
-	}
-	var out []string
-	for _, s := range list {
-		if len(s) > 256 {
-			return nil, badRequest("stop", "invalid_value", "a stop sequence of %d bytes; at most 256", len(s))
-		}
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out, nil
+	return list, nil
 }
 
-// promptIDs reads a completion prompt: a string, a list of one string, or
+// readPrompt reads a completion prompt: a string, a list of one string, or
 // a list of token ids.
-func (s *Server) promptIDs(raw json.RawMessage) ([]int, error) {
+func readPrompt(raw json.RawMessage) (string, []int, error) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return nil, badRequest("prompt", "missing_required_parameter", "prompt is required")
+		return "", nil, badRequest("prompt", "missing_required_parameter", "prompt is required")
 	}
 	var text string
 	if err := json.Unmarshal(raw, &text); err == nil {
 		if text == "" {
-			return nil, badRequest("prompt", "invalid_value", "prompt is empty")
+			return "", nil, badRequest("prompt", "invalid_value", "prompt is empty")
 		}
-		return s.pair.Target.Tok.Encode(text, true, false), nil
+		return text, nil, nil
 	}
 	var texts []string
 	if err := json.Unmarshal(raw, &texts); err == nil {
 		if len(texts) != 1 || texts[0] == "" {
-			return nil, badRequest("prompt", "invalid_value", "prompt: one non-empty prompt per request (got %d)", len(texts))
+			return "", nil, badRequest("prompt", "invalid_value", "prompt: one non-empty prompt per request (got %d)", len(texts))
 		}
-		return s.pair.Target.Tok.Encode(texts[0], true, false), nil
+		return texts[0], nil, nil
 	}
 	var ids []int
 	if err := json.Unmarshal(raw, &ids); err == nil && len(ids) > 0 {
-		for _, id := range ids {
-			if id < 0 || id >= s.pair.Target.Vocab {
-				return nil, badRequest("prompt", "invalid_value", "prompt: token id %d is outside the vocabulary of %d", id, s.pair.Target.Vocab)
-			}
-		}
-		return ids, nil
+		return "", ids, nil
 	}
-	return nil, badRequest("prompt", "invalid_type", "prompt must be a string, a list of one string, or a list of token ids")
+	return "", nil, badRequest("prompt", "invalid_type", "prompt must be a string, a list of one string, or a list of token ids")
 }
 
-// chatPrompt renders the messages with the model's chat template and
-// encodes the result, special tokens included.
-func (s *Server) chatPrompt(msgs []chatMessage) ([]int, error) {
-	if s.tmpl == nil {
-		return nil, withCode(http.StatusBadRequest, "invalid_request_error", "no_chat_template", s.tmplErr.Error())
+// messages reads the chat messages' text; a server without a chat
+// template refuses chat before reading them.
+func (s *Server) messages(msgs []chatMessage) ([]profiles.Message, error) {
+	if err := s.core.Chat(); err != nil {
+		return nil, withCode(http.StatusBadRequest, "invalid_request_error", "no_chat_template", err.Error())
 	}
-	if len(msgs) == 0 {
-		return nil, badRequest("messages", "missing_required_parameter", "messages is required")
-	}
-	list := make([]any, len(msgs))
+	out := make([]profiles.Message, len(msgs))
 	for i, m := range msgs {
-		switch m.Role {
-		case "system", "developer", "user", "assistant", "tool":
-		default:
-			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "invalid_value", "role %q: want system, developer, user, assistant or tool", m.Role)
-		}
 		content, err := messageText(m.Content)
 		if err != nil {
 			return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "invalid_type", "%v", err)
 		}
-		msg := map[string]any{"role": m.Role, "content": content}
-		if m.Name != "" {
-			msg["name"] = m.Name
-		}
-		list[i] = msg
+		out[i] = profiles.Message{Role: m.Role, Content: content, Name: m.Name}
 	}
-	tok := s.pair.Target.Tok
-	special := func(id int) string {
-		if id >= 0 && id < len(tok.Tokens) {
-			return tok.Tokens[id]
-		}
-		return ""
-	}
-	text, err := s.tmpl.Render(map[string]any{"messages": list, "add_generation_prompt": true,
-		"bos_token": special(tok.BOS), "eos_token": special(tok.EOS)})
-	if err != nil {
-		return nil, badRequest("messages", "chat_template_error", "the model's chat template refused the messages: %v", err)
-	}
-	ids := tok.Encode(text, true, true)
-	if len(ids) > 1 && tok.BOS >= 0 && ids[0] == tok.BOS && ids[1] == tok.BOS {
-		ids = ids[1:] // the template wrote BOS itself
-	}
-	return ids, nil
+	return out, nil
 }
 
 // messageText is a message's content: a string, or the text of a list of
@@ -465,65 +404,57 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request)        { s.complet
 func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	t0 := time.Now()
 	req, err := s.readRequest(w, r)
+	var sr profiles.ServeRequest
+	if err == nil {
+		sr, err = s.decode(req, chat)
+	}
 	if err != nil {
-		s.record(nil, err)
+		s.refused.Add(1)
 		s.fail(w, r, err)
 		return
 	}
-	smp, n, stops, err := s.check(req)
-	var ids []int
-	if err == nil {
-		if chat {
-			ids, err = s.chatPrompt(req.Messages)
-		} else {
-			ids, err = s.promptIDs(req.Prompt)
-		}
-	}
-	if err == nil {
-		n, err = s.checkRoom(len(ids), n)
-	}
-	if err == nil {
-		if err = s.acquire(r.Context()); err != nil {
-			switch {
-			case errors.Is(err, errBusy), errors.Is(err, errClosing):
-				err = withCode(http.StatusServiceUnavailable, "server_error", "server_busy", err.Error())
-			default: // the client left while it waited
-				err = withCode(499, "invalid_request_error", "client_closed", "the client closed the request while it waited")
-			}
-		}
-	}
-	if err != nil {
-		s.record(nil, err)
-		s.fail(w, r, err)
-		return
-	}
-	defer s.release()
-	seq := s.nextID.Add(1)
-	id := fmt.Sprintf("cmpl-%d-%d", s.created.Unix(), seq)
+	model := s.core.Model()
+	started := s.started.Unix()
 	object := "text_completion"
 	if chat {
-		id, object = fmt.Sprintf("chatcmpl-%d-%d", s.created.Unix(), seq), "chat.completion"
+		object = "chat.completion"
 	}
-	created := time.Now().Unix()
-	g := genRequest{ids: ids, maxTokens: n, sample: smp, stop: stops}
+	var id string
+	var created int64
 	var sse *eventStream
-	if req.Stream {
-		sse = newEventStream(w)
+	begun := false // the request had its turn
+	sr.OnStart = func(seq int64) {
+		begun = true
+		id = fmt.Sprintf("cmpl-%d-%d", started, seq)
 		if chat {
-			sse.send(s.chunk(id, created, chat, map[string]any{"role": "assistant", "content": ""}, nil))
+			id = fmt.Sprintf("chatcmpl-%d-%d", started, seq)
 		}
-		g.onText = func(text string) {
+		created = time.Now().Unix()
+		if req.Stream {
+			sse = newEventStream(w)
 			if chat {
-				sse.send(s.chunk(id, created, chat, map[string]any{"content": text}, nil))
-			} else {
-				sse.send(s.chunk(id, created, chat, text, nil))
+				sse.send(chunk(id, model, created, chat, map[string]any{"role": "assistant", "content": ""}, nil))
 			}
 		}
 	}
-	out, err := s.generate(r.Context(), g)
-	s.record(out, err)
+	if req.Stream {
+		sr.OnText = func(text string) {
+			if chat {
+				sse.send(chunk(id, model, created, chat, map[string]any{"content": text}, nil))
+			} else {
+				sse.send(chunk(id, model, created, chat, text, nil))
+			}
+		}
+	}
+	out, err := s.core.Complete(r.Context(), sr)
 	if err != nil {
-		if r.Context().Err() != nil {
+		var re *profiles.RequestError
+		switch {
+		case errors.As(err, &re):
+			err = refusal(re)
+		case !begun: // the client left while it waited
+			err = withCode(499, "invalid_request_error", "client_closed", "the client closed the request while it waited")
+		case r.Context().Err() != nil:
 			err = withCode(http.StatusServiceUnavailable, "server_error", "cancelled", "the request was cancelled: "+context.Cause(r.Context()).Error())
 		}
 		if sse != nil {
@@ -539,44 +470,33 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		s.fail(w, r, err)
 		return
 	}
-	usage := map[string]int{"prompt_tokens": out.prompt, "completion_tokens": out.toks, "total_tokens": out.prompt + out.toks}
-	timings := s.timings(out)
-	s.logf("%s %s 200: %d+%d tokens, %.1f tokens/s, AAL %.2f, acceptance %.0f%%, %s", r.Method, r.URL.Path, out.prompt, out.toks,
-		out.res.TokensPerSecond(), out.res.AAL(), 100*out.res.Acceptance(), time.Since(t0).Round(time.Millisecond))
+	usage := map[string]int{"prompt_tokens": out.Prompt, "completion_tokens": out.Tokens, "total_tokens": out.Prompt + out.Tokens}
+	t := &out.Totals
+	timings := map[string]any{"plan": s.plan, "prefill_ms": float64(t.Prefill.Microseconds()) / 1000, "decode_ms": float64(t.Decode.Microseconds()) / 1000,
+		"tokens_per_second": t.TPS(), "steps": t.Steps, "drafted": t.Drafted, "accepted": t.Accepted, "acceptance": t.Acceptance(), "aal": t.AAL()}
+	s.logf("%s %s 200: %d+%d tokens, %.1f tokens/s, AAL %.2f, acceptance %.0f%%, %s", r.Method, r.URL.Path, out.Prompt, out.Tokens,
+		t.TPS(), t.AAL(), 100*t.Acceptance(), time.Since(t0).Round(time.Millisecond))
 	if sse != nil {
-		final := s.chunk(id, created, chat, "", &out.finish)
+		final := chunk(id, model, created, chat, "", &out.Finish)
 		if chat {
-			final = s.chunk(id, created, chat, map[string]any{}, &out.finish)
+			final = chunk(id, model, created, chat, map[string]any{}, &out.Finish)
 		}
 		final["timings"] = timings
 		sse.send(final)
 		if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
-			sse.send(map[string]any{"id": id, "object": object + chunkSuffix(chat), "created": created, "model": s.model, "choices": []any{}, "usage": usage})
+			sse.send(map[string]any{"id": id, "object": object + chunkSuffix(chat), "created": created, "model": model, "choices": []any{}, "usage": usage})
 		}
 		sse.done()
 		return
 	}
-	choice := map[string]any{"index": 0, "finish_reason": out.finish, "logprobs": nil}
+	choice := map[string]any{"index": 0, "finish_reason": out.Finish, "logprobs": nil}
 	if chat {
-		choice["message"] = map[string]any{"role": "assistant", "content": out.text}
+		choice["message"] = map[string]any{"role": "assistant", "content": out.Text}
 	} else {
-		choice["text"] = out.text
+		choice["text"] = out.Text
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": object, "created": created, "model": s.model,
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": object, "created": created, "model": model,
 		"choices": []any{choice}, "usage": usage, "timings": timings})
-}
-
-// timings are a request's decoding figures (beside OpenAI's fields, as
-// llama-server adds its own).
-func (s *Server) timings(g *genResult) map[string]any {
-	res := g.res
-	d, a := 0, 0
-	for _, st := range res.Steps {
-		d += st.Drafted
-		a += st.Accepted
-	}
-	return map[string]any{"plan": s.plan.String(), "prefill_ms": float64(res.Prefill.Microseconds()) / 1000, "decode_ms": float64(res.Decode.Microseconds()) / 1000,
-		"tokens_per_second": res.TokensPerSecond(), "steps": len(res.Steps), "drafted": d, "accepted": a, "acceptance": res.Acceptance(), "aal": res.AAL()}
 }
 
 func chunkSuffix(chat bool) string {
@@ -587,7 +507,7 @@ func chunkSuffix(chat bool) string {
 }
 
 // chunk is one streamed event: for chat a delta, for a completion text.
-func (s *Server) chunk(id string, created int64, chat bool, content any, finish *string) map[string]any {
+func chunk(id, model string, created int64, chat bool, content any, finish *string) map[string]any {
 	choice := map[string]any{"index": 0, "finish_reason": finish, "logprobs": nil}
 	object := "text_completion"
 	if chat {
@@ -596,7 +516,7 @@ func (s *Server) chunk(id string, created int64, chat bool, content any, finish 
 	} else {
 		choice["text"] = content
 	}
-	return map[string]any{"id": id, "object": object, "created": created, "model": s.model, "choices": []any{choice}}
+	return map[string]any{"id": id, "object": object, "created": created, "model": model, "choices": []any{choice}}
 }
 
 // eventStream writes server-sent events: "data: JSON" per event, and
