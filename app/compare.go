@@ -63,10 +63,8 @@ func (f pairFilter) String() string {
 }
 
 // holds says whether run r is of the pair: its draft source's, or plain
-// decoding of its target (every pair's baseline).
-func (f pairFilter) holds(r profiles.Run) bool {
-	return r.Target == f.target && (r.Drafter == f.drafter || r.Strategy == "ar")
-}
+// decoding of its target (every pair's baseline), as the core says.
+func (f pairFilter) holds(r profiles.Run) bool { return r.InPair(f.target, f.drafter) }
 
 // allPairs is the filter's first option.
 const allPairs = "all pairs"
@@ -137,7 +135,7 @@ var compareCols = []compareCol{
 // runDrafter names a run's draft source; plain decoding uses none, whatever
 // pair it was started from.
 func runDrafter(r profiles.Run) string {
-	if r.Strategy == "ar" || r.Drafter == "" {
+	if r.Plain() || r.Drafter == "" {
 		return "plain decoding"
 	}
 	return filepath.Base(r.Drafter)
@@ -448,7 +446,7 @@ func (c *CompareScreen) listPairs() {
 	}
 	targets := map[string]bool{} // targets with a drafted run
 	for _, r := range c.all {
-		if r.Strategy != "ar" && r.Drafter != "" {
+		if !r.Plain() && r.Drafter != "" {
 			add(pairFilter{r.Target, r.Drafter})
 			targets[r.Target] = true
 		}
@@ -550,7 +548,7 @@ func planColors(runs []profiles.Run) (plans []string, colors map[string]color.Co
 			continue
 		}
 		plans = append(plans, p)
-		if r.Strategy == "ar" {
+		if r.Plain() {
 			colors[p] = plainColor
 			continue
 		}
@@ -595,11 +593,7 @@ func (c *CompareScreen) update() {
 		labels = append(labels, fmt.Sprintf("#%d", r.ID))
 		details = append(details, fmt.Sprintf("run %d, %s", r.ID, p))
 		cols = append(cols, colors[p])
-		m := r.MeasuredSpeedup
-		if r.Strategy == "ar" && r.Status == "done" {
-			m = 1 // plain decoding is the baseline
-		}
-		measured.Y = append(measured.Y, m)
+		measured.Y = append(measured.Y, r.Speedup())
 		predicted[i] = r.PredictedSpeedup
 		tps.Y = append(tps.Y, r.TokensPerSecond)
 		aal.Y = append(aal.Y, r.AAL)

@@ -176,7 +176,7 @@ func prepare(wb *Workbench) {
 		plans := map[string]bool{}
 		for i, run := range c.Runs {
 			p := runPlan(run)
-			if (i == 0 || profiles.IsPlain(run.Strategy) || len(plans) < 4) && !plans[p] {
+			if (i == 0 || run.Plain() || len(plans) < 4) && !plans[p] {
 				plans[p] = true
 				c.Toggle(run.ID, true)
 			}

@@ -121,7 +121,7 @@ func (b *Bench) PairState(ctx context.Context, ps PairSpec) (*PairState, error) 
 	}
 	source := ps.SourceName()
 	for _, r := range runs {
-		if r.Target == ps.Target && (r.Drafter == source || r.Strategy == "ar") {
+		if r.InPair(ps.Target, source) {
 			s.Runs = append(s.Runs, r)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"arborist/engine/spec"
 	"arborist/profiles/latency"
 )
 
@@ -176,6 +177,28 @@ type Run struct {
 	PredictedSpeedup float64
 	MeasuredSpeedup  float64
 	Created          time.Time
+}
+
+// Plain says whether the run is plain decoding: the baseline of every pair
+// of its target, 1.00x by definition.
+func (r Run) Plain() bool { return spec.IsPlain(r.Strategy) }
+
+// InPair says whether the run belongs to the pair of target and draft
+// source (as the run names it, pairs.Spec.SourceName): decoded with that
+// source, or plain decoding of that target, every pair's baseline. The
+// Compare screen's pair filter and the pair's state both ask it.
+func (r Run) InPair(target, source string) bool {
+	return r.Target == target && (r.Drafter == source || r.Plain())
+}
+
+// Speedup is the run's speedup over plain decoding as the faces show it:
+// the measured one, and 1 for a finished run of plain decoding (its own
+// baseline, whatever was stored); 0 where none was measured.
+func (r Run) Speedup() float64 {
+	if r.Plain() && r.Status == "done" {
+		return 1
+	}
+	return r.MeasuredSpeedup
 }
 
 // Step is one stored step of a run.
