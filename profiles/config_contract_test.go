@@ -33,16 +33,16 @@ func TestEveryConfigFieldIsRead(t *testing.T) {
 		costmodel.Prediction{Plan: Plan{Strategy: "duo", Gamma: 4, MaxSeqs: 2}, Speedup: 1.5, AAL: 2.5})
 	base.Predicted.MeasuredOn = "calibration 1"
 	allowChanged := true
-	replay := func(c *config.Config) (*Replay, error) {
+	replayOf := func(c *config.Config) (*replay, error) {
 		data, err := yaml.Marshal(c)
 		if err != nil {
 			t.Fatal(err)
 		}
 		path := filepath.Join(dir, "c.yaml")
 		os.WriteFile(path, data, 0o644)
-		return LoadReplay(ctx, path, "", allowChanged)
+		return loadReplay(ctx, path, "", allowChanged)
 	}
-	want, err := replay(base)
+	want, err := replayOf(base)
 	if err != nil {
 		t.Fatalf("the exported config: %v", err)
 	}
@@ -124,7 +124,7 @@ func TestEveryConfigFieldIsRead(t *testing.T) {
 				t.Fatalf("%s: %v", path, err)
 			}
 			allowChanged = !strings.HasSuffix(path, ".sha256") // a hash is read by refusing another file
-			got, err := replay(&c)
+			got, err := replayOf(&c)
 			allowChanged = true
 			if err != nil {
 				if !strings.Contains(err.Error(), "invalid config") && !strings.Contains(err.Error(), "sha256") {

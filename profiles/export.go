@@ -200,8 +200,8 @@ func (b *Bench) CheckOutput(path string, inputs ...string) error {
 	return outfile.Check(path, append([]string{b.path}, inputs...)...)
 }
 
-// Replay is what a config.yaml asks to run.
-type Replay struct {
+// replay is what a config.yaml asks to run.
+type replay struct {
 	Pair        PairSpec
 	Plan        spec.Plan
 	Sample      sample.Params
@@ -216,13 +216,15 @@ type Replay struct {
 	Notes []string
 }
 
-// PairWith is the replayed pair completed by the pair a run was asked for
-// (flags): the re-sampling settings come from flags (config.yaml has
-// none), and so do the threads and the concurrent drafter's threads where
-// the config names none.
-func (r *Replay) PairWith(flags PairSpec) PairSpec {
+// pairWith is the replayed pair completed by the pair a run was asked for
+// (flags): what config.yaml does not hold comes from flags (the
+// re-sampling settings, the KV cache type, reading the files into
+// memory), and so do the threads and the concurrent drafter's threads
+// where the config names none.
+func (r *replay) pairWith(flags PairSpec) PairSpec {
 	ps := r.Pair
 	ps.ResampleDepth, ps.NoResample = flags.ResampleDepth, flags.NoResample
+	ps.KV, ps.NoMmap = flags.KV, flags.NoMmap
 	if ps.Threads == 0 {
 		ps.Threads = flags.Threads
 	}
@@ -232,27 +234,27 @@ func (r *Replay) PairWith(flags PairSpec) PairSpec {
 	return ps
 }
 
-// LoadReplay reads a config.yaml: its models, plan, sampling and
+// loadReplay reads a config.yaml: its models, plan, sampling and
 // predicted speedup.
 //
 // A model whose SHA-256 differs from the one the config recorded is refused
 // unless allowChanged; hashDB is the database that caches file hashes ("" for
 // none).
-func LoadReplay(ctx context.Context, path, hashDB string, allowChanged bool) (*Replay, error) {
+func loadReplay(ctx context.Context, path, hashDB string, allowChanged bool) (*replay, error) {
 	c, err := config.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	return ReplayConfig(ctx, c, hashDB, allowChanged)
+	return replayConfig(ctx, c, hashDB, allowChanged)
 }
 
-// ReplayConfig is what a parsed config.yaml asks to run (LoadReplay, for
+// replayConfig is what a parsed config.yaml asks to run (loadReplay, for
 // a config already read: the Export screen serves the text it shows).
-func ReplayConfig(ctx context.Context, c *Config, hashDB string, allowChanged bool) (*Replay, error) {
+func replayConfig(ctx context.Context, c *Config, hashDB string, allowChanged bool) (*replay, error) {
 	if err := checkConfigModels(ctx, hashDB, c, allowChanged); err != nil {
 		return nil, err
 	}
-	r := &Replay{Plan: c.Speculation}
+	r := &replay{Plan: c.Speculation}
 	r.Pair.Target = c.Models.Target.Path
 	r.Pair.Threads = c.Models.Target.Threads
 	if c.Models.Target.Device != "" && c.Models.Target.Device != "cpu" {

@@ -186,11 +186,11 @@ func LoadConfig(path string) (*Config, error) { return config.Load(path) }
 // OpenServer opens the config's pair and readies its plan for serving.
 // Model hashes are checked (and cached) through this Bench's database.
 func (b *Bench) OpenServer(ctx context.Context, c *Config, opt ServeOptions) (*Server, error) {
-	r, err := ReplayConfig(ctx, c, b.path, opt.AllowChanged)
+	r, err := replayConfig(ctx, c, b.path, opt.AllowChanged)
 	if err != nil {
 		return nil, err
 	}
-	ps := r.PairWith(PairSpec{Threads: opt.Threads})
+	ps := r.pairWith(PairSpec{Threads: opt.Threads})
 	plan := r.Plan.Trim()
 	if plan.NeedsSource() && ps.Sources() == 0 {
 		return nil, fmt.Errorf("strategy %s needs a draft source", plan.Strategy)

@@ -77,7 +77,7 @@ func TestDrafterFileHashRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReplayConfig(ctx, c, b.path, false); err != nil {
+	if _, err := replayConfig(ctx, c, b.path, false); err != nil {
 		t.Fatalf("the unchanged drafter: %v", err)
 	}
 	other, err := hidden.New(m, 16, m.Layers/2, 2) // another drafter in its place
@@ -87,10 +87,10 @@ func TestDrafterFileHashRecorded(t *testing.T) {
 	if err := other.Save(hfile, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReplayConfig(ctx, c, b.path, false); !errors.Is(err, ErrModelChanged) || !strings.Contains(err.Error(), "models.draft.sha256") {
+	if _, err := replayConfig(ctx, c, b.path, false); !errors.Is(err, ErrModelChanged) || !strings.Contains(err.Error(), "models.draft.sha256") {
 		t.Errorf("a changed drafter: %v", err)
 	}
-	if _, err := ReplayConfig(ctx, c, b.path, true); err != nil {
+	if _, err := replayConfig(ctx, c, b.path, true); err != nil {
 		t.Errorf("a changed drafter allowed: %v", err)
 	}
 }

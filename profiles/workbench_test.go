@@ -118,7 +118,7 @@ func TestTuneExportRunTunedPlan(t *testing.T) {
 	if st, err := b.Steps(ctx, ps); err != nil || st.PlanID != tr.PlanID || st.Exports != 1 {
 		t.Errorf("the tuned pair's steps %+v (%v)", st, err)
 	}
-	r, err := LoadReplay(ctx, path, "", false)
+	r, err := loadReplay(ctx, path, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestThreadSplitValidatesAndExports(t *testing.T) {
 	if err := os.WriteFile(path, ex.YAML, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := LoadReplay(ctx, path, "", false)
+	r, err := loadReplay(ctx, path, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}

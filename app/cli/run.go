@@ -111,49 +111,35 @@ func runRun(ctx context.Context, env Env, args []string) (err error) {
 	if *rounds < 0 || *rounds > 100 {
 		return fail(fs, usagef("--rounds must be in 1..100 (0 for the default)"))
 	}
+	b, err := openBench(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
 	opt := profiles.RunOptions{Sample: params, MaxTokens: *n, Baseline: *baseline, Rounds: *rounds, NoStore: *noStore}
 	ps := pf.PairSpec
 	if *config != "" {
-		hashDB := *db // where model hashes are cached; none with --no-store
-		if *noStore {
-			hashDB = ""
-		}
-		// the config holds the pair, the plan and the sampling: a flag
-		// that would change them is refused, never dropped silently; the
-		// flags a config leaves to the run override it, with a note
-		var conflict []string
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) {
-			set[f.Name] = true
-			if configHolds(f.Name) {
-				conflict = append(conflict, "--"+f.Name)
-			}
-		})
-		if len(conflict) > 0 {
-			return fail(fs, usagef("%s: config.yaml holds the pair, the plan and the sampling; edit %s or run without --config", strings.Join(conflict, ", "), *config))
-		}
-		r, err := profiles.LoadReplay(ctx, *config, hashDB, *allowChanged)
+		// the core says which flags a config.yaml run takes: those that
+		// would change its pair, plan or sampling are refused
+		over := profiles.Overrides{Pair: ps, AllowChanged: *allowChanged, NoStore: *noStore}
+		fs.Visit(func(f *flag.Flag) { over.Set = append(over.Set, f.Name) })
+		r, err := b.ConfigRun(ctx, *config, over)
 		if err != nil {
 			return err
 		}
-		flags := ps
-		ps = r.PairWith(ps)
-		for name, v := range map[string]string{"threads": fmt.Sprint(flags.Threads), "draft-threads": fmt.Sprint(flags.DraftThreads),
-			"resample-depth": fmt.Sprint(flags.ResampleDepth), "no-resample": fmt.Sprint(flags.NoResample)} {
-			if set[name] {
-				fmt.Fprintf(env.Stderr, "note: --%s %s overrides %s\n", name, v, *config)
+		if len(r.Refused) > 0 {
+			var names []string
+			for _, n := range r.Refused {
+				names = append(names, "--"+n)
 			}
-		}
-		if set["threads"] {
-			ps.Threads = flags.Threads
-		}
-		if set["draft-threads"] {
-			ps.DraftThreads = flags.DraftThreads
+			return fail(fs, usagef("%s: config.yaml holds the pair, the plan and the sampling; edit %s or run without --config", strings.Join(names, ", "), *config))
 		}
 		for _, n := range r.Notes {
 			fmt.Fprintln(env.Stderr, "note: "+n)
 		}
-		opt.Plan, opt.Sample, opt.Predicted, opt.PredictedOn, opt.Context = r.Plan, r.Sample, r.Predicted, r.PredictedOn, r.Context
+		ps = r.Pair
+		o := r.Options
+		opt.Plan, opt.Sample, opt.Predicted, opt.PredictedOn, opt.Context = o.Plan, o.Sample, o.Predicted, o.PredictedOn, o.Context
 	} else if opt.Plan, err = plf.resolve(); err != nil {
 		return fail(fs, err)
 	}
@@ -173,11 +159,6 @@ func runRun(ctx context.Context, env Env, args []string) (err error) {
 			return err
 		}
 	}
-	b, err := openBench(ctx, *db)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
 	if !*asJSON {
 		fmt.Fprintf(env.Stderr, "target %s, %s, %d prompt(s), %d tokens each\n", filepath.Base(ps.Target), opt.Plan, len(opt.Prompts), *n)
 	}
@@ -305,20 +286,4 @@ func runJSON(plan profiles.Plan, res *profiles.RunResult, err error) any {
 		doc.Error = err.Error()
 	}
 	return doc
-}
-
-// configHolds says whether config.yaml holds what the run flag name sets:
-// the models and their devices, the plan and the sampling.
-func configHolds(name string) bool {
-	switch name {
-	case "target", "draft", "draft-ngram", "draft-layers", "draft-hidden", "device", "backend", "draft-device",
-		"strategy", "temp", "top-k", "top-p", "min-p", "seed":
-		return true
-	}
-	for _, f := range profiles.PlanFields() {
-		if f.Flag == name {
-			return true
-		}
-	}
-	return false
 }
