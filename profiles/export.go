@@ -127,9 +127,9 @@ func (b *Bench) config(ctx context.Context, ps PairSpec, in *Inputs, best costmo
 	return &Export{Best: best, Config: c, YAML: y, Equivalents: c.Equivalents()}, nil
 }
 
-// TuneExport renders a tune's best plan; what the prediction rests on is
+// tuneExport renders a tune's best plan; what the prediction rests on is
 // recorded in predicted.measured_on.
-func (b *Bench) TuneExport(ctx context.Context, ps PairSpec, t *TuneResult) (*Export, error) {
+func (b *Bench) tuneExport(ctx context.Context, ps PairSpec, t *TuneResult) (*Export, error) {
 	in := t.Inputs
 	on := fmt.Sprintf("hardware %s; T_verify curve of %d points", in.Hardware.Fingerprint, len(in.Costs.Verify))
 	if in.CalID > 0 {

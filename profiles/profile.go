@@ -444,6 +444,21 @@ type TuneOptions struct {
 	// Placements, when set, are the placements Place searches instead of
 	// every available one (Placements(ps)); the first is the baseline's.
 	Placements []Placement
+	// Export, when set, is the file the best plan's config.yaml is
+	// written to (as Write writes it: never the database, a model, or
+	// one of Inputs, such as the prompt suite Validate reads).
+	Export string
+	Inputs []string
+	// Validate, when set, measures the ranking after the search, at the
+	// sampling its acceptance was measured at, on Validate's prompts,
+	// tokens and rounds: with ValidateTop, the ValidateTop best plans
+	// that do different work, against plain decoding and each other
+	// (Validate; its Plans and Sample are the tune's); without, the best
+	// plan against plain decoding (Run with a baseline and its
+	// prediction). A ranking placed across devices is not validated
+	// (ErrPlacedValidation).
+	Validate    *ValidateOptions
+	ValidateTop int
 }
 
 // Placement is where a pair's models run: the target's backend and the
@@ -499,6 +514,15 @@ type TuneResult struct {
 	// tokens a pass than the profile measured (Widest, the widest pass):
 	// a profile with a larger --max-w prices them.
 	Beyond, Widest int
+	// Export is the best plan's config.yaml as TuneOptions.Export was
+	// written (nil without it).
+	Export *Export
+	// Validation (with ValidateTop) or Run (without) is what the
+	// validation measured, so far as it got; ValidateErr is why it
+	// failed (Tune returns it too), nil where it passed or did not run.
+	Validation  *Validation
+	Run         *RunResult
+	ValidateErr error
 }
 
 // Best is the top-ranked plan.
@@ -578,7 +602,41 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 	if res.PlanID, err = st.SavePlan(ctx, hid, in.TargetID, in.Source, best.Plan.Strategy, best, best.Speedup); err != nil {
 		return nil, err
 	}
+	if opt.Export != "" {
+		ex, err := b.tuneExport(ctx, ps, res)
+		if err == nil {
+			err = b.Write(ctx, res.PlanID, ex.YAML, opt.Export, opt.Inputs...)
+		}
+		if err != nil {
+			return res, err
+		}
+		res.Export = ex
+	}
+	if v := opt.Validate; v != nil {
+		res.ValidateErr = b.validateTuned(ctx, ps, res, *v, opt.ValidateTop)
+		return res, res.ValidateErr
+	}
 	return res, nil
+}
+
+// validateTuned measures a tune's ranking (TuneOptions.Validate).
+func (b *Bench) validateTuned(ctx context.Context, ps PairSpec, t *TuneResult, v ValidateOptions, top int) error {
+	v.Sample = t.Inputs.Sampling()
+	if top > 0 {
+		plans, err := ValidationPlans(t.Ranked, top) // plans doing the same work are measured once
+		if err != nil {
+			return err
+		}
+		v.Plans = plans
+		t.Validation, err = b.Validate(ctx, ps, v)
+		return err
+	}
+	// the tuned plan goes to the run as it is, with its prediction
+	best := t.Best()
+	var err error
+	t.Run, err = b.Run(ctx, ps, RunOptions{Plan: best.Plan, Sample: v.Sample, MaxTokens: v.MaxTokens, Prompts: v.Prompts, Baseline: true,
+		Rounds: v.Rounds, NoStore: v.NoStore, Predicted: best.Speedup})
+	return err
 }
 
 // LatestPlan is the newest stored plan of the pair (id 0: none).

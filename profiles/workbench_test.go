@@ -251,7 +251,7 @@ func TestThreadSplitValidatesAndExports(t *testing.T) {
 		}
 	}
 	tr.Ranked[0] = one
-	ex, err := b.TuneExport(ctx, ps, tr)
+	ex, err := b.tuneExport(ctx, ps, tr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +365,7 @@ func TestSampledCalibrationTunesAndExportsItsSampling(t *testing.T) {
 	if d := tr.Inputs.Describe(); !strings.Contains(d, "temperature 0.8, top-p 0.95") {
 		t.Errorf("tune does not name its sampling: %q", d)
 	}
-	ex, err := b.TuneExport(ctx, ps, tr)
+	ex, err := b.tuneExport(ctx, ps, tr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,5 +386,46 @@ func TestSampledCalibrationTunesAndExportsItsSampling(t *testing.T) {
 	}
 	if got := tr.Inputs.Sampling(); !got.Greedy() {
 		t.Errorf("greedy calibration tunes at %+v", got)
+	}
+}
+
+// TestTuneExportsAndValidates: one tune writes its best plan's
+// config.yaml (never onto an input) and validates the ranking: its best
+// distinct plans against plain decoding and each other, or the best plan
+// alone against plain decoding with its prediction.
+func TestTuneExportsAndValidates(t *testing.T) {
+	ps := storiesPair(t)
+	ctx := context.Background()
+	b := openBench(t)
+	dir := t.TempDir()
+	suite := filepath.Join(dir, "prompts.txt")
+	if err := os.WriteFile(suite, []byte("Once upon a time\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	space := costmodel.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 12}
+	val := &ValidateOptions{MaxTokens: 16, Prompts: []string{"Once upon a time", "The cat"}, Rounds: 1}
+	// never onto an input: the tune ranks, then refuses to write
+	tr, err := b.Tune(ctx, ps, TuneOptions{Alpha: 0.7, Space: space, NoRecheck: true, Export: suite, Inputs: []string{suite}, Validate: val}, nil)
+	if err == nil || tr == nil || tr.Export != nil || len(tr.Ranked) == 0 || tr.Validation != nil || tr.Run != nil {
+		t.Fatalf("export onto the suite: %v, %+v", err, tr)
+	}
+	out := filepath.Join(dir, "config.yaml")
+	tr, err = b.Tune(ctx, ps, TuneOptions{Alpha: 0.7, Space: space, NoRecheck: true, Export: out, Inputs: []string{suite}, Validate: val, ValidateTop: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written, err := os.ReadFile(out)
+	if err != nil || tr.Export == nil || string(written) != string(tr.Export.YAML) || tr.Export.PlanID != tr.PlanID {
+		t.Fatalf("export: %v, %+v", err, tr.Export)
+	}
+	if v := tr.Validation; v == nil || len(v.Plans) != 2 || tr.Run != nil || tr.ValidateErr != nil || !v.Plans[0].Identical || v.Plans[0].Predicted != tr.Ranked[0].Speedup {
+		t.Fatalf("validation of the top 2: %+v", tr.Validation)
+	}
+	tr, err = b.Tune(ctx, ps, TuneOptions{Alpha: 0.7, Space: space, NoRecheck: true, Validate: val}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := tr.Run; r == nil || tr.Validation != nil || tr.Export != nil || r.Base == nil || !r.Identical || r.Predicted != tr.Best().Speedup || r.RunID == 0 {
+		t.Fatalf("validation of the best: %+v", tr.Run)
 	}
 }

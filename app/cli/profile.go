@@ -393,18 +393,32 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	if *rounds < 1 || *rounds > 100 || (validateTop && *top > 100) {
 		return fail(fs, usagef("--rounds must be in 1..100 and --top at most 100 with --validate"))
 	}
+	// the search, the export and the validation are one workflow of the
+	// core; the report below reads what it returns, as far as it got
+	opt := profiles.TuneOptions{Alpha: *alpha, NoRecheck: *noRecheck, Place: *place, Export: *out, Inputs: []string{*prompts}}
+	if *validate {
+		texts, err := profiles.ReadPrompts(*prompts)
+		if err != nil {
+			return err
+		}
+		opt.Validate = &profiles.ValidateOptions{MaxTokens: *n, Prompts: texts, Rounds: *rounds}
+		if validateTop {
+			opt.ValidateTop = *top
+		}
+	}
 	b, err := openBench(ctx, *db)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	t, err := b.Tune(ctx, p.PairSpec, profiles.TuneOptions{Alpha: *alpha, NoRecheck: *noRecheck, Place: *place}, progress(env))
-	if err != nil {
+	t, err := b.Tune(ctx, p.PairSpec, opt, progress(env))
+	if t == nil {
 		if errors.Is(err, profiles.ErrNotCalibrated) {
 			return fmt.Errorf("%w; run 'arborist calibrate' first", err)
 		}
 		return err
 	}
+	tuneErr := err
 	best := t.Best()
 	w := env.Stdout
 	doc := struct {
@@ -460,60 +474,39 @@ func runTune(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(w, "best: %s%s, predicted %.2fx (%.2f-%.2fx) (plan %d)\n", best.Plan, where, best.Speedup, best.Low, best.High, t.PlanID)
 	}
 	if *out != "" {
-		ex, err := b.TuneExport(ctx, p.PairSpec, t)
-		if err != nil {
-			return err
-		}
-		if err := b.Write(ctx, t.PlanID, ex.YAML, *out, *prompts); err != nil { // never onto the suite --validate reads
-			return err
+		if t.Export == nil { // the search ran; the export failed
+			return tuneErr
 		}
 		doc.Config = *out
 		if !*asJSON {
-			fmt.Fprintf(w, "wrote %s\n\n%s", *out, ex.Equivalents)
+			fmt.Fprintf(w, "wrote %s\n\n%s", *out, t.Export.Equivalents)
 		}
 	}
-	if *validate {
-		texts, err := profiles.ReadPrompts(*prompts)
-		if err != nil {
-			return err
+	switch {
+	case !*validate:
+	case validateTop:
+		if plans, err := profiles.ValidationPlans(t.Ranked, *top); err == nil && !*asJSON {
+			fmt.Fprintf(w, "\nvalidating the top %d plans on %s (%d tokens per prompt, %d round(s), plans and plain decoding interleaved per prompt):\n", len(plans), *prompts, *n, *rounds)
 		}
-		if validateTop {
-			plans, err := profiles.ValidationPlans(t.Ranked, *top) // plans doing the same work are measured once
-			if err != nil {
-				return err
-			}
+		if v := t.Validation; v != nil {
+			doc.Validation = validationJSON(v, t.ValidateErr)
 			if !*asJSON {
-				fmt.Fprintf(w, "\nvalidating the top %d plans on %s (%d tokens per prompt, %d round(s), plans and plain decoding interleaved per prompt):\n", len(plans), *prompts, *n, *rounds)
+				printValidation(w, v)
 			}
-			v, err := b.Validate(ctx, p.PairSpec, profiles.ValidateOptions{Plans: plans, Sample: t.Inputs.Sampling(), MaxTokens: *n, Prompts: texts, Rounds: *rounds})
-			if v != nil {
-				doc.Validation = validationJSON(v, err)
-				if !*asJSON {
-					printValidation(w, v)
-				}
-			}
-			if err != nil && !*asJSON {
-				return err
-			}
-			if *asJSON {
-				return writeJSON(w, doc)
-			}
-			return nil
 		}
+	default:
 		if !*asJSON {
 			fmt.Fprintf(w, "\nvalidating on %s (%d tokens per prompt):\n", *prompts, *n)
 		}
-		// the tuned plan goes to the run as it is, with its prediction
-		res, err := b.Run(ctx, p.PairSpec, profiles.RunOptions{Plan: best.Plan, Sample: t.Inputs.Sampling(), MaxTokens: *n, Prompts: texts, Baseline: true, Rounds: *rounds, Predicted: best.Speedup})
-		if res != nil {
-			doc.Validation = runJSON(best.Plan, res, err)
+		if res := t.Run; res != nil {
+			doc.Validation = runJSON(best.Plan, res, t.ValidateErr)
 			if !*asJSON {
 				printResult(w, res)
 			}
 		}
-		if err != nil && !*asJSON {
-			return err
-		}
+	}
+	if tuneErr != nil && (!*asJSON || t.ValidateErr == nil) {
+		return tuneErr // a failed validation is in the JSON document
 	}
 	if *asJSON {
 		return writeJSON(w, doc)
