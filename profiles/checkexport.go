@@ -36,6 +36,12 @@ type CheckOptions struct {
 	CallLimit time.Duration
 	// OnRound, when set, receives each finished round.
 	OnRound func(i int, r CheckRound)
+	// Out, for TuneLlamaCpp, is the file the tuned config is written to,
+	// refused before anything is measured where it names the database, a
+	// model the config names or one of Inputs (the config tuned from, the
+	// prompt suite).
+	Out    string
+	Inputs []string
 }
 
 // CheckRound is one round's figures in llama.cpp: decode tokens/s of plain

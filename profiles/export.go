@@ -193,13 +193,6 @@ func (b *Bench) Write(ctx context.Context, planID int64, yaml []byte, path strin
 // file, through a temporary file renamed into place, the old mode kept.
 func WriteFile(path string, data []byte) error { return outfile.WriteFile(path, data) }
 
-// CheckOutput refuses path as an output before work that ends in writing
-// it (a tune): the database, its side files and inputs are refused as
-// Write and WriteTuned refuse them, before the minutes of work.
-func (b *Bench) CheckOutput(path string, inputs ...string) error {
-	return outfile.Check(path, append([]string{b.path}, inputs...)...)
-}
-
 // replay is what a config.yaml asks to run.
 type replay struct {
 	Pair        PairSpec

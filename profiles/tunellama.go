@@ -73,8 +73,13 @@ func llamaSettings(a config.LlamaCppArgs) []LlamaSetting {
 // is faster than plain decoding. The result's Config is c with that
 // setting in runtimes.llama_cpp, so its export writes it; the plain side
 // and the best setting are stored as runs of the runtime (unless
-// NoStore). c itself is not changed.
+// NoStore), and with opt.Out written there. c itself is not changed.
 func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (*LlamaTuneResult, error) {
+	if opt.Out != "" { // refused before the minutes of measuring, not after
+		if err := outfile.Check(opt.Out, b.tunedInputs(c, opt.Inputs)...); err != nil {
+			return nil, err
+		}
+	}
 	if err := opt.defaults("tune", c); err != nil {
 		return nil, err
 	}
@@ -169,6 +174,11 @@ func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (
 	out := base
 	out.Measured = &config.Runtimes{LlamaCpp: tuned}
 	res.Config = &out
+	if opt.Out != "" {
+		if err := b.writeTuned(res, opt.Out, opt.Inputs...); err != nil {
+			return nil, err
+		}
+	}
 	if opt.NoStore {
 		return res, nil
 	}
@@ -206,11 +216,11 @@ func medianRange(xs []float64) (med, lo, hi float64) {
 	return med, s[0], s[len(s)-1]
 }
 
-// WriteTuned writes the tuned config (r.Config: the plan with the
+// writeTuned writes the tuned config (r.Config: the plan with the
 // llama.cpp setting measured best) to path, never onto one of inputs (the
 // config it was tuned from, the prompt suite), the database or a model it
 // names.
-func (b *Bench) WriteTuned(r *LlamaTuneResult, path string, inputs ...string) error {
+func (b *Bench) writeTuned(r *LlamaTuneResult, path string, inputs ...string) error {
 	data, err := r.Config.Marshal()
 	if err != nil {
 		return err
@@ -218,5 +228,11 @@ func (b *Bench) WriteTuned(r *LlamaTuneResult, path string, inputs ...string) er
 	if _, err := config.Parse(path, data); err != nil {
 		return err
 	}
-	return outfile.WriteFile(path, data, append(inputs, b.path, r.Config.Models.Target.Path, r.Config.Models.Draft.Path)...)
+	return outfile.WriteFile(path, data, b.tunedInputs(r.Config, inputs)...)
+}
+
+// tunedInputs are the files a tuned config is never written onto: the
+// inputs given, the database and the models the config names.
+func (b *Bench) tunedInputs(c *Config, inputs []string) []string {
+	return append(slices.Clone(inputs), b.path, c.Models.Target.Path, c.Models.Draft.Path)
 }

@@ -102,19 +102,10 @@ func tuneLlama(ctx context.Context, env Env, b *profiles.Bench, c *profiles.Conf
 			fmt.Fprintf(env.Stderr, "round %d: plain %.1f tokens/s, the round's best setting %.2fx\n", i+1, r.Plain, r.Speedup)
 		}
 	}
-	if out != "" { // refused before the minutes of measuring, not after
-		if err := b.CheckOutput(out, append(inputs, c.Models.Target.Path, c.Models.Draft.Path)...); err != nil {
-			return err
-		}
-	}
+	opt.Out, opt.Inputs = out, inputs // refused before the minutes of measuring, written after
 	res, err := b.TuneLlamaCpp(ctx, c, opt)
 	if err != nil {
 		return err
-	}
-	if out != "" {
-		if err := b.WriteTuned(res, out, inputs...); err != nil {
-			return err
-		}
 	}
 	if asJSON {
 		return writeJSON(env.Stdout, res)
