@@ -159,7 +159,7 @@ func speedup(v float64) string {
 // runPlan is the plan the stored run ran, named as a tune names it (its
 // strategy where its settings cannot be read).
 func runPlan(r profiles.Run) string {
-	p, ok := profiles.RunPlan(&r)
+	p, ok := r.RanPlan()
 	if !ok {
 		return r.Strategy
 	}

@@ -151,7 +151,7 @@ func (r *RunScreen) pairShown(st *profiles.PairState, err error) {
 
 // describeStoredRun says what a stored run ran and measured.
 func describeStoredRun(run profiles.Run) string {
-	plan, _ := profiles.RunPlan(&run)
+	plan, _ := run.RanPlan()
 	with := ""
 	if run.Drafter != "" && plan.NeedsSource() {
 		with = " with " + run.Drafter

@@ -67,12 +67,14 @@ type CheckResult struct {
 	SpeculativeLine string       `json:"speculative_line"`
 	Rounds          []CheckRound `json:"rounds"`
 	Speedup         float64      `json:"speedup"` // the median round's
-	Min, Max        float64      `json:"-"`
 	Acceptance      float64      `json:"acceptance"`
 	// Predicted is Arborist's prediction for its own engine (the config's).
 	Predicted float64 `json:"predicted_arborist,omitempty"`
 	PlainRun  int64   `json:"plain_run_id,omitempty"`
 	SpecRun   int64   `json:"speculative_run_id,omitempty"`
+	// Min and Max are the rounds' range.
+	Min float64 `json:"speedup_min"`
+	Max float64 `json:"speedup_max"`
 }
 
 // The programs a check runs, in order of preference: llama.cpp moved its

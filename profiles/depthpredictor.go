@@ -36,11 +36,14 @@ type PredictorOptions struct {
 	Epochs int // default 30
 }
 
-// PredictorReport is a trained, stored depth predictor.
+// PredictorReport is a trained, stored depth predictor; its JSON is
+// `train predictor --json`'s.
 type PredictorReport struct {
-	ID    int64
-	Plan  Plan // the plan that runs it: its shape with depth policy "predictor"
-	Stats predictor.Stats
+	ID   int64 `json:"id"`
+	Plan Plan  `json:"-"` // the plan that runs it: its shape with depth policy "predictor"
+	// Name is Plan's name.
+	Name  string          `json:"plan"`
+	Stats predictor.Stats `json:"stats"`
 }
 
 // TrainPredictor trains a depth predictor (Yggdrasil's first stage) for
@@ -128,7 +131,7 @@ func (b *Bench) TrainPredictor(ctx context.Context, ps PairSpec, opt PredictorOp
 	}
 	run := shape
 	run.DepthPolicy, run.PredictorID = "predictor", id
-	return &PredictorReport{ID: id, Plan: run, Stats: pred.Stats}, nil
+	return &PredictorReport{ID: id, Plan: run, Name: run.String(), Stats: pred.Stats}, nil
 }
 
 // predictorShape is the EGT a depth predictor is trained for by default:

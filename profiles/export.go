@@ -32,6 +32,8 @@ type Export struct {
 	// stored profile of this machine, or no calibration); the faces show
 	// it as a warning.
 	Assumed bool
+	// Path is the file a tune wrote it to ("" where it was not written).
+	Path string
 }
 
 // provenance describes the inputs of a plan exported now.

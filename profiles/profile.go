@@ -32,6 +32,7 @@ type ProfileOptions struct {
 
 // ProfileReport is a pair's latency curves on this machine.
 type ProfileReport struct {
+	Pair     PairSpec // the pair profiled
 	Hardware store.Hardware
 	Backend  string
 	Threads  int
@@ -103,7 +104,7 @@ func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, pr
 		return nil, err
 	}
 	defer pair.Close()
-	r := &ProfileReport{Backend: pair.Backend.Name(), Threads: pair.Backend.Threads()}
+	r := &ProfileReport{Pair: ps, Backend: pair.Backend.Name(), Threads: pair.Backend.Threads()}
 	progress.send("hardware", 0, 1, "measuring memory bandwidth")
 	if r.Hardware, err = hardware.KnownHardware(ctx, st, ps.Threads, opt.Fresh); err != nil {
 		return nil, err
@@ -459,6 +460,9 @@ type TuneOptions struct {
 	// (ErrPlacedValidation).
 	Validate    *ValidateOptions
 	ValidateTop int
+	// Show is how many of the ranked plans, best first, the result's
+	// report lists (its JSON; 0: all).
+	Show int
 }
 
 // Placement is where a pair's models run: the target's backend and the
@@ -523,6 +527,8 @@ type TuneResult struct {
 	Validation  *Validation
 	Run         *RunResult
 	ValidateErr error
+
+	show int // TuneOptions.Show
 }
 
 // Best is the top-ranked plan.
@@ -545,7 +551,7 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 	case opt.Place:
 		places = Placements(ps)
 	}
-	res := &TuneResult{}
+	res := &TuneResult{show: opt.Show}
 	var base time.Duration // T_verify(1) of ps's own placement, the first
 	for i, pl := range places {
 		p := ps
@@ -610,7 +616,7 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 		if err != nil {
 			return res, err
 		}
-		res.Export = ex
+		ex.Path, res.Export = opt.Export, ex
 	}
 	if v := opt.Validate; v != nil {
 		res.ValidateErr = b.validateTuned(ctx, ps, res, *v, opt.ValidateTop)

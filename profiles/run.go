@@ -161,6 +161,7 @@ type HiddenStats struct {
 
 // RunResult is a finished (or stopped) run.
 type RunResult struct {
+	Plan    Plan   // the plan as the run was asked for
 	Label   string // e.g. "chain with draft:d.gguf"
 	Threads int
 	Totals  Totals
@@ -181,6 +182,9 @@ type RunResult struct {
 	RunID        int64
 	Status       string
 	Hidden       *HiddenStats
+	// Err is the error Run returned with this result (nil: none): a run
+	// stopped or failed part way still has its figures.
+	Err error
 }
 
 // Run decodes the prompt suite with the plan, stores the run and its steps
@@ -188,6 +192,11 @@ type RunResult struct {
 // prompts: the measured speedup is stored, and a greedy run whose output
 // differs from plain decoding is an error (speculation must be lossless).
 func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunResult, err error) {
+	defer func() {
+		if res != nil {
+			res.Err = err
+		}
+	}()
 	plan := opt.Plan.Trim()
 	if opt.Trace != "" { // refused before anything runs
 		if err := outfile.Check(opt.Trace, b.inputs(ps, opt.Inputs)...); err != nil {
@@ -210,7 +219,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 	if plan.NeedsSource() && ps.Sources() == 0 {
 		return nil, fmt.Errorf("strategy %s needs a draft source", plan.Strategy)
 	}
-	res = &RunResult{Predicted: opt.Predicted, PredictedOn: opt.PredictedOn, Greedy: opt.Sample.Greedy()}
+	res = &RunResult{Plan: opt.Plan, Predicted: opt.Predicted, PredictedOn: opt.PredictedOn, Greedy: opt.Sample.Greedy()}
 	pair, err := b.openPairSampled(ps, opt.Sample, plan.Concurrent())
 	if err != nil {
 		return nil, err
@@ -581,18 +590,4 @@ func planJSON(p Plan) string {
 		return ""
 	}
 	return string(b)
-}
-
-// RunPlan is the plan stored run r ran, as stored with it; for a run
-// stored before the database kept plans, as read back from its engine
-// settings (settingsPlan). False where neither can be read.
-func RunPlan(r *Run) (Plan, bool) {
-	var p Plan
-	if r == nil {
-		return p, false
-	}
-	if r.Plan == "" || json.Unmarshal([]byte(r.Plan), &p) != nil {
-		return settingsPlan(r)
-	}
-	return p, true
 }

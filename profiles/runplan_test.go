@@ -9,7 +9,7 @@ import (
 )
 
 // TestStoredRunIsThePlanRun: a run stores the plan it ran field for field
-// (RunPlan), for a plan of every strategy family and depth policy, the
+// (Run.RanPlan), for a plan of every strategy family and depth policy, the
 // predictor policy with its predictor's id included, so what was tuned is
 // what the database says ran.
 func TestStoredRunIsThePlanRun(t *testing.T) {
@@ -44,7 +44,7 @@ func TestStoredRunIsThePlanRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, ok := RunPlan(run)
+		got, ok := run.RanPlan()
 		if !ok || !reflect.DeepEqual(got, p) {
 			t.Errorf("ran %+v, the database says %+v (%v)", p, got, ok)
 		}

@@ -2,11 +2,8 @@ package profiles
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"slices"
 
-	"arborist/engine/tree"
 	"arborist/kernels"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/measure"
@@ -131,92 +128,4 @@ func (b *Bench) PairState(ctx context.Context, ps PairSpec) (*PairState, error) 
 		}
 	}
 	return s, nil
-}
-
-// settingsPlan is the plan a stored run ran, read back from the engine
-// settings stored with it, for runs stored before the database kept
-// plans. Settings written since spec.Config embeds its plan hold the plan
-// itself (its fields under their YAML names: "strategy", "egt_widths"...);
-// older ones held a copy of it under the engine's own names, which is
-// read field by field: the strategy and every shape field they hold (a
-// tree's shape, stored as a parent list, as widths where it is one of
-// widths; a depth policy by its kind, a depth predictor's id unknown, 0).
-// ok is false where the settings cannot be read.
-func settingsPlan(r *Run) (p Plan, ok bool) {
-	raw, err := json.Marshal(r.Settings)
-	if err != nil {
-		return Plan{Strategy: r.Strategy}, false
-	}
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &keys); err != nil {
-		return Plan{Strategy: r.Strategy}, false
-	}
-	if _, embedded := keys["strategy"]; embedded {
-		if err := json.Unmarshal(raw, &p); err != nil || p.Strategy == "" {
-			return Plan{Strategy: r.Strategy}, false
-		}
-		return p.Trim(), true
-	}
-	var c struct {
-		Strategy       string
-		Gamma          int
-		Static         struct{ Parents []int }
-		SampleChildren bool
-		Widths         []int // an EGT's widths
-		Branch, WMax   int
-		Pad, AOT       bool
-		MaxSeqs, Tail  int
-		Depth          map[string]any
-	}
-	if err := json.Unmarshal(raw, &c); err != nil || c.Strategy == "" {
-		return Plan{Strategy: r.Strategy}, false
-	}
-	p = Plan{Strategy: c.Strategy, Gamma: c.Gamma, EGT: c.Widths, Branch: c.Branch, WMax: c.WMax, Pad: c.Pad, AOT: c.AOT,
-		SampleChildren: c.SampleChildren, MaxSeqs: c.MaxSeqs, Tail: c.Tail}
-	if parents := c.Static.Parents; len(parents) > 0 {
-		if ws := widthsOf(parents); ws != nil && p.Reads("widths") {
-			p.Widths = ws
-		} else {
-			p.Parents = parents
-		}
-	}
-	switch {
-	case c.Depth == nil:
-	case c.Depth["Min"] != nil && c.Depth["Max"] != nil:
-		p.DepthPolicy = "threshold"
-		p.DepthMin, _ = c.Depth["Min"].(float64)
-	default:
-		p.DepthPolicy = "predictor"
-	}
-	return p.Trim(), true
-}
-
-// widthsOf is the widths per depth a parent list is the tree of (nil when
-// it is no tree of widths).
-func widthsOf(parents []int) []int {
-	depth := make([]int, len(parents))
-	var level []int // nodes per depth
-	for i, p := range parents {
-		if p >= 0 {
-			depth[i] = depth[p] + 1
-		}
-		if depth[i] == len(level) {
-			level = append(level, 0)
-		}
-		level[depth[i]]++
-	}
-	var ws []int
-	prev := 1
-	for _, n := range level {
-		if n%prev != 0 {
-			return nil
-		}
-		ws = append(ws, n/prev)
-		prev = n
-	}
-	s, err := tree.FromWidths(ws)
-	if err != nil || !slices.Equal(s.Parents, parents) {
-		return nil
-	}
-	return ws
 }

@@ -91,6 +91,8 @@ type Validation struct {
 	BaseRunID int64
 	Plans     []Validated // in the order given (predicted rank)
 	Best      int         // index of the measured best in Plans
+	// Err is the error Validate returned with this outcome (nil: none).
+	Err error
 }
 
 // Validate measures predicted plans against each other and plain decoding
@@ -102,7 +104,12 @@ type Validation struct {
 // fastest is marked. Every plan and plain decoding is stored as a run (the
 // plans with their predicted and measured speedups) unless NoStore; a
 // greedy plan whose output differs from plain decoding is an error.
-func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) (*Validation, error) {
+func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) (v *Validation, err error) {
+	defer func() {
+		if v != nil {
+			v.Err = err
+		}
+	}()
 	if len(opt.Plans) == 0 {
 		return nil, fmt.Errorf("no plans to validate")
 	}

@@ -70,11 +70,7 @@ func runCheckExport(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return writeJSON(env.Stdout, struct {
-			*profiles.CheckResult
-			Min float64 `json:"speedup_min"`
-			Max float64 `json:"speedup_max"`
-		}{res, res.Min, res.Max})
+		return writeJSON(env.Stdout, res)
 	}
 	version := res.Version
 	if version == "" {

@@ -28,37 +28,6 @@ func printCurve(w io.Writer, label string, p *profiles.Profile) {
 	}
 }
 
-// curveJSON is a stored latency curve in `--json` documents.
-type curveJSON struct {
-	Kind    string      `json:"kind"`
-	Backend string      `json:"backend"`
-	Threads int         `json:"threads"`
-	Cached  bool        `json:"cached"`
-	Points  []pointJSON `json:"points"`
-	Created time.Time   `json:"created"`
-	Context int         `json:"context"`
-	Model   string      `json:"model,omitempty"`
-	_       struct{}    `json:"-"`
-}
-
-type pointJSON struct {
-	W      int   `json:"w"`
-	Median int64 `json:"median_ns"`
-	Spread int64 `json:"spread_ns"`
-	Reps   int   `json:"reps"`
-}
-
-func curveDoc(p *profiles.Profile, model string) *curveJSON {
-	if p == nil {
-		return nil
-	}
-	c := &curveJSON{Kind: p.Curve.Key.Kind, Backend: p.Curve.Key.Backend, Threads: p.Curve.Key.Threads, Cached: p.Cached, Created: p.Curve.Created, Context: p.Curve.Context, Model: model}
-	for _, pt := range p.Curve.Points {
-		c.Points = append(c.Points, pointJSON{W: pt.W, Median: int64(pt.Median), Spread: int64(pt.Spread), Reps: pt.Reps})
-	}
-	return c
-}
-
 func runProfile(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "profile", "--target T [--draft D] [--threads N] [--max-w 64] [--fresh] [--db FILE] [--json]")
 	var p pairFlags
@@ -87,23 +56,7 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 	}
 	w := env.Stdout
 	if *asJSON {
-		hw := r.Hardware
-		return writeJSON(w, struct {
-			Hardware any        `json:"hardware"`
-			Target   *curveJSON `json:"verify"`
-			Overhead *curveJSON `json:"overhead"`
-			Draft    *curveJSON `json:"draft,omitempty"`
-			After    *curveJSON `json:"draft_after_target,omitempty"`
-			Steps    *curveJSON `json:"drafting_in_engine,omitempty"`
-			Limits   any        `json:"limits"`
-			Memory   any        `json:"device_memory,omitempty"`
-		}{
-			Memory:   r.Memory,
-			Hardware: map[string]any{"fingerprint": hw.Fingerprint, "cpu": hw.CPU, "cores": hw.Cores, "threads": hw.Threads, "simd": hw.SIMD, "ram_bytes": hw.RAM, "bandwidth_bytes_per_s": hw.Bandwidth, "gpus": hw.GPUs},
-			Target:   curveDoc(r.Target, p.Target), Overhead: curveDoc(r.Overhead, p.Target), Draft: curveDoc(r.Draft, p.Draft), After: curveDoc(r.DraftAfter, p.Draft), Steps: curveDoc(r.DraftSteps, p.DraftHidden),
-			Limits: map[string]any{"roofline_ns": int64(r.Limits.Roofline()), "peak_macs_per_s": r.Limits.Peak, "peak_kind": r.Limits.Kind(), "macs_per_token": r.Limits.MACs,
-				"weight_bytes_per_token": r.Limits.WeightBytes},
-		})
+		return writeJSON(w, r)
 	}
 	hw := r.Hardware
 	fmt.Fprintf(w, "hardware %s: %s, %d cores / %d threads, %s, %.1f GiB RAM, %.1f GB/s read bandwidth\n",
@@ -222,11 +175,7 @@ func trainPredictor(ctx context.Context, env Env, b *profiles.Bench, ps profiles
 	}
 	w := env.Stdout
 	if asJSON {
-		return writeJSON(w, struct {
-			ID    int64  `json:"id"`
-			Plan  string `json:"plan"`
-			Stats any    `json:"stats"`
-		}{r.ID, r.Plan.String(), r.Stats})
+		return writeJSON(w, r)
 	}
 	printPredictor(w, r)
 	return nil
@@ -335,26 +284,6 @@ func runTrain(ctx context.Context, env Env, args []string) error {
 	return trainPredictor(ctx, env, b, p.PairSpec, opt, *asJSON)
 }
 
-// predictionJSON is one ranked plan in `tune --json`.
-type predictionJSON struct {
-	Rank     int           `json:"rank"`
-	Plan     any           `json:"plan"`
-	Name     string        `json:"name"`
-	Speedup  float64       `json:"predicted_speedup"`
-	Low      float64       `json:"predicted_low"`  // the interval around it
-	High     float64       `json:"predicted_high"` // (calibration's error, curve's spread)
-	Bounded  bool          `json:"bounded,omitempty"`
-	AAL      float64       `json:"aal"`
-	Nodes    int           `json:"nodes"`
-	Draft    time.Duration `json:"draft_ns"`
-	Verify   time.Duration `json:"verify_ns"`
-	Step     time.Duration `json:"step_ns"`
-	PerDepth []int         `json:"draft_passes"`
-	Backend  string        `json:"device,omitempty"`        // with --place: the target's device
-	Draft2   string        `json:"draft_device,omitempty"`  // with --place: the drafter's, when not the target's
-	Threads2 int           `json:"draft_threads,omitempty"` // a plan drafting while the target verifies: the drafter's threads
-}
-
 func runTune(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "tune", "--target T (--draft D | --draft-ngram N | --draft-layers K) [--top 10] [--alpha A] [-o config.yaml] [--validate --prompts FILE [--top N] [--rounds R]] [--db FILE] [--json]")
 	var p pairFlags
@@ -395,7 +324,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	}
 	// the search, the export and the validation are one workflow of the
 	// core; the report below reads what it returns, as far as it got
-	opt := profiles.TuneOptions{Alpha: *alpha, NoRecheck: *noRecheck, Place: *place, Export: *out, Inputs: []string{*prompts}}
+	opt := profiles.TuneOptions{Alpha: *alpha, NoRecheck: *noRecheck, Place: *place, Export: *out, Inputs: []string{*prompts}, Show: *top}
 	if *validate {
 		texts, err := profiles.ReadPrompts(*prompts)
 		if err != nil {
@@ -421,32 +350,8 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	tuneErr := err
 	best := t.Best()
 	w := env.Stdout
-	doc := struct {
-		PlanID     int64            `json:"plan_id"`
-		AcceptOn   string           `json:"acceptance"`
-		Plans      []predictionJSON `json:"plans"`
-		Scored     int              `json:"scored"`
-		Beyond     int              `json:"left_out_wider_than_profile,omitempty"`
-		Widest     int              `json:"profiled_widest,omitempty"`
-		Config     string           `json:"config,omitempty"`
-		Validation any              `json:"validation,omitempty"`
-		Recheck    *recheckJSON     `json:"recheck,omitempty"`
-	}{PlanID: t.PlanID, AcceptOn: t.Inputs.Describe(), Scored: len(t.Ranked), Beyond: t.Beyond, Widest: t.Widest}
-	if rc := t.Inputs.Recheck; rc != nil {
-		one, mid, wide := rc.At(1), rc.At(4), rc.Widest()
-		if mid.W == wide.W {
-			mid = profiles.Anchor{} // mid_w names a middle anchor, below the widest
-		}
-		doc.Recheck = &recheckJSON{W: wide.W, Stored1: one.Stored, Now1: one.Now, Mid: mid.W, StoredMid: mid.Stored, NowMid: mid.Now,
-			StoredW: wide.Stored, NowW: wide.Now, Plain: rc.Plain, Rescaled: rc.Rescaled,
-			DraftPasses: rc.DraftPasses, StoredDraft: rc.StoredDraft, NowDraft: rc.NowDraft, DraftRescaled: rc.DraftRescaled,
-			BandwidthStored: rc.BandwidthStored, BandwidthNow: rc.BandwidthNow, Warning: rc.BandwidthWarning, WindowMoments: rc.WindowMoments}
-		for _, a := range rc.Anchors {
-			doc.Recheck.Anchors = append(doc.Recheck.Anchors, anchorJSON{W: a.W, Stored: a.Stored, Now: a.Now})
-		}
-		if !*asJSON {
-			fmt.Fprintln(w, rc)
-		}
+	if rc := t.Inputs.Recheck; rc != nil && !*asJSON {
+		fmt.Fprintln(w, rc)
 	}
 	if !*asJSON {
 		fmt.Fprintf(w, "%d plans scored with the latency-aware model (speedup = AAL * T_plain / (draft + T_verify(W) + overhead); T_plain: plain decoding's time a token), acceptance %s:\n", len(t.Ranked), t.Inputs.Describe())
@@ -456,8 +361,6 @@ func runTune(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(w, "  %-4s %-40s %8s %13s %6s %6s %10s %10s\n", "rank", "plan", "speedup", "range", "AAL", "nodes", "draft", "verify")
 	}
 	for i, pr := range t.Ranked[:min(*top, len(t.Ranked))] {
-		doc.Plans = append(doc.Plans, predictionJSON{Rank: i + 1, Plan: pr.Plan, Name: pr.Plan.String(), Speedup: pr.Speedup, Low: pr.Low, High: pr.High, Bounded: pr.Bounded, AAL: pr.AAL, Nodes: pr.Nodes,
-			Draft: pr.Draft, Verify: pr.Verify, Step: pr.Step, PerDepth: pr.PerDepth, Backend: pr.Backend, Draft2: pr.DraftBackend, Threads2: pr.DraftThreads})
 		if !*asJSON {
 			fmt.Fprintf(w, "  %-4d %-40s %7.2fx %13s %6.2f %6d %10s %10s", i+1, pr.Plan, pr.Speedup, fmt.Sprintf("%.2f-%.2fx", pr.Low, pr.High), pr.AAL, pr.Nodes, pr.Draft.Round(time.Microsecond), pr.Verify.Round(time.Microsecond))
 			if where := pr.Where(); where != "" {
@@ -477,7 +380,6 @@ func runTune(ctx context.Context, env Env, args []string) error {
 		if t.Export == nil { // the search ran; the export failed
 			return tuneErr
 		}
-		doc.Config = *out
 		if !*asJSON {
 			fmt.Fprintf(w, "wrote %s\n\n%s", *out, t.Export.Equivalents)
 		}
@@ -488,28 +390,22 @@ func runTune(ctx context.Context, env Env, args []string) error {
 		if plans, err := profiles.ValidationPlans(t.Ranked, *top); err == nil && !*asJSON {
 			fmt.Fprintf(w, "\nvalidating the top %d plans on %s (%d tokens per prompt, %d round(s), plans and plain decoding interleaved per prompt):\n", len(plans), *prompts, *n, *rounds)
 		}
-		if v := t.Validation; v != nil {
-			doc.Validation = validationJSON(v, t.ValidateErr)
-			if !*asJSON {
-				printValidation(w, v)
-			}
+		if v := t.Validation; v != nil && !*asJSON {
+			printValidation(w, v)
 		}
 	default:
 		if !*asJSON {
 			fmt.Fprintf(w, "\nvalidating on %s (%d tokens per prompt):\n", *prompts, *n)
 		}
-		if res := t.Run; res != nil {
-			doc.Validation = runJSON(best.Plan, res, t.ValidateErr)
-			if !*asJSON {
-				printResult(w, res)
-			}
+		if res := t.Run; res != nil && !*asJSON {
+			printResult(w, res)
 		}
 	}
 	if tuneErr != nil && (!*asJSON || t.ValidateErr == nil) {
 		return tuneErr // a failed validation is in the JSON document
 	}
 	if *asJSON {
-		return writeJSON(w, doc)
+		return writeJSON(w, t)
 	}
 	return nil
 }
@@ -603,9 +499,9 @@ func runRuns(ctx context.Context, env Env, args []string) error {
 				return err
 			}
 			return writeJSON(w, struct {
-				Run   runJSONRow            `json:"run"`
+				Run   *profiles.Run         `json:"run"`
 				Steps []profiles.StoredStep `json:"steps"`
-			}{runRow(r), steps})
+			}{r, steps})
 		}
 		fmt.Fprintf(w, "run %d: %d steps\n  %5s %6s %7s %8s %8s %10s %10s %10s\n", ids[0], len(steps), "step", "prompt", "width", "drafted", "accepted", "draft", "verify", "overhead")
 		for _, s := range steps {
@@ -622,7 +518,7 @@ func runRuns(ctx context.Context, env Env, args []string) error {
 			runs = append(runs, r)
 		}
 		if *asJSON {
-			return writeJSON(w, runRows(runs))
+			return writeJSON(w, runs)
 		}
 		rows := []struct {
 			label string
@@ -662,11 +558,10 @@ func runRuns(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if *asJSON {
-		var ptrs []*profiles.Run
-		for i := range runs {
-			ptrs = append(ptrs, &runs[i])
+		if runs == nil {
+			runs = []profiles.Run{} // an empty list, not null
 		}
-		return writeJSON(w, runRows(ptrs))
+		return writeJSON(w, runs)
 	}
 	fmt.Fprintf(w, "%4s %-11s %-6s %-30s %8s %6s %7s %8s %9s  %s\n", "id", "status", "strat", "drafter", "tok/s", "AAL", "accept", "speedup", "predicted", "created")
 	for _, r := range runs {
@@ -690,54 +585,13 @@ func trimTo(s string, n int) string {
 	return s[:n-1] + "~"
 }
 
-// runJSONRow is a stored run in `runs --json`.
-type runJSONRow struct {
-	ID         int64     `json:"id"`
-	Status     string    `json:"status"`
-	Strategy   string    `json:"strategy"`
-	Plan       any       `json:"plan,omitempty"` // the plan as it ran (runs stored before carry none)
-	PlanName   string    `json:"plan_name,omitempty"`
-	Drafter    string    `json:"drafter"`
-	Target     string    `json:"target"`
-	Hardware   string    `json:"hardware"`
-	Settings   any       `json:"settings"`
-	Prompts    []string  `json:"prompts"`
-	Tokens     int       `json:"tokens"`
-	Steps      int       `json:"steps"`
-	DecodeNS   int64     `json:"decode_ns"`
-	TPS        float64   `json:"tokens_per_s"`
-	AAL        float64   `json:"aal"`
-	Acceptance float64   `json:"acceptance"`
-	Measured   float64   `json:"measured_speedup"`
-	Predicted  float64   `json:"predicted_speedup"`
-	Created    time.Time `json:"created"`
-}
-
-func runRow(r *profiles.Run) runJSONRow {
-	row := runJSONRow{ID: r.ID, Status: r.Status, Strategy: r.Strategy, Drafter: r.Drafter, Target: r.Target, Hardware: r.Hardware, Settings: r.Settings,
-		Prompts: r.Prompts, Tokens: r.Tokens, Steps: r.Steps, DecodeNS: int64(r.Decode), TPS: r.TokensPerSecond, AAL: r.AAL, Acceptance: r.Acceptance,
-		Measured: r.MeasuredSpeedup, Predicted: r.PredictedSpeedup, Created: r.Created}
-	if p, ok := profiles.RunPlan(r); ok {
-		row.Plan, row.PlanName = p, p.String()
-	}
-	return row
-}
-
 // planName is the plan a stored run ran, by name (its strategy alone for
 // runs stored before the database kept plans).
 func planName(r *profiles.Run) string {
-	if p, ok := profiles.RunPlan(r); ok {
+	if p, ok := r.RanPlan(); ok {
 		return p.String()
 	}
 	return r.Strategy
-}
-
-func runRows(runs []*profiles.Run) []runJSONRow {
-	out := []runJSONRow{}
-	for _, r := range runs {
-		out = append(out, runRow(r))
-	}
-	return out
 }
 
 // printValidation is the table of a --validate --top run: each plan's
@@ -765,73 +619,4 @@ func printValidation(w io.Writer, v *profiles.Validation) {
 			fmt.Fprintf(w, "  %-4d %s\n", i+1, s)
 		}
 	}
-}
-
-// validationJSON is the --json document of a --validate --top run.
-func validationJSON(v *profiles.Validation, err error) any {
-	type planJSON struct {
-		Rank      int                  `json:"rank"`
-		Plan      profiles.Plan        `json:"plan"`
-		Label     string               `json:"label"`
-		Predicted float64              `json:"predicted_speedup"`
-		Measured  float64              `json:"measured_speedup"`
-		Rounds    []float64            `json:"round_speedups"`
-		Totals    *totalsJSON          `json:"totals"`
-		Identical bool                 `json:"identical_to_baseline"`
-		RunID     int64                `json:"run_id,omitempty"`
-		Best      bool                 `json:"measured_best"`
-		Split     *profiles.ErrorSplit `json:"split,omitempty"`
-	}
-	doc := struct {
-		Baseline  *totalsJSON `json:"baseline"`
-		BaseRunID int64       `json:"baseline_run_id,omitempty"`
-		Plans     []planJSON  `json:"plans"`
-		Error     string      `json:"error,omitempty"`
-	}{Baseline: totals(&v.Base), BaseRunID: v.BaseRunID}
-	for i, p := range v.Plans {
-		pj := planJSON{Rank: i + 1, Plan: p.Plan, Label: p.Label, Predicted: p.Predicted, Measured: p.Measured,
-			Rounds: p.Rounds, Totals: totals(&p.Totals), Identical: p.Identical, RunID: p.RunID, Best: p.Best}
-		if p.Split.StepMeasured > 0 {
-			pj.Split = &p.Split
-		}
-		doc.Plans = append(doc.Plans, pj)
-	}
-	if err != nil {
-		doc.Error = err.Error()
-	}
-	return doc
-}
-
-// recheckJSON is tune's T_verify re-check in --json output (times in
-// nanoseconds, bandwidth in bytes per second).
-type recheckJSON struct {
-	W               int           `json:"w"`
-	Stored1         time.Duration `json:"stored_verify1_ns"`
-	Now1            time.Duration `json:"now_verify1_ns"`
-	Mid             int           `json:"mid_w,omitempty"`
-	StoredMid       time.Duration `json:"stored_verify_mid_ns,omitempty"`
-	NowMid          time.Duration `json:"now_verify_mid_ns,omitempty"`
-	StoredW         time.Duration `json:"stored_verify_w_ns"`
-	NowW            time.Duration `json:"now_verify_w_ns"`
-	Plain           time.Duration `json:"plain_token_ns,omitempty"`
-	Rescaled        bool          `json:"rescaled"`
-	DraftPasses     int           `json:"draft_passes,omitempty"`
-	StoredDraft     time.Duration `json:"stored_draft_ns,omitempty"`
-	NowDraft        time.Duration `json:"now_draft_ns,omitempty"`
-	DraftRescaled   bool          `json:"draft_rescaled,omitempty"`
-	BandwidthStored float64       `json:"bandwidth_stored,omitempty"`
-	BandwidthNow    float64       `json:"bandwidth_now,omitempty"`
-	Warning         string        `json:"warning,omitempty"`
-	// WindowMoments: how many moments of the calibration's window the
-	// anchors' ratios to plain decoding's token were pooled with (0: none)
-	WindowMoments int `json:"window_moments,omitempty"`
-	// Anchors: every width timed (the three above among them)
-	Anchors []anchorJSON `json:"anchors,omitempty"`
-}
-
-// anchorJSON is one width the re-check timed.
-type anchorJSON struct {
-	W      int           `json:"w"`
-	Stored time.Duration `json:"stored_ns"`
-	Now    time.Duration `json:"now_ns"`
 }

@@ -192,7 +192,7 @@ func runRun(ctx context.Context, env Env, args []string) (err error) {
 	}
 	res, err := b.Run(ctx, ps, opt)
 	if *asJSON && res != nil {
-		if jerr := writeJSON(env.Stdout, runJSON(opt.Plan, res, err)); jerr != nil && err == nil {
+		if jerr := writeJSON(env.Stdout, res); jerr != nil && err == nil {
 			err = jerr
 		}
 		return err
@@ -243,47 +243,4 @@ func printSummary(w io.Writer, label string, a *profiles.Totals) {
 	if n := present.AheadNote(a); n != "" {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
-}
-
-// totalsJSON is Totals with the derived figures.
-type totalsJSON struct {
-	profiles.Totals
-	TPS        float64 `json:"tokens_per_s"`
-	AAL        float64 `json:"aal"`
-	Acceptance float64 `json:"acceptance"`
-}
-
-func totals(t *profiles.Totals) *totalsJSON {
-	if t == nil {
-		return nil
-	}
-	return &totalsJSON{Totals: *t, TPS: t.TPS(), AAL: t.AAL(), Acceptance: t.Acceptance()}
-}
-
-// runJSON is `run --json`'s document.
-func runJSON(plan profiles.Plan, res *profiles.RunResult, err error) any {
-	doc := struct {
-		Plan        profiles.Plan         `json:"plan"`
-		Label       string                `json:"label"`
-		Threads     int                   `json:"threads"`
-		Totals      *totalsJSON           `json:"totals"`
-		Baseline    *totalsJSON           `json:"baseline,omitempty"`
-		Speedup     float64               `json:"measured_speedup,omitempty"`
-		Rounds      []float64             `json:"round_speedups,omitempty"`
-		Identical   *bool                 `json:"identical_to_baseline,omitempty"`
-		Predicted   float64               `json:"predicted_speedup,omitempty"`
-		PredictedOn string                `json:"predicted_on,omitempty"`
-		RunID       int64                 `json:"run_id,omitempty"`
-		Status      string                `json:"status,omitempty"`
-		Hidden      *profiles.HiddenStats `json:"hidden,omitempty"`
-		Error       string                `json:"error,omitempty"`
-	}{Plan: plan, Label: res.Label, Threads: res.Threads, Totals: totals(&res.Totals), Baseline: totals(res.Base), Speedup: res.Speedup, Rounds: res.Rounds,
-		Predicted: res.Predicted, PredictedOn: res.PredictedOn, RunID: res.RunID, Status: res.Status, Hidden: res.Hidden}
-	if res.Base != nil {
-		doc.Identical = &res.Identical
-	}
-	if err != nil {
-		doc.Error = err.Error()
-	}
-	return doc
 }
