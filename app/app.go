@@ -94,7 +94,7 @@ func NewSession(a fyne.App, w fyne.Window, demoDir string) *Session {
 	p := a.Preferences()
 	s := &Session{App: a, Win: w, DemoDir: demoDir}
 	s.ctx, s.stop = context.WithCancel(context.Background())
-	s.DBPath = p.StringWithFallback(prefDB, profiles.DefaultDB())
+	s.DBPath = p.StringWithFallback(prefDB, profiles.Choices().DefaultDB)
 	s.Spec.Target = p.String(prefTarget)
 	s.Spec.Draft = p.String(prefDraft)
 	s.Spec.DraftHidden = p.String(prefHidden)

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -95,13 +94,14 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	m.DeviceNote = widget.NewLabel("")
 	m.DeviceNote.Wrapping = fyne.TextWrapWord
 	m.DeviceNote.SizeName = theme.SizeNameCaptionText
-	m.Device = widget.NewSelect(profiles.BackendNames(), func(string) { m.showDevice() })
+	choices := profiles.Choices()
+	m.Device = widget.NewSelect(choices.Backends, func(string) { m.showDevice() })
 	dev := s.Spec.Backend
 	if dev == "" {
-		dev = profiles.DefaultBackend
+		dev = choices.DefaultBackend
 	}
 	m.Device.SetSelected(dev)
-	m.DraftDevice = widget.NewSelect(append([]string{sameDevice}, profiles.BackendNames()...), nil)
+	m.DraftDevice = widget.NewSelect(append([]string{sameDevice}, choices.Backends...), nil)
 	m.DraftDevice.SetSelected(sameDevice)
 	if d := s.Spec.DraftBackend; d != "" {
 		m.DraftDevice.SetSelected(d)
@@ -139,7 +139,7 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	}
 	m.DraftCheck.Check()
 	m.TrainCheck = newFileCheck(m.TrainPrompts, "prompt suite", nil, s.Win)
-	m.TrainSettings = profiles.DefaultDrafterSettings()
+	m.TrainSettings = profiles.Choices().DrafterSettings
 	m.TrainBtn = widget.NewButton("Train hidden drafter", m.train)
 	m.CancelTrain = widget.NewButton("Cancel training", func() {
 		if m.cancelTrain != nil {
@@ -243,11 +243,9 @@ func (m *ModelsScreen) RefreshDrafters() {
 		if d.Status != "done" {
 			continue
 		}
-		var losses []profiles.Epoch
-		json.Unmarshal([]byte(d.Losses), &losses)
 		held := ""
-		if len(losses) > 0 {
-			held = fmt.Sprintf(", held-out loss %.3f", losses[len(losses)-1].HeldOut)
+		if loss, ok := d.HeldOut(); ok {
+			held = fmt.Sprintf(", held-out loss %.3f", loss)
 		}
 		opts = append(opts, fmt.Sprintf("#%d for %s%s", d.ID, filepath.Base(d.TargetPath), held))
 	}
@@ -493,12 +491,7 @@ func (m *ModelsScreen) load() {
 	}
 	db := m.s.DBPath
 	m.s.Go(func(context.Context) {
-		info, err := describePair(target, draft, layers)
-		if err == nil && hiddenRef != "" {
-			var more string
-			more, err = describeHidden(target, hiddenRef, db)
-			info += more
-		}
+		info, err := profiles.DescribePair(context.Background(), profiles.PairSpec{Target: target, Draft: draft, Layers: layers, DraftHidden: hiddenRef}, db)
 		fyne.Do(func() {
 			m.Load.Enable()
 			m.s.Busy()
@@ -521,11 +514,6 @@ func (m *ModelsScreen) load() {
 			m.s.SetPair(ps) // clears the previous pair's results, shows this one's
 		})
 	})
-}
-
-// describePair summarises the files and checks the vocabularies.
-func describePair(target, draft string, layers int) (string, error) {
-	return profiles.DescribePair(target, draft, layers)
 }
 
 func (m *ModelsScreen) buildDemo() {
@@ -553,11 +541,6 @@ func (m *ModelsScreen) buildDemo() {
 			m.Status.SetText("Demo pair ready (a demo construction from stories260K, not a real model of that size). Press Load and check.")
 		})
 	})
-}
-
-// describeHidden checks that a hidden-state drafter fits the target.
-func describeHidden(target, ref, db string) (string, error) {
-	return profiles.DescribeHidden(context.Background(), target, ref, db)
 }
 
 // train distils a hidden-state drafter from the target in the background:

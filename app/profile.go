@@ -153,7 +153,7 @@ func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, max
 	if err != nil {
 		return nil, nil, lim, err
 	}
-	over := r.StepOverhead()
+	over := r.StepCost
 	fyne.Do(func() {
 		if p.s.samePair(pair) {
 			p.s.Overhead = over

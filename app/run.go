@@ -82,13 +82,14 @@ func NewRunScreen(s *Session) *RunScreen {
 	r.Source.Required = true
 	r.Source.SetSelected(PromptOne)
 	r.Fields = map[string]*planEditor{}
-	for _, f := range profiles.PlanFields() {
+	choices := profiles.Choices()
+	for _, f := range choices.PlanFields {
 		r.Fields[f.Name] = newPlanEditor(f, r.edited)
 		r.fieldOrder = append(r.fieldOrder, f.Name)
 	}
 	r.shapes = container.NewVBox()
-	r.Strategy = widget.NewSelect(profiles.Strategies(), nil)
-	r.Strategy.SetSelected(profiles.DefaultStrategy())
+	r.Strategy = widget.NewSelect(choices.Strategies, nil)
+	r.Strategy.SetSelected(choices.DefaultStrategy)
 	r.UseTuned = widget.NewButton("Use the tuned plan", r.useTuned)
 	r.Strategy.OnChanged = func(string) { r.edited(); r.enable(); r.layoutFields() }
 	r.PlanNote = widget.NewLabel("")

@@ -161,7 +161,7 @@ func prepare(wb *Workbench) {
 	}
 	if done.Runs == 0 {
 		run(func() {
-			r.Strategy.SetSelected(profiles.PlainStrategy())
+			r.Strategy.SetSelected(profiles.Choices().PlainStrategy)
 			r.Tokens.SetText("64")
 			r.Baseline.SetChecked(false)
 		})

@@ -129,7 +129,8 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.Mode.TextStyle = fyne.TextStyle{Italic: true}
 	sp.Place = widget.NewCheck("tune also places each model on a device (checking the devices)", nil)
 	sp.Place.Disable() // until SetBackends says there is more than one
-	whatIf, start := profiles.WhatIfStrategies()
+	choices := profiles.Choices()
+	whatIf, start := choices.WhatIf, choices.WhatIfStart
 	sp.Plan = widget.NewSelect(whatIf, nil)
 	sp.Plan.SetSelected(start)
 	sp.Shape = widget.NewEntry()
@@ -237,7 +238,7 @@ func (sp *SpeedupScreen) Update() {
 		ranked = x.Ranked
 		sp.explored, sp.searched, sp.asked = x, ranked, key
 	}
-	fams := present.Families(ranked, x.Best, profiles.Strategies())
+	fams := present.Families(ranked, x.Best, profiles.Choices().Strategies)
 	var names []string
 	for _, f := range fams {
 		names = append(names, familyName(f.Strategy))
@@ -349,7 +350,7 @@ func askedOf(o profiles.ExploreOptions) asked {
 
 // familyName names a plan family on the chart.
 func familyName(strategy string) string {
-	if profiles.IsPlain(strategy) {
+	if strategy == profiles.Choices().PlainStrategy {
 		return strategy + " (plain decoding)"
 	}
 	return strategy
@@ -637,10 +638,11 @@ func (sp *SpeedupScreen) validate() {
 	}
 	var v *profiles.Validation
 	sp.work("Validating", false, func(ctx context.Context, b *profiles.Bench, ps profiles.PairSpec, pr profiles.Progress) (string, error) {
-		total := profiles.DefaultRounds * len(texts) * (len(plans) + 1)
+		rounds := profiles.Choices().Rounds
+		total := rounds * len(texts) * (len(plans) + 1)
 		done := 0
 		var err error
-		v, err = b.Validate(ctx, ps, profiles.ValidateOptions{Plans: plans, MaxTokens: n, Prompts: texts, Rounds: profiles.DefaultRounds,
+		v, err = b.Validate(ctx, ps, profiles.ValidateOptions{Plans: plans, MaxTokens: n, Prompts: texts, Rounds: rounds,
 			OnRun: func(round, prompt, plan int) {
 				done++
 				pr(profiles.Event{Stage: "run", Done: done, Total: total, Detail: fmt.Sprintf("round %d, prompt %d", round+1, prompt+1)})

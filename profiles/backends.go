@@ -5,9 +5,6 @@ import (
 	"arborist/profiles/pairs"
 )
 
-// DefaultBackend is the backend a pair runs on when none is named.
-const DefaultBackend = kernels.DefaultBackend
-
 // BackendStatus is one registered backend as the faces offer it: its
 // name, the kernels it runs here, and why it cannot run (Err, "" when it
 // can); the registry's own record.
@@ -15,12 +12,6 @@ type BackendStatus = kernels.Status
 
 // Backends lists the registered backends with their availability here.
 func Backends() []BackendStatus { return kernels.Statuses() }
-
-// BackendNames lists the registered backends by name.
-func BackendNames() []string { return kernels.Names() }
-
-// DefaultThreads is the default backend's worker count on this machine.
-func DefaultThreads() int { return kernels.DefaultThreads() }
 
 // CheckBackend says whether name is a registered backend (not whether it
 // can run here: Backends says that).

@@ -112,15 +112,15 @@ func findProgram(dir string, names []string) (string, error) {
 	if dir != "" {
 		where = "in " + dir
 	}
-	return "", fmt.Errorf("%w: no %s %s (build llama.cpp, or give the folder of its binaries)", ErrNoLlamaCpp, strings.Join(names, " or "), where)
+	return "", fmt.Errorf("%w: no %s %s (build llama.cpp, or give the folder of its binaries)", errNoLlamaCpp, strings.Join(names, " or "), where)
 }
 
-// MaxCheckTokens bounds the tokens a check asks llama.cpp for per prompt.
-const MaxCheckTokens = 1 << 20
+// maxCheckTokens bounds the tokens a check asks llama.cpp for per prompt.
+const maxCheckTokens = 1 << 20
 
 // defaults fills in a check's or a tune's defaults (128 tokens a prompt,
 // 3 rounds) and refuses one without prompts or with more tokens a prompt
-// than the config's context (or MaxCheckTokens); what names the work.
+// than the config's context (or maxCheckTokens); what names the work.
 func (opt *CheckOptions) defaults(what string, c *Config) error {
 	if opt.MaxTokens <= 0 {
 		opt.MaxTokens = 128
@@ -134,8 +134,8 @@ func (opt *CheckOptions) defaults(what string, c *Config) error {
 	if ctx := c.Models.Target.MaxSeqLen; ctx > 0 && opt.MaxTokens > ctx {
 		return fmt.Errorf("%d tokens a prompt (-n) exceed the config's context (models.target.max_seq_len %d)", opt.MaxTokens, ctx)
 	}
-	if opt.MaxTokens > MaxCheckTokens {
-		return fmt.Errorf("%d tokens a prompt (-n): at most %d", opt.MaxTokens, MaxCheckTokens)
+	if opt.MaxTokens > maxCheckTokens {
+		return fmt.Errorf("%d tokens a prompt (-n): at most %d", opt.MaxTokens, maxCheckTokens)
 	}
 	return nil
 }
@@ -441,5 +441,5 @@ func llamaVersion(ctx context.Context, prog string, limit time.Duration) (string
 	return version, nil
 }
 
-// ErrNoLlamaCpp marks a check without llama.cpp's binaries.
-var ErrNoLlamaCpp = errors.New("llama.cpp not found")
+// errNoLlamaCpp marks a check without llama.cpp's binaries.
+var errNoLlamaCpp = errors.New("llama.cpp not found")

@@ -117,7 +117,7 @@ func TestCheckExportInLlamaCpp(t *testing.T) {
 	}
 
 	// what cannot be checked says why
-	if _, err := b.CheckExport(ctx, fixed, CheckOptions{LlamaCpp: tmp, Prompts: []string{"x"}}); !errors.Is(err, ErrNoLlamaCpp) {
+	if _, err := b.CheckExport(ctx, fixed, CheckOptions{LlamaCpp: tmp, Prompts: []string{"x"}}); !errors.Is(err, errNoLlamaCpp) {
 		t.Errorf("no binaries: %v", err)
 	}
 	ng := checkConfig(spec.Plan{Strategy: "chain", Gamma: 4})

@@ -84,7 +84,7 @@ func (b *Bench) provenance(ctx context.Context, in *Inputs, planID int64) (strin
 func (b *Bench) config(ctx context.Context, ps PairSpec, in *Inputs, best costmodel.Prediction, measuredOn string) (*Export, error) {
 	c := config.New(ps, config.HardwareOf(in.Hardware), in.Threads, in.CtxLen, in.Precision, best)
 	// the sampling the plan was tuned for: its calibration's
-	c.Sampling = config.SamplingOf(in.Sampling())
+	c.Sampling = config.SamplingOf(in.sampling())
 	st, err := b.db(ctx)
 	if err != nil {
 		return nil, err
@@ -155,7 +155,7 @@ func (b *Bench) Export(ctx context.Context, ps PairSpec) (*Export, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, best, err := b.LatestPlan(ctx, in)
+	id, best, err := b.latestPlan(ctx, in)
 	if err != nil {
 		return nil, err
 	}

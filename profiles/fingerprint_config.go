@@ -10,14 +10,14 @@ import (
 	"arborist/profiles/store"
 )
 
-// ErrModelChanged reports a model file whose hash differs from the one a
+// errModelChanged reports a model file whose hash differs from the one a
 // config.yaml recorded: the plan was tuned for another file.
-var ErrModelChanged = errors.New("model file changed since the config was exported")
+var errModelChanged = errors.New("model file changed since the config was exported")
 
 // checkConfigModels compares the model files a config names with the hashes
 // it recorded (models.target.sha256, models.draft.sha256 for a draft model
 // or a hidden-state drafter file): a changed file is refused with
-// ErrModelChanged unless allowChanged (--allow-changed-model).
+// errModelChanged unless allowChanged (--allow-changed-model).
 // A 64-digit value is a SHA-256 of the file, computed once and cached in the
 // database at db ("" for no cache); a 24-digit value is the older quick
 // fingerprint. A config without hashes is not checked.
@@ -59,7 +59,7 @@ func checkConfigModels(ctx context.Context, db string, c *config.Config, allowCh
 		if allowChanged {
 			return nil
 		}
-		return fmt.Errorf("%w: %s is %s, the config recorded %s (%s); re-export the plan for this file, or pass --allow-changed-model to replay it anyway", ErrModelChanged, path, got, want, field)
+		return fmt.Errorf("%w: %s is %s, the config recorded %s (%s); re-export the plan for this file, or pass --allow-changed-model to replay it anyway", errModelChanged, path, got, want, field)
 	}
 	if err := check("models.target.sha256", c.Models.Target.Path, c.Models.Target.SHA256); err != nil {
 		return err

@@ -59,13 +59,13 @@ func TestConfigModelHash(t *testing.T) {
 	}
 	os.WriteFile(model, same, 0o644)
 	os.Chtimes(model, info0.ModTime(), info0.ModTime())
-	if err := checkConfigModels(ctx, db, c, false); !errors.Is(err, ErrModelChanged) {
+	if err := checkConfigModels(ctx, db, c, false); !errors.Is(err, errModelChanged) {
 		t.Fatalf("same-size rewrite with its mtime restored: %v", err)
 	}
 	os.WriteFile(model, []byte("another model, swapped in place"), 0o644)
 	future := time.Now().Add(time.Hour)
 	os.Chtimes(model, future, future)
-	if err := checkConfigModels(ctx, db, c, false); !errors.Is(err, ErrModelChanged) {
+	if err := checkConfigModels(ctx, db, c, false); !errors.Is(err, errModelChanged) {
 		t.Fatalf("swapped model: %v", err)
 	}
 	if err := checkConfigModels(ctx, db, c, true); err != nil {
@@ -77,7 +77,7 @@ func TestConfigModelHash(t *testing.T) {
 		t.Fatalf("legacy fingerprint of the same file: %v", err)
 	}
 	c.Models.Target.SHA256 = "0123456789abcdef01234567"
-	if err := checkConfigModels(ctx, "", c, false); !errors.Is(err, ErrModelChanged) {
+	if err := checkConfigModels(ctx, "", c, false); !errors.Is(err, errModelChanged) {
 		t.Fatalf("legacy fingerprint of another file: %v", err)
 	}
 }

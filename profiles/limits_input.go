@@ -31,16 +31,16 @@ func promptLineError(path string, line int, err error) error {
 	return fmt.Errorf("prompts %s line %d: %w", path, line, err)
 }
 
-// MaxChatTemplateBytes bounds a chat template file: real templates are a
+// maxChatTemplateBytes bounds a chat template file: real templates are a
 // few kilobytes, the largest some tens.
-const MaxChatTemplateBytes = 1 << 20
+const maxChatTemplateBytes = 1 << 20
 
 // ReadChatTemplate reads a Jinja chat template file: only a regular file
 // (a FIFO with no writer or /dev/zero is refused at once, never waited
-// on or read without end) of at most MaxChatTemplateBytes, checked by its
+// on or read without end) of at most maxChatTemplateBytes, checked by its
 // size before a byte is read (a sparse file of gigabytes is not read).
 func ReadChatTemplate(path string) (string, error) {
-	b, err := gguf.ReadRegular(path, MaxChatTemplateBytes)
+	b, err := gguf.ReadRegular(path, maxChatTemplateBytes)
 	if err != nil {
 		return "", err
 	}

@@ -226,9 +226,6 @@ func Generate(ctx context.Context, opt GenerateOptions) (*GenerateResult, error)
 	return &GenerateResult{Stats: st, Tokens: out, Threads: be.Threads(), Backend: be.Name()}, err
 }
 
-// SynthShapes names the shapes Synth knows.
-func SynthShapes() []string { return synth.ShapeNames() }
-
 // SynthModel is a random-weight model Synth writes: the shape it copies,
 // its parameters and its weight type.
 type SynthModel struct {
@@ -283,7 +280,7 @@ func DemoPair(ctx context.Context, dir string, force bool, progress func(float64
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", fmt.Errorf("demo pair: %w", err)
 	}
-	for _, p := range []string{target, draft, filepath.Join(dir, DemoNoticeName)} {
+	for _, p := range []string{target, draft, filepath.Join(dir, demoNoticeName)} {
 		if _, err := os.Lstat(p); err == nil && !force {
 			return "", "", fmt.Errorf("%s already exists (use --force to replace it)", p)
 		}
@@ -299,7 +296,7 @@ func DemoPair(ctx context.Context, dir string, force bool, progress func(float64
 	}
 	// like the pair, a new file renamed into place: never written through
 	// a link planted under its name
-	if err := outfile.WriteFile(filepath.Join(dir, DemoNoticeName), []byte(assets.DemoNotice), target, draft); err != nil {
+	if err := outfile.WriteFile(filepath.Join(dir, demoNoticeName), []byte(assets.DemoNotice), target, draft); err != nil {
 		return "", "", fmt.Errorf("demo pair: %w", err)
 	}
 	if progress != nil {
@@ -308,18 +305,31 @@ func DemoPair(ctx context.Context, dir string, force bool, progress func(float64
 	return target, draft, nil
 }
 
-// DemoNoticeName is the file beside the demo pair that carries the licence
+// demoNoticeName is the file beside the demo pair that carries the licence
 // notice of the model it is built from (stories260K, MIT).
-const DemoNoticeName = "NOTICE-stories260K.txt"
+const demoNoticeName = "NOTICE-stories260K.txt"
 
 func fileExists(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && st.Mode().IsRegular()
 }
 
-// DescribePair summarises a target and its draft model (or layer-skip
+// DescribePair summarises a pair's target and its draft source (a draft
+// model, layer-skip, or a hidden-state drafter: a stored id in the
+// database db, or a file) and checks that they can work together.
+func DescribePair(ctx context.Context, ps PairSpec, db string) (string, error) {
+	s, err := describeModels(ps.Target, ps.Draft, ps.Layers)
+	if err == nil && ps.DraftHidden != "" {
+		var more string
+		more, err = describeHidden(ctx, ps.Target, ps.DraftHidden, db)
+		s += more
+	}
+	return s, err
+}
+
+// describeModels summarises a target and its draft model (or layer-skip
 // depth) and checks that they can work together.
-func DescribePair(target, draft string, layers int) (string, error) {
+func describeModels(target, draft string, layers int) (string, error) {
 	var b strings.Builder
 	tf, err := gguf.Open(target)
 	if err != nil {
@@ -384,9 +394,9 @@ func describeModel(b *strings.Builder, label string, f *gguf.File) (*tokenizer.T
 	return tok, nil
 }
 
-// DescribeHidden checks that a hidden-state drafter (a stored id or a
+// describeHidden checks that a hidden-state drafter (a stored id or a
 // file) fits the target, and summarises it.
-func DescribeHidden(ctx context.Context, target, ref, db string) (string, error) {
+func describeHidden(ctx context.Context, target, ref, db string) (string, error) {
 	m, be, err := openModel(kernels.DefaultBackend, 1, target, false, "")
 	if err != nil {
 		return "", err
@@ -455,11 +465,8 @@ type BenchReport struct {
 	Limits          hardware.Limits `json:"-"`
 	// Memory is the device's own memory where it has one (a GPU): its
 	// copy rate is Bandwidth, and Peak is 0 (not measured there)
-	Memory *DeviceMemory `json:"device_memory,omitempty"`
+	Memory *store.DeviceMemory `json:"device_memory,omitempty"`
 }
-
-// DeviceMemory is a device's own memory (store.DeviceMemory), in JSON.
-type DeviceMemory = store.DeviceMemory
 
 // maxBenchReps bounds bench's repetitions: each decodes the whole -n.
 const maxBenchReps = 1000

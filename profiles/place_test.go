@@ -15,21 +15,21 @@ import (
 func TestPlacements(t *testing.T) {
 	names := []string{"cpu", "cuda"}
 	got := placements(PairSpec{Target: "t", Draft: "d"}, names)
-	want := []Placement{{"cpu", ""}, {"cpu", "cuda"}, {"cuda", ""}, {"cuda", "cpu"}}
+	want := []placement{{"cpu", ""}, {"cpu", "cuda"}, {"cuda", ""}, {"cuda", "cpu"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("draft model: %v, want %v", got, want)
 	}
 	got = placements(PairSpec{Target: "t", Draft: "d", Backend: "cuda", DraftBackend: "cpu"}, names)
-	want = []Placement{{"cuda", "cpu"}, {"cpu", ""}, {"cpu", "cuda"}, {"cuda", ""}}
+	want = []placement{{"cuda", "cpu"}, {"cpu", ""}, {"cpu", "cuda"}, {"cuda", ""}}
 	if !slices.Equal(got, want) {
 		t.Errorf("duo on two devices: %v, want %v", got, want)
 	}
 	got = placements(PairSpec{Target: "t", NGram: 3, Backend: "cuda"}, names)
-	want = []Placement{{"cuda", ""}, {"cpu", ""}}
+	want = []placement{{"cuda", ""}, {"cpu", ""}}
 	if !slices.Equal(got, want) {
 		t.Errorf("n-gram: %v, want %v", got, want)
 	}
-	if s := (Placement{"cuda", "cpu"}).String(); s != "target on cuda, drafter on cpu" {
+	if s := (placement{"cuda", "cpu"}).String(); s != "target on cuda, drafter on cpu" {
 		t.Errorf("%q", s)
 	}
 }
@@ -42,15 +42,15 @@ func TestTunePlaced(t *testing.T) {
 	ps := storiesPair(t)
 	ctx := context.Background()
 	b := openBench(t)
-	places := []Placement{{"cpu", ""}, {"cpu", "cpu"}} // one device here: the same device twice
+	places := []placement{{"cpu", ""}, {"cpu", "cpu"}} // one device here: the same device twice
 	space := costmodel.SearchSpace{MaxGamma: 3, MaxDepth: 2, MaxNodes: 6}
-	tr, err := b.Tune(ctx, ps, TuneOptions{Alpha: 0.7, Space: space, Place: true, Placements: places, NoRecheck: true}, nil)
+	tr, err := b.Tune(ctx, ps, TuneOptions{Alpha: 0.7, Space: space, Place: true, placements: places, NoRecheck: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, seen := 0, map[Placement]int{}
+	plain, seen := 0, map[placement]int{}
 	for _, pr := range tr.Ranked {
-		pl := Placement{pr.Backend, pr.DraftBackend}
+		pl := placement{pr.Backend, pr.DraftBackend}
 		if !slices.Contains(places, pl) {
 			t.Fatalf("plan %s placed at %v", pr.Plan, pl)
 		}

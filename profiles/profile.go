@@ -46,19 +46,16 @@ type ProfileReport struct {
 	// first pass's extra; nil for other sources)
 	DraftSteps *measure.Profile
 	Overhead   *measure.Profile // bookkeeping per step at measure.OverheadWidths
-	Limits     hardware.Limits
-	Memory     *store.DeviceMemory // the target device's own memory (a GPU's), nil on the CPU
-}
-
-// StepOverhead is the per-step bookkeeping the speedup model prices, from
-// the profile's overhead curve.
-func (r *ProfileReport) StepOverhead() time.Duration {
-	return measure.StepOverhead(r.Overhead.Curve.Points)
+	// StepCost is the per-step bookkeeping the speedup model prices, from
+	// the overhead curve.
+	StepCost time.Duration
+	Limits   hardware.Limits
+	Memory   *store.DeviceMemory // the target device's own memory (a GPU's), nil on the CPU
 }
 
 // Machine describes this machine: CPU, cores, SIMD, memory and the NVIDIA
 // GPUs the driver reports (it runs nvidia-smi where there is one).
-func Machine(ctx context.Context) Hardware {
+func Machine(ctx context.Context) store.Hardware {
 	hw := hardware.DetectHardware()
 	hw.GPUs = hardware.GPUSummary(ctx)
 	return hw
@@ -130,6 +127,7 @@ func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, pr
 	if r.Overhead, err = measure.ProfileModel(ctx, st, r.Hardware, pair.Target, pair.Backend, popt("overhead", measure.OverheadWidths)); err != nil {
 		return nil, err
 	}
+	r.StepCost = measure.StepOverhead(r.Overhead.Curve.Points)
 	if pair.DraftModel != nil {
 		if r.Draft, err = measure.ProfileModel(ctx, st, r.Hardware, pair.DraftModel, pair.Backend, popt("draft", measure.DefaultWidths(min(opt.MaxW, 16)))); err != nil {
 			return nil, err
@@ -257,10 +255,10 @@ func (in *Inputs) Describe() string {
 	return s
 }
 
-// Sampling is the sampling the acceptance was measured at: a calibration's
+// sampling is the sampling the acceptance was measured at: a calibration's
 // (zero, greedy, for assumed values). Runs, validations and exports of
 // the plans tuned on it sample so.
-func (in *Inputs) Sampling() SampleParams {
+func (in *Inputs) sampling() SampleParams {
 	if in == nil || in.Acc == nil || in.Assumed {
 		return SampleParams{TopP: 1, Seed: 1}
 	}
@@ -442,9 +440,10 @@ type TuneOptions struct {
 	// and its plans ranked with the rest; a placed plan's speedup is over
 	// plain decoding on the pair's own target backend.
 	Place bool
-	// Placements, when set, are the placements Place searches instead of
-	// every available one (Placements(ps)); the first is the baseline's.
-	Placements []Placement
+	// placements, when set (a test's), are the placements Place searches
+	// instead of every available one (availablePlacements); the first is
+	// the baseline's.
+	placements []placement
 	// Export, when set, is the file the best plan's config.yaml is
 	// written to (as Write writes it: never the database, a model, or
 	// one of Inputs, such as the prompt suite Validate reads).
@@ -465,17 +464,17 @@ type TuneOptions struct {
 	Show int
 }
 
-// Placement is where a pair's models run: the target's backend and the
+// placement is where a pair's models run: the target's backend and the
 // drafter's ("" = the target's).
-type Placement struct{ Backend, DraftBackend string }
+type placement struct{ Backend, DraftBackend string }
 
-func (p Placement) String() string {
+func (p placement) String() string {
 	return costmodel.Prediction{Backend: p.Backend, DraftBackend: p.DraftBackend}.Placed()
 }
 
-// Placements lists where ps's models can run among the available backends,
+// availablePlacements lists where ps's models can run among the available backends,
 // ps's own placement first.
-func Placements(ps PairSpec) []Placement {
+func availablePlacements(ps PairSpec) []placement {
 	var names []string
 	for _, b := range kernels.Statuses() {
 		if b.Err == "" {
@@ -486,22 +485,22 @@ func Placements(ps PairSpec) []Placement {
 }
 
 // placements lists where ps's models can run on the backends names.
-func placements(ps PairSpec, names []string) []Placement {
-	own := Placement{ps.Backend, ps.DraftBackend}
+func placements(ps PairSpec, names []string) []placement {
+	own := placement{ps.Backend, ps.DraftBackend}
 	if own.Backend == "" {
 		own.Backend = kernels.DefaultBackend
 	}
 	if own.DraftBackend == own.Backend {
 		own.DraftBackend = ""
 	}
-	out := []Placement{own}
+	out := []placement{own}
 	movable := ps.Sources() == 1 && ps.NGram == 0
 	for _, t := range names {
 		for _, d := range append([]string{""}, names...) {
 			if d == t || (d != "" && !movable) {
 				continue
 			}
-			if pl := (Placement{t, d}); pl != own {
+			if pl := (placement{t, d}); pl != own {
 				out = append(out, pl)
 			}
 		}
@@ -544,12 +543,12 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 	if ps.Sources() == 0 {
 		return nil, fmt.Errorf("tuning needs a draft source")
 	}
-	places := []Placement{{}}
+	places := []placement{{}}
 	switch {
-	case opt.Place && opt.Placements != nil:
-		places = opt.Placements
+	case opt.Place && opt.placements != nil:
+		places = opt.placements
 	case opt.Place:
-		places = Placements(ps)
+		places = availablePlacements(ps)
 	}
 	res := &TuneResult{show: opt.Show}
 	var base time.Duration // T_verify(1) of ps's own placement, the first
@@ -627,7 +626,7 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 
 // validateTuned measures a tune's ranking (TuneOptions.Validate).
 func (b *Bench) validateTuned(ctx context.Context, ps PairSpec, t *TuneResult, v ValidateOptions, top int) error {
-	v.Sample = t.Inputs.Sampling()
+	v.Sample = t.Inputs.sampling()
 	if top > 0 {
 		plans, err := ValidationPlans(t.Ranked, top) // plans doing the same work are measured once
 		if err != nil {
@@ -645,8 +644,8 @@ func (b *Bench) validateTuned(ctx context.Context, ps PairSpec, t *TuneResult, v
 	return err
 }
 
-// LatestPlan is the newest stored plan of the pair (id 0: none).
-func (b *Bench) LatestPlan(ctx context.Context, in *Inputs) (int64, costmodel.Prediction, error) {
+// latestPlan is the newest stored plan of the pair (id 0: none).
+func (b *Bench) latestPlan(ctx context.Context, in *Inputs) (int64, costmodel.Prediction, error) {
 	st, err := b.db(ctx)
 	if err != nil {
 		return 0, costmodel.Prediction{}, err
@@ -681,7 +680,7 @@ func (b *Bench) Choose(ctx context.Context, ps PairSpec, pred costmodel.Predicti
 		return 0, err
 	}
 	pred.Plan = pred.Plan.Canonical()
-	if id, last, err := b.LatestPlan(ctx, in); err == nil && id > 0 && last.Plan.Canonical().Key() == pred.Plan.Key() &&
+	if id, last, err := b.latestPlan(ctx, in); err == nil && id > 0 && last.Plan.Canonical().Key() == pred.Plan.Key() &&
 		last.Backend == pred.Backend && last.DraftBackend == pred.DraftBackend && last.DraftThreads == pred.DraftThreads {
 		return id, nil
 	}

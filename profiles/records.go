@@ -56,7 +56,7 @@ func (b *Bench) RunSteps(ctx context.Context, id int64) ([]StoredStep, error) {
 }
 
 // Drafters lists the stored hidden-state drafters, finished or training.
-func (b *Bench) Drafters(ctx context.Context) ([]Drafter, error) {
+func (b *Bench) Drafters(ctx context.Context) ([]store.Drafter, error) {
 	st, err := b.db(ctx)
 	if err != nil {
 		return nil, err
@@ -64,14 +64,11 @@ func (b *Bench) Drafters(ctx context.Context) ([]Drafter, error) {
 	return st.Drafters(ctx)
 }
 
-// HiddenDrafter is a hidden-state drafter's network and training record.
-type HiddenDrafter = hidden.Drafter
-
 // DrafterInfo is a stored drafter: its record, its network, and for one
 // still training how many epochs are done.
 type DrafterInfo struct {
-	Row        Drafter
-	Model      *HiddenDrafter
+	Row        store.Drafter
+	Model      *hidden.Drafter
 	Unfinished bool
 	EpochsDone int
 }

@@ -42,9 +42,9 @@ func TestRunBaselineRounds(t *testing.T) {
 		t.Errorf("stored measured speedup %v, want %v (%v)", run.MeasuredSpeedup, res.Speedup, err)
 	}
 
-	// the default: DefaultRounds for a suite this short
+	// the default: the catalog's rounds for a suite this short
 	opt.Rounds, opt.OnRound = 0, nil
-	if res, err := b.Run(ctx, ps, opt); err != nil || len(res.Rounds) != DefaultRounds {
+	if res, err := b.Run(ctx, ps, opt); err != nil || len(res.Rounds) != Choices().Rounds {
 		t.Fatalf("default rounds: %v, %v", res.Rounds, err)
 	}
 	opt.Rounds = 101

@@ -28,8 +28,8 @@ type RunOptions struct {
 	Baseline  bool // also run plain decoding: measured speedup, greedy identity check
 	// Rounds, with Baseline, is how many times the plan and plain decoding
 	// each decode the suite, interleaved; the measured speedup is the
-	// median of the rounds' ratios. 0: DefaultRounds, fewer when a round
-	// takes longer than RoundBudget/DefaultRounds (a long round averages
+	// median of the rounds' ratios. 0: Catalog.Rounds, fewer when a round
+	// takes longer than Catalog.RoundBudget/Rounds (a long round averages
 	// the machine's moves itself). The first round is the stored, live
 	// one; the others are timed alone.
 	Rounds  int
@@ -60,10 +60,10 @@ type RunOptions struct {
 	OnRound func(round, rounds int)
 }
 
-// RoundBudget is the time the rounds of a measured speedup may take in all
+// roundBudget is the time the rounds of a measured speedup may take in all
 // when RunOptions.Rounds is left to the default: a suite whose plan and
 // plain decoding take a third of it or more runs fewer rounds.
-const RoundBudget = 30 * time.Second
+const roundBudget = 30 * time.Second
 
 // Totals sum a suite's results.
 type Totals struct {
@@ -232,7 +232,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 		if in, err := b.Inputs(ctx, ps, InputsOptions{}, nil); err == nil {
 			if pr, err := in.Predict(plan); err == nil {
 				res.Predicted, res.PredictedOn = pr.Speedup, in.Describe()
-				if tuned := in.Sampling(); in.Acc != nil && !in.Assumed && !sameSampling(tuned, opt.Sample) {
+				if tuned := in.sampling(); in.Acc != nil && !in.Assumed && !sameSampling(tuned, opt.Sample) {
 					res.PredictedOn += fmt.Sprintf("; acceptance measured %s, this run samples %s: the prediction does not hold for it (calibrate at this sampling)",
 						describeSampling(tuned), describeSampling(opt.Sample))
 				}
@@ -347,7 +347,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 	// slowing down over the rounds touches both alike
 	rounds := opt.Rounds
 	if rounds <= 0 {
-		rounds = min(DefaultRounds, max(1, int(RoundBudget/max(time.Nanosecond, time.Since(started)+tot.Decode+tot.Prefill))))
+		rounds = min(defaultRounds, max(1, int(roundBudget/max(time.Nanosecond, time.Since(started)+tot.Decode+tot.Prefill))))
 	}
 	for r := 2; r <= rounds; r++ {
 		if opt.OnRound != nil {

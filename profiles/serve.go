@@ -232,10 +232,6 @@ func (b *Bench) OpenServer(ctx context.Context, c *Config, opt ServeOptions) (*S
 	return s, nil
 }
 
-// Model is the id clients name the served model by (the target's file
-// name without .gguf).
-func (s *Server) Model() string { return s.model }
-
 // Chat says whether chat requests are served, or why not.
 func (s *Server) Chat() error { return s.tmplErr }
 

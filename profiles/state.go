@@ -59,7 +59,7 @@ func (b *Bench) PairState(ctx context.Context, ps PairSpec) (*PairState, error) 
 	// the steps as Bench.Steps reads them, from these inputs (Steps would
 	// open the pair once more)
 	s.Steps.Calibrated = in.CalID > 0
-	if s.PlanID, s.Plan, err = b.LatestPlan(ctx, in); err != nil {
+	if s.PlanID, s.Plan, err = b.latestPlan(ctx, in); err != nil {
 		return nil, err
 	}
 	s.Steps.PlanID = s.PlanID

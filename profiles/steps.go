@@ -25,7 +25,7 @@ func (b *Bench) Steps(ctx context.Context, ps PairSpec) (Steps, error) {
 		return s, err
 	}
 	s.Calibrated = in.CalID > 0
-	if s.PlanID, _, err = b.LatestPlan(ctx, in); err != nil {
+	if s.PlanID, _, err = b.latestPlan(ctx, in); err != nil {
 		return s, err
 	}
 	// any stored curve of the target on this machine: a profile up to a

@@ -87,7 +87,7 @@ func TestDrafterFileHashRecorded(t *testing.T) {
 	if err := other.Save(hfile, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := replayConfig(ctx, c, b.path, false); !errors.Is(err, ErrModelChanged) || !strings.Contains(err.Error(), "models.draft.sha256") {
+	if _, err := replayConfig(ctx, c, b.path, false); !errors.Is(err, errModelChanged) || !strings.Contains(err.Error(), "models.draft.sha256") {
 		t.Errorf("a changed drafter: %v", err)
 	}
 	if _, err := replayConfig(ctx, c, b.path, true); err != nil {

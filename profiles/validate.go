@@ -13,13 +13,13 @@ import (
 	"arborist/profiles/store"
 )
 
-// DefaultRounds is how many passes over the prompt suite a validation
+// defaultRounds is how many passes over the prompt suite a validation
 // makes unless told otherwise: each plan's measured speedup is the median
 // of its rounds. One pass is too few on a machine whose speed moves: the
 // screenshot tour's single pass (32 tokens) measured chain gamma 2 at
 // 1.61x and the same work under another name (an EGT of one branch) at
 // 2.44x, one after the other.
-const DefaultRounds = 3
+const defaultRounds = 3
 
 // ValidateOptions describe a validation of predicted plans.
 type ValidateOptions struct {
@@ -27,7 +27,7 @@ type ValidateOptions struct {
 	Sample    sample.Params          // greedy by default
 	MaxTokens int
 	Prompts   []string
-	Rounds    int  // passes over the prompt suite (default DefaultRounds)
+	Rounds    int  // passes over the prompt suite (default: Catalog.Rounds)
 	NoStore   bool // do not store the runs
 	// OnRun is called before each decode: round, prompt, and the plan's
 	// index in Plans (-1: plain decoding).
@@ -117,7 +117,7 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 		return nil, fmt.Errorf("no prompts to run")
 	}
 	if opt.Rounds <= 0 {
-		opt.Rounds = DefaultRounds
+		opt.Rounds = defaultRounds
 	}
 	if opt.Rounds > 100 || len(opt.Plans) > 100 {
 		return nil, fmt.Errorf("validation of %d plans over %d rounds: at most 100 of each", len(opt.Plans), opt.Rounds)

@@ -199,7 +199,7 @@ func TestDemoPairNotice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, DemoNoticeName))
+	b, err := os.ReadFile(filepath.Join(dir, demoNoticeName))
 	if err != nil || !strings.Contains(string(b), "MIT License") {
 		t.Fatalf("notice beside the pair: %v %q", err, b)
 	}
@@ -359,7 +359,7 @@ func TestSampledCalibrationTunesAndExportsItsSampling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := tr.Inputs.Sampling(); got != smp {
+	if got := tr.Inputs.sampling(); got != smp {
 		t.Errorf("tune's inputs sample at %+v, calibrated at %+v", got, smp)
 	}
 	if d := tr.Inputs.Describe(); !strings.Contains(d, "temperature 0.8, top-p 0.95") {
@@ -384,7 +384,7 @@ func TestSampledCalibrationTunesAndExportsItsSampling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := tr.Inputs.Sampling(); !got.Greedy() {
+	if got := tr.Inputs.sampling(); !got.Greedy() {
 		t.Errorf("greedy calibration tunes at %+v", got)
 	}
 }

@@ -15,13 +15,13 @@ func runBackends(ctx context.Context, env Env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	bs := profiles.Backends()
+	bs, dflt := profiles.Backends(), profiles.Choices().DefaultBackend
 	if *asJSON {
 		return writeJSON(env.Stdout, bs)
 	}
 	for _, b := range bs {
 		def := ""
-		if b.Name == profiles.DefaultBackend {
+		if b.Name == dflt {
 			def = " (default)"
 		}
 		if b.Err != "" {

@@ -16,7 +16,7 @@ import (
 // trainDrafterArgs is train drafter's usage line, with the defaults the
 // trainer really uses.
 func trainDrafterArgs() string {
-	d := profiles.DefaultDrafterSettings()
+	d := profiles.Choices().DrafterSettings
 	return fmt.Sprintf("--target T --prompts FILE [--tokens %d --samples %d --depth %d --epochs %d --d %d ...] [--db FILE] | --resume ID",
 		d.Tokens, d.Samples, d.Depth, d.Epochs, d.D)
 }
@@ -25,7 +25,7 @@ func trainDrafterArgs() string {
 // the target and stores it; Ctrl-C leaves a checkpoint to --resume.
 func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "train drafter", trainDrafterArgs())
-	def := profiles.DefaultDrafterSettings()
+	def := profiles.Choices().DrafterSettings
 	var spec profiles.TrainSpec
 	s := &spec.Settings
 	fs.StringVar(&spec.Target, "target", "", "target GGUF `file`")
@@ -200,11 +200,9 @@ func runDrafters(ctx context.Context, env Env, args []string) error {
 		}
 		fmt.Fprintf(w, "%4s %-9s %-12s %9s %8s  %-20s %s\n", "id", "status", "target", "size", "held-out", "updated", "target file")
 		for _, d := range ds {
-			var losses []profiles.Epoch
-			json.Unmarshal([]byte(d.Losses), &losses)
 			ho := "-"
-			if len(losses) > 0 {
-				ho = fmt.Sprintf("%.4f", losses[len(losses)-1].HeldOut)
+			if loss, ok := d.HeldOut(); ok {
+				ho = fmt.Sprintf("%.4f", loss)
 			}
 			fmt.Fprintf(w, "%4d %-9s %-12.12s %9s %8s  %-20.19s %s\n", d.ID, d.Status, d.TargetFingerprint, present.HumanBytes(uint64(d.Bytes)), ho, d.Updated, d.TargetPath)
 		}

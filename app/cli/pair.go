@@ -48,9 +48,10 @@ func checkKV(kv string) error {
 // backendFlags registers --device (and --backend, its older name) and
 // --threads.
 func backendFlags(fs *flag.FlagSet, backend *string, threads *int) {
-	fs.StringVar(backend, "device", profiles.DefaultBackend, "compute device ("+strings.Join(profiles.BackendNames(), ", ")+")")
-	fs.StringVar(backend, "backend", profiles.DefaultBackend, "same as --device")
-	fs.IntVar(threads, "threads", profiles.DefaultThreads(), "CPU threads in all")
+	c := profiles.Choices()
+	fs.StringVar(backend, "device", c.DefaultBackend, "compute device ("+strings.Join(c.Backends, ", ")+")")
+	fs.StringVar(backend, "backend", c.DefaultBackend, "same as --device")
+	fs.IntVar(threads, "threads", c.DefaultThreads, "CPU threads in all")
 }
 
 // checkBackend validates --device and --threads. For --device cuda in the
@@ -108,7 +109,7 @@ func (p *pairFlags) check(needSource bool) error {
 }
 
 func dbFlag(fs *flag.FlagSet) *string {
-	return fs.String("db", profiles.DefaultDB(), "Arborist database `file`")
+	return fs.String("db", profiles.Choices().DefaultDB, "Arborist database `file`")
 }
 
 func jsonFlag(fs *flag.FlagSet) *bool {

@@ -295,7 +295,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	place := fs.Bool("place", false, "also search where each model runs: the target on every available device and a draft model, layer-skip or hidden-state drafter on each (every placement is profiled once); speedups are over plain decoding on --device")
 	noRecheck := fs.Bool("no-recheck", false, "use the stored curves as they are (by default tune first re-times T_verify(W) at W = 1, 2, 3, 4, 6 and 8, fewer for a profile narrower than 8, and the drafter, and rescales stale curves)")
 	validate := fs.Bool("validate", false, "run the best plan (with --top N: the N best, interleaved) and plain decoding on --prompts and report measured against predicted speedup")
-	rounds := fs.Int("rounds", profiles.DefaultRounds, "passes over the prompt suite for --validate, interleaved with plain decoding (the measured speedup is the median over rounds)")
+	rounds := fs.Int("rounds", profiles.Choices().Rounds, "passes over the prompt suite for --validate, interleaved with plain decoding (the measured speedup is the median over rounds)")
 	prompts := fs.String("prompts", "", "prompt suite `file` for --validate")
 	n := fs.Int("n", 128, "tokens per prompt for --validate")
 	asJSON := jsonFlag(fs)

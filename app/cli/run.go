@@ -25,10 +25,11 @@ type planFlags struct {
 }
 
 func (f *planFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.strategy, "strategy", profiles.DefaultStrategy(), "one of "+fmt.Sprint(profiles.Strategies()))
+	choices := profiles.Choices()
+	fs.StringVar(&f.strategy, "strategy", choices.DefaultStrategy, "one of "+fmt.Sprint(choices.Strategies))
 	f.values = map[string]func() string{}
 	f.lists = map[string]bool{}
-	for _, pf := range profiles.PlanFields() {
+	for _, pf := range choices.PlanFields {
 		f.lists[pf.Name] = pf.Kind == profiles.IntListField
 		switch pf.Kind {
 		case profiles.IntField:
@@ -90,8 +91,9 @@ func runRun(ctx context.Context, env Env, args []string) (err error) {
 	promptsFile := fs.String("prompts", "", "prompt suite `file`, one prompt per line")
 	n := fs.Int("n", 128, "tokens to generate per prompt")
 	baseline := fs.Bool("baseline", false, "also run ar on the same prompts and print the measured speedup")
+	choices := profiles.Choices()
 	rounds := fs.Int("rounds", 0, fmt.Sprintf("with --baseline: rounds of the plan and ar, interleaved; the measured speedup is their median (default %d, fewer when a round takes over %s)",
-		profiles.DefaultRounds, profiles.RoundBudget/profiles.DefaultRounds))
+		choices.Rounds, choices.RoundBudget/time.Duration(choices.Rounds)))
 	color := fs.Bool("color", false, "colour accepted draft tokens (green) and bonus tokens")
 	quiet := fs.Bool("quiet", false, "print only the figures, not the text")
 	trace := fs.String("trace", "", "write the per-step trace as JSON lines to `file`")

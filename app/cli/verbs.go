@@ -175,7 +175,7 @@ func (u *utf8Writer) flush() {
 
 func runSynth(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "synth", "--shape NAME|custom:dim=..,layers=..,heads=..,kv=..,ffn=..,vocab=.. [--type Q8_0] -o FILE")
-	shapeName := fs.String("shape", "", "named shape ("+strings.Join(profiles.SynthShapes(), ", ")+") or custom:...")
+	shapeName := fs.String("shape", "", "named shape ("+strings.Join(profiles.Choices().SynthShapes, ", ")+") or custom:...")
 	typName := fs.String("type", "Q8_0", "weight type of the matrices (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS), or Q4_K_M / Q5_K_M: llama.cpp's mixes of those with Q6_K")
 	out := fs.String("o", "", "output `file`")
 	seed := fs.Uint64("seed", 1, "random seed for the weights")

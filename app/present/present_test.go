@@ -32,7 +32,7 @@ func TestHuman(t *testing.T) {
 func TestFamilies(t *testing.T) {
 	flat := []latency.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 64, Median: 14 * time.Millisecond}}
 	ranked := costmodel.Search(costmodel.Uniform(0.8, 0.4, 8, 4), costmodel.Costs{Verify: flat, Draft: flat[:1]}, costmodel.SearchSpace{MaxGamma: 6, MaxDepth: 4, MaxNodes: 16})
-	strategies := profiles.Strategies()
+	strategies := profiles.Choices().Strategies
 	fams := Families(ranked, nil, strategies)
 	seen := map[string]bool{}
 	for _, p := range ranked {

@@ -121,7 +121,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	case <-s.closing:
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "shutting down"})
 	default:
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "model": s.core.Model(), "plan": s.plan})
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "model": s.model, "plan": s.plan})
 	}
 }
 
@@ -166,7 +166,7 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) modelObject() map[string]any {
-	return map[string]any{"id": s.core.Model(), "object": "model", "created": s.started.Unix(), "owned_by": "arborist"}
+	return map[string]any{"id": s.model, "object": "model", "created": s.started.Unix(), "owned_by": "arborist"}
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
@@ -175,8 +175,8 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if id := r.PathValue("id"); id != "" {
-		if id != s.core.Model() {
-			s.fail(w, r, withCode(http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("the model %q does not exist: this server serves %q", id, s.core.Model())))
+		if id != s.model {
+			s.fail(w, r, withCode(http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("the model %q does not exist: this server serves %q", id, s.model)))
 			return
 		}
 		writeJSON(w, http.StatusOK, s.modelObject())
@@ -413,7 +413,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		s.fail(w, r, err)
 		return
 	}
-	model := s.core.Model()
+	model := s.model
 	started := s.started.Unix()
 	object := "text_completion"
 	if chat {

@@ -46,6 +46,7 @@ func (o *Options) defaults() {
 type Server struct {
 	core    *profiles.Server
 	opt     Options
+	model   string        // the id clients name the served model by
 	plan    string        // the plan, as the core names it
 	started time.Time     // when the core's server opened
 	closing chan struct{} // closed when shutdown begins
@@ -62,11 +63,12 @@ func Open(ctx context.Context, b *profiles.Bench, c *profiles.Config, opt Option
 		return nil, err
 	}
 	st := core.Stats()
-	return &Server{core: core, opt: opt, plan: st.Plan, started: st.Started, closing: make(chan struct{})}, nil
+	return &Server{core: core, opt: opt, model: st.Model, plan: st.Plan, started: st.Started, closing: make(chan struct{})}, nil
 }
 
-// Model is the id clients name the served model by.
-func (s *Server) Model() string { return s.core.Model() }
+// Model is the id clients name the served model by (the target's file
+// name without .gguf).
+func (s *Server) Model() string { return s.model }
 
 // Chat says whether chat completions are served, or why not.
 func (s *Server) Chat() error { return s.core.Chat() }

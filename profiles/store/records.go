@@ -548,6 +548,16 @@ type Drafter struct {
 	Created, Updated  string
 }
 
+// HeldOut is the held-out loss of the drafter's last epoch (false before
+// its first), read from Losses.
+func (d Drafter) HeldOut() (float64, bool) {
+	var losses []struct{ HeldOut float64 } // the epochs' records (hidden.Epoch), as stored
+	if json.Unmarshal([]byte(d.Losses), &losses) != nil || len(losses) == 0 {
+		return 0, false
+	}
+	return losses[len(losses)-1].HeldOut, true
+}
+
 // drafterChunk is the size of one stored piece of a drafter's weights:
 // SQLite refuses a blob over 1e9 bytes (a checkpoint of a 7B target's
 // drafter, weights plus Adam moments, is several GB), so weights are stored

@@ -42,3 +42,17 @@ func TestRunPairAndSpeedup(t *testing.T) {
 		}
 	}
 }
+
+// TestDrafterHeldOut: a stored drafter's held-out loss is its last
+// epoch's; none before the first epoch or where the record is damaged.
+func TestDrafterHeldOut(t *testing.T) {
+	for losses, want := range map[string]float64{
+		`[{"Epoch":1,"HeldOut":0.9},{"Epoch":2,"HeldOut":0.5}]`: 0.5,
+		`[]`: -1, ``: -1, `{"HeldOut":1}`: -1,
+	} {
+		got, ok := Drafter{Losses: losses}.HeldOut()
+		if want < 0 && ok || want >= 0 && (!ok || got != want) {
+			t.Errorf("%q: %v %v, want %v", losses, got, ok, want)
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package profiles
+
+import (
+	"time"
+
+	"arborist/engine/hidden"
+	"arborist/engine/spec"
+	"arborist/engine/synth"
+	"arborist/kernels"
+	"arborist/profiles/store"
+)
+
+// Catalog is what the faces offer to choose from and start with, as the
+// core's registries and defaults have it: the CLI's flags and their
+// defaults, and the GUI's choices, are built from it, so a strategy, a
+// plan field or a backend added to its registry is offered by both.
+type Catalog struct {
+	// Strategies are the registered strategies, in their listing order;
+	// DefaultStrategy the one the faces start with; PlainStrategy plain
+	// decoding, the 1.00x baseline.
+	Strategies      []string
+	DefaultStrategy string
+	PlainStrategy   string
+	// PlanFields are the plan fields the strategies read, each once:
+	// both faces build their plan editors from them.
+	PlanFields []PlanField
+	// WhatIf are the strategies the speedup model screen's "your plan"
+	// offers (Exploration.Price reads them), and WhatIfStart the one it
+	// starts with.
+	WhatIf      []string
+	WhatIfStart string
+	// Backends are the registered backends by name (Backends says which
+	// can run here); DefaultBackend the one a pair runs on when none is
+	// named, and DefaultThreads its worker count on this machine.
+	Backends       []string
+	DefaultBackend string
+	DefaultThreads int
+	// DefaultDB is the database used when none is named: arborist.db in
+	// the user's configuration folder.
+	DefaultDB string
+	// DrafterSettings are a hidden-state drafter's default training
+	// settings.
+	DrafterSettings DrafterSettings
+	// SynthShapes are the model shapes Synth knows by name.
+	SynthShapes []string
+	// Rounds are the passes over the prompt suite a validation makes by
+	// default (and a run against plain decoding, within RoundBudget).
+	Rounds      int
+	RoundBudget time.Duration
+}
+
+// Choices is the catalog of this build on this machine.
+func Choices() Catalog {
+	whatIf, start := spec.WhatIfStrategies()
+	return Catalog{
+		Strategies: spec.Strategies(), DefaultStrategy: spec.DefaultStrategy(), PlainStrategy: spec.PlainStrategy(),
+		PlanFields: spec.PlanFields(), WhatIf: whatIf, WhatIfStart: start,
+		Backends: kernels.Names(), DefaultBackend: kernels.DefaultBackend, DefaultThreads: kernels.DefaultThreads(),
+		DefaultDB: store.DefaultPath(), DrafterSettings: hidden.DefaultSettings(), SynthShapes: synth.ShapeNames(),
+		Rounds: defaultRounds, RoundBudget: roundBudget,
+	}
+}
