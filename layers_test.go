@@ -48,6 +48,7 @@ var layers = map[string]placement{
 	"arborist/profiles/config":    {layer: layerCore},
 	"arborist/profiles/costmodel": {layer: layerCore},
 	"arborist/profiles/hardware":  {layer: layerCore},
+	"arborist/profiles/llamacpp":  {layer: layerCore},
 	"arborist/profiles/measure":   {layer: layerCore},
 	"arborist/profiles/outfile":   {layer: layerCore},
 	"arborist/profiles/pairs":     {layer: layerCore},

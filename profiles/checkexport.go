@@ -2,20 +2,14 @@ package profiles
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"arborist/profiles/config"
 	"arborist/profiles/hardware"
+	"arborist/profiles/llamacpp"
 	"arborist/profiles/store"
 )
 
@@ -77,44 +71,6 @@ type CheckResult struct {
 	Max float64 `json:"speedup_max"`
 }
 
-// The programs a check runs, in order of preference: llama.cpp moved its
-// plain completion tool from llama-cli to llama-completion.
-var (
-	plainPrograms = []string{"llama-completion", "llama-cli"}
-	specPrograms  = []string{"llama-speculative-simple"}
-)
-
-// The timing lines llama.cpp prints: its context's performance report
-// (plain decoding's eval time over its runs) and the speculative
-// example's summary.
-var (
-	evalLine    = regexp.MustCompile(`(?m)llama_perf_context_print:\s+eval time =\s*([0-9.]+) ms /\s*([0-9]+) (?:runs|tokens)`)
-	decodedLine = regexp.MustCompile(`(?m)decoded\s+([0-9]+) tokens in\s+([0-9.]+) seconds`)
-	draftedLine = regexp.MustCompile(`(?m)n_drafted\s*=\s*([0-9]+)`)
-	acceptLine  = regexp.MustCompile(`(?m)n_accept\s*=\s*([0-9]+)`)
-)
-
-// findProgram is the first of names in dir (or on PATH when dir is "").
-func findProgram(dir string, names []string) (string, error) {
-	for _, n := range names {
-		if dir == "" {
-			if p, err := exec.LookPath(n); err == nil {
-				return p, nil
-			}
-			continue
-		}
-		p := filepath.Join(dir, n)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	where := "on PATH"
-	if dir != "" {
-		where = "in " + dir
-	}
-	return "", fmt.Errorf("%w: no %s %s (build llama.cpp, or give the folder of its binaries)", errNoLlamaCpp, strings.Join(names, " or "), where)
-}
-
 // maxCheckTokens bounds the tokens a check asks llama.cpp for per prompt.
 const maxCheckTokens = 1 << 20
 
@@ -151,124 +107,6 @@ func (opt *CheckOptions) callLimit(prompt string) time.Duration {
 	return 2*time.Minute + time.Duration(opt.MaxTokens)*2*time.Second + time.Duration(len(prompt))*20*time.Millisecond
 }
 
-// llamaPrograms finds llama.cpp's plain decoding and speculative example
-// programs in dir (or on PATH when dir is "").
-func llamaPrograms(dir string) (plain, spec string, err error) {
-	if plain, err = findProgram(dir, plainPrograms); err != nil {
-		return "", "", err
-	}
-	spec, err = findProgram(dir, specPrograms)
-	return plain, spec, err
-}
-
-// llamaArgs are the argument lists of llama.cpp's plain decoding and
-// speculative example for settings a, maxTokens a prompt (the prompt
-// itself goes after them).
-func llamaArgs(a config.LlamaCppArgs, maxTokens int) (plain, spec []string) {
-	n := []string{"-n", strconv.Itoa(maxTokens)}
-	return slices.Concat(a.Model, a.Layers, a.Sampling, n, []string{"-no-cnv"}),
-		slices.Concat(a.Model, a.Draft, a.Layers, a.DraftLayers, a.Sampling, n)
-}
-
-// llamaCommand is a llama.cpp command as shown and stored: the program's
-// name, its arguments and the prompt as PROMPT.
-func llamaCommand(prog string, args []string) []string {
-	return slices.Concat([]string{filepath.Base(prog)}, args, []string{"-p", "PROMPT"})
-}
-
-// timed is one decoding's figures as llama.cpp reports them.
-type timed struct {
-	tokens            int
-	seconds           float64
-	drafted, accepted int
-}
-
-// Bounds on what llama.cpp reports for one call: a figure outside them
-// is not a measurement (an overflowed or garbled line) and is refused
-// before it is stored or written into a config.
-const (
-	maxTokensPerSecond = 1e6 // no runtime decodes a million tokens a second
-	maxReportedSeconds = 1e7 // some four months
-)
-
-// runLlama runs a llama.cpp program for at most limit (runProgram: its
-// output bounded, its process group ended on time-out or cancellation)
-// and reads its timing report, refusing figures that cannot be real:
-// tokens not a positive count at most twice maxTokens plus 64 (the
-// speculative example may decode a draft past -n), seconds not finite
-// and positive, a rate above a million tokens a second, more tokens
-// accepted than drafted or decoded.
-func runLlama(ctx context.Context, prog string, args []string, spec bool, maxTokens int, limit time.Duration) (timed, error) {
-	name := filepath.Base(prog)
-	buf, err := runProgram(ctx, prog, args, limit)
-	if err != nil {
-		return timed{}, err
-	}
-	out := buf.String()
-	var t timed
-	re := evalLine
-	if spec {
-		re = decodedLine
-	}
-	m := re.FindAllStringSubmatch(out, -1)
-	if m == nil {
-		return t, fmt.Errorf("%s printed no timing line (%q):\n%s", name, re.String(), buf.excerpt(2000))
-	}
-	last := m[len(m)-1]
-	bad := func(what, v string) error {
-		return fmt.Errorf("%s reported %s %q, which is not a measurement (the line: %q)", name, what, printable(v, 40), printable(last[0], 200))
-	}
-	num := func(what, v string) (float64, error) {
-		x, err := strconv.ParseFloat(v, 64)
-		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || x > maxReportedSeconds*1000 {
-			return 0, bad(what, v)
-		}
-		return x, nil
-	}
-	count := func(what, v string) (int, error) {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > 1<<40 {
-			return 0, bad(what, v)
-		}
-		return n, nil
-	}
-	if spec { // decoded N tokens in S seconds
-		if t.tokens, err = count("tokens", last[1]); err == nil {
-			t.seconds, err = num("seconds", last[2])
-		}
-	} else { // eval time = MS ms / N runs
-		var ms float64
-		if ms, err = num("milliseconds", last[1]); err == nil {
-			t.tokens, err = count("tokens", last[2])
-		}
-		t.seconds = ms / 1000
-	}
-	if err != nil {
-		return t, err
-	}
-	if d := draftedLine.FindStringSubmatch(out); d != nil {
-		if t.drafted, err = count("drafted tokens", d[1]); err != nil {
-			return t, err
-		}
-	}
-	if a := acceptLine.FindStringSubmatch(out); a != nil {
-		if t.accepted, err = count("accepted tokens", a[1]); err != nil {
-			return t, err
-		}
-	}
-	switch {
-	case t.tokens <= 0 || t.seconds <= 0:
-		return t, fmt.Errorf("%s reported %d tokens in %g s", name, t.tokens, t.seconds)
-	case t.tokens > 2*maxTokens+64:
-		return t, fmt.Errorf("%s reported %d tokens decoded, asked for %d: not a measurement of this call", name, t.tokens, maxTokens)
-	case t.seconds > maxReportedSeconds || float64(t.tokens)/t.seconds > maxTokensPerSecond:
-		return t, fmt.Errorf("%s reported %d tokens in %g s (%.3g tokens/s): not a plausible measurement", name, t.tokens, t.seconds, float64(t.tokens)/t.seconds)
-	case t.accepted > t.drafted || t.accepted > t.tokens:
-		return t, fmt.Errorf("%s reported %d tokens accepted of %d drafted, %d decoded: not a plausible measurement", name, t.accepted, t.drafted, t.tokens)
-	}
-	return t, nil
-}
-
 // plausibleSpeedup refuses a speedup over plain decoding that no
 // speculation gives (beyond 1000x either way): figures that cannot all
 // have been measured, never stored or written into a config.
@@ -296,22 +134,22 @@ func (b *Bench) CheckExport(ctx context.Context, c *Config, opt CheckOptions) (*
 	if a.Draft == nil {
 		return nil, fmt.Errorf("the exported llama.cpp settings do not speculate (the plan is %s with a %s draft source): nothing to check; llama.cpp speculates with a draft model", c.Speculation.Strategy, c.Models.Draft.Kind)
 	}
-	plainProg, specProg, err := llamaPrograms(opt.LlamaCpp)
+	plainProg, specProg, err := llamacpp.Programs(opt.LlamaCpp)
 	if err != nil {
 		return nil, err
 	}
-	plainArgs, specArgs := llamaArgs(a, opt.MaxTokens)
-	res := &CheckResult{Runtime: "llama.cpp", Plain: llamaCommand(plainProg, plainArgs), Speculative: llamaCommand(specProg, specArgs)}
+	plainArgs, specArgs := llamacpp.Args(a, opt.MaxTokens)
+	res := &CheckResult{Runtime: "llama.cpp", Plain: llamacpp.Command(plainProg, plainArgs), Speculative: llamacpp.Command(specProg, specArgs)}
 	res.PlainLine, res.SpeculativeLine = config.ShellLine(res.Plain...), config.ShellLine(res.Speculative...)
 	if c.Predicted != nil {
 		res.Predicted = c.Predicted.Speedup
 	}
-	if res.Version, err = llamaVersion(ctx, plainProg, opt.CallLimit); err != nil {
+	if res.Version, err = llamacpp.Version(ctx, plainProg, opt.CallLimit); err != nil {
 		return nil, err
 	}
-	var plainTot, specTot timed
+	var plainTot, specTot llamacpp.Timed
 	for r := 0; r < opt.Rounds; r++ {
-		var pr, sr timed
+		var pr, sr llamacpp.Timed
 		for _, p := range opt.Prompts {
 			runs := []bool{false, true}
 			if r%2 == 1 {
@@ -322,14 +160,14 @@ func (b *Bench) CheckExport(ctx context.Context, c *Config, opt CheckOptions) (*
 				if spec {
 					prog, args, acc = specProg, specArgs, &sr
 				}
-				t, err := runLlama(ctx, prog, slices.Concat(args, []string{"-p", p}), spec, opt.MaxTokens, opt.callLimit(p))
+				t, err := llamacpp.Run(ctx, prog, slices.Concat(args, []string{"-p", p}), spec, opt.MaxTokens, opt.callLimit(p))
 				if err != nil {
 					return nil, err
 				}
-				acc.add(t)
+				acc.Add(t)
 			}
 		}
-		round := CheckRound{Plain: float64(pr.tokens) / pr.seconds, Spec: float64(sr.tokens) / sr.seconds, Drafted: sr.drafted, Accepted: sr.accepted}
+		round := CheckRound{Plain: float64(pr.Tokens) / pr.Seconds, Spec: float64(sr.Tokens) / sr.Seconds, Drafted: sr.Drafted, Accepted: sr.Accepted}
 		round.Speedup = round.Spec / round.Plain
 		if err := plausibleSpeedup(round.Speedup); err != nil {
 			return nil, fmt.Errorf("round %d: %w", r+1, err)
@@ -338,16 +176,16 @@ func (b *Bench) CheckExport(ctx context.Context, c *Config, opt CheckOptions) (*
 		if opt.OnRound != nil {
 			opt.OnRound(r, round)
 		}
-		plainTot.add(pr)
-		specTot.add(sr)
+		plainTot.Add(pr)
+		specTot.Add(sr)
 	}
 	speedups := make([]float64, len(res.Rounds))
 	for i, r := range res.Rounds {
 		speedups[i] = r.Speedup
 	}
 	res.Speedup, res.Min, res.Max = medianRange(speedups)
-	if specTot.drafted > 0 {
-		res.Acceptance = float64(specTot.accepted) / float64(specTot.drafted)
+	if specTot.Drafted > 0 {
+		res.Acceptance = float64(specTot.Accepted) / float64(specTot.Drafted)
 	}
 	if opt.NoStore {
 		return res, nil
@@ -357,13 +195,13 @@ func (b *Bench) CheckExport(ctx context.Context, c *Config, opt CheckOptions) (*
 
 // storeCheck stores a check's two sides as runs of the runtime: its plain
 // decoding, and the exported settings with the measured speedup.
-func (b *Bench) storeCheck(ctx context.Context, c *Config, opt CheckOptions, res *CheckResult, plain, spec timed) error {
+func (b *Bench) storeCheck(ctx context.Context, c *Config, opt CheckOptions, res *CheckResult, plain, spec llamacpp.Timed) error {
 	return b.storeSides(ctx, c, opt, res, plain, &spec)
 }
 
 // storeSides stores the plain side as a run of the runtime, and the
 // speculative one where spec is not nil.
-func (b *Bench) storeSides(ctx context.Context, c *Config, opt CheckOptions, res *CheckResult, plain timed, spec *timed) error {
+func (b *Bench) storeSides(ctx context.Context, c *Config, opt CheckOptions, res *CheckResult, plain llamacpp.Timed, spec *llamacpp.Timed) error {
 	st, err := b.db(ctx)
 	if err != nil {
 		return fmt.Errorf("%w (use --no-store to check without storing)", err)
@@ -379,7 +217,7 @@ func (b *Bench) storeSides(ctx context.Context, c *Config, opt CheckOptions, res
 		strategy string
 		drafter  string
 		command  []string
-		t        timed
+		t        llamacpp.Timed
 	}
 	sides := []side{{&res.PlainRun, "llama.cpp plain", "", res.Plain, plain}}
 	if spec != nil {
@@ -394,13 +232,13 @@ func (b *Bench) storeSides(ctx context.Context, c *Config, opt CheckOptions, res
 		if _, err := st.CreateRun(ctx, run); err != nil {
 			return err
 		}
-		run.Status, run.Tokens, run.Decode = "done", side.t.tokens, time.Duration(side.t.seconds*float64(time.Second))
-		run.TokensPerSecond = float64(side.t.tokens) / side.t.seconds
+		run.Status, run.Tokens, run.Decode = "done", side.t.Tokens, time.Duration(side.t.Seconds*float64(time.Second))
+		run.TokensPerSecond = float64(side.t.Tokens) / side.t.Seconds
 		run.MeasuredSpeedup = 1
 		if side.drafter != "" {
 			run.MeasuredSpeedup = res.Speedup
-			if side.t.drafted > 0 {
-				run.Acceptance = float64(side.t.accepted) / float64(side.t.drafted)
+			if side.t.Drafted > 0 {
+				run.Acceptance = float64(side.t.Accepted) / float64(side.t.Drafted)
 			}
 		}
 		if err := st.FinishRun(context.WithoutCancel(ctx), run); err != nil {
@@ -410,36 +248,3 @@ func (b *Bench) storeSides(ctx context.Context, c *Config, opt CheckOptions, res
 	}
 	return nil
 }
-
-// versionLimit bounds a --version call: it loads no model.
-const versionLimit = 30 * time.Second
-
-// llamaVersion is what a llama.cpp program prints for --version ("" when
-// it prints no version line, or fails), cut to 100 printable characters
-// (it is stored and written into config.yaml); one that does not answer
-// within its limit (limit, or versionLimit when 0) is an error.
-func llamaVersion(ctx context.Context, prog string, limit time.Duration) (string, error) {
-	if limit <= 0 {
-		limit = versionLimit
-	}
-	out, err := runProgram(ctx, prog, []string{"--version"}, limit)
-	if ctx.Err() != nil {
-		return "", ctx.Err()
-	}
-	if err != nil {
-		if errors.Is(err, errEnded) {
-			return "", fmt.Errorf("%s --version: %w", filepath.Base(prog), err)
-		}
-		return "", nil
-	}
-	version := ""
-	for _, l := range strings.Split(out.String(), "\n") {
-		if l = strings.TrimSpace(l); strings.HasPrefix(l, "version:") {
-			version = printable(strings.TrimPrefix(l, "version:"), 100)
-		}
-	}
-	return version, nil
-}
-
-// errNoLlamaCpp marks a check without llama.cpp's binaries.
-var errNoLlamaCpp = errors.New("llama.cpp not found")

@@ -12,6 +12,7 @@ import (
 
 	"arborist/engine/spec"
 	"arborist/profiles/config"
+	"arborist/profiles/llamacpp"
 )
 
 // standins is testdata/llama-cpp: shell scripts that print llama.cpp's
@@ -117,7 +118,7 @@ func TestCheckExportInLlamaCpp(t *testing.T) {
 	}
 
 	// what cannot be checked says why
-	if _, err := b.CheckExport(ctx, fixed, CheckOptions{LlamaCpp: tmp, Prompts: []string{"x"}}); !errors.Is(err, errNoLlamaCpp) {
+	if _, err := b.CheckExport(ctx, fixed, CheckOptions{LlamaCpp: tmp, Prompts: []string{"x"}}); !errors.Is(err, llamacpp.ErrNotFound) {
 		t.Errorf("no binaries: %v", err)
 	}
 	ng := checkConfig(spec.Plan{Strategy: "chain", Gamma: 4})

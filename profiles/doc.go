@@ -1,15 +1,21 @@
-// Package profiles is Arborist's workflow core: every workflow the two
-// faces offer (the GUI in app/, the headless verbs in app/cli) is written
-// here once, and both faces only call it and show its results: open a
-// pair, profile this machine, calibrate a pair, train a depth predictor or
-// a hidden-state drafter, tune (search and validate plans), run a prompt
-// suite, replay a config.yaml, export a plan, and the stored runs,
-// drafters and model facts. Each workflow takes a context.Context and
-// reports progress through callbacks; Bench holds the database they share.
+// Package profiles is Arborist's workflow core: every workflow the faces
+// offer (the GUI in app/, the headless verbs in app/cli, the server in
+// app/serve) is written here once, and the faces only call it and show its
+// results: open a pair, profile this machine, calibrate a pair, train a
+// depth predictor or a hidden-state drafter, tune (search, export and
+// validate plans), run a prompt suite, run a config.yaml with overrides,
+// export a plan, serve a config (decode the requests a face hands over),
+// check an export in llama.cpp, and the stored runs, drafters and model
+// facts. Each workflow takes a context.Context and reports progress
+// through callbacks; Bench holds the database they share.
 //
-// The faces import this package and nothing else of Arborist's (app's
-// TestImports keeps it so): the plain value types they show are re-exported
-// here. The parts live in sub-packages named for their job:
+// This package holds workflows and the value types they take and return,
+// nothing else: the faces import it and nothing else of Arborist's
+// (TestLayers keeps it so), so the types of its parts that a face names
+// are re-exported here, and what the faces choose from is one value
+// (Catalog). How results read (numbers, chart families, notes) is the
+// faces' (app/present); a result's JSON shape is its own (reports.go).
+// The parts live in sub-packages named for their job:
 //
 //	store/      the SQLite database: every SQL statement
 //	hardware/   CPU, GPUs, bandwidth, compute peak, a model's limits
@@ -18,9 +24,10 @@
 //	costmodel/  the latency-aware speedup model and the plan search
 //	predictor/  Yggdrasil's depth predictor
 //	config/     the config.yaml format
+//	llamacpp/   running llama.cpp's programs for the checks of an export
 //	outfile/    writing output files safely
 //
-// Data flows one way: app, app/cli -> profiles -> engine -> kernels.
-// docs/ARCHITECTURE.md says where a new model family, strategy, backend
-// or screen goes.
+// Data flows one way: app, app/cli, app/serve -> profiles -> engine ->
+// kernels. docs/ARCHITECTURE.md says where a new model family, strategy,
+// backend or screen goes.
 package profiles

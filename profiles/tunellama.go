@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"arborist/profiles/config"
+	"arborist/profiles/llamacpp"
 	"arborist/profiles/outfile"
 )
 
@@ -14,14 +15,14 @@ import (
 // --draft-max and --draft-p-min, with its rounds' speedups over llama.cpp's
 // plain decoding (the median and the range) and its acceptance there.
 type LlamaSetting struct {
-	DraftMax   int       `json:"draft_max"`
-	DraftPMin  float64   `json:"draft_p_min"`
-	Exported   bool      `json:"exported"` // the plan's own mapping
-	Speedups   []float64 `json:"speedups"` // one a round
-	Speedup    float64   `json:"speedup"`  // the median
-	Low, High  float64   `json:"-"`
-	Acceptance float64   `json:"acceptance"`
-	t          timed     // the setting's decoding over every round
+	DraftMax   int            `json:"draft_max"`
+	DraftPMin  float64        `json:"draft_p_min"`
+	Exported   bool           `json:"exported"` // the plan's own mapping
+	Speedups   []float64      `json:"speedups"` // one a round
+	Speedup    float64        `json:"speedup"`  // the median
+	Low, High  float64        `json:"-"`
+	Acceptance float64        `json:"acceptance"`
+	t          llamacpp.Timed // the setting's decoding over every round
 }
 
 // LlamaTuneResult is what a tune for llama.cpp measured: every setting,
@@ -89,21 +90,21 @@ func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (
 	if a.Draft == nil {
 		return nil, fmt.Errorf("llama.cpp cannot speculate with this plan (%s with a %s draft source): nothing to tune; llama.cpp speculates with a draft model", c.Speculation.Strategy, c.Models.Draft.Kind)
 	}
-	plainProg, specProg, err := llamaPrograms(opt.LlamaCpp)
+	plainProg, specProg, err := llamacpp.Programs(opt.LlamaCpp)
 	if err != nil {
 		return nil, err
 	}
-	plainArgs, _ := llamaArgs(a, opt.MaxTokens)
+	plainArgs, _ := llamacpp.Args(a, opt.MaxTokens)
 	settings := llamaSettings(a)
 	// a setting's arguments are the plan's with that setting measured,
 	// as the exported line will carry it
 	specArgs := func(s LlamaSetting) []string {
 		with := base
 		with.Measured = &config.Runtimes{LlamaCpp: &config.LlamaCppTuned{Speculate: true, DraftMax: s.DraftMax, DraftPMin: s.DraftPMin}}
-		_, args := llamaArgs(with.LlamaCpp(), opt.MaxTokens)
+		_, args := llamacpp.Args(with.LlamaCpp(), opt.MaxTokens)
 		return args
 	}
-	version, err := llamaVersion(ctx, plainProg, opt.CallLimit)
+	version, err := llamacpp.Version(ctx, plainProg, opt.CallLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -111,10 +112,10 @@ func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (
 	if c.Predicted != nil {
 		res.Predicted = c.Predicted.Speedup
 	}
-	var plainTot timed
+	var plainTot llamacpp.Timed
 	for r := 0; r < opt.Rounds; r++ {
-		var plain timed
-		spec := make([]timed, len(settings))
+		var plain llamacpp.Timed
+		spec := make([]llamacpp.Timed, len(settings))
 		for pi, p := range opt.Prompts {
 			// plain decoding, then every setting, the start rotated by
 			// round and prompt so no setting always follows another
@@ -125,33 +126,33 @@ func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (
 				if i > 0 {
 					prog, args, acc = specProg, specArgs(settings[i-1]), &spec[i-1]
 				}
-				t, err := runLlama(ctx, prog, slices.Concat(args, []string{"-p", p}), i > 0, opt.MaxTokens, opt.callLimit(p))
+				t, err := llamacpp.Run(ctx, prog, slices.Concat(args, []string{"-p", p}), i > 0, opt.MaxTokens, opt.callLimit(p))
 				if err != nil {
 					return nil, err
 				}
-				acc.add(t)
+				acc.Add(t)
 			}
 		}
 		for i := range settings {
 			s := &settings[i]
-			x := (float64(spec[i].tokens) / spec[i].seconds) / (float64(plain.tokens) / plain.seconds)
+			x := (float64(spec[i].Tokens) / spec[i].Seconds) / (float64(plain.Tokens) / plain.Seconds)
 			if err := plausibleSpeedup(x); err != nil {
 				return nil, fmt.Errorf("round %d, --draft-max %d: %w", r+1, s.DraftMax, err)
 			}
 			s.Speedups = append(s.Speedups, x)
-			s.t.add(spec[i])
+			s.t.Add(spec[i])
 		}
-		plainTot.add(plain)
+		plainTot.Add(plain)
 		if opt.OnRound != nil {
 			best := slices.MaxFunc(settings, func(x, y LlamaSetting) int { return cmp.Compare(x.Speedups[r], y.Speedups[r]) })
-			opt.OnRound(r, CheckRound{Plain: float64(plain.tokens) / plain.seconds, Speedup: best.Speedups[r]})
+			opt.OnRound(r, CheckRound{Plain: float64(plain.Tokens) / plain.Seconds, Speedup: best.Speedups[r]})
 		}
 	}
 	for i := range settings {
 		s := &settings[i]
 		s.Speedup, s.Low, s.High = medianRange(s.Speedups)
-		if s.t.drafted > 0 {
-			s.Acceptance = float64(s.t.accepted) / float64(s.t.drafted)
+		if s.t.Drafted > 0 {
+			s.Acceptance = float64(s.t.Accepted) / float64(s.t.Drafted)
 		}
 		if s.Exported {
 			res.Exported = s
@@ -184,24 +185,17 @@ func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (
 	}
 	// the plain side, and the best setting where one beat it, as runs of
 	// the runtime (Compare shows them beside Arborist's)
-	chk := &CheckResult{Runtime: "llama.cpp", Version: res.Version, Predicted: res.Predicted, Plain: llamaCommand(plainProg, plainArgs)}
-	var best *timed
+	chk := &CheckResult{Runtime: "llama.cpp", Version: res.Version, Predicted: res.Predicted, Plain: llamacpp.Command(plainProg, plainArgs)}
+	var best *llamacpp.Timed
 	if bs := res.Best; bs != nil {
 		chk.Speedup, best = bs.Speedup, &bs.t
-		chk.Speculative = llamaCommand(specProg, specArgs(*bs))
+		chk.Speculative = llamacpp.Command(specProg, specArgs(*bs))
 	}
 	if err := b.storeSides(ctx, res.Config, opt, chk, plainTot, best); err != nil {
 		return res, err
 	}
 	res.PlainRun, res.BestRun = chk.PlainRun, chk.SpecRun
 	return res, nil
-}
-
-func (t *timed) add(o timed) {
-	t.tokens += o.tokens
-	t.seconds += o.seconds
-	t.drafted += o.drafted
-	t.accepted += o.accepted
 }
 
 // medianRange is xs' median (the mean of the middle two for an even

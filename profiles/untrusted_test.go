@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"arborist/engine/spec"
+	"arborist/profiles/llamacpp"
 )
 
 // fakeLlama writes stand-ins for llama-completion and
@@ -89,7 +90,7 @@ func TestCheckExportBoundsUntrustedPrograms(t *testing.T) {
 	} {
 		os.Remove(child)
 		_, err := b.CheckExport(ctx, c, opt(fakeLlama(t, c2.version, c2.body)))
-		if err == nil || !strings.Contains(err.Error(), c2.want) || !errors.Is(err, errEnded) {
+		if err == nil || !strings.Contains(err.Error(), c2.want) || !errors.Is(err, llamacpp.ErrEnded) {
 			t.Errorf("%s: %v; want %q", c2.name, err, c2.want)
 		}
 		if c2.childEnds {
@@ -133,26 +134,6 @@ func TestCheckExportBoundsUntrustedPrograms(t *testing.T) {
 	}
 	if pid := childPID(t, child); !gone(pid) {
 		t.Errorf("the child %d of a cancelled call still runs", pid)
-	}
-}
-
-// TestTailBufferBounded: output past the tail is counted, never held.
-func TestTailBufferBounded(t *testing.T) {
-	tb := &tailBuffer{max: 1000}
-	line := strings.Repeat("x", 99) + "\n"
-	for i := 0; i < 100000; i++ {
-		tb.Write([]byte(line))
-	}
-	tb.Write([]byte("the end\n"))
-	if len(tb.b) != 1000 || tb.dropped != 100000*100+8-1000 || !strings.HasSuffix(tb.String(), "the end\n") {
-		t.Errorf("kept %d bytes, dropped %d", len(tb.b), tb.dropped)
-	}
-	tb.Write([]byte(strings.Repeat("y", 5000)))
-	if len(tb.b) != 1000 || tb.String() != strings.Repeat("y", 1000) {
-		t.Errorf("a large write: kept %d", len(tb.b))
-	}
-	if ex := tb.excerpt(10); !strings.HasPrefix(ex, "... (") || !strings.HasSuffix(ex, "yyyyyyyyyy") {
-		t.Errorf("excerpt %q", ex)
 	}
 }
 

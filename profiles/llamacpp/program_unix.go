@@ -1,6 +1,6 @@
 //go:build unix
 
-package profiles
+package llamacpp
 
 import (
 	"os/exec"

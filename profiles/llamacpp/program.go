@@ -1,4 +1,4 @@
-package profiles
+package llamacpp
 
 import (
 	"context"
@@ -22,8 +22,8 @@ import (
 // timing lines llama.cpp prints come last.
 const outputTail = 256 << 10
 
-// errEnded marks a program ended at its time limit (errors.Is).
-var errEnded = errors.New("ended")
+// ErrEnded marks a program ended at its time limit (errors.Is).
+var ErrEnded = errors.New("ended")
 
 // waitDelay is how long runProgram waits, once the program has exited or
 // been ended, for its output to close (a background child may hold it).
@@ -89,7 +89,7 @@ func runProgram(ctx context.Context, prog string, args []string, limit time.Dura
 	case ctx.Err() != nil:
 		return out, ctx.Err()
 	case cctx.Err() != nil:
-		return out, fmt.Errorf("%s did not finish within %s (the limit for this call), so it and its children were %w; it printed %d bytes, the last:\n%s", name, limit, errEnded, out.dropped+int64(len(out.b)), out.excerpt(2000))
+		return out, fmt.Errorf("%s did not finish within %s (the limit for this call), so it and its children were %w; it printed %d bytes, the last:\n%s", name, limit, ErrEnded, out.dropped+int64(len(out.b)), out.excerpt(2000))
 	case errors.Is(err, exec.ErrWaitDelay):
 		return out, nil // it exited, and a child it left behind held its output
 	case err != nil:
