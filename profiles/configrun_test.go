@@ -12,6 +12,20 @@ import (
 	"arborist/profiles/config"
 )
 
+// writeConfig writes c as a config.yaml in the test's temporary folder.
+func writeConfig(t *testing.T, c *config.Config) string {
+	t.Helper()
+	y, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, y, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // TestConfigRun: a run of a config.yaml refuses every setting the config
 // holds (pair, devices, plan fields, sampling), takes those it leaves to
 // the run, noting the ones that replace the config's own in a fixed
@@ -22,14 +36,7 @@ func TestConfigRun(t *testing.T) {
 	c := &config.Config{Version: config.Version, Speculation: plan, Sampling: config.Sampling{Temperature: 0.5, TopP: 0.9, Seed: 7}}
 	c.Models.Target = config.Target{Path: ps.Target, Device: "cpu", Threads: 1, MaxSeqLen: 256}
 	c.Models.Draft = config.Draft{Kind: "model", Path: ps.Draft, Device: "cpu", Threads: 1}
-	y, err := c.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, y, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfig(t, c)
 	ctx := context.Background()
 	b := openBench(t)
 	var fields []string

@@ -110,27 +110,23 @@ func (t *Totals) Acceptance() float64 {
 	return float64(t.Accepted) / float64(t.Drafted)
 }
 
+// add adds a decoding's figures to t.
 func (t *Totals) add(r *spec.Result) {
-	t.Tokens += len(r.Tokens)
-	t.Steps += len(r.Steps)
-	t.Decode += r.Decode
-	t.Prefill += r.Prefill
-	d, v, o, ov := r.Totals()
-	t.Draft += d
-	t.Verify += v
-	t.Overhead += o
-	t.Overlap += ov
+	var o Totals
+	o.Tokens, o.Steps, o.Decode, o.Prefill = len(r.Tokens), len(r.Steps), r.Decode, r.Prefill
+	o.Draft, o.Verify, o.Overhead, o.Overlap = r.Totals()
 	for _, s := range r.Steps {
-		t.Drafted += s.Drafted
-		t.Accepted += s.Accepted
-		t.Wait += s.Wait
+		o.Drafted += s.Drafted
+		o.Accepted += s.Accepted
+		o.Wait += s.Wait
 		if s.Ahead > 0 {
-			t.Ahead++
+			o.Ahead++
 		}
 		if s.AheadHit {
-			t.AheadHits++
+			o.AheadHits++
 		}
 	}
+	t.merge(o)
 }
 
 // merge adds another sum's figures to t.

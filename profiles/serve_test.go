@@ -3,8 +3,6 @@ package profiles
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -23,15 +21,8 @@ func TestServerComplete(t *testing.T) {
 	c := &config.Config{Version: config.Version, Speculation: plan, Sampling: config.Sampling{TopP: 1, Seed: 1}}
 	c.Models.Target = config.Target{Path: ps.Target, Device: "cpu", Threads: 2}
 	c.Models.Draft = config.Draft{Kind: "model", Path: ps.Draft, Device: "cpu", Threads: 2}
-	y, err := c.Marshal()
+	c, err := LoadConfig(writeConfig(t, c))
 	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, y, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if c, err = LoadConfig(path); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
