@@ -24,6 +24,7 @@ import (
 	"slices"
 
 	"arborist/engine/model"
+	"arborist/engine/sample"
 	"arborist/kernels"
 	"arborist/kernels/quant"
 )
@@ -325,8 +326,8 @@ func (s *Settings) Validate() error {
 		return fmt.Errorf("hidden: tokens per prompt %d must be in 2..%d", s.Tokens, MaxTokens)
 	case s.Samples < 1 || s.Samples > MaxSamples:
 		return fmt.Errorf("hidden: samples per prompt %d must be in 1..%d", s.Samples, MaxSamples)
-	case !(s.Temp >= 0 && s.Temp <= 10):
-		return fmt.Errorf("hidden: temperature %g must be in [0, 10]", s.Temp)
+	case sample.CheckTemp(s.Temp) != nil:
+		return fmt.Errorf("hidden: %w", sample.CheckTemp(s.Temp))
 	case !(s.Clip >= 0) || math.IsInf(s.Clip, 0):
 		return fmt.Errorf("hidden: gradient clip %g must be a finite number >= 0 (0: none)", s.Clip)
 	case s.Hot < 0:
@@ -338,9 +339,9 @@ func (s *Settings) Validate() error {
 	case len(s.Temps) > 16:
 		return fmt.Errorf("hidden: %d temperatures; at most 16", len(s.Temps))
 	}
-	for _, t := range s.Temps {
-		if !(t >= 0) || t > 10 {
-			return fmt.Errorf("hidden: temperature %g must be in [0, 10]", t)
+	for _, t := range s.Temps { // the target samples its data as any decoding does
+		if err := sample.CheckTemp(t); err != nil {
+			return fmt.Errorf("hidden: %w", err)
 		}
 	}
 	_, err := s.Products()

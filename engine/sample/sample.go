@@ -5,7 +5,6 @@
 package sample
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -18,25 +17,6 @@ type Params struct {
 	TopP float32 // keep the smallest set with cumulative probability >= TopP; 0 or 1 = all
 	MinP float32 // drop tokens below MinP * max probability; 0 = none
 	Seed uint64
-}
-
-// MaxTemp is the highest temperature accepted: far above it every
-// distribution is uniform to float precision, and 1e39 overflows to +Inf.
-const MaxTemp = 100
-
-// Validate reports impossible values (NaN and infinities included).
-func (p Params) Validate() error {
-	switch {
-	case !(p.Temp >= 0 && p.Temp <= MaxTemp):
-		return fmt.Errorf("sample: temperature %v must be in [0, %d]", p.Temp, MaxTemp)
-	case p.TopK < 0:
-		return fmt.Errorf("sample: top-k %d must be >= 0", p.TopK)
-	case !(p.TopP >= 0 && p.TopP <= 1):
-		return fmt.Errorf("sample: top-p %v must be in [0, 1]", p.TopP)
-	case !(p.MinP >= 0 && p.MinP <= 1):
-		return fmt.Errorf("sample: min-p %v must be in [0, 1]", p.MinP)
-	}
-	return nil
 }
 
 // Greedy reports whether p picks the argmax.

@@ -2,6 +2,8 @@ package sample
 
 import (
 	"math"
+	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -102,12 +104,73 @@ func TestSeeded(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	for _, p := range []Params{{Temp: -1}, {TopK: -1}, {TopP: 1.5}, {MinP: -0.1}} {
+	for _, p := range []Params{{Temp: -1}, {Temp: 2.5}, {Temp: float32(math.NaN())}, {TopK: -1}, {TopP: 1.5}, {MinP: -0.1}} {
 		if p.Validate() == nil {
 			t.Errorf("%+v accepted", p)
 		}
 	}
 	if err := (Params{Temp: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05}).Validate(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestFields: every Params field is declared once (name, flag, label,
+// bounds, default); Set reads what Get writes and refuses what Validate
+// refuses, at the same bounds; the defaults are greedy with every token
+// kept and seed 1.
+func TestFields(t *testing.T) {
+	if n := reflect.TypeOf(Params{}).NumField(); len(Fields()) != n {
+		t.Fatalf("%d sampling fields declared for the %d fields of Params", len(Fields()), n)
+	}
+	seen := map[string]bool{}
+	for _, f := range Fields() {
+		for _, s := range []string{f.Name, "--" + f.Flag, "label " + f.Label} {
+			if seen[s] || strings.HasSuffix(s, " ") || s == "--" {
+				t.Errorf("%q declared twice or empty", s)
+			}
+			seen[s] = true
+		}
+		if f.Help == "" || !(f.Min <= f.Max) {
+			t.Errorf("%s: help %q, bounds [%v, %v]", f.Name, f.Help, f.Min, f.Max)
+		}
+	}
+	if d := Defaults(); d != (Params{TopP: 1, Seed: 1}) || d.Validate() != nil {
+		t.Errorf("defaults %+v", d)
+	}
+	p := Params{Temp: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: 1 << 63}
+	var q Params
+	for _, f := range Fields() {
+		if err := q.Set(f.Name, p.Get(f.Name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if q != p || p.Get(Temperature) != "0.8" {
+		t.Errorf("read back %+v from %+v (temperature written %q)", q, p, p.Get(Temperature))
+	}
+	for name, bad := range map[string][]string{
+		Temperature: {"-0.1", "2.01", "NaN", "Inf", "x"},
+		TopK:        {"-1", "1.5", ""},
+		TopP:        {"-0.1", "1.01"},
+		MinP:        {"-0.1", "1.5"},
+		Seed:        {"-1", "18446744073709551616"},
+	} {
+		for _, v := range bad {
+			var p Params
+			if err := p.Set(name, v); err == nil {
+				t.Errorf("%s %q accepted", name, v)
+			}
+		}
+	}
+	for name, edge := range map[string]string{Temperature: "2", TopK: "0", TopP: "1", MinP: "1", Seed: "18446744073709551615"} {
+		var p Params
+		if err := p.Set(name, edge); err != nil {
+			t.Errorf("%s %s: %v", name, edge, err)
+		}
+		if p.Validate() != nil {
+			t.Errorf("%s %s: set but invalid", name, edge)
+		}
+	}
+	if CheckTemp(2) != nil || CheckTemp(2.5) == nil {
+		t.Error("CheckTemp does not bound at 2")
 	}
 }
