@@ -98,17 +98,12 @@ func (p Progress) curves() func(kind string, done, total int, pt latency.Point) 
 type PairSpec = pairs.Spec
 
 // openPair opens the pair, looking hidden-state drafter ids up in this
-// database.
+// database. Its draft source is told each generation's sampling by the
+// engine (drafter.SetSample), so a run, a server, a calibration and a
+// validation of one pair at one sampling draft alike.
 func (b *Bench) openPair(spec PairSpec, concurrent bool) (*pairs.Pair, error) {
-	return b.openPairSampled(spec, zeroSample, concurrent)
-}
-
-// openPairSampled opens the pair for decoding at smp: the draft source
-// proposes from its distribution after the same transforms (temperature,
-// top-k, top-p) as the target's, which sampled verification corrects.
-func (b *Bench) openPairSampled(spec PairSpec, smp SampleParams, concurrent bool) (*pairs.Pair, error) {
 	spec.DB = b.path
-	return pairs.Open(spec, smp, concurrent)
+	return pairs.Open(spec, concurrent)
 }
 
 // encodeWithRoom encodes texts and refuses, before anything runs, a prompt

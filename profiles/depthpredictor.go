@@ -91,7 +91,7 @@ func (b *Bench) TrainPredictor(ctx context.Context, ps PairSpec, opt PredictorOp
 	if _, _, ok := costmodel.CutReplay(shape, nil); !ok || len(shape.EGT) < 2 {
 		return nil, fmt.Errorf("a depth predictor decides the depth of an Equal-Growth Tree of 2 to %d levels whose branches fit the calibration's probe tree (%s), not %s", len(costmodel.CalibrationWidths), spec.Ints(costmodel.CalibrationWidths), shape)
 	}
-	pair, err := b.openPairSampled(ps, in.Acc.Sample, false)
+	pair, err := b.openPair(ps, false)
 	if err != nil {
 		return nil, err
 	}

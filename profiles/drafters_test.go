@@ -84,7 +84,7 @@ func TestDrafterLifecycle(t *testing.T) {
 	if _, err := pairs.OpenDrafter(ctx, fmt.Sprint(other), db, m); !errors.Is(err, pairs.ErrOtherTarget) {
 		t.Errorf("a stored drafter for another target: %v", err)
 	}
-	pr, err := pairs.Open(pairs.Spec{Target: target, DraftHidden: "1", DB: db, Threads: 1}, sample.Params{}, false)
+	pr, err := pairs.Open(pairs.Spec{Target: target, DraftHidden: "1", DB: db, Threads: 1}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"arborist/engine/hidden"
 	"arborist/engine/model"
 	"arborist/engine/model/modeltest"
-	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/kernels"
 	"arborist/kernels/cpu"
@@ -51,7 +50,7 @@ func TestPairOnTwoDevices(t *testing.T) {
 		"hidden":      {Target: target, DraftHidden: hfile},
 	} {
 		ps.Threads, ps.DraftBackend = 1, "cpu-second"
-		p, err := pairs.Open(ps, sample.Params{}, false)
+		p, err := pairs.Open(ps, false)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -74,7 +73,7 @@ func TestPairOnTwoDevices(t *testing.T) {
 	// own backend and threads (AOT and duo for every draft source)
 	for name, ps := range map[string]pairs.Spec{"layer-skip": {Target: target, Layers: 2}, "hidden": {Target: target, DraftHidden: hfile}} {
 		ps.Threads = 2
-		p, err := pairs.Open(ps, sample.Params{}, true)
+		p, err := pairs.Open(ps, true)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -89,7 +88,7 @@ func TestPairOnTwoDevices(t *testing.T) {
 		p.Close()
 	}
 	// n-gram drafting has no device: it stays on the host, not concurrent
-	p, err := pairs.Open(pairs.Spec{Target: target, NGram: 3, Threads: 1, DraftBackend: "cpu-second"}, sample.Params{}, false)
+	p, err := pairs.Open(pairs.Spec{Target: target, NGram: 3, Threads: 1, DraftBackend: "cpu-second"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,10 +96,10 @@ func TestPairOnTwoDevices(t *testing.T) {
 		t.Errorf("n-gram on a draft device: concurrent %v", p.Concurrent)
 	}
 	p.Close()
-	if _, err := pairs.Open(pairs.Spec{Target: target, Threads: 1, DraftBackend: "cpu-second"}, sample.Params{}, false); err == nil {
+	if _, err := pairs.Open(pairs.Spec{Target: target, Threads: 1, DraftBackend: "cpu-second"}, false); err == nil {
 		t.Error("a draft device without a draft source was accepted")
 	}
-	if _, err := pairs.Open(pairs.Spec{Target: target, Draft: target, Threads: 1, DraftBackend: "tpu"}, sample.Params{}, false); err == nil {
+	if _, err := pairs.Open(pairs.Spec{Target: target, Draft: target, Threads: 1, DraftBackend: "tpu"}, false); err == nil {
 		t.Error("an unknown draft device was accepted")
 	}
 }
@@ -155,7 +154,7 @@ func TestRecheckDraftingKinds(t *testing.T) {
 		"layer-skip":  {pairs.Spec{Target: target, Layers: 2}, ""},
 	} {
 		c.ps.Threads = 1
-		p, err := pairs.Open(c.ps, sample.Params{}, false)
+		p, err := pairs.Open(c.ps, false)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

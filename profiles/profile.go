@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"arborist/engine/hidden"
-	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/engine/tree"
 	"arborist/kernels"
@@ -21,8 +20,6 @@ import (
 	"arborist/profiles/predictor"
 	"arborist/profiles/store"
 )
-
-var zeroSample = sample.Params{}
 
 // ProfileOptions bound a profile.
 type ProfileOptions struct {
@@ -172,7 +169,7 @@ func (b *Bench) Calibrate(ctx context.Context, ps PairSpec, prompts []string, su
 	if tokens < 1 || len(prompts) == 0 {
 		return nil, fmt.Errorf("calibration needs prompts and a positive token count")
 	}
-	pair, err := b.openPairSampled(ps, smp, false)
+	pair, err := b.openPair(ps, false)
 	if err != nil {
 		return nil, err
 	}

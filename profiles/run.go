@@ -216,7 +216,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 		return nil, fmt.Errorf("strategy %s needs a draft source", plan.Strategy)
 	}
 	res = &RunResult{Plan: opt.Plan, Predicted: opt.Predicted, PredictedOn: opt.PredictedOn, Greedy: opt.Sample.Greedy()}
-	pair, err := b.openPairSampled(ps, opt.Sample, plan.Concurrent())
+	pair, err := b.openPair(ps, plan.Concurrent())
 	if err != nil {
 		return nil, err
 	}

@@ -161,7 +161,7 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 		if conc && draftThreads > 0 {
 			s.DraftThreads = draftThreads
 		}
-		p, err := b.openPairSampled(s, opt.Sample, conc)
+		p, err := b.openPair(s, conc)
 		if err != nil {
 			return nil, err
 		}

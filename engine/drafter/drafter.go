@@ -74,6 +74,26 @@ type HiddenSource interface {
 	ObserveHidden(hidden []float32, rows int) error
 }
 
+// Sampled is a source that proposes from its model's distribution after
+// the sampling transforms (temperature, top-k, top-p, min-p): the target
+// verifies a sampled run at its sampling, and a drafter proposing from
+// the same transformed distribution is accepted most often.
+type Sampled interface {
+	SetSample(p sample.Params)
+}
+
+// SetSample tells src the sampling of the generation it drafts for next,
+// where it proposes from a sampled distribution (Sampled); others, such
+// as n-gram lookup, propose the same whatever the sampling. The engine
+// calls it at the start of every generation with the run's own sampling
+// (spec.Config.Sample): the one route by which the sampling reaches a
+// draft source, whoever runs the generation.
+func SetSample(src Source, p sample.Params) {
+	if s, ok := src.(Sampled); ok {
+		s.SetSample(p)
+	}
+}
+
 // Dist converts logits to the distribution a source proposes from: the
 // sampler's transformed distribution in sampled runs, the plain softmax in
 // greedy runs (the ranking needs probabilities; the greedy rule needs none).

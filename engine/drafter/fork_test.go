@@ -25,7 +25,7 @@ func TestFork(t *testing.T) {
 	}
 	defer m.Close()
 	ctx := context.Background()
-	for _, src := range []Source{NewModel(m, 2, 256, sample.Params{Temp: 0.7}, "layers:2"), NewNGram(3, m.Vocab)} {
+	for _, src := range []Source{NewModel(m, 2, 256, "layers:2"), NewNGram(3, m.Vocab)} {
 		a, b := []int{1, 5, 9, 5, 9, 5}, []int{1, 7, 7, 3, 7, 7}
 		want := expandRoot(t, ctx, src, a)
 		f, err := Fork(src) // of a source that has drafted
@@ -54,7 +54,7 @@ func TestFork(t *testing.T) {
 		Free(f)
 		Free(src)
 	}
-	if d := NewModel(m, 0, 64, sample.Params{}, "draft"); d.Reserve(64) == nil {
+	if d := NewModel(m, 0, 64, "draft"); d.Reserve(64) == nil {
 		Free(d)
 		if d.cache != nil {
 			t.Fatal("Free left the drafter's cache")
@@ -86,3 +86,52 @@ func (plainSource) Begin(context.Context, []int) error                 { return 
 func (plainSource) Expand(context.Context, [][]int, [][]float32) error { return nil }
 func (plainSource) Commit([]int, int) error                            { return nil }
 func (plainSource) Vocab() int                                         { return 1 }
+
+// TestSetSample: a model drafter proposes from its distribution after the
+// sampling it was told (a cooler temperature: a larger top probability; a
+// top-k: that many tokens), a fork proposes at its source's sampling, and
+// greedy runs propose the plain softmax; n-gram lookup proposes the same
+// whatever the sampling.
+func TestSetSample(t *testing.T) {
+	be := cpu.New(1)
+	defer be.Close()
+	m, err := model.Load(testfiles.Stories260K(t), be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	seq := []int{1, 5, 9, 5, 9, 5}
+	d := NewModel(m, 2, 256, "layers:2")
+	plain := expandRoot(t, ctx, d, seq)
+	d.SetSample(sample.Params{Temp: 0.5, TopK: 5, Seed: 3})
+	cool := expandRoot(t, ctx, d, seq)
+	kept := 0
+	for _, v := range cool {
+		if v > 0 {
+			kept++
+		}
+	}
+	if slices.Max(cool) <= slices.Max(plain) || kept != 5 {
+		t.Fatalf("at temperature 0.5 and top-k 5: top probability %v (plain softmax %v), %d tokens kept", slices.Max(cool), slices.Max(plain), kept)
+	}
+	f, err := Fork(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := expandRoot(t, ctx, f, seq); !slices.Equal(got, cool) {
+		t.Fatal("a fork proposes at another sampling than its source")
+	}
+	Free(f)
+	d.SetSample(sample.Params{TopK: 5}) // greedy: the plain softmax, whatever else is set
+	if got := expandRoot(t, ctx, d, seq); !slices.Equal(got, plain) {
+		t.Fatal("a greedy run's drafter does not propose the plain softmax")
+	}
+	Free(d)
+	ng := NewNGram(3, m.Vocab)
+	before := expandRoot(t, ctx, ng, seq)
+	SetSample(ng, sample.Params{Temp: 0.5})
+	if !slices.Equal(expandRoot(t, ctx, ng, seq), before) {
+		t.Fatal("n-gram lookup proposes by the sampling")
+	}
+}

@@ -17,7 +17,7 @@ type Model struct {
 	M      *model.Model
 	Layers int // 0 = all blocks
 	name   string
-	params sample.Params // what dist transforms logits by
+	params sample.Params // what dist transforms logits by (SetSample)
 	dist   func(logits, dst []float32)
 
 	limit     int          // the most positions its cache may hold
@@ -31,15 +31,25 @@ type Model struct {
 	res       model.Result
 }
 
-// NewModel makes a model drafter with capacity for ctx positions.
-func NewModel(m *model.Model, layers, ctx int, p sample.Params, name string) *Model {
-	return &Model{M: m, Layers: layers, name: name, params: p, dist: Dist(p), limit: ctx}
+// NewModel makes a model drafter with capacity for ctx positions. It
+// proposes from the plain softmax until it is told a run's sampling
+// (SetSample; the engine does at the start of every generation).
+func NewModel(m *model.Model, layers, ctx int, name string) *Model {
+	d := &Model{M: m, Layers: layers, name: name, limit: ctx}
+	d.SetSample(sample.Params{})
+	return d
 }
 
-// Fork makes another drafter of the same model, blocks and capacity, with
-// a cache and a sequence of its own (Forker).
+// SetSample makes the drafter propose from its distribution after p's
+// transforms (Sampled); it takes effect from the next Begin.
+func (d *Model) SetSample(p sample.Params) { d.params, d.dist = p, Dist(p) }
+
+// Fork makes another drafter of the same model, blocks, capacity and
+// sampling, with a cache and a sequence of its own (Forker).
 func (d *Model) Fork() (Source, error) {
-	return NewModel(d.M, d.Layers, d.limit, d.params, d.name), nil
+	f := NewModel(d.M, d.Layers, d.limit, d.name)
+	f.SetSample(d.params)
+	return f, nil
 }
 
 // Free releases the drafter's cache; a later Reserve or Begin makes

@@ -6,7 +6,6 @@ import (
 
 	"arborist/engine/model"
 	"arborist/engine/model/modeltest/testfiles"
-	"arborist/engine/sample"
 	"arborist/kernels/cpu"
 )
 
@@ -22,7 +21,7 @@ func TestCacheSizedByTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	d := NewModel(m, 0, 1<<21, sample.Params{}, "draft")
+	d := NewModel(m, 0, 1<<21, "draft")
 	ctx := context.Background()
 	if err := d.Begin(ctx, []int{1, 2, 3}); err != nil {
 		t.Fatal(err)
@@ -43,7 +42,7 @@ func TestCacheSizedByTheRun(t *testing.T) {
 	if err := d.Expand(ctx, [][]int{nil}, dist); err != nil {
 		t.Fatal(err)
 	}
-	if small := NewModel(m, 0, 64, sample.Params{}, "draft"); small.Reserve(5000) != nil || small.cache.Cap() != 64 {
+	if small := NewModel(m, 0, 64, "draft"); small.Reserve(5000) != nil || small.cache.Cap() != 64 {
 		t.Errorf("a reservation beyond the drafter's capacity: %d slots", small.cache.Cap())
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"arborist/engine/drafter"
-	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/kernels/cpu"
 )
@@ -54,7 +53,7 @@ func BenchmarkHiddenDrafter(b *testing.B) {
 	confs := []conf{
 		{"ar", spec.Config{Plan: spec.Plan{Strategy: "ar"}}, func() (drafter.Source, *Source) { return nil, nil }},
 		{"noisy-chain-4", spec.Config{Plan: spec.Plan{Strategy: "chain", Gamma: 4}}, func() (drafter.Source, *Source) {
-			return drafter.NewModel(draft, 0, target.CtxLen, sample.Params{}, "noisy"), nil
+			return drafter.NewModel(draft, 0, target.CtxLen, "noisy"), nil
 		}},
 		{"hidden-chain-2", spec.Config{Plan: spec.Plan{Strategy: "chain", Gamma: gamma}}, hid(false)},
 		{"hidden-chain-2-noresample", spec.Config{Plan: spec.Plan{Strategy: "chain", Gamma: gamma}}, hid(true)},

@@ -14,7 +14,6 @@ import (
 
 	"arborist/engine/drafter"
 	"arborist/engine/model"
-	"arborist/engine/sample"
 	"arborist/engine/spec"
 )
 
@@ -138,7 +137,7 @@ func BenchmarkTrainAndServe(b *testing.B) {
 					if noisy == nil {
 						continue
 					}
-					src = drafter.NewModel(noisy, 0, target.CtxLen, sample.Params{}, "noisy")
+					src = drafter.NewModel(noisy, 0, target.CtxLen, "noisy")
 				} else if c.cfg.Strategy != "ar" {
 					s, err := NewSource(d, target, Options{})
 					if err != nil {

@@ -33,7 +33,7 @@ type Source struct {
 	info  *tokenInfo
 	name  string
 	f32   bool          // the layer's matrices are float32 (Options.F32)
-	smp   sample.Params // what dist transforms logits by
+	smp   sample.Params // what dist transforms logits by (SetSample)
 	// ResampleDepth bounds a re-sampled subtree's depth (0: never re-sample).
 	ResampleDepth int
 	// ResampleMin: re-sample only when the bonus token's most likely child
@@ -71,7 +71,6 @@ const DefaultResampleDepth = 4
 
 // Options tunes a Source.
 type Options struct {
-	Sample        sample.Params
 	ResampleDepth int     // default DefaultResampleDepth
 	ResampleMin   float64 // default 0.2
 	HotBytes      int64   // memory for precomputed token-info rows; default 256 MiB
@@ -92,7 +91,8 @@ type Options struct {
 
 // NewSource makes a draft source from d for target (which must be the model
 // it was trained for: the shapes are checked here, the fingerprint by the
-// caller).
+// caller). It proposes from the plain softmax until it is told a run's
+// sampling (SetSample; the engine does at the start of every generation).
 func NewSource(d *Drafter, target *model.Model, o Options) (*Source, error) {
 	if err := d.Fits(&target.Config); err != nil {
 		return nil, err
@@ -124,7 +124,7 @@ func NewSource(d *Drafter, target *model.Model, o Options) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Source{D: d, layer: layer, cache: layer.NewCache(target.CtxLen + 64), dist: drafter.Dist(o.Sample), smp: o.Sample,
+	return &Source{D: d, layer: layer, cache: layer.NewCache(target.CtxLen + 64), dist: drafter.Dist(sample.Params{}),
 		info: info, name: o.Name, f32: o.F32, ResampleDepth: o.ResampleDepth, ResampleMin: o.ResampleMin, resOff: -1}, nil
 }
 
@@ -138,6 +138,10 @@ func (s *Source) Fork() (drafter.Source, error) {
 	return &Source{D: s.D, layer: s.layer, cache: s.layer.NewCache(s.cache.Cap()), dist: drafter.Dist(s.smp), smp: s.smp,
 		info: s.info.fork(), name: s.name, f32: s.f32, ResampleDepth: s.ResampleDepth, ResampleMin: s.ResampleMin, resOff: -1}, nil
 }
+
+// SetSample makes the source propose from its distribution after p's
+// transforms (drafter.Sampled); it takes effect from the next Begin.
+func (s *Source) SetSample(p sample.Params) { s.smp, s.dist = p, drafter.Dist(p) }
 
 // Free releases the source's cache; it must not be used afterwards.
 func (s *Source) Free() {

@@ -28,7 +28,7 @@ func TestBatchSampledLossless(t *testing.T) {
 	const n = 4000
 	joint, covered := exactJoint(t, p.target, prompt, params, n)
 	shape, _ := tree.FromWidths([]int{3, 2})
-	base := drafter.NewModel(p.target, 4, 64, params, "layers:4")
+	base := drafter.NewModel(p.target, 4, 64, "layers:4")
 	rules := []struct {
 		name   string
 		plan   Plan

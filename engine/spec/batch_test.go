@@ -13,7 +13,6 @@ import (
 	"arborist/engine/drafter"
 	"arborist/engine/generate"
 	"arborist/engine/model"
-	"arborist/engine/sample"
 	"arborist/engine/tokenizer"
 )
 
@@ -165,7 +164,7 @@ func TestBatchGreedyLossless(t *testing.T) {
 	for _, name := range Strategies() {
 		s := registry[name]
 		for ei, plan := range s.Examples() {
-			for sname, mk := range sources(p, sample.Params{}, 512) {
+			for sname, mk := range sources(p, 512) {
 				if !plan.NeedsSource() && sname != "draft" {
 					continue
 				}
@@ -265,7 +264,7 @@ func TestBatchLeaves(t *testing.T) {
 		} else {
 			defer c()
 		}
-		src := &freeCounter{Model: drafter.NewModel(p.draft, 0, 512, sample.Params{}, "draft"), freed: &freed, id: i}
+		src := &freeCounter{Model: drafter.NewModel(p.draft, 0, 512, "draft"), freed: &freed, id: i}
 		h, err := b.Submit(rctx, Request{Prompt: pr, Config: Config{Plan: ChainPlan(3), MaxTokens: 30}, Source: src})
 		if err != nil {
 			t.Fatal(err)
@@ -337,7 +336,7 @@ func TestBatchPrefillChunks(t *testing.T) {
 	var passes []PassStats
 	b := NewBatch(p.target, BatchOptions{Prefill: chunk, OnPass: func(s PassStats) { passes = append(passes, s) }})
 	cfg := Config{Plan: ChainPlan(3), MaxTokens: n}
-	mk := func() drafter.Source { return drafter.NewModel(p.draft, 0, 512, sample.Params{}, "draft") }
+	mk := func() drafter.Source { return drafter.NewModel(p.draft, 0, 512, "draft") }
 	h1, err := b.Submit(ctx, Request{Prompt: short, Config: cfg, Source: mk()})
 	if err != nil {
 		t.Fatal(err)
@@ -508,7 +507,7 @@ func TestBatchGoodputLossless(t *testing.T) {
 				t.Fatal(err)
 			}
 			hs := runBatch(t, ctx, b, reqs, cfg, func() (drafter.Source, bool) {
-				return drafter.NewModel(p.draft, 0, 512, sample.Params{}, "draft"), false
+				return drafter.NewModel(p.draft, 0, 512, "draft"), false
 			})
 			for i, h := range hs {
 				res, _ := h.Result()

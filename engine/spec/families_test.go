@@ -10,7 +10,6 @@ import (
 	"arborist/engine/generate"
 	"arborist/engine/hidden"
 	"arborist/engine/model"
-	"arborist/engine/sample"
 	"arborist/engine/synth"
 	"arborist/kernels/cpu"
 	"arborist/kernels/quant"
@@ -76,9 +75,9 @@ func TestGreedyLosslessFamilies(t *testing.T) {
 				want[i] = out
 			}
 			srcs := map[string]func() (drafter.Source, bool){
-				"self": func() (drafter.Source, bool) { return drafter.NewModel(self, 0, 256, sample.Params{}, "self"), true },
+				"self": func() (drafter.Source, bool) { return drafter.NewModel(self, 0, 256, "self"), true },
 				"layers": func() (drafter.Source, bool) {
-					return drafter.NewModel(target, 1, 256, sample.Params{}, "layers:1"), false
+					return drafter.NewModel(target, 1, 256, "layers:1"), false
 				},
 				"ngram": func() (drafter.Source, bool) { return drafter.NewNGram(2, target.Vocab), false },
 				"hidden": func() (drafter.Source, bool) {

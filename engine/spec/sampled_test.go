@@ -125,14 +125,14 @@ func TestSampledLossless(t *testing.T) {
 		if cfg.Sample.Temp > 0 {
 			params = cfg.Sample
 		}
-		var src drafter.Source = drafter.NewModel(p.target, 4, 64, params, "layers:4")
+		var src drafter.Source = drafter.NewModel(p.target, 4, 64, "layers:4")
 		switch {
 		case useHidden && twoDev:
-			src = hiddenSourceOn(p.target, params, 1e-9, second.Backend)
+			src = hiddenSourceOn(p.target, 1e-9, second.Backend)
 		case useHidden:
-			src = hiddenSource(p.target, params, 1e-9)
+			src = hiddenSource(p.target, 1e-9)
 		case twoDev:
-			src = drafter.NewModel(second, 4, 64, params, "layers:4 on a second device")
+			src = drafter.NewModel(second, 4, 64, "layers:4 on a second device")
 		}
 		e := &Engine{Target: p.target, Source: src, Concurrent: twoDev, faults: faults{brokenResidual: broken}}
 		for i := 0; i < n; i++ {
@@ -222,7 +222,7 @@ func TestSampledFullAcceptance(t *testing.T) {
 	run := func(cfg Config, layers int, f faults) (chi float64, dof int, full float64) {
 		obs := map[[3]int]map[int]int{}
 		fulls := 0
-		e := &Engine{Target: p.target, Source: drafter.NewModel(p.target, layers, 64, params, "self"), faults: f}
+		e := &Engine{Target: p.target, Source: drafter.NewModel(p.target, layers, 64, "self"), faults: f}
 		for i := 0; i < n; i++ {
 			c := cfg
 			c.MaxTokens = 4 // three drafts and the bonus

@@ -157,11 +157,12 @@ type Step struct {
 	// (DuoSeqs), so calibration can price it.
 	First []float64 `json:",omitempty"`
 	P21   float64   `json:",omitempty"`
-	// Tree is the drafted tree (each node's parent and path probability,
-	// in tree order, a node's children in the order they were drafted,
-	// most likely first) and Path its accepted nodes, depth 1 first: a
-	// plan that grows and prunes by path probability (EGT) can then be
-	// replayed on the step, as calibration does with its probe tree.
+	// Tree is the drafted tree (each node's parent, token and path
+	// probability, in tree order, a node's children in the order they were
+	// drafted, most likely first) and Path its accepted nodes, depth 1
+	// first: a plan that grows and prunes by path probability (EGT) can
+	// then be replayed on the step, as calibration does with its probe
+	// tree.
 	Tree []TreeNode `json:",omitempty"`
 	Path []int      `json:",omitempty"`
 }
@@ -169,6 +170,7 @@ type Step struct {
 // TreeNode is one node of Step.Tree.
 type TreeNode struct {
 	Parent int     // tree.Root or an earlier node
+	Token  int     // the drafted token
 	PathP  float64 // the drafter's product of probabilities along the path
 }
 
@@ -392,11 +394,14 @@ func (r *run) prefillBatch(prompt []int, from, to int) model.Batch {
 }
 
 // afterPrefill starts the source once the prompt is in the cache: the
-// first root, the source's room and sequence, and the prompt's hidden
+// first root, the source's sampling, room and sequence, and the prompt's hidden
 // states for a source that reads them (hidden: rows of them).
 func (r *run) afterPrefill(ctx context.Context, prompt []int, capacity int, hidden []float32, rows int) error {
 	r.root = prompt[len(prompt)-1]
 	if src := r.e.Source; src != nil {
+		// the source proposes at this generation's sampling, whoever
+		// opened it and whatever it drafted for before
+		drafter.SetSample(src, r.cfg.Sample)
 		if rs, ok := src.(interface{ Reserve(n int) error }); ok { // the run's room, not the file's context
 			if err := rs.Reserve(capacity + r.maxDraft()); err != nil {
 				return err
@@ -636,7 +641,7 @@ func (r *run) finish(ctx context.Context, p *pending) (bool, error) {
 		st.First, st.P21 = firstLevel(tr)
 		st.Tree, st.Path = make([]TreeNode, len(tr.Nodes)), append([]int(nil), v.Path...)
 		for i, n := range tr.Nodes {
-			st.Tree[i] = TreeNode{Parent: n.Parent, PathP: n.PathP}
+			st.Tree[i] = TreeNode{Parent: n.Parent, Token: n.Token, PathP: n.PathP}
 		}
 	}
 	// emit, stopping at EOS and MaxTokens

@@ -18,7 +18,6 @@ import (
 	"arborist/engine/hidden"
 	"arborist/engine/model"
 	"arborist/engine/model/modeltest/testfiles"
-	"arborist/engine/sample"
 	"arborist/engine/tree"
 	"arborist/kernels"
 	"arborist/kernels/cpu"
@@ -151,34 +150,34 @@ func (c contextDepth) Next(s DepthState) bool {
 	return (s.Last+s.Depth+int(10*s.Top1)+int(3*s.Entropy)+int(h)+int(10*s.Best))%3 != 0
 }
 
-func sources(p pair, params sample.Params, ctx int) map[string]func() (drafter.Source, bool) {
+func sources(p pair, ctx int) map[string]func() (drafter.Source, bool) {
 	return map[string]func() (drafter.Source, bool){
-		"draft":  func() (drafter.Source, bool) { return drafter.NewModel(p.draft, 0, ctx, params, "draft"), true },
+		"draft":  func() (drafter.Source, bool) { return drafter.NewModel(p.draft, 0, ctx, "draft"), true },
 		"ngram":  func() (drafter.Source, bool) { return drafter.NewNGram(3, p.target.Vocab), false },
-		"layers": func() (drafter.Source, bool) { return drafter.NewModel(p.target, 2, ctx, params, "layers:2"), false },
-		"hidden": func() (drafter.Source, bool) { return hiddenSource(p.target, params, 0.2), false },
+		"layers": func() (drafter.Source, bool) { return drafter.NewModel(p.target, 2, ctx, "layers:2"), false },
+		"hidden": func() (drafter.Source, bool) { return hiddenSource(p.target, 0.2), false },
 		// re-sampling after every rejection, whatever the drafter's confidence
-		"hidden-resample": func() (drafter.Source, bool) { return hiddenSource(p.target, params, 1e-9), false },
+		"hidden-resample": func() (drafter.Source, bool) { return hiddenSource(p.target, 1e-9), false },
 		// the concurrent sources beside the draft model: the target's
 		// first layers on a copy of its own, and the hidden-state drafter's
 		// layer on a device of its own
 		"layers-own": func() (drafter.Source, bool) {
-			return drafter.NewModel(p.own(), 2, ctx, params, "layers:2 on its own backend"), true
+			return drafter.NewModel(p.own(), 2, ctx, "layers:2 on its own backend"), true
 		},
-		"hidden-own": func() (drafter.Source, bool) { return hiddenSourceOn(p.target, params, 1e-9, p.side()), true },
+		"hidden-own": func() (drafter.Source, bool) { return hiddenSourceOn(p.target, 1e-9, p.side()), true },
 	}
 }
 
 // hiddenSource is an untrained hidden-state drafter with non-zero
 // token-info: its proposals are poor, which exercises rejections and
 // re-sampling.
-func hiddenSource(m *model.Model, params sample.Params, resampleMin float64) *hidden.Source {
-	return hiddenSourceOn(m, params, resampleMin, nil)
+func hiddenSource(m *model.Model, resampleMin float64) *hidden.Source {
+	return hiddenSourceOn(m, resampleMin, nil)
 }
 
 // hiddenSourceOn is hiddenSource with its layer on dev (nil: the
 // target's device), where it can draft while the target verifies.
-func hiddenSourceOn(m *model.Model, params sample.Params, resampleMin float64, dev kernels.Device) *hidden.Source {
+func hiddenSourceOn(m *model.Model, resampleMin float64, dev kernels.Device) *hidden.Source {
 	d, err := hidden.New(m, 16, m.Layers/2, 1)
 	if err != nil {
 		panic(err)
@@ -187,7 +186,7 @@ func hiddenSourceOn(m *model.Model, params sample.Params, resampleMin float64, d
 	for i := range d.P {
 		d.P[i] += float32(0.05 * rng.NormFloat64())
 	}
-	src, err := hidden.NewSource(d, m, hidden.Options{Sample: params, ResampleMin: resampleMin, Device: dev})
+	src, err := hidden.NewSource(d, m, hidden.Options{ResampleMin: resampleMin, Device: dev})
 	if err != nil {
 		panic(err)
 	}
@@ -211,7 +210,7 @@ func TestGreedyLossless(t *testing.T) {
 		want[pr] = out
 	}
 	for cname, cfg := range configs() {
-		for sname, mk := range sources(p, sample.Params{}, 512) {
+		for sname, mk := range sources(p, 512) {
 			if cfg.Strategy == "ar" && sname != "draft" {
 				continue
 			}
@@ -262,7 +261,7 @@ func TestContextFillsUp(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// the drafter on its own backend: AOT, duo and tail drafting
 			// run beside the target, in a drafter cache sized by the run
-			e := &Engine{Target: p.target, Source: drafter.NewModel(p.draft, 0, 512, sample.Params{}, "draft"), Concurrent: true}
+			e := &Engine{Target: p.target, Source: drafter.NewModel(p.draft, 0, 512, "draft"), Concurrent: true}
 			cfg.MaxTokens, cfg.Ctx = 100, capacity
 			res, err := e.Run(ctx, ids, cfg)
 			if err != nil {
@@ -290,7 +289,7 @@ func TestEOSMidTree(t *testing.T) {
 	}
 	for name, cfg := range configs() {
 		t.Run(name, func(t *testing.T) {
-			e := &Engine{Target: p.target, Source: drafter.NewModel(p.draft, 0, 1024, sample.Params{}, "draft"), Concurrent: true}
+			e := &Engine{Target: p.target, Source: drafter.NewModel(p.draft, 0, 1024, "draft"), Concurrent: true}
 			cfg.MaxTokens, cfg.StopAtEOS = 400, true
 			res, err := e.Run(ctx, ids, cfg)
 			if err != nil {
@@ -324,7 +323,7 @@ func TestVocabMismatch(t *testing.T) {
 	if err := drafter.CheckVocab(a.Tok, a.Tok); err != nil {
 		t.Errorf("same vocabulary: %v", err)
 	}
-	e := &Engine{Target: a, Source: drafter.NewModel(b, 0, 64, sample.Params{}, "x")}
+	e := &Engine{Target: a, Source: drafter.NewModel(b, 0, 64, "x")}
 	if _, err := e.Run(context.Background(), []int{1}, Config{Plan: Plan{Strategy: "chain", Gamma: 2}, MaxTokens: 4}); err == nil {
 		t.Error("engine ran a drafter with a different vocabulary size")
 	}
@@ -348,7 +347,7 @@ func TestGreedyLosslessBenchPair(t *testing.T) {
 		for _, name := range []string{"chain4", "chain8", "tree-widths", "egt", "duo"} {
 			cfg := configs()[name]
 			cfg.MaxTokens, cfg.StopAtEOS = n, true
-			e := &Engine{Target: p.target, Source: drafter.NewModel(p.draft, 0, 512, sample.Params{}, "draft"), Concurrent: true}
+			e := &Engine{Target: p.target, Source: drafter.NewModel(p.draft, 0, 512, "draft"), Concurrent: true}
 			res, err := e.Run(ctx, ids, cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -419,7 +418,7 @@ func TestDepthStateIsTheStep(t *testing.T) {
 	var out []int
 	cfg := Config{Plan: Plan{Strategy: "egt", EGT: []int{1, 2, 2}, Branch: 2, WMax: 6}, MaxTokens: 24, RecordHidden: true,
 		Depth: recordDepth{max: 3, states: &states}, OnStep: func(s Step) { steps = append(steps, s) }}
-	res, err := (&Engine{Target: p.target, Source: drafter.NewModel(p.draft, 0, 256, sample.Params{}, "draft")}).Run(context.Background(), prompt, cfg)
+	res, err := (&Engine{Target: p.target, Source: drafter.NewModel(p.draft, 0, 256, "draft")}).Run(context.Background(), prompt, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

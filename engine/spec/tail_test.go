@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"arborist/engine/drafter"
-	"arborist/engine/sample"
 	"arborist/engine/tree"
 	"arborist/kernels/cpu"
 	"arborist/kernels/devicetest"
@@ -65,8 +64,8 @@ func TestTailChangesNoDraft(t *testing.T) {
 	ctx := context.Background()
 	ids := p.target.Tok.Encode("Tom and his dog went to the park", true, false)
 	srcs := map[string]func() drafter.Source{
-		"draft":      func() drafter.Source { return drafter.NewModel(p.draft, 0, 512, sample.Params{}, "draft") },
-		"layers-own": func() drafter.Source { return drafter.NewModel(p.own(), 2, 512, sample.Params{}, "layers:2") },
+		"draft":      func() drafter.Source { return drafter.NewModel(p.draft, 0, 512, "draft") },
+		"layers-own": func() drafter.Source { return drafter.NewModel(p.own(), 2, 512, "layers:2") },
 	}
 	for _, tc := range []struct {
 		name       string
@@ -156,7 +155,7 @@ func BenchmarkTailOnTwoDevices(b *testing.B) {
 				for r := 0; r < rounds; r++ {
 					for k, cfg := range []Config{tc.base, tc.tail} {
 						cfg.MaxTokens = n
-						src := drafter.NewModel(self, 4, target.CtxLen, sample.Params{}, "layers:4")
+						src := drafter.NewModel(self, 4, target.CtxLen, "layers:4")
 						res, err := (&Engine{Target: target, Source: src, Concurrent: true}).Run(ctx, prompt, cfg)
 						if err != nil {
 							b.Fatal(err)

@@ -9,7 +9,6 @@ import (
 
 	"arborist/engine/drafter"
 	"arborist/engine/model"
-	"arborist/engine/sample"
 	"arborist/kernels"
 	"arborist/kernels/cpu"
 	"arborist/kernels/devicetest"
@@ -58,7 +57,7 @@ func TestDuoOnTwoDevices(t *testing.T) {
 		ddev := devicetest.NewSlow(cpu.New(1), tc.draft, 0)
 		target := loadOn(t, "stories260K.gguf", tdev)
 		dm := loadOn(t, "stories260K.gguf", ddev)
-		src := drafter.NewModel(dm, 0, target.CtxLen, sample.Params{}, "copy")
+		src := drafter.NewModel(dm, 0, target.CtxLen, "copy")
 		// the steady state: from the end of step 3 (the budget rule has its
 		// estimates) to the end of the run
 		var t0, d0, ts0, ds0 time.Duration
@@ -151,7 +150,7 @@ func TestDuoSequencesOnTwoDevices(t *testing.T) {
 	}
 	target := loadOn(t, "stories260K.gguf", devicetest.NewSlow(cpu.New(1), 300*time.Microsecond, 0))
 	self := loadOn(t, "stories260K.gguf", devicetest.NewSlow(cpu.New(1), 60*time.Microsecond, 0))
-	src := drafter.NewModel(self, 4, target.CtxLen, sample.Params{}, "layers:4")
+	src := drafter.NewModel(self, 4, target.CtxLen, "layers:4")
 	res, err := (&Engine{Target: target, Source: src, Concurrent: true}).Run(ctx, prompt, Config{Plan: Plan{Strategy: "duo", Gamma: 8, MaxSeqs: 4}, MaxTokens: 48})
 	if err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ func TestReplayMatchesTheEngine(t *testing.T) {
 	mismatch := 0
 	for _, prompt := range []string{"Once upon a time", "The little dog ran", "Lily and Ben", "One day, a bird"} {
 		ids := target.Tok.Encode(prompt, true, false)
-		eng := &spec.Engine{Target: target, Source: drafter.NewModel(draft, 0, target.CtxLen, sample.Params{}, "noisy")}
+		eng := &spec.Engine{Target: target, Source: drafter.NewModel(draft, 0, target.CtxLen, "noisy")}
 		acc, err := measure.Calibrate(ctx, eng, [][]int{ids}, 16, sample.Params{}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -43,7 +43,7 @@ func TestReplayMatchesTheEngine(t *testing.T) {
 			t.Fatalf("%q: the probe was not recorded (%d nodes, path %v, %d accepted)", prompt, len(first[0].Parents), first[0].Path, first[0].Accepted)
 		}
 		for _, p := range plans {
-			eng := &spec.Engine{Target: target, Source: drafter.NewModel(draft, 0, target.CtxLen, sample.Params{}, "noisy")}
+			eng := &spec.Engine{Target: target, Source: drafter.NewModel(draft, 0, target.CtxLen, "noisy")}
 			res, err := eng.Run(ctx, ids, spec.Config{Plan: p, MaxTokens: 16})
 			if err != nil {
 				t.Fatal(err)
@@ -81,7 +81,7 @@ func TestReplayThresholdMatchesTheEngine(t *testing.T) {
 	mismatch, unthresholded := 0, 0
 	for _, prompt := range []string{"Once upon a time", "The little dog ran", "Lily and Ben", "One day, a bird", "Tom had a red"} {
 		ids := target.Tok.Encode(prompt, true, false)
-		eng := &spec.Engine{Target: target, Source: drafter.NewModel(draft, 0, target.CtxLen, sample.Params{}, "noisy")}
+		eng := &spec.Engine{Target: target, Source: drafter.NewModel(draft, 0, target.CtxLen, "noisy")}
 		acc, err := measure.Calibrate(ctx, eng, [][]int{ids}, 16, sample.Params{}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -91,7 +91,7 @@ func TestReplayThresholdMatchesTheEngine(t *testing.T) {
 			for _, least := range []float64{0.2, 0.35, 0.5, 0.8} {
 				p := shape
 				p.DepthPolicy, p.DepthMin = "threshold", least
-				eng := &spec.Engine{Target: target, Source: drafter.NewModel(draft, 0, target.CtxLen, sample.Params{}, "noisy")}
+				eng := &spec.Engine{Target: target, Source: drafter.NewModel(draft, 0, target.CtxLen, "noisy")}
 				res, err := eng.Run(ctx, ids, spec.Config{Plan: p, MaxTokens: 16,
 					Depth: spec.Threshold{Max: len(p.EGT), Min: least}})
 				if err != nil {

@@ -457,7 +457,7 @@ func splitCosts(ctx context.Context, st *store.Store, hw store.Hardware, spec pa
 // splitCurves measures (or reads) one split's curves; nil when the pair
 // cannot draft concurrently.
 func splitCurves(ctx context.Context, st *store.Store, hw store.Hardware, spec pairs.Spec, storedOnly bool, progress func(kind string, done, total int, p latency.Point)) (*costmodel.SplitCosts, error) {
-	cp, err := pairs.Open(spec, sample.Params{}, true)
+	cp, err := pairs.Open(spec, true)
 	if err != nil {
 		return nil, err
 	}

@@ -311,7 +311,7 @@ func DraftAfterTarget(ctx context.Context, target, draft *model.Model, passes in
 	if err := prefill(draft, dc); err != nil {
 		return nil, err
 	}
-	src := drafter.NewModel(draft, 0, opt.Context+passes+1, sample.Params{}, "probe")
+	src := drafter.NewModel(draft, 0, opt.Context+passes+1, "probe")
 	dist := [][]float32{make([]float32, draft.Vocab)}
 	one := []int{5 % vocab}
 	ds := make([]time.Duration, passes+steadyN)

@@ -9,7 +9,6 @@ import (
 
 	"arborist/engine/drafter"
 	"arborist/engine/model"
-	"arborist/engine/sample"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
 	"arborist/profiles/latency"
@@ -500,7 +499,7 @@ func newRecheckProbe(ctx context.Context, m *model.Model, d pairs.Drafting, widt
 	}
 	switch {
 	case d.Draft != nil:
-		src := drafter.NewModel(d.Draft, 0, opt.Context+DraftPasses*len(widths)+1, sample.Params{}, "re-check")
+		src := drafter.NewModel(d.Draft, 0, opt.Context+DraftPasses*len(widths)+1, "re-check")
 		p.src, p.dist = src, [][]float32{make([]float32, d.Draft.Vocab)}
 		p.prime = func(ctx context.Context) error { return primeSource(ctx, src, p.toks[:opt.Context], p.dist) }
 	case d.Hidden != nil:

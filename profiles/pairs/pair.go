@@ -10,7 +10,6 @@ import (
 	"arborist/engine/gguf"
 	"arborist/engine/hidden"
 	"arborist/engine/model"
-	"arborist/engine/sample"
 	"arborist/kernels"
 )
 
@@ -126,8 +125,10 @@ func (l *Pair) Close() {
 // own backend and threads; otherwise drafter and target take turns on one
 // backend. A drafter on another
 // device (DraftBackend) always has its own backend, can always run beside
-// the target, and takes no threads from it.
-func Open(p Spec, params sample.Params, concurrent bool) (*Pair, error) {
+// the target, and takes no threads from it. The draft source proposes at
+// the sampling of each generation the engine runs with it
+// (drafter.SetSample).
+func Open(p Spec, concurrent bool) (*Pair, error) {
 	if p.NGram > drafter.MaxNGram { // refused before a model is read
 		return nil, fmt.Errorf("draft n-gram length %d: at most %d", p.NGram, drafter.MaxNGram)
 	}
@@ -212,7 +213,7 @@ func Open(p Spec, params sample.Params, concurrent bool) (*Pair, error) {
 			return nil, fmt.Errorf("%s and %s: %w", p.Target, p.Draft, err)
 		}
 		l.DraftModel = dm
-		l.Source = drafter.NewModel(dm, 0, target.CtxLen, params, p.SourceName())
+		l.Source = drafter.NewModel(dm, 0, target.CtxLen, p.SourceName())
 	case p.NGram > 0:
 		l.Source = drafter.NewNGram(p.NGram, target.Vocab)
 	case p.Layers > 0:
@@ -228,14 +229,14 @@ func Open(p Spec, params sample.Params, concurrent bool) (*Pair, error) {
 			}
 			l.closers = append(l.closers, func() { self.Close() })
 		}
-		l.Source = drafter.NewModel(self, p.Layers, target.CtxLen, params, p.SourceName())
+		l.Source = drafter.NewModel(self, p.Layers, target.CtxLen, p.SourceName())
 	case p.DraftHidden != "":
 		d, err := OpenDrafter(context.Background(), p.DraftHidden, p.DB, target)
 		if err != nil {
 			l.Close()
 			return nil, err
 		}
-		o := hidden.Options{Sample: params, ResampleDepth: p.ResampleDepth, NoResample: p.NoResample, Name: p.SourceName()}
+		o := hidden.Options{ResampleDepth: p.ResampleDepth, NoResample: p.NoResample, Name: p.SourceName()}
 		if dbe != l.Backend {
 			o.Device = dbe
 		}

@@ -71,9 +71,9 @@ func strategies(t *testing.T, dev Device, o Options) {
 				want[i] = out
 			}
 			srcs := map[string]func() (drafter.Source, bool){
-				"self": func() (drafter.Source, bool) { return drafter.NewModel(self, 0, 256, sample.Params{}, "self"), true },
+				"self": func() (drafter.Source, bool) { return drafter.NewModel(self, 0, 256, "self"), true },
 				"layers": func() (drafter.Source, bool) {
-					return drafter.NewModel(target, 1, 256, sample.Params{}, "layers:1"), false
+					return drafter.NewModel(target, 1, 256, "layers:1"), false
 				},
 				// an untrained hidden-state drafter: its layer runs on the
 				// target's device, fed the target's hidden states
