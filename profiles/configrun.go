@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"arborist/engine/sample"
 	"arborist/engine/spec"
 )
 
@@ -45,8 +46,13 @@ type ConfigRun struct {
 func configHolds(name string) bool {
 	switch name {
 	case "target", "draft", "draft-ngram", "draft-layers", "draft-hidden", "device", "backend", "draft-device",
-		"strategy", "temp", "top-k", "top-p", "min-p", "seed":
+		"strategy":
 		return true
+	}
+	for _, f := range sample.Fields() {
+		if f.Flag == name {
+			return true
+		}
 	}
 	for _, f := range spec.PlanFields() {
 		if f.Flag == name {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -39,25 +40,37 @@ func runTokenize(ctx context.Context, env Env, args []string) error {
 	return nil
 }
 
-// sampleFlags registers the sampling flags shared by generating verbs.
-func sampleFlags(fs interface {
-	Float64(string, float64, string) *float64
-	Int(string, int, string) *int
-	Uint64(string, uint64, string) *uint64
-}) func() (profiles.SampleParams, error) {
-	temp := fs.Float64("temp", 0, "temperature; 0 = greedy")
-	topK := fs.Int("top-k", 0, "keep the K most likely tokens (0 = all)")
-	topP := fs.Float64("top-p", 1, "nucleus sampling threshold (1 = off)")
-	minP := fs.Float64("min-p", 0, "drop tokens below this fraction of the top probability")
-	seed := fs.Uint64("seed", 1, "random seed")
+// sampleFlags registers the sampling flags shared by generating verbs,
+// one per sampling field (its flag, default, help and bounds), and returns
+// what reads them once the flags are parsed. A value out of a field's
+// bounds is refused as the flag is parsed.
+func sampleFlags(fs *flag.FlagSet) func() (profiles.SampleParams, error) {
+	p := profiles.DefaultSampling()
+	for _, f := range profiles.SamplingFields() {
+		fs.Var(sampleFlag{&p, f.Name}, f.Flag, f.Usage())
+	}
 	return func() (profiles.SampleParams, error) {
-		p := profiles.SampleParams{Temp: float32(*temp), TopK: *topK, TopP: float32(*topP), MinP: float32(*minP), Seed: *seed}
 		if err := p.Validate(); err != nil {
 			return p, usagef("%v", err)
 		}
 		return p, nil
 	}
 }
+
+// sampleFlag is one sampling field as a flag.Value.
+type sampleFlag struct {
+	p    *profiles.SampleParams
+	name string
+}
+
+func (f sampleFlag) String() string {
+	if f.p == nil { // the zero value flag.PrintDefaults compares against
+		return ""
+	}
+	return f.p.Get(f.name)
+}
+
+func (f sampleFlag) Set(v string) error { return f.p.Set(f.name, v) }
 
 func runGenerate(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "generate", "--model M (--prompt P | --ids 1,2,3) [--print-ids] [-n N] [--temp T --top-k K --top-p P --min-p P --seed S --threads N]")
