@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -296,8 +295,8 @@ func (s *Server) Complete(ctx context.Context, req ServeRequest) (out *Completio
 func (s *Server) sampling(req ServeRequest) (sample.Params, error) {
 	p := s.sample
 	if t := req.Temperature; t != nil {
-		if *t < 0 || *t > 2 || math.IsNaN(*t) {
-			return p, refuse("temperature", "invalid_value", "temperature %g must be in [0, 2]", *t)
+		if err := sample.CheckTemp(*t); err != nil {
+			return p, refuse("temperature", "invalid_value", "%v", err)
 		}
 		p.Temp = float32(*t)
 	}

@@ -287,10 +287,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	sm := c.Sampling
-	if sm.Temperature < 0 || sm.TopK < 0 || sm.TopP < 0 || sm.TopP > 1 || sm.MinP < 0 || sm.MinP > 1 {
-		return fmt.Errorf("sampling: temperature >= 0, top_k >= 0, top_p and min_p in [0, 1]")
-	}
-	// the sampler's own ranges (a temperature of 1e300 is no temperature)
+	// the sampling fields' bounds, the same as every face's
 	if err := (sample.Params{Temp: float32(sm.Temperature), TopK: sm.TopK, TopP: float32(sm.TopP), MinP: float32(sm.MinP)}).Validate(); err != nil {
 		return fmt.Errorf("sampling: %w", err)
 	}
