@@ -631,8 +631,8 @@ func (r *RunScreen) sampling() (int, profiles.SampleParams, error) {
 		return 0, profiles.SampleParams{}, fmt.Errorf("tokens %q must be a positive number", r.Tokens.Text)
 	}
 	temp, err := strconv.ParseFloat(strings.TrimSpace(r.Temp.Text), 32)
-	if err != nil || temp < 0 {
-		return 0, profiles.SampleParams{}, fmt.Errorf("temperature %q must be a number >= 0", r.Temp.Text)
+	if err := checkTemp(r.Temp.Text); err != nil {
+		return 0, profiles.SampleParams{}, err
 	}
 	return n, profiles.SampleParams{Temp: float32(temp), TopP: 1, Seed: 1}, nil
 }

@@ -16,6 +16,10 @@ type SamplingField = sample.Field
 // SampleParams.Get.
 func SamplingFields() []SamplingField { return sample.Fields() }
 
+// TemperatureField is the temperature's field name (SampleParams.Set and
+// Get), for a face that shows the temperature alone.
+const TemperatureField = sample.Temperature
+
 // DefaultSampling is every field at its default: greedy decoding, every
 // token kept, seed 1.
 func DefaultSampling() SampleParams { return sample.Defaults() }
