@@ -206,6 +206,10 @@ type replay struct {
 	PredictedAAL float64
 	// Context is the context a run may use (max_seq_len; 0: the model's).
 	Context int
+	// Serving is the concurrency the plan was tuned for and the serving
+	// policy (the config's serving block, its defaults filled in), which
+	// serve replays where its command line names none.
+	Serving config.Serving
 	// Notes say where this machine or run differs from the one the plan
 	// was tuned for, so its prediction may not hold here.
 	Notes []string
@@ -301,6 +305,7 @@ func replayConfig(ctx context.Context, c *Config, hashDB string, allowChanged bo
 		}
 	}
 	r.Context = c.Models.Target.MaxSeqLen
+	r.Serving = config.Serving{Concurrency: c.Concurrency(), Policy: c.Policy(), SpeculationStopsAt: c.Serving.SpeculationStopsAt}
 	hw := hardware.DetectHardware()
 	if h := c.Hardware; (h.CPU != "" && h.CPU != hw.CPU) || (h.CPUCores > 0 && h.CPUCores != hw.Cores) {
 		r.Notes = append(r.Notes, fmt.Sprintf("the plan was tuned on %s (%d cores); this machine is %s (%d cores): its prediction may not hold here (tune again on this machine)",

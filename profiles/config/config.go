@@ -33,9 +33,13 @@ type Config struct {
 	Hardware     Hardware     `yaml:"hardware"`
 	Models       Models       `yaml:"models"`
 	Optimization Optimization `yaml:"optimization"`
-	Speculation  spec.Plan    `yaml:"speculation"`
-	Sampling     Sampling     `yaml:"sampling"`
-	Predicted    *Predicted   `yaml:"predicted,omitempty"`
+	// Serving is the concurrency the plan was tuned for and the policy
+	// serve replays (absent in configs written before: one request at a
+	// time, the plan).
+	Serving     Serving    `yaml:"serving,omitempty"`
+	Speculation spec.Plan  `yaml:"speculation"`
+	Sampling    Sampling   `yaml:"sampling"`
+	Predicted   *Predicted `yaml:"predicted,omitempty"`
 	// Measured holds settings measured in other runtimes for this plan
 	// (arborist check-export --tune); the exported lines use them.
 	Measured *Runtimes `yaml:"runtimes,omitempty"`
@@ -265,6 +269,9 @@ func (c *Config) Validate() error {
 	if err := c.checkOptimization(); err != nil {
 		return err
 	}
+	if err := c.Serving.validate(!c.plain()); err != nil {
+		return err
+	}
 	if c.Hardware.CPUCores < 0 {
 		return fmt.Errorf("hardware.cpu_cores %d: want a count >= 0", c.Hardware.CPUCores)
 	}
@@ -327,6 +334,7 @@ func New(pair pairs.Spec, hw Hardware, threads, maxSeqLen int, precision string,
 	c.Speculation = best.Plan.Trim()
 	c.Optimization = Optimization{DraftBudget: draftBudget(c.Speculation), MaxSequences: c.Speculation.Sequences()}
 	c.Sampling = Sampling{TopP: 1, Seed: 1}
+	c.Serving = Serving{Concurrency: 1, Policy: PolicyPlan}
 	round := func(x float64) float64 { return float64(int(x*100+0.5)) / 100 }
 	c.Predicted = &Predicted{Speedup: round(best.Speedup), AAL: round(best.AAL)}
 	return c

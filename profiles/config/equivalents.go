@@ -288,16 +288,29 @@ func line(program string, lists ...[]string) string {
 
 // llamaCpp maps the plan onto llama-server (a draft model), llama-lookup
 // (n-gram prompt lookup) or plain llama-server (no drafter it can run).
-func (c *Config) llamaCpp(sh shape) Equivalent {
-	e := Equivalent{Runtime: "llama.cpp", Version: LlamaCppVersion, Program: "llama-server"}
+func (c *Config) llamaCpp(sh shape) (e Equivalent) {
+	e = Equivalent{Runtime: "llama.cpp", Version: LlamaCppVersion, Program: "llama-server"}
 	d := c.Models.Draft
 	a := c.LlamaCpp()
-	np := []string{"-np", "1"} // one sequence, as the plan was tuned for
-	plainLine := line("llama-server", a.Model, np, a.Layers, a.Sampling)
+	n := c.Concurrency()
+	// -np: as many sequences as the plan was tuned for, -c sized for them
+	plainLine := line("llama-server", c.LlamaServer(n, false))
+	specLine := line("llama-server", c.LlamaServer(n, true))
 	samplingNote := "llama-server takes these sampling settings as the defaults of a request; a request's own settings override them"
+	defer func() {
+		if e.Program == "llama-server" {
+			e.Notes = append(e.Notes, c.slotsNote(n)...)
+		}
+	}()
 	if c.plain() {
 		e.Lines = []string{plainLine}
 		e.Notes = []string{samplingNote}
+		return e
+	}
+	if d.Kind == "model" && !c.speculatesAt() {
+		// Arborist's model says drafting does not pay at this load
+		e.Lines = []string{plainLine}
+		e.Notes = []string{c.notAtLoad(), samplingNote}
 		return e
 	}
 	tl := c.llamaTuned()
@@ -310,7 +323,8 @@ func (c *Config) llamaCpp(sh shape) Equivalent {
 			e.Notes = []string{fmt.Sprintf("no speculation: in llama.cpp on this machine no draft length measured faster than its plain decoding (the best %.2fx, %.2f-%.2fx; arborist check-export --tune)", tl.Speedup, tl.Low, tl.High), samplingNote}
 			return e
 		}
-		e.Lines = []string{line("llama-server", a.Model, a.Draft, np, a.Layers, a.DraftLayers, a.Sampling)}
+		e.Lines = []string{specLine}
+		e.Cannot = append(e.Cannot, c.byLoad("llama.cpp", "llama-server drafts in every slot at any load")...)
 		e.Notes = append(e.Notes, fmt.Sprintf("--draft-max %d --draft-p-min %g measured fastest in llama.cpp on this machine: %.2fx its plain decoding (%.2f-%.2fx; arborist check-export --tune), in place of the plan's draft length, which was tuned for Arborist's engine", tl.DraftMax, tl.DraftPMin, tl.Speedup, tl.Low, tl.High))
 		e.Cannot = append(e.Cannot, c.unexpressed("llama.cpp", sh, true)...)
 		e.Notes = append(e.Notes, samplingNote)
@@ -318,7 +332,8 @@ func (c *Config) llamaCpp(sh shape) Equivalent {
 	}
 	switch d.Kind {
 	case "model":
-		e.Lines = []string{line("llama-server", a.Model, a.Draft, np, a.Layers, a.DraftLayers, a.Sampling)}
+		e.Lines = []string{specLine}
+		e.Cannot = append(e.Cannot, c.byLoad("llama.cpp", "llama-server drafts in every slot at any load")...)
 		if a.PMin > 0 {
 			e.Notes = append(e.Notes, fmt.Sprintf("--draft-p-min %g is the plan's threshold depth policy; llama.cpp compares it with each drafted token's own probability, the plan with the path's product, so llama.cpp may draft deeper than the plan", a.PMin))
 		} else {
@@ -335,6 +350,9 @@ func (c *Config) llamaCpp(sh shape) Equivalent {
 		return e
 	}
 	e.Cannot = append(e.Cannot, c.unexpressed("llama.cpp", sh, true)...)
+	if d.Kind == "ngram" && n > 1 {
+		e.Cannot = append(e.Cannot, fmt.Sprintf("serving %d requests at once: llama-lookup decodes one prompt; llama-server (the plain line's program) serves -np %d without n-gram drafting", n, n))
+	}
 	if s := c.split(); s != "" {
 		e.Notes = append(e.Notes, s+"; -ngl and -ngld place the two models the same way")
 	}
@@ -362,6 +380,13 @@ func (c *Config) vllm(sh shape) Equivalent {
 	if t.MaxSeqLen > 0 {
 		tail += fmt.Sprintf(" --max-model-len %d", t.MaxSeqLen)
 	}
+	tail += fmt.Sprintf(" --max-num-seqs %d", c.Concurrency())
+	// vLLM turns speculation off for new requests while more than
+	// disable_by_batch_size run: off from the level where it stops paying
+	byBatch := ""
+	if at := c.SpeculationStopsAt(); at > 1 {
+		byBatch = fmt.Sprintf(", \"disable_by_batch_size\": %d", at-1)
+	}
 	topK := sm.TopK
 	if topK == 0 {
 		topK = -1 // vLLM's "all tokens"
@@ -380,11 +405,19 @@ func (c *Config) vllm(sh shape) Equivalent {
 	line := ""
 	switch {
 	case c.plain():
+	case !c.speculatesAt():
+		e.Notes = append(e.Notes, c.notAtLoad())
 	case d.Kind == "model":
-		line = fmt.Sprintf("vllm serve %s --speculative-config '{\"method\": \"draft_model\", \"model\": \"%s\", \"num_speculative_tokens\": %d}'%s", model, HFDraft, sh.depth, tail)
+		line = fmt.Sprintf("vllm serve %s --speculative-config '{\"method\": \"draft_model\", \"model\": \"%s\", \"num_speculative_tokens\": %d%s}'%s", model, HFDraft, sh.depth, byBatch, tail)
 		e.Notes = append(e.Notes, fmt.Sprintf("a GGUF draft model (%s) is not a documented input of vLLM's draft_model method: put the draft model's Hugging Face id or folder in place of %s; vLLM 0.10 to 0.13 have no draft-model speculation at all", d.Path, HFDraft))
 	case d.Kind == "ngram":
-		line = fmt.Sprintf("vllm serve %s --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": %d, \"prompt_lookup_max\": %d, \"prompt_lookup_min\": 1}'%s", model, sh.depth, d.NGram, tail)
+		line = fmt.Sprintf("vllm serve %s --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": %d, \"prompt_lookup_max\": %d, \"prompt_lookup_min\": 1%s}'%s", model, sh.depth, d.NGram, byBatch, tail)
+	}
+	if at := c.SpeculationStopsAt(); line != "" {
+		e.Notes = append(e.Notes, fmt.Sprintf("disable_by_batch_size %d: vLLM stops speculating for new requests while more than %d run, from %d on (%s)", at-1, at-1, at, c.stopsWhy()))
+		if c.Policy() == PolicyAdaptive {
+			e.Cannot = append(e.Cannot, "the adaptive policy (each pass shrinks every request's drafting to what pays at the load): vLLM drafts num_speculative_tokens for every request until disable_by_batch_size turns speculation off")
+		}
 	}
 	c.serve(&e, sh, server{
 		name:    "vLLM",
@@ -406,7 +439,7 @@ func (c *Config) sglang(sh shape) Equivalent {
 	if t.MaxSeqLen > 0 {
 		tail += fmt.Sprintf(" --context-length %d", t.MaxSeqLen)
 	}
-	tail += fmt.Sprintf(" --random-seed %d", sm.Seed)
+	tail += fmt.Sprintf(" --max-running-requests %d --random-seed %d", c.Concurrency(), sm.Seed)
 	notes := func() {
 		e.Notes = append(e.Notes, fmt.Sprintf("SGLang serves Hugging Face models: put the target's Hugging Face id or folder (the original of %s) in place of %s", t.Path, HFTarget))
 		if !onGPU(t.Device) {
@@ -422,6 +455,8 @@ func (c *Config) sglang(sh shape) Equivalent {
 	line := ""
 	switch {
 	case c.plain():
+	case !c.speculatesAt():
+		e.Notes = append(e.Notes, c.notAtLoad())
 	case d.Kind == "model":
 		line = fmt.Sprintf("python -m sglang.launch_server --model-path %s --speculative-algorithm STANDALONE --speculative-draft-model-path %s --speculative-num-steps %d --speculative-eagle-topk %d --speculative-num-draft-tokens %d%s",
 			HFTarget, HFDraft, sh.depth, max(1, sh.topk), sh.nodes+1, tail)
@@ -433,6 +468,9 @@ func (c *Config) sglang(sh shape) Equivalent {
 		line = fmt.Sprintf("python -m sglang.launch_server --model-path %s --speculative-algorithm NGRAM --speculative-num-draft-tokens %d --speculative-ngram-min-match-window-size 1 --speculative-ngram-max-match-window-size %d%s",
 			HFTarget, sh.nodes+1, d.NGram, tail)
 		e.Notes = append(e.Notes, "SGLang's n-gram drafting runs on CUDA only and drafts from a cache of earlier requests as well as this one")
+	}
+	if line != "" {
+		e.Cannot = append(e.Cannot, c.byLoad("SGLang", "SGLang speculates at every batch size; --max-running-requests bounds the batch instead")...)
 	}
 	c.serve(&e, sh, server{
 		name:    "SGLang",
@@ -465,7 +503,7 @@ func (c *Config) serve(e *Equivalent, sh shape, s server) {
 	if s.line == "" {
 		e.Lines = []string{s.plainly}
 		switch kind := c.Models.Draft.Kind; {
-		case c.plain():
+		case c.plain(), !c.speculatesAt(): // nothing to draft, or not at this load (said in a note)
 		case kind == "hidden":
 			e.Cannot = append(e.Cannot, s.name+" has no hidden-state drafter of this kind: the line above decodes plainly (1.00x) instead; its closest are "+s.hidden+", trained for the target")
 		default:
@@ -481,6 +519,45 @@ func (c *Config) serve(e *Equivalent, sh shape, s server) {
 	if sp := c.split(); sp != "" {
 		e.Notes = append(e.Notes, sp+"; vLLM and SGLang run the draft model on the target's GPU and cannot place it elsewhere")
 	}
+}
+
+// byLoad is the cannot-express line of a runtime that speculates at any
+// load (instead says what it does), where the plan's serving turns
+// speculation off past a level: the level Arborist's model gives, or the
+// rule SpeculationStopsAt states; none where the plan does not speculate.
+func (c *Config) byLoad(runtime, instead string) []string {
+	at := c.SpeculationStopsAt()
+	if at == 0 {
+		return nil
+	}
+	why := c.stopsWhy()
+	if c.Policy() == PolicyAdaptive {
+		return []string{fmt.Sprintf("the adaptive policy (each pass shrinks every request's drafting to what pays at the load) and turning speculation off at %d requests at once (%s): %s", at, why, instead)}
+	}
+	return []string{fmt.Sprintf("turning speculation off at %d requests at once (%s): %s", at, why, instead)}
+}
+
+// stopsWhy says where SpeculationStopsAt's level comes from.
+func (c *Config) stopsWhy() string {
+	if c.Serving.SpeculationStopsAt == 0 {
+		return fmt.Sprintf("the level after the tuned one (twice serving.concurrency %d: no level was priced)", c.Concurrency())
+	}
+	return "where Arborist's cost model says it stops paying: serving.speculation_stops_at"
+}
+
+// notAtLoad is the note of a line that decodes plainly because the plan's
+// speculation does not pay at its concurrency.
+func (c *Config) notAtLoad() string {
+	return fmt.Sprintf("no speculation: Arborist's cost model says it stops paying at %d requests at once (serving.speculation_stops_at), and this plan serves %d", c.SpeculationStopsAt(), c.Concurrency())
+}
+
+// slotsNote says how the llama.cpp line is sized for the concurrency.
+func (c *Config) slotsNote(n int) []string {
+	ctx := c.Models.Target.MaxSeqLen
+	if ctx == 0 {
+		return []string{fmt.Sprintf("-np %d: llama-server serves %d requests at once (serving.concurrency) and splits its context among them; add -c %d times the context one request needs", n, n, n)}
+	}
+	return []string{fmt.Sprintf("-np %d -c %d: llama-server serves %d requests at once (serving.concurrency), each with %d tokens of context (-c is shared among the -np slots)", n, n*ctx, n, ctx)}
 }
 
 func orCPU(device string) string {

@@ -116,7 +116,7 @@ func TestEquivalentsEveryFamily(t *testing.T) {
 					want(strings.Contains(text, "experimental"), "GGUF loading not said to be experimental")
 					want(strings.Contains(lines, `"temperature": 0.7, "top_p": 0.9, "top_k": 40, "min_p": 0.05`) && strings.Contains(lines, "--seed 7"), "sampling not carried")
 					if speculates && src.Kind == "model" {
-						want(strings.Contains(lines, fmt.Sprintf(`{"method": "draft_model", "model": "%s", "num_speculative_tokens": %d}`, HFDraft, f.depth)), "not the draft_model method")
+						want(strings.Contains(lines, fmt.Sprintf(`{"method": "draft_model", "model": "%s", "num_speculative_tokens": %d, "disable_by_batch_size": 1}`, HFDraft, f.depth)), "not the draft_model method")
 						want(strings.Contains(text, "not a documented input") && !strings.Contains(lines, "/m/d.gguf"), "a GGUF draft model passed as if accepted")
 					}
 					if speculates && src.Kind == "ngram" {
