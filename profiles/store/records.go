@@ -176,7 +176,34 @@ type Run struct {
 	AAL, Acceptance  float64
 	PredictedSpeedup float64
 	MeasuredSpeedup  float64
-	Created          time.Time
+	// Load is a load test's figures at one concurrency (its aggregate
+	// tokens/s, the rounds' median, is TokensPerSecond); nil for a run
+	// that decoded its prompts one at a time.
+	Load    *Load
+	Created time.Time
+}
+
+// Load is what a load test measured driving one server with Concurrency
+// clients at once over Rounds rounds.
+type Load struct {
+	Server      string // what was driven: arborist-plan, arborist-adaptive, arborist-plain, llama-server, llama-server-plain
+	Concurrency int
+	// TTFT is the time to first token and TPOT the time per output token
+	// after it, the median and 90th percentile over the requests.
+	TTFT, TTFTP90 time.Duration
+	TPOT, TPOTP90 time.Duration
+	// TPSP10 and TPSP90 are the rounds' spread of aggregate tokens/s.
+	TPSP10, TPSP90 float64
+	Rounds         int
+	Requests       int
+}
+
+// loadColumns are a Load's columns of runs, the empty load for nil.
+func loadColumns(l *Load) []any {
+	if l == nil {
+		l = &Load{}
+	}
+	return []any{l.Server, l.Concurrency, int64(l.TTFT), int64(l.TTFTP90), int64(l.TPOT), int64(l.TPOTP90), l.TPSP10, l.TPSP90, l.Rounds, l.Requests}
 }
 
 // Plain says whether the run is plain decoding: the baseline of every pair
@@ -223,9 +250,11 @@ func (s *Store) CreateRun(ctx context.Context, r *Run) (int64, error) {
 	}
 	prompts, _ := json.Marshal(r.Prompts)
 	host, _ := os.Hostname()
-	res, err := s.db.ExecContext(ctx, `INSERT INTO runs(hardware_fingerprint, target, drafter, strategy, plan, settings, prompts, status, predicted_speedup, created, pid, host)
-		VALUES (?,?,?,?,?,?,?, 'running', ?, ?, ?, ?)`, r.Hardware, r.Target, r.Drafter, r.Strategy, r.Plan, string(settings), string(prompts), r.PredictedSpeedup, now(),
-		os.Getpid(), host)
+	args := append([]any{r.Hardware, r.Target, r.Drafter, r.Strategy, r.Plan, string(settings), string(prompts), r.PredictedSpeedup, now(),
+		os.Getpid(), host}, loadColumns(r.Load)...)
+	res, err := s.db.ExecContext(ctx, `INSERT INTO runs(hardware_fingerprint, target, drafter, strategy, plan, settings, prompts, status, predicted_speedup, created, pid, host,
+		load_server, concurrency, ttft_ns, ttft_p90_ns, tpot_ns, tpot_p90_ns, tps_p10, tps_p90, rounds, requests)
+		VALUES (?,?,?,?,?,?,?, 'running', ?, ?, ?, ?, ?,?,?,?,?,?,?,?,?,?)`, args...)
 	if err != nil {
 		return 0, s.wrap("create run", err)
 	}
@@ -265,20 +294,32 @@ func (s *Store) FinishRun(ctx context.Context, r *Run) error {
 	_, err := s.db.ExecContext(ctx, `UPDATE runs SET status = ?, tokens = ?, steps = ?, decode_ns = ?, tokens_per_s = ?, aal = ?, acceptance = ?,
 		predicted_speedup = ?, measured_speedup = ? WHERE id = ?`,
 		r.Status, r.Tokens, r.Steps, int64(r.Decode), r.TokensPerSecond, r.AAL, r.Acceptance, r.PredictedSpeedup, r.MeasuredSpeedup, r.ID)
+	if err == nil && r.Load != nil { // a load test's figures, known once it finished
+		_, err = s.db.ExecContext(ctx, `UPDATE runs SET load_server = ?, concurrency = ?, ttft_ns = ?, ttft_p90_ns = ?, tpot_ns = ?, tpot_p90_ns = ?,
+			tps_p10 = ?, tps_p90 = ?, rounds = ?, requests = ? WHERE id = ?`, append(loadColumns(r.Load), r.ID)...)
+	}
 	return s.wrap0("finish run", err)
 }
 
 const runColumns = `id, hardware_fingerprint, target, drafter, strategy, plan, settings, prompts, status, tokens, steps, decode_ns, tokens_per_s, aal, acceptance,
-	predicted_speedup, measured_speedup, created`
+	predicted_speedup, measured_speedup, created,
+	load_server, concurrency, ttft_ns, ttft_p90_ns, tpot_ns, tpot_p90_ns, tps_p10, tps_p90, rounds, requests`
 
 // scanRun reads one row of runColumns.
 func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	var r Run
 	var settings, prompts, created string
 	var dec int64
+	var l Load
+	var ttft, ttft90, tpot, tpot90 int64
 	if err := row.Scan(&r.ID, &r.Hardware, &r.Target, &r.Drafter, &r.Strategy, &r.Plan, &settings, &prompts, &r.Status, &r.Tokens, &r.Steps, &dec,
-		&r.TokensPerSecond, &r.AAL, &r.Acceptance, &r.PredictedSpeedup, &r.MeasuredSpeedup, &created); err != nil {
+		&r.TokensPerSecond, &r.AAL, &r.Acceptance, &r.PredictedSpeedup, &r.MeasuredSpeedup, &created,
+		&l.Server, &l.Concurrency, &ttft, &ttft90, &tpot, &tpot90, &l.TPSP10, &l.TPSP90, &l.Rounds, &l.Requests); err != nil {
 		return r, err
+	}
+	if l.Server != "" {
+		l.TTFT, l.TTFTP90, l.TPOT, l.TPOTP90 = time.Duration(ttft), time.Duration(ttft90), time.Duration(tpot), time.Duration(tpot90)
+		r.Load = &l
 	}
 	r.Decode = time.Duration(dec)
 	var m map[string]any

@@ -35,9 +35,15 @@ func (r Run) MarshalJSON() ([]byte, error) {
 		Measured   float64   `json:"measured_speedup"`
 		Predicted  float64   `json:"predicted_speedup"`
 		Created    time.Time `json:"created"`
+		Load       *loadJSON `json:"load,omitempty"` // a load test's figures at one concurrency
 	}{ID: r.ID, Status: r.Status, Strategy: r.Strategy, Drafter: r.Drafter, Target: r.Target, Hardware: r.Hardware, Settings: r.Settings,
 		Prompts: r.Prompts, Tokens: r.Tokens, Steps: r.Steps, DecodeNS: int64(r.Decode), TPS: r.TokensPerSecond, AAL: r.AAL, Acceptance: r.Acceptance,
 		Measured: r.MeasuredSpeedup, Predicted: r.PredictedSpeedup, Created: r.Created}
+	if l := r.Load; l != nil {
+		ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+		row.Load = &loadJSON{Server: l.Server, Concurrency: l.Concurrency, TTFTMS: ms(l.TTFT), TTFTP90MS: ms(l.TTFTP90), TPOTMS: ms(l.TPOT), TPOTP90MS: ms(l.TPOTP90),
+			TPSP10: l.TPSP10, TPSP90: l.TPSP90, Rounds: l.Rounds, Requests: l.Requests}
+	}
 	if p, ok := r.RanPlan(); ok {
 		row.Plan, row.PlanName = p, p.String()
 	}
@@ -141,4 +147,19 @@ func widthsOf(parents []int) []int {
 		return nil
 	}
 	return ws
+}
+
+// loadJSON is a load run's figures as `runs --json` lists them, times in
+// milliseconds.
+type loadJSON struct {
+	Server      string  `json:"server"`
+	Concurrency int     `json:"concurrency"`
+	TTFTMS      float64 `json:"ttft_ms"`
+	TTFTP90MS   float64 `json:"ttft_p90_ms"`
+	TPOTMS      float64 `json:"tpot_ms"`
+	TPOTP90MS   float64 `json:"tpot_p90_ms"`
+	TPSP10      float64 `json:"tokens_per_s_p10"`
+	TPSP90      float64 `json:"tokens_per_s_p90"`
+	Rounds      int     `json:"rounds"`
+	Requests    int     `json:"requests"`
 }

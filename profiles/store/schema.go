@@ -52,6 +52,21 @@ package store
 //	run_steps.ahead_hit  1 when the verdict ended at one of them with the
 //	                     guessed bonus token, so the next step found that
 //	                     drafting done
+//
+// Version 11 (load tests):
+//
+//	runs.load_server  what a load test drove (arborist-plan, arborist-adaptive,
+//	                  arborist-plain, llama-server, llama-server-plain); ''
+//	                  for a run that decoded its prompts one at a time
+//	runs.concurrency  the clients driving it at once
+//	runs.ttft_ns, ttft_p90_ns, tpot_ns, tpot_p90_ns
+//	                  time to first token and time per output token, the
+//	                  median and 90th percentile over its requests
+//	runs.tps_p10, tps_p90
+//	                  the rounds' spread of aggregate tokens/s around the
+//	                  median (runs.tokens_per_s)
+//	runs.rounds, runs.requests
+//	                  the rounds and the requests they completed
 var migrations = []string{`
 CREATE TABLE hardware (
 	id INTEGER PRIMARY KEY,
@@ -254,5 +269,18 @@ ALTER TABLE run_steps ADD COLUMN ahead_hit INTEGER NOT NULL DEFAULT 0;
 -- it again, and a tune's re-check compares like with like instead of
 -- warning that the memory sped up
 UPDATE hardware SET bandwidth = 0;
+`,
+	`
+-- v11: a load test's figures at one concurrency, stored as a run
+ALTER TABLE runs ADD COLUMN load_server TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN concurrency INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN ttft_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN ttft_p90_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN tpot_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN tpot_p90_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN tps_p10 REAL NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN tps_p90 REAL NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN rounds INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN requests INTEGER NOT NULL DEFAULT 0;
 `,
 }
