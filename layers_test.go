@@ -44,16 +44,18 @@ var layers = map[string]placement{
 	"arborist/app/...": {layer: layerFace},
 
 	// the workflow core
-	"arborist/profiles":           {layer: layerCore},
-	"arborist/profiles/config":    {layer: layerCore},
-	"arborist/profiles/costmodel": {layer: layerCore},
-	"arborist/profiles/hardware":  {layer: layerCore},
-	"arborist/profiles/llamacpp":  {layer: layerCore},
-	"arborist/profiles/measure":   {layer: layerCore},
-	"arborist/profiles/outfile":   {layer: layerCore},
-	"arborist/profiles/pairs":     {layer: layerCore},
-	"arborist/profiles/predictor": {layer: layerCore},
-	"arborist/profiles/store":     {layer: layerCore},
+	"arborist/profiles":                       {layer: layerCore},
+	"arborist/profiles/config":                {layer: layerCore},
+	"arborist/profiles/costmodel":             {layer: layerCore},
+	"arborist/profiles/hardware":              {layer: layerCore},
+	"arborist/profiles/llamacpp":              {layer: layerCore},
+	"arborist/profiles/loadtest":              {layer: layerCore},
+	"arborist/profiles/loadtest/loadtesttest": {layer: layerCore, role: testSupport},
+	"arborist/profiles/measure":               {layer: layerCore},
+	"arborist/profiles/outfile":               {layer: layerCore},
+	"arborist/profiles/pairs":                 {layer: layerCore},
+	"arborist/profiles/predictor":             {layer: layerCore},
+	"arborist/profiles/store":                 {layer: layerCore},
 
 	// the engine
 	"arborist/engine/demo":                      {layer: layerEngine},

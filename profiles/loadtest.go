@@ -1,0 +1,354 @@
+package profiles
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"arborist/assets"
+	"arborist/engine/spec"
+	"arborist/profiles/config"
+	"arborist/profiles/hardware"
+	"arborist/profiles/llamacpp"
+	"arborist/profiles/loadtest"
+	"arborist/profiles/store"
+)
+
+// A load test drives servers of a config.yaml's plan with C concurrent
+// streaming clients through their OpenAI API, at each level of a list
+// of concurrencies, and measures per request the time to first token and
+// the time per output token, and per round the aggregate tokens/s. It
+// compares Arborist's serve with the plan, with the adaptive policy and
+// plainly, and (given llama.cpp's folder) llama-server with the exported
+// settings and plainly, each started afresh at each level with its
+// sequences sized for it. Servers and levels are interleaved round by
+// round, so a machine that slows down over the test slows every server
+// alike. Each server's figures at each level are stored as a run.
+
+// The servers a load test compares, as its results and stored runs name
+// them.
+const (
+	LoadArboristPlan     = "arborist-plan"
+	LoadArboristAdaptive = "arborist-adaptive"
+	LoadArboristPlain    = "arborist-plain"
+	LoadLlamaServer      = "llama-server"
+	LoadLlamaServerPlain = "llama-server-plain"
+	LoadURL              = "url"
+)
+
+// Load test defaults: small, so a default run on a small pair ends within
+// a few minutes (3 rounds x 3 levels x 3 servers, 13 clients' requests of
+// 32 tokens each a round).
+var (
+	DefaultLoadConcurrency = []int{1, 4, 8}
+)
+
+const (
+	DefaultLoadRounds    = 3
+	DefaultLoadMaxTokens = 32
+	DefaultLoadPerClient = 2
+	DefaultLoadPrompts   = 8 // the first prompts of the built-in corpus
+	// MaxLoadRounds bounds --rounds, MaxLoadTokens the tokens a request
+	// asks for, MaxLoadPerClient the requests a client sends a round.
+	MaxLoadRounds    = 100
+	MaxLoadTokens    = 4096
+	MaxLoadPerClient = 1000
+)
+
+// LoadTestOptions is what a load test runs.
+type LoadTestOptions struct {
+	// Config is the config.yaml whose plan is served.
+	Config string
+	// Concurrency are the levels (default 1, 4, 8), each 1..MaxConcurrency.
+	Concurrency []int
+	// Rounds at each level (default 3); MaxTokens a request asks for
+	// (default 32); PerClient requests each client sends a round
+	// (default 2).
+	Rounds, MaxTokens, PerClient int
+	// Prompts are the requests' prompts, taken in turn (default: the
+	// first eight of the built-in corpus).
+	Prompts []string
+	// Chat sends chat completions (the prompt as a user message).
+	Chat bool
+	// Arborist is this program, run as `arborist serve` for Arborist's
+	// servers ("" with URL).
+	Arborist string
+	// LlamaCpp is the folder of llama.cpp's binaries ("" for none; with
+	// it llama-server joins).
+	LlamaCpp string
+	// URL drives a server already running there instead of starting
+	// any (the config then names the pair its runs are stored under).
+	URL string
+	// AllowChanged serves a config whose model files changed since it
+	// was exported.
+	AllowChanged bool
+	// NoStore measures without storing runs.
+	NoStore bool
+}
+
+// LoadPlan is what a load test will run, known before it starts.
+type LoadPlan struct {
+	Servers     []string
+	Concurrency []int
+	Rounds      int
+	// Requests and Tokens are every request and the tokens they ask for
+	// over the whole test; Starts the servers started.
+	Requests, Tokens, Starts int
+	// Estimate is the expected duration, 0 where nothing measured on this
+	// machine gives a rate (EstimateFrom says what it rests on).
+	Estimate     time.Duration
+	EstimateFrom string
+}
+
+// LoadLevel is one server at one concurrency over the rounds.
+type LoadLevel struct {
+	Server      string
+	Concurrency int
+	loadtest.Summary
+	RunID int64 // its stored run (0 with NoStore)
+}
+
+// LoadTestResult is a load test's figures, by level and server.
+type LoadTestResult struct {
+	Plan   LoadPlan
+	Levels []LoadLevel
+	Wall   time.Duration
+}
+
+// withDefaults fills in the defaults and checks the bounds.
+func (o LoadTestOptions) withDefaults() (LoadTestOptions, error) {
+	if o.Config == "" {
+		return o, fmt.Errorf("loadtest: a config.yaml is required")
+	}
+	if len(o.Concurrency) == 0 {
+		o.Concurrency = DefaultLoadConcurrency
+	}
+	o.Concurrency = slices.Clone(o.Concurrency)
+	for _, c := range o.Concurrency {
+		if err := config.CheckConcurrency("concurrency", c); err != nil {
+			return o, fmt.Errorf("loadtest: %w", err)
+		}
+	}
+	slices.Sort(o.Concurrency)
+	o.Concurrency = slices.Compact(o.Concurrency)
+	def := func(v *int, d, most int, name string) error {
+		if *v == 0 {
+			*v = d
+		}
+		if *v < 1 || *v > most {
+			return fmt.Errorf("loadtest: %s %d: want 1 to %d", name, *v, most)
+		}
+		return nil
+	}
+	if err := errors.Join(def(&o.Rounds, DefaultLoadRounds, MaxLoadRounds, "rounds"), def(&o.MaxTokens, DefaultLoadMaxTokens, MaxLoadTokens, "max tokens"),
+		def(&o.PerClient, DefaultLoadPerClient, MaxLoadPerClient, "requests per client")); err != nil {
+		return o, err
+	}
+	if len(o.Prompts) == 0 {
+		o.Prompts = assets.CorpusPrompts()[:DefaultLoadPrompts]
+	}
+	if o.URL == "" && o.Arborist == "" {
+		return o, fmt.Errorf("loadtest: no arborist program to serve with, and no --url")
+	}
+	return o, nil
+}
+
+// loadServers are the servers a load test compares for the config c.
+func loadServers(c *config.Config, o LoadTestOptions, db string) ([]loadtest.Server, error) {
+	if o.URL != "" {
+		return []loadtest.Server{loadtest.AtURL(LoadURL, o.URL)}, nil
+	}
+	serve := func(name, policy string) loadtest.Server {
+		return loadtest.Child(name, o.Arborist, func(port, n int) []string {
+			args := []string{"serve", "--config", o.Config, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--quiet", "--db", db,
+				"--policy", policy, "--max-seqs", strconv.Itoa(n), "--max-queue", strconv.Itoa(max(64, 2*n))}
+			if o.AllowChanged {
+				args = append(args, "--allow-changed-model")
+			}
+			return args
+		})
+	}
+	speculates := c.Speculation.NeedsSource() && c.Models.Draft.Kind != "none" && c.Models.Draft.Kind != ""
+	var out []loadtest.Server
+	if speculates {
+		out = append(out, serve(LoadArboristPlan, config.PolicyPlan), serve(LoadArboristAdaptive, config.PolicyAdaptive))
+	}
+	out = append(out, serve(LoadArboristPlain, config.PolicyPlain))
+	if o.LlamaCpp != "" {
+		prog, err := llamacpp.ServerProgram(o.LlamaCpp)
+		if err != nil {
+			return nil, err
+		}
+		llama := func(name string, spec bool) loadtest.Server {
+			return loadtest.Child(name, prog, func(port, n int) []string {
+				return append(c.LlamaServer(n, spec), "--host", "127.0.0.1", "--port", strconv.Itoa(port))
+			})
+		}
+		if len(c.LlamaCpp().Draft) > 0 { // the exported settings speculate
+			out = append(out, llama(LoadLlamaServer, true))
+		}
+		out = append(out, llama(LoadLlamaServerPlain, false))
+	}
+	return out, nil
+}
+
+// LoadTestPlan is what LoadTest will run for opt, with an estimate of its
+// duration from this machine's newest stored run of the config's target
+// (one request at a time: the estimate errs long), before anything
+// starts.
+func (b *Bench) LoadTestPlan(ctx context.Context, opt LoadTestOptions) (*LoadPlan, error) {
+	opt, err := opt.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c, err := config.Load(opt.Config)
+	if err != nil {
+		return nil, err
+	}
+	servers, err := loadServers(c, opt, b.path)
+	if err != nil {
+		return nil, err
+	}
+	p := &LoadPlan{Concurrency: opt.Concurrency, Rounds: opt.Rounds}
+	for _, s := range servers {
+		p.Servers = append(p.Servers, s.Name)
+	}
+	for _, n := range opt.Concurrency {
+		p.Requests += opt.Rounds * len(servers) * n * opt.PerClient
+	}
+	p.Tokens = p.Requests * opt.MaxTokens
+	p.Starts = opt.Rounds * len(servers) * len(opt.Concurrency)
+	if opt.URL != "" {
+		p.Starts = 0
+	}
+	if st, err := b.db(ctx); err == nil {
+		if runs, err := st.Runs(ctx, 200); err == nil {
+			fp := hardware.DetectHardware().Fingerprint
+			for _, r := range runs {
+				if r.Status == "done" && r.Target == c.Models.Target.Path && r.Hardware == fp && r.TokensPerSecond > 0 && r.Load == nil {
+					// a start loads the models: about a run's prompt of decoding, counted as 2 s
+					p.Estimate = time.Duration(float64(p.Tokens)/r.TokensPerSecond*float64(time.Second)) + time.Duration(p.Starts)*2*time.Second
+					p.EstimateFrom = fmt.Sprintf("run %d's %.1f tokens/s at one request, and 2 s a server start", r.ID, r.TokensPerSecond)
+					break
+				}
+			}
+		}
+	}
+	return p, nil
+}
+
+// LoadTest runs the load test opt asks for: every round, every level,
+// every server in turn, each server started for its level and stopped
+// after it (a cancelled test ends the one running). Progress counts the
+// server-levels done of all, with the estimate of what is left from the
+// rate measured so far.
+func (b *Bench) LoadTest(ctx context.Context, opt LoadTestOptions, progress Progress) (*LoadTestResult, error) {
+	plan, err := b.LoadTestPlan(ctx, opt)
+	if err != nil {
+		return nil, err
+	}
+	opt, _ = opt.withDefaults()
+	r, err := loadReplay(ctx, opt.Config, b.path, opt.AllowChanged)
+	if err != nil {
+		return nil, err
+	}
+	c, err := config.Load(opt.Config)
+	if err != nil {
+		return nil, err
+	}
+	servers, err := loadServers(c, opt, b.path)
+	if err != nil {
+		return nil, err
+	}
+	type key struct {
+		server string
+		level  int
+	}
+	rounds := map[key][]loadtest.Round{}
+	total := opt.Rounds * len(opt.Concurrency) * len(servers)
+	done := 0
+	start := time.Now()
+	res := &LoadTestResult{Plan: *plan}
+	for round := 1; round <= opt.Rounds; round++ {
+		for _, n := range opt.Concurrency {
+			for _, s := range servers {
+				stage := fmt.Sprintf("round %d of %d, %d at once, %s", round, opt.Rounds, n, s.Name)
+				progress.send("load test", done, total, stage+": starting")
+				rd, err := loadRound(ctx, s, loadtest.Drive{Chat: opt.Chat, Prompts: opt.Prompts, Concurrency: n, PerClient: opt.PerClient, MaxTokens: opt.MaxTokens})
+				if err != nil {
+					return res, fmt.Errorf("loadtest: %s: %w", stage, err)
+				}
+				k := key{s.Name, n}
+				rounds[k] = append(rounds[k], rd)
+				done++
+				left := time.Duration(float64(time.Since(start)) / float64(done) * float64(total-done))
+				progress.send("load test", done, total, fmt.Sprintf("%s: %.1f tokens/s; about %s left", stage, rd.TPS(), left.Round(time.Second)))
+			}
+		}
+	}
+	res.Wall = time.Since(start)
+	var st *store.Store
+	if !opt.NoStore {
+		if st, err = b.db(ctx); err != nil {
+			return res, err
+		}
+	}
+	fp := hardware.DetectHardware().Fingerprint
+	for _, n := range opt.Concurrency {
+		for _, s := range servers {
+			l := LoadLevel{Server: s.Name, Concurrency: n, Summary: loadtest.Summarize(rounds[key{s.Name, n}])}
+			if st != nil {
+				if l.RunID, err = storeLoad(ctx, st, fp, r, s.Name, l, opt); err != nil {
+					return res, err
+				}
+			}
+			res.Levels = append(res.Levels, l)
+		}
+	}
+	return res, nil
+}
+
+// loadRound starts s for the round's level, warms it with one short
+// request (a server's first request pays for what it sets up), drives the
+// round and stops it.
+func loadRound(ctx context.Context, s loadtest.Server, d loadtest.Drive) (loadtest.Round, error) {
+	run, err := s.Start(ctx, d.Concurrency)
+	if err != nil {
+		return loadtest.Round{}, err
+	}
+	defer run.Stop()
+	d.URL = run.URL
+	warm := d
+	warm.Concurrency, warm.PerClient, warm.MaxTokens = 1, 1, min(4, d.MaxTokens)
+	if _, err := warm.Run(ctx); err != nil {
+		return loadtest.Round{}, fmt.Errorf("warm-up request: %w", err)
+	}
+	return d.Run(ctx)
+}
+
+// storeLoad stores one server's figures at one level as a run.
+func storeLoad(ctx context.Context, st *store.Store, fp string, r *replay, server string, l LoadLevel, opt LoadTestOptions) (int64, error) {
+	plan := r.Plan
+	if server == LoadArboristPlain || server == LoadLlamaServerPlain {
+		plan = spec.PlainPlan()
+	}
+	drafter := r.Pair.SourceName()
+	if plan.Strategy == spec.PlainStrategy() {
+		drafter = ""
+	}
+	run := &store.Run{Hardware: fp, Target: r.Pair.Target, Drafter: drafter, Strategy: plan.Strategy, Plan: planJSON(plan),
+		Settings: map[string]any{"server": server, "concurrency": l.Concurrency, "max_tokens": opt.MaxTokens, "requests_per_client": opt.PerClient,
+			"chat": opt.Chat, "config": opt.Config, "url": opt.URL},
+		Prompts: opt.Prompts,
+		Load:    &store.Load{Server: server, Concurrency: l.Concurrency}}
+	if _, err := st.CreateRun(ctx, run); err != nil {
+		return 0, err
+	}
+	run.Status, run.Tokens, run.Decode, run.TokensPerSecond = "done", l.Tokens, l.Wall, l.TPS
+	run.Load = &store.Load{Server: server, Concurrency: l.Concurrency, TTFT: l.TTFT, TTFTP90: l.TTFTP90, TPOT: l.TPOT, TPOTP90: l.TPOTP90,
+		TPSP10: l.TPSP10, TPSP90: l.TPSP90, Rounds: l.Rounds, Requests: l.Requests}
+	return run.ID, st.FinishRun(ctx, run)
+}

@@ -1,0 +1,223 @@
+package profiles
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"arborist/engine/model/modeltest"
+	"arborist/engine/spec"
+	"arborist/profiles/config"
+	"arborist/profiles/loadtest/loadtesttest"
+)
+
+// TestMain runs the stand-in OpenAI server when this test binary is
+// started as one (Arborist's serve or llama-server in the load tests).
+func TestMain(m *testing.M) {
+	if os.Getenv("ARBORIST_STANDIN_SERVER") != "" {
+		os.Setenv("ARBORIST_STANDIN", os.Getenv("ARBORIST_STANDIN_SERVER"))
+		loadtesttest.Main(os.Args[1:])
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// loadStandIns writes a config.yaml of a chain plan with a draft model,
+// a stand-in for `arborist serve` and a llama.cpp folder holding a
+// stand-in llama-server (each runs this test binary as the stand-in
+// server, logging its role, pid and arguments to log).
+func loadStandIns(t *testing.T) (cfg, arborist, llamaDir, log string) {
+	t.Helper()
+	dir := t.TempDir()
+	log = filepath.Join(dir, "servers.log")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := func(path, role string) {
+		s := fmt.Sprintf("#!/bin/sh\nARBORIST_STANDIN_SERVER=%s ARBORIST_STANDIN_LOG=%q exec %q \"$@\"\n", role, log, exe)
+		if err := os.WriteFile(path, []byte(s), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	arborist = filepath.Join(dir, "arborist")
+	script(arborist, "arborist")
+	llamaDir = filepath.Join(dir, "llama")
+	os.Mkdir(llamaDir, 0o755)
+	script(filepath.Join(llamaDir, "llama-server"), "llama")
+	model := modeltest.Stories260K(t)
+	c := &config.Config{Speculation: spec.Plan{Strategy: "chain", Gamma: 3}, Sampling: config.Sampling{TopP: 1, Seed: 1}}
+	c.Models.Target = config.Target{Path: model, Device: "cpu", Threads: 1, MaxSeqLen: 256}
+	c.Models.Draft = config.Draft{Kind: "model", Path: model, Device: "cpu", Threads: 1}
+	c.Serving = config.Serving{Concurrency: 1, Policy: config.PolicyPlan}
+	y, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, y, 0o644)
+	return
+}
+
+// TestLoadTestInterleavedAndStored: a load test starts every server for
+// every level of every round, in turn (Arborist's serve with the plan,
+// adaptively and plainly, llama-server with the exported settings and
+// plainly), each sized for its level (--max-seqs, -np and -c), drives it,
+// reports each server's figures at each level and stores them as runs.
+func TestLoadTestInterleavedAndStored(t *testing.T) {
+	cfg, arborist, llamaDir, log := loadStandIns(t)
+	ctx := context.Background()
+	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	opt := LoadTestOptions{Config: cfg, Concurrency: []int{3, 1, 3}, Rounds: 2, MaxTokens: 6, PerClient: 1, Arborist: arborist, LlamaCpp: llamaDir,
+		Prompts: []string{"Once upon a time", "The cat"}}
+	plan, err := b.LoadTestPlan(ctx, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := []string{LoadArboristPlan, LoadArboristAdaptive, LoadArboristPlain, LoadLlamaServer, LoadLlamaServerPlain}
+	if fmt.Sprint(plan.Servers) != fmt.Sprint(servers) || fmt.Sprint(plan.Concurrency) != "[1 3]" || plan.Requests != 2*5*4 || plan.Tokens != 6*plan.Requests || plan.Starts != 20 {
+		t.Fatalf("plan: %+v", plan)
+	}
+	var events []Event
+	res, err := b.LoadTest(ctx, opt, func(e Event) { events = append(events, e) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Levels) != 10 {
+		t.Fatalf("%d levels, want 2 levels x 5 servers", len(res.Levels))
+	}
+	for i, l := range res.Levels {
+		n := []int{1, 3}[i/5]
+		if l.Server != servers[i%5] || l.Concurrency != n || l.Rounds != 2 || l.Requests != 2*n || l.Tokens != 2*n*6 || l.TPS <= 0 || l.TTFT <= 0 || l.RunID == 0 {
+			t.Errorf("level %d: %+v", i, l)
+		}
+	}
+	if last := events[len(events)-1]; last.Done != 20 || last.Total != 20 || !strings.Contains(last.Detail, "left") {
+		t.Errorf("last progress: %+v", last)
+	}
+	// interleaved: round by round, level by level, every server in turn
+	b2, _ := os.ReadFile(log)
+	lines := strings.Split(strings.TrimSpace(string(b2)), "\n")
+	if len(lines) != 20 {
+		t.Fatalf("%d servers started, want 20:\n%s", len(lines), b2)
+	}
+	for i, l := range lines {
+		n := []int{1, 3}[(i/5)%2]
+		var want []string
+		switch servers[i%5] {
+		case LoadArboristPlan:
+			want = []string{"arborist ", " serve --config " + cfg, " --policy plan ", fmt.Sprintf(" --max-seqs %d ", n)}
+		case LoadArboristAdaptive:
+			want = []string{"arborist ", " --policy adaptive ", fmt.Sprintf(" --max-seqs %d ", n)}
+		case LoadArboristPlain:
+			want = []string{"arborist ", " --policy plain ", fmt.Sprintf(" --max-seqs %d ", n)}
+		case LoadLlamaServer:
+			want = []string{"llama ", " -md ", fmt.Sprintf(" -c %d ", 256*n), fmt.Sprintf(" -np %d ", n), " --draft-max 3 "}
+		case LoadLlamaServerPlain:
+			want = []string{"llama ", fmt.Sprintf(" -c %d ", 256*n), fmt.Sprintf(" -np %d ", n)}
+		}
+		for _, w := range want {
+			if !strings.Contains(l+" ", w) {
+				t.Errorf("start %d (%s at %d): %q lacks %q", i, servers[i%5], n, l, w)
+			}
+		}
+		if servers[i%5] == LoadLlamaServerPlain && strings.Contains(l, "-md") {
+			t.Errorf("plain llama-server drafts: %q", l)
+		}
+	}
+	for _, l := range lines {
+		if pid := pidOf(t, l); !gone(pid) {
+			t.Errorf("server %d left running after the test", pid)
+		}
+	}
+	runs, err := b.Runs(ctx, 0)
+	if err != nil || len(runs) != 10 {
+		t.Fatalf("%d runs stored (%v), want 10", len(runs), err)
+	}
+	for _, r := range runs {
+		if r.Load == nil || r.Status != "done" || r.Load.Rounds != 2 || r.TokensPerSecond <= 0 {
+			t.Errorf("stored run: %+v load %+v", r, r.Load)
+		}
+		if plain := strings.HasSuffix(r.Load.Server, "plain"); plain != r.Plain() {
+			t.Errorf("run of %s stored as strategy %s", r.Load.Server, r.Strategy)
+		}
+	}
+}
+
+// TestLoadTestCancelEndsServers: a load test cancelled while it runs
+// returns the cancellation and leaves no server running.
+func TestLoadTestCancelEndsServers(t *testing.T) {
+	cfg, arborist, _, log := loadStandIns(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	opt := LoadTestOptions{Config: cfg, Concurrency: []int{2}, Rounds: 3, MaxTokens: 4, PerClient: 1, Arborist: arborist}
+	_, err = b.LoadTest(ctx, opt, func(e Event) {
+		if e.Done == 2 {
+			cancel() // while the third server starts
+		}
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want the cancellation", err)
+	}
+	data, _ := os.ReadFile(log)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("servers started: %q", data)
+	}
+	for _, l := range lines {
+		if pid := pidOf(t, l); !gone(pid) {
+			t.Errorf("server %d outlived the cancelled test", pid)
+		}
+	}
+	if runs, _ := b.Runs(ctx, 0); len(runs) != 0 {
+		t.Errorf("a cancelled test stored %d runs", len(runs))
+	}
+}
+
+// TestLoadTestRefusesBadOptions: levels, rounds and tokens out of bounds
+// are refused before anything starts, naming the bound.
+func TestLoadTestRefusesBadOptions(t *testing.T) {
+	cfg, arborist, _, _ := loadStandIns(t)
+	ctx := context.Background()
+	b, _ := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
+	defer b.Close()
+	for _, tc := range []struct {
+		opt  LoadTestOptions
+		want string
+	}{
+		{LoadTestOptions{Config: cfg, Arborist: arborist, Concurrency: []int{0}}, "concurrency 0: want 1 to 256"},
+		{LoadTestOptions{Config: cfg, Arborist: arborist, Concurrency: []int{1, 300}}, "concurrency 300"},
+		{LoadTestOptions{Config: cfg, Arborist: arborist, Rounds: -1}, "rounds -1"},
+		{LoadTestOptions{Config: cfg, Arborist: arborist, MaxTokens: MaxLoadTokens + 1}, "max tokens"},
+		{LoadTestOptions{Config: cfg}, "no arborist program"},
+		{LoadTestOptions{Config: cfg, Arborist: arborist, LlamaCpp: t.TempDir()}, "llama-server"},
+	} {
+		if _, err := b.LoadTest(ctx, tc.opt, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: err = %v, want %q", tc.opt, err, tc.want)
+		}
+	}
+}
+
+// pidOf reads the pid a stand-in logged ("role pid args...").
+func pidOf(t *testing.T, line string) int {
+	t.Helper()
+	var role string
+	var pid int
+	if _, err := fmt.Sscan(line, &role, &pid); err != nil {
+		t.Fatalf("log line %q: %v", line, err)
+	}
+	return pid
+}
