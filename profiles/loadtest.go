@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -57,6 +58,10 @@ const (
 	MaxLoadTokens    = 4096
 	MaxLoadPerClient = 1000
 )
+
+// CheckConcurrency refuses a concurrency (named by what, for the message)
+// outside 1..config.MaxConcurrency.
+func CheckConcurrency(what string, n int) error { return config.CheckConcurrency(what, n) }
 
 // LoadTestOptions is what a load test runs.
 type LoadTestOptions struct {
@@ -351,4 +356,37 @@ func storeLoad(ctx context.Context, st *store.Store, fp string, r *replay, serve
 	run.Load = &store.Load{Server: server, Concurrency: l.Concurrency, TTFT: l.TTFT, TTFTP90: l.TTFTP90, TPOT: l.TPOT, TPOTP90: l.TPOTP90,
 		TPSP10: l.TPSP10, TPSP90: l.TPSP90, Rounds: l.Rounds, Requests: l.Requests}
 	return run.ID, st.FinishRun(ctx, run)
+}
+
+// MarshalJSON writes a load test as `loadtest --json` prints it: what
+// ran, and each server's figures at each level (times in milliseconds).
+func (r *LoadTestResult) MarshalJSON() ([]byte, error) {
+	type level struct {
+		Server      string  `json:"server"`
+		Concurrency int     `json:"concurrency"`
+		TPS         float64 `json:"tokens_per_s"`
+		TPSP10      float64 `json:"tokens_per_s_p10"`
+		TPSP90      float64 `json:"tokens_per_s_p90"`
+		TTFT        float64 `json:"ttft_ms"`
+		TTFTP90     float64 `json:"ttft_p90_ms"`
+		TPOT        float64 `json:"tpot_ms"`
+		TPOTP90     float64 `json:"tpot_p90_ms"`
+		Rounds      int     `json:"rounds"`
+		Requests    int     `json:"requests"`
+		Tokens      int     `json:"tokens"`
+		RunID       int64   `json:"run_id,omitempty"`
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	out := struct {
+		Servers     []string `json:"servers"`
+		Concurrency []int    `json:"concurrency"`
+		Rounds      int      `json:"rounds"`
+		WallS       float64  `json:"wall_s"`
+		Levels      []level  `json:"levels"`
+	}{Servers: r.Plan.Servers, Concurrency: r.Plan.Concurrency, Rounds: r.Plan.Rounds, WallS: r.Wall.Seconds(), Levels: []level{}}
+	for _, l := range r.Levels {
+		out.Levels = append(out.Levels, level{Server: l.Server, Concurrency: l.Concurrency, TPS: l.TPS, TPSP10: l.TPSP10, TPSP90: l.TPSP90,
+			TTFT: ms(l.TTFT), TTFTP90: ms(l.TTFTP90), TPOT: ms(l.TPOT), TPOTP90: ms(l.TPOTP90), Rounds: l.Rounds, Requests: l.Requests, Tokens: l.Tokens, RunID: l.RunID})
+	}
+	return json.Marshal(out)
 }

@@ -48,6 +48,7 @@ func verbs() map[string]verb {
 		{"runs", "stored runs: list, show ID (per-step trace), compare ID ID...", runRuns},
 		{"check-export", "measure an export's llama.cpp settings in llama.cpp against its plain decoding", runCheckExport},
 		{"serve", "serve a config.yaml's plan behind an OpenAI-compatible HTTP API (completions, chat, streaming)", runServe},
+		{"loadtest", "drive a config's servers (serve, llama-server) with concurrent clients: tokens/s, time to first token, per token", runLoadTest},
 	}
 	m := map[string]verb{}
 	for _, v := range vs {
