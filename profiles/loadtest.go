@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"arborist/profiles/hardware"
 	"arborist/profiles/llamacpp"
 	"arborist/profiles/loadtest"
+	"arborist/profiles/outfile"
 	"arborist/profiles/store"
 )
 
@@ -65,8 +68,11 @@ func CheckConcurrency(what string, n int) error { return config.CheckConcurrency
 
 // LoadTestOptions is what a load test runs.
 type LoadTestOptions struct {
-	// Config is the config.yaml whose plan is served.
-	Config string
+	// Config is the config.yaml whose plan is served; ConfigYAML, where
+	// Config is "", its text (the Export screen's, as edited), written
+	// to a temporary file for the servers for the test's duration.
+	Config     string
+	ConfigYAML []byte
 	// Concurrency are the levels (default 1, 4, 8), each 1..MaxConcurrency.
 	Concurrency []int
 	// Rounds at each level (default 3); MaxTokens a request asks for
@@ -125,7 +131,7 @@ type LoadTestResult struct {
 
 // withDefaults fills in the defaults and checks the bounds.
 func (o LoadTestOptions) withDefaults() (LoadTestOptions, error) {
-	if o.Config == "" {
+	if o.Config == "" && len(o.ConfigYAML) == 0 {
 		return o, fmt.Errorf("loadtest: a config.yaml is required")
 	}
 	if len(o.Concurrency) == 0 {
@@ -159,6 +165,14 @@ func (o LoadTestOptions) withDefaults() (LoadTestOptions, error) {
 		return o, fmt.Errorf("loadtest: no arborist program to serve with, and no --url")
 	}
 	return o, nil
+}
+
+// config is the config the test serves: the file's, else the text's.
+func (o LoadTestOptions) config() (*config.Config, error) {
+	if o.Config != "" {
+		return config.Load(o.Config)
+	}
+	return config.Parse("config.yaml", o.ConfigYAML)
 }
 
 // loadServers are the servers a load test compares for the config c.
@@ -209,7 +223,7 @@ func (b *Bench) LoadTestPlan(ctx context.Context, opt LoadTestOptions) (*LoadPla
 	if err != nil {
 		return nil, err
 	}
-	c, err := config.Load(opt.Config)
+	c, err := opt.config()
 	if err != nil {
 		return nil, err
 	}
@@ -256,11 +270,22 @@ func (b *Bench) LoadTest(ctx context.Context, opt LoadTestOptions, progress Prog
 		return nil, err
 	}
 	opt, _ = opt.withDefaults()
-	r, err := loadReplay(ctx, opt.Config, b.path, opt.AllowChanged)
+	if opt.Config == "" { // the servers read a file: the text's, for the test's duration
+		dir, err := os.MkdirTemp("", "arborist-loadtest-")
+		if err != nil {
+			return nil, fmt.Errorf("loadtest: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		opt.Config = filepath.Join(dir, "config.yaml")
+		if err := outfile.WriteFile(opt.Config, opt.ConfigYAML); err != nil {
+			return nil, err
+		}
+	}
+	c, err := config.Load(opt.Config)
 	if err != nil {
 		return nil, err
 	}
-	c, err := config.Load(opt.Config)
+	r, err := replayConfig(ctx, c, b.path, opt.AllowChanged)
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +371,7 @@ func storeLoad(ctx context.Context, st *store.Store, fp string, r *replay, serve
 	}
 	run := &store.Run{Hardware: fp, Target: r.Pair.Target, Drafter: drafter, Strategy: plan.Strategy, Plan: planJSON(plan),
 		Settings: map[string]any{"server": server, "concurrency": l.Concurrency, "max_tokens": opt.MaxTokens, "requests_per_client": opt.PerClient,
-			"chat": opt.Chat, "config": opt.Config, "url": opt.URL},
+			"chat": opt.Chat, "url": opt.URL},
 		Prompts: opt.Prompts,
 		Load:    &store.Load{Server: server, Concurrency: l.Concurrency}}
 	if _, err := st.CreateRun(ctx, run); err != nil {

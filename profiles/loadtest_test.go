@@ -221,3 +221,42 @@ func pidOf(t *testing.T, line string) int {
 	}
 	return pid
 }
+
+// TestLoadTestConfigText: a load test of a config's text (the Export
+// screen's, as edited) serves it from a temporary file, removed after;
+// a text that does not parse is refused before anything starts.
+func TestLoadTestConfigText(t *testing.T) {
+	cfg, arborist, _, log := loadStandIns(t)
+	text, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	b, _ := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
+	defer b.Close()
+	opt := LoadTestOptions{ConfigYAML: text, Concurrency: []int{1}, Rounds: 1, MaxTokens: 4, PerClient: 1, Arborist: arborist}
+	res, err := b.LoadTest(ctx, opt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Levels) != 3 {
+		t.Fatalf("%d levels, want serve with the plan, adaptively and plainly", len(res.Levels))
+	}
+	data, _ := os.ReadFile(log)
+	var served string
+	for _, f := range strings.Fields(strings.Split(string(data), "\n")[0]) {
+		if strings.HasSuffix(f, "config.yaml") {
+			served = f
+		}
+	}
+	if served == "" || served == cfg {
+		t.Fatalf("served %q: %s", served, data)
+	}
+	if _, err := os.Stat(served); !os.IsNotExist(err) {
+		t.Errorf("the temporary config %s outlived the test: %v", served, err)
+	}
+	opt.ConfigYAML = []byte("speculation: {strategy: chain}\n")
+	if _, err := b.LoadTest(ctx, opt, nil); err == nil || !strings.Contains(err.Error(), "invalid config") {
+		t.Errorf("a text that does not parse: %v", err)
+	}
+}
