@@ -41,14 +41,17 @@ type CompareScreen struct {
 	Speedup  *Chart // measured speedup of the picked runs, predicted marked
 	Chart    *Chart // tokens/s of the picked runs
 	AALChart *Chart // AAL of the picked runs: one unit per chart
-	Legend   *fyne.Container
-	RefreshB *widget.Button
-	Delete   *widget.Button
-	CSV      *widget.Button
-	Status   *widget.Label
-	SortCol  int  // index into compareCols
-	SortDesc bool // descending
-	widths   []float32
+	// LoadChart is aggregate tokens/s against concurrency of the load
+	// runs, a line per server (loadtest.go)
+	LoadChart *Chart
+	Legend    *fyne.Container
+	RefreshB  *widget.Button
+	Delete    *widget.Button
+	CSV       *widget.Button
+	Status    *widget.Label
+	SortCol   int  // index into compareCols
+	SortDesc  bool // descending
+	widths    []float32
 }
 
 // pairFilter is a pair the runs can be filtered by: a target with a draft
@@ -220,6 +223,8 @@ func NewCompareScreen(s *Session) *CompareScreen {
 	c.Chart.Name = "tokens-per-second"
 	c.AALChart = newChart(220, 160)
 	c.AALChart.Name = "aal"
+	c.LoadChart = newChart(220, 160)
+	c.LoadChart.Name = "load"
 	c.Legend = container.NewVBox()
 	c.RefreshB = widget.NewButton("Refresh", c.Refresh)
 	c.Delete = widget.NewButton("Delete picked runs", c.confirmDelete)
@@ -277,7 +282,7 @@ func (c *CompareScreen) Content() fyne.CanvasObject {
 	top := container.NewBorder(nil, nil, container.NewHBox(c.RefreshB, c.Delete, c.CSV, widget.NewLabel("runs of")), c.Status, c.Filter)
 	hint := container.NewVBox(widget.NewLabel("Click a header to sort; tick runs to chart or delete them; hover a bar for its values."),
 		metricHelp(metricTPS, metricAAL, metricAcceptance, metricSpeedup))
-	charts := container.NewGridWithColumns(3, c.Speedup.View(c.s.Win), c.Chart.View(c.s.Win), c.AALChart.View(c.s.Win))
+	charts := container.NewGridWithColumns(4, c.Speedup.View(c.s.Win), c.Chart.View(c.s.Win), c.AALChart.View(c.s.Win), c.LoadChart.View(c.s.Win))
 	table := &fyne.Container{Layout: fitTable{c}, Objects: []fyne.CanvasObject{c.Table}}
 	split := container.NewVSplit(table, container.NewBorder(nil, c.Legend, nil, nil, charts))
 	split.Offset = 0.5
@@ -570,6 +575,7 @@ var (
 )
 
 func (c *CompareScreen) update() {
+	c.updateLoad()
 	sel := c.picked()
 	if len(sel) == 0 {
 		c.Delete.Disable()

@@ -49,7 +49,10 @@ type ExportScreen struct {
 	// Tune measures llama.cpp's own draft lengths in llama.cpp, as
 	// `arborist check-export --tune` does, and puts the fastest into the
 	// YAML shown (Save keeps it).
-	Tune   *widget.Button
+	Tune *widget.Button
+	// Load load-tests the config shown at several concurrencies
+	// (loadtest.go).
+	Load   *LoadTestPanel
 	cfg    *profiles.Config
 	planID int64
 }
@@ -84,6 +87,7 @@ func NewExportScreen(s *Session) *ExportScreen {
 	e.Tune = widget.NewButton("Tune for llama.cpp", e.tuneLlama)
 	e.CheckStatus = widget.NewLabel(checkHint)
 	e.CheckStatus.Wrapping = fyne.TextWrapWord
+	e.Load = newLoadTestPanel(e)
 	s.OnPair(e.pairShown)
 	return e
 }
@@ -115,7 +119,7 @@ func (e *ExportScreen) Content() fyne.CanvasObject {
 	// the status under the buttons, as wide as the screen: beside them it
 	// wrapped into a narrow column that stretched the buttons at 1024
 	check := container.NewVBox(container.NewHBox(widget.NewLabel("llama.cpp"), dir, e.Browse, e.Check, e.Tune), e.CheckStatus)
-	top := container.NewVBox(container.NewHBox(e.Save, e.CopyYAML, e.CopyEq, e.Status), e.Provenance, serve, check)
+	top := container.NewVBox(container.NewHBox(e.Save, e.CopyYAML, e.CopyEq, e.Status), e.Provenance, serve, check, e.Load.View())
 	return container.NewBorder(top, nil, nil, nil, container.NewVSplit(e.YAML, e.Equivalents))
 }
 
