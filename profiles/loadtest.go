@@ -351,12 +351,25 @@ func loadRound(ctx context.Context, s loadtest.Server, d loadtest.Drive) (loadte
 	}
 	defer run.Stop()
 	d.URL = run.URL
+	// a server Arborist did not write is not trusted to answer: the round
+	// is bounded by a second a token asked for, and ten minutes more
+	limit := 10*time.Minute + time.Duration((1+d.Concurrency*d.PerClient)*d.MaxTokens)*time.Second
+	rctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
 	warm := d
 	warm.Concurrency, warm.PerClient, warm.MaxTokens = 1, 1, min(4, d.MaxTokens)
-	if _, err := warm.Run(ctx); err != nil {
-		return loadtest.Round{}, fmt.Errorf("warm-up request: %w", err)
+	_, err = warm.Run(rctx)
+	if err != nil {
+		err = fmt.Errorf("warm-up request: %w", err)
 	}
-	return d.Run(ctx)
+	var r loadtest.Round
+	if err == nil {
+		r, err = d.Run(rctx)
+	}
+	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
+		return r, fmt.Errorf("the round did not finish within %s (a second a token asked for, and ten minutes): %w", limit, err)
+	}
+	return r, err
 }
 
 // storeLoad stores one server's figures at one level as a run.
