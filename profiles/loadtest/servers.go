@@ -68,9 +68,9 @@ func Child(name, prog string, args func(port, concurrency int) []string) Server 
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		url := "http://127.0.0.1:" + strconv.Itoa(port)
-		if err := ready(ctx, url, p, ReadyLimit); err != nil {
+		if err := ready(ctx, url, p, ReadyLimit); err != nil { // names the program and its pid
 			p.Stop()
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, err
 		}
 		return &Running{URL: url, stop: p.Stop, proc: p}, nil
 	}}
