@@ -40,3 +40,33 @@ func CorpusPrompts() []string {
 	}
 	return out
 }
+
+// Spread returns n of xs spread evenly from first to last (all of them
+// when n <= 0 or n >= len(xs)), in order: a smaller training set drawn
+// from the corpus then still covers its kinds of text, which are grouped
+// in the file, instead of only the first of them.
+func Spread[T any](xs []T, n int) []T {
+	if n <= 0 || n >= len(xs) {
+		return xs
+	}
+	out := make([]T, n)
+	for i := range out {
+		out[i] = xs[i*len(xs)/n]
+	}
+	return out
+}
+
+// TrainingPrompts are the prompts a trainer decodes: the given ones, then
+// (with corpus) the built-in corpus, at most limit in all (0: no limit).
+// The given prompts come first and the corpus fills what room is left,
+// each spread evenly (Spread).
+func TrainingPrompts[T any](given []T, corpus []T, limit int) []T {
+	if limit <= 0 {
+		return append(append([]T(nil), given...), corpus...)
+	}
+	out := append([]T(nil), Spread(given, limit)...)
+	if room := limit - len(out); room > 0 {
+		out = append(out, Spread(corpus, room)...)
+	}
+	return out
+}

@@ -3,7 +3,6 @@ package profiles
 import (
 	"time"
 
-	"arborist/engine/hidden"
 	"arborist/engine/spec"
 	"arborist/engine/synth"
 	"arborist/kernels"
@@ -39,8 +38,13 @@ type Catalog struct {
 	// the user's configuration folder.
 	DefaultDB string
 	// DrafterSettings are a hidden-state drafter's default training
-	// settings.
+	// settings (at DefaultTrainSize).
 	DrafterSettings DrafterSettings
+	// TrainSizes are the sizes both trainers offer, smallest first
+	// (PredictorSize, DrafterSize), and DefaultTrainSize the one they run
+	// at unless asked for more.
+	TrainSizes       []string
+	DefaultTrainSize string
 	// SynthShapes are the model shapes Synth knows by name.
 	SynthShapes []string
 	// Rounds are the passes over the prompt suite a validation makes by
@@ -56,7 +60,8 @@ func Choices() Catalog {
 		Strategies: spec.Strategies(), DefaultStrategy: spec.DefaultStrategy(), PlainStrategy: spec.PlainStrategy(),
 		PlanFields: spec.PlanFields(), WhatIf: whatIf, WhatIfStart: start,
 		Backends: kernels.Names(), DefaultBackend: kernels.DefaultBackend, DefaultThreads: kernels.DefaultThreads(),
-		DefaultDB: store.DefaultPath(), DrafterSettings: hidden.DefaultSettings(), SynthShapes: synth.ShapeNames(),
+		DefaultDB: store.DefaultPath(), DrafterSettings: defaultDrafterSettings(),
+		TrainSizes: TrainSizes(), DefaultTrainSize: DefaultTrainSize, SynthShapes: synth.ShapeNames(),
 		Rounds: defaultRounds, RoundBudget: roundBudget,
 	}
 }

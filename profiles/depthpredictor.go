@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"arborist/assets"
 	"arborist/engine/spec"
@@ -25,9 +26,13 @@ type PredictorOptions struct {
 	// Prompts and Tokens are the prompts the pair decodes for the
 	// predictor's data, and how many tokens each; Corpus adds the built-in
 	// prompt corpus to them.
+	// Size caps the prompts decoded (the given ones first, then the
+	// corpus, assets.TrainingPrompts) and gives Tokens where it is 0:
+	// PredictorSize; "" is DefaultTrainSize.
 	Prompts []string
 	Tokens  int
 	Corpus  bool
+	Size    string
 	// Plan is the EGT shape the predictor decides depth for; zero: the
 	// pair's best fixed-depth EGT or chain, as tune ranks it on the
 	// newest calibration, two levels deeper (so the predictor can draft
@@ -63,10 +68,12 @@ func (b *Bench) TrainPredictor(ctx context.Context, ps PairSpec, opt PredictorOp
 	if ps.Sources() == 0 {
 		return nil, fmt.Errorf("a depth predictor needs a draft source")
 	}
-	texts := slices.Clone(opt.Prompts)
-	if opt.Corpus {
-		texts = append(texts, assets.CorpusPrompts()...)
+	work, err := opt.work()
+	if err != nil {
+		return nil, err
 	}
+	texts := opt.texts(work)
+	opt.Tokens = work.Tokens
 	if opt.Tokens < 2 || len(texts) < 3 {
 		return nil, fmt.Errorf("a depth predictor needs at least 3 prompts and more than 1 token per prompt")
 	}
@@ -100,7 +107,8 @@ func (b *Bench) TrainPredictor(ctx context.Context, ps PairSpec, opt PredictorOp
 	if err != nil {
 		return nil, err
 	}
-	recorded, err := b.probeSteps(ctx, st, ps, pair, ids, opt.Tokens, in.Acc.Sample, progress)
+	perToken, _ := probeStepCost(in)
+	recorded, err := b.probeSteps(ctx, st, ps, pair, ids, opt.Tokens, in.Acc.Sample, progress, collectETA(progress, perToken*time.Duration(opt.Tokens)))
 	if err != nil {
 		return nil, err
 	}
@@ -132,6 +140,78 @@ func (b *Bench) TrainPredictor(ctx context.Context, ps PairSpec, opt PredictorOp
 	run := shape
 	run.DepthPolicy, run.PredictorID = "predictor", id
 	return &PredictorReport{ID: id, Plan: run, Name: run.String(), Stats: pred.Stats}, nil
+}
+
+// work is the size the options ask for, their Tokens in place of the
+// size's where set.
+func (opt PredictorOptions) work() (TrainWork, error) {
+	size := opt.Size
+	if size == "" {
+		size = DefaultTrainSize
+	}
+	w, err := PredictorSize(size)
+	if err != nil {
+		return w, err
+	}
+	if opt.Tokens != 0 {
+		w.Tokens = opt.Tokens
+	}
+	return w, nil
+}
+
+// texts are the prompts a predictor of that size decodes.
+func (opt PredictorOptions) texts(w TrainWork) []string {
+	var corpus []string
+	if opt.Corpus {
+		corpus = assets.CorpusPrompts()
+	}
+	return assets.TrainingPrompts(opt.Prompts, corpus, w.Prompts)
+}
+
+// PredictorCost is what TrainPredictor with these options will decode,
+// and how long that should take as the pair's stored latency curves and
+// newest calibration price the probe tree's steps (Estimate 0 where the
+// pair has neither stored: the decoding's first prompts then price it).
+// It measures nothing, so a face shows it before the training starts.
+func (b *Bench) PredictorCost(ctx context.Context, ps PairSpec, opt PredictorOptions) (Work, error) {
+	w, err := opt.work()
+	if err != nil {
+		return Work{}, err
+	}
+	out := Work{TrainWork: w, Prompts: len(opt.texts(w))}
+	out.Decoded = out.Prompts * w.Tokens
+	def := opt
+	def.Size, def.Tokens = DefaultTrainSize, 0
+	if dw, err := def.work(); err == nil {
+		out.Relative = float64(out.Decoded) / float64(max(1, len(def.texts(dw))*dw.Tokens))
+	}
+	in, err := b.Inputs(ctx, ps, InputsOptions{}, nil)
+	if err != nil {
+		return out, nil // priced on the first prompts instead
+	}
+	if per, err := probeStepCost(in); err == nil {
+		out.PerToken, out.Basis = per, "the pair's stored latency curve and calibration"
+		out.Estimate = per * time.Duration(out.Decoded)
+	}
+	return out, nil
+}
+
+// collectETA adds the time left to the depth predictor's decoding
+// progress: priced at perPrompt (the stored curve's) until a prompt has
+// been decoded, then at the rate so far.
+func collectETA(progress Progress, perPrompt time.Duration) func(done, total int) {
+	start := time.Now()
+	return func(done, total int) {
+		eta := ETA(time.Since(start), float64(done), float64(total))
+		if done == 0 {
+			eta = perPrompt * time.Duration(total)
+		}
+		detail := "prompts"
+		if eta > 0 {
+			detail += ", about " + Minutes(eta) + " left"
+		}
+		progress.send("collecting", done, total, detail)
+	}
 }
 
 // predictorShape is the EGT a depth predictor is trained for by default:
@@ -202,7 +282,7 @@ func predictorSteps(pair *pairs.Pair, shape Plan, recorded []measure.ProbeStep) 
 // predictor's data (measure.ProbeSteps), or reads the data a training
 // before stored for the same target, draft source, prompts, tokens and
 // sampling: a retrain (another shape, more epochs) skips the decoding.
-func (b *Bench) probeSteps(ctx context.Context, st *store.Store, ps PairSpec, pair *pairs.Pair, ids [][]int, tokens int, smp SampleParams, progress Progress) ([]measure.ProbeStep, error) {
+func (b *Bench) probeSteps(ctx context.Context, st *store.Store, ps PairSpec, pair *pairs.Pair, ids [][]int, tokens int, smp SampleParams, progress Progress, collect func(done, total int)) ([]measure.ProbeStep, error) {
 	md, err := pairs.DescribeModel(pair.Target)
 	if err != nil {
 		return nil, err
@@ -245,9 +325,8 @@ func (b *Bench) probeSteps(ctx context.Context, st *store.Store, ps PairSpec, pa
 		// a damaged record is decoded again below and replaced
 	}
 	eng := &spec.Engine{Target: pair.Target, Source: pair.Source}
-	out, err := measure.ProbeSteps(ctx, eng, ids, tokens, smp, func(done, total int) {
-		progress.send("collecting", done, total, "prompts")
-	})
+	collect(0, len(ids))
+	out, err := measure.ProbeSteps(ctx, eng, ids, tokens, smp, collect)
 	if err != nil {
 		return nil, err
 	}

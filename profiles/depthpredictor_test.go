@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"arborist/engine/model/modeltest"
 	"arborist/profiles/costmodel"
@@ -22,15 +23,33 @@ func TestDepthPredictorWorkflow(t *testing.T) {
 	if _, err := b.TrainPredictor(ctx, ps, PredictorOptions{Prompts: prompts, Tokens: 24}, nil); err == nil || !strings.Contains(err.Error(), "calibrat") {
 		t.Fatalf("trained without a calibration: %v", err)
 	}
+	// before calibration nothing prices the decoding: the counts alone
+	opt := PredictorOptions{Prompts: prompts, Tokens: 40}
+	if cost, err := b.PredictorCost(ctx, ps, opt); err != nil || cost.Prompts != len(prompts) || cost.Decoded != 40*len(prompts) || cost.Estimate != 0 || !strings.Contains(cost.String(), "after the first batch") {
+		t.Fatalf("cost before calibration: %+v (%v)", cost, err)
+	}
 	if _, err := b.Calibrate(ctx, ps, prompts[:4], "stories", 32, SampleParams{}, nil); err != nil {
 		t.Fatal(err)
+	}
+	// then the stored curve and calibration price the probe tree's steps
+	cost, err := b.PredictorCost(ctx, ps, opt)
+	in, ierr := b.Inputs(ctx, ps, InputsOptions{}, nil)
+	if err != nil || ierr != nil {
+		t.Fatal(err, ierr)
+	}
+	per, perr := probeStepCost(in)
+	if perr != nil || per <= 0 || cost.PerToken != per || cost.Estimate != per*time.Duration(cost.Decoded) || !strings.Contains(cost.String(), "estimated") || !strings.Contains(cost.Basis, "curve") {
+		t.Fatalf("cost after calibration: %+v, probe step %v (%v)", cost, per, perr)
 	}
 	if _, err := b.TrainPredictor(ctx, ps, PredictorOptions{Prompts: prompts[:2], Tokens: 24}, nil); err == nil {
 		t.Fatal("trained on two prompts")
 	}
-	r, err := b.TrainPredictor(ctx, ps, PredictorOptions{Prompts: prompts, Tokens: 40, Epochs: 10}, nil)
-	if err != nil {
-		t.Fatal(err)
+	var priced bool // the decoding shows the time left from its start
+	r, err := b.TrainPredictor(ctx, ps, PredictorOptions{Prompts: prompts, Tokens: 40, Epochs: 10}, func(e Event) {
+		priced = priced || (e.Stage == "collecting" && e.Done == 0 && strings.Contains(e.Detail, "left"))
+	})
+	if err != nil || !priced {
+		t.Fatalf("trained: %v; priced before the first prompt: %v", err, priced)
 	}
 	st := r.Stats
 	depth := len(r.Plan.EGT)
@@ -48,7 +67,7 @@ func TestDepthPredictorWorkflow(t *testing.T) {
 	if err != nil || !stored || again.Stats.Steps != st.Steps {
 		t.Fatalf("retrain: stored data read %v, steps %v against %v (%v)", stored, again.Stats.Steps, st.Steps, err)
 	}
-	in, err := b.Inputs(ctx, ps, InputsOptions{}, nil)
+	in, err = b.Inputs(ctx, ps, InputsOptions{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

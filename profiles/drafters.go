@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
-	"arborist/assets"
 	"arborist/engine/gguf"
 	"arborist/engine/hidden"
 	"arborist/engine/model"
@@ -72,6 +72,10 @@ type TrainEvent struct {
 	Before               *hidden.Epoch
 	Cached               bool   // the data came from the store's cache
 	Precision            string // what the training products run at (hidden.Settings.Products)
+	// ETA is what remains of the whole training at the rates so far (the
+	// first batch of data prices the epochs until one has run), and
+	// Elapsed the time since it started; ETA 0: not known yet.
+	ETA, Elapsed time.Duration
 }
 
 // trainDrafter trains a hidden-state drafter and keeps it in st: the row is
@@ -164,10 +168,7 @@ func trainDrafter(ctx context.Context, st *store.Store, spec TrainSpec, events f
 		prompts[i] = target.Tok.Encode(t, true, false)
 		longest = max(longest, len(prompts[i]))
 	}
-	count := len(texts)
-	if set.Corpus {
-		count += len(assets.CorpusPrompts())
-	}
+	count := TrainCount(len(texts), set.Corpus, set.MaxPrompts)
 	tokens := count * max(1, set.Samples) * (set.Tokens + longest)
 	// the collector lets the heap grow to about twice the live bytes
 	need := 2 * hidden.MemoryNeed(d.Shape, tokens, longest+set.Tokens, set.Depth, be.Threads())
@@ -177,7 +178,12 @@ func trainDrafter(ctx context.Context, st *store.Store, spec TrainSpec, events f
 	}
 	tr := &hidden.Trainer{Target: target, Prompts: prompts, Settings: set, Fingerprint: desc.Fingerprint,
 		Cache: dataCache{st, desc.Fingerprint}}
-	tr.Progress = func(p hidden.Progress) { events(TrainEvent{Progress: p, ID: id}) }
+	clock := newDrafterClock(set, time.Now)
+	tr.Progress = func(p hidden.Progress) {
+		ev := TrainEvent{Progress: p, ID: id}
+		ev.ETA, ev.Elapsed = clock.tick(p)
+		events(ev)
+	}
 	if err := tr.Generate(ctx); err != nil {
 		return 0, nil, err
 	}
@@ -221,6 +227,8 @@ func trainDrafter(ctx context.Context, st *store.Store, spec TrainSpec, events f
 		}
 	}
 	ev.ID = id
+	clock.training(ev.Tokens[0])
+	ev.ETA, ev.Elapsed = clock.eta, clock.now().Sub(clock.start)
 	events(ev)
 	tr.Checkpoint = func(_ *hidden.Drafter, s *hidden.State) error {
 		if s == nil {

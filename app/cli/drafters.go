@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"strconv"
 	"strings"
@@ -17,8 +18,32 @@ import (
 // trainer really uses.
 func trainDrafterArgs() string {
 	d := profiles.Choices().DrafterSettings
-	return fmt.Sprintf("--target T --prompts FILE [--tokens %d --samples %d --depth %d --epochs %d --d %d ...] [--db FILE] | --resume ID",
-		d.Tokens, d.Samples, d.Depth, d.Epochs, d.D)
+	return fmt.Sprintf("--target T --prompts FILE [--size %s] [--tokens %d --samples %d --depth %d --epochs %d --d %d ...] [--db FILE] | --resume ID",
+		strings.Join(profiles.TrainSizes(), "|"), d.Tokens, d.Samples, d.Depth, d.Epochs, d.D)
+}
+
+// sizesHelp lists the training sizes with the work each asks for.
+func sizesHelp(work func(string) (profiles.TrainWork, error)) string {
+	var out []string
+	for _, name := range profiles.TrainSizes() {
+		w, err := work(name)
+		if err != nil {
+			continue
+		}
+		prompts := "every prompt and the whole corpus"
+		if w.Prompts > 0 {
+			prompts = fmt.Sprintf("%d prompts", w.Prompts)
+		}
+		desc := fmt.Sprintf("%s x %d tokens", prompts, w.Tokens)
+		if w.Samples > 1 {
+			desc = fmt.Sprintf("%s x %d samples x %d tokens", prompts, w.Samples, w.Tokens)
+		}
+		if w.Epochs > 0 {
+			desc += fmt.Sprintf(", %d epochs", w.Epochs)
+		}
+		out = append(out, fmt.Sprintf("%s (%s)", name, desc))
+	}
+	return strings.Join(out, ", ")
 }
 
 // runTrainDrafter trains a hidden-state drafter by self-distillation from
@@ -32,6 +57,8 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 	fs.StringVar(&spec.Prompts, "prompts", "", "prompt suite `file` the target continues to make training data")
 	fs.IntVar(&spec.Threads, "threads", 0, "CPU threads (default: physical cores)")
 	fs.Int64Var(&spec.Resume, "resume", 0, "resume the interrupted training of stored drafter `ID`")
+	size := fs.String("size", profiles.DefaultTrainSize, "how much data: "+sizesHelp(profiles.DrafterSize)+"; --prompts-max, --tokens, --samples and --epochs override it")
+	fs.IntVar(&s.MaxPrompts, "prompts-max", def.MaxPrompts, "prompts continued at most, those of --prompts first, then the corpus spread evenly (0: all)")
 	fs.IntVar(&s.Tokens, "tokens", def.Tokens, "tokens the target generates per sample")
 	fs.IntVar(&s.Samples, "samples", def.Samples, "samples per prompt (different seeds)")
 	fs.IntVar(&s.Depth, "depth", def.Depth, "deepest autoregressive step of the curriculum")
@@ -58,6 +85,23 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	work, err := profiles.DrafterSize(*size)
+	if err != nil {
+		return fail(fs, usagef("--%v", err))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["size"] && spec.Resume != 0 {
+		return fail(fs, usagef("--size with --resume: a resumed training keeps the size it started with"))
+	}
+	sized := *s
+	work.ApplyTo(&sized)
+	for name, v := range map[string][2]*int{"prompts-max": {&s.MaxPrompts, &sized.MaxPrompts}, "tokens": {&s.Tokens, &sized.Tokens},
+		"samples": {&s.Samples, &sized.Samples}, "epochs": {&s.Epochs, &sized.Epochs}} {
+		if !set[name] {
+			*v[0] = *v[1] // the size's, where the flag was not given
+		}
+	}
 	if s.Temps, err = parseFloats(*temps); err != nil {
 		return fail(fs, usagef("--temps: %v", err))
 	}
@@ -83,9 +127,31 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 	}
 	defer b.Close()
 	w := env.Stdout
+	if spec.Resume == 0 {
+		if texts, err := profiles.ReadPrompts(spec.Prompts); err == nil {
+			cost := profiles.DrafterCost(len(texts), *s)
+			named := ""
+			if cost.Size != "" {
+				named = " (size " + cost.Size + ")"
+			}
+			fmt.Fprintf(w, "drafter data%s: %s\n", named, cost)
+		}
+	}
 	start := time.Now()
 	last := time.Time{}
+	estimated := false
+	eta := func(e profiles.TrainEvent) string {
+		if e.ETA <= 0 {
+			return ""
+		}
+		return ", about " + profiles.Minutes(e.ETA) + " left"
+	}
 	id, d, err := b.TrainDrafter(ctx, spec, func(e profiles.TrainEvent) {
+		if e.ETA > 0 && !estimated {
+			estimated = true
+			fmt.Fprintf(env.Stderr, "\r%60s\r", "")
+			fmt.Fprintf(w, "estimated %s in all (measured on the first batch, %s so far)\n", profiles.Minutes(e.Elapsed+e.ETA), profiles.Minutes(e.Elapsed))
+		}
 		switch {
 		case e.Phase == "start":
 			fmt.Fprintf(env.Stderr, "\r%60s\r", "")
@@ -101,12 +167,12 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 		case e.Phase == "data":
 			if time.Since(last) > time.Second {
 				last = time.Now()
-				fmt.Fprintf(env.Stderr, "\rgenerating training data: %d/%d tokens", e.Done, e.Total)
+				fmt.Fprintf(env.Stderr, "\rgenerating training data: %d/%d tokens%s   ", e.Done, e.Total, eta(e))
 			}
 		case e.Phase == "train":
 			if time.Since(last) > time.Second || e.Done == e.Total {
 				last = time.Now()
-				fmt.Fprintf(env.Stderr, "\repoch %d (depth %d): batch %d/%d, loss %.4f   ", e.Epoch+1, e.Depth, e.Done, e.Total, e.Loss)
+				fmt.Fprintf(env.Stderr, "\repoch %d (depth %d): batch %d/%d, loss %.4f%s   ", e.Epoch+1, e.Depth, e.Done, e.Total, e.Loss, eta(e))
 			}
 		case e.Record != nil:
 			r := e.Record

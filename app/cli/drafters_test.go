@@ -44,7 +44,10 @@ func TestHiddenDrafterWorkflow(t *testing.T) {
 	out := &cancelOn{marker: "epoch  1 ", cancel: cancel}
 	var errb bytes.Buffer
 	code := Main(ctx, Env{Stdout: out, Stderr: &errb}, train)
-	if code == 0 || !strings.Contains(out.buf.String(), "interrupted: drafter 1 keeps its last checkpoint") {
+	if code == 0 || !strings.Contains(out.buf.String(), "interrupted: drafter 1 keeps its last checkpoint") ||
+		!strings.Contains(out.buf.String(), "drafter data: about 160 prompts x 2 samples x 48 tokens, 3 epochs (0.") ||
+		!strings.Contains(out.buf.String(), "x the default's work), estimated after the first batch\n") ||
+		!strings.Contains(out.buf.String(), "in all (measured on the first batch") {
 		t.Fatalf("interrupted training: code %d\n%s\n%s", code, out.buf.String(), errb.String())
 	}
 	code, o, e := run(t, "drafters", "list", "--db", db)

@@ -166,6 +166,13 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 // trainPredictor trains and stores a depth predictor for the pair and
 // reports it against the policies it must beat.
 func trainPredictor(ctx context.Context, env Env, b *profiles.Bench, ps profiles.PairSpec, opt profiles.PredictorOptions, asJSON bool) error {
+	if cost, err := b.PredictorCost(ctx, ps, opt); err == nil {
+		w := env.Stdout
+		if asJSON {
+			w = env.Stderr // stdout holds the JSON document alone
+		}
+		fmt.Fprintf(w, "depth predictor data (size %s): %s\n", cost.Size, cost)
+	}
 	r, err := b.TrainPredictor(ctx, ps, opt, progress(env))
 	if err != nil {
 		if errors.Is(err, profiles.ErrNotCalibrated) {
@@ -231,7 +238,7 @@ func runTrain(ctx context.Context, env Env, args []string) error {
 	if len(args) > 0 && args[0] == "drafter" {
 		return runTrainDrafter(ctx, env, args[1:])
 	}
-	const usage = "--target T (--draft D | --draft-ngram N | --draft-layers K | --draft-hidden ID) --prompts FILE [-n 64] [--corpus=false] [--epochs 30] [--strategy egt --egt W,.. --branch B --w-max M] [--db FILE] [--json]"
+	usage := "--target T (--draft D | --draft-ngram N | --draft-layers K | --draft-hidden ID) --prompts FILE [--size " + strings.Join(profiles.TrainSizes(), "|") + "] [-n N] [--corpus=false] [--epochs 30] [--strategy egt --egt W,.. --branch B --w-max M] [--db FILE] [--json]"
 	if len(args) == 0 || args[0] != "predictor" {
 		fmt.Fprintln(env.Stderr, "usage: arborist train predictor "+usage)
 		fmt.Fprintln(env.Stderr, "       arborist train drafter "+trainDrafterArgs())
@@ -244,8 +251,10 @@ func runTrain(ctx context.Context, env Env, args []string) error {
 	plf.register(fs)
 	db := dbFlag(fs)
 	prompts := fs.String("prompts", "", "prompt suite `file`, one prompt per line")
-	n := fs.Int("n", 64, "tokens per prompt")
-	corpus := fs.Bool("corpus", true, fmt.Sprintf("also decode the built-in prompt corpus (%d prompts) for data", len(assets.CorpusPrompts())))
+	size := fs.String("size", profiles.DefaultTrainSize, "how much to decode: "+sizesHelp(profiles.PredictorSize))
+	defWork, _ := profiles.PredictorSize(profiles.DefaultTrainSize)
+	n := fs.Int("n", defWork.Tokens, "tokens per prompt (default: the size's)")
+	corpus := fs.Bool("corpus", true, fmt.Sprintf("fill up to the size's prompt count from the built-in prompt corpus (%d prompts)", len(assets.CorpusPrompts())))
 	epochs := fs.Int("epochs", 30, "training epochs")
 	asJSON := jsonFlag(fs)
 	if err := parseFlags(fs, args[1:]); err != nil {
@@ -257,9 +266,17 @@ func runTrain(ctx context.Context, env Env, args []string) error {
 	if *prompts == "" || *n < 2 || *epochs < 1 || *epochs > 1000 {
 		return fail(fs, usagef("--prompts is required, -n must be above 1 and --epochs in 1..1000"))
 	}
-	opt := profiles.PredictorOptions{Tokens: *n, Corpus: *corpus, Epochs: *epochs}
+	if _, err := profiles.PredictorSize(*size); err != nil {
+		return fail(fs, usagef("--%v", err))
+	}
+	opt := profiles.PredictorOptions{Corpus: *corpus, Epochs: *epochs, Size: *size}
 	strategySet := false
-	fs.Visit(func(f *flag.Flag) { strategySet = strategySet || f.Name == "strategy" })
+	fs.Visit(func(f *flag.Flag) {
+		strategySet = strategySet || f.Name == "strategy"
+		if f.Name == "n" {
+			opt.Tokens = *n
+		}
+	})
 	if strategySet {
 		plan, err := plf.resolve()
 		if err != nil {

@@ -254,6 +254,7 @@ type Settings struct {
 	Clip         float64   `json:"clip"`                // gradient norm clip
 	Temps        []float64 `json:"temps,omitempty"`     // temperatures of the samples, cycled (empty: Temp)
 	Corpus       bool      `json:"corpus"`              // add the built-in prompt corpus to the prompts
+	MaxPrompts   int       `json:"prompts_max"`         // prompts continued at most, the given first, then the corpus (0: all; assets.TrainingPrompts)
 	Warmup       float64   `json:"warmup"`              // share of the updates the learning rate warms up over
 	Patience     int       `json:"patience"`            // epochs at full depth without a better held-out acceptance before stopping (0: never)
 	Precision    string    `json:"precision,omitempty"` // the training products' inputs: auto (empty), f32 or bf16 (Products)
@@ -330,6 +331,8 @@ func (s *Settings) Validate() error {
 		return fmt.Errorf("hidden: %w", sample.CheckTemp(s.Temp))
 	case !(s.Clip >= 0) || math.IsInf(s.Clip, 0):
 		return fmt.Errorf("hidden: gradient clip %g must be a finite number >= 0 (0: none)", s.Clip)
+	case s.MaxPrompts < 0:
+		return fmt.Errorf("hidden: at most %d prompts: give a positive number (0: all)", s.MaxPrompts)
 	case s.Hot < 0:
 		return fmt.Errorf("hidden: hot tokens %d must be >= 0", s.Hot)
 	case !(s.Warmup >= 0 && s.Warmup < 1):

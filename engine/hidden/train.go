@@ -121,15 +121,20 @@ func (tr *Trainer) Generate(ctx context.Context) error {
 }
 
 // addCorpus appends the built-in prompt corpus to the prompts (once) when
-// the settings ask for it.
+// the settings ask for it, keeping at most MaxPrompts of them in all (the
+// given prompts first, assets.TrainingPrompts): the training's size.
 func (tr *Trainer) addCorpus() {
-	if !tr.Settings.Corpus || tr.corpusAdded {
+	if tr.corpusAdded {
 		return
 	}
 	tr.corpusAdded = true
-	for _, t := range assets.CorpusPrompts() {
-		tr.Prompts = append(tr.Prompts, tr.Target.Tok.Encode(t, true, false))
+	var corpus [][]int
+	if tr.Settings.Corpus {
+		for _, t := range assets.CorpusPrompts() {
+			corpus = append(corpus, tr.Target.Tok.Encode(t, true, false))
+		}
 	}
+	tr.Prompts = assets.TrainingPrompts(tr.Prompts, corpus, tr.Settings.MaxPrompts)
 }
 
 // temps is the list of sampling temperatures of the generated data.
