@@ -56,7 +56,8 @@ type ModelsScreen struct {
 	TrainBtn      *widget.Button
 	CancelTrain   *widget.Button
 	TrainSettings profiles.DrafterSettings
-	LossChart     *Chart // training and held-out loss per epoch
+	TrainSize     *trainSize // how much data, with its cost
+	LossChart     *Chart     // training and held-out loss per epoch
 	lossView      fyne.CanvasObject
 	Stored        *widget.Select // finished hidden drafters in the database
 	body          *fyne.Container
@@ -140,6 +141,16 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	m.DraftCheck.Check()
 	m.TrainCheck = newFileCheck(m.TrainPrompts, "prompt suite", nil, s.Win)
 	m.TrainSettings = profiles.Choices().DrafterSettings
+	m.TrainSize = newTrainSize(func(size string) {
+		if w, err := profiles.DrafterSize(size); err == nil {
+			w.ApplyTo(&m.TrainSettings)
+		}
+	}, func() string { return drafterCostLine(m.TrainSettings, m.TrainPrompts.Text) })
+	checkPrompts := m.TrainPrompts.OnChanged // the file check's
+	m.TrainPrompts.OnChanged = func(p string) {
+		checkPrompts(p)
+		m.TrainSize.Refresh()
+	}
 	m.TrainBtn = widget.NewButton("Train hidden drafter", m.train)
 	m.CancelTrain = widget.NewButton("Cancel training", func() {
 		if m.cancelTrain != nil {
@@ -281,6 +292,7 @@ func (m *ModelsScreen) Content() fyne.CanvasObject {
 		"n":            widget.NewFormItem("N-gram length", m.N),
 		"db":           widget.NewFormItem("Database (Enter to switch)", m.DB),
 		"train":        widget.NewFormItem("Training prompts", container.NewBorder(nil, nil, nil, container.NewHBox(m.TrainBtn, m.CancelTrain), m.TrainPrompts)),
+		"train size":   widget.NewFormItem("Training size", m.TrainSize.Row),
 	}
 	m.form = widget.NewForm()
 	m.showRows()
@@ -312,7 +324,7 @@ func (m *ModelsScreen) showRows() {
 		m.rows["n"].Text = "Layers (self-draft)"
 		keys = append(keys, "n", "draft device", "stored")
 	}
-	keys = append(keys, "db", "train")
+	keys = append(keys, "db", "train", "train size")
 	m.form.Items = nil
 	for _, k := range keys {
 		m.form.Items = append(m.form.Items, m.rows[k])
@@ -575,9 +587,9 @@ func (m *ModelsScreen) train() {
 				case e.Phase == "start":
 					line = fmt.Sprintf("Training hidden drafter %d for %s: %d training tokens, %d held out; %d parameters; products in %s.", e.ID, target, e.Tokens[0], e.Tokens[1], e.Params, e.Precision)
 				case e.Phase == "data":
-					status, frac = fmt.Sprintf("Generating training data: %d of %d tokens", e.Done, e.Total), float64(e.Done)/float64(e.Total)
+					status, frac = fmt.Sprintf("Generating training data: %d of %d tokens%s", e.Done, e.Total, left(e.ETA)), float64(e.Done)/float64(e.Total)
 				case e.Phase == "train":
-					status = fmt.Sprintf("Epoch %d of %d (depth %d): batch %d of %d, loss %.4f", e.Epoch+1, set.Epochs, e.Depth, e.Done, e.Total, e.Loss)
+					status = fmt.Sprintf("Epoch %d of %d (depth %d): batch %d of %d, loss %.4f%s", e.Epoch+1, set.Epochs, e.Depth, e.Done, e.Total, e.Loss, left(e.ETA))
 					frac = (float64(e.Epoch) + float64(e.Done)/float64(e.Total)) / float64(set.Epochs)
 				case e.Record != nil:
 					r := e.Record
