@@ -169,11 +169,13 @@ func (opt PredictorOptions) texts(w TrainWork) []string {
 }
 
 // PredictorCost is what TrainPredictor with these options will decode,
-// and how long that should take as the pair's stored latency curves and
-// newest calibration price the probe tree's steps (Estimate 0 where the
-// pair has neither stored: the decoding's first prompts then price it).
-// It measures nothing, so a face shows it before the training starts.
-func (b *Bench) PredictorCost(ctx context.Context, ps PairSpec, opt PredictorOptions) (Work, error) {
+// and how long that should take as the pair's latency curves and newest
+// calibration price the probe tree's steps (Estimate 0 where the pair has
+// no calibration: the decoding's first prompts then price it). It
+// measures only the curves TrainPredictor would measure first (those a
+// narrower profile lacks), so a face shows it before the decoding starts
+// and the training finds them stored.
+func (b *Bench) PredictorCost(ctx context.Context, ps PairSpec, opt PredictorOptions, progress Progress) (Work, error) {
 	w, err := opt.work()
 	if err != nil {
 		return Work{}, err
@@ -185,12 +187,12 @@ func (b *Bench) PredictorCost(ctx context.Context, ps PairSpec, opt PredictorOpt
 	if dw, err := def.work(); err == nil {
 		out.Relative = float64(out.Decoded) / float64(max(1, len(def.texts(dw))*dw.Tokens))
 	}
-	in, err := b.Inputs(ctx, ps, InputsOptions{}, nil)
+	in, err := b.Inputs(ctx, ps, InputsOptions{Measure: true}, progress)
 	if err != nil {
-		return out, nil // priced on the first prompts instead
+		return out, err
 	}
 	if per, err := probeStepCost(in); err == nil {
-		out.PerToken, out.Basis = per, "the pair's stored latency curve and calibration"
+		out.PerToken, out.Basis = per, "the pair's latency curve and calibration"
 		out.Estimate = per * time.Duration(out.Decoded)
 	}
 	return out, nil

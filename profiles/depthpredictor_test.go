@@ -25,14 +25,14 @@ func TestDepthPredictorWorkflow(t *testing.T) {
 	}
 	// before calibration nothing prices the decoding: the counts alone
 	opt := PredictorOptions{Prompts: prompts, Tokens: 40}
-	if cost, err := b.PredictorCost(ctx, ps, opt); err != nil || cost.Prompts != len(prompts) || cost.Decoded != 40*len(prompts) || cost.Estimate != 0 || !strings.Contains(cost.String(), "after the first batch") {
+	if cost, err := b.PredictorCost(ctx, ps, opt, nil); err != nil || cost.Prompts != len(prompts) || cost.Decoded != 40*len(prompts) || cost.Estimate != 0 || !strings.Contains(cost.String(), "after the first batch") {
 		t.Fatalf("cost before calibration: %+v (%v)", cost, err)
 	}
 	if _, err := b.Calibrate(ctx, ps, prompts[:4], "stories", 32, SampleParams{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// then the stored curve and calibration price the probe tree's steps
-	cost, err := b.PredictorCost(ctx, ps, opt)
+	cost, err := b.PredictorCost(ctx, ps, opt, nil)
 	in, ierr := b.Inputs(ctx, ps, InputsOptions{}, nil)
 	if err != nil || ierr != nil {
 		t.Fatal(err, ierr)

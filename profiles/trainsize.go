@@ -128,7 +128,7 @@ type Work struct {
 }
 
 // String is the line a face shows before a training starts: "about 100
-// prompts x 64 tokens, estimated 1.4 min (the pair's stored latency
+// prompts x 64 tokens, estimated 1.4 min (the pair's latency
 // curve)".
 func (w Work) String() string {
 	s := fmt.Sprintf("about %d prompts x %d tokens", w.Prompts, w.Tokens)

@@ -255,7 +255,7 @@ func TestTuningWorkflow(t *testing.T) {
 	}
 	code, out, stderr = run(t, "train", "predictor", "--target", target, "--draft", draft, "--prompts", prompts, "-n", "48", "--corpus=false",
 		"--strategy", "egt", "--egt-widths", "1,2,2,2", "--branch", "2", "--w-max", "8", "--epochs", "10", "--db", db)
-	for _, want := range []string{"depth predictor data (size small): about 6 prompts x 48 tokens (0.8x the default's work), estimated ", "(the pair's stored latency curve and calibration)\n", "depth predictor 1 for egt widths=1,2,2,2 branch=2 w-max=8", "best fixed depth (", "best threshold (", "most common best depth", "features (speedup on validation", "held-out accuracy", "tune "} {
+	for _, want := range []string{"depth predictor data (size small): about 6 prompts x 48 tokens (0.8x the default's work), estimated ", "(the pair's latency curve and calibration)\n", "depth predictor 1 for egt widths=1,2,2,2 branch=2 w-max=8", "best fixed depth (", "best threshold (", "most common best depth", "features (speedup on validation", "held-out accuracy", "tune "} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Fatalf("train predictor: exit %d, no %q\n%s\n%s", code, want, out, stderr)
 		}

@@ -166,7 +166,7 @@ func runCalibrate(ctx context.Context, env Env, args []string) error {
 // trainPredictor trains and stores a depth predictor for the pair and
 // reports it against the policies it must beat.
 func trainPredictor(ctx context.Context, env Env, b *profiles.Bench, ps profiles.PairSpec, opt profiles.PredictorOptions, asJSON bool) error {
-	if cost, err := b.PredictorCost(ctx, ps, opt); err == nil {
+	if cost, err := b.PredictorCost(ctx, ps, opt, progress(env)); err == nil {
 		w := env.Stdout
 		if asJSON {
 			w = env.Stderr // stdout holds the JSON document alone
