@@ -227,7 +227,7 @@ func (r *ProfileReport) MarshalJSON() ([]byte, error) {
 		if p == nil {
 			return nil
 		}
-		c := &curve{Kind: p.Curve.Key.Kind, Backend: p.Curve.Key.Backend, Threads: p.Curve.Key.Threads, Cached: p.Cached, Created: p.Curve.Created, Context: p.Curve.Context, Model: model}
+		c := &curve{Kind: p.Curve.Key.Kind, Backend: p.Curve.Key.Backend, Threads: p.Curve.Key.Threads, Cached: p.Cached, Created: p.Curve.Created, Context: p.Curve.Key.Context, Model: model}
 		for _, pt := range p.Curve.Points {
 			c.Points = append(c.Points, point{W: pt.W, Median: int64(pt.Median), Spread: int64(pt.Spread), Reps: pt.Reps})
 		}

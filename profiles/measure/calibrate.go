@@ -208,14 +208,14 @@ func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *mo
 		return nil, err
 	}
 	opt.Curve.defaults()
-	key := store.CurveKey{HardwareID: hid, ModelID: mid, Backend: be.Name(), Threads: be.Threads(), Kind: opt.Kind}
+	key := store.CurveKey{HardwareID: hid, ModelID: mid, Backend: be.Name(), Threads: be.Threads(), Kind: opt.Kind, Context: opt.Curve.Context, Seqs: 1}
 	p := &Profile{Hardware: hw, Model: md}
 	if !opt.Fresh {
 		c, err := st.FindCurve(ctx, key)
 		if err != nil {
 			return nil, err
 		}
-		if c != nil && c.Context == opt.Curve.Context && coversWidths(c, opt.Widths) {
+		if c != nil && coversWidths(c, opt.Widths) {
 			p.Curve, p.Cached = c, true
 			return p, nil
 		}
@@ -260,7 +260,7 @@ func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *mo
 	if err != nil {
 		return nil, err
 	}
-	c := &store.Curve{Key: key, Context: opt.Curve.Context, Created: time.Now(), Points: append([]latency.Point(nil), pts...)}
+	c := &store.Curve{Key: key, Created: time.Now(), Points: append([]latency.Point(nil), pts...)}
 	if err := st.SaveCurve(ctx, c); err != nil {
 		return nil, err
 	}

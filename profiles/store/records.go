@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"arborist/engine/spec"
@@ -82,19 +83,27 @@ func (s *Store) PutModel(ctx context.Context, m *Model) (int64, error) {
 }
 
 // CurveKey identifies a latency curve: same hardware, model, backend,
-// threads and kind means the same measurement.
+// threads, kind, context and sequences means the same measurement.
 type CurveKey struct {
 	HardwareID, ModelID int64
 	Backend             string
 	Threads             int
 	Kind                string // "verify" or "draft"
+	// Context is the cached tokens each sequence of a timed pass attends
+	// to; Seqs the sequences each pass holds (0 is read as 1), its W then
+	// the pass's rows in all. A model's verification curve is stored at
+	// several contexts (what a pass costs grows with the cache it reads)
+	// and pass sizes (a server's passes hold many sequences).
+	Context, Seqs int
 }
+
+// seqs is the key's sequences, 0 read as 1.
+func (k CurveKey) seqs() int { return max(k.Seqs, 1) }
 
 // Curve is a stored latency curve.
 type Curve struct {
 	ID      int64
 	Key     CurveKey
-	Context int
 	Created time.Time
 	Points  []latency.Point
 }
@@ -106,8 +115,8 @@ func (s *Store) SaveCurve(ctx context.Context, c *Curve) error {
 		return s.wrap("save curve", err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `INSERT INTO latency_curves(hardware_id, model_id, backend, threads, kind, context, created) VALUES (?,?,?,?,?,?,?)`,
-		c.Key.HardwareID, c.Key.ModelID, c.Key.Backend, c.Key.Threads, c.Key.Kind, c.Context, now())
+	res, err := tx.ExecContext(ctx, `INSERT INTO latency_curves(hardware_id, model_id, backend, threads, kind, context, seqs, created) VALUES (?,?,?,?,?,?,?,?)`,
+		c.Key.HardwareID, c.Key.ModelID, c.Key.Backend, c.Key.Threads, c.Key.Kind, c.Key.Context, c.Key.seqs(), now())
 	if err != nil {
 		return s.wrap("save curve", err)
 	}
@@ -127,13 +136,15 @@ func (s *Store) SaveCurve(ctx context.Context, c *Curve) error {
 	return s.wrap0("save curve", tx.Commit())
 }
 
-// FindCurve returns the newest curve for key, or nil when there is none.
+// FindCurve returns the newest curve for key (its context and sequences
+// included), or nil when there is none.
 func (s *Store) FindCurve(ctx context.Context, key CurveKey) (*Curve, error) {
 	c := &Curve{Key: key}
+	c.Key.Seqs = key.seqs()
 	var created string
-	err := s.db.QueryRowContext(ctx, `SELECT id, context, created FROM latency_curves
-		WHERE hardware_id = ? AND model_id = ? AND backend = ? AND threads = ? AND kind = ? ORDER BY id DESC LIMIT 1`,
-		key.HardwareID, key.ModelID, key.Backend, key.Threads, key.Kind).Scan(&c.ID, &c.Context, &created)
+	err := s.db.QueryRowContext(ctx, `SELECT id, created FROM latency_curves
+		WHERE hardware_id = ? AND model_id = ? AND backend = ? AND threads = ? AND kind = ? AND context = ? AND seqs = ? ORDER BY id DESC LIMIT 1`,
+		key.HardwareID, key.ModelID, key.Backend, key.Threads, key.Kind, key.Context, key.seqs()).Scan(&c.ID, &created)
 	if err == sql.ErrNoRows {
 		return nil, nil
 	}
@@ -141,21 +152,76 @@ func (s *Store) FindCurve(ctx context.Context, key CurveKey) (*Curve, error) {
 		return nil, s.wrap("find curve", err)
 	}
 	c.Created, _ = time.Parse(time.RFC3339Nano, created)
-	rows, err := s.db.QueryContext(ctx, "SELECT w, median_ns, spread_ns, reps FROM latency_points WHERE curve_id = ? ORDER BY w", c.ID)
-	if err != nil {
+	if c.Points, err = s.curvePoints(ctx, c.ID); err != nil {
 		return nil, s.wrap("find curve", err)
 	}
+	return c, nil
+}
+
+// CurveFamily returns the newest curve of every context and pass size
+// stored for key's hardware, model, backend, threads and kind (key's own
+// context and sequences are not read), ordered by sequences, then
+// context: a verification curve's family over context, and its passes of
+// several sequences.
+func (s *Store) CurveFamily(ctx context.Context, key CurveKey) ([]*Curve, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, context, seqs, created FROM latency_curves
+		WHERE hardware_id = ? AND model_id = ? AND backend = ? AND threads = ? AND kind = ? ORDER BY id DESC`,
+		key.HardwareID, key.ModelID, key.Backend, key.Threads, key.Kind)
+	if err != nil {
+		return nil, s.wrap("find curves", err)
+	}
+	type size struct{ context, seqs int }
+	seen := map[size]bool{}
+	var out []*Curve
+	for rows.Next() {
+		c := &Curve{Key: key}
+		var created string
+		if err := rows.Scan(&c.ID, &c.Key.Context, &c.Key.Seqs, &created); err != nil {
+			rows.Close()
+			return nil, s.wrap("find curves", err)
+		}
+		if k := (size{c.Key.Context, c.Key.Seqs}); !seen[k] {
+			seen[k] = true
+			c.Created, _ = time.Parse(time.RFC3339Nano, created)
+			out = append(out, c)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap("find curves", err)
+	}
+	for _, c := range out {
+		if c.Points, err = s.curvePoints(ctx, c.ID); err != nil {
+			return nil, s.wrap("find curves", err)
+		}
+	}
+	slices.SortFunc(out, func(a, b *Curve) int {
+		if a.Key.Seqs != b.Key.Seqs {
+			return a.Key.Seqs - b.Key.Seqs
+		}
+		return a.Key.Context - b.Key.Context
+	})
+	return out, nil
+}
+
+// curvePoints reads a stored curve's points, by width.
+func (s *Store) curvePoints(ctx context.Context, id int64) ([]latency.Point, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT w, median_ns, spread_ns, reps FROM latency_points WHERE curve_id = ? ORDER BY w", id)
+	if err != nil {
+		return nil, err
+	}
 	defer rows.Close()
+	var pts []latency.Point
 	for rows.Next() {
 		var p latency.Point
 		var med, spr int64
 		if err := rows.Scan(&p.W, &med, &spr, &p.Reps); err != nil {
-			return nil, s.wrap("find curve", err)
+			return nil, err
 		}
 		p.Median, p.Spread = time.Duration(med), time.Duration(spr)
-		c.Points = append(c.Points, p)
+		pts = append(pts, p)
 	}
-	return c, s.wrap0("find curve", rows.Err())
+	return pts, rows.Err()
 }
 
 // Run is a stored speculative decoding session.

@@ -67,6 +67,17 @@ package store
 //	                  median (runs.tokens_per_s)
 //	runs.rounds, runs.requests
 //	                  the rounds and the requests they completed
+//
+// Version 12 (curves over context and concurrency):
+//
+//	latency_curves.seqs  the sequences each timed pass held (1: one
+//	                     sequence, every curve stored before); W is then
+//	                     the pass's rows, all of them
+//	latency_curves_key   indexes the context and the sequences too: a
+//	                     model's verification curve is stored at several
+//	                     contexts and pass sizes, each found by its own
+//	                     (curves stored before keep the context they were
+//	                     measured at, the short one)
 var migrations = []string{`
 CREATE TABLE hardware (
 	id INTEGER PRIMARY KEY,
@@ -282,5 +293,15 @@ ALTER TABLE runs ADD COLUMN tps_p10 REAL NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN tps_p90 REAL NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN rounds INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN requests INTEGER NOT NULL DEFAULT 0;
+`,
+	`
+-- v12: latency curves at several contexts and of passes of several
+-- sequences, each curve found by its own context and sequences; every
+-- curve stored before was timed on one sequence at the short context it
+-- records (a context never recorded is read as that short one, 128)
+ALTER TABLE latency_curves ADD COLUMN seqs INTEGER NOT NULL DEFAULT 1;
+UPDATE latency_curves SET context = 128 WHERE context < 1;
+DROP INDEX latency_curves_key;
+CREATE INDEX latency_curves_key ON latency_curves(hardware_id, model_id, backend, threads, kind, context, seqs);
 `,
 }

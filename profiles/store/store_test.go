@@ -65,11 +65,11 @@ func TestRoundTrip(t *testing.T) {
 	if again != mid {
 		t.Errorf("same fingerprint got id %d, want %d", again, mid)
 	}
-	key := CurveKey{HardwareID: hid, ModelID: mid, Backend: "cpu", Threads: 2, Kind: "verify"}
+	key := CurveKey{HardwareID: hid, ModelID: mid, Backend: "cpu", Threads: 2, Kind: "verify", Context: 32}
 	if c, err := s.FindCurve(ctx, key); err != nil || c != nil {
 		t.Fatalf("empty store: curve %v, err %v", c, err)
 	}
-	c := &Curve{Key: key, Context: 32, Points: []latency.Point{{W: 1, Median: time.Millisecond, Spread: 10 * time.Microsecond, Reps: 5}, {W: 8, Median: 3 * time.Millisecond, Reps: 7}}}
+	c := &Curve{Key: key, Points: []latency.Point{{W: 1, Median: time.Millisecond, Spread: 10 * time.Microsecond, Reps: 5}, {W: 8, Median: 3 * time.Millisecond, Reps: 7}}}
 	if err := s.SaveCurve(ctx, c); err != nil {
 		t.Fatal(err)
 	}
