@@ -227,6 +227,10 @@ type DepthSample struct {
 	Parents []int16   `json:"parents,omitempty"`
 	PathP   []float32 `json:"pathp,omitempty"`
 	Path    []int16   `json:"path,omitempty"`
+	// Context is the cached tokens the step's verification attended to:
+	// its prompt and the tokens decoded before it (0 in older
+	// calibrations). Passes are priced at it (AtContexts).
+	Context int `json:"context,omitempty"`
 }
 
 // At returns Rank[d][r], extending the table with its last depth (deeper
@@ -309,6 +313,9 @@ type Costs struct {
 	// (single-token passes back to back, RecheckCosts; 0: not measured,
 	// and T_verify(1) stands in): the baseline of every speedup.
 	Plain time.Duration
+	// Context is what context the verification curves were priced at
+	// (AtContexts; zero: the one stored curve, at the short context).
+	Context ContextRange
 }
 
 // PlainToken is what every speedup is set against: plain decoding's time
@@ -388,6 +395,9 @@ type Prediction struct {
 	// Bounded says the curves priced a step cheaper than plain decoding's
 	// token, which no step can be, and the step was raised to it.
 	Bounded bool `json:",omitempty"`
+	// Context names the contexts the verification passes were priced at
+	// (Costs.Context): the range the prediction rests on.
+	Context ContextRange `json:",omitzero"`
 }
 
 // SplitChoices are the drafter's thread counts the search tries for a
@@ -500,6 +510,7 @@ func predictBounded(p Plan, acc *Acceptance, c Costs, cv curves, m *memo) (Predi
 		return pr, err
 	}
 	interval(&pr, m.aalError(acc), cv)
+	pr.Context = c.Context
 	return pr, nil
 }
 

@@ -1,0 +1,187 @@
+package costmodel
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"arborist/profiles/latency"
+)
+
+// ContextCurve is the target's verification curve T_verify(W) measured
+// on one sequence after Context cached tokens.
+type ContextCurve struct {
+	Context int
+	Verify  []latency.Point
+}
+
+// ContextRange says at what context a prediction's verification passes
+// were priced. Low and High are the shortest and longest measured
+// contexts the calibration's steps were priced between; Steps how many
+// steps were priced at their own context (prompt plus the tokens decoded
+// before them); First and Last the contexts the calibration's steps
+// reached; Beyond how many of them were past the longest measured curve
+// (Longest) and left out of the price, never extrapolated. Steps 0: every
+// pass was priced on the one curve at Low (the calibration recorded no
+// contexts, only one context was measured, or every step was past it).
+type ContextRange struct {
+	Low     int `json:"low"`
+	High    int `json:"high"`
+	Steps   int `json:"steps,omitempty"`
+	First   int `json:"first,omitempty"`
+	Last    int `json:"last,omitempty"`
+	Beyond  int `json:"beyond,omitempty"`
+	Longest int `json:"longest,omitempty"`
+}
+
+// String names the range a prediction rests on: "context 128" or
+// "contexts 128-4096 (812 steps at 140-3900 tokens; 12 past 4096 left
+// out)".
+func (r ContextRange) String() string {
+	if r.Low == 0 && r.High == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("contexts %d-%d", r.Low, r.High)
+	if r.Low == r.High {
+		s = fmt.Sprintf("context %d", r.Low)
+	}
+	switch {
+	case r.Steps > 0 && r.Beyond > 0:
+		return s + fmt.Sprintf(" (%d steps at %d-%d tokens; %d past %d, the longest measured, left out)", r.Steps, r.First, r.Last, r.Beyond, r.Longest)
+	case r.Steps > 0:
+		return s + fmt.Sprintf(" (%d steps at %d-%d tokens)", r.Steps, r.First, r.Last)
+	case r.Last > 0:
+		return s + fmt.Sprintf(" (the calibration's steps reached %d-%d tokens: not priced at theirs, profile --ctx measures it)", r.First, r.Last)
+	}
+	return s
+}
+
+// AtContexts prices every verification pass at the context it runs at:
+// c.Verify (measured at the shortest context of family, family[0] after
+// sorting, and perhaps rescaled by a re-check since) is scaled at each
+// width W by
+//
+//	m(W) = mean over the calibration's steps i of T(W, n_i) / T(W, n_0)
+//
+// where n_i is step i's context (acc.Depths[i].Context, its prompt plus
+// the tokens decoded before it), n_0 the shortest measured context, and
+// T(W, n) the family's curves interpolated linearly in W and then in
+// context between the two measured contexts around n. A step's time is
+// linear in T_verify, so pricing the plan on the mean curve is pricing
+// each step at its own context. A step shorter than n_0 is priced at n_0
+// (a pass costs no less than at a shorter context, so this errs slow); a
+// step past the longest measured context is left out of the mean, never
+// extrapolated, and counted in the range's Beyond. Plain decoding's token
+// (c.Plain) is scaled by m(1) and split curves (measured at the short
+// context) by m(W) too: the baseline runs at the same contexts.
+// The result's Context says what the prices rest on.
+func AtContexts(c Costs, family []ContextCurve, acc *Acceptance) Costs {
+	fam := slices.Clone(family)
+	fam = slices.DeleteFunc(fam, func(f ContextCurve) bool { return len(f.Verify) == 0 || f.Context < 1 })
+	slices.SortFunc(fam, func(a, b ContextCurve) int { return a.Context - b.Context })
+	if len(fam) == 0 {
+		return c
+	}
+	lo, hi := fam[0].Context, fam[len(fam)-1].Context
+	c.Context = ContextRange{Low: lo, High: lo, Longest: hi}
+	var ctxs []int
+	if acc != nil {
+		for _, d := range acc.Depths {
+			if d.Context <= 0 {
+				continue
+			}
+			if c.Context.First == 0 || d.Context < c.Context.First {
+				c.Context.First = d.Context
+			}
+			c.Context.Last = max(c.Context.Last, d.Context)
+			if d.Context > hi {
+				c.Context.Beyond++
+				continue
+			}
+			ctxs = append(ctxs, d.Context)
+		}
+	}
+	if len(ctxs) == 0 || len(fam) == 1 {
+		// one curve prices every pass, as before curves over context
+		c.Context.Beyond = 0
+		return c
+	}
+	c.Context.Steps = len(ctxs)
+	c.Context.High = contextAbove(fam, slices.Max(ctxs))
+	mult := func(w int) float64 {
+		base := float64(Interp(fam[0].Verify, w))
+		if base <= 0 {
+			return 1
+		}
+		sum := 0.0
+		for _, n := range ctxs {
+			sum += float64(AtContext(fam, w, n))
+		}
+		return sum / float64(len(ctxs)) / base
+	}
+	memo := map[int]float64{}
+	at := func(w int) float64 {
+		if m, ok := memo[w]; ok {
+			return m
+		}
+		memo[w] = mult(w)
+		return memo[w]
+	}
+	scale := func(pts []latency.Point) []latency.Point {
+		if pts == nil {
+			return nil
+		}
+		out := make([]latency.Point, len(pts))
+		for i, p := range pts {
+			m := at(p.W)
+			p.Median = time.Duration(float64(p.Median) * m)
+			p.Spread = time.Duration(float64(p.Spread) * m)
+			out[i] = p
+		}
+		return out
+	}
+	c.Verify = scale(c.Verify)
+	if c.Plain > 0 {
+		c.Plain = time.Duration(float64(c.Plain) * at(1))
+	}
+	if len(c.Splits) > 0 {
+		c.Splits = slices.Clone(c.Splits)
+		for i := range c.Splits {
+			c.Splits[i].Verify = scale(c.Splits[i].Verify)
+			c.Splits[i].Beside = scale(c.Splits[i].Beside)
+		}
+	}
+	return c
+}
+
+// AtContext is T_verify(w) after n cached tokens on the family fam
+// (sorted by context): interpolated linearly between the measured
+// contexts around n, the shortest curve's below it, and 0 past the
+// longest (never extrapolated: the caller leaves such a pass out).
+func AtContext(fam []ContextCurve, w, n int) time.Duration {
+	if len(fam) == 0 || n > fam[len(fam)-1].Context {
+		return 0
+	}
+	if n <= fam[0].Context {
+		return Interp(fam[0].Verify, w)
+	}
+	for i := 1; i < len(fam); i++ {
+		if n <= fam[i].Context {
+			a, b := fam[i-1], fam[i]
+			ta, tb := float64(Interp(a.Verify, w)), float64(Interp(b.Verify, w))
+			f := float64(n-a.Context) / float64(b.Context-a.Context)
+			return time.Duration(ta + f*(tb-ta))
+		}
+	}
+	return 0
+}
+
+// contextAbove is the shortest measured context of fam at or above n.
+func contextAbove(fam []ContextCurve, n int) int {
+	for _, f := range fam {
+		if f.Context >= n {
+			return f.Context
+		}
+	}
+	return fam[len(fam)-1].Context
+}

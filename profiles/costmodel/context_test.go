@@ -1,0 +1,131 @@
+package costmodel
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"arborist/profiles/latency"
+)
+
+// lineCurve is a stand-in verification curve: base + per*W at widths 1-64.
+func lineCurve(base, per time.Duration) []latency.Point {
+	var pts []latency.Point
+	for _, w := range []int{1, 2, 4, 8, 16, 32, 64} {
+		pts = append(pts, latency.Point{W: w, Median: base + time.Duration(w)*per, Spread: base / 100, Reps: 5})
+	}
+	return pts
+}
+
+// standInFamily: curves at 128, 1024 and 4096 cached tokens, a pass
+// costing more the longer the context.
+func standInFamily() []ContextCurve {
+	return []ContextCurve{
+		{Context: 4096, Verify: lineCurve(5*time.Millisecond, 400*time.Microsecond)},
+		{Context: 128, Verify: lineCurve(time.Millisecond, 100*time.Microsecond)},
+		{Context: 1024, Verify: lineCurve(2*time.Millisecond, 200*time.Microsecond)},
+	}
+}
+
+func withContexts(ctxs ...int) *Acceptance {
+	acc := Uniform(0.8, 0.4, 8, 4)
+	for _, n := range ctxs {
+		acc.Depths = append(acc.Depths, DepthSample{Best: []float64{0.8}, Accepted: 1, Context: n})
+	}
+	return acc
+}
+
+// TestAtContextBounds: between measured contexts a pass is interpolated
+// linearly, below the shortest it costs the shortest's, and past the
+// longest nothing is made up (0: the caller leaves it out).
+func TestAtContextBounds(t *testing.T) {
+	sorted := []ContextCurve{standInFamily()[1], standInFamily()[2], standInFamily()[0]}
+	w := 4
+	t128, t1024, t4096 := Interp(sorted[0].Verify, w), Interp(sorted[1].Verify, w), Interp(sorted[2].Verify, w)
+	if got, want := AtContext(sorted, w, 576), (t128+t1024)/2; got != want {
+		t.Errorf("midway between 128 and 1024: %v, want %v", got, want)
+	}
+	if got := AtContext(sorted, w, 64); got != t128 {
+		t.Errorf("below the shortest: %v, want the shortest's %v", got, t128)
+	}
+	if got := AtContext(sorted, w, 4096); got != t4096 {
+		t.Errorf("at the longest: %v, want %v", got, t4096)
+	}
+	if got := AtContext(sorted, w, 4097); got != 0 {
+		t.Errorf("past the longest measured context: %v, want nothing (never extrapolated)", got)
+	}
+}
+
+// TestAtContextsPricesEachStep: the verification curve is scaled at each
+// width by the mean, over the calibration's steps, of the pass at the
+// step's context over the pass at the short one; steps past the longest
+// measured context are left out and counted; predictions carry the range.
+func TestAtContextsPricesEachStep(t *testing.T) {
+	fam := standInFamily()
+	short := fam[1].Verify
+	c := Costs{Verify: short}
+	acc := withContexts(128, 1024, 1024, 4096, 9000)
+	got := AtContexts(c, fam, acc)
+	r := got.Context
+	if r.Low != 128 || r.High != 4096 || r.Steps != 4 || r.Beyond != 1 || r.First != 128 || r.Last != 9000 || r.Longest != 4096 {
+		t.Fatalf("range %+v", r)
+	}
+	for _, p := range got.Verify {
+		a, b, d := Interp(fam[1].Verify, p.W), Interp(fam[2].Verify, p.W), Interp(fam[0].Verify, p.W)
+		want := (a + 2*b + d) / 4
+		if diff := p.Median - want; diff < -time.Microsecond || diff > time.Microsecond {
+			t.Errorf("W=%d: %v, want %v, the mean of the steps' contexts", p.W, p.Median, want)
+		}
+	}
+	if short[0].Median != time.Millisecond+100*time.Microsecond {
+		t.Error("the stored curve was changed in place")
+	}
+	pr, err := Predict(Plan{Strategy: "chain", Gamma: 4}, acc, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.Context != r || !strings.Contains(pr.Context.String(), "contexts 128-4096") || !strings.Contains(pr.Context.String(), "1 past 4096") {
+		t.Errorf("prediction's range: %+v %q", pr.Context, pr.Context.String())
+	}
+	// priced at the short context, the same plan looks faster than it is
+	at128, _ := Predict(Plan{Strategy: "chain", Gamma: 4}, acc, Costs{Verify: short})
+	if at128.Step >= pr.Step {
+		t.Errorf("a step at the steps' contexts %v, not dearer than at the short one %v", pr.Step, at128.Step)
+	}
+
+	// steps only as long as a shorter family's longest: High is the
+	// shortest measured context that covers them
+	if r := AtContexts(c, fam, withContexts(200, 900)).Context; r.High != 1024 || r.Beyond != 0 || r.Steps != 2 {
+		t.Errorf("steps up to 900: %+v, want priced between 128 and 1024", r)
+	}
+}
+
+// TestAtContextsWithoutContexts: the negative controls: a calibration
+// that recorded no contexts, a family of the short curve alone, and
+// steps all past the longest curve leave the curve as it was, the range
+// saying it rests on the short context alone.
+func TestAtContextsWithoutContexts(t *testing.T) {
+	fam := standInFamily()
+	c := Costs{Verify: fam[1].Verify, Plain: time.Millisecond}
+	for name, tc := range map[string]struct {
+		fam []ContextCurve
+		acc *Acceptance
+	}{
+		"no contexts":    {fam, withContexts(0, 0)},
+		"one curve":      {fam[1:2], withContexts(300, 3000)},
+		"all past":       {fam, withContexts(5000, 6000)},
+		"no calibration": {fam, nil},
+	} {
+		got := AtContexts(c, tc.fam, tc.acc)
+		if got.Verify[3] != c.Verify[3] || got.Plain != c.Plain {
+			t.Errorf("%s: the curve moved: %v, want %v", name, got.Verify[3], c.Verify[3])
+		}
+		if got.Context.Low != 128 || got.Context.High != 128 || got.Context.Steps != 0 {
+			t.Errorf("%s: range %+v, want the short context alone", name, got.Context)
+		}
+	}
+	// and with contexts the plain token moves with the curve
+	if got := AtContexts(c, fam, withContexts(1024)); got.Plain != 2*time.Millisecond {
+		t.Errorf("plain token at 1024: %v", got.Plain)
+	}
+}
