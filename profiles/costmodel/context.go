@@ -57,25 +57,24 @@ func (r ContextRange) String() string {
 }
 
 // AtContexts prices every verification pass at the context it runs at:
-// c.Verify (measured at the shortest context of family, family[0] after
-// sorting, and perhaps rescaled by a re-check since) is scaled at each
-// width W by
+// c.Verify (measured at context base, one of family's, and perhaps
+// rescaled by a re-check since) is scaled at each width W by
 //
-//	m(W) = mean over the calibration's steps i of T(W, n_i) / T(W, n_0)
+//	m(W) = mean over the calibration's steps i of T(W, n_i) / T(W, base)
 //
 // where n_i is step i's context (acc.Depths[i].Context, its prompt plus
-// the tokens decoded before it), n_0 the shortest measured context, and
-// T(W, n) the family's curves interpolated linearly in W and then in
-// context between the two measured contexts around n. A step's time is
-// linear in T_verify, so pricing the plan on the mean curve is pricing
-// each step at its own context. A step shorter than n_0 is priced at n_0
-// (a pass costs no less than at a shorter context, so this errs slow); a
+// the tokens decoded before it), and T(W, n) the family's curves
+// interpolated linearly in W and then in context between the two
+// measured contexts around n (AtContext). A step's time is linear in
+// T_verify, so pricing the plan on the mean curve is pricing each step
+// at its own context. A step shorter than the shortest measured context
+// is priced at it (a pass costs no less than at a shorter context, so this errs slow); a
 // step past the longest measured context is left out of the mean, never
 // extrapolated, and counted in the range's Beyond. Plain decoding's token
 // (c.Plain) is scaled by m(1) and split curves (measured at the short
 // context) by m(W) too: the baseline runs at the same contexts.
 // The result's Context says what the prices rest on.
-func AtContexts(c Costs, family []ContextCurve, acc *Acceptance) Costs {
+func AtContexts(c Costs, base int, family []ContextCurve, acc *Acceptance) Costs {
 	fam := slices.Clone(family)
 	fam = slices.DeleteFunc(fam, func(f ContextCurve) bool { return len(f.Verify) == 0 || f.Context < 1 })
 	slices.SortFunc(fam, func(a, b ContextCurve) int { return a.Context - b.Context })
@@ -109,7 +108,7 @@ func AtContexts(c Costs, family []ContextCurve, acc *Acceptance) Costs {
 	c.Context.Steps = len(ctxs)
 	c.Context.High = contextAbove(fam, slices.Max(ctxs))
 	mult := func(w int) float64 {
-		base := float64(Interp(fam[0].Verify, w))
+		base := float64(AtContext(fam, w, base))
 		if base <= 0 {
 			return 1
 		}

@@ -65,7 +65,7 @@ func TestAtContextsPricesEachStep(t *testing.T) {
 	short := fam[1].Verify
 	c := Costs{Verify: short}
 	acc := withContexts(128, 1024, 1024, 4096, 9000)
-	got := AtContexts(c, fam, acc)
+	got := AtContexts(c, 128, fam, acc)
 	r := got.Context
 	if r.Low != 128 || r.High != 4096 || r.Steps != 4 || r.Beyond != 1 || r.First != 128 || r.Last != 9000 || r.Longest != 4096 {
 		t.Fatalf("range %+v", r)
@@ -95,7 +95,7 @@ func TestAtContextsPricesEachStep(t *testing.T) {
 
 	// steps only as long as a shorter family's longest: High is the
 	// shortest measured context that covers them
-	if r := AtContexts(c, fam, withContexts(200, 900)).Context; r.High != 1024 || r.Beyond != 0 || r.Steps != 2 {
+	if r := AtContexts(c, 128, fam, withContexts(200, 900)).Context; r.High != 1024 || r.Beyond != 0 || r.Steps != 2 {
 		t.Errorf("steps up to 900: %+v, want priced between 128 and 1024", r)
 	}
 }
@@ -116,7 +116,7 @@ func TestAtContextsWithoutContexts(t *testing.T) {
 		"all past":       {fam, withContexts(5000, 6000)},
 		"no calibration": {fam, nil},
 	} {
-		got := AtContexts(c, tc.fam, tc.acc)
+		got := AtContexts(c, 128, tc.fam, tc.acc)
 		if got.Verify[3] != c.Verify[3] || got.Plain != c.Plain {
 			t.Errorf("%s: the curve moved: %v, want %v", name, got.Verify[3], c.Verify[3])
 		}
@@ -125,7 +125,7 @@ func TestAtContextsWithoutContexts(t *testing.T) {
 		}
 	}
 	// and with contexts the plain token moves with the curve
-	if got := AtContexts(c, fam, withContexts(1024)); got.Plain != 2*time.Millisecond {
+	if got := AtContexts(c, 128, fam, withContexts(1024)); got.Plain != 2*time.Millisecond {
 		t.Errorf("plain token at 1024: %v", got.Plain)
 	}
 }
