@@ -76,7 +76,9 @@ func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens in
 	for i, p := range prompts {
 		cfg := spec.Config{Plan: spec.StaticTreePlan(shape), MaxTokens: tokens, StopAtEOS: true, Sample: smp}
 		cfg.Sample.Seed += uint64(i) // each prompt its own draws, the whole calibration reproducible
+		at := len(p)                 // the step's context: the prompt and what was decoded
 		cfg.OnStep = func(s spec.Step) {
+			defer func() { at += s.Emitted }()
 			acc.Steps++
 			kind := 0
 			if s.Resampled {
@@ -99,7 +101,7 @@ func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens in
 			if len(acc.Depths) < costmodel.MaxDepthSamples {
 				best := s.Best[:min(len(s.Best), depth)]
 				ds := costmodel.DepthSample{Best: append([]float64(nil), best...), Accepted: s.Accepted,
-					Top: append([]float64(nil), s.First...), P21: s.P21, Resampled: s.Resampled}
+					Top: append([]float64(nil), s.First...), P21: s.P21, Resampled: s.Resampled, Context: at}
 				if len(acc.Depths) < costmodel.MaxProbeSamples {
 					ds.RecordProbe(s.Tree, s.Path)
 				}
@@ -171,6 +173,9 @@ type ProfileOptions struct {
 	// Engine runs the pair for a Kind starting "draft-steps"
 	// (DraftStepCosts: a source without a model file of its own).
 	Engine *spec.Engine
+	// Seqs, above 1, times passes of that many sequences (SeqsCurve; Kind
+	// "verify"), Widths being each pass's rows in all.
+	Seqs int
 }
 
 // ErrNotProfiled: no stored curve matches and measuring was not allowed.
@@ -187,7 +192,8 @@ type Profile struct {
 
 // ProfileModel returns m's latency curve on this hardware and backend,
 // measuring and storing it unless a stored one matches (same hardware,
-// model, backend, threads and kind) and Fresh is not set.
+// model, backend, threads, kind, context and sequences, and every width
+// asked for) and Fresh is not set.
 func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *model.Model, be kernels.Backend, opt ProfileOptions) (*Profile, error) {
 	if opt.Kind == "" {
 		opt.Kind = "verify"
@@ -208,7 +214,7 @@ func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *mo
 		return nil, err
 	}
 	opt.Curve.defaults()
-	key := store.CurveKey{HardwareID: hid, ModelID: mid, Backend: be.Name(), Threads: be.Threads(), Kind: opt.Kind, Context: opt.Curve.Context, Seqs: 1}
+	key := store.CurveKey{HardwareID: hid, ModelID: mid, Backend: be.Name(), Threads: be.Threads(), Kind: opt.Kind, Context: opt.Curve.Context, Seqs: max(opt.Seqs, 1)}
 	p := &Profile{Hardware: hw, Model: md}
 	if !opt.Fresh {
 		c, err := st.FindCurve(ctx, key)
@@ -231,6 +237,14 @@ func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *mo
 		}
 		curve = func(ctx context.Context, _ *model.Model, _ []int, o CurveOptions) ([]latency.Point, error) {
 			return DraftStepCosts(ctx, opt.Engine, o)
+		}
+	}
+	if opt.Seqs > 1 {
+		if opt.Kind != "verify" {
+			return nil, fmt.Errorf("profiles: passes of %d sequences are timed for the verification curve, not %s", opt.Seqs, opt.Kind)
+		}
+		curve = func(ctx context.Context, m *model.Model, widths []int, o CurveOptions) ([]latency.Point, error) {
+			return SeqsCurve(ctx, m, opt.Seqs, widths, o)
 		}
 	}
 	switch opt.Kind {
@@ -527,4 +541,77 @@ func StepRecord(index, prompt int, s spec.Step) store.Step {
 	return store.Step{Index: index, Prompt: prompt, Drafted: s.Drafted, Width: s.Width, Depth: s.Depth, Accepted: s.Accepted,
 		Emitted: s.Emitted, Bonus: s.Bonus, Draft: s.Draft, Verify: s.Verify, Overhead: s.Overhead, Overlap: s.Overlap,
 		Wait: s.Wait, Ahead: s.Ahead, AheadHit: s.AheadHit}
+}
+
+// VerifyFamily returns m's stored verification curves on this hardware
+// and backend at every context and pass size (store.CurveFamily; nil
+// when none is stored): what prices passes at a request's context and
+// passes of several sequences.
+func VerifyFamily(ctx context.Context, st *store.Store, hw store.Hardware, m *model.Model, be kernels.Backend) ([]*store.Curve, error) {
+	hid, err := st.PutHardware(ctx, &hw)
+	if err != nil {
+		return nil, err
+	}
+	md, err := pairs.DescribeModel(m)
+	if err != nil {
+		return nil, err
+	}
+	mid, err := st.PutModel(ctx, &md)
+	if err != nil {
+		return nil, err
+	}
+	return st.CurveFamily(ctx, store.CurveKey{HardwareID: hid, ModelID: mid, Backend: be.Name(), Threads: be.Threads(), Kind: "verify"})
+}
+
+// ContextCurves are family's one-sequence curves, by context, as the
+// cost model prices them (costmodel.AtContexts).
+func ContextCurves(family []*store.Curve) []costmodel.ContextCurve {
+	var out []costmodel.ContextCurve
+	for _, c := range family {
+		if max(c.Key.Seqs, 1) == 1 {
+			out = append(out, costmodel.ContextCurve{Context: c.Key.Context, Verify: c.Points})
+		}
+	}
+	return out
+}
+
+// contextGrid are the contexts curves are measured at beyond the short
+// one: doublings, so a family covers any context with few curves.
+var contextGrid = []int{256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072}
+
+// CalibrationContexts are the contexts a profile measures so that acc's
+// steps are priced at their own (costmodel.AtContexts): the grid's
+// context at or above the longest a step reached, and the one at or
+// above the median when it is another, each at most most (the longest a
+// pass may start from; a step past it is then left out). Nil when acc
+// recorded no contexts.
+func CalibrationContexts(acc *costmodel.Acceptance, most int) []int {
+	if acc == nil {
+		return nil
+	}
+	var ns []int
+	for _, d := range acc.Depths {
+		if d.Context > 0 {
+			ns = append(ns, d.Context)
+		}
+	}
+	if len(ns) == 0 {
+		return nil
+	}
+	slices.Sort(ns)
+	up := func(n int) int {
+		for _, g := range contextGrid {
+			if g >= n {
+				return min(g, most)
+			}
+		}
+		return most
+	}
+	var out []int
+	for _, n := range []int{ns[len(ns)/2], ns[len(ns)-1]} {
+		if g := up(n); g > ShortContext && !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out
 }

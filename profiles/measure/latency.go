@@ -3,6 +3,7 @@ package measure
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"time"
@@ -16,7 +17,7 @@ import (
 
 // CurveOptions control a latency-curve measurement.
 type CurveOptions struct {
-	Context int // cached tokens each pass attends to (default 128, a mid-length generation)
+	Context int // cached tokens each pass attends to (default ShortContext)
 	Warmup  int // untimed passes per width (default 2)
 	MinReps int // timed passes per width at least (default 5)
 	MaxReps int // at most (default 15); stops early once every spread is small
@@ -25,9 +26,16 @@ type CurveOptions struct {
 	Progress func(done, total int, p latency.Point)
 }
 
+// ShortContext is the context a curve is measured at unless another is
+// asked for: a mid-length generation's, the one every curve was measured
+// at before curves over context. Plans are priced on the verification
+// curve at it where nothing says at what context they run; curves at
+// longer contexts are measured beside it.
+const ShortContext = 128
+
 func (o *CurveOptions) defaults() {
 	if o.Context <= 0 {
-		o.Context = 128
+		o.Context = ShortContext
 	}
 	if o.Warmup <= 0 {
 		o.Warmup = 2
@@ -52,12 +60,109 @@ func DefaultWidths(maxW int) []int {
 	return ws
 }
 
+// ContextWidths are the widths a verification curve at a longer context
+// is timed at, up to maxW: a sparse grid of doublings and maxW (a pass
+// there takes longer, and the model interpolates between widths as it
+// does on the short context's curve), so a profile at several contexts
+// stays within minutes.
+func ContextWidths(maxW int) []int {
+	if maxW < 1 {
+		return nil
+	}
+	var ws []int
+	for w := 1; w <= maxW; w *= 2 {
+		ws = append(ws, w)
+	}
+	if ws[len(ws)-1] < maxW {
+		ws = append(ws, maxW) // the widest plans verify there
+	}
+	return ws
+}
+
+// SeqsWidths are the widths (rows in all) a curve of passes of seqs
+// sequences is timed at, up to maxW: seqs times 1, 2, 4, ... rows each,
+// every sequence verifying as many; nil when even one row each is past
+// maxW.
+func SeqsWidths(seqs, maxW int) []int {
+	var ws []int
+	for each := 1; seqs*each <= maxW; each *= 2 {
+		ws = append(ws, seqs*each)
+	}
+	return ws
+}
+
 // settlePasses is how many untimed passes of its narrowest width a round
 // of VerifyCurve starts with, after the last round's widest pass.
 const settlePasses = 4
 
+// CheckContext refuses a context of n cached tokens (a pass's rows
+// beyond them included) that m cannot hold, before anything is
+// allocated: past the positions it was trained for, or a KV cache larger
+// than the machine's memory; the error names both figures.
+func CheckContext(m *model.Model, n int) error {
+	if n > m.CtxLen {
+		return fmt.Errorf("profiles: a context of %d tokens is past the %d positions %s was trained for", n, m.CtxLen, filepath.Base(m.Path))
+	}
+	return m.CheckCache(n)
+}
+
+// DepthCache makes a cache of m, for up to n+extra positions, whose
+// first n slots are in use and hold keys and values a pass reads as it
+// reads a prompt's: a pass on it costs what it costs after n tokens of
+// context. A prefill of n tokens would take minutes at a long context on
+// a CPU (a 4K-token prompt, prefilled at 25 tokens/s), and attention
+// reads every slot whatever it holds, so only the first ShortContext are
+// computed and copied over the rest (Cache.Compact): every slot is then
+// written memory, never pages the system has not backed yet, which a
+// cache only marked used (Cache.Fill) would be read from, all of them
+// one page of zeros in the processor's cache, timing a long context as
+// a short one.
+func DepthCache(ctx context.Context, m *model.Model, n, extra int) (*model.Cache, error) {
+	if n < 1 || extra < 0 {
+		return nil, fmt.Errorf("profiles: a cache of %d tokens and %d more", n, extra)
+	}
+	if err := CheckContext(m, n+extra); err != nil {
+		return nil, err
+	}
+	cache := m.NewCache(n + extra)
+	k := min(n, ShortContext)
+	toks := make([]int, k)
+	for i := range toks {
+		toks[i] = (i*7 + 3) % m.Vocab
+	}
+	var res model.Result
+	if err := m.Forward(ctx, cache, model.Batch{Tokens: toks, Want: []int{k - 1}, Output: model.OutArgmax}, &res); err != nil {
+		cache.Free()
+		return nil, err
+	}
+	if n == k {
+		return cache, nil
+	}
+	keep := make([]int, n)
+	for i := range keep {
+		keep[i] = i % k
+	}
+	// Fill marks the slots used; Compact then writes slot i%k into each
+	// slot i; Fill again gives every slot its own position back (a
+	// sliding window decides visibility by position)
+	if err := cache.Fill(n); err != nil {
+		cache.Free()
+		return nil, err
+	}
+	if err := cache.Compact(keep); err != nil {
+		cache.Free()
+		return nil, err
+	}
+	if err := cache.Fill(n); err != nil {
+		cache.Free()
+		return nil, err
+	}
+	return cache, nil
+}
+
 // VerifyCurve measures one target forward pass over W tokens (causal, on top
-// of a cached context) for each width: T_verify(W).
+// of a cached context of opt.Context tokens, DepthCache) for each width:
+// T_verify(W).
 func VerifyCurve(ctx context.Context, m *model.Model, widths []int, opt CurveOptions) ([]latency.Point, error) {
 	opt.defaults()
 	maxW := 0
@@ -70,21 +175,87 @@ func VerifyCurve(ctx context.Context, m *model.Model, widths []int, opt CurveOpt
 	if opt.Context+maxW > m.CtxLen {
 		return nil, fmt.Errorf("profiles: context %d + width %d exceed the model's %d positions", opt.Context, maxW, m.CtxLen)
 	}
-	cache := m.NewCache(opt.Context + maxW)
-	var res model.Result
-	toks := make([]int, opt.Context+maxW)
-	for i := range toks {
-		toks[i] = (i*7 + 3) % m.Vocab
-	}
-	if err := m.Forward(ctx, cache, model.Batch{Tokens: toks[:opt.Context], Want: []int{opt.Context - 1}}, &res); err != nil {
+	cache, err := DepthCache(ctx, m, opt.Context, maxW)
+	if err != nil {
 		return nil, err
 	}
-	pass := func(w int) (time.Duration, error) {
+	defer cache.Free()
+	var res model.Result
+	toks := make([]int, maxW)
+	for i := range toks {
+		toks[i] = (opt.Context + i*7 + 3) % m.Vocab
+	}
+	return timeRounds(ctx, widths, func(w int) (time.Duration, error) {
 		cache.Truncate(opt.Context)
 		t0 := time.Now()
-		err := m.Forward(ctx, cache, model.Batch{Tokens: toks[opt.Context : opt.Context+w]}, &res)
+		err := m.Forward(ctx, cache, model.Batch{Tokens: toks[:w]}, &res)
 		return time.Since(t0), err
+	}, opt)
+}
+
+// SeqsCurve measures one pass of seqs sequences through model.Pass, each
+// sequence on a cache of its own holding opt.Context tokens (DepthCache),
+// for each width: point W is a pass of W rows in all, W/seqs of each
+// sequence (W a multiple of seqs), what a server's pass costs when seqs
+// requests each verify W/seqs tokens. The rounds are VerifyCurve's.
+func SeqsCurve(ctx context.Context, m *model.Model, seqs int, widths []int, opt CurveOptions) ([]latency.Point, error) {
+	opt.defaults()
+	if seqs < 1 {
+		return nil, fmt.Errorf("profiles: a pass of %d sequences", seqs)
 	}
+	maxW := 0
+	for _, w := range widths {
+		if w < seqs || w%seqs != 0 {
+			return nil, fmt.Errorf("profiles: a pass of %d rows is not %d sequences of equal rows", w, seqs)
+		}
+		maxW = max(maxW, w)
+	}
+	if maxW > model.MaxRows {
+		return nil, fmt.Errorf("profiles: a pass of %d rows is more than one pass takes (%d)", maxW, model.MaxRows)
+	}
+	each := maxW / seqs
+	if opt.Context+each > m.CtxLen {
+		return nil, fmt.Errorf("profiles: context %d + width %d exceed the model's %d positions", opt.Context, each, m.CtxLen)
+	}
+	first, err := DepthCache(ctx, m, opt.Context, each)
+	if err != nil {
+		return nil, err
+	}
+	caches := []*model.Cache{first}
+	defer func() {
+		for _, c := range caches {
+			c.Free()
+		}
+	}()
+	for len(caches) < seqs {
+		c, err := first.CopyPrefix(opt.Context)
+		if err != nil {
+			return nil, err
+		}
+		caches = append(caches, c)
+	}
+	toks := make([]int, each)
+	for i := range toks {
+		toks[i] = (opt.Context + i*7 + 3) % m.Vocab
+	}
+	pass := m.NewPass()
+	results := make([]model.Result, seqs)
+	batch := make([]model.Seq, seqs)
+	return timeRounds(ctx, widths, func(w int) (time.Duration, error) {
+		for i, c := range caches {
+			c.Truncate(opt.Context)
+			batch[i] = model.Seq{Cache: c, Batch: model.Batch{Tokens: toks[:w/seqs]}, Result: &results[i]}
+		}
+		t0 := time.Now()
+		err := pass.Forward(ctx, batch)
+		return time.Since(t0), err
+	}, opt)
+}
+
+// timeRounds times pass(w) for every width, warmed up, in interleaved
+// rounds: the curves' protocol, which returns each width's median and
+// spread over the rounds.
+func timeRounds(ctx context.Context, widths []int, pass func(w int) (time.Duration, error), opt CurveOptions) ([]latency.Point, error) {
 	// Rounds go through every width in turn, so a slow spell of a shared
 	// machine slows all widths alike and the ratios T(W)/T(1), which the
 	// speedup model lives on, stay sound.

@@ -2,6 +2,9 @@ package measure
 
 import (
 	"context"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,5 +123,48 @@ func TestVerifyBeside(t *testing.T) {
 	cancel()
 	if _, _, err := VerifyBeside(ctx, target, draft, widths, CurveOptions{Context: 32}); err == nil {
 		t.Error("a cancelled context was ignored")
+	}
+}
+
+// TestCurvesAtDepth: a cache at a context's depth holds that many slots
+// whatever the part computed; passes of several sequences are timed one
+// point per width, widths that do not split evenly over the sequences
+// are refused, and a context past the model's trained positions is
+// refused before anything is allocated, naming both figures.
+func TestCurvesAtDepth(t *testing.T) {
+	m, err := model.Load(modeltest.Stories260K(t), cpu.New(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	n := min(m.CtxLen-8, 3*ShortContext)
+	c, err := DepthCache(ctx, m, n, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Len() != n || c.Cap() != n+8 {
+		t.Errorf("a cache at depth %d: %d slots of %d", n, c.Len(), c.Cap())
+	}
+	c.Free()
+	pts, err := SeqsCurve(ctx, m, 2, SeqsWidths(2, 8), CurveOptions{Context: 32, Warmup: 1, MinReps: 2, MaxReps: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 3 || pts[0].W != 2 || pts[2].W != 8 || pts[0].Reps != 2 || pts[0].Median <= 0 {
+		t.Errorf("passes of 2 sequences: %+v", pts)
+	}
+	if _, err := SeqsCurve(ctx, m, 2, []int{3}, CurveOptions{Context: 32}); err == nil {
+		t.Error("3 rows over 2 sequences accepted")
+	}
+	err = CheckContext(m, m.CtxLen+1)
+	if err == nil || !strings.Contains(err.Error(), strconv.Itoa(m.CtxLen+1)) || !strings.Contains(err.Error(), strconv.Itoa(m.CtxLen)) {
+		t.Errorf("a context past the trained length: %v, want both figures named", err)
+	}
+	if err := CheckContext(m, m.CtxLen); err != nil {
+		t.Errorf("the trained length itself refused: %v", err)
+	}
+	if got := ContextWidths(48); !slices.Equal(got, []int{1, 2, 4, 8, 16, 32, 48}) {
+		t.Errorf("widths at a long context: %v", got)
 	}
 }
