@@ -25,7 +25,22 @@ import (
 type ProfileOptions struct {
 	MaxW  int  // widest verification timed (default 64)
 	Fresh bool // measure again even when matching curves are stored
+	// Contexts are further contexts (cached tokens) to time T_verify(W)
+	// at (--ctx), beside the short one (measure.ShortContext) and those
+	// the pair's latest calibration reached
+	// (measure.CalibrationContexts); each past the target's trained
+	// positions or the machine's memory is refused before anything is
+	// measured.
+	Contexts []int
+	// Seqs are the pass sizes, in sequences, to time at the short
+	// context (--seqs; nil: DefaultSeqs), each within MaxW rows in all; 1
+	// is the target's own curve.
+	Seqs []int
 }
+
+// DefaultSeqs are the pass sizes a profile times by default: what a
+// server's passes hold at the concurrencies tune prices by default.
+var DefaultSeqs = []int{1, 2, 4, 8}
 
 // ProfileReport is a pair's latency curves on this machine.
 type ProfileReport struct {
@@ -48,6 +63,13 @@ type ProfileReport struct {
 	StepCost time.Duration
 	Limits   hardware.Limits
 	Memory   *store.DeviceMemory // the target device's own memory (a GPU's), nil on the CPU
+	// Family are the target's verification curves beyond Target: at
+	// longer contexts (one sequence a pass), then passes of several
+	// sequences at the short context, as measured or reused.
+	Family []*measure.Profile
+	// Left says what a default context left out and why (one past the
+	// machine's memory), "" when nothing was.
+	Left []string
 }
 
 // Machine describes this machine: CPU, cores, SIMD, memory and the NVIDIA
@@ -99,6 +121,10 @@ func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, pr
 	}
 	defer pair.Close()
 	r := &ProfileReport{Pair: ps, Backend: pair.Backend.Name(), Threads: pair.Backend.Threads()}
+	family, err := b.familyPlan(ctx, st, pair, ps, opt, r)
+	if err != nil {
+		return nil, err
+	}
 	progress.send("hardware", 0, 1, "measuring memory bandwidth")
 	if r.Hardware, err = hardware.KnownHardware(ctx, st, ps.Threads, opt.Fresh); err != nil {
 		return nil, err
@@ -125,6 +151,9 @@ func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, pr
 		return nil, err
 	}
 	r.StepCost = measure.StepOverhead(r.Overhead.Curve.Points)
+	if err := profileFamily(ctx, st, pair, r, family, popt, progress); err != nil {
+		return nil, err
+	}
 	if pair.DraftModel != nil {
 		if r.Draft, err = measure.ProfileModel(ctx, st, r.Hardware, pair.DraftModel, pair.Backend, popt("draft", measure.DefaultWidths(min(opt.MaxW, 16)))); err != nil {
 			return nil, err
@@ -227,6 +256,10 @@ type Inputs struct {
 	Backend   string
 	CtxLen    int
 	Precision string
+	// Family are the target's stored verification curves at every
+	// context and pass size (measure.VerifyFamily), Costs priced on them
+	// (costmodel.AtContexts).
+	Family []*store.Curve
 }
 
 // Describe says what the acceptance rests on: "measured on calibration 3,
@@ -394,15 +427,23 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 		}
 		in.Costs, in.Recheck = costs, &rc
 	}
+	in.Acc = stored
 	if opt.Alpha > 0 {
 		decay := opt.Decay
 		if decay <= 0 {
 			decay = 0.4
 		}
 		in.Acc, in.Assumed, in.CalID = costmodel.Uniform(opt.Alpha, decay, 8, 4), true, 0
-		return in, nil
 	}
-	in.Acc = stored
+	if in.Profiled {
+		// every pass priced at the context the calibration's steps ran
+		// at, on the curves measured over context (an assumed acceptance
+		// has no steps: the short context's curve prices it)
+		if in.Family, err = measure.VerifyFamily(ctx, st, in.Hardware, pair.Target, pair.Backend); err != nil {
+			return nil, err
+		}
+		in.Costs = costmodel.AtContexts(in.Costs, measure.ShortContext, measure.ContextCurves(in.Family), in.Acc)
+	}
 	return in, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"arborist/profiles/costmodel"
 	"arborist/profiles/measure"
 )
 
@@ -116,6 +117,8 @@ func (t *TuneResult) MarshalJSON() ([]byte, error) {
 		Backend  string        `json:"device,omitempty"`        // with --place: the target's device
 		Draft2   string        `json:"draft_device,omitempty"`  // with --place: the drafter's, when not the target's
 		Threads2 int           `json:"draft_threads,omitempty"` // a plan drafting while the target verifies: the drafter's threads
+		// the contexts its verification passes were priced at
+		Context costmodel.ContextRange `json:"context"`
 	}
 	doc := struct {
 		PlanID     int64        `json:"plan_id"`
@@ -134,7 +137,7 @@ func (t *TuneResult) MarshalJSON() ([]byte, error) {
 	}
 	for i, pr := range t.Ranked[:show] {
 		doc.Plans = append(doc.Plans, prediction{Rank: i + 1, Plan: pr.Plan, Name: pr.Plan.String(), Speedup: pr.Speedup, Low: pr.Low, High: pr.High, Bounded: pr.Bounded, AAL: pr.AAL, Nodes: pr.Nodes,
-			Draft: pr.Draft, Verify: pr.Verify, Step: pr.Step, PerDepth: pr.PerDepth, Backend: pr.Backend, Draft2: pr.DraftBackend, Threads2: pr.DraftThreads})
+			Draft: pr.Draft, Verify: pr.Verify, Step: pr.Step, PerDepth: pr.PerDepth, Backend: pr.Backend, Draft2: pr.DraftBackend, Threads2: pr.DraftThreads, Context: pr.Context})
 	}
 	if t.Export != nil {
 		doc.Config = t.Export.Path
@@ -221,30 +224,39 @@ func (r *ProfileReport) MarshalJSON() ([]byte, error) {
 		Points  []point   `json:"points"`
 		Created time.Time `json:"created"`
 		Context int       `json:"context"`
+		Seqs    int       `json:"seqs"`
 		Model   string    `json:"model,omitempty"`
 	}
 	doc := func(p *measure.Profile, model string) *curve {
 		if p == nil {
 			return nil
 		}
-		c := &curve{Kind: p.Curve.Key.Kind, Backend: p.Curve.Key.Backend, Threads: p.Curve.Key.Threads, Cached: p.Cached, Created: p.Curve.Created, Context: p.Curve.Key.Context, Model: model}
+		c := &curve{Kind: p.Curve.Key.Kind, Backend: p.Curve.Key.Backend, Threads: p.Curve.Key.Threads, Cached: p.Cached, Created: p.Curve.Created, Context: p.Curve.Key.Context, Seqs: max(p.Curve.Key.Seqs, 1), Model: model}
 		for _, pt := range p.Curve.Points {
 			c.Points = append(c.Points, point{W: pt.W, Median: int64(pt.Median), Spread: int64(pt.Spread), Reps: pt.Reps})
 		}
 		return c
 	}
 	hw, ps := r.Hardware, r.Pair
+	var family []*curve
+	for _, p := range r.Family {
+		family = append(family, doc(p, ps.Target))
+	}
 	return json.Marshal(struct {
-		Hardware any    `json:"hardware"`
-		Target   *curve `json:"verify"`
-		Overhead *curve `json:"overhead"`
-		Draft    *curve `json:"draft,omitempty"`
-		After    *curve `json:"draft_after_target,omitempty"`
-		Steps    *curve `json:"drafting_in_engine,omitempty"`
-		Limits   any    `json:"limits"`
-		Memory   any    `json:"device_memory,omitempty"`
+		Hardware any      `json:"hardware"`
+		Target   *curve   `json:"verify"`
+		Overhead *curve   `json:"overhead"`
+		Draft    *curve   `json:"draft,omitempty"`
+		After    *curve   `json:"draft_after_target,omitempty"`
+		Steps    *curve   `json:"drafting_in_engine,omitempty"`
+		Family   []*curve `json:"verify_family,omitempty"`
+		Left     []string `json:"left_out,omitempty"`
+		Limits   any      `json:"limits"`
+		Memory   any      `json:"device_memory,omitempty"`
 	}{
 		Memory:   r.Memory,
+		Family:   family,
+		Left:     r.Left,
 		Hardware: map[string]any{"fingerprint": hw.Fingerprint, "cpu": hw.CPU, "cores": hw.Cores, "threads": hw.Threads, "simd": hw.SIMD, "ram_bytes": hw.RAM, "bandwidth_bytes_per_s": hw.Bandwidth, "gpus": hw.GPUs},
 		Target:   doc(r.Target, ps.Target), Overhead: doc(r.Overhead, ps.Target), Draft: doc(r.Draft, ps.Draft), After: doc(r.DraftAfter, ps.Draft), Steps: doc(r.DraftSteps, ps.DraftHidden),
 		Limits: map[string]any{"roofline_ns": int64(r.Limits.Roofline()), "peak_macs_per_s": r.Limits.Peak, "peak_kind": r.Limits.Kind(), "macs_per_token": r.Limits.MACs,

@@ -281,6 +281,9 @@ func TestTuningWorkflow(t *testing.T) {
 	if !strings.Contains(out, "T_verify re-check: W=1 stored") {
 		t.Errorf("tune did not re-check the stored T_verify curve:\n%s", out)
 	}
+	if !strings.Contains(out, "verification priced at context") {
+		t.Errorf("tune did not name the contexts its prices rest on:\n%s", out)
+	}
 	cfgPath := filepath.Join(tmp, "config.yaml")
 	code, out, stderr = run(t, "export", "--target", target, "--draft", draft, "--db", db, "-o", cfgPath)
 	if code != 0 || !strings.Contains(out, "llama-server") || !strings.Contains(out, "vllm serve") {

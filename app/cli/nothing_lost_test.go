@@ -170,6 +170,8 @@ func TestHostileInputsRefusedQuickly(t *testing.T) {
 		{append(append([]string{}, base...), "--draft-ngram", "2", "--strategy", "tree", "--widths", "4096"), "512"},
 		{append(append([]string{}, base...), "--draft-ngram", "2", "--strategy", "egt", "--egt-widths", "64,64,64,64", "--branch", "64", "--w-max", "4096"), "512"},
 		{[]string{"profile", "--target", target, "--draft-ngram", "2", "--max-w", "4096", "--db", db}, "--max-w 4096"},
+		{[]string{"profile", "--target", target, "--draft-ngram", "2", "--ctx", "1000000000", "--db", db}, "--ctx 1000000000"},
+		{[]string{"profile", "--target", target, "--draft-ngram", "2", "--seqs", "0", "--db", db}, "--seqs 0"},
 		{[]string{"bench", "--model", target, "--reps", "1000000000"}, "--reps"},
 		{[]string{"train", "drafter", "--target", target, "--prompts", empty, "--epochs", "1000000000", "--db", db}, "epochs"},
 		{[]string{"train", "drafter", "--target", target, "--prompts", empty, "--tokens", "1000000000", "--db", db}, "tokens"},

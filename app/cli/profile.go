@@ -28,13 +28,59 @@ func printCurve(w io.Writer, label string, p *profiles.Profile) {
 	}
 }
 
+// printFamily prints the target's verification curves over context and
+// pass size beside the short context's: each width's time and its
+// ratio to the short context's one-sequence pass of as many rows.
+func printFamily(w io.Writer, r *profiles.ProfileReport) {
+	if len(r.Family) == 0 {
+		return
+	}
+	short := r.Target.Curve.Points
+	fmt.Fprintf(w, "target T(W) over context and sequences a pass (time, spread, against context %d, one sequence, at the same W):\n", r.Target.Curve.Key.Context)
+	for _, p := range r.Family {
+		k := p.Curve.Key
+		label := fmt.Sprintf("context %d", k.Context)
+		if k.Seqs > 1 {
+			label = fmt.Sprintf("%d sequences, context %d", k.Seqs, k.Context)
+		}
+		src := "measured now"
+		if p.Cached {
+			src = "stored " + p.Curve.Created.Format("2006-01-02 15:04")
+		}
+		var parts []string
+		for _, pt := range p.Curve.Points {
+			part := fmt.Sprintf("W=%d %s ±%s", pt.W, pt.Median.Round(time.Microsecond), pt.Spread.Round(time.Microsecond))
+			if base := pointAt(short, pt.W); base > 0 {
+				part += fmt.Sprintf(" %.2fx", float64(pt.Median)/float64(base))
+			}
+			parts = append(parts, part)
+		}
+		fmt.Fprintf(w, "  %s (%s): %s\n", label, src, strings.Join(parts, ", "))
+	}
+	for _, l := range r.Left {
+		fmt.Fprintf(w, "  left out: %s\n", l)
+	}
+}
+
+// pointAt is the median of pts at width w, 0 when not measured there.
+func pointAt(pts []profiles.Point, w int) time.Duration {
+	for _, p := range pts {
+		if p.W == w {
+			return p.Median
+		}
+	}
+	return 0
+}
+
 func runProfile(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "profile", "--target T [--draft D] [--threads N] [--max-w 64] [--fresh] [--db FILE] [--json]")
+	fs := newFlags(env, "profile", "--target T [--draft D] [--threads N] [--max-w 64] [--ctx 1024,4096] [--seqs 1,2,4,8] [--fresh] [--db FILE] [--json]")
 	var p pairFlags
 	p.register(fs)
 	db := dbFlag(fs)
 	fresh := fs.Bool("fresh", false, "measure again even when the database has a matching curve")
 	maxW := fs.Int("max-w", 64, "largest verification width to time")
+	ctxFlag := fs.String("ctx", "", "further contexts (cached tokens) to time T_verify(W) at, comma-separated, beside the short one and those the pair's latest calibration reached")
+	seqsFlag := fs.String("seqs", "", "sequences a pass holds to time T_verify(W) at (W rows in all, up to --max-w), comma-separated (default 1,2,4,8, those within --max-w)")
 	asJSON := jsonFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -45,12 +91,20 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 	if *maxW < 1 {
 		return fail(fs, usagef("--max-w must be >= 1"))
 	}
+	contexts, err := profiles.ParseInts(*ctxFlag)
+	if err != nil {
+		return fail(fs, usagef("--ctx: %v", err))
+	}
+	seqs, err := profiles.ParseInts(*seqsFlag)
+	if err != nil {
+		return fail(fs, usagef("--seqs: %v", err))
+	}
 	b, err := openBench(ctx, *db)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	r, err := b.Profile(ctx, p.PairSpec, profiles.ProfileOptions{MaxW: *maxW, Fresh: *fresh}, progress(env))
+	r, err := b.Profile(ctx, p.PairSpec, profiles.ProfileOptions{MaxW: *maxW, Fresh: *fresh, Contexts: contexts, Seqs: seqs}, progress(env))
 	if err != nil {
 		return err
 	}
@@ -70,6 +124,7 @@ func runProfile(ctx context.Context, env Env, args []string) error {
 	}
 	printCurve(w, "target "+p.Target, r.Target)
 	fmt.Fprintln(w, r.Limits.Describe(r.Target.Curve.Points))
+	printFamily(w, r)
 	var parts []string
 	for _, pt := range r.Overhead.Curve.Points {
 		parts = append(parts, fmt.Sprintf("W=%d %v", pt.W, pt.Median.Round(time.Microsecond)))
@@ -372,6 +427,9 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	}
 	if !*asJSON {
 		fmt.Fprintf(w, "%d plans scored with the latency-aware model (speedup = AAL * T_plain / (draft + T_verify(W) + overhead); T_plain: plain decoding's time a token), acceptance %s:\n", len(t.Ranked), t.Inputs.Describe())
+		if c := best.Context.String(); c != "" {
+			fmt.Fprintf(w, "  verification priced at %s\n", c)
+		}
 		if t.Beyond > 0 {
 			fmt.Fprintf(w, "  (%d more verify more tokens a pass than the profile's widest, W = %d: profile with a larger --max-w to price them)\n", t.Beyond, t.Widest)
 		}

@@ -1,0 +1,143 @@
+package profiles
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"arborist/engine/model"
+	"arborist/profiles/costmodel"
+	"arborist/profiles/measure"
+	"arborist/profiles/pairs"
+	"arborist/profiles/store"
+)
+
+// familyCurve is one curve of the target's verification family a
+// profile measures: at a context, of passes of seqs sequences.
+type familyCurve struct {
+	context, seqs int
+	widths        []int
+}
+
+// familyPlan lists the target's verification curves a profile measures
+// beyond the short context's one-sequence curve: one at each context of
+// opt.Contexts and of the pair's latest calibration, and passes of each
+// of opt.Seqs sequences at the short context. Every context is checked
+// before anything is measured: one asked for past the target's trained
+// positions or the machine's memory is refused, naming both figures; a
+// calibration's past the memory is left out and said so (r.Left).
+func (b *Bench) familyPlan(ctx context.Context, st *store.Store, pair *pairs.Pair, ps PairSpec, opt ProfileOptions, r *ProfileReport) ([]familyCurve, error) {
+	m := pair.Target
+	var out []familyCurve
+	widths := measure.ContextWidths(opt.MaxW)
+	asked := slices.Clone(opt.Contexts)
+	slices.Sort(asked)
+	for _, n := range slices.Compact(asked) {
+		if n < 1 {
+			return nil, fmt.Errorf("--ctx %d: a context is a positive number of tokens", n)
+		}
+		if err := measure.CheckContext(m, n+opt.MaxW); err != nil {
+			return nil, fmt.Errorf("--ctx %d (with passes of up to %d tokens): %w", n, opt.MaxW, err)
+		}
+		if n != measure.ShortContext {
+			out = append(out, familyCurve{context: n, seqs: 1, widths: widths})
+		}
+	}
+	if ps.Sources() > 0 {
+		tid, err := targetID(ctx, st, pair)
+		if err != nil {
+			return nil, err
+		}
+		var acc costmodel.Acceptance
+		id, err := st.LatestCalibration(ctx, tid, ps.SourceName(), &acc)
+		if err != nil {
+			return nil, err
+		}
+		if id > 0 {
+			for _, n := range measure.CalibrationContexts(&acc, m.CtxLen-opt.MaxW) {
+				if slices.ContainsFunc(out, func(f familyCurve) bool { return f.context == n }) {
+					continue
+				}
+				if err := measure.CheckContext(m, n+opt.MaxW); err != nil {
+					r.Left = append(r.Left, fmt.Sprintf("context %d, which calibration %d reached: %v", n, id, err))
+					continue
+				}
+				out = append(out, familyCurve{context: n, seqs: 1, widths: widths})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b familyCurve) int { return a.context - b.context })
+	seqs := opt.Seqs
+	if seqs == nil {
+		seqs = DefaultSeqs
+	}
+	for _, s := range seqs {
+		if s < 1 || s > model.MaxRows {
+			return nil, fmt.Errorf("--seqs %d: a pass holds 1 to %d sequences", s, model.MaxRows)
+		}
+		if s > opt.MaxW && opt.Seqs != nil {
+			return nil, fmt.Errorf("--seqs %d: more sequences than the %d rows a pass is timed at (--max-w)", s, opt.MaxW)
+		}
+		if w := measure.SeqsWidths(s, opt.MaxW); s > 1 && len(w) > 0 {
+			out = append(out, familyCurve{context: measure.ShortContext, seqs: s, widths: w})
+		}
+	}
+	return out, nil
+}
+
+// profileFamily measures (or reuses) the family's curves, saying which
+// and about how long is left: the first estimate scales the short
+// context's curve by the KV bytes a pass reads beside the weights, later
+// ones by how the curves measured so far compared with theirs.
+func profileFamily(ctx context.Context, st *store.Store, pair *pairs.Pair, r *ProfileReport, family []familyCurve, popt func(string, []int) measure.ProfileOptions, progress Progress) error {
+	m := pair.Target
+	short := r.Target.Curve.Points
+	guess := func(f familyCurve) time.Duration {
+		kv := float64(m.KVBytesAs(f.context, m.KVType)-m.KVBytesAs(measure.ShortContext, m.KVType)) * float64(f.seqs)
+		scale := 1.0
+		if wb := r.Limits.WeightBytes; wb > 0 && kv > 0 {
+			scale += kv / wb
+		}
+		var round time.Duration
+		for _, w := range f.widths {
+			round += costmodel.Interp(short, w)
+		}
+		// warm-up, a few settling passes, and about eight rounds
+		return time.Duration(scale * float64(round) * 11)
+	}
+	var guessed, took time.Duration
+	for i, f := range family {
+		left := time.Duration(0)
+		for _, g := range family[i:] {
+			left += guess(g)
+		}
+		if guessed > 0 && took > 0 {
+			left = time.Duration(float64(left) * float64(took) / float64(guessed))
+		}
+		progress.send("verify family", i, len(family), fmt.Sprintf("%s: about %s left", describeFamily(f.context, f.seqs), left.Round(time.Second)))
+		o := popt("verify", f.widths)
+		o.Curve.Context, o.Seqs = f.context, f.seqs
+		t0 := time.Now()
+		p, err := measure.ProfileModel(ctx, st, r.Hardware, m, pair.Backend, o)
+		if err != nil {
+			return fmt.Errorf("%s: %w", describeFamily(f.context, f.seqs), err)
+		}
+		if !p.Cached {
+			guessed += guess(f)
+			took += time.Since(t0)
+		}
+		r.Family = append(r.Family, p)
+	}
+	progress.send("verify family", len(family), len(family), "")
+	return nil
+}
+
+// describeFamily names a curve of the family: "context 4096" or "passes
+// of 4 sequences at context 128".
+func describeFamily(context, seqs int) string {
+	if seqs > 1 {
+		return fmt.Sprintf("passes of %d sequences at context %d", seqs, context)
+	}
+	return fmt.Sprintf("context %d", context)
+}

@@ -1,0 +1,112 @@
+package profiles
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"arborist/engine/model/modeltest"
+)
+
+// TestProfileFamily: a profile times the target's verification curve at
+// the contexts asked for and in passes of several sequences, stores each
+// under its own context and pass size and reuses them all the next time;
+// a context past the target's trained positions is refused before
+// anything is measured, naming both figures; a calibration records each
+// step's context, and a tune after it prices the steps between the
+// measured contexts and says so in every prediction.
+func TestProfileFamily(t *testing.T) {
+	ps := PairSpec{Target: modeltest.Stories260K(t), Draft: modeltest.NoisyDraft(t), Threads: 1}
+	ctx := context.Background()
+	b := openBench(t)
+	pair, err := b.openPair(ps, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctxLen := pair.Target.CtxLen
+	pair.Close()
+
+	_, err = b.Profile(ctx, ps, ProfileOptions{MaxW: 8, Contexts: []int{ctxLen}}, nil)
+	if err == nil || !strings.Contains(err.Error(), strconv.Itoa(ctxLen+8)) || !strings.Contains(err.Error(), strconv.Itoa(ctxLen)+" positions") {
+		t.Fatalf("a context past the trained length: %v, want both figures", err)
+	}
+	if s, err := b.PairState(ctx, ps); err != nil || s.Verify != nil {
+		t.Fatalf("a refused profile measured something: %+v (%v)", s.Verify, err)
+	}
+
+	long := 256
+	opt := ProfileOptions{MaxW: 8, Contexts: []int{long}, Seqs: []int{1, 2, 4}}
+	r, err := b.Profile(ctx, ps, opt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type size struct{ context, seqs int }
+	want := []size{{long, 1}, {128, 2}, {128, 4}}
+	if len(r.Family) != len(want) {
+		t.Fatalf("family of %d curves, want %v", len(r.Family), want)
+	}
+	for i, p := range r.Family {
+		k := p.Curve.Key
+		if (size{k.Context, k.Seqs}) != want[i] || p.Cached || len(p.Curve.Points) == 0 {
+			t.Errorf("curve %d: context %d, %d sequences, cached %v, %d points; want %v", i, k.Context, k.Seqs, p.Cached, len(p.Curve.Points), want[i])
+		}
+		for _, pt := range p.Curve.Points {
+			if pt.W%k.Seqs != 0 || pt.W > 8 {
+				t.Errorf("curve %d: W=%d is not %d sequences of equal rows within --max-w 8", i, pt.W, k.Seqs)
+			}
+		}
+	}
+	again, err := b.Profile(ctx, ps, opt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range again.Family {
+		if !p.Cached || p.Curve.ID != r.Family[i].Curve.ID {
+			t.Errorf("curve %d measured again instead of reused", i)
+		}
+	}
+
+	// a prompt long enough that its steps run past the short context
+	prompt := strings.Repeat("Once upon a time there was a little cat. ", 16)
+	cal, err := b.Calibrate(ctx, ps, []string{prompt}, "", 16, SampleParams{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := cal.Acc.Depths
+	if len(d) < 2 || d[0].Context <= 128 || d[0].Context >= long {
+		t.Fatalf("the first step's context: %+v, want the prompt's length, past 128 and short of %d", d[0].Context, long)
+	}
+	for i := 1; i < len(d); i++ {
+		if d[i].Context <= d[i-1].Context {
+			t.Errorf("step %d at context %d after %d: contexts grow by what each step emitted", i, d[i].Context, d[i-1].Context)
+		}
+	}
+	tr, err := b.Tune(ctx, ps, TuneOptions{NoRecheck: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tr.Best().Context
+	if c.Low != 128 || c.High != long || c.Steps != len(d) || c.First != d[0].Context || c.Beyond != 0 {
+		t.Errorf("steps between the measured contexts: range %+v", c)
+	}
+	if !strings.Contains(c.String(), "contexts 128-256") {
+		t.Errorf("range named %q", c.String())
+	}
+	// and priced at the short context alone, without the longer curve,
+	// the range says the steps were not priced at theirs
+	b2 := openBench(t)
+	if _, err := b2.Profile(ctx, ps, ProfileOptions{MaxW: 8, Seqs: []int{1}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b2.Calibrate(ctx, ps, []string{prompt}, "", 16, SampleParams{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tr2, err := b2.Tune(ctx, ps, TuneOptions{NoRecheck: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := tr2.Best().Context; c.High != 128 || c.Steps != 0 || !strings.Contains(c.String(), "not priced at theirs") {
+		t.Errorf("one context measured: range %+v %q", c, c.String())
+	}
+}
