@@ -316,6 +316,10 @@ type Costs struct {
 	// Context is what context the verification curves were priced at
 	// (AtContexts; zero: the one stored curve, at the short context).
 	Context ContextRange
+	// Passes are the curves of passes of several sequences, at the short
+	// context (nil: none measured), which price a plan at a concurrency
+	// (PredictLoad).
+	Passes []PassCurve
 }
 
 // PlainToken is what every speedup is set against: plain decoding's time

@@ -1,0 +1,323 @@
+package costmodel
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"arborist/engine/spec"
+	"arborist/profiles/latency"
+)
+
+// Concurrency: a server's pass holds one step of every running request,
+// so what a plan is worth depends on how many requests share the pass.
+// Plans are priced at a concurrency C as C identical requests decoding
+// together (the calibration's acceptance each), every pass of C sequences
+// priced on the stored curve of that pass size.
+
+// PassCurve is the target's curve of passes of Seqs sequences at the
+// short context: point W is a pass of W rows in all (measure.SeqsCurve).
+// Seqs 1 is the short context's own one-sequence curve.
+type PassCurve struct {
+	Seqs   int
+	Verify []latency.Point
+}
+
+// DefaultConcurrency are the concurrencies tune prices a plan at unless
+// told others.
+var DefaultConcurrency = []int{1, 2, 4, 8}
+
+// The policies a plan is priced under at a concurrency: engine/spec's
+// Plain (no request drafts: plain batching), Fixed (every request its
+// whole plan) and Goodput (each pass's budgets chosen for the most
+// expected tokens a second of it).
+const (
+	PolicyPlain   = "plain"
+	PolicyFixed   = "fixed"
+	PolicyGoodput = "goodput"
+)
+
+// LoadPrediction is a plan under a policy at a concurrency.
+type LoadPrediction struct {
+	Concurrency int
+	Plan        Plan
+	Policy      string
+	// Budget is the draft nodes each request verifies a pass (the
+	// policy's choice, averaged over the requests); Rows the pass's rows
+	// in all.
+	Budget float64
+	Rows   int
+	// Tokens is what a request emits a pass; Pass what a pass takes,
+	// every request's drafting and bookkeeping included.
+	Tokens float64
+	Pass   time.Duration
+	// TokensPerSec is the aggregate over the C requests; TPOT a request's
+	// time per output token; TTFT its time to first token (its prompt's
+	// prefill, then a pass).
+	TokensPerSec float64
+	TPOT, TTFT   time.Duration
+	// Speedup is TokensPerSec over plain batching's at the same
+	// concurrency; Low and High bound it as the plan's interval at one
+	// request bounds its speedup there.
+	Speedup, Low, High float64
+	// Context is the range the verification passes were priced at.
+	Context ContextRange `json:",omitzero"`
+}
+
+// LoadLevel is one concurrency's ranking: plain batching, every plan
+// priced under Fixed and Goodput, by aggregate tokens/s; Left counts the
+// plans left out because their passes hold more rows than the pass
+// size's curve measured (never extrapolated), Err says why the level was
+// not priced at all ("" when it was).
+type LoadLevel struct {
+	Concurrency int
+	Ranked      []LoadPrediction
+	Left        int    `json:",omitempty"`
+	Err         string `json:",omitempty"`
+}
+
+// Best is the level's top-ranked entry (the zero value when none).
+func (l LoadLevel) Best() LoadPrediction {
+	if len(l.Ranked) == 0 {
+		return LoadPrediction{}
+	}
+	return l.Ranked[0]
+}
+
+// errBeyond: a pass holds more rows than its pass size's curve measured.
+var errBeyond = errors.New("past the widest pass measured")
+
+// passCost prices passes of conc sequences at c's contexts.
+type passCost struct {
+	c    Costs
+	conc int
+	// lo and hi are the measured pass sizes around conc (equal when conc
+	// was measured); short the one-sequence curve at the short context
+	lo, hi PassCurve
+	short  []latency.Point
+}
+
+func newPassCost(c Costs, conc int) (passCost, error) {
+	pc := passCost{c: c, conc: conc}
+	for _, p := range c.Passes {
+		if p.Seqs == 1 {
+			pc.short = p.Verify
+		}
+	}
+	if conc == 1 {
+		return pc, nil
+	}
+	curves := slices.Clone(c.Passes)
+	slices.SortFunc(curves, func(a, b PassCurve) int { return a.Seqs - b.Seqs })
+	if len(pc.short) > 0 && (len(curves) == 0 || curves[0].Seqs != 1) {
+		curves = append([]PassCurve{{Seqs: 1, Verify: pc.short}}, curves...)
+	}
+	for i, p := range curves {
+		if p.Seqs == conc {
+			pc.lo, pc.hi = p, p
+			return pc, nil
+		}
+		if p.Seqs > conc && i > 0 {
+			pc.lo, pc.hi = curves[i-1], p
+			return pc, nil
+		}
+	}
+	most := 0
+	if len(curves) > 0 {
+		most = curves[len(curves)-1].Seqs
+	}
+	return pc, fmt.Errorf("passes of %d sequences not measured (the most measured: %d; profile --seqs %d)", conc, most, conc)
+}
+
+// at is a pass of rows rows, rows/conc of each sequence: at one request
+// the context-priced verification curve; beyond, the pass size's curve
+// (interpolated linearly between the measured pass sizes around conc),
+// plus, for each sequence, what its share of the rows costs more at the
+// steps' contexts than at the short one (every sequence reads its own
+// cache). errBeyond past the widest pass measured.
+func (pc passCost) at(rows int) (time.Duration, error) {
+	if pc.conc == 1 {
+		if rows > pc.c.Widest() && pc.c.Widest() > 0 {
+			return 0, errBeyond
+		}
+		return Interp(pc.c.Verify, rows), nil
+	}
+	widest := func(p PassCurve) int { return p.Verify[len(p.Verify)-1].W }
+	if rows > widest(pc.lo) || rows > widest(pc.hi) {
+		return 0, errBeyond
+	}
+	t := float64(Interp(pc.lo.Verify, rows))
+	if pc.hi.Seqs != pc.lo.Seqs {
+		f := float64(pc.conc-pc.lo.Seqs) / float64(pc.hi.Seqs-pc.lo.Seqs)
+		t += f * (float64(Interp(pc.hi.Verify, rows)) - t)
+	}
+	if len(pc.short) > 0 {
+		each := (rows + pc.conc - 1) / pc.conc
+		extra := Interp(pc.c.Verify, each) - Interp(pc.short, each)
+		t += float64(pc.conc) * float64(max(extra, 0))
+	}
+	return time.Duration(t), nil
+}
+
+// prefill is a prompt of n tokens prefilled alone, in chunks of the
+// widest one-sequence pass measured (never a pass wider than that).
+func (pc passCost) prefill(n int) time.Duration {
+	w := pc.c.Widest()
+	if n <= 0 || w <= 0 {
+		return 0
+	}
+	chunks := (n + w - 1) / w
+	last := n - (chunks-1)*w
+	return time.Duration(chunks-1)*Interp(pc.c.Verify, w) + Interp(pc.c.Verify, last)
+}
+
+// PredictLoad prices a plan at concurrency conc under policy, from its
+// prediction at one request (pr: its tokens a step, drafting and
+// interval), the acceptance, and c's pass curves (c.Passes) and
+// context-priced verification curve. A pass of C requests costs
+//
+//	T_pass = C * (Step_1 - T_verify(1 + nodes)) + T_C(rows)
+//
+// each request's drafting and bookkeeping (its step at one request less
+// its verification) running one request after another before the one
+// shared pass of all their rows, T_C being the curve of passes of C
+// sequences. Then tokens/s = C * AAL / T_pass, TPOT = T_pass / AAL and
+// TTFT = prefill(prompt) + T_pass. Plain batching is the plan
+// spec.PlainPlan (one row a request, AAL 1); Goodput's budgets are
+// spec.Goodput's on T_C, each request's plan shrunk to its budget and
+// priced by price (Predict with the caller's inputs).
+func PredictLoad(pr Prediction, acc *Acceptance, c Costs, conc int, policy string, prompt int, price func(Plan) (Prediction, error)) (LoadPrediction, error) {
+	lp := LoadPrediction{Concurrency: conc, Plan: pr.Plan, Policy: policy, Context: c.Context}
+	if conc < 1 {
+		return lp, fmt.Errorf("a concurrency of %d", conc)
+	}
+	pc, err := newPassCost(c, conc)
+	if err != nil {
+		return lp, err
+	}
+	// each request's step at its budget: tokens, rows, its own time
+	type step struct {
+		tokens float64
+		rows   int
+		own    time.Duration
+		nodes  int
+	}
+	of := func(p Prediction) step {
+		return step{tokens: p.AAL, rows: 1 + p.Nodes, own: max(p.Step-p.Verify, 0), nodes: p.Nodes}
+	}
+	// plain decoding's step beyond its pass, as the baseline of every
+	// speedup at one request has it (Costs.PlainToken)
+	plain := step{tokens: 1, rows: 1, own: max(c.PlainToken()-Interp(c.Verify, 1), 0)}
+	steps := make([]step, conc)
+	switch policy {
+	case PolicyPlain:
+		lp.Plan = spec.PlainPlan()
+		for i := range steps {
+			steps[i] = plain
+		}
+	case PolicyFixed:
+		for i := range steps {
+			steps[i] = of(pr)
+		}
+	case PolicyGoodput:
+		loads := make([]spec.Load, conc)
+		for i := range loads {
+			loads[i] = spec.Load{Plan: pr.Plan, Nodes: pr.Plan.Nodes(), Accept: acc.At}
+		}
+		budgets := make([]int, conc)
+		spec.Goodput{Latency: func(rows int) time.Duration {
+			t, err := pc.at(rows)
+			if err != nil {
+				return time.Duration(math.MaxInt64 / 4) // past the curve: never chosen
+			}
+			return t
+		}}.Budgets(0, loads, budgets)
+		priced := map[int]step{}
+		for i, n := range budgets {
+			s, ok := priced[n]
+			if !ok {
+				s = plain
+				if n > 0 {
+					sp, err := price(pr.Plan.Shrink(n))
+					if err != nil {
+						return lp, err
+					}
+					s = of(sp)
+				}
+				priced[n] = s
+			}
+			steps[i] = s
+		}
+	default:
+		return lp, fmt.Errorf("unknown policy %q", policy)
+	}
+	var own time.Duration
+	nodes := 0
+	for _, s := range steps {
+		lp.Tokens += s.tokens / float64(conc)
+		lp.Rows += s.rows
+		own += s.own
+		nodes += s.nodes
+	}
+	lp.Budget = float64(nodes) / float64(conc)
+	pass, err := pc.at(lp.Rows)
+	if err != nil {
+		return lp, err
+	}
+	lp.Pass = own + pass
+	if lp.Pass <= 0 || lp.Tokens <= 0 {
+		return lp, fmt.Errorf("a pass priced at %v", lp.Pass)
+	}
+	lp.TokensPerSec = float64(conc) * lp.Tokens / lp.Pass.Seconds()
+	lp.TPOT = time.Duration(float64(lp.Pass) / lp.Tokens)
+	lp.TTFT = pc.prefill(prompt) + lp.Pass
+	lp.Speedup, lp.Low, lp.High = 1, 1, 1
+	if policy != PolicyPlain && pr.Speedup > 0 && pr.Low > 0 {
+		lp.Low, lp.High = pr.Low/pr.Speedup, pr.High/pr.Speedup // relative, set against plain below
+	}
+	return lp, nil
+}
+
+// RankLoads ranks, at each concurrency of levels, plain batching and the
+// plans of preds (a tune's ranking at one request, best first; the first
+// top of them that do different work, Distinct) under the Fixed and
+// Goodput policies by aggregate tokens/s, each with its speedup over
+// plain batching at that concurrency. prompt is the prompt length time
+// to first token is priced for (the calibration's); price prices a plan
+// at one request with the caller's inputs.
+func RankLoads(preds []Prediction, acc *Acceptance, c Costs, levels []int, prompt, top int, price func(Plan) (Prediction, error)) []LoadLevel {
+	plans := Distinct(preds, top)
+	var out []LoadLevel
+	for _, conc := range levels {
+		lv := LoadLevel{Concurrency: conc}
+		base, err := PredictLoad(Prediction{Plan: spec.PlainPlan()}, acc, c, conc, PolicyPlain, prompt, price)
+		if err != nil {
+			lv.Err = err.Error()
+			out = append(out, lv)
+			continue
+		}
+		lv.Ranked = append(lv.Ranked, base)
+		for _, pr := range plans {
+			if !pr.Plan.NeedsSource() {
+				continue // plain decoding is the baseline
+			}
+			for _, pol := range []string{PolicyFixed, PolicyGoodput} {
+				lp, err := PredictLoad(pr, acc, c, conc, pol, prompt, price)
+				if err != nil {
+					lv.Left++
+					continue
+				}
+				r := lp.TokensPerSec / base.TokensPerSec
+				lp.Low, lp.High = r*lp.Low, r*lp.High
+				lp.Speedup = r
+				lv.Ranked = append(lv.Ranked, lp)
+			}
+		}
+		sort.SliceStable(lv.Ranked, func(i, j int) bool { return lv.Ranked[i].TokensPerSec > lv.Ranked[j].TokensPerSec })
+		out = append(out, lv)
+	}
+	return out
+}

@@ -1,0 +1,152 @@
+package costmodel
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"arborist/profiles/latency"
+)
+
+// passCurve is a stand-in curve of passes of seqs sequences: a fixed
+// cost (the weights, read once) and perRow a row, at seqs*1..64 rows.
+func passCurve(seqs int, fixed, perRow time.Duration) PassCurve {
+	var pts []latency.Point
+	for w := seqs; w <= 64; w *= 2 {
+		pts = append(pts, latency.Point{W: w, Median: fixed + time.Duration(w)*perRow, Reps: 5})
+	}
+	return PassCurve{Seqs: seqs, Verify: pts}
+}
+
+// loadCosts: passes whose rows cost little beside the weights (steep:
+// false) or a lot (steep: true, a compute-bound machine).
+func loadCosts(perRow time.Duration) Costs {
+	c := Costs{Overhead: 50 * time.Microsecond}
+	for _, s := range []int{1, 2, 4, 8} {
+		c.Passes = append(c.Passes, passCurve(s, 10*time.Millisecond, perRow))
+	}
+	c.Verify = c.Passes[0].Verify
+	return c
+}
+
+func rankAt(t *testing.T, c Costs, levels []int) []LoadLevel {
+	t.Helper()
+	acc := Uniform(0.7, 0.4, 8, 4)
+	price := func(p Plan) (Prediction, error) { return Predict(p, acc, c) }
+	var preds []Prediction
+	for _, g := range []int{2, 4, 7} {
+		pr, err := price(Plan{Strategy: "chain", Gamma: g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		preds = append(preds, pr)
+	}
+	return RankLoads(preds, acc, c, levels, 100, 10, price)
+}
+
+func find(lv LoadLevel, policy string, gamma int) (LoadPrediction, int) {
+	for i, lp := range lv.Ranked {
+		if lp.Policy == policy && (policy == PolicyPlain || lp.Plan.Gamma == gamma) {
+			return lp, i
+		}
+	}
+	return LoadPrediction{}, -1
+}
+
+// TestRankLoadsPerConcurrency: where a pass's rows are nearly free,
+// speculation pays at every concurrency; where each row costs much (a
+// compute-bound pass), the fixed long chain that wins at one request
+// loses to plain batching at eight, and the adaptive policy is never
+// below the better of the two (it may choose either's budgets). Plain
+// batching's speedup is 1 at every level, its aggregate tokens/s grows
+// with the requests, and each level is ranked by aggregate tokens/s.
+func TestRankLoadsPerConcurrency(t *testing.T) {
+	steep := rankAt(t, loadCosts(2*time.Millisecond), []int{1, 8})
+	one, eight := steep[0], steep[1]
+	if one.Err != "" || eight.Err != "" {
+		t.Fatalf("levels not priced: %q %q", one.Err, eight.Err)
+	}
+	for _, lv := range steep {
+		for i := 1; i < len(lv.Ranked); i++ {
+			if lv.Ranked[i].TokensPerSec > lv.Ranked[i-1].TokensPerSec {
+				t.Fatalf("C=%d: not ranked by aggregate tokens/s at %d", lv.Concurrency, i)
+			}
+		}
+	}
+	p1, _ := find(one, PolicyPlain, 0)
+	p8, _ := find(eight, PolicyPlain, 0)
+	if p1.Speedup != 1 || p8.Speedup != 1 || p8.TokensPerSec <= p1.TokensPerSec {
+		t.Errorf("plain batching: %.0f tokens/s at 1, %.0f at 8 (speedups %.2f, %.2f)", p1.TokensPerSec, p8.TokensPerSec, p1.Speedup, p8.Speedup)
+	}
+	f1, _ := find(one, PolicyFixed, 7)
+	f8, _ := find(eight, PolicyFixed, 7)
+	if f1.Speedup <= 1 {
+		t.Errorf("the chain of 7 at one request: %.2fx, want a gain", f1.Speedup)
+	}
+	if f8.Speedup >= 1 {
+		t.Errorf("the chain of 7 at eight requests on a compute-bound pass: %.2fx, want a loss", f8.Speedup)
+	}
+	if f8.Rows != 8*8 || f8.Low > f8.Speedup || f8.High < f8.Speedup {
+		t.Errorf("fixed chain at 8: %d rows, interval %.2f-%.2f around %.2f", f8.Rows, f8.Low, f8.High, f8.Speedup)
+	}
+	for _, lv := range steep {
+		g, _ := find(lv, PolicyGoodput, 7)
+		f, _ := find(lv, PolicyFixed, 7)
+		p, _ := find(lv, PolicyPlain, 0)
+		if g.TokensPerSec < 0.999*max(f.TokensPerSec, p.TokensPerSec) {
+			t.Errorf("C=%d: the adaptive policy at %.2fx (budget %.1f), fixed %.2fx", lv.Concurrency, g.Speedup, g.Budget, f.Speedup)
+		}
+		if g.TPOT <= 0 || g.TTFT <= g.Pass {
+			t.Errorf("C=%d: TPOT %v, TTFT %v (a pass %v)", lv.Concurrency, g.TPOT, g.TTFT, g.Pass)
+		}
+	}
+	g8, _ := find(eight, PolicyGoodput, 7)
+	t.Logf("compute-bound: chain of 7 %.2fx at 1, %.2fx at 8; adaptive at 8 %.2fx on %.1f nodes; plain %.0f and %.0f tokens/s", f1.Speedup, f8.Speedup, g8.Speedup, g8.Budget, p1.TokensPerSec, p8.TokensPerSec)
+	if g8.Budget >= 7 {
+		t.Errorf("the adaptive policy kept the whole chain at 8 on a compute-bound pass (budget %.1f)", g8.Budget)
+	}
+
+	// nearly free rows: the chain pays at eight too
+	flat := rankAt(t, loadCosts(10*time.Microsecond), []int{8})
+	if f, _ := find(flat[0], PolicyFixed, 7); f.Speedup <= 1 {
+		t.Errorf("the chain of 7 at eight requests with nearly free rows: %.2fx", f.Speedup)
+	}
+}
+
+// TestRankLoadsBounds: a concurrency between measured pass sizes is
+// priced between them; one past the most measured is not priced (the
+// level says which to profile); a pass wider than its curve leaves the
+// plan out, never extrapolated.
+func TestRankLoadsBounds(t *testing.T) {
+	c := loadCosts(2 * time.Millisecond)
+	c.Passes[2] = passCurve(4, 20*time.Millisecond, 2*time.Millisecond) // passes of 4 dearer than of 2
+	lv := rankAt(t, c, []int{2, 3, 4, 16})
+	p2, _ := find(lv[0], PolicyPlain, 0)
+	p3, _ := find(lv[1], PolicyPlain, 0)
+	p4, _ := find(lv[2], PolicyPlain, 0)
+	per := func(p LoadPrediction) time.Duration { return p.Pass }
+	if !(per(p3) > per(p2) && per(p3) < per(p4)) {
+		t.Errorf("a pass of 3 sequences %v, not between 2's %v and 4's %v", p3.Pass, p2.Pass, p4.Pass)
+	}
+	if lv[3].Err == "" || !strings.Contains(lv[3].Err, "--seqs 16") || len(lv[3].Ranked) != 0 {
+		t.Errorf("16 sequences past the most measured: %+v", lv[3])
+	}
+	// chains of 7 at 8 requests fill 64 rows; of 15 they would need 128
+	c = loadCosts(2 * time.Millisecond)
+	acc := Uniform(0.7, 0.4, 8, 4)
+	price := func(p Plan) (Prediction, error) { return Predict(p, acc, c) }
+	long, err := price(Plan{Strategy: "chain", Gamma: 15})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PredictLoad(long, acc, c, 8, PolicyFixed, 100, price); err == nil {
+		t.Error("a pass of 128 rows priced on a curve measured to 64")
+	}
+	got := RankLoads([]Prediction{long}, acc, c, []int{8}, 100, 5, price)
+	if got[0].Left == 0 {
+		t.Errorf("the chain of 15 at 8 not counted as left out: %+v", got[0])
+	}
+	if _, err := PredictLoad(long, acc, c, 8, "sometimes", 100, price); err == nil {
+		t.Error("an unknown policy priced")
+	}
+}
