@@ -141,3 +141,57 @@ func describeFamily(context, seqs int) string {
 	}
 	return fmt.Sprintf("context %d", context)
 }
+
+// rankLoads ranks plain batching and the tune's best plans at each
+// concurrency of opt (costmodel.RankLoads) and records the concurrency
+// the tune was for, with its stored plan priced there. A placed tune
+// ranks the plans of its own placement only (the pass curves are its).
+func (t *TuneResult) rankLoads(opt TuneOptions, first placement) {
+	in := t.Inputs
+	levels := opt.Concurrency
+	if levels == nil {
+		levels = costmodel.DefaultConcurrency
+	}
+	levels = slices.Clone(levels)
+	slices.Sort(levels)
+	levels = slices.Compact(levels)
+	t.Concurrency = 1
+	if opt.Concurrency != nil {
+		t.Concurrency = levels[len(levels)-1]
+	}
+	var own []costmodel.Prediction
+	for _, pr := range t.Ranked {
+		if !opt.Place || (pr.Backend == first.Backend && pr.DraftBackend == first.DraftBackend) {
+			own = append(own, pr)
+		}
+	}
+	price := func(p costmodel.Plan) (costmodel.Prediction, error) { return costmodel.Predict(p, in.Acc, in.Costs) }
+	t.Loads = costmodel.RankLoads(own, in.Acc, in.Costs, levels, in.Acc.PromptLength(), loadPlans, price)
+	best := t.Ranked[0]
+	for _, lv := range t.Loads {
+		if lv.Concurrency != t.Concurrency {
+			continue
+		}
+		for _, lp := range lv.Ranked {
+			if lp.Plan.String() == best.Plan.String() && (t.Load == nil || lp.TokensPerSec > t.Load.TokensPerSec) {
+				l := lp
+				t.Load = &l
+			}
+		}
+	}
+}
+
+// ParseConcurrency reads a list of concurrencies ("1,4,8"): each a
+// positive number of requests, at most model.MaxRows (one row each).
+func ParseConcurrency(s string) ([]int, error) {
+	cs, err := ParseInts(s)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cs {
+		if c < 1 || c > model.MaxRows {
+			return nil, fmt.Errorf("a concurrency of %d: 1 to %d requests", c, model.MaxRows)
+		}
+	}
+	return cs, nil
+}

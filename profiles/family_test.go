@@ -82,9 +82,26 @@ func TestProfileFamily(t *testing.T) {
 			t.Errorf("step %d at context %d after %d: contexts grow by what each step emitted", i, d[i].Context, d[i-1].Context)
 		}
 	}
-	tr, err := b.Tune(ctx, ps, TuneOptions{NoRecheck: true}, nil)
+	tr, err := b.Tune(ctx, ps, TuneOptions{NoRecheck: true, Concurrency: []int{8, 1, 4}}, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// ranked at each concurrency asked for, on the pass sizes measured
+	if len(tr.Loads) != 3 || tr.Concurrency != 8 || tr.Best().Concurrency != 8 {
+		t.Fatalf("%d levels, tuned for %d (plan says %d)", len(tr.Loads), tr.Concurrency, tr.Best().Concurrency)
+	}
+	for i, lv := range tr.Loads[:2] {
+		if lv.Concurrency != []int{1, 4}[i] || lv.Err != "" || len(lv.Ranked) < 2 {
+			t.Errorf("level %d: C=%d, %d ranked, %q", i, lv.Concurrency, len(lv.Ranked), lv.Err)
+		}
+		for _, lp := range lv.Ranked {
+			if lp.TokensPerSec <= 0 || lp.TPOT <= 0 || lp.TTFT <= lp.Pass || lp.Context.Low != 128 {
+				t.Errorf("C=%d %s %s: %+v", lv.Concurrency, lp.Plan, lp.Policy, lp)
+			}
+		}
+	}
+	if lv := tr.Loads[2]; lv.Err == "" || !strings.Contains(lv.Err, "--seqs 8") || tr.Load != nil {
+		t.Errorf("8 requests, passes of 8 not profiled: %+v, load %+v", lv, tr.Load)
 	}
 	c := tr.Best().Context
 	if c.Low != 128 || c.High != long || c.Steps != len(d) || c.First != d[0].Context || c.Beyond != 0 {

@@ -443,6 +443,7 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 			return nil, err
 		}
 		in.Costs = costmodel.AtContexts(in.Costs, measure.ShortContext, measure.ContextCurves(in.Family), in.Acc)
+		in.Costs.Passes = measure.PassCurves(in.Family)
 	}
 	return in, nil
 }
@@ -500,7 +501,15 @@ type TuneOptions struct {
 	// Show is how many of the ranked plans, best first, the result's
 	// report lists (its JSON; 0: all).
 	Show int
+	// Concurrency are the concurrencies plans are ranked at besides one
+	// request (costmodel.RankLoads; nil: costmodel.DefaultConcurrency);
+	// given, the tune is for the largest of them (TuneResult.Concurrency).
+	Concurrency []int
 }
+
+// loadPlans is how many of a tune's best plans doing different work are
+// priced at each concurrency, under each policy.
+const loadPlans = 20
 
 // placement is where a pair's models run: the target's backend and the
 // drafter's ("" = the target's).
@@ -564,6 +573,14 @@ type TuneResult struct {
 	Validation  *Validation
 	Run         *RunResult
 	ValidateErr error
+	// Loads rank plain batching and the best plans, fixed and under the
+	// goodput policy, at each concurrency (TuneOptions.Concurrency), by
+	// aggregate tokens/s. Concurrency is the one the tune was for: the
+	// largest asked for (1 when none was), which an export records; Load
+	// is the stored plan at it, under the best policy for it.
+	Loads       []costmodel.LoadLevel
+	Concurrency int
+	Load        *costmodel.LoadPrediction
 
 	show int // TuneOptions.Show
 }
@@ -636,6 +653,10 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 	in := res.Inputs
 	if len(res.Ranked) == 0 {
 		return nil, fmt.Errorf("no plan could be scored")
+	}
+	res.rankLoads(opt, places[0])
+	if opt.Concurrency != nil {
+		res.Ranked[0].Concurrency = res.Concurrency
 	}
 	best := res.Ranked[0]
 	hid, err := st.PutHardware(ctx, &in.Hardware)

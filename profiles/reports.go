@@ -130,7 +130,10 @@ func (t *TuneResult) MarshalJSON() ([]byte, error) {
 		Config     string       `json:"config,omitempty"`
 		Validation any          `json:"validation,omitempty"`
 		Recheck    *recheckJSON `json:"recheck,omitempty"`
-	}{PlanID: t.PlanID, AcceptOn: t.Inputs.Describe(), Scored: len(t.Ranked), Beyond: t.Beyond, Widest: t.Widest, Recheck: recheckDoc(t.Inputs.Recheck)}
+		// the concurrency the tune was for, and every level's ranking
+		Concurrency int         `json:"concurrency"`
+		Loads       []loadLevel `json:"loads,omitempty"`
+	}{Concurrency: t.Concurrency, Loads: loadsDoc(t.Loads, t.show), PlanID: t.PlanID, AcceptOn: t.Inputs.Describe(), Scored: len(t.Ranked), Beyond: t.Beyond, Widest: t.Widest, Recheck: recheckDoc(t.Inputs.Recheck)}
 	show := len(t.Ranked)
 	if t.show > 0 {
 		show = min(t.show, show)
@@ -149,6 +152,51 @@ func (t *TuneResult) MarshalJSON() ([]byte, error) {
 		doc.Validation = t.Run
 	}
 	return json.Marshal(doc)
+}
+
+// loadLevel is one concurrency's ranking in tune's JSON (times in
+// nanoseconds).
+type loadLevel struct {
+	Concurrency int        `json:"concurrency"`
+	Ranked      []loadJSON `json:"ranked"`
+	Left        int        `json:"left_out_wider_than_profile,omitempty"`
+	Err         string     `json:"not_priced,omitempty"`
+}
+
+type loadJSON struct {
+	Rank         int                    `json:"rank"`
+	Name         string                 `json:"name"`
+	Plan         any                    `json:"plan"`
+	Policy       string                 `json:"policy"`
+	Budget       float64                `json:"draft_nodes_per_request"`
+	Rows         int                    `json:"rows_per_pass"`
+	Tokens       float64                `json:"tokens_per_request_per_pass"`
+	Pass         time.Duration          `json:"pass_ns"`
+	TokensPerSec float64                `json:"tokens_per_s"`
+	TPOT         time.Duration          `json:"tpot_ns"`
+	TTFT         time.Duration          `json:"ttft_ns"`
+	Speedup      float64                `json:"speedup_over_plain_batching"`
+	Low          float64                `json:"speedup_low"`
+	High         float64                `json:"speedup_high"`
+	Context      costmodel.ContextRange `json:"context"`
+}
+
+// loadsDoc writes each level's first show entries (0: all).
+func loadsDoc(levels []costmodel.LoadLevel, show int) []loadLevel {
+	var out []loadLevel
+	for _, lv := range levels {
+		d := loadLevel{Concurrency: lv.Concurrency, Left: lv.Left, Err: lv.Err}
+		n := len(lv.Ranked)
+		if show > 0 {
+			n = min(n, show)
+		}
+		for i, lp := range lv.Ranked[:n] {
+			d.Ranked = append(d.Ranked, loadJSON{Rank: i + 1, Name: lp.Plan.String(), Plan: lp.Plan, Policy: lp.Policy, Budget: lp.Budget, Rows: lp.Rows, Tokens: lp.Tokens,
+				Pass: lp.Pass, TokensPerSec: lp.TokensPerSec, TPOT: lp.TPOT, TTFT: lp.TTFT, Speedup: lp.Speedup, Low: lp.Low, High: lp.High, Context: lp.Context})
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // recheckJSON is tune's T_verify re-check in its JSON (times in

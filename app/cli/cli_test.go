@@ -284,6 +284,11 @@ func TestTuningWorkflow(t *testing.T) {
 	if !strings.Contains(out, "verification priced at context") {
 		t.Errorf("tune did not name the contexts its prices rest on:\n%s", out)
 	}
+	for _, want := range []string{"at concurrency C", "  C=1:", "  C=8:", "plain "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tune's ranking per concurrency has no %q:\n%s", want, out)
+		}
+	}
 	cfgPath := filepath.Join(tmp, "config.yaml")
 	code, out, stderr = run(t, "export", "--target", target, "--draft", draft, "--db", db, "-o", cfgPath)
 	if code != 0 || !strings.Contains(out, "llama-server") || !strings.Contains(out, "vllm serve") {

@@ -42,10 +42,24 @@ func TestJSON(t *testing.T) {
 	if v, _ := doc["verify"].(map[string]any); v == nil || len(v["points"].([]any)) != 4 || doc["limits"] == nil {
 		t.Errorf("profile --json: %v", doc)
 	}
-	doc = decode("tune", "--target", target, "--draft-ngram", "3", "--alpha", "0.6", "--top", "3", "--json", "--db", db)
+	// passes of 2 and 4 sequences (8 is past --max-w 4), one curve each
+	if fam, _ := doc["verify_family"].([]any); len(fam) != 2 || fam[1].(map[string]any)["seqs"] != 4.0 {
+		t.Errorf("profile --json family: %v", doc["verify_family"])
+	}
+	doc = decode("tune", "--target", target, "--draft-ngram", "3", "--alpha", "0.6", "--top", "3", "--concurrency", "1,4", "--json", "--db", db)
 	plans, _ := doc["plans"].([]any)
 	if len(plans) != 3 || doc["plan_id"] != 1.0 || doc["acceptance"] != "assumed values" {
 		t.Fatalf("tune --json: %v", doc)
+	}
+	if p, _ := plans[0].(map[string]any); p["context"] == nil {
+		t.Errorf("tune --json: no context range: %v", plans[0])
+	}
+	loads, _ := doc["loads"].([]any)
+	if doc["concurrency"] != 4.0 || len(loads) != 2 {
+		t.Fatalf("tune --json concurrency: %v, %v", doc["concurrency"], doc["loads"])
+	}
+	if lv, _ := loads[1].(map[string]any); lv["concurrency"] != 4.0 || len(lv["ranked"].([]any)) != 3 || lv["ranked"].([]any)[0].(map[string]any)["tokens_per_s"].(float64) <= 0 {
+		t.Errorf("tune --json at 4: %v", loads[1])
 	}
 	code, out, stderr := run(t, "runs", "--json", "--db", db)
 	var runs []map[string]any

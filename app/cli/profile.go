@@ -370,12 +370,17 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	rounds := fs.Int("rounds", profiles.Choices().Rounds, "passes over the prompt suite for --validate, interleaved with plain decoding (the measured speedup is the median over rounds)")
 	prompts := fs.String("prompts", "", "prompt suite `file` for --validate")
 	n := fs.Int("n", 128, "tokens per prompt for --validate")
+	concFlag := fs.String("concurrency", "", "requests served at once to rank plans at, comma-separated (default 1,2,4,8); given, the tune is for the largest")
 	asJSON := jsonFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := p.check(true); err != nil {
 		return fail(fs, err)
+	}
+	conc, err := profiles.ParseConcurrency(*concFlag)
+	if err != nil {
+		return fail(fs, usagef("--concurrency: %v", err))
 	}
 	if *alpha < 0 || *alpha >= 1 || *top < 1 {
 		return fail(fs, usagef("--alpha must be in [0, 1) and --top positive"))
@@ -396,7 +401,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 	}
 	// the search, the export and the validation are one workflow of the
 	// core; the report below reads what it returns, as far as it got
-	opt := profiles.TuneOptions{Alpha: *alpha, NoRecheck: *noRecheck, Place: *place, Export: *out, Inputs: []string{*prompts}, Show: *top}
+	opt := profiles.TuneOptions{Alpha: *alpha, NoRecheck: *noRecheck, Place: *place, Export: *out, Inputs: []string{*prompts}, Show: *top, Concurrency: conc}
 	if *validate {
 		texts, err := profiles.ReadPrompts(*prompts)
 		if err != nil {
@@ -450,6 +455,7 @@ func runTune(ctx context.Context, env Env, args []string) error {
 			where = ", " + best.Where()
 		}
 		fmt.Fprintf(w, "best: %s%s, predicted %.2fx (%.2f-%.2fx) (plan %d)\n", best.Plan, where, best.Speedup, best.Low, best.High, t.PlanID)
+		printLoads(w, t, *top)
 	}
 	if *out != "" {
 		if t.Export == nil { // the search ran; the export failed
@@ -483,6 +489,34 @@ func runTune(ctx context.Context, env Env, args []string) error {
 		return writeJSON(w, t)
 	}
 	return nil
+}
+
+// printLoads prints a tune's ranking at each concurrency: plain
+// batching, and the best plans fixed and under the goodput policy, by
+// aggregate tokens/s, with the time per output token and to the first.
+func printLoads(w io.Writer, t *profiles.TuneResult, top int) {
+	if len(t.Loads) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nat concurrency C (C requests a pass; speedup over plain batching at C; fixed: every request its whole plan, goodput: budgets chosen per pass):\n")
+	for _, lv := range t.Loads {
+		if lv.Err != "" {
+			fmt.Fprintf(w, "  C=%d: not priced: %s\n", lv.Concurrency, lv.Err)
+			continue
+		}
+		fmt.Fprintf(w, "  C=%d:\n", lv.Concurrency)
+		fmt.Fprintf(w, "    %-4s %-40s %-8s %6s %10s %8s %13s %10s %10s\n", "rank", "plan", "policy", "nodes", "tokens/s", "speedup", "range", "TPOT", "TTFT")
+		for i, lp := range lv.Ranked[:min(top, len(lv.Ranked))] {
+			fmt.Fprintf(w, "    %-4d %-40s %-8s %6.1f %10.1f %7.2fx %13s %10s %10s\n", i+1, trimTo(lp.Plan.String(), 40), lp.Policy, lp.Budget, lp.TokensPerSec, lp.Speedup,
+				fmt.Sprintf("%.2f-%.2fx", lp.Low, lp.High), lp.TPOT.Round(time.Microsecond), lp.TTFT.Round(time.Microsecond))
+		}
+		if lv.Left > 0 {
+			fmt.Fprintf(w, "    (%d left out: their passes hold more rows than the profile timed; profile with a larger --max-w)\n", lv.Left)
+		}
+	}
+	if t.Load != nil {
+		fmt.Fprintf(w, "tuned for %d requests at once: the best plan there %s, %.1f tokens/s, %.2fx plain batching\n", t.Concurrency, t.Load.Policy, t.Load.TokensPerSec, t.Load.Speedup)
+	}
 }
 
 func runExport(ctx context.Context, env Env, args []string) error {

@@ -321,3 +321,28 @@ func RankLoads(preds []Prediction, acc *Acceptance, c Costs, levels []int, promp
 	}
 	return out
 }
+
+// PromptLength is the calibration's median prompt, in tokens: the
+// context of each prompt's first step (0 when the calibration recorded no
+// contexts). Time to first token is priced for it.
+func (a *Acceptance) PromptLength() int {
+	if a == nil {
+		return 0
+	}
+	var firsts []int
+	last, most := 0, 0 // the step before and the most it could emit
+	for _, d := range a.Depths {
+		// a step that does not follow on from the one before (its
+		// context is not the one before's plus what that one emitted at
+		// most) starts a prompt
+		if d.Context > 0 && (len(firsts) == 0 || d.Context <= last || d.Context > last+most) {
+			firsts = append(firsts, d.Context)
+		}
+		last, most = d.Context, d.Accepted+1
+	}
+	if len(firsts) == 0 {
+		return 0
+	}
+	slices.Sort(firsts)
+	return firsts[len(firsts)/2]
+}

@@ -150,3 +150,14 @@ func TestRankLoadsBounds(t *testing.T) {
 		t.Error("an unknown policy priced")
 	}
 }
+
+// TestPromptLength: a prompt starts where the steps' contexts fall back.
+func TestPromptLength(t *testing.T) {
+	acc := withContexts(100, 102, 104, 300, 302, 50, 52, 400)
+	if got := acc.PromptLength(); got != 300 {
+		t.Errorf("median of prompts 100, 300, 50, 400: %d", got)
+	}
+	if got := withContexts(0, 0).PromptLength(); got != 0 {
+		t.Errorf("no contexts: %d", got)
+	}
+}

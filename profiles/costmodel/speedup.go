@@ -402,6 +402,9 @@ type Prediction struct {
 	// Context names the contexts the verification passes were priced at
 	// (Costs.Context): the range the prediction rests on.
 	Context ContextRange `json:",omitzero"`
+	// Concurrency is the requests a server runs at once that the plan
+	// was tuned for (0 or 1: one; RankLoads prices it there).
+	Concurrency int `json:",omitempty"`
 }
 
 // SplitChoices are the drafter's thread counts the search tries for a

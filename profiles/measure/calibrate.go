@@ -575,6 +575,18 @@ func ContextCurves(family []*store.Curve) []costmodel.ContextCurve {
 	return out
 }
 
+// PassCurves are family's curves at the short context by pass size, as
+// the cost model prices a concurrency (costmodel.PredictLoad).
+func PassCurves(family []*store.Curve) []costmodel.PassCurve {
+	var out []costmodel.PassCurve
+	for _, c := range family {
+		if c.Key.Context == ShortContext && len(c.Points) > 0 {
+			out = append(out, costmodel.PassCurve{Seqs: max(c.Key.Seqs, 1), Verify: c.Points})
+		}
+	}
+	return out
+}
+
 // contextGrid are the contexts curves are measured at beyond the short
 // one: doublings, so a family covers any context with few curves.
 var contextGrid = []int{256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072}
