@@ -165,8 +165,7 @@ func (t *TuneResult) rankLoads(opt TuneOptions, first placement) {
 			own = append(own, pr)
 		}
 	}
-	price := func(p costmodel.Plan) (costmodel.Prediction, error) { return costmodel.Predict(p, in.Acc, in.Costs) }
-	t.Loads = costmodel.RankLoads(own, in.Acc, in.Costs, levels, in.Acc.PromptLength(), loadPlans, price)
+	t.Loads = in.Loads(own, levels)
 	best := t.Ranked[0]
 	for _, lv := range t.Loads {
 		if lv.Concurrency != t.Concurrency {
@@ -195,3 +194,44 @@ func ParseConcurrency(s string) ([]int, error) {
 	}
 	return cs, nil
 }
+
+// The cost model's figures over context and concurrency, as the faces
+// read them.
+type (
+	ContextRange   = costmodel.ContextRange
+	ContextCurve   = costmodel.ContextCurve
+	LoadLevel      = costmodel.LoadLevel
+	LoadPrediction = costmodel.LoadPrediction
+)
+
+// DefaultConcurrency are the concurrencies plans are ranked at unless
+// others are asked for.
+var DefaultConcurrency = costmodel.DefaultConcurrency
+
+// Loads ranks plain batching and the best plans of ranked (a ranking at
+// one request, best first), fixed and under the goodput policy, at each
+// concurrency of levels on the inputs' curves (costmodel.RankLoads); nil
+// when the inputs are not profiled or calibrated.
+func (in *Inputs) Loads(ranked []Prediction, levels []int) []LoadLevel {
+	if in == nil || in.Acc == nil || !in.Profiled || len(ranked) == 0 {
+		return nil
+	}
+	price := func(p costmodel.Plan) (costmodel.Prediction, error) { return costmodel.Predict(p, in.Acc, in.Costs) }
+	return costmodel.RankLoads(ranked, in.Acc, in.Costs, levels, in.Acc.PromptLength(), loadPlans, price)
+}
+
+// Contexts are the target's stored one-sequence verification curves by
+// context, shortest first (nil when none is stored), and Context the
+// range the inputs' prices rest on: what the latency chart draws.
+func (in *Inputs) Contexts() []ContextCurve {
+	if in == nil {
+		return nil
+	}
+	fam := measure.ContextCurves(in.Family)
+	slices.SortFunc(fam, func(a, b ContextCurve) int { return a.Context - b.Context })
+	return fam
+}
+
+// AtContext is T_verify(w) after n cached tokens on fam (sorted by
+// context), interpolated between measured contexts; 0 past the longest.
+func AtContext(fam []ContextCurve, w, n int) time.Duration { return costmodel.AtContext(fam, w, n) }
