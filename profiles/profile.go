@@ -435,13 +435,15 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 		}
 		in.Acc, in.Assumed, in.CalID = costmodel.Uniform(opt.Alpha, decay, 8, 4), true, 0
 	}
+	// the curves over context and pass size, read whether or not the
+	// model's own curves are complete (the latency chart draws them)
+	if in.Family, err = measure.VerifyFamily(ctx, st, in.Hardware, pair.Target, pair.Backend); err != nil {
+		return nil, err
+	}
 	if in.Profiled {
 		// every pass priced at the context the calibration's steps ran
 		// at, on the curves measured over context (an assumed acceptance
 		// has no steps: the short context's curve prices it)
-		if in.Family, err = measure.VerifyFamily(ctx, st, in.Hardware, pair.Target, pair.Backend); err != nil {
-			return nil, err
-		}
 		in.Costs = costmodel.AtContexts(in.Costs, measure.ShortContext, measure.ContextCurves(in.Family), in.Acc)
 		in.Costs.Passes = measure.PassCurves(in.Family)
 	}
