@@ -188,6 +188,9 @@ func TestProfileRunCompareExport(t *testing.T) {
 			t.Errorf("profile status lacks %q: %s", want, p.Status.Text)
 		}
 	}
+	if p.Family.Chart.Image == nil || !strings.Contains(p.Family.Note.Text, "T_verify(W) at context 128 only") {
+		t.Errorf("the curve over context: drawn %v, %q", p.Family.Chart.Image != nil, p.Family.Note.Text)
+	}
 	p.Chart.Image = nil
 	test.Tap(p.Start)
 	waitFor(t, "the second profile", func() bool { return s.idle() && p.Start.Disabled() == false && p.Chart.Image != nil })
@@ -300,6 +303,9 @@ func TestProfileRunCompareExport(t *testing.T) {
 	}
 	if sp.Validate.Disabled() {
 		t.Error("Validate top 5 stays disabled after the first tune")
+	}
+	if sp.Loads.Speedup.Image == nil || sp.Loads.TPOT.Image == nil || len(sp.Loads.Speedup.line.Series) < 3 {
+		t.Error("the tune's plans over concurrency not drawn")
 	}
 	// the screen now prices plans on the tune's (re-checked) costs: the
 	// tuned best plan reads as the tune predicted it

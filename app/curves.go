@@ -51,7 +51,11 @@ func (f *CurveFamily) refresh() {
 	if len(fam) == 0 {
 		return
 	}
-	spec, note := familySpec(fam, in.Costs.Context)
+	var rng profiles.ContextRange // what the prices rest on, once profiled
+	if in.Profiled {
+		rng = in.Costs.Context
+	}
+	spec, note := familySpec(fam, rng)
 	f.Chart.SetSpec(spec)
 	f.Note.SetText(note)
 }
@@ -72,6 +76,9 @@ func familySpec(fam []profiles.ContextCurve, rng profiles.ContextRange) (ChartSp
 		series = append(series, s)
 	}
 	note := fmt.Sprintf("T_verify(W) at %d contexts, %d to %d tokens.", len(fam), fam[0].Context, fam[len(fam)-1].Context)
+	if len(fam) == 1 {
+		note = fmt.Sprintf("T_verify(W) at context %d only: a profile after a calibration adds the contexts its prompts reach.", fam[0].Context)
+	}
 	if rng.First > 0 {
 		mark := func(name string, n int) {
 			s := Series{Name: name}

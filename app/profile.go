@@ -24,6 +24,7 @@ type ProfileScreen struct {
 	Progress *widget.ProgressBar
 	Status   *widget.Label
 	Chart    *Chart
+	Family   *CurveFamily // the curve over context, the suite's range marked
 	cancel   context.CancelFunc
 }
 
@@ -53,6 +54,7 @@ func NewProfileScreen(s *Session) *ProfileScreen {
 	p.Status.Wrapping = fyne.TextWrapWord
 	p.Chart = newChart(640, 360)
 	p.Chart.Name, p.Chart.Zoomable = "latency", true
+	p.Family = newCurveFamily(s)
 	s.OnPair(p.pairShown)
 	return p
 }
@@ -84,7 +86,7 @@ func (p *ProfileScreen) Title() string { return "Profile" }
 func (p *ProfileScreen) Content() fyne.CanvasObject {
 	controls := container.NewHBox(p.Start, p.Cancel, widget.NewLabel("largest W"), p.MaxW, p.Fresh)
 	help := metricHelp(metricTVerify, "W: how many tokens one target pass verifies; speculation pays when T_verify grows slowly with W.")
-	return container.NewBorder(container.NewVBox(p.Hardware, controls, p.Progress, p.Status), help, nil, nil, p.Chart.View(p.s.Win))
+	return container.NewBorder(container.NewVBox(p.Hardware, controls, p.Progress, p.Status), help, nil, nil, container.NewVSplit(p.Chart.View(p.s.Win), p.Family.View(p.s.Win)))
 }
 
 func (p *ProfileScreen) start() {

@@ -71,6 +71,7 @@ type SpeedupScreen struct {
 	Work          *widget.ProgressBar
 	WorkStatus    *widget.Label
 	Ranked        *widget.Select        // the last tune's plans, best first: pick one
+	Loads         *ConcurrencyCharts    // the plans over concurrency
 	ranked        []profiles.Prediction // the tuned plans listed (the best 25)
 	candidates    []profiles.Prediction // every tuned plan, best first: Validate top 5 picks the distinct ones from here
 	// chartPlans are the speedup chart's plans: [series][point]
@@ -180,6 +181,7 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.Ranked.PlaceHolder = "(tune first)"
 	s.OnChange(sp.Update)
 	s.OnPair(sp.pairShown)
+	sp.Loads = newConcurrencyCharts(s)
 	sp.Update()
 	return sp
 }
@@ -209,7 +211,7 @@ func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 	controls := container.NewVScroll(container.NewVBox(sp.Mode, form, mine, sp.UseCal, sp.Place, sp.Labels, sp.Best, sp.Mine, sp.Timing, widget.NewSeparator(), work,
 		metricHelp(metricSpeedup, metricTVerify, metricAAL, metricAcceptance)))
 	sp.controls = controls
-	bottom := container.NewHSplit(sp.Curve.View(sp.s.Win), tree)
+	bottom := container.NewHSplit(sp.Curve.View(sp.s.Win), container.NewAppTabs(container.NewTabItem("tree", tree), container.NewTabItem("concurrency", sp.Loads.View(sp.s.Win))))
 	bottom.Offset = 0.6
 	charts := container.NewVSplit(sp.Chart.View(sp.s.Win), bottom)
 	charts.Offset = 0.62
@@ -611,6 +613,7 @@ func (sp *SpeedupScreen) tune() {
 		// at 2.50x beside the tune's 2.30x for the same plan
 		sp.s.SetInputs(res.Inputs)
 		sp.SetRanked(res.Ranked)
+		sp.Loads.Show(res.Loads)
 	})
 }
 
