@@ -201,20 +201,12 @@ func ProfileModel(ctx context.Context, st *store.Store, hw store.Hardware, m *mo
 	if opt.Widths == nil {
 		opt.Widths = DefaultWidths(64)
 	}
-	hid, err := st.PutHardware(ctx, &hw)
-	if err != nil {
-		return nil, err
-	}
-	md, err := pairs.DescribeModel(m)
-	if err != nil {
-		return nil, err
-	}
-	mid, err := st.PutModel(ctx, &md)
+	key, md, err := curveKey(ctx, st, &hw, m, be, opt.Kind)
 	if err != nil {
 		return nil, err
 	}
 	opt.Curve.defaults()
-	key := store.CurveKey{HardwareID: hid, ModelID: mid, Backend: be.Name(), Threads: be.Threads(), Kind: opt.Kind, Context: opt.Curve.Context, Seqs: max(opt.Seqs, 1)}
+	key.Context, key.Seqs = opt.Curve.Context, max(opt.Seqs, 1)
 	p := &Profile{Hardware: hw, Model: md}
 	if !opt.Fresh {
 		c, err := st.FindCurve(ctx, key)
@@ -548,19 +540,30 @@ func StepRecord(index, prompt int, s spec.Step) store.Step {
 // when none is stored): what prices passes at a request's context and
 // passes of several sequences.
 func VerifyFamily(ctx context.Context, st *store.Store, hw store.Hardware, m *model.Model, be kernels.Backend) ([]*store.Curve, error) {
-	hid, err := st.PutHardware(ctx, &hw)
+	key, _, err := curveKey(ctx, st, &hw, m, be, "verify")
 	if err != nil {
 		return nil, err
+	}
+	return st.CurveFamily(ctx, key)
+}
+
+// curveKey is the key of m's curves of kind on this hardware and
+// backend (context and sequences left to the caller), the hardware and
+// model stored if they were not, and the model as stored.
+func curveKey(ctx context.Context, st *store.Store, hw *store.Hardware, m *model.Model, be kernels.Backend, kind string) (store.CurveKey, store.Model, error) {
+	hid, err := st.PutHardware(ctx, hw)
+	if err != nil {
+		return store.CurveKey{}, store.Model{}, err
 	}
 	md, err := pairs.DescribeModel(m)
 	if err != nil {
-		return nil, err
+		return store.CurveKey{}, md, err
 	}
 	mid, err := st.PutModel(ctx, &md)
 	if err != nil {
-		return nil, err
+		return store.CurveKey{}, md, err
 	}
-	return st.CurveFamily(ctx, store.CurveKey{HardwareID: hid, ModelID: mid, Backend: be.Name(), Threads: be.Threads(), Kind: "verify"})
+	return store.CurveKey{HardwareID: hid, ModelID: mid, Backend: be.Name(), Threads: be.Threads(), Kind: kind}, md, nil
 }
 
 // ContextCurves are family's one-sequence curves, by context, as the
