@@ -70,7 +70,7 @@ func (c *ConcurrencyCharts) pairShown(st *profiles.PairState, err error) {
 
 // Show draws a ranking over concurrency (a tune's Loads). On the UI
 // goroutine.
-func (c *ConcurrencyCharts) Show(levels []profiles.LoadLevel) {
+func (c *ConcurrencyCharts) Show(levels []profiles.LoadRanking) {
 	sp, tp, note := concurrencySpecs(levels)
 	if len(sp.Series) == 0 {
 		return
@@ -84,7 +84,7 @@ func (c *ConcurrencyCharts) Show(levels []profiles.LoadLevel) {
 // batching and the first loadChartPlans plans the lowest concurrency
 // ranks (other than plain batching), fixed and under goodput, each a line
 // over the concurrencies priced; the error bars cover the intervals.
-func concurrencySpecs(levels []profiles.LoadLevel) (speedup, tpot ChartSpec, note string) {
+func concurrencySpecs(levels []profiles.LoadRanking) (speedup, tpot ChartSpec, note string) {
 	type key struct{ plan, policy string }
 	var order []key
 	var skipped []string

@@ -62,13 +62,13 @@ func TestConcurrencySpecs(t *testing.T) {
 		return profiles.LoadPrediction{Concurrency: c, Plan: p, Policy: policy, Speedup: speedup, Low: speedup * 0.9, High: speedup * 1.2,
 			TPOT: time.Duration(float64(10*time.Millisecond) / speedup)}
 	}
-	var levels []profiles.LoadLevel
+	var levels []profiles.LoadRanking
 	for _, c := range []int{1, 4} {
-		levels = append(levels, profiles.LoadLevel{Concurrency: c, Ranked: []profiles.LoadPrediction{
+		levels = append(levels, profiles.LoadRanking{Concurrency: c, Ranked: []profiles.LoadPrediction{
 			lp(c, chain(4), "goodput", 2), lp(c, chain(4), "fixed", 1.9), lp(c, chain(2), "fixed", 1.5), lp(c, chain(2), "goodput", 1.6),
 			lp(c, chain(6), "fixed", 1.2), lp(c, profiles.Plan{Strategy: "ar"}, "plain", 1)}})
 	}
-	levels = append(levels, profiles.LoadLevel{Concurrency: 8, Err: "passes of 8 sequences not measured"})
+	levels = append(levels, profiles.LoadRanking{Concurrency: 8, Err: "passes of 8 sequences not measured"})
 	sp, tp, note := concurrencySpecs(levels)
 	if len(sp.Series) != 5 || len(tp.Series) != 5 {
 		t.Fatalf("series: %v", names(sp.Series))

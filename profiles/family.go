@@ -200,7 +200,7 @@ func ParseConcurrency(s string) ([]int, error) {
 type (
 	ContextRange   = costmodel.ContextRange
 	ContextCurve   = costmodel.ContextCurve
-	LoadLevel      = costmodel.LoadLevel
+	LoadRanking    = costmodel.LoadLevel
 	LoadPrediction = costmodel.LoadPrediction
 )
 
@@ -212,7 +212,7 @@ var DefaultConcurrency = costmodel.DefaultConcurrency
 // one request, best first), fixed and under the goodput policy, at each
 // concurrency of levels on the inputs' curves (costmodel.RankLoads); nil
 // when the inputs are not profiled or calibrated.
-func (in *Inputs) Loads(ranked []Prediction, levels []int) []LoadLevel {
+func (in *Inputs) Loads(ranked []Prediction, levels []int) []LoadRanking {
 	if in == nil || in.Acc == nil || !in.Profiled || len(ranked) == 0 {
 		return nil
 	}
