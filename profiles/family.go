@@ -167,6 +167,9 @@ func (t *TuneResult) rankLoads(opt TuneOptions, first placement) {
 	}
 	t.Loads = in.Loads(own, levels)
 	best := t.Ranked[0]
+	if opt.Concurrency != nil {
+		t.Ranked[0].StopsAt = stopsAt(t.Loads)
+	}
 	for _, lv := range t.Loads {
 		if lv.Concurrency != t.Concurrency {
 			continue
@@ -178,6 +181,20 @@ func (t *TuneResult) rankLoads(opt TuneOptions, first placement) {
 			}
 		}
 	}
+	if opt.Concurrency != nil && t.Load != nil {
+		t.Ranked[0].Adaptive = t.Load.Policy == costmodel.PolicyGoodput
+	}
+}
+
+// stopsAt is the first priced concurrency where plain batching ranks
+// first: from there speculation stops paying (0 where no level says so).
+func stopsAt(levels []costmodel.LoadLevel) int {
+	for _, lv := range levels {
+		if lv.Err == "" && len(lv.Ranked) > 0 && lv.Best().Policy == costmodel.PolicyPlain {
+			return lv.Concurrency
+		}
+	}
+	return 0
 }
 
 // ParseConcurrency reads a list of concurrencies ("1,4,8"): each a

@@ -334,7 +334,13 @@ func New(pair pairs.Spec, hw Hardware, threads, maxSeqLen int, precision string,
 	c.Speculation = best.Plan.Trim()
 	c.Optimization = Optimization{DraftBudget: draftBudget(c.Speculation), MaxSequences: c.Speculation.Sequences()}
 	c.Sampling = Sampling{TopP: 1, Seed: 1}
-	c.Serving = Serving{Concurrency: 1, Policy: PolicyPlan}
+	c.Serving = Serving{Concurrency: max(1, best.Concurrency), Policy: PolicyPlan}
+	if best.Adaptive && c.Models.Draft.Kind != "none" {
+		c.Serving.Policy = PolicyAdaptive
+	}
+	if best.StopsAt > 1 && c.Models.Draft.Kind != "none" {
+		c.Serving.SpeculationStopsAt = best.StopsAt
+	}
 	round := func(x float64) float64 { return float64(int(x*100+0.5)) / 100 }
 	c.Predicted = &Predicted{Speedup: round(best.Speedup), AAL: round(best.AAL)}
 	return c

@@ -405,6 +405,11 @@ type Prediction struct {
 	// Concurrency is the requests a server runs at once that the plan
 	// was tuned for (0 or 1: one; RankLoads prices it there).
 	Concurrency int `json:",omitempty"`
+	// Adaptive says the goodput policy served the plan best at
+	// Concurrency; StopsAt is the first concurrency ranked where plain
+	// batching beat every plan (0: none ranked did).
+	Adaptive bool `json:",omitempty"`
+	StopsAt  int  `json:",omitempty"`
 }
 
 // SplitChoices are the drafter's thread counts the search tries for a
