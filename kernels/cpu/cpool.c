@@ -88,6 +88,8 @@ struct arb_pool {
 	void *dk, *dv;
 	const void *kc, *vc;
 	const uint8_t *mask;
+	const int32_t *bnd, *cnt; // attention's plan: its rows' chunks
+	float *part;              // and a split plan's records
 	uint64_t last[ARB_POOL_MAX]; // the last job word each worker saw
 	float *scratch[ARB_POOL_MAX];     // each worker's scratch, and its size
 	long scratch_n[ARB_POOL_MAX];
@@ -216,8 +218,7 @@ static void chunk_do(arb_pool *p, int kind, int w, long lo, long hi) {
 	case JOB_ROWS: rows_do(p, lo, hi); return;
 	case JOB_ATTN: {
 		const arb_attn_args *a = &p->attn;
-		arb_attention(p->out[0], p->x, p->kc, p->vc, a->f16, a->past, a->n, p->mask, a->heads, a->kv_heads, a->hd, a->scale, (int)lo,
-		              (int)hi, scratch(p, w, a->scratch));
+		arb_attention(a, p->out[0], p->x, p->kc, p->vc, p->mask, p->bnd, p->cnt, p->part, lo, hi, scratch(p, w, a->scratch));
 		return;
 	}
 	}
@@ -337,7 +338,7 @@ static void run(arb_pool *p, int kind, long total, long chunk) {
 	memset(p->out, 0, sizeof p->out), memset(p->w, 0, sizeof p->w);
 	memset(p->aq, 0, sizeof p->aq), memset(p->ad, 0, sizeof p->ad), memset(p->ac, 0, sizeof p->ac);
 	p->x = p->wv = p->y = p->cos = p->sin = 0;
-	p->xo = 0, p->dk = p->dv = 0, p->kc = p->vc = 0, p->mask = 0;
+	p->xo = 0, p->dk = p->dv = 0, p->kc = p->vc = 0, p->mask = 0, p->bnd = p->cnt = 0, p->part = 0;
 }
 
 // set_acts sets the job's activations: row by row, in panels, in K panels.
@@ -375,10 +376,10 @@ void arb_pool_rows(arb_pool *p, const arb_rows_args *a, float *out, float *x, co
 	run(p, JOB_ROWS, total, chunk);
 }
 
-// arb_pool_attn runs arb_attention's total tasks.
+// arb_pool_attn runs total units of arb_attention's phase a->phase.
 void arb_pool_attn(arb_pool *p, const arb_attn_args *a, float *out, const float *q, const void *kc, const void *vc,
-                   const uint8_t *mask, long total, long chunk) {
+                   const uint8_t *mask, const int32_t *bnd, const int32_t *cnt, float *part, long total, long chunk) {
 	p->attn = *a;
-	p->out[0] = out, p->x = q, p->kc = kc, p->vc = vc, p->mask = mask;
+	p->out[0] = out, p->x = q, p->kc = kc, p->vc = vc, p->mask = mask, p->bnd = bnd, p->cnt = cnt, p->part = part;
 	run(p, JOB_ATTN, total, chunk);
 }

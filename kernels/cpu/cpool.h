@@ -1,5 +1,6 @@
 // The workers' side of the pool: jobs whose chunks run in C. See cpool.c.
 #include <stdint.h>
+#include "attn.h"
 
 typedef struct arb_pool arb_pool;
 
@@ -36,11 +37,6 @@ typedef struct {
 	int width, slot, f16;          // ARB_ROW_STORE
 } arb_rows_args;
 
-typedef struct {
-	int f16, past, n, heads, kv_heads, hd;
-	float scale;
-	long scratch; // floats of scratch a task
-} arb_attn_args;
 
 arb_pool *arb_pool_new(int n);
 void arb_pool_close(arb_pool *p);
@@ -57,4 +53,4 @@ void arb_pool_rows(arb_pool *p, const arb_rows_args *a, float *out, float *x, co
                    const float *sin, void *dk, void *dv, int8_t *rq, float *rd, int32_t *rs, int8_t *pq, float *pd, int32_t *pc,
                    int8_t *kq, float *kd, int32_t *kc, long total, long chunk);
 void arb_pool_attn(arb_pool *p, const arb_attn_args *a, float *out, const float *q, const void *kc, const void *vc,
-                   const uint8_t *mask, long total, long chunk);
+                   const uint8_t *mask, const int32_t *bnd, const int32_t *cnt, float *part, long total, long chunk);

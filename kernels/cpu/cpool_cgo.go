@@ -197,19 +197,12 @@ func (j *rowsJob) runC(n, chunk int) bool {
 	return true
 }
 
-// runC runs j's tasks on the C workers (pool.run's cJob).
+// runC runs j's tasks (or, phase 1, its records' folds) on the C
+// workers (pool.run's cJob).
 func (j *attnJob) runC(tasks, chunk int) bool {
 	b := j.b
-	a := &b.pool.c.attn
-	*a = C.arb_attn_args{past: C.int(j.past), n: C.int(j.n), heads: C.int(j.heads), kv_heads: C.int(j.kvHeads), hd: C.int(j.hd),
-		scale: C.float(j.scale), scratch: C.long(j.scratch)}
-	if j.f16 {
-		a.f16 = 1
-	}
-	var mask *C.uint8_t
-	if j.mask != nil {
-		mask = (*C.uint8_t)(unsafe.Pointer(&j.mask[0]))
-	}
-	C.arb_pool_attn(b.pool.c.p, a, f32p(j.out), f32p(j.q), j.kc, j.vc, mask, C.long(tasks), C.long(chunk))
+	b.pool.c.attn = j.a
+	C.arb_pool_attn(b.pool.c.p, &b.pool.c.attn, f32p(j.out), f32p(j.q), j.kc, j.vc, j.maskp(), i32p(j.bnd), i32p(j.cnt), f32p(j.part),
+		C.long(tasks), C.long(chunk))
 	return true
 }

@@ -13,7 +13,7 @@ enum { ARB_F32_ROWS = 4 };
 // holds: the rows a sixteen-row tile multiplies at once (x16.c).
 enum { ARB_PANEL = 4 };
 
-// ARB_HD8_SCALE is what the kernels for heads of width 8 (simd.c's
+// ARB_HD8_SCALE is what the kernels for heads of width 8 (attn.c's
 // attention_hd8, attn16.c's lanes kernel) multiply a score by: the
 // attention's scale times log2(e), in float, so that their softmax takes
 // powers of two. Both compute it this one way, so a row gets the same
@@ -32,27 +32,6 @@ void arb_mm_f32(int type, const uint8_t *w, long row_bytes, int lo, int hi, int 
                 const float *x, int n, float *out, int rows, float *scratch);
 void arb_mm_f32_at(int lvl, int type, const uint8_t *w, long row_bytes, int lo, int hi, int cols,
                    const float *x, int n, float *out, int rows, float *scratch);
-// ARB_LANES_MIN is the fewest query vectors of a kv head (rows times the
-// heads sharing it) that attn16.c's kernel takes for heads of width 8.
-enum { ARB_LANES_MIN = 8 };
-int arb_lanes_block(int n, int heads, int kv_heads, int hd);
-long arb_lanes_scratch(int past, int n, int block);
-void arb_attention_lanes(float *out, const float *q, const void *kc, const void *vc, int f16, int past, int n,
-                         const uint8_t *mask, int heads, int kv_heads, float scale, int lo, int hi, float *scratch);
-// ARB_LANES16_MIN is the fewest query vectors of a task of
-// attention_avx512 (heads of a multiple of 16 dims) that attn16.c's
-// arb_lanes16_weights scores, sixteen lanes to a vector: with 8 (half the
-// lanes idle; 8 rows of 32 heads of 128 over 32 kv heads) it took
-// 1.2-1.35x the per-row scores' time, with 14 (2 rows of 14 heads over 2)
-// 0.7x.
-enum { ARB_LANES16_MIN = 12 };
-int arb_lanes16_weights(float *S, float *inv, float *qt, uint32_t *vis, const float *q, const void *kc, int f16, int past, int total,
-                        const uint8_t *mask, int group, int hd, int kvd, int qd, int kh, int i0, int i1, int lmax, float scale);
-int arb_attention_tasks(int n, int heads, int kv_heads, int hd);
-long arb_attention_scratch(int past, int n, int heads, int kv_heads, int hd);
-void arb_attention(float *out, const float *q, const void *kc, const void *vc, int f16, int past, int n,
-                   const uint8_t *mask, int heads, int kv_heads, int hd, float scale,
-                   int lo, int hi, float *scores);
 void arb_silu_mul(float *g, const float *u, long count);
 void arb_rmsnorm(float *out, const float *x, const float *w, int rows, int dim, float eps);
 void arb_add(float *x, const float *y, long n);

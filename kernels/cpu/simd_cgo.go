@@ -4,6 +4,7 @@ package cpu
 
 // #cgo CFLAGS: -O3 -std=gnu11
 // #cgo LDFLAGS: -lm
+// #include "attn.h"
 // #include "simd.h"
 // #include "q40x8.h"
 import "C"
@@ -145,44 +146,92 @@ func mmFloatAt(lvl int, m *Matrix, x []float32, n int, out []float32) {
 		(*C.float)(unsafe.Pointer(&x[0])), C.int(n), (*C.float)(unsafe.Pointer(&out[0])), C.int(m.rows), (*C.float)(unsafe.Pointer(&buf[0])))
 }
 
+// attnJob is one Attention call on the C kernels (attn.c): its operands,
+// its plan, and the plan's buffers, which stay between calls so that a
+// decode step allocates nothing.
 type attnJob struct {
-	b                           *Backend
-	out, q                      []float32
-	kc, vc                      unsafe.Pointer // one cache layer, float32 or (f16) float16
-	f16                         bool
-	past, n, heads, kvHeads, hd int
-	mask                        []bool
-	scale                       float32
-	scratch                     int // floats of scratch per task
+	b      *Backend
+	out, q []float32
+	kc, vc unsafe.Pointer // one cache layer, float32 or (a.f16) float16
+	mask   []bool
+	a      C.arb_attn_args
+	bnd    []int32   // the rows' chunks (arb_attention_plan)
+	cnt    []int32   // how many each row has
+	part   []float32 // a split plan's records
 }
 
 func (j *attnJob) do(worker, lo, hi int) {
-	scores := j.b.scratchRow(worker, j.scratch)
-	var mask *C.uint8_t
-	if j.mask != nil {
-		mask = (*C.uint8_t)(unsafe.Pointer(&j.mask[0]))
-	}
-	f16 := C.int(0)
-	if j.f16 {
-		f16 = 1
-	}
-	C.arb_attention((*C.float)(unsafe.Pointer(&j.out[0])), (*C.float)(unsafe.Pointer(&j.q[0])),
-		j.kc, j.vc, f16, C.int(j.past), C.int(j.n),
-		mask, C.int(j.heads), C.int(j.kvHeads), C.int(j.hd), C.float(j.scale), C.int(lo), C.int(hi),
-		(*C.float)(unsafe.Pointer(&scores[0])))
+	C.arb_attention(&j.a, f32p(j.out), f32p(j.q), j.kc, j.vc, j.maskp(), i32p(j.bnd), i32p(j.cnt), f32p(j.part), C.long(lo), C.long(hi),
+		f32p(j.b.scratchRow(worker, int(j.a.scratch))))
 }
 
-// attendC runs arb_attention over one cache layer (kc, vc: float32, or
-// float16 when f16), split into the tasks arb_attention_tasks names.
+func (j *attnJob) maskp() *C.uint8_t {
+	if j.mask == nil {
+		return nil
+	}
+	return (*C.uint8_t)(unsafe.Pointer(&j.mask[0]))
+}
+
+// attendC runs the C attention over one cache layer (kc, vc: float32, or
+// float16 when f16): arb_attention_plan splits the rows' visible slots
+// into chunks and the work into tasks; a plan that gives each chunk a
+// task of its own (too few kv heads for the threads) then folds their
+// records in a second job.
 func (b *Backend) attendC(out, q []float32, kc, vc unsafe.Pointer, f16 bool, past, n int, mask []bool, heads, kvHeads, hd int, scale float32) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	tasks := int(C.arb_attention_tasks(C.int(n), C.int(heads), C.int(kvHeads), C.int(hd)))
-	scratch := C.arb_attention_scratch(C.int(past), C.int(n), C.int(heads), C.int(kvHeads), C.int(hd))
-	b.attn = attnJob{b: b, out: out, q: q, kc: kc, vc: vc, f16: f16, past: past, n: n, heads: heads, kvHeads: kvHeads, hd: hd, mask: mask, scale: scale, scratch: int(scratch)}
 	j := &b.attn
-	b.pool.run(j, tasks, max(1, 4096*tasks/(n*heads*(past+n)*hd)))
-	b.attn = attnJob{} // drop the references to the caller's slices
+	j.b, j.out, j.q, j.kc, j.vc, j.mask = b, out, q, kc, vc, mask
+	j.a = C.arb_attn_args{past: C.int(past), n: C.int(n), heads: C.int(heads), kv_heads: C.int(kvHeads), hd: C.int(hd), scale: C.float(scale)}
+	if f16 {
+		j.a.f16 = 1
+	}
+	stride := (past+n)/int(C.arb_attention_chunk(C.int(hd))) + 2
+	j.bnd = growInts(j.bnd, n*stride)
+	j.cnt = growInts(j.cnt, n)
+	tasks := int(C.arb_attention_plan(&j.a, j.maskp(), C.int(b.threads), i32p(j.bnd), i32p(j.cnt)))
+	if r := int(C.arb_attention_records(&j.a)); r > 0 {
+		if cap(j.part) < r {
+			j.part = make([]float32, r)
+		}
+		j.part = j.part[:r]
+	}
+	work := n * heads * (past + n) * hd // multiply-adds of scores, about
+	b.pool.run(j, tasks, max(1, 4096*tasks/max(1, work)))
+	if j.a.split != 0 {
+		j.a.phase = 1
+		b.pool.run(j, n*heads, max(1, n*heads/(4*b.threads)))
+	}
+	j.out, j.q, j.kc, j.vc, j.mask = nil, nil, nil, nil, nil // drop the references to the caller's memory
+}
+
+// attnChunk is the visible slots a chunk of a row's attention holds for
+// heads of hd dims (arb_attention_chunk).
+func attnChunk(hd int) int { return int(C.arb_attention_chunk(C.int(hd))) }
+
+// lastPlan says how the last attendC call ran: whether each chunk was a
+// task of its own (then folded by a second job), and its rows' chunks
+// (row i's chunk c: slots bounds[i][c] .. bounds[i][c+1]-1), for the
+// tests.
+func (b *Backend) lastPlan() (split bool, bounds [][]int32) {
+	j := &b.attn
+	stride := int(j.a.stride)
+	for i, k := range j.cnt[:j.a.n] {
+		if k == 0 {
+			bounds = append(bounds, nil)
+			continue
+		}
+		bounds = append(bounds, j.bnd[i*stride:i*stride+int(k)+1])
+	}
+	return j.a.split != 0, bounds
+}
+
+// growInts returns s with room for n values.
+func growInts(s []int32, n int) []int32 {
+	if cap(s) < n {
+		s = make([]int32, n, max(n, 2*cap(s)))
+	}
+	return s[:n]
 }
 
 // HostAttention is the C attention over host float32 slices (q: n rows of

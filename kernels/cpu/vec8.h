@@ -1,6 +1,7 @@
 // Eight-wide AVX2 helpers shared by the C kernels: exp8_masked (inference's
-// softmax and SiLU, the trainer's attention, softmax and SiLU) and
-// transpose8 (repacking weights, packing the trainer's products).
+// softmax and SiLU, the trainer's attention, softmax and SiLU), the
+// horizontal sums hsum4 and hsum8, and transpose8 (repacking weights,
+// packing the trainer's products).
 // Included inside each file's x86-64 section, after <immintrin.h>.
 #ifndef ARB_VEC8_H
 #define ARB_VEC8_H
@@ -46,6 +47,19 @@ __attribute__((target("avx2,fma"))) static inline __m256 exp2_8_masked(__m256 x)
 	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
 	__m256i pow2 = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
 	return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(pow2)), live);
+}
+
+// hsum4 is the sum of a vector's four lanes, (v0+v2) + (v1+v3): the one
+// horizontal reduction every kernel's epilogue uses.
+__attribute__((target("avx2,fma"))) static inline float hsum4(__m128 s) {
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+// hsum8 is the sum of a vector's eight lanes: its halves added, then hsum4.
+__attribute__((target("avx2,fma"))) static inline float hsum8(__m256 v) {
+	return hsum4(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
 }
 
 // transpose8 transposes an 8x8 block of floats held as 8 rows.
