@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"unsafe"
 
 	"arborist/kernels"
@@ -68,6 +69,7 @@ type KV struct {
 	typ                  quant.Type
 	k, v                 [][]float32
 	k16, v16             [][]uint16
+	mem                  *kvMemory // where a large cache's rows live (nil: Go slices)
 }
 
 // Layers is the layer count.
@@ -91,8 +93,15 @@ func kvBytes(layers, slots, width int, t quant.Type) uint64 {
 	return 2 * uint64(layers) * uint64(slots) * uint64(width) * uint64(t.TypeSize())
 }
 
-// Free drops the buffers (the garbage collector reclaims them).
-func (c *KV) Free() { c.k, c.v, c.k16, c.v16 = nil, nil, nil, nil }
+// Free drops the buffers: a large cache's mapping is unmapped at once,
+// Go slices are left to the garbage collector.
+func (c *KV) Free() {
+	c.k, c.v, c.k16, c.v16 = nil, nil, nil, nil
+	if c.mem != nil {
+		c.mem.free()
+		c.mem = nil
+	}
+}
 
 // NewKV allocates a float32 or float16 cache.
 func (b *Backend) NewKV(layers, slots, width int, t quant.Type) (kernels.KV, error) {
@@ -103,17 +112,29 @@ func (b *Backend) NewKV(layers, slots, width int, t quant.Type) (kernels.KV, err
 		uint64(slots)*uint64(width) > math.MaxInt32*64 {
 		return nil, fmt.Errorf("cpu: KV cache of %d layers x %d slots x %d is out of range", layers, slots, width)
 	}
-	c := &KV{layers: layers, slots: slots, width: width, typ: t}
+	c := &KV{layers: layers, slots: slots, width: width, typ: t, mem: newKVMemory(kvBytes(layers, slots, width, t) + uint64(2*layers*64))}
 	n := slots * width
+	var bufs []unsafe.Pointer // each layer's keys, then its values
+	if c.mem != nil {
+		bufs = c.mem.carve(2*layers, n*t.TypeSize())
+	}
 	if t == quant.F32 {
 		c.k, c.v = make([][]float32, layers), make([][]float32, layers)
 		for l := range c.k {
-			c.k[l], c.v[l] = make([]float32, n), make([]float32, n)
+			if bufs != nil {
+				c.k[l], c.v[l] = unsafe.Slice((*float32)(bufs[2*l]), n), unsafe.Slice((*float32)(bufs[2*l+1]), n)
+			} else {
+				c.k[l], c.v[l] = make([]float32, n), make([]float32, n)
+			}
 		}
 	} else {
 		c.k16, c.v16 = make([][]uint16, layers), make([][]uint16, layers)
 		for l := range c.k16 {
-			c.k16[l], c.v16[l] = make([]uint16, n), make([]uint16, n)
+			if bufs != nil {
+				c.k16[l], c.v16[l] = unsafe.Slice((*uint16)(bufs[2*l]), n), unsafe.Slice((*uint16)(bufs[2*l+1]), n)
+			} else {
+				c.k16[l], c.v16[l] = make([]uint16, n), make([]uint16, n)
+			}
 		}
 	}
 	return c, nil
@@ -218,6 +239,7 @@ func (b *Backend) StoreKV(kv kernels.KV, layer, slot int, k, v kernels.Tensor, r
 	w := c.width
 	j := rowsJob{op: opStore, kv: c, layer: layer, slot: slot, x: Data(k)[:rows*w], y: Data(v)[:rows*w]}
 	b.runRows(&j, rows, 2*w)
+	runtime.KeepAlive(c) // a large cache's mapping holds the rows
 }
 
 // Attention runs the C kernels (float32 or float16 cache) where cgo is on
@@ -233,6 +255,7 @@ func (b *Backend) Attention(out, q kernels.Tensor, kv kernels.KV, layer, past, n
 			kp, vp = unsafe.Pointer(&c.k[layer][0]), unsafe.Pointer(&c.v[layer][0])
 		}
 		b.attendC(Data(out), Data(q), kp, vp, f16, past, n, mask, s.Heads, s.KVHeads, s.HeadDim, s.Scale)
+		runtime.KeepAlive(c) // its mapping holds kp and vp
 		return
 	}
 	l := kvLayer{}
@@ -242,6 +265,7 @@ func (b *Backend) Attention(out, q kernels.Tensor, kv kernels.KV, layer, past, n
 		l.k16, l.v16 = c.k16[layer], c.v16[layer]
 	}
 	b.attendGo(Data(out), Data(q), l, past, n, mask, s)
+	runtime.KeepAlive(c)
 }
 
 // kvLayer is one layer of a cache, float32 (k, v) or float16 (k16, v16).
@@ -385,6 +409,7 @@ func (b *Backend) Compact(kv kernels.KV, keep []int, used int) error {
 			compactRows(c.v16[l], keep, used, w, inPlace)
 		}
 	}
+	runtime.KeepAlive(c) // a large cache's mapping holds the rows
 	return nil
 }
 
@@ -421,6 +446,8 @@ func (b *Backend) CopyKV(dst, src kernels.KV, n int) error {
 			copy(d.v16[l][:m], s.v16[l][:m])
 		}
 	}
+	runtime.KeepAlive(d) // large caches' mappings hold the rows
+	runtime.KeepAlive(s)
 	return nil
 }
 

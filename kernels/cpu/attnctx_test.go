@@ -1,0 +1,77 @@
+//go:build cgo && !purego
+
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"arborist/kernels"
+	"arborist/kernels/quant"
+)
+
+// BenchmarkAttentionContext: a pass's attention of llama-3.2-1b's shape
+// (32 heads of 64 over 8 kv heads) at long contexts through the Device
+// (the cache as NewKV makes it), over its sixteen layers in turn, so each
+// call reads its layer from memory as a model's pass does: a decode step
+// (W=1), verifications of 16 and 64 tokens under a binary tree's mask,
+// and a 512-token prefill chunk (causal), in float32 and float16 caches.
+// One op is one layer's call.
+func BenchmarkAttentionContext(b *testing.B) {
+	const heads, kvHeads, hd, layers = 32, 8, 64, 16
+	rng := rand.New(rand.NewPCG(7, 8))
+	kvd, qd := kvHeads*hd, heads*hd
+	shape := kernels.AttnShape{Heads: heads, KVHeads: kvHeads, HeadDim: hd, Scale: 0.125}
+	for _, ctx := range []int{1024, 4096, 8192} {
+		for _, t := range []quant.Type{quant.F32, quant.F16} {
+			be := New(DefaultThreads())
+			kvi, err := be.NewKV(layers, ctx+64, kvd, t)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for l := 0; l < layers; l++ {
+				for s := 0; s < ctx+64; s += 512 {
+					n := min(512, ctx+64-s)
+					be.StoreKV(kvi, l, s, Wrap(gaussian(rng, n*kvd)), Wrap(gaussian(rng, n*kvd)), n)
+				}
+			}
+			for _, w := range []struct {
+				name string
+				n    int
+				tree bool
+			}{{"decode", 1, false}, {"verify16", 16, true}, {"verify64", 64, true}, {"prefill512", 512, false}} {
+				past := ctx - w.n
+				if w.n == 1 {
+					past = ctx
+				}
+				total := past + w.n
+				var mask []bool
+				if w.tree {
+					mask = make([]bool, w.n*total)
+					for i := 0; i < w.n; i++ {
+						for j := 0; j < past; j++ {
+							mask[i*total+j] = true
+						}
+						for a := i; ; a = (a - 1) / 2 {
+							mask[i*total+past+a] = true
+							if a == 0 {
+								break
+							}
+						}
+					}
+				}
+				q, out := Wrap(gaussian(rng, w.n*qd)), Wrap(make([]float32, w.n*qd))
+				b.Run(fmt.Sprintf("ctx=%d/%s/%s", ctx, w.name, t), func(b *testing.B) {
+					i := 0
+					for b.Loop() {
+						be.Attention(out, q, kvi, i%layers, past, w.n, mask, shape)
+						i++
+					}
+				})
+			}
+			kvi.Free()
+			be.Close()
+		}
+	}
+}
