@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -416,13 +417,16 @@ func describeHidden(ctx context.Context, target, ref, db string) (string, error)
 
 // BenchOptions describe a single-model benchmark.
 type BenchOptions struct {
-	Model     string
-	Backend   string
-	Threads   int
-	Reps      int    // decode runs (the median is reported)
-	Tokens    int    // per decode run
-	Widths    []int  // verification widths timed
-	KV        string // KV cache type (kernels.ParseKV)
+	Model   string
+	Backend string
+	Threads int
+	Reps    int    // decode runs (the median is reported)
+	Tokens  int    // per decode run
+	Widths  []int  // verification widths timed
+	KV      string // KV cache type (kernels.ParseKV)
+	// Ctx are context depths at which decode runs and verification passes
+	// are timed as well (none: the short prompt's alone)
+	Ctx       []int
 	OnMessage func(string)
 }
 
@@ -466,6 +470,8 @@ type BenchReport struct {
 	// Memory is the device's own memory where it has one (a GPU): its
 	// copy rate is Bandwidth, and Peak is 0 (not measured there)
 	Memory *store.DeviceMemory `json:"device_memory,omitempty"`
+	// Depths are the runs after BenchOptions.Ctx cached positions
+	Depths []DepthReport `json:"depths,omitempty"`
 }
 
 // maxBenchReps bounds bench's repetitions: each decodes the whole -n.
@@ -495,6 +501,9 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 		return nil, err
 	}
 	defer closeModel(m, be)
+	if err := checkDepths(opt.Ctx, opt.Tokens, slices.Max(append([]int{1}, opt.Widths...)), m.CtxLen); err != nil {
+		return nil, err
+	}
 	r := &BenchReport{Model: opt.Model, Params: m.File.Params(), WeightBytes: m.WeightBytes(), Threads: be.Threads(), Backend: be.Name(), Kernels: bi.Kernels()}
 	// a device with memory of its own (a GPU) is held to that memory's rate
 	if r.Memory, err = hardware.DeviceMemory(be); err != nil {
@@ -571,6 +580,13 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 	r.Limits.Bandwidth = r.Bandwidth
 	r.Roofline = 1 / r.Limits.Roofline().Seconds()
 	r.Peak, r.PeakKind, r.MACs, r.KVRead = r.Limits.Peak, r.Limits.Kind(), r.Limits.MACs, r.Limits.KVRead
+	for _, d := range opt.Ctx {
+		dr, err := benchDepth(ctx, m, r.Limits, d, opt.Reps, opt.Tokens, opt.Widths)
+		if err != nil {
+			return nil, fmt.Errorf("--ctx %d: %w", d, err)
+		}
+		r.Depths = append(r.Depths, dr)
+	}
 	return r, nil
 }
 

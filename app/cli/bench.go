@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 )
 
 func runBench(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "bench", "--model M [--threads N] [--reps R] [--widths 1,2,4,...] [--json]")
+	fs := newFlags(env, "bench", "--model M [--threads N] [--reps R] [--widths 1,2,4,...] [--ctx 1024,4096,...] [--json]")
 	path := fs.String("model", "", "GGUF model `file`")
 	var backend string
 	var threads int
@@ -18,6 +19,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	reps := fs.Int("reps", 5, "repetitions of the decode run (the median is reported)")
 	widthsFlag := fs.String("widths", "1,2,4,8,16,32,64", "verification widths W to time")
 	n := fs.Int("n", 128, "tokens per decode run")
+	ctxFlag := fs.String("ctx", "", "context depths (cached positions) at which to time decode runs and the passes as well, e.g. 1024,4096")
 	var kv string
 	kvFlag(fs, &kv)
 	asJSON := jsonFlag(fs)
@@ -34,6 +36,12 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	if len(widths) == 0 {
 		return fail(fs, usagef("--widths: want a list such as 1,2,4,8"))
 	}
+	var depths []int
+	if *ctxFlag != "" {
+		if depths, err = profiles.ParseInts(*ctxFlag); err != nil || len(depths) == 0 {
+			return fail(fs, usagef("--ctx: want a list of depths such as 1024,4096"))
+		}
+	}
 	if err := checkBackend(backend, threads); err != nil {
 		return fail(fs, err)
 	}
@@ -43,7 +51,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	if *reps <= 0 || *n <= 1 {
 		return fail(fs, usagef("--reps must be positive and -n above 1"))
 	}
-	r, err := profiles.BenchModel(ctx, profiles.BenchOptions{Model: *path, Backend: backend, Threads: threads, Reps: *reps, Tokens: *n, Widths: widths, KV: kv})
+	r, err := profiles.BenchModel(ctx, profiles.BenchOptions{Model: *path, Backend: backend, Threads: threads, Reps: *reps, Tokens: *n, Widths: widths, KV: kv, Ctx: depths})
 	if err != nil {
 		return err
 	}
@@ -89,7 +97,34 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	if ratio8 > 0 {
 		fmt.Fprintf(w, "T_verify(8)/T_verify(1): %.2fx\n", ratio8)
 	}
+	printDepths(w, r, *reps, *n)
 	return nil
+}
+
+// printDepths writes the runs at each --ctx depth: decode tokens/s
+// against the roofline that reads the KV cache beside the weights at
+// the bandwidth above, and the passes there.
+func printDepths(w io.Writer, r *profiles.BenchReport, reps, n int) {
+	if len(r.Depths) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "at depth: decode runs of %d tokens (median of %d) and passes after the context's cached positions; the roofline reads %.1f MiB of weights + the KV cache a step attends over at %.1f GB/s:\n",
+		n, reps, float64(r.WeightBytes)/(1<<20), r.Bandwidth/1e9)
+	fmt.Fprintf(w, "  %7s %14s %16s %12s %15s %9s\n", "context", "decode tok/s", "(min-max)", "KV MiB/tok", "roofline tok/s", "share")
+	for _, d := range r.Depths {
+		fmt.Fprintf(w, "  %7d %14.1f %16s %12.1f %15.0f %8.0f%%\n", d.Context, d.Median,
+			fmt.Sprintf("(%.1f-%.1f)", d.Decode[0], d.Decode[len(d.Decode)-1]), d.KVRead/(1<<20), d.Roofline, 100*d.Share)
+	}
+	for _, d := range r.Depths {
+		if len(d.Passes) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  passes after %d:", d.Context)
+		for _, p := range d.Passes {
+			fmt.Fprintf(w, " W=%d %s (±%s)", p.W, p.Median.Round(time.Microsecond), p.Spread.Round(time.Microsecond))
+		}
+		fmt.Fprintf(w, "; T_verify(W)/T_verify(%d) at the largest W %.2fx\n", d.Passes[0].W, float64(d.Passes[len(d.Passes)-1].Median)/float64(d.Passes[0].Median))
+	}
 }
 
 // tokenBytes says what a decode step streams at least: the weights, and

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -453,5 +454,69 @@ func TestBench(t *testing.T) {
 		if sh < lo*(1-1e-9) || sh > hi*(1+1e-9) {
 			t.Errorf("share %v outside what the runs %v and reads %v allow (%v-%v)", sh, r.Decode, r.BW, lo, hi)
 		}
+	}
+}
+
+// TestBenchCtx: bench --ctx times decode runs and passes after each depth
+// and sets them against the roofline that reads the KV cache a step
+// attends over beside the weights (more of it at the deeper context); a
+// depth past the model's context is refused, naming both figures.
+func TestBenchCtx(t *testing.T) {
+	model := filepath.Join(modeltest.ModelsDir(t), "stories260K.gguf")
+	code, out, stderr := run(t, "bench", "--model", model, "--reps", "2", "--widths", "1,4", "-n", "8", "--ctx", "64,1500")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"at depth: decode runs of 8 tokens", "roofline tok/s", "passes after 64: W=1 ", "passes after 1500: W=1 "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bench --ctx output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, stderr = run(t, "bench", "--model", model, "--reps", "2", "--widths", "1,4", "-n", "8", "--ctx", "64,1500", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r struct {
+		WeightBytes float64 `json:"weight_bytes"`
+		Bandwidth   float64 `json:"bandwidth_bytes_per_s"`
+		Depths      []struct {
+			Context  int       `json:"context"`
+			Decode   []float64 `json:"decode_tokens_per_s"`
+			Median   float64   `json:"decode_median_tokens_per_s"`
+			KVRead   float64   `json:"kv_read_bytes_per_token"`
+			Roofline float64   `json:"roofline_tokens_per_s"`
+			Share    float64   `json:"roofline_share"`
+			Passes   []struct {
+				W int `json:"w"`
+			} `json:"verify_curve"`
+		} `json:"depths"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if len(r.Depths) != 2 || r.Depths[0].Context != 64 || r.Depths[1].Context != 1500 {
+		t.Fatalf("depths %+v, want 64 and 1500", r.Depths)
+	}
+	// stories260K: 5 layers of 4 kv heads of 8 dims, float32 keys and
+	// values: 1280 bytes a position; a run of 8 tokens reads the depth
+	// and 1..7 positions after it, 4 more on average
+	for _, d := range r.Depths {
+		if want := float64(d.Context+4) * 1280; d.KVRead != want {
+			t.Errorf("depth %d: %v KV bytes a step, want %v", d.Context, d.KVRead, want)
+		}
+		roof := r.Bandwidth / (r.WeightBytes + d.KVRead) // to the nanosecond a token
+		if math.Abs(d.Roofline-roof) > roof*1e-4 || len(d.Decode) != 2 || d.Median != d.Decode[1] || math.Abs(d.Share-d.Median/d.Roofline) > 1e-9 {
+			t.Errorf("depth %d: roofline %v (want %v), runs %v, median %v, share %v", d.Context, d.Roofline, roof, d.Decode, d.Median, d.Share)
+		}
+		if len(d.Passes) != 2 || d.Passes[0].W != 1 || d.Passes[1].W != 4 {
+			t.Errorf("depth %d: passes %+v, want W=1 and W=4", d.Context, d.Passes)
+		}
+	}
+	code, _, stderr = run(t, "bench", "--model", model, "--reps", "1", "--widths", "1", "-n", "8", "--ctx", "2045")
+	if code == 0 || !strings.Contains(stderr, "--ctx 2045") || !strings.Contains(stderr, "(2053) exceed the model's context of 2048") {
+		t.Errorf("a depth past the context: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := run(t, "bench", "--model", model, "--ctx", "1,x"); code != 2 || !strings.Contains(stderr, "--ctx") {
+		t.Errorf("bad depths: exit %d, %s", code, stderr)
 	}
 }

@@ -21,6 +21,11 @@ type CurveOptions struct {
 	Warmup  int // untimed passes per width (default 2)
 	MinReps int // timed passes per width at least (default 5)
 	MaxReps int // at most (default 15); stops early once every spread is small
+	// Cache, when set, is VerifyCurve's cache, already holding Context
+	// positions and room for the widest pass: a long context is prefilled
+	// once for the decode runs and the passes on it (nil: VerifyCurve
+	// makes and prefills one of its own)
+	Cache *model.Cache
 	// Progress, when set, is called after each round (or width) with the
 	// rounds done, the most there can be, and the latest point.
 	Progress func(done, total int, p latency.Point)
@@ -175,11 +180,17 @@ func VerifyCurve(ctx context.Context, m *model.Model, widths []int, opt CurveOpt
 	if opt.Context+maxW > m.CtxLen {
 		return nil, fmt.Errorf("profiles: context %d + width %d exceed the model's %d positions", opt.Context, maxW, m.CtxLen)
 	}
-	cache, err := DepthCache(ctx, m, opt.Context, maxW)
-	if err != nil {
-		return nil, err
+	cache := opt.Cache
+	if cache == nil {
+		c, err := DepthCache(ctx, m, opt.Context, maxW)
+		if err != nil {
+			return nil, err
+		}
+		defer c.Free()
+		cache = c
+	} else if cache.Len() < opt.Context || cache.Cap() < opt.Context+maxW {
+		return nil, fmt.Errorf("profiles: a cache of %d positions (%d held) for passes of up to %d after %d", cache.Cap(), cache.Len(), maxW, opt.Context)
 	}
-	defer cache.Free()
 	var res model.Result
 	toks := make([]int, maxW)
 	for i := range toks {
