@@ -1,0 +1,83 @@
+package spec
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"arborist/engine/drafter"
+	"arborist/engine/generate"
+	"arborist/engine/model"
+	"arborist/engine/sample"
+	"arborist/engine/synth"
+	"arborist/kernels/cpu"
+	"arborist/kernels/quant"
+)
+
+// TestGreedyLosslessLongContext: greedy speculative output equals plain
+// decoding after a prompt longer than an attention chunk (1024 visible
+// slots for heads of 64 on the CPU), so every verification row's softmax
+// spans two chunks folded together and a tree row must still equal its
+// path decoded alone, in float32 and float16 caches. The target is a
+// synthetic model with heads of 64 (the shipped test models have heads of
+// 8, whose chunks hold 4096 slots); drafting with the target itself keeps
+// long accepted runs and sibling rejections, drafting with its first
+// layer rejects often.
+func TestGreedyLosslessLongContext(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long prompts: slower")
+	}
+	sh, err := synth.ParseShape("custom:dim=128,layers=2,heads=2,kv=1,ffn=256,vocab=600")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh.CtxLen = 2048
+	path := filepath.Join(t.TempDir(), "long.gguf")
+	if err := synth.WriteFile(context.Background(), path, sh, synth.Options{Type: quant.F32, Seed: 7}); err != nil {
+		t.Fatal(err)
+	}
+	load := func(threads int) *model.Model {
+		be := cpu.New(threads)
+		t.Cleanup(be.Close)
+		m, err := model.Load(path, be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	target, draft := load(2), load(1)
+	prompt := make([]int, 1300)
+	for i := range prompt {
+		prompt[i] = 3 + (i*131+17)%(sh.Vocab-3)
+	}
+	ctx := context.Background()
+	const n = 40
+	for _, kv := range []quant.Type{quant.F32, quant.F16} {
+		target.KVType, draft.KVType = kv, kv
+		want, _, err := generate.Run(ctx, target, prompt, generate.Options{MaxTokens: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"chain4", "chain8", "tree-widths", "tree-parent", "sequoia", "egt", "egt-aot", "duo", "chain4-tail"} {
+			for _, layers := range []int{0, 1} {
+				t.Run(fmt.Sprintf("%v/%s/layers=%d", kv, name, layers), func(t *testing.T) {
+					cfg := configs()[name]
+					cfg.MaxTokens = n
+					e := &Engine{Target: target, Source: drafter.NewModel(draft, layers, 2048, sample.Params{}, "draft"), Concurrent: true}
+					res, err := e.Run(ctx, prompt, cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if fmt.Sprint(res.Tokens) != fmt.Sprint(want) {
+						t.Fatalf("got  %v\nwant %v", res.Tokens, want)
+					}
+					if layers == 0 && len(res.Tokens)-len(res.Steps) == 0 {
+						t.Errorf("the target drafting for itself had no token accepted")
+					}
+				})
+			}
+		}
+	}
+}
