@@ -127,9 +127,10 @@ func (c *Cache) CopyPrefix(n int) (*Cache, error) {
 	return d, nil
 }
 
-// Free releases the cache's device memory (a host cache is left to the
-// garbage collector) and gives its bytes back to the budget that admitted
-// it; the cache must not be used afterwards.
+// Free releases the cache's device memory (a large host cache's mapping
+// is unmapped at once, a small one left to the garbage collector) and
+// gives its bytes back to the budget that admitted it; the cache must not
+// be used afterwards.
 func (c *Cache) Free() {
 	if c.kv != nil {
 		c.kv.Free()
