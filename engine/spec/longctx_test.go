@@ -3,15 +3,11 @@ package spec
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"arborist/engine/drafter"
 	"arborist/engine/generate"
-	"arborist/engine/model"
 	"arborist/engine/sample"
-	"arborist/engine/synth"
-	"arborist/kernels/cpu"
 	"arborist/kernels/quant"
 )
 
@@ -28,29 +24,10 @@ func TestGreedyLosslessLongContext(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long prompts: slower")
 	}
-	sh, err := synth.ParseShape("custom:dim=128,layers=2,heads=2,kv=1,ffn=256,vocab=600")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sh.CtxLen = 2048
-	path := filepath.Join(t.TempDir(), "long.gguf")
-	if err := synth.WriteFile(context.Background(), path, sh, synth.Options{Type: quant.F32, Seed: 7}); err != nil {
-		t.Fatal(err)
-	}
-	load := func(threads int) *model.Model {
-		be := cpu.New(threads)
-		t.Cleanup(be.Close)
-		m, err := model.Load(path, be)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close() })
-		return m
-	}
-	target, draft := load(2), load(1)
+	target, draft := loadFamily(t, "custom:dim=128,layers=2,heads=2,kv=1,ffn=256,vocab=600,ctx=2048")
 	prompt := make([]int, 1300)
 	for i := range prompt {
-		prompt[i] = 3 + (i*131+17)%(sh.Vocab-3)
+		prompt[i] = 3 + (i*131+17)%(target.Vocab-3)
 	}
 	ctx := context.Background()
 	const n = 40
