@@ -7,10 +7,6 @@ import (
 	"unsafe"
 )
 
-// hugeMin is the smallest cache kvMemory maps with huge pages: below it a
-// cache is a few Go slices, as a short context's or a test's needs.
-const hugeMin = 32 << 20
-
 // hugeSize is a transparent huge page.
 const hugeSize = 2 << 20
 
