@@ -7,7 +7,6 @@ import (
 
 	"arborist/engine/drafter"
 	"arborist/engine/generate"
-	"arborist/engine/sample"
 	"arborist/kernels/quant"
 )
 
@@ -42,7 +41,7 @@ func TestGreedyLosslessLongContext(t *testing.T) {
 				t.Run(fmt.Sprintf("%v/%s/layers=%d", kv, name, layers), func(t *testing.T) {
 					cfg := configs()[name]
 					cfg.MaxTokens = n
-					e := &Engine{Target: target, Source: drafter.NewModel(draft, layers, 2048, sample.Params{}, "draft"), Concurrent: true}
+					e := &Engine{Target: target, Source: drafter.NewModel(draft, layers, 2048, "draft"), Concurrent: true}
 					res, err := e.Run(ctx, prompt, cfg)
 					if err != nil {
 						t.Fatal(err)
