@@ -135,6 +135,11 @@ type Request struct {
 	// Concurrent says the source may draft while the target verifies (on
 	// a device or threads of its own), as Engine.Concurrent.
 	Concurrent bool
+	// OnAdmit, when set, is called once the request leaves the queue for
+	// the running set (its cache taken from the budget), before its
+	// prompt's first chunk: a server tells a waiting request from a
+	// running one by it. It runs on the batch's goroutine, like OnToken.
+	OnAdmit func()
 }
 
 // Handle is a submitted request: Done is closed when it has left the
@@ -174,6 +179,7 @@ type member struct {
 	left     bool
 	chunk    int // prompt rows in this pass
 	p        *pending
+	onAdmit  func()
 	admitted time.Time
 	decoded  time.Time
 }
@@ -229,7 +235,7 @@ func (b *Batch) Submit(ctx context.Context, req Request) (*Handle, error) {
 		return nil, err
 	}
 	r.aheadMu = &b.ahead
-	m := &member{ctx: ctx, h: &Handle{done: make(chan struct{})}, r: r, prompt: slices.Clone(req.Prompt), capacity: capacity}
+	m := &member{ctx: ctx, h: &Handle{done: make(chan struct{})}, r: r, prompt: slices.Clone(req.Prompt), capacity: capacity, onAdmit: req.OnAdmit}
 	m.h.stop = context.AfterFunc(ctx, b.signal) // a client gone wakes Serve
 	b.mu.Lock()
 	b.waiting = append(b.waiting, m)
@@ -351,6 +357,9 @@ func (b *Batch) admit() {
 		}
 		m.r.open(c)
 		m.admitted = time.Now()
+		if m.onAdmit != nil {
+			m.onAdmit()
+		}
 		if len(m.prompt) == 1 {
 			if err := b.startDecoding(m); err != nil {
 				b.leave(m, err)

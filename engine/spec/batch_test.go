@@ -312,6 +312,54 @@ func TestBatchLeaves(t *testing.T) {
 	}
 }
 
+// TestBatchOnAdmit: a request's OnAdmit is called once, when it leaves
+// the queue for the running set, before any of its tokens; a request
+// that leaves while it waits is never admitted.
+func TestBatchOnAdmit(t *testing.T) {
+	p := loadPair(t, "stories260K.gguf", "bench/draft-noisy-0.05.gguf")
+	ctx := context.Background()
+	b := NewBatch(p.target, BatchOptions{MaxSeqs: 1})
+	ids := p.target.Tok.Encode("Once upon a time", true, false)
+	admitted := make([]int, 3)
+	tokensAtAdmit := make([]int, 3)
+	tokens := make([]int, 3)
+	var hs []*Handle
+	wctx, leave := context.WithCancel(ctx)
+	for i := range 3 {
+		rctx := ctx
+		if i == 2 {
+			rctx = wctx
+		}
+		cfg := Config{Plan: ChainPlan(2), MaxTokens: 6, OnToken: func(int, bool) { tokens[i]++ }}
+		h, err := b.Submit(rctx, Request{Prompt: ids, Config: cfg, Source: drafter.NewModel(p.draft, 0, 512, sample.Params{}, "draft"),
+			OnAdmit: func() { admitted[i]++; tokensAtAdmit[i] = tokens[i] }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	if _, err := b.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if admitted[0] != 1 || admitted[1] != 0 || admitted[2] != 0 {
+		t.Fatalf("after the first pass with room for one: admitted %v", admitted)
+	}
+	leave() // the third leaves while it waits
+	stepAll(t, b)
+	for i, h := range hs {
+		_, err := h.Wait()
+		if i == 2 {
+			if !errors.Is(err, context.Canceled) || admitted[2] != 0 {
+				t.Errorf("the request that left while waiting: %v, admitted %d times", err, admitted[2])
+			}
+			continue
+		}
+		if err != nil || admitted[i] != 1 || tokensAtAdmit[i] != 0 || tokens[i] == 0 {
+			t.Errorf("request %d: %v, admitted %d times with %d tokens then, %d in all", i, err, admitted[i], tokensAtAdmit[i], tokens[i])
+		}
+	}
+}
+
 // freeCounter counts how often its source is freed.
 type freeCounter struct {
 	*drafter.Model
