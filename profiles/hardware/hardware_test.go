@@ -1,6 +1,7 @@
 package hardware
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 
@@ -28,5 +29,17 @@ func TestDetectHardwareNamesKernels(t *testing.T) {
 	flags := strings.TrimSuffix(h.SIMD, "(kernels "+cpu.Kernels()+")")
 	if got := fingerprint(h, flags+"(kernels "+cpu.KernelsID()+")"); got != h.Fingerprint {
 		t.Errorf("fingerprint %s, want %s from the kernels' fingerprint name", h.Fingerprint, got)
+	}
+}
+
+// TestMemAvailable: the memory available is known on Linux, positive and
+// at most the machine's RAM.
+func TestMemAvailable(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("read from /proc/meminfo")
+	}
+	avail, total := MemAvailable(), MemTotal()
+	if avail == 0 || total == 0 || avail > total {
+		t.Fatalf("memory available %d of %d bytes", avail, total)
 	}
 }
