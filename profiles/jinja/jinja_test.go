@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ardanlabs/jinja"
+	"arborist/profiles/jinja"
 )
 
 // =============================================================================

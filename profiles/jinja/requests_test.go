@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ardanlabs/jinja"
+	"arborist/profiles/jinja"
 )
 
 // TestRequestsAgainstTemplates renders every chat template under
