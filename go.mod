@@ -4,7 +4,6 @@ go 1.26.0
 
 require (
 	fyne.io/fyne/v2 v2.7.1
-	github.com/ardanlabs/jinja v1.8.0
 	github.com/mattn/go-sqlite3 v1.14.53
 	gonum.org/v1/gonum v0.16.0
 	gonum.org/v1/plot v0.17.0

@@ -26,7 +26,9 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	maxTokens := fs.Int("max-tokens", 0, "most tokens a request may ask for (default: the context)")
 	defTokens := fs.Int("default-tokens", 256, "tokens a request that names no max_tokens gets")
 	maxBody := fs.Int64("max-body", 1<<20, "largest request body in bytes")
-	maxQueue := fs.Int("max-queue", 64, "requests that may wait for their turn; more are answered 503")
+	maxSeqs := fs.Int("max-seqs", profiles.DefaultServeSeqs, "requests decoding together in one batch (1 to "+strconv.Itoa(profiles.MaxServeSeqs)+"); more wait in the queue")
+	maxQueue := fs.Int("max-queue", 64, "requests that may wait for room in the batch; more are answered 503 with Retry-After")
+	policy := fs.String("policy", profiles.PolicyAdaptive, "how each running request's draft is sized before each pass: "+profiles.PolicyAdaptive+" (to the load, on the stored latency curve; the plan where none is stored), "+profiles.PolicyPlan+" (the plan's full size) or "+profiles.PolicyPlain+" (no drafts)")
 	grace := fs.Duration("grace", 30*time.Second, "at shutdown, how long the request decoding may run on before it is cancelled")
 	quiet := fs.Bool("quiet", false, "do not log each request on stderr")
 	allowChanged := fs.Bool("allow-changed-model", false, "serve a config.yaml even if a model file's SHA-256 differs from the one it recorded")
@@ -50,8 +52,14 @@ func runServe(ctx context.Context, env Env, args []string) error {
 			return fail(fs, usagef("%v", err))
 		}
 	}
+	if err := profiles.CheckMaxSeqs("--max-seqs", *maxSeqs); err != nil {
+		return fail(fs, usagef("%v", err))
+	}
+	if err := profiles.CheckServePolicy("--policy", *policy); err != nil {
+		return fail(fs, usagef("%v", err))
+	}
 	opt := serve.Options{ServeOptions: profiles.ServeOptions{Threads: *threads, AllowChanged: *allowChanged, MaxTokens: *maxTokens, DefaultTokens: *defTokens,
-		MaxQueue: *maxQueue}, MaxBody: *maxBody, Grace: *grace}
+		MaxQueue: *maxQueue, MaxSeqs: *maxSeqs, Policy: *policy}, MaxBody: *maxBody, Grace: *grace}
 	if *chatTemplate != "" {
 		t, err := profiles.ReadChatTemplate(*chatTemplate) // a regular file of bounded size
 		if err != nil {
@@ -93,7 +101,9 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		if ip := net.ParseIP(*host); ip != nil && ip.IsUnspecified() {
 			where = ", listening on every interface: reachable from other machines"
 		}
-		fmt.Fprintf(env.Stdout, "serving %s with %s at %s/v1 (one request at a time%s; %s)\n", srv.Model(), srv.Stats().Plan, url, where, chat)
+		st := srv.Stats()
+		fmt.Fprintf(env.Stdout, "serving %s with %s at %s/v1 (up to %d requests together, %d waiting%s; %s)\npolicy: %s\n",
+			srv.Model(), st.Plan, url, st.MaxSeqs, st.MaxQueue, where, chat, srv.Policy())
 	})
 	if err != nil {
 		return err

@@ -47,11 +47,17 @@ func withCode(status int, typ, code, msg string) *apiError {
 }
 
 // refusal is a request the core refused, as OpenAI's API answers it: 503
-// for a full queue or a server shutting down (clients retry), 400 for the
-// rest.
+// with Retry-After when the server is busy (a full queue, too many tokens
+// in flight, shutting down: clients retry), 413 for a prompt larger than
+// the server tokenises at once, 400 for the rest.
 func refusal(e *profiles.RequestError) *apiError {
-	if e.Code == "server_busy" {
+	switch {
+	case e.Busy:
 		return withCode(http.StatusServiceUnavailable, "server_error", e.Code, e.Message)
+	case e.Code == "prompt_too_large":
+		ae := withCode(http.StatusRequestEntityTooLarge, "invalid_request_error", e.Code, e.Message)
+		ae.Param = &e.Param
+		return ae
 	}
 	return badRequest(e.Param, e.Code, "%s", e.Message)
 }
@@ -138,7 +144,7 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Arborist server: model %s, plan %s; requests decode one at a time\n", st.Model, st.Plan)
+	fmt.Fprintf(&b, "# Arborist server: model %s, plan %s, policy %s; up to %d requests decode together in one batch\n", st.Model, st.Plan, st.Policy, st.MaxSeqs)
 	for _, m := range []struct {
 		name string
 		v    float64
@@ -148,6 +154,23 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 		{"arborist_requests_completed_total", float64(st.Completed)},
 		{"arborist_requests_failed_total", float64(st.Failed)},
 		{"arborist_requests_queued", float64(st.Queued)},
+		{"arborist_requests_running", float64(st.Running)},
+		{"arborist_max_seqs", float64(st.MaxSeqs)},
+		{"arborist_max_queue", float64(st.MaxQueue)},
+		{"arborist_passes_total", float64(st.Passes)},
+		{"arborist_emitted_tokens_total", float64(st.Emitted)},
+		{"arborist_throughput_tokens_per_second", st.Throughput},
+		{"arborist_tokens_in_flight", float64(st.TokensInFlight)},
+		{"arborist_max_tokens_in_flight", float64(st.MaxTokensInFlight)},
+		{"arborist_kv_budget_bytes", float64(st.KVBudget)},
+		{"arborist_kv_used_bytes", float64(st.KVUsed)},
+		{"arborist_body_bytes_in_flight", float64(st.BodyBytes)},
+		{"arborist_prompt_bytes_in_flight", float64(st.PromptBytes)},
+		{"arborist_prompt_waiting", float64(st.PromptWaiting)},
+		{"arborist_time_to_first_token_seconds_p50", st.TTFT.P50},
+		{"arborist_time_to_first_token_seconds_p90", st.TTFT.P90},
+		{"arborist_time_per_output_token_seconds_p50", st.TPOT.P50},
+		{"arborist_time_per_output_token_seconds_p90", st.TPOT.P90},
 		{"arborist_prompt_tokens_total", float64(st.Prompt)},
 		{"arborist_completion_tokens_total", float64(st.Totals.Tokens)},
 		{"arborist_decode_seconds_total", st.Totals.Decode.Seconds()},
@@ -231,6 +254,7 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request) (*request, 
 		return nil, err
 	}
 	body := http.MaxBytesReader(w, r.Body, s.opt.MaxBody)
+	defer body.Close() // the body is read whole here: its bytes are given back once decoded
 	var req request
 	dec := json.NewDecoder(body)
 	if err := dec.Decode(&req); err != nil {
@@ -403,7 +427,14 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request)        { s.complet
 // streamed.
 func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	t0 := time.Now()
+	release, err := s.holdBody(r)
+	if err != nil {
+		s.refused.Add(1)
+		s.fail(w, r, err)
+		return
+	}
 	req, err := s.readRequest(w, r)
+	release()
 	var sr profiles.ServeRequest
 	if err == nil {
 		sr, err = s.decode(req, chat)
@@ -422,7 +453,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	var id string
 	var created int64
 	var sse *eventStream
-	begun := false // the request had its turn
+	begun := false // the request left the queue for the batch
 	sr.OnStart = func(seq int64) {
 		begun = true
 		id = fmt.Sprintf("cmpl-%d-%d", started, seq)

@@ -13,7 +13,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"fmt"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +27,10 @@ type Options struct {
 	profiles.ServeOptions
 	// MaxBody is the largest request body in bytes (default 1 MiB).
 	MaxBody int64
+	// MaxBodies bounds the bytes of the request bodies being read at
+	// once, over all requests (default 32 MiB): a request that would
+	// pass it is answered 503 with Retry-After before its body is read.
+	MaxBodies int64
 	// Grace is how long a request decoding when shutdown begins may run
 	// on before it is cancelled (default 30 s).
 	Grace time.Duration
@@ -35,6 +41,9 @@ type Options struct {
 func (o *Options) defaults() {
 	if o.MaxBody <= 0 {
 		o.MaxBody = 1 << 20
+	}
+	if o.MaxBodies <= 0 {
+		o.MaxBodies = max(32<<20, o.MaxBody)
 	}
 	if o.Grace <= 0 {
 		o.Grace = 30 * time.Second
@@ -52,6 +61,9 @@ type Server struct {
 	closing chan struct{} // closed when shutdown begins
 	closed  atomic.Bool
 	refused atomic.Int64 // requests answered before they reached the core
+
+	bodyMu sync.Mutex
+	bodies int64 // bytes of the request bodies being read (holdBody)
 }
 
 // Open opens the config's pair for serving through b (whose database
@@ -73,6 +85,10 @@ func (s *Server) Model() string { return s.model }
 // Chat says whether chat completions are served, or why not.
 func (s *Server) Chat() error { return s.core.Chat() }
 
+// Policy names the policy sizing the running requests' drafts, and why
+// where it is not the one asked for.
+func (s *Server) Policy() string { return s.core.Policy() }
+
 // Close releases the pair.
 func (s *Server) Close() { s.core.Close() }
 
@@ -83,12 +99,38 @@ func (s *Server) Stats() profiles.ServeStats {
 	n := int(s.refused.Load())
 	st.Requests += n
 	st.Failed += n
+	s.bodyMu.Lock()
+	st.BodyBytes = s.bodies
+	s.bodyMu.Unlock()
 	return st
 }
 
+// holdBody takes the bytes a request's body may take (its Content-Length,
+// or MaxBody when it gives none) from the bound on the bodies read at once
+// (Options.MaxBodies), or refuses the request as busy; release gives them
+// back once the body is decoded.
+func (s *Server) holdBody(r *http.Request) (release func(), err error) {
+	n := s.opt.MaxBody
+	if r.ContentLength >= 0 && r.ContentLength < n {
+		n = r.ContentLength
+	}
+	s.bodyMu.Lock()
+	defer s.bodyMu.Unlock()
+	if s.bodies+n > s.opt.MaxBodies {
+		return nil, withCode(http.StatusServiceUnavailable, "server_error", "server_busy",
+			fmt.Sprintf("the server is busy: the request bodies being read hold %d of %d bytes, and this one may take %d", s.bodies, s.opt.MaxBodies, n))
+	}
+	s.bodies += n
+	return func() {
+		s.bodyMu.Lock()
+		s.bodies -= n
+		s.bodyMu.Unlock()
+	}, nil
+}
+
 // Serve answers requests on ln until ctx is done, then shuts down: new
-// connections are refused, requests still waiting for their turn are
-// answered 503, the request decoding is given Options.Grace to finish
+// connections are refused, requests still waiting for room in the batch
+// are answered 503, the requests decoding are given Options.Grace to finish
 // (and is cancelled after it), and Serve returns nil once every handler
 // has returned.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {

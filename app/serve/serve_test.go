@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -342,31 +343,50 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// holdTurn makes a request through the core that, once it has its turn,
-// holds it until release is called; release returns once the request has.
-func holdTurn(t *testing.T, s *Server) (release func()) {
-	t.Helper()
-	got, rel, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		s.core.Complete(context.Background(), profiles.ServeRequest{Text: "Once", MaxTokens: 1, OnStart: func(int64) {
-			close(got)
-			<-rel
-		}})
-	}()
-	<-got
-	return func() {
-		close(rel)
-		<-done
+// passGate holds the server's batch after a pass while it is closed
+// (ServeOptions.OnPass), so a test sees requests running, waiting or gone
+// with no pass in between.
+type passGate struct {
+	mu      sync.Mutex
+	held    chan struct{} // nil: open
+	maxSeqs int           // the most requests one pass held
+}
+
+func (g *passGate) onPass(seqs int) {
+	g.mu.Lock()
+	g.maxSeqs = max(g.maxSeqs, seqs)
+	c := g.held
+	g.mu.Unlock()
+	if c != nil {
+		<-c
+	}
+}
+
+func (g *passGate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held == nil {
+		g.held = make(chan struct{})
+	}
+}
+
+func (g *passGate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held != nil {
+		close(g.held)
+		g.held = nil
 	}
 }
 
 // TestServerShutdown: when its context ends, the server refuses requests
-// still waiting for their turn with 503, lets the request decoding finish
-// and returns nil; a full queue is refused as busy.
+// still waiting for room in the batch with 503, lets the requests
+// decoding finish and returns nil; a full queue is refused as busy, with
+// Retry-After.
 func TestServerShutdown(t *testing.T) {
 	c := serveConfig(t, modeltest.Stories260K(t), modeltest.NoisyDraft(t), spec.Plan{Strategy: "chain", Gamma: 3}, 0)
-	s := openServer(t, c, Options{ServeOptions: profiles.ServeOptions{MaxQueue: 1}})
+	gate := &passGate{}
+	s := openServer(t, c, Options{ServeOptions: profiles.ServeOptions{MaxQueue: 1, MaxSeqs: 1, OnPass: gate.onPass}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -376,24 +396,41 @@ func TestServerShutdown(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ctx, ln) }()
 
-	// a full queue: the turn held, one request waiting, the next refused
-	release := holdTurn(t, s)
+	// a full queue: the batch held with one request running, one waiting,
+	// the next refused
+	gate.close()
+	running := make(chan int, 1)
+	go func() {
+		code, _ := post(t, url+"/v1/completions", `{"prompt": "Once", "max_tokens": 4}`)
+		running <- code
+	}()
+	waitFor(t, "a request runs", func() bool { return s.Stats().Running == 1 })
 	queued := make(chan int, 1)
 	go func() {
 		code, _ := post(t, url+"/v1/completions", `{"prompt": "Once", "max_tokens": 4}`)
 		queued <- code
 	}()
-	waitFor(t, "a request waits for its turn", func() bool { return s.Stats().Queued == 1 })
-	if code, v := post(t, url+"/v1/completions", `{"prompt": "Once", "max_tokens": 4}`); code != 503 || v["error"].(map[string]any)["code"] != "server_busy" {
-		t.Errorf("beyond the queue: %d %v", code, v)
+	waitFor(t, "a request waits for room", func() bool { return s.Stats().Queued == 1 })
+	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt": "Once", "max_tokens": 4}`))
+	if err != nil {
+		t.Fatal(err)
 	}
-	release()
+	var busy map[string]any
+	json.NewDecoder(resp.Body).Decode(&busy)
+	resp.Body.Close()
+	if e, _ := busy["error"].(map[string]any); resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || e["code"] != "server_busy" {
+		t.Errorf("beyond the queue: %d (Retry-After %q) %v", resp.StatusCode, resp.Header.Get("Retry-After"), busy)
+	}
+	gate.open()
+	if code := <-running; code != 200 {
+		t.Errorf("the running request: %d", code)
+	}
 	if code := <-queued; code != 200 {
 		t.Errorf("the queued request: %d", code)
 	}
 
 	// a streaming request decoding when shutdown begins finishes
-	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt": "Once upon a time", "max_tokens": 48, "stream": true}`))
+	resp, err = http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt": "Once upon a time", "max_tokens": 48, "stream": true}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,18 +438,18 @@ func TestServerShutdown(t *testing.T) {
 	if first, err := rd.ReadString('\n'); err != nil || !strings.HasPrefix(first, "data: {") {
 		t.Fatalf("first event %q, %v", first, err)
 	}
-	release = holdTurn(t, s) // the next turn held: a request arriving now waits
+	gate.close() // the batch held: a request arriving now waits
 	waiting := make(chan int, 1)
 	go func() {
 		code, _ := post(t, url+"/v1/completions", `{"prompt": "Once", "max_tokens": 4}`)
 		waiting <- code
 	}()
-	waitFor(t, "a request waits for its turn", func() bool { return s.Stats().Queued == 1 })
+	waitFor(t, "a request waits for room", func() bool { return s.Stats().Queued == 1 })
 	cancel()
 	if code := <-waiting; code != 503 {
 		t.Errorf("a request waiting at shutdown: %d, want 503", code)
 	}
-	release()
+	gate.open() // the batch goes on: the stream decoding finishes
 	rest, _ := io.ReadAll(rd)
 	resp.Body.Close()
 	if !strings.HasSuffix(string(rest), "data: [DONE]\n\n") || !strings.Contains(string(rest), `"finish_reason":"`) {
@@ -420,5 +457,122 @@ func TestServerShutdown(t *testing.T) {
 	}
 	if err := <-served; err != nil {
 		t.Errorf("Serve: %v", err)
+	}
+}
+
+// TestServerConcurrentEqualsRun: eight greedy requests sent together over
+// HTTP decode in one batch, and each answer equals what run decodes for
+// its prompt alone; /metrics then counts them, consistently with their
+// answers (tokens, requests, latencies, nothing left running or held).
+func TestServerConcurrentEqualsRun(t *testing.T) {
+	target := modeltest.Stories260K(t)
+	c := serveConfig(t, target, modeltest.NoisyDraft(t), servePlan, 0)
+	gate := &passGate{}
+	s := openServer(t, c, Options{ServeOptions: profiles.ServeOptions{MaxSeqs: 8, OnPass: gate.onPass}})
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	prompts := []string{"Once upon a time", "The cat sat", "Lily and Tom", "One day, a little", "There was a big",
+		"The sun was", "A little dog named", "Timmy went to the"}
+	want := make([]strings.Builder, len(prompts))
+	if _, err := openBench(t).Run(context.Background(), profiles.PairSpec{Target: target, Draft: c.Models.Draft.Path, Threads: 2},
+		profiles.RunOptions{Plan: servePlan, Sample: profiles.SampleParams{TopP: 1, Seed: 1}, MaxTokens: 32, Prompts: prompts, NoStore: true,
+			OnToken: func(pi int, piece string, _ bool) { want[pi].WriteString(piece) }}); err != nil {
+		t.Fatal(err)
+	}
+	gate.close() // the first request's first pass waits for the others
+	got := make([]string, len(prompts))
+	tokens := make([]int, len(prompts))
+	var wg sync.WaitGroup
+	for i, p := range prompts {
+		wg.Go(func() {
+			code, v := post(t, ts.URL+"/v1/completions", fmt.Sprintf(`{"prompt": %q, "max_tokens": 32}`, p))
+			if ch := choice(v); code == 200 && ch != nil {
+				got[i], _ = ch["text"].(string)
+				tokens[i] = int(v["usage"].(map[string]any)["completion_tokens"].(float64))
+			} else {
+				t.Errorf("%q: %d %v", p, code, v)
+			}
+		})
+		if i == 0 {
+			waitFor(t, "the first request runs", func() bool { return s.Stats().Running == 1 })
+		}
+	}
+	waitFor(t, "every request has come", func() bool { st := s.Stats(); return st.Running+st.Queued == len(prompts) })
+	gate.open()
+	wg.Wait()
+	sum := 0
+	for i := range prompts {
+		if got[i] != want[i].String() {
+			t.Errorf("%q: server %q, run alone %q", prompts[i], got[i], want[i].String())
+		}
+		sum += tokens[i]
+	}
+	if gate.maxSeqs < len(prompts)-1 {
+		t.Errorf("the most requests in one pass: %d, want them together", gate.maxSeqs)
+	}
+	resp, err := http.Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	metrics := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		var name string
+		var v float64
+		if _, err := fmt.Sscanf(line, "%s %g", &name, &v); err == nil && !strings.HasPrefix(name, "#") {
+			metrics[name] = v
+		}
+	}
+	for name, want := range map[string]float64{
+		"arborist_requests_total": 8, "arborist_requests_completed_total": 8, "arborist_requests_queued": 0,
+		"arborist_requests_running": 0, "arborist_max_seqs": 8, "arborist_completion_tokens_total": float64(sum),
+		"arborist_tokens_in_flight": 0, "arborist_kv_used_bytes": 0, "arborist_body_bytes_in_flight": 0, "arborist_prompt_bytes_in_flight": 0,
+	} {
+		if v, ok := metrics[name]; !ok || v != want {
+			t.Errorf("/metrics %s = %v (present %v), want %v", name, v, ok, want)
+		}
+	}
+	for _, name := range []string{"arborist_tokens_per_second", "arborist_throughput_tokens_per_second", "arborist_acceptance",
+		"arborist_time_to_first_token_seconds_p50", "arborist_time_per_output_token_seconds_p90", "arborist_emitted_tokens_total", "arborist_passes_total"} {
+		if metrics[name] <= 0 {
+			t.Errorf("/metrics %s = %v, want > 0", name, metrics[name])
+		}
+	}
+	if metrics["arborist_emitted_tokens_total"] < float64(sum) || metrics["arborist_time_to_first_token_seconds_p90"] < metrics["arborist_time_to_first_token_seconds_p50"] {
+		t.Errorf("/metrics inconsistent:\n%s", body)
+	}
+}
+
+// TestServerClientGoneFreesSequence: a streaming client that disconnects
+// mid-decoding has its request leave the batch before the next pass, its
+// KV cache freed, without decoding the rest of its budget.
+func TestServerClientGoneFreesSequence(t *testing.T) {
+	c := serveConfig(t, modeltest.Stories260K(t), modeltest.NoisyDraft(t), spec.Plan{Strategy: "chain", Gamma: 3}, 0)
+	gate := &passGate{}
+	s := openServer(t, c, Options{ServeOptions: profiles.ServeOptions{OnPass: gate.onPass}})
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	gate.close()
+	ctx, leave := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/completions", strings.NewReader(`{"prompt": "Once upon a time", "max_tokens": 200, "stream": true}`))
+	req.Header.Set("Content-Type", "application/json")
+	gone := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		gone <- err
+	}()
+	waitFor(t, "the request runs", func() bool { st := s.Stats(); return st.Running == 1 && st.KVUsed > 0 })
+	leave()
+	waitFor(t, "the server sees the client gone", func() bool { return s.Stats().Gone == 1 })
+	gate.open()
+	<-gone
+	waitFor(t, "its sequence is freed", func() bool { st := s.Stats(); return st.Running == 0 && st.KVUsed == 0 })
+	if st := s.Stats(); st.Completed != 0 || st.Failed != 1 || st.Emitted >= 200 {
+		t.Errorf("stats %+v: the request whose client left must end without decoding its budget", st)
 	}
 }

@@ -1,0 +1,370 @@
+package profiles
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"arborist/engine/spec"
+	"arborist/profiles/costmodel"
+	"arborist/profiles/hardware"
+	"arborist/profiles/measure"
+	"arborist/profiles/pairs"
+)
+
+// serveReq is one request in the server's batch. The batch calls token
+// and admit on its own goroutine, between passes: they only note what
+// happened and wake the request's own goroutine (follow), which turns the
+// tokens into text, finds stop sequences and calls the client's
+// callbacks, so a slow client delays only its own text.
+type serveReq struct {
+	s       *Server
+	stops   []string
+	cancel  context.CancelCauseFunc
+	arrived time.Time
+	seq     int64
+	wake    chan struct{}
+
+	mu       sync.Mutex
+	admitted bool
+	ids      []int     // tokens the batch emitted, not yet read by follow
+	first    time.Time // when the first token was emitted
+	last     time.Time // when the latest token was emitted
+	count    int       // tokens emitted
+}
+
+func newServeReq(s *Server, stops []string, cancel context.CancelCauseFunc, arrived time.Time) *serveReq {
+	return &serveReq{s: s, stops: stops, cancel: cancel, arrived: arrived, wake: make(chan struct{}, 1)}
+}
+
+func (rq *serveReq) signal() {
+	select {
+	case rq.wake <- struct{}{}:
+	default:
+	}
+}
+
+// admit is the batch telling the request it left the queue.
+func (rq *serveReq) admit() {
+	rq.s.mu.Lock()
+	delete(rq.s.waiting, rq)
+	rq.s.mu.Unlock()
+	rq.mu.Lock()
+	rq.admitted = true
+	rq.mu.Unlock()
+	rq.signal()
+}
+
+// token is the batch handing over an emitted token.
+func (rq *serveReq) token(id int, _ bool) {
+	now := time.Now()
+	rq.mu.Lock()
+	rq.ids = append(rq.ids, id)
+	if rq.count == 0 {
+		rq.first = now
+	}
+	rq.last = now
+	rq.count++
+	rq.mu.Unlock()
+	rq.signal()
+}
+
+// follow reads the request's tokens as the batch emits them until it has
+// left the batch: it calls OnStart once the request is admitted, streams
+// whole characters to OnText, holding back what may be the start of a
+// stop sequence, and ends the request at the first stop sequence. A
+// request whose ctx ends while it waits returns at once.
+func (rq *serveReq) follow(ctx context.Context, h *spec.Handle, req ServeRequest) (*Completion, error) {
+	tok := rq.s.pair.Target.Tok
+	out := &Completion{Seq: rq.seq}
+	var text bytes.Buffer // emitted
+	var pending []byte    // decoded, not yet emitted
+	hold := 0             // bytes held back so a stop sequence split across tokens is still found
+	for _, st := range rq.stops {
+		hold = max(hold, len(st)-1)
+	}
+	emit := func(n int) {
+		if n <= 0 {
+			return
+		}
+		chunk := string(pending[:n])
+		text.WriteString(chunk)
+		pending = pending[n:]
+		if req.OnText != nil {
+			req.OnText(chunk)
+		}
+	}
+	started, stopped := false, false
+	var ids []int
+	read := func() {
+		rq.mu.Lock()
+		admitted := rq.admitted
+		ids = append(ids[:0], rq.ids...)
+		rq.ids = rq.ids[:0]
+		rq.mu.Unlock()
+		if admitted && !started {
+			started = true
+			if req.OnStart != nil {
+				req.OnStart(rq.seq)
+			}
+		}
+		for _, id := range ids {
+			if stopped {
+				return
+			}
+			out.Tokens++
+			pending = append(pending, tok.Piece(id)...)
+			if i := firstStop(pending, rq.stops); i >= 0 {
+				pending = pending[:i]
+				stopped = true
+				emit(len(pending))
+				rq.cancel(errStopText)
+				return
+			}
+			emit(runeCut(pending, len(pending)-hold))
+		}
+	}
+	gone := ctx.Done() // nil once admitted: a running request ends through the batch
+	for done := false; !done; {
+		select {
+		case <-rq.wake:
+		case <-h.Done():
+			done = true
+		case <-gone:
+			rq.mu.Lock()
+			admitted := rq.admitted
+			rq.mu.Unlock()
+			if !admitted {
+				// it leaves while it waits: nothing of it runs, and the
+				// batch drops it (freeing its source) before its next
+				// admission, whenever that is
+				return nil, ctx.Err()
+			}
+			gone = nil
+		}
+		read()
+	}
+	res, err := h.Result()
+	if stopped && errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	rq.mu.Lock()
+	n, first, last := rq.count, rq.first, rq.last
+	rq.mu.Unlock()
+	if n > 0 {
+		rq.s.latencies(first.Sub(rq.arrived), last.Sub(first)/time.Duration(max(n-1, 1)), n)
+	}
+	if err != nil {
+		return nil, err
+	}
+	emit(len(pending))
+	out.Text = text.String()
+	if res != nil {
+		out.Totals.add(res)
+	}
+	// stop: a stop sequence or the end of text; length: the budget or
+	// the context ran out
+	out.Finish = "length"
+	if stopped || (res != nil && len(res.Tokens) > 0 && tok.IsEOG(res.Tokens[len(res.Tokens)-1])) {
+		out.Finish = "stop"
+	}
+	return out, nil
+}
+
+// firstStop is where the first stop sequence begins in b, or -1.
+func firstStop(b []byte, stops []string) int {
+	at := -1
+	for _, st := range stops {
+		if i := bytes.Index(b, []byte(st)); i >= 0 && (at < 0 || i < at) {
+			at = i
+		}
+	}
+	return at
+}
+
+// runeCut is the largest k <= n such that b[:k] does not end inside a
+// UTF-8 character: streamed text is sent in whole characters.
+func runeCut(b []byte, n int) int {
+	if n <= 0 {
+		return 0
+	}
+	k := min(n, len(b))
+	for i := 0; i < utf8.UTFMax && k > 0 && k < len(b) && !utf8.RuneStart(b[k]); i++ {
+		k--
+	}
+	if k == len(b) {
+		// the last character may still be incomplete
+		j := k - 1
+		for i := 0; i < utf8.UTFMax-1 && j > 0 && !utf8.RuneStart(b[j]); i++ {
+			j--
+		}
+		if j >= 0 && !utf8.FullRune(b[j:]) {
+			k = j
+		}
+	}
+	return k
+}
+
+// Quantiles are the median and 90th percentile of a latency, in seconds,
+// over N requests.
+type Quantiles struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	N   int     `json:"n"`
+}
+
+// window keeps the last windowSize values of a latency: the figures
+// follow the server's present load, in bounded memory.
+type window struct {
+	vals []float64
+	next int
+}
+
+const windowSize = 1024
+
+func (w *window) add(v float64) {
+	if len(w.vals) < windowSize {
+		w.vals = append(w.vals, v)
+		return
+	}
+	w.vals[w.next] = v
+	w.next = (w.next + 1) % windowSize
+}
+
+func (w *window) quantiles() Quantiles {
+	if len(w.vals) == 0 {
+		return Quantiles{}
+	}
+	s := slices.Clone(w.vals)
+	slices.Sort(s)
+	at := func(q float64) float64 { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return Quantiles{P50: at(0.5), P90: at(0.9), N: len(s)}
+}
+
+// policyChoice is the policy a server runs, described.
+type policyChoice struct {
+	name   string
+	policy spec.Policy
+}
+
+// servePolicy resolves ServeOptions.Policy on this machine: adaptive
+// prices drafts on the target's stored latency curve (arborist profile),
+// with the pair's stored calibration as the prior acceptance where there
+// is one. Where no curve is stored the server serves the plan at its full
+// size, and its policy's description says why (the CLI prints it); a
+// test's latency stands in for the curve.
+func (b *Bench) servePolicy(ctx context.Context, ps PairSpec, pair *pairs.Pair, plan spec.Plan, opt *ServeOptions) (policyChoice, func(d, r int) float64, error) {
+	if opt.Policy == "" {
+		opt.Policy = PolicyAdaptive
+	}
+	switch {
+	case opt.Policy == PolicyPlain || !plan.NeedsSource():
+		return policyChoice{"plain (no drafts)", spec.Plain{}}, nil, nil
+	case opt.Policy == PolicyPlan:
+		return policyChoice{"plan (" + plan.String() + " at its full size)", spec.Fixed{}}, nil, nil
+	}
+	if opt.latency != nil {
+		return policyChoice{"adaptive (on a given latency)", spec.Goodput{Latency: opt.latency}}, nil, nil
+	}
+	st, err := b.db(ctx)
+	if err != nil {
+		return policyChoice{}, nil, err
+	}
+	hw := hardware.DetectHardware()
+	if _, err := st.PutHardware(ctx, &hw); err != nil {
+		return policyChoice{}, nil, err
+	}
+	p, err := measure.ProfileModel(ctx, st, hw, pair.Target, pair.Backend, measure.ProfileOptions{Kind: "verify", Widths: []int{1}, StoredOnly: true})
+	if errors.Is(err, measure.ErrNotProfiled) {
+		return policyChoice{fmt.Sprintf("plan (%s at its full size): adaptive needs the target's latency curve, and none of %s is stored on this machine (arborist profile measures it)",
+			plan, filepath.Base(ps.Target)), spec.Fixed{}}, nil, nil
+	}
+	if err != nil {
+		return policyChoice{}, nil, err
+	}
+	pts := slices.Clone(p.Curve.Points)
+	pol := policyChoice{fmt.Sprintf("adaptive (goodput on the stored latency curve of %d widths)", len(pts)),
+		spec.Goodput{Latency: func(rows int) time.Duration { return costmodel.Interp(pts, rows) }}}
+	var prior func(d, r int) float64
+	if ps.Sources() > 0 {
+		var acc costmodel.Acceptance
+		if id, err := st.LatestCalibration(ctx, p.Model.ID, ps.SourceName(), &acc); err != nil {
+			return policyChoice{}, nil, err
+		} else if id > 0 {
+			prior = acc.At
+			pol.name += ", the pair's calibration as prior"
+		}
+	}
+	return pol, prior, nil
+}
+
+// byteGate bounds the bytes held at once, over all requests, by prompts
+// being rendered and tokenised: tokenising makes several times its text in
+// ids, pieces and merges, and many large prompts arriving together must
+// not add up past the machine's memory. A request takes its prompt's bytes
+// before it renders or tokenises and gives them back after; one that does
+// not fit what the others hold waits for them (or its context).
+type byteGate struct {
+	limit int64
+
+	mu      sync.Mutex
+	held    int64
+	waiting int
+	freed   chan struct{} // closed (and replaced) when bytes are given back
+}
+
+func newByteGate(limit int64) *byteGate {
+	return &byteGate{limit: limit, freed: make(chan struct{})}
+}
+
+// acquire takes n bytes, waiting while the others hold too many; n must
+// be at most the limit.
+func (g *byteGate) acquire(ctx context.Context, n int64) error {
+	g.mu.Lock()
+	counted := false
+	for g.held+n > g.limit {
+		if !counted {
+			g.waiting++
+			counted = true
+		}
+		freed := g.freed
+		g.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			g.mu.Lock()
+			g.waiting--
+			g.mu.Unlock()
+			return ctx.Err()
+		}
+		g.mu.Lock()
+	}
+	if counted {
+		g.waiting--
+	}
+	g.held += n
+	g.mu.Unlock()
+	return nil
+}
+
+// release gives n bytes back and wakes the requests waiting for them.
+func (g *byteGate) release(n int64) {
+	g.mu.Lock()
+	g.held -= n
+	close(g.freed)
+	g.freed = make(chan struct{})
+	g.mu.Unlock()
+}
+
+// state is the bytes held and the requests waiting now.
+func (g *byteGate) state() (held int64, waiting int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.held, g.waiting
+}
