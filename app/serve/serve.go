@@ -12,8 +12,8 @@ package serve
 import (
 	"context"
 	"errors"
-	"net"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
