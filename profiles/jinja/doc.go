@@ -1,4 +1,5 @@
-// Package jinja renders the Jinja chat templates of GGUF models: a copy of
+// Package jinja renders the Jinja chat templates of GGUF models (a
+// Jinja2-compatible engine purpose-built for LLM chat templates): a copy of
 // github.com/ardanlabs/jinja v1.8.0 (Apache 2.0, LICENSE), kept here so
 // that every render runs within bounds (limits.go): macro nesting, steps,
 // the size of every string and list it makes and of its output, and a

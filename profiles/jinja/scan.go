@@ -1,4 +1,3 @@
-// Package jinja implements a Jinja2-compatible template engine.
 package jinja
 
 import "fmt"

@@ -1,5 +1,3 @@
-// Package jinja implements a Jinja template engine purpose-built for LLM
-// chat templates.
 package jinja
 
 import (
