@@ -121,6 +121,7 @@ func TestServerBatchEqualsRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
+			defer gate.open() // before Close: a failing test never leaves the batch held
 			if !strings.Contains(s.Policy(), pol.contain) {
 				t.Errorf("policy %q, want %s", s.Policy(), pol.contain)
 			}
@@ -170,6 +171,7 @@ func TestServerClientGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	defer gate.open()
 	gate.close()
 	cctx, leave := context.WithCancel(ctx)
 	gone := make(chan error, 1)

@@ -394,6 +394,7 @@ func TestServerShutdown(t *testing.T) {
 	c := serveConfig(t, modeltest.Stories260K(t), modeltest.NoisyDraft(t), spec.Plan{Strategy: "chain", Gamma: 3}, 0)
 	gate := &passGate{}
 	s := openServer(t, c, Options{ServeOptions: profiles.ServeOptions{MaxQueue: 1, MaxSeqs: 1, OnPass: gate.onPass}})
+	t.Cleanup(gate.open) // before Close: a failing test never leaves the batch held
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -436,16 +437,21 @@ func TestServerShutdown(t *testing.T) {
 		t.Errorf("the queued request: %d", code)
 	}
 
-	// a streaming request decoding when shutdown begins finishes
-	resp, err = http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt": "Once upon a time", "max_tokens": 48, "stream": true}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rd := bufio.NewReader(resp.Body)
-	if first, err := rd.ReadString('\n'); err != nil || !strings.HasPrefix(first, "data: {") {
-		t.Fatalf("first event %q, %v", first, err)
-	}
-	gate.close() // the batch held: a request arriving now waits
+	// a streaming request decoding when shutdown begins finishes: the
+	// batch held after its first pass, a request arriving now waits
+	gate.close()
+	streamed := make(chan string, 1)
+	go func() {
+		resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt": "Once upon a time", "max_tokens": 48, "stream": true}`))
+		if err != nil {
+			streamed <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		streamed <- string(b)
+	}()
+	waitFor(t, "the streaming request runs", func() bool { return s.Stats().Running == 1 })
 	waiting := make(chan int, 1)
 	go func() {
 		code, _ := post(t, url+"/v1/completions", `{"prompt": "Once", "max_tokens": 4}`)
@@ -457,9 +463,7 @@ func TestServerShutdown(t *testing.T) {
 		t.Errorf("a request waiting at shutdown: %d, want 503", code)
 	}
 	gate.open() // the batch goes on: the stream decoding finishes
-	rest, _ := io.ReadAll(rd)
-	resp.Body.Close()
-	if !strings.HasSuffix(string(rest), "data: [DONE]\n\n") || !strings.Contains(string(rest), `"finish_reason":"`) {
+	if rest := <-streamed; !strings.HasSuffix(rest, "data: [DONE]\n\n") || !strings.Contains(rest, `"finish_reason":"`) {
 		t.Errorf("the stream decoding at shutdown did not finish:\n%s", rest)
 	}
 	if err := <-served; err != nil {
@@ -476,6 +480,7 @@ func TestServerConcurrentEqualsRun(t *testing.T) {
 	c := serveConfig(t, target, modeltest.NoisyDraft(t), servePlan, 0)
 	gate := &passGate{}
 	s := openServer(t, c, Options{ServeOptions: profiles.ServeOptions{MaxSeqs: 8, OnPass: gate.onPass}})
+	t.Cleanup(gate.open)
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
 	prompts := []string{"Once upon a time", "The cat sat", "Lily and Tom", "One day, a little", "There was a big",
@@ -558,6 +563,7 @@ func TestServerClientGoneFreesSequence(t *testing.T) {
 	c := serveConfig(t, modeltest.Stories260K(t), modeltest.NoisyDraft(t), spec.Plan{Strategy: "chain", Gamma: 3}, 0)
 	gate := &passGate{}
 	s := openServer(t, c, Options{ServeOptions: profiles.ServeOptions{OnPass: gate.onPass}})
+	t.Cleanup(gate.open)
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
 	gate.close()
