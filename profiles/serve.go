@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -41,12 +42,12 @@ const (
 	// pass, from none up to its plan's, for the most expected tokens a
 	// second of the whole pass (spec.Goodput), priced on the target's
 	// stored latency curve and each request's running acceptance.
-	PolicyAdaptive = "adaptive"
+	PolicyAdaptive = config.PolicyAdaptive
 	// PolicyPlan verifies every request's plan at its full size, as
 	// tuned at one request, whatever the load.
-	PolicyPlan = "plan"
+	PolicyPlan = config.PolicyPlan
 	// PolicyPlain never drafts: plain batched decoding.
-	PolicyPlain = "plain"
+	PolicyPlain = config.PolicyPlain
 )
 
 // ServePolicies are the policies a server takes, the default first.
@@ -352,6 +353,9 @@ func (b *Bench) OpenServer(ctx context.Context, c *Config, opt ServeOptions) (*S
 		if err := CheckMaxSeqs("--max-seqs", opt.MaxSeqs); err != nil {
 			return nil, err
 		}
+	}
+	if opt.Policy == "" {
+		opt.Policy = c.Serving.Policy // config.yaml's serving.policy; adaptive where it names none
 	}
 	if opt.Policy != "" {
 		if err := CheckServePolicy("--policy", opt.Policy); err != nil {

@@ -110,13 +110,19 @@ func TestServerBatchEqualsRun(t *testing.T) {
 		{"plain", ServeOptions{Policy: PolicyPlain}, "plain"},
 		// a pass costs 1 ms and 1 ms more for every row: drafts pay only
 		// where they are accepted
-		{"adaptive", ServeOptions{latency: func(rows int) time.Duration { return time.Duration(rows) * time.Millisecond }}, "adaptive"},
+		{"adaptive", ServeOptions{Policy: PolicyAdaptive, latency: func(rows int) time.Duration { return time.Duration(rows) * time.Millisecond }}, "adaptive"},
+		// no --policy: config.yaml's serving.policy is replayed
+		{"config", ServeOptions{}, "plain"},
 	} {
 		t.Run(pol.name, func(t *testing.T) {
 			gate := &passGate{}
 			opt := pol.opt
+			c := *c
+			if pol.name == "config" {
+				c.Serving.Policy = PolicyPlain
+			}
 			opt.MaxTokens, opt.MaxSeqs, opt.OnPass = 64, len(batchPrompts), gate.onPass
-			s, err := b.OpenServer(ctx, c, opt)
+			s, err := b.OpenServer(ctx, &c, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
