@@ -331,7 +331,7 @@ func TestBatchOnAdmit(t *testing.T) {
 			rctx = wctx
 		}
 		cfg := Config{Plan: ChainPlan(2), MaxTokens: 6, OnToken: func(int, bool) { tokens[i]++ }}
-		h, err := b.Submit(rctx, Request{Prompt: ids, Config: cfg, Source: drafter.NewModel(p.draft, 0, 512, sample.Params{}, "draft"),
+		h, err := b.Submit(rctx, Request{Prompt: ids, Config: cfg, Source: drafter.NewModel(p.draft, 0, 512, "draft"),
 			OnAdmit: func() { admitted[i]++; tokensAtAdmit[i] = tokens[i] }})
 		if err != nil {
 			t.Fatal(err)
