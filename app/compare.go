@@ -282,7 +282,7 @@ func (c *CompareScreen) Content() fyne.CanvasObject {
 	top := container.NewBorder(nil, nil, container.NewHBox(c.RefreshB, c.Delete, c.CSV, widget.NewLabel("runs of")), c.Status, c.Filter)
 	hint := container.NewVBox(widget.NewLabel("Click a header to sort; tick runs to chart or delete them; hover a bar for its values."),
 		metricHelp(metricTPS, metricAAL, metricAcceptance, metricSpeedup))
-	charts := container.NewGridWithColumns(4, c.Speedup.View(c.s.Win), c.Chart.View(c.s.Win), c.AALChart.View(c.s.Win), c.LoadChart.View(c.s.Win))
+	charts := container.NewGridWithColumns(2, c.Speedup.View(c.s.Win), c.Chart.View(c.s.Win), c.AALChart.View(c.s.Win), c.LoadChart.View(c.s.Win))
 	table := &fyne.Container{Layout: fitTable{c}, Objects: []fyne.CanvasObject{c.Table}}
 	split := container.NewVSplit(table, container.NewBorder(nil, c.Legend, nil, nil, charts))
 	split.Offset = 0.5

@@ -32,7 +32,8 @@ const loadChartPlans = 2
 
 // newConcurrencyCharts builds the charts and follows the chosen pair.
 func newConcurrencyCharts(s *Session) *ConcurrencyCharts {
-	c := &ConcurrencyCharts{s: s, Speedup: newChart(320, 200), TPOT: newChart(320, 200), Note: widget.NewLabel("Tune to see plans over concurrency.")}
+	c := &ConcurrencyCharts{s: s, Speedup: newChart(200, 150), TPOT: newChart(200, 150), Note: widget.NewLabel("Tune to see plans over concurrency.")}
+	c.Note.Wrapping = fyne.TextWrapWord
 	c.Speedup.Name, c.TPOT.Name = "concurrency-speedup", "concurrency-tpot"
 	c.Note.Wrapping = fyne.TextWrapWord
 	s.OnPair(c.pairShown)
@@ -41,7 +42,7 @@ func newConcurrencyCharts(s *Session) *ConcurrencyCharts {
 
 // View lays the two charts out side by side under the note.
 func (c *ConcurrencyCharts) View(win fyne.Window) fyne.CanvasObject {
-	return container.NewBorder(c.Note, nil, nil, nil, container.NewGridWithColumns(2, c.Speedup.View(win), c.TPOT.View(win)))
+	return container.NewBorder(c.Note, nil, nil, nil, container.NewGridWithRows(2, c.Speedup.View(win), c.TPOT.View(win)))
 }
 
 // pairShown clears the charts for a new pair, then prices its stored
