@@ -48,6 +48,7 @@ var layers = map[string]placement{
 	"arborist/profiles/config":                {layer: layerCore},
 	"arborist/profiles/costmodel":             {layer: layerCore},
 	"arborist/profiles/hardware":              {layer: layerCore},
+	"arborist/profiles/jinja":                 {layer: layerCore},
 	"arborist/profiles/llamacpp":              {layer: layerCore},
 	"arborist/profiles/loadtest":              {layer: layerCore},
 	"arborist/profiles/loadtest/loadtesttest": {layer: layerCore, role: testSupport},
