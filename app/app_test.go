@@ -470,7 +470,7 @@ func TestProfileRunCompareExport(t *testing.T) {
 	m = wb.Models
 	m.Target.SetText(modeltest.Shared(t, "models/llama-2-tiny-random.gguf"))
 	m.Source.SetSelected(SourceNGram)
-	m.N.SetText("2")
+	m.Fields["ngram"].SetText("2")
 	test.Tap(m.Load)
 	waitFor(t, "the other pair", func() bool { return s.idle() && s.State != nil && s.Spec.NGram == 2 })
 	if !strings.Contains(m.Status.Text, "nothing stored yet") {

@@ -18,22 +18,45 @@ import (
 	"arborist/profiles"
 )
 
-// Draft source choices on the Models screen.
-const (
-	SourceModel  = "Draft model file"
-	SourceNGram  = "N-gram prompt lookup"
-	SourceLayers = "Layer-skip self-draft"
-	SourceHidden = "Hidden-state drafter"
+// Draft source choices on the Models screen, as the core's registry of
+// draft source kinds labels them.
+var (
+	SourceModel  = sourceLabel("model")
+	SourceNGram  = sourceLabel("ngram")
+	SourceLayers = sourceLabel("layers")
+	SourceHidden = sourceLabel("hidden")
 )
+
+// sourceLabel is the label of the named draft source kind.
+func sourceLabel(name string) string {
+	for _, k := range profiles.DraftSources() {
+		if k.Name == name {
+			return k.Label
+		}
+	}
+	panic("no draft source kind " + name)
+}
+
+// sourceKind is the draft source kind of a label ("" for none).
+func sourceKind(label string) (profiles.DraftSourceKind, bool) {
+	for _, k := range profiles.DraftSources() {
+		if k.Label == label {
+			return k, true
+		}
+	}
+	return profiles.DraftSourceKind{}, false
+}
 
 // ModelsScreen opens the target and the draft source and says whether they
 // fit together.
 type ModelsScreen struct {
 	s      *Session
 	Target *widget.Entry
+	// Fields are the draft source kinds' fields by name, one widget per
+	// field (Draft the file of a draft model or a hidden drafter).
+	Fields map[string]*widget.Entry
 	Draft  *widget.Entry
 	Source *widget.Select
-	N      *widget.Entry // n-gram length or layer count
 	// Device chooses the backend the pair runs on, from the registry;
 	// DeviceNote says what it runs, or why it cannot run here.
 	Device     *widget.Select
@@ -62,7 +85,8 @@ type ModelsScreen struct {
 	Stored        *widget.Select // finished hidden drafters in the database
 	body          *fyne.Container
 	form          *widget.Form
-	rows          map[string]*widget.FormItem // the form's rows by label, some shown only for some sources
+	formBox       *fyne.Container             // holds the form, built again for each source
+	rows          map[string]*widget.FormItem // the form's rows by key, some shown only for some sources
 	// remembered files that no longer exist, with a button to pick again
 	TargetCheck, DraftCheck, TrainCheck *fileCheck
 	cancelTrain                         context.CancelFunc
@@ -74,24 +98,31 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	m.Target = widget.NewEntry()
 	m.Target.SetPlaceHolder("target .gguf (drop files on the window, or Open...)")
 	m.Target.SetText(s.Spec.Target)
-	m.Draft = widget.NewEntry()
-	m.Draft.SetPlaceHolder("draft .gguf with the same vocabulary")
-	m.Draft.SetText(s.Spec.Draft)
-	m.N = widget.NewEntry()
-	m.N.SetText("3")
-	m.Source = widget.NewSelect([]string{SourceModel, SourceNGram, SourceLayers, SourceHidden}, func(string) {})
-	m.Source.SetSelected(SourceModel)
-	switch {
-	case s.Spec.DraftHidden != "":
-		m.Source.SetSelected(SourceHidden)
-		m.Draft.SetText(s.Spec.DraftHidden)
-	case s.Spec.NGram > 0:
-		m.Source.SetSelected(SourceNGram)
-		m.N.SetText(strconv.Itoa(s.Spec.NGram))
-	case s.Spec.Layers > 0:
-		m.Source.SetSelected(SourceLayers)
-		m.N.SetText(strconv.Itoa(s.Spec.Layers))
+	// one entry per field of the draft source kinds, each set from the
+	// session's pair where its kind is the pair's, else to its default
+	m.Fields = map[string]*widget.Entry{}
+	var labels []string
+	kind := profiles.DraftSourceOf(s.Spec)
+	for _, k := range profiles.DraftSources() {
+		labels = append(labels, k.Label)
+		values := k.Values(profiles.PairSpec{})
+		if k.Name == kind.Name {
+			values = k.Values(s.Spec)
+		}
+		for _, f := range k.Fields {
+			e, ok := m.Fields[f.Name]
+			if !ok {
+				e = widget.NewEntry()
+				m.Fields[f.Name] = e
+			}
+			if e.Text == "" || k.Name == kind.Name {
+				e.SetText(values[f.Name])
+			}
+		}
 	}
+	m.Draft = m.Fields["draft"]
+	m.Source = widget.NewSelect(labels, func(string) {})
+	m.Source.SetSelected(kind.Label)
 	m.DeviceNote = widget.NewLabel("")
 	m.DeviceNote.Wrapping = fyne.TextWrapWord
 	m.DeviceNote.SizeName = theme.SizeNameCaptionText
@@ -174,6 +205,7 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	m.Source.OnChanged = func(opt string) {
 		m.DraftCheck.Check()
 		m.showRows()
+		m.placeHolders()
 		if opt == SourceHidden {
 			m.RefreshDrafters()
 		}
@@ -287,16 +319,39 @@ func (m *ModelsScreen) Content() fyne.CanvasObject {
 		"source":       widget.NewFormItem("Draft source", m.Source),
 		"device":       widget.NewFormItem("Device", container.NewBorder(nil, nil, m.Device, nil, m.DeviceNote)),
 		"draft device": widget.NewFormItem("Draft device", m.DraftDevice),
-		"draft":        widget.NewFormItem("Draft model", container.NewBorder(nil, nil, nil, container.NewHBox(m.RecentDraft, open(m.Draft)), m.Draft)),
-		"stored":       widget.NewFormItem("", m.Stored),
-		"n":            widget.NewFormItem("N-gram length", m.N),
 		"db":           widget.NewFormItem("Database (Enter to switch)", m.DB),
 		"train":        widget.NewFormItem("Training prompts", container.NewBorder(nil, nil, nil, container.NewHBox(m.TrainBtn, m.CancelTrain), m.TrainPrompts)),
 		"train size":   widget.NewFormItem("Training size", m.TrainSize.Row),
 	}
-	m.form = widget.NewForm()
+	// the draft source kinds' fields, each its own widget: a file gets its
+	// Open... and recent buttons, a stored drafter the list beside it
+	// (one widget per field name: kinds that read the same field share it)
+	widgets := map[string]fyne.CanvasObject{}
+	for _, k := range profiles.DraftSources() {
+		for _, f := range k.Fields {
+			w, ok := widgets[f.Name]
+			if !ok {
+				e := m.Fields[f.Name]
+				w = e
+				if f.File {
+					recent := m.RecentDraft
+					if e != m.Draft {
+						recent = m.recentButton(e)
+					}
+					w = container.NewBorder(nil, nil, nil, container.NewHBox(recent, open(e)), e)
+				}
+				widgets[f.Name] = w
+			}
+			item := widget.NewFormItem(f.Label, w)
+			item.HintText = f.Help
+			m.rows[k.Name+"/"+f.Name] = item
+		}
+	}
+	m.rows["stored"] = widget.NewFormItem("Stored drafters", m.Stored)
+	m.formBox = container.NewStack()
 	m.showRows()
-	top := container.NewVBox(m.form, m.TargetCheck.Box, m.DraftCheck.Box, m.TrainCheck.Box, container.NewHBox(m.Load, m.DemoBtn), m.Progress, m.Status, widget.NewSeparator())
+	m.placeHolders()
+	top := container.NewVBox(m.formBox, m.TargetCheck.Box, m.DraftCheck.Box, m.TrainCheck.Box, container.NewHBox(m.Load, m.DemoBtn), m.Progress, m.Status, widget.NewSeparator())
 	m.body = container.NewBorder(top, m.lossView, nil, nil, container.NewVScroll(m.Info))
 	return m.body
 }
@@ -305,31 +360,42 @@ func (m *ModelsScreen) Content() fyne.CanvasObject {
 // draft model file (or hidden drafter) for those sources, the n-gram
 // length or the layer count for theirs, and a draft device for a source
 // that runs on one.
+//
+// The form is built afresh for each kind (a form keeps the widgets of the
+// rows it was first drawn with), from the registry's fields.
 func (m *ModelsScreen) showRows() {
-	if m.form == nil {
+	if m.formBox == nil {
 		return // not laid out yet
 	}
 	keys := []string{"target", "source", "device"}
-	switch m.Source.Selected {
-	case SourceModel:
-		m.rows["draft"].Text = "Draft model"
-		keys = append(keys, "draft", "draft device", "stored")
-	case SourceHidden:
-		m.rows["draft"].Text = "Hidden drafter (id or file)"
-		keys = append(keys, "draft", "stored", "draft device")
-	case SourceNGram:
-		m.rows["n"].Text = "N-gram length"
-		keys = append(keys, "n", "stored")
-	case SourceLayers:
-		m.rows["n"].Text = "Layers (self-draft)"
-		keys = append(keys, "n", "draft device", "stored")
+	if k, ok := sourceKind(m.Source.Selected); ok {
+		for _, f := range k.Fields {
+			keys = append(keys, k.Name+"/"+f.Name)
+		}
+		if k.Movable {
+			keys = append(keys, "draft device")
+		}
+		if k.Name == "hidden" {
+			keys = append(keys, "stored")
+		}
 	}
 	keys = append(keys, "db", "train", "train size")
-	m.form.Items = nil
+	var items []*widget.FormItem
 	for _, k := range keys {
-		m.form.Items = append(m.form.Items, m.rows[k])
+		items = append(items, m.rows[k])
 	}
-	m.form.Refresh()
+	m.form = widget.NewForm(items...)
+	m.formBox.Objects = []fyne.CanvasObject{m.form}
+	m.formBox.Refresh()
+}
+
+// placeHolders shows the chosen kind's help in the fields it reads.
+func (m *ModelsScreen) placeHolders() {
+	if k, ok := sourceKind(m.Source.Selected); ok {
+		for _, f := range k.Fields {
+			m.Fields[f.Name].SetPlaceHolder(f.Help)
+		}
+	}
 }
 
 // shownRows are the labels of the form's rows shown (for tests).
@@ -451,40 +517,33 @@ func describeFound(paths []string) string {
 	return "Models found:\n  " + strings.Join(paths, "\n  ") + more
 }
 
-// spec reads the selection from the widgets.
-func (m *ModelsScreen) spec() (target, draft string, ngram, layers int, err error) {
-	target = strings.TrimSpace(m.Target.Text)
-	if target == "" {
-		return "", "", 0, 0, fmt.Errorf("choose a target model first")
+// spec reads the selection from the widgets: the target and the chosen
+// draft source kind's fields, set on the session's pair.
+func (m *ModelsScreen) spec() (profiles.PairSpec, profiles.DraftSourceKind, error) {
+	ps := m.s.Spec
+	if ps.Target = strings.TrimSpace(m.Target.Text); ps.Target == "" {
+		return ps, profiles.DraftSourceKind{}, fmt.Errorf("choose a target model first")
 	}
-	switch m.Source.Selected {
-	case SourceModel, SourceHidden:
-		draft = strings.TrimSpace(m.Draft.Text)
-		if m.Source.Selected == SourceHidden && draft == "" {
-			return "", "", 0, 0, fmt.Errorf("give a hidden-state drafter: its id in the database (arborist drafters list) or its .gguf file")
-		}
-	case SourceNGram, SourceLayers:
-		n, err := strconv.Atoi(strings.TrimSpace(m.N.Text))
-		if err != nil || n < 1 {
-			return "", "", 0, 0, fmt.Errorf("%q is not a positive number", m.N.Text)
-		}
-		if m.Source.Selected == SourceNGram {
-			ngram = n
-		} else {
-			layers = n
-		}
+	k, ok := sourceKind(m.Source.Selected)
+	if !ok {
+		return ps, k, fmt.Errorf("choose a draft source")
 	}
-	return target, draft, ngram, layers, nil
+	values := map[string]string{}
+	for _, f := range k.Fields {
+		values[f.Name] = m.Fields[f.Name].Text
+	}
+	return ps, k, k.Set(&ps, values)
 }
 
 func (m *ModelsScreen) load() {
-	target, draft, ngram, layers, err := m.spec()
+	ps, kind, err := m.spec()
 	if err != nil {
 		m.s.ShowError(err)
 		return
 	}
+	target := ps.Target
 	device, draftDevice := m.Device.Selected, m.DraftDevice.Selected
-	if draftDevice == sameDevice || draftDevice == device || m.Source.Selected == SourceNGram { // n-gram lookup needs no device
+	if draftDevice == sameDevice || draftDevice == device || !kind.Movable { // n-gram lookup needs no device
 		draftDevice = ""
 	}
 	for _, d := range []string{device, draftDevice} {
@@ -497,13 +556,10 @@ func (m *ModelsScreen) load() {
 	m.Load.Disable()
 	m.s.Busy()
 	m.Status.SetText("Reading " + target + " ...")
-	hiddenRef := ""
-	if m.Source.Selected == SourceHidden {
-		hiddenRef, draft = draft, ""
-	}
+	hiddenRef := ps.DraftHidden
 	db := m.s.DBPath
 	m.s.Go(func(context.Context) {
-		info, err := profiles.DescribePair(context.Background(), profiles.PairSpec{Target: target, Draft: draft, Layers: layers, DraftHidden: hiddenRef}, db)
+		info, err := profiles.DescribePair(context.Background(), profiles.PairSpec{Target: target, Draft: ps.Draft, Layers: ps.Layers, DraftHidden: hiddenRef}, db)
 		fyne.Do(func() {
 			m.Load.Enable()
 			m.s.Busy()
@@ -520,8 +576,6 @@ func (m *ModelsScreen) load() {
 				}
 			}
 			m.Status.SetText("Loaded; reading what the database holds of this pair ...")
-			ps := m.s.Spec
-			ps.Target, ps.Draft, ps.NGram, ps.Layers, ps.DraftHidden = target, draft, ngram, layers, hiddenRef
 			ps.Backend, ps.DraftBackend = device, draftDevice
 			m.s.SetPair(ps) // clears the previous pair's results, shows this one's
 		})

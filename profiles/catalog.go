@@ -34,6 +34,8 @@ type Catalog struct {
 	Backends       []string
 	DefaultBackend string
 	DefaultThreads int
+	// DraftSources are the draft source kinds, the first the default.
+	DraftSources []DraftSourceKind
 	// DefaultDB is the database used when none is named: arborist.db in
 	// the user's configuration folder.
 	DefaultDB string
@@ -60,7 +62,7 @@ func Choices() Catalog {
 		Strategies: spec.Strategies(), DefaultStrategy: spec.DefaultStrategy(), PlainStrategy: spec.PlainStrategy(),
 		PlanFields: spec.PlanFields(), WhatIf: whatIf, WhatIfStart: start,
 		Backends: kernels.Names(), DefaultBackend: kernels.DefaultBackend, DefaultThreads: kernels.DefaultThreads(),
-		DefaultDB: store.DefaultPath(), DrafterSettings: defaultDrafterSettings(),
+		DraftSources: DraftSources(), DefaultDB: store.DefaultPath(), DrafterSettings: defaultDrafterSettings(),
 		TrainSizes: TrainSizes(), DefaultTrainSize: DefaultTrainSize, SynthShapes: synth.ShapeNames(),
 		Rounds: defaultRounds, RoundBudget: roundBudget,
 	}

@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"maps"
 	"slices"
 	"testing"
 )
@@ -26,5 +27,43 @@ func TestChoices(t *testing.T) {
 	if len(seen) == 0 || !slices.Contains(c.Backends, c.DefaultBackend) || c.DefaultThreads < 1 || c.DefaultDB == "" ||
 		len(c.SynthShapes) == 0 || c.Rounds < 1 || c.RoundBudget <= 0 || c.DrafterSettings.Validate() != nil {
 		t.Errorf("catalog %+v", c)
+	}
+}
+
+// TestDraftSources: every kind sets a pair spec from its fields and reads
+// the same values back, clears the other kinds, and refuses a missing or
+// malformed value.
+func TestDraftSources(t *testing.T) {
+	values := map[string]map[string]string{
+		"model":  {"draft": "/m/d.gguf"},
+		"ngram":  {"ngram": "5"},
+		"layers": {"layers": "3"},
+		"hidden": {"draft": "7", "resample": "2"},
+	}
+	for _, k := range DraftSources() {
+		v, ok := values[k.Name]
+		if !ok || len(k.Fields) == 0 || k.Label == "" {
+			t.Fatalf("kind %q untested or unlabelled", k.Name)
+		}
+		ps := PairSpec{Target: "/m/t.gguf", Draft: "/other.gguf", NGram: 9, Layers: 9, DraftHidden: "9"}
+		if err := k.Set(&ps, v); err != nil {
+			t.Fatalf("%s: %v", k.Name, err)
+		}
+		if ps.Sources() != 1 || DraftSourceOf(ps).Name != k.Name {
+			t.Errorf("%s: spec %+v is of kind %s", k.Name, ps, DraftSourceOf(ps).Name)
+		}
+		if back := k.Values(ps); !maps.Equal(back, v) {
+			t.Errorf("%s: read back %v, set %v", k.Name, back, v)
+		}
+		empty := map[string]string{}
+		for _, f := range k.Fields {
+			empty[f.Name] = "x"
+			if f.File {
+				empty[f.Name] = " "
+			}
+		}
+		if err := k.Set(&ps, empty); err == nil {
+			t.Errorf("%s: %v accepted", k.Name, empty)
+		}
 	}
 }
