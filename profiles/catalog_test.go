@@ -62,7 +62,7 @@ func TestDraftSources(t *testing.T) {
 				empty[f.Name] = " "
 			}
 		}
-		if err := k.Set(&ps, empty); err == nil {
+		if err := k.Set(&ps, empty); err == nil && k.Name != "model" { // a draft model may be left out: the target alone
 			t.Errorf("%s: %v accepted", k.Name, empty)
 		}
 	}

@@ -45,10 +45,9 @@ func DraftSources() []DraftSourceKind {
 	return []DraftSourceKind{
 		{Name: "model", Label: "Draft model file", Movable: true,
 			Fields: []SourceField{{Name: "draft", Label: "Draft model", File: true, Help: "draft .gguf with the same vocabulary"}},
+			// no file: the target alone (profiled, run as plain decoding)
 			set: func(ps *PairSpec, v map[string]string) error {
-				if ps.Draft = strings.TrimSpace(v["draft"]); ps.Draft == "" {
-					return fmt.Errorf("give a draft model file")
-				}
+				ps.Draft = strings.TrimSpace(v["draft"])
 				return nil
 			},
 			get: func(ps PairSpec) map[string]string { return map[string]string{"draft": ps.Draft} }},
