@@ -59,6 +59,9 @@ type Session struct {
 	DemoDir string
 	DBPath  string
 	Spec    profiles.PairSpec
+	// Jobs are the long jobs of this window: each its pair's, one heavy
+	// at a time (see jobs.go).
+	Jobs *profiles.Jobs
 
 	mu       sync.Mutex
 	bench    *profiles.Bench
@@ -92,7 +95,7 @@ type Session struct {
 // NewSession reads the last selection from the preferences.
 func NewSession(a fyne.App, w fyne.Window, demoDir string) *Session {
 	p := a.Preferences()
-	s := &Session{App: a, Win: w, DemoDir: demoDir}
+	s := &Session{App: a, Win: w, DemoDir: demoDir, Jobs: profiles.NewJobs(nil)}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.DBPath = p.StringWithFallback(prefDB, profiles.Choices().DefaultDB)
 	s.Spec.Target = p.String(prefTarget)
@@ -467,17 +470,21 @@ type Workbench struct {
 	Export  *ExportScreen
 	Tabs    *container.AppTabs
 	Guide   *Guide
-	// Root is the window's content: the guide above the tabs.
+	JobBar  *JobBar
+	screens []Screen // in the screens table's order: the tabs' order
+	// Root is the window's content: the guide above the tabs, the job
+	// bar below them.
 	Root fyne.CanvasObject
 }
 
 // NewWorkbench builds every screen over one session.
 func NewWorkbench(s *Session) *Workbench {
-	wb := &Workbench{Session: s}
+	wb := &Workbench{Session: s, JobBar: newJobBar(s)}
 	var all []Screen
 	for _, build := range screens {
 		all = append(all, build(wb, s))
 	}
+	wb.screens = all
 	s.Go(func(context.Context) { // checking a backend (a GPU's, say) may take a moment
 		st := profiles.Backends()
 		fyne.Do(func() {
@@ -500,7 +507,9 @@ func NewWorkbench(s *Session) *Workbench {
 		}
 	}
 	wb.Guide = newGuide(wb)
-	wb.Root = container.NewBorder(wb.Guide.Box, nil, nil, nil, wb.Tabs)
+	wb.Root = container.NewBorder(wb.Guide.Box, wb.JobBar.Box, nil, nil, wb.Tabs)
+	wb.JobBar.gate(wb.Profile.Start, wb.Speedup.Calibrate, wb.Speedup.TrainPred, wb.Speedup.Tune, wb.Speedup.Validate,
+		wb.Run.Start, wb.Models.TrainBtn, wb.Export.Check, wb.Export.Tune)
 	go wb.Guide.reloadSoon()
 	s.Restore() // the last pair, with what the database holds of it
 	return wb

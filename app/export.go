@@ -88,8 +88,35 @@ func NewExportScreen(s *Session) *ExportScreen {
 	e.CheckStatus = widget.NewLabel(checkHint)
 	e.CheckStatus.Wrapping = fyne.TextWrapWord
 	e.Load = newLoadTestPanel(e)
+	e.YAML.OnChanged = func(string) { e.enableUse() }
+	e.enableUse()
 	s.OnPair(e.pairShown)
 	return e
+}
+
+// usable says whether the YAML shown is a config (a pair without a plan
+// shows a comment: nothing to serve, check or tune).
+func (e *ExportScreen) usable() bool {
+	_, err := profiles.ParseConfig("config.yaml", []byte(e.YAML.Text))
+	return err == nil
+}
+
+// enableUse enables Serve, Check and Tune only for a config (Check and
+// Tune not while a heavy job runs: the job bar holds them). On the UI
+// goroutine.
+func (e *ExportScreen) enableUse() {
+	ok := e.usable()
+	_, busy := e.s.Jobs.Heavy()
+	for _, b := range []*widget.Button{e.Serve, e.Check, e.Tune, e.Save} {
+		switch {
+		case !ok:
+			b.Disable()
+		case b == e.Serve && e.stopServe != nil:
+		case (b == e.Check || b == e.Tune) && busy:
+		default:
+			b.Enable()
+		}
+	}
 }
 
 // checkHint is the llama.cpp check's status before a check.
@@ -101,7 +128,7 @@ func (e *ExportScreen) pairShown(st *profiles.PairState, err error) {
 	switch {
 	case st == nil && err == nil:
 		e.Status.SetText("")
-		e.CheckStatus.SetText(checkHint)
+		e.showLlamaJobs() // the pair's own checks, if any
 	case st != nil && st.Steps.Exports > 0:
 		e.Status.SetText(fmt.Sprintf("exported %d times before", st.Steps.Exports))
 	}
@@ -148,6 +175,7 @@ func (e *ExportScreen) Reload() error {
 			e.Equivalents.SetText("")
 			e.Provenance.Importance = widget.WarningImportance
 			e.Provenance.SetText("No plan yet: nothing is predicted before the pair is profiled, calibrated and tuned.")
+			e.showLlamaJobs()
 			return
 		}
 		e.Provenance.Importance = widget.MediumImportance
@@ -160,6 +188,7 @@ func (e *ExportScreen) Reload() error {
 		e.cfg, e.planID = ex.Config, ex.PlanID
 		e.YAML.SetText(string(ex.YAML))
 		e.Equivalents.SetText(ex.Equivalents)
+		e.showLlamaJobs() // a tune in llama.cpp's config replaces the plain export
 	})
 	return err
 }
@@ -307,33 +336,89 @@ func (e *ExportScreen) browseLlama() {
 
 // checkLlama runs the check of the config shown in llama.cpp in the
 // background, showing each round and then the measured speedup.
+//
+// The check is a job of the pair shown when it starts: it reports to that
+// pair whatever pair is shown meanwhile, and its result shows again
+// whenever that pair is (showLlamaJobs).
 func (e *ExportScreen) checkLlama() {
 	text, dir := e.YAML.Text, strings.TrimSpace(e.LlamaDir.Text)
+	if !e.usable() {
+		e.CheckStatus.SetText("Nothing to check: the pair has no plan yet (tune it on the Speedup model screen).")
+		return
+	}
 	e.s.App.Preferences().SetString(prefLlamaCpp, dir)
-	e.Check.Disable()
 	e.CheckStatus.SetText("Running llama.cpp: plain decoding and the exported settings in turn, 3 rounds...")
-	e.s.Go(func(ctx context.Context) {
-		res, err := e.checkIn(ctx, text, dir)
-		e.s.UI(func() {
-			e.Check.Enable()
-			if err != nil {
-				e.CheckStatus.SetText("Not checked: " + err.Error())
-				return
-			}
-			msg := fmt.Sprintf("llama.cpp speedup: %.2fx (range %.2f-%.2f) in llama.cpp %s, acceptance %.0f%%", res.Speedup, res.Min, res.Max, res.Version, 100*res.Acceptance)
-			if res.Predicted > 0 {
-				msg += fmt.Sprintf("; Arborist predicts %.2fx for its own engine", res.Predicted)
-			}
-			e.CheckStatus.SetText(msg + fmt.Sprintf(". Stored as runs %d and %d (Compare).", res.PlainRun, res.SpecRun))
-		})
-		fyne.Do(e.s.Changed) // Compare lists the new runs
+	e.s.startJob(jobCheck, true, func(ctx context.Context, job *profiles.Job) (any, error) {
+		return e.checkIn(ctx, job, text, dir)
+	}, func(v profiles.JobView) {
+		if e.s.ownPair(v) {
+			e.showLlamaJobs()
+		}
+		e.s.Changed() // Compare lists the new runs
 	})
+}
+
+// checkSummary says what a check in llama.cpp measured.
+func checkSummary(res *profiles.CheckResult) string {
+	msg := fmt.Sprintf("llama.cpp speedup: %.2fx (range %.2f-%.2f) in llama.cpp %s, acceptance %.0f%%", res.Speedup, res.Min, res.Max, res.Version, 100*res.Acceptance)
+	if res.Predicted > 0 {
+		msg += fmt.Sprintf("; Arborist predicts %.2fx for its own engine", res.Predicted)
+	}
+	return msg + fmt.Sprintf(". Stored as runs %d and %d (Compare).", res.PlainRun, res.SpecRun)
+}
+
+// showLlamaJobs shows the chosen pair's newest check and tune in
+// llama.cpp: running (their progress), ended (their result; a tune's
+// config in the YAML shown), or none. On the UI goroutine.
+func (e *ExportScreen) showLlamaJobs() {
+	key := profiles.PairKey(e.s.Spec)
+	var newest *profiles.JobView
+	for _, kind := range []string{jobCheck, jobLlamaTune} {
+		if v, ok := e.s.Jobs.Last(key, kind); ok && (newest == nil || v.ID > newest.ID) {
+			newest = &v
+		}
+	}
+	if newest == nil {
+		e.CheckStatus.SetText(checkHint)
+		return
+	}
+	v := *newest
+	what := "Not checked"
+	if v.Kind == jobLlamaTune {
+		what = "Not tuned"
+	}
+	switch {
+	case v.State == profiles.JobRunning:
+		e.CheckStatus.SetText(v.Kind + " (progress below the screens) ...")
+	case v.State == profiles.JobCancelled:
+		e.CheckStatus.SetText(what + ": cancelled.")
+	case v.Err != nil:
+		e.CheckStatus.SetText(what + ": " + v.Err.Error())
+	default:
+		switch res := v.Result.(type) {
+		case *profiles.CheckResult:
+			e.CheckStatus.SetText(checkSummary(res))
+		case llamaTuned:
+			e.CheckStatus.SetText(tuneSummary(res.res))
+			if e.YAML.Text != res.yaml {
+				e.YAML.SetText(res.yaml)
+				e.Equivalents.SetText(res.res.Config.Equivalents())
+			}
+		}
+	}
+}
+
+// llamaTuned is a tune for llama.cpp's result, kept as its pair's: the
+// measurement and the tuned config's YAML.
+type llamaTuned struct {
+	res  *profiles.LlamaTuneResult
+	yaml string
 }
 
 // checkIn measures the config text's llama.cpp settings in the llama.cpp
 // of dir, on the session's prompt suite (else the first prompts of the
 // built-in corpus).
-func (e *ExportScreen) checkIn(ctx context.Context, text, dir string) (*profiles.CheckResult, error) {
+func (e *ExportScreen) checkIn(ctx context.Context, job *profiles.Job, text, dir string) (*profiles.CheckResult, error) {
 	b, err := e.s.Bench(ctx)
 	if err != nil {
 		return nil, err
@@ -347,9 +432,7 @@ func (e *ExportScreen) checkIn(ctx context.Context, text, dir string) (*profiles
 		return nil, err
 	}
 	opt := profiles.CheckOptions{LlamaCpp: dir, Prompts: prompts, Rounds: 3, OnRound: func(i int, r profiles.CheckRound) {
-		e.s.UI(func() {
-			e.CheckStatus.SetText(fmt.Sprintf("Round %d of 3: plain %.1f tokens/s, exported settings %.1f tokens/s: %.2fx...", i+1, r.Plain, r.Spec, r.Speedup))
-		})
+		job.Progress(float64(i+1)/3, fmt.Sprintf("round %d of 3: plain %.1f tokens/s, exported settings %.1f tokens/s: %.2fx", i+1, r.Plain, r.Spec, r.Speedup))
 	}}
 	return b.CheckExport(ctx, c, opt)
 }
@@ -370,30 +453,29 @@ func (e *ExportScreen) checkPrompts() ([]string, error) {
 // YAML and the llama.cpp line shown (Save writes it).
 func (e *ExportScreen) tuneLlama() {
 	text, dir := e.YAML.Text, strings.TrimSpace(e.LlamaDir.Text)
+	if !e.usable() {
+		e.CheckStatus.SetText("Nothing to tune: the pair has no plan yet (tune it on the Speedup model screen).")
+		return
+	}
 	e.s.App.Preferences().SetString(prefLlamaCpp, dir)
-	e.Check.Disable()
-	e.Tune.Disable()
 	e.CheckStatus.SetText("Running llama.cpp: plain decoding and each draft length in turn, 3 rounds...")
-	e.s.Go(func(ctx context.Context) {
-		res, yaml, err := e.tuneIn(ctx, text, dir)
-		e.s.UI(func() {
-			e.Check.Enable()
-			e.Tune.Enable()
-			if err != nil {
-				e.CheckStatus.SetText("Not tuned: " + err.Error())
-				return
-			}
-			e.CheckStatus.SetText(tuneSummary(res))
-			e.YAML.SetText(yaml)
-			e.Equivalents.SetText(res.Config.Equivalents())
-		})
-		fyne.Do(e.s.Changed) // Compare lists the new runs
+	e.s.startJob(jobLlamaTune, true, func(ctx context.Context, job *profiles.Job) (any, error) {
+		res, yaml, err := e.tuneIn(ctx, job, text, dir)
+		if err != nil {
+			return nil, err
+		}
+		return llamaTuned{res: res, yaml: yaml}, nil
+	}, func(v profiles.JobView) {
+		if e.s.ownPair(v) {
+			e.showLlamaJobs()
+		}
+		e.s.Changed() // Compare lists the new runs
 	})
 }
 
 // tuneIn runs the tune of the config text in the llama.cpp of dir and
 // returns the tuned config's YAML.
-func (e *ExportScreen) tuneIn(ctx context.Context, text, dir string) (*profiles.LlamaTuneResult, string, error) {
+func (e *ExportScreen) tuneIn(ctx context.Context, job *profiles.Job, text, dir string) (*profiles.LlamaTuneResult, string, error) {
 	b, err := e.s.Bench(ctx)
 	if err != nil {
 		return nil, "", err
@@ -407,9 +489,7 @@ func (e *ExportScreen) tuneIn(ctx context.Context, text, dir string) (*profiles.
 		return nil, "", err
 	}
 	opt := profiles.CheckOptions{LlamaCpp: dir, Prompts: prompts, Rounds: 3, OnRound: func(i int, r profiles.CheckRound) {
-		e.s.UI(func() {
-			e.CheckStatus.SetText(fmt.Sprintf("Round %d of 3: plain %.1f tokens/s, the round's best setting %.2fx...", i+1, r.Plain, r.Speedup))
-		})
+		job.Progress(float64(i+1)/3, fmt.Sprintf("round %d of 3: plain %.1f tokens/s, the round's best setting %.2fx", i+1, r.Plain, r.Speedup))
 	}}
 	res, err := b.TuneLlamaCpp(ctx, c, opt)
 	if err != nil {

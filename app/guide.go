@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"fyne.io/fyne/v2"
@@ -27,15 +28,48 @@ func (s StepState) String() string {
 	return [...]string{"to do", "running", "done"}[s]
 }
 
-// guideStep is one step of the first-run path and the tab that does it.
+// Step is a step of the workflow the guide leads through.
+type Step int
+
+// The workflow's steps, in order.
+const (
+	StepModels Step = iota
+	StepProfile
+	StepCalibrate
+	StepTune
+	StepRun
+	StepExport
+)
+
+// stepper is a screen's part in the guide: the steps it does, and
+// whether one of them is under way for the chosen pair. The guide finds a
+// step's screen by asking the screens of the workbench's table, so a
+// screen owns its state and the guide reads none of its fields.
+type stepper interface {
+	Steps() []Step
+	Running(Step) bool
+}
+
+// guideStep is one step of the first-run path as its button names it.
 type guideStep struct {
+	step Step
 	name string
-	tab  int // index in the workbench's tabs
 }
 
 // guideSteps lead a new user through the workflow in order.
 var guideSteps = []guideStep{
-	{"Models", 0}, {"Profile", 1}, {"Calibrate", 2}, {"Tune", 2}, {"Run", 3}, {"Export", 5},
+	{StepModels, "Models"}, {StepProfile, "Profile"}, {StepCalibrate, "Calibrate"}, {StepTune, "Tune"}, {StepRun, "Run"}, {StepExport, "Export"},
+}
+
+// screenOf is the screen that does step, and its tab's index (the
+// screens table's order); -1 when none does.
+func (wb *Workbench) screenOf(step Step) (stepper, int) {
+	for i, sc := range wb.screens {
+		if st, ok := sc.(stepper); ok && slices.Contains(st.Steps(), step) {
+			return st, i
+		}
+	}
+	return nil, -1
 }
 
 // Guide is the strip above the screens that leads Models -> Profile ->
@@ -63,7 +97,11 @@ func newGuide(wb *Workbench) *Guide {
 	g := &Guide{wb: wb}
 	var objs []fyne.CanvasObject
 	for i, st := range guideSteps {
-		b := widget.NewButton(st.name, func() { wb.Tabs.SelectIndex(guideSteps[i].tab) })
+		b := widget.NewButton(st.name, func() {
+			if _, tab := wb.screenOf(guideSteps[i].step); tab >= 0 {
+				wb.Tabs.SelectIndex(tab)
+			}
+		})
 		g.Buttons = append(g.Buttons, b)
 		objs = append(objs, b)
 	}
@@ -88,19 +126,11 @@ func (g *Guide) States() []StepState {
 		loaded && g.steps.Runs > 0,
 		loaded && g.steps.Exports > 0,
 	}
-	sp := wb.Speedup
-	running := []bool{
-		wb.Models.Load.Disabled() || wb.Models.DemoBtn.Disabled(),
-		wb.Profile.cancel != nil,
-		sp.busy && sp.doing == "Calibrating",
-		sp.busy && sp.doing == "Tuning",
-		wb.Run.cancel != nil,
-		false,
-	}
 	out := make([]StepState, len(guideSteps))
-	for i := range out {
+	for i, gs := range guideSteps {
+		sc, _ := wb.screenOf(gs.step)
 		switch {
-		case running[i]:
+		case sc != nil && sc.Running(gs.step):
 			out[i] = StepRunning
 		case done[i]:
 			out[i] = StepDone

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"arborist/engine/model/modeltest"
+	"arborist/profiles"
 )
 
 func states(wb *Workbench) []StepState {
@@ -32,8 +34,8 @@ func TestGuideStates(t *testing.T) {
 		t.Error("the first step to do does not stand out alone")
 	}
 	test.Tap(g.Buttons[4])
-	if wb.Tabs.SelectedIndex() != 3 {
-		t.Errorf("Run step opened tab %d", wb.Tabs.SelectedIndex())
+	if wb.Tabs.Selected().Text != wb.Run.Title() {
+		t.Errorf("Run step opened tab %q", wb.Tabs.Selected().Text)
 	}
 
 	// the strip as it stands whenever work starts or ends (Busy runs on the
@@ -92,5 +94,42 @@ func TestGuideStates(t *testing.T) {
 	waitFor(t, "the run", func() bool { return wb.Session.idle() && !r.Start.Disabled() })
 	if st := states(wb); st[4] != StepDone || st[3] != StepToDo || st[5] != StepToDo {
 		t.Errorf("after a run: %v", st)
+	}
+}
+
+// TestGuideAsksTheScreens: the guide finds each step's screen in the
+// screens table (its button opens that screen's tab, whatever its index)
+// and reads a step running from the screen's own state: a job of the
+// chosen pair, not one of another pair.
+func TestGuideAsksTheScreens(t *testing.T) {
+	wb := newBench(t)
+	want := map[Step]string{StepModels: wb.Models.Title(), StepProfile: wb.Profile.Title(), StepCalibrate: wb.Speedup.Title(),
+		StepTune: wb.Speedup.Title(), StepRun: wb.Run.Title(), StepExport: wb.Export.Title()}
+	for i, gs := range guideSteps {
+		test.Tap(wb.Guide.Buttons[i])
+		if got := wb.Tabs.Selected().Text; got != want[gs.step] {
+			t.Errorf("step %s opened %q, want %q", gs.name, got, want[gs.step])
+		}
+	}
+	s := wb.Session
+	other := profiles.PairKey(profiles.PairSpec{Target: "/m/other.gguf", NGram: 2})
+	elsewhere, _, err := s.Jobs.Start(context.Background(), jobCalibrate, other, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := wb.Guide.States(); st[StepCalibrate] != StepToDo {
+		t.Errorf("another pair's calibration shows running here: %v", st)
+	}
+	elsewhere.Finish(nil, nil)
+	job, _, err := s.Jobs.Start(context.Background(), jobCalibrate, profiles.PairKey(s.Spec), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := wb.Guide.States(); st[StepCalibrate] != StepRunning || st[StepTune] != StepToDo {
+		t.Errorf("calibrating: %v", st)
+	}
+	job.Finish(nil, nil)
+	if st := wb.Guide.States(); st[StepCalibrate] != StepToDo {
+		t.Errorf("after the calibration: %v", st)
 	}
 }

@@ -90,6 +90,7 @@ type ModelsScreen struct {
 	// remembered files that no longer exist, with a button to pick again
 	TargetCheck, DraftCheck, TrainCheck *fileCheck
 	cancelTrain                         context.CancelFunc
+	loading                             int // pairs being read and demo pairs being built (the guide's Models step runs)
 }
 
 // NewModelsScreen builds the screen from the session's selection.
@@ -554,6 +555,7 @@ func (m *ModelsScreen) load() {
 		}
 	}
 	m.Load.Disable()
+	m.loading++
 	m.s.Busy()
 	m.Status.SetText("Reading " + target + " ...")
 	hiddenRef := ps.DraftHidden
@@ -562,6 +564,7 @@ func (m *ModelsScreen) load() {
 		info, err := profiles.DescribePair(context.Background(), profiles.PairSpec{Target: target, Draft: ps.Draft, Layers: ps.Layers, DraftHidden: hiddenRef}, db)
 		fyne.Do(func() {
 			m.Load.Enable()
+			m.loading--
 			m.s.Busy()
 			if err != nil {
 				m.Status.SetText("Not loaded: " + err.Error())
@@ -584,6 +587,7 @@ func (m *ModelsScreen) load() {
 
 func (m *ModelsScreen) buildDemo() {
 	m.DemoBtn.Disable()
+	m.loading++
 	m.s.Busy()
 	m.Progress.Show()
 	m.Status.SetText("Writing the demo pair to " + m.s.DemoDir + " ...")
@@ -593,6 +597,7 @@ func (m *ModelsScreen) buildDemo() {
 		})
 		fyne.Do(func() {
 			m.DemoBtn.Enable()
+			m.loading--
 			m.s.Busy()
 			m.Progress.Hide()
 			if err != nil {
@@ -619,20 +624,20 @@ func (m *ModelsScreen) train() {
 		return
 	}
 	m.s.SetPrompts(prompts)
-	ctx, cancel := context.WithCancel(m.s.Context())
-	m.cancelTrain = cancel
 	m.TrainBtn.Disable()
 	m.CancelTrain.Show()
 	m.Progress.SetValue(0)
 	m.Progress.Show()
 	m.Status.SetText("Generating training data with the target ...")
 	set := m.TrainSettings
-	m.s.Go(func(context.Context) {
-		defer cancel()
+	var id int64
+	wired := make(chan struct{}) // the job's end waits until Cancel is wired
+	defer close(wired)
+	job, err := m.s.startJob(jobTrain, true, func(ctx context.Context, job *profiles.Job) (any, error) {
+		defer func() { <-wired }()
 		var log strings.Builder
 		var train, held, epochs []float64
 		b, err := m.s.Bench(ctx)
-		var id int64
 		if err == nil {
 			id, _, err = b.TrainDrafter(ctx, profiles.TrainSpec{Target: target, Prompts: prompts, Settings: set}, func(e profiles.TrainEvent) {
 				var line, status string
@@ -652,6 +657,9 @@ func (m *ModelsScreen) train() {
 				}
 				if line != "" {
 					log.WriteString(line + "\n")
+				}
+				if status != "" || frac >= 0 {
+					job.Progress(frac, status)
 				}
 				text := log.String()
 				var chart *ChartSpec
@@ -679,12 +687,16 @@ func (m *ModelsScreen) train() {
 				})
 			})
 		}
-		fyne.Do(func() {
+		return id, err
+	}, func(v profiles.JobView) {
+		err := v.Err
+		{
 			defer m.TrainBtn.Enable() // last: it tells watchers training is over
 			m.CancelTrain.Hide()
 			m.Progress.Hide()
+			m.cancelTrain = nil
 			switch {
-			case err != nil && ctx.Err() != nil && id > 0:
+			case v.State == profiles.JobCancelled && id > 0:
 				m.Status.SetText(fmt.Sprintf("Training stopped; drafter %d keeps its last checkpoint (resume: arborist train drafter --resume %d).", id, id))
 			case err != nil:
 				m.Status.SetText("Training failed: " + err.Error())
@@ -695,6 +707,14 @@ func (m *ModelsScreen) train() {
 				m.Draft.SetText(strconv.FormatInt(id, 10))
 				m.Status.SetText(fmt.Sprintf("Trained hidden drafter %d. Press Load and check to use it.", id))
 			}
-		})
+		}
 	})
+	if err != nil { // refused: another heavy job runs
+		m.TrainBtn.Enable()
+		m.CancelTrain.Hide()
+		m.Progress.Hide()
+		m.Status.SetText("Not started: " + err.Error())
+		return
+	}
+	m.cancelTrain = job.Cancel
 }

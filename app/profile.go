@@ -98,28 +98,35 @@ func (p *ProfileScreen) start() {
 	maxW := 32
 	fmt.Sscan(p.MaxW.Selected, &maxW)
 	fresh := p.Fresh.Checked
-	ctx, cancel := context.WithCancel(p.s.Context())
-	p.cancel = cancel
+	pair := p.s.pairNow()
+	type measured struct {
+		vp, dp *profiles.Profile
+		lim    profiles.Limits
+	}
 	p.Start.Disable()
 	p.Cancel.Enable()
-	p.s.Busy()
 	p.Progress.SetValue(0)
 	p.Status.SetText("Measuring memory bandwidth ...")
-	pair := p.s.pairNow()
-	p.s.Go(func(context.Context) {
-		defer cancel()
-		vp, dp, lim, err := p.measure(ctx, spec, maxW, fresh, pair)
-		fyne.Do(func() {
+	done := make(chan struct{}) // the job's end waits until Cancel is wired
+	defer close(done)
+	job, err := p.s.startJob(jobProfile, true, func(ctx context.Context, j *profiles.Job) (any, error) {
+		vp, dp, lim, err := p.measure(ctx, j, spec, maxW, fresh, pair)
+		<-done
+		return measured{vp, dp, lim}, err
+	}, func(v profiles.JobView) {
+		{
 			p.Start.Enable()
 			p.Cancel.Disable()
 			p.cancel = nil
-			p.s.Busy()
 			if !p.s.samePair(pair) {
 				p.Status.SetText("The profile of the pair chosen before finished and is stored; this pair's is not shown until it is profiled.")
 				return
 			}
+			err := v.Err
+			m, _ := v.Result.(measured)
+			vp, dp, lim := m.vp, m.dp, m.lim
 			if err != nil {
-				if ctx.Err() != nil {
+				if v.State == profiles.JobCancelled {
 					p.Status.SetText("Cancelled; nothing was stored for the unfinished curve.")
 				} else {
 					p.Status.SetText("Failed: " + err.Error())
@@ -130,11 +137,18 @@ func (p *ProfileScreen) start() {
 			p.s.Verify, p.s.Draft = vp, dp
 			p.show(vp, dp, lim)
 			p.s.Changed()
-		})
+		}
 	})
+	if err != nil { // refused: another heavy job runs
+		p.Start.Enable()
+		p.Cancel.Disable()
+		p.Status.SetText("Not started: " + err.Error())
+		return
+	}
+	p.cancel = job.Cancel
 }
 
-func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, maxW int, fresh bool, pair int) (vp, dp *profiles.Profile, lim profiles.Limits, err error) {
+func (p *ProfileScreen) measure(ctx context.Context, job *profiles.Job, spec profiles.PairSpec, maxW int, fresh bool, pair int) (vp, dp *profiles.Profile, lim profiles.Limits, err error) {
 	b, err := p.s.Bench(ctx)
 	if err != nil {
 		return nil, nil, lim, err
@@ -142,6 +156,11 @@ func (p *ProfileScreen) measure(ctx context.Context, spec profiles.PairSpec, max
 	spec.DB = p.s.DBPath
 	share := map[string][2]float64{"verify curve": {0, 0.8}, "draft curve": {0.8, 0.2}}
 	r, err := b.Profile(ctx, spec, profiles.ProfileOptions{MaxW: maxW, Fresh: fresh}, func(e profiles.Event) {
+		if sh, ok := share[e.Stage]; ok && e.Total > 0 {
+			job.Progress(sh[0]+sh[1]*float64(e.Done)/float64(e.Total), fmt.Sprintf("%s %d of at most %d", e.Stage, e.Done, e.Total))
+		} else {
+			job.Progress(-1, e.Stage)
+		}
 		fyne.Do(func() {
 			if !p.s.samePair(pair) {
 				return

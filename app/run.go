@@ -668,33 +668,40 @@ func (r *RunScreen) run() {
 	}
 	opt := profiles.RunOptions{Plan: plan, Sample: params, MaxTokens: n, Prompts: prompts, Predicted: predicted,
 		Baseline: r.Baseline.Checked && plan.NeedsSource()}
-	ctx, cancel := context.WithCancel(r.s.Context())
-	r.cancel = cancel
-	r.done = make(chan struct{})
+	finished := make(chan struct{})
+	r.done = finished
 	r.Start.Disable()
 	r.Stop.Enable()
-	r.s.Busy()
 	r.clearText()
 	r.Stats.SetText("Loading models ...")
 	pair := r.s.pairNow()
-	r.s.Go(func(context.Context) {
-		defer close(r.done)
-		defer cancel()
-		err := r.session(ctx, ps, opt, pair)
-		fyne.Do(func() {
-			r.Start.Enable()
-			r.Stop.Disable()
-			r.cancel = nil
-			r.s.Busy()
-			if !r.s.samePair(pair) {
-				return // the run of the pair chosen before is stored; its figures are not this pair's
-			}
-			if err != nil && ctx.Err() == nil {
-				r.Stats.SetText(r.Stats.Text + " Failed: " + err.Error())
-				r.s.ShowError(err)
-			}
-		})
+	wired := make(chan struct{}) // the job's end waits until Stop is wired
+	defer close(wired)
+	job, err := r.s.startJob(jobRun, true, func(ctx context.Context, job *profiles.Job) (any, error) {
+		defer close(finished)
+		err := r.session(ctx, job, ps, opt, pair)
+		<-wired
+		return nil, err
+	}, func(v profiles.JobView) {
+		r.Start.Enable()
+		r.Stop.Disable()
+		r.cancel = nil
+		if !r.s.samePair(pair) {
+			return // the run of the pair chosen before is stored; its figures are not this pair's
+		}
+		if v.State == profiles.JobFailed {
+			r.Stats.SetText(r.Stats.Text + " Failed: " + v.Err.Error())
+			r.s.ShowError(v.Err)
+		}
 	})
+	if err != nil { // refused: another heavy job runs
+		close(finished)
+		r.Start.Enable()
+		r.Stop.Disable()
+		r.Stats.SetText("Not started: " + err.Error())
+		return
+	}
+	r.cancel = job.Cancel
 }
 
 // Wait blocks until the current run (if any) has finished.
@@ -705,7 +712,7 @@ func (r *RunScreen) Wait() {
 }
 
 // session runs the suite in the core, drawing tokens and steps as they come.
-func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profiles.RunOptions, pair int) error {
+func (r *RunScreen) session(ctx context.Context, job *profiles.Job, ps profiles.PairSpec, opt profiles.RunOptions, pair int) error {
 	b, err := r.s.Bench(ctx)
 	if err != nil {
 		return err
@@ -737,7 +744,11 @@ func (r *RunScreen) session(ctx context.Context, ps profiles.PairSpec, opt profi
 			}
 		})
 	}
-	opt.OnPrompt = func(_ int, prompt string) {
+	prompts := len(opt.Prompts)
+	opt.OnPrompt = func(i int, prompt string) {
+		if prompts > 0 {
+			job.Progress(float64(i)/float64(prompts), fmt.Sprintf("prompt %d of %d", i+1, prompts))
+		}
 		outMu.Lock()
 		defer outMu.Unlock()
 		pending = append(pending, streamed{piece{prompt, widget.RichTextStyle{Inline: true, TextStyle: fyne.TextStyle{Italic: true}}}, true})

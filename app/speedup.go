@@ -468,19 +468,23 @@ func (sp *SpeedupScreen) work(what string, reload bool, fn func(ctx context.Cont
 	if sp.busy {
 		return
 	}
+	pair := sp.s.pairNow()
 	sp.busy, sp.doing = true, what
-	sp.s.Busy()
 	for _, btn := range []*widget.Button{sp.Calibrate, sp.TrainPred, sp.Tune, sp.Validate} {
 		btn.Disable()
 	}
 	sp.WorkStatus.SetText(what + " ...")
 	sp.Work.SetValue(0)
-	pair := sp.s.pairNow()
-	sp.s.Go(func(ctx context.Context) {
-		msg, err := "", error(nil)
+	var msg string
+	_, err := sp.s.startJob(what, true, func(ctx context.Context, job *profiles.Job) (any, error) {
 		b, err := sp.s.Bench(ctx)
 		if err == nil {
 			msg, err = fn(ctx, b, ps, func(e profiles.Event) {
+				frac := -1.0
+				if e.Total > 0 {
+					frac = float64(e.Done) / float64(e.Total)
+				}
+				job.Progress(frac, fmt.Sprintf("%s %d of %d %s", e.Stage, e.Done, e.Total, e.Detail))
 				sp.s.UI(func() {
 					if !sp.busy || !sp.s.samePair(pair) {
 						return // a late event after the end, or of the pair chosen before
@@ -495,11 +499,15 @@ func (sp *SpeedupScreen) work(what string, reload bool, fn func(ctx context.Cont
 		if err == nil && reload {
 			err = sp.s.LoadInputs(ctx, pair)
 		}
-		sp.s.UI(func() {
+		return msg, err
+	}, func(v profiles.JobView) {
+		err := v.Err
+		{
 			defer func() { sp.busy, sp.doing = false, ""; sp.s.Busy() }() // last: tests and users read it as "done"
 			for _, btn := range []*widget.Button{sp.Calibrate, sp.TrainPred, sp.Tune} {
 				btn.Enable()
 			}
+			sp.Validate.Disable()
 			defer func() { // after done, which may have ranked the first plans
 				if len(sp.ranked) > 0 {
 					sp.Validate.Enable()
@@ -512,6 +520,10 @@ func (sp *SpeedupScreen) work(what string, reload bool, fn func(ctx context.Cont
 					state = "failed"
 				}
 				sp.WorkStatus.SetText(fmt.Sprintf("%s %s for %s, the pair chosen before; what it stored shows when that pair is chosen again.", what, state, pairName(ps)))
+				return
+			}
+			if v.State == profiles.JobCancelled {
+				sp.WorkStatus.SetText(what + " cancelled.")
 				return
 			}
 			if err != nil {
@@ -528,8 +540,18 @@ func (sp *SpeedupScreen) work(what string, reload bool, fn func(ctx context.Cont
 				sp.pendingChoice = nil
 				sp.choose(*p, msg)
 			}
-		})
+		}
 	})
+	if err != nil { // refused: another heavy job runs (said in a dialog and on the job bar)
+		sp.busy, sp.doing = false, ""
+		for _, btn := range []*widget.Button{sp.Calibrate, sp.TrainPred, sp.Tune} {
+			btn.Enable()
+		}
+		if len(sp.ranked) > 0 {
+			sp.Validate.Enable()
+		}
+		sp.WorkStatus.SetText(what + " not started: " + err.Error())
+	}
 }
 
 // suite reads the prompt suite and the tokens per prompt.
@@ -555,7 +577,7 @@ func (sp *SpeedupScreen) calibrate() {
 		sp.s.ShowError(err)
 		return
 	}
-	sp.work("Calibrating", true, func(ctx context.Context, b *profiles.Bench, ps profiles.PairSpec, pr profiles.Progress) (string, error) {
+	sp.work(jobCalibrate, true, func(ctx context.Context, b *profiles.Bench, ps profiles.PairSpec, pr profiles.Progress) (string, error) {
 		c, err := b.Calibrate(ctx, ps, texts, path, n, profiles.SampleParams{}, pr)
 		if err != nil {
 			return "", err
@@ -574,7 +596,7 @@ func (sp *SpeedupScreen) trainPredictor() {
 		sp.s.ShowError(err)
 		return
 	}
-	sp.work("Training the depth predictor", true, func(ctx context.Context, b *profiles.Bench, ps profiles.PairSpec, pr profiles.Progress) (string, error) {
+	sp.work(jobPredictor, true, func(ctx context.Context, b *profiles.Bench, ps profiles.PairSpec, pr profiles.Progress) (string, error) {
 		r, err := b.TrainPredictor(ctx, ps, profiles.PredictorOptions{Prompts: texts, Tokens: n, Corpus: true}, pr)
 		if err != nil {
 			return "", err
@@ -591,7 +613,7 @@ func (sp *SpeedupScreen) tune() {
 		alpha = sp.Alpha.Value
 	}
 	var res *profiles.TuneResult
-	sp.work("Tuning", false, func(ctx context.Context, b *profiles.Bench, ps profiles.PairSpec, pr profiles.Progress) (string, error) {
+	sp.work(jobTune, false, func(ctx context.Context, b *profiles.Bench, ps profiles.PairSpec, pr profiles.Progress) (string, error) {
 		t, err := b.Tune(ctx, ps, profiles.TuneOptions{Alpha: alpha, Place: sp.Place.Checked}, pr)
 		if err != nil {
 			return "", err
@@ -640,7 +662,7 @@ func (sp *SpeedupScreen) validate() {
 		return
 	}
 	var v *profiles.Validation
-	sp.work("Validating", false, func(ctx context.Context, b *profiles.Bench, ps profiles.PairSpec, pr profiles.Progress) (string, error) {
+	sp.work(jobValidate, false, func(ctx context.Context, b *profiles.Bench, ps profiles.PairSpec, pr profiles.Progress) (string, error) {
 		rounds := profiles.Choices().Rounds
 		total := rounds * len(texts) * (len(plans) + 1)
 		done := 0

@@ -1,0 +1,89 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+
+	"arborist/profiles"
+)
+
+// TestLlamaJobBelongsToItsPair: a tune in llama.cpp started on pair A
+// reports to A: pair B, chosen meanwhile, shows none of it, and A shows
+// its result and its config again when chosen back.
+func TestLlamaJobBelongsToItsPair(t *testing.T) {
+	t.Setenv("ARBORIST_STANDIN_PEAK", "3")
+	wb, _ := standinExport(t)
+	s, e := wb.Session, wb.Export
+	a := profiles.PairSpec{Target: "/m/target.gguf", Draft: "/m/draft.gguf"}
+	b := profiles.PairSpec{Target: "/m/other.gguf", NGram: 3}
+	yaml := e.YAML.Text
+	fyne.DoAndWait(func() { s.SetPair(a) })
+	waitFor(t, "pair A read", s.idle)
+	fyne.DoAndWait(func() { e.YAML.SetText(yaml) })
+	test.Tap(e.Tune)
+	fyne.DoAndWait(func() { s.SetPair(b) })
+	waitFor(t, "the tune", func() bool {
+		v, ok := s.Jobs.Last(profiles.PairKey(a), jobLlamaTune)
+		return s.idle() && ok && v.State != profiles.JobRunning
+	})
+	if v, _ := s.Jobs.Last(profiles.PairKey(a), jobLlamaTune); v.State != profiles.JobDone {
+		t.Fatalf("pair A's tune: %v %v", v.State, v.Err)
+	}
+	if _, ok := s.Jobs.Last(profiles.PairKey(b), jobLlamaTune); ok {
+		t.Error("pair B has a tune it never ran")
+	}
+	if strings.Contains(e.CheckStatus.Text, "llama.cpp best") || strings.Contains(e.YAML.Text, "draft_max: 3") {
+		t.Errorf("pair B shows pair A's tune: %s\n%s", e.CheckStatus.Text, e.YAML.Text)
+	}
+	fyne.DoAndWait(func() { s.SetPair(a) })
+	waitFor(t, "pair A again", s.idle)
+	if !strings.Contains(e.CheckStatus.Text, "llama.cpp best: --draft-max 3") || !strings.Contains(e.YAML.Text, "draft_max: 3") {
+		t.Errorf("pair A lost its tune: %s\n%s", e.CheckStatus.Text, e.YAML.Text)
+	}
+}
+
+// TestHeavyJobsOneAtATime: while a heavy job runs, the buttons of the
+// other measurements are disabled and a start is refused with the reason;
+// the job bar shows it and its Cancel ends it; then they are enabled.
+func TestHeavyJobsOneAtATime(t *testing.T) {
+	wb, _ := standinExport(t)
+	s, e, bar := wb.Session, wb.Export, wb.JobBar
+	held := make(chan struct{})
+	job, err := s.startJob(jobProfile, true, func(ctx context.Context, job *profiles.Job) (any, error) {
+		job.Progress(0.5, "verify curve 8 of 16")
+		<-ctx.Done()
+		close(held)
+		return nil, ctx.Err()
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the bar", func() bool { return bar.Box.Visible() && strings.Contains(bar.Label.Text, "verify curve 8 of 16") })
+	for _, b := range []fyne.Disableable{e.Check, e.Tune, wb.Speedup.Tune, wb.Run.Start, wb.Models.TrainBtn} {
+		if !b.Disabled() {
+			t.Errorf("a heavy job's button enabled beside a running profile")
+		}
+	}
+	if !strings.Contains(bar.Label.Text, "Other measurements wait") || !strings.Contains(bar.Label.Text, "left") {
+		t.Errorf("bar: %s", bar.Label.Text)
+	}
+	var busy *profiles.BusyError
+	if _, err := s.startJob(jobCheck, true, func(context.Context, *profiles.Job) (any, error) { return nil, nil }, nil); !errors.As(err, &busy) {
+		t.Errorf("a second heavy job: %v", err)
+	}
+	test.Tap(bar.Cancel)
+	<-held
+	<-job.Done()
+	waitFor(t, "the end", func() bool { return s.idle() && !bar.Box.Visible() })
+	if v := job.View(); v.State != profiles.JobCancelled {
+		t.Errorf("after Cancel: %v", v.State)
+	}
+	if e.Check.Disabled() || e.Tune.Disabled() || wb.Speedup.Tune.Disabled() {
+		t.Error("the buttons stay disabled after the job")
+	}
+}
