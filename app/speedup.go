@@ -110,6 +110,12 @@ func (sp *SpeedupScreen) valued(sl *widget.Slider, format func(float64) string) 
 	return container.NewBorder(nil, nil, nil, l, sl)
 }
 
+// The calibration box's text, with a calibration stored and without.
+const (
+	useCalText = "use the stored calibration of this pair (untick for what-if values)"
+	useCalNone = "use the stored calibration (none stored yet: calibrate first)"
+)
+
 // NewSpeedupScreen builds the screen.
 func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp := &SpeedupScreen{s: s}
@@ -122,8 +128,8 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.MaxDepth = widget.NewSlider(1, 12)
 	sp.MaxDepth.Step = 1
 	sp.MaxDepth.SetValue(8)
-	sp.UseCal = widget.NewCheck("use the stored calibration of this pair (untick for what-if values)", nil)
-	sp.UseCal.SetChecked(true)
+	sp.UseCal = widget.NewCheck(useCalNone, nil)
+	sp.UseCal.Disable() // until a calibration is stored (showAcceptance)
 	sp.UseCal.OnChanged = func(bool) { sp.Update() }
 	sp.Mode = widget.NewLabel("")
 	sp.Mode.Wrapping = fyne.TextWrapWord
@@ -263,8 +269,12 @@ func (sp *SpeedupScreen) Update() {
 	if b := x.Best; b != nil {
 		sp.s.Best = b
 		mark = &[2]float64{float64(present.Levels(*b)), b.Speedup}
-		sp.Best.SetText(fmt.Sprintf("Best of %d plans: %s, predicted %.2fx (AAL %.2f, %d nodes, step %v)",
-			x.Searched, b.Plan, b.Speedup, b.AAL, b.Nodes, b.Step.Round(time.Microsecond)))
+		basis := ""
+		if !sp.measured {
+			basis = ", assumed acceptance"
+		}
+		sp.Best.SetText(fmt.Sprintf("Best of %d plans: %s, predicted %.2fx (AAL %.2f, %d nodes, step %v%s)",
+			x.Searched, b.Plan, b.Speedup, b.AAL, b.Nodes, b.Step.Round(time.Microsecond), basis))
 		sp.drawTree(x.BestShape)
 	}
 	sp.Mine.SetText(sp.mine())
@@ -288,7 +298,21 @@ func (sp *SpeedupScreen) Update() {
 // otherwise they are the user's what-if values, kept across the switch.
 func (sp *SpeedupScreen) showAcceptance() {
 	in := sp.s.Inputs
-	measured := sp.UseCal.Checked && in != nil && !in.Assumed && in.Acc != nil && in.CalID > 0
+	// nothing stored: the box is unticked and disabled (ticked, it priced
+	// every plan on no acceptance); a calibration arriving ticks it
+	switch has := in.Calibrated(); {
+	case !has && !sp.UseCal.Disabled():
+		sp.UseCal.Checked = false
+		sp.UseCal.Text = useCalNone
+		sp.UseCal.Disable()
+		sp.UseCal.Refresh()
+	case has && sp.UseCal.Disabled():
+		sp.UseCal.Checked = true
+		sp.UseCal.Text = useCalText
+		sp.UseCal.Enable()
+		sp.UseCal.Refresh()
+	}
+	measured := sp.UseCal.Checked && in.Calibrated()
 	switch {
 	case measured:
 		if !sp.measured {
@@ -331,7 +355,7 @@ func (sp *SpeedupScreen) showAcceptance() {
 		if in != nil && in.CalID > 0 && !sp.UseCal.Checked {
 			what = fmt.Sprintf("calibration %d is not used", in.CalID)
 		}
-		sp.Mode.SetText("What-if: the model prices every plan with the acceptance the sliders set (" + what + ").")
+		sp.Mode.SetText("Assumed: the model prices every plan with the acceptance the sliders set (" + what + "); calibrate for measured figures.")
 	}
 	sp.measured = measured
 }

@@ -69,7 +69,11 @@ func Explore(o ExploreOptions) *Exploration {
 	x := &Exploration{acc: costmodel.Uniform(o.Alpha, o.Decay, depth, 4)}
 	x.Acceptance = fmt.Sprintf("assumed values (acceptance %.0f%%, decay %.2f)", 100*o.Alpha, o.Decay)
 	in := o.Inputs
-	if o.Calibrated && in != nil && !in.Assumed {
+	// the stored calibration only where there is one: without, every plan
+	// priced on no acceptance at all read AAL 1.00 and the best was plain
+	// decoding whatever the sliders said
+	calibrated := o.Calibrated && in.Calibrated()
+	if calibrated {
 		x.acc, x.Acceptance = in.Acc, "acceptance "+in.Describe()
 	} else if o.Calibrated {
 		x.Acceptance += "; this pair has no stored calibration"
@@ -108,7 +112,7 @@ func Explore(o ExploreOptions) *Exploration {
 	// on the pair's calibration, tune's own space: the same plans searched,
 	// the same count; on assumed values, the plans the sliders reach
 	space := costmodel.SearchSpace{MaxDepth: min(depth, 7), MaxGamma: depth}
-	if o.Calibrated && in != nil && !in.Assumed {
+	if calibrated {
 		space = costmodel.SearchSpace{}
 	}
 	preds := costmodel.Search(x.acc, x.costs, space)

@@ -262,6 +262,12 @@ type Inputs struct {
 	Family []*store.Curve
 }
 
+// Calibrated says whether the acceptance is a stored calibration's (not
+// assumed, not missing).
+func (in *Inputs) Calibrated() bool {
+	return in != nil && in.Acc != nil && !in.Assumed && in.CalID > 0
+}
+
 // Describe says what the acceptance rests on: "measured on calibration 3,
 // 2026-11-30" or "assumed values".
 func (in *Inputs) Describe() string {
