@@ -351,11 +351,11 @@ func (sp *SpeedupScreen) showAcceptance() {
 		}
 		sp.Alpha.Enable()
 		sp.Decay.Enable()
-		what := "this pair has no stored calibration"
-		if in != nil && in.CalID > 0 && !sp.UseCal.Checked {
-			what = fmt.Sprintf("calibration %d is not used", in.CalID)
+		if in.Calibrated() {
+			sp.Mode.SetText(fmt.Sprintf("What-if: the model prices every plan with the acceptance the sliders set (calibration %d is not used).", in.CalID))
+		} else {
+			sp.Mode.SetText("Assumed: the model prices every plan with the acceptance the sliders set (this pair has no stored calibration); calibrate for measured figures.")
 		}
-		sp.Mode.SetText("Assumed: the model prices every plan with the acceptance the sliders set (" + what + "); calibrate for measured figures.")
 	}
 	sp.measured = measured
 }
