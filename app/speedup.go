@@ -754,7 +754,8 @@ func (sp *SpeedupScreen) SetRanked(preds []profiles.Prediction) {
 
 // list shows the plans ranked (the best 25) and enables their validation.
 func (sp *SpeedupScreen) list(preds []profiles.Prediction) {
-	sp.ranked, sp.candidates = preds[:min(len(preds), 25)], preds
+	listed := profiles.Twinless(preds) // each plan once, under its first name
+	sp.ranked, sp.candidates = listed[:min(len(listed), 25)], preds
 	var opts []string
 	for i, p := range sp.ranked {
 		o := fmt.Sprintf("%d. %s: %.2fx (AAL %.2f, %d nodes)", i+1, p.Plan, p.Speedup, p.AAL, p.Nodes)
@@ -797,7 +798,7 @@ func (sp *SpeedupScreen) pairShown(st *profiles.PairState, err error) {
 	if st.PlanID == 0 || sp.busy || len(sp.ranked) > 0 || sp.s.Tuned != nil {
 		return // nothing stored, or work since the pair was chosen shows its own
 	}
-	ranked, at := st.Ranked, -1
+	ranked, at := profiles.Twinless(st.Ranked), -1
 	for i, p := range ranked[:min(len(ranked), 25)] {
 		if samePlan(p.Plan, st.Plan.Plan) {
 			at = i
@@ -805,7 +806,7 @@ func (sp *SpeedupScreen) pairShown(st *profiles.PairState, err error) {
 		}
 	}
 	if at < 0 { // picked from the chart, or beyond the best 25
-		ranked, at = append([]profiles.Prediction{st.Plan}, ranked...), 0
+		ranked, at = profiles.Twinless(append([]profiles.Prediction{st.Plan}, st.Ranked...)), 0
 	}
 	sp.stored = st.Plan.Plan.String() // the database holds it: picking it stores nothing
 	sp.list(ranked)

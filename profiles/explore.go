@@ -165,3 +165,24 @@ func ValidationPlans(ranked []Prediction, n int) ([]Prediction, error) {
 	}
 	return plans, nil
 }
+
+// Twinless is preds (best first) with each plan's twins left out: a plan
+// whose canonical form is an earlier one's, or whose prediction equals an
+// earlier one's in every figure (chain gamma=5 tail=2 and duo gamma=5
+// sequences=1 tail=2; egt branch 1, 2 and 3 where no level expands more
+// than one child) does the same work under another name, as validation
+// counts them (ValidationPlans). Lists of plans show each once.
+func Twinless(preds []Prediction) []Prediction {
+	seen := map[string]bool{}
+	var out []Prediction
+	for _, p := range preds {
+		plan := p.Plan.Canonical().Key() + "\x00" + p.Backend + "\x00" + p.DraftBackend
+		figures := fmt.Sprint(p.AAL, p.Nodes, p.Draft, p.Verify, p.Step, p.PerDepth, p.Backend, p.DraftBackend)
+		if seen[plan] || seen[figures] {
+			continue
+		}
+		seen[plan], seen[figures] = true, true
+		out = append(out, p)
+	}
+	return out
+}
