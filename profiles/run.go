@@ -168,6 +168,10 @@ type RunResult struct {
 	// first round is Totals against Base)
 	Speedup float64
 	Rounds  []float64
+	// RoundTPS are each round's tokens a second, of the plan and of plain
+	// decoding, in Rounds' order: the figures beside a speedup are their
+	// medians (MedianTPS), the same rounds', not the first round's.
+	RoundTPS [][2]float64
 	// SelfBaseline: the plan is plain decoding, so Base is the run itself
 	// and Speedup is 1 by definition.
 	SelfBaseline bool
@@ -337,6 +341,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 	res.Identical = sameTokens(btoks, toks)
 	if btot.TPS() > 0 {
 		res.Rounds = append(res.Rounds, tot.TPS()/btot.TPS())
+		res.RoundTPS = append(res.RoundTPS, [2]float64{tot.TPS(), btot.TPS()})
 	}
 	// the plan's first pass ran before the baseline's; the next rounds
 	// alternate the order (B A, A B, ...), so a machine speeding up or
@@ -365,6 +370,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 		res.Identical = res.Identical && sameTokens(btoks2, ptoks) && sameTokens(btoks2, toks)
 		if bt.TPS() > 0 {
 			res.Rounds = append(res.Rounds, pt.TPS()/bt.TPS())
+			res.RoundTPS = append(res.RoundTPS, [2]float64{pt.TPS(), bt.TPS()})
 		}
 	}
 	if len(res.Rounds) > 0 {
@@ -586,4 +592,19 @@ func planJSON(p Plan) string {
 		return ""
 	}
 	return string(b)
+}
+
+// MedianTPS are the median tokens a second of the plan and of plain
+// decoding over the rounds against plain decoding (0, 0 without any).
+func (r *RunResult) MedianTPS() (plan, plain float64) {
+	if len(r.RoundTPS) == 0 {
+		return 0, 0
+	}
+	var p, b []float64
+	for _, t := range r.RoundTPS {
+		p, b = append(p, t[0]), append(b, t[1])
+	}
+	plan, _, _ = medianRange(p)
+	plain, _, _ = medianRange(b)
+	return plan, plain
 }

@@ -21,8 +21,12 @@ func MeasuredNote(r *profiles.RunResult) string {
 	case len(r.Rounds) <= 1:
 		return fmt.Sprintf("%.2fx over plain decoding (%.1f against %.1f tokens/s, one round)", r.Speedup, r.Totals.TPS(), r.Base.TPS())
 	}
-	return fmt.Sprintf("%.2fx over plain decoding, the median of %d interleaved rounds (%.2f-%.2fx; the first %.1f against %.1f tokens/s)",
-		r.Speedup, len(r.Rounds), slices.Min(r.Rounds), slices.Max(r.Rounds), r.Totals.TPS(), r.Base.TPS())
+	plan, plain := r.MedianTPS()
+	if plan == 0 { // an older result without the rounds' figures
+		plan, plain = r.Totals.TPS(), r.Base.TPS()
+	}
+	return fmt.Sprintf("%.2fx over plain decoding, the median of %d interleaved rounds (%.2f-%.2fx; medians %.1f against %.1f tokens/s)",
+		r.Speedup, len(r.Rounds), slices.Min(r.Rounds), slices.Max(r.Rounds), plan, plain)
 }
 
 // AheadNote says how often the drafting done beside verification was of

@@ -83,8 +83,11 @@ func TestFamilies(t *testing.T) {
 // without a baseline.
 func TestMeasuredNote(t *testing.T) {
 	tot, base := profiles.Totals{Tokens: 200, Decode: time.Second}, profiles.Totals{Tokens: 100, Decode: time.Second}
-	r := &profiles.RunResult{Totals: tot, Base: &base, Speedup: 2.1, Rounds: []float64{2, 2.1, 2.4, 1.9}}
-	if got, want := MeasuredNote(r), "2.10x over plain decoding, the median of 4 interleaved rounds (1.90-2.40x; the first 200.0 against 100.0 tokens/s)"; got != want {
+	r := &profiles.RunResult{Totals: tot, Base: &base, Speedup: 2.1, Rounds: []float64{2, 2.1, 2.4, 1.9},
+		RoundTPS: [][2]float64{{200, 100}, {210, 100}, {240, 100}, {190, 100}}}
+	// the figures beside the speedup are the rounds' medians, not the
+	// first round's (200 against 100)
+	if got, want := MeasuredNote(r), "2.10x over plain decoding, the median of 4 interleaved rounds (1.90-2.40x; medians 205.0 against 100.0 tokens/s)"; got != want {
 		t.Errorf("four rounds: %q, want %q", got, want)
 	}
 	r.Rounds, r.Speedup = []float64{2}, 2
