@@ -62,6 +62,7 @@ type RunScreen struct {
 	stream     []piece         // the streamed text, laid out by flow
 	flowWidth  float32         // the view width the text was laid out for
 	predicted  float64         // the tuned plan's prediction, while the editor holds it
+	price      string          // that prediction with its interval (present.Price)
 	cancel     context.CancelFunc
 	done       chan struct{}
 }
@@ -549,8 +550,8 @@ func (r *RunScreen) useTuned() {
 		return
 	}
 	r.SetPlan(t.Plan)
-	r.predicted = t.Speedup
-	r.PlanNote.SetText(fmt.Sprintf("the tuned plan: %s, predicted %.2fx", t.Plan, t.Speedup))
+	r.predicted, r.price = t.Speedup, present.Price(*t)
+	r.PlanNote.SetText(fmt.Sprintf("the tuned plan: %s, predicted %s", t.Plan, present.Price(*t)))
 }
 
 // SetPlan fills the editor from a plan: every field its strategy reads,
@@ -668,6 +669,16 @@ func (r *RunScreen) run() {
 	}
 	opt := profiles.RunOptions{Plan: plan, Sample: params, MaxTokens: n, Prompts: prompts, Predicted: predicted,
 		Baseline: r.Baseline.Checked && plan.NeedsSource()}
+	// a prediction holds at its calibration's temperature: a run at
+	// another is told so beside it
+	price := fmt.Sprintf("%.2fx", predicted)
+	if predicted > 0 && r.price != "" {
+		price = r.price
+	}
+	caveat := ""
+	if in := r.s.Inputs; in.Calibrated() && plan.NeedsSource() && in.Acc.Sample.Temp != params.Temp {
+		caveat = fmt.Sprintf(" The prediction assumes temperature %g (its calibration's); this run samples at %g, so its measured speedup may differ from it.", in.Acc.Sample.Temp, params.Temp)
+	}
 	finished := make(chan struct{})
 	r.done = finished
 	r.Start.Disable()
@@ -679,7 +690,7 @@ func (r *RunScreen) run() {
 	defer close(wired)
 	job, err := r.s.startJob(jobRun, true, func(ctx context.Context, job *profiles.Job) (any, error) {
 		defer close(finished)
-		err := r.session(ctx, job, ps, opt, pair)
+		err := r.session(ctx, job, ps, opt, pair, price, caveat)
 		<-wired
 		return nil, err
 	}, func(v profiles.JobView) {
@@ -712,7 +723,7 @@ func (r *RunScreen) Wait() {
 }
 
 // session runs the suite in the core, drawing tokens and steps as they come.
-func (r *RunScreen) session(ctx context.Context, job *profiles.Job, ps profiles.PairSpec, opt profiles.RunOptions, pair int) error {
+func (r *RunScreen) session(ctx context.Context, job *profiles.Job, ps profiles.PairSpec, opt profiles.RunOptions, pair int, price, caveat string) error {
 	b, err := r.s.Bench(ctx)
 	if err != nil {
 		return err
@@ -814,9 +825,12 @@ func (r *RunScreen) session(ctx context.Context, job *profiles.Job, ps profiles.
 	case res.Predicted > 0 && res.PredictedOn != "":
 		stats += fmt.Sprintf(" Predicted speedup %.2fx (%s).", res.Predicted, res.PredictedOn)
 	case res.Predicted > 0:
-		stats += fmt.Sprintf(" Predicted speedup %.2fx (the tuned plan's).", res.Predicted)
+		stats += fmt.Sprintf(" Predicted speedup %s (the tuned plan's, as stored with it).", price)
 	case res.PredictedOn != "":
 		stats += " No prediction: " + res.PredictedOn + "."
+	}
+	if res.Predicted > 0 {
+		stats += caveat
 	}
 	if res.Base != nil && !res.SelfBaseline {
 		stats += " Measured speedup: " + present.MeasuredNote(res) + "."

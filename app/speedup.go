@@ -53,6 +53,9 @@ type SpeedupScreen struct {
 	Prompts      *widget.Entry // prompt suite file
 	PromptsCheck *fileCheck    // the remembered suite is gone: pick it again
 	CalTokens    *widget.Entry // tokens per prompt
+	// Temp is the temperature Calibrate measures at, and Tune asks its
+	// calibration to have been measured at (0: greedy).
+	Temp *widget.Entry
 	Calibrate    *widget.Button
 	TrainPred    *widget.Button
 	Tune         *widget.Button
@@ -166,6 +169,8 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.PromptsCheck = newFileCheck(sp.Prompts, "prompt suite", nil, s.Win)
 	sp.CalTokens = widget.NewEntry()
 	sp.CalTokens.SetText("64")
+	sp.Temp = widget.NewEntry()
+	sp.Temp.SetText("0")
 	sp.Calibrate = widget.NewButton("Calibrate", sp.calibrate)
 	sp.TrainPred = widget.NewButton("Train depth predictor", sp.trainPredictor)
 	sp.Tune = widget.NewButton("Tune", sp.tune)
@@ -201,7 +206,8 @@ func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 	tree := container.NewBorder(widget.NewLabel("Best plan's tree (root at left):"), nil, nil, nil, sp.TreeBox)
 	work := container.NewVBox(
 		container.NewBorder(nil, nil, widget.NewLabel("prompt suite"), nil, sp.Prompts),
-		container.NewHBox(widget.NewLabel("tokens"), fitChars(sp.CalTokens, 5), sp.Calibrate, sp.Tune),
+		container.NewHBox(widget.NewLabel("tokens"), fitChars(sp.CalTokens, 5), widget.NewLabel("temperature"), fitChars(sp.Temp, 4)),
+		container.NewHBox(sp.Calibrate, sp.Tune),
 		container.NewHBox(sp.TrainPred),
 		sp.PromptsCheck.Box, sp.Work, sp.WorkStatus,
 		container.NewBorder(nil, nil, widget.NewLabel("tuned plans"), nil, sp.Ranked),
@@ -267,8 +273,8 @@ func (sp *SpeedupScreen) Update() {
 		if !sp.measured {
 			basis = ", assumed acceptance"
 		}
-		sp.Best.SetText(fmt.Sprintf("Best of %d plans: %s, predicted %.2fx (AAL %.2f, %d nodes, step %v%s)",
-			x.Searched, b.Plan, b.Speedup, b.AAL, b.Nodes, b.Step.Round(time.Microsecond), basis))
+		sp.Best.SetText(fmt.Sprintf("Best of %d plans: %s, predicted %s (AAL %.2f, %d nodes, step %v%s)",
+			x.Searched, b.Plan, present.Price(*b), b.AAL, b.Nodes, b.Step.Round(time.Microsecond), basis))
 		sp.drawTree(x.BestShape)
 	}
 	sp.Mine.SetText(sp.mine())

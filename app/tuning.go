@@ -142,12 +142,30 @@ func (sp *SpeedupScreen) suite() (string, []string, int, error) {
 
 func (sp *SpeedupScreen) calibrate() {
 	path, texts, n, err := sp.suite()
-	if err != nil {
-		sp.s.ShowError(err)
-		return
+	if err == nil {
+		var smp profiles.SampleParams
+		if smp, err = sp.sampling(); err == nil {
+			sp.calibrateAt(path, texts, n, smp)
+			return
+		}
 	}
+	sp.s.ShowError(err)
+}
+
+// sampling is the temperature the workflows measure at (top-p 1, seed 1,
+// as the Run screen samples).
+func (sp *SpeedupScreen) sampling() (profiles.SampleParams, error) {
+	t, err := strconv.ParseFloat(strings.TrimSpace(sp.Temp.Text), 32)
+	if err != nil || t < 0 {
+		return profiles.SampleParams{}, fmt.Errorf("temperature %q must be a number >= 0 (0: greedy)", sp.Temp.Text)
+	}
+	return profiles.SampleParams{Temp: float32(t), TopP: 1, Seed: 1}, nil
+}
+
+// calibrateAt calibrates the pair at the sampling smp.
+func (sp *SpeedupScreen) calibrateAt(path string, texts []string, n int, smp profiles.SampleParams) {
 	sp.work(jobCalibrate, true, func(ctx context.Context, b *profiles.Bench, ps profiles.PairSpec, pr profiles.Progress) (string, error) {
-		c, err := b.Calibrate(ctx, ps, texts, path, n, profiles.SampleParams{}, pr)
+		c, err := b.Calibrate(ctx, ps, texts, path, n, smp, pr)
 		if err != nil {
 			return "", err
 		}
@@ -177,6 +195,20 @@ func (sp *SpeedupScreen) trainPredictor() {
 // tune ranks every plan in the core with the pair's stored calibration (or
 // the sliders' assumed values when there is none) and lists them.
 func (sp *SpeedupScreen) tune() {
+	// a tune prices plans at its calibration's sampling: a temperature
+	// other than the calibration's asks for a calibration at it first
+	if in := sp.s.Inputs; in.Calibrated() && sp.UseCal.Checked {
+		smp, err := sp.sampling()
+		if err != nil {
+			sp.s.ShowError(err)
+			return
+		}
+		if at := in.Acc.Sample.Temp; at != smp.Temp {
+			sp.WorkStatus.SetText(fmt.Sprintf("Not tuned: calibration %d was measured at temperature %g, the temperature asked is %g. Calibrate at %g first (a tune prices plans at its calibration's sampling), or set the temperature back to %g.",
+				in.CalID, at, smp.Temp, smp.Temp, at))
+			return
+		}
+	}
 	alpha := 0.0
 	if sp.s.Acc == nil || !sp.UseCal.Checked {
 		alpha = sp.Alpha.Value
@@ -189,8 +221,8 @@ func (sp *SpeedupScreen) tune() {
 		}
 		res = t
 		best := t.Best()
-		msg := fmt.Sprintf("Tuned: %d plans ranked (acceptance %s); best %s, predicted %.2fx, stored as plan %d. Pick a plan, then Run it.",
-			len(t.Ranked), t.Inputs.Describe(), best.Plan, best.Speedup, t.PlanID)
+		msg := fmt.Sprintf("Tuned: %d plans ranked (acceptance %s); best %s, predicted %s, stored as plan %d. Pick a plan, then Run it.",
+			len(t.Ranked), t.Inputs.Describe(), best.Plan, present.Price(best), t.PlanID)
 		if rc := t.Inputs.Recheck.Brief(); rc != "" {
 			msg += " " + rc
 		}
@@ -303,7 +335,7 @@ func (sp *SpeedupScreen) list(preds []profiles.Prediction) {
 	sp.ranked, sp.candidates = listed[:min(len(listed), 25)], preds
 	var opts []string
 	for i, p := range sp.ranked {
-		o := fmt.Sprintf("%d. %s: %.2fx (AAL %.2f, %d nodes)", i+1, p.Plan, p.Speedup, p.AAL, p.Nodes)
+		o := fmt.Sprintf("%d. %s: %s (AAL %.2f, %d nodes)", i+1, p.Plan, present.Price(p), p.AAL, p.Nodes)
 		if where := p.Where(); where != "" {
 			o += ", " + where
 		}
@@ -349,6 +381,13 @@ func (sp *SpeedupScreen) pairShown(st *profiles.PairState, err error) {
 			at = i
 			break
 		}
+	}
+	if at >= 0 {
+		// the stored plan's price is the one stored with it (its interval,
+		// curve and calibration), not the ranking's re-scoring: one price
+		// a plan on every screen until it is tuned again
+		ranked = slices.Clone(ranked)
+		ranked[at] = st.Plan
 	}
 	if at < 0 { // picked from the chart, or beyond the best 25
 		ranked, at = profiles.Twinless(append([]profiles.Prediction{st.Plan}, st.Ranked...)), 0
@@ -451,7 +490,7 @@ func (sp *SpeedupScreen) pick(string) {
 		return
 	}
 	p := sp.ranked[i]
-	sp.choose(p, fmt.Sprintf("Picked plan %d of the tune: %s, predicted %.2fx.", i+1, p.Plan, p.Speedup))
+	sp.choose(p, fmt.Sprintf("Picked plan %d of the tune: %s, predicted %s.", i+1, p.Plan, present.Price(p)))
 }
 
 // choose makes p the plan Run and Export use: the session's tuned plan at

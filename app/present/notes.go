@@ -86,3 +86,13 @@ func Split(e profiles.ErrorSplit) string {
 		e.StepPredicted.Round(time.Microsecond), e.StepMeasured.Round(time.Microsecond), pct(float64(e.StepMeasured), float64(e.StepPredicted)),
 		e.BasePredicted.Round(time.Microsecond), e.BaseMeasured.Round(time.Microsecond), pct(float64(e.BasePredicted), float64(e.BaseMeasured)))
 }
+
+// Price writes a prediction's speedup with its interval, "2.93x
+// (2.40-3.41x)", or alone where it has none: every screen writes a
+// prediction so.
+func Price(pr profiles.Prediction) string {
+	if pr.High > pr.Low && pr.Low > 0 {
+		return fmt.Sprintf("%.2fx (%.2f-%.2fx)", pr.Speedup, pr.Low, pr.High)
+	}
+	return fmt.Sprintf("%.2fx", pr.Speedup)
+}

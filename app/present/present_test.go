@@ -156,3 +156,15 @@ func TestSplit(t *testing.T) {
 		t.Errorf("no steps: %q", got)
 	}
 }
+
+// TestPrice: a prediction reads with its interval where it has one.
+func TestPrice(t *testing.T) {
+	pr := profiles.Prediction{Speedup: 2.93, Low: 2.4, High: 3.41}
+	if got := Price(pr); got != "2.93x (2.40-3.41x)" {
+		t.Errorf("with an interval: %q", got)
+	}
+	pr.Low, pr.High = 0, 0
+	if got := Price(pr); got != "2.93x" {
+		t.Errorf("without: %q", got)
+	}
+}

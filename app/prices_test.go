@@ -1,0 +1,70 @@
+package app
+
+import (
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+
+	"arborist/app/present"
+	"arborist/profiles"
+	"arborist/profiles/costmodel"
+)
+
+// TestOnePricePerPlan: a pair's stored plan is listed at the price stored
+// with it (with its interval), not at the ranking's re-scoring, and Run
+// shows that same price; the other plans show their intervals too.
+func TestOnePricePerPlan(t *testing.T) {
+	wb := newBench(t)
+	sp, s := wb.Speedup, wb.Session
+	ranked := profiles.Twinless(sp.explored.Ranked)[:5]
+	for i := range ranked {
+		ranked[i].Low, ranked[i].High = ranked[i].Speedup*0.9, ranked[i].Speedup*1.1
+	}
+	stored := ranked[2]
+	stored.Speedup, stored.Low, stored.High = 2.93, 2.5, 3.4 // as tuned, before the re-scoring
+	st := &profiles.PairState{PlanID: 4, Plan: stored, Ranked: ranked}
+	fyne.DoAndWait(func() { sp.pairShown(st, nil) })
+	want := "3. " + stored.Plan.String() + ": 2.93x (2.50-3.40x)"
+	if len(sp.Ranked.Options) < 5 || !strings.HasPrefix(sp.Ranked.Options[2], want) {
+		t.Fatalf("list %q, want %q third", sp.Ranked.Options, want)
+	}
+	if !strings.Contains(sp.Ranked.Options[0], present.Price(ranked[0])) || !strings.Contains(sp.Ranked.Options[0], "-") {
+		t.Errorf("no interval: %q", sp.Ranked.Options[0])
+	}
+	if s.Tuned == nil || s.Tuned.Speedup != 2.93 {
+		t.Fatalf("the session's plan: %+v", s.Tuned)
+	}
+	fyne.DoAndWait(wb.Run.useTuned)
+	if !strings.Contains(wb.Run.PlanNote.Text, "2.93x (2.50-3.40x)") {
+		t.Errorf("Run shows %q", wb.Run.PlanNote.Text)
+	}
+}
+
+// TestTuneAsksItsCalibrationsTemperature: Calibrate and Tune take a
+// temperature; a tune at another temperature than its calibration's is
+// refused with the reason, and at the same one it is not.
+func TestTuneAsksItsCalibrationsTemperature(t *testing.T) {
+	wb := newBench(t)
+	sp, s := wb.Speedup, wb.Session
+	fyne.DoAndWait(func() { s.SetInputs(&profiles.Inputs{Acc: costmodel.Uniform(0.8, 0.5, 8, 4), CalID: 3}) })
+	sp.Temp.SetText("0.8")
+	test.Tap(sp.Tune)
+	if !strings.Contains(sp.WorkStatus.Text, "calibration 3 was measured at temperature 0") {
+		t.Errorf("status %q", sp.WorkStatus.Text)
+	}
+	if smp, err := sp.sampling(); err != nil || smp.Temp != 0.8 {
+		t.Errorf("sampling %+v, %v", smp, err)
+	}
+	sp.Temp.SetText("-1")
+	if _, err := sp.sampling(); err == nil {
+		t.Error("a negative temperature accepted")
+	}
+	sp.Temp.SetText("0")
+	sp.WorkStatus.SetText("")
+	test.Tap(sp.Tune) // no pair: refused for that, not for the temperature
+	if strings.Contains(sp.WorkStatus.Text, "was measured at temperature") {
+		t.Errorf("same temperature refused: %q", sp.WorkStatus.Text)
+	}
+}
