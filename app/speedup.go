@@ -55,10 +55,10 @@ type SpeedupScreen struct {
 	CalTokens    *widget.Entry // tokens per prompt
 	// Temp is the temperature Calibrate measures at, and Tune asks its
 	// calibration to have been measured at (0: greedy).
-	Temp *widget.Entry
-	Calibrate    *widget.Button
-	TrainPred    *widget.Button
-	Tune         *widget.Button
+	Temp      *widget.Entry
+	Calibrate *widget.Button
+	TrainPred *widget.Button
+	Tune      *widget.Button
 	// Validate runs the tune's five best distinct plans and plain decoding
 	// interleaved on the prompt suite; Validation shows predicted against
 	// measured, the measured best marked (and picked for Run and Export).
