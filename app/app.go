@@ -90,7 +90,12 @@ type Session struct {
 	listeners []func()
 	busy      []func()
 	pairHooks []func(st *profiles.PairState, err error)
+	stepHooks []func(profiles.Steps) // OnSteps
 }
+
+// OnSteps registers f, called on the UI goroutine with the chosen pair's
+// progress each time the guide reads it from the database.
+func (s *Session) OnSteps(f func(profiles.Steps)) { s.stepHooks = append(s.stepHooks, f) }
 
 // NewSession reads the last selection from the preferences.
 func NewSession(a fyne.App, w fyne.Window, demoDir string) *Session {

@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
 
+	"arborist/app/present"
 	"arborist/app/serve"
 	"arborist/assets"
 	"arborist/profiles"
@@ -130,7 +131,11 @@ func (e *ExportScreen) pairShown(st *profiles.PairState, err error) {
 		e.Status.SetText("")
 		e.showLlamaJobs() // the pair's own checks, if any
 	case st != nil && st.Steps.Exports > 0:
-		e.Status.SetText(fmt.Sprintf("exported %d times before", st.Steps.Exports))
+		times := present.Count(st.Steps.Exports, "time")
+		if st.Steps.Exports == 1 {
+			times = "once"
+		}
+		e.Status.SetText("exported " + times + " before")
 	}
 	e.Update()
 }
@@ -283,7 +288,7 @@ func (e *ExportScreen) toggleServe() {
 			}
 			e.Serve.SetText("Serve")
 			e.Serve.Enable()
-			msg := fmt.Sprintf("Stopped after %d requests (%d completed, %d tokens at %.1f tokens/s).", st.Requests, st.Completed, st.Totals.Tokens, st.TPS)
+			msg := fmt.Sprintf("Stopped after %s (%d completed, %s at %.1f tokens/s).", present.Count(st.Requests, "request"), st.Completed, present.Count(st.Totals.Tokens, "token"), st.TPS)
 			if err != nil {
 				msg = "Stopped: " + err.Error()
 			}
@@ -318,8 +323,8 @@ func (e *ExportScreen) refreshServing() {
 	if srv.Chat() != nil {
 		chat = "no chat template: completions only"
 	}
-	e.ServeStatus.SetText(fmt.Sprintf("Serving %s at %s/v1 with %s, one request at a time (%s): %d requests, %d tokens, %.1f tokens/s, AAL %.2f, acceptance %.0f%%.",
-		st.Model, e.serving.URL, st.Plan, chat, st.Requests, st.Totals.Tokens, st.TPS, st.AAL, 100*st.Accept))
+	e.ServeStatus.SetText(fmt.Sprintf("Serving %s at %s/v1 with %s, one request at a time (%s): %s, %s, %.1f tokens/s, AAL %.2f, acceptance %.0f%%.",
+		st.Model, e.serving.URL, st.Plan, chat, present.Count(st.Requests, "request"), present.Count(st.Totals.Tokens, "token"), st.TPS, st.AAL, 100*st.Accept))
 }
 
 // prefLlamaCpp remembers the llama.cpp folder last checked with.

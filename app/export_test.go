@@ -46,10 +46,10 @@ sampling: {temperature: 0, top_p: 1, seed: 1}
 	if resp.StatusCode != 200 {
 		t.Errorf("completion: %d", resp.StatusCode)
 	}
-	waitFor(t, "the request counted", func() bool { return strings.Contains(e.ServeStatus.Text, ": 1 requests, 16 tokens") })
+	waitFor(t, "the request counted", func() bool { return strings.Contains(e.ServeStatus.Text, ": 1 request, 16 tokens") })
 	test.Tap(e.Serve)
 	waitFor(t, "stopped", func() bool { return wb.Session.idle() && strings.Contains(e.ServeStatus.Text, "Stopped") })
-	if !strings.Contains(e.ServeStatus.Text, "Stopped after 1 requests (1 completed, 16 tokens") || e.Serve.Text != "Serve" || e.Serve.Disabled() {
+	if !strings.Contains(e.ServeStatus.Text, "Stopped after 1 request (1 completed, 16 tokens") || e.Serve.Text != "Serve" || e.Serve.Disabled() {
 		t.Errorf("after stopping: %q, button %q", e.ServeStatus.Text, e.Serve.Text)
 	}
 	if _, err := http.Get(m[1] + "/health"); err == nil {

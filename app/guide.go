@@ -209,6 +209,11 @@ func (g *Guide) Reload() {
 			g.steps, g.stepsOf = profiles.Steps{}, ""
 		} else {
 			g.steps, g.stepsOf = steps, stepsKey(ps)
+			if stepsKey(g.wb.Session.Spec) == g.stepsOf {
+				for _, f := range g.wb.Session.stepHooks {
+					f(steps)
+				}
+			}
 		}
 		g.Show()
 	})

@@ -15,6 +15,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"arborist/app/present"
 	"arborist/profiles"
 )
 
@@ -90,7 +91,8 @@ type ModelsScreen struct {
 	// remembered files that no longer exist, with a button to pick again
 	TargetCheck, DraftCheck, TrainCheck *fileCheck
 	cancelTrain                         context.CancelFunc
-	loading                             int // pairs being read and demo pairs being built (the guide's Models step runs)
+	shown                               *profiles.PairState // what the status describes (nil: something else)
+	loading                             int                 // pairs being read and demo pairs being built (the guide's Models step runs)
 }
 
 // NewModelsScreen builds the screen from the session's selection.
@@ -216,6 +218,7 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	}
 	s.OnChange(m.RefreshDrafters)
 	s.OnPair(m.pairShown)
+	s.OnSteps(m.stepsRead)
 	return m
 }
 
@@ -226,8 +229,28 @@ func (m *ModelsScreen) pairShown(st *profiles.PairState, err error) {
 	case err != nil:
 		m.Status.SetText("The pair's stored results could not be read: " + err.Error())
 	case st != nil:
+		m.shown = st
 		m.Status.SetText(describeState(m.s.Spec, st))
+		return
 	}
+	m.shown = nil
+}
+
+// stepsRead follows the guide's reads of the pair's progress: the status
+// that said what is stored and the next step says it again as the steps
+// are done (it stayed "nothing stored yet" after them).
+func (m *ModelsScreen) stepsRead(steps profiles.Steps) {
+	if m.shown == nil || m.shown.Steps == steps {
+		return
+	}
+	st := *m.shown
+	st.Steps = steps
+	st.PlanID = steps.PlanID
+	if st.PlanID != m.shown.PlanID {
+		st.Plan = profiles.Prediction{} // named by its id only
+	}
+	m.shown = &st
+	m.Status.SetText(describeState(m.s.Spec, &st))
 }
 
 // describeState says what is stored of a pair and what to do next.
@@ -236,14 +259,20 @@ func describeState(ps profiles.PairSpec, st *profiles.PairState) string {
 	if st.Steps.Profiled {
 		have = append(have, "a profile of this machine")
 	}
-	if st.Inputs != nil && st.Inputs.CalID > 0 {
+	switch {
+	case st.Inputs != nil && st.Inputs.CalID > 0:
 		have = append(have, fmt.Sprintf("calibration %d", st.Inputs.CalID))
+	case st.Steps.Calibrated:
+		have = append(have, "a calibration")
 	}
-	if st.PlanID > 0 {
+	switch {
+	case st.PlanID > 0 && st.Plan.Plan.Strategy != "":
 		have = append(have, fmt.Sprintf("plan %d (%s)", st.PlanID, st.Plan.Plan))
+	case st.PlanID > 0:
+		have = append(have, fmt.Sprintf("plan %d", st.PlanID))
 	}
-	if n := len(st.Runs); n > 0 {
-		have = append(have, fmt.Sprintf("%d runs", n))
+	if n := max(len(st.Runs), st.Steps.Runs); n > 0 {
+		have = append(have, present.Count(n, "run"))
 	}
 	next := "Next: Profile this machine."
 	switch {

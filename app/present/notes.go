@@ -96,3 +96,12 @@ func Price(pr profiles.Prediction) string {
 	}
 	return fmt.Sprintf("%.2fx", pr.Speedup)
 }
+
+// Count writes n with its noun, singular for one: "1 request", "3
+// requests" (noun is the singular; an s is added).
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -168,3 +168,12 @@ func TestPrice(t *testing.T) {
 		t.Errorf("without: %q", got)
 	}
 }
+
+// TestCount: one is singular, any other count plural.
+func TestCount(t *testing.T) {
+	for n, want := range map[int]string{0: "0 requests", 1: "1 request", 2: "2 requests"} {
+		if got := Count(n, "request"); got != want {
+			t.Errorf("%d: %q", n, got)
+		}
+	}
+}
