@@ -42,6 +42,7 @@ const (
 	prefDraftBackend = "draft_backend"
 	prefNGram        = "ngram"
 	prefLayers       = "layers"
+	prefDraftThreads = "draft_threads"
 	prefRecent       = "recent"
 	prefDB           = "db"
 	prefWidth        = "window.width"
@@ -110,6 +111,7 @@ func NewSession(a fyne.App, w fyne.Window, demoDir string) *Session {
 	s.Spec.DraftBackend = p.String(prefDraftBackend)
 	s.Spec.NGram = p.Int(prefNGram)
 	s.Spec.Layers = p.Int(prefLayers)
+	s.Spec.DraftThreads = p.Int(prefDraftThreads)
 	return s
 }
 
@@ -334,6 +336,7 @@ func (s *Session) SetPair(ps profiles.PairSpec) {
 	p.SetString(prefHidden, ps.DraftHidden)
 	p.SetInt(prefNGram, ps.NGram)
 	p.SetInt(prefLayers, ps.Layers)
+	p.SetInt(prefDraftThreads, ps.DraftThreads)
 	p.SetString(prefBackend, ps.Backend)
 	p.SetString(prefDraftBackend, ps.DraftBackend)
 	for _, f := range []string{ps.Draft, ps.Target} {

@@ -65,7 +65,11 @@ type ModelsScreen struct {
 	// DraftDevice places the draft source on another backend (DuoDecoding's
 	// split: the drafter on the CPU while the target verifies on a GPU).
 	DraftDevice *widget.Select
-	backends    []profiles.BackendStatus // nil until checked
+	// DraftThreads are a concurrent drafter's threads (empty: half the
+	// target's, or all of its own device's), shown for a source that can
+	// draft beside the target.
+	DraftThreads *widget.Entry
+	backends     []profiles.BackendStatus // nil until checked
 	// RecentTarget and RecentDraft list the recently used model files,
 	// each filling the field it sits beside.
 	RecentTarget, RecentDraft *widget.Button
@@ -138,6 +142,11 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	m.Device.SetSelected(dev)
 	m.DraftDevice = widget.NewSelect(append([]string{sameDevice}, choices.Backends...), nil)
 	m.DraftDevice.SetSelected(sameDevice)
+	m.DraftThreads = widget.NewEntry()
+	m.DraftThreads.SetPlaceHolder(fmt.Sprintf("default: half of %d", choices.DefaultThreads))
+	if s.Spec.DraftThreads > 0 {
+		m.DraftThreads.SetText(strconv.Itoa(s.Spec.DraftThreads))
+	}
 	if d := s.Spec.DraftBackend; d != "" {
 		m.DraftDevice.SetSelected(d)
 	}
@@ -345,13 +354,14 @@ func (m *ModelsScreen) Content() fyne.CanvasObject {
 		})
 	}
 	m.rows = map[string]*widget.FormItem{
-		"target":       widget.NewFormItem("Target", container.NewBorder(nil, nil, nil, container.NewHBox(m.RecentTarget, open(m.Target)), m.Target)),
-		"source":       widget.NewFormItem("Draft source", m.Source),
-		"device":       widget.NewFormItem("Device", container.NewBorder(nil, nil, m.Device, nil, m.DeviceNote)),
-		"draft device": widget.NewFormItem("Draft device", m.DraftDevice),
-		"db":           widget.NewFormItem("Database (Enter to switch)", m.DB),
-		"train":        widget.NewFormItem("Training prompts", container.NewBorder(nil, nil, nil, container.NewHBox(m.TrainBtn, m.CancelTrain), m.TrainPrompts)),
-		"train size":   widget.NewFormItem("Training size", m.TrainSize.Row),
+		"target":        widget.NewFormItem("Target", container.NewBorder(nil, nil, nil, container.NewHBox(m.RecentTarget, open(m.Target)), m.Target)),
+		"source":        widget.NewFormItem("Draft source", m.Source),
+		"device":        widget.NewFormItem("Device", container.NewBorder(nil, nil, m.Device, nil, m.DeviceNote)),
+		"draft device":  widget.NewFormItem("Draft device", m.DraftDevice),
+		"draft threads": widget.NewFormItem("Draft threads", m.DraftThreads),
+		"db":            widget.NewFormItem("Database (Enter to switch)", m.DB),
+		"train":         widget.NewFormItem("Training prompts", container.NewBorder(nil, nil, nil, container.NewHBox(m.TrainBtn, m.CancelTrain), m.TrainPrompts)),
+		"train size":    widget.NewFormItem("Training size", m.TrainSize.Row),
 	}
 	// the draft source kinds' fields, each its own widget: a file gets its
 	// Open... and recent buttons, a stored drafter the list beside it
@@ -403,7 +413,7 @@ func (m *ModelsScreen) showRows() {
 			keys = append(keys, k.Name+"/"+f.Name)
 		}
 		if k.Movable {
-			keys = append(keys, "draft device")
+			keys = append(keys, "draft device", "draft threads")
 		}
 		if k.Name == "hidden" {
 			keys = append(keys, "stored")
@@ -562,6 +572,14 @@ func (m *ModelsScreen) spec() (profiles.PairSpec, profiles.DraftSourceKind, erro
 	for _, f := range k.Fields {
 		values[f.Name] = m.Fields[f.Name].Text
 	}
+	ps.DraftThreads = 0
+	if t := strings.TrimSpace(m.DraftThreads.Text); t != "" && k.Movable {
+		n, err := strconv.Atoi(t)
+		if err != nil || n < 1 {
+			return ps, k, fmt.Errorf("draft threads %q: a positive number, or empty for the default", t)
+		}
+		ps.DraftThreads = n
+	}
 	return ps, k, k.Set(&ps, values)
 }
 
@@ -571,7 +589,7 @@ func (m *ModelsScreen) load() {
 		m.s.ShowError(err)
 		return
 	}
-	target := ps.Target
+	target, threads := ps.Target, ps.DraftThreads
 	device, draftDevice := m.Device.Selected, m.DraftDevice.Selected
 	if draftDevice == sameDevice || draftDevice == device || !kind.Movable { // n-gram lookup needs no device
 		draftDevice = ""
@@ -608,7 +626,7 @@ func (m *ModelsScreen) load() {
 				}
 			}
 			m.Status.SetText("Loaded; reading what the database holds of this pair ...")
-			ps.Backend, ps.DraftBackend = device, draftDevice
+			ps.Backend, ps.DraftBackend, ps.DraftThreads = device, draftDevice, threads
 			m.s.SetPair(ps) // clears the previous pair's results, shows this one's
 		})
 	})

@@ -104,6 +104,13 @@ func TestDraftSourceForms(t *testing.T) {
 		if back := k.Values(ps); !maps.Equal(back, values) {
 			t.Errorf("%s: spec %+v reads back %v, typed %v", k.Name, ps, back, values)
 		}
+		if k.Movable {
+			fyne.DoAndWait(func() { m.DraftThreads.SetText("3") })
+			if ps, _, err := m.spec(); err != nil || ps.DraftThreads != 3 {
+				t.Errorf("%s: draft threads %d, %v", k.Name, ps.DraftThreads, err)
+			}
+			fyne.DoAndWait(func() { m.DraftThreads.SetText("") })
+		}
 		if ps.Sources() != 1 {
 			t.Errorf("%s: %d sources set in %+v", k.Name, ps.Sources(), ps)
 		}
