@@ -54,3 +54,18 @@ func TestExportWithoutPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestChosenPlanMarkedInList: a plan chosen elsewhere than the list (a
+// validation's measured best, the chart) is the one the list marks.
+func TestChosenPlanMarkedInList(t *testing.T) {
+	sp := newBench(t).Speedup
+	ranked := profiles.Twinless(sp.explored.Ranked)[:5]
+	fyne.DoAndWait(func() { sp.SetRanked(ranked) })
+	if sp.Ranked.SelectedIndex() != 0 {
+		t.Fatalf("after the tune: %d", sp.Ranked.SelectedIndex())
+	}
+	fyne.DoAndWait(func() { sp.choose(ranked[3], "Validated.") })
+	if sp.Ranked.SelectedIndex() != 3 || sp.s.Tuned == nil || sp.s.Tuned.Plan.String() != ranked[3].Plan.String() {
+		t.Errorf("chosen plan 4: list marks %d, session's plan %v", sp.Ranked.SelectedIndex(), sp.s.Tuned)
+	}
+}

@@ -80,9 +80,10 @@ type SpeedupScreen struct {
 	searched []profiles.Prediction
 	// stored is the plan the database holds as the pair's newest (what
 	// Export renders), so picking it again stores nothing
-	stored string
-	busy   bool
-	doing  string // the work in progress ("Calibrating", "Tuning", ...)
+	stored    string
+	selecting bool // choose is marking its plan in the list: not a pick
+	busy      bool
+	doing     string // the work in progress ("Calibrating", "Tuning", ...)
 	// Values shows each slider's value beside it.
 	Values map[*widget.Slider]*widget.Label
 }

@@ -485,6 +485,9 @@ func (sp *SpeedupScreen) keptValidation(st *profiles.PairState) string {
 
 // pick makes the chosen ranked plan the session's tuned plan.
 func (sp *SpeedupScreen) pick(string) {
+	if sp.selecting {
+		return // choose marks its plan in the list
+	}
 	i := sp.Ranked.SelectedIndex()
 	if i < 0 || i >= len(sp.ranked) {
 		return
@@ -497,6 +500,16 @@ func (sp *SpeedupScreen) pick(string) {
 // once, and the pair's newest stored plan (what Export renders, in the GUI
 // and `arborist export`) once the core has stored it.
 func (sp *SpeedupScreen) choose(p profiles.Prediction, msg string) {
+	// the list marks the plan chosen (a validation's measured best, a
+	// point of the chart), not the one picked before
+	for i, q := range sp.ranked {
+		if samePlan(q.Plan, p.Plan) && sp.Ranked.SelectedIndex() != i {
+			sp.selecting = true
+			sp.Ranked.SetSelectedIndex(i)
+			sp.selecting = false
+			break
+		}
+	}
 	sp.s.Tuned = &p
 	sp.s.Changed()
 	ps := sp.s.PairSpec()
@@ -526,7 +539,7 @@ func (sp *SpeedupScreen) choose(p profiles.Prediction, msg string) {
 				return
 			}
 			sp.stored = key
-			sp.WorkStatus.SetText(fmt.Sprintf("%s Stored as plan %d: Run and Export use it.", msg, id))
+			sp.WorkStatus.SetText(fmt.Sprintf("%s Stored as plan %d (its id in the database; the list marks it): Run and Export use it.", msg, id))
 		})
 	})
 }
