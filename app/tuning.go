@@ -284,7 +284,7 @@ func (sp *SpeedupScreen) validate() {
 		return fmt.Sprintf("Validated %d %s against plain decoding (%.1f tokens/s): the measured best is %s at %.2fx%s, predicted %.2fx; the predicted best reached %.0f%% of it.",
 			len(v.Plans), noun, v.Base.TPS(), best.Label, best.Measured, spread(best.Rounds), best.Predicted, 100*v.Plans[0].Measured/max(best.Measured, 1e-9)), nil
 	}, func() {
-		sp.Validation.SetText(describeValidation(v))
+		sp.Validation.SetText(describeValidation(v, plans))
 		sp.keepValidation(v)
 		best := v.Plans[v.Best]
 		for _, p := range plans {
@@ -296,7 +296,9 @@ func (sp *SpeedupScreen) validate() {
 }
 
 // describeValidation lists each validated plan, predicted against measured.
-func describeValidation(v *profiles.Validation) string {
+//
+// Each prediction reads with its interval, from the plans validated.
+func describeValidation(v *profiles.Validation, plans []profiles.Prediction) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "plain decoding: %.1f tokens/s\n", v.Base.TPS())
 	for i, p := range v.Plans {
@@ -304,7 +306,13 @@ func describeValidation(v *profiles.Validation) string {
 		if p.Best {
 			mark = "  <- measured best"
 		}
-		fmt.Fprintf(&b, "%d. %s: predicted %.2fx, measured %.2fx%s (%.1f tokens/s)%s\n", i+1, p.Plan, p.Predicted, p.Measured, spread(p.Rounds), p.Totals.TPS(), mark)
+		price := fmt.Sprintf("%.2fx", p.Predicted)
+		for _, q := range plans {
+			if samePlan(q.Plan, p.Plan) && q.Speedup == p.Predicted {
+				price = present.Price(q)
+			}
+		}
+		fmt.Fprintf(&b, "%d. %s: predicted %s, measured %.2fx%s (%.1f tokens/s)%s\n", i+1, p.Plan, price, p.Measured, spread(p.Rounds), p.Totals.TPS(), mark)
 		if s := present.Split(p.Split); s != "" {
 			fmt.Fprintf(&b, "    predicted against measured: %s\n", s)
 		}
