@@ -123,7 +123,12 @@ var compareCols = []compareCol{
 	{name: "tokens/s", text: func(r profiles.Run) string { return running(r, fmt.Sprintf("%.1f", r.TokensPerSecond)) },
 		num: func(r profiles.Run) float64 { return r.TokensPerSecond },
 		csv: []csvCol{{"speed (tokens/s)", func(r profiles.Run) string { return number(r, r.TokensPerSecond, 2, false) }}}},
-	{name: "AAL", text: func(r profiles.Run) string { return running(r, fmt.Sprintf("%.2f", r.AAL)) }, num: func(r profiles.Run) float64 { return r.AAL },
+	{name: "AAL", text: func(r profiles.Run) string {
+		if r.AAL == 0 { // not measured (a run in llama.cpp): any decoding emits a token a pass
+			return running(r, "-")
+		}
+		return running(r, fmt.Sprintf("%.2f", r.AAL))
+	}, num: func(r profiles.Run) float64 { return r.AAL },
 		csv: []csvCol{{"AAL (tokens per step)", func(r profiles.Run) string { return number(r, r.AAL, 3, false) }}}},
 	{name: "accepted", text: func(r profiles.Run) string { return running(r, fmt.Sprintf("%.1f%%", 100*r.Acceptance)) },
 		num: func(r profiles.Run) float64 { return r.Acceptance },

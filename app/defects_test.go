@@ -69,3 +69,21 @@ func TestChosenPlanMarkedInList(t *testing.T) {
 		t.Errorf("chosen plan 4: list marks %d, session's plan %v", sp.Ranked.SelectedIndex(), sp.s.Tuned)
 	}
 }
+
+// TestCompareAALNotMeasured: a run without a measured AAL (one in
+// llama.cpp) reads "-", not "0.00"; a measured one its figure.
+func TestCompareAALNotMeasured(t *testing.T) {
+	for _, c := range compareCols {
+		if c.name != "AAL" {
+			continue
+		}
+		if got := c.text(profiles.Run{Status: "done"}); got != "-" {
+			t.Errorf("unmeasured AAL: %q", got)
+		}
+		if got := c.text(profiles.Run{Status: "done", AAL: 3.5}); got != "3.50" {
+			t.Errorf("AAL 3.5: %q", got)
+		}
+		return
+	}
+	t.Fatal("no AAL column")
+}
