@@ -78,7 +78,7 @@ func NewExportScreen(s *Session) *ExportScreen {
 	e.Port = widget.NewEntry()
 	e.Port.SetText("8080")
 	e.Serve = widget.NewButton("Serve", e.toggleServe)
-	e.ServeStatus = widget.NewLabel("Not serving. Serve answers OpenAI-compatible requests (/v1/completions, /v1/chat/completions) with the plan above, one at a time.")
+	e.ServeStatus = widget.NewLabel("Not serving. Serve answers OpenAI-compatible requests (/v1/completions, /v1/chat/completions) with the plan above, several requests decoding together in one batch.")
 	e.ServeStatus.Wrapping = fyne.TextWrapWord
 	e.LlamaDir = widget.NewEntry()
 	e.LlamaDir.SetPlaceHolder("llama.cpp's bin folder (empty: PATH)")
@@ -323,8 +323,8 @@ func (e *ExportScreen) refreshServing() {
 	if srv.Chat() != nil {
 		chat = "no chat template: completions only"
 	}
-	e.ServeStatus.SetText(fmt.Sprintf("Serving %s at %s/v1 with %s, one request at a time (%s): %s, %s, %.1f tokens/s, AAL %.2f, acceptance %.0f%%.",
-		st.Model, e.serving.URL, st.Plan, chat, present.Count(st.Requests, "request"), present.Count(st.Totals.Tokens, "token"), st.TPS, st.AAL, 100*st.Accept))
+	e.ServeStatus.SetText(fmt.Sprintf("Serving %s at %s/v1 with %s, up to %d requests together, %d running, %d waiting (%s): %s, %s, %.1f tokens/s, AAL %.2f, acceptance %.0f%%.",
+		st.Model, e.serving.URL, st.Plan, st.MaxSeqs, st.Running, st.Queued, chat, present.Count(st.Requests, "request"), present.Count(st.Totals.Tokens, "token"), st.TPS, st.AAL, 100*st.Accept))
 }
 
 // prefLlamaCpp remembers the llama.cpp folder last checked with.
