@@ -797,6 +797,9 @@ func (s *Server) preparePrompt(ctx context.Context, req ServeRequest) ([]int, er
 // at least more tokens than the context leaves beside the tokens asked
 // for, before it is tokenised.
 func (s *Server) checkBytes(param string, n, per, maxTokens int) error {
+	if err := s.checkMaxTokens(maxTokens); err != nil {
+		return err // the request's own bound first: it names the field to change
+	}
 	least := (n + per - 1) / per
 	if least+max(maxTokens, 1) > s.ctxLen {
 		what := fmt.Sprintf("%d bytes are at least %d tokens (a token of this vocabulary holds at most %d bytes)", n, least, per)
@@ -863,11 +866,20 @@ func (s *Server) chatPrompt(ctx context.Context, msgs []Message, maxTokens int) 
 	return ids, nil
 }
 
+// checkMaxTokens refuses a request asking more new tokens than the server
+// allows (--max-tokens).
+func (s *Server) checkMaxTokens(maxTokens int) error {
+	if maxTokens > s.opt.MaxTokens {
+		return refuse("max_tokens", "invalid_value", "max_tokens %d is more than this server allows (%d)", maxTokens, s.opt.MaxTokens)
+	}
+	return nil
+}
+
 // checkRoom bounds a request's budget by the server's limit and the room
 // its prompt leaves in the context; 0 asks for the default.
 func (s *Server) checkRoom(prompt, maxTokens int) (int, error) {
-	if maxTokens > s.opt.MaxTokens {
-		return 0, refuse("max_tokens", "invalid_value", "max_tokens %d is more than this server allows (%d)", maxTokens, s.opt.MaxTokens)
+	if err := s.checkMaxTokens(maxTokens); err != nil {
+		return 0, err
 	}
 	n := maxTokens
 	if n == 0 {

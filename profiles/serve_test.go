@@ -63,6 +63,8 @@ func TestServerComplete(t *testing.T) {
 		{ServeRequest{Text: "Once", Temperature: &two}, "temperature", "invalid_value"},
 		{ServeRequest{Text: "Once", TopK: &neg}, "top_k", "invalid_value"},
 		{ServeRequest{Text: "Once", MaxTokens: 65}, "max_tokens", "invalid_value"},
+		// past the context as well: the request's own bound is named first
+		{ServeRequest{Text: "Once upon a time", MaxTokens: 100000}, "max_tokens", "invalid_value"},
 		{ServeRequest{Text: strings.Repeat("the cat sat on the mat. ", 400), MaxTokens: 8}, "max_tokens", "context_length_exceeded"},
 		{ServeRequest{IDs: []int{1, 1 << 20}}, "prompt", "invalid_value"},
 		{ServeRequest{Text: "Once", Stop: make([]string, 17)}, "stop", "invalid_value"},
@@ -78,7 +80,7 @@ func TestServerComplete(t *testing.T) {
 	if _, err := s.Complete(ctx, ServeRequest{Text: "Once", MaxTokens: 4}); !errors.As(err, &re) || re.Code != "server_busy" {
 		t.Errorf("after Drain: %v", err)
 	}
-	if st := s.Stats(); st.Requests != 10 || st.Completed != 2 || st.Failed != 8 || st.Totals.Tokens == 0 || st.Busy || st.Queued != 0 {
+	if st := s.Stats(); st.Requests != 11 || st.Completed != 2 || st.Failed != 9 || st.Totals.Tokens == 0 || st.Busy || st.Queued != 0 {
 		t.Errorf("stats %+v", st)
 	}
 }
