@@ -112,6 +112,9 @@ type LoadPlan struct {
 	// machine gives a rate (EstimateFrom says what it rests on).
 	Estimate     time.Duration
 	EstimateFrom string
+	// Dropped are the exported llama.cpp options its build does not know,
+	// left out of its server's command line (llama.cpp's default then).
+	Dropped []string
 }
 
 // LoadLevel is one server at one concurrency over the rounds.
@@ -176,9 +179,11 @@ func (o LoadTestOptions) config() (*config.Config, error) {
 }
 
 // loadServers are the servers a load test compares for the config c.
-func loadServers(c *config.Config, o LoadTestOptions, db string) ([]loadtest.Server, error) {
+// Dropped names the exported options the llama.cpp build lacks, left out
+// of its server's command line so that it starts.
+func loadServers(ctx context.Context, c *config.Config, o LoadTestOptions, db string) (servers []loadtest.Server, dropped []string, err error) {
 	if o.URL != "" {
-		return []loadtest.Server{loadtest.AtURL(LoadURL, o.URL)}, nil
+		return []loadtest.Server{loadtest.AtURL(LoadURL, o.URL)}, nil, nil
 	}
 	serve := func(name, policy string) loadtest.Server {
 		return loadtest.Child(name, o.Arborist, func(port, n int) []string {
@@ -199,11 +204,17 @@ func loadServers(c *config.Config, o LoadTestOptions, db string) ([]loadtest.Ser
 	if o.LlamaCpp != "" {
 		prog, err := llamacpp.ServerProgram(o.LlamaCpp)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		flags, err := llamacpp.HelpFlags(ctx, prog, 20*time.Second)
+		if err != nil {
+			return nil, nil, err
+		}
+		_, dropped = flags.Drop(c.LlamaServer(1, true))
 		llama := func(name string, spec bool) loadtest.Server {
 			return loadtest.Child(name, prog, func(port, n int) []string {
-				return append(c.LlamaServer(n, spec), "--host", "127.0.0.1", "--port", strconv.Itoa(port))
+				args, _ := flags.Drop(c.LlamaServer(n, spec))
+				return append(args, "--host", "127.0.0.1", "--port", strconv.Itoa(port))
 			})
 		}
 		if len(c.LlamaCpp().Draft) > 0 { // the exported settings speculate
@@ -211,7 +222,7 @@ func loadServers(c *config.Config, o LoadTestOptions, db string) ([]loadtest.Ser
 		}
 		out = append(out, llama(LoadLlamaServerPlain, false))
 	}
-	return out, nil
+	return out, dropped, nil
 }
 
 // LoadTestPlan is what LoadTest will run for opt, with an estimate of its
@@ -227,11 +238,11 @@ func (b *Bench) LoadTestPlan(ctx context.Context, opt LoadTestOptions) (*LoadPla
 	if err != nil {
 		return nil, err
 	}
-	servers, err := loadServers(c, opt, b.path)
+	servers, dropped, err := loadServers(ctx, c, opt, b.path)
 	if err != nil {
 		return nil, err
 	}
-	p := &LoadPlan{Concurrency: opt.Concurrency, Rounds: opt.Rounds}
+	p := &LoadPlan{Concurrency: opt.Concurrency, Rounds: opt.Rounds, Dropped: dropped}
 	for _, s := range servers {
 		p.Servers = append(p.Servers, s.Name)
 	}
@@ -289,7 +300,7 @@ func (b *Bench) LoadTest(ctx context.Context, opt LoadTestOptions, progress Prog
 	if err != nil {
 		return nil, err
 	}
-	servers, err := loadServers(c, opt, b.path)
+	servers, _, err := loadServers(ctx, c, opt, b.path)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"arborist/profiles"
@@ -83,6 +84,9 @@ func runLoadTest(ctx context.Context, env Env, args []string) error {
 		}
 		fmt.Fprintf(env.Stderr, "load test: %v at once, %d rounds, servers %v: %d requests of %d tokens, %d server starts; %s\n",
 			plan.Concurrency, plan.Rounds, plan.Servers, plan.Requests, opt.MaxTokens, plan.Starts, est)
+		if len(plan.Dropped) > 0 {
+			fmt.Fprintf(env.Stderr, "load test: this llama.cpp build does not know %s: its llama-server runs without them (llama.cpp's defaults)\n", strings.Join(plan.Dropped, ", "))
+		}
 		prog = progress(env)
 	}
 	res, err := b.LoadTest(ctx, opt, prog)

@@ -132,9 +132,17 @@ func (f *Fake) complete(w http.ResponseWriter, r *http.Request) {
 // Main runs the fake as a stand-in program: it listens on 127.0.0.1 at
 // the port its --port argument names, appends its role ($ARBORIST_STANDIN),
 // pid and arguments as one line to the file $ARBORIST_STANDIN_LOG (where
-// set), and serves until killed.
+// set), and serves until killed; with --help alone it lists
+// llama-server's options and exits.
 // A test binary's TestMain calls it when $ARBORIST_STANDIN is set.
 func Main(args []string) {
+	if len(args) == 1 && args[0] == "--help" { // llama-server's options, as its --help lists them
+		for _, o := range []string{"-m", "-c", "-t", "-md", "--draft-max", "--draft-min", "--draft-p-min", "-td", "-cd", "-np", "-ngl", "-ngld",
+			"--temp", "--top-k", "--top-p", "--min-p", "--seed", "--host", "--port"} {
+			fmt.Printf("%-8s N    an option\n", o)
+		}
+		return
+	}
 	port := ""
 	for i, a := range args {
 		if a == "--port" && i+1 < len(args) {
