@@ -146,7 +146,9 @@ func loadSummary(res *profiles.LoadTestResult) string {
 	for _, n := range res.Plan.Concurrency {
 		var at []string
 		for _, l := range res.Levels {
-			if l.Concurrency == n {
+			if l.Concurrency == n && l.Err != "" {
+				at = append(at, l.Server+" failed")
+			} else if l.Concurrency == n {
 				at = append(at, fmt.Sprintf("%s %.1f", l.Server, l.TPS))
 			}
 		}

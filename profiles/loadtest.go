@@ -123,6 +123,10 @@ type LoadLevel struct {
 	Concurrency int
 	loadtest.Summary
 	RunID int64 // its stored run (0 with NoStore)
+	// Err is why the server failed at this level (a crash, a refused
+	// request): its rounds stop there, nothing of it is stored, and the
+	// other servers and levels go on.
+	Err string `json:",omitempty"`
 }
 
 // LoadTestResult is a load test's figures, by level and server.
@@ -309,6 +313,7 @@ func (b *Bench) LoadTest(ctx context.Context, opt LoadTestOptions, progress Prog
 		level  int
 	}
 	rounds := map[key][]loadtest.Round{}
+	failed := map[key]string{}
 	total := opt.Rounds * len(opt.Concurrency) * len(servers)
 	done := 0
 	start := time.Now()
@@ -317,12 +322,24 @@ func (b *Bench) LoadTest(ctx context.Context, opt LoadTestOptions, progress Prog
 		for _, n := range opt.Concurrency {
 			for _, s := range servers {
 				stage := fmt.Sprintf("round %d of %d, %d at once, %s", round, opt.Rounds, n, s.Name)
+				k := key{s.Name, n}
+				if failed[k] != "" {
+					done++
+					continue
+				}
 				progress.send("load test", done, total, stage+": starting")
 				rd, err := loadRound(ctx, s, loadtest.Drive{Chat: opt.Chat, Prompts: opt.Prompts, Concurrency: n, PerClient: opt.PerClient, MaxTokens: opt.MaxTokens})
-				if err != nil {
-					return res, fmt.Errorf("loadtest: %s: %w", stage, err)
+				if ctx.Err() != nil {
+					return res, ctx.Err()
 				}
-				k := key{s.Name, n}
+				if err != nil {
+					// a server that fails at a level is out of it; the
+					// others are still measured, and the report says why
+					failed[k] = fmt.Sprintf("%s: %v", stage, err)
+					done++
+					progress.send("load test", done, total, stage+": failed")
+					continue
+				}
 				rounds[k] = append(rounds[k], rd)
 				done++
 				left := time.Duration(float64(time.Since(start)) / float64(done) * float64(total-done))
@@ -340,8 +357,8 @@ func (b *Bench) LoadTest(ctx context.Context, opt LoadTestOptions, progress Prog
 	fp := hardware.DetectHardware().Fingerprint
 	for _, n := range opt.Concurrency {
 		for _, s := range servers {
-			l := LoadLevel{Server: s.Name, Concurrency: n, Summary: loadtest.Summarize(rounds[key{s.Name, n}])}
-			if st != nil {
+			l := LoadLevel{Server: s.Name, Concurrency: n, Summary: loadtest.Summarize(rounds[key{s.Name, n}]), Err: failed[key{s.Name, n}]}
+			if st != nil && l.Err == "" {
 				if l.RunID, err = storeLoad(ctx, st, fp, r, s.Name, l, opt); err != nil {
 					return res, err
 				}
@@ -424,6 +441,7 @@ func (r *LoadTestResult) MarshalJSON() ([]byte, error) {
 		Requests    int     `json:"requests"`
 		Tokens      int     `json:"tokens"`
 		RunID       int64   `json:"run_id,omitempty"`
+		Err         string  `json:"error,omitempty"`
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
 	out := struct {
@@ -435,7 +453,7 @@ func (r *LoadTestResult) MarshalJSON() ([]byte, error) {
 	}{Servers: r.Plan.Servers, Concurrency: r.Plan.Concurrency, Rounds: r.Plan.Rounds, WallS: r.Wall.Seconds(), Levels: []level{}}
 	for _, l := range r.Levels {
 		out.Levels = append(out.Levels, level{Server: l.Server, Concurrency: l.Concurrency, TPS: l.TPS, TPSP10: l.TPSP10, TPSP90: l.TPSP90,
-			TTFT: ms(l.TTFT), TTFTP90: ms(l.TTFTP90), TPOT: ms(l.TPOT), TPOTP90: ms(l.TPOTP90), Rounds: l.Rounds, Requests: l.Requests, Tokens: l.Tokens, RunID: l.RunID})
+			TTFT: ms(l.TTFT), TTFTP90: ms(l.TTFTP90), TPOT: ms(l.TPOT), TPOTP90: ms(l.TPOTP90), Rounds: l.Rounds, Requests: l.Requests, Tokens: l.Tokens, RunID: l.RunID, Err: l.Err})
 	}
 	return json.Marshal(out)
 }

@@ -260,3 +260,49 @@ func TestLoadTestConfigText(t *testing.T) {
 		t.Errorf("a text that does not parse: %v", err)
 	}
 }
+
+// TestLoadTestServerFails: a server that fails at a level (here every
+// llama-server, which exits before it serves) is out of that level from
+// then on and reported with why, nothing of it stored, while the other
+// servers are measured and stored as usual.
+func TestLoadTestServerFails(t *testing.T) {
+	cfg, arborist, llamaDir, log := loadStandIns(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := fmt.Sprintf("#!/bin/sh\nARBORIST_STANDIN_SERVER=fail ARBORIST_STANDIN_LOG=%q exec %q \"$@\"\n", log, exe)
+	if err := os.WriteFile(filepath.Join(llamaDir, "llama-server"), []byte(s), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	b, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	res, err := b.LoadTest(ctx, LoadTestOptions{Config: cfg, Concurrency: []int{1}, Rounds: 2, MaxTokens: 4, PerClient: 1, Arborist: arborist, LlamaCpp: llamaDir,
+		Prompts: []string{"Once upon a time"}}, nil)
+	if err != nil {
+		t.Fatalf("one server failing ended the load test: %v", err)
+	}
+	failed := 0
+	for _, l := range res.Levels {
+		llama := l.Server == LoadLlamaServer || l.Server == LoadLlamaServerPlain
+		switch {
+		case llama && (l.Err == "" || l.RunID != 0 || !strings.Contains(l.Err, "exited")):
+			t.Errorf("the failing %s: %+v", l.Server, l)
+		case llama:
+			failed++
+		case l.Err != "" || l.RunID == 0 || l.Rounds != 2:
+			t.Errorf("%s beside a failing server: %+v", l.Server, l)
+		}
+	}
+	if failed != 2 {
+		t.Errorf("%d failed levels, want both llama-servers'", failed)
+	}
+	data, _ := os.ReadFile(log)
+	if n := strings.Count(string(data), "fail "); n != 2 {
+		t.Errorf("the failing servers were started %d times over 2 rounds, want once each", n)
+	}
+}

@@ -99,6 +99,10 @@ func runLoadTest(ctx context.Context, env Env, args []string) error {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/1e6) }
 	fmt.Fprintf(env.Stdout, "%-4s %-20s %22s %18s %18s  %s\n", "C", "server", "tokens/s (p10-p90)", "TTFT ms (p90)", "TPOT ms (p90)", "run")
 	for _, l := range res.Levels {
+		if l.Err != "" {
+			fmt.Fprintf(env.Stdout, "%-4d %-20s failed: %s\n", l.Concurrency, l.Server, firstLine(l.Err))
+			continue
+		}
 		run := "-"
 		if l.RunID > 0 {
 			run = fmt.Sprint(l.RunID)
@@ -108,4 +112,13 @@ func runLoadTest(ctx context.Context, env Env, args []string) error {
 	}
 	fmt.Fprintf(env.Stdout, "load test done in %s\n", res.Wall.Round(time.Second))
 	return nil
+}
+
+// firstLine is s up to its first line break: a failed server's error
+// keeps its output's tail after it.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
