@@ -138,6 +138,11 @@ func (d Drive) one(ctx context.Context, prompt string) (Request, error) {
 		return Request{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	// a connection of its own: a server that closes an idle kept-alive
+	// connection as the next request is sent ("server closed idle
+	// connection", EOF) would fail a request it never saw; every server
+	// pays the same local connect
+	req.Close = true
 	client := d.Client
 	if client == nil {
 		client = http.DefaultClient
