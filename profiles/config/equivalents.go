@@ -540,7 +540,7 @@ func (c *Config) byLoad(runtime, instead string) []string {
 // stopsWhy says where SpeculationStopsAt's level comes from.
 func (c *Config) stopsWhy() string {
 	if c.Serving.SpeculationStopsAt == 0 {
-		return fmt.Sprintf("the level after the tuned one (twice serving.concurrency %d: no level was priced)", c.Concurrency())
+		return fmt.Sprintf("the level after the tuned one (twice serving.concurrency %d: no level tune priced had plain batching first)", c.Concurrency())
 	}
 	return "where Arborist's cost model says it stops paying: serving.speculation_stops_at"
 }
