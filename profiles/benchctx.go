@@ -32,6 +32,10 @@ type DepthReport struct {
 	// Passes is T_verify(W) over the widths, each pass on top of Context
 	// cached positions
 	Passes []latency.Point `json:"verify_curve"`
+	// Prefill is the tokens/s of filling the Context positions, in
+	// passes of at most prefillChunk tokens: what a long prompt costs
+	// before its first generated token
+	Prefill float64 `json:"prefill_tokens_per_s"`
 }
 
 // prefillChunk is the most tokens one prefill pass of a depth takes: a
@@ -70,12 +74,14 @@ func benchDepth(ctx context.Context, m *model.Model, lim hardware.Limits, depth,
 		toks[i] = (i*7 + 3) % m.Vocab
 	}
 	var res model.Result
+	t0 := time.Now()
 	for at := 0; at < depth; at += prefillChunk {
 		end := min(depth, at+prefillChunk)
 		if err := m.Forward(ctx, cache, model.Batch{Tokens: toks[at:end], Want: []int{end - at - 1}, Output: model.OutArgmax}, &res); err != nil {
 			return dr, err
 		}
 	}
+	dr.Prefill = float64(depth) / time.Since(t0).Seconds()
 	steps := tokens - 1 // as a decode run counts them: the first token comes out of the prefill
 	for k := 1; k <= steps; k++ {
 		dr.KVRead += float64(m.KVReadBytes(depth+k, m.KVType))

@@ -110,10 +110,10 @@ func printDepths(w io.Writer, r *profiles.BenchReport, reps, n int) {
 	}
 	fmt.Fprintf(w, "at depth: decode runs of %d tokens (median of %d) and passes after the context's cached positions; the roofline reads %.1f MiB of weights + the KV cache a step attends over at %.1f GB/s:\n",
 		n, reps, float64(r.WeightBytes)/(1<<20), r.Bandwidth/1e9)
-	fmt.Fprintf(w, "  %7s %14s %16s %12s %15s %9s\n", "context", "decode tok/s", "(min-max)", "KV MiB/tok", "roofline tok/s", "share")
+	fmt.Fprintf(w, "  %7s %14s %16s %12s %15s %9s %15s\n", "context", "decode tok/s", "(min-max)", "KV MiB/tok", "roofline tok/s", "share", "prefill tok/s")
 	for _, d := range r.Depths {
-		fmt.Fprintf(w, "  %7d %14.1f %16s %12.1f %15.0f %8.0f%%\n", d.Context, d.Median,
-			fmt.Sprintf("(%.1f-%.1f)", d.Decode[0], d.Decode[len(d.Decode)-1]), d.KVRead/(1<<20), d.Roofline, 100*d.Share)
+		fmt.Fprintf(w, "  %7d %14.1f %16s %12.1f %15.0f %8.0f%% %15.1f\n", d.Context, d.Median,
+			fmt.Sprintf("(%.1f-%.1f)", d.Decode[0], d.Decode[len(d.Decode)-1]), d.KVRead/(1<<20), d.Roofline, 100*d.Share, d.Prefill)
 	}
 	for _, d := range r.Depths {
 		if len(d.Passes) == 0 {

@@ -486,6 +486,7 @@ func TestBenchCtx(t *testing.T) {
 			KVRead   float64   `json:"kv_read_bytes_per_token"`
 			Roofline float64   `json:"roofline_tokens_per_s"`
 			Share    float64   `json:"roofline_share"`
+			Prefill  float64   `json:"prefill_tokens_per_s"`
 			Passes   []struct {
 				W int `json:"w"`
 			} `json:"verify_curve"`
@@ -505,6 +506,9 @@ func TestBenchCtx(t *testing.T) {
 			t.Errorf("depth %d: %v KV bytes a step, want %v", d.Context, d.KVRead, want)
 		}
 		roof := r.Bandwidth / (r.WeightBytes + d.KVRead) // to the nanosecond a token
+		if !(d.Prefill > 0) {
+			t.Errorf("depth %d: prefill %v tokens/s", d.Context, d.Prefill)
+		}
 		if math.Abs(d.Roofline-roof) > roof*1e-4 || len(d.Decode) != 2 || d.Median != d.Decode[1] || math.Abs(d.Share-d.Median/d.Roofline) > 1e-9 {
 			t.Errorf("depth %d: roofline %v (want %v), runs %v, median %v, share %v", d.Context, d.Roofline, roof, d.Decode, d.Median, d.Share)
 		}
