@@ -270,7 +270,7 @@ func (b *Bench) servePolicy(ctx context.Context, ps PairSpec, pair *pairs.Pair, 
 		return policyChoice{"plan (" + plan.String() + " at its full size)", spec.Fixed{}}, nil, nil
 	}
 	if opt.latency != nil {
-		return policyChoice{"adaptive (on a given latency)", spec.Goodput{Latency: opt.latency}}, nil, nil
+		return policyChoice{"adaptive (on a given latency)", spec.Goodput{Latency: opt.latency, Learn: &spec.StepCosts{}}}, nil, nil
 	}
 	st, err := b.db(ctx)
 	if err != nil {
@@ -290,7 +290,7 @@ func (b *Bench) servePolicy(ctx context.Context, ps PairSpec, pair *pairs.Pair, 
 	}
 	pts := slices.Clone(p.Curve.Points)
 	pol := policyChoice{fmt.Sprintf("adaptive (goodput on the stored latency curve of %d widths)", len(pts)),
-		spec.Goodput{Latency: func(rows int) time.Duration { return costmodel.Interp(pts, rows) }}}
+		spec.Goodput{Latency: func(rows int) time.Duration { return costmodel.Interp(pts, rows) }, Learn: &spec.StepCosts{}}}
 	var prior func(d, r int) float64
 	if ps.Sources() > 0 {
 		var acc costmodel.Acceptance

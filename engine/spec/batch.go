@@ -111,6 +111,9 @@ type PassStats struct {
 	Emitted     int // tokens emitted
 	Waiting     int // requests waiting after the pass's admissions
 	Time        time.Duration
+	// Step is the whole step's time: choosing the budgets, drafting,
+	// the pass (Time) and finishing every request's step
+	Step time.Duration
 }
 
 // BatchStats is a Batch's state now.
@@ -425,6 +428,7 @@ func (b *Batch) Step(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	// the budgets: the policy's, for the steps; the prompts' chunks beside
+	begun := time.Now()
 	b.loads, b.budgets = b.loads[:0], b.budgets[:0]
 	var steps []*member
 	prefill := 0
@@ -531,6 +535,10 @@ func (b *Batch) Step(ctx context.Context) (int, error) {
 	b.emitted += st.Emitted
 	st.Waiting = len(b.waiting)
 	b.mu.Unlock()
+	st.Step = time.Since(begun)
+	if o, ok := b.o.Policy.(PassObserver); ok {
+		o.Observe(st)
+	}
 	if b.o.OnPass != nil {
 		b.o.OnPass(st)
 	}

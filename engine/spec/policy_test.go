@@ -186,6 +186,95 @@ func TestGoodputBudgets(t *testing.T) {
 	}
 }
 
+// TestGoodputStepCosts: a step's own time (drafting, sampling, verifying
+// beside the pass) is learned from the passes a batch reports, as a
+// fixed part and a part a node, with the curve's scale on this machine;
+// priced with it, a chain whose last nodes the pass alone would not pay
+// for is drafted whole, since its own time makes every step dearer and a
+// pass's extra rows relatively cheaper. Without passes seen, the policy
+// prices the pass alone.
+func TestGoodputStepCosts(t *testing.T) {
+	// a pass: 1 ms and 0.25 ms a row; a request's own step: 2 ms and
+	// 0.1 ms a draft node; the machine 1.5x slower than the curve
+	curve := func(rows int) time.Duration { return time.Millisecond + time.Duration(rows)*250*time.Microsecond }
+	const fixedOwn, nodeOwn, slower = 2e-3, 1e-4, 1.5
+	lc := &StepCosts{}
+	g := Goodput{Latency: curve, Learn: lc}
+	plan := ChainPlan(6)
+	loads := make([]Load, 8)
+	for i := range loads {
+		loads[i] = Load{Plan: plan, Nodes: plan.Nodes(), Accept: at(0.8)}
+	}
+	before := make([]int, len(loads))
+	g.Budgets(0, loads, before)
+	passOnly := make([]int, len(loads))
+	Goodput{Latency: curve}.Budgets(0, loads, passOnly)
+	if !slices.Equal(before, passOnly) {
+		t.Fatalf("before any pass: budgets %v, the pass alone gives %v", before, passOnly)
+	}
+	for i := 0; i < 400; i++ {
+		k := 1 + i%8
+		drafted := (i * 7) % (6*k + 1) // budgets that vary
+		rows := k + drafted
+		pass := time.Duration(slower * float64(curve(rows)))
+		own := time.Duration((float64(k)*fixedOwn + float64(drafted)*nodeOwn) * float64(time.Second))
+		g.Observe(PassStats{Decoding: k, Rows: rows, Drafted: drafted, Time: pass, Step: pass + own})
+	}
+	scale, fixed, node := lc.costs()
+	if math.Abs(scale-slower) > 1e-6 || math.Abs(fixed-fixedOwn) > 1e-9 || math.Abs(node-nodeOwn) > 1e-9 {
+		t.Fatalf("learned scale %.4f, own %.6fs + %.6fs a node; want %.1f, %.6f + %.6f", scale, fixed, node, slower, fixedOwn, nodeOwn)
+	}
+	after := make([]int, len(loads))
+	g.Budgets(0, loads, after)
+	sum := func(b []int) (n int) {
+		for _, x := range b {
+			n += x
+		}
+		return n
+	}
+	if sum(after) <= sum(passOnly) {
+		t.Errorf("budgets %v after learning the steps' own time, %v on the pass alone: want more drafted", after, passOnly)
+	}
+	// the learned pricing is the goodput the steps really have: no other
+	// budget of the requests beats it (the best of every request at one
+	// budget: a chain of 4 here)
+	real := func(b []int) float64 {
+		tokens, rows, own := 0.0, 0, 0.0
+		for i, n := range b {
+			ex, err := plan.Shrink(n).Expect(loads[i].Accept)
+			if n == 0 || err != nil {
+				ex = Expected{}
+			}
+			tokens++
+			rows++
+			if n > 0 {
+				tokens += ex.AAL() - 1
+				rows += max(len(ex.Values), ex.Verified)
+			}
+			own += fixedOwn + nodeOwn*float64(n)
+		}
+		return tokens / (slower*curve(rows).Seconds() + own)
+	}
+	for n := 0; n <= 6; n++ {
+		same := make([]int, len(loads))
+		for i := range same {
+			same[i] = n
+		}
+		if real(after) < real(same)*(1-1e-9) {
+			t.Errorf("learned budgets %v give %.1f tokens/s, every request at %d %.1f", after, real(after), n, real(same))
+		}
+	}
+	// a fixed plan's passes (every budget the same) cannot tell the node's
+	// part from the fixed one: all of it is fixed, none negative
+	fx := &StepCosts{}
+	for i := 0; i < 50; i++ {
+		fx.observe(PassStats{Decoding: 4, Rows: 28, Drafted: 24, Time: time.Millisecond, Step: 3 * time.Millisecond}, time.Millisecond)
+	}
+	if _, f, n := fx.costs(); n != 0 || math.Abs(f-0.5e-3) > 1e-12 {
+		t.Errorf("constant budgets: own %.6fs + %.6fs a node, want 0.0005 + 0", f, n)
+	}
+}
+
 // TestRankStats: a request's running acceptance is the prior's until it
 // has steps, then moves to what its verdicts show, per depth and rank,
 // counting only the ranks a step offered.
