@@ -234,7 +234,7 @@ func (in *Inputs) Loads(ranked []Prediction, levels []int) []LoadRanking {
 		return nil
 	}
 	price := func(p costmodel.Plan) (costmodel.Prediction, error) { return costmodel.Predict(p, in.Acc, in.Costs) }
-	return costmodel.RankLoads(ranked, in.Acc, in.Costs, levels, in.Acc.PromptLength(), loadPlans, price)
+	return costmodel.RankLoads(ranked, in.Acc, in.Costs, levels, in.Acc.Requests(), loadPlans, price)
 }
 
 // Contexts are the target's stored one-sequence verification curves by

@@ -14,6 +14,7 @@ import (
 	"arborist/assets"
 	"arborist/engine/spec"
 	"arborist/profiles/config"
+	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
 	"arborist/profiles/llamacpp"
 	"arborist/profiles/loadtest"
@@ -123,6 +124,11 @@ type LoadLevel struct {
 	Concurrency int
 	loadtest.Summary
 	RunID int64 // its stored run (0 with NoStore)
+	// Predicted is the cost model's aggregate tokens/s for Arborist's
+	// servers at this level, for the test's own requests (its prompts'
+	// median tokens and its max tokens), from the pair's stored curves
+	// and calibration (costmodel.PredictLoad); 0 where nothing is stored.
+	Predicted float64 `json:",omitempty"`
 	// Err is why the server failed at this level (a crash, a refused
 	// request): its rounds stop there, nothing of it is stored, and the
 	// other servers and levels go on.
@@ -308,10 +314,8 @@ func (b *Bench) LoadTest(ctx context.Context, opt LoadTestOptions, progress Prog
 	if err != nil {
 		return nil, err
 	}
-	type key struct {
-		server string
-		level  int
-	}
+	type key = loadKey
+	predicted := b.predictLoads(ctx, r, opt)
 	rounds := map[key][]loadtest.Round{}
 	failed := map[key]string{}
 	total := opt.Rounds * len(opt.Concurrency) * len(servers)
@@ -357,7 +361,8 @@ func (b *Bench) LoadTest(ctx context.Context, opt LoadTestOptions, progress Prog
 	fp := hardware.DetectHardware().Fingerprint
 	for _, n := range opt.Concurrency {
 		for _, s := range servers {
-			l := LoadLevel{Server: s.Name, Concurrency: n, Summary: loadtest.Summarize(rounds[key{s.Name, n}]), Err: failed[key{s.Name, n}]}
+			l := LoadLevel{Server: s.Name, Concurrency: n, Summary: loadtest.Summarize(rounds[key{s.Name, n}]), Err: failed[key{s.Name, n}],
+				Predicted: predicted[key{s.Name, n}]}
 			if st != nil && l.Err == "" {
 				if l.RunID, err = storeLoad(ctx, st, fp, r, s.Name, l, opt); err != nil {
 					return res, err
@@ -367,6 +372,57 @@ func (b *Bench) LoadTest(ctx context.Context, opt LoadTestOptions, progress Prog
 		}
 	}
 	return res, nil
+}
+
+// loadKey is a server at a level.
+type loadKey struct {
+	server string
+	level  int
+}
+
+// predictLoads prices the config's plan at each level of the test under
+// each of Arborist's serving policies, from the pair's stored curves and
+// calibration, for the test's own requests: its prompts' median length in
+// the target's tokens and its max tokens. Nothing is measured; with
+// nothing stored (or a plan the model cannot price) there is no
+// prediction.
+func (b *Bench) predictLoads(ctx context.Context, r *replay, opt LoadTestOptions) map[loadKey]float64 {
+	in, err := b.Inputs(ctx, r.Pair, InputsOptions{}, nil)
+	if err != nil || !in.Profiled || in.Acc == nil {
+		return nil
+	}
+	pair, err := b.openPair(r.Pair, false)
+	if err != nil {
+		return nil
+	}
+	lens := make([]int, 0, len(opt.Prompts))
+	for _, p := range opt.Prompts {
+		lens = append(lens, len(pair.Target.Tok.Encode(p, true, false)))
+	}
+	pair.Close()
+	if len(lens) == 0 {
+		return nil
+	}
+	slices.Sort(lens)
+	req := costmodel.Requests{Prompt: lens[len(lens)/2], Tokens: opt.MaxTokens}
+	price := func(p costmodel.Plan) (costmodel.Prediction, error) { return costmodel.Predict(p, in.Acc, in.Costs) }
+	pr, err := price(r.Plan)
+	if err != nil {
+		return nil
+	}
+	out := map[loadKey]float64{}
+	for _, n := range opt.Concurrency {
+		for server, policy := range map[string]string{LoadArboristPlan: costmodel.PolicyFixed, LoadArboristAdaptive: costmodel.PolicyGoodput, LoadArboristPlain: costmodel.PolicyPlain} {
+			at := pr
+			if policy == costmodel.PolicyPlain || !r.Plan.NeedsSource() {
+				at, policy = costmodel.Prediction{Plan: spec.PlainPlan()}, costmodel.PolicyPlain
+			}
+			if lp, err := costmodel.PredictLoad(at, in.Acc, in.Costs, n, policy, req, price); err == nil {
+				out[loadKey{server, n}] = lp.TokensPerSec
+			}
+		}
+	}
+	return out
 }
 
 // loadRound starts s for the round's level, warms it with one short
@@ -441,6 +497,7 @@ func (r *LoadTestResult) MarshalJSON() ([]byte, error) {
 		Requests    int     `json:"requests"`
 		Tokens      int     `json:"tokens"`
 		RunID       int64   `json:"run_id,omitempty"`
+		Predicted   float64 `json:"predicted_tokens_per_s,omitempty"`
 		Err         string  `json:"error,omitempty"`
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
@@ -453,7 +510,7 @@ func (r *LoadTestResult) MarshalJSON() ([]byte, error) {
 	}{Servers: r.Plan.Servers, Concurrency: r.Plan.Concurrency, Rounds: r.Plan.Rounds, WallS: r.Wall.Seconds(), Levels: []level{}}
 	for _, l := range r.Levels {
 		out.Levels = append(out.Levels, level{Server: l.Server, Concurrency: l.Concurrency, TPS: l.TPS, TPSP10: l.TPSP10, TPSP90: l.TPSP90,
-			TTFT: ms(l.TTFT), TTFTP90: ms(l.TTFTP90), TPOT: ms(l.TPOT), TPOTP90: ms(l.TPOTP90), Rounds: l.Rounds, Requests: l.Requests, Tokens: l.Tokens, RunID: l.RunID, Err: l.Err})
+			TTFT: ms(l.TTFT), TTFTP90: ms(l.TTFTP90), TPOT: ms(l.TPOT), TPOTP90: ms(l.TPOTP90), Rounds: l.Rounds, Requests: l.Requests, Tokens: l.Tokens, RunID: l.RunID, Predicted: l.Predicted, Err: l.Err})
 	}
 	return json.Marshal(out)
 }

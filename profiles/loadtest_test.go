@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"arborist/engine/model/modeltest"
 	"arborist/engine/spec"
 	"arborist/profiles/config"
+	"arborist/profiles/costmodel"
 	"arborist/profiles/loadtest/loadtesttest"
 )
 
@@ -52,7 +54,7 @@ func loadStandIns(t *testing.T) (cfg, arborist, llamaDir, log string) {
 	model := modeltest.Stories260K(t)
 	c := &config.Config{Speculation: spec.Plan{Strategy: "chain", Gamma: 3}, Sampling: config.Sampling{TopP: 1, Seed: 1}}
 	c.Models.Target = config.Target{Path: model, Device: "cpu", Threads: 1, MaxSeqLen: 256}
-	c.Models.Draft = config.Draft{Kind: "model", Path: model, Device: "cpu", Threads: 1}
+	c.Models.Draft = config.Draft{Kind: "model", Path: modeltest.NoisyDraft(t), Device: "cpu", Threads: 1}
 	c.Serving = config.Serving{Concurrency: 1, Policy: config.PolicyPlan}
 	y, err := c.Marshal()
 	if err != nil {
@@ -304,5 +306,87 @@ func TestLoadTestServerFails(t *testing.T) {
 	data, _ := os.ReadFile(log)
 	if n := strings.Count(string(data), "fail "); n != 2 {
 		t.Errorf("the failing servers were started %d times over 2 rounds, want once each", n)
+	}
+}
+
+// TestLoadTestPredicts: where the config's pair is profiled and
+// calibrated, each of Arborist's servers at each level carries the cost
+// model's aggregate tokens/s for the test's own requests (its prompts'
+// median tokens, its max tokens) under its policy; llama-server's carry
+// none, and before anything is stored neither does Arborist's.
+func TestLoadTestPredicts(t *testing.T) {
+	cfg, arborist, llamaDir, _ := loadStandIns(t)
+	ctx := context.Background()
+	b := openBench(t)
+	prompts := []string{"Once upon a time", "The cat sat on the mat and looked at the", "Tom"}
+	opt := LoadTestOptions{Config: cfg, Concurrency: []int{1, 2}, Rounds: 1, MaxTokens: 6, PerClient: 1, Arborist: arborist, LlamaCpp: llamaDir, Prompts: prompts, NoStore: true}
+	res, err := b.LoadTest(ctx, opt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range res.Levels {
+		if l.Predicted != 0 {
+			t.Errorf("nothing stored, yet %s at %d predicted %.1f tokens/s", l.Server, l.Concurrency, l.Predicted)
+		}
+	}
+	c, err := config.Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := replayConfig(ctx, c, b.path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Profile(ctx, r.Pair, ProfileOptions{Seqs: []int{1, 2}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Calibrate(ctx, r.Pair, modeltest.StoryPrompts(t)[:2], "stories", 16, SampleParams{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err = b.LoadTest(ctx, opt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := b.Inputs(ctx, r.Pair, InputsOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the prompts' median: the second longest of three, in the target's tokens
+	pair, err := b.openPair(r.Pair, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lens := []int{}
+	for _, p := range prompts {
+		lens = append(lens, len(pair.Target.Tok.Encode(p, true, false)))
+	}
+	pair.Close()
+	slices.Sort(lens)
+	req := costmodel.Requests{Prompt: lens[1], Tokens: 6}
+	price := func(p costmodel.Plan) (costmodel.Prediction, error) { return costmodel.Predict(p, in.Acc, in.Costs) }
+	pr, err := price(r.Plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range res.Levels {
+		var want float64
+		switch l.Server {
+		case LoadArboristPlan, LoadArboristAdaptive, LoadArboristPlain:
+			at, pol := pr, map[string]string{LoadArboristPlan: costmodel.PolicyFixed, LoadArboristAdaptive: costmodel.PolicyGoodput, LoadArboristPlain: costmodel.PolicyPlain}[l.Server]
+			if pol == costmodel.PolicyPlain {
+				at = costmodel.Prediction{Plan: spec.PlainPlan()}
+			}
+			lp, err := costmodel.PredictLoad(at, in.Acc, in.Costs, l.Concurrency, pol, req, price)
+			if err != nil {
+				t.Fatalf("%s at %d: %v", l.Server, l.Concurrency, err)
+			}
+			want = lp.TokensPerSec
+			if want <= 0 {
+				t.Fatalf("%s at %d priced at %.1f tokens/s", l.Server, l.Concurrency, want)
+			}
+		}
+		if l.Predicted != want {
+			t.Errorf("%s at %d: predicted %.1f tokens/s, want %.1f", l.Server, l.Concurrency, l.Predicted, want)
+		}
 	}
 }

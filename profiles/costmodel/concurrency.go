@@ -40,6 +40,14 @@ const (
 	PolicyGoodput = "goodput"
 )
 
+// Requests is the shape of the requests a load is priced for: their
+// prompts and the tokens each asks for, in tokens. A request's life is
+// its prompt's prefill, then its tokens; with Tokens 0 a load is priced
+// as requests that never end (every pass a decoding pass).
+type Requests struct {
+	Prompt, Tokens int
+}
+
 // LoadPrediction is a plan under a policy at a concurrency.
 type LoadPrediction struct {
 	Concurrency int
@@ -184,12 +192,22 @@ func (pc passCost) prefill(n int) time.Duration {
 // each request's drafting and bookkeeping (its step at one request less
 // its verification) running one request after another before the one
 // shared pass of all their rows, T_C being the curve of passes of C
-// sequences. Then tokens/s = C * AAL / T_pass, TPOT = T_pass / AAL and
-// TTFT = prefill(prompt) + T_pass. Plain batching is the plan
-// spec.PlainPlan (one row a request, AAL 1); Goodput's budgets are
-// spec.Goodput's on T_C, each request's plan shrunk to its budget and
-// priced by price (Predict with the caller's inputs).
-func PredictLoad(pr Prediction, acc *Acceptance, c Costs, conc int, policy string, prompt int, price func(Plan) (Prediction, error)) (LoadPrediction, error) {
+// sequences. C clients each sending their next request when the last
+// ends keep C requests running; a request of n tokens after a prompt of
+// P lives
+//
+//	life = TTFT + (n - 1) / AAL * T_pass + (C - 1) * prefill(P)
+//
+// its first token out of its prompt's prefill (TTFT = prefill(P) alone,
+// plus a pass under load: the prefill's rows ride in one), the rest
+// AAL a pass, and the other requests' prompts, one each in its life,
+// lengthening the passes it waits on. Then tokens/s = C * n / life and
+// TPOT = (life - TTFT) / (n - 1); with req.Tokens 0, requests that never
+// end: tokens/s = C * AAL / T_pass, TPOT = T_pass / AAL. Plain batching
+// is the plan spec.PlainPlan (one row a request, AAL 1); Goodput's
+// budgets are spec.Goodput's on T_C, each request's plan shrunk to its
+// budget and priced by price (Predict with the caller's inputs).
+func PredictLoad(pr Prediction, acc *Acceptance, c Costs, conc int, policy string, req Requests, price func(Plan) (Prediction, error)) (LoadPrediction, error) {
 	lp := LoadPrediction{Concurrency: conc, Plan: pr.Plan, Policy: policy, Context: c.Context}
 	if conc < 1 {
 		return lp, fmt.Errorf("a concurrency of %d", conc)
@@ -228,28 +246,35 @@ func PredictLoad(pr Prediction, acc *Acceptance, c Costs, conc int, policy strin
 			loads[i] = spec.Load{Plan: pr.Plan, Nodes: pr.Plan.Nodes(), Accept: acc.At}
 		}
 		budgets := make([]int, conc)
-		spec.Goodput{Latency: func(rows int) time.Duration {
-			t, err := pc.at(rows)
-			if err != nil {
-				return time.Duration(math.MaxInt64 / 4) // past the curve: never chosen
-			}
-			return t
-		}}.Budgets(0, loads, budgets)
 		priced := map[int]step{}
-		for i, n := range budgets {
+		var priceErr error
+		stepAt := func(n int) step {
 			s, ok := priced[n]
 			if !ok {
 				s = plain
 				if n > 0 {
 					sp, err := price(pr.Plan.Shrink(n))
 					if err != nil {
-						return lp, err
+						priceErr = err
 					}
 					s = of(sp)
 				}
 				priced[n] = s
 			}
-			steps[i] = s
+			return s
+		}
+		spec.Goodput{Latency: func(rows int) time.Duration {
+			t, err := pc.at(rows)
+			if err != nil {
+				return time.Duration(math.MaxInt64 / 4) // past the curve: never chosen
+			}
+			return t
+		}, Own: func(n int) time.Duration { return stepAt(n).own }}.Budgets(0, loads, budgets)
+		for i, n := range budgets {
+			steps[i] = stepAt(n)
+		}
+		if priceErr != nil {
+			return lp, priceErr
 		}
 	default:
 		return lp, fmt.Errorf("unknown policy %q", policy)
@@ -271,9 +296,19 @@ func PredictLoad(pr Prediction, acc *Acceptance, c Costs, conc int, policy strin
 	if lp.Pass <= 0 || lp.Tokens <= 0 {
 		return lp, fmt.Errorf("a pass priced at %v", lp.Pass)
 	}
+	pre := pc.prefill(req.Prompt)
+	lp.TTFT = pre
+	if conc > 1 {
+		lp.TTFT += lp.Pass
+	}
 	lp.TokensPerSec = float64(conc) * lp.Tokens / lp.Pass.Seconds()
 	lp.TPOT = time.Duration(float64(lp.Pass) / lp.Tokens)
-	lp.TTFT = pc.prefill(prompt) + lp.Pass
+	if req.Tokens > 1 {
+		rest := float64(req.Tokens-1) / lp.Tokens * float64(lp.Pass)
+		life := float64(lp.TTFT) + rest + float64(conc-1)*float64(pre)
+		lp.TokensPerSec = float64(conc) * float64(req.Tokens) / (life / float64(time.Second))
+		lp.TPOT = time.Duration((life - float64(lp.TTFT)) / float64(req.Tokens-1))
+	}
 	lp.Speedup, lp.Low, lp.High = 1, 1, 1
 	if policy != PolicyPlain && pr.Speedup > 0 && pr.Low > 0 {
 		lp.Low, lp.High = pr.Low/pr.Speedup, pr.High/pr.Speedup // relative, set against plain below
@@ -285,15 +320,15 @@ func PredictLoad(pr Prediction, acc *Acceptance, c Costs, conc int, policy strin
 // plans of preds (a tune's ranking at one request, best first; the first
 // top of them that do different work, Distinct) under the Fixed and
 // Goodput policies by aggregate tokens/s, each with its speedup over
-// plain batching at that concurrency. prompt is the prompt length time
-// to first token is priced for (the calibration's); price prices a plan
-// at one request with the caller's inputs.
-func RankLoads(preds []Prediction, acc *Acceptance, c Costs, levels []int, prompt, top int, price func(Plan) (Prediction, error)) []LoadLevel {
+// plain batching at that concurrency. req is the requests' shape (the
+// calibration's: Acceptance.Requests); price prices a plan at one
+// request with the caller's inputs.
+func RankLoads(preds []Prediction, acc *Acceptance, c Costs, levels []int, req Requests, top int, price func(Plan) (Prediction, error)) []LoadLevel {
 	plans := Distinct(preds, top)
 	var out []LoadLevel
 	for _, conc := range levels {
 		lv := LoadLevel{Concurrency: conc}
-		base, err := PredictLoad(Prediction{Plan: spec.PlainPlan()}, acc, c, conc, PolicyPlain, prompt, price)
+		base, err := PredictLoad(Prediction{Plan: spec.PlainPlan()}, acc, c, conc, PolicyPlain, req, price)
 		if err != nil {
 			lv.Err = err.Error()
 			out = append(out, lv)
@@ -305,7 +340,7 @@ func RankLoads(preds []Prediction, acc *Acceptance, c Costs, levels []int, promp
 				continue // plain decoding is the baseline
 			}
 			for _, pol := range []string{PolicyFixed, PolicyGoodput} {
-				lp, err := PredictLoad(pr, acc, c, conc, pol, prompt, price)
+				lp, err := PredictLoad(pr, acc, c, conc, pol, req, price)
 				if err != nil {
 					lv.Left++
 					continue
@@ -325,24 +360,38 @@ func RankLoads(preds []Prediction, acc *Acceptance, c Costs, levels []int, promp
 // PromptLength is the calibration's median prompt, in tokens: the
 // context of each prompt's first step (0 when the calibration recorded no
 // contexts). Time to first token is priced for it.
-func (a *Acceptance) PromptLength() int {
+func (a *Acceptance) PromptLength() int { return a.Requests().Prompt }
+
+// Requests is the shape of the calibration's requests: the median
+// prompt (the context of each prompt's first step) and the median tokens
+// generated after it (to the end of its last step, the first token, out
+// of the prefill, counted); zeros when the calibration recorded no
+// contexts.
+func (a *Acceptance) Requests() Requests {
 	if a == nil {
-		return 0
+		return Requests{}
 	}
-	var firsts []int
+	var firsts, gens []int
 	last, most := 0, 0 // the step before and the most it could emit
 	for _, d := range a.Depths {
 		// a step that does not follow on from the one before (its
 		// context is not the one before's plus what that one emitted at
 		// most) starts a prompt
 		if d.Context > 0 && (len(firsts) == 0 || d.Context <= last || d.Context > last+most) {
+			if len(firsts) > 0 {
+				gens = append(gens, last+most-firsts[len(firsts)-1]+1)
+			}
 			firsts = append(firsts, d.Context)
 		}
-		last, most = d.Context, d.Accepted+1
+		if d.Context > 0 {
+			last, most = d.Context, d.Accepted+1
+		}
 	}
 	if len(firsts) == 0 {
-		return 0
+		return Requests{}
 	}
+	gens = append(gens, last+most-firsts[len(firsts)-1]+1)
 	slices.Sort(firsts)
-	return firsts[len(firsts)/2]
+	slices.Sort(gens)
+	return Requests{Prompt: firsts[len(firsts)/2], Tokens: gens[len(gens)/2]}
 }

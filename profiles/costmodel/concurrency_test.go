@@ -41,7 +41,7 @@ func rankAt(t *testing.T, c Costs, levels []int) []LoadLevel {
 		}
 		preds = append(preds, pr)
 	}
-	return RankLoads(preds, acc, c, levels, 100, 10, price)
+	return RankLoads(preds, acc, c, levels, Requests{Prompt: 100}, 10, price)
 }
 
 func find(lv LoadLevel, policy string, gamma int) (LoadPrediction, int) {
@@ -139,14 +139,14 @@ func TestRankLoadsBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := PredictLoad(long, acc, c, 8, PolicyFixed, 100, price); err == nil {
+	if _, err := PredictLoad(long, acc, c, 8, PolicyFixed, Requests{Prompt: 100}, price); err == nil {
 		t.Error("a pass of 128 rows priced on a curve measured to 64")
 	}
-	got := RankLoads([]Prediction{long}, acc, c, []int{8}, 100, 5, price)
+	got := RankLoads([]Prediction{long}, acc, c, []int{8}, Requests{Prompt: 100}, 5, price)
 	if got[0].Left == 0 {
 		t.Errorf("the chain of 15 at 8 not counted as left out: %+v", got[0])
 	}
-	if _, err := PredictLoad(long, acc, c, 8, "sometimes", 100, price); err == nil {
+	if _, err := PredictLoad(long, acc, c, 8, "sometimes", Requests{Prompt: 100}, price); err == nil {
 		t.Error("an unknown policy priced")
 	}
 }
@@ -159,5 +159,58 @@ func TestPromptLength(t *testing.T) {
 	}
 	if got := withContexts(0, 0).PromptLength(); got != 0 {
 		t.Errorf("no contexts: %d", got)
+	}
+	// each step emits 2 (1 accepted): the prompts of 100, 300, 50 and 400
+	// generate 7, 5, 5 and 3 tokens, the first out of the prefill
+	if got := acc.Requests(); got != (Requests{Prompt: 300, Tokens: 5}) {
+		t.Errorf("requests %+v, want prompts of 300 and 5 tokens", got)
+	}
+}
+
+// TestLoadRequestLife: requests that end price their prompts' prefill
+// into the aggregate: C clients keep C requests running, each living its
+// own prefill, (n-1)/AAL passes and the other requests' prefills. Longer
+// generations approach the never-ending requests' figure from below; a
+// longer prompt costs more at every concurrency.
+func TestLoadRequestLife(t *testing.T) {
+	c := loadCosts(100 * time.Microsecond)
+	acc := Uniform(0.7, 0.4, 8, 4)
+	price := func(p Plan) (Prediction, error) { return Predict(p, acc, c) }
+	pr, err := price(Plan{Strategy: "chain", Gamma: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, conc := range []int{1, 4, 8} {
+		at := func(req Requests) LoadPrediction {
+			lp, err := PredictLoad(pr, acc, c, conc, PolicyFixed, req, price)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return lp
+		}
+		endless := at(Requests{Prompt: 100})
+		pc, err := newPassCost(c, conc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pre := pc.prefill(100)
+		for _, n := range []int{2, 32, 1024} {
+			lp := at(Requests{Prompt: 100, Tokens: n})
+			ttft := pre
+			if conc > 1 {
+				ttft += lp.Pass
+			}
+			life := float64(ttft) + float64(n-1)/lp.Tokens*float64(lp.Pass) + float64(conc-1)*float64(pre)
+			want := float64(conc*n) / (life / 1e9)
+			if lp.TTFT != ttft || (lp.TokensPerSec-want)/want > 1e-9 || (want-lp.TokensPerSec)/want > 1e-9 {
+				t.Errorf("C=%d, %d tokens: %.1f tokens/s, TTFT %v; want %.1f, %v", conc, n, lp.TokensPerSec, lp.TTFT, want, ttft)
+			}
+			if lp.TokensPerSec >= endless.TokensPerSec {
+				t.Errorf("C=%d, %d tokens: %.1f tokens/s, not below never-ending requests' %.1f", conc, n, lp.TokensPerSec, endless.TokensPerSec)
+			}
+			if long := at(Requests{Prompt: 1000, Tokens: n}); long.TokensPerSec >= lp.TokensPerSec {
+				t.Errorf("C=%d, %d tokens: prompts of 1000 give %.1f tokens/s, of 100 %.1f", conc, n, long.TokensPerSec, lp.TokensPerSec)
+			}
+		}
 	}
 }
