@@ -129,6 +129,9 @@ type LoadLevel struct {
 	// median tokens and its max tokens), from the pair's stored curves
 	// and calibration (costmodel.PredictLoad); 0 where nothing is stored.
 	Predicted float64 `json:",omitempty"`
+	// PredictedTTFT and PredictedTPOT are the model's time to first token
+	// and time per output token there
+	PredictedTTFT, PredictedTPOT time.Duration `json:",omitempty"`
 	// Err is why the server failed at this level (a crash, a refused
 	// request): its rounds stop there, nothing of it is stored, and the
 	// other servers and levels go on.
@@ -361,8 +364,9 @@ func (b *Bench) LoadTest(ctx context.Context, opt LoadTestOptions, progress Prog
 	fp := hardware.DetectHardware().Fingerprint
 	for _, n := range opt.Concurrency {
 		for _, s := range servers {
+			lp := predicted[key{s.Name, n}]
 			l := LoadLevel{Server: s.Name, Concurrency: n, Summary: loadtest.Summarize(rounds[key{s.Name, n}]), Err: failed[key{s.Name, n}],
-				Predicted: predicted[key{s.Name, n}]}
+				Predicted: lp.TokensPerSec, PredictedTTFT: lp.TTFT, PredictedTPOT: lp.TPOT}
 			if st != nil && l.Err == "" {
 				if l.RunID, err = storeLoad(ctx, st, fp, r, s.Name, l, opt); err != nil {
 					return res, err
@@ -386,7 +390,7 @@ type loadKey struct {
 // the target's tokens and its max tokens. Nothing is measured; with
 // nothing stored (or a plan the model cannot price) there is no
 // prediction.
-func (b *Bench) predictLoads(ctx context.Context, r *replay, opt LoadTestOptions) map[loadKey]float64 {
+func (b *Bench) predictLoads(ctx context.Context, r *replay, opt LoadTestOptions) map[loadKey]costmodel.LoadPrediction {
 	in, err := b.Inputs(ctx, r.Pair, InputsOptions{}, nil)
 	if err != nil || !in.Profiled || in.Acc == nil {
 		return nil
@@ -410,7 +414,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt LoadTestOptions
 	if err != nil {
 		return nil
 	}
-	out := map[loadKey]float64{}
+	out := map[loadKey]costmodel.LoadPrediction{}
 	for _, n := range opt.Concurrency {
 		for server, policy := range map[string]string{LoadArboristPlan: costmodel.PolicyFixed, LoadArboristAdaptive: costmodel.PolicyGoodput, LoadArboristPlain: costmodel.PolicyPlain} {
 			at := pr
@@ -418,7 +422,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt LoadTestOptions
 				at, policy = costmodel.Prediction{Plan: spec.PlainPlan()}, costmodel.PolicyPlain
 			}
 			if lp, err := costmodel.PredictLoad(at, in.Acc, in.Costs, n, policy, req, price); err == nil {
-				out[loadKey{server, n}] = lp.TokensPerSec
+				out[loadKey{server, n}] = lp
 			}
 		}
 	}
@@ -498,6 +502,8 @@ func (r *LoadTestResult) MarshalJSON() ([]byte, error) {
 		Tokens      int     `json:"tokens"`
 		RunID       int64   `json:"run_id,omitempty"`
 		Predicted   float64 `json:"predicted_tokens_per_s,omitempty"`
+		PredTTFT    float64 `json:"predicted_ttft_ms,omitempty"`
+		PredTPOT    float64 `json:"predicted_tpot_ms,omitempty"`
 		Err         string  `json:"error,omitempty"`
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
@@ -510,7 +516,8 @@ func (r *LoadTestResult) MarshalJSON() ([]byte, error) {
 	}{Servers: r.Plan.Servers, Concurrency: r.Plan.Concurrency, Rounds: r.Plan.Rounds, WallS: r.Wall.Seconds(), Levels: []level{}}
 	for _, l := range r.Levels {
 		out.Levels = append(out.Levels, level{Server: l.Server, Concurrency: l.Concurrency, TPS: l.TPS, TPSP10: l.TPSP10, TPSP90: l.TPSP90,
-			TTFT: ms(l.TTFT), TTFTP90: ms(l.TTFTP90), TPOT: ms(l.TPOT), TPOTP90: ms(l.TPOTP90), Rounds: l.Rounds, Requests: l.Requests, Tokens: l.Tokens, RunID: l.RunID, Predicted: l.Predicted, Err: l.Err})
+			TTFT: ms(l.TTFT), TTFTP90: ms(l.TTFTP90), TPOT: ms(l.TPOT), TPOTP90: ms(l.TPOTP90), Rounds: l.Rounds, Requests: l.Requests, Tokens: l.Tokens, RunID: l.RunID, Predicted: l.Predicted,
+			PredTTFT: ms(l.PredictedTTFT), PredTPOT: ms(l.PredictedTPOT), Err: l.Err})
 	}
 	return json.Marshal(out)
 }

@@ -385,7 +385,7 @@ func TestLoadTestPredicts(t *testing.T) {
 				t.Fatalf("%s at %d priced at %.1f tokens/s", l.Server, l.Concurrency, want)
 			}
 		}
-		if l.Predicted != want {
+		if l.Predicted != want || (want > 0) != (l.PredictedTTFT > 0 && l.PredictedTPOT > 0) {
 			t.Errorf("%s at %d: predicted %.1f tokens/s, want %.1f", l.Server, l.Concurrency, l.Predicted, want)
 		}
 	}

@@ -97,7 +97,7 @@ func runLoadTest(ctx context.Context, env Env, args []string) error {
 		return writeJSON(env.Stdout, res)
 	}
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/1e6) }
-	fmt.Fprintf(env.Stdout, "%-4s %-20s %22s %10s %18s %18s  %s\n", "C", "server", "tokens/s (p10-p90)", "predicted", "TTFT ms (p90)", "TPOT ms (p90)", "run")
+	fmt.Fprintf(env.Stdout, "%-4s %-20s %22s %18s %18s  %-22s %s\n", "C", "server", "tokens/s (p10-p90)", "TTFT ms (p90)", "TPOT ms (p90)", "predicted tok/s TTFT TPOT", "run")
 	for _, l := range res.Levels {
 		if l.Err != "" {
 			fmt.Fprintf(env.Stdout, "%-4d %-20s failed: %s\n", l.Concurrency, l.Server, firstLine(l.Err))
@@ -109,10 +109,10 @@ func runLoadTest(ctx context.Context, env Env, args []string) error {
 		}
 		pred := "-"
 		if l.Predicted > 0 {
-			pred = fmt.Sprintf("%.1f", l.Predicted)
+			pred = fmt.Sprintf("%.1f %s %s", l.Predicted, ms(l.PredictedTTFT), ms(l.PredictedTPOT))
 		}
-		fmt.Fprintf(env.Stdout, "%-4d %-20s %8.1f (%5.1f-%5.1f) %10s %9s (%6s) %9s (%6s)  %s\n", l.Concurrency, l.Server, l.TPS, l.TPSP10, l.TPSP90,
-			pred, ms(l.TTFT), ms(l.TTFTP90), ms(l.TPOT), ms(l.TPOTP90), run)
+		fmt.Fprintf(env.Stdout, "%-4d %-20s %8.1f (%5.1f-%5.1f) %9s (%6s) %9s (%6s)  %-22s %s\n", l.Concurrency, l.Server, l.TPS, l.TPSP10, l.TPSP90,
+			ms(l.TTFT), ms(l.TTFTP90), ms(l.TPOT), ms(l.TPOTP90), pred, run)
 	}
 	fmt.Fprintf(env.Stdout, "load test done in %s\n", res.Wall.Round(time.Second))
 	return nil

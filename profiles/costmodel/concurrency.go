@@ -196,14 +196,16 @@ func (pc passCost) prefill(n int) time.Duration {
 // ends keep C requests running; a request of n tokens after a prompt of
 // P lives
 //
-//	life = TTFT + (n - 1) / AAL * T_pass + (C - 1) * prefill(P)
+//	life = wait + prefill(P - 1) + max(1, n / AAL) * T_pass + (C - 1) * prefill(P - 1)
 //
-// its first token out of its prompt's prefill (TTFT = prefill(P) alone,
-// plus a pass under load: the prefill's rows ride in one), the rest
-// AAL a pass, and the other requests' prompts, one each in its life,
-// lengthening the passes it waits on. Then tokens/s = C * n / life and
-// TPOT = (life - TTFT) / (n - 1); with req.Tokens 0, requests that never
-// end: tokens/s = C * AAL / T_pass, TPOT = T_pass / AAL. Plain batching
+// its prompt but the last token prefilled (under load after the pass
+// running when it came: wait, half a pass), then its steps, the first
+// of which verifies the prompt's last token and gives its first tokens
+// (TTFT = wait + prefill(P - 1) + T_pass), AAL a step; and the other
+// requests' prompts, one each in its life, lengthen the passes it waits
+// on. Then tokens/s = C * n / life and TPOT = (life - TTFT) / (n - 1);
+// with req.Tokens 0, requests that never end: tokens/s = C * AAL /
+// T_pass, TPOT = T_pass / AAL. Plain batching
 // is the plan spec.PlainPlan (one row a request, AAL 1); Goodput's
 // budgets are spec.Goodput's on T_C, each request's plan shrunk to its
 // budget and priced by price (Predict with the caller's inputs).
@@ -296,16 +298,16 @@ func PredictLoad(pr Prediction, acc *Acceptance, c Costs, conc int, policy strin
 	if lp.Pass <= 0 || lp.Tokens <= 0 {
 		return lp, fmt.Errorf("a pass priced at %v", lp.Pass)
 	}
-	pre := pc.prefill(req.Prompt)
-	lp.TTFT = pre
+	pre, wait := pc.prefill(req.Prompt-1), time.Duration(0)
 	if conc > 1 {
-		lp.TTFT += lp.Pass
+		wait = lp.Pass / 2
 	}
+	lp.TTFT = wait + pre + lp.Pass
 	lp.TokensPerSec = float64(conc) * lp.Tokens / lp.Pass.Seconds()
 	lp.TPOT = time.Duration(float64(lp.Pass) / lp.Tokens)
 	if req.Tokens > 1 {
-		rest := float64(req.Tokens-1) / lp.Tokens * float64(lp.Pass)
-		life := float64(lp.TTFT) + rest + float64(conc-1)*float64(pre)
+		steps := max(1, float64(req.Tokens)/lp.Tokens) // the first step runs whole
+		life := float64(wait+pre) + steps*float64(lp.Pass) + float64(conc-1)*float64(pre)
 		lp.TokensPerSec = float64(conc) * float64(req.Tokens) / (life / float64(time.Second))
 		lp.TPOT = time.Duration((life - float64(lp.TTFT)) / float64(req.Tokens-1))
 	}

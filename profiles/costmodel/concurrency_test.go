@@ -169,7 +169,8 @@ func TestPromptLength(t *testing.T) {
 
 // TestLoadRequestLife: requests that end price their prompts' prefill
 // into the aggregate: C clients keep C requests running, each living its
-// own prefill, (n-1)/AAL passes and the other requests' prefills. Longer
+// own prefill (all but the prompt's last token, which its first step
+// verifies), n/AAL passes and the other requests' prefills. Longer
 // generations approach the never-ending requests' figure from below; a
 // longer prompt costs more at every concurrency.
 func TestLoadRequestLife(t *testing.T) {
@@ -193,15 +194,19 @@ func TestLoadRequestLife(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pre := pc.prefill(100)
+		pre := pc.prefill(99)
 		for _, n := range []int{2, 32, 1024} {
 			lp := at(Requests{Prompt: 100, Tokens: n})
-			ttft := pre
+			wait := time.Duration(0)
 			if conc > 1 {
-				ttft += lp.Pass
+				wait = lp.Pass / 2
 			}
-			life := float64(ttft) + float64(n-1)/lp.Tokens*float64(lp.Pass) + float64(conc-1)*float64(pre)
+			ttft := wait + pre + lp.Pass
+			life := float64(wait+pre) + max(1, float64(n)/lp.Tokens)*float64(lp.Pass) + float64(conc-1)*float64(pre)
 			want := float64(conc*n) / (life / 1e9)
+			if lp.TPOT < 0 {
+				t.Errorf("C=%d, %d tokens: TPOT %v", conc, n, lp.TPOT)
+			}
 			if lp.TTFT != ttft || (lp.TokensPerSec-want)/want > 1e-9 || (want-lp.TokensPerSec)/want > 1e-9 {
 				t.Errorf("C=%d, %d tokens: %.1f tokens/s, TTFT %v; want %.1f, %v", conc, n, lp.TokensPerSec, lp.TTFT, want, ttft)
 			}
