@@ -50,7 +50,9 @@ type RunScreen struct {
 	UseTuned   *widget.Button
 	PlanNote   *widget.Label
 	Tokens     *widget.Entry
-	Temp       *widget.Entry
+	// Sampling is every sampling parameter the run verb takes
+	// (temperature, top-k, top-p, min-p, seed), one entry a sampling field
+	Sampling   *samplingForm
 	Start      *widget.Button
 	Stop       *widget.Button
 	Baseline   *widget.Check // also run plain decoding and store the measured speedup
@@ -97,8 +99,7 @@ func NewRunScreen(s *Session) *RunScreen {
 	r.PlanNote.Wrapping = fyne.TextWrapWord
 	r.Tokens = widget.NewEntry()
 	r.Tokens.SetText("128")
-	r.Temp = widget.NewEntry()
-	r.Temp.SetText("0")
+	r.Sampling = newSamplingForm(nil)
 	r.Start = widget.NewButton("Run", r.run)
 	r.Start.Importance = widget.HighImportance
 	r.Stop = widget.NewButton("Stop", func() {
@@ -191,9 +192,12 @@ func (r *RunScreen) Content() fyne.CanvasObject {
 		widget.NewFormItem("Prompt", r.Prompt),
 		widget.NewFormItem("Plan", container.NewBorder(nil, nil, container.NewHBox(r.Strategy, r.UseTuned), nil, r.PlanNote)),
 	)
-	decoding := container.NewHBox(newMinWidth(widget.NewLabelWithStyle("Decoding", fyne.TextAlignTrailing, fyne.TextStyle{Bold: true}), 110),
-		label("tokens"), fitChars(r.Tokens, 6), label("temperature"), fitChars(r.Temp, 5), r.Start, r.Stop, r.Baseline)
-	top := container.NewVBox(form, r.SuiteCheck.Box, r.shapes, decoding, r.Stats)
+	head := func(text string) fyne.CanvasObject {
+		return newMinWidth(widget.NewLabelWithStyle(text, fyne.TextAlignTrailing, fyne.TextStyle{Bold: true}), 110)
+	}
+	decoding := container.NewHBox(head("Decoding"), label("tokens"), fitChars(r.Tokens, 6), r.Start, r.Stop, r.Baseline)
+	sampling := container.NewHBox(append([]fyne.CanvasObject{head("Sampling")}, r.Sampling.row(r.s.Win)...)...)
+	top := container.NewVBox(form, r.SuiteCheck.Box, r.shapes, sampling, decoding, r.Stats)
 	r.enable()
 	// the text and the timeline share the height: a large window grows both
 	body := container.NewVSplit(newMinSize(r.TextScroll, fyne.NewSize(320, 120)), r.Timeline.View(r.s.Win))
@@ -625,17 +629,18 @@ func (r *RunScreen) forgetPlan() {
 	r.PlanNote.SetText("")
 }
 
-// sampling reads the token budget and temperature.
+// sampling reads the token budget and the sampling, every field checked
+// against its bounds as the run verb checks its flags.
 func (r *RunScreen) sampling() (int, profiles.SampleParams, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(r.Tokens.Text))
 	if err != nil || n < 1 {
 		return 0, profiles.SampleParams{}, fmt.Errorf("tokens %q must be a positive number", r.Tokens.Text)
 	}
-	temp, err := strconv.ParseFloat(strings.TrimSpace(r.Temp.Text), 32)
-	if err := checkTemp(r.Temp.Text); err != nil {
+	p, err := r.Sampling.params()
+	if err != nil {
 		return 0, profiles.SampleParams{}, err
 	}
-	return n, profiles.SampleParams{Temp: float32(temp), TopP: 1, Seed: 1}, nil
+	return n, p, nil
 }
 
 func (r *RunScreen) run() {
@@ -683,6 +688,7 @@ func (r *RunScreen) run() {
 	r.done = finished
 	r.Start.Disable()
 	r.Stop.Enable()
+	r.Sampling.setEnabled(false)
 	r.clearText()
 	r.Stats.SetText("Loading models ...")
 	pair := r.s.pairNow()
@@ -696,6 +702,7 @@ func (r *RunScreen) run() {
 	}, func(v profiles.JobView) {
 		r.Start.Enable()
 		r.Stop.Disable()
+		r.Sampling.setEnabled(true)
 		r.cancel = nil
 		if !r.s.samePair(pair) {
 			return // the run of the pair chosen before is stored; its figures are not this pair's
@@ -709,6 +716,7 @@ func (r *RunScreen) run() {
 		close(finished)
 		r.Start.Enable()
 		r.Stop.Disable()
+		r.Sampling.setEnabled(true)
 		r.Stats.SetText("Not started: " + err.Error())
 		return
 	}

@@ -2,8 +2,11 @@ package app
 
 import (
 	"fmt"
+	"strings"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"arborist/profiles"
@@ -41,6 +44,32 @@ func newSamplingForm(changed func()) *samplingForm {
 		s.form.AppendItem(&widget.FormItem{Text: f.Label, Widget: fitChars(e, 8), HintText: f.Usage()})
 	}
 	return s
+}
+
+// row lays the controls out in one row, a short label before each entry,
+// for a screen without room for the form's help lines; the help button
+// at its end shows each field's help with its bounds.
+func (s *samplingForm) row(win fyne.Window) []fyne.CanvasObject {
+	var out []fyne.CanvasObject
+	for _, f := range s.fields {
+		out = append(out, widget.NewLabel(f.Label), fitChars(s.entries[f.Name], 5))
+	}
+	help := widget.NewButtonWithIcon("", theme.HelpIcon(), func() {
+		if win != nil {
+			dialog.ShowInformation("Sampling", s.help(), win)
+		}
+	})
+	help.Importance = widget.LowImportance
+	return append(out, help)
+}
+
+// help is each field's help with its bounds, a line a field.
+func (s *samplingForm) help() string {
+	var lines []string
+	for _, f := range s.fields {
+		lines = append(lines, f.Label+": "+f.Usage()+".")
+	}
+	return strings.Join(lines, "\n")
 }
 
 // object is what a screen lays out.

@@ -116,7 +116,7 @@ func TestShortEntriesShowTheirValue(t *testing.T) {
 			Size() fyne.Size
 		}
 		text string
-	}{{3, "run tokens", r.Tokens, "1024"}, {3, "temperature", r.Temp, "0.75"}, {2, "calibration tokens", sp.CalTokens, "1024"}} {
+	}{{3, "run tokens", r.Tokens, "1024"}, {3, "temperature", r.Sampling.entries["temperature"], "0.75"}, {3, "seed", r.Sampling.entries["seed"], "1234"}, {2, "calibration tokens", sp.CalTokens, "1024"}} {
 		fyne.DoAndWait(func() { wb.Tabs.SelectIndex(c.tab); c.e.SetText(c.text) })
 		need := fyne.MeasureText(c.text, theme.TextSize(), fyne.TextStyle{}).Width + 2*theme.InnerPadding()
 		var got float32

@@ -152,14 +152,15 @@ func (sp *SpeedupScreen) calibrate() {
 	sp.s.ShowError(err)
 }
 
-// sampling is the temperature the workflows measure at (top-p 1, seed 1,
-// as the Run screen samples).
+// sampling is the temperature the workflows measure at, bounded as the
+// temperature field bounds it everywhere (the other fields at their
+// defaults: top-p 1, seed 1).
 func (sp *SpeedupScreen) sampling() (profiles.SampleParams, error) {
-	t, err := strconv.ParseFloat(strings.TrimSpace(sp.Temp.Text), 32)
-	if err != nil || t < 0 {
-		return profiles.SampleParams{}, fmt.Errorf("temperature %q must be a number >= 0 (0: greedy)", sp.Temp.Text)
+	p := profiles.DefaultSampling()
+	if err := p.Set(profiles.TemperatureField, strings.TrimSpace(sp.Temp.Text)); err != nil {
+		return p, err
 	}
-	return profiles.SampleParams{Temp: float32(t), TopP: 1, Seed: 1}, nil
+	return p, nil
 }
 
 // calibrateAt calibrates the pair at the sampling smp.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/engine/tree"
 )
@@ -59,6 +60,24 @@ func (r Run) RanPlan() (spec.Plan, bool) {
 		return settingsPlan(&r)
 	}
 	return p, true
+}
+
+// RanSampling is the sampling the run decoded at and its token budget a
+// prompt, read back from the engine settings stored with it; false where
+// the settings hold no sampling (a load test's, a llama.cpp run's).
+func (r Run) RanSampling() (smp sample.Params, maxTokens int, ok bool) {
+	raw, err := json.Marshal(r.Settings)
+	if err != nil {
+		return smp, 0, false
+	}
+	var cfg struct {
+		Sample    *sample.Params
+		MaxTokens int
+	}
+	if json.Unmarshal(raw, &cfg) != nil || cfg.Sample == nil {
+		return smp, cfg.MaxTokens, false
+	}
+	return *cfg.Sample, cfg.MaxTokens, true
 }
 
 // settingsPlan is the plan a stored run ran, read back from the engine
