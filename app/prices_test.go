@@ -68,3 +68,42 @@ func TestTuneAsksItsCalibrationsTemperature(t *testing.T) {
 		t.Errorf("same temperature refused: %q", sp.WorkStatus.Text)
 	}
 }
+
+// TestGenerationLengthCaveat: a prediction holds for the generation length
+// its calibration used; with a token budget more than twice as long or
+// short, the Run screen says it was made for generations of that length,
+// and within it says nothing of the kind.
+func TestGenerationLengthCaveat(t *testing.T) {
+	wb := newBench(t)
+	s, r := wb.Session, wb.Run
+	acc := costmodel.Uniform(0.8, 0.5, 8, 4)
+	acc.MaxTokens = 64
+	plan, err := profiles.ParsePlan("chain", map[string]string{"gamma": "4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fyne.DoAndWait(func() {
+		s.SetInputs(&profiles.Inputs{Acc: acc, CalID: 3})
+		s.Tuned = &costmodel.Prediction{Plan: plan, Speedup: 2.5, Low: 2.2, High: 2.8}
+		s.Changed()
+		r.Tokens.SetText("100")
+		r.useTuned()
+	})
+	const caveat = "made for generations of 64 tokens"
+	if !strings.Contains(r.PlanNote.Text, "predicted 2.50x") || strings.Contains(r.PlanNote.Text, caveat) {
+		t.Errorf("100 tokens against 64: %q", r.PlanNote.Text)
+	}
+	for _, n := range []string{"1024", "16"} {
+		fyne.DoAndWait(func() { r.Tokens.SetText(n) })
+		if !strings.Contains(r.PlanNote.Text, caveat) || !strings.Contains(r.PlanNote.Text, "up to "+n+" a prompt") {
+			t.Errorf("%s tokens against 64: %q", n, r.PlanNote.Text)
+		}
+	}
+	if note := r.lengthNote(plan, 1024); note == "" {
+		t.Error("no caveat for the run's stats")
+	}
+	acc.MaxTokens = 0 // a calibration stored before its length was
+	if note := r.lengthNote(plan, 1024); note != "" {
+		t.Errorf("a length not known: %q", note)
+	}
+}

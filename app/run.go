@@ -99,6 +99,7 @@ func NewRunScreen(s *Session) *RunScreen {
 	r.PlanNote.Wrapping = fyne.TextWrapWord
 	r.Tokens = widget.NewEntry()
 	r.Tokens.SetText("128")
+	r.Tokens.OnChanged = func(string) { r.notePlan() }
 	r.Sampling = newSamplingForm(nil)
 	r.Start = widget.NewButton("Run", r.run)
 	r.Start.Importance = widget.HighImportance
@@ -555,7 +556,41 @@ func (r *RunScreen) useTuned() {
 	}
 	r.SetPlan(t.Plan)
 	r.predicted, r.price = t.Speedup, present.Price(*t)
-	r.PlanNote.SetText(fmt.Sprintf("the tuned plan: %s, predicted %s", t.Plan, present.Price(*t)))
+	r.notePlan()
+}
+
+// notePlan says which plan the editor holds when it is the tuned one, with
+// its prediction and, when the token budget is far from the generation
+// length the prediction was made for, that it was made for that length.
+func (r *RunScreen) notePlan() {
+	t := r.s.Tuned
+	if t == nil || !r.unedited() || r.predicted == 0 {
+		return
+	}
+	note := fmt.Sprintf("the tuned plan: %s, predicted %s", t.Plan, r.price)
+	if n, err := strconv.Atoi(strings.TrimSpace(r.Tokens.Text)); err == nil {
+		if c := r.lengthNote(t.Plan, n); c != "" {
+			note += "; " + c
+		}
+	}
+	r.PlanNote.SetText(note)
+}
+
+// lengthNote is the caveat of a run of n tokens a prompt with a
+// calibration made at another generation length ("" when there is none).
+func (r *RunScreen) lengthNote(plan profiles.Plan, n int) string {
+	if in := r.s.Inputs; in.Calibrated() && plan.NeedsSource() {
+		return in.Acc.LengthNote(n)
+	}
+	return ""
+}
+
+// sentence starts s with a capital and ends it with a full stop.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:] + "."
 }
 
 // SetPlan fills the editor from a plan: every field its strategy reads,
@@ -683,6 +718,9 @@ func (r *RunScreen) run() {
 	caveat := ""
 	if in := r.s.Inputs; in.Calibrated() && plan.NeedsSource() && in.Acc.Sample.Temp != params.Temp {
 		caveat = fmt.Sprintf(" The prediction assumes temperature %g (its calibration's); this run samples at %g, so its measured speedup may differ from it.", in.Acc.Sample.Temp, params.Temp)
+	}
+	if note := r.lengthNote(plan, n); note != "" {
+		caveat += " " + sentence(note)
 	}
 	finished := make(chan struct{})
 	r.done = finished

@@ -280,6 +280,10 @@ func TestCalibrationPricesThresholdPlans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// its generation length is stored with it, for a run's length caveat
+	if in, err := b.Inputs(ctx, ps, InputsOptions{}, nil); err != nil || in.Acc == nil || in.Acc.MaxTokens != 24 {
+		t.Fatalf("the stored calibration's generation length: %+v, %v", in, err)
+	}
 	if len(cal.Acc.Depths) != cal.Acc.Steps || cal.Acc.Steps == 0 {
 		t.Fatalf("%d depth samples for %d steps", len(cal.Acc.Depths), cal.Acc.Steps)
 	}

@@ -50,7 +50,7 @@ func Calibrate(ctx context.Context, eng *spec.Engine, prompts [][]int, tokens in
 	// the same counts for regular and re-sampled steps apart (Acceptance.Regular)
 	kindHits, kindOffered := [2][][]int{table(), table()}, [2][][]int{table(), table()}
 	resampled := 0
-	acc := &costmodel.Acceptance{QBins: make([]float64, 10), QCounts: make([]int, 10), Created: time.Now().UTC(), Sample: smp}
+	acc := &costmodel.Acceptance{QBins: make([]float64, 10), QCounts: make([]int, 10), Created: time.Now().UTC(), Sample: smp, MaxTokens: tokens}
 	qHits := make([]int, 10)
 	// the re-check's shape, read between prompts: a window as long as the
 	// calibration (RecheckWindow); a target too short for it goes without
