@@ -249,7 +249,7 @@ func barFigure(spec BarSpec) *chartFigure {
 			f.leg.Add(g.Name, bars)
 		}
 		for j, v := range g.Y {
-			f.pts = append(f.pts, ChartPoint{Series: g.Name, S: i, I: j, X: float64(j), Y: v, dx: offset, Label: label(j)})
+			f.pts = append(f.pts, ChartPoint{Series: g.Name, S: i, I: j, X: float64(j), Y: v, dx: offset, bar: width, Label: label(j)})
 		}
 	}
 	var marks plotter.XYs
@@ -280,7 +280,11 @@ type ChartPoint struct {
 	X, Y   float64 // data values
 	Label  string  // a bar's label (bar charts)
 	dx     vg.Length
-	px, py float32 // image pixels of the drawn point
+	bar    vg.Length // a bar's width (0: not a bar)
+	px, py float32   // image pixels of the drawn point
+	// a bar's half width and its foot (where it starts, at zero or the
+	// axis), image pixels: the whole bar answers a hover, not its top only
+	pw, pfoot float32
 }
 
 // chartFigure is a chart built with gonum/plot, ready to draw on any
@@ -347,6 +351,9 @@ func (f *chartFigure) render() *chartRendering {
 	r := &chartRendering{img: img, xmin: f.p.X.Min, xmax: f.p.X.Max, left: pixels(da.Min.X), righ: pixels(da.Max.X), fx: fx, fy: fy, height: ih}
 	for _, pt := range f.pts {
 		pt.px, pt.py = pixels(fx(pt.X)+pt.dx), ih-pixels(fy(pt.Y))
+		if pt.bar > 0 {
+			pt.pw, pt.pfoot = pixels(pt.bar)/2, ih-pixels(fy(max(0, f.p.Y.Min)))
+		}
 		r.pts = append(r.pts, pt)
 	}
 	return r

@@ -229,17 +229,27 @@ func (c *Chart) Points() []ChartPoint {
 }
 
 // nearest is the drawn point closest to pos (widget coordinates) within
-// a finger's reach.
+// a finger's reach; a bar answers anywhere over it, from its foot to its
+// top, unless a mark (a ring) is within half a reach of pos.
 func (c *Chart) nearest(pos fyne.Position) (ChartPoint, bool) {
+	const reach = 14
 	best, bestD := ChartPoint{}, float32(math.Inf(1))
+	s, _, _ := c.fit()
 	for _, pt := range c.Points() {
 		p := c.PointPos(pt)
 		dx, dy := p.X-pos.X, p.Y-pos.Y
-		if d := dx*dx + dy*dy; d < bestD {
+		d := dx*dx + dy*dy
+		if pt.pw > 0 {
+			foot := c.PointPos(ChartPoint{px: pt.px, py: pt.pfoot}).Y
+			top, bottom := min(p.Y, foot), max(p.Y, foot)
+			if abs32(dx) <= pt.pw*s && pos.Y >= top-reach/2 && pos.Y <= bottom {
+				d = min(d, reach*reach/4)
+			}
+		}
+		if d < bestD {
 			best, bestD = pt, d
 		}
 	}
-	const reach = 14
 	return best, bestD <= reach*reach
 }
 

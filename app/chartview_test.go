@@ -77,6 +77,24 @@ func TestChartHover(t *testing.T) {
 	if want := "Decode speed, run 2: 250 tokens/s"; c.Tip != want {
 		t.Errorf("bar tip %q, want %q", c.Tip, want)
 	}
+	// the whole bar answers a hover, down to its foot, not its top only;
+	// beside it, nothing does
+	top := c.PointPos(pts[1])
+	foot := c.PointPos(ChartPoint{px: pts[1].px, py: pts[1].pfoot})
+	if foot.Y-top.Y < 60 {
+		t.Fatalf("bar 2 drawn %v high", foot.Y-top.Y)
+	}
+	test.MoveMouse(w.Canvas(), fyne.NewPos(2, 2))
+	for _, y := range []float32{top.Y + 30, (top.Y + foot.Y) / 2, foot.Y - 3} {
+		test.MoveMouse(w.Canvas(), c.Position().Add(fyne.NewPos(top.X+2, y)))
+		if want := "Decode speed, run 2: 250 tokens/s"; c.Tip != want {
+			t.Errorf("hover %v below the bar's top: tip %q, want %q", y-top.Y, c.Tip, want)
+		}
+	}
+	test.MoveMouse(w.Canvas(), c.Position().Add(fyne.NewPos(top.X+50, (top.Y+foot.Y)/2)))
+	if c.Tip != "" {
+		t.Errorf("hover beside the bar: tip %q", c.Tip)
+	}
 }
 
 // TestChartZoom: a drag over the timeline zooms to that range of steps,
