@@ -118,11 +118,25 @@ var compareCols = []compareCol{
 	{name: "pair", text: func(r profiles.Run) string { return filepath.Base(r.Target) + "\n" + runDrafter(r) },
 		csv: []csvCol{{"target", func(r profiles.Run) string { return filepath.Base(r.Target) }}, {"drafter", runDrafter}}},
 	{name: "plan", text: runPlan, flex: true, csv: []csvCol{{"plan", runPlan}}},
-	{name: "tokens", text: func(r profiles.Run) string { return running(r, strconv.Itoa(r.Tokens)) }, num: func(r profiles.Run) float64 { return float64(r.Tokens) },
-		csv: []csvCol{{"tokens", func(r profiles.Run) string { return number(r, float64(r.Tokens), 0, false) }}}},
-	{name: "tokens/s", text: func(r profiles.Run) string { return running(r, fmt.Sprintf("%.1f", r.TokensPerSecond)) },
-		num: func(r profiles.Run) float64 { return r.TokensPerSecond },
-		csv: []csvCol{{"speed (tokens/s)", func(r profiles.Run) string { return number(r, r.TokensPerSecond, 2, false) }}}},
+	// the temperature each run sampled at, under its tokens: a column of
+	// its own left the plan too little room at 1024 wide
+	{name: "tokens", text: func(r profiles.Run) string { return running(r, strconv.Itoa(r.Tokens)) + runSampling(r) },
+		num: func(r profiles.Run) float64 { return float64(r.Tokens) },
+		csv: []csvCol{{"tokens", func(r profiles.Run) string { return number(r, float64(r.Tokens), 0, false) }},
+			{"temperature", func(r profiles.Run) string {
+				t, ok := runTemp(r)
+				return number(r, t, 3, !ok)
+			}}}},
+	{name: "tokens/s", text: func(r profiles.Run) string {
+		v := fmt.Sprintf("%.1f", r.TokensPerSecond)
+		if lo, hi, ok := tpsRange(r); ok {
+			v += fmt.Sprintf("\n%.0f-%.0f", lo, hi)
+		}
+		return running(r, v)
+	}, num: func(r profiles.Run) float64 { return r.TokensPerSecond },
+		csv: []csvCol{{"speed (tokens/s)", func(r profiles.Run) string { return number(r, r.TokensPerSecond, 2, false) }},
+			{"speed low (tokens/s)", func(r profiles.Run) string { lo, _, ok := tpsRange(r); return number(r, lo, 2, !ok) }},
+			{"speed high (tokens/s)", func(r profiles.Run) string { _, hi, ok := tpsRange(r); return number(r, hi, 2, !ok) }}}},
 	{name: "AAL", text: func(r profiles.Run) string {
 		if r.AAL == 0 { // not measured (a run in llama.cpp): any decoding emits a token a pass
 			return running(r, "-")
@@ -135,9 +149,69 @@ var compareCols = []compareCol{
 		csv: []csvCol{{"acceptance (%)", func(r profiles.Run) string { return number(r, 100*r.Acceptance, 1, false) }}}},
 	{name: "predicted", text: func(r profiles.Run) string { return speedup(r.PredictedSpeedup) }, num: func(r profiles.Run) float64 { return r.PredictedSpeedup },
 		csv: []csvCol{{"predicted speedup (x)", func(r profiles.Run) string { return number(r, r.PredictedSpeedup, 3, r.PredictedSpeedup <= 0) }}}},
-	{name: "measured", text: func(r profiles.Run) string { return running(r, speedup(r.MeasuredSpeedup)) },
-		num: func(r profiles.Run) float64 { return r.MeasuredSpeedup },
-		csv: []csvCol{{"measured speedup (x)", func(r profiles.Run) string { return number(r, r.MeasuredSpeedup, 3, r.MeasuredSpeedup <= 0) }}}},
+	{name: "measured", text: func(r profiles.Run) string {
+		v := speedup(r.MeasuredSpeedup)
+		if lo, hi, ok := measuredRange(r); ok {
+			v += fmt.Sprintf("\n%.2f-%.2fx", lo, hi)
+		}
+		return running(r, v)
+	}, num: func(r profiles.Run) float64 { return r.MeasuredSpeedup },
+		csv: []csvCol{{"measured speedup (x)", func(r profiles.Run) string { return number(r, r.MeasuredSpeedup, 3, r.MeasuredSpeedup <= 0) }},
+			{"measured speedup low (x)", func(r profiles.Run) string { lo, _, ok := measuredRange(r); return number(r, lo, 3, !ok) }},
+			{"measured speedup high (x)", func(r profiles.Run) string { _, hi, ok := measuredRange(r); return number(r, hi, 3, !ok) }}}},
+}
+
+// runTemp is the temperature a run sampled at, as stored with it (false:
+// not stored, as for a llama.cpp run).
+func runTemp(r profiles.Run) (float64, bool) {
+	smp, _, ok := r.RanSampling()
+	t, _ := strconv.ParseFloat(strconv.FormatFloat(float64(smp.Temp), 'g', -1, 32), 64) // 0.8, not 0.800000011920929
+	return t, ok
+}
+
+// runSampling is the second line of a run's tokens cell: greedy, or the
+// temperature it sampled at ("" where not stored).
+func runSampling(r profiles.Run) string {
+	switch t, ok := runTemp(r); {
+	case !ok:
+		return ""
+	case t == 0:
+		return "\ngreedy"
+	default:
+		return "\ntemp " + strconv.FormatFloat(t, 'g', 3, 64)
+	}
+}
+
+// tpsRange is the spread of a run's tokens/s: its lowest and highest round
+// against plain decoding, or a load test's 10th to 90th percentile round
+// (false: a single round).
+func tpsRange(r profiles.Run) (lo, hi float64, ok bool) {
+	if l := r.Load; l != nil && l.TPSP90 > 0 {
+		return l.TPSP10, l.TPSP90, true
+	}
+	return r.TPSLow, r.TPSHigh, r.TPSHigh > 0
+}
+
+// measuredRange is the spread of a run's measured speedup over its rounds
+// (false: a single round, or none measured).
+func measuredRange(r profiles.Run) (lo, hi float64, ok bool) {
+	return r.MeasuredLow, r.MeasuredHigh, r.MeasuredHigh > 0 && !r.Plain()
+}
+
+// runDetails describe a run as a chart's hover names it: its id, plan and
+// temperature, and the spread of the chart's figure where the run stored
+// one (spread: nil for none).
+func runDetails(r profiles.Run, spread func(profiles.Run) (float64, float64, bool), unit string) string {
+	d := fmt.Sprintf("run %d, %s", r.ID, runPlan(r))
+	if t, ok := runTemp(r); ok {
+		d += fmt.Sprintf(", temperature %g", t)
+	}
+	if spread != nil {
+		if lo, hi, ok := spread(r); ok {
+			d += fmt.Sprintf(" (rounds %s-%s%s)", strconv.FormatFloat(lo, 'g', 4, 64), strconv.FormatFloat(hi, 'g', 4, 64), unit)
+		}
+	}
+	return d
 }
 
 // runDrafter names a run's draft source; plain decoding uses none, whatever
@@ -593,7 +667,7 @@ func (c *CompareScreen) update() {
 	}
 	c.Delete.Enable()
 	plans, colors := planColors(sel)
-	var labels, details []string
+	var labels, details, speedDetails, tpsDetails []string
 	var cols []color.Color
 	measured := Series{Name: "measured"}
 	predicted := make([]float64, len(sel))
@@ -602,16 +676,18 @@ func (c *CompareScreen) update() {
 	for i, r := range sel {
 		p := runPlan(r)
 		labels = append(labels, fmt.Sprintf("#%d", r.ID))
-		details = append(details, fmt.Sprintf("run %d, %s", r.ID, p))
+		details = append(details, runDetails(r, nil, ""))
+		speedDetails = append(speedDetails, runDetails(r, measuredRange, "x"))
+		tpsDetails = append(tpsDetails, runDetails(r, tpsRange, " tokens/s"))
 		cols = append(cols, colors[p])
 		measured.Y = append(measured.Y, r.Speedup())
 		predicted[i] = r.PredictedSpeedup
 		tps.Y = append(tps.Y, r.TokensPerSecond)
 		aal.Y = append(aal.Y, r.AAL)
 	}
-	c.Speedup.SetBars(BarSpec{Title: "Speedup (ring: predicted)", YLabel: "x over plain decoding", Labels: labels, Details: details, Colors: cols,
+	c.Speedup.SetBars(BarSpec{Title: "Speedup (ring: predicted)", YLabel: "x over plain decoding", Labels: labels, Details: speedDetails, Colors: cols,
 		Groups: []Series{measured}, Marks: predicted, MarkName: "predicted", Width: 420, Height: 300})
-	c.Chart.SetBars(BarSpec{Title: "Decode speed", YLabel: "tokens/s", Labels: labels, Details: details, Colors: cols, Groups: []Series{tps}, Width: 420, Height: 300})
+	c.Chart.SetBars(BarSpec{Title: "Decode speed", YLabel: "tokens/s", Labels: labels, Details: tpsDetails, Colors: cols, Groups: []Series{tps}, Width: 420, Height: 300})
 	c.AALChart.SetBars(BarSpec{Title: "Tokens per target pass", YLabel: "AAL", Labels: labels, Details: details, Colors: cols, Groups: []Series{aal}, Width: 420, Height: 300})
 	// the legend: each plan's colour, its name and its runs
 	var rows []fyne.CanvasObject

@@ -74,9 +74,9 @@ func TestCompareTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(csv.String()), "\n")
-	if len(lines) != 5 || lines[0] != "run,status,date,target,drafter,plan,tokens,speed (tokens/s),AAL (tokens per step),acceptance (%),predicted speedup (x),measured speedup (x)" ||
-		!strings.HasPrefix(lines[1], "2,done,") || !strings.HasSuffix(lines[1], ",target.gguf,draft.gguf,chain,64,120.00,3.200,0.0,,") ||
-		!strings.HasPrefix(lines[4], "4,running,") || !strings.HasSuffix(lines[4], ",chain,,,,,,") {
+	if len(lines) != 5 || lines[0] != "run,status,date,target,drafter,plan,tokens,temperature,speed (tokens/s),speed low (tokens/s),speed high (tokens/s),AAL (tokens per step),acceptance (%),predicted speedup (x),measured speedup (x),measured speedup low (x),measured speedup high (x)" ||
+		!strings.HasPrefix(lines[1], "2,done,") || !strings.HasSuffix(lines[1], ",target.gguf,draft.gguf,chain,64,,120.00,,,3.200,0.0,,,,") ||
+		!strings.HasPrefix(lines[4], "4,running,") || !strings.HasSuffix(lines[4], ",chain,,,,,,,,,,,") {
 		t.Fatalf("csv:\n%s", csv.String())
 	}
 	c.Toggle(2, true)
@@ -244,5 +244,103 @@ func TestCompareAsPeopleCompare(t *testing.T) {
 				t.Errorf("%s: %q is not a plain number", head, row[k])
 			}
 		}
+	}
+}
+
+// TestCompareRangesAndTemperature: the table, the charts' hover values and
+// the CSV show the temperature each run sampled at and the spread its
+// rounds stored (the measured speedup's and the tokens/s's lowest and
+// highest round); a run of one round shows a figure without a spread.
+func TestCompareRangesAndTemperature(t *testing.T) {
+	wb := newBench(t)
+	c := wb.Compare
+	st, err := store.Open(context.Background(), wb.Session.DBPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	cfg := spec.Config{MaxTokens: 64}
+	cfg.Sample.Temp, cfg.Sample.TopP, cfg.Sample.Seed = 0.8, 1, 1
+	for i, measured := range []float64{2.1, 1.5} {
+		r := &store.Run{Target: "/m/target.gguf", Drafter: "/m/draft.gguf", Strategy: "chain", Settings: cfg}
+		if _, err := st.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		r.Status, r.Tokens, r.Steps, r.TokensPerSecond, r.AAL, r.MeasuredSpeedup = "done", 64, 20, 120, 3.2, measured
+		if i == 0 { // five rounds against plain decoding
+			r.MeasuredLow, r.MeasuredHigh, r.TPSLow, r.TPSHigh = 1.95, 2.3, 110, 131
+		}
+		if err := st.FinishRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Refresh()
+	cell := func(id int64, name string) string {
+		for _, r := range c.Runs {
+			for _, col := range compareCols {
+				if r.ID == id && col.name == name {
+					return col.text(r)
+				}
+			}
+		}
+		t.Fatalf("no run %d or column %q", id, name)
+		return ""
+	}
+	if got := cell(1, "measured"); got != "2.10x\n1.95-2.30x" {
+		t.Errorf("run 1 measured %q", got)
+	}
+	if got := cell(1, "tokens/s"); got != "120.0\n110-131" {
+		t.Errorf("run 1 tokens/s %q", got)
+	}
+	if got := cell(2, "measured"); got != "1.50x" {
+		t.Errorf("run 2, one round: measured %q", got)
+	}
+	if got := cell(2, "tokens"); got != "64\ntemp 0.8" {
+		t.Errorf("run 2 temperature %q", got)
+	}
+	var out strings.Builder
+	if err := c.WriteCSV(&out); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(out.String())).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	field := func(row int, head string) string {
+		for i, h := range rows[0] {
+			if h == head {
+				return rows[row][i]
+			}
+		}
+		t.Fatalf("no CSV column %q in %q", head, rows[0])
+		return ""
+	}
+	// newest first: run 2, then run 1
+	for _, w := range []struct {
+		row        int
+		head, want string
+	}{
+		{2, "temperature", "0.800"}, {2, "measured speedup low (x)", "1.950"}, {2, "measured speedup high (x)", "2.300"},
+		{2, "speed low (tokens/s)", "110.00"}, {2, "speed high (tokens/s)", "131.00"},
+		{1, "temperature", "0.800"}, {1, "measured speedup low (x)", ""}, {1, "speed high (tokens/s)", ""},
+	} {
+		if got := field(w.row, w.head); got != w.want {
+			t.Errorf("CSV row %d %s: %q, want %q", w.row, w.head, got, w.want)
+		}
+	}
+	c.Toggle(1, true)
+	c.Toggle(2, true)
+	var speed, tps []string
+	for _, pt := range c.Speedup.Points() {
+		speed = append(speed, c.Speedup.describe(pt))
+	}
+	for _, pt := range c.Chart.Points() {
+		tps = append(tps, c.Chart.describe(pt))
+	}
+	if !strings.Contains(strings.Join(speed, "|"), "run 1, chain, temperature 0.8 (rounds 1.95-2.3x): 2.1 x") ||
+		!strings.Contains(strings.Join(tps, "|"), "run 1, chain, temperature 0.8 (rounds 110-131 tokens/s): 120 tokens/s") ||
+		!strings.Contains(strings.Join(speed, "|"), "run 2, chain, temperature 0.8: 1.5 x") {
+		t.Errorf("hover values:\n%s\n%s", strings.Join(speed, "\n"), strings.Join(tps, "\n"))
 	}
 }

@@ -40,6 +40,9 @@ func TestRunBaselineRounds(t *testing.T) {
 	st, _ := b.db(ctx)
 	if run, err := st.Run(ctx, res.RunID); err != nil || run.MeasuredSpeedup != res.Speedup {
 		t.Errorf("stored measured speedup %v, want %v (%v)", run.MeasuredSpeedup, res.Speedup, err)
+	} else if _, lo, hi := medianRange(res.Rounds); run.MeasuredLow != lo || run.MeasuredHigh != hi || run.TPSLow <= 0 || run.TPSHigh < run.TPSLow {
+		// the rounds' spread is stored with the run, for Compare
+		t.Errorf("stored spread %v-%vx, %v-%v tokens/s; rounds %v", run.MeasuredLow, run.MeasuredHigh, run.TPSLow, run.TPSHigh, res.Rounds)
 	}
 
 	// the default: the catalog's rounds for a suite this short

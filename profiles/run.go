@@ -382,6 +382,14 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 	// a run stopped during the later rounds keeps the rounds it finished
 	if rec != nil {
 		rec.run.MeasuredSpeedup = res.Speedup
+		if len(res.Rounds) > 1 { // the spread of the rounds, stored with the run
+			_, rec.run.MeasuredLow, rec.run.MeasuredHigh = medianRange(res.Rounds)
+			tps := make([]float64, len(res.RoundTPS))
+			for i, r := range res.RoundTPS {
+				tps[i] = r[0]
+			}
+			_, rec.run.TPSLow, rec.run.TPSHigh = medianRange(tps)
+		}
 		if ferr := rec.st.FinishRun(context.WithoutCancel(ctx), rec.run); ferr != nil {
 			return res, ferr
 		}

@@ -242,6 +242,12 @@ type Run struct {
 	AAL, Acceptance  float64
 	PredictedSpeedup float64
 	MeasuredSpeedup  float64
+	// MeasuredLow and MeasuredHigh are the measured speedup's lowest and
+	// highest round against plain decoding, TPSLow and TPSHigh the plan's
+	// tokens/s's (0: a single round, or none measured; runs stored before
+	// the database kept them).
+	MeasuredLow, MeasuredHigh float64
+	TPSLow, TPSHigh           float64
 	// Load is a load test's figures at one concurrency (its aggregate
 	// tokens/s, the rounds' median, is TokensPerSecond); nil for a run
 	// that decoded its prompts one at a time.
@@ -358,8 +364,9 @@ func (s *Store) AppendSteps(ctx context.Context, runID int64, steps []Step) erro
 // FinishRun records a run's totals and final status.
 func (s *Store) FinishRun(ctx context.Context, r *Run) error {
 	_, err := s.db.ExecContext(ctx, `UPDATE runs SET status = ?, tokens = ?, steps = ?, decode_ns = ?, tokens_per_s = ?, aal = ?, acceptance = ?,
-		predicted_speedup = ?, measured_speedup = ? WHERE id = ?`,
-		r.Status, r.Tokens, r.Steps, int64(r.Decode), r.TokensPerSecond, r.AAL, r.Acceptance, r.PredictedSpeedup, r.MeasuredSpeedup, r.ID)
+		predicted_speedup = ?, measured_speedup = ?, measured_low = ?, measured_high = ?, tps_low = ?, tps_high = ? WHERE id = ?`,
+		r.Status, r.Tokens, r.Steps, int64(r.Decode), r.TokensPerSecond, r.AAL, r.Acceptance, r.PredictedSpeedup, r.MeasuredSpeedup,
+		r.MeasuredLow, r.MeasuredHigh, r.TPSLow, r.TPSHigh, r.ID)
 	if err == nil && r.Load != nil { // a load test's figures, known once it finished
 		_, err = s.db.ExecContext(ctx, `UPDATE runs SET load_server = ?, concurrency = ?, ttft_ns = ?, ttft_p90_ns = ?, tpot_ns = ?, tpot_p90_ns = ?,
 			tps_p10 = ?, tps_p90 = ?, rounds = ?, requests = ? WHERE id = ?`, append(loadColumns(r.Load), r.ID)...)
@@ -369,7 +376,8 @@ func (s *Store) FinishRun(ctx context.Context, r *Run) error {
 
 const runColumns = `id, hardware_fingerprint, target, drafter, strategy, plan, settings, prompts, status, tokens, steps, decode_ns, tokens_per_s, aal, acceptance,
 	predicted_speedup, measured_speedup, created,
-	load_server, concurrency, ttft_ns, ttft_p90_ns, tpot_ns, tpot_p90_ns, tps_p10, tps_p90, rounds, requests`
+	load_server, concurrency, ttft_ns, ttft_p90_ns, tpot_ns, tpot_p90_ns, tps_p10, tps_p90, rounds, requests,
+	measured_low, measured_high, tps_low, tps_high`
 
 // scanRun reads one row of runColumns.
 func scanRun(row interface{ Scan(...any) error }) (Run, error) {
@@ -380,7 +388,8 @@ func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	var ttft, ttft90, tpot, tpot90 int64
 	if err := row.Scan(&r.ID, &r.Hardware, &r.Target, &r.Drafter, &r.Strategy, &r.Plan, &settings, &prompts, &r.Status, &r.Tokens, &r.Steps, &dec,
 		&r.TokensPerSecond, &r.AAL, &r.Acceptance, &r.PredictedSpeedup, &r.MeasuredSpeedup, &created,
-		&l.Server, &l.Concurrency, &ttft, &ttft90, &tpot, &tpot90, &l.TPSP10, &l.TPSP90, &l.Rounds, &l.Requests); err != nil {
+		&l.Server, &l.Concurrency, &ttft, &ttft90, &tpot, &tpot90, &l.TPSP10, &l.TPSP90, &l.Rounds, &l.Requests,
+		&r.MeasuredLow, &r.MeasuredHigh, &r.TPSLow, &r.TPSHigh); err != nil {
 		return r, err
 	}
 	if l.Server != "" {

@@ -304,4 +304,13 @@ UPDATE latency_curves SET context = 128 WHERE context < 1;
 DROP INDEX latency_curves_key;
 CREATE INDEX latency_curves_key ON latency_curves(hardware_id, model_id, backend, threads, kind, context, seqs);
 `,
+	`
+-- v13: the spread of a run's figures over its rounds against plain
+-- decoding: the measured speedup's and the plan's tokens/s's lowest and
+-- highest round (0: one round, or none measured)
+ALTER TABLE runs ADD COLUMN measured_low REAL NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN measured_high REAL NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN tps_low REAL NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN tps_high REAL NOT NULL DEFAULT 0;
+`,
 }
