@@ -680,6 +680,16 @@ func TestRunPlanEditor(t *testing.T) {
 	if _, err := r.Plan(); err == nil || !strings.Contains(err.Error(), "max sequences") {
 		t.Errorf("duo with 5 sequences: %v", err)
 	}
+	// a duo plan's sequences left 0 run as one: the editor says 1, not 0,
+	// and the plan runs as given
+	one := spec.Plan{Strategy: "duo", Gamma: 5, Tail: 2}
+	r.SetPlan(one)
+	if got := r.Fields["max_seqs"].value(); got != "1" {
+		t.Errorf("%s shows sequences %q", one, got)
+	}
+	if p, err := r.Plan(); err != nil || p.String() != "duo gamma=5 sequences=1 tail=2" {
+		t.Errorf("%s runs as %s (%v)", one, p, err)
+	}
 }
 
 // TestRunKeepsTheGivenPlan: a plan put into the Run screen (the tuned

@@ -599,9 +599,15 @@ func sentence(s string) string {
 func (r *RunScreen) SetPlan(p profiles.Plan) {
 	r.setting = true
 	r.Strategy.SetSelected(p.Strategy)
+	// the editors show the plan as it runs: a default its strategy settles
+	// (a duo plan's sequences left 0 run as 1) shows as what it means
+	shown := p
+	if c, err := p.Config(); err == nil {
+		shown = c.Plan
+	}
 	for name, e := range r.Fields {
 		if p.Reads(name) {
-			e.set(p.Get(name))
+			e.set(shown.Get(name))
 		}
 	}
 	r.setting = false
