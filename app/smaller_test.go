@@ -188,3 +188,20 @@ func TestRestoreKeepsNewerWork(t *testing.T) {
 		t.Errorf("the run was replaced: %s", r.Stats.Text)
 	}
 }
+
+// TestConfirmDrawsNoQuestionMark: Fyne's confirm dialogs (the file
+// dialog's "Overwrite?") paint their icon behind their text; under the
+// workbench's theme that icon draws nothing, while the others stay.
+func TestConfirmDrawsNoQuestionMark(t *testing.T) {
+	a := test.NewTempApp(t)
+	if !strings.Contains(string(theme.QuestionIcon().Content()), "<path") {
+		t.Fatal("the default question icon draws nothing: the check below proves nothing")
+	}
+	a.Settings().SetTheme(newAppTheme(nil))
+	if c := string(theme.QuestionIcon().Content()); strings.Contains(c, "<path") || strings.Contains(c, "<circle") {
+		t.Errorf("the question icon still draws: %s", c)
+	}
+	if !strings.Contains(string(theme.ErrorIcon().Content()), "<path") {
+		t.Error("the error icon went blank too")
+	}
+}

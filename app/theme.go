@@ -33,6 +33,21 @@ func newAppTheme(base fyne.Theme) fyne.Theme {
 	return appTheme{base}
 }
 
+// Icon is the theme's icon but the question mark, which draws nothing:
+// Fyne's confirm dialogs (the file dialog's "Overwrite?", Compare's
+// delete) paint it large in their top right corner, behind their text,
+// so a wide message was read through a "?". The question stands in the
+// title and the buttons.
+func (t appTheme) Icon(n fyne.ThemeIconName) fyne.Resource {
+	if n == theme.IconNameQuestion {
+		return blankIcon
+	}
+	return t.Theme.Icon(n)
+}
+
+// blankIcon is an icon that draws nothing.
+var blankIcon = fyne.NewStaticResource("blank.svg", []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="24" height="24" viewBox="0 0 24 24"></svg>`))
+
 func (t appTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
 	if n == colorAccepted {
 		if c, ok := acceptedColors[v]; ok {
