@@ -515,6 +515,13 @@ func NewWorkbench(s *Session) *Workbench {
 		}
 	}
 	wb.Guide = newGuide(wb)
+	wb.Speedup.OnReprofile = func() {
+		if _, tab := wb.screenOf(StepProfile); tab >= 0 {
+			wb.Tabs.SelectIndex(tab)
+		}
+		wb.Profile.Fresh.SetChecked(true) // the stored curves are what disagreed
+		wb.Profile.start()
+	}
 	wb.Root = container.NewBorder(wb.Guide.Box, wb.JobBar.Box, nil, nil, wb.Tabs)
 	wb.JobBar.gate(wb.Profile.Start, wb.Speedup.Calibrate, wb.Speedup.TrainPred, wb.Speedup.Tune, wb.Speedup.Validate,
 		wb.Run.Start, wb.Models.TrainBtn, wb.Export.Check, wb.Export.Tune)

@@ -63,6 +63,11 @@ type SpeedupScreen struct {
 	// interleaved on the prompt suite; Validation shows predicted against
 	// measured, the measured best marked (and picked for Run and Export).
 	Validate      *widget.Button
+	// Reprofile shows when a tune's re-check disagreed with the stored
+	// curve beyond its spread: it opens the Profile screen and profiles
+	// the machine as it is now (OnReprofile, set by the workbench).
+	Reprofile   *widget.Button
+	OnReprofile func()
 	Validation    *widget.Label
 	pendingChoice *profiles.Prediction // picked once the running work has reported
 	Work          *widget.ProgressBar
@@ -181,6 +186,13 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.Validation = widget.NewLabel("")
 	sp.Validation.Wrapping = fyne.TextWrapWord
 	sp.Work = widget.NewProgressBar()
+	sp.Reprofile = widget.NewButton("Profile again", func() {
+		sp.Reprofile.Hide()
+		if sp.OnReprofile != nil {
+			sp.OnReprofile()
+		}
+	})
+	sp.Reprofile.Hide()
 	sp.WorkStatus = widget.NewLabel(workHint)
 	sp.WorkStatus.Wrapping = fyne.TextWrapWord
 	sp.Ranked = widget.NewSelect(nil, sp.pick)
@@ -210,7 +222,7 @@ func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 		container.NewHBox(widget.NewLabel("tokens"), fitChars(sp.CalTokens, 5), widget.NewLabel("temperature"), fitChars(sp.Temp, 4)),
 		container.NewHBox(sp.Calibrate, sp.Tune),
 		container.NewHBox(sp.TrainPred),
-		sp.PromptsCheck.Box, sp.Work, sp.WorkStatus,
+		sp.PromptsCheck.Box, sp.Work, sp.WorkStatus, container.NewHBox(sp.Reprofile),
 		container.NewBorder(nil, nil, widget.NewLabel("tuned plans"), nil, sp.Ranked),
 		container.NewHBox(sp.Validate), sp.Validation)
 	// the controls scroll in a column of their own, so the charts keep

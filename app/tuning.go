@@ -227,8 +227,14 @@ func (sp *SpeedupScreen) tune() {
 		if rc := t.Inputs.Recheck.Brief(); rc != "" {
 			msg += " " + rc
 		}
+		// a re-check beyond the stored curve's spread is said, with the
+		// offer to profile again, not swapped in silently
+		if note := t.Inputs.DisagreementNote(); note != "" {
+			msg += " " + note
+		}
 		return msg, nil
 	}, func() {
+		sp.showReprofile(res.Inputs)
 		sp.stored = res.Best().Plan.String() // Tune stored it
 		// from now on the chart and its best plan read the tune's inputs,
 		// whose costs the tune re-checked against the machine of this
@@ -239,6 +245,17 @@ func (sp *SpeedupScreen) tune() {
 		sp.SetRanked(res.Ranked)
 		sp.Loads.Show(res.Loads)
 	})
+}
+
+// showReprofile offers to profile again when the tune's re-check
+// disagreed with the stored curve beyond its spread, and hides the offer
+// when it agreed.
+func (sp *SpeedupScreen) showReprofile(in *profiles.Inputs) {
+	if _, ok := in.Disagreement(); ok {
+		sp.Reprofile.Show()
+	} else {
+		sp.Reprofile.Hide()
+	}
 }
 
 // validate measures the tune's five best distinct plans (plans doing the
