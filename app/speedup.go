@@ -62,12 +62,12 @@ type SpeedupScreen struct {
 	// Validate runs the tune's five best distinct plans and plain decoding
 	// interleaved on the prompt suite; Validation shows predicted against
 	// measured, the measured best marked (and picked for Run and Export).
-	Validate      *widget.Button
+	Validate *widget.Button
 	// Reprofile shows when a tune's re-check disagreed with the stored
 	// curve beyond its spread: it opens the Profile screen and profiles
 	// the machine as it is now (OnReprofile, set by the workbench).
-	Reprofile   *widget.Button
-	OnReprofile func()
+	Reprofile     *widget.Button
+	OnReprofile   func()
 	Validation    *widget.Label
 	pendingChoice *profiles.Prediction // picked once the running work has reported
 	Work          *widget.ProgressBar
