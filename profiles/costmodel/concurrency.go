@@ -365,9 +365,9 @@ func RankLoads(preds []Prediction, acc *Acceptance, c Costs, levels []int, req R
 func (a *Acceptance) PromptLength() int { return a.Requests().Prompt }
 
 // Requests is the shape of the calibration's requests: the median
-// prompt (the context of each prompt's first step) and the median tokens
-// generated after it (to the end of its last step, the first token, out
-// of the prefill, counted); zeros when the calibration recorded no
+// prompt (the context of each prompt's first step) and its tokens a
+// prompt (MaxTokens; in older calibrations the median generated, to the
+// end of each prompt's last step); zeros when the calibration recorded no
 // contexts.
 func (a *Acceptance) Requests() Requests {
 	if a == nil {
@@ -395,5 +395,9 @@ func (a *Acceptance) Requests() Requests {
 	gens = append(gens, last+most-firsts[len(firsts)-1]+1)
 	slices.Sort(firsts)
 	slices.Sort(gens)
-	return Requests{Prompt: firsts[len(firsts)/2], Tokens: gens[len(gens)/2]}
+	r := Requests{Prompt: firsts[len(firsts)/2], Tokens: gens[len(gens)/2]}
+	if a.MaxTokens > 0 { // the length it was asked for, where stored
+		r.Tokens = a.MaxTokens
+	}
+	return r
 }

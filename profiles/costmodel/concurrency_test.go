@@ -165,6 +165,10 @@ func TestPromptLength(t *testing.T) {
 	if got := acc.Requests(); got != (Requests{Prompt: 300, Tokens: 5}) {
 		t.Errorf("requests %+v, want prompts of 300 and 5 tokens", got)
 	}
+	acc.MaxTokens = 64 // the length asked for, where the calibration stored it
+	if got := acc.Requests(); got != (Requests{Prompt: 300, Tokens: 64}) {
+		t.Errorf("requests %+v, want prompts of 300 and 64 tokens", got)
+	}
 }
 
 // TestLoadRequestLife: requests that end price their prompts' prefill
