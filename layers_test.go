@@ -22,7 +22,9 @@ import (
 //
 //   - A package imports its own layer or a lower one, never a higher.
 //   - A face imports only other faces, arborist/profiles (the workflow
-//     core's one package) and arborist/assets: the faces ask the core and
+//     core's one package), the core's value packages (marked faces: plain
+//     value types and their pure rules, which a face names and the core
+//     takes and returns) and arborist/assets: the faces ask the core and
 //     show what it returns.
 //   - A backend is imported only by backendLinker, which links every
 //     backend in; everything else finds them by name in the kernels
@@ -48,6 +50,7 @@ var layers = map[string]placement{
 	"arborist/profiles/config":                {layer: layerCore},
 	"arborist/profiles/costmodel":             {layer: layerCore},
 	"arborist/profiles/hardware":              {layer: layerCore},
+	"arborist/profiles/jobs":                  {layer: layerCore, faces: true},
 	"arborist/profiles/jinja":                 {layer: layerCore},
 	"arborist/profiles/llamacpp":              {layer: layerCore},
 	"arborist/profiles/loadtest":              {layer: layerCore},
@@ -126,6 +129,10 @@ const (
 type placement struct {
 	layer layer
 	role  role
+	// faces: a value package of the core (its value types and their pure
+	// rules), which the faces import beside arborist/profiles rather than
+	// through aliases of it
+	faces bool
 }
 
 // place finds pkg in table: its own entry, or a folder entry ("x/...")
@@ -203,8 +210,8 @@ func checkLayers(table map[string]placement, exceptions map[[2]string]string, pk
 			bad("a test-support package is imported by tests only")
 		case to.role == backend && e.from != backendLinker:
 			bad("a backend is imported by " + backendLinker + " only; elsewhere find it by name in the kernels registry (kernels.Open, kernels.LookupHost)")
-		case from.layer == layerFace && to.layer != layerFace && e.to != "arborist/profiles" && e.to != "arborist/assets":
-			bad("a face imports only arborist/profiles, arborist/assets and other faces")
+		case from.layer == layerFace && to.layer != layerFace && e.to != "arborist/profiles" && e.to != "arborist/assets" && !to.faces:
+			bad("a face imports only arborist/profiles, the core's value packages (faces: true), arborist/assets and other faces")
 		case to.layer > from.layer:
 			bad(fmt.Sprintf("imports go down the layers (face > core > engine > kernels > leaf), never from %s up to %s", from.layer, to.layer))
 		}
@@ -330,6 +337,8 @@ func TestLayerRulesCatch(t *testing.T) {
 		{edge{from: "arborist/engine/model", to: "arborist/profiles/store", test: true}, "never a higher one"},
 		{edge{from: "arborist/kernels/cpu", to: "arborist/engine/model", test: true}, "never a higher one"},
 		{edge{from: "arborist/app/serve", to: "arborist/profiles"}, ""},
+		{edge{from: "arborist/app", to: "arborist/profiles/jobs"}, ""},
+		{edge{from: "arborist/profiles/jobs", to: "arborist/app"}, "never from core up to face"},
 		{edge{from: "arborist", to: "arborist/app/cli"}, ""},
 		{edge{from: "arborist/profiles/pairs", to: "arborist/kernels/cpu"}, ""},
 		{edge{from: "arborist/engine/hidden", to: "arborist/kernels"}, ""},

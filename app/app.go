@@ -27,6 +27,7 @@ import (
 
 	"arborist/assets"
 	"arborist/profiles"
+	"arborist/profiles/jobs"
 )
 
 // AppID is the application id, also in FyneApp.toml.
@@ -62,7 +63,7 @@ type Session struct {
 	Spec    profiles.PairSpec
 	// Jobs are the long jobs of this window: each its pair's, one heavy
 	// at a time (see jobs.go).
-	Jobs *profiles.Jobs
+	Jobs *jobs.Registry
 
 	mu       sync.Mutex
 	bench    *profiles.Bench
@@ -101,7 +102,7 @@ func (s *Session) OnSteps(f func(profiles.Steps)) { s.stepHooks = append(s.stepH
 // NewSession reads the last selection from the preferences.
 func NewSession(a fyne.App, w fyne.Window, demoDir string) *Session {
 	p := a.Preferences()
-	s := &Session{App: a, Win: w, DemoDir: demoDir, Jobs: profiles.NewJobs(nil)}
+	s := &Session{App: a, Win: w, DemoDir: demoDir, Jobs: jobs.New(nil)}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.DBPath = p.StringWithFallback(prefDB, profiles.Choices().DefaultDB)
 	s.Spec.Target = p.String(prefTarget)

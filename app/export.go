@@ -17,6 +17,7 @@ import (
 	"arborist/app/serve"
 	"arborist/assets"
 	"arborist/profiles"
+	"arborist/profiles/jobs"
 )
 
 // ExportScreen shows the best plan as config.yaml, saves it, gives the
@@ -353,9 +354,9 @@ func (e *ExportScreen) checkLlama() {
 	}
 	e.s.App.Preferences().SetString(prefLlamaCpp, dir)
 	e.CheckStatus.SetText("Running llama.cpp: plain decoding and the exported settings in turn, 3 rounds...")
-	e.s.startJob(jobCheck, true, func(ctx context.Context, job *profiles.Job) (any, error) {
+	e.s.startJob(jobCheck, true, func(ctx context.Context, job *jobs.Job) (any, error) {
 		return e.checkIn(ctx, job, text, dir)
-	}, func(v profiles.JobView) {
+	}, func(v jobs.View) {
 		if e.s.ownPair(v) {
 			e.showLlamaJobs()
 		}
@@ -377,7 +378,7 @@ func checkSummary(res *profiles.CheckResult) string {
 // config in the YAML shown), or none. On the UI goroutine.
 func (e *ExportScreen) showLlamaJobs() {
 	key := profiles.PairKey(e.s.Spec)
-	var newest *profiles.JobView
+	var newest *jobs.View
 	for _, kind := range []string{jobCheck, jobLlamaTune} {
 		if v, ok := e.s.Jobs.Last(key, kind); ok && (newest == nil || v.ID > newest.ID) {
 			newest = &v
@@ -393,9 +394,9 @@ func (e *ExportScreen) showLlamaJobs() {
 		what = "Not tuned"
 	}
 	switch {
-	case v.State == profiles.JobRunning:
+	case v.State == jobs.Running:
 		e.CheckStatus.SetText(v.Kind + " (progress below the screens) ...")
-	case v.State == profiles.JobCancelled:
+	case v.State == jobs.Cancelled:
 		e.CheckStatus.SetText(what + ": cancelled.")
 	case v.Err != nil:
 		e.CheckStatus.SetText(what + ": " + v.Err.Error())
@@ -423,7 +424,7 @@ type llamaTuned struct {
 // checkIn measures the config text's llama.cpp settings in the llama.cpp
 // of dir, on the session's prompt suite (else the first prompts of the
 // built-in corpus).
-func (e *ExportScreen) checkIn(ctx context.Context, job *profiles.Job, text, dir string) (*profiles.CheckResult, error) {
+func (e *ExportScreen) checkIn(ctx context.Context, job *jobs.Job, text, dir string) (*profiles.CheckResult, error) {
 	b, err := e.s.Bench(ctx)
 	if err != nil {
 		return nil, err
@@ -464,13 +465,13 @@ func (e *ExportScreen) tuneLlama() {
 	}
 	e.s.App.Preferences().SetString(prefLlamaCpp, dir)
 	e.CheckStatus.SetText("Running llama.cpp: plain decoding and each draft length in turn, 3 rounds...")
-	e.s.startJob(jobLlamaTune, true, func(ctx context.Context, job *profiles.Job) (any, error) {
+	e.s.startJob(jobLlamaTune, true, func(ctx context.Context, job *jobs.Job) (any, error) {
 		res, yaml, err := e.tuneIn(ctx, job, text, dir)
 		if err != nil {
 			return nil, err
 		}
 		return llamaTuned{res: res, yaml: yaml}, nil
-	}, func(v profiles.JobView) {
+	}, func(v jobs.View) {
 		if e.s.ownPair(v) {
 			e.showLlamaJobs()
 		}
@@ -480,7 +481,7 @@ func (e *ExportScreen) tuneLlama() {
 
 // tuneIn runs the tune of the config text in the llama.cpp of dir and
 // returns the tuned config's YAML.
-func (e *ExportScreen) tuneIn(ctx context.Context, job *profiles.Job, text, dir string) (*profiles.LlamaTuneResult, string, error) {
+func (e *ExportScreen) tuneIn(ctx context.Context, job *jobs.Job, text, dir string) (*profiles.LlamaTuneResult, string, error) {
 	b, err := e.s.Bench(ctx)
 	if err != nil {
 		return nil, "", err

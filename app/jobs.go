@@ -12,9 +12,10 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"arborist/profiles"
+	"arborist/profiles/jobs"
 )
 
-// Long jobs run through the session's job registry (profiles.Jobs): each
+// Long jobs run through the session's job registry (jobs.Registry): each
 // belongs to the pair it started on, reports its progress to the job bar
 // under the tabs (with an estimate of the time left and a Cancel), and a
 // second CPU-heavy job is refused while one runs, its buttons disabled
@@ -55,7 +56,7 @@ func newJobBar(s *Session) *JobBar {
 	j.Cancel = widget.NewButton("Cancel", func() { s.Jobs.Cancel(j.showing) })
 	j.Box = container.NewBorder(nil, nil, nil, container.NewHBox(container.NewGridWrap(fyne.NewSize(160, j.Progress.MinSize().Height), j.Progress), j.Cancel), j.Label)
 	j.Box.Hide()
-	s.Jobs.Watch(func(profiles.JobView) { s.UI(j.update) })
+	s.Jobs.Watch(func(jobs.View) { s.UI(j.update) })
 	return j
 }
 
@@ -109,7 +110,7 @@ func (j *JobBar) update() {
 
 // describeJob says what a running job does, for which pair (when not the
 // chosen one), how far it is and about how long it has left.
-func describeJob(v profiles.JobView, chosen profiles.PairSpec) string {
+func describeJob(v jobs.View, chosen profiles.PairSpec) string {
 	text := v.Kind
 	if v.Pair != profiles.PairKey(chosen) {
 		text += " (for " + pairOfKey(v.Pair) + ", not the pair shown)"
@@ -151,7 +152,7 @@ func roundDuration(d time.Duration) string {
 // then (done shows it only when its pair is: ownPair). A heavy job
 // beside a running heavy one is refused: the reason is returned (and
 // shown), nothing starts.
-func (s *Session) startJob(kind string, heavy bool, work func(ctx context.Context, job *profiles.Job) (any, error), done func(v profiles.JobView)) (*profiles.Job, error) {
+func (s *Session) startJob(kind string, heavy bool, work func(ctx context.Context, job *jobs.Job) (any, error), done func(v jobs.View)) (*jobs.Job, error) {
 	job, ctx, err := s.Jobs.Start(s.Context(), kind, profiles.PairKey(s.Spec), heavy)
 	if err != nil {
 		s.ShowError(err)
@@ -173,10 +174,10 @@ func (s *Session) startJob(kind string, heavy bool, work func(ctx context.Contex
 
 // ownPair says whether the job belongs to the chosen pair. On the UI
 // goroutine.
-func (s *Session) ownPair(v profiles.JobView) bool { return v.Pair == profiles.PairKey(s.Spec) }
+func (s *Session) ownPair(v jobs.View) bool { return v.Pair == profiles.PairKey(s.Spec) }
 
 // jobRunning says whether a job of kind runs for the chosen pair.
 func (s *Session) jobRunning(kind string) bool {
 	v, ok := s.Jobs.Last(profiles.PairKey(s.Spec), kind)
-	return ok && v.State == profiles.JobRunning
+	return ok && v.State == jobs.Running
 }

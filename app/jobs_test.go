@@ -10,6 +10,7 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"arborist/profiles"
+	"arborist/profiles/jobs"
 )
 
 // TestLlamaJobBelongsToItsPair: a tune in llama.cpp started on pair A
@@ -29,9 +30,9 @@ func TestLlamaJobBelongsToItsPair(t *testing.T) {
 	fyne.DoAndWait(func() { s.SetPair(b) })
 	waitFor(t, "the tune", func() bool {
 		v, ok := s.Jobs.Last(profiles.PairKey(a), jobLlamaTune)
-		return s.idle() && ok && v.State != profiles.JobRunning
+		return s.idle() && ok && v.State != jobs.Running
 	})
-	if v, _ := s.Jobs.Last(profiles.PairKey(a), jobLlamaTune); v.State != profiles.JobDone {
+	if v, _ := s.Jobs.Last(profiles.PairKey(a), jobLlamaTune); v.State != jobs.Done {
 		t.Fatalf("pair A's tune: %v %v", v.State, v.Err)
 	}
 	if _, ok := s.Jobs.Last(profiles.PairKey(b), jobLlamaTune); ok {
@@ -54,7 +55,7 @@ func TestHeavyJobsOneAtATime(t *testing.T) {
 	wb, _ := standinExport(t)
 	s, e, bar := wb.Session, wb.Export, wb.JobBar
 	held := make(chan struct{})
-	job, err := s.startJob(jobProfile, true, func(ctx context.Context, job *profiles.Job) (any, error) {
+	job, err := s.startJob(jobProfile, true, func(ctx context.Context, job *jobs.Job) (any, error) {
 		job.Progress(0.5, "verify curve 8 of 16")
 		<-ctx.Done()
 		close(held)
@@ -72,15 +73,15 @@ func TestHeavyJobsOneAtATime(t *testing.T) {
 	if !strings.Contains(bar.Label.Text, "Other measurements wait") || !strings.Contains(bar.Label.Text, "left") {
 		t.Errorf("bar: %s", bar.Label.Text)
 	}
-	var busy *profiles.BusyError
-	if _, err := s.startJob(jobCheck, true, func(context.Context, *profiles.Job) (any, error) { return nil, nil }, nil); !errors.As(err, &busy) {
+	var busy *jobs.BusyError
+	if _, err := s.startJob(jobCheck, true, func(context.Context, *jobs.Job) (any, error) { return nil, nil }, nil); !errors.As(err, &busy) {
 		t.Errorf("a second heavy job: %v", err)
 	}
 	test.Tap(bar.Cancel)
 	<-held
 	<-job.Done()
 	waitFor(t, "the end", func() bool { return s.idle() && !bar.Box.Visible() })
-	if v := job.View(); v.State != profiles.JobCancelled {
+	if v := job.View(); v.State != jobs.Cancelled {
 		t.Errorf("after Cancel: %v", v.State)
 	}
 	if e.Check.Disabled() || e.Tune.Disabled() || wb.Speedup.Tune.Disabled() {

@@ -17,6 +17,7 @@ import (
 
 	"arborist/app/present"
 	"arborist/profiles"
+	"arborist/profiles/jobs"
 )
 
 // Draft source choices on the Models screen, as the core's registry of
@@ -680,7 +681,7 @@ func (m *ModelsScreen) train() {
 	var id int64
 	wired := make(chan struct{}) // the job's end waits until Cancel is wired
 	defer close(wired)
-	job, err := m.s.startJob(jobTrain, true, func(ctx context.Context, job *profiles.Job) (any, error) {
+	job, err := m.s.startJob(jobTrain, true, func(ctx context.Context, job *jobs.Job) (any, error) {
 		defer func() { <-wired }()
 		var log strings.Builder
 		var train, held, epochs []float64
@@ -735,7 +736,7 @@ func (m *ModelsScreen) train() {
 			})
 		}
 		return id, err
-	}, func(v profiles.JobView) {
+	}, func(v jobs.View) {
 		err := v.Err
 		{
 			defer m.TrainBtn.Enable() // last: it tells watchers training is over
@@ -743,7 +744,7 @@ func (m *ModelsScreen) train() {
 			m.Progress.Hide()
 			m.cancelTrain = nil
 			switch {
-			case v.State == profiles.JobCancelled && id > 0:
+			case v.State == jobs.Cancelled && id > 0:
 				m.Status.SetText(fmt.Sprintf("Training stopped; drafter %d keeps its last checkpoint (resume: arborist train drafter --resume %d).", id, id))
 			case err != nil:
 				m.Status.SetText("Training failed: " + err.Error())

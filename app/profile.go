@@ -10,6 +10,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"arborist/profiles"
+	"arborist/profiles/jobs"
 )
 
 // ProfileScreen measures this machine: hardware summary and the latency
@@ -109,11 +110,11 @@ func (p *ProfileScreen) start() {
 	p.Status.SetText("Measuring memory bandwidth ...")
 	done := make(chan struct{}) // the job's end waits until Cancel is wired
 	defer close(done)
-	job, err := p.s.startJob(jobProfile, true, func(ctx context.Context, j *profiles.Job) (any, error) {
+	job, err := p.s.startJob(jobProfile, true, func(ctx context.Context, j *jobs.Job) (any, error) {
 		vp, dp, lim, err := p.measure(ctx, j, spec, maxW, fresh, pair)
 		<-done
 		return measured{vp, dp, lim}, err
-	}, func(v profiles.JobView) {
+	}, func(v jobs.View) {
 		{
 			p.Start.Enable()
 			p.Cancel.Disable()
@@ -126,7 +127,7 @@ func (p *ProfileScreen) start() {
 			m, _ := v.Result.(measured)
 			vp, dp, lim := m.vp, m.dp, m.lim
 			if err != nil {
-				if v.State == profiles.JobCancelled {
+				if v.State == jobs.Cancelled {
 					p.Status.SetText("Cancelled; nothing was stored for the unfinished curve.")
 				} else {
 					p.Status.SetText("Failed: " + err.Error())
@@ -148,7 +149,7 @@ func (p *ProfileScreen) start() {
 	p.cancel = job.Cancel
 }
 
-func (p *ProfileScreen) measure(ctx context.Context, job *profiles.Job, spec profiles.PairSpec, maxW int, fresh bool, pair int) (vp, dp *profiles.Profile, lim profiles.Limits, err error) {
+func (p *ProfileScreen) measure(ctx context.Context, job *jobs.Job, spec profiles.PairSpec, maxW int, fresh bool, pair int) (vp, dp *profiles.Profile, lim profiles.Limits, err error) {
 	b, err := p.s.Bench(ctx)
 	if err != nil {
 		return nil, nil, lim, err

@@ -17,6 +17,7 @@ import (
 
 	"arborist/app/present"
 	"arborist/profiles"
+	"arborist/profiles/jobs"
 )
 
 // RunScreen runs a full speculative decoding session through the workflow
@@ -738,12 +739,12 @@ func (r *RunScreen) run() {
 	pair := r.s.pairNow()
 	wired := make(chan struct{}) // the job's end waits until Stop is wired
 	defer close(wired)
-	job, err := r.s.startJob(jobRun, true, func(ctx context.Context, job *profiles.Job) (any, error) {
+	job, err := r.s.startJob(jobRun, true, func(ctx context.Context, job *jobs.Job) (any, error) {
 		defer close(finished)
 		err := r.session(ctx, job, ps, opt, pair, price, caveat)
 		<-wired
 		return nil, err
-	}, func(v profiles.JobView) {
+	}, func(v jobs.View) {
 		r.Start.Enable()
 		r.Stop.Disable()
 		r.Sampling.setEnabled(true)
@@ -751,7 +752,7 @@ func (r *RunScreen) run() {
 		if !r.s.samePair(pair) {
 			return // the run of the pair chosen before is stored; its figures are not this pair's
 		}
-		if v.State == profiles.JobFailed {
+		if v.State == jobs.Failed {
 			r.Stats.SetText(r.Stats.Text + " Failed: " + v.Err.Error())
 			r.s.ShowError(v.Err)
 		}
@@ -775,7 +776,7 @@ func (r *RunScreen) Wait() {
 }
 
 // session runs the suite in the core, drawing tokens and steps as they come.
-func (r *RunScreen) session(ctx context.Context, job *profiles.Job, ps profiles.PairSpec, opt profiles.RunOptions, pair int, price, caveat string) error {
+func (r *RunScreen) session(ctx context.Context, job *jobs.Job, ps profiles.PairSpec, opt profiles.RunOptions, pair int, price, caveat string) error {
 	b, err := r.s.Bench(ctx)
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 
 	"arborist/app/present"
 	"arborist/profiles"
+	"arborist/profiles/jobs"
 )
 
 // work runs a core workflow off the UI goroutine with the buttons
@@ -45,7 +46,7 @@ func (sp *SpeedupScreen) work(what string, reload bool, fn func(ctx context.Cont
 	sp.WorkStatus.SetText(what + " ...")
 	sp.Work.SetValue(0)
 	var msg string
-	_, err := sp.s.startJob(what, true, func(ctx context.Context, job *profiles.Job) (any, error) {
+	_, err := sp.s.startJob(what, true, func(ctx context.Context, job *jobs.Job) (any, error) {
 		b, err := sp.s.Bench(ctx)
 		if err == nil {
 			msg, err = fn(ctx, b, ps, func(e profiles.Event) {
@@ -69,7 +70,7 @@ func (sp *SpeedupScreen) work(what string, reload bool, fn func(ctx context.Cont
 			err = sp.s.LoadInputs(ctx, pair)
 		}
 		return msg, err
-	}, func(v profiles.JobView) {
+	}, func(v jobs.View) {
 		err := v.Err
 		{
 			defer func() { sp.busy, sp.doing = false, ""; sp.s.Busy() }() // last: tests and users read it as "done"
@@ -91,7 +92,7 @@ func (sp *SpeedupScreen) work(what string, reload bool, fn func(ctx context.Cont
 				sp.WorkStatus.SetText(fmt.Sprintf("%s %s for %s, the pair chosen before; what it stored shows when that pair is chosen again.", what, state, pairName(ps)))
 				return
 			}
-			if v.State == profiles.JobCancelled {
+			if v.State == jobs.Cancelled {
 				sp.WorkStatus.SetText(what + " cancelled.")
 				return
 			}

@@ -10,10 +10,11 @@
 // through callbacks; Bench holds the database they share.
 //
 // This package holds workflows and the value types they take and return,
-// nothing else: the faces import it and nothing else of Arborist's
-// (TestLayers keeps it so), so the types of its parts that a face names
-// are re-exported here, and what the faces choose from is one value
-// (Catalog). How results read (numbers, chart families, notes) is the
+// nothing else: the faces import it, its value packages (a concept of
+// plain values and their pure rules, such as jobs/) and nothing else of
+// Arborist's (TestLayers keeps it so), so the types of its other parts
+// that a face names are re-exported here, and what the faces choose from
+// is one value (Catalog). How results read (numbers, chart families, notes) is the
 // faces' (app/present); a result's JSON shape is its own (reports.go).
 // The parts live in sub-packages named for their job:
 //
@@ -26,6 +27,7 @@
 //	config/     the config.yaml format
 //	llamacpp/   running llama.cpp's programs for the checks of an export
 //	outfile/    writing output files safely
+//	jobs/       the registry of an app's long jobs (a value package)
 //
 // Data flows one way: app, app/cli, app/serve -> profiles -> engine ->
 // kernels. docs/ARCHITECTURE.md says where a new model family, strategy,

@@ -1,4 +1,4 @@
-package profiles
+package jobs
 
 import (
 	"context"
@@ -12,13 +12,10 @@ import (
 // cancelled, and the estimate follows the progress's pace.
 func TestJobs(t *testing.T) {
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	jobs := NewJobs(func() time.Time { return clock })
-	var seen []JobView
-	jobs.Watch(func(v JobView) { seen = append(seen, v) })
-	a, b := PairKey(PairSpec{Target: "a.gguf", NGram: 3}), PairKey(PairSpec{Target: "b.gguf", NGram: 3})
-	if a == b {
-		t.Fatal("two pairs share a key")
-	}
+	jobs := New(func() time.Time { return clock })
+	var seen []View
+	jobs.Watch(func(v View) { seen = append(seen, v) })
+	a, b := "a.gguf|ngram 3|cpu|", "b.gguf|ngram 3|cpu|"
 	tune, ctx, err := jobs.Start(context.Background(), "tune", a, true)
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +41,7 @@ func TestJobs(t *testing.T) {
 		t.Errorf("an estimate without progress: %v", v.Remaining)
 	}
 	tune.Finish("best plan", nil)
-	if v, ok := jobs.Last(a, "tune"); !ok || v.State != JobDone || v.Result != "best plan" {
+	if v, ok := jobs.Last(a, "tune"); !ok || v.State != Done || v.Result != "best plan" {
 		t.Errorf("pair a's tune: %+v", v)
 	}
 	if _, ok := jobs.Last(b, "tune"); ok {
@@ -62,7 +59,7 @@ func TestJobs(t *testing.T) {
 	go func() { <-ctx.Done(); cal.Finish(nil, ctx.Err()) }()
 	jobs.Cancel(cal.ID)
 	<-cal.Done()
-	if v := cal.View(); v.State != JobCancelled || v.Cancellable {
+	if v := cal.View(); v.State != Cancelled || v.Cancellable {
 		t.Errorf("cancelled job: %+v", v)
 	}
 	if len(jobs.Running()) != 0 {
