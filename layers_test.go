@@ -53,7 +53,7 @@ var layers = map[string]placement{
 	"arborist/profiles/jobs":                  {layer: layerCore, faces: true},
 	"arborist/profiles/jinja":                 {layer: layerCore},
 	"arborist/profiles/llamacpp":              {layer: layerCore},
-	"arborist/profiles/loadtest":              {layer: layerCore},
+	"arborist/profiles/loadtest":              {layer: layerCore, faces: true},
 	"arborist/profiles/loadtest/loadtesttest": {layer: layerCore, role: testSupport},
 	"arborist/profiles/measure":               {layer: layerCore},
 	"arborist/profiles/outfile":               {layer: layerCore},

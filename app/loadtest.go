@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"arborist/profiles"
+	"arborist/profiles/loadtest"
 )
 
 // LoadTestPanel is the Export screen's load test: the config shown (its
@@ -88,8 +89,8 @@ func (p *LoadTestPanel) toggle() {
 }
 
 // options reads the panel into a load test of the config shown.
-func (p *LoadTestPanel) options() (profiles.LoadTestOptions, error) {
-	var opt profiles.LoadTestOptions
+func (p *LoadTestPanel) options() (loadtest.Options, error) {
+	var opt loadtest.Options
 	levels, err := profiles.ParseInts(p.Levels.Text)
 	if err != nil || len(levels) == 0 {
 		return opt, fmt.Errorf("clients at once %q: want levels such as 1,4,8", p.Levels.Text)
@@ -103,7 +104,7 @@ func (p *LoadTestPanel) options() (profiles.LoadTestOptions, error) {
 	if err != nil {
 		return opt, fmt.Errorf("this program's path, to run serve: %w", err)
 	}
-	opt = profiles.LoadTestOptions{ConfigYAML: []byte(p.e.YAML.Text), Concurrency: levels, Arborist: exe}
+	opt = loadtest.Options{ConfigYAML: []byte(p.e.YAML.Text), Concurrency: levels, Arborist: exe}
 	if p.WithLlama.Checked {
 		opt.LlamaCpp = strings.TrimSpace(p.e.LlamaDir.Text)
 		if opt.LlamaCpp == "" {
@@ -120,7 +121,7 @@ func (p *LoadTestPanel) options() (profiles.LoadTestOptions, error) {
 
 // runTest runs the load test, showing what will run with its estimate
 // first, then each server's round with the time left.
-func (p *LoadTestPanel) runTest(ctx context.Context, opt profiles.LoadTestOptions) (*profiles.LoadTestResult, error) {
+func (p *LoadTestPanel) runTest(ctx context.Context, opt loadtest.Options) (*loadtest.Result, error) {
 	s := p.e.s
 	b, err := s.Bench(ctx)
 	if err != nil {
@@ -141,7 +142,7 @@ func (p *LoadTestPanel) runTest(ctx context.Context, opt profiles.LoadTestOption
 }
 
 // loadSummary says, per level, each server's aggregate tokens/s.
-func loadSummary(res *profiles.LoadTestResult) string {
+func loadSummary(res *loadtest.Result) string {
 	var parts []string
 	for _, n := range res.Plan.Concurrency {
 		var at []string

@@ -28,6 +28,8 @@
 //	llamacpp/   running llama.cpp's programs for the checks of an export
 //	outfile/    writing output files safely
 //	jobs/       the registry of an app's long jobs (a value package)
+//	loadtest/   a load test's options and results (a value package), its
+//	            clients and the servers it starts
 //
 // Data flows one way: app, app/cli, app/serve -> profiles -> engine ->
 // kernels. docs/ARCHITECTURE.md says where a new model family, strategy,

@@ -2,8 +2,6 @@ package profiles
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"arborist/assets"
 	"arborist/engine/spec"
 	"arborist/profiles/config"
 	"arborist/profiles/costmodel"
@@ -33,158 +30,13 @@ import (
 // round, so a machine that slows down over the test slows every server
 // alike. Each server's figures at each level are stored as a run.
 
-// The servers a load test compares, as its results and stored runs name
-// them.
-const (
-	LoadArboristPlan     = "arborist-plan"
-	LoadArboristAdaptive = "arborist-adaptive"
-	LoadArboristPlain    = "arborist-plain"
-	LoadLlamaServer      = "llama-server"
-	LoadLlamaServerPlain = "llama-server-plain"
-	LoadURL              = "url"
-)
-
-// Load test defaults: small, so a default run on a small pair ends within
-// a few minutes (3 rounds x 3 levels x 3 servers, 13 clients' requests of
-// 32 tokens each a round).
-var (
-	DefaultLoadConcurrency = []int{1, 4, 8}
-)
-
-const (
-	DefaultLoadRounds    = 3
-	DefaultLoadMaxTokens = 32
-	DefaultLoadPerClient = 2
-	DefaultLoadPrompts   = 8 // the first prompts of the built-in corpus
-	// MaxLoadRounds bounds --rounds, MaxLoadTokens the tokens a request
-	// asks for, MaxLoadPerClient the requests a client sends a round.
-	MaxLoadRounds    = 100
-	MaxLoadTokens    = 4096
-	MaxLoadPerClient = 1000
-)
-
 // CheckConcurrency refuses a concurrency (named by what, for the message)
 // outside 1..config.MaxConcurrency.
 func CheckConcurrency(what string, n int) error { return config.CheckConcurrency(what, n) }
 
-// LoadTestOptions is what a load test runs.
-type LoadTestOptions struct {
-	// Config is the config.yaml whose plan is served; ConfigYAML, where
-	// Config is "", its text (the Export screen's, as edited), written
-	// to a temporary file for the servers for the test's duration.
-	Config     string
-	ConfigYAML []byte
-	// Concurrency are the levels (default 1, 4, 8), each 1..MaxConcurrency.
-	Concurrency []int
-	// Rounds at each level (default 3); MaxTokens a request asks for
-	// (default 32); PerClient requests each client sends a round
-	// (default 2).
-	Rounds, MaxTokens, PerClient int
-	// Prompts are the requests' prompts, taken in turn (default: the
-	// first eight of the built-in corpus).
-	Prompts []string
-	// Chat sends chat completions (the prompt as a user message).
-	Chat bool
-	// Arborist is this program, run as `arborist serve` for Arborist's
-	// servers ("" with URL).
-	Arborist string
-	// LlamaCpp is the folder of llama.cpp's binaries ("" for none; with
-	// it llama-server joins).
-	LlamaCpp string
-	// URL drives a server already running there instead of starting
-	// any (the config then names the pair its runs are stored under).
-	URL string
-	// AllowChanged serves a config whose model files changed since it
-	// was exported.
-	AllowChanged bool
-	// NoStore measures without storing runs.
-	NoStore bool
-}
-
-// LoadPlan is what a load test will run, known before it starts.
-type LoadPlan struct {
-	Servers     []string
-	Concurrency []int
-	Rounds      int
-	// Requests and Tokens are every request and the tokens they ask for
-	// over the whole test; Starts the servers started.
-	Requests, Tokens, Starts int
-	// Estimate is the expected duration, 0 where nothing measured on this
-	// machine gives a rate (EstimateFrom says what it rests on).
-	Estimate     time.Duration
-	EstimateFrom string
-	// Dropped are the exported llama.cpp options its build does not know,
-	// left out of its server's command line (llama.cpp's default then).
-	Dropped []string
-}
-
-// LoadLevel is one server at one concurrency over the rounds.
-type LoadLevel struct {
-	Server      string
-	Concurrency int
-	loadtest.Summary
-	RunID int64 // its stored run (0 with NoStore)
-	// Predicted is the cost model's aggregate tokens/s for Arborist's
-	// servers at this level, for the test's own requests (its prompts'
-	// median tokens and its max tokens), from the pair's stored curves
-	// and calibration (costmodel.PredictLoad); 0 where nothing is stored.
-	Predicted float64 `json:",omitempty"`
-	// PredictedTTFT and PredictedTPOT are the model's time to first token
-	// and time per output token there
-	PredictedTTFT, PredictedTPOT time.Duration `json:",omitempty"`
-	// Err is why the server failed at this level (a crash, a refused
-	// request): its rounds stop there, nothing of it is stored, and the
-	// other servers and levels go on.
-	Err string `json:",omitempty"`
-}
-
-// LoadTestResult is a load test's figures, by level and server.
-type LoadTestResult struct {
-	Plan   LoadPlan
-	Levels []LoadLevel
-	Wall   time.Duration
-}
-
-// withDefaults fills in the defaults and checks the bounds.
-func (o LoadTestOptions) withDefaults() (LoadTestOptions, error) {
-	if o.Config == "" && len(o.ConfigYAML) == 0 {
-		return o, fmt.Errorf("loadtest: a config.yaml is required")
-	}
-	if len(o.Concurrency) == 0 {
-		o.Concurrency = DefaultLoadConcurrency
-	}
-	o.Concurrency = slices.Clone(o.Concurrency)
-	for _, c := range o.Concurrency {
-		if err := config.CheckConcurrency("concurrency", c); err != nil {
-			return o, fmt.Errorf("loadtest: %w", err)
-		}
-	}
-	slices.Sort(o.Concurrency)
-	o.Concurrency = slices.Compact(o.Concurrency)
-	def := func(v *int, d, most int, name string) error {
-		if *v == 0 {
-			*v = d
-		}
-		if *v < 1 || *v > most {
-			return fmt.Errorf("loadtest: %s %d: want 1 to %d", name, *v, most)
-		}
-		return nil
-	}
-	if err := errors.Join(def(&o.Rounds, DefaultLoadRounds, MaxLoadRounds, "rounds"), def(&o.MaxTokens, DefaultLoadMaxTokens, MaxLoadTokens, "max tokens"),
-		def(&o.PerClient, DefaultLoadPerClient, MaxLoadPerClient, "requests per client")); err != nil {
-		return o, err
-	}
-	if len(o.Prompts) == 0 {
-		o.Prompts = assets.CorpusPrompts()[:DefaultLoadPrompts]
-	}
-	if o.URL == "" && o.Arborist == "" {
-		return o, fmt.Errorf("loadtest: no arborist program to serve with, and no --url")
-	}
-	return o, nil
-}
-
-// config is the config the test serves: the file's, else the text's.
-func (o LoadTestOptions) config() (*config.Config, error) {
+// loadConfig is the config the test o serves: the file's, else the
+// text's.
+func loadConfig(o loadtest.Options) (*config.Config, error) {
 	if o.Config != "" {
 		return config.Load(o.Config)
 	}
@@ -194,9 +46,9 @@ func (o LoadTestOptions) config() (*config.Config, error) {
 // loadServers are the servers a load test compares for the config c.
 // Dropped names the exported options the llama.cpp build lacks, left out
 // of its server's command line so that it starts.
-func loadServers(ctx context.Context, c *config.Config, o LoadTestOptions, db string) (servers []loadtest.Server, dropped []string, err error) {
+func loadServers(ctx context.Context, c *config.Config, o loadtest.Options, db string) (servers []loadtest.Server, dropped []string, err error) {
 	if o.URL != "" {
-		return []loadtest.Server{loadtest.AtURL(LoadURL, o.URL)}, nil, nil
+		return []loadtest.Server{loadtest.AtURL(loadtest.URLServer, o.URL)}, nil, nil
 	}
 	serve := func(name, policy string) loadtest.Server {
 		return loadtest.Child(name, o.Arborist, func(port, n int) []string {
@@ -211,9 +63,9 @@ func loadServers(ctx context.Context, c *config.Config, o LoadTestOptions, db st
 	speculates := c.Speculation.NeedsSource() && c.Models.Draft.Kind != "none" && c.Models.Draft.Kind != ""
 	var out []loadtest.Server
 	if speculates {
-		out = append(out, serve(LoadArboristPlan, config.PolicyPlan), serve(LoadArboristAdaptive, config.PolicyAdaptive))
+		out = append(out, serve(loadtest.ArboristPlan, config.PolicyPlan), serve(loadtest.ArboristAdaptive, config.PolicyAdaptive))
 	}
-	out = append(out, serve(LoadArboristPlain, config.PolicyPlain))
+	out = append(out, serve(loadtest.ArboristPlain, config.PolicyPlain))
 	if o.LlamaCpp != "" {
 		prog, err := llamacpp.ServerProgram(o.LlamaCpp)
 		if err != nil {
@@ -231,9 +83,9 @@ func loadServers(ctx context.Context, c *config.Config, o LoadTestOptions, db st
 			})
 		}
 		if len(c.LlamaCpp().Draft) > 0 { // the exported settings speculate
-			out = append(out, llama(LoadLlamaServer, true))
+			out = append(out, llama(loadtest.LlamaServer, true))
 		}
-		out = append(out, llama(LoadLlamaServerPlain, false))
+		out = append(out, llama(loadtest.LlamaServerPlain, false))
 	}
 	return out, dropped, nil
 }
@@ -242,12 +94,12 @@ func loadServers(ctx context.Context, c *config.Config, o LoadTestOptions, db st
 // duration from this machine's newest stored run of the config's target
 // (one request at a time: the estimate errs long), before anything
 // starts.
-func (b *Bench) LoadTestPlan(ctx context.Context, opt LoadTestOptions) (*LoadPlan, error) {
-	opt, err := opt.withDefaults()
+func (b *Bench) LoadTestPlan(ctx context.Context, opt loadtest.Options) (*loadtest.Plan, error) {
+	opt, err := opt.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
-	c, err := opt.config()
+	c, err := loadConfig(opt)
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +107,7 @@ func (b *Bench) LoadTestPlan(ctx context.Context, opt LoadTestOptions) (*LoadPla
 	if err != nil {
 		return nil, err
 	}
-	p := &LoadPlan{Concurrency: opt.Concurrency, Rounds: opt.Rounds, Dropped: dropped}
+	p := &loadtest.Plan{Concurrency: opt.Concurrency, Rounds: opt.Rounds, Dropped: dropped}
 	for _, s := range servers {
 		p.Servers = append(p.Servers, s.Name)
 	}
@@ -288,12 +140,12 @@ func (b *Bench) LoadTestPlan(ctx context.Context, opt LoadTestOptions) (*LoadPla
 // after it (a cancelled test ends the one running). Progress counts the
 // server-levels done of all, with the estimate of what is left from the
 // rate measured so far.
-func (b *Bench) LoadTest(ctx context.Context, opt LoadTestOptions, progress Progress) (*LoadTestResult, error) {
+func (b *Bench) LoadTest(ctx context.Context, opt loadtest.Options, progress Progress) (*loadtest.Result, error) {
 	plan, err := b.LoadTestPlan(ctx, opt)
 	if err != nil {
 		return nil, err
 	}
-	opt, _ = opt.withDefaults()
+	opt, _ = opt.WithDefaults()
 	if opt.Config == "" { // the servers read a file: the text's, for the test's duration
 		dir, err := os.MkdirTemp("", "arborist-loadtest-")
 		if err != nil {
@@ -324,7 +176,7 @@ func (b *Bench) LoadTest(ctx context.Context, opt LoadTestOptions, progress Prog
 	total := opt.Rounds * len(opt.Concurrency) * len(servers)
 	done := 0
 	start := time.Now()
-	res := &LoadTestResult{Plan: *plan}
+	res := &loadtest.Result{Plan: *plan}
 	for round := 1; round <= opt.Rounds; round++ {
 		for _, n := range opt.Concurrency {
 			for _, s := range servers {
@@ -365,7 +217,7 @@ func (b *Bench) LoadTest(ctx context.Context, opt LoadTestOptions, progress Prog
 	for _, n := range opt.Concurrency {
 		for _, s := range servers {
 			lp := predicted[key{s.Name, n}]
-			l := LoadLevel{Server: s.Name, Concurrency: n, Summary: loadtest.Summarize(rounds[key{s.Name, n}]), Err: failed[key{s.Name, n}],
+			l := loadtest.Level{Server: s.Name, Concurrency: n, Summary: loadtest.Summarize(rounds[key{s.Name, n}]), Err: failed[key{s.Name, n}],
 				Predicted: lp.TokensPerSec, PredictedTTFT: lp.TTFT, PredictedTPOT: lp.TPOT}
 			if st != nil && l.Err == "" {
 				if l.RunID, err = storeLoad(ctx, st, fp, r, s.Name, l, opt); err != nil {
@@ -390,7 +242,7 @@ type loadKey struct {
 // the target's tokens and its max tokens. Nothing is measured; with
 // nothing stored (or a plan the model cannot price) there is no
 // prediction.
-func (b *Bench) predictLoads(ctx context.Context, r *replay, opt LoadTestOptions) map[loadKey]costmodel.LoadPrediction {
+func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Options) map[loadKey]costmodel.LoadPrediction {
 	in, err := b.Inputs(ctx, r.Pair, InputsOptions{}, nil)
 	if err != nil || !in.Profiled || in.Acc == nil {
 		return nil
@@ -416,7 +268,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt LoadTestOptions
 	}
 	out := map[loadKey]costmodel.LoadPrediction{}
 	for _, n := range opt.Concurrency {
-		for server, policy := range map[string]string{LoadArboristPlan: costmodel.PolicyFixed, LoadArboristAdaptive: costmodel.PolicyGoodput, LoadArboristPlain: costmodel.PolicyPlain} {
+		for server, policy := range map[string]string{loadtest.ArboristPlan: costmodel.PolicyFixed, loadtest.ArboristAdaptive: costmodel.PolicyGoodput, loadtest.ArboristPlain: costmodel.PolicyPlain} {
 			at := pr
 			if policy == costmodel.PolicyPlain || !r.Plan.NeedsSource() {
 				at, policy = costmodel.Prediction{Plan: spec.PlainPlan()}, costmodel.PolicyPlain
@@ -461,9 +313,9 @@ func loadRound(ctx context.Context, s loadtest.Server, d loadtest.Drive) (loadte
 }
 
 // storeLoad stores one server's figures at one level as a run.
-func storeLoad(ctx context.Context, st *store.Store, fp string, r *replay, server string, l LoadLevel, opt LoadTestOptions) (int64, error) {
+func storeLoad(ctx context.Context, st *store.Store, fp string, r *replay, server string, l loadtest.Level, opt loadtest.Options) (int64, error) {
 	plan := r.Plan
-	if server == LoadArboristPlain || server == LoadLlamaServerPlain {
+	if server == loadtest.ArboristPlain || server == loadtest.LlamaServerPlain {
 		plan = spec.PlainPlan()
 	}
 	drafter := r.Pair.SourceName()
@@ -482,42 +334,4 @@ func storeLoad(ctx context.Context, st *store.Store, fp string, r *replay, serve
 	run.Load = &store.Load{Server: server, Concurrency: l.Concurrency, TTFT: l.TTFT, TTFTP90: l.TTFTP90, TPOT: l.TPOT, TPOTP90: l.TPOTP90,
 		TPSP10: l.TPSP10, TPSP90: l.TPSP90, Rounds: l.Rounds, Requests: l.Requests}
 	return run.ID, st.FinishRun(ctx, run)
-}
-
-// MarshalJSON writes a load test as `loadtest --json` prints it: what
-// ran, and each server's figures at each level (times in milliseconds).
-func (r *LoadTestResult) MarshalJSON() ([]byte, error) {
-	type level struct {
-		Server      string  `json:"server"`
-		Concurrency int     `json:"concurrency"`
-		TPS         float64 `json:"tokens_per_s"`
-		TPSP10      float64 `json:"tokens_per_s_p10"`
-		TPSP90      float64 `json:"tokens_per_s_p90"`
-		TTFT        float64 `json:"ttft_ms"`
-		TTFTP90     float64 `json:"ttft_p90_ms"`
-		TPOT        float64 `json:"tpot_ms"`
-		TPOTP90     float64 `json:"tpot_p90_ms"`
-		Rounds      int     `json:"rounds"`
-		Requests    int     `json:"requests"`
-		Tokens      int     `json:"tokens"`
-		RunID       int64   `json:"run_id,omitempty"`
-		Predicted   float64 `json:"predicted_tokens_per_s,omitempty"`
-		PredTTFT    float64 `json:"predicted_ttft_ms,omitempty"`
-		PredTPOT    float64 `json:"predicted_tpot_ms,omitempty"`
-		Err         string  `json:"error,omitempty"`
-	}
-	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
-	out := struct {
-		Servers     []string `json:"servers"`
-		Concurrency []int    `json:"concurrency"`
-		Rounds      int      `json:"rounds"`
-		WallS       float64  `json:"wall_s"`
-		Levels      []level  `json:"levels"`
-	}{Servers: r.Plan.Servers, Concurrency: r.Plan.Concurrency, Rounds: r.Plan.Rounds, WallS: r.Wall.Seconds(), Levels: []level{}}
-	for _, l := range r.Levels {
-		out.Levels = append(out.Levels, level{Server: l.Server, Concurrency: l.Concurrency, TPS: l.TPS, TPSP10: l.TPSP10, TPSP90: l.TPSP90,
-			TTFT: ms(l.TTFT), TTFTP90: ms(l.TTFTP90), TPOT: ms(l.TPOT), TPOTP90: ms(l.TPOTP90), Rounds: l.Rounds, Requests: l.Requests, Tokens: l.Tokens, RunID: l.RunID, Predicted: l.Predicted,
-			PredTTFT: ms(l.PredictedTTFT), PredTPOT: ms(l.PredictedTPOT), Err: l.Err})
-	}
-	return json.Marshal(out)
 }

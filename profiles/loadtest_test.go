@@ -14,6 +14,7 @@ import (
 	"arborist/engine/spec"
 	"arborist/profiles/config"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/loadtest"
 	"arborist/profiles/loadtest/loadtesttest"
 )
 
@@ -78,13 +79,13 @@ func TestLoadTestInterleavedAndStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	opt := LoadTestOptions{Config: cfg, Concurrency: []int{3, 1, 3}, Rounds: 2, MaxTokens: 6, PerClient: 1, Arborist: arborist, LlamaCpp: llamaDir,
+	opt := loadtest.Options{Config: cfg, Concurrency: []int{3, 1, 3}, Rounds: 2, MaxTokens: 6, PerClient: 1, Arborist: arborist, LlamaCpp: llamaDir,
 		Prompts: []string{"Once upon a time", "The cat"}}
 	plan, err := b.LoadTestPlan(ctx, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	servers := []string{LoadArboristPlan, LoadArboristAdaptive, LoadArboristPlain, LoadLlamaServer, LoadLlamaServerPlain}
+	servers := []string{loadtest.ArboristPlan, loadtest.ArboristAdaptive, loadtest.ArboristPlain, loadtest.LlamaServer, loadtest.LlamaServerPlain}
 	if fmt.Sprint(plan.Servers) != fmt.Sprint(servers) || fmt.Sprint(plan.Concurrency) != "[1 3]" || plan.Requests != 2*5*4 || plan.Tokens != 6*plan.Requests || plan.Starts != 20 {
 		t.Fatalf("plan: %+v", plan)
 	}
@@ -115,15 +116,15 @@ func TestLoadTestInterleavedAndStored(t *testing.T) {
 		n := []int{1, 3}[(i/5)%2]
 		var want []string
 		switch servers[i%5] {
-		case LoadArboristPlan:
+		case loadtest.ArboristPlan:
 			want = []string{"arborist ", " serve --config " + cfg, " --policy plan ", fmt.Sprintf(" --max-seqs %d ", n)}
-		case LoadArboristAdaptive:
+		case loadtest.ArboristAdaptive:
 			want = []string{"arborist ", " --policy adaptive ", fmt.Sprintf(" --max-seqs %d ", n)}
-		case LoadArboristPlain:
+		case loadtest.ArboristPlain:
 			want = []string{"arborist ", " --policy plain ", fmt.Sprintf(" --max-seqs %d ", n)}
-		case LoadLlamaServer:
+		case loadtest.LlamaServer:
 			want = []string{"llama ", " -md ", fmt.Sprintf(" -c %d ", 256*n), fmt.Sprintf(" -np %d ", n), " --draft-max 3 "}
-		case LoadLlamaServerPlain:
+		case loadtest.LlamaServerPlain:
 			want = []string{"llama ", fmt.Sprintf(" -c %d ", 256*n), fmt.Sprintf(" -np %d ", n)}
 		}
 		for _, w := range want {
@@ -131,7 +132,7 @@ func TestLoadTestInterleavedAndStored(t *testing.T) {
 				t.Errorf("start %d (%s at %d): %q lacks %q", i, servers[i%5], n, l, w)
 			}
 		}
-		if servers[i%5] == LoadLlamaServerPlain && strings.Contains(l, "-md") {
+		if servers[i%5] == loadtest.LlamaServerPlain && strings.Contains(l, "-md") {
 			t.Errorf("plain llama-server drafts: %q", l)
 		}
 	}
@@ -165,7 +166,7 @@ func TestLoadTestCancelEndsServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	opt := LoadTestOptions{Config: cfg, Concurrency: []int{2}, Rounds: 3, MaxTokens: 4, PerClient: 1, Arborist: arborist}
+	opt := loadtest.Options{Config: cfg, Concurrency: []int{2}, Rounds: 3, MaxTokens: 4, PerClient: 1, Arborist: arborist}
 	_, err = b.LoadTest(ctx, opt, func(e Event) {
 		if e.Done == 2 {
 			cancel() // while the third server starts
@@ -197,15 +198,15 @@ func TestLoadTestRefusesBadOptions(t *testing.T) {
 	b, _ := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
 	defer b.Close()
 	for _, tc := range []struct {
-		opt  LoadTestOptions
+		opt  loadtest.Options
 		want string
 	}{
-		{LoadTestOptions{Config: cfg, Arborist: arborist, Concurrency: []int{0}}, "concurrency 0: want 1 to 256"},
-		{LoadTestOptions{Config: cfg, Arborist: arborist, Concurrency: []int{1, 300}}, "concurrency 300"},
-		{LoadTestOptions{Config: cfg, Arborist: arborist, Rounds: -1}, "rounds -1"},
-		{LoadTestOptions{Config: cfg, Arborist: arborist, MaxTokens: MaxLoadTokens + 1}, "max tokens"},
-		{LoadTestOptions{Config: cfg}, "no arborist program"},
-		{LoadTestOptions{Config: cfg, Arborist: arborist, LlamaCpp: t.TempDir()}, "llama-server"},
+		{loadtest.Options{Config: cfg, Arborist: arborist, Concurrency: []int{0}}, "concurrency 0: want 1 to 256"},
+		{loadtest.Options{Config: cfg, Arborist: arborist, Concurrency: []int{1, 300}}, "concurrency 300"},
+		{loadtest.Options{Config: cfg, Arborist: arborist, Rounds: -1}, "rounds -1"},
+		{loadtest.Options{Config: cfg, Arborist: arborist, MaxTokens: loadtest.MaxTokens + 1}, "max tokens"},
+		{loadtest.Options{Config: cfg}, "no arborist program"},
+		{loadtest.Options{Config: cfg, Arborist: arborist, LlamaCpp: t.TempDir()}, "llama-server"},
 	} {
 		if _, err := b.LoadTest(ctx, tc.opt, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err = %v, want %q", tc.opt, err, tc.want)
@@ -236,7 +237,7 @@ func TestLoadTestConfigText(t *testing.T) {
 	ctx := context.Background()
 	b, _ := Open(ctx, filepath.Join(t.TempDir(), "w.db"))
 	defer b.Close()
-	opt := LoadTestOptions{ConfigYAML: text, Concurrency: []int{1}, Rounds: 1, MaxTokens: 4, PerClient: 1, Arborist: arborist}
+	opt := loadtest.Options{ConfigYAML: text, Concurrency: []int{1}, Rounds: 1, MaxTokens: 4, PerClient: 1, Arborist: arborist}
 	res, err := b.LoadTest(ctx, opt, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -283,14 +284,14 @@ func TestLoadTestServerFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	res, err := b.LoadTest(ctx, LoadTestOptions{Config: cfg, Concurrency: []int{1}, Rounds: 2, MaxTokens: 4, PerClient: 1, Arborist: arborist, LlamaCpp: llamaDir,
+	res, err := b.LoadTest(ctx, loadtest.Options{Config: cfg, Concurrency: []int{1}, Rounds: 2, MaxTokens: 4, PerClient: 1, Arborist: arborist, LlamaCpp: llamaDir,
 		Prompts: []string{"Once upon a time"}}, nil)
 	if err != nil {
 		t.Fatalf("one server failing ended the load test: %v", err)
 	}
 	failed := 0
 	for _, l := range res.Levels {
-		llama := l.Server == LoadLlamaServer || l.Server == LoadLlamaServerPlain
+		llama := l.Server == loadtest.LlamaServer || l.Server == loadtest.LlamaServerPlain
 		switch {
 		case llama && (l.Err == "" || l.RunID != 0 || !strings.Contains(l.Err, "exited")):
 			t.Errorf("the failing %s: %+v", l.Server, l)
@@ -319,7 +320,7 @@ func TestLoadTestPredicts(t *testing.T) {
 	ctx := context.Background()
 	b := openBench(t)
 	prompts := []string{"Once upon a time", "The cat sat on the mat and looked at the", "Tom"}
-	opt := LoadTestOptions{Config: cfg, Concurrency: []int{1, 2}, Rounds: 1, MaxTokens: 6, PerClient: 1, Arborist: arborist, LlamaCpp: llamaDir, Prompts: prompts, NoStore: true}
+	opt := loadtest.Options{Config: cfg, Concurrency: []int{1, 2}, Rounds: 1, MaxTokens: 6, PerClient: 1, Arborist: arborist, LlamaCpp: llamaDir, Prompts: prompts, NoStore: true}
 	res, err := b.LoadTest(ctx, opt, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -371,8 +372,8 @@ func TestLoadTestPredicts(t *testing.T) {
 	for _, l := range res.Levels {
 		var want float64
 		switch l.Server {
-		case LoadArboristPlan, LoadArboristAdaptive, LoadArboristPlain:
-			at, pol := pr, map[string]string{LoadArboristPlan: costmodel.PolicyFixed, LoadArboristAdaptive: costmodel.PolicyGoodput, LoadArboristPlain: costmodel.PolicyPlain}[l.Server]
+		case loadtest.ArboristPlan, loadtest.ArboristAdaptive, loadtest.ArboristPlain:
+			at, pol := pr, map[string]string{loadtest.ArboristPlan: costmodel.PolicyFixed, loadtest.ArboristAdaptive: costmodel.PolicyGoodput, loadtest.ArboristPlain: costmodel.PolicyPlain}[l.Server]
 			if pol == costmodel.PolicyPlain {
 				at = costmodel.Prediction{Plan: spec.PlainPlan()}
 			}

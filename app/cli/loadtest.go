@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"arborist/profiles"
+	"arborist/profiles/loadtest"
 )
 
 // runLoadTest drives servers of a config.yaml's plan with concurrent
@@ -16,12 +17,13 @@ import (
 // token (median and 90th percentile); each is stored as a run.
 func runLoadTest(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "loadtest", "--config config.yaml [--concurrency 1,4,8] [--prompts FILE] [--rounds 3] [-n 32] [--llama-cpp DIR] [--url U] [--json]")
+	def := loadtest.Defaults()
 	cfgPath := fs.String("config", "", "the config.yaml whose plan is served")
 	levels := fs.String("concurrency", "1,4,8", "the levels: clients sending requests at once, comma-separated")
 	promptsFile := fs.String("prompts", "", "prompt suite `file`, one prompt per line (default: the first 8 prompts of the built-in corpus)")
-	rounds := fs.Int("rounds", profiles.DefaultLoadRounds, "rounds, each running every level on every server in turn")
-	n := fs.Int("n", profiles.DefaultLoadMaxTokens, "tokens each request asks for")
-	perClient := fs.Int("requests", profiles.DefaultLoadPerClient, "requests each client sends a round, one after another")
+	rounds := fs.Int("rounds", def.Rounds, "rounds, each running every level on every server in turn")
+	n := fs.Int("n", def.MaxTokens, "tokens each request asks for")
+	perClient := fs.Int("requests", def.PerClient, "requests each client sends a round, one after another")
 	chat := fs.Bool("chat", false, "send chat completions (each prompt as a user message) instead of completions")
 	dir := fs.String("llama-cpp", "", "folder of llama.cpp's binaries: also drive llama-server with the exported settings and plainly (-np C)")
 	url := fs.String("url", "", "drive the server already running at this base `URL` (http://host:port) instead of starting Arborist's")
@@ -45,17 +47,17 @@ func runLoadTest(ctx context.Context, env Env, args []string) error {
 		}
 	}
 	switch {
-	case *rounds < 1 || *rounds > profiles.MaxLoadRounds:
-		return fail(fs, usagef("--rounds %d must be in 1..%d", *rounds, profiles.MaxLoadRounds))
-	case *n < 1 || *n > profiles.MaxLoadTokens:
-		return fail(fs, usagef("-n %d must be in 1..%d", *n, profiles.MaxLoadTokens))
-	case *perClient < 1 || *perClient > profiles.MaxLoadPerClient:
-		return fail(fs, usagef("--requests %d must be in 1..%d", *perClient, profiles.MaxLoadPerClient))
+	case *rounds < 1 || *rounds > loadtest.MaxRounds:
+		return fail(fs, usagef("--rounds %d must be in 1..%d", *rounds, loadtest.MaxRounds))
+	case *n < 1 || *n > loadtest.MaxTokens:
+		return fail(fs, usagef("-n %d must be in 1..%d", *n, loadtest.MaxTokens))
+	case *perClient < 1 || *perClient > loadtest.MaxPerClient:
+		return fail(fs, usagef("--requests %d must be in 1..%d", *perClient, loadtest.MaxPerClient))
 	}
 	if *url != "" && *dir != "" {
 		return fail(fs, usagef("--url drives one server already running; --llama-cpp starts llama-server: give one"))
 	}
-	opt := profiles.LoadTestOptions{Config: *cfgPath, Concurrency: cs, Rounds: *rounds, MaxTokens: *n, PerClient: *perClient, Chat: *chat,
+	opt := loadtest.Options{Config: *cfgPath, Concurrency: cs, Rounds: *rounds, MaxTokens: *n, PerClient: *perClient, Chat: *chat,
 		LlamaCpp: *dir, URL: *url, AllowChanged: *allowChanged, NoStore: *noStore}
 	if *promptsFile != "" {
 		if opt.Prompts, err = profiles.ReadPrompts(*promptsFile); err != nil {

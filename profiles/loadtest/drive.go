@@ -2,7 +2,9 @@
 // streaming clients and measures what each request saw: time to first
 // token, time per output token and the round's aggregate tokens/s. It
 // also starts the servers a load test compares (Arborist's serve and
-// llama.cpp's llama-server) as children that end with the test. It knows
+// llama.cpp's llama-server) as children that end with the test, and
+// holds a load test's options, plan and results (options.go), the values
+// the core's workflow takes and returns and the faces name. It knows
 // nothing of the database; the core stores what it measures.
 package loadtest
 
