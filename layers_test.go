@@ -52,6 +52,7 @@ var layers = map[string]placement{
 	"arborist/profiles/hardware":              {layer: layerCore},
 	"arborist/profiles/jobs":                  {layer: layerCore, faces: true},
 	"arborist/profiles/jinja":                 {layer: layerCore},
+	"arborist/profiles/llamacheck":            {layer: layerCore, faces: true},
 	"arborist/profiles/llamacpp":              {layer: layerCore},
 	"arborist/profiles/loadtest":              {layer: layerCore, faces: true},
 	"arborist/profiles/loadtest/loadtesttest": {layer: layerCore, role: testSupport},

@@ -18,6 +18,7 @@ import (
 	"arborist/assets"
 	"arborist/profiles"
 	"arborist/profiles/jobs"
+	"arborist/profiles/llamacheck"
 )
 
 // ExportScreen shows the best plan as config.yaml, saves it, gives the
@@ -365,7 +366,7 @@ func (e *ExportScreen) checkLlama() {
 }
 
 // checkSummary says what a check in llama.cpp measured.
-func checkSummary(res *profiles.CheckResult) string {
+func checkSummary(res *llamacheck.Result) string {
 	msg := fmt.Sprintf("llama.cpp speedup: %.2fx (range %.2f-%.2f) in llama.cpp %s, acceptance %.0f%%", res.Speedup, res.Min, res.Max, res.Version, 100*res.Acceptance)
 	if res.Predicted > 0 {
 		msg += fmt.Sprintf("; Arborist predicts %.2fx for its own engine", res.Predicted)
@@ -402,7 +403,7 @@ func (e *ExportScreen) showLlamaJobs() {
 		e.CheckStatus.SetText(what + ": " + v.Err.Error())
 	default:
 		switch res := v.Result.(type) {
-		case *profiles.CheckResult:
+		case *llamacheck.Result:
 			e.CheckStatus.SetText(checkSummary(res))
 		case llamaTuned:
 			e.CheckStatus.SetText(tuneSummary(res.res))
@@ -417,14 +418,14 @@ func (e *ExportScreen) showLlamaJobs() {
 // llamaTuned is a tune for llama.cpp's result, kept as its pair's: the
 // measurement and the tuned config's YAML.
 type llamaTuned struct {
-	res  *profiles.LlamaTuneResult
+	res  *llamacheck.TuneResult
 	yaml string
 }
 
 // checkIn measures the config text's llama.cpp settings in the llama.cpp
 // of dir, on the session's prompt suite (else the first prompts of the
 // built-in corpus).
-func (e *ExportScreen) checkIn(ctx context.Context, job *jobs.Job, text, dir string) (*profiles.CheckResult, error) {
+func (e *ExportScreen) checkIn(ctx context.Context, job *jobs.Job, text, dir string) (*llamacheck.Result, error) {
 	b, err := e.s.Bench(ctx)
 	if err != nil {
 		return nil, err
@@ -437,7 +438,7 @@ func (e *ExportScreen) checkIn(ctx context.Context, job *jobs.Job, text, dir str
 	if err != nil {
 		return nil, err
 	}
-	opt := profiles.CheckOptions{LlamaCpp: dir, Prompts: prompts, Rounds: 3, OnRound: func(i int, r profiles.CheckRound) {
+	opt := llamacheck.Options{LlamaCpp: dir, Prompts: prompts, Rounds: 3, OnRound: func(i int, r llamacheck.Round) {
 		job.Progress(float64(i+1)/3, fmt.Sprintf("round %d of 3: plain %.1f tokens/s, exported settings %.1f tokens/s: %.2fx", i+1, r.Plain, r.Spec, r.Speedup))
 	}}
 	return b.CheckExport(ctx, c, opt)
@@ -481,7 +482,7 @@ func (e *ExportScreen) tuneLlama() {
 
 // tuneIn runs the tune of the config text in the llama.cpp of dir and
 // returns the tuned config's YAML.
-func (e *ExportScreen) tuneIn(ctx context.Context, job *jobs.Job, text, dir string) (*profiles.LlamaTuneResult, string, error) {
+func (e *ExportScreen) tuneIn(ctx context.Context, job *jobs.Job, text, dir string) (*llamacheck.TuneResult, string, error) {
 	b, err := e.s.Bench(ctx)
 	if err != nil {
 		return nil, "", err
@@ -494,7 +495,7 @@ func (e *ExportScreen) tuneIn(ctx context.Context, job *jobs.Job, text, dir stri
 	if err != nil {
 		return nil, "", err
 	}
-	opt := profiles.CheckOptions{LlamaCpp: dir, Prompts: prompts, Rounds: 3, OnRound: func(i int, r profiles.CheckRound) {
+	opt := llamacheck.Options{LlamaCpp: dir, Prompts: prompts, Rounds: 3, OnRound: func(i int, r llamacheck.Round) {
 		job.Progress(float64(i+1)/3, fmt.Sprintf("round %d of 3: plain %.1f tokens/s, the round's best setting %.2fx", i+1, r.Plain, r.Speedup))
 	}}
 	res, err := b.TuneLlamaCpp(ctx, c, opt)
@@ -508,7 +509,7 @@ func (e *ExportScreen) tuneIn(ctx context.Context, job *jobs.Job, text, dir stri
 // tuneSummary says what a tune for llama.cpp measured: the fastest
 // setting (or no speculation) beside the exported one, and Arborist's
 // prediction for its own engine.
-func tuneSummary(res *profiles.LlamaTuneResult) string {
+func tuneSummary(res *llamacheck.TuneResult) string {
 	var msg string
 	if bs := res.Best; bs != nil {
 		msg = fmt.Sprintf("llama.cpp best: --draft-max %d --draft-p-min %g, %.2fx (range %.2f-%.2f) in llama.cpp %s", bs.DraftMax, bs.DraftPMin, bs.Speedup, bs.Low, bs.High, res.Version)

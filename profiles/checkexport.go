@@ -9,103 +9,10 @@ import (
 
 	"arborist/profiles/config"
 	"arborist/profiles/hardware"
+	"arborist/profiles/llamacheck"
 	"arborist/profiles/llamacpp"
 	"arborist/profiles/store"
 )
-
-// CheckOptions describe a check of an exported plan in llama.cpp.
-type CheckOptions struct {
-	// LlamaCpp is the folder holding llama.cpp's binaries ("": found on
-	// PATH).
-	LlamaCpp string
-	Prompts  []string
-	// MaxTokens per prompt (default 128) and Rounds (default 3): each
-	// round decodes every prompt plainly and with the exported settings,
-	// the two in turn, the order swapped every round.
-	MaxTokens, Rounds int
-	NoStore           bool
-	// CallLimit bounds each llama.cpp call (0: callLimit, derived from the
-	// tokens asked for and the prompt's size); a call past it is ended,
-	// with the processes it started, and the check fails naming it.
-	CallLimit time.Duration
-	// OnRound, when set, receives each finished round.
-	OnRound func(i int, r CheckRound)
-	// Out, for TuneLlamaCpp, is the file the tuned config is written to,
-	// refused before anything is measured where it names the database, a
-	// model the config names or one of Inputs (the config tuned from, the
-	// prompt suite).
-	Out    string
-	Inputs []string
-}
-
-// CheckRound is one round's figures in llama.cpp: decode tokens/s of plain
-// decoding and of the exported speculative settings over the prompts,
-// their ratio, and the drafted and accepted tokens.
-type CheckRound struct {
-	Plain    float64 `json:"plain_tokens_per_s"`
-	Spec     float64 `json:"speculative_tokens_per_s"`
-	Speedup  float64 `json:"speedup"`
-	Drafted  int     `json:"drafted"`
-	Accepted int     `json:"accepted"`
-}
-
-// CheckResult is the speedup the exported settings give in llama.cpp.
-type CheckResult struct {
-	Runtime     string   `json:"runtime"`
-	Version     string   `json:"version,omitempty"` // what the binaries print for --version
-	Plain       []string `json:"plain_command"`     // the commands, the prompt as PROMPT
-	Speculative []string `json:"speculative_command"`
-	// PlainLine and SpeculativeLine are the commands as shell lines, every
-	// word quoted where it needs it, safe to paste.
-	PlainLine       string       `json:"plain_line"`
-	SpeculativeLine string       `json:"speculative_line"`
-	Rounds          []CheckRound `json:"rounds"`
-	Speedup         float64      `json:"speedup"` // the median round's
-	Acceptance      float64      `json:"acceptance"`
-	// Predicted is Arborist's prediction for its own engine (the config's).
-	Predicted float64 `json:"predicted_arborist,omitempty"`
-	PlainRun  int64   `json:"plain_run_id,omitempty"`
-	SpecRun   int64   `json:"speculative_run_id,omitempty"`
-	// Min and Max are the rounds' range.
-	Min float64 `json:"speedup_min"`
-	Max float64 `json:"speedup_max"`
-}
-
-// maxCheckTokens bounds the tokens a check asks llama.cpp for per prompt.
-const maxCheckTokens = 1 << 20
-
-// defaults fills in a check's or a tune's defaults (128 tokens a prompt,
-// 3 rounds) and refuses one without prompts or with more tokens a prompt
-// than the config's context (or maxCheckTokens); what names the work.
-func (opt *CheckOptions) defaults(what string, c *Config) error {
-	if opt.MaxTokens <= 0 {
-		opt.MaxTokens = 128
-	}
-	if opt.Rounds <= 0 {
-		opt.Rounds = 3
-	}
-	if len(opt.Prompts) == 0 {
-		return fmt.Errorf("no prompts to %s with", what)
-	}
-	if ctx := c.Models.Target.MaxSeqLen; ctx > 0 && opt.MaxTokens > ctx {
-		return fmt.Errorf("%d tokens a prompt (-n) exceed the config's context (models.target.max_seq_len %d)", opt.MaxTokens, ctx)
-	}
-	if opt.MaxTokens > maxCheckTokens {
-		return fmt.Errorf("%d tokens a prompt (-n): at most %d", opt.MaxTokens, maxCheckTokens)
-	}
-	return nil
-}
-
-// callLimit is how long one llama.cpp call may take: two minutes to load
-// the models, two seconds for each token asked for and 20 ms for each
-// byte of the prompt (far beyond any machine llama.cpp runs on: a model
-// that slow is not worth checking).
-func (opt *CheckOptions) callLimit(prompt string) time.Duration {
-	if opt.CallLimit > 0 {
-		return opt.CallLimit
-	}
-	return 2*time.Minute + time.Duration(opt.MaxTokens)*2*time.Second + time.Duration(len(prompt))*20*time.Millisecond
-}
 
 // plausibleSpeedup refuses a speedup over plain decoding that no
 // speculation gives (beyond 1000x either way): figures that cannot all
@@ -123,8 +30,8 @@ func plausibleSpeedup(x float64) error {
 // and returns the measured speedup in llama.cpp (the median round's, with
 // the range), beside Arborist's prediction for its own engine. Both are
 // stored as runs of the runtime (unless NoStore), so Compare shows them.
-func (b *Bench) CheckExport(ctx context.Context, c *Config, opt CheckOptions) (*CheckResult, error) {
-	if err := opt.defaults("check", c); err != nil {
+func (b *Bench) CheckExport(ctx context.Context, c *Config, opt llamacheck.Options) (*llamacheck.Result, error) {
+	if err := opt.Complete("check", c); err != nil {
 		return nil, err
 	}
 	a := c.LlamaCpp()
@@ -139,7 +46,7 @@ func (b *Bench) CheckExport(ctx context.Context, c *Config, opt CheckOptions) (*
 		return nil, err
 	}
 	plainArgs, specArgs := llamacpp.Args(a, opt.MaxTokens)
-	res := &CheckResult{Runtime: "llama.cpp", Plain: llamacpp.Command(plainProg, plainArgs), Speculative: llamacpp.Command(specProg, specArgs)}
+	res := &llamacheck.Result{Runtime: "llama.cpp", Plain: llamacpp.Command(plainProg, plainArgs), Speculative: llamacpp.Command(specProg, specArgs)}
 	res.PlainLine, res.SpeculativeLine = config.ShellLine(res.Plain...), config.ShellLine(res.Speculative...)
 	if c.Predicted != nil {
 		res.Predicted = c.Predicted.Speedup
@@ -160,14 +67,14 @@ func (b *Bench) CheckExport(ctx context.Context, c *Config, opt CheckOptions) (*
 				if spec {
 					prog, args, acc = specProg, specArgs, &sr
 				}
-				t, err := llamacpp.Run(ctx, prog, slices.Concat(args, []string{"-p", p}), spec, opt.MaxTokens, opt.callLimit(p))
+				t, err := llamacpp.Run(ctx, prog, slices.Concat(args, []string{"-p", p}), spec, opt.MaxTokens, opt.CallLimitFor(p))
 				if err != nil {
 					return nil, err
 				}
 				acc.Add(t)
 			}
 		}
-		round := CheckRound{Plain: float64(pr.Tokens) / pr.Seconds, Spec: float64(sr.Tokens) / sr.Seconds, Drafted: sr.Drafted, Accepted: sr.Accepted}
+		round := llamacheck.Round{Plain: float64(pr.Tokens) / pr.Seconds, Spec: float64(sr.Tokens) / sr.Seconds, Drafted: sr.Drafted, Accepted: sr.Accepted}
 		round.Speedup = round.Spec / round.Plain
 		if err := plausibleSpeedup(round.Speedup); err != nil {
 			return nil, fmt.Errorf("round %d: %w", r+1, err)
@@ -195,13 +102,13 @@ func (b *Bench) CheckExport(ctx context.Context, c *Config, opt CheckOptions) (*
 
 // storeCheck stores a check's two sides as runs of the runtime: its plain
 // decoding, and the exported settings with the measured speedup.
-func (b *Bench) storeCheck(ctx context.Context, c *Config, opt CheckOptions, res *CheckResult, plain, spec llamacpp.Timed) error {
+func (b *Bench) storeCheck(ctx context.Context, c *Config, opt llamacheck.Options, res *llamacheck.Result, plain, spec llamacpp.Timed) error {
 	return b.storeSides(ctx, c, opt, res, plain, &spec)
 }
 
 // storeSides stores the plain side as a run of the runtime, and the
 // speculative one where spec is not nil.
-func (b *Bench) storeSides(ctx context.Context, c *Config, opt CheckOptions, res *CheckResult, plain llamacpp.Timed, spec *llamacpp.Timed) error {
+func (b *Bench) storeSides(ctx context.Context, c *Config, opt llamacheck.Options, res *llamacheck.Result, plain llamacpp.Timed, spec *llamacpp.Timed) error {
 	st, err := b.db(ctx)
 	if err != nil {
 		return fmt.Errorf("%w (use --no-store to check without storing)", err)

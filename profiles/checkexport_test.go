@@ -12,6 +12,7 @@ import (
 
 	"arborist/engine/spec"
 	"arborist/profiles/config"
+	"arborist/profiles/llamacheck"
 	"arborist/profiles/llamacpp"
 )
 
@@ -51,8 +52,8 @@ func TestCheckExportInLlamaCpp(t *testing.T) {
 	defer b.Close()
 	fixed := checkConfig(spec.Plan{Strategy: "chain", Gamma: 6})
 	rounds := 0
-	res, err := b.CheckExport(ctx, fixed, CheckOptions{LlamaCpp: dir, Prompts: []string{"Once upon a time", "The cat"}, MaxTokens: 64, Rounds: 3,
-		OnRound: func(int, CheckRound) { rounds++ }})
+	res, err := b.CheckExport(ctx, fixed, llamacheck.Options{LlamaCpp: dir, Prompts: []string{"Once upon a time", "The cat"}, MaxTokens: 64, Rounds: 3,
+		OnRound: func(int, llamacheck.Round) { rounds++ }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestCheckExportInLlamaCpp(t *testing.T) {
 	// the threshold plan's p-min reaches llama.cpp, and is slower there
 	os.Remove(filepath.Join(tmp, "state"))
 	thr := checkConfig(spec.Plan{Strategy: "egt", EGT: []int{1, 1, 1, 1, 1, 1}, Branch: 1, WMax: 6, DepthPolicy: "threshold", DepthMin: 0.75})
-	res, err = b.CheckExport(ctx, thr, CheckOptions{LlamaCpp: dir, Prompts: []string{"Once"}, MaxTokens: 32, Rounds: 1, NoStore: true})
+	res, err = b.CheckExport(ctx, thr, llamacheck.Options{LlamaCpp: dir, Prompts: []string{"Once"}, MaxTokens: 32, Rounds: 1, NoStore: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,12 +119,12 @@ func TestCheckExportInLlamaCpp(t *testing.T) {
 	}
 
 	// what cannot be checked says why
-	if _, err := b.CheckExport(ctx, fixed, CheckOptions{LlamaCpp: tmp, Prompts: []string{"x"}}); !errors.Is(err, llamacpp.ErrNotFound) {
+	if _, err := b.CheckExport(ctx, fixed, llamacheck.Options{LlamaCpp: tmp, Prompts: []string{"x"}}); !errors.Is(err, llamacpp.ErrNotFound) {
 		t.Errorf("no binaries: %v", err)
 	}
 	ng := checkConfig(spec.Plan{Strategy: "chain", Gamma: 4})
 	ng.Models.Draft = config.Draft{Kind: "ngram", NGram: 3}
-	if _, err := b.CheckExport(ctx, ng, CheckOptions{LlamaCpp: dir, Prompts: []string{"x"}}); err == nil || !strings.Contains(err.Error(), "nothing to check") {
+	if _, err := b.CheckExport(ctx, ng, llamacheck.Options{LlamaCpp: dir, Prompts: []string{"x"}}); err == nil || !strings.Contains(err.Error(), "nothing to check") {
 		t.Errorf("an n-gram plan: %v", err)
 	}
 	broken := filepath.Join(tmp, "bin")
@@ -131,7 +132,7 @@ func TestCheckExportInLlamaCpp(t *testing.T) {
 	for _, n := range []string{"llama-completion", "llama-speculative-simple"} {
 		os.WriteFile(filepath.Join(broken, n), []byte("#!/bin/sh\necho 'no timings here'\n"), 0o755)
 	}
-	if _, err := b.CheckExport(ctx, fixed, CheckOptions{LlamaCpp: broken, Prompts: []string{"x"}, NoStore: true}); err == nil || !strings.Contains(err.Error(), "no timing line") {
+	if _, err := b.CheckExport(ctx, fixed, llamacheck.Options{LlamaCpp: broken, Prompts: []string{"x"}, NoStore: true}); err == nil || !strings.Contains(err.Error(), "no timing line") {
 		t.Errorf("a binary without timing lines: %v", err)
 	}
 }
@@ -157,7 +158,7 @@ func TestTuneLlamaCpp(t *testing.T) {
 	defer b.Close()
 	c := checkConfig(spec.Plan{Strategy: "chain", Gamma: 6})
 	prompts := []string{"Once upon a time", "The cat"}
-	res, err := b.TuneLlamaCpp(ctx, c, CheckOptions{LlamaCpp: dir, Prompts: prompts, MaxTokens: 32, Rounds: 2})
+	res, err := b.TuneLlamaCpp(ctx, c, llamacheck.Options{LlamaCpp: dir, Prompts: prompts, MaxTokens: 32, Rounds: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestTuneLlamaCpp(t *testing.T) {
 	}
 	// every setting slower than plain decoding: no speculation
 	t.Setenv("ARBORIST_STANDIN_SLOW", "1")
-	res, err = b.TuneLlamaCpp(ctx, c, CheckOptions{LlamaCpp: dir, Prompts: prompts, MaxTokens: 32, Rounds: 1, NoStore: true})
+	res, err = b.TuneLlamaCpp(ctx, c, llamacheck.Options{LlamaCpp: dir, Prompts: prompts, MaxTokens: 32, Rounds: 1, NoStore: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestTuneLlamaCpp(t *testing.T) {
 	if strings.Contains(eq[0].Lines[0], "-md") || !strings.Contains(strings.Join(eq[0].Notes, " "), "no speculation") {
 		t.Errorf("export without speculation: %+v", eq[0])
 	}
-	if _, err := b.CheckExport(ctx, res.Config, CheckOptions{LlamaCpp: dir, Prompts: prompts, NoStore: true}); err == nil || !strings.Contains(err.Error(), "plain decoding") {
+	if _, err := b.CheckExport(ctx, res.Config, llamacheck.Options{LlamaCpp: dir, Prompts: prompts, NoStore: true}); err == nil || !strings.Contains(err.Error(), "plain decoding") {
 		t.Errorf("checking a plain export: %v", err)
 	}
 }

@@ -26,6 +26,8 @@
 //	predictor/  Yggdrasil's depth predictor
 //	config/     the config.yaml format
 //	llamacpp/   running llama.cpp's programs for the checks of an export
+//	llamacheck/ what a check or tune in llama.cpp runs and finds (a value
+//	            package)
 //	outfile/    writing output files safely
 //	jobs/       the registry of an app's long jobs (a value package)
 //	loadtest/   a load test's options and results (a value package), its

@@ -7,38 +7,10 @@ import (
 	"slices"
 
 	"arborist/profiles/config"
+	"arborist/profiles/llamacheck"
 	"arborist/profiles/llamacpp"
 	"arborist/profiles/outfile"
 )
-
-// LlamaSetting is one llama.cpp speculative setting a tune measures:
-// --draft-max and --draft-p-min, with its rounds' speedups over llama.cpp's
-// plain decoding (the median and the range) and its acceptance there.
-type LlamaSetting struct {
-	DraftMax   int            `json:"draft_max"`
-	DraftPMin  float64        `json:"draft_p_min"`
-	Exported   bool           `json:"exported"` // the plan's own mapping
-	Speedups   []float64      `json:"speedups"` // one a round
-	Speedup    float64        `json:"speedup"`  // the median
-	Low, High  float64        `json:"-"`
-	Acceptance float64        `json:"acceptance"`
-	t          llamacpp.Timed // the setting's decoding over every round
-}
-
-// LlamaTuneResult is what a tune for llama.cpp measured: every setting,
-// the best one (nil where none was faster than plain decoding: then
-// llama.cpp should not speculate on this pair and machine), and the
-// config with that setting written into it for export.
-type LlamaTuneResult struct {
-	Version   string         `json:"version,omitempty"`
-	Settings  []LlamaSetting `json:"settings"`
-	Best      *LlamaSetting  `json:"best"`
-	Exported  *LlamaSetting  `json:"exported"` // the plain export's setting, measured beside the others
-	Predicted float64        `json:"predicted_arborist,omitempty"`
-	Config    *Config        `json:"-"`
-	PlainRun  int64          `json:"plain_run_id,omitempty"`
-	BestRun   int64          `json:"best_run_id,omitempty"`
-}
 
 // llamaDraftLengths are the draft lengths a tune for llama.cpp measures
 // beside the exported one: llama.cpp's verification costs nearly a token
@@ -48,8 +20,8 @@ var llamaDraftLengths = []int{1, 2, 3, 4, 6, 8}
 // llamaSettings is what a tune measures: the exported setting, and each
 // draft length of llamaDraftLengths with --draft-p-min 0 (every token
 // drafted) and with the plan's threshold where it has one.
-func llamaSettings(a config.LlamaCppArgs) []LlamaSetting {
-	out := []LlamaSetting{{DraftMax: a.Depth, DraftPMin: a.PMin, Exported: true}}
+func llamaSettings(a config.LlamaCppArgs) []llamacheck.Setting {
+	out := []llamacheck.Setting{{DraftMax: a.Depth, DraftPMin: a.PMin, Exported: true}}
 	pmins := []float64{0}
 	if a.PMin > 0 {
 		pmins = append(pmins, a.PMin)
@@ -59,7 +31,7 @@ func llamaSettings(a config.LlamaCppArgs) []LlamaSetting {
 			if n == a.Depth && pm == a.PMin {
 				continue
 			}
-			out = append(out, LlamaSetting{DraftMax: n, DraftPMin: pm})
+			out = append(out, llamacheck.Setting{DraftMax: n, DraftPMin: pm})
 		}
 	}
 	return out
@@ -75,13 +47,13 @@ func llamaSettings(a config.LlamaCppArgs) []LlamaSetting {
 // setting in runtimes.llama_cpp, so its export writes it; the plain side
 // and the best setting are stored as runs of the runtime (unless
 // NoStore), and with opt.Out written there. c itself is not changed.
-func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (*LlamaTuneResult, error) {
+func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt llamacheck.Options) (*llamacheck.TuneResult, error) {
 	if opt.Out != "" { // refused before the minutes of measuring, not after
 		if err := outfile.Check(opt.Out, b.tunedInputs(c, opt.Inputs)...); err != nil {
 			return nil, err
 		}
 	}
-	if err := opt.defaults("tune", c); err != nil {
+	if err := opt.Complete("tune", c); err != nil {
 		return nil, err
 	}
 	base := *c
@@ -98,7 +70,7 @@ func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (
 	settings := llamaSettings(a)
 	// a setting's arguments are the plan's with that setting measured,
 	// as the exported line will carry it
-	specArgs := func(s LlamaSetting) []string {
+	specArgs := func(s llamacheck.Setting) []string {
 		with := base
 		with.Measured = &config.Runtimes{LlamaCpp: &config.LlamaCppTuned{Speculate: true, DraftMax: s.DraftMax, DraftPMin: s.DraftPMin}}
 		_, args := llamacpp.Args(with.LlamaCpp(), opt.MaxTokens)
@@ -108,11 +80,12 @@ func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (
 	if err != nil {
 		return nil, err
 	}
-	res := &LlamaTuneResult{Version: version}
+	res := &llamacheck.TuneResult{Version: version}
 	if c.Predicted != nil {
 		res.Predicted = c.Predicted.Speedup
 	}
 	var plainTot llamacpp.Timed
+	timed := make([]llamacpp.Timed, len(settings)) // each setting's decoding over every round
 	for r := 0; r < opt.Rounds; r++ {
 		var plain llamacpp.Timed
 		spec := make([]llamacpp.Timed, len(settings))
@@ -126,7 +99,7 @@ func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (
 				if i > 0 {
 					prog, args, acc = specProg, specArgs(settings[i-1]), &spec[i-1]
 				}
-				t, err := llamacpp.Run(ctx, prog, slices.Concat(args, []string{"-p", p}), i > 0, opt.MaxTokens, opt.callLimit(p))
+				t, err := llamacpp.Run(ctx, prog, slices.Concat(args, []string{"-p", p}), i > 0, opt.MaxTokens, opt.CallLimitFor(p))
 				if err != nil {
 					return nil, err
 				}
@@ -140,19 +113,19 @@ func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (
 				return nil, fmt.Errorf("round %d, --draft-max %d: %w", r+1, s.DraftMax, err)
 			}
 			s.Speedups = append(s.Speedups, x)
-			s.t.Add(spec[i])
+			timed[i].Add(spec[i])
 		}
 		plainTot.Add(plain)
 		if opt.OnRound != nil {
-			best := slices.MaxFunc(settings, func(x, y LlamaSetting) int { return cmp.Compare(x.Speedups[r], y.Speedups[r]) })
-			opt.OnRound(r, CheckRound{Plain: float64(plain.Tokens) / plain.Seconds, Speedup: best.Speedups[r]})
+			best := slices.MaxFunc(settings, func(x, y llamacheck.Setting) int { return cmp.Compare(x.Speedups[r], y.Speedups[r]) })
+			opt.OnRound(r, llamacheck.Round{Plain: float64(plain.Tokens) / plain.Seconds, Speedup: best.Speedups[r]})
 		}
 	}
 	for i := range settings {
 		s := &settings[i]
 		s.Speedup, s.Low, s.High = medianRange(s.Speedups)
-		if s.t.Drafted > 0 {
-			s.Acceptance = float64(s.t.Accepted) / float64(s.t.Drafted)
+		if timed[i].Drafted > 0 {
+			s.Acceptance = float64(timed[i].Accepted) / float64(timed[i].Drafted)
 		}
 		if s.Exported {
 			res.Exported = s
@@ -161,12 +134,13 @@ func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (
 	res.Settings = settings
 	// the fastest setting: the best where it beats plain decoding; where
 	// it does not, what the no-speculation note cites
-	f := &settings[0]
+	fi := 0
 	for i := range settings {
-		if settings[i].Speedup > f.Speedup {
-			f = &settings[i]
+		if settings[i].Speedup > settings[fi].Speedup {
+			fi = i
 		}
 	}
+	f := &settings[fi]
 	tuned := &config.LlamaCppTuned{Version: res.Version, Speedup: f.Speedup, Low: f.Low, High: f.High}
 	if f.Speedup > 1 {
 		res.Best = f
@@ -185,10 +159,10 @@ func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt CheckOptions) (
 	}
 	// the plain side, and the best setting where one beat it, as runs of
 	// the runtime (Compare shows them beside Arborist's)
-	chk := &CheckResult{Runtime: "llama.cpp", Version: res.Version, Predicted: res.Predicted, Plain: llamacpp.Command(plainProg, plainArgs)}
+	chk := &llamacheck.Result{Runtime: "llama.cpp", Version: res.Version, Predicted: res.Predicted, Plain: llamacpp.Command(plainProg, plainArgs)}
 	var best *llamacpp.Timed
 	if bs := res.Best; bs != nil {
-		chk.Speedup, best = bs.Speedup, &bs.t
+		chk.Speedup, best = bs.Speedup, &timed[fi]
 		chk.Speculative = llamacpp.Command(specProg, specArgs(*bs))
 	}
 	if err := b.storeSides(ctx, res.Config, opt, chk, plainTot, best); err != nil {
@@ -214,7 +188,7 @@ func medianRange(xs []float64) (med, lo, hi float64) {
 // llama.cpp setting measured best) to path, never onto one of inputs (the
 // config it was tuned from, the prompt suite), the database or a model it
 // names.
-func (b *Bench) writeTuned(r *LlamaTuneResult, path string, inputs ...string) error {
+func (b *Bench) writeTuned(r *llamacheck.TuneResult, path string, inputs ...string) error {
 	data, err := r.Config.Marshal()
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"arborist/engine/spec"
+	"arborist/profiles/llamacheck"
 	"arborist/profiles/llamacpp"
 )
 
@@ -76,8 +77,8 @@ func TestCheckExportBoundsUntrustedPrograms(t *testing.T) {
 	ctx := context.Background()
 	b := openBench(t)
 	c := checkConfig(spec.Plan{Strategy: "chain", Gamma: 4})
-	opt := func(dir string) CheckOptions {
-		return CheckOptions{LlamaCpp: dir, Prompts: []string{"Once"}, MaxTokens: 8, Rounds: 1, NoStore: true, CallLimit: time.Second}
+	opt := func(dir string) llamacheck.Options {
+		return llamacheck.Options{LlamaCpp: dir, Prompts: []string{"Once"}, MaxTokens: 8, Rounds: 1, NoStore: true, CallLimit: time.Second}
 	}
 	child := filepath.Join(t.TempDir(), "child.pid")
 	for _, c2 := range []struct {
@@ -158,11 +159,11 @@ func TestAbsurdRuntimeFiguresRefused(t *testing.T) {
 		{spec("decoded 10 tokens in 0.00001 seconds"), "speedup of"},
 	} {
 		dir := fakeLlama(t, "echo 'version: 1'", c2.body)
-		_, err := b.CheckExport(ctx, c, CheckOptions{LlamaCpp: dir, Prompts: []string{"Once"}, MaxTokens: 8, Rounds: 1})
+		_, err := b.CheckExport(ctx, c, llamacheck.Options{LlamaCpp: dir, Prompts: []string{"Once"}, MaxTokens: 8, Rounds: 1})
 		if err == nil || !strings.Contains(err.Error(), c2.want) {
 			t.Errorf("%q: %v; want %q", c2.body, err, c2.want)
 		}
-		if _, err := b.TuneLlamaCpp(ctx, c, CheckOptions{LlamaCpp: dir, Prompts: []string{"Once"}, MaxTokens: 8, Rounds: 1}); err == nil {
+		if _, err := b.TuneLlamaCpp(ctx, c, llamacheck.Options{LlamaCpp: dir, Prompts: []string{"Once"}, MaxTokens: 8, Rounds: 1}); err == nil {
 			t.Errorf("a tune on %q succeeded", c2.body)
 		}
 	}
@@ -173,11 +174,11 @@ func TestAbsurdRuntimeFiguresRefused(t *testing.T) {
 	}
 	// the negative control: plausible figures pass
 	dir := fakeLlama(t, "echo 'version: 1'", spec("decoded 8 tokens in 0.05 seconds"))
-	if _, err := b.CheckExport(ctx, c, CheckOptions{LlamaCpp: dir, Prompts: []string{"Once"}, MaxTokens: 8, Rounds: 1, NoStore: true}); err != nil {
+	if _, err := b.CheckExport(ctx, c, llamacheck.Options{LlamaCpp: dir, Prompts: []string{"Once"}, MaxTokens: 8, Rounds: 1, NoStore: true}); err != nil {
 		t.Errorf("plausible figures: %v", err)
 	}
 	for _, n := range []int{513, 1 << 62} {
-		_, err := b.CheckExport(ctx, c, CheckOptions{LlamaCpp: dir, Prompts: []string{"Once"}, MaxTokens: n, Rounds: 1, NoStore: true})
+		_, err := b.CheckExport(ctx, c, llamacheck.Options{LlamaCpp: dir, Prompts: []string{"Once"}, MaxTokens: n, Rounds: 1, NoStore: true})
 		if err == nil || !strings.Contains(err.Error(), "(-n) exceed the config's context (models.target.max_seq_len 512)") {
 			t.Errorf("-n %d: %v", n, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"arborist/profiles"
+	"arborist/profiles/llamacheck"
 )
 
 // runCheckExport measures an export's llama.cpp settings in llama.cpp:
@@ -51,13 +52,13 @@ func runCheckExport(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer b.Close()
-	opt := profiles.CheckOptions{LlamaCpp: *dir, Prompts: prompts, MaxTokens: *n, Rounds: *rounds, NoStore: *noStore}
+	opt := llamacheck.Options{LlamaCpp: *dir, Prompts: prompts, MaxTokens: *n, Rounds: *rounds, NoStore: *noStore}
 	if *tune {
 		return tuneLlama(ctx, env, b, c, opt, []string{*cfgPath, *promptsFile}, *out, *asJSON)
 	}
 	if !*asJSON {
 		fmt.Fprintf(env.Stderr, "checking the exported llama.cpp settings on %d prompt(s), %d tokens each, %d rounds\n", len(prompts), *n, *rounds)
-		opt.OnRound = func(i int, r profiles.CheckRound) {
+		opt.OnRound = func(i int, r llamacheck.Round) {
 			acc := ""
 			if r.Drafted > 0 {
 				acc = fmt.Sprintf(", acceptance %.0f%%", 100*float64(r.Accepted)/float64(r.Drafted))
@@ -91,10 +92,10 @@ func runCheckExport(ctx context.Context, env Env, args []string) error {
 // cut-offs measured in llama.cpp, the fastest reported beside the
 // exported one and Arborist's prediction, and written into a config with
 // -o. The last line is "llama.cpp best: ..." with its speedup and range.
-func tuneLlama(ctx context.Context, env Env, b *profiles.Bench, c *profiles.Config, opt profiles.CheckOptions, inputs []string, out string, asJSON bool) error {
+func tuneLlama(ctx context.Context, env Env, b *profiles.Bench, c *profiles.Config, opt llamacheck.Options, inputs []string, out string, asJSON bool) error {
 	if !asJSON {
 		fmt.Fprintf(env.Stderr, "tuning llama.cpp's draft length on %d prompt(s), %d tokens each, %d rounds\n", len(opt.Prompts), opt.MaxTokens, opt.Rounds)
-		opt.OnRound = func(i int, r profiles.CheckRound) {
+		opt.OnRound = func(i int, r llamacheck.Round) {
 			fmt.Fprintf(env.Stderr, "round %d: plain %.1f tokens/s, the round's best setting %.2fx\n", i+1, r.Plain, r.Speedup)
 		}
 	}
