@@ -61,6 +61,7 @@ var layers = map[string]placement{
 	"arborist/profiles/pairs":                 {layer: layerCore},
 	"arborist/profiles/predictor":             {layer: layerCore},
 	"arborist/profiles/store":                 {layer: layerCore},
+	"arborist/profiles/trainsize":             {layer: layerCore, faces: true},
 
 	// the engine
 	"arborist/engine/demo":                      {layer: layerEngine},

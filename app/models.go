@@ -18,6 +18,7 @@ import (
 	"arborist/app/present"
 	"arborist/profiles"
 	"arborist/profiles/jobs"
+	"arborist/profiles/trainsize"
 )
 
 // Draft source choices on the Models screen, as the core's registry of
@@ -186,7 +187,7 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	m.TrainCheck = newFileCheck(m.TrainPrompts, "prompt suite", nil, s.Win)
 	m.TrainSettings = profiles.Choices().DrafterSettings
 	m.TrainSize = newTrainSize(func(size string) {
-		if w, err := profiles.DrafterSize(size); err == nil {
+		if w, err := trainsize.Drafter(size); err == nil {
 			w.ApplyTo(&m.TrainSettings)
 		}
 	}, func() string { return drafterCostLine(m.TrainSettings, m.TrainPrompts.Text) })

@@ -9,10 +9,11 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"arborist/profiles"
+	"arborist/profiles/trainsize"
 )
 
 // trainSize is the size choice beside a trainer's button: the core's
-// sizes (profiles.TrainSizes), the default selected, and under it what
+// sizes (trainsize.Names), the default selected, and under it what
 // the chosen size decodes and trains on, so more data is a choice whose
 // cost shows before the training starts.
 type trainSize struct {
@@ -56,7 +57,7 @@ func drafterCostLine(set profiles.DrafterSettings, prompts string) string {
 			given = len(texts)
 		}
 	}
-	return "Training data: " + profiles.DrafterCost(given, set).String() + "."
+	return "Training data: " + trainsize.DrafterCost(given, set).String() + "."
 }
 
 // left is a progress line's time left ("" until it is known).
@@ -64,5 +65,5 @@ func left(eta time.Duration) string {
 	if eta <= 0 {
 		return ""
 	}
-	return ", about " + profiles.Minutes(eta) + " left"
+	return ", about " + trainsize.Minutes(eta) + " left"
 }

@@ -7,6 +7,7 @@ import (
 	"arborist/engine/synth"
 	"arborist/kernels"
 	"arborist/profiles/store"
+	"arborist/profiles/trainsize"
 )
 
 // Catalog is what the faces offer to choose from and start with, as the
@@ -40,11 +41,11 @@ type Catalog struct {
 	// the user's configuration folder.
 	DefaultDB string
 	// DrafterSettings are a hidden-state drafter's default training
-	// settings (at DefaultTrainSize).
+	// settings (at the default size).
 	DrafterSettings DrafterSettings
 	// TrainSizes are the sizes both trainers offer, smallest first
-	// (PredictorSize, DrafterSize), and DefaultTrainSize the one they run
-	// at unless asked for more.
+	// (trainsize.Predictor, trainsize.Drafter), and DefaultTrainSize the
+	// one they run at unless asked for more.
 	TrainSizes       []string
 	DefaultTrainSize string
 	// SynthShapes are the model shapes Synth knows by name.
@@ -62,8 +63,8 @@ func Choices() Catalog {
 		Strategies: spec.Strategies(), DefaultStrategy: spec.DefaultStrategy(), PlainStrategy: spec.PlainStrategy(),
 		PlanFields: spec.PlanFields(), WhatIf: whatIf, WhatIfStart: start,
 		Backends: kernels.Names(), DefaultBackend: kernels.DefaultBackend, DefaultThreads: kernels.DefaultThreads(),
-		DraftSources: DraftSources(), DefaultDB: store.DefaultPath(), DrafterSettings: defaultDrafterSettings(),
-		TrainSizes: TrainSizes(), DefaultTrainSize: DefaultTrainSize, SynthShapes: synth.ShapeNames(),
+		DraftSources: DraftSources(), DefaultDB: store.DefaultPath(), DrafterSettings: trainsize.DefaultDrafterSettings(),
+		TrainSizes: trainsize.Names(), DefaultTrainSize: trainsize.Default, SynthShapes: synth.ShapeNames(),
 		Rounds: defaultRounds, RoundBudget: roundBudget,
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"arborist/profiles/pairs"
 	"arborist/profiles/predictor"
 	"arborist/profiles/store"
+	"arborist/profiles/trainsize"
 )
 
 // PredictorOptions choose what a depth predictor is trained on.
@@ -28,7 +29,7 @@ type PredictorOptions struct {
 	// prompt corpus to them.
 	// Size caps the prompts decoded (the given ones first, then the
 	// corpus, assets.TrainingPrompts) and gives Tokens where it is 0:
-	// PredictorSize; "" is DefaultTrainSize.
+	// trainsize.Predictor; "" is trainsize.Default.
 	Prompts []string
 	Tokens  int
 	Corpus  bool
@@ -144,12 +145,12 @@ func (b *Bench) TrainPredictor(ctx context.Context, ps PairSpec, opt PredictorOp
 
 // work is the size the options ask for, their Tokens in place of the
 // size's where set.
-func (opt PredictorOptions) work() (TrainWork, error) {
+func (opt PredictorOptions) work() (trainsize.Work, error) {
 	size := opt.Size
 	if size == "" {
-		size = DefaultTrainSize
+		size = trainsize.Default
 	}
-	w, err := PredictorSize(size)
+	w, err := trainsize.Predictor(size)
 	if err != nil {
 		return w, err
 	}
@@ -160,7 +161,7 @@ func (opt PredictorOptions) work() (TrainWork, error) {
 }
 
 // texts are the prompts a predictor of that size decodes.
-func (opt PredictorOptions) texts(w TrainWork) []string {
+func (opt PredictorOptions) texts(w trainsize.Work) []string {
 	var corpus []string
 	if opt.Corpus {
 		corpus = assets.CorpusPrompts()
@@ -175,15 +176,15 @@ func (opt PredictorOptions) texts(w TrainWork) []string {
 // measures only the curves TrainPredictor would measure first (those a
 // narrower profile lacks), so a face shows it before the decoding starts
 // and the training finds them stored.
-func (b *Bench) PredictorCost(ctx context.Context, ps PairSpec, opt PredictorOptions, progress Progress) (Work, error) {
+func (b *Bench) PredictorCost(ctx context.Context, ps PairSpec, opt PredictorOptions, progress Progress) (trainsize.Cost, error) {
 	w, err := opt.work()
 	if err != nil {
-		return Work{}, err
+		return trainsize.Cost{}, err
 	}
-	out := Work{TrainWork: w, Prompts: len(opt.texts(w))}
+	out := trainsize.Cost{Work: w, Prompts: len(opt.texts(w))}
 	out.Decoded = out.Prompts * w.Tokens
 	def := opt
-	def.Size, def.Tokens = DefaultTrainSize, 0
+	def.Size, def.Tokens = trainsize.Default, 0
 	if dw, err := def.work(); err == nil {
 		out.Relative = float64(out.Decoded) / float64(max(1, len(def.texts(dw))*dw.Tokens))
 	}
@@ -204,13 +205,13 @@ func (b *Bench) PredictorCost(ctx context.Context, ps PairSpec, opt PredictorOpt
 func collectETA(progress Progress, perPrompt time.Duration) func(done, total int) {
 	start := time.Now()
 	return func(done, total int) {
-		eta := ETA(time.Since(start), float64(done), float64(total))
+		eta := trainsize.ETA(time.Since(start), float64(done), float64(total))
 		if done == 0 {
 			eta = perPrompt * time.Duration(total)
 		}
 		detail := "prompts"
 		if eta > 0 {
-			detail += ", about " + Minutes(eta) + " left"
+			detail += ", about " + trainsize.Minutes(eta) + " left"
 		}
 		progress.send("collecting", done, total, detail)
 	}
@@ -340,4 +341,33 @@ func (b *Bench) probeSteps(ctx context.Context, st *store.Store, ps PairSpec, pa
 		return nil, err
 	}
 	return out, nil
+}
+
+// probeStepCost is what a token committed by the calibration's probe
+// tree costs the pair, as its stored curves price a step (the drafter's
+// pass over each level's frontier, the target's pass over the whole tree,
+// extrapolated beyond the curve's widest) and its newest calibration
+// measured the tokens a step of that tree commits: the depth predictor's
+// decoding is these steps.
+func probeStepCost(in *Inputs) (time.Duration, error) {
+	if in == nil || in.Acc == nil || !in.Profiled || len(in.Costs.Verify) == 0 {
+		return 0, fmt.Errorf("no stored curve and calibration to price the probe tree with")
+	}
+	if in.Acc.Steps <= 0 || in.Acc.Tokens <= 0 {
+		return 0, fmt.Errorf("the calibration counted no steps")
+	}
+	step, frontier, nodes := in.Costs.Overhead, 1, 0
+	for _, w := range costmodel.CalibrationWidths {
+		if in.Costs.Draft != nil {
+			step += costmodel.Interp(in.Costs.Draft, frontier)
+		}
+		frontier *= w
+		nodes += frontier
+	}
+	step += costmodel.Interp(in.Costs.Verify, 1+nodes)
+	perStep := float64(in.Acc.Tokens) / float64(in.Acc.Steps)
+	if step <= 0 {
+		return 0, fmt.Errorf("the probe tree prices at %v a step", step)
+	}
+	return time.Duration(float64(step) / perStep), nil
 }

@@ -30,6 +30,8 @@
 //	            package)
 //	outfile/    writing output files safely
 //	jobs/       the registry of an app's long jobs (a value package)
+//	trainsize/  the sizes of the trainings and what they cost (a value
+//	            package)
 //	loadtest/   a load test's options and results (a value package), its
 //	            clients and the servers it starts
 //

@@ -16,6 +16,7 @@ import (
 	"arborist/profiles/hardware"
 	"arborist/profiles/pairs"
 	"arborist/profiles/store"
+	"arborist/profiles/trainsize"
 )
 
 // ReadPrompts reads a prompt suite: one prompt per non-blank line.
@@ -168,7 +169,7 @@ func trainDrafter(ctx context.Context, st *store.Store, spec TrainSpec, events f
 		prompts[i] = target.Tok.Encode(t, true, false)
 		longest = max(longest, len(prompts[i]))
 	}
-	count := TrainCount(len(texts), set.Corpus, set.MaxPrompts)
+	count := trainsize.Count(len(texts), set.Corpus, set.MaxPrompts)
 	tokens := count * max(1, set.Samples) * (set.Tokens + longest)
 	// the collector lets the heap grow to about twice the live bytes
 	need := 2 * hidden.MemoryNeed(d.Shape, tokens, longest+set.Tokens, set.Depth, be.Threads())
@@ -178,10 +179,10 @@ func trainDrafter(ctx context.Context, st *store.Store, spec TrainSpec, events f
 	}
 	tr := &hidden.Trainer{Target: target, Prompts: prompts, Settings: set, Fingerprint: desc.Fingerprint,
 		Cache: dataCache{st, desc.Fingerprint}}
-	clock := newDrafterClock(set, time.Now)
+	clock := trainsize.NewClock(set, time.Now)
 	tr.Progress = func(p hidden.Progress) {
 		ev := TrainEvent{Progress: p, ID: id}
-		ev.ETA, ev.Elapsed = clock.tick(p)
+		ev.ETA, ev.Elapsed = clock.Tick(p)
 		events(ev)
 	}
 	if err := tr.Generate(ctx); err != nil {
@@ -227,8 +228,7 @@ func trainDrafter(ctx context.Context, st *store.Store, spec TrainSpec, events f
 		}
 	}
 	ev.ID = id
-	clock.training(ev.Tokens[0])
-	ev.ETA, ev.Elapsed = clock.eta, clock.now().Sub(clock.start)
+	ev.ETA, ev.Elapsed = clock.Training(ev.Tokens[0])
 	events(ev)
 	tr.Checkpoint = func(_ *hidden.Drafter, s *hidden.State) error {
 		if s == nil {

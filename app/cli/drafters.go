@@ -12,6 +12,7 @@ import (
 
 	"arborist/app/present"
 	"arborist/profiles"
+	"arborist/profiles/trainsize"
 )
 
 // trainDrafterArgs is train drafter's usage line, with the defaults the
@@ -19,13 +20,13 @@ import (
 func trainDrafterArgs() string {
 	d := profiles.Choices().DrafterSettings
 	return fmt.Sprintf("--target T --prompts FILE [--size %s] [--tokens %d --samples %d --depth %d --epochs %d --d %d ...] [--db FILE] | --resume ID",
-		strings.Join(profiles.TrainSizes(), "|"), d.Tokens, d.Samples, d.Depth, d.Epochs, d.D)
+		strings.Join(trainsize.Names(), "|"), d.Tokens, d.Samples, d.Depth, d.Epochs, d.D)
 }
 
 // sizesHelp lists the training sizes with the work each asks for.
-func sizesHelp(work func(string) (profiles.TrainWork, error)) string {
+func sizesHelp(work func(string) (trainsize.Work, error)) string {
 	var out []string
-	for _, name := range profiles.TrainSizes() {
+	for _, name := range trainsize.Names() {
 		w, err := work(name)
 		if err != nil {
 			continue
@@ -57,7 +58,7 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 	fs.StringVar(&spec.Prompts, "prompts", "", "prompt suite `file` the target continues to make training data")
 	fs.IntVar(&spec.Threads, "threads", 0, "CPU threads (default: physical cores)")
 	fs.Int64Var(&spec.Resume, "resume", 0, "resume the interrupted training of stored drafter `ID`")
-	size := fs.String("size", profiles.DefaultTrainSize, "how much data: "+sizesHelp(profiles.DrafterSize)+"; --prompts-max, --tokens, --samples and --epochs override it")
+	size := fs.String("size", trainsize.Default, "how much data: "+sizesHelp(trainsize.Drafter)+"; --prompts-max, --tokens, --samples and --epochs override it")
 	fs.IntVar(&s.MaxPrompts, "prompts-max", def.MaxPrompts, "prompts continued at most, those of --prompts first, then the corpus spread evenly (0: all)")
 	fs.IntVar(&s.Tokens, "tokens", def.Tokens, "tokens the target generates per sample")
 	fs.IntVar(&s.Samples, "samples", def.Samples, "samples per prompt (different seeds)")
@@ -85,7 +86,7 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	work, err := profiles.DrafterSize(*size)
+	work, err := trainsize.Drafter(*size)
 	if err != nil {
 		return fail(fs, usagef("--%v", err))
 	}
@@ -129,7 +130,7 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 	w := env.Stdout
 	if spec.Resume == 0 {
 		if texts, err := profiles.ReadPrompts(spec.Prompts); err == nil {
-			cost := profiles.DrafterCost(len(texts), *s)
+			cost := trainsize.DrafterCost(len(texts), *s)
 			named := ""
 			if cost.Size != "" {
 				named = " (size " + cost.Size + ")"
@@ -144,13 +145,13 @@ func runTrainDrafter(ctx context.Context, env Env, args []string) error {
 		if e.ETA <= 0 {
 			return ""
 		}
-		return ", about " + profiles.Minutes(e.ETA) + " left"
+		return ", about " + trainsize.Minutes(e.ETA) + " left"
 	}
 	id, d, err := b.TrainDrafter(ctx, spec, func(e profiles.TrainEvent) {
 		if e.ETA > 0 && !estimated {
 			estimated = true
 			fmt.Fprintf(env.Stderr, "\r%60s\r", "")
-			fmt.Fprintf(w, "estimated %s in all (measured on the first batch, %s so far)\n", profiles.Minutes(e.Elapsed+e.ETA), profiles.Minutes(e.Elapsed))
+			fmt.Fprintf(w, "estimated %s in all (measured on the first batch, %s so far)\n", trainsize.Minutes(e.Elapsed+e.ETA), trainsize.Minutes(e.Elapsed))
 		}
 		switch {
 		case e.Phase == "start":

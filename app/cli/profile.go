@@ -14,6 +14,7 @@ import (
 	"arborist/app/present"
 	"arborist/assets"
 	"arborist/profiles"
+	"arborist/profiles/trainsize"
 )
 
 func printCurve(w io.Writer, label string, p *profiles.Profile) {
@@ -293,7 +294,7 @@ func runTrain(ctx context.Context, env Env, args []string) error {
 	if len(args) > 0 && args[0] == "drafter" {
 		return runTrainDrafter(ctx, env, args[1:])
 	}
-	usage := "--target T (--draft D | --draft-ngram N | --draft-layers K | --draft-hidden ID) --prompts FILE [--size " + strings.Join(profiles.TrainSizes(), "|") + "] [-n N] [--corpus=false] [--epochs 30] [--strategy egt --egt W,.. --branch B --w-max M] [--db FILE] [--json]"
+	usage := "--target T (--draft D | --draft-ngram N | --draft-layers K | --draft-hidden ID) --prompts FILE [--size " + strings.Join(trainsize.Names(), "|") + "] [-n N] [--corpus=false] [--epochs 30] [--strategy egt --egt W,.. --branch B --w-max M] [--db FILE] [--json]"
 	if len(args) == 0 || args[0] != "predictor" {
 		fmt.Fprintln(env.Stderr, "usage: arborist train predictor "+usage)
 		fmt.Fprintln(env.Stderr, "       arborist train drafter "+trainDrafterArgs())
@@ -306,8 +307,8 @@ func runTrain(ctx context.Context, env Env, args []string) error {
 	plf.register(fs)
 	db := dbFlag(fs)
 	prompts := fs.String("prompts", "", "prompt suite `file`, one prompt per line")
-	size := fs.String("size", profiles.DefaultTrainSize, "how much to decode: "+sizesHelp(profiles.PredictorSize))
-	defWork, _ := profiles.PredictorSize(profiles.DefaultTrainSize)
+	size := fs.String("size", trainsize.Default, "how much to decode: "+sizesHelp(trainsize.Predictor))
+	defWork, _ := trainsize.Predictor(trainsize.Default)
 	n := fs.Int("n", defWork.Tokens, "tokens per prompt (default: the size's)")
 	corpus := fs.Bool("corpus", true, fmt.Sprintf("fill up to the size's prompt count from the built-in prompt corpus (%d prompts)", len(assets.CorpusPrompts())))
 	epochs := fs.Int("epochs", 30, "training epochs")
@@ -321,7 +322,7 @@ func runTrain(ctx context.Context, env Env, args []string) error {
 	if *prompts == "" || *n < 2 || *epochs < 1 || *epochs > 1000 {
 		return fail(fs, usagef("--prompts is required, -n must be above 1 and --epochs in 1..1000"))
 	}
-	if _, err := profiles.PredictorSize(*size); err != nil {
+	if _, err := trainsize.Predictor(*size); err != nil {
 		return fail(fs, usagef("--%v", err))
 	}
 	opt := profiles.PredictorOptions{Corpus: *corpus, Epochs: *epochs, Size: *size}

@@ -1,4 +1,10 @@
-package profiles
+// Package trainsize holds the sizes of the two trainings (the depth
+// predictor's and the hidden-state drafter's), declared once for the
+// CLI's --size and the GUI's size choice, and what a training costs: the
+// work a size asks for, its estimate before it starts, and the clock that
+// estimates what remains of a drafter's training as it runs. The
+// trainings themselves are the core's workflows.
+package trainsize
 
 import (
 	"fmt"
@@ -7,14 +13,13 @@ import (
 
 	"arborist/assets"
 	"arborist/engine/hidden"
-	"arborist/profiles/costmodel"
 )
 
-// TrainWork is how much a training decodes and learns from: the size a
+// Work is how much a training decodes and learns from: the size a
 // face offers, and what it costs. Prompts are decoded Samples times for
 // Tokens tokens each; the drafter then makes Epochs passes over what was
 // decoded (the depth predictor's fit is seconds beside its decoding).
-type TrainWork struct {
+type Work struct {
 	Size string `json:"size"`
 	// Prompts is how many prompts are decoded at most: the given ones
 	// first, then the built-in corpus spread evenly (assets.TrainingPrompts);
@@ -29,13 +34,13 @@ type TrainWork struct {
 // and the GUI's size choice read this table.
 type trainSize struct {
 	name               string
-	predictor, drafter TrainWork
+	predictor, drafter Work
 }
 
-// DefaultTrainSize is the size both trainers run at unless asked for
-// more: sized to end within about three minutes on the bench pair on a
-// quiet 2-core machine (docs/PERFORMANCE.md).
-const DefaultTrainSize = "small"
+// Default is the size both trainers run at unless asked for more: sized
+// to end within about three minutes on the bench pair on a quiet 2-core
+// machine (docs/PERFORMANCE.md).
+const Default = "small"
 
 // trainSizes are the sizes, smallest first. The depth predictor decodes
 // the pair with the calibration's probe tree; its default of 100 prompts
@@ -45,14 +50,14 @@ const DefaultTrainSize = "small"
 // the prompts: the data's generation and the epochs both grow with them.
 func trainSizes() []trainSize {
 	return []trainSize{
-		{"small", TrainWork{Prompts: 100, Tokens: 64, Samples: 1}, TrainWork{Prompts: 160, Tokens: 128, Samples: 2, Epochs: 12}},
-		{"medium", TrainWork{Prompts: 300, Tokens: 64, Samples: 1}, TrainWork{Prompts: 400, Tokens: 128, Samples: 2, Epochs: 12}},
-		{"large", TrainWork{Prompts: 0, Tokens: 64, Samples: 1}, TrainWork{Prompts: 0, Tokens: 128, Samples: 2, Epochs: 12}},
+		{"small", Work{Prompts: 100, Tokens: 64, Samples: 1}, Work{Prompts: 160, Tokens: 128, Samples: 2, Epochs: 12}},
+		{"medium", Work{Prompts: 300, Tokens: 64, Samples: 1}, Work{Prompts: 400, Tokens: 128, Samples: 2, Epochs: 12}},
+		{"large", Work{Prompts: 0, Tokens: 64, Samples: 1}, Work{Prompts: 0, Tokens: 128, Samples: 2, Epochs: 12}},
 	}
 }
 
-// TrainSizes are the sizes' names, smallest first.
-func TrainSizes() []string {
+// Names are the sizes' names, smallest first.
+func Names() []string {
 	var out []string
 	for _, s := range trainSizes() {
 		out = append(out, s.name)
@@ -66,41 +71,40 @@ func findSize(name string) (trainSize, error) {
 			return s, nil
 		}
 	}
-	return trainSize{}, fmt.Errorf("size %q: choose %s", name, strings.Join(TrainSizes(), ", "))
+	return trainSize{}, fmt.Errorf("size %q: choose %s", name, strings.Join(Names(), ", "))
 }
 
-// PredictorSize is what a depth predictor of that size decodes.
-func PredictorSize(name string) (TrainWork, error) {
+// Predictor is what a depth predictor of that size decodes.
+func Predictor(name string) (Work, error) {
 	s, err := findSize(name)
 	s.predictor.Size = s.name
 	return s.predictor, err
 }
 
-// DrafterSize is what a hidden-state drafter of that size decodes and
+// Drafter is what a hidden-state drafter of that size decodes and
 // trains on.
-func DrafterSize(name string) (TrainWork, error) {
+func Drafter(name string) (Work, error) {
 	s, err := findSize(name)
 	s.drafter.Size = s.name
 	return s.drafter, err
 }
 
 // ApplyTo sets a drafter's training settings to this size.
-func (w TrainWork) ApplyTo(set *DrafterSettings) {
+func (w Work) ApplyTo(set *hidden.Settings) {
 	set.MaxPrompts, set.Tokens, set.Samples, set.Epochs = w.Prompts, w.Tokens, w.Samples, w.Epochs
 }
 
-// defaultDrafterSettings are hidden.DefaultSettings at DefaultTrainSize:
-// the settings `train drafter` and the GUI start from.
-func defaultDrafterSettings() DrafterSettings {
+// DefaultDrafterSettings are hidden.DefaultSettings at Default: the
+// settings `train drafter` and the GUI start from.
+func DefaultDrafterSettings() hidden.Settings {
 	set := hidden.DefaultSettings()
-	w, _ := DrafterSize(DefaultTrainSize)
+	w, _ := Drafter(Default)
 	w.ApplyTo(&set)
 	return set
 }
 
-// TrainCount is how many prompts a training with these given prompts
-// decodes (the corpus added where corpus is set, capped at limit).
-func TrainCount(given int, corpus bool, limit int) int {
+// Count is how many prompts a training with these given prompts decodes (the corpus added where corpus is set, capped at limit).
+func Count(given int, corpus bool, limit int) int {
 	n := given
 	if corpus {
 		n += len(assets.CorpusPrompts())
@@ -111,11 +115,11 @@ func TrainCount(given int, corpus bool, limit int) int {
 	return n
 }
 
-// Work is a training's cost before it starts: its counts, and the time
+// Cost is a training's cost before it starts: its counts, and the time
 // they should take where a stored curve or a measurement prices them
 // (Estimate 0: not yet known; it is measured on the first batch).
-type Work struct {
-	TrainWork
+type Cost struct {
+	Work
 	Prompts  int           `json:"prompts"`   // what the training decodes, the limit applied
 	Decoded  int           `json:"decoded"`   // tokens decoded in all: Prompts x Samples x Tokens
 	Estimate time.Duration `json:"estimate"`  // 0: unknown until the first batch
@@ -130,7 +134,7 @@ type Work struct {
 // String is the line a face shows before a training starts: "about 100
 // prompts x 64 tokens, estimated 1.4 min (the pair's latency
 // curve)".
-func (w Work) String() string {
+func (w Cost) String() string {
 	s := fmt.Sprintf("about %d prompts x %d tokens", w.Prompts, w.Tokens)
 	if w.Samples > 1 {
 		s = fmt.Sprintf("about %d prompts x %d samples x %d tokens", w.Prompts, w.Samples, w.Tokens)
@@ -168,35 +172,6 @@ func ETA(elapsed time.Duration, done, total float64) time.Duration {
 	return time.Duration(float64(elapsed) * (total - done) / done)
 }
 
-// probeStepCost is what a token committed by the calibration's probe
-// tree costs the pair, as its stored curves price a step (the drafter's
-// pass over each level's frontier, the target's pass over the whole tree,
-// extrapolated beyond the curve's widest) and its newest calibration
-// measured the tokens a step of that tree commits: the depth predictor's
-// decoding is these steps.
-func probeStepCost(in *Inputs) (time.Duration, error) {
-	if in == nil || in.Acc == nil || !in.Profiled || len(in.Costs.Verify) == 0 {
-		return 0, fmt.Errorf("no stored curve and calibration to price the probe tree with")
-	}
-	if in.Acc.Steps <= 0 || in.Acc.Tokens <= 0 {
-		return 0, fmt.Errorf("the calibration counted no steps")
-	}
-	step, frontier, nodes := in.Costs.Overhead, 1, 0
-	for _, w := range costmodel.CalibrationWidths {
-		if in.Costs.Draft != nil {
-			step += costmodel.Interp(in.Costs.Draft, frontier)
-		}
-		frontier *= w
-		nodes += frontier
-	}
-	step += costmodel.Interp(in.Costs.Verify, 1+nodes)
-	perStep := float64(in.Acc.Tokens) / float64(in.Acc.Steps)
-	if step <= 0 {
-		return 0, fmt.Errorf("the probe tree prices at %v a step", step)
-	}
-	return time.Duration(float64(step) / perStep), nil
-}
-
 // trainPerGenerated is what a training token costs an epoch at depth 1
 // against what generating a token of its data cost: measured on the bench
 // target (bfloat16 products, 2 threads) at 0.70 against 4.9 ms under the
@@ -209,12 +184,12 @@ const trainPerGenerated = 0.15
 // (measured 1 : 1.61 : 2.48 for depths 1 to 3).
 func depthWeight(d int) float64 { return 0.25 + 0.75*float64(d) }
 
-// drafterClock estimates what remains of a drafter's training from its
+// Clock estimates what remains of a drafter's training from its
 // progress: during the data, from the generation's rate so far (and the
 // epochs priced from it, trainPerGenerated); during the epochs, from their
 // rate so far, each weighted by its depth.
-type drafterClock struct {
-	set       DrafterSettings
+type Clock struct {
+	set       hidden.Settings
 	start     time.Time
 	dataStart time.Time
 	trainAt   time.Time // zero until training starts
@@ -224,9 +199,9 @@ type drafterClock struct {
 	now       func() time.Time
 }
 
-func newDrafterClock(set DrafterSettings, now func() time.Time) *drafterClock {
+func NewClock(set hidden.Settings, now func() time.Time) *Clock {
 	t := now() // made as the data's generation starts
-	c := &drafterClock{set: set, start: t, dataStart: t, now: now}
+	c := &Clock{set: set, start: t, dataStart: t, now: now}
 	for e := range set.Epochs {
 		c.weights = append(c.weights, depthWeight(set.DepthAt(e)))
 	}
@@ -235,7 +210,7 @@ func newDrafterClock(set DrafterSettings, now func() time.Time) *drafterClock {
 
 // epochsLeft is the depth-weighted epochs left after epoch e's share done
 // of its batches.
-func (c *drafterClock) epochsLeft(epoch int, done float64) float64 {
+func (c *Clock) epochsLeft(epoch int, done float64) float64 {
 	left := 0.0
 	for e := epoch; e < len(c.weights); e++ {
 		left += c.weights[e]
@@ -246,18 +221,20 @@ func (c *drafterClock) epochsLeft(epoch int, done float64) float64 {
 	return max(0, left)
 }
 
-// training notes that the data is ready, tokens of it to train on: the
-// generation's rate prices the epochs until the first batches have run.
-func (c *drafterClock) training(tokens int) {
+// Training notes that the data is ready, tokens of it to train on, and
+// returns the ETA and elapsed time: the generation's rate prices the
+// epochs until the first batches have run.
+func (c *Clock) Training(tokens int) (time.Duration, time.Duration) {
 	c.trainAt = c.now()
 	if c.generated > 0 {
 		per := float64(c.trainAt.Sub(c.dataStart)) / float64(c.generated)
 		c.eta = time.Duration(per * trainPerGenerated * float64(tokens) * c.epochsLeft(0, 0))
 	}
+	return c.eta, c.now().Sub(c.start)
 }
 
-// tick folds a progress report in and returns the ETA and elapsed time.
-func (c *drafterClock) tick(p hidden.Progress) (time.Duration, time.Duration) {
+// Tick folds a progress report in and returns the ETA and elapsed time.
+func (c *Clock) Tick(p hidden.Progress) (time.Duration, time.Duration) {
 	now := c.now()
 	switch p.Phase {
 	case "data":
@@ -285,20 +262,20 @@ func (c *drafterClock) tick(p hidden.Progress) (time.Duration, time.Duration) {
 
 // DrafterCost is what a drafter's training with these settings decodes
 // and trains on, before it starts. Its time is measured on the first
-// batch of data (TrainEvent.ETA): no stored curve prices the trainer's
+// batch of data (profiles.TrainEvent.ETA): no stored curve prices the trainer's
 // batched generation and its epochs.
-func DrafterCost(prompts int, set DrafterSettings) Work {
+func DrafterCost(prompts int, set hidden.Settings) Cost {
 	w := drafterSize(set)
 	for _, s := range trainSizes() {
 		if s.drafter.Prompts == w.Prompts && s.drafter.Tokens == w.Tokens && s.drafter.Samples == w.Samples && s.drafter.Epochs == w.Epochs {
 			w.Size = s.name
 		}
 	}
-	out := Work{TrainWork: w, Prompts: TrainCount(prompts, set.Corpus, set.MaxPrompts)}
+	out := Cost{Work: w, Prompts: Count(prompts, set.Corpus, set.MaxPrompts)}
 	out.Decoded = out.Prompts * max(1, w.Samples) * w.Tokens
 	def := set
-	drafterSize(defaultDrafterSettings()).ApplyTo(&def)
-	base := TrainCount(prompts, def.Corpus, def.MaxPrompts) * max(1, def.Samples) * def.Tokens
+	drafterSize(DefaultDrafterSettings()).ApplyTo(&def)
+	base := Count(prompts, def.Corpus, def.MaxPrompts) * max(1, def.Samples) * def.Tokens
 	if units := drafterUnits(def, base); units > 0 {
 		out.Relative = drafterUnits(set, out.Decoded) / units
 	}
@@ -306,13 +283,13 @@ func DrafterCost(prompts int, set DrafterSettings) Work {
 }
 
 // size is the training size these settings ask for.
-func drafterSize(set DrafterSettings) TrainWork {
-	return TrainWork{Prompts: set.MaxPrompts, Tokens: set.Tokens, Samples: set.Samples, Epochs: set.Epochs}
+func drafterSize(set hidden.Settings) Work {
+	return Work{Prompts: set.MaxPrompts, Tokens: set.Tokens, Samples: set.Samples, Epochs: set.Epochs}
 }
 
 // drafterUnits is a drafter training's work in generated tokens: the data,
 // and its epochs priced as trainPerGenerated a token at depth 1.
-func drafterUnits(set DrafterSettings, decoded int) float64 {
+func drafterUnits(set hidden.Settings, decoded int) float64 {
 	epochs := 0.0
 	for e := range set.Epochs {
 		epochs += depthWeight(set.DepthAt(e))
