@@ -47,7 +47,7 @@ var layers = map[string]placement{
 
 	// the workflow core
 	"arborist/profiles":                       {layer: layerCore},
-	"arborist/profiles/config":                {layer: layerCore},
+	"arborist/profiles/config":                {layer: layerCore, faces: true},
 	"arborist/profiles/costmodel":             {layer: layerCore},
 	"arborist/profiles/hardware":              {layer: layerCore},
 	"arborist/profiles/jobs":                  {layer: layerCore, faces: true},

@@ -17,6 +17,7 @@ import (
 	"arborist/app/serve"
 	"arborist/assets"
 	"arborist/profiles"
+	"arborist/profiles/config"
 	"arborist/profiles/jobs"
 	"arborist/profiles/llamacheck"
 )
@@ -56,7 +57,7 @@ type ExportScreen struct {
 	// Load load-tests the config shown at several concurrencies
 	// (loadtest.go).
 	Load   *LoadTestPanel
-	cfg    *profiles.Config
+	cfg    *config.Config
 	planID int64
 }
 
@@ -100,7 +101,7 @@ func NewExportScreen(s *Session) *ExportScreen {
 // usable says whether the YAML shown is a config (a pair without a plan
 // shows a comment: nothing to serve, check or tune).
 func (e *ExportScreen) usable() bool {
-	_, err := profiles.ParseConfig("config.yaml", []byte(e.YAML.Text))
+	_, err := config.Parse("config.yaml", []byte(e.YAML.Text))
 	return err == nil
 }
 
@@ -305,7 +306,7 @@ func (e *ExportScreen) startServing(ctx context.Context, text string, port int) 
 	if err != nil {
 		return nil, err
 	}
-	c, err := profiles.ParseConfig("config.yaml", []byte(text))
+	c, err := config.Parse("config.yaml", []byte(text))
 	if err != nil {
 		return nil, err
 	}
@@ -430,7 +431,7 @@ func (e *ExportScreen) checkIn(ctx context.Context, job *jobs.Job, text, dir str
 	if err != nil {
 		return nil, err
 	}
-	c, err := profiles.ParseConfig("config.yaml", []byte(text))
+	c, err := config.Parse("config.yaml", []byte(text))
 	if err != nil {
 		return nil, err
 	}
@@ -487,7 +488,7 @@ func (e *ExportScreen) tuneIn(ctx context.Context, job *jobs.Job, text, dir stri
 	if err != nil {
 		return nil, "", err
 	}
-	c, err := profiles.ParseConfig("config.yaml", []byte(text))
+	c, err := config.Parse("config.yaml", []byte(text))
 	if err != nil {
 		return nil, "", err
 	}

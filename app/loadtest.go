@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"arborist/profiles"
+	"arborist/profiles/config"
 	"arborist/profiles/loadtest"
 )
 
@@ -96,7 +97,7 @@ func (p *LoadTestPanel) options() (loadtest.Options, error) {
 		return opt, fmt.Errorf("clients at once %q: want levels such as 1,4,8", p.Levels.Text)
 	}
 	for _, n := range levels {
-		if err := profiles.CheckConcurrency("clients at once", n); err != nil {
+		if err := config.CheckConcurrency("clients at once", n); err != nil {
 			return opt, err
 		}
 	}

@@ -30,7 +30,7 @@ func plausibleSpeedup(x float64) error {
 // and returns the measured speedup in llama.cpp (the median round's, with
 // the range), beside Arborist's prediction for its own engine. Both are
 // stored as runs of the runtime (unless NoStore), so Compare shows them.
-func (b *Bench) CheckExport(ctx context.Context, c *Config, opt llamacheck.Options) (*llamacheck.Result, error) {
+func (b *Bench) CheckExport(ctx context.Context, c *config.Config, opt llamacheck.Options) (*llamacheck.Result, error) {
 	if err := opt.Complete("check", c); err != nil {
 		return nil, err
 	}
@@ -102,13 +102,13 @@ func (b *Bench) CheckExport(ctx context.Context, c *Config, opt llamacheck.Optio
 
 // storeCheck stores a check's two sides as runs of the runtime: its plain
 // decoding, and the exported settings with the measured speedup.
-func (b *Bench) storeCheck(ctx context.Context, c *Config, opt llamacheck.Options, res *llamacheck.Result, plain, spec llamacpp.Timed) error {
+func (b *Bench) storeCheck(ctx context.Context, c *config.Config, opt llamacheck.Options, res *llamacheck.Result, plain, spec llamacpp.Timed) error {
 	return b.storeSides(ctx, c, opt, res, plain, &spec)
 }
 
 // storeSides stores the plain side as a run of the runtime, and the
 // speculative one where spec is not nil.
-func (b *Bench) storeSides(ctx context.Context, c *Config, opt llamacheck.Options, res *llamacheck.Result, plain llamacpp.Timed, spec *llamacpp.Timed) error {
+func (b *Bench) storeSides(ctx context.Context, c *config.Config, opt llamacheck.Options, res *llamacheck.Result, plain llamacpp.Timed, spec *llamacpp.Timed) error {
 	st, err := b.db(ctx)
 	if err != nil {
 		return fmt.Errorf("%w (use --no-store to check without storing)", err)

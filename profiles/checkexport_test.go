@@ -26,7 +26,7 @@ func standins(t *testing.T) string {
 	return filepath.Join(filepath.Dir(file), "..", "testdata", "llama-cpp")
 }
 
-func checkConfig(plan spec.Plan) *Config {
+func checkConfig(plan spec.Plan) *config.Config {
 	c := &config.Config{Speculation: plan, Sampling: config.Sampling{TopP: 1, Seed: 1}, Predicted: &config.Predicted{Speedup: 1.97}}
 	c.Models.Target = config.Target{Path: "/m/target.gguf", Device: "cpu", Threads: 2, MaxSeqLen: 512}
 	c.Models.Draft = config.Draft{Kind: "model", Path: "/m/draft.gguf", Device: "cpu", Threads: 2}

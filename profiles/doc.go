@@ -24,7 +24,7 @@
 //	measure/    latency curves, calibration, the re-check
 //	costmodel/  the latency-aware speedup model and the plan search
 //	predictor/  Yggdrasil's depth predictor
-//	config/     the config.yaml format
+//	config/     the config.yaml format (a value package)
 //	llamacpp/   running llama.cpp's programs for the checks of an export
 //	llamacheck/ what a check or tune in llama.cpp runs and finds (a value
 //	            package)

@@ -249,7 +249,7 @@ func loadReplay(ctx context.Context, path, hashDB string, allowChanged bool) (*r
 
 // replayConfig is what a parsed config.yaml asks to run (loadReplay, for
 // a config already read: the Export screen serves the text it shows).
-func replayConfig(ctx context.Context, c *Config, hashDB string, allowChanged bool) (*replay, error) {
+func replayConfig(ctx context.Context, c *config.Config, hashDB string, allowChanged bool) (*replay, error) {
 	if err := checkConfigModels(ctx, hashDB, c, allowChanged); err != nil {
 		return nil, err
 	}

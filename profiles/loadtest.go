@@ -30,10 +30,6 @@ import (
 // round, so a machine that slows down over the test slows every server
 // alike. Each server's figures at each level are stored as a run.
 
-// CheckConcurrency refuses a concurrency (named by what, for the message)
-// outside 1..config.MaxConcurrency.
-func CheckConcurrency(what string, n int) error { return config.CheckConcurrency(what, n) }
-
 // loadConfig is the config the test o serves: the file's, else the
 // text's.
 func loadConfig(o loadtest.Options) (*config.Config, error) {

@@ -43,7 +43,7 @@ func TestRunAndServeDraftAlike(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	loaded, err := LoadConfig(path)
+	loaded, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,23 +35,9 @@ import (
 // with it. The core knows no protocol: a request it refuses is a
 // RequestError naming the field, or the bound, and why.
 
-// Serving policies: how the server sizes each running request's draft
-// before each pass (ServeOptions.Policy).
-const (
-	// PolicyAdaptive chooses every running request's draft budget each
-	// pass, from none up to its plan's, for the most expected tokens a
-	// second of the whole pass (spec.Goodput), priced on the target's
-	// stored latency curve and each request's running acceptance.
-	PolicyAdaptive = config.PolicyAdaptive
-	// PolicyPlan verifies every request's plan at its full size, as
-	// tuned at one request, whatever the load.
-	PolicyPlan = config.PolicyPlan
-	// PolicyPlain never drafts: plain batched decoding.
-	PolicyPlain = config.PolicyPlain
-)
-
-// ServePolicies are the policies a server takes, the default first.
-var ServePolicies = []string{PolicyAdaptive, PolicyPlan, PolicyPlain}
+// servePolicies are the policies a server takes (ServeOptions.Policy;
+// config's Policy*), the default first.
+var servePolicies = []string{config.PolicyAdaptive, config.PolicyPlan, config.PolicyPlain}
 
 // DefaultServeSeqs is how many requests a server decodes at once by
 // default.
@@ -82,10 +68,11 @@ type ServeOptions struct {
 	// MaxQueue is how many requests may wait for room behind the running
 	// ones (default 64); more are refused as busy.
 	MaxQueue int
-	// Policy sizes the running requests' drafts (ServePolicies). Empty
-	// or adaptive: adaptive where the target's latency curve is stored
-	// on this machine (arborist profile), else the plan at its full size,
-	// the policy's description saying why (Server.Policy).
+	// Policy sizes the running requests' drafts (config.PolicyAdaptive,
+	// PolicyPlan, PolicyPlain). Empty or adaptive: adaptive where the
+	// target's latency curve is stored on this machine (arborist
+	// profile), else the plan at its full size, the policy's description
+	// saying why (Server.Policy).
 	Policy string
 	// KVBudget is the bytes of KV cache the running requests share
 	// (default: half the memory available once the pair is open); a
@@ -144,12 +131,12 @@ func CheckMaxSeqs(flag string, n int) error {
 
 // CheckServePolicy refuses a policy name the server does not know.
 func CheckServePolicy(flag, name string) error {
-	for _, p := range ServePolicies {
+	for _, p := range servePolicies {
 		if name == p {
 			return nil
 		}
 	}
-	return fmt.Errorf("%s %q: want %s", flag, name, strings.Join(ServePolicies, ", "))
+	return fmt.Errorf("%s %q: want %s", flag, name, strings.Join(servePolicies, ", "))
 }
 
 // Server decodes requests with a config.yaml's plan and sampling on
@@ -334,13 +321,6 @@ var (
 	errDraining = errors.New("the server is shutting down")
 )
 
-// ParseConfig reads config.yaml text (name is for messages and resolves
-// relative model paths): the Export screen serves the text it shows.
-func ParseConfig(name string, data []byte) (*Config, error) { return config.Parse(name, data) }
-
-// LoadConfig reads a config.yaml file.
-func LoadConfig(path string) (*Config, error) { return config.Load(path) }
-
 // OpenServer opens the config's pair, readies its plan for serving and
 // starts the batch its requests decode in. Model hashes are checked (and
 // cached) through this Bench's database, where the target's latency curve
@@ -348,7 +328,7 @@ func LoadConfig(path string) (*Config, error) { return config.Load(path) }
 // the machine cannot hold (more requests at once than the KV budget holds,
 // a KV budget beyond its memory) are refused before anything is
 // allocated for requests.
-func (b *Bench) OpenServer(ctx context.Context, c *Config, opt ServeOptions) (*Server, error) {
+func (b *Bench) OpenServer(ctx context.Context, c *config.Config, opt ServeOptions) (*Server, error) {
 	if opt.MaxSeqs != 0 {
 		if err := CheckMaxSeqs("--max-seqs", opt.MaxSeqs); err != nil {
 			return nil, err
@@ -391,7 +371,7 @@ func (b *Bench) OpenServer(ctx context.Context, c *Config, opt ServeOptions) (*S
 }
 
 // newServer readies a server on an open pair and starts its batch.
-func (b *Bench) newServer(ctx context.Context, c *Config, ps PairSpec, pair *pairs.Pair, plan spec.Plan, cfg spec.Config, smp sample.Params, opt ServeOptions) (*Server, error) {
+func (b *Bench) newServer(ctx context.Context, c *config.Config, ps PairSpec, pair *pairs.Pair, plan spec.Plan, cfg spec.Config, smp sample.Params, opt ServeOptions) (*Server, error) {
 	eng, err := b.planEngine(ctx, ps, pair, plan, &cfg)
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"arborist/engine/spec"
+	"arborist/profiles/config"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
 	"arborist/profiles/measure"
@@ -261,12 +262,12 @@ type policyChoice struct {
 // test's latency stands in for the curve.
 func (b *Bench) servePolicy(ctx context.Context, ps PairSpec, pair *pairs.Pair, plan spec.Plan, opt *ServeOptions) (policyChoice, func(d, r int) float64, error) {
 	if opt.Policy == "" {
-		opt.Policy = PolicyAdaptive
+		opt.Policy = config.PolicyAdaptive
 	}
 	switch {
-	case opt.Policy == PolicyPlain || !plan.NeedsSource():
+	case opt.Policy == config.PolicyPlain || !plan.NeedsSource():
 		return policyChoice{"plain (no drafts)", spec.Plain{}}, nil, nil
-	case opt.Policy == PolicyPlan:
+	case opt.Policy == config.PolicyPlan:
 		return policyChoice{"plan (" + plan.String() + " at its full size)", spec.Fixed{}}, nil, nil
 	}
 	if opt.latency != nil {

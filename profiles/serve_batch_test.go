@@ -68,14 +68,14 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 
 // servePair is a config.yaml of the stories pair with a chain plan, and
 // the plan.
-func serveStories(t *testing.T) (*Config, PairSpec, spec.Plan) {
+func serveStories(t *testing.T) (*config.Config, PairSpec, spec.Plan) {
 	t.Helper()
 	ps := storiesPair(t)
 	plan := spec.Plan{Strategy: "chain", Gamma: 3}
 	c := &config.Config{Version: config.Version, Speculation: plan, Sampling: config.Sampling{TopP: 1, Seed: 1}}
 	c.Models.Target = config.Target{Path: ps.Target, Device: "cpu", Threads: 2}
 	c.Models.Draft = config.Draft{Kind: "model", Path: ps.Draft, Device: "cpu", Threads: 2}
-	c, err := LoadConfig(writeConfig(t, c))
+	c, err := config.Load(writeConfig(t, c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +106,11 @@ func TestServerBatchEqualsRun(t *testing.T) {
 		opt     ServeOptions
 		contain string
 	}{
-		{"plan", ServeOptions{Policy: PolicyPlan}, "plan"},
-		{"plain", ServeOptions{Policy: PolicyPlain}, "plain"},
+		{"plan", ServeOptions{Policy: config.PolicyPlan}, "plan"},
+		{"plain", ServeOptions{Policy: config.PolicyPlain}, "plain"},
 		// a pass costs 1 ms and 1 ms more for every row: drafts pay only
 		// where they are accepted
-		{"adaptive", ServeOptions{Policy: PolicyAdaptive, latency: func(rows int) time.Duration { return time.Duration(rows) * time.Millisecond }}, "adaptive"},
+		{"adaptive", ServeOptions{Policy: config.PolicyAdaptive, latency: func(rows int) time.Duration { return time.Duration(rows) * time.Millisecond }}, "adaptive"},
 		// no --policy: config.yaml's serving.policy is replayed
 		{"config", ServeOptions{}, "plain"},
 	} {
@@ -119,7 +119,7 @@ func TestServerBatchEqualsRun(t *testing.T) {
 			opt := pol.opt
 			c := *c
 			if pol.name == "config" {
-				c.Serving.Policy = PolicyPlain
+				c.Serving.Policy = config.PolicyPlain
 			}
 			opt.MaxTokens, opt.MaxSeqs, opt.OnPass = 64, len(batchPrompts), gate.onPass
 			s, err := b.OpenServer(ctx, &c, opt)
@@ -172,7 +172,7 @@ func TestServerClientGone(t *testing.T) {
 	ctx := context.Background()
 	b := openBench(t)
 	gate := &passGate{}
-	s, err := b.OpenServer(ctx, c, ServeOptions{MaxSeqs: 1, MaxQueue: 1, OnPass: gate.onPass, Policy: PolicyPlan})
+	s, err := b.OpenServer(ctx, c, ServeOptions{MaxSeqs: 1, MaxQueue: 1, OnPass: gate.onPass, Policy: config.PolicyPlan})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestServerPromptBytes(t *testing.T) {
 	c, _, _ := serveStories(t)
 	ctx := context.Background()
 	b := openBench(t)
-	s, err := b.OpenServer(ctx, c, ServeOptions{MaxPromptBytes: 64, Policy: PolicyPlan})
+	s, err := b.OpenServer(ctx, c, ServeOptions{MaxPromptBytes: 64, Policy: config.PolicyPlan})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestServerChatTemplateBounds(t *testing.T) {
 		{"content repeated", "{% for m in messages %}{{ m['content'] * 100000000 }}{% endfor %}"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := b.OpenServer(ctx, c, ServeOptions{ChatTemplate: tc.tmpl, Policy: PolicyPlan})
+			s, err := b.OpenServer(ctx, c, ServeOptions{ChatTemplate: tc.tmpl, Policy: config.PolicyPlan})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -329,7 +329,7 @@ func TestServerChatTemplateBounds(t *testing.T) {
 		})
 	}
 	// the negative control: an ordinary template renders and decodes
-	s, err := b.OpenServer(ctx, c, ServeOptions{ChatTemplate: "{% for m in messages %}{{ m['content'] }}{% endfor %}", Policy: PolicyPlan})
+	s, err := b.OpenServer(ctx, c, ServeOptions{ChatTemplate: "{% for m in messages %}{{ m['content'] }}{% endfor %}", Policy: config.PolicyPlan})
 	if err != nil {
 		t.Fatal(err)
 	}

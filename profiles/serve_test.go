@@ -21,7 +21,7 @@ func TestServerComplete(t *testing.T) {
 	c := &config.Config{Version: config.Version, Speculation: plan, Sampling: config.Sampling{TopP: 1, Seed: 1}}
 	c.Models.Target = config.Target{Path: ps.Target, Device: "cpu", Threads: 2}
 	c.Models.Draft = config.Draft{Kind: "model", Path: ps.Draft, Device: "cpu", Threads: 2}
-	c, err := LoadConfig(writeConfig(t, c))
+	c, err := config.Load(writeConfig(t, c))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func llamaSettings(a config.LlamaCppArgs) []llamacheck.Setting {
 // setting in runtimes.llama_cpp, so its export writes it; the plain side
 // and the best setting are stored as runs of the runtime (unless
 // NoStore), and with opt.Out written there. c itself is not changed.
-func (b *Bench) TuneLlamaCpp(ctx context.Context, c *Config, opt llamacheck.Options) (*llamacheck.TuneResult, error) {
+func (b *Bench) TuneLlamaCpp(ctx context.Context, c *config.Config, opt llamacheck.Options) (*llamacheck.TuneResult, error) {
 	if opt.Out != "" { // refused before the minutes of measuring, not after
 		if err := outfile.Check(opt.Out, b.tunedInputs(c, opt.Inputs)...); err != nil {
 			return nil, err
@@ -201,6 +201,6 @@ func (b *Bench) writeTuned(r *llamacheck.TuneResult, path string, inputs ...stri
 
 // tunedInputs are the files a tuned config is never written onto: the
 // inputs given, the database and the models the config names.
-func (b *Bench) tunedInputs(c *Config, inputs []string) []string {
+func (b *Bench) tunedInputs(c *config.Config, inputs []string) []string {
 	return append(slices.Clone(inputs), b.path, c.Models.Target.Path, c.Models.Draft.Path)
 }

@@ -7,7 +7,6 @@ import (
 	"arborist/engine/hidden"
 	"arborist/engine/sample"
 	"arborist/engine/spec"
-	"arborist/profiles/config"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
 	"arborist/profiles/latency"
@@ -47,9 +46,6 @@ type (
 
 	// DrafterSettings are a hidden-state drafter's training settings.
 	DrafterSettings = hidden.Settings
-
-	// Config is an exported plan, as config.yaml holds it.
-	Config = config.Config
 )
 
 // PlanField is a plan field as the faces offer it (a flag, an editor):

@@ -13,6 +13,7 @@ import (
 	"arborist/engine/model/modeltest"
 	"arborist/engine/sample"
 	"arborist/engine/spec"
+	"arborist/profiles/config"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/measure"
 )
@@ -373,7 +374,7 @@ func TestSampledCalibrationTunesAndExportsItsSampling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := ParseConfig("config.yaml", ex.YAML)
+	c, err := config.Parse("config.yaml", ex.YAML)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"arborist/profiles"
+	"arborist/profiles/config"
 	"arborist/profiles/llamacheck"
 )
 
@@ -39,7 +40,7 @@ func runCheckExport(ctx context.Context, env Env, args []string) error {
 	case *out != "" && !*tune:
 		return fail(fs, usagef("-o writes a tuned config: give --tune"))
 	}
-	c, err := profiles.LoadConfig(*cfgPath)
+	c, err := config.Load(*cfgPath)
 	if err != nil {
 		return err
 	}
@@ -92,7 +93,7 @@ func runCheckExport(ctx context.Context, env Env, args []string) error {
 // cut-offs measured in llama.cpp, the fastest reported beside the
 // exported one and Arborist's prediction, and written into a config with
 // -o. The last line is "llama.cpp best: ..." with its speedup and range.
-func tuneLlama(ctx context.Context, env Env, b *profiles.Bench, c *profiles.Config, opt llamacheck.Options, inputs []string, out string, asJSON bool) error {
+func tuneLlama(ctx context.Context, env Env, b *profiles.Bench, c *config.Config, opt llamacheck.Options, inputs []string, out string, asJSON bool) error {
 	if !asJSON {
 		fmt.Fprintf(env.Stderr, "tuning llama.cpp's draft length on %d prompt(s), %d tokens each, %d rounds\n", len(opt.Prompts), opt.MaxTokens, opt.Rounds)
 		opt.OnRound = func(i int, r llamacheck.Round) {

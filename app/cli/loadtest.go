@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"arborist/profiles"
+	"arborist/profiles/config"
 	"arborist/profiles/loadtest"
 )
 
@@ -42,7 +43,7 @@ func runLoadTest(ctx context.Context, env Env, args []string) error {
 		return fail(fs, usagef("--concurrency %q: want levels such as 1,4,8", *levels))
 	}
 	for _, c := range cs {
-		if err := profiles.CheckConcurrency("--concurrency", c); err != nil {
+		if err := config.CheckConcurrency("--concurrency", c); err != nil {
 			return fail(fs, usagef("%v", err))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"arborist/app/serve"
 	"arborist/profiles"
+	"arborist/profiles/config"
 )
 
 // runServe serves a config.yaml's plan behind an OpenAI-compatible HTTP
@@ -28,7 +29,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	maxBody := fs.Int64("max-body", 1<<20, "largest request body in bytes")
 	maxSeqs := fs.Int("max-seqs", profiles.DefaultServeSeqs, "requests decoding together in one batch (1 to "+strconv.Itoa(profiles.MaxServeSeqs)+"); more wait in the queue")
 	maxQueue := fs.Int("max-queue", 64, "requests that may wait for room in the batch; more are answered 503 with Retry-After")
-	policy := fs.String("policy", "", "how each running request's draft is sized before each pass: "+profiles.PolicyAdaptive+" (to the load, on the stored latency curve; the plan where none is stored), "+profiles.PolicyPlan+" (the plan's full size) or "+profiles.PolicyPlain+" (no drafts); default: the config's serving.policy, "+profiles.PolicyAdaptive+" where it names none")
+	policy := fs.String("policy", "", "how each running request's draft is sized before each pass: "+config.PolicyAdaptive+" (to the load, on the stored latency curve; the plan where none is stored), "+config.PolicyPlan+" (the plan's full size) or "+config.PolicyPlain+" (no drafts); default: the config's serving.policy, "+config.PolicyAdaptive+" where it names none")
 	grace := fs.Duration("grace", 30*time.Second, "at shutdown, how long the request decoding may run on before it is cancelled")
 	quiet := fs.Bool("quiet", false, "do not log each request on stderr")
 	allowChanged := fs.Bool("allow-changed-model", false, "serve a config.yaml even if a model file's SHA-256 differs from the one it recorded")
@@ -77,7 +78,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 			fmt.Fprintf(env.Stderr, "%s %s\n", time.Now().Format("15:04:05"), line)
 		}
 	}
-	c, err := profiles.LoadConfig(*cfgPath)
+	c, err := config.Load(*cfgPath)
 	if err != nil {
 		return err
 	}

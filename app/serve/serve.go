@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"arborist/profiles"
+	"arborist/profiles/config"
 )
 
 // Options are the core's serving options and the HTTP face's own.
@@ -68,7 +69,7 @@ type Server struct {
 
 // Open opens the config's pair for serving through b (whose database
 // checks and caches the model files' hashes).
-func Open(ctx context.Context, b *profiles.Bench, c *profiles.Config, opt Options) (*Server, error) {
+func Open(ctx context.Context, b *profiles.Bench, c *config.Config, opt Options) (*Server, error) {
 	opt.defaults()
 	core, err := b.OpenServer(ctx, c, opt.ServeOptions)
 	if err != nil {
@@ -186,7 +187,7 @@ type Background struct {
 
 // Start opens a server for the config and serves it on addr in the
 // background until Stop.
-func Start(ctx context.Context, b *profiles.Bench, c *profiles.Config, addr string, opt Options) (*Background, error) {
+func Start(ctx context.Context, b *profiles.Bench, c *config.Config, addr string, opt Options) (*Background, error) {
 	srv, err := Open(ctx, b, c, opt)
 	if err != nil {
 		return nil, err

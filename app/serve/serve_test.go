@@ -24,7 +24,7 @@ import (
 )
 
 // serveConfig writes a config.yaml for the stories pair with the plan.
-func serveConfig(t *testing.T, target, draft string, plan spec.Plan, ctx int) *profiles.Config {
+func serveConfig(t *testing.T, target, draft string, plan spec.Plan, ctx int) *config.Config {
 	t.Helper()
 	c := &config.Config{Version: config.Version, Speculation: plan, Sampling: config.Sampling{TopP: 1, Seed: 1}}
 	c.Models.Target = config.Target{Path: target, Device: "cpu", Threads: 2, MaxSeqLen: ctx}
@@ -37,7 +37,7 @@ func serveConfig(t *testing.T, target, draft string, plan spec.Plan, ctx int) *p
 	if err := os.WriteFile(p, y, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := profiles.LoadConfig(p)
+	got, err := config.Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func openBench(t *testing.T) *profiles.Bench {
 	return b
 }
 
-func openServer(t *testing.T, c *profiles.Config, opt Options) *Server {
+func openServer(t *testing.T, c *config.Config, opt Options) *Server {
 	t.Helper()
 	s, err := Open(context.Background(), openBench(t), c, opt)
 	if err != nil {

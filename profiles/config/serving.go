@@ -26,10 +26,18 @@ type Serving struct {
 	SpeculationStopsAt int `yaml:"speculation_stops_at,omitempty"`
 }
 
-// The serving policies serve replays.
+// The serving policies serve replays: how the server sizes each running
+// request's draft before each pass.
 const (
-	PolicyPlan     = "plan"
-	PolicyPlain    = "plain"
+	// PolicyPlan verifies every request's plan at its full size, as
+	// tuned at one request, whatever the load.
+	PolicyPlan = "plan"
+	// PolicyPlain never drafts: plain batched decoding.
+	PolicyPlain = "plain"
+	// PolicyAdaptive chooses every running request's draft budget each
+	// pass, from none up to its plan's, for the most expected tokens a
+	// second of the whole pass (spec.Goodput), priced on the target's
+	// stored latency curve and each request's running acceptance.
 	PolicyAdaptive = "adaptive"
 )
 
