@@ -7,6 +7,7 @@ import (
 
 	"arborist/assets"
 	"arborist/engine/hidden"
+	_ "arborist/kernels/cpu" // the host backend, whose training math Settings.Validate asks about
 )
 
 // TestTrainSizes: the default size is the small one and asks for the work
