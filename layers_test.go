@@ -60,6 +60,7 @@ var layers = map[string]placement{
 	"arborist/profiles/outfile":               {layer: layerCore},
 	"arborist/profiles/pairs":                 {layer: layerCore},
 	"arborist/profiles/predictor":             {layer: layerCore},
+	"arborist/profiles/serving":               {layer: layerCore, faces: true},
 	"arborist/profiles/store":                 {layer: layerCore},
 	"arborist/profiles/trainsize":             {layer: layerCore, faces: true},
 

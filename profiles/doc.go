@@ -32,6 +32,8 @@
 //	jobs/       the registry of an app's long jobs (a value package)
 //	trainsize/  the sizes of the trainings and what they cost (a value
 //	            package)
+//	serving/    what a face hands the server and its first bounds (a
+//	            value package)
 //	loadtest/   a load test's options and results (a value package), its
 //	            clients and the servers it starts
 //

@@ -7,6 +7,7 @@ import (
 
 	"arborist/engine/spec"
 	"arborist/profiles/config"
+	"arborist/profiles/serving"
 )
 
 // TestRunAndServeDraftAlike: one config.yaml that samples (temperature
@@ -53,7 +54,7 @@ func TestRunAndServeDraftAlike(t *testing.T) {
 	}
 	defer s.Close()
 	seed := int64(c.Sampling.Seed) // the config's; a request without one draws afresh
-	out, err := s.Complete(ctx, ServeRequest{Text: prompt, MaxTokens: n, Seed: &seed})
+	out, err := s.Complete(ctx, serving.Request{Text: prompt, MaxTokens: n, Seed: &seed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestRunAndServeDraftAlike(t *testing.T) {
 	}
 
 	cooler := 0.5
-	other, err := s.Complete(ctx, ServeRequest{Text: prompt, MaxTokens: n, Seed: &seed, Temperature: &cooler})
+	other, err := s.Complete(ctx, serving.Request{Text: prompt, MaxTokens: n, Seed: &seed, Temperature: &cooler})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"arborist/profiles/config"
 	"arborist/profiles/hardware"
 	"arborist/profiles/pairs"
+	"arborist/profiles/serving"
 )
 
 // Serving a config.yaml: the core opens the config's pair once (OpenServer)
@@ -33,19 +34,7 @@ import (
 // many wait, the bytes and tokens they hold) and the figures. A face puts
 // a protocol around it: app/serve answers OpenAI-compatible HTTP requests
 // with it. The core knows no protocol: a request it refuses is a
-// RequestError naming the field, or the bound, and why.
-
-// servePolicies are the policies a server takes (ServeOptions.Policy;
-// config's Policy*), the default first.
-var servePolicies = []string{config.PolicyAdaptive, config.PolicyPlan, config.PolicyPlain}
-
-// DefaultServeSeqs is how many requests a server decodes at once by
-// default.
-const DefaultServeSeqs = spec.DefaultMaxSeqs
-
-// MaxServeSeqs is the most requests one batch can run at once: each is at
-// least one row of a pass, and a pass holds at most model.MaxRows rows.
-const MaxServeSeqs = model.MaxRows
+// serving.RequestError naming the field, or the bound, and why.
 
 // ServeOptions bound and complete what a Server serves.
 type ServeOptions struct {
@@ -62,7 +51,7 @@ type ServeOptions struct {
 	// (default 256, at most the room its prompt leaves).
 	MaxTokens, DefaultTokens int
 	// MaxSeqs is how many requests decode at once, in one batch (default
-	// spec.DefaultMaxSeqs; at most MaxServeSeqs and what the KV budget
+	// spec.DefaultMaxSeqs; at most serving.MaxSeqs and what the KV budget
 	// holds of the smallest request).
 	MaxSeqs int
 	// MaxQueue is how many requests may wait for room behind the running
@@ -117,26 +106,6 @@ func (o *ServeOptions) defaults(ctxLen int) {
 	if o.MaxPromptBytes <= 0 {
 		o.MaxPromptBytes = 8 << 20
 	}
-}
-
-// CheckMaxSeqs refuses a count of requests decoding at once that no
-// machine runs in one batch, naming the flag: at least 1, at most
-// MaxServeSeqs. OpenServer checks it against the KV budget too.
-func CheckMaxSeqs(flag string, n int) error {
-	if n < 1 || n > MaxServeSeqs {
-		return fmt.Errorf("%s %d: want 1 to %d (a pass holds at most %d rows, one a request at least)", flag, n, MaxServeSeqs, model.MaxRows)
-	}
-	return nil
-}
-
-// CheckServePolicy refuses a policy name the server does not know.
-func CheckServePolicy(flag, name string) error {
-	for _, p := range servePolicies {
-		if name == p {
-			return nil
-		}
-	}
-	return fmt.Errorf("%s %q: want %s", flag, name, strings.Join(servePolicies, ", "))
 }
 
 // Server decodes requests with a config.yaml's plan and sampling on
@@ -242,48 +211,9 @@ type ServeStats struct {
 	Started time.Time `json:"-"`
 }
 
-// ServeRequest is one request to decode: its prompt, budget, sampling and
-// stop sequences, and callbacks for the decoding's start and its text.
-type ServeRequest struct {
-	// Chat renders Messages with the chat template as the prompt; else
-	// the prompt is IDs (token ids as given) where not nil, or Text
-	// (encoded with BOS).
-	Chat     bool
-	Messages []Message
-	IDs      []int
-	Text     string
-	// MaxTokens is the most tokens to decode (0: the server's default,
-	// at most the room the prompt leaves).
-	MaxTokens int
-	// Sampling: the config's, each field given here overriding it. A
-	// request without a seed that samples draws afresh, reproducibly per
-	// server run.
-	Temperature, TopP, MinP *float64
-	TopK                    *int // -1: every token
-	Seed                    *int64
-	// Stop are up to 16 stop sequences of up to 256 bytes each: the text
-	// ends before the first one found ("" are ignored).
-	Stop []string
-	// OnStart, when set, is called once the request runs (it left the
-	// queue for the batch), before its text, with its number (counted
-	// from 1 in the order requests were queued, which is the order they
-	// run in).
-	OnStart func(seq int64)
-	// OnText, when set, receives the text as it is decoded: whole UTF-8
-	// characters, never past a stop sequence. OnStart and OnText are
-	// called on Complete's goroutine, never the batch's: a slow client
-	// delays only its own text.
-	OnText func(string)
-}
-
-// Message is one chat message.
-type Message struct {
-	Role, Content, Name string
-}
-
 // Completion is a decoded request.
 type Completion struct {
-	Seq    int64 // the request's number (ServeRequest.OnStart)
+	Seq    int64 // the request's number (serving.Request.OnStart)
 	Text   string
 	Prompt int    // prompt tokens
 	Tokens int    // tokens decoded up to the end of Text
@@ -292,26 +222,12 @@ type Completion struct {
 	Totals Totals
 }
 
-// RequestError is a request the server refuses: the field at fault
-// (Param, "" for none), a code naming what is wrong (invalid_value,
-// invalid_type, missing_required_parameter, context_length_exceeded,
-// no_chat_template, chat_template_error; server_busy when the queue is
-// full or the server is draining, tokens_in_flight when the tokens the
-// requests in flight reserve would pass the server's bound) and a message
-// naming the bound. Busy says a client may retry it later.
-type RequestError struct {
-	Param, Code, Message string
-	Busy                 bool
+func refuse(param, code, format string, args ...any) *serving.RequestError {
+	return &serving.RequestError{Param: param, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-func (e *RequestError) Error() string { return e.Message }
-
-func refuse(param, code, format string, args ...any) *RequestError {
-	return &RequestError{Param: param, Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-func busy(code, format string, args ...any) *RequestError {
-	return &RequestError{Code: code, Message: fmt.Sprintf(format, args...), Busy: true}
+func busy(code, format string, args ...any) *serving.RequestError {
+	return &serving.RequestError{Code: code, Message: fmt.Sprintf(format, args...), Busy: true}
 }
 
 var (
@@ -330,7 +246,7 @@ var (
 // allocated for requests.
 func (b *Bench) OpenServer(ctx context.Context, c *config.Config, opt ServeOptions) (*Server, error) {
 	if opt.MaxSeqs != 0 {
-		if err := CheckMaxSeqs("--max-seqs", opt.MaxSeqs); err != nil {
+		if err := serving.CheckMaxSeqs("--max-seqs", opt.MaxSeqs); err != nil {
 			return nil, err
 		}
 	}
@@ -338,7 +254,7 @@ func (b *Bench) OpenServer(ctx context.Context, c *config.Config, opt ServeOptio
 		opt.Policy = c.Serving.Policy // config.yaml's serving.policy; adaptive where it names none
 	}
 	if opt.Policy != "" {
-		if err := CheckServePolicy("--policy", opt.Policy); err != nil {
+		if err := serving.CheckPolicy("--policy", opt.Policy); err != nil {
 			return nil, err
 		}
 	}
@@ -531,10 +447,10 @@ func (s *Server) Stats() ServeStats {
 // Complete decodes one request with the plan, in the batch. A request the
 // server refuses (a value out of bounds, a prompt that does not fit, a
 // full queue, too many tokens in flight, a draining server) is a
-// *RequestError; one whose ctx ends (a client gone) leaves the batch
+// *serving.RequestError; one whose ctx ends (a client gone) leaves the batch
 // before the next pass, its cache freed, and returns ctx's error; a
 // decoding failing returns that error. Every request counts in Stats.
-func (s *Server) Complete(ctx context.Context, req ServeRequest) (out *Completion, err error) {
+func (s *Server) Complete(ctx context.Context, req serving.Request) (out *Completion, err error) {
 	arrived := time.Now()
 	defer func() { s.record(out, err) }()
 	gone := context.AfterFunc(ctx, func() {
@@ -668,7 +584,7 @@ func (s *Server) end(rq *serveReq, need int) {
 }
 
 // sampling is the config's sampling with the request's fields over it.
-func (s *Server) sampling(req ServeRequest) (sample.Params, error) {
+func (s *Server) sampling(req serving.Request) (sample.Params, error) {
 	p := s.sample
 	if t := req.Temperature; t != nil {
 		if err := sample.CheckTemp(*t); err != nil {
@@ -730,7 +646,7 @@ func checkStops(list []string) ([]string, error) {
 // (Server.prep), so requests arriving together can neither add up past
 // the machine's memory nor take the CPUs the batch decodes on; a text the
 // context could not hold is refused before it is tokenised.
-func (s *Server) preparePrompt(ctx context.Context, req ServeRequest) ([]int, error) {
+func (s *Server) preparePrompt(ctx context.Context, req serving.Request) ([]int, error) {
 	if req.IDs != nil && !req.Chat {
 		if err := s.checkBytes("prompt", len(req.IDs), 1, req.MaxTokens); err != nil {
 			return nil, err
@@ -794,7 +710,7 @@ func (s *Server) checkBytes(param string, n, per, maxTokens int) error {
 // chatPrompt renders the messages with the model's chat template, its
 // output bounded by what the context can hold, and encodes the result,
 // special tokens included.
-func (s *Server) chatPrompt(ctx context.Context, msgs []Message, maxTokens int) ([]int, error) {
+func (s *Server) chatPrompt(ctx context.Context, msgs []serving.Message, maxTokens int) ([]int, error) {
 	if s.tmpl == nil {
 		return nil, refuse("", "no_chat_template", "%v", s.tmplErr)
 	}

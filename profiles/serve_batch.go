@@ -17,6 +17,7 @@ import (
 	"arborist/profiles/hardware"
 	"arborist/profiles/measure"
 	"arborist/profiles/pairs"
+	"arborist/profiles/serving"
 )
 
 // serveReq is one request in the server's batch. The batch calls token
@@ -81,7 +82,7 @@ func (rq *serveReq) token(id int, _ bool) {
 // whole characters to OnText, holding back what may be the start of a
 // stop sequence, and ends the request at the first stop sequence. A
 // request whose ctx ends while it waits returns at once.
-func (rq *serveReq) follow(ctx context.Context, h *spec.Handle, req ServeRequest) (*Completion, error) {
+func (rq *serveReq) follow(ctx context.Context, h *spec.Handle, req serving.Request) (*Completion, error) {
 	tok := rq.s.pair.Target.Tok
 	out := &Completion{Seq: rq.seq}
 	var text bytes.Buffer // emitted

@@ -11,6 +11,7 @@ import (
 
 	"arborist/engine/spec"
 	"arborist/profiles/config"
+	"arborist/profiles/serving"
 )
 
 // passGate holds a server's batch after a pass while it is closed
@@ -138,7 +139,7 @@ func TestServerBatchEqualsRun(t *testing.T) {
 			errs := make([]error, len(batchPrompts))
 			var wg sync.WaitGroup
 			for i, p := range batchPrompts {
-				wg.Go(func() { outs[i], errs[i] = s.Complete(ctx, ServeRequest{Text: p, MaxTokens: n}) })
+				wg.Go(func() { outs[i], errs[i] = s.Complete(ctx, serving.Request{Text: p, MaxTokens: n}) })
 				if i == 0 {
 					waitUntil(t, "the first request runs", func() bool { return s.Stats().Running == 1 })
 				}
@@ -182,18 +183,18 @@ func TestServerClientGone(t *testing.T) {
 	cctx, leave := context.WithCancel(ctx)
 	gone := make(chan error, 1)
 	go func() {
-		_, err := s.Complete(cctx, ServeRequest{Text: "Once upon a time", MaxTokens: 200})
+		_, err := s.Complete(cctx, serving.Request{Text: "Once upon a time", MaxTokens: 200})
 		gone <- err
 	}()
 	waitUntil(t, "the request runs", func() bool { st := s.Stats(); return st.Running == 1 && st.KVUsed > 0 })
 	waiting := make(chan error, 1)
 	go func() {
-		_, err := s.Complete(ctx, ServeRequest{Text: "Once", MaxTokens: 4})
+		_, err := s.Complete(ctx, serving.Request{Text: "Once", MaxTokens: 4})
 		waiting <- err
 	}()
 	waitUntil(t, "a request waits", func() bool { return s.Stats().Queued == 1 })
-	var re *RequestError
-	if _, err := s.Complete(ctx, ServeRequest{Text: "Once", MaxTokens: 4}); !errors.As(err, &re) || !re.Busy || re.Code != "server_busy" {
+	var re *serving.RequestError
+	if _, err := s.Complete(ctx, serving.Request{Text: "Once", MaxTokens: 4}); !errors.As(err, &re) || !re.Busy || re.Code != "server_busy" {
 		t.Errorf("beyond the queue: %v, want busy", err)
 	}
 	leave() // the client goes while its pass is held
@@ -227,7 +228,7 @@ func TestServerRefusesOverMemory(t *testing.T) {
 		{ServeOptions{KVBudget: 1 << 62}, "more than this machine's"},
 		{ServeOptions{KVBudget: 64 << 10, MaxSeqs: 64}, "--max-seqs 64: the KV budget"},
 		{ServeOptions{MaxSeqs: 0 - 1}, "--max-seqs -1"},
-		{ServeOptions{MaxSeqs: MaxServeSeqs + 1}, fmt.Sprintf("--max-seqs %d", MaxServeSeqs+1)},
+		{ServeOptions{MaxSeqs: serving.MaxSeqs + 1}, fmt.Sprintf("--max-seqs %d", serving.MaxSeqs+1)},
 		{ServeOptions{Policy: "fastest"}, `--policy "fastest"`},
 	} {
 		s, err := b.OpenServer(ctx, c, cs.opt)
@@ -244,11 +245,11 @@ func TestServerRefusesOverMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.Complete(ctx, ServeRequest{Text: "Once", MaxTokens: 4}); err != nil {
+	if _, err := s.Complete(ctx, serving.Request{Text: "Once", MaxTokens: 4}); err != nil {
 		t.Errorf("a short request: %v", err)
 	}
-	var re *RequestError
-	_, err = s.Complete(ctx, ServeRequest{Text: "Once", MaxTokens: 400})
+	var re *serving.RequestError
+	_, err = s.Complete(ctx, serving.Request{Text: "Once", MaxTokens: 400})
 	if !errors.As(err, &re) || re.Code != "context_length_exceeded" || !strings.Contains(re.Message, "budget") {
 		t.Errorf("a request larger than the KV budget: %v", err)
 	}
@@ -270,8 +271,8 @@ func TestServerPromptBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var re *RequestError
-	if _, err := s.Complete(ctx, ServeRequest{Text: strings.Repeat("a", 65), MaxTokens: 4}); !errors.As(err, &re) || re.Code != "prompt_too_large" || re.Param != "prompt" {
+	var re *serving.RequestError
+	if _, err := s.Complete(ctx, serving.Request{Text: strings.Repeat("a", 65), MaxTokens: 4}); !errors.As(err, &re) || re.Code != "prompt_too_large" || re.Param != "prompt" {
 		t.Errorf("a prompt over the whole bound: %v", err)
 	}
 	// other requests hold 60 of the 64 bytes: a 16-byte prompt waits
@@ -280,7 +281,7 @@ func TestServerPromptBytes(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Complete(ctx, ServeRequest{Text: "Once upon a time", MaxTokens: 4})
+		_, err := s.Complete(ctx, serving.Request{Text: "Once upon a time", MaxTokens: 4})
 		done <- err
 	}()
 	waitUntil(t, "the request waits for prompt bytes", func() bool { st := s.Stats(); return st.PromptWaiting == 1 && st.PromptBytes == 60 })
@@ -318,12 +319,12 @@ func TestServerChatTemplateBounds(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			var re *RequestError
-			_, err = s.Complete(ctx, ServeRequest{Chat: true, Messages: []Message{{Role: "user", Content: "hello"}}, MaxTokens: 4})
+			var re *serving.RequestError
+			_, err = s.Complete(ctx, serving.Request{Chat: true, Messages: []serving.Message{{Role: "user", Content: "hello"}}, MaxTokens: 4})
 			if !errors.As(err, &re) || re.Code != "chat_template_error" || !strings.Contains(re.Message, "template limit") {
 				t.Fatalf("%v, want a chat_template_error naming the limit", err)
 			}
-			if out, err := s.Complete(ctx, ServeRequest{Text: "Once", MaxTokens: 4}); err != nil || out.Tokens == 0 {
+			if out, err := s.Complete(ctx, serving.Request{Text: "Once", MaxTokens: 4}); err != nil || out.Tokens == 0 {
 				t.Fatalf("the next request: %v", err)
 			}
 		})
@@ -334,7 +335,7 @@ func TestServerChatTemplateBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if out, err := s.Complete(ctx, ServeRequest{Chat: true, Messages: []Message{{Role: "user", Content: "Once upon a time"}}, MaxTokens: 4}); err != nil || out.Tokens == 0 {
+	if out, err := s.Complete(ctx, serving.Request{Chat: true, Messages: []serving.Message{{Role: "user", Content: "Once upon a time"}}, MaxTokens: 4}); err != nil || out.Tokens == 0 {
 		t.Fatalf("an ordinary template: %v", err)
 	}
 }

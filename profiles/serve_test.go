@@ -8,12 +8,13 @@ import (
 
 	"arborist/engine/spec"
 	"arborist/profiles/config"
+	"arborist/profiles/serving"
 )
 
 // TestServerComplete: the core's serving object decodes a request as Run
 // decodes the same prompt, numbers requests in the order they get their
 // turn, ends the text before a stop sequence, refuses what is out of
-// bounds as a RequestError naming the field, and once draining refuses
+// bounds as a serving.RequestError naming the field, and once draining refuses
 // new requests as busy; every request counts in its figures.
 func TestServerComplete(t *testing.T) {
 	ps := storiesPair(t)
@@ -41,7 +42,7 @@ func TestServerComplete(t *testing.T) {
 	}
 	var streamed strings.Builder
 	var seqs []int64
-	out, err := s.Complete(ctx, ServeRequest{Text: "Once upon a time", MaxTokens: 24, OnText: func(t string) { streamed.WriteString(t) },
+	out, err := s.Complete(ctx, serving.Request{Text: "Once upon a time", MaxTokens: 24, OnText: func(t string) { streamed.WriteString(t) },
 		OnStart: func(seq int64) { seqs = append(seqs, seq) }})
 	if err != nil {
 		t.Fatal(err)
@@ -51,33 +52,33 @@ func TestServerComplete(t *testing.T) {
 	}
 	// a stop sequence: the text ends before it
 	cut := strings.Index(out.Text[1:], " ") + 1
-	stopped, err := s.Complete(ctx, ServeRequest{Text: "Once upon a time", MaxTokens: 24, Stop: []string{"", out.Text[cut : cut+3]}})
+	stopped, err := s.Complete(ctx, serving.Request{Text: "Once upon a time", MaxTokens: 24, Stop: []string{"", out.Text[cut : cut+3]}})
 	if err != nil || stopped.Text != out.Text[:cut] || stopped.Finish != "stop" || stopped.Seq != 2 {
 		t.Fatalf("stop %q: %+v, %v", out.Text[cut:cut+3], stopped, err)
 	}
 	two, neg := 2.5, -2
 	for _, c := range []struct {
-		req         ServeRequest
+		req         serving.Request
 		param, code string
 	}{
-		{ServeRequest{Text: "Once", Temperature: &two}, "temperature", "invalid_value"},
-		{ServeRequest{Text: "Once", TopK: &neg}, "top_k", "invalid_value"},
-		{ServeRequest{Text: "Once", MaxTokens: 65}, "max_tokens", "invalid_value"},
+		{serving.Request{Text: "Once", Temperature: &two}, "temperature", "invalid_value"},
+		{serving.Request{Text: "Once", TopK: &neg}, "top_k", "invalid_value"},
+		{serving.Request{Text: "Once", MaxTokens: 65}, "max_tokens", "invalid_value"},
 		// past the context as well: the request's own bound is named first
-		{ServeRequest{Text: "Once upon a time", MaxTokens: 100000}, "max_tokens", "invalid_value"},
-		{ServeRequest{Text: strings.Repeat("the cat sat on the mat. ", 400), MaxTokens: 8}, "max_tokens", "context_length_exceeded"},
-		{ServeRequest{IDs: []int{1, 1 << 20}}, "prompt", "invalid_value"},
-		{ServeRequest{Text: "Once", Stop: make([]string, 17)}, "stop", "invalid_value"},
-		{ServeRequest{Chat: true, Messages: []Message{{Role: "user", Content: "hi"}}}, "", "no_chat_template"},
+		{serving.Request{Text: "Once upon a time", MaxTokens: 100000}, "max_tokens", "invalid_value"},
+		{serving.Request{Text: strings.Repeat("the cat sat on the mat. ", 400), MaxTokens: 8}, "max_tokens", "context_length_exceeded"},
+		{serving.Request{IDs: []int{1, 1 << 20}}, "prompt", "invalid_value"},
+		{serving.Request{Text: "Once", Stop: make([]string, 17)}, "stop", "invalid_value"},
+		{serving.Request{Chat: true, Messages: []serving.Message{{Role: "user", Content: "hi"}}}, "", "no_chat_template"},
 	} {
-		var re *RequestError
+		var re *serving.RequestError
 		if _, err := s.Complete(ctx, c.req); !errors.As(err, &re) || re.Param != c.param || re.Code != c.code || re.Message == "" {
 			t.Errorf("%+v: %v, want %s on %q", c.req, err, c.code, c.param)
 		}
 	}
 	s.Drain()
-	var re *RequestError
-	if _, err := s.Complete(ctx, ServeRequest{Text: "Once", MaxTokens: 4}); !errors.As(err, &re) || re.Code != "server_busy" {
+	var re *serving.RequestError
+	if _, err := s.Complete(ctx, serving.Request{Text: "Once", MaxTokens: 4}); !errors.As(err, &re) || re.Code != "server_busy" {
 		t.Errorf("after Drain: %v", err)
 	}
 	if st := s.Stats(); st.Requests != 11 || st.Completed != 2 || st.Failed != 9 || st.Totals.Tokens == 0 || st.Busy || st.Queued != 0 {

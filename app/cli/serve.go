@@ -11,6 +11,7 @@ import (
 	"arborist/app/serve"
 	"arborist/profiles"
 	"arborist/profiles/config"
+	"arborist/profiles/serving"
 )
 
 // runServe serves a config.yaml's plan behind an OpenAI-compatible HTTP
@@ -27,7 +28,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	maxTokens := fs.Int("max-tokens", 0, "most tokens a request may ask for (default: the context)")
 	defTokens := fs.Int("default-tokens", 256, "tokens a request that names no max_tokens gets")
 	maxBody := fs.Int64("max-body", 1<<20, "largest request body in bytes")
-	maxSeqs := fs.Int("max-seqs", profiles.DefaultServeSeqs, "requests decoding together in one batch (1 to "+strconv.Itoa(profiles.MaxServeSeqs)+"); more wait in the queue")
+	maxSeqs := fs.Int("max-seqs", serving.DefaultSeqs, "requests decoding together in one batch (1 to "+strconv.Itoa(serving.MaxSeqs)+"); more wait in the queue")
 	maxQueue := fs.Int("max-queue", 64, "requests that may wait for room in the batch; more are answered 503 with Retry-After")
 	policy := fs.String("policy", "", "how each running request's draft is sized before each pass: "+config.PolicyAdaptive+" (to the load, on the stored latency curve; the plan where none is stored), "+config.PolicyPlan+" (the plan's full size) or "+config.PolicyPlain+" (no drafts); default: the config's serving.policy, "+config.PolicyAdaptive+" where it names none")
 	grace := fs.Duration("grace", 30*time.Second, "at shutdown, how long the request decoding may run on before it is cancelled")
@@ -53,11 +54,11 @@ func runServe(ctx context.Context, env Env, args []string) error {
 			return fail(fs, usagef("%v", err))
 		}
 	}
-	if err := profiles.CheckMaxSeqs("--max-seqs", *maxSeqs); err != nil {
+	if err := serving.CheckMaxSeqs("--max-seqs", *maxSeqs); err != nil {
 		return fail(fs, usagef("%v", err))
 	}
 	if *policy != "" {
-		if err := profiles.CheckServePolicy("--policy", *policy); err != nil {
+		if err := serving.CheckPolicy("--policy", *policy); err != nil {
 			return fail(fs, usagef("%v", err))
 		}
 	}

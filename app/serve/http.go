@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"arborist/profiles"
+	"arborist/profiles/serving"
 )
 
 // The OpenAI-compatible API (docs/EXPORT.md, "Serving"): /v1/models,
@@ -50,7 +50,7 @@ func withCode(status int, typ, code, msg string) *apiError {
 // with Retry-After when the server is busy (a full queue, too many tokens
 // in flight, shutting down: clients retry), 413 for a prompt larger than
 // the server tokenises at once, 400 for the rest.
-func refusal(e *profiles.RequestError) *apiError {
+func refusal(e *serving.RequestError) *apiError {
 	switch {
 	case e.Busy:
 		return withCode(http.StatusServiceUnavailable, "server_error", e.Code, e.Message)
@@ -277,8 +277,8 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request) (*request, 
 // decode reads a request as the core takes it: it refuses what this
 // server does not implement, naming the field, and reads the budget, the
 // stop sequences, the prompt and the sampling (which the core bounds).
-func (s *Server) decode(req *request, chat bool) (profiles.ServeRequest, error) {
-	sr := profiles.ServeRequest{Chat: chat, Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK, MinP: req.MinP, Seed: req.Seed}
+func (s *Server) decode(req *request, chat bool) (serving.Request, error) {
+	sr := serving.Request{Chat: chat, Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK, MinP: req.MinP, Seed: req.Seed}
 	unsupported := func(param, what string) error {
 		return badRequest(param, "unsupported_parameter", "%s is not supported by this server (%s)", param, what)
 	}
@@ -378,17 +378,17 @@ func readPrompt(raw json.RawMessage) (string, []int, error) {
 
 // messages reads the chat messages' text; a server without a chat
 // template refuses chat before reading them.
-func (s *Server) messages(msgs []chatMessage) ([]profiles.Message, error) {
+func (s *Server) messages(msgs []chatMessage) ([]serving.Message, error) {
 	if err := s.core.Chat(); err != nil {
 		return nil, withCode(http.StatusBadRequest, "invalid_request_error", "no_chat_template", err.Error())
 	}
-	out := make([]profiles.Message, len(msgs))
+	out := make([]serving.Message, len(msgs))
 	for i, m := range msgs {
 		content, err := messageText(m.Content)
 		if err != nil {
 			return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "invalid_type", "%v", err)
 		}
-		out[i] = profiles.Message{Role: m.Role, Content: content, Name: m.Name}
+		out[i] = serving.Message{Role: m.Role, Content: content, Name: m.Name}
 	}
 	return out, nil
 }
@@ -435,7 +435,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	req, err := s.readRequest(w, r)
 	release()
-	var sr profiles.ServeRequest
+	var sr serving.Request
 	if err == nil {
 		sr, err = s.decode(req, chat)
 	}
@@ -479,7 +479,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	out, err := s.core.Complete(r.Context(), sr)
 	if err != nil {
-		var re *profiles.RequestError
+		var re *serving.RequestError
 		switch {
 		case errors.As(err, &re):
 			err = refusal(re)
