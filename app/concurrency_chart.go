@@ -60,7 +60,7 @@ func (c *ConcurrencyCharts) pairShown(st *profiles.PairState, err error) {
 	pair := c.s.pairNow()
 	in, ranked := st.Inputs, st.Ranked
 	c.s.Go(func(context.Context) {
-		levels := in.Loads(ranked, profiles.DefaultConcurrency)
+		levels := in.Loads(ranked, profiles.Choices().Concurrency)
 		c.s.UI(func() {
 			if c.s.samePair(pair) {
 				c.Show(levels)

@@ -32,7 +32,7 @@ var (
 
 // sourceLabel is the label of the named draft source kind.
 func sourceLabel(name string) string {
-	for _, k := range profiles.DraftSources() {
+	for _, k := range profiles.Choices().DraftSources {
 		if k.Name == name {
 			return k.Label
 		}
@@ -42,7 +42,7 @@ func sourceLabel(name string) string {
 
 // sourceKind is the draft source kind of a label ("" for none).
 func sourceKind(label string) (profiles.DraftSourceKind, bool) {
-	for _, k := range profiles.DraftSources() {
+	for _, k := range profiles.Choices().DraftSources {
 		if k.Label == label {
 			return k, true
 		}
@@ -112,7 +112,7 @@ func NewModelsScreen(s *Session) *ModelsScreen {
 	m.Fields = map[string]*widget.Entry{}
 	var labels []string
 	kind := profiles.DraftSourceOf(s.Spec)
-	for _, k := range profiles.DraftSources() {
+	for _, k := range profiles.Choices().DraftSources {
 		labels = append(labels, k.Label)
 		values := k.Values(profiles.PairSpec{})
 		if k.Name == kind.Name {
@@ -369,7 +369,7 @@ func (m *ModelsScreen) Content() fyne.CanvasObject {
 	// Open... and recent buttons, a stored drafter the list beside it
 	// (one widget per field name: kinds that read the same field share it)
 	widgets := map[string]fyne.CanvasObject{}
-	for _, k := range profiles.DraftSources() {
+	for _, k := range profiles.Choices().DraftSources {
 		for _, f := range k.Fields {
 			w, ok := widgets[f.Name]
 			if !ok {

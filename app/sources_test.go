@@ -60,7 +60,7 @@ func TestDraftSourceForms(t *testing.T) {
 		"hidden": {"draft": "12", "resample": "2"},
 	}
 	m.Target.SetText("/m/target.gguf")
-	kinds := profiles.DraftSources()
+	kinds := profiles.Choices().DraftSources
 	for _, k := range kinds {
 		values, ok := typed[k.Name]
 		if !ok {

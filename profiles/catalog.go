@@ -1,11 +1,14 @@
 package profiles
 
 import (
+	"slices"
 	"time"
 
+	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/engine/synth"
 	"arborist/kernels"
+	"arborist/profiles/costmodel"
 	"arborist/profiles/store"
 	"arborist/profiles/trainsize"
 )
@@ -48,6 +51,17 @@ type Catalog struct {
 	// one they run at unless asked for more.
 	TrainSizes       []string
 	DefaultTrainSize string
+	// Sampling are the sampling parameters in the order the faces show
+	// them: temperature, top-k, top-p, min-p, seed. A face builds one
+	// flag or control per field and reads a value into SampleParams with
+	// SampleParams.Set (which checks the field's bounds) and writes one
+	// with SampleParams.Get. DefaultSampling is every field at its
+	// default: greedy decoding, every token kept, seed 1.
+	Sampling        []SamplingField
+	DefaultSampling SampleParams
+	// Concurrency are the concurrencies plans are ranked at (Inputs.Loads)
+	// unless others are asked for.
+	Concurrency []int
 	// SynthShapes are the model shapes Synth knows by name.
 	SynthShapes []string
 	// Rounds are the passes over the prompt suite a validation makes by
@@ -63,8 +77,9 @@ func Choices() Catalog {
 		Strategies: spec.Strategies(), DefaultStrategy: spec.DefaultStrategy(), PlainStrategy: spec.PlainStrategy(),
 		PlanFields: spec.PlanFields(), WhatIf: whatIf, WhatIfStart: start,
 		Backends: kernels.Names(), DefaultBackend: kernels.DefaultBackend, DefaultThreads: kernels.DefaultThreads(),
-		DraftSources: DraftSources(), DefaultDB: store.DefaultPath(), DrafterSettings: trainsize.DefaultDrafterSettings(),
+		DraftSources: draftSources(), DefaultDB: store.DefaultPath(), DrafterSettings: trainsize.DefaultDrafterSettings(),
 		TrainSizes: trainsize.Names(), DefaultTrainSize: trainsize.Default, SynthShapes: synth.ShapeNames(),
+		Sampling: sample.Fields(), DefaultSampling: sample.Defaults(), Concurrency: slices.Clone(costmodel.DefaultConcurrency),
 		Rounds: defaultRounds, RoundBudget: roundBudget,
 	}
 }

@@ -40,7 +40,7 @@ func TestDraftSources(t *testing.T) {
 		"layers": {"layers": "3"},
 		"hidden": {"draft": "7", "resample": "2"},
 	}
-	for _, k := range DraftSources() {
+	for _, k := range draftSources() {
 		v, ok := values[k.Name]
 		if !ok || len(k.Fields) == 0 || k.Label == "" {
 			t.Fatalf("kind %q untested or unlabelled", k.Name)

@@ -70,7 +70,7 @@ func (b *Bench) familyPlan(ctx context.Context, st *store.Store, pair *pairs.Pai
 	slices.SortFunc(out, func(a, b familyCurve) int { return a.context - b.context })
 	seqs := opt.Seqs
 	if seqs == nil {
-		seqs = DefaultSeqs
+		seqs = defaultSeqs()
 	}
 	for _, s := range seqs {
 		if s < 1 || s > model.MaxRows {
@@ -220,10 +220,6 @@ type (
 	LoadRanking    = costmodel.LoadLevel
 	LoadPrediction = costmodel.LoadPrediction
 )
-
-// DefaultConcurrency are the concurrencies plans are ranked at unless
-// others are asked for.
-var DefaultConcurrency = costmodel.DefaultConcurrency
 
 // Loads ranks plain batching and the best plans of ranked (a ranking at
 // one request, best first), fixed and under the goodput policy, at each

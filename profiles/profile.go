@@ -33,14 +33,14 @@ type ProfileOptions struct {
 	// measured.
 	Contexts []int
 	// Seqs are the pass sizes, in sequences, to time at the short
-	// context (--seqs; nil: DefaultSeqs), each within MaxW rows in all; 1
-	// is the target's own curve.
+	// context (--seqs; nil: 1, 2, 4 and 8), each within MaxW rows in all;
+	// 1 is the target's own curve.
 	Seqs []int
 }
 
-// DefaultSeqs are the pass sizes a profile times by default: what a
+// defaultSeqs are the pass sizes a profile times by default: what a
 // server's passes hold at the concurrencies tune prices by default.
-var DefaultSeqs = []int{1, 2, 4, 8}
+func defaultSeqs() []int { return []int{1, 2, 4, 8} }
 
 // ProfileReport is a pair's latency curves on this machine.
 type ProfileReport struct {

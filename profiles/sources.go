@@ -9,7 +9,7 @@ import (
 // DraftSourceKind is a kind of draft source as the faces offer it: its
 // name, its label, the fields it reads (each a row of the GUI's form) and
 // whether it can run on a draft device of its own. The GUI builds its
-// draft-source form from DraftSources, so each kind shows exactly its
+// draft-source form from Catalog.DraftSources, so each kind shows exactly its
 // rows and a kind added here is offered there.
 type DraftSourceKind struct {
 	Name  string // "model", "ngram", "layers", "hidden"
@@ -32,9 +32,9 @@ type SourceField struct {
 	File, Stored, Count bool
 }
 
-// DraftSources are the registered draft source kinds, in the order the
+// draftSources are the registered draft source kinds, in the order the
 // faces list them; the first is the default.
-func DraftSources() []DraftSourceKind {
+func draftSources() []DraftSourceKind {
 	count := func(v, name string) (int, error) {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 {
@@ -92,7 +92,7 @@ func DraftSources() []DraftSourceKind {
 // DraftSourceOf is the kind of ps's draft source (the default kind when
 // none is set).
 func DraftSourceOf(ps PairSpec) DraftSourceKind {
-	all := DraftSources()
+	all := draftSources()
 	switch {
 	case ps.NGram > 0:
 		return all[1]
