@@ -22,10 +22,10 @@ import (
 //
 //   - A package imports its own layer or a lower one, never a higher.
 //   - A face imports only other faces, arborist/profiles (the workflow
-//     core's one package), the core's value packages (marked faces: plain
-//     value types and their pure rules, which a face names and the core
-//     takes and returns) and arborist/assets: the faces ask the core and
-//     show what it returns.
+//     core's one package), the value packages (marked faces: plain value
+//     types and their pure rules, which a face names and the core takes
+//     and returns; the core's, and the latency leaf) and arborist/assets:
+//     the faces ask the core and show what it returns.
 //   - A backend is imported only by backendLinker, which links every
 //     backend in; everything else finds them by name in the kernels
 //     registry (kernels.Open, kernels.LookupHost).
@@ -90,7 +90,7 @@ var layers = map[string]placement{
 	// leaves
 	"arborist/assets":            {layer: layerLeaf},
 	"arborist/internal/filekind": {layer: layerLeaf},
-	"arborist/profiles/latency":  {layer: layerLeaf},
+	"arborist/profiles/latency":  {layer: layerLeaf, faces: true},
 }
 
 // backendLinker is the one package that imports the backends
@@ -341,6 +341,8 @@ func TestLayerRulesCatch(t *testing.T) {
 		{edge{from: "arborist/kernels/cpu", to: "arborist/engine/model", test: true}, "never a higher one"},
 		{edge{from: "arborist/app/serve", to: "arborist/profiles"}, ""},
 		{edge{from: "arborist/app", to: "arborist/profiles/jobs"}, ""},
+		{edge{from: "arborist/app/cli", to: "arborist/profiles/latency"}, ""},
+		{edge{from: "arborist/app/cli", to: "arborist/internal/filekind"}, "a face imports only"},
 		{edge{from: "arborist/profiles/jobs", to: "arborist/app"}, "never from core up to face"},
 		{edge{from: "arborist", to: "arborist/app/cli"}, ""},
 		{edge{from: "arborist/profiles/pairs", to: "arborist/kernels/cpu"}, ""},

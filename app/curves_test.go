@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"arborist/profiles"
+	"arborist/profiles/latency"
 )
 
-func standInCurve(base time.Duration) []profiles.Point {
-	var pts []profiles.Point
+func standInCurve(base time.Duration) []latency.Point {
+	var pts []latency.Point
 	for _, w := range []int{1, 4, 16, 64} {
-		pts = append(pts, profiles.Point{W: w, Median: base + time.Duration(w)*base/10, Spread: base / 50})
+		pts = append(pts, latency.Point{W: w, Median: base + time.Duration(w)*base/10, Spread: base / 50})
 	}
 	return pts
 }

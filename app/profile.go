@@ -11,6 +11,7 @@ import (
 
 	"arborist/profiles"
 	"arborist/profiles/jobs"
+	"arborist/profiles/latency"
 )
 
 // ProfileScreen measures this machine: hardware summary and the latency
@@ -234,7 +235,7 @@ func curveSeries(name string, pr *profiles.Profile) Series {
 // describeLimits sets a curve against the machine's limits; limits read
 // from the store carry no compute ceiling (Profile measures it), and
 // without a stored bandwidth there is no roofline to set it against.
-func describeLimits(lim profiles.Limits, pts []profiles.Point) string {
+func describeLimits(lim profiles.Limits, pts []latency.Point) string {
 	switch {
 	case len(pts) == 0:
 		return ""

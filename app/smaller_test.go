@@ -15,6 +15,7 @@ import (
 
 	"arborist/profiles"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/latency"
 	"arborist/profiles/store"
 )
 
@@ -162,7 +163,7 @@ func TestErrorDialog(t *testing.T) {
 func TestRestoreKeepsNewerWork(t *testing.T) {
 	wb := newBench(t)
 	s, p, sp, r := wb.Session, wb.Profile, wb.Speedup, wb.Run
-	flat := []profiles.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 64, Median: 14 * time.Millisecond}}
+	flat := []latency.Point{{W: 1, Median: 10 * time.Millisecond}, {W: 64, Median: 14 * time.Millisecond}}
 	newer := costmodel.Search(costmodel.Uniform(0.7, 0.4, 8, 3), costmodel.Costs{Verify: flat, Draft: flat[:1]}, costmodel.SearchSpace{MaxGamma: 4, MaxDepth: 3, MaxNodes: 8})
 	stored := profiles.Prediction{Plan: profiles.Plan{Strategy: "chain", Gamma: 7}, Speedup: 9}
 	vp := &profiles.Profile{Curve: &store.Curve{Points: flat}}

@@ -47,7 +47,7 @@ type Exploration struct {
 	Best      *Prediction
 	BestShape []int
 	// Verify is the verification curve the predictions use.
-	Verify []Point
+	Verify []latency.Point
 
 	acc   *costmodel.Acceptance
 	costs costmodel.Costs

@@ -9,7 +9,6 @@ import (
 	"arborist/engine/spec"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
-	"arborist/profiles/latency"
 	"arborist/profiles/measure"
 	"arborist/profiles/store"
 )
@@ -39,10 +38,9 @@ type (
 	// the compute ceiling.
 	Limits = hardware.Limits
 
-	// The stored records: runs with their steps, and curve points.
+	// The stored records: runs with their steps.
 	Run        = store.Run
 	StoredStep = store.Step
-	Point      = latency.Point
 
 	// DrafterSettings are a hidden-state drafter's training settings.
 	DrafterSettings = hidden.Settings

@@ -14,6 +14,7 @@ import (
 	"arborist/app/present"
 	"arborist/assets"
 	"arborist/profiles"
+	"arborist/profiles/latency"
 	"arborist/profiles/trainsize"
 )
 
@@ -64,7 +65,7 @@ func printFamily(w io.Writer, r *profiles.ProfileReport) {
 }
 
 // pointAt is the median of pts at width w, 0 when not measured there.
-func pointAt(pts []profiles.Point, w int) time.Duration {
+func pointAt(pts []latency.Point, w int) time.Duration {
 	for _, p := range pts {
 		if p.W == w {
 			return p.Median
