@@ -379,7 +379,7 @@ func checkSummary(res *llamacheck.Result) string {
 // llama.cpp: running (their progress), ended (their result; a tune's
 // config in the YAML shown), or none. On the UI goroutine.
 func (e *ExportScreen) showLlamaJobs() {
-	key := profiles.PairKey(e.s.Spec)
+	key := e.s.Spec.Key()
 	var newest *jobs.View
 	for _, kind := range []string{jobCheck, jobLlamaTune} {
 		if v, ok := e.s.Jobs.Last(key, kind); ok && (newest == nil || v.ID > newest.ID) {

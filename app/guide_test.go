@@ -112,7 +112,7 @@ func TestGuideAsksTheScreens(t *testing.T) {
 		}
 	}
 	s := wb.Session
-	other := profiles.PairKey(profiles.PairSpec{Target: "/m/other.gguf", NGram: 2})
+	other := (&profiles.PairSpec{Target: "/m/other.gguf", NGram: 2}).Key()
 	elsewhere, _, err := s.Jobs.Start(context.Background(), jobCalibrate, other, true)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestGuideAsksTheScreens(t *testing.T) {
 		t.Errorf("another pair's calibration shows running here: %v", st)
 	}
 	elsewhere.Finish(nil, nil)
-	job, _, err := s.Jobs.Start(context.Background(), jobCalibrate, profiles.PairKey(s.Spec), true)
+	job, _, err := s.Jobs.Start(context.Background(), jobCalibrate, s.Spec.Key(), true)
 	if err != nil {
 		t.Fatal(err)
 	}

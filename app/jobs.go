@@ -112,7 +112,7 @@ func (j *JobBar) update() {
 // chosen one), how far it is and about how long it has left.
 func describeJob(v jobs.View, chosen profiles.PairSpec) string {
 	text := v.Kind
-	if v.Pair != profiles.PairKey(chosen) {
+	if v.Pair != chosen.Key() {
 		text += " (for " + pairOfKey(v.Pair) + ", not the pair shown)"
 	}
 	if v.Status != "" {
@@ -153,7 +153,7 @@ func roundDuration(d time.Duration) string {
 // beside a running heavy one is refused: the reason is returned (and
 // shown), nothing starts.
 func (s *Session) startJob(kind string, heavy bool, work func(ctx context.Context, job *jobs.Job) (any, error), done func(v jobs.View)) (*jobs.Job, error) {
-	job, ctx, err := s.Jobs.Start(s.Context(), kind, profiles.PairKey(s.Spec), heavy)
+	job, ctx, err := s.Jobs.Start(s.Context(), kind, s.Spec.Key(), heavy)
 	if err != nil {
 		s.ShowError(err)
 		return nil, err
@@ -174,10 +174,10 @@ func (s *Session) startJob(kind string, heavy bool, work func(ctx context.Contex
 
 // ownPair says whether the job belongs to the chosen pair. On the UI
 // goroutine.
-func (s *Session) ownPair(v jobs.View) bool { return v.Pair == profiles.PairKey(s.Spec) }
+func (s *Session) ownPair(v jobs.View) bool { return v.Pair == s.Spec.Key() }
 
 // jobRunning says whether a job of kind runs for the chosen pair.
 func (s *Session) jobRunning(kind string) bool {
-	v, ok := s.Jobs.Last(profiles.PairKey(s.Spec), kind)
+	v, ok := s.Jobs.Last(s.Spec.Key(), kind)
 	return ok && v.State == jobs.Running
 }

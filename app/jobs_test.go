@@ -29,13 +29,13 @@ func TestLlamaJobBelongsToItsPair(t *testing.T) {
 	test.Tap(e.Tune)
 	fyne.DoAndWait(func() { s.SetPair(b) })
 	waitFor(t, "the tune", func() bool {
-		v, ok := s.Jobs.Last(profiles.PairKey(a), jobLlamaTune)
+		v, ok := s.Jobs.Last(a.Key(), jobLlamaTune)
 		return s.idle() && ok && v.State != jobs.Running
 	})
-	if v, _ := s.Jobs.Last(profiles.PairKey(a), jobLlamaTune); v.State != jobs.Done {
+	if v, _ := s.Jobs.Last(a.Key(), jobLlamaTune); v.State != jobs.Done {
 		t.Fatalf("pair A's tune: %v %v", v.State, v.Err)
 	}
-	if _, ok := s.Jobs.Last(profiles.PairKey(b), jobLlamaTune); ok {
+	if _, ok := s.Jobs.Last(b.Key(), jobLlamaTune); ok {
 		t.Error("pair B has a tune it never ran")
 	}
 	if strings.Contains(e.CheckStatus.Text, "llama.cpp best") || strings.Contains(e.YAML.Text, "draft_max: 3") {

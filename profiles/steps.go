@@ -41,9 +41,3 @@ func (b *Bench) Steps(ctx context.Context, ps PairSpec) (Steps, error) {
 	s.Exports, err = st.ExportCount(ctx, in.TargetID, in.Source)
 	return s, err
 }
-
-// PairKey names a pair as jobs belong to it: its target, its draft source
-// and its devices.
-func PairKey(ps PairSpec) string {
-	return ps.Target + "|" + ps.SourceName() + "|" + ps.Backend + "|" + ps.DraftBackend
-}

@@ -32,7 +32,7 @@ const (
 type Job struct {
 	ID    int64
 	Kind  string // "profile", "calibrate", "tune", "llama.cpp check", ...
-	Pair  string // the pair it belongs to (profiles.PairKey)
+	Pair  string // the pair it belongs to (its pair spec's Key)
 	Heavy bool   // it measures on the CPU: no other heavy job runs beside it
 	jobs  *Registry
 	ctx   context.Context

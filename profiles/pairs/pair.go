@@ -62,6 +62,12 @@ func (p *Spec) SourceName() string {
 	return ""
 }
 
+// Key names the pair as long jobs belong to it (jobs.Job.Pair): its
+// target, its draft source and its devices.
+func (p *Spec) Key() string {
+	return p.Target + "|" + p.SourceName() + "|" + p.Backend + "|" + p.DraftBackend
+}
+
 // Resampling is how deep a hidden-state drafter re-samples after a
 // rejection (0: it does not; other sources never do).
 func (p *Spec) Resampling() int {
