@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"arborist/profiles"
+	"arborist/profiles/costmodel"
 	"arborist/profiles/latency"
 )
 
@@ -59,13 +60,13 @@ func names(ss []Series) []string {
 // bars covering the intervals; a level not priced is named in the note.
 func TestConcurrencySpecs(t *testing.T) {
 	chain := func(g int) profiles.Plan { return profiles.Plan{Strategy: "chain", Gamma: g} }
-	lp := func(c int, p profiles.Plan, policy string, speedup float64) profiles.LoadPrediction {
-		return profiles.LoadPrediction{Concurrency: c, Plan: p, Policy: policy, Speedup: speedup, Low: speedup * 0.9, High: speedup * 1.2,
+	lp := func(c int, p profiles.Plan, policy string, speedup float64) costmodel.LoadPrediction {
+		return costmodel.LoadPrediction{Concurrency: c, Plan: p, Policy: policy, Speedup: speedup, Low: speedup * 0.9, High: speedup * 1.2,
 			TPOT: time.Duration(float64(10*time.Millisecond) / speedup)}
 	}
 	var levels []profiles.LoadRanking
 	for _, c := range []int{1, 4} {
-		levels = append(levels, profiles.LoadRanking{Concurrency: c, Ranked: []profiles.LoadPrediction{
+		levels = append(levels, profiles.LoadRanking{Concurrency: c, Ranked: []costmodel.LoadPrediction{
 			lp(c, chain(4), "goodput", 2), lp(c, chain(4), "fixed", 1.9), lp(c, chain(2), "fixed", 1.5), lp(c, chain(2), "goodput", 1.6),
 			lp(c, chain(6), "fixed", 1.2), lp(c, profiles.Plan{Strategy: "ar"}, "plain", 1)}})
 	}

@@ -12,13 +12,13 @@ import (
 	"arborist/profiles/measure"
 )
 
-// DepthReport is a model's speed after Context cached positions: decode
+// depthReport is a model's speed after Context cached positions: decode
 // tokens/s and the verification passes there, against the roofline that
 // counts the KV cache bytes a step reads beside the weights. Users' prompts
 // put thousands of tokens before the first generated one, and there the
 // cache a step streams is a large part of its bytes (4K positions of a
 // Llama-3.2-1B shape in float32: 256 MiB beside 663 MiB of weights).
-type DepthReport struct {
+type depthReport struct {
 	Context int `json:"context"`
 	// Decode is each run's tokens/s (sorted), Median their median
 	Decode []float64 `json:"decode_tokens_per_s"`
@@ -61,12 +61,12 @@ func checkDepths(depths []int, tokens, maxW, ctxLen int) error {
 // benchDepth prefills depth synthetic tokens once, then times reps decode
 // runs of tokens steps on top of them (the cache cut back to the depth
 // before each) and the verification passes over widths there.
-func benchDepth(ctx context.Context, m *model.Model, lim hardware.Limits, depth, reps, tokens int, widths []int) (DepthReport, error) {
+func benchDepth(ctx context.Context, m *model.Model, lim hardware.Limits, depth, reps, tokens int, widths []int) (depthReport, error) {
 	maxW := 0
 	for _, w := range widths {
 		maxW = max(maxW, w)
 	}
-	dr := DepthReport{Context: depth}
+	dr := depthReport{Context: depth}
 	cache := m.NewCache(depth + max(tokens, maxW))
 	defer cache.Free()
 	toks := make([]int, depth+max(tokens, maxW))

@@ -215,10 +215,9 @@ func ParseConcurrency(s string) ([]int, error) {
 // The cost model's figures over context and concurrency, as the faces
 // read them.
 type (
-	ContextRange   = costmodel.ContextRange
-	ContextCurve   = costmodel.ContextCurve
-	LoadRanking    = costmodel.LoadLevel
-	LoadPrediction = costmodel.LoadPrediction
+	ContextRange = costmodel.ContextRange
+	ContextCurve = costmodel.ContextCurve
+	LoadRanking  = costmodel.LoadLevel
 )
 
 // Loads ranks plain batching and the best plans of ranked (a ranking at

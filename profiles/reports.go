@@ -44,7 +44,7 @@ func (r *RunResult) MarshalJSON() ([]byte, error) {
 		PredictedOn string       `json:"predicted_on,omitempty"`
 		RunID       int64        `json:"run_id,omitempty"`
 		Status      string       `json:"status,omitempty"`
-		Hidden      *HiddenStats `json:"hidden,omitempty"`
+		Hidden      *hiddenStats `json:"hidden,omitempty"`
 		Error       string       `json:"error,omitempty"`
 	}{Plan: r.Plan, Label: r.Label, Threads: r.Threads, Totals: r.Totals, Baseline: r.Base, Speedup: r.Speedup, Rounds: r.Rounds,
 		Predicted: r.Predicted, PredictedOn: r.PredictedOn, RunID: r.RunID, Status: r.Status, Hidden: r.Hidden}

@@ -146,8 +146,8 @@ func (t *Totals) merge(o Totals) {
 	t.AheadHits += o.AheadHits
 }
 
-// HiddenStats are a hidden-state drafter's figures over a run.
-type HiddenStats struct {
+// hiddenStats are a hidden-state drafter's figures over a run.
+type hiddenStats struct {
 	Steps, Resampled int
 	ResampleShare    float64 // of decode time
 	LayerRows        int
@@ -181,7 +181,7 @@ type RunResult struct {
 	PredictedOn  string // what the prediction rests on
 	RunID        int64
 	Status       string
-	Hidden       *HiddenStats
+	Hidden       *hiddenStats
 	// Err is the error Run returned with this result (nil: none): a run
 	// stopped or failed part way still has its figures.
 	Err error
@@ -306,7 +306,7 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 	}
 	if hs := pair.Hidden; hs != nil && eng.Source != nil {
 		st := hs.Stats()
-		res.Hidden = &HiddenStats{Steps: st.Steps, Resampled: st.Resampled, ResampleShare: st.Resample.Seconds() / max(1e-9, tot.Decode.Seconds()),
+		res.Hidden = &hiddenStats{Steps: st.Steps, Resampled: st.Resampled, ResampleShare: st.Resample.Seconds() / max(1e-9, tot.Decode.Seconds()),
 			LayerRows: st.LayerRows, ChainPasses: st.ChainPasses, Hot: hs.Hot(), OnDemand: st.OnDemand}
 	}
 	if err != nil {

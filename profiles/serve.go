@@ -204,8 +204,8 @@ type ServeStats struct {
 	// TTFT is the time from a request's arrival to its first token
 	// (waiting and prefill included), TPOT the time per output token
 	// after the first, over the last requests (window).
-	TTFT Quantiles `json:"time_to_first_token_s"`
-	TPOT Quantiles `json:"time_per_output_token_s"`
+	TTFT latencyQuantiles `json:"time_to_first_token_s"`
+	TPOT latencyQuantiles `json:"time_per_output_token_s"`
 	// Started is when the server opened (request ids and model objects
 	// carry it).
 	Started time.Time `json:"-"`

@@ -213,9 +213,9 @@ func runeCut(b []byte, n int) int {
 	return k
 }
 
-// Quantiles are the median and 90th percentile of a latency, in seconds,
-// over N requests.
-type Quantiles struct {
+// latencyQuantiles are the median and 90th percentile of a latency, in
+// seconds, over N requests.
+type latencyQuantiles struct {
 	P50 float64 `json:"p50"`
 	P90 float64 `json:"p90"`
 	N   int     `json:"n"`
@@ -239,14 +239,14 @@ func (w *window) add(v float64) {
 	w.next = (w.next + 1) % windowSize
 }
 
-func (w *window) quantiles() Quantiles {
+func (w *window) quantiles() latencyQuantiles {
 	if len(w.vals) == 0 {
-		return Quantiles{}
+		return latencyQuantiles{}
 	}
 	s := slices.Clone(w.vals)
 	slices.Sort(s)
 	at := func(q float64) float64 { return s[min(len(s)-1, int(q*float64(len(s))))] }
-	return Quantiles{P50: at(0.5), P90: at(0.9), N: len(s)}
+	return latencyQuantiles{P50: at(0.5), P90: at(0.9), N: len(s)}
 }
 
 // policyChoice is the policy a server runs, described.
