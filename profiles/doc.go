@@ -12,10 +12,11 @@
 // This package holds workflows and the value types they take and return,
 // nothing else: the faces import it, its value packages (a concept of
 // plain values and their pure rules, such as jobs/) and nothing else of
-// Arborist's (TestLayers keeps it so), so the types of its other parts
-// that a face names are re-exported here, and what the faces choose from
-// is one value (Catalog). How results read (numbers, chart families, notes) is the
-// faces' (app/present); a result's JSON shape is its own (reports.go).
+// Arborist's but assets and the latency leaf (TestLayers keeps it so), so
+// the types of its other parts that a face names are re-exported here,
+// and what the faces choose from is one value (Catalog). How results read
+// (numbers, chart families, notes) is the faces' (app/present); a
+// result's JSON shape is its own (reports.go).
 // The parts live in sub-packages named for their job:
 //
 //	store/      the SQLite database: every SQL statement

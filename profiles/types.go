@@ -13,9 +13,11 @@ import (
 	"arborist/profiles/store"
 )
 
-// The plain values the faces name (in a field, a signature, a literal):
-// they import this package and nothing else of Arborist's, so the types
-// of its parts they name are re-exported here, each its part's own type.
+// The plain values the faces name (in a field, a signature, a literal)
+// from parts they do not import (the engine, the store, the measurement,
+// the speedup model): the types they name are re-exported here, each its
+// part's own type. A value package's types (config, jobs, serving, ...)
+// the faces name from that package.
 // A value the faces only read (a stored drafter's record, the machine's
 // hardware) is returned as its part's type, unnamed here.
 type (
