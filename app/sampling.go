@@ -13,7 +13,7 @@ import (
 )
 
 // samplingForm is the sampling controls, one row per sampling field
-// (profiles.Catalog.Sampling): the field's label, an entry that starts at the
+// (profiles.SamplingFields): the field's label, an entry that starts at the
 // field's default, and the field's help with its bounds under it. The rows
 // come from the fields, so a screen offers every sampling parameter the CLI
 // and config.yaml take, bounded as they bound it, and a new field needs no
@@ -27,7 +27,7 @@ type samplingForm struct {
 // newSamplingForm builds the controls; changed (nil: none) is called when
 // the user edits a value.
 func newSamplingForm(changed func()) *samplingForm {
-	s := &samplingForm{fields: profiles.Choices().Sampling, entries: map[string]*widget.Entry{}, form: widget.NewForm()}
+	s := &samplingForm{fields: profiles.SamplingFields(), entries: map[string]*widget.Entry{}, form: widget.NewForm()}
 	for _, f := range s.fields {
 		e := widget.NewEntry()
 		e.SetText(f.Default)
@@ -78,7 +78,7 @@ func (s *samplingForm) object() fyne.CanvasObject { return s.form }
 // params reads the controls, each value checked by its field; an error
 // names the field and its bounds.
 func (s *samplingForm) params() (profiles.SampleParams, error) {
-	p := profiles.Choices().DefaultSampling
+	p := profiles.DefaultSampling()
 	for _, f := range s.fields {
 		if err := p.Set(f.Name, s.entries[f.Name].Text); err != nil {
 			return p, fmt.Errorf("%s: %w", f.Label, err)
@@ -98,7 +98,7 @@ func (s *samplingForm) setParams(p profiles.SampleParams) {
 // checkTemp checks a temperature typed in against the temperature field's
 // bounds, the same as the CLI's, config.yaml's and the server's.
 func checkTemp(text string) error {
-	p := profiles.Choices().DefaultSampling
+	p := profiles.DefaultSampling()
 	return p.Set(profiles.TemperatureField, text)
 }
 

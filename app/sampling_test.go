@@ -19,7 +19,7 @@ func TestSamplingForm(t *testing.T) {
 	s := newSamplingForm(func() { edits++ })
 	w := test.NewWindow(s.object())
 	defer w.Close()
-	fields := profiles.Choices().Sampling
+	fields := profiles.SamplingFields()
 	if len(s.form.Items) != len(fields) {
 		t.Fatalf("%d rows for %d fields", len(s.form.Items), len(fields))
 	}
@@ -28,7 +28,7 @@ func TestSamplingForm(t *testing.T) {
 			t.Errorf("row %d: %q, hint %q; want field %s with %s", i, it.Text, it.HintText, f.Name, f.Bounds())
 		}
 	}
-	if p, err := s.params(); err != nil || p != profiles.Choices().DefaultSampling {
+	if p, err := s.params(); err != nil || p != profiles.DefaultSampling() {
 		t.Fatalf("untouched: %+v, %v; want the defaults", p, err)
 	}
 

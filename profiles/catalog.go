@@ -4,7 +4,6 @@ import (
 	"slices"
 	"time"
 
-	"arborist/engine/sample"
 	"arborist/engine/spec"
 	"arborist/engine/synth"
 	"arborist/kernels"
@@ -51,14 +50,6 @@ type Catalog struct {
 	// one they run at unless asked for more.
 	TrainSizes       []string
 	DefaultTrainSize string
-	// Sampling are the sampling parameters in the order the faces show
-	// them: temperature, top-k, top-p, min-p, seed. A face builds one
-	// flag or control per field and reads a value into SampleParams with
-	// SampleParams.Set (which checks the field's bounds) and writes one
-	// with SampleParams.Get. DefaultSampling is every field at its
-	// default: greedy decoding, every token kept, seed 1.
-	Sampling        []SamplingField
-	DefaultSampling SampleParams
 	// Concurrency are the concurrencies plans are ranked at (Inputs.Loads)
 	// unless others are asked for.
 	Concurrency []int
@@ -79,7 +70,6 @@ func Choices() Catalog {
 		Backends: kernels.Names(), DefaultBackend: kernels.DefaultBackend, DefaultThreads: kernels.DefaultThreads(),
 		DraftSources: draftSources(), DefaultDB: store.DefaultPath(), DrafterSettings: trainsize.DefaultDrafterSettings(),
 		TrainSizes: trainsize.Names(), DefaultTrainSize: trainsize.Default, SynthShapes: synth.ShapeNames(),
-		Sampling: sample.Fields(), DefaultSampling: sample.Defaults(), Concurrency: slices.Clone(costmodel.DefaultConcurrency),
-		Rounds: defaultRounds, RoundBudget: roundBudget,
+		Concurrency: slices.Clone(costmodel.DefaultConcurrency), Rounds: defaultRounds, RoundBudget: roundBudget,
 	}
 }

@@ -14,7 +14,7 @@ import (
 // of temperature's range is taken, just above it refused), and every
 // generating verb offers them with their bounds in its help.
 func TestSampleFlagsAreTheFields(t *testing.T) {
-	fields := profiles.Choices().Sampling
+	fields := profiles.SamplingFields()
 	fs := flag.NewFlagSet("sampling", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	read := sampleFlags(fs)
@@ -28,7 +28,7 @@ func TestSampleFlagsAreTheFields(t *testing.T) {
 			t.Fatalf("field %s: flag %+v", f.Name, fl)
 		}
 	}
-	if p, err := read(); err != nil || p != profiles.Choices().DefaultSampling {
+	if p, err := read(); err != nil || p != profiles.DefaultSampling() {
 		t.Fatalf("no flags given: %+v, %v", p, err)
 	}
 	if err := fs.Parse([]string{"--temp", "2", "--top-k", "40", "--top-p", "0.9", "--min-p", "0.05", "--seed", "18446744073709551615"}); err != nil {

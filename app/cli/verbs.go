@@ -45,8 +45,8 @@ func runTokenize(ctx context.Context, env Env, args []string) error {
 // what reads them once the flags are parsed. A value out of a field's
 // bounds is refused as the flag is parsed.
 func sampleFlags(fs *flag.FlagSet) func() (profiles.SampleParams, error) {
-	p := profiles.Choices().DefaultSampling
-	for _, f := range profiles.Choices().Sampling {
+	p := profiles.DefaultSampling()
+	for _, f := range profiles.SamplingFields() {
 		fs.Var(sampleFlag{&p, f.Name}, f.Flag, f.Usage())
 	}
 	return func() (profiles.SampleParams, error) {
