@@ -15,7 +15,7 @@ type DraftSourceKind struct {
 	Name  string // "model", "ngram", "layers", "hidden"
 	Label string // the choice the GUI offers
 	// Fields are the values the kind reads, in their order on the form.
-	Fields []SourceField
+	Fields []sourceField
 	// Movable: the source can run on another device than the target's
 	// (n-gram lookup needs no device).
 	Movable bool
@@ -23,8 +23,8 @@ type DraftSourceKind struct {
 	get     func(ps PairSpec) map[string]string
 }
 
-// SourceField is one value a draft source kind reads.
-type SourceField struct {
+// sourceField is one value a draft source kind reads.
+type sourceField struct {
 	Name, Label, Help string
 	Default           string
 	// File: a model file (a .gguf), picked with Open...; Stored: a stored
@@ -44,7 +44,7 @@ func draftSources() []DraftSourceKind {
 	}
 	return []DraftSourceKind{
 		{Name: "model", Label: "Draft model file", Movable: true,
-			Fields: []SourceField{{Name: "draft", Label: "Draft model", File: true, Help: "draft .gguf with the same vocabulary"}},
+			Fields: []sourceField{{Name: "draft", Label: "Draft model", File: true, Help: "draft .gguf with the same vocabulary"}},
 			// no file: the target alone (profiled, run as plain decoding)
 			set: func(ps *PairSpec, v map[string]string) error {
 				ps.Draft = strings.TrimSpace(v["draft"])
@@ -52,21 +52,21 @@ func draftSources() []DraftSourceKind {
 			},
 			get: func(ps PairSpec) map[string]string { return map[string]string{"draft": ps.Draft} }},
 		{Name: "ngram", Label: "N-gram prompt lookup",
-			Fields: []SourceField{{Name: "ngram", Label: "N-gram length", Count: true, Default: "3", Help: "draft by prompt lookup with suffixes up to N tokens"}},
+			Fields: []sourceField{{Name: "ngram", Label: "N-gram length", Count: true, Default: "3", Help: "draft by prompt lookup with suffixes up to N tokens"}},
 			set: func(ps *PairSpec, v map[string]string) (err error) {
 				ps.NGram, err = count(v["ngram"], "n-gram length")
 				return err
 			},
 			get: func(ps PairSpec) map[string]string { return map[string]string{"ngram": strconv.Itoa(ps.NGram)} }},
 		{Name: "layers", Label: "Layer-skip self-draft", Movable: true,
-			Fields: []SourceField{{Name: "layers", Label: "Layers (self-draft)", Count: true, Default: "2", Help: "self-draft with the target's first K layers"}},
+			Fields: []sourceField{{Name: "layers", Label: "Layers (self-draft)", Count: true, Default: "2", Help: "self-draft with the target's first K layers"}},
 			set: func(ps *PairSpec, v map[string]string) (err error) {
 				ps.Layers, err = count(v["layers"], "layers")
 				return err
 			},
 			get: func(ps PairSpec) map[string]string { return map[string]string{"layers": strconv.Itoa(ps.Layers)} }},
 		{Name: "hidden", Label: "Hidden-state drafter", Movable: true,
-			Fields: []SourceField{
+			Fields: []sourceField{
 				{Name: "draft", Label: "Hidden drafter (id or file)", File: true, Stored: true, Help: "a stored drafter's id or a drafter .gguf"},
 				{Name: "resample", Label: "Re-sample depth", Count: true, Default: "4", Help: "depth of the subtree re-sampled after a rejection"},
 			},

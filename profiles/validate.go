@@ -34,8 +34,8 @@ type ValidateOptions struct {
 	OnRun func(round, prompt, plan int)
 }
 
-// Validated is one plan's measured outcome.
-type Validated struct {
+// validated is one plan's measured outcome.
+type validated struct {
 	Plan      spec.Plan
 	Label     string
 	Predicted float64 // the model's speedup
@@ -89,7 +89,7 @@ func errorSplit(pr costmodel.Prediction, plan, base Totals) ErrorSplit {
 type Validation struct {
 	Base      Totals
 	BaseRunID int64
-	Plans     []Validated // in the order given (predicted rank)
+	Plans     []validated // in the order given (predicted rank)
 	Best      int         // index of the measured best in Plans
 	// Err is the error Validate returned with this outcome (nil: none).
 	Err error
@@ -168,7 +168,7 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 		opened[k] = p
 		return p, nil
 	}
-	out := &Validation{Plans: make([]Validated, len(opt.Plans))}
+	out := &Validation{Plans: make([]validated, len(opt.Plans))}
 	runners := make([]*runner, len(opt.Plans)+1) // runners[0]: plain decoding
 	for i := range runners {
 		plan, predicted, draftThreads := spec.PlainPlan(), 1.0, 0
@@ -204,7 +204,7 @@ func (b *Bench) Validate(ctx context.Context, ps PairSpec, opt ValidateOptions) 
 			if th := opt.Plans[i-1].Threads(); th != "" && plan.Concurrent() {
 				label += ", " + th
 			}
-			out.Plans[i-1] = Validated{Plan: plan, Label: label, Predicted: predicted, DraftThreads: draftThreads}
+			out.Plans[i-1] = validated{Plan: plan, Label: label, Predicted: predicted, DraftThreads: draftThreads}
 		}
 		runners[i] = r
 	}
