@@ -230,7 +230,7 @@ func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 	controls := container.NewVScroll(container.NewVBox(sp.Mode, form, mine, sp.UseCal, sp.Place, sp.Labels, sp.Best, sp.Mine, sp.Timing, widget.NewSeparator(), work,
 		metricHelp(metricSpeedup, metricTVerify, metricAAL, metricAcceptance)))
 	sp.controls = controls
-	bottom := container.NewHSplit(sp.Curve.View(sp.s.Win), container.NewAppTabs(container.NewTabItem("tree", tree), container.NewTabItem("concurrency", sp.Loads.View(sp.s.Win))))
+	bottom := container.NewHSplit(sp.Curve.View(sp.s.Win), container.NewAppTabs(container.NewTabItem("draft tree", tree), container.NewTabItem("concurrency", sp.Loads.View(sp.s.Win))))
 	bottom.Offset = 0.6
 	charts := container.NewVSplit(sp.Chart.View(sp.s.Win), bottom)
 	charts.Offset = 0.62
