@@ -27,7 +27,11 @@
 // vectors. Where there are fewer such tasks than twice the threads (a
 // decode step over a long cache of few kv heads), each chunk is a task of
 // its own, which stores its records, and a second job folds them: the
-// same records folded in the same order, so the same bits.
+// same records folded in the same order, so the same bits. A decode
+// step on AVX-512 (heads of a multiple of 16 dims) takes a block of kv
+// heads a task instead (attention_heads512, heads_block), so that a task
+// reads whole rows of the cache in order rather than a head's width of
+// each.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +162,7 @@ static int live_span(const int32_t *lo, const int32_t *hi, int nr, int *js) {
 #include <immintrin.h>
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 #include "vec8.h"
+#include "vec16.h"
 
 // softmax_sum replaces sc[j] (j < count) by e^(sc[j] - maxs), 8 at a time
 // (the last few too, through a padded copy), and returns their sum in
@@ -754,6 +759,230 @@ AVX512F static AI void attention_avx512(float *rec, const float *q, const void *
 	blind_rows(rec, lo, hi, nr, group, hd);
 }
 
+// score4x4 writes, for four query vectors qp[u] (hd values, a multiple
+// of 16) and the four slots from kj (keys kvd elements apart),
+// sc[u*stride + s] = q_u . k_s * scale for u < nu: each dot product is
+// score_block16's (lane m the product of dims m, then a multiply-add for
+// each dims t+m; then lanes m and m+8 added, m and m+4, 0+2 and 1+3, and
+// those two), but the sixteen of them reduce together, lane positions
+// exchanged between vectors (fifteen vertical additions in all, where
+// one product alone takes four horizontal ones), and each key row is
+// widened once for the four queries.
+AVX512F static AI void score4x4(float *sc, long stride, const float *const qp[4], int nu, int hd, const void *k, long kj, int kvd,
+                                float scale, int f16) {
+	__m512 A[16]; // A[4u + s]: query u, slot s
+	for (int s = 0; s < 4; s++) {
+		__m512 ks = ld16(k, kj + (long)s * kvd, f16);
+		for (int u = 0; u < 4; u++) A[4 * u + s] = _mm512_mul_ps(_mm512_loadu_ps(qp[u]), ks);
+	}
+	for (int t = 16; t < hd; t += 16)
+		for (int s = 0; s < 4; s++) {
+			__m512 ks = ld16(k, kj + (long)s * kvd + t, f16);
+			for (int u = 0; u < 4; u++) A[4 * u + s] = _mm512_fmadd_ps(_mm512_loadu_ps(qp[u] + t), ks, A[4 * u + s]);
+		}
+	// lanes m + m+8: W[p] holds vector 2p's eight sums, then 2p+1's
+	__m512 W[8];
+	for (int p = 0; p < 8; p++)
+		W[p] = _mm512_add_ps(_mm512_shuffle_f32x4(A[2 * p], A[2 * p + 1], 0x44), _mm512_shuffle_f32x4(A[2 * p], A[2 * p + 1], 0xee));
+	// m + m+4: Z[r]'s quarters hold vectors 4r .. 4r+3
+	__m512 Z[4];
+	for (int r = 0; r < 4; r++)
+		Z[r] = _mm512_add_ps(_mm512_shuffle_f32x4(W[2 * r], W[2 * r + 1], 0x88), _mm512_shuffle_f32x4(W[2 * r], W[2 * r + 1], 0xdd));
+	// 0+2 and 1+3: D[k]'s quarter x holds vector 8k+x's two, then 8k+4+x's
+	__m512 D[2];
+	for (int x = 0; x < 2; x++)
+		D[x] = _mm512_add_ps(_mm512_shuffle_ps(Z[2 * x], Z[2 * x + 1], 0x44), _mm512_shuffle_ps(Z[2 * x], Z[2 * x + 1], 0xee));
+	// the last addition: lane 4x + y is vector 4y + x's sum (query y, slot x)
+	__m512 E = _mm512_add_ps(_mm512_shuffle_ps(D[0], D[1], 0x88), _mm512_shuffle_ps(D[0], D[1], 0xdd));
+	E = _mm512_mul_ps(E, _mm512_set1_ps(scale));
+	E = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), E); // lane 4u + s
+	_mm_storeu_ps(sc, _mm512_castps512_ps128(E));
+	if (nu > 1) _mm_storeu_ps(sc + stride, _mm512_extractf32x4_ps(E, 1));
+	if (nu > 2) _mm_storeu_ps(sc + 2 * stride, _mm512_extractf32x4_ps(E, 2));
+	if (nu > 3) _mm_storeu_ps(sc + 3 * stride, _mm512_extractf32x4_ps(E, 3));
+}
+
+// wsum_add16 is wsum_set16 (no prefetching) continuing the sums in
+// accm (vector k's dims 16c .. 16c+15 at accm + k*astride + 16c): the
+// same multiply-adds in the same order of slots, so summing a vector's
+// slots block by block gives the bits of one pass over them.
+AVX512F static AI void wsum_add16(float *accm, int astride, const float *w, int stride, const void *v, long v0, int kvd, int from,
+                                  int limit, int kn, int tn, int f16) {
+	__m512 a[16];
+	for (int k = 0; k < kn; k++)
+		for (int c = 0; c < tn; c++) a[k * tn + c] = _mm512_loadu_ps(accm + (long)k * astride + 16 * c);
+	for (int j = from; j < limit; j++) {
+		__m512 vj[8];
+		for (int c = 0; c < tn; c++) vj[c] = ld16(v, v0 + (long)j * kvd + 16 * c, f16);
+		for (int k = 0; k < kn; k++) {
+			__m512 p = _mm512_set1_ps(w[(long)k * stride + j]);
+			for (int c = 0; c < tn; c++) a[k * tn + c] = _mm512_fmadd_ps(p, vj[c], a[k * tn + c]);
+		}
+	}
+	for (int k = 0; k < kn; k++)
+		for (int c = 0; c < tn; c++) _mm512_storeu_ps(accm + (long)k * astride + 16 * c, a[k * tn + c]);
+}
+
+// weights16 is weights (no pow2) sixteen slots a vector: the same
+// maximum, the same exponentials lane for lane (exp16_masked), and the
+// same sum, slot j into partial sum j mod 8 in slot order and the eight
+// combined as softmax_sum combines them, so the same bits in half the
+// instructions.
+AVX512F static AI void weights16(float *sc, float *rec, const uint8_t *row, int lo, int hi, int tp) {
+	if (hi <= lo) {
+		memset(sc, 0, (size_t)tp * sizeof(float));
+		rec_set(rec, 0, -INFINITY, 0);
+		return;
+	}
+	for (int j = 0; j < lo; j++) sc[j] = -INFINITY;
+	if (row) mask_scores(sc, row, lo, hi);
+	const __m512 ninf = _mm512_set1_ps(-INFINITY);
+	__m512 m = ninf;
+	int j = 0;
+	for (; j + 16 <= hi; j += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(sc + j));
+	__mmask16 tail = (__mmask16)((1u << (hi - j)) - 1);
+	m = _mm512_max_ps(m, _mm512_mask_loadu_ps(ninf, tail, sc + j));
+	float maxs = _mm512_reduce_max_ps(m);
+	if (maxs == -INFINITY) {
+		memset(sc, 0, (size_t)tp * sizeof(float));
+		rec_set(rec, 0, -INFINITY, 0);
+		return;
+	}
+	__m512 vmax = _mm512_set1_ps(maxs);
+	__m512d p = _mm512_setzero_pd(); // lane m: the slots j mod 8 = m
+	for (j = 0; j + 16 <= hi; j += 16) {
+		__m512 e = exp16_masked(_mm512_sub_ps(_mm512_loadu_ps(sc + j), vmax));
+		_mm512_storeu_ps(sc + j, e);
+		p = _mm512_add_pd(p, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+		p = _mm512_add_pd(p, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+	}
+	if (j < hi) { // the last few, -inf (weight 0) past hi
+		__m512 e = exp16_masked(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, tail, sc + j), vmax));
+		_mm512_mask_storeu_ps(sc + j, tail, e);
+		p = _mm512_add_pd(p, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+		if (hi - j > 8) p = _mm512_add_pd(p, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+	}
+	double sd[8];
+	_mm512_storeu_pd(sd, p);
+	double s = ((sd[0] + sd[4]) + (sd[1] + sd[5])) + ((sd[2] + sd[6]) + (sd[3] + sd[7]));
+	for (j = hi; j < tp; j++) sc[j] = 0;
+	rec_set(rec, 0, maxs, s);
+}
+
+// HEADS_SLOTS is how many slots attention_heads512 takes a kv head at a
+// time in its weighted sums: their value rows, all of the task's kv
+// heads, stay in the first level of cache (32 KiB for 8 kv heads of 64
+// in float16) from the first head to the last.
+enum { HEADS_SLOTS = 32 };
+
+// attention_heads512 is attention_avx512 for a block of few query
+// vectors (rows i0..i1-1 times the group of heads that share a kv head,
+// at most 8: a decode step) over kv heads kh0..kh0+kn-1 at once: its
+// records, row r's head (kh0 + b)*group + g's at rec[(r*kn*group +
+// b*group + g) * rec]. A decode step's keys and values of one kv head
+// are a head's width in every cache row (128 bytes of 1 KiB in
+// llama-3.2-1b), which read head by head came from memory at half the
+// rate of a whole row's; here four slots are scored for every kv head of
+// the block before the next four (score4x4), and the values are summed
+// HEADS_SLOTS slots at a time for every kv head, so the task reads its
+// rows' span of the cache in order. Each score, weight and sum is the
+// same arithmetic as attention_avx512's (score_block16's, weights',
+// wsum_set16's), so a row's record does not depend on which kernel
+// computed it.
+AVX512F static AI void attention_heads512(float *rec, const float *q, const void *kc, const void *vc, int f16, int total,
+                                          const uint8_t *mask, int group, int hd, int kvd, int qd, int kh0, int kn, int i0, int i1,
+                                          const int32_t *lo0, const int32_t *hi0, float scale, int ahead, float *scratch) {
+	int nr = i1 - i0, lo[16], hi[16], js, jn = block_rows(lo0, hi0, nr, lo, hi, &js), R = arb_attn_rec(hd), nq = nr * group;
+	if (jn < 0) return;
+	int tp = (jn + 15) & ~15, span = f16 ? 2 : 4, jb = jn / 4 * 4;
+	long k0 = (long)js * kvd + (long)kh0 * hd;
+	// the scratch: vector u of kv head b's weights at S + (b*nq + u)*tp,
+	// then its value sums at acc + (b*nq + u)*hd
+	float *S = scratch, *acc = S + (long)kn * nq * tp;
+	const float *qp[8];
+	for (int u = 0; u < nq; u++) qp[u] = q + (long)(i0 + u / group) * qd + (long)(kh0 * group + u % group) * hd;
+	for (int u = nq; u < 8; u++) qp[u] = qp[nq - 1];
+	for (int j0 = 0; j0 < jb; j0 += 4) {
+		if (ahead) // the rows 16 slots on, all of the block's kv heads
+			for (int x = 16; x < 20; x++)
+				for (int pf = 0; pf < kn * hd * span; pf += 64)
+					_mm_prefetch((const char *)kc + (k0 + (long)(j0 + x) * kvd) * span + pf, _MM_HINT_T0);
+		for (int b = 0; b < kn; b++)
+			for (int u0 = 0; u0 < nq; u0 += 4) {
+				const float *qb[4] = {qp[u0], qp[u0 + 1], qp[u0 + 2], qp[u0 + 3]};
+				for (int x = 0; x < 4; x++) qb[x] += (long)b * group * hd;
+				score4x4(S + (long)(b * nq + u0) * tp + j0, tp, qb, nq - u0, hd, kc, k0 + (long)b * hd + (long)j0 * kvd, kvd, scale, f16);
+			}
+	}
+	for (int b = 0; b < kn; b++) {
+		long kb = k0 + (long)b * hd;
+		for (int i = i0; i < i1; i++) {
+			const uint8_t *row = mask ? mask + (long)i * total + js : NULL;
+			int l = lo[i - i0], h = hi[i - i0];
+			for (int g = 0; g < group; g++) {
+				int u = (i - i0) * group + g;
+				float *sc = S + (long)(b * nq + u) * tp, r[4];
+				const float *qv = q + (long)i * qd + (long)((kh0 + b) * group + g) * hd;
+				if (h > jb) score_heads16(sc, tp, qv, hd, kc, kb, kvd, row, jb > l ? jb : l, h, scale, 1, f16); // the last few slots
+				weights16(sc, r, row, l, h, tp);
+				float *o = rec + (long)(((i - i0) * kn + b) * group + g) * R;
+				rec_set(o, hd, rec_m(r, 0), rec_s(r, 0));
+				memset(acc + (long)(b * nq + u) * hd, 0, (size_t)hd * sizeof(float));
+			}
+		}
+	}
+	// the weighted sums of the values, HEADS_SLOTS slots a kv head at a
+	// time; vectors and dims in passes as attention_avx512 takes them
+	int vn = nq < 8 ? nq : 8, tw = 16 / vn < 8 ? 16 / vn : 8, from = jn, last = 0;
+	for (int r = 0; r < nr; r++)
+		if (hi[r] > lo[r]) {
+			if (lo[r] < from) from = lo[r];
+			if (hi[r] > last) last = hi[r];
+		}
+	for (int j0 = from; j0 < last; j0 += HEADS_SLOTS) {
+		int j1 = j0 + HEADS_SLOTS < last ? j0 + HEADS_SLOTS : last;
+		if (ahead) // the next block's rows, all of the block's kv heads
+			for (int x = j0 + HEADS_SLOTS; x < j1 + HEADS_SLOTS && x < jn; x++)
+				for (int pf = 0; pf < kn * hd * span; pf += 64)
+					_mm_prefetch((const char *)vc + (k0 + (long)x * kvd) * span + pf, _MM_HINT_T0);
+		for (int b = 0; b < kn; b++)
+			for (int u0 = 0; u0 < nq; u0 += 8) {
+				int kq = nq - u0 < 8 ? nq - u0 : 8;
+				for (int t0 = 0; t0 < hd; t0 += 16 * tw) {
+					int tn = (hd - t0) / 16 < tw ? (hd - t0) / 16 : tw;
+					const float *w = S + (long)(b * nq + u0) * tp;
+					float *am = acc + (long)(b * nq + u0) * hd + t0;
+					long v = k0 + (long)b * hd + t0;
+#define WADD16(KN, TN) \
+	case (KN) * 16 + (TN): wsum_add16(am, hd, w, tp, vc, v, kvd, j0, j1, KN, TN, f16); break;
+					switch (kq * 16 + tn) {
+					WADD16(8, 2) WADD16(8, 1)
+					WADD16(7, 2) WADD16(7, 1)
+					WADD16(6, 2) WADD16(6, 1)
+					WADD16(5, 3) WADD16(5, 2) WADD16(5, 1)
+					WADD16(4, 4) WADD16(4, 3) WADD16(4, 2) WADD16(4, 1)
+					WADD16(3, 5) WADD16(3, 4) WADD16(3, 3) WADD16(3, 2) WADD16(3, 1)
+					WADD16(2, 8) WADD16(2, 7) WADD16(2, 6) WADD16(2, 5) WADD16(2, 4) WADD16(2, 3) WADD16(2, 2) WADD16(2, 1)
+					WADD16(1, 8) WADD16(1, 7) WADD16(1, 6) WADD16(1, 5) WADD16(1, 4) WADD16(1, 3) WADD16(1, 2)
+					default: wsum_add16(am, hd, w, tp, vc, v, kvd, j0, j1, 1, 1, f16); break;
+					}
+#undef WADD16
+				}
+			}
+	}
+	for (int b = 0; b < kn; b++)
+		for (int u = 0; u < nq; u++)
+			memcpy(rec + (long)(((u / group) * kn + b) * group + u % group) * R, acc + (long)(b * nq + u) * hd, (size_t)hd * sizeof(float));
+	for (int b = 0; b < kn; b++) // the rows that see nothing here
+		for (int r = 0; r < nr; r++)
+			if (hi[r] <= lo[r])
+				for (int g = 0; g < group; g++) {
+					float *o = rec + (long)((r * kn + b) * group + g) * R;
+					memset(o, 0, (size_t)hd * sizeof(float));
+					rec_set(o, hd, -INFINITY, 0);
+				}
+}
+
 // One compiled copy of each kernel per cache type.
 #define PER_TYPE(NAME, TARGET, KERNEL, PARAMS, ARGS0, ARGS1)                                                                   \
 	TARGET static void NAME##_f32 PARAMS { KERNEL ARGS0; }                                                                    \
@@ -768,6 +997,11 @@ PER_TYPE(attention_avx2, AVX2, attention_avx2,
           int kh, int i0, int i1, const int32_t *lo, const int32_t *hi, float scale, int ahead, float *scores),
          (rec, q, kc, vc, 0, total, mask, group, hd, kvd, qd, kh, i0, i1, lo, hi, scale, ahead, scores),
          (rec, q, kc, vc, 1, total, mask, group, hd, kvd, qd, kh, i0, i1, lo, hi, scale, ahead, scores))
+PER_TYPE(attention_heads512, AVX512F, attention_heads512,
+         (float *rec, const float *q, const void *kc, const void *vc, int total, const uint8_t *mask, int group, int hd, int kvd, int qd,
+          int kh0, int kn, int i0, int i1, const int32_t *lo, const int32_t *hi, float scale, int ahead, float *scratch),
+         (rec, q, kc, vc, 0, total, mask, group, hd, kvd, qd, kh0, kn, i0, i1, lo, hi, scale, ahead, scratch),
+         (rec, q, kc, vc, 1, total, mask, group, hd, kvd, qd, kh0, kn, i0, i1, lo, hi, scale, ahead, scratch))
 PER_TYPE(attention_avx512, AVX512F, attention_avx512,
          (float *rec, const float *q, const void *kc, const void *vc, int total, const uint8_t *mask, int group, int hd, int kvd, int qd,
           int kh, int i0, int i1, const int32_t *lo, const int32_t *hi, float scale, int ahead, float *scores),
@@ -824,7 +1058,8 @@ static void vector_portable_f16(float *rec, const float *qv, const void *kc, con
 // ---- the plan and the tasks ----
 
 // attention_mode is 4 for attention_avx512 (head widths that are
-// multiples of 16, on AVX-512), 3 for attn16.c's lanes kernel (heads of 8,
+// multiples of 16, on AVX-512; the plan makes it 5, attention_heads512,
+// for a decode step's few query vectors a kv head), 3 for attn16.c's lanes kernel (heads of 8,
 // many query vectors a kv head, on AVX-512), 2 for attention_hd8 (heads
 // of 8), 1 for attention_avx2 (other multiples of 8), 0 for the portable
 // loop.
@@ -837,6 +1072,21 @@ static int attention_mode(int n, int hd, int heads, int kv_heads) {
 #endif
 	(void)n; (void)heads; (void)kv_heads;
 	return 0;
+}
+
+// HEADS_VECTORS is the most query vectors a kv head (rows times the
+// heads that share it) that attention_heads512 takes: a decode step's.
+enum { HEADS_VECTORS = 8 };
+
+// heads_block is how many kv heads a task of attention_heads512 takes:
+// all of them where the chunks alone give each thread two tasks (a
+// decode step after 4096 cached tokens of 1024-slot chunks on two
+// threads: each task then reads whole cache rows, in order), else the
+// most that still do, halving.
+static int heads_block(int nch, int kv_heads, int threads) {
+	int kb = kv_heads;
+	while (kb > 1 && (long)(kv_heads + kb - 1) / kb * nch < 2L * threads) kb = (kb + 1) / 2;
+	return kb;
 }
 
 // attn_groups is how many groups of rows the plan's tasks take.
@@ -854,6 +1104,7 @@ static long block_scratch(const arb_attn_args *a, long tp) {
 		long rows = (long)attn_rows(group) * group;
 		return (rows > 16 ? rows : 16) * tp + 16L * a->hd + tp;
 	}
+	case 5: return (long)a->kb * a->rows * group * (tp + a->hd); // a score row and the value sums a query vector
 	}
 	return tp;
 }
@@ -889,7 +1140,8 @@ long arb_attention_plan(arb_attn_args *a, const uint8_t *mask, int threads, int3
 	// its query vectors, 64 vectors a kv head
 	a->rows = n < ATTN_ROWS ? n : ATTN_ROWS;
 	if (a->mode == 2 && a->rows * group > 64) a->rows = 64 / group > 0 ? 64 / group : 1;
-	a->kb = a->mode == 2 ? hd8_kv_block(a->rows, group, a->kv_heads) : 1;
+	if (a->mode == 4 && n * group <= HEADS_VECTORS) a->mode = 5;
+	a->kb = a->mode == 2 ? hd8_kv_block(a->rows, group, a->kv_heads) : a->mode == 5 ? heads_block(a->nch, a->kv_heads, threads) : 1;
 	long units = (long)(a->kv_heads + a->kb - 1) / a->kb * attn_groups(a);
 	long records = (long)n * a->heads * a->nch * arb_attn_rec(hd);
 	a->split = a->nch > 1 && units < 2L * threads && records <= (4L << 20);
@@ -947,6 +1199,10 @@ static void blocks(const arb_attn_args *a, float *pr, const float *q, const void
 		}
 		return;
 	}
+	case 5:
+		(f16 ? attention_heads512_f16 : attention_heads512_f32)(pr, q, kc, vc, total, mask, group, hd, kvd, qd, kh0, kn, r0, r1, lo, hi, a->scale,
+		                                                        a->ahead, ks);
+		return;
 	case 2:
 		(f16 ? attention_hd8_f16 : attention_hd8_f32)(pr, q, kc, vc, total, mask, heads, a->kv_heads, a->scale, kh0, kn, r0, r1, lo, hi, ks);
 		return;
