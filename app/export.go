@@ -106,17 +106,14 @@ func (e *ExportScreen) usable() bool {
 }
 
 // enableUse enables Serve, Check and Tune only for a config (Check and
-// Tune not while a heavy job runs: the job bar holds them). On the UI
-// goroutine.
+// Tune beside a running heavy job queue behind it). On the UI goroutine.
 func (e *ExportScreen) enableUse() {
 	ok := e.usable()
-	_, busy := e.s.Jobs.Heavy()
 	for _, b := range []*widget.Button{e.Serve, e.Check, e.Tune, e.Save} {
 		switch {
 		case !ok:
 			b.Disable()
 		case b == e.Serve && e.stopServe != nil:
-		case (b == e.Check || b == e.Tune) && busy:
 		default:
 			b.Enable()
 		}
@@ -398,6 +395,8 @@ func (e *ExportScreen) showLlamaJobs() {
 	switch {
 	case v.State == jobs.Running:
 		e.CheckStatus.SetText(v.Kind + " (progress below the screens) ...")
+	case v.State == jobs.Queued:
+		e.CheckStatus.SetText(v.Kind + ": queued behind " + v.Behind + " (below the screens); it starts when that ends.")
 	case v.State == jobs.Cancelled:
 		e.CheckStatus.SetText(what + ": cancelled.")
 	case v.Err != nil:

@@ -18,8 +18,10 @@ import (
 // Long jobs run through the session's job registry (jobs.Registry): each
 // belongs to the pair it started on, reports its progress to the job bar
 // under the tabs (with an estimate of the time left and a Cancel), and a
-// second CPU-heavy job is refused while one runs, its buttons disabled
-// with the reason on the bar.
+// second CPU-heavy job started while one runs is queued behind it (two
+// measurements sharing the cores would spoil both): it starts when the
+// first ends, the bar says what it waits for, and its own Cancel takes it
+// out of the queue.
 
 // Job kinds, as the job bar names them.
 const (
@@ -43,8 +45,15 @@ type JobBar struct {
 	Progress *widget.ProgressBar
 	Cancel   *widget.Button
 	showing  int64 // the job Cancel cancels
-	// gated are the buttons that start heavy jobs: disabled while one
-	// runs; disabled by the bar (and enabled again by it) when true
+	// Queued says which jobs wait for the running heavy one; Unqueue
+	// takes the newest of them out of the queue.
+	Queued   *widget.Label
+	Unqueue  *widget.Button
+	QueueRow *fyne.Container // Queued and Unqueue; hidden while none waits
+	queued   int64           // the job Unqueue cancels
+	// gated are the buttons that start heavy jobs, registered so a
+	// screen's own state (a job of its running) is the only thing that
+	// disables them: a second job queues.
 	gated map[*widget.Button]bool
 }
 
@@ -54,7 +63,14 @@ func newJobBar(s *Session) *JobBar {
 	j.Label.Wrapping = fyne.TextWrapWord
 	j.Progress = widget.NewProgressBar()
 	j.Cancel = widget.NewButton("Cancel", func() { s.Jobs.Cancel(j.showing) })
-	j.Box = container.NewBorder(nil, nil, nil, container.NewHBox(container.NewGridWrap(fyne.NewSize(160, j.Progress.MinSize().Height), j.Progress), j.Cancel), j.Label)
+	j.Queued = widget.NewLabel("")
+	j.Queued.Wrapping = fyne.TextWrapWord
+	j.Unqueue = widget.NewButton("Remove from queue", func() { s.Jobs.Cancel(j.queued) })
+	j.QueueRow = container.NewBorder(nil, nil, nil, j.Unqueue, j.Queued)
+	j.QueueRow.Hide()
+	j.Box = container.NewVBox(
+		container.NewBorder(nil, nil, nil, container.NewHBox(container.NewGridWrap(fyne.NewSize(160, j.Progress.MinSize().Height), j.Progress), j.Cancel), j.Label),
+		j.QueueRow)
 	j.Box.Hide()
 	s.Jobs.Watch(func(jobs.View) { s.UI(j.update) })
 	return j
@@ -67,20 +83,28 @@ func (j *JobBar) gate(bs ...*widget.Button) {
 	}
 }
 
-// update shows the running jobs and gates the heavy buttons. On the UI
-// goroutine.
+// update shows the running jobs and the queued ones. On the UI goroutine.
 func (j *JobBar) update() {
 	running := j.s.Jobs.Running()
 	heavy, busy := j.s.Jobs.Heavy()
-	for b, byBar := range j.gated {
-		switch {
-		case busy && !b.Disabled():
-			b.Disable()
-			j.gated[b] = true
-		case !busy && byBar:
-			b.Enable()
-			j.gated[b] = false
+	queued := j.s.Jobs.Queued()
+	queue := j.Queued.Text
+	if len(queued) == 0 {
+		j.queued = 0
+		queue = ""
+	} else {
+		var lines []string
+		for _, q := range queued {
+			lines = append(lines, describeQueued(q, j.s.Spec))
 		}
+		j.queued = queued[len(queued)-1].ID
+		queue = strings.Join(lines, "\n")
+	}
+	j.Queued.SetText(queue)
+	if queue == "" {
+		j.QueueRow.Hide()
+	} else {
+		j.QueueRow.Show()
 	}
 	if len(running) == 0 {
 		j.Box.Hide()
@@ -93,8 +117,8 @@ func (j *JobBar) update() {
 	}
 	j.showing = v.ID
 	text := describeJob(v, j.s.Spec)
-	if busy {
-		text += " Other measurements wait: their buttons are disabled until it ends or is cancelled."
+	if busy && len(queued) == 0 {
+		text += " A measurement started meanwhile waits for it in a queue."
 	}
 	if len(running) > 1 {
 		text += fmt.Sprintf(" (%d jobs running)", len(running))
@@ -127,6 +151,16 @@ func describeJob(v jobs.View, chosen profiles.PairSpec) string {
 	return text + "."
 }
 
+// describeQueued says what a queued job is, for which pair (when not the
+// chosen one) and what it waits for.
+func describeQueued(v jobs.View, chosen profiles.PairSpec) string {
+	text := v.Kind
+	if v.Pair != chosen.Key() {
+		text += " (for " + pairOfKey(v.Pair) + ")"
+	}
+	return text + ": queued behind " + strings.ToLower(v.Behind[:1]) + v.Behind[1:] + "; it starts when that ends."
+}
+
 // pairOfKey names the pair of a job's key: its target and draft source.
 func pairOfKey(key string) string {
 	f := strings.SplitN(key, "|", 3)
@@ -150,17 +184,27 @@ func roundDuration(d time.Duration) string {
 // it), reporting through the job; its result is kept as the pair's, and
 // done runs on the UI goroutine with the ended job whatever pair is chosen
 // then (done shows it only when its pair is: ownPair). A heavy job
-// beside a running heavy one is refused: the reason is returned (and
-// shown), nothing starts.
+// beside a running heavy one is queued (jobs.Registry.Queue): work runs
+// when the jobs before it have ended, or never if it is cancelled
+// waiting (done still runs, with the job cancelled). The same kind
+// running or queued for the pair already is refused: the reason is
+// returned (and shown), nothing starts.
 func (s *Session) startJob(kind string, heavy bool, work func(ctx context.Context, job *jobs.Job) (any, error), done func(v jobs.View)) (*jobs.Job, error) {
-	job, ctx, err := s.Jobs.Start(s.Context(), kind, s.Spec.Key(), heavy)
+	job, ctx, err := s.Jobs.Queue(s.Context(), kind, s.Spec.Key(), heavy)
 	if err != nil {
 		s.ShowError(err)
 		return nil, err
 	}
 	s.Busy()
 	s.Go(func(context.Context) {
-		res, err := work(ctx, job)
+		var res any
+		var err error
+		select {
+		case <-job.Ready():
+			res, err = work(ctx, job)
+		case <-ctx.Done():
+			err = ctx.Err() // cancelled in the queue: it never ran
+		}
 		job.Finish(res, err)
 		s.UI(func() {
 			s.Busy()
@@ -176,8 +220,9 @@ func (s *Session) startJob(kind string, heavy bool, work func(ctx context.Contex
 // goroutine.
 func (s *Session) ownPair(v jobs.View) bool { return v.Pair == s.Spec.Key() }
 
-// jobRunning says whether a job of kind runs for the chosen pair.
+// jobRunning says whether a job of kind runs (or waits in the queue) for
+// the chosen pair.
 func (s *Session) jobRunning(kind string) bool {
 	v, ok := s.Jobs.Last(s.Spec.Key(), kind)
-	return ok && v.State == jobs.Running
+	return ok && (v.State == jobs.Running || v.State == jobs.Queued)
 }

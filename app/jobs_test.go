@@ -48,10 +48,12 @@ func TestLlamaJobBelongsToItsPair(t *testing.T) {
 	}
 }
 
-// TestHeavyJobsOneAtATime: while a heavy job runs, the buttons of the
-// other measurements are disabled and a start is refused with the reason;
-// the job bar shows it and its Cancel ends it; then they are enabled.
-func TestHeavyJobsOneAtATime(t *testing.T) {
+// TestHeavyJobsQueue: a heavy job started while one runs is queued: the
+// buttons stay enabled, the job bar says "queued behind" the running
+// job, Remove from queue takes it out without running it; a job queued
+// behind the running one starts when it ends. The same job twice is
+// refused.
+func TestHeavyJobsQueue(t *testing.T) {
 	wb, _ := standinExport(t)
 	s, e, bar := wb.Session, wb.Export, wb.JobBar
 	held := make(chan struct{})
@@ -66,25 +68,63 @@ func TestHeavyJobsOneAtATime(t *testing.T) {
 	}
 	waitFor(t, "the bar", func() bool { return bar.Box.Visible() && strings.Contains(bar.Label.Text, "verify curve 8 of 16") })
 	for _, b := range []fyne.Disableable{e.Check, e.Tune, wb.Speedup.Tune, wb.Run.Start, wb.Models.TrainBtn} {
-		if !b.Disabled() {
-			t.Errorf("a heavy job's button enabled beside a running profile")
+		if b.Disabled() {
+			t.Errorf("a heavy job's button disabled beside a running profile: it should queue")
 		}
 	}
-	if !strings.Contains(bar.Label.Text, "Other measurements wait") || !strings.Contains(bar.Label.Text, "left") {
+	if !strings.Contains(bar.Label.Text, "waits for it in a queue") || !strings.Contains(bar.Label.Text, "left") {
 		t.Errorf("bar: %s", bar.Label.Text)
 	}
-	var busy *jobs.BusyError
-	if _, err := s.startJob(jobCheck, true, func(context.Context, *jobs.Job) (any, error) { return nil, nil }, nil); !errors.As(err, &busy) {
-		t.Errorf("a second heavy job: %v", err)
+	var twice *jobs.QueuedError
+	if _, err := s.startJob(jobProfile, true, func(context.Context, *jobs.Job) (any, error) { return nil, nil }, nil); !errors.As(err, &twice) {
+		t.Errorf("the same job twice: %v", err)
+	}
+
+	// a check queued, then removed from the queue: it never runs
+	ran := make(chan struct{}, 1)
+	check, err := s.startJob(jobCheck, true, func(context.Context, *jobs.Job) (any, error) { ran <- struct{}{}; return nil, nil }, nil)
+	if err != nil {
+		t.Fatalf("a second heavy job: %v", err)
+	}
+	waitFor(t, "the queue on the bar", func() bool {
+		return bar.QueueRow.Visible() && strings.Contains(bar.Queued.Text, "Checking in llama.cpp: queued behind profiling")
+	})
+	test.Tap(bar.Unqueue)
+	<-check.Done()
+	waitFor(t, "the queue emptied", func() bool { return !bar.QueueRow.Visible() })
+	if v := check.View(); v.State != jobs.Cancelled {
+		t.Errorf("removed from the queue: %v", v.State)
+	}
+	if !job.View().Cancellable || job.View().State != jobs.Running {
+		t.Error("removing the queued job touched the running one")
+	}
+
+	// a tune queued behind the profile runs when the profile ends
+	tune, err := s.startJob(jobLlamaTune, true, func(context.Context, *jobs.Job) (any, error) { ran <- struct{}{}; return "tuned", nil }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the tune queued", func() bool { return strings.Contains(bar.Queued.Text, "queued behind profiling") })
+	select {
+	case <-ran:
+		t.Fatal("a queued job ran beside the profile")
+	default:
 	}
 	test.Tap(bar.Cancel)
 	<-held
 	<-job.Done()
+	<-tune.Done()
+	<-ran
 	waitFor(t, "the end", func() bool { return s.idle() && !bar.Box.Visible() })
 	if v := job.View(); v.State != jobs.Cancelled {
 		t.Errorf("after Cancel: %v", v.State)
 	}
-	if e.Check.Disabled() || e.Tune.Disabled() || wb.Speedup.Tune.Disabled() {
-		t.Error("the buttons stay disabled after the job")
+	if v := tune.View(); v.State != jobs.Done || v.Result != "tuned" {
+		t.Errorf("the queued tune: %v %v", v.State, v.Err)
+	}
+	select {
+	case <-ran:
+		t.Error("the job removed from the queue ran")
+	default:
 	}
 }

@@ -20,12 +20,14 @@ import (
 // State is where a job stands.
 type State int
 
-// A job runs, then is done, failed or cancelled.
+// A job runs, then is done, failed or cancelled; a queued job (Queue)
+// waits for the heavy job before it, then runs, or is cancelled waiting.
 const (
 	Running State = iota
 	Done
 	Failed
 	Cancelled
+	Queued
 )
 
 // Job is one long job of a Registry.
@@ -38,6 +40,7 @@ type Job struct {
 	ctx   context.Context
 	stop  context.CancelFunc
 	done  chan struct{}
+	ready chan struct{} // closed when the job runs (at once unless queued)
 	// under jobs.mu
 	state    State
 	frac     float64 // progress, 0..1 (-1: unknown)
@@ -62,6 +65,9 @@ type View struct {
 	Err         error
 	Started     time.Time
 	Cancellable bool
+	// Behind is the kind of the job a queued job waits for (the running
+	// heavy job, or the queued one before it); "" unless queued.
+	Behind string
 }
 
 // Registry is an app's registry of long jobs (one per app, never global).
@@ -69,6 +75,7 @@ type Registry struct {
 	mu      sync.Mutex
 	next    int64
 	running map[int64]*Job
+	queue   []*Job          // heavy jobs waiting for the running one, in order
 	last    map[string]*Job // the newest job of each pair and kind
 	watch   []func(View)
 	now     func() time.Time
@@ -112,14 +119,114 @@ func (j *Registry) Start(parent context.Context, kind, pair string, heavy bool) 
 			}
 		}
 	}
-	ctx, stop := context.WithCancel(parent)
-	j.next++
-	job := &Job{ID: j.next, Kind: kind, Pair: pair, Heavy: heavy, jobs: j, ctx: ctx, stop: stop, done: make(chan struct{}), frac: -1, started: j.now()}
+	job, ctx := j.newLocked(parent, kind, pair, heavy)
 	j.running[job.ID] = job
-	j.last[pair+"\x00"+kind] = job
+	close(job.ready)
 	j.mu.Unlock()
 	j.notify(job)
 	return job, ctx, nil
+}
+
+func (j *Registry) newLocked(parent context.Context, kind, pair string, heavy bool) (*Job, context.Context) {
+	ctx, stop := context.WithCancel(parent)
+	j.next++
+	job := &Job{ID: j.next, Kind: kind, Pair: pair, Heavy: heavy, jobs: j, ctx: ctx, stop: stop, done: make(chan struct{}), ready: make(chan struct{}), frac: -1, started: j.now()}
+	j.last[pair+"\x00"+kind] = job
+	return job, ctx
+}
+
+// QueuedError is the refusal of a job whose kind already runs or waits
+// for the same pair: a second one would measure the same thing again.
+type QueuedError struct{ Existing View }
+
+func (e *QueuedError) Error() string {
+	if e.Existing.State == Queued {
+		return fmt.Sprintf("%s is queued already", e.Existing.Kind)
+	}
+	return fmt.Sprintf("%s is running already", e.Existing.Kind)
+}
+
+// Queue registers a job of kind for pair like Start, except that a heavy
+// job beside a running (or queued) heavy one is not refused but queued:
+// it runs when the ones before it have ended, in the order they were
+// queued. Its work waits for Ready (or its context, which Cancel ends,
+// taking it out of the queue). A job of the same kind and pair that runs
+// or waits already is refused (a *QueuedError).
+func (j *Registry) Queue(parent context.Context, kind, pair string, heavy bool) (*Job, context.Context, error) {
+	j.mu.Lock()
+	if r, ok := j.last[pair+"\x00"+kind]; ok && (r.state == Running || r.state == Queued) {
+		v := r.viewLocked()
+		j.mu.Unlock()
+		return nil, nil, &QueuedError{Existing: v}
+	}
+	wait := heavy && len(j.queue) > 0
+	for _, r := range j.running {
+		wait = wait || (heavy && r.Heavy)
+	}
+	job, ctx := j.newLocked(parent, kind, pair, heavy)
+	if wait {
+		job.state = Queued
+		j.queue = append(j.queue, job)
+		j.mu.Unlock()
+		j.notify(job)
+		context.AfterFunc(ctx, func() { j.dequeue(job) })
+		return job, ctx, nil
+	}
+	j.running[job.ID] = job
+	close(job.ready)
+	j.mu.Unlock()
+	j.notify(job)
+	return job, ctx, nil
+}
+
+// Queued are the jobs waiting for a heavy one, first to run first.
+func (j *Registry) Queued() []View {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := make([]View, 0, len(j.queue))
+	for _, q := range j.queue {
+		out = append(out, q.viewLocked())
+	}
+	return out
+}
+
+// dequeue ends a queued job whose context was cancelled: out of the
+// queue, cancelled, never run.
+func (j *Registry) dequeue(job *Job) {
+	j.mu.Lock()
+	if job.state != Queued {
+		j.mu.Unlock()
+		return
+	}
+	for i, q := range j.queue {
+		if q == job {
+			j.queue = append(j.queue[:i:i], j.queue[i+1:]...)
+			break
+		}
+	}
+	job.state = Cancelled
+	job.err = context.Canceled
+	j.mu.Unlock()
+	close(job.done)
+	j.notify(job)
+}
+
+// startNextLocked runs the first queued job once no heavy job runs.
+func (j *Registry) startNextLocked() *Job {
+	if len(j.queue) == 0 {
+		return nil
+	}
+	for _, r := range j.running {
+		if r.Heavy {
+			return nil
+		}
+	}
+	next := j.queue[0]
+	j.queue = j.queue[1:]
+	next.state, next.started = Running, j.now()
+	j.running[next.ID] = next
+	close(next.ready)
+	return next
 }
 
 // Heavy is the running heavy job, if any.
@@ -158,10 +265,16 @@ func (j *Registry) Last(pair, kind string) (View, bool) {
 	return r.viewLocked(), true
 }
 
-// Cancel cancels the running job id (nothing if it has ended).
+// Cancel cancels the running job id, or takes the queued job id out of
+// the queue (nothing if it has ended).
 func (j *Registry) Cancel(id int64) {
 	j.mu.Lock()
 	r, ok := j.running[id]
+	for _, q := range j.queue {
+		if q.ID == id {
+			r, ok = q, true
+		}
+	}
 	j.mu.Unlock()
 	if ok {
 		r.stop()
@@ -215,14 +328,22 @@ func (job *Job) Finish(result any, err error) {
 		job.state, job.frac = Done, 1
 	}
 	delete(j.running, job.ID)
+	next := j.startNextLocked()
 	j.mu.Unlock()
 	job.stop()
 	close(job.done)
 	j.notify(job)
+	if next != nil {
+		j.notify(next)
+	}
 }
 
 // Cancel cancels the job; it ends when its work returns (Finish).
 func (job *Job) Cancel() { job.stop() }
+
+// Ready is closed when the job runs: at once, or for a queued job when
+// the jobs before it have ended (never, if it is cancelled waiting).
+func (job *Job) Ready() <-chan struct{} { return job.ready }
 
 // Done is closed when the job has ended.
 func (job *Job) Done() <-chan struct{} { return job.done }
@@ -237,7 +358,23 @@ func (job *Job) View() View {
 func (job *Job) viewLocked() View {
 	now := job.jobs.now()
 	v := View{ID: job.ID, Kind: job.Kind, Pair: job.Pair, Heavy: job.Heavy, State: job.state, Fraction: job.frac, Status: job.status,
-		Result: job.result, Err: job.err, Started: job.started, Elapsed: now.Sub(job.started), Cancellable: job.state == Running}
+		Result: job.result, Err: job.err, Started: job.started, Elapsed: now.Sub(job.started), Cancellable: job.state == Running || job.state == Queued}
+	if job.state == Queued {
+		for i, q := range job.jobs.queue {
+			if q != job {
+				continue
+			}
+			if i > 0 {
+				v.Behind = job.jobs.queue[i-1].Kind
+			} else {
+				for _, r := range job.jobs.running {
+					if r.Heavy {
+						v.Behind = r.Kind
+					}
+				}
+			}
+		}
+	}
 	// the remaining time, as the progress so far paces it
 	if job.state == Running && job.frac > 0 && job.frac < 1 {
 		took := job.progress.Sub(job.started)

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -13,8 +14,8 @@ import (
 func TestJobs(t *testing.T) {
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	jobs := New(func() time.Time { return clock })
-	var seen []View
-	jobs.Watch(func(v View) { seen = append(seen, v) })
+	var seen atomic.Int64 // a watcher runs on the job's goroutine
+	jobs.Watch(func(View) { seen.Add(1) })
 	a, b := "a.gguf|ngram 3|cpu|", "b.gguf|ngram 3|cpu|"
 	tune, ctx, err := jobs.Start(context.Background(), "tune", a, true)
 	if err != nil {
@@ -65,7 +66,82 @@ func TestJobs(t *testing.T) {
 	if len(jobs.Running()) != 0 {
 		t.Errorf("running after all ended: %+v", jobs.Running())
 	}
-	if len(seen) < 6 {
-		t.Errorf("watchers saw %d changes", len(seen))
+	if n := seen.Load(); n < 6 {
+		t.Errorf("watchers saw %d changes", n)
+	}
+}
+
+// TestJobsQueue: a heavy job queued beside a running one waits (its Ready
+// stays open, it says what it waits for), runs when the first ends, in
+// the order queued; Cancel takes a queued job out of the queue without
+// running it; a second job of the same kind and pair is refused.
+func TestJobsQueue(t *testing.T) {
+	jobs := New(nil)
+	a, b := "a.gguf|ngram 3|cpu|", "b.gguf|ngram 3|cpu|"
+	first, _, err := jobs.Queue(context.Background(), "tune", a, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-first.Ready():
+	default:
+		t.Fatal("the only job waits")
+	}
+	second, _, err := jobs.Queue(context.Background(), "profile", b, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	third, ctx3, err := jobs.Queue(context.Background(), "calibrate", b, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var twice *QueuedError
+	if _, _, err := jobs.Queue(context.Background(), "profile", b, true); !errors.As(err, &twice) || twice.Existing.State != Queued {
+		t.Errorf("the same job queued twice: %v", err)
+	}
+	for _, q := range []*Job{second, third} {
+		select {
+		case <-q.Ready():
+			t.Fatalf("%s runs beside the tune", q.Kind)
+		default:
+		}
+	}
+	if v := second.View(); v.State != Queued || v.Behind != "tune" || !v.Cancellable {
+		t.Errorf("queued: %+v", v)
+	}
+	if v := third.View(); v.Behind != "profile" {
+		t.Errorf("the third waits behind %q", v.Behind)
+	}
+	if q := jobs.Queued(); len(q) != 2 || q[0].Kind != "profile" {
+		t.Errorf("queue: %+v", q)
+	}
+
+	// Cancel takes the third out of the queue: it never runs
+	jobs.Cancel(third.ID)
+	<-third.Done()
+	if v := third.View(); v.State != Cancelled || ctx3.Err() == nil {
+		t.Errorf("a cancelled queued job: %+v", v)
+	}
+	if q := jobs.Queued(); len(q) != 1 {
+		t.Errorf("the queue after Cancel: %+v", q)
+	}
+
+	// the first ends: the second runs, alone
+	first.Finish("done", nil)
+	<-second.Ready()
+	if v := second.View(); v.State != Running || v.Behind != "" {
+		t.Errorf("after the first: %+v", v)
+	}
+	select {
+	case <-third.Ready():
+		t.Error("the cancelled job ran")
+	default:
+	}
+	if r := jobs.Running(); len(r) != 1 || r[0].Kind != "profile" {
+		t.Errorf("running: %+v", r)
+	}
+	second.Finish(nil, nil)
+	if len(jobs.Running())+len(jobs.Queued()) != 0 {
+		t.Error("jobs left after all ended")
 	}
 }
