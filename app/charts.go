@@ -238,6 +238,12 @@ func barFigure(spec BarSpec) *chartFigure {
 			}
 			bars.Color, bars.Offset, bars.XMin = c, offset, xmin
 			bars.LineStyle.Color = st.fg
+			if len(vals) == 1 && vals[0] == 0 {
+				// a zero bar is a line on the axis in its own colour: its
+				// outline in the text colour drew a bright stripe on the
+				// dark theme, read as a bar of some height
+				bars.LineStyle.Color = c
+			}
 			p.Add(bars)
 			return bars
 		}
@@ -269,6 +275,15 @@ func barFigure(spec BarSpec) *chartFigure {
 	p.NominalX(spec.Labels...)
 	if len(spec.Labels) > 0 { // half a slot of room at each end
 		p.X.Min, p.X.Max = -0.5, float64(len(spec.Labels))-0.5
+	}
+	// bars stand on zero: with every value 0 gonum centred the axis on it
+	// (-1 to 1) and the zero bars floated mid-chart as if negative values
+	// were possible
+	if p.Y.Min >= 0 {
+		p.Y.Min = 0
+		if p.Y.Max <= 0 {
+			p.Y.Max = 1
+		}
 	}
 	return f
 }

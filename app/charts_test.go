@@ -65,3 +65,39 @@ func TestNiceTicks(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroBarOnTheAxis: in the dark theme a bar of value 0 lies on the
+// axis at the data area's foot, in its own colour: not a stripe in the
+// text colour floating mid-chart on an axis from -1 to 1 (as when every
+// value was 0).
+func TestZeroBarOnTheAxis(t *testing.T) {
+	a := test.NewTempApp(t)
+	a.Settings().SetTheme(theme.DarkTheme()) //nolint:staticcheck // the fixed variant is what is tested
+	fg := a.Settings().Theme().Color(theme.ColorNameForeground, a.Settings().ThemeVariant())
+	blue := color.NRGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+	for _, vals := range [][]float64{{0}, {0, 2}} {
+		f := barFigure(BarSpec{Title: "t", YLabel: "y", Labels: []string{"a", "b"}[:len(vals)], Colors: []color.Color{blue, blue},
+			Groups: []Series{{Name: "g", Y: vals}}, Width: 300, Height: 200})
+		r := f.render()
+		if f.p.Y.Min != 0 || f.p.Y.Max <= 0 {
+			t.Errorf("%v: y axis %g to %g, want from 0", vals, f.p.Y.Min, f.p.Y.Max)
+		}
+		zero := r.pts[0]
+		if d := zero.py - zero.pfoot; d > 0.5 || d < -0.5 {
+			t.Errorf("%v: the zero bar's top %g is off its foot %g", vals, zero.py, zero.pfoot)
+		}
+		// the bottom of the data area: the zero bar's own colour, never the text's
+		x, y := int(zero.px), int(zero.pfoot)
+		var saw bool
+		for dy := -2; dy <= 2; dy++ {
+			c := r.img.At(x, y+dy)
+			if sameColor(c, fg) {
+				t.Errorf("%v: the zero bar draws in the text colour at %d,%d", vals, x, y+dy)
+			}
+			saw = saw || sameColor(c, blue)
+		}
+		if !saw {
+			t.Errorf("%v: the zero bar is not drawn at %d,%d", vals, x, y)
+		}
+	}
+}
