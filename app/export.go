@@ -50,6 +50,9 @@ type ExportScreen struct {
 	Browse      *widget.Button
 	Check       *widget.Button
 	CheckStatus *widget.Label
+	// build is the version the llama.cpp in buildDir printed ("" while
+	// not known); on the UI goroutine
+	build, buildDir string
 	// Tune measures llama.cpp's own draft lengths in llama.cpp, as
 	// `arborist check-export --tune` does, and puts the fastest into the
 	// YAML shown (Save keeps it).
@@ -89,8 +92,10 @@ func NewExportScreen(s *Session) *ExportScreen {
 	e.Browse = widget.NewButton("Browse...", e.browseLlama)
 	e.Check = widget.NewButton("Check in llama.cpp", e.checkLlama)
 	e.Tune = widget.NewButton("Tune for llama.cpp", e.tuneLlama)
-	e.CheckStatus = widget.NewLabel(checkHint)
+	e.CheckStatus = widget.NewLabel(e.checkHint())
 	e.CheckStatus.Wrapping = fyne.TextWrapWord
+	e.LlamaDir.OnSubmitted = func(string) { e.readBuild() }
+	e.readBuild()
 	e.Load = newLoadTestPanel(e)
 	e.YAML.OnChanged = func(string) { e.enableUse() }
 	e.enableUse()
@@ -120,8 +125,53 @@ func (e *ExportScreen) enableUse() {
 	}
 }
 
-// checkHint is the llama.cpp check's status before a check.
-const checkHint = "The plan's speedup is predicted for Arborist's engine; Check measures the llama.cpp line above in llama.cpp itself, Tune measures llama.cpp's own draft lengths there and keeps the fastest."
+// checkHint is the llama.cpp check's status before a check: what Check
+// and Tune do, and which llama.cpp the flags are for, the build found in
+// the folder given (its own --version) or, before one is known, the
+// release they are written for.
+func (e *ExportScreen) checkHint() string {
+	if e.build != "" {
+		return checkHintText + fmt.Sprintf(" The llama.cpp in %s is version %s (the flags are written for release %s or later).", e.buildDir, e.build, profiles.LlamaCppFlagsRelease)
+	}
+	return checkHintText + fmt.Sprintf(" The llama.cpp flags are written for release %s or later; give llama.cpp's folder to see its build's version.", profiles.LlamaCppFlagsRelease)
+}
+
+// readBuild reads the version of the llama.cpp build in the folder given
+// (its program's --version, off the UI goroutine) and shows it in the
+// hint; no folder, or none there, leaves the release the flags are for.
+func (e *ExportScreen) readBuild() {
+	dir := strings.TrimSpace(e.LlamaDir.Text)
+	if dir == e.buildDir && (dir == "" || e.build != "") {
+		return
+	}
+	e.build, e.buildDir = "", dir
+	if dir == "" {
+		e.showBuild()
+		return
+	}
+	e.s.Go(func(ctx context.Context) {
+		v, err := profiles.LlamaCppBuild(ctx, dir)
+		e.s.UI(func() {
+			if dir != e.buildDir {
+				return // another folder given since
+			}
+			if err == nil { // else none there: the release the flags are for
+				e.build = v
+			}
+			e.showBuild()
+		})
+	})
+}
+
+// showBuild refreshes the hint when it is what the status shows.
+func (e *ExportScreen) showBuild() {
+	if strings.HasPrefix(e.CheckStatus.Text, checkHintText) {
+		e.CheckStatus.SetText(e.checkHint())
+	}
+}
+
+// checkHintText is what Check and Tune do, the start of checkHint.
+const checkHintText = "The plan's speedup is predicted for Arborist's engine; Check measures the llama.cpp line above in llama.cpp itself, Tune measures llama.cpp's own draft lengths there and keeps the fastest."
 
 // pairShown clears what was said of the previous pair's config (saved,
 // checked) and renders the new pair's newest plan.
@@ -334,6 +384,7 @@ func (e *ExportScreen) browseLlama() {
 	d := dialog.NewFolderOpen(func(u fyne.ListableURI, err error) {
 		if err == nil && u != nil {
 			e.LlamaDir.SetText(u.Path())
+			e.readBuild()
 		}
 	}, e.s.Win)
 	d.Show()
@@ -352,6 +403,7 @@ func (e *ExportScreen) checkLlama() {
 		return
 	}
 	e.s.App.Preferences().SetString(prefLlamaCpp, dir)
+	e.readBuild()
 	e.CheckStatus.SetText("Running llama.cpp: plain decoding and the exported settings in turn, 3 rounds...")
 	e.s.startJob(jobCheck, true, func(ctx context.Context, job *jobs.Job) (any, error) {
 		return e.checkIn(ctx, job, text, dir)
@@ -384,7 +436,7 @@ func (e *ExportScreen) showLlamaJobs() {
 		}
 	}
 	if newest == nil {
-		e.CheckStatus.SetText(checkHint)
+		e.CheckStatus.SetText(e.checkHint())
 		return
 	}
 	v := *newest
@@ -465,6 +517,7 @@ func (e *ExportScreen) tuneLlama() {
 		return
 	}
 	e.s.App.Preferences().SetString(prefLlamaCpp, dir)
+	e.readBuild()
 	e.CheckStatus.SetText("Running llama.cpp: plain decoding and each draft length in turn, 3 rounds...")
 	e.s.startJob(jobLlamaTune, true, func(ctx context.Context, job *jobs.Job) (any, error) {
 		res, yaml, err := e.tuneIn(ctx, job, text, dir)

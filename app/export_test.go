@@ -8,9 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
 	"arborist/engine/model/modeltest"
+	"arborist/profiles"
 )
 
 // TestExportServes: the Export screen serves the config it shows on a
@@ -118,4 +120,34 @@ predicted: {speedup: 1.97, aal: 3}
 	}
 	wb.Export.LlamaDir.SetText(dir)
 	return wb, dir
+}
+
+// TestExportNamesTheLlamaBuild: the Export screen names the llama.cpp
+// build found in the folder given by its own --version, and before a
+// folder is known, the release the flags are written for, never as the
+// user's build.
+func TestExportNamesTheLlamaBuild(t *testing.T) {
+	wb := newBench(t)
+	e := wb.Export
+	if h := e.CheckStatus.Text; !strings.Contains(h, "flags are written for release "+profiles.LlamaCppFlagsRelease+" or later") || strings.Contains(h, "is version") {
+		t.Errorf("no folder: %s", h)
+	}
+	dir, err := filepath.Abs(filepath.Join("..", "testdata", "llama-cpp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fyne.DoAndWait(func() { e.LlamaDir.SetText(dir) })
+	fyne.DoAndWait(func() { e.LlamaDir.OnSubmitted(dir) })
+	waitFor(t, "the build's version", func() bool {
+		return wb.Session.idle() && strings.Contains(e.CheckStatus.Text, "is version 6000 (stand-in)")
+	})
+	if h := e.CheckStatus.Text; !strings.Contains(h, "The llama.cpp in "+dir+" is version 6000 (stand-in) (the flags are written for release "+profiles.LlamaCppFlagsRelease+" or later)") {
+		t.Errorf("with the stand-in build: %s", h)
+	}
+	// a folder without llama.cpp: back to the release the flags are for
+	fyne.DoAndWait(func() { e.LlamaDir.SetText(t.TempDir()); e.LlamaDir.OnSubmitted("") })
+	waitFor(t, "the empty folder", wb.Session.idle)
+	if h := e.CheckStatus.Text; strings.Contains(h, "is version") {
+		t.Errorf("an empty folder keeps the build: %s", h)
+	}
 }

@@ -48,7 +48,13 @@ type Equivalent struct {
 // (a model path, a version a runtime printed) is written as \n.
 func (e Equivalent) Render() string {
 	var b strings.Builder
-	b.WriteString(comment(fmt.Sprintf("%s %s (%s)", e.Runtime, e.Version, e.Program)))
+	if e.Runtime == "llama.cpp" && e.Version == LlamaCppVersion {
+		// the release the flags are written for, not a build anyone ran:
+		// "llama.cpp b6000" read as the user's own build
+		b.WriteString(comment(fmt.Sprintf("%s (%s): flags for release %s or later", e.Runtime, e.Program, e.Version)))
+	} else {
+		b.WriteString(comment(fmt.Sprintf("%s %s (%s)", e.Runtime, e.Version, e.Program)))
+	}
 	for _, l := range e.Lines {
 		b.WriteString(l + "\n")
 	}

@@ -75,7 +75,11 @@ func TestEquivalentsEveryFamily(t *testing.T) {
 						t.Errorf("%s: %s\n%s", name, what, text)
 					}
 				}
-				want(e.Version != "" && strings.HasPrefix(text, "# "+e.Runtime+" "+e.Version+" ("), "no header naming the release")
+				header := "# " + e.Runtime + " " + e.Version + " ("
+				if e.Runtime == "llama.cpp" { // the release the flags are for, not a build
+					header = "# llama.cpp (" + e.Program + "): flags for release " + LlamaCppVersion + " or later\n"
+				}
+				want(e.Version != "" && strings.HasPrefix(text, header), "no header naming the release")
 				want(len(e.Lines) == 1, "not one command line")
 				if f.name != "ar" && !speculates {
 					want(strings.Contains(cannot, "has no") && strings.Contains(cannot, "decodes plainly"), "a source the runtime lacks is not a cannot-express line with the plain fallback")
