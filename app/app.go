@@ -79,8 +79,14 @@ type Session struct {
 	// Inputs are the pair's stored curves and calibration (nil before
 	// LoadInputs); Acc is its calibration when there is one.
 	Inputs *profiles.Inputs
-	Acc    *profiles.Acceptance
-	Best   *profiles.Prediction // the speedup screen's best plan
+	// Rechecked are a tune's inputs whose re-check disagreed with the
+	// stored curve beyond its spread (nil: none): the Speedup screen,
+	// where the tune ran, prices on them; every other screen keeps the
+	// stored curve and the stored prediction of the tuned plan until the
+	// user re-tunes or re-profiles (SetInputs forgets them).
+	Rechecked *profiles.Inputs
+	Acc       *profiles.Acceptance
+	Best      *profiles.Prediction // the speedup screen's best plan
 	// Tuned is the plan chosen from the last tune's ranking (nil: none).
 	Tuned *profiles.Prediction
 	// State is what the database held of the pair when it was chosen (or
@@ -170,7 +176,7 @@ func (s *Session) LoadInputs(ctx context.Context, pair int) error {
 // acceptance is assumed), its bookkeeping cost where it is profiled; and
 // tells the screens. On the UI goroutine.
 func (s *Session) SetInputs(in *profiles.Inputs) {
-	s.Inputs, s.Acc = in, nil
+	s.Inputs, s.Acc, s.Rechecked = in, nil, nil
 	if !in.Assumed {
 		s.Acc = in.Acc
 	}
@@ -371,6 +377,7 @@ func (s *Session) OnPair(f func(st *profiles.PairState, err error)) {
 func (s *Session) pairChanged() {
 	s.pair++
 	s.Verify, s.Draft, s.Acc, s.Best, s.Tuned, s.Inputs, s.State, s.Overhead = nil, nil, nil, nil, nil, nil, nil, 0
+	s.Rechecked = nil
 	for _, f := range s.pairHooks {
 		f(nil, nil)
 	}

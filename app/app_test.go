@@ -308,11 +308,15 @@ func TestProfileRunCompareExport(t *testing.T) {
 		t.Error("the tune's plans over concurrency not drawn")
 	}
 	// the screen now prices plans on the tune's (re-checked) costs: the
-	// tuned best plan reads as the tune predicted it
-	if best := sp.ranked[0]; s.Inputs == nil || s.Inputs.Recheck == nil {
-		t.Errorf("the session kept inputs without the tune's re-check (inputs set: %v)", s.Inputs != nil)
-	} else if pr, err := costmodel.Predict(best.Plan, s.Inputs.Acc, s.Inputs.Costs); err != nil || math.Abs(pr.Speedup-best.Speedup) > 1e-9 {
-		t.Errorf("the session's costs price the tuned best at %.4fx (%v), the tune at %.4fx", pr.Speedup, err, best.Speedup)
+	// tuned best plan reads as the tune predicted it; the session's are
+	// those too unless the re-check disagreed with the stored curve
+	// (then the other screens keep the stored curve)
+	if best, in := sp.ranked[0], sp.inputs(); in == nil || in.Recheck == nil {
+		t.Errorf("the screen kept inputs without the tune's re-check (inputs set: %v)", in != nil)
+	} else if pr, err := costmodel.Predict(best.Plan, in.Acc, in.Costs); err != nil || math.Abs(pr.Speedup-best.Speedup) > 1e-9 {
+		t.Errorf("the screen's costs price the tuned best at %.4fx (%v), the tune at %.4fx", pr.Speedup, err, best.Speedup)
+	} else if _, disagreed := in.Disagreement(); disagreed == (s.Inputs == in) {
+		t.Errorf("the re-check disagreed %v, the session took its inputs %v", disagreed, s.Inputs == in)
 	}
 	egt := -1
 	for i, p := range sp.ranked {

@@ -48,3 +48,43 @@ func TestRecheckDisagreementOffersReprofile(t *testing.T) {
 		t.Errorf("Profile again opened %q, measure again %v, still offered %v", got, wb.Profile.Fresh.Checked, sp.Reprofile.Visible())
 	}
 }
+
+// TestRecheckStaysOnItsScreen: a tune whose re-check disagreed prices the
+// Speedup screen on its re-checked inputs while the session keeps the
+// stored ones (the other screens show the stored curve); the explanation
+// and Profile again outlast the next status; new stored inputs (a
+// profile, a calibration, another pair) answer them. A tune whose
+// re-check agreed makes its inputs the session's, offering nothing.
+func TestRecheckStaysOnItsScreen(t *testing.T) {
+	wb := newBench(t)
+	s, sp := wb.Session, wb.Speedup
+	stored := &profiles.Inputs{}
+	fyne.DoAndWait(func() { s.SetInputs(stored) })
+	ranked := []profiles.Prediction{{Plan: profiles.Plan{Strategy: "chain", Gamma: 7}, Nodes: 7, Speedup: 2, Low: 1.8, High: 2.6, AAL: 3}}
+	slow := &profiles.Inputs{Recheck: &measure.Recheck{Rescaled: true, Anchors: []measure.Anchor{
+		{W: 1, Stored: time.Millisecond, Now: time.Millisecond}, {W: 8, Stored: 2 * time.Millisecond, Now: 2600 * time.Microsecond}}}}
+	fyne.DoAndWait(func() { sp.showTune(&profiles.TuneResult{Inputs: slow, Ranked: ranked}) })
+	if s.Inputs != stored || s.Rechecked != slow || sp.inputs() != slow {
+		t.Errorf("after a disagreeing re-check: the session's inputs replaced %v, re-checked kept %v, the screen prices on them %v", s.Inputs != stored, s.Rechecked == slow, sp.inputs() == slow)
+	}
+	if !sp.Disagreement.Visible() || !strings.Contains(sp.Disagreement.Text, "30% slower") || !sp.Reprofile.Visible() {
+		t.Fatalf("no explanation or offer: %v %q %v", sp.Disagreement.Visible(), sp.Disagreement.Text, sp.Reprofile.Visible())
+	}
+	// the next status (a validation, a redraw) leaves them
+	fyne.DoAndWait(func() { sp.WorkStatus.SetText("Validated 5 plans against plain decoding."); s.Changed() })
+	if !sp.Disagreement.Visible() || !strings.Contains(sp.Disagreement.Text, "30% slower") || !sp.Reprofile.Visible() {
+		t.Error("the next status hid the disagreement")
+	}
+	// a profile (new stored inputs) answers it
+	fresh := &profiles.Inputs{}
+	fyne.DoAndWait(func() { s.SetInputs(fresh) })
+	if s.Rechecked != nil || sp.inputs() != fresh || sp.Disagreement.Visible() || sp.Reprofile.Visible() {
+		t.Errorf("after new stored inputs: re-checked %v, offer shown %v %v", s.Rechecked != nil, sp.Disagreement.Visible(), sp.Reprofile.Visible())
+	}
+	// a re-check that agreed: its inputs are the session's
+	agreed := &profiles.Inputs{Recheck: &measure.Recheck{Anchors: []measure.Anchor{{W: 8, Stored: 2 * time.Millisecond, Now: 2050 * time.Microsecond}}}}
+	fyne.DoAndWait(func() { sp.showTune(&profiles.TuneResult{Inputs: agreed, Ranked: ranked}) })
+	if s.Inputs != agreed || s.Rechecked != nil || sp.Disagreement.Visible() || sp.Reprofile.Visible() {
+		t.Errorf("after an agreeing re-check: session's %v, re-checked %v, offer %v", s.Inputs == agreed, s.Rechecked != nil, sp.Reprofile.Visible())
+	}
+}

@@ -66,8 +66,12 @@ type SpeedupScreen struct {
 	// Reprofile shows when a tune's re-check disagreed with the stored
 	// curve beyond its spread: it opens the Profile screen and profiles
 	// the machine as it is now (OnReprofile, set by the workbench).
-	Reprofile     *widget.Button
-	OnReprofile   func()
+	Reprofile   *widget.Button
+	OnReprofile func()
+	// Disagreement says how the re-check disagreed (shown with
+	// Reprofile, kept whatever status follows, until the user acts)
+	Disagreement  *widget.Label
+	offered       *profiles.Inputs // the session's Rechecked they were shown for
 	Validation    *widget.Label
 	pendingChoice *profiles.Prediction // picked once the running work has reported
 	Work          *widget.ProgressBar
@@ -188,11 +192,15 @@ func NewSpeedupScreen(s *Session) *SpeedupScreen {
 	sp.Work = widget.NewProgressBar()
 	sp.Reprofile = widget.NewButton("Profile again", func() {
 		sp.Reprofile.Hide()
+		sp.Disagreement.Hide()
 		if sp.OnReprofile != nil {
 			sp.OnReprofile()
 		}
 	})
 	sp.Reprofile.Hide()
+	sp.Disagreement = widget.NewLabel("")
+	sp.Disagreement.Wrapping = fyne.TextWrapWord
+	sp.Disagreement.Hide()
 	sp.WorkStatus = widget.NewLabel(workHint)
 	sp.WorkStatus.Wrapping = fyne.TextWrapWord
 	sp.Ranked = widget.NewSelect(nil, sp.pick)
@@ -222,7 +230,7 @@ func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 		container.NewHBox(widget.NewLabel("tokens"), fitChars(sp.CalTokens, 5), widget.NewLabel("temperature"), fitChars(sp.Temp, 4)),
 		container.NewHBox(sp.Calibrate, sp.Tune),
 		container.NewHBox(sp.TrainPred),
-		sp.PromptsCheck.Box, sp.Work, sp.WorkStatus, container.NewHBox(sp.Reprofile),
+		sp.PromptsCheck.Box, sp.Work, sp.WorkStatus, sp.Disagreement, container.NewHBox(sp.Reprofile),
 		container.NewBorder(nil, nil, widget.NewLabel("tuned plans"), nil, sp.Ranked),
 		container.NewHBox(sp.Validate), sp.Validation)
 	// the controls scroll in a column of their own, so the charts keep
@@ -247,10 +255,17 @@ func (sp *SpeedupScreen) Update() {
 	if sp.syncing {
 		return
 	}
+	if sp.offered != nil && sp.s.Rechecked != sp.offered {
+		// the user profiled again, re-tuned, or chose another pair: the
+		// disagreement is answered
+		sp.offered = nil
+		sp.Disagreement.Hide()
+		sp.Reprofile.Hide()
+	}
 	start := time.Now()
 	sp.showAcceptance()
 	o := profiles.ExploreOptions{Alpha: sp.Alpha.Value, Decay: sp.Decay.Value, Depth: int(sp.MaxDepth.Value), Calibrated: sp.UseCal.Checked,
-		Inputs: sp.s.Inputs, Verify: sp.s.Verify, Draft: sp.s.Draft, Overhead: sp.s.Overhead}
+		Inputs: sp.inputs(), Verify: sp.s.Verify, Draft: sp.s.Draft, Overhead: sp.s.Overhead}
 	// the search again only when its question changed: the session
 	// changes often (a run ends, a plan is picked) without changing it
 	x, ranked := sp.explored, sp.searched

@@ -228,35 +228,61 @@ func (sp *SpeedupScreen) tune() {
 		if rc := t.Inputs.Recheck.Brief(); rc != "" {
 			msg += " " + rc
 		}
-		// a re-check beyond the stored curve's spread is said, with the
-		// offer to profile again, not swapped in silently
-		if note := t.Inputs.DisagreementNote(); note != "" {
-			msg += " " + note
-		}
+		// a re-check beyond the stored curve's spread is said (under
+		// the status, with the offer to profile again, until the user
+		// acts), not swapped in silently
 		return msg, nil
-	}, func() {
-		sp.showReprofile(res.Inputs)
-		sp.stored = res.Best().Plan.String() // Tune stored it
-		// from now on the chart and its best plan read the tune's inputs,
-		// whose costs the tune re-checked against the machine of this
-		// minute (so they are not read back from the store after it): read
-		// from the stored curves, the screen's best plan had been predicted
-		// at 2.50x beside the tune's 2.30x for the same plan
+	}, func() { sp.showTune(res) })
+}
+
+// showTune shows a tune's result: its ranking, its loads, and a re-check
+// that disagreed with the stored curve.
+func (sp *SpeedupScreen) showTune(res *profiles.TuneResult) {
+	sp.stored = res.Best().Plan.String() // Tune stored it
+	// from now on this screen's chart and its best plan read the
+	// tune's inputs, whose costs the tune re-checked against the
+	// machine of this minute (so they are not read back from the
+	// store after it): read from the stored curves, the screen's best
+	// plan had been predicted at 2.50x beside the tune's 2.30x for
+	// the same plan. A re-check that disagreed with the stored curve
+	// stays this screen's: the other screens keep the stored curve
+	// (and the tuned plan's stored prediction, whose interval carries
+	// the disagreement) until the user profiles again or re-tunes.
+	if _, disagreed := res.Inputs.Disagreement(); disagreed {
+		sp.s.Rechecked = res.Inputs
+		sp.s.Changed()
+	} else {
 		sp.s.SetInputs(res.Inputs)
-		sp.SetRanked(res.Ranked)
-		sp.Loads.Show(res.Loads)
-	})
+	}
+	sp.showReprofile(res.Inputs)
+	sp.SetRanked(res.Ranked)
+	sp.Loads.Show(res.Loads)
 }
 
 // showReprofile offers to profile again when the tune's re-check
 // disagreed with the stored curve beyond its spread, and hides the offer
 // when it agreed.
 func (sp *SpeedupScreen) showReprofile(in *profiles.Inputs) {
-	if _, ok := in.Disagreement(); ok {
+	sp.offered = nil
+	if note := in.DisagreementNote(); note != "" {
+		sp.offered = sp.s.Rechecked
+		sp.Disagreement.SetText(note)
+		sp.Disagreement.Show()
 		sp.Reprofile.Show()
 	} else {
+		sp.Disagreement.Hide()
 		sp.Reprofile.Hide()
 	}
+}
+
+// inputs are what this screen prices on: a tune's re-checked inputs that
+// disagreed with the stored curve (until the user re-profiles or
+// re-tunes), else the session's.
+func (sp *SpeedupScreen) inputs() *profiles.Inputs {
+	if in := sp.s.Rechecked; in != nil {
+		return in
+	}
+	return sp.s.Inputs
 }
 
 // validate measures the tune's five best distinct plans (plans doing the

@@ -643,6 +643,9 @@ func (b *Bench) Tune(ctx context.Context, ps PairSpec, opt TuneOptions, progress
 			if opt.Place && !pr.Plan.NeedsSource() && pl.DraftBackend != "" {
 				continue // plain decoding has no drafter to place
 			}
+			// a re-check that disagreed with the stored curve: the
+			// interval holds the price the stored curve gave too
+			in.CarryDisagreement(&pr)
 			if opt.Place {
 				pr.Backend, pr.DraftBackend = pl.Backend, pl.DraftBackend
 				// tokens per second (AAL / step) set against plain
