@@ -144,9 +144,13 @@ var compareCols = []compareCol{
 		return running(r, fmt.Sprintf("%.2f", r.AAL))
 	}, num: func(r profiles.Run) float64 { return r.AAL },
 		csv: []csvCol{{"AAL (tokens per step)", func(r profiles.Run) string { return number(r, r.AAL, 3, false) }}}},
-	{name: "accepted", text: func(r profiles.Run) string { return running(r, fmt.Sprintf("%.1f%%", 100*r.Acceptance)) },
-		num: func(r profiles.Run) float64 { return r.Acceptance },
-		csv: []csvCol{{"acceptance (%)", func(r profiles.Run) string { return number(r, 100*r.Acceptance, 1, false) }}}},
+	{name: "accepted", text: func(r profiles.Run) string {
+		if noAcceptance(r) {
+			return running(r, "-")
+		}
+		return running(r, fmt.Sprintf("%.1f%%", 100*r.Acceptance))
+	}, num: func(r profiles.Run) float64 { return r.Acceptance },
+		csv: []csvCol{{"acceptance (%)", func(r profiles.Run) string { return number(r, 100*r.Acceptance, 1, noAcceptance(r)) }}}},
 	{name: "predicted", text: func(r profiles.Run) string { return speedup(r.PredictedSpeedup) }, num: func(r profiles.Run) float64 { return r.PredictedSpeedup },
 		csv: []csvCol{{"predicted speedup (x)", func(r profiles.Run) string { return number(r, r.PredictedSpeedup, 3, r.PredictedSpeedup <= 0) }}}},
 	{name: "measured", text: func(r profiles.Run) string {
@@ -160,6 +164,11 @@ var compareCols = []compareCol{
 			{"measured speedup low (x)", func(r profiles.Run) string { lo, _, ok := measuredRange(r); return number(r, lo, 3, !ok) }},
 			{"measured speedup high (x)", func(r profiles.Run) string { _, hi, ok := measuredRange(r); return number(r, hi, 3, !ok) }}}},
 }
+
+// noAcceptance says a run has no acceptance to show: plain decoding
+// drafts nothing (its "0.0%" read as a drafter that never hit), and a
+// run in llama.cpp does not report one.
+func noAcceptance(r profiles.Run) bool { return r.Plain() || r.AAL == 0 }
 
 // runTemp is the temperature a run sampled at, as stored with it (false:
 // not stored, as for a llama.cpp run).

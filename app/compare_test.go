@@ -344,3 +344,28 @@ func TestCompareRangesAndTemperature(t *testing.T) {
 		t.Errorf("hover values:\n%s\n%s", strings.Join(speed, "\n"), strings.Join(tps, "\n"))
 	}
 }
+
+// TestCompareAcceptanceOfPlainDecoding: plain decoding drafts nothing and
+// a run in llama.cpp reports no acceptance: their accepted cell reads
+// "-" and their CSV cell is empty, not "0.0%", while a drafting run's
+// acceptance shows.
+func TestCompareAcceptanceOfPlainDecoding(t *testing.T) {
+	var col compareCol
+	for _, cc := range compareCols {
+		if cc.name == "accepted" {
+			col = cc
+		}
+	}
+	for _, c := range []struct {
+		run       store.Run
+		cell, csv string
+	}{
+		{store.Run{Strategy: "ar", Status: "done", AAL: 1}, "-", ""},
+		{store.Run{Strategy: "chain", Status: "done", AAL: 0}, "-", ""},
+		{store.Run{Strategy: "chain", Status: "done", AAL: 3.2, Acceptance: 0.5}, "50.0%", "50.0"},
+	} {
+		if got, csv := col.text(c.run), col.csv[0].cell(c.run); got != c.cell || csv != c.csv {
+			t.Errorf("%s AAL %.1f: cell %q csv %q, want %q %q", c.run.Strategy, c.run.AAL, got, csv, c.cell, c.csv)
+		}
+	}
+}
