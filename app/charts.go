@@ -59,6 +59,7 @@ func lineFigure(spec ChartSpec) *chartFigure {
 	if f.w <= 0 {
 		f.w, f.h = 640, 360
 	}
+	f.fitYLabel()
 	xs, ys := f.tickBudget()
 	p.X.Tick.Marker, p.Y.Tick.Marker = niceTicks{most: xs}, niceTicks{most: ys}
 	if spec.LogX {
@@ -211,6 +212,7 @@ func barFigure(spec BarSpec) *chartFigure {
 	if f.w <= 0 {
 		f.w, f.h = 640, 320
 	}
+	f.fitYLabel()
 	_, ys := f.tickBudget()
 	p.Y.Tick.Marker = niceTicks{most: ys}
 	n := len(spec.Groups)
@@ -317,6 +319,22 @@ type chartFigure struct {
 // up (a small chart at 1024x640 crowded seven labels on each).
 func (f *chartFigure) tickBudget() (x, y int) {
 	return max(2, min(7, f.w/75)), max(2, min(7, f.h/40))
+}
+
+// fitYLabel drops the y axis' label when it is longer than the axis it
+// stands beside (the height less the title's and the x axis' rows): cut
+// at both ends it read as "ding" beside a small chart at 1024x640. The
+// title names what is charted; a hover still names the axis.
+func (f *chartFigure) fitYLabel() {
+	y := &f.p.Y.Label
+	if y.Text == "" {
+		return
+	}
+	_, h := f.size()
+	room := h - 2*f.p.Title.TextStyle.Height(f.p.Title.Text) - 3*f.p.X.Tick.Label.Height("0")
+	if y.TextStyle.Width(y.Text) > room {
+		y.Text = ""
+	}
 }
 
 // size is the figure's size in gonum's units (points) at 96 pixels an inch.

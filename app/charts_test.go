@@ -101,3 +101,21 @@ func TestZeroBarOnTheAxis(t *testing.T) {
 		}
 	}
 }
+
+// TestLongYLabelDropped: a y label longer than its axis is left out
+// (cut at both ends it read as "ding"); one that fits stays.
+func TestLongYLabelDropped(t *testing.T) {
+	spec := ChartSpec{Title: "Best predicted speedup of each plan family", XLabel: "draft levels", YLabel: "speedup over plain decoding",
+		Series: []Series{{Name: "a", X: []float64{1, 2}, Y: []float64{1, 2}}}, Width: 570, Height: 200}
+	if f := lineFigure(spec); f.p.Y.Label.Text != "" {
+		t.Errorf("a %d-pixel chart keeps a y label %q", spec.Height, f.p.Y.Label.Text)
+	}
+	spec.Height = 380
+	if f := lineFigure(spec); f.p.Y.Label.Text != spec.YLabel {
+		t.Errorf("a %d-pixel chart dropped its y label", spec.Height)
+	}
+	bars := BarSpec{Title: "t", YLabel: "ms", Labels: []string{"a"}, Groups: []Series{{Name: "g", Y: []float64{1}}}, Width: 300, Height: 120}
+	if f := barFigure(bars); f.p.Y.Label.Text != "ms" {
+		t.Error("a short y label dropped")
+	}
+}
