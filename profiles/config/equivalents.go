@@ -561,9 +561,17 @@ func (c *Config) notAtLoad() string {
 func (c *Config) slotsNote(n int) []string {
 	ctx := c.Models.Target.MaxSeqLen
 	if ctx == 0 {
-		return []string{fmt.Sprintf("-np %d: llama-server serves %d requests at once (serving.concurrency) and splits its context among them; add -c %d times the context one request needs", n, n, n)}
+		return []string{fmt.Sprintf("-np %d: llama-server serves %s at once (serving.concurrency) and splits its context among them; add -c %d times the context one request needs", n, requests(n), n)}
 	}
-	return []string{fmt.Sprintf("-np %d -c %d: llama-server serves %d requests at once (serving.concurrency), each with %d tokens of context (-c is shared among the -np slots)", n, n*ctx, n, ctx)}
+	return []string{fmt.Sprintf("-np %d -c %d: llama-server serves %s at once (serving.concurrency), each with %d tokens of context (-c is shared among the -np slots)", n, n*ctx, requests(n), ctx)}
+}
+
+// requests counts requests: "1 request", "4 requests".
+func requests(n int) string {
+	if n == 1 {
+		return "1 request"
+	}
+	return fmt.Sprintf("%d requests", n)
 }
 
 func orCPU(device string) string {

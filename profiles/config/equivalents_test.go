@@ -81,6 +81,7 @@ func TestEquivalentsEveryFamily(t *testing.T) {
 				}
 				want(e.Version != "" && strings.HasPrefix(text, header), "no header naming the release")
 				want(len(e.Lines) == 1, "not one command line")
+				want(!strings.Contains(text, " 1 requests"), "a count of one request in the plural")
 				if f.name != "ar" && !speculates {
 					want(strings.Contains(cannot, "has no") && strings.Contains(cannot, "decodes plainly"), "a source the runtime lacks is not a cannot-express line with the plain fallback")
 				}
