@@ -196,7 +196,9 @@ func (e *ExportScreen) Title() string { return "Export" }
 // Content lays the screen out.
 func (e *ExportScreen) Content() fyne.CanvasObject {
 	port := container.NewGridWrap(fyne.NewSize(90, e.Port.MinSize().Height), e.Port)
-	serve := container.NewBorder(nil, nil, container.NewHBox(widget.NewLabel("Port"), port, e.Serve), nil, e.ServeStatus)
+	// the port and Serve at their own height, top-aligned: beside a
+	// status wrapped onto two lines they stretched Serve to twice a button
+	serve := container.NewBorder(nil, nil, container.NewVBox(container.NewHBox(widget.NewLabel("Port"), port, e.Serve)), nil, e.ServeStatus)
 	dir := container.NewGridWrap(fyne.NewSize(260, e.LlamaDir.MinSize().Height), e.LlamaDir)
 	// the status under the buttons, as wide as the screen: beside them it
 	// wrapped into a narrow column that stretched the buttons at 1024

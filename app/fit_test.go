@@ -169,3 +169,23 @@ func TestTreeFits(t *testing.T) {
 		}
 	}
 }
+
+// TestServeButtonHeight: at 1024x640, where the serving status wraps onto
+// two lines, Serve stays a button's height (it stretched beside them).
+func TestServeButtonHeight(t *testing.T) {
+	wb := newBench(t)
+	e := wb.Export
+	for i, it := range wb.Tabs.Items {
+		if it.Text == e.Title() {
+			fyne.DoAndWait(func() {
+				wb.Tabs.SelectIndex(i)
+				wb.Session.Win.Resize(fyne.NewSize(1024, 640))
+			})
+		}
+	}
+	var got, want float32
+	fyne.DoAndWait(func() { got, want = e.Serve.Size().Height, e.Serve.MinSize().Height })
+	if got > want+1 {
+		t.Errorf("Serve is %v high, a button %v", got, want)
+	}
+}
