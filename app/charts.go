@@ -321,7 +321,7 @@ func (f *chartFigure) tickBudget() (x, y int) {
 	return max(2, min(7, f.w/75)), max(2, min(7, f.h/40))
 }
 
-// fitYLabel drops the y axis' label when it is longer than the axis it
+// fitYLabel blanks the y axis' label when it is longer than the axis it
 // stands beside (the height less the title's and the x axis' rows): cut
 // at both ends it read as "ding" beside a small chart at 1024x640. The
 // title names what is charted; a hover still names the axis.
@@ -333,7 +333,9 @@ func (f *chartFigure) fitYLabel() {
 	_, h := f.size()
 	room := h - 2*f.p.Title.TextStyle.Height(f.p.Title.Text) - 3*f.p.X.Tick.Label.Height("0")
 	if y.TextStyle.Width(y.Text) > room {
-		y.Text = ""
+		// a blank label, not none: its row keeps the tick labels off the
+		// image's left edge (without it gonum cut the first digit)
+		y.Text = " "
 	}
 }
 

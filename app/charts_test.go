@@ -102,19 +102,25 @@ func TestZeroBarOnTheAxis(t *testing.T) {
 	}
 }
 
-// TestLongYLabelDropped: a y label longer than its axis is left out
+// TestLongYLabelBlanked: a y label longer than its axis is blanked
 // (cut at both ends it read as "ding"); one that fits stays.
-func TestLongYLabelDropped(t *testing.T) {
+func TestLongYLabelBlanked(t *testing.T) {
 	spec := ChartSpec{Title: "Best predicted speedup of each plan family", XLabel: "draft levels", YLabel: "speedup over plain decoding",
 		Series: []Series{{Name: "a", X: []float64{1, 2}, Y: []float64{1, 2}}}, Width: 570, Height: 200}
-	if f := lineFigure(spec); f.p.Y.Label.Text != "" {
+	if f := lineFigure(spec); strings.TrimSpace(f.p.Y.Label.Text) != "" {
 		t.Errorf("a %d-pixel chart keeps a y label %q", spec.Height, f.p.Y.Label.Text)
+	}
+	// the tick labels keep their room at the left edge: with no label at
+	// all gonum drew the first digit half off the image
+	bars := BarSpec{Title: "t", YLabel: "x over plain decoding", Labels: []string{"a"}, Groups: []Series{{Name: "g", Y: []float64{4}}}, Width: 480, Height: 150}
+	if r := barFigure(bars).render(); r.left < 32 { // 42 pixels with a blank label, 25 without
+		t.Errorf("the data area starts %v pixels from the left: no room for the tick labels", r.left)
 	}
 	spec.Height = 380
 	if f := lineFigure(spec); f.p.Y.Label.Text != spec.YLabel {
 		t.Errorf("a %d-pixel chart dropped its y label", spec.Height)
 	}
-	bars := BarSpec{Title: "t", YLabel: "ms", Labels: []string{"a"}, Groups: []Series{{Name: "g", Y: []float64{1}}}, Width: 300, Height: 120}
+	bars = BarSpec{Title: "t", YLabel: "ms", Labels: []string{"a"}, Groups: []Series{{Name: "g", Y: []float64{1}}}, Width: 300, Height: 120}
 	if f := barFigure(bars); f.p.Y.Label.Text != "ms" {
 		t.Error("a short y label dropped")
 	}
