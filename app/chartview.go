@@ -55,6 +55,7 @@ type Chart struct {
 	r     *chartRendering
 	min   fyne.Size
 
+	tools            []*widget.Button // Save and zoom, where View made them
 	raster           *canvas.Image
 	tipBg, selection *canvas.Rectangle
 	tipText          *canvas.Text
@@ -115,6 +116,7 @@ func (c *Chart) redraw() {
 	c.r = c.fig.render()
 	c.Image = c.r.img
 	c.raster.Image = c.Image
+	c.enableTools()
 	c.Refresh()
 	// the tip follows its point to where it is drawn now, if it still is
 	if of := c.tipOf; of != nil {
@@ -131,6 +133,7 @@ func (c *Chart) redraw() {
 func (c *Chart) Clear() {
 	c.line, c.bars, c.zoom, c.fig, c.r, c.Image = nil, nil, nil, nil, nil, nil
 	c.hideTip()
+	c.enableTools()
 	c.Refresh()
 }
 
@@ -449,7 +452,24 @@ func (c *Chart) View(win fyne.Window) fyne.CanvasObject {
 		tools.Add(btn(theme.ZoomOutIcon(), c.ZoomOut))
 		tools.Add(btn(theme.ZoomFitIcon(), c.ResetZoom))
 	}
+	for _, o := range tools.Objects {
+		c.tools = append(c.tools, o.(*widget.Button))
+	}
+	c.enableTools()
 	return container.NewBorder(nil, nil, nil, tools, c)
+}
+
+// enableTools enables Save and the zoom buttons while the chart draws
+// something: beside an empty chart (Compare's load chart before any load
+// test) a Save button offered to save nothing.
+func (c *Chart) enableTools() {
+	for _, b := range c.tools {
+		if c.Image == nil {
+			b.Disable()
+		} else {
+			b.Enable()
+		}
+	}
 }
 
 // MinSize is the size the chart was made with.

@@ -298,3 +298,34 @@ func TestSpeedupChartPicksPlan(t *testing.T) {
 		t.Errorf("Export renders %v, want the picked %s", e.cfg, want)
 	}
 }
+
+// TestEmptyChartOffersNoSave: an empty chart's Save (and zoom) buttons
+// are disabled; drawn, they are enabled; cleared, disabled again.
+func TestEmptyChartOffersNoSave(t *testing.T) {
+	test.NewTempApp(t)
+	c := newChart(220, 160)
+	c.Zoomable = true
+	c.View(nil)
+	if len(c.tools) != 3 {
+		t.Fatalf("%d tools", len(c.tools))
+	}
+	enabled := func() (n int) {
+		for _, b := range c.tools {
+			if !b.Disabled() {
+				n++
+			}
+		}
+		return n
+	}
+	if n := enabled(); n != 0 {
+		t.Errorf("empty: %d tools enabled", n)
+	}
+	c.SetSpec(ChartSpec{Title: "t", Series: []Series{{Name: "a", X: []float64{1, 2}, Y: []float64{1, 2}}}, Width: 220, Height: 160})
+	if n := enabled(); n != 3 {
+		t.Errorf("drawn: %d of 3 tools enabled", n)
+	}
+	c.Clear()
+	if n := enabled(); n != 0 {
+		t.Errorf("cleared: %d tools enabled", n)
+	}
+}
