@@ -62,13 +62,25 @@ func TestRecheckStaysOnItsScreen(t *testing.T) {
 	fyne.DoAndWait(func() { s.SetInputs(stored) })
 	ranked := []profiles.Prediction{{Plan: profiles.Plan{Strategy: "chain", Gamma: 7}, Nodes: 7, Speedup: 2, Low: 1.8, High: 2.6, AAL: 3}}
 	slow := &profiles.Inputs{Recheck: &measure.Recheck{Rescaled: true, Anchors: []measure.Anchor{
-		{W: 1, Stored: time.Millisecond, Now: time.Millisecond}, {W: 8, Stored: 2 * time.Millisecond, Now: 2600 * time.Microsecond}}}}
+		{W: 1, Stored: time.Millisecond, Now: time.Millisecond}, {W: 2, Stored: 1200 * time.Microsecond, Now: 1560 * time.Microsecond},
+		{W: 8, Stored: 2 * time.Millisecond, Now: 2600 * time.Microsecond}}}}
 	fyne.DoAndWait(func() { sp.showTune(&profiles.TuneResult{Inputs: slow, Ranked: ranked}) })
 	if s.Inputs != stored || s.Rechecked != slow || sp.inputs() != slow {
 		t.Errorf("after a disagreeing re-check: the session's inputs replaced %v, re-checked kept %v, the screen prices on them %v", s.Inputs != stored, s.Rechecked == slow, sp.inputs() == slow)
 	}
 	if !sp.Disagreement.Visible() || !strings.Contains(sp.Disagreement.Text, "30% slower") || !sp.Reprofile.Visible() {
 		t.Fatalf("no explanation or offer: %v %q %v", sp.Disagreement.Visible(), sp.Disagreement.Text, sp.Reprofile.Visible())
+	}
+	// the screen's best plan carries the disagreement in its interval, as
+	// the tune's ranking does: one interval for one plan on the screen
+	var here, stored0 *profiles.Prediction
+	fyne.DoAndWait(func() {
+		here = sp.explored.Best
+		o := profiles.ExploreOptions{Alpha: sp.Alpha.Value, Decay: sp.Decay.Value, Depth: int(sp.MaxDepth.Value), Calibrated: sp.UseCal.Checked, Inputs: stored}
+		stored0 = profiles.Explore(o).Best
+	})
+	if here == nil || stored0 == nil || here.Plan.String() != stored0.Plan.String() || here.High <= stored0.High {
+		t.Errorf("the screen's best after the disagreeing re-check: %+v, on the stored inputs %+v", here, stored0)
 	}
 	// the next status (a validation, a redraw) leaves them
 	fyne.DoAndWait(func() { sp.WorkStatus.SetText("Validated 5 plans against plain decoding."); s.Changed() })

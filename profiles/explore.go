@@ -116,6 +116,11 @@ func Explore(o ExploreOptions) *Exploration {
 		space = costmodel.SearchSpace{}
 	}
 	preds := costmodel.Search(x.acc, x.costs, space)
+	// on a tune's re-checked inputs that disagreed with the stored curve,
+	// the interval carries the disagreement, as the tune's ranking does
+	for i := range preds {
+		in.CarryDisagreement(&preds[i])
+	}
 	x.Ranked, x.Searched = preds, len(preds)
 	if len(preds) > 0 {
 		b := preds[0]
