@@ -291,8 +291,26 @@ func (b *Bench) servePolicy(ctx context.Context, ps PairSpec, pair *pairs.Pair, 
 		return policyChoice{}, nil, err
 	}
 	pts := slices.Clone(p.Curve.Points)
-	pol := policyChoice{fmt.Sprintf("adaptive (goodput on the stored latency curve of %d widths)", len(pts)),
-		spec.Goodput{Latency: func(rows int) time.Duration { return costmodel.Interp(pts, rows) }, Learn: &spec.StepCosts{}}}
+	fam, err := measure.VerifyFamily(ctx, st, hw, pair.Target, pair.Backend)
+	if err != nil {
+		return policyChoice{}, nil, err
+	}
+	costs := costmodel.Costs{Verify: pts, Passes: measure.PassCurves(fam)}
+	// a pass of several sequences on their pass size's curve where one is
+	// stored, else on the one-sequence curve (the learned scale then
+	// carries what the sequences add)
+	latency := func(rows int) time.Duration { return costmodel.Interp(pts, rows) }
+	pass := func(seqs, rows int) time.Duration {
+		if t, ok := costmodel.PassTime(costs, seqs, rows); ok {
+			return t
+		}
+		return latency(rows)
+	}
+	name := fmt.Sprintf("adaptive (goodput on the stored latency curve of %d widths", len(pts))
+	if len(costs.Passes) > 1 {
+		name += fmt.Sprintf(" and of passes of up to %d sequences", slices.MaxFunc(costs.Passes, func(a, b costmodel.PassCurve) int { return a.Seqs - b.Seqs }).Seqs)
+	}
+	pol := policyChoice{name + ")", spec.Goodput{Latency: latency, Pass: pass, Learn: &spec.StepCosts{}}}
 	var prior func(d, r int) float64
 	if ps.Sources() > 0 {
 		var acc costmodel.Acceptance

@@ -85,6 +85,12 @@ type Goodput struct {
 	// Latency is the time of one target pass of rows rows (a stored
 	// latency curve of the pass size, interpolated).
 	Latency func(rows int) time.Duration
+	// Pass, when set, is the time of one pass of seqs sequences holding
+	// rows rows in all (the stored curves of passes of several
+	// sequences), used instead of Latency: a pass of eight sequences of
+	// one row costs more than one sequence's pass of eight rows, in what
+	// every sequence adds, not in what a row adds.
+	Pass func(seqs, rows int) time.Duration
 	// Own is the time one request's step costs beside the pass at a
 	// budget of nodes (nil: none); Learn's, where Learn is set.
 	Own func(nodes int) time.Duration
@@ -96,9 +102,18 @@ type Goodput struct {
 
 // Observe implements PassObserver: the pass's record teaches Learn.
 func (g Goodput) Observe(st PassStats) {
-	if g.Learn != nil && g.Latency != nil {
-		g.Learn.observe(st, g.Latency(st.Rows))
+	if g.Learn != nil && (g.Latency != nil || g.Pass != nil) {
+		g.Learn.observe(st, g.passTime(st.Seqs, st.Rows))
 	}
+}
+
+// passTime is a pass of seqs sequences of rows rows in all: Pass's, or
+// Latency's where Pass is not set.
+func (g Goodput) passTime(seqs, rows int) time.Duration {
+	if g.Pass != nil {
+		return g.Pass(seqs, rows)
+	}
+	return g.Latency(rows)
 }
 
 // PassObserver is a Policy that learns from the passes it chose budgets
@@ -204,7 +219,11 @@ func (g Goodput) Budgets(fixed int, loads []Load, out []int) {
 		}
 		return ownFixed + ownNode*float64(nodes)
 	}
-	secs := func(rows int, own float64) float64 { return max(scale*g.Latency(rows).Seconds()+own, 1e-12) }
+	seqs := len(loads)
+	if fixed > 0 {
+		seqs++ // the prompts' chunks: at least one sequence more
+	}
+	secs := func(rows int, own float64) float64 { return max(scale*g.passTime(seqs, rows).Seconds()+own, 1e-12) }
 	tokens, rows, owned := 0.0, fixed, 0.0
 	for i := range loads {
 		out[i] = 0

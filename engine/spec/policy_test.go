@@ -275,6 +275,59 @@ func TestGoodputStepCosts(t *testing.T) {
 	}
 }
 
+// TestGoodputPassOfSequences: with Pass set, a pass is priced as one of
+// its requests' sequences (one more where prompt rows ride along), as
+// Latency would price it for that many sequences; what the sequences
+// add beside their rows then shrinks no draft, where pricing the pass
+// on one sequence's curve scaled to the observed passes does.
+func TestGoodputPassOfSequences(t *testing.T) {
+	pass := func(seqs, rows int) time.Duration {
+		return time.Duration(seqs)*time.Millisecond + time.Duration(rows)*100*time.Microsecond
+	}
+	plan := ChainPlan(6)
+	loads := make([]Load, 8)
+	for i := range loads {
+		loads[i] = Load{Plan: plan, Nodes: plan.Nodes(), Accept: at(0.8)}
+	}
+	for _, fixed := range []int{0, 5} {
+		seqs := len(loads)
+		if fixed > 0 {
+			seqs++
+		}
+		got, want := make([]int, len(loads)), make([]int, len(loads))
+		Goodput{Pass: pass, Latency: func(int) time.Duration { panic("Latency used beside Pass") }}.Budgets(fixed, loads, got)
+		Goodput{Latency: func(rows int) time.Duration { return pass(seqs, rows) }}.Budgets(fixed, loads, want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%d prompt rows: budgets %v, want %v (a pass of %d sequences)", fixed, got, want, seqs)
+		}
+	}
+	// learned from passes of 8 sequences of 7 rows each: on the pass
+	// sizes' curve the scale stays 1 and every chain is whole; on one
+	// sequence's curve the scale takes in what 8 sequences add and the
+	// drafts shrink
+	one := func(rows int) time.Duration { return pass(1, rows) }
+	on := Goodput{Pass: pass, Latency: one, Learn: &StepCosts{}}
+	scaled := Goodput{Latency: one, Learn: &StepCosts{}}
+	for i := 0; i < 50; i++ {
+		st := PassStats{Seqs: 8, Decoding: 8, Rows: 56, Drafted: 48, Time: pass(8, 56)}
+		st.Step = st.Time
+		on.Observe(st)
+		scaled.Observe(st)
+	}
+	whole, shrunk := make([]int, len(loads)), make([]int, len(loads))
+	on.Budgets(0, loads, whole)
+	scaled.Budgets(0, loads, shrunk)
+	sum := func(b []int) (n int) {
+		for _, x := range b {
+			n += x
+		}
+		return n
+	}
+	if sum(whole) != 48 || sum(shrunk) >= sum(whole) {
+		t.Errorf("on the pass sizes' curve budgets %v (want every chain whole), on one sequence's scaled %v (want fewer)", whole, shrunk)
+	}
+}
+
 // TestRankStats: a request's running acceptance is the prior's until it
 // has steps, then moves to what its verdicts show, per depth and rank,
 // counting only the ranks a step offered.

@@ -170,6 +170,20 @@ func (pc passCost) at(rows int) (time.Duration, error) {
 	return time.Duration(t), nil
 }
 
+// PassTime is a pass of seqs sequences holding rows rows in all on c's
+// curves (one sequence: c.Verify; more: the pass sizes' curves c.Passes,
+// interpolated between the measured sizes around seqs), and false where
+// they do not price it (a pass size past the measured ones, or more rows
+// than measured).
+func PassTime(c Costs, seqs, rows int) (time.Duration, bool) {
+	pc, err := newPassCost(c, max(seqs, 1))
+	if err != nil {
+		return 0, false
+	}
+	t, err := pc.at(rows)
+	return t, err == nil && t > 0
+}
+
 // prefill is a prompt of n tokens prefilled alone, in chunks of the
 // widest one-sequence pass measured (never a pass wider than that).
 func (pc passCost) prefill(n int) time.Duration {
