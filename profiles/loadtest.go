@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"arborist/engine/spec"
+	"arborist/engine/tokenizer"
 	"arborist/profiles/config"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/hardware"
@@ -243,16 +244,13 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 	if err != nil || !in.Profiled || in.Acc == nil {
 		return nil
 	}
-	pair, err := b.openPair(r.Pair, false)
-	if err != nil {
-		return nil
-	}
 	lens := make([]int, 0, len(opt.Prompts))
-	for _, p := range opt.Prompts {
-		lens = append(lens, len(pair.Target.Tok.Encode(p, true, false)))
-	}
-	pair.Close()
-	if len(lens) == 0 {
+	err = withTokenizer(r.Pair.Target, func(tok *tokenizer.Tokenizer) {
+		for _, p := range opt.Prompts {
+			lens = append(lens, len(tok.Encode(p, true, false)))
+		}
+	})
+	if err != nil || len(lens) == 0 {
 		return nil
 	}
 	slices.Sort(lens)

@@ -353,15 +353,14 @@ func TestLoadTestPredicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	// the prompts' median: the second longest of three, in the target's tokens
-	pair, err := b.openPair(r.Pair, false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	lens := []int{}
 	for _, p := range prompts {
-		lens = append(lens, len(pair.Target.Tok.Encode(p, true, false)))
+		ids, err := Tokenize(r.Pair.Target, p, true, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lens = append(lens, len(ids))
 	}
-	pair.Close()
 	slices.Sort(lens)
 	req := costmodel.Requests{Prompt: lens[1], Tokens: 6}
 	price := func(p costmodel.Plan) (costmodel.Prediction, error) { return costmodel.Predict(p, in.Acc, in.Costs) }

@@ -122,17 +122,25 @@ func Inspect(path string, ctxLen int) (*ModelFacts, error) {
 }
 
 // Tokenize returns the token ids of text under a model's vocabulary.
-func Tokenize(path, text string, bos, special bool) ([]int, error) {
+func Tokenize(path, text string, bos, special bool) (ids []int, err error) {
+	err = withTokenizer(path, func(tok *tokenizer.Tokenizer) { ids = tok.Encode(text, bos, special) })
+	return ids, err
+}
+
+// withTokenizer calls use with a model file's tokenizer, read from its
+// metadata alone: no weights are loaded.
+func withTokenizer(path string, use func(*tokenizer.Tokenizer)) error {
 	f, err := gguf.Open(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return tok.Encode(text, bos, special), nil
+	use(tok)
+	return nil
 }
 
 // openModel loads one model on a backend chosen by name; noMmap reads the
