@@ -109,11 +109,19 @@ func (c *Cache) Compact(keep []int) error {
 
 // CopyPrefix makes a new cache of the same model, capacity and type holding
 // this cache's first n slots: a shared prompt prefix for a second sequence.
-func (c *Cache) CopyPrefix(n int) (*Cache, error) {
+func (c *Cache) CopyPrefix(n int) (*Cache, error) { return c.CopyPrefixCap(n, c.cap) }
+
+// CopyPrefixCap is CopyPrefix into a cache of capacity slots (at least n):
+// a prompt prefilled once into a cache of just its size is copied into
+// each generation's cache of that generation's own size.
+func (c *Cache) CopyPrefixCap(n, capacity int) (*Cache, error) {
 	if n < 0 || n > c.n {
 		return nil, fmt.Errorf("model: copy %d slots of a cache holding %d", n, c.n)
 	}
-	d := &Cache{cfg: c.cfg, dev: c.dev, typ: c.typ, cap: c.cap, pos: make([]int32, c.cap)}
+	if capacity < n {
+		return nil, fmt.Errorf("model: copy %d slots into a cache of %d", n, capacity)
+	}
+	d := &Cache{cfg: c.cfg, dev: c.dev, typ: c.typ, cap: capacity, pos: make([]int32, capacity)}
 	if n > 0 {
 		if err := d.alloc(); err != nil {
 			return nil, err

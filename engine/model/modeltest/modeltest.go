@@ -379,6 +379,26 @@ func CopyPrefix(t *testing.T, dev Device) {
 			if _, err := c.CopyPrefix(7); err == nil {
 				t.Fatal("a copy longer than the cache was accepted")
 			}
+			// into a cache of another size: larger, then just the prefix's
+			for _, capacity := range []int{40, 5} {
+				big, err := c.CopyPrefixCap(5, capacity)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if big.Cap() != capacity || big.Len() != 5 {
+					t.Fatalf("copied into %d slots: a cache of %d holding %d", capacity, big.Cap(), big.Len())
+				}
+				if capacity > 5 {
+					must(t, m.Forward(ctx, big, model.Batch{Tokens: []int{61}}, &cont))
+					must(t, m.Forward(ctx, m.NewCache(16), model.Batch{Tokens: []int{1, 20, 30, 40, 50, 61}, Want: []int{5}}, &ref))
+					if d := MaxDiff(cont.Logits, ref.Logits); d > 1e-4 {
+						t.Fatalf("a copy into %d slots continues %g away from a fresh cache", capacity, d)
+					}
+				}
+			}
+			if _, err := c.CopyPrefixCap(5, 4); err == nil {
+				t.Fatal("a copy into a cache smaller than the prefix was accepted")
+			}
 		})
 	}
 }
