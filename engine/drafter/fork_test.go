@@ -17,13 +17,7 @@ import (
 // of the other's proposals), and Free releases its cache; a source that
 // cannot fork says so.
 func TestFork(t *testing.T) {
-	be := cpu.New(1)
-	defer be.Close()
-	m, err := model.Load(testfiles.Stories260K(t), be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := loadStories(t)
 	ctx := context.Background()
 	for _, src := range []Source{NewModel(m, 2, 256, "layers:2"), NewNGram(3, m.Vocab)} {
 		a, b := []int{1, 5, 9, 5, 9, 5}, []int{1, 7, 7, 3, 7, 7}

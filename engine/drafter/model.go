@@ -92,7 +92,10 @@ func (d *Model) Name() string { return d.name }
 // Vocab is the drafter's vocabulary size.
 func (d *Model) Vocab() int { return d.M.Vocab }
 
-// Begin resets to a new committed sequence.
+// Begin resets to a new committed sequence. The cached slots of the
+// longest prefix it shares with the sequence before are kept (a slot's
+// keys and values depend on nothing but the tokens up to it), so
+// generations after one long prompt compute it once.
 func (d *Model) Begin(ctx context.Context, committed []int) error {
 	if len(committed) == 0 {
 		return fmt.Errorf("drafter: empty sequence")
@@ -102,9 +105,13 @@ func (d *Model) Begin(ctx context.Context, committed []int) error {
 			return err
 		}
 	}
+	keep := 0 // the root's slot is computed again: its distribution is the step's first
+	for keep < d.inCache && keep < len(committed)-1 && d.committed[keep] == committed[keep] {
+		keep++
+	}
 	d.committed = append(d.committed[:0], committed...)
-	d.cache.Truncate(0)
-	d.inCache = 0
+	d.cache.Truncate(keep)
+	d.inCache = keep
 	d.resetStep()
 	return nil
 }

@@ -9,18 +9,26 @@ import (
 	"arborist/kernels/cpu"
 )
 
+// loadStories loads stories260K on a backend of one thread, both closed
+// with the test.
+func loadStories(t *testing.T) *model.Model {
+	t.Helper()
+	be := cpu.New(1)
+	t.Cleanup(be.Close)
+	m, err := model.Load(testfiles.Stories260K(t), be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
 // TestCacheSizedByTheRun: a model drafter made with room for millions of
 // positions (a target file declaring that context) sizes its cache by
 // what the run reserves, or by the committed tokens and a short
 // generation, and grows it for a longer reservation.
 func TestCacheSizedByTheRun(t *testing.T) {
-	be := cpu.New(1)
-	defer be.Close()
-	m, err := model.Load(testfiles.Stories260K(t), be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := loadStories(t)
 	d := NewModel(m, 0, 1<<21, "draft")
 	ctx := context.Background()
 	if err := d.Begin(ctx, []int{1, 2, 3}); err != nil {
@@ -44,5 +52,67 @@ func TestCacheSizedByTheRun(t *testing.T) {
 	}
 	if small := NewModel(m, 0, 64, "draft"); small.Reserve(5000) != nil || small.cache.Cap() != 64 {
 		t.Errorf("a reservation beyond the drafter's capacity: %d slots", small.cache.Cap())
+	}
+}
+
+// TestBeginKeepsSharedPrefix: a drafter begun again on a sequence that
+// shares a prefix with the last one (its prompt, or a conversation
+// continued) keeps that prefix's cached slots, all but the root's, and
+// proposes exactly what a fresh drafter proposes; a sequence that differs
+// from its first token keeps nothing.
+func TestBeginKeepsSharedPrefix(t *testing.T) {
+	m := loadStories(t)
+	ctx := context.Background()
+	paths := [][]int{nil, {40}, {40, 41}, {50}}
+	expand := func(d *Model) [][]float32 {
+		t.Helper()
+		dst := make([][]float32, len(paths))
+		for i := range dst {
+			dst[i] = make([]float32, m.Vocab)
+		}
+		if err := d.Expand(ctx, paths, dst); err != nil {
+			t.Fatal(err)
+		}
+		return dst
+	}
+	first := []int{1, 9, 8, 7, 6, 5, 4, 3}
+	for _, tc := range []struct {
+		name string
+		seq  []int
+		keep int
+	}{
+		{"the same prompt", first, len(first) - 1},
+		{"the prompt and the accepted tokens", append(append([]int(nil), first...), 40, 41, 99), len(first) + 2},
+		{"a prompt that differs at its fourth token", []int{1, 9, 8, 70, 6, 5}, 3},
+		{"another prompt", []int{2, 9, 8, 7}, 0},
+	} {
+		// a step after first: 40 and 41 accepted, 42 the bonus
+		d := NewModel(m, 2, 256, "layers:2")
+		if err := d.Begin(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		expand(d)
+		if err := d.Commit([]int{40, 41}, 42); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Begin(ctx, tc.seq); err != nil {
+			t.Fatal(err)
+		}
+		if d.inCache != tc.keep || d.cache.Len() != tc.keep {
+			t.Fatalf("%s: %d slots kept (%d in the cache), want %d", tc.name, d.inCache, d.cache.Len(), tc.keep)
+		}
+		got := expand(d)
+		fresh := NewModel(m, 2, 256, "layers:2")
+		if err := fresh.Begin(ctx, tc.seq); err != nil {
+			t.Fatal(err)
+		}
+		want := expand(fresh)
+		for i := range paths {
+			for j := range want[i] {
+				if got[i][j] != want[i][j] {
+					t.Fatalf("%s: path %v, token %d: %g after the kept prefix, %g from a fresh drafter", tc.name, paths[i], j, got[i][j], want[i][j])
+				}
+			}
+		}
 	}
 }

@@ -3,6 +3,7 @@ package hidden
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"arborist/engine/drafter"
@@ -43,6 +44,12 @@ type Source struct {
 	committed []int
 	hist      []float32 // the target's hidden states received, position-major
 	fed       int       // cache slots holding true states (positions 0..fed-1)
+	// was holds the sequence before's hidden states and keep how many of
+	// its cached slots (the first) a new sequence may still reuse: a slot
+	// depends on nothing but its state and position, so each is kept while
+	// the new sequence's state there is the same (ObserveHidden)
+	was  []float32
+	keep int
 
 	chain  [][]float32 // this step's base logits per depth
 	chainH [][]float32 // this step's hidden chain per depth
@@ -222,15 +229,18 @@ func (s *Source) Stats() Stats {
 	return st
 }
 
-// Begin starts a new sequence.
+// Begin starts a new sequence. The layer's cached slots of the sequence
+// before are kept while the new one's hidden states agree with its
+// (ObserveHidden checks them), so generations after one long prompt feed
+// it through the layer once.
 func (s *Source) Begin(_ context.Context, committed []int) error {
 	if len(committed) == 0 {
 		return fmt.Errorf("hidden: empty sequence")
 	}
 	s.committed = append(s.committed[:0], committed...)
-	s.hist = s.hist[:0]
-	s.fed = 0
-	s.cache.Truncate(0)
+	s.was, s.hist = s.hist, s.was[:0]
+	s.keep, s.fed = s.fed, 0
+	s.cache.Truncate(s.keep) // the last step's drafted slots go
 	s.chain, s.chainH, s.prev = nil, nil, nil
 	s.resOff = -1
 	s.open = true
@@ -244,7 +254,24 @@ func (s *Source) ObserveHidden(hidden []float32, rows int) error {
 		return fmt.Errorf("hidden: %d values for %d rows of %d", len(hidden), rows, s.D.Dim)
 	}
 	s.hist = append(s.hist, hidden...)
+	dim := s.D.Dim
+	for n := min(s.keep, s.known()); s.fed < n; s.fed++ {
+		if !sameBits(s.hist[s.fed*dim:(s.fed+1)*dim], s.was[s.fed*dim:(s.fed+1)*dim]) {
+			s.keep = s.fed // computed again from here on
+			break
+		}
+	}
 	return nil
+}
+
+// sameBits reports whether a and b hold the same float32 values, bit for bit.
+func sameBits(a, b []float32) bool {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // known is how many positions' hidden states have been received.

@@ -432,3 +432,79 @@ func TestSparseDrafterFileRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestBeginKeepsAgreeingStates: begun again on a sequence whose hidden
+// states agree with the last one's (the same prompt), the source keeps
+// its layer's slots and feeds only the last state again; where a state
+// differs it feeds from there on; either way it proposes exactly what a
+// fresh source proposes from those states.
+func TestBeginKeepsAgreeingStates(t *testing.T) {
+	m := loadTarget(t, "stories260K.gguf")
+	d := perturbed(t, m, 9)
+	ctx := context.Background()
+	prompt := storyPrompts(t, m)[0]
+	var res model.Result
+	if err := m.Forward(ctx, m.NewCache(64), model.Batch{Tokens: prompt, Hidden: true}, &res); err != nil {
+		t.Fatal(err)
+	}
+	P := len(prompt) - 1
+	states := res.Hidden[:P*d.Dim]
+	newSource := func() *Source {
+		src, err := NewSource(d, m, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return src
+	}
+	// draft returns the distributions of a three-level chain after states,
+	// and the layer rows the step computed
+	draft := func(src *Source, states []float32) ([][]float32, int) {
+		t.Helper()
+		before := src.Stats().LayerRows
+		if err := src.Begin(ctx, prompt); err != nil {
+			t.Fatal(err)
+		}
+		if err := src.ObserveHidden(states, P); err != nil {
+			t.Fatal(err)
+		}
+		var out [][]float32
+		path := []int{}
+		for k := 0; k < 3; k++ {
+			dst := make([]float32, d.Vocab)
+			if err := src.Expand(ctx, [][]int{path}, [][]float32{dst}); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, dst)
+			path = append(path, sample.Argmax(dst))
+		}
+		return out, src.Stats().LayerRows - before
+	}
+	changed := append([]float32(nil), states...)
+	changed[3*d.Dim+1] += 0.25 // the fourth position's state
+	for _, tc := range []struct {
+		name   string
+		states []float32
+		rows   int // the layer rows the step computes: the states fed, then the chain
+	}{
+		{"the same states", states, 1 + 2},
+		{"the fourth state differs", changed, P - 3 + 2},
+	} {
+		src := newSource()
+		draft(src, states)
+		got, rows := draft(src, tc.states)
+		if rows != tc.rows {
+			t.Errorf("%s: the step computed %d layer rows, want %d", tc.name, rows, tc.rows)
+		}
+		want, fresh := draft(newSource(), tc.states)
+		if fresh != P+2 {
+			t.Fatalf("a fresh source computed %d layer rows, want %d", fresh, P+2)
+		}
+		for k := range want {
+			for i := range want[k] {
+				if got[k][i] != want[k][i] {
+					t.Fatalf("%s: depth %d, token %d: %g after the kept slots, %g from a fresh source", tc.name, k, i, got[k][i], want[k][i])
+				}
+			}
+		}
+	}
+}
