@@ -348,6 +348,9 @@ type run struct {
 	// aheadMu, when set, is held while drafting ahead (a batch's requests
 	// draft on their sources' device one at a time)
 	aheadMu *sync.Mutex
+	// from, when set, is the prefilled prompt the run starts from
+	// (RunFrom) instead of prefilling its prompt
+	from *Prefix
 }
 
 // capacity is the cache a generation of prompt takes: the prompt, the
@@ -429,17 +432,25 @@ func (r *run) loop(ctx context.Context, prompt []int) error {
 	if err := m.CheckCache(capacity); err != nil {
 		return err
 	}
-	r.open(m.NewCache(capacity))
 	t0 := time.Now()
-	if len(prompt) > 1 {
-		if err := m.Forward(ctx, r.cache, r.prefillBatch(prompt, 0, len(prompt)-1), &r.fwd); err != nil {
+	hidden := r.fwd.Hidden
+	if r.from != nil {
+		if hidden, err = r.openFrom(capacity); err != nil {
 			return err
 		}
-		if r.needHidden {
-			r.hidden = append(r.hidden[:0], r.fwd.Hidden[len(r.fwd.Hidden)-m.Dim:]...)
+	} else {
+		r.open(m.NewCache(capacity))
+		if len(prompt) > 1 {
+			if err := m.Forward(ctx, r.cache, r.prefillBatch(prompt, 0, len(prompt)-1), &r.fwd); err != nil {
+				return err
+			}
+			hidden = r.fwd.Hidden
+			if r.needHidden {
+				r.hidden = append(r.hidden[:0], hidden[len(hidden)-m.Dim:]...)
+			}
 		}
 	}
-	if err := r.afterPrefill(ctx, prompt, capacity, r.fwd.Hidden, len(prompt)-1); err != nil {
+	if err := r.afterPrefill(ctx, prompt, capacity, hidden, len(prompt)-1); err != nil {
 		return err
 	}
 	r.res.Prefill = time.Since(t0)
