@@ -469,10 +469,13 @@ type BenchReport struct {
 	// as a run), of which Bandwidth is the median; BandwidthBest is the
 	// fastest single pass of the probe's buffer, the memory at its
 	// quietest. PeakProbes are the compute ceiling's probes (before the
-	// decode runs and after the passes), of which Peak is the best
+	// decode runs and after the passes), of which Peak is the best, or
+	// the fastest pass's rate where a pass ran faster than them all: PeakW
+	// is then that pass's width (0: the probes' best is Peak)
 	BandwidthProbes []float64       `json:"bandwidth_probes_bytes_per_s,omitempty"`
 	BandwidthBest   float64         `json:"bandwidth_best_pass_bytes_per_s,omitempty"`
 	PeakProbes      []float64       `json:"peak_probes_macs_per_s,omitempty"`
+	PeakW           int             `json:"peak_set_by_pass_width,omitempty"`
 	Curve           []latency.Point `json:"verify_curve"`
 	Limits          hardware.Limits `json:"-"`
 	// Memory is the device's own memory where it has one (a GPU): its
@@ -584,10 +587,14 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 		}
 		r.PeakProbes = append(r.PeakProbes, after)
 		r.Limits.Peak = max(r.Limits.Peak, after)
+		// and no lower than any pass ran: a pass beyond the probes shows
+		// they fell short, and every width's share stays within 100%
+		r.Limits.Bound(r.Curve)
 	}
 	r.Limits.Bandwidth = r.Bandwidth
 	r.Roofline = 1 / r.Limits.Roofline().Seconds()
 	r.Peak, r.PeakKind, r.MACs, r.KVRead = r.Limits.Peak, r.Limits.Kind(), r.Limits.MACs, r.Limits.KVRead
+	r.PeakW = r.Limits.BoundW
 	for _, d := range opt.Ctx {
 		dr, err := benchDepth(ctx, m, r.Limits, d, opt.Reps, opt.Tokens, opt.Widths)
 		if err != nil {

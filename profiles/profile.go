@@ -147,6 +147,7 @@ func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, pr
 	if r.Limits, err = hardware.DeviceLimits(ctx, pair.Target, r.Threads, r.Hardware.Bandwidth, r.Memory); err != nil {
 		return nil, err
 	}
+	r.Limits.Bound(r.Target.Curve.Points) // a stored curve may have run faster than the probe now
 	if r.Overhead, err = measure.ProfileModel(ctx, st, r.Hardware, pair.Target, pair.Backend, popt("overhead", measure.OverheadWidths)); err != nil {
 		return nil, err
 	}

@@ -20,10 +20,15 @@ type Limits struct {
 	// KVRead is the KV cache a decode step reads at the context the
 	// roofline is taken at (bench's: its runs' mean), bytes per token; 0
 	// where no context is given (the weights alone).
-	KVRead  float64
-	Peak    float64 // multiply-adds/s of the kernels' inner operations
-	MACs    float64 // multiply-adds per token
-	Integer bool    // Peak is of int8 products (the weights are quantised)
+	KVRead float64
+	Peak   float64 // multiply-adds/s of the kernels' inner operations
+	MACs   float64 // multiply-adds per token
+	// Probed is the probe's own figure where a measured pass ran faster
+	// than it and set Peak instead (Bound), at width BoundW; 0 where the
+	// probe's figure is Peak.
+	Probed  float64
+	BoundW  int
+	Integer bool // Peak is of int8 products (the weights are quantised)
 	// Memory is the memory of a device with its own (a GPU) where the
 	// model runs there: Bandwidth is then its copy rate, and Peak is 0 (the
 	// CPU's compute ceiling says nothing of the device's).
@@ -87,6 +92,45 @@ func (l Limits) TokenBytes() float64 { return l.WeightBytes + l.KVRead }
 // Rate is the multiply-add rate of a pass over w tokens that took d.
 func (l Limits) Rate(w int, d time.Duration) float64 { return float64(w) * l.MACs / d.Seconds() }
 
+// Ceiling is the compute ceiling pts are judged against: the probe's
+// figure, or the fastest multiply-add rate a pass of pts ran at where one
+// ran faster, with that pass's width (0: the probe's figure). The machine
+// did that work at that rate, so a pass beyond the probe shows the probe
+// fell short (it ran while the machine was busier, a curve taken at a
+// quieter time is set against it, or the kernels' loop beat the probe's),
+// never a pass beyond what the machine can do: no share of the ceiling
+// exceeds 100% from a ceiling measured short. Without a ceiling (a device
+// with memory of its own) it is 0.
+func (l Limits) Ceiling(pts []latency.Point) (peak float64, w int) {
+	peak, w = l.Peak, l.BoundW
+	if peak <= 0 {
+		return 0, 0
+	}
+	for _, p := range pts {
+		if p.Median <= 0 {
+			continue
+		}
+		if r := l.Rate(p.W, p.Median); r > peak {
+			peak, w = r, p.W
+		}
+	}
+	return peak, w
+}
+
+// Bound raises Peak to Ceiling(pts), keeping the probe's figure in Probed
+// where a pass set it: the ceiling a report stores and every share of it
+// is then one no measured pass exceeds.
+func (l *Limits) Bound(pts []latency.Point) {
+	peak, w := l.Ceiling(pts)
+	if peak <= l.Peak {
+		return
+	}
+	if l.Probed == 0 {
+		l.Probed = l.Peak
+	}
+	l.Peak, l.BoundW = peak, w
+}
+
 // Kind names the ceiling's operations.
 func (l Limits) Kind() string {
 	if l.Integer {
@@ -111,6 +155,15 @@ func (l Limits) Describe(pts []latency.Point) string {
 			m.Peak/1e9, m.Multiprocessors, m.HostToDevice/1e9, m.DeviceToHost/1e9)
 	}
 	rate := l.Rate(last.W, last.Median)
-	return s + fmt.Sprintf(" Compute ceiling %.0f GMAC/s of %s multiply-adds: at W=%d the pass runs %.1f GMAC/s, %.0f%% of it.",
-		l.Peak/1e9, l.Kind(), last.W, rate/1e9, 100*rate/l.Peak)
+	peak, w := l.Ceiling(pts)
+	s += fmt.Sprintf(" Compute ceiling %.0f GMAC/s of %s multiply-adds: at W=%d the pass runs %.1f GMAC/s, %.0f%% of it.",
+		peak/1e9, l.Kind(), last.W, rate/1e9, 100*rate/peak)
+	if w > 0 {
+		probed := l.Probed
+		if probed == 0 {
+			probed = l.Peak
+		}
+		s += fmt.Sprintf(" The probe measured %.0f GMAC/s, less than the pass at W=%d ran: the ceiling is at least that pass's rate (the probe ran while the machine was busier, or the curve was measured at a quieter time).", probed/1e9, w)
+	}
+	return s
 }

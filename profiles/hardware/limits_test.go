@@ -2,6 +2,7 @@ package hardware
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -95,4 +96,69 @@ func synthModel(t *testing.T, shape string, typ quant.Type) *model.Model {
 	}
 	t.Cleanup(func() { m.Close() })
 	return m
+}
+
+// TestCeilingHoldsEveryPass: a pass that ran faster than the probe (a
+// wide pass at 193 GMAC/s against a probe's 132, the probe taken while the
+// machine was busier) sets the ceiling, so no share of it exceeds 100%;
+// the description says the probe fell short, Bound stores the raised
+// ceiling and keeps the probe's figure, and slower passes leave the
+// probe's figure as the ceiling.
+func TestCeilingHoldsEveryPass(t *testing.T) {
+	const macs = 58e6
+	at := func(w int, rate float64) latency.Point {
+		return latency.Point{W: w, Median: time.Duration(float64(w) * macs / rate * float64(time.Second))}
+	}
+	l := Limits{Bandwidth: 20e9, WeightBytes: 60e6, Peak: 132e9, MACs: macs, Integer: true}
+	fast := []latency.Point{at(1, 19e9), at(8, 120e9), at(48, 193e9)}
+	peak, w := l.Ceiling(fast)
+	if w != 48 || math.Abs(peak-193e9) > 1e6 {
+		t.Fatalf("ceiling %.1f GMAC/s set at W=%d, want 193 at W=48", peak/1e9, w)
+	}
+	for _, p := range fast {
+		if share := l.Rate(p.W, p.Median) / peak; share > 1+1e-9 {
+			t.Errorf("W=%d: %.0f%% of the ceiling", p.W, 100*share)
+		}
+	}
+	got := l.Describe(fast)
+	for _, want := range []string{"Compute ceiling 193 GMAC/s", "at W=48 the pass runs 193.0 GMAC/s, 100% of it", "The probe measured 132 GMAC/s, less than the pass at W=48 ran"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	// a pass between the probe and the fastest one is a share below 100%
+	mid := []latency.Point{at(1, 19e9), at(16, 150e9), at(48, 193e9), at(64, 170e9)}
+	got = l.Describe(mid)
+	if !strings.Contains(got, "at W=64 the pass runs 170.0 GMAC/s, 88% of it") {
+		t.Errorf("%q: the widest pass against a ceiling its wider neighbour set", got)
+	}
+	b := l
+	b.Bound(mid)
+	if math.Abs(b.Peak-193e9) > 1e6 || b.Probed != 132e9 || b.BoundW != 48 {
+		t.Fatalf("bound: peak %.1f GMAC/s, probed %.1f, at W=%d", b.Peak/1e9, b.Probed/1e9, b.BoundW)
+	}
+	if got := b.Describe(mid); !strings.Contains(got, "The probe measured 132 GMAC/s, less than the pass at W=48 ran") {
+		t.Errorf("bound limits: %q", got)
+	}
+	b.Bound(fast) // again: nothing faster, nothing changes
+	if math.Abs(b.Peak-193e9) > 1e6 || b.Probed != 132e9 || b.BoundW != 48 {
+		t.Fatalf("bound twice: peak %.1f GMAC/s, probed %.1f, at W=%d", b.Peak/1e9, b.Probed/1e9, b.BoundW)
+	}
+	// passes slower than the probe: the probe's figure stands
+	slow := []latency.Point{at(1, 19e9), at(48, 100e9)}
+	if peak, w := l.Ceiling(slow); peak != 132e9 || w != 0 {
+		t.Errorf("slower passes: ceiling %.1f GMAC/s at W=%d, want the probe's 132", peak/1e9, w)
+	}
+	s := l
+	s.Bound(slow)
+	if s != l {
+		t.Errorf("slower passes changed the limits: %+v", s)
+	}
+	if got := l.Describe(slow); strings.Contains(got, "probe measured") || !strings.Contains(got, "76% of it") {
+		t.Errorf("slower passes: %q", got)
+	}
+	// no ceiling (a device with memory of its own): none is made up
+	if peak, _ := (Limits{MACs: macs}).Ceiling(fast); peak != 0 {
+		t.Errorf("no probe: ceiling %g", peak)
+	}
 }

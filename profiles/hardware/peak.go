@@ -115,42 +115,74 @@ func (p *BandwidthProbe) Sustain(ctx context.Context, d time.Duration) (Reading,
 // multiply-adds per second over threads goroutines: the inner operations of
 // the integer kernels (integer true: int8 products summed to int32, as the
 // quantised types run) or of the float32 ones (FMA), with no memory
-// traffic; the best of three passes of about 50 ms. Decoding cannot beat
-// it, so T_verify(W) of wide W is judged against it.
+// traffic; the best of five passes of about 50 ms. Decoding cannot beat
+// it, so T_verify(W) of wide W is judged against it (Limits.Ceiling).
 func ComputePeak(ctx context.Context, threads int, integer bool) (float64, error) {
+	return computePeak(ctx, host().Host, threads, integer)
+}
+
+// prober runs the kernels' inner operations (kernels.HostFacts).
+type prober interface {
+	PeakProbe(integer bool, iters int) (macs int64, sink int64)
+}
+
+// peakChunks is how many chunks a thread's share of a probe pass is cut
+// into.
+const peakChunks = 16
+
+// computePeak is ComputePeak on p. A pass's work is cut into chunks the
+// threads claim as they finish their last, as the kernels' pool runs a
+// product: a thread held up by other work on the machine leaves its
+// chunks to the others, as it does in a pass of the model. Split evenly
+// instead, a pass lasted as long as its slowest thread, and on a busy
+// machine the probe read a ceiling below the rate the kernels then ran
+// wide passes at.
+func computePeak(ctx context.Context, p prober, threads int, integer bool) (float64, error) {
 	threads = max(1, threads)
-	hf := host().Host
 	iters := 1 << 12
-	for { // size one pass to about 50 ms on one thread
+	for { // size one thread's share of a pass to about 50 ms
 		t0 := time.Now()
-		hf.PeakProbe(integer, iters)
+		p.PeakProbe(integer, iters)
 		if d := time.Since(t0); d > 10*time.Millisecond || iters > 1<<30 {
 			iters = int(float64(iters) * float64(50*time.Millisecond) / float64(max(d, time.Microsecond)))
 			break
 		}
 		iters *= 4
 	}
+	chunk := max(1, iters/peakChunks)
 	best := 0.0
 	sinks := make([]int64, threads)
-	for pass := 0; pass < 3; pass++ {
+	for pass := 0; pass < 5; pass++ {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		var macs atomic.Int64
-		done := make(chan struct{}, threads)
 		t0 := time.Now()
-		for w := 0; w < threads; w++ {
-			go func(w int) {
-				n, sink := hf.PeakProbe(integer, iters)
-				macs.Add(n)
-				sinks[w] = sink
-				done <- struct{}{}
-			}(w)
-		}
-		for w := 0; w < threads; w++ {
-			<-done
-		}
-		best = math.Max(best, float64(macs.Load())/time.Since(t0).Seconds())
+		macs := peakPass(p, integer, chunk, sinks)
+		best = math.Max(best, float64(macs)/time.Since(t0).Seconds())
 	}
 	return best, nil
+}
+
+// peakPass runs a probe pass on len(sinks) threads, peakChunks chunks of
+// chunk rounds each, claimed as the threads come free, and returns the
+// multiply-adds done.
+func peakPass(p prober, integer bool, chunk int, sinks []int64) int64 {
+	threads := len(sinks)
+	total := int64(threads * peakChunks)
+	var macs, next atomic.Int64
+	done := make(chan struct{}, threads)
+	for w := 0; w < threads; w++ {
+		go func(w int) {
+			for next.Add(1) <= total {
+				n, sink := p.PeakProbe(integer, chunk)
+				macs.Add(n)
+				sinks[w] ^= sink
+			}
+			done <- struct{}{}
+		}(w)
+	}
+	for w := 0; w < threads; w++ {
+		<-done
+	}
+	return macs.Load()
 }
