@@ -378,6 +378,7 @@ func (s *Source) extend(ctx context.Context) error {
 	b := model.Batch{Hidden: true}
 	if len(s.chain) == 0 {
 		s.cache.Truncate(s.fed) // drop last step's drafted slots
+		s.keep = 0              // and the last sequence's: the chain takes the slots past fed
 		known := s.known()
 		from := s.fed
 		if from == known {

@@ -437,7 +437,9 @@ func TestSparseDrafterFileRefused(t *testing.T) {
 // states agree with the last one's (the same prompt), the source keeps
 // its layer's slots and feeds only the last state again; where a state
 // differs it feeds from there on; either way it proposes exactly what a
-// fresh source proposes from those states.
+// fresh source proposes from those states, also at the step after, whose
+// states agree with the last sequence's too (the same tokens generated
+// again) but whose slots the first step's chain took.
 func TestBeginKeepsAgreeingStates(t *testing.T) {
 	m := loadTarget(t, "stories260K.gguf")
 	d := perturbed(t, m, 9)
@@ -448,17 +450,18 @@ func TestBeginKeepsAgreeingStates(t *testing.T) {
 		t.Fatal(err)
 	}
 	P := len(prompt) - 1
-	states := res.Hidden[:P*d.Dim]
+	states, later := res.Hidden[:P*d.Dim], res.Hidden[:2*d.Dim] // later: any two states
 	newSource := func() *Source {
-		src, err := NewSource(d, m, Options{})
+		src, err := NewSource(d, m, Options{NoResample: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return src
 	}
-	// draft returns the distributions of a three-level chain after states,
-	// and the layer rows the step computed
-	draft := func(src *Source, states []float32) ([][]float32, int) {
+	// generate drafts a three-level chain after states, commits its first
+	// token and a bonus, and drafts again after two more states; it
+	// returns the distributions and the layer rows the first step computed
+	generate := func(src *Source, states []float32) ([][]float32, int) {
 		t.Helper()
 		before := src.Stats().LayerRows
 		if err := src.Begin(ctx, prompt); err != nil {
@@ -468,41 +471,53 @@ func TestBeginKeepsAgreeingStates(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out [][]float32
-		path := []int{}
-		for k := 0; k < 3; k++ {
-			dst := make([]float32, d.Vocab)
-			if err := src.Expand(ctx, [][]int{path}, [][]float32{dst}); err != nil {
-				t.Fatal(err)
+		rows := 0
+		for step := 0; step < 2; step++ {
+			path := []int{}
+			for k := 0; k < 3; k++ {
+				dst := make([]float32, d.Vocab)
+				if err := src.Expand(ctx, [][]int{path}, [][]float32{dst}); err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, dst)
+				path = append(path, sample.Argmax(dst))
 			}
-			out = append(out, dst)
-			path = append(path, sample.Argmax(dst))
+			if step == 0 {
+				rows = src.Stats().LayerRows - before
+				if err := src.ObserveHidden(later, 2); err != nil {
+					t.Fatal(err)
+				}
+				if err := src.Commit(path[:1], (path[1]+7)%d.Vocab); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
-		return out, src.Stats().LayerRows - before
+		return out, rows
 	}
 	changed := append([]float32(nil), states...)
 	changed[3*d.Dim+1] += 0.25 // the fourth position's state
 	for _, tc := range []struct {
 		name   string
 		states []float32
-		rows   int // the layer rows the step computes: the states fed, then the chain
+		rows   int // the layer rows the first step computes: the states fed, then the chain
 	}{
 		{"the same states", states, 1 + 2},
 		{"the fourth state differs", changed, P - 3 + 2},
 	} {
 		src := newSource()
-		draft(src, states)
-		got, rows := draft(src, tc.states)
+		generate(src, states)
+		got, rows := generate(src, tc.states)
 		if rows != tc.rows {
 			t.Errorf("%s: the step computed %d layer rows, want %d", tc.name, rows, tc.rows)
 		}
-		want, fresh := draft(newSource(), tc.states)
+		want, fresh := generate(newSource(), tc.states)
 		if fresh != P+2 {
 			t.Fatalf("a fresh source computed %d layer rows, want %d", fresh, P+2)
 		}
 		for k := range want {
 			for i := range want[k] {
 				if got[k][i] != want[k][i] {
-					t.Fatalf("%s: depth %d, token %d: %g after the kept slots, %g from a fresh source", tc.name, k, i, got[k][i], want[k][i])
+					t.Fatalf("%s: step %d, depth %d, token %d: %g after the kept slots, %g from a fresh source", tc.name, k/3+1, k%3, i, got[k][i], want[k][i])
 				}
 			}
 		}
