@@ -27,10 +27,7 @@ func TestGreedyLosslessLongContext(t *testing.T) {
 		t.Skip("long prompts: slower")
 	}
 	target, draft := loadFamily(t, "custom:dim=128,layers=2,heads=2,kv=1,ffn=256,vocab=600,ctx=2048")
-	prompt := make([]int, 1300)
-	for i := range prompt {
-		prompt[i] = 3 + (i*131+17)%(target.Vocab-3)
-	}
+	prompt := longPrompt(target.Vocab, 1300)
 	ctx := context.Background()
 	const n = 40
 	for _, kv := range []quant.Type{quant.F32, quant.F16} {

@@ -60,9 +60,6 @@ func (e *Engine) Prefill(ctx context.Context, prompt []int) (*Prefix, error) {
 	return p, nil
 }
 
-// Prompt is the prompt the prefix holds (not to be modified).
-func (p *Prefix) Prompt() []int { return p.prompt }
-
 // Free releases the prefix's cache; it must not be used afterwards.
 func (p *Prefix) Free() {
 	if p.cache != nil {

@@ -12,14 +12,14 @@ import (
 
 // TestRunFromPrefix: a generation started from a prefilled prompt
 // (Engine.Prefill, RunFrom) emits what Run emits after the same prompt,
-// token for token and step for step, greedy and sampled, for drafters
-// that read the target's hidden states or not (and greedy, token for
-// token, for drafters on a device of their own, whose steps follow the
-// devices' timing), in
-// float32 and float16 caches, after a prompt longer than an attention
-// chunk; the prefix serves many generations unchanged, and the drafters
-// keeping their prompt slots from one generation to the next change
-// nothing either.
+// token for token and step for step (each step's tree, with the
+// drafter's probabilities), greedy and sampled, for drafters that read the
+// target's hidden states or not (and greedy, token for token, for
+// drafters on a device of their own, whose steps follow the devices'
+// timing), in float32 and float16 caches, after a prompt longer than an
+// attention chunk; the prefix serves many generations unchanged, and the
+// drafters keeping their prompt slots from one generation to the next
+// change nothing either.
 func TestRunFromPrefix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long prompts: slower")
@@ -52,6 +52,7 @@ func TestRunFromPrefix(t *testing.T) {
 					cfg := tc.cfg
 					cfg.MaxTokens = 24
 					cfg.Sample = sample.Params{Temp: temp, Seed: 7}
+					cfg.OnStep = func(Step) {} // the steps then carry their trees, with the drafter's probabilities
 					// a source drafting on a device of its own drafts as far as
 					// the pass's time lets it: its steps, and a sampled run's
 					// tokens with them, vary from one generation to the next,
@@ -85,9 +86,9 @@ func TestRunFromPrefix(t *testing.T) {
 							t.Fatalf("generation %d from the prefix took %d steps, Run %d", i+1, len(got.Steps), len(want.Steps))
 						}
 						for s := range want.Steps {
-							if got.Steps[s].Drafted != want.Steps[s].Drafted || got.Steps[s].Accepted != want.Steps[s].Accepted {
-								t.Fatalf("generation %d, step %d: %d drafted, %d accepted; Run %d, %d", i+1, s,
-									got.Steps[s].Drafted, got.Steps[s].Accepted, want.Steps[s].Drafted, want.Steps[s].Accepted)
+							if fmt.Sprint(got.Steps[s].Tree) != fmt.Sprint(want.Steps[s].Tree) || got.Steps[s].Accepted != want.Steps[s].Accepted {
+								t.Fatalf("generation %d, step %d: drafted %v, %d accepted; Run %v, %d", i+1, s,
+									got.Steps[s].Tree, got.Steps[s].Accepted, want.Steps[s].Tree, want.Steps[s].Accepted)
 							}
 						}
 					}
