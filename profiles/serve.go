@@ -175,10 +175,12 @@ type ServeStats struct {
 	// running and waiting requests, at most MaxTokensInFlight.
 	TokensInFlight    int `json:"tokens_in_flight"`
 	MaxTokensInFlight int `json:"max_tokens_in_flight"`
-	// KVBudget is the bytes of KV cache the running requests share, and
-	// KVUsed what their caches hold now.
+	// KVBudget is the bytes of KV cache the running requests share,
+	// KVUsed what their caches hold now, and KVSpare what the caches of
+	// requests that ended hold, kept within the budget for the next ones.
 	KVBudget uint64 `json:"kv_budget_bytes"`
 	KVUsed   uint64 `json:"kv_used_bytes"`
+	KVSpare  uint64 `json:"kv_spare_bytes"`
 	// BodyBytes are the request bodies a face holds now (set by the face).
 	BodyBytes int64 `json:"body_bytes_in_flight"`
 	// PromptBytes are the bytes of the prompts being rendered and
@@ -400,6 +402,7 @@ func (s *Server) Policy() string { return s.policy }
 func (s *Server) Close() {
 	s.stop()
 	<-s.served
+	s.budget.Release() // the spare caches kept for the next requests
 	s.pair.Close()
 }
 
@@ -437,6 +440,7 @@ func (s *Server) Stats() ServeStats {
 	st.MaxPromptBytes = s.opt.MaxPromptBytes
 	st.KVBudget = s.budget.Limit()
 	st.KVUsed, _ = s.budget.Used()
+	st.KVSpare, _ = s.budget.Spare()
 	st.TPS, st.AAL, st.Accept = st.Totals.TPS(), st.Totals.AAL(), st.Totals.Acceptance()
 	if busy > 0 {
 		st.Throughput = float64(st.Emitted) / busy.Seconds()

@@ -164,6 +164,7 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 		{"arborist_max_tokens_in_flight", float64(st.MaxTokensInFlight)},
 		{"arborist_kv_budget_bytes", float64(st.KVBudget)},
 		{"arborist_kv_used_bytes", float64(st.KVUsed)},
+		{"arborist_kv_spare_bytes", float64(st.KVSpare)},
 		{"arborist_body_bytes_in_flight", float64(st.BodyBytes)},
 		{"arborist_prompt_bytes_in_flight", float64(st.PromptBytes)},
 		{"arborist_prompt_waiting", float64(st.PromptWaiting)},

@@ -3,7 +3,11 @@ package model
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+
+	"arborist/kernels"
+	"arborist/kernels/quant"
 )
 
 // CacheBudget admits sequences' KV caches within a memory bound: a server
@@ -14,11 +18,30 @@ import (
 // allocated, and a cache that does not fit what is left is refused with
 // an error naming the bound; freeing the cache (Cache.Free) gives its
 // bytes back at once. Its methods may be called from any goroutine.
+//
+// A freed cache's device memory is kept as a spare for the next cache of
+// the same model that fits in it, within the budget, rather than given
+// back to the system: a fresh host cache is zeroed by the kernel page by
+// page as its first rows are written (a server's every request paid that,
+// most of a short request's cache stores), and a device allocation costs
+// a driver call. A spare is released as soon as a cache that does not
+// fit in one needs its bytes.
 type CacheBudget struct {
 	mu    sync.Mutex
 	limit uint64
-	used  uint64
+	used  uint64 // the admitted caches' bytes
 	held  int
+	spare []spareKV
+	kept  uint64 // the spares' bytes
+}
+
+// spareKV is a freed cache's device memory, kept for the next cache of
+// the same model (cfg), device and type.
+type spareKV struct {
+	cfg   *Config
+	dev   kernels.Device
+	kv    kernels.KV
+	bytes uint64
 }
 
 // ErrOverBudget is a cache larger than the whole budget: it can never be
@@ -72,8 +95,23 @@ func (b *CacheBudget) NewCache(m *Model, ctx int) (*Cache, error) {
 	if err := m.CheckCache(ctx); err != nil {
 		return nil, err
 	}
+	c := m.NewCache(ctx)
 	b.mu.Lock()
-	if left := b.limit - b.used; need > left {
+	if sp, ok := b.take(&m.Config, m.Backend, m.KVType, ctx); ok {
+		b.used += sp.bytes
+		b.held++
+		b.mu.Unlock()
+		c.kv, c.budget, c.budgetBytes = sp.kv, b, sp.bytes
+		return c, nil
+	}
+	var release []kernels.KV
+	for len(b.spare) > 0 && need > b.limit-b.used-b.kept {
+		sp := b.spare[0]
+		b.spare = b.spare[1:]
+		b.kept -= sp.bytes
+		release = append(release, sp.kv)
+	}
+	if left := b.limit - b.used - b.kept; need > left {
 		used, held := b.used, b.held
 		b.mu.Unlock()
 		return nil, fmt.Errorf("model: a %s KV cache of %d positions takes %s, more than the %s left: %w (%s by %d caches of %s)", m.KVType, ctx, mib(need), mib(left), ErrBudgetFull, mib(used), held, mib(b.limit))
@@ -81,13 +119,63 @@ func (b *CacheBudget) NewCache(m *Model, ctx int) (*Cache, error) {
 	b.used += need
 	b.held++
 	b.mu.Unlock()
-	c := m.NewCache(ctx)
+	for _, kv := range release {
+		kv.Free()
+	}
 	c.budget, c.budgetBytes = b, need
 	if err := c.alloc(); err != nil {
 		c.Free()
 		return nil, err
 	}
 	return c, nil
+}
+
+// take removes and returns the smallest spare of cfg's model on dev of
+// type t with room for ctx positions (b.mu held).
+func (b *CacheBudget) take(cfg *Config, dev kernels.Device, t quant.Type, ctx int) (spareKV, bool) {
+	best := -1
+	for i, sp := range b.spare {
+		if sp.cfg == cfg && sp.dev == dev && sp.kv.Type() == t && sp.kv.Cap() >= ctx && (best < 0 || sp.bytes < b.spare[best].bytes) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return spareKV{}, false
+	}
+	sp := b.spare[best]
+	b.spare = slices.Delete(b.spare, best, best+1)
+	b.kept -= sp.bytes
+	return sp, true
+}
+
+// keep takes back a freed cache's bytes and keeps its memory as a spare.
+func (b *CacheBudget) keep(c *Cache) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= c.budgetBytes
+	b.held--
+	b.spare = append(b.spare, spareKV{cfg: c.cfg, dev: c.dev, kv: c.kv, bytes: c.budgetBytes})
+	b.kept += c.budgetBytes
+}
+
+// Spare is the bytes of freed caches' memory the budget keeps for the
+// next caches (within its limit), and how many caches that is.
+func (b *CacheBudget) Spare() (bytes uint64, caches int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.kept, len(b.spare)
+}
+
+// Release gives every spare's memory back to the system (a server going
+// idle or shutting down).
+func (b *CacheBudget) Release() {
+	b.mu.Lock()
+	spare := b.spare
+	b.spare, b.kept = nil, 0
+	b.mu.Unlock()
+	for _, sp := range spare {
+		sp.kv.Free()
+	}
 }
 
 // release gives bytes back.

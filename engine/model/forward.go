@@ -136,18 +136,25 @@ func (c *Cache) CopyPrefixCap(n, capacity int) (*Cache, error) {
 }
 
 // Free releases the cache's device memory (a large host cache's mapping
-// is unmapped at once, a small one left to the garbage collector) and
-// gives its bytes back to the budget that admitted it; the cache must not
-// be used afterwards.
+// is unmapped at once, a small one left to the garbage collector), or,
+// for a cache a budget admitted, gives its bytes back to the budget,
+// which keeps the memory for the next cache that fits in it; the cache
+// must not be used afterwards.
 func (c *Cache) Free() {
-	if c.kv != nil {
-		c.kv.Free()
-		c.kv = nil
-	}
 	c.s.free()
 	if b := c.budget; b != nil {
 		c.budget = nil
+		if c.kv != nil {
+			b.keep(c) // its memory kept for the next cache that fits
+			c.kv = nil
+			return
+		}
 		b.release(c.budgetBytes)
+		return
+	}
+	if c.kv != nil {
+		c.kv.Free()
+		c.kv = nil
 	}
 }
 

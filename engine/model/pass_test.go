@@ -150,18 +150,43 @@ func TestCacheBudget(t *testing.T) {
 	if used, held := b.Used(); used != 40*per || held != 1 {
 		t.Fatalf("after a free the budget holds %d bytes in %d caches, want %d in 1", used, held, 40*per)
 	}
-	c3, err := b.NewCache(m, 60)
+	if kept, n := b.Spare(); kept != 60*per || n != 1 {
+		t.Fatalf("the freed cache's memory: %d bytes in %d spares kept, want %d in 1", kept, n, 60*per)
+	}
+	c3, err := b.NewCache(m, 50) // fits in the spare: no allocation
 	if err != nil {
 		t.Fatalf("the freed room: %v", err)
+	}
+	if kept, n := b.Spare(); allocs() != 2 || kept != 0 || n != 0 {
+		t.Fatalf("a cache that fits a spare: %d allocations (want 2), %d bytes in %d spares left", allocs(), kept, n)
+	}
+	if used, held := b.Used(); used != 100*per || held != 2 {
+		t.Fatalf("a cache in a spare of 60 positions: the budget holds %d bytes in %d caches, want %d in 2", used, held, 100*per)
 	}
 	var res model.Result
 	if err := m.Forward(context.Background(), c3, model.Batch{Tokens: []int{1, 2, 3}}, &res); err != nil {
 		t.Fatal(err)
 	}
+	if c3.Cap() != 50 {
+		t.Fatalf("a cache made in a larger spare has %d positions, want the 50 asked for", c3.Cap())
+	}
 	c2.Free()
 	c3.Free()
 	if used, held := b.Used(); used != 0 || held != 0 {
 		t.Fatalf("every cache freed, the budget holds %d bytes in %d caches", used, held)
+	}
+	// a cache no spare holds takes their bytes: the spares are released
+	c4, err := b.NewCache(m, 100)
+	if err != nil {
+		t.Fatalf("the spares' room: %v", err)
+	}
+	if kept, n := b.Spare(); allocs() != 3 || kept != 0 || n != 0 {
+		t.Fatalf("a cache larger than every spare: %d allocations (want 3), %d bytes in %d spares left", allocs(), kept, n)
+	}
+	c4.Free()
+	b.Release()
+	if kept, n := b.Spare(); kept != 0 || n != 0 {
+		t.Fatalf("released, the budget keeps %d bytes in %d spares", kept, n)
 	}
 	// the device's own refusal gives the bytes back too
 	fake.MaxValues = 10
