@@ -236,7 +236,7 @@ type loadKey struct {
 // predictLoads prices the config's plan at each level of the test under
 // each of Arborist's serving policies, from the pair's stored curves and
 // calibration, for the test's own requests: its prompts' median length in
-// the target's tokens and its max tokens. Nothing is measured; with
+// the target's tokens and its max tokens, its clients in step. Nothing is measured; with
 // nothing stored (or a plan the model cannot price) there is no
 // prediction.
 func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Options) map[loadKey]costmodel.LoadPrediction {
@@ -254,7 +254,9 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 		return nil
 	}
 	slices.Sort(lens)
-	req := costmodel.Requests{Prompt: lens[len(lens)/2], Tokens: opt.MaxTokens}
+	// the test's clients each send an equal request when the last ends:
+	// they start together and stay in step
+	req := costmodel.Requests{Prompt: lens[len(lens)/2], Tokens: opt.MaxTokens, Together: true}
 	price := func(p costmodel.Plan) (costmodel.Prediction, error) { return costmodel.Predict(p, in.Acc, in.Costs) }
 	pr, err := price(r.Plan)
 	if err != nil {

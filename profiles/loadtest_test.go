@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"arborist/engine/model/modeltest"
 	"arborist/engine/spec"
@@ -362,7 +363,7 @@ func TestLoadTestPredicts(t *testing.T) {
 		lens = append(lens, len(ids))
 	}
 	slices.Sort(lens)
-	req := costmodel.Requests{Prompt: lens[1], Tokens: 6}
+	req := costmodel.Requests{Prompt: lens[1], Tokens: 6, Together: true} // its clients run in step
 	price := func(p costmodel.Plan) (costmodel.Prediction, error) { return costmodel.Predict(p, in.Acc, in.Costs) }
 	pr, err := price(r.Plan)
 	if err != nil {
@@ -370,6 +371,7 @@ func TestLoadTestPredicts(t *testing.T) {
 	}
 	for _, l := range res.Levels {
 		var want float64
+		var ttft time.Duration
 		switch l.Server {
 		case loadtest.ArboristPlan, loadtest.ArboristAdaptive, loadtest.ArboristPlain:
 			at, pol := pr, map[string]string{loadtest.ArboristPlan: costmodel.PolicyFixed, loadtest.ArboristAdaptive: costmodel.PolicyGoodput, loadtest.ArboristPlain: costmodel.PolicyPlain}[l.Server]
@@ -380,13 +382,13 @@ func TestLoadTestPredicts(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s at %d: %v", l.Server, l.Concurrency, err)
 			}
-			want = lp.TokensPerSec
+			want, ttft = lp.TokensPerSec, lp.TTFT
 			if want <= 0 {
 				t.Fatalf("%s at %d priced at %.1f tokens/s", l.Server, l.Concurrency, want)
 			}
 		}
-		if l.Predicted != want || (want > 0) != (l.PredictedTTFT > 0 && l.PredictedTPOT > 0) {
-			t.Errorf("%s at %d: predicted %.1f tokens/s, want %.1f", l.Server, l.Concurrency, l.Predicted, want)
+		if l.Predicted != want || l.PredictedTTFT != ttft || (want > 0) != (l.PredictedTTFT > 0 && l.PredictedTPOT > 0) {
+			t.Errorf("%s at %d: predicted %.1f tokens/s, TTFT %v, want %.1f, %v", l.Server, l.Concurrency, l.Predicted, l.PredictedTTFT, want, ttft)
 		}
 	}
 }

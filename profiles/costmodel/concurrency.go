@@ -46,6 +46,13 @@ const (
 // as requests that never end (every pass a decoding pass).
 type Requests struct {
 	Prompt, Tokens int
+	// Together says the requests run in step: C clients each sending an
+	// equal request when its last one ends (as loadtest drives a server)
+	// start together and end together, so every wave's prompts are
+	// prefilled in the same passes and a request's first token waits for
+	// all of them. False: requests come one at a time (a deployment's
+	// steady state), each after half a pass.
+	Together bool
 }
 
 // LoadPrediction is a plan under a policy at a concurrency.
@@ -217,7 +224,10 @@ func (pc passCost) prefill(n int) time.Duration {
 // of which verifies the prompt's last token and gives its first tokens
 // (TTFT = wait + prefill(P - 1) + T_pass), AAL a step; and the other
 // requests' prompts, one each in its life, lengthen the passes it waits
-// on. Then tokens/s = C * n / life and TPOT = (life - TTFT) / (n - 1);
+// on. Requests that run in step (req.Together) wait for no pass but have
+// every prompt of their wave prefilled before their first step: TTFT =
+// C * prefill(P - 1) + T_pass, life = TTFT + (max(1, n / AAL) - 1) *
+// T_pass. Then tokens/s = C * n / life and TPOT = (life - TTFT) / (n - 1);
 // with req.Tokens 0, requests that never end: tokens/s = C * AAL /
 // T_pass, TPOT = T_pass / AAL. Plain batching
 // is the plan spec.PlainPlan (one row a request, AAL 1); Goodput's
@@ -313,15 +323,19 @@ func PredictLoad(pr Prediction, acc *Acceptance, c Costs, conc int, policy strin
 		return lp, fmt.Errorf("a pass priced at %v", lp.Pass)
 	}
 	pre, wait := pc.prefill(req.Prompt-1), time.Duration(0)
-	if conc > 1 {
+	first, others := pre, time.Duration(conc-1)*pre // the prompts before a request's first step, and in the rest of its life
+	switch {
+	case req.Together:
+		first, others = time.Duration(conc)*pre, 0 // its wave's, all before any first step
+	case conc > 1:
 		wait = lp.Pass / 2
 	}
-	lp.TTFT = wait + pre + lp.Pass
+	lp.TTFT = wait + first + lp.Pass
 	lp.TokensPerSec = float64(conc) * lp.Tokens / lp.Pass.Seconds()
 	lp.TPOT = time.Duration(float64(lp.Pass) / lp.Tokens)
 	if req.Tokens > 1 {
 		steps := max(1, float64(req.Tokens)/lp.Tokens) // the first step runs whole
-		life := float64(wait+pre) + steps*float64(lp.Pass) + float64(conc-1)*float64(pre)
+		life := float64(wait+first) + steps*float64(lp.Pass) + float64(others)
 		lp.TokensPerSec = float64(conc) * float64(req.Tokens) / (life / float64(time.Second))
 		lp.TPOT = time.Duration((life - float64(lp.TTFT)) / float64(req.Tokens-1))
 	}

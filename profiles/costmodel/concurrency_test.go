@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"arborist/engine/spec"
 	"arborist/profiles/latency"
 )
 
@@ -246,6 +247,49 @@ func TestPassTime(t *testing.T) {
 		got, ok := PassTime(c, tc.seqs, tc.rows)
 		if ok != tc.ok || (ok && got != tc.want) {
 			t.Errorf("%d sequences, %d rows: %v %v, want %v %v", tc.seqs, tc.rows, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestPredictLoadTogether: requests in step (a closed loop of equal
+// requests, as loadtest drives) wait for no pass, but their first token
+// waits for every prompt of their wave; requests that come one at a time
+// wait half a pass and their own prompt. A request's life holds the same
+// prompts either way, so the tokens/s differ only by the wait; at one
+// request the two are the same.
+func TestPredictLoadTogether(t *testing.T) {
+	c := loadCosts(2 * time.Millisecond)
+	acc := Uniform(0.7, 0.4, 8, 4)
+	price := func(p Plan) (Prediction, error) { return Predict(p, acc, c) }
+	plain := Prediction{Plan: spec.PlainPlan()}
+	pc, err := newPassCost(c, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre := pc.prefill(19)
+	for _, conc := range []int{1, 4} {
+		one, err := PredictLoad(plain, acc, c, conc, PolicyPlain, Requests{Prompt: 20, Tokens: 32}, price)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wave, err := PredictLoad(plain, acc, c, conc, PolicyPlain, Requests{Prompt: 20, Tokens: 32, Together: true}, price)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if conc == 1 {
+			if one.TTFT != wave.TTFT || one.TokensPerSec != wave.TokensPerSec {
+				t.Errorf("one request: apart %v %.1f tokens/s, together %v %.1f", one.TTFT, one.TokensPerSec, wave.TTFT, wave.TokensPerSec)
+			}
+			continue
+		}
+		if want := time.Duration(conc)*pre + wave.Pass; wave.TTFT != want {
+			t.Errorf("%d in step: TTFT %v, want the wave's %d prompts (%v each) and a pass (%v): %v", conc, wave.TTFT, conc, pre, wave.Pass, want)
+		}
+		if want := one.Pass/2 + pre + one.Pass; one.TTFT != want {
+			t.Errorf("%d one at a time: TTFT %v, want half a pass, its prompt and a pass: %v", conc, one.TTFT, want)
+		}
+		if !(wave.TokensPerSec > one.TokensPerSec) || wave.TokensPerSec > one.TokensPerSec*1.1 {
+			t.Errorf("%d: in step %.1f tokens/s, one at a time %.1f: the same prompts, only the wait apart", conc, wave.TokensPerSec, one.TokensPerSec)
 		}
 	}
 }
