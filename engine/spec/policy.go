@@ -232,6 +232,23 @@ func (g Goodput) Budgets(fixed int, loads []Load, out []int) {
 		owned += own(0)
 	}
 	best := tokens / secs(rows, owned)
+	// the greedy growth below stops at the first step that does not pay,
+	// which a curve's steps (a pass one row past a tile costs a tile
+	// more) can make short of a larger budget that does: every request at
+	// its plan's whole budget is priced too, and kept where it gives more
+	defer func() {
+		var t, o float64
+		r := fixed
+		for i, l := range loads {
+			at := price(i, l.Nodes)
+			t, r, o = t+at.tokens, r+at.rows, o+own(l.Nodes)
+		}
+		if t/secs(r, o) > best {
+			for i, l := range loads {
+				out[i] = l.Nodes
+			}
+		}
+	}()
 	for {
 		pick, to := -1, 0
 		var pickDT, pickDE, pickOwn float64
