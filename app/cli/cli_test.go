@@ -429,6 +429,7 @@ func TestBench(t *testing.T) {
 		BW          []float64 `json:"bandwidth_probes_bytes_per_s"`
 		Best        float64   `json:"bandwidth_best_pass_bytes_per_s"`
 		Peaks       []float64 `json:"peak_probes_macs_per_s"`
+		PeakW       int       `json:"peak_set_by_pass_width"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v:\n%s", err, out)
@@ -437,8 +438,9 @@ func TestBench(t *testing.T) {
 		t.Fatalf("%d runs, %d shares, %d reads, %d ceiling probes; want 3, 3, 4, 2", len(r.Decode), len(r.Shares), len(r.BW), len(r.Peaks))
 	}
 	sorted := slices.Sorted(slices.Values(r.BW))
-	if r.Bandwidth != (sorted[1]+sorted[2])/2 || r.Peak != slices.Max(r.Peaks) {
-		t.Errorf("limits %v B/s and %v MAC/s, not the median of the reads %v and the best of the probes %v", r.Bandwidth, r.Peak, r.BW, r.Peaks)
+	// the ceiling is the best probe, or a pass's rate where one ran faster
+	if r.Bandwidth != (sorted[1]+sorted[2])/2 || (r.PeakW == 0 && r.Peak != slices.Max(r.Peaks)) || r.Peak < slices.Max(r.Peaks) {
+		t.Errorf("limits %v B/s and %v MAC/s (set by the pass at W=%d), not the median of the reads %v and the best of the probes %v", r.Bandwidth, r.Peak, r.PeakW, r.BW, r.Peaks)
 	}
 	if r.Best < slices.Max(r.BW) {
 		t.Errorf("fastest pass %v B/s below a whole read's rate %v", r.Best, r.BW)
