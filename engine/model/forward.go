@@ -135,6 +135,29 @@ func (c *Cache) CopyPrefixCap(n, capacity int) (*Cache, error) {
 	return d, nil
 }
 
+// Load makes the cache hold src's first n slots (another cache of the
+// same model and type), whatever it held: a prompt prefilled once,
+// copied into a cache a budget admitted.
+func (c *Cache) Load(src *Cache, n int) error {
+	switch {
+	case src.cfg != c.cfg || src.dev != c.dev || src.typ != c.typ:
+		return fmt.Errorf("model: load a cache of another model, device or type")
+	case n < 0 || n > src.n || n > c.cap:
+		return fmt.Errorf("model: load %d slots of a cache holding %d into one of %d", n, src.n, c.cap)
+	}
+	if n > 0 {
+		if err := c.alloc(); err != nil {
+			return err
+		}
+		if err := c.dev.CopyKV(c.kv, src.kv, n); err != nil {
+			return fmt.Errorf("model: %w", err)
+		}
+	}
+	copy(c.pos, src.pos[:n])
+	c.n = n
+	return nil
+}
+
 // Free releases the cache's device memory (a large host cache's mapping
 // is unmapped at once, a small one left to the garbage collector), or,
 // for a cache a budget admitted, gives its bytes back to the budget,

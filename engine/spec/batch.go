@@ -3,6 +3,7 @@ package spec
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -143,6 +144,12 @@ type Request struct {
 	// prompt's first chunk: a server tells a waiting request from a
 	// running one by it. It runs on the batch's goroutine, like OnToken.
 	OnAdmit func()
+	// From, when set, is Prompt prefilled once (Engine.Prefill on this
+	// batch's target and a source of this request's kind): the request
+	// starts from a copy of its cache instead of prefilling the prompt, as
+	// RunFrom does, and decodes from its first pass. The caller keeps it
+	// and frees it once its requests are done.
+	From *Prefix
 }
 
 // Handle is a submitted request: Done is closed when it has left the
@@ -183,6 +190,7 @@ type member struct {
 	chunk    int // prompt rows in this pass
 	p        *pending
 	onAdmit  func()
+	from     *Prefix
 	admitted time.Time
 	decoded  time.Time
 }
@@ -237,8 +245,13 @@ func (b *Batch) Submit(ctx context.Context, req Request) (*Handle, error) {
 	if err := b.target.CheckCache(capacity); err != nil {
 		return nil, err
 	}
+	if p := req.From; p != nil {
+		if err := p.fits(e, req.Prompt); err != nil {
+			return nil, err
+		}
+	}
 	r.aheadMu = &b.ahead
-	m := &member{ctx: ctx, h: &Handle{done: make(chan struct{})}, r: r, prompt: slices.Clone(req.Prompt), capacity: capacity, onAdmit: req.OnAdmit}
+	m := &member{ctx: ctx, h: &Handle{done: make(chan struct{})}, r: r, prompt: slices.Clone(req.Prompt), capacity: capacity, onAdmit: req.OnAdmit, from: req.From}
 	m.h.stop = context.AfterFunc(ctx, b.signal) // a client gone wakes Serve
 	b.mu.Lock()
 	b.waiting = append(b.waiting, m)
@@ -363,7 +376,13 @@ func (b *Batch) admit() {
 		if m.onAdmit != nil {
 			m.onAdmit()
 		}
-		if len(m.prompt) == 1 {
+		if m.from != nil && m.from.cache != nil {
+			if err := b.loadPrefix(m); err != nil {
+				b.leave(m, err)
+				continue
+			}
+		}
+		if m.filled == len(m.prompt)-1 {
 			if err := b.startDecoding(m); err != nil {
 				b.leave(m, err)
 				continue
@@ -583,6 +602,25 @@ func (b *Batch) finishStep(m *member, pass time.Duration) (bool, error) {
 	}
 	m.p.st.Verify = pass + time.Since(t)
 	return r.finish(m.ctx, m.p)
+}
+
+// loadPrefix copies the request's prefilled prompt into its cache and
+// takes the prefill's hidden states, as the last prompt chunk's pass
+// would have given them.
+func (b *Batch) loadPrefix(m *member) error {
+	r, p := m.r, m.from
+	if err := r.cache.Load(p.cache, p.cache.Len()); err != nil {
+		return fmt.Errorf("spec: %w", err)
+	}
+	m.filled = len(m.prompt) - 1
+	if r.hs != nil {
+		m.hidden = append(m.hidden[:0], p.hidden...)
+	}
+	if r.needHidden {
+		d := b.target.Dim
+		r.hidden = append(r.hidden[:0], p.hidden[len(p.hidden)-d:]...)
+	}
+	return nil
 }
 
 // prefilled takes a prompt chunk's outputs; after the last chunk the

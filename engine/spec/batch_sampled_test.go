@@ -9,6 +9,7 @@ import (
 	"arborist/engine/drafter"
 	"arborist/engine/sample"
 	"arborist/engine/tree"
+	"arborist/kernels/quant"
 )
 
 // TestBatchSampledLossless: in a batch, each request's first two tokens
@@ -103,5 +104,96 @@ func TestBatchSampledLossless(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestBatchSampledLosslessLongContext is TestBatchSampledLossless after a
+// prompt longer than an attention chunk (each verification row's softmax
+// spans two chunks), in float32 and float16 caches: four requests a pass,
+// their budgets cycling from none to the whole plan, each started from
+// the prompt prefilled once (Request.From); a chain and a ranked tree,
+// each with a broken residual step that must be caught.
+func TestBatchSampledLosslessLongContext(t *testing.T) {
+	if testing.Short() {
+		t.Skip("statistical test: thousands of seeded runs after a long prompt")
+	}
+	sc := longSampledCase(t, 600, false)
+	ctx := context.Background()
+	const seqs = 4
+	plans := []struct {
+		name string
+		plan Plan
+	}{
+		{"chain", Plan{Strategy: "chain", Gamma: 3}},
+		{"ranked tree", Plan{Strategy: "egt", EGT: []int{1, 3}, Branch: 3, WMax: 8}},
+	}
+	for _, kv := range []quant.Type{quant.F32, quant.F16} {
+		t.Run(kv.String(), func(t *testing.T) {
+			sc.target.KVType = kv
+			joint, covered := exactJoint(t, sc.target, sc.prompt, sc.params, sc.n)
+			first, covered1 := exactFirst(t, sc.target, sc.prompt, sc.params, sc.n)
+			base := drafter.NewModel(sc.target, sc.layers, sc.ctx, "layer-skip")
+			pre, err := (&Engine{Target: sc.target, Source: base}).Prefill(ctx, sc.prompt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pre.Free()
+			run := func(t *testing.T, plan Plan, f faults) [2]chiStat {
+				obs, obs1 := map[[2]int]int{}, map[[2]int]int{}
+				pass := 0
+				b := NewBatch(sc.target, BatchOptions{Policy: cycleBudgets{&pass}, MaxSeqs: seqs})
+				b.faults = f
+				for i := 0; i < sc.n; i += seqs {
+					var hs []*Handle
+					for k := i; k < min(i+seqs, sc.n); k++ {
+						src, err := drafter.Fork(base)
+						if err != nil {
+							t.Fatal(err)
+						}
+						cfg := Config{Plan: plan, MaxTokens: 3, Sample: sc.params}
+						cfg.Sample.Seed = uint64(1000 + k)
+						h, err := b.Submit(ctx, Request{Prompt: sc.prompt, Config: cfg, Source: src, From: pre})
+						if err != nil {
+							t.Fatal(err)
+						}
+						hs = append(hs, h)
+					}
+					stepAll(t, b)
+					for _, h := range hs {
+						res, err := h.Result()
+						if err != nil {
+							t.Fatal(err)
+						}
+						obs[[2]int{res.Tokens[0], res.Tokens[1]}]++
+						obs1[[2]int{res.Tokens[0], -1}]++
+					}
+				}
+				var st [2]chiStat
+				st[0].chi, st[0].dof = chiSquare(joint, covered, obs, sc.n)
+				st[1].chi, st[1].dof = chiSquare(first, covered1, obs1, sc.n)
+				return st
+			}
+			names := [2]string{"the first two tokens", "the first token"}
+			for _, p := range plans {
+				t.Run(p.name, func(t *testing.T) {
+					for i, st := range run(t, p.plan, faults{}) {
+						if crit := chi2Crit(st.dof); st.chi > crit {
+							t.Errorf("%s: chi-square %.1f > %.1f (dof %d): output does not follow the target", names[i], st.chi, crit, st.dof)
+						} else {
+							t.Logf("%s: chi-square %.1f <= %.1f (dof %d)", names[i], st.chi, crit, st.dof)
+						}
+					}
+					caught := false // by one statistic at least
+					for i, st := range run(t, p.plan, faults{brokenResidual: true}) {
+						crit := chi2Crit(st.dof)
+						caught = caught || st.chi > crit
+						t.Logf("broken residual, %s: chi-square %.1f against %.1f (dof %d)", names[i], st.chi, crit, st.dof)
+					}
+					if !caught {
+						t.Errorf("with the residual step broken, no chi-square passed its critical value: the test has no teeth")
+					}
+				})
+			}
+		})
 	}
 }

@@ -443,6 +443,11 @@ func TestBatchSubmitRefuses(t *testing.T) {
 	budget := model.NewCacheBudget(p.target.KVBytesAs(30, p.target.KVType))
 	b := NewBatch(p.target, BatchOptions{Budget: budget})
 	ids := p.target.Tok.Encode("Once upon a time", true, false)
+	other, err := (&Engine{Target: p.target}).Prefill(ctx, p.target.Tok.Encode("Once upon a day", true, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Free()
 	for _, c := range []struct {
 		name string
 		req  Request
@@ -452,6 +457,7 @@ func TestBatchSubmitRefuses(t *testing.T) {
 		{"bad plan", Request{Prompt: ids, Config: Config{Plan: ChainPlan(0), MaxTokens: 10}, Source: drafter.NewNGram(2, p.target.Vocab)}, "gamma"},
 		{"no source", Request{Prompt: ids, Config: Config{Plan: ChainPlan(2), MaxTokens: 10}}, "needs a draft source"},
 		{"no room", Request{Prompt: ids, Config: Config{Plan: PlainPlan(), MaxTokens: 10, Ctx: len(ids)}}, "leaves no room"},
+		{"another prompt's prefix", Request{Prompt: ids, Config: Config{Plan: PlainPlan(), MaxTokens: 10}, From: other}, "a prefix of another prompt"},
 	} {
 		if _, err := b.Submit(ctx, c.req); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)

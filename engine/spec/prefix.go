@@ -70,14 +70,8 @@ func (p *Prefix) Free() {
 
 // RunFrom is Run after p's prompt, starting from its prefilled cache.
 func (e *Engine) RunFrom(ctx context.Context, p *Prefix, cfg Config) (*Result, error) {
-	if p.target != e.Target {
-		return nil, fmt.Errorf("spec: a prefix prefilled on another target")
-	}
-	if _, hs := e.Source.(drafter.HiddenSource); hs && !p.allRows {
-		return nil, fmt.Errorf("spec: the source reads every prompt row's hidden state; the prefix kept the last row's only (prefill it on an engine with this source)")
-	}
-	if p.cache != nil && p.cache.Type() != e.Target.KVType {
-		return nil, fmt.Errorf("spec: a prefix of a %s cache for a target of a %s cache", p.cache.Type(), e.Target.KVType)
+	if err := p.fits(e, p.prompt); err != nil {
+		return nil, err
 	}
 	r, err := e.newRun(p.prompt, cfg)
 	if err != nil {
@@ -85,6 +79,23 @@ func (e *Engine) RunFrom(ctx context.Context, p *Prefix, cfg Config) (*Result, e
 	}
 	r.from = p
 	return r.res, r.loop(ctx, p.prompt)
+}
+
+// fits says why p cannot start a generation of prompt on e (nil: it can).
+func (p *Prefix) fits(e *Engine, prompt []int) error {
+	if p.target != e.Target {
+		return fmt.Errorf("spec: a prefix prefilled on another target")
+	}
+	if !slices.Equal(p.prompt, prompt) {
+		return fmt.Errorf("spec: a prefix of another prompt (%d tokens, the request's %d)", len(p.prompt), len(prompt))
+	}
+	if _, hs := e.Source.(drafter.HiddenSource); hs && !p.allRows {
+		return fmt.Errorf("spec: the source reads every prompt row's hidden state; the prefix kept the last row's only (prefill it on an engine with this source)")
+	}
+	if p.cache != nil && p.cache.Type() != e.Target.KVType {
+		return fmt.Errorf("spec: a prefix of a %s cache for a target of a %s cache", p.cache.Type(), e.Target.KVType)
+	}
+	return nil
 }
 
 // openFrom opens the run on a copy of its prefix's cache, of the run's
