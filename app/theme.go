@@ -5,6 +5,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/theme"
+	"golang.org/x/image/font/gofont/gomono"
 )
 
 // colorAccepted colours the draft tokens the target accepted in the Run
@@ -56,4 +57,19 @@ func (t appTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color 
 		return acceptedColors[theme.VariantLight]
 	}
 	return t.Theme.Color(n, v)
+}
+
+// monoFont is the font of the monospaced text (the Export screen's YAML,
+// the Models screen's model facts): Go Mono. Fyne's bundled monospace
+// font draws the underscore about half a pixel thick at the foot of its
+// line, so the OpenGL window lost it ("q8_0" read "q8 0" in the light
+// theme); Go Mono's underscore is a full stroke above the line's foot.
+var monoFont = fyne.NewStaticResource("GoMono.ttf", gomono.TTF)
+
+// Font is the theme's font but for monospaced text, which is monoFont.
+func (t appTheme) Font(s fyne.TextStyle) fyne.Resource {
+	if s.Monospace {
+		return monoFont
+	}
+	return t.Theme.Font(s)
 }
