@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"image"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -79,11 +80,7 @@ func capture(wb *Workbench, dir string, want fyne.Size, name string, part ...fyn
 			root = part[0]
 			size = fyne.NewSize(root.Size().Width, root.MinSize().Height)
 		}
-		c := software.NewCanvas()
-		c.SetPadded(false)
-		c.SetContent(root)
-		c.Resize(size)
-		shot := c.Capture()
+		shot := paint(root, size)
 		wb.Session.Win.SetContent(wb.Root)
 		f, err := os.Create(filepath.Join(dir, name))
 		if err != nil {
@@ -94,6 +91,19 @@ func capture(wb *Workbench, dir string, want fyne.Size, name string, part ...fyn
 		f.Close()
 		fmt.Println("saved", filepath.Join(dir, name))
 	})
+}
+
+// paint draws root at size with Fyne's software renderer. The canvas
+// takes its size before its content: given the content first, it lays it
+// out at its minimum size, where every wrapped label wraps into a narrow
+// column and asks for many lines, and the boxes above them keep those
+// lines' height as empty gaps once the canvas grows to size.
+func paint(root fyne.CanvasObject, size fyne.Size) image.Image {
+	c := software.NewCanvas()
+	c.SetPadded(false)
+	c.Resize(size)
+	c.SetContent(root)
+	return c.Capture()
 }
 
 // prepare fills the screens the way a user would before the captures:
