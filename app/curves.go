@@ -14,8 +14,9 @@ import (
 // CurveFamily is the Profile screen's chart of the target's verification
 // curve at every context measured (one line per context, over W), with
 // the calibration suite's context range marked: the curve interpolated
-// at the shortest and the longest context its steps reached (dashed in
-// the legend's words), so what a plan is priced at lies between them.
+// at the shortest and the longest context its steps reached (dashed, drawn
+// over the measured lines: the shortest is often a measured context
+// itself), so what a plan is priced at lies between them.
 // It redraws whenever the session's inputs change (a profile, a
 // calibration or a tune read them again).
 type CurveFamily struct {
@@ -24,9 +25,13 @@ type CurveFamily struct {
 	Note  *widget.Label
 }
 
+// familyChartW and familyChartH are the family chart's least room (see
+// profileChartW).
+const familyChartW, familyChartH = 480, 190
+
 // newCurveFamily builds the chart and follows the session's inputs.
 func newCurveFamily(s *Session) *CurveFamily {
-	f := &CurveFamily{s: s, Chart: newChart(480, 260), Note: widget.NewLabel("")}
+	f := &CurveFamily{s: s, Chart: newChart(familyChartW, familyChartH), Note: widget.NewLabel("")}
 	f.Chart.Name, f.Chart.Zoomable = "latency-context", true
 	f.Note.Wrapping = fyne.TextWrapWord
 	s.OnChange(f.refresh)
@@ -81,7 +86,7 @@ func familySpec(fam []profiles.ContextCurve, rng profiles.ContextRange) (ChartSp
 	}
 	if rng.First > 0 {
 		mark := func(name string, n int) {
-			s := Series{Name: name}
+			s := Series{Name: name, Dashed: true}
 			for _, pt := range fam[0].Verify {
 				if t := profiles.AtContext(fam, pt.W, n); t > 0 {
 					s.X = append(s.X, float64(pt.W))
@@ -92,13 +97,13 @@ func familySpec(fam []profiles.ContextCurve, rng profiles.ContextRange) (ChartSp
 				series = append(series, s)
 			}
 		}
-		mark(fmt.Sprintf("suite's shortest context, %d (interpolated)", rng.First), rng.First)
+		mark(fmt.Sprintf("suite's shortest context, %d (interpolated, dashed)", rng.First), rng.First)
 		last := rng.Last
 		if last > fam[len(fam)-1].Context {
 			last = fam[len(fam)-1].Context
 			note += fmt.Sprintf(" The suite's steps reach %d tokens, past the longest measured (%d): profile --ctx %d prices them.", rng.Last, last, rng.Last)
 		}
-		mark(fmt.Sprintf("suite's longest context, %d (interpolated)", last), last)
+		mark(fmt.Sprintf("suite's longest context, %d (interpolated, dashed)", last), last)
 	}
 	if c := rng.String(); c != "" {
 		note += " Plans are priced at " + c + "."

@@ -54,12 +54,19 @@ func NewProfileScreen(s *Session) *ProfileScreen {
 	p.Progress = widget.NewProgressBar()
 	p.Status = widget.NewLabel(profileHint)
 	p.Status.Wrapping = fyne.TextWrapWord
-	p.Chart = newChart(640, 360)
+	// both charts fit under the controls at 1366x768 (profileChartW)
+	p.Chart = newChart(profileChartW, profileChartH)
 	p.Chart.Name, p.Chart.Zoomable = "latency", true
 	p.Family = newCurveFamily(s)
 	s.OnPair(p.pairShown)
 	return p
 }
+
+// profileChartW and profileChartH are the least room of the latency
+// chart; the context family's chart under it asks for familyChartW x
+// familyChartH. Together with the controls they fit a 1366x768 window,
+// and at 1920x1080 the split gives each about half of the rest.
+const profileChartW, profileChartH = 560, 210
 
 // profileHint is the status before anything is measured or stored.
 const profileHint = "Choose models, then Profile: this times one target pass over W tokens for each W."
@@ -86,9 +93,11 @@ func (p *ProfileScreen) Title() string { return "Profile" }
 
 // Content lays the screen out.
 func (p *ProfileScreen) Content() fyne.CanvasObject {
-	controls := container.NewHBox(p.Start, p.Cancel, widget.NewLabel("largest W"), p.MaxW, p.Fresh)
+	// the progress bar fills the controls' row: on a row of its own it
+	// pushed the second chart below the fold at 1366x768
+	controls := container.NewBorder(nil, nil, container.NewHBox(p.Start, p.Cancel, widget.NewLabel("largest W"), p.MaxW, p.Fresh), nil, p.Progress)
 	help := metricHelp(metricTVerify, "W: how many tokens one target pass verifies; speculation pays when T_verify grows slowly with W.")
-	return container.NewBorder(container.NewVBox(p.Hardware, controls, p.Progress, p.Status), help, nil, nil, container.NewVSplit(p.Chart.View(p.s.Win), p.Family.View(p.s.Win)))
+	return container.NewBorder(container.NewVBox(p.Hardware, controls, p.Status), help, nil, nil, container.NewVSplit(p.Chart.View(p.s.Win), p.Family.View(p.s.Win)))
 }
 
 func (p *ProfileScreen) start() {
