@@ -24,6 +24,11 @@ type Series struct {
 	Name string
 	X, Y []float64
 	Err  []float64
+	// Dashed draws the line dashed, thicker and over the others, without
+	// point glyphs: a derived line (the suite's context range, interpolated
+	// between measured curves) that can lie exactly on a measured one and
+	// must still be told apart from it; the legend's sample is dashed too.
+	Dashed bool
 }
 
 // ChartSpec describes a line chart.
@@ -80,6 +85,7 @@ func lineFigure(spec ChartSpec) *chartFigure {
 	valid := func(x, y float64) bool {
 		return !(spec.LogX && x <= 0) && !(spec.LogY && y <= 0) && !math.IsNaN(x) && !math.IsNaN(y)
 	}
+	var over []plot.Plotter // the dashed lines, drawn last
 	for i, s := range spec.Series {
 		pts := make(plotter.XYs, 0, len(s.X))
 		var errs plotter.YErrors
@@ -113,8 +119,16 @@ func lineFigure(spec ChartSpec) *chartFigure {
 			continue
 		}
 		l.Color, l.Width = c, vg.Points(1.5)
-		p.Add(l)
 		thumbs := []plot.Thumbnailer{l}
+		if s.Dashed {
+			l.Width, l.Dashes = vg.Points(2.5), []vg.Length{vg.Points(6), vg.Points(4)}
+			over = append(over, l)
+			if s.Name != "" {
+				f.leg.Add(s.Name, thumbs...)
+			}
+			continue
+		}
+		p.Add(l)
 		if len(pts) > 0 {
 			if sc, err := plotter.NewScatter(pts); err == nil {
 				sc.Color, sc.Shape, sc.Radius = c, draw.CircleGlyph{}, vg.Points(2.5)
@@ -136,6 +150,7 @@ func lineFigure(spec ChartSpec) *chartFigure {
 			}
 		}
 	}
+	p.Add(over...)
 	if m := spec.Mark; m != nil && shown(m[0], m[1]) {
 		ms, err := plotter.NewScatter(plotter.XYs{{X: m[0], Y: m[1]}})
 		if err == nil {

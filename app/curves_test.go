@@ -27,6 +27,12 @@ func TestFamilySpec(t *testing.T) {
 	if len(spec.Series) != 5 || spec.Series[0].Name != "context 128" || !strings.Contains(spec.Series[3].Name, "300") || !strings.Contains(spec.Series[4].Name, "900") {
 		t.Fatalf("series: %v", names(spec.Series))
 	}
+	// the marks are drawn dashed over the measured curves, and say so
+	for i, s := range spec.Series {
+		if mark := i >= 3; s.Dashed != mark || mark != strings.Contains(s.Name, "dashed") {
+			t.Errorf("series %s: dashed %v", s.Name, s.Dashed)
+		}
+	}
 	// the marks lie between the measured curves around them
 	if y := spec.Series[3].Y[0]; y <= spec.Series[0].Y[0] || y >= spec.Series[1].Y[0] {
 		t.Errorf("the mark at 300 tokens: %.3f ms, not between context 128's and 1024's", y)
