@@ -324,7 +324,9 @@ type ChartPoint struct {
 type chartFigure struct {
 	p    *plot.Plot
 	leg  plot.Legend
-	bg   color.Color
+	// legend is where the legend was drawn (empty: none), gonum's units
+	legend vg.Rectangle
+	bg     color.Color
 	w, h int // pixels at 96 dpi
 	pts  []ChartPoint
 }
@@ -369,7 +371,9 @@ func (f *chartFigure) draw(dc draw.Canvas) draw.Canvas {
 		pad := vg.Points(8)
 		pc := draw.Crop(dc, 0, -(lw + 2*pad), 0, 0)
 		f.p.Draw(pc)
-		f.leg.Draw(draw.Crop(dc, dc.Max.X-dc.Min.X-lw-pad, 0, 0, -vg.Points(24)))
+		lc := draw.Crop(dc, dc.Max.X-dc.Min.X-lw-pad, 0, 0, -vg.Points(24))
+		f.leg.Draw(lc)
+		f.legend = f.leg.Rectangle(lc)
 		return f.p.DataCanvas(pc)
 	}
 	f.p.Draw(dc)
@@ -385,6 +389,9 @@ type chartRendering struct {
 	left, righ float32                 // the data area's left and right edge, image pixels
 	fx, fy     func(float64) vg.Length // data x and y to canvas x and y
 	height     float32                 // the image's height in pixels
+	// legend is the legend's box in image pixels (zero: none): a tip
+	// shown beside a point keeps clear of it
+	legend [4]float32 // left, top, right, bottom
 }
 
 // pixels converts gonum's points (1/72 inch) to pixels at 96 dpi.
@@ -399,6 +406,9 @@ func (f *chartFigure) render() *chartRendering {
 	img := c.Image()
 	ih := float32(img.Bounds().Dy())
 	r := &chartRendering{img: img, xmin: f.p.X.Min, xmax: f.p.X.Max, left: pixels(da.Min.X), righ: pixels(da.Max.X), fx: fx, fy: fy, height: ih}
+	if l := f.legend; l.Max.X > l.Min.X {
+		r.legend = [4]float32{pixels(l.Min.X), ih - pixels(l.Max.Y), pixels(l.Max.X), ih - pixels(l.Min.Y)}
+	}
 	for _, pt := range f.pts {
 		pt.px, pt.py = pixels(fx(pt.X)+pt.dx), ih-pixels(fy(pt.Y))
 		if pt.bar > 0 {

@@ -292,16 +292,8 @@ func (c *Chart) ShowTipAt(pos fyne.Position) (ChartPoint, bool) {
 	ts := fyne.MeasureText(c.Tip, c.tipText.TextSize, c.tipText.TextStyle)
 	pad := theme.InnerPadding() / 2
 	box := fyne.NewSize(ts.Width+2*pad, ts.Height+2*pad)
-	p := c.PointPos(pt)
-	x, y := p.X+10, p.Y-box.Height-10
-	if y < c.Size().Height/6 { // below the point, clear of the title
-		y = p.Y + 10
-	}
-	sz := c.Size()
-	if x+box.Width > sz.Width {
-		x = p.X - 10 - box.Width
-	}
-	x, y = max(0, x), max(0, y)
+	at := c.tipPlace(c.PointPos(pt), box)
+	x, y := at.X, at.Y
 	c.tipBg.Move(fyne.NewPos(x, y))
 	c.tipBg.Resize(box)
 	c.tipText.Move(fyne.NewPos(x+pad, y+pad))
@@ -311,6 +303,48 @@ func (c *Chart) ShowTipAt(pos fyne.Position) (ChartPoint, bool) {
 	c.tipBg.Refresh()
 	c.tipText.Refresh()
 	return pt, true
+}
+
+// tipPlace is where a tip of size box goes beside the point at p: above
+// and right of it, else above and left, below and right, below and left,
+// the first that stays inside the chart and clear of the legend (one
+// above the point also clear of the title, the top sixth), which a tip at the right covered; where none
+// does, above and right, moved inside.
+func (c *Chart) tipPlace(p fyne.Position, box fyne.Size) fyne.Position {
+	sz := c.Size()
+	lp, ls := c.LegendBox()
+	above, below := p.Y-box.Height-10, p.Y+10
+	clear := func(q fyne.Position) bool {
+		if q.X < 0 || q.Y < 0 || (q.Y == above && q.Y < sz.Height/6) || q.X+box.Width > sz.Width || q.Y+box.Height > sz.Height {
+			return false
+		}
+		return ls.IsZero() || q.X >= lp.X+ls.Width || q.X+box.Width <= lp.X || q.Y >= lp.Y+ls.Height || q.Y+box.Height <= lp.Y
+	}
+	right, left := p.X+10, p.X-10-box.Width
+	for _, q := range []fyne.Position{{X: right, Y: above}, {X: left, Y: above}, {X: right, Y: below}, {X: left, Y: below}} {
+		if clear(q) {
+			return q
+		}
+	}
+	x, y := right, above
+	if y < sz.Height/6 {
+		y = below
+	}
+	if x+box.Width > sz.Width {
+		x = left
+	}
+	return fyne.NewPos(max(0, x), max(0, y))
+}
+
+// LegendBox is where the legend is shown, in the widget's coordinates (a
+// zero size: none).
+func (c *Chart) LegendBox() (fyne.Position, fyne.Size) {
+	if c.r == nil || c.r.legend[2] <= c.r.legend[0] {
+		return fyne.Position{}, fyne.Size{}
+	}
+	s, ox, oy := c.fit()
+	l := c.r.legend
+	return fyne.NewPos(ox+l[0]*s, oy+l[1]*s), fyne.NewSize((l[2]-l[0])*s, (l[3]-l[1])*s)
 }
 
 func (c *Chart) hideTip() {
