@@ -322,13 +322,13 @@ type ChartPoint struct {
 // chartFigure is a chart built with gonum/plot, ready to draw on any
 // canvas: an image for the screen and PNG files, SVG for vector files.
 type chartFigure struct {
-	p    *plot.Plot
-	leg  plot.Legend
+	p   *plot.Plot
+	leg plot.Legend
 	// legend is where the legend was drawn (empty: none), gonum's units
 	legend vg.Rectangle
 	bg     color.Color
-	w, h int // pixels at 96 dpi
-	pts  []ChartPoint
+	w, h   int // pixels at 96 dpi
+	pts    []ChartPoint
 }
 
 // tickBudget is how many labelled ticks each axis has room for at the
