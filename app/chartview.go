@@ -308,8 +308,10 @@ func (c *Chart) ShowTipAt(pos fyne.Position) (ChartPoint, bool) {
 // tipPlace is where a tip of size box goes beside the point at p: above
 // and right of it, else above and left, below and right, below and left,
 // the first that stays inside the chart and clear of the legend (one
-// above the point also clear of the title, the top sixth), which a tip at the right covered; where none
-// does, above and right, moved inside.
+// above the point also clear of the title, the top sixth), which a tip
+// at the right covered. A tip too wide for those (a long name beside a
+// narrow chart) is moved inside the chart, above or below the point or
+// under the legend; where nothing is clear, above and right, moved inside.
 func (c *Chart) tipPlace(p fyne.Position, box fyne.Size) fyne.Position {
 	sz := c.Size()
 	lp, ls := c.LegendBox()
@@ -321,7 +323,9 @@ func (c *Chart) tipPlace(p fyne.Position, box fyne.Size) fyne.Position {
 		return ls.IsZero() || q.X >= lp.X+ls.Width || q.X+box.Width <= lp.X || q.Y >= lp.Y+ls.Height || q.Y+box.Height <= lp.Y
 	}
 	right, left := p.X+10, p.X-10-box.Width
-	for _, q := range []fyne.Position{{X: right, Y: above}, {X: left, Y: above}, {X: right, Y: below}, {X: left, Y: below}} {
+	inside := min(max(0, left), sz.Width-box.Width) // as near the point as the chart allows
+	for _, q := range []fyne.Position{{X: right, Y: above}, {X: left, Y: above}, {X: right, Y: below}, {X: left, Y: below},
+		{X: inside, Y: above}, {X: inside, Y: below}, {X: inside, Y: lp.Y + ls.Height + 6}} {
 		if clear(q) {
 			return q
 		}

@@ -333,62 +333,64 @@ func TestEmptyChartOffersNoSave(t *testing.T) {
 // TestTipKeepsClearOfLegend: the values of a point near the legend (the
 // best plan high at the right of the speedup chart) show beside it
 // without covering the legend, which is found where its samples are
-// drawn. The negative control: the tip's first place, above and right of
-// the point, would have covered it.
+// drawn; a tip as wide as most of the chart (its axes' long names) too.
+// The negative control: where the tip went before, it covered the legend.
 func TestTipKeepsClearOfLegend(t *testing.T) {
 	test.NewTempApp(t)
-	c := newChart(300, 200)
-	showChart(t, c)
-	c.SetSpec(ChartSpec{Title: "Best predicted speedup", XLabel: "W", YLabel: "x",
-		Series: []Series{ramp("egt", 8, func(x float64) float64 { return x }), ramp("a family with a long name", 8, func(x float64) float64 { return x / 2 })}})
-	lp, ls := c.LegendBox()
-	if ls.Width < 40 || ls.Height < 10 || lp.X < c.Size().Width/2 {
-		t.Fatalf("legend box %v %v in a chart of %v: not the legend at the right", lp, ls, c.Size())
-	}
-	// the legend's box holds its first sample, drawn in the first series' colour
-	s, ox, oy := c.fit()
-	found := false
-	for y := lp.Y; y < lp.Y+ls.Height && !found; y++ {
-		for x := lp.X; x < lp.X+ls.Width; x++ {
-			if sameColor(c.Image.At(int((x-ox)/s), int((y-oy)/s)), palette[0]) {
-				found = true
-				break
+	for _, axes := range [][2]string{{"W", "x"}, {"draft levels a step (drafter passes)", "speedup over plain decoding"}} {
+		c := newChart(300, 200)
+		showChart(t, c)
+		c.SetSpec(ChartSpec{Title: "Best predicted speedup", XLabel: axes[0], YLabel: axes[1],
+			Series: []Series{ramp("egt", 8, func(x float64) float64 { return x }), ramp("a family with a long name", 8, func(x float64) float64 { return x / 2 })}})
+		lp, ls := c.LegendBox()
+		if ls.Width < 40 || ls.Height < 10 || lp.X < c.Size().Width/2 {
+			t.Fatalf("legend box %v %v in a chart of %v: not the legend at the right", lp, ls, c.Size())
+		}
+		// the legend's box holds its first sample, drawn in the first series' colour
+		s, ox, oy := c.fit()
+		found := false
+		for y := lp.Y; y < lp.Y+ls.Height && !found; y++ {
+			for x := lp.X; x < lp.X+ls.Width; x++ {
+				if sameColor(c.Image.At(int((x-ox)/s), int((y-oy)/s)), palette[0]) {
+					found = true
+					break
+				}
 			}
 		}
-	}
-	if !found {
-		t.Error("no legend sample inside the legend's box")
-	}
-	var top ChartPoint
-	for _, pt := range c.Points() {
-		if pt.Series == "egt" && pt.I == 7 {
-			top = pt
+		if !found {
+			t.Error("no legend sample inside the legend's box")
 		}
-	}
-	p := c.PointPos(top)
-	if _, ok := c.ShowTipAt(p); !ok {
-		t.Fatal("no tip at the top point")
-	}
-	tp, ts := c.tipBg.Position(), c.tipBg.Size()
-	overlap := func(x, y float32) bool {
-		return x < lp.X+ls.Width && x+ts.Width > lp.X && y < lp.Y+ls.Height && y+ts.Height > lp.Y
-	}
-	if overlap(tp.X, tp.Y) {
-		t.Errorf("the tip at %v %v covers the legend at %v %v", tp, ts, lp, ls)
-	}
-	if tp.X < 0 || tp.Y < 0 || tp.X+ts.Width > c.Size().Width || tp.Y+ts.Height > c.Size().Height {
-		t.Errorf("the tip at %v %v leaves the chart of %v", tp, ts, c.Size())
-	}
-	// where the tip went before: above and right, below where the title
-	// is, left where the chart ends
-	rx, ry := p.X+10, p.Y-ts.Height-10
-	if ry < c.Size().Height/6 {
-		ry = p.Y + 10
-	}
-	if rx+ts.Width > c.Size().Width {
-		rx = p.X - 10 - ts.Width
-	}
-	if !overlap(max(0, rx), max(0, ry)) {
-		t.Errorf("negative control: the old place (%v, %v) clears the legend; the check proves nothing", rx, ry)
+		var top ChartPoint
+		for _, pt := range c.Points() {
+			if pt.Series == "egt" && pt.I == 7 {
+				top = pt
+			}
+		}
+		p := c.PointPos(top)
+		if _, ok := c.ShowTipAt(p); !ok {
+			t.Fatal("no tip at the top point")
+		}
+		tp, ts := c.tipBg.Position(), c.tipBg.Size()
+		overlap := func(x, y float32) bool {
+			return x < lp.X+ls.Width && x+ts.Width > lp.X && y < lp.Y+ls.Height && y+ts.Height > lp.Y
+		}
+		if overlap(tp.X, tp.Y) {
+			t.Errorf("%s: the tip at %v %v covers the legend at %v %v", axes[0], tp, ts, lp, ls)
+		}
+		if tp.X < 0 || tp.Y < 0 || tp.X+ts.Width > c.Size().Width || tp.Y+ts.Height > c.Size().Height {
+			t.Errorf("%s: the tip at %v %v leaves the chart of %v", axes[0], tp, ts, c.Size())
+		}
+		// where the tip went before: above and right, below where the
+		// title is, left where the chart ends
+		rx, ry := p.X+10, p.Y-ts.Height-10
+		if ry < c.Size().Height/6 {
+			ry = p.Y + 10
+		}
+		if rx+ts.Width > c.Size().Width {
+			rx = p.X - 10 - ts.Width
+		}
+		if !overlap(max(0, rx), max(0, ry)) {
+			t.Errorf("%s: negative control: the old place (%v, %v) clears the legend; the check proves nothing", axes[0], rx, ry)
+		}
 	}
 }
