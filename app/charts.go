@@ -28,6 +28,9 @@ type Series struct {
 	// point glyphs: a derived line (the suite's context range, interpolated
 	// between measured curves) that can lie exactly on a measured one and
 	// must still be told apart from it; the legend's sample is dashed too.
+	// Dashed lines take turns along one period, so two of them lying on
+	// each other (the suite's shortest and longest context, both below
+	// the shortest measured) show both, and what is under them between.
 	Dashed bool
 }
 
@@ -86,6 +89,15 @@ func lineFigure(spec ChartSpec) *chartFigure {
 		return !(spec.LogX && x <= 0) && !(spec.LogY && y <= 0) && !math.IsNaN(x) && !math.IsNaN(y)
 	}
 	var over []plot.Plotter // the dashed lines, drawn last
+	dashed := 0
+	for _, s := range spec.Series {
+		if s.Dashed {
+			dashed++
+		}
+	}
+	// each dashed line a dash of 5 points and a gap of 3 in turn
+	dash, slot := vg.Points(5), vg.Points(8)
+	period := slot * vg.Length(dashed)
 	for i, s := range spec.Series {
 		pts := make(plotter.XYs, 0, len(s.X))
 		var errs plotter.YErrors
@@ -121,7 +133,8 @@ func lineFigure(spec ChartSpec) *chartFigure {
 		l.Color, l.Width = c, vg.Points(1.5)
 		thumbs := []plot.Thumbnailer{l}
 		if s.Dashed {
-			l.Width, l.Dashes = vg.Points(2.5), []vg.Length{vg.Points(6), vg.Points(4)}
+			l.Width, l.Dashes = vg.Points(2.5), []vg.Length{dash, period - dash}
+			l.DashOffs = period - slot*vg.Length(len(over)) // its turn
 			over = append(over, l)
 			if s.Name != "" {
 				f.leg.Add(s.Name, thumbs...)

@@ -126,40 +126,40 @@ func TestLongYLabelBlanked(t *testing.T) {
 	}
 }
 
-// TestDashedLineShowsTheLineUnderIt: a dashed series lying exactly on a
-// measured one (the suite's shortest context on the context-128 curve)
-// lets the measured line show between its dashes, so both can be told
-// apart; drawn solid, as before, the later line hid the earlier whole
-// (the negative control).
+// TestDashedLineShowsTheLineUnderIt: dashed series lying exactly on a
+// measured one (the suite's shortest and longest context on the
+// context-128 curve) take turns and let the measured line show between
+// their dashes, so all can be told apart; drawn solid, as before, the
+// last line hid the others whole (the negative control).
 func TestDashedLineShowsTheLineUnderIt(t *testing.T) {
 	a := test.NewTempApp(t)
 	a.Settings().SetTheme(theme.LightTheme()) //nolint:staticcheck // a fixed variant
-	line := func(dashed bool) (under, over int) {
+	// columns along the shared line where each series' colour shows
+	line := func(dashed bool) (shown [3]int) {
 		x, y := []float64{0, 10}, []float64{1, 1}
 		spec := ChartSpec{Title: "t", XLabel: "W", YLabel: "ms", Width: 600, Height: 300,
-			Series: []Series{{Name: "context 128", X: x, Y: y}, {Name: "shortest", X: x, Y: y, Dashed: dashed}}}
+			Series: []Series{{Name: "context 128", X: x, Y: y}, {Name: "shortest", X: x, Y: y, Dashed: dashed}, {Name: "longest", X: x, Y: y, Dashed: dashed}}}
 		r := lineFigure(spec).render()
 		left, right, row := int(r.pts[0].px)+12, int(r.pts[1].px)-12, int(r.pts[0].py)
 		for px := left; px < right; px++ {
-			var u, o bool
+			var seen [3]bool
 			for py := row - 2; py <= row+2; py++ {
-				c := r.img.At(px, py)
-				u = u || sameColor(c, palette[0])
-				o = o || sameColor(c, palette[1])
+				for i := range seen {
+					seen[i] = seen[i] || sameColor(r.img.At(px, py), palette[i])
+				}
 			}
-			if u {
-				under++
-			}
-			if o {
-				over++
+			for i, ok := range seen {
+				if ok {
+					shown[i]++
+				}
 			}
 		}
-		return under, over
+		return shown
 	}
-	if under, over := line(true); under < 20 || over < 20 {
-		t.Errorf("dashed: the line under shows in %d columns, the dashed one in %d; want both", under, over)
+	if shown := line(true); shown[0] < 20 || shown[1] < 20 || shown[2] < 20 {
+		t.Errorf("dashed: the line under, the first and the second dashed one show in %v columns; want all three", shown)
 	}
-	if under, _ := line(false); under > 2 {
-		t.Errorf("negative control: a solid line on top leaves %d columns of the one under", under)
+	if shown := line(false); shown[0] > 2 || shown[1] > 2 {
+		t.Errorf("negative control: solid lines on top leave %v columns of the ones under", shown)
 	}
 }
