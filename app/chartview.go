@@ -310,7 +310,8 @@ func (c *Chart) ShowTipAt(pos fyne.Position) (ChartPoint, bool) {
 // the first that stays inside the chart and clear of the legend (one
 // above the point also clear of the title, the top sixth), which a tip
 // at the right covered. A tip too wide for those (a long name beside a
-// narrow chart) is moved inside the chart, above or below the point or
+// narrow chart) takes the clear place nearest the point among: moved
+// inside the chart or left of the legend, above or below the point or
 // under the legend; where nothing is clear, above and right, moved inside.
 func (c *Chart) tipPlace(p fyne.Position, box fyne.Size) fyne.Position {
 	sz := c.Size()
@@ -323,12 +324,27 @@ func (c *Chart) tipPlace(p fyne.Position, box fyne.Size) fyne.Position {
 		return ls.IsZero() || q.X >= lp.X+ls.Width || q.X+box.Width <= lp.X || q.Y >= lp.Y+ls.Height || q.Y+box.Height <= lp.Y
 	}
 	right, left := p.X+10, p.X-10-box.Width
-	inside := min(max(0, left), sz.Width-box.Width) // as near the point as the chart allows
-	for _, q := range []fyne.Position{{X: right, Y: above}, {X: left, Y: above}, {X: right, Y: below}, {X: left, Y: below},
-		{X: inside, Y: above}, {X: inside, Y: below}, {X: inside, Y: lp.Y + ls.Height + 6}} {
+	for _, q := range []fyne.Position{{X: right, Y: above}, {X: left, Y: above}, {X: right, Y: below}, {X: left, Y: below}} {
 		if clear(q) {
 			return q
 		}
+	}
+	// too wide for either side: the clear place nearest the point, moved
+	// inside the chart, or left of the legend, above or below the point
+	// or under the legend
+	var best fyne.Position
+	bestD := float32(math.Inf(1))
+	for _, x := range []float32{min(max(0, left), sz.Width-box.Width), lp.X - box.Width - 4} {
+		for _, y := range []float32{above, below, lp.Y + ls.Height + 6} {
+			q := fyne.NewPos(x, y)
+			dx, dy := q.X+box.Width/2-p.X, q.Y+box.Height/2-p.Y
+			if d := dx*dx + dy*dy; clear(q) && d < bestD {
+				best, bestD = q, d
+			}
+		}
+	}
+	if !math.IsInf(float64(bestD), 1) {
+		return best
 	}
 	x, y := right, above
 	if y < sz.Height/6 {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"image"
 	"image/png"
 	"math"
 	"os"
@@ -392,5 +393,26 @@ func TestTipKeepsClearOfLegend(t *testing.T) {
 		if !overlap(max(0, rx), max(0, ry)) {
 			t.Errorf("%s: negative control: the old place (%v, %v) clears the legend; the check proves nothing", axes[0], rx, ry)
 		}
+	}
+}
+
+// TestTipNearestClearPlace: a tip too wide for either side of its point,
+// whose place below and right would cover the legend, goes to the clear
+// place nearest the point (here just left of the legend, below the
+// point), not to the chart's left edge over the y axis.
+func TestTipNearestClearPlace(t *testing.T) {
+	test.NewTempApp(t)
+	c := newChart(800, 300)
+	w := showChart(t, c)
+	w.Resize(fyne.NewSize(800, 300))
+	c.Image = image.NewNRGBA(image.Rect(0, 0, int(c.Size().Width), int(c.Size().Height))) // shown at scale 1
+	c.r = &chartRendering{img: c.Image, legend: [4]float32{600, 30, 800, 130}}
+	box := fyne.NewSize(400, 23)
+	got := c.tipPlace(fyne.NewPos(300, 25), box)
+	if want := fyne.NewPos(600-400-4, 35); got != want {
+		t.Errorf("tip at %v, want %v (left of the legend, below the point)", got, want)
+	}
+	if got.X+box.Width > 600 && got.Y < 130 && got.Y+box.Height > 30 {
+		t.Errorf("the tip at %v covers the legend", got)
 	}
 }
