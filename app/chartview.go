@@ -316,6 +316,9 @@ func (c *Chart) ShowTipAt(pos fyne.Position) (ChartPoint, bool) {
 func (c *Chart) tipPlace(p fyne.Position, box fyne.Size) fyne.Position {
 	sz := c.Size()
 	lp, ls := c.LegendBox()
+	if !ls.IsZero() { // a tip ending where the legend's samples begin read as one line with them
+		lp, ls = lp.SubtractXY(4, 4), ls.AddWidthHeight(8, 8)
+	}
 	above, below := p.Y-box.Height-10, p.Y+10
 	clear := func(q fyne.Position) bool {
 		if q.X < 0 || q.Y < 0 || (q.Y == above && q.Y < sz.Height/6) || q.X+box.Width > sz.Width || q.Y+box.Height > sz.Height {
@@ -334,8 +337,8 @@ func (c *Chart) tipPlace(p fyne.Position, box fyne.Size) fyne.Position {
 	// or under the legend
 	var best fyne.Position
 	bestD := float32(math.Inf(1))
-	for _, x := range []float32{min(max(0, left), sz.Width-box.Width), lp.X - box.Width - 4} {
-		for _, y := range []float32{above, below, lp.Y + ls.Height + 6} {
+	for _, x := range []float32{min(max(0, left), sz.Width-box.Width), lp.X - box.Width} {
+		for _, y := range []float32{above, below, lp.Y + ls.Height + 2} {
 			q := fyne.NewPos(x, y)
 			dx, dy := q.X+box.Width/2-p.X, q.Y+box.Height/2-p.Y
 			if d := dx*dx + dy*dy; clear(q) && d < bestD {

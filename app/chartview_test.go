@@ -415,4 +415,11 @@ func TestTipNearestClearPlace(t *testing.T) {
 	if got.X+box.Width > 600 && got.Y < 130 && got.Y+box.Height > 30 {
 		t.Errorf("the tip at %v covers the legend", got)
 	}
+	// a tip above and right of its point would end on the legend's
+	// edge, its last word run into the legend's first sample: it keeps
+	// a few pixels off
+	got = c.tipPlace(fyne.NewPos(190, 100), box)
+	if got.X+box.Width > 600-4 && got.Y < 130+4 && got.Y+box.Height > 30-4 {
+		t.Errorf("the tip at %v ends on the legend's edge", got)
+	}
 }
