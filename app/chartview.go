@@ -311,8 +311,9 @@ func (c *Chart) ShowTipAt(pos fyne.Position) (ChartPoint, bool) {
 // above the point also clear of the title, the top sixth), which a tip
 // at the right covered. A tip too wide for those (a long name beside a
 // narrow chart) takes the clear place nearest the point among: moved
-// inside the chart or left of the legend, above or below the point or
-// under the legend; where nothing is clear, above and right, moved inside.
+// inside the chart, centred on the point or left of the legend, above or
+// below the point or under the legend; where nothing is clear, above and
+// right, moved inside.
 func (c *Chart) tipPlace(p fyne.Position, box fyne.Size) fyne.Position {
 	sz := c.Size()
 	lp, ls := c.LegendBox()
@@ -333,11 +334,12 @@ func (c *Chart) tipPlace(p fyne.Position, box fyne.Size) fyne.Position {
 		}
 	}
 	// too wide for either side: the clear place nearest the point, moved
-	// inside the chart, or left of the legend, above or below the point
-	// or under the legend
+	// inside the chart, centred on the point or left of the legend,
+	// above or below the point or under the legend
 	var best fyne.Position
 	bestD := float32(math.Inf(1))
-	for _, x := range []float32{min(max(0, left), sz.Width-box.Width), lp.X - box.Width} {
+	inside := func(x float32) float32 { return min(max(0, x), sz.Width-box.Width) }
+	for _, x := range []float32{inside(left), inside(p.X - box.Width/2), lp.X - box.Width} {
 		for _, y := range []float32{above, below, lp.Y + ls.Height + 2} {
 			q := fyne.NewPos(x, y)
 			dx, dy := q.X+box.Width/2-p.X, q.Y+box.Height/2-p.Y

@@ -398,21 +398,23 @@ func TestTipKeepsClearOfLegend(t *testing.T) {
 
 // TestTipNearestClearPlace: a tip too wide for either side of its point,
 // whose place below and right would cover the legend, goes to the clear
-// place nearest the point (here just left of the legend, below the
-// point), not to the chart's left edge over the y axis.
+// place nearest the point: centred under it, clear of the legend, not
+// at the chart's left edge over the y axis.
 func TestTipNearestClearPlace(t *testing.T) {
 	test.NewTempApp(t)
 	c := newChart(800, 300)
 	w := showChart(t, c)
 	w.Resize(fyne.NewSize(800, 300))
 	c.Image = image.NewNRGBA(image.Rect(0, 0, int(c.Size().Width), int(c.Size().Height))) // shown at scale 1
-	c.r = &chartRendering{img: c.Image, legend: [4]float32{600, 30, 800, 130}}
-	box := fyne.NewSize(400, 23)
-	got := c.tipPlace(fyne.NewPos(300, 25), box)
-	if want := fyne.NewPos(600-400-4, 35); got != want {
-		t.Errorf("tip at %v, want %v (left of the legend, below the point)", got, want)
+	// sizes as text measures them, not round
+	c.r = &chartRendering{img: c.Image, legend: [4]float32{600.3, 30, 800, 130}}
+	box := fyne.NewSize(400.71875, 22.984375)
+	p := fyne.NewPos(300.1, 25)
+	got := c.tipPlace(p, box)
+	if mid := got.X + box.Width/2; got.Y < 35 || got.Y > 35.2 || mid < p.X-1 || mid > p.X+1 {
+		t.Errorf("tip at %v size %v, want it centred under the point %v (y 35)", got, box, p)
 	}
-	if got.X+box.Width > 600 && got.Y < 130 && got.Y+box.Height > 30 {
+	if got.X+box.Width > 600.3-4 && got.Y < 130 && got.Y+box.Height > 30 {
 		t.Errorf("the tip at %v covers the legend", got)
 	}
 	// a tip above and right of its point would end on the legend's
