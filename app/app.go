@@ -89,6 +89,10 @@ type Session struct {
 	Best      *profiles.Prediction // the speedup screen's best plan
 	// Tuned is the plan chosen from the last tune's ranking (nil: none).
 	Tuned *profiles.Prediction
+	// TunedAssumed says Tuned was priced with the sliders' assumed
+	// acceptance (the pair had no stored calibration when it was tuned):
+	// a screen showing its price says so.
+	TunedAssumed bool
 	// State is what the database held of the pair when it was chosen (or
 	// the workbench started with it): nil until read (Restore).
 	State *profiles.PairState
@@ -377,7 +381,7 @@ func (s *Session) OnPair(f func(st *profiles.PairState, err error)) {
 func (s *Session) pairChanged() {
 	s.pair++
 	s.Verify, s.Draft, s.Acc, s.Best, s.Tuned, s.Inputs, s.State, s.Overhead = nil, nil, nil, nil, nil, nil, nil, 0
-	s.Rechecked = nil
+	s.Rechecked, s.TunedAssumed = nil, false
 	for _, f := range s.pairHooks {
 		f(nil, nil)
 	}

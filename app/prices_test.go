@@ -107,3 +107,40 @@ func TestGenerationLengthCaveat(t *testing.T) {
 		t.Errorf("a length not known: %q", note)
 	}
 }
+
+// TestRunMarksAssumedPrice: a plan tuned before any calibration is
+// priced with the sliders' assumed acceptance; the Run screen says so
+// beside its price (as the Speedup model and Export screens do), and says
+// nothing of the kind for a plan tuned on a calibration.
+func TestRunMarksAssumedPrice(t *testing.T) {
+	wb := newBench(t)
+	s, r := wb.Session, wb.Run
+	plan, err := profiles.ParsePlan("chain", map[string]string{"gamma": "4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, assumed := range []bool{true, false} {
+		fyne.DoAndWait(func() {
+			s.Tuned, s.TunedAssumed = &costmodel.Prediction{Plan: plan, Speedup: 1.7, Low: 1.4, High: 1.8}, assumed
+			s.Changed()
+			r.Tokens.SetText("32")
+			r.useTuned()
+		})
+		if got := strings.Contains(r.PlanNote.Text, "assumed acceptance"); got != assumed || !strings.Contains(r.PlanNote.Text, "predicted 1.70x") {
+			t.Errorf("tuned assumed %v: %q", assumed, r.PlanNote.Text)
+		}
+	}
+	// a tune on the sliders marks its chosen plan assumed, one on a
+	// calibration not
+	sp := wb.Speedup
+	for _, in := range []*profiles.Inputs{{}, {Acc: costmodel.Uniform(0.8, 0.5, 8, 4), CalID: 3}} {
+		fyne.DoAndWait(func() {
+			s.Rechecked = nil
+			s.SetInputs(in)
+			sp.choose(costmodel.Prediction{Plan: plan, Speedup: 1.7}, "chosen")
+		})
+		if want := !in.Calibrated(); s.TunedAssumed != want {
+			t.Errorf("inputs calibrated %v: TunedAssumed %v", in.Calibrated(), s.TunedAssumed)
+		}
+	}
+}

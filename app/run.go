@@ -557,6 +557,11 @@ func (r *RunScreen) useTuned() {
 	}
 	r.SetPlan(t.Plan)
 	r.predicted, r.price = t.Speedup, present.Price(*t)
+	if r.s.TunedAssumed && t.Plan.NeedsSource() {
+		// before calibration the price is the sliders', as the
+		// Speedup model and Export screens say
+		r.price += ", assumed acceptance: no calibration"
+	}
 	r.notePlan()
 }
 

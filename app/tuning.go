@@ -563,7 +563,7 @@ func (sp *SpeedupScreen) choose(p profiles.Prediction, msg string) {
 			break
 		}
 	}
-	sp.s.Tuned = &p
+	sp.s.Tuned, sp.s.TunedAssumed = &p, !sp.inputs().Calibrated()
 	sp.s.Changed()
 	ps := sp.s.PairSpec()
 	if ps.Target == "" || ps.Sources() == 0 {
