@@ -29,17 +29,16 @@ import (
 // Backend is the CPU backend. Its methods are safe for concurrent use; calls
 // are serialised on its worker pool.
 type Backend struct {
-	threads  int
-	pool     *pool
-	mu       sync.Mutex
-	scratch  [][]float32 // per worker, one dequantised row
-	q8       q8Buf       // activations quantised for the current call
-	mm       matmulJob   // the current call's job, reused so decoding allocates nothing
-	multi    multiJob    // MatMulMulti's job, reused likewise
-	rows     rowsJob     // the element-wise operation split across the workers
-	attn     attnJob
-	attnGo   attnGoJob
-	attnSeqs seqsJob // AttentionSeqs's job
+	threads int
+	pool    *pool
+	mu      sync.Mutex
+	scratch [][]float32 // per worker, one dequantised row
+	q8      q8Buf       // activations quantised for the current call
+	mm      matmulJob   // the current call's job, reused so decoding allocates nothing
+	multi   multiJob    // MatMulMulti's job, reused likewise
+	rows    rowsJob     // the element-wise operation split across the workers
+	attn    attnJob
+	attnGo  attnGoJob
 	// repackLeft is how many more bytes of repacked copies this backend's
 	// matrices may take (RepackBudget): past it, a matrix is multiplied in
 	// its file layout.

@@ -182,20 +182,6 @@ func (b *Backend) attendC(out, q []float32, kc, vc unsafe.Pointer, f16 bool, pas
 	defer b.mu.Unlock()
 	j := &b.attn
 	j.b, j.out, j.q, j.kc, j.vc, j.mask = b, out, q, kc, vc, mask
-	j.plan(f16, past, n, heads, kvHeads, hd, scale, b.threads)
-	tasks := int(j.a.tasks)
-	work := n * heads * (past + n) * hd // multiply-adds of scores, about
-	b.pool.run(j, tasks, max(1, 4096*tasks/max(1, work)))
-	if j.a.split != 0 {
-		j.a.phase = 1
-		b.pool.run(j, n*heads, max(1, n*heads/(4*b.threads)))
-	}
-	j.out, j.q, j.kc, j.vc, j.mask = nil, nil, nil, nil, nil // drop the references to the caller's memory
-}
-
-// plan plans the job's call (its mask set) for threads threads: its
-// arguments, its rows' chunks and a split plan's records.
-func (j *attnJob) plan(f16 bool, past, n, heads, kvHeads, hd int, scale float32, threads int) {
 	j.a = C.arb_attn_args{past: C.int(past), n: C.int(n), heads: C.int(heads), kv_heads: C.int(kvHeads), hd: C.int(hd), scale: C.float(scale)}
 	if f16 {
 		j.a.f16 = 1
@@ -203,13 +189,20 @@ func (j *attnJob) plan(f16 bool, past, n, heads, kvHeads, hd int, scale float32,
 	stride := (past+n)/int(C.arb_attention_chunk(C.int(hd))) + 2
 	j.bnd = growInts(j.bnd, n*stride)
 	j.cnt = growInts(j.cnt, n)
-	C.arb_attention_plan(&j.a, j.maskp(), C.int(threads), i32p(j.bnd), i32p(j.cnt))
+	tasks := int(C.arb_attention_plan(&j.a, j.maskp(), C.int(b.threads), i32p(j.bnd), i32p(j.cnt)))
 	if r := int(C.arb_attention_records(&j.a)); r > 0 {
 		if cap(j.part) < r {
 			j.part = make([]float32, r)
 		}
 		j.part = j.part[:r]
 	}
+	work := n * heads * (past + n) * hd // multiply-adds of scores, about
+	b.pool.run(j, tasks, max(1, 4096*tasks/max(1, work)))
+	if j.a.split != 0 {
+		j.a.phase = 1
+		b.pool.run(j, n*heads, max(1, n*heads/(4*b.threads)))
+	}
+	j.out, j.q, j.kc, j.vc, j.mask = nil, nil, nil, nil, nil // drop the references to the caller's memory
 }
 
 // attnChunk is the visible slots a chunk of a row's attention holds for
