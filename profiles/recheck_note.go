@@ -2,24 +2,44 @@ package profiles
 
 import (
 	"fmt"
+	"math"
 
 	"arborist/profiles/costmodel"
+	"arborist/profiles/measure"
 )
 
 // Disagreement says how far a tune's re-check found T_verify from the
 // stored curve when it rescaled the curve (beyond measure.RecheckTolerance,
-// about twice the spread of repeated profiles): the widest anchor's time
-// now over its stored time (above 1: the machine is slower now). ok is
-// false when the re-check kept the curve or did not run.
+// about twice the spread of repeated profiles): the time now over the
+// stored time (above 1: the machine is slower now) of the anchor that
+// moved most, which is the one that went beyond the tolerance (the
+// widest may have agreed). ok is false when the re-check kept the curve
+// or did not run.
 func (in *Inputs) Disagreement() (ratio float64, ok bool) {
-	if in == nil || in.Recheck == nil || !in.Recheck.Rescaled {
-		return 0, false
-	}
-	a := in.Recheck.Widest()
-	if a.Stored <= 0 || a.Now <= 0 {
+	a, ok := in.moved()
+	if !ok {
 		return 0, false
 	}
 	return float64(a.Now) / float64(a.Stored), true
+}
+
+// moved is the re-check's anchor whose time moved most from the stored
+// curve's, when the re-check rescaled the curve.
+func (in *Inputs) moved() (measure.Anchor, bool) {
+	if in == nil || in.Recheck == nil || !in.Recheck.Rescaled {
+		return measure.Anchor{}, false
+	}
+	var best measure.Anchor
+	far := -1.0
+	for _, a := range in.Recheck.Anchors {
+		if a.Stored <= 0 || a.Now <= 0 {
+			continue
+		}
+		if d := math.Abs(math.Log(float64(a.Now) / float64(a.Stored))); d > far {
+			best, far = a, d
+		}
+	}
+	return best, far >= 0
 }
 
 // DisagreementNote says, when the re-check disagreed with the stored curve
@@ -31,7 +51,7 @@ func (in *Inputs) DisagreementNote() string {
 	if !ok {
 		return ""
 	}
-	a := in.Recheck.Widest()
+	a, _ := in.moved()
 	how, pct := "slower: the machine is busier", 100*(ratio-1)
 	if ratio < 1 {
 		how, pct = "faster: the machine is freer", 100*(1-ratio)

@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -51,5 +52,26 @@ func TestCarryDisagreement(t *testing.T) {
 	slow.CarryDisagreement(&ar)
 	if ar.Low != 1 || ar.High != 1 {
 		t.Errorf("plain decoding widened: %+v", ar)
+	}
+}
+
+// TestDisagreementNoteNamesTheAnchorThatMoved: a re-check that rescaled
+// the curve because T_verify(1) moved 40% while its widest anchor agreed
+// says so, naming the width that moved, never "0% slower" under
+// "disagrees beyond its spread".
+func TestDisagreementNoteNamesTheAnchorThatMoved(t *testing.T) {
+	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	in := &Inputs{Recheck: &measure.Recheck{Rescaled: true, Anchors: []measure.Anchor{
+		{W: 1, Stored: ms(1), Now: ms(1.4)}, {W: 4, Stored: ms(1.5), Now: ms(1.6)}, {W: 8, Stored: ms(2), Now: ms(2)}}}}
+	ratio, ok := in.Disagreement()
+	if !ok || ratio != 1.4 {
+		t.Fatalf("disagreement %v (%v), want 1.4, T_verify(1)'s", ratio, ok)
+	}
+	note := in.DisagreementNote()
+	if !strings.Contains(note, "T_verify(1) takes 1.40 ms now against 1.00 ms stored, 40% slower") {
+		t.Errorf("note %q does not name the anchor that moved", note)
+	}
+	if (&Inputs{Recheck: &measure.Recheck{Anchors: in.Recheck.Anchors}}).DisagreementNote() != "" {
+		t.Error("a re-check that kept the curve has a note")
 	}
 }
