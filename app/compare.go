@@ -151,8 +151,20 @@ var compareCols = []compareCol{
 		return running(r, fmt.Sprintf("%.1f%%", 100*r.Acceptance))
 	}, num: func(r profiles.Run) float64 { return r.Acceptance },
 		csv: []csvCol{{"acceptance (%)", func(r profiles.Run) string { return number(r, 100*r.Acceptance, 1, noAcceptance(r)) }}}},
-	{name: "predicted", text: func(r profiles.Run) string { return speedup(r.PredictedSpeedup) }, num: func(r profiles.Run) float64 { return r.PredictedSpeedup },
-		csv: []csvCol{{"predicted speedup (x)", func(r profiles.Run) string { return number(r, r.PredictedSpeedup, 3, r.PredictedSpeedup <= 0) }}}},
+	{name: "predicted", text: func(r profiles.Run) string {
+		v := speedup(r.PredictedSpeedup)
+		if r.PredictedAssumed && r.PredictedSpeedup > 0 {
+			v += "\nassumed" // priced on the sliders' acceptance, before any calibration
+		}
+		return v
+	}, num: func(r profiles.Run) float64 { return r.PredictedSpeedup },
+		csv: []csvCol{{"predicted speedup (x)", func(r profiles.Run) string { return number(r, r.PredictedSpeedup, 3, r.PredictedSpeedup <= 0) }},
+			{"prediction on assumed acceptance", func(r profiles.Run) string {
+				if r.PredictedAssumed && r.PredictedSpeedup > 0 {
+					return "yes"
+				}
+				return ""
+			}}}},
 	{name: "measured", text: func(r profiles.Run) string {
 		v := speedup(r.MeasuredSpeedup)
 		if lo, hi, ok := measuredRange(r); ok {

@@ -74,9 +74,9 @@ func TestCompareTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(csv.String()), "\n")
-	if len(lines) != 5 || lines[0] != "run,status,date,target,drafter,plan,tokens,temperature,speed (tokens/s),speed low (tokens/s),speed high (tokens/s),AAL (tokens per step),acceptance (%),predicted speedup (x),measured speedup (x),measured speedup low (x),measured speedup high (x)" ||
-		!strings.HasPrefix(lines[1], "2,done,") || !strings.HasSuffix(lines[1], ",target.gguf,draft.gguf,chain,64,,120.00,,,3.200,0.0,,,,") ||
-		!strings.HasPrefix(lines[4], "4,running,") || !strings.HasSuffix(lines[4], ",chain,,,,,,,,,,,") {
+	if len(lines) != 5 || lines[0] != "run,status,date,target,drafter,plan,tokens,temperature,speed (tokens/s),speed low (tokens/s),speed high (tokens/s),AAL (tokens per step),acceptance (%),predicted speedup (x),prediction on assumed acceptance,measured speedup (x),measured speedup low (x),measured speedup high (x)" ||
+		!strings.HasPrefix(lines[1], "2,done,") || !strings.HasSuffix(lines[1], ",target.gguf,draft.gguf,chain,64,,120.00,,,3.200,0.0,,,,,") ||
+		!strings.HasPrefix(lines[4], "4,running,") || !strings.HasSuffix(lines[4], ",chain,,,,,,,,,,,,") {
 		t.Fatalf("csv:\n%s", csv.String())
 	}
 	c.Toggle(2, true)
@@ -367,5 +367,51 @@ func TestCompareAcceptanceOfPlainDecoding(t *testing.T) {
 		if got, csv := col.text(c.run), col.csv[0].cell(c.run); got != c.cell || csv != c.csv {
 			t.Errorf("%s AAL %.1f: cell %q csv %q, want %q %q", c.run.Strategy, c.run.AAL, got, csv, c.cell, c.csv)
 		}
+	}
+}
+
+// TestCompareMarksAssumedPrediction: a run whose prediction was priced on
+// assumed acceptance (a plan tuned before any calibration) is stored so,
+// and Compare's table and CSV say so; a run priced on a calibration not.
+func TestCompareMarksAssumedPrediction(t *testing.T) {
+	wb := newBench(t)
+	c := wb.Compare
+	st, err := store.Open(context.Background(), wb.Session.DBPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	for _, assumed := range []bool{false, true} {
+		r := &store.Run{Target: "/m/target.gguf", Drafter: "/m/draft.gguf", Strategy: "chain", PredictedSpeedup: 2.5, PredictedAssumed: assumed}
+		if _, err := st.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		r.Status, r.Tokens, r.Steps, r.TokensPerSecond, r.MeasuredSpeedup = "done", 64, 20, 100, 2.1
+		if err := st.FinishRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Refresh()
+	col := -1
+	for i, cc := range compareCols {
+		if cc.name == "predicted" {
+			col = i
+		}
+	}
+	if len(c.Runs) != 2 || col < 0 {
+		t.Fatalf("%d runs, predicted column %d", len(c.Runs), col)
+	}
+	for _, r := range c.Runs {
+		if got := compareCols[col].text(r); strings.Contains(got, "assumed") != r.PredictedAssumed || !strings.HasPrefix(got, "2.50x") {
+			t.Errorf("run %d (assumed %v): predicted cell %q", r.ID, r.PredictedAssumed, got)
+		}
+	}
+	var csv strings.Builder
+	if err := c.WriteCSV(&csv); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(csv.String(), ",2.500,yes,"); n != 1 || !strings.Contains(csv.String(), ",2.500,,") {
+		t.Errorf("csv marks %d runs assumed, want 1:\n%s", n, csv.String())
 	}
 }

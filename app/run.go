@@ -720,7 +720,7 @@ func (r *RunScreen) run() {
 		predicted = r.predicted
 	}
 	opt := profiles.RunOptions{Plan: plan, Sample: params, MaxTokens: n, Prompts: prompts, Predicted: predicted,
-		Baseline: r.Baseline.Checked && plan.NeedsSource()}
+		PredictedAssumed: predicted > 0 && r.s.TunedAssumed, Baseline: r.Baseline.Checked && plan.NeedsSource()}
 	// a prediction holds at its calibration's temperature: a run at
 	// another is told so beside it
 	price := fmt.Sprintf("%.2fx", predicted)

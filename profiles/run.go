@@ -39,6 +39,10 @@ type RunOptions struct {
 	// PredictedOn says what a given prediction rests on.
 	Predicted   float64
 	PredictedOn string
+	// PredictedAssumed says the given prediction was priced on assumed
+	// acceptance (a plan tuned before any calibration): the run is stored
+	// so, and Compare marks its prediction.
+	PredictedAssumed bool
 	// Context caps the tokens a prompt and its generation may hold (0:
 	// the model's context): config.yaml's max_seq_len.
 	Context int
@@ -284,7 +288,8 @@ func (b *Bench) Run(ctx context.Context, ps PairSpec, opt RunOptions) (res *RunR
 			return nil, fmt.Errorf("%w (use --no-store to run without storing)", err)
 		}
 		rec = &recorder{st: st, run: &store.Run{Hardware: hardware.DetectHardware().Fingerprint, Target: ps.Target, Drafter: ps.SourceName(),
-			Strategy: plan.Strategy, Plan: planJSON(plan), Settings: cfg, Prompts: opt.Prompts, PredictedSpeedup: res.Predicted}}
+			Strategy: plan.Strategy, Plan: planJSON(plan), Settings: cfg, Prompts: opt.Prompts, PredictedSpeedup: res.Predicted,
+			PredictedAssumed: opt.PredictedAssumed && opt.Predicted > 0 && res.Predicted == opt.Predicted}}
 		if _, err := st.CreateRun(ctx, rec.run); err != nil {
 			return nil, err
 		}

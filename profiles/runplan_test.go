@@ -36,13 +36,17 @@ func TestStoredRunIsThePlanRun(t *testing.T) {
 		{Strategy: "duo", Gamma: 4, MaxSeqs: 2},
 		{Strategy: "sequoia", Parents: []int{-1, -1, 0, 1}},
 	} {
-		res, err := b.Run(ctx, ps, RunOptions{Plan: p, MaxTokens: 8, Prompts: prompts[:1], Predicted: 1.5})
+		assumed := p.Strategy == "chain" // a prediction priced on the sliders' acceptance, stored so
+		res, err := b.Run(ctx, ps, RunOptions{Plan: p, MaxTokens: 8, Prompts: prompts[:1], Predicted: 1.5, PredictedAssumed: assumed})
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
 		run, err := b.StoredRun(ctx, res.RunID)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if run.PredictedSpeedup != 1.5 || run.PredictedAssumed != assumed {
+			t.Errorf("%s: stored prediction %.2f (assumed %v), want 1.50 (assumed %v)", p, run.PredictedSpeedup, run.PredictedAssumed, assumed)
 		}
 		got, ok := run.RanPlan()
 		if !ok || !reflect.DeepEqual(got, p) {

@@ -241,6 +241,9 @@ type Run struct {
 	TokensPerSecond  float64
 	AAL, Acceptance  float64
 	PredictedSpeedup float64
+	// PredictedAssumed says the prediction was priced on assumed
+	// acceptance (a plan tuned before any calibration).
+	PredictedAssumed bool
 	MeasuredSpeedup  float64
 	// MeasuredLow and MeasuredHigh are the measured speedup's lowest and
 	// highest round against plain decoding, TPSLow and TPSHigh the plan's
@@ -322,11 +325,11 @@ func (s *Store) CreateRun(ctx context.Context, r *Run) (int64, error) {
 	}
 	prompts, _ := json.Marshal(r.Prompts)
 	host, _ := os.Hostname()
-	args := append([]any{r.Hardware, r.Target, r.Drafter, r.Strategy, r.Plan, string(settings), string(prompts), r.PredictedSpeedup, now(),
+	args := append([]any{r.Hardware, r.Target, r.Drafter, r.Strategy, r.Plan, string(settings), string(prompts), r.PredictedSpeedup, r.PredictedAssumed, now(),
 		os.Getpid(), host}, loadColumns(r.Load)...)
-	res, err := s.db.ExecContext(ctx, `INSERT INTO runs(hardware_fingerprint, target, drafter, strategy, plan, settings, prompts, status, predicted_speedup, created, pid, host,
+	res, err := s.db.ExecContext(ctx, `INSERT INTO runs(hardware_fingerprint, target, drafter, strategy, plan, settings, prompts, status, predicted_speedup, predicted_assumed, created, pid, host,
 		load_server, concurrency, ttft_ns, ttft_p90_ns, tpot_ns, tpot_p90_ns, tps_p10, tps_p90, rounds, requests)
-		VALUES (?,?,?,?,?,?,?, 'running', ?, ?, ?, ?, ?,?,?,?,?,?,?,?,?,?)`, args...)
+		VALUES (?,?,?,?,?,?,?, 'running', ?, ?, ?, ?, ?, ?,?,?,?,?,?,?,?,?,?)`, args...)
 	if err != nil {
 		return 0, s.wrap("create run", err)
 	}
@@ -377,7 +380,7 @@ func (s *Store) FinishRun(ctx context.Context, r *Run) error {
 const runColumns = `id, hardware_fingerprint, target, drafter, strategy, plan, settings, prompts, status, tokens, steps, decode_ns, tokens_per_s, aal, acceptance,
 	predicted_speedup, measured_speedup, created,
 	load_server, concurrency, ttft_ns, ttft_p90_ns, tpot_ns, tpot_p90_ns, tps_p10, tps_p90, rounds, requests,
-	measured_low, measured_high, tps_low, tps_high`
+	measured_low, measured_high, tps_low, tps_high, predicted_assumed`
 
 // scanRun reads one row of runColumns.
 func scanRun(row interface{ Scan(...any) error }) (Run, error) {
@@ -389,7 +392,7 @@ func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	if err := row.Scan(&r.ID, &r.Hardware, &r.Target, &r.Drafter, &r.Strategy, &r.Plan, &settings, &prompts, &r.Status, &r.Tokens, &r.Steps, &dec,
 		&r.TokensPerSecond, &r.AAL, &r.Acceptance, &r.PredictedSpeedup, &r.MeasuredSpeedup, &created,
 		&l.Server, &l.Concurrency, &ttft, &ttft90, &tpot, &tpot90, &l.TPSP10, &l.TPSP90, &l.Rounds, &l.Requests,
-		&r.MeasuredLow, &r.MeasuredHigh, &r.TPSLow, &r.TPSHigh); err != nil {
+		&r.MeasuredLow, &r.MeasuredHigh, &r.TPSLow, &r.TPSHigh, &r.PredictedAssumed); err != nil {
 		return r, err
 	}
 	if l.Server != "" {

@@ -313,4 +313,9 @@ ALTER TABLE runs ADD COLUMN measured_high REAL NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN tps_low REAL NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN tps_high REAL NOT NULL DEFAULT 0;
 `,
+	`
+-- v14: a run's prediction priced on assumed acceptance (a plan tuned
+-- before any calibration, on the sliders' values): 1
+ALTER TABLE runs ADD COLUMN predicted_assumed INTEGER NOT NULL DEFAULT 0;
+`,
 }
