@@ -240,7 +240,7 @@ type loadKey struct {
 // nothing stored (or a plan the model cannot price) there is no
 // prediction.
 func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Options) map[loadKey]costmodel.LoadPrediction {
-	in, err := b.Inputs(ctx, r.Pair, InputsOptions{}, nil)
+	in, err := b.Inputs(ctx, r.Pair, InputsOptions{Recheck: !opt.NoRecheck}, nil)
 	if err != nil || !in.Profiled || in.Acc == nil {
 		return nil
 	}

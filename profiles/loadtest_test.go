@@ -345,6 +345,7 @@ func TestLoadTestPredicts(t *testing.T) {
 	if _, err := b.Calibrate(ctx, r.Pair, modeltest.StoryPrompts(t)[:2], "stories", 16, SampleParams{}, nil); err != nil {
 		t.Fatal(err)
 	}
+	opt.NoRecheck = true // priced on the stored curves, as the figures below
 	res, err = b.LoadTest(ctx, opt, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -389,6 +390,21 @@ func TestLoadTestPredicts(t *testing.T) {
 		}
 		if l.Predicted != want || l.PredictedTTFT != ttft || (want > 0) != (l.PredictedTTFT > 0 && l.PredictedTPOT > 0) {
 			t.Errorf("%s at %d: predicted %.1f tokens/s, TTFT %v, want %.1f, %v", l.Server, l.Concurrency, l.Predicted, l.PredictedTTFT, want, ttft)
+		}
+	}
+	// by default the prediction re-times the curve first (this minute's
+	// machine): every level of Arborist's servers is still priced
+	opt.NoRecheck = false
+	res, err = b.LoadTest(ctx, opt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range res.Levels {
+		switch l.Server {
+		case loadtest.ArboristPlan, loadtest.ArboristAdaptive, loadtest.ArboristPlain:
+			if l.Predicted <= 0 || l.PredictedTTFT <= 0 {
+				t.Errorf("re-checked, %s at %d predicted %.1f tokens/s, TTFT %v", l.Server, l.Concurrency, l.Predicted, l.PredictedTTFT)
+			}
 		}
 	}
 }

@@ -30,6 +30,7 @@ func runLoadTest(ctx context.Context, env Env, args []string) error {
 	url := fs.String("url", "", "drive the server already running at this base `URL` (http://host:port) instead of starting Arborist's")
 	allowChanged := fs.Bool("allow-changed-model", false, "serve the config even if a model file's SHA-256 differs from the one it recorded")
 	noStore := fs.Bool("no-store", false, "do not store the results as runs")
+	noRecheck := fs.Bool("no-recheck", false, "price the levels on the stored curves as they are (by default the prediction first re-times T_verify(W) as tune does and rescales stale curves)")
 	db := dbFlag(fs)
 	asJSON := jsonFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -59,7 +60,7 @@ func runLoadTest(ctx context.Context, env Env, args []string) error {
 		return fail(fs, usagef("--url drives one server already running; --llama-cpp starts llama-server: give one"))
 	}
 	opt := loadtest.Options{Config: *cfgPath, Concurrency: cs, Rounds: *rounds, MaxTokens: *n, PerClient: *perClient, Chat: *chat,
-		LlamaCpp: *dir, URL: *url, AllowChanged: *allowChanged, NoStore: *noStore}
+		LlamaCpp: *dir, URL: *url, AllowChanged: *allowChanged, NoStore: *noStore, NoRecheck: *noRecheck}
 	if *promptsFile != "" {
 		if opt.Prompts, err = profiles.ReadPrompts(*promptsFile); err != nil {
 			return err

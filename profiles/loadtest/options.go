@@ -71,6 +71,11 @@ type Options struct {
 	AllowChanged bool
 	// NoStore measures without storing runs.
 	NoStore bool
+	// NoRecheck prices the levels on the stored curves as they are; by
+	// default the prediction first re-times T_verify as tune does and
+	// rescales stale curves (the machine may be busier or freer than when
+	// it was profiled).
+	NoRecheck bool
 }
 
 // Plan is what a load test will run, known before it starts.

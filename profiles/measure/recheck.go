@@ -275,9 +275,13 @@ func RecheckCosts(ctx context.Context, m *model.Model, d pairs.Drafting, c costm
 	// 2.21x and measured 1.60x). The anchors were timed on all threads;
 	// the split curves take the same ratios, the best the re-check knows.
 	c.Splits = slices.Clone(c.Splits)
+	c.Passes = slices.Clone(c.Passes) // passes of several sequences likewise, by their rows
 	if moved(factors...) {
 		r.Rescaled = true
 		c.Verify = RescaleAt(curve, widths, factors)
+		for i := range c.Passes {
+			c.Passes[i].Verify = RescaleAt(c.Passes[i].Verify, widths, factors)
+		}
 		for i := range c.Splits {
 			c.Splits[i].Verify = RescaleAt(c.Splits[i].Verify, widths, factors)
 			if c.Splits[i].Beside != nil {

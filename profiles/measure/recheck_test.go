@@ -94,7 +94,9 @@ func TestRecheckVerifyRescalesAStaleCurve(t *testing.T) {
 	// on stale ones would be compared against another machine), and the
 	// caller's Costs is left as it was
 	split := append([]latency.Point(nil), stale...)
-	c := costmodel.Costs{Verify: stale, Splits: []costmodel.SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: split}}}
+	passes := append([]latency.Point(nil), stale...) // passes of 2 sequences, by their rows
+	c := costmodel.Costs{Verify: stale, Splits: []costmodel.SplitCosts{{TargetThreads: 1, DraftThreads: 1, Verify: split}},
+		Passes: []costmodel.PassCurve{{Seqs: 2, Verify: passes}}}
 	gotC, rc, err := RecheckCosts(context.Background(), m, pairs.Drafting{}, c, 2, 0, nil)
 	if err != nil || !rc.Rescaled || gotC.Plain != rc.Plain || gotC.PlainToken() != rc.Plain || c.Plain != 0 {
 		t.Fatalf("re-check with splits: %+v, %v (costs' plain decoding %v)", rc, err, gotC.Plain)
@@ -104,8 +106,13 @@ func TestRecheckVerifyRescalesAStaleCurve(t *testing.T) {
 			t.Errorf("split W=%d: %v, want the full curve's ratio (%v)", p.W, p.Median, want)
 		}
 	}
-	if c.Splits[0].Verify[0].Median != stale[0].Median {
-		t.Errorf("the caller's split curve was changed to %v", c.Splits[0].Verify[0].Median)
+	for i, p := range gotC.Passes[0].Verify {
+		if want := gotC.Verify[i].Median; p.Median != want {
+			t.Errorf("passes of 2 sequences, W=%d: %v, want the full curve's ratio (%v)", p.W, p.Median, want)
+		}
+	}
+	if c.Splits[0].Verify[0].Median != stale[0].Median || c.Passes[0].Verify[0].Median != stale[0].Median {
+		t.Errorf("the caller's split and pass curves were changed to %v and %v", c.Splits[0].Verify[0].Median, c.Passes[0].Verify[0].Median)
 	}
 }
 
