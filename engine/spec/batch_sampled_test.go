@@ -46,7 +46,6 @@ func TestBatchSampledLossless(t *testing.T) {
 		{"ranked tree, goodput's budgets", Plan{Strategy: "egt", EGT: []int{1, 3}, Branch: 3, WMax: 8}, []int{4}, "goodput"},
 	}
 	run := func(t *testing.T, plan Plan, seqs int, policyName string, f faults) (float64, int) {
-		ctx := context.Background()
 		obs := map[[2]int]int{}
 		pass := 0
 		var policy Policy = cycleBudgets{&pass}
@@ -58,30 +57,9 @@ func TestBatchSampledLossless(t *testing.T) {
 		}
 		b := NewBatch(p.target, BatchOptions{Policy: policy, MaxSeqs: seqs})
 		b.faults = f
-		for i := 0; i < n; i += seqs {
-			var hs []*Handle
-			for k := i; k < min(i+seqs, n); k++ {
-				src, err := drafter.Fork(base)
-				if err != nil {
-					t.Fatal(err)
-				}
-				cfg := Config{Plan: plan, MaxTokens: 3, Sample: params}
-				cfg.Sample.Seed = uint64(1000 + k)
-				h, err := b.Submit(ctx, Request{Prompt: prompt, Config: cfg, Source: src})
-				if err != nil {
-					t.Fatal(err)
-				}
-				hs = append(hs, h)
-			}
-			stepAll(t, b)
-			for _, h := range hs {
-				res, err := h.Result()
-				if err != nil {
-					t.Fatal(err)
-				}
-				obs[[2]int{res.Tokens[0], res.Tokens[1]}]++
-			}
-		}
+		batchWaves(t, b, base, n, seqs, Request{Prompt: prompt, Config: Config{Plan: plan, MaxTokens: 3, Sample: params}}, func(res *Result) {
+			obs[[2]int{res.Tokens[0], res.Tokens[1]}]++
+		})
 		return chiSquare(joint, covered, obs, n)
 	}
 	for _, rule := range rules {
@@ -143,31 +121,11 @@ func TestBatchSampledLosslessLongContext(t *testing.T) {
 				pass := 0
 				b := NewBatch(sc.target, BatchOptions{Policy: cycleBudgets{&pass}, MaxSeqs: seqs})
 				b.faults = f
-				for i := 0; i < sc.n; i += seqs {
-					var hs []*Handle
-					for k := i; k < min(i+seqs, sc.n); k++ {
-						src, err := drafter.Fork(base)
-						if err != nil {
-							t.Fatal(err)
-						}
-						cfg := Config{Plan: plan, MaxTokens: 3, Sample: sc.params}
-						cfg.Sample.Seed = uint64(1000 + k)
-						h, err := b.Submit(ctx, Request{Prompt: sc.prompt, Config: cfg, Source: src, From: pre})
-						if err != nil {
-							t.Fatal(err)
-						}
-						hs = append(hs, h)
-					}
-					stepAll(t, b)
-					for _, h := range hs {
-						res, err := h.Result()
-						if err != nil {
-							t.Fatal(err)
-						}
-						obs[[2]int{res.Tokens[0], res.Tokens[1]}]++
-						obs1[[2]int{res.Tokens[0], -1}]++
-					}
-				}
+				req := Request{Prompt: sc.prompt, Config: Config{Plan: plan, MaxTokens: 3, Sample: sc.params}, From: pre}
+				batchWaves(t, b, base, sc.n, seqs, req, func(res *Result) {
+					obs[[2]int{res.Tokens[0], res.Tokens[1]}]++
+					obs1[[2]int{res.Tokens[0], -1}]++
+				})
 				var st [2]chiStat
 				st[0].chi, st[0].dof = chiSquare(joint, covered, obs, sc.n)
 				st[1].chi, st[1].dof = chiSquare(first, covered1, obs1, sc.n)
@@ -195,5 +153,37 @@ func TestBatchSampledLosslessLongContext(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// batchWaves submits n requests like req to b, seqs at a time, each with
+// a fork of base as its source and seed 1000 + its number, runs each wave
+// to its end and hands every result to seen.
+func batchWaves(t *testing.T, b *Batch, base drafter.Source, n, seqs int, req Request, seen func(*Result)) {
+	t.Helper()
+	for i := 0; i < n; i += seqs {
+		var hs []*Handle
+		for k := i; k < min(i+seqs, n); k++ {
+			src, err := drafter.Fork(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := req
+			r.Source = src
+			r.Config.Sample.Seed = uint64(1000 + k)
+			h, err := b.Submit(context.Background(), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs = append(hs, h)
+		}
+		stepAll(t, b)
+		for _, h := range hs {
+			res, err := h.Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen(res)
+		}
 	}
 }
