@@ -35,7 +35,7 @@ func (in *Inputs) moved() (measure.Anchor, bool) {
 		if a.Stored <= 0 || a.Now <= 0 {
 			continue
 		}
-		if d := math.Abs(math.Log(float64(a.Now) / float64(a.Stored))); d > far {
+		if d := math.Abs(math.Log(float64(a.Now) / float64(a.Stored))); d >= far { // the wider of two alike
 			best, far = a, d
 		}
 	}

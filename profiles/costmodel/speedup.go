@@ -372,7 +372,10 @@ type SplitCosts struct {
 }
 
 // Interp returns the latency at W, interpolating linearly between measured
-// widths and extrapolating from the last two beyond the curve.
+// widths and extrapolating from the last two beyond the curve, never below
+// the widest measured: a pass of more rows costs no less than one of
+// fewer, and a last segment that slopes down (two passes timed in a noisy
+// minute) must not price a wider one at less, or below zero.
 func Interp(pts []latency.Point, w int) time.Duration {
 	if len(pts) == 0 {
 		return 0
@@ -391,7 +394,7 @@ func Interp(pts []latency.Point, w int) time.Duration {
 		return time.Duration(float64(pts[0].Median) * float64(w) / float64(pts[0].W))
 	}
 	a, b := pts[len(pts)-2], pts[len(pts)-1]
-	slope := float64(b.Median-a.Median) / float64(b.W-a.W)
+	slope := max(float64(b.Median-a.Median)/float64(b.W-a.W), 0)
 	return b.Median + time.Duration(slope*float64(w-b.W))
 }
 

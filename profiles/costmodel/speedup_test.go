@@ -86,6 +86,12 @@ func TestInterp(t *testing.T) {
 			t.Errorf("Interp(%d) = %v, want %v", c.w, got, c.want)
 		}
 	}
+	// a last segment sloping down (a noisy minute) prices a wider pass at
+	// the widest measured, never less, never below zero
+	noisy := []latency.Point{{W: 1, Median: 10}, {W: 32, Median: 60}, {W: 48, Median: 40}}
+	if got := Interp(noisy, 200); got != 40 {
+		t.Errorf("past a curve sloping down: Interp(200) = %v, want the widest's 40", got)
+	}
 }
 
 // ExamplePredict scores a chain of 4 with 80% acceptance per token, a
