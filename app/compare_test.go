@@ -22,26 +22,15 @@ import (
 func TestCompareTable(t *testing.T) {
 	wb := newBench(t)
 	c := wb.Compare
-	// the runs are written straight into the screen's database, as other
-	// processes write theirs
-	st, err := store.Open(context.Background(), wb.Session.DBPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ctx := context.Background()
+	var runs []*store.Run
 	for i, tps := range []float64{9.5, 120, 31, 0} {
 		r := &store.Run{Target: "/m/target.gguf", Drafter: "/m/draft.gguf", Strategy: "chain"}
-		if _, err := st.CreateRun(ctx, r); err != nil {
-			t.Fatal(err)
-		}
 		if i < 3 {
 			r.Status, r.Tokens, r.Steps, r.TokensPerSecond, r.AAL = "done", 64, 20, tps, 3.2
-			if err := st.FinishRun(ctx, r); err != nil {
-				t.Fatal(err)
-			}
 		}
+		runs = append(runs, r)
 	}
+	storeRuns(t, wb, runs...)
 	c.Refresh()
 	col := -1
 	for i, cc := range compareCols {
@@ -117,12 +106,6 @@ func equalIDs(a, b []int64) bool {
 func TestCompareAsPeopleCompare(t *testing.T) {
 	wb := newBench(t)
 	c := wb.Compare
-	st, err := store.Open(context.Background(), wb.Session.DBPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ctx := context.Background()
 	egt := spec.Plan{Strategy: "egt", EGT: []int{1, 2, 3, 3, 2}, Branch: 2, WMax: 12, DepthPolicy: "threshold", DepthMin: 0.2}
 	for _, r := range []struct {
 		target, drafter string
@@ -139,14 +122,8 @@ func TestCompareAsPeopleCompare(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		run := &store.Run{Target: r.target, Drafter: r.drafter, Strategy: r.plan.Strategy, Settings: cfg, PredictedSpeedup: 2.2}
-		if _, err := st.CreateRun(ctx, run); err != nil {
-			t.Fatal(err)
-		}
-		run.Status, run.Tokens, run.Steps, run.TokensPerSecond, run.AAL, run.Acceptance, run.MeasuredSpeedup = "done", 64, 20, r.tps, 3.2, 0.8, r.measured
-		if err := st.FinishRun(ctx, run); err != nil {
-			t.Fatal(err)
-		}
+		storeRuns(t, wb, &store.Run{Target: r.target, Drafter: r.drafter, Strategy: r.plan.Strategy, Settings: cfg, PredictedSpeedup: 2.2,
+			Status: "done", Tokens: 64, Steps: 20, TokensPerSecond: r.tps, AAL: 3.2, Acceptance: 0.8, MeasuredSpeedup: r.measured})
 	}
 	c.Refresh()
 	if len(c.Runs) != 5 || c.Filter.Selected != allPairs {
@@ -376,21 +353,9 @@ func TestCompareAcceptanceOfPlainDecoding(t *testing.T) {
 func TestCompareMarksAssumedPrediction(t *testing.T) {
 	wb := newBench(t)
 	c := wb.Compare
-	st, err := store.Open(context.Background(), wb.Session.DBPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ctx := context.Background()
 	for _, assumed := range []bool{false, true} {
-		r := &store.Run{Target: "/m/target.gguf", Drafter: "/m/draft.gguf", Strategy: "chain", PredictedSpeedup: 2.5, PredictedAssumed: assumed}
-		if _, err := st.CreateRun(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-		r.Status, r.Tokens, r.Steps, r.TokensPerSecond, r.MeasuredSpeedup = "done", 64, 20, 100, 2.1
-		if err := st.FinishRun(ctx, r); err != nil {
-			t.Fatal(err)
-		}
+		storeRuns(t, wb, &store.Run{Target: "/m/target.gguf", Drafter: "/m/draft.gguf", Strategy: "chain", PredictedSpeedup: 2.5, PredictedAssumed: assumed,
+			Status: "done", Tokens: 64, Steps: 20, TokensPerSecond: 100, MeasuredSpeedup: 2.1})
 	}
 	c.Refresh()
 	col := -1
@@ -413,5 +378,29 @@ func TestCompareMarksAssumedPrediction(t *testing.T) {
 	}
 	if n := strings.Count(csv.String(), ",2.500,yes,"); n != 1 || !strings.Contains(csv.String(), ",2.500,,") {
 		t.Errorf("csv marks %d runs assumed, want 1:\n%s", n, csv.String())
+	}
+}
+
+// storeRuns writes runs straight into the screen's database, as other
+// processes write theirs: each created, then finished with its figures
+// where it has a status (one without stays running).
+func storeRuns(t *testing.T, wb *Workbench, runs ...*store.Run) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, wb.Session.DBPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, r := range runs {
+		if _, err := st.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Status == "" {
+			continue
+		}
+		if err := st.FinishRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -55,22 +54,9 @@ func TestCompareChartsLoadRuns(t *testing.T) {
 	if c.LoadChart.line != nil {
 		t.Fatal("a load chart without load runs")
 	}
-	st, err := store.Open(context.Background(), wb.Session.DBPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ctx := context.Background()
 	for _, n := range []int{1, 4} {
-		r := &store.Run{Target: "/m/target.gguf", Strategy: "ar", Load: &store.Load{Server: "arborist-plain", Concurrency: n}}
-		if _, err := st.CreateRun(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-		r.Status, r.TokensPerSecond = "done", float64(10*n)
-		r.Load = &store.Load{Server: "arborist-plain", Concurrency: n, TTFT: time.Millisecond, TPSP10: float64(9 * n), TPSP90: float64(11 * n), Rounds: 3}
-		if err := st.FinishRun(ctx, r); err != nil {
-			t.Fatal(err)
-		}
+		storeRuns(t, wb, &store.Run{Target: "/m/target.gguf", Strategy: "ar", Status: "done", TokensPerSecond: float64(10 * n),
+			Load: &store.Load{Server: "arborist-plain", Concurrency: n, TTFT: time.Millisecond, TPSP10: float64(9 * n), TPSP90: float64(11 * n), Rounds: 3}})
 	}
 	c.Filter.SetSelected(allPairs)
 	c.Refresh()
