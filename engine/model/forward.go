@@ -122,16 +122,9 @@ func (c *Cache) CopyPrefixCap(n, capacity int) (*Cache, error) {
 		return nil, fmt.Errorf("model: copy %d slots into a cache of %d", n, capacity)
 	}
 	d := &Cache{cfg: c.cfg, dev: c.dev, typ: c.typ, cap: capacity, pos: make([]int32, capacity)}
-	if n > 0 {
-		if err := d.alloc(); err != nil {
-			return nil, err
-		}
-		if err := c.dev.CopyKV(d.kv, c.kv, n); err != nil {
-			return nil, fmt.Errorf("model: %w", err)
-		}
+	if err := d.Load(c, n); err != nil {
+		return nil, err
 	}
-	copy(d.pos, c.pos[:n])
-	d.n = n
 	return d, nil
 }
 
