@@ -3,7 +3,6 @@ package spec
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -376,7 +375,7 @@ func (b *Batch) admit() {
 		if m.onAdmit != nil {
 			m.onAdmit()
 		}
-		if m.from != nil && m.from.cache != nil {
+		if m.from != nil {
 			if err := b.loadPrefix(m); err != nil {
 				b.leave(m, err)
 				continue
@@ -608,17 +607,13 @@ func (b *Batch) finishStep(m *member, pass time.Duration) (bool, error) {
 // takes the prefill's hidden states, as the last prompt chunk's pass
 // would have given them.
 func (b *Batch) loadPrefix(m *member) error {
-	r, p := m.r, m.from
-	if err := r.cache.Load(p.cache, p.cache.Len()); err != nil {
-		return fmt.Errorf("spec: %w", err)
+	hidden, err := m.r.loadPrefix(m.from)
+	if err != nil {
+		return err
 	}
 	m.filled = len(m.prompt) - 1
-	if r.hs != nil {
-		m.hidden = append(m.hidden[:0], p.hidden...)
-	}
-	if r.needHidden {
-		d := b.target.Dim
-		r.hidden = append(r.hidden[:0], p.hidden[len(p.hidden)-d:]...)
+	if m.r.hs != nil {
+		m.hidden = append(m.hidden[:0], hidden...)
 	}
 	return nil
 }

@@ -98,20 +98,24 @@ func (p *Prefix) fits(e *Engine, prompt []int) error {
 	return nil
 }
 
-// openFrom opens the run on a copy of its prefix's cache, of the run's
-// capacity, and returns the prefilled rows' hidden states as the prefill
-// pass would have.
+// openFrom opens the run on a cache of the run's capacity holding a copy
+// of its prefix's, and returns the prefilled rows' hidden states as the
+// prefill pass would have.
 func (r *run) openFrom(capacity int) ([]float32, error) {
-	p := r.from
-	if p.cache == nil {
-		r.open(r.e.Target.NewCache(capacity))
+	r.open(r.e.Target.NewCache(capacity))
+	return r.loadPrefix(r.from)
+}
+
+// loadPrefix copies p's prefilled slots into the run's open cache (a
+// batch's, taken from its budget, or openFrom's) and returns the prefill's
+// hidden states, the last row's kept for the run where it reads it.
+func (r *run) loadPrefix(p *Prefix) ([]float32, error) {
+	if p.cache == nil { // a prompt of one token: nothing prefilled
 		return nil, nil
 	}
-	c, err := p.cache.CopyPrefixCap(p.cache.Len(), capacity)
-	if err != nil {
+	if err := r.cache.Load(p.cache, p.cache.Len()); err != nil {
 		return nil, fmt.Errorf("spec: %w", err)
 	}
-	r.open(c)
 	if r.needHidden {
 		dim := r.e.Target.Dim
 		r.hidden = append(r.hidden[:0], p.hidden[len(p.hidden)-dim:]...)
