@@ -3,8 +3,8 @@
 // struct holding its widgets so tests can drive it. Every workflow runs in
 // the workflow core (arborist/profiles), the same one the CLI verbs use;
 // no engine logic, no SQL and no backend, GGUF, model or tokenizer imports
-// live here (TestImports). Long work runs off the UI goroutine, can be
-// cancelled, and reports back through fyne.Do.
+// live here (the module's TestLayers). Long work runs off the UI goroutine, can be
+// cancelled, and reports back through Session.UI.
 //
 // A new screen is one file here: a struct with its widgets, a constructor
 // taking the Session, Title and Content, and one row in the screens table.
@@ -507,7 +507,7 @@ func NewWorkbench(s *Session) *Workbench {
 	wb.screens = all
 	s.Go(func(context.Context) { // checking a backend (a GPU's, say) may take a moment
 		st := profiles.Backends()
-		fyne.Do(func() {
+		s.UI(func() {
 			wb.Models.SetBackends(st)
 			wb.Speedup.SetBackends(st)
 		})

@@ -84,7 +84,7 @@ func (p *LoadTestPanel) toggle() {
 			}
 		})
 		if err == nil {
-			fyne.Do(s.Changed) // Compare charts the new runs
+			s.UI(s.Changed) // Compare charts the new runs
 		}
 	})
 }

@@ -611,7 +611,7 @@ func (m *ModelsScreen) load() {
 	db := m.s.DBPath
 	m.s.Go(func(context.Context) {
 		info, err := profiles.DescribePair(context.Background(), profiles.PairSpec{Target: target, Draft: ps.Draft, Layers: ps.Layers, DraftHidden: hiddenRef}, db)
-		fyne.Do(func() {
+		m.s.UI(func() {
 			m.Load.Enable()
 			m.loading--
 			m.s.Busy()
@@ -642,9 +642,9 @@ func (m *ModelsScreen) buildDemo() {
 	m.Status.SetText("Writing the demo pair to " + m.s.DemoDir + " ...")
 	m.s.Go(func(ctx context.Context) {
 		t, d, err := DemoPair(ctx, m.s.DemoDir, func(f float64) {
-			fyne.Do(func() { m.Progress.SetValue(f) })
+			m.s.UI(func() { m.Progress.SetValue(f) })
 		})
-		fyne.Do(func() {
+		m.s.UI(func() {
 			m.DemoBtn.Enable()
 			m.loading--
 			m.s.Busy()
@@ -716,7 +716,7 @@ func (m *ModelsScreen) train() {
 					chart = &ChartSpec{Title: "Hidden drafter training", XLabel: "epoch", YLabel: "loss (weighted MSE + KL)", Width: 520, Height: 220,
 						Series: []Series{{Name: "train", X: slices.Clone(epochs), Y: slices.Clone(train)}, {Name: "held out", X: slices.Clone(epochs), Y: slices.Clone(held)}}}
 				}
-				fyne.Do(func() {
+				m.s.UI(func() {
 					if chart != nil {
 						m.LossChart.SetSpec(*chart)
 						m.lossView.Show()

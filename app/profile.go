@@ -172,7 +172,7 @@ func (p *ProfileScreen) measure(ctx context.Context, job *jobs.Job, spec profile
 		} else {
 			job.Progress(-1, e.Stage)
 		}
-		fyne.Do(func() {
+		p.s.UI(func() {
 			if !p.s.samePair(pair) {
 				return
 			}
@@ -186,7 +186,7 @@ func (p *ProfileScreen) measure(ctx context.Context, job *jobs.Job, spec profile
 		return nil, nil, lim, err
 	}
 	over := r.StepCost
-	fyne.Do(func() {
+	p.s.UI(func() {
 		if p.s.samePair(pair) {
 			p.s.Overhead = over
 		}

@@ -807,7 +807,7 @@ func (r *RunScreen) session(ctx context.Context, job *jobs.Job, ps profiles.Pair
 		batch := pending
 		pending = nil
 		lastFlush = time.Now()
-		fyne.Do(func() {
+		r.s.UI(func() {
 			if r.s.samePair(pair) {
 				r.appendPieces(batch)
 			}
@@ -845,7 +845,7 @@ func (r *RunScreen) session(ctx context.Context, job *jobs.Job, ps profiles.Pair
 			lastDraw = time.Now()
 			stats := liveStats(tokens, len(steps), accepted, drafted, gen)
 			tl := timeline(steps)
-			fyne.Do(func() {
+			r.s.UI(func() {
 				if r.s.samePair(pair) {
 					r.Stats.SetText(stats)
 					r.Timeline.SetSpec(tl)
@@ -855,7 +855,7 @@ func (r *RunScreen) session(ctx context.Context, job *jobs.Job, ps profiles.Pair
 	}
 	opt.OnRound = func(round, rounds int) {
 		msg := fmt.Sprintf("Timing the plan against plain decoding: round %d of %d ...", round, rounds)
-		fyne.Do(func() {
+		r.s.UI(func() {
 			if r.s.samePair(pair) {
 				r.Stats.SetText(msg)
 			}
@@ -900,7 +900,7 @@ func (r *RunScreen) session(ctx context.Context, job *jobs.Job, ps profiles.Pair
 		stats += fmt.Sprintf(" Hidden drafter: %d of %d steps re-sampled after a rejection (%.1f%% of decode time).", h.Resampled, h.Steps, 100*h.ResampleShare)
 	}
 	tl := timeline(steps)
-	fyne.Do(func() {
+	r.s.UI(func() {
 		if r.s.samePair(pair) {
 			r.Stats.SetText(stats)
 			r.Timeline.SetSpec(tl)

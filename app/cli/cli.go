@@ -4,7 +4,7 @@
 // workflow core (arborist/profiles, which the GUI uses too), prints the
 // text report or, with --json, one JSON document, and returns an exit
 // status. A new verb is a function here and a line in verbs(); it reaches
-// models and backends only through the core (app's TestImports).
+// models and backends only through the core (the module's TestLayers).
 package cli
 
 import (
