@@ -423,6 +423,25 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 			}
 		}
 	}
+	acc := stored
+	if opt.Alpha > 0 {
+		decay := opt.Decay
+		if decay <= 0 {
+			decay = 0.4
+		}
+		acc = costmodel.Uniform(opt.Alpha, decay, 8, 4)
+	}
+	// the curves over context and pass size, read whether or not the
+	// model's own curves are complete (the latency chart draws them), and
+	// before the re-check, which rescales the pass sizes' curves with the
+	// rest and re-times the longest context the prices rest on
+	if in.Family, err = measure.VerifyFamily(ctx, st, in.Hardware, pair.Target, pair.Backend); err != nil {
+		return nil, err
+	}
+	fam := measure.ContextCurves(in.Family)
+	if in.Profiled {
+		in.Costs.Passes = measure.PassCurves(in.Family)
+	}
 	if opt.Recheck && in.Profiled {
 		var window *costmodel.RecheckWindow
 		if stored != nil {
@@ -432,27 +451,25 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 		if err != nil {
 			return nil, fmt.Errorf("re-checking the stored curves: %w", err)
 		}
+		if r := costmodel.AtContexts(costs, measure.ShortContext, fam, acc).Context; r.Steps > 0 && r.High > measure.ShortContext {
+			f, crc, err := measure.RecheckContext(ctx, pair.Target, pair.Drafting(), fam, r.High, &rc)
+			if err != nil {
+				return nil, fmt.Errorf("re-checking the curves over context: %w", err)
+			}
+			fam, rc.Context = f, &crc
+			costs.Long = crc.Long()
+		}
 		in.Costs, in.Recheck = costs, &rc
 	}
-	in.Acc = stored
+	in.Acc = acc
 	if opt.Alpha > 0 {
-		decay := opt.Decay
-		if decay <= 0 {
-			decay = 0.4
-		}
-		in.Acc, in.Assumed, in.CalID = costmodel.Uniform(opt.Alpha, decay, 8, 4), true, 0
-	}
-	// the curves over context and pass size, read whether or not the
-	// model's own curves are complete (the latency chart draws them)
-	if in.Family, err = measure.VerifyFamily(ctx, st, in.Hardware, pair.Target, pair.Backend); err != nil {
-		return nil, err
+		in.Assumed, in.CalID = true, 0
 	}
 	if in.Profiled {
 		// every pass priced at the context the calibration's steps ran
 		// at, on the curves measured over context (an assumed acceptance
 		// has no steps: the short context's curve prices it)
-		in.Costs = costmodel.AtContexts(in.Costs, measure.ShortContext, measure.ContextCurves(in.Family), in.Acc)
-		in.Costs.Passes = measure.PassCurves(in.Family)
+		in.Costs = costmodel.AtContexts(in.Costs, measure.ShortContext, fam, in.Acc)
 	}
 	return in, nil
 }

@@ -224,6 +224,19 @@ type recheckJSON struct {
 	WindowMoments int `json:"window_moments,omitempty"`
 	// Anchors: every width timed (the three above among them)
 	Anchors []anchorJSON `json:"anchors,omitempty"`
+	// Context: the same rounds after the longest context the prices
+	// rest on (absent: none re-timed)
+	Context *contextRecheckJSON `json:"context,omitempty"`
+}
+
+// contextRecheckJSON is the re-check after a long context.
+type contextRecheckJSON struct {
+	Context    int           `json:"context"`
+	Anchors    []anchorJSON  `json:"anchors"`
+	Plain      time.Duration `json:"plain_ns"`
+	Rescaled   bool          `json:"rescaled,omitempty"`
+	NowDraft   time.Duration `json:"now_draft_ns,omitempty"`
+	DraftScale float64       `json:"draft_scale,omitempty"`
 }
 
 // anchorJSON is one width the re-check timed.
@@ -250,6 +263,12 @@ func recheckDoc(rc *measure.Recheck) *recheckJSON {
 		BandwidthStored: rc.BandwidthStored, BandwidthNow: rc.BandwidthNow, Warning: rc.BandwidthWarning, WindowMoments: rc.WindowMoments}
 	for _, a := range rc.Anchors {
 		doc.Anchors = append(doc.Anchors, anchorJSON{W: a.W, Stored: a.Stored, Now: a.Now})
+	}
+	if c := rc.Context; c != nil {
+		doc.Context = &contextRecheckJSON{Context: c.Context, Plain: c.Plain, Rescaled: c.Rescaled, NowDraft: c.Drafted, DraftScale: c.DraftScale}
+		for _, a := range c.Anchors {
+			doc.Context.Anchors = append(doc.Context.Anchors, anchorJSON{W: a.W, Stored: a.Stored, Now: a.Now})
+		}
 	}
 	return doc
 }

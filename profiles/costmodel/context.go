@@ -71,8 +71,13 @@ func (r ContextRange) String() string {
 // is priced at it (a pass costs no less than at a shorter context, so this errs slow); a
 // step past the longest measured context is left out of the mean, never
 // extrapolated, and counted in the range's Beyond. Plain decoding's token
-// (c.Plain) is scaled by m(1) and split curves (measured at the short
-// context) by m(W) too: the baseline runs at the same contexts.
+// (c.Plain) is scaled by m(1), or, where the re-check timed it at a long
+// context too (c.Long), interpolated in context between the two for each
+// step; split curves (measured at the short context) are scaled by m(W):
+// the baseline runs at the same contexts. The drafter's curves, measured
+// at the short context, are scaled where the re-check timed its passes
+// at the long context too: by the mean over the steps of that ratio,
+// interpolated in context.
 // The result's Context says what the prices rest on.
 func AtContexts(c Costs, base int, family []ContextCurve, acc *Acceptance) Costs {
 	fam := slices.Clone(family)
@@ -140,14 +145,59 @@ func AtContexts(c Costs, base int, family []ContextCurve, acc *Acceptance) Costs
 		return out
 	}
 	c.Verify = scale(c.Verify)
-	if c.Plain > 0 {
+	// share is how far context n is from base to the long context the
+	// re-check timed (0 at base and below, 1 there and beyond)
+	long := c.Long
+	share := func(n int) float64 {
+		if n <= base {
+			return 0
+		}
+		return min(1, float64(n-base)/float64(long.At-base))
+	}
+	switch {
+	case c.Plain > 0 && long.Plain > 0 && long.At > base:
+		// timed at both ends: linear in context between them, each
+		// step's context its own, as the curves are
+		sum := 0.0
+		for _, n := range ctxs {
+			if n <= long.At {
+				sum += float64(c.Plain) + float64(long.Plain-c.Plain)*share(n)
+			} else { // past it, by the curves' growth from it
+				sum += float64(long.Plain) * float64(AtContext(fam, 1, n)) / float64(AtContext(fam, 1, long.At))
+			}
+		}
+		c.Plain = time.Duration(sum / float64(len(ctxs)))
+	case c.Plain > 0:
 		c.Plain = time.Duration(float64(c.Plain) * at(1))
 	}
+	draft := 1.0 // the drafter's passes at the steps' contexts over the short one's
+	if long.DraftScale > 0 && long.At > base {
+		sum := 0.0
+		for _, n := range ctxs {
+			sum += 1 + (long.DraftScale-1)*share(n)
+		}
+		draft = sum / float64(len(ctxs))
+	}
+	scaleDraft := func(pts []latency.Point) []latency.Point {
+		if pts == nil || draft == 1 {
+			return pts
+		}
+		out := make([]latency.Point, len(pts))
+		for i, p := range pts {
+			p.Median = time.Duration(float64(p.Median) * draft)
+			p.Spread = time.Duration(float64(p.Spread) * draft)
+			out[i] = p
+		}
+		return out
+	}
+	c.Draft, c.DraftAfter = scaleDraft(c.Draft), scaleDraft(c.DraftAfter)
 	if len(c.Splits) > 0 {
 		c.Splits = slices.Clone(c.Splits)
 		for i := range c.Splits {
 			c.Splits[i].Verify = scale(c.Splits[i].Verify)
 			c.Splits[i].Beside = scale(c.Splits[i].Beside)
+			c.Splits[i].Draft = scaleDraft(c.Splits[i].Draft)
+			c.Splits[i].DraftBeside = scaleDraft(c.Splits[i].DraftBeside)
 		}
 	}
 	return c

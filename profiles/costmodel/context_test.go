@@ -129,3 +129,41 @@ func TestAtContextsWithoutContexts(t *testing.T) {
 		t.Errorf("plain token at 1024: %v", got.Plain)
 	}
 }
+
+// TestAtContextsTimedAtLength: where the re-check timed plain decoding
+// and the drafter after a long context too (Costs.Long), plain
+// decoding's token is each step's share of the way between the two
+// timings, not the short one carried by the curves' ratio, and the
+// drafter's curves take the mean of its ratio the same way; without it
+// (the negative control) the drafter's curves are the short context's.
+func TestAtContextsTimedAtLength(t *testing.T) {
+	fam := standInFamily()
+	ms := time.Millisecond
+	draft := lineCurve(100*time.Microsecond, 10*time.Microsecond)
+	c := Costs{Verify: fam[1].Verify, Plain: ms, Draft: draft, DraftAfter: draft[:1],
+		Long: LongContext{At: 4096, Plain: 10 * ms, DraftScale: 3}}
+	acc := withContexts(128, 1024, 4096)
+	share := float64(1024-128) / float64(4096-128)
+	got := AtContexts(c, 128, fam, acc)
+	want := time.Duration((1 + (1 + 9*share) + 10) / 3 * float64(ms))
+	if d := got.Plain - want; d < -time.Microsecond || d > time.Microsecond {
+		t.Errorf("plain decoding's token %v, want %v (timed at 128 and 4096, each step's context between)", got.Plain, want)
+	}
+	f := (1 + (1 + 2*share) + 3) / 3
+	for i, p := range got.Draft {
+		if want := time.Duration(float64(draft[i].Median) * f); p.Median-want > time.Microsecond || want-p.Median > time.Microsecond {
+			t.Errorf("draft W=%d: %v, want %v (x%.3f)", p.W, p.Median, want, f)
+		}
+	}
+	if got.DraftAfter[0].Median == draft[0].Median || draft[0].Median != 110*time.Microsecond {
+		t.Errorf("the after-target point %v was not scaled, or the stored curve changed (%v)", got.DraftAfter[0].Median, draft[0].Median)
+	}
+	c.Long = LongContext{}
+	plainOnly := AtContexts(c, 128, fam, acc)
+	if plainOnly.Draft[3] != draft[3] {
+		t.Errorf("without a long re-check the drafter's curve moved: %v, want %v", plainOnly.Draft[3], draft[3])
+	}
+	if plainOnly.Plain == got.Plain {
+		t.Errorf("plain decoding's token %v the same with and without the long timing", got.Plain)
+	}
+}

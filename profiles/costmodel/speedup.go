@@ -339,6 +339,9 @@ type Costs struct {
 	// (single-token passes back to back, RecheckCosts; 0: not measured,
 	// and T_verify(1) stands in): the baseline of every speedup.
 	Plain time.Duration
+	// Long is what the re-check timed after a long context beside the
+	// short one (zero: nothing), which AtContexts prices by.
+	Long LongContext
 	// Context is what context the verification curves were priced at
 	// (AtContexts; zero: the one stored curve, at the short context).
 	Context ContextRange
@@ -346,6 +349,22 @@ type Costs struct {
 	// context (nil: none measured), which price a plan at a concurrency
 	// (PredictLoad).
 	Passes []PassCurve
+}
+
+// LongContext is what the re-check timed after At cached tokens, the
+// longest context a prediction's steps are priced at: plain decoding's
+// token there, and the drafter's passes after a target pass there over
+// the same passes at the short context (DraftScale; 0: not timed). The
+// stored curves carry a short context's time to a long one by their
+// ratio, which misprices a machine that is slower in part: with the
+// bandwidth 25% below the profile's, plain decoding's token after 1,900
+// tokens was priced at 10.0 ms and measured at 6.0; and the drafter's
+// curves, measured at the short context, priced a step's drafting there
+// at 1.0 ms where it took 6.
+type LongContext struct {
+	At         int
+	Plain      time.Duration
+	DraftScale float64
 }
 
 // PlainToken is what every speedup is set against: plain decoding's time

@@ -74,6 +74,9 @@ type Recheck struct {
 	WindowMoments         int
 	WindowSpan, WindowAge time.Duration
 	Elapsed               time.Duration // what the re-check cost
+	// Context is the re-check of the curves over context (nil: the
+	// prices rest on the short context's curve alone, or it was not run).
+	Context *ContextRecheck
 }
 
 // Anchor is one width the re-check timed: the stored curve's time there,
@@ -181,6 +184,9 @@ func (r *Recheck) String() string {
 		} else {
 			s += "; kept"
 		}
+	}
+	if r.Context != nil {
+		s += "\n" + r.Context.String()
 	}
 	if r.BandwidthWarning != "" {
 		s += "\nwarning: " + r.BandwidthWarning

@@ -1,0 +1,95 @@
+package measure
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"arborist/profiles/costmodel"
+	"arborist/profiles/latency"
+	"arborist/profiles/pairs"
+)
+
+// TestRescaleContexts: the short context's curve takes the short
+// factors, the long one's and longer the long factors, one between them
+// the blend by its share of the way.
+func TestRescaleContexts(t *testing.T) {
+	ms := time.Millisecond
+	flat := []latency.Point{{W: 1, Median: 10 * ms}, {W: 8, Median: 10 * ms}}
+	fam := []costmodel.ContextCurve{{Context: 128, Verify: flat}, {Context: 1128, Verify: flat}, {Context: 2128, Verify: flat}, {Context: 4096, Verify: flat}}
+	out := RescaleContexts(fam, 2128, []int{1, 8}, []float64{2, 2}, []int{1, 8}, []float64{0.5, 1})
+	want := [][2]float64{{2, 2}, {1.25, 1.5}, {0.5, 1}, {0.5, 1}}
+	for i, c := range out {
+		for k, p := range c.Verify {
+			if d := float64(p.Median) - want[i][k]*float64(10*ms); math.Abs(d) > 1e3 {
+				t.Errorf("context %d W=%d: %v, want x%.2f", c.Context, p.W, p.Median, want[i][k])
+			}
+		}
+	}
+	if fam[1].Verify[0].Median != 10*ms {
+		t.Error("the family was changed in place")
+	}
+}
+
+// TestRecheckContextRescalesAStaleLongCurve: a curve after 512 tokens
+// stored five times slower than the machine is rescaled to what the
+// re-check times there now (at its anchors), the short context's kept
+// (its own re-check found it true), and plain decoding's token there is
+// timed; a context the family has no curve at is refused.
+func TestRecheckContextRescalesAStaleLongCurve(t *testing.T) {
+	m := benchModel(t)
+	ctx := context.Background()
+	short, err := VerifyCurve(ctx, m, []int{1, 4, 8, 16}, CurveOptions{MinReps: 3, MaxReps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := VerifyCurve(ctx, m, []int{1, 4, 8, 16}, CurveOptions{Context: 512, MinReps: 3, MaxReps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stale []latency.Point
+	for _, p := range at {
+		stale = append(stale, latency.Point{W: p.W, Median: 5 * p.Median, Reps: p.Reps})
+	}
+	fam := []costmodel.ContextCurve{{Context: 512, Verify: stale}, {Context: ShortContext, Verify: short}}
+	kept := &Recheck{}
+	for _, w := range RecheckAnchors(16) {
+		kept.Anchors = append(kept.Anchors, Anchor{W: w, Scale: 1})
+	}
+	got, rc, err := RecheckContext(ctx, m, pairs.Drafting{}, fam, 512, kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rc.Rescaled || rc.Context != 512 || rc.Plain <= 0 || len(rc.Anchors) != len(kept.Anchors) || !strings.Contains(rc.String(), "re-check after 512 tokens") {
+		t.Fatalf("a curve 5x too slow after 512 tokens: %+v %q", rc, rc.String())
+	}
+	for _, a := range rc.Anchors {
+		if a.Scale > 0.6 {
+			t.Errorf("W=%d: x%.2f, want well under 1 for a curve stored 5x slow", a.W, a.Scale)
+		}
+	}
+	if got[0].Context != ShortContext || got[0].Verify[1] != short[1] {
+		t.Errorf("the short context's curve moved: %+v", got[0].Verify[1])
+	}
+	now := map[int]Anchor{}
+	for _, a := range rc.Anchors {
+		now[a.W] = a
+	}
+	for _, p := range got[1].Verify {
+		a, ok := now[p.W]
+		if !ok {
+			continue
+		}
+		if d := math.Abs(float64(p.Median-a.Now)) / float64(a.Now); d > 1e-6 {
+			t.Errorf("after 512, W=%d: %v, want what the re-check timed, %v", p.W, p.Median, a.Now)
+		}
+	}
+	if l := rc.Long(); l.At != 512 || l.Plain != rc.Plain || l.DraftScale != 0 {
+		t.Errorf("what the cost model takes: %+v", l)
+	}
+	if _, _, err := RecheckContext(ctx, m, pairs.Drafting{}, fam, 1024, kept); err == nil {
+		t.Error("a context without a curve was re-checked")
+	}
+}
