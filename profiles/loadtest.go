@@ -109,7 +109,7 @@ func (b *Bench) LoadTestPlan(ctx context.Context, opt loadtest.Options) (*loadte
 		p.Servers = append(p.Servers, s.Name)
 	}
 	for _, n := range opt.Concurrency {
-		p.Requests += opt.Rounds * len(servers) * n * opt.PerClient
+		p.Requests += opt.Rounds * len(servers) * n * opt.RequestsAt(n)
 	}
 	p.Tokens = p.Requests * opt.MaxTokens
 	p.Starts = opt.Rounds * len(servers) * len(opt.Concurrency)
@@ -167,13 +167,13 @@ func (b *Bench) LoadTest(ctx context.Context, opt loadtest.Options, progress Pro
 		return nil, err
 	}
 	type key = loadKey
-	predicted := b.predictLoads(ctx, r, opt)
+	predicted, on := b.predictLoads(ctx, r, opt)
 	rounds := map[key][]loadtest.Round{}
 	failed := map[key]string{}
 	total := opt.Rounds * len(opt.Concurrency) * len(servers)
 	done := 0
 	start := time.Now()
-	res := &loadtest.Result{Plan: *plan}
+	res := &loadtest.Result{Plan: *plan, PredictedOn: on}
 	for round := 1; round <= opt.Rounds; round++ {
 		for _, n := range opt.Concurrency {
 			for _, s := range servers {
@@ -184,7 +184,7 @@ func (b *Bench) LoadTest(ctx context.Context, opt loadtest.Options, progress Pro
 					continue
 				}
 				progress.send("load test", done, total, stage+": starting")
-				rd, err := loadRound(ctx, s, loadtest.Drive{Chat: opt.Chat, Prompts: opt.Prompts, Concurrency: n, PerClient: opt.PerClient, MaxTokens: opt.MaxTokens})
+				rd, err := loadRound(ctx, s, loadtest.Drive{Chat: opt.Chat, Prompts: opt.Prompts, Concurrency: n, PerClient: opt.RequestsAt(n), MaxTokens: opt.MaxTokens})
 				if ctx.Err() != nil {
 					return res, ctx.Err()
 				}
@@ -236,13 +236,21 @@ type loadKey struct {
 // predictLoads prices the config's plan at each level of the test under
 // each of Arborist's serving policies, from the pair's stored curves and
 // calibration, for the test's own requests: its prompts' median length in
-// the target's tokens and its max tokens, its clients in step. Nothing is measured; with
-// nothing stored (or a plan the model cannot price) there is no
-// prediction.
-func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Options) map[loadKey]costmodel.LoadPrediction {
+// the target's tokens and its max tokens, its clients in step. Unless
+// opt.NoRecheck, the curves are re-checked first, as tune does; it also
+// says what the prices rest on (the re-check's report), or why there are
+// none (nothing stored, or a plan the model cannot price).
+func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Options) (map[loadKey]costmodel.LoadPrediction, string) {
 	in, err := b.Inputs(ctx, r.Pair, InputsOptions{Recheck: !opt.NoRecheck}, nil)
-	if err != nil || !in.Profiled || in.Acc == nil {
-		return nil
+	switch {
+	case err != nil:
+		return nil, "no prediction: " + err.Error()
+	case !in.Profiled || in.Acc == nil:
+		return nil, "no prediction: " + in.missing()
+	}
+	on := "the stored curves as they are (--no-recheck)"
+	if in.Recheck != nil {
+		on = in.Recheck.String()
 	}
 	lens := make([]int, 0, len(opt.Prompts))
 	err = withTokenizer(r.Pair.Target, func(tok *tokenizer.Tokenizer) {
@@ -251,7 +259,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 		}
 	})
 	if err != nil || len(lens) == 0 {
-		return nil
+		return nil, fmt.Sprintf("no prediction: the prompts' lengths in the target's tokens (%v)", err)
 	}
 	slices.Sort(lens)
 	// the test's clients each send an equal request when the last ends:
@@ -260,7 +268,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 	price := func(p costmodel.Plan) (costmodel.Prediction, error) { return costmodel.Predict(p, in.Acc, in.Costs) }
 	pr, err := price(r.Plan)
 	if err != nil {
-		return nil
+		return nil, "no prediction: " + err.Error()
 	}
 	out := map[loadKey]costmodel.LoadPrediction{}
 	for _, n := range opt.Concurrency {
@@ -274,12 +282,18 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 			}
 		}
 	}
-	return out
+	return out, on
 }
 
-// loadRound starts s for the round's level, warms it with one short
-// request (a server's first request pays for what it sets up), drives the
-// round and stops it.
+// loadRound starts s for the round's level, warms it with one untimed
+// request from each of the level's clients at once, as long as the
+// round's, drives the round and stops it. A server's first requests pay
+// for what it sets up (KV caches, their pages, the threads' first passes
+// over them): warmed with one 4-token request, Arborist's server at one
+// client measured 700-800 tokens/s and a TTFT of 17-19 ms in the round's
+// two requests, where the same server warm gives 990-1,060 tokens/s and
+// 11-12 ms over the same prompts (bench pair, chain gamma 7); a
+// deployment serves warm.
 func loadRound(ctx context.Context, s loadtest.Server, d loadtest.Drive) (loadtest.Round, error) {
 	run, err := s.Start(ctx, d.Concurrency)
 	if err != nil {
@@ -293,7 +307,7 @@ func loadRound(ctx context.Context, s loadtest.Server, d loadtest.Drive) (loadte
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	warm := d
-	warm.Concurrency, warm.PerClient, warm.MaxTokens = 1, 1, min(4, d.MaxTokens)
+	warm.PerClient = 1
 	_, err = warm.Run(rctx)
 	if err != nil {
 		err = fmt.Errorf("warm-up request: %w", err)
@@ -319,7 +333,7 @@ func storeLoad(ctx context.Context, st *store.Store, fp string, r *replay, serve
 		drafter = ""
 	}
 	run := &store.Run{Hardware: fp, Target: r.Pair.Target, Drafter: drafter, Strategy: plan.Strategy, Plan: planJSON(plan),
-		Settings: map[string]any{"server": server, "concurrency": l.Concurrency, "max_tokens": opt.MaxTokens, "requests_per_client": opt.PerClient,
+		Settings: map[string]any{"server": server, "concurrency": l.Concurrency, "max_tokens": opt.MaxTokens, "requests_per_client": opt.RequestsAt(l.Concurrency),
 			"chat": opt.Chat, "url": opt.URL},
 		Prompts: opt.Prompts,
 		Load:    &store.Load{Server: server, Concurrency: l.Concurrency}}

@@ -87,7 +87,11 @@ func TestLoadTestInterleavedAndStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	servers := []string{loadtest.ArboristPlan, loadtest.ArboristAdaptive, loadtest.ArboristPlain, loadtest.LlamaServer, loadtest.LlamaServerPlain}
-	if fmt.Sprint(plan.Servers) != fmt.Sprint(servers) || fmt.Sprint(plan.Concurrency) != "[1 3]" || plan.Requests != 2*5*4 || plan.Tokens != 6*plan.Requests || plan.Starts != 20 {
+	// every level sends every prompt: one client sends both, three one each
+	if opt.RequestsAt(1) != 2 || opt.RequestsAt(3) != 1 {
+		t.Errorf("requests a client: %d at 1, %d at 3, want 2 and 1", opt.RequestsAt(1), opt.RequestsAt(3))
+	}
+	if fmt.Sprint(plan.Servers) != fmt.Sprint(servers) || fmt.Sprint(plan.Concurrency) != "[1 3]" || plan.Requests != 2*5*(2+3) || plan.Tokens != 6*plan.Requests || plan.Starts != 20 {
 		t.Fatalf("plan: %+v", plan)
 	}
 	var events []Event
@@ -100,7 +104,8 @@ func TestLoadTestInterleavedAndStored(t *testing.T) {
 	}
 	for i, l := range res.Levels {
 		n := []int{1, 3}[i/5]
-		if l.Server != servers[i%5] || l.Concurrency != n || l.Rounds != 2 || l.Requests != 2*n || l.Tokens != 2*n*6 || l.TPS <= 0 || l.TTFT <= 0 || l.RunID == 0 {
+		k := opt.RequestsAt(n)
+		if l.Server != servers[i%5] || l.Concurrency != n || l.Rounds != 2 || l.Requests != 2*n*k || l.Tokens != 2*n*k*6 || l.TPS <= 0 || l.TTFT <= 0 || l.RunID == 0 {
 			t.Errorf("level %d: %+v", i, l)
 		}
 	}
@@ -331,6 +336,9 @@ func TestLoadTestPredicts(t *testing.T) {
 			t.Errorf("nothing stored, yet %s at %d predicted %.1f tokens/s", l.Server, l.Concurrency, l.Predicted)
 		}
 	}
+	if !strings.HasPrefix(res.PredictedOn, "no prediction: ") {
+		t.Errorf("nothing stored, and the report says the predictions rest on %q", res.PredictedOn)
+	}
 	c, err := config.Load(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -349,6 +357,9 @@ func TestLoadTestPredicts(t *testing.T) {
 	res, err = b.LoadTest(ctx, opt, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(res.PredictedOn, "stored curves as they are") {
+		t.Errorf("priced without the re-check, the report says %q", res.PredictedOn)
 	}
 	in, err := b.Inputs(ctx, r.Pair, InputsOptions{}, nil)
 	if err != nil {
@@ -398,6 +409,9 @@ func TestLoadTestPredicts(t *testing.T) {
 	res, err = b.LoadTest(ctx, opt, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.PredictedOn, "T_verify re-check: W=1 stored") {
+		t.Errorf("re-checked, the report says the predictions rest on %q", res.PredictedOn)
 	}
 	for _, l := range res.Levels {
 		switch l.Server {

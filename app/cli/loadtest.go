@@ -24,7 +24,7 @@ func runLoadTest(ctx context.Context, env Env, args []string) error {
 	promptsFile := fs.String("prompts", "", "prompt suite `file`, one prompt per line (default: the first 8 prompts of the built-in corpus)")
 	rounds := fs.Int("rounds", def.Rounds, "rounds, each running every level on every server in turn")
 	n := fs.Int("n", def.MaxTokens, "tokens each request asks for")
-	perClient := fs.Int("requests", def.PerClient, "requests each client sends a round, one after another")
+	perClient := fs.Int("requests", def.PerClient, "requests each client sends a round, one after another, at least (more where the prompts need them: every level sends every prompt)")
 	chat := fs.Bool("chat", false, "send chat completions (each prompt as a user message) instead of completions")
 	dir := fs.String("llama-cpp", "", "folder of llama.cpp's binaries: also drive llama-server with the exported settings and plainly (-np C)")
 	url := fs.String("url", "", "drive the server already running at this base `URL` (http://host:port) instead of starting Arborist's")
@@ -101,6 +101,9 @@ func runLoadTest(ctx context.Context, env Env, args []string) error {
 		return writeJSON(env.Stdout, res)
 	}
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/1e6) }
+	if res.PredictedOn != "" {
+		fmt.Fprintf(env.Stdout, "predictions priced on %s\n", res.PredictedOn)
+	}
 	fmt.Fprintf(env.Stdout, "%-4s %-20s %22s %18s %18s  %-22s %s\n", "C", "server", "tokens/s (p10-p90)", "TTFT ms (p90)", "TPOT ms (p90)", "predicted tok/s TTFT TPOT", "run")
 	for _, l := range res.Levels {
 		if l.Err != "" {

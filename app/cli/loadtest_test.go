@@ -38,7 +38,9 @@ func TestLoadTestVerb(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(stderr, "load test: [1 2] at once, 2 rounds, servers [url]: 6 requests of 4 tokens") {
+	// every level sends each of the eight default prompts: one client
+	// eight requests a round, two clients four each
+	if !strings.Contains(stderr, "load test: [1 2] at once, 2 rounds, servers [url]: 32 requests of 4 tokens") {
 		t.Errorf("no plan up front:\n%s", stderr)
 	}
 	for _, w := range []string{"TTFT ms (p90)", "\n1    url ", "\n2    url ", "load test done in"} {
@@ -46,9 +48,10 @@ func TestLoadTestVerb(t *testing.T) {
 			t.Errorf("the table lacks %q:\n%s", w, out)
 		}
 	}
-	// warm-up requests aside, every level's requests reached the server
-	if f.Requests() != 2*(1+2)+2*2 {
-		t.Errorf("%d requests served, want 6 and 4 warm-ups", f.Requests())
+	// warm-up requests (one a client) aside, every level's requests
+	// reached the server
+	if f.Requests() != 2*(8+2*4)+2*(1+2) {
+		t.Errorf("%d requests served, want 32 and 6 warm-ups", f.Requests())
 	}
 	code, out, stderr = run(t, "loadtest", "--config", cfg, "--url", ts.URL, "--concurrency", "3", "--rounds", "1", "-n", "4", "--json", "--db", db)
 	if code != 0 {
@@ -68,7 +71,7 @@ func TestLoadTestVerb(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("not one JSON document: %v\n%s", err, out)
 	}
-	if len(doc.Levels) != 1 || doc.Levels[0].Concurrency != 3 || doc.Levels[0].Requests != 6 || doc.Levels[0].Tokens != 24 || doc.Levels[0].RunID != 3 || doc.Levels[0].TPS <= 0 {
+	if len(doc.Levels) != 1 || doc.Levels[0].Concurrency != 3 || doc.Levels[0].Requests != 9 || doc.Levels[0].Tokens != 36 || doc.Levels[0].RunID != 3 || doc.Levels[0].TPS <= 0 {
 		t.Errorf("--json: %+v", doc)
 	}
 	code, out, _ = run(t, "runs", "--json", "--db", db)

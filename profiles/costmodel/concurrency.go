@@ -225,9 +225,11 @@ func (pc passCost) prefill(n int) time.Duration {
 // (TTFT = wait + prefill(P - 1) + T_pass), AAL a step; and the other
 // requests' prompts, one each in its life, lengthen the passes it waits
 // on. Requests that run in step (req.Together) wait for no pass but have
-// every prompt of their wave prefilled before their first step: TTFT =
-// C * prefill(P - 1) + T_pass, life = TTFT + (max(1, n / AAL) - 1) *
-// T_pass. Then tokens/s = C * n / life and TPOT = (life - TTFT) / (n - 1);
+// every prompt of their wave prefilled, in passes of all their rows,
+// before their first step: TTFT = prefill(C * (P - 1)) + T_pass, life =
+// TTFT + (max(1, n / AAL) - 1) * T_pass. (Priced as C prefills, eight
+// prompts of 19 tokens on the bench pair came to 54 ms against the 39
+// measured: the server prefills them in one pass.) Then tokens/s = C * n / life and TPOT = (life - TTFT) / (n - 1);
 // with req.Tokens 0, requests that never end: tokens/s = C * AAL /
 // T_pass, TPOT = T_pass / AAL. Plain batching
 // is the plan spec.PlainPlan (one row a request, AAL 1); Goodput's
@@ -326,7 +328,11 @@ func PredictLoad(pr Prediction, acc *Acceptance, c Costs, conc int, policy strin
 	first, others := pre, time.Duration(conc-1)*pre // the prompts before a request's first step, and in the rest of its life
 	switch {
 	case req.Together:
-		first, others = time.Duration(conc)*pre, 0 // its wave's, all before any first step
+		// its wave's prompts, all before any first step, in the passes
+		// that prefill them together (the server joins them into one
+		// pass of all their rows): priced as one prompt of all their
+		// tokens, in passes of the widest measured width
+		first, others = pc.prefill(conc*(req.Prompt-1)), 0
 	case conc > 1:
 		wait = lp.Pass / 2
 	}

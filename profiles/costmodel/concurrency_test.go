@@ -253,10 +253,11 @@ func TestPassTime(t *testing.T) {
 
 // TestPredictLoadTogether: requests in step (a closed loop of equal
 // requests, as loadtest drives) wait for no pass, but their first token
-// waits for every prompt of their wave; requests that come one at a time
-// wait half a pass and their own prompt. A request's life holds the same
-// prompts either way, so the tokens/s differ only by the wait; at one
-// request the two are the same.
+// waits for every prompt of their wave, prefilled together; requests that
+// come one at a time wait half a pass and their own prompt. The wave's
+// prompts together cost no more than one at a time, and no less than
+// one, so in step is faster by the wait and what joining the prompts
+// saves (within 10% here); at one request the two are the same.
 func TestPredictLoadTogether(t *testing.T) {
 	c := loadCosts(2 * time.Millisecond)
 	acc := Uniform(0.7, 0.4, 8, 4)
@@ -268,6 +269,7 @@ func TestPredictLoadTogether(t *testing.T) {
 	}
 	pre := pc.prefill(19)
 	for _, conc := range []int{1, 4} {
+		wavePre := pc.prefill(conc * 19)
 		one, err := PredictLoad(plain, acc, c, conc, PolicyPlain, Requests{Prompt: 20, Tokens: 32}, price)
 		if err != nil {
 			t.Fatal(err)
@@ -282,8 +284,11 @@ func TestPredictLoadTogether(t *testing.T) {
 			}
 			continue
 		}
-		if want := time.Duration(conc)*pre + wave.Pass; wave.TTFT != want {
-			t.Errorf("%d in step: TTFT %v, want the wave's %d prompts (%v each) and a pass (%v): %v", conc, wave.TTFT, conc, pre, wave.Pass, want)
+		if want := wavePre + wave.Pass; wave.TTFT != want {
+			t.Errorf("%d in step: TTFT %v, want the wave's %d prompts prefilled together (%v) and a pass (%v): %v", conc, wave.TTFT, conc, wavePre, wave.Pass, want)
+		}
+		if wavePre > time.Duration(conc)*pre || wavePre < pre {
+			t.Errorf("%d prompts prefilled together %v, one alone %v", conc, wavePre, pre)
 		}
 		if want := one.Pass/2 + pre + one.Pass; one.TTFT != want {
 			t.Errorf("%d one at a time: TTFT %v, want half a pass, its prompt and a pass: %v", conc, one.TTFT, want)

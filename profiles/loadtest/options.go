@@ -24,8 +24,8 @@ const (
 
 // Defaults are a load test's defaults: small, so a default run on a
 // small pair ends within a few minutes (3 rounds x 3 levels x 3 servers,
-// 13 clients' requests of 32 tokens each a round), on the first eight
-// prompts of the built-in corpus.
+// 32 requests of 32 tokens a server a round: each level sends every
+// prompt, RequestsAt), on the first eight prompts of the built-in corpus.
 func Defaults() Options {
 	return Options{Concurrency: []int{1, 4, 8}, Rounds: 3, MaxTokens: 32, PerClient: 2, Prompts: assets.CorpusPrompts()[:8]}
 }
@@ -49,8 +49,8 @@ type Options struct {
 	// 1..config.MaxConcurrency.
 	Concurrency []int
 	// Rounds at each level (default 3); MaxTokens a request asks for
-	// (default 32); PerClient requests each client sends a round
-	// (default 2).
+	// (default 32); PerClient requests each client sends a round at
+	// least (default 2; RequestsAt).
 	Rounds, MaxTokens, PerClient int
 	// Prompts are the requests' prompts, taken in turn (default: the
 	// first eight of the built-in corpus).
@@ -115,11 +115,27 @@ type Level struct {
 	Err string `json:",omitempty"`
 }
 
+// RequestsAt is how many requests each of n clients sends a round:
+// PerClient, or more where that many would leave some of the prompts
+// unsent, so every level sends every prompt. With two a client, one
+// client sent the suite's first two prompts alone, and the level was set
+// against the others on other prompts: on the bench pair those two took
+// 37-41 ms a request where the rest took 26-30.
+func (o Options) RequestsAt(n int) int {
+	if n < 1 {
+		return o.PerClient
+	}
+	return max(o.PerClient, (len(o.Prompts)+n-1)/n)
+}
+
 // Result is a load test's figures, by level and server.
 type Result struct {
 	Plan   Plan
 	Levels []Level
 	Wall   time.Duration
+	// PredictedOn is what the predictions rest on: the re-check of the
+	// stored curves (its report, several lines), or why there are none.
+	PredictedOn string
 }
 
 // WithDefaults fills in the defaults (Defaults) and checks the bounds.
@@ -190,7 +206,8 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		Rounds      int      `json:"rounds"`
 		WallS       float64  `json:"wall_s"`
 		Levels      []level  `json:"levels"`
-	}{Servers: r.Plan.Servers, Concurrency: r.Plan.Concurrency, Rounds: r.Plan.Rounds, WallS: r.Wall.Seconds(), Levels: []level{}}
+		PredictedOn string   `json:"predicted_on,omitempty"`
+	}{Servers: r.Plan.Servers, Concurrency: r.Plan.Concurrency, Rounds: r.Plan.Rounds, WallS: r.Wall.Seconds(), Levels: []level{}, PredictedOn: r.PredictedOn}
 	for _, l := range r.Levels {
 		out.Levels = append(out.Levels, level{Server: l.Server, Concurrency: l.Concurrency, TPS: l.TPS, TPSP10: l.TPSP10, TPSP90: l.TPSP90,
 			TTFT: ms(l.TTFT), TTFTP90: ms(l.TTFTP90), TPOT: ms(l.TPOT), TPOTP90: ms(l.TPOTP90), Rounds: l.Rounds, Requests: l.Requests, Tokens: l.Tokens, RunID: l.RunID, Predicted: l.Predicted,
