@@ -433,8 +433,8 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 	}
 	// the curves over context and pass size, read whether or not the
 	// model's own curves are complete (the latency chart draws them), and
-	// before the re-check, which rescales the pass sizes' curves with the
-	// rest and re-times the longest context the prices rest on
+	// before the re-check, which re-times the pass sizes' curves and the
+	// longest context the prices rest on
 	if in.Family, err = measure.VerifyFamily(ctx, st, in.Hardware, pair.Target, pair.Backend); err != nil {
 		return nil, err
 	}
@@ -458,6 +458,9 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 			}
 			fam, rc.Context = f, &crc
 			costs.Long = crc.Long()
+		}
+		if costs.Passes, rc.Passes, err = measure.RecheckPasses(ctx, pair.Target, costs.Passes); err != nil {
+			return nil, fmt.Errorf("re-checking the curves of passes of several sequences: %w", err)
 		}
 		in.Costs, in.Recheck = costs, &rc
 	}

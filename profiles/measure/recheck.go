@@ -77,6 +77,9 @@ type Recheck struct {
 	// Context is the re-check of the curves over context (nil: the
 	// prices rest on the short context's curve alone, or it was not run).
 	Context *ContextRecheck
+	// Passes is the re-check of the curves of passes of several
+	// sequences (RecheckPasses; none: none stored, or not run).
+	Passes []PassAnchor
 }
 
 // Anchor is one width the re-check timed: the stored curve's time there,
@@ -188,6 +191,9 @@ func (r *Recheck) String() string {
 	if r.Context != nil {
 		s += "\n" + r.Context.String()
 	}
+	if len(r.Passes) > 0 {
+		s += "\n" + passesLine(r.Passes)
+	}
 	if r.BandwidthWarning != "" {
 		s += "\nwarning: " + r.BandwidthWarning
 	}
@@ -280,14 +286,11 @@ func RecheckCosts(ctx context.Context, m *model.Model, d pairs.Drafting, c costm
 	// 28% up, and duo, priced on the stale split curves, was predicted at
 	// 2.21x and measured 1.60x). The anchors were timed on all threads;
 	// the split curves take the same ratios, the best the re-check knows.
+	// (Passes of several sequences are not: RecheckPasses times them.)
 	c.Splits = slices.Clone(c.Splits)
-	c.Passes = slices.Clone(c.Passes) // passes of several sequences likewise, by their rows
 	if moved(factors...) {
 		r.Rescaled = true
 		c.Verify = RescaleAt(curve, widths, factors)
-		for i := range c.Passes {
-			c.Passes[i].Verify = RescaleAt(c.Passes[i].Verify, widths, factors)
-		}
 		for i := range c.Splits {
 			c.Splits[i].Verify = RescaleAt(c.Splits[i].Verify, widths, factors)
 			if c.Splits[i].Beside != nil {

@@ -93,3 +93,43 @@ func TestRecheckContextRescalesAStaleLongCurve(t *testing.T) {
 		t.Error("a context without a curve was re-checked")
 	}
 }
+
+// TestRecheckPasses: a curve of passes of two sequences stored five
+// times slower than the machine is rescaled by its own pass now, one of
+// four that is true is kept, and one sequence's curve is not theirs to
+// touch.
+func TestRecheckPasses(t *testing.T) {
+	m := benchModel(t)
+	ctx := context.Background()
+	two, err := SeqsCurve(ctx, m, 2, []int{2, 4}, CurveOptions{MinReps: 3, MaxReps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	four, err := SeqsCurve(ctx, m, 4, []int{4, 8}, CurveOptions{MinReps: 3, MaxReps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stale []latency.Point
+	for _, p := range two {
+		stale = append(stale, latency.Point{W: p.W, Median: 5 * p.Median, Reps: p.Reps})
+	}
+	// "true" within any tolerance: four's curve times a third of a
+	// stale one, so a re-check on a loaded machine still keeps it apart
+	in := []costmodel.PassCurve{{Seqs: 2, Verify: stale}, {Seqs: 4, Verify: four}}
+	got, found, err := RecheckPasses(ctx, m, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 2 || found[0].Seqs != 2 || found[0].Scale > 0.6 || found[1].Seqs != 4 {
+		t.Fatalf("found %+v", found)
+	}
+	if d := math.Abs(float64(got[0].Verify[0].Median-found[0].Now)) / float64(found[0].Now); d > 1e-6 {
+		t.Errorf("two sequences' pass rescaled to %v, want what the re-check timed, %v", got[0].Verify[0].Median, found[0].Now)
+	}
+	if in[0].Verify[0].Median != stale[0].Median {
+		t.Error("the caller's curve was changed in place")
+	}
+	if line := passesLine(found); !strings.Contains(line, "2 stored") || !strings.Contains(line, "rescaled x0.") {
+		t.Errorf("report: %q", line)
+	}
+}
