@@ -57,7 +57,8 @@ func TestCacheSizedByTheRun(t *testing.T) {
 
 // TestBeginKeepsSharedPrefix: a drafter begun again on a sequence that
 // shares a prefix with the last one (its prompt, or a conversation
-// continued) keeps that prefix's cached slots, all but the root's, and
+// continued) keeps that prefix's cached slots, all but the root's, caches
+// the rest of it but the root (prefill, not the first step's drafting), and
 // proposes exactly what a fresh drafter proposes; a sequence that differs
 // from its first token keeps nothing.
 func TestBeginKeepsSharedPrefix(t *testing.T) {
@@ -98,8 +99,10 @@ func TestBeginKeepsSharedPrefix(t *testing.T) {
 		if err := d.Begin(ctx, tc.seq); err != nil {
 			t.Fatal(err)
 		}
-		if d.inCache != tc.keep || d.cache.Len() != tc.keep {
-			t.Fatalf("%s: %d slots kept (%d in the cache), want %d", tc.name, d.inCache, d.cache.Len(), tc.keep)
+		// the rest of the sequence but its root cached by Begin too (a
+		// prompt is prefill, not the first step's drafting)
+		if d.kept != tc.keep || d.inCache != len(tc.seq)-1 || d.cache.Len() != len(tc.seq)-1 {
+			t.Fatalf("%s: %d slots kept, %d cached (%d in the cache), want %d kept and %d cached", tc.name, d.kept, d.inCache, d.cache.Len(), tc.keep, len(tc.seq)-1)
 		}
 		got := expand(d)
 		fresh := NewModel(m, 2, 256, "layers:2")
