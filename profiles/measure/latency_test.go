@@ -164,7 +164,7 @@ func TestCurvesAtDepth(t *testing.T) {
 	if err := CheckContext(m, m.CtxLen); err != nil {
 		t.Errorf("the trained length itself refused: %v", err)
 	}
-	if got := ContextWidths(48); !slices.Equal(got, []int{1, 2, 4, 8, 16, 32, 48}) {
+	if got := ContextWidths(48); !slices.Equal(got, []int{1, 2, 4, 5, 8, 9, 16, 17, 32, 33, 48}) {
 		t.Errorf("widths at a long context: %v", got)
 	}
 }
