@@ -116,11 +116,9 @@ type passCost struct {
 }
 
 func newPassCost(c Costs, conc int) (passCost, error) {
-	pc := passCost{c: c, conc: conc}
-	for _, p := range c.Passes {
-		if p.Seqs == 1 {
-			pc.short = p.Verify
-		}
+	pc := passCost{c: c, conc: conc, short: c.Short}
+	if pc.short == nil {
+		pc.short = c.Verify // priced at no other context: no sequence costs more than its curve
 	}
 	if conc == 1 {
 		return pc, nil

@@ -298,3 +298,46 @@ func TestPredictLoadTogether(t *testing.T) {
 		}
 	}
 }
+
+// TestPredictLoadExtraFromTheContexts: a pass of several sequences costs
+// its curve plus what each sequence's rows cost more at the steps'
+// contexts than at the short one, the priced curve against the one it
+// was priced from (Costs.Short); a one-sequence pass curve as stored,
+// beside a Verify the re-check rescaled, adds nothing (it once priced
+// the rescale as every sequence's extra), and priced at longer contexts
+// the extra is there (the control).
+func TestPredictLoadExtraFromTheContexts(t *testing.T) {
+	c := loadCosts(2 * time.Millisecond)
+	var faster []latency.Point // the re-check found the machine 1.5x slower than stored
+	for _, p := range c.Verify {
+		p.Median = p.Median * 3 / 2
+		faster = append(faster, p)
+	}
+	c.Verify = faster
+	acc := Uniform(0.7, 0.4, 8, 4)
+	price := func(p Plan) (Prediction, error) { return Predict(p, acc, c) }
+	plain := Prediction{Plan: spec.PlainPlan()}
+	lp, err := PredictLoad(plain, acc, c, 8, PolicyPlain, Requests{Prompt: 20}, price)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := Interp(c.Passes[3].Verify, 8); lp.Pass != want {
+		t.Errorf("plain batching at 8: a pass of %v, want the curve of 8 sequences' %v", lp.Pass, want)
+	}
+	// priced at contexts four times as dear: each of the 8 sequences'
+	// row costs more by its curve's difference
+	long := c
+	long.Short, long.Verify = c.Verify, nil
+	for _, p := range c.Verify {
+		p.Median *= 4
+		long.Verify = append(long.Verify, p)
+	}
+	lq, err := PredictLoad(plain, acc, long, 8, PolicyPlain, Requests{Prompt: 20}, price)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := 8 * (Interp(long.Verify, 1) - Interp(long.Short, 1))
+	if want := Interp(c.Passes[3].Verify, 8) + extra; lq.Pass != want {
+		t.Errorf("at longer contexts: a pass of %v, want %v (the curve and 8 sequences' extra)", lq.Pass, want)
+	}
+}

@@ -144,7 +144,7 @@ func AtContexts(c Costs, base int, family []ContextCurve, acc *Acceptance) Costs
 		}
 		return out
 	}
-	c.Verify = scale(c.Verify)
+	c.Short, c.Verify = c.Verify, scale(c.Verify)
 	// share is how far context n is from base to the long context the
 	// re-check timed (0 at base and below, 1 there and beyond)
 	long := c.Long

@@ -80,6 +80,9 @@ func TestAtContextsPricesEachStep(t *testing.T) {
 	if short[0].Median != time.Millisecond+100*time.Microsecond {
 		t.Error("the stored curve was changed in place")
 	}
+	if len(got.Short) != len(short) || got.Short[2] != short[2] {
+		t.Errorf("the curve it priced from: %v, want the short one %v", got.Short, short)
+	}
 	pr, err := Predict(Plan{Strategy: "chain", Gamma: 4}, acc, got)
 	if err != nil {
 		t.Fatal(err)
