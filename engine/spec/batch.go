@@ -114,6 +114,10 @@ type PassStats struct {
 	// Step is the whole step's time: choosing the budgets, drafting,
 	// the pass (Time) and finishing every request's step
 	Step time.Duration
+	// Prefilled is what of Step went to the requests whose prompt the
+	// pass finished (their draft sources started on it): none of the
+	// steps' own time
+	Prefilled time.Duration
 }
 
 // BatchStats is a Batch's state now.
@@ -542,7 +546,9 @@ func (b *Batch) Step(ctx context.Context) (int, error) {
 			st.Emitted += m.p.st.Emitted
 			m.p = nil
 		} else {
+			t := time.Now()
 			err = b.prefilled(m)
+			st.Prefilled += time.Since(t)
 		}
 		if err != nil || done {
 			b.leave(m, err)

@@ -286,6 +286,30 @@ func TestGoodputStepCosts(t *testing.T) {
 	if _, f, n := fx.costs(); n != 0 || math.Abs(f-0.5e-3) > 1e-12 {
 		t.Errorf("constant budgets: own %.6fs + %.6fs a node, want 0.0005 + 0", f, n)
 	}
+	// the prompts a pass finishes (their sources started: a draft
+	// model's prefill) are not the steps' own time: a pass of one step
+	// of 7 nodes beside seven finished prompts, counted, made every node
+	// dear; left out, the fit is the steps' alone
+	pf, counted := &StepCosts{}, &StepCosts{}
+	for i := 0; i < 200; i++ {
+		k, drafted := 8, (i%4)*8
+		st := PassStats{Decoding: k, Drafted: drafted, Time: time.Millisecond,
+			Step: time.Millisecond + time.Duration((float64(k)*fixedOwn+float64(drafted)*nodeOwn)*float64(time.Second))}
+		if i%10 == 0 { // now and then a pass that finishes prompts
+			st.Decoding, st.Drafted = 1, 7
+			st.Step = time.Millisecond + time.Duration((fixedOwn+7*nodeOwn)*float64(time.Second))
+			st.Prefilled = 8 * time.Millisecond
+			st.Step += st.Prefilled
+		}
+		pf.observe(st, time.Millisecond)
+		counted.observe(PassStats{Decoding: st.Decoding, Drafted: st.Drafted, Time: st.Time, Step: st.Step}, time.Millisecond)
+	}
+	if _, f, n := pf.costs(); math.Abs(f-fixedOwn) > 1e-9 || math.Abs(n-nodeOwn) > 1e-9 {
+		t.Errorf("with prompts finished: own %.6fs + %.6fs a node, want %.6f + %.6f", f, n, fixedOwn, nodeOwn)
+	}
+	if _, _, n := counted.costs(); n < 2*nodeOwn {
+		t.Errorf("the control, prompts counted as the steps': %.6fs a node, want it far above %.6f", n, nodeOwn)
+	}
 }
 
 // TestGoodputPassOfSequences: with Pass set, a pass is priced as one of
