@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"arborist/engine/drafter"
@@ -202,7 +203,8 @@ func (r *Recheck) String() string {
 
 // Brief is the re-check in a sentence, for the GUI's tune message: plain
 // decoding's token now, whether the curve was rescaled (and how far, the
-// anchors' range), and how many of the calibration's moments it pooled.
+// anchors' range), how many of the calibration's moments it pooled, and
+// what it found after a long context and of passes of several sequences.
 func (r *Recheck) Brief() string {
 	if r == nil || len(r.Anchors) == 0 {
 		return ""
@@ -219,6 +221,21 @@ func (r *Recheck) Brief() string {
 	}
 	if r.WindowMoments > 0 {
 		s += fmt.Sprintf(", its shape pooled with %d moments of the calibration's", r.WindowMoments)
+	}
+	if c := r.Context; c != nil {
+		s += fmt.Sprintf("; after %d tokens plain decoding %.2f ms a token", c.Context, float64(c.Plain)/1e6)
+		if c.Rescaled {
+			s += ", the curves over context rescaled"
+		}
+	}
+	var moved []string
+	for _, a := range r.Passes {
+		if math.Abs(a.Scale-1) > RecheckTolerance {
+			moved = append(moved, fmt.Sprintf("%d sequences x%.2f", a.Seqs, a.Scale))
+		}
+	}
+	if len(moved) > 0 {
+		s += "; passes of " + strings.Join(moved, ", ")
 	}
 	return s + "."
 }

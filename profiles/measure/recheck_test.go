@@ -247,6 +247,15 @@ func TestRecheckPoolsTheWindow(t *testing.T) {
 	if b := rc.Brief(); !strings.Contains(b, "rescaled x") || !strings.Contains(b, "pooled with 4 moments") || (*Recheck)(nil).Brief() != "" {
 		t.Errorf("brief: %q", b)
 	}
+	// and what it found after a long context and of passes of several
+	// sequences, where it timed them (a pass size it kept is not named)
+	long := rc
+	long.Context = &ContextRecheck{Context: 1984, Plain: 6660 * time.Microsecond, Rescaled: true}
+	long.Passes = []PassAnchor{{Seqs: 2, Scale: 1.02}, {Seqs: 8, Scale: 1.35}}
+	if b := long.Brief(); !strings.Contains(b, "after 1984 tokens plain decoding 6.66 ms a token, the curves over context rescaled") ||
+		!strings.Contains(b, "passes of 8 sequences x1.35") || strings.Contains(b, "2 sequences") {
+		t.Errorf("brief with a long context and pass sizes: %q", b)
+	}
 	if got := costmodel.Interp(c.Verify, 4); !rc.Rescaled || c.Plain != rc.Plain || math.Abs(float64(got-rc.At(4).Now)) > 0.01*float64(rc.At(4).Now) {
 		t.Errorf("the curve was not rescaled to the pooled shape: T_verify(4) %v, pooled %v", got, rc.At(4).Now)
 	}
