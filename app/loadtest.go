@@ -138,7 +138,11 @@ func (p *LoadTestPanel) runTest(ctx context.Context, opt loadtest.Options) (*loa
 	}
 	s.UI(func() { p.Status.SetText(head + "...") })
 	return b.LoadTest(ctx, opt, func(ev profiles.Event) {
-		s.UI(func() { p.Status.SetText(fmt.Sprintf("%s: %d of %d: %s", head, ev.Done, ev.Total, ev.Detail)) })
+		stage := "" // the rounds' own; the re-check before them says so
+		if ev.Stage != "load test" {
+			stage = ev.Stage + " "
+		}
+		s.UI(func() { p.Status.SetText(fmt.Sprintf("%s: %s%d of %d: %s", head, stage, ev.Done, ev.Total, ev.Detail)) })
 	})
 }
 

@@ -167,7 +167,7 @@ func (b *Bench) LoadTest(ctx context.Context, opt loadtest.Options, progress Pro
 		return nil, err
 	}
 	type key = loadKey
-	predicted, on := b.predictLoads(ctx, r, opt)
+	predicted, on := b.predictLoads(ctx, r, opt, progress)
 	rounds := map[key][]loadtest.Round{}
 	failed := map[key]string{}
 	total := opt.Rounds * len(opt.Concurrency) * len(servers)
@@ -240,8 +240,8 @@ type loadKey struct {
 // opt.NoRecheck, the curves are re-checked first, as tune does; it also
 // says what the prices rest on (the re-check's report), or why there are
 // none (nothing stored, or a plan the model cannot price).
-func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Options) (map[loadKey]costmodel.LoadPrediction, string) {
-	in, err := b.Inputs(ctx, r.Pair, InputsOptions{Recheck: !opt.NoRecheck}, nil)
+func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Options, progress Progress) (map[loadKey]costmodel.LoadPrediction, string) {
+	in, err := b.Inputs(ctx, r.Pair, InputsOptions{Recheck: !opt.NoRecheck}, progress)
 	switch {
 	case err != nil:
 		return nil, "no prediction: " + err.Error()

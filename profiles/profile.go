@@ -447,11 +447,16 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 		if stored != nil {
 			window = stored.Window
 		}
+		// three stages, each a second or two on a small model; the
+		// long context's prefill takes longer on a large one
+		progress.send("re-check", 0, 3, "the short context's passes")
 		costs, rc, err := measure.RecheckCosts(ctx, pair.Target, pair.Drafting(), in.Costs, pair.Backend.Threads(), in.Hardware.Bandwidth, window)
 		if err != nil {
 			return nil, fmt.Errorf("re-checking the stored curves: %w", err)
 		}
+		progress.send("re-check", 1, 3, "")
 		if r := costmodel.AtContexts(costs, measure.ShortContext, fam, acc).Context; r.Steps > 0 && r.High > measure.ShortContext {
+			progress.send("re-check", 1, 3, fmt.Sprintf("the passes after %d tokens", r.High))
 			f, crc, err := measure.RecheckContext(ctx, pair.Target, pair.Drafting(), fam, r.High, &rc)
 			if err != nil {
 				return nil, fmt.Errorf("re-checking the curves over context: %w", err)
@@ -459,9 +464,11 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 			fam, rc.Context = f, &crc
 			costs.Long = crc.Long()
 		}
+		progress.send("re-check", 2, 3, "passes of several sequences")
 		if costs.Passes, rc.Passes, err = measure.RecheckPasses(ctx, pair.Target, costs.Passes); err != nil {
 			return nil, fmt.Errorf("re-checking the curves of passes of several sequences: %w", err)
 		}
+		progress.send("re-check", 3, 3, "")
 		in.Costs, in.Recheck = costs, &rc
 	}
 	in.Acc = acc
