@@ -237,6 +237,7 @@ type contextRecheckJSON struct {
 	Rescaled   bool          `json:"rescaled,omitempty"`
 	NowDraft   time.Duration `json:"now_draft_ns,omitempty"`
 	DraftScale float64       `json:"draft_scale,omitempty"`
+	Skipped    string        `json:"skipped,omitempty"`
 }
 
 // anchorJSON is one width the re-check timed.
@@ -265,7 +266,7 @@ func recheckDoc(rc *measure.Recheck) *recheckJSON {
 		doc.Anchors = append(doc.Anchors, anchorJSON{W: a.W, Stored: a.Stored, Now: a.Now})
 	}
 	if c := rc.Context; c != nil {
-		doc.Context = &contextRecheckJSON{Context: c.Context, Plain: c.Plain, Rescaled: c.Rescaled, NowDraft: c.Drafted, DraftScale: c.DraftScale}
+		doc.Context = &contextRecheckJSON{Context: c.Context, Plain: c.Plain, Rescaled: c.Rescaled, NowDraft: c.Drafted, DraftScale: c.DraftScale, Skipped: c.Skipped}
 		for _, a := range c.Anchors {
 			doc.Context.Anchors = append(doc.Context.Anchors, anchorJSON{W: a.W, Stored: a.Stored, Now: a.Now})
 		}

@@ -222,7 +222,7 @@ func (r *Recheck) Brief() string {
 	if r.WindowMoments > 0 {
 		s += fmt.Sprintf(", its shape pooled with %d moments of the calibration's", r.WindowMoments)
 	}
-	if c := r.Context; c != nil {
+	if c := r.Context; c != nil && c.Skipped == "" {
 		s += fmt.Sprintf("; after %d tokens plain decoding %.2f ms a token", c.Context, float64(c.Plain)/1e6)
 		if c.Rescaled {
 			s += ", the curves over context rescaled"

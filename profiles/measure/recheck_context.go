@@ -42,11 +42,18 @@ type ContextRecheck struct {
 	DraftScale float64
 	Rescaled   bool // the curves over context were rescaled
 	Elapsed    time.Duration
+	// Skipped says why nothing was timed (the rounds' passes after the
+	// context past the model's positions): the curves over context are
+	// priced as stored. Empty when the re-check ran.
+	Skipped string
 }
 
 // String is the line tune and run print under the quick re-check's.
 func (r *ContextRecheck) String() string {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/1e6) }
+	if r.Skipped != "" {
+		return fmt.Sprintf("re-check after %d tokens: not run (%s); the curves over context priced as stored", r.Context, r.Skipped)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "re-check after %d tokens:", r.Context)
 	for i, a := range r.Anchors {
@@ -74,8 +81,12 @@ func (r *ContextRecheck) String() string {
 	return b.String()
 }
 
-// Long is what the cost model takes of it (costmodel.AtContexts).
+// Long is what the cost model takes of it (costmodel.AtContexts): none
+// where it was skipped.
 func (r *ContextRecheck) Long() costmodel.LongContext {
+	if r.Skipped != "" {
+		return costmodel.LongContext{}
+	}
 	return costmodel.LongContext{At: r.Context, Plain: r.Plain, DraftScale: r.DraftScale}
 }
 
@@ -99,6 +110,12 @@ func RecheckContext(ctx context.Context, m *model.Model, d pairs.Drafting, fam [
 	}
 	curve := fam[i].Verify
 	widths := RecheckAnchors(curve[len(curve)-1].W)
+	if need := long + max(slices.Max(widths), PlainPasses+1); need > m.CtxLen {
+		// a curve profiled right up to the model's positions (a narrow
+		// --max-w): the rounds' passes do not fit after it
+		r.Skipped = fmt.Sprintf("its passes reach position %d, past the model's %d", need, m.CtxLen)
+		return fam, r, nil
+	}
 	if d.Draft != nil && long+DraftPasses*len(widths)+1 > d.Draft.CtxLen {
 		d = pairs.Drafting{} // the draft model cannot hold the context: the widths follow target passes
 	}

@@ -92,6 +92,15 @@ func TestRecheckContextRescalesAStaleLongCurve(t *testing.T) {
 	if _, _, err := RecheckContext(ctx, m, pairs.Drafting{}, fam, 1024, kept); err == nil {
 		t.Error("a context without a curve was re-checked")
 	}
+	// a curve profiled right up to the model's positions: the rounds'
+	// passes do not fit after it, so it is priced as stored, and said so
+	edge := m.CtxLen - 4
+	near := []costmodel.ContextCurve{{Context: ShortContext, Verify: short}, {Context: edge, Verify: stale[:2]}}
+	got, rc, err = RecheckContext(ctx, m, pairs.Drafting{}, near, edge, kept)
+	if err != nil || rc.Skipped == "" || rc.Rescaled || got[1].Verify[0] != stale[0] || rc.Long() != (costmodel.LongContext{}) ||
+		!strings.Contains(rc.String(), "not run") {
+		t.Errorf("a context at the model's edge: %v, %+v %q", err, rc, rc.String())
+	}
 }
 
 // TestRecheckPasses: a curve of passes of two sequences stored five
