@@ -227,9 +227,10 @@ func (pc passCost) prefill(n int) time.Duration {
 // before their first step: TTFT = prefill(C * (P - 1)) + T_pass, life =
 // TTFT + (max(1, n / AAL) - 1) * T_pass. (Priced as C prefills, eight
 // prompts of 19 tokens on the bench pair came to 54 ms against the 39
-// measured: the server prefills them in one pass.) Then tokens/s = C * n / life and TPOT = (life - TTFT) / (n - 1);
-// with req.Tokens 0, requests that never end: tokens/s = C * AAL /
-// T_pass, TPOT = T_pass / AAL. Plain batching
+// measured: the server prefills them in one pass.) Then tokens/s = C * n
+// / life and TPOT = (life - TTFT) / (n - 1); with req.Tokens 0, requests
+// that never end: tokens/s = C * AAL / T_pass, TPOT = T_pass / AAL. Plain
+// batching
 // is the plan spec.PlainPlan (one row a request, AAL 1); Goodput's
 // budgets are spec.Goodput's on T_C, each request's plan shrunk to its
 // budget and priced by price (Predict with the caller's inputs).

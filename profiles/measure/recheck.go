@@ -228,14 +228,14 @@ func (r *Recheck) Brief() string {
 			s += ", the curves over context rescaled"
 		}
 	}
-	var moved []string
+	var changed []string
 	for _, a := range r.Passes {
-		if math.Abs(a.Scale-1) > RecheckTolerance {
-			moved = append(moved, fmt.Sprintf("%d sequences x%.2f", a.Seqs, a.Scale))
+		if moved(a.Scale) {
+			changed = append(changed, fmt.Sprintf("%d sequences x%.2f", a.Seqs, a.Scale))
 		}
 	}
-	if len(moved) > 0 {
-		s += "; passes of " + strings.Join(moved, ", ")
+	if len(changed) > 0 {
+		s += "; passes of " + strings.Join(changed, ", ")
 	}
 	return s + "."
 }
@@ -286,15 +286,9 @@ func RecheckCosts(ctx context.Context, m *model.Model, d pairs.Drafting, c costm
 		r.WindowSpan = window.End.Sub(window.Start)
 		r.WindowAge = time.Since(window.End)
 	}
-	factors := make([]float64, len(widths))
-	for i, w := range widths {
-		a := Anchor{W: w, Stored: costmodel.Interp(curve, w), Now: now[i]}
-		if a.Stored <= 0 {
-			return c, r, fmt.Errorf("profiles: the stored T_verify curve has no positive time at W=%d", w)
-		}
-		a.Scale = float64(a.Now) / float64(a.Stored)
-		factors[i] = a.Scale
-		r.Anchors = append(r.Anchors, a)
+	var factors []float64
+	if r.Anchors, factors, err = anchorsOf(curve, widths, now); err != nil {
+		return c, r, fmt.Errorf("profiles: the stored T_verify curve %w", err)
 	}
 	// the split curves (a concurrent pair's target on part of the
 	// threads) move with the rest: were they left as stored while the
@@ -352,6 +346,22 @@ func RecheckCosts(ctx context.Context, m *model.Model, d pairs.Drafting, c costm
 	}
 	r.Elapsed = time.Since(t0)
 	return c, r, nil
+}
+
+// anchorsOf sets the stored curve's time at each width against the time
+// now (now[i] at widths[i]), and returns the anchors and their ratios;
+// an error where the curve has no positive time at one.
+func anchorsOf(curve []latency.Point, widths []int, now []time.Duration) ([]Anchor, []float64, error) {
+	anchors, factors := make([]Anchor, len(widths)), make([]float64, len(widths))
+	for i, w := range widths {
+		a := Anchor{W: w, Stored: costmodel.Interp(curve, w), Now: now[i]}
+		if a.Stored <= 0 {
+			return nil, nil, fmt.Errorf("has no positive time at W=%d", w)
+		}
+		a.Scale = float64(a.Now) / float64(a.Stored)
+		anchors[i], factors[i] = a, a.Scale
+	}
+	return anchors, factors, nil
 }
 
 // RecheckAnchors are the widths a re-check of a curve reaching maxW times:

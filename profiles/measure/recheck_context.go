@@ -131,15 +131,9 @@ func RecheckContext(ctx context.Context, m *model.Model, d pairs.Drafting, fam [
 		r.Drafted = t.drafted
 		r.DraftScale = float64(t.drafted) / float64(short.NowDraft)
 	}
-	factors := make([]float64, len(widths))
-	for k, w := range widths {
-		a := Anchor{W: w, Stored: costmodel.Interp(curve, w), Now: t.widths[k]}
-		if a.Stored <= 0 {
-			return fam, r, fmt.Errorf("profiles: the curve at context %d has no positive time at W=%d", long, w)
-		}
-		a.Scale = float64(a.Now) / float64(a.Stored)
-		factors[k] = a.Scale
-		r.Anchors = append(r.Anchors, a)
+	var factors []float64
+	if r.Anchors, factors, err = anchorsOf(curve, widths, t.widths); err != nil {
+		return fam, r, fmt.Errorf("profiles: the curve at context %d %w", long, err)
 	}
 	r.Elapsed = time.Since(t0)
 	var sw []int
