@@ -156,16 +156,12 @@ func TestResampleAfterRejection(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	prompt := storyPrompts(t, m)[0]
-	var res model.Result
-	if err := m.Forward(ctx, m.NewCache(64), model.Batch{Tokens: prompt, Hidden: true}, &res); err != nil {
-		t.Fatal(err)
-	}
+	prompt, hidden := promptStates(t, m)
 	P := len(prompt) - 1
 	if err := src.Begin(ctx, prompt); err != nil {
 		t.Fatal(err)
 	}
-	if err := src.ObserveHidden(res.Hidden[:P*d.Dim], P); err != nil {
+	if err := src.ObserveHidden(hidden[:P*d.Dim], P); err != nil {
 		t.Fatal(err)
 	}
 	// a regular step drafting four levels
@@ -181,7 +177,7 @@ func TestResampleAfterRejection(t *testing.T) {
 	before := src.Stats()
 	// the target accepts one token and rejects at depth 2 with bonus b
 	b := (path[1] + 7) % d.Vocab
-	if err := src.ObserveHidden(res.Hidden[:2*d.Dim], 2); err != nil { // any two states: not read while re-sampling
+	if err := src.ObserveHidden(hidden[:2*d.Dim], 2); err != nil { // any two states: not read while re-sampling
 		t.Fatal(err)
 	}
 	if err := src.Commit(path[:1], b); err != nil {
@@ -213,7 +209,7 @@ func TestResampleAfterRejection(t *testing.T) {
 		t.Errorf("the re-sampled subtree's second level ran the layer")
 	}
 	// the step after the re-sampled one is regular again
-	if err := src.ObserveHidden(res.Hidden[:d.Dim], 1); err != nil {
+	if err := src.ObserveHidden(hidden[:d.Dim], 1); err != nil {
 		t.Fatal(err)
 	}
 	if err := src.Commit(nil, 5); err != nil {
@@ -444,13 +440,9 @@ func TestBeginKeepsAgreeingStates(t *testing.T) {
 	m := loadTarget(t, "stories260K.gguf")
 	d := perturbed(t, m, 9)
 	ctx := context.Background()
-	prompt := storyPrompts(t, m)[0]
-	var res model.Result
-	if err := m.Forward(ctx, m.NewCache(64), model.Batch{Tokens: prompt, Hidden: true}, &res); err != nil {
-		t.Fatal(err)
-	}
+	prompt, hidden := promptStates(t, m)
 	P := len(prompt) - 1
-	states, later := res.Hidden[:P*d.Dim], res.Hidden[:2*d.Dim] // later: any two states
+	states, later := hidden[:P*d.Dim], hidden[:2*d.Dim] // later: any two states
 	newSource := func() *Source {
 		src, err := NewSource(d, m, Options{NoResample: true})
 		if err != nil {
@@ -522,4 +514,16 @@ func TestBeginKeepsAgreeingStates(t *testing.T) {
 			}
 		}
 	}
+}
+
+// promptStates is the first story prompt and the target's hidden states
+// at each of its positions, as a run's prefill gives a source.
+func promptStates(t *testing.T, m *model.Model) ([]int, []float32) {
+	t.Helper()
+	prompt := storyPrompts(t, m)[0]
+	var res model.Result
+	if err := m.Forward(context.Background(), m.NewCache(64), model.Batch{Tokens: prompt, Hidden: true}, &res); err != nil {
+		t.Fatal(err)
+	}
+	return prompt, res.Hidden
 }
