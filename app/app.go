@@ -240,6 +240,17 @@ func (s *Session) UI(f func()) {
 	})
 }
 
+// UIWait is UI that returns once f has run: for background work that
+// reads the screens' state before it goes on. Call it from background
+// goroutines only, as UI.
+func (s *Session) UIWait(f func()) {
+	fyne.DoAndWait(func() {
+		s.uiMu.Lock()
+		defer s.uiMu.Unlock()
+		f()
+	})
+}
+
 // Write runs a short database write off the UI goroutine; Close waits for
 // it (without cancelling it), so a store of the chosen plan is never cut
 // short or its database removed under it.
@@ -537,7 +548,7 @@ func NewWorkbench(s *Session) *Workbench {
 	wb.Root = container.NewBorder(wb.Guide.Box, wb.JobBar.Box, nil, nil, wb.Tabs)
 	wb.JobBar.gate(wb.Profile.Start, wb.Speedup.Calibrate, wb.Speedup.TrainPred, wb.Speedup.Tune, wb.Speedup.Validate,
 		wb.Run.Start, wb.Models.TrainBtn, wb.Export.Check, wb.Export.Tune)
-	go wb.Guide.reloadSoon()
+	s.Go(func(context.Context) { wb.Guide.reloadSoon() })
 	s.Restore() // the last pair, with what the database holds of it
 	return wb
 }

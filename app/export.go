@@ -207,9 +207,10 @@ func (e *ExportScreen) Content() fyne.CanvasObject {
 	return container.NewBorder(top, nil, nil, nil, container.NewVSplit(e.YAML, e.Equivalents))
 }
 
-// Update rebuilds the export in the background (see Reload).
+// Update rebuilds the export in the background (see Reload), as the
+// session's work: Close waits for it, and tests wait for it to be idle.
 func (e *ExportScreen) Update() {
-	go e.Reload()
+	e.s.Go(func(context.Context) { _ = e.Reload() })
 }
 
 // Reload renders the pair's newest tuned plan through the workflow core,
@@ -225,7 +226,7 @@ func (e *ExportScreen) Reload() error {
 			ex, err = b.Export(context.Background(), ps)
 		}
 	}
-	fyne.DoAndWait(func() {
+	e.s.UIWait(func() {
 		if err != nil {
 			e.cfg, e.planID = nil, 0
 			e.YAML.SetText("# Load models, profile, calibrate and tune (Speedup model screen): the tuned plan appears here.\n# " + err.Error())

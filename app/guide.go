@@ -196,7 +196,7 @@ func (g *Guide) reloadSoon() {
 // blocks; call it off the UI goroutine.
 func (g *Guide) Reload() {
 	var ps profiles.PairSpec
-	fyne.DoAndWait(func() { ps = g.wb.Session.PairSpec() })
+	g.wb.Session.UIWait(func() { ps = g.wb.Session.PairSpec() })
 	var steps profiles.Steps
 	err := fmt.Errorf("no pair")
 	if ps.Target != "" {
@@ -204,7 +204,7 @@ func (g *Guide) Reload() {
 			steps, err = b.Steps(context.Background(), ps)
 		}
 	}
-	fyne.DoAndWait(func() {
+	g.wb.Session.UIWait(func() {
 		if err != nil {
 			g.steps, g.stepsOf = profiles.Steps{}, ""
 		} else {
