@@ -193,3 +193,35 @@ func MatMulAll(d Device, outs []Tensor, ws []Matrix, x Tensor, n int) {
 		d.MatMulT(outs[i], w, x, n)
 	}
 }
+
+// SeqAttention is one sequence's part of a pass's attention on a layer:
+// its N query rows (Q, N x Heads*HeadDim) and their outputs, its own cache
+// with Past slots before them, and its mask (nil: causal), as Attention
+// takes them.
+type SeqAttention struct {
+	Out, Q  Tensor
+	KV      KV
+	Past, N int
+	Mask    []bool
+}
+
+// SeqsAttender is a Device that computes the attention of several
+// sequences of a pass in one dispatch (the CPU backend: one hand-over to
+// its workers for all of them instead of one a sequence, each waiting for
+// its slowest task). Each sequence's output must equal, bit for bit, what
+// Attention writes for it alone.
+type SeqsAttender interface {
+	AttentionSeqs(layer int, seqs []SeqAttention, s AttnShape)
+}
+
+// AttentionAll computes every sequence's attention on layer: in one
+// dispatch where d is a SeqsAttender, else one Attention each.
+func AttentionAll(d Device, layer int, seqs []SeqAttention, s AttnShape) {
+	if m, ok := d.(SeqsAttender); ok && len(seqs) > 1 {
+		m.AttentionSeqs(layer, seqs, s)
+		return
+	}
+	for _, q := range seqs {
+		d.Attention(q.Out, q.Q, q.KV, layer, q.Past, q.N, q.Mask, s)
+	}
+}

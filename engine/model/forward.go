@@ -245,12 +245,13 @@ type scratch struct {
 	wx            kernels.Tensor // [outRows x Dim] the wanted rows' hidden states
 	logits        kernels.Tensor // [outRows x Vocab]
 
-	cos, sin   []float32 // host: RoPE rotation per row and pair, [rows x RopeDim/2]
-	cosL, sinL []float32 // the same for sliding layers with their own base (gemma3)
-	pos        []int     // host: default positions
-	swa        []bool    // host: the sliding-window layers' mask
-	posTmp     []int32   // host: Compact's copy of the positions
-	want       []int     // host: a pass of several sequences' wanted rows
+	cos, sin   []float32              // host: RoPE rotation per row and pair, [rows x RopeDim/2]
+	cosL, sinL []float32              // the same for sliding layers with their own base (gemma3)
+	pos        []int                  // host: default positions
+	swa        []bool                 // host: the sliding-window layers' mask
+	posTmp     []int32                // host: Compact's copy of the positions
+	want       []int                  // host: a pass of several sequences' wanted rows
+	attn       []kernels.SeqAttention // a layer's attention, a part each sequence (kernels.AttentionAll)
 
 	// one is the sequence of a single-sequence pass (Forward): a field,
 	// so a decode step describes itself without allocating
@@ -530,15 +531,21 @@ func (m *Model) pass(ctx context.Context, s *scratch, seqs []seqRows, layers []L
 		}
 		dev.RoPE(s.q, n, qShape, rc, rs)
 		dev.RoPE(s.k, n, kShape, rc, rs)
+		// every sequence's keys and values stored (cache slots
+		// past..past+n-1 of layer li), then their attention in one
+		// dispatch: att [n x qd] each
+		s.attn = s.attn[:0]
 		for i := range seqs {
 			sq := &seqs[i]
-			dev.StoreKV(sq.c.kv, li, sq.past, sq.k, sq.v, sq.n) // cache slots past..past+n-1 of layer li
+			dev.StoreKV(sq.c.kv, li, sq.past, sq.k, sq.v, sq.n)
 			mask := sq.b.Mask
 			if sliding && sq.swa != nil {
 				mask = sq.swa
 			}
-			dev.Attention(sq.att, sq.q, sq.c.kv, li, sq.past, sq.n, mask, attn) // att [n x qd]
+			s.attn = append(s.attn, kernels.SeqAttention{Out: sq.att, Q: sq.q, KV: sq.c.kv, Past: sq.past, N: sq.n, Mask: mask})
 		}
+		kernels.AttentionAll(dev, li, s.attn, attn)
+		clear(s.attn)                   // holds no cache past the call
 		dev.MatMulT(s.o, l.O, s.att, n) // o [n x dim]
 		if l.PostAttn != nil {
 			dev.RMSNorm(s.o, s.o, l.PostAttn, n, dim, cfg.Eps)

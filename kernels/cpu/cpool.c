@@ -51,7 +51,7 @@
 #define ARB_POOL_PAUSES 1024
 #endif
 
-enum { JOB_GO = 1, JOB_MM, JOB_ROWS, JOB_ATTN };
+enum { JOB_GO = 1, JOB_MM, JOB_ROWS, JOB_ATTN, JOB_ATTN_SEQS };
 
 struct arb_pool {
 	int n;
@@ -90,6 +90,9 @@ struct arb_pool {
 	const uint8_t *mask;
 	const int32_t *bnd, *cnt; // attention's plan: its rows' chunks
 	float *part;              // and a split plan's records
+	const arb_attn_seq *seqs; // a job of several sequences' attention: each one's plan and operands
+	int nseqs;
+	long seqs_scratch; // the most scratch one of their tasks needs
 	uint64_t last[ARB_POOL_MAX]; // the last job word each worker saw
 	float *scratch[ARB_POOL_MAX];     // each worker's scratch, and its size
 	long scratch_n[ARB_POOL_MAX];
@@ -221,6 +224,23 @@ static void chunk_do(arb_pool *p, int kind, int w, long lo, long hi) {
 		arb_attention(a, p->out[0], p->x, p->kc, p->vc, p->mask, p->bnd, p->cnt, p->part, lo, hi, scratch(p, w, a->scratch));
 		return;
 	}
+	case JOB_ATTN_SEQS: {
+		// the first sequence whose units reach past lo, then each one
+		// the chunk overlaps, on its own plan
+		int i = 0, j = p->nseqs;
+		while (i < j) {
+			int m = (i + j) / 2;
+			if (p->seqs[m].first + p->seqs[m].units <= lo) i = m + 1;
+			else j = m;
+		}
+		float *sc = scratch(p, w, p->seqs_scratch);
+		for (; i < p->nseqs && p->seqs[i].first < hi; i++) {
+			const arb_attn_seq *s = &p->seqs[i];
+			long a = lo > s->first ? lo : s->first, b = hi < s->first + s->units ? hi : s->first + s->units;
+			if (a < b) arb_attention(&s->a, s->out, s->q, s->kc, s->vc, s->mask, s->bnd, s->cnt, s->part, a - s->first, b - s->first, sc);
+		}
+		return;
+	}
 	}
 }
 
@@ -339,6 +359,7 @@ static void run(arb_pool *p, int kind, long total, long chunk) {
 	memset(p->aq, 0, sizeof p->aq), memset(p->ad, 0, sizeof p->ad), memset(p->ac, 0, sizeof p->ac);
 	p->x = p->wv = p->y = p->cos = p->sin = 0;
 	p->xo = 0, p->dk = p->dv = 0, p->kc = p->vc = 0, p->mask = 0, p->bnd = p->cnt = 0, p->part = 0;
+	p->seqs = 0, p->nseqs = 0;
 }
 
 // set_acts sets the job's activations: row by row, in panels, in K panels.
@@ -382,4 +403,15 @@ void arb_pool_attn(arb_pool *p, const arb_attn_args *a, float *out, const float 
 	p->attn = *a;
 	p->out[0] = out, p->x = q, p->kc = kc, p->vc = vc, p->mask = mask, p->bnd = bnd, p->cnt = cnt, p->part = part;
 	run(p, JOB_ATTN, total, chunk);
+}
+
+// arb_pool_attn_seqs runs the attention of count sequences in one job:
+// total units, sequence i's s[i].first .. s[i].first+s[i].units-1, each
+// run as arb_attention runs its plan's units alone (a task of one
+// sequence's plan at a time, so its bits are the same), with up to
+// scratch floats of scratch a task. One hand-over for a pass's sequences
+// where a call each handed over a few tasks and waited for the slowest.
+void arb_pool_attn_seqs(arb_pool *p, const arb_attn_seq *s, int count, long scratch, long total, long chunk) {
+	p->seqs = s, p->nseqs = count, p->seqs_scratch = scratch;
+	run(p, JOB_ATTN_SEQS, total, chunk);
 }

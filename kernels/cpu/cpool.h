@@ -54,3 +54,20 @@ void arb_pool_rows(arb_pool *p, const arb_rows_args *a, float *out, float *x, co
                    int8_t *kq, float *kd, int32_t *kc, long total, long chunk);
 void arb_pool_attn(arb_pool *p, const arb_attn_args *a, float *out, const float *q, const void *kc, const void *vc,
                    const uint8_t *mask, const int32_t *bnd, const int32_t *cnt, float *part, long total, long chunk);
+
+// arb_attn_seq is one sequence's part of a job of several sequences'
+// attention (arb_pool_attn_seqs): its plan (a.phase saying which phase
+// the job runs), its operands as arb_attention takes them, and its units,
+// first .. first+units-1 of the job's.
+typedef struct {
+	arb_attn_args a;
+	float *out;
+	const float *q;
+	const void *kc, *vc;
+	const uint8_t *mask;
+	const int32_t *bnd, *cnt;
+	float *part;
+	long first, units;
+} arb_attn_seq;
+
+void arb_pool_attn_seqs(arb_pool *p, const arb_attn_seq *s, int count, long scratch, long total, long chunk);

@@ -39,6 +39,7 @@ type Backend struct {
 	rows    rowsJob     // the element-wise operation split across the workers
 	attn    attnJob
 	attnGo  attnGoJob
+	seqs    seqsJob // AttentionSeqs's job
 	// repackLeft is how many more bytes of repacked copies this backend's
 	// matrices may take (RepackBudget): past it, a matrix is multiplied in
 	// its file layout.

@@ -182,6 +182,23 @@ func (b *Backend) attendC(out, q []float32, kc, vc unsafe.Pointer, f16 bool, pas
 	defer b.mu.Unlock()
 	j := &b.attn
 	j.b, j.out, j.q, j.kc, j.vc, j.mask = b, out, q, kc, vc, mask
+	tasks := j.plan(f16, past, n, heads, kvHeads, hd, scale, b.threads)
+	b.pool.run(j, tasks, attnGrain(tasks, n*heads*(past+n)*hd))
+	if j.a.split != 0 {
+		j.a.phase = 1
+		b.pool.run(j, n*heads, max(1, n*heads/(4*b.threads)))
+	}
+	j.out, j.q, j.kc, j.vc, j.mask = nil, nil, nil, nil, nil // drop the references to the caller's memory
+}
+
+// attnGrain is the fewest tasks a claim of an attention job takes: about
+// 4096 multiply-adds of scores' worth (work in all, over tasks).
+func attnGrain(tasks, work int) int { return max(1, 4096*tasks/max(1, work)) }
+
+// plan plans the job's call (its mask set) for threads threads: its
+// arguments, its rows' chunks and a split plan's records; it returns the
+// plan's tasks.
+func (j *attnJob) plan(f16 bool, past, n, heads, kvHeads, hd int, scale float32, threads int) int {
 	j.a = C.arb_attn_args{past: C.int(past), n: C.int(n), heads: C.int(heads), kv_heads: C.int(kvHeads), hd: C.int(hd), scale: C.float(scale)}
 	if f16 {
 		j.a.f16 = 1
@@ -189,20 +206,14 @@ func (b *Backend) attendC(out, q []float32, kc, vc unsafe.Pointer, f16 bool, pas
 	stride := (past+n)/int(C.arb_attention_chunk(C.int(hd))) + 2
 	j.bnd = growInts(j.bnd, n*stride)
 	j.cnt = growInts(j.cnt, n)
-	tasks := int(C.arb_attention_plan(&j.a, j.maskp(), C.int(b.threads), i32p(j.bnd), i32p(j.cnt)))
+	tasks := int(C.arb_attention_plan(&j.a, j.maskp(), C.int(threads), i32p(j.bnd), i32p(j.cnt)))
 	if r := int(C.arb_attention_records(&j.a)); r > 0 {
 		if cap(j.part) < r {
 			j.part = make([]float32, r)
 		}
 		j.part = j.part[:r]
 	}
-	work := n * heads * (past + n) * hd // multiply-adds of scores, about
-	b.pool.run(j, tasks, max(1, 4096*tasks/max(1, work)))
-	if j.a.split != 0 {
-		j.a.phase = 1
-		b.pool.run(j, n*heads, max(1, n*heads/(4*b.threads)))
-	}
-	j.out, j.q, j.kc, j.vc, j.mask = nil, nil, nil, nil, nil // drop the references to the caller's memory
+	return tasks
 }
 
 // attnChunk is the visible slots a chunk of a row's attention holds for

@@ -51,6 +51,10 @@ func ReadSum(p []uint64) uint64 {
 // keeps the Backend layout the same on every build.
 type attnJob struct{}
 
+// seqsJob is AttentionSeqs's job, which builds without cgo do not have
+// (kernels.AttentionAll runs each sequence's Attention).
+type seqsJob struct{}
+
 // attendC is never called without cgo (haveC is false).
 func (b *Backend) attendC(out, q []float32, kc, vc unsafe.Pointer, f16 bool, past, n int, mask []bool, heads, kvHeads, hd int, scale float32) {
 	panic("cpu: C attention in a build without cgo")
