@@ -146,21 +146,30 @@ func (p *LoadTestPanel) runTest(ctx context.Context, opt loadtest.Options) (*loa
 	})
 }
 
-// loadSummary says, per level, each server's aggregate tokens/s.
+// loadSummary says, per level, each server's aggregate tokens/s, and the
+// cost model's beside Arborist's (with the server's own time it priced).
 func loadSummary(res *loadtest.Result) string {
 	var parts []string
 	for _, n := range res.Plan.Concurrency {
 		var at []string
 		for _, l := range res.Levels {
-			if l.Concurrency == n && l.Err != "" {
+			switch {
+			case l.Concurrency != n:
+			case l.Err != "":
 				at = append(at, l.Server+" failed")
-			} else if l.Concurrency == n {
+			case l.Predicted > 0:
+				at = append(at, fmt.Sprintf("%s %.1f (predicted %.1f)", l.Server, l.TPS, l.Predicted))
+			default:
 				at = append(at, fmt.Sprintf("%s %.1f", l.Server, l.TPS))
 			}
 		}
 		parts = append(parts, fmt.Sprintf("%d at once: %s", n, strings.Join(at, ", ")))
 	}
-	return fmt.Sprintf("Aggregate tokens/s (median of %d rounds) — %s. Stored as runs: Compare charts them.", res.Plan.Rounds, strings.Join(parts, "; "))
+	msg := fmt.Sprintf("Aggregate tokens/s (median of %d rounds) — %s.", res.Plan.Rounds, strings.Join(parts, "; "))
+	if res.OverheadFirst > 0 || res.OverheadLast > 0 {
+		msg += fmt.Sprintf(" Predictions include the server's own %.1f ms a request (timed on one-token requests).", float64(res.OverheadFirst+res.OverheadLast)/1e6)
+	}
+	return msg + " Stored as runs: Compare charts them."
 }
 
 // loadSpec is the Compare screen's load chart of runs: aggregate tokens/s

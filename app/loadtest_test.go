@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"arborist/profiles"
+	"arborist/profiles/loadtest"
 	"arborist/profiles/store"
 )
 
@@ -41,6 +42,25 @@ func TestLoadSpec(t *testing.T) {
 	}
 	if _, ok := loadSpec(runs[4:5]); ok {
 		t.Error("a chart of runs without a load")
+	}
+}
+
+// TestLoadSummary: the load test's summary gives each server's median
+// tokens/s at each level, the model's prediction beside Arborist's
+// servers where there is one, a failed server as failed, and the
+// server's own time the predictions include.
+func TestLoadSummary(t *testing.T) {
+	res := &loadtest.Result{Plan: loadtest.Plan{Concurrency: []int{1, 8}, Rounds: 3}, OverheadFirst: 2 * time.Millisecond, OverheadLast: 500 * time.Microsecond,
+		Levels: []loadtest.Level{
+			{Server: "arborist-plain", Concurrency: 1, Summary: loadtest.Summary{TPS: 450}, Predicted: 480},
+			{Server: "llama-server", Concurrency: 1, Summary: loadtest.Summary{TPS: 130}},
+			{Server: "arborist-plain", Concurrency: 8, Err: "crashed"},
+		}}
+	got := loadSummary(res)
+	for _, want := range []string{"1 at once: arborist-plain 450.0 (predicted 480.0), llama-server 130.0;", "8 at once: arborist-plain failed.", "own 2.5 ms a request"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary %q lacks %q", got, want)
+		}
 	}
 }
 

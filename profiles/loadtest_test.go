@@ -376,6 +376,12 @@ func TestLoadTestPredicts(t *testing.T) {
 	}
 	slices.Sort(lens)
 	req := costmodel.Requests{Prompt: lens[1], Tokens: 6, Together: true} // its clients run in step
+	// and the server's own time, timed on one-token requests to the
+	// plain server before the rounds, on every level's requests
+	if !strings.Contains(res.PredictedOn, "\nserver overhead: ") || res.OverheadFirst < 0 || res.OverheadLast <= 0 {
+		t.Errorf("the server's own time not timed (%v, %v): the report says %q", res.OverheadFirst, res.OverheadLast, res.PredictedOn)
+	}
+	req.First, req.Last = res.OverheadFirst, res.OverheadLast
 	price := func(p costmodel.Plan) (costmodel.Prediction, error) { return costmodel.Predict(p, in.Acc, in.Costs) }
 	pr, err := price(r.Plan)
 	if err != nil {

@@ -53,6 +53,12 @@ type Requests struct {
 	// all of them. False: requests come one at a time (a deployment's
 	// steady state), each after half a pass.
 	Together bool
+	// First and Last are the server's own time in a request beyond the
+	// engine's passes (reading and tokenizing it, admitting it, streaming
+	// its chunks, the client's next request): before its first token and
+	// after its last. The load test times them on one-token requests
+	// (profiles.serverOverhead); zero prices the engine alone.
+	First, Last time.Duration
 }
 
 // LoadPrediction is a plan under a policy at a concurrency.
@@ -225,7 +231,10 @@ func (pc passCost) prefill(n int) time.Duration {
 // on. Requests that run in step (req.Together) wait for no pass but have
 // every prompt of their wave prefilled, in passes of all their rows,
 // before their first step: TTFT = prefill(C * (P - 1)) + T_pass, life =
-// TTFT + (max(1, n / AAL) - 1) * T_pass. (Priced as C prefills, eight
+// TTFT + (max(1, n / AAL) - 1) * T_pass. The server's own time in a
+// request (req.First before its first token, req.Last after its last)
+// adds to its TTFT and its life once, whatever the level: the clients'
+// requests wait on it side by side. (Priced as C prefills, eight
 // prompts of 19 tokens on the bench pair came to 54 ms against the 39
 // measured: the server prefills them in one pass.) Then tokens/s = C * n
 // / life and TPOT = (life - TTFT) / (n - 1); with req.Tokens 0, requests
@@ -335,12 +344,12 @@ func PredictLoad(pr Prediction, acc *Acceptance, c Costs, conc int, policy strin
 	case conc > 1:
 		wait = lp.Pass / 2
 	}
-	lp.TTFT = wait + first + lp.Pass
+	lp.TTFT = wait + first + lp.Pass + req.First
 	lp.TokensPerSec = float64(conc) * lp.Tokens / lp.Pass.Seconds()
 	lp.TPOT = time.Duration(float64(lp.Pass) / lp.Tokens)
 	if req.Tokens > 1 {
 		steps := max(1, float64(req.Tokens)/lp.Tokens) // the first step runs whole
-		life := float64(wait+first) + steps*float64(lp.Pass) + float64(others)
+		life := float64(wait+first+req.First+req.Last) + steps*float64(lp.Pass) + float64(others)
 		lp.TokensPerSec = float64(conc) * float64(req.Tokens) / (life / float64(time.Second))
 		lp.TPOT = time.Duration((life - float64(lp.TTFT)) / float64(req.Tokens-1))
 	}

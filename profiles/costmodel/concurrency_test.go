@@ -299,6 +299,48 @@ func TestPredictLoadTogether(t *testing.T) {
 	}
 }
 
+// TestPredictLoadServerOverhead: the server's own time in a request
+// (Requests.First, Last) adds First to the TTFT and both to the
+// request's life, once at every level, and leaves the passes as they
+// are; none prices the engine alone.
+func TestPredictLoadServerOverhead(t *testing.T) {
+	c := loadCosts(2 * time.Millisecond)
+	acc := Uniform(0.7, 0.4, 8, 4)
+	price := func(p Plan) (Prediction, error) { return Predict(p, acc, c) }
+	pr, err := price(Plan{Strategy: "chain", Gamma: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, last := 3*time.Millisecond, 1500*time.Microsecond
+	for _, conc := range []int{1, 4} {
+		for _, policy := range []string{PolicyPlain, PolicyFixed} {
+			at := pr
+			if policy == PolicyPlain {
+				at = Prediction{Plan: spec.PlainPlan()}
+			}
+			req := Requests{Prompt: 20, Tokens: 32, Together: true}
+			bare, err := PredictLoad(at, acc, c, conc, policy, req, price)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.First, req.Last = first, last
+			with, err := PredictLoad(at, acc, c, conc, policy, req, price)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if with.Pass != bare.Pass || with.TTFT != bare.TTFT+first {
+				t.Errorf("%s at %d: pass %v TTFT %v with the overhead, %v %v without: want the same pass and %v more to the first token",
+					policy, conc, with.Pass, with.TTFT, bare.Pass, bare.TTFT, first)
+			}
+			lifeBare := float64(conc) * 32 / bare.TokensPerSec
+			lifeWith := float64(conc) * 32 / with.TokensPerSec
+			if d := time.Duration((lifeWith - lifeBare) * float64(time.Second)); d < first+last-time.Microsecond || d > first+last+time.Microsecond {
+				t.Errorf("%s at %d: a request lives %v longer with the overhead, want %v", policy, conc, d, first+last)
+			}
+		}
+	}
+}
+
 // TestPredictLoadExtraFromTheContexts: a pass of several sequences costs
 // its curve plus what each sequence's rows cost more at the steps'
 // contexts than at the short one, the priced curve against the one it

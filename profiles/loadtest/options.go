@@ -134,8 +134,14 @@ type Result struct {
 	Levels []Level
 	Wall   time.Duration
 	// PredictedOn is what the predictions rest on: the re-check of the
-	// stored curves (its report, several lines), or why there are none.
+	// stored curves (its report, several lines) and the server's own time
+	// in a request, or why there are none.
 	PredictedOn string
+	// OverheadFirst and OverheadLast are Arborist's server's own time in
+	// a request beyond the engine's priced passes, before its first
+	// token and after its last, timed on one-token requests before the
+	// rounds and added to every prediction (0: not timed).
+	OverheadFirst, OverheadLast time.Duration
 }
 
 // WithDefaults fills in the defaults (Defaults) and checks the bounds.
@@ -207,7 +213,10 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		WallS       float64  `json:"wall_s"`
 		Levels      []level  `json:"levels"`
 		PredictedOn string   `json:"predicted_on,omitempty"`
-	}{Servers: r.Plan.Servers, Concurrency: r.Plan.Concurrency, Rounds: r.Plan.Rounds, WallS: r.Wall.Seconds(), Levels: []level{}, PredictedOn: r.PredictedOn}
+		First       float64  `json:"overhead_first_ms,omitempty"`
+		Last        float64  `json:"overhead_last_ms,omitempty"`
+	}{Servers: r.Plan.Servers, Concurrency: r.Plan.Concurrency, Rounds: r.Plan.Rounds, WallS: r.Wall.Seconds(), Levels: []level{}, PredictedOn: r.PredictedOn,
+		First: ms(r.OverheadFirst), Last: ms(r.OverheadLast)}
 	for _, l := range r.Levels {
 		out.Levels = append(out.Levels, level{Server: l.Server, Concurrency: l.Concurrency, TPS: l.TPS, TPSP10: l.TPSP10, TPSP90: l.TPSP90,
 			TTFT: ms(l.TTFT), TTFTP90: ms(l.TTFTP90), TPOT: ms(l.TPOT), TPOTP90: ms(l.TPOTP90), Rounds: l.Rounds, Requests: l.Requests, Tokens: l.Tokens, RunID: l.RunID, Predicted: l.Predicted,
