@@ -9,6 +9,7 @@
 typedef struct {
 	int f16, past, n, heads, kv_heads, hd;
 	float scale;
+	int seqs;   // the sequences planned into one job with this one (0 or 1: alone)
 	int mode;   // the kernel (attn.c's attention_mode)
 	int chunk;  // visible slots a chunk
 	int nch;    // the most chunks a row has

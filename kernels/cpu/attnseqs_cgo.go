@@ -57,7 +57,7 @@ func (b *Backend) AttentionSeqs(layer int, seqs []kernels.SeqAttention, s kernel
 			p.kc, p.vc = unsafe.Pointer(&c.k[layer][0]), unsafe.Pointer(&c.v[layer][0])
 		}
 		p.out, p.q, p.mask = Data(q.Out), Data(q.Q), q.Mask
-		tasks := p.plan(f16, q.Past, q.N, s.Heads, s.KVHeads, s.HeadDim, s.Scale, b.threads)
+		tasks := p.plan(f16, q.Past, q.N, s.Heads, s.KVHeads, s.HeadDim, s.Scale, b.threads, len(seqs))
 		j.descs[i].first, j.descs[i].units = C.long(total), C.long(tasks)
 		total += tasks
 		work += q.N * s.Heads * (q.Past + q.N) * s.HeadDim

@@ -182,7 +182,7 @@ func (b *Backend) attendC(out, q []float32, kc, vc unsafe.Pointer, f16 bool, pas
 	defer b.mu.Unlock()
 	j := &b.attn
 	j.b, j.out, j.q, j.kc, j.vc, j.mask = b, out, q, kc, vc, mask
-	tasks := j.plan(f16, past, n, heads, kvHeads, hd, scale, b.threads)
+	tasks := j.plan(f16, past, n, heads, kvHeads, hd, scale, b.threads, 1)
 	b.pool.run(j, tasks, attnGrain(tasks, n*heads*(past+n)*hd))
 	if j.a.split != 0 {
 		j.a.phase = 1
@@ -195,11 +195,12 @@ func (b *Backend) attendC(out, q []float32, kc, vc unsafe.Pointer, f16 bool, pas
 // 4096 multiply-adds of scores' worth (work in all, over tasks).
 func attnGrain(tasks, work int) int { return max(1, 4096*tasks/max(1, work)) }
 
-// plan plans the job's call (its mask set) for threads threads: its
-// arguments, its rows' chunks and a split plan's records; it returns the
-// plan's tasks.
-func (j *attnJob) plan(f16 bool, past, n, heads, kvHeads, hd int, scale float32, threads int) int {
-	j.a = C.arb_attn_args{past: C.int(past), n: C.int(n), heads: C.int(heads), kv_heads: C.int(kvHeads), hd: C.int(hd), scale: C.float(scale)}
+// plan plans the job's call (its mask set) for threads threads, in a job
+// of seqs sequences' attention: its arguments, its rows' chunks and a
+// split plan's records; it returns the plan's tasks.
+func (j *attnJob) plan(f16 bool, past, n, heads, kvHeads, hd int, scale float32, threads, seqs int) int {
+	j.a = C.arb_attn_args{past: C.int(past), n: C.int(n), heads: C.int(heads), kv_heads: C.int(kvHeads), hd: C.int(hd), scale: C.float(scale),
+		seqs: C.int(seqs)}
 	if f16 {
 		j.a.f16 = 1
 	}
