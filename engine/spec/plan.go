@@ -730,13 +730,19 @@ func (p Plan) bounded() error {
 	return nil
 }
 
-// ParseInts reads a comma-separated integer list such as "3,2,1".
+// ParseInts reads a comma-separated integer list such as "3,2,1"
+// (spaces around the items allowed); an empty or blank string is an
+// empty list, and an empty item ("1,,2", "3,") an error: a value lost
+// in typing is said, not skipped.
 func ParseInts(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
 	var out []int
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
-			continue
+			return nil, fmt.Errorf("%q is not an integer list: an empty item", Excerpt(s))
 		}
 		v, err := strconv.Atoi(f)
 		if err != nil {

@@ -3,6 +3,7 @@ package spec
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -315,6 +316,23 @@ func TestAsGrowing(t *testing.T) {
 	for _, p := range []Plan{TreePlan([]int{2, 1}), {Strategy: "duo", Gamma: 4}, PlainPlan(), {Strategy: "nothing"}} {
 		if _, ok := p.AsGrowing(); ok {
 			t.Errorf("%s has a growing form", p)
+		}
+	}
+}
+
+// TestParseInts: a comma-separated list with spaces around its items
+// reads as its integers, a blank string as none, and an empty item, a
+// word or a fraction is refused, naming the list.
+func TestParseInts(t *testing.T) {
+	for in, want := range map[string][]int{"3,2,1": {3, 2, 1}, " 1, 4 ,8 ": {1, 4, 8}, "-2": {-2}, "": nil, "  ": nil} {
+		got, err := ParseInts(in)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("ParseInts(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"1,,2", "3,", ",3", "1, ,2", "a", "1.5", "2;3"} {
+		if got, err := ParseInts(in); err == nil || !strings.Contains(err.Error(), strconv.Quote(in)) {
+			t.Errorf("ParseInts(%q) = %v, %v; want an error naming it", in, got, err)
 		}
 	}
 }
