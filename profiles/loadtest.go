@@ -273,7 +273,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 	if err != nil || len(lens) == 0 {
 		return nil, fmt.Sprintf("no prediction: the prompts' lengths in the target's tokens (%v)", err), over
 	}
-	shortest := opt.Prompts[slices.Index(lens, slices.Min(lens))]
+	shortest := opt.Prompts[slices.Index(lens, slices.Min(lens))] // lens[0] tokens, once sorted
 	slices.Sort(lens)
 	// the test's clients each send an equal request when the last ends:
 	// they start together and stay in step
@@ -288,7 +288,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 		// the engine's part of a one-token request: its prompt but the
 		// last token prefilled, and one plain pass
 		one, err := costmodel.PredictLoad(costmodel.Prediction{Plan: spec.PlainPlan()}, in.Acc, in.Costs, 1, costmodel.PolicyPlain,
-			costmodel.Requests{Prompt: slices.Min(lens), Tokens: 1}, price)
+			costmodel.Requests{Prompt: lens[0], Tokens: 1}, price)
 		if err == nil {
 			over, err = serverOverhead(ctx, *plain, opt.Chat, shortest, one.TTFT)
 		}

@@ -7,10 +7,8 @@ import "C"
 
 import (
 	"runtime"
-	"unsafe"
 
 	"arborist/kernels"
-	"arborist/kernels/quant"
 )
 
 // seqsJob is one AttentionSeqs call: each sequence planned as attendC
@@ -47,15 +45,10 @@ func (b *Backend) AttentionSeqs(layer int, seqs []kernels.SeqAttention, s kernel
 	j.seqs, j.descs = j.seqs[:len(seqs)], j.descs[:len(seqs)]
 	total, work, split := 0, 0, false
 	for i, q := range seqs {
-		c := q.KV.(*KV)
 		p := &j.seqs[i]
 		p.b = b
-		f16 := c.typ == quant.F16
-		if f16 {
-			p.kc, p.vc = unsafe.Pointer(&c.k16[layer][0]), unsafe.Pointer(&c.v16[layer][0])
-		} else {
-			p.kc, p.vc = unsafe.Pointer(&c.k[layer][0]), unsafe.Pointer(&c.v[layer][0])
-		}
+		var f16 bool
+		p.kc, p.vc, f16 = q.KV.(*KV).layerPtrs(layer)
 		p.out, p.q, p.mask = Data(q.Out), Data(q.Q), q.Mask
 		tasks := p.plan(f16, q.Past, q.N, s.Heads, s.KVHeads, s.HeadDim, s.Scale, b.threads, len(seqs))
 		j.descs[i].first, j.descs[i].units = C.long(total), C.long(tasks)

@@ -75,6 +75,16 @@ type KV struct {
 // Layers is the layer count.
 func (c *KV) Layers() int { return c.layers }
 
+// layerPtrs is layer's keys and values as the C attention reads them, and
+// whether they are half floats (else float32); the caller keeps c alive
+// while they are in use (a large cache's mapping holds them).
+func (c *KV) layerPtrs(layer int) (k, v unsafe.Pointer, f16 bool) {
+	if c.typ == quant.F16 {
+		return unsafe.Pointer(&c.k16[layer][0]), unsafe.Pointer(&c.v16[layer][0]), true
+	}
+	return unsafe.Pointer(&c.k[layer][0]), unsafe.Pointer(&c.v[layer][0]), false
+}
+
 // Cap is the slot count.
 func (c *KV) Cap() int { return c.slots }
 
@@ -247,13 +257,7 @@ func (b *Backend) StoreKV(kv kernels.KV, layer, slot int, k, v kernels.Tensor, r
 func (b *Backend) Attention(out, q kernels.Tensor, kv kernels.KV, layer, past, n int, mask []bool, s kernels.AttnShape) {
 	c := kv.(*KV)
 	if haveC && s.Softcap == 0 {
-		f16 := c.typ == quant.F16
-		var kp, vp unsafe.Pointer
-		if f16 {
-			kp, vp = unsafe.Pointer(&c.k16[layer][0]), unsafe.Pointer(&c.v16[layer][0])
-		} else {
-			kp, vp = unsafe.Pointer(&c.k[layer][0]), unsafe.Pointer(&c.v[layer][0])
-		}
+		kp, vp, f16 := c.layerPtrs(layer)
 		b.attendC(Data(out), Data(q), kp, vp, f16, past, n, mask, s.Heads, s.KVHeads, s.HeadDim, s.Scale)
 		runtime.KeepAlive(c) // its mapping holds kp and vp
 		return
