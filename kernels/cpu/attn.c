@@ -810,16 +810,22 @@ AVX512F static AI void score4x4(float *sc, long stride, const float *const qp[4]
 	if (nu > 3) _mm_storeu_ps(sc + 3 * stride, _mm512_extractf32x4_ps(E, 3));
 }
 
-// wsum_add16 is wsum_set16 (no prefetching) continuing the sums in
-// accm (vector k's dims 16c .. 16c+15 at accm + k*astride + 16c): the
-// same multiply-adds in the same order of slots, so summing a vector's
-// slots block by block gives the bits of one pass over them.
+// wsum_add16 is wsum_set16 continuing the sums in accm (vector k's dims
+// 16c .. 16c+15 at accm + k*astride + 16c): the same multiply-adds in the
+// same order of slots, so summing a vector's slots block by block gives
+// the bits of one pass over them. Where pf > 0 it asks, with each slot j,
+// for the same dims of slot j + pf (below pfend) into the first level of
+// cache: one row's lines at a time between the products, where a block's
+// worth asked at once stalls the loads that follow it.
 AVX512F static AI void wsum_add16(float *accm, int astride, const float *w, int stride, const void *v, long v0, int kvd, int from,
-                                  int limit, int kn, int tn, int f16) {
+                                  int limit, int kn, int tn, int f16, int pf, int pfend) {
 	__m512 a[16];
+	int span = f16 ? 2 : 4;
 	for (int k = 0; k < kn; k++)
 		for (int c = 0; c < tn; c++) a[k * tn + c] = _mm512_loadu_ps(accm + (long)k * astride + 16 * c);
 	for (int j = from; j < limit; j++) {
+		if (pf > 0 && j + pf < pfend)
+			for (int b = 0; b < tn * 16 * span; b += 64) _mm_prefetch((const char *)v + (v0 + (long)(j + pf) * kvd) * span + b, _MM_HINT_T0);
 		__m512 vj[8];
 		for (int c = 0; c < tn; c++) vj[c] = ld16(v, v0 + (long)j * kvd + 16 * c, f16);
 		for (int k = 0; k < kn; k++) {
@@ -911,16 +917,17 @@ AVX512F static AI void attention_heads512(float *rec, const float *q, const void
 	for (int u = 0; u < nq; u++) qp[u] = q + (long)(i0 + u / group) * qd + (long)(kh0 * group + u % group) * hd;
 	for (int u = nq; u < 8; u++) qp[u] = qp[nq - 1];
 	for (int j0 = 0; j0 < jb; j0 += 4) {
-		if (ahead) // the rows 16 slots on, all of the block's kv heads
-			for (int x = 16; x < 20; x++)
-				for (int pf = 0; pf < kn * hd * span; pf += 64)
-					_mm_prefetch((const char *)kc + (k0 + (long)(j0 + x) * kvd) * span + pf, _MM_HINT_T0);
-		for (int b = 0; b < kn; b++)
+		for (int b = 0; b < kn; b++) {
+			if (ahead) // kv head b's keys 16 slots on, a head at a time between the products
+				for (int x = 16; x < 20; x++)
+					for (int pf = 0; pf < hd * span; pf += 64)
+						_mm_prefetch((const char *)kc + (k0 + (long)(j0 + x) * kvd + (long)b * hd) * span + pf, _MM_HINT_T0);
 			for (int u0 = 0; u0 < nq; u0 += 4) {
 				const float *qb[4] = {qp[u0], qp[u0 + 1], qp[u0 + 2], qp[u0 + 3]};
 				for (int x = 0; x < 4; x++) qb[x] += (long)b * group * hd;
 				score4x4(S + (long)(b * nq + u0) * tp + j0, tp, qb, nq - u0, hd, kc, k0 + (long)b * hd + (long)j0 * kvd, kvd, scale, f16);
 			}
+		}
 	}
 	for (int b = 0; b < kn; b++) {
 		long kb = k0 + (long)b * hd;
@@ -941,6 +948,7 @@ AVX512F static AI void attention_heads512(float *rec, const float *q, const void
 	}
 	// the weighted sums of the values, HEADS_SLOTS slots a kv head at a
 	// time; vectors and dims in passes as attention_avx512 takes them
+	// (the first vectors of each kv head ask for the next block's rows)
 	int vn = nq < 8 ? nq : 8, tw = 16 / vn < 8 ? 16 / vn : 8, from = jn, last = 0;
 	for (int r = 0; r < nr; r++)
 		if (hi[r] > lo[r]) {
@@ -949,10 +957,6 @@ AVX512F static AI void attention_heads512(float *rec, const float *q, const void
 		}
 	for (int j0 = from; j0 < last; j0 += HEADS_SLOTS) {
 		int j1 = j0 + HEADS_SLOTS < last ? j0 + HEADS_SLOTS : last;
-		if (ahead) // the next block's rows, all of the block's kv heads
-			for (int x = j0 + HEADS_SLOTS; x < j1 + HEADS_SLOTS && x < jn; x++)
-				for (int pf = 0; pf < kn * hd * span; pf += 64)
-					_mm_prefetch((const char *)vc + (k0 + (long)x * kvd) * span + pf, _MM_HINT_T0);
 		for (int b = 0; b < kn; b++)
 			for (int u0 = 0; u0 < nq; u0 += 8) {
 				int kq = nq - u0 < 8 ? nq - u0 : 8;
@@ -961,8 +965,9 @@ AVX512F static AI void attention_heads512(float *rec, const float *q, const void
 					const float *w = S + (long)(b * nq + u0) * tp;
 					float *am = acc + (long)(b * nq + u0) * hd + t0;
 					long v = k0 + (long)b * hd + t0;
+					int pf = ahead && u0 == 0 ? HEADS_SLOTS : 0;
 #define WADD16(KN, TN) \
-	case (KN) * 16 + (TN): wsum_add16(am, hd, w, tp, vc, v, kvd, j0, j1, KN, TN, f16); break;
+	case (KN) * 16 + (TN): wsum_add16(am, hd, w, tp, vc, v, kvd, j0, j1, KN, TN, f16, pf, jn); break;
 					switch (kq * 16 + tn) {
 					WADD16(8, 2) WADD16(8, 1)
 					WADD16(7, 2) WADD16(7, 1)
@@ -972,7 +977,7 @@ AVX512F static AI void attention_heads512(float *rec, const float *q, const void
 					WADD16(3, 5) WADD16(3, 4) WADD16(3, 3) WADD16(3, 2) WADD16(3, 1)
 					WADD16(2, 8) WADD16(2, 7) WADD16(2, 6) WADD16(2, 5) WADD16(2, 4) WADD16(2, 3) WADD16(2, 2) WADD16(2, 1)
 					WADD16(1, 8) WADD16(1, 7) WADD16(1, 6) WADD16(1, 5) WADD16(1, 4) WADD16(1, 3) WADD16(1, 2)
-					default: wsum_add16(am, hd, w, tp, vc, v, kvd, j0, j1, 1, 1, f16); break;
+					default: wsum_add16(am, hd, w, tp, vc, v, kvd, j0, j1, 1, 1, f16, pf, jn); break;
 					}
 #undef WADD16
 				}
