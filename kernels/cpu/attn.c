@@ -283,14 +283,18 @@ AVX2 static AI void weights(float *sc, float *rec, int hd, const uint8_t *row, i
 // acc[k] for kn query vectors (weights kn rows of stride tp; vector k's
 // values rows of stride kvd from element vo[k] of the cache layer v:
 // vectors of a block of kv heads read their own head's values).
-AVX2 static AI void wsum_rows(__m256 *acc, const float *w, int tp, const void *v, const long *vo, int kvd, int from, int to, int kn, int f16) {
+// Each slot asks for the same span of the row sixteen on, and past the
+// last, for the first rows of next's span (the next call's first head,
+// -1: none), whose own first rows would otherwise come cold.
+AVX2 static AI void wsum_rows(__m256 *acc, const float *w, int tp, const void *v, const long *vo, long next, int kvd, int from, int to, int kn,
+                              int f16) {
 	__m256 a[8]; // a local copy the compiler keeps in registers (acc escapes, so it is stored every slot)
 	for (int k = 0; k < kn; k++) a[k] = acc[k];
 	int span = f16 ? 2 : 4, bytes = (int)(vo[kn - 1] - vo[0] + 8) * span; // the rows' span of the cache row
 	for (int j = from; j < to; j++) {
-		if (((j - from) & 7) == 0) // the rows sixteen ahead, as attention_hd8 does for the keys
-			for (int u = 16; u < 24; u++)
-				for (int pf = 0; pf < bytes; pf += 64) _mm_prefetch((const char *)v + (vo[0] + (long)(j + u) * kvd) * span + pf, _MM_HINT_T0);
+		long o = j + 16 < to ? vo[0] + (long)(j + 16) * kvd : next >= 0 ? next + (long)(from + j + 16 - to) * kvd : -1;
+		if (o >= 0)
+			for (int pf = 0; pf < bytes; pf += 64) _mm_prefetch((const char *)v + o * span + pf, _MM_HINT_T0);
 		for (int k = 0; k < kn; k++)
 			a[k] = _mm256_fmadd_ps(_mm256_broadcast_ss(w + (long)k * tp + j), ld8(v, vo[k] + (long)j * kvd, f16), a[k]);
 	}
@@ -328,11 +332,15 @@ AVX2 static AI void attention_hd8(float *rec, const float *q, const void *kc, co
 		// the rows two blocks ahead requested now: a step reads each
 		// row's span of the block's heads, rows a kv width apart,
 		// which the hardware's prefetch did not follow
-		for (int u = 16; u < 24 && j0 + u < left; u++)
-			for (int pf = 0; pf < kn * 8 * span; pf += 64)
-				_mm_prefetch((const char *)kb + ((long)(j0 + u) * kvd + kh0 * 8) * span + pf, _MM_HINT_T0);
+		// (a kv head at a time, the lines that start in its span, between
+		// the products: a burst of every head's lines stalls the loads
+		// behind it)
 		for (int b = 0; b < kn; b++) {
 			int kh = kh0 + b;
+			long ks = (long)kh * 8 * span; // the head's first byte in a row
+			if (b == 0 || ks % 64 < 8 * span)
+				for (int u = 16; u < 24 && j0 + u < left; u++)
+					_mm_prefetch((const char *)kb + (long)(j0 + u) * kvd * span + (b == 0 ? ks : ks & ~63L), _MM_HINT_T0);
 			__m256 r[8];
 			for (int u = 0; u < 8; u++) r[u] = j0 + u < left ? ld8(kb, (long)(j0 + u) * kvd + kh * 8, f16) : _mm256_setzero_ps();
 			transpose8(r);
@@ -372,15 +380,17 @@ AVX2 static AI void attention_hd8(float *rec, const float *q, const void *kc, co
 			}
 		}
 		const float *sc = scores + (long)k0 * tp;
+		long nx = k0 + 8 < nv ? (long)(kh0 + (k0 + 8) / per) * 8 : -1; // the next vectors' first head
+		if (nx == vo[0]) nx = -1; // the same head's rows: already asked for
 		switch (kn8) { // one loop per vector count, so the accumulators stay in registers
-		case 8: wsum_rows(acc, sc, tp, vb, vo, kvd, from, to, 8, f16); break;
-		case 7: wsum_rows(acc, sc, tp, vb, vo, kvd, from, to, 7, f16); break;
-		case 6: wsum_rows(acc, sc, tp, vb, vo, kvd, from, to, 6, f16); break;
-		case 5: wsum_rows(acc, sc, tp, vb, vo, kvd, from, to, 5, f16); break;
-		case 4: wsum_rows(acc, sc, tp, vb, vo, kvd, from, to, 4, f16); break;
-		case 3: wsum_rows(acc, sc, tp, vb, vo, kvd, from, to, 3, f16); break;
-		case 2: wsum_rows(acc, sc, tp, vb, vo, kvd, from, to, 2, f16); break;
-		default: wsum_rows(acc, sc, tp, vb, vo, kvd, from, to, 1, f16); break;
+		case 8: wsum_rows(acc, sc, tp, vb, vo, nx, kvd, from, to, 8, f16); break;
+		case 7: wsum_rows(acc, sc, tp, vb, vo, nx, kvd, from, to, 7, f16); break;
+		case 6: wsum_rows(acc, sc, tp, vb, vo, nx, kvd, from, to, 6, f16); break;
+		case 5: wsum_rows(acc, sc, tp, vb, vo, nx, kvd, from, to, 5, f16); break;
+		case 4: wsum_rows(acc, sc, tp, vb, vo, nx, kvd, from, to, 4, f16); break;
+		case 3: wsum_rows(acc, sc, tp, vb, vo, nx, kvd, from, to, 3, f16); break;
+		case 2: wsum_rows(acc, sc, tp, vb, vo, nx, kvd, from, to, 2, f16); break;
+		default: wsum_rows(acc, sc, tp, vb, vo, nx, kvd, from, to, 1, f16); break;
 		}
 		for (int k = 0; k < kn8; k++) {
 			int kk = k0 + k, rr = kk % per / group;
