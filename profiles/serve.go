@@ -269,6 +269,12 @@ func (b *Bench) OpenServer(ctx context.Context, c *config.Config, opt ServeOptio
 	}
 	ps := r.pairWith(PairSpec{Threads: opt.Threads})
 	plan := r.Plan.Trim()
+	if opt.Policy == config.PolicyPlain {
+		// no request drafts: none gets a draft source of its own, whose
+		// prefill of every prompt (1 ms a request on the bench pair, eight
+		// at once in a wave of eight) would hold the others' next pass
+		plan = spec.PlainPlan()
+	}
 	if plan.NeedsSource() && ps.Sources() == 0 {
 		return nil, fmt.Errorf("strategy %s needs a draft source", plan.Strategy)
 	}
