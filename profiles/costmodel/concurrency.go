@@ -207,6 +207,18 @@ func (pc passCost) prefill(n int) time.Duration {
 	return time.Duration(chunks-1)*Interp(pc.c.Verify, w) + Interp(pc.c.Verify, last)
 }
 
+// draftPrefill is what a plan's draft model takes to read a prompt of n
+// tokens before its request's first step (a pass over them, on the
+// drafter's curve): nothing for plain decoding, a source with no measured
+// passes (n-grams), or the hidden-state drafter, which takes the target's
+// states of the prompt instead.
+func draftPrefill(p Plan, c Costs, n int) time.Duration {
+	if !p.NeedsSource() || len(c.Draft) == 0 || c.DraftPerChild || n <= 0 {
+		return 0
+	}
+	return Interp(c.Draft, n)
+}
+
 // PredictLoad prices a plan at concurrency conc under policy, from its
 // prediction at one request (pr: its tokens a step, drafting and
 // interval), the acceptance, and c's pass curves (c.Passes) and
@@ -224,13 +236,14 @@ func (pc passCost) prefill(n int) time.Duration {
 //	life = wait + prefill(P - 1) + max(1, n / AAL) * T_pass + (C - 1) * prefill(P - 1)
 //
 // its prompt but the last token prefilled (under load after the pass
-// running when it came: wait, half a pass), then its steps, the first
+// running when it came: wait, half a pass; with a draft model,
+// prefill(P - 1) counts its pass over the prompt too, draftPrefill), then its steps, the first
 // of which verifies the prompt's last token and gives its first tokens
 // (TTFT = wait + prefill(P - 1) + T_pass), AAL a step; and the other
 // requests' prompts, one each in its life, lengthen the passes it waits
 // on. Requests that run in step (req.Together) wait for no pass but have
 // every prompt of their wave prefilled, in passes of all their rows,
-// before their first step: TTFT = prefill(C * (P - 1)) + T_pass, life =
+// before their first step: TTFT = prefill(C * (P - 1)) + C * draftPrefill(P) + T_pass, life =
 // TTFT + (max(1, n / AAL) - 1) * T_pass. The server's own time in a
 // request (req.First before its first token, req.Last after its last)
 // adds to its TTFT and its life once, whatever the level: the clients'
@@ -332,7 +345,14 @@ func PredictLoad(pr Prediction, acc *Acceptance, c Costs, conc int, policy strin
 	if lp.Pass <= 0 || lp.Tokens <= 0 {
 		return lp, fmt.Errorf("a pass priced at %v", lp.Pass)
 	}
-	pre, wait := pc.prefill(req.Prompt-1), time.Duration(0)
+	// a drafting request's draft source reads its prompt once the
+	// target has it, in the step after that pass, the wave's one after
+	// another
+	var dpre time.Duration
+	if policy != PolicyPlain {
+		dpre = draftPrefill(pr.Plan, c, req.Prompt)
+	}
+	pre, wait := pc.prefill(req.Prompt-1)+dpre, time.Duration(0)
 	first, others := pre, time.Duration(conc-1)*pre // the prompts before a request's first step, and in the rest of its life
 	switch {
 	case req.Together:
@@ -340,7 +360,7 @@ func PredictLoad(pr Prediction, acc *Acceptance, c Costs, conc int, policy strin
 		// that prefill them together (the server joins them into one
 		// pass of all their rows): priced as one prompt of all their
 		// tokens, in passes of the widest measured width
-		first, others = pc.prefill(conc*(req.Prompt-1)), 0
+		first, others = pc.prefill(conc*(req.Prompt-1))+time.Duration(conc)*dpre, 0
 	case conc > 1:
 		wait = lp.Pass / 2
 	}

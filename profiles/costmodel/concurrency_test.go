@@ -383,3 +383,57 @@ func TestPredictLoadExtraFromTheContexts(t *testing.T) {
 		t.Errorf("at longer contexts: a pass of %v, want %v (the curve and 8 sequences' extra)", lq.Pass, want)
 	}
 }
+
+// TestPredictLoadDraftPrefill: a request drafting with a draft model has
+// its prompt read by the drafter before its first step, one prompt after
+// another in the step after the wave's prefill; plain decoding reads it
+// with the target alone, and the hidden-state drafter takes the target's
+// states instead of a pass of its own.
+func TestPredictLoadDraftPrefill(t *testing.T) {
+	c := loadCosts(2 * time.Millisecond)
+	c.Draft = []latency.Point{{W: 1, Median: 300 * time.Microsecond}, {W: 8, Median: time.Millisecond}, {W: 32, Median: 3 * time.Millisecond}}
+	acc := Uniform(0.7, 0.4, 8, 4)
+	price := func(p Plan) (Prediction, error) { return Predict(p, acc, c) }
+	pr, err := price(Plan{Strategy: "chain", Gamma: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const conc, prompt = 4, 20
+	pc, err := newPassCost(c, conc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := Interp(c.Draft, prompt)
+	if read <= time.Millisecond || read >= 3*time.Millisecond {
+		t.Fatalf("the drafter's pass over %d tokens priced %v", prompt, read)
+	}
+	req := Requests{Prompt: prompt, Tokens: 32, Together: true}
+	wave := pc.prefill(conc * (prompt - 1))
+	for _, tc := range []struct {
+		policy  string
+		perNode bool
+		want    time.Duration
+	}{{PolicyFixed, false, conc * read}, {PolicyGoodput, false, conc * read}, {PolicyPlain, false, 0}, {PolicyFixed, true, 0}} {
+		cc := c
+		cc.DraftPerChild = tc.perNode
+		at := pr
+		if tc.policy == PolicyPlain {
+			at = Prediction{Plan: spec.PlainPlan()}
+		}
+		lp, err := PredictLoad(at, acc, cc, conc, tc.policy, req, price)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := lp.TTFT - wave - lp.Pass; got != tc.want {
+			t.Errorf("%s (per node %v): TTFT %v is the wave's prefill %v, a pass %v and %v, want %v of the drafter's reading", tc.policy, tc.perNode, lp.TTFT, wave, lp.Pass, got, tc.want)
+		}
+	}
+	// one at a time: each request's own prompt, and the others' in its life
+	apart, err := PredictLoad(pr, acc, c, conc, PolicyFixed, Requests{Prompt: prompt, Tokens: 32}, price)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := apart.Pass/2 + pc.prefill(prompt-1) + read + apart.Pass; apart.TTFT != want {
+		t.Errorf("one at a time: TTFT %v, want half a pass, its prompt read by both models and a pass: %v", apart.TTFT, want)
+	}
+}
