@@ -75,3 +75,44 @@ func BenchmarkAttentionContext(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAttentionStream: the same bytes and arithmetic as a decode
+// step's attention over one layer of llama-3.2-1b's shape after 4096
+// float16 positions (8 MiB of keys and values, four query heads a kv
+// head), laid out as the cache holds them (kv8: 8 kv heads a row, so a
+// head's rows are 1 KiB apart) and as one head of 32768 positions (kv1:
+// a head's rows one contiguous stream), each over sixteen layers in turn
+// so every call reads from memory. The gap is what the cache's row
+// layout costs a step at depth: the hardware's prefetch follows a
+// contiguous stream, and the kernel's own requests for strided rows are
+// held to the first level's miss buffers.
+func BenchmarkAttentionStream(b *testing.B) {
+	for _, c := range []struct{ kvHeads, ctx int }{{8, 4096}, {1, 32768}} {
+		const hd, layers = 64, 16
+		heads := 4 * c.kvHeads
+		rng := rand.New(rand.NewPCG(7, 8))
+		kvd, qd := c.kvHeads*hd, heads*hd
+		shape := kernels.AttnShape{Heads: heads, KVHeads: c.kvHeads, HeadDim: hd, Scale: 0.125}
+		be := New(DefaultThreads())
+		kvi, err := be.NewKV(layers, c.ctx+64, kvd, quant.F16)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for l := 0; l < layers; l++ {
+			for s := 0; s < c.ctx+64; s += 512 {
+				n := min(512, c.ctx+64-s)
+				be.StoreKV(kvi, l, s, Wrap(gaussian(rng, n*kvd)), Wrap(gaussian(rng, n*kvd)), n)
+			}
+		}
+		q, out := Wrap(gaussian(rng, qd)), Wrap(make([]float32, qd))
+		b.Run(fmt.Sprintf("kv%d", c.kvHeads), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				be.Attention(out, q, kvi, i%layers, c.ctx, 1, nil, shape)
+				i++
+			}
+		})
+		kvi.Free()
+		be.Close()
+	}
+}
