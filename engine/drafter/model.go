@@ -98,12 +98,33 @@ func (d *Model) Vocab() int { return d.M.Vocab }
 // keys and values depend on nothing but the tokens up to it), so
 // generations after one long prompt compute it once.
 func (d *Model) Begin(ctx context.Context, committed []int) error {
+	b, err := d.begin(committed)
+	if err != nil || len(b.Tokens) == 0 {
+		return err
+	}
+	if err := d.M.Forward(ctx, d.cache, b, &d.res); err != nil {
+		return fmt.Errorf("drafter %s: %w", d.name, err)
+	}
+	d.inCache = len(committed) - 1
+	return nil
+}
+
+// begin is Begin up to its pass: the cache kept and sized, the sequence
+// set, and the batch of the committed tokens that still need their pass
+// (none: every one but the root is cached). The committed tokens but the
+// root are cached at Begin, with the target's prefill, rather than in the
+// first Expand: a prompt is prefill, not a step's drafting (after a
+// prompt of 1,830 tokens on the bench pair the first step's drafting took
+// 92 ms, a fifth of a 64-token generation's decode time, and every step
+// of a long-prompt validation measured that much above its price); the
+// root's pass stays the first Expand's, whose distribution it gives.
+func (d *Model) begin(committed []int) (model.Batch, error) {
 	if len(committed) == 0 {
-		return fmt.Errorf("drafter: empty sequence")
+		return model.Batch{}, fmt.Errorf("drafter: empty sequence")
 	}
 	if d.cache == nil || d.cache.Cap() <= len(committed) {
 		if err := d.Reserve(len(committed) + defaultRoom); err != nil {
-			return err
+			return model.Batch{}, err
 		}
 	}
 	keep := 0 // the root's slot is computed again: its distribution is the step's first
@@ -114,21 +135,73 @@ func (d *Model) Begin(ctx context.Context, committed []int) error {
 	d.cache.Truncate(keep)
 	d.inCache, d.kept = keep, keep
 	d.resetStep()
-	// the committed tokens but the root cached now, with the target's
-	// prefill, rather than in the first Expand: a prompt is prefill, not
-	// a step's drafting (after a prompt of 1,830 tokens on the bench
-	// pair the first step's drafting took 92 ms, a fifth of a 64-token
-	// generation's decode time, and every step of a long-prompt
-	// validation measured that much above its price); the root's pass
-	// stays the first Expand's, whose distribution it gives
-	if n := len(committed) - 1; keep < n {
-		b := model.Batch{Tokens: committed[keep:n], Want: []int{n - keep - 1}, Layers: d.Layers}
-		if err := d.M.Forward(ctx, d.cache, b, &d.res); err != nil {
-			return fmt.Errorf("drafter %s: %w", d.name, err)
-		}
-		d.inCache = n
+	n := len(committed) - 1
+	if keep >= n {
+		return model.Batch{}, nil
 	}
-	return nil
+	return model.Batch{Tokens: committed[keep:n], Want: []int{n - keep - 1}, Layers: d.Layers}, nil
+}
+
+// BeginAll begins each drafter ds[i] on seqs[i] as Begin does, their
+// prompts' passes run as passes of several sequences (pass, of the
+// drafters' one model; every drafter runs the same blocks), at most
+// model.MaxRows rows a pass: a server whose pass finished several
+// requests' prompts reads them into their draft models in one pass, where
+// one Begin after another held every running request's next step (seven
+// prompts of the bench pair: 6.6-8.1 ms). A row's result does not depend
+// on the pass it is in, so each drafter ends as its own Begin leaves it.
+// On an error the drafters not yet begun are left to their own Begin.
+func BeginAll(ctx context.Context, pass *model.Pass, ds []*Model, seqs [][]int) error {
+	if len(ds) != len(seqs) {
+		return fmt.Errorf("drafter: %d drafters for %d sequences", len(ds), len(seqs))
+	}
+	var batch []model.Seq
+	var who []*Model
+	rows := 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := pass.Forward(ctx, batch); err != nil {
+			for _, d := range who {
+				d.inCache = d.cache.Len() // as the failed pass left the cache: Begin takes it from there
+			}
+			return fmt.Errorf("drafter %s: %w", who[0].name, err)
+		}
+		for _, d := range who {
+			d.inCache = len(d.committed) - 1
+		}
+		batch, who, rows = batch[:0], who[:0], 0
+		return nil
+	}
+	for i, d := range ds {
+		if d.M != ds[0].M || d.Layers != ds[0].Layers {
+			return fmt.Errorf("drafter: BeginAll over drafters of different models or blocks (%s, %s)", ds[0].name, d.name)
+		}
+		b, err := d.begin(seqs[i])
+		if err != nil {
+			return err
+		}
+		if len(b.Tokens) == 0 {
+			continue
+		}
+		if rows+len(b.Tokens) > model.MaxRows {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if len(b.Tokens) > model.MaxRows { // a prompt longer than a pass: alone, as Begin runs it
+			if err := d.M.Forward(ctx, d.cache, b, &d.res); err != nil {
+				return fmt.Errorf("drafter %s: %w", d.name, err)
+			}
+			d.inCache = len(seqs[i]) - 1
+			continue
+		}
+		batch = append(batch, model.Seq{Cache: d.cache, Batch: b, Result: &d.res})
+		who = append(who, d)
+		rows += len(b.Tokens)
+	}
+	return flush()
 }
 
 func (d *Model) resetStep() {

@@ -119,3 +119,73 @@ func TestBeginKeepsSharedPrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestBeginAll: drafters begun together in passes of several sequences
+// (a server's wave of prompts) end as each begun alone: the same slots
+// cached, and to the bit the same distributions after every path; one
+// that had drafted for a sequence before keeps its shared prefix, one
+// whose prompt is only its root runs nothing, and prompts past one pass's
+// rows go in several. Drafters of different blocks are refused.
+func TestBeginAll(t *testing.T) {
+	m := loadStories(t)
+	ctx := context.Background()
+	paths := [][]int{nil, {40}, {40, 41}, {50}}
+	expand := func(d *Model) [][]float32 {
+		t.Helper()
+		dst := make([][]float32, len(paths))
+		for i := range dst {
+			dst[i] = make([]float32, m.Vocab)
+		}
+		if err := d.Expand(ctx, paths, dst); err != nil {
+			t.Fatal(err)
+		}
+		return dst
+	}
+	seqs := [][]int{{1, 9, 8, 7, 6, 5, 4, 3}, {1, 9, 8, 70, 6}, {2}, {1, 9, 8, 7, 6, 5, 4, 3, 20}}
+	for i := range 5 { // 2,250 rows more: more than one pass takes
+		long := []int{1}
+		for j := 1; j < 451; j++ {
+			long = append(long, 3+(i*31+j*7)%400)
+		}
+		seqs = append(seqs, long)
+	}
+	ds := make([]*Model, len(seqs))
+	for i := range ds {
+		ds[i] = NewModel(m, 2, m.CtxLen, "layers:2")
+	}
+	// the fourth drafted for its prompt's first eight tokens before
+	if err := ds[3].Begin(ctx, seqs[0]); err != nil {
+		t.Fatal(err)
+	}
+	p := m.NewPass()
+	defer p.Free()
+	if err := BeginAll(ctx, p, ds, seqs); err != nil {
+		t.Fatal(err)
+	}
+	if ds[3].kept != len(seqs[0])-1 {
+		t.Errorf("the drafter that had read the first prompt kept %d of its slots, want %d", ds[3].kept, len(seqs[0])-1)
+	}
+	for i, d := range ds {
+		if d.inCache != len(seqs[i])-1 || d.cache.Len() != len(seqs[i])-1 {
+			t.Fatalf("sequence %d: %d cached (%d in the cache), want %d", i, d.inCache, d.cache.Len(), len(seqs[i])-1)
+		}
+		got := expand(d)
+		alone := NewModel(m, 2, m.CtxLen, "layers:2")
+		if err := alone.Begin(ctx, seqs[i]); err != nil {
+			t.Fatal(err)
+		}
+		want := expand(alone)
+		for a := range paths {
+			for j := range want[a] {
+				if got[a][j] != want[a][j] {
+					t.Fatalf("sequence %d, path %v: logit %d is %v, begun alone %v", i, paths[a], j, got[a][j], want[a][j])
+				}
+			}
+		}
+		d.Free()
+		alone.Free()
+	}
+	if err := BeginAll(ctx, p, []*Model{NewModel(m, 2, 256, "a"), NewModel(m, 3, 256, "b")}, seqs[:2]); err == nil {
+		t.Error("drafters of different blocks begun in one pass")
+	}
+}

@@ -238,6 +238,11 @@ func TestBatchGreedyLossless(t *testing.T) {
 					if plan.NeedsSource() && sname == "draft" && accepted == 0 {
 						t.Error("no draft token was ever accepted")
 					}
+					// the first three requests' prompts end in one pass: a
+					// model drafter reads them in one pass of its own
+					if _, isModel := src.(*drafter.Model); isModel && plan.NeedsSource() && len(b.draftPasses) == 0 {
+						t.Error("no pass's prompts were read into their draft models together")
+					}
 				})
 			}
 		}

@@ -402,13 +402,8 @@ func (r *run) prefillBatch(prompt []int, from, to int) model.Batch {
 func (r *run) afterPrefill(ctx context.Context, prompt []int, capacity int, hidden []float32, rows int) error {
 	r.root = prompt[len(prompt)-1]
 	if src := r.e.Source; src != nil {
-		// the source proposes at this generation's sampling, whoever
-		// opened it and whatever it drafted for before
-		drafter.SetSample(src, r.cfg.Sample)
-		if rs, ok := src.(interface{ Reserve(n int) error }); ok { // the run's room, not the file's context
-			if err := rs.Reserve(capacity + r.maxDraft()); err != nil {
-				return err
-			}
+		if err := r.readySource(capacity); err != nil {
+			return err
 		}
 		if err := src.Begin(ctx, prompt); err != nil {
 			return err
@@ -418,6 +413,18 @@ func (r *run) afterPrefill(ctx context.Context, prompt []int, capacity int, hidd
 		if err := r.hs.ObserveHidden(hidden, rows); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// readySource readies the run's draft source for its Begin: it proposes
+// at this generation's sampling, whoever opened it and whatever it
+// drafted for before, and holds the run's room, not the file's context.
+func (r *run) readySource(capacity int) error {
+	src := r.e.Source
+	drafter.SetSample(src, r.cfg.Sample)
+	if rs, ok := src.(interface{ Reserve(n int) error }); ok {
+		return rs.Reserve(capacity + r.maxDraft())
 	}
 	return nil
 }
