@@ -207,11 +207,12 @@ func (pc passCost) prefill(n int) time.Duration {
 	return time.Duration(chunks-1)*Interp(pc.c.Verify, w) + Interp(pc.c.Verify, last)
 }
 
-// draftPrefill is what a plan's draft model takes to read a prompt of n
-// tokens before its request's first step (a pass over them, on the
-// drafter's curve): nothing for plain decoding, a source with no measured
-// passes (n-grams), or the hidden-state drafter, which takes the target's
-// states of the prompt instead.
+// draftPrefill is what a plan's draft model takes to read n prompt
+// tokens (all but each prompt's last) before the first step (a pass over
+// them, on the drafter's curve; a wave's prompts are read in one pass:
+// spec.Batch's beginDrafters): nothing for plain decoding, a source with
+// no measured passes (n-grams), or the hidden-state drafter, which takes
+// the target's states of the prompt instead.
 func draftPrefill(p Plan, c Costs, n int) time.Duration {
 	if !p.NeedsSource() || len(c.Draft) == 0 || c.DraftPerChild || n <= 0 {
 		return 0
@@ -237,13 +238,13 @@ func draftPrefill(p Plan, c Costs, n int) time.Duration {
 //
 // its prompt but the last token prefilled (under load after the pass
 // running when it came: wait, half a pass; with a draft model,
-// prefill(P - 1) counts its pass over the prompt too, draftPrefill), then its steps, the first
+// prefill(P - 1) counts its pass over the prompt too, draftPrefill(P - 1)), then its steps, the first
 // of which verifies the prompt's last token and gives its first tokens
 // (TTFT = wait + prefill(P - 1) + T_pass), AAL a step; and the other
 // requests' prompts, one each in its life, lengthen the passes it waits
 // on. Requests that run in step (req.Together) wait for no pass but have
 // every prompt of their wave prefilled, in passes of all their rows,
-// before their first step: TTFT = prefill(C * (P - 1)) + C * draftPrefill(P) + T_pass, life =
+// before their first step: TTFT = prefill(C * (P - 1)) + draftPrefill(C * (P - 1)) + T_pass, life =
 // TTFT + (max(1, n / AAL) - 1) * T_pass. The server's own time in a
 // request (req.First before its first token, req.Last after its last)
 // adds to its TTFT and its life once, whatever the level: the clients'
@@ -345,14 +346,15 @@ func PredictLoad(pr Prediction, acc *Acceptance, c Costs, conc int, policy strin
 	if lp.Pass <= 0 || lp.Tokens <= 0 {
 		return lp, fmt.Errorf("a pass priced at %v", lp.Pass)
 	}
-	// a drafting request's draft source reads its prompt once the
-	// target has it, in the step after that pass, the wave's one after
-	// another
-	var dpre time.Duration
-	if policy != PolicyPlain {
-		dpre = draftPrefill(pr.Plan, c, req.Prompt)
+	// a drafting request's draft model reads its prompt once the target
+	// has it, in the step after that pass; a wave's, in one drafter pass
+	dpre := func(rows int) time.Duration {
+		if policy == PolicyPlain {
+			return 0
+		}
+		return draftPrefill(pr.Plan, c, rows)
 	}
-	pre, wait := pc.prefill(req.Prompt-1)+dpre, time.Duration(0)
+	pre, wait := pc.prefill(req.Prompt-1)+dpre(req.Prompt-1), time.Duration(0)
 	first, others := pre, time.Duration(conc-1)*pre // the prompts before a request's first step, and in the rest of its life
 	switch {
 	case req.Together:
@@ -360,7 +362,7 @@ func PredictLoad(pr Prediction, acc *Acceptance, c Costs, conc int, policy strin
 		// that prefill them together (the server joins them into one
 		// pass of all their rows): priced as one prompt of all their
 		// tokens, in passes of the widest measured width
-		first, others = pc.prefill(conc*(req.Prompt-1))+time.Duration(conc)*dpre, 0
+		first, others = pc.prefill(conc*(req.Prompt-1))+dpre(conc*(req.Prompt-1)), 0
 	case conc > 1:
 		wait = lp.Pass / 2
 	}

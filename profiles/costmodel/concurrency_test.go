@@ -385,10 +385,10 @@ func TestPredictLoadExtraFromTheContexts(t *testing.T) {
 }
 
 // TestPredictLoadDraftPrefill: a request drafting with a draft model has
-// its prompt read by the drafter before its first step, one prompt after
-// another in the step after the wave's prefill; plain decoding reads it
-// with the target alone, and the hidden-state drafter takes the target's
-// states instead of a pass of its own.
+// its prompt read by the drafter before its first step, a wave's prompts
+// in one drafter pass in the step after the wave's prefill; plain
+// decoding reads it with the target alone, and the hidden-state drafter
+// takes the target's states instead of a pass of its own.
 func TestPredictLoadDraftPrefill(t *testing.T) {
 	c := loadCosts(2 * time.Millisecond)
 	c.Draft = []latency.Point{{W: 1, Median: 300 * time.Microsecond}, {W: 8, Median: time.Millisecond}, {W: 32, Median: 3 * time.Millisecond}}
@@ -403,9 +403,9 @@ func TestPredictLoadDraftPrefill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	read := Interp(c.Draft, prompt)
-	if read <= time.Millisecond || read >= 3*time.Millisecond {
-		t.Fatalf("the drafter's pass over %d tokens priced %v", prompt, read)
+	read, waveRead := Interp(c.Draft, prompt-1), Interp(c.Draft, conc*(prompt-1))
+	if read <= time.Millisecond || read >= 3*time.Millisecond || waveRead <= 3*time.Millisecond {
+		t.Fatalf("the drafter's pass over %d tokens priced %v, over %d %v", prompt-1, read, conc*(prompt-1), waveRead)
 	}
 	req := Requests{Prompt: prompt, Tokens: 32, Together: true}
 	wave := pc.prefill(conc * (prompt - 1))
@@ -413,7 +413,7 @@ func TestPredictLoadDraftPrefill(t *testing.T) {
 		policy  string
 		perNode bool
 		want    time.Duration
-	}{{PolicyFixed, false, conc * read}, {PolicyGoodput, false, conc * read}, {PolicyPlain, false, 0}, {PolicyFixed, true, 0}} {
+	}{{PolicyFixed, false, waveRead}, {PolicyGoodput, false, waveRead}, {PolicyPlain, false, 0}, {PolicyFixed, true, 0}} {
 		cc := c
 		cc.DraftPerChild = tc.perNode
 		at := pr
