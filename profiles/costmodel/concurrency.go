@@ -348,13 +348,8 @@ func PredictLoad(pr Prediction, acc *Acceptance, c Costs, conc int, policy strin
 	}
 	// a drafting request's draft model reads its prompt once the target
 	// has it, in the step after that pass; a wave's, in one drafter pass
-	dpre := func(rows int) time.Duration {
-		if policy == PolicyPlain {
-			return 0
-		}
-		return draftPrefill(pr.Plan, c, rows)
-	}
-	pre, wait := pc.prefill(req.Prompt-1)+dpre(req.Prompt-1), time.Duration(0)
+	// (lp.Plan is plain decoding's under PolicyPlain)
+	pre, wait := pc.prefill(req.Prompt-1)+draftPrefill(lp.Plan, c, req.Prompt-1), time.Duration(0)
 	first, others := pre, time.Duration(conc-1)*pre // the prompts before a request's first step, and in the rest of its life
 	switch {
 	case req.Together:
@@ -362,7 +357,7 @@ func PredictLoad(pr Prediction, acc *Acceptance, c Costs, conc int, policy strin
 		// that prefill them together (the server joins them into one
 		// pass of all their rows): priced as one prompt of all their
 		// tokens, in passes of the widest measured width
-		first, others = pc.prefill(conc*(req.Prompt-1))+dpre(conc*(req.Prompt-1)), 0
+		first, others = pc.prefill(conc*(req.Prompt-1))+draftPrefill(lp.Plan, c, conc*(req.Prompt-1)), 0
 	case conc > 1:
 		wait = lp.Pass / 2
 	}
