@@ -23,6 +23,25 @@ func loadStories(t *testing.T) *model.Model {
 	return m
 }
 
+// probePaths are the paths a test's drafters are expanded along to
+// compare what they propose: the root, one and two tokens on, and a
+// sibling.
+func probePaths() [][]int { return [][]int{nil, {40}, {40, 41}, {50}} }
+
+// expandProbes is d's distributions after each of probePaths.
+func expandProbes(t *testing.T, d *Model) [][]float32 {
+	t.Helper()
+	paths := probePaths()
+	dst := make([][]float32, len(paths))
+	for i := range dst {
+		dst[i] = make([]float32, d.M.Vocab)
+	}
+	if err := d.Expand(context.Background(), paths, dst); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
 // TestCacheSizedByTheRun: a model drafter made with room for millions of
 // positions (a target file declaring that context) sizes its cache by
 // what the run reserves, or by the committed tokens and a short
@@ -64,18 +83,8 @@ func TestCacheSizedByTheRun(t *testing.T) {
 func TestBeginKeepsSharedPrefix(t *testing.T) {
 	m := loadStories(t)
 	ctx := context.Background()
-	paths := [][]int{nil, {40}, {40, 41}, {50}}
-	expand := func(d *Model) [][]float32 {
-		t.Helper()
-		dst := make([][]float32, len(paths))
-		for i := range dst {
-			dst[i] = make([]float32, m.Vocab)
-		}
-		if err := d.Expand(ctx, paths, dst); err != nil {
-			t.Fatal(err)
-		}
-		return dst
-	}
+	paths := probePaths()
+	expand := func(d *Model) [][]float32 { return expandProbes(t, d) }
 	first := []int{1, 9, 8, 7, 6, 5, 4, 3}
 	for _, tc := range []struct {
 		name string
@@ -129,18 +138,8 @@ func TestBeginKeepsSharedPrefix(t *testing.T) {
 func TestBeginAll(t *testing.T) {
 	m := loadStories(t)
 	ctx := context.Background()
-	paths := [][]int{nil, {40}, {40, 41}, {50}}
-	expand := func(d *Model) [][]float32 {
-		t.Helper()
-		dst := make([][]float32, len(paths))
-		for i := range dst {
-			dst[i] = make([]float32, m.Vocab)
-		}
-		if err := d.Expand(ctx, paths, dst); err != nil {
-			t.Fatal(err)
-		}
-		return dst
-	}
+	paths := probePaths()
+	expand := func(d *Model) [][]float32 { return expandProbes(t, d) }
 	seqs := [][]int{{1, 9, 8, 7, 6, 5, 4, 3}, {1, 9, 8, 70, 6}, {2}, {1, 9, 8, 7, 6, 5, 4, 3, 20}}
 	for i := range 5 { // 2,250 rows more: more than one pass takes
 		long := []int{1}
