@@ -300,8 +300,9 @@ func (b *Bench) servePolicy(ctx context.Context, ps PairSpec, pair *pairs.Pair, 
 	// stored, else on the one-sequence curve (the learned scale then
 	// carries what the sequences add)
 	latency := func(rows int) time.Duration { return costmodel.Interp(pts, rows) }
+	passes := costmodel.NewPassTimes(costs)
 	pass := func(seqs, rows int) time.Duration {
-		if t, ok := costmodel.PassTime(costs, seqs, rows); ok {
+		if t, ok := passes.At(seqs, rows); ok {
 			return t
 		}
 		return latency(rows)

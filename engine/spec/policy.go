@@ -228,7 +228,20 @@ func (g Goodput) Budgets(fixed int, loads []Load, out []int) {
 	if fixed > 0 {
 		seqs++ // the prompts' chunks: at least one sequence more
 	}
-	secs := func(rows int, own float64) float64 { return max(scale*g.passTime(seqs, rows).Seconds()+own, 1e-12) }
+	base := fixed + len(loads) // the fewest rows the pass holds: a row a request
+	// each pass's time is asked for once a call: the growth below prices
+	// the same few row counts for every request it weighs at every node
+	passes := make([]float64, 0, 64)
+	secs := func(rows int, own float64) float64 {
+		for len(passes) <= rows-base {
+			passes = append(passes, -1)
+		}
+		t := &passes[rows-base]
+		if *t < 0 {
+			*t = scale * g.passTime(seqs, rows).Seconds()
+		}
+		return max(*t+own, 1e-12)
+	}
 	tokens, rows, owned := 0.0, fixed, 0.0
 	for i := range loads {
 		out[i] = 0

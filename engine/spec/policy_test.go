@@ -365,6 +365,64 @@ func TestGoodputPassOfSequences(t *testing.T) {
 	}
 }
 
+// TestGoodputPricesPassesOnce: choosing eight requests' budgets asks the
+// curve for each pass size once (the allocation weighs every request's
+// next node against the same few row counts at every step), and the
+// budgets are those of a curve asked every time.
+func TestGoodputPricesPassesOnce(t *testing.T) {
+	plan := ChainPlan(6)
+	loads := make([]Load, 8)
+	for i := range loads {
+		loads[i] = Load{Plan: plan, Nodes: plan.Nodes(), Accept: at(0.55 + 0.05*float64(i%4))}
+	}
+	asked := map[int]int{}
+	pass := func(seqs, rows int) time.Duration {
+		return time.Duration(seqs)*time.Millisecond + time.Duration(rows)*150*time.Microsecond
+	}
+	counted := Goodput{Pass: func(seqs, rows int) time.Duration { asked[rows]++; return pass(seqs, rows) }}
+	got, want := make([]int, len(loads)), make([]int, len(loads))
+	counted.Budgets(3, loads, got)
+	for rows, n := range asked {
+		if n > 1 {
+			t.Errorf("a pass of %d rows priced %d times", rows, n)
+		}
+	}
+	if len(asked) < 2 {
+		t.Errorf("%d pass sizes priced: the budgets %v were not weighed", len(asked), got)
+	}
+	Goodput{Pass: pass}.Budgets(3, loads, want)
+	if !slices.Equal(got, want) {
+		t.Errorf("budgets %v, want %v", got, want)
+	}
+}
+
+// BenchmarkGoodputBudgets: the adaptive policy's choice before a pass of
+// eight requests of a chain of six, learned costs and running acceptance
+// in place, as serve makes it before every step.
+func BenchmarkGoodputBudgets(b *testing.B) {
+	plan := ChainPlan(6)
+	g := Goodput{Pass: func(seqs, rows int) time.Duration {
+		return time.Duration(seqs)*500*time.Microsecond + time.Duration(rows)*150*time.Microsecond
+	}, Learn: &StepCosts{}}
+	for i := 0; i < 50; i++ {
+		st := PassStats{Seqs: 8, Decoding: 8, Rows: 48 + i%8, Drafted: 40 + i%8, Time: 12 * time.Millisecond}
+		st.Step = st.Time + time.Duration(4000+100*(i%8))*time.Microsecond
+		g.Observe(st)
+	}
+	loads := make([]Load, 8)
+	for i := range loads {
+		var rs rankStats
+		for k := 0; k < 6; k++ {
+			rs.add([]int{0, 0, 0, 0, -1}, []int{1, 1, 1, 1, 1})
+		}
+		loads[i] = Load{Plan: plan, Nodes: plan.Nodes(), Accept: func(d, r int) float64 { return rs.at(DefaultPrior, d, r) }}
+	}
+	out := make([]int, len(loads))
+	for b.Loop() {
+		g.Budgets(0, loads, out)
+	}
+}
+
 // TestRankStats: a request's running acceptance is the prior's until it
 // has steps, then moves to what its verdicts show, per depth and rank,
 // counting only the ranks a step offered.

@@ -225,13 +225,14 @@ func TestLoadRequestLife(t *testing.T) {
 	}
 }
 
-// TestPassTime: a pass of one sequence is the one-sequence curve's, of a
+// TestPassTimes: a pass of one sequence is the one-sequence curve's, of a
 // measured pass size that size's curve's, between measured sizes
 // between them; past the largest size measured, or more rows than
 // measured, it is not priced.
-func TestPassTime(t *testing.T) {
+func TestPassTimes(t *testing.T) {
 	c := Costs{Verify: passCurve(1, 10*time.Millisecond, time.Millisecond).Verify}
 	c.Passes = []PassCurve{passCurve(1, 10*time.Millisecond, time.Millisecond), passCurve(2, 12*time.Millisecond, time.Millisecond), passCurve(8, 20*time.Millisecond, time.Millisecond)}
+	pt := NewPassTimes(c)
 	for _, tc := range []struct {
 		seqs, rows int
 		want       time.Duration
@@ -244,7 +245,7 @@ func TestPassTime(t *testing.T) {
 		{16, 16, 0, false},
 		{8, 65, 0, false},
 	} {
-		got, ok := PassTime(c, tc.seqs, tc.rows)
+		got, ok := pt.At(tc.seqs, tc.rows)
 		if ok != tc.ok || (ok && got != tc.want) {
 			t.Errorf("%d sequences, %d rows: %v %v, want %v %v", tc.seqs, tc.rows, got, ok, tc.want, tc.ok)
 		}
