@@ -177,6 +177,14 @@ func (b *Bench) LoadTest(ctx context.Context, opt loadtest.Options, progress Pro
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	var pc *pace // the machine's pace beside each level, where the prices rest on a re-check
+	if len(predicted) > 0 && !opt.NoRecheck {
+		var why string
+		if pc, why = b.newPace(ctx, r.Pair); why != "" {
+			on += "\n" + why
+		}
+		defer pc.close()
+	}
 	rounds := map[key][]loadtest.Round{}
 	failed := map[key]string{}
 	total := opt.Rounds * len(opt.Concurrency) * len(servers)
@@ -185,6 +193,7 @@ func (b *Bench) LoadTest(ctx context.Context, opt loadtest.Options, progress Pro
 	res := &loadtest.Result{Plan: *plan, PredictedOn: on, OverheadFirst: over.First, OverheadLast: over.Last}
 	for round := 1; round <= opt.Rounds; round++ {
 		for _, n := range opt.Concurrency {
+			pc.before(ctx, n)
 			for _, s := range servers {
 				stage := fmt.Sprintf("round %d of %d, %d at once, %s", round, opt.Rounds, n, s.Name)
 				k := key{s.Name, n}
@@ -212,7 +221,18 @@ func (b *Bench) LoadTest(ctx context.Context, opt loadtest.Options, progress Pro
 			}
 		}
 	}
+	pc.last(ctx)
 	res.Wall = time.Since(start)
+	for _, n := range opt.Concurrency {
+		for _, s := range servers {
+			lp := predicted[key{s.Name, n}]
+			res.Levels = append(res.Levels, loadtest.Level{Server: s.Name, Concurrency: n, Summary: loadtest.Summarize(rounds[key{s.Name, n}]), Err: failed[key{s.Name, n}],
+				Predicted: lp.TokensPerSec, PredictedTTFT: lp.TTFT, PredictedTPOT: lp.TPOT})
+		}
+	}
+	if note := pc.apply(res.Levels); note != "" {
+		res.PredictedOn += "\n" + note
+	}
 	var st *store.Store
 	if !opt.NoStore {
 		if st, err = b.db(ctx); err != nil {
@@ -220,17 +240,12 @@ func (b *Bench) LoadTest(ctx context.Context, opt loadtest.Options, progress Pro
 		}
 	}
 	fp := hardware.DetectHardware().Fingerprint
-	for _, n := range opt.Concurrency {
-		for _, s := range servers {
-			lp := predicted[key{s.Name, n}]
-			l := loadtest.Level{Server: s.Name, Concurrency: n, Summary: loadtest.Summarize(rounds[key{s.Name, n}]), Err: failed[key{s.Name, n}],
-				Predicted: lp.TokensPerSec, PredictedTTFT: lp.TTFT, PredictedTPOT: lp.TPOT}
-			if st != nil && l.Err == "" {
-				if l.RunID, err = storeLoad(ctx, st, fp, r, s.Name, l, opt); err != nil {
-					return res, err
-				}
+	for i := range res.Levels {
+		l := &res.Levels[i]
+		if st != nil && l.Err == "" {
+			if l.RunID, err = storeLoad(ctx, st, fp, r, l.Server, *l, opt); err != nil {
+				return res, err
 			}
-			res.Levels = append(res.Levels, l)
 		}
 	}
 	return res, nil

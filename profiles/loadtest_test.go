@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -419,12 +420,53 @@ func TestLoadTestPredicts(t *testing.T) {
 	if !strings.HasPrefix(res.PredictedOn, "T_verify re-check: W=1 stored") {
 		t.Errorf("re-checked, the report says the predictions rest on %q", res.PredictedOn)
 	}
+	// and each level is priced at the machine's pace read beside it
+	if !strings.Contains(res.PredictedOn, "\npriced at the machine's pace beside each level: ") {
+		t.Errorf("re-checked, the report says nothing of the machine's pace: %q", res.PredictedOn)
+	}
 	for _, l := range res.Levels {
 		switch l.Server {
 		case loadtest.ArboristPlan, loadtest.ArboristAdaptive, loadtest.ArboristPlain:
-			if l.Predicted <= 0 || l.PredictedTTFT <= 0 {
-				t.Errorf("re-checked, %s at %d predicted %.1f tokens/s, TTFT %v", l.Server, l.Concurrency, l.Predicted, l.PredictedTTFT)
+			if l.Predicted <= 0 || l.PredictedTTFT <= 0 || !(l.Pace > 0) {
+				t.Errorf("re-checked, %s at %d predicted %.1f tokens/s, TTFT %v, at a pace of %.2f", l.Server, l.Concurrency, l.Predicted, l.PredictedTTFT, l.Pace)
 			}
 		}
+	}
+}
+
+// TestPaceApply: a level's predictions are brought to the pace read
+// beside its rounds (the median of its readings over the one right after
+// the re-check): tokens/s divided by it, the times multiplied; a level
+// with no reading, or a level nothing predicts, keeps its figures.
+func TestPaceApply(t *testing.T) {
+	ms := time.Millisecond
+	p := &pace{ref: 2 * ms, at: map[int][]time.Duration{1: {2 * ms, 2200 * time.Microsecond, 2400 * time.Microsecond}, 8: {ms}}}
+	levels := []loadtest.Level{
+		{Server: loadtest.ArboristPlan, Concurrency: 1, Predicted: 1100, PredictedTTFT: 10 * ms, PredictedTPOT: ms},
+		{Server: loadtest.ArboristPlan, Concurrency: 8, Predicted: 1000, PredictedTTFT: 10 * ms, PredictedTPOT: ms},
+		{Server: loadtest.ArboristPlan, Concurrency: 4, Predicted: 1000, PredictedTTFT: 10 * ms, PredictedTPOT: ms},
+		{Server: loadtest.LlamaServerPlain, Concurrency: 8},
+	}
+	note := p.apply(levels)
+	want := []loadtest.Level{
+		{Server: loadtest.ArboristPlan, Concurrency: 1, Predicted: 1000, PredictedTTFT: 11 * ms, PredictedTPOT: 1100 * time.Microsecond, Pace: 1.1},
+		{Server: loadtest.ArboristPlan, Concurrency: 8, Predicted: 2000, PredictedTTFT: 5 * ms, PredictedTPOT: 500 * time.Microsecond, Pace: 0.5},
+		{Server: loadtest.ArboristPlan, Concurrency: 4, Predicted: 1000, PredictedTTFT: 10 * ms, PredictedTPOT: ms, Pace: 1},
+		{Server: loadtest.LlamaServerPlain, Concurrency: 8},
+	}
+	for i := range want {
+		g, w := levels[i], want[i]
+		if math.Abs(g.Predicted-w.Predicted) > 1e-6 || math.Abs(g.Pace-w.Pace) > 1e-9 || (g.PredictedTTFT-w.PredictedTTFT).Abs() > time.Microsecond ||
+			(g.PredictedTPOT-w.PredictedTPOT).Abs() > time.Microsecond {
+			t.Errorf("level %d: %+v, want %+v", i, g, w)
+		}
+	}
+	if !strings.Contains(note, "x1.10 at 1, x0.50 at 8, x1.00 at 4") {
+		t.Errorf("the report says %q", note)
+	}
+	p.err = errors.New("probe failed")
+	before := levels[0].Predicted
+	if note := p.apply(levels[:1]); !strings.Contains(note, "not followed: probe failed") || levels[0].Predicted != before {
+		t.Errorf("a pace that failed to be read: %q, predicted %.1f", note, levels[0].Predicted)
 	}
 }

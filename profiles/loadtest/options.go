@@ -109,6 +109,11 @@ type Level struct {
 	// PredictedTTFT and PredictedTPOT are the model's time to first token
 	// and time per output token there
 	PredictedTTFT, PredictedTPOT time.Duration `json:",omitempty"`
+	// Pace is the machine's pace beside the level's rounds against the
+	// re-check's the predictions were priced on (plain decoding's token
+	// on the target read between the rounds: 1.1 took 10% longer), which
+	// the predictions above are brought to; 0 where it was not followed.
+	Pace float64 `json:",omitempty"`
 	// Err is why the server failed at this level (a crash, a refused
 	// request): its rounds stop there, nothing of it is stored, and the
 	// other servers and levels go on.

@@ -704,3 +704,47 @@ func RescaleAt(curve []latency.Point, anchors []int, factors []float64) []latenc
 	}
 	return out
 }
+
+// SpeedProbe reads how fast the machine runs plain decoding on m now, as
+// the re-check's rounds read it (PlainPasses single-token passes back to
+// back over a cached context), between other work: a load test reads it
+// beside each level's rounds, so that each level is priced at the pace
+// the shared machine kept beside it, not at the re-check's a minute
+// before (on the bench pair a default load test's levels ran 20% apart
+// from it within one test).
+type SpeedProbe struct {
+	p *recheckProbe
+}
+
+// SpeedRounds is how many timed rounds a reading takes the median of,
+// after an untimed one.
+const SpeedRounds = 3
+
+// NewSpeedProbe sets the probe up on m: its cache over the re-check's
+// context, prefilled once.
+func NewSpeedProbe(ctx context.Context, m *model.Model) (*SpeedProbe, error) {
+	p, err := newRecheckProbe(ctx, m, pairs.Drafting{}, []int{1}, CurveOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return &SpeedProbe{p: p}, nil
+}
+
+// Token is plain decoding's time a token now: the median of SpeedRounds
+// rounds' after an untimed one.
+func (s *SpeedProbe) Token(ctx context.Context) (time.Duration, error) {
+	ts := make([]float64, 0, SpeedRounds)
+	for r := 0; r <= SpeedRounds; r++ {
+		rd, err := s.p.round(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if r > 0 {
+			ts = append(ts, float64(rd.plain))
+		}
+	}
+	return time.Duration(costmodel.Median(ts)), nil
+}
+
+// Close frees the probe's cache.
+func (s *SpeedProbe) Close() { s.p.cache.Free() }
