@@ -272,8 +272,9 @@ func (b *Bench) OpenServer(ctx context.Context, c *config.Config, opt ServeOptio
 	if opt.Policy == config.PolicyPlain {
 		// no request drafts: none gets a draft source of its own, whose
 		// prefill of every prompt (1 ms a request on the bench pair, eight
-		// at once in a wave of eight) would hold the others' next pass
-		plan = spec.PlainPlan()
+		// at once in a wave of eight) would hold the others' next pass,
+		// and the server opens no draft model
+		plan, ps = spec.PlainPlan(), ps.TargetOnly()
 	}
 	if plan.NeedsSource() && ps.Sources() == 0 {
 		return nil, fmt.Errorf("strategy %s needs a draft source", plan.Strategy)

@@ -161,9 +161,10 @@ func TestServerBatchEqualsRun(t *testing.T) {
 			if st.Completed != len(batchPrompts) || st.Running != 0 || st.Queued != 0 || st.KVUsed != 0 || st.TTFT.N != len(batchPrompts) || st.TPOT.N == 0 {
 				t.Errorf("stats after: %+v", st)
 			}
-			// a plain server gives its requests no draft source to prefill
-			if plain := pol.contain == "plain"; plain != (st.Plan == spec.PlainPlan().String()) || plain != (s.eng.Source == nil) {
-				t.Errorf("policy %s: serves plan %q, draft source %v", s.Policy(), st.Plan, s.eng.Source != nil)
+			// a plain server gives its requests no draft source to
+			// prefill, and opens no draft model
+			if plain := pol.contain == "plain"; plain != (st.Plan == spec.PlainPlan().String()) || plain != (s.eng.Source == nil) || plain != (s.pair.Source == nil && s.pair.DraftModel == nil) {
+				t.Errorf("policy %s: serves plan %q, draft source %v, draft model %v", s.Policy(), st.Plan, s.eng.Source != nil, s.pair.DraftModel != nil)
 			}
 		})
 	}

@@ -44,6 +44,15 @@ type Spec struct {
 	KV string
 }
 
+// TargetOnly is the spec without its draft source: the target alone,
+// as a server that drafts for no request opens it (the draft model's
+// load and memory spared).
+func (p Spec) TargetOnly() Spec {
+	p.Draft, p.NGram, p.Layers, p.DraftHidden = "", 0, 0, ""
+	p.DraftThreads, p.DraftBackend = 0, ""
+	return p
+}
+
 // SourceName names the draft source as calibrations and runs are keyed.
 func (p *Spec) SourceName() string {
 	switch {
