@@ -272,7 +272,7 @@ func (b *Bench) servePolicy(ctx context.Context, ps PairSpec, pair *pairs.Pair, 
 		return policyChoice{"plan (" + plan.String() + " at its full size)", spec.Fixed{}}, nil, nil
 	}
 	if opt.latency != nil {
-		return policyChoice{"adaptive (on a given latency)", spec.Goodput{Latency: opt.latency, Learn: &spec.StepCosts{}}}, nil, nil
+		return policyChoice{"adaptive (on a given latency)", spec.Goodput{Latency: opt.latency, Learn: &spec.StepCosts{}, Margin: spec.ShrinkMargin}}, nil, nil
 	}
 	st, err := b.db(ctx)
 	if err != nil {
@@ -311,7 +311,7 @@ func (b *Bench) servePolicy(ctx context.Context, ps PairSpec, pair *pairs.Pair, 
 	if len(costs.Passes) > 1 {
 		name += fmt.Sprintf(" and of passes of up to %d sequences", slices.MaxFunc(costs.Passes, func(a, b costmodel.PassCurve) int { return a.Seqs - b.Seqs }).Seqs)
 	}
-	pol := policyChoice{name + ")", spec.Goodput{Latency: latency, Pass: pass, Learn: &spec.StepCosts{}}}
+	pol := policyChoice{name + ")", spec.Goodput{Latency: latency, Pass: pass, Learn: &spec.StepCosts{}, Margin: spec.ShrinkMargin}}
 	var prior func(d, r int) float64
 	if ps.Sources() > 0 {
 		var acc costmodel.Acceptance

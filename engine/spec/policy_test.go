@@ -396,6 +396,48 @@ func TestGoodputPricesPassesOnce(t *testing.T) {
 	}
 }
 
+// TestGoodputMargin: with a margin, the plans stay whole where shrinking
+// them is priced to gain less than it, and shrink where it gains more;
+// without one, the first gain shrinks them.
+func TestGoodputMargin(t *testing.T) {
+	plan := ChainPlan(6)
+	loads := make([]Load, 8)
+	for i := range loads {
+		loads[i] = Load{Plan: plan, Nodes: plan.Nodes(), Accept: at(0.7)}
+	}
+	whole := func(b []int) bool {
+		for i, n := range b {
+			if n != loads[i].Nodes {
+				return false
+			}
+		}
+		return true
+	}
+	at := func(perRow time.Duration, margin float64) []int {
+		g := Goodput{Latency: func(rows int) time.Duration { return 4*time.Millisecond + time.Duration(rows)*perRow }, Margin: margin}
+		out := make([]int, len(loads))
+		g.Budgets(0, loads, out)
+		return out
+	}
+	// the first per-row cost at which the plans shrink without a margin
+	first := time.Duration(0)
+	for r := 10 * time.Microsecond; r <= 2*time.Millisecond; r += 10 * time.Microsecond {
+		if !whole(at(r, 0)) {
+			first = r
+			break
+		}
+	}
+	if first == 0 {
+		t.Fatal("the plans never shrink")
+	}
+	if b := at(first, ShrinkMargin); !whole(b) {
+		t.Errorf("at %v a row, where shrinking first pays, the margin shrank them: %v", first, b)
+	}
+	if b := at(4*first, ShrinkMargin); whole(b) {
+		t.Errorf("at %v a row, four times that, the plans stayed whole beside the margin", 4*first)
+	}
+}
+
 // BenchmarkGoodputBudgets: the adaptive policy's choice before a pass of
 // eight requests of a chain of six, learned costs and running acceptance
 // in place, as serve makes it before every step.

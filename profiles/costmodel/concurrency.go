@@ -348,7 +348,7 @@ func PredictLoad(pr Prediction, acc *Acceptance, c Costs, conc int, policy strin
 				return time.Duration(math.MaxInt64 / 4) // past the curve: never chosen
 			}
 			return t
-		}, Own: func(n int) time.Duration { return stepAt(n).own }}.Budgets(0, loads, budgets)
+		}, Own: func(n int) time.Duration { return stepAt(n).own }, Margin: spec.ShrinkMargin}.Budgets(0, loads, budgets)
 		for i, n := range budgets {
 			steps[i] = stepAt(n)
 		}
