@@ -59,17 +59,17 @@ func TestGreedyLosslessLongContext(t *testing.T) {
 }
 
 // longSampledShape is the long-context sampled tests' target: heads of 64
-// dims (attention chunks of 1024 slots on the CPU), and small otherwise,
+// dims (attention chunks of 512 slots on the CPU), and small otherwise,
 // so that thousands of seeded runs, each verifying against a long cache,
 // stay cheap. Its first layer drafts for it (about half of the drafts
 // accepted at the tests' temperature).
 const longSampledShape = "custom:dim=64,layers=2,heads=1,kv=1,ffn=128,vocab=300,ctx=2048"
 
 // cpuAttnChunk is how many visible slots one attention chunk of the CPU
-// backend holds for heads of 64 dims or more (arb_attention_chunk in
-// kernels/cpu): a prompt longer than it makes every verification row
-// fold two chunks.
-const cpuAttnChunk = 1024
+// backend holds for heads of 64 dims (arb_attention_chunk in
+// kernels/cpu): the long prompts, two chunks and 76 tokens (1,100), make
+// every verification row fold three chunks.
+const cpuAttnChunk = 512
 
 // longPrompt is a deterministic prompt of n tokens over a vocabulary of
 // vocab (its first three, the control tokens, left out).
@@ -90,7 +90,7 @@ func longPrompt(vocab, n int) []int {
 // verifier. With withHidden, the hidden-state drafter is trained first.
 func longSampledCase(t *testing.T, n int, withHidden bool) sampledCase {
 	target, second := loadFamily(t, longSampledShape)
-	sc := sampledCase{target: target, second: second, prompt: longPrompt(target.Vocab, cpuAttnChunk+76),
+	sc := sampledCase{target: target, second: second, prompt: longPrompt(target.Vocab, 2*cpuAttnChunk+76),
 		params: sample.Params{Temp: 0.3}, n: n, layers: 1, ctx: target.CtxLen, prefilled: true}
 	if len(sc.prompt)-1 <= cpuAttnChunk {
 		t.Fatalf("a prompt of %d tokens fits one attention chunk", len(sc.prompt))

@@ -25,7 +25,7 @@ func TestRunFromPrefix(t *testing.T) {
 		t.Skip("long prompts: slower")
 	}
 	target, second := loadFamily(t, longSampledShape)
-	prompt := longPrompt(target.Vocab, cpuAttnChunk+76)
+	prompt := longPrompt(target.Vocab, 2*cpuAttnChunk+76)
 	ctx := context.Background()
 	sources := map[string]func() drafter.Source{
 		"layer-skip":                func() drafter.Source { return drafter.NewModel(target, 1, target.CtxLen, "layer-skip") },

@@ -44,14 +44,20 @@
 enum { ATTN_ROWS = 64 };
 
 // arb_attention_chunk is the visible slots a chunk holds for heads of hd
-// dims: about 64K multiply-adds of scores a query vector (1024 slots of
-// 64 dims, 4096 of 8), so that the fold (an exponential and hd
+// dims: about 32K multiply-adds of scores a query vector (512 slots of
+// 64 or 128 dims, 4096 of 8), so that the fold (an exponential and hd
 // multiply-adds a chunk) stays a small part of a decode step, and a
-// block of sixteen query vectors' scores of a chunk (64 KiB) stays in the
-// second level of cache in a long prefill.
+// block of sixteen query vectors' scores of a chunk (32 KiB) stays in the
+// second level of cache in a long prefill. Chunks of 1024 slots (64K
+// multiply-adds) had given a decode step after 4096 cached float16
+// tokens four tasks on two threads, each a megabyte of keys then one of
+// values: the 1B Q4_K shape's decode there ran 2-4% slower with them
+// (eight of ten interleaved runs of `bench --ctx 4096 --kv f16`), one
+// layer's attention 0.73-0.94 of the time with 512 (ten pairs; 8192
+// cached: 0.85-1.28), heads of 128 over 2000 neither way (0.94-1.13).
 int arb_attention_chunk(int hd) {
-	int c = 65536 / (hd > 0 ? hd : 1);
-	c = c < 1024 ? 1024 : c > 4096 ? 4096 : c;
+	int c = 32768 / (hd > 0 ? hd : 1);
+	c = c < 512 ? 512 : c > 4096 ? 4096 : c;
 	return c & ~63;
 }
 
@@ -1103,7 +1109,7 @@ enum { HEADS_VECTORS = 8 };
 
 // heads_block is how many kv heads a task of attention_heads512 takes:
 // all of them where the chunks alone give each thread two tasks (a
-// decode step after 4096 cached tokens of 1024-slot chunks on two
+// decode step after 4096 cached tokens of 512-slot chunks on two
 // threads: each task then reads whole cache rows, in order), else the
 // most that still do, halving.
 static int heads_block(int nch, int kv_heads, int threads) {
