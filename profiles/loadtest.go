@@ -193,7 +193,10 @@ func (b *Bench) LoadTest(ctx context.Context, opt loadtest.Options, progress Pro
 	res := &loadtest.Result{Plan: *plan, PredictedOn: on, OverheadFirst: over.First, OverheadLast: over.Last}
 	for round := 1; round <= opt.Rounds; round++ {
 		for _, n := range opt.Concurrency {
-			pc.before(ctx, n)
+			if pc != nil {
+				progress.send("load test", done, total, fmt.Sprintf("round %d of %d, %d at once: the machine's pace", round, opt.Rounds, n))
+				pc.before(ctx, n)
+			}
 			for _, s := range servers {
 				stage := fmt.Sprintf("round %d of %d, %d at once, %s", round, opt.Rounds, n, s.Name)
 				k := key{s.Name, n}
