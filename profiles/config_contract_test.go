@@ -59,6 +59,7 @@ func TestEveryConfigFieldIsRead(t *testing.T) {
 		"models.target.precision":      "Q4_K",
 		"models.target.max_seq_len":    512,
 		"models.target.threads":        1,
+		"models.target.kv_cache":       "f16",
 		"models.draft.kind":            "layers",
 		"models.draft.path":            other,
 		"models.draft.drafter_id":      7,

@@ -99,6 +99,12 @@ func (b *Bench) ConfigRun(ctx context.Context, path string, o Overrides) (*Confi
 			}
 		}
 	}
+	if slices.Contains(o.Set, "kv") { // the KV cache type given beside a config that names one
+		if r.Pair.KV != "" && r.Pair.KV != flags.KV {
+			out.Notes = append(out.Notes, fmt.Sprintf("--kv %s overrides %s (its kv_cache: %s)", flags.KV, path, r.Pair.KV))
+		}
+		ps.KV = flags.KV
+	}
 	out.Notes = append(out.Notes, r.Notes...)
 	out.Pair = ps
 	out.Options = RunOptions{Plan: r.Plan, Sample: r.Sample, Predicted: r.Predicted, PredictedOn: r.PredictedOn, Context: r.Context}

@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"arborist/engine/spec"
+	"arborist/kernels/quant"
 	"arborist/profiles/config"
+	"arborist/profiles/costmodel"
 )
 
 // writeConfig writes c as a config.yaml in the test's temporary folder.
@@ -69,5 +71,65 @@ func TestConfigRun(t *testing.T) {
 	}
 	if o := r.Options; !reflect.DeepEqual(o.Plan, plan) || o.Sample != (SampleParams{Temp: 0.5, TopP: 0.9, Seed: 7}) || o.Context != 256 {
 		t.Errorf("run options %+v", o)
+	}
+}
+
+// TestConfigKVCache: config.yaml's models.target.kv_cache is the KV cache
+// type a replay runs: written by config.New for a pair tuned with f16
+// (not for f32, the default), run's --kv replaces it with a note, a
+// server opens its target with it, and a type no backend has is refused
+// on load.
+func TestConfigKVCache(t *testing.T) {
+	ps := storiesPair(t)
+	plan := spec.Plan{Strategy: "chain", Gamma: 3}
+	best := costmodel.Prediction{Plan: plan}
+	for _, kv := range []string{"", "f32", "f16"} {
+		p := ps
+		p.KV = kv
+		c := config.New(p, config.Hardware{CPUCores: 2}, 1, 256, "F32", best)
+		if want := map[string]string{"f16": "f16"}[kv]; c.Models.Target.KVCache != want {
+			t.Errorf("tuned with --kv %q, kv_cache %q, want %q", kv, c.Models.Target.KVCache, want)
+		}
+	}
+	ctx := context.Background()
+	b := openBench(t)
+	c := &config.Config{Version: config.Version, Speculation: plan, Sampling: config.Sampling{TopP: 1, Seed: 1}}
+	c.Models.Target = config.Target{Path: ps.Target, Device: "cpu", Threads: 1, MaxSeqLen: 256, KVCache: "f16"}
+	c.Models.Draft = config.Draft{Kind: "model", Path: ps.Draft, Device: "cpu", Threads: 1}
+	path := writeConfig(t, c)
+	for _, tc := range []struct {
+		set  []string
+		kv   string
+		want string
+		note bool
+	}{
+		{nil, "f32", "f16", false},            // --kv left at its default: the config's
+		{[]string{"kv"}, "f32", "f32", true},  // given: it replaces the config's, noted
+		{[]string{"kv"}, "f16", "f16", false}, // given as the config has it: nothing to note
+	} {
+		r, err := b.ConfigRun(ctx, path, Overrides{Set: tc.set, Pair: PairSpec{KV: tc.kv}, NoStore: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		noted := false
+		for _, n := range r.Notes {
+			noted = noted || strings.HasPrefix(n, "--kv "+tc.kv+" overrides ")
+		}
+		if r.Pair.KV != tc.want || noted != tc.note {
+			t.Errorf("--kv %s (set %v): runs %q, noted %v; want %q, %v (%q)", tc.kv, tc.set, r.Pair.KV, noted, tc.want, tc.note, r.Notes)
+		}
+	}
+	s, err := b.OpenServer(ctx, c, ServeOptions{Policy: config.PolicyPlan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kt := s.pair.Target.KVType
+	s.Close()
+	if kt != quant.F16 {
+		t.Errorf("a server of a kv_cache: f16 config opens its target with %v caches", kt)
+	}
+	c.Models.Target.KVCache = "q4"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "kv_cache") {
+		t.Errorf("kv_cache q4 validated: %v", err)
 	}
 }

@@ -217,13 +217,16 @@ type replay struct {
 
 // pairWith is the replayed pair completed by the pair a run was asked for
 // (flags): what config.yaml does not hold comes from flags (the
-// re-sampling settings, the KV cache type, reading the files into
-// memory), and so do the threads and the concurrent drafter's threads
-// where the config names none.
+// re-sampling settings, reading the files into memory), and so do the
+// threads, the concurrent drafter's threads and the KV cache type where
+// the config names none.
 func (r *replay) pairWith(flags PairSpec) PairSpec {
 	ps := r.Pair
 	ps.ResampleDepth, ps.NoResample = flags.ResampleDepth, flags.NoResample
-	ps.KV, ps.NoMmap = flags.KV, flags.NoMmap
+	ps.NoMmap = flags.NoMmap
+	if ps.KV == "" {
+		ps.KV = flags.KV
+	}
 	if ps.Threads == 0 {
 		ps.Threads = flags.Threads
 	}
@@ -256,6 +259,7 @@ func replayConfig(ctx context.Context, c *config.Config, hashDB string, allowCha
 	r := &replay{Plan: c.Speculation}
 	r.Pair.Target = c.Models.Target.Path
 	r.Pair.Threads = c.Models.Target.Threads
+	r.Pair.KV = c.Models.Target.KVCache
 	if c.Models.Target.Device != "" && c.Models.Target.Device != "cpu" {
 		r.Pair.Backend = c.Models.Target.Device
 	}

@@ -19,6 +19,7 @@ import (
 	"arborist/engine/gguf"
 	"arborist/engine/sample"
 	"arborist/engine/spec"
+	"arborist/kernels"
 	"arborist/kernels/quant"
 	"arborist/profiles/costmodel"
 	"arborist/profiles/pairs"
@@ -113,6 +114,10 @@ type Target struct {
 	Precision string `yaml:"precision,omitempty"`
 	MaxSeqLen int    `yaml:"max_seq_len"`
 	Threads   int    `yaml:"threads"`
+	// KVCache is the KV cache type the plan was profiled and tuned with:
+	// f16, or f32 where absent (run's and tune's --kv); run, serve and
+	// loadtest replay it.
+	KVCache string `yaml:"kv_cache,omitempty"`
 }
 
 // Draft is the draft source: a model file, n-gram lookup, the
@@ -235,6 +240,9 @@ func (c *Config) Validate() error {
 	case t.Threads < 0 || t.MaxSeqLen < 0:
 		return fmt.Errorf("models.target: threads and max_seq_len must not be negative")
 	}
+	if _, err := kernels.ParseKV(t.KVCache); err != nil {
+		return fmt.Errorf("models.target.kv_cache: %w", err)
+	}
 	d := c.Models.Draft
 	switch d.Kind {
 	case "model":
@@ -312,6 +320,9 @@ func New(pair pairs.Spec, hw Hardware, threads, maxSeqLen int, precision string,
 	}
 	c := &Config{Version: Version, Hardware: hw}
 	c.Models.Target = Target{Path: abs(pair.Target), Device: "cpu", Precision: precision, MaxSeqLen: maxSeqLen, Threads: threads}
+	if kt, err := kernels.ParseKV(pair.KV); err == nil && kt == quant.F16 {
+		c.Models.Target.KVCache = "f16" // f32, the default, is left unwritten
+	}
 	switch {
 	case !best.Plan.NeedsSource(): // plain decoding: no drafter to configure or pass on
 		c.Models.Draft = Draft{Kind: "none"}
