@@ -585,7 +585,12 @@ func TestServerClientGoneFreesSequence(t *testing.T) {
 	waitFor(t, "the server sees the client gone", func() bool { return s.Stats().Gone == 1 })
 	gate.open()
 	<-gone
-	waitFor(t, "its sequence is freed", func() bool { st := s.Stats(); return st.Running == 0 && st.KVUsed == 0 })
+	// the batch frees the sequence before the request's own goroutine
+	// counts it failed: both waited for
+	waitFor(t, "its sequence is freed and the request counted failed", func() bool {
+		st := s.Stats()
+		return st.Running == 0 && st.KVUsed == 0 && st.Failed == 1
+	})
 	if st := s.Stats(); st.Completed != 0 || st.Failed != 1 || st.Emitted >= 200 {
 		t.Errorf("stats %+v: the request whose client left must end without decoding its budget", st)
 	}
