@@ -3,10 +3,10 @@ package drafter
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 
 	"arborist/engine/model"
+	"arborist/engine/model/modeltest/testfiles"
 	"arborist/kernels/cpu"
 )
 
@@ -14,10 +14,7 @@ import (
 // bench pair's draft model: one Begin after another, as a server's step
 // had run them, and together (BeginAll), as it runs them now.
 func BenchmarkBeginAll(b *testing.B) {
-	path := "../../../shared/models/bench/draft-noisy-0.05.gguf"
-	if _, err := os.Stat(path); err != nil {
-		b.Skip("no bench draft model")
-	}
+	path := testfiles.Shared(b, "models/bench/draft-noisy-0.05.gguf")
 	be := cpu.New(2)
 	defer be.Close()
 	m, err := model.Load(path, be)

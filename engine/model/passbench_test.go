@@ -3,10 +3,10 @@ package model_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 
 	"arborist/engine/model"
+	"arborist/engine/model/modeltest"
 	"arborist/kernels/cpu"
 )
 
@@ -14,15 +14,14 @@ import (
 // a short context on the bench target, against one sequence of one row:
 // what a server's plain batching pays per step.
 func BenchmarkPassSeqs(b *testing.B) {
-	path := "../../../shared/models/bench/target-60m-q8_0.gguf"
-	if _, err := os.Stat(path); err != nil {
-		b.Skip("no bench target")
-	}
+	path := modeltest.Shared(b, "models/bench/target-60m-q8_0.gguf")
 	be := cpu.New(2)
+	defer be.Close()
 	m, err := model.Load(path, be)
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer m.Close()
 	ctx := context.Background()
 	for _, S := range []int{1, 8} {
 		b.Run(fmt.Sprintf("seqs=%d", S), func(b *testing.B) {
