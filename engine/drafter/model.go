@@ -102,10 +102,16 @@ func (d *Model) Begin(ctx context.Context, committed []int) error {
 	if err != nil || len(b.Tokens) == 0 {
 		return err
 	}
+	return d.read(ctx, b)
+}
+
+// read runs b, the pass begin left, alone: the committed tokens but the
+// root then cached.
+func (d *Model) read(ctx context.Context, b model.Batch) error {
 	if err := d.M.Forward(ctx, d.cache, b, &d.res); err != nil {
 		return fmt.Errorf("drafter %s: %w", d.name, err)
 	}
-	d.inCache = len(committed) - 1
+	d.inCache = len(d.committed) - 1
 	return nil
 }
 
@@ -191,10 +197,9 @@ func BeginAll(ctx context.Context, pass *model.Pass, ds []*Model, seqs [][]int) 
 			}
 		}
 		if len(b.Tokens) > model.MaxRows { // a prompt longer than a pass: alone, as Begin runs it
-			if err := d.M.Forward(ctx, d.cache, b, &d.res); err != nil {
-				return fmt.Errorf("drafter %s: %w", d.name, err)
+			if err := d.read(ctx, b); err != nil {
+				return err
 			}
-			d.inCache = len(seqs[i]) - 1
 			continue
 		}
 		batch = append(batch, model.Seq{Cache: d.cache, Batch: b, Result: &d.res})
