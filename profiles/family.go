@@ -23,7 +23,12 @@ type familyCurve struct {
 // familyPlan lists the target's verification curves a profile measures
 // beyond the short context's one-sequence curve: one at each context of
 // opt.Contexts and of the pair's latest calibration, and passes of each
-// of opt.Seqs sequences at the short context. Every context is checked
+// of opt.Seqs sequences at the short context and at each of those
+// contexts below it (a pass of several short requests is priced on
+// them: its sequences' attention is a larger share of it than of one
+// sequence's pass, so the one-sequence curves do not carry it there; a
+// pass of several sequences past the short context is priced by what
+// each sequence's rows add on the one-sequence curves). Every context is checked
 // before anything is measured: one asked for past the target's trained
 // positions or the machine's memory is refused, naming both figures; a
 // calibration's past the memory is left out and said so (r.Left).
@@ -79,8 +84,15 @@ func (b *Bench) familyPlan(ctx context.Context, st *store.Store, pair *pairs.Pai
 		if s > opt.MaxW && opt.Seqs != nil {
 			return nil, fmt.Errorf("--seqs %d: more sequences than the %d rows a pass is timed at (--max-w)", s, opt.MaxW)
 		}
-		if w := measure.SeqsWidths(s, opt.MaxW); s > 1 && len(w) > 0 {
-			out = append(out, familyCurve{context: measure.ShortContext, seqs: s, widths: w})
+		w := measure.SeqsWidths(s, opt.MaxW)
+		if s < 2 || len(w) == 0 {
+			continue
+		}
+		out = append(out, familyCurve{context: measure.ShortContext, seqs: s, widths: w})
+		for _, f := range out {
+			if f.seqs == 1 && f.context < measure.ShortContext {
+				out = append(out, familyCurve{context: f.context, seqs: s, widths: w})
+			}
 		}
 	}
 	return out, nil
@@ -94,7 +106,8 @@ func profileFamily(ctx context.Context, st *store.Store, pair *pairs.Pair, r *Pr
 	m := pair.Target
 	short := r.Target.Curve.Points
 	guess := func(f familyCurve) time.Duration {
-		kv := float64(m.KVBytesAs(f.context, m.KVType)-m.KVBytesAs(measure.ShortContext, m.KVType)) * float64(f.seqs)
+		// (unsigned byte counts: a context before the short one reads less)
+		kv := (float64(m.KVBytesAs(f.context, m.KVType)) - float64(m.KVBytesAs(measure.ShortContext, m.KVType))) * float64(f.seqs)
 		scale := 1.0
 		if wb := r.Limits.WeightBytes; wb > 0 && kv > 0 {
 			scale += kv / wb

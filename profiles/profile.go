@@ -441,6 +441,7 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 	fam := measure.ContextCurves(in.Family)
 	if in.Profiled {
 		in.Costs.Passes = measure.PassCurves(in.Family)
+		in.Costs.PassFamily = measure.PassFamily(in.Family)
 	}
 	if opt.Recheck && in.Profiled {
 		var window *costmodel.RecheckWindow

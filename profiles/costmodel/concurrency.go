@@ -19,12 +19,14 @@ import (
 // together (the calibration's acceptance each), every pass of C sequences
 // priced on the stored curve of that pass size.
 
-// PassCurve is the target's curve of passes of Seqs sequences at the
-// short context: point W is a pass of W rows in all (measure.SeqsCurve).
-// Seqs 1 is the short context's own one-sequence curve.
+// PassCurve is the target's curve of passes of Seqs sequences, each after
+// Context cached tokens (0: the short context, as in Costs.Passes): point
+// W is a pass of W rows in all (measure.SeqsCurve). Seqs 1 is the short
+// context's own one-sequence curve.
 type PassCurve struct {
-	Seqs   int
-	Verify []latency.Point
+	Seqs    int
+	Context int `json:",omitempty"`
+	Verify  []latency.Point
 }
 
 // DefaultConcurrency are the concurrencies tune prices a plan at unless
@@ -154,10 +156,11 @@ func newPassCost(c Costs, conc int) (passCost, error) {
 
 // at is a pass of rows rows, rows/conc of each sequence: at one request
 // the context-priced verification curve; beyond, the pass size's curve
-// (interpolated linearly between the measured pass sizes around conc),
+// (interpolated linearly between the measured pass sizes around conc;
+// priced below the short context on its own curves there, AtContexts),
 // plus, for each sequence, what its share of the rows costs more at the
-// steps' contexts than at the short one (every sequence reads its own
-// cache). errBeyond past the widest pass measured.
+// steps' contexts past the short one than at it (every sequence reads
+// its own cache: Costs.Above). errBeyond past the widest pass measured.
 func (pc passCost) at(rows int) (time.Duration, error) {
 	if pc.conc == 1 {
 		if rows > pc.c.Widest() && pc.c.Widest() > 0 {
@@ -176,7 +179,11 @@ func (pc passCost) at(rows int) (time.Duration, error) {
 	}
 	if len(pc.short) > 0 {
 		each := (rows + pc.conc - 1) / pc.conc
-		extra := Interp(pc.c.Verify, each) - Interp(pc.short, each)
+		above := pc.c.Above
+		if above == nil {
+			above = pc.c.Verify
+		}
+		extra := Interp(above, each) - Interp(pc.short, each)
 		t += float64(pc.conc) * float64(max(extra, 0))
 	}
 	return time.Duration(t), nil

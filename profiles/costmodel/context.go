@@ -51,7 +51,7 @@ func (r ContextRange) String() string {
 	case r.Steps > 0:
 		return s + fmt.Sprintf(" (%d steps at %d-%d tokens)", r.Steps, r.First, r.Last)
 	case r.Last > 0:
-		return s + fmt.Sprintf(" (the calibration's steps reached %d-%d tokens: not priced at theirs, profile --ctx measures it)", r.First, r.Last)
+		return s + fmt.Sprintf(" (the calibration's steps reached %d-%d tokens: not priced at theirs: profile again to measure them)", r.First, r.Last)
 	}
 	return s
 }
@@ -78,6 +78,10 @@ func (r ContextRange) String() string {
 // at the short context, are scaled where the re-check timed its passes
 // at the long context too: by the mean over the steps of that ratio,
 // interpolated in context.
+// Where steps ran before the short context, Above is Verify priced with
+// them at it, and each pass size's curve of passes of several sequences
+// (Passes) is priced there on its own curves over context (PassFamily;
+// passesBelow).
 // The result's Context says what the prices rest on.
 func AtContexts(c Costs, base int, family []ContextCurve, acc *Acceptance) Costs {
 	fam := slices.Clone(family)
@@ -112,39 +116,22 @@ func AtContexts(c Costs, base int, family []ContextCurve, acc *Acceptance) Costs
 	}
 	c.Context.Steps = len(ctxs)
 	c.Context.High = contextAbove(fam, slices.Max(ctxs))
-	mult := func(w int) float64 {
-		base := float64(AtContext(fam, w, base))
-		if base <= 0 {
-			return 1
-		}
-		sum := 0.0
-		for _, n := range ctxs {
-			sum += float64(AtContext(fam, w, n))
-		}
-		return sum / float64(len(ctxs)) / base
-	}
 	memo := map[int]float64{}
 	at := func(w int) float64 {
 		if m, ok := memo[w]; ok {
 			return m
 		}
-		memo[w] = mult(w)
+		memo[w] = meanRatio(fam, w, base, ctxs, func(n int) int { return n })
 		return memo[w]
 	}
-	scale := func(pts []latency.Point) []latency.Point {
-		if pts == nil {
-			return nil
-		}
-		out := make([]latency.Point, len(pts))
-		for i, p := range pts {
-			m := at(p.W)
-			p.Median = time.Duration(float64(p.Median) * m)
-			p.Spread = time.Duration(float64(p.Spread) * m)
-			out[i] = p
-		}
-		return out
-	}
+	scale := func(pts []latency.Point) []latency.Point { return scaleBy(pts, at) }
 	c.Short, c.Verify = c.Verify, scale(c.Verify)
+	if slices.Min(ctxs) < base {
+		// steps before the short context: Verify is cheaper there, and
+		// the passes of several sequences are priced on their own curves
+		c.Above = scaleBy(c.Short, func(w int) float64 { return meanRatio(fam, w, base, ctxs, func(n int) int { return max(n, base) }) })
+		c.Passes = passesBelow(c.Passes, c.PassFamily, base, ctxs)
+	}
 	// share is how far context n is from base to the long context the
 	// re-check timed (0 at base and below, 1 there and beyond)
 	long := c.Long
@@ -160,9 +147,12 @@ func AtContexts(c Costs, base int, family []ContextCurve, acc *Acceptance) Costs
 		// step's context its own, as the curves are
 		sum := 0.0
 		for _, n := range ctxs {
-			if n <= long.At {
+			switch {
+			case n < base: // before the short context, by the curves' ratio
+				sum += float64(c.Plain) * meanRatio(fam, 1, base, []int{n}, func(n int) int { return n })
+			case n <= long.At:
 				sum += float64(c.Plain) + float64(long.Plain-c.Plain)*share(n)
-			} else { // past it, by the curves' growth from it
+			default: // past it, by the curves' growth from it
 				sum += float64(long.Plain) * float64(AtContext(fam, 1, n)) / float64(AtContext(fam, 1, long.At))
 			}
 		}
@@ -201,6 +191,69 @@ func AtContexts(c Costs, base int, family []ContextCurve, acc *Acceptance) Costs
 		}
 	}
 	return c
+}
+
+// meanRatio is the mean over the steps' contexts ctxs of T(w, at(n)) /
+// T(w, base) on the family fam (AtContext), 1 where either is unpriced.
+func meanRatio(fam []ContextCurve, w, base int, ctxs []int, at func(int) int) float64 {
+	b := float64(AtContext(fam, w, base))
+	if b <= 0 {
+		return 1
+	}
+	sum := 0.0
+	for _, n := range ctxs {
+		t := float64(AtContext(fam, w, at(n)))
+		if t <= 0 {
+			return 1
+		}
+		sum += t
+	}
+	return sum / float64(len(ctxs)) / b
+}
+
+// scaleBy is pts with each point's time and spread times m(W) (nil for
+// nil).
+func scaleBy(pts []latency.Point, m func(w int) float64) []latency.Point {
+	if pts == nil {
+		return nil
+	}
+	out := make([]latency.Point, len(pts))
+	for i, p := range pts {
+		f := m(p.W)
+		p.Median = time.Duration(float64(p.Median) * f)
+		p.Spread = time.Duration(float64(p.Spread) * f)
+		out[i] = p
+	}
+	return out
+}
+
+// passesBelow prices each pass size's curve of passes (at the short
+// context base) at the steps' contexts ctxs where they run before it: by
+// the mean over the steps of T_S(W, min(n, base)) / T_S(W, base) on that
+// pass size's own stored curves over context (family), a step before the
+// shortest of them priced at it. A pass size with no curve below base is
+// left at base (it errs slow there), and what a step past base costs
+// more is PassCost's (each sequence's share on Costs.Above). The eight
+// sequences' one-row pass of the bench target on a 2-core AVX2 machine
+// cost 0.7-0.8x after 16-32 tokens what it did after 128, where one
+// sequence's cost 0.83-0.92x: the one-sequence curves' difference,
+// counted for each sequence, would price it at about half.
+func passesBelow(passes, family []PassCurve, base int, ctxs []int) []PassCurve {
+	out := slices.Clone(passes)
+	for i, p := range out {
+		var fam []ContextCurve
+		for _, f := range family {
+			if f.Seqs == p.Seqs && len(f.Verify) > 0 && f.Context > 0 && f.Context <= base {
+				fam = append(fam, ContextCurve{Context: f.Context, Verify: f.Verify})
+			}
+		}
+		slices.SortFunc(fam, func(a, b ContextCurve) int { return a.Context - b.Context })
+		if len(fam) < 2 || fam[len(fam)-1].Context != base {
+			continue
+		}
+		out[i].Verify = scaleBy(p.Verify, func(w int) float64 { return meanRatio(fam, w, base, ctxs, func(n int) int { return min(n, base) }) })
+	}
+	return out
 }
 
 // AtContext is T_verify(w) after n cached tokens on the family fam

@@ -170,3 +170,54 @@ func TestAtContextsTimedAtLength(t *testing.T) {
 		t.Errorf("plain decoding's token %v the same with and without the long timing", got.Plain)
 	}
 }
+
+// TestAtContextsBeforeTheShortContext: steps before the short context
+// are priced there on a curve measured before it, one sequence's passes
+// and plain decoding's token alike; each pass size's curve is priced on
+// its own curves over context (the eight sequences' ratio, not the one
+// sequence's), a pass size with none left at the short context; and the
+// extra a pass of several sequences adds past the short context counts
+// only the steps past it (Above: none here).
+func TestAtContextsBeforeTheShortContext(t *testing.T) {
+	ms := time.Millisecond
+	fam := []ContextCurve{
+		{Context: 32, Verify: lineCurve(8*ms/10, 80*time.Microsecond)},
+		{Context: 128, Verify: lineCurve(ms, 100*time.Microsecond)},
+	}
+	eight := PassCurve{Seqs: 8, Verify: lineCurve(2*ms, 200*time.Microsecond)}
+	four := PassCurve{Seqs: 4, Verify: lineCurve(3*ms/2, 150*time.Microsecond)}
+	c := Costs{Verify: fam[1].Verify, Plain: ms, Passes: []PassCurve{four, eight}, PassFamily: []PassCurve{
+		{Seqs: 8, Context: 128, Verify: eight.Verify},
+		{Seqs: 8, Context: 32, Verify: lineCurve(ms, 100*time.Microsecond)}, // half: not the one sequence's 0.8
+		{Seqs: 4, Context: 128, Verify: four.Verify},
+	}}
+	got := AtContexts(c, 128, fam, withContexts(32, 32))
+	if r := got.Context; r.Low != 32 || r.Steps != 2 {
+		t.Errorf("range %+v, want from 32 with 2 steps", r)
+	}
+	if v, want := Interp(got.Verify, 1), Interp(fam[0].Verify, 1); v != want {
+		t.Errorf("T_verify(1) at 32 tokens %v, want the curve there %v", v, want)
+	}
+	if got.Plain != ms*88/110 {
+		t.Errorf("plain decoding's token %v, want %v (its ratio there)", got.Plain, ms*88/110)
+	}
+	if p := Interp(got.Passes[1].Verify, 8); p != Interp(eight.Verify, 8)/2 {
+		t.Errorf("a pass of 8 sequences of a row %v, want its own curve's half %v", p, Interp(eight.Verify, 8)/2)
+	}
+	if p := Interp(got.Passes[0].Verify, 4); p != Interp(four.Verify, 4) {
+		t.Errorf("4 sequences with no curve before the short context: %v, want as stored %v", p, Interp(four.Verify, 4))
+	}
+	if d := Interp(got.Above, 1) - Interp(got.Short, 1); d != 0 {
+		t.Errorf("Above is %v past the short curve, want nothing: no step ran past it", d)
+	}
+	pt := NewPassTimes(got)
+	if p, ok := pt.At(8, 8); !ok || p != Interp(eight.Verify, 8)/2 {
+		t.Errorf("PassTimes(8, 8) = %v %v, want %v and no extra", p, ok, Interp(eight.Verify, 8)/2)
+	}
+	// half the steps past the short context: the extra counts them alone
+	long := append(fam, ContextCurve{Context: 1024, Verify: lineCurve(2*ms, 200*time.Microsecond)})
+	mixed := AtContexts(c, 128, long, withContexts(32, 1024))
+	if d, want := Interp(mixed.Above, 1)-Interp(mixed.Short, 1), (Interp(long[2].Verify, 1)-Interp(long[1].Verify, 1))/2; d != want {
+		t.Errorf("Above at W=1 %v past the short curve, want half the 1024 curve's difference %v", d, want)
+	}
+}

@@ -347,8 +347,18 @@ type Costs struct {
 	Context ContextRange
 	// Passes are the curves of passes of several sequences, at the short
 	// context (nil: none measured), which price a plan at a concurrency
-	// (PredictLoad).
+	// (PredictLoad); AtContexts prices them at the steps' contexts below
+	// it on PassFamily.
 	Passes []PassCurve
+	// PassFamily are the stored curves of passes of several sequences at
+	// every context measured, the short one's included (nil: none but
+	// Passes), whose ratios to the short context's price Passes there.
+	PassFamily []PassCurve
+	// Above is Verify priced with every step before the short context
+	// taken at it (AtContexts; nil: Verify): what a sequence's rows cost
+	// more than at the short context, which a pass of several sequences
+	// adds to its curve past it.
+	Above []latency.Point
 	// Short is the short context's verification curve that AtContexts
 	// priced Verify from (nil: Verify is it, unpriced). A pass of several
 	// sequences adds to its curve what each sequence's rows cost more at

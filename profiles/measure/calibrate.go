@@ -590,15 +590,40 @@ func PassCurves(family []*store.Curve) []costmodel.PassCurve {
 	return out
 }
 
+// PassFamily are family's curves of passes of several sequences at every
+// context measured, each with its context, whose ratios to the short
+// context's price a concurrency's passes before it (costmodel.AtContexts).
+func PassFamily(family []*store.Curve) []costmodel.PassCurve {
+	var out []costmodel.PassCurve
+	for _, c := range family {
+		if c.Key.Seqs > 1 && len(c.Points) > 0 {
+			out = append(out, costmodel.PassCurve{Seqs: c.Key.Seqs, Context: c.Key.Context, Verify: c.Points})
+		}
+	}
+	return out
+}
+
 // contextGrid are the contexts curves are measured at beyond the short
 // one: doublings, so a family covers any context with few curves.
 var contextGrid = []int{256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072}
 
+// lowGrid are the contexts below the short one a profile measures when a
+// calibration's steps run there: a pass after 32 cached tokens costs less
+// than after 128, and pricing every step at the short context or longer
+// errs slow by that much (on a 2-core AVX2 machine the bench target's
+// pass of one row 0.83-0.92x at 16-32 tokens, a pass of eight
+// sequences' one row each 0.7-0.8x).
+var lowGrid = []int{16, 32, 64}
+
 // CalibrationContexts are the contexts a profile measures so that acc's
 // steps are priced at their own (costmodel.AtContexts): the grid's
 // context at or above the longest a step reached, and the one at or
-// above the median when it is another, each at most most (the longest a
-// pass may start from; a step past it is then left out). Nil when acc
+// above the median when it is another (for those past the short
+// context), each at most most (the longest a
+// pass may start from; a step past it is then left out); and where the
+// median step ran before the short context, the low grid's context at or
+// below it (the shortest, 16, below that), so the steps between it and
+// the short context are priced between the two. Sorted; nil when acc
 // recorded no contexts.
 func CalibrationContexts(acc *costmodel.Acceptance, most int) []int {
 	if acc == nil {
@@ -623,7 +648,21 @@ func CalibrationContexts(acc *costmodel.Acceptance, most int) []int {
 		return most
 	}
 	var out []int
+	if med := ns[len(ns)/2]; med < ShortContext {
+		low := lowGrid[0]
+		for _, g := range lowGrid {
+			if g <= med {
+				low = g
+			}
+		}
+		if low <= most {
+			out = append(out, low)
+		}
+	}
 	for _, n := range []int{ns[len(ns)/2], ns[len(ns)-1]} {
+		if n <= ShortContext {
+			continue // the short context's curve prices it
+		}
 		if g := up(n); g > ShortContext && !slices.Contains(out, g) {
 			out = append(out, g)
 		}

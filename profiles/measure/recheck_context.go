@@ -105,7 +105,8 @@ func RecheckContext(ctx context.Context, m *model.Model, d pairs.Drafting, fam [
 	fam = slices.Clone(fam)
 	slices.SortFunc(fam, func(a, b costmodel.ContextCurve) int { return a.Context - b.Context })
 	i := slices.IndexFunc(fam, func(c costmodel.ContextCurve) bool { return c.Context == long })
-	if len(fam) < 2 || fam[0].Context != ShortContext || i <= 0 || len(fam[i].Verify) == 0 || len(short.Anchors) == 0 {
+	s := slices.IndexFunc(fam, func(c costmodel.ContextCurve) bool { return c.Context == ShortContext })
+	if s < 0 || i <= s || len(fam[i].Verify) == 0 || len(short.Anchors) == 0 {
 		return fam, r, fmt.Errorf("profiles: no curve at context %d beside the short context's to re-check", long)
 	}
 	curve := fam[i].Verify
@@ -155,18 +156,18 @@ func RecheckContext(ctx context.Context, m *model.Model, d pairs.Drafting, fam [
 	return RescaleContexts(fam, long, sw, sf, widths, factors), r, nil
 }
 
-// RescaleContexts rescales every curve of fam (sorted by context, its
-// first the short context's): the first by the factors sf at widths sw,
+// RescaleContexts rescales every curve of fam (sorted by context): the
+// short context's and those before it by the factors sf at widths sw,
 // those from context long on by lf at lw, and those between by the two
 // sets' factors (each interpolated in width, RescaleAt) interpolated in
 // context.
 func RescaleContexts(fam []costmodel.ContextCurve, long int, sw []int, sf []float64, lw []int, lf []float64) []costmodel.ContextCurve {
 	out := slices.Clone(fam)
-	base := fam[0].Context
+	base := ShortContext
 	for i := range out {
 		share := 1.0
 		if c := out[i].Context; c < long && long > base {
-			share = float64(c-base) / float64(long-base)
+			share = max(0, float64(c-base)/float64(long-base))
 		}
 		s, l := RescaleAt(out[i].Verify, sw, sf), RescaleAt(out[i].Verify, lw, lf)
 		v := make([]latency.Point, len(s))

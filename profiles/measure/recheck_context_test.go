@@ -14,13 +14,14 @@ import (
 
 // TestRescaleContexts: the short context's curve takes the short
 // factors, the long one's and longer the long factors, one between them
-// the blend by its share of the way.
+// the blend by its share of the way; one before the short context the
+// short factors.
 func TestRescaleContexts(t *testing.T) {
 	ms := time.Millisecond
 	flat := []latency.Point{{W: 1, Median: 10 * ms}, {W: 8, Median: 10 * ms}}
-	fam := []costmodel.ContextCurve{{Context: 128, Verify: flat}, {Context: 1128, Verify: flat}, {Context: 2128, Verify: flat}, {Context: 4096, Verify: flat}}
+	fam := []costmodel.ContextCurve{{Context: 32, Verify: flat}, {Context: 128, Verify: flat}, {Context: 1128, Verify: flat}, {Context: 2128, Verify: flat}, {Context: 4096, Verify: flat}}
 	out := RescaleContexts(fam, 2128, []int{1, 8}, []float64{2, 2}, []int{1, 8}, []float64{0.5, 1})
-	want := [][2]float64{{2, 2}, {1.25, 1.5}, {0.5, 1}, {0.5, 1}}
+	want := [][2]float64{{2, 2}, {2, 2}, {1.25, 1.5}, {0.5, 1}, {0.5, 1}}
 	for i, c := range out {
 		for k, p := range c.Verify {
 			if d := float64(p.Median) - want[i][k]*float64(10*ms); math.Abs(d) > 1e3 {
@@ -28,7 +29,7 @@ func TestRescaleContexts(t *testing.T) {
 			}
 		}
 	}
-	if fam[1].Verify[0].Median != 10*ms {
+	if fam[2].Verify[0].Median != 10*ms {
 		t.Error("the family was changed in place")
 	}
 }
