@@ -295,14 +295,15 @@ func (b *Bench) servePolicy(ctx context.Context, ps PairSpec, pair *pairs.Pair, 
 	if err != nil {
 		return policyChoice{}, nil, err
 	}
-	costs := costmodel.Costs{Verify: pts, Passes: measure.PassCurves(fam)}
+	costs := costmodel.Costs{Verify: pts, Passes: measure.PassCurves(fam), PassFamily: measure.PassFamily(fam)}
 	// a pass of several sequences on their pass size's curve where one is
 	// stored, else on the one-sequence curve (the learned scale then
-	// carries what the sequences add)
+	// carries what the sequences add), each priced at the requests'
+	// context on the curves over context where there are some
 	latency := func(rows int) time.Duration { return costmodel.Interp(pts, rows) }
-	passes := costmodel.NewPassTimes(costs)
-	pass := func(seqs, rows int) time.Duration {
-		if t, ok := passes.At(seqs, rows); ok {
+	passes := costmodel.NewContextPasses(costs, measure.ShortContext, measure.ContextCurves(fam))
+	pass := func(seqs, rows, context int) time.Duration {
+		if t, ok := passes.At(seqs, rows, context); ok {
 			return t
 		}
 		return latency(rows)

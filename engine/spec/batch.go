@@ -113,6 +113,7 @@ type PassStats struct {
 	Accepted    int // draft tokens accepted
 	Emitted     int // tokens emitted
 	Waiting     int // requests waiting after the pass's admissions
+	Context     int // the requests' steps' mean cached tokens before it (Load.Context)
 	Time        time.Duration
 	// Step is the whole step's time: choosing the budgets, drafting,
 	// the pass (Time) and finishing every request's step
@@ -470,7 +471,7 @@ func (b *Batch) Step(ctx context.Context) (int, error) {
 			if depth == 0 {
 				n = 0
 			}
-			b.loads = append(b.loads, Load{Plan: r.full.Plan, Nodes: n, Accept: func(d, k int) float64 { return r.depthAcc.at(b.o.Prior, d, k) }})
+			b.loads = append(b.loads, Load{Plan: r.full.Plan, Nodes: n, Accept: func(d, k int) float64 { return r.depthAcc.at(b.o.Prior, d, k) }, Context: r.cache.Len()})
 			steps = append(steps, m)
 		default:
 			m.chunk = min(b.o.Prefill, len(m.prompt)-1-m.filled)
@@ -480,7 +481,7 @@ func (b *Batch) Step(ctx context.Context) (int, error) {
 	b.budgets = append(b.budgets, make([]int, len(b.loads))...)
 	b.o.Policy.Budgets(prefill, b.loads, b.budgets)
 	b.fit(steps, prefill)
-	st := PassStats{Index: b.passes}
+	st := PassStats{Index: b.passes, Context: meanContext(b.loads)}
 	b.seqs = b.seqs[:0]
 	var in []*member
 	for i, m := range steps {

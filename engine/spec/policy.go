@@ -27,6 +27,10 @@ type Load struct {
 	// is accepted when its parent was, from the steps it has run, a
 	// prior's until it has some (rankStats).
 	Accept func(d, r int) float64
+	// Context is the tokens the request's target cache holds before the
+	// step (its prompt and what it has emitted): what each of its rows
+	// attends to (0: not known).
+	Context int
 }
 
 // Policy chooses, before each pass, how many draft nodes each running
@@ -86,11 +90,13 @@ type Goodput struct {
 	// latency curve of the pass size, interpolated).
 	Latency func(rows int) time.Duration
 	// Pass, when set, is the time of one pass of seqs sequences holding
-	// rows rows in all (the stored curves of passes of several
-	// sequences), used instead of Latency: a pass of eight sequences of
-	// one row costs more than one sequence's pass of eight rows, in what
-	// every sequence adds, not in what a row adds.
-	Pass func(seqs, rows int) time.Duration
+	// rows rows in all, each sequence after about context cached tokens
+	// (the mean of the requests' Load.Context; 0: not known), used
+	// instead of Latency: a pass of eight sequences of one row costs
+	// more than one sequence's pass of eight rows, in what every
+	// sequence adds, not in what a row adds, and what a sequence adds
+	// grows with its context.
+	Pass func(seqs, rows, context int) time.Duration
 	// Own is the time one request's step costs beside the pass at a
 	// budget of nodes (nil: none); Learn's, where Learn is set.
 	Own func(nodes int) time.Duration
@@ -119,17 +125,29 @@ const ShrinkMargin = 0.05
 // Observe implements PassObserver: the pass's record teaches Learn.
 func (g Goodput) Observe(st PassStats) {
 	if g.Learn != nil && (g.Latency != nil || g.Pass != nil) {
-		g.Learn.observe(st, g.passTime(st.Seqs, st.Rows))
+		g.Learn.observe(st, g.passTime(st.Seqs, st.Rows, st.Context))
 	}
 }
 
-// passTime is a pass of seqs sequences of rows rows in all: Pass's, or
-// Latency's where Pass is not set.
-func (g Goodput) passTime(seqs, rows int) time.Duration {
+// passTime is a pass of seqs sequences of rows rows in all, after about
+// context cached tokens each: Pass's, or Latency's where Pass is not set.
+func (g Goodput) passTime(seqs, rows, context int) time.Duration {
 	if g.Pass != nil {
-		return g.Pass(seqs, rows)
+		return g.Pass(seqs, rows, context)
 	}
 	return g.Latency(rows)
+}
+
+// meanContext is the loads' mean Context (0 for none).
+func meanContext(loads []Load) int {
+	if len(loads) == 0 {
+		return 0
+	}
+	sum := 0
+	for _, l := range loads {
+		sum += l.Context
+	}
+	return sum / len(loads)
 }
 
 // PassObserver is a Policy that learns from the passes it chose budgets
@@ -245,6 +263,7 @@ func (g Goodput) Budgets(fixed int, loads []Load, out []int) {
 		seqs++ // the prompts' chunks: at least one sequence more
 	}
 	base := fixed + len(loads) // the fewest rows the pass holds: a row a request
+	context := meanContext(loads)
 	// each pass's time is asked for once a call: the growth below prices
 	// the same few row counts for every request it weighs at every node
 	passes := make([]float64, 0, 64)
@@ -254,7 +273,7 @@ func (g Goodput) Budgets(fixed int, loads []Load, out []int) {
 		}
 		t := &passes[rows-base]
 		if *t < 0 {
-			*t = scale * g.passTime(seqs, rows).Seconds()
+			*t = scale * g.passTime(seqs, rows, context).Seconds()
 		}
 		return max(*t+own, 1e-12)
 	}

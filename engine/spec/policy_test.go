@@ -318,7 +318,7 @@ func TestGoodputStepCosts(t *testing.T) {
 // add beside their rows then shrinks no draft, where pricing the pass
 // on one sequence's curve scaled to the observed passes does.
 func TestGoodputPassOfSequences(t *testing.T) {
-	pass := func(seqs, rows int) time.Duration {
+	pass := func(seqs, rows, _ int) time.Duration {
 		return time.Duration(seqs)*time.Millisecond + time.Duration(rows)*100*time.Microsecond
 	}
 	plan := ChainPlan(6)
@@ -333,7 +333,7 @@ func TestGoodputPassOfSequences(t *testing.T) {
 		}
 		got, want := make([]int, len(loads)), make([]int, len(loads))
 		Goodput{Pass: pass, Latency: func(int) time.Duration { panic("Latency used beside Pass") }}.Budgets(fixed, loads, got)
-		Goodput{Latency: func(rows int) time.Duration { return pass(seqs, rows) }}.Budgets(fixed, loads, want)
+		Goodput{Latency: func(rows int) time.Duration { return pass(seqs, rows, 0) }}.Budgets(fixed, loads, want)
 		if !slices.Equal(got, want) {
 			t.Errorf("%d prompt rows: budgets %v, want %v (a pass of %d sequences)", fixed, got, want, seqs)
 		}
@@ -342,11 +342,11 @@ func TestGoodputPassOfSequences(t *testing.T) {
 	// sizes' curve the scale stays 1 and every chain is whole; on one
 	// sequence's curve the scale takes in what 8 sequences add and the
 	// drafts shrink
-	one := func(rows int) time.Duration { return pass(1, rows) }
+	one := func(rows int) time.Duration { return pass(1, rows, 0) }
 	on := Goodput{Pass: pass, Latency: one, Learn: &StepCosts{}}
 	scaled := Goodput{Latency: one, Learn: &StepCosts{}}
 	for i := 0; i < 50; i++ {
-		st := PassStats{Seqs: 8, Decoding: 8, Rows: 56, Drafted: 48, Time: pass(8, 56)}
+		st := PassStats{Seqs: 8, Decoding: 8, Rows: 56, Drafted: 48, Time: pass(8, 56, 0)}
 		st.Step = st.Time
 		on.Observe(st)
 		scaled.Observe(st)
@@ -365,6 +365,52 @@ func TestGoodputPassOfSequences(t *testing.T) {
 	}
 }
 
+// TestGoodputPricesAtTheContext: the pass is priced at the requests' mean
+// context (Load.Context), and where what each sequence adds grows with
+// it, a drafted row costs less beside it: eight requests after 32 tokens
+// decode plainly where after 512 they draft, and the pass they observe is
+// priced at its own context (the learned scale stays 1).
+func TestGoodputPricesAtTheContext(t *testing.T) {
+	var asked []int
+	pass := func(seqs, rows, context int) time.Duration {
+		asked = append(asked, context)
+		return time.Duration(seqs)*time.Duration(context)*20*time.Microsecond + time.Duration(rows)*time.Millisecond
+	}
+	plan := ChainPlan(4)
+	budgets := func(ctxs ...int) []int {
+		loads := make([]Load, 8)
+		for i := range loads {
+			loads[i] = Load{Plan: plan, Nodes: plan.Nodes(), Accept: at(0.5), Context: ctxs[i%len(ctxs)]}
+		}
+		out := make([]int, len(loads))
+		asked = asked[:0]
+		Goodput{Pass: pass}.Budgets(0, loads, out)
+		return out
+	}
+	short := budgets(32)
+	if slices.Max(short) != 0 {
+		t.Errorf("after 32 tokens: budgets %v, want plain decoding", short)
+	}
+	long := budgets(500, 524)
+	if slices.Min(long) == 0 {
+		t.Errorf("after 500-524 tokens: budgets %v, want every request drafting", long)
+	}
+	for _, c := range asked {
+		if c != 512 {
+			t.Fatalf("priced at context %d, want the mean 512", c)
+		}
+	}
+	g := Goodput{Pass: pass, Learn: &StepCosts{}}
+	for i := 0; i < 20; i++ {
+		st := PassStats{Seqs: 8, Decoding: 8, Rows: 8, Context: 700, Time: pass(8, 8, 700)}
+		st.Step = st.Time
+		g.Observe(st)
+	}
+	if scale, _, _ := g.Learn.costs(); math.Abs(scale-1) > 1e-9 {
+		t.Errorf("learned scale %v from passes priced at their own context, want 1", scale)
+	}
+}
+
 // TestGoodputPricesPassesOnce: choosing eight requests' budgets asks the
 // curve for each pass size once (the allocation weighs every request's
 // next node against the same few row counts at every step), and the
@@ -376,10 +422,10 @@ func TestGoodputPricesPassesOnce(t *testing.T) {
 		loads[i] = Load{Plan: plan, Nodes: plan.Nodes(), Accept: at(0.55 + 0.05*float64(i%4))}
 	}
 	asked := map[int]int{}
-	pass := func(seqs, rows int) time.Duration {
+	pass := func(seqs, rows, _ int) time.Duration {
 		return time.Duration(seqs)*time.Millisecond + time.Duration(rows)*150*time.Microsecond
 	}
-	counted := Goodput{Pass: func(seqs, rows int) time.Duration { asked[rows]++; return pass(seqs, rows) }}
+	counted := Goodput{Pass: func(seqs, rows, c int) time.Duration { asked[rows]++; return pass(seqs, rows, c) }}
 	got, want := make([]int, len(loads)), make([]int, len(loads))
 	counted.Budgets(3, loads, got)
 	for rows, n := range asked {
@@ -443,7 +489,7 @@ func TestGoodputMargin(t *testing.T) {
 // in place, as serve makes it before every step.
 func BenchmarkGoodputBudgets(b *testing.B) {
 	plan := ChainPlan(6)
-	g := Goodput{Pass: func(seqs, rows int) time.Duration {
+	g := Goodput{Pass: func(seqs, rows, _ int) time.Duration {
 		return time.Duration(seqs)*500*time.Microsecond + time.Duration(rows)*150*time.Microsecond
 	}, Learn: &StepCosts{}}
 	for i := 0; i < 50; i++ {

@@ -231,6 +231,63 @@ func (p *PassTimes) At(seqs, rows int) (time.Duration, bool) {
 	return t, err == nil && t > 0
 }
 
+// ContextPasses prices passes of several sequences at the context their
+// sequences have cached, as a server's policy meets them pass by pass:
+// c's curves (the short context base's, c.Passes and c.PassFamily) priced
+// at that one context on the family fam (AtContexts, a context past the
+// longest measured taken at it), each context's pricing made once for
+// contexts close together (contextBucket). A pass of eight short requests
+// costs relatively more than its rows at the short context than after 32
+// tokens (the bench target on a 2-core AVX2 machine: eight one-row
+// sequences 11.9 ms after 128 tokens, 8.0 after 32; 24 rows 2.3x and
+// 2.5x that), so a policy pricing at the short context drafts where
+// plain batching pays more.
+type ContextPasses struct {
+	c    Costs
+	base int
+	fam  []ContextCurve
+	mu   sync.Mutex
+	by   map[int]*PassTimes
+}
+
+// NewContextPasses prices passes on c's curves at the contexts of fam.
+func NewContextPasses(c Costs, base int, fam []ContextCurve) *ContextPasses {
+	return &ContextPasses{c: c, base: base, fam: sortedFamily(fam), by: map[int]*PassTimes{}}
+}
+
+// At is a pass of seqs sequences holding rows rows in all, each sequence
+// after about n cached tokens (PassTimes.At at that context; n < 1: the
+// short context).
+func (p *ContextPasses) At(seqs, rows, n int) (time.Duration, bool) {
+	if len(p.fam) < 2 || n < 1 {
+		n = p.base
+	}
+	n = min(contextBucket(n), p.fam[len(p.fam)-1].Context)
+	p.mu.Lock()
+	pt, ok := p.by[n]
+	if !ok {
+		c := p.c
+		if n != p.base {
+			c = atSteps(c, p.base, p.fam, []int{n})
+		}
+		pt = NewPassTimes(c)
+		p.by[n] = pt
+	}
+	p.mu.Unlock()
+	return pt.At(seqs, rows)
+}
+
+// contextBucket rounds n up to one of a few contexts an eighth of its
+// power of two apart (16 at least): passes priced at n and at its bucket
+// differ by at most that share of what the context adds.
+func contextBucket(n int) int {
+	step := 16
+	for step*16 <= n {
+		step *= 2
+	}
+	return (n + step - 1) / step * step
+}
+
 // prefill is a prompt of n tokens prefilled alone, in chunks of the
 // widest one-sequence pass measured (never a pass wider than that).
 func (pc passCost) prefill(n int) time.Duration {

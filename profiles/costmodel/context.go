@@ -84,9 +84,7 @@ func (r ContextRange) String() string {
 // passesBelow).
 // The result's Context says what the prices rest on.
 func AtContexts(c Costs, base int, family []ContextCurve, acc *Acceptance) Costs {
-	fam := slices.Clone(family)
-	fam = slices.DeleteFunc(fam, func(f ContextCurve) bool { return len(f.Verify) == 0 || f.Context < 1 })
-	slices.SortFunc(fam, func(a, b ContextCurve) int { return a.Context - b.Context })
+	fam := sortedFamily(family)
 	if len(fam) == 0 {
 		return c
 	}
@@ -116,6 +114,21 @@ func AtContexts(c Costs, base int, family []ContextCurve, acc *Acceptance) Costs
 	}
 	c.Context.Steps = len(ctxs)
 	c.Context.High = contextAbove(fam, slices.Max(ctxs))
+	return atSteps(c, base, fam, ctxs)
+}
+
+// sortedFamily is family's curves that price (a context, points),
+// shortest context first.
+func sortedFamily(family []ContextCurve) []ContextCurve {
+	fam := slices.Clone(family)
+	fam = slices.DeleteFunc(fam, func(f ContextCurve) bool { return len(f.Verify) == 0 || f.Context < 1 })
+	slices.SortFunc(fam, func(a, b ContextCurve) int { return a.Context - b.Context })
+	return fam
+}
+
+// atSteps is AtContexts's pricing of c at the steps' contexts ctxs (each
+// within fam, sorted, of two curves or more).
+func atSteps(c Costs, base int, fam []ContextCurve, ctxs []int) Costs {
 	memo := map[int]float64{}
 	at := func(w int) float64 {
 		if m, ok := memo[w]; ok {

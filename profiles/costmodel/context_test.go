@@ -221,3 +221,48 @@ func TestAtContextsBeforeTheShortContext(t *testing.T) {
 		t.Errorf("Above at W=1 %v past the short curve, want half the 1024 curve's difference %v", d, want)
 	}
 }
+
+// TestContextPasses: a pass is priced at the context its sequences run
+// at, as AtContexts prices a calibration whose steps all ran there, one
+// pricing a bucket of contexts; no context, or no curves over context,
+// is the short context's; a context past the longest measured is priced
+// at it.
+func TestContextPasses(t *testing.T) {
+	ms := time.Millisecond
+	fam := []ContextCurve{
+		{Context: 32, Verify: lineCurve(8*ms/10, 80*time.Microsecond)},
+		{Context: 128, Verify: lineCurve(ms, 100*time.Microsecond)},
+		{Context: 1024, Verify: lineCurve(2*ms, 200*time.Microsecond)},
+	}
+	eight := lineCurve(2*ms, 200*time.Microsecond)
+	c := Costs{Verify: fam[1].Verify, Passes: []PassCurve{{Seqs: 8, Verify: eight}}, PassFamily: []PassCurve{
+		{Seqs: 8, Context: 128, Verify: eight},
+		{Seqs: 8, Context: 32, Verify: lineCurve(ms, 100*time.Microsecond)},
+	}}
+	cp := NewContextPasses(c, 128, fam)
+	for _, n := range []int{32, 100, 128, 600, 1024} {
+		want, _ := NewPassTimes(AtContexts(c, 128, fam, withContexts(contextBucket(n)))).At(8, 16)
+		if got, ok := cp.At(8, 16, n); !ok || got != want {
+			t.Errorf("after %d tokens: %v %v, want %v", n, got, ok, want)
+		}
+	}
+	short, _ := NewPassTimes(c).At(8, 16)
+	if got, _ := cp.At(8, 16, 0); got != short {
+		t.Errorf("no context: %v, want the short context's %v", got, short)
+	}
+	if got, _ := NewContextPasses(c, 128, fam[1:2]).At(8, 16, 32); got != short {
+		t.Errorf("no curves over context: %v, want the short context's %v", got, short)
+	}
+	longest, _ := cp.At(8, 16, 1024)
+	if got, _ := cp.At(8, 16, 5000); got != longest {
+		t.Errorf("past the longest: %v, want the longest's %v", got, longest)
+	}
+	if at32, _ := cp.At(8, 8, 32); at32 != Interp(eight, 8)/2 {
+		t.Errorf("8 one-row sequences after 32 tokens: %v, want their own curve's %v", at32, Interp(eight, 8)/2)
+	}
+	for _, tc := range [][2]int{{1, 16}, {20, 32}, {100, 112}, {256, 256}, {300, 320}, {4000, 4096}} {
+		if got := contextBucket(tc[0]); got != tc[1] {
+			t.Errorf("contextBucket(%d) = %d, want %d", tc[0], got, tc[1])
+		}
+	}
+}
