@@ -444,7 +444,8 @@ func TestGoodputPricesPassesOnce(t *testing.T) {
 
 // TestGoodputMargin: with a margin, the plans stay whole where shrinking
 // them is priced to gain less than it, and shrink where it gains more;
-// without one, the first gain shrinks them.
+// without one, the first gain shrinks them. Likewise the requests draft
+// only where that gains the margin over plain batching.
 func TestGoodputMargin(t *testing.T) {
 	plan := ChainPlan(6)
 	loads := make([]Load, 8)
@@ -481,6 +482,24 @@ func TestGoodputMargin(t *testing.T) {
 	}
 	if b := at(4*first, ShrinkMargin); whole(b) {
 		t.Errorf("at %v a row, four times that, the plans stayed whole beside the margin", 4*first)
+	}
+	// the last per-row cost at which drafting pays at all without a
+	// margin: with one, plain batching
+	last := time.Duration(0)
+	for r := first; r <= 40*time.Millisecond; r += 10 * time.Microsecond {
+		if slices.Max(at(r, 0)) == 0 {
+			break
+		}
+		last = r
+	}
+	if last == 0 || last == first && slices.Max(at(first, 0)) == 0 {
+		t.Fatal("drafting never pays")
+	}
+	if b := at(last, ShrinkMargin); slices.Max(b) != 0 {
+		t.Errorf("at %v a row, where drafting last pays, the margin kept drafts: %v", last, b)
+	}
+	if b := at(last/2, ShrinkMargin); slices.Max(b) == 0 {
+		t.Errorf("at %v a row, half that, the margin left plain batching", last/2)
 	}
 }
 
