@@ -51,7 +51,7 @@ func (r ContextRange) String() string {
 	case r.Steps > 0:
 		return s + fmt.Sprintf(" (%d steps at %d-%d tokens)", r.Steps, r.First, r.Last)
 	case r.Last > 0:
-		return s + fmt.Sprintf(" (the calibration's steps reached %d-%d tokens: not priced at theirs: profile again to measure them)", r.First, r.Last)
+		return s + fmt.Sprintf(" (the calibration's steps reached %d-%d tokens, not priced at theirs: profile again to measure them)", r.First, r.Last)
 	}
 	return s
 }
