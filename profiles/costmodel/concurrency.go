@@ -260,9 +260,10 @@ func NewContextPasses(c Costs, base int, fam []ContextCurve) *ContextPasses {
 // short context).
 func (p *ContextPasses) At(seqs, rows, n int) (time.Duration, bool) {
 	if len(p.fam) < 2 || n < 1 {
-		n = p.base
+		n = p.base // no curves over context (none at all: no longest to take)
+	} else {
+		n = min(contextBucket(n), p.fam[len(p.fam)-1].Context)
 	}
-	n = min(contextBucket(n), p.fam[len(p.fam)-1].Context)
 	p.mu.Lock()
 	pt, ok := p.by[n]
 	if !ok {

@@ -253,6 +253,9 @@ func TestContextPasses(t *testing.T) {
 	if got, _ := NewContextPasses(c, 128, fam[1:2]).At(8, 16, 32); got != short {
 		t.Errorf("no curves over context: %v, want the short context's %v", got, short)
 	}
+	if got, _ := NewContextPasses(c, 128, nil).At(8, 16, 32); got != short {
+		t.Errorf("no family at all: %v, want the short context's %v", got, short)
+	}
 	longest, _ := cp.At(8, 16, 1024)
 	if got, _ := cp.At(8, 16, 5000); got != longest {
 		t.Errorf("past the longest: %v, want the longest's %v", got, longest)
