@@ -256,12 +256,11 @@ func passesBelow(passes, family []PassCurve, base int, ctxs []int) []PassCurve {
 	for i, p := range out {
 		var fam []ContextCurve
 		for _, f := range family {
-			if f.Seqs == p.Seqs && len(f.Verify) > 0 && f.Context > 0 && f.Context <= base {
+			if f.Seqs == p.Seqs && f.Context <= base {
 				fam = append(fam, ContextCurve{Context: f.Context, Verify: f.Verify})
 			}
 		}
-		slices.SortFunc(fam, func(a, b ContextCurve) int { return a.Context - b.Context })
-		if len(fam) < 2 || fam[len(fam)-1].Context != base {
+		if fam = sortedFamily(fam); len(fam) < 2 || fam[len(fam)-1].Context != base {
 			continue
 		}
 		out[i].Verify = scaleBy(p.Verify, func(w int) float64 { return meanRatio(fam, w, base, ctxs, func(n int) int { return min(n, base) }) })
