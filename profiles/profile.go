@@ -466,7 +466,7 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 			costs.Long = crc.Long()
 		}
 		progress.send("re-check", 2, 3, "passes of several sequences")
-		if costs.Passes, rc.Passes, err = measure.RecheckPasses(ctx, pair.Target, costs.Passes); err != nil {
+		if costs.Passes, costs.PassFamily, rc.Passes, err = measure.RecheckPasses(ctx, pair.Target, costs.Passes, costs.PassFamily); err != nil {
 			return nil, fmt.Errorf("re-checking the curves of passes of several sequences: %w", err)
 		}
 		progress.send("re-check", 3, 3, "")

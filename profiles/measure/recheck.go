@@ -231,7 +231,7 @@ func (r *Recheck) Brief() string {
 	var changed []string
 	for _, a := range r.Passes {
 		if moved(a.Scale) {
-			changed = append(changed, fmt.Sprintf("%d sequences x%.2f", a.Seqs, a.Scale))
+			changed = append(changed, fmt.Sprintf("%d sequences%s x%.2f", a.Seqs, a.at(), a.Scale))
 		}
 	}
 	if len(changed) > 0 {

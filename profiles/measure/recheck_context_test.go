@@ -107,7 +107,10 @@ func TestRecheckContextRescalesAStaleLongCurve(t *testing.T) {
 // TestRecheckPasses: a curve of passes of two sequences stored five
 // times slower than the machine is rescaled by its own pass now, one of
 // four that is true is kept, and one sequence's curve is not theirs to
-// touch.
+// touch. The family's curves of two sequences move with it: its copy of
+// the short context's by that pass's ratio, and one after 32 tokens,
+// stored three times too fast, by its own pass after 32 tokens, timed
+// beside it; four sequences' curve after 32 tokens, true, stays.
 func TestRecheckPasses(t *testing.T) {
 	m := benchModel(t)
 	ctx := context.Background()
@@ -119,27 +122,49 @@ func TestRecheckPasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stale []latency.Point
-	for _, p := range two {
-		stale = append(stale, latency.Point{W: p.W, Median: 5 * p.Median, Reps: p.Reps})
-	}
-	// "true" within any tolerance: four's curve times a third of a
-	// stale one, so a re-check on a loaded machine still keeps it apart
-	in := []costmodel.PassCurve{{Seqs: 2, Verify: stale}, {Seqs: 4, Verify: four}}
-	got, found, err := RecheckPasses(ctx, m, in)
+	four32, err := SeqsCurve(ctx, m, 4, []int{4, 8}, CurveOptions{Context: 32, MinReps: 3, MaxReps: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(found) != 2 || found[0].Seqs != 2 || found[0].Scale > 0.6 || found[1].Seqs != 4 {
+	scaled := func(pts []latency.Point, f float64) []latency.Point {
+		var out []latency.Point
+		for _, p := range pts {
+			out = append(out, latency.Point{W: p.W, Median: time.Duration(f * float64(p.Median)), Reps: p.Reps})
+		}
+		return out
+	}
+	stale := scaled(two, 5)
+	// "true" within any tolerance: four's curve times a third of a
+	// stale one, so a re-check on a loaded machine still keeps it apart
+	in := []costmodel.PassCurve{{Seqs: 2, Verify: stale}, {Seqs: 4, Verify: four}}
+	fam := []costmodel.PassCurve{
+		{Seqs: 2, Context: ShortContext, Verify: stale},
+		{Seqs: 2, Context: 32, Verify: scaled(two, 1.0/3)},
+		{Seqs: 4, Context: ShortContext, Verify: four},
+		{Seqs: 4, Context: 32, Verify: four32},
+	}
+	got, gotFam, found, err := RecheckPasses(ctx, m, in, fam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 4 || found[0].Seqs != 2 || found[0].Context != ShortContext || found[0].Scale > 0.6 ||
+		found[1].Seqs != 2 || found[1].Context != 32 || found[1].Scale < 1.5 || found[2].Seqs != 4 || found[3].Context != 32 {
 		t.Fatalf("found %+v", found)
 	}
 	if d := math.Abs(float64(got[0].Verify[0].Median-found[0].Now)) / float64(found[0].Now); d > 1e-6 {
 		t.Errorf("two sequences' pass rescaled to %v, want what the re-check timed, %v", got[0].Verify[0].Median, found[0].Now)
 	}
-	if in[0].Verify[0].Median != stale[0].Median {
-		t.Error("the caller's curve was changed in place")
+	if gotFam[0].Verify[0].Median != got[0].Verify[0].Median {
+		t.Errorf("the family's copy of two sequences' curve reads %v, the curve %v", gotFam[0].Verify[0].Median, got[0].Verify[0].Median)
 	}
-	if line := passesLine(found); !strings.Contains(line, "2 stored") || !strings.Contains(line, "rescaled x0.") {
+	if d := math.Abs(float64(gotFam[1].Verify[0].Median-found[1].Now)) / float64(found[1].Now); d > 1e-6 {
+		t.Errorf("two sequences' pass after 32 tokens rescaled to %v, want what the re-check timed, %v", gotFam[1].Verify[0].Median, found[1].Now)
+	}
+	if in[0].Verify[0].Median != stale[0].Median || fam[1].Verify[0].Median != time.Duration(float64(two[0].Median)/3) {
+		t.Error("the caller's curves were changed in place")
+	}
+	if line := passesLine(found); !strings.Contains(line, "2 stored") || !strings.Contains(line, "2 after 32 tokens stored") ||
+		!strings.Contains(line, "rescaled x0.") {
 		t.Errorf("report: %q", line)
 	}
 }
