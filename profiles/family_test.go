@@ -110,8 +110,11 @@ func TestProfileFamily(t *testing.T) {
 	if !strings.Contains(c.String(), "contexts 128-256") {
 		t.Errorf("range named %q", c.String())
 	}
-	// and priced at the short context alone, without the longer curve,
-	// the range says the steps were not priced at theirs
+	// and with the short context's curve alone (which a tune on stored
+	// curves prices the steps at, saying they were not priced at theirs:
+	// TestAtContextsWithoutContexts), a tune measures the context the
+	// calibration reached first (the pass sizes the profile timed, and
+	// only those), and prices the steps there
 	b2 := openBench(t)
 	if _, err := b2.Profile(ctx, ps, ProfileOptions{MaxW: 8, Seqs: []int{1}}, nil); err != nil {
 		t.Fatal(err)
@@ -123,7 +126,12 @@ func TestProfileFamily(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := tr2.Best().Context; c.High != 128 || c.Steps != 0 || !strings.Contains(c.String(), "not priced at theirs") {
-		t.Errorf("one context measured: range %+v %q", c, c.String())
+	if c := tr2.Best().Context; c.Low != 128 || c.High != long || c.Steps != len(d) || !strings.Contains(c.String(), "contexts 128-256") {
+		t.Errorf("a tune after calibrate: range %+v %q, want the steps priced at theirs", c, c.String())
+	}
+	for _, f := range tr2.Inputs.Family {
+		if f.Key.Seqs > 1 {
+			t.Errorf("the tune timed passes of %d sequences at context %d, which the profile left out", f.Key.Seqs, f.Key.Context)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -431,6 +432,11 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 		}
 		acc = costmodel.Uniform(opt.Alpha, decay, 8, 4)
 	}
+	if opt.Measure && in.Profiled && stored != nil {
+		if err := b.measureFamily(ctx, st, pair, ps, in, progress); err != nil {
+			return nil, err
+		}
+	}
 	// the curves over context and pass size, read whether or not the
 	// model's own curves are complete (the latency chart draws them), and
 	// before the re-check, which re-times the pass sizes' curves and the
@@ -483,6 +489,49 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 		in.Costs = costmodel.AtContexts(in.Costs, measure.ShortContext, fam, in.Acc)
 	}
 	return in, nil
+}
+
+// measureFamily measures the curves of the target's family that a
+// profile run now would (familyPlan: the contexts the pair's latest
+// calibration reached, and the pass sizes' curves there) and the store
+// lacks, as wide as the stored curve reaches, so that a tune after
+// calibrate prices each step at its own context without another
+// profile: the README's order (profile, calibrate, tune) had priced the
+// bench pair's steps of 5-85 tokens at 128, where profile run again
+// after calibrate measures 32. Only the pass sizes already profiled at
+// the short context are measured at others (which sizes to time is the
+// profile's --seqs); stored curves are reused as profile reuses them.
+func (b *Bench) measureFamily(ctx context.Context, st *store.Store, pair *pairs.Pair, ps PairSpec, in *Inputs, progress Progress) error {
+	if len(in.Costs.Verify) == 0 {
+		return nil
+	}
+	maxW := in.Costs.Verify[len(in.Costs.Verify)-1].W
+	r := &ProfileReport{Pair: ps, Hardware: in.Hardware, Backend: in.Backend, Threads: in.Threads,
+		Target: &measure.Profile{Curve: &store.Curve{Points: in.Costs.Verify}}}
+	family, err := b.familyPlan(ctx, st, pair, ps, ProfileOptions{MaxW: maxW}, r)
+	if err != nil {
+		return err
+	}
+	have, err := measure.VerifyFamily(ctx, st, in.Hardware, pair.Target, pair.Backend)
+	if err != nil {
+		return err
+	}
+	sizes := map[int]bool{1: true}
+	for _, c := range have {
+		if c.Key.Context == measure.ShortContext {
+			sizes[max(c.Key.Seqs, 1)] = true
+		}
+	}
+	family = slices.DeleteFunc(family, func(f familyCurve) bool { return !sizes[f.seqs] })
+	cp := progress.curves()
+	popt := func(kind string, widths []int) measure.ProfileOptions {
+		o := measure.ProfileOptions{Kind: kind, Widths: widths}
+		if cp != nil {
+			o.Curve.Progress = func(done, total int, p latency.Point) { cp(kind, done, total, p) }
+		}
+		return o
+	}
+	return profileFamily(ctx, st, pair, r, family, popt, progress)
 }
 
 // Predict scores a plan with the inputs (plain decoding is 1x).

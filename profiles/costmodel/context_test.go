@@ -126,6 +126,10 @@ func TestAtContextsWithoutContexts(t *testing.T) {
 		if got.Context.Low != 128 || got.Context.High != 128 || got.Context.Steps != 0 {
 			t.Errorf("%s: range %+v, want the short context alone", name, got.Context)
 		}
+		// steps it could have priced at theirs say so, and what to do
+		if unpriced := strings.Contains(got.Context.String(), "not priced at theirs: profile again"); unpriced != (name == "one curve" || name == "all past") {
+			t.Errorf("%s: range named %q", name, got.Context.String())
+		}
 	}
 	// and with contexts the plain token moves with the curve
 	if got := AtContexts(c, 128, fam, withContexts(1024)); got.Plain != 2*time.Millisecond {
