@@ -471,9 +471,12 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 			fam, rc.Context = f, &crc
 			costs.Long = crc.Long()
 		}
-		progress.send("re-check", 2, 3, "passes of several sequences")
+		progress.send("re-check", 2, 3, "passes of several sequences, and before the short context")
 		if costs.Passes, costs.PassFamily, rc.Passes, err = measure.RecheckPasses(ctx, pair.Target, costs.Passes, costs.PassFamily); err != nil {
 			return nil, fmt.Errorf("re-checking the curves of passes of several sequences: %w", err)
+		}
+		if fam, rc.Below, err = measure.RecheckBelow(ctx, pair.Target, fam); err != nil {
+			return nil, fmt.Errorf("re-checking the curves before the short context: %w", err)
 		}
 		progress.send("re-check", 3, 3, "")
 		in.Costs, in.Recheck = costs, &rc

@@ -81,6 +81,9 @@ type Recheck struct {
 	// Passes is the re-check of the curves of passes of several
 	// sequences (RecheckPasses; none: none stored, or not run).
 	Passes []PassAnchor
+	// Below is the re-check of the curves before the short context
+	// (RecheckBelow; none: none stored, or not run).
+	Below []BelowAnchor
 }
 
 // Anchor is one width the re-check timed: the stored curve's time there,
@@ -194,6 +197,9 @@ func (r *Recheck) String() string {
 	}
 	if len(r.Passes) > 0 {
 		s += "\n" + passesLine(r.Passes)
+	}
+	if len(r.Below) > 0 {
+		s += "\n" + belowLine(r.Below)
 	}
 	if r.BandwidthWarning != "" {
 		s += "\nwarning: " + r.BandwidthWarning

@@ -168,3 +168,46 @@ func TestRecheckPasses(t *testing.T) {
 		t.Errorf("report: %q", line)
 	}
 }
+
+// TestRecheckBelow: a curve before the short context stored at three
+// times its ratio to the short context's curve is rescaled to the ratio
+// timed now (within what two timings of it on a shared machine read),
+// the short context's curve and one past it are not its to touch, and a
+// family without the short context's curve is left alone.
+func TestRecheckBelow(t *testing.T) {
+	m := benchModel(t)
+	ctx := context.Background()
+	short, err := VerifyCurve(ctx, m, []int{1, 2}, CurveOptions{MinReps: 3, MaxReps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	low, err := VerifyCurve(ctx, m, []int{1, 2}, CurveOptions{Context: 32, MinReps: 3, MaxReps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := make([]latency.Point, len(low))
+	for i, p := range low {
+		stale[i] = latency.Point{W: p.W, Median: 3 * p.Median, Reps: p.Reps}
+	}
+	fam := []costmodel.ContextCurve{{Context: 256, Verify: short}, {Context: 32, Verify: stale}, {Context: ShortContext, Verify: short}}
+	got, found, err := RecheckBelow(ctx, m, fam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || found[0].Context != 32 || !found[0].Rescaled || found[0].Stored < 2 {
+		t.Fatalf("found %+v", found)
+	}
+	ratio := float64(costmodel.Interp(got[1].Verify, 1)) / float64(costmodel.Interp(got[2].Verify, 1))
+	if d := math.Abs(ratio-found[0].Now) / found[0].Now; d > 1e-6 {
+		t.Errorf("the curve after 32 tokens reads %.3fx the short one's, want the ratio timed now, %.3fx", ratio, found[0].Now)
+	}
+	if got[0].Verify[0] != short[0] || got[2].Verify[0] != short[0] || fam[1].Verify[0] != stale[0] {
+		t.Error("a curve not before the short context moved, or the caller's changed in place")
+	}
+	if line := belowLine(found); !strings.Contains(line, "after 32 tokens stored") || !strings.Contains(line, "(rescaled)") {
+		t.Errorf("report: %q", line)
+	}
+	if _, none, err := RecheckBelow(ctx, m, fam[:2]); err != nil || none != nil {
+		t.Errorf("no short context's curve: %+v, %v", none, err)
+	}
+}

@@ -127,3 +127,104 @@ func (a PassAnchor) at() string {
 	}
 	return ""
 }
+
+// BelowAnchor is a one-row pass after Context cached tokens (a context
+// below the short one) set against the same pass after ShortContext:
+// their ratio in the stored curves and timed now, side by side.
+type BelowAnchor struct {
+	Context     int
+	Stored, Now float64
+	Rescaled    bool
+}
+
+// RecheckBelow re-times the ratio each of fam's curves before the short
+// context bears to the short context's curve (a pass of one row after
+// each, in interleaved rounds) and rescales the curves whose ratio moved
+// past RecheckTolerance to read it now. A step before the short context
+// is priced by that ratio (costmodel.AtContexts), and a curve measured
+// at another moment than the short context's carries the machine's
+// drift in it: the curve after 32 tokens measured by a tune after
+// calibrate put a pass there at 0.83x the stored one after 128, and the
+// load test priced plain decoding's token at 1.2 ms where it measured
+// 1.7. The short context's curve itself is left to RecheckCosts.
+func RecheckBelow(ctx context.Context, m *model.Model, fam []costmodel.ContextCurve) ([]costmodel.ContextCurve, []BelowAnchor, error) {
+	out := slices.Clone(fam)
+	base := slices.IndexFunc(fam, func(f costmodel.ContextCurve) bool { return f.Context == ShortContext && len(f.Verify) > 0 })
+	if base < 0 {
+		return out, nil, nil
+	}
+	var found []BelowAnchor
+	for i, f := range fam {
+		if f.Context < 1 || f.Context >= ShortContext || len(f.Verify) == 0 {
+			continue
+		}
+		stored := float64(costmodel.Interp(f.Verify, 1)) / float64(costmodel.Interp(fam[base].Verify, 1))
+		now, err := passRatio(ctx, m, f.Context)
+		if err != nil {
+			return out, found, err
+		}
+		a := BelowAnchor{Context: f.Context, Stored: stored, Now: now}
+		if stored > 0 && moved(now/stored) {
+			out[i].Verify = RescaleAt(f.Verify, []int{1}, []float64{now / stored})
+			a.Rescaled = true
+		}
+		found = append(found, a)
+	}
+	return out, found, nil
+}
+
+// passRatio times a pass of one row after n cached tokens and one after
+// ShortContext in interleaved rounds, and returns the first's median
+// over the second's.
+func passRatio(ctx context.Context, m *model.Model, n int) (float64, error) {
+	caches := map[int]*model.Cache{}
+	defer func() {
+		for _, c := range caches {
+			c.Free()
+		}
+	}()
+	at := map[int]int{1: n, 2: ShortContext} // the rounds' "widths": which context
+	for _, k := range at {
+		c, err := DepthCache(ctx, m, k, 1)
+		if err != nil {
+			return 0, err
+		}
+		caches[k] = c
+	}
+	var res model.Result
+	tok := []int{(n*7 + 3) % m.Vocab}
+	pts, err := timeRounds(ctx, []int{1, 2}, func(w int) (time.Duration, error) {
+		c := caches[at[w]]
+		c.Truncate(at[w])
+		t0 := time.Now()
+		err := m.Forward(ctx, c, model.Batch{Tokens: tok}, &res)
+		return time.Since(t0), err
+	}, CurveOptions{Warmup: 2, MinReps: 9, MaxReps: 15})
+	if err != nil {
+		return 0, err
+	}
+	low, short := costmodel.Interp(pts, 1), costmodel.Interp(pts, 2)
+	if low <= 0 || short <= 0 {
+		return 0, fmt.Errorf("profiles: passes after %d and %d tokens not timed", n, ShortContext)
+	}
+	return float64(low) / float64(short), nil
+}
+
+// belowLine is the re-check's line of the curves before the short
+// context.
+func belowLine(found []BelowAnchor) string {
+	var b strings.Builder
+	b.WriteString("before the short context (a pass of one row against one after 128 tokens):")
+	for i, a := range found {
+		if i > 0 {
+			b.WriteString(";")
+		}
+		fmt.Fprintf(&b, " after %d tokens stored %.2fx, now %.2fx", a.Context, a.Stored, a.Now)
+		if a.Rescaled {
+			b.WriteString(" (rescaled)")
+		} else {
+			b.WriteString(" (kept)")
+		}
+	}
+	return b.String()
+}
