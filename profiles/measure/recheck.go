@@ -236,12 +236,17 @@ func (r *Recheck) Brief() string {
 	}
 	var changed []string
 	for _, a := range r.Passes {
-		if moved(a.Scale) {
+		if a.Rescaled {
 			changed = append(changed, fmt.Sprintf("%d sequences%s x%.2f", a.Seqs, a.at(), a.Scale))
 		}
 	}
 	if len(changed) > 0 {
 		s += "; passes of " + strings.Join(changed, ", ")
+	}
+	for _, a := range r.Below {
+		if a.Rescaled {
+			s += fmt.Sprintf("; a pass after %d tokens now %.2fx one after %d (stored %.2fx)", a.Context, a.Now, ShortContext, a.Stored)
+		}
 	}
 	return s + "."
 }

@@ -14,11 +14,13 @@ import (
 // PassAnchor is a pass of Seqs sequences of one row each after Context
 // cached tokens (ShortContext, or a context below it that a curve of the
 // family was measured at): the stored curve's time and the time now
-// (SeqsCurve's rounds), and Now / Stored.
+// (SeqsCurve's rounds), Now / Stored, and whether its curve was
+// rescaled by it.
 type PassAnchor struct {
 	Seqs, Context int
 	Stored, Now   time.Duration
 	Scale         float64
+	Rescaled      bool
 }
 
 // RecheckPasses re-times each curve of passes of several sequences at
@@ -89,6 +91,9 @@ func RecheckPasses(ctx context.Context, m *model.Model, passes, family []costmod
 		if !moved(scales...) {
 			continue
 		}
+		for k := len(found) - len(below) - 1; k < len(found); k++ {
+			found[k].Rescaled = true
+		}
 		out[i].Verify = RescaleAt(pc.Verify, []int{pc.Seqs}, []float64{base.Scale})
 		for j, f := range family {
 			if f.Seqs == pc.Seqs && f.Context == ShortContext {
@@ -111,7 +116,7 @@ func passesLine(found []PassAnchor) string {
 			b.WriteString(";")
 		}
 		fmt.Fprintf(&b, " %d%s stored %.2f ms, now %.2f ms", a.Seqs, a.at(), float64(a.Stored)/1e6, float64(a.Now)/1e6)
-		if moved(a.Scale) {
+		if a.Rescaled {
 			fmt.Fprintf(&b, " (rescaled x%.2f)", a.Scale)
 		} else {
 			b.WriteString(" (kept)")

@@ -251,9 +251,11 @@ func TestRecheckPoolsTheWindow(t *testing.T) {
 	// sequences, where it timed them (a pass size it kept is not named)
 	long := rc
 	long.Context = &ContextRecheck{Context: 1984, Plain: 6660 * time.Microsecond, Rescaled: true}
-	long.Passes = []PassAnchor{{Seqs: 2, Scale: 1.02}, {Seqs: 8, Scale: 1.35}}
+	long.Passes = []PassAnchor{{Seqs: 2, Scale: 1.02}, {Seqs: 8, Scale: 1.35, Rescaled: true}}
+	long.Below = []BelowAnchor{{Context: 32, Stored: 0.7, Now: 0.86, Rescaled: true}, {Context: 64, Stored: 0.9, Now: 0.91}}
 	if b := long.Brief(); !strings.Contains(b, "after 1984 tokens plain decoding 6.66 ms a token, the curves over context rescaled") ||
-		!strings.Contains(b, "passes of 8 sequences x1.35") || strings.Contains(b, "2 sequences") {
+		!strings.Contains(b, "passes of 8 sequences x1.35") || strings.Contains(b, "2 sequences") ||
+		!strings.Contains(b, "a pass after 32 tokens now 0.86x one after 128 (stored 0.70x)") || strings.Contains(b, "after 64") {
 		t.Errorf("brief with a long context and pass sizes: %q", b)
 	}
 	if got := costmodel.Interp(c.Verify, 4); !rc.Rescaled || c.Plain != rc.Plain || math.Abs(float64(got-rc.At(4).Now)) > 0.01*float64(rc.At(4).Now) {
