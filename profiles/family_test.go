@@ -110,6 +110,14 @@ func TestProfileFamily(t *testing.T) {
 	if !strings.Contains(c.String(), "contexts 128-256") {
 		t.Errorf("range named %q", c.String())
 	}
+	// priced at other steps' contexts (a load test's requests'), the
+	// range is theirs; with none, the calibration's prices
+	if oc := tr.Inputs.CostsAt([]int{200, 180, 240}).Context; oc.Steps != 3 || oc.First != 180 || oc.Last != 240 || oc.High != long {
+		t.Errorf("priced at other contexts: range %+v", oc)
+	}
+	if nc := tr.Inputs.CostsAt(nil).Context; nc != tr.Inputs.Costs.Context {
+		t.Errorf("priced at no contexts: range %+v, want the calibration's %+v", nc, tr.Inputs.Costs.Context)
+	}
 	// and with the short context's curve alone (which a tune on stored
 	// curves prices the steps at, saying they were not priced at theirs:
 	// TestAtContextsWithoutContexts), a tune measures the context the

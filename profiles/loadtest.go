@@ -263,7 +263,8 @@ type loadKey struct {
 // predictLoads prices the config's plan at each level of the test under
 // each of Arborist's serving policies, from the pair's stored curves and
 // calibration, for the test's own requests: its prompts' median length in
-// the target's tokens and its max tokens, its clients in step, and the
+// the target's tokens and its max tokens (each token's pass priced at its
+// context, Inputs.CostsAt), its clients in step, and the
 // server's own time in a request, timed on plain (when given: Arborist's
 // plain server) by serverOverhead. Unless opt.NoRecheck, the curves are
 // re-checked first, as tune does; it also says what the prices rest on
@@ -296,7 +297,19 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 	// the test's clients each send an equal request when the last ends:
 	// they start together and stay in step
 	req := costmodel.Requests{Prompt: lens[len(lens)/2], Tokens: opt.MaxTokens, Together: true}
-	price := func(p costmodel.Plan) (costmodel.Prediction, error) { return costmodel.Predict(p, in.Acc, in.Costs) }
+	// priced at the test's own requests' contexts, each token's from the
+	// prompt's end on, where the calibration's steps were priced at
+	// theirs: its story prompts' steps ran after 5-85 tokens, the load
+	// test's after 17-81
+	ctxs := make([]int, max(opt.MaxTokens, 1))
+	for k := range ctxs {
+		ctxs[k] = req.Prompt + k
+	}
+	costs := in.CostsAt(ctxs)
+	if costs.Context.Steps > 0 {
+		on += "\nthe requests' passes priced at " + costs.Context.String()
+	}
+	price := func(p costmodel.Plan) (costmodel.Prediction, error) { return costmodel.Predict(p, in.Acc, costs) }
 	pr, err := price(r.Plan)
 	if err != nil {
 		return nil, "no prediction: " + err.Error(), over
@@ -305,7 +318,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 		progress.send("server overhead", 0, overheadRequests, "one-token requests to "+plain.Name)
 		// the engine's part of a one-token request: its prompt but the
 		// last token prefilled, and one plain pass
-		one, err := costmodel.PredictLoad(costmodel.Prediction{Plan: spec.PlainPlan()}, in.Acc, in.Costs, 1, costmodel.PolicyPlain,
+		one, err := costmodel.PredictLoad(costmodel.Prediction{Plan: spec.PlainPlan()}, in.Acc, in.CostsAt([]int{lens[0]}), 1, costmodel.PolicyPlain,
 			costmodel.Requests{Prompt: lens[0], Tokens: 1}, price)
 		if err == nil {
 			over, err = serverOverhead(ctx, *plain, opt.Chat, shortest, one.TTFT)
@@ -327,7 +340,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 			if policy == costmodel.PolicyPlain || !r.Plan.NeedsSource() {
 				at, policy = costmodel.Prediction{Plan: spec.PlainPlan()}, costmodel.PolicyPlain
 			}
-			if lp, err := costmodel.PredictLoad(at, in.Acc, in.Costs, n, policy, req, price); err == nil {
+			if lp, err := costmodel.PredictLoad(at, in.Acc, costs, n, policy, req, price); err == nil {
 				out[loadKey{server, n}] = lp
 			}
 		}

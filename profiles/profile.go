@@ -262,6 +262,26 @@ type Inputs struct {
 	// context and pass size (measure.VerifyFamily), Costs priced on them
 	// (costmodel.AtContexts).
 	Family []*store.Curve
+	// base is Costs before they were priced at the calibration's
+	// contexts, and fam the one-sequence curves over context they were
+	// priced on (re-checked): what CostsAt prices other contexts with.
+	base costmodel.Costs
+	fam  []costmodel.ContextCurve
+}
+
+// CostsAt is Costs priced at the contexts of other steps than the
+// calibration's (a load test's requests: a prompt's length and each
+// token after it), as Costs are at the calibration's; Costs where the
+// inputs hold no curves over context to price them with.
+func (in *Inputs) CostsAt(contexts []int) costmodel.Costs {
+	if !in.Profiled || len(in.fam) == 0 || len(contexts) == 0 {
+		return in.Costs
+	}
+	steps := &costmodel.Acceptance{Depths: make([]costmodel.DepthSample, len(contexts))}
+	for i, n := range contexts {
+		steps.Depths[i].Context = n
+	}
+	return costmodel.AtContexts(in.base, measure.ShortContext, in.fam, steps)
 }
 
 // Calibrated says whether the acceptance is a stored calibration's (not
@@ -489,6 +509,7 @@ func (b *Bench) Inputs(ctx context.Context, ps PairSpec, opt InputsOptions, prog
 		// every pass priced at the context the calibration's steps ran
 		// at, on the curves measured over context (an assumed acceptance
 		// has no steps: the short context's curve prices it)
+		in.base, in.fam = in.Costs, fam
 		in.Costs = costmodel.AtContexts(in.Costs, measure.ShortContext, fam, in.Acc)
 	}
 	return in, nil
