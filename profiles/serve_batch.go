@@ -91,6 +91,7 @@ func (rq *serveReq) follow(ctx context.Context, h *spec.Handle, req serving.Requ
 	for _, st := range rq.stops {
 		hold = max(hold, len(st)-1)
 	}
+	unflushed := false // text handed to OnText since the last OnFlush
 	emit := func(n int) {
 		if n <= 0 {
 			return
@@ -100,7 +101,14 @@ func (rq *serveReq) follow(ctx context.Context, h *spec.Handle, req serving.Requ
 		pending = pending[n:]
 		if req.OnText != nil {
 			req.OnText(chunk)
+			unflushed = true
 		}
+	}
+	flush := func() {
+		if unflushed && req.OnFlush != nil {
+			req.OnFlush()
+		}
+		unflushed = false
 	}
 	started, stopped := false, false
 	var ids []int
@@ -151,6 +159,7 @@ func (rq *serveReq) follow(ctx context.Context, h *spec.Handle, req serving.Requ
 			gone = nil
 		}
 		read()
+		flush()
 	}
 	res, err := h.Result()
 	if stopped && errors.Is(err, context.Canceled) {
@@ -166,6 +175,7 @@ func (rq *serveReq) follow(ctx context.Context, h *spec.Handle, req serving.Requ
 		return nil, err
 	}
 	emit(len(pending))
+	flush()
 	out.Text = text.String()
 	if res != nil {
 		out.Totals.add(res)

@@ -42,13 +42,22 @@ func TestServerComplete(t *testing.T) {
 	}
 	var streamed strings.Builder
 	var seqs []int64
-	out, err := s.Complete(ctx, serving.Request{Text: "Once upon a time", MaxTokens: 24, OnText: func(t string) { streamed.WriteString(t) },
+	texts, flushed, unflushed := 0, 0, 0 // OnText calls, OnFlush calls, texts not yet flushed
+	out, err := s.Complete(ctx, serving.Request{Text: "Once upon a time", MaxTokens: 24,
+		OnText:  func(t string) { streamed.WriteString(t); texts++; unflushed++ },
+		OnFlush: func() { flushed++; unflushed = 0 },
 		OnStart: func(seq int64) { seqs = append(seqs, seq) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if out.Text != want.String() || streamed.String() != out.Text || out.Tokens != res.Totals.Tokens || out.Seq != 1 || len(seqs) != 1 || seqs[0] != 1 {
 		t.Fatalf("completion %+v (streamed %q, started %v), run decoded %q (%d tokens)", out, streamed.String(), seqs, want.String(), res.Totals.Tokens)
+	}
+	// every text flushed, at most once a pass (a chain's pass emits
+	// several tokens), never with nothing to send
+	if unflushed != 0 || flushed < 1 || flushed > res.Totals.Steps+1 || flushed > texts ||
+		(res.Totals.Tokens > res.Totals.Steps+1 && flushed >= texts) {
+		t.Errorf("%d texts, %d flushes, %d texts left unflushed; %d passes", texts, flushed, unflushed, res.Totals.Steps)
 	}
 	// a stop sequence: the text ends before it
 	cut := strings.Index(out.Text[1:], " ") + 1

@@ -472,11 +472,12 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	if req.Stream {
 		sr.OnText = func(text string) {
 			if chat {
-				sse.send(chunk(id, model, created, chat, map[string]any{"content": text}, nil))
+				sse.queue(chunk(id, model, created, chat, map[string]any{"content": text}, nil))
 			} else {
-				sse.send(chunk(id, model, created, chat, text, nil))
+				sse.queue(chunk(id, model, created, chat, text, nil))
 			}
 		}
+		sr.OnFlush = func() { sse.flush() }
 	}
 	out, err := s.core.Complete(r.Context(), sr)
 	if err != nil {
@@ -578,13 +579,30 @@ func (e *eventStream) write(data []byte) {
 }
 
 func (e *eventStream) send(v any) {
+	e.queue(v)
+	e.flush()
+}
+
+// queue writes an event into the response's buffer without sending it:
+// the events of one pass's tokens go to the client together (flush).
+func (e *eventStream) queue(v any) {
+	if e.err != nil {
+		return
+	}
 	var b bytes.Buffer
 	b.WriteString("data: ")
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.Encode(v) // ends with a newline
 	b.WriteString("\n")
-	e.write(b.Bytes())
+	_, e.err = e.w.Write(b.Bytes())
+}
+
+// flush sends what was queued.
+func (e *eventStream) flush() {
+	if e.err == nil {
+		e.err = e.rc.Flush()
+	}
 }
 
 func (e *eventStream) done() { e.write([]byte("data: [DONE]\n\n")) }
