@@ -131,14 +131,7 @@ func (b *Bench) Profile(ctx context.Context, ps PairSpec, opt ProfileOptions, pr
 		return nil, err
 	}
 	progress.send("hardware", 1, 1, "")
-	cp := progress.curves()
-	popt := func(kind string, widths []int) measure.ProfileOptions {
-		o := measure.ProfileOptions{Kind: kind, Fresh: opt.Fresh, Widths: widths}
-		if cp != nil {
-			o.Curve.Progress = func(done, total int, p latency.Point) { cp(kind, done, total, p) }
-		}
-		return o
-	}
+	popt := curveOptions(progress, opt.Fresh)
 	if r.Target, err = measure.ProfileModel(ctx, st, r.Hardware, pair.Target, pair.Backend, popt("verify", measure.DefaultWidths(opt.MaxW))); err != nil {
 		return nil, err
 	}
@@ -547,15 +540,21 @@ func (b *Bench) measureFamily(ctx context.Context, st *store.Store, pair *pairs.
 		}
 	}
 	family = slices.DeleteFunc(family, func(f familyCurve) bool { return !sizes[f.seqs] })
+	return profileFamily(ctx, st, pair, r, family, curveOptions(progress, false), progress)
+}
+
+// curveOptions gives a curve's options by kind and widths, each
+// measurement reporting its points to progress (fresh: measured again
+// even where a stored curve matches).
+func curveOptions(progress Progress, fresh bool) func(kind string, widths []int) measure.ProfileOptions {
 	cp := progress.curves()
-	popt := func(kind string, widths []int) measure.ProfileOptions {
-		o := measure.ProfileOptions{Kind: kind, Widths: widths}
+	return func(kind string, widths []int) measure.ProfileOptions {
+		o := measure.ProfileOptions{Kind: kind, Fresh: fresh, Widths: widths}
 		if cp != nil {
 			o.Curve.Progress = func(done, total int, p latency.Point) { cp(kind, done, total, p) }
 		}
 		return o
 	}
-	return profileFamily(ctx, st, pair, r, family, popt, progress)
 }
 
 // Predict scores a plan with the inputs (plain decoding is 1x).
