@@ -190,7 +190,7 @@ func (b *Bench) LoadTest(ctx context.Context, opt loadtest.Options, progress Pro
 	total := opt.Rounds * len(opt.Concurrency) * len(servers)
 	done := 0
 	start := time.Now()
-	res := &loadtest.Result{Plan: *plan, PredictedOn: on, OverheadFirst: over.First, OverheadLast: over.Last}
+	res := &loadtest.Result{Plan: *plan, PredictedOn: on, OverheadFirst: over.First, OverheadLast: over.Last, OverheadStream: over.Stream}
 	for round := 1; round <= opt.Rounds; round++ {
 		for _, n := range opt.Concurrency {
 			if pc != nil {
@@ -321,7 +321,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 		one, err := costmodel.PredictLoad(costmodel.Prediction{Plan: spec.PlainPlan()}, in.Acc, in.CostsAt([]int{lens[0]}), 1, costmodel.PolicyPlain,
 			costmodel.Requests{Prompt: lens[0], Tokens: 1}, price)
 		if err == nil {
-			over, err = serverOverhead(ctx, *plain, opt.Chat, shortest, one.TTFT)
+			over, err = serverOverhead(ctx, *plain, opt.Chat, shortest, one.TTFT, opt.MaxTokens)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -330,7 +330,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 			on += fmt.Sprintf("\nserver overhead not timed (%v): the engine priced alone", err)
 		} else {
 			on += "\n" + over.String()
-			req.First, req.Last = over.First, over.Last
+			req.First, req.Last, req.Stream = over.First, over.Last, over.Stream
 		}
 	}
 	out := map[loadKey]costmodel.LoadPrediction{}
@@ -355,17 +355,33 @@ const overheadRequests = 8
 // passes: First before its first token (the request read, tokenized and
 // admitted, the token streamed), Last after it (the stream's end, and the
 // client's next request), medians of Requests one-token requests at one
-// client, Engine the engine's priced part of each.
+// client, Engine the engine's priced part of each; and Stream what each
+// pass a request is in costs more for streaming its text, the median
+// over StreamPairs pairs of requests of the test's length at one client,
+// one streamed and one whole, of their difference a token (a plain
+// server's pass emits one).
 type overhead struct {
-	First, Last, Engine time.Duration
-	Requests            int
+	First, Last, Engine, Stream time.Duration
+	Requests, StreamPairs       int
+	StreamErr                   string // why Stream was not timed
 }
 
 func (o overhead) String() string {
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
-	return fmt.Sprintf("server overhead: %.1f ms before a request's first token, %.1f ms after its last (%d one-token requests at one client, beyond the engine's priced %.1f ms); added to every level's requests",
+	s := fmt.Sprintf("server overhead: %.1f ms before a request's first token, %.1f ms after its last (%d one-token requests at one client, beyond the engine's priced %.1f ms)",
 		ms(o.First), ms(o.Last), o.Requests, ms(o.Engine))
+	switch {
+	case o.StreamPairs > 0:
+		s += fmt.Sprintf(", %.2f ms a pass for each request's streamed text (%d requests streamed and %d whole, in turn)", ms(o.Stream), o.StreamPairs, o.StreamPairs)
+	case o.StreamErr != "":
+		s += fmt.Sprintf(", a streamed token's cost not timed (%s)", o.StreamErr)
+	}
+	return s + "; added to every level's requests"
 }
+
+// streamPairs is how many pairs of requests, streamed and whole, time a
+// streamed token's cost.
+const streamPairs = 10
 
 // serverOverhead starts s for one client, warms it with one request of
 // one token and times overheadRequests more, one after another, of
@@ -375,7 +391,7 @@ func (o overhead) String() string {
 // work shows: on the bench pair about 2 ms of a 6 ms request, which the
 // load test's 32-token requests at one client each paid on top of their
 // passes (predicted 1,128 tokens/s with the plan, measured 950).
-func serverOverhead(ctx context.Context, s loadtest.Server, chat bool, prompt string, engine time.Duration) (overhead, error) {
+func serverOverhead(ctx context.Context, s loadtest.Server, chat bool, prompt string, engine time.Duration, tokens int) (overhead, error) {
 	o := overhead{Engine: engine, Requests: overheadRequests}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -402,6 +418,42 @@ func serverOverhead(ctx context.Context, s loadtest.Server, chat bool, prompt st
 	gap /= time.Duration(len(rd.Requests)) // between one request's end and the next one's start
 	o.First = max(time.Duration(loadtest.Quantile(first, 0.5))-engine, 0)
 	o.Last = max(time.Duration(loadtest.Quantile(after, 0.5))+gap, 0)
+	// a streamed token's cost: the same request streamed and whole, in
+	// turn (which first alternates), its difference a token; on two
+	// cores a plain server's passes ran 9-11% slower streamed, its write
+	// of each token taking a worker's core
+	if tokens < 2 {
+		return o, nil
+	}
+	d.PerClient, d.MaxTokens = 1, tokens
+	per := make([]float64, 0, streamPairs)
+	for i := range streamPairs {
+		var t [2]loadtest.Request
+		for k := range 2 {
+			w := d
+			w.Whole = (i+k)%2 == 0
+			r, err := w.Run(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return o, err
+				}
+				o.StreamErr = err.Error() // the rest stands: priced without it
+				return o, nil
+			}
+			if w.Whole {
+				t[0] = r.Requests[0]
+			} else {
+				t[1] = r.Requests[0]
+			}
+		}
+		if t[0].Tokens != t[1].Tokens {
+			continue // not the same decoding: nothing to compare
+		}
+		per = append(per, float64(t[1].Total-t[0].Total)/float64(t[1].Tokens))
+	}
+	if len(per) > 0 {
+		o.Stream, o.StreamPairs = max(time.Duration(loadtest.Quantile(per, 0.5)), 0), len(per)
+	}
 	return o, nil
 }
 

@@ -382,7 +382,12 @@ func TestLoadTestPredicts(t *testing.T) {
 	if !strings.Contains(res.PredictedOn, "\nserver overhead: ") || res.OverheadFirst < 0 || res.OverheadLast <= 0 {
 		t.Errorf("the server's own time not timed (%v, %v): the report says %q", res.OverheadFirst, res.OverheadLast, res.PredictedOn)
 	}
-	req.First, req.Last = res.OverheadFirst, res.OverheadLast
+	// and a streamed token's, on requests of the test's length streamed
+	// and whole in turn
+	if !strings.Contains(res.PredictedOn, " a pass for each request's streamed text (10 requests streamed and 10 whole, in turn)") || res.OverheadStream < 0 {
+		t.Errorf("a streamed token's cost not timed (%v): the report says %q", res.OverheadStream, res.PredictedOn)
+	}
+	req.First, req.Last, req.Stream = res.OverheadFirst, res.OverheadLast, res.OverheadStream
 	price := func(p costmodel.Plan) (costmodel.Prediction, error) { return costmodel.Predict(p, in.Acc, in.Costs) }
 	pr, err := price(r.Plan)
 	if err != nil {

@@ -62,6 +62,13 @@ type Requests struct {
 	// after its last. The load test times them on one-token requests
 	// (profiles.serverOverhead); zero prices the engine alone.
 	First, Last time.Duration
+	// Stream is the server's own time a request adds to each pass it is
+	// in: its streamed text of that pass written to its client (one write
+	// a pass, whatever the tokens), the pass's workers losing their cores
+	// to it on a machine whose cores they all take. The load test times it
+	// at one client (profiles.serverOverhead); zero prices the engine
+	// alone.
+	Stream time.Duration
 }
 
 // LoadPrediction is a plan under a policy at a concurrency.
@@ -436,7 +443,7 @@ func PredictLoad(pr Prediction, acc *Acceptance, c Costs, conc int, policy strin
 	if err != nil {
 		return lp, err
 	}
-	lp.Pass = own + pass
+	lp.Pass = own + pass + time.Duration(conc)*req.Stream
 	if lp.Pass <= 0 || lp.Tokens <= 0 {
 		return lp, fmt.Errorf("a pass priced at %v", lp.Pass)
 	}

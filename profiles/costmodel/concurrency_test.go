@@ -303,7 +303,8 @@ func TestPredictLoadTogether(t *testing.T) {
 // TestPredictLoadServerOverhead: the server's own time in a request
 // (Requests.First, Last) adds First to the TTFT and both to the
 // request's life, once at every level, and leaves the passes as they
-// are; none prices the engine alone.
+// are; none prices the engine alone. Its streamed text (Requests.Stream)
+// adds its time to every pass once for each request in it.
 func TestPredictLoadServerOverhead(t *testing.T) {
 	c := loadCosts(2 * time.Millisecond)
 	acc := Uniform(0.7, 0.4, 8, 4)
@@ -337,6 +338,15 @@ func TestPredictLoadServerOverhead(t *testing.T) {
 			lifeWith := float64(conc) * 32 / with.TokensPerSec
 			if d := time.Duration((lifeWith - lifeBare) * float64(time.Second)); d < first+last-time.Microsecond || d > first+last+time.Microsecond {
 				t.Errorf("%s at %d: a request lives %v longer with the overhead, want %v", policy, conc, d, first+last)
+			}
+			// a streamed pass's writes: each request in the pass adds its own
+			req.Stream = 100 * time.Microsecond
+			streamed, err := PredictLoad(at, acc, c, conc, policy, req, price)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := with.Pass + time.Duration(conc)*req.Stream; streamed.Pass != want || streamed.TokensPerSec >= with.TokensPerSec {
+				t.Errorf("%s at %d: a pass of %v streamed (%.0f tokens/s), want %v (below %.0f)", policy, conc, streamed.Pass, streamed.TokensPerSec, want, with.TokensPerSec)
 			}
 		}
 	}

@@ -77,6 +77,10 @@ type Drive struct {
 	PerClient   int
 	MaxTokens   int
 	Client      *http.Client // nil: a client without a time limit (ctx bounds it)
+	// Whole sends each request unstreamed ("stream": false): its
+	// Request has the Total and the usage's Tokens, no TTFT. A server's
+	// own cost of streaming shows against it.
+	Whole bool
 }
 
 // Run drives one round. Any request that fails (a refusal, a broken
@@ -124,6 +128,9 @@ const maxEvent = 1 << 20
 // one sends one streamed request and reads its events.
 func (d Drive) one(ctx context.Context, prompt string) (Request, error) {
 	body := map[string]any{"max_tokens": d.MaxTokens, "stream": true, "stream_options": map[string]any{"include_usage": true}}
+	if d.Whole {
+		body = map[string]any{"max_tokens": d.MaxTokens, "stream": false}
+	}
 	path := "/v1/completions"
 	if d.Chat {
 		path = "/v1/chat/completions"
@@ -158,6 +165,9 @@ func (d Drive) one(ctx context.Context, prompt string) (Request, error) {
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 500))
 		return Request{}, fmt.Errorf("%s answered %s: %s", path, resp.Status, strings.TrimSpace(string(msg)))
+	}
+	if d.Whole {
+		return whole(resp.Body, path, sent)
 	}
 	var r Request
 	chunks, usage, done := 0, -1, false
@@ -218,6 +228,22 @@ func (d Drive) one(ctx context.Context, prompt string) (Request, error) {
 		r.Tokens = usage
 	}
 	return r, nil
+}
+
+// whole reads an unstreamed answer: its Total and its usage's tokens.
+func whole(body io.Reader, path string, sent time.Time) (Request, error) {
+	var ans struct {
+		Usage *struct {
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.NewDecoder(io.LimitReader(body, maxEvent)).Decode(&ans); err != nil {
+		return Request{}, fmt.Errorf("%s answered what is not JSON: %w", path, err)
+	}
+	if ans.Usage == nil || ans.Usage.CompletionTokens < 1 {
+		return Request{}, fmt.Errorf("%s answered no usage of one token or more", path)
+	}
+	return Request{Tokens: ans.Usage.CompletionTokens, Total: time.Since(sent)}, nil
 }
 
 func cut(s string, n int) string {

@@ -81,6 +81,20 @@ func TestDriveMaxTokens(t *testing.T) {
 	}
 }
 
+// TestDriveWhole: unstreamed requests read the usage's tokens and the
+// whole answer's time, with no first token of their own; chat alike.
+func TestDriveWhole(t *testing.T) {
+	f := &loadtesttest.Fake{Tokens: 50}
+	ts := httptest.NewServer(f.Handler())
+	defer ts.Close()
+	for _, chat := range []bool{false, true} {
+		r, err := Drive{URL: ts.URL, Chat: chat, Prompts: []string{"a"}, Concurrency: 1, PerClient: 2, MaxTokens: 7, Whole: true}.Run(context.Background())
+		if err != nil || r.Tokens() != 14 || r.Requests[0].TTFT != 0 || r.Requests[0].Total <= 0 {
+			t.Fatalf("chat %v: %+v (%v), want two requests of 7 tokens, whole", chat, r.Requests, err)
+		}
+	}
+}
+
 // TestDriveFailures: a refusal, a stream without [DONE] and a server that
 // is not there fail the round, naming what failed.
 func TestDriveFailures(t *testing.T) {

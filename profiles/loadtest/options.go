@@ -145,8 +145,10 @@ type Result struct {
 	// OverheadFirst and OverheadLast are Arborist's server's own time in
 	// a request beyond the engine's priced passes, before its first
 	// token and after its last, timed on one-token requests before the
-	// rounds and added to every prediction (0: not timed).
-	OverheadFirst, OverheadLast time.Duration
+	// rounds and added to every prediction (0: not timed); OverheadStream
+	// is what each pass a request is in costs more for streaming its text
+	// (0: not timed, or nothing).
+	OverheadFirst, OverheadLast, OverheadStream time.Duration
 }
 
 // WithDefaults fills in the defaults (Defaults) and checks the bounds.
@@ -220,8 +222,9 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		PredictedOn string   `json:"predicted_on,omitempty"`
 		First       float64  `json:"overhead_first_ms,omitempty"`
 		Last        float64  `json:"overhead_last_ms,omitempty"`
+		Stream      float64  `json:"overhead_stream_ms,omitempty"`
 	}{Servers: r.Plan.Servers, Concurrency: r.Plan.Concurrency, Rounds: r.Plan.Rounds, WallS: r.Wall.Seconds(), Levels: []level{}, PredictedOn: r.PredictedOn,
-		First: ms(r.OverheadFirst), Last: ms(r.OverheadLast)}
+		First: ms(r.OverheadFirst), Last: ms(r.OverheadLast), Stream: ms(r.OverheadStream)}
 	for _, l := range r.Levels {
 		out.Levels = append(out.Levels, level{Server: l.Server, Concurrency: l.Concurrency, TPS: l.TPS, TPSP10: l.TPSP10, TPSP90: l.TPSP90,
 			TTFT: ms(l.TTFT), TTFTP90: ms(l.TTFTP90), TPOT: ms(l.TPOT), TPOTP90: ms(l.TPOTP90), Rounds: l.Rounds, Requests: l.Requests, Tokens: l.Tokens, RunID: l.RunID, Predicted: l.Predicted,

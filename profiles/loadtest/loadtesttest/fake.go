@@ -1,5 +1,6 @@
 // Package loadtesttest is a stand-in OpenAI server for the tests of load
-// testing: it streams a known number of tokens, counts the requests it
+// testing: it streams a known number of tokens (or answers them whole,
+// unstreamed), counts the requests it
 // holds at once, and can hold the first requests until a given number
 // are in flight, so a test sees its clients run concurrently without
 // reading a clock. Main runs it as a stand-in program (Arborist's serve,
@@ -71,8 +72,8 @@ func (f *Fake) complete(w http.ResponseWriter, r *http.Request) {
 		MaxTokens int    `json:"max_tokens"`
 		Stream    bool   `json:"stream"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || !body.Stream || (body.Prompt == "" && len(body.Messages) == 0) {
-		http.Error(w, `{"error": {"message": "want a streamed request with a prompt"}}`, http.StatusBadRequest)
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || (body.Prompt == "" && len(body.Messages) == 0) {
+		http.Error(w, `{"error": {"message": "want a request with a prompt"}}`, http.StatusBadRequest)
 		return
 	}
 	f.mu.Lock()
@@ -109,8 +110,18 @@ func (f *Fake) complete(w http.ResponseWriter, r *http.Request) {
 		tokens = 5
 	}
 	tokens = min(tokens, max(1, body.MaxTokens))
-	w.Header().Set("Content-Type", "text/event-stream")
 	chat := len(body.Messages) > 0
+	if !body.Stream { // the whole answer at once, with its usage
+		text := strings.Repeat(" tok", tokens)
+		var choice any = map[string]any{"index": 0, "text": text}
+		if chat {
+			choice = map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": text}}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"choices": []any{choice}, "usage": map[string]any{"completion_tokens": tokens}})
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
 	for sent := 0; sent < tokens; sent += per {
 		text := strings.Repeat(" tok", min(per, tokens-sent))
 		var ev any = map[string]any{"choices": []any{map[string]any{"index": 0, "text": text}}}
