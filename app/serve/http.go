@@ -569,12 +569,17 @@ func newEventStream(w http.ResponseWriter) *eventStream {
 	return &eventStream{w: w, rc: http.NewResponseController(w)}
 }
 
+// write sends data at once.
 func (e *eventStream) write(data []byte) {
-	if e.err != nil {
-		return
-	}
-	if _, e.err = e.w.Write(data); e.err == nil {
-		e.err = e.rc.Flush()
+	e.put(data)
+	e.flush()
+}
+
+// put writes data into the response's buffer (nothing after a failed
+// write: the client has gone).
+func (e *eventStream) put(data []byte) {
+	if e.err == nil {
+		_, e.err = e.w.Write(data)
 	}
 }
 
@@ -595,7 +600,7 @@ func (e *eventStream) queue(v any) {
 	enc.SetEscapeHTML(false)
 	enc.Encode(v) // ends with a newline
 	b.WriteString("\n")
-	_, e.err = e.w.Write(b.Bytes())
+	e.put(b.Bytes())
 }
 
 // flush sends what was queued.

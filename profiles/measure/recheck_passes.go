@@ -69,9 +69,8 @@ func RecheckPasses(ctx context.Context, m *model.Model, passes, family []costmod
 		if err != nil {
 			return out, fam, found, err
 		}
-		found = append(found, base)
 		// the same size's curves before the short context, beside it
-		var below []PassAnchor
+		size := []PassAnchor{base}
 		var at []int
 		for j, f := range family {
 			if f.Seqs != pc.Seqs || f.Context >= ShortContext || f.Context < 1 || len(f.Verify) == 0 {
@@ -81,28 +80,27 @@ func RecheckPasses(ctx context.Context, m *model.Model, passes, family []costmod
 			if err != nil {
 				return out, fam, found, err
 			}
-			below, at = append(below, a), append(at, j)
+			size, at = append(size, a), append(at, j)
 		}
-		found = append(found, below...)
-		scales := []float64{base.Scale}
-		for _, a := range below {
-			scales = append(scales, a.Scale)
+		scales := make([]float64, len(size))
+		for k, a := range size {
+			scales[k] = a.Scale
 		}
-		if !moved(scales...) {
-			continue
-		}
-		for k := len(found) - len(below) - 1; k < len(found); k++ {
-			found[k].Rescaled = true
-		}
-		out[i].Verify = RescaleAt(pc.Verify, []int{pc.Seqs}, []float64{base.Scale})
-		for j, f := range family {
-			if f.Seqs == pc.Seqs && f.Context == ShortContext {
-				fam[j].Verify = RescaleAt(f.Verify, []int{pc.Seqs}, []float64{base.Scale})
+		if moved(scales...) {
+			for k := range size {
+				size[k].Rescaled = true
+			}
+			out[i].Verify = RescaleAt(pc.Verify, []int{pc.Seqs}, []float64{base.Scale})
+			for j, f := range family {
+				if f.Seqs == pc.Seqs && f.Context == ShortContext {
+					fam[j].Verify = RescaleAt(f.Verify, []int{pc.Seqs}, []float64{base.Scale})
+				}
+			}
+			for k, j := range at {
+				fam[j].Verify = RescaleAt(family[j].Verify, []int{pc.Seqs}, []float64{size[k+1].Scale})
 			}
 		}
-		for k, j := range at {
-			fam[j].Verify = RescaleAt(family[j].Verify, []int{pc.Seqs}, []float64{below[k].Scale})
-		}
+		found = append(found, size...)
 	}
 	return out, fam, found, nil
 }
@@ -182,15 +180,18 @@ func RecheckBelow(ctx context.Context, m *model.Model, fam []costmodel.ContextCu
 // ShortContext in interleaved rounds, and returns the first's median
 // over the second's.
 func passRatio(ctx context.Context, m *model.Model, n int) (float64, error) {
-	caches := map[int]*model.Cache{}
+	// the rounds' "widths" 1 and 2 name the contexts, n and ShortContext
+	contexts := [2]int{n, ShortContext}
+	var caches [2]*model.Cache
 	defer func() {
 		for _, c := range caches {
-			c.Free()
+			if c != nil {
+				c.Free()
+			}
 		}
 	}()
-	at := map[int]int{1: n, 2: ShortContext} // the rounds' "widths": which context
-	for _, k := range at {
-		c, err := DepthCache(ctx, m, k, 1)
+	for k, at := range contexts {
+		c, err := DepthCache(ctx, m, at, 1)
 		if err != nil {
 			return 0, err
 		}
@@ -199,8 +200,8 @@ func passRatio(ctx context.Context, m *model.Model, n int) (float64, error) {
 	var res model.Result
 	tok := []int{(n*7 + 3) % m.Vocab}
 	pts, err := timeRounds(ctx, []int{1, 2}, func(w int) (time.Duration, error) {
-		c := caches[at[w]]
-		c.Truncate(at[w])
+		c := caches[w-1]
+		c.Truncate(contexts[w-1])
 		t0 := time.Now()
 		err := m.Forward(ctx, c, model.Batch{Tokens: tok}, &res)
 		return time.Since(t0), err
@@ -219,7 +220,7 @@ func passRatio(ctx context.Context, m *model.Model, n int) (float64, error) {
 // context.
 func belowLine(found []BelowAnchor) string {
 	var b strings.Builder
-	b.WriteString("before the short context (a pass of one row against one after 128 tokens):")
+	fmt.Fprintf(&b, "before the short context (a pass of one row against one after %d tokens):", ShortContext)
 	for i, a := range found {
 		if i > 0 {
 			b.WriteString(";")
