@@ -131,6 +131,7 @@ type Server struct {
 	tokBytes int
 
 	batch     *spec.Batch
+	emitted   []*serveReq // the requests the running pass gave tokens (the batch's goroutine alone)
 	budget    *model.CacheBudget
 	policy    string // the policy as it runs, described
 	maxTokens int    // MaxTokensInFlight, resolved
@@ -345,8 +346,11 @@ func (b *Bench) newServer(ctx context.Context, c *config.Config, ps PairSpec, pa
 	}
 	s.policy = pol.name
 	bo := spec.BatchOptions{Policy: pol.policy, Prior: prior, MaxSeqs: s.opt.MaxSeqs, Budget: s.budget}
-	if on := s.opt.OnPass; on != nil {
-		bo.OnPass = func(p spec.PassStats) { on(p.Seqs) }
+	bo.OnPass = func(p spec.PassStats) {
+		s.deliver() // before a test's hold on the batch: the pass's text is out
+		if on := s.opt.OnPass; on != nil {
+			on(p.Seqs)
+		}
 	}
 	s.batch = spec.NewBatch(pair.Target, bo)
 	s.stats.Model, s.stats.Plan, s.stats.Policy, s.stats.Started = s.model, plan.String(), s.policy, s.created

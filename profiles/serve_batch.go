@@ -24,7 +24,9 @@ import (
 // and admit on its own goroutine, between passes: they only note what
 // happened and wake the request's own goroutine (follow), which turns the
 // tokens into text, finds stop sequences and calls the client's
-// callbacks, so a slow client delays only its own text.
+// callbacks, so a slow client delays only its own text. A pass's tokens
+// wake it once, when the pass is over (Server.deliver): it reads them
+// together and sends them to its client in one write.
 type serveReq struct {
 	s       *Server
 	stops   []string
@@ -32,6 +34,7 @@ type serveReq struct {
 	arrived time.Time
 	seq     int64
 	wake    chan struct{}
+	inPass  bool // on Server.emitted: the pass now running gave it tokens (the batch's goroutine alone)
 
 	mu       sync.Mutex
 	admitted bool
@@ -63,7 +66,8 @@ func (rq *serveReq) admit() {
 	rq.signal()
 }
 
-// token is the batch handing over an emitted token.
+// token is the batch handing over an emitted token; the request's
+// goroutine is woken once the pass is over (Server.deliver).
 func (rq *serveReq) token(id int, _ bool) {
 	now := time.Now()
 	rq.mu.Lock()
@@ -74,7 +78,21 @@ func (rq *serveReq) token(id int, _ bool) {
 	rq.last = now
 	rq.count++
 	rq.mu.Unlock()
-	rq.signal()
+	if !rq.inPass {
+		rq.inPass = true
+		rq.s.emitted = append(rq.s.emitted, rq)
+	}
+}
+
+// deliver wakes the requests the pass just over gave tokens (on the
+// batch's goroutine, after the pass).
+func (s *Server) deliver() {
+	for _, rq := range s.emitted {
+		rq.inPass = false
+		rq.signal()
+	}
+	clear(s.emitted)
+	s.emitted = s.emitted[:0]
 }
 
 // follow reads the request's tokens as the batch emits them until it has
