@@ -516,13 +516,6 @@ func NewWorkbench(s *Session) *Workbench {
 		all = append(all, build(wb, s))
 	}
 	wb.screens = all
-	s.Go(func(context.Context) { // checking a backend (a GPU's, say) may take a moment
-		st := profiles.Backends()
-		s.UI(func() {
-			wb.Models.SetBackends(st)
-			wb.Speedup.SetBackends(st)
-		})
-	})
 	var items []*container.TabItem
 	for _, sc := range all {
 		// each screen scrolls in a window smaller than it needs, so the
@@ -550,6 +543,18 @@ func NewWorkbench(s *Session) *Workbench {
 		wb.Run.Start, wb.Models.TrainBtn, wb.Export.Check, wb.Export.Tune)
 	s.Go(func(context.Context) { wb.Guide.reloadSoon() })
 	s.Restore() // the last pair, with what the database holds of it
+	// checking a backend (a GPU's, say) may take a moment; its screens'
+	// update starts once they are built: the test driver runs a UI update
+	// on the worker's goroutine, and one that refreshed the Models
+	// screen while its Content was still being laid out here crashed in
+	// Fyne's text cache (concurrent map write)
+	s.Go(func(context.Context) {
+		st := profiles.Backends()
+		s.UI(func() {
+			wb.Models.SetBackends(st)
+			wb.Speedup.SetBackends(st)
+		})
+	})
 	return wb
 }
 
