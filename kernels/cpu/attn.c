@@ -28,10 +28,11 @@
 // decode step over a long cache of few kv heads), each chunk is a task of
 // its own, which stores its records, and a second job folds them: the
 // same records folded in the same order, so the same bits. A decode
-// step on AVX-512 (heads of a multiple of 16 dims) takes a block of kv
-// heads a task instead (attention_heads512, heads_block), so that a task
-// reads whole rows of the cache in order rather than a head's width of
-// each.
+// step (heads of a multiple of 16 dims on AVX-512, of a multiple of 8
+// other than 8 on AVX2) takes a block of kv heads a task instead
+// (attention_heads512, attention_heads_avx2, heads_block), so that a
+// task reads whole rows of the cache in order rather than a head's width
+// of each.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,17 @@
 
 // ATTN_ROWS is the most rows a task takes.
 enum { ATTN_ROWS = 64 };
+
+// HEADS_VECTORS is the most query vectors a kv head (rows times the
+// heads that share it) that attention_heads512 and attention_heads_avx2
+// take: a decode step's.
+enum { HEADS_VECTORS = 8 };
+
+// HEADS_SLOTS is how many slots attention_heads512 (attention_heads_avx2)
+// takes a kv head at a time in its weighted sums: their value rows, all
+// of the task's kv heads, stay in the first level of cache (32 KiB for 8
+// kv heads of 64 in float16) from the first head to the last.
+enum { HEADS_SLOTS = 32 };
 
 // arb_attention_chunk is the visible slots a chunk holds for heads of hd
 // dims: about 32K multiply-adds of scores a query vector (512 slots of
@@ -648,6 +660,138 @@ AVX2 static AI void attention_avx2(float *rec, const float *q, const void *kc, c
 	}
 }
 
+// wsum_add is wsum_heads continuing the sums in am (head u's dims 8k ..
+// 8k+7 at am + u*astride + 8k) over the slots from <= j < limit: the
+// same multiply-adds in the same order of slots (masked slots skipped
+// alike), so summing a vector's slots block by block gives the bits of
+// wsum_heads's one pass over them. Where pf > 0 each slot asks for the
+// same dims of slot j + pf (below pfend).
+AVX2 static AI void wsum_add(float *am, int astride, const float *w, int stride, const uint8_t *row, const void *v, long v0, int kvd,
+                             int from, int limit, int gn, int tn, int f16, int pf, int pfend) {
+	__m256 a[8];
+	int span = f16 ? 2 : 4;
+	for (int u = 0; u < gn; u++)
+		for (int k = 0; k < tn; k++) a[u * tn + k] = _mm256_loadu_ps(am + (long)u * astride + 8 * k);
+	for (int j = from; j < limit; j++) {
+		if (pf > 0 && j + pf < pfend)
+			for (int b = 0; b < 8 * tn * span; b += 64) _mm_prefetch((const char *)v + (v0 + (long)(j + pf) * kvd) * span + b, _MM_HINT_T0);
+		if (row && !row[j]) continue;
+		__m256 vj[8];
+		for (int k = 0; k < tn; k++) vj[k] = ld8(v, v0 + (long)j * kvd + 8 * k, f16);
+		for (int u = 0; u < gn; u++) {
+			__m256 p = _mm256_set1_ps(w[(long)u * stride + j]);
+			for (int k = 0; k < tn; k++) a[u * tn + k] = _mm256_fmadd_ps(p, vj[k], a[u * tn + k]);
+		}
+	}
+	for (int u = 0; u < gn; u++)
+		for (int k = 0; k < tn; k++) _mm256_storeu_ps(am + (long)u * astride + 8 * k, a[u * tn + k]);
+}
+
+// attention_heads_avx2 is attention_avx2 for a block of few query
+// vectors (rows i0..i1-1 times the group of heads that share a kv head,
+// at most HEADS_VECTORS: a decode step) over kv heads kh0..kh0+kn-1 at
+// once, as attention_heads512 is on AVX-512: four slots are scored for
+// every kv head of the block before the next four, and the values are
+// summed HEADS_SLOTS slots at a time for every kv head, so a task reads
+// its rows' span of the cache in order where attention_avx2 reads a
+// head's width of every row (128 bytes of 1 KiB in llama-3.2-1b), a
+// stride the hardware's prefetch follows poorly. Its records, row r's
+// head (kh0 + b)*group + g's, at rec[(r*kn*group + b*group + g) * rec].
+// Every score is score_block's or score_heads's, every weight weights',
+// and every value sum wsum_heads's multiply-adds in the same order, for
+// the same slots as attention_avx2 takes them, so a row's record is the
+// same bits whichever kernel computed it.
+AVX2 static AI void attention_heads_avx2(float *rec, const float *q, const void *kc, const void *vc, int f16, int total, const uint8_t *mask,
+                                         int group, int hd, int kvd, int qd, int kh0, int kn, int i0, int i1, const int32_t *lo0,
+                                         const int32_t *hi0, float scale, int ahead, float *scratch) {
+	int nr = i1 - i0, lo[16], hi[16], js, jn = block_rows(lo0, hi0, nr, lo, hi, &js), R = arb_attn_rec(hd), nq = nr * group;
+	if (jn < 0) return;
+	int tp = (jn + 7) & ~7, span = f16 ? 2 : 4, jb = jn / 4 * 4;
+	long k0 = (long)js * kvd + (long)kh0 * hd;
+	// the scratch: vector u of kv head b's weights at S + (b*nq + u)*tp,
+	// then its value sums at acc + (b*nq + u)*hd
+	float *S = scratch, *acc = S + (long)kn * nq * tp;
+	const float *qp[HEADS_VECTORS];
+	for (int u = 0; u < nq; u++) qp[u] = q + (long)(i0 + u / group) * qd + (long)(kh0 * group + u % group) * hd;
+	for (int j0 = 0; j0 < jb; j0 += 4)
+		for (int b = 0; b < kn; b++) {
+			if (ahead) // kv head b's keys 16 slots on, a head at a time between the products
+				for (int x = 16; x < 20; x++)
+					for (int pf = 0; pf < hd * span; pf += 64)
+						_mm_prefetch((const char *)kc + (k0 + (long)(j0 + x) * kvd + (long)b * hd) * span + pf, _MM_HINT_T0);
+			for (int u = 0; u < nq; u += 2) { // the pairs attn_scores8 takes
+				const float *qb[2] = {qp[u] + (long)b * group * hd, qp[u + (u + 1 < nq)] + (long)b * group * hd};
+				score_block(S + (long)(b * nq + u) * tp, tp, qb, u + 1 < nq ? 2 : 1, hd, kc, k0 + (long)b * hd, kvd, j0, scale, f16);
+			}
+		}
+	for (int b = 0; b < kn; b++) {
+		long kb = k0 + (long)b * hd;
+		for (int i = i0; i < i1; i++) {
+			const uint8_t *row = mask ? mask + (long)i * total + js : NULL;
+			int l = lo[i - i0], h = hi[i - i0];
+			float *sc = S + (long)(b * nq + (i - i0) * group) * tp;
+			if (h > l) // the slots after the blocks, one at a time, as attn_scores8 takes them
+				for (int g0 = 0; g0 < group; g0 += 4) {
+					int gn = group - g0 < 4 ? group - g0 : 4, from = jb > l ? jb : l;
+					const float *qv = q + (long)i * qd + (long)((kh0 + b) * group + g0) * hd;
+					switch (gn) {
+					case 4: score_heads(sc + (long)g0 * tp, tp, qv, hd, kc, kb, kvd, row, from, h, scale, 4, f16); break;
+					case 3: score_heads(sc + (long)g0 * tp, tp, qv, hd, kc, kb, kvd, row, from, h, scale, 3, f16); break;
+					case 2: score_heads(sc + (long)g0 * tp, tp, qv, hd, kc, kb, kvd, row, from, h, scale, 2, f16); break;
+					default: score_heads(sc + (long)g0 * tp, tp, qv, hd, kc, kb, kvd, row, from, h, scale, 1, f16); break;
+					}
+				}
+			for (int g = 0; g < group; g++) {
+				float r[4];
+				weights(sc + (long)g * tp, r, 0, row, l, h, jn, 0);
+				float *o = rec + (long)(((i - i0) * kn + b) * group + g) * R;
+				memset(acc + (long)(b * nq + (i - i0) * group + g) * hd, 0, (size_t)hd * sizeof(float));
+				rec_set(o, hd, rec_m(r, 0), rec_s(r, 0));
+			}
+		}
+	}
+	// the weighted sums of the values, HEADS_SLOTS slots a kv head at a
+	// time, in attention_avx2's pairs of heads and passes over the dims
+	int width = group < 2 ? 8 : 4;
+	for (int j0 = 0; j0 < jn; j0 += HEADS_SLOTS) {
+		int j1 = j0 + HEADS_SLOTS < jn ? j0 + HEADS_SLOTS : jn;
+		for (int b = 0; b < kn; b++)
+			for (int i = i0; i < i1; i++) {
+				int l = lo[i - i0] > j0 ? lo[i - i0] : j0, h = hi[i - i0] < j1 ? hi[i - i0] : j1;
+				if (h <= l) continue;
+				const uint8_t *row = mask ? mask + (long)i * total + js : NULL;
+				int u0 = b * nq + (i - i0) * group;
+				for (int t0 = 0; t0 < hd; t0 += 8 * width) {
+					int tn = (hd - t0) / 8 < width ? (hd - t0) / 8 : width;
+					for (int g0 = 0; g0 < group; g0 += 2) {
+						int gn = group - g0 < 2 ? group - g0 : 2;
+						const float *w = S + (long)(u0 + g0) * tp;
+						float *am = acc + (long)(u0 + g0) * hd + t0;
+						long v = k0 + (long)b * hd + t0;
+						int pf = ahead && g0 == 0 ? HEADS_SLOTS : 0; // the first pair asks for the next block's rows
+						switch (gn * 16 + tn) { // one loop per shape, so the accumulators stay in registers
+						case 0x18: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 1, 8, f16, pf, jn); break;
+						case 0x17: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 1, 7, f16, pf, jn); break;
+						case 0x16: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 1, 6, f16, pf, jn); break;
+						case 0x15: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 1, 5, f16, pf, jn); break;
+						case 0x14: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 1, 4, f16, pf, jn); break;
+						case 0x13: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 1, 3, f16, pf, jn); break;
+						case 0x12: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 1, 2, f16, pf, jn); break;
+						case 0x11: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 1, 1, f16, pf, jn); break;
+						case 0x24: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 2, 4, f16, pf, jn); break;
+						case 0x23: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 2, 3, f16, pf, jn); break;
+						case 0x22: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 2, 2, f16, pf, jn); break;
+						default: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 2, 1, f16, pf, jn); break;
+						}
+					}
+				}
+			}
+	}
+	for (int b = 0; b < kn; b++)
+		for (int u = 0; u < nq; u++)
+			memcpy(rec + (long)(((u / group) * kn + b) * group + u % group) * R, acc + (long)(b * nq + u) * hd, (size_t)hd * sizeof(float));
+}
+
 #define AVX512F __attribute__((target("avx2,fma,f16c,avx512f")))
 
 // The 512-bit twins of ld8, score_heads, score_block and wsum_heads, for
@@ -912,11 +1056,6 @@ AVX512F static AI void weights16(float *sc, float *rec, const uint8_t *row, int 
 	rec_set(rec, 0, maxs, s);
 }
 
-// HEADS_SLOTS is how many slots attention_heads512 takes a kv head at a
-// time in its weighted sums: their value rows, all of the task's kv
-// heads, stay in the first level of cache (32 KiB for 8 kv heads of 64
-// in float16) from the first head to the last.
-enum { HEADS_SLOTS = 32 };
 
 // attention_heads512 is attention_avx512 for a block of few query
 // vectors (rows i0..i1-1 times the group of heads that share a kv head,
@@ -1039,6 +1178,11 @@ PER_TYPE(attention_avx2, AVX2, attention_avx2,
           int kh, int i0, int i1, const int32_t *lo, const int32_t *hi, float scale, int ahead, float *scores),
          (rec, q, kc, vc, 0, total, mask, group, hd, kvd, qd, kh, i0, i1, lo, hi, scale, ahead, scores),
          (rec, q, kc, vc, 1, total, mask, group, hd, kvd, qd, kh, i0, i1, lo, hi, scale, ahead, scores))
+PER_TYPE(attention_heads_avx2, AVX2, attention_heads_avx2,
+         (float *rec, const float *q, const void *kc, const void *vc, int total, const uint8_t *mask, int group, int hd, int kvd, int qd,
+          int kh0, int kn, int i0, int i1, const int32_t *lo, const int32_t *hi, float scale, int ahead, float *scratch),
+         (rec, q, kc, vc, 0, total, mask, group, hd, kvd, qd, kh0, kn, i0, i1, lo, hi, scale, ahead, scratch),
+         (rec, q, kc, vc, 1, total, mask, group, hd, kvd, qd, kh0, kn, i0, i1, lo, hi, scale, ahead, scratch))
 PER_TYPE(attention_heads512, AVX512F, attention_heads512,
          (float *rec, const float *q, const void *kc, const void *vc, int total, const uint8_t *mask, int group, int hd, int kvd, int qd,
           int kh0, int kn, int i0, int i1, const int32_t *lo, const int32_t *hi, float scale, int ahead, float *scratch),
@@ -1103,8 +1247,8 @@ static void vector_portable_f16(float *rec, const float *qv, const void *kc, con
 // multiples of 16, on AVX-512; the plan makes it 5, attention_heads512,
 // for a decode step's few query vectors a kv head), 3 for attn16.c's lanes kernel (heads of 8,
 // many query vectors a kv head, on AVX-512), 2 for attention_hd8 (heads
-// of 8), 1 for attention_avx2 (other multiples of 8), 0 for the portable
-// loop.
+// of 8), 1 for attention_avx2 (other multiples of 8; the plan makes it 6,
+// attention_heads_avx2, for a decode step's), 0 for the portable loop.
 static int attention_mode(int n, int hd, int heads, int kv_heads) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 	if (arb_lanes_block(n, heads, kv_heads, hd)) return 3;
@@ -1116,11 +1260,9 @@ static int attention_mode(int n, int hd, int heads, int kv_heads) {
 	return 0;
 }
 
-// HEADS_VECTORS is the most query vectors a kv head (rows times the
-// heads that share it) that attention_heads512 takes: a decode step's.
-enum { HEADS_VECTORS = 8 };
 
-// heads_block is how many kv heads a task of attention_heads512 takes:
+// heads_block is how many kv heads a task of attention_heads512 (or
+// attention_heads_avx2) takes:
 // all of them where the chunks alone give each thread two tasks (a
 // decode step after 4096 cached tokens of 512-slot chunks on two
 // threads: each task then reads whole cache rows, in order), else the
@@ -1146,7 +1288,7 @@ static long block_scratch(const arb_attn_args *a, long tp) {
 		long rows = (long)attn_rows(group) * group;
 		return (rows > 16 ? rows : 16) * tp + 16L * a->hd + tp;
 	}
-	case 5: return (long)a->kb * a->rows * group * (tp + a->hd); // a score row and the value sums a query vector
+	case 5: case 6: return (long)a->kb * a->rows * group * (tp + a->hd); // a score row and the value sums a query vector
 	}
 	return tp;
 }
@@ -1183,7 +1325,10 @@ long arb_attention_plan(arb_attn_args *a, const uint8_t *mask, int threads, int3
 	a->rows = n < ATTN_ROWS ? n : ATTN_ROWS;
 	if (a->mode == 2 && a->rows * group > 64) a->rows = 64 / group > 0 ? 64 / group : 1;
 	if (a->mode == 4 && n * group <= HEADS_VECTORS) a->mode = 5;
-	a->kb = a->mode == 2 ? hd8_kv_block(a->rows, group, a->kv_heads, a->seqs, threads) : a->mode == 5 ? heads_block(a->nch, a->kv_heads, threads) : 1;
+	if (a->mode == 1 && n * group <= HEADS_VECTORS) a->mode = 6;
+	a->kb = a->mode == 2 ? hd8_kv_block(a->rows, group, a->kv_heads, a->seqs, threads)
+	        : a->mode == 5 || a->mode == 6 ? heads_block(a->nch, a->kv_heads, threads)
+	                                       : 1;
 	long units = (long)(a->kv_heads + a->kb - 1) / a->kb * attn_groups(a);
 	long records = (long)n * a->heads * a->nch * arb_attn_rec(hd);
 	a->split = a->nch > 1 && units < 2L * threads && records <= (4L << 20);
@@ -1244,6 +1389,10 @@ static void blocks(const arb_attn_args *a, float *pr, const float *q, const void
 	case 5:
 		(f16 ? attention_heads512_f16 : attention_heads512_f32)(pr, q, kc, vc, total, mask, group, hd, kvd, qd, kh0, kn, r0, r1, lo, hi, a->scale,
 		                                                        a->ahead, ks);
+		return;
+	case 6:
+		(f16 ? attention_heads_avx2_f16 : attention_heads_avx2_f32)(pr, q, kc, vc, total, mask, group, hd, kvd, qd, kh0, kn, r0, r1, lo, hi,
+		                                                            a->scale, a->ahead, ks);
 		return;
 	case 2:
 		(f16 ? attention_hd8_f16 : attention_hd8_f32)(pr, q, kc, vc, total, mask, heads, a->kv_heads, a->scale, kh0, kn, r0, r1, lo, hi, ks);
