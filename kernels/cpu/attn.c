@@ -499,6 +499,25 @@ AVX2 static AI void wsum_heads(__m256 *acc, const float *w, int stride, const ui
 	for (int k = 0; k < gn * tn; k++) acc[k] = a[k];
 }
 
+// WSUM_PAIRS runs CALL(GN, TN) for gn (1 or 2) heads and tn (1 to 8
+// with one head, 1 to 4 with two) vectors of dims, the counts constants
+// in each case, so a call's accumulators stay in registers.
+#define WSUM_PAIRS(gn, tn, CALL) \
+	switch ((gn) * 16 + (tn)) { \
+	case 0x18: CALL(1, 8); break; \
+	case 0x17: CALL(1, 7); break; \
+	case 0x16: CALL(1, 6); break; \
+	case 0x15: CALL(1, 5); break; \
+	case 0x14: CALL(1, 4); break; \
+	case 0x13: CALL(1, 3); break; \
+	case 0x12: CALL(1, 2); break; \
+	case 0x11: CALL(1, 1); break; \
+	case 0x24: CALL(2, 4); break; \
+	case 0x23: CALL(2, 3); break; \
+	case 0x22: CALL(2, 2); break; \
+	default: CALL(2, 1); break; \
+	}
+
 // attn_ahead says whether a block of nq query vectors requests its keys
 // and values 48 slots ahead: a decode step's few vectors over a long
 // cache (ahead: the cache holds 1024 slots or more), whose rows (a
@@ -521,6 +540,23 @@ static inline int attn_ahead(int nq, int ahead) { return nq <= 8 && ahead; }
 // maximum and sum into mx[u] and sm[u]. Every weight outside a row's
 // chunk, up to jn, and all of a blind row's are 0, so a sum over the
 // block's slots adds exactly nothing for them.
+// TAIL_SCORES scores one row's group of heads over the slots from <=
+// j < limit with SCORE_HEADS (score_heads, score_heads16), four heads at
+// a time (one loop per head count, so the accumulators stay in
+// registers): head g's query vector at qv + g*hd, its scores at sc +
+// g*tp.
+#define TAIL_SCORES(SCORE_HEADS, sc, tp, qv, hd, kc, k0, kvd, row, from, limit, scale, group, f16) \
+	for (int g0_ = 0; g0_ < (group); g0_ += 4) { \
+		float *sc_ = (sc) + (long)g0_ * (tp); \
+		const float *qv_ = (qv) + (long)g0_ * (hd); \
+		switch ((group) - g0_ < 4 ? (group) - g0_ : 4) { \
+		case 4: SCORE_HEADS(sc_, tp, qv_, hd, kc, k0, kvd, row, from, limit, scale, 4, f16); break; \
+		case 3: SCORE_HEADS(sc_, tp, qv_, hd, kc, k0, kvd, row, from, limit, scale, 3, f16); break; \
+		case 2: SCORE_HEADS(sc_, tp, qv_, hd, kc, k0, kvd, row, from, limit, scale, 2, f16); break; \
+		default: SCORE_HEADS(sc_, tp, qv_, hd, kc, k0, kvd, row, from, limit, scale, 1, f16); break; \
+		} \
+	}
+
 #define ATTN_SCORES(NAME, TARGET, SCORE_BLOCK, SCORE_HEADS)                                                                      \
 	TARGET static AI void NAME(float *scores, float *mx, double *sm, const float *q, const void *kc, long k0, int f16,            \
 	                           const uint8_t *mask, int total, int group, int hd, int kvd, int qd, int kh, int i0, int i1,        \
@@ -545,17 +581,9 @@ static inline int attn_ahead(int nq, int ahead) { return nq <= 8 && ahead; }
 			const uint8_t *row = mask ? mask + (long)(i - i0) * total : NULL;                                              \
 			int l = lo[i - i0], h = hi[i - i0];                                                                            \
 			if (h > l) /* the slots after the blocks, one at a time */                                                     \
-				for (int g0 = 0; g0 < group; g0 += 4) {                                                                    \
-					int gn = group - g0 < 4 ? group - g0 : 4, from = jb > l ? jb : l;                                  \
-					const float *qv = q + (long)i * qd + (long)(kh * group + g0) * hd;                                 \
-					float *sc = scores + (long)((i - i0) * group + g0) * tp;                                           \
-					switch (gn) { /* one loop per head count, so the accumulators stay in registers */                 \
-					case 4: SCORE_HEADS(sc, tp, qv, hd, kc, k0, kvd, row, from, h, scale, 4, f16); break;              \
-					case 3: SCORE_HEADS(sc, tp, qv, hd, kc, k0, kvd, row, from, h, scale, 3, f16); break;              \
-					case 2: SCORE_HEADS(sc, tp, qv, hd, kc, k0, kvd, row, from, h, scale, 2, f16); break;              \
-					default: SCORE_HEADS(sc, tp, qv, hd, kc, k0, kvd, row, from, h, scale, 1, f16); break;             \
-					}                                                                                                  \
-				}                                                                                                          \
+				TAIL_SCORES(SCORE_HEADS, scores + (long)(i - i0) * group * tp, tp,                                         \
+				            q + (long)i * qd + (long)kh * group * hd, hd, kc, k0, kvd, row, jb > l ? jb : l, h,            \
+				            scale, group, f16);                                                                            \
 			for (int g = 0; g < group; g++) {                                                                              \
 				int u = (i - i0) * group + g;                                                                              \
 				float r[4];                                                                                                \
@@ -633,20 +661,9 @@ AVX2 static AI void attention_avx2(float *rec, const float *q, const void *kc, c
 				const float *w = rs + (long)g0 * tp;
 				long v = k0 + t0;
 				int first = pf && g0 == 0; // the first pair requests the rows' span
-				switch (gn * 16 + tn) { // one loop per shape, so the accumulators stay in registers
-				case 0x18: wsum_heads(acc, w, tp, row, vc, v, kvd, l, h, 1, 8, f16, first); break;
-				case 0x17: wsum_heads(acc, w, tp, row, vc, v, kvd, l, h, 1, 7, f16, first); break;
-				case 0x16: wsum_heads(acc, w, tp, row, vc, v, kvd, l, h, 1, 6, f16, first); break;
-				case 0x15: wsum_heads(acc, w, tp, row, vc, v, kvd, l, h, 1, 5, f16, first); break;
-				case 0x14: wsum_heads(acc, w, tp, row, vc, v, kvd, l, h, 1, 4, f16, first); break;
-				case 0x13: wsum_heads(acc, w, tp, row, vc, v, kvd, l, h, 1, 3, f16, first); break;
-				case 0x12: wsum_heads(acc, w, tp, row, vc, v, kvd, l, h, 1, 2, f16, first); break;
-				case 0x11: wsum_heads(acc, w, tp, row, vc, v, kvd, l, h, 1, 1, f16, first); break;
-				case 0x24: wsum_heads(acc, w, tp, row, vc, v, kvd, l, h, 2, 4, f16, first); break;
-				case 0x23: wsum_heads(acc, w, tp, row, vc, v, kvd, l, h, 2, 3, f16, first); break;
-				case 0x22: wsum_heads(acc, w, tp, row, vc, v, kvd, l, h, 2, 2, f16, first); break;
-				default: wsum_heads(acc, w, tp, row, vc, v, kvd, l, h, 2, 1, f16, first); break;
-				}
+#define WSUM(GN, TN) wsum_heads(acc, w, tp, row, vc, v, kvd, l, h, GN, TN, f16, first)
+				WSUM_PAIRS(gn, tn, WSUM) // one loop per shape, so the accumulators stay in registers
+#undef WSUM
 				for (int u = 0; u < gn; u++) {
 					float *o = rec + (long)((i - i0) * group + g0 + u) * R + t0;
 					for (int k = 0; k < tn; k++) _mm256_storeu_ps(o + 8 * k, acc[u * tn + k]);
@@ -731,16 +748,8 @@ AVX2 static AI void attention_heads_avx2(float *rec, const float *q, const void 
 			int l = lo[i - i0], h = hi[i - i0];
 			float *sc = S + (long)(b * nq + (i - i0) * group) * tp;
 			if (h > l) // the slots after the blocks, one at a time, as attn_scores8 takes them
-				for (int g0 = 0; g0 < group; g0 += 4) {
-					int gn = group - g0 < 4 ? group - g0 : 4, from = jb > l ? jb : l;
-					const float *qv = q + (long)i * qd + (long)((kh0 + b) * group + g0) * hd;
-					switch (gn) {
-					case 4: score_heads(sc + (long)g0 * tp, tp, qv, hd, kc, kb, kvd, row, from, h, scale, 4, f16); break;
-					case 3: score_heads(sc + (long)g0 * tp, tp, qv, hd, kc, kb, kvd, row, from, h, scale, 3, f16); break;
-					case 2: score_heads(sc + (long)g0 * tp, tp, qv, hd, kc, kb, kvd, row, from, h, scale, 2, f16); break;
-					default: score_heads(sc + (long)g0 * tp, tp, qv, hd, kc, kb, kvd, row, from, h, scale, 1, f16); break;
-					}
-				}
+				TAIL_SCORES(score_heads, sc, tp, q + (long)i * qd + (long)(kh0 + b) * group * hd, hd, kc, kb, kvd, row, jb > l ? jb : l, h,
+				            scale, group, f16);
 			for (int g = 0; g < group; g++) {
 				float r[4];
 				weights(sc + (long)g * tp, r, 0, row, l, h, jn, 0);
@@ -769,20 +778,9 @@ AVX2 static AI void attention_heads_avx2(float *rec, const float *q, const void 
 						float *am = acc + (long)(u0 + g0) * hd + t0;
 						long v = k0 + (long)b * hd + t0;
 						int pf = ahead && g0 == 0 ? HEADS_SLOTS : 0; // the first pair asks for the next block's rows
-						switch (gn * 16 + tn) { // one loop per shape, so the accumulators stay in registers
-						case 0x18: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 1, 8, f16, pf, jn); break;
-						case 0x17: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 1, 7, f16, pf, jn); break;
-						case 0x16: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 1, 6, f16, pf, jn); break;
-						case 0x15: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 1, 5, f16, pf, jn); break;
-						case 0x14: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 1, 4, f16, pf, jn); break;
-						case 0x13: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 1, 3, f16, pf, jn); break;
-						case 0x12: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 1, 2, f16, pf, jn); break;
-						case 0x11: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 1, 1, f16, pf, jn); break;
-						case 0x24: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 2, 4, f16, pf, jn); break;
-						case 0x23: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 2, 3, f16, pf, jn); break;
-						case 0x22: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 2, 2, f16, pf, jn); break;
-						default: wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, 2, 1, f16, pf, jn); break;
-						}
+#define WSUM(GN, TN) wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, GN, TN, f16, pf, jn)
+						WSUM_PAIRS(gn, tn, WSUM) // one loop per shape, so the accumulators stay in registers
+#undef WSUM
 					}
 				}
 			}
@@ -1056,7 +1054,6 @@ AVX512F static AI void weights16(float *sc, float *rec, const uint8_t *row, int 
 	rec_set(rec, 0, maxs, s);
 }
 
-
 // attention_heads512 is attention_avx512 for a block of few query
 // vectors (rows i0..i1-1 times the group of heads that share a kv head,
 // at most 8: a decode step) over kv heads kh0..kh0+kn-1 at once: its
@@ -1259,7 +1256,6 @@ static int attention_mode(int n, int hd, int heads, int kv_heads) {
 	(void)n; (void)heads; (void)kv_heads;
 	return 0;
 }
-
 
 // heads_block is how many kv heads a task of attention_heads512 (or
 // attention_heads_avx2) takes:
