@@ -471,6 +471,37 @@ AVX2 static AI void score_block(float *sc, long stride, const float *const q[2],
 	for (int u = 0; u < nq; u++) _mm_storeu_ps(sc + (long)u * stride + j0, _mm_mul_ps(hsum8x4(acc[u]), vs));
 }
 
+// score_quads writes, for nq (1 to 4) query vectors q[u] (of hd values),
+// sc[u*stride + j0..j0+3] = q_u . k_j * scale for the four slots from j0:
+// score_block's dot products, lane for lane and add for add, two slots
+// at a time for all nq vectors, so each key is widened from float16 once
+// for the four heads a decode step has a kv head in llama-3.2-1b, where
+// score_block's pairs widen it twice (on a 2-core Zen 3 a conversion
+// costs as much as two multiply-adds).
+AVX2 static AI void score_quads(float *sc, long stride, const float *const q[4], int nq, int hd, const void *k, long k0, int kvd, int j0,
+                                float scale, int f16) {
+	__m128 vs = _mm_set1_ps(scale);
+	for (int s0 = 0; s0 < 4; s0 += 2) {
+		__m256 acc[4][2];
+		long kj = k0 + (long)(j0 + s0) * kvd;
+		for (int t = 0; t < hd; t += 8) {
+			__m256 ka = ld8(k, kj + t, f16), kb = ld8(k, kj + kvd + t, f16);
+			for (int u = 0; u < nq; u++) {
+				__m256 qt = _mm256_loadu_ps(q[u] + t);
+				acc[u][0] = t ? _mm256_fmadd_ps(qt, ka, acc[u][0]) : _mm256_mul_ps(qt, ka);
+				acc[u][1] = t ? _mm256_fmadd_ps(qt, kb, acc[u][1]) : _mm256_mul_ps(qt, kb);
+			}
+		}
+		for (int u = 0; u < nq; u += 2) { // two vectors' two slots a transposed reduction
+			int w = u + 1 < nq ? u + 1 : u;
+			__m256 four[4] = {acc[u][0], acc[u][1], acc[w][0], acc[w][1]};
+			__m128 r = _mm_mul_ps(hsum8x4(four), vs);
+			_mm_storel_pi((__m64 *)(sc + (long)u * stride + j0 + s0), r);
+			if (w != u) _mm_storeh_pi((__m64 *)(sc + (long)w * stride + j0 + s0), r);
+		}
+	}
+}
+
 // wsum_heads sets acc[u*tn + k] (u < gn, k < tn) to the sum over visible
 // slots from <= j < limit of w[u*stride + j] * v[j*kvd + 8k .. +8]: tn
 // vectors of dims of gn heads' weighted value sums, in one pass over the
@@ -516,6 +547,20 @@ AVX2 static AI void wsum_heads(__m256 *acc, const float *w, int stride, const ui
 	case 0x23: CALL(2, 3); break; \
 	case 0x22: CALL(2, 2); break; \
 	default: CALL(2, 1); break; \
+	}
+
+// WSUM_QUADS is WSUM_PAIRS for gn of 1 to 4 heads over tn of 1 or 2
+// vectors of dims.
+#define WSUM_QUADS(gn, tn, CALL) \
+	switch ((gn) * 16 + (tn)) { \
+	case 0x42: CALL(4, 2); break; \
+	case 0x41: CALL(4, 1); break; \
+	case 0x32: CALL(3, 2); break; \
+	case 0x31: CALL(3, 1); break; \
+	case 0x22: CALL(2, 2); break; \
+	case 0x21: CALL(2, 1); break; \
+	case 0x12: CALL(1, 2); break; \
+	default: CALL(1, 1); break; \
 	}
 
 // attn_ahead says whether a block of nq query vectors requests its keys
@@ -714,8 +759,9 @@ AVX2 static AI void wsum_add(float *am, int astride, const float *w, int stride,
 // head's width of every row (128 bytes of 1 KiB in llama-3.2-1b), a
 // stride the hardware's prefetch follows poorly. Its records, row r's
 // head (kh0 + b)*group + g's, at rec[(r*kn*group + b*group + g) * rec].
-// Every score is score_block's or score_heads's, every weight weights',
-// and every value sum wsum_heads's multiply-adds in the same order, for
+// Every score is score_block's (score_quads computes the same) or
+// score_heads's, every weight weights', and every value sum wsum_heads's
+// multiply-adds in the same order (however many heads a pass takes), for
 // the same slots as attention_avx2 takes them, so a row's record is the
 // same bits whichever kernel computed it.
 AVX2 static AI void attention_heads_avx2(float *rec, const float *q, const void *kc, const void *vc, int f16, int total, const uint8_t *mask,
@@ -736,9 +782,17 @@ AVX2 static AI void attention_heads_avx2(float *rec, const float *q, const void 
 				for (int x = 16; x < 20; x++)
 					for (int pf = 0; pf < hd * span; pf += 64)
 						_mm_prefetch((const char *)kc + (k0 + (long)(j0 + x) * kvd + (long)b * hd) * span + pf, _MM_HINT_T0);
-			for (int u = 0; u < nq; u += 2) { // the pairs attn_scores8 takes
-				const float *qb[2] = {qp[u] + (long)b * group * hd, qp[u + (u + 1 < nq)] + (long)b * group * hd};
-				score_block(S + (long)(b * nq + u) * tp, tp, qb, u + 1 < nq ? 2 : 1, hd, kc, k0 + (long)b * hd, kvd, j0, scale, f16);
+			for (int u = 0; u < nq; u += 4) { // four vectors a call, the count a constant in each
+				const float *qb[4];
+				for (int x = 0; x < 4; x++) qb[x] = qp[u + (u + x < nq ? x : 0)] + (long)b * group * hd;
+				float *sc = S + (long)(b * nq + u) * tp;
+				long kb = k0 + (long)b * hd;
+				switch (nq - u < 4 ? nq - u : 4) {
+				case 4: score_quads(sc, tp, qb, 4, hd, kc, kb, kvd, j0, scale, f16); break;
+				case 3: score_quads(sc, tp, qb, 3, hd, kc, kb, kvd, j0, scale, f16); break;
+				case 2: score_quads(sc, tp, qb, 2, hd, kc, kb, kvd, j0, scale, f16); break;
+				default: score_quads(sc, tp, qb, 1, hd, kc, kb, kvd, j0, scale, f16); break;
+				}
 			}
 		}
 	for (int b = 0; b < kn; b++) {
@@ -760,8 +814,10 @@ AVX2 static AI void attention_heads_avx2(float *rec, const float *q, const void 
 		}
 	}
 	// the weighted sums of the values, HEADS_SLOTS slots a kv head at a
-	// time, in attention_avx2's pairs of heads and passes over the dims
-	int width = group < 2 ? 8 : 4;
+	// time: in attention_avx2's pairs of heads and passes over the dims
+	// for one or two heads a kv head, else four heads over two vectors of
+	// dims a pass, so each value is widened once for the four
+	int quads = group > 2, hstep = quads ? 4 : 2, width = quads ? 2 : group < 2 ? 8 : 4;
 	for (int j0 = 0; j0 < jn; j0 += HEADS_SLOTS) {
 		int j1 = j0 + HEADS_SLOTS < jn ? j0 + HEADS_SLOTS : jn;
 		for (int b = 0; b < kn; b++)
@@ -772,14 +828,15 @@ AVX2 static AI void attention_heads_avx2(float *rec, const float *q, const void 
 				int u0 = b * nq + (i - i0) * group;
 				for (int t0 = 0; t0 < hd; t0 += 8 * width) {
 					int tn = (hd - t0) / 8 < width ? (hd - t0) / 8 : width;
-					for (int g0 = 0; g0 < group; g0 += 2) {
-						int gn = group - g0 < 2 ? group - g0 : 2;
+					for (int g0 = 0; g0 < group; g0 += hstep) {
+						int gn = group - g0 < hstep ? group - g0 : hstep;
 						const float *w = S + (long)(u0 + g0) * tp;
 						float *am = acc + (long)(u0 + g0) * hd + t0;
 						long v = k0 + (long)b * hd + t0;
-						int pf = ahead && g0 == 0 ? HEADS_SLOTS : 0; // the first pair asks for the next block's rows
+						int pf = ahead && g0 == 0 ? HEADS_SLOTS : 0; // the first heads ask for the next block's rows
 #define WSUM(GN, TN) wsum_add(am, hd, w, tp, row, vc, v, kvd, l, h, GN, TN, f16, pf, jn)
-						WSUM_PAIRS(gn, tn, WSUM) // one loop per shape, so the accumulators stay in registers
+						if (quads) WSUM_QUADS(gn, tn, WSUM) // one loop per shape, so the accumulators stay in registers
+						else WSUM_PAIRS(gn, tn, WSUM)
 #undef WSUM
 					}
 				}
