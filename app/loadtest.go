@@ -168,7 +168,11 @@ func loadSummary(res *loadtest.Result) string {
 	msg := fmt.Sprintf("Aggregate tokens/s (median of %d rounds) — %s.", res.Plan.Rounds, strings.Join(parts, "; "))
 	if res.OverheadFirst > 0 || res.OverheadLast > 0 {
 		msg += fmt.Sprintf(" Predictions include the server's own %.1f ms a request (timed on one-token requests)", float64(res.OverheadFirst+res.OverheadLast)/1e6)
-		if res.OverheadStream > 0 {
+		switch {
+		case res.OverheadStreamPass > 0:
+			msg += fmt.Sprintf(" and %.2f ms a streamed pass and %.2f ms for each request's streamed text in it", float64(res.OverheadStreamPass)/1e6,
+				float64(res.OverheadStream)/1e6)
+		case res.OverheadStream > 0:
 			msg += fmt.Sprintf(" and %.2f ms a pass for each request's streamed text", float64(res.OverheadStream)/1e6)
 		}
 		msg += "."

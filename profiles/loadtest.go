@@ -190,7 +190,8 @@ func (b *Bench) LoadTest(ctx context.Context, opt loadtest.Options, progress Pro
 	total := opt.Rounds * len(opt.Concurrency) * len(servers)
 	done := 0
 	start := time.Now()
-	res := &loadtest.Result{Plan: *plan, PredictedOn: on, OverheadFirst: over.First, OverheadLast: over.Last, OverheadStream: over.Stream}
+	res := &loadtest.Result{Plan: *plan, PredictedOn: on, OverheadFirst: over.First, OverheadLast: over.Last, OverheadStream: over.Stream,
+		OverheadStreamPass: over.StreamPass}
 	for round := 1; round <= opt.Rounds; round++ {
 		for _, n := range opt.Concurrency {
 			if pc != nil {
@@ -321,7 +322,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 		one, err := costmodel.PredictLoad(costmodel.Prediction{Plan: spec.PlainPlan()}, in.Acc, in.CostsAt([]int{lens[0]}), 1, costmodel.PolicyPlain,
 			costmodel.Requests{Prompt: lens[0], Tokens: 1}, price)
 		if err == nil {
-			over, err = serverOverhead(ctx, *plain, opt.Chat, shortest, one.TTFT, opt.MaxTokens)
+			over, err = serverOverhead(ctx, *plain, opt.Chat, shortest, one.TTFT, opt.MaxTokens, slices.Max(opt.Concurrency))
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -330,7 +331,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 			on += fmt.Sprintf("\nserver overhead not timed (%v): the engine priced alone", err)
 		} else {
 			on += "\n" + over.String()
-			req.First, req.Last, req.Stream = over.First, over.Last, over.Stream
+			req.First, req.Last, req.Stream, req.StreamPass = over.First, over.Last, over.Stream, over.StreamPass
 		}
 	}
 	out := map[loadKey]costmodel.LoadPrediction{}
@@ -355,15 +356,18 @@ const overheadRequests = 8
 // passes: First before its first token (the request read, tokenized and
 // admitted, the token streamed), Last after it (the stream's end, and the
 // client's next request), medians of Requests one-token requests at one
-// client, Engine the engine's priced part of each; and Stream what each
-// pass a request is in costs more for streaming its text, the median
-// over StreamPairs pairs of requests of the test's length at one client,
-// one streamed and one whole, of their difference a token (a plain
-// server's pass emits one).
+// client, Engine the engine's priced part of each; and what streaming
+// their text costs a pass: the median over StreamPairs pairs of requests
+// of the test's length at one client, one streamed and one whole, of
+// their difference a token (a plain server's pass emits one), and the
+// same over StreamAtPairs pairs of StreamAt clients at once, split into
+// the part a pass pays once (StreamPass) and the part each request in
+// it adds (Stream): the two add up to the one client's.
 type overhead struct {
-	First, Last, Engine, Stream time.Duration
-	Requests, StreamPairs       int
-	StreamErr                   string // why Stream was not timed
+	First, Last, Engine, Stream, StreamPass time.Duration
+	Requests, StreamPairs                   int
+	StreamAt, StreamAtPairs                 int
+	StreamErr                               string // why Stream was not timed
 }
 
 func (o overhead) String() string {
@@ -371,6 +375,9 @@ func (o overhead) String() string {
 	s := fmt.Sprintf("server overhead: %.1f ms before a request's first token, %.1f ms after its last (%d one-token requests at one client, beyond the engine's priced %.1f ms)",
 		ms(o.First), ms(o.Last), o.Requests, ms(o.Engine))
 	switch {
+	case o.StreamAtPairs > 0:
+		s += fmt.Sprintf(", %.2f ms a streamed pass and %.2f ms for each request's streamed text in it (%d requests streamed and %d whole, in turn, at one client; %d pairs of rounds at %d at once)",
+			ms(o.StreamPass), ms(o.Stream), o.StreamPairs, o.StreamPairs, o.StreamAtPairs, o.StreamAt)
 	case o.StreamPairs > 0:
 		s += fmt.Sprintf(", %.2f ms a pass for each request's streamed text (%d requests streamed and %d whole, in turn)", ms(o.Stream), o.StreamPairs, o.StreamPairs)
 	case o.StreamErr != "":
@@ -380,8 +387,12 @@ func (o overhead) String() string {
 }
 
 // streamPairs is how many pairs of requests, streamed and whole, time a
-// streamed token's cost.
-const streamPairs = 10
+// streamed token's cost at one client, and streamAtPairs how many pairs
+// of rounds of the most clients time it there.
+const (
+	streamPairs   = 10
+	streamAtPairs = 5
+)
 
 // serverOverhead starts s for one client, warms it with one request of
 // one token and times overheadRequests more, one after another, of
@@ -391,7 +402,7 @@ const streamPairs = 10
 // work shows: on the bench pair about 2 ms of a 6 ms request, which the
 // load test's 32-token requests at one client each paid on top of their
 // passes (predicted 1,128 tokens/s with the plan, measured 950).
-func serverOverhead(ctx context.Context, s loadtest.Server, chat bool, prompt string, engine time.Duration, tokens int) (overhead, error) {
+func serverOverhead(ctx context.Context, s loadtest.Server, chat bool, prompt string, engine time.Duration, tokens, most int) (overhead, error) {
 	o := overhead{Engine: engine, Requests: overheadRequests}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -451,10 +462,79 @@ func serverOverhead(ctx context.Context, s loadtest.Server, chat bool, prompt st
 		}
 		per = append(per, float64(t[1].Total-t[0].Total)/float64(t[1].Tokens))
 	}
-	if len(per) > 0 {
-		o.Stream, o.StreamPairs = max(time.Duration(loadtest.Quantile(per, 0.5)), 0), len(per)
+	if len(per) == 0 {
+		return o, nil
+	}
+	o.Stream, o.StreamPairs = max(time.Duration(loadtest.Quantile(per, 0.5)), 0), len(per)
+	run.Stop()
+	if most > 1 {
+		at, n, err := streamAt(ctx, s, d, most)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return o, err
+		case err != nil:
+			o.StreamErr = fmt.Sprintf("at %d at once: %v", most, err) // priced as at one client
+		case n > 0:
+			o.Stream, o.StreamPass = splitStream(o.Stream, at, most)
+			o.StreamAt, o.StreamAtPairs = most, n
+		}
 	}
 	return o, nil
+}
+
+// splitStream splits what streaming costs a pass, one at one client and
+// at with most clients at once, into the part each request in a pass
+// adds and the part the pass pays once, where one = pass + request and at
+// = pass + most*request; neither below zero, so a pass of one request
+// costs one whatever the noise in at.
+func splitStream(one, at time.Duration, most int) (request, pass time.Duration) {
+	request = min(max((at-one)/time.Duration(most-1), 0), one)
+	return request, one - request
+}
+
+// streamAt starts s for most clients and times what streaming costs a
+// pass there: rounds of most equal requests at once (d's, one each),
+// streamed and whole in turn, the median over the pairs of their walls'
+// difference a token (the clients start together and decode in step, a
+// pass a token), and the pairs it compared.
+func streamAt(ctx context.Context, s loadtest.Server, d loadtest.Drive, most int) (time.Duration, int, error) {
+	run, err := s.Start(ctx, most)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer run.Stop()
+	d.URL, d.Concurrency, d.PerClient = run.URL, most, 1
+	warm := d
+	warm.MaxTokens = 1
+	if _, err := warm.Run(ctx); err != nil {
+		return 0, 0, fmt.Errorf("warm-up round: %w", err)
+	}
+	per := make([]float64, 0, streamAtPairs)
+	for i := range streamAtPairs {
+		var wall [2]time.Duration
+		tokens := [2]int{-1, -2}
+		for k := range 2 {
+			w := d
+			w.Whole = (i+k)%2 == 0
+			r, err := w.Run(ctx)
+			if err != nil {
+				return 0, 0, err
+			}
+			x := 1
+			if w.Whole {
+				x = 0
+			}
+			wall[x], tokens[x] = r.Wall, r.Tokens()
+		}
+		if tokens[0] != tokens[1] || tokens[0] < most {
+			continue // not the same decoding: nothing to compare
+		}
+		per = append(per, float64(wall[1]-wall[0])*float64(most)/float64(tokens[1]))
+	}
+	if len(per) == 0 {
+		return 0, 0, nil
+	}
+	return max(time.Duration(loadtest.Quantile(per, 0.5)), 0), len(per), nil
 }
 
 // loadRound starts s for the round's level, warms it with one untimed

@@ -383,11 +383,12 @@ func TestLoadTestPredicts(t *testing.T) {
 		t.Errorf("the server's own time not timed (%v, %v): the report says %q", res.OverheadFirst, res.OverheadLast, res.PredictedOn)
 	}
 	// and a streamed token's, on requests of the test's length streamed
-	// and whole in turn
-	if !strings.Contains(res.PredictedOn, " a pass for each request's streamed text (10 requests streamed and 10 whole, in turn)") || res.OverheadStream < 0 {
-		t.Errorf("a streamed token's cost not timed (%v): the report says %q", res.OverheadStream, res.PredictedOn)
+	// and whole in turn, at one client and at the most
+	if !strings.Contains(res.PredictedOn, " for each request's streamed text in it (10 requests streamed and 10 whole, in turn, at one client; ") ||
+		!strings.Contains(res.PredictedOn, " pairs of rounds at 2 at once)") || res.OverheadStream < 0 || res.OverheadStreamPass < 0 {
+		t.Errorf("a streamed token's cost not timed (%v, %v): the report says %q", res.OverheadStream, res.OverheadStreamPass, res.PredictedOn)
 	}
-	req.First, req.Last, req.Stream = res.OverheadFirst, res.OverheadLast, res.OverheadStream
+	req.First, req.Last, req.Stream, req.StreamPass = res.OverheadFirst, res.OverheadLast, res.OverheadStream, res.OverheadStreamPass
 	price := func(p costmodel.Plan) (costmodel.Prediction, error) { return costmodel.Predict(p, in.Acc, in.Costs) }
 	pr, err := price(r.Plan)
 	if err != nil {
@@ -473,5 +474,28 @@ func TestPaceApply(t *testing.T) {
 	before := levels[0].Predicted
 	if note := p.apply(levels[:1]); !strings.Contains(note, "not followed: probe failed") || levels[0].Predicted != before {
 		t.Errorf("a pace that failed to be read: %q, predicted %.1f", note, levels[0].Predicted)
+	}
+}
+
+// TestSplitStream: what streaming costs a pass at one client and at
+// several splits into a part a request and a part a pass that add up to
+// the one client's; a reading at several below the one client's puts it
+// all on the pass, one above several times it all on the requests.
+func TestSplitStream(t *testing.T) {
+	us := time.Microsecond
+	for _, c := range []struct {
+		one, at       time.Duration
+		most          int
+		request, pass time.Duration
+	}{
+		{640 * us, 1800 * us, 8, 1160 * us / 7, 640*us - 1160*us/7}, // a 2-core Zen 3's plain server
+		{640 * us, 500 * us, 8, 0, 640 * us},
+		{640 * us, 9 * time.Millisecond, 8, 640 * us, 0},
+		{0, 0, 4, 0, 0},
+	} {
+		r, p := splitStream(c.one, c.at, c.most)
+		if r != c.request || p != c.pass || r+p != c.one {
+			t.Errorf("splitStream(%v, %v, %d) = %v a request, %v a pass; want %v, %v", c.one, c.at, c.most, r, p, c.request, c.pass)
+		}
 	}
 }

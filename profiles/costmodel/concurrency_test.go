@@ -303,8 +303,9 @@ func TestPredictLoadTogether(t *testing.T) {
 // TestPredictLoadServerOverhead: the server's own time in a request
 // (Requests.First, Last) adds First to the TTFT and both to the
 // request's life, once at every level, and leaves the passes as they
-// are; none prices the engine alone. Its streamed text (Requests.Stream)
-// adds its time to every pass once for each request in it.
+// are; none prices the engine alone. Its streamed text adds to every
+// pass Requests.StreamPass once and Requests.Stream for each request in
+// it.
 func TestPredictLoadServerOverhead(t *testing.T) {
 	c := loadCosts(2 * time.Millisecond)
 	acc := Uniform(0.7, 0.4, 8, 4)
@@ -347,6 +348,15 @@ func TestPredictLoadServerOverhead(t *testing.T) {
 			}
 			if want := with.Pass + time.Duration(conc)*req.Stream; streamed.Pass != want || streamed.TokensPerSec >= with.TokensPerSec {
 				t.Errorf("%s at %d: a pass of %v streamed (%.0f tokens/s), want %v (below %.0f)", policy, conc, streamed.Pass, streamed.TokensPerSec, want, with.TokensPerSec)
+			}
+			// and the part a streamed pass pays once
+			req.StreamPass = 300 * time.Microsecond
+			once, err := PredictLoad(at, acc, c, conc, policy, req, price)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := streamed.Pass + req.StreamPass; once.Pass != want {
+				t.Errorf("%s at %d: a pass of %v with its streaming's fixed part, want %v", policy, conc, once.Pass, want)
 			}
 		}
 	}

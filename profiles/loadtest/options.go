@@ -146,9 +146,10 @@ type Result struct {
 	// a request beyond the engine's priced passes, before its first
 	// token and after its last, timed on one-token requests before the
 	// rounds and added to every prediction (0: not timed); OverheadStream
-	// is what each pass a request is in costs more for streaming its text
-	// (0: not timed, or nothing).
-	OverheadFirst, OverheadLast, OverheadStream time.Duration
+	// is what each pass a request is in costs more for streaming its text,
+	// and OverheadStreamPass what a streamed pass costs more once (0: not
+	// timed, or nothing).
+	OverheadFirst, OverheadLast, OverheadStream, OverheadStreamPass time.Duration
 }
 
 // WithDefaults fills in the defaults (Defaults) and checks the bounds.
@@ -223,8 +224,10 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		First       float64  `json:"overhead_first_ms,omitempty"`
 		Last        float64  `json:"overhead_last_ms,omitempty"`
 		Stream      float64  `json:"overhead_stream_ms,omitempty"`
+		StreamPass  float64  `json:"overhead_stream_pass_ms,omitempty"`
 	}{Servers: r.Plan.Servers, Concurrency: r.Plan.Concurrency, Rounds: r.Plan.Rounds, WallS: r.Wall.Seconds(), Levels: []level{}, PredictedOn: r.PredictedOn,
-		First: ms(r.OverheadFirst), Last: ms(r.OverheadLast), Stream: ms(r.OverheadStream)}
+		First: ms(r.OverheadFirst), Last: ms(r.OverheadLast), Stream: ms(r.OverheadStream),
+		StreamPass: ms(r.OverheadStreamPass)}
 	for _, l := range r.Levels {
 		out.Levels = append(out.Levels, level{Server: l.Server, Concurrency: l.Concurrency, TPS: l.TPS, TPSP10: l.TPSP10, TPSP90: l.TPSP90,
 			TTFT: ms(l.TTFT), TTFTP90: ms(l.TTFTP90), TPOT: ms(l.TPOT), TPOTP90: ms(l.TPOTP90), Rounds: l.Rounds, Requests: l.Requests, Tokens: l.Tokens, RunID: l.RunID, Predicted: l.Predicted,
