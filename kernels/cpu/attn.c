@@ -477,7 +477,9 @@ AVX2 static AI void score_block(float *sc, long stride, const float *const q[2],
 // at a time for all nq vectors, so each key is widened from float16 once
 // for the four heads a decode step has a kv head in llama-3.2-1b, where
 // score_block's pairs widen it twice (on a 2-core Zen 3 a conversion
-// costs as much as two multiply-adds).
+// costs as much as two multiply-adds). Over a float32 cache, where
+// nothing is widened, the pairs stay: the quads had made a decode step
+// after 4096 positions slower there (median 1.15x, nine pairs).
 AVX2 static AI void score_quads(float *sc, long stride, const float *const q[4], int nq, int hd, const void *k, long k0, int kvd, int j0,
                                 float scale, int f16) {
 	__m128 vs = _mm_set1_ps(scale);
@@ -782,11 +784,16 @@ AVX2 static AI void attention_heads_avx2(float *rec, const float *q, const void 
 				for (int x = 16; x < 20; x++)
 					for (int pf = 0; pf < hd * span; pf += 64)
 						_mm_prefetch((const char *)kc + (k0 + (long)(j0 + x) * kvd + (long)b * hd) * span + pf, _MM_HINT_T0);
-			for (int u = 0; u < nq; u += 4) { // four vectors a call, the count a constant in each
+			for (int u = 0; u < nq; u += f16 ? 4 : 2) { // four vectors a call over float16 (two over float32), the count a constant in each
 				const float *qb[4];
 				for (int x = 0; x < 4; x++) qb[x] = qp[u + (u + x < nq ? x : 0)] + (long)b * group * hd;
 				float *sc = S + (long)(b * nq + u) * tp;
 				long kb = k0 + (long)b * hd;
+				if (!f16) {
+					if (u + 1 < nq) score_block(sc, tp, qb, 2, hd, kc, kb, kvd, j0, scale, f16);
+					else score_block(sc, tp, qb, 1, hd, kc, kb, kvd, j0, scale, f16);
+					continue;
+				}
 				switch (nq - u < 4 ? nq - u : 4) {
 				case 4: score_quads(sc, tp, qb, 4, hd, kc, kb, kvd, j0, scale, f16); break;
 				case 3: score_quads(sc, tp, qb, 3, hd, kc, kb, kvd, j0, scale, f16); break;
@@ -814,10 +821,11 @@ AVX2 static AI void attention_heads_avx2(float *rec, const float *q, const void 
 		}
 	}
 	// the weighted sums of the values, HEADS_SLOTS slots a kv head at a
-	// time: in attention_avx2's pairs of heads and passes over the dims
-	// for one or two heads a kv head, else four heads over two vectors of
-	// dims a pass, so each value is widened once for the four
-	int quads = group > 2, hstep = quads ? 4 : 2, width = quads ? 2 : group < 2 ? 8 : 4;
+	// time: in attention_avx2's pairs of heads and passes over the dims,
+	// or over float16 for more than two heads a kv head four heads over
+	// two vectors of dims a pass, so each value is widened once for the
+	// four
+	int quads = f16 && group > 2, hstep = quads ? 4 : 2, width = quads ? 2 : group < 2 ? 8 : 4;
 	for (int j0 = 0; j0 < jn; j0 += HEADS_SLOTS) {
 		int j1 = j0 + HEADS_SLOTS < jn ? j0 + HEADS_SLOTS : jn;
 		for (int b = 0; b < kn; b++)
