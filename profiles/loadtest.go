@@ -173,14 +173,14 @@ func (b *Bench) LoadTest(ctx context.Context, opt loadtest.Options, progress Pro
 			plain = &servers[i]
 		}
 	}
-	predicted, on, over := b.predictLoads(ctx, r, opt, plain, progress)
+	predicted, on, over, plainAt := b.predictLoads(ctx, r, opt, plain, progress)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	var pc *pace // the machine's pace beside each level, where the prices rest on a re-check
 	if len(predicted) > 0 && !opt.NoRecheck {
 		var why string
-		if pc, why = b.newPace(ctx, r.Pair); why != "" {
+		if pc, why = b.newPace(ctx, r.Pair, plainAt); why != "" {
 			on += "\n" + why
 		}
 		defer pc.close()
@@ -270,19 +270,20 @@ type loadKey struct {
 // plain server) by serverOverhead. Unless opt.NoRecheck, the curves are
 // re-checked first, as tune does; it also says what the prices rest on
 // (the re-check's report and the overhead's), or why there are none
-// (nothing stored, or a plan the model cannot price).
-func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Options, plain *loadtest.Server, progress Progress) (map[loadKey]costmodel.LoadPrediction, string, overhead) {
+// (nothing stored, or a plan the model cannot price), and plain
+// decoding's token at the re-check the prices rest on (0: none).
+func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Options, plain *loadtest.Server, progress Progress) (map[loadKey]costmodel.LoadPrediction, string, overhead, time.Duration) {
 	var over overhead
 	in, err := b.Inputs(ctx, r.Pair, InputsOptions{Recheck: !opt.NoRecheck}, progress)
 	switch {
 	case err != nil:
-		return nil, "no prediction: " + err.Error(), over
+		return nil, "no prediction: " + err.Error(), over, 0
 	case !in.Profiled || in.Acc == nil:
-		return nil, "no prediction: " + in.missing(), over
+		return nil, "no prediction: " + in.missing(), over, 0
 	}
-	on := "the stored curves as they are (--no-recheck)"
+	on, plainAt := "the stored curves as they are (--no-recheck)", time.Duration(0)
 	if in.Recheck != nil {
-		on = in.Recheck.String()
+		on, plainAt = in.Recheck.String(), in.Recheck.Plain
 	}
 	lens := make([]int, 0, len(opt.Prompts))
 	err = withTokenizer(r.Pair.Target, func(tok *tokenizer.Tokenizer) {
@@ -291,7 +292,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 		}
 	})
 	if err != nil || len(lens) == 0 {
-		return nil, fmt.Sprintf("no prediction: the prompts' lengths in the target's tokens (%v)", err), over
+		return nil, fmt.Sprintf("no prediction: the prompts' lengths in the target's tokens (%v)", err), over, 0
 	}
 	shortest := opt.Prompts[slices.Index(lens, slices.Min(lens))] // lens[0] tokens, once sorted
 	slices.Sort(lens)
@@ -313,7 +314,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 	price := func(p costmodel.Plan) (costmodel.Prediction, error) { return costmodel.Predict(p, in.Acc, costs) }
 	pr, err := price(r.Plan)
 	if err != nil {
-		return nil, "no prediction: " + err.Error(), over
+		return nil, "no prediction: " + err.Error(), over, 0
 	}
 	if plain != nil {
 		progress.send("server overhead", 0, overheadRequests, "one-token requests to "+plain.Name)
@@ -326,7 +327,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, "", over
+				return nil, "", over, 0
 			}
 			on += fmt.Sprintf("\nserver overhead not timed (%v): the engine priced alone", err)
 		} else {
@@ -346,7 +347,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 			}
 		}
 	}
-	return out, on, over
+	return out, on, over, plainAt
 }
 
 // overheadRequests is how many one-token requests serverOverhead times.

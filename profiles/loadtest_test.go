@@ -426,8 +426,10 @@ func TestLoadTestPredicts(t *testing.T) {
 	if !strings.HasPrefix(res.PredictedOn, "T_verify re-check: W=1 stored") {
 		t.Errorf("re-checked, the report says the predictions rest on %q", res.PredictedOn)
 	}
-	// and each level is priced at the machine's pace read beside it
-	if !strings.Contains(res.PredictedOn, "\npriced at the machine's pace beside each level: ") {
+	// and each level is priced at the machine's pace read beside it,
+	// against plain decoding's token at the re-check the prices rest on
+	if !strings.Contains(res.PredictedOn, "\npriced at the machine's pace beside each level: ") ||
+		!strings.Contains(res.PredictedOn, ", read between the rounds, against the re-check's own ") {
 		t.Errorf("re-checked, the report says nothing of the machine's pace: %q", res.PredictedOn)
 	}
 	for _, l := range res.Levels {
