@@ -381,6 +381,9 @@ func (o overhead) String() string {
 			ms(o.StreamPass), ms(o.Stream), o.StreamPairs, o.StreamPairs, o.StreamAtPairs, o.StreamAt)
 	case o.StreamPairs > 0:
 		s += fmt.Sprintf(", %.2f ms a pass for each request's streamed text (%d requests streamed and %d whole, in turn)", ms(o.Stream), o.StreamPairs, o.StreamPairs)
+		if o.StreamErr != "" { // timed at one client only
+			s += fmt.Sprintf(" (not timed %s)", o.StreamErr)
+		}
 	case o.StreamErr != "":
 		s += fmt.Sprintf(", a streamed token's cost not timed (%s)", o.StreamErr)
 	}

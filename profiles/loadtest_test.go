@@ -501,3 +501,18 @@ func TestSplitStream(t *testing.T) {
 		}
 	}
 }
+
+// TestOverheadString: the server overhead's line names streaming's two
+// parts where both were timed, and why only the one client's where the
+// rounds at the most clients failed.
+func TestOverheadString(t *testing.T) {
+	us := time.Microsecond
+	both := overhead{Requests: 8, Stream: 80 * us, StreamPass: 490 * us, StreamPairs: 10, StreamAt: 8, StreamAtPairs: 5}
+	if s := both.String(); !strings.Contains(s, ", 0.49 ms a streamed pass and 0.08 ms for each request's streamed text in it (10 requests streamed and 10 whole, in turn, at one client; 5 pairs of rounds at 8 at once)") {
+		t.Errorf("both parts timed: %q", s)
+	}
+	one := overhead{Requests: 8, Stream: 640 * us, StreamPairs: 10, StreamErr: "at 8 at once: a refusal"}
+	if s := one.String(); !strings.Contains(s, ", 0.64 ms a pass for each request's streamed text (10 requests streamed and 10 whole, in turn) (not timed at 8 at once: a refusal)") {
+		t.Errorf("timed at one client only: %q", s)
+	}
+}
