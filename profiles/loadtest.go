@@ -317,13 +317,18 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 		return nil, "no prediction: " + err.Error(), over, 0
 	}
 	if plain != nil {
-		progress.send("server overhead", 0, overheadRequests, "one-token requests to "+plain.Name)
+		most := slices.Max(opt.Concurrency)
+		what := "one-token requests to " + plain.Name + ", then requests streamed and whole at one client"
+		if most > 1 {
+			what += fmt.Sprintf(" and at %d at once", most)
+		}
+		progress.send("server overhead", 0, overheadRequests, what)
 		// the engine's part of a one-token request: its prompt but the
 		// last token prefilled, and one plain pass
 		one, err := costmodel.PredictLoad(costmodel.Prediction{Plan: spec.PlainPlan()}, in.Acc, in.CostsAt([]int{lens[0]}), 1, costmodel.PolicyPlain,
 			costmodel.Requests{Prompt: lens[0], Tokens: 1}, price)
 		if err == nil {
-			over, err = serverOverhead(ctx, *plain, opt.Chat, shortest, one.TTFT, opt.MaxTokens, slices.Max(opt.Concurrency))
+			over, err = serverOverhead(ctx, *plain, opt.Chat, shortest, one.TTFT, opt.MaxTokens, most)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
