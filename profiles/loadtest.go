@@ -446,36 +446,18 @@ func serverOverhead(ctx context.Context, s loadtest.Server, chat bool, prompt st
 		return o, nil
 	}
 	d.PerClient, d.MaxTokens = 1, tokens
-	per := make([]float64, 0, streamPairs)
-	for i := range streamPairs {
-		var t [2]loadtest.Request
-		for k := range 2 {
-			w := d
-			w.Whole = (i+k)%2 == 0
-			r, err := w.Run(ctx)
-			if err != nil {
-				if ctx.Err() != nil {
-					return o, err
-				}
-				o.StreamErr = err.Error() // the rest stands: priced without it
-				return o, nil
-			}
-			if w.Whole {
-				t[0] = r.Requests[0]
-			} else {
-				t[1] = r.Requests[0]
-			}
-		}
-		if t[0].Tokens != t[1].Tokens {
-			continue // not the same decoding: nothing to compare
-		}
-		per = append(per, float64(t[1].Total-t[0].Total)/float64(t[1].Tokens))
-	}
-	if len(per) == 0 {
+	st, n, err := streamCost(ctx, d, streamPairs, func(r loadtest.Round) (time.Duration, int) { return r.Requests[0].Total, r.Requests[0].Tokens })
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return o, err
+	case err != nil:
+		o.StreamErr = err.Error() // the rest stands: priced without it
+		return o, nil
+	case n == 0:
 		return o, nil
 	}
-	o.Stream, o.StreamPairs = max(time.Duration(loadtest.Quantile(per, 0.5)), 0), len(per)
-	run.Stop()
+	o.Stream, o.StreamPairs = st, n
+	run.Stop() // the one client's server gone before the most clients' starts
 	if most > 1 {
 		at, n, err := streamAt(ctx, s, d, most)
 		switch {
@@ -518,9 +500,19 @@ func streamAt(ctx context.Context, s loadtest.Server, d loadtest.Drive, most int
 	if _, err := warm.Run(ctx); err != nil {
 		return 0, 0, fmt.Errorf("warm-up round: %w", err)
 	}
-	per := make([]float64, 0, streamAtPairs)
-	for i := range streamAtPairs {
-		var wall [2]time.Duration
+	return streamCost(ctx, d, streamAtPairs, func(r loadtest.Round) (time.Duration, int) { return r.Wall, r.Tokens() })
+}
+
+// streamCost drives pairs pairs of d's rounds, one streamed and one
+// whole, in turn (which goes first alternates), and returns the median
+// over the pairs that decoded alike of what the streamed round took more
+// a pass, never below zero, and how many pairs it compared: took reads
+// a round's time and its tokens, and d.Concurrency requests decoding in
+// step take tokens/d.Concurrency passes.
+func streamCost(ctx context.Context, d loadtest.Drive, pairs int, took func(loadtest.Round) (time.Duration, int)) (time.Duration, int, error) {
+	per := make([]float64, 0, pairs)
+	for i := range pairs {
+		var t [2]time.Duration // whole, streamed
 		tokens := [2]int{-1, -2}
 		for k := range 2 {
 			w := d
@@ -533,12 +525,12 @@ func streamAt(ctx context.Context, s loadtest.Server, d loadtest.Drive, most int
 			if w.Whole {
 				x = 0
 			}
-			wall[x], tokens[x] = r.Wall, r.Tokens()
+			t[x], tokens[x] = took(r)
 		}
-		if tokens[0] != tokens[1] || tokens[0] < most {
+		if tokens[0] != tokens[1] || tokens[0] < d.Concurrency {
 			continue // not the same decoding: nothing to compare
 		}
-		per = append(per, float64(wall[1]-wall[0])*float64(most)/float64(tokens[1]))
+		per = append(per, float64(t[1]-t[0])*float64(d.Concurrency)/float64(tokens[1]))
 	}
 	if len(per) == 0 {
 		return 0, 0, nil
