@@ -172,6 +172,73 @@ X8_AVX2 static AI void q4k8_tile(const int q5, const uint8_t *gp, int nb, const 
 	for (int k = 0; k < T; k++) _mm256_storeu_ps(out + (long)(r + k) * rows + o, acc[k]);
 }
 
+// q4k8_tile1 is q4k8_tile for one activation row (a decode step): each
+// load of a chunk's nibbles serves both of its sub-blocks (low nibbles
+// block 2ch, high ones 2ch+1), whose sums run as two independent chains,
+// and every integer sum is pinned in a register as it grows (KEEP), so
+// the compiler neither spills nor regroups them. Integer sums are exact,
+// and the float steps are q4k8_tile's in its order: the same bits.
+#define KEEP(v) __asm__("" : "+x"(v))
+X8_AVX2 static AI void q4k8_tile1(const int q5, const uint8_t *gp, int nb, const int8_t *yq, const float *yd, const int32_t *yc, int r,
+                                  float *out, long rows, int o, int nta) {
+	__m256 acc = _mm256_setzero_ps();
+	const long GB = q5 ? K8_Q5K : K8_Q4K, PL = (GB + 255) / 256, base = (long)r * nb;
+	const int8_t *q = yq + base * 32;
+	const float *dy = yd + base;
+	const int32_t *c = yc + 4 * base;
+	const __m256i m4 = _mm256_set1_epi8(0xf), sixteen = _mm256_set1_epi8(16), ones = _mm256_set1_epi16(1);
+	for (int sb = 0; sb < nb / 8; sb++) {
+		const uint8_t *blk = gp + (long)sb * GB;
+		const int32_t *pairs = c;
+		__m256 fs = _mm256_setzero_ps();
+		for (int ch = 0; ch < 4; ch++) {
+			const int8_t *qa = q + 64 * ch, *qb = qa + 32;
+			__m256i slo = _mm256_setzero_si256(), shi = _mm256_setzero_si256();
+			for (int hq = 0; hq < 8; hq += 4) {
+				__m256i plo = _mm256_setzero_si256(), phi = _mm256_setzero_si256();
+				for (int h = hq; h < hq + 4; h++) {
+					// the super-block's lines ahead, spread over its chunks: a
+					// burst of them at its start measured slower from memory
+					if (h < PL && 64 * (PL * ch + h) < GB) X8_PREFETCH(blk + PREFETCH + 64 * (PL * ch + h), nta);
+					__m256i v = _mm256_loadu_si256((const __m256i *)(blk + 160 + 256 * ch + 32 * h));
+					__m256i wa = _mm256_and_si256(v, m4), wb = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+					if (q5) {
+						__m256i qh = _mm256_loadu_si256((const __m256i *)(blk + K8_Q4K + 32 * h));
+						__m256i ba = _mm256_set1_epi8((char)(1 << (2 * ch))), bb = _mm256_set1_epi8((char)(2 << (2 * ch)));
+						wa = _mm256_or_si256(wa, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, ba), ba), sixteen));
+						wb = _mm256_or_si256(wb, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bb), bb), sixteen));
+					}
+					plo = _mm256_add_epi16(plo, _mm256_maddubs_epi16(wa, word(qa + 4 * h)));
+					phi = _mm256_add_epi16(phi, _mm256_maddubs_epi16(wb, word(qb + 4 * h)));
+					KEEP(plo);
+					KEEP(phi);
+				}
+				slo = _mm256_add_epi32(slo, _mm256_madd_epi16(plo, ones));
+				shi = _mm256_add_epi32(shi, _mm256_madd_epi16(phi, ones));
+				KEEP(slo);
+				KEEP(shi);
+			}
+			__m256 sca = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 32 + 16 * (2 * ch)))));
+			__m256 scb = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 32 + 16 * (2 * ch + 1)))));
+			fs = _mm256_fmadd_ps(sca, _mm256_cvtepi32_ps(slo), fs);
+			fs = _mm256_fmadd_ps(scb, _mm256_cvtepi32_ps(shi), fs);
+		}
+		q += 32 * 8, c += 4 * 8;
+		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));
+		__m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16)));
+		__m256i im = _mm256_setzero_si256();
+		for (int t = 0; t < 4; t++) {
+			__m256i mp = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 32 + 16 * (2 * t) + 8))),
+			                             _mm256_slli_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 32 + 16 * (2 * t + 1) + 8))), 16));
+			im = _mm256_add_epi32(im, _mm256_madd_epi16(mp, _mm256_set1_epi32(pairs[8 * t])));
+		}
+		__m256 v = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(im), _mm256_mul_ps(d, fs));
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(dy[0]), v, acc);
+		dy += 8;
+	}
+	_mm256_storeu_ps(out + (long)r * rows + o, acc);
+}
+
 // q6k8_tile is q4k8_tile for Q6_K: each 16-weight half of a block gives
 // each lane its row's exact sum of (q - 32) * y (the stored q against y,
 // less 32 times the half's activation sum), into the super-block's float
@@ -312,8 +379,8 @@ X8_AVX2 static AI void k238_tile(const int q3, const uint8_t *gp, int nb, const 
 			}                                                                                           \
 		}                                                                                               \
 	}
-#define Q4K8(T) q4k8_tile(0, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta)
-#define Q5K8(T) q4k8_tile(1, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta)
+#define Q4K8(T) ((T) == 1 ? q4k8_tile1(0, gp, nb, yq, yd, yc, r, out, rows, 8 * g, nta) : q4k8_tile(0, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta))
+#define Q5K8(T) ((T) == 1 ? q4k8_tile1(1, gp, nb, yq, yd, yc, r, out, rows, 8 * g, nta) : q4k8_tile(1, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta))
 #define Q6K8(T) q6k8_tile(gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta)
 #define Q3K8(T) k238_tile(1, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta)
 #define Q2K8(T) k238_tile(0, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta)
