@@ -172,13 +172,80 @@ X8_AVX2 static AI void q4k8_tile(const int q5, const uint8_t *gp, int nb, const 
 	for (int k = 0; k < T; k++) _mm256_storeu_ps(out + (long)(r + k) * rows + o, acc[k]);
 }
 
+// KEEP pins an integer sum in a register as it grows, so the compiler
+// neither spills nor regroups the sums (any grouping gives the same exact
+// integers, but a regrouped tree outgrows the sixteen vector registers).
+#define KEEP(v) __asm__("" : "+x"(v))
+
+// q4k_tile4 is q4k8_tile for Q4_K against a panel of T = 2..4 rows (a
+// prefill or a verification pass): weights of at most 15 keep a
+// sub-block's eight maddubs pair sums (2*15*127 each) within 16 bits, so
+// each row's sum of a sub-block is one 16-bit chain widened once, where
+// q4k8_tile widens every four (for Q5_K's 31). The sums are named
+// registers, each pinned as it grows (KEEP), so the four rows' chains
+// stay in registers. Integer sums are exact, and the float steps are
+// q4k8_tile's in its order: the same bits.
+#define Q4K_ROWS(X) X(0) X(1) X(2) X(3)
+X8_AVX2 static AI void q4k_tile4(const uint8_t *gp, int nb, const int8_t *yq, const float *yd, const int32_t *yc, int r, const int T,
+                                 float *out, long rows, int o, int nta) {
+	__m256 acc[4];
+	for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();
+	const long base = (long)r * nb;
+	const int8_t *q = yq + base * 32;
+	const float *dy = yd + base;
+	const int32_t *c = yc + 4 * base;
+	const __m256i m4 = _mm256_set1_epi8(0xf), ones = _mm256_set1_epi16(1);
+	for (int sb = 0; sb < nb / 8; sb++) {
+		const uint8_t *blk = gp + (long)sb * K8_Q4K;
+		const int32_t *pairs = c;
+		__m256 fs0 = _mm256_setzero_ps(), fs1 = fs0, fs2 = fs0, fs3 = fs0;
+		for (int j = 0; j < 8; j++) {
+			int ch = j / 2, e = j % 2;
+			__m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 32 + 16 * j))));
+			__m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+			for (int h = 0; h < 8; h++) {
+				// the super-block's lines ahead, spread over its steps
+				if (h % 2 == 0 && h < 6 && 64 * (3 * j + h / 2) < K8_Q4K) X8_PREFETCH(blk + PREFETCH + 64 * (3 * j + h / 2), nta);
+				__m256i v = _mm256_loadu_si256((const __m256i *)(blk + 160 + 256 * ch + 32 * h));
+				__m256i w = e ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
+#define Q4K_STEP(k)                                                                               \
+	if (k < T) {                                                                              \
+		a##k = _mm256_add_epi16(a##k, _mm256_maddubs_epi16(w, word(q + 32 * k + 4 * h))); \
+		KEEP(a##k);                                                                       \
+	}
+				Q4K_ROWS(Q4K_STEP)
+#undef Q4K_STEP
+			}
+#define Q4K_SUM(k) \
+	if (k < T) fs##k = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(_mm256_madd_epi16(a##k, ones)), fs##k);
+			Q4K_ROWS(Q4K_SUM)
+#undef Q4K_SUM
+			q += 32 * T, c += 4 * T;
+		}
+		__m256 fs[4] = {fs0, fs1, fs2, fs3};
+		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));
+		__m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16)));
+		__m256i mp[4]; // lane i: row i's mins of blocks 2t and 2t+1 as two int16
+		for (int t = 0; t < 4; t++)
+			mp[t] = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 32 + 16 * (2 * t) + 8))),
+			                        _mm256_slli_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 32 + 16 * (2 * t + 1) + 8))), 16));
+		for (int k = 0; k < T; k++) {
+			__m256i im = _mm256_setzero_si256();
+			for (int t = 0; t < 4; t++) im = _mm256_add_epi32(im, _mm256_madd_epi16(mp[t], _mm256_set1_epi32(pairs[8 * t * T + k])));
+			__m256 v = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(im), _mm256_mul_ps(d, fs[k]));
+			acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(dy[k]), v, acc[k]);
+		}
+		dy += 8 * T;
+	}
+	for (int k = 0; k < T; k++) _mm256_storeu_ps(out + (long)(r + k) * rows + o, acc[k]);
+}
+
 // q4k8_tile1 is q4k8_tile for one activation row (a decode step): each
 // load of a chunk's nibbles serves both of its sub-blocks (low nibbles
 // block 2ch, high ones 2ch+1), whose sums run as two independent chains,
 // and every integer sum is pinned in a register as it grows (KEEP), so
 // the compiler neither spills nor regroups them. Integer sums are exact,
 // and the float steps are q4k8_tile's in its order: the same bits.
-#define KEEP(v) __asm__("" : "+x"(v))
 X8_AVX2 static AI void q4k8_tile1(const int q5, const uint8_t *gp, int nb, const int8_t *yq, const float *yd, const int32_t *yc, int r,
                                   float *out, long rows, int o, int nta) {
 	__m256 acc = _mm256_setzero_ps();
@@ -379,7 +446,11 @@ X8_AVX2 static AI void k238_tile(const int q3, const uint8_t *gp, int nb, const 
 			}                                                                                           \
 		}                                                                                               \
 	}
+#if X8_VNNI // vpdpbusd for four rows (q4k8_tile)
 #define Q4K8(T) ((T) == 1 ? q4k8_tile1(0, gp, nb, yq, yd, yc, r, out, rows, 8 * g, nta) : q4k8_tile(0, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta))
+#else
+#define Q4K8(T) ((T) == 1 ? q4k8_tile1(0, gp, nb, yq, yd, yc, r, out, rows, 8 * g, nta) : q4k_tile4(gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta))
+#endif
 #define Q5K8(T) ((T) == 1 ? q4k8_tile1(1, gp, nb, yq, yd, yc, r, out, rows, 8 * g, nta) : q4k8_tile(1, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta))
 #define Q6K8(T) q6k8_tile(gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta)
 #define Q3K8(T) k238_tile(1, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta)
