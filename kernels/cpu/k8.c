@@ -108,6 +108,25 @@ void arb_k8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb,
 // panel of T rows that starts at row r, block b of its row k is slot
 // b*T + k, 32 bytes a slot, a scale a slot and four offsets a slot (x16.c).
 
+// q4k_close adds a Q4_K/Q5_K super-block's float sums fs (T rows) into
+// acc: acc += dy * (d * fs - dmin * im), im each row's exact sum of its
+// blocks' mins times their activation sums (pairs: word 0 of the even
+// blocks' slots, two blocks' sums).
+X8_AVX2 static AI void q4k_close(const uint8_t *blk, const __m256 *fs, const int32_t *pairs, const float *dy, const int T, __m256 *acc) {
+	__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));
+	__m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16)));
+	__m256i mp[4]; // lane i: row i's mins of blocks 2t and 2t+1 as two int16
+	for (int t = 0; t < 4; t++)
+		mp[t] = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 32 + 16 * (2 * t) + 8))),
+		                        _mm256_slli_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 32 + 16 * (2 * t + 1) + 8))), 16));
+	for (int k = 0; k < T; k++) {
+		__m256i im = _mm256_setzero_si256();
+		for (int t = 0; t < 4; t++) im = _mm256_add_epi32(im, _mm256_madd_epi16(mp[t], _mm256_set1_epi32(pairs[8 * t * T + k])));
+		__m256 v = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(im), _mm256_mul_ps(d, fs[k]));
+		acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(dy[k]), v, acc[k]);
+	}
+}
+
 // q4k8_tile computes the eight rows of group gp (Q4_K, or Q5_K when q5)
 // against activation rows r..r+T-1 (a panel) into out[(r+k)*rows + o..].
 X8_AVX2 static AI void q4k8_tile(const int q5, const uint8_t *gp, int nb, const int8_t *yq, const float *yd, const int32_t *yc, int r,
@@ -155,18 +174,7 @@ X8_AVX2 static AI void q4k8_tile(const int q5, const uint8_t *gp, int nb, const 
 			for (int k = 0; k < T; k++) fs[k] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s[k]), fs[k]);
 			q += 32 * T, c += 4 * T;
 		}
-		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));
-		__m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16)));
-		__m256i mp[4]; // lane i: row i's mins of blocks 2t and 2t+1 as two int16
-		for (int t = 0; t < 4; t++)
-			mp[t] = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 32 + 16 * (2 * t) + 8))),
-			                        _mm256_slli_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 32 + 16 * (2 * t + 1) + 8))), 16));
-		for (int k = 0; k < T; k++) {
-			__m256i im = _mm256_setzero_si256();
-			for (int t = 0; t < 4; t++) im = _mm256_add_epi32(im, _mm256_madd_epi16(mp[t], _mm256_set1_epi32(pairs[8 * t * T + k])));
-			__m256 v = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(im), _mm256_mul_ps(d, fs[k]));
-			acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(dy[k]), v, acc[k]);
-		}
+		q4k_close(blk, fs, pairs, dy, T, acc);
 		dy += 8 * T;
 	}
 	for (int k = 0; k < T; k++) _mm256_storeu_ps(out + (long)(r + k) * rows + o, acc[k]);
@@ -223,18 +231,7 @@ X8_AVX2 static AI void q4k_tile4(const uint8_t *gp, int nb, const int8_t *yq, co
 			q += 32 * T, c += 4 * T;
 		}
 		__m256 fs[4] = {fs0, fs1, fs2, fs3};
-		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));
-		__m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16)));
-		__m256i mp[4]; // lane i: row i's mins of blocks 2t and 2t+1 as two int16
-		for (int t = 0; t < 4; t++)
-			mp[t] = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 32 + 16 * (2 * t) + 8))),
-			                        _mm256_slli_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 32 + 16 * (2 * t + 1) + 8))), 16));
-		for (int k = 0; k < T; k++) {
-			__m256i im = _mm256_setzero_si256();
-			for (int t = 0; t < 4; t++) im = _mm256_add_epi32(im, _mm256_madd_epi16(mp[t], _mm256_set1_epi32(pairs[8 * t * T + k])));
-			__m256 v = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(im), _mm256_mul_ps(d, fs[k]));
-			acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(dy[k]), v, acc[k]);
-		}
+		q4k_close(blk, fs, pairs, dy, T, acc);
 		dy += 8 * T;
 	}
 	for (int k = 0; k < T; k++) _mm256_storeu_ps(out + (long)(r + k) * rows + o, acc[k]);
@@ -291,16 +288,7 @@ X8_AVX2 static AI void q4k8_tile1(const int q5, const uint8_t *gp, int nb, const
 			fs = _mm256_fmadd_ps(scb, _mm256_cvtepi32_ps(shi), fs);
 		}
 		q += 32 * 8, c += 4 * 8;
-		__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));
-		__m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16)));
-		__m256i im = _mm256_setzero_si256();
-		for (int t = 0; t < 4; t++) {
-			__m256i mp = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 32 + 16 * (2 * t) + 8))),
-			                             _mm256_slli_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 32 + 16 * (2 * t + 1) + 8))), 16));
-			im = _mm256_add_epi32(im, _mm256_madd_epi16(mp, _mm256_set1_epi32(pairs[8 * t])));
-		}
-		__m256 v = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(im), _mm256_mul_ps(d, fs));
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(dy[0]), v, acc);
+		q4k_close(blk, &fs, pairs, dy, 1, &acc);
 		dy += 8;
 	}
 	_mm256_storeu_ps(out + (long)r * rows + o, acc);
