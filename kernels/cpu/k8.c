@@ -434,12 +434,15 @@ X8_AVX2 static AI void k238_tile(const int q3, const uint8_t *gp, int nb, const 
 			}                                                                                           \
 		}                                                                                               \
 	}
-#if X8_VNNI // vpdpbusd for four rows (q4k8_tile)
-#define Q4K8(T) ((T) == 1 ? q4k8_tile1(0, gp, nb, yq, yd, yc, r, out, rows, 8 * g, nta) : q4k8_tile(0, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta))
+// a decode step's row through q4k8_tile1; panels of Q4_K through
+// q4k_tile4, or q4k8_tile where it has vpdpbusd for four rows
+#define K45(Q5, T, PANEL) ((T) == 1 ? q4k8_tile1(Q5, gp, nb, yq, yd, yc, r, out, rows, 8 * g, nta) : PANEL)
+#if X8_VNNI
+#define Q4K8(T) K45(0, T, q4k8_tile(0, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta))
 #else
-#define Q4K8(T) ((T) == 1 ? q4k8_tile1(0, gp, nb, yq, yd, yc, r, out, rows, 8 * g, nta) : q4k_tile4(gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta))
+#define Q4K8(T) K45(0, T, q4k_tile4(gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta))
 #endif
-#define Q5K8(T) ((T) == 1 ? q4k8_tile1(1, gp, nb, yq, yd, yc, r, out, rows, 8 * g, nta) : q4k8_tile(1, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta))
+#define Q5K8(T) K45(1, T, q4k8_tile(1, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta))
 #define Q6K8(T) q6k8_tile(gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta)
 #define Q3K8(T) k238_tile(1, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta)
 #define Q2K8(T) k238_tile(0, gp, nb, yq, yd, yc, r, T, out, rows, 8 * g, nta)
