@@ -1,7 +1,9 @@
 package profiles
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"arborist/engine/generate"
 	"arborist/engine/model"
@@ -24,5 +26,32 @@ func TestDecodeKV(t *testing.T) {
 	}
 	if pos, bytes := decodeKV(m, generate.Stats{PromptTokens: 5, Tokens: 1}); pos != 0 || bytes != 0 {
 		t.Errorf("no decode step: %v positions, %v bytes", pos, bytes)
+	}
+}
+
+// TestPrefillLeft: a depth's prefill estimates its chunks to come on the
+// line through the first chunk's time and the latest's (attention grows
+// with where a chunk starts), never below the first's, and nothing after
+// the last chunk.
+func TestPrefillLeft(t *testing.T) {
+	ms := time.Millisecond
+	// chunks taking 10, 12, 14, ... ms: after the third (14 ms), the
+	// fourth to sixth take 16 + 18 + 20
+	if got := prefillLeft(10*ms, 14*ms, 2, 6); got != 54*ms {
+		t.Errorf("growing chunks: %v left, want 54ms", got)
+	}
+	// one chunk measured: the rest priced at its time
+	if got := prefillLeft(10*ms, 10*ms, 0, 4); got != 30*ms {
+		t.Errorf("after the first chunk: %v left, want 30ms", got)
+	}
+	// a latest chunk faster than the first prices the rest at the first's
+	if got := prefillLeft(10*ms, 6*ms, 2, 4); got != 10*ms {
+		t.Errorf("a faster latest chunk: %v left, want 10ms", got)
+	}
+	if got := prefillLeft(10*ms, 30*ms, 5, 6); got != 0 {
+		t.Errorf("after the last chunk: %v left", got)
+	}
+	if leftOf(time.Second, 2, 2) != "" || !strings.Contains(leftOf(2*time.Second, 1, 3), "about 4 s left") {
+		t.Errorf("leftOf: %q, %q", leftOf(time.Second, 2, 2), leftOf(2*time.Second, 1, 3))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"arborist/profiles/hardware"
 	"arborist/profiles/latency"
 	"arborist/profiles/measure"
+	"arborist/profiles/trainsize"
 )
 
 // depthReport is a model's speed after Context cached positions: decode
@@ -60,8 +61,9 @@ func checkDepths(depths []int, tokens, maxW, ctxLen int) error {
 
 // benchDepth prefills depth synthetic tokens once, then times reps decode
 // runs of tokens steps on top of them (the cache cut back to the depth
-// before each) and the verification passes over widths there.
-func benchDepth(ctx context.Context, m *model.Model, lim hardware.Limits, depth, reps, tokens int, widths []int) (depthReport, error) {
+// before each) and the verification passes over widths there, telling
+// progress each chunk, run and round with what is left.
+func benchDepth(ctx context.Context, m *model.Model, lim hardware.Limits, depth, reps, tokens int, widths []int, progress Progress) (depthReport, error) {
 	maxW := 0
 	for _, w := range widths {
 		maxW = max(maxW, w)
@@ -75,11 +77,23 @@ func benchDepth(ctx context.Context, m *model.Model, lim hardware.Limits, depth,
 	}
 	var res model.Result
 	t0 := time.Now()
-	for at := 0; at < depth; at += prefillChunk {
+	chunks := (depth + prefillChunk - 1) / prefillChunk
+	var first time.Duration // the first chunk's time
+	for k := 0; k < chunks; k++ {
+		at, c0 := k*prefillChunk, time.Now()
 		end := min(depth, at+prefillChunk)
 		if err := m.Forward(ctx, cache, model.Batch{Tokens: toks[at:end], Want: []int{end - at - 1}, Output: model.OutArgmax}, &res); err != nil {
 			return dr, err
 		}
+		took := time.Since(c0)
+		if k == 0 {
+			first = took
+		}
+		left := ""
+		if k+1 < chunks {
+			left = fmt.Sprintf("; about %s left", trainsize.Minutes(prefillLeft(first, took, k, chunks)))
+		}
+		progress.send(fmt.Sprintf("context %d: prefill", depth), k+1, chunks, fmt.Sprintf("%.1f tokens/s%s", float64(end)/time.Since(t0).Seconds(), left))
 	}
 	dr.Prefill = float64(depth) / time.Since(t0).Seconds()
 	steps := tokens - 1 // as a decode run counts them: the first token comes out of the prefill
@@ -88,6 +102,7 @@ func benchDepth(ctx context.Context, m *model.Model, lim hardware.Limits, depth,
 	}
 	dr.KVRead /= float64(steps)
 	next := res.Argmax[0]
+	runs := time.Now()
 	for r := 0; r < reps; r++ {
 		cache.Truncate(depth)
 		tok := next
@@ -99,6 +114,7 @@ func benchDepth(ctx context.Context, m *model.Model, lim hardware.Limits, depth,
 			tok = res.Argmax[0]
 		}
 		dr.Decode = append(dr.Decode, float64(steps)/time.Since(t0).Seconds())
+		progress.send(fmt.Sprintf("context %d: decode runs", depth), r+1, reps, fmt.Sprintf("%.1f tokens/s%s", dr.Decode[r], leftOf(time.Since(runs), r+1, reps)))
 	}
 	sort.Float64s(dr.Decode)
 	dr.Median = dr.Decode[len(dr.Decode)/2]
@@ -107,11 +123,56 @@ func benchDepth(ctx context.Context, m *model.Model, lim hardware.Limits, depth,
 	dr.Share = dr.Median / dr.Roofline
 	if len(widths) > 0 {
 		cache.Truncate(depth)
-		pts, err := measure.VerifyCurve(ctx, m, widths, measure.CurveOptions{Context: depth, Cache: cache})
+		pts, err := measure.VerifyCurve(ctx, m, widths, measure.CurveOptions{Context: depth, Cache: cache, Progress: progress.rounds(fmt.Sprintf("context %d: verify passes", depth), time.Now())})
 		if err != nil {
 			return dr, err
 		}
 		dr.Passes = pts
 	}
 	return dr, nil
+}
+
+// prefillLeft is what is left of a prefill of chunks chunks after chunk k
+// (0-based) took last and the first took first: each chunk's attention
+// reads every position before it, so a chunk's time grows about linearly
+// with where it starts, and the chunks to come are priced on the line
+// through the first and the latest.
+func prefillLeft(first, last time.Duration, k, chunks int) time.Duration {
+	if k+1 >= chunks {
+		return 0
+	}
+	slope := 0.0
+	if k > 0 {
+		slope = max(0, float64(last-first)/float64(k))
+	}
+	var left float64
+	for j := k + 1; j < chunks; j++ {
+		left += float64(first) + slope*float64(j)
+	}
+	return time.Duration(left)
+}
+
+// leftOf says what is left of a stage of total equal parts once done of
+// them took elapsed ("" once all are done).
+func leftOf(elapsed time.Duration, done, total int) string {
+	if done >= total {
+		return ""
+	}
+	return "; about " + trainsize.Minutes(trainsize.ETA(elapsed, float64(done), float64(total))) + " left"
+}
+
+// rounds adapts Progress to VerifyCurve's rounds under stage, with the
+// longest what is left can be (a curve stops early once its spreads
+// settle) from the rounds' pace since start.
+func (p Progress) rounds(stage string, start time.Time) func(done, total int, pt latency.Point) {
+	if p == nil {
+		return nil
+	}
+	return func(done, total int, pt latency.Point) {
+		left := ""
+		if done < total {
+			left = "; at most about " + trainsize.Minutes(trainsize.ETA(time.Since(start), float64(done), float64(total))) + " left"
+		}
+		p.send(stage, done, total, fmt.Sprintf("W=%d: %v%s", pt.W, pt.Median.Round(time.Microsecond), left))
+	}
 }

@@ -434,8 +434,11 @@ type BenchOptions struct {
 	KV      string // KV cache type (kernels.ParseKV)
 	// Ctx are context depths at which decode runs and verification passes
 	// are timed as well (none: the short prompt's alone)
-	Ctx       []int
-	OnMessage func(string)
+	Ctx []int
+	// Progress, when set, hears each stage (decode runs, the passes, each
+	// depth's prefill, runs and passes) with what is left of it: a depth
+	// of thousands of tokens takes minutes before its first figure.
+	Progress Progress
 }
 
 // BenchReport is a model's speed on this machine against its limits.
@@ -512,9 +515,16 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 		return nil, err
 	}
 	defer closeModel(m, be)
-	if err := checkDepths(opt.Ctx, opt.Tokens, slices.Max(append([]int{1}, opt.Widths...)), m.CtxLen); err != nil {
+	maxW := slices.Max(append([]int{1}, opt.Widths...))
+	if err := checkDepths(opt.Ctx, opt.Tokens, maxW, m.CtxLen); err != nil {
 		return nil, err
 	}
+	for _, d := range opt.Ctx { // a depth's cache is filled: every byte of it taken
+		if err := measure.CheckContext(m, d+max(opt.Tokens, maxW)); err != nil {
+			return nil, fmt.Errorf("--ctx %d: %w", d, err)
+		}
+	}
+	progress := opt.Progress
 	r := &BenchReport{Model: opt.Model, Params: m.File.Params(), WeightBytes: m.WeightBytes(), Threads: be.Threads(), Backend: be.Name(), Kernels: bi.Kernels()}
 	// a device with memory of its own (a GPU) is held to that memory's rate
 	if r.Memory, err = hardware.DeviceMemory(be); err != nil {
@@ -552,11 +562,13 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 		}
 	}
 	prompt := m.Tok.Encode("Once upon a time", true, false)
+	runs := time.Now()
 	for i := 0; i < opt.Reps; i++ {
 		_, st, err := generate.Run(ctx, m, prompt, generate.Options{MaxTokens: opt.Tokens})
 		if err != nil {
 			return nil, err
 		}
+
 		bw := r.Bandwidth // a device's copy rate
 		if probe != nil {
 			if err := sustain(st.Decode); err != nil {
@@ -567,6 +579,7 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 		r.Context, r.Limits.KVRead = decodeKV(m, st)
 		r.Decode = append(r.Decode, st.DecodeTPS())
 		r.DecodeShares = append(r.DecodeShares, st.DecodeTPS()*r.Limits.TokenBytes()/bw)
+		progress.send("decode runs", i+1, opt.Reps, fmt.Sprintf("%.1f tokens/s%s", st.DecodeTPS(), leftOf(time.Since(runs), i+1, opt.Reps)))
 	}
 	probe = nil // the buffer is not needed past the decode runs
 	sort.Float64s(r.Decode)
@@ -577,7 +590,7 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 	if len(r.BandwidthProbes) > 0 {
 		r.Bandwidth, _, _ = medianRange(r.BandwidthProbes)
 	}
-	if r.Curve, err = measure.VerifyCurve(ctx, m, opt.Widths, measure.CurveOptions{}); err != nil {
+	if r.Curve, err = measure.VerifyCurve(ctx, m, opt.Widths, measure.CurveOptions{Progress: progress.rounds("verify passes", time.Now())}); err != nil {
 		return nil, err
 	}
 	if r.Limits.Peak > 0 { // the ceiling again, after the passes
@@ -596,7 +609,7 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 	r.Peak, r.PeakKind, r.MACs, r.KVRead = r.Limits.Peak, r.Limits.Kind(), r.Limits.MACs, r.Limits.KVRead
 	r.PeakW = r.Limits.BoundW
 	for _, d := range opt.Ctx {
-		dr, err := benchDepth(ctx, m, r.Limits, d, opt.Reps, opt.Tokens, opt.Widths)
+		dr, err := benchDepth(ctx, m, r.Limits, d, opt.Reps, opt.Tokens, opt.Widths, progress)
 		if err != nil {
 			return nil, fmt.Errorf("--ctx %d: %w", d, err)
 		}

@@ -51,7 +51,8 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	if *reps <= 0 || *n <= 1 {
 		return fail(fs, usagef("--reps must be positive and -n above 1"))
 	}
-	r, err := profiles.BenchModel(ctx, profiles.BenchOptions{Model: *path, Backend: backend, Threads: threads, Reps: *reps, Tokens: *n, Widths: widths, KV: kv, Ctx: depths})
+	r, err := profiles.BenchModel(ctx, profiles.BenchOptions{Model: *path, Backend: backend, Threads: threads, Reps: *reps, Tokens: *n, Widths: widths, KV: kv, Ctx: depths,
+		Progress: progress(env)})
 	if err != nil {
 		return err
 	}

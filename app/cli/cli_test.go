@@ -474,6 +474,14 @@ func TestBenchCtx(t *testing.T) {
 			t.Errorf("bench --ctx output lacks %q:\n%s", want, out)
 		}
 	}
+	// each stage says how far it is on stderr, the long ones what is left:
+	// 1500 positions are prefilled in three chunks of at most 512
+	for _, want := range []string{"decode runs: 1 of 2", "tokens/s; about", "decode runs: 2 of 2", "verify passes: ", "context 1500: prefill: 1 of 3",
+		"context 1500: prefill: 3 of 3", "context 1500: decode runs: 2 of 2", "context 64: verify passes: "} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("bench --ctx progress lacks %q:\n%s", want, stderr)
+		}
+	}
 	code, out, stderr = run(t, "bench", "--model", model, "--reps", "2", "--widths", "1,4", "-n", "8", "--ctx", "64,1500", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)

@@ -12,6 +12,7 @@ import (
 	"arborist/engine/model"
 	"arborist/engine/sample"
 	"arborist/engine/tree"
+	"arborist/profiles/hardware"
 	"arborist/profiles/latency"
 )
 
@@ -110,13 +111,30 @@ const settlePasses = 4
 
 // CheckContext refuses a context of n cached tokens (a pass's rows
 // beyond them included) that m cannot hold, before anything is
-// allocated: past the positions it was trained for, or a KV cache larger
-// than the machine's memory; the error names both figures.
+// allocated: past the positions it was trained for, a KV cache larger
+// than the machine's memory, or larger than the memory left on it now (a
+// cache filled to n positions takes every byte of it: past what is free
+// the machine swaps, or the process is killed, minutes into a prefill);
+// the error names both figures.
 func CheckContext(m *model.Model, n int) error {
 	if n > m.CtxLen {
 		return fmt.Errorf("profiles: a context of %d tokens is past the %d positions %s was trained for", n, m.CtxLen, filepath.Base(m.Path))
 	}
-	return m.CheckCache(n)
+	if err := m.CheckCache(n); err != nil {
+		return err
+	}
+	return checkLeft(filepath.Base(m.Path), n, m.KVBytesAs(n, m.KVType), m.KVBytesAs(1, m.KVType), hardware.MemAvailable())
+}
+
+// checkLeft refuses a cache of need bytes for n positions (perPos a
+// position) where the memory left, avail, is smaller (0: not known, not
+// refused), naming both and the positions that fit.
+func checkLeft(name string, n int, need, perPos, avail uint64) error {
+	if avail == 0 || need <= avail {
+		return nil
+	}
+	return fmt.Errorf("profiles: a context of %d tokens takes a KV cache of %d MiB for %s, more than the %d MiB of memory left on this machine (about %d tokens fit); free memory or ask for a shorter context",
+		n, need>>20, name, avail>>20, avail/max(perPos, 1))
 }
 
 // DepthCache makes a cache of m, for up to n+extra positions, whose

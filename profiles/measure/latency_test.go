@@ -164,6 +164,19 @@ func TestCurvesAtDepth(t *testing.T) {
 	if err := CheckContext(m, m.CtxLen); err != nil {
 		t.Errorf("the trained length itself refused: %v", err)
 	}
+	// a cache past the memory left is refused naming both figures and
+	// what fits; one within it, or with the memory not known, is not
+	const mib = 1 << 20
+	err = checkLeft("m.gguf", 40000, 5000*mib, mib/8, 3000*mib)
+	if err == nil || !strings.Contains(err.Error(), "5000 MiB") || !strings.Contains(err.Error(), "3000 MiB of memory left") || !strings.Contains(err.Error(), "about 24000 tokens fit") {
+		t.Errorf("a cache past the memory left: %v", err)
+	}
+	if err := checkLeft("m.gguf", 40000, 3000*mib, mib/8, 3000*mib); err != nil {
+		t.Errorf("a cache that fits: %v", err)
+	}
+	if err := checkLeft("m.gguf", 40000, 5000*mib, mib/8, 0); err != nil {
+		t.Errorf("memory not known: %v", err)
+	}
 	if got := ContextWidths(48); !slices.Equal(got, []int{1, 2, 4, 5, 8, 9, 16, 17, 32, 33, 48}) {
 		t.Errorf("widths at a long context: %v", got)
 	}
