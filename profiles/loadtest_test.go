@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -366,7 +365,7 @@ func TestLoadTestPredicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// the prompts' median: the second longest of three, in the target's tokens
+	// the prompts' mean length, in the target's tokens
 	lens := []int{}
 	for _, p := range prompts {
 		ids, err := Tokenize(r.Pair.Target, p, true, false)
@@ -375,8 +374,7 @@ func TestLoadTestPredicts(t *testing.T) {
 		}
 		lens = append(lens, len(ids))
 	}
-	slices.Sort(lens)
-	req := costmodel.Requests{Prompt: lens[1], Tokens: 6, Together: true} // its clients run in step
+	req := costmodel.Requests{Prompt: meanLength(lens), Tokens: 6, Together: true} // its clients run in step
 	// and the server's own time, timed on one-token requests to the
 	// plain server before the rounds, on every level's requests
 	if !strings.Contains(res.PredictedOn, "\nserver overhead: ") || res.OverheadFirst < 0 || res.OverheadLast <= 0 {
@@ -514,5 +512,19 @@ func TestOverheadString(t *testing.T) {
 	one := overhead{Requests: 8, Stream: 640 * us, StreamPairs: 10, StreamErr: "at 8 at once: a refusal"}
 	if s := one.String(); !strings.Contains(s, ", 0.64 ms a pass for each request's streamed text (10 requests streamed and 10 whole, in turn) (not timed at 8 at once: a refusal)") {
 		t.Errorf("timed at one client only: %q", s)
+	}
+}
+
+// TestMeanLength: a load test's requests are priced at its prompts' mean
+// length, rounded to a token: every prompt is sent as often as the
+// others, so a wave's rows and the tokens/s add up the mean.
+func TestMeanLength(t *testing.T) {
+	for _, c := range []struct {
+		lens []int
+		want int
+	}{{[]int{15, 17, 18, 21, 23, 24, 26, 30}, 22}, {[]int{2, 5, 12}, 6}, {[]int{3}, 3}, {[]int{1, 2}, 2}} {
+		if got := meanLength(c.lens); got != c.want {
+			t.Errorf("meanLength(%v) = %d, want %d", c.lens, got, c.want)
+		}
 	}
 }
