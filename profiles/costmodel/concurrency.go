@@ -314,6 +314,37 @@ func (pc passCost) prefill(n int) time.Duration {
 	return time.Duration(chunks-1)*Interp(pc.c.Verify, w) + Interp(pc.c.Verify, last)
 }
 
+// wave is a wave of conc prompts, n rows in all, prefilled together as a
+// server joins them: passes of conc sequences (at, the pass size's
+// curve), in chunks of the widest such pass measured; at one sequence,
+// or where the pass size's curves do not price it, prefill. The wave is
+// one pass of conc sequences, so its price rests on their curve: on the
+// one-sequence curve the eight default prompts of the load test (166
+// rows) came to 1.16 ms a row where the bench target's pass of eight
+// sequences prefilling them took 0.95-1.0 (2-core Zen 3), and the
+// one-sequence curve after 32 tokens, measured at another moment than
+// the one after 128, read its 48-row pass 1.18x dearer than there,
+// where side by side it is 0.7-0.75x.
+func (pc passCost) wave(n int) time.Duration {
+	if pc.conc == 1 || n <= 0 || len(pc.lo.Verify) == 0 || len(pc.hi.Verify) == 0 {
+		return pc.prefill(n)
+	}
+	w := min(pc.lo.Verify[len(pc.lo.Verify)-1].W, pc.hi.Verify[len(pc.hi.Verify)-1].W)
+	if w < pc.conc {
+		return pc.prefill(n)
+	}
+	chunks := (n + w - 1) / w
+	full, err := pc.at(w)
+	if err != nil {
+		return pc.prefill(n)
+	}
+	last, err := pc.at(max(n-(chunks-1)*w, pc.conc)) // a pass holds a row of each sequence at least
+	if err != nil {
+		return pc.prefill(n)
+	}
+	return time.Duration(chunks-1)*full + last
+}
+
 // draftPrefill is what a plan's draft model takes to read n prompt
 // tokens (all but each prompt's last) before the first step (a pass over
 // them, on the drafter's curve; a wave's prompts are read in one pass:
@@ -351,7 +382,8 @@ func draftPrefill(p Plan, c Costs, n int) time.Duration {
 // requests' prompts, one each in its life, lengthen the passes it waits
 // on. Requests that run in step (req.Together) wait for no pass but have
 // every prompt of their wave prefilled, in passes of all their rows,
-// before their first step: TTFT = prefill(C * (P - 1)) + draftPrefill(C * (P - 1)) + T_pass, life =
+// before their first step: TTFT = wave(C * (P - 1)) + draftPrefill(C * (P - 1)) + T_pass
+// (wave: passes of C sequences on T_C, in chunks of its widest), life =
 // TTFT + (max(1, n / AAL) - 1) * T_pass. The server's own time in a
 // request (req.First before its first token, req.Last after its last)
 // adds to its TTFT and its life once, whatever the level: the clients'
@@ -462,9 +494,9 @@ func PredictLoad(pr Prediction, acc *Acceptance, c Costs, conc int, policy strin
 	case req.Together:
 		// its wave's prompts, all before any first step, in the passes
 		// that prefill them together (the server joins them into one
-		// pass of all their rows): priced as one prompt of all their
-		// tokens, in passes of the widest measured width
-		first, others = pc.prefill(conc*(req.Prompt-1))+draftPrefill(lp.Plan, c, conc*(req.Prompt-1)), 0
+		// pass of all their rows): priced as passes of conc sequences
+		// holding all their tokens (wave)
+		first, others = pc.wave(conc*(req.Prompt-1))+draftPrefill(lp.Plan, c, conc*(req.Prompt-1)), 0
 	case conc > 1:
 		wait = lp.Pass / 2
 	}

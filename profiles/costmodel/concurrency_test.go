@@ -271,6 +271,9 @@ func TestPredictLoadTogether(t *testing.T) {
 	pre := pc.prefill(19)
 	for _, conc := range []int{1, 4} {
 		wavePre := pc.prefill(conc * 19)
+		if conc > 1 {
+			wavePre = pc.wave(conc * 19)
+		}
 		one, err := PredictLoad(plain, acc, c, conc, PolicyPlain, Requests{Prompt: 20, Tokens: 32}, price)
 		if err != nil {
 			t.Fatal(err)
@@ -456,5 +459,40 @@ func TestPredictLoadDraftPrefill(t *testing.T) {
 	}
 	if want := apart.Pass/2 + pc.prefill(prompt-1) + read + apart.Pass; apart.TTFT != want {
 		t.Errorf("one at a time: TTFT %v, want half a pass, its prompt read by both models and a pass: %v", apart.TTFT, want)
+	}
+}
+
+// TestWavePrefill: a wave of C prompts prefilled together is priced as
+// the passes of C sequences it is (T_C), in chunks of the widest such
+// pass measured, not on the one-sequence curve; at one sequence, and
+// where no pass size's curve prices it, as one prompt of all its rows.
+func TestWavePrefill(t *testing.T) {
+	ms := time.Millisecond
+	c := Costs{Verify: passCurve(1, 10*ms, 2*ms).Verify}
+	// eight sequences' passes cost less a row than one sequence's (the
+	// curves of two moments, or a machine where they do)
+	c.Passes = []PassCurve{passCurve(1, 10*ms, 2*ms), passCurve(8, 12*ms, ms)}
+	pc, err := newPassCost(c, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 150 rows: two passes of 64 (76 ms each) and one of 22 (34 ms)
+	if got := pc.wave(150); got != 186*ms {
+		t.Errorf("150 rows over 8 sequences: %v, want 186ms", got)
+	}
+	// a last chunk smaller than a row a sequence is a pass of 8 rows
+	if got := pc.wave(66); got != 76*ms+20*ms {
+		t.Errorf("66 rows over 8 sequences: %v, want 96ms", got)
+	}
+	one, err := newPassCost(c, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := one.wave(150), one.prefill(150); got != want {
+		t.Errorf("one sequence: %v, want its prefill %v", got, want)
+	}
+	c.Passes = nil
+	if _, err := newPassCost(c, 8); err == nil {
+		t.Error("8 sequences priced with no curve of them")
 	}
 }
