@@ -157,6 +157,9 @@ func TestServerBatchEqualsRun(t *testing.T) {
 			if m := gate.most(); m < len(batchPrompts)-1 {
 				t.Errorf("the most requests in one pass: %d, want them together", m)
 			}
+			// a request's answer comes before the batch lets it go (its
+			// cache freed at the pass's end): wait for that, not sample it
+			waitUntil(t, "every request has left the batch", func() bool { st := s.Stats(); return st.Running == 0 && st.KVUsed == 0 })
 			st := s.Stats()
 			if st.Completed != len(batchPrompts) || st.Running != 0 || st.Queued != 0 || st.KVUsed != 0 || st.TTFT.N != len(batchPrompts) || st.TPOT.N == 0 {
 				t.Errorf("stats after: %+v", st)
