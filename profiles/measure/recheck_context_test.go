@@ -203,13 +203,40 @@ func TestRecheckBelow(t *testing.T) {
 	if d := math.Abs(ratio-found[0].Now) / found[0].Now; d > 1e-6 {
 		t.Errorf("the curve after 32 tokens reads %.3fx the short one's, want the ratio timed now, %.3fx", ratio, found[0].Now)
 	}
+	// and the wider pass beside it (two rows: the widest the short curve
+	// prices within three one-row passes), each width to its own ratio
+	if found[0].W != 2 || math.Abs(found[0].WStored-3) > 1e-9 || !(found[0].WNow > 0) {
+		t.Fatalf("the wider anchor: %+v", found[0])
+	}
+	ratio = float64(costmodel.Interp(got[1].Verify, 2)) / float64(costmodel.Interp(got[2].Verify, 2))
+	if d := math.Abs(ratio-found[0].WNow) / found[0].WNow; d > 1e-6 {
+		t.Errorf("two rows after 32 tokens read %.3fx the short one's, want the ratio timed now, %.3fx", ratio, found[0].WNow)
+	}
 	if got[0].Verify[0] != short[0] || got[2].Verify[0] != short[0] || fam[1].Verify[0] != stale[0] {
 		t.Error("a curve not before the short context moved, or the caller's changed in place")
 	}
-	if line := belowLine(found); !strings.Contains(line, "after 32 tokens stored") || !strings.Contains(line, "(rescaled)") {
+	if line := belowLine(found); !strings.Contains(line, "after 32 tokens stored") || !strings.Contains(line, ", 2 rows stored 3.00x, now ") || !strings.Contains(line, "(rescaled)") {
 		t.Errorf("report: %q", line)
 	}
 	if _, none, err := RecheckBelow(ctx, m, fam[:2]); err != nil || none != nil {
 		t.Errorf("no short context's curve: %+v, %v", none, err)
+	}
+}
+
+// TestBelowWide: the wider pass the re-check before the short context
+// times is the widest of the short curve's widths, within the curve
+// before it, whose pass costs at most three one-row passes; none where
+// no width above one does.
+func TestBelowWide(t *testing.T) {
+	ms := time.Millisecond
+	short := []latency.Point{{W: 1, Median: 4 * ms}, {W: 2, Median: 5 * ms}, {W: 8, Median: 11 * ms}, {W: 16, Median: 20 * ms}, {W: 48, Median: 50 * ms}}
+	if got := belowWide(short, short); got != 8 {
+		t.Errorf("widest within three one-row passes: %d, want 8", got)
+	}
+	if got := belowWide(short, short[:2]); got != 2 {
+		t.Errorf("within a curve reaching two rows: %d, want 2", got)
+	}
+	if got := belowWide(short[:1], short); got != 0 {
+		t.Errorf("a short curve of one row: %d, want none", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"arborist/engine/model"
 	"arborist/profiles/costmodel"
+	"arborist/profiles/latency"
 )
 
 // PassAnchor is a pass of Seqs sequences of one row each after Context
@@ -133,42 +134,59 @@ func (a PassAnchor) at() string {
 
 // BelowAnchor is a one-row pass after Context cached tokens (a context
 // below the short one) set against the same pass after ShortContext:
-// their ratio in the stored curves and timed now, side by side.
+// their ratio in the stored curves and timed now, side by side; and the
+// same for a pass of W rows (0: none timed).
 type BelowAnchor struct {
-	Context     int
-	Stored, Now float64
-	Rescaled    bool
+	Context       int
+	Stored, Now   float64
+	W             int
+	WStored, WNow float64
+	Rescaled      bool
 }
 
 // RecheckBelow re-times the ratio each of fam's curves before the short
-// context bears to the short context's curve (a pass of one row after
-// each, in interleaved rounds) and rescales the curves whose ratio moved
-// past RecheckTolerance to read it now. A step before the short context
-// is priced by that ratio (costmodel.AtContexts), and a curve measured
-// at another moment than the short context's carries the machine's
-// drift in it: the curve after 32 tokens measured by a tune after
-// calibrate put a pass there at 0.83x the stored one after 128, and the
-// load test priced plain decoding's token at 1.2 ms where it measured
-// 1.7. The short context's curve itself is left to RecheckCosts.
+// context bears to the short context's curve (passes after each, in
+// interleaved rounds: of one row, and of the widest row count belowWide
+// allows) and rescales the curves whose ratio moved past
+// RecheckTolerance to read it now, at both widths and linearly between
+// them. A step before the short context is priced by that ratio
+// (costmodel.AtContexts), and a curve measured at another moment than
+// the short context's carries the machine's drift in it: the curve after
+// 32 tokens measured by a tune after calibrate put a pass there at 0.83x
+// the stored one after 128, and the load test priced plain decoding's
+// token at 1.2 ms where it measured 1.7. The drift is not one factor
+// across the widths: a curve after 32 tokens on the bench target read
+// one row 1.01x the pass after 128 and 48 rows 1.18x, where side by side
+// they are 0.98x and 0.7-0.75x (2-core Zen 3). The short context's curve
+// itself is left to RecheckCosts.
 func RecheckBelow(ctx context.Context, m *model.Model, fam []costmodel.ContextCurve) ([]costmodel.ContextCurve, []BelowAnchor, error) {
 	out := slices.Clone(fam)
 	base := slices.IndexFunc(fam, func(f costmodel.ContextCurve) bool { return f.Context == ShortContext && len(f.Verify) > 0 })
 	if base < 0 {
 		return out, nil, nil
 	}
+	short := fam[base].Verify
 	var found []BelowAnchor
 	for i, f := range fam {
 		if f.Context < 1 || f.Context >= ShortContext || len(f.Verify) == 0 {
 			continue
 		}
-		stored := float64(costmodel.Interp(f.Verify, 1)) / float64(costmodel.Interp(fam[base].Verify, 1))
-		now, err := passRatio(ctx, m, f.Context)
+		w := belowWide(short, f.Verify)
+		stored := func(w int) float64 {
+			return float64(costmodel.Interp(f.Verify, w)) / float64(costmodel.Interp(short, w))
+		}
+		now, nowW, err := passRatios(ctx, m, f.Context, w)
 		if err != nil {
 			return out, found, err
 		}
-		a := BelowAnchor{Context: f.Context, Stored: stored, Now: now}
-		if stored > 0 && moved(now/stored) {
-			out[i].Verify = RescaleAt(f.Verify, []int{1}, []float64{now / stored})
+		a := BelowAnchor{Context: f.Context, Stored: stored(1), Now: now}
+		widths, factors := []int{1}, []float64{now / a.Stored}
+		if w > 0 {
+			a.W, a.WStored, a.WNow = w, stored(w), nowW
+			widths, factors = append(widths, w), append(factors, nowW/a.WStored)
+		}
+		if a.Stored > 0 && (a.W == 0 || a.WStored > 0) && moved(factors...) {
+			out[i].Verify = RescaleAt(f.Verify, widths, factors)
 			a.Rescaled = true
 		}
 		found = append(found, a)
@@ -176,11 +194,31 @@ func RecheckBelow(ctx context.Context, m *model.Model, fam []costmodel.ContextCu
 	return out, found, nil
 }
 
-// passRatio times a pass of one row after n cached tokens and one after
-// ShortContext in interleaved rounds, and returns the first's median
-// over the second's.
-func passRatio(ctx context.Context, m *model.Model, n int) (float64, error) {
-	// the rounds' "widths" 1 and 2 name the contexts, n and ShortContext
+// belowWideCost bounds the wider pass RecheckBelow times: at most this
+// many times a one-row pass on the short context's curve, so a large
+// model's re-check stays a few seconds.
+const belowWideCost = 3
+
+// belowWide is the widest width of short's points, above one and within
+// below's, whose pass short prices at most belowWideCost one-row passes
+// (0: none).
+func belowWide(short, below []latency.Point) int {
+	w, one := 0, costmodel.Interp(short, 1)
+	for _, p := range short {
+		if p.W > 1 && p.W <= below[len(below)-1].W && p.Median <= belowWideCost*one {
+			w = p.W
+		}
+	}
+	return w
+}
+
+// passRatios times passes after n cached tokens and after ShortContext
+// in interleaved rounds, of one row and (w > 0) of w rows, and returns
+// the medians' ratios, the first context's over the second's, at one
+// row and at w (0 where w is 0).
+func passRatios(ctx context.Context, m *model.Model, n, w int) (one, wide float64, err error) {
+	// the rounds' "widths" name the passes: 1 and 2 one row after n and
+	// after ShortContext, 3 and 4 w rows after each
 	contexts := [2]int{n, ShortContext}
 	var caches [2]*model.Cache
 	defer func() {
@@ -191,41 +229,61 @@ func passRatio(ctx context.Context, m *model.Model, n int) (float64, error) {
 		}
 	}()
 	for k, at := range contexts {
-		c, err := DepthCache(ctx, m, at, 1)
+		c, err := DepthCache(ctx, m, at, max(w, 1))
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		caches[k] = c
 	}
 	var res model.Result
-	tok := []int{(n*7 + 3) % m.Vocab}
-	pts, err := timeRounds(ctx, []int{1, 2}, func(w int) (time.Duration, error) {
-		c := caches[w-1]
-		c.Truncate(contexts[w-1])
+	toks := make([]int, max(w, 1))
+	for i := range toks {
+		toks[i] = (n*7 + 3 + 11*i) % m.Vocab
+	}
+	kinds := []int{1, 2}
+	if w > 0 {
+		kinds = append(kinds, 3, 4)
+	}
+	pts, err := timeRounds(ctx, kinds, func(kind int) (time.Duration, error) {
+		c, rows := caches[(kind-1)%2], 1
+		if kind > 2 {
+			rows = w
+		}
+		c.Truncate(contexts[(kind-1)%2])
 		t0 := time.Now()
-		err := m.Forward(ctx, c, model.Batch{Tokens: tok}, &res)
+		err := m.Forward(ctx, c, model.Batch{Tokens: toks[:rows]}, &res) // every row's logits, as VerifyCurve's passes
 		return time.Since(t0), err
 	}, CurveOptions{Warmup: 2, MinReps: 9, MaxReps: 15})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	low, short := costmodel.Interp(pts, 1), costmodel.Interp(pts, 2)
-	if low <= 0 || short <= 0 {
-		return 0, fmt.Errorf("profiles: passes after %d and %d tokens not timed", n, ShortContext)
+	ratio := func(a, b int) (float64, error) {
+		x, y := costmodel.Interp(pts, a), costmodel.Interp(pts, b)
+		if x <= 0 || y <= 0 {
+			return 0, fmt.Errorf("profiles: passes after %d and %d tokens not timed", n, ShortContext)
+		}
+		return float64(x) / float64(y), nil
 	}
-	return float64(low) / float64(short), nil
+	if one, err = ratio(1, 2); err != nil || w == 0 {
+		return one, 0, err
+	}
+	wide, err = ratio(3, 4)
+	return one, wide, err
 }
 
 // belowLine is the re-check's line of the curves before the short
 // context.
 func belowLine(found []BelowAnchor) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "before the short context (a pass of one row against one after %d tokens):", ShortContext)
+	fmt.Fprintf(&b, "before the short context (passes of one row, and of more, against the same after %d tokens):", ShortContext)
 	for i, a := range found {
 		if i > 0 {
 			b.WriteString(";")
 		}
 		fmt.Fprintf(&b, " after %d tokens stored %.2fx, now %.2fx", a.Context, a.Stored, a.Now)
+		if a.W > 0 {
+			fmt.Fprintf(&b, ", %d rows stored %.2fx, now %.2fx", a.W, a.WStored, a.WNow)
+		}
 		if a.Rescaled {
 			b.WriteString(" (rescaled)")
 		} else {
