@@ -90,6 +90,8 @@ func TestServerComplete(t *testing.T) {
 	if _, err := s.Complete(ctx, serving.Request{Text: "Once", MaxTokens: 4}); !errors.As(err, &re) || re.Code != "server_busy" {
 		t.Errorf("after Drain: %v", err)
 	}
+	// the last request's pass ends after its answer: waited for, not sampled
+	waitUntil(t, "the batch is idle", func() bool { st := s.Stats(); return !st.Busy && st.Queued == 0 })
 	if st := s.Stats(); st.Requests != 11 || st.Completed != 2 || st.Failed != 9 || st.Totals.Tokens == 0 || st.Busy || st.Queued != 0 {
 		t.Errorf("stats %+v", st)
 	}
