@@ -108,6 +108,14 @@ void arb_k8_pack(int type, const uint8_t *src, long row_bytes, int rows, int nb,
 // panel of T rows that starts at row r, block b of its row k is slot
 // b*T + k, 32 bytes a slot, a scale a slot and four offsets a slot (x16.c).
 
+// K8_PANEL declares, in every tile, the activation panel from row R of
+// arb_quantize_q8k_panels's output (NB blocks of 32 a row): its quants
+// q, its super-blocks' scales dy and its offsets c.
+#define K8_PANEL(YQ, YD, YC, R, NB)                  \
+	const int8_t *q = (YQ) + (long)(R) * (NB) * 32; \
+	const float *dy = (YD) + (long)(R) * (NB);      \
+	const int32_t *c = (YC) + 4 * (long)(R) * (NB)
+
 // q4k_close adds a Q4_K/Q5_K super-block's float sums fs (T rows) into
 // acc: acc += dy * (d * fs - dmin * im), im each row's exact sum of its
 // blocks' mins times their activation sums (pairs: word 0 of the even
@@ -133,10 +141,8 @@ X8_AVX2 static AI void q4k8_tile(const int q5, const uint8_t *gp, int nb, const 
                                  const int T, float *out, long rows, int o, int nta) {
 	__m256 acc[4];
 	for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();
-	const long GB = q5 ? K8_Q5K : K8_Q4K, base = (long)r * nb;
-	const int8_t *q = yq + base * 32;
-	const float *dy = yd + base;
-	const int32_t *c = yc + 4 * base;
+	const long GB = q5 ? K8_Q5K : K8_Q4K;
+	K8_PANEL(yq, yd, yc, r, nb);
 	const __m256i m4 = _mm256_set1_epi8(0xf), sixteen = _mm256_set1_epi8(16), ones = _mm256_set1_epi16(1);
 	for (int sb = 0; sb < nb / 8; sb++) {
 		const uint8_t *blk = gp + (long)sb * GB;
@@ -198,10 +204,7 @@ X8_AVX2 static AI void q4k_tile4(const uint8_t *gp, int nb, const int8_t *yq, co
                                  float *out, long rows, int o, int nta) {
 	__m256 acc[4];
 	for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();
-	const long base = (long)r * nb;
-	const int8_t *q = yq + base * 32;
-	const float *dy = yd + base;
-	const int32_t *c = yc + 4 * base;
+	K8_PANEL(yq, yd, yc, r, nb);
 	const __m256i m4 = _mm256_set1_epi8(0xf), ones = _mm256_set1_epi16(1);
 	for (int sb = 0; sb < nb / 8; sb++) {
 		const uint8_t *blk = gp + (long)sb * K8_Q4K;
@@ -246,10 +249,8 @@ X8_AVX2 static AI void q4k_tile4(const uint8_t *gp, int nb, const int8_t *yq, co
 X8_AVX2 static AI void q4k8_tile1(const int q5, const uint8_t *gp, int nb, const int8_t *yq, const float *yd, const int32_t *yc, int r,
                                   float *out, long rows, int o, int nta) {
 	__m256 acc = _mm256_setzero_ps();
-	const long GB = q5 ? K8_Q5K : K8_Q4K, PL = (GB + 255) / 256, base = (long)r * nb;
-	const int8_t *q = yq + base * 32;
-	const float *dy = yd + base;
-	const int32_t *c = yc + 4 * base;
+	const long GB = q5 ? K8_Q5K : K8_Q4K, PL = (GB + 255) / 256;
+	K8_PANEL(yq, yd, yc, r, nb);
 	const __m256i m4 = _mm256_set1_epi8(0xf), sixteen = _mm256_set1_epi8(16), ones = _mm256_set1_epi16(1);
 	for (int sb = 0; sb < nb / 8; sb++) {
 		const uint8_t *blk = gp + (long)sb * GB;
@@ -302,10 +303,7 @@ X8_AVX2 static AI void q6k8_tile(const uint8_t *gp, int nb, const int8_t *yq, co
                                  float *out, long rows, int o, int nta) {
 	__m256 acc[4];
 	for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();
-	const long base = (long)r * nb;
-	const int8_t *q = yq + base * 32;
-	const float *dy = yd + base;
-	const int32_t *c = yc + 4 * base;
+	K8_PANEL(yq, yd, yc, r, nb);
 	const __m256i ones = _mm256_set1_epi16(1);
 	for (int sb = 0; sb < nb / 8; sb++) {
 		const uint8_t *blk = gp + (long)sb * K8_Q6K;
@@ -352,10 +350,8 @@ X8_AVX2 static AI void k238_tile(const int q3, const uint8_t *gp, int nb, const 
                                  const int T, float *out, long rows, int o, int nta) {
 	__m256 acc[4];
 	for (int k = 0; k < T; k++) acc[k] = _mm256_setzero_ps();
-	const long GB = q3 ? K8_Q3K : K8_Q2K, SC = q3 ? 16 : 32, PL = q3 ? 144 : 160, PER = q3 ? 96 : 64, base = (long)r * nb;
-	const int8_t *q = yq + base * 32;
-	const float *dy = yd + base;
-	const int32_t *c = yc + 4 * base;
+	const long GB = q3 ? K8_Q3K : K8_Q2K, SC = q3 ? 16 : 32, PL = q3 ? 144 : 160, PER = q3 ? 96 : 64;
+	K8_PANEL(yq, yd, yc, r, nb);
 	const __m256i m2 = _mm256_set1_epi8(3), m1 = _mm256_set1_epi8(1), m4 = _mm256_set1_epi32(0xf), ones = _mm256_set1_epi16(1);
 	for (int sb = 0; sb < nb / 8; sb++) {
 		const uint8_t *blk = gp + (long)sb * GB;
