@@ -45,15 +45,20 @@ type depthReport struct {
 const prefillChunk = 512
 
 // checkDepths refuses, before anything is allocated, a depth whose
-// decode run and widest pass do not fit the model's context.
-func checkDepths(depths []int, tokens, maxW, ctxLen int) error {
+// decode run and widest pass do not fit m's context, or whose cache (a
+// depth's is filled: every byte of it taken) does not fit the memory
+// (measure.CheckContext).
+func checkDepths(m *model.Model, depths []int, tokens, maxW int) error {
 	for _, d := range depths {
 		if d < 1 {
 			return fmt.Errorf("--ctx: %d is not a context depth (want positions >= 1)", d)
 		}
 		need := d + max(tokens, maxW)
-		if need > ctxLen {
-			return fmt.Errorf("--ctx %d: the depth and %d positions after it (%d) exceed the model's context of %d", d, max(tokens, maxW), need, ctxLen)
+		if need > m.CtxLen {
+			return fmt.Errorf("--ctx %d: the depth and %d positions after it (%d) exceed the model's context of %d", d, max(tokens, maxW), need, m.CtxLen)
+		}
+		if err := measure.CheckContext(m, need); err != nil {
+			return fmt.Errorf("--ctx %d: %w", d, err)
 		}
 	}
 	return nil

@@ -515,14 +515,8 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 		return nil, err
 	}
 	defer closeModel(m, be)
-	maxW := slices.Max(append([]int{1}, opt.Widths...))
-	if err := checkDepths(opt.Ctx, opt.Tokens, maxW, m.CtxLen); err != nil {
+	if err := checkDepths(m, opt.Ctx, opt.Tokens, slices.Max(append([]int{1}, opt.Widths...))); err != nil {
 		return nil, err
-	}
-	for _, d := range opt.Ctx { // a depth's cache is filled: every byte of it taken
-		if err := measure.CheckContext(m, d+max(opt.Tokens, maxW)); err != nil {
-			return nil, fmt.Errorf("--ctx %d: %w", d, err)
-		}
 	}
 	progress := opt.Progress
 	r := &BenchReport{Model: opt.Model, Params: m.File.Params(), WeightBytes: m.WeightBytes(), Threads: be.Threads(), Backend: be.Name(), Kernels: bi.Kernels()}
@@ -568,7 +562,6 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 		if err != nil {
 			return nil, err
 		}
-
 		bw := r.Bandwidth // a device's copy rate
 		if probe != nil {
 			if err := sustain(st.Decode); err != nil {
