@@ -26,6 +26,7 @@ import (
 // Job kinds, as the job bar names them.
 const (
 	jobProfile   = "Profiling"
+	jobDepth     = "Measuring speed at depth"
 	jobCalibrate = "Calibrating"
 	jobPredictor = "Training the depth predictor"
 	jobTune      = "Tuning"

@@ -27,6 +27,8 @@ type ProfileScreen struct {
 	Status   *widget.Label
 	Chart    *Chart
 	Family   *CurveFamily // the curve over context, the suite's range marked
+	Depth    *DepthSpeed  // decode and prefill speed after long contexts
+	Lower    *container.AppTabs
 	cancel   context.CancelFunc
 }
 
@@ -58,6 +60,7 @@ func NewProfileScreen(s *Session) *ProfileScreen {
 	p.Chart = newChart(profileChartW, profileChartH)
 	p.Chart.Name, p.Chart.Zoomable = "latency", true
 	p.Family = newCurveFamily(s)
+	p.Depth = newDepthSpeed(s)
 	s.OnPair(p.pairShown)
 	return p
 }
@@ -97,7 +100,9 @@ func (p *ProfileScreen) Content() fyne.CanvasObject {
 	// pushed the second chart below the fold at 1366x768
 	controls := container.NewBorder(nil, nil, container.NewHBox(p.Start, p.Cancel, widget.NewLabel("largest W"), p.MaxW, p.Fresh), nil, p.Progress)
 	help := metricHelp(metricTVerify, "W: how many tokens one target pass verifies; speculation pays when T_verify grows slowly with W.")
-	return container.NewBorder(container.NewVBox(p.Hardware, controls, p.Status), help, nil, nil, container.NewVSplit(p.Chart.View(p.s.Win), p.Family.View(p.s.Win)))
+	// the curves over context and the speed at depth share the lower half
+	p.Lower = container.NewAppTabs(container.NewTabItem("Over context", p.Family.View(p.s.Win)), container.NewTabItem("Speed at depth", p.Depth.View(p.s.Win)))
+	return container.NewBorder(container.NewVBox(p.Hardware, controls, p.Status), help, nil, nil, container.NewVSplit(p.Chart.View(p.s.Win), p.Lower))
 }
 
 func (p *ProfileScreen) start() {

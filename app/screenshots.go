@@ -59,6 +59,12 @@ func screenshots(wb *Workbench, dir string) {
 			continue
 		}
 		capture(wb, dir, want, fmt.Sprintf("%d-%s.png", i+1, name))
+		if tab.Text == wb.Profile.Title() { // and the speed at depth in the lower half
+			fyne.DoAndWait(func() { wb.Profile.Lower.SelectIndex(1) })
+			time.Sleep(500 * time.Millisecond)
+			capture(wb, dir, want, fmt.Sprintf("%d-%s-depth.png", i+1, name))
+			fyne.DoAndWait(func() { wb.Profile.Lower.SelectIndex(0) })
+		}
 	}
 	fyne.Do(func() { wb.Session.App.Quit() })
 }
@@ -108,7 +114,7 @@ func paint(root fyne.CanvasObject, size fyne.Size) image.Image {
 
 // prepare fills the screens the way a user would before the captures:
 // load the pair (ARBORIST_SCREENSHOT_TARGET and _DRAFT, else the demo pair
-// built on the Models screen), profile, calibrate (once per database) and
+// built on the Models screen), profile, measure the speed at depth, calibrate (once per database) and
 // tune on the shared prompt suite, validate its top 5, run plain decoding
 // once for Compare, run the tuned plan against plain decoding (its figures
 // are printed), compare, export, and show a point's values on the speedup
@@ -141,6 +147,9 @@ func prepare(wb *Workbench) {
 	p := wb.Profile
 	fyne.DoAndWait(func() { p.MaxW.SetSelected("32"); p.start() })
 	wait(func() bool { return !p.Start.Disabled() })
+	wait(func() bool { return p.Depth.Contexts.Text != "" }) // the target's default depths
+	fyne.DoAndWait(p.Depth.start)
+	wait(func() bool { return !p.Depth.Start.Disabled() })
 	wb.Guide.Reload()
 	var done profiles.Steps
 	fyne.DoAndWait(func() { done = wb.Guide.steps })

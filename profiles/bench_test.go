@@ -1,12 +1,15 @@
 package profiles
 
 import (
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"arborist/engine/generate"
 	"arborist/engine/model"
+	"arborist/engine/model/modeltest"
 	"arborist/kernels/quant"
 )
 
@@ -53,5 +56,40 @@ func TestPrefillLeft(t *testing.T) {
 	}
 	if leftOf(time.Second, 2, 2) != "" || !strings.Contains(leftOf(2*time.Second, 1, 3), "about 4 s left") {
 		t.Errorf("leftOf: %q, %q", leftOf(time.Second, 2, 2), leftOf(2*time.Second, 1, 3))
+	}
+}
+
+// TestBenchDepths: bench's default depths are 1024 and 4096 where the
+// model's context leaves room for the runs after them, else half of the
+// context that is left, and an error where nothing is left; the model's
+// own context is read from its file.
+func TestBenchDepths(t *testing.T) {
+	for _, c := range []struct {
+		ctxLen, room int
+		want         []int
+	}{
+		{131072, 128, []int{1024, 4096}},
+		{4224, 128, []int{1024, 4096}},
+		{4223, 128, []int{1024}},
+		{2048, 128, []int{1024}},
+		{1100, 128, []int{486}},
+		{512, 128, []int{192}},
+		{130, 128, []int{1}},
+	} {
+		got, err := depthsFor(c.ctxLen, c.room)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("context %d, room %d: %v %v, want %v", c.ctxLen, c.room, got, err, c.want)
+		}
+	}
+	if got, err := depthsFor(129, 128); err == nil || !strings.Contains(err.Error(), "context of 129 positions leaves no depth") {
+		t.Errorf("no room: %v %v", got, err)
+	}
+	def := BenchDefaults()
+	got, err := BenchDepths(filepath.Join(modeltest.ModelsDir(t), "stories260K.gguf"), def.Tokens, slices.Max(def.Widths))
+	if err != nil || !slices.Equal(got, []int{1024}) { // a context of 2048
+		t.Errorf("stories260K: %v %v", got, err)
+	}
+	if _, err := BenchDepths(filepath.Join(t.TempDir(), "none.gguf"), 128, 64); err == nil {
+		t.Error("a missing file gave depths")
 	}
 }

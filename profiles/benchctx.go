@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"arborist/engine/gguf"
 	"arborist/engine/model"
 	"arborist/profiles/hardware"
 	"arborist/profiles/latency"
@@ -13,13 +14,13 @@ import (
 	"arborist/profiles/trainsize"
 )
 
-// depthReport is a model's speed after Context cached positions: decode
+// DepthReport is a model's speed after Context cached positions: decode
 // tokens/s and the verification passes there, against the roofline that
 // counts the KV cache bytes a step reads beside the weights. Users' prompts
 // put thousands of tokens before the first generated one, and there the
 // cache a step streams is a large part of its bytes (4K positions of a
 // Llama-3.2-1B shape in float32: 256 MiB beside 663 MiB of weights).
-type depthReport struct {
+type DepthReport struct {
 	Context int `json:"context"`
 	// Decode is each run's tokens/s (sorted), Median their median
 	Decode []float64 `json:"decode_tokens_per_s"`
@@ -43,6 +44,52 @@ type depthReport struct {
 // pass's activations grow with its rows (a 1B shape's feed-forward holds
 // 64 KiB a row), the cache's bytes do not.
 const prefillChunk = 512
+
+// BenchDefaults is bench's work when nothing else is asked, the command
+// line's and the workbench's: five decode runs of 128 tokens (the
+// median reported) and the passes of 1 to 64 rows, in float16 keys and
+// values where the backend holds them (KV "": the backend's default).
+func BenchDefaults() BenchOptions {
+	return BenchOptions{Reps: 5, Tokens: 128, Widths: []int{1, 2, 4, 8, 16, 32, 64}}
+}
+
+// BenchDepths are the context depths bench measures the model at path
+// at when none are asked for: 1024 and 4096 positions, those that leave
+// room in its context for a decode run of tokens or a pass of maxW rows
+// after them (users' prompts put 1-8K tokens before the first generated
+// one); where neither does, half of the context that is left (a small
+// model's, 2048 positions: 1024 fits; one of 512: 192). An error where
+// the model's shape cannot be read, or no position is left at all.
+func BenchDepths(path string, tokens, maxW int) ([]int, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cfg, err := model.ReadConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	return depthsFor(cfg.CtxLen, max(tokens, maxW))
+}
+
+// depthsFor is BenchDepths for a context of ctxLen positions with room
+// positions after each depth.
+func depthsFor(ctxLen, room int) ([]int, error) {
+	var out []int
+	for _, d := range []int{1024, 4096} {
+		if d+room <= ctxLen {
+			out = append(out, d)
+		}
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	if left := (ctxLen - room) / 2; left >= 1 {
+		return []int{left}, nil
+	}
+	return nil, fmt.Errorf("the model's context of %d positions leaves no depth before %d positions of runs and passes", ctxLen, room)
+}
 
 // checkDepths refuses, before anything is allocated, a depth whose
 // decode run and widest pass do not fit m's context, or whose cache (a
@@ -68,12 +115,12 @@ func checkDepths(m *model.Model, depths []int, tokens, maxW int) error {
 // runs of tokens steps on top of them (the cache cut back to the depth
 // before each) and the verification passes over widths there, telling
 // progress each chunk, run and round with what is left.
-func benchDepth(ctx context.Context, m *model.Model, lim hardware.Limits, depth, reps, tokens int, widths []int, progress Progress) (depthReport, error) {
+func benchDepth(ctx context.Context, m *model.Model, lim hardware.Limits, depth, reps, tokens int, widths []int, progress Progress) (DepthReport, error) {
 	maxW := 0
 	for _, w := range widths {
 		maxW = max(maxW, w)
 	}
-	dr := depthReport{Context: depth}
+	dr := DepthReport{Context: depth}
 	cache := m.NewCache(depth + max(tokens, maxW))
 	defer cache.Free()
 	toks := make([]int, depth+max(tokens, maxW))

@@ -485,7 +485,7 @@ type BenchReport struct {
 	// copy rate is Bandwidth, and Peak is 0 (not measured there)
 	Memory *store.DeviceMemory `json:"device_memory,omitempty"`
 	// Depths are the runs after BenchOptions.Ctx cached positions
-	Depths []depthReport `json:"depths,omitempty"`
+	Depths []DepthReport `json:"depths,omitempty"`
 }
 
 // maxBenchReps bounds bench's repetitions: each decodes the whole -n.

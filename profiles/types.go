@@ -86,6 +86,9 @@ func ParseInts(s string) ([]int, error) {
 	return spec.ParseInts(s)
 }
 
+// FormatInts writes an integer list as ParseInts reads it ("1,2,4").
+func FormatInts(xs []int) string { return spec.Ints(xs) }
+
 // CheckThreads refuses a thread count (named by what, for the message)
 // beyond a few times this machine's logical cores.
 func CheckThreads(what string, n int) error { return hardware.CheckThreads(what, n) }

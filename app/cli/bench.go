@@ -16,9 +16,10 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	var backend string
 	var threads int
 	backendFlags(fs, &backend, &threads)
-	reps := fs.Int("reps", 5, "repetitions of the decode run (the median is reported)")
-	widthsFlag := fs.String("widths", "1,2,4,8,16,32,64", "verification widths W to time")
-	n := fs.Int("n", 128, "tokens per decode run")
+	def := profiles.BenchDefaults()
+	reps := fs.Int("reps", def.Reps, "repetitions of the decode run (the median is reported)")
+	widthsFlag := fs.String("widths", profiles.FormatInts(def.Widths), "verification widths W to time")
+	n := fs.Int("n", def.Tokens, "tokens per decode run")
 	ctxFlag := fs.String("ctx", "", "context depths (cached positions) at which to time decode runs and the passes as well, e.g. 1024,4096")
 	var kv string
 	kvFlag(fs, &kv)
