@@ -16,6 +16,7 @@ import (
 	"arborist/profiles/hardware"
 	"arborist/profiles/llamacpp"
 	"arborist/profiles/loadtest"
+	"arborist/profiles/measure"
 	"arborist/profiles/outfile"
 	"arborist/profiles/store"
 )
@@ -173,14 +174,14 @@ func (b *Bench) LoadTest(ctx context.Context, opt loadtest.Options, progress Pro
 			plain = &servers[i]
 		}
 	}
-	predicted, on, over, plainAt := b.predictLoads(ctx, r, opt, plain, progress)
+	predicted, on, over, rc := b.predictLoads(ctx, r, opt, plain, progress)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	var pc *pace // the machine's pace beside each level, where the prices rest on a re-check
 	if len(predicted) > 0 && !opt.NoRecheck {
 		var why string
-		if pc, why = b.newPace(ctx, r.Pair, plainAt); why != "" {
+		if pc, why = b.newPace(ctx, r.Pair, rc); why != "" {
 			on += "\n" + why
 		}
 		defer pc.close()
@@ -196,7 +197,7 @@ func (b *Bench) LoadTest(ctx context.Context, opt loadtest.Options, progress Pro
 		for _, n := range opt.Concurrency {
 			if pc != nil {
 				progress.send("load test", done, total, fmt.Sprintf("round %d of %d, %d at once: the machine's pace", round, opt.Rounds, n))
-				pc.before(ctx, n)
+				pc.read(ctx, n)
 			}
 			for _, s := range servers {
 				stage := fmt.Sprintf("round %d of %d, %d at once, %s", round, opt.Rounds, n, s.Name)
@@ -223,9 +224,9 @@ func (b *Bench) LoadTest(ctx context.Context, opt loadtest.Options, progress Pro
 				left := time.Duration(float64(time.Since(start)) / float64(done) * float64(total-done))
 				progress.send("load test", done, total, fmt.Sprintf("%s: %.1f tokens/s; about %s left", stage, rd.TPS(), left.Round(time.Second)))
 			}
+			pc.read(ctx, n) // and after the round
 		}
 	}
-	pc.last(ctx)
 	res.Wall = time.Since(start)
 	for _, n := range opt.Concurrency {
 		for _, s := range servers {
@@ -271,19 +272,19 @@ type loadKey struct {
 // re-checked first, as tune does; it also says what the prices rest on
 // (the re-check's report and the overhead's), or why there are none
 // (nothing stored, or a plan the model cannot price), and plain
-// decoding's token at the re-check the prices rest on (0: none).
-func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Options, plain *loadtest.Server, progress Progress) (map[loadKey]costmodel.LoadPrediction, string, overhead, time.Duration) {
+// re-check the prices rest on (nil: none).
+func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Options, plain *loadtest.Server, progress Progress) (map[loadKey]costmodel.LoadPrediction, string, overhead, *measure.Recheck) {
 	var over overhead
 	in, err := b.Inputs(ctx, r.Pair, InputsOptions{Recheck: !opt.NoRecheck}, progress)
 	switch {
 	case err != nil:
-		return nil, "no prediction: " + err.Error(), over, 0
+		return nil, "no prediction: " + err.Error(), over, nil
 	case !in.Profiled || in.Acc == nil:
-		return nil, "no prediction: " + in.missing(), over, 0
+		return nil, "no prediction: " + in.missing(), over, nil
 	}
-	on, plainAt := "the stored curves as they are (--no-recheck)", time.Duration(0)
+	on := "the stored curves as they are (--no-recheck)"
 	if in.Recheck != nil {
-		on, plainAt = in.Recheck.String(), in.Recheck.Plain
+		on = in.Recheck.String()
 	}
 	lens := make([]int, 0, len(opt.Prompts))
 	err = withTokenizer(r.Pair.Target, func(tok *tokenizer.Tokenizer) {
@@ -292,7 +293,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 		}
 	})
 	if err != nil || len(lens) == 0 {
-		return nil, fmt.Sprintf("no prediction: the prompts' lengths in the target's tokens (%v)", err), over, 0
+		return nil, fmt.Sprintf("no prediction: the prompts' lengths in the target's tokens (%v)", err), over, nil
 	}
 	shortest := opt.Prompts[slices.Index(lens, slices.Min(lens))] // lens[0] tokens, once sorted
 	slices.Sort(lens)
@@ -318,7 +319,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 	price := func(p costmodel.Plan) (costmodel.Prediction, error) { return costmodel.Predict(p, in.Acc, costs) }
 	pr, err := price(r.Plan)
 	if err != nil {
-		return nil, "no prediction: " + err.Error(), over, 0
+		return nil, "no prediction: " + err.Error(), over, nil
 	}
 	if plain != nil {
 		most := slices.Max(opt.Concurrency)
@@ -336,7 +337,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, "", over, 0
+				return nil, "", over, nil
 			}
 			on += fmt.Sprintf("\nserver overhead not timed (%v): the engine priced alone", err)
 		} else {
@@ -356,7 +357,7 @@ func (b *Bench) predictLoads(ctx context.Context, r *replay, opt loadtest.Option
 			}
 		}
 	}
-	return out, on, over, plainAt
+	return out, on, over, in.Recheck
 }
 
 // overheadRequests is how many one-token requests serverOverhead times.

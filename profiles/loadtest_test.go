@@ -427,7 +427,7 @@ func TestLoadTestPredicts(t *testing.T) {
 	// and each level is priced at the machine's pace read beside it,
 	// against plain decoding's token at the re-check the prices rest on
 	if !strings.Contains(res.PredictedOn, "\npriced at the machine's pace beside each level: ") ||
-		!strings.Contains(res.PredictedOn, ", read between the rounds, against the re-check's own ") {
+		!strings.Contains(res.PredictedOn, "against the re-check's own ") {
 		t.Errorf("re-checked, the report says nothing of the machine's pace: %q", res.PredictedOn)
 	}
 	for _, l := range res.Levels {
@@ -441,23 +441,29 @@ func TestLoadTestPredicts(t *testing.T) {
 }
 
 // TestPaceApply: a level's predictions are brought to the pace read
-// beside its rounds (the median of its readings over the one right after
-// the re-check): tokens/s divided by it, the times multiplied; a level
-// with no reading, or a level nothing predicts, keeps its figures.
+// beside its rounds (the median of its readings over its reference: a
+// pass of its size's at the re-check, else plain decoding's token's):
+// tokens/s divided by it, the times multiplied; a level with no
+// reading, or a level nothing predicts, keeps its figures.
 func TestPaceApply(t *testing.T) {
 	ms := time.Millisecond
-	p := &pace{ref: 2 * ms, at: map[int][]time.Duration{1: {2 * ms, 2200 * time.Microsecond, 2400 * time.Microsecond}, 8: {ms}}}
+	p := &pace{plain: 2 * ms, refAt: true, ref: map[int]time.Duration{8: 4 * ms},
+		at: map[int][]time.Duration{1: {2 * ms, 2200 * time.Microsecond, 2400 * time.Microsecond}, 8: {2 * ms, 3 * ms}, 2: {3 * ms}}}
 	levels := []loadtest.Level{
 		{Server: loadtest.ArboristPlan, Concurrency: 1, Predicted: 1100, PredictedTTFT: 10 * ms, PredictedTPOT: ms},
 		{Server: loadtest.ArboristPlan, Concurrency: 8, Predicted: 1000, PredictedTTFT: 10 * ms, PredictedTPOT: ms},
 		{Server: loadtest.ArboristPlan, Concurrency: 4, Predicted: 1000, PredictedTTFT: 10 * ms, PredictedTPOT: ms},
+		{Server: loadtest.ArboristPlan, Concurrency: 2, Predicted: 1500, PredictedTTFT: 10 * ms, PredictedTPOT: ms},
 		{Server: loadtest.LlamaServerPlain, Concurrency: 8},
 	}
 	note := p.apply(levels)
 	want := []loadtest.Level{
 		{Server: loadtest.ArboristPlan, Concurrency: 1, Predicted: 1000, PredictedTTFT: 11 * ms, PredictedTPOT: 1100 * time.Microsecond, Pace: 1.1},
-		{Server: loadtest.ArboristPlan, Concurrency: 8, Predicted: 2000, PredictedTTFT: 5 * ms, PredictedTPOT: 500 * time.Microsecond, Pace: 0.5},
+		// 2.5 ms, the median of its passes of eight, against 4 ms at the re-check
+		{Server: loadtest.ArboristPlan, Concurrency: 8, Predicted: 1600, PredictedTTFT: 6250 * time.Microsecond, PredictedTPOT: 625 * time.Microsecond, Pace: 0.625},
 		{Server: loadtest.ArboristPlan, Concurrency: 4, Predicted: 1000, PredictedTTFT: 10 * ms, PredictedTPOT: ms, Pace: 1},
+		// no pass of two at the re-check: plain decoding's token
+		{Server: loadtest.ArboristPlan, Concurrency: 2, Predicted: 1000, PredictedTTFT: 15 * ms, PredictedTPOT: 1500 * time.Microsecond, Pace: 1.5},
 		{Server: loadtest.LlamaServerPlain, Concurrency: 8},
 	}
 	for i := range want {
@@ -467,8 +473,10 @@ func TestPaceApply(t *testing.T) {
 			t.Errorf("level %d: %+v, want %+v", i, g, w)
 		}
 	}
-	if !strings.Contains(note, "x1.10 at 1, x0.50 at 8, x1.00 at 4") {
-		t.Errorf("the report says %q", note)
+	for _, w := range []string{"x1.10 at 1, x0.62 at 8, x1.00 at 4, x1.50 at 2", "the re-check's (8: 4.00 ms), else plain decoding's token, against the re-check's own 2.00 ms"} {
+		if !strings.Contains(note, w) {
+			t.Errorf("the report says %q, not %q", note, w)
+		}
 	}
 	p.err = errors.New("probe failed")
 	before := levels[0].Predicted

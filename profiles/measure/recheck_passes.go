@@ -24,6 +24,19 @@ type PassAnchor struct {
 	Rescaled      bool
 }
 
+// PassNow times a pass of seqs sequences of one row each after context
+// cached tokens, now: the anchor RecheckPasses re-times a curve of passes
+// of several sequences at (the median of 7-11 rounds after two untimed),
+// and a load test's reading of the machine's pace at a level of seqs
+// requests, set against that anchor.
+func PassNow(ctx context.Context, m *model.Model, seqs, context int) (time.Duration, error) {
+	now, err := SeqsCurve(ctx, m, seqs, []int{seqs}, CurveOptions{Context: context, Warmup: 2, MinReps: 7, MaxReps: 11})
+	if err != nil {
+		return 0, err
+	}
+	return now[0].Median, nil
+}
+
 // RecheckPasses re-times each curve of passes of several sequences at
 // its narrowest pass (one row a sequence) and rescales the curves whose
 // pass moved past RecheckTolerance by its own ratio. The quick re-check's
@@ -54,11 +67,11 @@ func RecheckPasses(ctx context.Context, m *model.Model, passes, family []costmod
 		if a.Stored <= 0 {
 			return a, fmt.Errorf("profiles: the curve of passes of %d sequences at context %d has no positive time at %d rows", pc.Seqs, context, pc.Seqs)
 		}
-		now, err := SeqsCurve(ctx, m, pc.Seqs, []int{pc.Seqs}, CurveOptions{Context: context, Warmup: 2, MinReps: 7, MaxReps: 11})
+		now, err := PassNow(ctx, m, pc.Seqs, context)
 		if err != nil {
 			return a, err
 		}
-		a.Now = now[0].Median
+		a.Now = now
 		a.Scale = float64(a.Now) / float64(a.Stored)
 		return a, nil
 	}
