@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"arborist/profiles/hardware"
 	"arborist/profiles/latency"
@@ -89,8 +90,16 @@ func (p Progress) curves() func(kind string, done, total int, pt latency.Point) 
 	if p == nil {
 		return nil
 	}
+	// a curve starts when the event before its first round was heard
+	// (the previous curve's last round, or the adapter's making): the
+	// rounds' pace since then prices what is left of it
+	start, last := time.Now(), time.Now()
 	return func(kind string, done, total int, pt latency.Point) {
-		p.send(kind+" curve", done, total, fmt.Sprintf("W=%d: %v", pt.W, pt.Median))
+		if done <= 1 {
+			start = last
+		}
+		last = time.Now()
+		p.send(kind+" curve", done, total, roundDetail(pt, start, done, total))
 	}
 }
 

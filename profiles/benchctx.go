@@ -214,17 +214,24 @@ func leftOf(elapsed time.Duration, done, total int) string {
 }
 
 // rounds adapts Progress to VerifyCurve's rounds under stage, with the
-// longest what is left can be (a curve stops early once its spreads
-// settle) from the rounds' pace since start.
+// longest what is left can be from the rounds' pace since start.
 func (p Progress) rounds(stage string, start time.Time) func(done, total int, pt latency.Point) {
 	if p == nil {
 		return nil
 	}
 	return func(done, total int, pt latency.Point) {
-		left := ""
-		if done < total {
-			left = "; at most about " + trainsize.Minutes(trainsize.ETA(time.Since(start), float64(done), float64(total))) + " left"
-		}
-		p.send(stage, done, total, fmt.Sprintf("W=%d: %v%s", pt.W, pt.Median.Round(time.Microsecond), left))
+		p.send(stage, done, total, roundDetail(pt, start, done, total))
 	}
+}
+
+// roundDetail says how a curve's round left its widest point, and the
+// longest what is left of the curve can be (it stops early once its
+// spreads settle) at the pace since start: "W=64: 50.134ms; at most
+// about 12 s left".
+func roundDetail(pt latency.Point, start time.Time, done, total int) string {
+	left := ""
+	if done < total {
+		left = "; at most about " + trainsize.Minutes(trainsize.ETA(time.Since(start), float64(done), float64(total))) + " left"
+	}
+	return fmt.Sprintf("W=%d: %v%s", pt.W, pt.Median.Round(time.Microsecond), left)
 }
