@@ -48,6 +48,7 @@ func newDepthSpeed(s *Session) *DepthSpeed {
 	d := &DepthSpeed{s: s, Contexts: widget.NewEntry(), Status: widget.NewLabel(depthHint), Summary: widget.NewLabel(depthAbout), Chart: newChart(depthChartW, depthChartH)}
 	d.Contexts.SetPlaceHolder("1024,4096")
 	d.Status.Truncation = fyne.TextTruncateEllipsis
+	d.Summary.Selectable = true // the figures copied into a report or an issue
 	d.Chart.Name = "speed-at-depth"
 	d.Start = widget.NewButton("Measure at depth", d.start)
 	d.Cancel = widget.NewButton("Cancel", func() {
