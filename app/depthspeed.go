@@ -121,7 +121,7 @@ func (d *DepthSpeed) start() {
 		return
 	}
 	pair := d.s.pairNow()
-	stages := newBenchStages(opt.Ctx)
+	stages := benchStages(profiles.BenchStages(opt))
 	d.Start.Disable()
 	d.Cancel.Enable()
 	d.Status.SetText(fmt.Sprintf("Measuring %s at %s positions ...", filepath.Base(spec.Target), profiles.FormatInts(opt.Ctx)))
@@ -177,28 +177,29 @@ func (d *DepthSpeed) show(r *profiles.BenchReport, reps int) {
 	d.Status.SetText(fmt.Sprintf("Measured %s: %d threads, kernels %s.", filepath.Base(r.Model), r.Threads, r.Kernels))
 }
 
-// benchStages are a bench's stages in the order it runs them, to set a
-// stage's progress in the whole: each an equal share.
-type benchStages []string
-
-func newBenchStages(depths []int) benchStages {
-	st := benchStages{"decode runs", "verify passes"}
-	for _, c := range depths {
-		for _, s := range []string{"prefill", "decode runs", "verify passes"} {
-			st = append(st, fmt.Sprintf("context %d: %s", c, s))
-		}
-	}
-	return st
-}
+// benchStages are a bench's stages in the order it runs them with their
+// shares of its time (profiles.BenchStages), to set a stage's progress
+// in the whole: the job bar's estimate of what is left rests on it.
+type benchStages []profiles.BenchStage
 
 // frac is how far the bench is once e is heard (-1: a stage it does not
 // know).
 func (st benchStages) frac(e profiles.Event) float64 {
-	i := slices.Index(st, e.Stage)
-	if i < 0 || e.Total <= 0 {
+	var before, total float64
+	at := -1
+	for i, s := range st {
+		if s.Name == e.Stage {
+			at = i
+		}
+		if at < 0 {
+			before += s.Weight
+		}
+		total += s.Weight
+	}
+	if at < 0 || e.Total <= 0 || total <= 0 {
 		return -1
 	}
-	return (float64(i) + float64(e.Done)/float64(e.Total)) / float64(len(st))
+	return (before + st[at].Weight*float64(e.Done)/float64(e.Total)) / total
 }
 
 // depthSpec is a measurement's chart, tokens/s over the context a step

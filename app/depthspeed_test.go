@@ -1,6 +1,7 @@
 package app
 
 import (
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,11 +78,14 @@ func TestDepthSpeed(t *testing.T) {
 }
 
 // TestBenchStages: a bench's progress runs through its stages in order,
-// each an equal share, the depths' after the short context's.
+// each its share of the work, the depths' after the short context's, a
+// long prefill the largest of its depth's.
 func TestBenchStages(t *testing.T) {
-	st := newBenchStages([]int{1024, 4096})
-	if len(st) != 8 {
-		t.Fatalf("%d stages: %v", len(st), st)
+	opt := profiles.BenchDefaults()
+	opt.Ctx = []int{1024, 4096}
+	st := benchStages(profiles.BenchStages(opt))
+	if len(st) != 8 || st[5].Name != "context 4096: prefill" || st[5].Weight <= st[2].Weight || st[5].Weight <= st[6].Weight {
+		t.Fatalf("stages %+v", st)
 	}
 	prev := -1.0
 	for i, e := range []profiles.Event{{Stage: "decode runs", Done: 1, Total: 5}, {Stage: "verify passes", Done: 15, Total: 15},
@@ -93,7 +97,7 @@ func TestBenchStages(t *testing.T) {
 		}
 		prev = f
 	}
-	if prev != 1 {
+	if math.Abs(prev-1) > 1e-12 {
 		t.Errorf("the last stage done: %v", prev)
 	}
 	if f := st.frac(profiles.Event{Stage: "something else", Done: 1, Total: 2}); f != -1 {

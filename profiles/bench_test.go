@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"context"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -91,5 +92,30 @@ func TestBenchDepths(t *testing.T) {
 	}
 	if _, err := BenchDepths(filepath.Join(t.TempDir(), "none.gguf"), 128, 64); err == nil {
 		t.Error("a missing file gave depths")
+	}
+}
+
+// TestBenchStagesNameTheProgress: BenchStages names every stage
+// BenchModel reports, in the order it reports them, each with a weight.
+func TestBenchStagesNameTheProgress(t *testing.T) {
+	opt := BenchOptions{Model: filepath.Join(modeltest.ModelsDir(t), "stories260K.gguf"), Reps: 2, Tokens: 4, Widths: []int{1, 4}, Ctx: []int{64, 600}}
+	var heard []string
+	opt.Progress = func(e Event) {
+		if len(heard) == 0 || heard[len(heard)-1] != e.Stage {
+			heard = append(heard, e.Stage)
+		}
+	}
+	if _, err := BenchModel(context.Background(), opt); err != nil {
+		t.Fatal(err)
+	}
+	var named []string
+	for _, s := range BenchStages(opt) {
+		if !(s.Weight > 0) {
+			t.Errorf("stage %q weighs %v", s.Name, s.Weight)
+		}
+		named = append(named, s.Name)
+	}
+	if !slices.Equal(heard, named) {
+		t.Errorf("BenchModel reported %q, BenchStages names %q", heard, named)
 	}
 }

@@ -91,6 +91,46 @@ func depthsFor(ctxLen, room int) ([]int, error) {
 	return nil, fmt.Errorf("the model's context of %d positions leaves no depth before %d positions of runs and passes", ctxLen, room)
 }
 
+// BenchStage is one stage of a bench, named as its progress names it,
+// with its rough share of the bench's time.
+type BenchStage struct {
+	Name   string
+	Weight float64
+}
+
+// BenchStages are opt's stages in the order BenchModel runs them, each
+// weighted by the rows its passes take: a decode step as four rows (on
+// the 1B Q4_K shape a step streams the weights in about four prefill
+// rows' time), the short context's decode runs twice over (each is
+// followed by a read of the memory as long as itself; a device with
+// memory of its own reads none, and its first stage is then weighed
+// double), a verification curve as 22 rows for each row of each width,
+// four at least (its rounds, its warm-up, and its narrow passes
+// streaming the weights), and a pass after D cached positions dearer by
+// D/8192 (a decode step after 4096 took 1.5x a short one's time), a
+// prefill of D rows by half that on average. bench's defaults at 1024
+// and 4096 on that shape, 298 s in all, put each stage's weight within
+// 16% of its time (the probes before the first stage aside); equal
+// shares had put the 4096-token prefill, 18% of the time, at 12%, and
+// the short decode runs, 16%, at 12%.
+func BenchStages(opt BenchOptions) []BenchStage {
+	rows := 0.0
+	for _, w := range opt.Widths {
+		rows += float64(max(w, 4))
+	}
+	decode := float64(opt.Reps*opt.Tokens) * 4
+	passes := 22 * rows
+	st := []BenchStage{{"decode runs", 2 * decode}, {"verify passes", passes}}
+	for _, d := range opt.Ctx {
+		at := 1 + float64(d)/8192
+		st = append(st,
+			BenchStage{fmt.Sprintf("context %d: prefill", d), float64(d) * (1 + float64(d)/16384)},
+			BenchStage{fmt.Sprintf("context %d: decode runs", d), decode * at},
+			BenchStage{fmt.Sprintf("context %d: verify passes", d), passes * at})
+	}
+	return st
+}
+
 // checkDepths refuses, before anything is allocated, a depth whose
 // decode run and widest pass do not fit m's context, or whose cache (a
 // depth's is filled: every byte of it taken) does not fit the memory
