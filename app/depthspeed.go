@@ -184,23 +184,7 @@ type benchStages []profiles.BenchStage
 
 // frac is how far the bench is once e is heard (-1: a stage it does not
 // know).
-func (st benchStages) frac(e profiles.Event) float64 {
-	var before, total float64
-	at := -1
-	for i, s := range st {
-		if s.Name == e.Stage {
-			at = i
-		}
-		if at < 0 {
-			before += s.Weight
-		}
-		total += s.Weight
-	}
-	if at < 0 || e.Total <= 0 || total <= 0 {
-		return -1
-	}
-	return (before + st[at].Weight*float64(e.Done)/float64(e.Total)) / total
-}
+func (st benchStages) frac(e profiles.Event) float64 { return profiles.BenchDone(st, e) }
 
 // depthSpec is a measurement's chart, tokens/s over the context a step
 // attends over (the short runs at their mean context, then each depth),

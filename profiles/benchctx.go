@@ -131,6 +131,26 @@ func BenchStages(opt BenchOptions) []BenchStage {
 	return st
 }
 
+// BenchDone is how far a bench of stages (BenchStages) is once e is
+// heard, as a share of its weighed work: -1 for a stage not among them.
+func BenchDone(stages []BenchStage, e Event) float64 {
+	var before, total float64
+	at := -1
+	for i, s := range stages {
+		if s.Name == e.Stage && at < 0 {
+			at = i
+		}
+		if at < 0 {
+			before += s.Weight
+		}
+		total += s.Weight
+	}
+	if at < 0 || e.Total <= 0 || total <= 0 {
+		return -1
+	}
+	return (before + stages[at].Weight*float64(min(e.Done, e.Total))/float64(e.Total)) / total
+}
+
 // checkDepths refuses, before anything is allocated, a depth whose
 // decode run and widest pass do not fit m's context, or whose cache (a
 // depth's is filled: every byte of it taken) does not fit the memory

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"arborist/profiles"
+	"arborist/profiles/trainsize"
 )
 
 func runBench(ctx context.Context, env Env, args []string) error {
@@ -52,8 +53,9 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	if *reps <= 0 || *n <= 1 {
 		return fail(fs, usagef("--reps must be positive and -n above 1"))
 	}
-	r, err := profiles.BenchModel(ctx, profiles.BenchOptions{Model: *path, Backend: backend, Threads: threads, Reps: *reps, Tokens: *n, Widths: widths, KV: kv, Ctx: depths,
-		Progress: progress(env)})
+	opt := profiles.BenchOptions{Model: *path, Backend: backend, Threads: threads, Reps: *reps, Tokens: *n, Widths: widths, KV: kv, Ctx: depths}
+	opt.Progress = benchProgress(progress(env), profiles.BenchStages(opt), time.Now())
+	r, err := profiles.BenchModel(ctx, opt)
 	if err != nil {
 		return err
 	}
@@ -138,4 +140,34 @@ func printDepths(w io.Writer, r *profiles.BenchReport, reps, n int) {
 func tokenBytes(r *profiles.BenchReport) string {
 	return fmt.Sprintf("%.1f MiB of weights + %.1f MiB of KV cache a token, at the runs' mean context of %.0f positions",
 		float64(r.WeightBytes)/(1<<20), r.KVRead/(1<<20), r.Context)
+}
+
+// benchProgress adds to each of a bench's stage lines what is left of
+// the whole bench: the rest of the stage at its own pace, and the stages
+// after it at the pace per weight (profiles.BenchStages) of the bench so
+// far. A default bench at two depths runs minutes, and each stage's own
+// estimate says nothing of the stages after it.
+func benchProgress(p profiles.Progress, stages []profiles.BenchStage, start time.Time) profiles.Progress {
+	stage, stageStart, last := "", start, start
+	return func(e profiles.Event) {
+		now := time.Now()
+		if e.Stage != stage {
+			stage, stageStart = e.Stage, last // the stage began when the one before it last reported
+		}
+		last = now
+		if f := profiles.BenchDone(stages, e); f > 0 && f < 1 && e.Done > 0 {
+			after := 0.0 // the weight of the stages after this one
+			for i := len(stages) - 1; i >= 0 && stages[i].Name != e.Stage; i-- {
+				after += stages[i].Weight
+			}
+			total := 0.0
+			for _, s := range stages {
+				total += s.Weight
+			}
+			left := trainsize.ETA(now.Sub(stageStart), float64(e.Done), float64(e.Total)) +
+				time.Duration(float64(now.Sub(start))/(f*total)*after)
+			e.Detail += "; bench: about " + trainsize.Minutes(left) + " left in all"
+		}
+		p(e)
+	}
 }

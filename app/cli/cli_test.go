@@ -477,7 +477,9 @@ func TestBenchCtx(t *testing.T) {
 	// each stage says how far it is on stderr, the long ones what is left:
 	// 1500 positions are prefilled in three chunks of at most 512
 	for _, want := range []string{"decode runs: 1 of 2", "tokens/s; about", "decode runs: 2 of 2", "verify passes: ", "context 1500: prefill: 1 of 3",
-		"context 1500: prefill: 3 of 3", "context 1500: decode runs: 2 of 2", "context 64: verify passes: "} {
+		"context 1500: prefill: 3 of 3", "context 1500: decode runs: 2 of 2", "context 64: verify passes: ",
+		// and what is left of the whole bench, stage by stage
+		"decode runs: 1 of 2 ", "; bench: about ", " left in all"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("bench --ctx progress lacks %q:\n%s", want, stderr)
 		}
