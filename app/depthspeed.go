@@ -121,7 +121,7 @@ func (d *DepthSpeed) start() {
 		return
 	}
 	pair := d.s.pairNow()
-	stages := benchStages(profiles.BenchStages(opt))
+	stages := profiles.BenchStages(opt) // the job bar's share of the work done rests on them
 	d.Start.Disable()
 	d.Cancel.Enable()
 	d.Status.SetText(fmt.Sprintf("Measuring %s at %s positions ...", filepath.Base(spec.Target), profiles.FormatInts(opt.Ctx)))
@@ -129,7 +129,7 @@ func (d *DepthSpeed) start() {
 	defer close(done)
 	job, err := d.s.startJob(jobDepth, true, func(ctx context.Context, j *jobs.Job) (any, error) {
 		opt.Progress = func(e profiles.Event) {
-			frac := stages.frac(e)
+			frac := profiles.BenchDone(stages, e)
 			status := fmt.Sprintf("%s: %d of %d, %s", e.Stage, e.Done, e.Total, e.Detail)
 			j.Progress(frac, status)
 			d.s.UI(func() {
@@ -176,15 +176,6 @@ func (d *DepthSpeed) show(r *profiles.BenchReport, reps int) {
 	d.Summary.SetText(figures)
 	d.Status.SetText(fmt.Sprintf("Measured %s: %d threads, kernels %s.", filepath.Base(r.Model), r.Threads, r.Kernels))
 }
-
-// benchStages are a bench's stages in the order it runs them with their
-// shares of its time (profiles.BenchStages), to set a stage's progress
-// in the whole: the job bar's estimate of what is left rests on it.
-type benchStages []profiles.BenchStage
-
-// frac is how far the bench is once e is heard (-1: a stage it does not
-// know).
-func (st benchStages) frac(e profiles.Event) float64 { return profiles.BenchDone(st, e) }
 
 // depthSpec is a measurement's chart, tokens/s over the context a step
 // attends over (the short runs at their mean context, then each depth),

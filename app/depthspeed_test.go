@@ -83,7 +83,7 @@ func TestDepthSpeed(t *testing.T) {
 func TestBenchStages(t *testing.T) {
 	opt := profiles.BenchDefaults()
 	opt.Ctx = []int{1024, 4096}
-	st := benchStages(profiles.BenchStages(opt))
+	st := profiles.BenchStages(opt)
 	if len(st) != 8 || st[5].Name != "context 4096: prefill" || st[5].Weight <= st[2].Weight || st[5].Weight <= st[6].Weight {
 		t.Fatalf("stages %+v", st)
 	}
@@ -91,7 +91,7 @@ func TestBenchStages(t *testing.T) {
 	for i, e := range []profiles.Event{{Stage: "decode runs", Done: 1, Total: 5}, {Stage: "verify passes", Done: 15, Total: 15},
 		{Stage: "context 1024: prefill", Done: 1, Total: 2}, {Stage: "context 4096: decode runs", Done: 5, Total: 5},
 		{Stage: "context 4096: verify passes", Done: 15, Total: 15}} {
-		f := st.frac(e)
+		f := profiles.BenchDone(st, e)
 		if f <= prev || f > 1 {
 			t.Errorf("event %d %+v: %v after %v", i, e, f, prev)
 		}
@@ -100,7 +100,7 @@ func TestBenchStages(t *testing.T) {
 	if math.Abs(prev-1) > 1e-12 {
 		t.Errorf("the last stage done: %v", prev)
 	}
-	if f := st.frac(profiles.Event{Stage: "something else", Done: 1, Total: 2}); f != -1 {
+	if f := profiles.BenchDone(st, profiles.Event{Stage: "something else", Done: 1, Total: 2}); f != -1 {
 		t.Errorf("an unknown stage: %v", f)
 	}
 }

@@ -149,6 +149,10 @@ func tokenBytes(r *profiles.BenchReport) string {
 // estimate says nothing of the stages after it.
 func benchProgress(p profiles.Progress, stages []profiles.BenchStage, start time.Time) profiles.Progress {
 	stage, stageStart, last := "", start, start
+	total := 0.0
+	for _, s := range stages {
+		total += s.Weight
+	}
 	return func(e profiles.Event) {
 		now := time.Now()
 		if e.Stage != stage {
@@ -159,10 +163,6 @@ func benchProgress(p profiles.Progress, stages []profiles.BenchStage, start time
 			after := 0.0 // the weight of the stages after this one
 			for i := len(stages) - 1; i >= 0 && stages[i].Name != e.Stage; i-- {
 				after += stages[i].Weight
-			}
-			total := 0.0
-			for _, s := range stages {
-				total += s.Weight
 			}
 			left := trainsize.ETA(now.Sub(stageStart), float64(e.Done), float64(e.Total)) +
 				time.Duration(float64(now.Sub(start))/(f*total)*after)
