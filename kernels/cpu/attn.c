@@ -323,6 +323,17 @@ AVX2 static AI void wsum_rows(__m256 *acc, const float *w, int tp, const void *v
 	for (int k = 0; k < kn; k++) acc[k] = a[k];
 }
 
+// HD8_VALUES_AHEAD is the most bytes of value rows attention_hd8
+// requests while it computes a block's weights: a decode step's block
+// over a short context (the bench target's 32 kv heads after 100
+// positions: 101 KiB in float32), whose weighted sums had waited on
+// their rows coming from memory a kv width apart (eight one-row
+// sequences' attention, BenchmarkAttentionSeqs/F32, 152-180 us a layer
+// with the requests, 184-223 without, medians of five interleaved
+// runs, 2-core Zen 3). A longer block's rows would not stay in the
+// second level until its sums reach them.
+enum { HD8_VALUES_AHEAD = 192 << 10 };
+
 // attention_hd8 is a block of attention for heads of width 8, where one
 // key is a single vector and reducing each q.k product horizontally would
 // cost more than the product: kv heads kh0..kh0+kn-1 and rows i0..i1-1
@@ -378,7 +389,15 @@ AVX2 static AI void attention_hd8(float *rec, const float *q, const void *kc, co
 		}
 	}
 	int nv = kn * per, hn = kn * group;
+	// while the weights are computed (arithmetic alone), the block's
+	// value rows are requested into the second level of cache, a share
+	// of them with each vector, where they fit there beside the keys
+	// (HD8_VALUES_AHEAD): the weighted sums below then read them from it
+	long vspan = (long)kn * 8 * span, v0 = (long)kh0 * 8 * span; // the block's heads' bytes of a value row
+	int ahead = (long)jn * vspan <= HD8_VALUES_AHEAD;
 	for (int k = 0; k < nv; k++) {
+		for (int j = ahead ? (int)((long)k * jn / nv) : jn; j < (int)((long)(k + 1) * jn / nv); j++)
+			for (long pf = v0 & ~63L; pf < v0 + vspan; pf += 64) _mm_prefetch((const char *)vb + (long)j * kvd * span + pf, _MM_HINT_T1);
 		int rr = k % per / group;
 		const uint8_t *row = mask ? mask + (long)(i0 + rr) * total + js : NULL;
 		weights(scores + (long)k * tp, rec + (long)(rr * hn + k / per * group + k % group) * R, 8, row, lo[rr], hi[rr], tp, 1);

@@ -96,3 +96,38 @@ func TestAttentionSeqs(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAttentionSeqs: a pass of eight sequences' decode steps (one
+// row each, 100 cached positions) at the bench target's shape (64 heads
+// of 8 over 32 kv heads), float32 and float16 caches, over twenty layers
+// in turn, each sequence with its own cache, so the keys and values come
+// from memory as a batched pass's do. One op is one layer's dispatch.
+func BenchmarkAttentionSeqs(b *testing.B) {
+	const heads, kvHeads, hd, layers, past, nseq = 64, 32, 8, 20, 100, 8
+	kvd, qd := kvHeads*hd, heads*hd
+	shape := kernels.AttnShape{Heads: heads, KVHeads: kvHeads, HeadDim: hd, Scale: 0.3}
+	for _, typ := range []quant.Type{quant.F32, quant.F16} {
+		b.Run(typ.String(), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(3, 4))
+			be := New(DefaultThreads())
+			defer be.Close()
+			seqs := make([]kernels.SeqAttention, nseq)
+			for i := range seqs {
+				kvi, err := be.NewKV(layers, 2048, kvd, typ)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer kvi.Free()
+				for l := 0; l < layers; l++ {
+					be.StoreKV(kvi, l, 0, Wrap(gaussian(rng, (past+1)*kvd)), Wrap(gaussian(rng, (past+1)*kvd)), past+1)
+				}
+				seqs[i] = kernels.SeqAttention{Out: Wrap(make([]float32, qd)), Q: Wrap(gaussian(rng, qd)), KV: kvi, Past: past, N: 1}
+			}
+			l := 0
+			for b.Loop() {
+				kernels.AttentionAll(be, l%layers, seqs, shape)
+				l++
+			}
+		})
+	}
+}
