@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -72,9 +73,16 @@ func (d *DepthSpeed) View(win fyne.Window) fyne.CanvasObject {
 
 // pairShown clears the previous pair's figures and fills the depths in
 // with the new target's defaults (read off the UI goroutine: the model
-// file's header).
+// file's header); once the pair's state is read, it shows the target's
+// newest stored measurement at depth, if there is one and none runs.
 func (d *DepthSpeed) pairShown(st *profiles.PairState, err error) {
-	if st != nil || err != nil {
+	if err != nil {
+		return
+	}
+	if st != nil {
+		if st.Depth != nil && d.cancel == nil {
+			d.show(st.Depth, len(st.Depth.Decode), st.DepthAt)
+		}
 		return
 	}
 	d.Chart.Clear()
@@ -156,7 +164,8 @@ func (d *DepthSpeed) start() {
 			d.Status.SetText("Failed: " + v.Err.Error())
 			d.s.ShowError(v.Err)
 		case r != nil:
-			d.show(r, opt.Reps)
+			d.show(r, opt.Reps, time.Time{})
+			d.keep(r, pair)
 		}
 	})
 	if err != nil { // refused
@@ -168,13 +177,36 @@ func (d *DepthSpeed) start() {
 	d.cancel = job.Cancel
 }
 
+// keep stores a measurement as the target's newest at depth (off the UI
+// goroutine), so choosing the pair again shows it; the status says when
+// it could not be kept.
+func (d *DepthSpeed) keep(r *profiles.BenchReport, pair int) {
+	d.s.Go(func(ctx context.Context) {
+		b, err := d.s.Bench(ctx)
+		if err == nil {
+			err = b.SaveBenchReport(ctx, r)
+		}
+		if err != nil {
+			d.s.UI(func() {
+				if d.s.samePair(pair) && d.cancel == nil {
+					d.Status.SetText(d.Status.Text + " Not kept: " + err.Error())
+				}
+			})
+		}
+	})
+}
+
 // show draws a measurement: the chart of tokens/s over context and its
-// figures.
-func (d *DepthSpeed) show(r *profiles.BenchReport, reps int) {
+// figures; at is when a stored one was measured (zero: just now).
+func (d *DepthSpeed) show(r *profiles.BenchReport, reps int, at time.Time) {
 	spec, figures := depthSpec(r, reps)
 	d.Chart.SetSpec(spec)
 	d.Summary.SetText(figures)
-	d.Status.SetText(fmt.Sprintf("Measured %s: %d threads, kernels %s.", filepath.Base(r.Model), r.Threads, r.Kernels))
+	when := ""
+	if !at.IsZero() {
+		when = " on " + at.Local().Format("2 Jan 2006 15:04")
+	}
+	d.Status.SetText(fmt.Sprintf("Measured %s%s: %d threads, kernels %s.", filepath.Base(r.Model), when, r.Threads, r.Kernels))
 }
 
 // depthSpec is a measurement's chart, tokens/s over the context a step

@@ -19,7 +19,8 @@ import (
 // target's defaults, a list it cannot read or a depth past the model's
 // context is refused naming why, and a measurement shows decode against
 // the roofline at a short context and after each depth, with the
-// prefill, on its chart; Cancel stops one under way.
+// prefill, on its chart; Cancel stops one under way; the measurement is
+// kept, and shown again when the pair is loaded again.
 func TestDepthSpeed(t *testing.T) {
 	dir := modeltest.ModelsDir(t)
 	wb := newBench(t)
@@ -74,6 +75,16 @@ func TestDepthSpeed(t *testing.T) {
 	waitFor(t, "the cancel", func() bool { return s.idle() && !d.Start.Disabled() })
 	if !strings.Contains(d.Status.Text, "Cancelled") {
 		t.Errorf("after Cancel: %q", d.Status.Text)
+	}
+
+	// the measurement was kept: loading the pair again shows it, dated
+	want := d.Summary.Text
+	test.Tap(m.Load)
+	waitFor(t, "the kept measurement", func() bool {
+		return s.idle() && strings.HasPrefix(d.Status.Text, "Measured stories260K.gguf on ") && d.Chart.Image != nil
+	})
+	if d.Summary.Text != want {
+		t.Errorf("kept figures\n%s\nmeasured\n%s", d.Summary.Text, want)
 	}
 }
 

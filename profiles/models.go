@@ -486,6 +486,11 @@ type BenchReport struct {
 	Memory *store.DeviceMemory `json:"device_memory,omitempty"`
 	// Depths are the runs after BenchOptions.Ctx cached positions
 	Depths []DepthReport `json:"depths,omitempty"`
+	// KV is the KV cache type the runs held (BenchOptions.KV, "" the
+	// backend's default), and identity the model's fingerprint, by which
+	// SaveBenchReport keeps the report
+	KV       string       `json:"-"`
+	identity *store.Model // nil in a report read back from the store
 }
 
 // maxBenchReps bounds bench's repetitions: each decodes the whole -n.
@@ -519,7 +524,12 @@ func BenchModel(ctx context.Context, opt BenchOptions) (*BenchReport, error) {
 		return nil, err
 	}
 	progress := opt.Progress
-	r := &BenchReport{Model: opt.Model, Params: m.File.Params(), WeightBytes: m.WeightBytes(), Threads: be.Threads(), Backend: be.Name(), Kernels: bi.Kernels()}
+	r := &BenchReport{Model: opt.Model, Params: m.File.Params(), WeightBytes: m.WeightBytes(), Threads: be.Threads(), Backend: be.Name(), Kernels: bi.Kernels(), KV: opt.KV}
+	md, err := pairs.DescribeModel(m)
+	if err != nil {
+		return nil, err
+	}
+	r.identity = &md
 	// a device with memory of its own (a GPU) is held to that memory's rate
 	if r.Memory, err = hardware.DeviceMemory(be); err != nil {
 		return nil, err

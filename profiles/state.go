@@ -3,6 +3,7 @@ package profiles
 import (
 	"context"
 	"errors"
+	"time"
 
 	"arborist/kernels"
 	"arborist/profiles/costmodel"
@@ -43,6 +44,11 @@ type PairState struct {
 	// the newest one's steps.
 	Runs      []Run
 	LastSteps []StoredStep
+	// Depth is the target's newest speed at depth stored on this machine
+	// for the pair's backend and KV cache type (SaveBenchReport), and
+	// DepthAt when it was measured; nil when none is.
+	Depth   *BenchReport
+	DepthAt time.Time
 }
 
 // PairState reads what the database holds of ps; nothing is measured.
@@ -107,6 +113,10 @@ func (b *Bench) PairState(ctx context.Context, ps PairSpec) (*PairState, error) 
 		} else if ok {
 			s.Limits.Bandwidth, s.Limits.Memory = m.Copy, &m
 		}
+	}
+
+	if s.Depth, s.DepthAt, err = storedBench(ctx, st, in.Hardware.ID, in.TargetID, pair.Backend.Name(), ps.KV); err != nil {
+		return nil, err
 	}
 
 	if s.PlanID > 0 && in.Profiled && in.Acc != nil {

@@ -12,7 +12,7 @@ import (
 )
 
 func runBench(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "bench", "--model M [--threads N] [--reps R] [--widths 1,2,4,...] [--ctx 1024,4096,...] [--json]")
+	fs := newFlags(env, "bench", "--model M [--threads N] [--reps R] [--widths 1,2,4,...] [--ctx 1024,4096,...] [--db F] [--no-store] [--json]")
 	path := fs.String("model", "", "GGUF model `file`")
 	var backend string
 	var threads int
@@ -24,6 +24,8 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	ctxFlag := fs.String("ctx", "", "context depths (cached positions) at which to time decode runs and the passes as well, e.g. 1024,4096")
 	var kv string
 	kvFlag(fs, &kv)
+	db := dbFlag(fs)
+	noStore := fs.Bool("no-store", false, "with --ctx, do not keep the measurement at depth in the database (the workbench's Profile screen shows the newest)")
 	asJSON := jsonFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -58,6 +60,11 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	r, err := profiles.BenchModel(ctx, opt)
 	if err != nil {
 		return err
+	}
+	if len(depths) > 0 && !*noStore { // kept as the model's newest speed at depth; the figures print either way
+		if err := keepBench(ctx, *db, r); err != nil {
+			fmt.Fprintf(env.Stderr, "bench: the measurement at depth was not kept in %s: %v\n", *db, err)
+		}
 	}
 	if *asJSON {
 		return writeJSON(env.Stdout, r)
@@ -170,4 +177,14 @@ func benchProgress(p profiles.Progress, stages []profiles.BenchStage, start time
 		}
 		p(e)
 	}
+}
+
+// keepBench stores a measurement at depth in the database at db.
+func keepBench(ctx context.Context, db string, r *profiles.BenchReport) error {
+	b, err := openBench(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	return b.SaveBenchReport(ctx, r)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"arborist/engine/model/modeltest"
+	"arborist/profiles"
 )
 
 func run(t *testing.T, args ...string) (int, string, string) {
@@ -465,9 +466,21 @@ func TestBench(t *testing.T) {
 // depth past the model's context is refused, naming both figures.
 func TestBenchCtx(t *testing.T) {
 	model := filepath.Join(modeltest.ModelsDir(t), "stories260K.gguf")
-	code, out, stderr := run(t, "bench", "--model", model, "--reps", "2", "--widths", "1,4", "-n", "8", "--ctx", "64,1500")
+	db := filepath.Join(t.TempDir(), "a.db")
+	code, out, stderr := run(t, "bench", "--model", model, "--reps", "2", "--widths", "1,4", "-n", "8", "--ctx", "64,1500", "--db", db)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// the measurement is kept as the model's newest at depth: the pair's
+	// state reads it back (what the Profile screen shows)
+	b, err := profiles.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.PairState(context.Background(), profiles.PairSpec{Target: model, Threads: 2})
+	b.Close()
+	if err != nil || st.Depth == nil || len(st.Depth.Depths) != 2 || st.Depth.Depths[1].Context != 1500 {
+		t.Fatalf("kept: %+v, %v", st, err)
 	}
 	for _, want := range []string{"at depth: decode runs of 8 tokens", "roofline tok/s", "passes after 64: W=1 ", "passes after 1500: W=1 "} {
 		if !strings.Contains(out, want) {
@@ -484,7 +497,7 @@ func TestBenchCtx(t *testing.T) {
 			t.Errorf("bench --ctx progress lacks %q:\n%s", want, stderr)
 		}
 	}
-	code, out, stderr = run(t, "bench", "--model", model, "--reps", "2", "--widths", "1,4", "-n", "8", "--ctx", "64,1500", "--json")
+	code, out, stderr = run(t, "bench", "--model", model, "--reps", "2", "--widths", "1,4", "-n", "8", "--ctx", "64,1500", "--json", "--no-store")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

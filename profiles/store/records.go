@@ -896,3 +896,50 @@ func (s *Store) DeviceMemoryOf(ctx context.Context, hardwareID int64, backend st
 	}
 	return m, err == nil, s.wrap0("read device memory", err)
 }
+
+// BenchKey identifies a stored bench report: a model on a machine, on a
+// backend with a KV cache type ("" for the backend's default).
+type BenchKey struct {
+	HardwareID, ModelID int64
+	Backend, KV         string
+}
+
+// BenchReport is a stored bench report: its JSON as the profiles layer
+// wrote it, the threads it ran on and when it was stored.
+type BenchReport struct {
+	Key     BenchKey
+	Threads int
+	Report  string
+	Created time.Time
+}
+
+// maxBenchReport bounds a stored report's JSON: a report of a few depths
+// and widths takes a few KiB.
+const maxBenchReport = 1 << 20
+
+// PutBenchReport stores (replacing) the newest bench report of its key.
+func (s *Store) PutBenchReport(ctx context.Context, r BenchReport) error {
+	if len(r.Report) > maxBenchReport {
+		return fmt.Errorf("store: a bench report of %d bytes is past the %d a report takes", len(r.Report), maxBenchReport)
+	}
+	k := r.Key
+	_, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO bench_reports(hardware_id, model_id, backend, kv, threads, report, created)
+		VALUES (?,?,?,?,?,?,?)`, k.HardwareID, k.ModelID, k.Backend, k.KV, r.Threads, r.Report, now())
+	return s.wrap0("save bench report", err)
+}
+
+// BenchReportOf returns the stored bench report of k, or ok false.
+func (s *Store) BenchReportOf(ctx context.Context, k BenchKey) (r BenchReport, ok bool, err error) {
+	var created string
+	err = s.db.QueryRowContext(ctx, `SELECT threads, report, created FROM bench_reports
+		WHERE hardware_id = ? AND model_id = ? AND backend = ? AND kv = ?`, k.HardwareID, k.ModelID, k.Backend, k.KV).Scan(&r.Threads, &r.Report, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, false, nil
+	}
+	if err != nil {
+		return r, false, s.wrap0("read bench report", err)
+	}
+	r.Key = k
+	r.Created, _ = time.Parse(time.RFC3339Nano, created)
+	return r, true, nil
+}

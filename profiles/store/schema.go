@@ -68,6 +68,12 @@ package store
 //	runs.rounds, runs.requests
 //	                  the rounds and the requests they completed
 //
+// Version 15 (speed at depth):
+//
+//	bench_reports  hardware x model x backend x KV cache type -> the newest
+//	               bench report with its depths (JSON) and its threads, so
+//	               a measurement at depth outlives the window that made it
+//
 // Version 12 (curves over context and concurrency):
 //
 //	latency_curves.seqs  the sequences each timed pass held (1: one
@@ -317,5 +323,19 @@ ALTER TABLE runs ADD COLUMN tps_high REAL NOT NULL DEFAULT 0;
 -- v14: a run's prediction priced on assumed acceptance (a plan tuned
 -- before any calibration, on the sliders' values): 1
 ALTER TABLE runs ADD COLUMN predicted_assumed INTEGER NOT NULL DEFAULT 0;
+`,
+	`
+-- v15: a model's newest speed at depth on a machine (bench's report with
+-- its depths, JSON), per backend and KV cache type, with the threads it ran
+CREATE TABLE bench_reports (
+	hardware_id INTEGER NOT NULL REFERENCES hardware(id) ON DELETE CASCADE,
+	model_id INTEGER NOT NULL REFERENCES models(id) ON DELETE CASCADE,
+	backend TEXT NOT NULL,
+	kv TEXT NOT NULL,
+	threads INTEGER NOT NULL,
+	report TEXT NOT NULL,
+	created TEXT NOT NULL,
+	PRIMARY KEY (hardware_id, model_id, backend, kv)
+);
 `,
 }

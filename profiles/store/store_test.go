@@ -296,3 +296,39 @@ func TestDeviceMemory(t *testing.T) {
 		t.Fatal("another backend's memory read back")
 	}
 }
+
+// A bench report is kept per machine, model, backend and KV cache type, a
+// new one replaces the old, and one past the bound is refused.
+func TestBenchReports(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "a.db"))
+	hid, err := s.PutHardware(ctx, &Hardware{Fingerprint: "hw1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid, err := s.PutModel(ctx, &Model{Fingerprint: "m1", Path: "/m.gguf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := BenchKey{HardwareID: hid, ModelID: mid, Backend: "cpu", KV: "f16"}
+	if _, ok, err := s.BenchReportOf(ctx, k); ok || err != nil {
+		t.Fatalf("before any: ok %v, %v", ok, err)
+	}
+	for i, rep := range []string{`{"model":"a"}`, `{"model":"b"}`} {
+		if err := s.PutBenchReport(ctx, BenchReport{Key: k, Threads: 2 + i, Report: rep}); err != nil {
+			t.Fatal(err)
+		}
+		got, ok, err := s.BenchReportOf(ctx, k)
+		if !ok || err != nil || got.Report != rep || got.Threads != 2+i || got.Key != k || time.Since(got.Created) > time.Hour {
+			t.Fatalf("stored %s, read %+v (ok %v, %v)", rep, got, ok, err)
+		}
+	}
+	for _, other := range []BenchKey{{hid, mid, "cpu", ""}, {hid, mid, "cuda", "f16"}, {hid, mid + 1, "cpu", "f16"}} {
+		if _, ok, _ := s.BenchReportOf(ctx, other); ok {
+			t.Fatalf("%+v read back another key's report", other)
+		}
+	}
+	if err := s.PutBenchReport(ctx, BenchReport{Key: k, Report: strings.Repeat("x", maxBenchReport+1)}); err == nil {
+		t.Fatal("a report past the bound was stored")
+	}
+}
