@@ -68,12 +68,6 @@ package store
 //	runs.rounds, runs.requests
 //	                  the rounds and the requests they completed
 //
-// Version 15 (speed at depth):
-//
-//	bench_reports  hardware x model x backend x KV cache type -> the newest
-//	               bench report with its depths (JSON) and its threads, so
-//	               a measurement at depth outlives the window that made it
-//
 // Version 12 (curves over context and concurrency):
 //
 //	latency_curves.seqs  the sequences each timed pass held (1: one
@@ -84,6 +78,12 @@ package store
 //	                     contexts and pass sizes, each found by its own
 //	                     (curves stored before keep the context they were
 //	                     measured at, the short one)
+//
+// Version 15 (speed at depth):
+//
+//	bench_reports  hardware x model x backend x KV cache type -> the newest
+//	               bench report with its depths (JSON) and its threads, so
+//	               a measurement at depth outlives the window that made it
 var migrations = []string{`
 CREATE TABLE hardware (
 	id INTEGER PRIMARY KEY,
