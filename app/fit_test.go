@@ -189,3 +189,33 @@ func TestServeButtonHeight(t *testing.T) {
 		t.Errorf("Serve is %v high, a button %v", got, want)
 	}
 }
+
+// TestSpeedupChartsInReach: on the Speedup model screen the verification
+// latency chart, the lowest, ends within the window at 1366x768 and up,
+// and at 1024x640 comes into view whole when its column is scrolled to
+// the bottom.
+func TestSpeedupChartsInReach(t *testing.T) {
+	wb := newBench(t)
+	sp := wb.Speedup
+	for i, it := range wb.Tabs.Items {
+		if it.Text == sp.Title() {
+			fyne.DoAndWait(func() { wb.Tabs.SelectIndex(i) })
+		}
+	}
+	for _, size := range []fyne.Size{fyne.NewSize(1024, 640), fyne.NewSize(1366, 768), fyne.NewSize(1920, 1080)} {
+		var bottom, h float32
+		fyne.DoAndWait(func() {
+			wb.Session.Win.Resize(size)
+			if size.Height < 768 {
+				sp.charts.ScrollToBottom()
+			}
+			c := sp.Curve
+			bottom = fyne.CurrentApp().Driver().AbsolutePositionForObject(c).Y + c.Size().Height
+			h = wb.Session.Win.Canvas().Size().Height
+			sp.charts.ScrollToTop()
+		})
+		if bottom > h {
+			t.Errorf("%v: the latency chart ends at %v, below the window's %v", size, bottom, h)
+		}
+	}
+}
