@@ -29,7 +29,6 @@ type ProfileScreen struct {
 	Family   *CurveFamily // the curve over context, the suite's range marked
 	Depth    *DepthSpeed  // decode and prefill speed after long contexts
 	Lower    *container.AppTabs
-	Scroll   *container.Scroll // the screen, scrolling in a window lower than its least height
 	cancel   context.CancelFunc
 }
 
@@ -103,12 +102,7 @@ func (p *ProfileScreen) Content() fyne.CanvasObject {
 	help := metricHelp(metricTVerify, "W: how many tokens one target pass verifies; speculation pays when T_verify grows slowly with W.")
 	// the curves over context and the speed at depth share the lower half
 	p.Lower = container.NewAppTabs(container.NewTabItem("Over context", p.Family.View(p.s.Win)), container.NewTabItem("Speed at depth", p.Depth.View(p.s.Win)))
-	screen := container.NewBorder(container.NewVBox(p.Hardware, controls, p.Status), help, nil, nil, container.NewVSplit(p.Chart.View(p.s.Win), p.Lower))
-	// in a window lower than the screen's least height (1024x640) it
-	// scrolls, where the lower chart had been cut off at the window's
-	// bottom; from 1366x768 up it fits and nothing scrolls
-	p.Scroll = container.NewVScroll(screen)
-	return p.Scroll
+	return container.NewBorder(container.NewVBox(p.Hardware, controls, p.Status), help, nil, nil, container.NewVSplit(p.Chart.View(p.s.Win), p.Lower))
 }
 
 func (p *ProfileScreen) start() {

@@ -39,15 +39,16 @@ func TestProfileChartsFitTheWindow(t *testing.T) {
 		})
 		if small { // scrolled to the bottom, the lower chart comes into view whole
 			var b2 float32
+			sc := screenScroll(t, wb, p.Title())
 			fyne.DoAndWait(func() {
-				p.Scroll.ScrollToBottom()
+				sc.ScrollToBottom()
 				c2 := p.Family.Chart
 				b2 = fyne.CurrentApp().Driver().AbsolutePositionForObject(c2).Y + c2.Size().Height
 			})
 			if b2 > size.Height {
 				t.Errorf("%v: scrolled to the bottom, the second chart ends at %v, below the window", size, b2)
 			}
-			fyne.DoAndWait(func() { p.Scroll.ScrollToTop() })
+			fyne.DoAndWait(func() { sc.ScrollToTop() })
 		}
 		if h1 < profileChartH || h2 < familyChartH {
 			t.Errorf("%v: the charts are %v and %v high, want at least %v and %v", size, h1, h2, profileChartH, familyChartH)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -152,6 +153,17 @@ func indexOf(t *testing.T, wb *Workbench, title string) int {
 	}
 	t.Fatalf("no tab %q", title)
 	return -1
+}
+
+// screenScroll is the scroll a screen sits in (each tab's content: the
+// screen scrolls in a window smaller than it needs).
+func screenScroll(t *testing.T, wb *Workbench, title string) *container.Scroll {
+	t.Helper()
+	sc, ok := wb.Tabs.Items[indexOf(t, wb, title)].Content.(*container.Scroll)
+	if !ok {
+		t.Fatalf("the %s screen does not scroll", title)
+	}
+	return sc
 }
 
 // TestRunStreamBatches: a batch of streamed pieces (what a run sends at

@@ -22,7 +22,6 @@ import (
 type SpeedupScreen struct {
 	s        *Session
 	controls *container.Scroll // the scrolling column of controls (the screenshot tour scrolls it)
-	charts   *container.Scroll // the charts' column, scrolling in a window lower than its least height
 	Alpha    *widget.Slider
 	Decay    *widget.Slider
 	MaxDepth *widget.Slider
@@ -243,11 +242,7 @@ func (sp *SpeedupScreen) Content() fyne.CanvasObject {
 	bottom.Offset = 0.6
 	charts := container.NewVSplit(sp.Chart.View(sp.s.Win), bottom)
 	charts.Offset = 0.62
-	// the charts keep the window's height from 1366x768 up; in a lower
-	// window (1024x640) their column scrolls, where the latency chart's
-	// axis had been cut off at the window's bottom
-	sp.charts = container.NewVScroll(charts)
-	split := container.NewHSplit(newMinWidth(controls, 330), sp.charts)
+	split := container.NewHSplit(newMinWidth(controls, 330), charts)
 	split.Offset = 0.42
 	return split
 }

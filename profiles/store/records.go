@@ -898,7 +898,8 @@ func (s *Store) DeviceMemoryOf(ctx context.Context, hardwareID int64, backend st
 }
 
 // BenchKey identifies a stored bench report: a model on a machine, on a
-// backend with a KV cache type ("" for the backend's default).
+// backend with a KV cache type (as the profiles layer names it: "f32" or
+// "f16", the backend's default spelled out).
 type BenchKey struct {
 	HardwareID, ModelID int64
 	Backend, KV         string
